@@ -1,0 +1,85 @@
+// Lint rules. The context core must stay pure: no Node built-ins and none of the I/O libraries,
+// so it can be tested with plain data and reused anywhere (STYLE.md, "A pure core").
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const ioLibraries = [
+  'fastify',
+  'fastify/*',
+  'undici',
+  'undici/*',
+  'ioredis',
+  'pino',
+  'js-tiktoken',
+  'js-tiktoken/*',
+  'prom-client',
+];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        setImmediate: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        TextEncoder: 'readonly',
+        TextDecoder: 'readonly',
+        performance: 'readonly',
+        structuredClone: 'readonly',
+        fetch: 'readonly',
+      },
+    },
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ExportDefaultDeclaration', message: 'Named exports only.' },
+      ],
+    },
+  },
+  {
+    files: ['src/context/**/*.ts', 'src/upstream/classify-upstream-error.ts', 'src/upstream/sse-decoder.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*'], message: 'The context core is pure: no Node built-ins.' },
+            { group: ioLibraries, message: 'The context core is pure: no I/O libraries; use a port.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/main.ts', 'src/config/load-config.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Only main.ts and the config loader read the environment.',
+        },
+      ],
+    },
+  },
+  {
+    files: ['eslint.config.js', 'scripts/**/*.mjs'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);

@@ -1,0 +1,148 @@
+// The composition root: buildApp wires fastify, routes, upstream, metrics and logger from what it is
+// given. It never listens and never reads the environment; main.ts and tests do that.
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from './config/gateway-config.js';
+import { GatewayError } from './errors.js';
+import { createAuthenticator } from './http/authenticate.js';
+import { handleError } from './http/error-handler.js';
+import { parseJsonBody } from './http/json-body.js';
+import { registerOperationalRoutes, type ReadinessProbe } from './http/operational-routes.js';
+import { registerProxyRoutes } from './http/proxy-routes.js';
+import { createRequestState, type RequestState } from './http/request-state.js';
+import type { GatewayMetrics } from './metrics.js';
+import type { Upstream } from './upstream/upstream.js';
+
+export interface AppDependencies {
+  config: GatewayConfig;
+  logger: Logger;
+  upstream: Upstream;
+  metrics: GatewayMetrics;
+  readiness: ReadinessProbe;
+  /** Monotonic milliseconds; injected so durations can be controlled in tests. */
+  now?: () => number;
+  generateRequestId?: () => string;
+}
+
+export interface GatewayApp {
+  app: FastifyInstance;
+  /** Marks the gateway as closing: /readyz fails and new requests get 503 while in-flight ones finish. */
+  beginShutdown(): void;
+}
+
+export function buildApp(deps: AppDependencies): GatewayApp {
+  const { config, logger, metrics } = deps;
+  const now = deps.now ?? (() => performance.now());
+  const generateRequestId = deps.generateRequestId ?? randomUUID;
+  const authenticator = createAuthenticator({ gatewayApiKeys: config.gatewayApiKeys });
+  let closing = false;
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.server.body_limit_bytes,
+    requestTimeout: config.server.request_timeout_ms,
+    keepAliveTimeout: config.server.keep_alive_timeout_ms,
+    // A connection may sit silent while the upstream thinks; let the gateway's own timeouts fire first.
+    connectionTimeout:
+      Math.max(config.timeouts.upstream_first_byte_ms, config.timeouts.upstream_idle_ms) + 15_000,
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    requestIdHeader: false,
+    genReqId: () => generateRequestId(),
+  });
+
+  app.decorateRequest('gateway', null as unknown as RequestState);
+
+  app.removeAllContentTypeParsers();
+  // Every body is read as JSON whatever its Content-Type: `curl -d` sends form encoding by default.
+  app.addContentTypeParser(
+    '*',
+    { parseAs: 'string', bodyLimit: config.server.body_limit_bytes },
+    (request, body, done) => {
+      try {
+        request.gateway.rawBody = body as string;
+        done(null, parseJsonBody(body as string));
+      } catch (error) {
+        done(error as Error, undefined);
+      }
+    },
+  );
+
+  app.addHook('onRequest', async (request, reply) => {
+    const state = createRequestState(now());
+    state.route = request.routeOptions.url ?? 'unknown';
+    request.gateway = state;
+    reply.header('x-ctxgate-request-id', request.id);
+    reply.raw.once('close', () =>
+      logRequest(request.id, state, reply.raw.statusCode, reply.raw.writableFinished),
+    );
+    if (closing) {
+      reply.header('connection', 'close');
+      if (state.route !== '/healthz' && state.route !== '/readyz') {
+        throw new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.');
+      }
+    }
+    if (request.url.startsWith('/v1/')) state.credential = authenticator.authenticate(request.headers);
+  });
+
+  function logRequest(requestId: string, state: RequestState, statusCode: number, finished: boolean): void {
+    const totalMs = now() - state.startedAtMs;
+    const overheadMs = Math.max(0, totalMs - state.upstreamMs);
+    const status = finished ? statusCode : 499;
+    metrics.requests.inc({
+      route: state.route,
+      status: String(status),
+      model: metrics.modelLabel(state.model),
+    });
+    metrics.requestDuration.observe({ route: state.route }, totalMs / 1000);
+    if (state.upstreamName !== undefined)
+      metrics.gatewayOverhead.observe({ route: state.route }, overheadMs / 1000);
+    if (state.route === '/healthz' || state.route === '/readyz' || state.route === '/metrics') return;
+    logger.info(
+      {
+        reqId: requestId,
+        route: state.route,
+        status,
+        model: state.model,
+        stream: state.stream,
+        upstream: state.upstreamName,
+        upstreamStatus: state.upstreamStatus,
+        tenant: state.credential?.tenantId.slice(0, 12),
+        errorCode: state.errorCode,
+        streamErrorCode: state.streamErrorCode,
+        clientAborted: state.clientAborted || undefined,
+        durations: {
+          totalMs: round(totalMs),
+          upstreamMs: round(state.upstreamMs),
+          overheadMs: round(overheadMs),
+        },
+      },
+      'request',
+    );
+  }
+
+  app.setErrorHandler((error, request, reply) => handleError(error, request, reply));
+  app.setNotFoundHandler((request, reply) =>
+    handleError(
+      new GatewayError('not_found', `Unknown request URL: ${request.method} ${request.url.split('?')[0]}.`),
+      request,
+      reply,
+    ),
+  );
+
+  registerOperationalRoutes(app, { metrics, readiness: deps.readiness, isClosing: () => closing });
+  registerProxyRoutes(app, { config, upstream: deps.upstream, metrics, now });
+
+  return {
+    app,
+    beginShutdown() {
+      closing = true;
+    },
+  };
+}
+
+function round(milliseconds: number): number {
+  return Math.round(milliseconds * 1000) / 1000;
+}

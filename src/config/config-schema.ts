@@ -1,0 +1,51 @@
+// The one schema of the config file (config/ctxgate.yaml); the file's TypeScript type is inferred from
+// it, so the validator and the code that reads the config can never disagree.
+import { z } from 'zod';
+
+const positiveMs = z.number().int().positive();
+
+export const upstreamEntrySchema = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores'),
+  base_url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }),
+  /** Name of the environment variable holding this upstream's API key (never the key itself). */
+  api_key_env: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name')
+    .optional(),
+  /** Model-name globs (`*` and `?`) routed to this upstream; first matching upstream wins. */
+  models: z.array(z.string().min(1)).min(1),
+  max_connections: z.number().int().positive().default(256),
+});
+
+export const serverSectionSchema = z.strictObject({
+  body_limit_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024),
+  /** Time a client has to send its whole request. */
+  request_timeout_ms: positiveMs.default(60_000),
+  /** An idle keep-alive connection is closed after this long. */
+  keep_alive_timeout_ms: positiveMs.default(72_000),
+  /** On SIGTERM, in-flight requests get this long to finish before connections are closed. */
+  shutdown_grace_ms: positiveMs.default(30_000),
+});
+
+export const timeoutsSectionSchema = z.strictObject({
+  upstream_connect_ms: positiveMs.default(10_000),
+  /** Until the upstream's response headers arrive; reasoning models think long before answering. */
+  upstream_first_byte_ms: positiveMs.default(300_000),
+  /** Longest silence between two chunks of an upstream body. */
+  upstream_idle_ms: positiveMs.default(120_000),
+});
+
+export const configFileSchema = z.strictObject({
+  server: serverSectionSchema.default(serverSectionSchema.parse({})),
+  timeouts: timeoutsSectionSchema.default(timeoutsSectionSchema.parse({})),
+  upstreams: z.array(upstreamEntrySchema).default([]),
+});
+
+export type ConfigFile = z.infer<typeof configFileSchema>;
+export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;

@@ -1,0 +1,34 @@
+// The resolved, frozen configuration the gateway runs with: the config file merged with the environment.
+import type { ConfigFile } from './config-schema.js';
+
+export interface UpstreamConfig {
+  name: string;
+  /** e.g. `https://api.openai.com/v1`; request paths such as `/chat/completions` are appended. */
+  baseUrl: string;
+  /** Key the gateway sends upstream; undefined means the client's Authorization is passed through. */
+  apiKey: string | undefined;
+  modelGlobs: readonly string[];
+  maxConnections: number;
+}
+
+export type RedisConfig =
+  | { mode: 'memory' }
+  | { mode: 'standalone'; url: string }
+  | { mode: 'cluster'; nodes: ReadonlyArray<{ host: string; port: number }> };
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface GatewayConfig {
+  port: number;
+  host: string;
+  logLevel: LogLevel;
+  configPath: string | undefined;
+  /** Keys clients must present; empty means the gateway does not authenticate clients. */
+  gatewayApiKeys: readonly string[];
+  redis: RedisConfig;
+  /** Routed upstreams from the file, in order, then the environment's default upstream last. */
+  upstreams: readonly UpstreamConfig[];
+  defaultUpstream: UpstreamConfig;
+  server: ConfigFile['server'];
+  timeouts: ConfigFile['timeouts'];
+}

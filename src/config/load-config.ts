@@ -1,0 +1,218 @@
+// Reads the environment and the config file once at start, validates both, and returns a frozen
+// GatewayConfig. Every problem found is reported, one line each, naming the key; nothing starts on a
+// bad configuration. This is the only module besides main.ts that reads process.env.
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { configFileSchema, type ConfigFile } from './config-schema.js';
+import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
+
+export const defaultConfigPath = 'config/ctxgate.yaml';
+export const defaultUpstreamBaseUrl = 'https://api.openai.com/v1';
+const logLevels: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(problems.join('\n'));
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Environment = Readonly<Record<string, string | undefined>>;
+
+/** A blank variable means unset. */
+function readVariable(env: Environment, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function formatPath(path: ReadonlyArray<PropertyKey>): string {
+  let text = '';
+  for (const key of path) {
+    if (typeof key === 'number') text += `[${key}]`;
+    else text += text === '' ? String(key) : `.${String(key)}`;
+  }
+  return text === '' ? '(top level)' : text;
+}
+
+function describeIssues(source: string, issues: readonly z.core.$ZodIssue[]): string[] {
+  const lines: string[] = [];
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) lines.push(`${source}: ${formatPath([...issue.path, key])}: unknown key`);
+    } else {
+      lines.push(`${source}: ${formatPath(issue.path)}: ${issue.message}`);
+    }
+  }
+  return lines;
+}
+
+function readConfigFile(path: string, explicit: boolean, problems: string[]): ConfigFile | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && !explicit) return configFileSchema.parse({});
+    problems.push(`CTXGATE_CONFIG: cannot read ${path}: ${code ?? 'unknown error'}`);
+    return undefined;
+  }
+  const document = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  if (document.errors.length > 0) {
+    for (const error of document.errors) {
+      const line = error.linePos?.[0];
+      problems.push(
+        `${path}:${line ? `${line.line}:${line.col}` : ''} invalid YAML: ${error.message.split('\n')[0]}`,
+      );
+    }
+    return undefined;
+  }
+  const result = configFileSchema.safeParse(document.toJS() ?? {});
+  if (!result.success) {
+    problems.push(...describeIssues(path, result.error.issues));
+    return undefined;
+  }
+  return result.data;
+}
+
+function parsePort(env: Environment, problems: string[]): number {
+  const raw = readVariable(env, 'PORT');
+  if (raw === undefined) return 8080;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || port < 0 || port > 65535) {
+    problems.push(`PORT: must be an integer from 0 to 65535, got "${raw}"`);
+    return 8080;
+  }
+  return port;
+}
+
+function parseHttpUrl(name: string, raw: string, problems: string[]): string {
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
+    return raw.replace(/\/+$/, '');
+  } catch {
+    problems.push(`${name}: must be an http:// or https:// URL`);
+    return raw;
+  }
+}
+
+function parseRedis(env: Environment, problems: string[]): RedisConfig {
+  const clusterNodes = readVariable(env, 'REDIS_CLUSTER_NODES');
+  if (clusterNodes !== undefined) {
+    const nodes: Array<{ host: string; port: number }> = [];
+    for (const seed of clusterNodes
+      .split(',')
+      .map((part) => part.trim())
+      .filter(Boolean)) {
+      const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(seed);
+      const port = Number(match?.[2]);
+      if (!match?.[1] || port < 1 || port > 65535) {
+        problems.push(`REDIS_CLUSTER_NODES: "${seed}" is not host:port`);
+        continue;
+      }
+      nodes.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
+    }
+    if (nodes.length === 0 && problems.length === 0) problems.push('REDIS_CLUSTER_NODES: lists no host:port');
+    return { mode: 'cluster', nodes };
+  }
+  const url = readVariable(env, 'REDIS_URL');
+  if (url === undefined) return { mode: 'memory' };
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw new Error('protocol');
+  } catch {
+    // The URL may hold a password: name the variable, never echo its value.
+    problems.push('REDIS_URL: must be a redis:// or rediss:// URL');
+  }
+  return { mode: 'standalone', url };
+}
+
+export interface LoadConfigOptions {
+  env: Environment;
+}
+
+export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
+  const problems: string[] = [];
+  const explicitPath = readVariable(env, 'CTXGATE_CONFIG');
+  const configPath = explicitPath ?? defaultConfigPath;
+  const file = readConfigFile(configPath, explicitPath !== undefined, problems);
+
+  const logLevelRaw = readVariable(env, 'LOG_LEVEL') ?? 'info';
+  if (!logLevels.includes(logLevelRaw as LogLevel)) {
+    problems.push(`LOG_LEVEL: must be one of ${logLevels.join(', ')}, got "${logLevelRaw}"`);
+  }
+  const gatewayApiKeys = (readVariable(env, 'GATEWAY_API_KEYS') ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
+  const defaultUpstream: UpstreamConfig = {
+    name: 'default',
+    baseUrl: parseHttpUrl(
+      'UPSTREAM_BASE_URL',
+      readVariable(env, 'UPSTREAM_BASE_URL') ?? defaultUpstreamBaseUrl,
+      problems,
+    ),
+    apiKey: readVariable(env, 'UPSTREAM_API_KEY'),
+    modelGlobs: ['*'],
+    maxConnections: 256,
+  };
+  const routed: UpstreamConfig[] = [];
+  const seenNames = new Set(['default']);
+  for (const [index, entry] of (file?.upstreams ?? []).entries()) {
+    if (seenNames.has(entry.name))
+      problems.push(`${configPath}: upstreams[${index}].name: "${entry.name}" is used twice`);
+    seenNames.add(entry.name);
+    let apiKey: string | undefined;
+    if (entry.api_key_env !== undefined) {
+      apiKey = readVariable(env, entry.api_key_env);
+      if (apiKey === undefined) {
+        problems.push(
+          `${configPath}: upstreams[${index}].api_key_env: environment variable ${entry.api_key_env} is not set`,
+        );
+      }
+    }
+    routed.push({
+      name: entry.name,
+      baseUrl: entry.base_url.replace(/\/+$/, ''),
+      apiKey,
+      modelGlobs: entry.models,
+      maxConnections: entry.max_connections,
+    });
+  }
+  const upstreamWithKey = [defaultUpstream, ...routed].find((upstream) => upstream.apiKey !== undefined);
+  if (upstreamWithKey !== undefined && gatewayApiKeys.length === 0) {
+    // Without client keys, anyone who can reach the port would spend the configured upstream key.
+    problems.push(
+      `GATEWAY_API_KEYS: required when an upstream key is configured (${upstreamWithKey.name === 'default' ? 'UPSTREAM_API_KEY' : `upstream "${upstreamWithKey.name}"`})`,
+    );
+  }
+
+  const port = parsePort(env, problems);
+  const redis = parseRedis(env, problems);
+  if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
+
+  const config: GatewayConfig = {
+    port,
+    host: readVariable(env, 'HOST') ?? '127.0.0.1',
+    logLevel: logLevelRaw as LogLevel,
+    configPath: explicitPath ?? (file === undefined ? undefined : configPath),
+    gatewayApiKeys,
+    redis,
+    upstreams: [...routed, defaultUpstream],
+    defaultUpstream,
+    server: file.server,
+    timeouts: file.timeouts,
+  };
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

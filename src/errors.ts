@@ -1,0 +1,71 @@
+// The gateway's one error family: every failure the gateway itself reports carries a stable string
+// code, and this table is the only place that says which HTTP status and OpenAI error type it has.
+
+export const errorCodes = {
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  json_too_deep: { status: 400, type: 'invalid_request_error' },
+  invalid_header: { status: 400, type: 'invalid_request_error' },
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  missing_api_key: { status: 401, type: 'authentication_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  session_busy: { status: 409, type: 'invalid_request_error' },
+  request_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 422, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  budget_exceeded: { status: 429, type: 'rate_limit_error' },
+  internal_error: { status: 500, type: 'server_error' },
+  upstream_unreachable: { status: 502, type: 'server_error' },
+  upstream_bad_response: { status: 502, type: 'server_error' },
+  session_store_unavailable: { status: 503, type: 'server_error' },
+  shutting_down: { status: 503, type: 'server_error' },
+  upstream_timeout: { status: 504, type: 'server_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type GatewayErrorCode = keyof typeof errorCodes;
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string };
+}
+
+export class GatewayError extends Error {
+  readonly code: GatewayErrorCode;
+  readonly status: number;
+  readonly param: string | null;
+
+  constructor(
+    code: GatewayErrorCode,
+    message: string,
+    options: { param?: string | null; cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = errorCodes[code].status;
+    this.param = options.param ?? null;
+  }
+}
+
+/** Checks by `code`, not `instanceof`, so errors that crossed a module or realm boundary still match. */
+export function isGatewayError(value: unknown): value is GatewayError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { name?: unknown }).name === 'GatewayError' &&
+    typeof (value as { code?: unknown }).code === 'string' &&
+    Object.hasOwn(errorCodes, (value as { code: string }).code)
+  );
+}
+
+export function toOpenAIErrorBody(error: GatewayError): OpenAIErrorBody {
+  return {
+    error: {
+      message: error.message,
+      type: errorCodes[error.code].type,
+      param: error.param,
+      code: error.code,
+    },
+  };
+}

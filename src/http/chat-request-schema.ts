@@ -1,0 +1,156 @@
+// The request schema of POST /v1/chat/completions: it accepts everything the OpenAI API accepts
+// (content parts, images, audio, files, tools, vendor fields, which pass through untouched) and rejects
+// what the provider would reject anyway, with OpenAI-style messages naming the parameter.
+import { z } from 'zod';
+import { GatewayError } from '../errors.js';
+
+const roles = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
+
+const contentPartSchema = z
+  .looseObject({ type: z.string({ error: 'expected a string' }) }, { error: 'expected an object' })
+  .superRefine((part, context) => {
+    const record = part as Record<string, unknown>;
+    const requireString = (key: string, inside?: string): void => {
+      const holder = inside === undefined ? record : (record[inside] as Record<string, unknown>);
+      if (typeof holder?.[key] !== 'string') {
+        context.addIssue({
+          code: 'custom',
+          path: inside === undefined ? [key] : [inside, key],
+          message: 'expected a string',
+        });
+      }
+    };
+    const requireObject = (key: string): boolean => {
+      const value = record[key];
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        context.addIssue({ code: 'custom', path: [key], message: 'expected an object' });
+        return false;
+      }
+      return true;
+    };
+    switch (part.type) {
+      case 'text':
+        requireString('text');
+        break;
+      case 'refusal':
+        requireString('refusal');
+        break;
+      case 'image_url':
+        if (requireObject('image_url')) requireString('url', 'image_url');
+        break;
+      case 'input_audio':
+        if (requireObject('input_audio')) requireString('data', 'input_audio');
+        break;
+      case 'file':
+        requireObject('file');
+        break;
+      default:
+      // Vendor part types pass through for the upstream to judge.
+    }
+  });
+
+const contentSchema = z.union([z.string(), z.null(), z.array(contentPartSchema)], {
+  error: 'expected a string, null, or an array of content parts',
+});
+
+const toolCallSchema = z.looseObject(
+  {
+    id: z.string({ error: 'expected a string' }),
+    type: z.string({ error: 'expected a string' }).optional(),
+    function: z
+      .looseObject(
+        {
+          name: z.string({ error: 'expected a string' }),
+          arguments: z.string({ error: 'expected a string' }),
+        },
+        { error: 'expected an object' },
+      )
+      .optional(),
+  },
+  { error: 'expected an object' },
+);
+
+const messageSchema = z
+  .looseObject(
+    {
+      role: z.enum(roles, { error: `expected one of ${roles.map((role) => `'${role}'`).join(', ')}` }),
+      content: contentSchema.optional(),
+      name: z.string({ error: 'expected a string' }).optional(),
+      tool_calls: z.array(toolCallSchema, { error: 'expected an array' }).nullable().optional(),
+      tool_call_id: z.string({ error: 'expected a string' }).optional(),
+    },
+    { error: 'expected an object' },
+  )
+  .superRefine((message, context) => {
+    if (message.role === 'tool' && message.tool_call_id === undefined) {
+      context.addIssue({ code: 'custom', path: ['tool_call_id'], message: "is required for role 'tool'" });
+    }
+    if (message.role !== 'assistant' && message.role !== 'function' && message.content === undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['content'],
+        message: `is required for role '${message.role}'`,
+      });
+    }
+  });
+
+const optionalCount = z
+  .number({ error: 'expected an integer' })
+  .int({ error: 'expected an integer' })
+  .min(0, { error: 'must be 0 or more' })
+  .nullable()
+  .optional();
+
+export const chatCompletionRequestSchema = z.looseObject({
+  model: z.string({ error: 'expected a string' }).min(1, { error: 'must not be empty' }),
+  messages: z
+    .array(messageSchema, { error: 'expected an array of messages' })
+    .min(1, { error: 'expected an array with at least one message, got an empty array' }),
+  stream: z.boolean({ error: 'expected a boolean' }).nullable().optional(),
+  max_tokens: optionalCount,
+  max_completion_tokens: optionalCount,
+  tools: z
+    .array(
+      z.looseObject({ type: z.string({ error: 'expected a string' }) }, { error: 'expected an object' }),
+      { error: 'expected an array' },
+    )
+    .nullable()
+    .optional(),
+  stream_options: z.looseObject({}, { error: 'expected an object' }).nullable().optional(),
+});
+
+export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
+export type ChatMessage = ChatCompletionRequest['messages'][number];
+
+export function formatParam(path: ReadonlyArray<PropertyKey>): string {
+  let text = '';
+  for (const key of path)
+    text += typeof key === 'number' ? `[${key}]` : text === '' ? String(key) : `.${String(key)}`;
+  return text;
+}
+
+function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let value = root;
+  for (const key of path) {
+    if (typeof value !== 'object' || value === null) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[key];
+  }
+  return value;
+}
+
+/** Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. */
+export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
+  }
+  const result = chatCompletionRequestSchema.safeParse(body);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  if (issue === undefined) throw new GatewayError('invalid_request', 'Invalid request body.');
+  const param = formatParam(issue.path);
+  const missing = valueAt(body, issue.path) === undefined;
+  const message = missing
+    ? `Missing required parameter: '${param}'.`
+    : `Invalid '${param}': ${issue.message}.`;
+  throw new GatewayError('invalid_request', message, { param });
+}

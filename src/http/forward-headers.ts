@@ -1,0 +1,69 @@
+// Which headers cross the gateway in each direction. Hop-by-hop headers never do; the gateway's own
+// control headers stay with the gateway; credentials go upstream only as the auth mode allows.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { UpstreamConfig } from '../config/gateway-config.js';
+import type { Credential } from './authenticate.js';
+
+const hopByHop = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+const neverUpstream = new Set([
+  ...hopByHop,
+  'host',
+  'content-length',
+  'accept-encoding',
+  'cookie',
+  'authorization',
+  'api-key',
+  'x-api-key',
+  'expect',
+]);
+const gatewayPrefixes = ['x-session-', 'x-context-', 'x-budget-', 'x-admin-'];
+const neverDownstream = new Set([...hopByHop, 'content-length', 'set-cookie', 'date', 'server']);
+
+export function buildUpstreamHeaders(
+  clientHeaders: IncomingHttpHeaders,
+  upstream: UpstreamConfig,
+  credential: Credential,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(clientHeaders)) {
+    if (
+      value === undefined ||
+      neverUpstream.has(name) ||
+      gatewayPrefixes.some((prefix) => name.startsWith(prefix))
+    )
+      continue;
+    headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  headers['content-type'] = 'application/json';
+  // Identity encoding: the gateway reads streamed bodies as text.
+  headers['accept-encoding'] = 'identity';
+  if (upstream.apiKey !== undefined) {
+    headers.authorization = `Bearer ${upstream.apiKey}`;
+  } else if (credential.mode === 'pass_through') {
+    for (const name of ['authorization', 'api-key', 'x-api-key']) {
+      const value = clientHeaders[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+  }
+  return headers;
+}
+
+export function buildClientHeaders(
+  upstreamHeaders: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(upstreamHeaders)) {
+    if (value === undefined || neverDownstream.has(name)) continue;
+    headers[name] = value;
+  }
+  return headers;
+}

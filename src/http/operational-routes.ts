@@ -1,0 +1,34 @@
+// Liveness, readiness and metrics endpoints for orchestrators and Prometheus.
+import type { FastifyInstance } from 'fastify';
+import type { GatewayMetrics } from '../metrics.js';
+
+export interface ReadinessProbe {
+  /** Resolves true when the session store answers. */
+  check(): Promise<boolean>;
+}
+
+export interface OperationalRouteDependencies {
+  metrics: GatewayMetrics;
+  readiness: ReadinessProbe;
+  isClosing: () => boolean;
+}
+
+export function registerOperationalRoutes(
+  app: FastifyInstance,
+  { metrics, readiness, isClosing }: OperationalRouteDependencies,
+): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    if (isClosing()) return reply.code(503).send({ status: 'shutting_down' });
+    const storeReady = await readiness.check().catch(() => false);
+    return reply
+      .code(storeReady ? 200 : 503)
+      .send({ status: storeReady ? 'ready' : 'not_ready', store: storeReady ? 'ok' : 'unreachable' });
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    const text = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(text);
+  });
+}

@@ -1,0 +1,42 @@
+// What the gateway learns about one request while serving it; read by the request log line and metrics.
+import type { Credential } from './authenticate.js';
+
+export interface RequestState {
+  startedAtMs: number;
+  route: string;
+  credential: Credential | undefined;
+  model: string | undefined;
+  upstreamName: string | undefined;
+  stream: boolean;
+  /** Time spent waiting on upstream calls (connect to end of body). */
+  upstreamMs: number;
+  upstreamStatus: number | undefined;
+  errorCode: string | undefined;
+  /** Set when a stream already under way ended with an error event instead of its finish. */
+  streamErrorCode: string | undefined;
+  clientAborted: boolean;
+  rawBody: string | undefined;
+}
+
+export function createRequestState(startedAtMs: number): RequestState {
+  return {
+    startedAtMs,
+    route: 'unknown',
+    credential: undefined,
+    model: undefined,
+    upstreamName: undefined,
+    stream: false,
+    upstreamMs: 0,
+    upstreamStatus: undefined,
+    errorCode: undefined,
+    streamErrorCode: undefined,
+    clientAborted: false,
+    rawBody: undefined,
+  };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    gateway: RequestState;
+  }
+}

@@ -1,0 +1,34 @@
+// The gateway's pino logger. Credentials are redacted wherever a header object could be logged, and
+// request bodies are never logged at all (they hold message text).
+import { pino, type DestinationStream, type Logger } from 'pino';
+import type { LogLevel } from './config/gateway-config.js';
+
+const credentialHeaders = [
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'proxy-authorization',
+  'cookie',
+  'x-admin-key',
+];
+
+export const redactedPaths = [
+  ...credentialHeaders.map((header) => `req.headers["${header}"]`),
+  ...credentialHeaders.map((header) => `headers["${header}"]`),
+  ...credentialHeaders.map((header) => `upstreamHeaders["${header}"]`),
+];
+
+export interface CreateLoggerOptions {
+  level: LogLevel;
+  destination?: DestinationStream;
+}
+
+export function createLogger({ level, destination }: CreateLoggerOptions): Logger {
+  const options = {
+    level,
+    base: { service: 'ctxgate' },
+    redact: { paths: redactedPaths, censor: '[redacted]' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  return destination === undefined ? pino(options) : pino(options, destination);
+}
