@@ -1,0 +1,58 @@
+// Builds the real infrastructure named by a GatewayConfig (Redis connection, undici upstream, metrics)
+// and hands it to buildApp. main.ts and the end-to-end tests both start the gateway through here.
+import type { Logger } from 'pino';
+import { buildApp, type GatewayApp } from './app.js';
+import type { GatewayConfig } from './config/gateway-config.js';
+import { createMetrics } from './metrics.js';
+import { createRedisConnection, pingRedis, type RedisConnection } from './store/redis-client.js';
+import { createUndiciUpstream } from './upstream/undici-upstream.js';
+
+export interface Gateway extends GatewayApp {
+  /** Closes the app, then the upstream pools and the Redis connection. */
+  close(): Promise<void>;
+}
+
+function connectRedis(config: GatewayConfig, logger: Logger): RedisConnection | undefined {
+  if (config.redis.mode === 'memory') {
+    logger.warn('REDIS_URL and REDIS_CLUSTER_NODES are unset: sessions live in this process only and are lost on restart');
+    return undefined;
+  }
+  const redis = createRedisConnection(config.redis);
+  let lastError = '';
+  redis.on('error', (error: Error) => {
+    // ioredis repeats the same error on every reconnect attempt: log each distinct one once.
+    if (error.message !== lastError) logger.warn({ err: { message: error.message } }, 'redis connection error');
+    lastError = error.message;
+  });
+  redis.on('ready', () => {
+    lastError = '';
+    logger.info('redis ready');
+  });
+  return redis;
+}
+
+export function createGateway({ config, logger }: { config: GatewayConfig; logger: Logger }): Gateway {
+  const redis = connectRedis(config, logger);
+  const upstream = createUndiciUpstream({
+    timeouts: {
+      connectMs: config.timeouts.upstream_connect_ms,
+      firstByteMs: config.timeouts.upstream_first_byte_ms,
+      idleMs: config.timeouts.upstream_idle_ms,
+    },
+  });
+  const gatewayApp = buildApp({
+    config,
+    logger,
+    upstream,
+    metrics: createMetrics(),
+    readiness: { check: async () => (redis === undefined ? true : pingRedis(redis)) },
+  });
+  return {
+    ...gatewayApp,
+    async close() {
+      await gatewayApp.app.close();
+      await upstream.close();
+      redis?.disconnect();
+    },
+  };
+}

@@ -1,0 +1,190 @@
+// End to end: the official openai client → the real gateway on a loopback port → the strict fake
+// provider. Non-streaming, streaming, streamed tool calls, pass-through of unmanaged fields, upstream
+// errors and the model list.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+let client: OpenAI;
+
+beforeAll(async () => {
+  fake = new FakeUpstream();
+  const upstreamUrl = await fake.start();
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl } });
+  client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-client-key', maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+beforeEach(() => {
+  fake.requests.length = 0;
+});
+
+describe('chat completions through the gateway', () => {
+  it('returns a non-streaming completion exactly as the upstream produced it', async () => {
+    fake.enqueue({ content: 'Paris is the capital of France.' });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Capital of France?' }],
+    });
+    expect(completion.choices[0]?.message.content).toBe('Paris is the capital of France.');
+    expect(completion.object).toBe('chat.completion');
+    expect(fake.chatRequests).toHaveLength(1);
+    expect(completion.usage?.prompt_tokens).toBe(fake.chatRequests[0]?.promptTokens);
+  });
+
+  it('relays a stream chunk by chunk and ends it with the upstream [DONE]', async () => {
+    const text = 'one two three four five six seven eight nine ten';
+    fake.enqueue({ content: text, chunks: 10 });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'count' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let received = '';
+    let chunkCount = 0;
+    let finishReason: string | null | undefined;
+    let usageTokens: number | undefined;
+    for await (const chunk of stream) {
+      chunkCount++;
+      received += chunk.choices[0]?.delta.content ?? '';
+      finishReason = chunk.choices[0]?.finish_reason ?? finishReason;
+      usageTokens = chunk.usage?.prompt_tokens ?? usageTokens;
+    }
+    expect(received).toBe(text);
+    expect(finishReason).toBe('stop');
+    expect(chunkCount).toBeGreaterThanOrEqual(10);
+    expect(usageTokens).toBe(fake.chatRequests[0]?.promptTokens);
+  });
+
+  it('relays the bytes of a stream unchanged', async () => {
+    fake.enqueue({ content: 'byte for byte', chunks: 3 });
+    const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-client-key' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true }),
+    });
+    const text = await response.text();
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = text.split('\n\n').filter(Boolean);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    const content = events
+      .slice(0, -1)
+      .map((event) => JSON.parse(event.slice('data: '.length)) as { choices: Array<{ delta: { content?: string } }> })
+      .map((chunk) => chunk.choices[0]?.delta.content ?? '')
+      .join('');
+    expect(content).toBe('byte for byte');
+  });
+
+  it('streams tool calls whose arguments the client can assemble', async () => {
+    fake.enqueue({
+      toolCalls: [
+        { id: 'call_weather', name: 'get_weather', arguments: '{"city":"Paris","unit":"celsius"}' },
+        { id: 'call_time', name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' },
+      ],
+    });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Weather and time in Paris?' }],
+      tools: [
+        { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
+        { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { timezone: { type: 'string' } } } } },
+      ],
+      stream: true,
+    });
+    const calls: Array<{ id?: string; name?: string; arguments: string }> = [];
+    let finishReason: string | null | undefined;
+    for await (const chunk of stream) {
+      for (const delta of chunk.choices[0]?.delta.tool_calls ?? []) {
+        const call = (calls[delta.index] ??= { arguments: '' });
+        if (delta.id !== undefined) call.id = delta.id;
+        if (delta.function?.name !== undefined) call.name = delta.function.name;
+        call.arguments += delta.function?.arguments ?? '';
+      }
+      finishReason = chunk.choices[0]?.finish_reason ?? finishReason;
+    }
+    expect(finishReason).toBe('tool_calls');
+    expect(calls).toEqual([
+      { id: 'call_weather', name: 'get_weather', arguments: '{"city":"Paris","unit":"celsius"}' },
+      { id: 'call_time', name: 'get_time', arguments: '{"timezone":"Europe/Paris"}' },
+    ]);
+  });
+
+  it('forwards every field it does not manage to the upstream untouched', async () => {
+    const request = {
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'Be terse.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in this image?' },
+            { type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } },
+          ],
+        },
+      ],
+      temperature: 0.25,
+      top_p: 0.9,
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } } } } },
+      tool_choice: 'none',
+      seed: 42,
+      metadata: { purpose: 'test' },
+      vendor_extension: { nested: [1, 2, { deep: true }] },
+    };
+    await client.chat.completions.create(request as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(fake.chatRequests[0]?.body).toEqual(request);
+  });
+
+  it('passes upstream 4xx and 5xx answers through with their status and body', async () => {
+    const quotaBody = JSON.stringify({ error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    fake.enqueue({ status: 429, body: quotaBody, headers: { 'retry-after': '7' } });
+    const quota = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect(quota.status).toBe(429);
+    expect(quota.headers.get('retry-after')).toBe('7');
+    expect(await quota.text()).toBe(quotaBody);
+
+    const serverBody = '{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}';
+    fake.enqueue({ status: 500, body: serverBody });
+    const failure = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((failure as InstanceType<typeof OpenAI.InternalServerError>).error).toEqual(JSON.parse(serverBody).error);
+
+    fake.enqueue({ status: 404, body: '{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","param":null,"code":"model_not_found"}}' });
+    const missing = await client.chat.completions.create({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }).catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((missing as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+  });
+
+  it('passes the upstream refusal of an orphaned tool message through unchanged', async () => {
+    const failure = await client.chat.completions
+      .create({
+        model: 'gpt-4o-mini',
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'tool', tool_call_id: 'call_missing', content: 'orphan' },
+        ],
+      })
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((failure as Error).message).toContain("messages with role 'tool' must be a response");
+  });
+
+  it('forwards the model list', async () => {
+    const models = await client.models.list();
+    expect(models.data.map((model) => model.id)).toEqual(['gpt-4o-mini']);
+    expect(fake.requests.at(-1)?.path).toBe('/v1/models');
+  });
+});

@@ -1,0 +1,338 @@
+// A strict fake OpenAI-compatible provider for tests and benchmarks. It refuses what the real API
+// refuses (orphaned tool messages, tool calls without results, prompts over the model's window, bad
+// keys), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]), and can be scripted per
+// request to delay, stall, break off or fail. Token counts use js-tiktoken directly with the
+// cookbook method, independently of the gateway's own accounting.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getEncoding, type Tiktoken } from 'js-tiktoken';
+
+export interface ScriptedToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** How the fake answers one request; anything left out takes the default behaviour. */
+export interface Behaviour {
+  /** Answer with this status and raw body instead of a completion. */
+  status?: number;
+  body?: string;
+  headers?: Record<string, string>;
+  content?: string;
+  toolCalls?: ScriptedToolCall[];
+  /** Number of content chunks a stream is split into (default 5). */
+  chunks?: number;
+  delayBeforeHeadersMs?: number;
+  chunkDelayMs?: number;
+  /** Destroy the socket after this many stream chunks. */
+  breakAfterChunks?: number;
+  /** Stop sending (but keep the connection open) after this many stream chunks. */
+  stallAfterChunks?: number;
+  omitDone?: boolean;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  rawBody: string;
+  body: unknown;
+  promptTokens: number | undefined;
+  receivedAtMs: number;
+  /** Resolves with the time the client side closed the connection before the answer was complete. */
+  closedEarly: Promise<number>;
+  completed: boolean;
+}
+
+export interface FakeUpstreamOptions {
+  /** Context windows by model name; other models get `defaultWindow`. */
+  windows?: Record<string, number>;
+  defaultWindow?: number;
+  /** When set, requests must carry `Authorization: Bearer <key>`. */
+  requiredApiKey?: string;
+  /** Keep only the last N recorded requests (benchmarks send many). */
+  recordLimit?: number;
+}
+
+interface ChatMessage {
+  role: string;
+  content?: unknown;
+  name?: string;
+  tool_calls?: Array<{ id: string; type?: string; function?: { name: string; arguments: string } }> | null;
+  tool_call_id?: string;
+}
+
+function openAIError(message: string, type: string, param: string | null, code: string | null): string {
+  return JSON.stringify({ error: { message, type, param, code } });
+}
+
+let encoding: Tiktoken | undefined;
+function countText(text: string): number {
+  encoding ??= getEncoding('o200k_base');
+  return encoding.encode(text).length;
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part: { type?: string; text?: string; refusal?: string }) => (part.type === 'text' ? (part.text ?? '') : part.type === 'refusal' ? (part.refusal ?? '') : ''))
+    .join('');
+}
+
+/** The OpenAI cookbook count: 3 tokens per message, 1 per name, 3 to prime the reply. */
+export function countPromptTokens(messages: ChatMessage[], tools: unknown): number {
+  let total = 3;
+  for (const message of messages) {
+    total += 3 + countText(message.role) + countText(contentText(message.content));
+    if (message.name !== undefined) total += 1 + countText(message.name);
+    if (message.tool_call_id !== undefined) total += countText(message.tool_call_id);
+    for (const call of message.tool_calls ?? []) {
+      total += countText(call.id) + countText(call.function?.name ?? '') + countText(call.function?.arguments ?? '');
+    }
+  }
+  if (Array.isArray(tools) && tools.length > 0) total += countText(JSON.stringify(tools));
+  return total;
+}
+
+/** Returns an error message when the sequence would be refused by OpenAI, else undefined. */
+export function findToolPairingError(messages: ChatMessage[]): { message: string; param: string } | undefined {
+  let pending = new Set<string>();
+  for (const [index, message] of messages.entries()) {
+    if (message.role === 'tool') {
+      if (message.tool_call_id === undefined || !pending.has(message.tool_call_id)) {
+        return {
+          message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          param: `messages.[${index}].role`,
+        };
+      }
+      pending.delete(message.tool_call_id);
+      continue;
+    }
+    if (pending.size > 0) {
+      return {
+        message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...pending].join(', ')}`,
+        param: 'messages',
+      };
+    }
+    pending = new Set((message.role === 'assistant' ? (message.tool_calls ?? []) : []).map((call) => call.id));
+  }
+  if (pending.size > 0) {
+    return {
+      message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...pending].join(', ')}`,
+      param: 'messages',
+    };
+  }
+  return undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export class FakeUpstream {
+  readonly requests: RecordedRequest[] = [];
+  private readonly queue: Behaviour[] = [];
+  private defaultBehaviour: Behaviour = {};
+  private server: Server | undefined;
+  private readonly options: FakeUpstreamOptions;
+  private sequence = 0;
+
+  constructor(options: FakeUpstreamOptions = {}) {
+    this.options = options;
+  }
+
+  /** The next request gets this behaviour (queued, first in first out). */
+  enqueue(...behaviours: Behaviour[]): void {
+    this.queue.push(...behaviours);
+  }
+
+  setDefault(behaviour: Behaviour): void {
+    this.defaultBehaviour = behaviour;
+  }
+
+  setWindow(model: string, window: number): void {
+    this.options.windows = { ...this.options.windows, [model]: window };
+  }
+
+  get chatRequests(): RecordedRequest[] {
+    return this.requests.filter((request) => request.path.endsWith('/chat/completions'));
+  }
+
+  async start(port = 0): Promise<string> {
+    this.server = createServer((request, response) => void this.handle(request, response));
+    this.server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve) => this.server?.listen(port, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (server === undefined) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const rawBody = Buffer.concat(chunks).toString('utf8');
+    let closedAt: (time: number) => void = () => {};
+    const recorded: RecordedRequest = {
+      method: request.method ?? 'GET',
+      path: (request.url ?? '/').split('?')[0] ?? '/',
+      headers: request.headers,
+      rawBody,
+      body: undefined,
+      promptTokens: undefined,
+      receivedAtMs: performance.now(),
+      closedEarly: new Promise((resolve) => (closedAt = resolve)),
+      completed: false,
+    };
+    response.once('close', () => {
+      if (!response.writableFinished) closedAt(performance.now());
+    });
+    this.requests.push(recorded);
+    if (this.options.recordLimit !== undefined && this.requests.length > this.options.recordLimit) this.requests.shift();
+    const behaviour = { ...this.defaultBehaviour, ...(this.queue.shift() ?? {}) };
+
+    const sendJson = (status: number, body: string, headers: Record<string, string> = {}): void => {
+      response.writeHead(status, { 'content-type': 'application/json', ...headers });
+      response.end(body);
+      recorded.completed = true;
+    };
+
+    if (this.options.requiredApiKey !== undefined && request.headers.authorization !== `Bearer ${this.options.requiredApiKey}`) {
+      sendJson(401, openAIError('Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key'));
+      return;
+    }
+    if (recorded.method === 'GET' && recorded.path === '/v1/models') {
+      sendJson(200, JSON.stringify({ object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_700_000_000, owned_by: 'fake' }] }));
+      return;
+    }
+    if (recorded.method !== 'POST' || recorded.path !== '/v1/chat/completions') {
+      sendJson(404, openAIError(`Invalid URL (${recorded.method} ${recorded.path})`, 'invalid_request_error', null, null));
+      return;
+    }
+    if (behaviour.delayBeforeHeadersMs !== undefined) await sleep(behaviour.delayBeforeHeadersMs);
+    if (response.destroyed) return;
+    if (behaviour.status !== undefined) {
+      response.writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers });
+      response.end(behaviour.body ?? '');
+      recorded.completed = true;
+      return;
+    }
+
+    let body: { model?: unknown; messages?: ChatMessage[]; stream?: boolean; max_tokens?: number; max_completion_tokens?: number; tools?: unknown; stream_options?: { include_usage?: boolean } };
+    try {
+      body = JSON.parse(rawBody) as typeof body;
+    } catch {
+      sendJson(400, openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null));
+      return;
+    }
+    recorded.body = body;
+    if (typeof body.model !== 'string' || !Array.isArray(body.messages) || body.messages.length === 0) {
+      sendJson(400, openAIError("Invalid 'messages': empty array.", 'invalid_request_error', 'messages', 'empty_array'));
+      return;
+    }
+    const pairingError = findToolPairingError(body.messages);
+    if (pairingError !== undefined) {
+      sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
+      return;
+    }
+    const promptTokens = countPromptTokens(body.messages, body.tools);
+    recorded.promptTokens = promptTokens;
+    const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
+    const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
+    if (promptTokens > window) {
+      sendJson(
+        400,
+        openAIError(
+          `This model's maximum context length is ${window} tokens. However, your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`,
+          'invalid_request_error',
+          'messages',
+          'context_length_exceeded',
+        ),
+      );
+      return;
+    }
+    if (promptTokens + completionTokens > window) {
+      sendJson(
+        400,
+        openAIError(
+          `This model's maximum context length is ${window} tokens. However, you requested ${promptTokens + completionTokens} tokens (${promptTokens} in the messages, ${completionTokens} in the completion). Please reduce the length of the messages or completion.`,
+          'invalid_request_error',
+          'messages',
+          'context_length_exceeded',
+        ),
+      );
+      return;
+    }
+
+    const id = `chatcmpl-fake${++this.sequence}`;
+    const created = Math.floor(Date.now() / 1000);
+    const content = behaviour.toolCalls === undefined ? (behaviour.content ?? `Answer ${this.sequence}.`) : null;
+    const completionCount = content === null ? 10 : countText(content);
+    const usage = { prompt_tokens: promptTokens, completion_tokens: completionCount, total_tokens: promptTokens + completionCount };
+    const finishReason = behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
+
+    if (body.stream !== true) {
+      const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
+      if (behaviour.toolCalls !== undefined) {
+        message.tool_calls = behaviour.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+      }
+      sendJson(
+        200,
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created,
+          model: body.model,
+          choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+          usage,
+          system_fingerprint: 'fp_fake',
+        }),
+        behaviour.headers,
+      );
+      return;
+    }
+
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...behaviour.headers });
+    const frame = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...extra })}\n\n`;
+    const frames: string[] = [frame([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
+    if (behaviour.toolCalls !== undefined) {
+      for (const [index, call] of behaviour.toolCalls.entries()) {
+        frames.push(frame([{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]));
+        const half = Math.ceil(call.arguments.length / 2);
+        for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
+          frames.push(frame([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: piece } }] }, logprobs: null, finish_reason: null }]));
+        }
+      }
+    } else {
+      const text = content ?? '';
+      const count = Math.max(1, behaviour.chunks ?? 5);
+      const size = Math.ceil(text.length / count) || 1;
+      for (let start = 0; start < text.length; start += size) {
+        frames.push(frame([{ index: 0, delta: { content: text.slice(start, start + size) }, logprobs: null, finish_reason: null }]));
+      }
+    }
+    frames.push(frame([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason }]));
+    if (body.stream_options?.include_usage === true) frames.push(frame([], { usage }));
+    if (behaviour.omitDone !== true) frames.push('data: [DONE]\n\n');
+
+    for (const [index, text] of frames.entries()) {
+      if (behaviour.breakAfterChunks !== undefined && index >= behaviour.breakAfterChunks) {
+        response.destroy();
+        return;
+      }
+      if (behaviour.stallAfterChunks !== undefined && index >= behaviour.stallAfterChunks) return;
+      if (response.destroyed) return;
+      response.write(text);
+      if (behaviour.chunkDelayMs !== undefined) await sleep(behaviour.chunkDelayMs);
+    }
+    response.end();
+    recorded.completed = true;
+  }
+}

@@ -1,0 +1,51 @@
+// Starts the real gateway in-process on a free loopback port, with its logs captured line by line.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { GatewayConfig } from '../../src/config/gateway-config.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { createGateway, type Gateway } from '../../src/create-gateway.js';
+import { createLogger } from '../../src/logger.js';
+
+export interface GatewayHarness {
+  baseUrl: string;
+  gateway: Gateway;
+  config: GatewayConfig;
+  logLines: string[];
+  close(): Promise<void>;
+}
+
+export function writeConfigFile(yaml: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'ctxgate-config-')), 'ctxgate.yaml');
+  writeFileSync(path, yaml);
+  return path;
+}
+
+export function captureLogs(): { lines: string[]; destination: Writable } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') lines.push(line);
+      callback();
+    },
+  });
+  return { lines, destination };
+}
+
+export async function startGateway(options: { env?: Record<string, string>; configYaml?: string } = {}): Promise<GatewayHarness> {
+  const env: Record<string, string> = { LOG_LEVEL: 'info', ...options.env };
+  env.CTXGATE_CONFIG = writeConfigFile(options.configYaml ?? '{}\n');
+  const config = loadConfig({ env });
+  const { lines, destination } = captureLogs();
+  const logger = createLogger({ level: config.logLevel, destination });
+  const gateway = createGateway({ config, logger });
+  const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    baseUrl: `${address}/v1`,
+    gateway,
+    config,
+    logLines: lines,
+    close: () => gateway.close(),
+  };
+}
