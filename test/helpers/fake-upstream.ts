@@ -27,9 +27,13 @@ export interface Behaviour {
   chunkDelayMs?: number;
   /** Destroy the socket after this many stream chunks. */
   breakAfterChunks?: number;
+  /** End the response cleanly (no finish, no [DONE]) after this many stream chunks. */
+  endAfterChunks?: number;
   /** Stop sending (but keep the connection open) after this many stream chunks. */
   stallAfterChunks?: number;
   omitDone?: boolean;
+  /** Non-streaming: send the headers and half of the JSON body, then fall silent. */
+  stallMidBody?: boolean;
 }
 
 export interface RecordedRequest {
@@ -199,6 +203,10 @@ export class FakeUpstream {
 
     const sendJson = (status: number, body: string, headers: Record<string, string> = {}): void => {
       response.writeHead(status, { 'content-type': 'application/json', ...headers });
+      if (behaviour.stallMidBody === true) {
+        response.write(body.slice(0, Math.floor(body.length / 2)));
+        return;
+      }
       response.end(body);
       recorded.completed = true;
     };
@@ -324,7 +332,13 @@ export class FakeUpstream {
 
     for (const [index, text] of frames.entries()) {
       if (behaviour.breakAfterChunks !== undefined && index >= behaviour.breakAfterChunks) {
-        response.destroy();
+        // Let what was written reach the client first, then cut the connection without an end.
+        await new Promise<void>((resolve) => response.write('', () => resolve()));
+        response.socket?.resetAndDestroy();
+        return;
+      }
+      if (behaviour.endAfterChunks !== undefined && index >= behaviour.endAfterChunks) {
+        response.end();
         return;
       }
       if (behaviour.stallAfterChunks !== undefined && index >= behaviour.stallAfterChunks) return;

@@ -1,0 +1,217 @@
+// End to end: the gateway's timeouts, client aborts in every phase, upstream streams that break off,
+// and an unreachable upstream.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Socket } from 'node:net';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { findFreePort } from '../helpers/redis-server.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const chatBody = (extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], ...extra });
+
+function post(baseUrl: string, body: string, signal?: AbortSignal): Promise<Response> {
+  return fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+    ...(signal === undefined ? {} : { signal }),
+  });
+}
+
+async function waitFor<T>(probe: () => T | undefined, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not reached');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe('timeouts', () => {
+  let fake: FakeUpstream;
+  let harness: GatewayHarness;
+
+  beforeAll(async () => {
+    fake = new FakeUpstream();
+    harness = await startGateway({
+      env: { UPSTREAM_BASE_URL: await fake.start() },
+      configYaml: 'timeouts:\n  upstream_first_byte_ms: 300\n  upstream_idle_ms: 300\n',
+    });
+  });
+  afterAll(async () => {
+    await harness.close();
+    await fake.stop();
+  });
+
+  it('answers 504 upstream_timeout when the upstream sends no headers in time', async () => {
+    fake.enqueue({ delayBeforeHeadersMs: 2_000 });
+    const response = await post(harness.baseUrl, chatBody());
+    expect(response.status).toBe(504);
+    expect(await response.json()).toEqual({
+      error: { message: 'Upstream did not answer within 300 ms.', type: 'server_error', param: null, code: 'upstream_timeout' },
+    });
+  });
+
+  it('answers 504 when a non-streaming body stalls', async () => {
+    fake.enqueue({ stallMidBody: true });
+    const response = await post(harness.baseUrl, chatBody());
+    expect(response.status).toBe(504);
+    expect(await response.json()).toEqual({
+      error: { message: 'Upstream sent nothing for 300 ms.', type: 'server_error', param: null, code: 'upstream_timeout' },
+    });
+  });
+
+  it('ends a stream that goes idle with an error event and no [DONE]', async () => {
+    fake.enqueue({ stallAfterChunks: 3, content: 'a b c d e f g h', chunks: 8 });
+    const response = await post(harness.baseUrl, chatBody({ stream: true }));
+    expect(response.status).toBe(200);
+    const events = (await response.text()).split('\n\n').filter(Boolean);
+    expect(events).toHaveLength(4);
+    expect(events).not.toContain('data: [DONE]');
+    expect(JSON.parse(events.at(-1)!.slice('data: '.length))).toEqual({
+      error: { message: 'Upstream sent nothing for 300 ms.', type: 'server_error', param: null, code: 'upstream_timeout' },
+    });
+  });
+
+  it('makes the openai client raise when the stream goes idle', async () => {
+    fake.enqueue({ stallAfterChunks: 2 });
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const consume = async (): Promise<void> => {
+      for await (const _chunk of stream) {
+        // read to the end
+      }
+    };
+    await expect(consume()).rejects.toThrow(/Upstream sent nothing for 300 ms/);
+  });
+});
+
+describe('upstream connection failures', () => {
+  it('answers 502 upstream_unreachable when nothing listens at the upstream address', async () => {
+    const port = await findFreePort();
+    const harness = await startGateway({ env: { UPSTREAM_BASE_URL: `http://127.0.0.1:${port}/v1` } });
+    try {
+      const response = await post(harness.baseUrl, chatBody());
+      expect(response.status).toBe(502);
+      expect(await response.json()).toEqual({
+        error: { message: 'Upstream could not be reached or closed the connection.', type: 'server_error', param: null, code: 'upstream_unreachable' },
+      });
+    } finally {
+      await harness.close();
+    }
+  });
+
+  it('answers 504 when the upstream does not accept the connection in time', async () => {
+    // A listener whose accept queue is full: further connection attempts hang in SYN_SENT.
+    const port = await findFreePort();
+    const listener: ChildProcess = spawn(
+      'python3',
+      ['-c', `import socket,time\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(("127.0.0.1",${port}))\ns.listen(0)\nprint("ready",flush=True)\ntime.sleep(60)`],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise((resolve) => listener.stdout?.once('data', resolve));
+    const fillers = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<Socket>((resolve) => {
+            const socket = new Socket();
+            socket.on('error', () => {});
+            socket.connect(port, '127.0.0.1');
+            setTimeout(() => resolve(socket), 100);
+          }),
+      ),
+    );
+    const harness = await startGateway({
+      env: { UPSTREAM_BASE_URL: `http://127.0.0.1:${port}/v1` },
+      configYaml: 'timeouts:\n  upstream_connect_ms: 300\n',
+    });
+    try {
+      const response = await post(harness.baseUrl, chatBody());
+      expect(response.status).toBe(504);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe('Upstream did not accept a connection within 300 ms.');
+    } finally {
+      await harness.close();
+      for (const socket of fillers) socket.destroy();
+      listener.kill('SIGKILL');
+    }
+  });
+});
+
+describe('client aborts and broken streams', () => {
+  let fake: FakeUpstream;
+  let harness: GatewayHarness;
+
+  beforeAll(async () => {
+    fake = new FakeUpstream();
+    harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+  });
+  afterAll(async () => {
+    await harness.close();
+    await fake.stop();
+  });
+
+  async function abortAndMeasure(body: string, behaviour: Parameters<FakeUpstream['enqueue']>[0], abortWhen: (response: Promise<Response>) => Promise<void>): Promise<number> {
+    fake.requests.length = 0;
+    fake.enqueue(behaviour);
+    const controller = new AbortController();
+    const responsePromise = post(harness.baseUrl, body, controller.signal);
+    responsePromise.catch(() => {});
+    await abortWhen(responsePromise);
+    const upstreamRequest = await waitFor(() => fake.chatRequests[0]);
+    const abortedAt = performance.now();
+    controller.abort();
+    const closedAt = await Promise.race([
+      upstreamRequest.closedEarly,
+      new Promise<number>((_resolve, reject) => setTimeout(() => reject(new Error('upstream request was not aborted')), 5_000)),
+    ]);
+    expect(upstreamRequest.completed).toBe(false);
+    return Math.max(0, closedAt - abortedAt);
+  }
+
+  it('aborts the upstream call when the client leaves before the upstream answered (non-streaming)', async () => {
+    const latency = await abortAndMeasure(chatBody(), { delayBeforeHeadersMs: 10_000 }, async () => {
+      await waitFor(() => fake.chatRequests[0]);
+    });
+    // The upstream would have answered after 10 s; the abort reached it long before.
+    expect(latency).toBeLessThan(2_000);
+  });
+
+  it('aborts the upstream call when a streaming client leaves before the first byte', async () => {
+    const latency = await abortAndMeasure(chatBody({ stream: true }), { delayBeforeHeadersMs: 10_000 }, async () => {
+      await waitFor(() => fake.chatRequests[0]);
+    });
+    expect(latency).toBeLessThan(2_000);
+  });
+
+  it('aborts the upstream stream when the client leaves mid-stream', async () => {
+    const latency = await abortAndMeasure(chatBody({ stream: true }), { chunkDelayMs: 200, chunks: 50, content: 'x '.repeat(100) }, async (responsePromise) => {
+      const response = await responsePromise;
+      const reader = response.body!.getReader();
+      await reader.read();
+    });
+    expect(latency).toBeLessThan(2_000);
+  });
+
+  it('ends the client stream with an error event when the upstream breaks off mid-stream', async () => {
+    fake.enqueue({ breakAfterChunks: 3, content: 'a b c d e f', chunks: 6 });
+    const response = await post(harness.baseUrl, chatBody({ stream: true }));
+    expect(response.status).toBe(200);
+    const events = (await response.text()).split('\n\n').filter(Boolean);
+    expect(events).not.toContain('data: [DONE]');
+    expect(events).toHaveLength(4);
+    const last = JSON.parse(events.at(-1)!.slice('data: '.length)) as { error: { code: string; type: string } };
+    expect(last.error.code).toBe('upstream_unreachable');
+    expect(last.error.type).toBe('server_error');
+  });
+
+  it('ends the client stream with an error event when the upstream closes cleanly before its finish', async () => {
+    fake.enqueue({ endAfterChunks: 2 });
+    const response = await post(harness.baseUrl, chatBody({ stream: true }));
+    const events = (await response.text()).split('\n\n').filter(Boolean);
+    expect(events).not.toContain('data: [DONE]');
+    expect(events.at(-1)).toMatch(/^data: \{"error":/);
+  });
+});
