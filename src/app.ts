@@ -75,9 +75,15 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     state.route = request.routeOptions.url ?? 'unknown';
     request.gateway = state;
     reply.header('x-ctxgate-request-id', request.id);
-    reply.raw.once('close', () =>
-      logRequest(request.id, state, reply.raw.statusCode, reply.raw.writableFinished),
-    );
+    let logged = false;
+    const logOnce = (ended: boolean): void => {
+      if (logged) return;
+      logged = true;
+      logRequest(request.id, state, reply.raw.statusCode, ended);
+    };
+    reply.raw.once('finish', () => logOnce(true));
+    // 'close' without 'finish': the connection went away before the answer was complete.
+    reply.raw.once('close', () => logOnce(reply.raw.writableFinished));
     if (closing) {
       reply.header('connection', 'close');
       if (state.route !== '/healthz' && state.route !== '/readyz') {
@@ -87,10 +93,11 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     if (request.url.startsWith('/v1/')) state.credential = authenticator.authenticate(request.headers);
   });
 
-  function logRequest(requestId: string, state: RequestState, statusCode: number, finished: boolean): void {
+  function logRequest(requestId: string, state: RequestState, statusCode: number, ended: boolean): void {
     const totalMs = now() - state.startedAtMs;
     const overheadMs = Math.max(0, totalMs - state.upstreamMs);
-    const status = finished ? statusCode : 499;
+    // 499, as nginx logs it: the client went away before the answer was complete.
+    const status = ended && !state.clientAborted ? statusCode : 499;
     metrics.requests.inc({
       route: state.route,
       status: String(status),

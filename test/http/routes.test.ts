@@ -1,0 +1,160 @@
+// Routing and error bodies through app.inject(): every status the gateway produces itself, with the
+// exact OpenAI-shaped body a client receives.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { createLogger } from '../../src/logger.js';
+import { createMetrics } from '../../src/metrics.js';
+import type { Upstream } from '../../src/upstream/upstream.js';
+import { captureLogs, writeConfigFile } from '../helpers/start-gateway.js';
+
+/** An upstream that must never be reached: these tests are about what the gateway refuses itself. */
+const unreachableUpstream: Upstream = {
+  send: () => Promise.reject(new Error('the upstream must not be called')),
+  close: async () => {},
+};
+
+function build(env: Record<string, string>, configYaml = '{}\n', ready = true): FastifyInstance {
+  const config = loadConfig({ env: { ...env, CTXGATE_CONFIG: writeConfigFile(configYaml) } });
+  const { destination } = captureLogs();
+  return buildApp({
+    config,
+    logger: createLogger({ level: 'info', destination }),
+    upstream: unreachableUpstream,
+    metrics: createMetrics({ collectProcessMetrics: false }),
+    readiness: { check: async () => ready },
+  }).app;
+}
+
+const validBody = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+const error = (message: string, code: string, param: string | null = null, type = 'invalid_request_error') => ({
+  error: { message, type, param, code },
+});
+
+describe('bad input', () => {
+  let app: FastifyInstance;
+  beforeAll(() => {
+    app = build({}, 'server:\n  body_limit_bytes: 4096\n');
+  });
+  afterAll(() => app.close());
+
+  const post = (payload: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+    app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers });
+
+  const cases: Array<{ name: string; payload: string; status: number; body: unknown }> = [
+    { name: 'malformed JSON', payload: '{"model":', status: 400, body: error('We could not parse the JSON body of your request. The body must be valid JSON.', 'invalid_json') },
+    { name: 'an empty body', payload: '', status: 400, body: error('The request body is empty; expected a JSON object.', 'invalid_json') },
+    { name: 'a JSON array', payload: '[1,2]', status: 400, body: error('The request body must be a JSON object.', 'invalid_request') },
+    { name: 'messages missing', payload: '{"model":"m"}', status: 400, body: error("Missing required parameter: 'messages'.", 'invalid_request', 'messages') },
+    { name: 'messages empty', payload: '{"model":"m","messages":[]}', status: 400, body: error("Invalid 'messages': expected an array with at least one message, got an empty array.", 'invalid_request', 'messages') },
+    { name: 'messages not an array', payload: '{"model":"m","messages":{"role":"user"}}', status: 400, body: error("Invalid 'messages': expected an array of messages.", 'invalid_request', 'messages') },
+    { name: 'model missing', payload: '{"messages":[{"role":"user","content":"x"}]}', status: 400, body: error("Missing required parameter: 'model'.", 'invalid_request', 'model') },
+    { name: 'an unknown role', payload: '{"model":"m","messages":[{"role":"robot","content":"x"}]}', status: 400, body: error("Invalid 'messages[0].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool', 'function'.", 'invalid_request', 'messages[0].role') },
+    { name: 'content of the wrong type', payload: '{"model":"m","messages":[{"role":"user","content":42}]}', status: 400, body: error("Invalid 'messages[0].content': expected a string, null, or an array of content parts.", 'invalid_request', 'messages[0].content') },
+    { name: 'a tool message without tool_call_id', payload: '{"model":"m","messages":[{"role":"tool","content":"x"}]}', status: 400, body: error("Missing required parameter: 'messages[0].tool_call_id'.", 'invalid_request', 'messages[0].tool_call_id') },
+    { name: 'a text part without text', payload: '{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}', status: 400, body: error("Missing required parameter: 'messages[0].content[0].text'.", 'invalid_request', 'messages[0].content[0].text') },
+    { name: 'stream of the wrong type', payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"stream":"yes"}', status: 400, body: error("Invalid 'stream': expected a boolean.", 'invalid_request', 'stream') },
+    { name: 'a fractional max_tokens', payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1.5}', status: 400, body: error("Invalid 'max_tokens': expected an integer.", 'invalid_request', 'max_tokens') },
+    { name: 'JSON nested 65 levels deep', payload: `{"model":"m","messages":[{"role":"user","content":"x"}],"x":${'['.repeat(64)}${']'.repeat(64)}}`, status: 400, body: error('The JSON body is nested deeper than 64 levels.', 'json_too_deep') },
+    { name: 'JSON nested 100 000 levels deep', payload: `${'['.repeat(100_000)}${']'.repeat(100_000)}`, status: 413, body: error('The request body is larger than the gateway accepts.', 'request_too_large') },
+    { name: 'a __proto__ key', payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}', status: 400, body: error('The request body contains a forbidden "__proto__" or "constructor.prototype" key.', 'invalid_json') },
+    { name: 'a constructor.prototype key', payload: '{"model":"m","messages":[{"role":"user","content":"x","constructor":{"prototype":{"polluted":true}}}]}', status: 400, body: error('The request body contains a forbidden "__proto__" or "constructor.prototype" key.', 'invalid_json') },
+    { name: 'a body over the limit', payload: JSON.stringify({ ...validBody, padding: 'x'.repeat(5000) }), status: 413, body: error('The request body is larger than the gateway accepts.', 'request_too_large') },
+  ];
+
+  it.each(cases)('answers $status to $name', async ({ payload, status, body }) => {
+    const response = await post(payload);
+    expect(response.statusCode).toBe(status);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    expect(response.json()).toEqual(body);
+  });
+
+  it('accepts JSON nested exactly 64 levels deep as far as parsing goes', async () => {
+    // The body is valid at depth 64, so the request reaches the upstream (which this test app refuses).
+    const payload = `{"model":"m","messages":[{"role":"user","content":"x"}],"x":${'['.repeat(63)}${']'.repeat(63)}}`;
+    const response = await post(payload);
+    expect(response.json().error.code).toBe('internal_error');
+  });
+
+  it('does not pollute Object.prototype', async () => {
+    await post('{"__proto__":{"polluted":true}}');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('reads a body sent with a form Content-Type as JSON (curl -d)', async () => {
+    const response = await post('{"model":"m"}', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(response.json()).toEqual(error("Missing required parameter: 'messages'.", 'invalid_request', 'messages'));
+  });
+
+  it('answers 404 not_found for an unknown path', async () => {
+    const response = await app.inject({ method: 'GET', url: '/v1/nothing-here?x=1' });
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toEqual(error('Unknown request URL: GET /v1/nothing-here.', 'not_found'));
+  });
+
+  it('never leaks a stack trace for an unexpected failure', async () => {
+    const response = await post(JSON.stringify(validBody));
+    expect(response.statusCode).toBe(500);
+    expect(response.json()).toEqual(error('The gateway failed to process the request.', 'internal_error', null, 'server_error'));
+    expect(response.body).not.toMatch(/at .*\.ts:\d+/);
+  });
+});
+
+describe('gateway keys', () => {
+  let app: FastifyInstance;
+  beforeAll(() => {
+    app = build({ GATEWAY_API_KEYS: 'gk-one, gk-two', UPSTREAM_API_KEY: 'sk-upstream' });
+  });
+  afterAll(() => app.close());
+
+  it('answers 401 missing_api_key without an Authorization header', async () => {
+    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: validBody });
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toEqual(
+      error("You didn't provide an API key. Send your gateway key in an Authorization header: 'Authorization: Bearer YOUR_KEY'.", 'missing_api_key', null, 'authentication_error'),
+    );
+  });
+
+  it('answers 401 invalid_api_key for a wrong key, before reading the body', async () => {
+    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{not json', headers: { authorization: 'Bearer gk-wrong' } });
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toEqual(error('Incorrect API key provided.', 'invalid_api_key', null, 'authentication_error'));
+  });
+
+  it('accepts every configured key', async () => {
+    for (const key of ['gk-one', 'gk-two']) {
+      const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{}', headers: { authorization: `Bearer ${key}` } });
+      expect(response.statusCode).toBe(400);
+    }
+  });
+
+  it('keeps health endpoints open', async () => {
+    expect((await app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+  });
+});
+
+describe('operational endpoints', () => {
+  it('reports ready when the store answers and not ready when it does not', async () => {
+    const ready = build({}, '{}\n', true);
+    const notReady = build({}, '{}\n', false);
+    expect((await ready.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', store: 'ok' });
+    const response = await notReady.inject({ method: 'GET', url: '/readyz' });
+    expect(response.statusCode).toBe(503);
+    expect(response.json()).toEqual({ status: 'not_ready', store: 'unreachable' });
+    await ready.close();
+    await notReady.close();
+  });
+
+  it('serves Prometheus text that counts requests by route, status and model', async () => {
+    const app = build({});
+    await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{"model":"gpt-x","messages":[]}' });
+    await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{"model":"gpt-x","messages":[]}' });
+    const response = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(response.headers['content-type']).toMatch(/^text\/plain/);
+    expect(response.body).toContain('ctxgate_http_requests_total{route="/v1/chat/completions",status="400",model=""} 2');
+    expect(response.body).toContain('# TYPE ctxgate_gateway_overhead_seconds histogram');
+    expect(response.body).toContain('# TYPE ctxgate_upstream_duration_seconds histogram');
+    await app.close();
+  });
+});
