@@ -50,7 +50,15 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
   return {
     ...gatewayApp,
     async close() {
-      await gatewayApp.app.close();
+      // server.close() drops only the connections idle at that moment; a connection whose last stream
+      // finishes during the drain would otherwise stay open until its keep-alive timeout.
+      const sweep = setInterval(() => gatewayApp.app.server.closeIdleConnections(), 100);
+      try {
+        await gatewayApp.app.close();
+      } finally {
+        clearInterval(sweep);
+      }
+
       await upstream.close();
       redis?.disconnect();
     },

@@ -1,0 +1,85 @@
+// The real entry point (src/main.ts) as a child process: start-up refusal on bad configuration, and a
+// graceful SIGTERM that lets in-flight streams finish while refusing new work.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { findFreePort } from '../helpers/redis-server.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+
+function startMain(env: Record<string, string>): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: 'pipe',
+  });
+}
+
+function collect(child: ChildProcessWithoutNullStreams): { stdout: () => string; stderr: () => string; exit: Promise<number | null> } {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
+  child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
+  return { stdout: () => stdout, stderr: () => stderr, exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+}
+
+describe('start-up with a bad configuration', () => {
+  it('exits 1 with one line per problem, naming each key', async () => {
+    const configPath = writeConfigFile('server:\n  body_limit_bytes: "big"\n  colour: blue\ntimeouts:\n  upstream_idle_ms: -5\n');
+    const child = startMain({ CTXGATE_CONFIG: configPath, PORT: 'eighty', LOG_LEVEL: 'loud', UPSTREAM_API_KEY: 'sk-secret-value' });
+    const output = collect(child);
+    expect(await output.exit).toBe(1);
+    const lines = output.stderr().trim().split('\n');
+    expect(lines).toEqual([
+      `ctxgate: configuration error: ${configPath}: server.body_limit_bytes: Invalid input: expected number, received string`,
+      `ctxgate: configuration error: ${configPath}: server.colour: unknown key`,
+      `ctxgate: configuration error: ${configPath}: timeouts.upstream_idle_ms: Too small: expected number to be >0`,
+      'ctxgate: configuration error: LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+      'ctxgate: configuration error: GATEWAY_API_KEYS: required when an upstream key is configured (UPSTREAM_API_KEY)',
+      'ctxgate: configuration error: PORT: must be an integer from 0 to 65535, got "eighty"',
+    ]);
+    expect(output.stderr()).not.toContain('sk-secret-value');
+  });
+
+  it('exits 1 when CTXGATE_CONFIG names a file that cannot be read', async () => {
+    const child = startMain({ CTXGATE_CONFIG: '/nonexistent/ctxgate.yaml' });
+    const output = collect(child);
+    expect(await output.exit).toBe(1);
+    expect(output.stderr().trim()).toBe('ctxgate: configuration error: CTXGATE_CONFIG: cannot read /nonexistent/ctxgate.yaml: ENOENT');
+  });
+});
+
+describe('graceful shutdown on SIGTERM', () => {
+  let fake: FakeUpstream;
+  let upstreamUrl: string;
+  beforeAll(async () => {
+    fake = new FakeUpstream();
+    upstreamUrl = await fake.start();
+  });
+  afterAll(() => fake.stop());
+
+  it('finishes an in-flight stream, refuses new requests, then exits 0', async () => {
+    const port = await findFreePort();
+    const child = startMain({ PORT: String(port), UPSTREAM_BASE_URL: upstreamUrl, CTXGATE_CONFIG: writeConfigFile('server:\n  shutdown_grace_ms: 10000\n') });
+    const output = collect(child);
+    const base = `http://127.0.0.1:${port}`;
+    await expect.poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, { timeout: 20_000, interval: 100 }).toBe(200);
+
+    fake.enqueue({ content: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 150 });
+    const streaming = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
+    const reader = streaming.body!.getReader();
+    let text = new TextDecoder().decode((await reader.read()).value);
+    child.kill('SIGTERM');
+    await expect.poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status ?? 'refused', { timeout: 5_000, interval: 50 }).not.toBe(200);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    expect(await output.exit).toBe(0);
+    expect(output.stdout()).toContain('shutting down: draining in-flight requests');
+  });
+});
