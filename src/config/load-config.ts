@@ -59,16 +59,16 @@ function readConfigFile(path: string, explicit: boolean, problems: string[]): Co
     problems.push(`CTXGATE_CONFIG: cannot read ${path}: ${code ?? 'unknown error'}`);
     return undefined;
   }
-  const document = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {
     for (const error of document.errors) {
       const line = error.linePos?.[0];
-      problems.push(
-        `${path}:${line ? `${line.line}:${line.col}` : ''} invalid YAML: ${error.message.split('\n')[0]}`,
-      );
+      const reason = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+      problems.push(`${path}:${line === undefined ? '' : `${line.line}:${line.col}`} invalid YAML: ${reason}`);
     }
     return undefined;
   }
+
   const result = configFileSchema.safeParse(document.toJS() ?? {});
   if (!result.success) {
     problems.push(...describeIssues(path, result.error.issues));

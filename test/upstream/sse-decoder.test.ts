@@ -1,0 +1,43 @@
+// The SSE decoder must give the same events however the byte stream is cut.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SseDecoder } from '../../src/upstream/sse-decoder.js';
+
+const sample = 'data: {"a":1}\n\n: keep-alive comment\n\nevent: error\ndata: {"b":\ndata: 2}\n\ndata:no-space\r\n\r\ndata: [DONE]\n\n';
+const expected = [
+  { event: undefined, data: '{"a":1}' },
+  { event: 'error', data: '{"b":\n2}' },
+  { event: undefined, data: 'no-space' },
+  { event: undefined, data: '[DONE]' },
+];
+
+function decodeInPieces(text: string, cuts: number[]): Array<{ event: string | undefined; data: string }> {
+  const decoder = new SseDecoder();
+  const events = [];
+  let start = 0;
+  for (const cut of [...cuts].sort((a, b) => a - b)) {
+    events.push(...decoder.push(text.slice(start, cut)));
+    start = cut;
+  }
+  events.push(...decoder.push(text.slice(start)), ...decoder.end());
+  return events;
+}
+
+describe('SseDecoder', () => {
+  it('decodes data, multi-line data, named events, comments, CRLF and LF', () => {
+    expect(decodeInPieces(sample, [])).toEqual(expected);
+  });
+
+  it('gives the same events for any split of the stream', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: sample.length }), { maxLength: 12 }), (cuts) => {
+        expect(decodeInPieces(sample, cuts)).toEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('flushes a final event that has no blank line after it', () => {
+    expect(decodeInPieces('data: last', [])).toEqual([{ event: undefined, data: 'last' }]);
+  });
+});
