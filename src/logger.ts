@@ -28,7 +28,7 @@ export function createLogger({ level, destination }: CreateLoggerOptions): Logge
     level,
     base: { service: 'ctxgate' },
     redact: { paths: redactedPaths, censor: '[redacted]' },
-    timestamp: pino.stdTimeFunctions.isoTime,
+
   };
   return destination === undefined ? pino(options) : pino(options, destination);
 }

@@ -5,9 +5,9 @@ import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js'
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
-import { isAbortError } from '../upstream/undici-upstream.js';
 import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { parseChatCompletionRequest } from './chat-request-schema.js';
+import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
 import { isEventStream, relayEventStream, relayWholeBody } from './relay-response.js';
 
@@ -18,70 +18,46 @@ export interface ProxyRouteDependencies {
   now: () => number;
 }
 
-/** Aborts the upstream call as soon as the client goes away, so nothing keeps generating and billing. */
-function abortOnClientClose(request: FastifyRequest, reply: FastifyReply): AbortController {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableEnded) {
-      request.gateway.clientAborted = true;
-      controller.abort();
-    }
-  });
-  return controller;
+interface UpstreamCall {
+  target: UpstreamConfig;
+  method: 'GET' | 'POST';
+  path: string;
+  body?: string;
+  streaming: boolean;
 }
 
 export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
   const { config, upstream, metrics, now } = deps;
 
-  async function callUpstream(
-    request: FastifyRequest,
-    target: UpstreamConfig,
-    call: { method: 'GET' | 'POST'; path: string; body?: string; signal: AbortSignal },
-  ): Promise<UpstreamResponse> {
+  /** One upstream call relayed to the client; the time from sending to the end of the body counts as upstream time. */
+  async function forward(request: FastifyRequest, reply: FastifyReply, call: UpstreamCall): Promise<FastifyReply | void> {
     const state = request.gateway;
-    const credential = state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' };
+    const cancellation: ClientCancellation = cancelOnClientClose(request, reply);
     const startedAtMs = now();
-    state.upstreamName = target.name;
+    let status = 'error';
+    state.upstreamName = call.target.name;
     try {
-      const response = await upstream.send({
-        upstream: target,
+      const response: UpstreamResponse = await upstream.send({
+        upstream: call.target,
         method: call.method,
         path: call.path,
-        headers: buildUpstreamHeaders(request.headers, target, credential),
+        headers: buildUpstreamHeaders(request.headers, call.target, state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' }),
         ...(call.body === undefined ? {} : { body: call.body }),
-        signal: call.signal,
+        signal: cancellation,
       });
+      status = String(response.statusCode);
       state.upstreamStatus = response.statusCode;
-      return timed(response, () => {
-        const elapsedMs = now() - startedAtMs;
-        state.upstreamMs += elapsedMs;
-        metrics.upstreamDuration.observe(
-          { upstream: target.name, status: String(response.statusCode) },
-          elapsedMs / 1000,
-        );
-      });
-    } catch (error) {
-      state.upstreamMs += now() - startedAtMs;
-      if (isGatewayError(error)) metrics.upstreamErrors.inc({ upstream: target.name, code: error.code });
-      throw error;
-    }
-  }
-
-  async function relay(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    response: UpstreamResponse,
-    signal: AbortSignal,
-    streaming: boolean,
-  ): Promise<FastifyReply | void> {
-    const options = { reply, response, state: request.gateway, extraHeaders: {}, signal };
-    try {
-      if (streaming && response.statusCode < 300 && isEventStream(response.headers))
-        return await relayEventStream(options);
+      const options = { reply, response, state, extraHeaders: {}, cancellation };
+      if (call.streaming && response.statusCode < 300 && isEventStream(response.headers)) return await relayEventStream(options);
       return await relayWholeBody(options);
     } catch (error) {
-      if (signal.aborted || isAbortError(error)) return void reply.hijack();
+      if (cancellation.aborted) return void reply.hijack();
+      if (isGatewayError(error)) metrics.upstreamErrors.inc({ upstream: call.target.name, code: error.code });
       throw error;
+    } finally {
+      const elapsedMs = now() - startedAtMs;
+      state.upstreamMs += elapsedMs;
+      metrics.upstreamDuration.observe({ upstream: call.target.name, status }, elapsedMs / 1000);
     }
   }
 
@@ -90,63 +66,17 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     const chatRequest = parseChatCompletionRequest(request.body);
     state.model = chatRequest.model;
     state.stream = chatRequest.stream === true;
-    const target = selectUpstream(config.upstreams, chatRequest.model);
-    const controller = abortOnClientClose(request, reply);
-    let response: UpstreamResponse;
-    try {
-      // Nothing was changed yet, so the client's own bytes go upstream: byte-identical and no re-serialization.
-      response = await callUpstream(request, target, {
-        method: 'POST',
-        path: '/chat/completions',
-        body: state.rawBody ?? JSON.stringify(chatRequest),
-        signal: controller.signal,
-      });
-    } catch (error) {
-      if (controller.signal.aborted || isAbortError(error)) return void reply.hijack();
-      throw error;
-    }
-    return relay(request, reply, response, controller.signal, state.stream);
+    return forward(request, reply, {
+      target: selectUpstream(config.upstreams, chatRequest.model),
+      method: 'POST',
+      path: '/chat/completions',
+      // Nothing was changed, so the client's own bytes go upstream: byte-identical, no re-serialization.
+      body: state.rawBody ?? JSON.stringify(chatRequest),
+      streaming: state.stream,
+    });
   });
 
-  app.get('/v1/models', async (request, reply) => {
-    const controller = abortOnClientClose(request, reply);
-    let response: UpstreamResponse;
-    try {
-      response = await callUpstream(request, config.defaultUpstream, {
-        method: 'GET',
-        path: '/models',
-        signal: controller.signal,
-      });
-    } catch (error) {
-      if (controller.signal.aborted || isAbortError(error)) return void reply.hijack();
-      throw error;
-    }
-    return relay(request, reply, response, controller.signal, false);
-  });
-}
-
-/** Wraps a response so that `onDone` runs once when its body has been read to the end or failed. */
-function timed(response: UpstreamResponse, onDone: () => void): UpstreamResponse {
-  let done = false;
-  const finish = (): void => {
-    if (!done) {
-      done = true;
-      onDone();
-    }
-  };
-  const source = response.body;
-  return {
-    ...response,
-    body: (async function* timedBody(): AsyncGenerator<Buffer> {
-      try {
-        yield* source;
-      } finally {
-        finish();
-      }
-    })(),
-    discard: () => {
-      finish();
-      response.discard();
-    },
-  };
+  app.get('/v1/models', async (request, reply) =>
+    forward(request, reply, { target: config.defaultUpstream, method: 'GET', path: '/models', streaming: false }),
+  );
 }

@@ -1,12 +1,12 @@
 // Relays an upstream answer to the client: whole bodies at once, event streams chunk by chunk as they
 // arrive, with backpressure. A stream that breaks off before its finish ends with an OpenAI-shaped
 // error event, never with a clean [DONE], so the client can tell a cut-off answer from a complete one.
-import { once } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { GatewayError, isGatewayError } from '../errors.js';
-import { SseDecoder } from '../upstream/sse-decoder.js';
-import { isAbortError } from '../upstream/undici-upstream.js';
+
 import type { UpstreamResponse } from '../upstream/upstream.js';
+import type { ClientCancellation } from './client-cancellation.js';
 import { buildClientHeaders } from './forward-headers.js';
 import type { RequestState } from './request-state.js';
 
@@ -15,46 +15,53 @@ export function isEventStream(headers: UpstreamResponse['headers']): boolean {
   return typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
 }
 
-export async function readWholeBody(body: AsyncIterable<Buffer>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk);
-  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-}
+const doneMarker = Buffer.from('data: [DONE]');
+// A non-null finish_reason, as compact JSON writes it and as some servers write it with a space.
+const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
+const carriedBytes = 64;
 
-/** Tracks whether an OpenAI-style chat stream reached its end: `[DONE]`, or a finish_reason. */
+/**
+ * Tracks whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null
+ * finish_reason. Scans raw bytes (with a short carry-over, so a marker split across two chunks is
+ * still seen) instead of decoding every event: relaying stays cheap.
+ */
 export class StreamCompletionTracker {
   sawDone = false;
   sawFinishReason = false;
-  private readonly decoder = new SseDecoder();
-  private readonly textDecoder = new TextDecoder();
+  private carry: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer): void {
-    for (const event of this.decoder.push(this.textDecoder.decode(chunk, { stream: true })))
-      this.take(event.data);
-  }
+    const window = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]);
+    if (!this.sawDone && window.includes(doneMarker)) this.sawDone = true;
+    if (!this.sawFinishReason && finishMarkers.some((marker) => window.includes(marker))) this.sawFinishReason = true;
 
-  end(): void {
-    for (const event of this.decoder.push(this.textDecoder.decode())) this.take(event.data);
-    for (const event of this.decoder.end()) this.take(event.data);
+    this.carry = window.subarray(Math.max(0, window.length - carriedBytes));
   }
 
   get complete(): boolean {
     return this.sawDone || this.sawFinishReason;
   }
-
-  private take(data: string): void {
-    if (data === '[DONE]') {
-      this.sawDone = true;
-      return;
-    }
-    // Cheap test first: most chunks carry "finish_reason":null.
-    if (!this.sawFinishReason && /"finish_reason"\s*:\s*"/.test(data)) this.sawFinishReason = true;
-  }
 }
+
 
 export function streamErrorEvent(error: GatewayError): string {
   const body = { error: { message: error.message, type: 'server_error', param: null, code: error.code } };
   return `data: ${JSON.stringify(body)}\n\n`;
+}
+
+function waitForDrain(raw: ServerResponse): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const drained = (): void => {
+      raw.off('close', closed);
+      resolve();
+    };
+    const closed = (): void => {
+      raw.off('drain', drained);
+      reject(new Error('client closed the connection'));
+    };
+    raw.once('drain', drained);
+    raw.once('close', closed);
+  });
 }
 
 export interface RelayOptions {
@@ -62,12 +69,12 @@ export interface RelayOptions {
   response: UpstreamResponse;
   state: RequestState;
   extraHeaders: Record<string, string>;
-  signal: AbortSignal;
+  cancellation: ClientCancellation;
 }
 
 /** Sends a whole (non-streamed) upstream answer with its status and headers. */
 export async function relayWholeBody({ reply, response, extraHeaders }: RelayOptions): Promise<FastifyReply> {
-  const body = await readWholeBody(response.body);
+  const body = await response.readAll();
   return reply
     .code(response.statusCode)
     .headers({ ...buildClientHeaders(response.headers), ...extraHeaders })
@@ -75,13 +82,7 @@ export async function relayWholeBody({ reply, response, extraHeaders }: RelayOpt
 }
 
 /** Relays an event stream chunk by chunk; resolves when the client's stream has ended. */
-export async function relayEventStream({
-  reply,
-  response,
-  state,
-  extraHeaders,
-  signal,
-}: RelayOptions): Promise<void> {
+export async function relayEventStream({ reply, response, state, extraHeaders, cancellation }: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(response.statusCode, {
@@ -93,29 +94,23 @@ export async function relayEventStream({
   const tracker = new StreamCompletionTracker();
   let failure: GatewayError | undefined;
   try {
-    for await (const chunk of response.body) {
+    await response.forEachChunk((chunk) => {
       tracker.push(chunk);
-      if (!raw.write(chunk)) await once(raw, 'drain', { signal });
-    }
-    tracker.end();
+      if (!raw.write(chunk)) return waitForDrain(raw);
+    });
     if (!tracker.complete) {
-      failure = new GatewayError(
-        'upstream_bad_response',
-        'The upstream stream ended before the answer was finished.',
-      );
+      failure = new GatewayError('upstream_bad_response', 'The upstream stream ended before the answer was finished.');
     }
   } catch (error) {
-    if (signal.aborted || isAbortError(error)) {
+    if (cancellation.aborted || raw.destroyed) {
       raw.destroy();
       return;
     }
-    failure = isGatewayError(error)
-      ? error
-      : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
+    failure = isGatewayError(error) ? error : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
   }
   if (failure !== undefined) {
     state.streamErrorCode = failure.code;
-    if (!raw.destroyed) raw.write(streamErrorEvent(failure));
+    raw.write(streamErrorEvent(failure));
   }
   raw.end();
 }

@@ -15,38 +15,25 @@ export interface CreateUndiciUpstreamOptions {
   timeouts: UpstreamTimeouts;
 }
 
-/** Maps an error thrown by undici (or by a body iterator) to the gateway's error family. */
-export function toUpstreamGatewayError(error: unknown, timeouts: UpstreamTimeouts): GatewayError {
-  const code = (error as { code?: unknown } | null)?.code;
-  switch (code) {
-    case 'UND_ERR_CONNECT_TIMEOUT':
-      return new GatewayError(
-        'upstream_timeout',
-        `Upstream did not accept a connection within ${timeouts.connectMs} ms.`,
-        { cause: error },
-      );
-    case 'UND_ERR_HEADERS_TIMEOUT':
-      return new GatewayError(
-        'upstream_timeout',
-        `Upstream did not answer within ${timeouts.firstByteMs} ms.`,
-        { cause: error },
-      );
-    case 'UND_ERR_BODY_TIMEOUT':
-      return new GatewayError('upstream_timeout', `Upstream sent nothing for ${timeouts.idleMs} ms.`, {
-        cause: error,
-      });
-    default:
-      return new GatewayError(
-        'upstream_unreachable',
-        'Upstream could not be reached or closed the connection.',
-        { cause: error },
-      );
-  }
-}
-
 export function isAbortError(error: unknown): boolean {
   const name = (error as { name?: unknown } | null)?.name;
   return name === 'AbortError' || error instanceof undiciErrors.RequestAbortedError;
+}
+
+/** Maps an error thrown by undici to the gateway's error family; aborts are passed on unchanged. */
+export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unknown {
+  if (isAbortError(error)) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return new GatewayError('upstream_timeout', `Upstream did not accept a connection within ${timeouts.connectMs} ms.`, { cause: error });
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return new GatewayError('upstream_timeout', `Upstream did not answer within ${timeouts.firstByteMs} ms.`, { cause: error });
+    case 'UND_ERR_BODY_TIMEOUT':
+      return new GatewayError('upstream_timeout', `Upstream sent nothing for ${timeouts.idleMs} ms.`, { cause: error });
+    default:
+      return new GatewayError('upstream_unreachable', 'Upstream could not be reached or closed the connection.', { cause: error });
+  }
 }
 
 export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions): Upstream {
@@ -74,32 +61,47 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
   return {
     async send(request: UpstreamRequest): Promise<UpstreamResponse> {
       const { pool, pathPrefix } = poolFor(request.upstream);
+      let response;
       try {
-        const response = await pool.request({
+        response = await pool.request({
           method: request.method,
           path: pathPrefix + request.path,
           headers: request.headers,
           body: request.body ?? null,
           signal: request.signal,
         });
-        const body = response.body;
-        return {
-          statusCode: response.statusCode,
-          headers: response.headers,
-          body: (async function* readBody(): AsyncGenerator<Buffer> {
-            try {
-              for await (const chunk of body) yield chunk as Buffer;
-            } catch (error) {
-              if (isAbortError(error)) throw error;
-              throw toUpstreamGatewayError(error, timeouts);
-            }
-          })(),
-          discard: () => body.destroy(),
-        };
       } catch (error) {
-        if (isAbortError(error)) throw error;
-        throw toUpstreamGatewayError(error, timeouts);
+        throw toUpstreamError(error, timeouts);
       }
+      const body = response.body;
+      return {
+        statusCode: response.statusCode,
+        headers: response.headers,
+        async readAll() {
+          try {
+            return Buffer.from(await body.arrayBuffer());
+          } catch (error) {
+            throw toUpstreamError(error, timeouts);
+          }
+        },
+        forEachChunk(onChunk) {
+          return new Promise<void>((resolve, reject) => {
+            body.on('data', (chunk: Buffer) => {
+              const pending = onChunk(chunk);
+              if (pending !== undefined) {
+                body.pause();
+                pending.then(
+                  () => body.resume(),
+                  (error: unknown) => body.destroy(error as Error),
+                );
+              }
+            });
+            body.once('end', resolve);
+            body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
+          });
+        },
+        discard: () => body.destroy(),
+      };
     },
     async close(): Promise<void> {
       await Promise.all([...pools.values()].map(({ pool }) => pool.close()));

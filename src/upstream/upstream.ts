@@ -1,5 +1,6 @@
-// The Upstream port: send one HTTP request to a configured upstream and get its status, headers and a
-// body stream. Wire shapes stay behind this port; routes never touch undici directly.
+// The Upstream port: send one HTTP request to a configured upstream and get its status, headers and
+// body. Wire shapes and transport errors stay behind this port; routes never touch undici directly.
+import type { EventEmitter } from 'node:events';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 
 export interface UpstreamRequest {
@@ -9,14 +10,21 @@ export interface UpstreamRequest {
   path: string;
   headers: Record<string, string>;
   body?: string;
-  signal: AbortSignal;
+  /** Emits 'abort' to cancel the call (an EventEmitter: far cheaper per request than an AbortController). */
+  signal: EventEmitter;
 }
 
 export interface UpstreamResponse {
   statusCode: number;
   headers: Record<string, string | string[] | undefined>;
-  body: AsyncIterable<Buffer>;
-  /** Releases the connection when the body will not be read to its end. */
+  /** The whole body. Rejects with a GatewayError on timeouts and broken connections. */
+  readAll(): Promise<Buffer>;
+  /**
+   * Hands each chunk to `onChunk` as it arrives; a returned promise pauses reading until it settles
+   * (backpressure). Resolves at the end of the body; rejects like readAll.
+   */
+  forEachChunk(onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void>;
+  /** Releases the connection when the body will not be read. */
   discard(): void;
 }
 

@@ -57,6 +57,8 @@ export interface FakeUpstreamOptions {
   requiredApiKey?: string;
   /** Keep only the last N recorded requests (benchmarks send many). */
   recordLimit?: number;
+  /** `approximate` (characters / 4) keeps the fake cheap when it is not what a benchmark measures. */
+  tokenCounting?: 'tiktoken' | 'approximate';
 }
 
 interface ChatMessage {
@@ -249,7 +251,8 @@ export class FakeUpstream {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
       return;
     }
-    const promptTokens = countPromptTokens(body.messages, body.tools);
+    const promptTokens =
+      this.options.tokenCounting === 'approximate' ? Math.ceil(rawBody.length / 4) : countPromptTokens(body.messages, body.tools);
     recorded.promptTokens = promptTokens;
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
@@ -281,7 +284,9 @@ export class FakeUpstream {
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const content = behaviour.toolCalls === undefined ? (behaviour.content ?? `Answer ${this.sequence}.`) : null;
-    const completionCount = content === null ? 10 : countText(content);
+    const completionCount =
+      content === null ? 10 : this.options.tokenCounting === 'approximate' ? Math.ceil(content.length / 4) : countText(content);
+
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionCount, total_tokens: promptTokens + completionCount };
     const finishReason = behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
 

@@ -1,0 +1,152 @@
+// `npm run bench`: throughput and latency of ctxgate side by side with baselines measured in the same
+// run, reported as ratios and percentiles. Nothing here asserts on time; it prints figures.
+//
+// Section "proxy": autocannon with 32 connections against (a) the fake upstream directly, (b) the floor
+// (fastify + undici pass-through that parses and re-serializes the body) and (c) ctxgate, for a 2 KB
+// non-streaming request and a 50-chunk streaming one; then sequential single-connection latency of
+// (a) and (c) measured with hrtime, for ctxgate's added p50.
+import { execFileSync } from 'node:child_process';
+import autocannon from 'autocannon';
+import { Pool } from 'undici';
+import { startServerProcess, type ServerProcess } from './process-helpers.js';
+
+const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8');
+const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
+const connections = 32;
+const tsx = [process.execPath, '--import', 'tsx'];
+
+interface LoadResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+function chatBody(stream: boolean): string {
+  const filler = 'The quick brown fox jumps over the lazy dog while the gateway counts every token. ';
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [
+      { role: 'system', content: 'You are a helpful assistant.' },
+      { role: 'user', content: filler.repeat(24) },
+    ],
+    temperature: 0.2,
+    stream,
+  });
+}
+
+async function load(url: string, body: string, seconds: number): Promise<LoadResult> {
+  const result = await autocannon({
+    url: `${url}/chat/completions`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+    body,
+    connections,
+    duration: seconds,
+  });
+  return { rps: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
+async function compare(targets: ReadonlyArray<readonly [string, string]>, body: string): Promise<Map<string, LoadResult>> {
+  const samples = new Map<string, LoadResult[]>(targets.map(([name]) => [name, []]));
+  for (const [, url] of targets) await load(url, body, 2); // warm-up: JIT, connection pools
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, url] of targets) samples.get(name)?.push(await load(url, body, durationSeconds));
+  }
+  const medians = new Map<string, LoadResult>();
+  for (const [name, results] of samples) {
+    medians.set(name, {
+      rps: median(results.map((result) => result.rps)),
+      p50Ms: median(results.map((result) => result.p50Ms)),
+      p99Ms: median(results.map((result) => result.p99Ms)),
+      non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+      errors: results.reduce((sum, result) => sum + result.errors, 0),
+    });
+  }
+  return medians;
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
+}
+
+/** Sequential requests on one keep-alive connection, timed with hrtime: microsecond resolution. */
+async function singleConnectionLatency(url: string, body: string, count: number): Promise<{ p50Us: number; p99Us: number }> {
+  const target = new URL(`${url}/chat/completions`);
+  const pool = new Pool(target.origin, { connections: 1 });
+  const samples: number[] = [];
+  try {
+    for (let index = 0; index < count + 200; index++) {
+      const started = process.hrtime.bigint();
+      const response = await pool.request({ method: 'POST', path: target.pathname, headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
+      await response.body.text();
+      if (index >= 200) samples.push(Number(process.hrtime.bigint() - started) / 1000);
+    }
+  } finally {
+    await pool.close();
+  }
+  samples.sort((a, b) => a - b);
+  return { p50Us: percentile(samples, 0.5), p99Us: percentile(samples, 0.99) };
+}
+
+function row(cells: Array<string | number>): string {
+  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 34 : 12)).join('');
+}
+
+async function proxySection(): Promise<void> {
+  const servers: ServerProcess[] = [];
+  try {
+    const words = Array.from({ length: 50 }, (_unused, index) => `word${index}`).join(' ');
+    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], { FAKE_CONTENT: words, FAKE_CHUNKS: '50' });
+    servers.push(fake);
+    const floor = await startServerProcess([...tsx, 'bench/servers/floor-proxy.ts'], { UPSTREAM_BASE_URL: fake.url });
+    servers.push(floor);
+    const gateway = await startServerProcess([process.execPath, 'dist/src/main.js'], { UPSTREAM_BASE_URL: fake.url, PORT: '0', LOG_LEVEL: 'info', REDIS_URL: '', REDIS_CLUSTER_NODES: '' });
+    servers.push(gateway);
+
+    console.log(`\n== proxy: autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a 2 s warm-up ==`);
+    for (const [label, body] of [
+      ['2 KB non-streaming', chatBody(false)],
+      ['50-chunk streaming', chatBody(true)],
+    ] as const) {
+      console.log(`-- ${label}`);
+      console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors']));
+      const results = await compare(
+        [
+          ['(a) fake upstream direct', fake.url],
+          ['(b) floor: parse + re-serialize', floor.url],
+          ['(c) ctxgate', gateway.url],
+        ],
+        body,
+      );
+      for (const [name, result] of results) console.log(row([name, result.rps.toFixed(0), result.p50Ms, result.p99Ms, result.non2xx, result.errors]));
+      const ratio = (results.get('(c) ctxgate')?.rps ?? 0) / (results.get('(b) floor: parse + re-serialize')?.rps ?? 1);
+      console.log(`   ratio c/b req/s: ${ratio.toFixed(2)}  (target >= 0.80)`);
+    }
+
+
+    const direct = await singleConnectionLatency(fake.url, chatBody(false), 3000);
+    const viaGateway = await singleConnectionLatency(gateway.url, chatBody(false), 3000);
+    console.log('\n== proxy: one connection, 3000 sequential 2 KB requests (hrtime) ==');
+    console.log(row(['target', 'p50 us', 'p99 us']));
+    console.log(row(['(a) fake upstream direct', direct.p50Us.toFixed(0), direct.p99Us.toFixed(0)]));
+    console.log(row(['(c) ctxgate', viaGateway.p50Us.toFixed(0), viaGateway.p99Us.toFixed(0)]));
+    console.log(`   ctxgate added p50: ${((viaGateway.p50Us - direct.p50Us) / 1000).toFixed(3)} ms  (target <= 1 ms)`);
+  } finally {
+    for (const server of servers.reverse()) await server.stop();
+  }
+}
+
+const sections: Record<string, () => Promise<void>> = { proxy: proxySection };
+const selected = process.argv.slice(2);
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+for (const [name, section] of Object.entries(sections)) {
+  if (selected.length === 0 || selected.includes(name)) await section();
+}

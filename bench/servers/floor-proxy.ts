@@ -1,0 +1,26 @@
+// The floor for any gateway that reads the request: a minimal fastify + undici pass-through that parses
+// the JSON body, re-serializes it and relays the answer (streams piped as they come). No validation,
+// no logging, no metrics. Prints "READY <base url>" when listening.
+import Fastify from 'fastify';
+import { Pool } from 'undici';
+
+const upstream = new URL(process.env.UPSTREAM_BASE_URL ?? 'http://127.0.0.1:9/v1');
+const pool = new Pool(upstream.origin, { connections: 256 });
+const app = Fastify({ bodyLimit: 32 * 1024 * 1024 });
+
+app.post('/v1/chat/completions', async (request, reply) => {
+  const response = await pool.request({
+    method: 'POST',
+    path: `${upstream.pathname}/chat/completions`,
+    headers: { 'content-type': 'application/json', authorization: request.headers.authorization ?? '' },
+    body: JSON.stringify(request.body),
+  });
+  reply.code(response.statusCode);
+  const contentType = response.headers['content-type'];
+  if (typeof contentType === 'string') reply.header('content-type', contentType);
+  return reply.send(response.body);
+});
+
+const address = await app.listen({ port: Number(process.env.PORT ?? '0'), host: '127.0.0.1' });
+process.stdout.write(`READY ${address}/v1\n`);
+process.on('SIGTERM', () => void app.close().then(() => process.exit(0)));

@@ -1,0 +1,54 @@
+// The stream tracker decides whether a relayed stream reached its end; it must see the end markers
+// however the bytes are cut, and must not mistake an unfinished stream for a finished one.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { StreamCompletionTracker } from '../../src/http/relay-response.js';
+
+const chunk = (delta: string, finish: string | null) =>
+  `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"${delta}"},"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
+
+function track(text: string, cuts: number[]): StreamCompletionTracker {
+  const tracker = new StreamCompletionTracker();
+  const bytes = Buffer.from(text);
+  let start = 0;
+  for (const cut of [...new Set(cuts)].sort((a, b) => a - b)) {
+    tracker.push(bytes.subarray(start, cut));
+    start = cut;
+  }
+  tracker.push(bytes.subarray(start));
+  return tracker;
+}
+
+const unfinished = chunk('Hel', null) + chunk('lo', null);
+const finished = unfinished + chunk('', 'stop');
+const done = finished + 'data: [DONE]\n\n';
+
+describe('StreamCompletionTracker', () => {
+  it('sees [DONE] and a finish_reason wherever the chunks are cut', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: Buffer.byteLength(done) }), { maxLength: 20 }), (cuts) => {
+        const tracker = track(done, cuts);
+        expect(tracker.sawDone).toBe(true);
+        expect(tracker.sawFinishReason).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('calls a stream with a finish_reason but no [DONE] complete', () => {
+    expect(track(finished, [17, 90]).complete).toBe(true);
+  });
+
+  it('does not call a stream complete without either marker', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: Buffer.byteLength(unfinished) }), { maxLength: 20 }), (cuts) => {
+        expect(track(unfinished, cuts).complete).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('accepts a space after the colon, as some servers write it', () => {
+    expect(track('data: {"choices":[{"finish_reason": "length"}]}\n\n', []).complete).toBe(true);
+  });
+});
