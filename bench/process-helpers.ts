@@ -8,14 +8,18 @@ export interface ServerProcess {
 }
 
 /** Spawns a process that prints "READY <url>" (or, for ctxgate, a pino "ctxgate listening" line). */
-export async function startServerProcess(command: string[], env: Record<string, string>): Promise<ServerProcess> {
+export async function startServerProcess(
+  command: string[],
+  env: Record<string, string>,
+): Promise<ServerProcess> {
   const [file, ...args] = command as [string, ...string[]];
   const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let buffered = '';
     const onData = (data: Buffer): void => {
       buffered += data.toString();
-      const ready = /READY (\S+)/.exec(buffered) ?? /"address":"([^"]+)".*"msg":"ctxgate listening"/.exec(buffered);
+      const ready =
+        /READY (\S+)/.exec(buffered) ?? /"address":"([^"]+)".*"msg":"ctxgate listening"/.exec(buffered);
       if (ready?.[1] !== undefined) {
         // Keep draining stdout so the child never blocks on a full pipe.
         child.stdout?.removeListener('data', onData);
@@ -24,7 +28,9 @@ export async function startServerProcess(command: string[], env: Record<string, 
       }
     };
     child.stdout?.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${command.join(' ')} exited with ${code} before it was ready`)));
+    child.once('exit', (code) =>
+      reject(new Error(`${command.join(' ')} exited with ${code} before it was ready`)),
+    );
   });
   return {
     url,

@@ -12,6 +12,7 @@ import { startServerProcess, type ServerProcess } from './process-helpers.js';
 
 const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8');
 const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? '5');
 const connections = 32;
 const tsx = [process.execPath, '--import', 'tsx'];
 
@@ -45,7 +46,13 @@ async function load(url: string, body: string, seconds: number): Promise<LoadRes
     connections,
     duration: seconds,
   });
-  return { rps: result.requests.average, p50Ms: result.latency.p50, p99Ms: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+  return {
+    rps: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
 }
 
 function median(values: number[]): number {
@@ -54,9 +61,13 @@ function median(values: number[]): number {
 }
 
 /** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
-async function compare(targets: ReadonlyArray<readonly [string, string]>, body: string): Promise<Map<string, LoadResult>> {
+async function compare(
+  targets: ReadonlyArray<readonly [string, string]>,
+  body: string,
+): Promise<Map<string, LoadResult>> {
   const samples = new Map<string, LoadResult[]>(targets.map(([name]) => [name, []]));
-  for (const [, url] of targets) await load(url, body, 2); // warm-up: JIT, connection pools
+  // Warm-up: JIT and connection pools. Short warm-ups were seen to favour whichever process was hot.
+  for (const [, url] of targets) await load(url, body, warmupSeconds);
   for (let round = 0; round < rounds; round++) {
     for (const [name, url] of targets) samples.get(name)?.push(await load(url, body, durationSeconds));
   }
@@ -78,14 +89,23 @@ function percentile(sorted: number[], fraction: number): number {
 }
 
 /** Sequential requests on one keep-alive connection, timed with hrtime: microsecond resolution. */
-async function singleConnectionLatency(url: string, body: string, count: number): Promise<{ p50Us: number; p99Us: number }> {
+async function singleConnectionLatency(
+  url: string,
+  body: string,
+  count: number,
+): Promise<{ p50Us: number; p99Us: number }> {
   const target = new URL(`${url}/chat/completions`);
   const pool = new Pool(target.origin, { connections: 1 });
   const samples: number[] = [];
   try {
     for (let index = 0; index < count + 200; index++) {
       const started = process.hrtime.bigint();
-      const response = await pool.request({ method: 'POST', path: target.pathname, headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' }, body });
+      const response = await pool.request({
+        method: 'POST',
+        path: target.pathname,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+        body,
+      });
       await response.body.text();
       if (index >= 200) samples.push(Number(process.hrtime.bigint() - started) / 1000);
     }
@@ -104,14 +124,28 @@ async function proxySection(): Promise<void> {
   const servers: ServerProcess[] = [];
   try {
     const words = Array.from({ length: 50 }, (_unused, index) => `word${index}`).join(' ');
-    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], { FAKE_CONTENT: words, FAKE_CHUNKS: '50' });
+    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
+      FAKE_CONTENT: words,
+      FAKE_CHUNKS: '50',
+    });
     servers.push(fake);
-    const floor = await startServerProcess([...tsx, 'bench/servers/floor-proxy.ts'], { UPSTREAM_BASE_URL: fake.url });
+    const floor = await startServerProcess([...tsx, 'bench/servers/floor-proxy.ts'], {
+      UPSTREAM_BASE_URL: fake.url,
+    });
     servers.push(floor);
-    const gateway = await startServerProcess([process.execPath, 'dist/src/main.js'], { UPSTREAM_BASE_URL: fake.url, PORT: '0', LOG_LEVEL: 'info', REDIS_URL: '', REDIS_CLUSTER_NODES: '' });
+    const gateway = await startServerProcess([process.execPath, 'dist/src/main.js'], {
+      UPSTREAM_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: '',
+    });
     servers.push(gateway);
 
-    console.log(`\n== proxy: autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a 2 s warm-up ==`);
+    console.log(
+      `\n== proxy: autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a ${warmupSeconds} s warm-up ==`,
+    );
+
     for (const [label, body] of [
       ['2 KB non-streaming', chatBody(false)],
       ['50-chunk streaming', chatBody(true)],
@@ -126,11 +160,14 @@ async function proxySection(): Promise<void> {
         ],
         body,
       );
-      for (const [name, result] of results) console.log(row([name, result.rps.toFixed(0), result.p50Ms, result.p99Ms, result.non2xx, result.errors]));
-      const ratio = (results.get('(c) ctxgate')?.rps ?? 0) / (results.get('(b) floor: parse + re-serialize')?.rps ?? 1);
+      for (const [name, result] of results)
+        console.log(
+          row([name, result.rps.toFixed(0), result.p50Ms, result.p99Ms, result.non2xx, result.errors]),
+        );
+      const ratio =
+        (results.get('(c) ctxgate')?.rps ?? 0) / (results.get('(b) floor: parse + re-serialize')?.rps ?? 1);
       console.log(`   ratio c/b req/s: ${ratio.toFixed(2)}  (target >= 0.80)`);
     }
-
 
     const direct = await singleConnectionLatency(fake.url, chatBody(false), 3000);
     const viaGateway = await singleConnectionLatency(gateway.url, chatBody(false), 3000);
@@ -138,7 +175,9 @@ async function proxySection(): Promise<void> {
     console.log(row(['target', 'p50 us', 'p99 us']));
     console.log(row(['(a) fake upstream direct', direct.p50Us.toFixed(0), direct.p99Us.toFixed(0)]));
     console.log(row(['(c) ctxgate', viaGateway.p50Us.toFixed(0), viaGateway.p99Us.toFixed(0)]));
-    console.log(`   ctxgate added p50: ${((viaGateway.p50Us - direct.p50Us) / 1000).toFixed(3)} ms  (target <= 1 ms)`);
+    console.log(
+      `   ctxgate added p50: ${((viaGateway.p50Us - direct.p50Us) / 1000).toFixed(3)} ms  (target <= 1 ms)`,
+    );
   } finally {
     for (const server of servers.reverse()) await server.stop();
   }
@@ -146,7 +185,9 @@ async function proxySection(): Promise<void> {
 
 const sections: Record<string, () => Promise<void>> = { proxy: proxySection };
 const selected = process.argv.slice(2);
-execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+  stdio: 'inherit',
+});
 for (const [name, section] of Object.entries(sections)) {
   if (selected.length === 0 || selected.includes(name)) await section();
 }

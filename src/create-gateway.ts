@@ -14,14 +14,17 @@ export interface Gateway extends GatewayApp {
 
 function connectRedis(config: GatewayConfig, logger: Logger): RedisConnection | undefined {
   if (config.redis.mode === 'memory') {
-    logger.warn('REDIS_URL and REDIS_CLUSTER_NODES are unset: sessions live in this process only and are lost on restart');
+    logger.warn(
+      'REDIS_URL and REDIS_CLUSTER_NODES are unset: sessions live in this process only and are lost on restart',
+    );
     return undefined;
   }
   const redis = createRedisConnection(config.redis);
   let lastError = '';
   redis.on('error', (error: Error) => {
     // ioredis repeats the same error on every reconnect attempt: log each distinct one once.
-    if (error.message !== lastError) logger.warn({ err: { message: error.message } }, 'redis connection error');
+    if (error.message !== lastError)
+      logger.warn({ err: { message: error.message } }, 'redis connection error');
     lastError = error.message;
   });
   redis.on('ready', () => {

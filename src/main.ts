@@ -10,7 +10,8 @@ function loadConfigOrExit(): GatewayConfig {
     return loadConfig({ env: process.env });
   } catch (error) {
     if (error instanceof ConfigError) {
-      for (const problem of error.problems) process.stderr.write(`ctxgate: configuration error: ${problem}\n`);
+      for (const problem of error.problems)
+        process.stderr.write(`ctxgate: configuration error: ${problem}\n`);
       process.exit(1);
     }
     throw error;
@@ -27,7 +28,10 @@ async function main(): Promise<void> {
   async function shutdown(signal: string): Promise<void> {
     if (shuttingDown) return;
     shuttingDown = true;
-    logger.info({ signal, graceMs: config.server.shutdown_grace_ms }, 'shutting down: draining in-flight requests');
+    logger.info(
+      { signal, graceMs: config.server.shutdown_grace_ms },
+      'shutting down: draining in-flight requests',
+    );
     gateway.beginShutdown();
     const force = setTimeout(() => {
       logger.warn('grace period over: closing remaining connections');
@@ -45,10 +49,18 @@ async function main(): Promise<void> {
 
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
-  logger.info({ address: typeof address === 'object' && address !== null ? `${address.address}:${address.port}` : address }, 'ctxgate listening');
+  logger.info(
+    {
+      address:
+        typeof address === 'object' && address !== null ? `${address.address}:${address.port}` : address,
+    },
+    'ctxgate listening',
+  );
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`ctxgate: failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(
+    `ctxgate: failed to start: ${error instanceof Error ? error.message : String(error)}\n`,
+  );
   process.exit(1);
 });

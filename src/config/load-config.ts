@@ -64,7 +64,9 @@ function readConfigFile(path: string, explicit: boolean, problems: string[]): Co
     for (const error of document.errors) {
       const line = error.linePos?.[0];
       const reason = (error.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
-      problems.push(`${path}:${line === undefined ? '' : `${line.line}:${line.col}`} invalid YAML: ${reason}`);
+      problems.push(
+        `${path}:${line === undefined ? '' : `${line.line}:${line.col}`} invalid YAML: ${reason}`,
+      );
     }
     return undefined;
   }

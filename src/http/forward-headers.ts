@@ -26,7 +26,17 @@ const neverUpstream = new Set([
   'expect',
 ]);
 const gatewayPrefixes = ['x-session-', 'x-context-', 'x-budget-', 'x-admin-'];
+const passThroughCredentialHeaders = ['authorization', 'api-key', 'x-api-key'];
 const neverDownstream = new Set([...hopByHop, 'content-length', 'set-cookie', 'date', 'server']);
+
+function isGatewayHeader(name: string): boolean {
+  // Cheap first test: every gateway header starts with "x-".
+  return (
+    name.charCodeAt(0) === 120 &&
+    name.charCodeAt(1) === 45 &&
+    gatewayPrefixes.some((prefix) => name.startsWith(prefix))
+  );
+}
 
 export function buildUpstreamHeaders(
   clientHeaders: IncomingHttpHeaders,
@@ -34,13 +44,9 @@ export function buildUpstreamHeaders(
   credential: Credential,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(clientHeaders)) {
-    if (
-      value === undefined ||
-      neverUpstream.has(name) ||
-      gatewayPrefixes.some((prefix) => name.startsWith(prefix))
-    )
-      continue;
+  for (const name in clientHeaders) {
+    const value = clientHeaders[name];
+    if (value === undefined || neverUpstream.has(name) || isGatewayHeader(name)) continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers['content-type'] = 'application/json';
@@ -49,7 +55,7 @@ export function buildUpstreamHeaders(
   if (upstream.apiKey !== undefined) {
     headers.authorization = `Bearer ${upstream.apiKey}`;
   } else if (credential.mode === 'pass_through') {
-    for (const name of ['authorization', 'api-key', 'x-api-key']) {
+    for (const name of passThroughCredentialHeaders) {
       const value = clientHeaders[name];
       if (typeof value === 'string') headers[name] = value;
     }
@@ -61,7 +67,8 @@ export function buildClientHeaders(
   upstreamHeaders: Record<string, string | string[] | undefined>,
 ): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(upstreamHeaders)) {
+  for (const name in upstreamHeaders) {
+    const value = upstreamHeaders[name];
     if (value === undefined || neverDownstream.has(name)) continue;
     headers[name] = value;
   }

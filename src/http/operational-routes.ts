@@ -28,7 +28,6 @@ export function registerOperationalRoutes(
   });
 
   app.get('/metrics', async (_request, reply) => {
-    const text = await metrics.registry.metrics();
-    return reply.type(metrics.registry.contentType).send(text);
+    return reply.type(metrics.contentType).send(await metrics.render());
   });
 }

@@ -30,7 +30,11 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
   const { config, upstream, metrics, now } = deps;
 
   /** One upstream call relayed to the client; the time from sending to the end of the body counts as upstream time. */
-  async function forward(request: FastifyRequest, reply: FastifyReply, call: UpstreamCall): Promise<FastifyReply | void> {
+  async function forward(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    call: UpstreamCall,
+  ): Promise<FastifyReply | void> {
     const state = request.gateway;
     const cancellation: ClientCancellation = cancelOnClientClose(request, reply);
     const startedAtMs = now();
@@ -41,14 +45,19 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         upstream: call.target,
         method: call.method,
         path: call.path,
-        headers: buildUpstreamHeaders(request.headers, call.target, state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' }),
+        headers: buildUpstreamHeaders(
+          request.headers,
+          call.target,
+          state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' },
+        ),
         ...(call.body === undefined ? {} : { body: call.body }),
         signal: cancellation,
       });
       status = String(response.statusCode);
       state.upstreamStatus = response.statusCode;
       const options = { reply, response, state, extraHeaders: {}, cancellation };
-      if (call.streaming && response.statusCode < 300 && isEventStream(response.headers)) return await relayEventStream(options);
+      if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
+        return await relayEventStream(options);
       return await relayWholeBody(options);
     } catch (error) {
       if (cancellation.aborted) return void reply.hijack();
@@ -77,6 +86,11 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
   });
 
   app.get('/v1/models', async (request, reply) =>
-    forward(request, reply, { target: config.defaultUpstream, method: 'GET', path: '/models', streaming: false }),
+    forward(request, reply, {
+      target: config.defaultUpstream,
+      method: 'GET',
+      path: '/models',
+      streaming: false,
+    }),
   );
 }

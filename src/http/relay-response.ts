@@ -18,7 +18,8 @@ export function isEventStream(headers: UpstreamResponse['headers']): boolean {
 const doneMarker = Buffer.from('data: [DONE]');
 // A non-null finish_reason, as compact JSON writes it and as some servers write it with a space.
 const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
-const carriedBytes = 64;
+// Enough bytes of the previous chunk to find a marker that a chunk boundary cut in two.
+const carriedBytes = 24;
 
 /**
  * Tracks whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null
@@ -31,18 +32,28 @@ export class StreamCompletionTracker {
   private carry: Buffer = Buffer.alloc(0);
 
   push(chunk: Buffer): void {
-    const window = this.carry.length === 0 ? chunk : Buffer.concat([this.carry, chunk]);
-    if (!this.sawDone && window.includes(doneMarker)) this.sawDone = true;
-    if (!this.sawFinishReason && finishMarkers.some((marker) => window.includes(marker))) this.sawFinishReason = true;
+    if (!this.complete) {
+      this.scan(chunk);
+      // Only the seam needs a copy: the carried tail plus the head of the new chunk.
+      if (!this.complete && this.carry.length > 0)
+        this.scan(Buffer.concat([this.carry, chunk.subarray(0, carriedBytes)]));
+    }
+    this.carry =
+      chunk.length >= carriedBytes
+        ? chunk.subarray(chunk.length - carriedBytes)
+        : Buffer.concat([this.carry, chunk]).subarray(-carriedBytes);
+  }
 
-    this.carry = window.subarray(Math.max(0, window.length - carriedBytes));
+  private scan(bytes: Buffer): void {
+    if (!this.sawDone && bytes.includes(doneMarker)) this.sawDone = true;
+    if (!this.sawFinishReason && finishMarkers.some((marker) => bytes.includes(marker)))
+      this.sawFinishReason = true;
   }
 
   get complete(): boolean {
     return this.sawDone || this.sawFinishReason;
   }
 }
-
 
 export function streamErrorEvent(error: GatewayError): string {
   const body = { error: { message: error.message, type: 'server_error', param: null, code: error.code } };
@@ -82,7 +93,13 @@ export async function relayWholeBody({ reply, response, extraHeaders }: RelayOpt
 }
 
 /** Relays an event stream chunk by chunk; resolves when the client's stream has ended. */
-export async function relayEventStream({ reply, response, state, extraHeaders, cancellation }: RelayOptions): Promise<void> {
+export async function relayEventStream({
+  reply,
+  response,
+  state,
+  extraHeaders,
+  cancellation,
+}: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(response.statusCode, {
@@ -99,14 +116,19 @@ export async function relayEventStream({ reply, response, state, extraHeaders, c
       if (!raw.write(chunk)) return waitForDrain(raw);
     });
     if (!tracker.complete) {
-      failure = new GatewayError('upstream_bad_response', 'The upstream stream ended before the answer was finished.');
+      failure = new GatewayError(
+        'upstream_bad_response',
+        'The upstream stream ended before the answer was finished.',
+      );
     }
   } catch (error) {
     if (cancellation.aborted || raw.destroyed) {
       raw.destroy();
       return;
     }
-    failure = isGatewayError(error) ? error : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
+    failure = isGatewayError(error)
+      ? error
+      : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
   }
   if (failure !== undefined) {
     state.streamErrorCode = failure.code;

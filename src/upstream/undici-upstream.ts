@@ -26,13 +26,27 @@ export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unk
   const code = (error as { code?: unknown } | null)?.code;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
-      return new GatewayError('upstream_timeout', `Upstream did not accept a connection within ${timeouts.connectMs} ms.`, { cause: error });
+      return new GatewayError(
+        'upstream_timeout',
+        `Upstream did not accept a connection within ${timeouts.connectMs} ms.`,
+        { cause: error },
+      );
     case 'UND_ERR_HEADERS_TIMEOUT':
-      return new GatewayError('upstream_timeout', `Upstream did not answer within ${timeouts.firstByteMs} ms.`, { cause: error });
+      return new GatewayError(
+        'upstream_timeout',
+        `Upstream did not answer within ${timeouts.firstByteMs} ms.`,
+        { cause: error },
+      );
     case 'UND_ERR_BODY_TIMEOUT':
-      return new GatewayError('upstream_timeout', `Upstream sent nothing for ${timeouts.idleMs} ms.`, { cause: error });
+      return new GatewayError('upstream_timeout', `Upstream sent nothing for ${timeouts.idleMs} ms.`, {
+        cause: error,
+      });
     default:
-      return new GatewayError('upstream_unreachable', 'Upstream could not be reached or closed the connection.', { cause: error });
+      return new GatewayError(
+        'upstream_unreachable',
+        'Upstream could not be reached or closed the connection.',
+        { cause: error },
+      );
   }
 }
 
@@ -77,13 +91,18 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
       return {
         statusCode: response.statusCode,
         headers: response.headers,
-        async readAll() {
-          try {
-            return Buffer.from(await body.arrayBuffer());
-          } catch (error) {
-            throw toUpstreamError(error, timeouts);
-          }
+        readAll() {
+          // Collected by hand: cheaper per request than undici's body mixins for small JSON answers.
+          return new Promise<Buffer>((resolve, reject) => {
+            const chunks: Buffer[] = [];
+            body.on('data', (chunk: Buffer) => chunks.push(chunk));
+            body.once('end', () =>
+              resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)),
+            );
+            body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
+          });
         },
+
         forEachChunk(onChunk) {
           return new Promise<void>((resolve, reject) => {
             body.on('data', (chunk: Buffer) => {

@@ -23,13 +23,24 @@ describe('loadConfig', () => {
     expect(config.defaultUpstream.baseUrl).toBe('https://api.openai.com/v1');
     expect(config.defaultUpstream.apiKey).toBeUndefined();
     expect(config.gatewayApiKeys).toEqual([]);
-    expect(config.server).toEqual({ body_limit_bytes: 33_554_432, request_timeout_ms: 60_000, keep_alive_timeout_ms: 72_000, shutdown_grace_ms: 30_000 });
-    expect(config.timeouts).toEqual({ upstream_connect_ms: 10_000, upstream_first_byte_ms: 300_000, upstream_idle_ms: 120_000 });
+    expect(config.server).toEqual({
+      body_limit_bytes: 33_554_432,
+      request_timeout_ms: 60_000,
+      keep_alive_timeout_ms: 72_000,
+      shutdown_grace_ms: 30_000,
+    });
+    expect(config.timeouts).toEqual({
+      upstream_connect_ms: 10_000,
+      upstream_first_byte_ms: 300_000,
+      upstream_idle_ms: 120_000,
+    });
   });
 
   it('treats a missing default file as empty but a missing named file as an error', () => {
     expect(() => loadConfig({ env: {} })).not.toThrow();
-    expect(problemsOf({ CTXGATE_CONFIG: '/no/such/file.yaml' })).toEqual(['CTXGATE_CONFIG: cannot read /no/such/file.yaml: ENOENT']);
+    expect(problemsOf({ CTXGATE_CONFIG: '/no/such/file.yaml' })).toEqual([
+      'CTXGATE_CONFIG: cannot read /no/such/file.yaml: ENOENT',
+    ]);
   });
 
   it('reads every environment variable, and treats blank ones as unset', () => {
@@ -55,8 +66,20 @@ describe('loadConfig', () => {
   });
 
   it('prefers REDIS_CLUSTER_NODES over REDIS_URL', () => {
-    const config = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile('{}'), REDIS_URL: 'redis://x:1', REDIS_CLUSTER_NODES: '127.0.0.1:7000, [::1]:7001' } });
-    expect(config.redis).toEqual({ mode: 'cluster', nodes: [{ host: '127.0.0.1', port: 7000 }, { host: '::1', port: 7001 }] });
+    const config = loadConfig({
+      env: {
+        CTXGATE_CONFIG: writeConfigFile('{}'),
+        REDIS_URL: 'redis://x:1',
+        REDIS_CLUSTER_NODES: '127.0.0.1:7000, [::1]:7001',
+      },
+    });
+    expect(config.redis).toEqual({
+      mode: 'cluster',
+      nodes: [
+        { host: '127.0.0.1', port: 7000 },
+        { host: '::1', port: 7001 },
+      ],
+    });
   });
 
   it('routes file upstreams before the default one and reads their keys from the named variables', () => {
@@ -77,20 +100,89 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(config.server)).toBe(true);
   });
 
-  const problemCases: Array<{ name: string; yaml?: string; env?: Record<string, string>; problems: (path: string) => string[] }> = [
-    { name: 'an unknown top-level key', yaml: 'colour: blue\n', problems: (path) => [`${path}: colour: unknown key`] },
-    { name: 'an unknown nested key', yaml: 'server:\n  bodylimit: 5\n', problems: (path) => [`${path}: server.bodylimit: unknown key`] },
-    { name: 'a wrong type', yaml: 'timeouts:\n  upstream_connect_ms: soon\n', problems: (path) => [`${path}: timeouts.upstream_connect_ms: Invalid input: expected number, received string`] },
-    { name: 'a non-http upstream URL', yaml: 'upstreams:\n  - name: x\n    base_url: ftp://host/v1\n    models: ["*"]\n', problems: (path) => [`${path}: upstreams[0].base_url: must be an http:// or https:// URL`] },
-    { name: 'an upstream without models', yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    models: []\n', problems: (path) => [`${path}: upstreams[0].models: Too small: expected array to have >=1 items`] },
-    { name: 'an unset key variable', yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    api_key_env: X_KEY\n    models: ["*"]\n', env: { GATEWAY_API_KEYS: 'gk' }, problems: (path) => [`${path}: upstreams[0].api_key_env: environment variable X_KEY is not set`] },
-    { name: 'a duplicate upstream name', yaml: 'upstreams:\n  - name: default\n    base_url: http://host/v1\n    models: ["*"]\n', problems: (path) => [`${path}: upstreams[0].name: "default" is used twice`] },
-    { name: 'invalid YAML', yaml: 'server: [\n', problems: (path) => [expect.stringMatching(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+ invalid YAML: `)) as unknown as string] },
-    { name: 'an upstream key without gateway keys', yaml: '{}', env: { UPSTREAM_API_KEY: 'sk' }, problems: () => ['GATEWAY_API_KEYS: required when an upstream key is configured (UPSTREAM_API_KEY)'] },
-    { name: 'a bad PORT', yaml: '{}', env: { PORT: '70000' }, problems: () => ['PORT: must be an integer from 0 to 65535, got "70000"'] },
-    { name: 'a bad UPSTREAM_BASE_URL', yaml: '{}', env: { UPSTREAM_BASE_URL: 'not a url' }, problems: () => ['UPSTREAM_BASE_URL: must be an http:// or https:// URL'] },
-    { name: 'a bad REDIS_URL (not echoed: it may hold a password)', yaml: '{}', env: { REDIS_URL: 'http://user:pw@host' }, problems: () => ['REDIS_URL: must be a redis:// or rediss:// URL'] },
-    { name: 'bad cluster seeds', yaml: '{}', env: { REDIS_CLUSTER_NODES: 'host-without-port' }, problems: () => ['REDIS_CLUSTER_NODES: "host-without-port" is not host:port'] },
+  const problemCases: Array<{
+    name: string;
+    yaml?: string;
+    env?: Record<string, string>;
+    problems: (path: string) => string[];
+  }> = [
+    {
+      name: 'an unknown top-level key',
+      yaml: 'colour: blue\n',
+      problems: (path) => [`${path}: colour: unknown key`],
+    },
+    {
+      name: 'an unknown nested key',
+      yaml: 'server:\n  bodylimit: 5\n',
+      problems: (path) => [`${path}: server.bodylimit: unknown key`],
+    },
+    {
+      name: 'a wrong type',
+      yaml: 'timeouts:\n  upstream_connect_ms: soon\n',
+      problems: (path) => [
+        `${path}: timeouts.upstream_connect_ms: Invalid input: expected number, received string`,
+      ],
+    },
+    {
+      name: 'a non-http upstream URL',
+      yaml: 'upstreams:\n  - name: x\n    base_url: ftp://host/v1\n    models: ["*"]\n',
+      problems: (path) => [`${path}: upstreams[0].base_url: must be an http:// or https:// URL`],
+    },
+    {
+      name: 'an upstream without models',
+      yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    models: []\n',
+      problems: (path) => [`${path}: upstreams[0].models: Too small: expected array to have >=1 items`],
+    },
+    {
+      name: 'an unset key variable',
+      yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    api_key_env: X_KEY\n    models: ["*"]\n',
+      env: { GATEWAY_API_KEYS: 'gk' },
+      problems: (path) => [`${path}: upstreams[0].api_key_env: environment variable X_KEY is not set`],
+    },
+    {
+      name: 'a duplicate upstream name',
+      yaml: 'upstreams:\n  - name: default\n    base_url: http://host/v1\n    models: ["*"]\n',
+      problems: (path) => [`${path}: upstreams[0].name: "default" is used twice`],
+    },
+    {
+      name: 'invalid YAML',
+      yaml: 'server: [\n',
+      problems: (path) => [
+        expect.stringMatching(
+          new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:\\d+:\\d+ invalid YAML: `),
+        ) as unknown as string,
+      ],
+    },
+    {
+      name: 'an upstream key without gateway keys',
+      yaml: '{}',
+      env: { UPSTREAM_API_KEY: 'sk' },
+      problems: () => ['GATEWAY_API_KEYS: required when an upstream key is configured (UPSTREAM_API_KEY)'],
+    },
+    {
+      name: 'a bad PORT',
+      yaml: '{}',
+      env: { PORT: '70000' },
+      problems: () => ['PORT: must be an integer from 0 to 65535, got "70000"'],
+    },
+    {
+      name: 'a bad UPSTREAM_BASE_URL',
+      yaml: '{}',
+      env: { UPSTREAM_BASE_URL: 'not a url' },
+      problems: () => ['UPSTREAM_BASE_URL: must be an http:// or https:// URL'],
+    },
+    {
+      name: 'a bad REDIS_URL (not echoed: it may hold a password)',
+      yaml: '{}',
+      env: { REDIS_URL: 'http://user:pw@host' },
+      problems: () => ['REDIS_URL: must be a redis:// or rediss:// URL'],
+    },
+    {
+      name: 'bad cluster seeds',
+      yaml: '{}',
+      env: { REDIS_CLUSTER_NODES: 'host-without-port' },
+      problems: () => ['REDIS_CLUSTER_NODES: "host-without-port" is not host:port'],
+    },
   ];
 
   it.each(problemCases)('reports $name as one line naming the key', ({ yaml, env, problems }) => {

@@ -20,14 +20,19 @@ describe('pass-through auth (no UPSTREAM_API_KEY)', () => {
 
   it("sends the client's own key upstream", async () => {
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-client-own-key', maxRetries: 0 });
-    const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0]?.message.role).toBe('assistant');
     expect(fake.chatRequests.at(-1)?.headers.authorization).toBe('Bearer sk-client-own-key');
   });
 
   it("passes the upstream's 401 through for a wrong client key", async () => {
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-wrong', maxRetries: 0 });
-    const failure = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const failure = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((failure as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
   });
@@ -43,7 +48,12 @@ describe('gateway keys with a configured upstream key', () => {
   beforeAll(async () => {
     fake = new FakeUpstream({ requiredApiKey: upstreamCanary });
     harness = await startGateway({
-      env: { UPSTREAM_BASE_URL: await fake.start(), UPSTREAM_API_KEY: upstreamCanary, GATEWAY_API_KEYS: `gk-other,${gatewayCanary}`, LOG_LEVEL: 'trace' },
+      env: {
+        UPSTREAM_BASE_URL: await fake.start(),
+        UPSTREAM_API_KEY: upstreamCanary,
+        GATEWAY_API_KEYS: `gk-other,${gatewayCanary}`,
+        LOG_LEVEL: 'trace',
+      },
     });
   });
   afterAll(async () => {
@@ -53,7 +63,9 @@ describe('gateway keys with a configured upstream key', () => {
 
   it('refuses a missing or wrong gateway key with 401 and never calls the upstream', async () => {
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'gk-wrong', maxRetries: 0 });
-    const failure = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const failure = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((failure as InstanceType<typeof OpenAI.AuthenticationError>).code).toBe('invalid_api_key');
     const missing = await fetch(`${harness.baseUrl}/chat/completions`, {
@@ -68,7 +80,10 @@ describe('gateway keys with a configured upstream key', () => {
 
   it('sends only the configured key upstream, never the gateway key', async () => {
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: gatewayCanary, maxRetries: 0 });
-    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: messageCanary }] });
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: messageCanary }],
+    });
     const sent = fake.chatRequests.at(-1);
     expect(sent?.headers.authorization).toBe(`Bearer ${upstreamCanary}`);
     expect(JSON.stringify(sent?.headers)).not.toContain(gatewayCanary);
@@ -76,17 +91,41 @@ describe('gateway keys with a configured upstream key', () => {
 
   it('keeps credentials and message text out of every log line', async () => {
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: gatewayCanary, maxRetries: 0 });
-    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: messageCanary }] });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: messageCanary }], stream: true });
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: messageCanary }],
+    });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: messageCanary }],
+      stream: true,
+    });
     for await (const _chunk of stream) {
       // drain
     }
-    fake.enqueue({ status: 400, body: JSON.stringify({ error: { message: `echo ${messageCanary}`, type: 'invalid_request_error', param: null, code: null } }) });
-    await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: messageCanary }] }).catch(() => undefined);
-    await fetch(`${harness.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${gatewayCanary}` }, body: `{"model":"${messageCanary}` });
-    await fetch(`${harness.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${upstreamCanary}x` }, body: '{}' });
+    fake.enqueue({
+      status: 400,
+      body: JSON.stringify({
+        error: { message: `echo ${messageCanary}`, type: 'invalid_request_error', param: null, code: null },
+      }),
+    });
+    await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: messageCanary }] })
+      .catch(() => undefined);
+    await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gatewayCanary}` },
+      body: `{"model":"${messageCanary}`,
+    });
+    await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${upstreamCanary}x` },
+      body: '{}',
+    });
     const logs = harness.logLines.join('\n');
-    expect(harness.logLines.filter((line) => line.includes('"msg":"request"')).length).toBeGreaterThanOrEqual(5);
+    expect(harness.logLines.filter((line) => line.includes('"msg":"request"')).length).toBeGreaterThanOrEqual(
+      5,
+    );
     for (const secret of [upstreamCanary, gatewayCanary, messageCanary]) expect(logs).not.toContain(secret);
   });
 });
@@ -95,7 +134,11 @@ describe('readiness follows Redis', () => {
   it('is ready with a reachable Redis', async () => {
     const harness = await startGateway({ env: { REDIS_URL: inject('redisUrl') } });
     try {
-      await expect.poll(async () => (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status, { timeout: 5_000 }).toBe(200);
+      await expect
+        .poll(async () => (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status, {
+          timeout: 5_000,
+        })
+        .toBe(200);
     } finally {
       await harness.close();
     }
@@ -104,18 +147,25 @@ describe('readiness follows Redis', () => {
   it('is not ready while Redis is down, serves stateless requests anyway, and recovers without a restart', async () => {
     const port = await findFreePort();
     const fake = new FakeUpstream();
-    const harness = await startGateway({ env: { REDIS_URL: `redis://127.0.0.1:${port}`, UPSTREAM_BASE_URL: await fake.start() } });
+    const harness = await startGateway({
+      env: { REDIS_URL: `redis://127.0.0.1:${port}`, UPSTREAM_BASE_URL: await fake.start() },
+    });
     const root = harness.baseUrl.replace(/\/v1$/, '');
     try {
       const notReady = await fetch(`${root}/readyz`);
       expect(notReady.status).toBe(503);
       expect(await notReady.json()).toEqual({ status: 'not_ready', store: 'unreachable' });
       const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
-      const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+      const completion = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(completion.choices).toHaveLength(1);
       const redis = await startRedisServer([], port);
       try {
-        await expect.poll(async () => (await fetch(`${root}/readyz`)).status, { timeout: 10_000, interval: 100 }).toBe(200);
+        await expect
+          .poll(async () => (await fetch(`${root}/readyz`)).status, { timeout: 10_000, interval: 100 })
+          .toBe(200);
       } finally {
         await redis.stop();
       }
@@ -132,12 +182,25 @@ describe('metrics after real traffic', () => {
     const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
     try {
       const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
-      for (let index = 0; index < 3; index++) await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
-      fake.enqueue({ status: 503, body: '{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}' });
-      await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).catch(() => undefined);
+      for (let index = 0; index < 3; index++)
+        await client.chat.completions.create({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+      fake.enqueue({
+        status: 503,
+        body: '{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}',
+      });
+      await client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+        .catch(() => undefined);
       const text = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
-      expect(text).toContain('ctxgate_http_requests_total{route="/v1/chat/completions",status="200",model="gpt-4o-mini"} 3');
-      expect(text).toContain('ctxgate_http_requests_total{route="/v1/chat/completions",status="503",model="gpt-4o-mini"} 1');
+      expect(text).toContain(
+        'ctxgate_http_requests_total{route="/v1/chat/completions",status="200",model="gpt-4o-mini"} 3',
+      );
+      expect(text).toContain(
+        'ctxgate_http_requests_total{route="/v1/chat/completions",status="503",model="gpt-4o-mini"} 1',
+      );
       expect(text).toContain('ctxgate_upstream_duration_seconds_count{upstream="default",status="200"} 3');
       expect(text).toContain('ctxgate_gateway_overhead_seconds_count{route="/v1/chat/completions"} 4');
     } finally {

@@ -69,7 +69,11 @@ describe('chat completions through the gateway', () => {
     const response = await fetch(`${harness.baseUrl}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer sk-client-key' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true }),
+      body: JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      }),
     });
     const text = await response.text();
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -77,7 +81,10 @@ describe('chat completions through the gateway', () => {
     expect(events.at(-1)).toBe('data: [DONE]');
     const content = events
       .slice(0, -1)
-      .map((event) => JSON.parse(event.slice('data: '.length)) as { choices: Array<{ delta: { content?: string } }> })
+      .map(
+        (event) =>
+          JSON.parse(event.slice('data: '.length)) as { choices: Array<{ delta: { content?: string } }> },
+      )
       .map((chunk) => chunk.choices[0]?.delta.content ?? '')
       .join('');
     expect(content).toBe('byte for byte');
@@ -94,8 +101,20 @@ describe('chat completions through the gateway', () => {
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'Weather and time in Paris?' }],
       tools: [
-        { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } },
-        { type: 'function', function: { name: 'get_time', parameters: { type: 'object', properties: { timezone: { type: 'string' } } } } },
+        {
+          type: 'function',
+          function: {
+            name: 'get_weather',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          },
+        },
+        {
+          type: 'function',
+          function: {
+            name: 'get_time',
+            parameters: { type: 'object', properties: { timezone: { type: 'string' } } },
+          },
+        },
       ],
       stream: true,
     });
@@ -132,7 +151,10 @@ describe('chat completions through the gateway', () => {
       ],
       temperature: 0.25,
       top_p: 0.9,
-      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } } } } },
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } } } },
+      },
       tool_choice: 'none',
       seed: 42,
       metadata: { purpose: 'test' },
@@ -143,7 +165,14 @@ describe('chat completions through the gateway', () => {
   });
 
   it('passes upstream 4xx and 5xx answers through with their status and body', async () => {
-    const quotaBody = JSON.stringify({ error: { message: 'You exceeded your current quota.', type: 'insufficient_quota', param: null, code: 'insufficient_quota' } });
+    const quotaBody = JSON.stringify({
+      error: {
+        message: 'You exceeded your current quota.',
+        type: 'insufficient_quota',
+        param: null,
+        code: 'insufficient_quota',
+      },
+    });
     fake.enqueue({ status: 429, body: quotaBody, headers: { 'retry-after': '7' } });
     const quota = await fetch(`${harness.baseUrl}/chat/completions`, {
       method: 'POST',
@@ -154,16 +183,24 @@ describe('chat completions through the gateway', () => {
     expect(quota.headers.get('retry-after')).toBe('7');
     expect(await quota.text()).toBe(quotaBody);
 
-    const serverBody = '{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}';
+    const serverBody =
+      '{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}';
     fake.enqueue({ status: 500, body: serverBody });
     const failure = await client.chat.completions
       .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
       .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.InternalServerError);
-    expect((failure as InstanceType<typeof OpenAI.InternalServerError>).error).toEqual(JSON.parse(serverBody).error);
+    expect((failure as InstanceType<typeof OpenAI.InternalServerError>).error).toEqual(
+      JSON.parse(serverBody).error,
+    );
 
-    fake.enqueue({ status: 404, body: '{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","param":null,"code":"model_not_found"}}' });
-    const missing = await client.chat.completions.create({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }).catch((error: unknown) => error);
+    fake.enqueue({
+      status: 404,
+      body: '{"error":{"message":"The model `nope` does not exist","type":"invalid_request_error","param":null,"code":"model_not_found"}}',
+    });
+    const missing = await client.chat.completions
+      .create({ model: 'nope', messages: [{ role: 'user', content: 'x' }] })
+      .catch((error: unknown) => error);
     expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
     expect((missing as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
   });

@@ -13,18 +13,33 @@ function startMain(env: Record<string, string>): ChildProcessWithoutNullStreams 
   });
 }
 
-function collect(child: ChildProcessWithoutNullStreams): { stdout: () => string; stderr: () => string; exit: Promise<number | null> } {
+function collect(child: ChildProcessWithoutNullStreams): {
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<number | null>;
+} {
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (data: Buffer) => (stdout += data.toString()));
   child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
-  return { stdout: () => stdout, stderr: () => stderr, exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
+  return {
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
+  };
 }
 
 describe('start-up with a bad configuration', () => {
   it('exits 1 with one line per problem, naming each key', async () => {
-    const configPath = writeConfigFile('server:\n  body_limit_bytes: "big"\n  colour: blue\ntimeouts:\n  upstream_idle_ms: -5\n');
-    const child = startMain({ CTXGATE_CONFIG: configPath, PORT: 'eighty', LOG_LEVEL: 'loud', UPSTREAM_API_KEY: 'sk-secret-value' });
+    const configPath = writeConfigFile(
+      'server:\n  body_limit_bytes: "big"\n  colour: blue\ntimeouts:\n  upstream_idle_ms: -5\n',
+    );
+    const child = startMain({
+      CTXGATE_CONFIG: configPath,
+      PORT: 'eighty',
+      LOG_LEVEL: 'loud',
+      UPSTREAM_API_KEY: 'sk-secret-value',
+    });
     const output = collect(child);
     expect(await output.exit).toBe(1);
     const lines = output.stderr().trim().split('\n');
@@ -43,7 +58,9 @@ describe('start-up with a bad configuration', () => {
     const child = startMain({ CTXGATE_CONFIG: '/nonexistent/ctxgate.yaml' });
     const output = collect(child);
     expect(await output.exit).toBe(1);
-    expect(output.stderr().trim()).toBe('ctxgate: configuration error: CTXGATE_CONFIG: cannot read /nonexistent/ctxgate.yaml: ENOENT');
+    expect(output.stderr().trim()).toBe(
+      'ctxgate: configuration error: CTXGATE_CONFIG: cannot read /nonexistent/ctxgate.yaml: ENOENT',
+    );
   });
 });
 
@@ -58,21 +75,39 @@ describe('graceful shutdown on SIGTERM', () => {
 
   it('finishes an in-flight stream, refuses new requests, then exits 0', async () => {
     const port = await findFreePort();
-    const child = startMain({ PORT: String(port), UPSTREAM_BASE_URL: upstreamUrl, CTXGATE_CONFIG: writeConfigFile('server:\n  shutdown_grace_ms: 10000\n') });
+    const child = startMain({
+      PORT: String(port),
+      UPSTREAM_BASE_URL: upstreamUrl,
+      CTXGATE_CONFIG: writeConfigFile('server:\n  shutdown_grace_ms: 10000\n'),
+    });
     const output = collect(child);
     const base = `http://127.0.0.1:${port}`;
-    await expect.poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, { timeout: 20_000, interval: 100 }).toBe(200);
+    await expect
+      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
+        timeout: 20_000,
+        interval: 100,
+      })
+      .toBe(200);
 
     fake.enqueue({ content: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 150 });
     const streaming = await fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+      body: JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      }),
     });
     const reader = streaming.body!.getReader();
     let text = new TextDecoder().decode((await reader.read()).value);
     child.kill('SIGTERM');
-    await expect.poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status ?? 'refused', { timeout: 5_000, interval: 50 }).not.toBe(200);
+    await expect
+      .poll(async () => (await fetch(`${base}/readyz`).catch(() => undefined))?.status ?? 'refused', {
+        timeout: 5_000,
+        interval: 50,
+      })
+      .not.toBe(200);
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;

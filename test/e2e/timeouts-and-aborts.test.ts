@@ -51,7 +51,12 @@ describe('timeouts', () => {
     const response = await post(harness.baseUrl, chatBody());
     expect(response.status).toBe(504);
     expect(await response.json()).toEqual({
-      error: { message: 'Upstream did not answer within 300 ms.', type: 'server_error', param: null, code: 'upstream_timeout' },
+      error: {
+        message: 'Upstream did not answer within 300 ms.',
+        type: 'server_error',
+        param: null,
+        code: 'upstream_timeout',
+      },
     });
   });
 
@@ -60,7 +65,12 @@ describe('timeouts', () => {
     const response = await post(harness.baseUrl, chatBody());
     expect(response.status).toBe(504);
     expect(await response.json()).toEqual({
-      error: { message: 'Upstream sent nothing for 300 ms.', type: 'server_error', param: null, code: 'upstream_timeout' },
+      error: {
+        message: 'Upstream sent nothing for 300 ms.',
+        type: 'server_error',
+        param: null,
+        code: 'upstream_timeout',
+      },
     });
   });
 
@@ -72,14 +82,23 @@ describe('timeouts', () => {
     expect(events).toHaveLength(4);
     expect(events).not.toContain('data: [DONE]');
     expect(JSON.parse(events.at(-1)!.slice('data: '.length))).toEqual({
-      error: { message: 'Upstream sent nothing for 300 ms.', type: 'server_error', param: null, code: 'upstream_timeout' },
+      error: {
+        message: 'Upstream sent nothing for 300 ms.',
+        type: 'server_error',
+        param: null,
+        code: 'upstream_timeout',
+      },
     });
   });
 
   it('makes the openai client raise when the stream goes idle', async () => {
     fake.enqueue({ stallAfterChunks: 2 });
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
-    const stream = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
     const consume = async (): Promise<void> => {
       for await (const _chunk of stream) {
         // read to the end
@@ -97,7 +116,12 @@ describe('upstream connection failures', () => {
       const response = await post(harness.baseUrl, chatBody());
       expect(response.status).toBe(502);
       expect(await response.json()).toEqual({
-        error: { message: 'Upstream could not be reached or closed the connection.', type: 'server_error', param: null, code: 'upstream_unreachable' },
+        error: {
+          message: 'Upstream could not be reached or closed the connection.',
+          type: 'server_error',
+          param: null,
+          code: 'upstream_unreachable',
+        },
       });
     } finally {
       await harness.close();
@@ -109,7 +133,10 @@ describe('upstream connection failures', () => {
     const port = await findFreePort();
     const listener: ChildProcess = spawn(
       'python3',
-      ['-c', `import socket,time\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(("127.0.0.1",${port}))\ns.listen(0)\nprint("ready",flush=True)\ntime.sleep(60)`],
+      [
+        '-c',
+        `import socket,time\ns=socket.socket()\ns.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\ns.bind(("127.0.0.1",${port}))\ns.listen(0)\nprint("ready",flush=True)\ntime.sleep(60)`,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise((resolve) => listener.stdout?.once('data', resolve));
@@ -131,7 +158,9 @@ describe('upstream connection failures', () => {
     try {
       const response = await post(harness.baseUrl, chatBody());
       expect(response.status).toBe(504);
-      expect(((await response.json()) as { error: { message: string } }).error.message).toBe('Upstream did not accept a connection within 300 ms.');
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+        'Upstream did not accept a connection within 300 ms.',
+      );
     } finally {
       await harness.close();
       for (const socket of fillers) socket.destroy();
@@ -153,7 +182,11 @@ describe('client aborts and broken streams', () => {
     await fake.stop();
   });
 
-  async function abortAndMeasure(body: string, behaviour: Parameters<FakeUpstream['enqueue']>[0], abortWhen: (response: Promise<Response>) => Promise<void>): Promise<number> {
+  async function abortAndMeasure(
+    body: string,
+    behaviour: Parameters<FakeUpstream['enqueue']>[0],
+    abortWhen: (response: Promise<Response>) => Promise<void>,
+  ): Promise<number> {
     fake.requests.length = 0;
     fake.enqueue(behaviour);
     const controller = new AbortController();
@@ -165,7 +198,9 @@ describe('client aborts and broken streams', () => {
     controller.abort();
     const closedAt = await Promise.race([
       upstreamRequest.closedEarly,
-      new Promise<number>((_resolve, reject) => setTimeout(() => reject(new Error('upstream request was not aborted')), 5_000)),
+      new Promise<number>((_resolve, reject) =>
+        setTimeout(() => reject(new Error('upstream request was not aborted')), 5_000),
+      ),
     ]);
     expect(upstreamRequest.completed).toBe(false);
     return Math.max(0, closedAt - abortedAt);
@@ -180,18 +215,26 @@ describe('client aborts and broken streams', () => {
   });
 
   it('aborts the upstream call when a streaming client leaves before the first byte', async () => {
-    const latency = await abortAndMeasure(chatBody({ stream: true }), { delayBeforeHeadersMs: 10_000 }, async () => {
-      await waitFor(() => fake.chatRequests[0]);
-    });
+    const latency = await abortAndMeasure(
+      chatBody({ stream: true }),
+      { delayBeforeHeadersMs: 10_000 },
+      async () => {
+        await waitFor(() => fake.chatRequests[0]);
+      },
+    );
     expect(latency).toBeLessThan(2_000);
   });
 
   it('aborts the upstream stream when the client leaves mid-stream', async () => {
-    const latency = await abortAndMeasure(chatBody({ stream: true }), { chunkDelayMs: 200, chunks: 50, content: 'x '.repeat(100) }, async (responsePromise) => {
-      const response = await responsePromise;
-      const reader = response.body!.getReader();
-      await reader.read();
-    });
+    const latency = await abortAndMeasure(
+      chatBody({ stream: true }),
+      { chunkDelayMs: 200, chunks: 50, content: 'x '.repeat(100) },
+      async (responsePromise) => {
+        const response = await responsePromise;
+        const reader = response.body!.getReader();
+        await reader.read();
+      },
+    );
     expect(latency).toBeLessThan(2_000);
   });
 
@@ -202,7 +245,9 @@ describe('client aborts and broken streams', () => {
     const events = (await response.text()).split('\n\n').filter(Boolean);
     expect(events).not.toContain('data: [DONE]');
     expect(events).toHaveLength(4);
-    const last = JSON.parse(events.at(-1)!.slice('data: '.length)) as { error: { code: string; type: string } };
+    const last = JSON.parse(events.at(-1)!.slice('data: '.length)) as {
+      error: { code: string; type: string };
+    };
     expect(last.error.code).toBe('upstream_unreachable');
     expect(last.error.type).toBe('server_error');
   });

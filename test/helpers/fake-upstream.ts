@@ -83,7 +83,9 @@ function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((part: { type?: string; text?: string; refusal?: string }) => (part.type === 'text' ? (part.text ?? '') : part.type === 'refusal' ? (part.refusal ?? '') : ''))
+    .map((part: { type?: string; text?: string; refusal?: string }) =>
+      part.type === 'text' ? (part.text ?? '') : part.type === 'refusal' ? (part.refusal ?? '') : '',
+    )
     .join('');
 }
 
@@ -95,7 +97,8 @@ export function countPromptTokens(messages: ChatMessage[], tools: unknown): numb
     if (message.name !== undefined) total += 1 + countText(message.name);
     if (message.tool_call_id !== undefined) total += countText(message.tool_call_id);
     for (const call of message.tool_calls ?? []) {
-      total += countText(call.id) + countText(call.function?.name ?? '') + countText(call.function?.arguments ?? '');
+      total +=
+        countText(call.id) + countText(call.function?.name ?? '') + countText(call.function?.arguments ?? '');
     }
   }
   if (Array.isArray(tools) && tools.length > 0) total += countText(JSON.stringify(tools));
@@ -103,13 +106,16 @@ export function countPromptTokens(messages: ChatMessage[], tools: unknown): numb
 }
 
 /** Returns an error message when the sequence would be refused by OpenAI, else undefined. */
-export function findToolPairingError(messages: ChatMessage[]): { message: string; param: string } | undefined {
+export function findToolPairingError(
+  messages: ChatMessage[],
+): { message: string; param: string } | undefined {
   let pending = new Set<string>();
   for (const [index, message] of messages.entries()) {
     if (message.role === 'tool') {
       if (message.tool_call_id === undefined || !pending.has(message.tool_call_id)) {
         return {
-          message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          message:
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
           param: `messages.[${index}].role`,
         };
       }
@@ -122,7 +128,9 @@ export function findToolPairingError(messages: ChatMessage[]): { message: string
         param: 'messages',
       };
     }
-    pending = new Set((message.role === 'assistant' ? (message.tool_calls ?? []) : []).map((call) => call.id));
+    pending = new Set(
+      (message.role === 'assistant' ? (message.tool_calls ?? []) : []).map((call) => call.id),
+    );
   }
   if (pending.size > 0) {
     return {
@@ -200,7 +208,8 @@ export class FakeUpstream {
       if (!response.writableFinished) closedAt(performance.now());
     });
     this.requests.push(recorded);
-    if (this.options.recordLimit !== undefined && this.requests.length > this.options.recordLimit) this.requests.shift();
+    if (this.options.recordLimit !== undefined && this.requests.length > this.options.recordLimit)
+      this.requests.shift();
     const behaviour = { ...this.defaultBehaviour, ...(this.queue.shift() ?? {}) };
 
     const sendJson = (status: number, body: string, headers: Record<string, string> = {}): void => {
@@ -213,16 +222,31 @@ export class FakeUpstream {
       recorded.completed = true;
     };
 
-    if (this.options.requiredApiKey !== undefined && request.headers.authorization !== `Bearer ${this.options.requiredApiKey}`) {
-      sendJson(401, openAIError('Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key'));
+    if (
+      this.options.requiredApiKey !== undefined &&
+      request.headers.authorization !== `Bearer ${this.options.requiredApiKey}`
+    ) {
+      sendJson(
+        401,
+        openAIError('Incorrect API key provided.', 'invalid_request_error', null, 'invalid_api_key'),
+      );
       return;
     }
     if (recorded.method === 'GET' && recorded.path === '/v1/models') {
-      sendJson(200, JSON.stringify({ object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_700_000_000, owned_by: 'fake' }] }));
+      sendJson(
+        200,
+        JSON.stringify({
+          object: 'list',
+          data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_700_000_000, owned_by: 'fake' }],
+        }),
+      );
       return;
     }
     if (recorded.method !== 'POST' || recorded.path !== '/v1/chat/completions') {
-      sendJson(404, openAIError(`Invalid URL (${recorded.method} ${recorded.path})`, 'invalid_request_error', null, null));
+      sendJson(
+        404,
+        openAIError(`Invalid URL (${recorded.method} ${recorded.path})`, 'invalid_request_error', null, null),
+      );
       return;
     }
     if (behaviour.delayBeforeHeadersMs !== undefined) await sleep(behaviour.delayBeforeHeadersMs);
@@ -234,16 +258,30 @@ export class FakeUpstream {
       return;
     }
 
-    let body: { model?: unknown; messages?: ChatMessage[]; stream?: boolean; max_tokens?: number; max_completion_tokens?: number; tools?: unknown; stream_options?: { include_usage?: boolean } };
+    let body: {
+      model?: unknown;
+      messages?: ChatMessage[];
+      stream?: boolean;
+      max_tokens?: number;
+      max_completion_tokens?: number;
+      tools?: unknown;
+      stream_options?: { include_usage?: boolean };
+    };
     try {
       body = JSON.parse(rawBody) as typeof body;
     } catch {
-      sendJson(400, openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null));
+      sendJson(
+        400,
+        openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null),
+      );
       return;
     }
     recorded.body = body;
     if (typeof body.model !== 'string' || !Array.isArray(body.messages) || body.messages.length === 0) {
-      sendJson(400, openAIError("Invalid 'messages': empty array.", 'invalid_request_error', 'messages', 'empty_array'));
+      sendJson(
+        400,
+        openAIError("Invalid 'messages': empty array.", 'invalid_request_error', 'messages', 'empty_array'),
+      );
       return;
     }
     const pairingError = findToolPairingError(body.messages);
@@ -252,7 +290,9 @@ export class FakeUpstream {
       return;
     }
     const promptTokens =
-      this.options.tokenCounting === 'approximate' ? Math.ceil(rawBody.length / 4) : countPromptTokens(body.messages, body.tools);
+      this.options.tokenCounting === 'approximate'
+        ? Math.ceil(rawBody.length / 4)
+        : countPromptTokens(body.messages, body.tools);
     recorded.promptTokens = promptTokens;
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
@@ -283,17 +323,30 @@ export class FakeUpstream {
 
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
-    const content = behaviour.toolCalls === undefined ? (behaviour.content ?? `Answer ${this.sequence}.`) : null;
+    const content =
+      behaviour.toolCalls === undefined ? (behaviour.content ?? `Answer ${this.sequence}.`) : null;
     const completionCount =
-      content === null ? 10 : this.options.tokenCounting === 'approximate' ? Math.ceil(content.length / 4) : countText(content);
+      content === null
+        ? 10
+        : this.options.tokenCounting === 'approximate'
+          ? Math.ceil(content.length / 4)
+          : countText(content);
 
-    const usage = { prompt_tokens: promptTokens, completion_tokens: completionCount, total_tokens: promptTokens + completionCount };
+    const usage = {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionCount,
+      total_tokens: promptTokens + completionCount,
+    };
     const finishReason = behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
 
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
       if (behaviour.toolCalls !== undefined) {
-        message.tool_calls = behaviour.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } }));
+        message.tool_calls = behaviour.toolCalls.map((call) => ({
+          id: call.id,
+          type: 'function',
+          function: { name: call.name, arguments: call.arguments },
+        }));
       }
       sendJson(
         200,
@@ -311,16 +364,51 @@ export class FakeUpstream {
       return;
     }
 
-    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...behaviour.headers });
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      ...behaviour.headers,
+    });
     const frame = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...extra })}\n\n`;
-    const frames: string[] = [frame([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }])];
+    const frames: string[] = [
+      frame([
+        {
+          index: 0,
+          delta: { role: 'assistant', content: '', refusal: null },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ]),
+    ];
     if (behaviour.toolCalls !== undefined) {
       for (const [index, call] of behaviour.toolCalls.entries()) {
-        frames.push(frame([{ index: 0, delta: { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }, logprobs: null, finish_reason: null }]));
+        frames.push(
+          frame([
+            {
+              index: 0,
+              delta: {
+                tool_calls: [
+                  { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } },
+                ],
+              },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]),
+        );
         const half = Math.ceil(call.arguments.length / 2);
         for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
-          frames.push(frame([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: piece } }] }, logprobs: null, finish_reason: null }]));
+          frames.push(
+            frame([
+              {
+                index: 0,
+                delta: { tool_calls: [{ index, function: { arguments: piece } }] },
+                logprobs: null,
+                finish_reason: null,
+              },
+            ]),
+          );
         }
       }
     } else {
@@ -328,7 +416,16 @@ export class FakeUpstream {
       const count = Math.max(1, behaviour.chunks ?? 5);
       const size = Math.ceil(text.length / count) || 1;
       for (let start = 0; start < text.length; start += size) {
-        frames.push(frame([{ index: 0, delta: { content: text.slice(start, start + size) }, logprobs: null, finish_reason: null }]));
+        frames.push(
+          frame([
+            {
+              index: 0,
+              delta: { content: text.slice(start, start + size) },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]),
+        );
       }
     }
     frames.push(frame([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason }]));

@@ -52,13 +52,33 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   }
 }
 
-export async function startRedisServer(extraArgs: string[] = [], fixedPort?: number, directory?: string): Promise<RunningRedis> {
+export async function startRedisServer(
+  extraArgs: string[] = [],
+  fixedPort?: number,
+  directory?: string,
+): Promise<RunningRedis> {
   assertRedisInstalled();
   const port = fixedPort ?? (await findFreePort());
   const dir = directory ?? mkdtempSync(join(tmpdir(), 'ctxgate-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--protected-mode', 'no', ...extraArgs], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--dir',
+      dir,
+      '--protected-mode',
+      'no',
+      ...extraArgs,
+    ],
+    {
+      stdio: 'ignore',
+    },
+  );
   await waitForPort(port, 10_000);
   return {
     port,

@@ -33,7 +33,9 @@ export function captureLogs(): { lines: string[]; destination: Writable } {
   return { lines, destination };
 }
 
-export async function startGateway(options: { env?: Record<string, string>; configYaml?: string } = {}): Promise<GatewayHarness> {
+export async function startGateway(
+  options: { env?: Record<string, string>; configYaml?: string } = {},
+): Promise<GatewayHarness> {
   const env: Record<string, string> = { LOG_LEVEL: 'info', ...options.env };
   env.CTXGATE_CONFIG = writeConfigFile(options.configYaml ?? '{}\n');
   const config = loadConfig({ env });

@@ -4,7 +4,17 @@ import { parseChatCompletionRequest } from '../../src/http/chat-request-schema.j
 
 const accepted: Array<{ name: string; body: Record<string, unknown> }> = [
   { name: 'a plain user message', body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] } },
-  { name: 'system and developer messages', body: { model: 'o3', messages: [{ role: 'developer', content: 'x' }, { role: 'system', content: [{ type: 'text', text: 'y' }] }, { role: 'user', content: 'z' }] } },
+  {
+    name: 'system and developer messages',
+    body: {
+      model: 'o3',
+      messages: [
+        { role: 'developer', content: 'x' },
+        { role: 'system', content: [{ type: 'text', text: 'y' }] },
+        { role: 'user', content: 'z' },
+      ],
+    },
+  },
   {
     name: 'image, audio and file parts',
     body: {
@@ -28,7 +38,11 @@ const accepted: Array<{ name: string; body: Record<string, unknown> }> = [
       model: 'gpt-4o',
       messages: [
         { role: 'user', content: 'weather?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'call_1', content: [{ type: 'text', text: 'sunny' }] },
       ],
       tools: [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }],
@@ -36,8 +50,21 @@ const accepted: Array<{ name: string; body: Record<string, unknown> }> = [
       parallel_tool_calls: false,
     },
   },
-  { name: 'an assistant refusal part', body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [{ type: 'refusal', refusal: 'no' }] }, { role: 'user', content: 'y' }] } },
-  { name: 'a legacy function message', body: { model: 'gpt-3.5-turbo', messages: [{ role: 'function', name: 'f', content: 'r' }] } },
+  {
+    name: 'an assistant refusal part',
+    body: {
+      model: 'gpt-4o',
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'assistant', content: [{ type: 'refusal', refusal: 'no' }] },
+        { role: 'user', content: 'y' },
+      ],
+    },
+  },
+  {
+    name: 'a legacy function message',
+    body: { model: 'gpt-3.5-turbo', messages: [{ role: 'function', name: 'f', content: 'r' }] },
+  },
   {
     name: 'response_format, stream_options and null optional fields',
     body: {
@@ -51,7 +78,18 @@ const accepted: Array<{ name: string; body: Record<string, unknown> }> = [
       temperature: null,
     },
   },
-  { name: 'vendor fields and vendor part types', body: { model: 'deepseek-reasoner', messages: [{ role: 'user', content: [{ type: 'video_url', video_url: { url: 'x' } }] }, { role: 'assistant', content: 'a', reasoning_content: 'thinking', prefix: true }], top_k: 40, chat_template_kwargs: { enable_thinking: false } } },
+  {
+    name: 'vendor fields and vendor part types',
+    body: {
+      model: 'deepseek-reasoner',
+      messages: [
+        { role: 'user', content: [{ type: 'video_url', video_url: { url: 'x' } }] },
+        { role: 'assistant', content: 'a', reasoning_content: 'thinking', prefix: true },
+      ],
+      top_k: 40,
+      chat_template_kwargs: { enable_thinking: false },
+    },
+  },
 ];
 
 describe('parseChatCompletionRequest', () => {

@@ -28,7 +28,12 @@ function build(env: Record<string, string>, configYaml = '{}\n', ready = true): 
 }
 
 const validBody = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
-const error = (message: string, code: string, param: string | null = null, type = 'invalid_request_error') => ({
+const error = (
+  message: string,
+  code: string,
+  param: string | null = null,
+  type = 'invalid_request_error',
+) => ({
   error: { message, type, param, code },
 });
 
@@ -43,24 +48,144 @@ describe('bad input', () => {
     app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers });
 
   const cases: Array<{ name: string; payload: string; status: number; body: unknown }> = [
-    { name: 'malformed JSON', payload: '{"model":', status: 400, body: error('We could not parse the JSON body of your request. The body must be valid JSON.', 'invalid_json') },
-    { name: 'an empty body', payload: '', status: 400, body: error('The request body is empty; expected a JSON object.', 'invalid_json') },
-    { name: 'a JSON array', payload: '[1,2]', status: 400, body: error('The request body must be a JSON object.', 'invalid_request') },
-    { name: 'messages missing', payload: '{"model":"m"}', status: 400, body: error("Missing required parameter: 'messages'.", 'invalid_request', 'messages') },
-    { name: 'messages empty', payload: '{"model":"m","messages":[]}', status: 400, body: error("Invalid 'messages': expected an array with at least one message, got an empty array.", 'invalid_request', 'messages') },
-    { name: 'messages not an array', payload: '{"model":"m","messages":{"role":"user"}}', status: 400, body: error("Invalid 'messages': expected an array of messages.", 'invalid_request', 'messages') },
-    { name: 'model missing', payload: '{"messages":[{"role":"user","content":"x"}]}', status: 400, body: error("Missing required parameter: 'model'.", 'invalid_request', 'model') },
-    { name: 'an unknown role', payload: '{"model":"m","messages":[{"role":"robot","content":"x"}]}', status: 400, body: error("Invalid 'messages[0].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool', 'function'.", 'invalid_request', 'messages[0].role') },
-    { name: 'content of the wrong type', payload: '{"model":"m","messages":[{"role":"user","content":42}]}', status: 400, body: error("Invalid 'messages[0].content': expected a string, null, or an array of content parts.", 'invalid_request', 'messages[0].content') },
-    { name: 'a tool message without tool_call_id', payload: '{"model":"m","messages":[{"role":"tool","content":"x"}]}', status: 400, body: error("Missing required parameter: 'messages[0].tool_call_id'.", 'invalid_request', 'messages[0].tool_call_id') },
-    { name: 'a text part without text', payload: '{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}', status: 400, body: error("Missing required parameter: 'messages[0].content[0].text'.", 'invalid_request', 'messages[0].content[0].text') },
-    { name: 'stream of the wrong type', payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"stream":"yes"}', status: 400, body: error("Invalid 'stream': expected a boolean.", 'invalid_request', 'stream') },
-    { name: 'a fractional max_tokens', payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1.5}', status: 400, body: error("Invalid 'max_tokens': expected an integer.", 'invalid_request', 'max_tokens') },
-    { name: 'JSON nested 65 levels deep', payload: `{"model":"m","messages":[{"role":"user","content":"x"}],"x":${'['.repeat(64)}${']'.repeat(64)}}`, status: 400, body: error('The JSON body is nested deeper than 64 levels.', 'json_too_deep') },
-    { name: 'JSON nested 100 000 levels deep', payload: `${'['.repeat(100_000)}${']'.repeat(100_000)}`, status: 413, body: error('The request body is larger than the gateway accepts.', 'request_too_large') },
-    { name: 'a __proto__ key', payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}', status: 400, body: error('The request body contains a forbidden "__proto__" or "constructor.prototype" key.', 'invalid_json') },
-    { name: 'a constructor.prototype key', payload: '{"model":"m","messages":[{"role":"user","content":"x","constructor":{"prototype":{"polluted":true}}}]}', status: 400, body: error('The request body contains a forbidden "__proto__" or "constructor.prototype" key.', 'invalid_json') },
-    { name: 'a body over the limit', payload: JSON.stringify({ ...validBody, padding: 'x'.repeat(5000) }), status: 413, body: error('The request body is larger than the gateway accepts.', 'request_too_large') },
+    {
+      name: 'malformed JSON',
+      payload: '{"model":',
+      status: 400,
+      body: error(
+        'We could not parse the JSON body of your request. The body must be valid JSON.',
+        'invalid_json',
+      ),
+    },
+    {
+      name: 'an empty body',
+      payload: '',
+      status: 400,
+      body: error('The request body is empty; expected a JSON object.', 'invalid_json'),
+    },
+    {
+      name: 'a JSON array',
+      payload: '[1,2]',
+      status: 400,
+      body: error('The request body must be a JSON object.', 'invalid_request'),
+    },
+    {
+      name: 'messages missing',
+      payload: '{"model":"m"}',
+      status: 400,
+      body: error("Missing required parameter: 'messages'.", 'invalid_request', 'messages'),
+    },
+    {
+      name: 'messages empty',
+      payload: '{"model":"m","messages":[]}',
+      status: 400,
+      body: error(
+        "Invalid 'messages': expected an array with at least one message, got an empty array.",
+        'invalid_request',
+        'messages',
+      ),
+    },
+    {
+      name: 'messages not an array',
+      payload: '{"model":"m","messages":{"role":"user"}}',
+      status: 400,
+      body: error("Invalid 'messages': expected an array of messages.", 'invalid_request', 'messages'),
+    },
+    {
+      name: 'model missing',
+      payload: '{"messages":[{"role":"user","content":"x"}]}',
+      status: 400,
+      body: error("Missing required parameter: 'model'.", 'invalid_request', 'model'),
+    },
+    {
+      name: 'an unknown role',
+      payload: '{"model":"m","messages":[{"role":"robot","content":"x"}]}',
+      status: 400,
+      body: error(
+        "Invalid 'messages[0].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool', 'function'.",
+        'invalid_request',
+        'messages[0].role',
+      ),
+    },
+    {
+      name: 'content of the wrong type',
+      payload: '{"model":"m","messages":[{"role":"user","content":42}]}',
+      status: 400,
+      body: error(
+        "Invalid 'messages[0].content': expected a string, null, or an array of content parts.",
+        'invalid_request',
+        'messages[0].content',
+      ),
+    },
+    {
+      name: 'a tool message without tool_call_id',
+      payload: '{"model":"m","messages":[{"role":"tool","content":"x"}]}',
+      status: 400,
+      body: error(
+        "Missing required parameter: 'messages[0].tool_call_id'.",
+        'invalid_request',
+        'messages[0].tool_call_id',
+      ),
+    },
+    {
+      name: 'a text part without text',
+      payload: '{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}',
+      status: 400,
+      body: error(
+        "Missing required parameter: 'messages[0].content[0].text'.",
+        'invalid_request',
+        'messages[0].content[0].text',
+      ),
+    },
+    {
+      name: 'stream of the wrong type',
+      payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"stream":"yes"}',
+      status: 400,
+      body: error("Invalid 'stream': expected a boolean.", 'invalid_request', 'stream'),
+    },
+    {
+      name: 'a fractional max_tokens',
+      payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1.5}',
+      status: 400,
+      body: error("Invalid 'max_tokens': expected an integer.", 'invalid_request', 'max_tokens'),
+    },
+    {
+      name: 'JSON nested 65 levels deep',
+      payload: `{"model":"m","messages":[{"role":"user","content":"x"}],"x":${'['.repeat(64)}${']'.repeat(64)}}`,
+      status: 400,
+      body: error('The JSON body is nested deeper than 64 levels.', 'json_too_deep'),
+    },
+    {
+      name: 'JSON nested 100 000 levels deep',
+      payload: `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+      status: 413,
+      body: error('The request body is larger than the gateway accepts.', 'request_too_large'),
+    },
+    {
+      name: 'a __proto__ key',
+      payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}',
+      status: 400,
+      body: error(
+        'The request body contains a forbidden "__proto__" or "constructor.prototype" key.',
+        'invalid_json',
+      ),
+    },
+    {
+      name: 'a constructor.prototype key',
+      payload:
+        '{"model":"m","messages":[{"role":"user","content":"x","constructor":{"prototype":{"polluted":true}}}]}',
+      status: 400,
+      body: error(
+        'The request body contains a forbidden "__proto__" or "constructor.prototype" key.',
+        'invalid_json',
+      ),
+    },
+    {
+      name: 'a body over the limit',
+      payload: JSON.stringify({ ...validBody, padding: 'x'.repeat(5000) }),
+      status: 413,
+      body: error('The request body is larger than the gateway accepts.', 'request_too_large'),
+    },
   ];
 
   it.each(cases)('answers $status to $name', async ({ payload, status, body }) => {
@@ -84,7 +209,9 @@ describe('bad input', () => {
 
   it('reads a body sent with a form Content-Type as JSON (curl -d)', async () => {
     const response = await post('{"model":"m"}', { 'content-type': 'application/x-www-form-urlencoded' });
-    expect(response.json()).toEqual(error("Missing required parameter: 'messages'.", 'invalid_request', 'messages'));
+    expect(response.json()).toEqual(
+      error("Missing required parameter: 'messages'.", 'invalid_request', 'messages'),
+    );
   });
 
   it('answers 404 not_found for an unknown path', async () => {
@@ -96,7 +223,9 @@ describe('bad input', () => {
   it('never leaks a stack trace for an unexpected failure', async () => {
     const response = await post(JSON.stringify(validBody));
     expect(response.statusCode).toBe(500);
-    expect(response.json()).toEqual(error('The gateway failed to process the request.', 'internal_error', null, 'server_error'));
+    expect(response.json()).toEqual(
+      error('The gateway failed to process the request.', 'internal_error', null, 'server_error'),
+    );
     expect(response.body).not.toMatch(/at .*\.ts:\d+/);
   });
 });
@@ -112,19 +241,36 @@ describe('gateway keys', () => {
     const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: validBody });
     expect(response.statusCode).toBe(401);
     expect(response.json()).toEqual(
-      error("You didn't provide an API key. Send your gateway key in an Authorization header: 'Authorization: Bearer YOUR_KEY'.", 'missing_api_key', null, 'authentication_error'),
+      error(
+        "You didn't provide an API key. Send your gateway key in an Authorization header: 'Authorization: Bearer YOUR_KEY'.",
+        'missing_api_key',
+        null,
+        'authentication_error',
+      ),
     );
   });
 
   it('answers 401 invalid_api_key for a wrong key, before reading the body', async () => {
-    const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{not json', headers: { authorization: 'Bearer gk-wrong' } });
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: '{not json',
+      headers: { authorization: 'Bearer gk-wrong' },
+    });
     expect(response.statusCode).toBe(401);
-    expect(response.json()).toEqual(error('Incorrect API key provided.', 'invalid_api_key', null, 'authentication_error'));
+    expect(response.json()).toEqual(
+      error('Incorrect API key provided.', 'invalid_api_key', null, 'authentication_error'),
+    );
   });
 
   it('accepts every configured key', async () => {
     for (const key of ['gk-one', 'gk-two']) {
-      const response = await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{}', headers: { authorization: `Bearer ${key}` } });
+      const response = await app.inject({
+        method: 'POST',
+        url: '/v1/chat/completions',
+        payload: '{}',
+        headers: { authorization: `Bearer ${key}` },
+      });
       expect(response.statusCode).toBe(400);
     }
   });
@@ -138,7 +284,10 @@ describe('operational endpoints', () => {
   it('reports ready when the store answers and not ready when it does not', async () => {
     const ready = build({}, '{}\n', true);
     const notReady = build({}, '{}\n', false);
-    expect((await ready.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ status: 'ready', store: 'ok' });
+    expect((await ready.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
+      status: 'ready',
+      store: 'ok',
+    });
     const response = await notReady.inject({ method: 'GET', url: '/readyz' });
     expect(response.statusCode).toBe(503);
     expect(response.json()).toEqual({ status: 'not_ready', store: 'unreachable' });
@@ -148,11 +297,21 @@ describe('operational endpoints', () => {
 
   it('serves Prometheus text that counts requests by route, status and model', async () => {
     const app = build({});
-    await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{"model":"gpt-x","messages":[]}' });
-    await app.inject({ method: 'POST', url: '/v1/chat/completions', payload: '{"model":"gpt-x","messages":[]}' });
+    await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: '{"model":"gpt-x","messages":[]}',
+    });
+    await app.inject({
+      method: 'POST',
+      url: '/v1/chat/completions',
+      payload: '{"model":"gpt-x","messages":[]}',
+    });
     const response = await app.inject({ method: 'GET', url: '/metrics' });
     expect(response.headers['content-type']).toMatch(/^text\/plain/);
-    expect(response.body).toContain('ctxgate_http_requests_total{route="/v1/chat/completions",status="400",model=""} 2');
+    expect(response.body).toContain(
+      'ctxgate_http_requests_total{route="/v1/chat/completions",status="400",model=""} 2',
+    );
     expect(response.body).toContain('# TYPE ctxgate_gateway_overhead_seconds histogram');
     expect(response.body).toContain('# TYPE ctxgate_upstream_duration_seconds histogram');
     await app.close();

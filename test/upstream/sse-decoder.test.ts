@@ -3,7 +3,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SseDecoder } from '../../src/upstream/sse-decoder.js';
 
-const sample = 'data: {"a":1}\n\n: keep-alive comment\n\nevent: error\ndata: {"b":\ndata: 2}\n\ndata:no-space\r\n\r\ndata: [DONE]\n\n';
+const sample =
+  'data: {"a":1}\n\n: keep-alive comment\n\nevent: error\ndata: {"b":\ndata: 2}\n\ndata:no-space\r\n\r\ndata: [DONE]\n\n';
 const expected = [
   { event: undefined, data: '{"a":1}' },
   { event: 'error', data: '{"b":\n2}' },
