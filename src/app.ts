@@ -1,7 +1,12 @@
 // The composition root: buildApp wires fastify, routes, upstream, metrics and logger from what it is
 // given. It never listens and never reads the environment; main.ts and tests do that.
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { GatewayError } from './errors.js';
@@ -56,19 +61,23 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   app.decorateRequest('gateway', null as unknown as RequestState);
 
   app.removeAllContentTypeParsers();
-  // Every body is read as JSON whatever its Content-Type: `curl -d` sends form encoding by default.
-  app.addContentTypeParser(
-    '*',
-    { parseAs: 'string', bodyLimit: config.server.body_limit_bytes },
-    (request, body, done) => {
-      try {
-        request.gateway.rawBody = body as string;
-        done(null, parseJsonBody(body as string));
-      } catch (error) {
-        done(error as Error, undefined);
-      }
-    },
-  );
+  const parseBody = (
+    request: FastifyRequest,
+    body: string | Buffer,
+    done: (error: Error | null, value?: unknown) => void,
+  ): void => {
+    try {
+      request.gateway.rawBody = body as string;
+      done(null, parseJsonBody(body as string));
+    } catch (error) {
+      done(error as Error, undefined);
+    }
+  };
+  const parserOptions = { parseAs: 'string' as const, bodyLimit: config.server.body_limit_bytes };
+  // application/json by exact match (fastify caches that lookup), and every other Content-Type as JSON
+  // too: `curl -d` sends form encoding by default.
+  app.addContentTypeParser('application/json', parserOptions, parseBody);
+  app.addContentTypeParser('*', parserOptions, parseBody);
 
   // Callback style, not async: this runs on every request and a promise per hook is measurable.
   app.addHook('onRequest', (request, reply, done) => {

@@ -18,40 +18,31 @@ export function isEventStream(headers: UpstreamResponse['headers']): boolean {
 const doneMarker = Buffer.from('data: [DONE]');
 // A non-null finish_reason, as compact JSON writes it and as some servers write it with a space.
 const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
-// Enough bytes of the previous chunk to find a marker that a chunk boundary cut in two.
-const carriedBytes = 24;
+// The end of a stream (finish chunk, optional usage chunk, [DONE]) fits well within this many bytes.
+const tailBytes = 8192;
 
 /**
- * Tracks whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null
- * finish_reason. Scans raw bytes (with a short carry-over, so a marker split across two chunks is
- * still seen) instead of decoding every event: relaying stays cheap.
+ * Tells whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null
+ * finish_reason. Both sit at the end of a stream, so only the last few kilobytes are kept (as
+ * references to the chunks, without copying) and scanned once when the upstream body ends: relaying
+ * stays as cheap as a plain pipe.
  */
 export class StreamCompletionTracker {
-  sawDone = false;
-  sawFinishReason = false;
-  private carry: Buffer = Buffer.alloc(0);
+  private readonly tail: Buffer[] = [];
+  private tailLength = 0;
 
   push(chunk: Buffer): void {
-    if (!this.complete) {
-      this.scan(chunk);
-      // Only the seam needs a copy: the carried tail plus the head of the new chunk.
-      if (!this.complete && this.carry.length > 0)
-        this.scan(Buffer.concat([this.carry, chunk.subarray(0, carriedBytes)]));
+    this.tail.push(chunk);
+    this.tailLength += chunk.length;
+    while (this.tail.length > 1 && this.tailLength - (this.tail[0] as Buffer).length >= tailBytes) {
+      this.tailLength -= (this.tail.shift() as Buffer).length;
     }
-    this.carry =
-      chunk.length >= carriedBytes
-        ? chunk.subarray(chunk.length - carriedBytes)
-        : Buffer.concat([this.carry, chunk]).subarray(-carriedBytes);
   }
 
-  private scan(bytes: Buffer): void {
-    if (!this.sawDone && bytes.includes(doneMarker)) this.sawDone = true;
-    if (!this.sawFinishReason && finishMarkers.some((marker) => bytes.includes(marker)))
-      this.sawFinishReason = true;
-  }
-
-  get complete(): boolean {
-    return this.sawDone || this.sawFinishReason;
+  /** Call once the upstream body has ended. */
+  isComplete(): boolean {
+    const end = Buffer.concat(this.tail);
+    return end.includes(doneMarker) || finishMarkers.some((marker) => end.includes(marker));
   }
 }
 
@@ -115,7 +106,7 @@ export async function relayEventStream({
       tracker.push(chunk);
       if (!raw.write(chunk)) return waitForDrain(raw);
     });
-    if (!tracker.complete) {
+    if (!tracker.isComplete()) {
       failure = new GatewayError(
         'upstream_bad_response',
         'The upstream stream ended before the answer was finished.',

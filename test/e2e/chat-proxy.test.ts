@@ -3,6 +3,7 @@
 // errors and the model list.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { badInputBodyLimitBytes, badInputCases } from '../fixtures/bad-input-cases.js';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -223,5 +224,31 @@ describe('chat completions through the gateway', () => {
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual(['gpt-4o-mini']);
     expect(fake.requests.at(-1)?.path).toBe('/v1/models');
+  });
+});
+
+describe('bad input over real HTTP', () => {
+  let badInputHarness: GatewayHarness;
+  beforeAll(async () => {
+    badInputHarness = await startGateway({
+      env: { UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' },
+      configYaml: `server:\n  body_limit_bytes: ${badInputBodyLimitBytes}\n`,
+    });
+  });
+  afterAll(() => badInputHarness.close());
+
+  it.each(badInputCases)('answers $status to $name', async ({ payload, status, body }) => {
+    const response = await fetch(`${badInputHarness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: payload,
+    });
+    expect(response.status).toBe(status);
+    expect(await response.json()).toEqual(body);
+  });
+
+  it('keeps serving after every bad request', async () => {
+    const response = await fetch(`${badInputHarness.baseUrl.replace(/\/v1$/, '')}/healthz`);
+    expect(response.status).toBe(200);
   });
 });

@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
+import { badInputBodyLimitBytes, badInputCases, openAIError as error } from '../fixtures/bad-input-cases.js';
 import { captureLogs, writeConfigFile } from '../helpers/start-gateway.js';
 
 /** An upstream that must never be reached: these tests are about what the gateway refuses itself. */
@@ -28,167 +29,18 @@ function build(env: Record<string, string>, configYaml = '{}\n', ready = true): 
 }
 
 const validBody = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
-const error = (
-  message: string,
-  code: string,
-  param: string | null = null,
-  type = 'invalid_request_error',
-) => ({
-  error: { message, type, param, code },
-});
 
 describe('bad input', () => {
   let app: FastifyInstance;
   beforeAll(() => {
-    app = build({}, 'server:\n  body_limit_bytes: 4096\n');
+    app = build({}, `server:\n  body_limit_bytes: ${badInputBodyLimitBytes}\n`);
   });
   afterAll(() => app.close());
 
   const post = (payload: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
     app.inject({ method: 'POST', url: '/v1/chat/completions', payload, headers });
 
-  const cases: Array<{ name: string; payload: string; status: number; body: unknown }> = [
-    {
-      name: 'malformed JSON',
-      payload: '{"model":',
-      status: 400,
-      body: error(
-        'We could not parse the JSON body of your request. The body must be valid JSON.',
-        'invalid_json',
-      ),
-    },
-    {
-      name: 'an empty body',
-      payload: '',
-      status: 400,
-      body: error('The request body is empty; expected a JSON object.', 'invalid_json'),
-    },
-    {
-      name: 'a JSON array',
-      payload: '[1,2]',
-      status: 400,
-      body: error('The request body must be a JSON object.', 'invalid_request'),
-    },
-    {
-      name: 'messages missing',
-      payload: '{"model":"m"}',
-      status: 400,
-      body: error("Missing required parameter: 'messages'.", 'invalid_request', 'messages'),
-    },
-    {
-      name: 'messages empty',
-      payload: '{"model":"m","messages":[]}',
-      status: 400,
-      body: error(
-        "Invalid 'messages': expected an array with at least one message, got an empty array.",
-        'invalid_request',
-        'messages',
-      ),
-    },
-    {
-      name: 'messages not an array',
-      payload: '{"model":"m","messages":{"role":"user"}}',
-      status: 400,
-      body: error("Invalid 'messages': expected an array of messages.", 'invalid_request', 'messages'),
-    },
-    {
-      name: 'model missing',
-      payload: '{"messages":[{"role":"user","content":"x"}]}',
-      status: 400,
-      body: error("Missing required parameter: 'model'.", 'invalid_request', 'model'),
-    },
-    {
-      name: 'an unknown role',
-      payload: '{"model":"m","messages":[{"role":"robot","content":"x"}]}',
-      status: 400,
-      body: error(
-        "Invalid 'messages[0].role': expected one of 'system', 'developer', 'user', 'assistant', 'tool', 'function'.",
-        'invalid_request',
-        'messages[0].role',
-      ),
-    },
-    {
-      name: 'content of the wrong type',
-      payload: '{"model":"m","messages":[{"role":"user","content":42}]}',
-      status: 400,
-      body: error(
-        "Invalid 'messages[0].content': expected a string, null, or an array of content parts.",
-        'invalid_request',
-        'messages[0].content',
-      ),
-    },
-    {
-      name: 'a tool message without tool_call_id',
-      payload: '{"model":"m","messages":[{"role":"tool","content":"x"}]}',
-      status: 400,
-      body: error(
-        "Missing required parameter: 'messages[0].tool_call_id'.",
-        'invalid_request',
-        'messages[0].tool_call_id',
-      ),
-    },
-    {
-      name: 'a text part without text',
-      payload: '{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}',
-      status: 400,
-      body: error(
-        "Missing required parameter: 'messages[0].content[0].text'.",
-        'invalid_request',
-        'messages[0].content[0].text',
-      ),
-    },
-    {
-      name: 'stream of the wrong type',
-      payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"stream":"yes"}',
-      status: 400,
-      body: error("Invalid 'stream': expected a boolean.", 'invalid_request', 'stream'),
-    },
-    {
-      name: 'a fractional max_tokens',
-      payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1.5}',
-      status: 400,
-      body: error("Invalid 'max_tokens': expected an integer.", 'invalid_request', 'max_tokens'),
-    },
-    {
-      name: 'JSON nested 65 levels deep',
-      payload: `{"model":"m","messages":[{"role":"user","content":"x"}],"x":${'['.repeat(64)}${']'.repeat(64)}}`,
-      status: 400,
-      body: error('The JSON body is nested deeper than 64 levels.', 'json_too_deep'),
-    },
-    {
-      name: 'JSON nested 100 000 levels deep',
-      payload: `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
-      status: 413,
-      body: error('The request body is larger than the gateway accepts.', 'request_too_large'),
-    },
-    {
-      name: 'a __proto__ key',
-      payload: '{"model":"m","messages":[{"role":"user","content":"x"}],"__proto__":{"polluted":true}}',
-      status: 400,
-      body: error(
-        'The request body contains a forbidden "__proto__" or "constructor.prototype" key.',
-        'invalid_json',
-      ),
-    },
-    {
-      name: 'a constructor.prototype key',
-      payload:
-        '{"model":"m","messages":[{"role":"user","content":"x","constructor":{"prototype":{"polluted":true}}}]}',
-      status: 400,
-      body: error(
-        'The request body contains a forbidden "__proto__" or "constructor.prototype" key.',
-        'invalid_json',
-      ),
-    },
-    {
-      name: 'a body over the limit',
-      payload: JSON.stringify({ ...validBody, padding: 'x'.repeat(5000) }),
-      status: 413,
-      body: error('The request body is larger than the gateway accepts.', 'request_too_large'),
-    },
-  ];
-
-  it.each(cases)('answers $status to $name', async ({ payload, status, body }) => {
+  it.each(badInputCases)('answers $status to $name', async ({ payload, status, body }) => {
     const response = await post(payload);
     expect(response.statusCode).toBe(status);
     expect(response.headers['content-type']).toMatch(/^application\/json/);

@@ -29,7 +29,7 @@ describe('StreamCompletionTracker', () => {
       fc.property(
         fc.array(fc.integer({ min: 0, max: Buffer.byteLength(doneWithoutFinish) }), { maxLength: 20 }),
         (cuts) => {
-          expect(track(doneWithoutFinish, cuts).sawDone).toBe(true);
+          expect(track(doneWithoutFinish, cuts).isComplete()).toBe(true);
         },
       ),
       { numRuns: 300 },
@@ -41,7 +41,7 @@ describe('StreamCompletionTracker', () => {
       fc.property(
         fc.array(fc.integer({ min: 0, max: Buffer.byteLength(finished) }), { maxLength: 20 }),
         (cuts) => {
-          expect(track(finished, cuts).sawFinishReason).toBe(true);
+          expect(track(finished, cuts).isComplete()).toBe(true);
         },
       ),
       { numRuns: 300 },
@@ -49,7 +49,7 @@ describe('StreamCompletionTracker', () => {
   });
 
   it('calls a stream with a finish_reason but no [DONE] complete', () => {
-    expect(track(finished, [17, 90]).complete).toBe(true);
+    expect(track(finished, [17, 90]).isComplete()).toBe(true);
   });
 
   it('does not call a stream complete without either marker', () => {
@@ -57,14 +57,23 @@ describe('StreamCompletionTracker', () => {
       fc.property(
         fc.array(fc.integer({ min: 0, max: Buffer.byteLength(unfinished) }), { maxLength: 20 }),
         (cuts) => {
-          expect(track(unfinished, cuts).complete).toBe(false);
+          expect(track(unfinished, cuts).isComplete()).toBe(false);
         },
       ),
       { numRuns: 300 },
     );
   });
 
+  it('judges a long stream by its end, however it is chunked', () => {
+    const long = chunk('x'.repeat(200), null).repeat(300);
+    const everyByte = (text: string) => Array.from({ length: Buffer.byteLength(text) }, (_unused, index) => index);
+    expect(track(long + 'data: [DONE]\n\n', [100, 5000, 30_000]).isComplete()).toBe(true);
+    expect(track(long + chunk('', 'stop'), everyByte(long).filter((index) => index % 97 === 0)).isComplete()).toBe(true);
+    expect(track(long, [100, 5000, 30_000]).isComplete()).toBe(false);
+  });
+
   it('accepts a space after the colon, as some servers write it', () => {
-    expect(track('data: {"choices":[{"finish_reason": "length"}]}\n\n', []).complete).toBe(true);
+
+    expect(track('data: {"choices":[{"finish_reason": "length"}]}\n\n', []).isComplete()).toBe(true);
   });
 });
