@@ -66,14 +66,19 @@ describe('StreamCompletionTracker', () => {
 
   it('judges a long stream by its end, however it is chunked', () => {
     const long = chunk('x'.repeat(200), null).repeat(300);
-    const everyByte = (text: string) => Array.from({ length: Buffer.byteLength(text) }, (_unused, index) => index);
+    const everyByte = (text: string) =>
+      Array.from({ length: Buffer.byteLength(text) }, (_unused, index) => index);
     expect(track(long + 'data: [DONE]\n\n', [100, 5000, 30_000]).isComplete()).toBe(true);
-    expect(track(long + chunk('', 'stop'), everyByte(long).filter((index) => index % 97 === 0)).isComplete()).toBe(true);
+    expect(
+      track(
+        long + chunk('', 'stop'),
+        everyByte(long).filter((index) => index % 97 === 0),
+      ).isComplete(),
+    ).toBe(true);
     expect(track(long, [100, 5000, 30_000]).isComplete()).toBe(false);
   });
 
   it('accepts a space after the colon, as some servers write it', () => {
-
     expect(track('data: {"choices":[{"finish_reason": "length"}]}\n\n', []).isComplete()).toBe(true);
   });
 });
