@@ -1,0 +1,438 @@
+// Render-time budgeting (SPEC §5): fits a conversation into the model's window without splitting a
+// turn, keeping the system prompt and the current turn, the first turns and pinned ones, and as many
+// recent turns as fit, with a start that moves in steps so consecutive requests share their prefix.
+// Pure: plain data in, new plain data and a report out; the input is never mutated.
+import { countMessageTokens, countToolTokens, replyPrimingTokens } from './token-accounting.js';
+import { findOrphans, leadingSystemCount, messageText, splitTurns, type Turn } from './turns.js';
+import type { ContextMessage, ContextPolicy, RenderResult, Tokenizer } from './types.js';
+
+export interface RenderInput {
+  messages: readonly ContextMessage[];
+  tools?: unknown;
+  tokenizer: Tokenizer;
+  window: number;
+  outputReserve: number;
+  safetyMarginTokens: number;
+  policy: ContextPolicy;
+  /** Token count of one message; defaults to counting it (sessions pass stored counts). */
+  countMessage?: (message: ContextMessage) => number;
+}
+
+export type RenderOutcome =
+  | ({ ok: true } & RenderResult)
+  | {
+      ok: false;
+      reason: 'current_turn_too_large';
+      neededTokens: number;
+      budgetTokens: number;
+      window: number;
+    };
+
+const noticeTemplateCount = 999_999;
+
+export function omissionNotice(omittedMessages: number): ContextMessage {
+  return {
+    role: 'system',
+    content: `[ctxgate] ${omittedMessages} earlier messages of this conversation were omitted to fit the model's context window.`,
+  };
+}
+
+function textOf(content: unknown): string {
+  return messageText({ role: 'tool', content });
+}
+
+function truncationIndicator(keptTokens: number, originalTokens: number): string {
+  return `[… truncated by ctxgate: kept ~${keptTokens} of ${originalTokens} tokens …]`;
+}
+
+/** Cuts a text to about `maxTokens`, keeping its head, its tail or both ends, with an indicator. */
+export function truncateText(
+  text: string,
+  maxTokens: number,
+  side: 'head' | 'tail' | 'both',
+  tokenizer: Tokenizer,
+): { text: string; originalTokens: number } {
+  const originalTokens = tokenizer.count(text);
+  const indicatorTokens = tokenizer.count(truncationIndicator(originalTokens, originalTokens)) + 2;
+  const keepTokens = Math.max(0, maxTokens - indicatorTokens);
+  if (side === 'both') {
+    const head = tokenizer.truncate(text, Math.ceil(keepTokens / 2), 'head');
+    const tail = tokenizer.truncate(text.slice(head.text.length), Math.floor(keepTokens / 2), 'tail');
+    return {
+      text: `${head.text}\n${truncationIndicator(head.tokens + tail.tokens, originalTokens)}\n${tail.text}`,
+      originalTokens,
+    };
+  }
+  const kept = tokenizer.truncate(text, keepTokens, side);
+  const indicator = truncationIndicator(kept.tokens, originalTokens);
+  return {
+    text: side === 'head' ? `${kept.text}\n${indicator}` : `${indicator}\n${kept.text}`,
+    originalTokens,
+  };
+}
+
+interface CurrentTurnResult {
+  messages: ContextMessage[];
+  tokens: number;
+  truncated: number;
+  masked: number;
+  droppedGroups: number;
+  droppedMessages: number;
+  oversizeTruncated: boolean;
+  tooLarge: boolean;
+}
+
+/** Steps (a)–(d) of SPEC §5 on the current turn. */
+function fitCurrentTurn(
+  turn: readonly ContextMessage[],
+  budget: number,
+  input: RenderInput,
+  count: (message: ContextMessage) => number,
+): CurrentTurnResult {
+  const { policy, tokenizer } = input;
+  let messages = [...turn];
+  let truncated = 0;
+  let masked = 0;
+  let droppedGroups = 0;
+  let droppedMessages = 0;
+  let oversizeTruncated = false;
+
+  // (a) every tool result over the cap is truncated, whether or not the turn fits.
+  messages = messages.map((message) => {
+    if (message.role !== 'tool') return message;
+    const text = textOf(message.content);
+    if (tokenizer.count(text) <= policy.max_tool_result_tokens) return message;
+    truncated++;
+    return {
+      ...message,
+      content: truncateText(text, policy.max_tool_result_tokens, policy.tool_result_truncation, tokenizer)
+        .text,
+    };
+  });
+  const total = (): number => messages.reduce((sum, message) => sum + count(message), 0);
+  let tokens = total();
+
+  // (b) mask tool results other than the first keep_first and the last keep_last.
+  if (tokens > budget) {
+    const toolIndices = messages.flatMap((message, index) => (message.role === 'tool' ? [index] : []));
+    const maskable = toolIndices.slice(
+      policy.keep_first,
+      Math.max(policy.keep_first, toolIndices.length - policy.keep_last),
+    );
+    for (const index of maskable) {
+      const message = messages[index] as ContextMessage;
+      const removed = tokenizer.count(textOf(message.content));
+      messages[index] = { ...message, content: `[result masked — ~${removed} tokens removed]` };
+      masked++;
+    }
+    tokens = total();
+  }
+
+  // (c) drop the oldest whole iteration groups: an assistant message with tool calls and its results.
+  while (tokens > budget) {
+    const groupStart = messages.findIndex(
+      (message) => message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0,
+    );
+    if (groupStart === -1) break;
+    let groupEnd = groupStart + 1;
+    while (groupEnd < messages.length && (messages[groupEnd] as ContextMessage).role === 'tool') groupEnd++;
+    droppedMessages += groupEnd - groupStart;
+    messages = [...messages.slice(0, groupStart), ...messages.slice(groupEnd)];
+    droppedGroups++;
+    tokens = total();
+  }
+
+  // (d) the user message itself does not fit: refuse, or cut its middle when the policy says so.
+  let tooLarge = tokens > budget;
+  if (tooLarge && policy.oversize === 'truncate_middle') {
+    const userIndex = messages.findIndex((message) => message.role === 'user');
+    const user = messages[userIndex];
+    if (user !== undefined && typeof user.content === 'string') {
+      const others = tokens - count(user);
+      const frame = count({ ...user, content: '' });
+      const room = budget - others - frame;
+      if (room > 32) {
+        messages[userIndex] = { ...user, content: truncateText(user.content, room, 'both', tokenizer).text };
+        oversizeTruncated = true;
+        tokens = total();
+        tooLarge = tokens > budget;
+      }
+    }
+  }
+  return { messages, tokens, truncated, masked, droppedGroups, droppedMessages, oversizeTruncated, tooLarge };
+}
+
+/**
+ * The first index (into `turns`) of the sliding history window. The start moves in steps: whenever
+ * the turns from the start to some turn overflow `available`, it jumps forward far enough that they
+ * fill at most `trim_to` of it. Replaying this over the conversation makes the start a function of the
+ * conversation alone, so the same conversation plus one more turn keeps its start while it fits.
+ */
+export function slidingStart(
+  turnTokens: readonly number[],
+  available: number,
+  policy: ContextPolicy,
+): number {
+  let start = 0;
+  let sum = 0;
+  const target = Math.floor(policy.trim_to * available);
+  const maxTurns = policy.max_history_turns;
+  const targetTurns = Math.max(1, Math.floor(policy.trim_to * maxTurns));
+  for (let index = 0; index < turnTokens.length; index++) {
+    sum += turnTokens[index] as number;
+    if (sum > available || (maxTurns > 0 && index - start + 1 > maxTurns)) {
+      while (start <= index && (sum > target || (maxTurns > 0 && index - start + 1 > targetTurns))) {
+        sum -= turnTokens[start] as number;
+        start++;
+      }
+      // A single turn larger than the target still stays when it fits the whole budget.
+      if (
+        start > index &&
+        (turnTokens[index] as number) <= available &&
+        (maxTurns === 0 || targetTurns >= 1)
+      ) {
+        start = index;
+        sum = turnTokens[index] as number;
+      }
+    }
+  }
+  return start;
+}
+
+function sumRange(values: readonly number[], start: number, end: number): number {
+  let total = 0;
+  for (let index = start; index < end; index++) total += values[index] as number;
+  return total;
+}
+
+export function renderContext(input: RenderInput): RenderOutcome {
+  const { messages, tokenizer, policy } = input;
+  const count = input.countMessage ?? ((message: ContextMessage) => countMessageTokens(message, tokenizer));
+  const messageTokens = messages.map(count);
+  const systemCount = leadingSystemCount(messages);
+  const systemTokens = sumRange(messageTokens, 0, systemCount);
+  const toolTokens = countToolTokens(input.tools, tokenizer);
+  let historyBudget =
+    input.window -
+    systemTokens -
+    toolTokens -
+    input.outputReserve -
+    input.safetyMarginTokens -
+    replyPrimingTokens;
+  if (policy.max_history_tokens > 0) historyBudget = Math.min(historyBudget, policy.max_history_tokens);
+
+  const turns = splitTurns(messages, systemCount);
+  const turnTokens = turns.map((turn) => sumRange(messageTokens, turn.start, turn.end));
+  const current = turns.at(-1);
+  const baseReport = {
+    window: input.window,
+    historyBudget,
+    summaryUsed: false,
+  };
+  if (current === undefined) {
+    const inputTokens = systemTokens + toolTokens + replyPrimingTokens;
+    return {
+      ok: true,
+      messages: [...messages],
+      report: {
+        ...baseReport,
+        inputTokens,
+        regions: {
+          system: systemTokens,
+          summary: 0,
+          history: 0,
+          currentTurn: 0,
+          tools: toolTokens,
+          notice: 0,
+          outputReserve: input.outputReserve,
+          safetyMargin: input.safetyMarginTokens,
+        },
+        droppedMessages: 0,
+        droppedTurns: 0,
+        droppedIterationGroups: 0,
+        truncatedToolResults: 0,
+        maskedToolResults: 0,
+        historyStartIndex: systemCount,
+        oversizeTruncated: false,
+        modified: false,
+      },
+    };
+  }
+
+  const history = turns.slice(0, -1);
+  const conversationTokens = sumRange(turnTokens, 0, turns.length);
+  const toolResultOverCap = messages
+    .slice(current.start, current.end)
+    .some(
+      (message) =>
+        message.role === 'tool' && tokenizer.count(textOf(message.content)) > policy.max_tool_result_tokens,
+    );
+  if (
+    conversationTokens <= historyBudget &&
+    !toolResultOverCap &&
+    (policy.max_history_turns === 0 || history.length <= policy.max_history_turns + policy.keep_first_turns)
+  ) {
+    // Everything fits as it is: send the conversation unchanged (byte-identical upstream).
+    return {
+      ok: true,
+      messages: [...messages],
+      report: {
+        ...baseReport,
+        inputTokens: systemTokens + toolTokens + replyPrimingTokens + conversationTokens,
+        regions: {
+          system: systemTokens,
+          summary: 0,
+          history: conversationTokens - (turnTokens.at(-1) as number),
+          currentTurn: turnTokens.at(-1) as number,
+          tools: toolTokens,
+          notice: 0,
+          outputReserve: input.outputReserve,
+          safetyMargin: input.safetyMarginTokens,
+        },
+        droppedMessages: 0,
+        droppedTurns: 0,
+        droppedIterationGroups: 0,
+        truncatedToolResults: 0,
+        maskedToolResults: 0,
+        historyStartIndex: history[0]?.start ?? current.start,
+        oversizeTruncated: false,
+        modified: false,
+      },
+    };
+  }
+
+  const noticeTokens = count(omissionNotice(noticeTemplateCount));
+  // With any history, room for the omission notice is kept: if history does not fit, it is needed.
+  const currentTurnBudget = historyBudget - (history.length > 0 ? noticeTokens : 0);
+  const fitted = fitCurrentTurn(messages.slice(current.start, current.end), currentTurnBudget, input, count);
+  if (fitted.tooLarge) {
+    return {
+      ok: false,
+      reason: 'current_turn_too_large',
+      neededTokens: fitted.tokens,
+      budgetTokens: Math.max(0, currentTurnBudget),
+      window: input.window,
+    };
+  }
+
+  const pinned = (turn: Turn): boolean => {
+    const first = messages[turn.start] as ContextMessage;
+    return (
+      first.role === 'user' && policy.pin_prefix !== '' && messageText(first).startsWith(policy.pin_prefix)
+    );
+  };
+  let remaining = historyBudget - fitted.tokens;
+
+  // The first turns and pinned turns come first; the sliding window takes what is left.
+  const keptFirst = new Set<number>();
+  const firstCandidates = history.flatMap((turn, index) =>
+    index < policy.keep_first_turns || pinned(turn) ? [index] : [],
+  );
+  const firstBudget = remaining - (firstCandidates.length < history.length ? noticeTokens : 0);
+  let firstTokens = 0;
+  for (const index of firstCandidates) {
+    const tokens = turnTokens[index] as number;
+    if (firstTokens + tokens <= firstBudget) {
+      keptFirst.add(index);
+      firstTokens += tokens;
+    }
+  }
+  remaining -= firstTokens;
+
+  const slidingIndices = history.map((_turn, index) => index).filter((index) => !keptFirst.has(index));
+  const slidingTokens = slidingIndices.map((index) => turnTokens[index] as number);
+  const allFit =
+    sumRange(slidingTokens, 0, slidingTokens.length) <= remaining &&
+    keptFirst.size === firstCandidates.length;
+  let windowStart = 0;
+  let noticeUsed = false;
+  if (!allFit) {
+    noticeUsed = true;
+    const available = remaining - noticeTokens;
+    // Replay with the budget that does not depend on this request's current turn, so that a long or
+    // short current turn does not move the start; then make sure this request fits.
+    windowStart = slidingStart(
+      slidingTokens,
+      Math.max(0, historyBudget - firstTokens - noticeTokens),
+      policy,
+    );
+    while (
+      windowStart < slidingTokens.length &&
+      sumRange(slidingTokens, windowStart, slidingTokens.length) > available
+    )
+      windowStart++;
+  }
+  const windowIndices = new Set(slidingIndices.slice(windowStart));
+
+  let omitted = 0;
+  let droppedTurns = 0;
+  for (const [index, turn] of history.entries()) {
+    if (!keptFirst.has(index) && !windowIndices.has(index)) {
+      omitted += turn.end - turn.start;
+      droppedTurns++;
+    }
+  }
+  if (omitted === 0) noticeUsed = false;
+
+  // Order is kept: history turns as they were, the notice where the omitted ones were.
+  const rendered: ContextMessage[] = messages.slice(0, systemCount);
+  let noticePlaced = false;
+  let historyTokens = 0;
+  for (const [index, turn] of history.entries()) {
+    if (!keptFirst.has(index) && !windowIndices.has(index)) continue;
+    if (noticeUsed && !noticePlaced && windowIndices.has(index)) {
+      rendered.push(omissionNotice(omitted));
+      noticePlaced = true;
+    }
+    rendered.push(...messages.slice(turn.start, turn.end));
+    historyTokens += turnTokens[index] as number;
+  }
+  if (noticeUsed && !noticePlaced) rendered.push(omissionNotice(omitted));
+  rendered.push(...fitted.messages);
+
+  const orphansBefore = new Set(findOrphans(messages).map((index) => messages[index]));
+  const orphansAfter = findOrphans(rendered).map((index) => rendered[index]);
+  if (orphansAfter.some((message) => !orphansBefore.has(message))) {
+    // Turns are never split, so this cannot happen; refuse to send rather than create an orphan.
+    throw new Error('context render produced an orphaned tool message');
+  }
+
+  const noticeActual = noticeUsed ? count(omissionNotice(omitted)) : 0;
+  const modified =
+    omitted > 0 ||
+    fitted.truncated > 0 ||
+    fitted.masked > 0 ||
+    fitted.droppedGroups > 0 ||
+    fitted.oversizeTruncated;
+  const currentTurnTokens = fitted.tokens;
+  return {
+    ok: true,
+    messages: modified ? rendered : [...messages],
+    report: {
+      ...baseReport,
+      inputTokens:
+        systemTokens + toolTokens + replyPrimingTokens + historyTokens + noticeActual + currentTurnTokens,
+      regions: {
+        system: systemTokens,
+        summary: 0,
+        history: historyTokens,
+        currentTurn: currentTurnTokens,
+        tools: toolTokens,
+        notice: noticeActual,
+        outputReserve: input.outputReserve,
+        safetyMargin: input.safetyMarginTokens,
+      },
+      droppedMessages: omitted + fitted.droppedMessages,
+      droppedTurns,
+      droppedIterationGroups: fitted.droppedGroups,
+      truncatedToolResults: fitted.truncated,
+      maskedToolResults: fitted.masked,
+      historyStartIndex: (() => {
+        const firstWindow = slidingIndices[windowStart];
+        return firstWindow === undefined ? current.start : (history[firstWindow] as Turn).start;
+      })(),
+      oversizeTruncated: fitted.oversizeTruncated,
+      modified,
+    },
+  };
+}

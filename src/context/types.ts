@@ -1,0 +1,80 @@
+// Plain data types of the context engine (the pure core). Nothing here knows about HTTP, Redis or a
+// particular tokenizer library; the tokenizer reaches the core through the Tokenizer port below.
+
+/** A chat message as the OpenAI API defines it; unknown fields are carried along untouched. */
+export interface ContextMessage {
+  role: string;
+  content?: unknown;
+  name?: string;
+  tool_calls?: ReadonlyArray<ToolCall> | null;
+  tool_call_id?: string;
+  [field: string]: unknown;
+}
+
+export interface ToolCall {
+  id: string;
+  type?: string;
+  function?: { name: string; arguments: string };
+  [field: string]: unknown;
+}
+
+/** The tokenizer port: counts and cuts text in one encoding. */
+export interface Tokenizer {
+  readonly encoding: string;
+  count(text: string): number;
+  /** The longest head or tail of `text` within `maxTokens`, and its token count. */
+  truncate(text: string, maxTokens: number, keep: 'head' | 'tail'): { text: string; tokens: number };
+}
+
+export type ToolResultTruncation = 'head' | 'tail' | 'both';
+export type OversizePolicy = 'reject' | 'truncate_middle';
+
+/** Every knob of SPEC §5 by its name there. A budget or cap of 0 means "none" only where SPEC says so. */
+export interface ContextPolicy {
+  keep_first_turns: number;
+  trim_to: number;
+  max_history_tokens: number;
+  max_history_turns: number;
+  max_tool_result_tokens: number;
+  tool_result_truncation: ToolResultTruncation;
+  keep_first: number;
+  keep_last: number;
+  oversize: OversizePolicy;
+  pin_prefix: string;
+}
+
+export interface RegionTokens {
+  system: number;
+  summary: number;
+  history: number;
+  currentTurn: number;
+  tools: number;
+  notice: number;
+  outputReserve: number;
+  safetyMargin: number;
+}
+
+export interface RenderReport {
+  window: number;
+  /** Estimated prompt tokens of what is sent: every message, the framing and the tool definitions. */
+  inputTokens: number;
+  historyBudget: number;
+  regions: RegionTokens;
+  /** Messages of the input not sent (whole turns and dropped iteration groups). */
+  droppedMessages: number;
+  droppedTurns: number;
+  droppedIterationGroups: number;
+  truncatedToolResults: number;
+  maskedToolResults: number;
+  /** Index (into the input messages) of the first message of the sliding history window. */
+  historyStartIndex: number;
+  summaryUsed: boolean;
+  oversizeTruncated: boolean;
+  /** False when the rendered messages are exactly the input messages. */
+  modified: boolean;
+}
+
+export interface RenderResult {
+  messages: ContextMessage[];
+  report: RenderReport;
+}

@@ -1,0 +1,152 @@
+// Exact BPE token counting on js-tiktoken's encodings (o200k_base, cl100k_base), built for a server:
+// - js-tiktoken's own merge keys byte arrays as "1,2,3" strings and re-creates its regexes on every
+//   call; its merge is quadratic with a large constant (10 KB of one letter takes ~18 s). This counter
+//   keeps the same ranks and split pattern but keys ranks by latin1 byte strings, memoises piece
+//   counts, and caps a piece at 256 bytes (longer pieces — runs of one letter, long base64 words — are
+//   counted in 256-byte slices, off by at most one token per slice).
+// - Texts over `exactLimitChars` are estimated from evenly spaced exact samples, so 1 MB of any text
+//   costs a bounded amount of CPU; ordinary text stays within a fraction of a percent.
+import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
+import o200kBase from 'js-tiktoken/ranks/o200k_base';
+
+export type EncodingName = 'o200k_base' | 'cl100k_base';
+
+interface RankSource {
+  pat_str: string;
+  bpe_ranks: string;
+}
+
+const maxPieceBytes = 256;
+const maxMemoEntries = 200_000;
+export const exactLimitChars = 48_000;
+const sampleCount = 24;
+const sampleChars = 2_000;
+
+function loadRanks(source: RankSource): Map<string, number> {
+  const ranks = new Map<string, number>();
+  for (const line of source.bpe_ranks.split('\n')) {
+    if (line === '') continue;
+    const [, offsetText, ...tokens] = line.split(' ');
+    const offset = Number.parseInt(offsetText ?? '0', 10);
+    for (const [index, token] of tokens.entries())
+      ranks.set(Buffer.from(token, 'base64').toString('latin1'), offset + index);
+  }
+  return ranks;
+}
+
+export class BpeCounter {
+  readonly encoding: EncodingName;
+  private readonly ranks: Map<string, number>;
+  private readonly pattern: RegExp;
+  private readonly memo = new Map<string, number>();
+
+  constructor(encoding: EncodingName) {
+    this.encoding = encoding;
+    const source: RankSource = encoding === 'o200k_base' ? o200kBase : cl100kBase;
+    this.ranks = loadRanks(source);
+    this.pattern = new RegExp(source.pat_str, 'gu');
+  }
+
+  /** Token count of `text`: exact up to exactLimitChars, a sampled estimate above. */
+  count(text: string): number {
+    if (text.length === 0) return 0;
+    if (text.length <= exactLimitChars) return this.countExact(text);
+    return this.estimate(text);
+  }
+
+  countExact(text: string): number {
+    let total = 0;
+    this.pattern.lastIndex = 0;
+    for (const match of text.matchAll(this.pattern)) total += this.countPiece(match[0]);
+    return total;
+  }
+
+  /**
+   * The longest head or tail of `text` that fits in `maxTokens`, cut at a piece boundary (a piece is at
+   * most a word or a short run of symbols, so the cut never splits a character).
+   */
+  truncate(text: string, maxTokens: number, keep: 'head' | 'tail'): { text: string; tokens: number } {
+    if (maxTokens <= 0) return { text: '', tokens: 0 };
+    // Only the side that is kept is tokenized: about 16 characters per token is more than enough.
+    const window = Math.min(text.length, Math.max(1_024, maxTokens * 16));
+    const region = keep === 'head' ? text.slice(0, window) : text.slice(text.length - window);
+    const pieces = Array.from(region.matchAll(this.pattern), (match) => match[0]);
+    // A tail window may start inside a piece: drop its first piece, which may be a fragment.
+    if (keep === 'tail' && window < text.length) pieces.shift();
+    let tokens = 0;
+    let kept = 0;
+    const ordered = keep === 'head' ? pieces : pieces.reverse();
+    for (const piece of ordered) {
+      const pieceTokens = this.countPiece(piece);
+      if (tokens + pieceTokens > maxTokens) break;
+      tokens += pieceTokens;
+      kept += piece.length;
+    }
+    return { text: keep === 'head' ? text.slice(0, kept) : text.slice(text.length - kept), tokens };
+  }
+
+  private estimate(text: string): number {
+    const stride = Math.floor(text.length / sampleCount);
+    let sampledChars = 0;
+    let sampledTokens = 0;
+    for (let index = 0; index < sampleCount; index++) {
+      let start = index * stride;
+      // Start each sample at a word boundary so it tokenizes as it would in place.
+      const space = text.indexOf(' ', start);
+      if (space !== -1 && space - start < 64) start = space;
+      const sample = text.slice(start, start + sampleChars);
+      sampledChars += sample.length;
+      sampledTokens += this.countExact(sample);
+    }
+    return Math.round((sampledTokens / sampledChars) * text.length);
+  }
+
+  private countPiece(piece: string): number {
+    const known = this.memo.get(piece);
+    if (known !== undefined) return known;
+    const bytes = Buffer.from(piece, 'utf8').toString('latin1');
+    let count = 0;
+    if (this.ranks.has(bytes)) count = 1;
+    else
+      for (let start = 0; start < bytes.length; start += maxPieceBytes)
+        count += this.mergeCount(bytes.slice(start, start + maxPieceBytes));
+    if (this.memo.size >= maxMemoEntries) this.memo.clear();
+    this.memo.set(piece, count);
+    return count;
+  }
+
+  /** Byte-pair merge of one piece; returns the number of tokens it becomes. */
+  private mergeCount(bytes: string): number {
+    if (bytes.length <= 1) return bytes.length;
+    if (this.ranks.has(bytes)) return 1;
+    const starts: number[] = [];
+    for (let index = 0; index <= bytes.length; index++) starts.push(index);
+    const pairRank = (index: number): number => {
+      if (index < 0 || index + 2 >= starts.length) return Number.POSITIVE_INFINITY;
+      return (
+        this.ranks.get(bytes.slice(starts[index] as number, starts[index + 2] as number)) ??
+        Number.POSITIVE_INFINITY
+      );
+    };
+    const ranks: number[] = [];
+    for (let index = 0; index < starts.length - 2; index++) ranks.push(pairRank(index));
+    for (;;) {
+      let best = Number.POSITIVE_INFINITY;
+      let at = -1;
+      for (let index = 0; index < ranks.length; index++) {
+        const rank = ranks[index] as number;
+        if (rank < best) {
+          best = rank;
+          at = index;
+        }
+      }
+      if (at === -1) break;
+      // Merge parts at and at+1: drop the boundary between them, then re-rank the neighbours.
+      starts.splice(at + 1, 1);
+      ranks.splice(at + 1, 1);
+      ranks[at] = pairRank(at);
+      if (at > 0) ranks[at - 1] = pairRank(at - 1);
+    }
+    return starts.length - 1;
+  }
+}
