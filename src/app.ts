@@ -17,6 +17,7 @@ import { registerOperationalRoutes, type ReadinessProbe } from './http/operation
 import { registerProxyRoutes } from './http/proxy-routes.js';
 import { createRequestState, type RequestState } from './http/request-state.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from './upstream/upstream.js';
 
 export interface AppDependencies {
@@ -25,6 +26,7 @@ export interface AppDependencies {
   upstream: Upstream;
   metrics: GatewayMetrics;
   readiness: ReadinessProbe;
+  tokenizers: Tokenizers;
   /** Monotonic milliseconds; injected so durations can be controlled in tests. */
   now?: () => number;
   generateRequestId?: () => string;
@@ -135,6 +137,19 @@ export function buildApp(deps: AppDependencies): GatewayApp {
         tenant: state.credential?.tenantId.slice(0, 12),
         errorCode: state.errorCode,
         streamErrorCode: state.streamErrorCode,
+        context:
+          state.context === undefined
+            ? undefined
+            : {
+                window: state.context.window,
+                inputTokens: state.context.inputTokens,
+                modified: state.context.modified,
+                droppedMessages: state.context.droppedMessages,
+                droppedIterationGroups: state.context.droppedIterationGroups,
+                truncatedToolResults: state.context.truncatedToolResults,
+                maskedToolResults: state.context.maskedToolResults,
+              },
+
         clientAborted: state.clientAborted || undefined,
         durations: {
           totalMs: round(totalMs),
@@ -156,7 +171,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   );
 
   registerOperationalRoutes(app, { metrics, readiness: deps.readiness, isClosing: () => closing });
-  registerProxyRoutes(app, { config, upstream: deps.upstream, metrics, now });
+  registerProxyRoutes(app, { config, upstream: deps.upstream, metrics, tokenizers: deps.tokenizers, now });
 
   return {
     app,

@@ -5,9 +5,13 @@ import { buildApp, type GatewayApp } from './app.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { createMetrics } from './metrics.js';
 import { createRedisConnection, pingRedis, type RedisConnection } from './store/redis-client.js';
+import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
 
 export interface Gateway extends GatewayApp {
+  /** Loads the tokenizers' encodings now rather than on the first request that needs them. */
+  warmUp(): void;
+
   /** Closes the app, then the upstream pools and the Redis connection. */
   close(): Promise<void>;
 }
@@ -43,15 +47,22 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
       idleMs: config.timeouts.upstream_idle_ms,
     },
   });
+  const tokenizers = createTiktokenTokenizers();
   const gatewayApp = buildApp({
     config,
     logger,
     upstream,
     metrics: createMetrics(),
     readiness: { check: async () => (redis === undefined ? true : pingRedis(redis)) },
+    tokenizers,
   });
   return {
     ...gatewayApp,
+    warmUp() {
+      // Loading an encoding's ranks takes a few hundred milliseconds: do it before the first request.
+      tokenizers.forEncoding('o200k_base');
+      tokenizers.forEncoding('cl100k_base');
+    },
     async close() {
       // server.close() drops only the connections idle at that moment; a connection whose last stream
       // finishes during the drain would otherwise stay open until its keep-alive timeout.

@@ -47,7 +47,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 
+  gateway.warmUp();
   await app.listen({ port: config.port, host: config.host });
+
   const address = app.server.address();
   logger.info(
     {

@@ -41,11 +41,54 @@ export const timeoutsSectionSchema = z.strictObject({
   upstream_idle_ms: positiveMs.default(120_000),
 });
 
+export const modelEntrySchema = z.strictObject({
+  /** Model-name glob (`*`, `?`, case-insensitive); entries are tried in order before the built-in table. */
+  match: z.string().min(1),
+  window: z.number().int().positive(),
+  output_reserve: z.number().int().min(0).default(4_096),
+  tokenizer: z.enum(['o200k_base', 'cl100k_base']).default('o200k_base'),
+  /** Learn a correction ratio from upstream usage (reactive recovery); with it off the estimate is used as is. */
+  calibration: z.boolean().default(true),
+  /** True when `tokenizer` is the model's own encoding, so the smaller safety margin applies. */
+  exact_tokenizer: z.boolean().default(false),
+});
+
+const fraction = z.number().gt(0).lte(1);
+
+/** Every knob of SPEC §5, all optional: presets and the file's defaults are partial. */
+export const policySchema = z.strictObject({
+  keep_first_turns: z.number().int().min(0).optional(),
+  trim_to: fraction.optional(),
+  max_history_tokens: z.number().int().min(0).optional(),
+  max_history_turns: z.number().int().min(0).optional(),
+  max_tool_result_tokens: z.number().int().positive().optional(),
+  tool_result_truncation: z.enum(['head', 'tail', 'both']).optional(),
+  keep_first: z.number().int().min(0).optional(),
+  keep_last: z.number().int().min(0).optional(),
+  oversize: z.enum(['reject', 'truncate_middle']).optional(),
+  pin_prefix: z.string().optional(),
+  /** Share of the window kept free when the count is exact or calibrated. */
+  safety_margin: z.number().min(0).lt(1).optional(),
+  /** Share of the window kept free when the count is an uncalibrated estimate. */
+  safety_margin_uncalibrated: z.number().min(0).lt(1).optional(),
+});
+
 export const configFileSchema = z.strictObject({
   server: serverSectionSchema.default(serverSectionSchema.parse({})),
   timeouts: timeoutsSectionSchema.default(timeoutsSectionSchema.parse({})),
   upstreams: z.array(upstreamEntrySchema).default([]),
+  models: z.array(modelEntrySchema).default([]),
+  context: policySchema.default({}),
+  policies: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores'),
+      policySchema,
+    )
+    .default({}),
 });
+
+export type ModelEntryConfig = z.infer<typeof modelEntrySchema>;
+export type PolicyConfig = z.infer<typeof policySchema>;
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
 export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;

@@ -31,4 +31,9 @@ export interface GatewayConfig {
   defaultUpstream: UpstreamConfig;
   server: ConfigFile['server'];
   timeouts: ConfigFile['timeouts'];
+  models: ConfigFile['models'];
+  /** Policy defaults from the file (partial; built-in defaults fill the rest). */
+  context: ConfigFile['context'];
+  /** Named presets: the built-in ones (chat, agent, economy) merged with the file's. */
+  policies: ConfigFile['policies'];
 }

@@ -6,6 +6,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { configFileSchema, type ConfigFile } from './config-schema.js';
 import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
+import { builtInPresets } from './policy-defaults.js';
 
 export const defaultConfigPath = 'config/ctxgate.yaml';
 export const defaultUpstreamBaseUrl = 'https://api.openai.com/v1';
@@ -207,6 +208,9 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     defaultUpstream,
     server: file.server,
     timeouts: file.timeouts,
+    models: file.models,
+    context: file.context,
+    policies: { ...builtInPresets, ...file.policies },
   };
   return deepFreeze(config);
 }

@@ -5,16 +5,19 @@ import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js'
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
+import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { parseChatCompletionRequest } from './chat-request-schema.js';
 import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
+import { contextResponseHeaders, prepareContext } from './prepare-context.js';
 import { isEventStream, relayEventStream, relayWholeBody } from './relay-response.js';
 
 export interface ProxyRouteDependencies {
   config: GatewayConfig;
   upstream: Upstream;
   metrics: GatewayMetrics;
+  tokenizers: Tokenizers;
   now: () => number;
 }
 
@@ -24,10 +27,11 @@ interface UpstreamCall {
   path: string;
   body?: string;
   streaming: boolean;
+  extraHeaders?: Record<string, string>;
 }
 
 export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
-  const { config, upstream, metrics, now } = deps;
+  const { config, upstream, metrics, tokenizers, now } = deps;
 
   /** One upstream call relayed to the client; the time from sending to the end of the body counts as upstream time. */
   async function forward(
@@ -55,7 +59,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       });
       status = String(response.statusCode);
       state.upstreamStatus = response.statusCode;
-      const options = { reply, response, state, extraHeaders: {}, cancellation };
+      const options = { reply, response, state, extraHeaders: call.extraHeaders ?? {}, cancellation };
       if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
         return await relayEventStream(options);
       return await relayWholeBody(options);
@@ -75,13 +79,38 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     const chatRequest = parseChatCompletionRequest(request.body);
     state.model = chatRequest.model;
     state.stream = chatRequest.stream === true;
+    const prepared = prepareContext({ config, tokenizers, chatRequest, headers: request.headers });
+    state.context = prepared.report;
     return forward(request, reply, {
       target: selectUpstream(config.upstreams, chatRequest.model),
       method: 'POST',
       path: '/chat/completions',
-      // Nothing was changed, so the client's own bytes go upstream: byte-identical, no re-serialization.
-      body: state.rawBody ?? JSON.stringify(chatRequest),
+      // Unchanged conversations go upstream as the client's own bytes: byte-identical, no re-serialization.
+      body:
+        prepared.report.modified || state.rawBody === undefined
+          ? JSON.stringify({ ...chatRequest, messages: prepared.messages })
+          : state.rawBody,
       streaming: state.stream,
+      extraHeaders: contextResponseHeaders(prepared),
+    });
+  });
+
+  app.post('/v1/context/render', async (request, reply) => {
+    const state = request.gateway;
+    const chatRequest = parseChatCompletionRequest(request.body);
+    state.model = chatRequest.model;
+    const prepared = prepareContext({ config, tokenizers, chatRequest, headers: request.headers });
+    state.context = prepared.report;
+    return reply.headers(contextResponseHeaders(prepared)).send({
+      object: 'context.render',
+      model: chatRequest.model,
+      window: prepared.settings.window,
+      output_reserve: prepared.settings.outputReserve,
+      safety_margin: prepared.settings.safetyMarginTokens,
+      policy: prepared.settings.policyName ?? 'default',
+      tokenizer: prepared.settings.model.tokenizer,
+      messages: prepared.messages,
+      report: prepared.report,
     });
   });
 

@@ -1,4 +1,5 @@
 // What the gateway learns about one request while serving it; read by the request log line and metrics.
+import type { RenderReport } from '../context/types.js';
 import type { Credential } from './authenticate.js';
 
 export interface RequestState {
@@ -16,6 +17,8 @@ export interface RequestState {
   streamErrorCode: string | undefined;
   clientAborted: boolean;
   rawBody: string | undefined;
+  /** What the context engine did to this request's conversation. */
+  context: RenderReport | undefined;
 }
 
 export function createRequestState(startedAtMs: number): RequestState {
@@ -32,6 +35,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     streamErrorCode: undefined,
     clientAborted: false,
     rawBody: undefined,
+    context: undefined,
   };
 }
 

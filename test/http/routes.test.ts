@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
 import { badInputBodyLimitBytes, badInputCases, openAIError as error } from '../fixtures/bad-input-cases.js';
 import { captureLogs, writeConfigFile } from '../helpers/start-gateway.js';
@@ -25,6 +26,7 @@ function build(env: Record<string, string>, configYaml = '{}\n', ready = true): 
     upstream: unreachableUpstream,
     metrics: createMetrics({ collectProcessMetrics: false }),
     readiness: { check: async () => ready },
+    tokenizers: createTiktokenTokenizers(),
   }).app;
 }
 

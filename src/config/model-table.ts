@@ -1,0 +1,62 @@
+// Built-in model table: context windows, default output reserves and tokenizers of current model
+// families, matched by name glob in order (most specific first). The config file's `models` entries
+// come before these; `X-Context-Window` overrides the window per request.
+import type { EncodingName } from '../tokenizer/bpe-counter.js';
+
+export interface ModelEntry {
+  match: string;
+  window: number;
+  outputReserve: number;
+  tokenizer: EncodingName;
+  /** True when the tokenizer is the model's own (OpenAI families); false for estimates. */
+  exactTokenizer: boolean;
+}
+
+const openai = (
+  match: string,
+  window: number,
+  tokenizer: EncodingName,
+  outputReserve = 4_096,
+): ModelEntry => ({ match, window, outputReserve, tokenizer, exactTokenizer: true });
+const other = (match: string, window: number, outputReserve = 4_096): ModelEntry => ({
+  match,
+  window,
+  outputReserve,
+  tokenizer: 'o200k_base',
+  exactTokenizer: false,
+});
+
+export const builtInModelTable: readonly ModelEntry[] = [
+  openai('gpt-5*', 400_000, 'o200k_base', 16_384),
+  openai('gpt-4.1*', 1_047_576, 'o200k_base'),
+  openai('gpt-4.5*', 128_000, 'o200k_base'),
+  openai('gpt-4o*', 128_000, 'o200k_base'),
+  openai('chatgpt-4o*', 128_000, 'o200k_base'),
+  openai('o1-mini*', 128_000, 'o200k_base', 16_384),
+  openai('o1*', 200_000, 'o200k_base', 16_384),
+  openai('o3*', 200_000, 'o200k_base', 16_384),
+  openai('o4*', 200_000, 'o200k_base', 16_384),
+  openai('gpt-oss*', 131_072, 'o200k_base', 8_192),
+  openai('gpt-4-32k*', 32_768, 'cl100k_base'),
+  openai('gpt-4-turbo*', 128_000, 'cl100k_base'),
+  openai('gpt-4-1106*', 128_000, 'cl100k_base'),
+  openai('gpt-4-0125*', 128_000, 'cl100k_base'),
+  openai('gpt-4*', 8_192, 'cl100k_base', 1_024),
+  openai('gpt-3.5-turbo*', 16_385, 'cl100k_base', 1_024),
+  other('*claude*', 200_000, 8_192),
+  other('gemini-1.5-pro*', 2_097_152, 8_192),
+  other('*gemini*', 1_048_576, 8_192),
+  other('grok-4*', 256_000, 8_192),
+  other('*grok*', 131_072),
+  other('*deepseek*', 128_000, 8_192),
+  other('*qwen2.5*', 32_768),
+  other('*qwen*', 131_072),
+  other('*llama*', 131_072),
+  other('*codestral*', 256_000),
+  other('*mistral-large*', 131_072),
+  other('*mistral*', 32_768),
+  other('*mixtral*', 32_768),
+  other('*command-r*', 128_000),
+];
+
+export const fallbackModelEntry: ModelEntry = other('*', 128_000);

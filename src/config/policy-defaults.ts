@@ -1,0 +1,33 @@
+// Built-in context policy defaults (SPEC §5) and the named presets every gateway has. The config file's
+// `context` section overrides the defaults; its `policies` section overrides or adds presets.
+import type { ContextPolicy } from '../context/types.js';
+import type { PolicyConfig } from './config-schema.js';
+
+export interface ResolvedPolicy extends ContextPolicy {
+  safety_margin: number;
+  safety_margin_uncalibrated: number;
+}
+
+export const builtInPolicy: ResolvedPolicy = {
+  keep_first_turns: 1,
+  trim_to: 0.7,
+  max_history_tokens: 0,
+  max_history_turns: 0,
+  max_tool_result_tokens: 8_000,
+  tool_result_truncation: 'both',
+  keep_first: 2,
+  keep_last: 5,
+  oversize: 'reject',
+  pin_prefix: '[pin]',
+  safety_margin: 0.05,
+  safety_margin_uncalibrated: 0.1,
+};
+
+export const builtInPresets: Record<string, PolicyConfig> = {
+  /** Conversations: the defaults. */
+  chat: {},
+  /** Agent loops: smaller tool results, more recent results kept whole. */
+  agent: { max_tool_result_tokens: 4_000, keep_first: 1, keep_last: 8, tool_result_truncation: 'both' },
+  /** Cost first: a tight history cap and short tool results. */
+  economy: { max_history_tokens: 8_000, trim_to: 0.5, max_tool_result_tokens: 2_000, keep_last: 3 },
+};

@@ -1,0 +1,87 @@
+// Resolves what the context engine needs for one request: window, output reserve, tokenizer, safety
+// margin and policy. Priority, highest first: request headers, the preset named by the request, the
+// model's entry, the config file's defaults, the built-in defaults (SPEC §8).
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { globToRegExp } from '../config/glob.js';
+import { builtInModelTable, fallbackModelEntry, type ModelEntry } from '../config/model-table.js';
+import { builtInPolicy, type ResolvedPolicy } from '../config/policy-defaults.js';
+import { GatewayError } from '../errors.js';
+
+export interface ContextSettings {
+  window: number;
+  outputReserve: number;
+  model: ModelEntry;
+  policyName: string | undefined;
+  policy: ResolvedPolicy;
+  safetyMarginTokens: number;
+}
+
+export function findModelEntry(config: GatewayConfig, model: string): ModelEntry {
+  for (const entry of config.models) {
+    if (globToRegExp(entry.match).test(model)) {
+      return {
+        match: entry.match,
+        window: entry.window,
+        outputReserve: entry.output_reserve,
+        tokenizer: entry.tokenizer,
+        exactTokenizer: entry.exact_tokenizer,
+      };
+    }
+  }
+  return builtInModelTable.find((entry) => globToRegExp(entry.match).test(model)) ?? fallbackModelEntry;
+}
+
+function integerHeader(headers: IncomingHttpHeaders, name: string, minimum: number): number | undefined {
+  const raw = headers[name];
+  if (raw === undefined) return undefined;
+  const text = Array.isArray(raw) ? raw[0] : raw;
+  if (text === undefined || !/^\d{1,9}$/.test(text.trim()) || Number(text) < minimum) {
+    throw new GatewayError(
+      'invalid_header',
+      `Invalid header ${name}: expected an integer of at least ${minimum}.`,
+      { param: name },
+    );
+  }
+  return Number(text);
+}
+
+function definedOnly(value: object): Partial<ResolvedPolicy> {
+  return Object.fromEntries(
+    Object.entries(value).filter(([, entry]) => entry !== undefined),
+  ) as Partial<ResolvedPolicy>;
+}
+
+export function resolveContextSettings(options: {
+  config: GatewayConfig;
+  model: string;
+  headers: IncomingHttpHeaders;
+  maxCompletionTokens: number | null | undefined;
+}): ContextSettings {
+  const { config, headers } = options;
+  const model = findModelEntry(config, options.model);
+  const policyHeader = headers['x-context-policy'];
+  const policyName = Array.isArray(policyHeader) ? policyHeader[0] : policyHeader;
+  let preset = {};
+  if (policyName !== undefined) {
+    const found = config.policies[policyName];
+    if (found === undefined) {
+      throw new GatewayError(
+        'invalid_header',
+        `Unknown context policy "${policyName}" in X-Context-Policy; known: ${Object.keys(config.policies).join(', ')}.`,
+        {
+          param: 'x-context-policy',
+        },
+      );
+    }
+    preset = found;
+  }
+  const policy: ResolvedPolicy = { ...builtInPolicy, ...definedOnly(config.context), ...definedOnly(preset) };
+
+  const maxHistoryTokens = integerHeader(headers, 'x-context-max-history-tokens', 0);
+  if (maxHistoryTokens !== undefined) policy.max_history_tokens = maxHistoryTokens;
+  const window = integerHeader(headers, 'x-context-window', 1) ?? model.window;
+  const outputReserve = options.maxCompletionTokens ?? model.outputReserve;
+  const margin = model.exactTokenizer ? policy.safety_margin : policy.safety_margin_uncalibrated;
+  return { window, outputReserve, model, policyName, policy, safetyMarginTokens: Math.ceil(window * margin) };
+}

@@ -1,0 +1,63 @@
+// Between the request schema and the upstream call: fits the request's conversation into the model's
+// window with the context engine and says what was done, in response headers and the request log.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { renderContext } from '../context/render.js';
+import type { ContextMessage, RenderReport } from '../context/types.js';
+import { GatewayError } from '../errors.js';
+import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
+import type { ChatCompletionRequest } from './chat-request-schema.js';
+import { resolveContextSettings, type ContextSettings } from './context-settings.js';
+
+export interface PreparedContext {
+  messages: ContextMessage[];
+  report: RenderReport;
+  settings: ContextSettings;
+}
+
+export function prepareContext(options: {
+  config: GatewayConfig;
+  tokenizers: Tokenizers;
+  chatRequest: ChatCompletionRequest;
+  headers: IncomingHttpHeaders;
+}): PreparedContext {
+  const { chatRequest } = options;
+  const settings = resolveContextSettings({
+    config: options.config,
+    model: chatRequest.model,
+    headers: options.headers,
+    maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
+  });
+  const outcome = renderContext({
+    messages: chatRequest.messages as ContextMessage[],
+    tools: chatRequest.tools,
+    tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
+    window: settings.window,
+    outputReserve: settings.outputReserve,
+    safetyMarginTokens: settings.safetyMarginTokens,
+    policy: settings.policy,
+  });
+  if (!outcome.ok) {
+    throw new GatewayError(
+      'context_length_exceeded',
+      `The current turn needs about ${outcome.neededTokens} tokens, but only ${outcome.budgetTokens} fit in the ${outcome.window}-token context window ` +
+        `after the system prompt, tools, output reserve (${settings.outputReserve}) and safety margin (${settings.safetyMarginTokens}). ` +
+        'Shorten the last message, or lower max_tokens.',
+      { param: 'messages' },
+    );
+  }
+  return { messages: outcome.messages, report: outcome.report, settings };
+}
+
+export function contextResponseHeaders({ report, settings }: PreparedContext): Record<string, string> {
+  return {
+    'x-context-window': String(report.window),
+    'x-context-input-tokens': String(report.inputTokens),
+    'x-context-usage': ((report.inputTokens + settings.outputReserve) / report.window).toFixed(2),
+    'x-context-dropped-messages': String(report.droppedMessages),
+    'x-context-truncated-tool-results': String(report.truncatedToolResults),
+    'x-context-masked-tool-results': String(report.maskedToolResults),
+    'x-context-summary': report.summaryUsed ? 'used' : 'none',
+    'x-context-retries': '0',
+  };
+}
