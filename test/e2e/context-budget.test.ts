@@ -25,10 +25,23 @@ function longConversation(): Message[] {
     messages.push({
       role: 'assistant',
       content: null,
-      tool_calls: [{ id: `call_${turn}`, type: 'function', function: { name: 'search_notes', arguments: JSON.stringify({ query: `turn ${turn}` }) } }],
+      tool_calls: [
+        {
+          id: `call_${turn}`,
+          type: 'function',
+          function: { name: 'search_notes', arguments: JSON.stringify({ query: `turn ${turn}` }) },
+        },
+      ],
     });
-    messages.push({ role: 'tool', tool_call_id: `call_${turn}`, content: `Notes for turn ${turn}: ${text} ${text} ${text}` });
-    messages.push({ role: 'assistant', content: `For turn ${turn}, check the rollout metrics and the error budget. ${text}` });
+    messages.push({
+      role: 'tool',
+      tool_call_id: `call_${turn}`,
+      content: `Notes for turn ${turn}: ${text} ${text} ${text}`,
+    });
+    messages.push({
+      role: 'assistant',
+      content: `For turn ${turn}, check the rollout metrics and the error budget. ${text}`,
+    });
   }
   messages.push({ role: 'user', content: 'Summarize what we decided about the migration.' });
   return messages;
@@ -62,7 +75,9 @@ describe('render-time budgeting through the gateway', () => {
     const full = countPromptTokens(messages as never, undefined);
     expect(full).toBeGreaterThan(window * 1.5);
 
-    const { data, response } = await client.chat.completions.create({ model: 'small-model', messages, max_tokens: 512 }).withResponse();
+    const { data, response } = await client.chat.completions
+      .create({ model: 'small-model', messages, max_tokens: 512 })
+      .withResponse();
     expect(data.choices[0]?.message.role).toBe('assistant');
     expect(fake.chatRequests).toHaveLength(1);
 
@@ -79,7 +94,11 @@ describe('render-time budgeting through the gateway', () => {
     // System first, the current question last, an omission notice in between.
     expect(sent.messages[0]).toEqual(messages[0]);
     expect(sent.messages.at(-1)).toEqual(messages.at(-1));
-    expect(sent.messages.some((message) => message.role === 'system' && String(message.content).includes('earlier messages'))).toBe(true);
+    expect(
+      sent.messages.some(
+        (message) => message.role === 'system' && String(message.content).includes('earlier messages'),
+      ),
+    ).toBe(true);
     // Headers report what was done.
     const dropped = Number(response.headers.get('x-context-dropped-messages'));
     expect(dropped).toBe(messages.length - sent.messages.length + 1);
@@ -93,9 +112,15 @@ describe('render-time budgeting through the gateway', () => {
   it('keeps the same start when the same conversation grows by one turn (cache-stable prefix)', async () => {
     const messages = longConversation();
     await client.chat.completions.create({ model: 'small-model', messages, max_tokens: 512 });
-    const grown: Message[] = [...messages, { role: 'assistant', content: 'We decided to backfill overnight.' }, { role: 'user', content: 'And the index?' }];
+    const grown: Message[] = [
+      ...messages,
+      { role: 'assistant', content: 'We decided to backfill overnight.' },
+      { role: 'user', content: 'And the index?' },
+    ];
     await client.chat.completions.create({ model: 'small-model', messages: grown, max_tokens: 512 });
-    const [first, second] = fake.chatRequests.map((request) => (request.body as { messages: Message[] }).messages);
+    const [first, second] = fake.chatRequests.map(
+      (request) => (request.body as { messages: Message[] }).messages,
+    );
     // Everything the first request sent, up to its current turn, is the byte-identical prefix of the second.
     const prefix = (first as Message[]).slice(0, -1);
     expect(JSON.stringify((second as Message[]).slice(0, prefix.length))).toBe(JSON.stringify(prefix));
@@ -105,7 +130,12 @@ describe('render-time budgeting through the gateway', () => {
     const response = await fetch(`${harness.baseUrl}/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'small-model', messages: longConversation(), max_tokens: 512, stream: true }),
+      body: JSON.stringify({
+        model: 'small-model',
+        messages: longConversation(),
+        max_tokens: 512,
+        stream: true,
+      }),
     });
     expect(response.headers.get('x-context-window')).toBe(String(window));
     expect(Number(response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
@@ -113,8 +143,17 @@ describe('render-time budgeting through the gateway', () => {
   });
 
   it('sends a conversation that fits byte for byte, with zero reductions', async () => {
-    const body = JSON.stringify({ model: 'small-model', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 100, seed: 12345678901234567890 });
-    const response = await fetch(`${harness.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const body = JSON.stringify({
+      model: 'small-model',
+      messages: [{ role: 'user', content: 'Hello there' }],
+      max_tokens: 100,
+      seed: 12345678901234567890,
+    });
+    const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(response.status).toBe(200);
     expect(fake.chatRequests[0]?.rawBody).toBe(body);
     expect(response.headers.get('x-context-dropped-messages')).toBe('0');
@@ -122,9 +161,13 @@ describe('render-time budgeting through the gateway', () => {
 
   it('answers 422 context_length_exceeded, without calling upstream, when the last user message alone cannot fit', async () => {
     const huge = 'word '.repeat(12_000);
-    const failure = await client.chat.completions.create({ model: 'small-model', messages: [{ role: 'user', content: huge }] }).catch((error: unknown) => error);
+    const failure = await client.chat.completions
+      .create({ model: 'small-model', messages: [{ role: 'user', content: huge }] })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OpenAI.UnprocessableEntityError);
-    expect((failure as InstanceType<typeof OpenAI.UnprocessableEntityError>).code).toBe('context_length_exceeded');
+    expect((failure as InstanceType<typeof OpenAI.UnprocessableEntityError>).code).toBe(
+      'context_length_exceeded',
+    );
     expect(fake.chatRequests).toHaveLength(0);
   });
 
@@ -135,7 +178,10 @@ describe('render-time budgeting through the gateway', () => {
         headers: { 'content-type': 'application/json', ...headers },
         body: JSON.stringify({ model: 'small-model', messages: longConversation(), max_tokens: 512 }),
       });
-      return (await response.json()) as { window: number; report: { inputTokens: number; historyBudget: number } };
+      return (await response.json()) as {
+        window: number;
+        report: { inputTokens: number; historyBudget: number };
+      };
     };
     const wide = await render({ 'x-context-window': '20000' });
     expect(wide.window).toBe(20_000);
@@ -149,7 +195,12 @@ describe('render-time budgeting through the gateway', () => {
     });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toEqual({
-      error: { message: 'Invalid header x-context-window: expected an integer of at least 1.', type: 'invalid_request_error', param: 'x-context-window', code: 'invalid_header' },
+      error: {
+        message: 'Invalid header x-context-window: expected an integer of at least 1.',
+        type: 'invalid_request_error',
+        param: 'x-context-window',
+        code: 'invalid_header',
+      },
     });
   });
 
@@ -159,10 +210,23 @@ describe('render-time budgeting through the gateway', () => {
       headers: { 'content-type': 'application/json', 'x-context-policy': 'economy' },
       body: JSON.stringify({ model: 'small-model', messages: longConversation(), max_tokens: 512 }),
     });
-    const rendered = (await response.json()) as { policy: string; messages: Message[]; report: { regions: Record<string, number>; inputTokens: number } };
+    const rendered = (await response.json()) as {
+      policy: string;
+      messages: Message[];
+      report: { regions: Record<string, number>; inputTokens: number };
+    };
     expect(fake.chatRequests).toHaveLength(0);
     expect(rendered.policy).toBe('economy');
-    expect(Object.keys(rendered.report.regions).sort()).toEqual(['currentTurn', 'history', 'notice', 'outputReserve', 'safetyMargin', 'summary', 'system', 'tools']);
+    expect(Object.keys(rendered.report.regions).sort()).toEqual([
+      'currentTurn',
+      'history',
+      'notice',
+      'outputReserve',
+      'safetyMargin',
+      'summary',
+      'system',
+      'tools',
+    ]);
     // economy caps history at 8,000 tokens, but this window is smaller still: the tighter limit wins.
     expect(rendered.report.inputTokens).toBeLessThanOrEqual(window - 512);
   });

@@ -1,0 +1,79 @@
+// The counter must agree with js-tiktoken's reference encoder exactly where it counts exactly, stay
+// within 1% where it samples ordinary text, and count pathological input without stalling.
+import { getEncoding } from 'js-tiktoken';
+import { describe, expect, it } from 'vitest';
+import { BpeCounter, exactLimitChars } from '../../src/tokenizer/bpe-counter.js';
+
+const samples = [
+  'Hello, world! How are you doing today?',
+  "It's we're they've I'm you'll he'd — contractions",
+  'function foo(bar) {\n  return bar.map((x) => x * 2);\n}\n',
+  '日本語のテキストを数える。中文文本也需要计数。',
+  'Привет, как дела? Всё хорошо.',
+  'مرحبا بالعالم',
+  '😀🎉👍🏽 emoji and ZWJ 👩‍💻 sequences',
+  '   multiple   spaces\n\n\nnewlines\t\ttabs  ',
+  '1234567890 3.14159 6.02e23 0xDEADBEEF',
+  'a'.repeat(1_000),
+  'ab'.repeat(700),
+  '<|endoftext|> and <|endofprompt|> are plain text here',
+  Buffer.from(Array.from({ length: 6_000 }, (_, index) => (index * 7_919) % 256)).toString('base64'),
+  'Ünïcödé façade naïve café résumé Straße',
+  '',
+];
+
+describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter %s', (encoding) => {
+  const counter = new BpeCounter(encoding);
+  const reference = getEncoding(encoding);
+
+  it.each(samples.map((text) => [JSON.stringify(text.slice(0, 24)), text] as const))(
+    'counts %s exactly as js-tiktoken',
+    (_label, text) => {
+      expect(counter.count(text)).toBe(reference.encode(text, [], []).length);
+    },
+  );
+
+  it('truncates to whole pieces within the limit, from the head and from the tail', () => {
+    const text = 'The quick brown fox jumps over the lazy dog. '.repeat(50);
+    const head = counter.truncate(text, 40, 'head');
+    const tail = counter.truncate(text, 40, 'tail');
+    expect(text.startsWith(head.text)).toBe(true);
+    expect(text.endsWith(tail.text)).toBe(true);
+    for (const part of [head, tail]) {
+      expect(part.tokens).toBe(reference.encode(part.text).length);
+      expect(part.tokens).toBeLessThanOrEqual(40);
+      expect(part.tokens).toBeGreaterThanOrEqual(36);
+    }
+  });
+});
+
+describe('long texts', () => {
+  const counter = new BpeCounter('o200k_base');
+  const reference = getEncoding('o200k_base');
+  const ordinary = {
+    english:
+      'The committee reviewed the proposal in detail, asked for revised cost estimates, and scheduled a follow-up meeting for next Tuesday. ',
+    code: 'export async function load(path: string): Promise<Config> {\n  const text = await readFile(path, "utf8");\n  return parse(text);\n}\n',
+    markdown:
+      '## Findings\n\n- Latency improved by 12% after the cache change.\n- Error rate stayed flat at 0.3%.\n\n',
+    cjk: '会議では新しい提案について詳しく検討し、費用の見積もりを修正するよう求めました。',
+  };
+
+  it.each(Object.entries(ordinary))('estimates %s text over the exact limit within 1%%', (_kind, unit) => {
+    const text = unit.repeat(Math.ceil((exactLimitChars * 2.5) / unit.length));
+    expect(text.length).toBeGreaterThan(exactLimitChars);
+    const exact = reference.encode(text, [], []).length;
+    expect(Math.abs(counter.count(text) - exact)).toBeLessThanOrEqual(exact * 0.01);
+  });
+
+  it('counts a megabyte of one repeated character, of base64 and of emoji (the inputs that stall js-tiktoken)', () => {
+    const base64 = Buffer.from(
+      Array.from({ length: 750_000 }, (_, index) => (index * 7_919 + (index >> 3)) % 256),
+    ).toString('base64');
+    for (const text of ['a'.repeat(1_000_000), base64, '😀🎉👍🏽 '.repeat(150_000)]) {
+      const tokens = counter.count(text);
+      expect(tokens).toBeGreaterThan(text.length / 16);
+      expect(tokens).toBeLessThan(text.length);
+    }
+  });
+});
