@@ -328,7 +328,9 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const firstCandidates = history.flatMap((turn, index) =>
     index < policy.keep_first_turns || pinned(turn) ? [index] : [],
   );
-  const firstBudget = remaining - (firstCandidates.length < history.length ? noticeTokens : 0);
+  // Room for the omission notice stays free: on this path something may be left out.
+  const firstBudget = remaining - noticeTokens;
+
   let firstTokens = 0;
   for (const index of firstCandidates) {
     const tokens = turnTokens[index] as number;
@@ -343,7 +345,9 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const slidingTokens = slidingIndices.map((index) => turnTokens[index] as number);
   const allFit =
     sumRange(slidingTokens, 0, slidingTokens.length) <= remaining &&
-    keptFirst.size === firstCandidates.length;
+    keptFirst.size === firstCandidates.length &&
+    (policy.max_history_turns === 0 || slidingTokens.length <= policy.max_history_turns);
+
   let windowStart = 0;
   let noticeUsed = false;
   if (!allFit) {

@@ -221,7 +221,9 @@ describe('renderContext invariants', () => {
         const again = renderContext({ ...input, messages: rendered });
         expect(again.ok && again.messages).toEqual(rendered);
         // A conversation that already fits goes out unchanged.
+        // (A turn cap is a reduction of its own: only conversations without one count here.)
         const fitsAlready =
+          input.policy.max_history_turns === 0 &&
           countPromptTokens(input.messages, input.tools, tokenizer) <= budgetOf(input) &&
           input.messages.every(
             (message) =>

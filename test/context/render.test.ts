@@ -1,0 +1,229 @@
+// Table-driven behaviour of the renderer, with a word-counting tokenizer so that every expected number
+// can be worked out by hand: one token per word, 3 per message of framing (+ role), 3 for the reply.
+import { describe, expect, it } from 'vitest';
+import { renderContext, slidingStart, type RenderInput } from '../../src/context/render.js';
+import type { ContextMessage, ContextPolicy, Tokenizer } from '../../src/context/types.js';
+
+const words: Tokenizer = {
+  encoding: 'words',
+  count: (text) => text.split(/\s+/).filter(Boolean).length,
+  truncate(text, maxTokens, keep) {
+    const list = text.split(/\s+/).filter(Boolean);
+    const kept =
+      keep === 'head' ? list.slice(0, maxTokens) : list.slice(Math.max(0, list.length - maxTokens));
+    return { text: kept.join(' '), tokens: kept.length };
+  },
+};
+
+const policy: ContextPolicy = {
+  keep_first_turns: 1,
+  trim_to: 0.7,
+  max_history_tokens: 0,
+  max_history_turns: 0,
+  max_tool_result_tokens: 8_000,
+  tool_result_truncation: 'both',
+  keep_first: 2,
+  keep_last: 5,
+  oversize: 'reject',
+  pin_prefix: '[pin]',
+};
+
+const text = (count: number, word = 'w'): string => Array.from({ length: count }, () => word).join(' ');
+const user = (content: string): ContextMessage => ({ role: 'user', content });
+const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
+
+/** Each message costs 3 (framing) + 1 (role word) + its words. */
+function render(
+  messages: ContextMessage[],
+  overrides: Partial<RenderInput> = {},
+  policyOverrides: Partial<ContextPolicy> = {},
+) {
+  const outcome = renderContext({
+    messages,
+    tokenizer: words,
+    window: 1_000,
+    outputReserve: 0,
+    safetyMarginTokens: 0,
+    policy: { ...policy, ...policyOverrides },
+    ...overrides,
+  });
+  if (!outcome.ok) throw new Error(`refused: ${JSON.stringify(outcome)}`);
+  return outcome;
+}
+
+describe('renderContext', () => {
+  it('sends a conversation that fits unchanged and reports its regions', () => {
+    const messages = [
+      { role: 'system', content: 'be brief' },
+      user('hello there'),
+      assistant('hi'),
+      user('how are you'),
+    ];
+    const { messages: rendered, report } = render(messages);
+    expect(rendered).toEqual(messages);
+    expect(report.modified).toBe(false);
+    // system 3+1+2 = 6; history (user 3+1+2, assistant 3+1+1) = 11; current 3+1+3 = 7; reply 3.
+    expect(report.regions).toMatchObject({ system: 6, history: 11, currentTurn: 7 });
+    expect(report.inputTokens).toBe(6 + 11 + 7 + 3);
+    expect(report.historyBudget).toBe(1_000 - 6 - 3);
+  });
+
+  it('keeps the first turn, drops middle turns whole, and says how many messages were omitted', () => {
+    const messages = [
+      user(text(50, 'first')),
+      assistant(text(50)),
+      user(text(50)),
+      assistant(text(50)),
+      user(text(50)),
+      assistant(text(50)),
+      user('now'),
+    ];
+    // Each 50-word message is 54 tokens; a turn of two is 108; the current turn is 5.
+    const { messages: rendered, report } = render(messages, { window: 300 });
+    expect(rendered[0]).toEqual(messages[0]);
+    expect(rendered[1]).toEqual(messages[1]);
+    expect(rendered[2]?.role).toBe('system');
+    expect(String(rendered[2]?.content)).toContain('2 earlier messages');
+    expect(rendered.slice(3)).toEqual(messages.slice(4));
+    expect(report.droppedMessages).toBe(2);
+    expect(report.droppedTurns).toBe(1);
+  });
+
+  it('keeps pinned turns however old they are', () => {
+    const messages = [
+      user(text(50)),
+      assistant(text(50)),
+      user(`[pin] ${text(20, 'goal')}`),
+      assistant('ok'),
+      user(text(50)),
+      assistant(text(50)),
+      user(text(50)),
+      assistant(text(50)),
+      user('now'),
+    ];
+    const { messages: rendered } = render(messages, { window: 260 }, { keep_first_turns: 0 });
+    expect(rendered).toContainEqual(messages[2]);
+    expect(rendered).toContainEqual(messages[3]);
+    expect(rendered.at(-1)).toEqual(messages.at(-1));
+  });
+
+  it('moves the history start in steps down to trim_to of the budget', () => {
+    // Turns of 10 tokens into 50 available. Five fit; the sixth overflows, and the start jumps so that
+    // at most 35 (0.7 × 50) remain: turns 3..5. It stays there while later turns fit (up to turn 7),
+    // jumps again at turn 8 (to 6) and at turn 11 (to 9).
+    const starts = Array.from({ length: 12 }, (_unused, length) =>
+      slidingStart(new Array<number>(length + 1).fill(10), 50, policy),
+    );
+    expect(starts).toEqual([0, 0, 0, 0, 0, 3, 3, 3, 6, 6, 6, 9]);
+  });
+
+  it('truncates a tool result over max_tool_result_tokens, keeping both ends and an indicator', () => {
+    const messages: ContextMessage[] = [
+      user('run it'),
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: `${text(100, 'head')} ${text(100, 'tail')}` },
+    ];
+    const { messages: rendered, report } = render(messages, {}, { max_tool_result_tokens: 40 });
+    const result = String(rendered[2]?.content);
+    expect(result.startsWith('head')).toBe(true);
+    expect(result.endsWith('tail')).toBe(true);
+    expect(result).toContain('of 200 tokens');
+    expect(words.count(result)).toBeLessThanOrEqual(40);
+    expect(report.truncatedToolResults).toBe(1);
+  });
+
+  it('masks tool results other than the first keep_first and last keep_last, keeping their calls', () => {
+    const calls = Array.from({ length: 9 }, (_unused, index) => `c${index}`);
+    const messages: ContextMessage[] = [
+      user('go'),
+      ...calls.flatMap((id) => [
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
+        } as ContextMessage,
+        { role: 'tool', tool_call_id: id, content: text(30, id) } as ContextMessage,
+      ]),
+    ];
+    // 9 results of 34 tokens and 9 calls: too big for 350; masking 2 of them (c2, c3) is enough.
+    const { messages: rendered, report } = render(messages, { window: 350 });
+    const results = rendered
+      .filter((message) => message.role === 'tool')
+      .map((message) => String(message.content));
+    expect(report.maskedToolResults).toBe(2);
+    expect(results.filter((content) => content.startsWith('[result masked'))).toHaveLength(2);
+    expect(results[0]).toBe(text(30, 'c0'));
+    expect(results[1]).toBe(text(30, 'c1'));
+    expect(results[2]).toBe('[result masked — ~30 tokens removed]');
+    expect(rendered.filter((message) => message.role === 'assistant')).toHaveLength(9);
+  });
+
+  it('drops the oldest whole iteration groups when masking is not enough', () => {
+    const calls = ['a', 'b', 'c'];
+    const messages: ContextMessage[] = [
+      user('go'),
+      ...calls.flatMap((id) => [
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
+        } as ContextMessage,
+        { role: 'tool', tool_call_id: id, content: text(100, id) } as ContextMessage,
+      ]),
+    ];
+    // Each group is 7 (call) + 105 (result) = 112 tokens; with 'go' (5) the turn is 341. In a budget of
+    // 197 (200 − 3), nothing can be masked (3 results ≤ keep_first + keep_last), so two groups go.
+    const { messages: rendered, report } = render(messages, { window: 200 });
+    expect(report.droppedIterationGroups).toBe(2);
+
+    expect(rendered.map((message) => message.tool_call_id ?? message.role)).toEqual([
+      'user',
+      'assistant',
+      'c',
+    ]);
+  });
+
+  it('refuses a last user message that cannot fit, or cuts its middle under oversize: truncate_middle', () => {
+    const messages = [user(`${text(300, 'start')} ${text(300, 'end')}`)];
+    expect(
+      renderContext({
+        messages,
+        tokenizer: words,
+        window: 200,
+        outputReserve: 0,
+        safetyMarginTokens: 0,
+        policy,
+      }).ok,
+    ).toBe(false);
+    const { messages: rendered, report } = render(messages, { window: 200 }, { oversize: 'truncate_middle' });
+    const content = String(rendered[0]?.content);
+    expect(content.startsWith('start')).toBe(true);
+    expect(content.endsWith('end')).toBe(true);
+    expect(report.oversizeTruncated).toBe(true);
+    expect(report.inputTokens).toBeLessThanOrEqual(200);
+  });
+
+  it('applies max_history_tokens and max_history_turns, the tightest limit winning', () => {
+    const messages = Array.from({ length: 10 }, (_unused, index) => [
+      user(text(10, `u${index}`)),
+      assistant(text(10)),
+    ]).flat();
+    messages.push(user('now'));
+    const capped = render(messages, {}, { max_history_tokens: 100 });
+    expect(capped.report.inputTokens - 3).toBeLessThanOrEqual(100);
+    const turns = render(messages, {}, { max_history_turns: 4, keep_first_turns: 0 });
+    const userTurns = turns.messages.filter((message) => message.role === 'user').length - 1;
+    expect(userTurns).toBeLessThanOrEqual(4);
+  });
+
+  it('does not mutate its input', () => {
+    const messages = [user(text(500)), assistant(text(500)), user('now')];
+    const copy = structuredClone(messages);
+    render(messages, { window: 100 });
+    expect(messages).toEqual(copy);
+  });
+});
