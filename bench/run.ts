@@ -147,9 +147,15 @@ async function proxySection(): Promise<void> {
       `\n== proxy: autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a ${warmupSeconds} s warm-up ==`,
     );
 
+    const conversationBody = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: benchConversation(600, 330),
+      stream: false,
+    });
     for (const [label, body] of [
       ['2 KB non-streaming', chatBody(false)],
       ['50-chunk streaming', chatBody(true)],
+      [`${Math.round(conversationBody.length / 1024)} KB conversation, non-streaming`, conversationBody],
     ] as const) {
       console.log(`-- ${label}`);
       console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors']));
@@ -167,7 +173,9 @@ async function proxySection(): Promise<void> {
         );
       const ratio =
         (results.get('(c) ctxgate')?.rps ?? 0) / (results.get('(b) floor: parse + re-serialize')?.rps ?? 1);
-      console.log(`   ratio c/b req/s: ${ratio.toFixed(2)}  (target >= 0.80)`);
+      console.log(
+        `   ratio c/b req/s: ${ratio.toFixed(2)}  (target >= ${label.includes('conversation') ? '0.50' : '0.80'})`,
+      );
     }
 
     const direct = await singleConnectionLatency(fake.url, chatBody(false), 3000);
@@ -255,7 +263,167 @@ async function abortSection(): Promise<void> {
   console.log('   target: within 100 ms');
 }
 
-const sections: Record<string, () => Promise<void>> = { proxy: proxySection, abort: abortSection };
+/**
+ * A conversation of `count` messages, as a client would resend it: prose, identifiers, numbers and some
+ * German and Japanese from a deterministic generator, so that the vocabulary is as varied as a real
+ * conversation's (a few repeated phrases would make first-time counting unrealistically cheap).
+ */
+function benchConversation(count: number, charsPerMessage: number): Array<{ role: string; content: string }> {
+  let seed = 42;
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'tren',
+    'sto',
+    'da',
+    'vel',
+    'qui',
+    'ran',
+    'po',
+    'zu',
+    'ber',
+    'ex',
+    'ion',
+    'ter',
+    'sha',
+    'gr',
+    'an',
+  ];
+  const common = [
+    'the',
+    'and',
+    'deployment',
+    'latency',
+    'service',
+    'queue',
+    'error',
+    'retry',
+    'database',
+    'migration',
+    'we',
+    'should',
+    'check',
+    'because',
+    'über',
+    'Datenbank',
+    '設定',
+    '確認',
+    'タイムアウト',
+  ];
+  const word = (): string => {
+    const roll = random();
+    if (roll < 0.45) return common[Math.floor(random() * common.length)] as string;
+    if (roll < 0.55) return String(Math.floor(random() * 100_000));
+    if (roll < 0.62)
+      return `${syllables[Math.floor(random() * syllables.length)]}_${syllables[Math.floor(random() * syllables.length)]}Id`;
+    const length = 1 + Math.floor(random() * 3);
+    return Array.from({ length }, () => syllables[Math.floor(random() * syllables.length)]).join('');
+  };
+  return Array.from({ length: count }, (_unused, index) => {
+    let content = `Message ${index}:`;
+    while (content.length < charsPerMessage) content += (random() < 0.08 ? '. ' : ' ') + word();
+    return { role: index % 2 === 0 ? 'user' : 'assistant', content };
+  });
+}
+
+/** Rendering a long conversation cold, then again (as the next request) with one more message. */
+async function renderSection(): Promise<void> {
+  const { renderContext } = await import('../src/context/render.js');
+  const { createTiktokenTokenizers } = await import('../src/tokenizer/tiktoken-tokenizers.js');
+  const { builtInPolicy } = await import('../src/config/policy-defaults.js');
+  const tokenizers = createTiktokenTokenizers();
+  const tokenizer = tokenizers.forEncoding('o200k_base');
+  const conversation = benchConversation(2_000, 480);
+  const render = (messages: Array<{ role: string; content: string }>) =>
+    renderContext({
+      messages,
+      tokenizer,
+      window: 128_000,
+      outputReserve: 4_096,
+      safetyMarginTokens: 6_400,
+      policy: builtInPolicy,
+    });
+  // Each request parses its own body: fresh string objects, as the gateway sees them.
+  const asRequest = (messages: unknown): Array<{ role: string; content: string }> =>
+    JSON.parse(JSON.stringify(messages)) as Array<{ role: string; content: string }>;
+  const time = (run: () => unknown): number => {
+    const started = process.hrtime.bigint();
+    run();
+    return Number(process.hrtime.bigint() - started) / 1e6;
+  };
+  const first = asRequest(conversation);
+  let totalTokens = 0;
+  const coldMs = time(() => {
+    const outcome = render(first);
+    if (outcome.ok) totalTokens = outcome.report.historyBudget;
+  });
+  const fullTokens = (await import('../src/context/token-accounting.js')).countPromptTokens(
+    first,
+    undefined,
+    tokenizer,
+  );
+  const warm: number[] = [];
+  for (let index = 0; index < 20; index++) {
+    const next = asRequest([
+      ...conversation,
+      { role: 'user', content: `One more question, number ${index}?` },
+    ]);
+    warm.push(time(() => render(next)));
+  }
+  warm.sort((a, b) => a - b);
+  const warmP50 = percentile(warm, 0.5);
+  console.log(
+    `\n== render: 2,000 messages (${fullTokens} tokens) into a 128k window (history budget ${totalTokens}) ==`,
+  );
+  console.log(row(['run', 'ms']));
+  console.log(row(['first (nothing cached)', coldMs.toFixed(1)]));
+  console.log(row(['again + 1 message, p50 of 20', warmP50.toFixed(2)]));
+  console.log(row(['again + 1 message, max of 20', (warm.at(-1) ?? Number.NaN).toFixed(2)]));
+  console.log(`   speed-up: ${(coldMs / warmP50).toFixed(1)}x  (target >= 20x)`);
+}
+
+/** CPU to count 1 MB of each kind of text with a cold tokenizer (no cache, no memo). */
+async function tokenizerSection(): Promise<void> {
+  const { BpeCounter } = await import('../src/tokenizer/bpe-counter.js');
+  const megabyte = 1_000_000;
+  const fill = (unit: string): string => unit.repeat(Math.ceil(megabyte / unit.length)).slice(0, megabyte);
+  const kinds: Record<string, string> = {
+    english: fill('The committee reviewed the proposal in detail and asked for revised cost estimates. '),
+    code: fill(
+      'export async function load(path: string): Promise<Config> { return parse(await readFile(path, "utf8")); }\n',
+    ),
+    cjk: fill('会議では新しい提案について詳しく検討し、費用の見積もりを修正するよう求めました。'),
+    emoji: fill('😀🎉👍🏽 👩‍💻 '),
+    base64: Buffer.from(
+      Array.from({ length: 750_000 }, (_unused, index) => (index * 7_919 + (index >> 3)) % 256),
+    )
+      .toString('base64')
+      .slice(0, megabyte),
+    'one repeated character': 'a'.repeat(megabyte),
+  };
+  console.log('\n== tokenizer: CPU to count 1 MB (1,000,000 characters) with a cold counter ==');
+  console.log(row(['text', 'tokens', 'CPU ms']));
+  for (const [kind, text] of Object.entries(kinds)) {
+    const counter = new BpeCounter('o200k_base');
+    const before = process.cpuUsage();
+    const tokens = counter.count(text);
+    const used = process.cpuUsage(before);
+    console.log(row([kind, tokens, ((used.user + used.system) / 1000).toFixed(1)]));
+  }
+  console.log('   target: <= 200 ms each');
+}
+
+const sections: Record<string, () => Promise<void>> = {
+  proxy: proxySection,
+  abort: abortSection,
+  render: renderSection,
+  tokenizer: tokenizerSection,
+};
 
 const selected = process.argv.slice(2);
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {

@@ -1,50 +1,80 @@
-// The Tokenizer port on js-tiktoken's encodings, with an in-process count cache keyed by a hash of the
-// content (bounded LRU): a message is tokenized once however often a client resends it.
+// The Tokenizer port on js-tiktoken's encodings, with an in-process count cache (bounded, least recently used out first), so a
+// message is tokenized once however often a client resends it. Texts up to 4 KB are their own cache
+// key (V8 hashes a string once, far cheaper than a digest); longer ones are keyed by a SHA-1 digest.
 import { createHash } from 'node:crypto';
 import type { Tokenizer } from '../context/types.js';
 import { BpeCounter, type EncodingName } from './bpe-counter.js';
 
-const cacheMinChars = 64;
+const directKeyMaxChars = 4_096;
 
 export interface Tokenizers {
   forEncoding(encoding: EncodingName): Tokenizer;
 }
 
-export function createTiktokenTokenizers({
-  cacheEntries = 100_000,
-}: { cacheEntries?: number } = {}): Tokenizers {
-  const counters = new Map<EncodingName, BpeCounter>();
-  const tokenizers = new Map<EncodingName, Tokenizer>();
-  const cache = new Map<string, number>();
+export interface TokenizerCacheOptions {
+  /** Most cached counts per encoding. */
+  cacheEntries?: number;
+  /** Most characters held by cache keys per encoding (about two bytes each). */
+  cacheKeyChars?: number;
+}
 
-  function counterFor(encoding: EncodingName): BpeCounter {
-    let counter = counters.get(encoding);
-    if (counter === undefined) {
-      counter = new BpeCounter(encoding);
-      counters.set(encoding, counter);
-    }
-    return counter;
+/**
+ * A bounded cache with least-recently-used eviction in two generations: hits in the old generation
+ * move to the new one, and when the new one is full the old one is dropped whole. A Map refreshed by
+ * delete + set on every hit was measured to cost more than the counting it saved.
+ */
+class CountCache {
+  private current = new Map<string, number>();
+  private previous = new Map<string, number>();
+  private currentKeyChars = 0;
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxKeyChars: number,
+  ) {}
+
+  get(key: string): number | undefined {
+    const value = this.current.get(key);
+    if (value !== undefined) return value;
+    const old = this.previous.get(key);
+    if (old !== undefined) this.set(key, old);
+    return old;
   }
 
+  set(key: string, value: number): void {
+    if (
+      this.current.size >= this.maxEntries / 2 ||
+      this.currentKeyChars + key.length > this.maxKeyChars / 2
+    ) {
+      this.previous = this.current;
+      this.current = new Map();
+      this.currentKeyChars = 0;
+    }
+    this.current.set(key, value);
+    this.currentKeyChars += key.length;
+  }
+}
+
+export function createTiktokenTokenizers({
+  cacheEntries = 200_000,
+  cacheKeyChars = 32_000_000,
+}: TokenizerCacheOptions = {}): Tokenizers {
+  const tokenizers = new Map<EncodingName, Tokenizer>();
   return {
     forEncoding(encoding) {
       let tokenizer = tokenizers.get(encoding);
       if (tokenizer === undefined) {
-        const counter = counterFor(encoding);
+        const counter = new BpeCounter(encoding);
+        const cache = new CountCache(cacheEntries, cacheKeyChars);
         tokenizer = {
           encoding,
           count(text) {
-            if (text.length < cacheMinChars) return counter.count(text);
-            const key = `${encoding}:${createHash('sha1').update(text).digest('base64')}`;
+            if (text.length === 0) return 0;
+            const key =
+              text.length <= directKeyMaxChars ? text : createHash('sha1').update(text).digest('base64');
+
             const known = cache.get(key);
-            if (known !== undefined) {
-              // Refresh its place in the LRU order.
-              cache.delete(key);
-              cache.set(key, known);
-              return known;
-            }
+            if (known !== undefined) return known;
             const tokens = counter.count(text);
-            if (cache.size >= cacheEntries) cache.delete(cache.keys().next().value as string);
             cache.set(key, tokens);
             return tokens;
           },
