@@ -224,18 +224,15 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const turns = splitTurns(messages, systemCount);
   const turnTokens = turns.map((turn) => sumRange(messageTokens, turn.start, turn.end));
   const current = turns.at(-1);
-  const baseReport = {
-    window: input.window,
-    historyBudget,
-    summaryUsed: false,
-  };
   if (current === undefined) {
     const inputTokens = systemTokens + toolTokens + replyPrimingTokens;
     return {
       ok: true,
       messages: [...messages],
       report: {
-        ...baseReport,
+        window: input.window,
+        historyBudget,
+        summaryUsed: false,
         inputTokens,
         regions: {
           system: systemTokens,
@@ -277,7 +274,9 @@ export function renderContext(input: RenderInput): RenderOutcome {
       ok: true,
       messages: [...messages],
       report: {
-        ...baseReport,
+        window: input.window,
+        historyBudget,
+        summaryUsed: false,
         inputTokens: systemTokens + toolTokens + replyPrimingTokens + conversationTokens,
         regions: {
           system: systemTokens,
@@ -413,7 +412,9 @@ export function renderContext(input: RenderInput): RenderOutcome {
     ok: true,
     messages: modified ? rendered : [...messages],
     report: {
-      ...baseReport,
+      window: input.window,
+      historyBudget,
+      summaryUsed: false,
       inputTokens:
         systemTokens + toolTokens + replyPrimingTokens + historyTokens + noticeActual + currentTurnTokens,
       regions: {

@@ -46,10 +46,13 @@ function integerHeader(headers: IncomingHttpHeaders, name: string, minimum: numb
   return Number(text);
 }
 
-function definedOnly(value: object): Partial<ResolvedPolicy> {
-  return Object.fromEntries(
-    Object.entries(value).filter(([, entry]) => entry !== undefined),
-  ) as Partial<ResolvedPolicy>;
+/** Copies the defined knobs of `layer` over `policy` (a plain loop: this runs on every request). */
+function overlay(policy: ResolvedPolicy, layer: object): void {
+  const target = policy as unknown as Record<string, unknown>;
+  for (const key in layer) {
+    const value = (layer as Record<string, unknown>)[key];
+    if (value !== undefined) target[key] = value;
+  }
 }
 
 export function resolveContextSettings(options: {
@@ -76,7 +79,9 @@ export function resolveContextSettings(options: {
     }
     preset = found;
   }
-  const policy: ResolvedPolicy = { ...builtInPolicy, ...definedOnly(config.context), ...definedOnly(preset) };
+  const policy: ResolvedPolicy = { ...builtInPolicy };
+  overlay(policy, config.context);
+  overlay(policy, preset);
 
   const maxHistoryTokens = integerHeader(headers, 'x-context-max-history-tokens', 0);
   if (maxHistoryTokens !== undefined) policy.max_history_tokens = maxHistoryTokens;

@@ -63,8 +63,10 @@ export function buildUpstreamHeaders(
   return headers;
 }
 
+/** The upstream's response headers a client may see, plus the gateway's own (which win). */
 export function buildClientHeaders(
   upstreamHeaders: Record<string, string | string[] | undefined>,
+  gatewayHeaders: Record<string, string> = {},
 ): Record<string, string | string[]> {
   const headers: Record<string, string | string[]> = {};
   for (const name in upstreamHeaders) {
@@ -72,5 +74,6 @@ export function buildClientHeaders(
     if (value === undefined || neverDownstream.has(name)) continue;
     headers[name] = value;
   }
+  for (const name in gatewayHeaders) headers[name] = gatewayHeaders[name] as string;
   return headers;
 }

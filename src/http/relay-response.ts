@@ -79,7 +79,7 @@ export async function relayWholeBody({ reply, response, extraHeaders }: RelayOpt
   const body = await response.readAll();
   return reply
     .code(response.statusCode)
-    .headers({ ...buildClientHeaders(response.headers), ...extraHeaders })
+    .headers(buildClientHeaders(response.headers, extraHeaders))
     .send(body);
 }
 
@@ -93,12 +93,10 @@ export async function relayEventStream({
 }: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(response.statusCode, {
-    ...buildClientHeaders(response.headers),
-    'cache-control': 'no-cache',
-    'x-accel-buffering': 'no',
-    ...extraHeaders,
-  });
+  const headers = buildClientHeaders(response.headers, extraHeaders);
+  headers['cache-control'] = 'no-cache';
+  headers['x-accel-buffering'] = 'no';
+  raw.writeHead(response.statusCode, headers);
   const tracker = new StreamCompletionTracker();
   let failure: GatewayError | undefined;
   try {
