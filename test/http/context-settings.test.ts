@@ -1,0 +1,111 @@
+// Which value wins for each context setting: request headers, the preset named by the request, the
+// model's entry, the config file's defaults, the built-in defaults (SPEC §8).
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.js';
+import { resolveContextSettings } from '../../src/http/context-settings.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+
+const config = loadConfig({
+  env: {
+    CTXGATE_CONFIG: writeConfigFile(
+      [
+        'models:',
+        '  - match: "house-*"',
+        '    window: 20000',
+        '    output_reserve: 1000',
+        '    tokenizer: cl100k_base',
+        'context:',
+        '  trim_to: 0.6',
+        '  keep_last: 4',
+        'policies:',
+        '  tight:',
+        '    trim_to: 0.5',
+        '    max_history_tokens: 3000',
+      ].join('\n'),
+    ),
+  },
+});
+
+describe('resolveContextSettings', () => {
+  it('uses built-in defaults, then the file, for a model of the built-in table', () => {
+    const settings = resolveContextSettings({
+      config,
+      model: 'gpt-4o-mini',
+      headers: {},
+      maxCompletionTokens: undefined,
+    });
+    expect(settings.window).toBe(128_000);
+    expect(settings.outputReserve).toBe(4_096);
+    expect(settings.model.tokenizer).toBe('o200k_base');
+    expect(settings.policy.trim_to).toBe(0.6);
+    expect(settings.policy.keep_last).toBe(4);
+    expect(settings.policy.keep_first).toBe(2);
+    // gpt-4o is counted with its own encoding: 5% of the window.
+    expect(settings.safetyMarginTokens).toBe(6_400);
+  });
+
+  it('prefers the file model entry over the built-in table, with the larger margin for an estimate', () => {
+    const settings = resolveContextSettings({
+      config,
+      model: 'house-large',
+      headers: {},
+      maxCompletionTokens: undefined,
+    });
+    expect(settings.window).toBe(20_000);
+    expect(settings.outputReserve).toBe(1_000);
+    expect(settings.model.tokenizer).toBe('cl100k_base');
+    expect(settings.safetyMarginTokens).toBe(2_000);
+  });
+
+  it('lets the request preset override the file, and headers override both', () => {
+    const preset = resolveContextSettings({
+      config,
+      model: 'house-large',
+      headers: { 'x-context-policy': 'tight' },
+      maxCompletionTokens: undefined,
+    });
+    expect(preset.policy.trim_to).toBe(0.5);
+    expect(preset.policy.max_history_tokens).toBe(3_000);
+    expect(preset.policy.keep_last).toBe(4);
+    const headers = resolveContextSettings({
+      config,
+      model: 'house-large',
+      headers: {
+        'x-context-policy': 'tight',
+        'x-context-max-history-tokens': '0',
+        'x-context-window': '50000',
+      },
+      maxCompletionTokens: undefined,
+    });
+    expect(headers.policy.max_history_tokens).toBe(0);
+    expect(headers.window).toBe(50_000);
+  });
+
+  it("takes the output reserve from the request's max tokens", () => {
+    expect(
+      resolveContextSettings({ config, model: 'gpt-4o', headers: {}, maxCompletionTokens: 123 })
+        .outputReserve,
+    ).toBe(123);
+  });
+
+  it('refuses an unknown preset and malformed numbers with invalid_header', () => {
+    expect(() =>
+      resolveContextSettings({
+        config,
+        model: 'gpt-4o',
+        headers: { 'x-context-policy': 'nope' },
+        maxCompletionTokens: undefined,
+      }),
+    ).toThrow(expect.objectContaining({ code: 'invalid_header', param: 'x-context-policy' }));
+    for (const value of ['-1', '1.5', 'abc', '']) {
+      expect(() =>
+        resolveContextSettings({
+          config,
+          model: 'gpt-4o',
+          headers: { 'x-context-max-history-tokens': value },
+          maxCompletionTokens: undefined,
+        }),
+      ).toThrow(expect.objectContaining({ code: 'invalid_header' }));
+    }
+  });
+});
