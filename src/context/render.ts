@@ -205,6 +205,52 @@ function sumRange(values: readonly number[], start: number, end: number): number
   return total;
 }
 
+/** The outcome for a conversation sent as it is. */
+function unchanged(values: {
+  input: RenderInput;
+  historyBudget: number;
+  systemTokens: number;
+  toolTokens: number;
+  historyTokens: number;
+  currentTurnTokens: number;
+  historyStartIndex: number;
+}): RenderOutcome {
+  const { input } = values;
+  return {
+    ok: true,
+    messages: [...input.messages],
+    report: {
+      window: input.window,
+      historyBudget: values.historyBudget,
+      summaryUsed: false,
+      inputTokens:
+        values.systemTokens +
+        values.toolTokens +
+        replyPrimingTokens +
+        values.historyTokens +
+        values.currentTurnTokens,
+      regions: {
+        system: values.systemTokens,
+        summary: 0,
+        history: values.historyTokens,
+        currentTurn: values.currentTurnTokens,
+        tools: values.toolTokens,
+        notice: 0,
+        outputReserve: input.outputReserve,
+        safetyMargin: input.safetyMarginTokens,
+      },
+      droppedMessages: 0,
+      droppedTurns: 0,
+      droppedIterationGroups: 0,
+      truncatedToolResults: 0,
+      maskedToolResults: 0,
+      historyStartIndex: values.historyStartIndex,
+      oversizeTruncated: false,
+      modified: false,
+    },
+  };
+}
+
 export function renderContext(input: RenderInput): RenderOutcome {
   const { messages, tokenizer, policy } = input;
   const count = input.countMessage ?? ((message: ContextMessage) => countMessageTokens(message, tokenizer));
@@ -225,35 +271,15 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const turnTokens = turns.map((turn) => sumRange(messageTokens, turn.start, turn.end));
   const current = turns.at(-1);
   if (current === undefined) {
-    const inputTokens = systemTokens + toolTokens + replyPrimingTokens;
-    return {
-      ok: true,
-      messages: [...messages],
-      report: {
-        window: input.window,
-        historyBudget,
-        summaryUsed: false,
-        inputTokens,
-        regions: {
-          system: systemTokens,
-          summary: 0,
-          history: 0,
-          currentTurn: 0,
-          tools: toolTokens,
-          notice: 0,
-          outputReserve: input.outputReserve,
-          safetyMargin: input.safetyMarginTokens,
-        },
-        droppedMessages: 0,
-        droppedTurns: 0,
-        droppedIterationGroups: 0,
-        truncatedToolResults: 0,
-        maskedToolResults: 0,
-        historyStartIndex: systemCount,
-        oversizeTruncated: false,
-        modified: false,
-      },
-    };
+    return unchanged({
+      input,
+      historyBudget,
+      systemTokens,
+      toolTokens,
+      historyTokens: 0,
+      currentTurnTokens: 0,
+      historyStartIndex: systemCount,
+    });
   }
 
   const history = turns.slice(0, -1);
@@ -270,34 +296,16 @@ export function renderContext(input: RenderInput): RenderOutcome {
     (policy.max_history_turns === 0 || history.length <= policy.max_history_turns + policy.keep_first_turns)
   ) {
     // Everything fits as it is: send the conversation unchanged (byte-identical upstream).
-    return {
-      ok: true,
-      messages: [...messages],
-      report: {
-        window: input.window,
-        historyBudget,
-        summaryUsed: false,
-        inputTokens: systemTokens + toolTokens + replyPrimingTokens + conversationTokens,
-        regions: {
-          system: systemTokens,
-          summary: 0,
-          history: conversationTokens - (turnTokens.at(-1) as number),
-          currentTurn: turnTokens.at(-1) as number,
-          tools: toolTokens,
-          notice: 0,
-          outputReserve: input.outputReserve,
-          safetyMargin: input.safetyMarginTokens,
-        },
-        droppedMessages: 0,
-        droppedTurns: 0,
-        droppedIterationGroups: 0,
-        truncatedToolResults: 0,
-        maskedToolResults: 0,
-        historyStartIndex: history[0]?.start ?? current.start,
-        oversizeTruncated: false,
-        modified: false,
-      },
-    };
+    const currentTurnTokens = turnTokens.at(-1) as number;
+    return unchanged({
+      input,
+      historyBudget,
+      systemTokens,
+      toolTokens,
+      historyTokens: conversationTokens - currentTurnTokens,
+      currentTurnTokens,
+      historyStartIndex: history[0]?.start ?? current.start,
+    });
   }
 
   const noticeTokens = count(omissionNotice(noticeTemplateCount));
@@ -348,9 +356,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
     (policy.max_history_turns === 0 || slidingTokens.length <= policy.max_history_turns);
 
   let windowStart = 0;
-  let noticeUsed = false;
   if (!allFit) {
-    noticeUsed = true;
     const available = remaining - noticeTokens;
     // Replay with the budget that does not depend on this request's current turn, so that a long or
     // short current turn does not move the start; then make sure this request fits.
@@ -375,7 +381,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
       droppedTurns++;
     }
   }
-  if (omitted === 0) noticeUsed = false;
+  const noticeUsed = omitted > 0;
 
   // Order is kept: history turns as they were, the notice where the omitted ones were.
   const rendered: ContextMessage[] = messages.slice(0, systemCount);
@@ -408,6 +414,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
     fitted.droppedGroups > 0 ||
     fitted.oversizeTruncated;
   const currentTurnTokens = fitted.tokens;
+  const firstWindowTurn = slidingIndices[windowStart];
   return {
     ok: true,
     messages: modified ? rendered : [...messages],
@@ -432,10 +439,8 @@ export function renderContext(input: RenderInput): RenderOutcome {
       droppedIterationGroups: fitted.droppedGroups,
       truncatedToolResults: fitted.truncated,
       maskedToolResults: fitted.masked,
-      historyStartIndex: (() => {
-        const firstWindow = slidingIndices[windowStart];
-        return firstWindow === undefined ? current.start : (history[firstWindow] as Turn).start;
-      })(),
+      historyStartIndex:
+        firstWindowTurn === undefined ? current.start : (history[firstWindowTurn] as Turn).start,
       oversizeTruncated: fitted.oversizeTruncated,
       modified,
     },
