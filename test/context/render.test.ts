@@ -31,6 +31,15 @@ const policy: ContextPolicy = {
 const text = (count: number, word = 'w'): string => Array.from({ length: count }, () => word).join(' ');
 const user = (content: string): ContextMessage => ({ role: 'user', content });
 const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
+/** One agent iteration: a tool call (7 tokens here) and its result (4 + the result's words). */
+const iteration = (id: string, result: string): ContextMessage[] => [
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
+  },
+  { role: 'tool', tool_call_id: id, content: result },
+];
 
 /** Each message costs 3 (framing) + 1 (role word) + its words. */
 function render(
@@ -138,17 +147,7 @@ describe('renderContext', () => {
 
   it('masks tool results other than the first keep_first and last keep_last, keeping their calls', () => {
     const calls = Array.from({ length: 9 }, (_unused, index) => `c${index}`);
-    const messages: ContextMessage[] = [
-      user('go'),
-      ...calls.flatMap((id) => [
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
-        } as ContextMessage,
-        { role: 'tool', tool_call_id: id, content: text(30, id) } as ContextMessage,
-      ]),
-    ];
+    const messages: ContextMessage[] = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
     // 9 results of 34 tokens and 9 calls: too big for 350; masking 2 of them (c2, c3) is enough.
     const { messages: rendered, report } = render(messages, { window: 350 });
     const results = rendered
@@ -163,17 +162,9 @@ describe('renderContext', () => {
   });
 
   it('drops the oldest whole iteration groups when masking is not enough', () => {
-    const calls = ['a', 'b', 'c'];
     const messages: ContextMessage[] = [
       user('go'),
-      ...calls.flatMap((id) => [
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
-        } as ContextMessage,
-        { role: 'tool', tool_call_id: id, content: text(100, id) } as ContextMessage,
-      ]),
+      ...['a', 'b', 'c'].flatMap((id) => iteration(id, text(100, id))),
     ];
     // Each group is 7 (call) + 105 (result) = 112 tokens; with 'go' (5) the turn is 341. In a budget of
     // 197 (200 − 3), nothing can be masked (3 results ≤ keep_first + keep_last), so two groups go.
