@@ -31,7 +31,7 @@ const policy: ContextPolicy = {
 const text = (count: number, word = 'w'): string => Array.from({ length: count }, () => word).join(' ');
 const user = (content: string): ContextMessage => ({ role: 'user', content });
 const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
-/** One agent iteration: a tool call (7 tokens here) and its result (4 + the result's words). */
+/** One agent iteration: a tool call (7 tokens here) and its result (5 + the result's words). */
 const iteration = (id: string, result: string): ContextMessage[] => [
   {
     role: 'assistant',
