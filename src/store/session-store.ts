@@ -1,0 +1,80 @@
+// The SessionStore port (SPEC §4): one conversation per (tenant, session id), held by one request at a
+// time, written once per successful turn with a version check so a holder whose hold expired can never
+// write. Implementations: in-memory (memory-session-store.ts) and Redis (redis-session-store.ts); one
+// contract test suite runs against both.
+
+export interface StoredMessage {
+  /** The message as the client sent it or the upstream answered (user, assistant or tool). */
+  message: Record<string, unknown>;
+  /** Its token count, so stored history is never re-tokenized. */
+  tokens: number;
+}
+
+export interface SessionKey {
+  tenantId: string;
+  sessionId: string;
+}
+
+export interface SessionSnapshot {
+  /** 0 for a session that does not exist yet. */
+  version: number;
+  systemPrompt: Record<string, unknown> | undefined;
+  /** The active (recent) messages, oldest first. */
+  messages: StoredMessage[];
+  /** Messages moved to the archive so far (they precede `messages`). */
+  archivedCount: number;
+  /** The context engine's history start, stored so consecutive requests share their prefix. */
+  historyStart: number;
+  updatedAtMs: number;
+}
+
+export interface SessionHold {
+  token: string;
+  expiresAtMs: number;
+}
+
+export interface CommitInput {
+  hold: SessionHold;
+  expectedVersion: number;
+  append: StoredMessage[];
+  systemPrompt?: Record<string, unknown> | undefined;
+  historyStart: number;
+}
+
+export type CommitOutcome =
+  { ok: true; version: number } | { ok: false; reason: 'hold_lost' | 'version_conflict' };
+
+export interface SessionStore {
+  /** Takes the session's hold, or returns undefined when another request holds it. */
+  acquire(key: SessionKey, holdMs: number): Promise<SessionHold | undefined>;
+  release(key: SessionKey, hold: SessionHold): Promise<void>;
+  load(key: SessionKey): Promise<SessionSnapshot>;
+  /** Appends atomically, only while `hold` is still this session's hold and the version matches. */
+  commit(key: SessionKey, input: CommitInput): Promise<CommitOutcome>;
+  /** Archived then active messages, oldest first. */
+  history(
+    key: SessionKey,
+    offset: number,
+    limit: number,
+  ): Promise<{ total: number; messages: StoredMessage[] }>;
+  /** True when something was deleted. */
+  delete(key: SessionKey): Promise<boolean>;
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface SessionLimits {
+  /** Most messages kept in the active list; older ones move to the archive. */
+  maxActiveMessages: number;
+  /** Sessions expire after this long without a write. */
+  idleTtlSeconds: number;
+}
+
+export const emptySnapshot: SessionSnapshot = {
+  version: 0,
+  systemPrompt: undefined,
+  messages: [],
+  archivedCount: 0,
+  historyStart: 0,
+  updatedAtMs: 0,
+};

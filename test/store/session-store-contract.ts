@@ -1,0 +1,223 @@
+// One contract for every SessionStore implementation: the memory store and real Redis servers run the
+// same cases.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type {
+  SessionKey,
+  SessionLimits,
+  SessionStore,
+  StoredMessage,
+} from '../../src/store/session-store.js';
+
+export type StoreFactory = (limits: SessionLimits) => SessionStore | Promise<SessionStore>;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const stored = (role: string, content: string, tokens: number): StoredMessage => ({
+  message: { role, content },
+  tokens,
+});
+
+export function describeSessionStoreContract(name: string, factory: StoreFactory): void {
+  describe(`SessionStore contract: ${name}`, () => {
+    let store: SessionStore;
+    // A store over a network connection fails fast until connected (no offline queue): wait for it.
+    const connected = async (candidate: SessionStore): Promise<SessionStore> => {
+      for (let attempt = 0; attempt < 100 && !(await candidate.ping()); attempt++) await sleep(50);
+      return candidate;
+    };
+    beforeAll(async () => {
+      store = await connected(await factory({ maxActiveMessages: 5, idleTtlSeconds: 3_600 }));
+    });
+    afterAll(() => store.close());
+    const freshKey = (): SessionKey => ({
+      tenantId: `t-${randomUUID().slice(0, 8)}`,
+      sessionId: `s.${randomUUID().slice(0, 8)}:x-1`,
+    });
+
+    it('loads a session that does not exist as empty, version 0', async () => {
+      const snapshot = await store.load(freshKey());
+      expect(snapshot.version).toBe(0);
+      expect(snapshot.messages).toEqual([]);
+      expect(snapshot.systemPrompt).toBeUndefined();
+    });
+
+    it('lets one holder in at a time and frees the session on release', async () => {
+      const key = freshKey();
+      const hold = await store.acquire(key, 10_000);
+      expect(hold).toBeDefined();
+      expect(await store.acquire(key, 10_000)).toBeUndefined();
+      await store.release(key, hold!);
+      const again = await store.acquire(key, 10_000);
+      expect(again).toBeDefined();
+      await store.release(key, again!);
+    });
+
+    it('admits exactly one of many concurrent acquirers', async () => {
+      const key = freshKey();
+      const holds = await Promise.all(Array.from({ length: 20 }, () => store.acquire(key, 10_000)));
+      expect(holds.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('commits messages, system prompt and history start atomically and releases the hold', async () => {
+      const key = freshKey();
+      const hold = (await store.acquire(key, 10_000))!;
+      const outcome = await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [stored('user', 'hello', 5), stored('assistant', 'hi there', 6)],
+        systemPrompt: { role: 'system', content: 'be brief' },
+        historyStart: 0,
+      });
+      expect(outcome).toEqual({ ok: true, version: 1 });
+      const snapshot = await store.load(key);
+      expect(snapshot.version).toBe(1);
+      expect(snapshot.systemPrompt).toEqual({ role: 'system', content: 'be brief' });
+      expect(snapshot.messages).toEqual([stored('user', 'hello', 5), stored('assistant', 'hi there', 6)]);
+      const next = await store.acquire(key, 10_000);
+      expect(next).toBeDefined();
+      const second = await store.commit(key, {
+        hold: next!,
+        expectedVersion: 1,
+        append: [stored('user', 'again', 4)],
+        historyStart: 2,
+      });
+      expect(second).toEqual({ ok: true, version: 2 });
+      const after = await store.load(key);
+      expect(after.systemPrompt).toEqual({ role: 'system', content: 'be brief' });
+      expect(after.historyStart).toBe(2);
+      expect(after.messages.map((message) => message.message.content)).toEqual([
+        'hello',
+        'hi there',
+        'again',
+      ]);
+    });
+
+    it('refuses a commit without the current hold, and writes nothing', async () => {
+      const key = freshKey();
+      const hold = (await store.acquire(key, 10_000))!;
+      const outcome = await store.commit(key, {
+        hold: { ...hold, token: 'not-the-holder' },
+        expectedVersion: 0,
+        append: [stored('user', 'x', 1)],
+        historyStart: 0,
+      });
+      expect(outcome).toEqual({ ok: false, reason: 'hold_lost' });
+      expect((await store.load(key)).messages).toEqual([]);
+      await store.release(key, hold);
+    });
+
+    it('refuses a commit from a holder whose hold expired, even after another holder came and went', async () => {
+      const key = freshKey();
+      const stale = (await store.acquire(key, 150))!;
+      await sleep(300);
+      const fresh = (await store.acquire(key, 10_000))!;
+      expect(fresh).toBeDefined();
+      expect(
+        await store.commit(key, {
+          hold: fresh,
+          expectedVersion: 0,
+          append: [stored('user', 'fresh', 1)],
+          historyStart: 0,
+        }),
+      ).toEqual({ ok: true, version: 1 });
+      expect(
+        await store.commit(key, {
+          hold: stale,
+          expectedVersion: 0,
+          append: [stored('user', 'stale', 1)],
+          historyStart: 0,
+        }),
+      ).toEqual({ ok: false, reason: 'hold_lost' });
+      expect((await store.load(key)).messages.map((message) => message.message.content)).toEqual(['fresh']);
+    });
+
+    it('refuses a commit based on an old version', async () => {
+      const key = freshKey();
+      const first = (await store.acquire(key, 10_000))!;
+      await store.commit(key, {
+        hold: first,
+        expectedVersion: 0,
+        append: [stored('user', 'one', 1)],
+        historyStart: 0,
+      });
+      const second = (await store.acquire(key, 10_000))!;
+      expect(
+        await store.commit(key, {
+          hold: second,
+          expectedVersion: 0,
+          append: [stored('user', 'dup', 1)],
+          historyStart: 0,
+        }),
+      ).toEqual({ ok: false, reason: 'version_conflict' });
+      expect((await store.load(key)).messages).toHaveLength(1);
+      await store.release(key, second);
+    });
+
+    it('bounds the active list, moving older messages to the archive, and pages the full history', async () => {
+      const key = freshKey();
+      const hold = (await store.acquire(key, 10_000))!;
+      const messages = Array.from({ length: 8 }, (_unused, index) =>
+        stored(index % 2 === 0 ? 'user' : 'assistant', `m${index}`, index + 1),
+      );
+      await store.commit(key, { hold, expectedVersion: 0, append: messages, historyStart: 0 });
+      const snapshot = await store.load(key);
+      expect(snapshot.messages).toEqual(messages.slice(3));
+      expect(snapshot.archivedCount).toBe(3);
+      const all = await store.history(key, 0, 100);
+      expect(all.total).toBe(8);
+      expect(all.messages).toEqual(messages);
+      // A page across the archive/active boundary.
+      expect((await store.history(key, 2, 3)).messages).toEqual(messages.slice(2, 5));
+      expect((await store.history(key, 7, 10)).messages).toEqual(messages.slice(7));
+      expect((await store.history(key, 9, 10)).messages).toEqual([]);
+    });
+
+    it('keeps tenants apart: the same session id under another credential is another session', async () => {
+      const key = freshKey();
+      const hold = (await store.acquire(key, 10_000))!;
+      await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [stored('user', 'mine', 1)],
+        historyStart: 0,
+      });
+      const other = { tenantId: `${key.tenantId}-other`, sessionId: key.sessionId };
+      expect((await store.load(other)).version).toBe(0);
+      expect(await store.acquire(other, 10_000)).toBeDefined();
+    });
+
+    it('deletes a session and everything in it', async () => {
+      const key = freshKey();
+      const hold = (await store.acquire(key, 10_000))!;
+      await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [stored('user', 'x', 1)],
+        historyStart: 0,
+      });
+      expect(await store.delete(key)).toBe(true);
+      expect((await store.load(key)).version).toBe(0);
+      expect((await store.history(key, 0, 10)).total).toBe(0);
+      expect(await store.delete(key)).toBe(false);
+    });
+
+    it('expires a session after the idle TTL', async () => {
+      const shortLived = await connected(await factory({ maxActiveMessages: 5, idleTtlSeconds: 1 }));
+      try {
+        const key = freshKey();
+        const hold = (await shortLived.acquire(key, 10_000))!;
+        await shortLived.commit(key, {
+          hold,
+          expectedVersion: 0,
+          append: [stored('user', 'x', 1)],
+          historyStart: 0,
+        });
+        expect((await shortLived.load(key)).version).toBe(1);
+        await sleep(2_200);
+        expect((await shortLived.load(key)).version).toBe(0);
+      } finally {
+        await shortLived.close();
+      }
+    });
+  });
+}
