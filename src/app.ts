@@ -17,7 +17,9 @@ import { registerOperationalRoutes, type ReadinessProbe } from './http/operation
 import { registerProxyRoutes } from './http/proxy-routes.js';
 import { createRequestState, type RequestState } from './http/request-state.js';
 import type { GatewayMetrics } from './metrics.js';
+import type { SessionStore } from './store/session-store.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
+import { registerSessionRoutes } from './http/session-routes.js';
 import type { Upstream } from './upstream/upstream.js';
 
 export interface AppDependencies {
@@ -27,6 +29,7 @@ export interface AppDependencies {
   metrics: GatewayMetrics;
   readiness: ReadinessProbe;
   tokenizers: Tokenizers;
+  sessionStore: SessionStore;
   /** Monotonic milliseconds; injected so durations can be controlled in tests. */
   now?: () => number;
   generateRequestId?: () => string;
@@ -171,7 +174,15 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   );
 
   registerOperationalRoutes(app, { metrics, readiness: deps.readiness, isClosing: () => closing });
-  registerProxyRoutes(app, { config, upstream: deps.upstream, metrics, tokenizers: deps.tokenizers, now });
+  registerProxyRoutes(app, {
+    config,
+    upstream: deps.upstream,
+    metrics,
+    tokenizers: deps.tokenizers,
+    sessionStore: deps.sessionStore,
+    now,
+  });
+  registerSessionRoutes(app, { sessionStore: deps.sessionStore });
 
   return {
     app,

@@ -7,6 +7,8 @@ import { createMetrics } from './metrics.js';
 import { createRedisConnection, pingRedis, type RedisConnection } from './store/redis-client.js';
 import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
+import { createMemorySessionStore } from './store/memory-session-store.js';
+import { createRedisSessionStore } from './store/redis-session-store.js';
 
 export interface Gateway extends GatewayApp {
   /** Loads the tokenizers' encodings now rather than on the first request that needs them. */
@@ -48,6 +50,12 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
     },
   });
   const tokenizers = createTiktokenTokenizers();
+  const limits = {
+    maxActiveMessages: config.sessions.max_active_messages,
+    idleTtlSeconds: config.sessions.ttl_seconds,
+  };
+  const sessionStore =
+    redis === undefined ? createMemorySessionStore({ limits }) : createRedisSessionStore({ redis, limits });
   const gatewayApp = buildApp({
     config,
     logger,
@@ -55,6 +63,7 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
     metrics: createMetrics(),
     readiness: { check: async () => (redis === undefined ? true : pingRedis(redis)) },
     tokenizers,
+    sessionStore,
   });
   return {
     ...gatewayApp,

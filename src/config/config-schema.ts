@@ -73,13 +73,24 @@ export const policySchema = z.strictObject({
   safety_margin_uncalibrated: z.number().min(0).lt(1).optional(),
 });
 
+export const sessionsSectionSchema = z.strictObject({
+  /** Sessions expire after this long without a write (30 days). */
+  ttl_seconds: z.number().int().positive().default(2_592_000),
+  /** A request's hold on its session expires by itself after this long (a replica may die holding it). */
+  hold_ms: z.number().int().positive().default(600_000),
+  /** Most messages in a session's active list; older ones move to the archive. */
+  max_active_messages: z.number().int().min(100).default(1_000),
+});
+
 export const configFileSchema = z.strictObject({
   server: serverSectionSchema.default(serverSectionSchema.parse({})),
   timeouts: timeoutsSectionSchema.default(timeoutsSectionSchema.parse({})),
   upstreams: z.array(upstreamEntrySchema).default([]),
   models: z.array(modelEntrySchema).default([]),
   context: policySchema.default({}),
+  sessions: sessionsSectionSchema.default(sessionsSectionSchema.parse({})),
   policies: z
+
     .record(
       z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 letters, digits, dots, dashes or underscores'),
       policySchema,

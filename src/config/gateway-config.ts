@@ -32,6 +32,7 @@ export interface GatewayConfig {
   server: ConfigFile['server'];
   timeouts: ConfigFile['timeouts'];
   models: ConfigFile['models'];
+  sessions: ConfigFile['sessions'];
   /** Policy defaults from the file (partial; built-in defaults fill the rest). */
   context: ConfigFile['context'];
   /** Named presets: the built-in ones (chat, agent, economy) merged with the file's. */

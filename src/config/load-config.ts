@@ -209,6 +209,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     server: file.server,
     timeouts: file.timeouts,
     models: file.models,
+    sessions: file.sessions,
     context: file.context,
     policies: { ...builtInPresets, ...file.policies },
   };

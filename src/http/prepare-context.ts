@@ -7,7 +7,7 @@ import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError } from '../errors.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
-import { resolveContextSettings, type ContextSettings } from './context-settings.js';
+import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
 
 export interface PreparedContext {
   messages: ContextMessage[];
@@ -15,11 +15,22 @@ export interface PreparedContext {
   settings: ContextSettings;
 }
 
+export function tokenizerFor(
+  config: GatewayConfig,
+  tokenizers: Tokenizers,
+  model: string,
+): ReturnType<Tokenizers['forEncoding']> {
+  return tokenizers.forEncoding(findModelEntry(config, model).tokenizer);
+}
+
 export function prepareContext(options: {
   config: GatewayConfig;
   tokenizers: Tokenizers;
   chatRequest: ChatCompletionRequest;
   headers: IncomingHttpHeaders;
+  /** The conversation to fit, when it is not the request's own messages (sessions). */
+  conversation?: readonly ContextMessage[];
+  countMessage?: (message: ContextMessage) => number;
 }): PreparedContext {
   const { chatRequest } = options;
   const settings = resolveContextSettings({
@@ -29,7 +40,8 @@ export function prepareContext(options: {
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
   });
   const outcome = renderContext({
-    messages: chatRequest.messages as ContextMessage[],
+    messages: options.conversation ?? (chatRequest.messages as ContextMessage[]),
+    ...(options.countMessage === undefined ? {} : { countMessage: options.countMessage }),
     tools: chatRequest.tools,
     tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
     window: settings.window,

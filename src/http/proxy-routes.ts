@@ -1,6 +1,9 @@
 // The OpenAI-compatible routes the gateway serves: chat completions (the gateway's main work) and the
 // model list (forwarded as is).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { ContextMessage } from '../context/types.js';
+import type { SessionStore } from '../store/session-store.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -10,7 +13,8 @@ import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { parseChatCompletionRequest } from './chat-request-schema.js';
 import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
-import { contextResponseHeaders, prepareContext } from './prepare-context.js';
+import { contextResponseHeaders, prepareContext, tokenizerFor } from './prepare-context.js';
+import { beginSessionTurn, sessionIdFrom } from './session-turn.js';
 import { isEventStream, relayEventStream, relayWholeBody } from './relay-response.js';
 
 export interface ProxyRouteDependencies {
@@ -18,6 +22,7 @@ export interface ProxyRouteDependencies {
   upstream: Upstream;
   metrics: GatewayMetrics;
   tokenizers: Tokenizers;
+  sessionStore: SessionStore;
   now: () => number;
 }
 
@@ -28,10 +33,11 @@ interface UpstreamCall {
   body?: string;
   streaming: boolean;
   extraHeaders?: Record<string, string>;
+  onReply?: (reply: Record<string, unknown> | undefined) => Promise<unknown>;
 }
 
 export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
-  const { config, upstream, metrics, tokenizers, now } = deps;
+  const { config, upstream, metrics, tokenizers, sessionStore, now } = deps;
 
   /** One upstream call relayed to the client; the time from sending to the end of the body counts as upstream time. */
   async function forward(
@@ -59,7 +65,14 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       });
       status = String(response.statusCode);
       state.upstreamStatus = response.statusCode;
-      const options = { reply, response, state, extraHeaders: call.extraHeaders ?? {}, cancellation };
+      const options = {
+        reply,
+        response,
+        state,
+        extraHeaders: call.extraHeaders ?? {},
+        cancellation,
+        onReply: call.onReply,
+      };
       if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
         return await relayEventStream(options);
       return await relayWholeBody(options);
@@ -79,20 +92,51 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     const chatRequest = parseChatCompletionRequest(request.body);
     state.model = chatRequest.model;
     state.stream = chatRequest.stream === true;
-    const prepared = prepareContext({ config, tokenizers, chatRequest, headers: request.headers });
-    state.context = prepared.report;
-    return forward(request, reply, {
-      target: selectUpstream(config.upstreams, chatRequest.model),
-      method: 'POST',
-      path: '/chat/completions',
-      // Unchanged conversations go upstream as the client's own bytes: byte-identical, no re-serialization.
-      body:
-        prepared.report.modified || state.rawBody === undefined
-          ? JSON.stringify({ ...chatRequest, messages: prepared.messages })
-          : state.rawBody,
-      streaming: state.stream,
-      extraHeaders: contextResponseHeaders(prepared),
-    });
+    const sessionId = sessionIdFrom(request.headers);
+    const turn =
+      sessionId === undefined
+        ? undefined
+        : await beginSessionTurn({
+            store: sessionStore,
+            key: { tenantId: state.credential?.tenantId ?? 'anonymous', sessionId },
+            headers: request.headers,
+            incoming: chatRequest.messages as ContextMessage[],
+            tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
+            holdMs: config.sessions.hold_ms,
+            logger: request.log as unknown as Logger,
+          });
+    try {
+      const prepared = prepareContext({
+        config,
+        tokenizers,
+        chatRequest,
+        headers: request.headers,
+        ...(turn === undefined ? {} : { conversation: turn.conversation, countMessage: turn.countMessage }),
+      });
+      state.context = prepared.report;
+      const extraHeaders = contextResponseHeaders(prepared);
+      if (turn !== undefined) {
+        extraHeaders['x-session-id'] = turn.sessionId;
+        extraHeaders['x-session-messages'] = String(turn.messagesAfterCommit);
+      }
+      // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
+      const unchanged = turn === undefined && !prepared.report.modified && state.rawBody !== undefined;
+      return await forward(request, reply, {
+        target: selectUpstream(config.upstreams, chatRequest.model),
+        method: 'POST',
+        path: '/chat/completions',
+        body: unchanged
+          ? (state.rawBody as string)
+          : JSON.stringify({ ...chatRequest, messages: prepared.messages }),
+        streaming: state.stream,
+        extraHeaders,
+        ...(turn === undefined
+          ? {}
+          : { onReply: (assistant: Record<string, unknown> | undefined) => turn.commit(assistant) }),
+      });
+    } finally {
+      await turn?.release();
+    }
   });
 
   app.post('/v1/context/render', async (request, reply) => {

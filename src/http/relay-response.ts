@@ -7,6 +7,7 @@ import { GatewayError, isGatewayError } from '../errors.js';
 
 import type { UpstreamResponse } from '../upstream/upstream.js';
 import type { ClientCancellation } from './client-cancellation.js';
+import { replyFromBody, StreamReplyAssembler } from '../upstream/reply-assembler.js';
 import { buildClientHeaders } from './forward-headers.js';
 import type { RequestState } from './request-state.js';
 
@@ -72,11 +73,22 @@ export interface RelayOptions {
   state: RequestState;
   extraHeaders: Record<string, string>;
   cancellation: ClientCancellation;
+  /**
+   * Called with the assistant's reply once a successful answer is complete: before a whole body is
+   * sent, after a stream has finished. Sessions store the turn here.
+   */
+  onReply?: ((reply: Record<string, unknown> | undefined) => Promise<unknown>) | undefined;
 }
 
 /** Sends a whole (non-streamed) upstream answer with its status and headers. */
-export async function relayWholeBody({ reply, response, extraHeaders }: RelayOptions): Promise<FastifyReply> {
+export async function relayWholeBody({
+  reply,
+  response,
+  extraHeaders,
+  onReply,
+}: RelayOptions): Promise<FastifyReply> {
   const body = await response.readAll();
+  if (onReply !== undefined && response.statusCode < 300) await onReply(replyFromBody(body.toString('utf8')));
   return reply
     .code(response.statusCode)
     .headers(buildClientHeaders(response.headers, extraHeaders))
@@ -90,6 +102,7 @@ export async function relayEventStream({
   state,
   extraHeaders,
   cancellation,
+  onReply,
 }: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
@@ -98,10 +111,12 @@ export async function relayEventStream({
   headers['x-accel-buffering'] = 'no';
   raw.writeHead(response.statusCode, headers);
   const tracker = new StreamCompletionTracker();
+  const assembler = onReply === undefined ? undefined : new StreamReplyAssembler();
   let failure: GatewayError | undefined;
   try {
     await response.forEachChunk((chunk) => {
       tracker.push(chunk);
+      assembler?.push(chunk);
       if (!raw.write(chunk)) return waitForDrain(raw);
     });
     if (!tracker.isComplete()) {
@@ -118,6 +133,10 @@ export async function relayEventStream({
     failure = isGatewayError(error)
       ? error
       : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
+  }
+  if (failure === undefined && assembler !== undefined && onReply !== undefined) {
+    const assembled = assembler.end();
+    if (assembled.finished) await onReply(assembled.message);
   }
   if (failure !== undefined) {
     state.streamErrorCode = failure.code;

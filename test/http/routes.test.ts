@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';
+import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
 import { badInputBodyLimitBytes, badInputCases, openAIError as error } from '../fixtures/bad-input-cases.js';
@@ -27,6 +28,7 @@ function build(env: Record<string, string>, configYaml = '{}\n', ready = true): 
     metrics: createMetrics({ collectProcessMetrics: false }),
     readiness: { check: async () => ready },
     tokenizers: createTiktokenTokenizers(),
+    sessionStore: createMemorySessionStore({ limits: { maxActiveMessages: 100, idleTtlSeconds: 60 } }),
   }).app;
 }
 

@@ -1,0 +1,87 @@
+// The sessions API (SPEC §3): read a session, page through its full history, delete it. Sessions are
+// namespaced by the caller's credential: another credential sees 404 for the same id.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { GatewayError } from '../errors.js';
+import type { SessionKey, SessionStore } from '../store/session-store.js';
+
+const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
+  const sessionId = request.params.id;
+  if (!sessionIdPattern.test(sessionId))
+    throw new GatewayError('invalid_request', 'Invalid session id.', { param: 'id' });
+  return { tenantId: request.gateway.credential?.tenantId ?? 'anonymous', sessionId };
+}
+
+function unavailable(cause: unknown): GatewayError {
+  return new GatewayError('session_store_unavailable', 'The session store is unavailable; retry shortly.', {
+    cause,
+  });
+}
+
+function notFound(sessionId: string): GatewayError {
+  return new GatewayError('not_found', `No session '${sessionId}'.`, { param: 'id' });
+}
+
+function pageNumber(value: unknown, fallback: number, maximum: number): number {
+  const number = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : fallback;
+  return Math.min(number, maximum);
+}
+
+export function registerSessionRoutes(
+  app: FastifyInstance,
+  { sessionStore }: { sessionStore: SessionStore },
+): void {
+  app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => {
+    const key = keyOf(request);
+    const snapshot = await sessionStore.load(key).catch((error: unknown) => {
+      throw unavailable(error);
+    });
+    if (snapshot.version === 0) throw notFound(key.sessionId);
+    return {
+      object: 'session',
+      id: key.sessionId,
+      version: snapshot.version,
+      system_prompt: snapshot.systemPrompt ?? null,
+      summary: null,
+      messages: snapshot.messages.map((entry) => entry.message),
+      counts: {
+        active: snapshot.messages.length,
+        archived: snapshot.archivedCount,
+        total: snapshot.archivedCount + snapshot.messages.length,
+      },
+      tokens: { active: snapshot.messages.reduce((sum, entry) => sum + entry.tokens, 0) },
+      updated_at: Math.floor(snapshot.updatedAtMs / 1000),
+    };
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { offset?: string; limit?: string } }>(
+    '/v1/sessions/:id/history',
+    async (request) => {
+      const key = keyOf(request);
+      const offset = pageNumber(request.query.offset, 0, Number.MAX_SAFE_INTEGER);
+      const limit = pageNumber(request.query.limit, 100, 1_000);
+      const page = await sessionStore.history(key, offset, limit).catch((error: unknown) => {
+        throw unavailable(error);
+      });
+      if (page.total === 0) throw notFound(key.sessionId);
+      return {
+        object: 'list',
+        total: page.total,
+        offset,
+        limit,
+        has_more: offset + page.messages.length < page.total,
+        data: page.messages.map((entry) => ({ ...entry.message, tokens: entry.tokens })),
+      };
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => {
+    const key = keyOf(request);
+    const deleted = await sessionStore.delete(key).catch((error: unknown) => {
+      throw unavailable(error);
+    });
+    if (!deleted) throw notFound(key.sessionId);
+    return { object: 'session.deleted', id: key.sessionId, deleted: true };
+  });
+}

@@ -1,0 +1,106 @@
+// Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
+// an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
+// the reply it relayed. Pure.
+import { SseDecoder } from './sse-decoder.js';
+
+export interface AssembledReply {
+  message: Record<string, unknown>;
+  finished: boolean;
+}
+
+interface ChoiceDelta {
+  role?: string;
+  content?: string | null;
+  reasoning_content?: string | null;
+  refusal?: string | null;
+  tool_calls?: Array<{
+    index?: number;
+    id?: string;
+    type?: string;
+    function?: { name?: string; arguments?: string };
+  }>;
+}
+
+export function replyFromBody(body: string): Record<string, unknown> | undefined {
+  try {
+    const parsed = JSON.parse(body) as { choices?: Array<{ message?: Record<string, unknown> }> };
+    const message = parsed.choices?.[0]?.message;
+    if (message === undefined || typeof message !== 'object') return undefined;
+    const reply: Record<string, unknown> = { role: 'assistant', content: message.content ?? null };
+    if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0)
+      reply.tool_calls = message.tool_calls;
+    if (typeof message.reasoning_content === 'string') reply.reasoning_content = message.reasoning_content;
+    if (typeof message.refusal === 'string') reply.refusal = message.refusal;
+    return reply;
+  } catch {
+    return undefined;
+  }
+}
+
+export class StreamReplyAssembler {
+  private readonly decoder = new SseDecoder();
+  private readonly textDecoder = new TextDecoder();
+  private content = '';
+  private sawContent = false;
+  private reasoning = '';
+  private refusal = '';
+  private readonly toolCalls: Array<{
+    id: string;
+    type: string;
+    function: { name: string; arguments: string };
+  }> = [];
+  private finished = false;
+
+  push(chunk: Uint8Array): void {
+    for (const event of this.decoder.push(this.textDecoder.decode(chunk, { stream: true })))
+      this.take(event.data);
+  }
+
+  end(): AssembledReply {
+    for (const event of this.decoder.push(this.textDecoder.decode())) this.take(event.data);
+    for (const event of this.decoder.end()) this.take(event.data);
+    const message: Record<string, unknown> = {
+      role: 'assistant',
+      content: this.sawContent || this.toolCalls.length === 0 ? this.content : null,
+    };
+    if (this.toolCalls.length > 0) message.tool_calls = this.toolCalls;
+    if (this.reasoning !== '') message.reasoning_content = this.reasoning;
+    if (this.refusal !== '') message.refusal = this.refusal;
+    return { message, finished: this.finished };
+  }
+
+  private take(data: string): void {
+    if (data === '[DONE]') {
+      this.finished = true;
+      return;
+    }
+    let chunk: { choices?: Array<{ index?: number; delta?: ChoiceDelta; finish_reason?: string | null }> };
+    try {
+      chunk = JSON.parse(data) as typeof chunk;
+    } catch {
+      return;
+    }
+    const choice = chunk.choices?.find((candidate) => (candidate.index ?? 0) === 0);
+    if (choice === undefined) return;
+    if (typeof choice.finish_reason === 'string') this.finished = true;
+    const delta = choice.delta ?? {};
+    if (typeof delta.content === 'string') {
+      this.content += delta.content;
+      if (delta.content !== '') this.sawContent = true;
+    }
+    if (typeof delta.reasoning_content === 'string') this.reasoning += delta.reasoning_content;
+    if (typeof delta.refusal === 'string') this.refusal += delta.refusal;
+    for (const call of delta.tool_calls ?? []) {
+      const index = call.index ?? this.toolCalls.length;
+      const target = (this.toolCalls[index] ??= {
+        id: '',
+        type: 'function',
+        function: { name: '', arguments: '' },
+      });
+      if (call.id !== undefined) target.id = call.id;
+      if (call.type !== undefined) target.type = call.type;
+      if (call.function?.name !== undefined) target.function.name += call.function.name;
+      if (call.function?.arguments !== undefined) target.function.arguments += call.function.arguments;
+    }
+  }
+}

@@ -1,0 +1,301 @@
+// End to end: sessions held in a real Redis through the openai client — delta and full-resend clients
+// without duplicates, one turn at a time, surviving a gateway restart, the sessions API and tenant
+// isolation, and Redis going away.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+type Message = OpenAI.ChatCompletionMessageParam;
+
+let fake: FakeUpstream;
+let upstreamUrl: string;
+let harness: GatewayHarness;
+
+const clientFor = (
+  gateway: GatewayHarness,
+  sessionId: string,
+  extraHeaders: Record<string, string> = {},
+  apiKey = 'sk-tenant-a',
+) =>
+  new OpenAI({
+    baseURL: gateway.baseUrl,
+    apiKey,
+    maxRetries: 0,
+    defaultHeaders: { 'x-session-id': sessionId, ...extraHeaders },
+  });
+
+async function sessionMessages(
+  gateway: GatewayHarness,
+  sessionId: string,
+  apiKey = 'sk-tenant-a',
+): Promise<Array<{ role: string; content: unknown }>> {
+  const response = await fetch(`${gateway.baseUrl}/sessions/${sessionId}/history?limit=1000`, {
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
+  const page = (await response.json()) as { data: Array<{ role: string; content: unknown }> };
+  return page.data;
+}
+
+beforeAll(async () => {
+  fake = new FakeUpstream();
+  upstreamUrl = await fake.start();
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') } });
+  await waitUntilReady(harness);
+});
+
+async function waitUntilReady(gateway: GatewayHarness): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if ((await fetch(`${gateway.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('gateway not ready');
+}
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+beforeEach(() => {
+  fake.requests.length = 0;
+});
+
+describe('sessions', () => {
+  it('holds the conversation for a client that sends only its new message', async () => {
+    const sessionId = `delta-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    fake.enqueue({ content: 'Nice to meet you, Ada.' }, { content: 'Your name is Ada.' });
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'My name is Ada.' },
+      ],
+    });
+    const { data, response } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'What is my name?' }] })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe('Your name is Ada.');
+    // The upstream saw the whole conversation, with the stored system prompt.
+    const sent = (fake.chatRequests[1]?.body as { messages: Message[] }).messages;
+    expect(sent.map((message) => [message.role, message.content])).toEqual([
+      ['system', 'Be brief.'],
+      ['user', 'My name is Ada.'],
+      ['assistant', 'Nice to meet you, Ada.'],
+      ['user', 'What is my name?'],
+    ]);
+    expect(response.headers.get('x-session-id')).toBe(sessionId);
+    expect(response.headers.get('x-session-messages')).toBe('4');
+    expect((await sessionMessages(harness, sessionId)).map((message) => message.content)).toEqual([
+      'My name is Ada.',
+      'Nice to meet you, Ada.',
+      'What is my name?',
+      'Your name is Ada.',
+    ]);
+  });
+
+  it('stores no duplicates for a client that resends the whole conversation', async () => {
+    const sessionId = `full-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    const history: Message[] = [{ role: 'user', content: 'First question' }];
+    for (let turn = 0; turn < 3; turn++) {
+      const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: history });
+      history.push({ role: 'assistant', content: completion.choices[0]?.message.content ?? '' });
+      history.push({ role: 'user', content: `Follow-up ${turn}` });
+    }
+    const stored = await sessionMessages(harness, sessionId);
+    expect(stored).toHaveLength(6);
+    expect(stored.map((message) => message.content)).toEqual(
+      history.map((message) => message.content).slice(0, 6),
+    );
+    // Each upstream request carried the conversation once.
+    expect((fake.chatRequests.at(-1)?.body as { messages: Message[] }).messages).toHaveLength(5);
+  });
+
+  it('assembles and stores a streamed reply with its tool calls, and only when the stream finished', async () => {
+    const sessionId = `stream-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    fake.enqueue({ toolCalls: [{ id: 'call_a', name: 'lookup', arguments: '{"q":"x"}' }] });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Look it up' }],
+      stream: true,
+    });
+    for await (const _chunk of stream) {
+      // drain
+    }
+    fake.enqueue({ breakAfterChunks: 2 });
+    const broken = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'tool', tool_call_id: 'call_a', content: 'result' }],
+      stream: true,
+    });
+    await expect(
+      (async () => {
+        for await (const _chunk of broken) {
+          // drain
+        }
+      })(),
+    ).rejects.toThrow();
+    const stored = await sessionMessages(harness, sessionId);
+    expect(stored).toEqual([
+      { role: 'user', content: 'Look it up', tokens: expect.any(Number) },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_a', type: 'function', function: { name: 'lookup', arguments: '{"q":"x"}' } },
+        ],
+        tokens: expect.any(Number),
+      },
+    ]);
+  });
+
+  it('lets exactly one of two concurrent requests on a session proceed; the other gets 409 session_busy', async () => {
+    const sessionId = `busy-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    fake.enqueue({ delayBeforeHeadersMs: 500 }, { delayBeforeHeadersMs: 500 });
+    const results = await Promise.allSettled(
+      [0, 1].map(() =>
+        client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      ),
+    );
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
+    const rejected = results.find((result) => result.status === 'rejected') as PromiseRejectedResult;
+    expect(rejected.reason).toBeInstanceOf(OpenAI.ConflictError);
+    expect((rejected.reason as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_busy');
+    expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
+  });
+
+  it('survives a gateway restart, and two gateways on one Redis serve one conversation alternately', async () => {
+    const sessionId = `restart-${randomUUID()}`;
+    const second = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+    });
+    try {
+      await expect
+        .poll(async () => (await fetch(`${second.baseUrl.replace(/\/v1$/, '')}/readyz`)).status)
+        .toBe(200);
+      for (let turn = 0; turn < 4; turn++) {
+        const gateway = turn % 2 === 0 ? harness : second;
+        await clientFor(gateway, sessionId).chat.completions.create({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: `turn ${turn}` }],
+        });
+      }
+    } finally {
+      await second.close();
+    }
+    const restarted = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+    });
+    try {
+      await expect
+        .poll(async () => (await fetch(`${restarted.baseUrl.replace(/\/v1$/, '')}/readyz`)).status)
+        .toBe(200);
+      const stored = await sessionMessages(restarted, sessionId);
+      expect(stored.filter((message) => message.role === 'user').map((message) => message.content)).toEqual([
+        'turn 0',
+        'turn 1',
+        'turn 2',
+        'turn 3',
+      ]);
+      expect(stored).toHaveLength(8);
+    } finally {
+      await restarted.close();
+    }
+  });
+
+  it('serves the sessions API to its own credential only, and deletes', async () => {
+    const sessionId = `api-${randomUUID()}`;
+    await clientFor(harness, sessionId).chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'sys' },
+        { role: 'user', content: 'hello' },
+      ],
+    });
+    const own = await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+      headers: { authorization: 'Bearer sk-tenant-a' },
+    });
+    const session = (await own.json()) as { id: string; system_prompt: unknown; counts: { total: number } };
+    expect(session.id).toBe(sessionId);
+    expect(session.system_prompt).toEqual({ role: 'system', content: 'sys' });
+    expect(session.counts.total).toBe(2);
+    const other = await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+      headers: { authorization: 'Bearer sk-tenant-b' },
+    });
+    expect(other.status).toBe(404);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('not_found');
+    const deleted = await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+      method: 'DELETE',
+      headers: { authorization: 'Bearer sk-tenant-a' },
+    });
+    expect(await deleted.json()).toEqual({ object: 'session.deleted', id: sessionId, deleted: true });
+    expect(
+      (
+        await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+          headers: { authorization: 'Bearer sk-tenant-a' },
+        })
+      ).status,
+    ).toBe(404);
+  });
+
+  it('refuses a malformed session id with 400', async () => {
+    const failure = await clientFor(harness, 'bad id!')
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+      .catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((failure as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('x-session-id');
+  });
+});
+
+describe('sessions with Redis down', () => {
+  it('answers 503 session_store_unavailable within a second, keeps stateless requests working, and recovers', async () => {
+    const port = await findFreePort();
+    const redis = await startRedisServer([], port);
+    const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: redis.url } });
+    const root = gateway.baseUrl.replace(/\/v1$/, '');
+    try {
+      await expect.poll(async () => (await fetch(`${root}/readyz`)).status).toBe(200);
+      await redis.stop();
+      const started = performance.now();
+      const failure = await clientFor(gateway, 'down-1')
+        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect(failure).toBeInstanceOf(OpenAI.InternalServerError);
+      expect((failure as InstanceType<typeof OpenAI.InternalServerError>).status).toBe(503);
+      expect((failure as InstanceType<typeof OpenAI.InternalServerError>).code).toBe(
+        'session_store_unavailable',
+      );
+      const stateless = new OpenAI({ baseURL: gateway.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
+      expect(
+        (
+          await stateless.chat.completions.create({
+            model: 'gpt-4o-mini',
+            messages: [{ role: 'user', content: 'x' }],
+          })
+        ).choices,
+      ).toHaveLength(1);
+      const restarted = await startRedisServer([], port);
+      try {
+        await expect
+          .poll(async () => (await fetch(`${root}/readyz`)).status, { timeout: 10_000, interval: 100 })
+          .toBe(200);
+        const completion = await clientFor(gateway, 'down-1').chat.completions.create({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'x' }],
+        });
+        expect(completion.choices).toHaveLength(1);
+      } finally {
+        await restarted.stop();
+      }
+    } finally {
+      await gateway.close();
+      await redis.stop();
+    }
+  });
+});
