@@ -18,6 +18,30 @@ export interface Gateway extends GatewayApp {
   close(): Promise<void>;
 }
 
+/**
+ * Session keys carry a TTL, so every eviction policy but noeviction (allkeys-* and volatile-* alike)
+ * may silently drop a live conversation under memory pressure. Managed Redis may refuse CONFIG: then
+ * nothing is said.
+ */
+async function warnWhenKeysCanBeEvicted(redis: RedisConnection, logger: Logger): Promise<void> {
+  try {
+    const nodes = 'nodes' in redis && typeof redis.nodes === 'function' ? redis.nodes('master') : [redis];
+    for (const node of nodes) {
+      const reply = (await node.config('GET', 'maxmemory-policy')) as string[];
+      const policy = reply[1];
+      if (policy !== undefined && policy !== 'noeviction') {
+        logger.warn(
+          { maxmemoryPolicy: policy },
+          'redis maxmemory-policy can evict session keys under memory pressure; set it to noeviction',
+        );
+        return;
+      }
+    }
+  } catch {
+    // CONFIG is often disabled on managed Redis.
+  }
+}
+
 function connectRedis(config: GatewayConfig, logger: Logger): RedisConnection | undefined {
   if (config.redis.mode === 'memory') {
     logger.warn(
@@ -36,7 +60,9 @@ function connectRedis(config: GatewayConfig, logger: Logger): RedisConnection | 
   redis.on('ready', () => {
     lastError = '';
     logger.info('redis ready');
+    void warnWhenKeysCanBeEvicted(redis, logger);
   });
+
   return redis;
 }
 

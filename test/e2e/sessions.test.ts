@@ -252,6 +252,30 @@ describe('sessions', () => {
   });
 });
 
+describe('Redis eviction policy', () => {
+  it('warns at start when maxmemory-policy could evict session keys, and not with noeviction', async () => {
+    const evicting = await startRedisServer(['--maxmemory-policy', 'allkeys-lru']);
+    const safe = await startRedisServer(['--maxmemory-policy', 'noeviction']);
+    const gateways = [
+      await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: evicting.url } }),
+      await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: safe.url } }),
+    ];
+    try {
+      await Promise.all(gateways.map(waitUntilReady));
+      const warned = (gateway: GatewayHarness) =>
+        gateway.logLines.some((line) => line.includes('maxmemory-policy can evict'));
+      await expect.poll(() => warned(gateways[0] as GatewayHarness)).toBe(true);
+      // The check runs once Redis is ready; give the safe one as long again before saying it stayed quiet.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(warned(gateways[1] as GatewayHarness)).toBe(false);
+    } finally {
+      for (const gateway of gateways) await gateway.close();
+      await evicting.stop();
+      await safe.stop();
+    }
+  });
+});
+
 describe('sessions with Redis down', () => {
   it('answers 503 session_store_unavailable within a second, keeps stateless requests working, and recovers', async () => {
     const port = await findFreePort();
