@@ -1,6 +1,7 @@
 // The config loader: defaults, the environment, the file, and one named line per problem.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load-config.js';
+import { builtInPolicy } from '../../src/config/policy-defaults.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 function problemsOf(env: Record<string, string>): readonly string[] {
@@ -92,6 +93,18 @@ describe('loadConfig', () => {
       ['groq', 'gsk-1'],
       ['default', undefined],
     ]);
+  });
+
+  it('ships a config/ctxgate.yaml that is valid and states exactly the built-in defaults', () => {
+    const shipped = loadConfig({ env: { CTXGATE_CONFIG: 'config/ctxgate.yaml' } });
+    const builtIn = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile('{}') } });
+    // The file spells out every policy knob; without it they come from the built-in policy.
+    expect({ ...builtInPolicy, ...shipped.context }).toEqual(builtInPolicy);
+    expect({ ...shipped, configPath: undefined, context: undefined }).toEqual({
+      ...builtIn,
+      configPath: undefined,
+      context: undefined,
+    });
   });
 
   it('returns a frozen config', () => {
