@@ -11,6 +11,7 @@ export const errorCodes = {
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
   session_busy: { status: 409, type: 'invalid_request_error' },
+  session_conflict: { status: 409, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   context_length_exceeded: { status: 422, type: 'invalid_request_error' },

@@ -1,7 +1,6 @@
 // The OpenAI-compatible routes the gateway serves: chat completions (the gateway's main work) and the
 // model list (forwarded as is).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
 import type { ContextMessage } from '../context/types.js';
 import type { SessionStore } from '../store/session-store.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
@@ -103,7 +102,6 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             incoming: chatRequest.messages as ContextMessage[],
             tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
             holdMs: config.sessions.hold_ms,
-            logger: request.log as unknown as Logger,
           });
     try {
       const prepared = prepareContext({

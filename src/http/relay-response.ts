@@ -136,7 +136,12 @@ export async function relayEventStream({
   }
   if (failure === undefined && assembler !== undefined && onReply !== undefined) {
     const assembled = assembler.end();
-    if (assembled.finished) await onReply(assembled.message);
+    // The client already has the whole answer; a failed write can only be logged and counted.
+    if (assembled.finished) {
+      await onReply(assembled.message).catch((error: unknown) => {
+        state.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
+      });
+    }
   }
   if (failure !== undefined) {
     state.streamErrorCode = failure.code;

@@ -2,7 +2,6 @@
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Logger } from 'pino';
 import { newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import { isSystemRole } from '../context/turns.js';
@@ -26,8 +25,8 @@ export interface SessionTurn {
   countMessage(message: ContextMessage): number;
   /** Messages the session will hold once this turn is committed (reply included). */
   messagesAfterCommit: number;
-  /** Appends the new messages and the reply; returns false when the write was refused. */
-  commit(reply: Record<string, unknown> | undefined): Promise<boolean>;
+  /** Appends the new messages and the reply in one write; throws a GatewayError when it cannot. */
+  commit(reply: Record<string, unknown> | undefined): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -76,7 +75,6 @@ export async function beginSessionTurn(options: {
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
   holdMs: number;
-  logger: Logger;
 }): Promise<SessionTurn> {
   const { store, key, tokenizer } = options;
   const mode = historyModeFrom(options.headers);
@@ -132,25 +130,30 @@ export async function beginSessionTurn(options: {
       }));
       if (reply !== undefined)
         append.push({ message: reply, tokens: countMessageTokens(reply as ContextMessage, tokenizer) });
+      let outcome: Awaited<ReturnType<SessionStore['commit']>>;
       try {
-        const outcome = await store.commit(key, {
+        outcome = await store.commit(key, {
           hold: taken,
           expectedVersion: snapshot.version,
           append,
           systemPrompt: incomingSystem.length > 0 ? systemPrompt : undefined,
           historyStart: 0,
         });
-        released = outcome.ok;
-        if (!outcome.ok)
-          options.logger.warn({ reason: outcome.reason }, 'session commit refused: the turn was not stored');
-        return outcome.ok;
       } catch (error) {
-        options.logger.error(
-          { err: { message: (error as Error).message } },
-          'session commit failed: the turn was not stored',
-        );
-        return false;
+        throw storeUnavailable(error);
       }
+      if (!outcome.ok) {
+        // The hold expired (the turn outlived sessions.hold_ms) and the session moved on: storing this
+        // turn now could duplicate or reorder messages, so it is not stored and the client must retry.
+        throw new GatewayError(
+          'session_conflict',
+          'The session changed while this request was running; the answer was not stored. Retry the request.',
+          {
+            param: 'x-session-id',
+          },
+        );
+      }
+      released = true;
     },
     async release() {
       if (released) return;

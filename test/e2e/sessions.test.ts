@@ -243,6 +243,32 @@ describe('sessions', () => {
     ).toBe(404);
   });
 
+  it('does not store, and does not answer, a turn whose hold expired before it finished', async () => {
+    const shortHold = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+      configYaml: 'sessions:\n  hold_ms: 200\n',
+    });
+    try {
+      await waitUntilReady(shortHold);
+      const sessionId = `expired-${randomUUID()}`;
+      fake.enqueue({ delayBeforeHeadersMs: 700 });
+      const failure = await clientFor(shortHold, sessionId)
+        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow' }] })
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(OpenAI.ConflictError);
+      expect((failure as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_conflict');
+      expect(
+        (
+          await fetch(`${shortHold.baseUrl}/sessions/${sessionId}`, {
+            headers: { authorization: 'Bearer sk-tenant-a' },
+          })
+        ).status,
+      ).toBe(404);
+    } finally {
+      await shortHold.close();
+    }
+  });
+
   it('refuses a malformed session id with 400', async () => {
     const failure = await clientFor(harness, 'bad id!')
       .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
