@@ -14,6 +14,7 @@ import type {
   SessionStore,
   StoredMessage,
 } from '../store/session-store.js';
+import { releaseEventually } from '../store/session-store.js';
 
 const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -96,7 +97,7 @@ export async function beginSessionTurn(options: {
   try {
     snapshot = await store.load(key);
   } catch (error) {
-    await store.release(key, taken).catch(() => undefined);
+    await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
     throw storeUnavailable(error);
   }
 
@@ -158,7 +159,7 @@ export async function beginSessionTurn(options: {
     async release() {
       if (released) return;
       released = true;
-      await store.release(key, taken).catch(() => undefined);
+      await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
     },
   };
 }

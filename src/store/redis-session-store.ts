@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import {
   emptySnapshot,
+  releaseEventually,
   type SessionKey,
   type SessionLimits,
   type SessionSnapshot,
@@ -97,8 +98,15 @@ export function createRedisSessionStore({
   return {
     async acquire(key, holdMs) {
       const token = randomUUID();
-      const taken = await redis.set(sessionKeys(key).hold, token, 'PX', holdMs, 'NX');
-      return taken === 'OK' ? { token, expiresAtMs: now() + holdMs } : undefined;
+      const holdKey = sessionKeys(key).hold;
+      try {
+        const taken = await redis.set(holdKey, token, 'PX', holdMs, 'NX');
+        return taken === 'OK' ? { token, expiresAtMs: now() + holdMs } : undefined;
+      } catch (error) {
+        // Redis may have taken the hold before the connection failed: give it back once reachable.
+        void releaseEventually(async () => void (await release(holdKey, token)), now() + holdMs, now);
+        throw error;
+      }
     },
     async release(key, hold) {
       await release(sessionKeys(key).hold, hold.token);

@@ -78,3 +78,28 @@ export const emptySnapshot: SessionSnapshot = {
   historyStart: 0,
   updatedAtMs: 0,
 };
+
+/**
+ * Releases a hold, and when the store is unreachable keeps trying in the background until the hold
+ * would have expired anyway: a hold left behind blocks its session until it expires by itself.
+ */
+export async function releaseEventually(
+  release: () => Promise<void>,
+  expiresAtMs: number,
+  now: () => number = Date.now,
+): Promise<void> {
+  const attempt = async (count: number): Promise<void> => {
+    try {
+      await release();
+    } catch {
+      if (count < 60 && now() < expiresAtMs) {
+        const timer = setTimeout(
+          () => void attempt(count + 1),
+          Math.min(250 * 2 ** Math.min(count, 4), 4_000),
+        );
+        timer.unref();
+      }
+    }
+  };
+  await attempt(0);
+}
