@@ -2,7 +2,7 @@
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
 import type { IncomingHttpHeaders } from 'node:http';
-import { newMessagesStart, type HistoryMode } from '../context/reconcile.js';
+import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import { isSystemRole } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
@@ -67,6 +67,34 @@ function storeUnavailable(cause: unknown): GatewayError {
     'The session store is unavailable; retry shortly. Requests without X-Session-Id are not affected.',
     { cause },
   );
+}
+
+/**
+ * After a write whose outcome is unknown: true when the session now holds exactly this turn (its
+ * version moved on by one and ends with the appended messages). Polls briefly while Redis comes back.
+ */
+async function wasCommitted(
+  store: SessionStore,
+  key: SessionKey,
+  expectedVersion: number,
+  append: readonly StoredMessage[],
+): Promise<boolean> {
+  const deadline = Date.now() + 3_000;
+  for (;;) {
+    try {
+      const after = await store.load(key);
+      if (after.version !== expectedVersion + 1 || after.messages.length < append.length) return false;
+      const tail = after.messages.slice(after.messages.length - append.length);
+      return tail.every(
+        (stored, index) =>
+          canonicalMessage(stored.message as ContextMessage) ===
+          canonicalMessage(append[index]?.message as ContextMessage),
+      );
+    } catch {
+      if (Date.now() > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
 }
 
 export async function beginSessionTurn(options: {
@@ -141,6 +169,12 @@ export async function beginSessionTurn(options: {
           historyStart: 0,
         });
       } catch (error) {
+        // The write may have been applied with its reply lost (Redis going down right after it): telling
+        // the client to retry then would store the turn twice. Find out what happened first.
+        if (await wasCommitted(store, key, snapshot.version, append)) {
+          released = true;
+          return;
+        }
         throw storeUnavailable(error);
       }
       if (!outcome.ok) {
