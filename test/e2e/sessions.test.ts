@@ -1,6 +1,7 @@
 // End to end: sessions held in a real Redis through the openai client — delta and full-resend clients
 // without duplicates, one turn at a time, surviving a gateway restart, the sessions API and tenant
 // isolation, and Redis going away.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
@@ -302,6 +303,40 @@ describe('Redis eviction policy', () => {
   });
 });
 
+describe('sessions with Redis paused', () => {
+  it('answers 503 within a second while Redis is paused (CLIENT PAUSE), and serves again after', async () => {
+    const redis = await startRedisServer();
+    const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: redis.url } });
+    try {
+      await waitUntilReady(gateway);
+      // As main.ts does at start: the first request must not pay for loading the tokenizer.
+      gateway.gateway.warmUp();
+      execFileSync('redis-cli', ['-p', String(redis.port), 'CLIENT', 'PAUSE', '2500', 'ALL']);
+      const started = performance.now();
+      const failure = await clientFor(gateway, 'paused-1')
+        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
+      expect(performance.now() - started).toBeLessThan(1_000);
+      expect((failure as { status?: number }).status).toBe(503);
+      expect((failure as { code?: string }).code).toBe('session_store_unavailable');
+      await new Promise((resolve) => setTimeout(resolve, 2_600));
+      let completion: OpenAI.ChatCompletion | undefined;
+      for (let attempt = 0; attempt < 50 && completion === undefined; attempt++) {
+        completion = await clientFor(gateway, 'paused-1')
+          .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+          .catch(async () => {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            return undefined;
+          });
+      }
+      expect(completion?.choices).toHaveLength(1);
+    } finally {
+      await gateway.close();
+      await redis.stop();
+    }
+  });
+});
+
 describe('sessions with Redis down', () => {
   it('answers 503 session_store_unavailable within a second, keeps stateless requests working, and recovers', async () => {
     const port = await findFreePort();
@@ -310,6 +345,8 @@ describe('sessions with Redis down', () => {
     const root = gateway.baseUrl.replace(/\/v1$/, '');
     try {
       await expect.poll(async () => (await fetch(`${root}/readyz`)).status).toBe(200);
+      // As main.ts does at start: the first request must not pay for loading the tokenizer.
+      gateway.gateway.warmUp();
       await redis.stop();
       const started = performance.now();
       const failure = await clientFor(gateway, 'down-1')
