@@ -3,8 +3,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { SessionKey, SessionStore } from '../store/session-store.js';
+import { sessionIdPattern } from './session-turn.js';
 
-const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
   const sessionId = request.params.id;

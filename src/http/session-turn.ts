@@ -16,7 +16,8 @@ import type {
 } from '../store/session-store.js';
 import { releaseEventually } from '../store/session-store.js';
 
-const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+/** What a session id may be (SPEC §3): the header and the sessions API path alike. */
+export const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface SessionTurn {
   sessionId: string;
