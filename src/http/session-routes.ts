@@ -5,7 +5,6 @@ import { GatewayError } from '../errors.js';
 import type { SessionKey, SessionStore } from '../store/session-store.js';
 import { sessionIdPattern } from './session-turn.js';
 
-
 function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
   const sessionId = request.params.id;
   if (!sessionIdPattern.test(sessionId))
