@@ -22,7 +22,6 @@ export interface GatewayConfig {
   port: number;
   host: string;
   logLevel: LogLevel;
-  configPath: string | undefined;
   /** Keys clients must present; empty means the gateway does not authenticate clients. */
   gatewayApiKeys: readonly string[];
   redis: RedisConfig;

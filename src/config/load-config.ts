@@ -201,7 +201,6 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     port,
     host: readVariable(env, 'HOST') ?? '127.0.0.1',
     logLevel: logLevelRaw as LogLevel,
-    configPath: explicitPath ?? (file === undefined ? undefined : configPath),
     gatewayApiKeys,
     redis,
     upstreams: [...routed, defaultUpstream],

@@ -114,7 +114,7 @@ export function createMemorySessionStore({
       };
     },
     async delete(key) {
-      const existed = live(key)?.version !== undefined && (live(key)?.version ?? 0) > 0;
+      const existed = (live(key)?.version ?? 0) > 0;
       sessions.delete(keyOf(key));
       return existed;
     },
