@@ -418,7 +418,101 @@ async function tokenizerSection(): Promise<void> {
   console.log('   target: <= 200 ms each');
 }
 
+/**
+ * Session-mode cost as stored history grows: sessions preloaded with 10, 1 000 and 10 000 messages in a
+ * real redis-server, then one new message per request on one connection; p50 and p99 per request.
+ */
+async function sessionsSection(): Promise<void> {
+  const { startRedisServer } = await import('../test/helpers/redis-server.js');
+  const { createRedisConnection } = await import('../src/store/redis-client.js');
+  const { createRedisSessionStore } = await import('../src/store/redis-session-store.js');
+  const { createAuthenticator } = await import('../src/http/authenticate.js');
+  const redis = await startRedisServer();
+  const servers: ServerProcess[] = [];
+  const connection = createRedisConnection({ mode: 'standalone', url: redis.url });
+  try {
+    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
+      FAKE_CONTENT: 'Noted.',
+    });
+    servers.push(fake);
+    const gateway = await startServerProcess([process.execPath, 'dist/src/main.js'], {
+      UPSTREAM_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      REDIS_URL: redis.url,
+      REDIS_CLUSTER_NODES: '',
+    });
+    servers.push(gateway);
+    while (connection.status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 20));
+    const store = createRedisSessionStore({
+      redis: connection,
+      limits: { maxActiveMessages: 1_000, idleTtlSeconds: 3_600 },
+    });
+    const tenantId = createAuthenticator({ gatewayApiKeys: [] }).authenticate({
+      authorization: 'Bearer sk-bench',
+    }).tenantId;
+    console.log(
+      '\n== sessions: one new message per request on one connection, 300 requests per size (window 128k, active list 1 000) ==',
+    );
+    console.log(row(['stored messages', 'p50 ms', 'p99 ms']));
+    const p50s: number[] = [];
+    for (const size of [10, 1_000, 10_000]) {
+      const key = { tenantId, sessionId: `bench-${size}` };
+      const messages = benchConversation(size, 200);
+      for (let start = 0; start < messages.length; start += 500) {
+        const hold = await store.acquire(key, 60_000);
+        if (hold === undefined) throw new Error('bench session is busy');
+        const snapshot = await store.load(key);
+        await store.commit(key, {
+          hold,
+          expectedVersion: snapshot.version,
+          append: messages.slice(start, start + 500).map((message) => ({ message, tokens: 60 })),
+          historyStart: 0,
+        });
+      }
+      const target = new URL(`${gateway.url}/chat/completions`);
+      const pool = new Pool(target.origin, { connections: 1 });
+      const samples: number[] = [];
+      try {
+        for (let index = 0; index < 330; index++) {
+          const started = process.hrtime.bigint();
+          const response = await pool.request({
+            method: 'POST',
+            path: target.pathname,
+            headers: {
+              'content-type': 'application/json',
+              authorization: 'Bearer sk-bench',
+              'x-session-id': key.sessionId,
+            },
+            body: JSON.stringify({
+              model: 'gpt-4o-mini',
+              messages: [{ role: 'user', content: `Question ${index}: what changed?` }],
+            }),
+          });
+          await response.body.text();
+          if (response.statusCode !== 200) throw new Error(`session request answered ${response.statusCode}`);
+          if (index >= 30) samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+        }
+      } finally {
+        await pool.close();
+      }
+      samples.sort((a, b) => a - b);
+      p50s.push(percentile(samples, 0.5));
+      console.log(row([size, percentile(samples, 0.5).toFixed(2), percentile(samples, 0.99).toFixed(2)]));
+    }
+    console.log(
+      `   10 000-message p50 / 10-message p50: ${((p50s[2] ?? 0) / (p50s[0] ?? 1)).toFixed(2)}  (target <= 2)`,
+    );
+  } finally {
+    connection.disconnect();
+    for (const server of servers.reverse()) await server.stop();
+    await redis.stop();
+  }
+}
+
 const sections: Record<string, () => Promise<void>> = {
+  sessions: sessionsSection,
+
   proxy: proxySection,
   abort: abortSection,
   render: renderSection,
