@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { buildApp, type GatewayApp } from './app.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { createMetrics } from './metrics.js';
-import { createRedisConnection, pingRedis, type RedisConnection } from './store/redis-client.js';
+import { createRedisConnection, type RedisConnection } from './store/redis-client.js';
 import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
 import { createMemorySessionStore } from './store/memory-session-store.js';
@@ -87,7 +87,7 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
     logger,
     upstream,
     metrics: createMetrics(),
-    readiness: { check: async () => (redis === undefined ? true : pingRedis(redis)) },
+    readiness: { check: () => sessionStore.ping() },
     tokenizers,
     sessionStore,
   });

@@ -3,19 +3,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { SessionKey, SessionStore } from '../store/session-store.js';
-import { sessionIdPattern } from './session-turn.js';
+import { sessionIdPattern, storeUnavailable } from './session-turn.js';
 
 function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
   const sessionId = request.params.id;
   if (!sessionIdPattern.test(sessionId))
     throw new GatewayError('invalid_request', 'Invalid session id.', { param: 'id' });
   return { tenantId: request.gateway.credential?.tenantId ?? 'anonymous', sessionId };
-}
-
-function unavailable(cause: unknown): GatewayError {
-  return new GatewayError('session_store_unavailable', 'The session store is unavailable; retry shortly.', {
-    cause,
-  });
 }
 
 function notFound(sessionId: string): GatewayError {
@@ -34,7 +28,7 @@ export function registerSessionRoutes(
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => {
     const key = keyOf(request);
     const snapshot = await sessionStore.load(key).catch((error: unknown) => {
-      throw unavailable(error);
+      throw storeUnavailable(error);
     });
     if (snapshot.version === 0) throw notFound(key.sessionId);
     return {
@@ -61,7 +55,7 @@ export function registerSessionRoutes(
       const offset = pageNumber(request.query.offset, 0, Number.MAX_SAFE_INTEGER);
       const limit = pageNumber(request.query.limit, 100, 1_000);
       const page = await sessionStore.history(key, offset, limit).catch((error: unknown) => {
-        throw unavailable(error);
+        throw storeUnavailable(error);
       });
       if (page.total === 0) throw notFound(key.sessionId);
       return {
@@ -78,7 +72,7 @@ export function registerSessionRoutes(
   app.delete<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => {
     const key = keyOf(request);
     const deleted = await sessionStore.delete(key).catch((error: unknown) => {
-      throw unavailable(error);
+      throw storeUnavailable(error);
     });
     if (!deleted) throw notFound(key.sessionId);
     return { object: 'session.deleted', id: key.sessionId, deleted: true };

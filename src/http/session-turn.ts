@@ -62,7 +62,7 @@ function historyModeFrom(headers: IncomingHttpHeaders): HistoryMode {
   return mode;
 }
 
-function storeUnavailable(cause: unknown): GatewayError {
+export function storeUnavailable(cause: unknown): GatewayError {
   return new GatewayError(
     'session_store_unavailable',
     'The session store is unavailable; retry shortly. Requests without X-Session-Id are not affected.',

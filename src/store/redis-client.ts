@@ -23,12 +23,3 @@ export function createRedisConnection(config: Exclude<RedisConfig, { mode: 'memo
   }
   return new Redis(config.url, common);
 }
-
-export async function pingRedis(connection: RedisConnection): Promise<boolean> {
-  if (connection.status !== 'ready') return false;
-  try {
-    return (await connection.ping()) === 'PONG';
-  } catch {
-    return false;
-  }
-}
