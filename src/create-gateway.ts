@@ -9,6 +9,7 @@ import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
 import { createMemorySessionStore } from './store/memory-session-store.js';
 import { createRedisSessionStore } from './store/redis-session-store.js';
+import { minActiveMessages } from './store/session-store.js';
 
 export interface Gateway extends GatewayApp {
   /** Loads the tokenizers' encodings now rather than on the first request that needs them. */
@@ -78,10 +79,15 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
   const tokenizers = createTiktokenTokenizers();
   const limits = {
     maxActiveMessages: config.sessions.max_active_messages,
+    minActiveMessages,
+
     idleTtlSeconds: config.sessions.ttl_seconds,
   };
   const sessionStore =
-    redis === undefined ? createMemorySessionStore({ limits }) : createRedisSessionStore({ redis, limits });
+    redis === undefined
+      ? createMemorySessionStore({ limits })
+      : createRedisSessionStore({ redis, limits, cacheBytes: config.sessions.cache_mb * 1024 * 1024 });
+
   const gatewayApp = buildApp({
     config,
     logger,

@@ -78,8 +78,13 @@ export const sessionsSectionSchema = z.strictObject({
   ttl_seconds: z.number().int().positive().default(2_592_000),
   /** A request's hold on its session expires by itself after this long (a replica may die holding it). */
   hold_ms: z.number().int().positive().default(600_000),
-  /** Most messages in a session's active list; older ones move to the archive. */
-  max_active_messages: z.number().int().min(100).default(1_000),
+  /**
+   * Most messages in a session's active list whatever their tokens; below that, the list keeps about
+   * one window of tokens (at least 100 messages) and older messages move to the archive.
+   */
+  max_active_messages: z.number().int().min(100).default(10_000),
+  /** Memory each replica may use to keep loaded sessions, so the next turn loads only what is new. */
+  cache_mb: z.number().min(0).default(64),
 });
 
 export const configFileSchema = z.strictObject({

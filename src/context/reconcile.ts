@@ -28,21 +28,26 @@ export function newMessagesStart(
   mode: HistoryMode,
 ): number {
   if (mode === 'delta' || stored.length === 0 || incoming.length === 0) return 0;
-  const storedKeys = stored.map(canonicalMessage);
-  const incomingKeys = incoming.map(canonicalMessage);
-  const last = storedKeys[storedKeys.length - 1] as string;
+  // Keys are computed as the comparison reaches them: usually only the last few stored messages.
+  const lazyKeys = (messages: readonly ContextMessage[]): ((index: number) => string) => {
+    const keys: string[] = [];
+    return (index) => (keys[index] ??= canonicalMessage(messages[index] as ContextMessage));
+  };
+  const storedKey = lazyKeys(stored);
+  const incomingKey = lazyKeys(incoming);
+  const last = storedKey(stored.length - 1);
   // Try the latest occurrence of the last stored message first: the overlap ends there.
-  for (let end = incomingKeys.length - 1; end >= 0; end--) {
-    if (incomingKeys[end] !== last) continue;
+  for (let end = incoming.length - 1; end >= 0; end--) {
+    if (incomingKey(end) !== last) continue;
     let matched = 1;
     while (
       matched <= end &&
-      matched < storedKeys.length &&
-      incomingKeys[end - matched] === storedKeys[storedKeys.length - 1 - matched]
+      matched < stored.length &&
+      incomingKey(end - matched) === storedKey(stored.length - 1 - matched)
     )
       matched++;
     // The whole incoming prefix, or the whole stored list, must line up.
-    if (matched === end + 1 || matched === storedKeys.length) return end + 1;
+    if (matched === end + 1 || matched === stored.length) return end + 1;
   }
   return 0;
 }

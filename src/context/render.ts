@@ -14,8 +14,19 @@ export interface RenderInput {
   outputReserve: number;
   safetyMarginTokens: number;
   policy: ContextPolicy;
-  /** Token count of one message; defaults to counting it (sessions pass stored counts). */
-  countMessage?: (message: ContextMessage) => number;
+  /** Token count of each of `messages` when known (sessions pass stored counts); else they are counted. */
+  messageTokens?: readonly number[];
+  /**
+   * Where the previous render of this conversation started its sliding history (an index into
+   * `messages`; sessions store it). The start is replayed from there instead of from the beginning,
+   * which gives the same start when the conversation's beginning is no longer all there.
+   */
+  historyStartHint?: number;
+  /**
+   * Messages of this conversation that came before `messages` and are no longer part of it (a
+   * session's archive). The omission notice counts them, so it appears whenever they exist.
+   */
+  omittedBefore?: number;
 }
 
 export type RenderOutcome =
@@ -163,38 +174,41 @@ function fitCurrentTurn(
 }
 
 /**
- * The first index (into `turns`) of the sliding history window. The start moves in steps: whenever
- * the turns from the start to some turn overflow `available`, it jumps forward far enough that they
- * fill at most `trim_to` of it. Replaying this over the conversation makes the start a function of the
- * conversation alone, so the same conversation plus one more turn keeps its start while it fits.
+ * The first index (into `turnTokens`, the sliding history turns) of the sliding history window. The
+ * conversation is replayed as the sequence of requests that built it: when turn `i` was the current
+ * turn, the history before it had to fit `budget − tokens(i)`; whenever it did not, the start jumped
+ * forward far enough that history filled at most `trim_to` of that. The start is therefore a function
+ * of the conversation alone: the same conversation plus one more turn keeps its start while it fits,
+ * and moves in steps, not one turn per request. `from` resumes the replay at a start stored earlier.
  */
 export function slidingStart(
   turnTokens: readonly number[],
-  available: number,
+  currentTokens: number,
+  budget: number,
   policy: ContextPolicy,
+  from = 0,
 ): number {
-  let start = 0;
+  let start = Math.min(Math.max(0, from), turnTokens.length);
   let sum = 0;
-  const target = Math.floor(policy.trim_to * available);
   const maxTurns = policy.max_history_turns;
   const targetTurns = Math.max(1, Math.floor(policy.trim_to * maxTurns));
-  for (let index = 0; index < turnTokens.length; index++) {
-    sum += turnTokens[index] as number;
-    if (sum > available || (maxTurns > 0 && index - start + 1 > maxTurns)) {
-      while (start <= index && (sum > target || (maxTurns > 0 && index - start + 1 > targetTurns))) {
+  for (let index = start; index <= turnTokens.length; index++) {
+    const current = index < turnTokens.length ? (turnTokens[index] as number) : currentTokens;
+    const available = budget - current;
+    if (sum > available || (maxTurns > 0 && index - start > maxTurns)) {
+      const target = Math.floor(policy.trim_to * available);
+      while (start < index && (sum > target || (maxTurns > 0 && index - start > targetTurns))) {
         sum -= turnTokens[start] as number;
         start++;
       }
-      // A single turn larger than the target still stays when it fits the whole budget.
-      if (
-        start > index &&
-        (turnTokens[index] as number) <= available &&
-        (maxTurns === 0 || targetTurns >= 1)
-      ) {
-        start = index;
-        sum = turnTokens[index] as number;
+      // The turn just before a current turn stays when it fits on its own, even above the target.
+      const previous = turnTokens[index - 1];
+      if (start === index && previous !== undefined && previous <= available) {
+        start = index - 1;
+        sum = previous;
       }
     }
+    if (index < turnTokens.length) sum += current;
   }
   return start;
 }
@@ -253,8 +267,10 @@ function unchanged(values: {
 
 export function renderContext(input: RenderInput): RenderOutcome {
   const { messages, tokenizer, policy } = input;
-  const count = input.countMessage ?? ((message: ContextMessage) => countMessageTokens(message, tokenizer));
-  const messageTokens = messages.map(count);
+  const count = (message: ContextMessage): number => countMessageTokens(message, tokenizer);
+  const messageTokens =
+    input.messageTokens?.length === messages.length ? input.messageTokens : messages.map(count);
+
   const systemCount = leadingSystemCount(messages);
   const systemTokens = sumRange(messageTokens, 0, systemCount);
   const toolTokens = countToolTokens(input.tools, tokenizer);
@@ -293,6 +309,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
   if (
     conversationTokens <= historyBudget &&
     !toolResultOverCap &&
+    (input.omittedBefore ?? 0) === 0 &&
     (policy.max_history_turns === 0 || history.length <= policy.max_history_turns + policy.keep_first_turns)
   ) {
     // Everything fits as it is: send the conversation unchanged (byte-identical upstream).
@@ -332,9 +349,10 @@ export function renderContext(input: RenderInput): RenderOutcome {
 
   // The first turns and pinned turns come first; the sliding window takes what is left.
   const keptFirst = new Set<number>();
-  const firstCandidates = history.flatMap((turn, index) =>
-    index < policy.keep_first_turns || pinned(turn) ? [index] : [],
-  );
+  const firstCandidates: number[] = [];
+  history.forEach((turn, index) => {
+    if (index < policy.keep_first_turns || pinned(turn)) firstCandidates.push(index);
+  });
   // Room for the omission notice stays free: on this path something may be left out.
   const firstBudget = remaining - noticeTokens;
 
@@ -348,7 +366,8 @@ export function renderContext(input: RenderInput): RenderOutcome {
   }
   remaining -= firstTokens;
 
-  const slidingIndices = history.map((_turn, index) => index).filter((index) => !keptFirst.has(index));
+  const slidingIndices: number[] = [];
+  for (let index = 0; index < history.length; index++) if (!keptFirst.has(index)) slidingIndices.push(index);
   const slidingTokens = slidingIndices.map((index) => turnTokens[index] as number);
   const allFit =
     sumRange(slidingTokens, 0, slidingTokens.length) <= remaining &&
@@ -358,22 +377,31 @@ export function renderContext(input: RenderInput): RenderOutcome {
   let windowStart = 0;
   if (!allFit) {
     const available = remaining - noticeTokens;
-    // Replay with the budget that does not depend on this request's current turn, so that a long or
-    // short current turn does not move the start; then make sure this request fits.
+    // Replay the requests that built this conversation (from the stored start, in a session), then
+    // make sure this request fits.
+    const hint = input.historyStartHint ?? 0;
+    const from = slidingIndices.findIndex((index) => (history[index] as Turn).start >= hint);
     windowStart = slidingStart(
       slidingTokens,
+      fitted.tokens,
       Math.max(0, historyBudget - firstTokens - noticeTokens),
       policy,
+      Math.max(0, from),
     );
-    while (
-      windowStart < slidingTokens.length &&
-      sumRange(slidingTokens, windowStart, slidingTokens.length) > available
-    )
-      windowStart++;
-  }
-  const windowIndices = new Set(slidingIndices.slice(windowStart));
 
-  let omitted = 0;
+    let windowTokens = sumRange(slidingTokens, windowStart, slidingTokens.length);
+    while (windowStart < slidingTokens.length && windowTokens > available) {
+      windowTokens -= slidingTokens[windowStart] as number;
+      windowStart++;
+    }
+  }
+  // Turns at or after the first window turn that are not kept first are the window.
+  const firstWindowIndex = slidingIndices[windowStart] ?? history.length;
+  const windowIndices = {
+    has: (index: number): boolean => index >= firstWindowIndex && !keptFirst.has(index),
+  };
+
+  let omitted = input.omittedBefore ?? 0;
   let droppedTurns = 0;
   for (const [index, turn] of history.entries()) {
     if (!keptFirst.has(index) && !windowIndices.has(index)) {
@@ -393,7 +421,9 @@ export function renderContext(input: RenderInput): RenderOutcome {
       rendered.push(omissionNotice(omitted));
       noticePlaced = true;
     }
-    rendered.push(...messages.slice(turn.start, turn.end));
+    for (let position = turn.start; position < turn.end; position++)
+      rendered.push(messages[position] as ContextMessage);
+
     historyTokens += turnTokens[index] as number;
   }
   if (noticeUsed && !noticePlaced) rendered.push(omissionNotice(omitted));

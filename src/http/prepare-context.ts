@@ -7,6 +7,7 @@ import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError } from '../errors.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
+import type { SessionView } from './session-turn.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
 
 export interface PreparedContext {
@@ -28,11 +29,10 @@ export function prepareContext(options: {
   tokenizers: Tokenizers;
   chatRequest: ChatCompletionRequest;
   headers: IncomingHttpHeaders;
-  /** The conversation to fit, when it is not the request's own messages (sessions). */
-  conversation?: readonly ContextMessage[];
-  countMessage?: (message: ContextMessage) => number;
+  /** A session's conversation to fit instead of the request's own messages. */
+  session?: SessionView | undefined;
 }): PreparedContext {
-  const { chatRequest } = options;
+  const { chatRequest, session } = options;
   const settings = resolveContextSettings({
     config: options.config,
     model: chatRequest.model,
@@ -40,8 +40,15 @@ export function prepareContext(options: {
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
   });
   const outcome = renderContext({
-    messages: options.conversation ?? (chatRequest.messages as ContextMessage[]),
-    ...(options.countMessage === undefined ? {} : { countMessage: options.countMessage }),
+    messages: session?.conversation ?? (chatRequest.messages as ContextMessage[]),
+    ...(session === undefined
+      ? {}
+      : {
+          messageTokens: session.conversationTokens,
+          historyStartHint: session.historyStartHint,
+          omittedBefore: session.archivedMessages,
+        }),
+
     tools: chatRequest.tools,
     tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
     window: settings.window,

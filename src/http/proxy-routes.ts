@@ -12,8 +12,9 @@ import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { parseChatCompletionRequest } from './chat-request-schema.js';
 import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
+import { serializeChatBody } from './chat-body.js';
 import { contextResponseHeaders, prepareContext, tokenizerFor } from './prepare-context.js';
-import { beginSessionTurn, sessionIdFrom } from './session-turn.js';
+import { beginSessionTurn, previewSessionTurn, sessionIdFrom } from './session-turn.js';
 import { isEventStream, relayEventStream, relayWholeBody } from './relay-response.js';
 
 export interface ProxyRouteDependencies {
@@ -29,7 +30,7 @@ interface UpstreamCall {
   target: UpstreamConfig;
   method: 'GET' | 'POST';
   path: string;
-  body?: string;
+  body?: string | Buffer;
   streaming: boolean;
   extraHeaders?: Record<string, string>;
   onReply?: (reply: Record<string, unknown> | undefined) => Promise<unknown>;
@@ -109,8 +110,9 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         tokenizers,
         chatRequest,
         headers: request.headers,
-        ...(turn === undefined ? {} : { conversation: turn.conversation, countMessage: turn.countMessage }),
+        session: turn,
       });
+
       state.context = prepared.report;
       const extraHeaders = contextResponseHeaders(prepared);
       if (turn !== undefined) {
@@ -125,12 +127,20 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         path: '/chat/completions',
         body: unchanged
           ? (state.rawBody as string)
-          : JSON.stringify({ ...chatRequest, messages: prepared.messages }),
+          : serializeChatBody(chatRequest, prepared.messages, turn?.knownBytes(prepared.messages)),
+
         streaming: state.stream,
         extraHeaders,
         ...(turn === undefined
           ? {}
-          : { onReply: (assistant: Record<string, unknown> | undefined) => turn.commit(assistant) }),
+          : {
+              onReply: (assistant: Record<string, unknown> | undefined) =>
+                turn.commit(assistant, {
+                  window: prepared.settings.window,
+                  historyStartIndex: prepared.report.historyStartIndex,
+                  keepFirstTurns: prepared.settings.policy.keep_first_turns,
+                }),
+            }),
       });
     } finally {
       await turn?.release();
@@ -141,9 +151,29 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     const state = request.gateway;
     const chatRequest = parseChatCompletionRequest(request.body);
     state.model = chatRequest.model;
-    const prepared = prepareContext({ config, tokenizers, chatRequest, headers: request.headers });
+    const sessionId = sessionIdFrom(request.headers);
+    // With X-Session-Id: the session as the next chat request would see it, read without holding or changing it.
+    const view =
+      sessionId === undefined
+        ? undefined
+        : await previewSessionTurn({
+            store: sessionStore,
+            key: { tenantId: state.credential?.tenantId ?? 'anonymous', sessionId },
+            headers: request.headers,
+            incoming: chatRequest.messages as ContextMessage[],
+            tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
+          });
+    const prepared = prepareContext({
+      config,
+      tokenizers,
+      chatRequest,
+      headers: request.headers,
+      session: view,
+    });
     state.context = prepared.report;
-    return reply.headers(contextResponseHeaders(prepared)).send({
+    const headers = contextResponseHeaders(prepared);
+    if (view !== undefined) headers['x-session-id'] = view.sessionId;
+    return reply.headers(headers).send({
       object: 'context.render',
       model: chatRequest.model,
       window: prepared.settings.window,

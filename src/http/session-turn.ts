@@ -4,7 +4,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countMessageTokens } from '../context/token-accounting.js';
-import { isSystemRole } from '../context/turns.js';
+import { isSystemRole, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { GatewayError } from '../errors.js';
 import type {
@@ -19,16 +19,38 @@ import { releaseEventually } from '../store/session-store.js';
 /** What a session id may be (SPEC §3): the header and the sessions API path alike. */
 export const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
-export interface SessionTurn {
+/** A first turn longer than this is not protected from moving to the archive. */
+const maxHeadMessages = 64;
+
+/** What the context engine did with this turn's conversation, as the commit needs it. */
+export interface RenderedTurn {
+  /** The model's window: the active list keeps about this many tokens. */
+  window: number;
+  /** Index into `conversation` where the rendered sliding history started. */
+  historyStartIndex: number;
+  keepFirstTurns: number;
+}
+
+/** A session's conversation with this request's new messages: what the context engine renders. */
+export interface SessionView {
   sessionId: string;
-  /** System prompt, stored messages, then the new ones: what the context engine renders. */
+  /** System prompt, stored messages, then the new ones. */
   conversation: ContextMessage[];
-  /** Token count of a message of `conversation`: stored counts for stored messages. */
-  countMessage(message: ContextMessage): number;
+  /** Token count of each message of `conversation`: stored counts for stored messages. */
+  conversationTokens: readonly number[];
+  /** The stored UTF-8 JSON of each of `messages` (a render of `conversation`) that is a stored message. */
+  knownBytes(messages: readonly ContextMessage[]): ReadonlyArray<Buffer | undefined>;
+  /** Index into `conversation` where the previous request's sliding history started. */
+  historyStartHint: number;
+  /** Messages in the session's archive: part of the conversation, no longer in `conversation`. */
+  archivedMessages: number;
   /** Messages the session will hold once this turn is committed (reply included). */
   messagesAfterCommit: number;
+}
+
+export interface SessionTurn extends SessionView {
   /** Appends the new messages and the reply in one write; throws a GatewayError when it cannot. */
-  commit(reply: Record<string, unknown> | undefined): Promise<void>;
+  commit(reply: Record<string, unknown> | undefined, rendered: RenderedTurn): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -98,6 +120,97 @@ async function wasCommitted(
   }
 }
 
+interface ViewParts extends SessionView {
+  systemCount: number;
+  stored: ContextMessage[];
+  newMessages: ContextMessage[];
+  newTokens: number[];
+  /** The system prompt to store, when the request brought one. */
+  newSystemPrompt: Record<string, unknown> | undefined;
+}
+
+function sessionView(
+  sessionId: string,
+  snapshot: SessionSnapshot,
+  incoming: readonly ContextMessage[],
+  mode: HistoryMode,
+  tokenizer: Tokenizer,
+): ViewParts {
+  const incomingSystem = incoming.filter((message) => isSystemRole(message.role));
+  const incomingHistory = incoming.filter((message) => !isSystemRole(message.role));
+  const newSystemPrompt = incomingSystem.at(-1) as Record<string, unknown> | undefined;
+  const systemPrompt = newSystemPrompt ?? snapshot.systemPrompt;
+  const stored = snapshot.messages.map((entry) => entry.message as ContextMessage);
+  const newMessages = incomingHistory.slice(newMessagesStart(stored, incomingHistory, mode));
+
+  const systemCount = systemPrompt === undefined ? 0 : 1;
+  const conversation = [
+    ...(systemPrompt === undefined ? [] : [systemPrompt as ContextMessage]),
+    ...stored,
+    ...newMessages,
+  ];
+  const newTokens = newMessages.map((message) => countMessageTokens(message, tokenizer));
+  const conversationTokens = [
+    ...(systemPrompt === undefined ? [] : [countMessageTokens(systemPrompt as ContextMessage, tokenizer)]),
+    ...snapshot.messages.map((entry) => entry.tokens),
+    ...newTokens,
+  ];
+  // Positions in the whole conversation (head, archive, rest) and in `conversation` (head, rest).
+  const { headMessages: head, archivedCount: archived } = snapshot;
+  const localStart =
+    snapshot.historyStart >= head + archived
+      ? snapshot.historyStart - archived
+      : Math.min(head, stored.length);
+  return {
+    sessionId,
+    systemCount,
+    stored,
+    newMessages,
+    newTokens,
+    newSystemPrompt,
+    conversation,
+    conversationTokens,
+    knownBytes(messages) {
+      // `messages` keeps the conversation's order: one walk finds each stored message's place.
+      const storedBytes = snapshot.messageBytes;
+      const result: Array<Buffer | undefined> = [];
+      let cursor = systemCount;
+      const storedEnd = systemCount + stored.length;
+      for (const message of messages) {
+        let found = cursor;
+        while (found < storedEnd && conversation[found] !== message) found++;
+        if (found < storedEnd) {
+          result.push(storedBytes?.[found - systemCount]);
+          cursor = found + 1;
+        } else result.push(undefined);
+      }
+      return result;
+    },
+    historyStartHint: systemCount + localStart,
+    archivedMessages: archived,
+
+    messagesAfterCommit: archived + stored.length + newMessages.length + 1,
+  };
+}
+
+/** The session as this request would see it, read without holding it (for /v1/context/render). */
+export async function previewSessionTurn(options: {
+  store: SessionStore;
+  key: SessionKey;
+  headers: IncomingHttpHeaders;
+  incoming: readonly ContextMessage[];
+  tokenizer: Tokenizer;
+}): Promise<SessionView> {
+  const mode = historyModeFrom(options.headers);
+  let snapshot: SessionSnapshot;
+  try {
+    snapshot = await options.store.load(options.key);
+  } catch (error) {
+    throw storeUnavailable(error);
+  }
+  return sessionView(options.key.sessionId, snapshot, options.incoming, mode, options.tokenizer);
+}
+
 export async function beginSessionTurn(options: {
   store: SessionStore;
   key: SessionKey;
@@ -130,44 +243,38 @@ export async function beginSessionTurn(options: {
     throw storeUnavailable(error);
   }
 
-  const incomingSystem = options.incoming.filter((message) => isSystemRole(message.role));
-  const incomingHistory = options.incoming.filter((message) => !isSystemRole(message.role));
-  const systemPrompt =
-    (incomingSystem.at(-1) as Record<string, unknown> | undefined) ?? snapshot.systemPrompt;
-  const stored = snapshot.messages.map((entry) => entry.message as ContextMessage);
-  const newMessages = incomingHistory.slice(newMessagesStart(stored, incomingHistory, mode));
-
-  const knownTokens = new WeakMap<object, number>();
-  snapshot.messages.forEach((entry, index) => knownTokens.set(stored[index] as ContextMessage, entry.tokens));
-  const countMessage = (message: ContextMessage): number =>
-    knownTokens.get(message) ?? countMessageTokens(message, tokenizer);
-  const conversation = [
-    ...(systemPrompt === undefined ? [] : [systemPrompt as ContextMessage]),
-    ...stored,
-    ...newMessages,
-  ];
+  const view = sessionView(key.sessionId, snapshot, options.incoming, mode, tokenizer);
+  const { systemCount, stored, newMessages, newTokens } = view;
+  const { headMessages: head, archivedCount: archived } = snapshot;
   let released = false;
 
   return {
-    sessionId: key.sessionId,
-    conversation,
-    countMessage,
-    messagesAfterCommit: snapshot.archivedCount + stored.length + newMessages.length + 1,
-    async commit(reply) {
-      const append: StoredMessage[] = newMessages.map((message) => ({
+    ...view,
+    async commit(reply, rendered) {
+      const append: StoredMessage[] = newMessages.map((message, index) => ({
         message: message as Record<string, unknown>,
-        tokens: countMessage(message),
+        tokens: newTokens[index] as number,
       }));
       if (reply !== undefined)
         append.push({ message: reply, tokens: countMessageTokens(reply as ContextMessage, tokenizer) });
+      const startInList = Math.max(0, rendered.historyStartIndex - systemCount);
+      // The first turns are fixed as the protected head once a later turn exists and nothing is archived.
+      let headMessages = 0;
+      if (head === 0 && archived === 0) {
+        const after = [...stored, ...append.map((entry) => entry.message as ContextMessage)];
+        const firstLater = splitTurns(after, 0)[rendered.keepFirstTurns]?.start ?? 0;
+        if (rendered.keepFirstTurns > 0 && firstLater <= maxHeadMessages) headMessages = firstLater;
+      }
       let outcome: Awaited<ReturnType<SessionStore['commit']>>;
       try {
         outcome = await store.commit(key, {
           hold: taken,
           expectedVersion: snapshot.version,
           append,
-          systemPrompt: incomingSystem.length > 0 ? systemPrompt : undefined,
-          historyStart: 0,
+          systemPrompt: view.newSystemPrompt,
+          historyStart: startInList >= head ? startInList + archived : startInList,
+          activeTokenLimit: rendered.window,
+          headMessages,
         });
       } catch (error) {
         // The write may have been applied with its reply lost (Redis going down right after it): telling

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   emptySnapshot,
+  spillCount,
   type SessionKey,
   type SessionLimits,
   type SessionSnapshot,
@@ -15,6 +16,7 @@ interface MemorySession {
   systemPrompt: Record<string, unknown> | undefined;
   active: StoredMessage[];
   archive: StoredMessage[];
+  head: number;
   historyStart: number;
   updatedAtMs: number;
   hold: { token: string; expiresAtMs: number } | undefined;
@@ -51,6 +53,7 @@ export function createMemorySessionStore({
         systemPrompt: undefined,
         active: [],
         archive: [],
+        head: 0,
         historyStart: 0,
         updatedAtMs: 0,
         hold: undefined,
@@ -81,6 +84,7 @@ export function createMemorySessionStore({
         systemPrompt: session.systemPrompt,
         messages: session.active.map((stored) => structuredClone(stored)),
         archivedCount: session.archive.length,
+        headMessages: session.head,
         historyStart: session.historyStart,
         updatedAtMs: session.updatedAtMs,
       };
@@ -95,9 +99,16 @@ export function createMemorySessionStore({
         return { ok: false, reason: 'hold_lost' };
       }
       if (session.version !== input.expectedVersion) return { ok: false, reason: 'version_conflict' };
+      if (session.head === 0 && session.archive.length === 0 && (input.headMessages ?? 0) > 0)
+        session.head = input.headMessages ?? 0;
       session.active.push(...input.append.map((stored) => structuredClone(stored)));
-      const overflow = session.active.length - limits.maxActiveMessages;
-      if (overflow > 0) session.archive.push(...session.active.splice(0, overflow));
+      const spilled = spillCount(
+        session.active.map((stored) => stored.tokens),
+        session.head,
+        input.activeTokenLimit,
+        limits,
+      );
+      if (spilled > 0) session.archive.push(...session.active.splice(session.head, spilled));
       if (input.systemPrompt !== undefined) session.systemPrompt = structuredClone(input.systemPrompt);
       session.historyStart = input.historyStart;
       session.version += 1;
@@ -107,7 +118,15 @@ export function createMemorySessionStore({
     },
     async history(key, offset, limit) {
       const session = live(key);
-      const all = session === undefined ? [] : [...session.archive, ...session.active];
+      const all =
+        session === undefined
+          ? []
+          : [
+              ...session.active.slice(0, session.head),
+              ...session.archive,
+              ...session.active.slice(session.head),
+            ];
+
       return {
         total: all.length,
         messages: all.slice(offset, offset + limit).map((stored) => structuredClone(stored)),

@@ -22,19 +22,52 @@ const releaseScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+// ARGV: the caller's cached epoch, total, archived count and head. Returns {meta, archived, 1, new items}
+// when the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}.
 const loadScript = `
-return {redis.call('HGETALL', KEYS[1]), redis.call('LRANGE', KEYS[2], 0, -1), redis.call('LLEN', KEYS[3])}`;
+local meta = redis.call('HGETALL', KEYS[1])
+local archived = redis.call('LLEN', KEYS[3])
+local length = redis.call('LLEN', KEYS[2])
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+local fresh = archived + length - tonumber(ARGV[2])
+if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
+  and archived >= tonumber(ARGV[3]) then
+  return {meta, archived, 1, redis.call('LRANGE', KEYS[2], length - fresh, -1)}
+end
+return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 
-// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep), messages…
+// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
+// activeTokenLimit, minActive, epoch (for a new session), head (0 = keep), appended tokens, items…
+// Spilling moves the oldest messages after the protected head to the archive (see spillCount).
 const commitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if version ~= tonumber(ARGV[2]) then return {0, 'version_conflict'} end
-for index = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[index]) end
-local overflow = redis.call('LLEN', KEYS[2]) - tonumber(ARGV[3])
-while overflow > 0 do
-  redis.call('RPUSH', KEYS[3], redis.call('LPOP', KEYS[2]))
-  overflow = overflow - 1
+if version == 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10], 'activeTokens', 0) end
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+if head == 0 and tonumber(ARGV[11]) > 0 and redis.call('LLEN', KEYS[3]) == 0 then
+  head = tonumber(ARGV[11])
+  redis.call('HSET', KEYS[1], 'head', head)
+end
+for index = 13, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[index]) end
+local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', ARGV[12]))
+local length = redis.call('LLEN', KEYS[2])
+local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
+local function over()
+  return length > head + 1 and (length > maxActive or (tokens > limit and length > minActive))
+end
+if over() then
+  local kept = {}
+  if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
+  while over() do
+    local item = redis.call('LPOP', KEYS[2])
+    tokens = tokens - (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+    redis.call('RPUSH', KEYS[3], item)
+    length = length - 1
+  end
+  for index = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[index]) end
+  redis.call('HSET', KEYS[1], 'activeTokens', tokens)
 end
 version = version + 1
 redis.call('HSET', KEYS[1], 'version', version, 'updatedAtMs', ARGV[5], 'historyStart', ARGV[6])
@@ -45,19 +78,23 @@ end
 redis.call('DEL', KEYS[4])
 return {1, version}`;
 
-// ARGV: offset, limit. Returns {total, messages…} over archive then active.
+// ARGV: offset, limit. Returns {total, messages…} in conversation order: the active list's protected
+// head, the archive, then the rest of the active list.
 const historyScript = `
+local head = tonumber(redis.call('HGET', KEYS[3], 'head') or '0')
 local archived = redis.call('LLEN', KEYS[1])
-local active = redis.call('LLEN', KEYS[2])
+local length = redis.call('LLEN', KEYS[2])
 local first = tonumber(ARGV[1])
 local last = first + tonumber(ARGV[2]) - 1
-local result = {archived + active}
-if first < archived then
-  for _, item in ipairs(redis.call('LRANGE', KEYS[1], first, math.min(last, archived - 1))) do table.insert(result, item) end
+local result = {archived + length}
+local function take(key, from, to, base)
+  local lo, hi = math.max(first, base), math.min(last, base + to - from)
+  if lo > hi then return end
+  for _, item in ipairs(redis.call('LRANGE', key, from + lo - base, from + hi - base)) do table.insert(result, item) end
 end
-if last >= archived then
-  for _, item in ipairs(redis.call('LRANGE', KEYS[2], math.max(first - archived, 0), last - archived)) do table.insert(result, item) end
-end
+take(KEYS[2], 0, head - 1, 0)
+take(KEYS[1], 0, archived - 1, head)
+take(KEYS[2], head, length - 1, head + archived)
 return result`;
 
 function sessionKeys({ tenantId, sessionId }: SessionKey): {
@@ -77,23 +114,145 @@ function defineScript(redis: RedisConnection, name: string, numberOfKeys: number
   return (...keysAndArgs) => command.apply(redis, keysAndArgs);
 }
 
-function parseStored(items: unknown[]): StoredMessage[] {
-  return items.map((item) => JSON.parse(String(item)) as StoredMessage);
+const messageField = ',"message":';
+
+/** A stored message as a list item: its token count first, so the commit script can read it cheaply. */
+function serializeStored(stored: StoredMessage): string {
+  return `{"tokens":${Math.max(0, Math.round(stored.tokens))}${messageField}${JSON.stringify(stored.message)}}`;
 }
+
+/** A list item back: the message, its token count and the message's own JSON. */
+function parseStored(item: string): { stored: StoredMessage; json: string } {
+  const split = item.indexOf(messageField);
+  const json = item.slice(split + messageField.length, -1);
+  return {
+    stored: { message: JSON.parse(json) as Record<string, unknown>, tokens: Number(item.slice(10, split)) },
+    json,
+  };
+}
+
+/** What this replica last loaded of a session, so the next load fetches only what was appended. */
+interface CachedSession {
+  epoch: string;
+  archivedCount: number;
+  head: number;
+  messages: StoredMessage[];
+  bytes: Buffer[];
+  size: number;
+}
+
+/** Least recently used first; bounded by the bytes of JSON held. */
+function createSessionCache(maxBytes: number): {
+  get(name: string): CachedSession | undefined;
+  set(name: string, entry: CachedSession): void;
+  delete(name: string): void;
+} {
+  const entries = new Map<string, CachedSession>();
+  let size = 0;
+  const remove = (name: string): void => {
+    const entry = entries.get(name);
+    if (entry === undefined) return;
+    size -= entry.size;
+    entries.delete(name);
+  };
+  return {
+    get(name) {
+      const entry = entries.get(name);
+      if (entry !== undefined) {
+        entries.delete(name);
+        entries.set(name, entry);
+      }
+      return entry;
+    },
+    set(name, entry) {
+      remove(name);
+      if (entry.size > maxBytes) return;
+      entries.set(name, entry);
+      size += entry.size;
+      for (const [oldest] of entries) {
+        if (size <= maxBytes) break;
+        remove(oldest);
+      }
+    },
+    delete: remove,
+  };
+}
+
+type LoadReply = [string[], number, number, string[]];
 
 export function createRedisSessionStore({
   redis,
   limits,
+  cacheBytes = 64 * 1024 * 1024,
   now = () => Date.now(),
 }: {
   redis: RedisConnection;
   limits: SessionLimits;
+  /** Bytes of loaded sessions' JSON this replica keeps, to load only what was appended since. */
+  cacheBytes?: number;
   now?: () => number;
 }): SessionStore {
   const release = defineScript(redis, 'ctxgateRelease', 1, releaseScript);
   const load = defineScript(redis, 'ctxgateLoad', 3, loadScript);
   const commit = defineScript(redis, 'ctxgateCommit', 4, commitScript);
-  const history = defineScript(redis, 'ctxgateHistory', 2, historyScript);
+  const history = defineScript(redis, 'ctxgateHistory', 3, historyScript);
+  const cache = createSessionCache(cacheBytes);
+
+  async function loadActive(
+    key: SessionKey,
+    name: string,
+  ): Promise<{ meta: Record<string, string>; entry: CachedSession | undefined }> {
+    const keys = sessionKeys(key);
+    const cached = cache.get(name);
+    const [metaPairs, archived, delta, items] = (await load(
+      keys.meta,
+      keys.active,
+      keys.archive,
+      cached?.epoch ?? '',
+      cached === undefined ? 0 : cached.archivedCount + cached.messages.length,
+      cached?.archivedCount ?? 0,
+      cached?.head ?? 0,
+    )) as LoadReply;
+    const meta: Record<string, string> = {};
+    for (let index = 0; index + 1 < metaPairs.length; index += 2)
+      meta[metaPairs[index] as string] = metaPairs[index + 1] as string;
+    if (meta.version === undefined) {
+      cache.delete(name);
+      return { meta, entry: undefined };
+    }
+    const head = Number(meta.head ?? '0');
+    const archivedCount = Number(archived);
+    let messages: StoredMessage[];
+    let bytes: Buffer[];
+    if (delta === 1 && cached !== undefined) {
+      // Messages that moved to the archive since were the oldest after the head.
+      const spilled = archivedCount - cached.archivedCount;
+      if (spilled > cached.messages.length - head) {
+        cache.delete(name);
+        return loadActive(key, name);
+      }
+      messages = [...cached.messages.slice(0, head), ...cached.messages.slice(head + spilled)];
+      bytes = [...cached.bytes.slice(0, head), ...cached.bytes.slice(head + spilled)];
+    } else {
+      messages = [];
+      bytes = [];
+    }
+    for (const item of items) {
+      const parsed = parseStored(item);
+      messages.push(parsed.stored);
+      bytes.push(Buffer.from(parsed.json));
+    }
+    const entry: CachedSession = {
+      epoch: meta.epoch ?? '',
+      archivedCount,
+      head,
+      messages,
+      bytes,
+      size: bytes.reduce((sum, item) => sum + item.length, 0),
+    };
+    cache.set(name, entry);
+    return { meta, entry };
+  }
 
   return {
     async acquire(key, holdMs) {
@@ -112,24 +271,20 @@ export function createRedisSessionStore({
       await release(sessionKeys(key).hold, hold.token);
     },
     async load(key): Promise<SessionSnapshot> {
-      const keys = sessionKeys(key);
-      const [metaPairs, active, archivedCount] = (await load(keys.meta, keys.active, keys.archive)) as [
-        string[],
-        string[],
-        number,
-      ];
-      const meta: Record<string, string> = {};
-      for (let index = 0; index + 1 < metaPairs.length; index += 2)
-        meta[metaPairs[index] as string] = metaPairs[index + 1] as string;
-      if (meta.version === undefined) return { ...emptySnapshot, messages: [] };
+      const { meta, entry } = await loadActive(key, `${key.tenantId}\u0000${key.sessionId}`);
+      if (entry === undefined) return { ...emptySnapshot, messages: [] };
       return {
         version: Number(meta.version),
         systemPrompt:
           meta.systemPrompt === undefined
             ? undefined
             : (JSON.parse(meta.systemPrompt) as Record<string, unknown>),
-        messages: parseStored(active),
-        archivedCount: Number(archivedCount),
+        // Copies of the arrays: the cached entry's arrays are replaced, never changed, but callers may change theirs.
+        messages: [...entry.messages],
+        messageBytes: entry.bytes,
+
+        archivedCount: entry.archivedCount,
+        headMessages: entry.head,
         historyStart: Number(meta.historyStart ?? '0'),
         updatedAtMs: Number(meta.updatedAtMs ?? '0'),
       };
@@ -148,7 +303,12 @@ export function createRedisSessionStore({
         now(),
         input.historyStart,
         input.systemPrompt === undefined ? '' : JSON.stringify(input.systemPrompt),
-        ...input.append.map((stored) => JSON.stringify(stored)),
+        input.activeTokenLimit,
+        limits.minActiveMessages,
+        randomUUID(),
+        input.headMessages ?? 0,
+        input.append.reduce((sum, stored) => sum + Math.max(0, Math.round(stored.tokens)), 0),
+        ...input.append.map(serializeStored),
       )) as [number, number | string];
       if (result[0] === 1) return { ok: true, version: Number(result[1]) };
       return { ok: false, reason: result[1] === 'hold_lost' ? 'hold_lost' : 'version_conflict' };
@@ -158,13 +318,18 @@ export function createRedisSessionStore({
       const [total, ...items] = (await history(
         keys.archive,
         keys.active,
+        keys.meta,
         Math.max(0, offset),
         Math.max(0, limit),
       )) as [number, ...string[]];
-      return { total: Number(total), messages: limit > 0 ? parseStored(items) : [] };
+      return {
+        total: Number(total),
+        messages: limit > 0 ? items.map((item) => parseStored(item).stored) : [],
+      };
     },
     async delete(key) {
       const keys = sessionKeys(key);
+      cache.delete(`${key.tenantId}\u0000${key.sessionId}`);
       return (await redis.del(keys.meta, keys.active, keys.archive, keys.hold)) > 0;
     },
     async ping() {

@@ -19,11 +19,19 @@ export interface SessionSnapshot {
   /** 0 for a session that does not exist yet. */
   version: number;
   systemPrompt: Record<string, unknown> | undefined;
-  /** The active (recent) messages, oldest first. */
+  /** The active messages, oldest first: the protected head, then the recent ones. */
   messages: StoredMessage[];
-  /** Messages moved to the archive so far (they precede `messages`). */
+  /** Each active message as UTF-8 JSON, when the store has it (saves serializing it again). */
+  messageBytes?: readonly Buffer[];
+
+  /** Messages moved to the archive so far (they sit between the head and the recent ones). */
   archivedCount: number;
-  /** The context engine's history start, stored so consecutive requests share their prefix. */
+  /** Leading messages (the first turns) that never move to the archive; 0 until fixed. */
+  headMessages: number;
+  /**
+   * The context engine's history start, as a position in the whole conversation (head, archive,
+   * recent), stored so consecutive requests share their prefix.
+   */
   historyStart: number;
   updatedAtMs: number;
 }
@@ -39,6 +47,10 @@ export interface CommitInput {
   append: StoredMessage[];
   systemPrompt?: Record<string, unknown> | undefined;
   historyStart: number;
+  /** Tokens the active list may hold (the window): older messages beyond it move to the archive. */
+  activeTokenLimit: number;
+  /** Fixes the protected head (once, while nothing is archived yet); 0 leaves it as it is. */
+  headMessages?: number;
 }
 
 export type CommitOutcome =
@@ -64,23 +76,55 @@ export interface SessionStore {
 }
 
 export interface SessionLimits {
-  /** Most messages kept in the active list; older ones move to the archive. */
+  /** Most messages kept in the active list, whatever their tokens; older ones move to the archive. */
   maxActiveMessages: number;
+  /** The active list keeps at least this many messages, whatever their tokens. */
+  minActiveMessages: number;
   /** Sessions expire after this long without a write. */
   idleTtlSeconds: number;
 }
+
+/** SPEC §4: the active list holds at least this many messages, whatever their tokens. */
+export const minActiveMessages = 100;
 
 export const emptySnapshot: SessionSnapshot = {
   version: 0,
   systemPrompt: undefined,
   messages: [],
   archivedCount: 0,
+  headMessages: 0,
   historyStart: 0,
   updatedAtMs: 0,
 };
 
 /**
- * Releases a hold, and when the store is unreachable keeps trying in the background until the hold
+ * How many of `activeTokens` (one entry per active message) move to the archive after a commit: the
+ * oldest messages after the protected head, while the list is over `maxActiveMessages`, or over
+ * `tokenLimit` tokens and longer than `minActiveMessages`. The Redis store's commit script does the same.
+ */
+export function spillCount(
+  activeTokens: readonly number[],
+  head: number,
+  tokenLimit: number,
+  limits: SessionLimits,
+): number {
+  let length = activeTokens.length;
+  let tokens = activeTokens.reduce((sum, value) => sum + value, 0);
+  let spilled = 0;
+  while (
+    length > head + 1 &&
+    (length > limits.maxActiveMessages || (tokens > tokenLimit && length > limits.minActiveMessages))
+  ) {
+    tokens -= activeTokens[head + spilled] as number;
+    spilled++;
+    length--;
+  }
+  return spilled;
+}
+
+/**
+ * Releases a hold
+, and when the store is unreachable keeps trying in the background until the hold
  * would have expired anyway: a hold left behind blocks its session until it expires by itself.
  */
 export async function releaseEventually(

@@ -9,7 +9,7 @@ export interface UpstreamRequest {
   /** Path below the upstream's base URL, e.g. `/chat/completions`. */
   path: string;
   headers: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   /** Emits 'abort' to cancel the call (an EventEmitter: far cheaper per request than an AbortController). */
   signal: EventEmitter;
 }

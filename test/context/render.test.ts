@@ -117,11 +117,12 @@ describe('renderContext', () => {
   });
 
   it('moves the history start in steps down to trim_to of the budget', () => {
-    // Turns of 10 tokens into 50 available. Five fit; the sixth overflows, and the start jumps so that
-    // at most 35 (0.7 × 50) remain: turns 3..5. It stays there while later turns fit (up to turn 7),
-    // jumps again at turn 8 (to 6) and at turn 11 (to 9).
+    // History turns of 10 tokens, a current turn of 10, a budget of 60: 50 available for history. Five
+    // fit; the sixth overflows, and the start jumps so that at most 35 (0.7 × 50) remain: turns 3..5.
+    // It stays there while later turns fit (up to turn 7), jumps again at turn 8 (to 6) and at turn 11 (to 9).
+
     const starts = Array.from({ length: 12 }, (_unused, length) =>
-      slidingStart(new Array<number>(length + 1).fill(10), 50, policy),
+      slidingStart(new Array<number>(length + 1).fill(10), 10, 60, policy),
     );
     expect(starts).toEqual([0, 0, 0, 0, 0, 3, 3, 3, 6, 6, 6, 9]);
   });

@@ -28,7 +28,9 @@ function build(env: Record<string, string>, configYaml = '{}\n', ready = true): 
     metrics: createMetrics({ collectProcessMetrics: false }),
     readiness: { check: async () => ready },
     tokenizers: createTiktokenTokenizers(),
-    sessionStore: createMemorySessionStore({ limits: { maxActiveMessages: 100, idleTtlSeconds: 60 } }),
+    sessionStore: createMemorySessionStore({
+      limits: { maxActiveMessages: 100, minActiveMessages: 100, idleTtlSeconds: 60 },
+    }),
   }).app;
 }
 

@@ -26,7 +26,9 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       return candidate;
     };
     beforeAll(async () => {
-      store = await connected(await factory({ maxActiveMessages: 5, idleTtlSeconds: 3_600 }));
+      store = await connected(
+        await factory({ maxActiveMessages: 5, minActiveMessages: 1, idleTtlSeconds: 3_600 }),
+      );
     });
     afterAll(() => store.close());
     const freshKey = (): SessionKey => ({
@@ -67,6 +69,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         append: [stored('user', 'hello', 5), stored('assistant', 'hi there', 6)],
         systemPrompt: { role: 'system', content: 'be brief' },
         historyStart: 0,
+        activeTokenLimit: 1_000_000,
       });
       expect(outcome).toEqual({ ok: true, version: 1 });
       const snapshot = await store.load(key);
@@ -80,6 +83,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         expectedVersion: 1,
         append: [stored('user', 'again', 4)],
         historyStart: 2,
+        activeTokenLimit: 1_000_000,
       });
       expect(second).toEqual({ ok: true, version: 2 });
       const after = await store.load(key);
@@ -100,6 +104,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         expectedVersion: 0,
         append: [stored('user', 'x', 1)],
         historyStart: 0,
+        activeTokenLimit: 1_000_000,
       });
       expect(outcome).toEqual({ ok: false, reason: 'hold_lost' });
       expect((await store.load(key)).messages).toEqual([]);
@@ -118,6 +123,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
           expectedVersion: 0,
           append: [stored('user', 'fresh', 1)],
           historyStart: 0,
+          activeTokenLimit: 1_000_000,
         }),
       ).toEqual({ ok: true, version: 1 });
       expect(
@@ -126,6 +132,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
           expectedVersion: 0,
           append: [stored('user', 'stale', 1)],
           historyStart: 0,
+          activeTokenLimit: 1_000_000,
         }),
       ).toEqual({ ok: false, reason: 'hold_lost' });
       expect((await store.load(key)).messages.map((message) => message.message.content)).toEqual(['fresh']);
@@ -139,6 +146,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         expectedVersion: 0,
         append: [stored('user', 'one', 1)],
         historyStart: 0,
+        activeTokenLimit: 1_000_000,
       });
       const second = (await store.acquire(key, 10_000))!;
       expect(
@@ -147,6 +155,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
           expectedVersion: 0,
           append: [stored('user', 'dup', 1)],
           historyStart: 0,
+          activeTokenLimit: 1_000_000,
         }),
       ).toEqual({ ok: false, reason: 'version_conflict' });
       expect((await store.load(key)).messages).toHaveLength(1);
@@ -159,7 +168,13 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       const messages = Array.from({ length: 8 }, (_unused, index) =>
         stored(index % 2 === 0 ? 'user' : 'assistant', `m${index}`, index + 1),
       );
-      await store.commit(key, { hold, expectedVersion: 0, append: messages, historyStart: 0 });
+      await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: messages,
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
       const snapshot = await store.load(key);
       expect(snapshot.messages).toEqual(messages.slice(3));
       expect(snapshot.archivedCount).toBe(3);
@@ -172,6 +187,60 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect((await store.history(key, 9, 10)).messages).toEqual([]);
     });
 
+    it('keeps about one window of tokens active, never archives the protected head, and pages in order', async () => {
+      const windowed = await connected(
+        await factory({ maxActiveMessages: 50, minActiveMessages: 2, idleTtlSeconds: 3_600 }),
+      );
+      try {
+        const key = freshKey();
+        const all = Array.from({ length: 14 }, (_unused, index) =>
+          stored(index % 2 === 0 ? 'user' : 'assistant', `m${index}`, 10),
+        );
+        // Seven turns of two messages, 10 tokens each; the window allows 60 active tokens, then 1.
+        for (let turn = 0; turn < 7; turn++) {
+          const hold = (await windowed.acquire(key, 10_000))!;
+          const outcome = await windowed.commit(key, {
+            hold,
+            expectedVersion: turn,
+            append: all.slice(turn * 2, turn * 2 + 2),
+            historyStart: turn,
+            activeTokenLimit: turn === 6 ? 1 : 60,
+            // The head is fixed once (2 messages, the first turn); later values are ignored.
+            headMessages: turn * 2,
+          });
+          expect(outcome).toEqual({ ok: true, version: turn + 1 });
+          const snapshot = await windowed.load(key);
+          if (turn === 3) {
+            // 80 tokens: the oldest messages after the head (m2, m3) moved out.
+            expect(snapshot.messages.map((entry) => entry.message.content)).toEqual([
+              'm0',
+              'm1',
+              'm4',
+              'm5',
+              'm6',
+              'm7',
+            ]);
+            expect(snapshot.archivedCount).toBe(2);
+            expect(snapshot.headMessages).toBe(2);
+          }
+        }
+        const snapshot = await windowed.load(key);
+        // A window of 1 token still keeps the head and the newest message (more than the minimum of 2).
+        expect(snapshot.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm13']);
+        expect(snapshot.archivedCount).toBe(11);
+        expect(snapshot.headMessages).toBe(2);
+        expect(snapshot.historyStart).toBe(6);
+        const history = await windowed.history(key, 0, 100);
+        expect(history.total).toBe(14);
+        expect(history.messages).toEqual(all);
+        // Pages across the head/archive and archive/active boundaries.
+        expect((await windowed.history(key, 1, 3)).messages).toEqual(all.slice(1, 4));
+        expect((await windowed.history(key, 11, 3)).messages).toEqual(all.slice(11, 14));
+      } finally {
+        await windowed.close();
+      }
+    });
+
     it('keeps tenants apart: the same session id under another credential is another session', async () => {
       const key = freshKey();
       const hold = (await store.acquire(key, 10_000))!;
@@ -180,6 +249,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         expectedVersion: 0,
         append: [stored('user', 'mine', 1)],
         historyStart: 0,
+        activeTokenLimit: 1_000_000,
       });
       const other = { tenantId: `${key.tenantId}-other`, sessionId: key.sessionId };
       expect((await store.load(other)).version).toBe(0);
@@ -194,6 +264,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         expectedVersion: 0,
         append: [stored('user', 'x', 1)],
         historyStart: 0,
+        activeTokenLimit: 1_000_000,
       });
       expect(await store.delete(key)).toBe(true);
       expect((await store.load(key)).version).toBe(0);
@@ -202,7 +273,9 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
     });
 
     it('expires a session after the idle TTL', async () => {
-      const shortLived = await connected(await factory({ maxActiveMessages: 5, idleTtlSeconds: 1 }));
+      const shortLived = await connected(
+        await factory({ maxActiveMessages: 5, minActiveMessages: 1, idleTtlSeconds: 1 }),
+      );
       try {
         const key = freshKey();
         const hold = (await shortLived.acquire(key, 10_000))!;
@@ -211,6 +284,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
           expectedVersion: 0,
           append: [stored('user', 'x', 1)],
           historyStart: 0,
+          activeTokenLimit: 1_000_000,
         });
         expect((await shortLived.load(key)).version).toBe(1);
         await sleep(2_200);

@@ -1,11 +1,15 @@
 // The SessionStore contract against the in-process store, a real redis-server, and a real local Redis
 // Cluster of three masters.
-import { afterAll, inject } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { SessionStore, StoredMessage } from '../../src/store/session-store.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import { describeSessionStoreContract } from './session-store-contract.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describeSessionStoreContract('memory', (limits) => createMemorySessionStore({ limits }));
 
@@ -25,4 +29,67 @@ describeSessionStoreContract('redis cluster (3 masters)', async (limits) => {
   cluster ??= startRedisCluster();
   const { nodes } = await cluster;
   return createRedisSessionStore({ redis: createRedisConnection({ mode: 'cluster', nodes }), limits });
+});
+
+describe('Redis session store: the replica cache', () => {
+  it('lets two replicas committing in turn load exactly what a store without a cache loads', async () => {
+    const limits = { maxActiveMessages: 40, minActiveMessages: 3, idleTtlSeconds: 3_600 };
+    const connect = (cacheBytes?: number) =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits,
+        ...(cacheBytes === undefined ? {} : { cacheBytes }),
+      });
+    const replicas = [connect(), connect()];
+    const reference = connect(0);
+    const stores = [...replicas, reference];
+    try {
+      for (const store of stores)
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'cache-check' };
+      let seed = 7;
+      const random = (): number => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+        return seed / 2_147_483_648;
+      };
+      let sent: StoredMessage[] = [];
+      let version = 0;
+      for (let turn = 0; turn < 80; turn++) {
+        if (turn === 50) {
+          // A deleted and recreated session: the other replica's cached copy belongs to the old one.
+          expect(await (replicas[0] as SessionStore).delete(key)).toBe(true);
+          sent = [];
+          version = 0;
+        }
+        const store = replicas[random() < 0.5 ? 0 : 1] as SessionStore;
+        const hold = await store.acquire(key, 10_000);
+        expect(hold).toBeDefined();
+        const loaded = await store.load(key);
+        const expected = await reference.load(key);
+        expect(loaded).toEqual(expected);
+        expect(loaded.version).toBe(version);
+        const append = Array.from({ length: 1 + Math.floor(random() * 4) }, (_unused, index) => ({
+          message: { role: index === 0 ? 'user' : 'assistant', content: `turn ${turn} part ${index} ✓` },
+          tokens: 1 + Math.floor(random() * 30),
+        }));
+        const outcome = await store.commit(key, {
+          hold: hold!,
+          expectedVersion: version,
+          append,
+          historyStart: 0,
+          activeTokenLimit: 40 + Math.floor(random() * 160),
+          headMessages: turn === 52 || turn === 3 ? 2 : 0,
+        });
+        expect(outcome).toEqual({ ok: true, version: version + 1 });
+        version++;
+        sent.push(...append);
+      }
+      const after = await reference.load(key);
+      expect(after.archivedCount).toBeGreaterThan(0);
+      expect((await reference.history(key, 0, 1_000)).messages).toEqual(sent);
+      for (const store of replicas) expect(await store.load(key)).toEqual(after);
+    } finally {
+      for (const store of stores) await store.close();
+    }
+  });
 });
