@@ -7,7 +7,7 @@
 // (a) and (c) measured with hrtime, for ctxgate's added p50.
 import { execFileSync } from 'node:child_process';
 import autocannon from 'autocannon';
-import { Pool } from 'undici';
+import { Pool, request } from 'undici';
 import { FakeUpstream } from '../test/helpers/fake-upstream.js';
 import { startServerProcess, type ServerProcess } from './process-helpers.js';
 
@@ -119,6 +119,10 @@ async function singleConnectionLatency(
 
 function row(cells: Array<string | number>): string {
   return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 42 : 12)).join('');
+}
+
+function wideRow(cells: Array<string | number>): string {
+  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 28 : 22)).join('');
 }
 
 async function proxySection(): Promise<void> {
@@ -423,18 +427,23 @@ async function timeRequests(
   target: URL,
   count: number,
   body: (index: number) => unknown,
-  headers: Record<string, string> = {},
+  headersFor: (index: number) => Record<string, string> = () => ({}),
 ): Promise<number[]> {
   const pool = new Pool(target.origin, { connections: 1 });
   const samples: number[] = [];
   try {
     for (let index = 0; index < count; index++) {
+      const payload = JSON.stringify(body(index));
       const started = process.hrtime.bigint();
       const response = await pool.request({
         method: 'POST',
         path: target.pathname,
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench', ...headers },
-        body: JSON.stringify(body(index)),
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-bench',
+          ...headersFor(index),
+        },
+        body: payload,
       });
       await response.body.text();
       if (response.statusCode !== 200) throw new Error(`bench request answered ${response.statusCode}`);
@@ -481,59 +490,94 @@ async function sessionsSection(): Promise<void> {
       authorization: 'Bearer sk-bench',
     }).tenantId;
     console.log(
-      '\n== sessions: one new message per request on one connection, 3 interleaved rounds of 100 per size, 128k window; baseline: the client resends its whole history without a session (100 requests) ==',
+      '\n== sessions: one new message per request on one connection, 3 interleaved rounds of 100 per size, 128k window (ms) ==',
     );
     console.log(
-      row([
-        'stored messages',
-        'session p50',
-        'session p99',
-        'resend p50',
-        'resend p99',
-        'session/resend p50',
+      wideRow([
+        'stored (active) start -> end',
+        'session p50/p99',
+        'upstream alone',
+        'overhead p50',
+        'resend all p50/p99',
       ]),
     );
 
     const sizes = [10, 1_000, 10_000];
     const conversations = new Map(sizes.map((size) => [size, benchConversation(size, 200)]));
-    for (const size of sizes) {
-      const key = { tenantId, sessionId: `bench-${size}` };
-      const messages = conversations.get(size) ?? [];
-      for (let start = 0; start < messages.length; start += 500) {
-        const hold = await store.acquire(key, 60_000);
-        if (hold === undefined) throw new Error('bench session is busy');
-        const snapshot = await store.load(key);
-        await store.commit(key, {
-          hold,
-          expectedVersion: snapshot.version,
-          append: messages.slice(start, start + 500).map((message) => ({ message, tokens: 60 })),
-          historyStart: 0,
-          activeTokenLimit: 128_000,
-        });
+    // Each measured turn stores two messages; requests rotate over several sessions per size so that
+    // the sizes stay close to what they are named (one 10 000-message session grows by 2.6% per round).
+    const sessionsPerSize = (size: number): number => (size >= 10_000 ? 3 : 39);
+    for (const size of sizes)
+      for (let copy = 0; copy < sessionsPerSize(size); copy++) {
+        const key = { tenantId, sessionId: `bench-${size}-${copy}` };
+        const messages = conversations.get(size) ?? [];
+        for (let start = 0; start < messages.length; start += 500) {
+          const hold = await store.acquire(key, 60_000);
+          if (hold === undefined) throw new Error('bench session is busy');
+          const snapshot = await store.load(key);
+          await store.commit(key, {
+            hold,
+            expectedVersion: snapshot.version,
+            append: messages.slice(start, start + 500).map((message) => ({ message, tokens: 60 })),
+            historyStart: 0,
+            activeTokenLimit: 128_000,
+          });
+        }
       }
-    }
     const target = new URL(`${gateway.url}/chat/completions`);
-    // Three interleaved rounds, so that the machine's noise falls on every size alike.
-    const samples = new Map(sizes.map((size) => [size, [] as number[]]));
+    const upstreamTarget = new URL(`${fake.url}/chat/completions`);
+    // What each session's next request sends upstream (POST /v1/context/render with the session),
+    // timed against the fake provider directly: the upstream's own share of a session request.
+    const rendered = new Map<number, unknown[]>();
+    for (const size of sizes) {
+      const response = await request(`${gateway.url}/context/render`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-bench',
+          'x-session-id': `bench-${size}-0`,
+        },
+        body: JSON.stringify({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'Question 0: what changed?' }],
+        }),
+      });
+      rendered.set(size, ((await response.body.json()) as { messages: unknown[] }).messages);
+    }
+    // Three interleaved rounds, so that the machine's noise falls on every size and baseline alike.
+    const samples = new Map(
+      sizes.map((size) => [size, { session: [] as number[], upstream: [] as number[] }]),
+    );
     let question = 0;
     for (let round = 0; round < 3; round++) {
       for (const size of sizes) {
-        const latencies = await timeRequests(
-          target,
-          130,
-          () => ({
-            model: 'gpt-4o-mini',
-            messages: [{ role: 'user', content: `Question ${question++}: what changed?` }],
-          }),
-          { 'x-session-id': `bench-${size}` },
+        const latencies = samples.get(size) ?? { session: [], upstream: [] };
+        latencies.session.push(
+          ...(await timeRequests(
+            target,
+            130,
+            () => ({
+              model: 'gpt-4o-mini',
+              messages: [{ role: 'user', content: `Question ${question++}: what changed?` }],
+            }),
+            (index) => ({ 'x-session-id': `bench-${size}-${index % sessionsPerSize(size)}` }),
+          )),
         );
-        samples.get(size)?.push(...latencies);
+        latencies.upstream.push(
+          ...(await timeRequests(upstreamTarget, 130, () => ({
+            model: 'gpt-4o-mini',
+            messages: rendered.get(size),
+          }))),
+        );
       }
     }
     const p50s: number[] = [];
+    const overheads: number[] = [];
     for (const size of sizes) {
-      const session = (samples.get(size) ?? []).sort((a, b) => a - b);
-      // Baseline in the same run: the client keeps the history itself and resends all of it, no session.
+      const latencies = samples.get(size) ?? { session: [], upstream: [] };
+      const session = latencies.session.sort((a, b) => a - b);
+      const upstream = latencies.upstream.sort((a, b) => a - b);
+      // Second baseline: the client keeps the history itself and resends all of it, no session.
       const resend = await timeRequests(target, 130, (index) => ({
         model: 'gpt-4o-mini',
         messages: [
@@ -541,20 +585,27 @@ async function sessionsSection(): Promise<void> {
           { role: 'user', content: `Question ${index}: what changed?` },
         ],
       }));
+      const overhead = percentile(session, 0.5) - percentile(upstream, 0.5);
+      // Every measured turn stores two messages: the sessions grow while they are measured.
+      const grown = await request(`${gateway.url}/sessions/bench-${size}-0`, {
+        headers: { authorization: 'Bearer sk-bench' },
+      });
+      const { counts } = (await grown.body.json()) as { counts: { active: number; total: number } };
       p50s.push(percentile(session, 0.5));
+      overheads.push(overhead);
       console.log(
-        row([
-          size,
-          percentile(session, 0.5).toFixed(2),
-          percentile(session, 0.99).toFixed(2),
-          percentile(resend, 0.5).toFixed(2),
-          percentile(resend, 0.99).toFixed(2),
-          (percentile(session, 0.5) / percentile(resend, 0.5)).toFixed(2),
+        wideRow([
+          `${size} -> ${counts.total} (${counts.active})`,
+          `${percentile(session, 0.5).toFixed(2)} / ${percentile(session, 0.99).toFixed(2)}`,
+          `${percentile(upstream, 0.5).toFixed(2)} / ${percentile(upstream, 0.99).toFixed(2)}`,
+          overhead.toFixed(2),
+          `${percentile(resend, 0.5).toFixed(2)} / ${percentile(resend, 0.99).toFixed(2)}`,
         ]),
       );
     }
     console.log(
-      `   10 000-message p50 / 10-message p50: ${((p50s[2] ?? 0) / (p50s[0] ?? 1)).toFixed(2)}  (target <= 2)`,
+      `   10 000-message / 10-message: session p50 ${((p50s[2] ?? 0) / (p50s[0] ?? 1)).toFixed(2)}, ` +
+        `gateway overhead p50 ${((overheads[2] ?? 0) / (overheads[0] ?? 1)).toFixed(2)}  (target <= 2)`,
     );
   } finally {
     connection.disconnect();

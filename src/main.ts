@@ -38,8 +38,16 @@ async function main(): Promise<void> {
       app.server.closeAllConnections();
     }, config.server.shutdown_grace_ms);
     force.unref();
+    // Should closing itself hang (a log write that never completes, a connection that never ends),
+    // the process still stops: an orchestrator's SIGKILL should not be what ends it.
+    const hardStop = setTimeout(() => {
+      process.stderr.write('ctxgate: shutdown did not finish; exiting\n');
+      process.exit(1);
+    }, config.server.shutdown_grace_ms + 5_000);
+    hardStop.unref();
     await gateway.close();
     clearTimeout(force);
+
     logger.info('stopped');
     process.exit(0);
   }
