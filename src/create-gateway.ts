@@ -46,7 +46,7 @@ async function warnWhenKeysCanBeEvicted(redis: RedisConnection, logger: Logger):
 function connectRedis(config: GatewayConfig, logger: Logger): RedisConnection | undefined {
   if (config.redis.mode === 'memory') {
     logger.warn(
-      'REDIS_URL and REDIS_CLUSTER_NODES are unset: sessions live in this process only and are lost on restart',
+      'REDIS_URL, REDIS_SENTINELS and REDIS_CLUSTER_NODES are unset: sessions live in this process only and are lost on restart',
     );
     return undefined;
   }

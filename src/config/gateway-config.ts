@@ -14,7 +14,14 @@ export interface UpstreamConfig {
 export type RedisConfig =
   | { mode: 'memory' }
   | { mode: 'standalone'; url: string }
-  | { mode: 'cluster'; nodes: ReadonlyArray<{ host: string; port: number }> };
+  | { mode: 'cluster'; nodes: ReadonlyArray<{ host: string; port: number }>; password?: string }
+  | {
+      mode: 'sentinel';
+      sentinels: ReadonlyArray<{ host: string; port: number }>;
+      masterName: string;
+      password?: string;
+      sentinelPassword?: string;
+    };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 

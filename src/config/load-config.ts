@@ -102,24 +102,43 @@ function parseHttpUrl(name: string, raw: string, problems: string[]): string {
   }
 }
 
-function parseRedis(env: Environment, problems: string[]): RedisConfig {
-  const clusterNodes = readVariable(env, 'REDIS_CLUSTER_NODES');
-  if (clusterNodes !== undefined) {
-    const nodes: Array<{ host: string; port: number }> = [];
-    for (const seed of clusterNodes
-      .split(',')
-      .map((part) => part.trim())
-      .filter(Boolean)) {
-      const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(seed);
-      const port = Number(match?.[2]);
-      if (!match?.[1] || port < 1 || port > 65535) {
-        problems.push(`REDIS_CLUSTER_NODES: "${seed}" is not host:port`);
-        continue;
-      }
-      nodes.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
+type HostPort = { host: string; port: number };
+
+/** A comma-separated list of host:port (IPv6 hosts in brackets); each bad entry is a problem. */
+function parseHostPorts(env: Environment, name: string, problems: string[]): HostPort[] {
+  const nodes: HostPort[] = [];
+  const before = problems.length;
+  for (const entry of (readVariable(env, name) ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(entry);
+    const port = Number(match?.[2]);
+    if (!match?.[1] || port < 1 || port > 65535) {
+      problems.push(`${name}: "${entry}" is not host:port`);
+      continue;
     }
-    if (nodes.length === 0 && problems.length === 0) problems.push('REDIS_CLUSTER_NODES: lists no host:port');
-    return { mode: 'cluster', nodes };
+    nodes.push({ host: match[1].replace(/^\[|\]$/g, ''), port });
+  }
+  if (nodes.length === 0 && problems.length === before) problems.push(`${name}: lists no host:port`);
+  return nodes;
+}
+
+function parseRedis(env: Environment, problems: string[]): RedisConfig {
+  // Passwords of the data nodes (Cluster, Sentinel) and of the Sentinels; REDIS_URL carries its own.
+  const password = readVariable(env, 'REDIS_PASSWORD');
+  const secrets = password === undefined ? {} : { password };
+  if (readVariable(env, 'REDIS_CLUSTER_NODES') !== undefined)
+    return { mode: 'cluster', nodes: parseHostPorts(env, 'REDIS_CLUSTER_NODES', problems), ...secrets };
+  if (readVariable(env, 'REDIS_SENTINELS') !== undefined) {
+    const sentinelPassword = readVariable(env, 'REDIS_SENTINEL_PASSWORD');
+    return {
+      mode: 'sentinel',
+      sentinels: parseHostPorts(env, 'REDIS_SENTINELS', problems),
+      masterName: readVariable(env, 'REDIS_SENTINEL_MASTER') ?? 'mymaster',
+      ...secrets,
+      ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
+    };
   }
   const url = readVariable(env, 'REDIS_URL');
   if (url === undefined) return { mode: 'memory' };

@@ -247,10 +247,27 @@ export async function beginSessionTurn(options: {
   const { systemCount, stored, newMessages, newTokens } = view;
   const { headMessages: head, archivedCount: archived } = snapshot;
   let released = false;
+  // A turn may outlast the hold (a long generation): the hold is renewed while the turn runs, so it
+  // only expires when this replica stops (dies, freezes, loses Redis).
+  let holdKnownUntilMs = taken.expiresAtMs;
+  const renewal = setInterval(
+    () => {
+      void store
+        .renew(key, taken, options.holdMs)
+        .then((renewed) => {
+          if (renewed) holdKnownUntilMs = Date.now() + options.holdMs;
+          else clearInterval(renewal);
+        })
+        .catch(() => undefined);
+    },
+    Math.max(50, Math.floor(options.holdMs / 3)),
+  );
+  renewal.unref();
 
   return {
     ...view,
     async commit(reply, rendered) {
+      clearInterval(renewal);
       const append: StoredMessage[] = newMessages.map((message, index) => ({
         message: message as Record<string, unknown>,
         tokens: newTokens[index] as number,
@@ -286,8 +303,9 @@ export async function beginSessionTurn(options: {
         throw storeUnavailable(error);
       }
       if (!outcome.ok) {
-        // The hold expired (the turn outlived sessions.hold_ms) and the session moved on: storing this
-        // turn now could duplicate or reorder messages, so it is not stored and the client must retry.
+        // The hold was lost (this replica could not renew it in time) and the session may have moved on:
+        // storing this turn now could duplicate or reorder messages, so it is not stored; the client retries.
+
         throw new GatewayError(
           'session_conflict',
           'The session changed while this request was running; the answer was not stored. Retry the request.',
@@ -299,9 +317,10 @@ export async function beginSessionTurn(options: {
       released = true;
     },
     async release() {
+      clearInterval(renewal);
       if (released) return;
       released = true;
-      await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
+      await releaseEventually(() => store.release(key, taken), holdKnownUntilMs);
     },
   };
 }

@@ -76,6 +76,12 @@ export function createMemorySessionStore({
       if (session !== undefined && session.version === 0 && session.hold === undefined)
         sessions.delete(keyOf(key));
     },
+    async renew(key, hold, holdMs) {
+      const session = live(key);
+      if (session?.hold?.token !== hold.token || session.hold.expiresAtMs <= now()) return false;
+      session.hold.expiresAtMs = now() + holdMs;
+      return true;
+    },
     async load(key): Promise<SessionSnapshot> {
       const session = live(key);
       if (session === undefined || session.version === 0) return { ...emptySnapshot, messages: [] };

@@ -1,5 +1,5 @@
-// Creates the ioredis client (standalone or Cluster) with fail-fast settings: no unbounded offline
-// queue and a command timeout, so a request never waits on a Redis that is down or paused.
+// Creates the ioredis client (standalone, Sentinel or Cluster) with fail-fast settings: no unbounded
+// offline queue and a command timeout, so a request never waits on a Redis that is down or paused.
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../config/gateway-config.js';
 
@@ -18,8 +18,26 @@ export function createRedisConnection(config: Exclude<RedisConfig, { mode: 'memo
   if (config.mode === 'cluster') {
     return new Cluster(
       config.nodes.map((node) => ({ host: node.host, port: node.port })),
-      { enableOfflineQueue: false, clusterRetryStrategy: common.retryStrategy, redisOptions: common },
+      {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: common.retryStrategy,
+        redisOptions: { ...common, ...(config.password === undefined ? {} : { password: config.password }) },
+      },
     );
+  }
+  if (config.mode === 'sentinel') {
+    return new Redis({
+      ...common,
+      sentinels: config.sentinels.map((node) => ({ host: node.host, port: node.port })),
+      name: config.masterName,
+      ...(config.password === undefined ? {} : { password: config.password }),
+      ...(config.sentinelPassword === undefined ? {} : { sentinelPassword: config.sentinelPassword }),
+      sentinelRetryStrategy: common.retryStrategy,
+      // After a failover the old master answers READONLY until the client reconnects: reconnect at once,
+      // and ask the Sentinels where the master is now.
+      reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
+      failoverDetector: true,
+    });
   }
   return new Redis(config.url, common);
 }

@@ -22,6 +22,11 @@ const releaseScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
 
+// ARGV: token, holdMs.
+const renewScript = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
 // ARGV: the caller's cached epoch, total, archived count and head. Returns {meta, archived, 1, new items}
 // when the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}.
 const loadScript = `
@@ -193,6 +198,7 @@ export function createRedisSessionStore({
   now?: () => number;
 }): SessionStore {
   const release = defineScript(redis, 'ctxgateRelease', 1, releaseScript);
+  const renew = defineScript(redis, 'ctxgateRenew', 1, renewScript);
   const load = defineScript(redis, 'ctxgateLoad', 3, loadScript);
   const commit = defineScript(redis, 'ctxgateCommit', 4, commitScript);
   const history = defineScript(redis, 'ctxgateHistory', 3, historyScript);
@@ -269,6 +275,9 @@ export function createRedisSessionStore({
     },
     async release(key, hold) {
       await release(sessionKeys(key).hold, hold.token);
+    },
+    async renew(key, hold, holdMs) {
+      return Number(await renew(sessionKeys(key).hold, hold.token, holdMs)) === 1;
     },
     async load(key): Promise<SessionSnapshot> {
       const { meta, entry } = await loadActive(key, `${key.tenantId}\u0000${key.sessionId}`);

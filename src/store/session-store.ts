@@ -60,6 +60,9 @@ export interface SessionStore {
   /** Takes the session's hold, or returns undefined when another request holds it. */
   acquire(key: SessionKey, holdMs: number): Promise<SessionHold | undefined>;
   release(key: SessionKey, hold: SessionHold): Promise<void>;
+  /** Extends a hold still held to `holdMs` from now; false when it is no longer this holder's. */
+  renew(key: SessionKey, hold: SessionHold, holdMs: number): Promise<boolean>;
+
   load(key: SessionKey): Promise<SessionSnapshot>;
   /** Appends atomically, only while `hold` is still this session's hold and the version matches. */
   commit(key: SessionKey, input: CommitInput): Promise<CommitOutcome>;

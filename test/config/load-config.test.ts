@@ -83,6 +83,39 @@ describe('loadConfig', () => {
     });
   });
 
+  it('uses Sentinel with REDIS_SENTINELS (master name defaults to mymaster), and passes passwords on', () => {
+    const base = { CTXGATE_CONFIG: writeConfigFile('{}'), REDIS_URL: 'redis://x:1' };
+    expect(loadConfig({ env: { ...base, REDIS_SENTINELS: 's1:26379,s2:26380' } }).redis).toEqual({
+      mode: 'sentinel',
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26380 },
+      ],
+      masterName: 'mymaster',
+    });
+    expect(
+      loadConfig({
+        env: {
+          ...base,
+          REDIS_SENTINELS: 's1:26379',
+          REDIS_SENTINEL_MASTER: 'sessions',
+          REDIS_PASSWORD: 'pw',
+          REDIS_SENTINEL_PASSWORD: 'spw',
+        },
+      }).redis,
+    ).toEqual({
+      mode: 'sentinel',
+      sentinels: [{ host: 's1', port: 26379 }],
+      masterName: 'sessions',
+      password: 'pw',
+      sentinelPassword: 'spw',
+    });
+    // Cluster wins over Sentinel.
+    expect(
+      loadConfig({ env: { ...base, REDIS_SENTINELS: 's1:26379', REDIS_CLUSTER_NODES: 'c1:7000' } }).redis,
+    ).toEqual({ mode: 'cluster', nodes: [{ host: 'c1', port: 7000 }] });
+  });
+
   it('routes file upstreams before the default one and reads their keys from the named variables', () => {
     const path = writeConfigFile(
       'upstreams:\n  - name: local\n    base_url: http://127.0.0.1:8000/v1\n    models: ["llama-*"]\n  - name: groq\n    base_url: https://api.groq.com/openai/v1\n    api_key_env: GROQ_KEY\n    models: ["mixtral*"]\n',
@@ -191,6 +224,18 @@ describe('loadConfig', () => {
       yaml: '{}',
       env: { REDIS_CLUSTER_NODES: 'host-without-port' },
       problems: () => ['REDIS_CLUSTER_NODES: "host-without-port" is not host:port'],
+    },
+    {
+      name: 'bad Sentinel addresses',
+      yaml: '{}',
+      env: { REDIS_SENTINELS: 's1:26379,s2:99999' },
+      problems: () => ['REDIS_SENTINELS: "s2:99999" is not host:port'],
+    },
+    {
+      name: 'an empty Sentinel list',
+      yaml: '{}',
+      env: { REDIS_SENTINELS: ' , ' },
+      problems: () => ['REDIS_SENTINELS: lists no host:port'],
     },
   ];
 

@@ -244,27 +244,44 @@ describe('sessions', () => {
     ).toBe(404);
   });
 
-  it('does not store, and does not answer, a turn whose hold expired before it finished', async () => {
+  it('renews its hold through a turn longer than hold_ms; a turn whose hold was lost is neither stored nor answered', async () => {
     const shortHold = await startGateway({
       env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
-      configYaml: 'sessions:\n  hold_ms: 200\n',
+      configYaml: 'sessions:\n  hold_ms: 300\n',
     });
     try {
       await waitUntilReady(shortHold);
-      const sessionId = `expired-${randomUUID()}`;
-      fake.enqueue({ delayBeforeHeadersMs: 700 });
-      const failure = await clientFor(shortHold, sessionId)
-        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'slow' }] })
+      const sessionId = `long-turn-${randomUUID()}`;
+      const client = clientFor(shortHold, sessionId);
+      // Three times the hold: renewed all along, so stored and answered.
+      fake.enqueue({ delayBeforeHeadersMs: 900, content: 'slow but fine' });
+      const slow = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'slow' }],
+      });
+      expect(slow.choices[0]?.message.content).toBe('slow but fine');
+      expect(await sessionMessages(shortHold, sessionId)).toHaveLength(2);
+
+      // The hold disappears mid-turn (as when a replica freezes past it and another takes over).
+      fake.enqueue({ delayBeforeHeadersMs: 900, content: 'too late' });
+      const pending = client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'lost' }] })
         .catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const port = new URL(inject('redisUrl')).port;
+      const holdKey = execFileSync(
+        'redis-cli',
+        ['-p', port, '--scan', '--pattern', `ctxgate:*${sessionId}}:hold`],
+        {
+          encoding: 'utf8',
+        },
+      ).trim();
+      expect(holdKey).not.toBe('');
+      execFileSync('redis-cli', ['-p', port, 'DEL', holdKey]);
+      const failure = await pending;
       expect(failure).toBeInstanceOf(OpenAI.ConflictError);
       expect((failure as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_conflict');
-      expect(
-        (
-          await fetch(`${shortHold.baseUrl}/sessions/${sessionId}`, {
-            headers: { authorization: 'Bearer sk-tenant-a' },
-          })
-        ).status,
-      ).toBe(404);
+      expect(await sessionMessages(shortHold, sessionId)).toHaveLength(2);
     } finally {
       await shortHold.close();
     }

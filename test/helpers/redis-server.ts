@@ -32,7 +32,7 @@ export function assertRedisInstalled(): void {
   }
 }
 
-async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {

@@ -54,6 +54,22 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       await store.release(key, again!);
     });
 
+    it('renews a hold only for its holder, keeping the session held past its first expiry', async () => {
+      const key = freshKey();
+      const hold = (await store.acquire(key, 400))!;
+      expect(await store.renew(key, { token: 'someone-else', expiresAtMs: 0 }, 10_000)).toBe(false);
+      await sleep(250);
+      expect(await store.renew(key, hold, 400)).toBe(true);
+      await sleep(250);
+      // 500 ms after acquiring with 400: held only because it was renewed.
+      expect(await store.acquire(key, 10_000)).toBeUndefined();
+      await sleep(300);
+      expect(await store.renew(key, hold, 400)).toBe(false);
+      const next = await store.acquire(key, 10_000);
+      expect(next).toBeDefined();
+      await store.release(key, next!);
+    });
+
     it('admits exactly one of many concurrent acquirers', async () => {
       const key = freshKey();
       const holds = await Promise.all(Array.from({ length: 20 }, () => store.acquire(key, 10_000)));
