@@ -3,7 +3,7 @@
 // error event, never with a clean [DONE], so the client can tell a cut-off answer from a complete one.
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { GatewayError, isGatewayError } from '../errors.js';
+import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 
 import type { UpstreamResponse } from '../upstream/upstream.js';
 import type { ClientCancellation } from './client-cancellation.js';
@@ -48,8 +48,14 @@ export class StreamCompletionTracker {
 }
 
 export function streamErrorEvent(error: GatewayError): string {
-  const body = { error: { message: error.message, type: 'server_error', param: null, code: error.code } };
-  return `data: ${JSON.stringify(body)}\n\n`;
+  return `data: ${JSON.stringify(toOpenAIErrorBody(error))}\n\n`;
+}
+
+/** Where a chunk's closing `data: [DONE]` event starts, when the chunk ends with one; else -1. */
+function doneMarkerAt(chunk: Buffer): number {
+  const tail = chunk.toString('latin1', Math.max(0, chunk.length - 24));
+  const match = /data: ?\[DONE\](?:\r?\n){2}$/.exec(tail);
+  return match === null ? -1 : chunk.length - tail.length + match.index;
 }
 
 function waitForDrain(raw: ServerResponse): Promise<void> {
@@ -113,11 +119,23 @@ export async function relayEventStream({
   const tracker = new StreamCompletionTracker();
   const assembler = onReply === undefined ? undefined : new StreamReplyAssembler();
   let failure: GatewayError | undefined;
+  // With a session, the final `data: [DONE]` waits until the turn is stored, so that a client whose
+  // turn could not be stored gets an error event instead of a [DONE] (when [DONE] ends a chunk).
+  let heldDone: Buffer | undefined;
   try {
     await response.forEachChunk((chunk) => {
       tracker.push(chunk);
       assembler?.push(chunk);
-      if (!raw.write(chunk)) return waitForDrain(raw);
+      let toWrite = chunk;
+      heldDone = undefined;
+      if (assembler !== undefined) {
+        const marker = doneMarkerAt(chunk);
+        if (marker >= 0) {
+          heldDone = chunk.subarray(marker);
+          toWrite = chunk.subarray(0, marker);
+        }
+      }
+      if (toWrite.length > 0 && !raw.write(toWrite)) return waitForDrain(raw);
     });
     if (!tracker.isComplete()) {
       failure = new GatewayError(
@@ -136,13 +154,21 @@ export async function relayEventStream({
   }
   if (failure === undefined && assembler !== undefined && onReply !== undefined) {
     const assembled = assembler.end();
-    // The client already has the whole answer; a failed write can only be logged and counted.
     if (assembled.finished) {
       await onReply(assembled.message).catch((error: unknown) => {
         state.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
+        // The client has the answer but not its [DONE]: it learns the turn was not stored. Without a
+        // held [DONE] (it did not end a chunk) the failure can only be logged.
+        if (heldDone !== undefined) {
+          failure = isGatewayError(error)
+            ? error
+            : new GatewayError('session_store_unavailable', 'The turn could not be stored.');
+          heldDone = undefined;
+        }
       });
     }
   }
+  if (heldDone !== undefined && failure === undefined) raw.write(heldDone);
   if (failure !== undefined) {
     state.streamErrorCode = failure.code;
     raw.write(streamErrorEvent(failure));

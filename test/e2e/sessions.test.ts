@@ -287,6 +287,55 @@ describe('sessions', () => {
     }
   });
 
+  it('sends [DONE] on a streamed session turn only once the turn is stored, and an error event when it cannot be', async () => {
+    const sessionId = `stream-store-${randomUUID()}`;
+    const send = (content: string) =>
+      fetch(`${harness.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-tenant-a',
+          'x-session-id': sessionId,
+        },
+        body: JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content }] }),
+      });
+    fake.enqueue({ content: 'stored fine', chunks: 3 });
+    const stored = await (await send('first')).text();
+    expect(stored.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
+
+    // The hold disappears while the answer streams: the turn cannot be stored.
+    fake.enqueue({ content: 'never stored', chunks: 4, chunkDelayMs: 200 });
+    const response = await send('second');
+    const port = new URL(inject('redisUrl')).port;
+    const holdKey = execFileSync(
+      'redis-cli',
+      ['-p', port, '--scan', '--pattern', `ctxgate:*${sessionId}}:hold`],
+      {
+        encoding: 'utf8',
+      },
+    ).trim();
+    execFileSync('redis-cli', ['-p', port, 'DEL', holdKey]);
+    const text = await response.text();
+    expect(text).not.toContain('[DONE]');
+    const events = text.trim().split('\n\n');
+    // The whole answer arrived, then the error in place of [DONE].
+    const content = events
+      .slice(0, -1)
+      .map(
+        (event) =>
+          (JSON.parse(event.replace(/^data: /, '')) as { choices: Array<{ delta: { content?: string } }> })
+            .choices[0]?.delta.content ?? '',
+      )
+      .join('');
+    expect(content).toBe('never stored');
+
+    expect(JSON.parse((events.at(-1) as string).replace(/^data: /, ''))).toMatchObject({
+      error: { code: 'session_conflict' },
+    });
+    expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
+  });
+
   it('refuses a malformed session id with 400', async () => {
     const failure = await clientFor(harness, 'bad id!')
       .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
