@@ -1,0 +1,407 @@
+// The upstream error classifier (SPEC §6): one pure function from what an upstream answered — status,
+// headers, body as text — to what the gateway should do about it. Context-window overflows are told
+// apart from their look-alikes (rate limits on tokens per minute, output caps, byte-size limits,
+// schema errors) by the shapes and phrasing families providers use, not by exact strings, and the
+// numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
+
+export interface OverflowNumbers {
+  /** The model's context window. */
+  maxContext?: number;
+  /** Prompt tokens the upstream counted (a lower bound when `promptTokensLowerBound`). */
+  promptTokens?: number;
+  promptTokensLowerBound?: boolean;
+  /** Prompt plus completion tokens the request asked for. */
+  requested?: number;
+  /** The completion tokens (`max_tokens`) the request asked for. */
+  completionTokens?: number;
+  /** How far over the limit the request was. */
+  excessTokens?: number;
+  /** The prompt's size in characters, when a server counts those instead of tokens. */
+  promptChars?: number;
+  /** The longest prompt the server would take with the requested completion. */
+  maxInputTokens?: number;
+}
+
+export type UpstreamErrorClass =
+  | {
+      kind: 'context_overflow';
+      /** `compress`: the prompt itself is too long; `reduce_max_tokens`: prompt + max_tokens is. */
+      remedy: 'compress' | 'reduce_max_tokens';
+      numbers: OverflowNumbers;
+    }
+  | { kind: 'rate_limited'; retryAfterMs?: number }
+  | { kind: 'auth' }
+  | { kind: 'bad_request' }
+  | { kind: 'server'; retryAfterMs?: number }
+  | { kind: 'timeout' }
+  | { kind: 'connection' }
+  /** A 2xx answer that carries no error. */
+  | { kind: 'none' };
+
+export type UpstreamAnswer =
+  | {
+      status: number;
+      headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+      body: string;
+    }
+  | { transportError: 'timeout' | 'connection' };
+
+/** Below this many tokens left for the answer, lowering max_tokens is no remedy: compress instead. */
+export const minimumAnswerTokens = 1_024;
+
+export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClass {
+  if ('transportError' in answer) return { kind: answer.transportError };
+  const { status, body } = answer;
+  const content = readBody(body);
+  if (status >= 200 && status < 300 && !content.isError) return { kind: 'none' };
+  const text = content.texts.join('\n');
+  const retryAfterMs = retryAfterFrom(answer.headers, text);
+
+  if (status === 429 || rateLimitPhrase.test(text)) {
+    return retryAfterMs === undefined ? { kind: 'rate_limited' } : { kind: 'rate_limited', retryAfterMs };
+  }
+  if (looksLikeOverflow(status, body, text)) {
+    const numbers = overflowNumbers(text, content.fields);
+    return { kind: 'context_overflow', remedy: remedyFor(numbers, text), numbers };
+  }
+  if (status === 401 || status === 403) return { kind: 'auth' };
+  if (status === 408 || status === 504) return { kind: 'timeout' };
+  if (status >= 500 || (status >= 200 && status < 300)) {
+    return retryAfterMs === undefined ? { kind: 'server' } : { kind: 'server', retryAfterMs };
+  }
+  return { kind: 'bad_request' };
+}
+
+// ---- reading the body ------------------------------------------------------------------------------
+
+interface BodyContent {
+  /** Every string found: messages, codes, types, nested JSON's strings; or the plain text. */
+  texts: string[];
+  /** Numeric fields by name (llama.cpp reports n_ctx and n_prompt_tokens as fields). */
+  fields: Map<string, number>;
+  /** The body says it is an error (an `error` member, an SSE error event, or not JSON at all). */
+  isError: boolean;
+}
+
+function readBody(body: string): BodyContent {
+  const content: BodyContent = { texts: [], fields: new Map(), isError: false };
+  const trimmed = body.trim();
+  if (trimmed === '') return content;
+  const parsed = tryParse(trimmed);
+  if (parsed !== undefined) {
+    collect(parsed, content, 0);
+    content.isError = hasErrorMember(parsed);
+    return content;
+  }
+  // Server-sent events (`data: …`, llama.cpp's `error: …`) or plain text.
+  let sawEvent = false;
+  for (const line of trimmed.split(/\r?\n/)) {
+    const event = /^(data|error):\s?(.*)$/.exec(line);
+    if (event === null) continue;
+    const value = tryParse(event[2] ?? '');
+    if (value === undefined) continue;
+    sawEvent = true;
+    collect(value, content, 0);
+    if (event[1] === 'error' || hasErrorMember(value)) content.isError = true;
+  }
+  if (!sawEvent) {
+    content.texts.push(trimmed);
+    content.isError = true;
+  }
+  return content;
+}
+
+function tryParse(text: string): unknown {
+  if (!/^[[{]/.test(text)) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function hasErrorMember(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasErrorMember);
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string, unknown>;
+  if ((record.error !== undefined && record.error !== null) || record.errors !== undefined) return true;
+  if (record.type === 'error' || record.object === 'error') return true;
+  // OpenAI Responses' `response.failed` event carries its error inside the response.
+  return hasErrorMember(record.response);
+}
+
+function collect(value: unknown, content: BodyContent, depth: number): void {
+  if (depth > 12) return;
+  if (typeof value === 'string') {
+    content.texts.push(value);
+    // Upstream JSON nested as an escaped string inside a message ("AiError: {…} (id)").
+    const start = value.indexOf('{');
+    const end = value.lastIndexOf('}');
+    if (start >= 0 && end > start) {
+      const nested = tryParse(value.slice(start, end + 1));
+      if (nested !== undefined) collect(nested, content, depth + 1);
+    }
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) collect(item, content, depth + 1);
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item === 'number' && Number.isFinite(item)) content.fields.set(key, item);
+    else collect(item, content, depth + 1);
+  }
+}
+
+// ---- telling overflows from look-alikes -------------------------------------------------------------
+
+/** Limits per time window or on spending: a rate limit, whatever the status. */
+const rateLimitPhrase =
+  /\b(?:per|a) (?:minute|min|hour|day)\b|\bTP[MD]\b|\bRP[MD]\b|rate[ _-]?limit|quota|too many requests/i;
+
+/** The families of phrases providers and servers use for a prompt that does not fit the window. */
+const overflowPhrases: readonly RegExp[] = [
+  /context[ _-]?(?:length|window|size|limit)[^.]*?(?:exceed|longer|too|only|greater|larger|overflow|maximum|must be|not enough)/i,
+  /(?:exceed|longer than|greater than|larger than|too (?:long|large|big) for)[^.]*?(?:context|kv size)/i,
+  /\b(?:maximum|max) (?:context|prompt) (?:length|size)\b/i,
+  /\b(?:prompt|input|request|message)s? (?:is|are) too (?:long|large|big)\b/i,
+  /\binput prompt is too big\b/i,
+  /\btoo many tokens\b/i,
+  /\b(?:input|prompt) token count\b[^.]*?\b(?:exceed|only supports|limit)/i,
+  /\bnumber of tokens (?:allowed|to keep)\b/i,
+  /tokens? \+ `?max_new_tokens`? must be/i,
+  /\bexceeds budget\b|\binput_too_large\b/i,
+  /context_length_exceeded|context_window_exceeded|exceed_context_size|ContextWindowExceeded/i,
+];
+
+/** Limits that are about something else: output caps, string or byte sizes, images. */
+const lookAlikePhrases: readonly RegExp[] = [
+  /string too long|maximum length \d+, but got/i,
+  /\b\d+(?:\.\d+)? ?(?:bytes|[KMG]i?B)\b/i,
+];
+
+function looksLikeOverflow(status: number, body: string, text: string): boolean {
+  // Cerebras answers an over-long prompt with a bare 413; a 413 that talks about bytes is a size limit.
+  if (status === 413) return body.trim() === '' || /token|context/i.test(text);
+  if (!overflowPhrases.some((phrase) => phrase.test(text))) return false;
+  return !lookAlikePhrases.some((phrase) => phrase.test(text)) || /context/i.test(text);
+}
+
+// ---- the numbers --------------------------------------------------------------------------------------
+
+type Field = keyof OverflowNumbers;
+const number = '(\\d[\\d,]*)';
+
+/**
+ * Phrasings that give numbers, each group naming its field. Tried in order; a field keeps the first
+ * value found. `prompt2` adds to the prompt (tool input counted apart).
+ */
+const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Field | 'prompt2'> }> = [
+  // OpenAI, Azure, DeepSeek, vLLM, OpenRouter: "…maximum context length is N tokens. However, you
+  // requested R tokens (P in the messages, C in the completion)".
+  {
+    pattern: new RegExp(
+      `you requested (?:about )?${number} tokens \\(${number} (?:in the messages|of text input)(?:, ${number} of tool input)?(?:, ${number} in the (?:completion|output))?\\)`,
+      'i',
+    ),
+    fields: ['requested', 'promptTokens', 'prompt2', 'completionTokens'],
+  },
+  {
+    pattern: new RegExp(
+      `you requested a total of ${number} tokens: ${number} tokens from the input messages and ${number} tokens for the completion`,
+      'i',
+    ),
+    fields: ['requested', 'promptTokens', 'completionTokens'],
+  },
+  {
+    pattern: new RegExp(
+      `you requested ${number} output tokens and your prompt contains (at least )?${number} input tokens, for a total of (?:at least )?${number}`,
+      'i',
+    ),
+    fields: ['completionTokens', 'promptTokensLowerBound', 'promptTokens', 'requested'],
+  },
+  {
+    pattern: new RegExp(
+      `you requested ${number} output tokens and your prompt contains ${number} characters`,
+      'i',
+    ),
+    fields: ['completionTokens', 'promptChars'],
+  },
+  { pattern: new RegExp(`(?:you requested|resulted in) ${number} tokens`, 'i'), fields: ['promptTokens'] },
+  {
+    pattern: new RegExp(`(?:max_tokens|max_completion_tokens)'? is too large: ${number}`, 'i'),
+    fields: ['completionTokens'],
+  },
+  { pattern: new RegExp(`your request has ${number} input tokens`, 'i'), fields: ['promptTokens'] },
+  {
+    pattern: new RegExp(`(?:maximum|max) (?:context|prompt) (?:length|size)(?: is| of|:)? ${number}`, 'i'),
+    fields: ['maxContext'],
+  },
+  // Anthropic: "input length and `max_tokens` exceed context limit: P + C > M".
+  {
+    pattern: new RegExp(`${number} \\+ ${number} > ${number}`),
+    fields: ['promptTokens', 'completionTokens', 'maxContext'],
+  },
+  // Anthropic: "prompt is too long: P tokens > M maximum".
+  {
+    pattern: new RegExp(`${number} tokens > ${number} maximum`, 'i'),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  // Gemini / Vertex.
+  {
+    pattern: new RegExp(
+      `input token count (?:\\(|is )${number}\\)? (?:exceeds the maximum number of tokens allowed \\(|but model only supports up to )${number}`,
+      'i',
+    ),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  // Mistral: "Prompt contains P tokens … too large for model with M maximum context length".
+  { pattern: new RegExp(`contains ${number} tokens`, 'i'), fields: ['promptTokens'] },
+  { pattern: new RegExp(`with ${number} maximum context length`, 'i'), fields: ['maxContext'] },
+  // TGI: "`inputs` tokens + `max_new_tokens` must be <= M. Given: P `inputs` tokens and C `max_new_tokens`".
+  {
+    pattern: new RegExp(
+      `must be <= ${number}\\. Given: ${number} \`?inputs\`? tokens and ${number} \`?max_new_tokens`,
+      'i',
+    ),
+    fields: ['maxContext', 'promptTokens', 'completionTokens'],
+  },
+  { pattern: new RegExp(`prompt is too long: ${number}`, 'i'), fields: ['promptTokens'] },
+  {
+    pattern: new RegExp(`maximum prompt length is ${number} but the request contains ${number}`, 'i'),
+    fields: ['maxContext', 'promptTokens'],
+  },
+  {
+    pattern: new RegExp(`\\(${number} tokens\\) exceeds budget \\(${number}`, 'i'),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  // Cohere.
+  { pattern: new RegExp(`exceeded by ${number} tokens`, 'i'), fields: ['excessTokens'] },
+  { pattern: new RegExp(`limit for this model is ${number}`, 'i'), fields: ['maxContext'] },
+  {
+    pattern: new RegExp(`cannot exceed ${number} - received ${number}`, 'i'),
+    fields: ['maxContext', 'promptTokens'],
+  },
+  // vLLM renderer: "You passed P input tokens and requested C output tokens. However, the model's
+  // context length is only M tokens, resulting in a maximum input length of I tokens".
+  {
+    pattern: new RegExp(`you passed ${number} input tokens and requested ${number} output tokens`, 'i'),
+    fields: ['promptTokens', 'completionTokens'],
+  },
+  { pattern: new RegExp(`maximum input length of ${number}`, 'i'), fields: ['maxInputTokens'] },
+  // "The input (P tokens) is longer than the model's context length (M tokens)"; llama.cpp's
+  // "input (P tokens) is larger than the max context size (M tokens)".
+  {
+    pattern: new RegExp(
+      `input \\(${number} tokens\\) is (?:longer|larger) than the (?:model's|max) context (?:length|size) \\(${number}`,
+      'i',
+    ),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  {
+    pattern: new RegExp(`n_ctx\\s*=\\s*${number},\\s*n_tokens\\s*=\\s*${number}`, 'i'),
+    fields: ['maxContext', 'promptTokens'],
+  },
+  // LM Studio: "Trying to keep the first P tokens … loaded with context length of only M tokens".
+  {
+    pattern: new RegExp(`keep the first (${number}) tokens`, 'i'),
+    fields: ['promptTokensLowerBound', 'promptTokens'],
+  },
+  {
+    pattern: new RegExp(`context (?:length|size|window)(?: is| of)? only ${number}`, 'i'),
+    fields: ['maxContext'],
+  },
+  {
+    pattern: new RegExp(`prompt token count of ${number} exceeds the limit of ${number}`, 'i'),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  { pattern: new RegExp(`model maximum context length: ${number}`, 'i'), fields: ['maxContext'] },
+];
+
+function toNumber(text: string): number {
+  return Number(text.replaceAll(',', ''));
+}
+
+function overflowNumbers(text: string, fields: ReadonlyMap<string, number>): OverflowNumbers {
+  const numbers: OverflowNumbers = {};
+  const set = (field: Field, value: number | boolean): void => {
+    if (numbers[field] === undefined) (numbers as Record<Field, number | boolean>)[field] = value;
+  };
+  for (const { pattern, fields: names } of numberPatterns) {
+    const match = pattern.exec(text);
+    if (match === null) continue;
+    let extraPrompt = 0;
+    names.forEach((name, index) => {
+      const raw = match[index + 1];
+      if (raw === undefined) return;
+      if (name === 'prompt2') extraPrompt = toNumber(raw);
+      else if (name === 'promptTokensLowerBound') {
+        if (raw.trim() !== '') set(name, true);
+      } else set(name, toNumber(raw));
+    });
+    if (extraPrompt > 0 && numbers.promptTokens !== undefined) numbers.promptTokens += extraPrompt;
+  }
+  const contextField = fields.get('n_ctx');
+  const promptField = fields.get('n_prompt_tokens');
+  if (contextField !== undefined) set('maxContext', contextField);
+  if (promptField !== undefined) set('promptTokens', promptField);
+  if (
+    numbers.requested === undefined &&
+    numbers.promptTokens !== undefined &&
+    numbers.completionTokens !== undefined &&
+    !numbers.promptTokensLowerBound
+  ) {
+    numbers.requested = numbers.promptTokens + numbers.completionTokens;
+  }
+  return numbers;
+}
+
+function remedyFor(numbers: OverflowNumbers, text: string): 'compress' | 'reduce_max_tokens' {
+  const { maxContext, promptTokens, completionTokens } = numbers;
+  if (maxContext !== undefined && promptTokens !== undefined) {
+    return maxContext - promptTokens >= minimumAnswerTokens &&
+      (completionTokens === undefined || completionTokens > 0)
+      ? 'reduce_max_tokens'
+      : 'compress';
+  }
+  // Only the completion is known (a server counting characters): the requested output alone fills the
+  // window, so it is what must shrink.
+  if (maxContext !== undefined && completionTokens !== undefined && completionTokens >= maxContext / 2)
+    return 'reduce_max_tokens';
+  return /max_tokens|max_completion_tokens|output tokens/i.test(text) && completionTokens !== undefined
+    ? 'reduce_max_tokens'
+    : 'compress';
+}
+
+// ---- retry-after --------------------------------------------------------------------------------------
+
+function headerValue(
+  headers: Readonly<Record<string, string | readonly string[] | undefined>> | undefined,
+  name: string,
+): string | undefined {
+  const value = headers?.[name];
+  return typeof value === 'string' ? value : value?.[0];
+}
+
+/** From `retry-after-ms`, `retry-after` (seconds or an HTTP date) or "retry in 20.04s" in the text. */
+function retryAfterFrom(
+  headers: Readonly<Record<string, string | readonly string[] | undefined>> | undefined,
+  text: string,
+): number | undefined {
+  const milliseconds = Number(headerValue(headers, 'retry-after-ms'));
+  if (
+    headerValue(headers, 'retry-after-ms') !== undefined &&
+    Number.isFinite(milliseconds) &&
+    milliseconds >= 0
+  )
+    return milliseconds;
+  const retryAfter = headerValue(headers, 'retry-after');
+  if (retryAfter !== undefined) {
+    const seconds = Number(retryAfter);
+    if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  }
+  const inText = /(?:retry|try again) in (\d+(?:\.\d+)?) ?(ms|s|seconds?)\b/i.exec(text);
+  if (inText !== null) return Number(inText[1]) * (inText[2] === 'ms' ? 1 : 1000);
+  return undefined;
+}

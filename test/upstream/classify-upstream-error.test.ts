@@ -1,0 +1,225 @@
+// The classifier as a table over real captured bodies (test/fixtures/context-errors.json, a copy of the
+// shared sample), plus cases written from provider documentation and server source, look-alikes included.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import {
+  classifyUpstreamError,
+  type OverflowNumbers,
+  type UpstreamAnswer,
+} from '../../src/upstream/classify-upstream-error.js';
+
+interface FixtureCase {
+  id: string;
+  provider: string;
+  status: number | null;
+  body: string;
+  expect: string;
+  parsed: Record<string, number | boolean>;
+}
+
+const fixtures = JSON.parse(
+  readFileSync(new URL('../fixtures/context-errors.json', import.meta.url), 'utf8'),
+) as FixtureCase[];
+
+const fieldNames: Record<string, keyof OverflowNumbers> = {
+  max_context: 'maxContext',
+  prompt_tokens: 'promptTokens',
+  prompt_tokens_lower_bound: 'promptTokensLowerBound',
+  requested: 'requested',
+  completion_tokens: 'completionTokens',
+  excess_tokens: 'excessTokens',
+  prompt_chars: 'promptChars',
+  max_input_tokens: 'maxInputTokens',
+};
+
+describe('classifyUpstreamError over the captured sample', () => {
+  it('has the whole sample', () => {
+    expect(fixtures.length).toBeGreaterThanOrEqual(60);
+  });
+
+  it.each(fixtures.map((fixture) => [`${fixture.id} ${fixture.provider}`, fixture] as const))(
+    '%s',
+    (_name, fixture) => {
+      // The gRPC text has no HTTP status; it reaches the gateway as a 400 from whatever fronts it.
+      const outcome = classifyUpstreamError({ status: fixture.status ?? 400, body: fixture.body });
+      if (fixture.expect === 'not_overflow') {
+        expect(outcome.kind).not.toBe('context_overflow');
+        return;
+      }
+      expect(outcome.kind).toBe('context_overflow');
+      if (outcome.kind !== 'context_overflow') return;
+      expect(fixture.expect.split('|')).toContain(outcome.remedy);
+      for (const [name, value] of Object.entries(fixture.parsed)) {
+        const field = fieldNames[name];
+        expect(field, `a field for ${name}`).toBeDefined();
+        expect(outcome.numbers[field as keyof OverflowNumbers], name).toBe(value);
+      }
+    },
+  );
+});
+
+const openAIError = (message: string, code: string | null, type = 'invalid_request_error'): string =>
+  JSON.stringify({ error: { message, type, param: null, code } });
+
+const ownCases: ReadonlyArray<{
+  name: string;
+  answer: UpstreamAnswer;
+  expected: ReturnType<typeof classifyUpstreamError>;
+}> = [
+  {
+    name: 'Groq: context_length_exceeded with numbers',
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Please reduce the length of the messages or completion. This model's maximum context length is 8192 tokens. However, you requested 9001 tokens (9001 in the messages, 0 in the completion).",
+        'context_length_exceeded',
+      ),
+    },
+    expected: {
+      kind: 'context_overflow',
+      remedy: 'compress',
+      numbers: { maxContext: 8192, requested: 9001, promptTokens: 9001, completionTokens: 0 },
+    },
+  },
+  {
+    name: 'an overflow as the first event of a 200 stream (OpenAI chat shape)',
+    answer: {
+      status: 200,
+      body: `data: ${openAIError("This model's maximum context length is 16385 tokens. However, your messages resulted in 17000 tokens.", 'context_length_exceeded')}\n\n`,
+    },
+    expected: {
+      kind: 'context_overflow',
+      remedy: 'compress',
+      numbers: { maxContext: 16385, promptTokens: 17000 },
+    },
+  },
+  {
+    name: 'Fireworks: "prompt is too long" with the model maximum (thousands separators)',
+    answer: {
+      status: 400,
+      body: openAIError('The prompt is too long: 140,012, model maximum context length: 131,072', null),
+    },
+    expected: {
+      kind: 'context_overflow',
+      remedy: 'compress',
+      numbers: { promptTokens: 140_012, maxContext: 131_072 },
+    },
+  },
+  {
+    name: 'Bedrock (Claude through InvokeModel): ValidationException text',
+    answer: { status: 400, body: '{"message":"prompt is too long: 201000 tokens > 200000 maximum"}' },
+    expected: {
+      kind: 'context_overflow',
+      remedy: 'compress',
+      numbers: { promptTokens: 201_000, maxContext: 200_000 },
+    },
+  },
+  {
+    name: 'look-alike: Groq output cap mentioning context_window',
+    answer: {
+      status: 400,
+      body: openAIError(
+        '`max_tokens` must be less than or equal to `32768`, the maximum value for `max_tokens` is less than the `context_window` for this model',
+        null,
+      ),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'look-alike: Groq 413 on tokens per minute',
+    answer: {
+      status: 413,
+      body: openAIError(
+        'Request too large for model `llama-3.3-70b-versatile` in organization `org_x` service tier `on_demand` on tokens per minute (TPM): Limit 12000, Requested 15000, please reduce your message size and try again.',
+        'rate_limit_exceeded',
+        'tokens',
+      ),
+    },
+    expected: { kind: 'rate_limited' },
+  },
+  {
+    name: 'look-alike: a 413 byte-size limit of a proxy',
+    answer: {
+      status: 413,
+      body: '<html><body>413 Request Entity Too Large: body exceeds 10 MB</body></html>',
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'look-alike: a schema error',
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Invalid type for 'messages[0].content': expected one of a string or array of objects, but got an object instead.",
+        'invalid_type',
+      ),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'a rate limit with retry-after-ms',
+    answer: {
+      status: 429,
+      headers: { 'retry-after-ms': '1500', 'retry-after': '2' },
+      body: openAIError('Rate limit reached for requests', 'rate_limit_exceeded', 'requests'),
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 1500 },
+  },
+  {
+    name: 'a rate limit with retry-after in seconds',
+    answer: { status: 429, headers: { 'retry-after': '3' }, body: '' },
+    expected: { kind: 'rate_limited', retryAfterMs: 3000 },
+  },
+  {
+    name: 'Gemini quota with "retry in" in the text',
+    answer: {
+      status: 429,
+      body: '{"error":{"code":429,"message":"Quota exceeded. Please retry in 20.5s.","status":"RESOURCE_EXHAUSTED"}}',
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 20_500 },
+  },
+  {
+    name: 'a wrong key',
+    answer: { status: 401, body: openAIError('Incorrect API key provided: sk-xxx.', 'invalid_api_key') },
+    expected: { kind: 'auth' },
+  },
+  {
+    name: 'an overloaded server',
+    answer: {
+      status: 503,
+      headers: { 'retry-after': '1' },
+      body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+    },
+    expected: { kind: 'server', retryAfterMs: 1000 },
+  },
+  {
+    name: 'a gateway timeout',
+    answer: { status: 504, body: 'upstream timed out' },
+    expected: { kind: 'timeout' },
+  },
+  { name: 'a broken connection', answer: { transportError: 'connection' }, expected: { kind: 'connection' } },
+  {
+    name: 'a timeout before an answer',
+    answer: { transportError: 'timeout' },
+    expected: { kind: 'timeout' },
+  },
+  {
+    name: 'a normal completion is no error',
+    answer: { status: 200, body: '{"id":"x","object":"chat.completion","choices":[]}' },
+    expected: { kind: 'none' },
+  },
+  {
+    name: 'a normal stream is no error',
+    answer: {
+      status: 200,
+      body: 'data: {"id":"x","choices":[{"delta":{"content":"hi"}}]}\n\ndata: [DONE]\n\n',
+    },
+    expected: { kind: 'none' },
+  },
+];
+
+describe('classifyUpstreamError on cases from provider documentation and server source', () => {
+  it.each(ownCases.map((entry) => [entry.name, entry] as const))('%s', (_name, entry) => {
+    expect(classifyUpstreamError(entry.answer)).toEqual(entry.expected);
+  });
+});
