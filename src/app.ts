@@ -1,5 +1,6 @@
 // The composition root: buildApp wires fastify, routes, upstream, metrics and logger from what it is
 // given. It never listens and never reads the environment; main.ts and tests do that.
+import { createMemoryLearnedLimits, type LearnedLimits } from './store/learned-limits.js';
 import { randomUUID } from 'node:crypto';
 import Fastify, {
   LogController,
@@ -30,6 +31,8 @@ export interface AppDependencies {
   readiness: ReadinessProbe;
   tokenizers: Tokenizers;
   sessionStore: SessionStore;
+  /** Limits learned from the upstreams' overflow errors; in-process when not given. */
+  learnedLimits?: LearnedLimits;
   /** Monotonic milliseconds; injected so durations can be controlled in tests. */
   now?: () => number;
   generateRequestId?: () => string;
@@ -180,8 +183,10 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     metrics,
     tokenizers: deps.tokenizers,
     sessionStore: deps.sessionStore,
+    learnedLimits: deps.learnedLimits ?? createMemoryLearnedLimits(),
     now,
   });
+
   registerSessionRoutes(app, { sessionStore: deps.sessionStore });
 
   return {

@@ -1,5 +1,6 @@
 // Builds the real infrastructure named by a GatewayConfig (Redis connection, undici upstream, metrics)
 // and hands it to buildApp. main.ts and the end-to-end tests both start the gateway through here.
+import { createMemoryLearnedLimits, createRedisLearnedLimits } from './store/learned-limits.js';
 import type { Logger } from 'pino';
 import { buildApp, type GatewayApp } from './app.js';
 import type { GatewayConfig } from './config/gateway-config.js';
@@ -94,6 +95,9 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
     upstream,
     metrics: createMetrics(),
     readiness: { check: () => sessionStore.ping() },
+    learnedLimits:
+      redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis }),
+
     tokenizers,
     sessionStore,
   });

@@ -39,6 +39,9 @@ export const timeoutsSectionSchema = z.strictObject({
   upstream_first_byte_ms: positiveMs.default(300_000),
   /** Longest silence between two chunks of an upstream body. */
   upstream_idle_ms: positiveMs.default(120_000),
+  /** Upstream retries (429, 5xx, connection errors) stop once this long has passed since the first try. */
+  upstream_retry_deadline_ms: positiveMs.default(30_000),
+
 });
 
 export const modelEntrySchema = z.strictObject({
@@ -71,7 +74,12 @@ export const policySchema = z.strictObject({
   safety_margin: z.number().min(0).lt(1).optional(),
   /** Share of the window kept free when the count is an uncalibrated estimate. */
   safety_margin_uncalibrated: z.number().min(0).lt(1).optional(),
+  /** Compressed retries after the upstream refused a prompt as too long. */
+  max_retries: z.number().int().min(0).max(10).optional(),
+  /** Retries of 429, 5xx and connection errors before any byte reached the client. */
+  upstream_retries: z.number().int().min(0).max(10).optional(),
 });
+
 
 export const sessionsSectionSchema = z.strictObject({
   /** Sessions expire after this long without a write (30 days). */

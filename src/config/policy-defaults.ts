@@ -6,6 +6,10 @@ import type { PolicyConfig } from './config-schema.js';
 export interface ResolvedPolicy extends ContextPolicy {
   safety_margin: number;
   safety_margin_uncalibrated: number;
+  /** Compressed retries after the upstream refused a prompt as too long (SPEC §6). */
+  max_retries: number;
+  /** Retries of 429, 5xx and connection errors, before any byte reached the client. */
+  upstream_retries: number;
 }
 
 export const builtInPolicy: ResolvedPolicy = {
@@ -21,7 +25,10 @@ export const builtInPolicy: ResolvedPolicy = {
   pin_prefix: '[pin]',
   safety_margin: 0.05,
   safety_margin_uncalibrated: 0.1,
+  max_retries: 3,
+  upstream_retries: 2,
 };
+
 
 export const builtInPresets: Record<string, PolicyConfig> = {
   /** Conversations: the defaults. */

@@ -60,6 +60,8 @@ export function resolveContextSettings(options: {
   model: string;
   headers: IncomingHttpHeaders;
   maxCompletionTokens: number | null | undefined;
+  /** The window learned from the upstream (SPEC §6): used when smaller than the configured one. */
+  learnedWindow?: number | undefined;
 }): ContextSettings {
   const { config, headers } = options;
   const model = findModelEntry(config, options.model);
@@ -85,7 +87,10 @@ export function resolveContextSettings(options: {
 
   const maxHistoryTokens = integerHeader(headers, 'x-context-max-history-tokens', 0);
   if (maxHistoryTokens !== undefined) policy.max_history_tokens = maxHistoryTokens;
-  const window = integerHeader(headers, 'x-context-window', 1) ?? model.window;
+  const window =
+    integerHeader(headers, 'x-context-window', 1) ??
+    Math.min(model.window, options.learnedWindow ?? Infinity);
+
   const outputReserve = options.maxCompletionTokens ?? model.outputReserve;
   const margin = model.exactTokenizer ? policy.safety_margin : policy.safety_margin_uncalibrated;
   return { window, outputReserve, model, policyName, policy, safetyMarginTokens: Math.ceil(window * margin) };

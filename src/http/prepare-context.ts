@@ -10,6 +10,9 @@ import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { SessionView } from './session-turn.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
 
+/** The retry ladder's later steps (SPEC §6): fewer turns than the window alone would allow. */
+export type ContextReduction = 'none' | 'drop_oldest_half' | 'minimal';
+
 export interface PreparedContext {
   messages: ContextMessage[];
   report: RenderReport;
@@ -31,6 +34,8 @@ export function prepareContext(options: {
   headers: IncomingHttpHeaders;
   /** A session's conversation to fit instead of the request's own messages. */
   session?: SessionView | undefined;
+  learnedWindow?: number | undefined;
+  reduction?: ContextReduction;
 }): PreparedContext {
   const { chatRequest, session } = options;
   const settings = resolveContextSettings({
@@ -38,9 +43,21 @@ export function prepareContext(options: {
     model: chatRequest.model,
     headers: options.headers,
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
+    learnedWindow: options.learnedWindow,
   });
+  const conversation = session?.conversation ?? (chatRequest.messages as ContextMessage[]);
+  if (options.reduction === 'drop_oldest_half') {
+    const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
+    settings.policy.keep_first_turns = 0;
+    settings.policy.max_history_turns = Math.max(1, Math.floor(historyTurns / 2));
+    settings.policy.trim_to = 1;
+  } else if (options.reduction === 'minimal') {
+    settings.policy.keep_first_turns = 0;
+    settings.policy.max_history_tokens = 1;
+  }
   const outcome = renderContext({
-    messages: session?.conversation ?? (chatRequest.messages as ContextMessage[]),
+    messages: conversation,
+
     ...(session === undefined
       ? {}
       : {

@@ -13,9 +13,18 @@ import { parseChatCompletionRequest } from './chat-request-schema.js';
 import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
 import { serializeChatBody } from './chat-body.js';
-import { contextResponseHeaders, prepareContext, tokenizerFor } from './prepare-context.js';
+import {
+  contextResponseHeaders,
+  prepareContext,
+  tokenizerFor,
+  type ContextReduction,
+} from './prepare-context.js';
+import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { beginSessionTurn, previewSessionTurn, sessionIdFrom } from './session-turn.js';
 import { isEventStream, relayEventStream, relayWholeBody } from './relay-response.js';
+import { inspectAnswer } from './inspect-answer.js';
+import type { LearnedLimits } from '../store/learned-limits.js';
+import type { UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
 
 export interface ProxyRouteDependencies {
   config: GatewayConfig;
@@ -23,7 +32,9 @@ export interface ProxyRouteDependencies {
   metrics: GatewayMetrics;
   tokenizers: Tokenizers;
   sessionStore: SessionStore;
+  learnedLimits: LearnedLimits;
   now: () => number;
+  random?: () => number;
 }
 
 interface UpstreamCall {
@@ -34,12 +45,32 @@ interface UpstreamCall {
   streaming: boolean;
   extraHeaders?: Record<string, string>;
   onReply?: (reply: Record<string, unknown> | undefined) => Promise<unknown>;
+  recovery?: Recovery;
 }
 
-export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
-  const { config, upstream, metrics, tokenizers, sessionStore, now } = deps;
+interface Recovery {
+  /** The next, smaller request after an overflow, or undefined when there is none left to try. */
+  onOverflow(
+    overflow: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>,
+  ): Promise<{ body: string | Buffer; extraHeaders: Record<string, string> } | undefined>;
+  /** The upstream accepted the request as sent. */
+  onSuccess(): void;
+  upstreamRetries: number;
+  deadlineMs: number;
+}
 
-  /** One upstream call relayed to the client; the time from sending to the end of the body counts as upstream time. */
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
+  const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits } = deps;
+  const random = deps.random ?? Math.random;
+
+  /**
+   * One upstream call relayed to the client; the time from sending to the end of the body counts as
+   * upstream time. With `recovery`, what the upstream answers is looked at before any byte reaches the
+   * client: a context overflow goes back to the caller for a smaller request, and 429, 5xx and
+   * connection errors are retried with backoff (SPEC §6).
+   */
   async function forward(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -50,32 +81,74 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     const startedAtMs = now();
     let status = 'error';
     state.upstreamName = call.target.name;
+    const recovery = call.recovery;
+    let current = { body: call.body, extraHeaders: call.extraHeaders ?? {} };
+    let upstreamRetries = 0;
     try {
-      const response: UpstreamResponse = await upstream.send({
-        upstream: call.target,
-        method: call.method,
-        path: call.path,
-        headers: buildUpstreamHeaders(
-          request.headers,
-          call.target,
-          state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' },
-        ),
-        ...(call.body === undefined ? {} : { body: call.body }),
-        signal: cancellation,
-      });
-      status = String(response.statusCode);
-      state.upstreamStatus = response.statusCode;
-      const options = {
-        reply,
-        response,
-        state,
-        extraHeaders: call.extraHeaders ?? {},
-        cancellation,
-        onReply: call.onReply,
-      };
-      if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
-        return await relayEventStream(options);
-      return await relayWholeBody(options);
+      for (;;) {
+        let response: UpstreamResponse;
+        try {
+          response = await upstream.send({
+            upstream: call.target,
+            method: call.method,
+            path: call.path,
+            headers: buildUpstreamHeaders(
+              request.headers,
+              call.target,
+              state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' },
+            ),
+            ...(current.body === undefined ? {} : { body: current.body }),
+            signal: cancellation,
+          });
+        } catch (error) {
+          const retryable = isGatewayError(error) && error.code === 'upstream_unreachable';
+          if (recovery !== undefined && retryable && !cancellation.aborted) {
+            const waitMs = backoffMs(upstreamRetries, undefined, recovery, startedAtMs);
+            if (waitMs !== undefined) {
+              upstreamRetries++;
+              await sleep(waitMs);
+              continue;
+            }
+          }
+          throw error;
+        }
+        status = String(response.statusCode);
+        state.upstreamStatus = response.statusCode;
+        if (recovery !== undefined) {
+          const inspected = await inspectAnswer(response, call.streaming);
+          response = inspected.response;
+          const verdict = inspected.classification;
+          if (verdict.kind === 'context_overflow') {
+            const next = await recovery.onOverflow(verdict);
+            if (next !== undefined) {
+              response.discard();
+              current = next;
+              continue;
+            }
+          } else if (verdict.kind === 'rate_limited' || verdict.kind === 'server') {
+            const waitMs = backoffMs(upstreamRetries, verdict.retryAfterMs, recovery, startedAtMs);
+            if (waitMs !== undefined) {
+              response.discard();
+              upstreamRetries++;
+              await sleep(waitMs);
+              continue;
+            }
+          } else if (verdict.kind === 'none' && response.statusCode < 300) {
+            recovery.onSuccess();
+          }
+        }
+        const options = {
+          reply,
+          response,
+          state,
+          extraHeaders: current.extraHeaders,
+          cancellation,
+          onReply: call.onReply,
+        };
+        if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
+          return await relayEventStream(options);
+        return await relayWholeBody(options);
+      }
     } catch (error) {
       if (cancellation.aborted) return void reply.hijack();
       if (isGatewayError(error)) metrics.upstreamErrors.inc({ upstream: call.target.name, code: error.code });
@@ -85,6 +158,20 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       state.upstreamMs += elapsedMs;
       metrics.upstreamDuration.observe({ upstream: call.target.name, status }, elapsedMs / 1000);
     }
+  }
+
+  /** Full-jitter exponential backoff, at least the upstream's Retry-After; undefined when out of tries or time. */
+  function backoffMs(
+    attempt: number,
+    retryAfterMs: number | undefined,
+    recovery: Recovery,
+    startedAtMs: number,
+  ): number | undefined {
+    if (attempt >= recovery.upstreamRetries) return undefined;
+    const jittered = Math.floor(random() * Math.min(8_000, 250 * 2 ** attempt));
+    const waitMs = Math.max(jittered, retryAfterMs ?? 0);
+    if (now() + waitMs - startedAtMs > recovery.deadlineMs) return undefined;
+    return waitMs;
   }
 
   app.post('/v1/chat/completions', async (request, reply) => {
@@ -105,40 +192,98 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             holdMs: config.sessions.hold_ms,
           });
     try {
-      const prepared = prepareContext({
-        config,
-        tokenizers,
-        chatRequest,
-        headers: request.headers,
-        session: turn,
-      });
-
-      state.context = prepared.report;
-      const extraHeaders = contextResponseHeaders(prepared);
-      if (turn !== undefined) {
-        extraHeaders['x-session-id'] = turn.sessionId;
-        extraHeaders['x-session-messages'] = String(turn.messagesAfterCommit);
-      }
-      // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
-      const unchanged = turn === undefined && !prepared.report.modified && state.rawBody !== undefined;
+      const target = selectUpstream(config.upstreams, chatRequest.model);
+      // SPEC §6: what the upstream taught about this model's window, and the retry ladder's state.
+      let learnedWindow = (await learnedLimits.get(target.name, chatRequest.model)).window;
+      let reduction: ContextReduction = 'none';
+      let maxTokens: number | undefined;
+      let retries = 0;
+      const render = () => {
+        const outgoing =
+          maxTokens === undefined
+            ? chatRequest
+            : chatRequest.max_completion_tokens !== undefined && chatRequest.max_completion_tokens !== null
+              ? { ...chatRequest, max_completion_tokens: maxTokens }
+              : { ...chatRequest, max_tokens: maxTokens };
+        const prepared = prepareContext({
+          config,
+          tokenizers,
+          chatRequest: outgoing,
+          headers: request.headers,
+          session: turn,
+          learnedWindow,
+          reduction,
+        });
+        state.context = prepared.report;
+        const extraHeaders = contextResponseHeaders(prepared);
+        extraHeaders['x-context-retries'] = String(retries);
+        if (turn !== undefined) {
+          extraHeaders['x-session-id'] = turn.sessionId;
+          extraHeaders['x-session-messages'] = String(turn.messagesAfterCommit);
+        }
+        // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
+        const unchanged =
+          turn === undefined &&
+          !prepared.report.modified &&
+          outgoing === chatRequest &&
+          state.rawBody !== undefined;
+        const body = unchanged
+          ? (state.rawBody as string)
+          : serializeChatBody(outgoing, prepared.messages, turn?.knownBytes(prepared.messages));
+        return { prepared, body, extraHeaders };
+      };
+      let attempt = render();
+      const sentSize = (): number =>
+        attempt.prepared.report.inputTokens + attempt.prepared.settings.outputReserve;
+      const recovery: Recovery = {
+        upstreamRetries: attempt.prepared.settings.policy.upstream_retries,
+        deadlineMs: config.timeouts.upstream_retry_deadline_ms,
+        async onOverflow(overflow) {
+          const { policy } = attempt.prepared.settings;
+          if (retries >= policy.max_retries) return undefined;
+          retries++;
+          const { numbers } = overflow;
+          await learnedLimits.recordOverflow(target.name, chatRequest.model, {
+            ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
+            failedSize: sentSize(),
+          });
+          learnedWindow = (await learnedLimits.get(target.name, chatRequest.model)).window;
+          const promptTokens = numbers.promptTokens ?? attempt.prepared.report.inputTokens;
+          const room =
+            numbers.maxContext === undefined
+              ? 0
+              : numbers.maxContext - promptTokens - Math.ceil(numbers.maxContext / 100);
+          if (overflow.remedy === 'reduce_max_tokens' && room >= minimumAnswerTokens) {
+            // The prompt fits; the answer it asked for does not: ask for what is left.
+            maxTokens = Math.min(room, maxTokens ?? room);
+          } else {
+            // Re-render with the tighter window first, then drop the oldest half of the turns, then
+            // keep only the system prompt, the summary and the current turn.
+            reduction = retries === 1 ? 'none' : retries === 2 ? 'drop_oldest_half' : 'minimal';
+          }
+          attempt = render();
+          return { body: attempt.body, extraHeaders: attempt.extraHeaders };
+        },
+        onSuccess() {
+          learnedLimits.recordSuccess(target.name, chatRequest.model, sentSize()).catch(() => undefined);
+        },
+      };
       return await forward(request, reply, {
-        target: selectUpstream(config.upstreams, chatRequest.model),
+        target,
         method: 'POST',
         path: '/chat/completions',
-        body: unchanged
-          ? (state.rawBody as string)
-          : serializeChatBody(chatRequest, prepared.messages, turn?.knownBytes(prepared.messages)),
-
+        body: attempt.body,
         streaming: state.stream,
-        extraHeaders,
+        extraHeaders: attempt.extraHeaders,
+        recovery,
         ...(turn === undefined
           ? {}
           : {
               onReply: (assistant: Record<string, unknown> | undefined) =>
                 turn.commit(assistant, {
-                  window: prepared.settings.window,
-                  historyStartIndex: prepared.report.historyStartIndex,
-                  keepFirstTurns: prepared.settings.policy.keep_first_turns,
+                  window: attempt.prepared.settings.window,
+                  historyStartIndex: attempt.prepared.report.historyStartIndex,
+                  keepFirstTurns: attempt.prepared.settings.policy.keep_first_turns,
                 }),
             }),
       });

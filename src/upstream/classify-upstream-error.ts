@@ -57,6 +57,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   const text = content.texts.join('\n');
   const retryAfterMs = retryAfterFrom(answer.headers, text);
 
+  // OpenAI's "insufficient_quota" is billing, not a rate: waiting does not help.
+  if (/\binsufficient_quota\b/.test(text)) return { kind: 'bad_request' };
   if (status === 429 || rateLimitPhrase.test(text)) {
     return retryAfterMs === undefined ? { kind: 'rate_limited' } : { kind: 'rate_limited', retryAfterMs };
   }

@@ -88,22 +88,37 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
         throw toUpstreamError(error, timeouts);
       }
       const body = response.body;
+      // What peek() read, handed out first by readAll and forEachChunk.
+      let peeked: Buffer[] = [];
+      let ended = false;
+      body.once('end', () => {
+        ended = true;
+      });
+      const takePeeked = (): Buffer[] => {
+        const taken = peeked;
+        peeked = [];
+        return taken;
+      };
       return {
         statusCode: response.statusCode,
         headers: response.headers,
         readAll() {
           // Collected by hand: cheaper per request than undici's body mixins for small JSON answers.
           return new Promise<Buffer>((resolve, reject) => {
-            const chunks: Buffer[] = [];
+            const chunks: Buffer[] = takePeeked();
+            const finish = (): void =>
+              resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+            if (ended) return finish();
             body.on('data', (chunk: Buffer) => chunks.push(chunk));
-            body.once('end', () =>
-              resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)),
-            );
+            body.once('end', finish);
             body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
+            body.resume();
           });
         },
 
-        forEachChunk(onChunk) {
+        async forEachChunk(onChunk) {
+          for (const chunk of takePeeked()) await onChunk(chunk);
+          if (ended) return;
           return new Promise<void>((resolve, reject) => {
             body.on('data', (chunk: Buffer) => {
               const pending = onChunk(chunk);
@@ -117,6 +132,32 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
             });
             body.once('end', resolve);
             body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
+            body.resume();
+          });
+        },
+        peek(enough) {
+          return new Promise<Buffer>((resolve, reject) => {
+            const done = (): void => {
+              body.off('data', onData);
+              body.off('end', done);
+              body.off('error', onError);
+              body.pause();
+              resolve(Buffer.concat(peeked));
+            };
+            const onData = (chunk: Buffer): void => {
+              peeked.push(chunk);
+              if (enough(Buffer.concat(peeked))) done();
+            };
+            const onError = (error: Error): void => {
+              body.off('data', onData);
+              body.off('end', done);
+              reject(toUpstreamError(error, timeouts));
+            };
+            if (ended) return resolve(Buffer.concat(peeked));
+            body.on('data', onData);
+            body.once('end', done);
+            body.once('error', onError);
+            body.resume();
           });
         },
         discard: () => body.destroy(),

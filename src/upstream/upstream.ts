@@ -26,7 +26,13 @@ export interface UpstreamResponse {
   forEachChunk(onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void>;
   /** Releases the connection when the body will not be read. */
   discard(): void;
+  /**
+   * Reads until `enough(received)` says so or the body ends, and returns what was read; readAll and
+   * forEachChunk then start with it. Used to look at a stream's first event before relaying anything.
+   */
+  peek(enough: (received: Buffer) => boolean): Promise<Buffer>;
 }
+
 
 export interface Upstream {
   send(request: UpstreamRequest): Promise<UpstreamResponse>;

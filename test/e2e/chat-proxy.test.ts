@@ -186,7 +186,13 @@ describe('chat completions through the gateway', () => {
 
     const serverBody =
       '{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}';
-    fake.enqueue({ status: 500, body: serverBody });
+    // A 5xx is retried (upstream_retries, 2 by default) before it reaches the client as it was.
+    fake.enqueue(
+      { status: 500, body: serverBody },
+      { status: 500, body: serverBody },
+      { status: 500, body: serverBody },
+    );
+    const before = fake.chatRequests.length;
     const failure = await client.chat.completions
       .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
       .catch((error: unknown) => error);
@@ -194,6 +200,7 @@ describe('chat completions through the gateway', () => {
     expect((failure as InstanceType<typeof OpenAI.InternalServerError>).error).toEqual(
       JSON.parse(serverBody).error,
     );
+    expect(fake.chatRequests.length - before).toBe(3);
 
     fake.enqueue({
       status: 404,

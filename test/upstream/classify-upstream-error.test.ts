@@ -179,7 +179,17 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'rate_limited', retryAfterMs: 20_500 },
   },
   {
+    name: 'OpenAI insufficient_quota: billing, not a rate (never retried)',
+    answer: {
+      status: 429,
+      headers: { 'retry-after': '7' },
+      body: openAIError('You exceeded your current quota.', 'insufficient_quota', 'insufficient_quota'),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
     name: 'a wrong key',
+
     answer: { status: 401, body: openAIError('Incorrect API key provided: sk-xxx.', 'invalid_api_key') },
     expected: { kind: 'auth' },
   },

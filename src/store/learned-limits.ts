@@ -1,0 +1,156 @@
+// What the gateway learns about an upstream's real limits (SPEC §6), per upstream and model, shared by
+// replicas through Redis (in-process without it). A window parsed from an overflow error is taken as
+// it is; without numbers, failed and succeeded request sizes bound it, and the learned window is the
+// largest size known to succeed below the smallest known to fail. Sizes are prompt plus output
+// reserve, in the gateway's own estimate.
+import type { RedisConnection } from './redis-client.js';
+
+export interface LearnedLimit {
+  /** The window to use for this upstream and model, when anything was learned. */
+  window?: number;
+}
+
+export interface LearnedLimits {
+  get(upstream: string, model: string): Promise<LearnedLimit>;
+  /** An overflow: the upstream's stated window when it gave one, and the size that failed. */
+  recordOverflow(
+    upstream: string,
+    model: string,
+    observed: { window?: number; failedSize: number },
+  ): Promise<void>;
+  /** A request of this size went through. */
+  recordSuccess(upstream: string, model: string, size: number): Promise<void>;
+}
+
+interface Bounds {
+  stated?: number;
+  smallestFailed?: number;
+  largestSucceeded?: number;
+}
+
+/** Without a stated window and before any success below the failure, try this share of what failed. */
+const unknownWindowShare = 0.8;
+
+export function windowFromBounds(bounds: Bounds): number | undefined {
+  if (bounds.stated !== undefined) return bounds.stated;
+  if (bounds.smallestFailed === undefined) return undefined;
+  if (bounds.largestSucceeded !== undefined && bounds.largestSucceeded < bounds.smallestFailed)
+    return bounds.largestSucceeded;
+  return Math.max(1, Math.floor(bounds.smallestFailed * unknownWindowShare));
+}
+
+const cacheMs = 2_000;
+
+/** In-process learned limits: one replica only. */
+export function createMemoryLearnedLimits(): LearnedLimits {
+  const entries = new Map<string, Bounds>();
+  const entryFor = (upstream: string, model: string): Bounds => {
+    const name = `${upstream}\u0000${model}`;
+    let entry = entries.get(name);
+    if (entry === undefined) {
+      entry = {};
+      entries.set(name, entry);
+    }
+    return entry;
+  };
+  return {
+    async get(upstream, model) {
+      const window = windowFromBounds(entryFor(upstream, model));
+      return window === undefined ? {} : { window };
+    },
+    async recordOverflow(upstream, model, observed) {
+      const entry = entryFor(upstream, model);
+      if (observed.window !== undefined) entry.stated = Math.min(entry.stated ?? Infinity, observed.window);
+      entry.smallestFailed = Math.min(entry.smallestFailed ?? Infinity, observed.failedSize);
+    },
+    async recordSuccess(upstream, model, size) {
+      const entry = entryFor(upstream, model);
+      if (entry.smallestFailed === undefined || size >= entry.smallestFailed) return;
+      entry.largestSucceeded = Math.max(entry.largestSucceeded ?? 0, size);
+    },
+  };
+}
+
+// ARGV: field ('stated' | 'smallestFailed' keep the minimum, 'largestSucceeded' the maximum below
+// smallestFailed), value.
+const learnScript = `
+local current = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
+local value = tonumber(ARGV[2])
+if ARGV[1] == 'largestSucceeded' then
+  local failed = tonumber(redis.call('HGET', KEYS[1], 'smallestFailed'))
+  if failed == nil or value >= failed then return 0 end
+  if current == nil or value > current then redis.call('HSET', KEYS[1], ARGV[1], value) end
+elseif current == nil or value < current then
+  redis.call('HSET', KEYS[1], ARGV[1], value)
+end
+redis.call('EXPIRE', KEYS[1], 2592000)
+return 1`;
+
+/**
+ * Learned limits in Redis: one hash per upstream and model. Reads are cached for two seconds per
+ * replica (a request must not wait on Redis for this); what this replica learns applies at once.
+ */
+export function createRedisLearnedLimits({
+  redis,
+  now = () => Date.now(),
+}: {
+  redis: RedisConnection;
+  now?: () => number;
+}): LearnedLimits {
+  redis.defineCommand('ctxgateLearn', { numberOfKeys: 1, lua: learnScript });
+  const learn = (key: string, field: string, value: number): Promise<unknown> =>
+    (
+      redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
+    ).ctxgateLearn!.call(redis, key, field, value);
+  const cache = new Map<string, { bounds: Bounds; atMs: number }>();
+  const keyOf = (upstream: string, model: string): string => `ctxgate:limits:{${upstream}}:${model}`;
+
+  async function bounds(upstream: string, model: string, fresh: boolean): Promise<Bounds> {
+    const key = keyOf(upstream, model);
+    const cached = cache.get(key);
+    if (!fresh && cached !== undefined && now() - cached.atMs < cacheMs) return cached.bounds;
+    let read: Bounds = cached?.bounds ?? {};
+    try {
+      const fields = await redis.hgetall(key);
+      read = {};
+      if (fields.stated !== undefined) read.stated = Number(fields.stated);
+      if (fields.smallestFailed !== undefined) read.smallestFailed = Number(fields.smallestFailed);
+      if (fields.largestSucceeded !== undefined) read.largestSucceeded = Number(fields.largestSucceeded);
+    } catch {
+      // Redis unreachable: keep what this replica knew; requests go on with the configured window.
+    }
+    cache.set(key, { bounds: read, atMs: now() });
+    return read;
+  }
+
+  return {
+    async get(upstream, model) {
+      const window = windowFromBounds(await bounds(upstream, model, false));
+      return window === undefined ? {} : { window };
+    },
+    async recordOverflow(upstream, model, observed) {
+      const key = keyOf(upstream, model);
+      try {
+        if (observed.window !== undefined) await learn(key, 'stated', observed.window);
+        await learn(key, 'smallestFailed', observed.failedSize);
+      } catch {
+        // Learning is an optimisation; the retry goes on with what this request found out.
+      }
+      await bounds(upstream, model, true);
+    },
+    async recordSuccess(upstream, model, size) {
+      const key = keyOf(upstream, model);
+      const known = await bounds(upstream, model, false);
+      // Only a success below a known failure teaches anything; most requests skip Redis entirely.
+      if (known.stated !== undefined || known.smallestFailed === undefined || size >= known.smallestFailed)
+        return;
+      if (known.largestSucceeded !== undefined && size <= known.largestSucceeded) return;
+      try {
+        await learn(key, 'largestSucceeded', size);
+      } catch {
+        return;
+      }
+      await bounds(upstream, model, true);
+    },
+  };
+}
