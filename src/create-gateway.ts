@@ -95,8 +95,7 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
     upstream,
     metrics: createMetrics(),
     readiness: { check: () => sessionStore.ping() },
-    learnedLimits:
-      redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis }),
+    learnedLimits: redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis }),
 
     tokenizers,
     sessionStore,

@@ -104,6 +104,8 @@ export interface GatewayMetrics {
   upstreamDuration: HistogramMetric<'upstream' | 'status'>;
   gatewayOverhead: HistogramMetric<'route'>;
   upstreamErrors: CounterMetric<'upstream' | 'code'>;
+  upstreamRetries: CounterMetric<'upstream' | 'reason'>;
+  overflowRetries: CounterMetric<'upstream' | 'model' | 'remedy'>;
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
   modelLabel(model: string | undefined): string;
@@ -145,13 +147,34 @@ export function createMetrics({
     'Upstream calls that failed without an HTTP answer (timeouts, refused or reset connections).',
     ['upstream', 'code'],
   );
-  const own: Metric[] = [requests, requestDuration, upstreamDuration, gatewayOverhead, upstreamErrors];
+  const upstreamRetries = new CounterMetric(
+    'ctxgate_upstream_retries_total',
+    'Upstream calls retried with backoff before any byte reached the client, by reason (rate_limited, server, connection).',
+    ['upstream', 'reason'],
+  );
+  const overflowRetries = new CounterMetric(
+    'ctxgate_context_overflow_retries_total',
+    'Requests sent again, smaller, after the upstream refused them as over its context window.',
+    ['upstream', 'model', 'remedy'],
+  );
+  const own: Metric[] = [
+    requests,
+    requestDuration,
+    upstreamDuration,
+    gatewayOverhead,
+    upstreamErrors,
+    upstreamRetries,
+    overflowRetries,
+  ];
   return {
     requests,
     requestDuration,
     upstreamDuration,
     gatewayOverhead,
     upstreamErrors,
+    upstreamRetries,
+    overflowRetries,
+
     contentType: processRegistry.contentType,
     modelLabel(model) {
       if (model === undefined) return '';

@@ -41,7 +41,6 @@ export const timeoutsSectionSchema = z.strictObject({
   upstream_idle_ms: positiveMs.default(120_000),
   /** Upstream retries (429, 5xx, connection errors) stop once this long has passed since the first try. */
   upstream_retry_deadline_ms: positiveMs.default(30_000),
-
 });
 
 export const modelEntrySchema = z.strictObject({
@@ -79,7 +78,6 @@ export const policySchema = z.strictObject({
   /** Retries of 429, 5xx and connection errors before any byte reached the client. */
   upstream_retries: z.number().int().min(0).max(10).optional(),
 });
-
 
 export const sessionsSectionSchema = z.strictObject({
   /** Sessions expire after this long without a write (30 days). */

@@ -29,7 +29,6 @@ export const builtInPolicy: ResolvedPolicy = {
   upstream_retries: 2,
 };
 
-
 export const builtInPresets: Record<string, PolicyConfig> = {
   /** Conversations: the defaults. */
   chat: {},

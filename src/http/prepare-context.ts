@@ -8,6 +8,8 @@ import { GatewayError } from '../errors.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { SessionView } from './session-turn.js';
+import { isSystemRole } from '../context/turns.js';
+import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
 
 /** The retry ladder's later steps (SPEC §6): fewer turns than the window alone would allow. */
@@ -17,6 +19,8 @@ export interface PreparedContext {
   messages: ContextMessage[];
   report: RenderReport;
   settings: ContextSettings;
+  /** max_tokens to send instead of the client's (lowerMaxTokensToFit). */
+  loweredMaxTokens?: number;
 }
 
 export function tokenizerFor(
@@ -36,6 +40,11 @@ export function prepareContext(options: {
   session?: SessionView | undefined;
   learnedWindow?: number | undefined;
   reduction?: ContextReduction;
+  /**
+   * With a learned window: when the whole conversation fits but not with the max_tokens the client
+   * asked for, ask for what is left instead (SPEC §6's remedy, applied before the upstream refuses).
+   */
+  lowerMaxTokensToFit?: boolean;
 }): PreparedContext {
   const { chatRequest, session } = options;
   const settings = resolveContextSettings({
@@ -45,27 +54,64 @@ export function prepareContext(options: {
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
     learnedWindow: options.learnedWindow,
   });
-  const conversation = session?.conversation ?? (chatRequest.messages as ContextMessage[]);
+  let conversation: readonly ContextMessage[] =
+    session?.conversation ?? (chatRequest.messages as ContextMessage[]);
+  let messageTokens = session?.conversationTokens;
+  let historyStartHint = session?.historyStartHint;
+  let omittedBefore = session?.archivedMessages ?? 0;
   if (options.reduction === 'drop_oldest_half') {
     const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
     settings.policy.keep_first_turns = 0;
     settings.policy.max_history_turns = Math.max(1, Math.floor(historyTurns / 2));
     settings.policy.trim_to = 1;
   } else if (options.reduction === 'minimal') {
-    settings.policy.keep_first_turns = 0;
-    settings.policy.max_history_tokens = 1;
+    // The system prompt (and summary) and the current turn only.
+    const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
+    const lastUser = conversation.findLastIndex((message) => message.role === 'user');
+    if (systemCount >= 0 && lastUser > systemCount) {
+      const keep = (all: readonly ContextMessage[]): ContextMessage[] => [
+        ...all.slice(0, systemCount),
+        ...all.slice(lastUser),
+      ];
+      omittedBefore += lastUser - systemCount;
+      conversation = keep(conversation);
+      messageTokens =
+        messageTokens === undefined
+          ? undefined
+          : [...messageTokens.slice(0, systemCount), ...messageTokens.slice(lastUser)];
+      historyStartHint = undefined;
+    }
+  }
+  const requestedMaxTokens = chatRequest.max_completion_tokens ?? chatRequest.max_tokens;
+  let loweredMaxTokens: number | undefined;
+  if (
+    options.lowerMaxTokensToFit === true &&
+    requestedMaxTokens !== undefined &&
+    requestedMaxTokens !== null
+  ) {
+    const probe = renderContext({
+      messages: conversation,
+      ...(messageTokens === undefined ? {} : { messageTokens }),
+      tools: chatRequest.tools,
+      tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
+      window: settings.window,
+      outputReserve: 0,
+      safetyMarginTokens: settings.safetyMarginTokens,
+      policy: settings.policy,
+    });
+    if (probe.ok && !probe.report.modified) {
+      const left = settings.window - settings.safetyMarginTokens - probe.report.inputTokens;
+      if (left < requestedMaxTokens && left >= minimumAnswerTokens) {
+        settings.outputReserve = left;
+        loweredMaxTokens = left;
+      }
+    }
   }
   const outcome = renderContext({
     messages: conversation,
-
-    ...(session === undefined
-      ? {}
-      : {
-          messageTokens: session.conversationTokens,
-          historyStartHint: session.historyStartHint,
-          omittedBefore: session.archivedMessages,
-        }),
-
+    ...(messageTokens === undefined ? {} : { messageTokens }),
+    ...(historyStartHint === undefined ? {} : { historyStartHint }),
+    ...(omittedBefore === 0 ? {} : { omittedBefore }),
     tools: chatRequest.tools,
     tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
     window: settings.window,
@@ -82,7 +128,12 @@ export function prepareContext(options: {
       { param: 'messages' },
     );
   }
-  return { messages: outcome.messages, report: outcome.report, settings };
+  return {
+    messages: outcome.messages,
+    report: outcome.report,
+    settings,
+    ...(loweredMaxTokens === undefined ? {} : { loweredMaxTokens }),
+  };
 }
 
 export function contextResponseHeaders({ report, settings }: PreparedContext): Record<string, string> {

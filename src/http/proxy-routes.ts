@@ -9,7 +9,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
-import { parseChatCompletionRequest } from './chat-request-schema.js';
+import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
 import { serializeChatBody } from './chat-body.js';
@@ -61,6 +61,9 @@ interface Recovery {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The longest Retry-After the gateway waits out itself. */
+const maxRetryWaitMs = 10_000;
+
 export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
   const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits } = deps;
   const random = deps.random ?? Math.random;
@@ -106,6 +109,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             const waitMs = backoffMs(upstreamRetries, undefined, recovery, startedAtMs);
             if (waitMs !== undefined) {
               upstreamRetries++;
+              metrics.upstreamRetries.inc({ upstream: call.target.name, reason: 'connection' });
               await sleep(waitMs);
               continue;
             }
@@ -121,6 +125,11 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           if (verdict.kind === 'context_overflow') {
             const next = await recovery.onOverflow(verdict);
             if (next !== undefined) {
+              metrics.overflowRetries.inc({
+                upstream: call.target.name,
+                model: metrics.modelLabel(state.model),
+                remedy: verdict.remedy,
+              });
               response.discard();
               current = next;
               continue;
@@ -130,6 +139,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             if (waitMs !== undefined) {
               response.discard();
               upstreamRetries++;
+              metrics.upstreamRetries.inc({ upstream: call.target.name, reason: verdict.kind });
               await sleep(waitMs);
               continue;
             }
@@ -168,6 +178,9 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     startedAtMs: number,
   ): number | undefined {
     if (attempt >= recovery.upstreamRetries) return undefined;
+    // A long Retry-After goes back to the client, which can decide whether to wait that long.
+    if ((retryAfterMs ?? 0) > maxRetryWaitMs) return undefined;
+
     const jittered = Math.floor(random() * Math.min(8_000, 250 * 2 ** attempt));
     const waitMs = Math.max(jittered, retryAfterMs ?? 0);
     if (now() + waitMs - startedAtMs > recovery.deadlineMs) return undefined;
@@ -198,13 +211,14 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       let reduction: ContextReduction = 'none';
       let maxTokens: number | undefined;
       let retries = 0;
+      const withMaxTokens = (value: number | undefined): ChatCompletionRequest =>
+        value === undefined
+          ? chatRequest
+          : chatRequest.max_completion_tokens !== undefined && chatRequest.max_completion_tokens !== null
+            ? { ...chatRequest, max_completion_tokens: value }
+            : { ...chatRequest, max_tokens: value };
       const render = () => {
-        const outgoing =
-          maxTokens === undefined
-            ? chatRequest
-            : chatRequest.max_completion_tokens !== undefined && chatRequest.max_completion_tokens !== null
-              ? { ...chatRequest, max_completion_tokens: maxTokens }
-              : { ...chatRequest, max_tokens: maxTokens };
+        let outgoing = withMaxTokens(maxTokens);
         const prepared = prepareContext({
           config,
           tokenizers,
@@ -213,7 +227,9 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           session: turn,
           learnedWindow,
           reduction,
+          lowerMaxTokensToFit: learnedWindow !== undefined && maxTokens === undefined,
         });
+        if (prepared.loweredMaxTokens !== undefined) outgoing = withMaxTokens(prepared.loweredMaxTokens);
         state.context = prepared.report;
         const extraHeaders = contextResponseHeaders(prepared);
         extraHeaders['x-context-retries'] = String(retries);
@@ -253,15 +269,24 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             numbers.maxContext === undefined
               ? 0
               : numbers.maxContext - promptTokens - Math.ceil(numbers.maxContext / 100);
+          const askedMaxTokens =
+            maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
           if (overflow.remedy === 'reduce_max_tokens' && room >= minimumAnswerTokens) {
-            // The prompt fits; the answer it asked for does not: ask for what is left.
-            maxTokens = Math.min(room, maxTokens ?? room);
+            // The prompt fits; the answer it asked for does not: ask for what is left (never more
+            // than the client asked for).
+            maxTokens = Math.min(room, askedMaxTokens ?? room);
           } else {
             // Re-render with the tighter window first, then drop the oldest half of the turns, then
             // keep only the system prompt, the summary and the current turn.
             reduction = retries === 1 ? 'none' : retries === 2 ? 'drop_oldest_half' : 'minimal';
           }
-          attempt = render();
+          try {
+            attempt = render();
+          } catch (error) {
+            // Nothing smaller can be sent: the client gets the upstream's own answer.
+            if (isGatewayError(error) && error.code === 'context_length_exceeded') return undefined;
+            throw error;
+          }
           return { body: attempt.body, extraHeaders: attempt.extraHeaders };
         },
         onSuccess() {

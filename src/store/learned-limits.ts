@@ -103,12 +103,37 @@ export function createRedisLearnedLimits({
       redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
     ).ctxgateLearn!.call(redis, key, field, value);
   const cache = new Map<string, { bounds: Bounds; atMs: number }>();
+  // What this replica observed itself: applies even while Redis is unreachable.
+  const local = new Map<string, Bounds>();
   const keyOf = (upstream: string, model: string): string => `ctxgate:limits:{${upstream}}:${model}`;
+  const localFor = (key: string): Bounds => {
+    let entry = local.get(key);
+    if (entry === undefined) {
+      entry = {};
+      local.set(key, entry);
+    }
+    return entry;
+  };
+  const merged = (key: string, shared: Bounds): Bounds => {
+    const own = local.get(key);
+    if (own === undefined) return shared;
+    const smallest = (a?: number, b?: number): number | undefined =>
+      a === undefined ? b : b === undefined ? a : Math.min(a, b);
+    const result: Bounds = {};
+    const stated = smallest(shared.stated, own.stated);
+    const smallestFailed = smallest(shared.smallestFailed, own.smallestFailed);
+    const largestSucceeded = Math.max(shared.largestSucceeded ?? 0, own.largestSucceeded ?? 0);
+    if (stated !== undefined) result.stated = stated;
+    if (smallestFailed !== undefined) result.smallestFailed = smallestFailed;
+    if (largestSucceeded > 0 && (smallestFailed === undefined || largestSucceeded < smallestFailed))
+      result.largestSucceeded = largestSucceeded;
+    return result;
+  };
 
   async function bounds(upstream: string, model: string, fresh: boolean): Promise<Bounds> {
     const key = keyOf(upstream, model);
     const cached = cache.get(key);
-    if (!fresh && cached !== undefined && now() - cached.atMs < cacheMs) return cached.bounds;
+    if (!fresh && cached !== undefined && now() - cached.atMs < cacheMs) return merged(key, cached.bounds);
     let read: Bounds = cached?.bounds ?? {};
     try {
       const fields = await redis.hgetall(key);
@@ -120,7 +145,7 @@ export function createRedisLearnedLimits({
       // Redis unreachable: keep what this replica knew; requests go on with the configured window.
     }
     cache.set(key, { bounds: read, atMs: now() });
-    return read;
+    return merged(key, read);
   }
 
   return {
@@ -130,6 +155,9 @@ export function createRedisLearnedLimits({
     },
     async recordOverflow(upstream, model, observed) {
       const key = keyOf(upstream, model);
+      const own = localFor(key);
+      if (observed.window !== undefined) own.stated = Math.min(own.stated ?? Infinity, observed.window);
+      own.smallestFailed = Math.min(own.smallestFailed ?? Infinity, observed.failedSize);
       try {
         if (observed.window !== undefined) await learn(key, 'stated', observed.window);
         await learn(key, 'smallestFailed', observed.failedSize);
@@ -145,6 +173,8 @@ export function createRedisLearnedLimits({
       if (known.stated !== undefined || known.smallestFailed === undefined || size >= known.smallestFailed)
         return;
       if (known.largestSucceeded !== undefined && size <= known.largestSucceeded) return;
+      const own = localFor(key);
+      own.largestSucceeded = Math.max(own.largestSucceeded ?? 0, size);
       try {
         await learn(key, 'largestSucceeded', size);
       } catch {

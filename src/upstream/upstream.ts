@@ -33,7 +33,6 @@ export interface UpstreamResponse {
   peek(enough: (received: Buffer) => boolean): Promise<Buffer>;
 }
 
-
 export interface Upstream {
   send(request: UpstreamRequest): Promise<UpstreamResponse>;
   close(): Promise<void>;

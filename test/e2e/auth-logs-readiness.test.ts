@@ -187,10 +187,13 @@ describe('metrics after real traffic', () => {
           model: 'gpt-4o-mini',
           messages: [{ role: 'user', content: 'hi' }],
         });
-      fake.enqueue({
+      // Retried twice (upstream_retries), then passed through.
+      const overloaded = {
         status: 503,
         body: '{"error":{"message":"overloaded","type":"server_error","param":null,"code":null}}',
-      });
+      };
+      fake.enqueue(overloaded, overloaded, overloaded);
+
       await client.chat.completions
         .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
         .catch(() => undefined);
@@ -203,6 +206,7 @@ describe('metrics after real traffic', () => {
       );
       expect(text).toContain('ctxgate_upstream_duration_seconds_count{upstream="default",status="200"} 3');
       expect(text).toContain('ctxgate_gateway_overhead_seconds_count{route="/v1/chat/completions"} 4');
+      expect(text).toContain('ctxgate_upstream_retries_total{upstream="default",reason="server"} 2');
     } finally {
       await harness.close();
       await fake.stop();

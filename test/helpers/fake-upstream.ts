@@ -59,6 +59,19 @@ export interface FakeUpstreamOptions {
   recordLimit?: number;
   /** `approximate` (characters / 4) keeps the fake cheap when it is not what a benchmark measures. */
   tokenCounting?: 'tiktoken' | 'approximate';
+  /**
+   * How the fake refuses a request over its window, when not as OpenAI does: another provider's
+   * status and body (an SSE body is sent as a 200 event stream).
+   */
+  overflowAnswer?: (overflow: OverflowFacts) => { status: number; body: string };
+}
+
+export interface OverflowFacts {
+  window: number;
+  promptTokens: number;
+  completionTokens: number;
+  /** The prompt alone is over the window, or only prompt plus max_tokens is. */
+  kind: 'prompt' | 'prompt_plus_completion';
 }
 
 interface ChatMessage {
@@ -160,6 +173,11 @@ export class FakeUpstream {
   /** The next request gets this behaviour (queued, first in first out). */
   enqueue(...behaviours: Behaviour[]): void {
     this.queue.push(...behaviours);
+  }
+
+  /** Forgets queued behaviours no request used. */
+  clearQueue(): void {
+    this.queue.length = 0;
   }
 
   setDefault(behaviour: Behaviour): void {
@@ -296,6 +314,26 @@ export class FakeUpstream {
     recorded.promptTokens = promptTokens;
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
+    const overflowAnswer = this.options.overflowAnswer;
+    if (overflowAnswer !== undefined && promptTokens + completionTokens > window) {
+      const answer = overflowAnswer({
+        window,
+        promptTokens,
+        completionTokens,
+        kind: promptTokens > window ? 'prompt' : 'prompt_plus_completion',
+      });
+      const sse = /^(?:data|event|error):/.test(answer.body);
+      response.writeHead(answer.status, {
+        'content-type': sse
+          ? 'text/event-stream'
+          : answer.body.startsWith('{') || answer.body.startsWith('[')
+            ? 'application/json'
+            : 'text/plain',
+      });
+      response.end(answer.body);
+      recorded.completed = true;
+      return;
+    }
     if (promptTokens > window) {
       sendJson(
         400,

@@ -1,0 +1,217 @@
+// End to end (SPEC §6): a strict fake upstream that refuses over its own window with the real bodies and
+// statuses of the captured sample, the gateway not told that window. The first request recovers
+// without the client seeing the failure; the next one fits first time (on another replica too); the
+// look-alikes never cause a compressed retry; an exhausted ladder returns the upstream's own error.
+import OpenAI from 'openai';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, type OverflowFacts } from '../helpers/fake-upstream.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+interface FixtureCase {
+  id: string;
+  status: number | null;
+  body: string;
+  expect: string;
+  parsed: Record<string, number | boolean>;
+}
+
+const fixtures = JSON.parse(
+  readFileSync(new URL('../fixtures/context-errors.json', import.meta.url), 'utf8'),
+) as FixtureCase[];
+
+const window = 6_000;
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+let upstreamUrl: string;
+let answerOverflowWith: (facts: OverflowFacts) => { status: number; body: string };
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    defaultWindow: window,
+    overflowAnswer: (facts) => answerOverflowWith(facts),
+  });
+  upstreamUrl = await fake.start();
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') } });
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if ((await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+});
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+/** The fixture's body with its numbers replaced by this fake's own (numbers of 0 stay as they are). */
+function fixtureAnswer(fixture: FixtureCase, facts: OverflowFacts): { status: number; body: string } {
+  const own: Record<string, number> = {
+    max_context: facts.window,
+    prompt_tokens: facts.promptTokens,
+    completion_tokens: facts.completionTokens,
+    requested: facts.promptTokens + facts.completionTokens,
+    excess_tokens: facts.promptTokens + facts.completionTokens - facts.window,
+    max_input_tokens: facts.window - facts.completionTokens,
+  };
+  let body = fixture.body;
+  for (const [name, value] of Object.entries(fixture.parsed)) {
+    const replacement = own[name];
+    if (typeof value !== 'number' || value === 0 || replacement === undefined) continue;
+    body = body.replace(new RegExp(`(?<!\\d)(?<!\\d\\.)${value}(?!\\d)(?!\\.\\d)`, 'g'), String(replacement));
+  }
+  return { status: fixture.status ?? 400, body };
+}
+
+const words = (seed: number, count: number): string =>
+  Array.from({ length: count }, (_unused, index) => `term${(seed * 31 + index) % 211}`).join(' ');
+
+/** About 110 tokens per turn: 90 turns are far over the fake's 6 000-token window. */
+function conversation(turns: number): OpenAI.ChatCompletionMessageParam[] {
+  const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'system', content: 'You are terse.' }];
+  for (let turn = 0; turn < turns; turn++) {
+    messages.push({ role: 'user', content: `Question ${turn}: ${words(turn, 25)}` });
+    messages.push({ role: 'assistant', content: `Answer ${turn}: ${words(turn + 7, 25)}` });
+  }
+  messages.push({ role: 'user', content: `Last question: ${words(999, 10)}` });
+  return messages;
+}
+
+const client = () => new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-recovery', maxRetries: 0 });
+
+async function send(
+  model: string,
+  messages: OpenAI.ChatCompletionMessageParam[],
+  options: { stream: boolean; maxTokens: number },
+): Promise<{ content: string; retries: string | null }> {
+  if (options.stream) {
+    const { data, response } = await client()
+      .chat.completions.create({ model, messages, max_tokens: options.maxTokens, stream: true })
+      .withResponse();
+    let content = '';
+    for await (const chunk of data) content += chunk.choices[0]?.delta.content ?? '';
+    return { content, retries: response.headers.get('x-context-retries') };
+  }
+  const { data, response } = await client()
+    .chat.completions.create({ model, messages, max_tokens: options.maxTokens })
+    .withResponse();
+  return {
+    content: data.choices[0]?.message.content ?? '',
+    retries: response.headers.get('x-context-retries'),
+  };
+}
+
+const overflowCases = fixtures.filter((fixture) => fixture.expect !== 'not_overflow');
+
+describe('reactive recovery against every overflow shape of the sample', () => {
+  it.each(overflowCases.map((fixture) => [fixture.id, fixture] as const))(
+    '%s: recovers on the first request; the next fits first time',
+    async (id, fixture) => {
+      answerOverflowWith = (facts) => fixtureAnswer(fixture, facts);
+      const model = `hidden-${id.toLowerCase()}`;
+      // A prompt-plus-max_tokens overflow needs a prompt that fits and an answer that does not.
+      const maxTokensFirst = fixture.expect === 'reduce_max_tokens';
+      const messages = maxTokensFirst ? conversation(5) : conversation(90);
+      const maxTokens = maxTokensFirst ? window : 400;
+      const stream = fixture.status === 200;
+
+      const before = fake.chatRequests.length;
+      fake.setDefault({ content: 'recovered' });
+      const first = await send(model, messages, { stream, maxTokens });
+      expect(first.content).toBe('recovered');
+      const calls = fake.chatRequests.slice(before);
+      expect(calls.length).toBeGreaterThanOrEqual(2);
+      expect(Number(first.retries)).toBe(calls.length - 1);
+      const last = calls.at(-1)?.body as { messages: Array<{ content: string }>; max_tokens?: number };
+      // The current turn always goes; the prompt and answer now fit the window the gateway was not told.
+      expect(last.messages.at(-1)?.content).toBe(messages.at(-1)?.content);
+      expect((calls.at(-1)?.promptTokens ?? Infinity) + (last.max_tokens ?? 0)).toBeLessThanOrEqual(window);
+      if (maxTokensFirst) expect(last.max_tokens).toBeLessThan(maxTokens);
+
+      // The next request (one more turn) fits first time: what was learned is used.
+      const next = [
+        ...messages,
+        { role: 'assistant' as const, content: 'recovered' },
+        { role: 'user' as const, content: 'And then?' },
+      ];
+      const beforeNext = fake.chatRequests.length;
+      fake.setDefault({ content: 'first time' });
+      const second = await send(model, next, { stream, maxTokens });
+      expect(second.content).toBe('first time');
+      expect(second.retries).toBe('0');
+      expect(fake.chatRequests.length - beforeNext).toBe(1);
+    },
+  );
+
+  it('shares what it learned with another replica on the same Redis', async () => {
+    const fixture = overflowCases.find((entry) => entry.id === 'T10') as FixtureCase;
+    answerOverflowWith = (facts) => fixtureAnswer(fixture, facts);
+    const model = 'hidden-shared';
+    fake.setDefault({ content: 'recovered' });
+    expect((await send(model, conversation(90), { stream: false, maxTokens: 400 })).retries).toBe('1');
+    const other = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+    });
+    try {
+      for (let attempt = 0; attempt < 100; attempt++) {
+        if ((await fetch(`${other.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const before = fake.chatRequests.length;
+      fake.setDefault({ content: 'first time' });
+      const response = await new OpenAI({
+        baseURL: other.baseUrl,
+        apiKey: 'sk-recovery',
+        maxRetries: 0,
+      }).chat.completions
+        .create({ model, messages: conversation(91), max_tokens: 400 })
+        .withResponse();
+      expect(response.response.headers.get('x-context-retries')).toBe('0');
+      expect(fake.chatRequests.length - before).toBe(1);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('returns the upstream’s own error unchanged when the ladder is exhausted', async () => {
+    // An upstream that refuses everything, without numbers: each retry tries smaller, then gives up.
+    const fixture = overflowCases.find((entry) => entry.id === 'T23') as FixtureCase;
+    fake.setWindow('hidden-exhausted', 5);
+    answerOverflowWith = (facts) => fixtureAnswer(fixture, facts);
+    const before = fake.chatRequests.length;
+    const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-recovery' },
+      body: JSON.stringify({ model: 'hidden-exhausted', messages: conversation(90), max_tokens: 400 }),
+    });
+    // 1 + max_retries (3) calls, each smaller than the one before, then the upstream's answer as it was.
+    const calls = fake.chatRequests.slice(before);
+    expect(calls).toHaveLength(4);
+    const sizes = calls.map((call) => call.promptTokens ?? 0);
+    expect(sizes).toEqual([...sizes].sort((a, b) => b - a));
+    expect(new Set(sizes).size).toBe(4);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toBe(fixture.body);
+  });
+});
+
+describe('look-alikes never cause a compressed retry', () => {
+  const lookAlikes = fixtures.filter((fixture) => fixture.expect === 'not_overflow');
+  it.each(lookAlikes.map((fixture) => [fixture.id, fixture] as const))('%s', async (_id, fixture) => {
+    const status = fixture.status ?? 400;
+    for (let copy = 0; copy < 3; copy++) fake.enqueue({ status, body: fixture.body });
+    const before = fake.chatRequests.length;
+    const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-recovery' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: conversation(3) }),
+    });
+    expect(response.status).toBe(status);
+    expect(await response.text()).toBe(fixture.body);
+    const calls = fake.chatRequests.slice(before);
+    // 429s and 5xx may be retried as they were (upstream retries), never with a smaller prompt.
+    expect(new Set(calls.map((call) => call.rawBody)).size).toBe(1);
+    expect(response.headers.get('x-context-retries') ?? '0').toBe('0');
+    fake.clearQueue();
+  });
+});
