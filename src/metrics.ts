@@ -106,6 +106,7 @@ export interface GatewayMetrics {
   upstreamErrors: CounterMetric<'upstream' | 'code'>;
   upstreamRetries: CounterMetric<'upstream' | 'reason'>;
   overflowRetries: CounterMetric<'upstream' | 'model' | 'remedy'>;
+  upstreamTruncations: CounterMetric<'upstream' | 'model'>;
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
   modelLabel(model: string | undefined): string;
@@ -157,7 +158,13 @@ export function createMetrics({
     'Requests sent again, smaller, after the upstream refused them as over its context window.',
     ['upstream', 'model', 'remedy'],
   );
+  const upstreamTruncations = new CounterMetric(
+    'ctxgate_upstream_truncations_total',
+    'Answers whose usage.prompt_tokens was far below what was sent: the upstream cut the prompt silently.',
+    ['upstream', 'model'],
+  );
   const own: Metric[] = [
+    upstreamTruncations,
     requests,
     requestDuration,
     upstreamDuration,
@@ -174,7 +181,7 @@ export function createMetrics({
     upstreamErrors,
     upstreamRetries,
     overflowRetries,
-
+    upstreamTruncations,
     contentType: processRegistry.contentType,
     modelLabel(model) {
       if (model === undefined) return '';

@@ -10,6 +10,8 @@ export interface ModelEntry {
   tokenizer: EncodingName;
   /** True when the tokenizer is the model's own (OpenAI families); false for estimates. */
   exactTokenizer: boolean;
+  /** Scale estimates by the ratio learned from the upstream's usage (estimated models only); default on. */
+  calibration?: boolean;
 }
 
 const openai = (

@@ -26,6 +26,7 @@ export function findModelEntry(config: GatewayConfig, model: string): ModelEntry
         outputReserve: entry.output_reserve,
         tokenizer: entry.tokenizer,
         exactTokenizer: entry.exact_tokenizer,
+        calibration: entry.calibration,
       };
     }
   }

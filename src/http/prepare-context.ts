@@ -45,6 +45,8 @@ export function prepareContext(options: {
    * asked for, ask for what is left instead (SPEC §6's remedy, applied before the upstream refuses).
    */
   lowerMaxTokensToFit?: boolean;
+  /** Upstream-reported prompt tokens per estimated token, learned for this model and upstream. */
+  estimateRatio?: number | undefined;
 }): PreparedContext {
   const { chatRequest, session } = options;
   const settings = resolveContextSettings({
@@ -54,6 +56,18 @@ export function prepareContext(options: {
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
     learnedWindow: options.learnedWindow,
   });
+  // An estimated model with a learned ratio counts as calibrated: the smaller margin, and a window
+  // scaled into estimate units (the prompt's real size is the estimate times the ratio).
+  const ratio =
+    !settings.model.exactTokenizer && settings.model.calibration !== false
+      ? options.estimateRatio
+      : undefined;
+  let renderWindow = settings.window;
+  if (ratio !== undefined) {
+    settings.safetyMarginTokens = Math.ceil(settings.window * settings.policy.safety_margin);
+    const fixed = settings.outputReserve + settings.safetyMarginTokens;
+    renderWindow = fixed + Math.max(0, Math.floor((settings.window - fixed) / ratio));
+  }
   let conversation: readonly ContextMessage[] =
     session?.conversation ?? (chatRequest.messages as ContextMessage[]);
   let messageTokens = session?.conversationTokens;
@@ -94,13 +108,15 @@ export function prepareContext(options: {
       ...(messageTokens === undefined ? {} : { messageTokens }),
       tools: chatRequest.tools,
       tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
-      window: settings.window,
+      window: renderWindow,
       outputReserve: 0,
       safetyMarginTokens: settings.safetyMarginTokens,
       policy: settings.policy,
     });
     if (probe.ok && !probe.report.modified) {
-      const left = settings.window - settings.safetyMarginTokens - probe.report.inputTokens;
+      const left = Math.floor(
+        settings.window - settings.safetyMarginTokens - probe.report.inputTokens * (ratio ?? 1),
+      );
       if (left < requestedMaxTokens && left >= minimumAnswerTokens) {
         settings.outputReserve = left;
         loweredMaxTokens = left;
@@ -114,7 +130,7 @@ export function prepareContext(options: {
     ...(omittedBefore === 0 ? {} : { omittedBefore }),
     tools: chatRequest.tools,
     tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
-    window: settings.window,
+    window: renderWindow,
     outputReserve: settings.outputReserve,
     safetyMarginTokens: settings.safetyMarginTokens,
     policy: settings.policy,
@@ -130,7 +146,7 @@ export function prepareContext(options: {
   }
   return {
     messages: outcome.messages,
-    report: outcome.report,
+    report: ratio === undefined ? outcome.report : { ...outcome.report, window: settings.window },
     settings,
     ...(loweredMaxTokens === undefined ? {} : { loweredMaxTokens }),
   };

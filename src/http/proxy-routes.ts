@@ -45,6 +45,7 @@ interface UpstreamCall {
   streaming: boolean;
   extraHeaders?: Record<string, string>;
   onReply?: (reply: Record<string, unknown> | undefined) => Promise<unknown>;
+  onUsage?: (promptTokens: number) => Record<string, string> | undefined;
   recovery?: Recovery;
 }
 
@@ -60,6 +61,9 @@ interface Recovery {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Fewer upstream prompt tokens than this share of the (calibrated) estimate: the prompt was cut. */
+const truncationShare = 0.5;
 
 /** The longest Retry-After the gateway waits out itself. */
 const maxRetryWaitMs = 10_000;
@@ -118,7 +122,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         }
         status = String(response.statusCode);
         state.upstreamStatus = response.statusCode;
-        if (recovery !== undefined) {
+        if (recovery !== undefined && (response.statusCode >= 300 || call.streaming)) {
           const inspected = await inspectAnswer(response, call.streaming);
           response = inspected.response;
           const verdict = inspected.classification;
@@ -146,6 +150,8 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           } else if (verdict.kind === 'none' && response.statusCode < 300) {
             recovery.onSuccess();
           }
+        } else if (recovery !== undefined && response.statusCode < 300) {
+          recovery.onSuccess();
         }
         const options = {
           reply,
@@ -154,6 +160,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           extraHeaders: current.extraHeaders,
           cancellation,
           onReply: call.onReply,
+          onUsage: call.onUsage,
         };
         if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
           return await relayEventStream(options);
@@ -207,7 +214,9 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     try {
       const target = selectUpstream(config.upstreams, chatRequest.model);
       // SPEC §6: what the upstream taught about this model's window, and the retry ladder's state.
-      let learnedWindow = (await learnedLimits.get(target.name, chatRequest.model)).window;
+      const pending = learnedLimits.get(target.name, chatRequest.model);
+      let learned = pending instanceof Promise ? await pending : pending;
+      let learnedWindow = learned.window;
       let reduction: ContextReduction = 'none';
       let maxTokens: number | undefined;
       let retries = 0;
@@ -228,6 +237,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           learnedWindow,
           reduction,
           lowerMaxTokensToFit: learnedWindow !== undefined && maxTokens === undefined,
+          estimateRatio: learned.ratio,
         });
         if (prepared.loweredMaxTokens !== undefined) outgoing = withMaxTokens(prepared.loweredMaxTokens);
         state.context = prepared.report;
@@ -259,11 +269,28 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           if (retries >= policy.max_retries) return undefined;
           retries++;
           const { numbers } = overflow;
+          const { model } = attempt.prepared.settings;
+          if (
+            numbers.promptTokens !== undefined &&
+            numbers.promptTokensLowerBound !== true &&
+            !model.exactTokenizer &&
+            model.calibration !== false
+          ) {
+            // The upstream's own count of what was sent calibrates the estimate at once.
+            await learnedLimits
+              .recordRatio(target.name, chatRequest.model, {
+                reported: numbers.promptTokens,
+                estimated: attempt.prepared.report.inputTokens,
+              })
+              .catch(() => undefined);
+          }
+
           await learnedLimits.recordOverflow(target.name, chatRequest.model, {
             ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
             failedSize: sentSize(),
           });
-          learnedWindow = (await learnedLimits.get(target.name, chatRequest.model)).window;
+          learned = await learnedLimits.get(target.name, chatRequest.model);
+          learnedWindow = learned.window;
           const promptTokens = numbers.promptTokens ?? attempt.prepared.report.inputTokens;
           const room =
             numbers.maxContext === undefined
@@ -290,6 +317,8 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           return { body: attempt.body, extraHeaders: attempt.extraHeaders };
         },
         onSuccess() {
+          // A success teaches something only below a known failure, and then a window was learned.
+          if (learnedWindow === undefined) return;
           learnedLimits.recordSuccess(target.name, chatRequest.model, sentSize()).catch(() => undefined);
         },
       };
@@ -301,6 +330,35 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         streaming: state.stream,
         extraHeaders: attempt.extraHeaders,
         recovery,
+        onUsage: (promptTokens: number): Record<string, string> | undefined => {
+          const { prepared } = attempt;
+          const estimated = prepared.report.inputTokens;
+          const model = prepared.settings.model;
+          if (!model.exactTokenizer && model.calibration !== false) {
+            learnedLimits
+              .recordRatio(target.name, chatRequest.model, { reported: promptTokens, estimated })
+              .catch(() => undefined);
+          }
+          // Some servers cut an over-long prompt instead of refusing it (SPEC §6): far fewer prompt
+          // tokens than were sent. Judged against the estimate scaled by what was learned so far.
+          if (estimated >= 256 && promptTokens < estimated * (learned.ratio ?? 1) * truncationShare) {
+            metrics.upstreamTruncations.inc({
+              upstream: target.name,
+              model: metrics.modelLabel(state.model),
+            });
+            request.log.warn(
+              {
+                upstream: target.name,
+                model: state.model,
+                sentTokensEstimate: estimated,
+                upstreamPromptTokens: promptTokens,
+              },
+              'upstream reported far fewer prompt tokens than were sent: it may have truncated the prompt',
+            );
+            return { 'x-context-upstream-truncated': 'true' };
+          }
+          return undefined;
+        },
         ...(turn === undefined
           ? {}
           : {

@@ -40,11 +40,34 @@ export class StreamCompletionTracker {
     }
   }
 
+  /** The last `usage.prompt_tokens` in the stream's tail (present with stream_options.include_usage). */
+  promptTokens(): number | undefined {
+    return promptTokensIn(Buffer.concat(this.tail));
+  }
+
   /** Call once the upstream body has ended. */
   isComplete(): boolean {
     const end = Buffer.concat(this.tail);
     return end.includes(doneMarker) || finishMarkers.some((marker) => end.includes(marker));
   }
+}
+
+const promptTokensKey = Buffer.from('"prompt_tokens"');
+
+/** `usage.prompt_tokens` near the end of an answer (where OpenAI-style bodies put usage), if any. */
+export function promptTokensIn(body: Buffer): number | undefined {
+  const at = body.lastIndexOf(promptTokensKey);
+  if (at < 0 || at < body.length - 4096) return undefined;
+  let index = at + promptTokensKey.length;
+  while (index < body.length && (body[index] === 0x20 || body[index] === 0x3a)) index++;
+  let value = 0;
+  let digits = 0;
+  for (; index < body.length && digits < 12; index++, digits++) {
+    const byte = body[index] as number;
+    if (byte < 0x30 || byte > 0x39) break;
+    value = value * 10 + (byte - 0x30);
+  }
+  return digits === 0 ? undefined : value;
 }
 
 export function streamErrorEvent(error: GatewayError): string {
@@ -84,6 +107,11 @@ export interface RelayOptions {
    * sent, after a stream has finished. Sessions store the turn here.
    */
   onReply?: ((reply: Record<string, unknown> | undefined) => Promise<unknown>) | undefined;
+  /**
+   * Called with the upstream's `usage.prompt_tokens` of a successful answer; the headers it returns
+   * are added to a whole body's answer (a stream's headers are already sent).
+   */
+  onUsage?: ((promptTokens: number) => Record<string, string> | undefined) | undefined;
 }
 
 /** Sends a whole (non-streamed) upstream answer with its status and headers. */
@@ -92,13 +120,17 @@ export async function relayWholeBody({
   response,
   extraHeaders,
   onReply,
+  onUsage,
 }: RelayOptions): Promise<FastifyReply> {
   const body = await response.readAll();
   if (onReply !== undefined && response.statusCode < 300) await onReply(replyFromBody(body.toString('utf8')));
-  return reply
-    .code(response.statusCode)
-    .headers(buildClientHeaders(response.headers, extraHeaders))
-    .send(body);
+  let headers = extraHeaders;
+  if (onUsage !== undefined && response.statusCode < 300) {
+    const promptTokens = promptTokensIn(body);
+    const added = promptTokens === undefined ? undefined : onUsage(promptTokens);
+    if (added !== undefined) headers = { ...extraHeaders, ...added };
+  }
+  return reply.code(response.statusCode).headers(buildClientHeaders(response.headers, headers)).send(body);
 }
 
 /** Relays an event stream chunk by chunk; resolves when the client's stream has ended. */
@@ -109,6 +141,7 @@ export async function relayEventStream({
   extraHeaders,
   cancellation,
   onReply,
+  onUsage,
 }: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
@@ -167,6 +200,10 @@ export async function relayEventStream({
         }
       });
     }
+  }
+  if (failure === undefined && onUsage !== undefined) {
+    const promptTokens = tracker.promptTokens();
+    if (promptTokens !== undefined) onUsage(promptTokens);
   }
   if (heldDone !== undefined && failure === undefined) raw.write(heldDone);
   if (failure !== undefined) {

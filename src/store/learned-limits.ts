@@ -8,10 +8,13 @@ import type { RedisConnection } from './redis-client.js';
 export interface LearnedLimit {
   /** The window to use for this upstream and model, when anything was learned. */
   window?: number;
+  /** Upstream-reported prompt tokens per estimated token (moving average, clamped), once measured. */
+  ratio?: number;
 }
 
 export interface LearnedLimits {
-  get(upstream: string, model: string): Promise<LearnedLimit>;
+  /** Answers at once when nothing needs fetching (the common case: no Redis round trip per request). */
+  get(upstream: string, model: string): LearnedLimit | Promise<LearnedLimit>;
   /** An overflow: the upstream's stated window when it gave one, and the size that failed. */
   recordOverflow(
     upstream: string,
@@ -20,9 +23,29 @@ export interface LearnedLimits {
   ): Promise<void>;
   /** A request of this size went through. */
   recordSuccess(upstream: string, model: string, size: number): Promise<void>;
+  /** The upstream counted `reported` prompt tokens where the gateway estimated `estimated`. */
+  recordRatio(
+    upstream: string,
+    model: string,
+    sample: { reported: number; estimated: number },
+  ): Promise<void>;
+}
+
+/** The estimate ratio moves by this share of each new sample, and stays within these bounds. */
+export const ratioSmoothing = 0.2;
+export const ratioBounds = { min: 0.5, max: 2 } as const;
+
+export function nextRatio(
+  previous: number | undefined,
+  sample: { reported: number; estimated: number },
+): number {
+  const measured = sample.reported / Math.max(1, sample.estimated);
+  const blended = previous === undefined ? measured : previous + ratioSmoothing * (measured - previous);
+  return Math.min(ratioBounds.max, Math.max(ratioBounds.min, blended));
 }
 
 interface Bounds {
+  ratio?: number;
   stated?: number;
   smallestFailed?: number;
   largestSucceeded?: number;
@@ -40,6 +63,16 @@ export function windowFromBounds(bounds: Bounds): number | undefined {
 }
 
 const cacheMs = 2_000;
+const noLimit: LearnedLimit = Object.freeze({});
+
+function limitOf(bounds: Bounds): LearnedLimit {
+  const window = windowFromBounds(bounds);
+  if (window === undefined && bounds.ratio === undefined) return noLimit;
+  return {
+    ...(window === undefined ? {} : { window }),
+    ...(bounds.ratio === undefined ? {} : { ratio: bounds.ratio }),
+  };
+}
 
 /** In-process learned limits: one replica only. */
 export function createMemoryLearnedLimits(): LearnedLimits {
@@ -54,9 +87,13 @@ export function createMemoryLearnedLimits(): LearnedLimits {
     return entry;
   };
   return {
-    async get(upstream, model) {
-      const window = windowFromBounds(entryFor(upstream, model));
-      return window === undefined ? {} : { window };
+    get(upstream, model) {
+      const entry = entries.get(`${upstream}\u0000${model}`);
+      return entry === undefined ? noLimit : limitOf(entry);
+    },
+    async recordRatio(upstream, model, sample) {
+      const entry = entryFor(upstream, model);
+      entry.ratio = nextRatio(entry.ratio, sample);
     },
     async recordOverflow(upstream, model, observed) {
       const entry = entryFor(upstream, model);
@@ -86,6 +123,17 @@ end
 redis.call('EXPIRE', KEYS[1], 2592000)
 return 1`;
 
+// ARGV: reported, estimated, smoothing, min, max. The same moving average as nextRatio.
+const ratioScript = `
+local measured = tonumber(ARGV[1]) / tonumber(ARGV[2])
+local previous = tonumber(redis.call('HGET', KEYS[1], 'ratio'))
+local value = measured
+if previous ~= nil then value = previous + tonumber(ARGV[3]) * (measured - previous) end
+value = math.min(tonumber(ARGV[5]), math.max(tonumber(ARGV[4]), value))
+redis.call('HSET', KEYS[1], 'ratio', tostring(value))
+redis.call('EXPIRE', KEYS[1], 2592000)
+return 1`;
+
 /**
  * Learned limits in Redis: one hash per upstream and model. Reads are cached for two seconds per
  * replica (a request must not wait on Redis for this); what this replica learns applies at once.
@@ -102,6 +150,11 @@ export function createRedisLearnedLimits({
     (
       redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
     ).ctxgateLearn!.call(redis, key, field, value);
+  redis.defineCommand('ctxgateRatio', { numberOfKeys: 1, lua: ratioScript });
+  const ratio = (key: string, reported: number, estimated: number): Promise<unknown> =>
+    (
+      redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
+    ).ctxgateRatio!.call(redis, key, reported, estimated, ratioSmoothing, ratioBounds.min, ratioBounds.max);
   const cache = new Map<string, { bounds: Bounds; atMs: number }>();
   // What this replica observed itself: applies even while Redis is unreachable.
   const local = new Map<string, Bounds>();
@@ -127,6 +180,8 @@ export function createRedisLearnedLimits({
     if (smallestFailed !== undefined) result.smallestFailed = smallestFailed;
     if (largestSucceeded > 0 && (smallestFailed === undefined || largestSucceeded < smallestFailed))
       result.largestSucceeded = largestSucceeded;
+    const ratio = shared.ratio ?? own.ratio;
+    if (ratio !== undefined) result.ratio = ratio;
     return result;
   };
 
@@ -141,6 +196,7 @@ export function createRedisLearnedLimits({
       if (fields.stated !== undefined) read.stated = Number(fields.stated);
       if (fields.smallestFailed !== undefined) read.smallestFailed = Number(fields.smallestFailed);
       if (fields.largestSucceeded !== undefined) read.largestSucceeded = Number(fields.largestSucceeded);
+      if (fields.ratio !== undefined) read.ratio = Number(fields.ratio);
     } catch {
       // Redis unreachable: keep what this replica knew; requests go on with the configured window.
     }
@@ -149,9 +205,11 @@ export function createRedisLearnedLimits({
   }
 
   return {
-    async get(upstream, model) {
-      const window = windowFromBounds(await bounds(upstream, model, false));
-      return window === undefined ? {} : { window };
+    get(upstream, model) {
+      const key = keyOf(upstream, model);
+      const cached = cache.get(key);
+      if (cached !== undefined && now() - cached.atMs < cacheMs) return limitOf(merged(key, cached.bounds));
+      return bounds(upstream, model, false).then(limitOf);
     },
     async recordOverflow(upstream, model, observed) {
       const key = keyOf(upstream, model);
@@ -163,6 +221,18 @@ export function createRedisLearnedLimits({
         await learn(key, 'smallestFailed', observed.failedSize);
       } catch {
         // Learning is an optimisation; the retry goes on with what this request found out.
+      }
+      await bounds(upstream, model, true);
+    },
+    async recordRatio(upstream, model, sample) {
+      const key = keyOf(upstream, model);
+      const own = localFor(key);
+      own.ratio = nextRatio(own.ratio, sample);
+      try {
+        await ratio(key, sample.reported, Math.max(1, sample.estimated));
+      } catch {
+        // The local ratio still applies on this replica.
+        return;
       }
       await bounds(upstream, model, true);
     },

@@ -30,9 +30,16 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     defaultWindow: window,
     overflowAnswer: (facts) => answerOverflowWith(facts),
+    // A model whose tokenizer counts 1.4 times the gateway's estimate, and a server that truncates.
+    promptTokenScale: { 'scaled-model': 1.4 },
+    truncateSilently: ['truncating-model'],
   });
   upstreamUrl = await fake.start();
-  harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') } });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+    // The gateway knows this model's window but not that its tokenizer counts differently.
+    configYaml: `models:\n  - match: scaled-model\n    window: ${window}\n    output_reserve: 400\n`,
+  });
   for (let attempt = 0; attempt < 100; attempt++) {
     if ((await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -213,5 +220,45 @@ describe('look-alikes never cause a compressed retry', () => {
     expect(new Set(calls.map((call) => call.rawBody)).size).toBe(1);
     expect(response.headers.get('x-context-retries') ?? '0').toBe('0');
     fake.clearQueue();
+  });
+});
+
+describe('calibration and silent truncation', () => {
+  it('learns the ratio between the upstream’s counts and its own estimate, so later requests fit first time', async () => {
+    const fixture = overflowCases.find((entry) => entry.id === 'T10') as FixtureCase;
+    answerOverflowWith = (facts) => fixtureAnswer(fixture, facts);
+    fake.setDefault({ content: 'ok' });
+    const first = await send('scaled-model', conversation(90), { stream: false, maxTokens: 400 });
+    expect(Number(first.retries)).toBeGreaterThan(0);
+    // From then on the estimate is scaled: a growing conversation keeps fitting first time.
+    for (let turns = 91; turns < 94; turns++) {
+      const before = fake.chatRequests.length;
+      const next = await send('scaled-model', conversation(turns), { stream: false, maxTokens: 400 });
+      expect(next.retries).toBe('0');
+      expect(fake.chatRequests.length - before).toBe(1);
+      expect((fake.chatRequests.at(-1)?.promptTokens ?? Infinity) + 400).toBeLessThanOrEqual(window);
+    }
+  });
+
+  it('marks an answer whose usage shows the upstream cut the prompt, and counts it', async () => {
+    fake.setDefault({ content: 'cut' });
+    const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-recovery' },
+      body: JSON.stringify({ model: 'truncating-model', messages: conversation(200), max_tokens: 400 }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-context-upstream-truncated')).toBe('true');
+    const fits = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-recovery' },
+      body: JSON.stringify({ model: 'truncating-model', messages: conversation(3), max_tokens: 400 }),
+    });
+    expect(fits.headers.get('x-context-upstream-truncated')).toBeNull();
+    const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+    expect(metrics).toContain(
+      'ctxgate_upstream_truncations_total{upstream="default",model="truncating-model"} 1',
+    );
+    expect(harness.logLines.some((line) => line.includes('may have truncated the prompt'))).toBe(true);
   });
 });

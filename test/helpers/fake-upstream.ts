@@ -64,6 +64,10 @@ export interface FakeUpstreamOptions {
    * status and body (an SSE body is sent as a 200 event stream).
    */
   overflowAnswer?: (overflow: OverflowFacts) => { status: number; body: string };
+  /** Prompt tokens of a model count this many times the cookbook count (another tokenizer). */
+  promptTokenScale?: Record<string, number>;
+  /** Models whose prompts over the window are cut and answered anyway, reporting the kept tokens. */
+  truncateSilently?: readonly string[];
 }
 
 export interface OverflowFacts {
@@ -307,13 +311,24 @@ export class FakeUpstream {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
       return;
     }
-    const promptTokens =
+    const counted =
       this.options.tokenCounting === 'approximate'
         ? Math.ceil(rawBody.length / 4)
         : countPromptTokens(body.messages, body.tools);
+    // A model whose own tokenizer counts differently from the cookbook count.
+    const scale = typeof body.model === 'string' ? (this.options.promptTokenScale?.[body.model] ?? 1) : 1;
+    let promptTokens = Math.ceil(counted * scale);
     recorded.promptTokens = promptTokens;
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
+    // Servers that cut an over-long prompt instead of refusing it (Ollama's default): the answer
+    // reports only what was kept.
+    if (
+      this.options.truncateSilently?.includes(String(body.model)) === true &&
+      promptTokens + completionTokens > window
+    ) {
+      promptTokens = Math.max(0, window - completionTokens);
+    }
     const overflowAnswer = this.options.overflowAnswer;
     if (overflowAnswer !== undefined && promptTokens + completionTokens > window) {
       const answer = overflowAnswer({

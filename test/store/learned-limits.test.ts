@@ -5,11 +5,21 @@ import { describe, expect, inject, it } from 'vitest';
 import {
   createMemoryLearnedLimits,
   createRedisLearnedLimits,
+  nextRatio,
   windowFromBounds,
   type LearnedLimits,
 } from '../../src/store/learned-limits.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { findFreePort } from '../helpers/redis-server.js';
+
+describe('nextRatio', () => {
+  it('starts at the measured ratio, moves a fifth of the way per sample, and stays within 0.5–2', () => {
+    expect(nextRatio(undefined, { reported: 150, estimated: 100 })).toBe(1.5);
+    expect(nextRatio(1.5, { reported: 100, estimated: 100 })).toBeCloseTo(1.4, 10);
+    expect(nextRatio(undefined, { reported: 1_000, estimated: 100 })).toBe(2);
+    expect(nextRatio(undefined, { reported: 10, estimated: 100 })).toBe(0.5);
+  });
+});
 
 describe('windowFromBounds', () => {
   it.each([
@@ -38,12 +48,20 @@ function describeLearnedLimits(name: string, create: () => Promise<[LearnedLimit
       expect(await limits.get('default', model)).toEqual({ window: 7_500 });
       await limits.recordOverflow('default', model, { failedSize: 9_000, window: 8_192 });
       expect(await limits.get('default', model)).toEqual({ window: 8_192 });
+      await limits.recordRatio('default', model, { reported: 120, estimated: 100 });
+      await limits.recordRatio('default', model, { reported: 170, estimated: 100 });
+      const calibrated = await limits.get('default', model);
+      expect(calibrated.window).toBe(8_192);
+      expect(calibrated.ratio).toBeCloseTo(1.3, 6);
+
       // Per upstream: the same model elsewhere learned nothing.
       expect(await limits.get('other', model)).toEqual({});
       // Shared by replicas where the store is shared (the in-process store is one replica).
       if (replica !== limits) {
         await sleep(2_100);
-        expect(await replica.get('default', model)).toEqual({ window: 8_192 });
+        const shared = await replica.get('default', model);
+        expect(shared.window).toBe(8_192);
+        expect(shared.ratio).toBeCloseTo(1.3, 6);
       }
     });
   });
