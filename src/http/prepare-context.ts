@@ -2,7 +2,7 @@
 // window with the context engine and says what was done, in response headers and the request log.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { renderContext } from '../context/render.js';
+import { renderContext, type RenderInput } from '../context/render.js';
 import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError } from '../errors.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -123,18 +123,20 @@ export function prepareContext(options: {
       }
     }
   }
-  const outcome = renderContext({
+  // Built without object spreads: this runs on every request.
+  const input: RenderInput = {
     messages: conversation,
-    ...(messageTokens === undefined ? {} : { messageTokens }),
-    ...(historyStartHint === undefined ? {} : { historyStartHint }),
-    ...(omittedBefore === 0 ? {} : { omittedBefore }),
     tools: chatRequest.tools,
     tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
     window: renderWindow,
     outputReserve: settings.outputReserve,
     safetyMarginTokens: settings.safetyMarginTokens,
     policy: settings.policy,
-  });
+  };
+  if (messageTokens !== undefined) input.messageTokens = messageTokens;
+  if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
+  if (omittedBefore !== 0) input.omittedBefore = omittedBefore;
+  const outcome = renderContext(input);
   if (!outcome.ok) {
     throw new GatewayError(
       'context_length_exceeded',
@@ -144,12 +146,14 @@ export function prepareContext(options: {
       { param: 'messages' },
     );
   }
-  return {
+  const prepared: PreparedContext = {
     messages: outcome.messages,
-    report: ratio === undefined ? outcome.report : { ...outcome.report, window: settings.window },
+    report: outcome.report,
     settings,
-    ...(loweredMaxTokens === undefined ? {} : { loweredMaxTokens }),
   };
+  if (ratio !== undefined) prepared.report = { ...outcome.report, window: settings.window };
+  if (loweredMaxTokens !== undefined) prepared.loweredMaxTokens = loweredMaxTokens;
+  return prepared;
 }
 
 export function contextResponseHeaders({ report, settings }: PreparedContext): Record<string, string> {
