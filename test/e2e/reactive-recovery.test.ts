@@ -262,3 +262,23 @@ describe('calibration and silent truncation', () => {
     expect(harness.logLines.some((line) => line.includes('may have truncated the prompt'))).toBe(true);
   });
 });
+
+describe('upstream retries', () => {
+  it('retries a 429 after its retry-after-ms, before any byte reached the client, and answers', async () => {
+    fake.setDefault({ content: 'after the wait' });
+    fake.enqueue({
+      status: 429,
+      headers: { 'retry-after-ms': '400' },
+      body: '{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}',
+    });
+    const before = fake.chatRequests.length;
+    const started = performance.now();
+    const answer = await send('gpt-4o-mini', conversation(2), { stream: true, maxTokens: 50 });
+    expect(answer.content).toBe('after the wait');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(400);
+    const calls = fake.chatRequests.slice(before);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]?.rawBody).toBe(calls[0]?.rawBody);
+    expect(answer.retries).toBe('0');
+  });
+});
