@@ -282,3 +282,27 @@ describe('upstream retries', () => {
     expect(answer.retries).toBe('0');
   });
 });
+
+describe('what a retry keeps', () => {
+  it('sends every part of the kept messages as they were, images included', async () => {
+    const fixture = overflowCases.find((entry) => entry.id === 'T10') as FixtureCase;
+    answerOverflowWith = (facts) => fixtureAnswer(fixture, facts);
+    fake.setDefault({ content: 'seen' });
+    const pixel =
+      'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const last: OpenAI.ChatCompletionMessageParam = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is in this picture?' },
+        { type: 'image_url', image_url: { url: pixel, detail: 'low' } },
+      ],
+    };
+    const messages = [...conversation(90).slice(0, -1), last];
+    const answer = await send('hidden-images', messages, { stream: false, maxTokens: 400 });
+    expect(answer.content).toBe('seen');
+    expect(Number(answer.retries)).toBeGreaterThan(0);
+    const sent = (fake.chatRequests.at(-1)?.body as { messages: unknown[] }).messages;
+    expect(sent.at(-1)).toEqual(last);
+    expect(sent[0]).toEqual(messages[0]);
+  });
+});
