@@ -194,6 +194,17 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     return waitMs;
   }
 
+  /** What a session turn (or its preview) needs from a chat request. */
+  function sessionInput(request: FastifyRequest, chatRequest: ChatCompletionRequest, sessionId: string) {
+    return {
+      store: sessionStore,
+      key: { tenantId: request.gateway.credential?.tenantId ?? 'anonymous', sessionId },
+      headers: request.headers,
+      incoming: chatRequest.messages as ContextMessage[],
+      tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
+    };
+  }
+
   app.post('/v1/chat/completions', async (request, reply) => {
     const state = request.gateway;
     const chatRequest = parseChatCompletionRequest(request.body);
@@ -204,11 +215,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       sessionId === undefined
         ? undefined
         : await beginSessionTurn({
-            store: sessionStore,
-            key: { tenantId: state.credential?.tenantId ?? 'anonymous', sessionId },
-            headers: request.headers,
-            incoming: chatRequest.messages as ContextMessage[],
-            tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
+            ...sessionInput(request, chatRequest, sessionId),
             holdMs: config.sessions.hold_ms,
           });
     try {
@@ -384,13 +391,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     const view =
       sessionId === undefined
         ? undefined
-        : await previewSessionTurn({
-            store: sessionStore,
-            key: { tenantId: state.credential?.tenantId ?? 'anonymous', sessionId },
-            headers: request.headers,
-            incoming: chatRequest.messages as ContextMessage[],
-            tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
-          });
+        : await previewSessionTurn(sessionInput(request, chatRequest, sessionId));
     const prepared = prepareContext({
       config,
       tokenizers,

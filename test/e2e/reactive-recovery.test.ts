@@ -3,22 +3,13 @@
 // without the client seeing the failure; the next one fits first time (on another replica too); the
 // look-alikes never cause a compressed retry; an exhausted ladder returns the upstream's own error.
 import OpenAI from 'openai';
-import { readFileSync } from 'node:fs';
+import { contextErrorFixtures, type ContextErrorFixture } from '../fixtures/context-errors.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type OverflowFacts } from '../helpers/fake-upstream.js';
-import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
-interface FixtureCase {
-  id: string;
-  status: number | null;
-  body: string;
-  expect: string;
-  parsed: Record<string, number | boolean>;
-}
-
-const fixtures = JSON.parse(
-  readFileSync(new URL('../fixtures/context-errors.json', import.meta.url), 'utf8'),
-) as FixtureCase[];
+type FixtureCase = ContextErrorFixture;
+const fixtures = contextErrorFixtures;
 
 const window = 6_000;
 let fake: FakeUpstream;
@@ -40,10 +31,7 @@ beforeAll(async () => {
     // The gateway knows this model's window but not that its tokenizer counts differently.
     configYaml: `models:\n  - match: scaled-model\n    window: ${window}\n    output_reserve: 400\n`,
   });
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if ((await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await waitUntilReady(harness);
 });
 
 afterAll(async () => {
@@ -160,10 +148,7 @@ describe('reactive recovery against every overflow shape of the sample', () => {
       env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
     });
     try {
-      for (let attempt = 0; attempt < 100; attempt++) {
-        if ((await fetch(`${other.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitUntilReady(other);
       const before = fake.chatRequests.length;
       fake.setDefault({ content: 'first time' });
       const response = await new OpenAI({

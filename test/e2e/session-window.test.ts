@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type RecordedRequest } from '../helpers/fake-upstream.js';
-import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const window = 3_000;
 let fake: FakeUpstream;
@@ -20,10 +20,7 @@ beforeAll(async () => {
     env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
     configYaml: `models:\n  - match: window-model\n    window: ${window}\n    output_reserve: 200\n`,
   });
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if ((await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await waitUntilReady(harness);
 });
 
 afterAll(async () => {

@@ -5,7 +5,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { redisCli, startRedisSentinel, type RunningSentinel } from '../helpers/redis-sentinel.js';
-import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 let fake: FakeUpstream;
 let sentinel: RunningSentinel;
@@ -22,10 +22,7 @@ beforeAll(async () => {
       REDIS_SENTINEL_MASTER: sentinel.masterName,
     },
   });
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if ((await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await waitUntilReady(harness);
 }, 60_000);
 
 afterAll(async () => {

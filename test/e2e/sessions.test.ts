@@ -7,7 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
-import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 type Message = OpenAI.ChatCompletionMessageParam;
 
@@ -46,14 +46,6 @@ beforeAll(async () => {
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') } });
   await waitUntilReady(harness);
 });
-
-async function waitUntilReady(gateway: GatewayHarness): Promise<void> {
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if ((await fetch(`${gateway.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('gateway not ready');
-}
 
 afterAll(async () => {
   await harness.close();

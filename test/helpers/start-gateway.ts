@@ -51,3 +51,12 @@ export async function startGateway(
     close: () => gateway.close(),
   };
 }
+
+/** Waits until the gateway's /readyz answers 200 (its Redis connection is up); throws after 5 s. */
+export async function waitUntilReady(gateway: GatewayHarness): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if ((await fetch(`${gateway.baseUrl.replace(/\/v1$/, '')}/readyz`)).status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('gateway not ready');
+}

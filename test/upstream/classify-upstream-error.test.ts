@@ -1,6 +1,6 @@
 // The classifier as a table over real captured bodies (test/fixtures/context-errors.json, a copy of the
 // shared sample), plus cases written from provider documentation and server source, look-alikes included.
-import { readFileSync } from 'node:fs';
+import { contextErrorFixtures } from '../fixtures/context-errors.js';
 import { describe, expect, it } from 'vitest';
 import {
   classifyUpstreamError,
@@ -8,18 +8,7 @@ import {
   type UpstreamAnswer,
 } from '../../src/upstream/classify-upstream-error.js';
 
-interface FixtureCase {
-  id: string;
-  provider: string;
-  status: number | null;
-  body: string;
-  expect: string;
-  parsed: Record<string, number | boolean>;
-}
-
-const fixtures = JSON.parse(
-  readFileSync(new URL('../fixtures/context-errors.json', import.meta.url), 'utf8'),
-) as FixtureCase[];
+const fixtures = contextErrorFixtures;
 
 const fieldNames: Record<string, keyof OverflowNumbers> = {
   max_context: 'maxContext',
