@@ -14,6 +14,11 @@ export interface ModelEntry {
   calibration?: boolean;
 }
 
+/** True for a model counted by estimate whose estimates follow the ratio learned from its upstream. */
+export function isCalibrated(model: ModelEntry): boolean {
+  return !model.exactTokenizer && model.calibration !== false;
+}
+
 const openai = (
   match: string,
   window: number,

@@ -8,6 +8,7 @@ import { GatewayError } from '../errors.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { SessionView } from './session-turn.js';
+import { isCalibrated } from '../config/model-table.js';
 import { isSystemRole } from '../context/turns.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
@@ -58,10 +59,7 @@ export function prepareContext(options: {
   });
   // An estimated model with a learned ratio counts as calibrated: the smaller margin, and a window
   // scaled into estimate units (the prompt's real size is the estimate times the ratio).
-  const ratio =
-    !settings.model.exactTokenizer && settings.model.calibration !== false
-      ? options.estimateRatio
-      : undefined;
+  const ratio = isCalibrated(settings.model) ? options.estimateRatio : undefined;
   let renderWindow = settings.window;
   if (ratio !== undefined) {
     settings.safetyMarginTokens = Math.ceil(settings.window * settings.policy.safety_margin);

@@ -7,6 +7,7 @@ import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js'
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
+import { isCalibrated } from '../config/model-table.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
@@ -280,8 +281,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           if (
             numbers.promptTokens !== undefined &&
             numbers.promptTokensLowerBound !== true &&
-            !model.exactTokenizer &&
-            model.calibration !== false
+            isCalibrated(model)
           ) {
             // The upstream's own count of what was sent calibrates the estimate at once.
             await learnedLimits
@@ -341,7 +341,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           const { prepared } = attempt;
           const estimated = prepared.report.inputTokens;
           const model = prepared.settings.model;
-          if (!model.exactTokenizer && model.calibration !== false) {
+          if (isCalibrated(model)) {
             learnedLimits
               .recordRatio(target.name, chatRequest.model, { reported: promptTokens, estimated })
               .catch(() => undefined);

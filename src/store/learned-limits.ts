@@ -74,36 +74,60 @@ function limitOf(bounds: Bounds): LearnedLimit {
   };
 }
 
-/** In-process learned limits: one replica only. */
-export function createMemoryLearnedLimits(): LearnedLimits {
+/** Bounds kept per key in this process: the in-process store, and each Redis replica's own view. */
+function createLocalBounds(): {
+  get(key: string): Bounds | undefined;
+  overflow(key: string, observed: { window?: number; failedSize: number }): void;
+  /** False when the size teaches nothing (not below a known failure). */
+  success(key: string, size: number): boolean;
+  ratio(key: string, sample: { reported: number; estimated: number }): void;
+} {
   const entries = new Map<string, Bounds>();
-  const entryFor = (upstream: string, model: string): Bounds => {
-    const name = `${upstream}\u0000${model}`;
-    let entry = entries.get(name);
+  const entryFor = (key: string): Bounds => {
+    let entry = entries.get(key);
     if (entry === undefined) {
       entry = {};
-      entries.set(name, entry);
+      entries.set(key, entry);
     }
     return entry;
   };
   return {
-    get(upstream, model) {
-      const entry = entries.get(`${upstream}\u0000${model}`);
-      return entry === undefined ? noLimit : limitOf(entry);
-    },
-    async recordRatio(upstream, model, sample) {
-      const entry = entryFor(upstream, model);
-      entry.ratio = nextRatio(entry.ratio, sample);
-    },
-    async recordOverflow(upstream, model, observed) {
-      const entry = entryFor(upstream, model);
+    get: (key) => entries.get(key),
+    overflow(key, observed) {
+      const entry = entryFor(key);
       if (observed.window !== undefined) entry.stated = Math.min(entry.stated ?? Infinity, observed.window);
       entry.smallestFailed = Math.min(entry.smallestFailed ?? Infinity, observed.failedSize);
     },
-    async recordSuccess(upstream, model, size) {
-      const entry = entryFor(upstream, model);
-      if (entry.smallestFailed === undefined || size >= entry.smallestFailed) return;
+    success(key, size) {
+      const entry = entryFor(key);
+      if (entry.smallestFailed === undefined || size >= entry.smallestFailed) return false;
       entry.largestSucceeded = Math.max(entry.largestSucceeded ?? 0, size);
+      return true;
+    },
+    ratio(key, sample) {
+      const entry = entryFor(key);
+      entry.ratio = nextRatio(entry.ratio, sample);
+    },
+  };
+}
+
+/** In-process learned limits: one replica only. */
+export function createMemoryLearnedLimits(): LearnedLimits {
+  const local = createLocalBounds();
+  const keyOf = (upstream: string, model: string): string => `${upstream}\u0000${model}`;
+  return {
+    get(upstream, model) {
+      const entry = local.get(keyOf(upstream, model));
+      return entry === undefined ? noLimit : limitOf(entry);
+    },
+    async recordRatio(upstream, model, sample) {
+      local.ratio(keyOf(upstream, model), sample);
+    },
+    async recordOverflow(upstream, model, observed) {
+      local.overflow(keyOf(upstream, model), observed);
+    },
+    async recordSuccess(upstream, model, size) {
+      local.success(keyOf(upstream, model), size);
     },
   };
 }
@@ -132,7 +156,7 @@ if previous ~= nil then value = previous + tonumber(ARGV[3]) * (measured - previ
 value = math.min(tonumber(ARGV[5]), math.max(tonumber(ARGV[4]), value))
 redis.call('HSET', KEYS[1], 'ratio', tostring(value))
 redis.call('EXPIRE', KEYS[1], 2592000)
-return 1`;
+return tostring(value)`;
 
 /**
  * Learned limits in Redis: one hash per upstream and model. Reads are cached for two seconds per
@@ -157,16 +181,8 @@ export function createRedisLearnedLimits({
     ).ctxgateRatio!.call(redis, key, reported, estimated, ratioSmoothing, ratioBounds.min, ratioBounds.max);
   const cache = new Map<string, { bounds: Bounds; atMs: number }>();
   // What this replica observed itself: applies even while Redis is unreachable.
-  const local = new Map<string, Bounds>();
+  const local = createLocalBounds();
   const keyOf = (upstream: string, model: string): string => `ctxgate:limits:{${upstream}}:${model}`;
-  const localFor = (key: string): Bounds => {
-    let entry = local.get(key);
-    if (entry === undefined) {
-      entry = {};
-      local.set(key, entry);
-    }
-    return entry;
-  };
   const merged = (key: string, shared: Bounds): Bounds => {
     const own = local.get(key);
     if (own === undefined) return shared;
@@ -213,9 +229,7 @@ export function createRedisLearnedLimits({
     },
     async recordOverflow(upstream, model, observed) {
       const key = keyOf(upstream, model);
-      const own = localFor(key);
-      if (observed.window !== undefined) own.stated = Math.min(own.stated ?? Infinity, observed.window);
-      own.smallestFailed = Math.min(own.smallestFailed ?? Infinity, observed.failedSize);
+      local.overflow(key, observed);
       try {
         if (observed.window !== undefined) await learn(key, 'stated', observed.window);
         await learn(key, 'smallestFailed', observed.failedSize);
@@ -226,15 +240,15 @@ export function createRedisLearnedLimits({
     },
     async recordRatio(upstream, model, sample) {
       const key = keyOf(upstream, model);
-      const own = localFor(key);
-      own.ratio = nextRatio(own.ratio, sample);
+      local.ratio(key, sample);
       try {
-        await ratio(key, sample.reported, Math.max(1, sample.estimated));
+        // The script answers the shared ratio it stored: kept in the cache without reading the hash again.
+        const shared = Number(await ratio(key, sample.reported, Math.max(1, sample.estimated)));
+        const cached = cache.get(key);
+        if (cached !== undefined && Number.isFinite(shared)) cached.bounds.ratio = shared;
       } catch {
         // The local ratio still applies on this replica.
-        return;
       }
-      await bounds(upstream, model, true);
     },
     async recordSuccess(upstream, model, size) {
       const key = keyOf(upstream, model);
@@ -243,8 +257,7 @@ export function createRedisLearnedLimits({
       if (known.stated !== undefined || known.smallestFailed === undefined || size >= known.smallestFailed)
         return;
       if (known.largestSucceeded !== undefined && size <= known.largestSucceeded) return;
-      const own = localFor(key);
-      own.largestSucceeded = Math.max(own.largestSucceeded ?? 0, size);
+      local.success(key, size);
       try {
         await learn(key, 'largestSucceeded', size);
       } catch {
