@@ -41,6 +41,8 @@ export const timeoutsSectionSchema = z.strictObject({
   upstream_idle_ms: positiveMs.default(120_000),
   /** Upstream retries (429, 5xx, connection errors) stop once this long has passed since the first try. */
   upstream_retry_deadline_ms: positiveMs.default(30_000),
+  /** A background summarization call is abandoned (nothing changes) after this long. */
+  summary_ms: positiveMs.default(120_000),
 });
 
 export const modelEntrySchema = z.strictObject({
@@ -77,6 +79,18 @@ export const policySchema = z.strictObject({
   max_retries: z.number().int().min(0).max(10).optional(),
   /** Retries of 429, 5xx and connection errors before any byte reached the client. */
   upstream_retries: z.number().int().min(0).max(10).optional(),
+  /** Background summarization of a session's oldest turns (SPEC §7). */
+  summarization: z.enum(['on', 'off']).optional(),
+  /** Summarize once a session's history tokens pass this share of its history budget… */
+  summarize_at: fraction.optional(),
+  /** …down to this share (the oldest turns, cut at a turn boundary). */
+  summarize_to: fraction.optional(),
+  /** Model that writes summaries, routed like any request; empty = the conversation's own model. */
+  summary_model: z.string().max(256).optional(),
+  /** Longest summary, in tokens (the summarizer's max_tokens). */
+  summary_max_tokens: z.number().int().min(64).optional(),
+  /** Share of the numbers, paths and ids of the summarized turns a summary must keep to be accepted. */
+  summary_min_fact_recall: z.number().min(0).max(1).optional(),
 });
 
 export const sessionsSectionSchema = z.strictObject({

@@ -6,7 +6,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { configFileSchema, type ConfigFile } from './config-schema.js';
 import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
-import { builtInPresets } from './policy-defaults.js';
+import { builtInPolicy, builtInPresets } from './policy-defaults.js';
 
 export const defaultConfigPath = 'config/ctxgate.yaml';
 export const defaultUpstreamBaseUrl = 'https://api.openai.com/v1';
@@ -212,6 +212,26 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     );
   }
 
+  if (file !== undefined) {
+    // summarize_to must lie below summarize_at in the defaults and in every preset as they resolve.
+    const defaults = { ...builtInPolicy, ...definedOnly(file.context) };
+    const layers: Array<[string, object]> = [
+      ['context', {}],
+      ...Object.entries({ ...builtInPresets, ...file.policies }).map(([name, preset]): [string, object] => [
+        `policies.${name}`,
+        preset,
+      ]),
+    ];
+    for (const [where, layer] of layers) {
+      const policy = { ...defaults, ...definedOnly(layer) };
+      if (policy.summarize_to >= policy.summarize_at) {
+        problems.push(
+          `${configPath}: ${where}: summarize_to (${policy.summarize_to}) must be below summarize_at (${policy.summarize_at})`,
+        );
+      }
+    }
+  }
+
   const port = parsePort(env, problems);
   const redis = parseRedis(env, problems);
   if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
@@ -232,6 +252,10 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     policies: { ...builtInPresets, ...file.policies },
   };
   return deepFreeze(config);
+}
+
+function definedOnly(layer: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(layer).filter(([, value]) => value !== undefined));
 }
 
 function deepFreeze<T>(value: T): T {

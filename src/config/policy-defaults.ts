@@ -10,6 +10,14 @@ export interface ResolvedPolicy extends ContextPolicy {
   max_retries: number;
   /** Retries of 429, 5xx and connection errors, before any byte reached the client. */
   upstream_retries: number;
+  /** SPEC §7. */
+  summarization: 'on' | 'off';
+  summarize_at: number;
+  summarize_to: number;
+  /** Empty: the conversation's own model. */
+  summary_model: string;
+  summary_max_tokens: number;
+  summary_min_fact_recall: number;
 }
 
 export const builtInPolicy: ResolvedPolicy = {
@@ -27,6 +35,12 @@ export const builtInPolicy: ResolvedPolicy = {
   safety_margin_uncalibrated: 0.1,
   max_retries: 3,
   upstream_retries: 2,
+  summarization: 'on',
+  summarize_at: 0.75,
+  summarize_to: 0.4,
+  summary_model: '',
+  summary_max_tokens: 1_024,
+  summary_min_fact_recall: 0.9,
 };
 
 export const builtInPresets: Record<string, PolicyConfig> = {

@@ -8,6 +8,7 @@ import {
   type SessionLimits,
   type SessionSnapshot,
   type SessionStore,
+  type SessionSummary,
   type StoredMessage,
 } from './session-store.js';
 
@@ -20,6 +21,8 @@ interface MemorySession {
   historyStart: number;
   updatedAtMs: number;
   hold: { token: string; expiresAtMs: number } | undefined;
+  summary: SessionSummary | undefined;
+  summaryLock: { token: string; expiresAtMs: number } | undefined;
 }
 
 export function createMemorySessionStore({
@@ -57,6 +60,8 @@ export function createMemorySessionStore({
         historyStart: 0,
         updatedAtMs: 0,
         hold: undefined,
+        summary: undefined,
+        summaryLock: undefined,
       };
       sessions.set(keyOf(key), session);
     }
@@ -93,8 +98,44 @@ export function createMemorySessionStore({
         headMessages: session.head,
         historyStart: session.historyStart,
         updatedAtMs: session.updatedAtMs,
+        summary: session.summary === undefined ? undefined : { ...session.summary },
       };
     },
+    async acquireSummaryLock(key, ttlMs) {
+      const session = live(key);
+      if (session === undefined || session.version === 0) return undefined;
+      if (session.summaryLock !== undefined && session.summaryLock.expiresAtMs > now()) return undefined;
+      session.summaryLock = { token: randomUUID(), expiresAtMs: now() + ttlMs };
+      return session.summaryLock.token;
+    },
+    async releaseSummaryLock(key, token) {
+      const session = live(key);
+      if (session?.summaryLock?.token === token) session.summaryLock = undefined;
+    },
+    async storeSummary(key, { lockToken, expectedToMessage, summary }) {
+      const session = live(key);
+      if (
+        session?.summaryLock === undefined ||
+        session.summaryLock.token !== lockToken ||
+        session.summaryLock.expiresAtMs <= now()
+      ) {
+        return { ok: false, reason: 'lock_lost' };
+      }
+      const total = session.archive.length + session.active.length;
+      if ((session.summary?.toMessage ?? 0) !== expectedToMessage || summary.toMessage > total)
+        return { ok: false, reason: 'changed' };
+      let moved = 0;
+      while (
+        session.head + session.archive.length < summary.toMessage &&
+        session.active.length > session.head + 1
+      ) {
+        session.archive.push(...session.active.splice(session.head, 1));
+        moved++;
+      }
+      session.summary = { ...summary };
+      return { ok: true, archivedMessages: moved };
+    },
+
     async commit(key, input) {
       const session = live(key);
       if (

@@ -4,6 +4,8 @@
 //   ctxgate:{<tenant>:<session>}:active   list of stored messages (JSON), oldest first, bounded
 //   ctxgate:{<tenant>:<session>}:archive  list of older messages moved out of the active list
 //   ctxgate:{<tenant>:<session>}:hold     the current holder's token, expiring by itself (PX)
+//   ctxgate:{<tenant>:<session>}:summarizing  the running summarization job's token (PX)
+// The summary lives in the meta hash (`summary` JSON, `summaryTo` its end) and comes with every load.
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import {
@@ -102,14 +104,58 @@ take(KEYS[1], 0, archived - 1, head)
 take(KEYS[2], head, length - 1, head + archived)
 return result`;
 
+// ARGV: token, ttlMs. Only an existing session can be summarized.
+const summaryLockScript = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
+return 0`;
+
+// ARGV: lock token, expected summaryTo, summary JSON, its toMessage. Moves the active messages after
+// the head that the summary covers to the archive, like a spill, in the same step as storing it.
+const storeSummaryScript = `
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'lock_lost'} end
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+local archived = redis.call('LLEN', KEYS[3])
+local length = redis.call('LLEN', KEYS[2])
+local target = tonumber(ARGV[4])
+if tonumber(redis.call('HGET', KEYS[1], 'summaryTo') or '0') ~= tonumber(ARGV[2])
+  or target > archived + length then return {0, 'changed'} end
+local moved = 0
+if head + archived < target and length > head + 1 then
+  local kept = {}
+  if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
+  local tokens = tonumber(redis.call('HGET', KEYS[1], 'activeTokens') or '0')
+  while head + archived < target and length > head + 1 do
+    local item = redis.call('LPOP', KEYS[2])
+    tokens = tokens - (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+    redis.call('RPUSH', KEYS[3], item)
+    archived = archived + 1
+    length = length - 1
+    moved = moved + 1
+  end
+  for index = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[index]) end
+  redis.call('HSET', KEYS[1], 'activeTokens', tokens)
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+redis.call('HSET', KEYS[1], 'summary', ARGV[3], 'summaryTo', target)
+return {1, moved}`;
+
 function sessionKeys({ tenantId, sessionId }: SessionKey): {
   meta: string;
   active: string;
   archive: string;
   hold: string;
+  summarizing: string;
 } {
   const tag = `ctxgate:{${tenantId}:${sessionId}}`;
-  return { meta: `${tag}:meta`, active: `${tag}:active`, archive: `${tag}:archive`, hold: `${tag}:hold` };
+  return {
+    meta: `${tag}:meta`,
+    active: `${tag}:active`,
+    archive: `${tag}:archive`,
+    hold: `${tag}:hold`,
+    summarizing: `${tag}:summarizing`,
+  };
 }
 
 function defineScript(redis: RedisConnection, name: string, numberOfKeys: number, lua: string): ScriptRunner {
@@ -202,6 +248,8 @@ export function createRedisSessionStore({
   const load = defineScript(redis, 'ctxgateLoad', 3, loadScript);
   const commit = defineScript(redis, 'ctxgateCommit', 4, commitScript);
   const history = defineScript(redis, 'ctxgateHistory', 3, historyScript);
+  const summaryLock = defineScript(redis, 'ctxgateSummaryLock', 2, summaryLockScript);
+  const storeSummary = defineScript(redis, 'ctxgateStoreSummary', 4, storeSummaryScript);
   const cache = createSessionCache(cacheBytes);
 
   async function loadActive(
@@ -296,7 +344,32 @@ export function createRedisSessionStore({
         headMessages: entry.head,
         historyStart: Number(meta.historyStart ?? '0'),
         updatedAtMs: Number(meta.updatedAtMs ?? '0'),
+        summary:
+          meta.summary === undefined ? undefined : (JSON.parse(meta.summary) as SessionSnapshot['summary']),
       };
+    },
+    async acquireSummaryLock(key, ttlMs) {
+      const keys = sessionKeys(key);
+      const token = randomUUID();
+      return Number(await summaryLock(keys.meta, keys.summarizing, token, ttlMs)) === 1 ? token : undefined;
+    },
+    async releaseSummaryLock(key, token) {
+      await release(sessionKeys(key).summarizing, token);
+    },
+    async storeSummary(key, { lockToken, expectedToMessage, summary }) {
+      const keys = sessionKeys(key);
+      const result = (await storeSummary(
+        keys.meta,
+        keys.active,
+        keys.archive,
+        keys.summarizing,
+        lockToken,
+        expectedToMessage,
+        JSON.stringify(summary),
+        summary.toMessage,
+      )) as [number, number | string];
+      if (result[0] === 1) return { ok: true, archivedMessages: Number(result[1]) };
+      return { ok: false, reason: result[1] === 'lock_lost' ? 'lock_lost' : 'changed' };
     },
     async commit(key, input) {
       const keys = sessionKeys(key);
@@ -339,7 +412,7 @@ export function createRedisSessionStore({
     async delete(key) {
       const keys = sessionKeys(key);
       cache.delete(`${key.tenantId}\u0000${key.sessionId}`);
-      return (await redis.del(keys.meta, keys.active, keys.archive, keys.hold)) > 0;
+      return (await redis.del(keys.meta, keys.active, keys.archive, keys.hold, keys.summarizing)) > 0;
     },
     async ping() {
       try {

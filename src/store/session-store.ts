@@ -34,7 +34,33 @@ export interface SessionSnapshot {
    */
   historyStart: number;
   updatedAtMs: number;
+  /** The summary of the oldest messages after the head (SPEC §7), when one was written. */
+  summary?: SessionSummary | undefined;
 }
+
+/** A summary of a range of a session's conversation; the messages it covers are in the archive. */
+export interface SessionSummary {
+  text: string;
+  /** Its token count as a rendered message. */
+  tokens: number;
+  /** Conversation positions (head, archive, recent) of the first message covered and of the one after the last. */
+  fromMessage: number;
+  toMessage: number;
+  /** Tokens of the messages it stands for (those it covers; the previous summary's included). */
+  coveredTokens: number;
+  updatedAtMs: number;
+}
+
+export interface StoreSummaryInput {
+  /** The summarization lock this job holds (acquireSummaryLock). */
+  lockToken: string;
+  /** `toMessage` of the summary the job extended (0 when there was none): anything else is a conflict. */
+  expectedToMessage: number;
+  summary: SessionSummary;
+}
+
+export type StoreSummaryOutcome =
+  { ok: true; archivedMessages: number } | { ok: false; reason: 'lock_lost' | 'changed' };
 
 export interface SessionHold {
   token: string;
@@ -74,6 +100,17 @@ export interface SessionStore {
   ): Promise<{ total: number; messages: StoredMessage[] }>;
   /** True when something was deleted. */
   delete(key: SessionKey): Promise<boolean>;
+
+  /** One summarization job per session across replicas: a token, or undefined when another job runs. */
+  acquireSummaryLock(key: SessionKey, ttlMs: number): Promise<string | undefined>;
+  releaseSummaryLock(key: SessionKey, token: string): Promise<void>;
+  /**
+   * Stores the summary and, in the same atomic step, moves the active messages it covers to the
+   * archive; refused when the lock is no longer this job's or the summary it extended was replaced.
+   * Turns keep committing meanwhile: positions in the conversation never change.
+   */
+  storeSummary(key: SessionKey, input: StoreSummaryInput): Promise<StoreSummaryOutcome>;
+
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }

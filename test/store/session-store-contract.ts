@@ -30,7 +30,17 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         await factory({ maxActiveMessages: 5, minActiveMessages: 1, idleTtlSeconds: 3_600 }),
       );
     });
-    afterAll(() => store.close());
+    // Room for a few turns without spilling, for the summary cases.
+    let roomy: SessionStore;
+    beforeAll(async () => {
+      roomy = await connected(
+        await factory({ maxActiveMessages: 50, minActiveMessages: 1, idleTtlSeconds: 3_600 }),
+      );
+    });
+    afterAll(async () => {
+      await store.close();
+      await roomy.close();
+    });
     const freshKey = (): SessionKey => ({
       tenantId: `t-${randomUUID().slice(0, 8)}`,
       sessionId: `s.${randomUUID().slice(0, 8)}:x-1`,
@@ -255,6 +265,102 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       } finally {
         await windowed.close();
       }
+    });
+
+    /** A session of `turns` user/assistant pairs (m0, m1, …; 10 tokens each) with the first turn as head. */
+    const sessionOfTurns = async (turns: number): Promise<{ key: SessionKey; all: StoredMessage[] }> => {
+      const key = freshKey();
+      const all = Array.from({ length: turns * 2 }, (_unused, index) =>
+        stored(index % 2 === 0 ? 'user' : 'assistant', `m${index}`, 10),
+      );
+      for (let turn = 0; turn < turns; turn++) {
+        const hold = (await roomy.acquire(key, 10_000))!;
+        await roomy.commit(key, {
+          hold,
+          expectedVersion: turn,
+          append: all.slice(turn * 2, turn * 2 + 2),
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+          headMessages: turn === 1 ? 2 : 0,
+        });
+      }
+      return { key, all };
+    };
+    const summaryOf = (fromMessage: number, toMessage: number) => ({
+      text: `summary of ${fromMessage}-${toMessage} ✓`,
+      tokens: 7,
+      fromMessage,
+      toMessage,
+      coveredTokens: (toMessage - fromMessage) * 10,
+      updatedAtMs: 1_700_000_000_000,
+    });
+
+    it('stores a summary and moves the messages it covers to the archive in one step; turns go on', async () => {
+      const { key, all } = await sessionOfTurns(2);
+      const loadedByTurn = await roomy.load(key);
+      const lock = await roomy.acquireSummaryLock(key, 10_000);
+      expect(lock).toBeDefined();
+      expect(await roomy.acquireSummaryLock(key, 10_000)).toBeUndefined();
+      // A turn that loaded before the summary commits after it: summaries never conflict with turns.
+      const hold = (await roomy.acquire(key, 10_000))!;
+      expect(
+        await roomy.commit(key, {
+          hold,
+          expectedVersion: loadedByTurn.version,
+          append: [stored('user', 'm4', 10), stored('assistant', 'm5', 10)],
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+        }),
+      ).toEqual({ ok: true, version: 3 });
+      all.push(stored('user', 'm4', 10), stored('assistant', 'm5', 10));
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock!, expectedToMessage: 0, summary: summaryOf(2, 4) }),
+      ).toEqual({ ok: true, archivedMessages: 2 });
+      const after = await roomy.load(key);
+      expect(after.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm4', 'm5']);
+      expect(after.archivedCount).toBe(2);
+      expect(after.version).toBe(3);
+      expect(after.summary).toEqual(summaryOf(2, 4));
+      expect((await roomy.history(key, 0, 100)).messages).toEqual(all);
+      // Another job that started from no summary is refused: the summary moved on without it.
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock!, expectedToMessage: 0, summary: summaryOf(2, 6) }),
+      ).toEqual({ ok: false, reason: 'changed' });
+      // A range past the end of the conversation is refused.
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock!, expectedToMessage: 4, summary: summaryOf(2, 9) }),
+      ).toEqual({ ok: false, reason: 'changed' });
+      await roomy.releaseSummaryLock(key, lock!);
+      const next = (await roomy.acquireSummaryLock(key, 10_000))!;
+      expect(
+        await roomy.storeSummary(key, { lockToken: next, expectedToMessage: 4, summary: summaryOf(2, 5) }),
+      ).toEqual({ ok: true, archivedMessages: 1 });
+      const extended = await roomy.load(key);
+      expect(extended.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm5']);
+      expect(extended.summary?.toMessage).toBe(5);
+      expect((await roomy.history(key, 0, 100)).messages).toEqual(all);
+    });
+
+    it('refuses a summary whose lock expired or whose session was deleted, and changes nothing', async () => {
+      expect(await roomy.acquireSummaryLock(freshKey(), 10_000)).toBeUndefined();
+      const { key } = await sessionOfTurns(3);
+      const before = await roomy.load(key);
+      const short = (await roomy.acquireSummaryLock(key, 200))!;
+      await sleep(300);
+      expect(
+        await roomy.storeSummary(key, { lockToken: short, expectedToMessage: 0, summary: summaryOf(2, 4) }),
+      ).toEqual({ ok: false, reason: 'lock_lost' });
+      expect(await roomy.load(key)).toEqual(before);
+      const locks = await Promise.all(
+        Array.from({ length: 10 }, () => roomy.acquireSummaryLock(key, 10_000)),
+      );
+      expect(locks.filter(Boolean)).toHaveLength(1);
+      await roomy.delete(key);
+      const lock = locks.find(Boolean) as string;
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock, expectedToMessage: 0, summary: summaryOf(2, 4) }),
+      ).toEqual({ ok: false, reason: 'lock_lost' });
+      expect((await roomy.load(key)).version).toBe(0);
     });
 
     it('keeps tenants apart: the same session id under another credential is another session', async () => {

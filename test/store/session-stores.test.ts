@@ -83,6 +83,31 @@ describe('Redis session store: the replica cache', () => {
         expect(outcome).toEqual({ ok: true, version: version + 1 });
         version++;
         sent.push(...append);
+        if (random() < 0.2) {
+          // A summary moves messages to the archive outside any turn: the caches must follow it too.
+          const before = await reference.load(key);
+          const from = before.headMessages + before.archivedCount;
+          const lock = await store.acquireSummaryLock(key, 10_000);
+          const covered = Math.min(2, before.messages.length - before.headMessages - 1);
+          if (lock !== undefined && covered > 0) {
+            const summary = {
+              text: `summary ${turn}`,
+              tokens: 5,
+              fromMessage: before.headMessages,
+              toMessage: from + covered,
+              coveredTokens: 1,
+              updatedAtMs: turn,
+            };
+            expect(
+              await store.storeSummary(key, {
+                lockToken: lock,
+                expectedToMessage: before.summary?.toMessage ?? 0,
+                summary,
+              }),
+            ).toEqual({ ok: true, archivedMessages: covered });
+          }
+          if (lock !== undefined) await store.releaseSummaryLock(key, lock);
+        }
       }
       const after = await reference.load(key);
       expect(after.archivedCount).toBeGreaterThan(0);
