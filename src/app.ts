@@ -22,6 +22,7 @@ import type { SessionStore } from './store/session-store.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { registerSessionRoutes } from './http/session-routes.js';
 import type { Upstream } from './upstream/upstream.js';
+import { createSessionSummarizer, type SessionSummarizer } from './summarization/session-summarizer.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -42,6 +43,8 @@ export interface GatewayApp {
   app: FastifyInstance;
   /** Marks the gateway as closing: /readyz fails and new requests get 503 while in-flight ones finish. */
   beginShutdown(): void;
+  /** Background summarization of long sessions (SPEC §7). */
+  summarizer: SessionSummarizer;
 }
 
 export function buildApp(deps: AppDependencies): GatewayApp {
@@ -177,13 +180,26 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   );
 
   registerOperationalRoutes(app, { metrics, readiness: deps.readiness, isClosing: () => closing });
+  const learnedLimits = deps.learnedLimits ?? createMemoryLearnedLimits();
+  const summarizer = createSessionSummarizer({
+    config,
+    store: deps.sessionStore,
+    upstream: deps.upstream,
+    tokenizers: deps.tokenizers,
+    metrics,
+    learnedLimits,
+    logger,
+  });
+  // Running summarization jobs are abandoned on close: nothing half-stored, retried after a restart.
+  app.addHook('onClose', async () => summarizer.close());
   registerProxyRoutes(app, {
     config,
     upstream: deps.upstream,
     metrics,
     tokenizers: deps.tokenizers,
     sessionStore: deps.sessionStore,
-    learnedLimits: deps.learnedLimits ?? createMemoryLearnedLimits(),
+    learnedLimits,
+    summarizer,
     now,
   });
 
@@ -191,6 +207,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
 
   return {
     app,
+    summarizer,
     beginShutdown() {
       closing = true;
     },

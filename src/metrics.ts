@@ -107,6 +107,13 @@ export interface GatewayMetrics {
   upstreamRetries: CounterMetric<'upstream' | 'reason'>;
   overflowRetries: CounterMetric<'upstream' | 'model' | 'remedy'>;
   upstreamTruncations: CounterMetric<'upstream' | 'model'>;
+  summarizationRuns: CounterMetric<'outcome'>;
+  summarizationRejections: CounterMetric<'reason'>;
+  summarizationFailures: CounterMetric<'reason'>;
+  summarizationTokensSaved: CounterMetric<never>;
+  summarizationCompression: HistogramMetric<never>;
+  summarizationDuration: HistogramMetric<'outcome'>;
+
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
   modelLabel(model: string | undefined): string;
@@ -163,7 +170,45 @@ export function createMetrics({
     'Answers whose usage.prompt_tokens was far below what was sent: the upstream cut the prompt silently.',
     ['upstream', 'model'],
   );
+  const summarizationRuns = new CounterMetric(
+    'ctxgate_summarization_runs_total',
+    'Background summarization jobs by outcome (stored, rejected, failed, conflict, skipped).',
+    ['outcome'],
+  );
+  const summarizationRejections = new CounterMetric(
+    'ctxgate_summarization_rejections_total',
+    'Summaries refused by the guard, by reason (empty, error_text, truncated, lost_pinned, lost_facts).',
+    ['reason'],
+  );
+  const summarizationFailures = new CounterMetric(
+    'ctxgate_summarization_failures_total',
+    'Summarization jobs that failed (upstream status or error, timeout, store), by reason.',
+    ['reason'],
+  );
+  const summarizationTokensSaved = new CounterMetric(
+    'ctxgate_summarization_tokens_saved_total',
+    'Tokens of history (and previous summaries) replaced by stored summaries, less the summaries themselves.',
+    [],
+  );
+  const summarizationCompression = new HistogramMetric(
+    'ctxgate_summarization_compression_ratio',
+    'Tokens a stored summary replaced per token of summary.',
+    [],
+    [1, 1.5, 2, 3, 5, 8, 13, 21, 34, 55, 100],
+  );
+  const summarizationDuration = new HistogramMetric(
+    'ctxgate_summarization_duration_seconds',
+    'Duration of summarization jobs, by outcome.',
+    ['outcome'],
+    latencyBucketsSeconds,
+  );
   const own: Metric[] = [
+    summarizationRuns,
+    summarizationRejections,
+    summarizationFailures,
+    summarizationTokensSaved,
+    summarizationCompression,
+    summarizationDuration,
     upstreamTruncations,
     requests,
     requestDuration,
@@ -182,6 +227,12 @@ export function createMetrics({
     upstreamRetries,
     overflowRetries,
     upstreamTruncations,
+    summarizationRuns,
+    summarizationRejections,
+    summarizationFailures,
+    summarizationTokensSaved,
+    summarizationCompression,
+    summarizationDuration,
     contentType: processRegistry.contentType,
     modelLabel(model) {
       if (model === undefined) return '';

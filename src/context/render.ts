@@ -27,6 +27,11 @@ export interface RenderInput {
    * session's archive). The omission notice counts them, so it appears whenever they exist.
    */
   omittedBefore?: number;
+  /**
+   * A summary of earlier messages (a session's, SPEC §7): always sent, counted in the budget as its own
+   * region, and placed before the first message at or after `position` (an index into `messages`).
+   */
+  summary?: { message: ContextMessage; position: number; tokens?: number };
 }
 
 export type RenderOutcome =
@@ -41,10 +46,10 @@ export type RenderOutcome =
 
 const noticeTemplateCount = 999_999;
 
-export function omissionNotice(omittedMessages: number): ContextMessage {
+export function omissionNotice(omittedMessages: number, summaryPresent = false): ContextMessage {
   return {
     role: 'system',
-    content: `[ctxgate] ${omittedMessages} earlier messages of this conversation were omitted to fit the model's context window.`,
+    content: `[ctxgate] ${omittedMessages} earlier messages of this conversation were omitted to fit the model's context window.${summaryPresent ? ' A summary of earlier messages is above.' : ''}`,
   };
 }
 
@@ -274,9 +279,12 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const systemCount = leadingSystemCount(messages);
   const systemTokens = sumRange(messageTokens, 0, systemCount);
   const toolTokens = countToolTokens(input.tools, tokenizer);
+  const summary = input.summary;
+  const summaryTokens = summary === undefined ? 0 : (summary.tokens ?? count(summary.message));
   let historyBudget =
     input.window -
     systemTokens -
+    summaryTokens -
     toolTokens -
     input.outputReserve -
     input.safetyMarginTokens -
@@ -307,6 +315,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
         message.role === 'tool' && tokenizer.count(textOf(message.content)) > policy.max_tool_result_tokens,
     );
   if (
+    summary === undefined &&
     conversationTokens <= historyBudget &&
     !toolResultOverCap &&
     (input.omittedBefore ?? 0) === 0 &&
@@ -325,7 +334,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
     });
   }
 
-  const noticeTokens = count(omissionNotice(noticeTemplateCount));
+  const noticeTokens = count(omissionNotice(noticeTemplateCount, summary !== undefined));
   // With any history, room for the omission notice is kept: if history does not fit, it is needed.
   const currentTurnBudget = historyBudget - (history.length > 0 ? noticeTokens : 0);
   const fitted = fitCurrentTurn(messages.slice(current.start, current.end), currentTurnBudget, input, count);
@@ -411,14 +420,21 @@ export function renderContext(input: RenderInput): RenderOutcome {
   }
   const noticeUsed = omitted > 0;
 
-  // Order is kept: history turns as they were, the notice where the omitted ones were.
+  // Order is kept: history turns as they were, the summary where the summarized ones were, the notice
+  // where the omitted ones were.
   const rendered: ContextMessage[] = messages.slice(0, systemCount);
+  const notice = noticeUsed ? omissionNotice(omitted, summary !== undefined) : undefined;
   let noticePlaced = false;
+  let summaryPlaced = summary === undefined;
   let historyTokens = 0;
   for (const [index, turn] of history.entries()) {
     if (!keptFirst.has(index) && !windowIndices.has(index)) continue;
-    if (noticeUsed && !noticePlaced && windowIndices.has(index)) {
-      rendered.push(omissionNotice(omitted));
+    if (!summaryPlaced && turn.start >= (summary?.position ?? 0)) {
+      rendered.push(summary?.message as ContextMessage);
+      summaryPlaced = true;
+    }
+    if (notice !== undefined && !noticePlaced && windowIndices.has(index)) {
+      rendered.push(notice);
       noticePlaced = true;
     }
     for (let position = turn.start; position < turn.end; position++)
@@ -426,7 +442,8 @@ export function renderContext(input: RenderInput): RenderOutcome {
 
     historyTokens += turnTokens[index] as number;
   }
-  if (noticeUsed && !noticePlaced) rendered.push(omissionNotice(omitted));
+  if (!summaryPlaced) rendered.push(summary?.message as ContextMessage);
+  if (notice !== undefined && !noticePlaced) rendered.push(notice);
   rendered.push(...fitted.messages);
 
   const orphansBefore = new Set(findOrphans(messages).map((index) => messages[index]));
@@ -436,8 +453,9 @@ export function renderContext(input: RenderInput): RenderOutcome {
     throw new Error('context render produced an orphaned tool message');
   }
 
-  const noticeActual = noticeUsed ? count(omissionNotice(omitted)) : 0;
+  const noticeActual = notice === undefined ? 0 : count(notice);
   const modified =
+    summary !== undefined ||
     omitted > 0 ||
     fitted.truncated > 0 ||
     fitted.masked > 0 ||
@@ -451,12 +469,19 @@ export function renderContext(input: RenderInput): RenderOutcome {
     report: {
       window: input.window,
       historyBudget,
-      summaryUsed: false,
+      summaryUsed: summary !== undefined,
       inputTokens:
-        systemTokens + toolTokens + replyPrimingTokens + historyTokens + noticeActual + currentTurnTokens,
+        systemTokens +
+        summaryTokens +
+        toolTokens +
+        replyPrimingTokens +
+        historyTokens +
+        noticeActual +
+        currentTurnTokens,
       regions: {
         system: systemTokens,
-        summary: 0,
+        summary: summaryTokens,
+
         history: historyTokens,
         currentTurn: currentTurnTokens,
         tools: toolTokens,

@@ -70,7 +70,7 @@ export function prepareContext(options: {
     session?.conversation ?? (chatRequest.messages as ContextMessage[]);
   let messageTokens = session?.conversationTokens;
   let historyStartHint = session?.historyStartHint;
-  let omittedBefore = session?.archivedMessages ?? 0;
+  let omittedBefore = session?.omittedBefore ?? 0;
   if (options.reduction === 'drop_oldest_half') {
     const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
     settings.policy.keep_first_turns = 0;
@@ -110,10 +110,19 @@ export function prepareContext(options: {
       outputReserve: 0,
       safetyMarginTokens: settings.safetyMarginTokens,
       policy: settings.policy,
+      ...(session?.summary === undefined ? {} : { summary: session.summary }),
     });
-    if (probe.ok && !probe.report.modified) {
+    // Everything fits when nothing had to be left out or cut (a summary is always added).
+    const { report } = probe.ok ? probe : { report: undefined };
+    if (
+      report !== undefined &&
+      report.droppedMessages === 0 &&
+      report.truncatedToolResults === 0 &&
+      report.maskedToolResults === 0 &&
+      !report.oversizeTruncated
+    ) {
       const left = Math.floor(
-        settings.window - settings.safetyMarginTokens - probe.report.inputTokens * (ratio ?? 1),
+        settings.window - settings.safetyMarginTokens - report.inputTokens * (ratio ?? 1),
       );
       if (left < requestedMaxTokens && left >= minimumAnswerTokens) {
         settings.outputReserve = left;
@@ -134,6 +143,8 @@ export function prepareContext(options: {
   if (messageTokens !== undefined) input.messageTokens = messageTokens;
   if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
   if (omittedBefore !== 0) input.omittedBefore = omittedBefore;
+  if (session?.summary !== undefined) input.summary = session.summary;
+
   const outcome = renderContext(input);
   if (!outcome.ok) {
     throw new GatewayError(

@@ -26,6 +26,7 @@ import { isEventStream, relayEventStream, relayWholeBody } from './relay-respons
 import { inspectAnswer } from './inspect-answer.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
 import type { UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
+import type { SessionSummarizer } from '../summarization/session-summarizer.js';
 
 export interface ProxyRouteDependencies {
   config: GatewayConfig;
@@ -34,6 +35,7 @@ export interface ProxyRouteDependencies {
   tokenizers: Tokenizers;
   sessionStore: SessionStore;
   learnedLimits: LearnedLimits;
+  summarizer: SessionSummarizer;
   now: () => number;
   random?: () => number;
 }
@@ -70,7 +72,7 @@ const truncationShare = 0.5;
 const maxRetryWaitMs = 10_000;
 
 export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
-  const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits } = deps;
+  const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits, summarizer } = deps;
   const random = deps.random ?? Math.random;
 
   /**
@@ -369,12 +371,24 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         ...(turn === undefined
           ? {}
           : {
-              onReply: (assistant: Record<string, unknown> | undefined) =>
-                turn.commit(assistant, {
-                  window: attempt.prepared.settings.window,
-                  historyStartIndex: attempt.prepared.report.historyStartIndex,
-                  keepFirstTurns: attempt.prepared.settings.policy.keep_first_turns,
-                }),
+              onReply: async (assistant: Record<string, unknown> | undefined) => {
+                const { prepared } = attempt;
+                const { activeTokens } = await turn.commit(assistant, {
+                  window: prepared.settings.window,
+                  historyStartIndex: prepared.report.historyStartIndex,
+                  keepFirstTurns: prepared.settings.policy.keep_first_turns,
+                });
+                // SPEC §7: a long session gets its oldest turns summarized in the background.
+                summarizer.afterTurn({
+                  key: turn.key,
+                  model: chatRequest.model,
+                  policy: prepared.settings.policy,
+                  historyBudget: prepared.report.historyBudget,
+                  activeTokens,
+                  clientHeaders: request.headers,
+                  credential: state.credential,
+                });
+              },
             }),
       });
     } finally {

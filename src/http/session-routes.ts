@@ -36,7 +36,22 @@ export function registerSessionRoutes(
       id: key.sessionId,
       version: snapshot.version,
       system_prompt: snapshot.systemPrompt ?? null,
-      summary: null,
+      // SPEC §7: the summary and the range of the conversation (positions in /history) it stands for.
+      summary:
+        snapshot.summary === undefined
+          ? null
+          : {
+              text: snapshot.summary.text,
+              tokens: snapshot.summary.tokens,
+              covers: {
+                from_message: snapshot.summary.fromMessage,
+                to_message: snapshot.summary.toMessage,
+                messages: snapshot.summary.toMessage - snapshot.summary.fromMessage,
+                tokens: snapshot.summary.coveredTokens,
+              },
+              updated_at: Math.floor(snapshot.summary.updatedAtMs / 1000),
+            },
+
       messages: snapshot.messages.map((entry) => entry.message),
       counts: {
         active: snapshot.messages.length,

@@ -6,6 +6,9 @@ import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context
 import { countMessageTokens } from '../context/token-accounting.js';
 import { isSystemRole, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
+import type { RenderInput } from '../context/render.js';
+import { summaryMessage } from '../context/summary.js';
+
 import { GatewayError } from '../errors.js';
 import type {
   SessionHold,
@@ -44,13 +47,24 @@ export interface SessionView {
   historyStartHint: number;
   /** Messages in the session's archive: part of the conversation, no longer in `conversation`. */
   archivedMessages: number;
+  /** Archived messages no summary stands for: what the omission notice counts. */
+  omittedBefore: number;
+  /** The session's summary, placed after the protected head (SPEC §7). */
+  summary: RenderInput['summary'];
   /** Messages the session will hold once this turn is committed (reply included). */
   messagesAfterCommit: number;
 }
 
 export interface SessionTurn extends SessionView {
-  /** Appends the new messages and the reply in one write; throws a GatewayError when it cannot. */
-  commit(reply: Record<string, unknown> | undefined, rendered: RenderedTurn): Promise<void>;
+  key: SessionKey;
+  /**
+   * Appends the new messages and the reply in one write; throws a GatewayError when it cannot. Returns
+   * the tokens of the active list with them (before any move to the archive).
+   */
+  commit(
+    reply: Record<string, unknown> | undefined,
+    rendered: RenderedTurn,
+  ): Promise<{ activeTokens: number }>;
   release(): Promise<void>;
 }
 
@@ -157,6 +171,8 @@ function sessionView(
   ];
   // Positions in the whole conversation (head, archive, rest) and in `conversation` (head, rest).
   const { headMessages: head, archivedCount: archived } = snapshot;
+  const summarized =
+    snapshot.summary === undefined ? 0 : snapshot.summary.toMessage - snapshot.summary.fromMessage;
   const localStart =
     snapshot.historyStart >= head + archived
       ? snapshot.historyStart - archived
@@ -188,6 +204,15 @@ function sessionView(
     },
     historyStartHint: systemCount + localStart,
     archivedMessages: archived,
+    omittedBefore: Math.max(0, archived - summarized),
+    summary:
+      snapshot.summary === undefined
+        ? undefined
+        : {
+            message: summaryMessage(snapshot.summary.text, summarized),
+            position: systemCount + Math.min(head, stored.length),
+            tokens: snapshot.summary.tokens,
+          },
 
     messagesAfterCommit: archived + stored.length + newMessages.length + 1,
   };
@@ -266,6 +291,7 @@ export async function beginSessionTurn(options: {
 
   return {
     ...view,
+    key,
     async commit(reply, rendered) {
       clearInterval(renewal);
       const append: StoredMessage[] = newMessages.map((message, index) => ({
@@ -282,7 +308,11 @@ export async function beginSessionTurn(options: {
         const firstLater = splitTurns(after, 0)[rendered.keepFirstTurns]?.start ?? 0;
         if (rendered.keepFirstTurns > 0 && firstLater <= maxHeadMessages) headMessages = firstLater;
       }
+      let activeTokens = 0;
+      for (const entry of snapshot.messages) activeTokens += entry.tokens;
+      for (const entry of append) activeTokens += entry.tokens;
       let outcome: Awaited<ReturnType<SessionStore['commit']>>;
+
       try {
         outcome = await store.commit(key, {
           hold: taken,
@@ -298,7 +328,7 @@ export async function beginSessionTurn(options: {
         // the client to retry then would store the turn twice. Find out what happened first.
         if (await wasCommitted(store, key, snapshot.version, append)) {
           released = true;
-          return;
+          return { activeTokens };
         }
         throw storeUnavailable(error);
       }
@@ -315,6 +345,7 @@ export async function beginSessionTurn(options: {
         );
       }
       released = true;
+      return { activeTokens };
     },
     async release() {
       clearInterval(renewal);

@@ -3,6 +3,8 @@
 // write. Implementations: in-memory (memory-session-store.ts) and Redis (redis-session-store.ts); one
 // contract test suite runs against both.
 
+import { createHash } from 'node:crypto';
+
 export interface StoredMessage {
   /** The message as the client sent it or the upstream answered (user, assistant or tool). */
   message: Record<string, unknown>;
@@ -13,6 +15,11 @@ export interface StoredMessage {
 export interface SessionKey {
   tenantId: string;
   sessionId: string;
+}
+
+/** How logs name a session: a hash of tenant and id, so neither appears in them. */
+export function hashedSessionId({ tenantId, sessionId }: SessionKey): string {
+  return createHash('sha256').update(`${tenantId}\u0000${sessionId}`).digest('hex').slice(0, 16);
 }
 
 export interface SessionSnapshot {

@@ -35,6 +35,7 @@ describe('loadConfig', () => {
       upstream_first_byte_ms: 300_000,
       upstream_idle_ms: 120_000,
       upstream_retry_deadline_ms: 30_000,
+      summary_ms: 120_000,
     });
   });
 

@@ -146,6 +146,8 @@ const inputArbitrary = fc.record({
   withTools: fc.boolean(),
   keepFirstTurns: fc.integer({ min: 0, max: 2 }),
   maxHistoryTurns: fc.constantFrom(0, 0, 3),
+  // A session's summary: its text and where it goes (an index into the messages, clamped).
+  summary: fc.option(fc.tuple(textArbitrary(80), fc.integer({ min: 0, max: 40 })), { nil: undefined }),
 });
 
 function toRenderInput(
@@ -158,9 +160,22 @@ function toRenderInput(
         withTools: boolean;
         keepFirstTurns: number;
         maxHistoryTurns: number;
+        summary: [string, number] | undefined;
       },
 ): RenderInput {
+  const userIndices = generated.messages.flatMap((message, index) =>
+    message.role === 'user' ? [index] : [],
+  );
+  const summary =
+    generated.summary === undefined
+      ? undefined
+      : {
+          message: { role: 'system', content: `[summary] ${generated.summary[0]}` },
+          // Summaries cover whole earlier turns: the place is a turn's start, never inside the current one.
+          position: userIndices[generated.summary[1] % userIndices.length] as number,
+        };
   return {
+    ...(summary === undefined ? {} : { summary }),
     messages: generated.messages,
     tools: generated.withTools ? tools : undefined,
     tokenizer,
@@ -217,12 +232,23 @@ describe('renderContext invariants', () => {
           expect(message.role).toBe(input.messages[message.x_index as number]?.role);
         // No orphaned tool message.
         expect(findOrphans(rendered)).toEqual([]);
-        // Rendering the result again changes nothing.
-        const again = renderContext({ ...input, messages: rendered });
+        // The summary, when given, is sent exactly once, after the kept messages that came before its
+        // position and before those that came after it.
+        if (input.summary !== undefined) {
+          const at = rendered.indexOf(input.summary.message);
+          expect(rendered.filter((message) => message === input.summary?.message)).toHaveLength(1);
+          for (const [index, message] of rendered.entries()) {
+            if (message.x_index === undefined || message.role === 'system') continue;
+            expect(index < at).toBe((message.x_index as number) < input.summary.position);
+          }
+        }
+        // Rendering the result again changes nothing (the summary is in it now).
+        const again = renderContext({ ...input, summary: undefined, messages: rendered });
         expect(again.ok && again.messages).toEqual(rendered);
         // A conversation that already fits goes out unchanged.
         // (A turn cap is a reduction of its own: only conversations without one count here.)
         const fitsAlready =
+          input.summary === undefined &&
           input.policy.max_history_turns === 0 &&
           countPromptTokens(input.messages, input.tools, tokenizer) <= budgetOf(input) &&
           input.messages.every(

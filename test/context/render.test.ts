@@ -98,6 +98,38 @@ describe('renderContext', () => {
     expect(report.droppedTurns).toBe(1);
   });
 
+  it('sends a summary after the first turn, counted as its own region, and says it is there', () => {
+    const messages = [
+      user(text(10, 'first')),
+      assistant(text(10)),
+      user(text(50)),
+      assistant(text(50)),
+      user(text(50)),
+      assistant(text(50)),
+      user('now'),
+    ];
+    // The summary message: 3 framing + 1 role + 5 words = 9 tokens.
+    const summary = { message: { role: 'system', content: 's s s s s' }, position: 2 };
+    // Budget 250 − 9 − 3 = 238 < 28 + 216 + 5: one of the two middle turns must go.
+    const { messages: rendered, report } = render(messages, { window: 250, summary });
+    expect(rendered.slice(0, 3)).toEqual([messages[0], messages[1], summary.message]);
+    expect(rendered[3]?.role).toBe('system');
+    expect(String(rendered[3]?.content)).toContain('2 earlier messages');
+    expect(String(rendered[3]?.content)).toContain('A summary of earlier messages is above.');
+    expect(rendered.slice(4)).toEqual(messages.slice(4));
+    expect(report.regions.summary).toBe(9);
+    expect(report.summaryUsed).toBe(true);
+    expect(report.historyBudget).toBe(250 - 9 - 3);
+    const noticeTokens = 4 + words.count(String(rendered[3]?.content));
+    expect(report.inputTokens).toBe(28 + 9 + noticeTokens + 108 + 5 + 3);
+
+    // Room for everything: the summary is still sent where it belongs, and nothing is omitted.
+    const roomy = render(messages, { window: 1_000, summary });
+    expect(roomy.messages).toEqual([messages[0], messages[1], summary.message, ...messages.slice(2)]);
+    expect(roomy.report.modified).toBe(true);
+    expect(roomy.report.droppedMessages).toBe(0);
+  });
+
   it('keeps pinned turns however old they are', () => {
     const messages = [
       user(text(50)),

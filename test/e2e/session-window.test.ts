@@ -18,7 +18,8 @@ beforeAll(async () => {
   const upstreamUrl = await fake.start();
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
-    configYaml: `models:\n  - match: window-model\n    window: ${window}\n    output_reserve: 200\n`,
+    // Without summaries: this is what the sliding window alone does (summaries: summarization.test.ts).
+    configYaml: `context:\n  summarization: "off"\nmodels:\n  - match: window-model\n    window: ${window}\n    output_reserve: 200\n`,
   });
   await waitUntilReady(harness);
 });

@@ -1,0 +1,290 @@
+// Summarization planning and checking (SPEC §7), pure like the rest of the context engine: when a
+// session's history calls for a summary and which turns it covers, the summarizer's own request (fitted
+// to the summarizer model's window), and the guard that refuses a summary which lost what it must keep.
+import { renderContext } from './render.js';
+import { countMessageTokens } from './token-accounting.js';
+import { messageText } from './turns.js';
+import type { ContextMessage, ContextPolicy, Tokenizer } from './types.js';
+import { truncateText } from './render.js';
+
+/** The message the renderer puts where the summarized messages were. */
+export function summaryMessage(text: string, coveredMessages: number): ContextMessage {
+  return {
+    role: 'system',
+    content: `[ctxgate] Summary of ${coveredMessages} earlier messages of this conversation, which are not shown:\n${text}`,
+  };
+}
+
+export interface SummaryPlanInput {
+  /** Token count of each active message, oldest first, the protected head included. */
+  activeTokens: readonly number[];
+  /** For each active message, whether it starts a turn (a user message). */
+  turnStarts: readonly boolean[];
+  /** Active messages at the start that are never summarized (the session's first turns). */
+  head: number;
+  /** Messages in the archive (conversation positions head … head + archived − 1). */
+  archived: number;
+  /** Conversation position where the current summary ends (`head` when there is none). */
+  summaryTo: number;
+  /** The session's history budget (SPEC §5, the summary's own tokens already taken out). */
+  historyBudget: number;
+  summarizeAt: number;
+  summarizeTo: number;
+}
+
+export type SummaryPlan =
+  | { kind: 'none'; historyTokens: number; thresholdTokens: number }
+  | {
+      kind: 'summarize';
+      historyTokens: number;
+      thresholdTokens: number;
+      targetTokens: number;
+      /** Conversation positions: the range to summarize is [fromMessage, toMessage), whole turns. */
+      fromMessage: number;
+      toMessage: number;
+    };
+
+/**
+ * Whether to summarize and what: when the active history is over `summarizeAt` of the budget, the
+ * oldest turns after the head (and whatever the archive holds that no summary covers yet) up to the
+ * first turn boundary that brings history down to `summarizeTo`, never the newest turn.
+ */
+export function planSummary(input: SummaryPlanInput): SummaryPlan {
+  const { activeTokens, turnStarts, head } = input;
+  let historyTokens = 0;
+  for (const tokens of activeTokens) historyTokens += tokens;
+  const thresholdTokens = Math.floor(input.summarizeAt * input.historyBudget);
+  if (input.historyBudget <= 0 || historyTokens <= thresholdTokens)
+    return { kind: 'none', historyTokens, thresholdTokens };
+
+  const targetTokens = Math.floor(input.summarizeTo * input.historyBudget);
+  let lastTurnStart = -1;
+  for (let index = activeTokens.length - 1; index > head; index--) {
+    if (turnStarts[index] === true) {
+      lastTurnStart = index;
+      break;
+    }
+  }
+  let cut = -1;
+  let remaining = historyTokens;
+  for (let index = head; index < lastTurnStart; index++) {
+    remaining -= activeTokens[index] as number;
+    if (turnStarts[index + 1] === true) {
+      cut = index + 1;
+      if (remaining <= targetTokens) break;
+    }
+  }
+  if (cut === -1) return { kind: 'none', historyTokens, thresholdTokens };
+  return {
+    kind: 'summarize',
+    historyTokens,
+    thresholdTokens,
+    targetTokens,
+    fromMessage: input.summaryTo,
+    toMessage: cut + input.archived,
+  };
+}
+
+export const summarizerInstructions = (maxSummaryTokens: number, pinPrefix: string): string =>
+  [
+    'You write the running summary of a conversation between a user and an AI assistant. The assistant will continue the conversation seeing only your summary instead of the messages it covers, so anything you leave out is lost to it.',
+    "Keep, exactly as written: the user's stated goals, preferences and constraints; decisions made and why; facts; numbers, amounts, dates and units; names of people, products and places; identifiers, codes, file paths, URLs, commands and code symbols; questions still open and tasks still pending.",
+    ...(pinPrefix === ''
+      ? []
+      : [`Copy every message that begins with "${pinPrefix}" verbatim, on its own line.`]),
+    'When a previous summary is given, extend it with the new messages: keep everything from it that still matters and never start over.',
+    'Write in the language the conversation is written in. Plain text, terse, one fact per line, no preamble and no closing remarks.',
+    `At most about ${maxSummaryTokens} tokens.`,
+  ].join('\n');
+
+/** One message as a transcript block. Tool results and very long texts are cut to `capTokens`. */
+function transcriptBlock(message: ContextMessage, capTokens: number, tokenizer: Tokenizer): string {
+  const calls = (message.tool_calls ?? [])
+    .map((call) => `[assistant calls ${call.function?.name ?? 'tool'}(${call.function?.arguments ?? ''})]`)
+    .join('\n');
+  let text = messageText(message);
+  if (tokenizer.count(text) > capTokens) text = truncateText(text, capTokens, 'both', tokenizer).text;
+  const label =
+    message.role === 'tool'
+      ? `[tool result${message.name === undefined ? '' : ` ${message.name}`}]`
+      : `[${message.role}]`;
+  return [text === '' ? '' : `${label} ${text}`, calls].filter((part) => part !== '').join('\n');
+}
+
+export interface SummaryRequestInput {
+  previousSummary: string | undefined;
+  /** The range to summarize, oldest first, starting at a turn boundary and ending at one. */
+  messages: readonly ContextMessage[];
+  tokenizer: Tokenizer;
+  /** The summarizer model's window and the room kept free in it (SPEC §5's margin). */
+  window: number;
+  safetyMarginTokens: number;
+  maxSummaryTokens: number;
+  policy: ContextPolicy;
+}
+
+export interface SummaryRequest {
+  messages: ContextMessage[];
+  /** How many of `messages` (whole turns, oldest first) the request covers. */
+  coveredMessages: number;
+  inputTokens: number;
+}
+
+const toolResultCapTokens = 1_000;
+
+/**
+ * The summarizer's request: its instructions, the previous summary and as many of the oldest turns of
+ * the range as fit the summarizer's window with `maxSummaryTokens` left for the answer; the context
+ * engine then checks it as it checks any request. Undefined when not even one turn fits.
+ */
+export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest | undefined {
+  const { tokenizer, policy } = input;
+  const system: ContextMessage = {
+    role: 'system',
+    content: summarizerInstructions(input.maxSummaryTokens, policy.pin_prefix),
+  };
+  const previous =
+    input.previousSummary === undefined ? '' : `Previous summary:\n${input.previousSummary}\n\n`;
+  const header = `${previous}New messages, oldest first:\n`;
+  const fixedTokens =
+    countMessageTokens(system, tokenizer) +
+    countMessageTokens({ role: 'user', content: header }, tokenizer) +
+    3;
+  const available = input.window - input.safetyMarginTokens - input.maxSummaryTokens - fixedTokens;
+  if (available <= 0) return undefined;
+  const textCap = Math.max(64, Math.floor(available / 2));
+
+  const blocks: string[] = [];
+  let used = 0;
+  let covered = 0;
+  let pending: string[] = [];
+  let pendingTokens = 0;
+  const flushTurn = (end: number): boolean => {
+    if (used + pendingTokens > available) return false;
+    blocks.push(...pending);
+    used += pendingTokens;
+    covered = end;
+    pending = [];
+    pendingTokens = 0;
+    return true;
+  };
+  let full = false;
+  for (const [index, message] of input.messages.entries()) {
+    if (index > 0 && message.role === 'user' && !flushTurn(index)) {
+      full = true;
+      break;
+    }
+    const cap = message.role === 'tool' ? Math.min(textCap, toolResultCapTokens) : textCap;
+    const block = transcriptBlock(message, cap, tokenizer);
+    if (block === '') continue;
+    pending.push(block);
+    pendingTokens += tokenizer.count(block) + 1;
+  }
+  if (!full) flushTurn(input.messages.length);
+  if (covered === 0) return undefined;
+
+  const messages: ContextMessage[] = [system, { role: 'user', content: `${header}${blocks.join('\n')}` }];
+  // The summarizer's request goes through the context engine like any other: it must fit as it is.
+  const outcome = renderContext({
+    messages,
+    tokenizer,
+    window: input.window,
+    outputReserve: input.maxSummaryTokens,
+    safetyMarginTokens: input.safetyMarginTokens,
+    policy: { ...policy, oversize: 'reject' },
+  });
+  if (!outcome.ok || outcome.report.modified) return undefined;
+  return { messages, coveredMessages: covered, inputTokens: outcome.report.inputTokens };
+}
+
+export type SummaryRejection = 'empty' | 'error_text' | 'truncated' | 'lost_pinned' | 'lost_facts';
+
+export type SummaryVerdict =
+  | { ok: true; factsKept: number; factsTotal: number }
+  | { ok: false; reason: SummaryRejection; factsKept: number; factsTotal: number };
+
+const errorTextPattern =
+  /^\s*(?:error\b|\{\s*"error"|<(?:!doctype|html)|internal server error|i(?:'|’| a)m sorry|sorry,? (?:but )?i can|i can(?:not|'t|’t) (?:help|assist|do|summari[sz]e|comply)|as an ai\b)/i;
+
+const urlPattern = /^https?:\/\/\S+$/;
+const emailPattern = /^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$/;
+const pathPattern =
+  /^(?:~|\.{1,2})?\/[\w.@~+-]|^[\w.@~+-]+(?:[/\\][\w.@~+-]+)*[/\\][\w@~+-]+\.\w+$|^[A-Za-z]:\\|^[\w.@~+-]+(?:[/\\][\w.@~+-]+){2,}$/;
+const snakeCasePattern = /^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$/;
+const camelCasePattern = /^[a-z]+[A-Z][A-Za-z0-9]*$/;
+
+/**
+ * The identifier-like facts of a text, what a summary must not lose: words with a digit (numbers,
+ * dates, versions, codes such as INV-2024-0042; single digits aside), paths, URLs, e-mail addresses,
+ * snake_case and camelCase names.
+ */
+export function identifierFacts(text: string): string[] {
+  const found = new Set<string>();
+  for (const raw of text.split(/\s+/)) {
+    const word = raw.replace(/^[([{"'`<]+/, '').replace(/[.,;:!?)\]}"'`>]+$/, '');
+    if (word.length < 2) continue;
+    if (
+      urlPattern.test(word) ||
+      emailPattern.test(word) ||
+      pathPattern.test(word) ||
+      /\d/.test(word) ||
+      snakeCasePattern.test(word) ||
+      camelCasePattern.test(word)
+    )
+      found.add(word);
+  }
+  return [...found];
+}
+
+const collapse = (text: string): string => text.replace(/\s+/g, ' ').trim().toLowerCase();
+
+/** Pinned messages longer than this are checked by their identifiers only, not copied verbatim. */
+const verbatimPinnedCharacters = 2_000;
+
+/**
+ * The guard (issue #6): an empty answer, an error text, an answer cut at its length limit, one that
+ * lost a pinned message, or one that kept fewer than `minFactRecall` of the identifier-like facts of
+ * the previous summary and the covered user and assistant messages is refused.
+ */
+export function judgeSummary(input: {
+  text: string;
+  finishReason: string | undefined;
+  previousSummary: string | undefined;
+  covered: readonly ContextMessage[];
+  pinPrefix: string;
+  minFactRecall: number;
+}): SummaryVerdict {
+  const { text } = input;
+  const facts = new Set<string>(identifierFacts(input.previousSummary ?? ''));
+  const pinnedFacts = new Set<string>();
+  const pinnedTexts: string[] = [];
+  for (const message of input.covered) {
+    if (message.role !== 'user' && message.role !== 'assistant') continue;
+    const content = messageText(message);
+    const pinned = message.role === 'user' && input.pinPrefix !== '' && content.startsWith(input.pinPrefix);
+    for (const fact of identifierFacts(content)) {
+      facts.add(fact);
+      if (pinned) pinnedFacts.add(fact);
+    }
+    if (pinned && content.length <= verbatimPinnedCharacters)
+      pinnedTexts.push(content.slice(input.pinPrefix.length));
+  }
+  const kept = (fact: string): boolean => text.includes(fact) || text.includes(fact.replace(/,/g, ''));
+  let factsKept = 0;
+  for (const fact of facts) if (kept(fact)) factsKept++;
+  const factsTotal = facts.size;
+  const verdict = (reason: SummaryRejection | undefined): SummaryVerdict =>
+    reason === undefined ? { ok: true, factsKept, factsTotal } : { ok: false, reason, factsKept, factsTotal };
+
+  if (text.trim() === '') return verdict('empty');
+  if (errorTextPattern.test(text)) return verdict('error_text');
+  if (input.finishReason === 'length') return verdict('truncated');
+  const collapsed = collapse(text);
+  if (
+    [...pinnedFacts].some((fact) => !kept(fact)) ||
+    pinnedTexts.some((pinned) => !collapsed.includes(collapse(pinned)))
+  )
+    return verdict('lost_pinned');
+  if (factsTotal > 0 && factsKept / factsTotal < input.minFactRecall) return verdict('lost_facts');
+  return verdict(undefined);
+}

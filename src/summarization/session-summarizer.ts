@@ -1,0 +1,325 @@
+// Background summarization of long sessions (SPEC §7). After a committed turn whose history passed
+// `summarize_at` of its budget, one job per session (a lock in the store, so across replicas) asks the
+// summary model to extend the session's summary with its oldest turns, checks the answer with the
+// guard, and stores it in one atomic step with moving the covered messages to the archive. The request
+// that triggered it is never delayed; a job that fails or is refused changes nothing and the session
+// is tried again at a later turn.
+import { EventEmitter } from 'node:events';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import type { ResolvedPolicy } from '../config/policy-defaults.js';
+import {
+  buildSummaryRequest,
+  judgeSummary,
+  planSummary,
+  summaryMessage,
+  type SummaryPlan,
+} from '../context/summary.js';
+import { countMessageTokens } from '../context/token-accounting.js';
+import type { ContextMessage } from '../context/types.js';
+import { isGatewayError } from '../errors.js';
+import type { Credential } from '../http/authenticate.js';
+import { resolveContextSettings } from '../http/context-settings.js';
+import { buildUpstreamHeaders } from '../http/forward-headers.js';
+import { tokenizerFor } from '../http/prepare-context.js';
+
+import type { GatewayMetrics } from '../metrics.js';
+import type { LearnedLimits } from '../store/learned-limits.js';
+import { hashedSessionId, type SessionKey, type SessionStore } from '../store/session-store.js';
+import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
+import { selectUpstream } from '../upstream/select-upstream.js';
+import type { Upstream } from '../upstream/upstream.js';
+
+export interface AfterTurnInput {
+  key: SessionKey;
+  /** The conversation's model: the summary is rendered into its prompts and counted with its tokenizer. */
+  model: string;
+  policy: ResolvedPolicy;
+  /** The turn's history budget (SPEC §5, in the units the session's token counts are in). */
+  historyBudget: number;
+  /** The session's active tokens once the turn is stored (before any spill): the cheap first check. */
+  activeTokens: number;
+  /** The client's headers, for its credential when the upstream key is passed through. */
+  clientHeaders: IncomingHttpHeaders;
+  credential: Credential | undefined;
+}
+
+export interface SessionSummarizer {
+  /** Starts a background job when the session's history calls for one; never waits, never throws. */
+  afterTurn(input: AfterTurnInput): void;
+  /** Resolves once no job is running (tests and benchmarks). */
+  idle(): Promise<void>;
+  /** Abandons running jobs (nothing is stored) and waits for them to end. */
+  close(): Promise<void>;
+}
+
+type JobOutcome =
+  | { outcome: 'stored' }
+  | { outcome: 'skipped'; reason: string }
+  | { outcome: 'rejected'; reason: string }
+  | { outcome: 'failed'; reason: string }
+  | { outcome: 'conflict'; reason: string };
+
+const credentialHeaderNames = ['authorization', 'api-key', 'x-api-key'];
+
+/** Sessions whose last job failed, remembered per replica to space out retries. */
+const maxRememberedFailures = 10_000;
+
+export function createSessionSummarizer(deps: {
+  config: GatewayConfig;
+  store: SessionStore;
+  upstream: Upstream;
+  tokenizers: Tokenizers;
+  metrics: GatewayMetrics;
+  learnedLimits: LearnedLimits;
+  logger: Logger;
+  now?: () => number;
+}): SessionSummarizer {
+  const { config, store, upstream, tokenizers, metrics, logger } = deps;
+  const now = deps.now ?? Date.now;
+  const running = new Map<string, Promise<void>>();
+  const abort = new EventEmitter();
+  abort.setMaxListeners(0);
+  let closed = false;
+  // After a failure the session waits 0, 1, 3, 7, 15 turns before the next try (each later turn counts).
+  const failures = new Map<string, { count: number; turnsToSkip: number }>();
+
+  function remember(name: string, failed: boolean): void {
+    if (!failed) {
+      failures.delete(name);
+      return;
+    }
+    const count = (failures.get(name)?.count ?? 0) + 1;
+    failures.delete(name);
+    failures.set(name, { count, turnsToSkip: Math.min(15, 2 ** (count - 1) - 1) });
+    for (const [oldest] of failures) {
+      if (failures.size <= maxRememberedFailures) break;
+      failures.delete(oldest);
+    }
+  }
+
+  async function run(input: AfterTurnInput, name: string): Promise<void> {
+    const startedAtMs = now();
+    const summaryModel = input.policy.summary_model === '' ? input.model : input.policy.summary_model;
+    const details: Record<string, unknown> = {};
+    let result: JobOutcome;
+    try {
+      result = await summarize(input, summaryModel, details);
+    } catch (error) {
+      result = {
+        outcome: 'failed',
+        reason: isGatewayError(error) ? error.code : 'store_unavailable',
+      };
+    }
+    const durationMs = now() - startedAtMs;
+    metrics.summarizationRuns.inc({ outcome: result.outcome });
+    metrics.summarizationDuration.observe({ outcome: result.outcome }, durationMs / 1000);
+    if (result.outcome === 'rejected') metrics.summarizationRejections.inc({ reason: result.reason });
+    if (result.outcome === 'failed') metrics.summarizationFailures.inc({ reason: result.reason });
+    remember(name, result.outcome === 'rejected' || result.outcome === 'failed');
+    if (result.outcome === 'skipped') return;
+    const line = {
+      session: hashedSessionId(input.key),
+      model: input.model,
+      summaryModel,
+      outcome: result.outcome,
+      reason: 'reason' in result ? result.reason : undefined,
+      ...details,
+      durationMs: Math.round(durationMs),
+    };
+    if (result.outcome === 'stored' || result.outcome === 'conflict') logger.info(line, 'summarization');
+    else logger.warn(line, 'summarization');
+  }
+
+  async function summarize(
+    input: AfterTurnInput,
+    summaryModel: string,
+    details: Record<string, unknown>,
+  ): Promise<JobOutcome> {
+    const { key, policy } = input;
+    const lockTtlMs = config.timeouts.summary_ms + 10_000;
+    const lock = await store.acquireSummaryLock(key, lockTtlMs);
+    if (lock === undefined) return { outcome: 'skipped', reason: 'another_job' };
+    try {
+      const snapshot = await store.load(key);
+      const head = snapshot.headMessages;
+      const previous = snapshot.summary;
+      const plan: SummaryPlan = planSummary({
+        activeTokens: snapshot.messages.map((entry) => entry.tokens),
+        turnStarts: snapshot.messages.map((entry) => entry.message.role === 'user'),
+        head,
+        archived: snapshot.archivedCount,
+        summaryTo: previous?.toMessage ?? head,
+        historyBudget: input.historyBudget,
+        summarizeAt: policy.summarize_at,
+        summarizeTo: policy.summarize_to,
+      });
+      if (plan.kind === 'none') return { outcome: 'skipped', reason: 'under_threshold' };
+      const range = await store.history(key, plan.fromMessage, plan.toMessage - plan.fromMessage);
+      const rangeMessages = range.messages.map((entry) => entry.message as ContextMessage);
+
+      const target = selectUpstream(config.upstreams, summaryModel);
+      const learned = await deps.learnedLimits.get(target.name, summaryModel);
+      const settings = resolveContextSettings({
+        config,
+        model: summaryModel,
+        headers: {},
+        maxCompletionTokens: policy.summary_max_tokens,
+        learnedWindow: learned.window,
+      });
+      const request = buildSummaryRequest({
+        previousSummary: previous?.text,
+        messages: rangeMessages,
+        tokenizer: tokenizers.forEncoding(settings.model.tokenizer),
+        window: settings.window,
+        safetyMarginTokens: settings.safetyMarginTokens,
+        maxSummaryTokens: policy.summary_max_tokens,
+        policy,
+      });
+      if (request === undefined) return { outcome: 'failed', reason: 'summarizer_window_too_small' };
+      const covered = range.messages.slice(0, request.coveredMessages);
+      const coveredTokens = covered.reduce((sum, entry) => sum + entry.tokens, 0);
+      Object.assign(details, {
+        fromMessage: plan.fromMessage,
+        toMessage: plan.fromMessage + request.coveredMessages,
+        coveredMessages: request.coveredMessages,
+        coveredTokens,
+        historyTokens: plan.historyTokens,
+        summarizerInputTokens: request.inputTokens,
+      });
+
+      const answer = await callSummarizer(input, target, summaryModel, request.messages);
+      if ('failure' in answer) return { outcome: 'failed', reason: answer.failure };
+      const verdict = judgeSummary({
+        text: answer.text,
+        finishReason: answer.finishReason,
+        previousSummary: previous?.text,
+        covered: covered.map((entry) => entry.message as ContextMessage),
+        pinPrefix: policy.pin_prefix,
+        minFactRecall: policy.summary_min_fact_recall,
+      });
+      Object.assign(details, { factsKept: verdict.factsKept, factsTotal: verdict.factsTotal });
+      if (!verdict.ok) return { outcome: 'rejected', reason: verdict.reason };
+
+      const text = answer.text.trim();
+      const fromMessage = previous?.fromMessage ?? head;
+      const toMessage = plan.fromMessage + request.coveredMessages;
+      const tokens = countMessageTokens(
+        summaryMessage(text, toMessage - fromMessage),
+        tokenizerFor(config, tokenizers, input.model),
+      );
+      const stored = await store.storeSummary(key, {
+        lockToken: lock,
+        expectedToMessage: previous?.toMessage ?? 0,
+        summary: {
+          text,
+          tokens,
+          fromMessage,
+          toMessage,
+          coveredTokens: (previous?.coveredTokens ?? 0) + coveredTokens,
+          updatedAtMs: Date.now(),
+        },
+      });
+      if (!stored.ok) return { outcome: 'conflict', reason: stored.reason };
+      const replaced = coveredTokens + (previous?.tokens ?? 0);
+      const saved = Math.max(0, replaced - tokens);
+      metrics.summarizationTokensSaved.inc({}, saved);
+      metrics.summarizationCompression.observe({}, replaced / Math.max(1, tokens));
+      Object.assign(details, {
+        summaryTokens: tokens,
+        compressionRatio: Math.round((replaced / Math.max(1, tokens)) * 100) / 100,
+        tokensSaved: saved,
+        archivedMessages: stored.archivedMessages,
+      });
+      return { outcome: 'stored' };
+    } finally {
+      await store.releaseSummaryLock(key, lock).catch(() => undefined);
+    }
+  }
+
+  async function callSummarizer(
+    input: AfterTurnInput,
+    target: ReturnType<typeof selectUpstream>,
+    summaryModel: string,
+    messages: ContextMessage[],
+  ): Promise<{ text: string; finishReason: string | undefined } | { failure: string }> {
+    const credentialHeaders: IncomingHttpHeaders = {};
+    for (const name of credentialHeaderNames) {
+      const value = input.clientHeaders[name];
+      if (value !== undefined) credentialHeaders[name] = value;
+    }
+    const signal = new EventEmitter();
+    const onAbort = (): void => void signal.emit('abort');
+    abort.once('abort', onAbort);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      signal.emit('abort');
+    }, config.timeouts.summary_ms);
+    timer.unref();
+    try {
+      const response = await upstream.send({
+        upstream: target,
+        method: 'POST',
+        path: '/chat/completions',
+        headers: buildUpstreamHeaders(
+          credentialHeaders,
+          target,
+          input.credential ?? { mode: 'pass_through', tenantId: 'anonymous' },
+        ),
+        body: JSON.stringify({
+          model: summaryModel,
+          messages,
+          max_tokens: input.policy.summary_max_tokens,
+          temperature: 0,
+          stream: false,
+        }),
+        signal,
+      });
+      const body = await response.readAll();
+      if (response.statusCode !== 200) return { failure: `upstream_status_${response.statusCode}` };
+      const parsed = JSON.parse(body.toString('utf8')) as {
+        choices?: Array<{ message?: { content?: unknown }; finish_reason?: string }>;
+      };
+      const choice = parsed.choices?.[0];
+      const content = choice?.message?.content;
+      return {
+        text: typeof content === 'string' ? content : '',
+        finishReason: choice?.finish_reason,
+      };
+    } catch (error) {
+      if (timedOut) return { failure: 'timeout' };
+      if (closed) return { failure: 'shutting_down' };
+      if (error instanceof SyntaxError) return { failure: 'invalid_answer' };
+      return { failure: isGatewayError(error) ? error.code : 'upstream_error' };
+    } finally {
+      clearTimeout(timer);
+      abort.off('abort', onAbort);
+    }
+  }
+
+  return {
+    afterTurn(input) {
+      if (closed || input.policy.summarization !== 'on') return;
+      if (input.activeTokens <= input.policy.summarize_at * input.historyBudget) return;
+      const name = `${input.key.tenantId}\u0000${input.key.sessionId}`;
+      if (running.has(name)) return;
+      const failure = failures.get(name);
+      if (failure !== undefined && failure.turnsToSkip > 0) {
+        failure.turnsToSkip--;
+        return;
+      }
+      const job = run(input, name).finally(() => running.delete(name));
+      running.set(name, job);
+    },
+    async idle() {
+      while (running.size > 0) await Promise.all(running.values());
+    },
+    async close() {
+      closed = true;
+      abort.emit('abort');
+      await Promise.all(running.values());
+    },
+  };
+}

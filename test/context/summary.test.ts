@@ -1,0 +1,319 @@
+// The summarization core: when to summarize and which turns (planSummary), the summarizer's own request
+// (buildSummaryRequest, checked against the fake provider's independent token count), and the guard
+// (judgeSummary, identifierFacts) as tables of good and bad summaries.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  buildSummaryRequest,
+  identifierFacts,
+  judgeSummary,
+  planSummary,
+  type SummaryPlanInput,
+} from '../../src/context/summary.js';
+import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { countPromptTokens } from '../helpers/fake-upstream.js';
+
+const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
+
+const policy: ContextPolicy = {
+  keep_first_turns: 1,
+  trim_to: 0.7,
+  max_history_tokens: 0,
+  max_history_turns: 0,
+  max_tool_result_tokens: 8_000,
+  tool_result_truncation: 'both',
+  keep_first: 2,
+  keep_last: 5,
+  oversize: 'reject',
+  pin_prefix: '[pin]',
+};
+
+/** Turns of [user, assistant] with the given token counts per message. */
+function activeOf(turns: number[][]): Pick<SummaryPlanInput, 'activeTokens' | 'turnStarts'> {
+  return {
+    activeTokens: turns.flat(),
+    turnStarts: turns.flatMap((turn) => turn.map((_tokens, index) => index === 0)),
+  };
+}
+
+describe('planSummary', () => {
+  const base = { head: 2, archived: 0, summaryTo: 2, summarizeAt: 0.75, summarizeTo: 0.4 };
+
+  it('does nothing while history is at or under summarize_at of the budget', () => {
+    // 10 turns of 2 × 10 tokens = 200 tokens; 0.75 × 300 = 225.
+    const plan = planSummary({
+      ...base,
+      ...activeOf(Array.from({ length: 10 }, () => [10, 10])),
+      historyBudget: 300,
+    });
+    expect(plan).toEqual({ kind: 'none', historyTokens: 200, thresholdTokens: 225 });
+  });
+
+  it('covers the oldest turns after the head up to the first boundary that reaches summarize_to', () => {
+    // 10 turns × 20 = 200 tokens, budget 200: over 150; target 80 → drop 6 turns after the head (the
+    // head's 20 + 3 remaining turns' 60 = 80), i.e. active messages 2..13.
+    const plan = planSummary({
+      ...base,
+      ...activeOf(Array.from({ length: 10 }, () => [10, 10])),
+      historyBudget: 200,
+    });
+    expect(plan).toEqual({
+      kind: 'summarize',
+      historyTokens: 200,
+      thresholdTokens: 150,
+      targetTokens: 80,
+      fromMessage: 2,
+      toMessage: 14,
+    });
+  });
+
+  it('counts archived messages in positions and starts where the previous summary ended', () => {
+    const plan = planSummary({
+      ...base,
+      ...activeOf(Array.from({ length: 10 }, () => [10, 10])),
+      archived: 30,
+      summaryTo: 25,
+      historyBudget: 200,
+    });
+    expect(plan).toMatchObject({ kind: 'summarize', fromMessage: 25, toMessage: 44 });
+  });
+
+  it('never covers the newest turn, and does nothing when only one turn follows the head', () => {
+    const huge = planSummary({
+      ...base,
+      ...activeOf([
+        [10, 10],
+        [500, 500],
+        [500, 500],
+      ]),
+      historyBudget: 100,
+    });
+    expect(huge).toMatchObject({ kind: 'summarize', fromMessage: 2, toMessage: 4 });
+    const single = planSummary({
+      ...base,
+      ...activeOf([
+        [10, 10],
+        [500, 500],
+      ]),
+      historyBudget: 100,
+    });
+    expect(single.kind).toBe('none');
+  });
+
+  it('always cuts at a turn boundary after the head and before the newest turn, and no later than needed', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 4 }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.integer({ min: 50, max: 3_000 }),
+        (turns, headTurns, historyBudget) => {
+          const head = turns.slice(0, Math.min(headTurns, turns.length - 1)).flat().length;
+          const input = { ...base, head, summaryTo: head, ...activeOf(turns), historyBudget };
+          const plan = planSummary(input);
+          const total = turns.flat().reduce((sum, value) => sum + value, 0);
+          if (total <= Math.floor(0.75 * historyBudget)) expect(plan.kind).toBe('none');
+          if (plan.kind === 'none') return;
+          const cut = plan.toMessage;
+          const lastTurnStart = input.turnStarts.lastIndexOf(true);
+          expect(input.turnStarts[cut]).toBe(true);
+          expect(cut).toBeGreaterThan(head);
+          expect(cut).toBeLessThanOrEqual(lastTurnStart);
+          const remainingAfter = (end: number): number =>
+            total - input.activeTokens.slice(head, end).reduce((sum, value) => sum + value, 0);
+          // Either the target is reached, or everything but the newest turn is covered.
+          expect(remainingAfter(cut) <= plan.targetTokens || cut === lastTurnStart).toBe(true);
+          // No earlier boundary reaches the target.
+          for (let earlier = head + 1; earlier < cut; earlier++) {
+            if (input.turnStarts[earlier] === true)
+              expect(remainingAfter(earlier)).toBeGreaterThan(plan.targetTokens);
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+const filler = (words: number): string =>
+  Array.from({ length: words }, (_unused, index) => ['river', 'stone', 'lamp', 'green'][index % 4]).join(' ');
+
+function conversation(turns: number, wordsPerMessage: number): ContextMessage[] {
+  return Array.from({ length: turns }, (_unused, turn) => [
+    { role: 'user', content: `turn ${turn + 100}: ${filler(wordsPerMessage)}` },
+    { role: 'assistant', content: filler(wordsPerMessage) },
+  ]).flat();
+}
+
+describe('buildSummaryRequest', () => {
+  it('sends the instructions, the previous summary and every turn when they fit', () => {
+    const messages = conversation(4, 20);
+    const request = buildSummaryRequest({
+      previousSummary: 'The user wants a report on /srv/data/report-7.csv.',
+      messages,
+      tokenizer,
+      window: 8_192,
+      safetyMarginTokens: 400,
+      maxSummaryTokens: 500,
+      policy,
+    });
+    expect(request?.coveredMessages).toBe(8);
+    const [system, user] = request?.messages ?? [];
+    expect(system?.role).toBe('system');
+    expect(String(system?.content)).toMatch(/language the conversation is written in/);
+    expect(String(system?.content)).toMatch(/"\[pin\]" verbatim/);
+    expect(String(user?.content)).toContain(
+      'Previous summary:\nThe user wants a report on /srv/data/report-7.csv.',
+    );
+    for (let turn = 0; turn < 4; turn++)
+      expect(String(user?.content)).toContain(`[user] turn ${turn + 100}:`);
+  });
+
+  it('covers only the oldest whole turns that fit the summarizer window, and its request fits', () => {
+    const messages = conversation(40, 60);
+    const window = 2_000;
+    const request = buildSummaryRequest({
+      previousSummary: undefined,
+      messages,
+      tokenizer,
+      window,
+      safetyMarginTokens: 100,
+      maxSummaryTokens: 300,
+      policy,
+    });
+    expect(request).toBeDefined();
+    const covered = request?.coveredMessages ?? 0;
+    expect(covered).toBeGreaterThan(2);
+    expect(covered).toBeLessThan(messages.length);
+    expect(covered % 2).toBe(0);
+    const text = String(request?.messages[1]?.content);
+    expect(text).toContain(`turn ${100 + covered / 2 - 1}:`);
+    expect(text).not.toContain(`turn ${100 + covered / 2}:`);
+    // The provider's own count (the fake's cookbook count, independent of the gateway's).
+    expect(countPromptTokens(request?.messages as never, undefined) + 300).toBeLessThanOrEqual(window - 100);
+  });
+
+  it('cuts long tool results in the transcript and gives up when not one turn fits', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'read the log' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'c1', type: 'function', function: { name: 'read_log', arguments: '{"path":"/var/log/x"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'line of log output\n'.repeat(3_000) },
+      { role: 'assistant', content: 'The log is fine.' },
+    ];
+    const request = buildSummaryRequest({
+      previousSummary: undefined,
+      messages,
+      tokenizer,
+      window: 8_192,
+      safetyMarginTokens: 400,
+      maxSummaryTokens: 500,
+      policy,
+    });
+    const text = String(request?.messages[1]?.content);
+    expect(text).toContain('[assistant calls read_log({"path":"/var/log/x"})]');
+    expect(text).toMatch(/truncated by ctxgate: kept ~\d+ of \d+ tokens/);
+    expect(tokenizer.count(text)).toBeLessThan(1_500);
+    expect(
+      buildSummaryRequest({
+        previousSummary: undefined,
+        messages,
+        tokenizer,
+        window: 700,
+        safetyMarginTokens: 50,
+        maxSummaryTokens: 600,
+        policy,
+      }),
+    ).toBeUndefined();
+  });
+});
+
+describe('identifierFacts', () => {
+  it.each([
+    ['The invoice INV-2024-0042 is due on 2026-12-01.', ['INV-2024-0042', '2026-12-01']],
+    [
+      'Edit src/http/proxy-routes.ts and /etc/ctxgate.yaml',
+      ['src/http/proxy-routes.ts', '/etc/ctxgate.yaml'],
+    ],
+    [
+      'See https://example.com/a?b=1 or mail ops@example.com',
+      ['https://example.com/a?b=1', 'ops@example.com'],
+    ],
+    ['call get_user_name then fetchUserById', ['get_user_name', 'fetchUserById']],
+    ['costs 1,250.50 EUR, port 8080, version v2.3.1', ['1,250.50', '8080', 'v2.3.1']],
+    ['we met 3 times and agreed on the plan, and/or later', []],
+    ['(see "C:\\Users\\ana\\notes.txt") and ./run.sh', ['C:\\Users\\ana\\notes.txt', './run.sh']],
+  ])('%s', (text, expected) => {
+    expect(identifierFacts(text)).toEqual(expected);
+  });
+});
+
+describe('judgeSummary', () => {
+  const covered: ContextMessage[] = [
+    { role: 'user', content: 'The staging database is db-staging-04 on port 5433.' },
+    { role: 'assistant', content: 'Noted; the config lives in deploy/staging.yaml.' },
+    { role: 'user', content: '[pin] Never restart the primary during business hours.' },
+    { role: 'tool', tool_call_id: 'c', content: 'irrelevant 123456 789' },
+  ];
+  const good =
+    'Staging DB: db-staging-04, port 5433; config in deploy/staging.yaml.\nNever restart the primary during business hours.';
+  const judge = (text: string, extra: Partial<Parameters<typeof judgeSummary>[0]> = {}) =>
+    judgeSummary({
+      text,
+      finishReason: 'stop',
+      previousSummary: undefined,
+      covered,
+      pinPrefix: '[pin]',
+      minFactRecall: 0.9,
+      ...extra,
+    });
+
+  it('accepts a summary that keeps the pinned message and every identifier (tool output is not required)', () => {
+    expect(judge(good)).toEqual({ ok: true, factsKept: 3, factsTotal: 3 });
+  });
+
+  it.each([
+    ['empty', '   \n'],
+    ['error_text', "I'm sorry, but I can't help with summarizing this conversation."],
+    ['error_text', '{"error":{"message":"overloaded"}}'],
+    ['error_text', 'Error: upstream timed out'],
+    ['lost_pinned', 'Staging DB: db-staging-04, port 5433; config in deploy/staging.yaml.'],
+    ['lost_facts', 'Staging DB on port 5433.\nNever restart the primary during business hours.'],
+  ])('rejects %s: %j', (reason, text) => {
+    expect(judge(text)).toMatchObject({ ok: false, reason });
+  });
+
+  it('rejects an answer cut at its length limit, and facts of the previous summary lost', () => {
+    expect(judge(good, { finishReason: 'length' })).toMatchObject({ ok: false, reason: 'truncated' });
+    expect(judge(good, { previousSummary: 'Budget approved: 42000 USD for Q3-2026.' })).toMatchObject({
+      ok: false,
+      reason: 'lost_facts',
+      factsTotal: 5,
+      factsKept: 3,
+    });
+    expect(
+      judge(`${good}\nBudget 42000 USD, Q3-2026.`, {
+        previousSummary: 'Budget approved: 42000 USD for Q3-2026.',
+      }),
+    ).toMatchObject({ ok: true });
+  });
+
+  it('lets a lower min_fact_recall accept a summary that lost a few identifiers, but never a pinned one', () => {
+    const lossy = 'Staging DB db-staging-04.\nNever restart the primary during business hours.';
+    expect(judge(lossy, { minFactRecall: 0.3 })).toMatchObject({ ok: true, factsKept: 1, factsTotal: 3 });
+    expect(judge(lossy, { minFactRecall: 0.5 })).toMatchObject({ ok: false, reason: 'lost_facts' });
+    const pinnedId: ContextMessage[] = [{ role: 'user', content: '[pin] The release tag is r-2026.11' }];
+    expect(judge('The release tag is r-2026.12', { covered: pinnedId, minFactRecall: 0 })).toMatchObject({
+      ok: false,
+      reason: 'lost_pinned',
+    });
+  });
+});
