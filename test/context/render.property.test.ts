@@ -243,7 +243,8 @@ describe('renderContext invariants', () => {
           }
         }
         // Rendering the result again changes nothing (the summary is in it now).
-        const again = renderContext({ ...input, summary: undefined, messages: rendered });
+        const { summary: _summary, ...withoutSummary } = input;
+        const again = renderContext({ ...withoutSummary, messages: rendered });
         expect(again.ok && again.messages).toEqual(rendered);
         // A conversation that already fits goes out unchanged.
         // (A turn cap is a reduction of its own: only conversations without one count here.)
