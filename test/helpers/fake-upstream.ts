@@ -68,6 +68,20 @@ export interface FakeUpstreamOptions {
   promptTokenScale?: Record<string, number>;
   /** Models whose prompts over the window are cut and answered anyway, reporting the kept tokens. */
   truncateSilently?: readonly string[];
+  /**
+   * An extractive summarizer: a request whose system message asks for a summary is answered with the
+   * lines of its other messages that match this pattern (each once, in order).
+   */
+  extractiveSummaries?: RegExp;
+  /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
+  answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
+}
+
+/** True when a request is a summarization request (its system message asks for a summary). */
+export function isSummaryRequest(body: unknown): boolean {
+  const first = (body as { messages?: Array<{ role?: string; content?: unknown }> } | undefined)
+    ?.messages?.[0];
+  return first?.role === 'system' && /summar/i.test(contentText(first.content));
 }
 
 export interface OverflowFacts {
@@ -166,6 +180,8 @@ export class FakeUpstream {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: Behaviour[] = [];
   private defaultBehaviour: Behaviour = {};
+  private summaryBehaviour: Behaviour = {};
+
   private server: Server | undefined;
   private readonly options: FakeUpstreamOptions;
   private sequence = 0;
@@ -186,6 +202,27 @@ export class FakeUpstream {
 
   setDefault(behaviour: Behaviour): void {
     this.defaultBehaviour = behaviour;
+  }
+
+  /** How summarization requests are answered (default: extractively; see `extractiveSummaries`). */
+  setSummaryBehaviour(behaviour: Behaviour): void {
+    this.summaryBehaviour = behaviour;
+  }
+
+  get summaryRequests(): RecordedRequest[] {
+    return this.chatRequests.filter((request) => isSummaryRequest(request.body));
+  }
+
+  private extractSummary(messages: ChatMessage[]): string {
+    const pattern = this.options.extractiveSummaries as RegExp;
+    const lines = new Set<string>();
+    for (const message of messages.slice(1)) {
+      for (const line of contentText(message.content).split('\n')) {
+        const trimmed = line.trim();
+        if (pattern.test(trimmed)) lines.add(trimmed);
+      }
+    }
+    return [...lines].join('\n');
   }
 
   setWindow(model: string, window: number): void {
@@ -232,7 +269,17 @@ export class FakeUpstream {
     this.requests.push(recorded);
     if (this.options.recordLimit !== undefined && this.requests.length > this.options.recordLimit)
       this.requests.shift();
-    const behaviour = { ...this.defaultBehaviour, ...(this.queue.shift() ?? {}) };
+    let summaryRequest = false;
+    try {
+      summaryRequest =
+        this.options.extractiveSummaries !== undefined && isSummaryRequest(JSON.parse(rawBody));
+    } catch {
+      // Not JSON: answered below as OpenAI does.
+    }
+    // Summarization requests run beside the conversation: they never take its scripted behaviours.
+    const behaviour = summaryRequest
+      ? { ...this.summaryBehaviour }
+      : { ...this.defaultBehaviour, ...(this.queue.shift() ?? {}) };
 
     const sendJson = (status: number, body: string, headers: Record<string, string> = {}): void => {
       response.writeHead(status, { 'content-type': 'application/json', ...headers });
@@ -377,7 +424,12 @@ export class FakeUpstream {
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const content =
-      behaviour.toolCalls === undefined ? (behaviour.content ?? `Answer ${this.sequence}.`) : null;
+      behaviour.toolCalls === undefined
+        ? (behaviour.content ??
+          (summaryRequest ? this.extractSummary(body.messages) : undefined) ??
+          this.options.answer?.(body.messages) ??
+          `Answer ${this.sequence}.`)
+        : null;
     const completionCount =
       content === null
         ? 10

@@ -1,0 +1,322 @@
+// End to end: summarization of long sessions through the openai client, a real Redis and the strict
+// fake provider acting as an extractive summarizer and as a model that answers from what it was sent.
+// 300 turns in an 8,192-token window with a fact planted every 10 turns: with summaries the facts are
+// still answered at the end; without them (the same conversation, summarization off) they are not.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const model = 'small-model';
+const window = 8_192;
+const outputReserve = 512;
+const factPattern = /^Fact \d+: the access code for vault \d+ is K\d+-\d+\.$/;
+
+const words = ['river', 'stone', 'lamp', 'green', 'window', 'quiet', 'harbor', 'paper', 'silver', 'field'];
+const filler = (count: number, offset = 0): string =>
+  Array.from({ length: count }, (_unused, index) => words[(index * 7 + offset) % words.length]).join(' ');
+const codeFor = (fact: number): string => `K${fact}-${((fact * 7_919 + 104_729) % 90_000) + 10_000}`;
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content))
+    return content
+      .map((part: { text?: string }) => (typeof part.text === 'string' ? part.text : ''))
+      .join('');
+  return '';
+}
+
+/** The fake model: answers a question about a vault from what its prompt holds, anything else with filler. */
+function answerFromPrompt(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
+  const question = /What is the access code for vault (\d+)\?/.exec(textOf(messages.at(-1)?.content));
+  if (question === null) return `Understood. ${filler(40, messages.length)}`;
+  const vault = question[1] as string;
+  const fact = new RegExp(`access code for vault ${vault} is (K\\d+-\\d+)\\.`);
+  for (const message of messages) {
+    const found = fact.exec(textOf(message.content));
+    if (found !== null) return `The access code for vault ${vault} is ${found[1]}.`;
+  }
+  return 'I do not know that code.';
+}
+
+let fake: FakeUpstream;
+let upstreamUrl: string;
+let harness: GatewayHarness;
+const configYaml = [
+  'models:',
+  `  - match: ${model}`,
+  `    window: ${window}`,
+  `    output_reserve: ${outputReserve}`,
+  'policies:',
+  '  nosummary:',
+  "    summarization: 'off'",
+  '',
+].join('\n');
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    windows: { [model]: window },
+    extractiveSummaries: factPattern,
+    answer: answerFromPrompt,
+    recordLimit: 5_000,
+  });
+  upstreamUrl = await fake.start();
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+    configYaml,
+  });
+  await waitUntilReady(harness);
+});
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const clientFor = (gateway: GatewayHarness, sessionId: string, headers: Record<string, string> = {}) =>
+  new OpenAI({
+    baseURL: gateway.baseUrl,
+    apiKey: 'sk-summaries',
+    maxRetries: 0,
+    defaultHeaders: { 'x-session-id': sessionId, ...headers },
+  });
+
+interface TurnRecord {
+  content: string;
+  latencyMs: number;
+  retries: string | null;
+  summary: string | null;
+}
+
+async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
+  const startedAt = performance.now();
+  const { data, response } = await client.chat.completions
+    .create({ model, messages: [{ role: 'user', content }] })
+    .withResponse();
+  return {
+    content: data.choices[0]?.message.content ?? '',
+    latencyMs: performance.now() - startedAt,
+    retries: response.headers.get('x-context-retries'),
+    summary: response.headers.get('x-context-summary'),
+  };
+}
+
+/** 300 turns with a fact every 10 turns, then one question per fact; returns what came back. */
+async function converse(
+  gateway: GatewayHarness,
+  sessionId: string,
+  headers: Record<string, string> = {},
+): Promise<{ turns: TurnRecord[]; answers: Array<{ fact: number; answer: string }> }> {
+  const client = clientFor(gateway, sessionId, headers);
+  const turns: TurnRecord[] = [];
+  for (let index = 0; index < 300; index++) {
+    const fact = index % 10 === 5 ? (index - 5) / 10 + 1 : undefined;
+    const content =
+      fact === undefined
+        ? `${filler(90, index)}`
+        : `${filler(60, index)}\nFact ${fact}: the access code for vault ${fact} is ${codeFor(fact)}.\n${filler(30, index)}`;
+    turns.push(await turn(client, content));
+  }
+  await gateway.gateway.summarizer.idle();
+  const answers: Array<{ fact: number; answer: string }> = [];
+  for (let fact = 1; fact <= 30; fact++) {
+    const record = await turn(client, `What is the access code for vault ${fact}?`);
+    turns.push(record);
+    answers.push({ fact, answer: record.content });
+  }
+  return { turns, answers };
+}
+
+const correct = (answers: Array<{ fact: number; answer: string }>): number =>
+  answers.filter(({ fact, answer }) => answer.includes(codeFor(fact))).length;
+
+async function metricsText(gateway: GatewayHarness): Promise<string> {
+  return (await fetch(`${gateway.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+}
+
+function counterValue(text: string, series: string): number {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+describe('summarization of a long session', () => {
+  it('answers the facts of 300 turns in an 8,192-token window, every request fitting first time', async () => {
+    fake.requests.length = 0;
+    const sessionId = `facts-${randomUUID()}`;
+    const { turns, answers } = await converse(harness, sessionId);
+
+    expect(correct(answers)).toBeGreaterThanOrEqual(Math.ceil(0.95 * answers.length));
+    // Fitted first time: no compressed retry, and the provider never saw a prompt over its window.
+    expect(turns.every((record) => record.retries === '0')).toBe(true);
+    const requests = fake.chatRequests;
+    for (const request of requests) {
+      const maxTokens = (request.body as { max_tokens?: number }).max_tokens ?? outputReserve;
+      expect((request.promptTokens ?? Infinity) + maxTokens).toBeLessThanOrEqual(window);
+    }
+    const summaryRequests = requests.filter((request) => isSummaryRequest(request.body));
+    expect(summaryRequests.length).toBeGreaterThan(3);
+    // The summary is sent once one exists, and said so.
+    expect(turns[0]?.summary).toBe('none');
+    expect(turns.at(-1)?.summary).toBe('used');
+
+    // The sessions API shows the summary and the range it stands for; the archive lost nothing.
+    const headers = { authorization: 'Bearer sk-summaries' };
+    const session = (await (await fetch(`${harness.baseUrl}/sessions/${sessionId}`, { headers })).json()) as {
+      summary: {
+        text: string;
+        tokens: number;
+        covers: { from_message: number; to_message: number; messages: number };
+      };
+      counts: { archived: number; total: number };
+    };
+    expect(session.summary.covers.from_message).toBe(2);
+    expect(session.summary.covers.to_message).toBeGreaterThan(300);
+    expect(session.summary.covers.messages).toBe(session.summary.covers.to_message - 2);
+    expect(session.summary.text).toContain(`Fact 1: the access code for vault 1 is ${codeFor(1)}.`);
+    expect(session.counts.archived).toBeGreaterThanOrEqual(session.summary.covers.messages);
+    expect(session.counts.total).toBe(2 * 330);
+    const history = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}/history?limit=1000`, { headers })
+    ).json()) as { data: Array<{ role: string; content: string }> };
+    expect(history.data).toHaveLength(660);
+    expect(
+      history.data.filter((message) => factPattern.test(message.content.split('\n')[1] ?? '')),
+    ).toHaveLength(30);
+
+    const metrics = await metricsText(harness);
+    expect(counterValue(metrics, 'ctxgate_summarization_runs_total{outcome="stored"}')).toBe(
+      summaryRequests.length,
+    );
+    expect(counterValue(metrics, 'ctxgate_summarization_tokens_saved_total')).toBeGreaterThan(10_000);
+    expect(metrics).toContain('ctxgate_summarization_compression_ratio_count');
+    const logLine = harness.logLines.find((line) => line.includes('"msg":"summarization"'));
+    expect(JSON.parse(logLine as string)).toMatchObject({
+      outcome: 'stored',
+      model,
+      coveredMessages: expect.any(Number),
+    });
+    // Neither the summary nor any message text reaches the logs.
+    expect(harness.logLines.some((line) => line.includes('access code'))).toBe(false);
+  });
+
+  it('without summaries the same conversation loses its early facts (the test above can fail)', async () => {
+    fake.requests.length = 0;
+    const { turns, answers } = await converse(harness, `no-summary-${randomUUID()}`, {
+      'x-context-policy': 'nosummary',
+    });
+    expect(correct(answers)).toBeLessThan(answers.length / 2);
+    expect(turns.every((record) => record.summary === 'none')).toBe(true);
+    expect(fake.summaryRequests).toHaveLength(0);
+  });
+});
+
+describe('summarization jobs', () => {
+  /** Turns of about 500 tokens: a session passes summarize_at after a dozen. */
+  async function fill(client: OpenAI, from: number, count: number): Promise<TurnRecord[]> {
+    const records: TurnRecord[] = [];
+    for (let index = from; index < from + count; index++)
+      records.push(
+        await turn(
+          client,
+          `${filler(400, index)}\nFact ${index}: the access code for vault ${index} is ${codeFor(index)}.`,
+        ),
+      );
+    return records;
+  }
+  const sessionOf = async (gateway: GatewayHarness, sessionId: string) =>
+    (await (
+      await fetch(`${gateway.baseUrl}/sessions/${sessionId}`, {
+        headers: { authorization: 'Bearer sk-summaries' },
+      })
+    ).json()) as {
+      summary: { covers: { to_message: number } } | null;
+      counts: { active: number; total: number };
+    };
+
+  it('refuses a bad summary or a failed call without changing the session, and tries again at a later turn', async () => {
+    const sessionId = `guarded-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    let next = 0;
+    /** Turns until the counter rises (failed sessions wait 0, 1, 3, 7 turns between tries). */
+    const turnsUntilCounted = async (series: string): Promise<number> => {
+      const start = counterValue(await metricsText(harness), series);
+      for (let turns = 1; turns <= 10; turns++) {
+        await fill(client, next++, 1);
+        await harness.gateway.summarizer.idle();
+        if (counterValue(await metricsText(harness), series) > start) return turns;
+      }
+      throw new Error(`${series} was not counted`);
+    };
+    await fill(client, next, 11);
+    next += 11;
+
+    fake.setSummaryBehaviour({ content: "I'm sorry, but I can't help with summarizing this conversation." });
+    await turnsUntilCounted('ctxgate_summarization_rejections_total{reason="error_text"}');
+    const afterRejection = await sessionOf(harness, sessionId);
+    expect(afterRejection.summary).toBeNull();
+    expect(afterRejection.counts).toMatchObject({ total: 2 * next, active: 2 * next });
+
+    fake.setSummaryBehaviour({ status: 500, body: '{"error":{"message":"boom","type":"server_error"}}' });
+    // Tried again at the next turn; after the second failure in a row the session waits a turn, after
+    // the third three turns.
+    expect(
+      await turnsUntilCounted('ctxgate_summarization_failures_total{reason="upstream_status_500"}'),
+    ).toBe(1);
+    expect((await sessionOf(harness, sessionId)).summary).toBeNull();
+
+    // A summary that dropped the identifier-like facts is refused too.
+    fake.setSummaryBehaviour({ content: 'The user talked about vaults.' });
+    const lostTurns = await turnsUntilCounted('ctxgate_summarization_rejections_total{reason="lost_facts"}');
+    expect(lostTurns).toBe(2);
+    const afterLoss = await sessionOf(harness, sessionId);
+    expect(afterLoss.summary).toBeNull();
+    expect(afterLoss.counts).toMatchObject({ total: 2 * next, active: 2 * next });
+
+    // The provider recovers: a later turn stores a summary and the covered turns leave the active list.
+    fake.setSummaryBehaviour({});
+    expect(await turnsUntilCounted('ctxgate_summarization_runs_total{outcome="stored"}')).toBe(4);
+    const stored = await sessionOf(harness, sessionId);
+    expect(stored.summary?.covers.to_message).toBeGreaterThan(2);
+    expect(stored.counts.total).toBe(2 * next);
+    expect(stored.counts.active).toBeLessThan(stored.counts.total);
+  });
+
+  it('runs one job per session across two gateways, and never makes the triggering request wait', async () => {
+    const second = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+      configYaml,
+    });
+    try {
+      await waitUntilReady(second);
+      const sessionId = `shared-${randomUUID()}`;
+      fake.setSummaryBehaviour({ delayBeforeHeadersMs: 1_500 });
+      const first = clientFor(harness, sessionId);
+      await fill(first, 0, 11);
+      fake.requests.length = 0;
+      // Over summarize_at from here: each turn would start a job; the first one holds the lock.
+      for (let index = 11; index < 16; index++) {
+        const gateway = index % 2 === 0 ? harness : second;
+        await fill(clientFor(gateway, sessionId), index, 1);
+        // The turn is answered while its summary is still being written.
+        const pending = fake.summaryRequests;
+        if (pending.length > 0) expect(pending.every((request) => request.completed)).toBe(false);
+      }
+      await Promise.all([harness.gateway.summarizer.idle(), second.gateway.summarizer.idle()]);
+      const summaryRequests = fake.summaryRequests;
+      expect(summaryRequests.length).toBeGreaterThanOrEqual(1);
+      // Never two at once: each summary request started after the previous one was answered.
+      const starts = summaryRequests.map((request) => request.receivedAtMs).sort((a, b) => a - b);
+      for (let index = 1; index < starts.length; index++)
+        expect((starts[index] as number) - (starts[index - 1] as number)).toBeGreaterThanOrEqual(1_400);
+      const skipped = 'ctxgate_summarization_runs_total{outcome="skipped"}';
+      const skips =
+        counterValue(await metricsText(harness), skipped) + counterValue(await metricsText(second), skipped);
+      expect(skips).toBeGreaterThan(0);
+      expect((await sessionOf(harness, sessionId)).summary).not.toBeNull();
+    } finally {
+      fake.setSummaryBehaviour({});
+      await second.close();
+    }
+  });
+});
