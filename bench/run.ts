@@ -659,7 +659,9 @@ async function summarizationSection(): Promise<void> {
     const gateway = await startServerProcess([process.execPath, 'dist/src/main.js'], {
       UPSTREAM_BASE_URL: fakeUrl,
       PORT: '0',
-      LOG_LEVEL: 'warn',
+      // info: the bench waits for the "ctxgate listening" line.
+      LOG_LEVEL: 'info',
+
       REDIS_URL: redis.url,
       REDIS_CLUSTER_NODES: '',
       CTXGATE_CONFIG: configPath,
