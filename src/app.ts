@@ -144,6 +144,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
         upstream: state.upstreamName,
         upstreamStatus: state.upstreamStatus,
         tenant: state.credential?.tenantId.slice(0, 12),
+        session: state.session,
         errorCode: state.errorCode,
         streamErrorCode: state.streamErrorCode,
         context:
@@ -157,6 +158,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
                 droppedIterationGroups: state.context.droppedIterationGroups,
                 truncatedToolResults: state.context.truncatedToolResults,
                 maskedToolResults: state.context.maskedToolResults,
+                summaryTokens: state.context.regions.summary || undefined,
               },
 
         clientAborted: state.clientAborted || undefined,

@@ -2,7 +2,8 @@
 // model list (forwarded as is).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ContextMessage } from '../context/types.js';
-import type { SessionStore } from '../store/session-store.js';
+import { hashedSessionId, type SessionStore } from '../store/session-store.js';
+
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -221,6 +222,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             ...sessionInput(request, chatRequest, sessionId),
             holdMs: config.sessions.hold_ms,
           });
+    if (turn !== undefined) state.session = hashedSessionId(turn.key);
     try {
       const target = selectUpstream(config.upstreams, chatRequest.model);
       // SPEC §6: what the upstream taught about this model's window, and the retry ladder's state.

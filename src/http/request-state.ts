@@ -19,6 +19,8 @@ export interface RequestState {
   rawBody: string | undefined;
   /** What the context engine did to this request's conversation. */
   context: RenderReport | undefined;
+  /** Session mode: the session, hashed (logs never carry the id itself). */
+  session: string | undefined;
 }
 
 export function createRequestState(startedAtMs: number): RequestState {
@@ -36,6 +38,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     clientAborted: false,
     rawBody: undefined,
     context: undefined,
+    session: undefined,
   };
 }
 

@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
+import { countPromptTokens, FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
+
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'small-model';
@@ -184,6 +185,27 @@ describe('summarization of a long session', () => {
       history.data.filter((message) => factPattern.test(message.content.split('\n')[1] ?? '')),
     ).toHaveLength(30);
 
+    // The render preview shows the summary region (what the next request would send).
+    const preview = (await (
+      await fetch(`${harness.baseUrl}/context/render`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'x-session-id': sessionId },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'And now?' }] }),
+      })
+    ).json()) as {
+      messages: Array<{ role: string; content: string }>;
+      report: { summaryUsed: boolean; regions: { summary: number } };
+    };
+    expect(preview.report.summaryUsed).toBe(true);
+    // Counted as the provider counts it (the fake's own cookbook count, less its 3 reply tokens).
+    expect(preview.report.regions.summary).toBe(
+      countPromptTokens([preview.messages[2] as { role: string; content: string }], undefined) - 3,
+    );
+    expect(preview.messages[2]).toEqual({
+      role: 'system',
+      content: `[ctxgate] Summary of ${session.summary.covers.messages} earlier messages of this conversation, which are not shown:\n${session.summary.text}`,
+    });
+
     const metrics = await metricsText(harness);
     expect(counterValue(metrics, 'ctxgate_summarization_runs_total{outcome="stored"}')).toBe(
       summaryRequests.length,
@@ -196,8 +218,13 @@ describe('summarization of a long session', () => {
       model,
       coveredMessages: expect.any(Number),
     });
-    // Neither the summary nor any message text reaches the logs.
+    // Neither the summary nor any message text reaches the logs, nor the session id: a hash of it does.
     expect(harness.logLines.some((line) => line.includes('access code'))).toBe(false);
+    expect(harness.logLines.some((line) => line.includes(sessionId))).toBe(false);
+    const requestLine = harness.logLines
+      .map((line) => JSON.parse(line) as { msg: string; session?: string })
+      .find((line) => line.msg === 'request' && line.session !== undefined);
+    expect(requestLine?.session).toMatch(/^[0-9a-f]{16}$/);
   });
 
   it('without summaries the same conversation loses its early facts (the test above can fail)', async () => {
