@@ -202,14 +202,7 @@ export function createMetrics({
     ['outcome'],
     latencyBucketsSeconds,
   );
-  const own: Metric[] = [
-    summarizationRuns,
-    summarizationRejections,
-    summarizationFailures,
-    summarizationTokensSaved,
-    summarizationCompression,
-    summarizationDuration,
-    upstreamTruncations,
+  const named = {
     requests,
     requestDuration,
     upstreamDuration,
@@ -217,22 +210,17 @@ export function createMetrics({
     upstreamErrors,
     upstreamRetries,
     overflowRetries,
-  ];
+    upstreamTruncations,
+    summarizationRuns,
+    summarizationRejections,
+    summarizationFailures,
+    summarizationTokensSaved,
+    summarizationCompression,
+    summarizationDuration,
+  };
+  const own: Metric[] = Object.values(named);
   return {
-    requests,
-    requestDuration,
-    upstreamDuration,
-    gatewayOverhead,
-    upstreamErrors,
-    upstreamRetries,
-    overflowRetries,
-    upstreamTruncations,
-    summarizationRuns,
-    summarizationRejections,
-    summarizationFailures,
-    summarizationTokensSaved,
-    summarizationCompression,
-    summarizationDuration,
+    ...named,
     contentType: processRegistry.contentType,
     modelLabel(model) {
       if (model === undefined) return '';

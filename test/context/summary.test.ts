@@ -10,24 +10,14 @@ import {
   planSummary,
   type SummaryPlanInput,
 } from '../../src/context/summary.js';
-import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
+import type { ContextMessage } from '../../src/context/types.js';
+import { builtInPolicy } from '../../src/config/policy-defaults.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { countPromptTokens } from '../helpers/fake-upstream.js';
 
 const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
 
-const policy: ContextPolicy = {
-  keep_first_turns: 1,
-  trim_to: 0.7,
-  max_history_tokens: 0,
-  max_history_turns: 0,
-  max_tool_result_tokens: 8_000,
-  tool_result_truncation: 'both',
-  keep_first: 2,
-  keep_last: 5,
-  oversize: 'reject',
-  pin_prefix: '[pin]',
-};
+const policy = builtInPolicy;
 
 /** Turns of [user, assistant] with the given token counts per message. */
 function activeOf(turns: number[][]): Pick<SummaryPlanInput, 'activeTokens' | 'turnStarts'> {
@@ -148,18 +138,22 @@ function conversation(turns: number, wordsPerMessage: number): ContextMessage[] 
   ]).flat();
 }
 
+/** The summarizer's request in an 8k window with 400 tokens of margin and 500 for the summary. */
+const requestFor = (messages: ContextMessage[], previousSummary?: string) =>
+  buildSummaryRequest({
+    previousSummary,
+    messages,
+    tokenizer,
+    window: 8_192,
+    safetyMarginTokens: 400,
+    maxSummaryTokens: 500,
+    policy,
+  });
+
 describe('buildSummaryRequest', () => {
   it('sends the instructions, the previous summary and every turn when they fit', () => {
     const messages = conversation(4, 20);
-    const request = buildSummaryRequest({
-      previousSummary: 'The user wants a report on /srv/data/report-7.csv.',
-      messages,
-      tokenizer,
-      window: 8_192,
-      safetyMarginTokens: 400,
-      maxSummaryTokens: 500,
-      policy,
-    });
+    const request = requestFor(messages, 'The user wants a report on /srv/data/report-7.csv.');
     expect(request?.coveredMessages).toBe(8);
     const [system, user] = request?.messages ?? [];
     expect(system?.role).toBe('system');
@@ -209,15 +203,7 @@ describe('buildSummaryRequest', () => {
       { role: 'tool', tool_call_id: 'c1', content: 'line of log output\n'.repeat(3_000) },
       { role: 'assistant', content: 'The log is fine.' },
     ];
-    const request = buildSummaryRequest({
-      previousSummary: undefined,
-      messages,
-      tokenizer,
-      window: 8_192,
-      safetyMarginTokens: 400,
-      maxSummaryTokens: 500,
-      policy,
-    });
+    const request = requestFor(messages);
     const text = String(request?.messages[1]?.content);
     expect(text).toContain('[assistant calls read_log({"path":"/var/log/x"})]');
     expect(text).toMatch(/truncated by ctxgate: kept ~\d+ of \d+ tokens/);
