@@ -75,6 +75,16 @@ export function planSummary(input: SummaryPlanInput): SummaryPlan {
     }
   }
   if (cut === -1) return { kind: 'none', historyTokens, thresholdTokens };
+  // A job is worth its call only when it takes out a fair share of the budget: with a large head (or a
+  // huge newest turn) the target cannot be reached, and a job per turn would summarize one turn each.
+  const coveredTokens = historyTokens - remaining;
+  const uncoveredArchive = input.summaryTo < head + input.archived;
+  if (
+    !uncoveredArchive &&
+    coveredTokens < ((input.summarizeAt - input.summarizeTo) * input.historyBudget) / 2
+  )
+    return { kind: 'none', historyTokens, thresholdTokens };
+
   return {
     kind: 'summarize',
     historyTokens,

@@ -63,7 +63,11 @@ type JobOutcome =
 
 const credentialHeaderNames = ['authorization', 'api-key', 'x-api-key'];
 
+/** Messages one job reads at most (an archive no summary covered yet can be long). */
+const maxMessagesPerJob = 2_000;
+
 /** Sessions whose last job failed, remembered per replica to space out retries. */
+
 const maxRememberedFailures = 10_000;
 
 export function createSessionSummarizer(deps: {
@@ -117,7 +121,8 @@ export function createSessionSummarizer(deps: {
     metrics.summarizationDuration.observe({ outcome: result.outcome }, durationMs / 1000);
     if (result.outcome === 'rejected') metrics.summarizationRejections.inc({ reason: result.reason });
     if (result.outcome === 'failed') metrics.summarizationFailures.inc({ reason: result.reason });
-    remember(name, result.outcome === 'rejected' || result.outcome === 'failed');
+    if (result.outcome === 'stored') remember(name, false);
+    else if (result.outcome === 'rejected' || result.outcome === 'failed') remember(name, true);
     if (result.outcome === 'skipped') return;
     const line = {
       session: hashedSessionId(input.key),
@@ -156,7 +161,14 @@ export function createSessionSummarizer(deps: {
         summarizeTo: policy.summarize_to,
       });
       if (plan.kind === 'none') return { outcome: 'skipped', reason: 'under_threshold' };
-      const range = await store.history(key, plan.fromMessage, plan.toMessage - plan.fromMessage);
+      // One call covers what fits the summarizer's window; reading more than that is never needed.
+      const wanted = plan.toMessage - plan.fromMessage;
+      const range = await store.history(key, plan.fromMessage, Math.min(wanted, maxMessagesPerJob));
+      if (range.messages.length < wanted) {
+        // Cut short: end at the last whole turn read.
+        const lastTurn = range.messages.findLastIndex((entry) => entry.message.role === 'user');
+        if (lastTurn > 0) range.messages.length = lastTurn;
+      }
       const rangeMessages = range.messages.map((entry) => entry.message as ContextMessage);
 
       const target = selectUpstream(config.upstreams, summaryModel);

@@ -91,6 +91,22 @@ describe('planSummary', () => {
     expect(single.kind).toBe('none');
   });
 
+  it('waits while a large head leaves too little to summarize, unless the archive holds unsummarized messages', () => {
+    // 3 130 tokens over 0.75 × 4 000, but only 80 can be summarized: less than (0.75 − 0.4) × 4 000 / 2.
+    const turns = activeOf([
+      [3_000, 10],
+      [20, 20],
+      [20, 20],
+      [20, 20],
+    ]);
+    expect(planSummary({ ...base, ...turns, historyBudget: 4_000 }).kind).toBe('none');
+    expect(planSummary({ ...base, ...turns, archived: 5, historyBudget: 4_000 })).toMatchObject({
+      kind: 'summarize',
+      fromMessage: 2,
+      toMessage: 11,
+    });
+  });
+
   it('always cuts at a turn boundary after the head and before the newest turn, and no later than needed', () => {
     fc.assert(
       fc.property(
