@@ -59,6 +59,24 @@ export const modelEntrySchema = z.strictObject({
 
 const fraction = z.number().gt(0).lte(1);
 
+/** One token budget: a limit and what happens at it (SPEC §12). */
+export const budgetLimitSchema = z.strictObject({
+  limit: z.number().int().min(0),
+  /** hard: refused before the upstream is called (429); soft: served with a warning; off: not counted. */
+  mode: z.enum(['hard', 'soft', 'off']).default('hard'),
+});
+
+/** The budgets a layer (defaults, a credential, a preset) may set; each is optional. */
+export const budgetSetSchema = z.strictObject({
+  /** Tokens one session may use over its lifetime. */
+  session_tokens: budgetLimitSchema.optional(),
+  /** Tokens one credential may use per UTC day, and per UTC month. */
+  credential_daily_tokens: budgetLimitSchema.optional(),
+  credential_monthly_tokens: budgetLimitSchema.optional(),
+  /** Tokens one request may cost: its rendered prompt estimate plus the max_tokens it asks for. */
+  max_request_tokens: budgetLimitSchema.optional(),
+});
+
 /** Every knob of SPEC §5, all optional: presets and the file's defaults are partial. */
 export const policySchema = z.strictObject({
   keep_first_turns: z.number().int().min(0).optional(),
@@ -91,6 +109,8 @@ export const policySchema = z.strictObject({
   summary_max_tokens: z.number().int().min(64).optional(),
   /** Share of the numbers, paths and ids of the summarized turns a summary must keep to be accepted. */
   summary_min_fact_recall: z.number().min(0).max(1).optional(),
+  /** Budgets of requests that name this preset (the tightest of these and the credential's apply). */
+  budgets: budgetSetSchema.optional(),
 });
 
 export const sessionsSectionSchema = z.strictObject({
@@ -107,6 +127,32 @@ export const sessionsSectionSchema = z.strictObject({
   cache_mb: z.number().min(0).default(64),
 });
 
+const defaultBackpressure = [
+  { at: 0.8, delay_ms: 50 },
+  { at: 0.85, delay_ms: 300 },
+  { at: 0.9, delay_ms: 750 },
+  { at: 0.95, delay_ms: 1_500 },
+];
+
+export const budgetsSectionSchema = z.strictObject({
+  /** A budget's warning (a log line and a metric) once its usage passes this share, once per period. */
+  warn_at: fraction.default(0.8),
+  /** Above each usage share, requests wait this long before they are forwarded. */
+  backpressure: z
+    .array(z.strictObject({ at: fraction, delay_ms: z.number().int().min(0).max(60_000) }))
+    .default(defaultBackpressure),
+  /** The budgets every credential has unless its own entry says otherwise. */
+  defaults: budgetSetSchema.default({}),
+  /** Budgets of one credential: the key is read from the environment variable named by key_env. */
+  credentials: z
+    .array(
+      budgetSetSchema.extend({
+        key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'),
+      }),
+    )
+    .default([]),
+});
+
 export const configFileSchema = z.strictObject({
   server: serverSectionSchema.default(serverSectionSchema.parse({})),
   timeouts: timeoutsSectionSchema.default(timeoutsSectionSchema.parse({})),
@@ -114,6 +160,7 @@ export const configFileSchema = z.strictObject({
   models: z.array(modelEntrySchema).default([]),
   context: policySchema.default({}),
   sessions: sessionsSectionSchema.default(sessionsSectionSchema.parse({})),
+  budgets: budgetsSectionSchema.default(budgetsSectionSchema.parse({})),
   policies: z
 
     .record(
@@ -127,4 +174,7 @@ export type ModelEntryConfig = z.infer<typeof modelEntrySchema>;
 export type PolicyConfig = z.infer<typeof policySchema>;
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
+export type BudgetSetConfig = z.infer<typeof budgetSetSchema>;
+export type BudgetLimitConfig = z.infer<typeof budgetLimitSchema>;
+
 export type UpstreamEntry = z.infer<typeof upstreamEntrySchema>;

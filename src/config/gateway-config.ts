@@ -1,5 +1,5 @@
 // The resolved, frozen configuration the gateway runs with: the config file merged with the environment.
-import type { ConfigFile } from './config-schema.js';
+import type { BudgetSetConfig, ConfigFile } from './config-schema.js';
 
 export interface UpstreamConfig {
   name: string;
@@ -43,4 +43,16 @@ export interface GatewayConfig {
   context: ConfigFile['context'];
   /** Named presets: the built-in ones (chat, agent, economy) merged with the file's. */
   policies: ConfigFile['policies'];
+  budgets: BudgetsConfig;
+  /** Keys of the admin endpoints (ADMIN_API_KEY); empty: the admin endpoints do not exist. */
+  adminApiKeys: readonly string[];
+}
+
+export interface BudgetsConfig {
+  warnAt: number;
+  /** Ascending by `at`. */
+  backpressure: ReadonlyArray<{ at: number; delayMs: number }>;
+  defaults: BudgetSetConfig;
+  /** Per-credential budgets by tenant id (see tenant-id.ts). */
+  credentials: Readonly<Record<string, BudgetSetConfig>>;
 }

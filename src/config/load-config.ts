@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
-import { configFileSchema, type ConfigFile } from './config-schema.js';
+import { configFileSchema, type BudgetSetConfig, type ConfigFile } from './config-schema.js';
+import { gatewayKeyTenantId, passThroughTenantId, sha256 } from './tenant-id.js';
 import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
 import { builtInPolicy, builtInPresets } from './policy-defaults.js';
 
@@ -232,6 +233,28 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     }
   }
 
+  // Per-credential budgets: the key comes from the environment and is kept only as its tenant id.
+  const budgetCredentials: Record<string, BudgetSetConfig> = {};
+  for (const [index, entry] of (file?.budgets.credentials ?? []).entries()) {
+    const key = readVariable(env, entry.key_env);
+    if (key === undefined) {
+      problems.push(
+        `${configPath}: budgets.credentials[${index}].key_env: environment variable ${entry.key_env} is not set`,
+      );
+      continue;
+    }
+    const { key_env: _keyEnv, ...budgets } = entry;
+    const tenantId =
+      gatewayApiKeys.length > 0 ? gatewayKeyTenantId(sha256(key)) : passThroughTenantId(`Bearer ${key}`);
+    budgetCredentials[tenantId] = budgets;
+  }
+  const adminApiKeys = (readVariable(env, 'ADMIN_API_KEY') ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
+  if (adminApiKeys.some((key) => gatewayApiKeys.includes(key)))
+    problems.push('ADMIN_API_KEY: must differ from every gateway key');
+
   const port = parsePort(env, problems);
   const redis = parseRedis(env, problems);
   if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
@@ -250,6 +273,15 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     sessions: file.sessions,
     context: file.context,
     policies: { ...builtInPresets, ...file.policies },
+    budgets: {
+      warnAt: file.budgets.warn_at,
+      backpressure: file.budgets.backpressure
+        .map((step) => ({ at: step.at, delayMs: step.delay_ms }))
+        .sort((a, b) => a.at - b.at),
+      defaults: file.budgets.defaults,
+      credentials: budgetCredentials,
+    },
+    adminApiKeys,
   };
   return deepFreeze(config);
 }

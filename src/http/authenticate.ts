@@ -1,18 +1,15 @@
 // Client authentication. With gateway keys configured, a client must present one of them and the
 // upstream only ever sees its configured key; without them, the client's own Authorization passes
 // through. Either way the request gets a tenant id derived from the credential, never the credential.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { gatewayKeyTenantId, passThroughTenantId, sha256 as digest } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
 
 export interface Credential {
   mode: 'gateway_key' | 'pass_through';
   /** Stable, non-reversible id used to namespace sessions and budgets per caller. */
   tenantId: string;
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
 }
 
 export interface Authenticator {
@@ -29,10 +26,7 @@ export function createAuthenticator({
     authenticate(headers) {
       const authorization = headers.authorization;
       if (keyDigests.length === 0) {
-        const tenantId =
-          authorization === undefined
-            ? 'anonymous'
-            : `pt-${digest(authorization).toString('hex').slice(0, 32)}`;
+        const tenantId = authorization === undefined ? 'anonymous' : passThroughTenantId(authorization);
         return { mode: 'pass_through', tenantId };
       }
       if (authorization === undefined || authorization.trim() === '') {
@@ -46,7 +40,7 @@ export function createAuthenticator({
       // Compare digests in constant time so response timing reveals nothing about the keys.
       const index = keyDigests.findIndex((candidate) => timingSafeEqual(candidate, presented));
       if (index === -1) throw new GatewayError('invalid_api_key', 'Incorrect API key provided.');
-      return { mode: 'gateway_key', tenantId: `gk-${presented.toString('hex').slice(0, 32)}` };
+      return { mode: 'gateway_key', tenantId: gatewayKeyTenantId(presented) };
     },
   };
 }

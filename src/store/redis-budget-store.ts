@@ -1,0 +1,208 @@
+// BudgetStore on Redis (standalone, Sentinel or Cluster). Each counter is a hash: `used`, `estimated`,
+// `warned`, and one `r:<reservation id>` field per request in flight (`<tokens>:<expires at ms>`).
+// Counters sharing a hash tag (a credential's day and month; a session's) are checked and reserved in
+// one Lua script; a request counting in two tags reserves tag by tag and gives back what it took when a
+// later tag refuses. Time comes from the caller, so periods and expiries follow an injected clock.
+import type { RedisConnection } from './redis-client.js';
+import { counterKey, type BudgetCounter, type BudgetStore, type CounterUsage } from './budget-store.js';
+
+type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
+
+// Sums the live reservations of each key (dropping expired ones). Used by read and reserve.
+const usageLua = `
+local function usage(key, now)
+  local fields = redis.call('HGETALL', key)
+  local used, estimated, reserved = 0, 0, 0
+  for index = 1, #fields, 2 do
+    local field, value = fields[index], fields[index + 1]
+    if field == 'used' then used = tonumber(value)
+    elseif field == 'estimated' then estimated = tonumber(value)
+    elseif string.sub(field, 1, 2) == 'r:' then
+      local tokens, expires = string.match(value, '^(%d+):(%d+)$')
+      if tonumber(expires) <= now then redis.call('HDEL', key, field)
+      else reserved = reserved + tonumber(tokens) end
+    end
+  end
+  return used, estimated, reserved
+end`;
+
+// ARGV: now.
+const readScript = `${usageLua}
+local result = {}
+for index = 1, #KEYS do
+  local used, estimated, reserved = usage(KEYS[index], tonumber(ARGV[1]))
+  table.insert(result, used) table.insert(result, estimated) table.insert(result, reserved)
+end
+return result`;
+
+// ARGV: now, reservation id, tokens, expires at, then per key: limit, hard (1/0), ttl seconds.
+const reserveScript = `${usageLua}
+local now = tonumber(ARGV[1])
+local result = {1, 0}
+for index = 1, #KEYS do
+  local used, estimated, reserved = usage(KEYS[index], now)
+  table.insert(result, used) table.insert(result, estimated) table.insert(result, reserved)
+  local base = 4 + (index - 1) * 3
+  if result[1] == 1 and ARGV[base + 2] == '1' and used + reserved >= tonumber(ARGV[base + 1]) then
+    result[1] = 0
+    result[2] = index
+  end
+end
+if result[1] == 1 then
+  for index = 1, #KEYS do
+    redis.call('HSET', KEYS[index], 'r:' .. ARGV[2], ARGV[3] .. ':' .. ARGV[4])
+    redis.call('EXPIRE', KEYS[index], ARGV[4 + (index - 1) * 3 + 3])
+  end
+end
+return result`;
+
+// ARGV: reservation id, tokens, estimated tokens, warn at, then per key: limit, ttl seconds.
+const settleScript = `
+local result = {}
+for index = 1, #KEYS do
+  local base = 4 + (index - 1) * 2
+  redis.call('HDEL', KEYS[index], 'r:' .. ARGV[1])
+  local used = redis.call('HINCRBY', KEYS[index], 'used', ARGV[2])
+  if tonumber(ARGV[3]) > 0 then redis.call('HINCRBY', KEYS[index], 'estimated', ARGV[3]) end
+  redis.call('EXPIRE', KEYS[index], ARGV[base + 2])
+  local limit = tonumber(ARGV[base + 1])
+  local warned = 0
+  if limit > 0 and used >= tonumber(ARGV[4]) * limit then
+    warned = redis.call('HSETNX', KEYS[index], 'warned', 1)
+  end
+  table.insert(result, used) table.insert(result, warned)
+end
+return result`;
+
+// ARGV: reservation id.
+const releaseScript = `
+for index = 1, #KEYS do redis.call('HDEL', KEYS[index], 'r:' .. ARGV[1]) end
+return 1`;
+
+function defineScript(redis: RedisConnection, name: string, lua: string): ScriptRunner {
+  redis.defineCommand(name, { lua });
+  // Without numberOfKeys the first argument is the number of keys.
+  const command = (redis as unknown as Record<string, ScriptRunner>)[name] as ScriptRunner;
+  return (...keysAndArgs) => command.apply(redis, keysAndArgs);
+}
+
+/** Indices of `counters` grouped by hash tag, in first-seen order. */
+function byTag(counters: readonly BudgetCounter[]): number[][] {
+  const groups = new Map<string, number[]>();
+  counters.forEach((counter, index) => {
+    const key = counterKey(counter);
+    const tag = key.slice(key.indexOf('{'), key.indexOf('}') + 1);
+    const group = groups.get(tag) ?? [];
+    group.push(index);
+    groups.set(tag, group);
+  });
+  return [...groups.values()];
+}
+
+export function createRedisBudgetStore({ redis }: { redis: RedisConnection }): BudgetStore {
+  const read = defineScript(redis, 'ctxgateBudgetRead', readScript);
+  const reserve = defineScript(redis, 'ctxgateBudgetReserve', reserveScript);
+  const settle = defineScript(redis, 'ctxgateBudgetSettle', settleScript);
+  const release = defineScript(redis, 'ctxgateBudgetRelease', releaseScript);
+
+  const releaseGroup = async (counters: readonly BudgetCounter[], reservationId: string): Promise<void> => {
+    await release(counters.length, ...counters.map(counterKey), reservationId);
+  };
+
+  return {
+    async read(counters, nowMs) {
+      const usage: CounterUsage[] = new Array<CounterUsage>(counters.length);
+      for (const group of byTag(counters)) {
+        const reply = (await read(
+          group.length,
+          ...group.map((index) => counterKey(counters[index] as BudgetCounter)),
+          nowMs,
+        )) as number[];
+        group.forEach((index, position) => {
+          usage[index] = {
+            used: Number(reply[position * 3]),
+            estimated: Number(reply[position * 3 + 1]),
+            reserved: Number(reply[position * 3 + 2]),
+          };
+        });
+      }
+      return usage;
+    },
+    async reserve({ counters, limits, reservationId, tokens, expiresAtMs, nowMs }) {
+      const usage: CounterUsage[] = new Array<CounterUsage>(counters.length);
+      const taken: BudgetCounter[][] = [];
+      let refused = -1;
+      for (const group of byTag(counters)) {
+        const perKey: Array<string | number> = [];
+        for (const index of group) {
+          const limit = limits[index];
+          perKey.push(
+            limit?.limit ?? 0,
+            limit?.hard === true ? 1 : 0,
+            (counters[index] as BudgetCounter).ttlSeconds,
+          );
+        }
+        const reply = (await reserve(
+          group.length,
+          ...group.map((index) => counterKey(counters[index] as BudgetCounter)),
+          nowMs,
+          reservationId,
+          Math.max(0, Math.round(tokens)),
+          Math.round(expiresAtMs),
+          ...perKey,
+        )) as number[];
+        group.forEach((index, position) => {
+          usage[index] = {
+            used: Number(reply[2 + position * 3]),
+            estimated: Number(reply[3 + position * 3]),
+            reserved: Number(reply[4 + position * 3]),
+          };
+        });
+        if (Number(reply[0]) !== 1) {
+          refused = group[Number(reply[1]) - 1] as number;
+          break;
+        }
+        taken.push(group.map((index) => counters[index] as BudgetCounter));
+      }
+      if (refused === -1) return { ok: true, usage };
+      // Another tag refused: give back what the earlier tags reserved.
+      for (const group of taken) await releaseGroup(group, reservationId);
+      for (let index = 0; index < usage.length; index++)
+        usage[index] ??= { used: 0, estimated: 0, reserved: 0 };
+      return { ok: false, refused, usage };
+    },
+    async settle({ counters, limits, reservationId, tokens, estimatedTokens, warnAt }) {
+      const usage: number[] = new Array<number>(counters.length).fill(0);
+      const warned: boolean[] = new Array<boolean>(counters.length).fill(false);
+      for (const group of byTag(counters)) {
+        const perKey: Array<string | number> = [];
+        for (const index of group)
+          perKey.push(limits[index]?.limit ?? 0, (counters[index] as BudgetCounter).ttlSeconds);
+        const reply = (await settle(
+          group.length,
+          ...group.map((index) => counterKey(counters[index] as BudgetCounter)),
+          reservationId,
+          Math.max(0, Math.round(tokens)),
+          Math.max(0, Math.round(estimatedTokens)),
+          warnAt,
+          ...perKey,
+        )) as number[];
+        group.forEach((index, position) => {
+          usage[index] = Number(reply[position * 2]);
+          warned[index] = Number(reply[position * 2 + 1]) === 1;
+        });
+      }
+      return { usage, warned };
+    },
+    async release(counters, reservationId) {
+      for (const group of byTag(counters))
+        await releaseGroup(
+          group.map((index) => counters[index] as BudgetCounter),
+          reservationId,
+        );
+    },
+    async reset(counter) {
+      return (await redis.del(counterKey(counter))) > 0;
+    },
+  };
+}

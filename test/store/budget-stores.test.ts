@@ -1,0 +1,229 @@
+// The BudgetStore contract against the in-process store, a real redis-server and a real local Redis
+// Cluster: hard limits refuse at used + reserved, reservations expire and are settled or given back,
+// the warning flag is set once per counter, and concurrent reservations never pass a hard limit.
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { BudgetCounter, BudgetStore } from '../../src/store/budget-store.js';
+import { createMemoryBudgetStore } from '../../src/store/memory-budget-store.js';
+import { createRedisConnection } from '../../src/store/redis-client.js';
+import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
+import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function describeBudgetStoreContract(name: string, factory: () => Promise<BudgetStore>): void {
+  describe(`BudgetStore contract: ${name}`, () => {
+    const counters = (): BudgetCounter[] => {
+      const tenantId = `t-${randomUUID().slice(0, 8)}`;
+      return [
+        { name: 'session_tokens', tenantId, sessionId: 's-1', periodId: 'lifetime', ttlSeconds: 3_600 },
+        { name: 'credential_daily_tokens', tenantId, periodId: '2026-11-22', ttlSeconds: 3_600 },
+      ];
+    };
+    const now = Date.now();
+
+    it('reserves, settles and reads; a hard counter refuses once used + reserved reach its limit', async () => {
+      const store = await factory();
+      const list = counters();
+      const limits = [
+        { limit: 1_000, hard: true },
+        { limit: 100_000, hard: true },
+      ];
+      const first = await store.reserve({
+        counters: list,
+        limits,
+        reservationId: 'a',
+        tokens: 600,
+        expiresAtMs: now + 60_000,
+        nowMs: now,
+      });
+      expect(first).toEqual({
+        ok: true,
+        usage: [
+          { used: 0, estimated: 0, reserved: 0 },
+          { used: 0, estimated: 0, reserved: 0 },
+        ],
+      });
+      const second = await store.reserve({
+        counters: list,
+        limits,
+        reservationId: 'b',
+        tokens: 600,
+        expiresAtMs: now + 60_000,
+        nowMs: now,
+      });
+      expect(second.ok).toBe(true);
+      // 1 200 reserved ≥ 1 000: the session counter refuses, and the daily one keeps nothing of it.
+      const third = await store.reserve({
+        counters: list,
+        limits,
+        reservationId: 'c',
+        tokens: 10,
+        expiresAtMs: now + 60_000,
+        nowMs: now,
+      });
+      expect(third).toMatchObject({ ok: false, refused: 0 });
+      expect(await store.read(list, now)).toEqual([
+        { used: 0, estimated: 0, reserved: 1_200 },
+        { used: 0, estimated: 0, reserved: 1_200 },
+      ]);
+      expect(
+        await store.settle({
+          counters: list,
+          limits,
+          reservationId: 'a',
+          tokens: 450,
+          estimatedTokens: 0,
+          warnAt: 0.8,
+        }),
+      ).toEqual({ usage: [450, 450], warned: [false, false] });
+      expect(
+        await store.settle({
+          counters: list,
+          limits,
+          reservationId: 'b',
+          tokens: 400,
+          estimatedTokens: 400,
+          warnAt: 0.8,
+        }),
+      ).toEqual({ usage: [850, 850], warned: [true, false] });
+      expect(await store.read(list, now)).toEqual([
+        { used: 850, estimated: 400, reserved: 0 },
+        { used: 850, estimated: 400, reserved: 0 },
+      ]);
+      // The warning is given once per counter.
+      await store.reserve({
+        counters: list,
+        limits,
+        reservationId: 'd',
+        tokens: 10,
+        expiresAtMs: now + 60_000,
+        nowMs: now,
+      });
+      expect(
+        (
+          await store.settle({
+            counters: list,
+            limits,
+            reservationId: 'd',
+            tokens: 10,
+            estimatedTokens: 0,
+            warnAt: 0.8,
+          })
+        ).warned,
+      ).toEqual([false, false]);
+      // A soft counter never refuses.
+      const soft = await store.reserve({
+        counters: list,
+        limits: [
+          { limit: 1, hard: false },
+          { limit: 1, hard: false },
+        ],
+        reservationId: 'e',
+        tokens: 10,
+        expiresAtMs: now + 60_000,
+        nowMs: now,
+      });
+      expect(soft.ok).toBe(true);
+      await store.release(list, 'e');
+      expect((await store.read(list, now))[0]).toEqual({ used: 860, estimated: 400, reserved: 0 });
+      expect(await store.reset(list[0] as BudgetCounter)).toBe(true);
+      expect((await store.read(list, now))[0]).toEqual({ used: 0, estimated: 0, reserved: 0 });
+    });
+
+    it('lets a reservation expire by itself (a replica died mid-request)', async () => {
+      const store = await factory();
+      const list = counters();
+      const limits = [
+        { limit: 100, hard: true },
+        { limit: 100, hard: true },
+      ];
+      expect(
+        (
+          await store.reserve({
+            counters: list,
+            limits,
+            reservationId: 'x',
+            tokens: 100,
+            expiresAtMs: now + 1_000,
+            nowMs: now,
+          })
+        ).ok,
+      ).toBe(true);
+      expect(
+        (
+          await store.reserve({
+            counters: list,
+            limits,
+            reservationId: 'y',
+            tokens: 1,
+            expiresAtMs: now + 1_000,
+            nowMs: now + 500,
+          })
+        ).ok,
+      ).toBe(false);
+      expect(
+        (
+          await store.reserve({
+            counters: list,
+            limits,
+            reservationId: 'y',
+            tokens: 1,
+            expiresAtMs: now + 9_000,
+            nowMs: now + 1_001,
+          })
+        ).ok,
+      ).toBe(true);
+      expect(await store.read(list, now + 1_001)).toEqual([
+        { used: 0, estimated: 0, reserved: 1 },
+        { used: 0, estimated: 0, reserved: 1 },
+      ]);
+    });
+
+    it('admits concurrent reservations only while used + reserved is under a hard limit', async () => {
+      const store = await factory();
+      const list = counters();
+      const limits = [
+        { limit: 1_000, hard: true },
+        { limit: 1_000, hard: true },
+      ];
+      const outcomes = await Promise.all(
+        Array.from({ length: 30 }, (_unused, index) =>
+          store.reserve({
+            counters: list,
+            limits,
+            reservationId: `r${index}`,
+            tokens: 100,
+            expiresAtMs: now + 60_000,
+            nowMs: now,
+          }),
+        ),
+      );
+      expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(10);
+    });
+  });
+}
+
+describeBudgetStoreContract('memory', async () => createMemoryBudgetStore());
+
+const connections: Array<ReturnType<typeof createRedisConnection>> = [];
+const connected = async (connection: ReturnType<typeof createRedisConnection>) => {
+  connections.push(connection);
+  for (let attempt = 0; attempt < 100 && connection.status !== 'ready'; attempt++) await sleep(50);
+  return createRedisBudgetStore({ redis: connection });
+};
+describeBudgetStoreContract('redis-server', () =>
+  connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') })),
+);
+
+let cluster: Promise<RunningCluster> | undefined;
+describeBudgetStoreContract('redis cluster (3 masters)', async () => {
+  cluster ??= startRedisCluster();
+  const { nodes } = await cluster;
+  return connected(createRedisConnection({ mode: 'cluster', nodes }));
+});
+
+afterAll(async () => {
+  for (const connection of connections) connection.disconnect();
+  await (await cluster)?.stop();
+});
