@@ -23,6 +23,10 @@ import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { registerSessionRoutes } from './http/session-routes.js';
 import type { Upstream } from './upstream/upstream.js';
 import { createSessionSummarizer, type SessionSummarizer } from './summarization/session-summarizer.js';
+import { createBudgetService } from './budget/budget-service.js';
+import type { BudgetStore } from './store/budget-store.js';
+import { createMemoryBudgetStore } from './store/memory-budget-store.js';
+import { registerAdminRoutes } from './http/admin-routes.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -34,6 +38,10 @@ export interface AppDependencies {
   sessionStore: SessionStore;
   /** Limits learned from the upstreams' overflow errors; in-process when not given. */
   learnedLimits?: LearnedLimits;
+  /** Token budget counters; in-process when not given. */
+  budgetStore?: BudgetStore;
+  /** Wall-clock milliseconds (budget periods follow it); injected in tests. */
+  clock?: () => number;
   /** Monotonic milliseconds; injected so durations can be controlled in tests. */
   now?: () => number;
   generateRequestId?: () => string;
@@ -112,7 +120,9 @@ export function buildApp(deps: AppDependencies): GatewayApp {
           throw new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.');
         }
       }
-      if (request.url.startsWith('/v1/')) state.credential = authenticator.authenticate(request.headers);
+      // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.
+      if (request.url.startsWith('/v1/') && !request.url.startsWith('/v1/admin/'))
+        state.credential = authenticator.authenticate(request.headers);
     } catch (error) {
       done(error as Error);
       return;
@@ -194,7 +204,16 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
   // Running summarization jobs are abandoned on close: nothing half-stored, retried after a restart.
   app.addHook('onClose', async () => summarizer.close());
+  const budgetStore = deps.budgetStore ?? createMemoryBudgetStore();
+  const budgets = createBudgetService({
+    config,
+    store: budgetStore,
+    metrics,
+    logger,
+    ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+  });
   registerProxyRoutes(app, {
+    budgets,
     config,
     upstream: deps.upstream,
     metrics,
@@ -206,6 +225,11 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
 
   registerSessionRoutes(app, { sessionStore: deps.sessionStore });
+  registerAdminRoutes(app, {
+    config,
+    budgetStore,
+    ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+  });
 
   return {
     app,

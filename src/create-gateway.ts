@@ -11,6 +11,8 @@ import { createUndiciUpstream } from './upstream/undici-upstream.js';
 import { createMemorySessionStore } from './store/memory-session-store.js';
 import { createRedisSessionStore } from './store/redis-session-store.js';
 import { minActiveMessages } from './store/session-store.js';
+import { createMemoryBudgetStore } from './store/memory-budget-store.js';
+import { createRedisBudgetStore } from './store/redis-budget-store.js';
 
 export interface Gateway extends GatewayApp {
   /** Loads the tokenizers' encodings now rather than on the first request that needs them. */
@@ -68,7 +70,13 @@ function connectRedis(config: GatewayConfig, logger: Logger): RedisConnection | 
   return redis;
 }
 
-export function createGateway({ config, logger }: { config: GatewayConfig; logger: Logger }): Gateway {
+export function createGateway(options: {
+  config: GatewayConfig;
+  logger: Logger;
+  /** Wall-clock milliseconds for budget periods (tests move it across a day or month boundary). */
+  clock?: () => number;
+}): Gateway {
+  const { config, logger } = options;
   const redis = connectRedis(config, logger);
   const upstream = createUndiciUpstream({
     timeouts: {
@@ -96,6 +104,8 @@ export function createGateway({ config, logger }: { config: GatewayConfig; logge
     metrics: createMetrics(),
     readiness: { check: () => sessionStore.ping() },
     learnedLimits: redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis }),
+    budgetStore: redis === undefined ? createMemoryBudgetStore() : createRedisBudgetStore({ redis }),
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
 
     tokenizers,
     sessionStore,

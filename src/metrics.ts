@@ -113,6 +113,12 @@ export interface GatewayMetrics {
   summarizationTokensSaved: CounterMetric<never>;
   summarizationCompression: HistogramMetric<never>;
   summarizationDuration: HistogramMetric<'outcome'>;
+  budgetRefusals: CounterMetric<'budget'>;
+  budgetWarnings: CounterMetric<'budget'>;
+  budgetSoftExceeded: CounterMetric<'budget'>;
+  budgetDelays: CounterMetric<'delay_ms'>;
+  budgetTokens: CounterMetric<'source'>;
+  budgetStoreErrors: CounterMetric<never>;
 
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
@@ -202,7 +208,43 @@ export function createMetrics({
     ['outcome'],
     latencyBucketsSeconds,
   );
+  const budgetRefusals = new CounterMetric(
+    'ctxgate_budget_refusals_total',
+    'Requests refused (429 budget_exceeded) by a hard token budget, by budget.',
+    ['budget'],
+  );
+  const budgetWarnings = new CounterMetric(
+    'ctxgate_budget_warnings_total',
+    'Budgets that passed their warning share (budgets.warn_at), once per budget and period.',
+    ['budget'],
+  );
+  const budgetSoftExceeded = new CounterMetric(
+    'ctxgate_budget_soft_exceeded_total',
+    'Requests served over a soft token budget, by budget.',
+    ['budget'],
+  );
+  const budgetDelays = new CounterMetric(
+    'ctxgate_budget_delays_total',
+    'Requests delayed by budget backpressure, by delay.',
+    ['delay_ms'],
+  );
+  const budgetTokens = new CounterMetric(
+    'ctxgate_budget_tokens_total',
+    'Tokens counted against budgets, by source (usage: reported by the upstream; estimate: it reported none).',
+    ['source'],
+  );
+  const budgetStoreErrors = new CounterMetric(
+    'ctxgate_budget_store_errors_total',
+    'Budget checks or counts that failed because the store was unreachable (the request was not limited).',
+    [],
+  );
   const named = {
+    budgetRefusals,
+    budgetWarnings,
+    budgetSoftExceeded,
+    budgetDelays,
+    budgetTokens,
+    budgetStoreErrors,
     requests,
     requestDuration,
     upstreamDuration,

@@ -28,6 +28,9 @@ import { inspectAnswer } from './inspect-answer.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
 import type { UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
 import type { SessionSummarizer } from '../summarization/session-summarizer.js';
+import type { BudgetReservation, BudgetService } from '../budget/budget-service.js';
+import { countMessageTokens } from '../context/token-accounting.js';
+import type { CompletedAnswer } from './relay-response.js';
 
 export interface ProxyRouteDependencies {
   config: GatewayConfig;
@@ -37,6 +40,7 @@ export interface ProxyRouteDependencies {
   sessionStore: SessionStore;
   learnedLimits: LearnedLimits;
   summarizer: SessionSummarizer;
+  budgets: BudgetService;
   now: () => number;
   random?: () => number;
 }
@@ -50,6 +54,7 @@ interface UpstreamCall {
   extraHeaders?: Record<string, string>;
   onReply?: (reply: Record<string, unknown> | undefined) => Promise<unknown>;
   onUsage?: (promptTokens: number) => Record<string, string> | undefined;
+  onCompletion?: (result: CompletedAnswer) => void;
   recovery?: Recovery;
 }
 
@@ -73,7 +78,8 @@ const truncationShare = 0.5;
 const maxRetryWaitMs = 10_000;
 
 export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDependencies): void {
-  const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits, summarizer } = deps;
+  const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits, summarizer, budgets } =
+    deps;
   const random = deps.random ?? Math.random;
 
   /**
@@ -165,6 +171,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           cancellation,
           onReply: call.onReply,
           onUsage: call.onUsage,
+          onCompletion: call.onCompletion,
         };
         if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
           return await relayEventStream(options);
@@ -215,6 +222,23 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     state.model = chatRequest.model;
     state.stream = chatRequest.stream === true;
     const sessionId = sessionIdFrom(request.headers);
+    // SPEC §12: a used-up hard budget is refused and backpressure waits here, before the session is held.
+    const budgetPlan = budgets.plan({
+      tenantId: request.gateway.credential?.tenantId ?? 'anonymous',
+      sessionId,
+      headers: request.headers,
+    });
+    const budgetHeaders: Record<string, string> = {};
+    if (budgetPlan !== undefined) {
+      const admitted = await budgets.admit(budgetPlan).catch((error: unknown) => {
+        if (isGatewayError(error) && error.code === 'budget_exceeded')
+          reply.header('x-budget-remaining', '0');
+        throw error;
+      });
+      Object.assign(budgetHeaders, admitted.headers);
+      reply.headers(budgetHeaders);
+      if (admitted.delayMs > 0) await sleep(admitted.delayMs);
+    }
     const turn =
       sessionId === undefined
         ? undefined
@@ -223,6 +247,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             holdMs: config.sessions.hold_ms,
           });
     if (turn !== undefined) state.session = hashedSessionId(turn.key);
+    let releaseBudget: BudgetReservation | undefined;
     try {
       const target = selectUpstream(config.upstreams, chatRequest.model);
       // SPEC §6: what the upstream taught about this model's window, and the retry ladder's state.
@@ -255,6 +280,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         state.context = prepared.report;
         const extraHeaders = contextResponseHeaders(prepared);
         extraHeaders['x-context-retries'] = String(retries);
+        Object.assign(extraHeaders, budgetHeaders);
         if (turn !== undefined) {
           extraHeaders['x-session-id'] = turn.sessionId;
           extraHeaders['x-session-messages'] = String(turn.messagesAfterCommit);
@@ -271,6 +297,26 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         return { prepared, body, extraHeaders };
       };
       let attempt = render();
+      // The request's expected cost is reserved on its budgets before it is sent.
+      const reservation =
+        budgetPlan === undefined
+          ? undefined
+          : await budgets
+              .reserve(budgetPlan, {
+                promptTokens: attempt.prepared.report.inputTokens * (learned.ratio ?? 1),
+                maxOutputTokens: attempt.prepared.settings.outputReserve,
+              })
+              .catch((error: unknown) => {
+                if (isGatewayError(error) && error.code === 'budget_exceeded')
+                  reply.header('x-budget-remaining', '0');
+                throw error;
+              });
+      if (reservation !== undefined) {
+        Object.assign(budgetHeaders, reservation.headers);
+        Object.assign(attempt.extraHeaders, reservation.headers);
+        reply.headers(reservation.headers);
+      }
+      releaseBudget = reservation;
       const sentSize = (): number =>
         attempt.prepared.report.inputTokens + attempt.prepared.settings.outputReserve;
       const recovery: Recovery = {
@@ -341,6 +387,28 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         streaming: state.stream,
         extraHeaders: attempt.extraHeaders,
         recovery,
+        ...(reservation === undefined
+          ? {}
+          : {
+              onCompletion: (result: CompletedAnswer) => {
+                // Counted from the upstream's usage; estimated (and marked so) when it reported none.
+                const { prepared } = attempt;
+                const promptEstimate = Math.ceil(prepared.report.inputTokens * (learned.ratio ?? 1));
+                const estimated = result.promptTokens === undefined || result.completionTokens === undefined;
+                const completion =
+                  result.completionTokens ??
+                  (result.reply === undefined
+                    ? 0
+                    : countMessageTokens(
+                        result.reply as ContextMessage,
+                        tokenizerFor(config, tokenizers, chatRequest.model),
+                      ));
+                void reservation.settle({
+                  tokens: (result.promptTokens ?? promptEstimate) + completion,
+                  estimated,
+                });
+              },
+            }),
         onUsage: (promptTokens: number): Record<string, string> | undefined => {
           const { prepared } = attempt;
           const estimated = prepared.report.inputTokens;
@@ -394,6 +462,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             }),
       });
     } finally {
+      await releaseBudget?.release();
       await turn?.release();
     }
   });

@@ -45,6 +45,11 @@ export class StreamCompletionTracker {
     return promptTokensIn(Buffer.concat(this.tail));
   }
 
+  /** The last `usage.completion_tokens` in the stream's tail. */
+  completionTokens(): number | undefined {
+    return usageNumberIn(Buffer.concat(this.tail), completionTokensKey);
+  }
+
   /** Call once the upstream body has ended. */
   isComplete(): boolean {
     const end = Buffer.concat(this.tail);
@@ -53,12 +58,18 @@ export class StreamCompletionTracker {
 }
 
 const promptTokensKey = Buffer.from('"prompt_tokens"');
+const completionTokensKey = Buffer.from('"completion_tokens"');
 
 /** `usage.prompt_tokens` near the end of an answer (where OpenAI-style bodies put usage), if any. */
 export function promptTokensIn(body: Buffer): number | undefined {
-  const at = body.lastIndexOf(promptTokensKey);
+  return usageNumberIn(body, promptTokensKey);
+}
+
+/** A usage number (`"key": 123`) near the end of an answer, if any. */
+function usageNumberIn(body: Buffer, key: Buffer): number | undefined {
+  const at = body.lastIndexOf(key);
   if (at < 0 || at < body.length - 4096) return undefined;
-  let index = at + promptTokensKey.length;
+  let index = at + key.length;
   while (index < body.length && (body[index] === 0x20 || body[index] === 0x3a)) index++;
   let value = 0;
   let digits = 0;
@@ -112,6 +123,17 @@ export interface RelayOptions {
    * are added to a whole body's answer (a stream's headers are already sent).
    */
   onUsage?: ((promptTokens: number) => Record<string, string> | undefined) | undefined;
+  /**
+   * Called once a successful answer is complete, with the usage it reported (either number may be
+   * missing) and, when it reported no completion tokens, the assistant's reply to estimate them from.
+   */
+  onCompletion?: ((result: CompletedAnswer) => void) | undefined;
+}
+
+export interface CompletedAnswer {
+  promptTokens: number | undefined;
+  completionTokens: number | undefined;
+  reply: Record<string, unknown> | undefined;
 }
 
 /** Sends a whole (non-streamed) upstream answer with its status and headers. */
@@ -121,8 +143,18 @@ export async function relayWholeBody({
   extraHeaders,
   onReply,
   onUsage,
+  onCompletion,
 }: RelayOptions): Promise<FastifyReply> {
   const body = await response.readAll();
+  // Counted first: the upstream's answer is billed even when storing the session's turn fails.
+  if (onCompletion !== undefined && response.statusCode < 300) {
+    const completionTokens = usageNumberIn(body, completionTokensKey);
+    onCompletion({
+      promptTokens: promptTokensIn(body),
+      completionTokens,
+      reply: completionTokens === undefined ? replyFromBody(body.toString('utf8')) : undefined,
+    });
+  }
   if (onReply !== undefined && response.statusCode < 300) await onReply(replyFromBody(body.toString('utf8')));
   let headers = extraHeaders;
   if (onUsage !== undefined && response.statusCode < 300) {
@@ -142,6 +174,7 @@ export async function relayEventStream({
   cancellation,
   onReply,
   onUsage,
+  onCompletion,
 }: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
@@ -150,7 +183,8 @@ export async function relayEventStream({
   headers['x-accel-buffering'] = 'no';
   raw.writeHead(response.statusCode, headers);
   const tracker = new StreamCompletionTracker();
-  const assembler = onReply === undefined ? undefined : new StreamReplyAssembler();
+  const assembler =
+    onReply === undefined && onCompletion === undefined ? undefined : new StreamReplyAssembler();
   let failure: GatewayError | undefined;
   // With a session, the final `data: [DONE]` waits until the turn is stored, so that a client whose
   // turn could not be stored gets an error event instead of a [DONE] (when [DONE] ends a chunk).
@@ -161,7 +195,7 @@ export async function relayEventStream({
       assembler?.push(chunk);
       let toWrite = chunk;
       heldDone = undefined;
-      if (assembler !== undefined) {
+      if (onReply !== undefined) {
         const marker = doneMarkerAt(chunk);
         if (marker >= 0) {
           heldDone = chunk.subarray(marker);
@@ -185,8 +219,10 @@ export async function relayEventStream({
       ? error
       : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
   }
-  if (failure === undefined && assembler !== undefined && onReply !== undefined) {
-    const assembled = assembler.end();
+  // The upstream's answer is complete (and billed) even when storing the session's turn fails below.
+  const upstreamComplete = failure === undefined;
+  const assembled = upstreamComplete ? assembler?.end() : undefined;
+  if (assembled !== undefined && onReply !== undefined) {
     if (assembled.finished) {
       await onReply(assembled.message).catch((error: unknown) => {
         state.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
@@ -204,6 +240,13 @@ export async function relayEventStream({
   if (failure === undefined && onUsage !== undefined) {
     const promptTokens = tracker.promptTokens();
     if (promptTokens !== undefined) onUsage(promptTokens);
+  }
+  if (upstreamComplete && onCompletion !== undefined) {
+    onCompletion({
+      promptTokens: tracker.promptTokens(),
+      completionTokens: tracker.completionTokens(),
+      reply: assembled?.message,
+    });
   }
   if (heldDone !== undefined && failure === undefined) raw.write(heldDone);
   if (failure !== undefined) {

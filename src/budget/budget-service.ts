@@ -1,0 +1,298 @@
+// Token budgets for the chat route (SPEC §12): resolves a request's budgets, refuses what a hard budget
+// no longer allows (429 budget_exceeded) before anything is held or sent, delays requests as usage nears
+// a limit (backpressure, before the session's hold is taken), reserves each request's expected cost so
+// that concurrent requests on every replica together overshoot a hard budget by at most one request,
+// and settles with the upstream's reported usage. When the budget store is unreachable, budgets are
+// not enforced for that request (logged and counted): Redis trouble never stops stateless traffic.
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { GatewayError } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import type { BudgetCounter, BudgetStore, CounterLimit, CounterUsage } from '../store/budget-store.js';
+import {
+  backpressureDelayMs,
+  budgetPeriod,
+  resolveBudgets,
+  type ActiveBudget,
+  type CounterBudgetName,
+} from './budget-rules.js';
+
+export interface BudgetPlan {
+  tenantId: string;
+  /** Budgets counted in the store, with their counters (same order). */
+  counted: ActiveBudget[];
+  counters: BudgetCounter[];
+  maxRequest: ActiveBudget | undefined;
+  /** The store failed for this request: budgets are not enforced for it. */
+  unavailable: boolean;
+}
+
+export interface BudgetReservation {
+  /** Response headers (`X-Budget-Remaining`, `X-Budget-Warning`). */
+  headers: Record<string, string>;
+  /** Adds what the request cost and drops its reservation; never throws. */
+  settle(usage: { tokens: number; estimated: boolean }): Promise<void>;
+  /** Drops the reservation without counting anything (the request failed before any answer). */
+  release(): Promise<void>;
+}
+
+export interface BudgetService {
+  /** The request's budgets; undefined when none applies (then budgets cost nothing). */
+  plan(input: {
+    tenantId: string;
+    sessionId: string | undefined;
+    headers: IncomingHttpHeaders;
+  }): BudgetPlan | undefined;
+  /** Before the session hold: refuses a used-up hard budget; the backpressure delay to wait. */
+  admit(plan: BudgetPlan): Promise<{ delayMs: number; headers: Record<string, string> }>;
+  /** After rendering: checks max_request_tokens, then reserves the request's expected cost. */
+  reserve(
+    plan: BudgetPlan,
+    cost: { promptTokens: number; maxOutputTokens: number },
+  ): Promise<BudgetReservation>;
+}
+
+const dayTtlSeconds = 40 * 86_400;
+const monthTtlSeconds = 400 * 86_400;
+
+function parseSessionTokensHeader(headers: IncomingHttpHeaders): number | undefined {
+  const raw = headers['x-budget-session-tokens'];
+  if (raw === undefined) return undefined;
+  const text = Array.isArray(raw) ? raw[0] : raw;
+  if (text === undefined || !/^\d{1,15}$/.test(text.trim())) {
+    throw new GatewayError(
+      'invalid_header',
+      'Invalid header x-budget-session-tokens: expected a whole number of tokens.',
+      { param: 'x-budget-session-tokens' },
+    );
+  }
+  return Number(text);
+}
+
+function describeReset(resetsAtMs: number | undefined): string {
+  return resetsAtMs === undefined
+    ? 'it does not reset (it counts the whole session)'
+    : `it resets at ${new Date(resetsAtMs).toISOString()}`;
+}
+
+export function createBudgetService(deps: {
+  config: GatewayConfig;
+  store: BudgetStore;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Wall-clock milliseconds: periods and reservation expiries follow it. */
+  clock?: () => number;
+}): BudgetService {
+  const { config, store, metrics, logger } = deps;
+  const clock = deps.clock ?? Date.now;
+  const { budgets } = config;
+  const reservationMs = config.timeouts.upstream_first_byte_ms + 10 * config.timeouts.upstream_idle_ms;
+
+  const counterFor = (
+    name: CounterBudgetName,
+    tenantId: string,
+    sessionId: string | undefined,
+  ): BudgetCounter => {
+    const period = budgetPeriod(name, clock());
+    if (name === 'session_tokens') {
+      return {
+        name,
+        tenantId,
+        sessionId: sessionId as string,
+        periodId: period.id,
+        ttlSeconds: config.sessions.ttl_seconds,
+      };
+    }
+    return {
+      name,
+      tenantId,
+      periodId: period.id,
+      ttlSeconds: name === 'credential_daily_tokens' ? dayTtlSeconds : monthTtlSeconds,
+    };
+  };
+
+  function exceeded(budget: ActiveBudget, used: number, extra = ''): GatewayError {
+    const resetsAtMs =
+      budget.name === 'max_request_tokens' ? undefined : budgetPeriod(budget.name, clock()).resetsAtMs;
+    metrics.budgetRefusals.inc({ budget: budget.name });
+    return new GatewayError(
+      'budget_exceeded',
+      `Token budget ${budget.name} exceeded: ${used} of ${budget.limit} tokens used${extra}; ${describeReset(resetsAtMs)}.`,
+      { param: budget.name },
+    );
+  }
+
+  function remainingHeader(plan: BudgetPlan, usage: readonly CounterUsage[]): Record<string, string> {
+    if (plan.counted.length === 0) return {};
+    let remaining = Infinity;
+    plan.counted.forEach((budget, index) => {
+      const entry = usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
+      remaining = Math.min(remaining, Math.max(0, budget.limit - entry.used - entry.reserved));
+    });
+    return { 'x-budget-remaining': String(remaining) };
+  }
+
+  function storeFailed(plan: BudgetPlan, error: unknown): void {
+    plan.unavailable = true;
+    metrics.budgetStoreErrors.inc({});
+    logger.warn(
+      { tenant: plan.tenantId.slice(0, 12), err: error instanceof Error ? error.message : String(error) },
+      'budget store unreachable: budgets not enforced for this request',
+    );
+  }
+
+  return {
+    plan({ tenantId, sessionId, headers }) {
+      const presetHeader = headers['x-context-policy'];
+      const presetName = Array.isArray(presetHeader) ? presetHeader[0] : presetHeader;
+      const active = resolveBudgets({
+        defaults: budgets.defaults,
+        credential: budgets.credentials[tenantId],
+        preset: presetName === undefined ? undefined : config.policies[presetName]?.budgets,
+        sessionTokensHeader: parseSessionTokensHeader(headers),
+        sessionMode: sessionId !== undefined,
+      });
+      if (active.length === 0) return undefined;
+      const counted = active.filter((budget) => budget.name !== 'max_request_tokens');
+      return {
+        tenantId,
+        counted,
+        counters: counted.map((budget) => counterFor(budget.name as CounterBudgetName, tenantId, sessionId)),
+        maxRequest: active.find((budget) => budget.name === 'max_request_tokens'),
+        unavailable: false,
+      };
+    },
+
+    async admit(plan) {
+      if (plan.counted.length === 0) return { delayMs: 0, headers: { 'x-budget-delay-ms': '0' } };
+      let usage: CounterUsage[];
+      try {
+        usage = await store.read(plan.counters, clock());
+      } catch (error) {
+        storeFailed(plan, error);
+        return { delayMs: 0, headers: {} };
+      }
+      let share = 0;
+      for (const [index, budget] of plan.counted.entries()) {
+        const entry = usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
+        if (budget.mode === 'hard' && entry.used >= budget.limit) throw exceeded(budget, entry.used);
+        if (budget.limit > 0) share = Math.max(share, (entry.used + entry.reserved) / budget.limit);
+        else if (budget.mode === 'hard') share = 1;
+      }
+      const delayMs = backpressureDelayMs(share, budgets.backpressure);
+      if (delayMs > 0) metrics.budgetDelays.inc({ delay_ms: String(delayMs) });
+      return { delayMs, headers: { ...remainingHeader(plan, usage), 'x-budget-delay-ms': String(delayMs) } };
+    },
+
+    async reserve(plan, cost) {
+      const tokens = Math.max(0, Math.ceil(cost.promptTokens + cost.maxOutputTokens));
+      const headers: Record<string, string> = {};
+      const warnings: string[] = [];
+      const maxRequest = plan.maxRequest;
+      if (maxRequest !== undefined && tokens > maxRequest.limit) {
+        if (maxRequest.mode === 'hard') {
+          metrics.budgetRefusals.inc({ budget: maxRequest.name });
+          throw new GatewayError(
+            'budget_exceeded',
+            `Token budget max_request_tokens exceeded: this request needs about ${tokens} tokens (its prompt and max_tokens), over the limit of ${maxRequest.limit}. Lower max_tokens or send less.`,
+            { param: maxRequest.name },
+          );
+        }
+        metrics.budgetSoftExceeded.inc({ budget: maxRequest.name });
+        warnings.push(`max_request_tokens: about ${tokens} of ${maxRequest.limit} tokens (soft)`);
+      }
+      const noReservation: BudgetReservation = {
+        headers,
+        async settle() {},
+        async release() {},
+      };
+      if (plan.counted.length === 0 || plan.unavailable) {
+        if (warnings.length > 0) headers['x-budget-warning'] = warnings.join('; ');
+        return noReservation;
+      }
+      const limits: CounterLimit[] = plan.counted.map((budget) => ({
+        limit: budget.limit,
+        hard: budget.mode === 'hard',
+      }));
+      const reservationId = randomUUID();
+      const nowMs = clock();
+      let outcome: Awaited<ReturnType<BudgetStore['reserve']>>;
+      try {
+        outcome = await store.reserve({
+          counters: plan.counters,
+          limits,
+          reservationId,
+          tokens,
+          expiresAtMs: nowMs + reservationMs,
+          nowMs,
+        });
+      } catch (error) {
+        storeFailed(plan, error);
+        return noReservation;
+      }
+      if (!outcome.ok) {
+        const budget = plan.counted[outcome.refused] as ActiveBudget;
+        const entry = outcome.usage[outcome.refused] ?? { used: 0, reserved: 0, estimated: 0 };
+        throw exceeded(
+          budget,
+          entry.used,
+          entry.reserved > 0 ? ` and ${entry.reserved} reserved by requests in flight` : '',
+        );
+      }
+      plan.counted.forEach((budget, index) => {
+        const entry = outcome.usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
+        if (budget.mode === 'soft' && entry.used + entry.reserved >= budget.limit) {
+          metrics.budgetSoftExceeded.inc({ budget: budget.name });
+          warnings.push(`${budget.name}: ${entry.used} of ${budget.limit} tokens used (soft)`);
+        }
+      });
+      Object.assign(headers, remainingHeader(plan, outcome.usage));
+      if (warnings.length > 0) headers['x-budget-warning'] = warnings.join('; ');
+      let done = false;
+      return {
+        headers,
+        async settle(usage) {
+          if (done) return;
+          done = true;
+          metrics.budgetTokens.inc({ source: usage.estimated ? 'estimate' : 'usage' }, usage.tokens);
+          try {
+            const settled = await store.settle({
+              counters: plan.counters,
+              limits,
+              reservationId,
+              tokens: usage.tokens,
+              estimatedTokens: usage.estimated ? usage.tokens : 0,
+              warnAt: budgets.warnAt,
+            });
+            settled.warned.forEach((warned, index) => {
+              if (!warned) return;
+              const budget = plan.counted[index] as ActiveBudget;
+              metrics.budgetWarnings.inc({ budget: budget.name });
+              logger.warn(
+                {
+                  tenant: plan.tenantId.slice(0, 12),
+                  budget: budget.name,
+                  mode: budget.mode,
+                  limit: budget.limit,
+                  used: settled.usage[index],
+                  warnAt: budgets.warnAt,
+                },
+                'token budget passed its warning share',
+              );
+            });
+          } catch (error) {
+            // The reservation expires by itself; the tokens are lost to the count (logged).
+            storeFailed(plan, error);
+          }
+        },
+        async release() {
+          if (done) return;
+          done = true;
+          await store.release(plan.counters, reservationId).catch(() => undefined);
+        },
+      };
+    },
+  };
+}
