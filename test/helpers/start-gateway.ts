@@ -34,14 +34,18 @@ export function captureLogs(): { lines: string[]; destination: Writable } {
 }
 
 export async function startGateway(
-  options: { env?: Record<string, string>; configYaml?: string } = {},
+  options: { env?: Record<string, string>; configYaml?: string; clock?: () => number } = {},
 ): Promise<GatewayHarness> {
   const env: Record<string, string> = { LOG_LEVEL: 'info', ...options.env };
   env.CTXGATE_CONFIG = writeConfigFile(options.configYaml ?? '{}\n');
   const config = loadConfig({ env });
   const { lines, destination } = captureLogs();
   const logger = createLogger({ level: config.logLevel, destination });
-  const gateway = createGateway({ config, logger });
+  const gateway = createGateway({
+    config,
+    logger,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+  });
   const address = await gateway.app.listen({ port: 0, host: '127.0.0.1' });
   return {
     baseUrl: `${address}/v1`,
