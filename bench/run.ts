@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import { Pool, request } from 'undici';
 import { FakeUpstream } from '../test/helpers/fake-upstream.js';
-import { startServerProcess, type ServerProcess } from './process-helpers.js';
+import { startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 
 const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8');
 const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
