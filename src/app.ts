@@ -153,7 +153,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
         stream: state.stream,
         upstream: state.upstreamName,
         upstreamStatus: state.upstreamStatus,
-        tenant: state.credential?.tenantId.slice(0, 12),
+        tenant: state.credential?.tenantId,
         session: state.session,
         errorCode: state.errorCode,
         streamErrorCode: state.streamErrorCode,

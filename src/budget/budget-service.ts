@@ -138,7 +138,7 @@ export function createBudgetService(deps: {
     plan.unavailable = true;
     metrics.budgetStoreErrors.inc({});
     logger.warn(
-      { tenant: plan.tenantId.slice(0, 12), err: error instanceof Error ? error.message : String(error) },
+      { tenant: plan.tenantId, err: error instanceof Error ? error.message : String(error) },
       'budget store unreachable: budgets not enforced for this request',
     );
   }
@@ -272,7 +272,7 @@ export function createBudgetService(deps: {
               metrics.budgetWarnings.inc({ budget: budget.name });
               logger.warn(
                 {
-                  tenant: plan.tenantId.slice(0, 12),
+                  tenant: plan.tenantId,
                   budget: budget.name,
                   mode: budget.mode,
                   limit: budget.limit,
