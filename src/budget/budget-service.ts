@@ -30,8 +30,10 @@ export interface BudgetPlan {
 }
 
 export interface BudgetReservation {
-  /** Response headers (`X-Budget-Remaining`, `X-Budget-Warning`). */
+  /** Response headers (`X-Budget-Remaining`, `X-Budget-Warning`, `X-Budget-Delay-Ms`). */
   headers: Record<string, string>;
+  /** Backpressure to wait before forwarding (only when asked for). */
+  delayMs: number;
   /** Adds what the request cost and drops its reservation; never throws. */
   settle(usage: { tokens: number; estimated: boolean }): Promise<void>;
   /** Drops the reservation without counting anything (the request failed before any answer). */
@@ -47,10 +49,14 @@ export interface BudgetService {
   }): BudgetPlan | undefined;
   /** Before the session hold: refuses a used-up hard budget; the backpressure delay to wait. */
   admit(plan: BudgetPlan): Promise<{ delayMs: number; headers: Record<string, string> }>;
-  /** After rendering: checks max_request_tokens, then reserves the request's expected cost. */
+  /**
+   * After rendering: checks max_request_tokens, then reserves the request's expected cost. With
+   * `backpressure` (a request that holds nothing, so it may wait now: one store call instead of two),
+   * the reservation also says how long to wait before forwarding.
+   */
   reserve(
     plan: BudgetPlan,
-    cost: { promptTokens: number; maxOutputTokens: number },
+    cost: { promptTokens: number; maxOutputTokens: number; backpressure: boolean },
   ): Promise<BudgetReservation>;
 }
 
@@ -134,6 +140,19 @@ export function createBudgetService(deps: {
     return { 'x-budget-remaining': String(remaining) };
   }
 
+  /** The backpressure delay for the most used budget (reservations included). */
+  function backpressureFor(plan: BudgetPlan, usage: readonly CounterUsage[]): number {
+    let share = 0;
+    for (const [index, budget] of plan.counted.entries()) {
+      const entry = usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
+      if (budget.limit > 0) share = Math.max(share, (entry.used + entry.reserved) / budget.limit);
+      else if (budget.mode === 'hard') share = 1;
+    }
+    const delayMs = backpressureDelayMs(share, budgets.backpressure);
+    if (delayMs > 0) metrics.budgetDelays.inc({ delay_ms: String(delayMs) });
+    return delayMs;
+  }
+
   function storeFailed(plan: BudgetPlan, error: unknown): void {
     plan.unavailable = true;
     metrics.budgetStoreErrors.inc({});
@@ -174,15 +193,11 @@ export function createBudgetService(deps: {
         storeFailed(plan, error);
         return { delayMs: 0, headers: {} };
       }
-      let share = 0;
       for (const [index, budget] of plan.counted.entries()) {
         const entry = usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
         if (budget.mode === 'hard' && entry.used >= budget.limit) throw exceeded(budget, entry.used);
-        if (budget.limit > 0) share = Math.max(share, (entry.used + entry.reserved) / budget.limit);
-        else if (budget.mode === 'hard') share = 1;
       }
-      const delayMs = backpressureDelayMs(share, budgets.backpressure);
-      if (delayMs > 0) metrics.budgetDelays.inc({ delay_ms: String(delayMs) });
+      const delayMs = backpressureFor(plan, usage);
       return { delayMs, headers: { ...remainingHeader(plan, usage), 'x-budget-delay-ms': String(delayMs) } };
     },
 
@@ -205,6 +220,7 @@ export function createBudgetService(deps: {
       }
       const noReservation: BudgetReservation = {
         headers,
+        delayMs: 0,
         async settle() {},
         async release() {},
       };
@@ -250,9 +266,12 @@ export function createBudgetService(deps: {
       });
       Object.assign(headers, remainingHeader(plan, outcome.usage));
       if (warnings.length > 0) headers['x-budget-warning'] = warnings.join('; ');
+      const delayMs = cost.backpressure ? backpressureFor(plan, outcome.usage) : 0;
+      if (cost.backpressure) headers['x-budget-delay-ms'] = String(delayMs);
       let done = false;
       return {
         headers,
+        delayMs,
         async settle(usage) {
           if (done) return;
           done = true;

@@ -229,7 +229,8 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       headers: request.headers,
     });
     const budgetHeaders: Record<string, string> = {};
-    if (budgetPlan !== undefined) {
+    // A session request waits before its session is held; a stateless one waits after its reservation.
+    if (budgetPlan !== undefined && sessionId !== undefined) {
       const admitted = await budgets.admit(budgetPlan).catch((error: unknown) => {
         if (isGatewayError(error) && error.code === 'budget_exceeded')
           reply.header('x-budget-remaining', '0');
@@ -305,6 +306,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
               .reserve(budgetPlan, {
                 promptTokens: attempt.prepared.report.inputTokens * (learned.ratio ?? 1),
                 maxOutputTokens: attempt.prepared.settings.outputReserve,
+                backpressure: turn === undefined,
               })
               .catch((error: unknown) => {
                 if (isGatewayError(error) && error.code === 'budget_exceeded')
@@ -315,6 +317,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         Object.assign(budgetHeaders, reservation.headers);
         Object.assign(attempt.extraHeaders, reservation.headers);
         reply.headers(reservation.headers);
+        if (reservation.delayMs > 0) await sleep(reservation.delayMs);
       }
       releaseBudget = reservation;
       const sentSize = (): number =>

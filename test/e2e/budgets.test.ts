@@ -283,6 +283,36 @@ describe('backpressure', () => {
           expect(heldDuringDelay).toBe(false);
         }
       }
+      // A stateless request holds nothing: it waits after its reservation, by the same steps.
+      const clockMs = Date.UTC(2034, 3, 4, 5);
+      const daily = await gatewayWith(
+        ['budgets:', '  defaults:', '    credential_daily_tokens: { limit: 10000, mode: hard }', ''].join(
+          '\n',
+        ),
+        { clock: () => clockMs },
+      );
+      try {
+        const counter = {
+          name: 'credential_daily_tokens' as const,
+          tenantId,
+          periodId: '2034-04-04',
+          ttlSeconds: 3_600,
+        };
+        await store.settle({
+          counters: [counter],
+          limits: [{ limit: 0, hard: true }],
+          reservationId: 'seed',
+          tokens: 8_600,
+          estimatedTokens: 0,
+          warnAt: 1,
+        });
+        const answer = await chat(daily, 'Stateless under pressure.');
+        expect(answer.status).toBe(200);
+        expect(answer.headers.get('x-budget-delay-ms')).toBe('300');
+        expect(answer.headers.get('x-budget-remaining')).toBe('1400');
+      } finally {
+        await daily.close();
+      }
     } finally {
       redis.disconnect();
       raw.disconnect();
