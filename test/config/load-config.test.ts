@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load-config.js';
 import { builtInPolicy } from '../../src/config/policy-defaults.js';
+import { createAuthenticator } from '../../src/http/authenticate.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 function problemsOf(env: Record<string, string>): readonly string[] {
@@ -138,6 +139,26 @@ describe('loadConfig', () => {
     expect({ ...shipped, context: undefined }).toEqual({ ...builtIn, context: undefined });
   });
 
+  it('keys per-credential budgets by the tenant id the authenticator gives that key', () => {
+    const yaml =
+      'budgets:\n  defaults:\n    session_tokens: { limit: 100 }\n  credentials:\n    - key_env: TEAM_KEY\n      credential_daily_tokens: { limit: 5, mode: soft }\n';
+    const withGatewayKeys = loadConfig({
+      env: { CTXGATE_CONFIG: writeConfigFile(yaml), GATEWAY_API_KEYS: 'team-a-key', TEAM_KEY: 'team-a-key' },
+    });
+    const gatewayTenant = createAuthenticator({ gatewayApiKeys: ['team-a-key'] }).authenticate({
+      authorization: 'Bearer team-a-key',
+    }).tenantId;
+    expect(withGatewayKeys.budgets.credentials).toEqual({
+      [gatewayTenant]: { credential_daily_tokens: { limit: 5, mode: 'soft' } },
+    });
+    expect(withGatewayKeys.budgets.defaults).toEqual({ session_tokens: { limit: 100, mode: 'hard' } });
+    const passThrough = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile(yaml), TEAM_KEY: 'sk-team' } });
+    const passThroughTenant = createAuthenticator({ gatewayApiKeys: [] }).authenticate({
+      authorization: 'Bearer sk-team',
+    }).tenantId;
+    expect(Object.keys(passThrough.budgets.credentials)).toEqual([passThroughTenant]);
+  });
+
   it('returns a frozen config', () => {
     const config = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile('{}') } });
     expect(Object.isFrozen(config)).toBe(true);
@@ -187,6 +208,23 @@ describe('loadConfig', () => {
       name: 'a duplicate upstream name',
       yaml: 'upstreams:\n  - name: default\n    base_url: http://host/v1\n    models: ["*"]\n',
       problems: (path) => [`${path}: upstreams[0].name: "default" is used twice`],
+    },
+    {
+      name: 'an unset budget key variable',
+      yaml: 'budgets:\n  credentials:\n    - key_env: TEAM_KEY\n      credential_daily_tokens: { limit: 5 }\n',
+      problems: (path) => [
+        `${path}: budgets.credentials[0].key_env: environment variable TEAM_KEY is not set`,
+      ],
+    },
+    {
+      name: 'summarize_to not below summarize_at in a preset',
+      yaml: 'policies:\n  odd:\n    summarize_to: 0.8\n',
+      problems: (path) => [`${path}: policies.odd: summarize_to (0.8) must be below summarize_at (0.75)`],
+    },
+    {
+      name: 'an admin key that is also a gateway key',
+      env: { GATEWAY_API_KEYS: 'shared-key', ADMIN_API_KEY: 'shared-key' },
+      problems: () => ['ADMIN_API_KEY: must differ from every gateway key'],
     },
     {
       name: 'invalid YAML',
