@@ -46,6 +46,12 @@ export function registerAdminRoutes(
     return value;
   }
 
+  function sessionOf(params: { tenant: string; session: string }): { tenantId: string; sessionId: string } {
+    if (!sessionIdPattern.test(params.session))
+      throw new GatewayError('invalid_request', 'Invalid session id.', { param: 'session' });
+    return { tenantId: tenantOf(params.tenant), sessionId: params.session };
+  }
+
   function counterOf(name: CounterBudgetName, tenantId: string, sessionId?: string): BudgetCounter {
     const periodId = budgetPeriod(name, clock()).id;
     return sessionId === undefined
@@ -132,10 +138,7 @@ export function registerAdminRoutes(
   app.get<{ Params: { tenant: string; session: string } }>(
     '/v1/admin/budgets/sessions/:tenant/:session',
     async (request) => {
-      const tenantId = tenantOf(request.params.tenant);
-      const sessionId = request.params.session;
-      if (!sessionIdPattern.test(sessionId))
-        throw new GatewayError('invalid_request', 'Invalid session id.', { param: 'session' });
+      const { tenantId, sessionId } = sessionOf(request.params);
       return {
         object: 'budget.usage',
         tenant: tenantId,
@@ -148,10 +151,7 @@ export function registerAdminRoutes(
   app.delete<{ Params: { tenant: string; session: string } }>(
     '/v1/admin/budgets/sessions/:tenant/:session',
     async (request) => {
-      const tenantId = tenantOf(request.params.tenant);
-      const sessionId = request.params.session;
-      if (!sessionIdPattern.test(sessionId))
-        throw new GatewayError('invalid_request', 'Invalid session id.', { param: 'session' });
+      const { tenantId, sessionId } = sessionOf(request.params);
       await budgetStore.reset(counterOf('session_tokens', tenantId, sessionId)).catch(unavailable);
       return { object: 'budget.reset', tenant: tenantId, session: sessionId, reset: ['session_tokens'] };
     },

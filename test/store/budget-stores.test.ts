@@ -21,6 +21,16 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
       ];
     };
     const now = Date.now();
+    /** A reservation of `tokens` that expires at `expiresAtMs`, checked at `nowMs`. */
+    const reserveOn = (
+      store: BudgetStore,
+      list: BudgetCounter[],
+      limits: Array<{ limit: number; hard: boolean }>,
+      reservationId: string,
+      tokens: number,
+      expiresAtMs = now + 60_000,
+      nowMs = now,
+    ) => store.reserve({ counters: list, limits, reservationId, tokens, expiresAtMs, nowMs });
 
     it('reserves, settles and reads; a hard counter refuses once used + reserved reach its limit', async () => {
       const store = await factory();
@@ -29,14 +39,7 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
         { limit: 1_000, hard: true },
         { limit: 100_000, hard: true },
       ];
-      const first = await store.reserve({
-        counters: list,
-        limits,
-        reservationId: 'a',
-        tokens: 600,
-        expiresAtMs: now + 60_000,
-        nowMs: now,
-      });
+      const first = await reserveOn(store, list, limits, 'a', 600, now + 60_000, now);
       expect(first).toEqual({
         ok: true,
         usage: [
@@ -44,24 +47,10 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
           { used: 0, estimated: 0, reserved: 0 },
         ],
       });
-      const second = await store.reserve({
-        counters: list,
-        limits,
-        reservationId: 'b',
-        tokens: 600,
-        expiresAtMs: now + 60_000,
-        nowMs: now,
-      });
+      const second = await reserveOn(store, list, limits, 'b', 600, now + 60_000, now);
       expect(second.ok).toBe(true);
       // 1 200 reserved ≥ 1 000: the session counter refuses, and the daily one keeps nothing of it.
-      const third = await store.reserve({
-        counters: list,
-        limits,
-        reservationId: 'c',
-        tokens: 10,
-        expiresAtMs: now + 60_000,
-        nowMs: now,
-      });
+      const third = await reserveOn(store, list, limits, 'c', 10, now + 60_000, now);
       expect(third).toMatchObject({ ok: false, refused: 0 });
       expect(await store.read(list, now)).toEqual([
         { used: 0, estimated: 0, reserved: 1_200 },
@@ -92,14 +81,7 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
         { used: 850, estimated: 400, reserved: 0 },
       ]);
       // The warning is given once per counter.
-      await store.reserve({
-        counters: list,
-        limits,
-        reservationId: 'd',
-        tokens: 10,
-        expiresAtMs: now + 60_000,
-        nowMs: now,
-      });
+      await reserveOn(store, list, limits, 'd', 10, now + 60_000, now);
       expect(
         (
           await store.settle({
@@ -138,42 +120,9 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
         { limit: 100, hard: true },
         { limit: 100, hard: true },
       ];
-      expect(
-        (
-          await store.reserve({
-            counters: list,
-            limits,
-            reservationId: 'x',
-            tokens: 100,
-            expiresAtMs: now + 1_000,
-            nowMs: now,
-          })
-        ).ok,
-      ).toBe(true);
-      expect(
-        (
-          await store.reserve({
-            counters: list,
-            limits,
-            reservationId: 'y',
-            tokens: 1,
-            expiresAtMs: now + 1_000,
-            nowMs: now + 500,
-          })
-        ).ok,
-      ).toBe(false);
-      expect(
-        (
-          await store.reserve({
-            counters: list,
-            limits,
-            reservationId: 'y',
-            tokens: 1,
-            expiresAtMs: now + 9_000,
-            nowMs: now + 1_001,
-          })
-        ).ok,
-      ).toBe(true);
+      expect((await reserveOn(store, list, limits, 'x', 100, now + 1_000, now)).ok).toBe(true);
+      expect((await reserveOn(store, list, limits, 'y', 1, now + 1_000, now + 500)).ok).toBe(false);
+      expect((await reserveOn(store, list, limits, 'y', 1, now + 9_000, now + 1_001)).ok).toBe(true);
       expect(await store.read(list, now + 1_001)).toEqual([
         { used: 0, estimated: 0, reserved: 1 },
         { used: 0, estimated: 0, reserved: 1 },
@@ -189,14 +138,7 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
       ];
       const outcomes = await Promise.all(
         Array.from({ length: 30 }, (_unused, index) =>
-          store.reserve({
-            counters: list,
-            limits,
-            reservationId: `r${index}`,
-            tokens: 100,
-            expiresAtMs: now + 60_000,
-            nowMs: now,
-          }),
+          reserveOn(store, list, limits, `r${index}`, 100, now + 60_000, now),
         ),
       );
       expect(outcomes.filter((outcome) => outcome.ok)).toHaveLength(10);
