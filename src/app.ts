@@ -193,17 +193,6 @@ export function buildApp(deps: AppDependencies): GatewayApp {
 
   registerOperationalRoutes(app, { metrics, readiness: deps.readiness, isClosing: () => closing });
   const learnedLimits = deps.learnedLimits ?? createMemoryLearnedLimits();
-  const summarizer = createSessionSummarizer({
-    config,
-    store: deps.sessionStore,
-    upstream: deps.upstream,
-    tokenizers: deps.tokenizers,
-    metrics,
-    learnedLimits,
-    logger,
-  });
-  // Running summarization jobs are abandoned on close: nothing half-stored, retried after a restart.
-  app.addHook('onClose', async () => summarizer.close());
   const budgetStore = deps.budgetStore ?? createMemoryBudgetStore();
   const budgets = createBudgetService({
     config,
@@ -212,6 +201,18 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     logger,
     ...(deps.clock === undefined ? {} : { clock: deps.clock }),
   });
+  const summarizer = createSessionSummarizer({
+    config,
+    store: deps.sessionStore,
+    upstream: deps.upstream,
+    tokenizers: deps.tokenizers,
+    metrics,
+    learnedLimits,
+    logger,
+    budgets,
+  });
+  // Running summarization jobs are abandoned on close: nothing half-stored, retried after a restart.
+  app.addHook('onClose', async () => summarizer.close());
   registerProxyRoutes(app, {
     budgets,
     config,

@@ -47,6 +47,16 @@ export interface BudgetService {
     sessionId: string | undefined;
     headers: IncomingHttpHeaders;
   }): BudgetPlan | undefined;
+  /**
+   * Work the gateway does for a session on its own (summarization): false when a hard budget of the
+   * session or its credential is used up, so the work is not started.
+   */
+  allowsBackgroundWork(input: { tenantId: string; sessionId: string }): Promise<boolean>;
+  /** Counts the tokens of such work against the session's and its credential's budgets. */
+  charge(
+    input: { tenantId: string; sessionId: string },
+    usage: { tokens: number; estimated: boolean },
+  ): Promise<void>;
   /** Before the session hold: refuses a used-up hard budget; the backpressure delay to wait. */
   admit(plan: BudgetPlan): Promise<{ delayMs: number; headers: Record<string, string> }>;
   /**
@@ -153,6 +163,48 @@ export function createBudgetService(deps: {
     return delayMs;
   }
 
+  /** Adds what a request cost to its counters (dropping its reservation); logs a first warning. */
+  async function count(
+    plan: BudgetPlan,
+    limits: readonly CounterLimit[],
+    reservationId: string,
+    usage: { tokens: number; estimated: boolean },
+  ): Promise<void> {
+    metrics.budgetTokens.inc({ source: usage.estimated ? 'estimate' : 'usage' }, usage.tokens);
+    try {
+      const settled = await store.settle({
+        counters: plan.counters,
+        limits,
+        reservationId,
+        tokens: usage.tokens,
+        estimatedTokens: usage.estimated ? usage.tokens : 0,
+        warnAt: budgets.warnAt,
+      });
+      settled.warned.forEach((warned, index) => {
+        if (!warned) return;
+        const budget = plan.counted[index] as ActiveBudget;
+        metrics.budgetWarnings.inc({ budget: budget.name });
+        logger.warn(
+          {
+            tenant: plan.tenantId,
+            budget: budget.name,
+            mode: budget.mode,
+            limit: budget.limit,
+            used: settled.usage[index],
+            warnAt: budgets.warnAt,
+          },
+          'token budget passed its warning share',
+        );
+      });
+    } catch (error) {
+      // A reservation expires by itself; the tokens are lost to the count (logged).
+      storeFailed(plan, error);
+    }
+  }
+
+  const limitsOf = (plan: BudgetPlan): CounterLimit[] =>
+    plan.counted.map((budget) => ({ limit: budget.limit, hard: budget.mode === 'hard' }));
+
   function storeFailed(plan: BudgetPlan, error: unknown): void {
     plan.unavailable = true;
     metrics.budgetStoreErrors.inc({});
@@ -182,6 +234,25 @@ export function createBudgetService(deps: {
         maxRequest: active.find((budget) => budget.name === 'max_request_tokens'),
         unavailable: false,
       };
+    },
+
+    async allowsBackgroundWork({ tenantId, sessionId }) {
+      const plan = this.plan({ tenantId, sessionId, headers: {} });
+      if (plan === undefined || plan.counted.length === 0) return true;
+      try {
+        const usage = await store.read(plan.counters, clock());
+        return plan.counted.every(
+          (budget, index) => budget.mode !== 'hard' || (usage[index]?.used ?? 0) < budget.limit,
+        );
+      } catch {
+        return true;
+      }
+    },
+
+    async charge({ tenantId, sessionId }, usage) {
+      const plan = this.plan({ tenantId, sessionId, headers: {} });
+      if (plan === undefined || plan.counted.length === 0) return;
+      await count(plan, limitsOf(plan), randomUUID(), usage);
     },
 
     async admit(plan) {
@@ -228,10 +299,7 @@ export function createBudgetService(deps: {
         if (warnings.length > 0) headers['x-budget-warning'] = warnings.join('; ');
         return noReservation;
       }
-      const limits: CounterLimit[] = plan.counted.map((budget) => ({
-        limit: budget.limit,
-        hard: budget.mode === 'hard',
-      }));
+      const limits = limitsOf(plan);
       const reservationId = randomUUID();
       const nowMs = clock();
       let outcome: Awaited<ReturnType<BudgetStore['reserve']>>;
@@ -275,36 +343,7 @@ export function createBudgetService(deps: {
         async settle(usage) {
           if (done) return;
           done = true;
-          metrics.budgetTokens.inc({ source: usage.estimated ? 'estimate' : 'usage' }, usage.tokens);
-          try {
-            const settled = await store.settle({
-              counters: plan.counters,
-              limits,
-              reservationId,
-              tokens: usage.tokens,
-              estimatedTokens: usage.estimated ? usage.tokens : 0,
-              warnAt: budgets.warnAt,
-            });
-            settled.warned.forEach((warned, index) => {
-              if (!warned) return;
-              const budget = plan.counted[index] as ActiveBudget;
-              metrics.budgetWarnings.inc({ budget: budget.name });
-              logger.warn(
-                {
-                  tenant: plan.tenantId,
-                  budget: budget.name,
-                  mode: budget.mode,
-                  limit: budget.limit,
-                  used: settled.usage[index],
-                  warnAt: budgets.warnAt,
-                },
-                'token budget passed its warning share',
-              );
-            });
-          } catch (error) {
-            // The reservation expires by itself; the tokens are lost to the count (logged).
-            storeFailed(plan, error);
-          }
+          await count(plan, limits, reservationId, usage);
         },
         async release() {
           if (done) return;

@@ -30,6 +30,7 @@ import { hashedSessionId, type SessionKey, type SessionStore } from '../store/se
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import type { Upstream } from '../upstream/upstream.js';
+import type { BudgetService } from '../budget/budget-service.js';
 
 export interface AfterTurnInput {
   key: SessionKey;
@@ -78,6 +79,8 @@ export function createSessionSummarizer(deps: {
   metrics: GatewayMetrics;
   learnedLimits: LearnedLimits;
   logger: Logger;
+  /** Summaries are paid like any request: counted against the session's and its credential's budgets. */
+  budgets?: BudgetService;
   now?: () => number;
 }): SessionSummarizer {
   const { config, store, upstream, tokenizers, metrics, logger } = deps;
@@ -201,8 +204,24 @@ export function createSessionSummarizer(deps: {
         summarizerInputTokens: request.inputTokens,
       });
 
+      const budgetKey = { tenantId: key.tenantId, sessionId: key.sessionId };
+      if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(budgetKey)))
+        return { outcome: 'skipped', reason: 'budget_exhausted' };
       const answer = await callSummarizer(input, target, summaryModel, request.messages);
       if ('failure' in answer) return { outcome: 'failed', reason: answer.failure };
+      if (deps.budgets !== undefined) {
+        // The call was billed whatever the guard decides: counted from its usage, else estimated.
+        const reported =
+          answer.promptTokens !== undefined && answer.completionTokens !== undefined
+            ? answer.promptTokens + answer.completionTokens
+            : undefined;
+        await deps.budgets.charge(budgetKey, {
+          tokens:
+            reported ??
+            request.inputTokens + tokenizers.forEncoding(settings.model.tokenizer).count(answer.text),
+          estimated: reported === undefined,
+        });
+      }
       const verdict = judgeSummary({
         text: answer.text,
         finishReason: answer.finishReason,
@@ -255,7 +274,15 @@ export function createSessionSummarizer(deps: {
     target: ReturnType<typeof selectUpstream>,
     summaryModel: string,
     messages: ContextMessage[],
-  ): Promise<{ text: string; finishReason: string | undefined } | { failure: string }> {
+  ): Promise<
+    | {
+        text: string;
+        finishReason: string | undefined;
+        promptTokens: number | undefined;
+        completionTokens: number | undefined;
+      }
+    | { failure: string }
+  > {
     const credentialHeaders: IncomingHttpHeaders = {};
     for (const name of credentialHeaderNames) {
       const value = input.clientHeaders[name];
@@ -293,12 +320,17 @@ export function createSessionSummarizer(deps: {
       if (response.statusCode !== 200) return { failure: `upstream_status_${response.statusCode}` };
       const parsed = JSON.parse(body.toString('utf8')) as {
         choices?: Array<{ message?: { content?: unknown }; finish_reason?: string }>;
+        usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
       };
       const choice = parsed.choices?.[0];
       const content = choice?.message?.content;
+      const usageNumber = (value: unknown): number | undefined =>
+        typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
       return {
         text: typeof content === 'string' ? content : '',
         finishReason: choice?.finish_reason,
+        promptTokens: usageNumber(parsed.usage?.prompt_tokens),
+        completionTokens: usageNumber(parsed.usage?.completion_tokens),
       };
     } catch (error) {
       if (timedOut) return { failure: 'timeout' };

@@ -5,6 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { passThroughTenantId } from '../../src/config/tenant-id.js';
+import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
+import { createRedisConnection } from '../../src/store/redis-client.js';
 import { countPromptTokens, FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
 
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -307,6 +310,52 @@ describe('summarization jobs', () => {
     expect(stored.summary?.covers.to_message).toBeGreaterThan(2);
     expect(stored.counts.total).toBe(2 * next);
     expect(stored.counts.active).toBeLessThan(stored.counts.total);
+  });
+
+  it("counts summary calls against the session's budget, like any request", async () => {
+    const budgeted = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+      configYaml: `${configYaml}budgets:\n  defaults:\n    session_tokens: { limit: 100000000, mode: hard }\n`,
+    });
+    const redis = createRedisConnection({ mode: 'standalone', url: inject('redisUrl') });
+    try {
+      await waitUntilReady(budgeted);
+      const sessionId = `budgeted-${randomUUID()}`;
+      const client = clientFor(budgeted, sessionId);
+      fake.requests.length = 0;
+      let chatTokens = 0;
+      for (let index = 0; index < 16; index++) {
+        const completion = await client.chat.completions.create({
+          model,
+          messages: [
+            {
+              role: 'user',
+              content: `${filler(400, index)}\nFact ${index}: the access code for vault ${index} is ${codeFor(index)}.`,
+            },
+          ],
+        });
+        chatTokens += completion.usage?.total_tokens ?? Number.NaN;
+      }
+      await budgeted.gateway.summarizer.idle();
+      const summaryPrompts = fake.summaryRequests.reduce(
+        (sum, request) => sum + (request.promptTokens ?? 0),
+        0,
+      );
+      expect(summaryPrompts).toBeGreaterThan(0);
+      while (redis.status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 20));
+      const tenantId = passThroughTenantId('Bearer sk-summaries');
+      const [usage] = await createRedisBudgetStore({ redis }).read(
+        [{ name: 'session_tokens', tenantId, sessionId, periodId: 'lifetime', ttlSeconds: 60 }],
+        Date.now(),
+      );
+      // The conversation's own usage, plus each summary call's prompt and its (short) answer.
+      expect(usage?.used).toBeGreaterThan(chatTokens + summaryPrompts);
+      expect(usage?.used).toBeLessThan(chatTokens + summaryPrompts + 2_000);
+      expect(usage?.estimated).toBe(0);
+    } finally {
+      redis.disconnect();
+      await budgeted.close();
+    }
   });
 
   it('runs one job per session across two gateways, and never makes the triggering request wait', async () => {
