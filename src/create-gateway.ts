@@ -1,6 +1,7 @@
 // Builds the real infrastructure named by a GatewayConfig (Redis connection, undici upstream, metrics)
 // and hands it to buildApp. main.ts and the end-to-end tests both start the gateway through here.
 import { createMemoryLearnedLimits, createRedisLearnedLimits } from './store/learned-limits.js';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { buildApp, type GatewayApp } from './app.js';
 import type { GatewayConfig } from './config/gateway-config.js';
@@ -110,6 +111,14 @@ export function createGateway(options: {
     tokenizers,
     sessionStore,
   });
+  // Connections that never sent a byte (a client's pool may open one ahead of use) are not "idle" to
+  // Node's closeIdleConnections, and would hold server.close() until the request timeout.
+  const silentSockets = new Set<Socket>();
+  gatewayApp.app.server.on('connection', (socket: Socket) => {
+    silentSockets.add(socket);
+    socket.once('data', () => silentSockets.delete(socket));
+    socket.once('close', () => silentSockets.delete(socket));
+  });
   return {
     ...gatewayApp,
     warmUp() {
@@ -120,7 +129,10 @@ export function createGateway(options: {
     async close() {
       // server.close() drops only the connections idle at that moment; a connection whose last stream
       // finishes during the drain would otherwise stay open until its keep-alive timeout.
-      const sweep = setInterval(() => gatewayApp.app.server.closeIdleConnections(), 100);
+      const sweep = setInterval(() => {
+        gatewayApp.app.server.closeIdleConnections();
+        for (const socket of silentSockets) socket.destroy();
+      }, 100);
       try {
         await gatewayApp.app.close();
       } finally {

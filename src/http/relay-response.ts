@@ -124,8 +124,9 @@ export interface RelayOptions {
    */
   onUsage?: ((promptTokens: number) => Record<string, string> | undefined) | undefined;
   /**
-   * Called once a successful answer is complete, with the usage it reported (either number may be
-   * missing) and, when it reported no completion tokens, the assistant's reply to estimate them from.
+   * Called once a successful (2xx) answer has ended — complete, broken off, or left by the client — with
+   * the usage it reported (either number may be missing) and the assistant's reply (whole or partial)
+   * to estimate from.
    */
   onCompletion?: ((result: CompletedAnswer) => void) | undefined;
 }
@@ -213,6 +214,12 @@ export async function relayEventStream({
   } catch (error) {
     if (cancellation.aborted || raw.destroyed) {
       raw.destroy();
+      // The upstream generated (and bills) what was streamed before the client left.
+      onCompletion?.({
+        promptTokens: tracker.promptTokens(),
+        completionTokens: tracker.completionTokens(),
+        reply: assembler?.end().message,
+      });
       return;
     }
     failure = isGatewayError(error)
@@ -221,8 +228,8 @@ export async function relayEventStream({
   }
   // The upstream's answer is complete (and billed) even when storing the session's turn fails below.
   const upstreamComplete = failure === undefined;
-  const assembled = upstreamComplete ? assembler?.end() : undefined;
-  if (assembled !== undefined && onReply !== undefined) {
+  const assembled = assembler?.end();
+  if (upstreamComplete && assembled !== undefined && onReply !== undefined) {
     if (assembled.finished) {
       await onReply(assembled.message).catch((error: unknown) => {
         state.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
@@ -241,7 +248,8 @@ export async function relayEventStream({
     const promptTokens = tracker.promptTokens();
     if (promptTokens !== undefined) onUsage(promptTokens);
   }
-  if (upstreamComplete && onCompletion !== undefined) {
+  // A stream that broke off was billed for what it produced too: counted (as an estimate) either way.
+  if (onCompletion !== undefined) {
     onCompletion({
       promptTokens: tracker.promptTokens(),
       completionTokens: tracker.completionTokens(),

@@ -443,6 +443,52 @@ describe('periods, admin endpoints and estimates', () => {
   });
 });
 
+describe('streams that do not finish', () => {
+  it('counts what a stream produced before its client left, as an estimate', async () => {
+    const harness = await gatewayWith(
+      ['budgets:', '  defaults:', '    credential_daily_tokens: { limit: 1000000, mode: hard }', ''].join(
+        '\n',
+      ),
+      { clock: () => Date.UTC(2035, 4, 5, 6) },
+    );
+    try {
+      fake.enqueue({ content: 'word '.repeat(200), chunks: 40, chunkDelayMs: 20 });
+      const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: clientKey, maxRetries: 0 });
+      const stream = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'Stream a long answer, I will leave early.' }],
+        stream: true,
+      });
+      let received = 0;
+      console.log('M1 stream created');
+      for await (const chunk of stream) {
+        received += chunk.choices[0]?.delta.content?.length ?? 0;
+        if (received > 100) break; // leaving: the SDK aborts the request
+      }
+      console.log('M2 left the stream');
+      await sleep(200);
+      const prompt = fake.chatRequests.at(-1)?.promptTokens ?? 0;
+      console.log('M3');
+      const daily = (await admin(harness, `credentials/${tenantId}`)).body.budgets[0] as {
+        used: number;
+        estimated: number;
+        reserved: number;
+      };
+      // The prompt and the part that was streamed, estimated; nothing left reserved.
+      console.log('M4', JSON.stringify(daily), prompt);
+      expect(daily.reserved).toBe(0);
+      expect(daily.estimated).toBe(daily.used);
+      expect(daily.used).toBeGreaterThan(prompt + 15);
+      expect(daily.used).toBeLessThan(prompt + 200);
+    } finally {
+      console.log('M5 closing');
+      fake.clearQueue();
+      await harness.close();
+      console.log('M6 closed');
+    }
+  });
+});
+
 describe('durability', () => {
   it('loses no budget usage across a Redis restart with AOF', async () => {
     let redis = await startRedisServer(['--appendonly', 'yes', '--appendfsync', 'always']);
