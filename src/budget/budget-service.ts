@@ -10,7 +10,13 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { BudgetCounter, BudgetStore, CounterLimit, CounterUsage } from '../store/budget-store.js';
+import {
+  budgetCounter,
+  type BudgetCounter,
+  type BudgetStore,
+  type CounterLimit,
+  type CounterUsage,
+} from '../store/budget-store.js';
 import {
   backpressureDelayMs,
   budgetPeriod,
@@ -70,9 +76,6 @@ export interface BudgetService {
   ): Promise<BudgetReservation>;
 }
 
-const dayTtlSeconds = 40 * 86_400;
-const monthTtlSeconds = 400 * 86_400;
-
 function parseSessionTokensHeader(headers: IncomingHttpHeaders): number | undefined {
   const raw = headers['x-budget-session-tokens'];
   if (raw === undefined) return undefined;
@@ -104,30 +107,11 @@ export function createBudgetService(deps: {
   const { config, store, metrics, logger } = deps;
   const clock = deps.clock ?? Date.now;
   const { budgets } = config;
+  const anyConfigured =
+    Object.values(budgets.defaults).some((budget) => budget !== undefined) ||
+    Object.keys(budgets.credentials).length > 0 ||
+    Object.values(config.policies).some((preset) => preset.budgets !== undefined);
   const reservationMs = config.timeouts.upstream_first_byte_ms + 10 * config.timeouts.upstream_idle_ms;
-
-  const counterFor = (
-    name: CounterBudgetName,
-    tenantId: string,
-    sessionId: string | undefined,
-  ): BudgetCounter => {
-    const period = budgetPeriod(name, clock());
-    if (name === 'session_tokens') {
-      return {
-        name,
-        tenantId,
-        sessionId: sessionId as string,
-        periodId: period.id,
-        ttlSeconds: config.sessions.ttl_seconds,
-      };
-    }
-    return {
-      name,
-      tenantId,
-      periodId: period.id,
-      ttlSeconds: name === 'credential_daily_tokens' ? dayTtlSeconds : monthTtlSeconds,
-    };
-  };
 
   function exceeded(budget: ActiveBudget, used: number, extra = ''): GatewayError {
     const resetsAtMs =
@@ -216,6 +200,8 @@ export function createBudgetService(deps: {
 
   return {
     plan({ tenantId, sessionId, headers }) {
+      // The common case on the hot path: no budget anywhere, none asked for.
+      if (!anyConfigured && headers['x-budget-session-tokens'] === undefined) return undefined;
       const presetHeader = headers['x-context-policy'];
       const presetName = Array.isArray(presetHeader) ? presetHeader[0] : presetHeader;
       const active = resolveBudgets({
@@ -230,7 +216,15 @@ export function createBudgetService(deps: {
       return {
         tenantId,
         counted,
-        counters: counted.map((budget) => counterFor(budget.name as CounterBudgetName, tenantId, sessionId)),
+        counters: counted.map((budget) =>
+          budgetCounter({
+            name: budget.name as CounterBudgetName,
+            tenantId,
+            sessionId,
+            nowMs: clock(),
+            sessionTtlSeconds: config.sessions.ttl_seconds,
+          }),
+        ),
         maxRequest: active.find((budget) => budget.name === 'max_request_tokens'),
         unavailable: false,
       };

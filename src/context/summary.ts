@@ -1,11 +1,10 @@
 // Summarization planning and checking (SPEC §7), pure like the rest of the context engine: when a
 // session's history calls for a summary and which turns it covers, the summarizer's own request (fitted
 // to the summarizer model's window), and the guard that refuses a summary which lost what it must keep.
-import { renderContext } from './render.js';
+import { renderContext, truncateText } from './render.js';
 import { countMessageTokens } from './token-accounting.js';
 import { messageText } from './turns.js';
 import type { ContextMessage, ContextPolicy, Tokenizer } from './types.js';
-import { truncateText } from './render.js';
 
 /** The message the renderer puts where the summarized messages were. */
 export function summaryMessage(text: string, coveredMessages: number): ContextMessage {

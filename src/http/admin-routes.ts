@@ -1,12 +1,12 @@
 // The admin endpoints (SPEC §12): read and reset token budget usage, behind their own key
 // (ADMIN_API_KEY). Without an admin key configured they do not exist (404); a client key never opens them.
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { budgetPeriod, resolveBudgets, type CounterBudgetName } from '../budget/budget-rules.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { sha256 } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
-import type { BudgetCounter, BudgetStore } from '../store/budget-store.js';
+import { budgetCounter, type BudgetCounter, type BudgetStore } from '../store/budget-store.js';
+import { presentedKey } from './authenticate.js';
 import { sessionIdPattern } from './session-turn.js';
 
 const tenantPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -35,8 +35,7 @@ export function registerAdminRoutes(
         'missing_api_key',
         'The admin endpoints need the admin key: Authorization: Bearer ADMIN_KEY.',
       );
-    const presented = sha256(/^Bearer\s+(.+)$/i.exec(authorization.trim())?.[1]?.trim() ?? '');
-    if (!adminDigests.some((candidate) => timingSafeEqual(candidate, presented)))
+    if (presentedKey(adminDigests, authorization) === undefined)
       throw new GatewayError('invalid_api_key', 'Incorrect admin key provided.');
   }
 
@@ -52,12 +51,14 @@ export function registerAdminRoutes(
     return { tenantId: tenantOf(params.tenant), sessionId: params.session };
   }
 
-  function counterOf(name: CounterBudgetName, tenantId: string, sessionId?: string): BudgetCounter {
-    const periodId = budgetPeriod(name, clock()).id;
-    return sessionId === undefined
-      ? { name, tenantId, periodId, ttlSeconds: 0 }
-      : { name, tenantId, sessionId, periodId, ttlSeconds: 0 };
-  }
+  const counterOf = (name: CounterBudgetName, tenantId: string, sessionId?: string): BudgetCounter =>
+    budgetCounter({
+      name,
+      tenantId,
+      sessionId,
+      nowMs: clock(),
+      sessionTtlSeconds: config.sessions.ttl_seconds,
+    });
 
   async function describe(tenantId: string, names: readonly CounterBudgetName[], sessionId?: string) {
     const limits = resolveBudgets({
@@ -106,17 +107,10 @@ export function registerAdminRoutes(
     });
   };
 
-  app.addHook('onRequest', (request, _reply, done) => {
-    if (!request.url.startsWith('/v1/admin/')) return done();
-    try {
-      authorize(request);
-    } catch (error) {
-      return done(error as Error);
-    }
-    done();
-  });
+  // On the admin routes only: other requests never pay for this check.
+  const guard = { onRequest: async (request: FastifyRequest) => authorize(request) };
 
-  app.get<{ Params: { tenant: string } }>('/v1/admin/budgets/credentials/:tenant', async (request) => {
+  app.get<{ Params: { tenant: string } }>('/v1/admin/budgets/credentials/:tenant', guard, async (request) => {
     const tenantId = tenantOf(request.params.tenant);
     return {
       object: 'budget.usage',
@@ -127,6 +121,7 @@ export function registerAdminRoutes(
 
   app.delete<{ Params: { tenant: string }; Querystring: { budget?: string } }>(
     '/v1/admin/budgets/credentials/:tenant',
+    guard,
     async (request) => {
       const tenantId = tenantOf(request.params.tenant);
       const names = chosenBudgets(request.query);
@@ -137,6 +132,7 @@ export function registerAdminRoutes(
 
   app.get<{ Params: { tenant: string; session: string } }>(
     '/v1/admin/budgets/sessions/:tenant/:session',
+    guard,
     async (request) => {
       const { tenantId, sessionId } = sessionOf(request.params);
       return {
@@ -150,6 +146,7 @@ export function registerAdminRoutes(
 
   app.delete<{ Params: { tenant: string; session: string } }>(
     '/v1/admin/budgets/sessions/:tenant/:session',
+    guard,
     async (request) => {
       const { tenantId, sessionId } = sessionOf(request.params);
       await budgetStore.reset(counterOf('session_tokens', tenantId, sessionId)).catch(unavailable);

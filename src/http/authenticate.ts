@@ -12,6 +12,17 @@ export interface Credential {
   tenantId: string;
 }
 
+/**
+ * The digest of the key an `Authorization: Bearer <key>` header presents when it is one of
+ * `keyDigests`, else undefined. Digests are compared in constant time, so response timing reveals
+ * nothing about the keys.
+ */
+export function presentedKey(keyDigests: readonly Buffer[], authorization: string): Buffer | undefined {
+  const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());
+  const presented = digest(match?.[1]?.trim() ?? '');
+  return keyDigests.some((candidate) => timingSafeEqual(candidate, presented)) ? presented : undefined;
+}
+
 export interface Authenticator {
   authenticate(headers: IncomingHttpHeaders): Credential;
 }
@@ -35,11 +46,8 @@ export function createAuthenticator({
           "You didn't provide an API key. Send your gateway key in an Authorization header: 'Authorization: Bearer YOUR_KEY'.",
         );
       }
-      const match = /^Bearer\s+(.+)$/i.exec(authorization.trim());
-      const presented = digest(match?.[1]?.trim() ?? '');
-      // Compare digests in constant time so response timing reveals nothing about the keys.
-      const index = keyDigests.findIndex((candidate) => timingSafeEqual(candidate, presented));
-      if (index === -1) throw new GatewayError('invalid_api_key', 'Incorrect API key provided.');
+      const presented = presentedKey(keyDigests, authorization);
+      if (presented === undefined) throw new GatewayError('invalid_api_key', 'Incorrect API key provided.');
       return { mode: 'gateway_key', tenantId: gatewayKeyTenantId(presented) };
     },
   };

@@ -229,13 +229,14 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       headers: request.headers,
     });
     const budgetHeaders: Record<string, string> = {};
+    // A refusal by a budget says nothing is left of it.
+    const refused = (error: unknown): never => {
+      if (isGatewayError(error) && error.code === 'budget_exceeded') reply.header('x-budget-remaining', '0');
+      throw error;
+    };
     // A session request waits before its session is held; a stateless one waits after its reservation.
     if (budgetPlan !== undefined && sessionId !== undefined) {
-      const admitted = await budgets.admit(budgetPlan).catch((error: unknown) => {
-        if (isGatewayError(error) && error.code === 'budget_exceeded')
-          reply.header('x-budget-remaining', '0');
-        throw error;
-      });
+      const admitted = await budgets.admit(budgetPlan).catch(refused);
       Object.assign(budgetHeaders, admitted.headers);
       reply.headers(budgetHeaders);
       if (admitted.delayMs > 0) await sleep(admitted.delayMs);
@@ -308,11 +309,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
                 maxOutputTokens: attempt.prepared.settings.outputReserve,
                 backpressure: turn === undefined,
               })
-              .catch((error: unknown) => {
-                if (isGatewayError(error) && error.code === 'budget_exceeded')
-                  reply.header('x-budget-remaining', '0');
-                throw error;
-              });
+              .catch(refused);
       if (reservation !== undefined) {
         Object.assign(budgetHeaders, reservation.headers);
         Object.assign(attempt.extraHeaders, reservation.headers);

@@ -3,7 +3,7 @@
 // sent (refused when a hard counter's used + reserved tokens already reach the limit), then settles
 // with what the upstream reported. Reservations expire by themselves, so a replica that dies mid-request
 // leaves nothing behind for long. Implementations: in-memory and Redis (one contract suite).
-import type { CounterBudgetName } from '../budget/budget-rules.js';
+import { budgetPeriod, type CounterBudgetName } from '../budget/budget-rules.js';
 
 export interface BudgetCounter {
   name: CounterBudgetName;
@@ -61,6 +61,34 @@ export interface BudgetStore {
   release(counters: readonly BudgetCounter[], reservationId: string): Promise<void>;
   /** Forgets a counter's usage (admin reset); true when there was any. */
   reset(counter: BudgetCounter): Promise<boolean>;
+}
+
+const dayTtlSeconds = 40 * 86_400;
+const monthTtlSeconds = 400 * 86_400;
+
+/**
+ * The counter `name` counts in at `nowMs`: a session's (lifetime, kept as long as the session), or a
+ * credential's for the current UTC day or month (kept 40 or 400 days).
+ */
+export function budgetCounter(input: {
+  name: CounterBudgetName;
+  tenantId: string;
+  sessionId: string | undefined;
+  nowMs: number;
+  sessionTtlSeconds: number;
+}): BudgetCounter {
+  const { name, tenantId } = input;
+  const periodId = budgetPeriod(name, input.nowMs).id;
+  if (name === 'session_tokens')
+    return {
+      name,
+      tenantId,
+      sessionId: input.sessionId as string,
+      periodId,
+      ttlSeconds: input.sessionTtlSeconds,
+    };
+  const ttlSeconds = name === 'credential_daily_tokens' ? dayTtlSeconds : monthTtlSeconds;
+  return { name, tenantId, periodId, ttlSeconds };
 }
 
 /** One counter's name in a store: tenant, session (for session budgets), budget and period. */

@@ -86,6 +86,15 @@ function defineScript(redis: RedisConnection, name: string, lua: string): Script
   return (...keysAndArgs) => command.apply(redis, keysAndArgs);
 }
 
+/** One counter's used, estimated and reserved tokens, as the scripts return them from `offset`. */
+function usageAt(reply: readonly number[], offset: number): CounterUsage {
+  return {
+    used: Number(reply[offset]),
+    estimated: Number(reply[offset + 1]),
+    reserved: Number(reply[offset + 2]),
+  };
+}
+
 /** Indices of `counters` grouped by hash tag, in first-seen order. */
 function byTag(counters: readonly BudgetCounter[]): number[][] {
   const groups = new Map<string, number[]>();
@@ -118,13 +127,7 @@ export function createRedisBudgetStore({ redis }: { redis: RedisConnection }): B
           ...group.map((index) => counterKey(counters[index] as BudgetCounter)),
           nowMs,
         )) as number[];
-        group.forEach((index, position) => {
-          usage[index] = {
-            used: Number(reply[position * 3]),
-            estimated: Number(reply[position * 3 + 1]),
-            reserved: Number(reply[position * 3 + 2]),
-          };
-        });
+        group.forEach((index, position) => (usage[index] = usageAt(reply, position * 3)));
       }
       return usage;
     },
@@ -151,13 +154,8 @@ export function createRedisBudgetStore({ redis }: { redis: RedisConnection }): B
           Math.round(expiresAtMs),
           ...perKey,
         )) as number[];
-        group.forEach((index, position) => {
-          usage[index] = {
-            used: Number(reply[2 + position * 3]),
-            estimated: Number(reply[3 + position * 3]),
-            reserved: Number(reply[4 + position * 3]),
-          };
-        });
+        // After the verdict and the refused index.
+        group.forEach((index, position) => (usage[index] = usageAt(reply, 2 + position * 3)));
         if (Number(reply[0]) !== 1) {
           refused = group[Number(reply[1]) - 1] as number;
           break;

@@ -183,10 +183,11 @@ export function createSessionSummarizer(deps: {
         maxCompletionTokens: policy.summary_max_tokens,
         learnedWindow: learned.window,
       });
+      const summaryTokenizer = tokenizers.forEncoding(settings.model.tokenizer);
       const request = buildSummaryRequest({
         previousSummary: previous?.text,
         messages: rangeMessages,
-        tokenizer: tokenizers.forEncoding(settings.model.tokenizer),
+        tokenizer: summaryTokenizer,
         window: settings.window,
         safetyMarginTokens: settings.safetyMarginTokens,
         maxSummaryTokens: policy.summary_max_tokens,
@@ -216,9 +217,7 @@ export function createSessionSummarizer(deps: {
             ? answer.promptTokens + answer.completionTokens
             : undefined;
         await deps.budgets.charge(budgetKey, {
-          tokens:
-            reported ??
-            request.inputTokens + tokenizers.forEncoding(settings.model.tokenizer).count(answer.text),
+          tokens: reported ?? request.inputTokens + summaryTokenizer.count(answer.text),
           estimated: reported === undefined,
         });
       }
