@@ -486,7 +486,7 @@ async function sessionsSection(): Promise<void> {
       redis: connection,
       limits: { maxActiveMessages: 10_000, minActiveMessages: 100, idleTtlSeconds: 3_600 },
     });
-    const tenantId = createAuthenticator({ gatewayApiKeys: [] }).authenticate({
+    const tenantId = createAuthenticator({ gatewayApiKeys: [], anonymousTenant: '' }).authenticate({
       authorization: 'Bearer sk-bench',
     }).tenantId;
     console.log(

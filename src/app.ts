@@ -1,22 +1,20 @@
-// The composition root: buildApp wires fastify, routes, upstream, metrics and logger from what it is
-// given. It never listens and never reads the environment; main.ts and tests do that.
+// The fastify application: plugins and routes only, wired from what it is given. It never listens and
+// never reads the environment; main.ts and tests do that.
+//
+// Scopes: the probes (/healthz, /readyz, /metrics) are public; every route of the API scope is behind
+// client authentication, decided on the route the router matched; the admin routes sit in a scope of
+// their own behind the admin key.
 import { createMemoryLearnedLimits, type LearnedLimits } from './store/learned-limits.js';
 import { randomUUID } from 'node:crypto';
-import Fastify, {
-  LogController,
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyRequest,
-} from 'fastify';
+import type { Socket } from 'node:net';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/gateway-config.js';
-import { GatewayError } from './errors.js';
+import { GatewayError, toOpenAIErrorBody } from './errors.js';
 import { createAuthenticator } from './http/authenticate.js';
 import { handleError } from './http/error-handler.js';
-import { parseJsonBody } from './http/json-body.js';
 import { registerOperationalRoutes, type ReadinessProbe } from './http/operational-routes.js';
 import { registerProxyRoutes } from './http/proxy-routes.js';
-import { createRequestState, type RequestState } from './http/request-state.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { SessionStore } from './store/session-store.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
@@ -27,6 +25,11 @@ import { createBudgetService } from './budget/budget-service.js';
 import type { BudgetStore } from './store/budget-store.js';
 import { createMemoryBudgetStore } from './store/memory-budget-store.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
+import { requestContextPlugin, requestIdFrom } from './http/plugins/request-context.js';
+import { jsonBodyParserPlugin } from './http/plugins/json-body-parser.js';
+import { earlyRefusalDrainPlugin } from './http/plugins/early-refusal-drain.js';
+import { shutdownGatePlugin } from './http/plugins/shutdown-gate.js';
+import { addClientAuthentication } from './http/plugins/client-auth.js';
 
 export interface AppDependencies {
   config: GatewayConfig;
@@ -53,13 +56,51 @@ export interface GatewayApp {
   beginShutdown(): void;
   /** Background summarization of long sessions (SPEC §7). */
   summarizer: SessionSummarizer;
+  /** Every route registered, as the router matches it (filled in once the app is ready). */
+  routes: ReadonlyArray<{ method: string; url: string }>;
+}
+
+/**
+ * Node's HTTP parser refuses some requests before fastify sees them (a malformed request line, headers
+ * over the size limit): they get an OpenAI-shaped body too, and the connection is closed.
+ */
+function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, gatewayError] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ([
+          431,
+          'Request Header Fields Too Large',
+          new GatewayError('headers_too_large', 'The request headers are larger than the gateway accepts.'),
+        ] as const)
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ([
+            408,
+            'Request Timeout',
+            new GatewayError('request_timeout', 'The request was not received in time.'),
+          ] as const)
+        : ([
+            400,
+            'Bad Request',
+            new GatewayError('invalid_request', 'The HTTP request could not be parsed.'),
+          ] as const);
+  const body = JSON.stringify(toOpenAIErrorBody(gatewayError));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export function buildApp(deps: AppDependencies): GatewayApp {
   const { config, logger, metrics } = deps;
   const now = deps.now ?? (() => performance.now());
   const generateRequestId = deps.generateRequestId ?? randomUUID;
-  const authenticator = createAuthenticator({ gatewayApiKeys: config.gatewayApiKeys });
+  const authenticator = createAuthenticator({
+    gatewayApiKeys: config.gatewayApiKeys,
+    anonymousTenant: config.sessions.anonymous_tenant,
+  });
   let closing = false;
 
   const app = Fastify({
@@ -74,113 +115,21 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestIdHeader: false,
-    genReqId: () => generateRequestId(),
+    genReqId: (request) => requestIdFrom(request.headers['x-request-id'], generateRequestId),
+    clientErrorHandler,
   });
 
-  app.decorateRequest('gateway', null as unknown as RequestState);
-
-  app.removeAllContentTypeParsers();
-  const parseBody = (
-    request: FastifyRequest,
-    body: string | Buffer,
-    done: (error: Error | null, value?: unknown) => void,
-  ): void => {
-    try {
-      request.gateway.rawBody = body as string;
-      done(null, parseJsonBody(body as string));
-    } catch (error) {
-      done(error as Error, undefined);
-    }
-  };
-  const parserOptions = { parseAs: 'string' as const, bodyLimit: config.server.body_limit_bytes };
-  // application/json by exact match (fastify caches that lookup), and every other Content-Type as JSON
-  // too: `curl -d` sends form encoding by default.
-  app.addContentTypeParser('application/json', parserOptions, parseBody);
-  app.addContentTypeParser('*', parserOptions, parseBody);
-
-  // Callback style, not async: this runs on every request and a promise per hook is measurable.
-  app.addHook('onRequest', (request, reply, done) => {
-    const state = createRequestState(now());
-    state.route = request.routeOptions.url ?? 'unknown';
-    request.gateway = state;
-    reply.header('x-ctxgate-request-id', request.id);
-    let logged = false;
-    const logOnce = (ended: boolean): void => {
-      if (logged) return;
-      logged = true;
-      logRequest(request.id, state, reply.raw.statusCode, ended);
-    };
-    reply.raw.once('finish', () => logOnce(true));
-    // 'close' without 'finish': the connection went away before the answer was complete.
-    reply.raw.once('close', () => logOnce(reply.raw.writableFinished));
-    try {
-      if (closing) {
-        reply.header('connection', 'close');
-        if (state.route !== '/healthz' && state.route !== '/readyz') {
-          throw new GatewayError('shutting_down', 'The gateway is shutting down; retry on another instance.');
-        }
-      }
-      // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.
-      if (request.url.startsWith('/v1/') && !request.url.startsWith('/v1/admin/'))
-        state.credential = authenticator.authenticate(request.headers);
-    } catch (error) {
-      done(error as Error);
-      return;
-    }
-    done();
+  const routes: Array<{ method: string; url: string }> = [];
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
-
-  function logRequest(requestId: string, state: RequestState, statusCode: number, ended: boolean): void {
-    const totalMs = now() - state.startedAtMs;
-    const overheadMs = Math.max(0, totalMs - state.upstreamMs);
-    // 499, as nginx logs it: the client went away before the answer was complete.
-    const status = ended && !state.clientAborted ? statusCode : 499;
-    metrics.requests.inc({
-      route: state.route,
-      status: String(status),
-      model: metrics.modelLabel(state.model),
-    });
-    metrics.requestDuration.observe({ route: state.route }, totalMs / 1000);
-    if (state.upstreamName !== undefined)
-      metrics.gatewayOverhead.observe({ route: state.route }, overheadMs / 1000);
-    if (state.route === '/healthz' || state.route === '/readyz' || state.route === '/metrics') return;
-    logger.info(
-      {
-        reqId: requestId,
-        route: state.route,
-        status,
-        model: state.model,
-        stream: state.stream,
-        upstream: state.upstreamName,
-        upstreamStatus: state.upstreamStatus,
-        tenant: state.credential?.tenantId,
-        session: state.session,
-        errorCode: state.errorCode,
-        streamErrorCode: state.streamErrorCode,
-        context:
-          state.context === undefined
-            ? undefined
-            : {
-                window: state.context.window,
-                inputTokens: state.context.inputTokens,
-                modified: state.context.modified,
-                droppedMessages: state.context.droppedMessages,
-                droppedIterationGroups: state.context.droppedIterationGroups,
-                truncatedToolResults: state.context.truncatedToolResults,
-                maskedToolResults: state.context.maskedToolResults,
-                summaryTokens: state.context.regions.summary || undefined,
-              },
-
-        clientAborted: state.clientAborted || undefined,
-        durations: {
-          totalMs: round(totalMs),
-          upstreamMs: round(state.upstreamMs),
-          overheadMs: round(overheadMs),
-        },
-      },
-      'request',
-    );
-  }
+  app.register(requestContextPlugin, { logger, metrics, now });
+  app.register(shutdownGatePlugin, { isClosing: () => closing });
+  app.register(jsonBodyParserPlugin, { bodyLimitBytes: config.server.body_limit_bytes });
+  app.register(earlyRefusalDrainPlugin, {
+    maxBytes: 2 * config.server.body_limit_bytes,
+    maxMs: 10_000,
+  });
 
   app.setErrorHandler((error, request, reply) => handleError(error, request, reply));
   app.setNotFoundHandler((request, reply) =>
@@ -191,7 +140,6 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     ),
   );
 
-  registerOperationalRoutes(app, { metrics, readiness: deps.readiness, isClosing: () => closing });
   const learnedLimits = deps.learnedLimits ?? createMemoryLearnedLimits();
   const budgetStore = deps.budgetStore ?? createMemoryBudgetStore();
   const budgets = createBudgetService({
@@ -213,34 +161,40 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
   // Running summarization jobs are abandoned on close: nothing half-stored, retried after a restart.
   app.addHook('onClose', async () => summarizer.close());
-  registerProxyRoutes(app, {
-    budgets,
-    config,
-    upstream: deps.upstream,
-    metrics,
-    tokenizers: deps.tokenizers,
-    sessionStore: deps.sessionStore,
-    learnedLimits,
-    summarizer,
-    now,
-  });
 
-  registerSessionRoutes(app, { sessionStore: deps.sessionStore });
-  registerAdminRoutes(app, {
-    config,
-    budgetStore,
-    ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+  app.register(async (probes) => {
+    registerOperationalRoutes(probes, { metrics, readiness: deps.readiness, isClosing: () => closing });
+  });
+  app.register(async (api) => {
+    addClientAuthentication(api, authenticator);
+    registerProxyRoutes(api, {
+      budgets,
+      config,
+      upstream: deps.upstream,
+      metrics,
+      tokenizers: deps.tokenizers,
+      sessionStore: deps.sessionStore,
+      learnedLimits,
+      summarizer,
+      now,
+    });
+    registerSessionRoutes(api, { sessionStore: deps.sessionStore });
+  });
+  // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.
+  app.register(async (admin) => {
+    registerAdminRoutes(admin, {
+      config,
+      budgetStore,
+      ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+    });
   });
 
   return {
     app,
     summarizer,
+    routes,
     beginShutdown() {
       closing = true;
     },
   };
-}
-
-function round(milliseconds: number): number {
-  return Math.round(milliseconds * 1000) / 1000;
 }

@@ -125,6 +125,19 @@ export const sessionsSectionSchema = z.strictObject({
   max_active_messages: z.number().int().min(100).default(10_000),
   /** Memory each replica may use to keep loaded sessions, so the next turn loads only what is new. */
   cache_mb: z.number().min(0).default(64),
+  /**
+   * Without REDIS_URL: memory the in-process session store may hold; past it the least recently used
+   * idle sessions are evicted.
+   */
+  memory_mb: z.number().positive().default(256),
+  /**
+   * Pass-through mode: the tenant that callers presenting no credential share. Empty (the default):
+   * such callers get no sessions (400 session_requires_credential).
+   */
+  anonymous_tenant: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{0,64}$/, 'must be up to 64 letters, digits, dots, dashes or underscores')
+    .default(''),
 });
 
 const defaultBackpressure = [

@@ -244,8 +244,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
       continue;
     }
     const { key_env: _keyEnv, ...budgets } = entry;
-    const tenantId =
-      gatewayApiKeys.length > 0 ? gatewayKeyTenantId(sha256(key)) : passThroughTenantId(`Bearer ${key}`);
+    const tenantId = gatewayApiKeys.length > 0 ? gatewayKeyTenantId(sha256(key)) : passThroughTenantId([key]);
     budgetCredentials[tenantId] = budgets;
   }
   const adminApiKeys = (readVariable(env, 'ADMIN_API_KEY') ?? '')

@@ -11,7 +11,10 @@ export function gatewayKeyTenantId(keyDigest: Buffer): string {
   return `gk-${keyDigest.toString('hex').slice(0, 32)}`;
 }
 
-/** A passed-through credential's tenant id, from the whole Authorization header value. */
-export function passThroughTenantId(authorization: string): string {
-  return `pt-${sha256(authorization).toString('hex').slice(0, 32)}`;
+/**
+ * A passed-through caller's tenant id, from the secrets it presents (a Bearer token, an api-key), sorted:
+ * the same key in any of the credential headers is the same caller.
+ */
+export function passThroughTenantId(secrets: readonly string[]): string {
+  return `pt-${sha256(secrets.join('\n')).toString('hex').slice(0, 32)}`;
 }

@@ -107,10 +107,11 @@ export function registerAdminRoutes(
     });
   };
 
-  // On the admin routes only: other requests never pay for this check.
-  const guard = { onRequest: async (request: FastifyRequest) => authorize(request) };
+  // `app` is the admin routes' own scope: the check runs for every route registered here, and for
+  // no other request.
+  app.addHook('onRequest', async (request) => authorize(request));
 
-  app.get<{ Params: { tenant: string } }>('/v1/admin/budgets/credentials/:tenant', guard, async (request) => {
+  app.get<{ Params: { tenant: string } }>('/v1/admin/budgets/credentials/:tenant', async (request) => {
     const tenantId = tenantOf(request.params.tenant);
     return {
       object: 'budget.usage',
@@ -121,7 +122,6 @@ export function registerAdminRoutes(
 
   app.delete<{ Params: { tenant: string }; Querystring: { budget?: string } }>(
     '/v1/admin/budgets/credentials/:tenant',
-    guard,
     async (request) => {
       const tenantId = tenantOf(request.params.tenant);
       const names = chosenBudgets(request.query);
@@ -132,7 +132,6 @@ export function registerAdminRoutes(
 
   app.get<{ Params: { tenant: string; session: string } }>(
     '/v1/admin/budgets/sessions/:tenant/:session',
-    guard,
     async (request) => {
       const { tenantId, sessionId } = sessionOf(request.params);
       return {
@@ -146,7 +145,6 @@ export function registerAdminRoutes(
 
   app.delete<{ Params: { tenant: string; session: string } }>(
     '/v1/admin/budgets/sessions/:tenant/:session',
-    guard,
     async (request) => {
       const { tenantId, sessionId } = sessionOf(request.params);
       await budgetStore.reset(counterOf('session_tokens', tenantId, sessionId)).catch(unavailable);

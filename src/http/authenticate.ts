@@ -1,16 +1,29 @@
 // Client authentication. With gateway keys configured, a client must present one of them and the
-// upstream only ever sees its configured key; without them, the client's own Authorization passes
-// through. Either way the request gets a tenant id derived from the credential, never the credential.
+// upstream only ever sees its configured key; without them, the client's own credential passes through
+// (Authorization, or Azure-style api-key / x-api-key). Either way the request gets a tenant id derived
+// from the credential, never the credential itself: sessions and budgets are namespaced by it.
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { gatewayKeyTenantId, passThroughTenantId, sha256 as digest } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
 
+/** The headers a client may carry its upstream credential in, as providers accept them. */
+export const passThroughCredentialHeaders = ['authorization', 'api-key', 'x-api-key'] as const;
+
 export interface Credential {
-  mode: 'gateway_key' | 'pass_through';
+  /**
+   * gateway_key: one of the gateway's keys was checked. pass_through: the client's own upstream
+   * credential goes upstream unchecked. none: a pass-through caller that presented no credential.
+   */
+  mode: 'gateway_key' | 'pass_through' | 'none';
   /** Stable, non-reversible id used to namespace sessions and budgets per caller. */
   tenantId: string;
+  /** False for a caller with no credential unless the config names an anonymous tenant. */
+  mayHoldSessions: boolean;
 }
+
+/** The tenant id of callers with no credential: budgets count them together; sessions need a name. */
+export const anonymousTenantId = 'anonymous';
 
 /**
  * The digest of the key an `Authorization: Bearer <key>` header presents when it is one of
@@ -23,24 +36,54 @@ export function presentedKey(keyDigests: readonly Buffer[], authorization: strin
   return keyDigests.some((candidate) => timingSafeEqual(candidate, presented)) ? presented : undefined;
 }
 
+function firstValue(value: string | string[] | undefined): string | undefined {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  return text === undefined || text === '' ? undefined : text;
+}
+
+/**
+ * The secrets a pass-through caller presents, each once: the token of a Bearer Authorization (the whole
+ * value of any other scheme) and the api-key / x-api-key values. The same key sent in another header is
+ * the same caller.
+ */
+export function presentedSecrets(headers: IncomingHttpHeaders): string[] {
+  const secrets = new Set<string>();
+  for (const name of passThroughCredentialHeaders) {
+    const value = firstValue(headers[name]);
+    if (value === undefined) continue;
+    const bearer = name === 'authorization' ? /^Bearer\s+(.+)$/i.exec(value)?.[1]?.trim() : undefined;
+    secrets.add(bearer ?? value);
+  }
+  return [...secrets].sort();
+}
+
 export interface Authenticator {
+  /** The caller's credential; throws 401 in gateway-key mode when the key is missing or wrong. */
   authenticate(headers: IncomingHttpHeaders): Credential;
 }
 
 export function createAuthenticator({
   gatewayApiKeys,
+  anonymousTenant,
 }: {
   gatewayApiKeys: readonly string[];
+  /** The config's name for callers with no credential; empty: such callers hold no sessions. */
+  anonymousTenant: string;
 }): Authenticator {
   const keyDigests = gatewayApiKeys.map(digest);
+  const anonymous: Credential =
+    anonymousTenant === ''
+      ? { mode: 'none', tenantId: anonymousTenantId, mayHoldSessions: false }
+      : { mode: 'none', tenantId: `an-${anonymousTenant}`, mayHoldSessions: true };
   return {
     authenticate(headers) {
-      const authorization = headers.authorization;
       if (keyDigests.length === 0) {
-        const tenantId = authorization === undefined ? 'anonymous' : passThroughTenantId(authorization);
-        return { mode: 'pass_through', tenantId };
+        const secrets = presentedSecrets(headers);
+        if (secrets.length === 0) return anonymous;
+        return { mode: 'pass_through', tenantId: passThroughTenantId(secrets), mayHoldSessions: true };
       }
-      if (authorization === undefined || authorization.trim() === '') {
+      const authorization = firstValue(headers.authorization);
+      if (authorization === undefined) {
         throw new GatewayError(
           'missing_api_key',
           "You didn't provide an API key. Send your gateway key in an Authorization header: 'Authorization: Bearer YOUR_KEY'.",
@@ -48,7 +91,7 @@ export function createAuthenticator({
       }
       const presented = presentedKey(keyDigests, authorization);
       if (presented === undefined) throw new GatewayError('invalid_api_key', 'Incorrect API key provided.');
-      return { mode: 'gateway_key', tenantId: gatewayKeyTenantId(presented) };
+      return { mode: 'gateway_key', tenantId: gatewayKeyTenantId(presented), mayHoldSessions: true };
     },
   };
 }

@@ -140,6 +140,8 @@ function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
 
 /** Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. */
 export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest {
+  if (body === undefined)
+    throw new GatewayError('invalid_json', 'The request body is empty; expected a JSON object.');
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }

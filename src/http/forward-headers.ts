@@ -2,7 +2,7 @@
 // control headers stay with the gateway; credentials go upstream only as the auth mode allows.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { UpstreamConfig } from '../config/gateway-config.js';
-import type { Credential } from './authenticate.js';
+import { passThroughCredentialHeaders, type Credential } from './authenticate.js';
 
 const hopByHop = new Set([
   'connection',
@@ -26,7 +26,6 @@ const neverUpstream = new Set([
   'expect',
 ]);
 const gatewayPrefixes = ['x-session-', 'x-context-', 'x-budget-', 'x-admin-'];
-const passThroughCredentialHeaders = ['authorization', 'api-key', 'x-api-key'];
 const neverDownstream = new Set([...hopByHop, 'content-length', 'set-cookie', 'date', 'server']);
 
 function isGatewayHeader(name: string): boolean {
@@ -54,7 +53,7 @@ export function buildUpstreamHeaders(
   headers['accept-encoding'] = 'identity';
   if (upstream.apiKey !== undefined) {
     headers.authorization = `Bearer ${upstream.apiKey}`;
-  } else if (credential.mode === 'pass_through') {
+  } else if (credential.mode !== 'gateway_key') {
     for (const name of passThroughCredentialHeaders) {
       const value = clientHeaders[name];
       if (typeof value === 'string') headers[name] = value;
@@ -63,7 +62,10 @@ export function buildUpstreamHeaders(
   return headers;
 }
 
-/** The upstream's response headers a client may see, plus the gateway's own (which win). */
+/**
+ * The upstream's response headers a client may see, plus the gateway's own (which win). The upstream's
+ * request id is kept as `x-upstream-request-id`: `x-request-id` is the gateway's.
+ */
 export function buildClientHeaders(
   upstreamHeaders: Record<string, string | string[] | undefined>,
   gatewayHeaders: Record<string, string> = {},
@@ -72,7 +74,7 @@ export function buildClientHeaders(
   for (const name in upstreamHeaders) {
     const value = upstreamHeaders[name];
     if (value === undefined || neverDownstream.has(name)) continue;
-    headers[name] = value;
+    headers[name === 'x-request-id' ? 'x-upstream-request-id' : name] = value;
   }
   for (const name in gatewayHeaders) headers[name] = gatewayHeaders[name] as string;
   return headers;

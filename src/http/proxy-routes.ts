@@ -22,7 +22,8 @@ import {
   type ContextReduction,
 } from './prepare-context.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
-import { beginSessionTurn, previewSessionTurn, sessionIdFrom } from './session-turn.js';
+import { beginSessionTurn, previewSessionTurn, sessionIdFrom, sessionKeyFor } from './session-turn.js';
+import { anonymousTenantId } from './authenticate.js';
 import { isEventStream, relayEventStream, relayWholeBody } from './relay-response.js';
 import { inspectAnswer } from './inspect-answer.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
@@ -112,7 +113,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             headers: buildUpstreamHeaders(
               request.headers,
               call.target,
-              state.credential ?? { mode: 'pass_through', tenantId: 'anonymous' },
+              state.credential ?? { mode: 'none', tenantId: anonymousTenantId, mayHoldSessions: false },
             ),
             ...(current.body === undefined ? {} : { body: current.body }),
             signal: cancellation,
@@ -209,7 +210,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
   function sessionInput(request: FastifyRequest, chatRequest: ChatCompletionRequest, sessionId: string) {
     return {
       store: sessionStore,
-      key: { tenantId: request.gateway.credential?.tenantId ?? 'anonymous', sessionId },
+      key: sessionKeyFor(request.gateway.credential, sessionId),
       headers: request.headers,
       incoming: chatRequest.messages as ContextMessage[],
       tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
@@ -223,8 +224,9 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     state.stream = chatRequest.stream === true;
     const sessionId = sessionIdFrom(request.headers);
     // SPEC §12: a used-up hard budget is refused and backpressure waits here, before the session is held.
+    if (sessionId !== undefined) sessionKeyFor(state.credential, sessionId);
     const budgetPlan = budgets.plan({
-      tenantId: request.gateway.credential?.tenantId ?? 'anonymous',
+      tenantId: state.credential?.tenantId ?? anonymousTenantId,
       sessionId,
       headers: request.headers,
     });

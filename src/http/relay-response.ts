@@ -179,7 +179,12 @@ export async function relayEventStream({
 }: RelayOptions): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
-  const headers = buildClientHeaders(response.headers, extraHeaders);
+  // What the reply already carries (the request id, budget headers) goes out too: the stream is written
+  // on the raw response.
+  const headers = {
+    ...(reply.getHeaders() as Record<string, string>),
+    ...buildClientHeaders(response.headers, extraHeaders),
+  };
   headers['cache-control'] = 'no-cache';
   headers['x-accel-buffering'] = 'no';
   raw.writeHead(response.statusCode, headers);

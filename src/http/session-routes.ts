@@ -3,13 +3,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { SessionKey, SessionStore } from '../store/session-store.js';
-import { sessionIdPattern, storeUnavailable } from './session-turn.js';
+import { sessionIdPattern, sessionKeyFor, storeUnavailable } from './session-turn.js';
 
 function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
   const sessionId = request.params.id;
   if (!sessionIdPattern.test(sessionId))
     throw new GatewayError('invalid_request', 'Invalid session id.', { param: 'id' });
-  return { tenantId: request.gateway.credential?.tenantId ?? 'anonymous', sessionId };
+  return sessionKeyFor(request.gateway.credential, sessionId);
 }
 
 function notFound(sessionId: string): GatewayError {

@@ -18,6 +18,7 @@ import type {
   StoredMessage,
 } from '../store/session-store.js';
 import { releaseEventually } from '../store/session-store.js';
+import type { Credential } from './authenticate.js';
 
 /** What a session id may be (SPEC §3): the header and the sessions API path alike. */
 export const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -96,6 +97,21 @@ function historyModeFrom(headers: IncomingHttpHeaders): HistoryMode {
     );
   }
   return mode;
+}
+
+/**
+ * The session key of a caller: its tenant and the session id. Sessions belong to a credential, so a
+ * caller that presented none (pass-through mode) holds none unless the config names an anonymous tenant.
+ */
+export function sessionKeyFor(credential: Credential | undefined, sessionId: string): SessionKey {
+  if (credential === undefined || !credential.mayHoldSessions) {
+    throw new GatewayError(
+      'session_requires_credential',
+      'Sessions belong to a credential: send your API key (Authorization, api-key or x-api-key) with the request, or have the gateway configured with sessions.anonymous_tenant.',
+      { param: 'x-session-id' },
+    );
+  }
+  return { tenantId: credential.tenantId, sessionId };
 }
 
 export function storeUnavailable(cause: unknown): GatewayError {

@@ -19,7 +19,7 @@ import {
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
-import type { Credential } from '../http/authenticate.js';
+import { anonymousTenantId, passThroughCredentialHeaders, type Credential } from '../http/authenticate.js';
 import { resolveContextSettings } from '../http/context-settings.js';
 import { buildUpstreamHeaders } from '../http/forward-headers.js';
 import { tokenizerFor } from '../http/prepare-context.js';
@@ -61,8 +61,6 @@ type JobOutcome =
   | { outcome: 'rejected'; reason: string }
   | { outcome: 'failed'; reason: string }
   | { outcome: 'conflict'; reason: string };
-
-const credentialHeaderNames = ['authorization', 'api-key', 'x-api-key'];
 
 /** Messages one job reads at most (an archive no summary covered yet can be long). */
 const maxMessagesPerJob = 2_000;
@@ -283,9 +281,9 @@ export function createSessionSummarizer(deps: {
     | { failure: string }
   > {
     const credentialHeaders: IncomingHttpHeaders = {};
-    for (const name of credentialHeaderNames) {
+    for (const name of passThroughCredentialHeaders) {
       const value = input.clientHeaders[name];
-      if (value !== undefined) credentialHeaders[name] = value;
+      if (typeof value === 'string') credentialHeaders[name] = value;
     }
     const signal = new EventEmitter();
     const onAbort = (): void => void signal.emit('abort');
@@ -304,7 +302,7 @@ export function createSessionSummarizer(deps: {
         headers: buildUpstreamHeaders(
           credentialHeaders,
           target,
-          input.credential ?? { mode: 'pass_through', tenantId: 'anonymous' },
+          input.credential ?? { mode: 'none', tenantId: anonymousTenantId, mayHoldSessions: false },
         ),
         body: JSON.stringify({
           model: summaryModel,

@@ -145,7 +145,10 @@ describe('loadConfig', () => {
     const withGatewayKeys = loadConfig({
       env: { CTXGATE_CONFIG: writeConfigFile(yaml), GATEWAY_API_KEYS: 'team-a-key', TEAM_KEY: 'team-a-key' },
     });
-    const gatewayTenant = createAuthenticator({ gatewayApiKeys: ['team-a-key'] }).authenticate({
+    const gatewayTenant = createAuthenticator({
+      gatewayApiKeys: ['team-a-key'],
+      anonymousTenant: '',
+    }).authenticate({
       authorization: 'Bearer team-a-key',
     }).tenantId;
     expect(withGatewayKeys.budgets.credentials).toEqual({
@@ -153,7 +156,7 @@ describe('loadConfig', () => {
     });
     expect(withGatewayKeys.budgets.defaults).toEqual({ session_tokens: { limit: 100, mode: 'hard' } });
     const passThrough = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile(yaml), TEAM_KEY: 'sk-team' } });
-    const passThroughTenant = createAuthenticator({ gatewayApiKeys: [] }).authenticate({
+    const passThroughTenant = createAuthenticator({ gatewayApiKeys: [], anonymousTenant: '' }).authenticate({
       authorization: 'Bearer sk-team',
     }).tenantId;
     expect(Object.keys(passThrough.budgets.credentials)).toEqual([passThroughTenant]);

@@ -343,7 +343,7 @@ describe('summarization jobs', () => {
       );
       expect(summaryPrompts).toBeGreaterThan(0);
       while (redis.status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 20));
-      const tenantId = passThroughTenantId('Bearer sk-summaries');
+      const tenantId = passThroughTenantId(['sk-summaries']);
       const [usage] = await createRedisBudgetStore({ redis }).read(
         [{ name: 'session_tokens', tenantId, sessionId, periodId: 'lifetime', ttlSeconds: 60 }],
         Date.now(),

@@ -1,0 +1,120 @@
+// Per-request bookkeeping, for every route and every answer (refusals and 404s included): the request
+// state the handlers fill in, the request id (the client's own `x-request-id` when it sent a usable one),
+// and one log line and the request metrics when the answer is finished or the client has gone.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fastifyPlugin from 'fastify-plugin';
+import type { Logger } from 'pino';
+import type { GatewayMetrics } from '../../metrics.js';
+import { createRequestState, type RequestState } from '../request-state.js';
+
+/** Routes whose requests are counted but not logged: probes and scrapes would drown the log. */
+const quietRoutes = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** A client's request id is taken when it is short printable ASCII; anything else gets a fresh one. */
+const usableRequestId = /^[\x21-\x7e]{1,200}$/;
+
+export function requestIdFrom(header: string | string[] | undefined, generate: () => string): string {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value !== undefined && usableRequestId.test(value) ? value : generate();
+}
+
+export interface RequestContextOptions {
+  logger: Logger;
+  metrics: GatewayMetrics;
+  now: () => number;
+}
+
+function round(milliseconds: number): number {
+  return Math.round(milliseconds * 1000) / 1000;
+}
+
+/** The path of a request without its query, cut short: a 404 line says what was asked for. */
+function pathOf(request: FastifyRequest): string {
+  const url = request.url;
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.length > 200 ? `${path.slice(0, 200)}…` : path;
+}
+
+function logRequest(
+  request: FastifyRequest,
+  statusCode: number,
+  ended: boolean,
+  { logger, metrics, now }: RequestContextOptions,
+): void {
+  const state = request.gateway;
+  const totalMs = now() - state.startedAtMs;
+  const overheadMs = Math.max(0, totalMs - state.upstreamMs);
+  // 499, as nginx logs it: the client went away before the answer was complete.
+  const status = ended && !state.clientAborted ? statusCode : 499;
+  metrics.requests.inc({
+    route: state.route,
+    status: String(status),
+    model: metrics.modelLabel(state.model),
+  });
+  metrics.requestDuration.observe({ route: state.route }, totalMs / 1000);
+  if (state.upstreamName !== undefined)
+    metrics.gatewayOverhead.observe({ route: state.route }, overheadMs / 1000);
+  if (quietRoutes.has(state.route)) return;
+  const context = state.context;
+  logger.info(
+    {
+      reqId: request.id,
+      method: request.method,
+      route: state.route,
+      path: state.route === 'unknown' ? pathOf(request) : undefined,
+      status,
+      model: state.model,
+      stream: state.stream,
+      upstream: state.upstreamName,
+      upstreamStatus: state.upstreamStatus,
+      tenant: state.credential?.tenantId,
+      session: state.session,
+      errorCode: state.errorCode,
+      streamErrorCode: state.streamErrorCode,
+      context:
+        context === undefined
+          ? undefined
+          : {
+              window: context.window,
+              inputTokens: context.inputTokens,
+              modified: context.modified,
+              droppedMessages: context.droppedMessages,
+              droppedIterationGroups: context.droppedIterationGroups,
+              truncatedToolResults: context.truncatedToolResults,
+              maskedToolResults: context.maskedToolResults,
+              summaryTokens: context.regions.summary || undefined,
+            },
+      clientAborted: state.clientAborted || undefined,
+      durations: {
+        totalMs: round(totalMs),
+        upstreamMs: round(state.upstreamMs),
+        overheadMs: round(overheadMs),
+      },
+    },
+    'request',
+  );
+}
+
+function requestContext(app: FastifyInstance, options: RequestContextOptions): void {
+  app.decorateRequest('gateway', null as unknown as RequestState);
+  // Callback style, not async: this runs on every request and a promise per hook is measurable.
+  app.addHook('onRequest', (request, reply, done) => {
+    const state = createRequestState(options.now());
+    state.route = request.routeOptions.url ?? 'unknown';
+    request.gateway = state;
+    reply.header('x-request-id', request.id);
+    let logged = false;
+    const logOnce = (ended: boolean): void => {
+      if (logged) return;
+      logged = true;
+      logRequest(request, reply.raw.statusCode, ended, options);
+    };
+    reply.raw.once('finish', () => logOnce(true));
+    // 'close' without 'finish': the connection went away before the answer was complete.
+    reply.raw.once('close', () => logOnce(reply.raw.writableFinished));
+    done();
+  });
+}
+
+export const requestContextPlugin = fastifyPlugin(requestContext, { name: 'ctxgate-request-context' });
