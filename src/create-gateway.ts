@@ -98,13 +98,16 @@ export function createGateway(options: {
       ? createMemorySessionStore({ limits })
       : createRedisSessionStore({ redis, limits, cacheBytes: config.sessions.cache_mb * 1024 * 1024 });
 
+  const learnedLimits =
+    redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis });
   const gatewayApp = buildApp({
     config,
     logger,
     upstream,
     metrics: createMetrics(),
-    readiness: { check: () => sessionStore.ping() },
-    learnedLimits: redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis }),
+    // Ready once the store answers and the limits the replicas learned have been read.
+    readiness: { check: async () => (await sessionStore.ping()) && learnedLimits.loaded() },
+    learnedLimits,
     budgetStore: redis === undefined ? createMemoryBudgetStore() : createRedisBudgetStore({ redis }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
 
@@ -140,6 +143,7 @@ export function createGateway(options: {
       }
 
       await upstream.close();
+      await learnedLimits.close();
       redis?.disconnect();
     },
   };

@@ -5,7 +5,7 @@ import type { ContextMessage } from '../context/types.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
 
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
-import { isGatewayError } from '../errors.js';
+import { GatewayError, isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import { isCalibrated } from '../config/model-table.js';
@@ -57,6 +57,8 @@ interface UpstreamCall {
   onUsage?: (promptTokens: number) => Record<string, string> | undefined;
   onCompletion?: (result: CompletedAnswer) => void;
   recovery?: Recovery;
+  /** A chat completion: a 2xx answer must be JSON (or an event stream when streaming), else 502. */
+  expectCompletion?: boolean;
 }
 
 interface Recovery {
@@ -173,9 +175,17 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           onReply: call.onReply,
           onUsage: call.onUsage,
           onCompletion: call.onCompletion,
+          expectJson: call.expectCompletion === true,
         };
-        if (call.streaming && response.statusCode < 300 && isEventStream(response.headers))
-          return await relayEventStream(options);
+        const eventStream = response.statusCode < 300 && isEventStream(response.headers);
+        if (call.streaming && eventStream) return await relayEventStream(options);
+        if (call.streaming && call.expectCompletion === true && response.statusCode < 300) {
+          response.discard();
+          throw new GatewayError(
+            'upstream_bad_response',
+            'The upstream answered a streaming request without an event stream.',
+          );
+        }
         return await relayWholeBody(options);
       }
     } catch (error) {
@@ -255,8 +265,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     try {
       const target = selectUpstream(config.upstreams, chatRequest.model);
       // SPEC §6: what the upstream taught about this model's window, and the retry ladder's state.
-      const pending = learnedLimits.get(target.name, chatRequest.model);
-      let learned = pending instanceof Promise ? await pending : pending;
+      let learned = learnedLimits.get(target.name, chatRequest.model);
       let learnedWindow = learned.window;
       let reduction: ContextReduction = 'none';
       let maxTokens: number | undefined;
@@ -336,19 +345,17 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             isCalibrated(model)
           ) {
             // The upstream's own count of what was sent calibrates the estimate at once.
-            await learnedLimits
-              .recordRatio(target.name, chatRequest.model, {
-                reported: numbers.promptTokens,
-                estimated: attempt.prepared.report.inputTokens,
-              })
-              .catch(() => undefined);
+            learnedLimits.recordRatio(target.name, chatRequest.model, {
+              reported: numbers.promptTokens,
+              estimated: attempt.prepared.report.inputTokens,
+            });
           }
 
-          await learnedLimits.recordOverflow(target.name, chatRequest.model, {
+          learnedLimits.recordOverflow(target.name, chatRequest.model, {
             ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
             failedSize: sentSize(),
           });
-          learned = await learnedLimits.get(target.name, chatRequest.model);
+          learned = learnedLimits.get(target.name, chatRequest.model);
           learnedWindow = learned.window;
           const promptTokens = numbers.promptTokens ?? attempt.prepared.report.inputTokens;
           const room =
@@ -378,7 +385,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         onSuccess() {
           // A success teaches something only below a known failure, and then a window was learned.
           if (learnedWindow === undefined) return;
-          learnedLimits.recordSuccess(target.name, chatRequest.model, sentSize()).catch(() => undefined);
+          learnedLimits.recordSuccess(target.name, chatRequest.model, sentSize());
         },
       };
       return await forward(request, reply, {
@@ -389,6 +396,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         streaming: state.stream,
         extraHeaders: attempt.extraHeaders,
         recovery,
+        expectCompletion: true,
         ...(reservation === undefined
           ? {}
           : {
@@ -416,9 +424,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           const estimated = prepared.report.inputTokens;
           const model = prepared.settings.model;
           if (isCalibrated(model)) {
-            learnedLimits
-              .recordRatio(target.name, chatRequest.model, { reported: promptTokens, estimated })
-              .catch(() => undefined);
+            learnedLimits.recordRatio(target.name, chatRequest.model, { reported: promptTokens, estimated });
           }
           // Some servers cut an over-long prompt instead of refusing it (SPEC §6): far fewer prompt
           // tokens than were sent. Judged against the estimate scaled by what was learned so far.

@@ -7,7 +7,7 @@ import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 
 import type { UpstreamResponse } from '../upstream/upstream.js';
 import type { ClientCancellation } from './client-cancellation.js';
-import { replyFromBody, StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import { replyFromCompletion, StreamReplyAssembler } from '../upstream/reply-assembler.js';
 import { buildClientHeaders } from './forward-headers.js';
 import type { RequestState } from './request-state.js';
 
@@ -81,6 +81,82 @@ function usageNumberIn(body: Buffer, key: Buffer): number | undefined {
   return digits === 0 ? undefined : value;
 }
 
+/**
+ * Holds back the bytes after the last complete event of a stream, so that what reaches the client
+ * always ends at an event boundary: an error event written after an upstream cut then stands on its
+ * own, never glued onto half an event. An event ends at a blank line (LF LF, CR LF CR LF or CR CR).
+ */
+export class EventBoundaryBuffer {
+  private pending: Buffer[] = [];
+  private pendingLength = 0;
+
+  /** The bytes from the start of what is pending through the last complete event; undefined if none. */
+  push(chunk: Buffer): Buffer | undefined {
+    const end = lastBoundaryEnd(chunk);
+    if (end === -1) {
+      // A boundary can straddle the cut: look at the last bytes held with the new chunk's first ones.
+      const straddle = this.straddlingBoundaryEnd(chunk);
+      if (straddle === -1) {
+        this.pending.push(chunk);
+        this.pendingLength += chunk.length;
+        return undefined;
+      }
+      return this.take(chunk, straddle);
+    }
+    return this.take(chunk, end);
+  }
+
+  /** Bytes held back when the stream ended: an unfinished event. */
+  get heldBytes(): number {
+    return this.pendingLength;
+  }
+
+  /** What is held, for a stream that ended cleanly without a final blank line. */
+  flush(): Buffer | undefined {
+    if (this.pendingLength === 0) return undefined;
+    const rest = Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingLength = 0;
+    return rest;
+  }
+
+  private take(chunk: Buffer, end: number): Buffer {
+    const head = chunk.subarray(0, end);
+    const out = this.pendingLength === 0 ? head : Buffer.concat([...this.pending, head]);
+    const rest = chunk.subarray(end);
+    this.pending = rest.length === 0 ? [] : [rest];
+    this.pendingLength = rest.length;
+    return out;
+  }
+
+  private straddlingBoundaryEnd(chunk: Buffer): number {
+    if (this.pendingLength === 0) return -1;
+    const last = this.pending[this.pending.length - 1] as Buffer;
+    const tail = last.subarray(Math.max(0, last.length - 3));
+    const joined = Buffer.concat([tail, chunk.subarray(0, 3)]);
+    const end = lastBoundaryEnd(joined);
+    // Only a boundary that ends inside the new chunk counts (one inside `tail` was seen before).
+    return end > tail.length ? end - tail.length : -1;
+  }
+}
+
+/**
+ * Where the last blank line of `bytes` ends (the index after it), or -1: a line terminator (LF, CR LF
+ * or CR) right after another one.
+ */
+function lastBoundaryEnd(bytes: Buffer): number {
+  for (let index = bytes.length - 1; index >= 1; index--) {
+    const code = bytes[index] as number;
+    if (code !== 10 && code !== 13) continue;
+    // The terminator ending here starts one byte earlier when it is CR LF.
+    const start = code === 10 && bytes[index - 1] === 13 ? index - 1 : index;
+    const before = bytes[start - 1];
+    if (before === 10 || before === 13) return index + 1;
+    index = start;
+  }
+  return -1;
+}
+
 export function streamErrorEvent(error: GatewayError): string {
   return `data: ${JSON.stringify(toOpenAIErrorBody(error))}\n\n`;
 }
@@ -129,6 +205,8 @@ export interface RelayOptions {
    * to estimate from.
    */
   onCompletion?: ((result: CompletedAnswer) => void) | undefined;
+  /** A successful whole answer must be a JSON object (a chat completion), else 502. */
+  expectJson?: boolean;
 }
 
 export interface CompletedAnswer {
@@ -137,36 +215,80 @@ export interface CompletedAnswer {
   reply: Record<string, unknown> | undefined;
 }
 
-/** Sends a whole (non-streamed) upstream answer with its status and headers. */
+function badResponse(message: string): GatewayError {
+  return new GatewayError('upstream_bad_response', message);
+}
+
+/**
+ * Sends a whole (non-streamed) upstream answer with its status and headers. With `expectJson`, a
+ * successful answer must be a JSON object (parsed once, here): anything else — cut-off JSON, an HTML
+ * page, an event stream — is a 502 upstream_bad_response, and nothing is stored or counted as a reply.
+ */
 export async function relayWholeBody({
   reply,
   response,
   extraHeaders,
+  expectJson,
   onReply,
   onUsage,
   onCompletion,
 }: RelayOptions): Promise<FastifyReply> {
   const body = await response.readAll();
+  const success = response.statusCode < 300;
+  let parsed: Record<string, unknown> | undefined;
+  if (success && expectJson === true) {
+    if (isEventStream(response.headers))
+      throw badResponse('The upstream answered with an event stream to a request that did not ask for one.');
+    try {
+      const value: unknown = JSON.parse(body.toString('utf8'));
+      if (typeof value === 'object' && value !== null && !Array.isArray(value))
+        parsed = value as Record<string, unknown>;
+    } catch {
+      // Not JSON: refused below.
+    }
+    if (parsed === undefined)
+      throw badResponse('The upstream answered 2xx with a body that is not a JSON object.');
+  }
+  const usage = parsed === undefined ? undefined : usageOf(parsed);
   // Counted first: the upstream's answer is billed even when storing the session's turn fails.
-  if (onCompletion !== undefined && response.statusCode < 300) {
-    const completionTokens = usageNumberIn(body, completionTokensKey);
+  if (onCompletion !== undefined && success) {
     onCompletion({
-      promptTokens: promptTokensIn(body),
-      completionTokens,
-      reply: completionTokens === undefined ? replyFromBody(body.toString('utf8')) : undefined,
+      promptTokens: usage?.promptTokens ?? promptTokensIn(body),
+      completionTokens: usage?.completionTokens ?? usageNumberIn(body, completionTokensKey),
+      reply: parsed === undefined ? undefined : replyFromCompletion(parsed),
     });
   }
-  if (onReply !== undefined && response.statusCode < 300) await onReply(replyFromBody(body.toString('utf8')));
+  if (onReply !== undefined && success) {
+    const assistant = parsed === undefined ? undefined : replyFromCompletion(parsed);
+    if (assistant === undefined)
+      throw badResponse('The upstream answer holds no assistant message (choices[0].message).');
+    await onReply(assistant);
+  }
   let headers = extraHeaders;
-  if (onUsage !== undefined && response.statusCode < 300) {
-    const promptTokens = promptTokensIn(body);
+  if (onUsage !== undefined && success) {
+    const promptTokens = usage?.promptTokens ?? promptTokensIn(body);
     const added = promptTokens === undefined ? undefined : onUsage(promptTokens);
     if (added !== undefined) headers = { ...extraHeaders, ...added };
   }
   return reply.code(response.statusCode).headers(buildClientHeaders(response.headers, headers)).send(body);
 }
 
-/** Relays an event stream chunk by chunk; resolves when the client's stream has ended. */
+function usageOf(
+  completion: Record<string, unknown>,
+): { promptTokens: number | undefined; completionTokens: number | undefined } | undefined {
+  const usage = completion.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+  if (typeof usage !== 'object' || usage === null) return undefined;
+  return {
+    promptTokens: typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : undefined,
+    completionTokens: typeof usage.completion_tokens === 'number' ? usage.completion_tokens : undefined,
+  };
+}
+
+async function writeOrWait(raw: ServerResponse, bytes: Buffer | string): Promise<void> {
+  if (bytes.length > 0 && !raw.write(bytes)) await waitForDrain(raw);
+}
+
+/** Relays an event stream event by event as it arrives; resolves when the client's stream has ended. */
 export async function relayEventStream({
   reply,
   response,
@@ -189,32 +311,37 @@ export async function relayEventStream({
   headers['x-accel-buffering'] = 'no';
   raw.writeHead(response.statusCode, headers);
   const tracker = new StreamCompletionTracker();
+  const events = new EventBoundaryBuffer();
   const assembler =
     onReply === undefined && onCompletion === undefined ? undefined : new StreamReplyAssembler();
   let failure: GatewayError | undefined;
   // With a session, the final `data: [DONE]` waits until the turn is stored, so that a client whose
-  // turn could not be stored gets an error event instead of a [DONE] (when [DONE] ends a chunk).
+  // turn could not be stored gets an error event instead of a [DONE].
   let heldDone: Buffer | undefined;
+  const relay = (complete: Buffer): Promise<void> | undefined => {
+    let toWrite = complete;
+    if (onReply !== undefined) {
+      const marker = doneMarkerAt(complete);
+      if (marker >= 0) {
+        heldDone = complete.subarray(marker);
+        toWrite = complete.subarray(0, marker);
+      }
+    }
+    if (toWrite.length > 0 && !raw.write(toWrite)) return waitForDrain(raw);
+    return undefined;
+  };
   try {
     await response.forEachChunk((chunk) => {
       tracker.push(chunk);
       assembler?.push(chunk);
-      let toWrite = chunk;
-      heldDone = undefined;
-      if (onReply !== undefined) {
-        const marker = doneMarkerAt(chunk);
-        if (marker >= 0) {
-          heldDone = chunk.subarray(marker);
-          toWrite = chunk.subarray(0, marker);
-        }
-      }
-      if (toWrite.length > 0 && !raw.write(toWrite)) return waitForDrain(raw);
+      const complete = events.push(chunk);
+      return complete === undefined ? undefined : relay(complete);
     });
     if (!tracker.isComplete()) {
-      failure = new GatewayError(
-        'upstream_bad_response',
-        'The upstream stream ended before the answer was finished.',
-      );
+      failure = badResponse('The upstream stream ended before the answer was finished.');
+    } else if (events.heldBytes > 0) {
+      // A complete answer whose last event had no blank line after it: send it as it came.
+      await writeOrWait(raw, events.flush() as Buffer);
     }
   } catch (error) {
     if (cancellation.aborted || raw.destroyed) {
@@ -231,23 +358,27 @@ export async function relayEventStream({
       ? error
       : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
   }
-  // The upstream's answer is complete (and billed) even when storing the session's turn fails below.
-  const upstreamComplete = failure === undefined;
   const assembled = assembler?.end();
-  if (upstreamComplete && assembled !== undefined && onReply !== undefined) {
-    if (assembled.finished) {
-      await onReply(assembled.message).catch((error: unknown) => {
-        state.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
-        // The client has the answer but not its [DONE]: it learns the turn was not stored. Without a
-        // held [DONE] (it did not end a chunk) the failure can only be logged.
-        if (heldDone !== undefined) {
-          failure = isGatewayError(error)
-            ? error
-            : new GatewayError('session_store_unavailable', 'The turn could not be stored.');
-          heldDone = undefined;
-        }
-      });
-    }
+  if (
+    failure === undefined &&
+    assembled !== undefined &&
+    assembled.malformedEvents > 0 &&
+    onReply !== undefined
+  )
+    failure = badResponse('The upstream stream carried events that are not JSON.');
+  // The upstream's answer is complete (and billed) even when storing the session's turn fails below.
+  if (failure === undefined && assembled !== undefined && onReply !== undefined && assembled.finished) {
+    await onReply(assembled.message).catch((error: unknown) => {
+      state.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
+      // The client has the answer but not its [DONE]: it learns the turn was not stored. Without a
+      // held [DONE] (the stream had none) the failure can only be logged.
+      if (heldDone !== undefined) {
+        failure = isGatewayError(error)
+          ? error
+          : new GatewayError('session_store_unavailable', 'The turn could not be stored.');
+        heldDone = undefined;
+      }
+    });
   }
   if (failure === undefined && onUsage !== undefined) {
     const promptTokens = tracker.promptTokens();

@@ -1,269 +1,273 @@
 // What the gateway learns about an upstream's real limits (SPEC §6), per upstream and model, shared by
-// replicas through Redis (in-process without it). A window parsed from an overflow error is taken as
-// it is; without numbers, failed and succeeded request sizes bound it, and the learned window is the
-// largest size known to succeed below the smallest known to fail. Sizes are prompt plus output
-// reserve, in the gateway's own estimate.
+// replicas through Redis (in-process without it). The rules are pure (context/learned-limit-rules.ts);
+// this module keeps and moves their values.
+//
+// No request waits on Redis for them: every replica reads from its own copy, which a background loop
+// refreshes from Redis once a second (one HGETALL of one hash) after writing what the replica learned
+// since (estimate ratios aggregated per model, at most one write per model per second). What a replica
+// observes itself applies to its next request at once, and still applies while Redis is unreachable.
+import {
+  limitOf,
+  mergeBounds,
+  nextRatio,
+  successTeaches,
+  withOverflow,
+  type LearnedLimit,
+  type LimitBounds,
+} from '../context/learned-limit-rules.js';
 import type { RedisConnection } from './redis-client.js';
 
-export interface LearnedLimit {
-  /** The window to use for this upstream and model, when anything was learned. */
-  window?: number;
-  /** Upstream-reported prompt tokens per estimated token (moving average, clamped), once measured. */
-  ratio?: number;
-}
+export type { LearnedLimit } from '../context/learned-limit-rules.js';
 
 export interface LearnedLimits {
-  /** Answers at once when nothing needs fetching (the common case: no Redis round trip per request). */
-  get(upstream: string, model: string): LearnedLimit | Promise<LearnedLimit>;
+  /** This replica's view; never waits on a store. */
+  get(upstream: string, model: string): LearnedLimit;
   /** An overflow: the upstream's stated window when it gave one, and the size that failed. */
-  recordOverflow(
-    upstream: string,
-    model: string,
-    observed: { window?: number; failedSize: number },
-  ): Promise<void>;
+  recordOverflow(upstream: string, model: string, observed: { window?: number; failedSize: number }): void;
   /** A request of this size went through. */
-  recordSuccess(upstream: string, model: string, size: number): Promise<void>;
+  recordSuccess(upstream: string, model: string, size: number): void;
   /** The upstream counted `reported` prompt tokens where the gateway estimated `estimated`. */
-  recordRatio(
-    upstream: string,
-    model: string,
-    sample: { reported: number; estimated: number },
-  ): Promise<void>;
+  recordRatio(upstream: string, model: string, sample: { reported: number; estimated: number }): void;
+  /** True once the shared values have been read (at once in process). */
+  loaded(): boolean;
+  /** Writes what is pending (best effort) and stops the background refresh. */
+  close(): Promise<void>;
 }
 
-/** The estimate ratio moves by this share of each new sample, and stays within these bounds. */
-export const ratioSmoothing = 0.2;
-export const ratioBounds = { min: 0.5, max: 2 } as const;
+const entryKey = (upstream: string, model: string): string => `${upstream}\u0000${model}\u0000`;
 
-export function nextRatio(
-  previous: number | undefined,
-  sample: { reported: number; estimated: number },
-): number {
-  const measured = sample.reported / Math.max(1, sample.estimated);
-  const blended = previous === undefined ? measured : previous + ratioSmoothing * (measured - previous);
-  return Math.min(ratioBounds.max, Math.max(ratioBounds.min, blended));
-}
-
-interface Bounds {
-  ratio?: number;
-  stated?: number;
-  smallestFailed?: number;
-  largestSucceeded?: number;
-}
-
-/** Without a stated window and before any success below the failure, try this share of what failed. */
-const unknownWindowShare = 0.8;
-
-export function windowFromBounds(bounds: Bounds): number | undefined {
-  if (bounds.stated !== undefined) return bounds.stated;
-  if (bounds.smallestFailed === undefined) return undefined;
-  if (bounds.largestSucceeded !== undefined && bounds.largestSucceeded < bounds.smallestFailed)
-    return bounds.largestSucceeded;
-  return Math.max(1, Math.floor(bounds.smallestFailed * unknownWindowShare));
-}
-
-const cacheMs = 2_000;
-const noLimit: LearnedLimit = Object.freeze({});
-
-function limitOf(bounds: Bounds): LearnedLimit {
-  const window = windowFromBounds(bounds);
-  if (window === undefined && bounds.ratio === undefined) return noLimit;
-  return {
-    ...(window === undefined ? {} : { window }),
-    ...(bounds.ratio === undefined ? {} : { ratio: bounds.ratio }),
-  };
-}
-
-/** Bounds kept per key in this process: the in-process store, and each Redis replica's own view. */
-function createLocalBounds(): {
-  get(key: string): Bounds | undefined;
+/** Observations per entry, applied with the pure rules. */
+function createBoundsTable(): {
+  get(key: string): LimitBounds | undefined;
   overflow(key: string, observed: { window?: number; failedSize: number }): void;
-  /** False when the size teaches nothing (not below a known failure). */
   success(key: string, size: number): boolean;
-  ratio(key: string, sample: { reported: number; estimated: number }): void;
+  ratio(key: string, sample: { reported: number; estimated: number }, base: number | undefined): number;
+  clearRatio(key: string, ifEquals: number): void;
 } {
-  const entries = new Map<string, Bounds>();
-  const entryFor = (key: string): Bounds => {
-    let entry = entries.get(key);
-    if (entry === undefined) {
-      entry = {};
-      entries.set(key, entry);
-    }
-    return entry;
-  };
+  const entries = new Map<string, LimitBounds>();
   return {
     get: (key) => entries.get(key),
     overflow(key, observed) {
-      const entry = entryFor(key);
-      if (observed.window !== undefined) entry.stated = Math.min(entry.stated ?? Infinity, observed.window);
-      entry.smallestFailed = Math.min(entry.smallestFailed ?? Infinity, observed.failedSize);
+      entries.set(key, withOverflow(entries.get(key) ?? {}, observed));
     },
     success(key, size) {
-      const entry = entryFor(key);
-      if (entry.smallestFailed === undefined || size >= entry.smallestFailed) return false;
-      entry.largestSucceeded = Math.max(entry.largestSucceeded ?? 0, size);
+      const entry = entries.get(key) ?? {};
+      if (!successTeaches(entry, size)) return false;
+      entries.set(key, { ...entry, largestSucceeded: size });
       return true;
     },
-    ratio(key, sample) {
-      const entry = entryFor(key);
-      entry.ratio = nextRatio(entry.ratio, sample);
+    ratio(key, sample, base) {
+      const entry = entries.get(key) ?? {};
+      const ratio = nextRatio(entry.ratio ?? base, sample);
+      entries.set(key, { ...entry, ratio });
+      return ratio;
+    },
+    clearRatio(key, ifEquals) {
+      const entry = entries.get(key);
+      if (entry?.ratio !== ifEquals) return;
+      const { ratio: _ratio, ...rest } = entry;
+      entries.set(key, rest);
     },
   };
 }
 
 /** In-process learned limits: one replica only. */
 export function createMemoryLearnedLimits(): LearnedLimits {
-  const local = createLocalBounds();
-  const keyOf = (upstream: string, model: string): string => `${upstream}\u0000${model}`;
+  const table = createBoundsTable();
   return {
-    get(upstream, model) {
-      const entry = local.get(keyOf(upstream, model));
-      return entry === undefined ? noLimit : limitOf(entry);
+    get: (upstream, model) => limitOf(table.get(entryKey(upstream, model))),
+    recordOverflow(upstream, model, observed) {
+      table.overflow(entryKey(upstream, model), observed);
     },
-    async recordRatio(upstream, model, sample) {
-      local.ratio(keyOf(upstream, model), sample);
+    recordSuccess(upstream, model, size) {
+      table.success(entryKey(upstream, model), size);
     },
-    async recordOverflow(upstream, model, observed) {
-      local.overflow(keyOf(upstream, model), observed);
+    recordRatio(upstream, model, sample) {
+      table.ratio(entryKey(upstream, model), sample, undefined);
     },
-    async recordSuccess(upstream, model, size) {
-      local.success(keyOf(upstream, model), size);
-    },
+    loaded: () => true,
+    close: async () => undefined,
   };
 }
 
-// ARGV: field ('stated' | 'smallestFailed' keep the minimum, 'largestSucceeded' the maximum below
-// smallestFailed), value.
+/** The one hash all learned limits live in (one slot on a Cluster). */
+export const learnedLimitsKey = 'ctxgate:{learned-limits}';
+
+// KEYS[1] the hash. ARGV: entry prefix, field, mode, value, now (s), most fields. Modes: 'min' keeps
+// the smallest value, 'below_failed' the largest value below the entry's smallestFailed, 'set' the
+// value. Every write marks the entry touched; a new entry is refused once the hash is full.
 const learnScript = `
-local current = tonumber(redis.call('HGET', KEYS[1], ARGV[1]))
-local value = tonumber(ARGV[2])
-if ARGV[1] == 'largestSucceeded' then
-  local failed = tonumber(redis.call('HGET', KEYS[1], 'smallestFailed'))
-  if failed == nil or value >= failed then return 0 end
-  if current == nil or value > current then redis.call('HSET', KEYS[1], ARGV[1], value) end
-elseif current == nil or value < current then
-  redis.call('HSET', KEYS[1], ARGV[1], value)
+local key = KEYS[1]
+local prefix = ARGV[1]
+local field = prefix .. ARGV[2]
+local touched = prefix .. 'touched'
+if redis.call('HEXISTS', key, touched) == 0 and redis.call('HLEN', key) >= tonumber(ARGV[6]) then
+  return 0
 end
-redis.call('EXPIRE', KEYS[1], 2592000)
+local value = tonumber(ARGV[4])
+local current = tonumber(redis.call('HGET', key, field))
+if ARGV[3] == 'below_failed' then
+  local failed = tonumber(redis.call('HGET', key, prefix .. 'smallestFailed'))
+  if failed == nil or value >= failed or (current ~= nil and value <= current) then return 0 end
+elseif ARGV[3] == 'min' and current ~= nil and value >= current then
+  redis.call('HSET', key, touched, ARGV[5])
+  return 0
+end
+redis.call('HSET', key, field, ARGV[4], touched, ARGV[5])
 return 1`;
 
-// ARGV: reported, estimated, smoothing, min, max. The same moving average as nextRatio.
-const ratioScript = `
-local measured = tonumber(ARGV[1]) / tonumber(ARGV[2])
-local previous = tonumber(redis.call('HGET', KEYS[1], 'ratio'))
-local value = measured
-if previous ~= nil then value = previous + tonumber(ARGV[3]) * (measured - previous) end
-value = math.min(tonumber(ARGV[5]), math.max(tonumber(ARGV[4]), value))
-redis.call('HSET', KEYS[1], 'ratio', tostring(value))
-redis.call('EXPIRE', KEYS[1], 2592000)
-return tostring(value)`;
+type LearnCommand = (
+  key: string,
+  prefix: string,
+  field: string,
+  mode: 'min' | 'below_failed' | 'set',
+  value: number,
+  nowSeconds: number,
+  maxFields: number,
+) => Promise<number>;
+
+const boundFields = ['stated', 'smallestFailed', 'largestSucceeded', 'ratio'] as const;
+
+/** Parses the hash into entries; entries not written for `retentionMs` are listed for removal. */
+function parseTable(
+  fields: Record<string, string>,
+  nowMs: number,
+  retentionMs: number,
+): { entries: Map<string, LimitBounds>; expiredFields: string[] } {
+  const entries = new Map<string, LimitBounds>();
+  const touched = new Map<string, number>();
+  for (const [field, value] of Object.entries(fields)) {
+    const cut = field.lastIndexOf('\u0000');
+    if (cut < 0) continue;
+    const prefix = field.slice(0, cut + 1);
+    const name = field.slice(cut + 1);
+    const number = Number(value);
+    if (!Number.isFinite(number)) continue;
+    if (name === 'touched') {
+      touched.set(prefix, number);
+      continue;
+    }
+    if (!(boundFields as readonly string[]).includes(name)) continue;
+    const entry = entries.get(prefix) ?? {};
+    entry[name as (typeof boundFields)[number]] = number;
+    entries.set(prefix, entry);
+  }
+  const expiredFields: string[] = [];
+  for (const prefix of new Set([...entries.keys(), ...touched.keys()])) {
+    if ((touched.get(prefix) ?? 0) * 1000 >= nowMs - retentionMs) continue;
+    entries.delete(prefix);
+    for (const name of [...boundFields, 'touched']) expiredFields.push(prefix + name);
+  }
+  return { entries, expiredFields };
+}
 
 /**
- * Learned limits in Redis: one hash per upstream and model. Reads are cached for two seconds per
- * replica (a request must not wait on Redis for this); what this replica learns applies at once.
+ * Learned limits in Redis, in one hash. Each replica keeps a copy refreshed every `refreshMs`; ratios
+ * it measured are written at the next refresh (aggregated), window bounds at once (they are rare).
  */
 export function createRedisLearnedLimits({
   redis,
   now = () => Date.now(),
+  refreshMs = 1_000,
+  retentionMs = 30 * 24 * 3_600_000,
+  maxFields = 50_000,
 }: {
   redis: RedisConnection;
   now?: () => number;
+  refreshMs?: number;
+  retentionMs?: number;
+  maxFields?: number;
 }): LearnedLimits {
   redis.defineCommand('ctxgateLearn', { numberOfKeys: 1, lua: learnScript });
-  const learn = (key: string, field: string, value: number): Promise<unknown> =>
-    (
-      redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
-    ).ctxgateLearn!.call(redis, key, field, value);
-  redis.defineCommand('ctxgateRatio', { numberOfKeys: 1, lua: ratioScript });
-  const ratio = (key: string, reported: number, estimated: number): Promise<unknown> =>
-    (
-      redis as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
-    ).ctxgateRatio!.call(redis, key, reported, estimated, ratioSmoothing, ratioBounds.min, ratioBounds.max);
-  const cache = new Map<string, { bounds: Bounds; atMs: number }>();
-  // What this replica observed itself: applies even while Redis is unreachable.
-  const local = createLocalBounds();
-  const keyOf = (upstream: string, model: string): string => `ctxgate:limits:{${upstream}}:${model}`;
-  const merged = (key: string, shared: Bounds): Bounds => {
-    const own = local.get(key);
-    if (own === undefined) return shared;
-    const smallest = (a?: number, b?: number): number | undefined =>
-      a === undefined ? b : b === undefined ? a : Math.min(a, b);
-    const result: Bounds = {};
-    const stated = smallest(shared.stated, own.stated);
-    const smallestFailed = smallest(shared.smallestFailed, own.smallestFailed);
-    const largestSucceeded = Math.max(shared.largestSucceeded ?? 0, own.largestSucceeded ?? 0);
-    if (stated !== undefined) result.stated = stated;
-    if (smallestFailed !== undefined) result.smallestFailed = smallestFailed;
-    if (largestSucceeded > 0 && (smallestFailed === undefined || largestSucceeded < smallestFailed))
-      result.largestSucceeded = largestSucceeded;
-    const ratio = shared.ratio ?? own.ratio;
-    if (ratio !== undefined) result.ratio = ratio;
-    return result;
-  };
+  const learnCommand = (redis as unknown as { ctxgateLearn: LearnCommand }).ctxgateLearn.bind(redis);
+  const learn = (prefix: string, field: string, mode: 'min' | 'below_failed' | 'set', value: number) =>
+    learnCommand(learnedLimitsKey, prefix, field, mode, value, Math.floor(now() / 1000), maxFields);
 
-  async function bounds(upstream: string, model: string, fresh: boolean): Promise<Bounds> {
-    const key = keyOf(upstream, model);
-    const cached = cache.get(key);
-    if (!fresh && cached !== undefined && now() - cached.atMs < cacheMs) return merged(key, cached.bounds);
-    let read: Bounds = cached?.bounds ?? {};
-    try {
-      const fields = await redis.hgetall(key);
-      read = {};
-      if (fields.stated !== undefined) read.stated = Number(fields.stated);
-      if (fields.smallestFailed !== undefined) read.smallestFailed = Number(fields.smallestFailed);
-      if (fields.largestSucceeded !== undefined) read.largestSucceeded = Number(fields.largestSucceeded);
-      if (fields.ratio !== undefined) read.ratio = Number(fields.ratio);
-    } catch {
-      // Redis unreachable: keep what this replica knew; requests go on with the configured window.
+  let shared = new Map<string, LimitBounds>();
+  /** What this replica observed itself; its ratio only while not yet written. */
+  const own = createBoundsTable();
+  const pendingRatios = new Set<string>();
+  let hasLoaded = false;
+  let closed = false;
+  let refreshing: Promise<void> | undefined;
+
+  async function flushRatios(): Promise<void> {
+    for (const prefix of [...pendingRatios]) {
+      const ratio = own.get(prefix)?.ratio;
+      pendingRatios.delete(prefix);
+      if (ratio === undefined) continue;
+      try {
+        await learn(prefix, 'ratio', 'set', ratio);
+        // Written: from now on the shared value (which the next refresh brings) is the one to use.
+        shared.set(prefix, { ...shared.get(prefix), ratio });
+        own.clearRatio(prefix, ratio);
+      } catch {
+        pendingRatios.add(prefix);
+        return;
+      }
     }
-    cache.set(key, { bounds: read, atMs: now() });
-    return merged(key, read);
   }
+
+  async function refresh(): Promise<void> {
+    await flushRatios();
+    try {
+      const parsed = parseTable(await redis.hgetall(learnedLimitsKey), now(), retentionMs);
+      shared = parsed.entries;
+      hasLoaded = true;
+      if (parsed.expiredFields.length > 0)
+        await redis.hdel(learnedLimitsKey, ...parsed.expiredFields).catch(() => undefined);
+    } catch {
+      // Redis unreachable: keep the copy; requests go on with it and what this replica saw.
+    }
+  }
+
+  const tick = (): void => {
+    if (refreshing !== undefined || closed) return;
+    refreshing = refresh().finally(() => {
+      refreshing = undefined;
+    });
+  };
+  const timer = setInterval(tick, refreshMs);
+  timer.unref();
+  tick();
+
+  const writeThrough = (write: Promise<unknown>): void => {
+    write.catch(() => undefined);
+  };
 
   return {
     get(upstream, model) {
-      const key = keyOf(upstream, model);
-      const cached = cache.get(key);
-      if (cached !== undefined && now() - cached.atMs < cacheMs) return limitOf(merged(key, cached.bounds));
-      return bounds(upstream, model, false).then(limitOf);
+      const prefix = entryKey(upstream, model);
+      return limitOf(mergeBounds(shared.get(prefix), own.get(prefix)));
     },
-    async recordOverflow(upstream, model, observed) {
-      const key = keyOf(upstream, model);
-      local.overflow(key, observed);
-      try {
-        if (observed.window !== undefined) await learn(key, 'stated', observed.window);
-        await learn(key, 'smallestFailed', observed.failedSize);
-      } catch {
-        // Learning is an optimisation; the retry goes on with what this request found out.
-      }
-      await bounds(upstream, model, true);
+    recordOverflow(upstream, model, observed) {
+      const prefix = entryKey(upstream, model);
+      own.overflow(prefix, observed);
+      writeThrough(
+        (async () => {
+          if (observed.window !== undefined) await learn(prefix, 'stated', 'min', observed.window);
+          await learn(prefix, 'smallestFailed', 'min', observed.failedSize);
+        })(),
+      );
     },
-    async recordRatio(upstream, model, sample) {
-      const key = keyOf(upstream, model);
-      local.ratio(key, sample);
-      try {
-        // The script answers the shared ratio it stored: kept in the cache without reading the hash again.
-        const shared = Number(await ratio(key, sample.reported, Math.max(1, sample.estimated)));
-        const cached = cache.get(key);
-        if (cached !== undefined && Number.isFinite(shared)) cached.bounds.ratio = shared;
-      } catch {
-        // The local ratio still applies on this replica.
-      }
+    recordSuccess(upstream, model, size) {
+      const prefix = entryKey(upstream, model);
+      // Only a success below a known failure teaches anything; most requests write nothing.
+      if (!successTeaches(mergeBounds(shared.get(prefix), own.get(prefix)), size)) return;
+      own.success(prefix, size);
+      writeThrough(learn(prefix, 'largestSucceeded', 'below_failed', size));
     },
-    async recordSuccess(upstream, model, size) {
-      const key = keyOf(upstream, model);
-      const known = await bounds(upstream, model, false);
-      // Only a success below a known failure teaches anything; most requests skip Redis entirely.
-      if (known.stated !== undefined || known.smallestFailed === undefined || size >= known.smallestFailed)
-        return;
-      if (known.largestSucceeded !== undefined && size <= known.largestSucceeded) return;
-      local.success(key, size);
-      try {
-        await learn(key, 'largestSucceeded', size);
-      } catch {
-        return;
-      }
-      await bounds(upstream, model, true);
+    recordRatio(upstream, model, sample) {
+      const prefix = entryKey(upstream, model);
+      own.ratio(prefix, sample, shared.get(prefix)?.ratio);
+      pendingRatios.add(prefix);
+    },
+    loaded: () => hasLoaded,
+    async close() {
+      clearInterval(timer);
+      await refreshing;
+      closed = true;
+      await flushRatios().catch(() => undefined);
     },
   };
 }

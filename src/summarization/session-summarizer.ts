@@ -173,7 +173,7 @@ export function createSessionSummarizer(deps: {
       const rangeMessages = range.messages.map((entry) => entry.message as ContextMessage);
 
       const target = selectUpstream(config.upstreams, summaryModel);
-      const learned = await deps.learnedLimits.get(target.name, summaryModel);
+      const learned = deps.learnedLimits.get(target.name, summaryModel);
       const settings = resolveContextSettings({
         config,
         model: summaryModel,

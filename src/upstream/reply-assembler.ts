@@ -6,6 +6,8 @@ import { SseDecoder } from './sse-decoder.js';
 export interface AssembledReply {
   message: Record<string, unknown>;
   finished: boolean;
+  /** Data events that were neither JSON nor [DONE]: the stream is not what it claims. */
+  malformedEvents: number;
 }
 
 interface ChoiceDelta {
@@ -21,20 +23,19 @@ interface ChoiceDelta {
   }>;
 }
 
-export function replyFromBody(body: string): Record<string, unknown> | undefined {
-  try {
-    const parsed = JSON.parse(body) as { choices?: Array<{ message?: Record<string, unknown> }> };
-    const message = parsed.choices?.[0]?.message;
-    if (message === undefined || typeof message !== 'object') return undefined;
-    const reply: Record<string, unknown> = { role: 'assistant', content: message.content ?? null };
-    if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0)
-      reply.tool_calls = message.tool_calls;
-    if (typeof message.reasoning_content === 'string') reply.reasoning_content = message.reasoning_content;
-    if (typeof message.refusal === 'string') reply.refusal = message.refusal;
-    return reply;
-  } catch {
-    return undefined;
-  }
+/** The assistant message of a parsed chat completion, as a session stores it; undefined when it has none. */
+export function replyFromCompletion(
+  completion: Record<string, unknown>,
+): Record<string, unknown> | undefined {
+  const choices = completion.choices as Array<{ message?: Record<string, unknown> }> | undefined;
+  const message = Array.isArray(choices) ? choices[0]?.message : undefined;
+  if (message === undefined || typeof message !== 'object' || message === null) return undefined;
+  const reply: Record<string, unknown> = { role: 'assistant', content: message.content ?? null };
+  if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0)
+    reply.tool_calls = message.tool_calls;
+  if (typeof message.reasoning_content === 'string') reply.reasoning_content = message.reasoning_content;
+  if (typeof message.refusal === 'string') reply.refusal = message.refusal;
+  return reply;
 }
 
 export class StreamReplyAssembler {
@@ -50,6 +51,7 @@ export class StreamReplyAssembler {
     function: { name: string; arguments: string };
   }> = [];
   private finished = false;
+  private malformedEvents = 0;
 
   push(chunk: Uint8Array): void {
     for (const event of this.decoder.push(this.textDecoder.decode(chunk, { stream: true })))
@@ -66,7 +68,7 @@ export class StreamReplyAssembler {
     if (this.toolCalls.length > 0) message.tool_calls = this.toolCalls;
     if (this.reasoning !== '') message.reasoning_content = this.reasoning;
     if (this.refusal !== '') message.refusal = this.refusal;
-    return { message, finished: this.finished };
+    return { message, finished: this.finished, malformedEvents: this.malformedEvents };
   }
 
   private take(data: string): void {
@@ -78,6 +80,7 @@ export class StreamReplyAssembler {
     try {
       chunk = JSON.parse(data) as typeof chunk;
     } catch {
+      this.malformedEvents++;
       return;
     }
     const choice = chunk.choices?.find((candidate) => (candidate.index ?? 0) === 0);

@@ -1,5 +1,8 @@
 // Incremental decoder for text/event-stream: feed it text as it arrives, get whole events back.
 // Pure: the caller turns bytes into text (a streaming TextDecoder keeps multi-byte characters whole).
+// Linear in what it is fed: each piece of text is scanned once, and a line that spans many pieces is
+// collected as its pieces and joined once when it ends (a 16 MB event costs one pass, not one pass per
+// chunk).
 
 export interface ServerSentEvent {
   event: string | undefined;
@@ -7,46 +10,51 @@ export interface ServerSentEvent {
 }
 
 export class SseDecoder {
-  private buffer = '';
+  /** The pieces of the line not yet ended. */
+  private partial: string[] = [];
+  /** The previous piece ended with CR: an LF at the start of the next one belongs to it. */
+  private skipLeadingLineFeed = false;
   private dataLines: string[] = [];
   private eventName: string | undefined = undefined;
 
   /** Returns the events completed by this piece of text. */
   push(text: string): ServerSentEvent[] {
-    this.buffer += text;
     const events: ServerSentEvent[] = [];
     let start = 0;
-    for (;;) {
-      const newline = this.findLineEnd(start);
-      if (newline === -1) break;
-      const line = this.buffer.slice(start, newline);
-      start = newline + (this.buffer[newline] === '\r' && this.buffer[newline + 1] === '\n' ? 2 : 1);
-      this.takeLine(line, events);
+    if (this.skipLeadingLineFeed && text.length > 0) {
+      this.skipLeadingLineFeed = false;
+      if (text.charCodeAt(0) === 10) start = 1;
     }
-    this.buffer = this.buffer.slice(start);
+    for (let index = start; index < text.length; index++) {
+      const code = text.charCodeAt(index);
+      if (code !== 10 && code !== 13) continue;
+      this.takeLine(this.lineEndingAt(text, start, index), events);
+      if (code === 13) {
+        if (index + 1 === text.length) this.skipLeadingLineFeed = true;
+        else if (text.charCodeAt(index + 1) === 10) index++;
+      }
+      start = index + 1;
+    }
+    if (start < text.length) this.partial.push(start === 0 ? text : text.slice(start));
     return events;
   }
 
   /** Flushes an event the stream ended without a blank line after. */
   end(): ServerSentEvent[] {
     const events: ServerSentEvent[] = [];
-    if (this.buffer !== '') this.takeLine(this.buffer, events);
-    this.buffer = '';
+    if (this.partial.length > 0) this.takeLine(this.lineEndingAt('', 0, 0), events);
+    this.skipLeadingLineFeed = false;
     this.takeLine('', events);
     return events;
   }
 
-  private findLineEnd(from: number): number {
-    for (let index = from; index < this.buffer.length; index++) {
-      const code = this.buffer.charCodeAt(index);
-      if (code === 10) return index;
-      if (code === 13) {
-        // A lone CR at the very end may be the first half of CRLF: wait for more text.
-        if (index === this.buffer.length - 1) return -1;
-        return index;
-      }
-    }
-    return -1;
+  private lineEndingAt(text: string, start: number, end: number): string {
+    const tail = text.slice(start, end);
+    if (this.partial.length === 0) return tail;
+    this.partial.push(tail);
+    const line = this.partial.join('');
+    this.partial = [];
+    return line;
   }
 
   private takeLine(line: string, events: ServerSentEvent[]): void {

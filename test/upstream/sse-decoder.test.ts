@@ -42,3 +42,30 @@ describe('SseDecoder', () => {
     expect(decodeInPieces('data: last', [])).toEqual([{ event: undefined, data: 'last' }]);
   });
 });
+
+describe('SseDecoder on large events', () => {
+  it('decodes a 4 MB event fed in 1 KB pieces, with CR LF split across pieces', () => {
+    const payload = 'x'.repeat(4 * 1024 * 1024);
+    const text = `data: ${payload}\r\n\r\ndata: [DONE]\r\n\r\n`;
+    const pieces: string[] = [];
+    for (let start = 0; start < text.length; start += 1_024) pieces.push(text.slice(start, start + 1_024));
+    const decoder = new SseDecoder();
+    const events = pieces.flatMap((piece) => decoder.push(piece));
+    events.push(...decoder.end());
+    expect(events.map((event) => event.data.length)).toEqual([payload.length, 6]);
+    expect(events[0]?.data).toBe(payload);
+  });
+
+  it('splits on a lone CR, a lone LF and CR LF alike, whatever the cut', () => {
+    const text = 'data: a\rdata: b\n\rdata: c\r\n\r\n';
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: text.length }), { maxLength: 6 }), (cuts) => {
+        expect(decodeInPieces(text, cuts)).toEqual([
+          { event: undefined, data: 'a\nb' },
+          { event: undefined, data: 'c' },
+        ]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
