@@ -127,7 +127,8 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   app.register(shutdownGatePlugin, { isClosing: () => closing });
   app.register(jsonBodyParserPlugin, { bodyLimitBytes: config.server.body_limit_bytes });
   app.register(earlyRefusalDrainPlugin, {
-    maxBytes: 2 * config.server.body_limit_bytes,
+    // Discarding is cheap (a few ms of CPU per MiB); a client past this is cut off as before.
+    maxBytes: Math.max(64 * 1024 * 1024, 2 * config.server.body_limit_bytes),
     maxMs: 10_000,
   });
 

@@ -93,9 +93,22 @@ export function createGateway(options: {
 
     idleTtlSeconds: config.sessions.ttl_seconds,
   };
+  const metrics = createMetrics();
   const sessionStore =
     redis === undefined
-      ? createMemorySessionStore({ limits })
+      ? createMemorySessionStore({
+          limits,
+          maxBytes: config.sessions.memory_mb * 1024 * 1024,
+          onEvict({ reason, sessions }) {
+            metrics.sessionsEvicted.inc({ reason }, sessions);
+            if (reason === 'memory')
+              logger.warn(
+                { sessions, memoryMb: config.sessions.memory_mb },
+                'in-process session store full: least recently used idle sessions evicted',
+              );
+            else logger.info({ sessions }, 'expired sessions removed from the in-process store');
+          },
+        })
       : createRedisSessionStore({ redis, limits, cacheBytes: config.sessions.cache_mb * 1024 * 1024 });
 
   const learnedLimits =
@@ -104,7 +117,7 @@ export function createGateway(options: {
     config,
     logger,
     upstream,
-    metrics: createMetrics(),
+    metrics,
     // Ready once the store answers and the limits the replicas learned have been read.
     readiness: { check: async () => (await sessionStore.ping()) && learnedLimits.loaded() },
     learnedLimits,
@@ -144,6 +157,7 @@ export function createGateway(options: {
 
       await upstream.close();
       await learnedLimits.close();
+      await sessionStore.close();
       redis?.disconnect();
     },
   };

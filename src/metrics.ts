@@ -119,6 +119,7 @@ export interface GatewayMetrics {
   budgetDelays: CounterMetric<'delay_ms'>;
   budgetTokens: CounterMetric<'source'>;
   budgetStoreErrors: CounterMetric<never>;
+  sessionsEvicted: CounterMetric<'reason'>;
 
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
@@ -238,7 +239,13 @@ export function createMetrics({
     'Budget checks or counts that failed because the store was unreachable (the request was not limited).',
     [],
   );
+  const sessionsEvicted = new CounterMetric(
+    'ctxgate_sessions_evicted_total',
+    'Sessions dropped by the in-process store (no Redis): idle past their TTL (expired), or least recently used past sessions.memory_mb (memory).',
+    ['reason'],
+  );
   const named = {
+    sessionsEvicted,
     budgetRefusals,
     budgetWarnings,
     budgetSoftExceeded,

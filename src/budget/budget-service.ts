@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
-import type { GatewayConfig } from '../config/gateway-config.js';
+import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import {
@@ -206,8 +206,8 @@ export function createBudgetService(deps: {
       const presetName = Array.isArray(presetHeader) ? presetHeader[0] : presetHeader;
       const active = resolveBudgets({
         defaults: budgets.defaults,
-        credential: budgets.credentials[tenantId],
-        preset: presetName === undefined ? undefined : config.policies[presetName]?.budgets,
+        credential: ownEntry(budgets.credentials, tenantId),
+        preset: presetName === undefined ? undefined : ownEntry(config.policies, presetName)?.budgets,
         sessionTokensHeader: parseSessionTokensHeader(headers),
         sessionMode: sessionId !== undefined,
       });

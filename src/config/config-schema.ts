@@ -31,6 +31,10 @@ export const serverSectionSchema = z.strictObject({
   keep_alive_timeout_ms: positiveMs.default(72_000),
   /** On SIGTERM, in-flight requests get this long to finish before connections are closed. */
   shutdown_grace_ms: positiveMs.default(30_000),
+  /** Most messages one chat request may hold (400 beyond); bounds the CPU a request can cost. */
+  max_messages: z.number().int().positive().max(100_000).default(10_000),
+  /** Most content parts all messages of one request may hold together (400 beyond). */
+  max_content_parts: z.number().int().positive().max(200_000).default(20_000),
 });
 
 export const timeoutsSectionSchema = z.strictObject({

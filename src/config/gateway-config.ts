@@ -56,3 +56,11 @@ export interface BudgetsConfig {
   /** Per-credential budgets by tenant id (see tenant-id.ts). */
   credentials: Readonly<Record<string, BudgetSetConfig>>;
 }
+
+/**
+ * A config table's entry by a name a request chose: own properties only, so that "__proto__" or
+ * "constructor" never finds Object's.
+ */
+export function ownEntry<T>(table: Readonly<Record<string, T>>, name: string): T | undefined {
+  return Object.hasOwn(table, name) ? table[name] : undefined;
+}

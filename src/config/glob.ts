@@ -9,8 +9,8 @@ export function globToRegExp(globs: readonly string[] | string): RegExp {
     const alternatives = list.map((glob) =>
       glob
         .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-        .replace(/\*/g, '.*')
-        .replace(/\?/g, '.'),
+        .replace(/\*/g, '[\\s\\S]*')
+        .replace(/\?/g, '[\\s\\S]'),
     );
     pattern = new RegExp(`^(?:${alternatives.join('|')})$`, 'i');
     cache.set(key, pattern);

@@ -2,7 +2,7 @@
 // (ADMIN_API_KEY). Without an admin key configured they do not exist (404); a client key never opens them.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { budgetPeriod, resolveBudgets, type CounterBudgetName } from '../budget/budget-rules.js';
-import type { GatewayConfig } from '../config/gateway-config.js';
+import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { sha256 } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
 import { budgetCounter, type BudgetCounter, type BudgetStore } from '../store/budget-store.js';
@@ -63,7 +63,7 @@ export function registerAdminRoutes(
   async function describe(tenantId: string, names: readonly CounterBudgetName[], sessionId?: string) {
     const limits = resolveBudgets({
       defaults: config.budgets.defaults,
-      credential: config.budgets.credentials[tenantId],
+      credential: ownEntry(config.budgets.credentials, tenantId),
       preset: undefined,
       sessionTokensHeader: undefined,
       sessionMode: sessionId !== undefined,

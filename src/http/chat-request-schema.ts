@@ -102,7 +102,12 @@ const optionalCount = z
   .optional();
 
 export const chatCompletionRequestSchema = z.looseObject({
-  model: z.string({ error: 'expected a string' }).min(1, { error: 'must not be empty' }),
+  model: z
+    .string({ error: 'expected a string' })
+    .min(1, { error: 'must not be empty' })
+    .max(256, { error: 'must be at most 256 characters' })
+    // eslint-disable-next-line no-control-regex -- control characters are what this refuses
+    .regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must not contain control characters' }),
   messages: z
     .array(messageSchema, { error: 'expected an array of messages' })
     .min(1, { error: 'expected an array with at least one message, got an empty array' }),
@@ -138,13 +143,51 @@ function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
   return value;
 }
 
+/** How much one request may hold, so that no accepted body costs the gateway more than a bounded CPU time. */
+export interface RequestLimits {
+  maxMessages: number;
+  /** Content parts of all messages together. */
+  maxContentParts: number;
+}
+
+export const defaultRequestLimits: RequestLimits = { maxMessages: 10_000, maxContentParts: 20_000 };
+
+/** Refuses a body with more messages or content parts than the limits, before anything else looks at it. */
+function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
+  const messages = body.messages;
+  if (!Array.isArray(messages)) return;
+  if (messages.length > limits.maxMessages) {
+    throw new GatewayError(
+      'invalid_request',
+      `Invalid 'messages': array too long. Expected an array with at most ${limits.maxMessages} messages, but got ${messages.length}.`,
+      { param: 'messages' },
+    );
+  }
+  let parts = 0;
+  for (const message of messages) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (Array.isArray(content)) parts += content.length;
+  }
+  if (parts > limits.maxContentParts) {
+    throw new GatewayError(
+      'invalid_request',
+      `Invalid 'messages': too many content parts. Expected at most ${limits.maxContentParts} in all, but got ${parts}.`,
+      { param: 'messages' },
+    );
+  }
+}
+
 /** Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. */
-export function parseChatCompletionRequest(body: unknown): ChatCompletionRequest {
+export function parseChatCompletionRequest(
+  body: unknown,
+  limits: RequestLimits = defaultRequestLimits,
+): ChatCompletionRequest {
   if (body === undefined)
     throw new GatewayError('invalid_json', 'The request body is empty; expected a JSON object.');
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }
+  checkSize(body as Record<string, unknown>, limits);
   const result = chatCompletionRequestSchema.safeParse(body);
   if (result.success) return result.data;
   const issue = result.error.issues[0];

@@ -2,7 +2,7 @@
 // margin and policy. Priority, highest first: request headers, the preset named by the request, the
 // model's entry, the config file's defaults, the built-in defaults (SPEC §8).
 import type { IncomingHttpHeaders } from 'node:http';
-import type { GatewayConfig } from '../config/gateway-config.js';
+import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { globToRegExp } from '../config/glob.js';
 import { builtInModelTable, fallbackModelEntry, type ModelEntry } from '../config/model-table.js';
 import { builtInPolicy, type ResolvedPolicy } from '../config/policy-defaults.js';
@@ -70,7 +70,7 @@ export function resolveContextSettings(options: {
   const policyName = Array.isArray(policyHeader) ? policyHeader[0] : policyHeader;
   let preset = {};
   if (policyName !== undefined) {
-    const found = config.policies[policyName];
+    const found = ownEntry(config.policies, policyName);
     if (found === undefined) {
       throw new GatewayError(
         'invalid_header',

@@ -84,6 +84,10 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
   const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits, summarizer, budgets } =
     deps;
   const random = deps.random ?? Math.random;
+  const requestLimits = {
+    maxMessages: config.server.max_messages,
+    maxContentParts: config.server.max_content_parts,
+  };
 
   /**
    * One upstream call relayed to the client; the time from sending to the end of the body counts as
@@ -229,7 +233,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
 
   app.post('/v1/chat/completions', async (request, reply) => {
     const state = request.gateway;
-    const chatRequest = parseChatCompletionRequest(request.body);
+    const chatRequest = parseChatCompletionRequest(request.body, requestLimits);
     state.model = chatRequest.model;
     state.stream = chatRequest.stream === true;
     const sessionId = sessionIdFrom(request.headers);
@@ -259,6 +263,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         : await beginSessionTurn({
             ...sessionInput(request, chatRequest, sessionId),
             holdMs: config.sessions.hold_ms,
+            maxTurnMessages: config.sessions.max_active_messages,
           });
     if (turn !== undefined) state.session = hashedSessionId(turn.key);
     let releaseBudget: BudgetReservation | undefined;
@@ -477,7 +482,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
 
   app.post('/v1/context/render', async (request, reply) => {
     const state = request.gateway;
-    const chatRequest = parseChatCompletionRequest(request.body);
+    const chatRequest = parseChatCompletionRequest(request.body, requestLimits);
     state.model = chatRequest.model;
     const sessionId = sessionIdFrom(request.headers);
     // With X-Session-Id: the session as the next chat request would see it, read without holding or changing it.

@@ -259,6 +259,8 @@ export async function beginSessionTurn(options: {
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
   holdMs: number;
+  /** Most messages one turn may append (its new messages and the reply): what one write can store. */
+  maxTurnMessages: number;
 }): Promise<SessionTurn> {
   const { store, key, tokenizer } = options;
   const mode = historyModeFrom(options.headers);
@@ -286,6 +288,15 @@ export async function beginSessionTurn(options: {
 
   const view = sessionView(key.sessionId, snapshot, options.incoming, mode, tokenizer);
   const { systemCount, stored, newMessages, newTokens } = view;
+  if (newMessages.length + 1 > options.maxTurnMessages) {
+    // Refused before the upstream is called (and billed): the turn could not be stored afterwards.
+    await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
+    throw new GatewayError(
+      'session_turn_too_large',
+      `This request adds ${newMessages.length} messages to the session; one turn may add at most ${options.maxTurnMessages - 1}. Send the conversation in smaller steps, or without X-Session-Id.`,
+      { param: 'messages' },
+    );
+  }
   const { headMessages: head, archivedCount: archived } = snapshot;
   let released = false;
   // A turn may outlast the hold (a long generation): the hold is renewed while the turn runs, so it

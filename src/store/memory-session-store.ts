@@ -1,5 +1,7 @@
 // In-process SessionStore: the default without Redis (one process only; lost on restart). Same
-// semantics as the Redis store, so the contract suite runs against both.
+// semantics as the Redis store, so the contract suite runs against both. Bounded like Redis would be:
+// sessions expire after the idle TTL (swept in the background, and on access), and past `maxBytes`
+// the least recently used idle sessions are evicted.
 import { randomUUID } from 'node:crypto';
 import {
   emptySnapshot,
@@ -23,30 +25,97 @@ interface MemorySession {
   hold: { token: string; expiresAtMs: number } | undefined;
   summary: SessionSummary | undefined;
   summaryLock: { token: string; expiresAtMs: number } | undefined;
+  /** About the memory it holds: its messages as JSON, two bytes a character, plus bookkeeping. */
+  bytes: number;
+}
+
+export interface EvictionEvent {
+  reason: 'memory' | 'expired';
+  sessions: number;
+}
+
+/** Bookkeeping per session and per message, beyond the text itself. */
+const sessionOverheadBytes = 1_024;
+const messageOverheadBytes = 256;
+
+function messageBytes(stored: StoredMessage): number {
+  return JSON.stringify(stored.message).length * 2 + messageOverheadBytes;
 }
 
 export function createMemorySessionStore({
   limits,
   now = () => Date.now(),
+  maxBytes = Number.POSITIVE_INFINITY,
+  sweepIntervalMs = 60_000,
+  onEvict,
 }: {
   limits: SessionLimits;
   now?: () => number;
+  /** Memory the sessions may hold (about); past it the least recently used idle ones are evicted. */
+  maxBytes?: number;
+  /** How often expired sessions are looked for (they are also dropped when touched). */
+  sweepIntervalMs?: number;
+  onEvict?: (event: EvictionEvent) => void;
 }): SessionStore {
+  // Insertion order is use order: a session is moved to the end whenever it is touched.
   const sessions = new Map<string, MemorySession>();
+  let totalBytes = 0;
   const keyOf = ({ tenantId, sessionId }: SessionKey): string => `${tenantId}\u0000${sessionId}`;
+  const expired = (session: MemorySession): boolean =>
+    session.updatedAtMs > 0 && now() - session.updatedAtMs > limits.idleTtlSeconds * 1000;
+
+  function remove(mapKey: string): void {
+    const session = sessions.get(mapKey);
+    if (session === undefined) return;
+    totalBytes -= session.bytes;
+    sessions.delete(mapKey);
+  }
 
   function live(key: SessionKey): MemorySession | undefined {
-    const session = sessions.get(keyOf(key));
-    if (
-      session !== undefined &&
-      session.updatedAtMs > 0 &&
-      now() - session.updatedAtMs > limits.idleTtlSeconds * 1000
-    ) {
-      sessions.delete(keyOf(key));
+    const mapKey = keyOf(key);
+    const session = sessions.get(mapKey);
+    if (session === undefined) return undefined;
+    if (expired(session)) {
+      remove(mapKey);
       return undefined;
     }
+    // Most recently used last.
+    sessions.delete(mapKey);
+    sessions.set(mapKey, session);
     return session;
   }
+
+  function resize(session: MemorySession, bytes: number): void {
+    totalBytes += bytes - session.bytes;
+    session.bytes = bytes;
+  }
+
+  /** Evicts the least recently used sessions nobody holds until the store is within its bound. */
+  function evictOverBound(keep: MemorySession): void {
+    if (totalBytes <= maxBytes) return;
+    let evicted = 0;
+    for (const [mapKey, session] of sessions) {
+      if (totalBytes <= maxBytes) break;
+      const held =
+        (session.hold !== undefined && session.hold.expiresAtMs > now()) ||
+        (session.summaryLock !== undefined && session.summaryLock.expiresAtMs > now());
+      if (session === keep || held) continue;
+      remove(mapKey);
+      evicted++;
+    }
+    if (evicted > 0) onEvict?.({ reason: 'memory', sessions: evicted });
+  }
+
+  const sweep = setInterval(() => {
+    let dropped = 0;
+    for (const [mapKey, session] of sessions) {
+      if (!expired(session)) continue;
+      remove(mapKey);
+      dropped++;
+    }
+    if (dropped > 0) onEvict?.({ reason: 'expired', sessions: dropped });
+  }, sweepIntervalMs);
+  sweep.unref();
 
   function sessionFor(key: SessionKey): MemorySession {
     let session = live(key);
@@ -62,8 +131,10 @@ export function createMemorySessionStore({
         hold: undefined,
         summary: undefined,
         summaryLock: undefined,
+        bytes: 0,
       };
       sessions.set(keyOf(key), session);
+      resize(session, sessionOverheadBytes);
     }
     return session;
   }
@@ -78,8 +149,7 @@ export function createMemorySessionStore({
     async release(key, hold) {
       const session = live(key);
       if (session?.hold?.token === hold.token) session.hold = undefined;
-      if (session !== undefined && session.version === 0 && session.hold === undefined)
-        sessions.delete(keyOf(key));
+      if (session !== undefined && session.version === 0 && session.hold === undefined) remove(keyOf(key));
     },
     async renew(key, hold, holdMs) {
       const session = live(key);
@@ -132,6 +202,7 @@ export function createMemorySessionStore({
         session.archive.push(...session.active.splice(session.head, 1));
         moved++;
       }
+      resize(session, session.bytes - (session.summary?.text.length ?? 0) * 2 + summary.text.length * 2);
       session.summary = { ...summary };
       return { ok: true, archivedMessages: moved };
     },
@@ -149,6 +220,13 @@ export function createMemorySessionStore({
       if (session.head === 0 && session.archive.length === 0 && (input.headMessages ?? 0) > 0)
         session.head = input.headMessages ?? 0;
       session.active.push(...input.append.map((stored) => structuredClone(stored)));
+      let added = 0;
+      for (const stored of input.append) added += messageBytes(stored);
+      if (input.systemPrompt !== undefined) {
+        added += JSON.stringify(input.systemPrompt).length * 2;
+        if (session.systemPrompt !== undefined) added -= JSON.stringify(session.systemPrompt).length * 2;
+      }
+      resize(session, session.bytes + added);
       const spilled = spillCount(
         session.active.map((stored) => stored.tokens),
         session.head,
@@ -161,6 +239,7 @@ export function createMemorySessionStore({
       session.version += 1;
       session.updatedAtMs = now();
       session.hold = undefined;
+      evictOverBound(session);
       return { ok: true, version: session.version };
     },
     async history(key, offset, limit) {
@@ -181,14 +260,16 @@ export function createMemorySessionStore({
     },
     async delete(key) {
       const existed = (live(key)?.version ?? 0) > 0;
-      sessions.delete(keyOf(key));
+      remove(keyOf(key));
       return existed;
     },
     async ping() {
       return true;
     },
     async close() {
+      clearInterval(sweep);
       sessions.clear();
+      totalBytes = 0;
     },
   };
 }

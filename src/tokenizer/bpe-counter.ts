@@ -67,8 +67,22 @@ export class BpeCounter {
    */
   truncate(text: string, maxTokens: number, keep: 'head' | 'tail'): { text: string; tokens: number } {
     if (maxTokens <= 0) return { text: '', tokens: 0 };
-    // Only the side that is kept is tokenized: about 16 characters per token is more than enough.
-    const window = Math.min(text.length, Math.max(1_024, maxTokens * 16));
+    // Only the side that is kept is tokenized: a window of about 6 characters per token holds the cut
+    // for ordinary text and code; when all of it fits (very long tokens), the window doubles.
+    let window = Math.min(text.length, Math.max(1_024, maxTokens * 6));
+    for (;;) {
+      const cut = this.truncateWithin(text, maxTokens, keep, window);
+      if (!cut.windowFilled || window >= text.length) return { text: cut.text, tokens: cut.tokens };
+      window = Math.min(text.length, window * 2);
+    }
+  }
+
+  private truncateWithin(
+    text: string,
+    maxTokens: number,
+    keep: 'head' | 'tail',
+    window: number,
+  ): { text: string; tokens: number; windowFilled: boolean } {
     const region = keep === 'head' ? text.slice(0, window) : text.slice(text.length - window);
     const pieces = Array.from(region.matchAll(this.pattern), (match) => match[0]);
     // A tail window may start inside a piece: drop its first piece, which may be a fragment.
@@ -76,13 +90,21 @@ export class BpeCounter {
     let tokens = 0;
     let kept = 0;
     const ordered = keep === 'head' ? pieces : pieces.reverse();
+    let windowFilled = true;
     for (const piece of ordered) {
       const pieceTokens = this.countPiece(piece);
-      if (tokens + pieceTokens > maxTokens) break;
+      if (tokens + pieceTokens > maxTokens) {
+        windowFilled = false;
+        break;
+      }
       tokens += pieceTokens;
       kept += piece.length;
     }
-    return { text: keep === 'head' ? text.slice(0, kept) : text.slice(text.length - kept), tokens };
+    return {
+      text: keep === 'head' ? text.slice(0, kept) : text.slice(text.length - kept),
+      tokens,
+      windowFilled,
+    };
   }
 
   private estimate(text: string): number {

@@ -6,6 +6,12 @@ import type { Tokenizer } from '../context/types.js';
 import { BpeCounter, type EncodingName } from './bpe-counter.js';
 
 const directKeyMaxChars = 4_096;
+/**
+ * Long texts counted lately, keyed by the string itself: one request counts the same tool result or
+ * message several times (fit, mask, report), and hashing it for the digest each time costs more than
+ * the count. V8 hashes a long string by its length, and a string compared with itself is equal at once.
+ */
+const recentLongTexts = 256;
 
 export interface Tokenizers {
   forEncoding(encoding: EncodingName): Tokenizer;
@@ -65,17 +71,25 @@ export function createTiktokenTokenizers({
       if (tokenizer === undefined) {
         const counter = new BpeCounter(encoding);
         const cache = new CountCache(cacheEntries, cacheKeyChars);
+        let recent = new Map<string, number>();
         tokenizer = {
           encoding,
           count(text) {
             if (text.length === 0) return 0;
-            const key =
-              text.length <= directKeyMaxChars ? text : createHash('sha1').update(text).digest('base64');
-
-            const known = cache.get(key);
-            if (known !== undefined) return known;
-            const tokens = counter.count(text);
+            if (text.length <= directKeyMaxChars) {
+              const known = cache.get(text);
+              if (known !== undefined) return known;
+              const tokens = counter.count(text);
+              cache.set(text, tokens);
+              return tokens;
+            }
+            const seen = recent.get(text);
+            if (seen !== undefined) return seen;
+            const key = createHash('sha1').update(text).digest('base64');
+            const tokens = cache.get(key) ?? counter.count(text);
             cache.set(key, tokens);
+            if (recent.size >= recentLongTexts) recent = new Map();
+            recent.set(text, tokens);
             return tokens;
           },
           truncate: (text, maxTokens, keep) => counter.truncate(text, maxTokens, keep),

@@ -160,7 +160,11 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
             body.resume();
           });
         },
-        discard: () => body.destroy(),
+        discard() {
+          // Destroying a body nobody reads emits an abort error; with no listener it would be thrown.
+          body.on('error', () => undefined);
+          body.destroy();
+        },
       };
     },
     async close(): Promise<void> {

@@ -30,7 +30,10 @@ describe('loadConfig', () => {
       request_timeout_ms: 60_000,
       keep_alive_timeout_ms: 72_000,
       shutdown_grace_ms: 30_000,
+      max_messages: 10_000,
+      max_content_parts: 20_000,
     });
+    expect(config.sessions).toMatchObject({ memory_mb: 256, anonymous_tenant: '' });
     expect(config.timeouts).toEqual({
       upstream_connect_ms: 10_000,
       upstream_first_byte_ms: 300_000,

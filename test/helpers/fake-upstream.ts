@@ -27,6 +27,8 @@ export interface Behaviour {
   chunkDelayMs?: number;
   /** Destroy the socket after this many stream chunks. */
   breakAfterChunks?: number;
+  /** Like breakAfterChunks, but first send half of the next chunk: the cut falls inside an event. */
+  breakMidEvent?: boolean;
   /** End the response cleanly (no finish, no [DONE]) after this many stream chunks. */
   endAfterChunks?: number;
   /** Stop sending (but keep the connection open) after this many stream chunks. */
@@ -539,6 +541,7 @@ export class FakeUpstream {
 
     for (const [index, text] of frames.entries()) {
       if (behaviour.breakAfterChunks !== undefined && index >= behaviour.breakAfterChunks) {
+        if (behaviour.breakMidEvent === true) response.write(text.slice(0, Math.floor(text.length / 2)));
         // Let what was written reach the client first, then cut the connection without an end.
         await new Promise<void>((resolve) => response.write('', () => resolve()));
         response.socket?.resetAndDestroy();

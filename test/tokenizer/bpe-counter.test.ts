@@ -45,6 +45,17 @@ describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter %s', (encoding
       expect(part.tokens).toBeGreaterThanOrEqual(36);
     }
   });
+
+  it('fills the limit when tokens are long (a wider window is read), from both sides', () => {
+    // About 10 characters a token: a window of 6 characters a token holds too few.
+    const text = ' internationalization'.repeat(1_200);
+    for (const keep of ['head', 'tail'] as const) {
+      const cut = counter.truncate(text, 1_000, keep);
+      expect(cut.tokens).toBe(reference.encode(cut.text).length);
+      expect(cut.tokens).toBeLessThanOrEqual(1_000);
+      expect(cut.tokens).toBeGreaterThanOrEqual(990);
+    }
+  });
 });
 
 describe('long texts', () => {

@@ -14,9 +14,14 @@ export interface DrainLimits {
   maxMs: number;
 }
 
+/** True when nothing of the request body is left to arrive. */
+function bodyReceived(request: IncomingMessage): boolean {
+  return request.complete || request.readableEnded || request.destroyed;
+}
+
 /** Resolves once the request body has ended (or the bounds are passed, or the client is gone). */
 export function drainRequestBody(request: IncomingMessage, limits: DrainLimits): Promise<void> {
-  if (request.complete || request.destroyed) return Promise.resolve();
+  if (bodyReceived(request)) return Promise.resolve();
   return new Promise((resolve) => {
     let received = 0;
     const finish = (): void => {
@@ -44,10 +49,10 @@ export function drainRequestBody(request: IncomingMessage, limits: DrainLimits):
 function earlyRefusalDrain(app: FastifyInstance, limits: DrainLimits): void {
   app.addHook('onSend', (request, reply, payload, done) => {
     const raw = request.raw;
-    if (raw.complete || raw.destroyed) return done(null, payload);
+    if (bodyReceived(raw)) return done(null, payload);
     void drainRequestBody(raw, limits).then(() => {
       // Not all of it arrived within the bounds: this connection cannot carry another request.
-      if (!raw.complete) reply.header('connection', 'close');
+      if (!bodyReceived(raw)) reply.header('connection', 'close');
       done(null, payload);
     });
   });
