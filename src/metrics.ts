@@ -120,6 +120,7 @@ export interface GatewayMetrics {
   budgetTokens: CounterMetric<'source'>;
   budgetStoreErrors: CounterMetric<never>;
   sessionsEvicted: CounterMetric<'reason'>;
+  contextActions: CounterMetric<'action'>;
 
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
@@ -244,8 +245,14 @@ export function createMetrics({
     'Sessions dropped by the in-process store (no Redis): idle past their TTL (expired), or least recently used past sessions.memory_mb (memory).',
     ['reason'],
   );
+  const contextActions = new CounterMetric(
+    'ctxgate_context_actions_total',
+    'What the context engine did to requests it sent upstream, by action: messages dropped, tool results truncated or masked, iteration groups dropped, summaries used, orphans removed, oversize messages cut.',
+    ['action'],
+  );
   const named = {
     sessionsEvicted,
+    contextActions,
     budgetRefusals,
     budgetWarnings,
     budgetSoftExceeded,

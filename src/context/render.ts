@@ -3,7 +3,7 @@
 // recent turns as fit, with a start that moves in steps so consecutive requests share their prefix.
 // Pure: plain data in, new plain data and a report out; the input is never mutated.
 import { countMessageTokens, countToolTokens, replyPrimingTokens } from './token-accounting.js';
-import { findOrphans, leadingSystemCount, messageText, splitTurns, type Turn } from './turns.js';
+import { leadingSystemCount, messageText, repairToolPairing, splitTurns, type Turn } from './turns.js';
 import type { ContextMessage, ContextPolicy, RenderResult, Tokenizer } from './types.js';
 
 export interface RenderInput {
@@ -265,12 +265,55 @@ function unchanged(values: {
       maskedToolResults: 0,
       historyStartIndex: values.historyStartIndex,
       oversizeTruncated: false,
+      orphansRemoved: 0,
       modified: false,
     },
   };
 }
 
+/** The notice of the final check: what it removed, so the model is not left wondering. */
+export function pairingNotice(removed: number): ContextMessage {
+  return {
+    role: 'system',
+    content: `[ctxgate] ${removed} tool messages or tool calls without their counterpart were removed from this conversation.`,
+  };
+}
+
+/**
+ * Fits a conversation into the window (renderFitted), then the final check that nothing skips: every
+ * tool message answers a call that is present and every kept call has its result. Should it find an
+ * orphan (the input's own, or a fault of fitting), it removes it, says so in a notice and the report.
+ */
 export function renderContext(input: RenderInput): RenderOutcome {
+  const outcome = renderFitted(input);
+  if (!outcome.ok) return outcome;
+  const repair = repairToolPairing(outcome.messages);
+  if (repair.messages === outcome.messages) return outcome;
+  const removed = repair.removedToolMessages + repair.removedToolCalls;
+  const systemCount = leadingSystemCount(repair.messages);
+  const notice = pairingNotice(removed);
+  const messages = [
+    ...repair.messages.slice(0, systemCount),
+    notice,
+    ...repair.messages.slice(systemCount),
+  ];
+  const count = (message: ContextMessage): number => countMessageTokens(message, input.tokenizer);
+  const before = outcome.messages.reduce((sum, message) => sum + count(message), 0);
+  const after = messages.reduce((sum, message) => sum + count(message), 0);
+  return {
+    ok: true,
+    messages,
+    report: {
+      ...outcome.report,
+      inputTokens: outcome.report.inputTokens - before + after,
+      regions: { ...outcome.report.regions, notice: outcome.report.regions.notice + count(notice) },
+      orphansRemoved: removed,
+      modified: true,
+    },
+  };
+}
+
+function renderFitted(input: RenderInput): RenderOutcome {
   const { messages, tokenizer, policy } = input;
   const count = (message: ContextMessage): number => countMessageTokens(message, tokenizer);
   const messageTokens =
@@ -446,13 +489,6 @@ export function renderContext(input: RenderInput): RenderOutcome {
   if (notice !== undefined && !noticePlaced) rendered.push(notice);
   rendered.push(...fitted.messages);
 
-  const orphansBefore = new Set(findOrphans(messages).map((index) => messages[index]));
-  const orphansAfter = findOrphans(rendered).map((index) => rendered[index]);
-  if (orphansAfter.some((message) => !orphansBefore.has(message))) {
-    // Turns are never split, so this cannot happen; refuse to send rather than create an orphan.
-    throw new Error('context render produced an orphaned tool message');
-  }
-
   const noticeActual = notice === undefined ? 0 : count(notice);
   const modified =
     summary !== undefined ||
@@ -497,6 +533,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
       historyStartIndex:
         firstWindowTurn === undefined ? current.start : (history[firstWindowTurn] as Turn).start,
       oversizeTruncated: fitted.oversizeTruncated,
+      orphansRemoved: 0,
       modified,
     },
   };

@@ -69,3 +69,67 @@ export function findOrphans(messages: readonly ContextMessage[]): number[] {
   flushPending();
   return orphans;
 }
+
+export interface PairingRepair {
+  messages: ContextMessage[];
+  /** Tool messages dropped (no call before them, or a second answer to one call). */
+  removedToolMessages: number;
+  /** Tool calls dropped from assistant messages because no result followed. */
+  removedToolCalls: number;
+}
+
+/**
+ * Makes a conversation valid for the provider: every tool message answers a call of the assistant
+ * message its block follows (once), and every tool call kept has its result. Orphaned tool messages
+ * are dropped; unanswered calls are dropped from their assistant message, which is dropped itself
+ * when nothing else is left in it. Pure; returns the input array itself when nothing was wrong.
+ */
+export function repairToolPairing(messages: readonly ContextMessage[]): PairingRepair {
+  const result: ContextMessage[] = [];
+  let removedToolMessages = 0;
+  let removedToolCalls = 0;
+  let index = 0;
+  while (index < messages.length) {
+    const message = messages[index] as ContextMessage;
+    if (message.role === 'tool') {
+      // A tool message outside a call's block.
+      removedToolMessages++;
+      index++;
+      continue;
+    }
+    const calls = message.role === 'assistant' ? (message.tool_calls ?? []) : [];
+    if (calls.length === 0) {
+      result.push(message);
+      index++;
+      continue;
+    }
+    let end = index + 1;
+    while (end < messages.length && (messages[end] as ContextMessage).role === 'tool') end++;
+    const callIds = new Set(calls.map((call) => call.id));
+    const answered = new Set<string>();
+    const results: ContextMessage[] = [];
+    for (let position = index + 1; position < end; position++) {
+      const toolMessage = messages[position] as ContextMessage;
+      const id = toolMessage.tool_call_id;
+      if (id === undefined || !callIds.has(id) || answered.has(id)) {
+        removedToolMessages++;
+        continue;
+      }
+      answered.add(id);
+      results.push(toolMessage);
+    }
+    const keptCalls = calls.filter((call) => answered.has(call.id));
+    removedToolCalls += calls.length - keptCalls.length;
+    if (keptCalls.length === calls.length) result.push(message);
+    else if (keptCalls.length > 0) result.push({ ...message, tool_calls: keptCalls });
+    else if (messageText(message) !== '') {
+      const { tool_calls: _dropped, ...rest } = message;
+      result.push(rest as ContextMessage);
+    }
+    result.push(...results);
+    index = end;
+  }
+  if (removedToolMessages === 0 && removedToolCalls === 0)
+    return { messages: messages as ContextMessage[], removedToolMessages: 0, removedToolCalls: 0 };
+  return { messages: result, removedToolMessages, removedToolCalls };
+}

@@ -70,6 +70,11 @@ export interface RenderReport {
   historyStartIndex: number;
   summaryUsed: boolean;
   oversizeTruncated: boolean;
+  /**
+   * Tool messages and tool calls the final pairing check removed (SPEC §5): a conversation the
+   * provider would refuse is repaired, never sent. 0 unless the input itself was broken.
+   */
+  orphansRemoved: number;
   /** False when the rendered messages are exactly the input messages. */
   modified: boolean;
 }

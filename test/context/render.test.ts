@@ -251,3 +251,64 @@ describe('renderContext', () => {
     expect(messages).toEqual(copy);
   });
 });
+
+describe('the final pairing check', () => {
+  it.each([
+    [
+      'a tool message with no call before it',
+      [
+        { role: 'user', content: 'a' },
+        { role: 'tool', tool_call_id: 'x', content: 'r' },
+      ],
+      ['user'],
+      1,
+    ],
+    [
+      'a call without its result, in an assistant message with text',
+      [
+        { role: 'user', content: 'a' },
+        {
+          role: 'assistant',
+          content: 'let me look',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
+        { role: 'user', content: 'b' },
+      ],
+      ['user', 'assistant:0', 'user'],
+      1,
+    ],
+    [
+      'one of two parallel calls answered, a second answer to the same call',
+      [
+        { role: 'user', content: 'a' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } },
+            { id: 'c2', type: 'function', function: { name: 'g', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'one' },
+        { role: 'tool', tool_call_id: 'c1', content: 'one again' },
+      ],
+      ['user', 'assistant:1', 'tool'],
+      2,
+    ],
+  ])('repairs %s, with a notice', (_name, messages, expectedShape, removed) => {
+    const copy = structuredClone(messages);
+    const outcome = render(messages as ContextMessage[]);
+    const shape = outcome.messages
+      .filter((message) => !String(message.content).startsWith('[ctxgate]'))
+      .map((message) =>
+        message.role === 'assistant' ? `assistant:${message.tool_calls?.length ?? 0}` : message.role,
+      );
+    expect(shape).toEqual(expectedShape);
+    expect(outcome.report.orphansRemoved).toBe(removed);
+    expect(outcome.messages[0]?.content).toBe(
+      `[ctxgate] ${removed} tool messages or tool calls without their counterpart were removed from this conversation.`,
+    );
+    // The input is not touched.
+    expect(messages).toEqual(copy);
+  });
+});

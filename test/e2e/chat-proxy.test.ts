@@ -213,18 +213,19 @@ describe('chat completions through the gateway', () => {
     expect((missing as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
   });
 
-  it('passes the upstream refusal of an orphaned tool message through unchanged', async () => {
-    const failure = await client.chat.completions
-      .create({
-        model: 'gpt-4o-mini',
-        messages: [
-          { role: 'user', content: 'hi' },
-          { role: 'tool', tool_call_id: 'call_missing', content: 'orphan' },
-        ],
-      })
-      .catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((failure as Error).message).toContain("messages with role 'tool' must be a response");
+  it('never sends an orphaned tool message: the final check removes it and tells the model', async () => {
+    // The strict fake refuses orphans as OpenAI does; the request goes through all the same.
+    const completion = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'tool', tool_call_id: 'call_missing', content: 'orphan' },
+      ],
+    });
+    expect(completion.choices[0]?.message.role).toBe('assistant');
+    const sent = fake.chatRequests.at(-1)?.body as { messages: Array<{ role: string; content: string }> };
+    expect(sent.messages.map((message) => message.role)).toEqual(['system', 'user']);
+    expect(sent.messages[0]?.content).toMatch(/1 tool messages or tool calls without their counterpart/);
   });
 
   it('forwards the model list', async () => {

@@ -6,6 +6,7 @@ import fastifyPlugin from 'fastify-plugin';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../../metrics.js';
 import { createRequestState, type RequestState } from '../request-state.js';
+import type { RenderReport } from '../../context/types.js';
 
 /** Routes whose requests are counted but not logged: probes and scrapes would drown the log. */
 const quietRoutes = new Set(['/healthz', '/readyz', '/metrics']);
@@ -36,6 +37,19 @@ function pathOf(request: FastifyRequest): string {
   return path.length > 200 ? `${path.slice(0, 200)}…` : path;
 }
 
+function countContextActions(metrics: GatewayMetrics, report: RenderReport): void {
+  const actions: Array<[string, number]> = [
+    ['dropped_messages', report.droppedMessages],
+    ['dropped_iteration_groups', report.droppedIterationGroups],
+    ['truncated_tool_results', report.truncatedToolResults],
+    ['masked_tool_results', report.maskedToolResults],
+    ['summary_used', report.summaryUsed ? 1 : 0],
+    ['orphans_removed', report.orphansRemoved],
+    ['oversize_truncated', report.oversizeTruncated ? 1 : 0],
+  ];
+  for (const [action, count] of actions) if (count > 0) metrics.contextActions.inc({ action }, count);
+}
+
 function logRequest(
   request: FastifyRequest,
   statusCode: number,
@@ -57,6 +71,7 @@ function logRequest(
     metrics.gatewayOverhead.observe({ route: state.route }, overheadMs / 1000);
   if (quietRoutes.has(state.route)) return;
   const context = state.context;
+  if (context !== undefined && state.upstreamName !== undefined) countContextActions(metrics, context);
   logger.info(
     {
       reqId: request.id,
@@ -84,6 +99,7 @@ function logRequest(
               truncatedToolResults: context.truncatedToolResults,
               maskedToolResults: context.maskedToolResults,
               summaryTokens: context.regions.summary || undefined,
+              orphansRemoved: context.orphansRemoved || undefined,
             },
       clientAborted: state.clientAborted || undefined,
       durations: {
