@@ -10,6 +10,7 @@ import autocannon from 'autocannon';
 import { Pool, request } from 'undici';
 import { FakeUpstream } from '../test/helpers/fake-upstream.js';
 import { startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
+import { memoryStoreSection, sseSection } from './sections/hardening.js';
 
 const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8');
 const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
@@ -842,6 +843,8 @@ const sections: Record<string, () => Promise<void>> = {
   abort: abortSection,
   render: renderSection,
   tokenizer: tokenizerSection,
+  sse: sseSection,
+  'memory-store': memoryStoreSection,
 };
 
 const selected = process.argv.slice(2);
