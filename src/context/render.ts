@@ -292,11 +292,7 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const removed = repair.removedToolMessages + repair.removedToolCalls;
   const systemCount = leadingSystemCount(repair.messages);
   const notice = pairingNotice(removed);
-  const messages = [
-    ...repair.messages.slice(0, systemCount),
-    notice,
-    ...repair.messages.slice(systemCount),
-  ];
+  const messages = [...repair.messages.slice(0, systemCount), notice, ...repair.messages.slice(systemCount)];
   const count = (message: ContextMessage): number => countMessageTokens(message, input.tokenizer);
   const before = outcome.messages.reduce((sum, message) => sum + count(message), 0);
   const after = messages.reduce((sum, message) => sum + count(message), 0);

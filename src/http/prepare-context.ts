@@ -5,7 +5,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { renderContext, type RenderInput } from '../context/render.js';
 import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError } from '../errors.js';
-import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
+import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { SessionView } from './session-turn.js';
 import { isCalibrated } from '../config/model-table.js';
@@ -28,8 +28,19 @@ export function tokenizerFor(
   config: GatewayConfig,
   tokenizers: Tokenizers,
   model: string,
+  precision: CountPrecision = 'exact',
 ): ReturnType<Tokenizers['forEncoding']> {
-  return tokenizers.forEncoding(findModelEntry(config, model).tokenizer);
+  return tokenizers.forEncoding(findModelEntry(config, model).tokenizer, precision);
+}
+
+/**
+ * Bodies larger than this are counted from samples: their text is several times any model's window, so
+ * most of it is left out anyway, and counting it exactly would cost the gateway seconds of CPU.
+ */
+export const sampledCountingBodyChars = 4 * 1024 * 1024;
+
+export function countPrecisionFor(rawBody: string | undefined): CountPrecision {
+  return rawBody !== undefined && rawBody.length > sampledCountingBodyChars ? 'sampled' : 'exact';
 }
 
 export function prepareContext(options: {
@@ -48,6 +59,7 @@ export function prepareContext(options: {
   lowerMaxTokensToFit?: boolean;
   /** Upstream-reported prompt tokens per estimated token, learned for this model and upstream. */
   estimateRatio?: number | undefined;
+  precision?: CountPrecision;
 }): PreparedContext {
   const { chatRequest, session } = options;
   const settings = resolveContextSettings({
@@ -105,7 +117,7 @@ export function prepareContext(options: {
       messages: conversation,
       ...(messageTokens === undefined ? {} : { messageTokens }),
       tools: chatRequest.tools,
-      tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
+      tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
       window: renderWindow,
       outputReserve: 0,
       safetyMarginTokens: settings.safetyMarginTokens,
@@ -134,7 +146,7 @@ export function prepareContext(options: {
   const input: RenderInput = {
     messages: conversation,
     tools: chatRequest.tools,
-    tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer),
+    tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
     window: renderWindow,
     outputReserve: settings.outputReserve,
     safetyMarginTokens: settings.safetyMarginTokens,

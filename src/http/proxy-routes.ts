@@ -17,6 +17,7 @@ import { buildUpstreamHeaders } from './forward-headers.js';
 import { serializeChatBody } from './chat-body.js';
 import {
   contextResponseHeaders,
+  countPrecisionFor,
   prepareContext,
   tokenizerFor,
   type ContextReduction,
@@ -227,7 +228,12 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       key: sessionKeyFor(request.gateway.credential, sessionId),
       headers: request.headers,
       incoming: chatRequest.messages as ContextMessage[],
-      tokenizer: tokenizerFor(config, tokenizers, chatRequest.model),
+      tokenizer: tokenizerFor(
+        config,
+        tokenizers,
+        chatRequest.model,
+        countPrecisionFor(request.gateway.rawBody),
+      ),
     };
   }
 
@@ -293,6 +299,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           reduction,
           lowerMaxTokensToFit: learnedWindow !== undefined && maxTokens === undefined,
           estimateRatio: learned.ratio,
+          precision: countPrecisionFor(state.rawBody),
         });
         if (prepared.loweredMaxTokens !== undefined) outgoing = withMaxTokens(prepared.loweredMaxTokens);
         state.context = prepared.report;
@@ -496,6 +503,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       chatRequest,
       headers: request.headers,
       session: view,
+      precision: countPrecisionFor(state.rawBody),
     });
     state.context = prepared.report;
     const headers = contextResponseHeaders(prepared);

@@ -107,6 +107,27 @@ export class BpeCounter {
     };
   }
 
+  /**
+   * A cheap estimate for requests too large to count exactly within a bounded CPU time: two slices of
+   * 128 characters (head and middle, each from a word boundary) counted exactly, scaled by the text's
+   * length. Texts up to 2 048 characters are counted exactly.
+   */
+  estimateQuickly(text: string): number {
+    if (text.length <= 2_048) return this.count(text);
+    const sliceChars = 128;
+    let sampledChars = 0;
+    let sampledTokens = 0;
+    for (const at of [0, Math.floor(text.length / 2)]) {
+      let start = at;
+      const space = text.indexOf(' ', start);
+      if (space !== -1 && space - start < 32 && space + sliceChars <= text.length) start = space;
+      const sample = text.slice(start, start + sliceChars);
+      sampledChars += sample.length;
+      sampledTokens += this.countExact(sample);
+    }
+    return Math.max(1, Math.round((sampledTokens / sampledChars) * text.length));
+  }
+
   private estimate(text: string): number {
     const stride = Math.floor(text.length / sampleCount);
     let sampledChars = 0;

@@ -13,8 +13,15 @@ const directKeyMaxChars = 4_096;
  */
 const recentLongTexts = 256;
 
+/**
+ * exact: counts as the provider does (long texts from samples, see BpeCounter). sampled: for requests
+ * too large to count exactly within a bounded CPU time — texts over 2 048 characters are estimated from
+ * three short slices.
+ */
+export type CountPrecision = 'exact' | 'sampled';
+
 export interface Tokenizers {
-  forEncoding(encoding: EncodingName): Tokenizer;
+  forEncoding(encoding: EncodingName, precision?: CountPrecision): Tokenizer;
 }
 
 export interface TokenizerCacheOptions {
@@ -65,11 +72,35 @@ export function createTiktokenTokenizers({
   cacheKeyChars = 32_000_000,
 }: TokenizerCacheOptions = {}): Tokenizers {
   const tokenizers = new Map<EncodingName, Tokenizer>();
+  const sampledTokenizers = new Map<EncodingName, Tokenizer>();
+  const counters = new Map<EncodingName, BpeCounter>();
+  const counterFor = (encoding: EncodingName): BpeCounter => {
+    let counter = counters.get(encoding);
+    if (counter === undefined) {
+      counter = new BpeCounter(encoding);
+      counters.set(encoding, counter);
+    }
+    return counter;
+  };
   return {
-    forEncoding(encoding) {
+    forEncoding(encoding, precision = 'exact') {
+      if (precision === 'sampled') {
+        let sampled = sampledTokenizers.get(encoding);
+        if (sampled === undefined) {
+          const exact = this.forEncoding(encoding);
+          const counter = counterFor(encoding);
+          sampled = {
+            encoding,
+            count: (text) => (text.length <= 2_048 ? exact.count(text) : counter.estimateQuickly(text)),
+            truncate: (text, maxTokens, keep) => counter.truncate(text, maxTokens, keep),
+          };
+          sampledTokenizers.set(encoding, sampled);
+        }
+        return sampled;
+      }
       let tokenizer = tokenizers.get(encoding);
       if (tokenizer === undefined) {
-        const counter = new BpeCounter(encoding);
+        const counter = counterFor(encoding);
         const cache = new CountCache(cacheEntries, cacheKeyChars);
         let recent = new Map<string, number>();
         tokenizer = {

@@ -88,3 +88,18 @@ describe('long texts', () => {
     }
   });
 });
+
+describe('quick estimates for very large requests', () => {
+  const counter = new BpeCounter('o200k_base');
+  const reference = getEncoding('o200k_base');
+  it('counts short texts exactly and long ordinary prose within 10%', () => {
+    const short = 'The committee reviewed the proposal in detail.';
+    expect(counter.estimateQuickly(short)).toBe(reference.encode(short).length);
+    const prose =
+      'The committee reviewed the proposal in detail, asked for revised cost estimates, and scheduled a follow-up meeting for next Tuesday. '.repeat(
+        60,
+      );
+    const exact = reference.encode(prose).length;
+    expect(Math.abs(counter.estimateQuickly(prose) - exact) / exact).toBeLessThan(0.1);
+  });
+});
