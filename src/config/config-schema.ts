@@ -91,6 +91,8 @@ export const policySchema = z.strictObject({
   tool_result_truncation: z.enum(['head', 'tail', 'both']).optional(),
   keep_first: z.number().int().min(0).optional(),
   keep_last: z.number().int().min(0).optional(),
+  clear_at_least: z.number().int().min(0).optional(),
+  exclude_tools: z.array(z.string().min(1).max(128)).max(256).optional(),
   oversize: z.enum(['reject', 'truncate_middle']).optional(),
   pin_prefix: z.string().optional(),
   /** Share of the window kept free when the count is exact or calibrated. */

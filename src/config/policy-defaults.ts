@@ -27,8 +27,10 @@ export const builtInPolicy: ResolvedPolicy = {
   max_history_turns: 0,
   max_tool_result_tokens: 8_000,
   tool_result_truncation: 'both',
-  keep_first: 2,
+  keep_first: 0,
   keep_last: 5,
+  clear_at_least: 2_000,
+  exclude_tools: [],
   oversize: 'reject',
   pin_prefix: '[pin]',
   safety_margin: 0.05,
@@ -47,7 +49,12 @@ export const builtInPresets: Record<string, PolicyConfig> = {
   /** Conversations: the defaults. */
   chat: {},
   /** Agent loops: smaller tool results, more recent results kept whole. */
-  agent: { max_tool_result_tokens: 4_000, keep_first: 1, keep_last: 8, tool_result_truncation: 'both' },
+  agent: {
+    max_tool_result_tokens: 4_000,
+    keep_last: 8,
+    clear_at_least: 4_000,
+    tool_result_truncation: 'both',
+  },
   /** Cost first: a tight history cap and short tool results. */
   economy: { max_history_tokens: 8_000, trim_to: 0.5, max_tool_result_tokens: 2_000, keep_last: 3 },
 };

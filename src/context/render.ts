@@ -1,10 +1,16 @@
 // Render-time budgeting (SPEC §5): fits a conversation into the model's window without splitting a
-// turn, keeping the system prompt and the current turn, the first turns and pinned ones, and as many
-// recent turns as fit, with a start that moves in steps so consecutive requests share their prefix.
-// Pure: plain data in, new plain data and a report out; the input is never mutated.
+// turn, keeping the system prompt and the current turn (current-turn.ts), the first turns and pinned
+// ones, and as many recent turns as fit. Older turns are compressible before they are dropped: their
+// tool results are masked (oldest first, in clear_at_least steps) and only then are whole turns left out,
+// with a start that moves in steps so consecutive requests share their prefix. A final check that
+// nothing skips repairs any tool message left without its call. Pure: plain data in, new plain data and
+// a report out; the input is never mutated.
+import { fitCurrentTurn, isMaskedResult, maskedResultText } from './current-turn.js';
 import { countMessageTokens, countToolTokens, replyPrimingTokens } from './token-accounting.js';
 import { leadingSystemCount, messageText, repairToolPairing, splitTurns, type Turn } from './turns.js';
 import type { ContextMessage, ContextPolicy, RenderResult, Tokenizer } from './types.js';
+
+export { truncateText } from './current-turn.js';
 
 export interface RenderInput {
   messages: readonly ContextMessage[];
@@ -32,6 +38,11 @@ export interface RenderInput {
    * region, and placed before the first message at or after `position` (an index into `messages`).
    */
   summary?: { message: ContextMessage; position: number; tokens?: number };
+  /**
+   * A summary of the current turn's older iteration groups (in-turn compaction): it stands, right after
+   * the turn's user message, for the turn's messages before `coversUntil` (an index into `messages`).
+   */
+  turnSummary?: { message: ContextMessage; coversUntil: number; tokens?: number };
 }
 
 export type RenderOutcome =
@@ -53,139 +64,72 @@ export function omissionNotice(omittedMessages: number, summaryPresent = false):
   };
 }
 
-function textOf(content: unknown): string {
-  return messageText({ role: 'tool', content });
-}
-
-function truncationIndicator(keptTokens: number, originalTokens: number): string {
-  return `[… truncated by ctxgate: kept ~${keptTokens} of ${originalTokens} tokens …]`;
-}
-
-/** Cuts a text to about `maxTokens`, keeping its head, its tail or both ends, with an indicator. */
-export function truncateText(
-  text: string,
-  maxTokens: number,
-  side: 'head' | 'tail' | 'both',
-  tokenizer: Tokenizer,
-): { text: string; originalTokens: number } {
-  const originalTokens = tokenizer.count(text);
-  const indicatorTokens = tokenizer.count(truncationIndicator(originalTokens, originalTokens)) + 2;
-  const keepTokens = Math.max(0, maxTokens - indicatorTokens);
-  if (side === 'both') {
-    const head = tokenizer.truncate(text, Math.ceil(keepTokens / 2), 'head');
-    const tail = tokenizer.truncate(text.slice(head.text.length), Math.floor(keepTokens / 2), 'tail');
-    return {
-      text: `${head.text}\n${truncationIndicator(head.tokens + tail.tokens, originalTokens)}\n${tail.text}`,
-      originalTokens,
-    };
-  }
-  const kept = tokenizer.truncate(text, keepTokens, side);
-  const indicator = truncationIndicator(kept.tokens, originalTokens);
+/** The notice of the final check: what it removed, so the model is not left wondering. */
+export function pairingNotice(removed: number): ContextMessage {
   return {
-    text: side === 'head' ? `${kept.text}\n${indicator}` : `${indicator}\n${kept.text}`,
-    originalTokens,
+    role: 'system',
+    content: `[ctxgate] ${removed} tool messages or tool calls without their counterpart were removed from this conversation.`,
   };
 }
 
-interface CurrentTurnResult {
-  messages: ContextMessage[];
-  tokens: number;
-  truncated: number;
-  masked: number;
-  droppedGroups: number;
-  droppedMessages: number;
-  oversizeTruncated: boolean;
-  tooLarge: boolean;
-}
-
-/** Steps (a)–(d) of SPEC §5 on the current turn. */
-function fitCurrentTurn(
-  turn: readonly ContextMessage[],
+/**
+ * The sliding history's start and mask boundary, replayed over the requests that built the
+ * conversation: when turn `i` was the current turn, the history before it had to fit
+ * `budget − tokens(i)`. Whenever it did not, the oldest turns not yet masked had their tool results
+ * masked, in steps freeing at least `clear_at_least` tokens; when even that was not enough, the start
+ * jumped forward far enough that history filled at most `trim_to` of the room. Both only ever move
+ * forward, so the same conversation plus one more turn keeps its prefix until the next step. `from`
+ * resumes the replay at a start stored earlier.
+ */
+export function slidingPlan(
+  wholeTokens: readonly number[],
+  maskedTokens: readonly number[],
+  currentTokens: number,
   budget: number,
-  input: RenderInput,
-  count: (message: ContextMessage) => number,
-): CurrentTurnResult {
-  const { policy, tokenizer } = input;
-  let messages = [...turn];
-  let truncated = 0;
-  let masked = 0;
-  let droppedGroups = 0;
-  let droppedMessages = 0;
-  let oversizeTruncated = false;
-
-  // (a) every tool result over the cap is truncated, whether or not the turn fits.
-  messages = messages.map((message) => {
-    if (message.role !== 'tool') return message;
-    const text = textOf(message.content);
-    if (tokenizer.count(text) <= policy.max_tool_result_tokens) return message;
-    truncated++;
-    return {
-      ...message,
-      content: truncateText(text, policy.max_tool_result_tokens, policy.tool_result_truncation, tokenizer)
-        .text,
-    };
-  });
-  const total = (): number => messages.reduce((sum, message) => sum + count(message), 0);
-  let tokens = total();
-
-  // (b) mask tool results other than the first keep_first and the last keep_last.
-  if (tokens > budget) {
-    const toolIndices = messages.flatMap((message, index) => (message.role === 'tool' ? [index] : []));
-    const maskable = toolIndices.slice(
-      policy.keep_first,
-      Math.max(policy.keep_first, toolIndices.length - policy.keep_last),
-    );
-    for (const index of maskable) {
-      const message = messages[index] as ContextMessage;
-      const removed = tokenizer.count(textOf(message.content));
-      messages[index] = { ...message, content: `[result masked — ~${removed} tokens removed]` };
-      masked++;
-    }
-    tokens = total();
-  }
-
-  // (c) drop the oldest whole iteration groups: an assistant message with tool calls and its results.
-  while (tokens > budget) {
-    const groupStart = messages.findIndex(
-      (message) => message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0,
-    );
-    if (groupStart === -1) break;
-    let groupEnd = groupStart + 1;
-    while (groupEnd < messages.length && (messages[groupEnd] as ContextMessage).role === 'tool') groupEnd++;
-    droppedMessages += groupEnd - groupStart;
-    messages = [...messages.slice(0, groupStart), ...messages.slice(groupEnd)];
-    droppedGroups++;
-    tokens = total();
-  }
-
-  // (d) the user message itself does not fit: refuse, or cut its middle when the policy says so.
-  let tooLarge = tokens > budget;
-  if (tooLarge && policy.oversize === 'truncate_middle') {
-    const userIndex = messages.findIndex((message) => message.role === 'user');
-    const user = messages[userIndex];
-    if (user !== undefined && typeof user.content === 'string') {
-      const others = tokens - count(user);
-      const frame = count({ ...user, content: '' });
-      const room = budget - others - frame;
-      if (room > 32) {
-        messages[userIndex] = { ...user, content: truncateText(user.content, room, 'both', tokenizer).text };
-        oversizeTruncated = true;
-        tokens = total();
-        tooLarge = tokens > budget;
+  policy: ContextPolicy,
+  from = 0,
+): { start: number; maskedUntil: number } {
+  let start = Math.min(Math.max(0, from), wholeTokens.length);
+  let maskedUntil = start;
+  let sum = 0;
+  const sized = (index: number): number =>
+    index < maskedUntil ? (maskedTokens[index] as number) : (wholeTokens[index] as number);
+  const maxTurns = policy.max_history_turns;
+  const targetTurns = Math.max(1, Math.floor(policy.trim_to * maxTurns));
+  for (let index = start; index <= wholeTokens.length; index++) {
+    const current = index < wholeTokens.length ? (wholeTokens[index] as number) : currentTokens;
+    const available = budget - current;
+    if (sum > available) {
+      let saved = 0;
+      while (maskedUntil < index && (sum > available || saved < policy.clear_at_least)) {
+        const freed = (wholeTokens[maskedUntil] as number) - (maskedTokens[maskedUntil] as number);
+        if (maskedUntil >= start) {
+          sum -= freed;
+          saved += freed;
+        }
+        maskedUntil++;
       }
     }
+    if (sum > available || (maxTurns > 0 && index - start > maxTurns)) {
+      const target = Math.floor(policy.trim_to * available);
+      while (start < index && (sum > target || (maxTurns > 0 && index - start > targetTurns))) {
+        sum -= sized(start);
+        start++;
+      }
+      // The turn just before a current turn stays when it fits on its own, even above the target.
+      const previous = index - 1;
+      if (start === index && previous >= 0 && sized(previous) <= available) {
+        start = previous;
+        sum = sized(previous);
+      }
+    }
+    if (maskedUntil < start) maskedUntil = start;
+    if (index < wholeTokens.length) sum += sized(index);
   }
-  return { messages, tokens, truncated, masked, droppedGroups, droppedMessages, oversizeTruncated, tooLarge };
+  return { start, maskedUntil };
 }
 
-/**
- * The first index (into `turnTokens`, the sliding history turns) of the sliding history window. The
- * conversation is replayed as the sequence of requests that built it: when turn `i` was the current
- * turn, the history before it had to fit `budget − tokens(i)`; whenever it did not, the start jumped
- * forward far enough that history filled at most `trim_to` of that. The start is therefore a function
- * of the conversation alone: the same conversation plus one more turn keeps its start while it fits,
- * and moves in steps, not one turn per request. `from` resumes the replay at a start stored earlier.
- */
+/** The history start alone (the replay without masking), for callers that only need where it starts. */
 export function slidingStart(
   turnTokens: readonly number[],
   currentTokens: number,
@@ -193,35 +137,70 @@ export function slidingStart(
   policy: ContextPolicy,
   from = 0,
 ): number {
-  let start = Math.min(Math.max(0, from), turnTokens.length);
-  let sum = 0;
-  const maxTurns = policy.max_history_turns;
-  const targetTurns = Math.max(1, Math.floor(policy.trim_to * maxTurns));
-  for (let index = start; index <= turnTokens.length; index++) {
-    const current = index < turnTokens.length ? (turnTokens[index] as number) : currentTokens;
-    const available = budget - current;
-    if (sum > available || (maxTurns > 0 && index - start > maxTurns)) {
-      const target = Math.floor(policy.trim_to * available);
-      while (start < index && (sum > target || (maxTurns > 0 && index - start > targetTurns))) {
-        sum -= turnTokens[start] as number;
-        start++;
-      }
-      // The turn just before a current turn stays when it fits on its own, even above the target.
-      const previous = turnTokens[index - 1];
-      if (start === index && previous !== undefined && previous <= available) {
-        start = index - 1;
-        sum = previous;
-      }
-    }
-    if (index < turnTokens.length) sum += current;
-  }
-  return start;
+  return slidingPlan(turnTokens, turnTokens, currentTokens, budget, policy, from).start;
 }
 
-function sumRange(values: readonly number[], start: number, end: number): number {
-  let total = 0;
-  for (let index = start; index < end; index++) total += values[index] as number;
-  return total;
+/** The forms a history turn can be sent in, most faithful first. */
+type TurnForm = 'whole' | 'masked' | 'user_only';
+
+interface HistoryTurn extends Turn {
+  whole: number;
+  masked: number;
+  userOnly: number;
+  /** Tool results the masked form masks. */
+  maskable: number;
+}
+
+/**
+ * The tokens of a message's content: its own count less its framing (role, ids, names). Stored counts
+ * make this cheap: a long text is not counted again.
+ */
+export function contentTokensOf(
+  message: ContextMessage,
+  ownTokens: number,
+  count: (message: ContextMessage) => number,
+): number {
+  return Math.max(0, ownTokens - count({ ...message, content: '' }));
+}
+
+/**
+ * A turn with its tool results masked — each one whose mask is shorter than it, tools named in
+ * exclude_tools aside — with its token count and how many results it masks.
+ */
+function maskTurn(
+  messages: readonly ContextMessage[],
+  messageTokens: readonly number[],
+  turn: Turn,
+  policy: ContextPolicy,
+  count: (message: ContextMessage) => number,
+): { messages: ContextMessage[]; tokens: number; masked: number } {
+  const excluded = new Set(policy.exclude_tools);
+  const names = new Map<string, string>();
+  const out: ContextMessage[] = [];
+  let tokens = 0;
+  let masked = 0;
+  for (let index = turn.start; index < turn.end; index++) {
+    const message = messages[index] as ContextMessage;
+    const own = messageTokens[index] as number;
+    for (const call of message.tool_calls ?? []) names.set(call.id, call.function?.name ?? 'tool');
+    if (
+      message.role === 'tool' &&
+      !isMaskedResult(message) &&
+      !excluded.has(names.get(message.tool_call_id ?? '') ?? '')
+    ) {
+      const maskedMessage = { ...message, content: maskedResultText(contentTokensOf(message, own, count)) };
+      const maskedTokens = count(maskedMessage);
+      if (maskedTokens < own) {
+        out.push(maskedMessage);
+        tokens += maskedTokens;
+        masked++;
+        continue;
+      }
+    }
+    out.push(message);
+    tokens += own;
+  }
+  return { messages: out, tokens, masked };
 }
 
 /** The outcome for a conversation sent as it is. */
@@ -271,14 +250,6 @@ function unchanged(values: {
   };
 }
 
-/** The notice of the final check: what it removed, so the model is not left wondering. */
-export function pairingNotice(removed: number): ContextMessage {
-  return {
-    role: 'system',
-    content: `[ctxgate] ${removed} tool messages or tool calls without their counterpart were removed from this conversation.`,
-  };
-}
-
 /**
  * Fits a conversation into the window (renderFitted), then the final check that nothing skips: every
  * tool message answers a call that is present and every kept call has its result. Should it find an
@@ -307,6 +278,12 @@ export function renderContext(input: RenderInput): RenderOutcome {
       modified: true,
     },
   };
+}
+
+function sumRange(values: readonly number[], start: number, end: number): number {
+  let total = 0;
+  for (let index = start; index < end; index++) total += values[index] as number;
+  return total;
 }
 
 function renderFitted(input: RenderInput): RenderOutcome {
@@ -345,20 +322,33 @@ function renderFitted(input: RenderInput): RenderOutcome {
     });
   }
 
-  const history = turns.slice(0, -1);
-  const conversationTokens = sumRange(turnTokens, 0, turns.length);
-  const toolResultOverCap = messages
-    .slice(current.start, current.end)
-    .some(
-      (message) =>
-        message.role === 'tool' && tokenizer.count(textOf(message.content)) > policy.max_tool_result_tokens,
+  const pinned = (turn: Turn): boolean => {
+    const first = messages[turn.start] as ContextMessage;
+    return (
+      first.role === 'user' && policy.pin_prefix !== '' && messageText(first).startsWith(policy.pin_prefix)
     );
+  };
+  const history = turns.slice(0, -1);
+  // The turns a turn cap counts: the first turns and pinned ones are kept apart from it.
+  const slidingTurnCount = history.filter(
+    (turn, index) => !(index < policy.keep_first_turns || pinned(turn)),
+  ).length;
+  const conversationTokens = sumRange(turnTokens, 0, turns.length);
+  const turnSummary = input.turnSummary;
+  let toolResultOverCap = false;
+  for (let position = current.start; position < current.end && !toolResultOverCap; position++) {
+    const message = messages[position] as ContextMessage;
+    toolResultOverCap =
+      message.role === 'tool' &&
+      contentTokensOf(message, messageTokens[position] as number, count) > policy.max_tool_result_tokens;
+  }
   if (
     summary === undefined &&
+    turnSummary === undefined &&
     conversationTokens <= historyBudget &&
     !toolResultOverCap &&
     (input.omittedBefore ?? 0) === 0 &&
-    (policy.max_history_turns === 0 || history.length <= policy.max_history_turns + policy.keep_first_turns)
+    (policy.max_history_turns === 0 || slidingTurnCount <= policy.max_history_turns)
   ) {
     // Everything fits as it is: send the conversation unchanged (byte-identical upstream).
     const currentTurnTokens = turnTokens.at(-1) as number;
@@ -376,7 +366,23 @@ function renderFitted(input: RenderInput): RenderOutcome {
   const noticeTokens = count(omissionNotice(noticeTemplateCount, summary !== undefined));
   // With any history, room for the omission notice is kept: if history does not fit, it is needed.
   const currentTurnBudget = historyBudget - (history.length > 0 ? noticeTokens : 0);
-  const fitted = fitCurrentTurn(messages.slice(current.start, current.end), currentTurnBudget, input, count);
+  const currentMessages = messages.slice(current.start, current.end);
+  const fitted = fitCurrentTurn({
+    turn: currentMessages,
+    turnTokens: messageTokens.slice(current.start, current.end),
+    budget: currentTurnBudget,
+    policy,
+    tokenizer,
+    count,
+    turnSummary:
+      turnSummary === undefined || turnSummary.coversUntil <= current.start
+        ? undefined
+        : {
+            message: turnSummary.message,
+            coversUntil: Math.min(turnSummary.coversUntil, current.end) - current.start,
+            tokens: turnSummary.tokens ?? count(turnSummary.message),
+          },
+  });
   if (fitted.tooLarge) {
     return {
       ok: false,
@@ -387,75 +393,113 @@ function renderFitted(input: RenderInput): RenderOutcome {
     };
   }
 
-  const pinned = (turn: Turn): boolean => {
+  // Each history turn whole, with its tool results masked, and as its user message alone.
+  const historyTurns: HistoryTurn[] = history.map((turn, index) => {
+    const whole = turnTokens[index] as number;
+    const masked = maskTurn(messages, messageTokens, turn, policy, count);
     const first = messages[turn.start] as ContextMessage;
-    return (
-      first.role === 'user' && policy.pin_prefix !== '' && messageText(first).startsWith(policy.pin_prefix)
-    );
-  };
+    const userOnly = first.role === 'user' ? (messageTokens[turn.start] as number) : whole;
+    return { ...turn, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
+  });
+
   let remaining = historyBudget - fitted.tokens;
 
-  // The first turns and pinned turns come first; the sliding window takes what is left.
-  const keptFirst = new Set<number>();
-  const firstCandidates: number[] = [];
+  // The first turns and pinned turns come first, compressed as far as needed: masked, then their user
+  // message alone (which is kept whenever it fits), then left out.
+  const firstForms = new Map<number, TurnForm>();
   history.forEach((turn, index) => {
-    if (index < policy.keep_first_turns || pinned(turn)) firstCandidates.push(index);
+    if (index < policy.keep_first_turns || pinned(turn)) firstForms.set(index, 'whole');
   });
   // Room for the omission notice stays free: on this path something may be left out.
   const firstBudget = remaining - noticeTokens;
-
+  const formTokens = (index: number, form: TurnForm): number => {
+    const turn = historyTurns[index] as HistoryTurn;
+    return form === 'whole' ? turn.whole : form === 'masked' ? turn.masked : turn.userOnly;
+  };
   let firstTokens = 0;
-  for (const index of firstCandidates) {
-    const tokens = turnTokens[index] as number;
-    if (firstTokens + tokens <= firstBudget) {
-      keptFirst.add(index);
-      firstTokens += tokens;
+  for (const [index, form] of firstForms) firstTokens += formTokens(index, form);
+  for (const next of ['masked', 'user_only'] as const) {
+    for (const index of firstForms.keys()) {
+      if (firstTokens <= firstBudget) break;
+      const before = formTokens(index, firstForms.get(index) as TurnForm);
+      const after = formTokens(index, next);
+      if (after < before) {
+        firstForms.set(index, next);
+        firstTokens -= before - after;
+      }
     }
+  }
+  for (const index of [...firstForms.keys()].reverse()) {
+    if (firstTokens <= firstBudget) break;
+    firstTokens -= formTokens(index, firstForms.get(index) as TurnForm);
+    firstForms.delete(index);
   }
   remaining -= firstTokens;
 
   const slidingIndices: number[] = [];
-  for (let index = 0; index < history.length; index++) if (!keptFirst.has(index)) slidingIndices.push(index);
-  const slidingTokens = slidingIndices.map((index) => turnTokens[index] as number);
+  for (let index = 0; index < history.length; index++) if (!firstForms.has(index)) slidingIndices.push(index);
+  const slidingWhole = slidingIndices.map((index) => (historyTurns[index] as HistoryTurn).whole);
+  const slidingMasked = slidingIndices.map((index) => (historyTurns[index] as HistoryTurn).masked);
+  // A first turn sent shortened, or messages already gone, need the notice: its room is kept.
+  const firstsShortened =
+    (input.omittedBefore ?? 0) > 0 ||
+    [...firstForms.values()].some((form) => form === 'user_only') ||
+    history.some(
+      (turn, index) => (index < policy.keep_first_turns || pinned(turn)) && !firstForms.has(index),
+    );
   const allFit =
-    sumRange(slidingTokens, 0, slidingTokens.length) <= remaining &&
-    keptFirst.size === firstCandidates.length &&
-    (policy.max_history_turns === 0 || slidingTokens.length <= policy.max_history_turns);
+    sumRange(slidingWhole, 0, slidingWhole.length) <= remaining - (firstsShortened ? noticeTokens : 0) &&
+    (policy.max_history_turns === 0 || slidingWhole.length <= policy.max_history_turns);
 
   let windowStart = 0;
+  let maskedUntil = 0;
   if (!allFit) {
     const available = remaining - noticeTokens;
     // Replay the requests that built this conversation (from the stored start, in a session), then
     // make sure this request fits.
     const hint = input.historyStartHint ?? 0;
     const from = slidingIndices.findIndex((index) => (history[index] as Turn).start >= hint);
-    windowStart = slidingStart(
-      slidingTokens,
+    const plan = slidingPlan(
+      slidingWhole,
+      slidingMasked,
       fitted.tokens,
       Math.max(0, historyBudget - firstTokens - noticeTokens),
       policy,
       Math.max(0, from),
     );
-
-    let windowTokens = sumRange(slidingTokens, windowStart, slidingTokens.length);
-    while (windowStart < slidingTokens.length && windowTokens > available) {
-      windowTokens -= slidingTokens[windowStart] as number;
+    windowStart = plan.start;
+    maskedUntil = plan.maskedUntil;
+    const sized = (position: number): number =>
+      position < maskedUntil ? (slidingMasked[position] as number) : (slidingWhole[position] as number);
+    let windowTokens = 0;
+    for (let position = windowStart; position < slidingWhole.length; position++)
+      windowTokens += sized(position);
+    // This request must fit: mask further, then drop from the start.
+    while (windowTokens > available && maskedUntil < slidingWhole.length) {
+      windowTokens -= (slidingWhole[maskedUntil] as number) - (slidingMasked[maskedUntil] as number);
+      maskedUntil++;
+    }
+    while (windowStart < slidingWhole.length && windowTokens > available) {
+      windowTokens -= sized(windowStart);
       windowStart++;
     }
+    if (maskedUntil < windowStart) maskedUntil = windowStart;
   }
-  // Turns at or after the first window turn that are not kept first are the window.
+  // The form each history turn is sent in; absent: left out.
+  const forms = new Map<number, TurnForm>(firstForms);
+  slidingIndices.forEach((index, position) => {
+    if (position >= windowStart) forms.set(index, position < maskedUntil ? 'masked' : 'whole');
+  });
   const firstWindowIndex = slidingIndices[windowStart] ?? history.length;
-  const windowIndices = {
-    has: (index: number): boolean => index >= firstWindowIndex && !keptFirst.has(index),
-  };
 
   let omitted = input.omittedBefore ?? 0;
   let droppedTurns = 0;
   for (const [index, turn] of history.entries()) {
-    if (!keptFirst.has(index) && !windowIndices.has(index)) {
+    const form = forms.get(index);
+    if (form === undefined) {
       omitted += turn.end - turn.start;
       droppedTurns++;
-    }
+    } else if (form === 'user_only') omitted += turn.end - turn.start - 1;
   }
   const noticeUsed = omitted > 0;
 
@@ -466,20 +510,27 @@ function renderFitted(input: RenderInput): RenderOutcome {
   let noticePlaced = false;
   let summaryPlaced = summary === undefined;
   let historyTokens = 0;
+  let maskedResults = 0;
   for (const [index, turn] of history.entries()) {
-    if (!keptFirst.has(index) && !windowIndices.has(index)) continue;
+    const form = forms.get(index);
+    if (form === undefined) continue;
     if (!summaryPlaced && turn.start >= (summary?.position ?? 0)) {
       rendered.push(summary?.message as ContextMessage);
       summaryPlaced = true;
     }
-    if (notice !== undefined && !noticePlaced && windowIndices.has(index)) {
+    if (notice !== undefined && !noticePlaced && index >= firstWindowIndex) {
       rendered.push(notice);
       noticePlaced = true;
     }
-    for (let position = turn.start; position < turn.end; position++)
-      rendered.push(messages[position] as ContextMessage);
-
-    historyTokens += turnTokens[index] as number;
+    const historyTurn = historyTurns[index] as HistoryTurn;
+    if (form === 'whole') {
+      for (let position = turn.start; position < turn.end; position++)
+        rendered.push(messages[position] as ContextMessage);
+    } else if (form === 'masked') {
+      rendered.push(...maskTurn(messages, messageTokens, turn, policy, count).messages);
+      maskedResults += historyTurn.maskable;
+    } else rendered.push(messages[turn.start] as ContextMessage);
+    historyTokens += formTokens(index, form);
   }
   if (!summaryPlaced) rendered.push(summary?.message as ContextMessage);
   if (notice !== undefined && !noticePlaced) rendered.push(notice);
@@ -489,11 +540,13 @@ function renderFitted(input: RenderInput): RenderOutcome {
   const modified =
     summary !== undefined ||
     omitted > 0 ||
+    maskedResults > 0 ||
     fitted.truncated > 0 ||
     fitted.masked > 0 ||
     fitted.droppedGroups > 0 ||
+    fitted.summarizedMessages > 0 ||
     fitted.oversizeTruncated;
-  const currentTurnTokens = fitted.tokens;
+  const currentTurnTokens = fitted.tokens - fitted.noticeTokens;
   const firstWindowTurn = slidingIndices[windowStart];
   return {
     ok: true,
@@ -501,7 +554,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
     report: {
       window: input.window,
       historyBudget,
-      summaryUsed: summary !== undefined,
+      summaryUsed: summary !== undefined || fitted.summarizedMessages > 0,
       inputTokens:
         systemTokens +
         summaryTokens +
@@ -509,15 +562,14 @@ function renderFitted(input: RenderInput): RenderOutcome {
         replyPrimingTokens +
         historyTokens +
         noticeActual +
-        currentTurnTokens,
+        fitted.tokens,
       regions: {
         system: systemTokens,
         summary: summaryTokens,
-
         history: historyTokens,
         currentTurn: currentTurnTokens,
         tools: toolTokens,
-        notice: noticeActual,
+        notice: noticeActual + fitted.noticeTokens,
         outputReserve: input.outputReserve,
         safetyMargin: input.safetyMarginTokens,
       },
@@ -525,7 +577,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
       droppedTurns,
       droppedIterationGroups: fitted.droppedGroups,
       truncatedToolResults: fitted.truncated,
-      maskedToolResults: fitted.masked,
+      maskedToolResults: maskedResults + fitted.masked,
       historyStartIndex:
         firstWindowTurn === undefined ? current.start : (history[firstWindowTurn] as Turn).start,
       oversizeTruncated: fitted.oversizeTruncated,

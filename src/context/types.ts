@@ -37,8 +37,14 @@ export interface ContextPolicy {
   max_history_turns: number;
   max_tool_result_tokens: number;
   tool_result_truncation: ToolResultTruncation;
+  /** The current turn's first tool results masked last (like exclude_tools); 0 = none. */
   keep_first: number;
+  /** The newest tool results of the current turn kept whole while anything else can be masked. */
   keep_last: number;
+  /** Masking (and dropping) advances in steps that free at least this many tokens (cache-stable). */
+  clear_at_least: number;
+  /** Tool names whose results are masked last. */
+  exclude_tools: readonly string[];
   oversize: OversizePolicy;
   pin_prefix: string;
 }

@@ -288,12 +288,24 @@ export async function beginSessionTurn(options: {
 
   const view = sessionView(key.sessionId, snapshot, options.incoming, mode, tokenizer);
   const { systemCount, stored, newMessages, newTokens } = view;
-  if (newMessages.length + 1 > options.maxTurnMessages) {
-    // Refused before the upstream is called (and billed): the turn could not be stored afterwards.
+  // The current turn never moves to the archive (its user message stays in view), so it is what bounds
+  // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
+  const lastNewStart = newMessages.findLastIndex((message) => message.role === 'user');
+  const currentTurnLength =
+    lastNewStart >= 0
+      ? newMessages.length - lastNewStart + 1
+      : stored.length -
+        Math.max(
+          0,
+          stored.findLastIndex((message) => message.role === 'user'),
+        ) +
+        newMessages.length +
+        1;
+  if (newMessages.length + 1 > options.maxTurnMessages || currentTurnLength > options.maxTurnMessages) {
     await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
     throw new GatewayError(
       'session_turn_too_large',
-      `This request adds ${newMessages.length} messages to the session; one turn may add at most ${options.maxTurnMessages - 1}. Send the conversation in smaller steps, or without X-Session-Id.`,
+      `This request would make one turn of the session ${Math.max(currentTurnLength, newMessages.length + 1)} messages long; a turn may hold at most ${options.maxTurnMessages} (sessions.max_active_messages). Start a new turn with a user message, or send the conversation without X-Session-Id.`,
       { param: 'messages' },
     );
   }

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import {
   emptySnapshot,
   spillCount,
+  startsTurn,
   type SessionKey,
   type SessionLimits,
   type SessionSnapshot,
@@ -194,6 +195,10 @@ export function createMemorySessionStore({
       const total = session.archive.length + session.active.length;
       if ((session.summary?.toMessage ?? 0) !== expectedToMessage || summary.toMessage > total)
         return { ok: false, reason: 'changed' };
+      // Summaries cover whole older turns: the current turn (from the last turn start on) never moves.
+      const lastTurnStart = session.active.findLastIndex((stored) => startsTurn(stored.message));
+      if (lastTurnStart >= 0 && summary.toMessage > session.archive.length + lastTurnStart)
+        return { ok: false, reason: 'changed' };
       let moved = 0;
       while (
         session.head + session.archive.length < summary.toMessage &&
@@ -229,6 +234,7 @@ export function createMemorySessionStore({
       resize(session, session.bytes + added);
       const spilled = spillCount(
         session.active.map((stored) => stored.tokens),
+        session.active.map((stored) => startsTurn(stored.message)),
         session.head,
         input.activeTokenLimit,
         limits,

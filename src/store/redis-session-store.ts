@@ -11,6 +11,7 @@ import type { RedisConnection } from './redis-client.js';
 import {
   emptySnapshot,
   releaseEventually,
+  startsTurn,
   type SessionKey,
   type SessionLimits,
   type SessionSnapshot,
@@ -46,7 +47,7 @@ return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 
 // ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
 // activeTokenLimit, minActive, epoch (for a new session), head (0 = keep), appended tokens, items…
-// Spilling moves the oldest messages after the protected head to the archive (see spillCount).
+// Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
 const commitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
@@ -57,25 +58,56 @@ if head == 0 and tonumber(ARGV[11]) > 0 and redis.call('LLEN', KEYS[3]) == 0 the
   head = tonumber(ARGV[11])
   redis.call('HSET', KEYS[1], 'head', head)
 end
-for index = 13, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[index]) end
+local function startsTurn(item)
+  return string.find(string.sub(item, 1, 64), ',"start":1,', 1, true) ~= nil
+end
+-- Where the last turn starts in the active list (-1: not known, a session stored before it was kept).
+local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+local before = redis.call('LLEN', KEYS[2])
+for index = 13, #ARGV do
+  redis.call('RPUSH', KEYS[2], ARGV[index])
+  if startsTurn(ARGV[index]) then lastStart = before + index - 13 end
+end
 local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', ARGV[12]))
 local length = redis.call('LLEN', KEYS[2])
 local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
-local function over()
-  return length > head + 1 and (length > maxActive or (tokens > limit and length > minActive))
-end
-if over() then
+-- Whole turns move, oldest first after the head, never the last (current) one: see spillCount.
+local moved = false
+while length > head + 1 and (length > maxActive or (tokens > limit and length > minActive)) do
+  -- Only the current turn is left after the head.
+  if lastStart >= 0 and lastStart <= head then break end
+  -- The turn right after the head: read in pages until the next turn starts.
+  local turn = {}
+  local turnTokens = 0
+  local closed = false
+  local from = head
+  while not closed and from < length do
+    local page = redis.call('LRANGE', KEYS[2], from, from + 255)
+    for position, item in ipairs(page) do
+      if #turn > 0 and startsTurn(item) then closed = true break end
+      table.insert(turn, item)
+      turnTokens = turnTokens + (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+    end
+    from = from + #page
+    if #page == 0 then break end
+  end
+  if not closed then break end
+  local overCount = length > maxActive
+  local overTokens = tokens > limit and length - #turn >= minActive
+  if not overCount and not overTokens then break end
+  -- Take the turn out from behind the head, then put the head back.
   local kept = {}
   if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
-  while over() do
-    local item = redis.call('LPOP', KEYS[2])
-    tokens = tokens - (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
-    redis.call('RPUSH', KEYS[3], item)
-    length = length - 1
-  end
-  for index = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[index]) end
-  redis.call('HSET', KEYS[1], 'activeTokens', tokens)
+  redis.call('LPOP', KEYS[2], #turn)
+  for _, item in ipairs(turn) do redis.call('RPUSH', KEYS[3], item) end
+  for position = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[position]) end
+  length = length - #turn
+  tokens = tokens - turnTokens
+  if lastStart >= 0 then lastStart = lastStart - #turn end
+  moved = true
 end
+if moved then redis.call('HSET', KEYS[1], 'activeTokens', tokens) end
+redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart)
 version = version + 1
 redis.call('HSET', KEYS[1], 'version', version, 'updatedAtMs', ARGV[5], 'historyStart', ARGV[6])
 if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'systemPrompt', ARGV[7]) end
@@ -121,6 +153,9 @@ local target = tonumber(ARGV[4])
 if tonumber(redis.call('HGET', KEYS[1], 'summaryTo') or '0') ~= tonumber(ARGV[2])
   or target > archived + length then return {0, 'changed'} end
 local moved = 0
+-- Summaries cover whole older turns: the current turn (from the last turn start on) never moves.
+local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+if lastStart >= 0 and target > archived + lastStart then return {0, 'changed'} end
 if head + archived < target and length > head + 1 then
   local kept = {}
   if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
@@ -135,6 +170,7 @@ if head + archived < target and length > head + 1 then
   end
   for index = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[index]) end
   redis.call('HSET', KEYS[1], 'activeTokens', tokens)
+  if lastStart >= 0 then redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart - moved) end
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
 end
@@ -167,9 +203,13 @@ function defineScript(redis: RedisConnection, name: string, numberOfKeys: number
 
 const messageField = ',"message":';
 
-/** A stored message as a list item: its token count first, so the commit script can read it cheaply. */
+/**
+ * A stored message as a list item: its token count first and a mark on the message that starts a turn,
+ * so the commit script can read both cheaply and move whole turns.
+ */
 function serializeStored(stored: StoredMessage): string {
-  return `{"tokens":${Math.max(0, Math.round(stored.tokens))}${messageField}${JSON.stringify(stored.message)}}`;
+  const start = startsTurn(stored.message) ? ',"start":1' : '';
+  return `{"tokens":${Math.max(0, Math.round(stored.tokens))}${start}${messageField}${JSON.stringify(stored.message)}}`;
 }
 
 /** A list item back: the message, its token count and the message's own JSON. */
@@ -177,7 +217,10 @@ function parseStored(item: string): { stored: StoredMessage; json: string } {
   const split = item.indexOf(messageField);
   const json = item.slice(split + messageField.length, -1);
   return {
-    stored: { message: JSON.parse(json) as Record<string, unknown>, tokens: Number(item.slice(10, split)) },
+    stored: {
+      message: JSON.parse(json) as Record<string, unknown>,
+      tokens: Number.parseInt(item.slice(10, split), 10),
+    },
     json,
   };
 }

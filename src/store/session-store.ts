@@ -145,12 +145,15 @@ export const emptySnapshot: SessionSnapshot = {
 };
 
 /**
- * How many of `activeTokens` (one entry per active message) move to the archive after a commit: the
- * oldest messages after the protected head, while the list is over `maxActiveMessages`, or over
- * `tokenLimit` tokens and longer than `minActiveMessages`. The Redis store's commit script does the same.
+ * How many of the active messages move to the archive after a commit: whole turns only (a turn starts
+ * at a user message), the oldest after the protected head, never the last turn — the current one, whose
+ * user message stays however long its agent loop grows. Turns move while the list is over
+ * `maxActiveMessages`, or over `tokenLimit` tokens when what stays is still at least
+ * `minActiveMessages` long. The Redis store's commit script does the same.
  */
 export function spillCount(
   activeTokens: readonly number[],
+  turnStarts: readonly boolean[],
   head: number,
   tokenLimit: number,
   limits: SessionLimits,
@@ -158,15 +161,27 @@ export function spillCount(
   let length = activeTokens.length;
   let tokens = activeTokens.reduce((sum, value) => sum + value, 0);
   let spilled = 0;
-  while (
-    length > head + 1 &&
-    (length > limits.maxActiveMessages || (tokens > tokenLimit && length > limits.minActiveMessages))
-  ) {
-    tokens -= activeTokens[head + spilled] as number;
-    spilled++;
-    length--;
+  for (;;) {
+    const from = head + spilled;
+    let end = from + 1;
+    while (end < activeTokens.length && turnStarts[end] !== true) end++;
+    // The turn from `from` runs to the end of the list: it is the current turn.
+    if (end >= activeTokens.length) return spilled;
+    const turnLength = end - from;
+    let turnTokens = 0;
+    for (let index = from; index < end; index++) turnTokens += activeTokens[index] as number;
+    const overCount = length > limits.maxActiveMessages;
+    const overTokens = tokens > tokenLimit && length - turnLength >= limits.minActiveMessages;
+    if (!overCount && !overTokens) return spilled;
+    spilled += turnLength;
+    length -= turnLength;
+    tokens -= turnTokens;
   }
-  return spilled;
+}
+
+/** Whether a stored message starts a turn. */
+export function startsTurn(message: Record<string, unknown>): boolean {
+  return message.role === 'user';
 }
 
 /**

@@ -122,8 +122,10 @@ const policy: ContextPolicy = {
   max_history_turns: 0,
   max_tool_result_tokens: 1_500,
   tool_result_truncation: 'both',
-  keep_first: 2,
+  keep_first: 0,
   keep_last: 5,
+  clear_at_least: 0,
+  exclude_tools: [],
   oversize: 'reject',
   pin_prefix: '[pin]',
 };

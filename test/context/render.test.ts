@@ -22,8 +22,10 @@ const policy: ContextPolicy = {
   max_history_turns: 0,
   max_tool_result_tokens: 8_000,
   tool_result_truncation: 'both',
-  keep_first: 2,
+  keep_first: 0,
   keep_last: 5,
+  clear_at_least: 0,
+  exclude_tools: [],
   oversize: 'reject',
   pin_prefix: '[pin]',
 };
@@ -174,41 +176,122 @@ describe('renderContext', () => {
     expect(result.startsWith('head')).toBe(true);
     expect(result.endsWith('tail')).toBe(true);
     expect(result).toContain('of 200 tokens');
+    expect(result).toMatch(/removed …\]/);
     expect(words.count(result)).toBeLessThanOrEqual(40);
     expect(report.truncatedToolResults).toBe(1);
   });
 
-  it('masks tool results other than the first keep_first and last keep_last, keeping their calls', () => {
+  it('masks the oldest tool results first, keeping every call and the newest keep_last results whole', () => {
     const calls = Array.from({ length: 9 }, (_unused, index) => `c${index}`);
     const messages: ContextMessage[] = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
-    // 9 results of 34 tokens and 9 calls: too big for 350; masking 2 of them (c2, c3) is enough.
+    // The user message is 5 tokens, each call 7, each result 35 (30 words, framing, role, id): 383 in all,
+    // 36 over a budget of 347. A masked result is 11 (6 words), so masking two (c0, c1) frees 48.
     const { messages: rendered, report } = render(messages, { window: 350 });
     const results = rendered
       .filter((message) => message.role === 'tool')
       .map((message) => String(message.content));
     expect(report.maskedToolResults).toBe(2);
-    expect(results.filter((content) => content.startsWith('[result masked'))).toHaveLength(2);
-    expect(results[0]).toBe(text(30, 'c0'));
-    expect(results[1]).toBe(text(30, 'c1'));
-    expect(results[2]).toBe('[result masked — ~30 tokens removed]');
+    expect(results[0]).toBe('[result masked — ~30 tokens removed]');
+    expect(results[1]).toBe('[result masked — ~30 tokens removed]');
+    expect(results.slice(2)).toEqual(calls.slice(2).map((id) => text(30, id)));
     expect(rendered.filter((message) => message.role === 'assistant')).toHaveLength(9);
+    expect(report.inputTokens).toBe(383 - 2 * 24 + 3);
   });
 
-  it('drops the oldest whole iteration groups when masking is not enough', () => {
+  it('masks in steps of clear_at_least, so the next request keeps the same prefix', () => {
+    const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
+    const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
+    // Each request of the loop adds one group (42 tokens, 5 + 42 × 8 = 341 fit in 347); a step masks
+    // at least 100 tokens (5 results of 24 saved each), the newest result kept whole.
+    const maskedCounts: number[] = [];
+    let previous: ContextMessage[] = [];
+    let prefixKept = 0;
+    for (let groups = 1; groups <= 12; groups++) {
+      const { messages: rendered, report } = render(
+        loop.slice(0, 1 + groups * 2),
+        { window: 350 },
+        { clear_at_least: 100, keep_last: 1 },
+      );
+      maskedCounts.push(report.maskedToolResults);
+      if (JSON.stringify(rendered.slice(0, previous.length)) === JSON.stringify(previous)) prefixKept++;
+      previous = rendered;
+    }
+    expect(maskedCounts).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 10]);
+    // Every request but the two that took a step sends the previous one's messages unchanged first.
+    expect(prefixKept).toBe(10);
+  });
+
+  it('masks the tools named in exclude_tools last', () => {
+    const messages: ContextMessage[] = [
+      user('go'),
+      ...iteration('keep', text(30, 'k')).map((message) =>
+        message.role === 'assistant'
+          ? {
+              ...message,
+              tool_calls: [{ id: 'keep', type: 'function', function: { name: 'plan', arguments: '{}' } }],
+            }
+          : message,
+      ),
+      ...['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8'].flatMap((id) => iteration(id, text(30, id))),
+    ];
+    const { messages: rendered } = render(messages, { window: 350 }, { exclude_tools: ['plan'] });
+    const result = (id: string) => rendered.find((message) => message.tool_call_id === id)?.content;
+    expect(result('keep')).toBe(text(30, 'k'));
+    expect(result('c1')).toBe('[result masked — ~30 tokens removed]');
+    expect(result('c2')).toBe('[result masked — ~30 tokens removed]');
+  });
+
+  it('keeps fewer results whole when the newest keep_last do not fit, down to the newest alone', () => {
     const messages: ContextMessage[] = [
       user('go'),
       ...['a', 'b', 'c'].flatMap((id) => iteration(id, text(100, id))),
     ];
-    // Each group is 7 (call) + 105 (result) = 112 tokens; with 'go' (5) the turn is 341. In a budget of
-    // 197 (200 − 3), nothing can be masked (3 results ≤ keep_first + keep_last), so two groups go.
+    // Each group is 7 (call) + 105 (result); with 'go' (5) the turn is 341, over a budget of 197. All
+    // three results are among the newest 5, so the older two are masked (11 each) and 'c' stays whole.
     const { messages: rendered, report } = render(messages, { window: 200 });
-    expect(report.droppedIterationGroups).toBe(2);
-
+    expect(report.droppedIterationGroups).toBe(0);
+    expect(report.maskedToolResults).toBe(2);
     expect(rendered.map((message) => message.tool_call_id ?? message.role)).toEqual([
       'user',
       'assistant',
+      'a',
+      'assistant',
+      'b',
+      'assistant',
       'c',
     ]);
+    expect(rendered.at(-1)?.content).toBe(text(100, 'c'));
+    expect(report.inputTokens).toBe(5 + 2 * 18 + 112 + 3);
+  });
+
+  it('drops the oldest whole groups only when even masked ones do not fit, and says which steps', () => {
+    const heavyCall = (id: string): ContextMessage[] => [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'search', arguments: text(40, 'arg') } }],
+      },
+      { role: 'tool', tool_call_id: id, content: text(100, id) },
+    ];
+    const ids = Array.from({ length: 10 }, (_unused, index) => `g${index}`);
+    const messages: ContextMessage[] = [user('go'), ...ids.flatMap(heavyCall)];
+    const { messages: rendered, report } = render(messages, { window: 400 });
+    expect(report.inputTokens).toBeLessThanOrEqual(400);
+    expect(report.droppedIterationGroups).toBeGreaterThan(0);
+    const dropped = report.droppedIterationGroups;
+    const notice = rendered.find((message) => String(message.content).includes('earlier steps'));
+    expect(notice?.content).toBe(
+      `[ctxgate] ${dropped} earlier steps of this task (${dropped * 2} messages) were removed to fit the model's context window; they called: search${dropped > 1 ? ` ×${dropped}` : ''}. Their results are not shown.`,
+    );
+    // The notice follows the user message; the oldest groups are the ones gone; the newest is whole.
+    expect(rendered[1]).toBe(notice);
+    const keptCalls = rendered.flatMap((message) => (message.tool_calls ?? []).map((call) => call.id));
+    expect(keptCalls).toEqual(ids.slice(dropped));
+    expect(rendered.at(-1)?.content).toBe(text(100, 'g9'));
+    expect(report.droppedMessages).toBe(dropped * 2);
+    expect(report.maskedToolResults).toBe(
+      rendered.filter((m) => String(m.content).startsWith('[result masked')).length,
+    );
   });
 
   it('refuses a last user message that cannot fit, or cuts its middle under oversize: truncate_middle', () => {

@@ -39,7 +39,9 @@ describe('resolveContextSettings', () => {
     expect(settings.model.tokenizer).toBe('o200k_base');
     expect(settings.policy.trim_to).toBe(0.6);
     expect(settings.policy.keep_last).toBe(4);
-    expect(settings.policy.keep_first).toBe(2);
+    expect(settings.policy.keep_first).toBe(0);
+    expect(settings.policy.clear_at_least).toBe(2_000);
+    expect(settings.policy.exclude_tools).toEqual([]);
     // gpt-4o is counted with its own encoding: 5% of the window.
     expect(settings.safetyMarginTokens).toBe(6_400);
   });

@@ -202,8 +202,9 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
         activeTokenLimit: 1_000_000,
       });
       const snapshot = await store.load(key);
-      expect(snapshot.messages).toEqual(messages.slice(3));
-      expect(snapshot.archivedCount).toBe(3);
+      // Whole turns move (a user message and its answer), never half a turn: 4, not 3.
+      expect(snapshot.messages).toEqual(messages.slice(4));
+      expect(snapshot.archivedCount).toBe(4);
       const all = await store.history(key, 0, 100);
       expect(all.total).toBe(8);
       expect(all.messages).toEqual(messages);
@@ -251,9 +252,9 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
           }
         }
         const snapshot = await windowed.load(key);
-        // A window of 1 token still keeps the head and the newest message (more than the minimum of 2).
-        expect(snapshot.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm13']);
-        expect(snapshot.archivedCount).toBe(11);
+        // A window of 1 token still keeps the head and the whole newest turn (the minimum of 2 aside).
+        expect(snapshot.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm12', 'm13']);
+        expect(snapshot.archivedCount).toBe(10);
         expect(snapshot.headMessages).toBe(2);
         expect(snapshot.historyStart).toBe(6);
         const history = await windowed.history(key, 0, 100);
@@ -330,14 +331,27 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect(
         await roomy.storeSummary(key, { lockToken: lock!, expectedToMessage: 4, summary: summaryOf(2, 9) }),
       ).toEqual({ ok: false, reason: 'changed' });
+      // A summary never covers the current turn (m4, m5): its user message stays active.
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock!, expectedToMessage: 4, summary: summaryOf(2, 5) }),
+      ).toEqual({ ok: false, reason: 'changed' });
       await roomy.releaseSummaryLock(key, lock!);
+      const nextHold = (await roomy.acquire(key, 10_000))!;
+      await roomy.commit(key, {
+        hold: nextHold,
+        expectedVersion: 3,
+        append: [stored('user', 'm6', 10), stored('assistant', 'm7', 10)],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      all.push(stored('user', 'm6', 10), stored('assistant', 'm7', 10));
       const next = (await roomy.acquireSummaryLock(key, 10_000))!;
       expect(
-        await roomy.storeSummary(key, { lockToken: next, expectedToMessage: 4, summary: summaryOf(2, 5) }),
-      ).toEqual({ ok: true, archivedMessages: 1 });
+        await roomy.storeSummary(key, { lockToken: next, expectedToMessage: 4, summary: summaryOf(2, 6) }),
+      ).toEqual({ ok: true, archivedMessages: 2 });
       const extended = await roomy.load(key);
-      expect(extended.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm5']);
-      expect(extended.summary?.toMessage).toBe(5);
+      expect(extended.messages.map((entry) => entry.message.content)).toEqual(['m0', 'm1', 'm6', 'm7']);
+      expect(extended.summary?.toMessage).toBe(6);
       expect((await roomy.history(key, 0, 100)).messages).toEqual(all);
     });
 

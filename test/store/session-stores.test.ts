@@ -88,7 +88,14 @@ describe('Redis session store: the replica cache', () => {
           const before = await reference.load(key);
           const from = before.headMessages + before.archivedCount;
           const lock = await store.acquireSummaryLock(key, 10_000);
-          const covered = Math.min(2, before.messages.length - before.headMessages - 1);
+          // Whole older turns only: up to the second turn start after the head, never the last turn.
+          const starts = before.messages
+            .map((entry, index) =>
+              entry.message.role === 'user' && index > before.headMessages ? index : -1,
+            )
+            .filter((index) => index >= 0);
+          const boundary = starts.length >= 2 ? (starts[0] as number) : before.headMessages;
+          const covered = boundary - before.headMessages;
           if (lock !== undefined && covered > 0) {
             const summary = {
               text: `summary ${turn}`,
