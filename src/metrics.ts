@@ -113,6 +113,7 @@ export interface GatewayMetrics {
   summarizationTokensSaved: CounterMetric<never>;
   summarizationCompression: HistogramMetric<never>;
   summarizationDuration: HistogramMetric<'outcome'>;
+  summarizationFactRecall: HistogramMetric<'stage'>;
   budgetRefusals: CounterMetric<'budget'>;
   budgetWarnings: CounterMetric<'budget'>;
   budgetSoftExceeded: CounterMetric<'budget'>;
@@ -185,7 +186,7 @@ export function createMetrics({
   );
   const summarizationRejections = new CounterMetric(
     'ctxgate_summarization_rejections_total',
-    'Summaries refused by the guard, by reason (empty, error_text, truncated, lost_pinned, lost_facts).',
+    'Summaries refused by the guard, by reason (empty, error_text, truncated, lost_pinned).',
     ['reason'],
   );
   const summarizationFailures = new CounterMetric(
@@ -209,6 +210,12 @@ export function createMetrics({
     'Duration of summarization jobs, by outcome.',
     ['outcome'],
     latencyBucketsSeconds,
+  );
+  const summarizationFactRecall = new HistogramMetric(
+    'ctxgate_summarization_fact_recall',
+    "Share of the summarized messages' identifier-like facts a summary states, before and after its repair (stage).",
+    ['stage'],
+    [0.5, 0.7, 0.8, 0.9, 0.95, 0.99, 1],
   );
   const budgetRefusals = new CounterMetric(
     'ctxgate_budget_refusals_total',
@@ -273,6 +280,7 @@ export function createMetrics({
     summarizationTokensSaved,
     summarizationCompression,
     summarizationDuration,
+    summarizationFactRecall,
   };
   const own: Metric[] = Object.values(named);
   return {

@@ -113,7 +113,10 @@ export const policySchema = z.strictObject({
   summary_model: z.string().max(256).optional(),
   /** Longest summary, in tokens (the summarizer's max_tokens). */
   summary_max_tokens: z.number().int().min(64).optional(),
-  /** Share of the numbers, paths and ids of the summarized turns a summary must keep to be accepted. */
+  /**
+   * A summary stating fewer than this share of the identifier-like facts (codes, amounts, paths, ids)
+   * of what it covers is repaired: one more call restates them, the rest is appended verbatim.
+   */
   summary_min_fact_recall: z.number().min(0).max(1).optional(),
   /** Budgets of requests that name this preset (the tightest of these and the credential's apply). */
   budgets: budgetSetSchema.optional(),

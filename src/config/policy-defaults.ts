@@ -42,7 +42,7 @@ export const builtInPolicy: ResolvedPolicy = {
   summarize_to: 0.4,
   summary_model: '',
   summary_max_tokens: 1_024,
-  summary_min_fact_recall: 0.9,
+  summary_min_fact_recall: 1,
 };
 
 export const builtInPresets: Record<string, PolicyConfig> = {

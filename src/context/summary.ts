@@ -206,11 +206,17 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   return { messages, coveredMessages: covered, inputTokens: outcome.report.inputTokens };
 }
 
-export type SummaryRejection = 'empty' | 'error_text' | 'truncated' | 'lost_pinned' | 'lost_facts';
+export type SummaryRejection = 'empty' | 'error_text' | 'truncated' | 'lost_pinned';
 
 export type SummaryVerdict =
-  | { ok: true; factsKept: number; factsTotal: number }
-  | { ok: false; reason: SummaryRejection; factsKept: number; factsTotal: number };
+  | {
+      ok: true;
+      factsKept: number;
+      factsTotal: number;
+      /** Identifier-like facts of the covered messages the summary does not state: to repair. */
+      missingFacts: string[];
+    }
+  | { ok: false; reason: SummaryRejection; factsKept: number; factsTotal: number; missingFacts: string[] };
 
 const errorTextPattern =
   /^\s*(?:error\b|\{\s*"error"|<(?:!doctype|html)|internal server error|i(?:'|’| a)m sorry|sorry,? (?:but )?i can|i can(?:not|'t|’t) (?:help|assist|do|summari[sz]e|comply)|as an ai\b)/i;
@@ -221,11 +227,16 @@ const pathPattern =
   /^(?:~|\.{1,2})?\/[\w.@~+-]|^[\w.@~+-]+(?:[/\\][\w.@~+-]+)*[/\\][\w@~+-]+\.\w+$|^[A-Za-z]:\\|^[\w.@~+-]+(?:[/\\][\w.@~+-]+){2,}$/;
 const snakeCasePattern = /^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$/;
 const camelCasePattern = /^[a-z]+[A-Z][A-Za-z0-9]*$/;
+/** A digit with a letter (codes, versions: K3-12345, v2, INV-2024-0042, 17th aside from plain counts). */
+const codePattern = /(?=.*\d)(?=.*[A-Za-z])/;
+/** Numbers that carry information: four digits or more, or with separators (1,250.50, 10:30, 2024-05-01). */
+const significantNumberPattern = /^\d{4,}$|\d[.,:/-]\d/;
 
 /**
- * The identifier-like facts of a text, what a summary must not lose: words with a digit (numbers,
- * dates, versions, codes such as INV-2024-0042; single digits aside), paths, URLs, e-mail addresses,
- * snake_case and camelCase names.
+ * The identifier-like facts of a text, what a summary should state: codes (letters with digits),
+ * numbers of four digits or more or with separators (amounts, dates, times, versions), paths, URLs,
+ * e-mail addresses, snake_case and camelCase names. Small plain numbers — turn counters, list
+ * numbering, counts — are incidental: real summarizers drop them, and a good summary does too.
  */
 export function identifierFacts(text: string): string[] {
   const found = new Set<string>();
@@ -236,7 +247,7 @@ export function identifierFacts(text: string): string[] {
       urlPattern.test(word) ||
       emailPattern.test(word) ||
       pathPattern.test(word) ||
-      /\d/.test(word) ||
+      (/\d/.test(word) && (codePattern.test(word) || significantNumberPattern.test(word))) ||
       snakeCasePattern.test(word) ||
       camelCasePattern.test(word)
     )
@@ -250,10 +261,25 @@ const collapse = (text: string): string => text.replace(/\s+/g, ' ').trim().toLo
 /** Pinned messages longer than this are checked by their identifiers only, not copied verbatim. */
 const verbatimPinnedCharacters = 2_000;
 
+/** Whether `text` states `fact` (thousands separators aside: 1,250 and 1250 are the same). */
+export function statesFact(text: string, fact: string): boolean {
+  return text.includes(fact) || text.includes(fact.replace(/,/g, ''));
+}
+
+/** The texts whose facts a summary of `covered` should keep: user, assistant and (optionally) tool messages. */
+function factSources(covered: readonly ContextMessage[], withToolResults: boolean): string[] {
+  return covered
+    .filter(
+      (message) =>
+        message.role === 'user' || message.role === 'assistant' || (withToolResults && message.role === 'tool'),
+    )
+    .map((message) => messageText(message));
+}
+
 /**
- * The guard (issue #6): an empty answer, an error text, an answer cut at its length limit, one that
- * lost a pinned message, or one that kept fewer than `minFactRecall` of the identifier-like facts of
- * the previous summary and the covered user and assistant messages is refused.
+ * The guard (SPEC §7): refuses only what is unusable — an empty answer, an error or refusal text, an
+ * answer cut at its length limit, or one that lost a pinned message. Identifier-like facts the summary
+ * does not state are not a veto: they are returned, to be repaired.
  */
 export function judgeSummary(input: {
   text: string;
@@ -261,39 +287,110 @@ export function judgeSummary(input: {
   previousSummary: string | undefined;
   covered: readonly ContextMessage[];
   pinPrefix: string;
-  minFactRecall: number;
+  /** Facts of tool results count too (a summary of an agent loop's steps). */
+  withToolResults?: boolean;
 }): SummaryVerdict {
   const { text } = input;
   const facts = new Set<string>(identifierFacts(input.previousSummary ?? ''));
   const pinnedFacts = new Set<string>();
   const pinnedTexts: string[] = [];
   for (const message of input.covered) {
-    if (message.role !== 'user' && message.role !== 'assistant') continue;
+    if (message.role !== 'user') continue;
     const content = messageText(message);
-    const pinned = message.role === 'user' && input.pinPrefix !== '' && content.startsWith(input.pinPrefix);
-    for (const fact of identifierFacts(content)) {
-      facts.add(fact);
-      if (pinned) pinnedFacts.add(fact);
-    }
-    if (pinned && content.length <= verbatimPinnedCharacters)
-      pinnedTexts.push(content.slice(input.pinPrefix.length));
+    if (input.pinPrefix === '' || !content.startsWith(input.pinPrefix)) continue;
+    for (const fact of identifierFacts(content)) pinnedFacts.add(fact);
+    if (content.length <= verbatimPinnedCharacters) pinnedTexts.push(content.slice(input.pinPrefix.length));
   }
-  const kept = (fact: string): boolean => text.includes(fact) || text.includes(fact.replace(/,/g, ''));
-  let factsKept = 0;
-  for (const fact of facts) if (kept(fact)) factsKept++;
+  for (const source of factSources(input.covered, input.withToolResults === true))
+    for (const fact of identifierFacts(source)) facts.add(fact);
+  const missingFacts = [...facts].filter((fact) => !statesFact(text, fact));
   const factsTotal = facts.size;
+  const factsKept = factsTotal - missingFacts.length;
   const verdict = (reason: SummaryRejection | undefined): SummaryVerdict =>
-    reason === undefined ? { ok: true, factsKept, factsTotal } : { ok: false, reason, factsKept, factsTotal };
+    reason === undefined
+      ? { ok: true, factsKept, factsTotal, missingFacts }
+      : { ok: false, reason, factsKept, factsTotal, missingFacts };
 
   if (text.trim() === '') return verdict('empty');
   if (errorTextPattern.test(text)) return verdict('error_text');
   if (input.finishReason === 'length') return verdict('truncated');
   const collapsed = collapse(text);
   if (
-    [...pinnedFacts].some((fact) => !kept(fact)) ||
+    [...pinnedFacts].some((fact) => !statesFact(text, fact)) ||
     pinnedTexts.some((pinned) => !collapsed.includes(collapse(pinned)))
   )
     return verdict('lost_pinned');
-  if (factsTotal > 0 && factsKept / factsTotal < input.minFactRecall) return verdict('lost_facts');
   return verdict(undefined);
+}
+
+/** The sentence (or line) of the covered messages that states `fact`, at most 300 characters. */
+export function sentenceStating(
+  fact: string,
+  covered: readonly ContextMessage[],
+  previousSummary: string | undefined,
+): string | undefined {
+  const texts = [previousSummary ?? '', ...covered.map((message) => messageText(message))];
+  for (const text of texts) {
+    if (!statesFact(text, fact)) continue;
+    for (const sentence of text.split(/\n+|(?<=[.!?])\s+/)) {
+      if (!statesFact(sentence, fact)) continue;
+      const trimmed = sentence.trim();
+      if (trimmed.length <= 300) return trimmed;
+      const at = trimmed.indexOf(fact);
+      return trimmed.slice(Math.max(0, at - 140), at + fact.length + 140).trim();
+    }
+  }
+  return undefined;
+}
+
+/** Most facts one repair call asks about. */
+export const maxRepairFacts = 40;
+
+export const repairInstructions =
+  'You complete the running summary of a conversation. The summary you wrote left out facts the conversation states. For each statement below, write one short line stating the fact it holds, keeping every number, code, name and identifier exactly as written. No preamble, one fact per line.';
+
+/** The repair call: the facts a summary dropped, each with the sentence that states it. */
+export function buildRepairRequest(statements: readonly string[]): ContextMessage[] {
+  return [
+    { role: 'system', content: repairInstructions },
+    {
+      role: 'user',
+      content: `Statements whose facts are missing from the summary:\n${statements.map((statement) => `- ${statement}`).join('\n')}`,
+    },
+  ];
+}
+
+/**
+ * The repaired summary: the summary, the repair call's lines that state a missing fact, then — for
+ * what is still missing — the sentences stating it verbatim, as long as `capTokens` allows.
+ */
+export function repairSummary(input: {
+  text: string;
+  repairAnswer: string | undefined;
+  missingFacts: readonly string[];
+  statementFor: (fact: string) => string | undefined;
+  tokenizer: Tokenizer;
+  capTokens: number;
+}): { text: string; stillMissing: string[] } {
+  let text = input.text.trim();
+  let added = 0;
+  const add = (line: string): boolean => {
+    const tokens = input.tokenizer.count(line) + 1;
+    if (added + tokens > input.capTokens) return false;
+    text += `\n${line}`;
+    added += tokens;
+    return true;
+  };
+  let missing = input.missingFacts.filter((fact) => !statesFact(text, fact));
+  for (const line of (input.repairAnswer ?? '').split('\n').map((candidate) => candidate.replace(/^\s*[-*•]\s*/, '').trim())) {
+    if (line === '' || errorTextPattern.test(line)) continue;
+    if (missing.some((fact) => statesFact(line, fact)) && add(line))
+      missing = missing.filter((fact) => !statesFact(text, fact));
+  }
+  for (const fact of [...missing]) {
+    if (statesFact(text, fact)) continue;
+    const statement = input.statementFor(fact);
+    if (statement !== undefined && add(statement)) missing = missing.filter((other) => !statesFact(text, other));
+  }
+  return { text, stillMissing: missing.filter((fact) => !statesFact(text, fact)) };
 }

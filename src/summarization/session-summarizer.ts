@@ -12,6 +12,11 @@ import type { ResolvedPolicy } from '../config/policy-defaults.js';
 import {
   buildSummaryRequest,
   judgeSummary,
+  buildRepairRequest,
+  maxRepairFacts,
+  repairSummary,
+  sentenceStating,
+  statesFact,
   planSummary,
   summaryMessage,
   type SummaryPlan,
@@ -138,6 +143,24 @@ export function createSessionSummarizer(deps: {
     else logger.warn(line, 'summarization');
   }
 
+  /** A summarizer call is paid like any request: its usage, else an estimate, on the session's budgets. */
+  async function charge(
+    budgetKey: SessionKey,
+    answer: { text: string; promptTokens: number | undefined; completionTokens: number | undefined },
+    promptEstimate: number,
+    completionEstimate: number,
+  ): Promise<void> {
+    if (deps.budgets === undefined) return;
+    const reported =
+      answer.promptTokens !== undefined && answer.completionTokens !== undefined
+        ? answer.promptTokens + answer.completionTokens
+        : undefined;
+    await deps.budgets.charge(budgetKey, {
+      tokens: reported ?? promptEstimate + completionEstimate,
+      estimated: reported === undefined,
+    });
+  }
+
   async function summarize(
     input: AfterTurnInput,
     summaryModel: string,
@@ -208,29 +231,71 @@ export function createSessionSummarizer(deps: {
         return { outcome: 'skipped', reason: 'budget_exhausted' };
       const answer = await callSummarizer(input, target, summaryModel, request.messages);
       if ('failure' in answer) return { outcome: 'failed', reason: answer.failure };
-      if (deps.budgets !== undefined) {
-        // The call was billed whatever the guard decides: counted from its usage, else estimated.
-        const reported =
-          answer.promptTokens !== undefined && answer.completionTokens !== undefined
-            ? answer.promptTokens + answer.completionTokens
-            : undefined;
-        await deps.budgets.charge(budgetKey, {
-          tokens: reported ?? request.inputTokens + summaryTokenizer.count(answer.text),
-          estimated: reported === undefined,
-        });
-      }
+      // The call was billed whatever the guard decides: counted from its usage, else estimated.
+      await charge(budgetKey, answer, request.inputTokens, summaryTokenizer.count(answer.text));
+      const coveredMessages = covered.map((entry) => entry.message as ContextMessage);
       const verdict = judgeSummary({
         text: answer.text,
         finishReason: answer.finishReason,
         previousSummary: previous?.text,
-        covered: covered.map((entry) => entry.message as ContextMessage),
+        covered: coveredMessages,
         pinPrefix: policy.pin_prefix,
-        minFactRecall: policy.summary_min_fact_recall,
       });
+      const recallBefore = verdict.factsTotal === 0 ? 1 : verdict.factsKept / verdict.factsTotal;
       Object.assign(details, { factsKept: verdict.factsKept, factsTotal: verdict.factsTotal });
       if (!verdict.ok) return { outcome: 'rejected', reason: verdict.reason };
+      metrics.summarizationFactRecall.observe({ stage: 'before_repair' }, recallBefore);
 
-      const text = answer.text.trim();
+      // Facts the summary dropped are repaired, not vetoed: one more call restates them, and what is
+      // still missing is appended verbatim within a cap.
+      let summaryText = answer.text.trim();
+      if (verdict.missingFacts.length > 0 && recallBefore < policy.summary_min_fact_recall) {
+        const statements = new Map<string, string>();
+        for (const fact of verdict.missingFacts.slice(0, maxRepairFacts)) {
+          const statement = sentenceStating(fact, coveredMessages, previous?.text);
+          if (statement !== undefined) statements.set(fact, statement);
+        }
+        let repairAnswer: string | undefined;
+        if (statements.size > 0) {
+          const repair = await callSummarizer(
+            input,
+            target,
+            summaryModel,
+            buildRepairRequest([...new Set(statements.values())]),
+          );
+          if ('failure' in repair) metrics.summarizationFailures.inc({ reason: `repair_${repair.failure}` });
+          else {
+            repairAnswer = repair.text;
+            await charge(
+              budgetKey,
+              repair,
+              summaryTokenizer.count([...statements.values()].join('\n')) + 100,
+              summaryTokenizer.count(repair.text),
+            );
+          }
+        }
+        const repaired = repairSummary({
+          text: summaryText,
+          repairAnswer,
+          missingFacts: verdict.missingFacts,
+          statementFor: (fact) => statements.get(fact) ?? sentenceStating(fact, coveredMessages, previous?.text),
+          tokenizer: summaryTokenizer,
+          capTokens: Math.max(128, Math.floor(policy.summary_max_tokens / 2)),
+        });
+        summaryText = repaired.text;
+        Object.assign(details, {
+          repaired: true,
+          factsKeptAfterRepair: verdict.factsTotal - repaired.stillMissing.length,
+        });
+      }
+      const recallAfter =
+        verdict.factsTotal === 0
+          ? 1
+          : (verdict.factsTotal - verdict.missingFacts.filter((fact) => !statesFact(summaryText, fact)).length) /
+            verdict.factsTotal;
+      metrics.summarizationFactRecall.observe({ stage: 'after_repair' }, recallAfter);
+
+      const text = summaryText;
       const fromMessage = previous?.fromMessage ?? head;
       const toMessage = plan.fromMessage + request.coveredMessages;
       const tokens = countMessageTokens(

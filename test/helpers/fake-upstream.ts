@@ -75,6 +75,8 @@ export interface FakeUpstreamOptions {
    * lines of its other messages that match this pattern (each once, in order).
    */
   extractiveSummaries?: RegExp;
+  /** Answers summarization requests (and their repair requests) instead (test/helpers/fake-summarizers.ts). */
+  summarizer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -227,6 +229,12 @@ export class FakeUpstream {
     return [...lines].join('\n');
   }
 
+  /** Who answers summarization requests from now on. */
+  setSummarizer(summarizer: FakeUpstreamOptions['summarizer']): void {
+    if (summarizer === undefined) delete this.options.summarizer;
+    else this.options.summarizer = summarizer;
+  }
+
   setWindow(model: string, window: number): void {
     this.options.windows = { ...this.options.windows, [model]: window };
   }
@@ -274,7 +282,8 @@ export class FakeUpstream {
     let summaryRequest = false;
     try {
       summaryRequest =
-        this.options.extractiveSummaries !== undefined && isSummaryRequest(JSON.parse(rawBody));
+        (this.options.extractiveSummaries !== undefined || this.options.summarizer !== undefined) &&
+        isSummaryRequest(JSON.parse(rawBody));
     } catch {
       // Not JSON: answered below as OpenAI does.
     }
@@ -428,7 +437,9 @@ export class FakeUpstream {
     const content =
       behaviour.toolCalls === undefined
         ? (behaviour.content ??
-          (summaryRequest ? this.extractSummary(body.messages) : undefined) ??
+          (summaryRequest
+            ? (this.options.summarizer?.(body.messages) ?? this.extractSummary(body.messages))
+            : undefined) ??
           this.options.answer?.(body.messages) ??
           `Answer ${this.sequence}.`)
         : null;
