@@ -77,6 +77,11 @@ export interface FakeUpstreamOptions {
   extractiveSummaries?: RegExp;
   /** Answers summarization requests (and their repair requests) instead (test/helpers/fake-summarizers.ts). */
   summarizer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
+  /**
+   * How an ordinary request is answered, decided from the messages it carries (a fake agent that reads
+   * its own trajectory); undefined: as usual.
+   */
+  respond?: (messages: ReadonlyArray<ChatMessage>) => Behaviour | undefined;
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -96,7 +101,7 @@ export interface OverflowFacts {
   kind: 'prompt' | 'prompt_plus_completion';
 }
 
-interface ChatMessage {
+export interface ChatMessage {
   role: string;
   content?: unknown;
   name?: string;
@@ -363,6 +368,10 @@ export class FakeUpstream {
         openAIError("Invalid 'messages': empty array.", 'invalid_request_error', 'messages', 'empty_array'),
       );
       return;
+    }
+    if (!summaryRequest && this.options.respond !== undefined) {
+      const decided = this.options.respond(body.messages);
+      if (decided !== undefined) Object.assign(behaviour, decided);
     }
     const pairingError = findToolPairingError(body.messages);
     if (pairingError !== undefined) {

@@ -1,0 +1,164 @@
+// Agent loops as agent frameworks run them, against the strict fake provider with an 8,192-token window
+// and the official openai client:
+// - a session agent loop: one user message, then a delta client sending one ~1,500-token tool result per
+//   request; the fake agent decides its next call from the trajectory it can see (the calls in its
+//   prompt, plus the steps a notice says were removed), so it finishes in exactly 40 calls only if the
+//   gateway keeps its trajectory visible;
+// - one stateless turn of 12 calls with ~3,000-token results: all 12 calls sent, the newest result
+//   whole, the others masked with an indicator, and the headers counting what was sent.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { countPromptTokens, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const model = 'agent-model';
+const window = 8_192;
+const outputReserve = 512;
+const target = 40;
+
+const vocabulary = [
+  'alpha',
+  'ledger',
+  'orbit',
+  'mesa',
+  'quartz',
+  'tundra',
+  'vivid',
+  'ember',
+  'lotus',
+  'nimbus',
+];
+/** A page of about `tokens` tokens (one token per word here). */
+const page = (number: number, tokens: number): string =>
+  `Page ${number}. ` +
+  Array.from(
+    { length: tokens },
+    (_unused, index) => vocabulary[(index * 3 + number) % vocabulary.length],
+  ).join(' ');
+
+/** The calls an agent can see it made: the tool calls in its prompt, and the steps a notice says went. */
+function callsSeen(messages: ReadonlyArray<ChatMessage>): number {
+  let calls = 0;
+  for (const message of messages) {
+    calls += message.tool_calls?.length ?? 0;
+    const notice =
+      typeof message.content === 'string' ? /\[ctxgate\] (\d+) earlier steps/.exec(message.content) : null;
+    if (notice !== null) calls += Number(notice[1]);
+  }
+  return calls;
+}
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+let modelCalls = 0;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    windows: { [model]: window },
+    recordLimit: 500,
+    respond(messages) {
+      modelCalls++;
+      const seen = callsSeen(messages);
+      if (seen >= target) return { content: `DONE after ${seen} calls.` };
+      return {
+        toolCalls: [
+          { id: `call_${randomUUID().slice(0, 8)}`, name: 'read_page', arguments: `{"page":${seen + 1}}` },
+        ],
+      };
+    },
+  });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
+    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n    output_reserve: ${outputReserve}\n`,
+  });
+  await waitUntilReady(harness);
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+describe('agent loops', () => {
+  it('finishes a 40-step session loop of ~1,500-token results in exactly 40 calls, no error', async () => {
+    const client = new OpenAI({
+      baseURL: harness.baseUrl,
+      apiKey: 'sk-agent',
+      maxRetries: 0,
+      defaultHeaders: { 'x-session-id': `loop-${randomUUID()}`, 'x-session-history': 'delta' },
+    });
+    modelCalls = 0;
+    fake.requests.length = 0;
+    let messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: `Read pages 1 to ${target} with read_page, one call each, then say DONE.` },
+    ];
+    let toolCalls = 0;
+    let answer = '';
+    for (let step = 0; step < 100; step++) {
+      const completion = await client.chat.completions.create({ model, messages, max_tokens: outputReserve });
+      const message = completion.choices[0]?.message;
+      const calls = message?.tool_calls ?? [];
+      if (calls.length === 0) {
+        answer = message?.content ?? '';
+        break;
+      }
+      toolCalls += calls.length;
+      // A delta client: only the new tool results go with the next request.
+      messages = calls.map((call) => ({
+        role: 'tool' as const,
+        tool_call_id: call.id,
+        content: page(
+          JSON.parse((call as { function: { arguments: string } }).function.arguments).page as number,
+          1_500,
+        ),
+      }));
+    }
+    expect(toolCalls).toBe(target);
+    expect(answer).toBe(`DONE after ${target} calls.`);
+    expect(modelCalls).toBe(target + 1);
+    // Every prompt fitted the window as the provider counts it, and was valid (the fake refuses orphans).
+    for (const request of fake.chatRequests) {
+      const maxTokens = (request.body as { max_tokens?: number }).max_tokens ?? 0;
+      expect((request.promptTokens ?? Infinity) + maxTokens).toBeLessThanOrEqual(window);
+    }
+  });
+
+  it('sends all 12 calls of a stateless turn of ~3,000-token results: the newest whole, the others masked', async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-agent', maxRetries: 0 });
+    const turn: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Read the 12 pages and summarize them.' },
+    ];
+    for (let number = 1; number <= 12; number++) {
+      const id = `call_${number}`;
+      turn.push(
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id, type: 'function', function: { name: 'read_page', arguments: `{"page":${number}}` } },
+          ],
+        },
+        { role: 'tool', tool_call_id: id, content: page(number, 3_000) },
+      );
+    }
+    fake.requests.length = 0;
+    const { response } = await client.chat.completions
+      .create({ model, messages: turn, max_tokens: outputReserve })
+      .withResponse();
+    const sent = (fake.chatRequests.at(-1)?.body as { messages: ChatMessage[] }).messages;
+    const sentCalls = sent.flatMap((message) => (message.tool_calls ?? []).map((call) => call.id));
+    expect(sentCalls).toEqual(Array.from({ length: 12 }, (_unused, index) => `call_${index + 1}`));
+    const results = sent
+      .filter((message) => message.role === 'tool')
+      .map((message) => String(message.content));
+    expect(results).toHaveLength(12);
+    expect(results.at(-1)).toBe(page(12, 3_000));
+    for (const result of results.slice(0, -1))
+      expect(result).toMatch(/^\[result masked — ~\d{4} tokens removed\]$/);
+    // What the headers count is what was sent.
+    expect(response.headers.get('x-context-masked-tool-results')).toBe('11');
+    expect(response.headers.get('x-context-dropped-messages')).toBe('0');
+    expect(Number(response.headers.get('x-context-input-tokens'))).toBe(countPromptTokens(sent, undefined));
+    expect(callsSeen(sent)).toBe(12);
+  });
+});
