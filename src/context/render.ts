@@ -163,27 +163,56 @@ export function contentTokensOf(
   return Math.max(0, ownTokens - count({ ...message, content: '' }));
 }
 
+/** A turn's in-turn summary: it stands, after the turn's user message, for the messages before `coversUntil`. */
+interface TurnSummaryPart {
+  message: ContextMessage;
+  tokens: number;
+  coversUntil: number;
+}
+
 /**
- * A turn with its tool results masked — each one whose mask is shorter than it, tools named in
- * exclude_tools aside — with its token count and how many results it masks.
+ * A history turn in one of its forms: whole; with its tool results masked (each one whose mask is
+ * shorter than it, tools named in exclude_tools aside); or its user message alone. A turn with an
+ * in-turn summary keeps it after its user message in every form, in place of the messages it covers.
  */
-function maskTurn(
+function turnForm(
   messages: readonly ContextMessage[],
   messageTokens: readonly number[],
   turn: Turn,
+  form: TurnForm,
   policy: ContextPolicy,
   count: (message: ContextMessage) => number,
-): { messages: ContextMessage[]; tokens: number; masked: number } {
-  const excluded = new Set(policy.exclude_tools);
-  const names = new Map<string, string>();
+  summary: TurnSummaryPart | undefined,
+): { messages: ContextMessage[]; tokens: number; masked: number; summarized: number } {
   const out: ContextMessage[] = [];
   let tokens = 0;
   let masked = 0;
-  for (let index = turn.start; index < turn.end; index++) {
+  let from = turn.start;
+  const first = messages[turn.start] as ContextMessage;
+  if (first.role === 'user') {
+    out.push(first);
+    tokens += messageTokens[turn.start] as number;
+    from++;
+  }
+  let summarized = 0;
+  if (summary !== undefined) {
+    out.push(summary.message);
+    tokens += summary.tokens;
+    summarized = Math.max(0, Math.min(summary.coversUntil, turn.end) - from);
+    from = Math.max(from, Math.min(summary.coversUntil, turn.end));
+  }
+  if (form === 'user_only' && first.role === 'user') return { messages: out, tokens, masked, summarized };
+  const excluded = new Set(policy.exclude_tools);
+  const names = new Map<string, string>();
+  for (let index = turn.start; index < from; index++)
+    for (const call of (messages[index] as ContextMessage).tool_calls ?? [])
+      names.set(call.id, call.function?.name ?? 'tool');
+  for (let index = from; index < turn.end; index++) {
     const message = messages[index] as ContextMessage;
     const own = messageTokens[index] as number;
     for (const call of message.tool_calls ?? []) names.set(call.id, call.function?.name ?? 'tool');
     if (
+      form === 'masked' &&
       message.role === 'tool' &&
       !isMaskedResult(message) &&
       !excluded.has(names.get(message.tool_call_id ?? '') ?? '')
@@ -200,7 +229,7 @@ function maskTurn(
     out.push(message);
     tokens += own;
   }
-  return { messages: out, tokens, masked };
+  return { messages: out, tokens, masked, summarized };
 }
 
 /** The outcome for a conversation sent as it is. */
@@ -334,7 +363,6 @@ function renderFitted(input: RenderInput): RenderOutcome {
     (turn, index) => !(index < policy.keep_first_turns || pinned(turn)),
   ).length;
   const conversationTokens = sumRange(turnTokens, 0, turns.length);
-  const turnSummary = input.turnSummary;
   let toolResultOverCap = false;
   for (let position = current.start; position < current.end && !toolResultOverCap; position++) {
     const message = messages[position] as ContextMessage;
@@ -344,7 +372,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
   }
   if (
     summary === undefined &&
-    turnSummary === undefined &&
+    input.turnSummary === undefined &&
     conversationTokens <= historyBudget &&
     !toolResultOverCap &&
     (input.omittedBefore ?? 0) === 0 &&
@@ -363,6 +391,23 @@ function renderFitted(input: RenderInput): RenderOutcome {
     });
   }
 
+  // The in-turn summary belongs to the turn its covered messages are in: the current one, or one now in
+  // history (it stays in place there, ahead of a history summary that may cover the turn later).
+  const turnSummary = input.turnSummary;
+  const summarizedTurn =
+    turnSummary === undefined
+      ? -1
+      : turns.findIndex(
+          (turn) => turn.start < turnSummary.coversUntil && turnSummary.coversUntil <= turn.end,
+        );
+  const summaryPart: TurnSummaryPart | undefined =
+    turnSummary === undefined || summarizedTurn < 0
+      ? undefined
+      : {
+          message: turnSummary.message,
+          tokens: turnSummary.tokens ?? count(turnSummary.message),
+          coversUntil: turnSummary.coversUntil,
+        };
   const noticeTokens = count(omissionNotice(noticeTemplateCount, summary !== undefined));
   // With any history, room for the omission notice is kept: if history does not fit, it is needed.
   const currentTurnBudget = historyBudget - (history.length > 0 ? noticeTokens : 0);
@@ -375,13 +420,9 @@ function renderFitted(input: RenderInput): RenderOutcome {
     tokenizer,
     count,
     turnSummary:
-      turnSummary === undefined || turnSummary.coversUntil <= current.start
+      summaryPart === undefined || summarizedTurn !== turns.length - 1
         ? undefined
-        : {
-            message: turnSummary.message,
-            coversUntil: Math.min(turnSummary.coversUntil, current.end) - current.start,
-            tokens: turnSummary.tokens ?? count(turnSummary.message),
-          },
+        : { ...summaryPart, coversUntil: summaryPart.coversUntil - current.start },
   });
   if (fitted.tooLarge) {
     return {
@@ -394,11 +435,16 @@ function renderFitted(input: RenderInput): RenderOutcome {
   }
 
   // Each history turn whole, with its tool results masked, and as its user message alone.
+  const summaryOf = (index: number): TurnSummaryPart | undefined =>
+    index === summarizedTurn ? summaryPart : undefined;
+  const formOf = (index: number, form: TurnForm) =>
+    turnForm(messages, messageTokens, history[index] as Turn, form, policy, count, summaryOf(index));
   const historyTurns: HistoryTurn[] = history.map((turn, index) => {
-    const whole = turnTokens[index] as number;
-    const masked = maskTurn(messages, messageTokens, turn, policy, count);
+    const summarized = summaryOf(index) !== undefined;
+    const whole = summarized ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
+    const masked = formOf(index, 'masked');
     const first = messages[turn.start] as ContextMessage;
-    const userOnly = first.role === 'user' ? (messageTokens[turn.start] as number) : whole;
+    const userOnly = first.role === 'user' ? formOf(index, 'user_only').tokens : whole;
     return { ...turn, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
 
@@ -511,6 +557,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
   let summaryPlaced = summary === undefined;
   let historyTokens = 0;
   let maskedResults = 0;
+  let summarizedMessages = 0;
   for (const [index, turn] of history.entries()) {
     const form = forms.get(index);
     if (form === undefined) continue;
@@ -522,14 +569,15 @@ function renderFitted(input: RenderInput): RenderOutcome {
       rendered.push(notice);
       noticePlaced = true;
     }
-    const historyTurn = historyTurns[index] as HistoryTurn;
-    if (form === 'whole') {
+    if (form === 'whole' && summaryOf(index) === undefined) {
       for (let position = turn.start; position < turn.end; position++)
         rendered.push(messages[position] as ContextMessage);
-    } else if (form === 'masked') {
-      rendered.push(...maskTurn(messages, messageTokens, turn, policy, count).messages);
-      maskedResults += historyTurn.maskable;
-    } else rendered.push(messages[turn.start] as ContextMessage);
+    } else {
+      const built = formOf(index, form);
+      rendered.push(...built.messages);
+      maskedResults += built.masked;
+      summarizedMessages += built.summarized;
+    }
     historyTokens += formTokens(index, form);
   }
   if (!summaryPlaced) rendered.push(summary?.message as ContextMessage);
@@ -545,6 +593,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
     fitted.masked > 0 ||
     fitted.droppedGroups > 0 ||
     fitted.summarizedMessages > 0 ||
+    summarizedMessages > 0 ||
     fitted.oversizeTruncated;
   const currentTurnTokens = fitted.tokens - fitted.noticeTokens;
   const firstWindowTurn = slidingIndices[windowStart];
@@ -554,7 +603,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
     report: {
       window: input.window,
       historyBudget,
-      summaryUsed: summary !== undefined || fitted.summarizedMessages > 0,
+      summaryUsed: summary !== undefined || fitted.summarizedMessages > 0 || summarizedMessages > 0,
       inputTokens:
         systemTokens +
         summaryTokens +

@@ -14,6 +14,14 @@ export function summaryMessage(text: string, coveredMessages: number): ContextMe
   };
 }
 
+/** The message the renderer puts right after a long agent turn's user message, for its first steps. */
+export function turnSummaryMessage(text: string, steps: number, coveredMessages: number): ContextMessage {
+  return {
+    role: 'system',
+    content: `[ctxgate] Summary of the first ${steps} steps of this task (${coveredMessages} messages), which are not shown:\n${text}`,
+  };
+}
+
 export interface SummaryPlanInput {
   /** Token count of each active message, oldest first, the protected head included. */
   activeTokens: readonly number[];
@@ -94,6 +102,65 @@ export function planSummary(input: SummaryPlanInput): SummaryPlan {
   };
 }
 
+export interface TurnSummaryPlanInput {
+  /** Token count of each active message, oldest first. */
+  activeTokens: readonly number[];
+  /** For each active message: 'user' starts a turn, 'assistant' starts an iteration group. */
+  roles: readonly string[];
+  /** Active index where the messages after an existing summary of the current turn start (0: none). */
+  coveredUntil: number;
+  historyBudget: number;
+  summarizeAt: number;
+  summarizeTo: number;
+}
+
+export type TurnSummaryPlan =
+  | { kind: 'none' }
+  | {
+      kind: 'summarize_turn';
+      /** Active index of the current turn's user message. */
+      turnStart: number;
+      /** The groups to summarize: active indexes [from, to), whole iteration groups. */
+      from: number;
+      to: number;
+      steps: number;
+      turnTokens: number;
+    };
+
+/**
+ * In-turn compaction (SPEC §7): when the current turn — an agent loop — has outgrown `summarizeAt` of
+ * the history budget, its oldest iteration groups not yet summarized, up to the first group boundary
+ * that brings the turn down to `summarizeTo`, never the newest group.
+ */
+export function planTurnSummary(input: TurnSummaryPlanInput): TurnSummaryPlan {
+  const { activeTokens, roles } = input;
+  const turnStart = roles.lastIndexOf('user');
+  if (turnStart < 0 || input.historyBudget <= 0) return { kind: 'none' };
+  let turnTokens = 0;
+  for (let index = turnStart; index < activeTokens.length; index++)
+    turnTokens += activeTokens[index] as number;
+  if (turnTokens <= input.summarizeAt * input.historyBudget) return { kind: 'none' };
+  const from = Math.max(turnStart + 1, input.coveredUntil);
+  const groupStarts: number[] = [];
+  for (let index = from; index < activeTokens.length; index++)
+    if (roles[index] === 'assistant') groupStarts.push(index);
+  const newestGroup = groupStarts.at(-1);
+  if (newestGroup === undefined || groupStarts[0] !== from) return { kind: 'none' };
+  const target = input.summarizeTo * input.historyBudget;
+  let remaining = turnTokens;
+  for (let index = turnStart + 1; index < from; index++) remaining -= activeTokens[index] as number;
+  let to = from;
+  let steps = 0;
+  for (const start of groupStarts.slice(1)) {
+    for (let index = to; index < start; index++) remaining -= activeTokens[index] as number;
+    to = start;
+    steps++;
+    if (remaining <= target) break;
+  }
+  if (steps === 0) return { kind: 'none' };
+  return { kind: 'summarize_turn', turnStart, from, to, steps, turnTokens };
+}
+
 export const summarizerInstructions = (maxSummaryTokens: number, pinPrefix: string): string =>
   [
     'You write the running summary of a conversation between a user and an AI assistant. The assistant will continue the conversation seeing only your summary instead of the messages it covers, so anything you leave out is lost to it.',
@@ -130,6 +197,12 @@ export interface SummaryRequestInput {
   safetyMarginTokens: number;
   maxSummaryTokens: number;
   policy: ContextPolicy;
+  /**
+   * turns: the range is cut at user messages (history). steps: at assistant messages (the iteration
+   * groups of one agent turn, whose task is given as `task`).
+   */
+  unit?: 'turns' | 'steps';
+  task?: string;
 }
 
 export interface SummaryRequest {
@@ -154,7 +227,12 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   };
   const previous =
     input.previousSummary === undefined ? '' : `Previous summary:\n${input.previousSummary}\n\n`;
-  const header = `${previous}New messages, oldest first:\n`;
+  const steps = input.unit === 'steps';
+  const task =
+    steps && input.task !== undefined
+      ? `These are the first steps (tool calls and their results) of an agent working on this task:\n${truncateText(input.task, 1_000, 'both', tokenizer).text}\n\n`
+      : '';
+  const header = `${task}${previous}New messages, oldest first:\n`;
   const fixedTokens =
     countMessageTokens(system, tokenizer) +
     countMessageTokens({ role: 'user', content: header }, tokenizer) +
@@ -179,7 +257,7 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   };
   let full = false;
   for (const [index, message] of input.messages.entries()) {
-    if (index > 0 && message.role === 'user' && !flushTurn(index)) {
+    if (index > 0 && message.role === (steps ? 'assistant' : 'user') && !flushTurn(index)) {
       full = true;
       break;
     }
@@ -271,7 +349,9 @@ function factSources(covered: readonly ContextMessage[], withToolResults: boolea
   return covered
     .filter(
       (message) =>
-        message.role === 'user' || message.role === 'assistant' || (withToolResults && message.role === 'tool'),
+        message.role === 'user' ||
+        message.role === 'assistant' ||
+        (withToolResults && message.role === 'tool'),
     )
     .map((message) => messageText(message));
 }
@@ -382,7 +462,9 @@ export function repairSummary(input: {
     return true;
   };
   let missing = input.missingFacts.filter((fact) => !statesFact(text, fact));
-  for (const line of (input.repairAnswer ?? '').split('\n').map((candidate) => candidate.replace(/^\s*[-*•]\s*/, '').trim())) {
+  for (const line of (input.repairAnswer ?? '')
+    .split('\n')
+    .map((candidate) => candidate.replace(/^\s*[-*•]\s*/, '').trim())) {
     if (line === '' || errorTextPattern.test(line)) continue;
     if (missing.some((fact) => statesFact(line, fact)) && add(line))
       missing = missing.filter((fact) => !statesFact(text, fact));
@@ -390,7 +472,8 @@ export function repairSummary(input: {
   for (const fact of [...missing]) {
     if (statesFact(text, fact)) continue;
     const statement = input.statementFor(fact);
-    if (statement !== undefined && add(statement)) missing = missing.filter((other) => !statesFact(text, other));
+    if (statement !== undefined && add(statement))
+      missing = missing.filter((other) => !statesFact(text, other));
   }
   return { text, stillMissing: missing.filter((fact) => !statesFact(text, fact)) };
 }

@@ -156,6 +156,8 @@ export function prepareContext(options: {
   if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
   if (omittedBefore !== 0) input.omittedBefore = omittedBefore;
   if (session?.summary !== undefined) input.summary = session.summary;
+  if (session?.turnSummary !== undefined && options.reduction !== 'minimal')
+    input.turnSummary = session.turnSummary;
 
   const outcome = renderContext(input);
   if (!outcome.ok) {

@@ -7,7 +7,7 @@ import { countMessageTokens } from '../context/token-accounting.js';
 import { isSystemRole, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import type { RenderInput } from '../context/render.js';
-import { summaryMessage } from '../context/summary.js';
+import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
 
 import { GatewayError } from '../errors.js';
 import type {
@@ -52,6 +52,8 @@ export interface SessionView {
   omittedBefore: number;
   /** The session's summary, placed after the protected head (SPEC §7). */
   summary: RenderInput['summary'];
+  /** The in-turn summary of a long agent turn, placed after that turn's user message. */
+  turnSummary: RenderInput['turnSummary'];
   /** Messages the session will hold once this turn is committed (reply included). */
   messagesAfterCommit: number;
 }
@@ -230,7 +232,31 @@ function sessionView(
             tokens: snapshot.summary.tokens,
           },
 
+    turnSummary: localTurnSummary(snapshot, systemCount),
     messagesAfterCommit: archived + stored.length + newMessages.length + 1,
+  };
+}
+
+/** A stored in-turn summary as the renderer takes it: indexes into the conversation of this request. */
+function localTurnSummary(snapshot: SessionSnapshot, systemCount: number): RenderInput['turnSummary'] {
+  const turnSummary = snapshot.turnSummary;
+  if (turnSummary === undefined) return undefined;
+  const { headMessages: head, archivedCount: archived } = snapshot;
+  // Positions in the archive are not in this conversation: a summary of that turn's messages has its
+  // history summary to stand for it.
+  const local = (position: number): number | undefined =>
+    position < head ? position : position >= head + archived ? position - archived : undefined;
+  const start = local(turnSummary.turnStart);
+  const until = local(turnSummary.toMessage);
+  if (start === undefined || until === undefined || until <= start) return undefined;
+  return {
+    message: turnSummaryMessage(
+      turnSummary.text,
+      turnSummary.steps,
+      turnSummary.toMessage - turnSummary.turnStart - 1,
+    ),
+    coversUntil: systemCount + until,
+    tokens: turnSummary.tokens,
   };
 }
 

@@ -12,6 +12,7 @@ import {
   type SessionSnapshot,
   type SessionStore,
   type SessionSummary,
+  type TurnSummary,
   type StoredMessage,
 } from './session-store.js';
 
@@ -25,6 +26,7 @@ interface MemorySession {
   updatedAtMs: number;
   hold: { token: string; expiresAtMs: number } | undefined;
   summary: SessionSummary | undefined;
+  turnSummary: TurnSummary | undefined;
   summaryLock: { token: string; expiresAtMs: number } | undefined;
   /** About the memory it holds: its messages as JSON, two bytes a character, plus bookkeeping. */
   bytes: number;
@@ -131,6 +133,7 @@ export function createMemorySessionStore({
         updatedAtMs: 0,
         hold: undefined,
         summary: undefined,
+        turnSummary: undefined,
         summaryLock: undefined,
         bytes: 0,
       };
@@ -170,6 +173,7 @@ export function createMemorySessionStore({
         historyStart: session.historyStart,
         updatedAtMs: session.updatedAtMs,
         summary: session.summary === undefined ? undefined : { ...session.summary },
+        turnSummary: session.turnSummary === undefined ? undefined : { ...session.turnSummary },
       };
     },
     async acquireSummaryLock(key, ttlMs) {
@@ -212,6 +216,25 @@ export function createMemorySessionStore({
       return { ok: true, archivedMessages: moved };
     },
 
+    async storeTurnSummary(key, { lockToken, expectedToMessage, summary }) {
+      const session = live(key);
+      if (
+        session?.summaryLock === undefined ||
+        session.summaryLock.token !== lockToken ||
+        session.summaryLock.expiresAtMs <= now()
+      ) {
+        return { ok: false, reason: 'lock_lost' };
+      }
+      const lastTurnStart = session.active.findLastIndex((stored) => startsTurn(stored.message));
+      if (lastTurnStart < 0 || session.archive.length + lastTurnStart !== summary.turnStart)
+        return { ok: false, reason: 'changed' };
+      const currentTo =
+        session.turnSummary?.turnStart === summary.turnStart ? session.turnSummary.toMessage : 0;
+      if (currentTo !== expectedToMessage) return { ok: false, reason: 'changed' };
+      resize(session, session.bytes - (session.turnSummary?.text.length ?? 0) * 2 + summary.text.length * 2);
+      session.turnSummary = { ...summary };
+      return { ok: true, archivedMessages: 0 };
+    },
     async commit(key, input) {
       const session = live(key);
       if (

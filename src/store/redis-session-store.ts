@@ -177,6 +177,23 @@ end
 redis.call('HSET', KEYS[1], 'summary', ARGV[3], 'summaryTo', target)
 return {1, moved}`;
 
+// ARGV: lock token, expected toMessage of the current turn summary (0: none), summary JSON, its turn
+// start (a conversation position). The turn must still be the current one: its start the last turn start.
+const storeTurnSummaryScript = `
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0, 'lock_lost'} end
+local archived = redis.call('LLEN', KEYS[2])
+local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+if lastStart < 0 or archived + lastStart ~= tonumber(ARGV[4]) then return {0, 'changed'} end
+local current = redis.call('HGET', KEYS[1], 'turnSummary')
+local currentTo = 0
+if current then
+  local decoded = cjson.decode(current)
+  if tonumber(decoded.turnStart) == tonumber(ARGV[4]) then currentTo = tonumber(decoded.toMessage) end
+end
+if currentTo ~= tonumber(ARGV[2]) then return {0, 'changed'} end
+redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
+return {1, 0}`;
+
 function sessionKeys({ tenantId, sessionId }: SessionKey): {
   meta: string;
   active: string;
@@ -293,6 +310,7 @@ export function createRedisSessionStore({
   const history = defineScript(redis, 'ctxgateHistory', 3, historyScript);
   const summaryLock = defineScript(redis, 'ctxgateSummaryLock', 2, summaryLockScript);
   const storeSummary = defineScript(redis, 'ctxgateStoreSummary', 4, storeSummaryScript);
+  const storeTurnSummary = defineScript(redis, 'ctxgateStoreTurnSummary', 3, storeTurnSummaryScript);
   const cache = createSessionCache(cacheBytes);
 
   async function loadActive(
@@ -389,6 +407,10 @@ export function createRedisSessionStore({
         updatedAtMs: Number(meta.updatedAtMs ?? '0'),
         summary:
           meta.summary === undefined ? undefined : (JSON.parse(meta.summary) as SessionSnapshot['summary']),
+        turnSummary:
+          meta.turnSummary === undefined
+            ? undefined
+            : (JSON.parse(meta.turnSummary) as SessionSnapshot['turnSummary']),
       };
     },
     async acquireSummaryLock(key, ttlMs) {
@@ -412,6 +434,20 @@ export function createRedisSessionStore({
         summary.toMessage,
       )) as [number, number | string];
       if (result[0] === 1) return { ok: true, archivedMessages: Number(result[1]) };
+      return { ok: false, reason: result[1] === 'lock_lost' ? 'lock_lost' : 'changed' };
+    },
+    async storeTurnSummary(key, { lockToken, expectedToMessage, summary }) {
+      const keys = sessionKeys(key);
+      const result = (await storeTurnSummary(
+        keys.meta,
+        keys.archive,
+        keys.summarizing,
+        lockToken,
+        expectedToMessage,
+        JSON.stringify(summary),
+        summary.turnStart,
+      )) as [number, number | string];
+      if (result[0] === 1) return { ok: true, archivedMessages: 0 };
       return { ok: false, reason: result[1] === 'lock_lost' ? 'lock_lost' : 'changed' };
     },
     async commit(key, input) {

@@ -43,6 +43,32 @@ export interface SessionSnapshot {
   updatedAtMs: number;
   /** The summary of the oldest messages after the head (SPEC §7), when one was written. */
   summary?: SessionSummary | undefined;
+  /** The summary of a long agent turn's older iteration groups (in-turn compaction), when one was written. */
+  turnSummary?: TurnSummary | undefined;
+}
+
+/**
+ * A summary of the first iteration groups of one turn: it stands, right after the turn's user message,
+ * for the messages up to `toMessage` (conversation positions). The messages stay where they are.
+ */
+export interface TurnSummary {
+  text: string;
+  tokens: number;
+  /** Conversation position of the turn's user message. */
+  turnStart: number;
+  /** Conversation position after the last message covered (the end of a whole iteration group). */
+  toMessage: number;
+  /** Iteration groups (steps) covered. */
+  steps: number;
+  coveredTokens: number;
+  updatedAtMs: number;
+}
+
+export interface StoreTurnSummaryInput {
+  lockToken: string;
+  /** `toMessage` of the turn summary the job extended (0 when it started a new one). */
+  expectedToMessage: number;
+  summary: TurnSummary;
 }
 
 /** A summary of a range of a session's conversation; the messages it covers are in the archive. */
@@ -117,6 +143,11 @@ export interface SessionStore {
    * Turns keep committing meanwhile: positions in the conversation never change.
    */
   storeSummary(key: SessionKey, input: StoreSummaryInput): Promise<StoreSummaryOutcome>;
+  /**
+   * Stores an in-turn summary (nothing moves); refused when the lock is no longer this job's, the turn is
+   * no longer the session's current one, or the turn summary it extended was replaced.
+   */
+  storeTurnSummary(key: SessionKey, input: StoreTurnSummaryInput): Promise<StoreSummaryOutcome>;
 
   ping(): Promise<boolean>;
   close(): Promise<void>;

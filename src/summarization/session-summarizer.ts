@@ -1,7 +1,9 @@
 // Background summarization of long sessions (SPEC §7). After a committed turn whose history passed
 // `summarize_at` of its budget, one job per session (a lock in the store, so across replicas) asks the
-// summary model to extend the session's summary with its oldest turns, checks the answer with the
-// guard, and stores it in one atomic step with moving the covered messages to the archive. The request
+// summary model to extend the session's summary with its oldest turns — or, when the current agent turn
+// itself has outgrown the budget, the turn's summary with its oldest iteration groups — checks the
+// answer with the guard (repairing dropped facts), and stores it atomically (a history summary with
+// moving the covered messages to the archive; an in-turn summary moves nothing). The request
 // that triggered it is never delayed; a job that fails or is refused changes nothing and the session
 // is tried again at a later turn.
 import { EventEmitter } from 'node:events';
@@ -18,9 +20,13 @@ import {
   sentenceStating,
   statesFact,
   planSummary,
+  planTurnSummary,
   summaryMessage,
+  turnSummaryMessage,
   type SummaryPlan,
+  type TurnSummaryPlan,
 } from '../context/summary.js';
+import { messageText } from '../context/turns.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
@@ -31,7 +37,13 @@ import { tokenizerFor } from '../http/prepare-context.js';
 
 import type { GatewayMetrics } from '../metrics.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
-import { hashedSessionId, type SessionKey, type SessionStore } from '../store/session-store.js';
+import {
+  hashedSessionId,
+  type SessionKey,
+  type SessionStore,
+  type StoredMessage,
+  type StoreSummaryOutcome,
+} from '../store/session-store.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -66,6 +78,30 @@ type JobOutcome =
   | { outcome: 'rejected'; reason: string }
   | { outcome: 'failed'; reason: string }
   | { outcome: 'conflict'; reason: string };
+
+/** What one job summarizes: the oldest turns of the history, or the first steps of a long agent turn. */
+type SummaryJob =
+  | {
+      kind: 'history';
+      range: StoredMessage[];
+      previousText: string | undefined;
+      fromMessage: number;
+      expectedToMessage: number;
+      historyTokens: number;
+    }
+  | {
+      kind: 'turn';
+      range: StoredMessage[];
+      previousText: string | undefined;
+      task: string;
+      turnStart: number;
+      fromMessage: number;
+      expectedToMessage: number;
+      previousSteps: number;
+      previousCoveredTokens: number;
+      previousTokens: number;
+      historyTokens: number;
+    };
 
 /** Messages one job reads at most (an archive no summary covered yet can be long). */
 const maxMessagesPerJob = 2_000;
@@ -173,27 +209,72 @@ export function createSessionSummarizer(deps: {
     try {
       const snapshot = await store.load(key);
       const head = snapshot.headMessages;
+      const archived = snapshot.archivedCount;
       const previous = snapshot.summary;
-      const plan: SummaryPlan = planSummary({
+      const positionOf = (activeIndex: number): number =>
+        activeIndex < head ? activeIndex : activeIndex + archived;
+      // A long agent turn first (in-turn compaction), else the oldest turns.
+      const roles = snapshot.messages.map((entry) => String(entry.message.role));
+      const lastTurnStart = roles.lastIndexOf('user');
+      const previousTurn =
+        snapshot.turnSummary !== undefined &&
+        lastTurnStart >= 0 &&
+        snapshot.turnSummary.turnStart === positionOf(lastTurnStart)
+          ? snapshot.turnSummary
+          : undefined;
+      const turnPlan: TurnSummaryPlan = planTurnSummary({
         activeTokens: snapshot.messages.map((entry) => entry.tokens),
-        turnStarts: snapshot.messages.map((entry) => entry.message.role === 'user'),
-        head,
-        archived: snapshot.archivedCount,
-        summaryTo: previous?.toMessage ?? head,
+        roles,
+        coveredUntil: previousTurn === undefined ? 0 : previousTurn.toMessage - archived,
         historyBudget: input.historyBudget,
         summarizeAt: policy.summarize_at,
         summarizeTo: policy.summarize_to,
       });
-      if (plan.kind === 'none') return { outcome: 'skipped', reason: 'under_threshold' };
-      // One call covers what fits the summarizer's window; reading more than that is never needed.
-      const wanted = plan.toMessage - plan.fromMessage;
-      const range = await store.history(key, plan.fromMessage, Math.min(wanted, maxMessagesPerJob));
-      if (range.messages.length < wanted) {
-        // Cut short: end at the last whole turn read.
-        const lastTurn = range.messages.findLastIndex((entry) => entry.message.role === 'user');
-        if (lastTurn > 0) range.messages.length = lastTurn;
+      let job: SummaryJob;
+      if (turnPlan.kind === 'summarize_turn') {
+        job = {
+          kind: 'turn',
+          range: snapshot.messages.slice(turnPlan.from, turnPlan.to),
+          previousText: previousTurn?.text,
+          task: messageText(snapshot.messages[turnPlan.turnStart]?.message as ContextMessage),
+          turnStart: positionOf(turnPlan.turnStart),
+          fromMessage: positionOf(turnPlan.from),
+          expectedToMessage: previousTurn?.toMessage ?? 0,
+          previousSteps: previousTurn?.steps ?? 0,
+          previousCoveredTokens: previousTurn?.coveredTokens ?? 0,
+          previousTokens: previousTurn?.tokens ?? 0,
+          historyTokens: turnPlan.turnTokens,
+        };
+      } else {
+        const plan: SummaryPlan = planSummary({
+          activeTokens: snapshot.messages.map((entry) => entry.tokens),
+          turnStarts: snapshot.messages.map((entry) => entry.message.role === 'user'),
+          head,
+          archived,
+          summaryTo: previous?.toMessage ?? head,
+          historyBudget: input.historyBudget,
+          summarizeAt: policy.summarize_at,
+          summarizeTo: policy.summarize_to,
+        });
+        if (plan.kind === 'none') return { outcome: 'skipped', reason: 'under_threshold' };
+        // One call covers what fits the summarizer's window; reading more than that is never needed.
+        const wanted = plan.toMessage - plan.fromMessage;
+        const range = await store.history(key, plan.fromMessage, Math.min(wanted, maxMessagesPerJob));
+        if (range.messages.length < wanted) {
+          // Cut short: end at the last whole turn read.
+          const lastTurn = range.messages.findLastIndex((entry) => entry.message.role === 'user');
+          if (lastTurn > 0) range.messages.length = lastTurn;
+        }
+        job = {
+          kind: 'history',
+          range: range.messages,
+          previousText: previous?.text,
+          fromMessage: plan.fromMessage,
+          expectedToMessage: previous?.toMessage ?? 0,
+          historyTokens: plan.historyTokens,
+        };
       }
-      const rangeMessages = range.messages.map((entry) => entry.message as ContextMessage);
+      const rangeMessages = job.range.map((entry) => entry.message as ContextMessage);
 
       const target = selectUpstream(config.upstreams, summaryModel);
       const learned = deps.learnedLimits.get(target.name, summaryModel);
@@ -206,8 +287,9 @@ export function createSessionSummarizer(deps: {
       });
       const summaryTokenizer = tokenizers.forEncoding(settings.model.tokenizer);
       const request = buildSummaryRequest({
-        previousSummary: previous?.text,
+        previousSummary: job.previousText,
         messages: rangeMessages,
+        ...(job.kind === 'turn' ? { unit: 'steps' as const, task: job.task } : {}),
         tokenizer: summaryTokenizer,
         window: settings.window,
         safetyMarginTokens: settings.safetyMarginTokens,
@@ -215,14 +297,15 @@ export function createSessionSummarizer(deps: {
         policy,
       });
       if (request === undefined) return { outcome: 'failed', reason: 'summarizer_window_too_small' };
-      const covered = range.messages.slice(0, request.coveredMessages);
+      const covered = job.range.slice(0, request.coveredMessages);
       const coveredTokens = covered.reduce((sum, entry) => sum + entry.tokens, 0);
       Object.assign(details, {
-        fromMessage: plan.fromMessage,
-        toMessage: plan.fromMessage + request.coveredMessages,
+        kind: job.kind,
+        fromMessage: job.fromMessage,
+        toMessage: job.fromMessage + request.coveredMessages,
         coveredMessages: request.coveredMessages,
         coveredTokens,
-        historyTokens: plan.historyTokens,
+        historyTokens: job.historyTokens,
         summarizerInputTokens: request.inputTokens,
       });
 
@@ -237,9 +320,10 @@ export function createSessionSummarizer(deps: {
       const verdict = judgeSummary({
         text: answer.text,
         finishReason: answer.finishReason,
-        previousSummary: previous?.text,
+        previousSummary: job.previousText,
         covered: coveredMessages,
         pinPrefix: policy.pin_prefix,
+        withToolResults: job.kind === 'turn',
       });
       const recallBefore = verdict.factsTotal === 0 ? 1 : verdict.factsKept / verdict.factsTotal;
       Object.assign(details, { factsKept: verdict.factsKept, factsTotal: verdict.factsTotal });
@@ -252,7 +336,7 @@ export function createSessionSummarizer(deps: {
       if (verdict.missingFacts.length > 0 && recallBefore < policy.summary_min_fact_recall) {
         const statements = new Map<string, string>();
         for (const fact of verdict.missingFacts.slice(0, maxRepairFacts)) {
-          const statement = sentenceStating(fact, coveredMessages, previous?.text);
+          const statement = sentenceStating(fact, coveredMessages, job.previousText);
           if (statement !== undefined) statements.set(fact, statement);
         }
         let repairAnswer: string | undefined;
@@ -278,7 +362,8 @@ export function createSessionSummarizer(deps: {
           text: summaryText,
           repairAnswer,
           missingFacts: verdict.missingFacts,
-          statementFor: (fact) => statements.get(fact) ?? sentenceStating(fact, coveredMessages, previous?.text),
+          statementFor: (fact) =>
+            statements.get(fact) ?? sentenceStating(fact, coveredMessages, job.previousText),
           tokenizer: summaryTokenizer,
           capTokens: Math.max(128, Math.floor(policy.summary_max_tokens / 2)),
         });
@@ -291,31 +376,56 @@ export function createSessionSummarizer(deps: {
       const recallAfter =
         verdict.factsTotal === 0
           ? 1
-          : (verdict.factsTotal - verdict.missingFacts.filter((fact) => !statesFact(summaryText, fact)).length) /
+          : (verdict.factsTotal -
+              verdict.missingFacts.filter((fact) => !statesFact(summaryText, fact)).length) /
             verdict.factsTotal;
       metrics.summarizationFactRecall.observe({ stage: 'after_repair' }, recallAfter);
 
       const text = summaryText;
-      const fromMessage = previous?.fromMessage ?? head;
-      const toMessage = plan.fromMessage + request.coveredMessages;
-      const tokens = countMessageTokens(
-        summaryMessage(text, toMessage - fromMessage),
-        tokenizerFor(config, tokenizers, input.model),
-      );
-      const stored = await store.storeSummary(key, {
-        lockToken: lock,
-        expectedToMessage: previous?.toMessage ?? 0,
-        summary: {
-          text,
-          tokens,
-          fromMessage,
-          toMessage,
-          coveredTokens: (previous?.coveredTokens ?? 0) + coveredTokens,
-          updatedAtMs: Date.now(),
-        },
-      });
+      const toMessage = job.fromMessage + request.coveredMessages;
+      const conversationTokenizer = tokenizerFor(config, tokenizers, input.model);
+      let tokens: number;
+      let stored: StoreSummaryOutcome;
+      let replaced: number;
+      if (job.kind === 'turn') {
+        const steps =
+          job.previousSteps + covered.filter((entry) => entry.message.role === 'assistant').length;
+        tokens = countMessageTokens(
+          turnSummaryMessage(text, steps, toMessage - job.turnStart - 1),
+          conversationTokenizer,
+        );
+        replaced = coveredTokens + job.previousTokens;
+        stored = await store.storeTurnSummary(key, {
+          lockToken: lock,
+          expectedToMessage: job.expectedToMessage,
+          summary: {
+            text,
+            tokens,
+            turnStart: job.turnStart,
+            toMessage,
+            steps,
+            coveredTokens: job.previousCoveredTokens + coveredTokens,
+            updatedAtMs: Date.now(),
+          },
+        });
+      } else {
+        const fromMessage = previous?.fromMessage ?? head;
+        tokens = countMessageTokens(summaryMessage(text, toMessage - fromMessage), conversationTokenizer);
+        replaced = coveredTokens + (previous?.tokens ?? 0);
+        stored = await store.storeSummary(key, {
+          lockToken: lock,
+          expectedToMessage: job.expectedToMessage,
+          summary: {
+            text,
+            tokens,
+            fromMessage,
+            toMessage,
+            coveredTokens: (previous?.coveredTokens ?? 0) + coveredTokens,
+            updatedAtMs: Date.now(),
+          },
+        });
+      }
       if (!stored.ok) return { outcome: 'conflict', reason: stored.reason };
-      const replaced = coveredTokens + (previous?.tokens ?? 0);
       const saved = Math.max(0, replaced - tokens);
       metrics.summarizationTokensSaved.inc({}, saved);
       metrics.summarizationCompression.observe({}, replaced / Math.max(1, tokens));

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { countPromptTokens, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { paraphrasingSummarizer } from '../helpers/fake-summarizers.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'agent-model';
@@ -42,12 +43,40 @@ function callsSeen(messages: ReadonlyArray<ChatMessage>): number {
   let calls = 0;
   for (const message of messages) {
     calls += message.tool_calls?.length ?? 0;
+    const text = typeof message.content === 'string' ? message.content : '';
+    // The steps a notice says were removed, and those a summary says it stands for.
     const notice =
-      typeof message.content === 'string' ? /\[ctxgate\] (\d+) earlier steps/.exec(message.content) : null;
+      /\[ctxgate\] (\d+) earlier steps/.exec(text) ??
+      /\[ctxgate\] Summary of the first (\d+) steps/.exec(text);
     if (notice !== null) calls += Number(notice[1]);
   }
   return calls;
 }
+
+/** A code the agent can read in its prompt, in whatever words it is stated. */
+function codeInPrompt(messages: ReadonlyArray<ChatMessage>, prefix: string): string | undefined {
+  const pattern = new RegExp(`\\b${prefix}-\\d{5}\\b`);
+  for (const message of messages) {
+    const found = pattern.exec(typeof message.content === 'string' ? message.content : '');
+    if (found !== null) return found[0];
+  }
+  return undefined;
+}
+
+/** A realistic summarizer of the agent's steps: which pages were read, and any code one stated. */
+const stepSummarizer = paraphrasingSummarizer({
+  find(sentence) {
+    const code = /(shipment code|deploy key) is ([A-Z]{2}-\d{5})/.exec(sentence);
+    if (code !== null) return { key: code[1] as string, value: code[2] as string };
+    const read = /^Page (\d+)\.?$/.exec(sentence);
+    return read === null ? undefined : { key: `page ${read[1]}`, value: 'read' };
+  },
+  restate: (key, value) => (value === 'read' ? `Read ${key}.` : `The ${key} is ${value}.`),
+});
+
+/** Page 2 states a fact the agent must still know at the end. */
+const pageWithFacts = (number: number): string =>
+  number === 2 ? `${page(number, 1_400)}\nNote: the shipment code is SH-90211.` : page(number, 1_500);
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -57,10 +86,19 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     windows: { [model]: window },
     recordLimit: 500,
+    summarizer: stepSummarizer,
     respond(messages) {
       modelCalls++;
+      const question = /What is the (shipment code|deploy key)\?/.exec(String(messages.at(-1)?.content));
+      if (question !== null)
+        return {
+          content: `It is ${codeInPrompt(messages, question[1] === 'deploy key' ? 'DK' : 'SH') ?? 'unknown'}.`,
+        };
       const seen = callsSeen(messages);
-      if (seen >= target) return { content: `DONE after ${seen} calls.` };
+      if (seen >= target)
+        return {
+          content: `DONE after ${seen} calls. Deploy key ${codeInPrompt(messages, 'DK') ?? '?'}, shipment ${codeInPrompt(messages, 'SH') ?? '?'}.`,
+        };
       return {
         toolCalls: [
           { id: `call_${randomUUID().slice(0, 8)}`, name: 'read_page', arguments: `{"page":${seen + 1}}` },
@@ -90,7 +128,10 @@ describe('agent loops', () => {
     modelCalls = 0;
     fake.requests.length = 0;
     let messages: OpenAI.ChatCompletionMessageParam[] = [
-      { role: 'user', content: `Read pages 1 to ${target} with read_page, one call each, then say DONE.` },
+      {
+        role: 'user',
+        content: `Read pages 1 to ${target} with read_page, one call each, then say DONE. The deploy key is DK-44812.`,
+      },
     ];
     let toolCalls = 0;
     let answer = '';
@@ -103,19 +144,31 @@ describe('agent loops', () => {
         break;
       }
       toolCalls += calls.length;
+      // The tool runs (the summarizer catches up meanwhile, as it would while a real tool works).
+      await harness.gateway.summarizer.idle();
       // A delta client: only the new tool results go with the next request.
       messages = calls.map((call) => ({
         role: 'tool' as const,
         tool_call_id: call.id,
-        content: page(
+        content: pageWithFacts(
           JSON.parse((call as { function: { arguments: string } }).function.arguments).page as number,
-          1_500,
         ),
       }));
     }
     expect(toolCalls).toBe(target);
-    expect(answer).toBe(`DONE after ${target} calls.`);
+    // The facts of the user message and of an early tool result were still in view at the end.
+    expect(answer).toBe(`DONE after ${target} calls. Deploy key DK-44812, shipment SH-90211.`);
     expect(modelCalls).toBe(target + 1);
+    // The turn was compacted in the background: its first steps summarized, the summary said so.
+    expect(fake.summaryRequests.length).toBeGreaterThan(0);
+    const last = fake.chatRequests.filter((request) => !fake.summaryRequests.includes(request)).at(-1);
+    expect(JSON.stringify(last?.body)).toContain('[ctxgate] Summary of the first');
+    // And after the turn: a new question is answered from it.
+    const followUp = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'What is the shipment code?' }],
+    });
+    expect(followUp.choices[0]?.message.content).toBe('It is SH-90211.');
     // Every prompt fitted the window as the provider counts it, and was valid (the fake refuses orphans).
     for (const request of fake.chatRequests) {
       const maxTokens = (request.body as { max_tokens?: number }).max_tokens ?? 0;

@@ -90,7 +90,9 @@ export interface FakeUpstreamOptions {
 export function isSummaryRequest(body: unknown): boolean {
   const first = (body as { messages?: Array<{ role?: string; content?: unknown }> } | undefined)
     ?.messages?.[0];
-  return first?.role === 'system' && /summar/i.test(contentText(first.content));
+  return (
+    first?.role === 'system' && /^You (?:write|complete) the running summary/.test(contentText(first.content))
+  );
 }
 
 export interface OverflowFacts {
@@ -286,9 +288,7 @@ export class FakeUpstream {
       this.requests.shift();
     let summaryRequest = false;
     try {
-      summaryRequest =
-        (this.options.extractiveSummaries !== undefined || this.options.summarizer !== undefined) &&
-        isSummaryRequest(JSON.parse(rawBody));
+      summaryRequest = isSummaryRequest(JSON.parse(rawBody));
     } catch {
       // Not JSON: answered below as OpenAI does.
     }
@@ -447,7 +447,10 @@ export class FakeUpstream {
       behaviour.toolCalls === undefined
         ? (behaviour.content ??
           (summaryRequest
-            ? (this.options.summarizer?.(body.messages) ?? this.extractSummary(body.messages))
+            ? (this.options.summarizer?.(body.messages) ??
+              (this.options.extractiveSummaries === undefined
+                ? undefined
+                : this.extractSummary(body.messages)))
             : undefined) ??
           this.options.answer?.(body.messages) ??
           `Answer ${this.sequence}.`)

@@ -355,6 +355,98 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect((await roomy.history(key, 0, 100)).messages).toEqual(all);
     });
 
+    it('stores an in-turn summary of the current turn without moving anything, and only while the turn is current', async () => {
+      const { key, all } = await sessionOfTurns(2);
+      // A third turn, an agent loop: user, call, result, call, result.
+      const loop = [
+        stored('user', 'task', 10),
+        {
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
+          tokens: 10,
+        },
+        { message: { role: 'tool', tool_call_id: 'a', content: 'one' }, tokens: 10 },
+        {
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'b', type: 'function', function: { name: 'f', arguments: '{}' } }],
+          },
+          tokens: 10,
+        },
+        { message: { role: 'tool', tool_call_id: 'b', content: 'two' }, tokens: 10 },
+      ];
+      const hold = (await roomy.acquire(key, 10_000))!;
+      await roomy.commit(key, {
+        hold,
+        expectedVersion: 2,
+        append: loop,
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      all.push(...loop);
+      const turnSummary = {
+        text: 'step one read one ✓',
+        tokens: 6,
+        turnStart: 4,
+        toMessage: 7,
+        steps: 1,
+        coveredTokens: 20,
+        updatedAtMs: 1_700_000_000_000,
+      };
+      const lock = (await roomy.acquireSummaryLock(key, 10_000))!;
+      // The wrong turn start, and an extension of a summary that is not there, are refused.
+      expect(
+        await roomy.storeTurnSummary(key, {
+          lockToken: lock,
+          expectedToMessage: 0,
+          summary: { ...turnSummary, turnStart: 2 },
+        }),
+      ).toEqual({ ok: false, reason: 'changed' });
+      expect(
+        await roomy.storeTurnSummary(key, { lockToken: lock, expectedToMessage: 5, summary: turnSummary }),
+      ).toEqual({ ok: false, reason: 'changed' });
+      expect(
+        await roomy.storeTurnSummary(key, { lockToken: lock, expectedToMessage: 0, summary: turnSummary }),
+      ).toEqual({
+        ok: true,
+        archivedMessages: 0,
+      });
+      const loaded = await roomy.load(key);
+      expect(loaded.turnSummary).toEqual(turnSummary);
+      expect(loaded.messages).toHaveLength(9);
+      expect((await roomy.history(key, 0, 100)).messages).toEqual(all);
+      await roomy.releaseSummaryLock(key, lock);
+      // A new turn begins: the old turn's summary can no longer be extended.
+      const next = (await roomy.acquire(key, 10_000))!;
+      await roomy.commit(key, {
+        hold: next,
+        expectedVersion: 3,
+        append: [stored('user', 'next', 10)],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      const lockAgain = (await roomy.acquireSummaryLock(key, 10_000))!;
+      expect(
+        await roomy.storeTurnSummary(key, {
+          lockToken: lockAgain,
+          expectedToMessage: 7,
+          summary: { ...turnSummary, toMessage: 9 },
+        }),
+      ).toEqual({ ok: false, reason: 'changed' });
+      await roomy.releaseSummaryLock(key, lockAgain);
+      expect(
+        await roomy.storeTurnSummary(key, {
+          lockToken: lockAgain,
+          expectedToMessage: 0,
+          summary: { ...turnSummary, turnStart: 9 },
+        }),
+      ).toEqual({ ok: false, reason: 'lock_lost' });
+    });
+
     it('refuses a summary whose lock expired or whose session was deleted, and changes nothing', async () => {
       expect(await roomy.acquireSummaryLock(freshKey(), 10_000)).toBeUndefined();
       const { key } = await sessionOfTurns(3);
