@@ -18,6 +18,8 @@ export interface LimitBounds {
   stated?: number;
   smallestFailed?: number;
   largestSucceeded?: number;
+  /** For a tool set's entry: the tokens the upstream counts for those tool definitions. */
+  toolTokens?: number;
 }
 
 /** The estimate ratio moves by this share of each new sample, and stays within these bounds. */
@@ -35,6 +37,15 @@ export function nextRatio(
 ): number {
   const measured = sample.reported / Math.max(1, sample.estimated);
   return clampRatio(previous === undefined ? measured : previous + ratioSmoothing * (measured - previous));
+}
+
+/**
+ * A tool set's tokens after one more sample of what the upstream counted for it (its usage less the
+ * messages' estimate): the first sample, then halfway towards each new one.
+ */
+export function nextToolTokens(previous: number | undefined, sample: number): number {
+  const value = Math.max(0, sample);
+  return Math.round(previous === undefined ? value : previous + 0.5 * (value - previous));
 }
 
 /** Without a stated window and before any success below the failure, try this share of what failed. */
@@ -107,5 +118,7 @@ export function mergeBounds(shared: LimitBounds | undefined, own: LimitBounds | 
   if (largestSucceeded > 0) result.largestSucceeded = largestSucceeded;
   const ratio = own.ratio ?? shared.ratio;
   if (ratio !== undefined) result.ratio = ratio;
+  const toolTokens = own.toolTokens ?? shared.toolTokens;
+  if (toolTokens !== undefined) result.toolTokens = toolTokens;
   return result;
 }

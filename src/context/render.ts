@@ -15,6 +15,8 @@ export { truncateText } from './current-turn.js';
 export interface RenderInput {
   messages: readonly ContextMessage[];
   tools?: unknown;
+  /** The tool definitions' tokens when known better than their rendering (learned from the upstream). */
+  toolTokens?: number;
   tokenizer: Tokenizer;
   window: number;
   outputReserve: number;
@@ -296,17 +298,32 @@ export function renderContext(input: RenderInput): RenderOutcome {
   const count = (message: ContextMessage): number => countMessageTokens(message, input.tokenizer);
   const before = outcome.messages.reduce((sum, message) => sum + count(message), 0);
   const after = messages.reduce((sum, message) => sum + count(message), 0);
+  const tools = toolTokensFor(input, messages);
   return {
     ok: true,
     messages,
     report: {
       ...outcome.report,
-      inputTokens: outcome.report.inputTokens - before + after,
-      regions: { ...outcome.report.regions, notice: outcome.report.regions.notice + count(notice) },
+      inputTokens: outcome.report.inputTokens - before + after - outcome.report.regions.tools + tools,
+      regions: {
+        ...outcome.report.regions,
+        notice: outcome.report.regions.notice + count(notice),
+        tools,
+      },
       orphansRemoved: removed,
       modified: true,
     },
   };
+}
+
+/** The tool definitions' tokens in a prompt that starts with these messages (a system message first carries them). */
+function toolTokensFor(input: RenderInput, messages: readonly ContextMessage[]): number {
+  if (input.toolTokens !== undefined) return input.toolTokens;
+  const first = messages[0];
+  const system = first !== undefined && (first.role === 'system' || first.role === 'developer');
+  return countToolTokens(input.tools, input.tokenizer, {
+    firstSystemText: system ? messageText(first) : undefined,
+  });
 }
 
 function sumRange(values: readonly number[], start: number, end: number): number {
@@ -323,7 +340,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
 
   const systemCount = leadingSystemCount(messages);
   const systemTokens = sumRange(messageTokens, 0, systemCount);
-  const toolTokens = countToolTokens(input.tools, tokenizer);
+  const toolTokens = toolTokensFor(input, messages);
   const summary = input.summary;
   const summaryTokens = summary === undefined ? 0 : (summary.tokens ?? count(summary.message));
   let historyBudget =
@@ -597,6 +614,8 @@ function renderFitted(input: RenderInput): RenderOutcome {
     fitted.oversizeTruncated;
   const currentTurnTokens = fitted.tokens - fitted.noticeTokens;
   const firstWindowTurn = slidingIndices[windowStart];
+  // A summary or notice that now opens the prompt carries the tool definitions: counted as sent.
+  const sentToolTokens = modified ? toolTokensFor(input, rendered) : toolTokens;
   return {
     ok: true,
     messages: modified ? rendered : [...messages],
@@ -607,7 +626,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
       inputTokens:
         systemTokens +
         summaryTokens +
-        toolTokens +
+        sentToolTokens +
         replyPrimingTokens +
         historyTokens +
         noticeActual +
@@ -617,7 +636,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
         summary: summaryTokens,
         history: historyTokens,
         currentTurn: currentTurnTokens,
-        tools: toolTokens,
+        tools: sentToolTokens,
         notice: noticeActual + fitted.noticeTokens,
         outputReserve: input.outputReserve,
         safetyMargin: input.safetyMarginTokens,

@@ -1,8 +1,9 @@
 // Token accounting for chat requests, by the OpenAI cookbook method: 3 tokens of framing per message,
 // every string field of a message encoded (role, content, name, tool_call_id, reasoning content, …),
-// 1 more per name, 3 to prime the reply; tool definitions by the cookbook's function formula. The
-// cookbook leaves some shapes out; for those: text parts count as their text, images by the tile
-// formula, each tool call as its id, function name and arguments, null or missing content as nothing.
+// 1 more per name, 3 to prime the reply; tool definitions rendered the way OpenAI renders them into the
+// prompt (a TypeScript namespace, checked against published API counts). The cookbook leaves some shapes
+// out; for those: text parts count as their text, images by the tile formula, each tool call as its id,
+// function name and arguments, null or missing content as nothing.
 import { imageTokens } from './image-tokens.js';
 import type { ContextMessage, Tokenizer } from './types.js';
 
@@ -10,33 +11,13 @@ export const tokensPerMessage = 3;
 export const tokensPerName = 1;
 export const replyPrimingTokens = 3;
 
-interface FunctionFormula {
-  functionInit: number;
-  propertyInit: number;
-  propertyKey: number;
-  enumInit: number;
-  enumItem: number;
-  functionEnd: number;
+function messageTextOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return (content as Array<{ text?: unknown }>)
+    .map((part) => (typeof part?.text === 'string' ? part.text : ''))
+    .join('');
 }
-
-const functionFormulas: Record<string, FunctionFormula> = {
-  o200k_base: {
-    functionInit: 7,
-    propertyInit: 3,
-    propertyKey: 3,
-    enumInit: -3,
-    enumItem: 3,
-    functionEnd: 12,
-  },
-  cl100k_base: {
-    functionInit: 10,
-    propertyInit: 3,
-    propertyKey: 3,
-    enumInit: -3,
-    enumItem: 3,
-    functionEnd: 12,
-  },
-};
 
 function contentTokens(content: unknown, tokenizer: Tokenizer): number {
   if (typeof content === 'string') return tokenizer.count(content);
@@ -78,41 +59,126 @@ export function countMessageTokens(message: ContextMessage, tokenizer: Tokenizer
   return total;
 }
 
-interface FunctionDefinition {
-  name?: unknown;
+interface JsonSchema {
+  type?: unknown;
   description?: unknown;
-  parameters?: { properties?: Record<string, { type?: unknown; description?: unknown; enum?: unknown }> };
+  properties?: Record<string, JsonSchema>;
+  required?: unknown;
+  items?: JsonSchema;
+  enum?: unknown;
+  const?: unknown;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  default?: unknown;
 }
 
-/** Tokens the tool definitions add, by the cookbook's function formula. */
-export function countToolTokens(tools: unknown, tokenizer: Tokenizer): number {
-  if (!Array.isArray(tools) || tools.length === 0) return 0;
-  const formula = functionFormulas[tokenizer.encoding] ?? (functionFormulas.o200k_base as FunctionFormula);
-  const stripDot = (text: string): string => (text.endsWith('.') ? text.slice(0, -1) : text);
-  let total = 0;
-  for (const tool of tools as Array<{ function?: FunctionDefinition } & FunctionDefinition>) {
-    const definition = tool?.function ?? tool;
-    if (typeof definition !== 'object' || definition === null) continue;
-    total += formula.functionInit;
-    const name = typeof definition.name === 'string' ? definition.name : '';
-    const description = typeof definition.description === 'string' ? definition.description : '';
-    total += tokenizer.count(`${name}:${stripDot(description)}`);
-    const properties = definition.parameters?.properties;
-    if (typeof properties === 'object' && properties !== null && Object.keys(properties).length > 0) {
-      total += formula.propertyInit;
-      for (const [key, property] of Object.entries(properties)) {
-        total += formula.propertyKey;
-        if (Array.isArray(property?.enum)) {
-          total += formula.enumInit;
-          for (const item of property.enum) total += formula.enumItem + tokenizer.count(String(item));
-        }
-        const type = typeof property?.type === 'string' ? property.type : '';
-        const propertyDescription = typeof property?.description === 'string' ? property.description : '';
-        total += tokenizer.count(`${key}:${type}:${stripDot(propertyDescription)}`);
-      }
-    }
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function literal(value: unknown): string {
+  return typeof value === 'string' ? `"${value}"` : String(value);
+}
+
+/** A JSON schema as the TypeScript type OpenAI writes for it into the prompt. */
+function schemaType(schema: JsonSchema, indent: number): string {
+  if (!isRecord(schema)) return 'any';
+  const alternatives = schema.anyOf ?? schema.oneOf;
+  if (Array.isArray(alternatives))
+    return alternatives.map((option) => schemaType(option, indent)).join(' | ');
+  if (Array.isArray(schema.enum)) return schema.enum.map(literal).join(' | ');
+  if (schema.const !== undefined) return literal(schema.const);
+  if (Array.isArray(schema.type))
+    return schema.type.map((type) => schemaType({ ...schema, type }, indent)).join(' | ');
+  switch (schema.type) {
+    case 'string':
+      return 'string';
+    case 'number':
+    case 'integer':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    case 'null':
+      return 'null';
+    case 'array':
+      return isRecord(schema.items) ? `${schemaType(schema.items, indent)}[]` : 'any[]';
+    case 'object':
+      if (!isRecord(schema.properties) || Object.keys(schema.properties).length === 0) return 'object';
+      return `{\n${schemaProperties(schema, indent + 2)}\n${' '.repeat(indent)}}`;
+    default:
+      return isRecord(schema.properties) ? schemaType({ ...schema, type: 'object' }, indent) : 'any';
   }
-  return total + formula.functionEnd;
+}
+
+function comment(text: unknown, indent: number): string[] {
+  if (typeof text !== 'string' || text === '') return [];
+  return text.split('\n').map((line) => `${' '.repeat(indent)}// ${line}`);
+}
+
+/** An object schema's properties, one per line, with their descriptions and defaults as comments. */
+function schemaProperties(schema: JsonSchema, indent: number): string {
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const lines: string[] = [];
+  for (const [name, property] of Object.entries(schema.properties ?? {})) {
+    lines.push(...comment(property?.description, indent));
+    const optional = required.has(name) ? '' : '?';
+    const fallback =
+      isRecord(property) && property.default !== undefined
+        ? ` // default: ${JSON.stringify(property.default)}`
+        : '';
+    lines.push(`${' '.repeat(indent)}${name}${optional}: ${schemaType(property, indent)},${fallback}`);
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Tool definitions as OpenAI renders them into the prompt: a TypeScript namespace of function types,
+ * descriptions as comments, nested objects, arrays, enums, unions and defaults written out. Tools that
+ * are not functions are written as their JSON.
+ */
+export function renderToolDefinitions(tools: readonly unknown[]): string {
+  const lines = ['namespace functions {', ''];
+  const others: string[] = [];
+  for (const tool of tools) {
+    const definition = isRecord(tool) && isRecord(tool.function) ? tool.function : tool;
+    if (!isRecord(definition) || typeof definition.name !== 'string') {
+      others.push(JSON.stringify(tool));
+      continue;
+    }
+    lines.push(...comment(definition.description, 0));
+    const parameters = definition.parameters as JsonSchema | undefined;
+    if (
+      isRecord(parameters) &&
+      isRecord(parameters.properties) &&
+      Object.keys(parameters.properties).length > 0
+    ) {
+      lines.push(`type ${definition.name} = (_: {`, schemaProperties(parameters, 0), '}) => any;');
+    } else lines.push(`type ${definition.name} = () => any;`);
+    lines.push('');
+  }
+  lines.push('} // namespace functions');
+  return [...lines, ...others].join('\n');
+}
+
+/** What a tool set adds to a prompt beyond its rendered text; 4 less when a system message carries it. */
+const toolSetOverhead = 9;
+const toolSetSystemReuse = 4;
+
+/**
+ * Tokens the tool definitions add to a prompt, as OpenAI renders them. When the prompt starts with a
+ * system message the tools join it: 4 tokens less, and that message's text gains a line break.
+ */
+export function countToolTokens(
+  tools: unknown,
+  tokenizer: Tokenizer,
+  options: { firstSystemText?: string | undefined } = {},
+): number {
+  if (!Array.isArray(tools) || tools.length === 0) return 0;
+  let total = tokenizer.count(renderToolDefinitions(tools)) + toolSetOverhead;
+  const system = options.firstSystemText;
+  if (system !== undefined)
+    total += tokenizer.count(`${system}\n`) - tokenizer.count(system) - toolSetSystemReuse;
+  return total;
 }
 
 /** The whole prompt: every message, the reply priming and the tool definitions. */
@@ -121,7 +187,13 @@ export function countPromptTokens(
   tools: unknown,
   tokenizer: Tokenizer,
 ): number {
-  let total = replyPrimingTokens + countToolTokens(tools, tokenizer);
+  const first = messages[0];
+  const system = first?.role === 'system' || first?.role === 'developer' ? first : undefined;
+  let total =
+    replyPrimingTokens +
+    countToolTokens(tools, tokenizer, {
+      firstSystemText: system === undefined ? undefined : messageTextOf(system.content),
+    });
   for (const message of messages) total += countMessageTokens(message, tokenizer);
   return total;
 }

@@ -59,6 +59,8 @@ export function prepareContext(options: {
   lowerMaxTokensToFit?: boolean;
   /** Upstream-reported prompt tokens per estimated token, learned for this model and upstream. */
   estimateRatio?: number | undefined;
+  /** The tokens the upstream counts for this request's tool set, once learned (upstream units). */
+  learnedToolTokens?: number | undefined;
   precision?: CountPrecision;
 }): PreparedContext {
   const { chatRequest, session } = options;
@@ -114,6 +116,9 @@ export function prepareContext(options: {
     requestedMaxTokens !== null
   ) {
     const probe = renderContext({
+      ...(options.learnedToolTokens === undefined
+        ? {}
+        : { toolTokens: Math.ceil(options.learnedToolTokens / (ratio ?? 1)) }),
       messages: conversation,
       ...(messageTokens === undefined ? {} : { messageTokens }),
       tools: chatRequest.tools,
@@ -153,6 +158,9 @@ export function prepareContext(options: {
     policy: settings.policy,
   };
   if (messageTokens !== undefined) input.messageTokens = messageTokens;
+  // A learned tool set size is in the upstream's units; the render counts in estimate units.
+  if (options.learnedToolTokens !== undefined)
+    input.toolTokens = Math.ceil(options.learnedToolTokens / (ratio ?? 1));
   if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
   if (omittedBefore !== 0) input.omittedBefore = omittedBefore;
   if (session?.summary !== undefined) input.summary = session.summary;

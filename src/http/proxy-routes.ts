@@ -15,13 +15,7 @@ import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-r
 import { cancelOnClientClose, type ClientCancellation } from './client-cancellation.js';
 import { buildUpstreamHeaders } from './forward-headers.js';
 import { serializeChatBody } from './chat-body.js';
-import {
-  contextResponseHeaders,
-  countPrecisionFor,
-  prepareContext,
-  tokenizerFor,
-  type ContextReduction,
-} from './prepare-context.js';
+import { contextResponseHeaders, countPrecisionFor, tokenizerFor } from './prepare-context.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { beginSessionTurn, previewSessionTurn, sessionIdFrom, sessionKeyFor } from './session-turn.js';
 import { anonymousTenantId } from './authenticate.js';
@@ -33,6 +27,7 @@ import type { SessionSummarizer } from '../summarization/session-summarizer.js';
 import type { BudgetReservation, BudgetService } from '../budget/budget-service.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { CompletedAnswer } from './relay-response.js';
+import { createContextPlanner, firstAttempt, type AttemptState } from '../chat/context-planner.js';
 
 export interface ProxyRouteDependencies {
   config: GatewayConfig;
@@ -85,6 +80,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
   const { config, upstream, metrics, tokenizers, sessionStore, now, learnedLimits, summarizer, budgets } =
     deps;
   const random = deps.random ?? Math.random;
+  const planner = createContextPlanner({ config, tokenizers, learnedLimits });
   const requestLimits = {
     maxMessages: config.server.max_messages,
     maxContentParts: config.server.max_content_parts,
@@ -275,33 +271,22 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
     let releaseBudget: BudgetReservation | undefined;
     try {
       const target = selectUpstream(config.upstreams, chatRequest.model);
-      // SPEC §6: what the upstream taught about this model's window, and the retry ladder's state.
-      let learned = learnedLimits.get(target.name, chatRequest.model);
-      let learnedWindow = learned.window;
-      let reduction: ContextReduction = 'none';
-      let maxTokens: number | undefined;
+      // SPEC §6: the retry ladder's state; what the upstream taught is read with every plan.
+      const ladder: AttemptState = { ...firstAttempt };
       let retries = 0;
-      const withMaxTokens = (value: number | undefined): ChatCompletionRequest =>
-        value === undefined
-          ? chatRequest
-          : chatRequest.max_completion_tokens !== undefined && chatRequest.max_completion_tokens !== null
-            ? { ...chatRequest, max_completion_tokens: value }
-            : { ...chatRequest, max_tokens: value };
+      const precision = countPrecisionFor(state.rawBody);
+      let learned = learnedLimits.get(target.name, chatRequest.model);
       const render = () => {
-        let outgoing = withMaxTokens(maxTokens);
-        const prepared = prepareContext({
-          config,
-          tokenizers,
-          chatRequest: outgoing,
+        const plan = planner.plan({
+          chatRequest,
           headers: request.headers,
           session: turn,
-          learnedWindow,
-          reduction,
-          lowerMaxTokensToFit: learnedWindow !== undefined && maxTokens === undefined,
-          estimateRatio: learned.ratio,
-          precision: countPrecisionFor(state.rawBody),
+          target,
+          precision,
+          attempt: ladder,
         });
-        if (prepared.loweredMaxTokens !== undefined) outgoing = withMaxTokens(prepared.loweredMaxTokens);
+        const { prepared, outgoing } = plan;
+        learned = plan.learned;
         state.context = prepared.report;
         const extraHeaders = contextResponseHeaders(prepared);
         extraHeaders['x-context-retries'] = String(retries);
@@ -319,7 +304,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         const body = unchanged
           ? (state.rawBody as string)
           : serializeChatBody(outgoing, prepared.messages, turn?.knownBytes(prepared.messages));
-        return { prepared, body, extraHeaders };
+        return { prepared, body, extraHeaders, toolSet: plan.toolSet };
       };
       let attempt = render();
       // The request's expected cost is reserved on its budgets before it is sent.
@@ -354,7 +339,8 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
           if (
             numbers.promptTokens !== undefined &&
             numbers.promptTokensLowerBound !== true &&
-            isCalibrated(model)
+            isCalibrated(model) &&
+            attempt.toolSet === undefined
           ) {
             // The upstream's own count of what was sent calibrates the estimate at once.
             learnedLimits.recordRatio(target.name, chatRequest.model, {
@@ -367,23 +353,21 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
             ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
             failedSize: sentSize(),
           });
-          learned = learnedLimits.get(target.name, chatRequest.model);
-          learnedWindow = learned.window;
           const promptTokens = numbers.promptTokens ?? attempt.prepared.report.inputTokens;
           const room =
             numbers.maxContext === undefined
               ? 0
               : numbers.maxContext - promptTokens - Math.ceil(numbers.maxContext / 100);
           const askedMaxTokens =
-            maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
+            ladder.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
           if (overflow.remedy === 'reduce_max_tokens' && room >= minimumAnswerTokens) {
             // The prompt fits; the answer it asked for does not: ask for what is left (never more
             // than the client asked for).
-            maxTokens = Math.min(room, askedMaxTokens ?? room);
+            ladder.maxTokens = Math.min(room, askedMaxTokens ?? room);
           } else {
             // Re-render with the tighter window first, then drop the oldest half of the turns, then
             // keep only the system prompt, the summary and the current turn.
-            reduction = retries === 1 ? 'none' : retries === 2 ? 'drop_oldest_half' : 'minimal';
+            ladder.reduction = retries === 1 ? 'none' : retries === 2 ? 'drop_oldest_half' : 'minimal';
           }
           try {
             attempt = render();
@@ -396,7 +380,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
         },
         onSuccess() {
           // A success teaches something only below a known failure, and then a window was learned.
-          if (learnedWindow === undefined) return;
+          if (learned.window === undefined) return;
           learnedLimits.recordSuccess(target.name, chatRequest.model, sentSize());
         },
       };
@@ -432,10 +416,21 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
               },
             }),
         onUsage: (promptTokens: number): Record<string, string> | undefined => {
-          const { prepared } = attempt;
+          const { prepared, toolSet } = attempt;
           const estimated = prepared.report.inputTokens;
           const model = prepared.settings.model;
-          if (isCalibrated(model)) {
+          const ratio = isCalibrated(model) ? (learned.ratio ?? 1) : 1;
+          if (toolSet !== undefined) {
+            // What the upstream counts for this tool set: its usage less the messages' estimate. Tool sets
+            // never feed the model's ratio, which stays that of plain messages.
+            const messagesEstimate = (estimated - prepared.report.regions.tools) * ratio;
+            learnedLimits.recordToolSetTokens(
+              target.name,
+              chatRequest.model,
+              toolSet,
+              promptTokens - messagesEstimate,
+            );
+          } else if (isCalibrated(model)) {
             learnedLimits.recordRatio(target.name, chatRequest.model, { reported: promptTokens, estimated });
           }
           // Some servers cut an over-long prompt instead of refusing it (SPEC §6): far fewer prompt
@@ -497,13 +492,14 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
       sessionId === undefined
         ? undefined
         : await previewSessionTurn(sessionInput(request, chatRequest, sessionId));
-    const prepared = prepareContext({
-      config,
-      tokenizers,
+    // The same plan a chat request would make at this moment: same learned state, same code path.
+    const { prepared } = planner.plan({
       chatRequest,
       headers: request.headers,
       session: view,
+      target: selectUpstream(config.upstreams, chatRequest.model),
       precision: countPrecisionFor(state.rawBody),
+      attempt: firstAttempt,
     });
     state.context = prepared.report;
     const headers = contextResponseHeaders(prepared);

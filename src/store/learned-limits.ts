@@ -10,6 +10,7 @@ import {
   limitOf,
   mergeBounds,
   nextRatio,
+  nextToolTokens,
   successTeaches,
   withOverflow,
   type LearnedLimit,
@@ -28,6 +29,10 @@ export interface LearnedLimits {
   recordSuccess(upstream: string, model: string, size: number): void;
   /** The upstream counted `reported` prompt tokens where the gateway estimated `estimated`. */
   recordRatio(upstream: string, model: string, sample: { reported: number; estimated: number }): void;
+  /** The tokens the upstream counts for a tool set (keyed by a hash of its definitions), once learned. */
+  toolSetTokens(upstream: string, model: string, toolSet: string): number | undefined;
+  /** A request with this tool set: the upstream's prompt tokens less the messages' estimate. */
+  recordToolSetTokens(upstream: string, model: string, toolSet: string, tokens: number): void;
   /** True once the shared values have been read (at once in process). */
   loaded(): boolean;
   /** Writes what is pending (best effort) and stops the background refresh. */
@@ -35,6 +40,9 @@ export interface LearnedLimits {
 }
 
 const entryKey = (upstream: string, model: string): string => `${upstream}\u0000${model}\u0000`;
+/** A tool set's entry: beside its model's, keyed by the hash of its definitions. */
+const toolSetKey = (upstream: string, model: string, toolSet: string): string =>
+  `${upstream}\u0000${model}\u0001tools:${toolSet}\u0000`;
 
 /** Observations per entry, applied with the pure rules. */
 function createBoundsTable(): {
@@ -43,6 +51,8 @@ function createBoundsTable(): {
   success(key: string, size: number): boolean;
   ratio(key: string, sample: { reported: number; estimated: number }, base: number | undefined): number;
   clearRatio(key: string, ifEquals: number): void;
+  toolTokens(key: string, sample: number, base: number | undefined): number;
+  clearToolTokens(key: string, ifEquals: number): void;
 } {
   const entries = new Map<string, LimitBounds>();
   return {
@@ -68,6 +78,18 @@ function createBoundsTable(): {
       const { ratio: _ratio, ...rest } = entry;
       entries.set(key, rest);
     },
+    toolTokens(key, sample, base) {
+      const entry = entries.get(key) ?? {};
+      const toolTokens = nextToolTokens(entry.toolTokens ?? base, sample);
+      entries.set(key, { ...entry, toolTokens });
+      return toolTokens;
+    },
+    clearToolTokens(key, ifEquals) {
+      const entry = entries.get(key);
+      if (entry?.toolTokens !== ifEquals) return;
+      const { toolTokens: _toolTokens, ...rest } = entry;
+      entries.set(key, rest);
+    },
   };
 }
 
@@ -84,6 +106,10 @@ export function createMemoryLearnedLimits(): LearnedLimits {
     },
     recordRatio(upstream, model, sample) {
       table.ratio(entryKey(upstream, model), sample, undefined);
+    },
+    toolSetTokens: (upstream, model, toolSet) => table.get(toolSetKey(upstream, model, toolSet))?.toolTokens,
+    recordToolSetTokens(upstream, model, toolSet, tokens) {
+      table.toolTokens(toolSetKey(upstream, model, toolSet), tokens, undefined);
     },
     loaded: () => true,
     close: async () => undefined,
@@ -126,7 +152,7 @@ type LearnCommand = (
   maxFields: number,
 ) => Promise<number>;
 
-const boundFields = ['stated', 'smallestFailed', 'largestSucceeded', 'ratio'] as const;
+const boundFields = ['stated', 'smallestFailed', 'largestSucceeded', 'ratio', 'toolTokens'] as const;
 
 /** Parses the hash into entries; entries not written for `retentionMs` are listed for removal. */
 function parseTable(
@@ -187,6 +213,7 @@ export function createRedisLearnedLimits({
   /** What this replica observed itself; its ratio only while not yet written. */
   const own = createBoundsTable();
   const pendingRatios = new Set<string>();
+  const pendingToolSets = new Set<string>();
   let hasLoaded = false;
   let closed = false;
   let refreshing: Promise<void> | undefined;
@@ -208,8 +235,25 @@ export function createRedisLearnedLimits({
     }
   }
 
+  async function flushToolSets(): Promise<void> {
+    for (const prefix of [...pendingToolSets]) {
+      const toolTokens = own.get(prefix)?.toolTokens;
+      pendingToolSets.delete(prefix);
+      if (toolTokens === undefined) continue;
+      try {
+        await learn(prefix, 'toolTokens', 'set', toolTokens);
+        shared.set(prefix, { ...shared.get(prefix), toolTokens });
+        own.clearToolTokens(prefix, toolTokens);
+      } catch {
+        pendingToolSets.add(prefix);
+        return;
+      }
+    }
+  }
+
   async function refresh(): Promise<void> {
     await flushRatios();
+    await flushToolSets();
     try {
       const parsed = parseTable(await redis.hgetall(learnedLimitsKey), now(), retentionMs);
       shared = parsed.entries;
@@ -262,12 +306,22 @@ export function createRedisLearnedLimits({
       own.ratio(prefix, sample, shared.get(prefix)?.ratio);
       pendingRatios.add(prefix);
     },
+    toolSetTokens(upstream, model, toolSet) {
+      const prefix = toolSetKey(upstream, model, toolSet);
+      return own.get(prefix)?.toolTokens ?? shared.get(prefix)?.toolTokens;
+    },
+    recordToolSetTokens(upstream, model, toolSet, tokens) {
+      const prefix = toolSetKey(upstream, model, toolSet);
+      own.toolTokens(prefix, tokens, shared.get(prefix)?.toolTokens);
+      pendingToolSets.add(prefix);
+    },
     loaded: () => hasLoaded,
     async close() {
       clearInterval(timer);
       await refreshing;
       closed = true;
       await flushRatios().catch(() => undefined);
+      await flushToolSets().catch(() => undefined);
     },
   };
 }

@@ -32,12 +32,17 @@ describe('prompt token estimates', () => {
     expect(new Set(corpus.map((entry) => entry.encoding))).toEqual(new Set(['o200k_base', 'cl100k_base']));
   });
 
-  it.each(corpus)('$id ($model) is within 1 percent of the cookbook count', (entry) => {
-    const estimate = countPromptTokens(entry.messages, entry.tools, tokenizers.forEncoding(entry.encoding));
-    expect(Math.abs(estimate - entry.expected_prompt_tokens)).toBeLessThanOrEqual(
-      entry.expected_prompt_tokens * 0.01,
-    );
-  });
+  // Tool definitions are counted as OpenAI renders them, checked against its published counts in
+  // tool-tokens.test.ts; the cookbook's own function formula undercounts them.
+  it.each(corpus.filter((entry) => entry.tools === undefined))(
+    '$id ($model) is within 1 percent of the cookbook count',
+    (entry) => {
+      const estimate = countPromptTokens(entry.messages, entry.tools, tokenizers.forEncoding(entry.encoding));
+      expect(Math.abs(estimate - entry.expected_prompt_tokens)).toBeLessThanOrEqual(
+        entry.expected_prompt_tokens * 0.01,
+      );
+    },
+  );
 });
 
 function pngHeader(width: number, height: number): string {

@@ -1,0 +1,169 @@
+// Tool definitions counted as OpenAI counts them: the prompt counts published with real API responses
+// (gpt-3.5-turbo, cl100k_base; collected by hmarr/openai-chat-tokens, whose tests check them against
+// the API), and the rendering of nested schemas, arrays, enums, unions and defaults.
+import { describe, expect, it } from 'vitest';
+import { countPromptTokens, renderToolDefinitions } from '../../src/context/token-accounting.js';
+import type { ContextMessage } from '../../src/context/types.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+
+const tokenizer = createTiktokenTokenizers().forEncoding('cl100k_base');
+const asTools = (functions: unknown[]) =>
+  functions.map((definition) => ({ type: 'function', function: definition }));
+
+const published: Array<{ name: string; messages: ContextMessage[]; functions: unknown[]; tokens: number }> = [
+  {
+    name: 'one function, no parameters',
+    messages: [{ role: 'user', content: 'hello' }],
+    functions: [{ name: 'foo', parameters: { type: 'object', properties: {} } }],
+    tokens: 31,
+  },
+  {
+    name: 'a description',
+    messages: [{ role: 'user', content: 'hello' }],
+    functions: [{ name: 'foo', description: 'Do a foo', parameters: { type: 'object', properties: {} } }],
+    tokens: 36,
+  },
+  {
+    name: 'a string parameter',
+    messages: [{ role: 'user', content: 'hello' }],
+    functions: [
+      {
+        name: 'bing_bong',
+        description: 'Do a bing bong',
+        parameters: { type: 'object', properties: { foo: { type: 'string' } } },
+      },
+    ],
+    tokens: 49,
+  },
+  {
+    name: 'a described number parameter',
+    messages: [{ role: 'user', content: 'hello' }],
+    functions: [
+      {
+        name: 'bing_bong',
+        description: 'Do a bing bong',
+        parameters: {
+          type: 'object',
+          properties: { foo: { type: 'string' }, bar: { type: 'number', description: 'A number' } },
+        },
+      },
+    ],
+    tokens: 57,
+  },
+  {
+    name: 'a nested object with an enum',
+    messages: [{ role: 'user', content: 'hello' }],
+    functions: [
+      {
+        name: 'bing_bong',
+        description: 'Do a bing bong',
+        parameters: {
+          type: 'object',
+          properties: {
+            foo: {
+              type: 'object',
+              properties: { bar: { type: 'string', enum: ['a', 'b', 'c'] }, baz: { type: 'boolean' } },
+            },
+          },
+        },
+      },
+    ],
+    tokens: 68,
+  },
+  {
+    name: 'a system message carrying the tools',
+    messages: [
+      { role: 'system', content: 'Hello' },
+      { role: 'user', content: 'Hi there' },
+    ],
+    functions: [{ name: 'do_stuff', parameters: { type: 'object', properties: {} } }],
+    tokens: 35,
+  },
+  {
+    name: 'arrays of objects, required fields, enums and descriptions',
+    messages: [{ role: 'user', content: 'hello' }],
+    functions: [
+      {
+        name: 'get_recipe',
+        parameters: {
+          type: 'object',
+          required: ['ingredients', 'instructions', 'time_to_cook'],
+          properties: {
+            ingredients: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['name', 'unit', 'amount'],
+                properties: {
+                  name: { type: 'string' },
+                  unit: { enum: ['grams', 'ml', 'cups', 'pieces', 'teaspoons'], type: 'string' },
+                  amount: { type: 'number' },
+                },
+              },
+            },
+            instructions: {
+              type: 'array',
+              items: { type: 'string' },
+              description: 'Steps to prepare the recipe (no numbering)',
+            },
+            time_to_cook: { type: 'number', description: 'Total time to prepare the recipe in minutes' },
+          },
+        },
+      },
+    ],
+    tokens: 106,
+  },
+];
+
+describe('tool definitions', () => {
+  it.each(published)('$name: $tokens tokens, as the API counted them', ({ messages, functions, tokens }) => {
+    expect(countPromptTokens(messages, asTools(functions), tokenizer)).toBe(tokens);
+  });
+
+  it('writes nested objects, arrays, unions and defaults out, so their size is counted', () => {
+    const text = renderToolDefinitions(
+      asTools([
+        {
+          name: 'search',
+          description: 'Search the index.\nReturns at most ten hits.',
+          parameters: {
+            type: 'object',
+            required: ['query'],
+            properties: {
+              query: { type: 'string', description: 'What to look for' },
+              filters: {
+                type: 'object',
+                properties: {
+                  tags: { type: 'array', items: { type: 'string' } },
+                  since: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+                },
+              },
+              limit: { type: 'integer', default: 10 },
+              mode: { type: ['string', 'null'], enum: ['fast', 'exact'] },
+            },
+          },
+        },
+      ]),
+    );
+    expect(text).toBe(
+      [
+        'namespace functions {',
+        '',
+        '// Search the index.',
+        '// Returns at most ten hits.',
+        'type search = (_: {',
+        '// What to look for',
+        'query: string,',
+        'filters?: {',
+        '  tags?: string[],',
+        '  since?: string | null,',
+        '},',
+        'limit?: number, // default: 10',
+        'mode?: "fast" | "exact",',
+        '}) => any;',
+        '',
+        '} // namespace functions',
+      ].join('\n'),
+    );
+  });
+});
