@@ -469,6 +469,7 @@ export function registerProxyRoutes(app: FastifyInstance, deps: ProxyRouteDepend
                   model: chatRequest.model,
                   policy: prepared.settings.policy,
                   historyBudget: prepared.report.historyBudget,
+                  window: prepared.settings.window,
                   activeTokens,
                   clientHeaders: request.headers,
                   credential: state.credential,

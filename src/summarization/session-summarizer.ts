@@ -30,10 +30,12 @@ import { messageText } from '../context/turns.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
+import { classifyUpstreamError, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
 import { anonymousTenantId, passThroughCredentialHeaders, type Credential } from '../http/authenticate.js';
 import { resolveContextSettings } from '../http/context-settings.js';
 import { buildUpstreamHeaders } from '../http/forward-headers.js';
 import { tokenizerFor } from '../http/prepare-context.js';
+import { isCalibrated } from '../config/model-table.js';
 
 import type { GatewayMetrics } from '../metrics.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
@@ -58,6 +60,9 @@ export interface AfterTurnInput {
   historyBudget: number;
   /** The session's active tokens once the turn is stored (before any spill): the cheap first check. */
   activeTokens: number;
+  /** The window the session's own request used (its X-Context-Window, learned limits): the summary of
+   * that conversation by the same model never asks for more. */
+  window: number;
   /** The client's headers, for its credential when the upstream key is passed through. */
   clientHeaders: IncomingHttpHeaders;
   credential: Credential | undefined;
@@ -286,17 +291,47 @@ export function createSessionSummarizer(deps: {
         learnedWindow: learned.window,
       });
       const summaryTokenizer = tokenizers.forEncoding(settings.model.tokenizer);
-      const request = buildSummaryRequest({
-        previousSummary: job.previousText,
-        messages: rangeMessages,
-        ...(job.kind === 'turn' ? { unit: 'steps' as const, task: job.task } : {}),
-        tokenizer: summaryTokenizer,
-        window: settings.window,
-        safetyMarginTokens: settings.safetyMarginTokens,
-        maxSummaryTokens: policy.summary_max_tokens,
-        policy,
-      });
-      if (request === undefined) return { outcome: 'failed', reason: 'summarizer_window_too_small' };
+      // The session's own requests by the same model show the window that works: never more than that.
+      let window = summaryModel === input.model ? Math.min(settings.window, input.window) : settings.window;
+      const budgetKey = { tenantId: key.tenantId, sessionId: key.sessionId };
+      let request: ReturnType<typeof buildSummaryRequest>;
+      let answer: Awaited<ReturnType<typeof callSummarizer>>;
+      // Like any request, the summary recovers from its own overflow: the limit is learned, and the next
+      // try is smaller (by the provider's numbers when it gives them).
+      for (let tries = 0; ; tries++) {
+        // An estimated model's counts are scaled by its learned ratio, as a request's are.
+        const ratio = isCalibrated(settings.model) ? (learned.ratio ?? 1) : 1;
+        request = buildSummaryRequest({
+          previousSummary: job.previousText,
+          messages: rangeMessages,
+          ...(job.kind === 'turn' ? { unit: 'steps' as const, task: job.task } : {}),
+          tokenizer: summaryTokenizer,
+          window: Math.floor(window / ratio),
+          safetyMarginTokens: Math.ceil(window * (settings.safetyMarginTokens / settings.window)),
+          maxSummaryTokens: policy.summary_max_tokens,
+          policy,
+        });
+        if (request === undefined) return { outcome: 'failed', reason: 'summarizer_window_too_small' };
+        if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(budgetKey)))
+          return { outcome: 'skipped', reason: 'budget_exhausted' };
+        answer = await callSummarizer(input, target, summaryModel, request.messages);
+        if (!('failure' in answer) || answer.overflow === undefined || tries >= 2) break;
+        const { numbers } = answer.overflow;
+        const sent = Math.ceil(request.inputTokens * ratio) + policy.summary_max_tokens;
+        deps.learnedLimits.recordOverflow(target.name, summaryModel, {
+          ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
+          failedSize: sent,
+        });
+        const scaled =
+          numbers.maxContext !== undefined && numbers.promptTokens !== undefined && numbers.promptTokens > 0
+            ? Math.floor(
+                ((sent * numbers.maxContext) / (numbers.promptTokens + policy.summary_max_tokens)) * 0.95,
+              )
+            : Math.floor(sent * 0.8);
+        window = Math.min(window - 1, numbers.maxContext ?? scaled, scaled);
+        metrics.summarizationFailures.inc({ reason: 'overflow_retried' });
+      }
+      if ('failure' in answer) return { outcome: 'failed', reason: answer.failure };
       const covered = job.range.slice(0, request.coveredMessages);
       const coveredTokens = covered.reduce((sum, entry) => sum + entry.tokens, 0);
       Object.assign(details, {
@@ -309,11 +344,6 @@ export function createSessionSummarizer(deps: {
         summarizerInputTokens: request.inputTokens,
       });
 
-      const budgetKey = { tenantId: key.tenantId, sessionId: key.sessionId };
-      if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(budgetKey)))
-        return { outcome: 'skipped', reason: 'budget_exhausted' };
-      const answer = await callSummarizer(input, target, summaryModel, request.messages);
-      if ('failure' in answer) return { outcome: 'failed', reason: answer.failure };
       // The call was billed whatever the guard decides: counted from its usage, else estimated.
       await charge(budgetKey, answer, request.inputTokens, summaryTokenizer.count(answer.text));
       const coveredMessages = covered.map((entry) => entry.message as ContextMessage);
@@ -453,7 +483,7 @@ export function createSessionSummarizer(deps: {
         promptTokens: number | undefined;
         completionTokens: number | undefined;
       }
-    | { failure: string }
+    | { failure: string; overflow?: Extract<UpstreamErrorClass, { kind: 'context_overflow' }> }
   > {
     const credentialHeaders: IncomingHttpHeaders = {};
     for (const name of passThroughCredentialHeaders) {
@@ -489,7 +519,17 @@ export function createSessionSummarizer(deps: {
         signal,
       });
       const body = await response.readAll();
-      if (response.statusCode !== 200) return { failure: `upstream_status_${response.statusCode}` };
+      if (response.statusCode !== 200) {
+        const verdict = classifyUpstreamError({
+          status: response.statusCode,
+          headers: response.headers,
+          body: body.toString('utf8'),
+        });
+        return {
+          failure: `upstream_status_${response.statusCode}`,
+          ...(verdict.kind === 'context_overflow' ? { overflow: verdict } : {}),
+        };
+      }
       const parsed = JSON.parse(body.toString('utf8')) as {
         choices?: Array<{ message?: { content?: unknown }; finish_reason?: string }>;
         usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
