@@ -59,6 +59,9 @@ export type RenderOutcome =
 
 const noticeTemplateCount = 999_999;
 
+/** History under this share of its room grows back (see slidingPlan). */
+const expandBelow = 0.5;
+
 export function omissionNotice(omittedMessages: number, summaryPresent = false): ContextMessage {
   return {
     role: 'system',
@@ -92,6 +95,7 @@ export function slidingPlan(
   from = 0,
 ): { start: number; maskedUntil: number } {
   let start = Math.min(Math.max(0, from), wholeTokens.length);
+  const first = start;
   let maskedUntil = start;
   let sum = 0;
   const sized = (index: number): number =>
@@ -123,6 +127,20 @@ export function slidingPlan(
       if (start === index && previous >= 0 && sized(previous) <= available) {
         start = previous;
         sum = sized(previous);
+      }
+    }
+    // After a turn too big for any history (the request it was current in kept none), history starts
+    // again from the turns just before it, back up to trim_to of its room: that request broke the prefix
+    // anyway, so this costs no cache.
+    if (sum < expandBelow * available) {
+      const target = Math.floor(policy.trim_to * available);
+      while (
+        start > first &&
+        sum + sized(start - 1) <= target &&
+        (maxTurns === 0 || index - (start - 1) <= targetTurns)
+      ) {
+        start--;
+        sum += sized(start);
       }
     }
     if (maskedUntil < start) maskedUntil = start;
