@@ -11,6 +11,7 @@ import { Pool, request } from 'undici';
 import { FakeUpstream } from '../test/helpers/fake-upstream.js';
 import { startServerProcess, type ServerProcess } from '../test/helpers/server-process.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
+import { fidelitySection } from './sections/fidelity.js';
 
 const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8');
 const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
@@ -845,6 +846,7 @@ const sections: Record<string, () => Promise<void>> = {
   tokenizer: tokenizerSection,
   sse: sseSection,
   'memory-store': memoryStoreSection,
+  fidelity: fidelitySection,
 };
 
 const selected = process.argv.slice(2);

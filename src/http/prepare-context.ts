@@ -22,6 +22,8 @@ export interface PreparedContext {
   settings: ContextSettings;
   /** max_tokens to send instead of the client's (lowerMaxTokensToFit). */
   loweredMaxTokens?: number;
+  /** The learned ratio the estimate was scaled by (estimated models): the report counts in estimate units. */
+  estimateRatio?: number;
 }
 
 export function tokenizerFor(
@@ -184,14 +186,21 @@ export function prepareContext(options: {
   };
   if (ratio !== undefined) prepared.report = { ...outcome.report, window: settings.window };
   if (loweredMaxTokens !== undefined) prepared.loweredMaxTokens = loweredMaxTokens;
+  if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
 }
 
-export function contextResponseHeaders({ report, settings }: PreparedContext): Record<string, string> {
+export function contextResponseHeaders({
+  report,
+  settings,
+  estimateRatio,
+}: PreparedContext): Record<string, string> {
+  // In the provider's units: an estimated model's count scaled by its learned ratio.
+  const inputTokens = Math.ceil(report.inputTokens * (estimateRatio ?? 1));
   return {
     'x-context-window': String(report.window),
-    'x-context-input-tokens': String(report.inputTokens),
-    'x-context-usage': ((report.inputTokens + settings.outputReserve) / report.window).toFixed(2),
+    'x-context-input-tokens': String(inputTokens),
+    'x-context-usage': ((inputTokens + settings.outputReserve) / report.window).toFixed(2),
     'x-context-dropped-messages': String(report.droppedMessages),
     'x-context-truncated-tool-results': String(report.truncatedToolResults),
     'x-context-masked-tool-results': String(report.maskedToolResults),

@@ -1,0 +1,202 @@
+// Bench section "fidelity" (issue "Context fidelity"): how well the context engine uses the window and
+// counts what the provider counts. Figures only; nothing asserted.
+// - fill (prompt + reserve over window) over 500 generated conversations on 8,192 tokens;
+// - the share of consecutive requests sharing the whole previous prompt in a 300-turn session;
+// - estimate error per request shape against a provider counting its own way (tools as JSON);
+// - POST /v1/context/render against what the chat request then sent.
+import OpenAI from 'openai';
+import { renderContext } from '../../src/context/render.js';
+import type { ContextMessage } from '../../src/context/types.js';
+import { builtInPolicy } from '../../src/config/policy-defaults.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../../test/helpers/fake-upstream.js';
+import { startGateway } from '../../test/helpers/start-gateway.js';
+
+const vocabulary = [
+  'ledger',
+  'orbit',
+  'harbor',
+  'quartz',
+  'signal',
+  'meadow',
+  'vector',
+  'cinder',
+  'pilot',
+  'lantern',
+];
+const prose = (tokens: number, seed: number): string =>
+  Array.from({ length: tokens }, (_unused, index) => vocabulary[(index * 7 + seed) % vocabulary.length]).join(
+    ' ',
+  );
+
+/** A seeded random source (mulberry32). */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+function conversation(random: () => number): ContextMessage[] {
+  const between = (low: number, high: number): number => low + Math.floor(random() * (high - low + 1));
+  const messages: ContextMessage[] = [{ role: 'system', content: 'You are a careful assistant.' }];
+  let ids = 0;
+  for (let turn = between(8, 60); turn > 0; turn--) {
+    if (random() < 0.6) {
+      messages.push({
+        role: 'user',
+        content: `${random() < 0.1 ? '[pin] ' : ''}${prose(between(5, 400), turn)}`,
+      });
+      messages.push({ role: 'assistant', content: prose(between(5, 500), turn + 1) });
+      continue;
+    }
+    messages.push({ role: 'user', content: prose(between(5, 200), turn) });
+    for (let step = between(1, 4); step > 0; step--) {
+      const id = `call_${++ids}`;
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: 'search', arguments: '{}' } }],
+      });
+      messages.push({
+        role: 'tool',
+        tool_call_id: id,
+        content: prose(random() < 0.3 ? between(800, 4_000) : between(10, 300), step),
+      });
+    }
+    messages.push({ role: 'assistant', content: prose(60, turn) });
+  }
+  messages.push({ role: 'user', content: prose(between(5, 120), 3) });
+  return messages;
+}
+
+const percentile = (sorted: number[], share: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] as number;
+
+export async function fidelitySection(): Promise<void> {
+  console.log('\n== fidelity ==');
+  // Fill.
+  const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
+  const random = seeded(14);
+  for (const reserve of ['default 4096', '256-2048'] as const) {
+    const fills: number[] = [];
+    for (let index = 0; index < 500; index++) {
+      const outputReserve = reserve === 'default 4096' ? 4_096 : 256 + Math.floor(random() * 1_793);
+      const outcome = renderContext({
+        messages: conversation(random),
+        tokenizer,
+        window: 8_192,
+        outputReserve,
+        safetyMarginTokens: 410,
+        policy: builtInPolicy,
+      });
+      if (outcome.ok) fills.push((outcome.report.inputTokens + outputReserve) / 8_192);
+    }
+    fills.sort((a, b) => a - b);
+    console.log(
+      `fill, 500 conversations, reserve ${reserve}: p10 ${percentile(fills, 0.1).toFixed(2)}  median ${percentile(fills, 0.5).toFixed(2)}  p90 ${percentile(fills, 0.9).toFixed(2)}  (${fills.length} fitted)`,
+    );
+  }
+
+  const model = 'bench-model';
+  const fake = new FakeUpstream({
+    windows: { [model]: 8_192 },
+    recordLimit: 1_000,
+    promptTokenScale: { 'bench-estimated': 1.3 },
+  });
+  const gateway = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), LOG_LEVEL: 'warn' },
+    configYaml: `models:\n  - { match: ${model}, window: 8192, output_reserve: 512, exact_tokenizer: true }\n`,
+  });
+  try {
+    // Prefix kept over a 300-turn session.
+    const client = new OpenAI({
+      baseURL: gateway.baseUrl,
+      apiKey: 'sk-bench',
+      maxRetries: 0,
+      defaultHeaders: { 'x-session-id': 'fidelity' },
+    });
+    for (let turn = 0; turn < 300; turn++)
+      await client.chat.completions.create({ model, messages: [{ role: 'user', content: prose(90, turn) }] });
+    await gateway.gateway.summarizer.idle();
+    const prompts = fake.chatRequests
+      .filter((request) => !isSummaryRequest(request.body))
+      .map((request) => JSON.stringify((request.body as { messages: ChatMessage[] }).messages));
+    const firstTrimmed = prompts.findIndex((prompt) => prompt.includes('[ctxgate] '));
+    let kept = 0;
+    for (let index = firstTrimmed + 1; index < prompts.length; index++)
+      if ((prompts[index] as string).startsWith((prompts[index - 1] as string).slice(0, -1))) kept++;
+    console.log(
+      `prefix kept after the first trimming step: ${kept} of ${prompts.length - firstTrimmed - 1} consecutive requests`,
+    );
+
+    // Estimate error per request shape.
+    const stateless = new OpenAI({ baseURL: gateway.baseUrl, apiKey: 'sk-bench', maxRetries: 0 });
+    const tools: OpenAI.ChatCompletionTool[] = Array.from({ length: 8 }, (_unused, index) => ({
+      type: 'function',
+      function: {
+        name: `tool_${index}`,
+        description: `Tool ${index}.`,
+        parameters: {
+          type: 'object',
+          properties: {
+            a: { type: 'object', properties: { b: { type: 'array', items: { type: 'string' } } } },
+          },
+        },
+      },
+    }));
+    const shapes: Array<[string, OpenAI.ChatCompletionCreateParamsNonStreaming]> = [
+      ['plain messages', { model, messages: [{ role: 'user', content: prose(300, 1) }] }],
+      ['tools, first request', { model, messages: [{ role: 'user', content: prose(50, 2) }], tools }],
+      ['tools, second request', { model, messages: [{ role: 'user', content: prose(80, 3) }], tools }],
+      [
+        'estimated model, first',
+        { model: 'bench-estimated', messages: [{ role: 'user', content: prose(300, 4) }] },
+      ],
+      [
+        'estimated model, second',
+        { model: 'bench-estimated', messages: [{ role: 'user', content: prose(300, 5) }] },
+      ],
+    ];
+    for (const [name, body] of shapes) {
+      const { response } = await stateless.chat.completions.create(body).withResponse();
+      const estimate = Number(response.headers.get('x-context-input-tokens'));
+      const counted = fake.chatRequests.at(-1)?.promptTokens as number;
+      console.log(
+        `estimate error, ${name}: ${(((estimate - counted) / counted) * 100).toFixed(1)}% (gateway ${estimate}, provider ${counted})`,
+      );
+    }
+
+    // Render equals run.
+    let equal = 0;
+    for (let index = 0; index < 200; index++) {
+      const messages = conversation(random).filter(
+        (message) => message.role !== 'tool' && message.tool_calls === undefined,
+      );
+      const body = { model: index % 2 === 0 ? model : 'bench-estimated', messages, max_tokens: 512 };
+      const preview = await fetch(`${gateway.baseUrl}/context/render`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+        body: JSON.stringify(body),
+      });
+      const shown = JSON.stringify(((await preview.json()) as { messages?: unknown }).messages);
+      const before = fake.chatRequests.length;
+      await stateless.chat.completions
+        .create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)
+        .catch(() => undefined);
+      if (
+        JSON.stringify((fake.chatRequests[before]?.body as { messages?: unknown } | undefined)?.messages) ===
+        shown
+      )
+        equal++;
+    }
+    console.log(`render equals run: ${equal} of 200`);
+  } finally {
+    await gateway.close();
+    await fake.stop();
+  }
+}
