@@ -51,7 +51,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/context/**/*.ts', 'src/upstream/classify-upstream-error.ts', 'src/upstream/sse-decoder.ts'],
+    files: ['src/context/**/*.ts', 'src/upstream/classify-upstream-error.ts', 'src/upstream/sse.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

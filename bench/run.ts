@@ -466,7 +466,7 @@ async function sessionsSection(): Promise<void> {
   const { startRedisServer } = await import('../test/helpers/redis-server.js');
   const { createRedisConnection } = await import('../src/store/redis-client.js');
   const { createRedisSessionStore } = await import('../src/store/redis-session-store.js');
-  const { createAuthenticator } = await import('../src/http/authenticate.js');
+  const { createAuthenticator } = await import('../src/auth/authenticate.js');
   const redis = await startRedisServer();
   const servers: ServerProcess[] = [];
   const connection = createRedisConnection({ mode: 'standalone', url: redis.url });

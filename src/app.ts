@@ -4,26 +4,20 @@
 // Scopes: the probes (/healthz, /readyz, /metrics) are public; every route of the API scope is behind
 // client authentication, decided on the route the router matched; the admin routes sit in a scope of
 // their own behind the admin key.
-import { createMemoryLearnedLimits, type LearnedLimits } from './store/learned-limits.js';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { GatewayError, toOpenAIErrorBody } from './errors.js';
-import { createAuthenticator } from './http/authenticate.js';
+import { createAuthenticator } from './auth/authenticate.js';
 import { handleError } from './http/error-handler.js';
 import { registerOperationalRoutes, type ReadinessProbe } from './http/operational-routes.js';
-import { registerProxyRoutes } from './http/proxy-routes.js';
 import type { GatewayMetrics } from './metrics.js';
-import type { SessionStore } from './store/session-store.js';
-import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { registerSessionRoutes } from './http/session-routes.js';
-import type { Upstream } from './upstream/upstream.js';
-import { createSessionSummarizer, type SessionSummarizer } from './summarization/session-summarizer.js';
-import { createBudgetService } from './budget/budget-service.js';
-import type { BudgetStore } from './store/budget-store.js';
-import { createMemoryBudgetStore } from './store/memory-budget-store.js';
+import { registerChatRoutes } from './http/chat-routes.js';
+import type { GatewayServices } from './create-services.js';
+import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { requestContextPlugin, requestIdFrom } from './http/plugins/request-context.js';
 import { jsonBodyParserPlugin } from './http/plugins/json-body-parser.js';
@@ -34,15 +28,10 @@ import { addClientAuthentication } from './http/plugins/client-auth.js';
 export interface AppDependencies {
   config: GatewayConfig;
   logger: Logger;
-  upstream: Upstream;
   metrics: GatewayMetrics;
   readiness: ReadinessProbe;
-  tokenizers: Tokenizers;
-  sessionStore: SessionStore;
-  /** Limits learned from the upstreams' overflow errors; in-process when not given. */
-  learnedLimits?: LearnedLimits;
-  /** Token budget counters; in-process when not given. */
-  budgetStore?: BudgetStore;
+  /** The application, built once by the composition root (create-services.ts). */
+  services: GatewayServices;
   /** Wall-clock milliseconds (budget periods follow it); injected in tests. */
   clock?: () => number;
   /** Monotonic milliseconds; injected so durations can be controlled in tests. */
@@ -141,25 +130,8 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     ),
   );
 
-  const learnedLimits = deps.learnedLimits ?? createMemoryLearnedLimits();
-  const budgetStore = deps.budgetStore ?? createMemoryBudgetStore();
-  const budgets = createBudgetService({
-    config,
-    store: budgetStore,
-    metrics,
-    logger,
-    ...(deps.clock === undefined ? {} : { clock: deps.clock }),
-  });
-  const summarizer = createSessionSummarizer({
-    config,
-    store: deps.sessionStore,
-    upstream: deps.upstream,
-    tokenizers: deps.tokenizers,
-    metrics,
-    learnedLimits,
-    logger,
-    budgets,
-  });
+  const { services } = deps;
+  const summarizer = services.summarizer;
   // Running summarization jobs are abandoned on close: nothing half-stored, retried after a restart.
   app.addHook('onClose', async () => summarizer.close());
 
@@ -168,24 +140,18 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
   app.register(async (api) => {
     addClientAuthentication(api, authenticator);
-    registerProxyRoutes(api, {
-      budgets,
-      config,
-      upstream: deps.upstream,
-      metrics,
-      tokenizers: deps.tokenizers,
-      sessionStore: deps.sessionStore,
-      learnedLimits,
-      summarizer,
-      now,
+    registerChatRoutes(api, {
+      chat: services.chat,
+      forwarder: services.forwarder,
+      defaultUpstream: config.defaultUpstream,
     });
-    registerSessionRoutes(api, { sessionStore: deps.sessionStore });
+    registerSessionRoutes(api, { sessionStore: services.sessionStore });
   });
   // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.
   app.register(async (admin) => {
     registerAdminRoutes(admin, {
       config,
-      budgetStore,
+      budgetStore: services.budgetStore,
       ...(deps.clock === undefined ? {} : { clock: deps.clock }),
     });
   });

@@ -4,6 +4,7 @@ import { createMemoryLearnedLimits, createRedisLearnedLimits } from './store/lea
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { buildApp, type GatewayApp } from './app.js';
+import { createServices } from './create-services.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { createMetrics } from './metrics.js';
 import { createRedisConnection, type RedisConnection } from './store/redis-client.js';
@@ -113,19 +114,25 @@ export function createGateway(options: {
 
   const learnedLimits =
     redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis });
-  const gatewayApp = buildApp({
+  const services = createServices({
     config,
     logger,
-    upstream,
     metrics,
-    // Ready once the store answers and the limits the replicas learned have been read.
-    readiness: { check: async () => (await sessionStore.ping()) && learnedLimits.loaded() },
+    upstream,
+    tokenizers,
+    sessionStore,
     learnedLimits,
     budgetStore: redis === undefined ? createMemoryBudgetStore() : createRedisBudgetStore({ redis }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
-
-    tokenizers,
-    sessionStore,
+  });
+  const gatewayApp = buildApp({
+    config,
+    logger,
+    metrics,
+    // Ready once the store answers and the limits the replicas learned have been read.
+    readiness: { check: async () => (await sessionStore.ping()) && learnedLimits.loaded() },
+    services,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   // Connections that never sent a byte (a client's pool may open one ahead of use) are not "idle" to
   // Node's closeIdleConnections, and would hold server.close() until the request timeout.

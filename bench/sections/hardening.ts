@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { EventBoundaryBuffer, StreamCompletionTracker } from '../../src/http/relay-response.js';
+import { EventBoundaryBuffer, StreamCompletionTracker } from '../../src/upstream/sse.js';
 import { StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
 import { startServerProcess } from '../../test/helpers/server-process.js';
 

@@ -5,7 +5,6 @@
 // and settles with the upstream's reported usage. When the budget store is unreachable, budgets are
 // not enforced for that request (logged and counted): Redis trouble never stops stateless traffic.
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
 import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
@@ -51,7 +50,10 @@ export interface BudgetService {
   plan(input: {
     tenantId: string;
     sessionId: string | undefined;
-    headers: IncomingHttpHeaders;
+    /** The preset the request names (X-Context-Policy): its budgets apply. */
+    policyName?: string | undefined;
+    /** X-Budget-Session-Tokens: lowers the session budget. */
+    sessionTokens?: number | undefined;
   }): BudgetPlan | undefined;
   /**
    * Work the gateway does for a session on its own (summarization): false when a hard budget of the
@@ -63,8 +65,11 @@ export interface BudgetService {
     input: { tenantId: string; sessionId: string },
     usage: { tokens: number; estimated: boolean },
   ): Promise<void>;
-  /** Before the session hold: refuses a used-up hard budget; the backpressure delay to wait. */
-  admit(plan: BudgetPlan): Promise<{ delayMs: number; headers: Record<string, string> }>;
+  /**
+   * Before the session hold: refuses a used-up hard budget; the backpressure delay to wait. The plan to
+   * reserve with comes back: marked unavailable when the store failed, so the request is not enforced.
+   */
+  admit(plan: BudgetPlan): Promise<{ delayMs: number; headers: Record<string, string>; plan: BudgetPlan }>;
   /**
    * After rendering: checks max_request_tokens, then reserves the request's expected cost. With
    * `backpressure` (a request that holds nothing, so it may wait now: one store call instead of two),
@@ -74,20 +79,6 @@ export interface BudgetService {
     plan: BudgetPlan,
     cost: { promptTokens: number; maxOutputTokens: number; backpressure: boolean },
   ): Promise<BudgetReservation>;
-}
-
-function parseSessionTokensHeader(headers: IncomingHttpHeaders): number | undefined {
-  const raw = headers['x-budget-session-tokens'];
-  if (raw === undefined) return undefined;
-  const text = Array.isArray(raw) ? raw[0] : raw;
-  if (text === undefined || !/^\d{1,15}$/.test(text.trim())) {
-    throw new GatewayError(
-      'invalid_header',
-      'Invalid header x-budget-session-tokens: expected a whole number of tokens.',
-      { param: 'x-budget-session-tokens' },
-    );
-  }
-  return Number(text);
 }
 
 function describeReset(resetsAtMs: number | undefined): string {
@@ -190,7 +181,6 @@ export function createBudgetService(deps: {
     plan.counted.map((budget) => ({ limit: budget.limit, hard: budget.mode === 'hard' }));
 
   function storeFailed(plan: BudgetPlan, error: unknown): void {
-    plan.unavailable = true;
     metrics.budgetStoreErrors.inc({});
     logger.warn(
       { tenant: plan.tenantId, err: error instanceof Error ? error.message : String(error) },
@@ -199,16 +189,14 @@ export function createBudgetService(deps: {
   }
 
   return {
-    plan({ tenantId, sessionId, headers }) {
+    plan({ tenantId, sessionId, policyName, sessionTokens }) {
       // The common case on the hot path: no budget anywhere, none asked for.
-      if (!anyConfigured && headers['x-budget-session-tokens'] === undefined) return undefined;
-      const presetHeader = headers['x-context-policy'];
-      const presetName = Array.isArray(presetHeader) ? presetHeader[0] : presetHeader;
+      if (!anyConfigured && sessionTokens === undefined) return undefined;
       const active = resolveBudgets({
         defaults: budgets.defaults,
         credential: ownEntry(budgets.credentials, tenantId),
-        preset: presetName === undefined ? undefined : ownEntry(config.policies, presetName)?.budgets,
-        sessionTokensHeader: parseSessionTokensHeader(headers),
+        preset: policyName === undefined ? undefined : ownEntry(config.policies, policyName)?.budgets,
+        sessionTokensHeader: sessionTokens,
         sessionMode: sessionId !== undefined,
       });
       if (active.length === 0) return undefined;
@@ -231,7 +219,7 @@ export function createBudgetService(deps: {
     },
 
     async allowsBackgroundWork({ tenantId, sessionId }) {
-      const plan = this.plan({ tenantId, sessionId, headers: {} });
+      const plan = this.plan({ tenantId, sessionId });
       if (plan === undefined || plan.counted.length === 0) return true;
       try {
         const usage = await store.read(plan.counters, clock());
@@ -244,26 +232,30 @@ export function createBudgetService(deps: {
     },
 
     async charge({ tenantId, sessionId }, usage) {
-      const plan = this.plan({ tenantId, sessionId, headers: {} });
+      const plan = this.plan({ tenantId, sessionId });
       if (plan === undefined || plan.counted.length === 0) return;
       await count(plan, limitsOf(plan), randomUUID(), usage);
     },
 
     async admit(plan) {
-      if (plan.counted.length === 0) return { delayMs: 0, headers: { 'x-budget-delay-ms': '0' } };
+      if (plan.counted.length === 0) return { delayMs: 0, headers: { 'x-budget-delay-ms': '0' }, plan };
       let usage: CounterUsage[];
       try {
         usage = await store.read(plan.counters, clock());
       } catch (error) {
         storeFailed(plan, error);
-        return { delayMs: 0, headers: {} };
+        return { delayMs: 0, headers: {}, plan: { ...plan, unavailable: true } };
       }
       for (const [index, budget] of plan.counted.entries()) {
         const entry = usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
         if (budget.mode === 'hard' && entry.used >= budget.limit) throw exceeded(budget, entry.used);
       }
       const delayMs = backpressureFor(plan, usage);
-      return { delayMs, headers: { ...remainingHeader(plan, usage), 'x-budget-delay-ms': String(delayMs) } };
+      return {
+        delayMs,
+        headers: { ...remainingHeader(plan, usage), 'x-budget-delay-ms': String(delayMs) },
+        plan,
+      };
     },
 
     async reserve(plan, cost) {

@@ -2,11 +2,11 @@
 // (POST /v1/context/render): the window and estimate ratio learned for its model and upstream, the
 // tokens learned for its tool set, then the context engine — so the preview equals what is sent.
 import { createHash } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
-import type { ChatCompletionRequest } from '../http/chat-request-schema.js';
-import { prepareContext, type ContextReduction, type PreparedContext } from '../http/prepare-context.js';
-import type { SessionView } from '../http/session-turn.js';
+import type { ChatCompletionRequest } from './chat-request-schema.js';
+import type { RequestOverrides } from './request-overrides.js';
+import { prepareContext, type ContextReduction, type PreparedContext } from './prepare-context.js';
+import type { SessionView } from '../sessions/session-turn.js';
 import type { LearnedLimit, LearnedLimits } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 
@@ -47,7 +47,7 @@ export function withMaxTokens(
 export interface ContextPlanner {
   plan(input: {
     chatRequest: ChatCompletionRequest;
-    headers: IncomingHttpHeaders;
+    overrides: RequestOverrides;
     session: SessionView | undefined;
     target: UpstreamConfig;
     precision: CountPrecision;
@@ -62,7 +62,7 @@ export function createContextPlanner(deps: {
 }): ContextPlanner {
   const { config, tokenizers, learnedLimits } = deps;
   return {
-    plan({ chatRequest, headers, session, target, precision, attempt }) {
+    plan({ chatRequest, overrides, session, target, precision, attempt }) {
       const learned = learnedLimits.get(target.name, chatRequest.model);
       const toolSet = toolSetOf(chatRequest.tools);
       const toolTokens =
@@ -74,7 +74,7 @@ export function createContextPlanner(deps: {
         config,
         tokenizers,
         chatRequest: outgoing,
-        headers,
+        overrides,
         session,
         learnedWindow: learned.window,
         reduction: attempt.reduction,

@@ -6,8 +6,8 @@ import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { sha256 } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
 import { budgetCounter, type BudgetCounter, type BudgetStore } from '../store/budget-store.js';
-import { presentedKey } from './authenticate.js';
-import { sessionIdPattern } from './session-turn.js';
+import { presentedKey } from '../auth/authenticate.js';
+import { sessionIdPattern } from '../sessions/session-keys.js';
 
 const tenantPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const credentialBudgets: readonly CounterBudgetName[] = [

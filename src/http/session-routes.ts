@@ -3,7 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
 import type { SessionKey, SessionStore } from '../store/session-store.js';
-import { sessionIdPattern, sessionKeyFor, storeUnavailable } from './session-turn.js';
+import { sessionIdPattern, sessionKeyFor, storeUnavailable } from '../sessions/session-keys.js';
 
 function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
   const sessionId = request.params.id;

@@ -1,7 +1,7 @@
 // Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
 // an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
 // the reply it relayed. Pure.
-import { SseDecoder } from './sse-decoder.js';
+import { SseDecoder } from './sse.js';
 
 export interface AssembledReply {
   message: Record<string, unknown>;

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load-config.js';
 import { builtInPolicy } from '../../src/config/policy-defaults.js';
-import { createAuthenticator } from '../../src/http/authenticate.js';
+import { createAuthenticator } from '../../src/auth/authenticate.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 function problemsOf(env: Record<string, string>): readonly string[] {

@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
-import { serializeChatBody } from '../../src/http/chat-body.js';
+import { serializeChatBody } from '../../src/chat/chat-body.js';
 
 const message = fc.record({
   role: fc.constantFrom('user', 'assistant', 'tool'),

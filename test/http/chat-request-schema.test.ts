@@ -1,6 +1,6 @@
 // The request schema accepts what the OpenAI API accepts and keeps every field it does not know.
 import { describe, expect, it } from 'vitest';
-import { parseChatCompletionRequest } from '../../src/http/chat-request-schema.js';
+import { parseChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 
 const accepted: Array<{ name: string; body: Record<string, unknown> }> = [
   { name: 'a plain user message', body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] } },

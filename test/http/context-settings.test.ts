@@ -2,7 +2,8 @@
 // model's entry, the config file's defaults, the built-in defaults (SPEC §8).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
-import { resolveContextSettings } from '../../src/http/context-settings.js';
+import { resolveContextSettings } from '../../src/chat/context-settings.js';
+import { parseRequestOverrides } from '../../src/http/request-overrides.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const config = loadConfig({
@@ -31,7 +32,7 @@ describe('resolveContextSettings', () => {
     const settings = resolveContextSettings({
       config,
       model: 'gpt-4o-mini',
-      headers: {},
+      overrides: parseRequestOverrides({}),
       maxCompletionTokens: undefined,
     });
     expect(settings.window).toBe(128_000);
@@ -50,7 +51,7 @@ describe('resolveContextSettings', () => {
     const settings = resolveContextSettings({
       config,
       model: 'house-large',
-      headers: {},
+      overrides: parseRequestOverrides({}),
       maxCompletionTokens: undefined,
     });
     expect(settings.window).toBe(20_000);
@@ -63,7 +64,7 @@ describe('resolveContextSettings', () => {
     const preset = resolveContextSettings({
       config,
       model: 'house-large',
-      headers: { 'x-context-policy': 'tight' },
+      overrides: parseRequestOverrides({ 'x-context-policy': 'tight' }),
       maxCompletionTokens: undefined,
     });
     expect(preset.policy.trim_to).toBe(0.5);
@@ -72,11 +73,11 @@ describe('resolveContextSettings', () => {
     const headers = resolveContextSettings({
       config,
       model: 'house-large',
-      headers: {
+      overrides: parseRequestOverrides({
         'x-context-policy': 'tight',
         'x-context-max-history-tokens': '0',
         'x-context-window': '50000',
-      },
+      }),
       maxCompletionTokens: undefined,
     });
     expect(headers.policy.max_history_tokens).toBe(0);
@@ -85,8 +86,12 @@ describe('resolveContextSettings', () => {
 
   it("takes the output reserve from the request's max tokens", () => {
     expect(
-      resolveContextSettings({ config, model: 'gpt-4o', headers: {}, maxCompletionTokens: 123 })
-        .outputReserve,
+      resolveContextSettings({
+        config,
+        model: 'gpt-4o',
+        overrides: parseRequestOverrides({}),
+        maxCompletionTokens: 123,
+      }).outputReserve,
     ).toBe(123);
   });
 
@@ -95,7 +100,7 @@ describe('resolveContextSettings', () => {
       resolveContextSettings({
         config,
         model: 'gpt-4o',
-        headers: { 'x-context-policy': 'nope' },
+        overrides: parseRequestOverrides({ 'x-context-policy': 'nope' }),
         maxCompletionTokens: undefined,
       }),
     ).toThrow(expect.objectContaining({ code: 'invalid_header', param: 'x-context-policy' }));
@@ -104,7 +109,7 @@ describe('resolveContextSettings', () => {
         resolveContextSettings({
           config,
           model: 'gpt-4o',
-          headers: { 'x-context-max-history-tokens': value },
+          overrides: parseRequestOverrides({ 'x-context-max-history-tokens': value }),
           maxCompletionTokens: undefined,
         }),
       ).toThrow(expect.objectContaining({ code: 'invalid_header' }));

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import { createServices } from '../../src/create-services.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';
@@ -21,17 +22,19 @@ const unreachableUpstream: Upstream = {
 function build(env: Record<string, string>, configYaml = '{}\n', ready = true): FastifyInstance {
   const config = loadConfig({ env: { ...env, CTXGATE_CONFIG: writeConfigFile(configYaml) } });
   const { destination } = captureLogs();
-  return buildApp({
+  const logger = createLogger({ level: 'info', destination });
+  const metrics = createMetrics({ collectProcessMetrics: false });
+  const services = createServices({
     config,
-    logger: createLogger({ level: 'info', destination }),
+    logger,
+    metrics,
     upstream: unreachableUpstream,
-    metrics: createMetrics({ collectProcessMetrics: false }),
-    readiness: { check: async () => ready },
     tokenizers: createTiktokenTokenizers(),
     sessionStore: createMemorySessionStore({
       limits: { maxActiveMessages: 100, minActiveMessages: 100, idleTtlSeconds: 60 },
     }),
-  }).app;
+  });
+  return buildApp({ config, logger, metrics, readiness: { check: async () => ready }, services }).app;
 }
 
 const validBody = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };

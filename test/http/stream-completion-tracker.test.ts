@@ -2,7 +2,7 @@
 // however the bytes are cut, and must not mistake an unfinished stream for a finished one.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { StreamCompletionTracker } from '../../src/http/relay-response.js';
+import { StreamCompletionTracker } from '../../src/upstream/sse.js';
 
 const chunk = (delta: string, finish: string | null) =>
   `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"${delta}"},"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;

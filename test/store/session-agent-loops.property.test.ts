@@ -10,7 +10,7 @@ import { renderContext } from '../../src/context/render.js';
 import { planSummary, planTurnSummary } from '../../src/context/summary.js';
 import { findOrphans } from '../../src/context/turns.js';
 import type { ContextMessage, ContextPolicy, Tokenizer } from '../../src/context/types.js';
-import { beginSessionTurn } from '../../src/http/session-turn.js';
+import { beginSessionTurn } from '../../src/sessions/session-turn.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
@@ -174,7 +174,7 @@ async function runLoop(store: SessionStore, generated: { window: number; actions
     const turn = await beginSessionTurn({
       store,
       key,
-      headers: { 'x-session-history': 'delta' },
+      historyMode: 'delta',
       incoming,
       tokenizer: words,
       holdMs: 10_000,

@@ -1,7 +1,7 @@
 // The SSE decoder must give the same events however the byte stream is cut.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseDecoder } from '../../src/upstream/sse-decoder.js';
+import { SseDecoder } from '../../src/upstream/sse.js';
 
 const sample =
   'data: {"a":1}\n\n: keep-alive comment\n\nevent: error\ndata: {"b":\ndata: 2}\n\ndata:no-space\r\n\r\ndata: [DONE]\n\n';

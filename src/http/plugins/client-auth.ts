@@ -2,7 +2,7 @@
 // for exactly the routes the router matched there — however the request target was spelled
 // (percent-encoded, absolute-form) — and never depends on the URL's text.
 import type { FastifyInstance } from 'fastify';
-import type { Authenticator } from '../authenticate.js';
+import type { Authenticator } from '../../auth/authenticate.js';
 
 export function addClientAuthentication(scope: FastifyInstance, authenticator: Authenticator): void {
   scope.addHook('onRequest', (request, _reply, done) => {

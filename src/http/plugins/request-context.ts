@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../../metrics.js';
-import { createRequestState, type RequestState } from '../request-state.js';
+import { createRequestState, type RequestState } from '../../chat/request-state.js';
 import type { RenderReport } from '../../context/types.js';
 
 /** Routes whose requests are counted but not logged: probes and scrapes would drown the log. */
@@ -134,3 +134,9 @@ function requestContext(app: FastifyInstance, options: RequestContextOptions): v
 }
 
 export const requestContextPlugin = fastifyPlugin(requestContext, { name: 'ctxgate-request-context' });
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    gateway: RequestState;
+  }
+}

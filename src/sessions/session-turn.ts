@@ -1,7 +1,6 @@
 // One turn of a session (SPEC §4): hold the session, load it, work out which incoming messages are new,
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
-import type { IncomingHttpHeaders } from 'node:http';
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import { isSystemRole, splitTurns } from '../context/turns.js';
@@ -18,10 +17,7 @@ import type {
   StoredMessage,
 } from '../store/session-store.js';
 import { releaseEventually } from '../store/session-store.js';
-import type { Credential } from './authenticate.js';
-
-/** What a session id may be (SPEC §3): the header and the sessions API path alike. */
-export const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+import { storeUnavailable } from './session-keys.js';
 
 /** A first turn longer than this is not protected from moving to the archive. */
 const maxHeadMessages = 64;
@@ -69,59 +65,6 @@ export interface SessionTurn extends SessionView {
     rendered: RenderedTurn,
   ): Promise<{ activeTokens: number }>;
   release(): Promise<void>;
-}
-
-function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-export function sessionIdFrom(headers: IncomingHttpHeaders): string | undefined {
-  const sessionId = headerValue(headers, 'x-session-id');
-  if (sessionId === undefined) return undefined;
-  if (!sessionIdPattern.test(sessionId)) {
-    throw new GatewayError(
-      'invalid_header',
-      'Invalid header x-session-id: expected 1-128 letters, digits, ".", "_", ":" or "-".',
-      { param: 'x-session-id' },
-    );
-  }
-  return sessionId;
-}
-
-function historyModeFrom(headers: IncomingHttpHeaders): HistoryMode {
-  const mode = headerValue(headers, 'x-session-history') ?? 'auto';
-  if (mode !== 'auto' && mode !== 'delta' && mode !== 'full') {
-    throw new GatewayError(
-      'invalid_header',
-      "Invalid header x-session-history: expected 'auto', 'delta' or 'full'.",
-      { param: 'x-session-history' },
-    );
-  }
-  return mode;
-}
-
-/**
- * The session key of a caller: its tenant and the session id. Sessions belong to a credential, so a
- * caller that presented none (pass-through mode) holds none unless the config names an anonymous tenant.
- */
-export function sessionKeyFor(credential: Credential | undefined, sessionId: string): SessionKey {
-  if (credential === undefined || !credential.mayHoldSessions) {
-    throw new GatewayError(
-      'session_requires_credential',
-      'Sessions belong to a credential: send your API key (Authorization, api-key or x-api-key) with the request, or have the gateway configured with sessions.anonymous_tenant.',
-      { param: 'x-session-id' },
-    );
-  }
-  return { tenantId: credential.tenantId, sessionId };
-}
-
-export function storeUnavailable(cause: unknown): GatewayError {
-  return new GatewayError(
-    'session_store_unavailable',
-    'The session store is unavailable; retry shortly. Requests without X-Session-Id are not affected.',
-    { cause },
-  );
 }
 
 /**
@@ -264,11 +207,11 @@ function localTurnSummary(snapshot: SessionSnapshot, systemCount: number): Rende
 export async function previewSessionTurn(options: {
   store: SessionStore;
   key: SessionKey;
-  headers: IncomingHttpHeaders;
+  historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
 }): Promise<SessionView> {
-  const mode = historyModeFrom(options.headers);
+  const mode = options.historyMode;
   let snapshot: SessionSnapshot;
   try {
     snapshot = await options.store.load(options.key);
@@ -281,7 +224,7 @@ export async function previewSessionTurn(options: {
 export async function beginSessionTurn(options: {
   store: SessionStore;
   key: SessionKey;
-  headers: IncomingHttpHeaders;
+  historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
   holdMs: number;
@@ -289,7 +232,7 @@ export async function beginSessionTurn(options: {
   maxTurnMessages: number;
 }): Promise<SessionTurn> {
   const { store, key, tokenizer } = options;
-  const mode = historyModeFrom(options.headers);
+  const mode = options.historyMode;
   let hold: SessionHold | undefined;
   try {
     hold = await store.acquire(key, options.holdMs);

@@ -25,6 +25,13 @@ export interface Credential {
 /** The tenant id of callers with no credential: budgets count them together; sessions need a name. */
 export const anonymousTenantId = 'anonymous';
 
+/** The credential of a request that reached no authentication (none is needed to hold it). */
+export const noCredential: Credential = Object.freeze({
+  mode: 'none',
+  tenantId: anonymousTenantId,
+  mayHoldSessions: false,
+});
+
 /**
  * The digest of the key an `Authorization: Bearer <key>` header presents when it is one of
  * `keyDigests`, else undefined. Digests are compared in constant time, so response timing reveals
@@ -73,7 +80,7 @@ export function createAuthenticator({
   const keyDigests = gatewayApiKeys.map(digest);
   const anonymous: Credential =
     anonymousTenant === ''
-      ? { mode: 'none', tenantId: anonymousTenantId, mayHoldSessions: false }
+      ? noCredential
       : { mode: 'none', tenantId: `an-${anonymousTenant}`, mayHoldSessions: true };
   return {
     authenticate(headers) {

@@ -1,13 +1,13 @@
 // Between the request schema and the upstream call: fits the request's conversation into the model's
 // window with the context engine and says what was done, in response headers and the request log.
-import type { IncomingHttpHeaders } from 'node:http';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { renderContext, type RenderInput } from '../context/render.js';
 import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError } from '../errors.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
-import type { SessionView } from './session-turn.js';
+import type { RequestOverrides } from './request-overrides.js';
+import type { SessionView } from '../sessions/session-turn.js';
 import { isCalibrated } from '../config/model-table.js';
 import { isSystemRole } from '../context/turns.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
@@ -49,7 +49,7 @@ export function prepareContext(options: {
   config: GatewayConfig;
   tokenizers: Tokenizers;
   chatRequest: ChatCompletionRequest;
-  headers: IncomingHttpHeaders;
+  overrides: RequestOverrides;
   /** A session's conversation to fit instead of the request's own messages. */
   session?: SessionView | undefined;
   learnedWindow?: number | undefined;
@@ -69,7 +69,7 @@ export function prepareContext(options: {
   const settings = resolveContextSettings({
     config: options.config,
     model: chatRequest.model,
-    headers: options.headers,
+    overrides: options.overrides,
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
     learnedWindow: options.learnedWindow,
   });

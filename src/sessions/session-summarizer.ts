@@ -31,10 +31,11 @@ import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
 import { classifyUpstreamError, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
-import { anonymousTenantId, passThroughCredentialHeaders, type Credential } from '../http/authenticate.js';
-import { resolveContextSettings } from '../http/context-settings.js';
-import { buildUpstreamHeaders } from '../http/forward-headers.js';
-import { tokenizerFor } from '../http/prepare-context.js';
+import { noCredential, passThroughCredentialHeaders, type Credential } from '../auth/authenticate.js';
+import { resolveContextSettings } from '../chat/context-settings.js';
+import { noOverrides } from '../chat/request-overrides.js';
+import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
+import { tokenizerFor } from '../chat/prepare-context.js';
 import { isCalibrated } from '../config/model-table.js';
 
 import type { GatewayMetrics } from '../metrics.js';
@@ -286,7 +287,7 @@ export function createSessionSummarizer(deps: {
       const settings = resolveContextSettings({
         config,
         model: summaryModel,
-        headers: {},
+        overrides: noOverrides,
         maxCompletionTokens: policy.summary_max_tokens,
         learnedWindow: learned.window,
       });
@@ -504,11 +505,7 @@ export function createSessionSummarizer(deps: {
         upstream: target,
         method: 'POST',
         path: '/chat/completions',
-        headers: buildUpstreamHeaders(
-          credentialHeaders,
-          target,
-          input.credential ?? { mode: 'none', tenantId: anonymousTenantId, mayHoldSessions: false },
-        ),
+        headers: buildUpstreamHeaders(credentialHeaders, target, input.credential ?? noCredential),
         body: JSON.stringify({
           model: summaryModel,
           messages,

@@ -1,6 +1,6 @@
 // What the gateway learns about one request while serving it; read by the request log line and metrics.
 import type { RenderReport } from '../context/types.js';
-import type { Credential } from './authenticate.js';
+import type { Credential } from '../auth/authenticate.js';
 
 export interface RequestState {
   startedAtMs: number;
@@ -40,10 +40,4 @@ export function createRequestState(startedAtMs: number): RequestState {
     context: undefined,
     session: undefined,
   };
-}
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    gateway: RequestState;
-  }
 }

@@ -2,9 +2,9 @@
 // is read whole (error bodies are small), and a stream's first event is read, since some servers
 // report a context overflow as the first event of a 200 stream. The returned response replays what
 // was read.
-import { classifyUpstreamError, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
-import type { UpstreamResponse } from '../upstream/upstream.js';
-import { isEventStream } from './relay-response.js';
+import { classifyUpstreamError, type UpstreamErrorClass } from './classify-upstream-error.js';
+import type { UpstreamResponse } from './upstream.js';
+import { firstDataEvent, isEventStream } from './sse.js';
 
 const firstEventLimitBytes = 64 * 1024;
 
@@ -20,19 +20,6 @@ function replaying(response: UpstreamResponse, body: Buffer): UpstreamResponse {
     discard: () => undefined,
     peek: async () => body,
   };
-}
-
-/** The first complete event that carries data (comments such as ": keep-alive" are skipped), if any. */
-function firstDataEvent(received: Buffer): string | undefined {
-  const text = received.toString('utf8');
-  const separator = /\r?\n\r?\n/g;
-  let start = 0;
-  for (let match = separator.exec(text); match !== null; match = separator.exec(text)) {
-    const event = text.slice(start, match.index);
-    if (/^(?:data|error):/m.test(event)) return event;
-    start = match.index + match[0].length;
-  }
-  return undefined;
 }
 
 export async function inspectAnswer(

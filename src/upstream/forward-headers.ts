@@ -2,7 +2,7 @@
 // control headers stay with the gateway; credentials go upstream only as the auth mode allows.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { UpstreamConfig } from '../config/gateway-config.js';
-import { passThroughCredentialHeaders, type Credential } from './authenticate.js';
+import { passThroughCredentialHeaders, type Credential } from '../auth/authenticate.js';
 
 const hopByHop = new Set([
   'connection',

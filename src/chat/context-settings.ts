@@ -1,12 +1,12 @@
 // Resolves what the context engine needs for one request: window, output reserve, tokenizer, safety
 // margin and policy. Priority, highest first: request headers, the preset named by the request, the
 // model's entry, the config file's defaults, the built-in defaults (SPEC §8).
-import type { IncomingHttpHeaders } from 'node:http';
 import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { globToRegExp } from '../config/glob.js';
 import { builtInModelTable, fallbackModelEntry, type ModelEntry } from '../config/model-table.js';
 import { builtInPolicy, type ResolvedPolicy } from '../config/policy-defaults.js';
 import { GatewayError } from '../errors.js';
+import type { RequestOverrides } from './request-overrides.js';
 
 export interface ContextSettings {
   window: number;
@@ -33,20 +33,6 @@ export function findModelEntry(config: GatewayConfig, model: string): ModelEntry
   return builtInModelTable.find((entry) => globToRegExp(entry.match).test(model)) ?? fallbackModelEntry;
 }
 
-function integerHeader(headers: IncomingHttpHeaders, name: string, minimum: number): number | undefined {
-  const raw = headers[name];
-  if (raw === undefined) return undefined;
-  const text = Array.isArray(raw) ? raw[0] : raw;
-  if (text === undefined || !/^\d{1,9}$/.test(text.trim()) || Number(text) < minimum) {
-    throw new GatewayError(
-      'invalid_header',
-      `Invalid header ${name}: expected an integer of at least ${minimum}.`,
-      { param: name },
-    );
-  }
-  return Number(text);
-}
-
 /** Copies the defined knobs of `layer` over `policy` (a plain loop: this runs on every request). */
 function overlay(policy: ResolvedPolicy, layer: object): void {
   const target = policy as unknown as Record<string, unknown>;
@@ -59,15 +45,14 @@ function overlay(policy: ResolvedPolicy, layer: object): void {
 export function resolveContextSettings(options: {
   config: GatewayConfig;
   model: string;
-  headers: IncomingHttpHeaders;
+  overrides: RequestOverrides;
   maxCompletionTokens: number | null | undefined;
   /** The window learned from the upstream (SPEC §6): used when smaller than the configured one. */
   learnedWindow?: number | undefined;
 }): ContextSettings {
-  const { config, headers } = options;
+  const { config, overrides } = options;
   const model = findModelEntry(config, options.model);
-  const policyHeader = headers['x-context-policy'];
-  const policyName = Array.isArray(policyHeader) ? policyHeader[0] : policyHeader;
+  const policyName = overrides.policyName;
   let preset = {};
   if (policyName !== undefined) {
     const found = ownEntry(config.policies, policyName);
@@ -86,11 +71,8 @@ export function resolveContextSettings(options: {
   overlay(policy, config.context);
   overlay(policy, preset);
 
-  const maxHistoryTokens = integerHeader(headers, 'x-context-max-history-tokens', 0);
-  if (maxHistoryTokens !== undefined) policy.max_history_tokens = maxHistoryTokens;
-  const window =
-    integerHeader(headers, 'x-context-window', 1) ??
-    Math.min(model.window, options.learnedWindow ?? Infinity);
+  if (overrides.maxHistoryTokens !== undefined) policy.max_history_tokens = overrides.maxHistoryTokens;
+  const window = overrides.contextWindow ?? Math.min(model.window, options.learnedWindow ?? Infinity);
 
   const outputReserve = options.maxCompletionTokens ?? model.outputReserve;
   const margin = model.exactTokenizer ? policy.safety_margin : policy.safety_margin_uncalibrated;

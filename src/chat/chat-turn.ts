@@ -1,0 +1,450 @@
+// A chat completion, start to end (SPEC §3–§7, §12): parse → plan budgets → open the session turn →
+// render → send with recovery → relay → commit → settle. Each step is a function below; this module
+// knows no fastify: the client is a ClientStream, the request's own headers arrive as RequestOverrides.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Credential } from '../auth/authenticate.js';
+import type { BudgetPlan, BudgetReservation, BudgetService } from '../budget/budget-service.js';
+import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
+import { countMessageTokens } from '../context/token-accounting.js';
+import type { ContextMessage } from '../context/types.js';
+import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { sessionKeyFor } from '../sessions/session-keys.js';
+import type { SessionSummarizer } from '../sessions/session-summarizer.js';
+import { beginSessionTurn, previewSessionTurn, type SessionTurn } from '../sessions/session-turn.js';
+import type { LearnedLimits } from '../store/learned-limits.js';
+import { hashedSessionId, type SessionStore } from '../store/session-store.js';
+import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
+import { buildClientHeaders } from '../upstream/forward-headers.js';
+import { selectUpstream } from '../upstream/select-upstream.js';
+import { errorEvent, isEventStream } from '../upstream/sse.js';
+import type { Upstream } from '../upstream/upstream.js';
+import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
+import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
+import { createContextPlanner, firstAttempt } from './context-planner.js';
+import {
+  contextResponseHeaders,
+  countPrecisionFor,
+  tokenizerFor,
+  type PreparedContext,
+} from './prepare-context.js';
+import { readWholeAnswer, relayStream, type ClientStream, type Usage } from './relay.js';
+import type { RequestOverrides } from './request-overrides.js';
+import type { RequestState } from './request-state.js';
+import { sendWithRecovery, type SendEvent, type SendResult } from './send-with-recovery.js';
+import { measuredExchange } from './upstream-call.js';
+import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
+
+export interface ChatServiceDependencies {
+  config: GatewayConfig;
+  upstream: Upstream;
+  metrics: GatewayMetrics;
+  tokenizers: Tokenizers;
+  sessionStore: SessionStore;
+  learnedLimits: LearnedLimits;
+  summarizer: SessionSummarizer;
+  budgets: BudgetService;
+  /** Monotonic milliseconds: retry deadlines and upstream time. */
+  now: () => number;
+  random: () => number;
+  sleep: (ms: number) => Promise<void>;
+}
+
+/** A chat request as the HTTP edge hands it over. */
+export interface ChatInput {
+  body: unknown;
+  /** The body's text, when the edge kept it: an unchanged conversation is forwarded as these bytes. */
+  rawBody: string | undefined;
+  overrides: RequestOverrides;
+  credential: Credential;
+  /** Forwarded upstream (less hop-by-hop and the gateway's own headers). */
+  clientHeaders: IncomingHttpHeaders;
+  /** What the request log and metrics are told. */
+  record: RequestState;
+  warn: (fields: Record<string, unknown>, message: string) => void;
+}
+
+export interface ContextPreview {
+  headers: Record<string, string>;
+  body: Record<string, unknown>;
+}
+
+export interface ChatService {
+  /** Serves one chat completion to `client`; rejects with a GatewayError the edge renders. */
+  complete(input: ChatInput, client: ClientStream): Promise<void>;
+  /** What `complete` would send for the same request now (POST /v1/context/render): same code path. */
+  preview(input: Omit<ChatInput, 'warn'>): Promise<ContextPreview>;
+}
+
+/** The longest Retry-After the gateway waits out itself. */
+const maxRetryWaitMs = 10_000;
+
+/** The state one chat request carries from step to step. */
+interface Turn {
+  input: ChatInput;
+  client: ClientStream;
+  chatRequest: ChatCompletionRequest;
+  target: UpstreamConfig;
+  session: SessionTurn | undefined;
+  reservation: BudgetReservation | undefined;
+  lessons: UpstreamLessons;
+}
+
+export function createChatService(deps: ChatServiceDependencies): ChatService {
+  const { config, metrics, budgets, learnedLimits } = deps;
+  const planner = createContextPlanner({ config, tokenizers: deps.tokenizers, learnedLimits });
+  const requestLimits = {
+    maxMessages: config.server.max_messages,
+    maxContentParts: config.server.max_content_parts,
+  };
+
+  function parse(input: Omit<ChatInput, 'warn'>): ChatCompletionRequest {
+    const chatRequest = parseChatCompletionRequest(input.body, requestLimits);
+    input.record.model = chatRequest.model;
+    input.record.stream = chatRequest.stream === true;
+    return chatRequest;
+  }
+
+  /** A refusal by a budget says nothing is left of it. */
+  function refusedBy(client: ClientStream) {
+    return (error: unknown): never => {
+      if (isGatewayError(error) && error.code === 'budget_exceeded')
+        client.addHeaders({ 'x-budget-remaining': '0' });
+      throw error;
+    };
+  }
+
+  /** SPEC §12: a used-up hard budget is refused and a session request waits here, before its hold. */
+  async function admitBudgets(input: ChatInput, client: ClientStream): Promise<BudgetPlan | undefined> {
+    const { overrides, credential } = input;
+    const plan = budgets.plan({
+      tenantId: credential.tenantId,
+      sessionId: overrides.sessionId,
+      policyName: overrides.policyName,
+      sessionTokens: overrides.budgetSessionTokens,
+    });
+    if (plan === undefined || overrides.sessionId === undefined) return plan;
+    const admitted = await budgets.admit(plan).catch(refusedBy(client));
+    client.addHeaders(admitted.headers);
+    if (admitted.delayMs > 0) await deps.sleep(admitted.delayMs);
+    return admitted.plan;
+  }
+
+  function sessionInput(
+    input: Omit<ChatInput, 'warn'>,
+    chatRequest: ChatCompletionRequest,
+    sessionId: string,
+  ) {
+    return {
+      store: deps.sessionStore,
+      key: sessionKeyFor(input.credential, sessionId),
+      historyMode: input.overrides.historyMode,
+      incoming: chatRequest.messages as ContextMessage[],
+      tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, countPrecisionFor(input.rawBody)),
+    };
+  }
+
+  async function openSession(
+    input: ChatInput,
+    chatRequest: ChatCompletionRequest,
+  ): Promise<SessionTurn | undefined> {
+    const { sessionId } = input.overrides;
+    if (sessionId === undefined) return undefined;
+    const session = await beginSessionTurn({
+      ...sessionInput(input, chatRequest, sessionId),
+      holdMs: config.sessions.hold_ms,
+      maxTurnMessages: config.sessions.max_active_messages,
+    });
+    input.record.session = hashedSessionId(session.key);
+    return session;
+  }
+
+  /** The request's expected cost, reserved on its budgets before it is sent. */
+  async function reserve(
+    turn: Turn,
+    plan: BudgetPlan | undefined,
+    first: ChatAttempt,
+  ): Promise<BudgetReservation | undefined> {
+    if (plan === undefined) return undefined;
+    const reservation = await budgets
+      .reserve(plan, {
+        promptTokens: first.prepared.report.inputTokens * (first.learned.ratio ?? 1),
+        maxOutputTokens: first.prepared.settings.outputReserve,
+        // A stateless request holds nothing, so it may wait now.
+        backpressure: turn.session === undefined,
+      })
+      .catch(refusedBy(turn.client));
+    turn.client.addHeaders(reservation.headers);
+    if (reservation.delayMs > 0) await deps.sleep(reservation.delayMs);
+    return reservation;
+  }
+
+  function observe(turn: Turn) {
+    const upstream = turn.target.name;
+    return (event: SendEvent<ChatAttempt>): void => {
+      if (event.type === 'overflow') turn.lessons.overflow(event.verdict, event.attempt);
+      else if (event.type === 'accepted') turn.lessons.accepted(event.attempt);
+      else if (event.type === 'retry') metrics.upstreamRetries.inc({ upstream, reason: event.reason });
+      else
+        metrics.overflowRetries.inc({
+          upstream,
+          model: metrics.modelLabel(turn.chatRequest.model),
+          remedy: event.decision.action === 'lower_max_tokens' ? 'reduce_max_tokens' : 'compress',
+        });
+    };
+  }
+
+  /** Counted from the upstream's usage; estimated (and marked so) when it reported none. */
+  function settle(
+    turn: Turn,
+    attempt: ChatAttempt,
+    usage: Usage,
+    reply: Record<string, unknown> | undefined,
+  ): void {
+    if (turn.reservation === undefined) return;
+    const promptEstimate = Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1));
+    const completion =
+      usage.completionTokens ??
+      (reply === undefined
+        ? 0
+        : countMessageTokens(
+            reply as ContextMessage,
+            tokenizerFor(config, deps.tokenizers, turn.chatRequest.model),
+          ));
+    void turn.reservation.settle({
+      tokens: (usage.promptTokens ?? promptEstimate) + completion,
+      estimated: usage.promptTokens === undefined || usage.completionTokens === undefined,
+    });
+  }
+
+  /** Stores the turn with its reply; SPEC §7: a long session gets its oldest turns summarized after. */
+  async function commit(
+    turn: Turn,
+    session: SessionTurn,
+    prepared: PreparedContext,
+    reply: Record<string, unknown> | undefined,
+  ) {
+    const { activeTokens } = await session.commit(reply, {
+      window: prepared.settings.window,
+      historyStartIndex: prepared.report.historyStartIndex,
+      keepFirstTurns: prepared.settings.policy.keep_first_turns,
+    });
+    deps.summarizer.afterTurn({
+      key: session.key,
+      model: turn.chatRequest.model,
+      policy: prepared.settings.policy,
+      historyBudget: prepared.report.historyBudget,
+      window: prepared.settings.window,
+      activeTokens,
+      clientHeaders: turn.input.clientHeaders,
+      credential: turn.input.credential,
+    });
+  }
+
+  function answerHeaders(turn: Turn, sent: SendResult<ChatAttempt>): Record<string, string> {
+    const headers: Record<string, string> = {
+      ...sent.attempt.headers,
+      'x-context-retries': String(sent.overflowRetries),
+    };
+    if (turn.session !== undefined) {
+      headers['x-session-id'] = turn.session.sessionId;
+      headers['x-session-messages'] = String(turn.session.messagesAfterCommit);
+    }
+    return headers;
+  }
+
+  /** A whole answer: settled and committed before the client sees it. */
+  async function deliverWhole(turn: Turn, sent: SendResult<ChatAttempt>): Promise<void> {
+    const { response, attempt } = sent;
+    const answer = await readWholeAnswer(response, { expectCompletion: true });
+    const headers = answerHeaders(turn, sent);
+    if (answer.status < 300) {
+      // Counted first: the upstream's answer is billed even when storing the session's turn fails.
+      settle(turn, attempt, answer.usage, answer.reply);
+      if (turn.session !== undefined) {
+        if (answer.reply === undefined)
+          throw new GatewayError(
+            'upstream_bad_response',
+            'The upstream answer holds no assistant message (choices[0].message).',
+          );
+        await commit(turn, turn.session, attempt.prepared, answer.reply);
+      }
+      if (answer.usage.promptTokens !== undefined && turn.lessons.usage(answer.usage.promptTokens, attempt))
+        headers['x-context-upstream-truncated'] = 'true';
+    }
+    await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), answer.body);
+  }
+
+  /**
+   * A stream, relayed as it arrives. With a session, the final `data: [DONE]` waits until the turn is
+   * stored, so that a client whose turn could not be stored gets an error event instead.
+   */
+  async function deliverStream(turn: Turn, sent: SendResult<ChatAttempt>): Promise<void> {
+    const { response, attempt } = sent;
+    const { client, session, input } = turn;
+    client.openStream(response.statusCode, {
+      ...buildClientHeaders(response.headers, answerHeaders(turn, sent)),
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+    });
+    const outcome = await relayStream(response, client, {
+      holdDone: session !== undefined,
+      assemble: session !== undefined || turn.reservation !== undefined,
+      expectFinish: true,
+    });
+    // The upstream generated (and bills) what was streamed, finished or not.
+    if (outcome.kind === 'client_left') return settle(turn, attempt, outcome.usage, outcome.reply);
+    let failure = outcome.failure;
+    let last: Buffer | string | undefined = outcome.heldDone;
+    if (failure === undefined && session !== undefined && outcome.replyComplete) {
+      await commit(turn, session, attempt.prepared, outcome.reply).catch((error: unknown) => {
+        input.record.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
+        // The client has the answer but not its [DONE]: it learns the turn was not stored. Without a
+        // held [DONE] (the stream had none) the failure can only be logged.
+        if (last === undefined) return;
+        failure = isGatewayError(error)
+          ? error
+          : new GatewayError('session_store_unavailable', 'The turn could not be stored.');
+        last = undefined;
+      });
+    }
+    if (failure === undefined && outcome.usage.promptTokens !== undefined)
+      turn.lessons.usage(outcome.usage.promptTokens, attempt);
+    settle(turn, attempt, outcome.usage, outcome.reply);
+    if (failure !== undefined) {
+      input.record.streamErrorCode = failure.code;
+      last = errorEvent(toOpenAIErrorBody(failure));
+    }
+    client.end(last);
+  }
+
+  async function deliver(turn: Turn, sent: SendResult<ChatAttempt>): Promise<void> {
+    const { response } = sent;
+    const success = response.statusCode < 300;
+    if (turn.chatRequest.stream === true && success) {
+      if (isEventStream(response.headers)) return deliverStream(turn, sent);
+      response.discard();
+      throw new GatewayError(
+        'upstream_bad_response',
+        'The upstream answered a streaming request without an event stream.',
+      );
+    }
+    return deliverWhole(turn, sent);
+  }
+
+  async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<void> {
+    const { input, client, chatRequest, target } = turn;
+    const ladder = createAttemptLadder({
+      planner,
+      chatRequest,
+      overrides: input.overrides,
+      session: turn.session,
+      target,
+      precision: countPrecisionFor(input.rawBody),
+      rawBody: input.rawBody,
+      knownBytes: turn.session?.knownBytes.bind(turn.session),
+    });
+    input.record.context = ladder.first.prepared.report;
+    turn.reservation = await reserve(turn, plan, ladder.first);
+    const { policy } = ladder.first.prepared.settings;
+    await measuredExchange(
+      deps,
+      {
+        target,
+        record: input.record,
+        client,
+        clientHeaders: input.clientHeaders,
+        credential: input.credential,
+      },
+      async (exchange) => {
+        const sent = await sendWithRecovery<ChatAttempt>({
+          first: ladder.first,
+          send: (attempt) => {
+            input.record.context = attempt.prepared.report;
+            return exchange.send({ method: 'POST', path: '/chat/completions', body: attempt.body });
+          },
+          smaller: (decision, current) => ladder.smaller(decision, current),
+          streaming: chatRequest.stream === true,
+          limits: {
+            maxOverflowRetries: policy.max_retries,
+            maxUpstreamRetries: policy.upstream_retries,
+            deadlineMs: config.timeouts.upstream_retry_deadline_ms,
+            maxRetryWaitMs,
+          },
+          clock: deps.now,
+          random: deps.random,
+          sleep: deps.sleep,
+          cancelled: () => client.cancellation.aborted,
+          observe: observe(turn),
+        });
+        await deliver(turn, sent);
+      },
+    );
+  }
+
+  return {
+    async complete(input, client) {
+      const chatRequest = parse(input);
+      if (input.overrides.sessionId !== undefined) sessionKeyFor(input.credential, input.overrides.sessionId);
+      const target = selectUpstream(config.upstreams, chatRequest.model);
+      const plan = await admitBudgets(input, client);
+      const session = await openSession(input, chatRequest);
+      const turn: Turn = {
+        input,
+        client,
+        chatRequest,
+        target,
+        session,
+        reservation: undefined,
+        lessons: createUpstreamLessons({
+          learnedLimits,
+          metrics,
+          upstream: target.name,
+          model: chatRequest.model,
+          warn: input.warn,
+        }),
+      };
+      try {
+        await sendAndDeliver(turn, plan);
+      } finally {
+        await turn.reservation?.release();
+        await session?.release();
+      }
+    },
+
+    async preview(input) {
+      const chatRequest = parse(input);
+      const { sessionId } = input.overrides;
+      // The session as the next chat request would see it, read without holding or changing it.
+      const view =
+        sessionId === undefined
+          ? undefined
+          : await previewSessionTurn(sessionInput(input, chatRequest, sessionId));
+      const { prepared } = planner.plan({
+        chatRequest,
+        overrides: input.overrides,
+        session: view,
+        target: selectUpstream(config.upstreams, chatRequest.model),
+        precision: countPrecisionFor(input.rawBody),
+        attempt: firstAttempt,
+      });
+      input.record.context = prepared.report;
+      const headers = contextResponseHeaders(prepared);
+      if (view !== undefined) headers['x-session-id'] = view.sessionId;
+      return {
+        headers,
+        body: {
+          object: 'context.render',
+          model: chatRequest.model,
+          window: prepared.settings.window,
+          output_reserve: prepared.settings.outputReserve,
+          safety_margin: prepared.settings.safetyMarginTokens,
+          policy: prepared.settings.policyName ?? 'default',
+          tokenizer: prepared.settings.model.tokenizer,
+          messages: prepared.messages,
+          report: prepared.report,
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,110 @@
+// What to do after each upstream answer of a chat request (SPEC §6), decided from values alone: the
+// classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
+// acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
+import type { ContextReduction } from './prepare-context.js';
+import { minimumAnswerTokens, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
+
+export interface RecoveryLimits {
+  /** Smaller requests tried after a context overflow (the policy's max_retries). */
+  maxOverflowRetries: number;
+  /** Retries of 429, 5xx and connection errors (the policy's upstream_retries). */
+  maxUpstreamRetries: number;
+  /** No retry starts when waiting for it would end after this long since the first send. */
+  deadlineMs: number;
+  /** A longer Retry-After goes back to the client, which can decide whether to wait that long. */
+  maxRetryWaitMs: number;
+}
+
+export interface RecoveryState {
+  overflowRetries: number;
+  upstreamRetries: number;
+  /** Since the first send. */
+  elapsedMs: number;
+  /** The estimated prompt tokens of the request that was answered. */
+  promptTokens: number;
+  /** The max_tokens that request asked for (the ladder's, else the client's), if any. */
+  askedMaxTokens: number | undefined;
+}
+
+export type RecoveryDecision =
+  /** Relay the answer as it is: a success, or an error no retry can help. */
+  | { action: 'accept' }
+  /** Send the same request again after waiting. */
+  | { action: 'retry_after'; waitMs: number; reason: 'rate_limited' | 'server' | 'connection' }
+  /** Render the conversation again, smaller. */
+  | { action: 're_render'; reduction: ContextReduction }
+  /** The prompt fits but the answer asked for does not: ask for what is left. */
+  | { action: 'lower_max_tokens'; maxTokens: number }
+  /** Out of retries or time: the client gets the upstream's answer. */
+  | { action: 'give_up'; reason: 'out_of_retries' | 'retry_after_too_long' | 'deadline' };
+
+/** The first backoff step and the ceiling of the exponential backoff. */
+const baseBackoffMs = 250;
+const maxBackoffMs = 8_000;
+
+/** The re-render steps, in order: the learned window first, then half the turns, then the minimum. */
+const reductions: readonly ContextReduction[] = ['none', 'drop_oldest_half', 'minimal'];
+
+/**
+ * `jitter` is a number in [0, 1) (the loop's random draw): full-jitter exponential backoff, never
+ * shorter than the upstream's Retry-After.
+ */
+export function decide(
+  verdict: UpstreamErrorClass,
+  state: RecoveryState,
+  limits: RecoveryLimits,
+  jitter: number,
+): RecoveryDecision {
+  switch (verdict.kind) {
+    case 'context_overflow':
+      return decideOverflow(verdict, state, limits);
+    case 'rate_limited':
+    case 'server':
+    case 'connection':
+      return decideRetry(
+        verdict.kind,
+        'retryAfterMs' in verdict ? verdict.retryAfterMs : undefined,
+        state,
+        limits,
+        jitter,
+      );
+    default:
+      return { action: 'accept' };
+  }
+}
+
+function decideOverflow(
+  verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>,
+  state: RecoveryState,
+  limits: RecoveryLimits,
+): RecoveryDecision {
+  if (state.overflowRetries >= limits.maxOverflowRetries)
+    return { action: 'give_up', reason: 'out_of_retries' };
+  const { maxContext, promptTokens } = verdict.numbers;
+  // What the window leaves for the answer, less a 1% margin for the two sides counting differently.
+  const room =
+    maxContext === undefined
+      ? 0
+      : maxContext - (promptTokens ?? state.promptTokens) - Math.ceil(maxContext / 100);
+  if (verdict.remedy === 'reduce_max_tokens' && room >= minimumAnswerTokens)
+    return { action: 'lower_max_tokens', maxTokens: Math.min(room, state.askedMaxTokens ?? room) };
+  const step = Math.min(state.overflowRetries, reductions.length - 1);
+  return { action: 're_render', reduction: reductions[step] ?? 'minimal' };
+}
+
+function decideRetry(
+  reason: 'rate_limited' | 'server' | 'connection',
+  retryAfterMs: number | undefined,
+  state: RecoveryState,
+  limits: RecoveryLimits,
+  jitter: number,
+): RecoveryDecision {
+  if (state.upstreamRetries >= limits.maxUpstreamRetries)
+    return { action: 'give_up', reason: 'out_of_retries' };
+  if ((retryAfterMs ?? 0) > limits.maxRetryWaitMs)
+    return { action: 'give_up', reason: 'retry_after_too_long' };
+  const ceilingMs = Math.min(maxBackoffMs, baseBackoffMs * 2 ** state.upstreamRetries);
+  const waitMs = Math.max(Math.floor(jitter * ceilingMs), retryAfterMs ?? 0);
+  if (state.elapsedMs + waitMs > limits.deadlineMs) return { action: 'give_up', reason: 'deadline' };
+  return { action: 'retry_after', waitMs, reason };
+}

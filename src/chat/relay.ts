@@ -1,0 +1,184 @@
+// Relays an upstream answer to the client and says what came of it: a whole body is read and parsed
+// once and handed back for the turn to act on before it is sent; an event stream is passed on event by
+// event as it arrives, with backpressure, and its outcome (finished, broken off, client gone; usage;
+// the assembled reply) is returned before the stream's last bytes are written, so the caller decides
+// whether the client gets the [DONE] or an error event. The client is a port (ClientStream): no
+// fastify here.
+import type { EventEmitter } from 'node:events';
+import { GatewayError, isGatewayError } from '../errors.js';
+import { replyFromCompletion, StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import {
+  completionTokensKey,
+  doneMarkerAt,
+  EventBoundaryBuffer,
+  isEventStream,
+  promptTokensIn,
+  StreamCompletionTracker,
+  usageNumberIn,
+} from '../upstream/sse.js';
+import type { UpstreamResponse } from '../upstream/upstream.js';
+
+/** The client's side of a response. */
+export interface ClientStream {
+  /** Emits 'abort' when the client goes away before its answer has ended. */
+  readonly cancellation: EventEmitter & { readonly aborted: boolean };
+  /** Headers that go out with whatever answer is sent, an error included. */
+  addHeaders(headers: Record<string, string>): void;
+  /** Sends a whole answer. */
+  sendWhole(status: number, headers: Record<string, string | string[]>, body: Buffer): Promise<void>;
+  /** Starts a streamed answer. */
+  openStream(status: number, headers: Record<string, string | string[]>): void;
+  /** Writes stream bytes; the promise (when there is one) settles once the client has taken them. */
+  write(bytes: Buffer | string): Promise<void> | undefined;
+  /** Ends the stream, after `last` when given. */
+  end(last?: Buffer | string): void;
+  /** Drops the connection: the client is gone or the stream cannot go on. */
+  destroy(): void;
+}
+
+export interface Usage {
+  promptTokens: number | undefined;
+  completionTokens: number | undefined;
+}
+
+export interface WholeAnswer {
+  status: number;
+  body: Buffer;
+  /** A successful chat completion, parsed (once). */
+  completion: Record<string, unknown> | undefined;
+  usage: Usage;
+  /** The assistant's message of a successful completion. */
+  reply: Record<string, unknown> | undefined;
+}
+
+function badResponse(message: string): GatewayError {
+  return new GatewayError('upstream_bad_response', message);
+}
+
+/**
+ * Reads a whole (non-streamed) answer. With `expectCompletion`, a successful answer must be a JSON
+ * object: anything else — cut-off JSON, an HTML page, an event stream — is a 502 upstream_bad_response.
+ */
+export async function readWholeAnswer(
+  response: UpstreamResponse,
+  options: { expectCompletion: boolean },
+): Promise<WholeAnswer> {
+  const body = await response.readAll();
+  const success = response.statusCode < 300;
+  let completion: Record<string, unknown> | undefined;
+  if (success && options.expectCompletion) {
+    if (isEventStream(response.headers))
+      throw badResponse('The upstream answered with an event stream to a request that did not ask for one.');
+    try {
+      const value: unknown = JSON.parse(body.toString('utf8'));
+      if (typeof value === 'object' && value !== null && !Array.isArray(value))
+        completion = value as Record<string, unknown>;
+    } catch {
+      // Not JSON: refused below.
+    }
+    if (completion === undefined)
+      throw badResponse('The upstream answered 2xx with a body that is not a JSON object.');
+  }
+  const usage = completion === undefined ? undefined : usageOf(completion);
+  return {
+    status: response.statusCode,
+    body,
+    completion,
+    usage: {
+      promptTokens: success ? (usage?.promptTokens ?? promptTokensIn(body)) : undefined,
+      completionTokens: success
+        ? (usage?.completionTokens ?? usageNumberIn(body, completionTokensKey))
+        : undefined,
+    },
+    reply: completion === undefined ? undefined : replyFromCompletion(completion),
+  };
+}
+
+function usageOf(completion: Record<string, unknown>): Usage | undefined {
+  const usage = completion.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+  if (typeof usage !== 'object' || usage === null) return undefined;
+  return {
+    promptTokens: typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : undefined,
+    completionTokens: typeof usage.completion_tokens === 'number' ? usage.completion_tokens : undefined,
+  };
+}
+
+export type StreamOutcome =
+  /** The client left: the connection is dropped; usage and reply are what had arrived. */
+  | { kind: 'client_left'; usage: Usage; reply: Record<string, unknown> | undefined }
+  | {
+      kind: 'ended';
+      /** Why the stream cannot end cleanly, if it cannot: the client gets an error event. */
+      failure: GatewayError | undefined;
+      usage: Usage;
+      /** The assistant's reply, assembled from the deltas (when asked for). */
+      reply: Record<string, unknown> | undefined;
+      /** The reply was finished (a finish_reason arrived) and every event was JSON. */
+      replyComplete: boolean;
+      /** The `data: [DONE]` held back (with `holdDone`): the caller writes it, or an error instead. */
+      heldDone: Buffer | undefined;
+    };
+
+/**
+ * Relays an event stream as it arrives. The client's stream is left open: the caller ends it with
+ * `heldDone` or an error event. With `holdDone`, the final `data: [DONE]` is held back so that a turn
+ * that could not be stored ends with an error event instead. With `expectFinish` (a chat completion), a
+ * stream that ends without its finish is a failure, so the client can tell a cut-off answer.
+ */
+export async function relayStream(
+  response: UpstreamResponse,
+  client: ClientStream,
+  options: { holdDone: boolean; assemble: boolean; expectFinish: boolean },
+): Promise<StreamOutcome> {
+  const tracker = new StreamCompletionTracker();
+  const events = new EventBoundaryBuffer();
+  const assembler = options.assemble ? new StreamReplyAssembler() : undefined;
+  let failure: GatewayError | undefined;
+  let heldDone: Buffer | undefined;
+  const usage = (): Usage => ({
+    promptTokens: tracker.promptTokens(),
+    completionTokens: tracker.completionTokens(),
+  });
+  const pass = (complete: Buffer): Promise<void> | undefined => {
+    let toWrite = complete;
+    if (options.holdDone) {
+      const marker = doneMarkerAt(complete);
+      if (marker >= 0) {
+        heldDone = complete.subarray(marker);
+        toWrite = complete.subarray(0, marker);
+      }
+    }
+    return toWrite.length > 0 ? client.write(toWrite) : undefined;
+  };
+  try {
+    await response.forEachChunk((chunk) => {
+      tracker.push(chunk);
+      assembler?.push(chunk);
+      const complete = events.push(chunk);
+      return complete === undefined ? undefined : pass(complete);
+    });
+    if (options.expectFinish && !tracker.isComplete())
+      failure = badResponse('The upstream stream ended before the answer was finished.');
+    // A complete answer whose last event had no blank line after it: sent as it came.
+    else if (events.heldBytes > 0) await client.write(events.flush() as Buffer);
+  } catch (error) {
+    if (client.cancellation.aborted) {
+      client.destroy();
+      return { kind: 'client_left', usage: usage(), reply: assembler?.end().message };
+    }
+    failure = isGatewayError(error)
+      ? error
+      : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });
+  }
+  const assembled = assembler?.end();
+  if (failure === undefined && assembled !== undefined && assembled.malformedEvents > 0 && options.holdDone)
+    failure = badResponse('The upstream stream carried events that are not JSON.');
+  return {
+    kind: 'ended',
+    failure,
+    usage: usage(),
+    reply: assembled?.message,
+    replyComplete: assembled !== undefined && assembled.finished && assembled.malformedEvents === 0,
+    heldDone,
+  };
+}

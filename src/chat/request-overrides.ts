@@ -1,0 +1,20 @@
+// What a request's own headers ask of the gateway (SPEC §3), as the application sees them: parsed and
+// checked once at the edge (http/request-overrides.ts).
+import type { HistoryMode } from '../context/reconcile.js';
+
+export interface RequestOverrides {
+  /** X-Session-Id: session mode. */
+  sessionId?: string;
+  /** X-Session-History. */
+  historyMode: HistoryMode;
+  /** X-Context-Window, used exactly as given. */
+  contextWindow?: number;
+  /** X-Context-Max-History-Tokens (0 = no cap). */
+  maxHistoryTokens?: number;
+  /** X-Context-Policy: a preset's name (checked against the config where it is used). */
+  policyName?: string;
+  /** X-Budget-Session-Tokens: lowers the session budget. */
+  budgetSessionTokens?: number;
+}
+
+export const noOverrides: RequestOverrides = Object.freeze({ historyMode: 'auto' });

@@ -1,0 +1,111 @@
+// The send loop of a chat request (SPEC §6): sends an attempt, has the answer classified before any byte
+// reaches the client, asks the recovery policy what to do and does it — wait and resend, or send the
+// smaller attempt the ladder makes. Time, randomness and sleeping are parameters, so every path of the
+// loop runs in a unit test without a clock.
+import type { UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
+import { inspectAnswer } from '../upstream/inspect-answer.js';
+import type { UpstreamResponse } from '../upstream/upstream.js';
+import { isGatewayError } from '../errors.js';
+import { decide, type RecoveryDecision, type RecoveryLimits } from './recovery-policy.js';
+
+/** One request as sent: what the policy needs to know of it. */
+export interface SendAttempt {
+  promptTokens: number;
+  askedMaxTokens: number | undefined;
+}
+
+/** What happened along the way, for learning and metrics. */
+export type SendEvent<A> =
+  | { type: 'overflow'; verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>; attempt: A }
+  | { type: 'retry'; reason: 'rate_limited' | 'server' | 'connection' }
+  | { type: 'smaller_attempt'; decision: RecoveryDecision; attempt: A }
+  | { type: 'accepted'; attempt: A };
+
+export interface SendResult<A> {
+  /** The answer to relay: a success, or the error the client gets. */
+  response: UpstreamResponse;
+  /** The attempt that answer belongs to. */
+  attempt: A;
+  overflowRetries: number;
+  upstreamRetries: number;
+}
+
+export interface SendWithRecoveryOptions<A extends SendAttempt> {
+  first: A;
+  /** Sends one attempt; rejects with a GatewayError (upstream_unreachable for a broken connection). */
+  send(attempt: A): Promise<UpstreamResponse>;
+  /** The smaller attempt a decision asks for, or undefined when nothing smaller can be sent. */
+  smaller(
+    decision: Extract<RecoveryDecision, { action: 're_render' | 'lower_max_tokens' }>,
+    current: A,
+  ): A | undefined;
+  streaming: boolean;
+  limits: RecoveryLimits;
+  clock: () => number;
+  random: () => number;
+  sleep: (ms: number) => Promise<void>;
+  /** True once the client has gone: nothing is retried for it. */
+  cancelled: () => boolean;
+  observe?: (event: SendEvent<A>) => void;
+}
+
+export async function sendWithRecovery<A extends SendAttempt>(
+  options: SendWithRecoveryOptions<A>,
+): Promise<SendResult<A>> {
+  const { limits, clock } = options;
+  const startedAtMs = clock();
+  let attempt = options.first;
+  let overflowRetries = 0;
+  let upstreamRetries = 0;
+  const stateOf = (current: A) => ({
+    overflowRetries,
+    upstreamRetries,
+    elapsedMs: clock() - startedAtMs,
+    promptTokens: current.promptTokens,
+    askedMaxTokens: current.askedMaxTokens,
+  });
+  for (;;) {
+    let answer: { response: UpstreamResponse; classification: UpstreamErrorClass };
+    try {
+      answer = await inspectAnswer(await options.send(attempt), options.streaming);
+    } catch (error) {
+      const connection = isGatewayError(error) && error.code === 'upstream_unreachable';
+      if (!connection || options.cancelled()) throw error;
+      const decision = decide({ kind: 'connection' }, stateOf(attempt), limits, options.random());
+      if (decision.action !== 'retry_after') throw error;
+      upstreamRetries++;
+      options.observe?.({ type: 'retry', reason: 'connection' });
+      await options.sleep(decision.waitMs);
+      continue;
+    }
+    const { response, classification } = answer;
+    if (classification.kind === 'context_overflow')
+      options.observe?.({ type: 'overflow', verdict: classification, attempt });
+    const decision = options.cancelled()
+      ? ({ action: 'accept' } as const)
+      : decide(classification, stateOf(attempt), limits, options.random());
+    switch (decision.action) {
+      case 'retry_after':
+        response.discard();
+        upstreamRetries++;
+        options.observe?.({ type: 'retry', reason: decision.reason });
+        await options.sleep(decision.waitMs);
+        continue;
+      case 're_render':
+      case 'lower_max_tokens': {
+        const next = options.smaller(decision, attempt);
+        // Nothing smaller can be sent: the client gets the upstream's own answer.
+        if (next === undefined) return { response, attempt, overflowRetries, upstreamRetries };
+        response.discard();
+        overflowRetries++;
+        attempt = next;
+        options.observe?.({ type: 'smaller_attempt', decision, attempt });
+        continue;
+      }
+      default:
+        if (classification.kind === 'none' && response.statusCode < 300)
+          options.observe?.({ type: 'accepted', attempt });
+        return { response, attempt, overflowRetries, upstreamRetries };
+    }
+  }
+}

@@ -1,0 +1,67 @@
+// One upstream exchange as the request log and the metrics see it: the time from the first send to the
+// end of the relayed body, the last status, and the error it ended with. A client that left is not an
+// error: the exchange is dropped quietly.
+import type { Credential } from '../auth/authenticate.js';
+import type { UpstreamConfig } from '../config/gateway-config.js';
+import { isGatewayError } from '../errors.js';
+import type { GatewayMetrics } from '../metrics.js';
+import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
+import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
+import type { ClientStream } from './relay.js';
+import type { RequestState } from './request-state.js';
+
+export interface UpstreamExchange {
+  /** Sends a request to the exchange's upstream with the client's forwarded headers. */
+  send(request: {
+    method: 'GET' | 'POST';
+    path: string;
+    body?: string | Buffer | undefined;
+  }): Promise<UpstreamResponse>;
+}
+
+/**
+ * Runs `exchange` against `target`, measured. Resolves without a value when the client left before the
+ * answer ended (nothing more can be sent to it); rejects with the exchange's error otherwise.
+ */
+export async function measuredExchange(
+  deps: { upstream: Upstream; metrics: GatewayMetrics; now: () => number },
+  context: {
+    target: UpstreamConfig;
+    record: RequestState;
+    client: ClientStream;
+    clientHeaders: Record<string, string | string[] | undefined>;
+    credential: Credential;
+  },
+  exchange: (upstream: UpstreamExchange) => Promise<void>,
+): Promise<void> {
+  const { target, record, client } = context;
+  const startedAtMs = deps.now();
+  record.upstreamName = target.name;
+  const headers = buildUpstreamHeaders(context.clientHeaders, target, context.credential);
+  const upstream: UpstreamExchange = {
+    async send({ method, path, body }) {
+      const response = await deps.upstream.send({
+        upstream: target,
+        method,
+        path,
+        headers,
+        ...(body === undefined ? {} : { body }),
+        signal: client.cancellation,
+      });
+      record.upstreamStatus = response.statusCode;
+      return response;
+    },
+  };
+  try {
+    await exchange(upstream);
+  } catch (error) {
+    if (client.cancellation.aborted) return client.destroy();
+    if (isGatewayError(error)) deps.metrics.upstreamErrors.inc({ upstream: target.name, code: error.code });
+    throw error;
+  } finally {
+    const elapsedMs = deps.now() - startedAtMs;
+    record.upstreamMs += elapsedMs;
+    const status = record.upstreamStatus === undefined ? 'error' : String(record.upstreamStatus);
+    deps.metrics.upstreamDuration.observe({ upstream: target.name, status }, elapsedMs / 1000);
+  }
+}

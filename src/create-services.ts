@@ -1,0 +1,94 @@
+// The gateway's application services, built once from its parts: the chat service (and the learned
+// limits, budgets and summarizer it works with), the pass-through forwarder, and the stores the
+// sessions and admin routes read. Part of the composition root: createGateway builds the parts from
+// the config; tests bring their own.
+import type { Logger } from 'pino';
+import { createBudgetService, type BudgetService } from './budget/budget-service.js';
+import { createChatService, type ChatService } from './chat/chat-turn.js';
+import { createForwarder, type Forwarder } from './chat/forward-request.js';
+import type { GatewayConfig } from './config/gateway-config.js';
+import type { GatewayMetrics } from './metrics.js';
+import { createSessionSummarizer, type SessionSummarizer } from './sessions/session-summarizer.js';
+import type { BudgetStore } from './store/budget-store.js';
+import { createMemoryBudgetStore } from './store/memory-budget-store.js';
+import { createMemoryLearnedLimits, type LearnedLimits } from './store/learned-limits.js';
+import type { SessionStore } from './store/session-store.js';
+import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
+import type { Upstream } from './upstream/upstream.js';
+
+export interface ServiceParts {
+  config: GatewayConfig;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  upstream: Upstream;
+  tokenizers: Tokenizers;
+  sessionStore: SessionStore;
+  /** Limits learned from the upstreams' answers; in-process when not given. */
+  learnedLimits?: LearnedLimits;
+  /** Token budget counters; in-process when not given. */
+  budgetStore?: BudgetStore;
+  /** Wall-clock milliseconds (budget periods follow it); injected in tests. */
+  clock?: () => number;
+  /** Monotonic milliseconds: retry deadlines and upstream time. */
+  now?: () => number;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface GatewayServices {
+  chat: ChatService;
+  forwarder: Forwarder;
+  summarizer: SessionSummarizer;
+  budgets: BudgetService;
+  budgetStore: BudgetStore;
+  sessionStore: SessionStore;
+  learnedLimits: LearnedLimits;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function createServices(parts: ServiceParts): GatewayServices {
+  const { config, logger, metrics, upstream, tokenizers, sessionStore } = parts;
+  const now = parts.now ?? (() => performance.now());
+  const learnedLimits = parts.learnedLimits ?? createMemoryLearnedLimits();
+  const budgetStore = parts.budgetStore ?? createMemoryBudgetStore();
+  const budgets = createBudgetService({
+    config,
+    store: budgetStore,
+    metrics,
+    logger,
+    ...(parts.clock === undefined ? {} : { clock: parts.clock }),
+  });
+  const summarizer = createSessionSummarizer({
+    config,
+    store: sessionStore,
+    upstream,
+    tokenizers,
+    metrics,
+    learnedLimits,
+    logger,
+    budgets,
+  });
+  const chat = createChatService({
+    config,
+    upstream,
+    metrics,
+    tokenizers,
+    sessionStore,
+    learnedLimits,
+    summarizer,
+    budgets,
+    now,
+    random: parts.random ?? Math.random,
+    sleep: parts.sleep ?? sleep,
+  });
+  return {
+    chat,
+    forwarder: createForwarder({ upstream, metrics, now }),
+    summarizer,
+    budgets,
+    budgetStore,
+    sessionStore,
+    learnedLimits,
+  };
+}

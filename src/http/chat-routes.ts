@@ -1,0 +1,56 @@
+// The OpenAI-compatible routes (SPEC §3): chat completions and their preview (the gateway's work, done
+// by the chat service), and the model list (forwarded as is). A route reads the request's headers into
+// typed overrides once, hands the chat service a ClientStream, and nothing more.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { noCredential } from '../auth/authenticate.js';
+import type { ChatInput, ChatService } from '../chat/chat-turn.js';
+import type { Forwarder } from '../chat/forward-request.js';
+import type { UpstreamConfig } from '../config/gateway-config.js';
+import { clientStreamFor } from './client-stream.js';
+import { parseRequestOverrides } from './request-overrides.js';
+
+export interface ChatRouteDependencies {
+  chat: ChatService;
+  forwarder: Forwarder;
+  defaultUpstream: UpstreamConfig;
+}
+
+function chatInput(request: FastifyRequest): ChatInput {
+  return {
+    body: request.body,
+    rawBody: request.gateway.rawBody,
+    overrides: parseRequestOverrides(request.headers),
+    credential: request.gateway.credential ?? noCredential,
+    clientHeaders: request.headers,
+    record: request.gateway,
+    warn: (fields, message) => request.log.warn(fields, message),
+  };
+}
+
+export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependencies): void {
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const input = chatInput(request);
+    await deps.chat.complete(input, clientStreamFor(request, reply));
+    return reply;
+  });
+
+  app.post('/v1/context/render', async (request, reply) => {
+    const { headers, body } = await deps.chat.preview(chatInput(request));
+    return reply.headers(headers).send(body);
+  });
+
+  app.get('/v1/models', async (request, reply) => {
+    await deps.forwarder.forward(
+      {
+        target: deps.defaultUpstream,
+        method: 'GET',
+        path: '/models',
+        clientHeaders: request.headers,
+        credential: request.gateway.credential ?? noCredential,
+        record: request.gateway,
+      },
+      clientStreamFor(request, reply),
+    );
+    return reply;
+  });
+}

@@ -1,0 +1,54 @@
+// The gateway's own request headers (SPEC §3), read once per request into typed overrides: the rest of
+// the gateway never looks at a header's text. A malformed value is a 400 invalid_header naming it.
+import type { IncomingHttpHeaders } from 'node:http';
+import type { RequestOverrides } from '../chat/request-overrides.js';
+import { GatewayError } from '../errors.js';
+import { sessionIdPattern } from '../sessions/session-keys.js';
+
+function first(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function invalid(name: string, expected: string): GatewayError {
+  return new GatewayError('invalid_header', `Invalid header ${name}: expected ${expected}.`, { param: name });
+}
+
+function integer(
+  headers: IncomingHttpHeaders,
+  name: string,
+  minimum: number,
+  digits = 9,
+): number | undefined {
+  const text = first(headers, name);
+  if (text === undefined) return undefined;
+  const trimmed = text.trim();
+  if (!new RegExp(`^\\d{1,${digits}}$`).test(trimmed) || Number(trimmed) < minimum)
+    throw invalid(name, minimum === 0 ? 'a whole number' : `an integer of at least ${minimum}`);
+  return Number(trimmed);
+}
+
+export function parseRequestOverrides(headers: IncomingHttpHeaders): RequestOverrides {
+  const overrides: RequestOverrides = { historyMode: 'auto' };
+  const sessionId = first(headers, 'x-session-id');
+  if (sessionId !== undefined) {
+    if (!sessionIdPattern.test(sessionId))
+      throw invalid('x-session-id', '1-128 letters, digits, ".", "_", ":" or "-"');
+    overrides.sessionId = sessionId;
+  }
+  const history = first(headers, 'x-session-history');
+  if (history !== undefined) {
+    if (history !== 'auto' && history !== 'delta' && history !== 'full')
+      throw invalid('x-session-history', "'auto', 'delta' or 'full'");
+    overrides.historyMode = history;
+  }
+  const window = integer(headers, 'x-context-window', 1);
+  if (window !== undefined) overrides.contextWindow = window;
+  const maxHistoryTokens = integer(headers, 'x-context-max-history-tokens', 0);
+  if (maxHistoryTokens !== undefined) overrides.maxHistoryTokens = maxHistoryTokens;
+  const policy = first(headers, 'x-context-policy');
+  if (policy !== undefined) overrides.policyName = policy;
+  const sessionTokens = integer(headers, 'x-budget-session-tokens', 0, 15);
+  if (sessionTokens !== undefined) overrides.budgetSessionTokens = sessionTokens;
+  return overrides;
+}

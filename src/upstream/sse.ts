@@ -1,0 +1,249 @@
+// Everything the gateway knows about text/event-stream, in one place: the incremental decoder (text in,
+// whole events out), event boundaries in raw bytes (so what reaches a client always ends at an event),
+// the end of an OpenAI-style chat stream and its usage, a stream's first data event, and the error
+// event the gateway writes itself. Pure (Buffer is the only Node global it uses).
+//
+// The decoder is linear in what it is fed: each piece of text is scanned once, and a line that spans
+// many pieces is collected as its pieces and joined once when it ends (a 16 MB event costs one pass,
+// not one pass per chunk).
+
+export interface ServerSentEvent {
+  event: string | undefined;
+  data: string;
+}
+
+export class SseDecoder {
+  /** The pieces of the line not yet ended. */
+  private partial: string[] = [];
+  /** The previous piece ended with CR: an LF at the start of the next one belongs to it. */
+  private skipLeadingLineFeed = false;
+  private dataLines: string[] = [];
+  private eventName: string | undefined = undefined;
+
+  /** Returns the events completed by this piece of text. */
+  push(text: string): ServerSentEvent[] {
+    const events: ServerSentEvent[] = [];
+    let start = 0;
+    if (this.skipLeadingLineFeed && text.length > 0) {
+      this.skipLeadingLineFeed = false;
+      if (text.charCodeAt(0) === 10) start = 1;
+    }
+    for (let index = start; index < text.length; index++) {
+      const code = text.charCodeAt(index);
+      if (code !== 10 && code !== 13) continue;
+      this.takeLine(this.lineEndingAt(text, start, index), events);
+      if (code === 13) {
+        if (index + 1 === text.length) this.skipLeadingLineFeed = true;
+        else if (text.charCodeAt(index + 1) === 10) index++;
+      }
+      start = index + 1;
+    }
+    if (start < text.length) this.partial.push(start === 0 ? text : text.slice(start));
+    return events;
+  }
+
+  /** Flushes an event the stream ended without a blank line after. */
+  end(): ServerSentEvent[] {
+    const events: ServerSentEvent[] = [];
+    if (this.partial.length > 0) this.takeLine(this.lineEndingAt('', 0, 0), events);
+    this.skipLeadingLineFeed = false;
+    this.takeLine('', events);
+    return events;
+  }
+
+  private lineEndingAt(text: string, start: number, end: number): string {
+    const tail = text.slice(start, end);
+    if (this.partial.length === 0) return tail;
+    this.partial.push(tail);
+    const line = this.partial.join('');
+    this.partial = [];
+    return line;
+  }
+
+  private takeLine(line: string, events: ServerSentEvent[]): void {
+    if (line === '') {
+      if (this.dataLines.length > 0) events.push({ event: this.eventName, data: this.dataLines.join('\n') });
+      this.dataLines = [];
+      this.eventName = undefined;
+      return;
+    }
+    if (line.charCodeAt(0) === 58) return; // ':' starts a comment (keep-alive)
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === 'data') this.dataLines.push(value);
+    else if (field === 'event') this.eventName = value;
+  }
+}
+
+export function isEventStream(headers: Record<string, string | string[] | undefined>): boolean {
+  const contentType = headers['content-type'];
+  return typeof contentType === 'string' && contentType.toLowerCase().startsWith('text/event-stream');
+}
+
+const doneMarker = Buffer.from('data: [DONE]');
+// A non-null finish_reason, as compact JSON writes it and as some servers write it with a space.
+const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
+// The end of a stream (finish chunk, optional usage chunk, [DONE]) fits well within this many bytes.
+const tailBytes = 8192;
+
+/**
+ * Tells whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null
+ * finish_reason. Both sit at the end of a stream, so only the last few kilobytes are kept (as
+ * references to the chunks, without copying) and scanned once when the upstream body ends: relaying
+ * stays as cheap as a plain pipe.
+ */
+export class StreamCompletionTracker {
+  private readonly tail: Buffer[] = [];
+  private tailLength = 0;
+
+  push(chunk: Buffer): void {
+    this.tail.push(chunk);
+    this.tailLength += chunk.length;
+    while (this.tail.length > 1 && this.tailLength - (this.tail[0] as Buffer).length >= tailBytes) {
+      this.tailLength -= (this.tail.shift() as Buffer).length;
+    }
+  }
+
+  /** The last `usage.prompt_tokens` in the stream's tail (present with stream_options.include_usage). */
+  promptTokens(): number | undefined {
+    return promptTokensIn(Buffer.concat(this.tail));
+  }
+
+  /** The last `usage.completion_tokens` in the stream's tail. */
+  completionTokens(): number | undefined {
+    return usageNumberIn(Buffer.concat(this.tail), completionTokensKey);
+  }
+
+  /** Call once the upstream body has ended. */
+  isComplete(): boolean {
+    const end = Buffer.concat(this.tail);
+    return end.includes(doneMarker) || finishMarkers.some((marker) => end.includes(marker));
+  }
+}
+
+const promptTokensKey = Buffer.from('"prompt_tokens"');
+export const completionTokensKey = Buffer.from('"completion_tokens"');
+
+/** `usage.prompt_tokens` near the end of an answer (where OpenAI-style bodies put usage), if any. */
+export function promptTokensIn(body: Buffer): number | undefined {
+  return usageNumberIn(body, promptTokensKey);
+}
+
+/** A usage number (`"key": 123`) near the end of an answer, if any. */
+export function usageNumberIn(body: Buffer, key: Buffer): number | undefined {
+  const at = body.lastIndexOf(key);
+  if (at < 0 || at < body.length - 4096) return undefined;
+  let index = at + key.length;
+  while (index < body.length && (body[index] === 0x20 || body[index] === 0x3a)) index++;
+  let value = 0;
+  let digits = 0;
+  for (; index < body.length && digits < 12; index++, digits++) {
+    const byte = body[index] as number;
+    if (byte < 0x30 || byte > 0x39) break;
+    value = value * 10 + (byte - 0x30);
+  }
+  return digits === 0 ? undefined : value;
+}
+
+/**
+ * Holds back the bytes after the last complete event of a stream, so that what reaches the client
+ * always ends at an event boundary: an error event written after an upstream cut then stands on its
+ * own, never glued onto half an event. An event ends at a blank line (LF LF, CR LF CR LF or CR CR).
+ */
+export class EventBoundaryBuffer {
+  private pending: Buffer[] = [];
+  private pendingLength = 0;
+
+  /** The bytes from the start of what is pending through the last complete event; undefined if none. */
+  push(chunk: Buffer): Buffer | undefined {
+    const end = lastBoundaryEnd(chunk);
+    if (end === -1) {
+      // A boundary can straddle the cut: look at the last bytes held with the new chunk's first ones.
+      const straddle = this.straddlingBoundaryEnd(chunk);
+      if (straddle === -1) {
+        this.pending.push(chunk);
+        this.pendingLength += chunk.length;
+        return undefined;
+      }
+      return this.take(chunk, straddle);
+    }
+    return this.take(chunk, end);
+  }
+
+  /** Bytes held back when the stream ended: an unfinished event. */
+  get heldBytes(): number {
+    return this.pendingLength;
+  }
+
+  /** What is held, for a stream that ended cleanly without a final blank line. */
+  flush(): Buffer | undefined {
+    if (this.pendingLength === 0) return undefined;
+    const rest = Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingLength = 0;
+    return rest;
+  }
+
+  private take(chunk: Buffer, end: number): Buffer {
+    const head = chunk.subarray(0, end);
+    const out = this.pendingLength === 0 ? head : Buffer.concat([...this.pending, head]);
+    const rest = chunk.subarray(end);
+    this.pending = rest.length === 0 ? [] : [rest];
+    this.pendingLength = rest.length;
+    return out;
+  }
+
+  private straddlingBoundaryEnd(chunk: Buffer): number {
+    if (this.pendingLength === 0) return -1;
+    const last = this.pending[this.pending.length - 1] as Buffer;
+    const tail = last.subarray(Math.max(0, last.length - 3));
+    const joined = Buffer.concat([tail, chunk.subarray(0, 3)]);
+    const end = lastBoundaryEnd(joined);
+    // Only a boundary that ends inside the new chunk counts (one inside `tail` was seen before).
+    return end > tail.length ? end - tail.length : -1;
+  }
+}
+
+/**
+ * Where the last blank line of `bytes` ends (the index after it), or -1: a line terminator (LF, CR LF
+ * or CR) right after another one.
+ */
+function lastBoundaryEnd(bytes: Buffer): number {
+  for (let index = bytes.length - 1; index >= 1; index--) {
+    const code = bytes[index] as number;
+    if (code !== 10 && code !== 13) continue;
+    // The terminator ending here starts one byte earlier when it is CR LF.
+    const start = code === 10 && bytes[index - 1] === 13 ? index - 1 : index;
+    const before = bytes[start - 1];
+    if (before === 10 || before === 13) return index + 1;
+    index = start;
+  }
+  return -1;
+}
+
+/** An error event as the gateway writes it into a stream: the OpenAI error body as the event's data. */
+export function errorEvent(body: unknown): string {
+  return `data: ${JSON.stringify(body)}\n\n`;
+}
+
+/** Where a chunk's closing `data: [DONE]` event starts, when the chunk ends with one; else -1. */
+export function doneMarkerAt(chunk: Buffer): number {
+  const tail = chunk.toString('latin1', Math.max(0, chunk.length - 24));
+  const match = /data: ?\[DONE\](?:\r?\n){2}$/.exec(tail);
+  return match === null ? -1 : chunk.length - tail.length + match.index;
+}
+
+/** The first complete event that carries data (comments such as ": keep-alive" are skipped), if any. */
+export function firstDataEvent(received: Buffer): string | undefined {
+  const text = received.toString('utf8');
+  const separator = /\r?\n\r?\n/g;
+  let start = 0;
+  for (let match = separator.exec(text); match !== null; match = separator.exec(text)) {
+    const event = text.slice(start, match.index);
+    if (/^(?:data|error):/m.test(event)) return event;
+    start = match.index + match[0].length;
+  }
+  return undefined;
+}
