@@ -51,7 +51,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/context/**/*.ts', 'src/upstream/classify-upstream-error.ts', 'src/upstream/sse.ts'],
+    files: [
+      'src/context/**/*.ts',
+      'src/upstream/classify-upstream-error.ts',
+      'src/upstream/sse.ts',
+      'src/budget/budget-rules.ts',
+      'src/chat/recovery-policy.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -17,6 +17,7 @@ import {
   type LimitBounds,
 } from '../context/learned-limit-rules.js';
 import type { RedisConnection } from './redis-client.js';
+import { defineScripts, learnedLimitScripts } from './redis-scripts.js';
 
 export type { LearnedLimit } from '../context/learned-limit-rules.js';
 
@@ -119,29 +120,6 @@ export function createMemoryLearnedLimits(): LearnedLimits {
 /** The one hash all learned limits live in (one slot on a Cluster). */
 export const learnedLimitsKey = 'ctxgate:{learned-limits}';
 
-// KEYS[1] the hash. ARGV: entry prefix, field, mode, value, now (s), most fields. Modes: 'min' keeps
-// the smallest value, 'below_failed' the largest value below the entry's smallestFailed, 'set' the
-// value. Every write marks the entry touched; a new entry is refused once the hash is full.
-const learnScript = `
-local key = KEYS[1]
-local prefix = ARGV[1]
-local field = prefix .. ARGV[2]
-local touched = prefix .. 'touched'
-if redis.call('HEXISTS', key, touched) == 0 and redis.call('HLEN', key) >= tonumber(ARGV[6]) then
-  return 0
-end
-local value = tonumber(ARGV[4])
-local current = tonumber(redis.call('HGET', key, field))
-if ARGV[3] == 'below_failed' then
-  local failed = tonumber(redis.call('HGET', key, prefix .. 'smallestFailed'))
-  if failed == nil or value >= failed or (current ~= nil and value <= current) then return 0 end
-elseif ARGV[3] == 'min' and current ~= nil and value >= current then
-  redis.call('HSET', key, touched, ARGV[5])
-  return 0
-end
-redis.call('HSET', key, field, ARGV[4], touched, ARGV[5])
-return 1`;
-
 type LearnCommand = (
   key: string,
   prefix: string,
@@ -204,8 +182,7 @@ export function createRedisLearnedLimits({
   retentionMs?: number;
   maxFields?: number;
 }): LearnedLimits {
-  redis.defineCommand('ctxgateLearn', { numberOfKeys: 1, lua: learnScript });
-  const learnCommand = (redis as unknown as { ctxgateLearn: LearnCommand }).ctxgateLearn.bind(redis);
+  const learnCommand = defineScripts(redis, learnedLimitScripts).learn as LearnCommand;
   const learn = (prefix: string, field: string, mode: 'min' | 'below_failed' | 'set', value: number) =>
     learnCommand(learnedLimitsKey, prefix, field, mode, value, Math.floor(now() / 1000), maxFields);
 

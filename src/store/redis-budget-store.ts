@@ -4,87 +4,8 @@
 // one Lua script; a request counting in two tags reserves tag by tag and gives back what it took when a
 // later tag refuses. Time comes from the caller, so periods and expiries follow an injected clock.
 import type { RedisConnection } from './redis-client.js';
+import { budgetScripts, defineScripts } from './redis-scripts.js';
 import { counterKey, type BudgetCounter, type BudgetStore, type CounterUsage } from './budget-store.js';
-
-type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
-
-// Sums the live reservations of each key (dropping expired ones). Used by read and reserve.
-const usageLua = `
-local function usage(key, now)
-  local fields = redis.call('HGETALL', key)
-  local used, estimated, reserved = 0, 0, 0
-  for index = 1, #fields, 2 do
-    local field, value = fields[index], fields[index + 1]
-    if field == 'used' then used = tonumber(value)
-    elseif field == 'estimated' then estimated = tonumber(value)
-    elseif string.sub(field, 1, 2) == 'r:' then
-      local tokens, expires = string.match(value, '^(%d+):(%d+)$')
-      if tonumber(expires) <= now then redis.call('HDEL', key, field)
-      else reserved = reserved + tonumber(tokens) end
-    end
-  end
-  return used, estimated, reserved
-end`;
-
-// ARGV: now.
-const readScript = `${usageLua}
-local result = {}
-for index = 1, #KEYS do
-  local used, estimated, reserved = usage(KEYS[index], tonumber(ARGV[1]))
-  table.insert(result, used) table.insert(result, estimated) table.insert(result, reserved)
-end
-return result`;
-
-// ARGV: now, reservation id, tokens, expires at, then per key: limit, hard (1/0), ttl seconds.
-const reserveScript = `${usageLua}
-local now = tonumber(ARGV[1])
-local result = {1, 0}
-for index = 1, #KEYS do
-  local used, estimated, reserved = usage(KEYS[index], now)
-  table.insert(result, used) table.insert(result, estimated) table.insert(result, reserved)
-  local base = 4 + (index - 1) * 3
-  if result[1] == 1 and ARGV[base + 2] == '1' and used + reserved >= tonumber(ARGV[base + 1]) then
-    result[1] = 0
-    result[2] = index
-  end
-end
-if result[1] == 1 then
-  for index = 1, #KEYS do
-    redis.call('HSET', KEYS[index], 'r:' .. ARGV[2], ARGV[3] .. ':' .. ARGV[4])
-    redis.call('EXPIRE', KEYS[index], ARGV[4 + (index - 1) * 3 + 3])
-  end
-end
-return result`;
-
-// ARGV: reservation id, tokens, estimated tokens, warn at, then per key: limit, ttl seconds.
-const settleScript = `
-local result = {}
-for index = 1, #KEYS do
-  local base = 4 + (index - 1) * 2
-  redis.call('HDEL', KEYS[index], 'r:' .. ARGV[1])
-  local used = redis.call('HINCRBY', KEYS[index], 'used', ARGV[2])
-  if tonumber(ARGV[3]) > 0 then redis.call('HINCRBY', KEYS[index], 'estimated', ARGV[3]) end
-  redis.call('EXPIRE', KEYS[index], ARGV[base + 2])
-  local limit = tonumber(ARGV[base + 1])
-  local warned = 0
-  if limit > 0 and used >= tonumber(ARGV[4]) * limit then
-    warned = redis.call('HSETNX', KEYS[index], 'warned', 1)
-  end
-  table.insert(result, used) table.insert(result, warned)
-end
-return result`;
-
-// ARGV: reservation id.
-const releaseScript = `
-for index = 1, #KEYS do redis.call('HDEL', KEYS[index], 'r:' .. ARGV[1]) end
-return 1`;
-
-function defineScript(redis: RedisConnection, name: string, lua: string): ScriptRunner {
-  redis.defineCommand(name, { lua });
-  // Without numberOfKeys the first argument is the number of keys.
-  const command = (redis as unknown as Record<string, ScriptRunner>)[name] as ScriptRunner;
-  return (...keysAndArgs) => command.apply(redis, keysAndArgs);
-}
 
 /** One counter's used, estimated and reserved tokens, as the scripts return them from `offset`. */
 function usageAt(reply: readonly number[], offset: number): CounterUsage {
@@ -109,10 +30,7 @@ function byTag(counters: readonly BudgetCounter[]): number[][] {
 }
 
 export function createRedisBudgetStore({ redis }: { redis: RedisConnection }): BudgetStore {
-  const read = defineScript(redis, 'ctxgateBudgetRead', readScript);
-  const reserve = defineScript(redis, 'ctxgateBudgetReserve', reserveScript);
-  const settle = defineScript(redis, 'ctxgateBudgetSettle', settleScript);
-  const release = defineScript(redis, 'ctxgateBudgetRelease', releaseScript);
+  const { read, reserve, settle, release } = defineScripts(redis, budgetScripts);
 
   const releaseGroup = async (counters: readonly BudgetCounter[], reservationId: string): Promise<void> => {
     await release(counters.length, ...counters.map(counterKey), reservationId);

@@ -8,6 +8,7 @@
 // The summary lives in the meta hash (`summary` JSON, `summaryTo` its end) and comes with every load.
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
+import { defineScripts, sessionScripts } from './redis-scripts.js';
 import {
   emptySnapshot,
   releaseEventually,
@@ -18,181 +19,6 @@ import {
   type SessionStore,
   type StoredMessage,
 } from './session-store.js';
-
-type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
-
-const releaseScript = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
-
-// ARGV: token, holdMs.
-const renewScript = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-
-// ARGV: the caller's cached epoch, total, archived count and head. Returns {meta, archived, 1, new items}
-// when the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}.
-const loadScript = `
-local meta = redis.call('HGETALL', KEYS[1])
-local archived = redis.call('LLEN', KEYS[3])
-local length = redis.call('LLEN', KEYS[2])
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
-local fresh = archived + length - tonumber(ARGV[2])
-if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
-  and archived >= tonumber(ARGV[3]) then
-  return {meta, archived, 1, redis.call('LRANGE', KEYS[2], length - fresh, -1)}
-end
-return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
-
-// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
-// activeTokenLimit, minActive, epoch (for a new session), head (0 = keep), appended tokens, items…
-// Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
-const commitScript = `
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
-local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if version ~= tonumber(ARGV[2]) then return {0, 'version_conflict'} end
-if version == 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10], 'activeTokens', 0) end
-local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
-if head == 0 and tonumber(ARGV[11]) > 0 and redis.call('LLEN', KEYS[3]) == 0 then
-  head = tonumber(ARGV[11])
-  redis.call('HSET', KEYS[1], 'head', head)
-end
-local function startsTurn(item)
-  return string.find(string.sub(item, 1, 64), ',"start":1,', 1, true) ~= nil
-end
--- Where the last turn starts in the active list (-1: not known, a session stored before it was kept).
-local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
-local before = redis.call('LLEN', KEYS[2])
-for index = 13, #ARGV do
-  redis.call('RPUSH', KEYS[2], ARGV[index])
-  if startsTurn(ARGV[index]) then lastStart = before + index - 13 end
-end
-local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', ARGV[12]))
-local length = redis.call('LLEN', KEYS[2])
-local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
--- Whole turns move, oldest first after the head, never the last (current) one: see spillCount.
-local moved = false
-while length > head + 1 and (length > maxActive or (tokens > limit and length > minActive)) do
-  -- Only the current turn is left after the head.
-  if lastStart >= 0 and lastStart <= head then break end
-  -- The turn right after the head: read in pages until the next turn starts.
-  local turn = {}
-  local turnTokens = 0
-  local closed = false
-  local from = head
-  while not closed and from < length do
-    local page = redis.call('LRANGE', KEYS[2], from, from + 255)
-    for position, item in ipairs(page) do
-      if #turn > 0 and startsTurn(item) then closed = true break end
-      table.insert(turn, item)
-      turnTokens = turnTokens + (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
-    end
-    from = from + #page
-    if #page == 0 then break end
-  end
-  if not closed then break end
-  local overCount = length > maxActive
-  local overTokens = tokens > limit and length - #turn >= minActive
-  if not overCount and not overTokens then break end
-  -- Take the turn out from behind the head, then put the head back.
-  local kept = {}
-  if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
-  redis.call('LPOP', KEYS[2], #turn)
-  for _, item in ipairs(turn) do redis.call('RPUSH', KEYS[3], item) end
-  for position = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[position]) end
-  length = length - #turn
-  tokens = tokens - turnTokens
-  if lastStart >= 0 then lastStart = lastStart - #turn end
-  moved = true
-end
-if moved then redis.call('HSET', KEYS[1], 'activeTokens', tokens) end
-redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart)
-version = version + 1
-redis.call('HSET', KEYS[1], 'version', version, 'updatedAtMs', ARGV[5], 'historyStart', ARGV[6])
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'systemPrompt', ARGV[7]) end
-for index = 1, 3 do
-  if redis.call('EXISTS', KEYS[index]) == 1 then redis.call('EXPIRE', KEYS[index], ARGV[4]) end
-end
-redis.call('DEL', KEYS[4])
-return {1, version}`;
-
-// ARGV: offset, limit. Returns {total, messages…} in conversation order: the active list's protected
-// head, the archive, then the rest of the active list.
-const historyScript = `
-local head = tonumber(redis.call('HGET', KEYS[3], 'head') or '0')
-local archived = redis.call('LLEN', KEYS[1])
-local length = redis.call('LLEN', KEYS[2])
-local first = tonumber(ARGV[1])
-local last = first + tonumber(ARGV[2]) - 1
-local result = {archived + length}
-local function take(key, from, to, base)
-  local lo, hi = math.max(first, base), math.min(last, base + to - from)
-  if lo > hi then return end
-  for _, item in ipairs(redis.call('LRANGE', key, from + lo - base, from + hi - base)) do table.insert(result, item) end
-end
-take(KEYS[2], 0, head - 1, 0)
-take(KEYS[1], 0, archived - 1, head)
-take(KEYS[2], head, length - 1, head + archived)
-return result`;
-
-// ARGV: token, ttlMs. Only an existing session can be summarized.
-const summaryLockScript = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
-return 0`;
-
-// ARGV: lock token, expected summaryTo, summary JSON, its toMessage. Moves the active messages after
-// the head that the summary covers to the archive, like a spill, in the same step as storing it.
-const storeSummaryScript = `
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'lock_lost'} end
-local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
-local archived = redis.call('LLEN', KEYS[3])
-local length = redis.call('LLEN', KEYS[2])
-local target = tonumber(ARGV[4])
-if tonumber(redis.call('HGET', KEYS[1], 'summaryTo') or '0') ~= tonumber(ARGV[2])
-  or target > archived + length then return {0, 'changed'} end
-local moved = 0
--- Summaries cover whole older turns: the current turn (from the last turn start on) never moves.
-local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
-if lastStart >= 0 and target > archived + lastStart then return {0, 'changed'} end
-if head + archived < target and length > head + 1 then
-  local kept = {}
-  if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
-  local tokens = tonumber(redis.call('HGET', KEYS[1], 'activeTokens') or '0')
-  while head + archived < target and length > head + 1 do
-    local item = redis.call('LPOP', KEYS[2])
-    tokens = tokens - (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
-    redis.call('RPUSH', KEYS[3], item)
-    archived = archived + 1
-    length = length - 1
-    moved = moved + 1
-  end
-  for index = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[index]) end
-  redis.call('HSET', KEYS[1], 'activeTokens', tokens)
-  if lastStart >= 0 then redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart - moved) end
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
-end
-redis.call('HSET', KEYS[1], 'summary', ARGV[3], 'summaryTo', target)
-return {1, moved}`;
-
-// ARGV: lock token, expected toMessage of the current turn summary (0: none), summary JSON, its turn
-// start (a conversation position). The turn must still be the current one: its start the last turn start.
-const storeTurnSummaryScript = `
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0, 'lock_lost'} end
-local archived = redis.call('LLEN', KEYS[2])
-local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
-if lastStart < 0 or archived + lastStart ~= tonumber(ARGV[4]) then return {0, 'changed'} end
-local current = redis.call('HGET', KEYS[1], 'turnSummary')
-local currentTo = 0
-if current then
-  local decoded = cjson.decode(current)
-  if tonumber(decoded.turnStart) == tonumber(ARGV[4]) then currentTo = tonumber(decoded.toMessage) end
-end
-if currentTo ~= tonumber(ARGV[2]) then return {0, 'changed'} end
-redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
-return {1, 0}`;
 
 function sessionKeys({ tenantId, sessionId }: SessionKey): {
   meta: string;
@@ -209,13 +35,6 @@ function sessionKeys({ tenantId, sessionId }: SessionKey): {
     hold: `${tag}:hold`,
     summarizing: `${tag}:summarizing`,
   };
-}
-
-function defineScript(redis: RedisConnection, name: string, numberOfKeys: number, lua: string): ScriptRunner {
-  redis.defineCommand(name, { numberOfKeys, lua });
-  // defineCommand adds the method at run time (EVALSHA, falling back to EVAL once per node).
-  const command = (redis as unknown as Record<string, ScriptRunner>)[name] as ScriptRunner;
-  return (...keysAndArgs) => command.apply(redis, keysAndArgs);
 }
 
 const messageField = ',"message":';
@@ -303,14 +122,8 @@ export function createRedisSessionStore({
   cacheBytes?: number;
   now?: () => number;
 }): SessionStore {
-  const release = defineScript(redis, 'ctxgateRelease', 1, releaseScript);
-  const renew = defineScript(redis, 'ctxgateRenew', 1, renewScript);
-  const load = defineScript(redis, 'ctxgateLoad', 3, loadScript);
-  const commit = defineScript(redis, 'ctxgateCommit', 4, commitScript);
-  const history = defineScript(redis, 'ctxgateHistory', 3, historyScript);
-  const summaryLock = defineScript(redis, 'ctxgateSummaryLock', 2, summaryLockScript);
-  const storeSummary = defineScript(redis, 'ctxgateStoreSummary', 4, storeSummaryScript);
-  const storeTurnSummary = defineScript(redis, 'ctxgateStoreTurnSummary', 3, storeTurnSummaryScript);
+  const { release, renew, load, commit, history, summaryLock, storeSummary, storeTurnSummary } =
+    defineScripts(redis, sessionScripts);
   const cache = createSessionCache(cacheBytes);
 
   async function loadActive(

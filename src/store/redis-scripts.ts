@@ -1,0 +1,324 @@
+// Every Lua script the Redis stores run, in one place, with the one way they are defined: ioredis's
+// defineCommand (EVALSHA, falling back to EVAL once per node). Each script touches keys of one hash tag
+// only, so it is valid on a Cluster.
+import type { RedisConnection } from './redis-client.js';
+
+export interface ScriptDefinition {
+  /** The command name ioredis adds (unique across the stores). */
+  name: string;
+  /** Keys the script takes; without it, the first argument says how many. */
+  numberOfKeys?: number;
+  lua: string;
+}
+
+/** Keys first, then arguments, as the script's KEYS and ARGV. */
+export type ScriptRunner = (...keysAndArgs: Array<string | number>) => Promise<unknown>;
+
+export function defineScripts<Scripts extends Record<string, ScriptDefinition>>(
+  redis: RedisConnection,
+  scripts: Scripts,
+): { [Name in keyof Scripts]: ScriptRunner } {
+  const runners = {} as { [Name in keyof Scripts]: ScriptRunner };
+  for (const name of Object.keys(scripts) as Array<keyof Scripts>) {
+    const { name: command, numberOfKeys, lua } = scripts[name] as ScriptDefinition;
+    redis.defineCommand(command, numberOfKeys === undefined ? { lua } : { numberOfKeys, lua });
+    const run = (redis as unknown as Record<string, ScriptRunner>)[command] as ScriptRunner;
+    runners[name] = (...keysAndArgs) => run.apply(redis, keysAndArgs);
+  }
+  return runners;
+}
+
+// ---- Sessions (redis-session-store.ts) ----
+
+const sessionReleaseScript = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+// ARGV: token, holdMs.
+const sessionRenewScript = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+
+// ARGV: the caller's cached epoch, total, archived count and head. Returns {meta, archived, 1, new items}
+// when the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}.
+const sessionLoadScript = `
+local meta = redis.call('HGETALL', KEYS[1])
+local archived = redis.call('LLEN', KEYS[3])
+local length = redis.call('LLEN', KEYS[2])
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+local fresh = archived + length - tonumber(ARGV[2])
+if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
+  and archived >= tonumber(ARGV[3]) then
+  return {meta, archived, 1, redis.call('LRANGE', KEYS[2], length - fresh, -1)}
+end
+return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
+
+// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
+// activeTokenLimit, minActive, epoch (for a new session), head (0 = keep), appended tokens, items…
+// Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
+const sessionCommitScript = `
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
+local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if version ~= tonumber(ARGV[2]) then return {0, 'version_conflict'} end
+if version == 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10], 'activeTokens', 0) end
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+if head == 0 and tonumber(ARGV[11]) > 0 and redis.call('LLEN', KEYS[3]) == 0 then
+  head = tonumber(ARGV[11])
+  redis.call('HSET', KEYS[1], 'head', head)
+end
+local function startsTurn(item)
+  return string.find(string.sub(item, 1, 64), ',"start":1,', 1, true) ~= nil
+end
+-- Where the last turn starts in the active list (-1: not known, a session stored before it was kept).
+local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+local before = redis.call('LLEN', KEYS[2])
+for index = 13, #ARGV do
+  redis.call('RPUSH', KEYS[2], ARGV[index])
+  if startsTurn(ARGV[index]) then lastStart = before + index - 13 end
+end
+local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', ARGV[12]))
+local length = redis.call('LLEN', KEYS[2])
+local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
+-- Whole turns move, oldest first after the head, never the last (current) one: see spillCount.
+local moved = false
+while length > head + 1 and (length > maxActive or (tokens > limit and length > minActive)) do
+  -- Only the current turn is left after the head.
+  if lastStart >= 0 and lastStart <= head then break end
+  -- The turn right after the head: read in pages until the next turn starts.
+  local turn = {}
+  local turnTokens = 0
+  local closed = false
+  local from = head
+  while not closed and from < length do
+    local page = redis.call('LRANGE', KEYS[2], from, from + 255)
+    for position, item in ipairs(page) do
+      if #turn > 0 and startsTurn(item) then closed = true break end
+      table.insert(turn, item)
+      turnTokens = turnTokens + (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+    end
+    from = from + #page
+    if #page == 0 then break end
+  end
+  if not closed then break end
+  local overCount = length > maxActive
+  local overTokens = tokens > limit and length - #turn >= minActive
+  if not overCount and not overTokens then break end
+  -- Take the turn out from behind the head, then put the head back.
+  local kept = {}
+  if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
+  redis.call('LPOP', KEYS[2], #turn)
+  for _, item in ipairs(turn) do redis.call('RPUSH', KEYS[3], item) end
+  for position = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[position]) end
+  length = length - #turn
+  tokens = tokens - turnTokens
+  if lastStart >= 0 then lastStart = lastStart - #turn end
+  moved = true
+end
+if moved then redis.call('HSET', KEYS[1], 'activeTokens', tokens) end
+redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart)
+version = version + 1
+redis.call('HSET', KEYS[1], 'version', version, 'updatedAtMs', ARGV[5], 'historyStart', ARGV[6])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'systemPrompt', ARGV[7]) end
+for index = 1, 3 do
+  if redis.call('EXISTS', KEYS[index]) == 1 then redis.call('EXPIRE', KEYS[index], ARGV[4]) end
+end
+redis.call('DEL', KEYS[4])
+return {1, version}`;
+
+// ARGV: offset, limit. Returns {total, messages…} in conversation order: the active list's protected
+// head, the archive, then the rest of the active list.
+const sessionHistoryScript = `
+local head = tonumber(redis.call('HGET', KEYS[3], 'head') or '0')
+local archived = redis.call('LLEN', KEYS[1])
+local length = redis.call('LLEN', KEYS[2])
+local first = tonumber(ARGV[1])
+local last = first + tonumber(ARGV[2]) - 1
+local result = {archived + length}
+local function take(key, from, to, base)
+  local lo, hi = math.max(first, base), math.min(last, base + to - from)
+  if lo > hi then return end
+  for _, item in ipairs(redis.call('LRANGE', key, from + lo - base, from + hi - base)) do table.insert(result, item) end
+end
+take(KEYS[2], 0, head - 1, 0)
+take(KEYS[1], 0, archived - 1, head)
+take(KEYS[2], head, length - 1, head + archived)
+return result`;
+
+// ARGV: token, ttlMs. Only an existing session can be summarized.
+const sessionSummaryLockScript = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2], 'NX') then return 1 end
+return 0`;
+
+// ARGV: lock token, expected summaryTo, summary JSON, its toMessage. Moves the active messages after
+// the head that the summary covers to the archive, like a spill, in the same step as storing it.
+const sessionStoreSummaryScript = `
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'lock_lost'} end
+local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+local archived = redis.call('LLEN', KEYS[3])
+local length = redis.call('LLEN', KEYS[2])
+local target = tonumber(ARGV[4])
+if tonumber(redis.call('HGET', KEYS[1], 'summaryTo') or '0') ~= tonumber(ARGV[2])
+  or target > archived + length then return {0, 'changed'} end
+local moved = 0
+-- Summaries cover whole older turns: the current turn (from the last turn start on) never moves.
+local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+if lastStart >= 0 and target > archived + lastStart then return {0, 'changed'} end
+if head + archived < target and length > head + 1 then
+  local kept = {}
+  if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
+  local tokens = tonumber(redis.call('HGET', KEYS[1], 'activeTokens') or '0')
+  while head + archived < target and length > head + 1 do
+    local item = redis.call('LPOP', KEYS[2])
+    tokens = tokens - (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+    redis.call('RPUSH', KEYS[3], item)
+    archived = archived + 1
+    length = length - 1
+    moved = moved + 1
+  end
+  for index = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[index]) end
+  redis.call('HSET', KEYS[1], 'activeTokens', tokens)
+  if lastStart >= 0 then redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart - moved) end
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+redis.call('HSET', KEYS[1], 'summary', ARGV[3], 'summaryTo', target)
+return {1, moved}`;
+
+// ARGV: lock token, expected toMessage of the current turn summary (0: none), summary JSON, its turn
+// start (a conversation position). The turn must still be the current one: its start the last turn start.
+const sessionStoreTurnSummaryScript = `
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0, 'lock_lost'} end
+local archived = redis.call('LLEN', KEYS[2])
+local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+if lastStart < 0 or archived + lastStart ~= tonumber(ARGV[4]) then return {0, 'changed'} end
+local current = redis.call('HGET', KEYS[1], 'turnSummary')
+local currentTo = 0
+if current then
+  local decoded = cjson.decode(current)
+  if tonumber(decoded.turnStart) == tonumber(ARGV[4]) then currentTo = tonumber(decoded.toMessage) end
+end
+if currentTo ~= tonumber(ARGV[2]) then return {0, 'changed'} end
+redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
+return {1, 0}`;
+
+export const sessionScripts = {
+  release: { name: 'ctxgateRelease', numberOfKeys: 1, lua: sessionReleaseScript },
+  renew: { name: 'ctxgateRenew', numberOfKeys: 1, lua: sessionRenewScript },
+  load: { name: 'ctxgateLoad', numberOfKeys: 3, lua: sessionLoadScript },
+  commit: { name: 'ctxgateCommit', numberOfKeys: 4, lua: sessionCommitScript },
+  history: { name: 'ctxgateHistory', numberOfKeys: 3, lua: sessionHistoryScript },
+  summaryLock: { name: 'ctxgateSummaryLock', numberOfKeys: 2, lua: sessionSummaryLockScript },
+  storeSummary: { name: 'ctxgateStoreSummary', numberOfKeys: 4, lua: sessionStoreSummaryScript },
+  storeTurnSummary: { name: 'ctxgateStoreTurnSummary', numberOfKeys: 3, lua: sessionStoreTurnSummaryScript },
+} satisfies Record<string, ScriptDefinition>;
+
+// ---- Budgets (redis-budget-store.ts): a variable number of counter keys, so no numberOfKeys ----
+
+// Sums the live reservations of each key (dropping expired ones). Used by read and reserve.
+const budgetUsageLua = `
+local function usage(key, now)
+  local fields = redis.call('HGETALL', key)
+  local used, estimated, reserved = 0, 0, 0
+  for index = 1, #fields, 2 do
+    local field, value = fields[index], fields[index + 1]
+    if field == 'used' then used = tonumber(value)
+    elseif field == 'estimated' then estimated = tonumber(value)
+    elseif string.sub(field, 1, 2) == 'r:' then
+      local tokens, expires = string.match(value, '^(%d+):(%d+)$')
+      if tonumber(expires) <= now then redis.call('HDEL', key, field)
+      else reserved = reserved + tonumber(tokens) end
+    end
+  end
+  return used, estimated, reserved
+end`;
+
+// ARGV: now.
+const budgetReadScript = `${budgetUsageLua}
+local result = {}
+for index = 1, #KEYS do
+  local used, estimated, reserved = usage(KEYS[index], tonumber(ARGV[1]))
+  table.insert(result, used) table.insert(result, estimated) table.insert(result, reserved)
+end
+return result`;
+
+// ARGV: now, reservation id, tokens, expires at, then per key: limit, hard (1/0), ttl seconds.
+const budgetReserveScript = `${budgetUsageLua}
+local now = tonumber(ARGV[1])
+local result = {1, 0}
+for index = 1, #KEYS do
+  local used, estimated, reserved = usage(KEYS[index], now)
+  table.insert(result, used) table.insert(result, estimated) table.insert(result, reserved)
+  local base = 4 + (index - 1) * 3
+  if result[1] == 1 and ARGV[base + 2] == '1' and used + reserved >= tonumber(ARGV[base + 1]) then
+    result[1] = 0
+    result[2] = index
+  end
+end
+if result[1] == 1 then
+  for index = 1, #KEYS do
+    redis.call('HSET', KEYS[index], 'r:' .. ARGV[2], ARGV[3] .. ':' .. ARGV[4])
+    redis.call('EXPIRE', KEYS[index], ARGV[4 + (index - 1) * 3 + 3])
+  end
+end
+return result`;
+
+// ARGV: reservation id, tokens, estimated tokens, warn at, then per key: limit, ttl seconds.
+const budgetSettleScript = `
+local result = {}
+for index = 1, #KEYS do
+  local base = 4 + (index - 1) * 2
+  redis.call('HDEL', KEYS[index], 'r:' .. ARGV[1])
+  local used = redis.call('HINCRBY', KEYS[index], 'used', ARGV[2])
+  if tonumber(ARGV[3]) > 0 then redis.call('HINCRBY', KEYS[index], 'estimated', ARGV[3]) end
+  redis.call('EXPIRE', KEYS[index], ARGV[base + 2])
+  local limit = tonumber(ARGV[base + 1])
+  local warned = 0
+  if limit > 0 and used >= tonumber(ARGV[4]) * limit then
+    warned = redis.call('HSETNX', KEYS[index], 'warned', 1)
+  end
+  table.insert(result, used) table.insert(result, warned)
+end
+return result`;
+
+// ARGV: reservation id.
+const budgetReleaseScript = `
+for index = 1, #KEYS do redis.call('HDEL', KEYS[index], 'r:' .. ARGV[1]) end
+return 1`;
+
+export const budgetScripts = {
+  read: { name: 'ctxgateBudgetRead', lua: budgetReadScript },
+  reserve: { name: 'ctxgateBudgetReserve', lua: budgetReserveScript },
+  settle: { name: 'ctxgateBudgetSettle', lua: budgetSettleScript },
+  release: { name: 'ctxgateBudgetRelease', lua: budgetReleaseScript },
+} satisfies Record<string, ScriptDefinition>;
+
+// ---- Learned limits (learned-limits.ts) ----
+
+// KEYS[1] the hash. ARGV: entry prefix, field, mode, value, now (s), most fields. Modes: 'min' keeps
+// the smallest value, 'below_failed' the largest value below the entry's smallestFailed, 'set' the
+// value. Every write marks the entry touched; a new entry is refused once the hash is full.
+const learnScript = `
+local key = KEYS[1]
+local prefix = ARGV[1]
+local field = prefix .. ARGV[2]
+local touched = prefix .. 'touched'
+if redis.call('HEXISTS', key, touched) == 0 and redis.call('HLEN', key) >= tonumber(ARGV[6]) then
+  return 0
+end
+local value = tonumber(ARGV[4])
+local current = tonumber(redis.call('HGET', key, field))
+if ARGV[3] == 'below_failed' then
+  local failed = tonumber(redis.call('HGET', key, prefix .. 'smallestFailed'))
+  if failed == nil or value >= failed or (current ~= nil and value <= current) then return 0 end
+elseif ARGV[3] == 'min' and current ~= nil and value >= current then
+  redis.call('HSET', key, touched, ARGV[5])
+  return 0
+end
+redis.call('HSET', key, field, ARGV[4], touched, ARGV[5])
+return 1`;
+
+export const learnedLimitScripts = {
+  learn: { name: 'ctxgateLearn', numberOfKeys: 1, lua: learnScript },
+} satisfies Record<string, ScriptDefinition>;
