@@ -11,6 +11,7 @@ import { Pool } from 'undici';
 import { EventBoundaryBuffer, StreamCompletionTracker } from '../../src/upstream/sse.js';
 import { StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
 import { startServerProcess } from '../../test/helpers/server-process.js';
+import { gatewayCommand } from '../lib/load.js';
 
 const tsx = [process.execPath, '--import', 'tsx'];
 
@@ -67,7 +68,7 @@ async function sessionsRun(memoryMb: number, sessions: number): Promise<number[]
   const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {});
   const configPath = join(mkdtempSync(join(tmpdir(), 'ctxgate-bench-')), 'ctxgate.yaml');
   writeFileSync(configPath, `sessions:\n  memory_mb: ${memoryMb}\n`);
-  const gateway = await startServerProcess([process.execPath, 'dist/src/main.js'], {
+  const gateway = await startServerProcess(gatewayCommand(), {
     PORT: '0',
     UPSTREAM_BASE_URL: fake.url,
     CTXGATE_CONFIG: configPath,

@@ -1,0 +1,135 @@
+// Request bodies for the load sections: a fixed 2 KB chat request, and conversations whose vocabulary is
+// as varied as a real one's.
+
+export function chatBody(stream: boolean, model = 'gpt-4o-mini'): string {
+  const filler = 'The quick brown fox jumps over the lazy dog while the gateway counts every token. ';
+  return JSON.stringify({
+    model,
+    messages: [
+      { role: 'system', content: 'You are a helpful assistant.' },
+      { role: 'user', content: filler.repeat(24) },
+    ],
+    temperature: 0.2,
+    stream,
+  });
+}
+
+/**
+ * A conversation of `count` messages, as a client would resend it: prose, identifiers, numbers and some
+ * German and Japanese from a deterministic generator, so that the vocabulary is as varied as a real
+ * conversation's (a few repeated phrases would make first-time counting unrealistically cheap).
+ */
+export function benchConversation(
+  count: number,
+  charsPerMessage: number,
+): Array<{ role: string; content: string }> {
+  let seed = 42;
+  const random = (): number => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'tren',
+    'sto',
+    'da',
+    'vel',
+    'qui',
+    'ran',
+    'po',
+    'zu',
+    'ber',
+    'ex',
+    'ion',
+    'ter',
+    'sha',
+    'gr',
+    'an',
+  ];
+  const common = [
+    'the',
+    'and',
+    'deployment',
+    'latency',
+    'service',
+    'queue',
+    'error',
+    'retry',
+    'database',
+    'migration',
+    'we',
+    'should',
+    'check',
+    'because',
+    'über',
+    'Datenbank',
+    '設定',
+    '確認',
+    'タイムアウト',
+  ];
+  const word = (): string => {
+    const roll = random();
+    if (roll < 0.45) return common[Math.floor(random() * common.length)] as string;
+    if (roll < 0.55) return String(Math.floor(random() * 100_000));
+    if (roll < 0.62)
+      return `${syllables[Math.floor(random() * syllables.length)]}_${syllables[Math.floor(random() * syllables.length)]}Id`;
+    const length = 1 + Math.floor(random() * 3);
+    return Array.from({ length }, () => syllables[Math.floor(random() * syllables.length)]).join('');
+  };
+  return Array.from({ length: count }, (_unused, index) => {
+    let content = `Message ${index}:`;
+    while (content.length < charsPerMessage) content += (random() < 0.08 ? '. ' : ' ') + word();
+    return { role: index % 2 === 0 ? 'user' : 'assistant', content };
+  });
+}
+
+/**
+ * ~2 KB chat requests whose user message is new every time: words drawn from a vocabulary of 4,000
+ * made-up words and numbers, so the gateway really counts each one (no cache can know it).
+ */
+export function uniqueChatBodies(seed = 7): () => string {
+  let state = seed;
+  const random = (): number => {
+    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return state / 2_147_483_648;
+  };
+  const syllables = [
+    'ka',
+    'lo',
+    'mi',
+    'tren',
+    'sto',
+    'da',
+    'vel',
+    'qui',
+    'ran',
+    'po',
+    'zu',
+    'ber',
+    'ex',
+    'ion',
+  ];
+  const vocabulary = Array.from({ length: 4_000 }, (_unused, index) =>
+    index % 10 === 0
+      ? String(Math.floor(random() * 1_000_000))
+      : Array.from(
+          { length: 1 + Math.floor(random() * 4) },
+          () => syllables[Math.floor(random() * syllables.length)],
+        ).join(''),
+  );
+  return () => {
+    let content = '';
+    while (content.length < 1_900) content += `${vocabulary[Math.floor(random() * vocabulary.length)]} `;
+    return JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'You are a helpful assistant.' },
+        { role: 'user', content },
+      ],
+      temperature: 0.2,
+      stream: false,
+    });
+  };
+}

@@ -1,0 +1,160 @@
+// What every load section shares: autocannon runs in interleaved rounds, sequential single-connection
+// timing with hrtime, percentiles and table rows, and the command that starts the gateway under test.
+import autocannon from 'autocannon';
+import { Pool } from 'undici';
+
+export const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8');
+export const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
+export const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? '5');
+export const connections = 32;
+export const tsx = [process.execPath, '--import', 'tsx'];
+
+/**
+ * The gateway's built entry point. BENCH_GATEWAY_DIR points at another checkout's build (after its
+ * `npm run build`) to measure an earlier version under exactly the same load.
+ */
+export function gatewayCommand(): string[] {
+  return [process.execPath, `${process.env.BENCH_GATEWAY_DIR ?? '.'}/dist/src/main.js`];
+}
+
+export interface LoadResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** A fixed body, or a generator: a new body for every request (so nothing can be cached by identity). */
+export type BenchBody = string | (() => string);
+
+export async function load(url: string, body: BenchBody, seconds: number): Promise<LoadResult> {
+  const headers = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
+  const result = await autocannon({
+    url: `${url}/chat/completions`,
+    method: 'POST',
+    headers,
+    connections,
+    duration: seconds,
+    ...(typeof body === 'string'
+      ? { body }
+      : {
+          requests: [
+            {
+              method: 'POST',
+              headers,
+              setupRequest: (request: autocannon.Request) => ({ ...request, body: body() }),
+            },
+          ],
+        }),
+  });
+  return {
+    rps: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
+export async function compare(
+  targets: ReadonlyArray<readonly [string, string]>,
+  body: BenchBody,
+): Promise<Map<string, LoadResult>> {
+  const samples = new Map<string, LoadResult[]>(targets.map(([name]) => [name, []]));
+  // Warm-up: JIT and connection pools. Short warm-ups were seen to favour whichever process was hot.
+  for (const [, url] of targets) await load(url, body, warmupSeconds);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, url] of targets) samples.get(name)?.push(await load(url, body, durationSeconds));
+  }
+  const medians = new Map<string, LoadResult>();
+  for (const [name, results] of samples) {
+    medians.set(name, {
+      rps: median(results.map((result) => result.rps)),
+      p50Ms: median(results.map((result) => result.p50Ms)),
+      p99Ms: median(results.map((result) => result.p99Ms)),
+      non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+      errors: results.reduce((sum, result) => sum + result.errors, 0),
+    });
+  }
+  return medians;
+}
+
+export function percentile(sorted: number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
+}
+
+/** Sequential requests on one keep-alive connection, timed with hrtime: microsecond resolution. */
+export async function singleConnectionLatency(
+  url: string,
+  body: string,
+  count: number,
+): Promise<{ p50Us: number; p99Us: number }> {
+  const target = new URL(`${url}/chat/completions`);
+  const pool = new Pool(target.origin, { connections: 1 });
+  const samples: number[] = [];
+  try {
+    for (let index = 0; index < count + 200; index++) {
+      const started = process.hrtime.bigint();
+      const response = await pool.request({
+        method: 'POST',
+        path: target.pathname,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+        body,
+      });
+      await response.body.text();
+      if (index >= 200) samples.push(Number(process.hrtime.bigint() - started) / 1000);
+    }
+  } finally {
+    await pool.close();
+  }
+  samples.sort((a, b) => a - b);
+  return { p50Us: percentile(samples, 0.5), p99Us: percentile(samples, 0.99) };
+}
+
+/** Sequential requests on one connection; the latencies after the first 30, sorted. */
+export async function timeRequests(
+  target: URL,
+  count: number,
+  body: (index: number) => unknown,
+  headersFor: (index: number) => Record<string, string> = () => ({}),
+): Promise<number[]> {
+  const pool = new Pool(target.origin, { connections: 1 });
+  const samples: number[] = [];
+  try {
+    for (let index = 0; index < count; index++) {
+      const payload = JSON.stringify(body(index));
+      const started = process.hrtime.bigint();
+      const response = await pool.request({
+        method: 'POST',
+        path: target.pathname,
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-bench',
+          ...headersFor(index),
+        },
+        body: payload,
+      });
+      await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`bench request answered ${response.statusCode}`);
+      if (index >= 30) samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+  } finally {
+    await pool.close();
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+export function row(cells: Array<string | number>): string {
+  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 42 : 12)).join('');
+}
+
+export function wideRow(cells: Array<string | number>): string {
+  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 28 : 22)).join('');
+}

@@ -1,0 +1,114 @@
+// Section "proxy": the gateway's throughput against a parse-and-forward floor (fastify + undici that
+// parses the body, re-serializes it and relays the answer), in one run, interleaved rounds: a 2 KB
+// request for a known model, the same for a model name the gateway has no tokenizer for (its estimate
+// is calibrated from the upstream's usage), 2 KB requests that are all different (the gateway counts
+// every one), a 50-chunk stream and a 200 KB conversation; then one connection's sequential latency,
+// for the gateway's added p50. BENCH_GATEWAY_DIR measures another checkout's build under the same load.
+import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
+import { benchConversation, chatBody, uniqueChatBodies } from '../lib/bodies.js';
+import {
+  compare,
+  connections,
+  durationSeconds,
+  gatewayCommand,
+  median,
+  row,
+  rounds,
+  singleConnectionLatency,
+  tsx,
+  warmupSeconds,
+  type BenchBody,
+} from '../lib/load.js';
+
+const floorName = '(b) floor: parse + re-serialize';
+const gatewayName = '(c) ctxgate';
+
+export async function proxySection(): Promise<void> {
+  const servers: ServerProcess[] = [];
+  try {
+    const words = Array.from({ length: 50 }, (_unused, index) => `word${index}`).join(' ');
+    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
+      FAKE_CONTENT: words,
+      FAKE_CHUNKS: '50',
+    });
+    servers.push(fake);
+    const floor = await startServerProcess([...tsx, 'bench/servers/floor-proxy.ts'], {
+      UPSTREAM_BASE_URL: fake.url,
+    });
+    servers.push(floor);
+    const gateway = await startServerProcess(gatewayCommand(), {
+      UPSTREAM_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: '',
+    });
+    servers.push(gateway);
+
+    console.log(
+      `\n== proxy: autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a ${warmupSeconds} s warm-up ==`,
+    );
+    const conversationBody = JSON.stringify({
+      model: 'gpt-4o-mini',
+      messages: benchConversation(600, 330),
+      stream: false,
+    });
+    const cases: Array<{ label: string; body: BenchBody; target: number | undefined }> = [
+      { label: '2 KB, known model (gpt-4o-mini)', body: chatBody(false), target: 0.8 },
+      { label: '2 KB, unknown model (acme-large-2)', body: chatBody(false, 'acme-large-2'), target: 0.8 },
+      { label: '2 KB, every body new (counted each time)', body: uniqueChatBodies(), target: 0.8 },
+      { label: '50-chunk streaming', body: chatBody(true), target: undefined },
+      {
+        label: `${Math.round(conversationBody.length / 1024)} KB conversation`,
+        body: conversationBody,
+        target: 0.6,
+      },
+    ];
+    const summary: string[] = [];
+    for (const { label, body, target } of cases) {
+      console.log(`-- ${label}`);
+      console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors']));
+      const results = await compare(
+        [
+          ['(a) fake upstream direct', fake.url],
+          [floorName, floor.url],
+          [gatewayName, gateway.url],
+        ],
+        body,
+      );
+      for (const [name, result] of results)
+        console.log(
+          row([name, result.rps.toFixed(0), result.p50Ms, result.p99Ms, result.non2xx, result.errors]),
+        );
+      const ratio = (results.get(gatewayName)?.rps ?? 0) / (results.get(floorName)?.rps ?? 1);
+      const goal = target === undefined ? '' : `  (target >= ${target.toFixed(2)})`;
+      console.log(`   ratio c/b req/s: ${ratio.toFixed(2)}${goal}`);
+      summary.push(row([label, ratio.toFixed(2), target === undefined ? '-' : `>= ${target.toFixed(2)}`]));
+    }
+
+    // Interleaved rounds of sequential requests: medians of each round's percentiles.
+    const directP50: number[] = [];
+    const gatewayP50: number[] = [];
+    const gatewayP99: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      directP50.push((await singleConnectionLatency(fake.url, chatBody(false), 1000)).p50Us);
+      const via = await singleConnectionLatency(gateway.url, chatBody(false), 1000);
+      gatewayP50.push(via.p50Us);
+      gatewayP99.push(via.p99Us);
+    }
+    console.log(
+      '\n== proxy: one connection, 5 interleaved rounds of 1000 sequential 2 KB requests (hrtime; medians) ==',
+    );
+    console.log(row(['target', 'p50 us', 'p99 us']));
+    console.log(row(['(a) fake upstream direct', median(directP50).toFixed(0), '']));
+    console.log(row([gatewayName, median(gatewayP50).toFixed(0), median(gatewayP99).toFixed(0)]));
+    const addedMs = (median(gatewayP50) - median(directP50)) / 1000;
+    console.log(`   ctxgate added p50: ${addedMs.toFixed(3)} ms  (target <= 0.5 ms)`);
+    console.log('\n== proxy: ratios to the floor ==');
+    console.log(row(['request', 'c/b req/s', 'target']));
+    for (const line of summary) console.log(line);
+    console.log(row(['added single-connection p50 (ms)', addedMs.toFixed(3), '<= 0.5']));
+  } finally {
+    for (const server of servers.reverse()) await server.stop();
+  }
+}

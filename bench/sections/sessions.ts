@@ -1,0 +1,164 @@
+// Section "sessions": session-mode cost as stored history grows.
+import { request } from 'undici';
+import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
+import { benchConversation } from '../lib/bodies.js';
+import { gatewayCommand, percentile, timeRequests, tsx, wideRow } from '../lib/load.js';
+
+/**
+ * Session-mode cost as stored history grows
+: sessions preloaded with 10, 1 000 and 10 000 messages in a
+ * real redis-server, then one new message per request on one connection; p50 and p99 per request.
+ */
+export async function sessionsSection(): Promise<void> {
+  const { startRedisServer } = await import('../../test/helpers/redis-server.js');
+  const { createRedisConnection } = await import('../../src/store/redis-client.js');
+  const { createRedisSessionStore } = await import('../../src/store/redis-session-store.js');
+  const { createAuthenticator } = await import('../../src/auth/authenticate.js');
+  const redis = await startRedisServer();
+  const servers: ServerProcess[] = [];
+  const connection = createRedisConnection({ mode: 'standalone', url: redis.url });
+  try {
+    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
+      FAKE_CONTENT: 'Noted.',
+    });
+    servers.push(fake);
+    const gateway = await startServerProcess(gatewayCommand(), {
+      UPSTREAM_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      REDIS_URL: redis.url,
+      REDIS_CLUSTER_NODES: '',
+    });
+    servers.push(gateway);
+    while (connection.status !== 'ready') await new Promise((resolve) => setTimeout(resolve, 20));
+    const store = createRedisSessionStore({
+      redis: connection,
+      limits: { maxActiveMessages: 10_000, minActiveMessages: 100, idleTtlSeconds: 3_600 },
+    });
+    const tenantId = createAuthenticator({ gatewayApiKeys: [], anonymousTenant: '' }).authenticate({
+      authorization: 'Bearer sk-bench',
+    }).tenantId;
+    console.log(
+      '\n== sessions: one new message per request on one connection, 3 interleaved rounds of 100 per size, 128k window (ms) ==',
+    );
+    console.log(
+      wideRow([
+        'stored (active) start -> end',
+        'session p50/p99',
+        'upstream alone',
+        'overhead p50',
+        'resend all p50/p99',
+      ]),
+    );
+
+    const sizes = [10, 1_000, 10_000];
+    const conversations = new Map(sizes.map((size) => [size, benchConversation(size, 200)]));
+    // Each measured turn stores two messages; requests rotate over several sessions per size so that
+    // the sizes stay close to what they are named (one 10 000-message session grows by 2.6% per round).
+    const sessionsPerSize = (size: number): number => (size >= 10_000 ? 3 : 39);
+    for (const size of sizes)
+      for (let copy = 0; copy < sessionsPerSize(size); copy++) {
+        const key = { tenantId, sessionId: `bench-${size}-${copy}` };
+        const messages = conversations.get(size) ?? [];
+        for (let start = 0; start < messages.length; start += 500) {
+          const hold = await store.acquire(key, 60_000);
+          if (hold === undefined) throw new Error('bench session is busy');
+          const snapshot = await store.load(key);
+          await store.commit(key, {
+            hold,
+            expectedVersion: snapshot.version,
+            append: messages.slice(start, start + 500).map((message) => ({ message, tokens: 60 })),
+            historyStart: 0,
+            activeTokenLimit: 128_000,
+          });
+        }
+      }
+    const target = new URL(`${gateway.url}/chat/completions`);
+    const upstreamTarget = new URL(`${fake.url}/chat/completions`);
+    // What each session's next request sends upstream (POST /v1/context/render with the session),
+    // timed against the fake provider directly: the upstream's own share of a session request.
+    const rendered = new Map<number, unknown[]>();
+    for (const size of sizes) {
+      const response = await request(`${gateway.url}/context/render`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-bench',
+          'x-session-id': `bench-${size}-0`,
+        },
+        body: JSON.stringify({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'Question 0: what changed?' }],
+        }),
+      });
+      rendered.set(size, ((await response.body.json()) as { messages: unknown[] }).messages);
+    }
+    // Three interleaved rounds, so that the machine's noise falls on every size and baseline alike.
+    const samples = new Map(
+      sizes.map((size) => [size, { session: [] as number[], upstream: [] as number[] }]),
+    );
+    let question = 0;
+    for (let round = 0; round < 3; round++) {
+      for (const size of sizes) {
+        const latencies = samples.get(size) ?? { session: [], upstream: [] };
+        latencies.session.push(
+          ...(await timeRequests(
+            target,
+            130,
+            () => ({
+              model: 'gpt-4o-mini',
+              messages: [{ role: 'user', content: `Question ${question++}: what changed?` }],
+            }),
+            (index) => ({ 'x-session-id': `bench-${size}-${index % sessionsPerSize(size)}` }),
+          )),
+        );
+        latencies.upstream.push(
+          ...(await timeRequests(upstreamTarget, 130, () => ({
+            model: 'gpt-4o-mini',
+            messages: rendered.get(size),
+          }))),
+        );
+      }
+    }
+    const p50s: number[] = [];
+    const overheads: number[] = [];
+    for (const size of sizes) {
+      const latencies = samples.get(size) ?? { session: [], upstream: [] };
+      const session = latencies.session.sort((a, b) => a - b);
+      const upstream = latencies.upstream.sort((a, b) => a - b);
+      // Second baseline: the client keeps the history itself and resends all of it, no session.
+      const resend = await timeRequests(target, 130, (index) => ({
+        model: 'gpt-4o-mini',
+        messages: [
+          ...(conversations.get(size) ?? []),
+          { role: 'user', content: `Question ${index}: what changed?` },
+        ],
+      }));
+      const overhead = percentile(session, 0.5) - percentile(upstream, 0.5);
+      // Every measured turn stores two messages: the sessions grow while they are measured.
+      const grown = await request(`${gateway.url}/sessions/bench-${size}-0`, {
+        headers: { authorization: 'Bearer sk-bench' },
+      });
+      const { counts } = (await grown.body.json()) as { counts: { active: number; total: number } };
+      p50s.push(percentile(session, 0.5));
+      overheads.push(overhead);
+      console.log(
+        wideRow([
+          `${size} -> ${counts.total} (${counts.active})`,
+          `${percentile(session, 0.5).toFixed(2)} / ${percentile(session, 0.99).toFixed(2)}`,
+          `${percentile(upstream, 0.5).toFixed(2)} / ${percentile(upstream, 0.99).toFixed(2)}`,
+          overhead.toFixed(2),
+          `${percentile(resend, 0.5).toFixed(2)} / ${percentile(resend, 0.99).toFixed(2)}`,
+        ]),
+      );
+    }
+    console.log(
+      `   10 000-message / 10-message: session p50 ${((p50s[2] ?? 0) / (p50s[0] ?? 1)).toFixed(2)}, ` +
+        `gateway overhead p50 ${((overheads[2] ?? 0) / (overheads[0] ?? 1)).toFixed(2)}  (target <= 2)`,
+    );
+  } finally {
+    connection.disconnect();
+    for (const server of servers.reverse()) await server.stop();
+    await redis.stop();
+  }
+}
