@@ -32,8 +32,6 @@ export interface AppDependencies {
   readiness: ReadinessProbe;
   /** The application, built once by the composition root (create-services.ts). */
   services: GatewayServices;
-  /** Wall-clock milliseconds (budget periods follow it); injected in tests. */
-  clock?: () => number;
   /** Monotonic milliseconds; injected so durations can be controlled in tests. */
   now?: () => number;
   generateRequestId?: () => string;
@@ -151,8 +149,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   app.register(async (admin) => {
     registerAdminRoutes(admin, {
       config,
-      budgetStore: services.budgetStore,
-      ...(deps.clock === undefined ? {} : { clock: deps.clock }),
+      budgets: services.budgets,
     });
   });
 

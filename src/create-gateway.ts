@@ -132,7 +132,6 @@ export function createGateway(options: {
     // Ready once the store answers and the limits the replicas learned have been read.
     readiness: { check: async () => (await sessionStore.ping()) && learnedLimits.loaded() },
     services,
-    ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   // Connections that never sent a byte (a client's pool may open one ahead of use) are not "idle" to
   // Node's closeIdleConnections, and would hold server.close() until the request timeout.

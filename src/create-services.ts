@@ -40,7 +40,6 @@ export interface GatewayServices {
   forwarder: Forwarder;
   summarizer: SessionSummarizer;
   budgets: BudgetService;
-  budgetStore: BudgetStore;
   sessionStore: SessionStore;
   learnedLimits: LearnedLimits;
 }
@@ -87,7 +86,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
     forwarder: createForwarder({ upstream, metrics, now }),
     summarizer,
     budgets,
-    budgetStore,
     sessionStore,
     learnedLimits,
   };

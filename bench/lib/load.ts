@@ -14,7 +14,10 @@ export const tsx = [process.execPath, '--import', 'tsx'];
  * `npm run build`) to measure an earlier version under exactly the same load.
  */
 export function gatewayCommand(): string[] {
-  return [process.execPath, `${process.env.BENCH_GATEWAY_DIR ?? '.'}/dist/src/main.js`];
+  const directory = process.env.BENCH_GATEWAY_DIR;
+  if (directory === undefined) return [process.execPath, 'dist/src/main.js'];
+  // Run from that checkout, so it reads its own config/ctxgate.yaml; exec keeps the PID the gateway's.
+  return ['/bin/sh', '-c', 'cd "$0" && exec "$1" dist/src/main.js', directory, process.execPath];
 }
 
 export interface LoadResult {

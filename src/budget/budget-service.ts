@@ -45,6 +45,19 @@ export interface BudgetReservation {
   release(): Promise<void>;
 }
 
+/** One budget's usage as the admin endpoints report it (SPEC §12). */
+export interface BudgetUsageReport {
+  budget: CounterBudgetName;
+  period: string | undefined;
+  mode: 'hard' | 'soft' | 'off';
+  limit: number | null;
+  used: number;
+  estimated: number;
+  reserved: number;
+  remaining: number | null;
+  resets_at: string | null;
+}
+
 export interface BudgetService {
   /** The request's budgets; undefined when none applies (then budgets cost nothing). */
   plan(input: {
@@ -79,6 +92,14 @@ export interface BudgetService {
     plan: BudgetPlan,
     cost: { promptTokens: number; maxOutputTokens: number; backpressure: boolean },
   ): Promise<BudgetReservation>;
+  /** The usage of a credential's (or, with `sessionId`, a session's) counters; rejects when the store fails. */
+  usage(input: {
+    tenantId: string;
+    names: readonly CounterBudgetName[];
+    sessionId?: string | undefined;
+  }): Promise<BudgetUsageReport[]>;
+  /** Sets a counter's usage back to zero; rejects when the store fails. */
+  reset(input: { tenantId: string; name: CounterBudgetName; sessionId?: string | undefined }): Promise<void>;
 }
 
 function describeReset(resetsAtMs: number | undefined): string {
@@ -177,6 +198,19 @@ export function createBudgetService(deps: {
     }
   }
 
+  const counterOf = (
+    name: CounterBudgetName,
+    tenantId: string,
+    sessionId: string | undefined,
+  ): BudgetCounter =>
+    budgetCounter({
+      name,
+      tenantId,
+      sessionId,
+      nowMs: clock(),
+      sessionTtlSeconds: config.sessions.ttl_seconds,
+    });
+
   const limitsOf = (plan: BudgetPlan): CounterLimit[] =>
     plan.counted.map((budget) => ({ limit: budget.limit, hard: budget.mode === 'hard' }));
 
@@ -204,15 +238,7 @@ export function createBudgetService(deps: {
       return {
         tenantId,
         counted,
-        counters: counted.map((budget) =>
-          budgetCounter({
-            name: budget.name as CounterBudgetName,
-            tenantId,
-            sessionId,
-            nowMs: clock(),
-            sessionTtlSeconds: config.sessions.ttl_seconds,
-          }),
-        ),
+        counters: counted.map((budget) => counterOf(budget.name as CounterBudgetName, tenantId, sessionId)),
         maxRequest: active.find((budget) => budget.name === 'max_request_tokens'),
         unavailable: false,
       };
@@ -256,6 +282,38 @@ export function createBudgetService(deps: {
         headers: { ...remainingHeader(plan, usage), 'x-budget-delay-ms': String(delayMs) },
         plan,
       };
+    },
+
+    async usage({ tenantId, names, sessionId }) {
+      const limits = resolveBudgets({
+        defaults: budgets.defaults,
+        credential: ownEntry(budgets.credentials, tenantId),
+        preset: undefined,
+        sessionTokensHeader: undefined,
+        sessionMode: sessionId !== undefined,
+      });
+      const counters = names.map((name) => counterOf(name, tenantId, sessionId));
+      const usage = await store.read(counters, clock());
+      return names.map((name, index) => {
+        const budget = limits.find((candidate) => candidate.name === name);
+        const entry = usage[index] ?? { used: 0, estimated: 0, reserved: 0 };
+        const resetsAtMs = budgetPeriod(name, clock()).resetsAtMs;
+        return {
+          budget: name,
+          period: counters[index]?.periodId,
+          mode: budget?.mode ?? 'off',
+          limit: budget?.limit ?? null,
+          used: entry.used,
+          estimated: entry.estimated,
+          reserved: entry.reserved,
+          remaining: budget === undefined ? null : Math.max(0, budget.limit - entry.used - entry.reserved),
+          resets_at: resetsAtMs === undefined ? null : new Date(resetsAtMs).toISOString(),
+        };
+      });
+    },
+
+    async reset({ tenantId, name, sessionId }) {
+      await store.reset(counterOf(name, tenantId, sessionId));
     },
 
     async reserve(plan, cost) {

@@ -82,73 +82,35 @@ export function prepareContext(options: {
     const fixed = settings.outputReserve + settings.safetyMarginTokens;
     renderWindow = fixed + Math.max(0, Math.floor((settings.window - fixed) / ratio));
   }
-  let conversation: readonly ContextMessage[] =
-    session?.conversation ?? (chatRequest.messages as ContextMessage[]);
-  let messageTokens = session?.conversationTokens;
-  let historyStartHint = session?.historyStartHint;
-  let omittedBefore = session?.omittedBefore ?? 0;
-  if (options.reduction === 'drop_oldest_half') {
-    const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
-    settings.policy.keep_first_turns = 0;
-    settings.policy.max_history_turns = Math.max(1, Math.floor(historyTurns / 2));
-    settings.policy.trim_to = 1;
-  } else if (options.reduction === 'minimal') {
-    // The system prompt (and summary) and the current turn only.
-    const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
-    const lastUser = conversation.findLastIndex((message) => message.role === 'user');
-    if (systemCount >= 0 && lastUser > systemCount) {
-      const keep = (all: readonly ContextMessage[]): ContextMessage[] => [
-        ...all.slice(0, systemCount),
-        ...all.slice(lastUser),
-      ];
-      omittedBefore += lastUser - systemCount;
-      conversation = keep(conversation);
-      messageTokens =
-        messageTokens === undefined
-          ? undefined
-          : [...messageTokens.slice(0, systemCount), ...messageTokens.slice(lastUser)];
-      historyStartHint = undefined;
-    }
-  }
-  const requestedMaxTokens = chatRequest.max_completion_tokens ?? chatRequest.max_tokens;
-  let loweredMaxTokens: number | undefined;
-  if (
-    options.lowerMaxTokensToFit === true &&
-    requestedMaxTokens !== undefined &&
-    requestedMaxTokens !== null
-  ) {
-    const probe = renderContext({
-      ...(options.learnedToolTokens === undefined
-        ? {}
-        : { toolTokens: Math.ceil(options.learnedToolTokens / (ratio ?? 1)) }),
-      messages: conversation,
-      ...(messageTokens === undefined ? {} : { messageTokens }),
-      tools: chatRequest.tools,
-      tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
-      window: renderWindow,
-      outputReserve: 0,
-      safetyMarginTokens: settings.safetyMarginTokens,
-      policy: settings.policy,
-      ...(session?.summary === undefined ? {} : { summary: session.summary }),
-    });
-    // Everything fits when nothing had to be left out or cut (a summary is always added).
-    const { report } = probe.ok ? probe : { report: undefined };
-    if (
-      report !== undefined &&
-      report.droppedMessages === 0 &&
-      report.truncatedToolResults === 0 &&
-      report.maskedToolResults === 0 &&
-      !report.oversizeTruncated
-    ) {
-      const left = Math.floor(
-        settings.window - settings.safetyMarginTokens - report.inputTokens * (ratio ?? 1),
-      );
-      if (left < requestedMaxTokens && left >= minimumAnswerTokens) {
-        settings.outputReserve = left;
-        loweredMaxTokens = left;
-      }
-    }
-  }
+  const { conversation, messageTokens, historyStartHint, omittedBefore } = reducedConversation(
+    options.reduction,
+    session,
+    chatRequest.messages as ContextMessage[],
+    settings,
+  );
+  const toolTokens =
+    options.learnedToolTokens === undefined ? undefined : Math.ceil(options.learnedToolTokens / (ratio ?? 1));
+  const loweredMaxTokens =
+    options.lowerMaxTokensToFit === true
+      ? maxTokensThatFit({
+          chatRequest,
+          settings,
+          ratio,
+          probe: {
+            ...(toolTokens === undefined ? {} : { toolTokens }),
+            messages: conversation,
+            ...(messageTokens === undefined ? {} : { messageTokens }),
+            tools: chatRequest.tools,
+            tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
+            window: renderWindow,
+            outputReserve: 0,
+            safetyMarginTokens: settings.safetyMarginTokens,
+            policy: settings.policy,
+            ...(session?.summary === undefined ? {} : { summary: session.summary }),
+          },
+        })
+      : undefined;
+  if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens;
   // Built without object spreads: this runs on every request.
   const input: RenderInput = {
     messages: conversation,
@@ -161,8 +123,7 @@ export function prepareContext(options: {
   };
   if (messageTokens !== undefined) input.messageTokens = messageTokens;
   // A learned tool set size is in the upstream's units; the render counts in estimate units.
-  if (options.learnedToolTokens !== undefined)
-    input.toolTokens = Math.ceil(options.learnedToolTokens / (ratio ?? 1));
+  if (toolTokens !== undefined) input.toolTokens = toolTokens;
   if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
   if (omittedBefore !== 0) input.omittedBefore = omittedBefore;
   if (session?.summary !== undefined) input.summary = session.summary;
@@ -188,6 +149,78 @@ export function prepareContext(options: {
   if (loweredMaxTokens !== undefined) prepared.loweredMaxTokens = loweredMaxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
+}
+
+/**
+ * The retry ladder's later steps (SPEC §6): half the history turns (and no protected first turns), or
+ * only the system prompt, the summary and the current turn. Mutates only `settings.policy`, the
+ * request's own copy.
+ */
+function reducedConversation(
+  reduction: ContextReduction | undefined,
+  session: SessionView | undefined,
+  messages: readonly ContextMessage[],
+  settings: ContextSettings,
+): {
+  conversation: readonly ContextMessage[];
+  messageTokens: readonly number[] | undefined;
+  historyStartHint: number | undefined;
+  omittedBefore: number;
+} {
+  const conversation = session?.conversation ?? messages;
+  const unchanged = {
+    conversation,
+    messageTokens: session?.conversationTokens,
+    historyStartHint: session?.historyStartHint,
+    omittedBefore: session?.omittedBefore ?? 0,
+  };
+  if (reduction === 'drop_oldest_half') {
+    const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
+    settings.policy.keep_first_turns = 0;
+    settings.policy.max_history_turns = Math.max(1, Math.floor(historyTurns / 2));
+    settings.policy.trim_to = 1;
+    return unchanged;
+  }
+  if (reduction !== 'minimal') return unchanged;
+  const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
+  const lastUser = conversation.findLastIndex((message) => message.role === 'user');
+  if (systemCount < 0 || lastUser <= systemCount) return unchanged;
+  const tokens = unchanged.messageTokens;
+  return {
+    conversation: [...conversation.slice(0, systemCount), ...conversation.slice(lastUser)],
+    messageTokens:
+      tokens === undefined ? undefined : [...tokens.slice(0, systemCount), ...tokens.slice(lastUser)],
+    historyStartHint: undefined,
+    omittedBefore: unchanged.omittedBefore + lastUser - systemCount,
+  };
+}
+
+/**
+ * With a learned window: when the whole conversation fits but not with the max_tokens the client asked
+ * for, what is left (SPEC §6's remedy, applied before the upstream refuses); else undefined.
+ */
+function maxTokensThatFit(options: {
+  chatRequest: ChatCompletionRequest;
+  settings: ContextSettings;
+  ratio: number | undefined;
+  probe: RenderInput;
+}): number | undefined {
+  const { chatRequest, settings, ratio } = options;
+  const requestedMaxTokens = chatRequest.max_completion_tokens ?? chatRequest.max_tokens;
+  if (requestedMaxTokens === undefined || requestedMaxTokens === null) return undefined;
+  const probe = renderContext(options.probe);
+  // Everything fits when nothing had to be left out or cut (a summary is always added).
+  if (!probe.ok) return undefined;
+  const { report } = probe;
+  if (
+    report.droppedMessages !== 0 ||
+    report.truncatedToolResults !== 0 ||
+    report.maskedToolResults !== 0 ||
+    report.oversizeTruncated
+  )
+    return undefined;
+  const left = Math.floor(settings.window - settings.safetyMarginTokens - report.inputTokens * (ratio ?? 1));
+  return left < requestedMaxTokens && left >= minimumAnswerTokens ? left : undefined;
 }
 
 export function contextResponseHeaders({

@@ -153,24 +153,15 @@ function parseRedis(env: Environment, problems: string[]): RedisConfig {
   return { mode: 'standalone', url };
 }
 
-export interface LoadConfigOptions {
-  env: Environment;
-}
 
-export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
-  const problems: string[] = [];
-  const explicitPath = readVariable(env, 'CTXGATE_CONFIG');
-  const configPath = explicitPath ?? defaultConfigPath;
-  const file = readConfigFile(configPath, explicitPath !== undefined, problems);
-
-  const logLevelRaw = readVariable(env, 'LOG_LEVEL') ?? 'info';
-  if (!logLevels.includes(logLevelRaw as LogLevel)) {
-    problems.push(`LOG_LEVEL: must be one of ${logLevels.join(', ')}, got "${logLevelRaw}"`);
-  }
-  const gatewayApiKeys = (readVariable(env, 'GATEWAY_API_KEYS') ?? '')
-    .split(',')
-    .map((key) => key.trim())
-    .filter(Boolean);
+/** The default upstream (from the environment) and the routed ones (from the file), their keys read. */
+function parseUpstreams(
+  env: Environment,
+  file: ConfigFile | undefined,
+  configPath: string,
+  gatewayApiKeys: readonly string[],
+  problems: string[],
+): { defaultUpstream: UpstreamConfig; routed: UpstreamConfig[] } {
   const defaultUpstream: UpstreamConfig = {
     name: 'default',
     baseUrl: parseHttpUrl(
@@ -213,27 +204,37 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     );
   }
 
-  if (file !== undefined) {
-    // summarize_to must lie below summarize_at in the defaults and in every preset as they resolve.
-    const defaults = { ...builtInPolicy, ...definedOnly(file.context) };
-    const layers: Array<[string, object]> = [
-      ['context', {}],
-      ...Object.entries({ ...builtInPresets, ...file.policies }).map(([name, preset]): [string, object] => [
-        `policies.${name}`,
-        preset,
-      ]),
-    ];
-    for (const [where, layer] of layers) {
-      const policy = { ...defaults, ...definedOnly(layer) };
-      if (policy.summarize_to >= policy.summarize_at) {
-        problems.push(
-          `${configPath}: ${where}: summarize_to (${policy.summarize_to}) must be below summarize_at (${policy.summarize_at})`,
-        );
-      }
+  return { defaultUpstream, routed };
+}
+
+/** summarize_to must lie below summarize_at in the defaults and in every preset as they resolve. */
+function checkSummaryThresholds(file: ConfigFile, configPath: string, problems: string[]): void {
+  const defaults = { ...builtInPolicy, ...definedOnly(file.context) };
+  const layers: Array<[string, object]> = [
+    ['context', {}],
+    ...Object.entries({ ...builtInPresets, ...file.policies }).map(([name, preset]): [string, object] => [
+      `policies.${name}`,
+      preset,
+    ]),
+  ];
+  for (const [where, layer] of layers) {
+    const policy = { ...defaults, ...definedOnly(layer) };
+    if (policy.summarize_to >= policy.summarize_at) {
+      problems.push(
+        `${configPath}: ${where}: summarize_to (${policy.summarize_to}) must be below summarize_at (${policy.summarize_at})`,
+      );
     }
   }
+}
 
-  // Per-credential budgets: the key comes from the environment and is kept only as its tenant id.
+/** Per-credential budgets: the key comes from the environment and is kept only as its tenant id. */
+function parseBudgetCredentials(
+  env: Environment,
+  file: ConfigFile | undefined,
+  configPath: string,
+  gatewayApiKeys: readonly string[],
+  problems: string[],
+): Record<string, BudgetSetConfig> {
   const budgetCredentials: Record<string, BudgetSetConfig> = {};
   for (const [index, entry] of (file?.budgets.credentials ?? []).entries()) {
     const key = readVariable(env, entry.key_env);
@@ -247,6 +248,30 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     const tenantId = gatewayApiKeys.length > 0 ? gatewayKeyTenantId(sha256(key)) : passThroughTenantId([key]);
     budgetCredentials[tenantId] = budgets;
   }
+  return budgetCredentials;
+}
+
+export interface LoadConfigOptions {
+  env: Environment;
+}
+
+export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
+  const problems: string[] = [];
+  const explicitPath = readVariable(env, 'CTXGATE_CONFIG');
+  const configPath = explicitPath ?? defaultConfigPath;
+  const file = readConfigFile(configPath, explicitPath !== undefined, problems);
+
+  const logLevelRaw = readVariable(env, 'LOG_LEVEL') ?? 'info';
+  if (!logLevels.includes(logLevelRaw as LogLevel)) {
+    problems.push(`LOG_LEVEL: must be one of ${logLevels.join(', ')}, got "${logLevelRaw}"`);
+  }
+  const gatewayApiKeys = (readVariable(env, 'GATEWAY_API_KEYS') ?? '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
+  const { defaultUpstream, routed } = parseUpstreams(env, file, configPath, gatewayApiKeys, problems);
+  if (file !== undefined) checkSummaryThresholds(file, configPath, problems);
+  const budgetCredentials = parseBudgetCredentials(env, file, configPath, gatewayApiKeys, problems);
   const adminApiKeys = (readVariable(env, 'ADMIN_API_KEY') ?? '')
     .split(',')
     .map((key) => key.trim())

@@ -141,277 +141,323 @@ function splitGroups(turn: readonly ContextMessage[], from: number): Array<{ sta
   return groups;
 }
 
-export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
-  const { turn, turnTokens, budget, policy, tokenizer, count } = input;
-  const anchored = (turn[0] as ContextMessage | undefined)?.role === 'user';
-  const summary = input.turnSummary;
-  const groupsFrom = Math.max(anchored ? 1 : 0, summary?.coversUntil ?? 0);
-  const excluded = new Set(policy.exclude_tools);
+/** The turn being fitted: its groups and results and what has been done to them so far. */
+class TurnFitting {
+  readonly groups: Group[] = [];
+  readonly results: ToolResult[] = [];
+  /** The masking order: oldest first, the ones masked last after all others. */
+  private readonly order: number[];
+  private readonly resultAt: Map<number, ToolResult>;
+  private readonly cuts = new Map<number, ContextMessage>();
+  private readonly droppedTools = new Map<string, number>();
+  readonly anchored: boolean;
+  /** Tokens of what is sent now. */
+  total = 0;
+  dropped = 0;
+  droppedMessages = 0;
+  noticeStyle: 'full' | 'short' | 'none' = 'full';
+  noticeTokens = 0;
+  userMessage: ContextMessage | undefined;
+  oversizeTruncated = false;
+  tooLarge = false;
+  /** The newest group, when even it alone had to be cut to fit. */
+  lastResort: Group | undefined;
+  newestCap: number;
 
-  // The parts of the turn that always stay: the user message and the turn summary.
-  let fixed = 0;
-  if (anchored) fixed += turnTokens[0] as number;
-  if (summary !== undefined) fixed += summary.tokens;
-
-  const groups: Group[] = [];
-  const results: ToolResult[] = [];
-  for (const span of splitGroups(turn, groupsFrom)) {
-    const call = turn[span.start] as ContextMessage;
-    const names = new Map(
-      (call.tool_calls ?? []).map((toolCall) => [toolCall.id, toolCall.function?.name ?? 'tool']),
-    );
-    const group: Group = { start: span.start, end: span.end, fixedTokens: 0, results: [], toolNames: [] };
-    for (const name of names.values()) group.toolNames.push(name);
-    for (let index = span.start; index < span.end; index++) {
-      const message = turn[index] as ContextMessage;
-      const tokens = turnTokens[index] as number;
-      if (message.role !== 'tool' || index === span.start) {
-        group.fixedTokens += tokens;
-        continue;
-      }
-      // Its content's tokens: its own count less its framing (a long text is not counted again).
-      const contentTokens = Math.max(0, tokens - count({ ...message, content: '' }));
-      const truncate = contentTokens > policy.max_tool_result_tokens;
-      const name = names.get(message.tool_call_id ?? '') ?? message.name ?? 'tool';
-      const maskedTokens = count({ ...message, content: maskedResultText(contentTokens) });
-      const wholeTokens = truncate
-        ? Math.min(tokens, tokens - contentTokens + policy.max_tool_result_tokens)
-        : tokens;
-      group.results.push(results.length);
-      results.push({
-        index,
-        group: groups.length,
-        wholeTokens,
-        maskedTokens: isMaskedResult(message) ? wholeTokens : maskedTokens,
-        contentTokens,
-        truncate,
-        rank: excluded.has(name) || results.length < policy.keep_first ? 1 : 0,
-        masked: false,
-      });
-    }
-    groups.push(group);
+  constructor(private readonly input: CurrentTurnInput) {
+    const { turn, turnTokens, policy } = input;
+    this.anchored = (turn[0] as ContextMessage | undefined)?.role === 'user';
+    this.userMessage = this.anchored ? (turn[0] as ContextMessage) : undefined;
+    this.newestCap = policy.max_tool_result_tokens;
+    // The parts of the turn that always stay: the user message and the turn summary.
+    if (this.anchored) this.total += turnTokens[0] as number;
+    if (input.turnSummary !== undefined) this.total += input.turnSummary.tokens;
+    this.collectGroups(Math.max(this.anchored ? 1 : 0, input.turnSummary?.coversUntil ?? 0));
+    const results = this.results;
+    this.order = results
+      .map((_result, position) => position)
+      .sort(
+        (a, b) =>
+          (results[a] as ToolResult).rank - (results[b] as ToolResult).rank ||
+          (results[a] as ToolResult).index - (results[b] as ToolResult).index,
+      );
+    this.resultAt = new Map(results.map((result) => [result.index, result]));
   }
-  const groupTokens = (group: Group): number => {
+
+  private collectGroups(from: number): void {
+    const { turn, turnTokens, policy, count } = this.input;
+    const excluded = new Set(policy.exclude_tools);
+    for (const span of splitGroups(turn, from)) {
+      const call = turn[span.start] as ContextMessage;
+      const names = new Map(
+        (call.tool_calls ?? []).map((toolCall) => [toolCall.id, toolCall.function?.name ?? 'tool']),
+      );
+      const group: Group = {
+        start: span.start,
+        end: span.end,
+        fixedTokens: 0,
+        results: [],
+        toolNames: [...names.values()],
+      };
+      for (let index = span.start; index < span.end; index++) {
+        const message = turn[index] as ContextMessage;
+        const tokens = turnTokens[index] as number;
+        if (message.role !== 'tool' || index === span.start) {
+          group.fixedTokens += tokens;
+          continue;
+        }
+        // Its content's tokens: its own count less its framing (a long text is not counted again).
+        const contentTokens = Math.max(0, tokens - count({ ...message, content: '' }));
+        const truncate = contentTokens > policy.max_tool_result_tokens;
+        const name = names.get(message.tool_call_id ?? '') ?? message.name ?? 'tool';
+        const maskedTokens = count({ ...message, content: maskedResultText(contentTokens) });
+        const wholeTokens = truncate
+          ? Math.min(tokens, tokens - contentTokens + policy.max_tool_result_tokens)
+          : tokens;
+        group.results.push(this.results.length);
+        this.results.push({
+          index,
+          group: this.groups.length,
+          wholeTokens,
+          maskedTokens: isMaskedResult(message) ? wholeTokens : maskedTokens,
+          contentTokens,
+          truncate,
+          rank: excluded.has(name) || this.results.length < policy.keep_first ? 1 : 0,
+          masked: false,
+        });
+      }
+      this.groups.push(group);
+    }
+  }
+
+  groupTokens(group: Group): number {
     let total = group.fixedTokens;
     for (const position of group.results) {
-      const result = results[position] as ToolResult;
+      const result = this.results[position] as ToolResult;
       total += result.masked ? result.maskedTokens : result.wholeTokens;
     }
     return total;
-  };
-  // The masking order: oldest first, the ones masked last after all others.
-  const order = results
-    .map((_result, position) => position)
-    .sort(
-      (a, b) =>
-        (results[a] as ToolResult).rank - (results[b] as ToolResult).rank ||
-        (results[a] as ToolResult).index - (results[b] as ToolResult).index,
-    );
+  }
 
-  const droppedTools = new Map<string, number>();
-  let droppedMessages = 0;
-  let dropped = 0;
-  let noticeStyle: 'full' | 'short' | 'none' = 'full';
-  const noticeFor = (): ContextMessage | undefined =>
-    noticeStyle === 'none'
+  notice(): ContextMessage | undefined {
+    return this.noticeStyle === 'none'
       ? undefined
-      : droppedStepsNotice(dropped, droppedMessages, droppedTools, noticeStyle);
-  const noticeCount = (): number => {
-    const notice = noticeFor();
-    return notice === undefined ? 0 : count(notice);
-  };
-  let noticeTokens = 0;
-  const dropOldest = (): number => {
-    const group = groups[dropped] as Group;
-    const saved = groupTokens(group);
-    for (const name of group.toolNames) droppedTools.set(name, (droppedTools.get(name) ?? 0) + 1);
-    droppedMessages += group.end - group.start;
-    dropped++;
-    const before = noticeTokens;
-    noticeTokens = noticeCount();
-    return saved - (noticeTokens - before);
-  };
+      : droppedStepsNotice(this.dropped, this.droppedMessages, this.droppedTools, this.noticeStyle);
+  }
 
-  // Replay: the turn as each request of the loop saw it, one more group each time.
-  let total = fixed;
-  for (let step = 0; step < groups.length; step++) {
-    total += groupTokens(groups[step] as Group);
-    if (total <= budget) continue;
+  private recountNotice(): number {
+    const before = this.noticeTokens;
+    const notice = this.notice();
+    this.noticeTokens = notice === undefined ? 0 : this.input.count(notice);
+    return this.noticeTokens - before;
+  }
+
+  /** Drops the oldest group kept; returns the tokens that saves (the notice's growth deducted). */
+  dropOldest(): number {
+    const group = this.groups[this.dropped] as Group;
+    const saved = this.groupTokens(group);
+    for (const name of group.toolNames) this.droppedTools.set(name, (this.droppedTools.get(name) ?? 0) + 1);
+    this.droppedMessages += group.end - group.start;
+    this.dropped++;
+    const freed = saved - this.recountNotice();
+    this.total -= freed;
+    return freed;
+  }
+
+  private mask(position: number): number {
+    const result = this.results[position] as ToolResult;
+    result.masked = true;
+    const saved = result.wholeTokens - result.maskedTokens;
+    this.total -= saved;
+    return saved;
+  }
+
+  /** Replay: the turn as each request of the loop saw it, one more group each time. */
+  replay(): void {
+    for (let step = 0; step < this.groups.length; step++) {
+      this.total += this.groupTokens(this.groups[step] as Group);
+      if (this.total > this.input.budget) this.fitStep(step);
+    }
+  }
+
+  private fitStep(step: number): void {
+    const { budget, policy } = this.input;
     let saved = 0;
-    const mask = (position: number): void => {
-      const result = results[position] as ToolResult;
-      result.masked = true;
-      total -= result.wholeTokens - result.maskedTokens;
-      saved += result.wholeTokens - result.maskedTokens;
-    };
     // The newest keep_last results of the turn so far stay whole while anything else can go.
     const visible: number[] = [];
-    for (let group = dropped; group <= step; group++) visible.push(...(groups[group] as Group).results);
+    for (let group = this.dropped; group <= step; group++)
+      visible.push(...(this.groups[group] as Group).results);
     const protectedFrom = Math.max(0, visible.length - policy.keep_last);
     const isProtected = new Set(visible.slice(protectedFrom));
-    for (const position of order) {
-      if (total <= budget && saved >= policy.clear_at_least) break;
-      const result = results[position] as ToolResult;
+    for (const position of this.order) {
+      if (this.total <= budget && saved >= policy.clear_at_least) break;
+      const result = this.results[position] as ToolResult;
       if (
         result.masked ||
         result.maskedTokens >= result.wholeTokens ||
-        result.group < dropped ||
+        result.group < this.dropped ||
         result.group > step ||
         isProtected.has(position)
       )
         continue;
-      mask(position);
+      saved += this.mask(position);
     }
     // Fewer kept whole when they do not fit, down to the newest alone.
     for (const position of visible.slice(protectedFrom, -1)) {
-      if (total <= budget) break;
-      const result = results[position] as ToolResult;
-      if (!result.masked && result.maskedTokens < result.wholeTokens) mask(position);
+      if (this.total <= budget) break;
+      const result = this.results[position] as ToolResult;
+      if (!result.masked && result.maskedTokens < result.wholeTokens) this.mask(position);
     }
     // Then the oldest whole groups, never the newest.
     saved = 0;
-    while (dropped < step && (total > budget || (saved > 0 && saved < policy.clear_at_least))) {
-      const freed = dropOldest();
-      total -= freed;
-      saved += freed;
-    }
+    while (this.dropped < step && (this.total > budget || (saved > 0 && saved < policy.clear_at_least)))
+      saved += this.dropOldest();
   }
 
-  // The user message itself does not fit: refuse, or cut its middle when the policy says so.
-  let userMessage = anchored ? (turn[0] as ContextMessage) : undefined;
-  let oversizeTruncated = false;
-  const newest = groups.at(-1);
-  const lastResort = total > budget && newest !== undefined ? newest : undefined;
-  let newestCap = policy.max_tool_result_tokens;
-  if (lastResort !== undefined) {
-    // The newest group alone is too big: its results are cut to what is left, masked if little is.
-    const over = total - budget;
+  /** The newest group alone is too big: its results are cut to what is left, masked if little is. */
+  cutNewest(): void {
+    const { budget, policy } = this.input;
+    const newest = this.groups.at(-1);
+    if (this.total <= budget || newest === undefined) return;
+    this.lastResort = newest;
+    const over = this.total - budget;
     const contentOf = (result: ToolResult): number =>
       result.truncate ? policy.max_tool_result_tokens : result.contentTokens;
     // Only results with something to cut share the cut.
-    const whole = lastResort.results.filter((position) => {
-      const result = results[position] as ToolResult;
+    const whole = newest.results.filter((position) => {
+      const result = this.results[position] as ToolResult;
       return !result.masked && contentOf(result) > 64;
     });
     const perResult = whole.length === 0 ? 0 : Math.ceil(over / whole.length);
     for (const position of whole) {
-      const result = results[position] as ToolResult;
+      const result = this.results[position] as ToolResult;
       const content = contentOf(result);
       const frame = result.wholeTokens - content;
       const target = content - perResult;
       if (target < 64) {
-        if (result.maskedTokens < result.wholeTokens) {
-          result.masked = true;
-          total -= result.wholeTokens - result.maskedTokens;
-        }
+        if (result.maskedTokens < result.wholeTokens) this.mask(position);
       } else {
-        newestCap = Math.min(newestCap, target);
+        this.newestCap = Math.min(this.newestCap, target);
         result.truncate = true;
-        total -= result.wholeTokens - (frame + target);
+        this.total -= result.wholeTokens - (frame + target);
         result.wholeTokens = frame + target;
       }
     }
   }
-  // Even the newest group cut down does not fit beside the user message: it goes too, and when room is
-  // that short the notice shrinks, then goes.
-  while (total > budget && dropped < groups.length) total -= dropOldest();
-  for (const style of ['short', 'none'] as const) {
-    if (total <= budget || dropped === 0) break;
-    noticeStyle = style;
-    const before = noticeTokens;
-    noticeTokens = noticeCount();
-    total -= before - noticeTokens;
-  }
-  let tooLarge = total > budget;
-  if (tooLarge && userMessage !== undefined && policy.oversize === 'truncate_middle') {
-    const content = userMessage.content;
-    if (typeof content === 'string') {
-      const others = total - (turnTokens[0] as number);
-      const frame = count({ ...userMessage, content: '' });
-      const room = budget - others - frame;
-      if (room > 32) {
-        userMessage = { ...userMessage, content: truncateText(content, room, 'both', tokenizer).text };
-        oversizeTruncated = true;
-        total = others + count(userMessage);
-        tooLarge = total > budget;
-      }
+
+  /**
+   * Even the newest group cut down does not fit beside the user message: it goes too, and when room is
+   * that short the notice shrinks, then goes.
+   */
+  dropRest(): void {
+    const { budget } = this.input;
+    while (this.total > budget && this.dropped < this.groups.length) this.dropOldest();
+    for (const style of ['short', 'none'] as const) {
+      if (this.total <= budget || this.dropped === 0) break;
+      this.noticeStyle = style;
+      this.total += this.recountNotice();
     }
+    this.tooLarge = this.total > budget;
   }
 
-  // The messages to send: the user message, the turn summary, the notice, the groups kept. The sizes
-  // of truncated results were estimated; should the exact ones overshoot, they are cut a little more.
-  const resultAt = new Map(results.map((result) => [result.index, result]));
-  const cuts = new Map<number, ContextMessage>();
-  const build = (slack: number) => {
-    const messages: ContextMessage[] = [];
-    let tokens = 0;
-    if (userMessage !== undefined) {
-      messages.push(userMessage);
-      tokens += oversizeTruncated ? count(userMessage) : (turnTokens[0] as number);
-    }
-    if (summary !== undefined) {
-      messages.push(summary.message);
-      tokens += summary.tokens;
-    }
-    const notice = dropped > 0 ? noticeFor() : undefined;
-    if (notice !== undefined) {
-      messages.push(notice);
-      tokens += noticeTokens;
-    }
-    let truncated = 0;
-    let masked = 0;
-    for (const group of groups.slice(dropped)) {
+  /** The user message itself does not fit: cut its middle when the policy says so. */
+  cutUserMessage(): void {
+    const { budget, policy, turnTokens, count, tokenizer } = this.input;
+    const userMessage = this.userMessage;
+    if (!this.tooLarge || userMessage === undefined || policy.oversize !== 'truncate_middle') return;
+    const content = userMessage.content;
+    if (typeof content !== 'string') return;
+    const others = this.total - (turnTokens[0] as number);
+    const room = budget - others - count({ ...userMessage, content: '' });
+    if (room <= 32) return;
+    this.userMessage = { ...userMessage, content: truncateText(content, room, 'both', tokenizer).text };
+    this.oversizeTruncated = true;
+    this.total = others + count(this.userMessage);
+    this.tooLarge = this.total > budget;
+  }
+
+  /**
+   * The messages to send: the user message, the turn summary, the notice, the groups kept. Truncated
+   * results are cut `slack` tokens below their cap.
+   */
+  build(slack: number): { messages: ContextMessage[]; tokens: number; truncated: number; masked: number } {
+    const { turn, turnTokens, count } = this.input;
+    const built = { messages: [] as ContextMessage[], tokens: 0, truncated: 0, masked: 0 };
+    const add = (message: ContextMessage, tokens: number): void => {
+      built.messages.push(message);
+      built.tokens += tokens;
+    };
+    if (this.userMessage !== undefined)
+      add(this.userMessage, this.oversizeTruncated ? count(this.userMessage) : (turnTokens[0] as number));
+    const summary = this.input.turnSummary;
+    if (summary !== undefined) add(summary.message, summary.tokens);
+    const notice = this.dropped > 0 ? this.notice() : undefined;
+    if (notice !== undefined) add(notice, this.noticeTokens);
+    for (const group of this.groups.slice(this.dropped)) {
       for (let index = group.start; index < group.end; index++) {
         const message = turn[index] as ContextMessage;
-        const result = resultAt.get(index);
+        const result = this.resultAt.get(index);
         if (result === undefined || (!result.masked && !result.truncate)) {
-          messages.push(message);
-          tokens += turnTokens[index] as number;
+          add(message, turnTokens[index] as number);
         } else if (result.masked) {
           const maskedMessage = { ...message, content: maskedResultText(result.contentTokens) };
-          messages.push(maskedMessage);
-          tokens += count(maskedMessage);
-          masked++;
+          add(maskedMessage, count(maskedMessage));
+          built.masked++;
         } else {
-          const cap = Math.max(
-            16,
-            (group === lastResort ? newestCap : policy.max_tool_result_tokens) - slack,
-          );
-          let cut = slack === 0 ? cuts.get(index) : undefined;
-          if (cut === undefined) {
-            const text = truncateText(
-              textOf(message.content),
-              cap,
-              policy.tool_result_truncation,
-              tokenizer,
-            ).text;
-            cut = { ...message, content: text };
-            if (slack === 0) cuts.set(index, cut);
-          }
-          messages.push(cut);
-          tokens += count(cut);
-          truncated++;
+          const cut = this.truncated(message, index, group, slack);
+          add(cut, count(cut));
+          built.truncated++;
         }
       }
     }
-    return { messages, tokens, truncated, masked };
-  };
-  let built = build(0);
-  for (let attempt = 0, slack = 0; attempt < 3 && !tooLarge && built.tokens > budget; attempt++) {
-    if (built.truncated === 0) break;
-    slack += Math.ceil((built.tokens - budget) / built.truncated) + 4;
-    built = build(slack);
+    return built;
   }
+
+  private truncated(message: ContextMessage, index: number, group: Group, slack: number): ContextMessage {
+    const { policy, tokenizer } = this.input;
+    const cap = Math.max(
+      16,
+      (group === this.lastResort ? this.newestCap : policy.max_tool_result_tokens) - slack,
+    );
+    const known = slack === 0 ? this.cuts.get(index) : undefined;
+    if (known !== undefined) return known;
+    const text = truncateText(textOf(message.content), cap, policy.tool_result_truncation, tokenizer).text;
+    const cut = { ...message, content: text };
+    if (slack === 0) this.cuts.set(index, cut);
+    return cut;
+  }
+}
+
+export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
+  const fitting = new TurnFitting(input);
+  fitting.replay();
+  fitting.cutNewest();
+  fitting.dropRest();
+  fitting.cutUserMessage();
+  // The sizes of truncated results were estimated; should the exact ones overshoot, they are cut a
+  // little more.
+  let built = fitting.build(0);
+  for (
+    let attempt = 0, slack = 0;
+    attempt < 3 && !fitting.tooLarge && built.tokens > input.budget;
+    attempt++
+  ) {
+    if (built.truncated === 0) break;
+    slack += Math.ceil((built.tokens - input.budget) / built.truncated) + 4;
+    built = fitting.build(slack);
+  }
+  const summary = input.turnSummary;
   return {
     messages: built.messages,
     tokens: built.tokens,
     truncated: built.truncated,
     masked: built.masked,
-    droppedGroups: dropped,
-    droppedMessages,
-    summarizedMessages: summary === undefined ? 0 : Math.max(0, summary.coversUntil - (anchored ? 1 : 0)),
-    noticeTokens: dropped > 0 ? noticeTokens : 0,
-    oversizeTruncated,
-    tooLarge: tooLarge || built.tokens > budget,
+    droppedGroups: fitting.dropped,
+    droppedMessages: fitting.droppedMessages,
+    summarizedMessages:
+      summary === undefined ? 0 : Math.max(0, summary.coversUntil - (fitting.anchored ? 1 : 0)),
+    noticeTokens: fitting.dropped > 0 ? fitting.noticeTokens : 0,
+    oversizeTruncated: fitting.oversizeTruncated,
+    tooLarge: fitting.tooLarge || built.tokens > input.budget,
   };
 }

@@ -350,17 +350,37 @@ function sumRange(values: readonly number[], start: number, end: number): number
   return total;
 }
 
-function renderFitted(input: RenderInput): RenderOutcome {
+/** What every step of fitting one conversation reads: its turns, their counts and the budgets. */
+interface Fit {
+  input: RenderInput;
+  messages: readonly ContextMessage[];
+  policy: ContextPolicy;
+  count: (message: ContextMessage) => number;
+  messageTokens: readonly number[];
+  systemCount: number;
+  systemTokens: number;
+  toolTokens: number;
+  summaryTokens: number;
+  historyBudget: number;
+  turns: Turn[];
+  turnTokens: number[];
+  history: Turn[];
+  /** First turns (keep_first_turns) and pinned ones, by history index: kept apart from the sliding window. */
+  isFirst: (index: number) => boolean;
+  /** The omission notice's tokens at its largest. */
+  noticeTokens: number;
+}
+
+function fitOf(input: RenderInput): Fit {
   const { messages, tokenizer, policy } = input;
   const count = (message: ContextMessage): number => countMessageTokens(message, tokenizer);
   const messageTokens =
     input.messageTokens?.length === messages.length ? input.messageTokens : messages.map(count);
-
   const systemCount = leadingSystemCount(messages);
   const systemTokens = sumRange(messageTokens, 0, systemCount);
   const toolTokens = toolTokensFor(input, messages);
-  const summary = input.summary;
-  const summaryTokens = summary === undefined ? 0 : (summary.tokens ?? count(summary.message));
+  const summaryTokens =
+    input.summary === undefined ? 0 : (input.summary.tokens ?? count(input.summary.message));
   let historyBudget =
     input.window -
     systemTokens -
@@ -370,94 +390,290 @@ function renderFitted(input: RenderInput): RenderOutcome {
     input.safetyMarginTokens -
     replyPrimingTokens;
   if (policy.max_history_tokens > 0) historyBudget = Math.min(historyBudget, policy.max_history_tokens);
-
   const turns = splitTurns(messages, systemCount);
-  const turnTokens = turns.map((turn) => sumRange(messageTokens, turn.start, turn.end));
-  const current = turns.at(-1);
-  if (current === undefined) {
-    return unchanged({
-      input,
-      historyBudget,
-      systemTokens,
-      toolTokens,
-      historyTokens: 0,
-      currentTurnTokens: 0,
-      historyStartIndex: systemCount,
-    });
-  }
-
+  const history = turns.slice(0, -1);
   const pinned = (turn: Turn): boolean => {
     const first = messages[turn.start] as ContextMessage;
     return (
       first.role === 'user' && policy.pin_prefix !== '' && messageText(first).startsWith(policy.pin_prefix)
     );
   };
-  const history = turns.slice(0, -1);
-  // The turns a turn cap counts: the first turns and pinned ones are kept apart from it.
-  const slidingTurnCount = history.filter(
-    (turn, index) => !(index < policy.keep_first_turns || pinned(turn)),
-  ).length;
-  const conversationTokens = sumRange(turnTokens, 0, turns.length);
-  let toolResultOverCap = false;
-  for (let position = current.start; position < current.end && !toolResultOverCap; position++) {
+  return {
+    input,
+    messages,
+    policy,
+    count,
+    messageTokens,
+    systemCount,
+    systemTokens,
+    toolTokens,
+    summaryTokens,
+    historyBudget,
+    turns,
+    turnTokens: turns.map((turn) => sumRange(messageTokens, turn.start, turn.end)),
+    history,
+    isFirst: (index) => index < policy.keep_first_turns || pinned(history[index] as Turn),
+    noticeTokens: count(omissionNotice(noticeTemplateCount, input.summary !== undefined)),
+  };
+}
+
+/** Everything fits as it is, nothing to summarize, cap or cut: the conversation goes unchanged. */
+function fitsAsItIs(fit: Fit, current: Turn): boolean {
+  const { input, policy, messages, messageTokens, count } = fit;
+  if (input.summary !== undefined || input.turnSummary !== undefined || (input.omittedBefore ?? 0) !== 0)
+    return false;
+  if (sumRange(fit.turnTokens, 0, fit.turns.length) > fit.historyBudget) return false;
+  for (let position = current.start; position < current.end; position++) {
     const message = messages[position] as ContextMessage;
-    toolResultOverCap =
+    if (
       message.role === 'tool' &&
-      contentTokensOf(message, messageTokens[position] as number, count) > policy.max_tool_result_tokens;
+      contentTokensOf(message, messageTokens[position] as number, count) > policy.max_tool_result_tokens
+    )
+      return false;
   }
-  if (
-    summary === undefined &&
-    input.turnSummary === undefined &&
-    conversationTokens <= historyBudget &&
-    !toolResultOverCap &&
-    (input.omittedBefore ?? 0) === 0 &&
-    (policy.max_history_turns === 0 || slidingTurnCount <= policy.max_history_turns)
-  ) {
-    // Everything fits as it is: send the conversation unchanged (byte-identical upstream).
+  // The turns a turn cap counts: the first turns and pinned ones are kept apart from it.
+  const slidingTurnCount = fit.history.filter((_turn, index) => !fit.isFirst(index)).length;
+  return policy.max_history_turns === 0 || slidingTurnCount <= policy.max_history_turns;
+}
+
+/**
+ * The in-turn summary belongs to the turn its covered messages are in: the current one, or one now in
+ * history (it stays in place there, ahead of a history summary that may cover the turn later).
+ */
+function turnSummaryPart(fit: Fit): { turn: number; part: TurnSummaryPart | undefined } {
+  const turnSummary = fit.input.turnSummary;
+  if (turnSummary === undefined) return { turn: -1, part: undefined };
+  const turn = fit.turns.findIndex(
+    (candidate) => candidate.start < turnSummary.coversUntil && turnSummary.coversUntil <= candidate.end,
+  );
+  if (turn < 0) return { turn, part: undefined };
+  return {
+    turn,
+    part: {
+      message: turnSummary.message,
+      tokens: turnSummary.tokens ?? fit.count(turnSummary.message),
+      coversUntil: turnSummary.coversUntil,
+    },
+  };
+}
+
+/**
+ * The first turns and pinned turns come first, compressed as far as needed: masked, then their user
+ * message alone (which is kept whenever it fits), then left out.
+ */
+function firstTurnForms(
+  fit: Fit,
+  formTokens: (index: number, form: TurnForm) => number,
+  budget: number,
+): { forms: Map<number, TurnForm>; tokens: number } {
+  const forms = new Map<number, TurnForm>();
+  fit.history.forEach((_turn, index) => {
+    if (fit.isFirst(index)) forms.set(index, 'whole');
+  });
+  let tokens = 0;
+  for (const [index, form] of forms) tokens += formTokens(index, form);
+  for (const next of ['masked', 'user_only'] as const) {
+    for (const index of forms.keys()) {
+      if (tokens <= budget) break;
+      const before = formTokens(index, forms.get(index) as TurnForm);
+      const after = formTokens(index, next);
+      if (after < before) {
+        forms.set(index, next);
+        tokens -= before - after;
+      }
+    }
+  }
+  for (const index of [...forms.keys()].reverse()) {
+    if (tokens <= budget) break;
+    tokens -= formTokens(index, forms.get(index) as TurnForm);
+    forms.delete(index);
+  }
+  return { forms, tokens };
+}
+
+/**
+ * The sliding history's window: replay the requests that built this conversation (from the stored start,
+ * in a session), then make sure this request fits — mask further, then drop from the start.
+ */
+function slidingWindow(options: {
+  fit: Fit;
+  slidingIndices: readonly number[];
+  whole: readonly number[];
+  masked: readonly number[];
+  currentTokens: number;
+  firstTokens: number;
+  available: number;
+}): { windowStart: number; maskedUntil: number } {
+  const { fit, whole, masked, available } = options;
+  const hint = fit.input.historyStartHint ?? 0;
+  const from = options.slidingIndices.findIndex((index) => (fit.history[index] as Turn).start >= hint);
+  const plan = slidingPlan(
+    whole,
+    masked,
+    options.currentTokens,
+    Math.max(0, fit.historyBudget - options.firstTokens - fit.noticeTokens),
+    fit.policy,
+    Math.max(0, from),
+  );
+  let windowStart = plan.start;
+  let maskedUntil = plan.maskedUntil;
+  const sized = (position: number): number =>
+    position < maskedUntil ? (masked[position] as number) : (whole[position] as number);
+  let windowTokens = 0;
+  for (let position = windowStart; position < whole.length; position++) windowTokens += sized(position);
+  while (windowTokens > available && maskedUntil < whole.length) {
+    windowTokens -= (whole[maskedUntil] as number) - (masked[maskedUntil] as number);
+    maskedUntil++;
+  }
+  while (windowStart < whole.length && windowTokens > available) {
+    windowTokens -= sized(windowStart);
+    windowStart++;
+  }
+  return { windowStart, maskedUntil: Math.max(maskedUntil, windowStart) };
+}
+
+/** The form each history turn is sent in (absent: left out), and where the sliding window starts. */
+function historyForms(
+  fit: Fit,
+  historyTurns: readonly HistoryTurn[],
+  currentTokens: number,
+): { forms: Map<number, TurnForm>; firstWindowIndex: number } {
+  const { history, policy, input } = fit;
+  const formTokens = (index: number, form: TurnForm): number => {
+    const turn = historyTurns[index] as HistoryTurn;
+    return form === 'whole' ? turn.whole : form === 'masked' ? turn.masked : turn.userOnly;
+  };
+  let remaining = fit.historyBudget - currentTokens;
+  // Room for the omission notice stays free: on this path something may be left out.
+  const first = firstTurnForms(fit, formTokens, remaining - fit.noticeTokens);
+  remaining -= first.tokens;
+  const slidingIndices: number[] = [];
+  for (let index = 0; index < history.length; index++)
+    if (!first.forms.has(index)) slidingIndices.push(index);
+  const whole = slidingIndices.map((index) => (historyTurns[index] as HistoryTurn).whole);
+  const masked = slidingIndices.map((index) => (historyTurns[index] as HistoryTurn).masked);
+  // A first turn sent shortened, or messages already gone, need the notice: its room is kept.
+  const firstsShortened =
+    (input.omittedBefore ?? 0) > 0 ||
+    [...first.forms.values()].some((form) => form === 'user_only') ||
+    history.some((_turn, index) => fit.isFirst(index) && !first.forms.has(index));
+  const allFit =
+    sumRange(whole, 0, whole.length) <= remaining - (firstsShortened ? fit.noticeTokens : 0) &&
+    (policy.max_history_turns === 0 || whole.length <= policy.max_history_turns);
+  const { windowStart, maskedUntil } = allFit
+    ? { windowStart: 0, maskedUntil: 0 }
+    : slidingWindow({
+        fit,
+        slidingIndices,
+        whole,
+        masked,
+        currentTokens,
+        firstTokens: first.tokens,
+        available: remaining - fit.noticeTokens,
+      });
+  const forms = new Map<number, TurnForm>(first.forms);
+  slidingIndices.forEach((index, position) => {
+    if (position >= windowStart) forms.set(index, position < maskedUntil ? 'masked' : 'whole');
+  });
+  return { forms, firstWindowIndex: slidingIndices[windowStart] ?? history.length };
+}
+
+/**
+ * The prompt in order: history turns as they were, the summary where the summarized ones were, the
+ * notice where the omitted ones were, then the current turn.
+ */
+function assemble(options: {
+  fit: Fit;
+  forms: ReadonlyMap<number, TurnForm>;
+  firstWindowIndex: number;
+  historyTurns: readonly HistoryTurn[];
+  formOf: (index: number, form: TurnForm) => ReturnType<typeof turnForm>;
+  summarizedTurn: number;
+  current: readonly ContextMessage[];
+}) {
+  const { fit, forms, historyTurns, formOf } = options;
+  const { messages, history, input } = fit;
+  const summary = input.summary;
+  let omitted = input.omittedBefore ?? 0;
+  let droppedTurns = 0;
+  for (const [index, turn] of history.entries()) {
+    const form = forms.get(index);
+    if (form === undefined) {
+      omitted += turn.end - turn.start;
+      droppedTurns++;
+    } else if (form === 'user_only') omitted += turn.end - turn.start - 1;
+  }
+  const rendered: ContextMessage[] = messages.slice(0, fit.systemCount);
+  const notice = omitted > 0 ? omissionNotice(omitted, summary !== undefined) : undefined;
+  let noticePlaced = false;
+  let summaryPlaced = summary === undefined;
+  const totals = { historyTokens: 0, maskedResults: 0, summarizedMessages: 0 };
+  for (const [index, turn] of history.entries()) {
+    const form = forms.get(index);
+    if (form === undefined) continue;
+    if (!summaryPlaced && turn.start >= (summary?.position ?? 0)) {
+      rendered.push(summary?.message as ContextMessage);
+      summaryPlaced = true;
+    }
+    if (notice !== undefined && !noticePlaced && index >= options.firstWindowIndex) {
+      rendered.push(notice);
+      noticePlaced = true;
+    }
+    const historyTurn = historyTurns[index] as HistoryTurn;
+    if (form === 'whole' && index !== options.summarizedTurn) {
+      for (let position = turn.start; position < turn.end; position++)
+        rendered.push(messages[position] as ContextMessage);
+    } else {
+      const built = formOf(index, form);
+      rendered.push(...built.messages);
+      totals.maskedResults += built.masked;
+      totals.summarizedMessages += built.summarized;
+    }
+    totals.historyTokens +=
+      form === 'whole' ? historyTurn.whole : form === 'masked' ? historyTurn.masked : historyTurn.userOnly;
+  }
+  if (!summaryPlaced) rendered.push(summary?.message as ContextMessage);
+  if (notice !== undefined && !noticePlaced) rendered.push(notice);
+  rendered.push(...options.current);
+  return { rendered, notice, omitted, droppedTurns, ...totals };
+}
+
+function renderFitted(input: RenderInput): RenderOutcome {
+  const fit = fitOf(input);
+  const { messages, messageTokens, history, policy, count, turnTokens } = fit;
+  const current = fit.turns.at(-1);
+  const sent = {
+    input,
+    historyBudget: fit.historyBudget,
+    systemTokens: fit.systemTokens,
+    toolTokens: fit.toolTokens,
+  };
+  if (current === undefined)
+    return unchanged({ ...sent, historyTokens: 0, currentTurnTokens: 0, historyStartIndex: fit.systemCount });
+  if (fitsAsItIs(fit, current)) {
+    // Byte-identical upstream.
     const currentTurnTokens = turnTokens.at(-1) as number;
     return unchanged({
-      input,
-      historyBudget,
-      systemTokens,
-      toolTokens,
-      historyTokens: conversationTokens - currentTurnTokens,
+      ...sent,
+      historyTokens: sumRange(turnTokens, 0, fit.turns.length) - currentTurnTokens,
       currentTurnTokens,
       historyStartIndex: history[0]?.start ?? current.start,
     });
   }
-
-  // The in-turn summary belongs to the turn its covered messages are in: the current one, or one now in
-  // history (it stays in place there, ahead of a history summary that may cover the turn later).
-  const turnSummary = input.turnSummary;
-  const summarizedTurn =
-    turnSummary === undefined
-      ? -1
-      : turns.findIndex(
-          (turn) => turn.start < turnSummary.coversUntil && turnSummary.coversUntil <= turn.end,
-        );
-  const summaryPart: TurnSummaryPart | undefined =
-    turnSummary === undefined || summarizedTurn < 0
-      ? undefined
-      : {
-          message: turnSummary.message,
-          tokens: turnSummary.tokens ?? count(turnSummary.message),
-          coversUntil: turnSummary.coversUntil,
-        };
-  const noticeTokens = count(omissionNotice(noticeTemplateCount, summary !== undefined));
+  const summarized = turnSummaryPart(fit);
   // With any history, room for the omission notice is kept: if history does not fit, it is needed.
-  const currentTurnBudget = historyBudget - (history.length > 0 ? noticeTokens : 0);
-  const currentMessages = messages.slice(current.start, current.end);
+  const currentTurnBudget = fit.historyBudget - (history.length > 0 ? fit.noticeTokens : 0);
   const fitted = fitCurrentTurn({
-    turn: currentMessages,
+    turn: messages.slice(current.start, current.end),
     turnTokens: messageTokens.slice(current.start, current.end),
     budget: currentTurnBudget,
     policy,
-    tokenizer,
+    tokenizer: input.tokenizer,
     count,
     turnSummary:
-      summaryPart === undefined || summarizedTurn !== turns.length - 1
+      summarized.part === undefined || summarized.turn !== fit.turns.length - 1
         ? undefined
-        : { ...summaryPart, coversUntil: summaryPart.coversUntil - current.start },
+        : { ...summarized.part, coversUntil: summarized.part.coversUntil - current.start },
   });
   if (fitted.tooLarge) {
     return {
@@ -468,204 +684,91 @@ function renderFitted(input: RenderInput): RenderOutcome {
       window: input.window,
     };
   }
-
   // Each history turn whole, with its tool results masked, and as its user message alone.
-  const summaryOf = (index: number): TurnSummaryPart | undefined =>
-    index === summarizedTurn ? summaryPart : undefined;
   const formOf = (index: number, form: TurnForm) =>
-    turnForm(messages, messageTokens, history[index] as Turn, form, policy, count, summaryOf(index));
+    turnForm(
+      messages,
+      messageTokens,
+      history[index] as Turn,
+      form,
+      policy,
+      count,
+      index === summarized.turn ? summarized.part : undefined,
+    );
   const historyTurns: HistoryTurn[] = history.map((turn, index) => {
-    const summarized = summaryOf(index) !== undefined;
-    const whole = summarized ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
+    const whole = index === summarized.turn ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
     const masked = formOf(index, 'masked');
-    const first = messages[turn.start] as ContextMessage;
-    const userOnly = first.role === 'user' ? formOf(index, 'user_only').tokens : whole;
+    const userOnly =
+      (messages[turn.start] as ContextMessage).role === 'user' ? formOf(index, 'user_only').tokens : whole;
     return { ...turn, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
-
-  let remaining = historyBudget - fitted.tokens;
-
-  // The first turns and pinned turns come first, compressed as far as needed: masked, then their user
-  // message alone (which is kept whenever it fits), then left out.
-  const firstForms = new Map<number, TurnForm>();
-  history.forEach((turn, index) => {
-    if (index < policy.keep_first_turns || pinned(turn)) firstForms.set(index, 'whole');
+  const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens);
+  const built = assemble({
+    fit,
+    forms,
+    firstWindowIndex,
+    historyTurns,
+    formOf,
+    summarizedTurn: summarized.turn,
+    current: fitted.messages,
   });
-  // Room for the omission notice stays free: on this path something may be left out.
-  const firstBudget = remaining - noticeTokens;
-  const formTokens = (index: number, form: TurnForm): number => {
-    const turn = historyTurns[index] as HistoryTurn;
-    return form === 'whole' ? turn.whole : form === 'masked' ? turn.masked : turn.userOnly;
-  };
-  let firstTokens = 0;
-  for (const [index, form] of firstForms) firstTokens += formTokens(index, form);
-  for (const next of ['masked', 'user_only'] as const) {
-    for (const index of firstForms.keys()) {
-      if (firstTokens <= firstBudget) break;
-      const before = formTokens(index, firstForms.get(index) as TurnForm);
-      const after = formTokens(index, next);
-      if (after < before) {
-        firstForms.set(index, next);
-        firstTokens -= before - after;
-      }
-    }
-  }
-  for (const index of [...firstForms.keys()].reverse()) {
-    if (firstTokens <= firstBudget) break;
-    firstTokens -= formTokens(index, firstForms.get(index) as TurnForm);
-    firstForms.delete(index);
-  }
-  remaining -= firstTokens;
+  return fittedOutcome(fit, current, fitted, built, firstWindowIndex);
+}
 
-  const slidingIndices: number[] = [];
-  for (let index = 0; index < history.length; index++) if (!firstForms.has(index)) slidingIndices.push(index);
-  const slidingWhole = slidingIndices.map((index) => (historyTurns[index] as HistoryTurn).whole);
-  const slidingMasked = slidingIndices.map((index) => (historyTurns[index] as HistoryTurn).masked);
-  // A first turn sent shortened, or messages already gone, need the notice: its room is kept.
-  const firstsShortened =
-    (input.omittedBefore ?? 0) > 0 ||
-    [...firstForms.values()].some((form) => form === 'user_only') ||
-    history.some(
-      (turn, index) => (index < policy.keep_first_turns || pinned(turn)) && !firstForms.has(index),
-    );
-  const allFit =
-    sumRange(slidingWhole, 0, slidingWhole.length) <= remaining - (firstsShortened ? noticeTokens : 0) &&
-    (policy.max_history_turns === 0 || slidingWhole.length <= policy.max_history_turns);
-
-  let windowStart = 0;
-  let maskedUntil = 0;
-  if (!allFit) {
-    const available = remaining - noticeTokens;
-    // Replay the requests that built this conversation (from the stored start, in a session), then
-    // make sure this request fits.
-    const hint = input.historyStartHint ?? 0;
-    const from = slidingIndices.findIndex((index) => (history[index] as Turn).start >= hint);
-    const plan = slidingPlan(
-      slidingWhole,
-      slidingMasked,
-      fitted.tokens,
-      Math.max(0, historyBudget - firstTokens - noticeTokens),
-      policy,
-      Math.max(0, from),
-    );
-    windowStart = plan.start;
-    maskedUntil = plan.maskedUntil;
-    const sized = (position: number): number =>
-      position < maskedUntil ? (slidingMasked[position] as number) : (slidingWhole[position] as number);
-    let windowTokens = 0;
-    for (let position = windowStart; position < slidingWhole.length; position++)
-      windowTokens += sized(position);
-    // This request must fit: mask further, then drop from the start.
-    while (windowTokens > available && maskedUntil < slidingWhole.length) {
-      windowTokens -= (slidingWhole[maskedUntil] as number) - (slidingMasked[maskedUntil] as number);
-      maskedUntil++;
-    }
-    while (windowStart < slidingWhole.length && windowTokens > available) {
-      windowTokens -= sized(windowStart);
-      windowStart++;
-    }
-    if (maskedUntil < windowStart) maskedUntil = windowStart;
-  }
-  // The form each history turn is sent in; absent: left out.
-  const forms = new Map<number, TurnForm>(firstForms);
-  slidingIndices.forEach((index, position) => {
-    if (position >= windowStart) forms.set(index, position < maskedUntil ? 'masked' : 'whole');
-  });
-  const firstWindowIndex = slidingIndices[windowStart] ?? history.length;
-
-  let omitted = input.omittedBefore ?? 0;
-  let droppedTurns = 0;
-  for (const [index, turn] of history.entries()) {
-    const form = forms.get(index);
-    if (form === undefined) {
-      omitted += turn.end - turn.start;
-      droppedTurns++;
-    } else if (form === 'user_only') omitted += turn.end - turn.start - 1;
-  }
-  const noticeUsed = omitted > 0;
-
-  // Order is kept: history turns as they were, the summary where the summarized ones were, the notice
-  // where the omitted ones were.
-  const rendered: ContextMessage[] = messages.slice(0, systemCount);
-  const notice = noticeUsed ? omissionNotice(omitted, summary !== undefined) : undefined;
-  let noticePlaced = false;
-  let summaryPlaced = summary === undefined;
-  let historyTokens = 0;
-  let maskedResults = 0;
-  let summarizedMessages = 0;
-  for (const [index, turn] of history.entries()) {
-    const form = forms.get(index);
-    if (form === undefined) continue;
-    if (!summaryPlaced && turn.start >= (summary?.position ?? 0)) {
-      rendered.push(summary?.message as ContextMessage);
-      summaryPlaced = true;
-    }
-    if (notice !== undefined && !noticePlaced && index >= firstWindowIndex) {
-      rendered.push(notice);
-      noticePlaced = true;
-    }
-    if (form === 'whole' && summaryOf(index) === undefined) {
-      for (let position = turn.start; position < turn.end; position++)
-        rendered.push(messages[position] as ContextMessage);
-    } else {
-      const built = formOf(index, form);
-      rendered.push(...built.messages);
-      maskedResults += built.masked;
-      summarizedMessages += built.summarized;
-    }
-    historyTokens += formTokens(index, form);
-  }
-  if (!summaryPlaced) rendered.push(summary?.message as ContextMessage);
-  if (notice !== undefined && !noticePlaced) rendered.push(notice);
-  rendered.push(...fitted.messages);
-
-  const noticeActual = notice === undefined ? 0 : count(notice);
+function fittedOutcome(
+  fit: Fit,
+  current: Turn,
+  fitted: ReturnType<typeof fitCurrentTurn>,
+  built: ReturnType<typeof assemble>,
+  firstWindowIndex: number,
+): RenderOutcome {
+  const { input } = fit;
+  const summary = input.summary;
+  const noticeActual = built.notice === undefined ? 0 : fit.count(built.notice);
   const modified =
     summary !== undefined ||
-    omitted > 0 ||
-    maskedResults > 0 ||
+    built.omitted > 0 ||
+    built.maskedResults > 0 ||
     fitted.truncated > 0 ||
     fitted.masked > 0 ||
     fitted.droppedGroups > 0 ||
     fitted.summarizedMessages > 0 ||
-    summarizedMessages > 0 ||
+    built.summarizedMessages > 0 ||
     fitted.oversizeTruncated;
-  const currentTurnTokens = fitted.tokens - fitted.noticeTokens;
-  const firstWindowTurn = slidingIndices[windowStart];
   // A summary or notice that now opens the prompt carries the tool definitions: counted as sent.
-  const sentToolTokens = modified ? toolTokensFor(input, rendered) : toolTokens;
+  const sentToolTokens = modified ? toolTokensFor(input, built.rendered) : fit.toolTokens;
+  const firstWindowTurn = fit.history[firstWindowIndex];
   return {
     ok: true,
-    messages: modified ? rendered : [...messages],
+    messages: modified ? built.rendered : [...fit.messages],
     report: {
       window: input.window,
-      historyBudget,
-      summaryUsed: summary !== undefined || fitted.summarizedMessages > 0 || summarizedMessages > 0,
+      historyBudget: fit.historyBudget,
+      summaryUsed: summary !== undefined || fitted.summarizedMessages > 0 || built.summarizedMessages > 0,
       inputTokens:
-        systemTokens +
-        summaryTokens +
+        fit.systemTokens +
+        fit.summaryTokens +
         sentToolTokens +
         replyPrimingTokens +
-        historyTokens +
+        built.historyTokens +
         noticeActual +
         fitted.tokens,
       regions: {
-        system: systemTokens,
-        summary: summaryTokens,
-        history: historyTokens,
-        currentTurn: currentTurnTokens,
+        system: fit.systemTokens,
+        summary: fit.summaryTokens,
+        history: built.historyTokens,
+        currentTurn: fitted.tokens - fitted.noticeTokens,
         tools: sentToolTokens,
         notice: noticeActual + fitted.noticeTokens,
         outputReserve: input.outputReserve,
         safetyMargin: input.safetyMarginTokens,
       },
-      droppedMessages: omitted + fitted.droppedMessages,
-      droppedTurns,
+      droppedMessages: built.omitted + fitted.droppedMessages,
+      droppedTurns: built.droppedTurns,
       droppedIterationGroups: fitted.droppedGroups,
       truncatedToolResults: fitted.truncated,
-      maskedToolResults: maskedResults + fitted.masked,
-      historyStartIndex:
-        firstWindowTurn === undefined ? current.start : (history[firstWindowTurn] as Turn).start,
+      maskedToolResults: built.maskedResults + fitted.masked,
+      historyStartIndex: firstWindowTurn === undefined ? current.start : firstWindowTurn.start,
       oversizeTruncated: fitted.oversizeTruncated,
       orphansRemoved: 0,
       modified,

@@ -1,11 +1,11 @@
 // The admin endpoints (SPEC §12): read and reset token budget usage, behind their own key
 // (ADMIN_API_KEY). Without an admin key configured they do not exist (404); a client key never opens them.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { budgetPeriod, resolveBudgets, type CounterBudgetName } from '../budget/budget-rules.js';
-import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
+import type { CounterBudgetName } from '../budget/budget-rules.js';
+import type { BudgetService } from '../budget/budget-service.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
 import { sha256 } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
-import { budgetCounter, type BudgetCounter, type BudgetStore } from '../store/budget-store.js';
 import { presentedKey } from '../auth/authenticate.js';
 import { sessionIdPattern } from '../sessions/session-keys.js';
 
@@ -17,10 +17,9 @@ const credentialBudgets: readonly CounterBudgetName[] = [
 
 export function registerAdminRoutes(
   app: FastifyInstance,
-  deps: { config: GatewayConfig; budgetStore: BudgetStore; clock?: () => number },
+  deps: { config: GatewayConfig; budgets: BudgetService },
 ): void {
-  const { config, budgetStore } = deps;
-  const clock = deps.clock ?? Date.now;
+  const { config, budgets } = deps;
   const adminDigests = config.adminApiKeys.map(sha256);
 
   function authorize(request: FastifyRequest): void {
@@ -51,43 +50,6 @@ export function registerAdminRoutes(
     return { tenantId: tenantOf(params.tenant), sessionId: params.session };
   }
 
-  const counterOf = (name: CounterBudgetName, tenantId: string, sessionId?: string): BudgetCounter =>
-    budgetCounter({
-      name,
-      tenantId,
-      sessionId,
-      nowMs: clock(),
-      sessionTtlSeconds: config.sessions.ttl_seconds,
-    });
-
-  async function describe(tenantId: string, names: readonly CounterBudgetName[], sessionId?: string) {
-    const limits = resolveBudgets({
-      defaults: config.budgets.defaults,
-      credential: ownEntry(config.budgets.credentials, tenantId),
-      preset: undefined,
-      sessionTokensHeader: undefined,
-      sessionMode: sessionId !== undefined,
-    });
-    const counters = names.map((name) => counterOf(name, tenantId, sessionId));
-    const usage = await budgetStore.read(counters, clock());
-    return names.map((name, index) => {
-      const budget = limits.find((candidate) => candidate.name === name);
-      const entry = usage[index] ?? { used: 0, estimated: 0, reserved: 0 };
-      const resetsAtMs = budgetPeriod(name, clock()).resetsAtMs;
-      return {
-        budget: name,
-        period: counters[index]?.periodId,
-        mode: budget?.mode ?? 'off',
-        limit: budget?.limit ?? null,
-        used: entry.used,
-        estimated: entry.estimated,
-        reserved: entry.reserved,
-        remaining: budget === undefined ? null : Math.max(0, budget.limit - entry.used - entry.reserved),
-        resets_at: resetsAtMs === undefined ? null : new Date(resetsAtMs).toISOString(),
-      };
-    });
-  }
-
   function chosenBudgets(query: { budget?: string }): readonly CounterBudgetName[] {
     if (query.budget === undefined) return credentialBudgets;
     const match = credentialBudgets.find((name) => name === query.budget);
@@ -116,7 +78,7 @@ export function registerAdminRoutes(
     return {
       object: 'budget.usage',
       tenant: tenantId,
-      budgets: await describe(tenantId, credentialBudgets).catch(unavailable),
+      budgets: await budgets.usage({ tenantId, names: credentialBudgets }).catch(unavailable),
     };
   });
 
@@ -125,7 +87,7 @@ export function registerAdminRoutes(
     async (request) => {
       const tenantId = tenantOf(request.params.tenant);
       const names = chosenBudgets(request.query);
-      for (const name of names) await budgetStore.reset(counterOf(name, tenantId)).catch(unavailable);
+      for (const name of names) await budgets.reset({ tenantId, name }).catch(unavailable);
       return { object: 'budget.reset', tenant: tenantId, reset: names };
     },
   );
@@ -138,7 +100,7 @@ export function registerAdminRoutes(
         object: 'budget.usage',
         tenant: tenantId,
         session: sessionId,
-        budgets: await describe(tenantId, ['session_tokens'], sessionId).catch(unavailable),
+        budgets: await budgets.usage({ tenantId, names: ['session_tokens'], sessionId }).catch(unavailable),
       };
     },
   );
@@ -147,7 +109,7 @@ export function registerAdminRoutes(
     '/v1/admin/budgets/sessions/:tenant/:session',
     async (request) => {
       const { tenantId, sessionId } = sessionOf(request.params);
-      await budgetStore.reset(counterOf('session_tokens', tenantId, sessionId)).catch(unavailable);
+      await budgets.reset({ tenantId, name: 'session_tokens', sessionId }).catch(unavailable);
       return { object: 'budget.reset', tenant: tenantId, session: sessionId, reset: ['session_tokens'] };
     },
   );

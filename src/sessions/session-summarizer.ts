@@ -28,7 +28,7 @@ import {
 } from '../context/summary.js';
 import { messageText } from '../context/turns.js';
 import { countMessageTokens } from '../context/token-accounting.js';
-import type { ContextMessage } from '../context/types.js';
+import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
 import { classifyUpstreamError, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
 import { noCredential, passThroughCredentialHeaders, type Credential } from '../auth/authenticate.js';
@@ -203,150 +203,262 @@ export function createSessionSummarizer(deps: {
     });
   }
 
+  /** What the session calls for: a long agent turn's first steps (in-turn compaction), else its oldest turns. */
+  async function planJob(
+    input: AfterTurnInput,
+    snapshot: Awaited<ReturnType<SessionStore['load']>>,
+  ): Promise<SummaryJob | undefined> {
+    const { key, policy } = input;
+    const { headMessages: head, archivedCount: archived, summary: previous } = snapshot;
+    const positionOf = (activeIndex: number): number =>
+      activeIndex < head ? activeIndex : activeIndex + archived;
+    const roles = snapshot.messages.map((entry) => String(entry.message.role));
+    const lastTurnStart = roles.lastIndexOf('user');
+    const previousTurn =
+      snapshot.turnSummary !== undefined &&
+      lastTurnStart >= 0 &&
+      snapshot.turnSummary.turnStart === positionOf(lastTurnStart)
+        ? snapshot.turnSummary
+        : undefined;
+    const activeTokens = snapshot.messages.map((entry) => entry.tokens);
+    const turnPlan: TurnSummaryPlan = planTurnSummary({
+      activeTokens,
+      roles,
+      coveredUntil: previousTurn === undefined ? 0 : previousTurn.toMessage - archived,
+      historyBudget: input.historyBudget,
+      summarizeAt: policy.summarize_at,
+      summarizeTo: policy.summarize_to,
+    });
+    if (turnPlan.kind === 'summarize_turn') {
+      return {
+        kind: 'turn',
+        range: snapshot.messages.slice(turnPlan.from, turnPlan.to),
+        previousText: previousTurn?.text,
+        task: messageText(snapshot.messages[turnPlan.turnStart]?.message as ContextMessage),
+        turnStart: positionOf(turnPlan.turnStart),
+        fromMessage: positionOf(turnPlan.from),
+        expectedToMessage: previousTurn?.toMessage ?? 0,
+        previousSteps: previousTurn?.steps ?? 0,
+        previousCoveredTokens: previousTurn?.coveredTokens ?? 0,
+        previousTokens: previousTurn?.tokens ?? 0,
+        historyTokens: turnPlan.turnTokens,
+      };
+    }
+    const plan: SummaryPlan = planSummary({
+      activeTokens,
+      turnStarts: roles.map((role) => role === 'user'),
+      head,
+      archived,
+      summaryTo: previous?.toMessage ?? head,
+      historyBudget: input.historyBudget,
+      summarizeAt: policy.summarize_at,
+      summarizeTo: policy.summarize_to,
+    });
+    if (plan.kind === 'none') return undefined;
+    // One call covers what fits the summarizer's window; reading more than that is never needed.
+    const wanted = plan.toMessage - plan.fromMessage;
+    const range = await store.history(key, plan.fromMessage, Math.min(wanted, maxMessagesPerJob));
+    if (range.messages.length < wanted) {
+      // Cut short: end at the last whole turn read.
+      const lastTurn = range.messages.findLastIndex((entry) => entry.message.role === 'user');
+      if (lastTurn > 0) range.messages.length = lastTurn;
+    }
+    return {
+      kind: 'history',
+      range: range.messages,
+      previousText: previous?.text,
+      fromMessage: plan.fromMessage,
+      expectedToMessage: previous?.toMessage ?? 0,
+      historyTokens: plan.historyTokens,
+    };
+  }
+
+  /**
+   * The summarizer's request and answer. Like any request, the summary recovers from its own overflow:
+   * the limit is learned, and the next try is smaller (by the provider's numbers when it gives them).
+   */
+  async function requestSummary(input: AfterTurnInput, job: SummaryJob, summaryModel: string) {
+    const { policy } = input;
+    const target = selectUpstream(config.upstreams, summaryModel);
+    const learned = deps.learnedLimits.get(target.name, summaryModel);
+    const settings = resolveContextSettings({
+      config,
+      model: summaryModel,
+      overrides: noOverrides,
+      maxCompletionTokens: policy.summary_max_tokens,
+      learnedWindow: learned.window,
+    });
+    const tokenizer = tokenizers.forEncoding(settings.model.tokenizer);
+    // The session's own requests by the same model show the window that works: never more than that.
+    let window = summaryModel === input.model ? Math.min(settings.window, input.window) : settings.window;
+    // An estimated model's counts are scaled by its learned ratio, as a request's are.
+    const ratio = isCalibrated(settings.model) ? (learned.ratio ?? 1) : 1;
+    const messages = job.range.map((entry) => entry.message as ContextMessage);
+    for (let tries = 0; ; tries++) {
+      const request = buildSummaryRequest({
+        previousSummary: job.previousText,
+        messages,
+        ...(job.kind === 'turn' ? { unit: 'steps' as const, task: job.task } : {}),
+        tokenizer,
+        window: Math.floor(window / ratio),
+        safetyMarginTokens: Math.ceil(window * (settings.safetyMarginTokens / settings.window)),
+        maxSummaryTokens: policy.summary_max_tokens,
+        policy,
+      });
+      if (request === undefined) return { failure: 'summarizer_window_too_small' } as const;
+      if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(input.key)))
+        return { skipped: 'budget_exhausted' } as const;
+      const answer = await callSummarizer(input, target, summaryModel, request.messages);
+      if (!('failure' in answer)) return { request, answer, target, tokenizer };
+      if (answer.overflow === undefined || tries >= 2) return { failure: answer.failure } as const;
+      const { numbers } = answer.overflow;
+      const sent = Math.ceil(request.inputTokens * ratio) + policy.summary_max_tokens;
+      deps.learnedLimits.recordOverflow(target.name, summaryModel, {
+        ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
+        failedSize: sent,
+      });
+      const scaled =
+        numbers.maxContext !== undefined && numbers.promptTokens !== undefined && numbers.promptTokens > 0
+          ? Math.floor(
+              ((sent * numbers.maxContext) / (numbers.promptTokens + policy.summary_max_tokens)) * 0.95,
+            )
+          : Math.floor(sent * 0.8);
+      window = Math.min(window - 1, numbers.maxContext ?? scaled, scaled);
+      metrics.summarizationFailures.inc({ reason: 'overflow_retried' });
+    }
+  }
+
+  /**
+   * Facts the summary dropped are repaired, not vetoed: one more call restates them, and what is still
+   * missing is appended verbatim within a cap. Returns the summary's text, repaired when it had to be.
+   */
+  async function repairSummaryFacts(options: {
+    input: AfterTurnInput;
+    job: SummaryJob;
+    text: string;
+    missingFacts: readonly string[];
+    covered: readonly ContextMessage[];
+    target: ReturnType<typeof selectUpstream>;
+    summaryModel: string;
+    tokenizer: Tokenizer;
+  }): Promise<{ text: string; stillMissing: number }> {
+    const { input, job, covered, tokenizer } = options;
+    const statements = new Map<string, string>();
+    for (const fact of options.missingFacts.slice(0, maxRepairFacts)) {
+      const statement = sentenceStating(fact, covered, job.previousText);
+      if (statement !== undefined) statements.set(fact, statement);
+    }
+    let repairAnswer: string | undefined;
+    if (statements.size > 0) {
+      const repair = await callSummarizer(
+        input,
+        options.target,
+        options.summaryModel,
+        buildRepairRequest([...new Set(statements.values())]),
+      );
+      if ('failure' in repair) metrics.summarizationFailures.inc({ reason: `repair_${repair.failure}` });
+      else {
+        repairAnswer = repair.text;
+        await charge(
+          input.key,
+          repair,
+          tokenizer.count([...statements.values()].join('\n')) + 100,
+          tokenizer.count(repair.text),
+        );
+      }
+    }
+    const repaired = repairSummary({
+      text: options.text,
+      repairAnswer,
+      missingFacts: options.missingFacts,
+      statementFor: (fact) => statements.get(fact) ?? sentenceStating(fact, covered, job.previousText),
+      tokenizer,
+      capTokens: Math.max(128, Math.floor(input.policy.summary_max_tokens / 2)),
+    });
+    return { text: repaired.text, stillMissing: repaired.stillMissing.length };
+  }
+
+  /** Stores the summary in the same step as archiving what it covers; conflicts when the session moved on. */
+  async function storeJobSummary(options: {
+    input: AfterTurnInput;
+    job: SummaryJob;
+    lock: string;
+    text: string;
+    covered: readonly StoredMessage[];
+    previous: Awaited<ReturnType<SessionStore['load']>>['summary'];
+    head: number;
+  }): Promise<{ stored: StoreSummaryOutcome; tokens: number; replaced: number }> {
+    const { input, job, text, covered, previous } = options;
+    const { key } = input;
+    const coveredTokens = covered.reduce((sum, entry) => sum + entry.tokens, 0);
+    const toMessage = job.fromMessage + covered.length;
+    const conversationTokenizer = tokenizerFor(config, tokenizers, input.model);
+    if (job.kind === 'turn') {
+      const steps = job.previousSteps + covered.filter((entry) => entry.message.role === 'assistant').length;
+      const tokens = countMessageTokens(
+        turnSummaryMessage(text, steps, toMessage - job.turnStart - 1),
+        conversationTokenizer,
+      );
+      const stored = await store.storeTurnSummary(key, {
+        lockToken: options.lock,
+        expectedToMessage: job.expectedToMessage,
+        summary: {
+          text,
+          tokens,
+          turnStart: job.turnStart,
+          toMessage,
+          steps,
+          coveredTokens: job.previousCoveredTokens + coveredTokens,
+          updatedAtMs: now(),
+        },
+      });
+      return { stored, tokens, replaced: coveredTokens + job.previousTokens };
+    }
+    const fromMessage = previous?.fromMessage ?? options.head;
+    const tokens = countMessageTokens(summaryMessage(text, toMessage - fromMessage), conversationTokenizer);
+    const stored = await store.storeSummary(key, {
+      lockToken: options.lock,
+      expectedToMessage: job.expectedToMessage,
+      summary: {
+        text,
+        tokens,
+        fromMessage,
+        toMessage,
+        coveredTokens: (previous?.coveredTokens ?? 0) + coveredTokens,
+        updatedAtMs: now(),
+      },
+    });
+    return { stored, tokens, replaced: coveredTokens + (previous?.tokens ?? 0) };
+  }
+
   async function summarize(
     input: AfterTurnInput,
     summaryModel: string,
     details: Record<string, unknown>,
   ): Promise<JobOutcome> {
     const { key, policy } = input;
-    const lockTtlMs = config.timeouts.summary_ms + 10_000;
-    const lock = await store.acquireSummaryLock(key, lockTtlMs);
+    const lock = await store.acquireSummaryLock(key, config.timeouts.summary_ms + 10_000);
     if (lock === undefined) return { outcome: 'skipped', reason: 'another_job' };
     try {
       const snapshot = await store.load(key);
-      const head = snapshot.headMessages;
-      const archived = snapshot.archivedCount;
-      const previous = snapshot.summary;
-      const positionOf = (activeIndex: number): number =>
-        activeIndex < head ? activeIndex : activeIndex + archived;
-      // A long agent turn first (in-turn compaction), else the oldest turns.
-      const roles = snapshot.messages.map((entry) => String(entry.message.role));
-      const lastTurnStart = roles.lastIndexOf('user');
-      const previousTurn =
-        snapshot.turnSummary !== undefined &&
-        lastTurnStart >= 0 &&
-        snapshot.turnSummary.turnStart === positionOf(lastTurnStart)
-          ? snapshot.turnSummary
-          : undefined;
-      const turnPlan: TurnSummaryPlan = planTurnSummary({
-        activeTokens: snapshot.messages.map((entry) => entry.tokens),
-        roles,
-        coveredUntil: previousTurn === undefined ? 0 : previousTurn.toMessage - archived,
-        historyBudget: input.historyBudget,
-        summarizeAt: policy.summarize_at,
-        summarizeTo: policy.summarize_to,
-      });
-      let job: SummaryJob;
-      if (turnPlan.kind === 'summarize_turn') {
-        job = {
-          kind: 'turn',
-          range: snapshot.messages.slice(turnPlan.from, turnPlan.to),
-          previousText: previousTurn?.text,
-          task: messageText(snapshot.messages[turnPlan.turnStart]?.message as ContextMessage),
-          turnStart: positionOf(turnPlan.turnStart),
-          fromMessage: positionOf(turnPlan.from),
-          expectedToMessage: previousTurn?.toMessage ?? 0,
-          previousSteps: previousTurn?.steps ?? 0,
-          previousCoveredTokens: previousTurn?.coveredTokens ?? 0,
-          previousTokens: previousTurn?.tokens ?? 0,
-          historyTokens: turnPlan.turnTokens,
-        };
-      } else {
-        const plan: SummaryPlan = planSummary({
-          activeTokens: snapshot.messages.map((entry) => entry.tokens),
-          turnStarts: snapshot.messages.map((entry) => entry.message.role === 'user'),
-          head,
-          archived,
-          summaryTo: previous?.toMessage ?? head,
-          historyBudget: input.historyBudget,
-          summarizeAt: policy.summarize_at,
-          summarizeTo: policy.summarize_to,
-        });
-        if (plan.kind === 'none') return { outcome: 'skipped', reason: 'under_threshold' };
-        // One call covers what fits the summarizer's window; reading more than that is never needed.
-        const wanted = plan.toMessage - plan.fromMessage;
-        const range = await store.history(key, plan.fromMessage, Math.min(wanted, maxMessagesPerJob));
-        if (range.messages.length < wanted) {
-          // Cut short: end at the last whole turn read.
-          const lastTurn = range.messages.findLastIndex((entry) => entry.message.role === 'user');
-          if (lastTurn > 0) range.messages.length = lastTurn;
-        }
-        job = {
-          kind: 'history',
-          range: range.messages,
-          previousText: previous?.text,
-          fromMessage: plan.fromMessage,
-          expectedToMessage: previous?.toMessage ?? 0,
-          historyTokens: plan.historyTokens,
-        };
-      }
-      const rangeMessages = job.range.map((entry) => entry.message as ContextMessage);
-
-      const target = selectUpstream(config.upstreams, summaryModel);
-      const learned = deps.learnedLimits.get(target.name, summaryModel);
-      const settings = resolveContextSettings({
-        config,
-        model: summaryModel,
-        overrides: noOverrides,
-        maxCompletionTokens: policy.summary_max_tokens,
-        learnedWindow: learned.window,
-      });
-      const summaryTokenizer = tokenizers.forEncoding(settings.model.tokenizer);
-      // The session's own requests by the same model show the window that works: never more than that.
-      let window = summaryModel === input.model ? Math.min(settings.window, input.window) : settings.window;
-      const budgetKey = { tenantId: key.tenantId, sessionId: key.sessionId };
-      let request: ReturnType<typeof buildSummaryRequest>;
-      let answer: Awaited<ReturnType<typeof callSummarizer>>;
-      // Like any request, the summary recovers from its own overflow: the limit is learned, and the next
-      // try is smaller (by the provider's numbers when it gives them).
-      for (let tries = 0; ; tries++) {
-        // An estimated model's counts are scaled by its learned ratio, as a request's are.
-        const ratio = isCalibrated(settings.model) ? (learned.ratio ?? 1) : 1;
-        request = buildSummaryRequest({
-          previousSummary: job.previousText,
-          messages: rangeMessages,
-          ...(job.kind === 'turn' ? { unit: 'steps' as const, task: job.task } : {}),
-          tokenizer: summaryTokenizer,
-          window: Math.floor(window / ratio),
-          safetyMarginTokens: Math.ceil(window * (settings.safetyMarginTokens / settings.window)),
-          maxSummaryTokens: policy.summary_max_tokens,
-          policy,
-        });
-        if (request === undefined) return { outcome: 'failed', reason: 'summarizer_window_too_small' };
-        if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(budgetKey)))
-          return { outcome: 'skipped', reason: 'budget_exhausted' };
-        answer = await callSummarizer(input, target, summaryModel, request.messages);
-        if (!('failure' in answer) || answer.overflow === undefined || tries >= 2) break;
-        const { numbers } = answer.overflow;
-        const sent = Math.ceil(request.inputTokens * ratio) + policy.summary_max_tokens;
-        deps.learnedLimits.recordOverflow(target.name, summaryModel, {
-          ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
-          failedSize: sent,
-        });
-        const scaled =
-          numbers.maxContext !== undefined && numbers.promptTokens !== undefined && numbers.promptTokens > 0
-            ? Math.floor(
-                ((sent * numbers.maxContext) / (numbers.promptTokens + policy.summary_max_tokens)) * 0.95,
-              )
-            : Math.floor(sent * 0.8);
-        window = Math.min(window - 1, numbers.maxContext ?? scaled, scaled);
-        metrics.summarizationFailures.inc({ reason: 'overflow_retried' });
-      }
-      if ('failure' in answer) return { outcome: 'failed', reason: answer.failure };
+      const job = await planJob(input, snapshot);
+      if (job === undefined) return { outcome: 'skipped', reason: 'under_threshold' };
+      const call = await requestSummary(input, job, summaryModel);
+      if ('skipped' in call) return { outcome: 'skipped', reason: call.skipped };
+      if ('failure' in call) return { outcome: 'failed', reason: call.failure };
+      const { request, answer, tokenizer } = call;
       const covered = job.range.slice(0, request.coveredMessages);
-      const coveredTokens = covered.reduce((sum, entry) => sum + entry.tokens, 0);
       Object.assign(details, {
         kind: job.kind,
         fromMessage: job.fromMessage,
         toMessage: job.fromMessage + request.coveredMessages,
         coveredMessages: request.coveredMessages,
-        coveredTokens,
+        coveredTokens: covered.reduce((sum, entry) => sum + entry.tokens, 0),
         historyTokens: job.historyTokens,
         summarizerInputTokens: request.inputTokens,
       });
-
       // The call was billed whatever the guard decides: counted from its usage, else estimated.
-      await charge(budgetKey, answer, request.inputTokens, summaryTokenizer.count(answer.text));
+      await charge(key, answer, request.inputTokens, tokenizer.count(answer.text));
       const coveredMessages = covered.map((entry) => entry.message as ContextMessage);
       const verdict = judgeSummary({
         text: answer.text,
@@ -360,102 +472,38 @@ export function createSessionSummarizer(deps: {
       Object.assign(details, { factsKept: verdict.factsKept, factsTotal: verdict.factsTotal });
       if (!verdict.ok) return { outcome: 'rejected', reason: verdict.reason };
       metrics.summarizationFactRecall.observe({ stage: 'before_repair' }, recallBefore);
-
-      // Facts the summary dropped are repaired, not vetoed: one more call restates them, and what is
-      // still missing is appended verbatim within a cap.
-      let summaryText = answer.text.trim();
+      let text = answer.text.trim();
       if (verdict.missingFacts.length > 0 && recallBefore < policy.summary_min_fact_recall) {
-        const statements = new Map<string, string>();
-        for (const fact of verdict.missingFacts.slice(0, maxRepairFacts)) {
-          const statement = sentenceStating(fact, coveredMessages, job.previousText);
-          if (statement !== undefined) statements.set(fact, statement);
-        }
-        let repairAnswer: string | undefined;
-        if (statements.size > 0) {
-          const repair = await callSummarizer(
-            input,
-            target,
-            summaryModel,
-            buildRepairRequest([...new Set(statements.values())]),
-          );
-          if ('failure' in repair) metrics.summarizationFailures.inc({ reason: `repair_${repair.failure}` });
-          else {
-            repairAnswer = repair.text;
-            await charge(
-              budgetKey,
-              repair,
-              summaryTokenizer.count([...statements.values()].join('\n')) + 100,
-              summaryTokenizer.count(repair.text),
-            );
-          }
-        }
-        const repaired = repairSummary({
-          text: summaryText,
-          repairAnswer,
+        const repaired = await repairSummaryFacts({
+          input,
+          job,
+          text,
           missingFacts: verdict.missingFacts,
-          statementFor: (fact) =>
-            statements.get(fact) ?? sentenceStating(fact, coveredMessages, job.previousText),
-          tokenizer: summaryTokenizer,
-          capTokens: Math.max(128, Math.floor(policy.summary_max_tokens / 2)),
+          covered: coveredMessages,
+          target: call.target,
+          summaryModel,
+          tokenizer,
         });
-        summaryText = repaired.text;
+        text = repaired.text;
         Object.assign(details, {
           repaired: true,
-          factsKeptAfterRepair: verdict.factsTotal - repaired.stillMissing.length,
+          factsKeptAfterRepair: verdict.factsTotal - repaired.stillMissing,
         });
       }
-      const recallAfter =
-        verdict.factsTotal === 0
-          ? 1
-          : (verdict.factsTotal -
-              verdict.missingFacts.filter((fact) => !statesFact(summaryText, fact)).length) /
-            verdict.factsTotal;
-      metrics.summarizationFactRecall.observe({ stage: 'after_repair' }, recallAfter);
-
-      const text = summaryText;
-      const toMessage = job.fromMessage + request.coveredMessages;
-      const conversationTokenizer = tokenizerFor(config, tokenizers, input.model);
-      let tokens: number;
-      let stored: StoreSummaryOutcome;
-      let replaced: number;
-      if (job.kind === 'turn') {
-        const steps =
-          job.previousSteps + covered.filter((entry) => entry.message.role === 'assistant').length;
-        tokens = countMessageTokens(
-          turnSummaryMessage(text, steps, toMessage - job.turnStart - 1),
-          conversationTokenizer,
-        );
-        replaced = coveredTokens + job.previousTokens;
-        stored = await store.storeTurnSummary(key, {
-          lockToken: lock,
-          expectedToMessage: job.expectedToMessage,
-          summary: {
-            text,
-            tokens,
-            turnStart: job.turnStart,
-            toMessage,
-            steps,
-            coveredTokens: job.previousCoveredTokens + coveredTokens,
-            updatedAtMs: Date.now(),
-          },
-        });
-      } else {
-        const fromMessage = previous?.fromMessage ?? head;
-        tokens = countMessageTokens(summaryMessage(text, toMessage - fromMessage), conversationTokenizer);
-        replaced = coveredTokens + (previous?.tokens ?? 0);
-        stored = await store.storeSummary(key, {
-          lockToken: lock,
-          expectedToMessage: job.expectedToMessage,
-          summary: {
-            text,
-            tokens,
-            fromMessage,
-            toMessage,
-            coveredTokens: (previous?.coveredTokens ?? 0) + coveredTokens,
-            updatedAtMs: Date.now(),
-          },
-        });
-      }
+      const stillMissing = verdict.missingFacts.filter((fact) => !statesFact(text, fact)).length;
+      metrics.summarizationFactRecall.observe(
+        { stage: 'after_repair' },
+        verdict.factsTotal === 0 ? 1 : (verdict.factsTotal - stillMissing) / verdict.factsTotal,
+      );
+      const { stored, tokens, replaced } = await storeJobSummary({
+        input,
+        job,
+        lock,
+        text,
+        covered,
+        previous: snapshot.summary,
+        head: snapshot.headMessages,
+      });
       if (!stored.ok) return { outcome: 'conflict', reason: stored.reason };
       const saved = Math.max(0, replaced - tokens);
       metrics.summarizationTokensSaved.inc({}, saved);

@@ -76,8 +76,9 @@ async function wasCommitted(
   key: SessionKey,
   expectedVersion: number,
   append: readonly StoredMessage[],
+  now: () => number,
 ): Promise<boolean> {
-  const deadline = Date.now() + 3_000;
+  const deadline = now() + 3_000;
   for (;;) {
     try {
       const after = await store.load(key);
@@ -89,7 +90,7 @@ async function wasCommitted(
           canonicalMessage(append[index]?.message as ContextMessage),
       );
     } catch {
-      if (Date.now() > deadline) return false;
+      if (now() > deadline) return false;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -221,21 +222,15 @@ export async function previewSessionTurn(options: {
   return sessionView(options.key.sessionId, snapshot, options.incoming, mode, options.tokenizer);
 }
 
-export async function beginSessionTurn(options: {
-  store: SessionStore;
-  key: SessionKey;
-  historyMode: HistoryMode;
-  incoming: readonly ContextMessage[];
-  tokenizer: Tokenizer;
-  holdMs: number;
-  /** Most messages one turn may append (its new messages and the reply): what one write can store. */
-  maxTurnMessages: number;
-}): Promise<SessionTurn> {
-  const { store, key, tokenizer } = options;
-  const mode = options.historyMode;
+/** Takes the session's hold and reads it; releases the hold again when the read fails. */
+async function holdAndLoad(
+  store: SessionStore,
+  key: SessionKey,
+  holdMs: number,
+): Promise<{ hold: SessionHold; snapshot: SessionSnapshot }> {
   let hold: SessionHold | undefined;
   try {
-    hold = await store.acquire(key, options.holdMs);
+    hold = await store.acquire(key, holdMs);
   } catch (error) {
     throw storeUnavailable(error);
   }
@@ -247,48 +242,49 @@ export async function beginSessionTurn(options: {
     );
   }
   const taken = hold;
-  let snapshot: SessionSnapshot;
   try {
-    snapshot = await store.load(key);
+    return { hold: taken, snapshot: await store.load(key) };
   } catch (error) {
     await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
     throw storeUnavailable(error);
   }
+}
 
-  const view = sessionView(key.sessionId, snapshot, options.incoming, mode, tokenizer);
-  const { systemCount, stored, newMessages, newTokens } = view;
-  // The current turn never moves to the archive (its user message stays in view), so it is what bounds
-  // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
+/**
+ * Messages of the turn this request ends in, its reply included: from its last new user message, or,
+ * when it brings none (a tool result), from the stored turn's user message.
+ */
+export function currentTurnLength(
+  stored: readonly ContextMessage[],
+  newMessages: readonly ContextMessage[],
+): number {
   const lastNewStart = newMessages.findLastIndex((message) => message.role === 'user');
-  const currentTurnLength =
-    lastNewStart >= 0
-      ? newMessages.length - lastNewStart + 1
-      : stored.length -
-        Math.max(
-          0,
-          stored.findLastIndex((message) => message.role === 'user'),
-        ) +
-        newMessages.length +
-        1;
-  if (newMessages.length + 1 > options.maxTurnMessages || currentTurnLength > options.maxTurnMessages) {
-    await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
-    throw new GatewayError(
-      'session_turn_too_large',
-      `This request would make one turn of the session ${Math.max(currentTurnLength, newMessages.length + 1)} messages long; a turn may hold at most ${options.maxTurnMessages} (sessions.max_active_messages). Start a new turn with a user message, or send the conversation without X-Session-Id.`,
-      { param: 'messages' },
-    );
-  }
-  const { headMessages: head, archivedCount: archived } = snapshot;
-  let released = false;
-  // A turn may outlast the hold (a long generation): the hold is renewed while the turn runs, so it
-  // only expires when this replica stops (dies, freezes, loses Redis).
-  let holdKnownUntilMs = taken.expiresAtMs;
+  if (lastNewStart >= 0) return newMessages.length - lastNewStart + 1;
+  const storedStart = Math.max(
+    0,
+    stored.findLastIndex((message) => message.role === 'user'),
+  );
+  return stored.length - storedStart + newMessages.length + 1;
+}
+
+/**
+ * A turn may outlast the hold (a long generation): the hold is renewed while the turn runs, so it only
+ * expires when this replica stops (dies, freezes, loses Redis).
+ */
+function keepHoldRenewed(options: {
+  store: SessionStore;
+  key: SessionKey;
+  hold: SessionHold;
+  holdMs: number;
+  now: () => number;
+}): { stop(): void; knownUntilMs(): number } {
+  let knownUntilMs = options.hold.expiresAtMs;
   const renewal = setInterval(
     () => {
-      void store
-        .renew(key, taken, options.holdMs)
+      void options.store
+        .renew(options.key, options.hold, options.holdMs)
         .then((renewed) => {
-          if (renewed) holdKnownUntilMs = Date.now() + options.holdMs;
+          if (renewed) knownUntilMs = options.now() + options.holdMs;
           else clearInterval(renewal);
         })
         .catch(() => undefined);
@@ -296,12 +292,85 @@ export async function beginSessionTurn(options: {
     Math.max(50, Math.floor(options.holdMs / 3)),
   );
   renewal.unref();
+  return { stop: () => clearInterval(renewal), knownUntilMs: () => knownUntilMs };
+}
+
+/** The first turns are fixed as the protected head once a later turn exists and nothing is archived. */
+function protectedHeadMessages(
+  snapshot: SessionSnapshot,
+  stored: readonly ContextMessage[],
+  append: readonly StoredMessage[],
+  keepFirstTurns: number,
+): number {
+  if (snapshot.headMessages !== 0 || snapshot.archivedCount !== 0 || keepFirstTurns <= 0) return 0;
+  const after = [...stored, ...append.map((entry) => entry.message as ContextMessage)];
+  const firstLater = splitTurns(after, 0)[keepFirstTurns]?.start ?? 0;
+  return firstLater <= maxHeadMessages ? firstLater : 0;
+}
+
+/** Appends the turn in one write; resolves once it is stored (or found stored after an unknown outcome). */
+async function writeTurn(
+  store: SessionStore,
+  key: SessionKey,
+  write: Parameters<SessionStore['commit']>[1],
+  now: () => number,
+): Promise<void> {
+  let outcome: Awaited<ReturnType<SessionStore['commit']>>;
+  try {
+    outcome = await store.commit(key, write);
+  } catch (error) {
+    // The write may have been applied with its reply lost (Redis going down right after it): telling
+    // the client to retry then would store the turn twice. Find out what happened first.
+    if (await wasCommitted(store, key, write.expectedVersion, write.append, now)) return;
+    throw storeUnavailable(error);
+  }
+  // The hold was lost (this replica could not renew it in time) and the session may have moved on:
+  // storing this turn now could duplicate or reorder messages, so it is not stored; the client retries.
+  if (!outcome.ok)
+    throw new GatewayError(
+      'session_conflict',
+      'The session changed while this request was running; the answer was not stored. Retry the request.',
+      { param: 'x-session-id' },
+    );
+}
+
+export async function beginSessionTurn(options: {
+  store: SessionStore;
+  key: SessionKey;
+  historyMode: HistoryMode;
+  incoming: readonly ContextMessage[];
+  tokenizer: Tokenizer;
+  holdMs: number;
+  /** Most messages one turn may append (its new messages and the reply): what one write can store. */
+  maxTurnMessages: number;
+  /** Wall-clock milliseconds (hold expiries). */
+  now?: () => number;
+}): Promise<SessionTurn> {
+  const { store, key, tokenizer } = options;
+  const now = options.now ?? Date.now;
+  const { hold, snapshot } = await holdAndLoad(store, key, options.holdMs);
+  const view = sessionView(key.sessionId, snapshot, options.incoming, options.historyMode, tokenizer);
+  const { systemCount, stored, newMessages, newTokens } = view;
+  // The current turn never moves to the archive (its user message stays in view), so it is what bounds
+  // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
+  const turnLength = Math.max(currentTurnLength(stored, newMessages), newMessages.length + 1);
+  if (turnLength > options.maxTurnMessages) {
+    await releaseEventually(() => store.release(key, hold), hold.expiresAtMs);
+    throw new GatewayError(
+      'session_turn_too_large',
+      `This request would make one turn of the session ${turnLength} messages long; a turn may hold at most ${options.maxTurnMessages} (sessions.max_active_messages). Start a new turn with a user message, or send the conversation without X-Session-Id.`,
+      { param: 'messages' },
+    );
+  }
+  const { headMessages: head, archivedCount: archived } = snapshot;
+  let released = false;
+  const renewal = keepHoldRenewed({ store, key, hold, holdMs: options.holdMs, now });
 
   return {
     ...view,
     key,
     async commit(reply, rendered) {
-      clearInterval(renewal);
+      renewal.stop();
       const append: StoredMessage[] = newMessages.map((message, index) => ({
         message: message as Record<string, unknown>,
         tokens: newTokens[index] as number,
@@ -309,57 +378,31 @@ export async function beginSessionTurn(options: {
       if (reply !== undefined)
         append.push({ message: reply, tokens: countMessageTokens(reply as ContextMessage, tokenizer) });
       const startInList = Math.max(0, rendered.historyStartIndex - systemCount);
-      // The first turns are fixed as the protected head once a later turn exists and nothing is archived.
-      let headMessages = 0;
-      if (head === 0 && archived === 0) {
-        const after = [...stored, ...append.map((entry) => entry.message as ContextMessage)];
-        const firstLater = splitTurns(after, 0)[rendered.keepFirstTurns]?.start ?? 0;
-        if (rendered.keepFirstTurns > 0 && firstLater <= maxHeadMessages) headMessages = firstLater;
-      }
       let activeTokens = 0;
       for (const entry of snapshot.messages) activeTokens += entry.tokens;
       for (const entry of append) activeTokens += entry.tokens;
-      let outcome: Awaited<ReturnType<SessionStore['commit']>>;
-
-      try {
-        outcome = await store.commit(key, {
-          hold: taken,
+      await writeTurn(
+        store,
+        key,
+        {
+          hold,
           expectedVersion: snapshot.version,
           append,
           systemPrompt: view.newSystemPrompt,
           historyStart: startInList >= head ? startInList + archived : startInList,
           activeTokenLimit: rendered.window,
-          headMessages,
-        });
-      } catch (error) {
-        // The write may have been applied with its reply lost (Redis going down right after it): telling
-        // the client to retry then would store the turn twice. Find out what happened first.
-        if (await wasCommitted(store, key, snapshot.version, append)) {
-          released = true;
-          return { activeTokens };
-        }
-        throw storeUnavailable(error);
-      }
-      if (!outcome.ok) {
-        // The hold was lost (this replica could not renew it in time) and the session may have moved on:
-        // storing this turn now could duplicate or reorder messages, so it is not stored; the client retries.
-
-        throw new GatewayError(
-          'session_conflict',
-          'The session changed while this request was running; the answer was not stored. Retry the request.',
-          {
-            param: 'x-session-id',
-          },
-        );
-      }
+          headMessages: protectedHeadMessages(snapshot, stored, append, rendered.keepFirstTurns),
+        },
+        now,
+      );
       released = true;
       return { activeTokens };
     },
     async release() {
-      clearInterval(renewal);
+      renewal.stop();
       if (released) return;
       released = true;
-      await releaseEventually(() => store.release(key, taken), holdKnownUntilMs);
+      await releaseEventually(() => store.release(key, hold), renewal.knownUntilMs());
     },
   };
 }
