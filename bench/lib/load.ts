@@ -1,5 +1,6 @@
 // What every load section shares: autocannon runs in interleaved rounds, sequential single-connection
 // timing with hrtime, percentiles and table rows, and the command that starts the gateway under test.
+import { readFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 
@@ -22,6 +23,8 @@ export function gatewayCommand(): string[] {
 
 export interface LoadResult {
   rps: number;
+  /** CPU time the target process spent per request (user + system), when its PID is known. */
+  cpuUsPerRequest: number | undefined;
   p50Ms: number;
   p99Ms: number;
   non2xx: number;
@@ -31,7 +34,17 @@ export interface LoadResult {
 /** A fixed body, or a generator: a new body for every request (so nothing can be cached by identity). */
 export type BenchBody = string | (() => string);
 
-export async function load(url: string, body: BenchBody, seconds: number): Promise<LoadResult> {
+/** A process's CPU time so far (user + system), in microseconds, from /proc (Linux). */
+export function processCpuUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticksPerSecond = 100;
+  return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / ticksPerSecond;
+}
+
+export async function load(url: string, body: BenchBody, seconds: number, pid?: number): Promise<LoadResult> {
+  const cpuBefore = pid === undefined ? undefined : processCpuUs(pid);
   const headers = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
   const result = await autocannon({
     url: `${url}/chat/completions`,
@@ -51,8 +64,11 @@ export async function load(url: string, body: BenchBody, seconds: number): Promi
           ],
         }),
   });
+  const cpuUs = pid === undefined || cpuBefore === undefined ? undefined : processCpuUs(pid) - cpuBefore;
   return {
     rps: result.requests.average,
+    cpuUsPerRequest:
+      cpuUs === undefined || result.requests.total === 0 ? undefined : cpuUs / result.requests.total,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
@@ -66,20 +82,26 @@ export function median(values: number[]): number {
 }
 
 /** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
+/** A target: its name, its base URL and (to measure its CPU per request) its PID. */
+export type BenchTarget = readonly [name: string, url: string, pid?: number];
+
 export async function compare(
-  targets: ReadonlyArray<readonly [string, string]>,
+  targets: ReadonlyArray<BenchTarget>,
   body: BenchBody,
 ): Promise<Map<string, LoadResult>> {
   const samples = new Map<string, LoadResult[]>(targets.map(([name]) => [name, []]));
   // Warm-up: JIT and connection pools. Short warm-ups were seen to favour whichever process was hot.
   for (const [, url] of targets) await load(url, body, warmupSeconds);
   for (let round = 0; round < rounds; round++) {
-    for (const [name, url] of targets) samples.get(name)?.push(await load(url, body, durationSeconds));
+    for (const [name, url, pid] of targets)
+      samples.get(name)?.push(await load(url, body, durationSeconds, pid));
   }
   const medians = new Map<string, LoadResult>();
   for (const [name, results] of samples) {
+    const cpu = results.map((result) => result.cpuUsPerRequest).filter((value) => value !== undefined);
     medians.set(name, {
       rps: median(results.map((result) => result.rps)),
+      cpuUsPerRequest: cpu.length === 0 ? undefined : median(cpu),
       p50Ms: median(results.map((result) => result.p50Ms)),
       p99Ms: median(results.map((result) => result.p99Ms)),
       non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),

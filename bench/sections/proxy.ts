@@ -67,7 +67,7 @@ export async function proxySection(): Promise<void> {
     const summary: string[] = [];
     for (const { label, body, target } of cases) {
       console.log(`-- ${label}`);
-      console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors']));
+      console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU us/req']));
       const results = await compare(
         [
           ['(a) fake upstream direct', fake.url],
@@ -105,9 +105,9 @@ export async function proxySection(): Promise<void> {
     const addedMs = (median(gatewayP50) - median(directP50)) / 1000;
     console.log(`   ctxgate added p50: ${addedMs.toFixed(3)} ms  (target <= 0.5 ms)`);
     console.log('\n== proxy: ratios to the floor ==');
-    console.log(row(['request', 'c/b req/s', 'target']));
+    console.log(row(['request', 'c/b req/s', 'b/c CPU/req', 'target']));
     for (const line of summary) console.log(line);
-    console.log(row(['added single-connection p50 (ms)', addedMs.toFixed(3), '<= 0.5']));
+    console.log(row(['added single-connection p50 (ms)', addedMs.toFixed(3), '', '<= 0.5']));
   } finally {
     for (const server of servers.reverse()) await server.stop();
   }

@@ -78,6 +78,19 @@ export function createAuthenticator({
   anonymousTenant: string;
 }): Authenticator {
   const keyDigests = gatewayApiKeys.map(digest);
+  // A pass-through caller's tenant id is a digest of its secrets: computed once per caller, not per
+  // request. Bounded, and held only in this process (like the secrets while a request is served).
+  const tenantIds = new Map<string, string>();
+  const tenantIdOf = (secrets: readonly string[]): string => {
+    const joined = secrets.join('\n');
+    let tenantId = tenantIds.get(joined);
+    if (tenantId === undefined) {
+      if (tenantIds.size >= 1_024) tenantIds.clear();
+      tenantId = passThroughTenantId(secrets);
+      tenantIds.set(joined, tenantId);
+    }
+    return tenantId;
+  };
   const anonymous: Credential =
     anonymousTenant === ''
       ? noCredential
@@ -87,7 +100,7 @@ export function createAuthenticator({
       if (keyDigests.length === 0) {
         const secrets = presentedSecrets(headers);
         if (secrets.length === 0) return anonymous;
-        return { mode: 'pass_through', tenantId: passThroughTenantId(secrets), mayHoldSessions: true };
+        return { mode: 'pass_through', tenantId: tenantIdOf(secrets), mayHoldSessions: true };
       }
       const authorization = firstValue(headers.authorization);
       if (authorization === undefined) {

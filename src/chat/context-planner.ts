@@ -31,8 +31,18 @@ export interface ContextPlan {
 /** A tool set's key: a hash of its definitions as sent. */
 export function toolSetOf(tools: unknown): string | undefined {
   if (!Array.isArray(tools) || tools.length === 0) return undefined;
-  return createHash('sha256').update(JSON.stringify(tools)).digest('base64url').slice(0, 22);
+  // An agent sends the same definitions with every step: hashed once per process, looked up after.
+  const text = JSON.stringify(tools);
+  let key = toolSetKeys.get(text);
+  if (key === undefined) {
+    if (toolSetKeys.size >= 1_024) toolSetKeys.clear();
+    key = createHash('sha256').update(text).digest('base64url').slice(0, 22);
+    toolSetKeys.set(text, key);
+  }
+  return key;
 }
+
+const toolSetKeys = new Map<string, string>();
 
 export function withMaxTokens(
   request: ChatCompletionRequest,

@@ -17,7 +17,24 @@ export interface ContextSettings {
   safetyMarginTokens: number;
 }
 
+/** Model names seen lately, per config, and their entries: no glob is tested twice for a name. */
+const entryCache = new WeakMap<GatewayConfig, Map<string, ModelEntry>>();
+const entryCacheSize = 4_096;
+
 export function findModelEntry(config: GatewayConfig, model: string): ModelEntry {
+  let cache = entryCache.get(config);
+  if (cache === undefined) entryCache.set(config, (cache = new Map()));
+  let entry = cache.get(model);
+  if (entry === undefined) {
+    // Bounded: a client cycling through model names cannot grow it.
+    if (cache.size >= entryCacheSize) cache.clear();
+    entry = Object.freeze(matchModelEntry(config, model));
+    cache.set(model, entry);
+  }
+  return entry;
+}
+
+function matchModelEntry(config: GatewayConfig, model: string): ModelEntry {
   for (const entry of config.models) {
     if (globToRegExp(entry.match).test(model)) {
       return {
