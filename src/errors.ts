@@ -12,7 +12,6 @@ export const errorCodes = {
   missing_api_key: { status: 401, type: 'authentication_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
-  method_not_allowed: { status: 405, type: 'invalid_request_error' },
   session_busy: { status: 409, type: 'invalid_request_error' },
   session_conflict: { status: 409, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },

@@ -43,7 +43,7 @@ export function processCpuUs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / ticksPerSecond;
 }
 
-export async function load(url: string, body: BenchBody, seconds: number, pid?: number): Promise<LoadResult> {
+export async function load(url: string, body: BenchBody, seconds: number, pid?: number | undefined): Promise<LoadResult> {
   const cpuBefore = pid === undefined ? undefined : processCpuUs(pid);
   const headers = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
   const result = await autocannon({
@@ -83,7 +83,7 @@ export function median(values: number[]): number {
 
 /** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
 /** A target: its name, its base URL and (to measure its CPU per request) its PID. */
-export type BenchTarget = readonly [name: string, url: string, pid?: number];
+export type BenchTarget = readonly [name: string, url: string, pid?: number | undefined];
 
 export async function compare(
   targets: ReadonlyArray<BenchTarget>,

@@ -71,19 +71,39 @@ export async function proxySection(): Promise<void> {
       const results = await compare(
         [
           ['(a) fake upstream direct', fake.url],
-          [floorName, floor.url],
-          [gatewayName, gateway.url],
+          [floorName, floor.url, floor.child.pid],
+          [gatewayName, gateway.url, gateway.child.pid],
         ],
         body,
       );
       for (const [name, result] of results)
         console.log(
-          row([name, result.rps.toFixed(0), result.p50Ms, result.p99Ms, result.non2xx, result.errors]),
+          row([
+            name,
+            result.rps.toFixed(0),
+            result.p50Ms,
+            result.p99Ms,
+            result.non2xx,
+            result.errors,
+            result.cpuUsPerRequest?.toFixed(0) ?? '-',
+          ]),
         );
       const ratio = (results.get(gatewayName)?.rps ?? 0) / (results.get(floorName)?.rps ?? 1);
+      // What a request costs each process: the throughput ratio each would reach on a core of its own.
+      const cpuRatio =
+        (results.get(floorName)?.cpuUsPerRequest ?? 0) / (results.get(gatewayName)?.cpuUsPerRequest ?? 1);
       const goal = target === undefined ? '' : `  (target >= ${target.toFixed(2)})`;
-      console.log(`   ratio c/b req/s: ${ratio.toFixed(2)}${goal}`);
-      summary.push(row([label, ratio.toFixed(2), target === undefined ? '-' : `>= ${target.toFixed(2)}`]));
+      console.log(
+        `   ratio c/b req/s: ${ratio.toFixed(2)}; CPU per request b/c: ${cpuRatio.toFixed(2)}${goal}`,
+      );
+      summary.push(
+        row([
+          label,
+          ratio.toFixed(2),
+          cpuRatio.toFixed(2),
+          target === undefined ? '-' : `>= ${target.toFixed(2)}`,
+        ]),
+      );
     }
 
     // Interleaved rounds of sequential requests: medians of each round's percentiles.
