@@ -6,6 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { gatewayKeyTenantId, passThroughTenantId, sha256 as digest } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
+import { firstHeaderValue } from '../header-value.js';
 
 /** The headers a client may carry its upstream credential in, as providers accept them. */
 export const passThroughCredentialHeaders = ['authorization', 'api-key', 'x-api-key'] as const;
@@ -44,7 +45,7 @@ export function presentedKey(keyDigests: readonly Buffer[], authorization: strin
 }
 
 function firstValue(value: string | string[] | undefined): string | undefined {
-  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  const text = firstHeaderValue(value)?.trim();
   return text === undefined || text === '' ? undefined : text;
 }
 

@@ -367,8 +367,8 @@ interface Fit {
   history: Turn[];
   /** First turns (keep_first_turns) and pinned ones, by history index: kept apart from the sliding window. */
   isFirst: (index: number) => boolean;
-  /** The omission notice's tokens at its largest. */
-  noticeTokens: number;
+  /** The omission notice's tokens at its largest (counted on first use: most requests fit as they are). */
+  readonly noticeTokens: number;
 }
 
 function fitOf(input: RenderInput): Fit {
@@ -413,7 +413,11 @@ function fitOf(input: RenderInput): Fit {
     turnTokens: turns.map((turn) => sumRange(messageTokens, turn.start, turn.end)),
     history,
     isFirst: (index) => index < policy.keep_first_turns || pinned(history[index] as Turn),
-    noticeTokens: count(omissionNotice(noticeTemplateCount, input.summary !== undefined)),
+    get noticeTokens(): number {
+      const tokens = count(omissionNotice(noticeTemplateCount, input.summary !== undefined));
+      Object.defineProperty(this, 'noticeTokens', { value: tokens });
+      return tokens;
+    },
   };
 }
 

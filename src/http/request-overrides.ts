@@ -3,11 +3,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RequestOverrides } from '../chat/request-overrides.js';
 import { GatewayError } from '../errors.js';
+import { firstHeaderValue } from '../header-value.js';
 import { sessionIdPattern } from '../sessions/session-keys.js';
 
 function first(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
+  return firstHeaderValue(headers[name]);
 }
 
 function invalid(name: string, expected: string): GatewayError {

@@ -3,6 +3,7 @@
 // and one log line and the request metrics when the answer is finished or the client has gone.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
+import { firstHeaderValue } from '../../header-value.js';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../../metrics.js';
 import { createRequestState, type RequestState } from '../../chat/request-state.js';
@@ -15,7 +16,7 @@ const quietRoutes = new Set(['/healthz', '/readyz', '/metrics']);
 const usableRequestId = /^[\x21-\x7e]{1,200}$/;
 
 export function requestIdFrom(header: string | string[] | undefined, generate: () => string): string {
-  const value = Array.isArray(header) ? header[0] : header;
+  const value = firstHeaderValue(header);
   return value !== undefined && usableRequestId.test(value) ? value : generate();
 }
 
