@@ -43,7 +43,12 @@ export function processCpuUs(pid: number): number {
   return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / ticksPerSecond;
 }
 
-export async function load(url: string, body: BenchBody, seconds: number, pid?: number | undefined): Promise<LoadResult> {
+export async function load(
+  url: string,
+  body: BenchBody,
+  seconds: number,
+  pid?: number | undefined,
+): Promise<LoadResult> {
   const cpuBefore = pid === undefined ? undefined : processCpuUs(pid);
   const headers = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
   const result = await autocannon({

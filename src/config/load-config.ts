@@ -153,7 +153,6 @@ function parseRedis(env: Environment, problems: string[]): RedisConfig {
   return { mode: 'standalone', url };
 }
 
-
 /** The default upstream (from the environment) and the routed ones (from the file), their keys read. */
 function parseUpstreams(
   env: Environment,
