@@ -171,8 +171,9 @@ export async function timeRequests(
         },
         body: payload,
       });
-      await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`bench request answered ${response.statusCode}`);
+      const text = await response.body.text();
+      if (response.statusCode !== 200)
+        throw new Error(`bench request answered ${response.statusCode}: ${text.slice(0, 300)}`);
       if (index >= 30) samples.push(Number(process.hrtime.bigint() - started) / 1e6);
     }
   } finally {

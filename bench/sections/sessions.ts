@@ -129,8 +129,9 @@ export async function sessionsSection(): Promise<void> {
       // Second baseline: the client keeps the history itself and resends all of it, no session.
       const resend = await timeRequests(target, 130, (index) => ({
         model: 'gpt-4o-mini',
+        // At most 10 000 messages in one request (OpenAI's limit, and the gateway's).
         messages: [
-          ...(conversations.get(size) ?? []),
+          ...(conversations.get(size) ?? []).slice(-9_998),
           { role: 'user', content: `Question ${index}: what changed?` },
         ],
       }));

@@ -88,8 +88,9 @@ export function createAttemptLadder(input: {
     smaller(decision, current) {
       const state: AttemptState =
         decision.action === 'lower_max_tokens'
-          ? { ...current.state, maxTokens: decision.maxTokens }
-          : { ...current.state, reduction: decision.reduction };
+          ? // A shorter answer leaves room in the window, but the prompt must not grow into it.
+            { ...current.state, maxTokens: decision.maxTokens, promptCap: current.promptTokens }
+          : { ...current.state, reduction: decision.reduction, promptCap: decision.promptCap };
       try {
         return render(state);
       } catch (error) {

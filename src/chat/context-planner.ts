@@ -15,6 +15,8 @@ export interface AttemptState {
   reduction: ContextReduction;
   /** max_tokens to send instead of the client's. */
   maxTokens: number | undefined;
+  /** At most this many prompt tokens (the gateway's count): what an overflow left room for. */
+  promptCap?: number | undefined;
 }
 
 export const firstAttempt: AttemptState = { reduction: 'none', maxTokens: undefined };
@@ -88,6 +90,7 @@ export function createContextPlanner(deps: {
         session,
         learnedWindow: learned.window,
         reduction: attempt.reduction,
+        promptCap: attempt.promptCap,
         lowerMaxTokensToFit: learned.window !== undefined && attempt.maxTokens === undefined,
         estimateRatio: learned.ratio,
         learnedToolTokens: toolTokens,

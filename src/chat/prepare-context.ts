@@ -8,7 +8,6 @@ import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizer
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { RequestOverrides } from './request-overrides.js';
 import type { SessionView } from '../sessions/session-turn.js';
-import { isCalibrated } from '../config/model-table.js';
 import { isSystemRole } from '../context/turns.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
@@ -54,6 +53,8 @@ export function prepareContext(options: {
   session?: SessionView | undefined;
   learnedWindow?: number | undefined;
   reduction?: ContextReduction;
+  /** At most this many prompt tokens (a retry after an overflow): the window shrinks to match. */
+  promptCap?: number | undefined;
   /**
    * With a learned window: when the whole conversation fits but not with the max_tokens the client
    * asked for, ask for what is left instead (SPEC §6's remedy, applied before the upstream refuses).
@@ -75,7 +76,8 @@ export function prepareContext(options: {
   });
   // An estimated model with a learned ratio counts as calibrated: the smaller margin, and a window
   // scaled into estimate units (the prompt's real size is the estimate times the ratio).
-  const ratio = isCalibrated(settings.model) ? options.estimateRatio : undefined;
+  // A model counted exactly has a ratio only after the upstream showed it counts more than the gateway.
+  const ratio = options.estimateRatio;
   let renderWindow = settings.window;
   if (ratio !== undefined) {
     settings.safetyMarginTokens = Math.ceil(settings.window * settings.policy.safety_margin);
@@ -111,6 +113,13 @@ export function prepareContext(options: {
         })
       : undefined;
   if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens;
+  // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
+  // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
+  if (options.promptCap !== undefined)
+    renderWindow = Math.min(
+      renderWindow,
+      options.promptCap + settings.outputReserve + settings.safetyMarginTokens,
+    );
   // Built without object spreads: this runs on every request.
   const input: RenderInput = {
     messages: conversation,

@@ -2,7 +2,11 @@
 // classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
 // acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
 import type { ContextReduction } from './prepare-context.js';
-import { minimumAnswerTokens, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
+import {
+  minimumAnswerTokens,
+  type OverflowNumbers,
+  type UpstreamErrorClass,
+} from '../upstream/classify-upstream-error.js';
 
 export interface RecoveryLimits {
   /** Smaller requests tried after a context overflow (the policy's max_retries). */
@@ -31,8 +35,8 @@ export type RecoveryDecision =
   | { action: 'accept' }
   /** Send the same request again after waiting. */
   | { action: 'retry_after'; waitMs: number; reason: 'rate_limited' | 'server' | 'connection' }
-  /** Render the conversation again, smaller. */
-  | { action: 're_render'; reduction: ContextReduction }
+  /** Render the conversation again, smaller: at most `promptCap` prompt tokens (the gateway's count). */
+  | { action: 're_render'; reduction: ContextReduction; promptCap: number }
   /** The prompt fits but the answer asked for does not: ask for what is left. */
   | { action: 'lower_max_tokens'; maxTokens: number }
   /** Out of retries or time: the client gets the upstream's answer. */
@@ -73,6 +77,40 @@ export function decide(
   }
 }
 
+/**
+ * The margin taken off what the provider's own numbers allow: the provider is right about its tokens,
+ * but the gateway's count of the next attempt is an estimate of them.
+ */
+export const overflowMargin = 0.03;
+/** How much smaller an attempt is at least when the provider did not say by how much it was over. */
+export const blindStep = 0.2;
+
+/**
+ * The most prompt tokens (in the gateway's count) the next attempt may carry: the refused prompt scaled
+ * by what the provider says fits over what it says it got, less the margin; a fixed step smaller when
+ * it gave no count. Never more than the refused prompt less the margin, so no retry resends it.
+ */
+export function promptCapAfter(numbers: OverflowNumbers, refusedPromptTokens: number): number {
+  const { maxContext } = numbers;
+  const providerPrompt =
+    numbers.promptTokens ??
+    (maxContext !== undefined && numbers.excessTokens !== undefined
+      ? maxContext + numbers.excessTokens
+      : undefined);
+  const providerCompletion =
+    numbers.completionTokens ??
+    (numbers.requested !== undefined && providerPrompt !== undefined
+      ? Math.max(0, numbers.requested - providerPrompt)
+      : 0);
+  const atMost = Math.floor(refusedPromptTokens * (1 - overflowMargin));
+  if (maxContext === undefined || providerPrompt === undefined || providerPrompt <= 0)
+    return Math.max(0, Math.min(atMost, Math.floor(refusedPromptTokens * (1 - blindStep))));
+  // What the provider would take for the prompt: its window less the answer it counted, if that leaves any.
+  const promptRoom = maxContext - providerCompletion > 0 ? maxContext - providerCompletion : maxContext;
+  const scaled = Math.floor(((refusedPromptTokens * promptRoom) / providerPrompt) * (1 - overflowMargin));
+  return Math.max(0, Math.min(atMost, scaled));
+}
+
 function decideOverflow(
   verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>,
   state: RecoveryState,
@@ -80,16 +118,33 @@ function decideOverflow(
 ): RecoveryDecision {
   if (state.overflowRetries >= limits.maxOverflowRetries)
     return { action: 'give_up', reason: 'out_of_retries' };
-  const { maxContext, promptTokens } = verdict.numbers;
-  // What the window leaves for the answer, less a 1% margin for the two sides counting differently.
-  const room =
-    maxContext === undefined
-      ? 0
-      : maxContext - (promptTokens ?? state.promptTokens) - Math.ceil(maxContext / 100);
-  if (verdict.remedy === 'reduce_max_tokens' && room >= minimumAnswerTokens)
-    return { action: 'lower_max_tokens', maxTokens: Math.min(room, state.askedMaxTokens ?? room) };
+  const { numbers } = verdict;
+  if (verdict.remedy === 'reduce_max_tokens') {
+    const maxTokens = lowerMaxTokens(numbers, state);
+    if (maxTokens !== undefined) return { action: 'lower_max_tokens', maxTokens };
+  }
   const step = Math.min(state.overflowRetries, reductions.length - 1);
-  return { action: 're_render', reduction: reductions[step] ?? 'minimal' };
+  return {
+    action: 're_render',
+    reduction: reductions[step] ?? 'minimal',
+    promptCap: promptCapAfter(numbers, state.promptTokens),
+  };
+}
+
+/**
+ * The max_tokens to ask for when the prompt fits and the answer does not: what the window leaves (less
+ * 1% of it for the two sides counting differently), and always less than was asked — when the numbers
+ * say the asked answer fits, they are not the provider's whole story, and a fixed step down is taken.
+ * Undefined when less than `minimumAnswerTokens` would be left: compress instead.
+ */
+function lowerMaxTokens(numbers: OverflowNumbers, state: RecoveryState): number | undefined {
+  const { maxContext, promptTokens } = numbers;
+  if (maxContext === undefined) return undefined;
+  const room = maxContext - (promptTokens ?? state.promptTokens) - Math.ceil(maxContext / 100);
+  const asked = state.askedMaxTokens;
+  const maxTokens =
+    asked === undefined || room < asked ? room : asked - Math.max(1, Math.ceil(asked * blindStep));
+  return maxTokens >= minimumAnswerTokens ? maxTokens : undefined;
 }
 
 function decideRetry(

@@ -94,8 +94,10 @@ export async function sendWithRecovery<A extends SendAttempt>(
       case 're_render':
       case 'lower_max_tokens': {
         const next = options.smaller(decision, attempt);
-        // Nothing smaller can be sent: the client gets the upstream's own answer.
-        if (next === undefined) return { response, attempt, overflowRetries, upstreamRetries };
+        // Nothing smaller can be sent: the client gets the upstream's own answer. A refused request is
+        // never sent again as it was: the provider would refuse it again.
+        if (next === undefined || !isSmaller(next, attempt))
+          return { response, attempt, overflowRetries, upstreamRetries };
         response.discard();
         overflowRetries++;
         attempt = next;
@@ -108,4 +110,13 @@ export async function sendWithRecovery<A extends SendAttempt>(
         return { response, attempt, overflowRetries, upstreamRetries };
     }
   }
+}
+
+/** Fewer prompt tokens, or the same prompt asking for a shorter answer. */
+export function isSmaller(next: SendAttempt, refused: SendAttempt): boolean {
+  if (next.promptTokens !== refused.promptTokens) return next.promptTokens < refused.promptTokens;
+  return (
+    next.askedMaxTokens !== undefined &&
+    (refused.askedMaxTokens === undefined || next.askedMaxTokens < refused.askedMaxTokens)
+  );
 }

@@ -8,6 +8,9 @@ import type { LearnedLimits } from '../store/learned-limits.js';
 import type { UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
 import type { ChatAttempt } from './attempt-ladder.js';
 
+/** A model counted exactly learns a ratio only when the upstream's count is further off than this. */
+const exactDisagreement = 0.02;
+
 /** Fewer upstream prompt tokens than this share of the (calibrated) estimate: the prompt was cut. */
 const truncationShare = 0.5;
 
@@ -32,16 +35,21 @@ export function createUpstreamLessons(deps: {
   return {
     overflow(verdict, attempt) {
       const { numbers } = verdict;
+      const estimated = attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1);
       if (
         numbers.promptTokens !== undefined &&
         numbers.promptTokensLowerBound !== true &&
-        isCalibrated(attempt.prepared.settings.model) &&
-        attempt.toolSet === undefined
+        attempt.toolSet === undefined &&
+        (isCalibrated(attempt.prepared.settings.model) ||
+          Math.abs(numbers.promptTokens / Math.max(1, estimated) - 1) > exactDisagreement)
       ) {
-        // The upstream's own count of what was sent calibrates the estimate at once.
+        // The upstream's own count of what was sent calibrates the estimate at once — for a model
+        // counted exactly too, when the upstream counts what the gateway cannot see (a system prompt
+        // it adds, images it sizes its own way).
         learnedLimits.recordRatio(upstream, model, {
           reported: numbers.promptTokens,
           estimated: attempt.prepared.report.inputTokens,
+          atOnce: true,
         });
       }
       learnedLimits.recordOverflow(upstream, model, {
@@ -66,7 +74,8 @@ export function createUpstreamLessons(deps: {
         const ratio = calibrated ? (learned.ratio ?? 1) : 1;
         const messagesEstimate = (estimated - prepared.report.regions.tools) * ratio;
         learnedLimits.recordToolSetTokens(upstream, model, toolSet, promptTokens - messagesEstimate);
-      } else if (calibrated) {
+      } else if (calibrated || learned.ratio !== undefined) {
+        // An exactly counted model keeps a ratio once an overflow taught one, and its usage keeps it true.
         learnedLimits.recordRatio(upstream, model, { reported: promptTokens, estimated });
       }
       // Judged against the estimate scaled by what was learned so far.

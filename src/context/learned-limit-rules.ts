@@ -24,19 +24,32 @@ export interface LimitBounds {
 
 /** The estimate ratio moves by this share of each new sample, and stays within these bounds. */
 export const ratioSmoothing = 0.2;
-export const ratioBounds = { min: 0.5, max: 2 } as const;
+// Wide enough for a tokenizer far from o200k (CJK text in an older Llama vocabulary counts ~3×).
+export const ratioBounds = { min: 0.25, max: 4 } as const;
 
 function clampRatio(value: number): number {
   return Math.min(ratioBounds.max, Math.max(ratioBounds.min, value));
 }
 
-/** The ratio after one more sample: the measured ratio at first, then a moving average. */
-export function nextRatio(
-  previous: number | undefined,
-  sample: { reported: number; estimated: number },
-): number {
+/** One comparison of the upstream's prompt count with the gateway's estimate of the same prompt. */
+export interface RatioSample {
+  reported: number;
+  estimated: number;
+  /** The upstream refused the prompt and said how many tokens it counted: taken as is, not averaged in. */
+  atOnce?: boolean;
+}
+
+/**
+ * The ratio after one more sample: the measured ratio at first (or when the sample is to be taken at
+ * once), then a moving average.
+ */
+export function nextRatio(previous: number | undefined, sample: RatioSample): number {
   const measured = sample.reported / Math.max(1, sample.estimated);
-  return clampRatio(previous === undefined ? measured : previous + ratioSmoothing * (measured - previous));
+  return clampRatio(
+    previous === undefined || sample.atOnce === true
+      ? measured
+      : previous + ratioSmoothing * (measured - previous),
+  );
 }
 
 /**

@@ -15,6 +15,7 @@ import {
   withOverflow,
   type LearnedLimit,
   type LimitBounds,
+  type RatioSample,
 } from '../context/learned-limit-rules.js';
 import type { RedisConnection } from './redis-client.js';
 import { defineScripts, learnedLimitScripts } from './redis-scripts.js';
@@ -29,7 +30,7 @@ export interface LearnedLimits {
   /** A request of this size went through. */
   recordSuccess(upstream: string, model: string, size: number): void;
   /** The upstream counted `reported` prompt tokens where the gateway estimated `estimated`. */
-  recordRatio(upstream: string, model: string, sample: { reported: number; estimated: number }): void;
+  recordRatio(upstream: string, model: string, sample: RatioSample): void;
   /** The tokens the upstream counts for a tool set (keyed by a hash of its definitions), once learned. */
   toolSetTokens(upstream: string, model: string, toolSet: string): number | undefined;
   /** A request with this tool set: the upstream's prompt tokens less the messages' estimate. */
@@ -50,7 +51,7 @@ function createBoundsTable(): {
   get(key: string): LimitBounds | undefined;
   overflow(key: string, observed: { window?: number; failedSize: number }): void;
   success(key: string, size: number): boolean;
-  ratio(key: string, sample: { reported: number; estimated: number }, base: number | undefined): number;
+  ratio(key: string, sample: RatioSample, base: number | undefined): number;
   clearRatio(key: string, ifEquals: number): void;
   toolTokens(key: string, sample: number, base: number | undefined): number;
   clearToolTokens(key: string, ifEquals: number): void;

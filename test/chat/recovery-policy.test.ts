@@ -2,7 +2,8 @@
 // out by hand from the spec — 250 ms × 2^n full-jitter backoff capped at 8 s, never shorter than
 // Retry-After, none past the deadline; after an overflow, max_tokens lowered when the prompt fits and at
 // least 1,024 tokens are left, else re-render with the learned window, then half the turns, then the
-// minimum.
+// minimum — every re-render capped at the refused prompt × what the provider says fits / what it says it
+// got, less 3%, or 20% smaller when it gave no count, and never above the refused prompt less 3%.
 import { describe, expect, it } from 'vitest';
 import { decide, type RecoveryLimits, type RecoveryState } from '../../src/chat/recovery-policy.js';
 import type { UpstreamErrorClass } from '../../src/upstream/classify-upstream-error.js';
@@ -23,8 +24,19 @@ const start: RecoveryState = {
 
 const overflow = (
   remedy: 'compress' | 'reduce_max_tokens',
-  numbers: { maxContext?: number; promptTokens?: number } = {},
-): UpstreamErrorClass => ({ kind: 'context_overflow', remedy, numbers });
+  numbers: {
+    maxContext?: number | undefined;
+    promptTokens?: number | undefined;
+    requested?: number | undefined;
+    completionTokens?: number | undefined;
+    excessTokens?: number | undefined;
+  } = {},
+): UpstreamErrorClass => ({
+  kind: 'context_overflow',
+  remedy,
+  // Only the numbers the provider gave: an absent one is not there at all.
+  numbers: Object.fromEntries(Object.entries(numbers).filter(([, value]) => value !== undefined)),
+});
 
 const rows: Array<{
   name: string;
@@ -99,11 +111,12 @@ const rows: Array<{
     jitter: 0,
     expected: { action: 'retry_after', waitMs: 0, reason: 'connection' },
   },
-  // 4097 − 3120 − ceil(40.97) = 936 < 1024: lowering max_tokens leaves too little: compress.
+  // 4097 − 3120 − ceil(40.97) = 936 < 1024: lowering max_tokens leaves too little: compress. The
+  // provider's numbers allow 3000 × 4097 / 3120 × 0.97 = 3821, more than was sent: 3000 × 0.97 = 2910.
   {
-    name: 'prompt + max_tokens over, too little room left: re-render',
+    name: 'prompt + max_tokens over, too little room left: re-render at least 3% smaller',
     verdict: overflow('reduce_max_tokens', { maxContext: 4_097, promptTokens: 3_120 }),
-    expected: { action: 're_render', reduction: 'none' },
+    expected: { action: 're_render', reduction: 'none', promptCap: 2_910 },
   },
   // 16385 − 3000 − 164 = 13,221 ≥ 1024; the client asked for 15,000: ask for 13,221.
   {
@@ -112,12 +125,12 @@ const rows: Array<{
     state: { askedMaxTokens: 15_000 },
     expected: { action: 'lower_max_tokens', maxTokens: 13_221 },
   },
-  // Never more than the client asked for.
+  // The numbers say 2,000 fit, yet the provider refused: never the same again, 20% less (2000 − 400).
   {
-    name: 'never more max_tokens than asked',
+    name: 'numbers that say the answer fits: a fixed step below what was asked',
     verdict: overflow('reduce_max_tokens', { maxContext: 128_000, promptTokens: 3_000 }),
     state: { askedMaxTokens: 2_000 },
-    expected: { action: 'lower_max_tokens', maxTokens: 2_000 },
+    expected: { action: 'lower_max_tokens', maxTokens: 1_600 },
   },
   // The upstream gave no prompt count: the gateway's estimate (3,000) stands in. 8192 − 3000 − 82 = 5,110.
   {
@@ -127,26 +140,56 @@ const rows: Array<{
     expected: { action: 'lower_max_tokens', maxTokens: 5_110 },
   },
   {
-    name: 'no window known: re-render',
+    name: 'no window known: re-render 20% smaller',
     verdict: overflow('reduce_max_tokens'),
-    expected: { action: 're_render', reduction: 'none' },
+    expected: { action: 're_render', reduction: 'none', promptCap: 2_400 },
   },
   {
-    name: 'first overflow: re-render with the learned window',
+    name: 'first overflow, limit but no count: the learned window, 20% smaller',
     verdict: overflow('compress', { maxContext: 8_192 }),
-    expected: { action: 're_render', reduction: 'none' },
+    expected: { action: 're_render', reduction: 'none', promptCap: 2_400 },
   },
   {
     name: 'second overflow: drop the oldest half',
     verdict: overflow('compress'),
     state: { overflowRetries: 1 },
-    expected: { action: 're_render', reduction: 'drop_oldest_half' },
+    expected: { action: 're_render', reduction: 'drop_oldest_half', promptCap: 2_400 },
   },
   {
     name: 'third overflow: the minimum',
     verdict: overflow('compress'),
     state: { overflowRetries: 2 },
-    expected: { action: 're_render', reduction: 'minimal' },
+    expected: { action: 're_render', reduction: 'minimal', promptCap: 2_400 },
+  },
+  // Anthropic "prompt is too long: 210000 tokens > 200000 maximum" where the gateway counted 150,000:
+  // 150000 × 200000 / 210000 × 0.97 = 138,571.
+  {
+    name: 'the provider counts more than the gateway: scaled by its own numbers',
+    verdict: overflow('compress', { maxContext: 200_000, promptTokens: 210_000 }),
+    state: { promptTokens: 150_000 },
+    expected: { action: 're_render', reduction: 'none', promptCap: 138_571 },
+  },
+  // "199759 + 8192 > 200000": the prompt may use 200000 − 8192 = 191,808 of the provider's tokens;
+  // 190000 × 191808 / 199759 × 0.97 = 176,964.
+  {
+    name: 'the answer the provider counted is left out of the prompt room',
+    verdict: overflow('compress', { maxContext: 200_000, promptTokens: 199_759, completionTokens: 8_192 }),
+    state: { promptTokens: 190_000 },
+    expected: { action: 're_render', reduction: 'none', promptCap: 176_964 },
+  },
+  // "requested 4120 tokens (3120 in the messages …)": 1,000 for the answer; 3000 × 3097 / 3120 × 0.97.
+  {
+    name: 'the answer is what was requested beyond the prompt',
+    verdict: overflow('compress', { maxContext: 4_097, promptTokens: 3_120, requested: 4_120 }),
+    expected: { action: 're_render', reduction: 'none', promptCap: 2_888 },
+  },
+  // Cohere: "size limit exceeded by 105000 tokens … The limit for this model is 8992": the provider got
+  // 113,992; 50000 × 8992 / 113992 × 0.97 = 3,825.
+  {
+    name: 'limit and excess give the provider count',
+    verdict: overflow('compress', { maxContext: 8_992, excessTokens: 105_000 }),
+    state: { promptTokens: 50_000 },
+    expected: { action: 're_render', reduction: 'none', promptCap: 3_825 },
   },
   {
     name: 'out of overflow retries: the client gets the error',
@@ -159,6 +202,29 @@ const rows: Array<{
 describe('decide', () => {
   it.each(rows)('$name', ({ verdict, state, jitter, expected }) => {
     expect(decide(verdict, { ...start, ...state }, limits, jitter ?? 0)).toEqual(expected);
+  });
+
+  it('never resends what was refused, whatever the numbers say', () => {
+    const counts = [undefined, 1, 900, 3_000, 8_000, 8_193, 250_000];
+    let decisions = 0;
+    for (const remedy of ['compress', 'reduce_max_tokens'] as const)
+      for (const maxContext of [undefined, 4_096, 8_192, 128_000])
+        for (const promptTokens of counts)
+          for (const completionTokens of [undefined, 0, 1_000, 200_000])
+            for (const refused of [1, 7, 2_999, 3_000, 100_000])
+              for (const asked of [undefined, 1, 1_024, 1_500, 16_000])
+                for (const overflowRetries of [0, 1, 2]) {
+                  const numbers = { maxContext, promptTokens, completionTokens };
+                  const state = { ...start, overflowRetries, promptTokens: refused, askedMaxTokens: asked };
+                  const decision = decide(overflow(remedy, numbers), state, limits, 0.5);
+                  decisions++;
+                  if (decision.action === 're_render') expect(decision.promptCap).toBeLessThan(refused);
+                  else if (decision.action === 'lower_max_tokens') {
+                    if (asked !== undefined) expect(decision.maxTokens).toBeLessThan(asked);
+                    expect(decision.maxTokens).toBeGreaterThanOrEqual(1_024);
+                  } else throw new Error(`unexpected ${decision.action}`);
+                }
+    expect(decisions).toBe(2 * 4 * 7 * 4 * 5 * 5 * 3);
   });
 
   it('backs off within 0 .. min(8 s, 250 ms × 2^n) for every draw', () => {

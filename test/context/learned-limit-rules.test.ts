@@ -10,12 +10,17 @@ import {
 } from '../../src/context/learned-limit-rules.js';
 
 describe('nextRatio', () => {
-  it('starts at the measured ratio, moves a fifth of the way per sample, and stays within 0.5–2', () => {
+  it('starts at the measured ratio, moves a fifth of the way per sample, and stays within 0.25–4', () => {
     expect(nextRatio(undefined, { reported: 150, estimated: 100 })).toBe(1.5);
     expect(nextRatio(1.5, { reported: 100, estimated: 100 })).toBeCloseTo(1.4, 10);
-    expect(nextRatio(undefined, { reported: 1_000, estimated: 100 })).toBe(2);
-    expect(nextRatio(undefined, { reported: 10, estimated: 100 })).toBe(0.5);
-    expect(nextRatio(undefined, { reported: 10, estimated: 0 })).toBe(2);
+    expect(nextRatio(undefined, { reported: 1_000, estimated: 100 })).toBe(4);
+    expect(nextRatio(undefined, { reported: 10, estimated: 100 })).toBe(0.25);
+    expect(nextRatio(undefined, { reported: 10, estimated: 0 })).toBe(4);
+  });
+
+  it('takes a refused prompt’s count at once instead of averaging it in', () => {
+    expect(nextRatio(1.1, { reported: 260, estimated: 100, atOnce: true })).toBeCloseTo(2.6, 10);
+    expect(nextRatio(1.1, { reported: 260, estimated: 100 })).toBeCloseTo(1.4, 10);
   });
 });
 

@@ -22,14 +22,16 @@ beforeAll(async () => {
     defaultWindow: window,
     overflowAnswer: (facts) => answerOverflowWith(facts),
     // A model whose tokenizer counts 1.4 times the gateway's estimate, and a server that truncates.
-    promptTokenScale: { 'scaled-model': 1.4 },
+    promptTokenScale: { 'scaled-model': 1.4, 'far-counting-model': 2.6, 'gpt-4.1-mini': 1.3 },
     truncateSilently: ['truncating-model'],
   });
   upstreamUrl = await fake.start();
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
     // The gateway knows this model's window but not that its tokenizer counts differently.
-    configYaml: `models:\n  - match: scaled-model\n    window: ${window}\n    output_reserve: 400\n`,
+    configYaml:
+      `models:\n  - match: scaled-model\n    window: ${window}\n    output_reserve: 400\n` +
+      `  - match: far-counting-model\n    window: ${window}\n    output_reserve: 400\n`,
   });
   await waitUntilReady(harness);
 });
@@ -184,6 +186,65 @@ describe('reactive recovery against every overflow shape of the sample', () => {
     expect(new Set(sizes).size).toBe(4);
     expect(response.status).toBe(400);
     expect(await response.text()).toBe(fixture.body);
+  });
+});
+
+describe('every retry makes progress', () => {
+  // Anthropic's wording: the provider states its count and its limit, and counts far more than the
+  // gateway does. The gateway already knows the window, so learning it changes nothing: only the
+  // provider's own numbers can make the retry smaller.
+  const tooLong = (facts: OverflowFacts) => ({
+    status: 400,
+    body: JSON.stringify({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message: `prompt is too long: ${facts.promptTokens} tokens > ${facts.window} maximum`,
+      },
+    }),
+  });
+
+  it.each([
+    ['a model the gateway estimates', 'far-counting-model'],
+    ['a model the gateway counts exactly, whose provider counts more', 'gpt-4.1-mini'],
+  ])('%s: one smaller retry, then the next request fits first time', async (_name, model) => {
+    answerOverflowWith = tooLong;
+    fake.setWindow(model, window);
+    fake.setDefault({ content: 'recovered' });
+    const before = fake.chatRequests.length;
+    const first = await send(model, conversation(90), { stream: false, maxTokens: 400 });
+    expect(first.content).toBe('recovered');
+    const calls = fake.chatRequests.slice(before);
+    expect(calls).toHaveLength(2);
+    const [refused, retry] = calls.map((call) => call.promptTokens ?? Infinity);
+    expect(retry).toBeLessThan(refused ?? 0);
+    expect((retry ?? Infinity) + 400).toBeLessThanOrEqual(window);
+
+    for (let turns = 91; turns < 94; turns++) {
+      const beforeNext = fake.chatRequests.length;
+      const next = await send(model, conversation(turns), { stream: false, maxTokens: 400 });
+      expect(next.retries).toBe('0');
+      expect(fake.chatRequests.length - beforeNext).toBe(1);
+    }
+  });
+
+  it('never sends a refused request again, even when the provider gives no numbers', async () => {
+    // Bedrock's "Input is too long for requested model." on a window far below the gateway's belief.
+    answerOverflowWith = () => ({
+      status: 400,
+      body: '{"message":"Input is too long for requested model."}',
+    });
+    fake.setWindow('hidden-blind', 3_000);
+    fake.setDefault({ content: 'recovered' });
+    const before = fake.chatRequests.length;
+    const answer = await send('hidden-blind', conversation(40), { stream: false, maxTokens: 400 });
+    expect(answer.content).toBe('recovered');
+    const calls = fake.chatRequests.slice(before);
+    const bodies = calls.map((call) => call.rawBody);
+    expect(new Set(bodies).size).toBe(bodies.length);
+    const sizes = calls.map((call) => call.promptTokens ?? 0);
+    for (let index = 1; index < sizes.length; index++)
+      expect(sizes[index]).toBeLessThan(sizes[index - 1] ?? 0);
   });
 });
 
