@@ -97,14 +97,22 @@ function readBody(body: string): BodyContent {
   }
   // Server-sent events (`data: …`, llama.cpp's `error: …`) or plain text.
   let sawEvent = false;
+  let eventName = '';
   for (const line of trimmed.split(/\r?\n/)) {
+    const name = /^event:\s?(.*)$/.exec(line);
+    if (name !== null) {
+      eventName = name[1] ?? '';
+      continue;
+    }
     const event = /^(data|error):\s?(.*)$/.exec(line);
     if (event === null) continue;
     const value = tryParse(event[2] ?? '');
     if (value === undefined) continue;
     sawEvent = true;
     collect(value, content, 0);
-    if (event[1] === 'error' || hasErrorMember(value)) content.isError = true;
+    // Bedrock's event streams name their failures: `event: exception`, `…Exception`.
+    if (event[1] === 'error' || hasErrorMember(value) || /error|exception/i.test(eventName))
+      content.isError = true;
   }
   if (!sawEvent) {
     content.texts.push(trimmed);
@@ -162,8 +170,19 @@ function collect(value: unknown, content: BodyContent, depth: number): void {
 const rateLimitPhrase =
   /\b(?:per|a) (?:minute|min|hour|day)\b|\bTP[MD]\b|\bRP[MD]\b|rate[ _-]?limit|quota|too many requests/i;
 
-/** The families of phrases providers and servers use for a prompt that does not fit the window. */
+/**
+ * The families of phrases providers and servers use for a prompt that does not fit the window: a
+ * subject (prompt, input, decoder prompt, request, context), a measure (length, tokens, token count,
+ * size) and a verdict (exceeds, longer than, too long, more than the maximum, n_ctx) — in either order.
+ */
 const overflowPhrases: readonly RegExp[] = [
+  /\b(?:decoder prompt|prompt|inputs?|request(?:ed)?|context)`?\b[^.]{0,40}?\b(?:length|tokens?|token count)\b[^.]{0,60}?\b(?:exceed(?:s|ed)?|is longer than|is larger than|is greater than|must have less than|must be <=|too long|too large)\b/i,
+  /\b(?:decoder prompt|prompt|inputs?|context)`?\b[^.]{0,40}?\b(?:exceed(?:s|ed)?|must have less than|is longer than|is more than)\b[^.]{0,40}?\b(?:tokens?|token count|context (?:length|window|size))\b/i,
+  /\bis longer than the maximum (?:model )?length\b/i,
+  /\b(?:prompt|input|request)s? exceed(?:s|ed)? (?:the )?(?:model(?:'s)? )?(?:max(?:imum)? (?:length|context|tokens?)|token limit|context)/i,
+  /\bexceed(?:s|ed)? (?:the )?model(?:'s)? (?:token|context) limit\b|\bmodel max length exceeded\b/i,
+  /\brange of input length should be\b/i,
+  /\bn_keep\b[^.]*\bn_ctx\b/i,
   /context[ _-]?(?:length|window|size|limit)[^.]*?(?:exceed|longer|too|only|greater|larger|overflow|maximum|must be|not enough)/i,
   /(?:exceed|longer than|greater than|larger than|too (?:long|large|big) for)[^.]*?(?:context|kv size)/i,
   /\b(?:maximum|max) (?:context|prompt) (?:length|size)\b/i,
@@ -180,6 +199,7 @@ const overflowPhrases: readonly RegExp[] = [
 /** Limits that are about something else: output caps, string or byte sizes, images. */
 const lookAlikePhrases: readonly RegExp[] = [
   /string too long|maximum length \d+, but got/i,
+  /request_too_large|exceeds the maximum size|entity too large/i,
   /\b\d+(?:\.\d+)? ?(?:bytes|[KMG]i?B)\b/i,
 ];
 
@@ -230,7 +250,23 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     ),
     fields: ['completionTokens', 'promptChars'],
   },
-  { pattern: new RegExp(`(?:you requested|resulted in) ${number} tokens`, 'i'), fields: ['promptTokens'] },
+  // Older completions wording: "you requested R tokens (P in your prompt; C for the completion)".
+  {
+    pattern: new RegExp(
+      `you requested ${number} tokens \\(${number} in your prompt; ${number} for the completion\\)`,
+      'i',
+    ),
+    fields: ['requested', 'promptTokens', 'completionTokens'],
+  },
+  {
+    pattern: new RegExp(
+      `(?:you requested ${number} tokens in the messages|resulted in (?:over )?${number} tokens)`,
+      'i',
+    ),
+    fields: ['promptTokens', 'promptTokens'],
+  },
+  // Prompt and answer together, not split.
+  { pattern: new RegExp(`you requested (?:about )?${number} tokens(?! \\()`, 'i'), fields: ['requested'] },
   {
     pattern: new RegExp(`(?:max_tokens|max_completion_tokens)'? is too large: ${number}`, 'i'),
     fields: ['completionTokens'],
@@ -282,9 +318,58 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
   { pattern: new RegExp(`exceeded by ${number} tokens`, 'i'), fields: ['excessTokens'] },
   { pattern: new RegExp(`limit for this model is ${number}`, 'i'), fields: ['maxContext'] },
   {
+    pattern: new RegExp(`\\(prompt and prediction\\) cannot exceed ${number} - received ${number}`, 'i'),
+    fields: ['maxContext', 'requested'],
+  },
+  {
     pattern: new RegExp(`cannot exceed ${number} - received ${number}`, 'i'),
     fields: ['maxContext', 'promptTokens'],
   },
+  // vLLM's engine: "The decoder prompt (length P) is longer than the maximum model length of M";
+  // "Prompt length of P is longer than …".
+  {
+    pattern: new RegExp(
+      `prompt (?:\\(length ${number}\\)|length of ${number}) is longer than the maximum model length of ${number}`,
+      'i',
+    ),
+    fields: ['promptTokens', 'promptTokens', 'maxContext'],
+  },
+  // SGLang's scheduler: "Input length (P tokens) exceeds the maximum allowed length (M tokens)".
+  {
+    pattern: new RegExp(
+      `input length \\(${number} tokens\\) exceeds the maximum allowed length \\(${number}`,
+      'i',
+    ),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  // TGI: "`inputs` must have less than M tokens. Given: P".
+  {
+    pattern: new RegExp(`must have less than ${number} tokens\\. Given: ${number}`, 'i'),
+    fields: ['maxContext', 'promptTokens'],
+  },
+  // llama-cpp-python: "Requested tokens (P) exceed context window of M".
+  {
+    pattern: new RegExp(`requested tokens (?:\\(${number}\\) )?exceed context window of ${number}`, 'i'),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  // LM Studio: "Input length P exceeds context length M"; "Reached context length of M tokens".
+  {
+    pattern: new RegExp(`input length ${number} exceeds context length ${number}`, 'i'),
+    fields: ['promptTokens', 'maxContext'],
+  },
+  { pattern: new RegExp(`reached context length of ${number}`, 'i'), fields: ['maxContext'] },
+  {
+    pattern: new RegExp(`n_keep \\(${number}\\) >= n_ctx \\(${number}`, 'i'),
+    fields: ['maxInputTokens', 'maxContext'],
+  },
+  // Moonshot: "exceeded model token limit: M (requested: R)"; "model max length exceeded, max length:M".
+  {
+    pattern: new RegExp(`model token limit: ${number}(?: \\(requested: ${number})?`, 'i'),
+    fields: ['maxContext', 'requested'],
+  },
+  { pattern: new RegExp(`max length: ?${number}`, 'i'), fields: ['maxContext'] },
+  // DashScope: "Range of input length should be [1, M]".
+  { pattern: new RegExp(`range of input length should be \\[1, ${number}\\]`, 'i'), fields: ['maxContext'] },
   // vLLM renderer: "You passed P input tokens and requested C output tokens. However, the model's
   // context length is only M tokens, resulting in a maximum input length of I tokens".
   {

@@ -1,6 +1,6 @@
 // The classifier as a table over real captured bodies (test/fixtures/context-errors.json, a copy of the
 // shared sample), plus cases written from provider documentation and server source, look-alikes included.
-import { contextErrorFixtures } from '../fixtures/context-errors.js';
+import { contextErrorFixtures, surveyFixtures } from '../fixtures/context-errors.js';
 import { describe, expect, it } from 'vitest';
 import {
   classifyUpstreamError,
@@ -21,12 +21,20 @@ const fieldNames: Record<string, keyof OverflowNumbers> = {
   max_input_tokens: 'maxInputTokens',
 };
 
-describe('classifyUpstreamError over the captured sample', () => {
-  it('has the whole sample', () => {
-    expect(fixtures.length).toBeGreaterThanOrEqual(60);
+describe.each([
+  ['the captured sample', fixtures, 60],
+  ['the survey of public threads and server source', surveyFixtures, 100],
+] as const)('classifyUpstreamError over %s', (_name, rows, size) => {
+  it('has every body', () => {
+    expect(rows.length).toBeGreaterThanOrEqual(size);
+    expect(new Set(rows.map((row) => row.id)).size).toBe(rows.length);
+    // The survey names where each body was seen: a public thread or the server's source.
+    if (rows === surveyFixtures)
+      for (const row of rows)
+        expect(row.source, row.id).toMatch(/^https:\/\/github\.com\/[\w.-]+\/[\w.-]+\//);
   });
 
-  it.each(fixtures.map((fixture) => [`${fixture.id} ${fixture.provider}`, fixture] as const))(
+  it.each(rows.map((fixture) => [`${fixture.id} ${fixture.provider}`, fixture] as const))(
     '%s',
     (_name, fixture) => {
       // The gRPC text has no HTTP status; it reaches the gateway as a 400 from whatever fronts it.
