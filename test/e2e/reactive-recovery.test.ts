@@ -3,7 +3,11 @@
 // without the client seeing the failure; the next one fits first time (on another replica too); the
 // look-alikes never cause a compressed retry; an exhausted ladder returns the upstream's own error.
 import OpenAI from 'openai';
-import { contextErrorFixtures, type ContextErrorFixture } from '../fixtures/context-errors.js';
+import {
+  contextErrorFixtures,
+  surveyFixtures,
+  type ContextErrorFixture,
+} from '../fixtures/context-errors.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type OverflowFacts } from '../helpers/fake-upstream.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -99,10 +103,23 @@ async function send(
 }
 
 const overflowCases = fixtures.filter((fixture) => fixture.expect !== 'not_overflow');
+const surveyOverflows = surveyFixtures.filter((fixture) => fixture.expect !== 'not_overflow');
+/** Calls per replayed body, reported once the replay is done (the closing note's figures). */
+const replayed: Array<{ id: string; calls: number }> = [];
+afterAll(() => {
+  const oneRetry = replayed.filter((entry) => entry.calls === 2).length;
+  console.log(
+    `replayed ${replayed.length} overflow bodies: ${oneRetry} recovered with exactly one extra call; ` +
+      `more: ${replayed
+        .filter((entry) => entry.calls > 2)
+        .map((entry) => `${entry.id}×${entry.calls - 1}`)
+        .join(' ')}`,
+  );
+});
 
-describe('reactive recovery against every overflow shape of the sample', () => {
-  it.each(overflowCases.map((fixture) => [fixture.id, fixture] as const))(
-    '%s: recovers on the first request; the next fits first time',
+describe('reactive recovery against every overflow shape of the sample and the survey', () => {
+  it.each([...overflowCases, ...surveyOverflows].map((fixture) => [fixture.id, fixture] as const))(
+    '%s: recovers on the first request with one smaller retry; the next fits first time',
     async (id, fixture) => {
       answerOverflowWith = (facts) => fixtureAnswer(fixture, facts);
       const model = `hidden-${id.toLowerCase()}`;
@@ -117,8 +134,27 @@ describe('reactive recovery against every overflow shape of the sample', () => {
       const first = await send(model, messages, { stream, maxTokens });
       expect(first.content).toBe('recovered');
       const calls = fake.chatRequests.slice(before);
-      expect(calls.length).toBeGreaterThanOrEqual(2);
       expect(Number(first.retries)).toBe(calls.length - 1);
+      // Every retry is smaller than the call refused before it: fewer prompt tokens, or the same
+      // prompt asking for a shorter answer.
+      const sizes = calls.map((call) => ({
+        prompt: call.promptTokens ?? Infinity,
+        maxTokens: (call.body as { max_tokens?: number }).max_tokens ?? Infinity,
+      }));
+      for (let index = 1; index < sizes.length; index++) {
+        const [refused, retry] = [sizes[index - 1], sizes[index]];
+        expect(
+          (retry?.prompt ?? Infinity) < (refused?.prompt ?? 0) ||
+            ((retry?.prompt ?? Infinity) <= (refused?.prompt ?? 0) &&
+              (retry?.maxTokens ?? Infinity) < (refused?.maxTokens ?? 0)),
+        ).toBe(true);
+      }
+      // A body that states the window and the provider's own count needs one retry only.
+      const { max_context: limit, prompt_tokens: count, requested, excess_tokens: excess } = fixture.parsed;
+      const countStated = count !== undefined && count !== limit;
+      if (typeof limit === 'number' && (countStated || requested !== undefined || excess !== undefined))
+        expect(calls).toHaveLength(2);
+      replayed.push({ id, calls: calls.length });
       const last = calls.at(-1)?.body as { messages: Array<{ content: string }>; max_tokens?: number };
       // The current turn always goes; the prompt and answer now fit the window the gateway was not told.
       expect(last.messages.at(-1)?.content).toBe(messages.at(-1)?.content);
