@@ -11,35 +11,7 @@ import { builtInPolicy } from '../../src/config/policy-defaults.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../../test/helpers/fake-upstream.js';
 import { startGateway } from '../../test/helpers/start-gateway.js';
-
-const vocabulary = [
-  'ledger',
-  'orbit',
-  'harbor',
-  'quartz',
-  'signal',
-  'meadow',
-  'vector',
-  'cinder',
-  'pilot',
-  'lantern',
-];
-const prose = (tokens: number, seed: number): string =>
-  Array.from({ length: tokens }, (_unused, index) => vocabulary[(index * 7 + seed) % vocabulary.length]).join(
-    ' ',
-  );
-
-/** A seeded random source (mulberry32). */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+import { prose, seeded } from '../../test/helpers/text.js';
 
 function conversation(random: () => number): ContextMessage[] {
   const between = (low: number, high: number): number => low + Math.floor(random() * (high - low + 1));

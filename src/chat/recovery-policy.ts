@@ -81,16 +81,16 @@ export function decide(
  * The margin taken off what the provider's own numbers allow: the provider is right about its tokens,
  * but the gateway's count of the next attempt is an estimate of them.
  */
-export const overflowMargin = 0.03;
+const overflowMargin = 0.03;
 /** How much smaller an attempt is at least when the provider did not say by how much it was over. */
-export const blindStep = 0.2;
+const blindStep = 0.2;
 
 /**
  * The most prompt tokens (in the gateway's count) the next attempt may carry: the refused prompt scaled
  * by what the provider says fits over what it says it got, less the margin; a fixed step smaller when
  * it gave no count. Never more than the refused prompt less the margin, so no retry resends it.
  */
-export function promptCapAfter(numbers: OverflowNumbers, refusedPromptTokens: number): number {
+function promptCapAfter(numbers: OverflowNumbers, refusedPromptTokens: number): number {
   const { maxContext } = numbers;
   const providerPrompt =
     numbers.promptTokens ??

@@ -113,7 +113,7 @@ export async function sendWithRecovery<A extends SendAttempt>(
 }
 
 /** Fewer prompt tokens, or the same prompt asking for a shorter answer. */
-export function isSmaller(next: SendAttempt, refused: SendAttempt): boolean {
+function isSmaller(next: SendAttempt, refused: SendAttempt): boolean {
   if (next.promptTokens !== refused.promptTokens) return next.promptTokens < refused.promptTokens;
   return (
     next.askedMaxTokens !== undefined &&

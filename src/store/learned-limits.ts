@@ -46,15 +46,18 @@ const entryKey = (upstream: string, model: string): string => `${upstream}\u0000
 const toolSetKey = (upstream: string, model: string, toolSet: string): string =>
   `${upstream}\u0000${model}\u0001tools:${toolSet}\u0000`;
 
+/** The fields a replica averages in process and writes at most once a second. */
+type AveragedField = 'ratio' | 'toolTokens';
+
 /** Observations per entry, applied with the pure rules. */
 function createBoundsTable(): {
   get(key: string): LimitBounds | undefined;
   overflow(key: string, observed: { window?: number; failedSize: number }): void;
   success(key: string, size: number): boolean;
   ratio(key: string, sample: RatioSample, base: number | undefined): number;
-  clearRatio(key: string, ifEquals: number): void;
   toolTokens(key: string, sample: number, base: number | undefined): number;
-  clearToolTokens(key: string, ifEquals: number): void;
+  /** Forgets an averaged field once it has been written, unless a newer sample has moved it since. */
+  clear(key: string, field: AveragedField, ifEquals: number): void;
 } {
   const entries = new Map<string, LimitBounds>();
   return {
@@ -74,22 +77,17 @@ function createBoundsTable(): {
       entries.set(key, { ...entry, ratio });
       return ratio;
     },
-    clearRatio(key, ifEquals) {
-      const entry = entries.get(key);
-      if (entry?.ratio !== ifEquals) return;
-      const { ratio: _ratio, ...rest } = entry;
-      entries.set(key, rest);
-    },
     toolTokens(key, sample, base) {
       const entry = entries.get(key) ?? {};
       const toolTokens = nextToolTokens(entry.toolTokens ?? base, sample);
       entries.set(key, { ...entry, toolTokens });
       return toolTokens;
     },
-    clearToolTokens(key, ifEquals) {
+    clear(key, field, ifEquals) {
       const entry = entries.get(key);
-      if (entry?.toolTokens !== ifEquals) return;
-      const { toolTokens: _toolTokens, ...rest } = entry;
+      if (entry?.[field] !== ifEquals) return;
+      const rest = { ...entry };
+      delete rest[field];
       entries.set(key, rest);
     },
   };
@@ -196,42 +194,27 @@ export function createRedisLearnedLimits({
   let closed = false;
   let refreshing: Promise<void> | undefined;
 
-  async function flushRatios(): Promise<void> {
-    for (const prefix of [...pendingRatios]) {
-      const ratio = own.get(prefix)?.ratio;
-      pendingRatios.delete(prefix);
-      if (ratio === undefined) continue;
+  /** Writes what this replica averaged of one field; what fails stays pending for the next refresh. */
+  async function flushPending(pending: Set<string>, field: AveragedField): Promise<void> {
+    for (const prefix of [...pending]) {
+      const value = own.get(prefix)?.[field];
+      pending.delete(prefix);
+      if (value === undefined) continue;
       try {
-        await learn(prefix, 'ratio', 'set', ratio);
+        await learn(prefix, field, 'set', value);
         // Written: from now on the shared value (which the next refresh brings) is the one to use.
-        shared.set(prefix, { ...shared.get(prefix), ratio });
-        own.clearRatio(prefix, ratio);
+        shared.set(prefix, { ...shared.get(prefix), [field]: value });
+        own.clear(prefix, field, value);
       } catch {
-        pendingRatios.add(prefix);
-        return;
-      }
-    }
-  }
-
-  async function flushToolSets(): Promise<void> {
-    for (const prefix of [...pendingToolSets]) {
-      const toolTokens = own.get(prefix)?.toolTokens;
-      pendingToolSets.delete(prefix);
-      if (toolTokens === undefined) continue;
-      try {
-        await learn(prefix, 'toolTokens', 'set', toolTokens);
-        shared.set(prefix, { ...shared.get(prefix), toolTokens });
-        own.clearToolTokens(prefix, toolTokens);
-      } catch {
-        pendingToolSets.add(prefix);
+        pending.add(prefix);
         return;
       }
     }
   }
 
   async function refresh(): Promise<void> {
-    await flushRatios();
-    await flushToolSets();
+    await flushPending(pendingRatios, 'ratio');
+    await flushPending(pendingToolSets, 'toolTokens');
     try {
       const parsed = parseTable(await redis.hgetall(learnedLimitsKey), now(), retentionMs);
       shared = parsed.entries;
@@ -298,8 +281,8 @@ export function createRedisLearnedLimits({
       clearInterval(timer);
       await refreshing;
       closed = true;
-      await flushRatios().catch(() => undefined);
-      await flushToolSets().catch(() => undefined);
+      await flushPending(pendingRatios, 'ratio').catch(() => undefined);
+      await flushPending(pendingToolSets, 'toolTokens').catch(() => undefined);
     },
   };
 }

@@ -88,6 +88,12 @@ export function createMemorySessionStore({
     return session;
   }
 
+  /** The summarization lock is this job's, and has not expired. */
+  function holdsSummaryLock(session: MemorySession, token: string): boolean {
+    const lock = session.summaryLock;
+    return lock !== undefined && lock.token === token && lock.expiresAtMs > now();
+  }
+
   function resize(session: MemorySession, bytes: number): void {
     totalBytes += bytes - session.bytes;
     session.bytes = bytes;
@@ -189,13 +195,8 @@ export function createMemorySessionStore({
     },
     async storeSummary(key, { lockToken, expectedToMessage, summary }) {
       const session = live(key);
-      if (
-        session?.summaryLock === undefined ||
-        session.summaryLock.token !== lockToken ||
-        session.summaryLock.expiresAtMs <= now()
-      ) {
+      if (session === undefined || !holdsSummaryLock(session, lockToken))
         return { ok: false, reason: 'lock_lost' };
-      }
       const total = session.archive.length + session.active.length;
       if ((session.summary?.toMessage ?? 0) !== expectedToMessage || summary.toMessage > total)
         return { ok: false, reason: 'changed' };
@@ -218,13 +219,8 @@ export function createMemorySessionStore({
 
     async storeTurnSummary(key, { lockToken, expectedToMessage, summary }) {
       const session = live(key);
-      if (
-        session?.summaryLock === undefined ||
-        session.summaryLock.token !== lockToken ||
-        session.summaryLock.expiresAtMs <= now()
-      ) {
+      if (session === undefined || !holdsSummaryLock(session, lockToken))
         return { ok: false, reason: 'lock_lost' };
-      }
       const lastTurnStart = session.active.findLastIndex((stored) => startsTurn(stored.message));
       if (lastTurnStart < 0 || session.archive.length + lastTurnStart !== summary.turnStart)
         return { ok: false, reason: 'changed' };

@@ -217,7 +217,8 @@ const number = '(\\d[\\d,]*)';
 
 /**
  * Phrasings that give numbers, each group naming its field. Tried in order; a field keeps the first
- * value found. `prompt2` adds to the prompt (tool input counted apart).
+ * value found, so alternatives in one pattern may name the same field twice. `prompt2` adds to the
+ * prompt (tool input counted apart).
  */
 const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Field | 'prompt2'> }> = [
   // OpenAI, Azure, DeepSeek, vLLM, OpenRouter: "…maximum context length is N tokens. However, you

@@ -11,28 +11,12 @@ import { countMessageTokens } from '../../src/context/token-accounting.js';
 import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
 import { builtInPolicy } from '../../src/config/policy-defaults.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { prose } from '../helpers/text.js';
 
 const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
 const window = 8_192;
 const safetyMargin = Math.ceil(window * 0.05);
 const policy: ContextPolicy = builtInPolicy;
-
-const vocabulary = [
-  'ledger',
-  'orbit',
-  'harbor',
-  'quartz',
-  'signal',
-  'meadow',
-  'vector',
-  'cinder',
-  'pilot',
-  'lantern',
-];
-const prose = (tokens: number, seed: number): string =>
-  Array.from({ length: tokens }, (_unused, index) => vocabulary[(index * 7 + seed) % vocabulary.length]).join(
-    ' ',
-  );
 
 let ids = 0;
 const turnArbitrary = fc.oneof(

@@ -11,6 +11,7 @@ import { createRedisConnection } from '../../src/store/redis-client.js';
 import { countPromptTokens, FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
 
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { textOf } from '../helpers/text.js';
 
 const model = 'small-model';
 const window = 8_192;
@@ -21,15 +22,6 @@ const words = ['river', 'stone', 'lamp', 'green', 'window', 'quiet', 'harbor', '
 const filler = (count: number, offset = 0): string =>
   Array.from({ length: count }, (_unused, index) => words[(index * 7 + offset) % words.length]).join(' ');
 const codeFor = (fact: number): string => `K${fact}-${((fact * 7_919 + 104_729) % 90_000) + 10_000}`;
-
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content))
-    return content
-      .map((part: { text?: string }) => (typeof part.text === 'string' ? part.text : ''))
-      .join('');
-  return '';
-}
 
 /** The fake model: answers a question about a vault from what its prompt holds, anything else with filler. */
 function answerFromPrompt(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {

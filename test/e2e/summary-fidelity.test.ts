@@ -15,6 +15,7 @@ import {
   type Summarizer,
 } from '../helpers/fake-summarizers.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { textOf } from '../helpers/text.js';
 
 const model = 'small-model';
 const window = 8_192;
@@ -30,15 +31,6 @@ const shape: FactShape = {
   },
   restate: (key, value) => `Vault ${key} opens with code ${value}.`,
 };
-
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content))
-    return content
-      .map((part: { text?: unknown }) => (typeof part.text === 'string' ? part.text : ''))
-      .join('');
-  return '';
-}
 
 /** The fake model: a vault's code when its prompt holds it, in whatever words; else filler. */
 function answerFromPrompt(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {

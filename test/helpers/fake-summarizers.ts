@@ -2,16 +2,9 @@
 // every fact line), a realistic one (restates each stated fact in its own words, keeping codes and
 // names, and drops filler, turn counters and list numbering), and a lossy one (realistic, but loses a
 // fifth of the facts at random). Each answers the gateway's summary requests and its repair requests.
-export type Summarizer = (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
+import { seeded, textOf } from './text.js';
 
-function textOf(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content))
-    return content
-      .map((part: { text?: unknown }) => (typeof part.text === 'string' ? part.text : ''))
-      .join('');
-  return '';
-}
+export type Summarizer = (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 
 /** The request's text, split into sentences and lines, without the transcript's role labels. */
 function sentencesOf(messages: ReadonlyArray<{ role: string; content?: unknown }>): string[] {
@@ -38,18 +31,6 @@ export function extractiveSummarizer(shape: FactShape): Summarizer {
     const lines = new Set<string>();
     for (const sentence of sentencesOf(messages)) if (shape.find(sentence) !== undefined) lines.add(sentence);
     return [...lines].join('\n');
-  };
-}
-
-/** A seeded random source (mulberry32), so a run is reproducible. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let value = state;
-    value = Math.imul(value ^ (value >>> 15), value | 1);
-    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
 
