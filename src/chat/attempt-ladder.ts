@@ -2,15 +2,18 @@
 // far, and each smaller one the recovery policy asks for after an overflow — re-rendered with the
 // tighter window the overflow taught, fewer turns, or a lower max_tokens. Each attempt is a value: its
 // body as sent, its context headers, and the plan it came from.
-import type { UpstreamConfig } from '../config/gateway-config.js';
+import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
+import { countMessageTokens } from '../context/token-accounting.js';
 import { isGatewayError } from '../errors.js';
 import type { SessionView } from '../sessions/session-turn.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
-import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
+import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
+import { selectUpstream } from '../upstream/select-upstream.js';
 import { serializeChatBody } from './chat-body.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import { firstAttempt, type AttemptState, type ContextPlanner } from './context-planner.js';
-import { contextResponseHeaders, type PreparedContext } from './prepare-context.js';
+import { findModelEntry } from './context-settings.js';
+import { contextResponseHeaders, tokenizerFor, type PreparedContext } from './prepare-context.js';
 import type { RecoveryDecision } from './recovery-policy.js';
 import type { RequestOverrides } from './request-overrides.js';
 import type { SendAttempt } from './send-with-recovery.js';
@@ -28,19 +31,44 @@ export interface ChatAttempt extends SendAttempt {
   learned: LearnedLimit;
   /** Prompt and answer as sent: what an overflow says did not fit. */
   sentSize: number;
+  /** Where it goes: the client's model on its upstream, or a fallback model on the fallback's. */
+  target: UpstreamConfig;
+  model: string;
+  /** Set when the attempt goes to a fallback model instead of the client's (X-Context-Fallback). */
+  fallback: string | undefined;
 }
 
 export interface AttemptLadder {
+  /** The first attempt: for the client's model, or its first fallback that fits when that does not. */
   readonly first: ChatAttempt;
-  /** The attempt a decision asks for, or undefined when nothing smaller can be sent. */
+  /**
+   * The attempt a decision asks for, or undefined when nothing smaller can be sent. When the smaller
+   * attempt cannot be made, or would drop more than the policy's `fallback_when_dropping` of the
+   * conversation, the first of the model's fallbacks (after the current one) that fits takes its place.
+   */
   smaller(
     decision: Extract<RecoveryDecision, { action: 're_render' | 'lower_max_tokens' }>,
     current: ChatAttempt,
   ): ChatAttempt | undefined;
 }
 
+/** A model to render for: the client's own, or one of its fallbacks. */
+interface Choice {
+  model: string;
+  target: UpstreamConfig;
+  /** The request as that model is asked it. */
+  chatRequest: ChatCompletionRequest;
+  session: SessionView | undefined;
+}
+
+function fitsNowhere(error: unknown): boolean {
+  return isGatewayError(error) && error.code === 'context_length_exceeded';
+}
+
 export function createAttemptLadder(input: {
   planner: ContextPlanner;
+  config: GatewayConfig;
+  tokenizers: Tokenizers;
   chatRequest: ChatCompletionRequest;
   overrides: RequestOverrides;
   session: SessionView | undefined;
@@ -51,53 +79,122 @@ export function createAttemptLadder(input: {
   /** The session's stored bytes of each message, reused instead of serializing them again. */
   knownBytes?: SessionView['knownBytes'] | undefined;
 }): AttemptLadder {
-  const { chatRequest } = input;
-  const render = (state: AttemptState): ChatAttempt => {
+  const { chatRequest, config } = input;
+  const own: Choice = {
+    model: chatRequest.model,
+    target: input.target,
+    chatRequest,
+    session: input.session,
+  };
+  const fallbacks = findModelEntry(config, chatRequest.model).fallbacks ?? [];
+  const conversationLength = input.session?.conversation.length ?? chatRequest.messages.length;
+
+  const render = (state: AttemptState, choice: Choice): ChatAttempt => {
     const plan = input.planner.plan({
-      chatRequest,
+      chatRequest: choice.chatRequest,
       overrides: input.overrides,
-      session: input.session,
-      target: input.target,
+      session: choice.session,
+      target: choice.target,
       precision: input.precision,
       attempt: state,
     });
     const { prepared, outgoing } = plan;
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
     const unchanged =
-      input.session === undefined &&
+      choice.session === undefined &&
       !prepared.report.modified &&
       outgoing === chatRequest &&
       input.rawBody !== undefined;
+    const fallback = choice === own ? undefined : choice.model;
+    const headers = contextResponseHeaders(prepared);
+    if (fallback !== undefined) headers['x-context-fallback'] = fallback;
     return {
       state,
       prepared,
       body: unchanged
         ? (input.rawBody as string)
         : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),
-      headers: contextResponseHeaders(prepared),
+      headers,
       toolSet: plan.toolSet,
       learned: plan.learned,
       promptTokens: prepared.report.inputTokens,
       askedMaxTokens:
         state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined,
       sentSize: prepared.report.inputTokens + prepared.settings.outputReserve,
+      model: choice.model,
+      target: choice.target,
+      fallback,
     };
   };
+
+  /** The request as a fallback model is asked it; a session's stored counts kept when it counts alike. */
+  const choiceFor = (model: string): Choice => {
+    const session = input.session;
+    const sameEncoding =
+      findModelEntry(config, model).tokenizer === findModelEntry(config, own.model).tokenizer;
+    return {
+      model,
+      target: selectUpstream(config.upstreams, model),
+      chatRequest: { ...chatRequest, model },
+      session:
+        session === undefined || sameEncoding
+          ? session
+          : {
+              ...session,
+              conversationTokens: session.conversation.map((message) =>
+                countMessageTokens(message, tokenizerFor(config, input.tokenizers, model, input.precision)),
+              ),
+            },
+    };
+  };
+
+  const dropsTooMuch = (attempt: ChatAttempt): boolean =>
+    attempt.prepared.report.droppedMessages >
+    conversationLength * attempt.prepared.settings.policy.fallback_when_dropping;
+
+  /** The first fallback after `after` whose fresh render fits without dropping too much. */
+  const fallbackAfter = (after: string | undefined): ChatAttempt | undefined => {
+    const start = after === undefined ? 0 : fallbacks.indexOf(after) + 1;
+    for (const model of fallbacks.slice(start)) {
+      try {
+        const attempt = render(firstAttempt, choiceFor(model));
+        if (!dropsTooMuch(attempt)) return attempt;
+      } catch (error) {
+        if (!fitsNowhere(error)) throw error;
+      }
+    }
+    return undefined;
+  };
+
+  const first = ((): ChatAttempt => {
+    try {
+      return render(firstAttempt, own);
+    } catch (error) {
+      // The current turn cannot fit the client's model: a larger one, if the model names any.
+      const fallback = fitsNowhere(error) ? fallbackAfter(undefined) : undefined;
+      if (fallback === undefined) throw error;
+      return fallback;
+    }
+  })();
+
   return {
-    first: render(firstAttempt),
+    first,
     smaller(decision, current) {
       const state: AttemptState =
         decision.action === 'lower_max_tokens'
           ? // A shorter answer leaves room in the window, but the prompt must not grow into it.
             { ...current.state, maxTokens: decision.maxTokens, promptCap: current.promptTokens }
           : { ...current.state, reduction: decision.reduction, promptCap: decision.promptCap };
+      const choice = current.fallback === undefined ? own : choiceFor(current.fallback);
+      let next: ChatAttempt | undefined;
       try {
-        return render(state);
+        next = render(state, choice);
       } catch (error) {
-        // Nothing smaller fits at all: the client gets the upstream's own answer.
-        if (isGatewayError(error) && error.code === 'context_length_exceeded') return undefined;
-        throw error;
+        // Nothing smaller fits at all: a fallback, else the client gets the upstream's own answer.
+        if (!fitsNowhere(error)) throw error;
       }
+      if (next !== undefined && !dropsTooMuch(next)) return next;
+      return fallbackAfter(current.fallback) ?? next;
     },
   };
 }

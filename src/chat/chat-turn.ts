@@ -11,7 +11,12 @@ import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
-import { beginSessionTurn, previewSessionTurn, type SessionTurn } from '../sessions/session-turn.js';
+import {
+  beginSessionTurn,
+  previewSessionTurn,
+  type SessionTurn,
+  type SessionView,
+} from '../sessions/session-turn.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -21,13 +26,8 @@ import { errorEvent, isEventStream } from '../upstream/sse.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
-import { createContextPlanner, firstAttempt } from './context-planner.js';
-import {
-  contextResponseHeaders,
-  countPrecisionFor,
-  tokenizerFor,
-  type PreparedContext,
-} from './prepare-context.js';
+import { createContextPlanner } from './context-planner.js';
+import { countPrecisionFor, tokenizerFor, type PreparedContext } from './prepare-context.js';
 import { readWholeAnswer, relayStream, type ClientStream, type Usage } from './relay.js';
 import type { RequestOverrides } from './request-overrides.js';
 import type { RequestState } from './request-state.js';
@@ -209,7 +209,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         ? 0
         : countMessageTokens(
             reply as ContextMessage,
-            tokenizerFor(config, deps.tokenizers, turn.chatRequest.model),
+            // The model that answered: a fallback counts its own way.
+            tokenizerFor(config, deps.tokenizers, attempt.model ?? turn.chatRequest.model),
           ));
     void turn.reservation.settle({
       tokens: (usage.promptTokens ?? promptEstimate) + completion,
@@ -332,18 +333,28 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     return deliverWhole(turn, sent);
   }
 
-  async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<void> {
-    const { input, client, chatRequest, target } = turn;
-    const ladder = createAttemptLadder({
+  function ladderFor(
+    input: Omit<ChatInput, 'warn'>,
+    chatRequest: ChatCompletionRequest,
+    session: SessionView | undefined,
+  ) {
+    return createAttemptLadder({
       planner,
+      config,
+      tokenizers: deps.tokenizers,
       chatRequest,
       overrides: input.overrides,
-      session: turn.session,
-      target,
+      session,
+      target: selectUpstream(config.upstreams, chatRequest.model),
       precision: countPrecisionFor(input.rawBody),
       rawBody: input.rawBody,
-      knownBytes: turn.session?.knownBytes.bind(turn.session),
+      knownBytes: session?.knownBytes.bind(session),
     });
+  }
+
+  async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<void> {
+    const { input, client, chatRequest, target } = turn;
+    const ladder = ladderFor(input, chatRequest, turn.session);
     input.record.context = ladder.first.prepared.report;
     turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
@@ -361,7 +372,13 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           first: ladder.first,
           send: (attempt) => {
             input.record.context = attempt.prepared.report;
-            return exchange.send({ method: 'POST', path: '/chat/completions', body: attempt.body });
+            input.record.fallback = attempt.fallback;
+            return exchange.send({
+              method: 'POST',
+              path: '/chat/completions',
+              body: attempt.body,
+              target: attempt.target,
+            });
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
           streaming: chatRequest.stream === true,
@@ -396,13 +413,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         target,
         session,
         reservation: undefined,
-        lessons: createUpstreamLessons({
-          learnedLimits,
-          metrics,
-          upstream: target.name,
-          model: chatRequest.model,
-          warn: input.warn,
-        }),
+        lessons: createUpstreamLessons({ learnedLimits, metrics, warn: input.warn }),
       };
       try {
         await sendAndDeliver(turn, plan);
@@ -420,16 +431,9 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         sessionId === undefined
           ? undefined
           : await previewSessionTurn(sessionInput(input, chatRequest, sessionId));
-      const { prepared } = planner.plan({
-        chatRequest,
-        overrides: input.overrides,
-        session: view,
-        target: selectUpstream(config.upstreams, chatRequest.model),
-        precision: countPrecisionFor(input.rawBody),
-        attempt: firstAttempt,
-      });
+      // The first attempt the request would send: the client's model, or the fallback it would go to.
+      const { prepared, headers } = ladderFor(input, chatRequest, view).first;
       input.record.context = prepared.report;
-      const headers = contextResponseHeaders(prepared);
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {
         headers,

@@ -44,6 +44,7 @@ function matchModelEntry(config: GatewayConfig, model: string): ModelEntry {
         tokenizer: entry.tokenizer,
         exactTokenizer: entry.exact_tokenizer,
         calibration: entry.calibration,
+        fallbacks: entry.fallbacks,
       };
     }
   }

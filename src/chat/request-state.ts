@@ -7,6 +7,8 @@ export interface RequestState {
   route: string;
   credential: Credential | undefined;
   model: string | undefined;
+  /** The larger model the request went to instead of its own (models[].fallbacks). */
+  fallback: string | undefined;
   upstreamName: string | undefined;
   stream: boolean;
   /** Time spent waiting on upstream calls (connect to end of body). */
@@ -29,6 +31,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     route: 'unknown',
     credential: undefined,
     model: undefined,
+    fallback: undefined,
     upstreamName: undefined,
     stream: false,
     upstreamMs: 0,

@@ -12,6 +12,8 @@ import { decide, type RecoveryDecision, type RecoveryLimits } from './recovery-p
 export interface SendAttempt {
   promptTokens: number;
   askedMaxTokens: number | undefined;
+  /** The model it is sent to, when the loop may switch to another (a fallback) on the way. */
+  model?: string;
 }
 
 /** What happened along the way, for learning and metrics. */
@@ -112,8 +114,9 @@ export async function sendWithRecovery<A extends SendAttempt>(
   }
 }
 
-/** Fewer prompt tokens, or the same prompt asking for a shorter answer. */
+/** Another model (a larger fallback), fewer prompt tokens, or the same prompt asking for a shorter answer. */
 function isSmaller(next: SendAttempt, refused: SendAttempt): boolean {
+  if (next.model !== refused.model) return true;
   if (next.promptTokens !== refused.promptTokens) return next.promptTokens < refused.promptTokens;
   return (
     next.askedMaxTokens !== undefined &&

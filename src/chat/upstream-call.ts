@@ -11,11 +11,15 @@ import type { ClientStream } from './relay.js';
 import type { RequestState } from './request-state.js';
 
 export interface UpstreamExchange {
-  /** Sends a request to the exchange's upstream with the client's forwarded headers. */
+  /**
+   * Sends a request to the exchange's upstream (or `target`, a fallback model's) with the client's
+   * forwarded headers.
+   */
   send(request: {
     method: 'GET' | 'POST';
     path: string;
     body?: string | Buffer | undefined;
+    target?: UpstreamConfig;
   }): Promise<UpstreamResponse>;
 }
 
@@ -37,11 +41,17 @@ export async function measuredExchange(
   const { target, record, client } = context;
   const startedAtMs = deps.now();
   record.upstreamName = target.name;
-  const headers = buildUpstreamHeaders(context.clientHeaders, target, context.credential);
+  const headersFor = new Map<string, Record<string, string>>();
   const upstream: UpstreamExchange = {
-    async send({ method, path, body }) {
+    async send({ method, path, body, target: to = target }) {
+      let headers = headersFor.get(to.name);
+      if (headers === undefined) {
+        headers = buildUpstreamHeaders(context.clientHeaders, to, context.credential);
+        headersFor.set(to.name, headers);
+      }
+      record.upstreamName = to.name;
       const response = await deps.upstream.send({
-        upstream: target,
+        upstream: to,
         method,
         path,
         headers,

@@ -27,13 +27,14 @@ export interface UpstreamLessons {
 export function createUpstreamLessons(deps: {
   learnedLimits: LearnedLimits;
   metrics: GatewayMetrics;
-  upstream: string;
-  model: string;
   warn: (fields: Record<string, unknown>, message: string) => void;
 }): UpstreamLessons {
-  const { learnedLimits, upstream, model } = deps;
+  const { learnedLimits } = deps;
+  // Learned for the model and upstream the attempt went to (a fallback learns for itself).
+  const whereOf = (attempt: ChatAttempt) => ({ upstream: attempt.target.name, model: attempt.model });
   return {
     overflow(verdict, attempt) {
+      const { upstream, model } = whereOf(attempt);
       const { numbers } = verdict;
       const estimated = attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1);
       if (
@@ -59,12 +60,14 @@ export function createUpstreamLessons(deps: {
     },
 
     accepted(attempt) {
+      const { upstream, model } = whereOf(attempt);
       // A success teaches something only below a known failure, and then a window was learned.
       if (attempt.learned.window !== undefined)
         learnedLimits.recordSuccess(upstream, model, attempt.sentSize);
     },
 
     usage(promptTokens, attempt) {
+      const { upstream, model } = whereOf(attempt);
       const { prepared, toolSet, learned } = attempt;
       const estimated = prepared.report.inputTokens;
       const calibrated = isCalibrated(prepared.settings.model);

@@ -59,6 +59,11 @@ export const modelEntrySchema = z.strictObject({
   calibration: z.boolean().default(true),
   /** True when `tokenizer` is the model's own encoding, so the smaller safety margin applies. */
   exact_tokenizer: z.boolean().default(false),
+  /**
+   * Larger-window models (possibly on other upstreams) a request goes to, the first that fits, when it
+   * cannot fit this one or its retries would drop too much of its history (policy fallback_when_dropping).
+   */
+  fallbacks: z.array(z.string().min(1).max(256)).max(16).default([]),
 });
 
 const fraction = z.number().gt(0).lte(1);
@@ -103,6 +108,8 @@ export const policySchema = z.strictObject({
   max_retries: z.number().int().min(0).max(10).optional(),
   /** Retries of 429, 5xx and connection errors before any byte reached the client. */
   upstream_retries: z.number().int().min(0).max(10).optional(),
+  /** A retry that would drop more than this share of the conversation's messages goes to a fallback model. */
+  fallback_when_dropping: fraction.optional(),
   /** Background summarization of a session's oldest turns (SPEC §7). */
   summarization: z.enum(['on', 'off']).optional(),
   /** Summarize once a session's history tokens pass this share of its history budget… */

@@ -12,6 +12,8 @@ export interface ModelEntry {
   exactTokenizer: boolean;
   /** Scale estimates by the ratio learned from the upstream's usage (estimated models only); default on. */
   calibration?: boolean;
+  /** Larger-window models to send a request to when it does not fit this one (config `fallbacks`). */
+  fallbacks?: readonly string[];
 }
 
 /** True for a model counted by estimate whose estimates follow the ratio learned from its upstream. */

@@ -10,6 +10,8 @@ export interface ResolvedPolicy extends ContextPolicy {
   max_retries: number;
   /** Retries of 429, 5xx and connection errors, before any byte reached the client. */
   upstream_retries: number;
+  /** A retry that would drop more than this share of the conversation's messages goes to a fallback. */
+  fallback_when_dropping: number;
   /** SPEC §7. */
   summarization: 'on' | 'off';
   summarize_at: number;
@@ -37,6 +39,7 @@ export const builtInPolicy: ResolvedPolicy = {
   safety_margin_uncalibrated: 0.1,
   max_retries: 3,
   upstream_retries: 2,
+  fallback_when_dropping: 0.5,
   summarization: 'on',
   summarize_at: 0.75,
   summarize_to: 0.4,

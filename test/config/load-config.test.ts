@@ -134,6 +134,15 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it("reads a model entry's fallbacks and the policy's fallback share", () => {
+    const path = writeConfigFile(
+      'models:\n  - match: small-*\n    window: 8000\n    fallbacks: ["large-a", "large-b"]\n  - match: large-*\n    window: 128000\ncontext:\n  fallback_when_dropping: 0.3\n',
+    );
+    const config = loadConfig({ env: { CTXGATE_CONFIG: path } });
+    expect(config.models.map((entry) => entry.fallbacks)).toEqual([['large-a', 'large-b'], []]);
+    expect(config.context.fallback_when_dropping).toBe(0.3);
+  });
+
   it('ships a config/ctxgate.yaml that is valid and states exactly the built-in defaults', () => {
     const shipped = loadConfig({ env: { CTXGATE_CONFIG: 'config/ctxgate.yaml' } });
     const builtIn = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile('{}') } });
@@ -193,6 +202,11 @@ describe('loadConfig', () => {
       problems: (path) => [
         `${path}: timeouts.upstream_connect_ms: Invalid input: expected number, received string`,
       ],
+    },
+    {
+      name: 'a fallback share outside (0, 1]',
+      yaml: 'context:\n  fallback_when_dropping: 1.5\n',
+      problems: (path) => [`${path}: context.fallback_when_dropping: Too big: expected number to be <=1`],
     },
     {
       name: 'a non-http upstream URL',

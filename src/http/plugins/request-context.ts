@@ -81,6 +81,7 @@ function logRequest(
       path: state.route === 'unknown' ? pathOf(request) : undefined,
       status,
       model: state.model,
+      fallback: state.fallback,
       stream: state.stream,
       upstream: state.upstreamName,
       upstreamStatus: state.upstreamStatus,
