@@ -17,7 +17,7 @@ export const errorCodes = {
   request_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   headers_too_large: { status: 431, type: 'invalid_request_error' },
-  context_length_exceeded: { status: 422, type: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   budget_exceeded: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },

@@ -140,15 +140,7 @@ export function prepareContext(options: {
     input.turnSummary = session.turnSummary;
 
   const outcome = renderContext(input);
-  if (!outcome.ok) {
-    throw new GatewayError(
-      'context_length_exceeded',
-      `The current turn needs about ${outcome.neededTokens} tokens, but only ${outcome.budgetTokens} fit in the ${outcome.window}-token context window ` +
-        `after the system prompt, tools, output reserve (${settings.outputReserve}) and safety margin (${settings.safetyMarginTokens}). ` +
-        'Shorten the last message, or lower max_tokens.',
-      { param: 'messages' },
-    );
-  }
+  if (!outcome.ok) throw doesNotFit(outcome, settings, ratio ?? 1);
   const prepared: PreparedContext = {
     messages: outcome.messages,
     report: outcome.report,
@@ -158,6 +150,31 @@ export function prepareContext(options: {
   if (loweredMaxTokens !== undefined) prepared.loweredMaxTokens = loweredMaxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
+}
+
+/**
+ * The gateway's own "does not fit", in OpenAI's words (clients and frameworks recognise an overflow by
+ * "maximum context length" and the code) and then ctxgate's detail. Counts are in the provider's units
+ * (an estimated model's counts scaled by its ratio) against the window as configured or stated.
+ */
+function doesNotFit(
+  outcome: Extract<ReturnType<typeof renderContext>, { ok: false }>,
+  settings: ContextSettings,
+  scale: number,
+): GatewayError {
+  const { window, outputReserve: reserve, safetyMarginTokens: margin } = settings;
+  const needed = Math.ceil(outcome.neededTokens * scale);
+  const left = Math.floor(outcome.budgetTokens * scale);
+  // The system prompt, tools and summary, plus the turn: all of the prompt.
+  const prompt = Math.max(needed, window - reserve - margin - left + needed);
+  return new GatewayError(
+    'context_length_exceeded',
+    `This model's maximum context length is ${window} tokens. However, you requested ${prompt + reserve} tokens ` +
+      `(${prompt} in the messages, ${reserve} in the completion). Please reduce the length of the messages or completion. ` +
+      `ctxgate: the current turn alone needs about ${needed} tokens, but after the system prompt, tools, output reserve ` +
+      `(${reserve}) and safety margin (${margin}) only ${left} are left for it. Shorten the last message, or lower max_tokens.`,
+    { param: 'messages' },
+  );
 }
 
 /**

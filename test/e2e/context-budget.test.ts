@@ -157,15 +157,16 @@ describe('render-time budgeting through the gateway', () => {
     expect(response.headers.get('x-context-dropped-messages')).toBe('0');
   });
 
-  it('answers 422 context_length_exceeded, without calling upstream, when the last user message alone cannot fit', async () => {
+  it("answers 400 context_length_exceeded in OpenAI's words, without calling upstream, when the last user message alone cannot fit", async () => {
     const huge = 'word '.repeat(12_000);
     const failure = await client.chat.completions
       .create({ model: 'small-model', messages: [{ role: 'user', content: huge }] })
       .catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(OpenAI.UnprocessableEntityError);
-    expect((failure as InstanceType<typeof OpenAI.UnprocessableEntityError>).code).toBe(
-      'context_length_exceeded',
-    );
+    expect(failure).toBeInstanceOf(OpenAI.BadRequestError);
+    const error = failure as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(error.code).toBe('context_length_exceeded');
+    // What LangChain and other frameworks look for to recognise an overflow.
+    expect(error.message).toMatch(/maximum context length is \d+ tokens\. However, you requested \d+ tokens/);
     expect(fake.chatRequests).toHaveLength(0);
   });
 

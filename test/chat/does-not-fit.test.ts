@@ -1,0 +1,64 @@
+// The gateway's own "does not fit" (SPEC §3): 400 context_length_exceeded in OpenAI's words, quoting
+// the window exactly as configured or stated in X-Context-Window — never a window scaled by the ratio
+// learned for an estimated model — with counts in the provider's units.
+import { describe, expect, it } from 'vitest';
+import { prepareContext } from '../../src/chat/prepare-context.js';
+import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { isGatewayError } from '../../src/errors.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { prose } from '../helpers/text.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+
+const config = loadConfig({
+  env: {
+    CTXGATE_CONFIG: writeConfigFile(
+      'models:\n  - match: "acme-*"\n    window: 16000\n    output_reserve: 1000\n',
+    ),
+  },
+});
+const tokenizers = createTiktokenTokenizers();
+
+function refusal(options: { contextWindow?: number; estimateRatio?: number }): Error {
+  const chatRequest = {
+    model: 'acme-large',
+    messages: [{ role: 'user', content: prose(20_000, 1) }],
+  } as ChatCompletionRequest;
+  try {
+    prepareContext({
+      config,
+      tokenizers,
+      chatRequest,
+      overrides: {
+        historyMode: 'auto',
+        ...(options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow }),
+      },
+      estimateRatio: options.estimateRatio,
+    });
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('the turn was expected not to fit');
+}
+
+describe('a turn that cannot fit', () => {
+  it.each<[string, { contextWindow?: number; estimateRatio?: number }, number]>([
+    ['the configured window', {}, 16_000],
+    ['X-Context-Window as given', { contextWindow: 8_192 }, 8_192],
+    ['X-Context-Window as given, with a learned ratio', { contextWindow: 8_192, estimateRatio: 1.3 }, 8_192],
+  ])('quotes %s', (_name, options, window) => {
+    const error = refusal(options);
+    expect(isGatewayError(error) && error.status === 400 && error.code === 'context_length_exceeded').toBe(
+      true,
+    );
+    const stated =
+      /maximum context length is (\d+) tokens\. However, you requested (\d+) tokens \((\d+) in the messages, 1000 in the completion\)/.exec(
+        error.message,
+      );
+    expect(stated?.[1]).toBe(String(window));
+    // The prompt asked for is more than the window: 20,000 words of one token each, scaled by the ratio.
+    const ratio = options.estimateRatio ?? 1;
+    expect(Number(stated?.[3])).toBeGreaterThanOrEqual(Math.floor(20_000 * ratio));
+    expect(Number(stated?.[2])).toBe(Number(stated?.[3]) + 1_000);
+  });
+});
