@@ -8,6 +8,7 @@ export const errorCodes = {
   invalid_header: { status: 400, type: 'invalid_request_error' },
   session_requires_credential: { status: 400, type: 'invalid_request_error' },
   session_turn_too_large: { status: 400, type: 'invalid_request_error' },
+  unknown_model: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   missing_api_key: { status: 401, type: 'authentication_error' },
   not_found: { status: 404, type: 'invalid_request_error' },

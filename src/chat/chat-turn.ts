@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
 import type { BudgetPlan, BudgetReservation, BudgetService } from '../budget/budget-service.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
+import { fallbackModelEntry } from '../config/model-table.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
@@ -27,6 +28,7 @@ import type { Upstream } from '../upstream/upstream.js';
 import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { createContextPlanner } from './context-planner.js';
+import { isUnknownModel } from './context-settings.js';
 import { countPrecisionFor, tokenizerFor, type PreparedContext } from './prepare-context.js';
 import { readWholeAnswer, relayStream, type ClientStream, type Usage } from './relay.js';
 import type { RequestOverrides } from './request-overrides.js';
@@ -98,10 +100,30 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     maxContentParts: config.server.max_content_parts,
   };
 
-  function parse(input: Omit<ChatInput, 'warn'>): ChatCompletionRequest {
+  /** Unknown model names already logged (bounded: a client cycling through names cannot grow it). */
+  const unknownModelsLogged = new Set<string>();
+
+  function parse(input: Omit<ChatInput, 'warn'>, warn?: ChatInput['warn']): ChatCompletionRequest {
     const chatRequest = parseChatCompletionRequest(input.body, requestLimits);
     input.record.model = chatRequest.model;
     input.record.stream = chatRequest.stream === true;
+    const { model } = chatRequest;
+    // A window the client states makes any model name usable; else an unknown one's window is a guess.
+    if (input.overrides.contextWindow === undefined && isUnknownModel(config, model)) {
+      if (config.unknownModels === 'reject')
+        throw new GatewayError(
+          'unknown_model',
+          `ctxgate does not know the context window of model "${model}": add it to the config's models, or send X-Context-Window.`,
+          { param: 'model' },
+        );
+      if (warn !== undefined && !unknownModelsLogged.has(model) && unknownModelsLogged.size < 1_024) {
+        unknownModelsLogged.add(model);
+        warn(
+          { model, assumedWindow: fallbackModelEntry.window },
+          "unknown model: its context window is assumed (add it to the config's models, or set unknown_models: reject)",
+        );
+      }
+    }
     return chatRequest;
   }
 
@@ -401,7 +423,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
 
   return {
     async complete(input, client) {
-      const chatRequest = parse(input);
+      const chatRequest = parse(input, input.warn);
       if (input.overrides.sessionId !== undefined) sessionKeyFor(input.credential, input.overrides.sessionId);
       const target = selectUpstream(config.upstreams, chatRequest.model);
       const plan = await admitBudgets(input, client);

@@ -60,6 +60,11 @@ function overlay(policy: ResolvedPolicy, layer: object): void {
   }
 }
 
+/** True for a model name no configured entry and no built-in one matches (its window is a guess). */
+export function isUnknownModel(config: GatewayConfig, model: string): boolean {
+  return findModelEntry(config, model) === fallbackModelEntry;
+}
+
 export function resolveContextSettings(options: {
   config: GatewayConfig;
   model: string;

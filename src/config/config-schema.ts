@@ -187,6 +187,11 @@ export const configFileSchema = z.strictObject({
   timeouts: timeoutsSectionSchema.default(timeoutsSectionSchema.parse({})),
   upstreams: z.array(upstreamEntrySchema).default([]),
   models: z.array(modelEntrySchema).default([]),
+  /**
+   * A model no entry (yours or the built-in table) knows: `assume` fits it into 128 000 tokens (logged once
+   * per model), `reject` answers 400 `unknown_model` unless the request states X-Context-Window.
+   */
+  unknown_models: z.enum(['assume', 'reject']).default('assume'),
   context: policySchema.default({}),
   sessions: sessionsSectionSchema.default(sessionsSectionSchema.parse({})),
   budgets: budgetsSectionSchema.default(budgetsSectionSchema.parse({})),

@@ -38,6 +38,7 @@ export interface GatewayConfig {
   server: ConfigFile['server'];
   timeouts: ConfigFile['timeouts'];
   models: ConfigFile['models'];
+  unknownModels: ConfigFile['unknown_models'];
   sessions: ConfigFile['sessions'];
   /** Policy defaults from the file (partial; built-in defaults fill the rest). */
   context: ConfigFile['context'];

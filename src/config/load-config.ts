@@ -293,6 +293,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     server: file.server,
     timeouts: file.timeouts,
     models: file.models,
+    unknownModels: file.unknown_models,
     sessions: file.sessions,
     context: file.context,
     policies: { ...builtInPresets, ...file.policies },
