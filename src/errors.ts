@@ -39,17 +39,20 @@ export class GatewayError extends Error {
   readonly code: GatewayErrorCode;
   readonly status: number;
   readonly param: string | null;
+  /** Response headers the answer carries (Retry-After, x-should-retry). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(
     code: GatewayErrorCode,
     message: string,
-    options: { param?: string | null; cause?: unknown } = {},
+    options: { param?: string | null; cause?: unknown; headers?: Record<string, string> } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
     this.code = code;
     this.status = errorCodes[code].status;
     this.param = options.param ?? null;
+    this.headers = options.headers;
   }
 }
 

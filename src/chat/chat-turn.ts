@@ -175,6 +175,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     const session = await beginSessionTurn({
       ...sessionInput(input, chatRequest, sessionId),
       holdMs: config.sessions.hold_ms,
+      busyWaitMs: config.sessions.busy_wait_ms,
       maxTurnMessages: config.sessions.max_active_messages,
     });
     input.record.session = hashedSessionId(session.key);

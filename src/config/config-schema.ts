@@ -134,6 +134,8 @@ export const sessionsSectionSchema = z.strictObject({
   ttl_seconds: z.number().int().positive().default(2_592_000),
   /** A request's hold on its session expires by itself after this long (a replica may die holding it). */
   hold_ms: z.number().int().positive().default(600_000),
+  /** A request for a session another request holds waits this long, in order, before its 409. */
+  busy_wait_ms: z.number().int().min(0).max(600_000).default(10_000),
   /**
    * Most messages in a session's active list whatever their tokens; below that, the list keeps about
    * one window of tokens (at least 100 messages) and older messages move to the archive.

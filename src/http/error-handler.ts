@@ -36,5 +36,6 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     // The one place an unexpected error is logged, with its stack; the client gets only the code.
     request.log.error({ err: error }, 'unexpected error');
   }
+  if (gatewayError.headers !== undefined) reply.headers(gatewayError.headers);
   return reply.code(gatewayError.status).type('application/json').send(toOpenAIErrorBody(gatewayError));
 }

@@ -18,6 +18,7 @@ import type {
 } from '../store/session-store.js';
 import { releaseEventually } from '../store/session-store.js';
 import { storeUnavailable } from './session-keys.js';
+import { acquireInTurn, sessionReleased } from './hold-queue.js';
 
 /** A first turn longer than this is not protected from moving to the archive. */
 const maxHeadMessages = 64;
@@ -227,18 +228,20 @@ async function holdAndLoad(
   store: SessionStore,
   key: SessionKey,
   holdMs: number,
+  busyWaitMs: number,
 ): Promise<{ hold: SessionHold; snapshot: SessionSnapshot }> {
   let hold: SessionHold | undefined;
   try {
-    hold = await store.acquire(key, holdMs);
+    hold = await acquireInTurn(store, key, holdMs, busyWaitMs);
   } catch (error) {
     throw storeUnavailable(error);
   }
   if (hold === undefined) {
     throw new GatewayError(
       'session_busy',
-      'Another request is in progress for this session; retry when it has finished.',
-      { param: 'x-session-id' },
+      `Another request has held this session for longer than the gateway waits (${busyWaitMs} ms); retry when it has finished.`,
+      // As OpenAI answers conversation_locked: the SDKs retry after Retry-After.
+      { param: 'x-session-id', headers: { 'retry-after': '1', 'x-should-retry': 'true' } },
     );
   }
   const taken = hold;
@@ -341,6 +344,8 @@ export async function beginSessionTurn(options: {
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
   holdMs: number;
+  /** How long a request waits, in order, for a session another request holds (0: not at all). */
+  busyWaitMs?: number;
   /** Most messages one turn may append (its new messages and the reply): what one write can store. */
   maxTurnMessages: number;
   /** Wall-clock milliseconds (hold expiries). */
@@ -348,7 +353,7 @@ export async function beginSessionTurn(options: {
 }): Promise<SessionTurn> {
   const { store, key, tokenizer } = options;
   const now = options.now ?? Date.now;
-  const { hold, snapshot } = await holdAndLoad(store, key, options.holdMs);
+  const { hold, snapshot } = await holdAndLoad(store, key, options.holdMs, options.busyWaitMs ?? 0);
   const view = sessionView(key.sessionId, snapshot, options.incoming, options.historyMode, tokenizer);
   const { systemCount, stored, newMessages, newTokens } = view;
   // The current turn never moves to the archive (its user message stays in view), so it is what bounds
@@ -396,6 +401,7 @@ export async function beginSessionTurn(options: {
         now,
       );
       released = true;
+      sessionReleased(key);
       return { activeTokens };
     },
     async release() {
@@ -403,6 +409,7 @@ export async function beginSessionTurn(options: {
       if (released) return;
       released = true;
       await releaseEventually(() => store.release(key, hold), renewal.knownUntilMs());
+      sessionReleased(key);
     },
   };
 }

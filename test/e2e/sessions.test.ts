@@ -146,20 +146,82 @@ describe('sessions', () => {
     ]);
   });
 
-  it('lets exactly one of two concurrent requests on a session proceed; the other gets 409 session_busy', async () => {
+  it('serves two concurrent requests on a session one after the other, in order, without a 409', async () => {
     const sessionId = `busy-${randomUUID()}`;
     const client = clientFor(harness, sessionId);
-    fake.enqueue({ delayBeforeHeadersMs: 500 }, { delayBeforeHeadersMs: 500 });
-    const results = await Promise.allSettled(
-      [0, 1].map(() =>
-        client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
-      ),
+    fake.enqueue(
+      { delayBeforeHeadersMs: 300, content: 'first' },
+      { delayBeforeHeadersMs: 300, content: 'second' },
     );
-    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(1);
-    const rejected = results.find((result) => result.status === 'rejected') as PromiseRejectedResult;
-    expect(rejected.reason).toBeInstanceOf(OpenAI.ConflictError);
-    expect((rejected.reason as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_busy');
-    expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
+    const first = client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'one' }],
+    });
+    // The second arrives while the first holds the session.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'two' }],
+    });
+    const answers = await Promise.all([first, second]);
+    expect(answers.map((answer) => answer.choices[0]?.message.content)).toEqual(['first', 'second']);
+    expect((await sessionMessages(harness, sessionId)).map((message) => message.content)).toEqual([
+      'one',
+      'first',
+      'two',
+      'second',
+    ]);
+  });
+
+  it('answers 409 session_busy with Retry-After and x-should-retry only past sessions.busy_wait_ms', async () => {
+    const impatient = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+      configYaml: 'sessions:\n  busy_wait_ms: 100\n',
+    });
+    try {
+      await waitUntilReady(impatient);
+      const sessionId = `impatient-${randomUUID()}`;
+      fake.enqueue({ delayBeforeHeadersMs: 1_000 });
+      const first = clientFor(impatient, sessionId).chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'slow' }],
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const response = await fetch(`${impatient.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-tenant-a',
+          'x-session-id': sessionId,
+        },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(response.status).toBe(409);
+      expect(response.headers.get('retry-after')).toBe('1');
+      expect(response.headers.get('x-should-retry')).toBe('true');
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('session_busy');
+      await first;
+      expect(await sessionMessages(impatient, sessionId)).toHaveLength(2);
+    } finally {
+      await impatient.close();
+    }
+  });
+
+  it('an agent firing its next call as the previous stream ends never sees a 409', async () => {
+    const sessionId = `agent-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    for (let step = 0; step < 20; step++) {
+      fake.enqueue({ content: `step ${step} done`, chunks: 3 });
+      const stream = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: `step ${step}` }],
+        stream: true,
+      });
+      let content = '';
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+      expect(content).toBe(`step ${step} done`);
+    }
+    expect(await sessionMessages(harness, sessionId)).toHaveLength(40);
   });
 
   it('survives a gateway restart, and two gateways on one Redis serve one conversation alternately', async () => {

@@ -1,0 +1,85 @@
+// Requests for a busy session wait their turn (SPEC §4): on one replica in the order they arrived —
+// each tries for the hold only once the one before it has it or gave up — and across replicas by
+// polling the store, woken at once when a request of this replica lets go of the session. Past the
+// wait the caller answers 409 session_busy.
+import type { SessionHold, SessionKey, SessionStore } from '../store/session-store.js';
+
+/** Polling starts this fast and slows to at most the second value. */
+const firstPollMs = 5;
+const maxPollMs = 100;
+
+interface Waiter {
+  /** Resolves when the waiter before it has the hold or gave up. */
+  turn: Promise<void>;
+}
+
+const queues = new Map<string, Waiter>();
+const wakers = new Map<string, Set<() => void>>();
+
+const idOf = ({ tenantId, sessionId }: SessionKey): string => `${tenantId}\u0000${sessionId}`;
+
+/** Resolves after `ms`, or at once when a request of this replica releases the session. */
+function pause(id: string, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    let wakersOfId = wakers.get(id);
+    if (wakersOfId === undefined) wakers.set(id, (wakersOfId = new Set()));
+    const set = wakersOfId;
+    const done = (): void => {
+      clearTimeout(timer);
+      set.delete(done);
+      if (set.size === 0 && wakers.get(id) === set) wakers.delete(id);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    set.add(done);
+  });
+}
+
+async function atMost(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    promise,
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms)))),
+  ]);
+  clearTimeout(timer);
+}
+
+/** A request of this replica let go of the session: its waiters try again now. */
+export function sessionReleased(key: SessionKey): void {
+  for (const wake of [...(wakers.get(idOf(key)) ?? [])]) wake();
+}
+
+/**
+ * The session's hold, waiting up to `waitMs` for it (0: not at all); undefined when it stayed busy.
+ * Store errors are thrown as they are.
+ */
+export async function acquireInTurn(
+  store: SessionStore,
+  key: SessionKey,
+  holdMs: number,
+  waitMs: number,
+  now: () => number = Date.now,
+): Promise<SessionHold | undefined> {
+  const id = idOf(key);
+  const deadline = now() + waitMs;
+  const ahead = queues.get(id);
+  let done = (): void => undefined;
+  const mine: Waiter = { turn: new Promise<void>((resolve) => (done = resolve)) };
+  queues.set(id, mine);
+  try {
+    // Wait for the request before this one, but never past the deadline.
+    if (ahead !== undefined) await atMost(ahead.turn, deadline - now());
+    let pollMs = firstPollMs;
+    for (;;) {
+      const hold = await store.acquire(key, holdMs);
+      if (hold !== undefined) return hold;
+      const left = deadline - now();
+      if (left <= 0) return undefined;
+      await pause(id, Math.min(pollMs, left));
+      pollMs = Math.min(maxPollMs, pollMs * 2);
+    }
+  } finally {
+    done();
+    if (queues.get(id) === mine) queues.delete(id);
+  }
+}
