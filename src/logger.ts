@@ -28,6 +28,9 @@ export function createLogger({ level, destination }: CreateLoggerOptions): Logge
     level,
     base: { service: 'ctxgate' },
     redact: { paths: redactedPaths, censor: '[redacted]' },
+    // What log pipelines read without a mapping: "level":"info", "time":"2026-11-23T13:45:00.000Z".
+    formatters: { level: (label: string) => ({ level: label }) },
+    timestamp: pino.stdTimeFunctions.isoTime,
   };
   // stdout is written asynchronously: lines logged while a write is in flight go out together in the
   // next one, so a loaded gateway does not pay one write(2) per request line, and an idle one still

@@ -99,7 +99,7 @@ export class HistogramMetric<Label extends string> implements Metric {
 }
 
 export interface GatewayMetrics {
-  requests: CounterMetric<'route' | 'status' | 'model'>;
+  requests: CounterMetric<'route' | 'status' | 'model' | 'code'>;
   requestDuration: HistogramMetric<'route'>;
   upstreamDuration: HistogramMetric<'upstream' | 'status'>;
   gatewayOverhead: HistogramMetric<'route'>;
@@ -122,6 +122,7 @@ export interface GatewayMetrics {
   budgetStoreErrors: CounterMetric<never>;
   sessionsEvicted: CounterMetric<'reason'>;
   contextActions: CounterMetric<'action'>;
+  tokens: CounterMetric<'model' | 'kind' | 'source'>;
 
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
@@ -138,8 +139,8 @@ export function createMetrics({
   const seenModels = new Set<string>();
   const requests = new CounterMetric(
     'ctxgate_http_requests_total',
-    'HTTP requests answered, by route, status and model.',
-    ['route', 'status', 'model'],
+    'HTTP requests answered, by route, status, model and the gateway\'s error code (empty when none).',
+    ['route', 'status', 'model', 'code'],
   );
   const requestDuration = new HistogramMetric(
     'ctxgate_http_request_duration_seconds',
@@ -257,7 +258,13 @@ export function createMetrics({
     'What the context engine did to requests it sent upstream, by action: messages dropped, tool results truncated or masked, iteration groups dropped, summaries used, orphans removed, oversize messages cut.',
     ['action'],
   );
+  const tokens = new CounterMetric(
+    'ctxgate_tokens_total',
+    'Tokens of answered chat requests by the model that answered, kind (prompt, completion) and source (usage: the upstream reported it; estimate: counted by the gateway).',
+    ['model', 'kind', 'source'],
+  );
   const named = {
+    tokens,
     sessionsEvicted,
     contextActions,
     budgetRefusals,

@@ -64,6 +64,7 @@ export interface ChatInput {
   /** What the request log and metrics are told. */
   record: RequestState;
   warn: (fields: Record<string, unknown>, message: string) => void;
+  info: (fields: Record<string, unknown>, message: string) => void;
 }
 
 export interface ContextPreview {
@@ -75,7 +76,7 @@ export interface ChatService {
   /** Serves one chat completion to `client`; rejects with a GatewayError the edge renders. */
   complete(input: ChatInput, client: ClientStream): Promise<void>;
   /** What `complete` would send for the same request now (POST /v1/context/render): same code path. */
-  preview(input: Omit<ChatInput, 'warn'>): Promise<ContextPreview>;
+  preview(input: Omit<ChatInput, 'warn' | 'info'>): Promise<ContextPreview>;
 }
 
 /** The longest Retry-After the gateway waits out itself. */
@@ -103,7 +104,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   /** Unknown model names already logged (bounded: a client cycling through names cannot grow it). */
   const unknownModelsLogged = new Set<string>();
 
-  function parse(input: Omit<ChatInput, 'warn'>, warn?: ChatInput['warn']): ChatCompletionRequest {
+  function parse(input: Omit<ChatInput, 'warn' | 'info'>, warn?: ChatInput['warn']): ChatCompletionRequest {
     const chatRequest = parseChatCompletionRequest(input.body, requestLimits);
     input.record.model = chatRequest.model;
     input.record.stream = chatRequest.stream === true;
@@ -153,7 +154,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   function sessionInput(
-    input: Omit<ChatInput, 'warn'>,
+    input: Omit<ChatInput, 'warn' | 'info'>,
     chatRequest: ChatCompletionRequest,
     sessionId: string,
   ) {
@@ -217,26 +218,30 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     };
   }
 
-  /** Counted from the upstream's usage; estimated (and marked so) when it reported none. */
+  /**
+   * What an answer cost, in the token metrics and on the budgets: the upstream's usage, or the
+   * gateway's own count (marked estimated) where it reported none — counted for the model that
+   * answered (a fallback counts its own way).
+   */
   function settle(
     turn: Turn,
     attempt: ChatAttempt,
     usage: Usage,
     reply: Record<string, unknown> | undefined,
   ): void {
-    if (turn.reservation === undefined) return;
-    const promptEstimate = Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1));
+    const prompt =
+      usage.promptTokens ?? Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1));
     const completion =
       usage.completionTokens ??
       (reply === undefined
         ? 0
-        : countMessageTokens(
-            reply as ContextMessage,
-            // The model that answered: a fallback counts its own way.
-            tokenizerFor(config, deps.tokenizers, attempt.model ?? turn.chatRequest.model),
-          ));
-    void turn.reservation.settle({
-      tokens: (usage.promptTokens ?? promptEstimate) + completion,
+        : countMessageTokens(reply as ContextMessage, tokenizerFor(config, deps.tokenizers, attempt.model)));
+    const model = metrics.modelLabel(attempt.model);
+    const sourceOf = (reported: number | undefined) => (reported === undefined ? 'estimate' : 'usage');
+    metrics.tokens.inc({ model, kind: 'prompt', source: sourceOf(usage.promptTokens) }, prompt);
+    metrics.tokens.inc({ model, kind: 'completion', source: sourceOf(usage.completionTokens) }, completion);
+    void turn.reservation?.settle({
+      tokens: prompt + completion,
       estimated: usage.promptTokens === undefined || usage.completionTokens === undefined,
     });
   }
@@ -313,7 +318,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
     const outcome = await relayStream(response, client, {
       holdDone: session !== undefined,
-      assemble: session !== undefined || turn.reservation !== undefined,
+      // Always: a stream without usage still counts its completion tokens (metrics, budgets).
+      assemble: true,
       expectFinish: true,
     });
     // The upstream generated (and bills) what was streamed, finished or not.
@@ -357,7 +363,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   function ladderFor(
-    input: Omit<ChatInput, 'warn'>,
+    input: Omit<ChatInput, 'warn' | 'info'>,
     chatRequest: ChatCompletionRequest,
     session: SessionView | undefined,
   ) {
@@ -436,7 +442,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         target,
         session,
         reservation: undefined,
-        lessons: createUpstreamLessons({ learnedLimits, metrics, warn: input.warn }),
+        lessons: createUpstreamLessons({ learnedLimits, metrics, warn: input.warn, info: input.info }),
       };
       try {
         await sendAndDeliver(turn, plan);

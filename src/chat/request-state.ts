@@ -15,6 +15,8 @@ export interface RequestState {
   upstreamMs: number;
   upstreamStatus: number | undefined;
   errorCode: string | undefined;
+  /** Why an upstream call failed (the network error's code and text), for the log line. */
+  errorCause: string | undefined;
   /** Set when a stream already under way ended with an error event instead of its finish. */
   streamErrorCode: string | undefined;
   clientAborted: boolean;
@@ -37,6 +39,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     upstreamMs: 0,
     upstreamStatus: undefined,
     errorCode: undefined,
+    errorCause: undefined,
     streamErrorCode: undefined,
     clientAborted: false,
     rawBody: undefined,

@@ -66,7 +66,10 @@ export async function measuredExchange(
     await exchange(upstream);
   } catch (error) {
     if (client.cancellation.aborted) return client.destroy();
-    if (isGatewayError(error)) deps.metrics.upstreamErrors.inc({ upstream: target.name, code: error.code });
+    if (isGatewayError(error)) {
+      deps.metrics.upstreamErrors.inc({ upstream: record.upstreamName ?? target.name, code: error.code });
+      record.errorCause = causeOf(error);
+    }
     throw error;
   } finally {
     const elapsedMs = deps.now() - startedAtMs;
@@ -74,4 +77,14 @@ export async function measuredExchange(
     const status = record.upstreamStatus === undefined ? 'error' : String(record.upstreamStatus);
     deps.metrics.upstreamDuration.observe({ upstream: target.name, status }, elapsedMs / 1000);
   }
+}
+
+/** The innermost cause of a failed call, as "CODE: message" (a network error's own words, cut short). */
+function causeOf(error: Error): string | undefined {
+  let inner: unknown = error.cause;
+  while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause;
+  if (!(inner instanceof Error)) return undefined;
+  const code = (inner as { code?: unknown }).code;
+  const text = typeof code === 'string' ? `${code}: ${inner.message}` : inner.message;
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }

@@ -28,6 +28,7 @@ export function createUpstreamLessons(deps: {
   learnedLimits: LearnedLimits;
   metrics: GatewayMetrics;
   warn: (fields: Record<string, unknown>, message: string) => void;
+  info: (fields: Record<string, unknown>, message: string) => void;
 }): UpstreamLessons {
   const { learnedLimits } = deps;
   // Learned for the model and upstream the attempt went to (a fallback learns for itself).
@@ -57,6 +58,19 @@ export function createUpstreamLessons(deps: {
         ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
         failedSize: attempt.sentSize,
       });
+      // Numbers only: what was learned and from what.
+      deps.info(
+        {
+          upstream,
+          model,
+          window: numbers.maxContext,
+          failedSize: attempt.sentSize,
+          upstreamPromptTokens: numbers.promptTokens,
+          sentTokensEstimate: attempt.prepared.report.inputTokens,
+          remedy: verdict.remedy,
+        },
+        'learned from an overflow',
+      );
     },
 
     accepted(attempt) {

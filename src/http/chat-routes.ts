@@ -24,6 +24,7 @@ function chatInput(request: FastifyRequest): ChatInput {
     clientHeaders: request.headers,
     record: request.gateway,
     warn: (fields, message) => request.log.warn(fields, message),
+    info: (fields, message) => request.log.info(fields, message),
   };
 }
 

@@ -127,6 +127,12 @@ describe('gateway keys with a configured upstream key', () => {
       5,
     );
     for (const secret of [upstreamCanary, gatewayCanary, messageCanary]) expect(logs).not.toContain(secret);
+    // What log pipelines read without a mapping: level names and ISO times.
+    for (const line of harness.logLines) {
+      const entry = JSON.parse(line) as { level: unknown; time: unknown };
+      expect(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).toContain(entry.level);
+      expect(entry.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
   });
 });
 
@@ -199,10 +205,18 @@ describe('metrics after real traffic', () => {
         .catch(() => undefined);
       const text = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
       expect(text).toContain(
-        'ctxgate_http_requests_total{route="/v1/chat/completions",status="200",model="gpt-4o-mini"} 3',
+        'ctxgate_http_requests_total{route="/v1/chat/completions",status="200",model="gpt-4o-mini",code=""} 3',
       );
+      // The upstream's own 503, passed through: not one of the gateway's codes.
       expect(text).toContain(
-        'ctxgate_http_requests_total{route="/v1/chat/completions",status="503",model="gpt-4o-mini"} 1',
+        'ctxgate_http_requests_total{route="/v1/chat/completions",status="503",model="gpt-4o-mini",code=""} 1',
+      );
+      // Prompt tokens as the provider reported them (the fake counts each prompt its own way).
+      const reported = fake.chatRequests
+        .slice(0, 3)
+        .reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
+      expect(text).toContain(
+        `ctxgate_tokens_total{model="gpt-4o-mini",kind="prompt",source="usage"} ${reported}`,
       );
       expect(text).toContain('ctxgate_upstream_duration_seconds_count{upstream="default",status="200"} 3');
       expect(text).toContain('ctxgate_gateway_overhead_seconds_count{route="/v1/chat/completions"} 4');

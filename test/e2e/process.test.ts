@@ -117,4 +117,35 @@ describe('graceful shutdown on SIGTERM', () => {
     expect(await output.exit).toBe(0);
     expect(output.stdout()).toContain('shutting down: draining in-flight requests');
   });
+
+  it('npm start forwards SIGTERM to the server (as a process manager sends it): it drains and exits', async () => {
+    const port = await findFreePort();
+    // npm itself, as a process manager runs it; `prestart` builds dist/ first when it is missing or stale.
+    const npm = spawn('npm', ['start', '--silent'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        PORT: String(port),
+        UPSTREAM_BASE_URL: upstreamUrl,
+      },
+      stdio: 'pipe',
+    });
+    const output = collect(npm);
+    const base = `http://127.0.0.1:${port}`;
+    await expect
+      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
+        timeout: 90_000,
+        interval: 200,
+      })
+      .toBe(200);
+    npm.kill('SIGTERM');
+    await output.exit;
+    await expect
+      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status ?? 'gone', {
+        timeout: 10_000,
+        interval: 100,
+      })
+      .toBe('gone');
+    expect(output.stdout()).toContain('shutting down: draining in-flight requests');
+  }, 120_000);
 });

@@ -182,6 +182,11 @@ describe('reactive recovery against every overflow shape of the sample and the s
     const model = 'hidden-shared';
     fake.setDefault({ content: 'recovered' });
     expect((await send(model, conversation(90), { stream: false, maxTokens: 400 })).retries).toBe('1');
+    // What was learned is logged, numbers only: the window T10 states (the fake's own).
+    const learned = harness.logLines
+      .map((line) => JSON.parse(line) as { msg: string; model?: string; window?: number })
+      .find((entry) => entry.msg === 'learned from an overflow' && entry.model === model);
+    expect(learned?.window).toBe(window);
     const other = await startGateway({
       env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
     });

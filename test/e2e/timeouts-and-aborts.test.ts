@@ -123,6 +123,13 @@ describe('upstream connection failures', () => {
           code: 'upstream_unreachable',
         },
       });
+      // The log line says why, not only that it failed.
+      const line = harness.logLines.find((entry) => entry.includes('"msg":"request"'));
+      expect(JSON.parse(line ?? '{}')).toMatchObject({
+        status: 502,
+        errorCode: 'upstream_unreachable',
+        errorCause: expect.stringContaining('ECONNREFUSED'),
+      });
     } finally {
       await harness.close();
     }

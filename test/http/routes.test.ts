@@ -171,7 +171,7 @@ describe('operational endpoints', () => {
     const response = await app.inject({ method: 'GET', url: '/metrics' });
     expect(response.headers['content-type']).toMatch(/^text\/plain/);
     expect(response.body).toContain(
-      'ctxgate_http_requests_total{route="/v1/chat/completions",status="400",model=""} 2',
+      'ctxgate_http_requests_total{route="/v1/chat/completions",status="400",model="",code="invalid_request"} 2',
     );
     expect(response.body).toContain('# TYPE ctxgate_gateway_overhead_seconds histogram');
     expect(response.body).toContain('# TYPE ctxgate_upstream_duration_seconds histogram');

@@ -66,6 +66,7 @@ function logRequest(
     route: state.route,
     status: String(status),
     model: metrics.modelLabel(state.model),
+    code: state.errorCode ?? state.streamErrorCode ?? '',
   });
   metrics.requestDuration.observe({ route: state.route }, totalMs / 1000);
   if (state.upstreamName !== undefined)
@@ -88,6 +89,7 @@ function logRequest(
       tenant: state.credential?.tenantId,
       session: state.session,
       errorCode: state.errorCode,
+      errorCause: state.errorCause,
       streamErrorCode: state.streamErrorCode,
       context:
         context === undefined
