@@ -139,7 +139,7 @@ export function createMetrics({
   const seenModels = new Set<string>();
   const requests = new CounterMetric(
     'ctxgate_http_requests_total',
-    'HTTP requests answered, by route, status, model and the gateway\'s error code (empty when none).',
+    "HTTP requests answered, by route, status, model and the gateway's error code (empty when none).",
     ['route', 'status', 'model', 'code'],
   );
   const requestDuration = new HistogramMetric(
