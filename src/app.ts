@@ -16,6 +16,7 @@ import { registerOperationalRoutes, type ReadinessProbe } from './http/operation
 import type { GatewayMetrics } from './metrics.js';
 import { registerSessionRoutes } from './http/session-routes.js';
 import { registerChatRoutes } from './http/chat-routes.js';
+import { registerPassthroughRoutes } from './http/passthrough-routes.js';
 import type { GatewayServices } from './create-services.js';
 import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
@@ -144,6 +145,10 @@ export function buildApp(deps: AppDependencies): GatewayApp {
       defaultUpstream: config.defaultUpstream,
     });
     registerSessionRoutes(api, { sessionStore: services.sessionStore });
+    // Its own scope: bodies there are forwarded as they arrive, not parsed.
+    api.register(async (passthrough) => {
+      registerPassthroughRoutes(passthrough, { config, forwarder: services.forwarder });
+    });
   });
   // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.
   app.register(async (admin) => {

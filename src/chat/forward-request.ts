@@ -1,23 +1,29 @@
-// Requests the gateway passes through untouched (the model list): sent once, relayed as they come —
-// whole bodies at once, event streams as they arrive.
+// Requests the gateway passes through untouched (the model list, and every /v1 path it does not manage):
+// sent once, relayed as they come — event streams event by event, other bodies byte for byte as they
+// arrive (audio, files), or whole (the model list).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
-import { toOpenAIErrorBody } from '../errors.js';
+import { isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { errorEvent, isEventStream } from '../upstream/sse.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { Readable } from 'node:stream';
+import type { Upstream, UpstreamMethod } from '../upstream/upstream.js';
 import { readWholeAnswer, relayStream, type ClientStream } from './relay.js';
 import type { RequestState } from './request-state.js';
 import { measuredExchange } from './upstream-call.js';
 
 export interface ForwardInput {
   target: UpstreamConfig;
-  method: 'GET' | 'POST';
-  /** Below the upstream's base URL. */
+  method: UpstreamMethod;
+  /** Below the upstream's base URL, with its query string. */
   path: string;
-  body?: string | Buffer | undefined;
+  body?: string | Buffer | Readable | undefined;
+  /** The client's own Content-Type (and Content-Length) for a body forwarded as it was sent. */
+  bodyHeaders?: Record<string, string>;
+  /** Relay a body that is not an event stream chunk by chunk instead of reading it whole. */
+  streamBody?: boolean;
   clientHeaders: IncomingHttpHeaders;
   credential: Credential;
   record: RequestState;
@@ -51,6 +57,19 @@ export function createForwarder(deps: {
           client.end(
             outcome.failure === undefined ? undefined : errorEvent(toOpenAIErrorBody(outcome.failure)),
           );
+          return;
+        }
+        if (input.streamBody === true) {
+          client.openStream(response.statusCode, buildClientHeaders(response.headers));
+          try {
+            await response.forEachChunk((chunk) => client.write(chunk));
+          } catch (error) {
+            // The answer is under way: a cut connection is all the client can be told.
+            input.record.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
+            client.destroy();
+            return;
+          }
+          client.end();
           return;
         }
         const answer = await readWholeAnswer(response, { expectCompletion: false });

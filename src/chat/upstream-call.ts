@@ -6,7 +6,8 @@ import type { UpstreamConfig } from '../config/gateway-config.js';
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
-import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
+import type { Readable } from 'node:stream';
+import type { Upstream, UpstreamMethod, UpstreamResponse } from '../upstream/upstream.js';
 import type { ClientStream } from './relay.js';
 import type { RequestState } from './request-state.js';
 
@@ -16,10 +17,12 @@ export interface UpstreamExchange {
    * forwarded headers.
    */
   send(request: {
-    method: 'GET' | 'POST';
+    method: UpstreamMethod;
     path: string;
-    body?: string | Buffer | undefined;
+    body?: string | Buffer | Readable | undefined;
     target?: UpstreamConfig;
+    /** Replaces the JSON content type (and adds a length) for a body forwarded as the client sent it. */
+    bodyHeaders?: Record<string, string>;
   }): Promise<UpstreamResponse>;
 }
 
@@ -43,11 +46,15 @@ export async function measuredExchange(
   record.upstreamName = target.name;
   const headersFor = new Map<string, Record<string, string>>();
   const upstream: UpstreamExchange = {
-    async send({ method, path, body, target: to = target }) {
+    async send({ method, path, body, target: to = target, bodyHeaders }) {
       let headers = headersFor.get(to.name);
       if (headers === undefined) {
         headers = buildUpstreamHeaders(context.clientHeaders, to, context.credential);
         headersFor.set(to.name, headers);
+      }
+      if (bodyHeaders !== undefined) {
+        const { 'content-type': _json, ...rest } = headers;
+        headers = { ...rest, ...bodyHeaders };
       }
       record.upstreamName = to.name;
       const response = await deps.upstream.send({

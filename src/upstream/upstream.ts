@@ -1,15 +1,19 @@
 // The Upstream port: send one HTTP request to a configured upstream and get its status, headers and
 // body. Wire shapes and transport errors stay behind this port; routes never touch undici directly.
 import type { EventEmitter } from 'node:events';
+import type { Readable } from 'node:stream';
 import type { UpstreamConfig } from '../config/gateway-config.js';
+
+export type UpstreamMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface UpstreamRequest {
   upstream: UpstreamConfig;
-  method: 'GET' | 'POST';
+  method: UpstreamMethod;
   /** Path below the upstream's base URL, e.g. `/chat/completions`. */
   path: string;
   headers: Record<string, string>;
-  body?: string | Buffer;
+  /** A stream is sent as it arrives (a forwarded upload). */
+  body?: string | Buffer | Readable;
   /** Emits 'abort' to cancel the call (an EventEmitter: far cheaper per request than an AbortController). */
   signal: EventEmitter;
 }

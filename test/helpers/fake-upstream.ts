@@ -43,6 +43,10 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   rawBody: string;
+  /** The body's bytes as received (multipart uploads, audio). */
+  bodyBytes: Buffer;
+  /** The request target's query string, without the `?`. */
+  query: string;
   body: unknown;
   promptTokens: number | undefined;
   receivedAtMs: number;
@@ -82,6 +86,10 @@ export interface FakeUpstreamOptions {
    * its own trajectory); undefined: as usual.
    */
   respond?: (messages: ReadonlyArray<ChatMessage>) => Behaviour | undefined;
+  /** Answers a request to any path but chat completions and the model list (embeddings, audio, files…). */
+  otherRoutes?: (
+    request: RecordedRequest,
+  ) => { status: number; headers?: Record<string, string>; body: string | Buffer } | undefined;
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -267,13 +275,16 @@ export class FakeUpstream {
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
-    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const bodyBytes = Buffer.concat(chunks);
+    const rawBody = bodyBytes.toString('utf8');
     let closedAt: (time: number) => void = () => {};
     const recorded: RecordedRequest = {
       method: request.method ?? 'GET',
       path: (request.url ?? '/').split('?')[0] ?? '/',
+      query: (request.url ?? '').split('?')[1] ?? '',
       headers: request.headers,
       rawBody,
+      bodyBytes,
       body: undefined,
       promptTokens: undefined,
       receivedAtMs: performance.now(),
@@ -325,6 +336,13 @@ export class FakeUpstream {
           data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_700_000_000, owned_by: 'fake' }],
         }),
       );
+      return;
+    }
+    const other = this.options.otherRoutes?.(recorded);
+    if (other !== undefined) {
+      response.writeHead(other.status, { 'content-type': 'application/json', ...other.headers });
+      response.end(other.body);
+      recorded.completed = true;
       return;
     }
     if (recorded.method !== 'POST' || recorded.path !== '/v1/chat/completions') {

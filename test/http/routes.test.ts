@@ -75,10 +75,10 @@ describe('bad input', () => {
     );
   });
 
-  it('answers 404 not_found for an unknown path', async () => {
-    const response = await app.inject({ method: 'GET', url: '/v1/nothing-here?x=1' });
+  it('answers 404 not_found for an unknown path outside /v1 (every /v1 path is forwarded)', async () => {
+    const response = await app.inject({ method: 'GET', url: '/nothing-here?x=1' });
     expect(response.statusCode).toBe(404);
-    expect(response.json()).toEqual(error('Unknown request URL: GET /v1/nothing-here.', 'not_found'));
+    expect(response.json()).toEqual(error('Unknown request URL: GET /nothing-here.', 'not_found'));
   });
 
   it('never leaks a stack trace for an unexpected failure', async () => {
