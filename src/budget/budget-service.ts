@@ -125,6 +125,9 @@ export function createBudgetService(deps: {
     Object.values(config.policies).some((preset) => preset.budgets !== undefined);
   const reservationMs = config.timeouts.upstream_first_byte_ms + 10 * config.timeouts.upstream_idle_ms;
 
+  /** A budget refusal holds until its period resets: clients that obey x-should-retry do not retry it. */
+  const noRetry = { 'x-should-retry': 'false' };
+
   function exceeded(budget: ActiveBudget, used: number, extra = ''): GatewayError {
     const resetsAtMs =
       budget.name === 'max_request_tokens' ? undefined : budgetPeriod(budget.name, clock()).resetsAtMs;
@@ -132,7 +135,8 @@ export function createBudgetService(deps: {
     return new GatewayError(
       'budget_exceeded',
       `Token budget ${budget.name} exceeded: ${used} of ${budget.limit} tokens used${extra}; ${describeReset(resetsAtMs)}.`,
-      { param: budget.name },
+      // Not a rate: retrying at once cannot help, and the OpenAI SDKs would otherwise retry a 429.
+      { param: budget.name, headers: noRetry },
     );
   }
 
@@ -327,7 +331,7 @@ export function createBudgetService(deps: {
           throw new GatewayError(
             'budget_exceeded',
             `Token budget max_request_tokens exceeded: this request needs about ${tokens} tokens (its prompt and max_tokens), over the limit of ${maxRequest.limit}. Lower max_tokens or send less.`,
-            { param: maxRequest.name },
+            { param: maxRequest.name, headers: noRetry },
           );
         }
         metrics.budgetSoftExceeded.inc({ budget: maxRequest.name });
