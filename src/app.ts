@@ -17,6 +17,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { registerSessionRoutes } from './http/session-routes.js';
 import { registerChatRoutes } from './http/chat-routes.js';
 import { registerPassthroughRoutes } from './http/passthrough-routes.js';
+import { registerResponsesRoutes } from './http/responses-routes.js';
 import type { GatewayServices } from './create-services.js';
 import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
@@ -145,6 +146,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
       defaultUpstream: config.defaultUpstream,
     });
     registerSessionRoutes(api, { sessionStore: services.sessionStore });
+    registerResponsesRoutes(api, { responses: services.responses });
     // Its own scope: bodies there are forwarded as they arrive, not parsed.
     api.register(async (passthrough) => {
       registerPassthroughRoutes(passthrough, { config, forwarder: services.forwarder });

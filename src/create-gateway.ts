@@ -12,6 +12,7 @@ import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
 import { createMemorySessionStore } from './store/memory-session-store.js';
 import { createRedisSessionStore } from './store/redis-session-store.js';
+import { createMemoryResponseStore, createRedisResponseStore } from './store/response-store.js';
 import { minActiveMessages } from './store/session-store.js';
 import { createMemoryBudgetStore } from './store/memory-budget-store.js';
 import { createRedisBudgetStore } from './store/redis-budget-store.js';
@@ -123,6 +124,10 @@ export function createGateway(options: {
     sessionStore,
     learnedLimits,
     budgetStore: redis === undefined ? createMemoryBudgetStore() : createRedisBudgetStore({ redis }),
+    responseStore:
+      redis === undefined
+        ? createMemoryResponseStore({ ttlSeconds: config.sessions.ttl_seconds })
+        : createRedisResponseStore({ redis, ttlSeconds: config.sessions.ttl_seconds }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
   const gatewayApp = buildApp({

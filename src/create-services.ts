@@ -13,6 +13,8 @@ import type { BudgetStore } from './store/budget-store.js';
 import { createMemoryBudgetStore } from './store/memory-budget-store.js';
 import { createMemoryLearnedLimits, type LearnedLimits } from './store/learned-limits.js';
 import type { SessionStore } from './store/session-store.js';
+import { createMemoryResponseStore, type ResponseStore } from './store/response-store.js';
+import { createResponsesService, type ResponsesService } from './responses/responses-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from './upstream/upstream.js';
 
@@ -27,6 +29,8 @@ export interface ServiceParts {
   learnedLimits?: LearnedLimits;
   /** Token budget counters; in-process when not given. */
   budgetStore?: BudgetStore;
+  /** Stored responses (the Responses API); in-process when not given. */
+  responseStore?: ResponseStore;
   /** Wall-clock milliseconds (budget periods follow it); injected in tests. */
   clock?: () => number;
   /** Monotonic milliseconds: retry deadlines and upstream time. */
@@ -42,6 +46,7 @@ export interface GatewayServices {
   budgets: BudgetService;
   sessionStore: SessionStore;
   learnedLimits: LearnedLimits;
+  responses: ResponsesService;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -88,5 +93,9 @@ export function createServices(parts: ServiceParts): GatewayServices {
     budgets,
     sessionStore,
     learnedLimits,
+    responses: createResponsesService({
+      chat,
+      store: parts.responseStore ?? createMemoryResponseStore({ ttlSeconds: config.sessions.ttl_seconds }),
+    }),
   };
 }

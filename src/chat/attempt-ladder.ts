@@ -4,7 +4,7 @@
 // body as sent, its context headers, and the plan it came from.
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { countMessageTokens } from '../context/token-accounting.js';
-import { isGatewayError } from '../errors.js';
+import { GatewayError, isGatewayError } from '../errors.js';
 import type { SessionView } from '../sessions/session-turn.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -59,6 +59,27 @@ interface Choice {
   /** The request as that model is asked it. */
   chatRequest: ChatCompletionRequest;
   session: SessionView | undefined;
+}
+
+/** Whether fitting the attempt left anything out or cut anything short. */
+function leftOut({ prepared: { report } }: ChatAttempt): boolean {
+  return (
+    report.droppedMessages > 0 ||
+    report.droppedIterationGroups > 0 ||
+    report.truncatedToolResults > 0 ||
+    report.maskedToolResults > 0 ||
+    report.oversizeTruncated
+  );
+}
+
+function doesNotFitWhole({ prepared: { report, settings } }: ChatAttempt): GatewayError {
+  return new GatewayError(
+    'context_length_exceeded',
+    `This model's maximum context length is ${settings.window} tokens, and the input does not fit it whole ` +
+      `(ctxgate would leave out ${report.droppedMessages} messages and cut ${report.truncatedToolResults + report.maskedToolResults} tool results). ` +
+      'Send truncation: "auto" to let ctxgate fit it, or shorten the input.',
+    { param: 'input' },
+  );
 }
 
 function fitsNowhere(error: unknown): boolean {
@@ -168,7 +189,9 @@ export function createAttemptLadder(input: {
 
   const first = ((): ChatAttempt => {
     try {
-      return render(firstAttempt, own);
+      const attempt = render(firstAttempt, own);
+      if (input.overrides.noTruncation === true && leftOut(attempt)) throw doesNotFitWhole(attempt);
+      return attempt;
     } catch (error) {
       // The current turn cannot fit the client's model: a larger one, if the model names any.
       const fallback = fitsNowhere(error) ? fallbackAfter(undefined) : undefined;
@@ -180,6 +203,8 @@ export function createAttemptLadder(input: {
   return {
     first,
     smaller(decision, current) {
+      // Sent whole or not at all: the upstream's own refusal goes back to the client.
+      if (input.overrides.noTruncation === true) return undefined;
       const state: AttemptState =
         decision.action === 'lower_max_tokens'
           ? // A shorter answer leaves room in the window, but the prompt must not grow into it.

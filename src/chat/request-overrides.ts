@@ -15,6 +15,11 @@ export interface RequestOverrides {
   policyName?: string;
   /** X-Budget-Session-Tokens: lowers the session budget. */
   budgetSessionTokens?: number;
+  /**
+   * The Responses API's `truncation: "disabled"`: the conversation is sent whole or not at all (400
+   * context_length_exceeded), never fitted and never compressed on a retry.
+   */
+  noTruncation?: boolean;
 }
 
 export const noOverrides: RequestOverrides = Object.freeze({ historyMode: 'auto' });

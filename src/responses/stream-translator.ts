@@ -1,0 +1,237 @@
+// A chat completion stream translated into the Responses event sequence as it arrives (no buffering):
+// response.created and .in_progress first, then per output item .output_item.added, the text or the
+// function call arguments as deltas, their .done events and .output_item.done, and at the end
+// response.completed (or .incomplete) with the usage — each event with its sequence_number.
+import { StringDecoder } from 'node:string_decoder';
+import { SseDecoder } from '../upstream/sse.js';
+import { newId, responseObject, usageOf, type InputItem, type ResponseMeta } from './bridge.js';
+
+interface TextItem {
+  kind: 'text';
+  index: number;
+  id: string;
+  text: string;
+}
+
+interface CallItem {
+  kind: 'call';
+  index: number;
+  id: string;
+  callId: string;
+  name: string;
+  arguments: string;
+}
+
+export class ResponsesStreamTranslator {
+  private readonly utf8 = new StringDecoder('utf8');
+  private readonly sse = new SseDecoder();
+  private sequence = 0;
+  private readonly items: Array<TextItem | CallItem> = [];
+  private text: TextItem | undefined;
+  /** Tool calls by their index in the chat stream. */
+  private readonly calls = new Map<number, CallItem>();
+  private finishReason: unknown;
+  private usage: { promptTokens?: number | undefined; completionTokens?: number | undefined } = {};
+  private failed = false;
+
+  constructor(private readonly meta: ResponseMeta) {}
+
+  private event(type: string, fields: Record<string, unknown>): string {
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...fields })}\n\n`;
+  }
+
+  /** The events a stream opens with. */
+  start(): string {
+    const response = responseObject(this.meta, [], undefined, null, 'in_progress');
+    return this.event('response.created', { response }) + this.event('response.in_progress', { response });
+  }
+
+  /** The events the chat stream's bytes complete. */
+  push(bytes: Buffer | string): string {
+    const text = typeof bytes === 'string' ? bytes : this.utf8.write(bytes);
+    let out = '';
+    for (const { data } of this.sse.push(text)) {
+      if (data === '[DONE]' || data === '') continue;
+      let chunk: Record<string, unknown>;
+      try {
+        chunk = JSON.parse(data) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      out += this.translate(chunk);
+    }
+    return out;
+  }
+
+  private translate(chunk: Record<string, unknown>): string {
+    if (chunk.error !== undefined) {
+      this.failed = true;
+      const error = chunk.error as { code?: unknown; message?: unknown };
+      return this.event('error', { code: error.code ?? null, message: error.message ?? '', param: null });
+    }
+    const usage = chunk.usage as { prompt_tokens?: number; completion_tokens?: number } | undefined | null;
+    if (usage) this.usage = { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+    const choice = (chunk.choices as Array<Record<string, unknown>> | undefined)?.[0];
+    if (choice === undefined) return '';
+    if (choice.finish_reason !== undefined && choice.finish_reason !== null)
+      this.finishReason = choice.finish_reason;
+    const delta = (choice.delta ?? {}) as { content?: unknown; tool_calls?: Array<Record<string, unknown>> };
+    let out = '';
+    if (typeof delta.content === 'string' && delta.content !== '') out += this.textDelta(delta.content);
+    for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
+    return out;
+  }
+
+  private textDelta(delta: string): string {
+    let out = '';
+    if (this.text === undefined) {
+      this.text = { kind: 'text', index: this.items.length, id: newId('msg'), text: '' };
+      this.items.push(this.text);
+      out += this.event('response.output_item.added', {
+        output_index: this.text.index,
+        item: { id: this.text.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] },
+      });
+      out += this.event('response.content_part.added', {
+        item_id: this.text.id,
+        output_index: this.text.index,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      });
+    }
+    this.text.text += delta;
+    return (
+      out +
+      this.event('response.output_text.delta', {
+        item_id: this.text.id,
+        output_index: this.text.index,
+        content_index: 0,
+        delta,
+        logprobs: [],
+      })
+    );
+  }
+
+  private callDelta(call: Record<string, unknown>): string {
+    const position = typeof call.index === 'number' ? call.index : 0;
+    const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
+    let item = this.calls.get(position);
+    let out = '';
+    if (item === undefined) {
+      item = {
+        kind: 'call',
+        index: this.items.length,
+        id: newId('fc'),
+        callId: typeof call.id === 'string' ? call.id : newId('call'),
+        name: typeof fn.name === 'string' ? fn.name : '',
+        arguments: '',
+      };
+      this.calls.set(position, item);
+      this.items.push(item);
+      out += this.event('response.output_item.added', {
+        output_index: item.index,
+        item: this.callObject(item, 'in_progress'),
+      });
+    }
+    if (typeof fn.arguments === 'string' && fn.arguments !== '') {
+      item.arguments += fn.arguments;
+      out += this.event('response.function_call_arguments.delta', {
+        item_id: item.id,
+        output_index: item.index,
+        delta: fn.arguments,
+      });
+    }
+    return out;
+  }
+
+  private callObject(item: CallItem, status: string): InputItem {
+    return {
+      id: item.id,
+      type: 'function_call',
+      status,
+      call_id: item.callId,
+      name: item.name,
+      arguments: item.arguments,
+    };
+  }
+
+  /** What was produced, as Response output items. */
+  output(): InputItem[] {
+    return this.items.map((item) =>
+      item.kind === 'call'
+        ? this.callObject(item, 'completed')
+        : {
+            id: item.id,
+            type: 'message',
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text: item.text, annotations: [] }],
+          },
+    );
+  }
+
+  /** The assistant's chat message for what was produced (stored with the response). */
+  reply(): Record<string, unknown> {
+    const calls = this.items.filter((item): item is CallItem => item.kind === 'call');
+    return {
+      role: 'assistant',
+      content: this.text?.text ?? (calls.length > 0 ? null : ''),
+      ...(calls.length === 0
+        ? {}
+        : {
+            tool_calls: calls.map((call) => ({
+              id: call.callId,
+              type: 'function',
+              function: { name: call.name, arguments: call.arguments },
+            })),
+          }),
+    };
+  }
+
+  get succeeded(): boolean {
+    return !this.failed && this.finishReason !== undefined;
+  }
+
+  /** The closing events: every item done, then response.completed (or .incomplete / .failed). */
+  finish(): { events: string; response: Record<string, unknown> } {
+    let out = '';
+    for (const item of this.items) {
+      if (item.kind === 'text') {
+        const part = { type: 'output_text', text: item.text, annotations: [] };
+        out += this.event('response.output_text.done', {
+          item_id: item.id,
+          output_index: item.index,
+          content_index: 0,
+          text: item.text,
+          logprobs: [],
+        });
+        out += this.event('response.content_part.done', {
+          item_id: item.id,
+          output_index: item.index,
+          content_index: 0,
+          part,
+        });
+      } else {
+        out += this.event('response.function_call_arguments.done', {
+          item_id: item.id,
+          output_index: item.index,
+          arguments: item.arguments,
+        });
+      }
+      out += this.event('response.output_item.done', {
+        output_index: item.index,
+        item: this.output()[item.index],
+      });
+    }
+    const response = responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage));
+    if (this.failed || this.finishReason === undefined) {
+      const failed = {
+        ...response,
+        status: 'failed',
+        error: { code: 'server_error', message: 'The answer was cut off.' },
+      };
+      return { events: out + this.event('response.failed', { response: failed }), response: failed };
+    }
+    const type = response.status === 'incomplete' ? 'response.incomplete' : 'response.completed';
+    return { events: out + this.event(type, { response }), response };
+  }
+}

@@ -1,0 +1,262 @@
+// End to end (issue "The Responses API"): POST /v1/responses through the official openai client and the
+// AI SDK's default openai(model) provider, bridged onto a strict fake that only speaks Chat Completions:
+// whole and streamed answers, a function tool round trip, previous_response_id chains fitted into an
+// 8,192-token window, continued on another gateway process and after a restart, and the stored
+// responses' endpoints.
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { prose } from '../helpers/text.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const window = 8_192;
+const configYaml = `models:\n  - match: chain-model\n    window: ${window}\n    output_reserve: 300\n`;
+let fake: FakeUpstream;
+let upstreamUrl: string;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ windows: { 'chain-model': window } });
+  upstreamUrl = await fake.start();
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+    configYaml,
+  });
+  await waitUntilReady(harness);
+});
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const client = (gateway = harness) =>
+  new OpenAI({ baseURL: gateway.baseUrl, apiKey: 'sk-responses', maxRetries: 0 });
+const sentMessages = (index: number) =>
+  (fake.chatRequests[index]?.body as { messages: ChatMessage[] }).messages;
+
+describe('POST /v1/responses over a Chat Completions provider', () => {
+  it('answers a string input with a Response object', async () => {
+    fake.setDefault({ content: 'Hello back.' });
+    const before = fake.chatRequests.length;
+    const response = await client().responses.create({
+      model: 'gpt-4o-mini',
+      instructions: 'Be brief.',
+      input: 'Hello?',
+      max_output_tokens: 100,
+    });
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toBe('Hello back.');
+    expect(response.usage?.input_tokens).toBe(fake.chatRequests[before]?.promptTokens);
+    expect(sentMessages(before)).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: [{ type: 'text', text: 'Hello?' }] },
+    ]);
+    expect((fake.chatRequests[before]?.body as { max_tokens?: number }).max_tokens).toBe(100);
+  });
+
+  it('streams the Responses event sequence as the provider streams', async () => {
+    fake.setDefault({ content: 'one two three four five', chunks: 5, chunkDelayMs: 80 });
+    const started = performance.now();
+    const stream = await client().responses.create({ model: 'gpt-4o-mini', input: 'Count.', stream: true });
+    const types: string[] = [];
+    const sequence: number[] = [];
+    let text = '';
+    let firstDeltaAtMs = 0;
+    for await (const event of stream) {
+      types.push(event.type);
+      sequence.push(event.sequence_number);
+      if (event.type === 'response.output_text.delta') {
+        firstDeltaAtMs ||= performance.now() - started;
+        text += event.delta;
+      }
+    }
+    const endedAtMs = performance.now() - started;
+    expect(text).toBe('one two three four five');
+    expect(types.filter((type) => type !== 'response.output_text.delta')).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(sequence).toEqual(sequence.map((_value, index) => index));
+    // Translated as it arrives: the first words come well before the provider has finished.
+    expect(firstDeltaAtMs).toBeLessThan(endedAtMs - 200);
+    fake.setDefault({ content: 'ok' });
+  });
+
+  it('does a function tool round trip with function_call_output', async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        name: 'get_weather',
+        description: 'The weather in a city.',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        strict: false,
+      },
+    ];
+    fake.enqueue({ toolCalls: [{ id: 'call_w1', name: 'get_weather', arguments: '{"city":"Paris"}' }] });
+    const first = await client().responses.create({
+      model: 'gpt-4o-mini',
+      input: 'Weather in Paris?',
+      tools,
+    });
+    const call = first.output.find((item) => item.type === 'function_call');
+    expect(call).toMatchObject({ type: 'function_call', call_id: 'call_w1', name: 'get_weather' });
+    fake.setDefault({ content: 'Sunny in Paris.' });
+    const before = fake.chatRequests.length;
+    const second = await client().responses.create({
+      model: 'gpt-4o-mini',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: 'call_w1', output: 'sunny' }],
+      tools,
+    });
+    expect(second.output_text).toBe('Sunny in Paris.');
+    expect(sentMessages(before).map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+
+  it('keeps a 20-turn chain inside an 8,192-token window, and refuses it whole with truncation disabled', async () => {
+    fake.setDefault({ content: `Noted. ${prose(120, 5)}` });
+    let previous: string | undefined;
+    for (let turn = 0; turn < 20; turn++) {
+      const before = fake.chatRequests.length;
+      const response = await client().responses.create({
+        model: 'chain-model',
+        input: `Turn ${turn}: ${prose(400, turn)}`,
+        truncation: 'auto',
+        ...(previous === undefined ? {} : { previous_response_id: previous }),
+      });
+      expect(response.status).toBe('completed');
+      expect(fake.chatRequests[before]?.promptTokens ?? Infinity).toBeLessThanOrEqual(window - 300);
+      previous = response.id;
+    }
+    // Twenty turns of ~530 tokens do not fit whole: OpenAI's default answers 400.
+    const refused = await client()
+      .responses.create({ model: 'chain-model', input: 'And now?', previous_response_id: previous as string })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
+  });
+
+  it('continues a chain on another gateway process, and after a restart', async () => {
+    fake.setDefault({ content: 'remembered' });
+    const first = await client().responses.create({ model: 'gpt-4o-mini', input: 'My code is K-42.' });
+    const other = await startGateway({
+      env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+      configYaml,
+    });
+    try {
+      await waitUntilReady(other);
+      const before = fake.chatRequests.length;
+      const second = await client(other).responses.create({
+        model: 'gpt-4o-mini',
+        input: 'What is my code?',
+        previous_response_id: first.id,
+      });
+      expect(JSON.stringify(sentMessages(before))).toContain('My code is K-42.');
+      await other.close();
+      const restarted = await startGateway({
+        env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
+        configYaml,
+      });
+      try {
+        await waitUntilReady(restarted);
+        const third = await client(restarted).responses.create({
+          model: 'gpt-4o-mini',
+          input: 'And again?',
+          previous_response_id: second.id,
+        });
+        expect(third.status).toBe('completed');
+        expect(sentMessages(fake.chatRequests.length - 1).map((message) => message.role)).toEqual([
+          'user',
+          'assistant',
+          'user',
+          'assistant',
+          'user',
+        ]);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await other.close().catch(() => undefined);
+    }
+  });
+
+  it('serves the stored responses: read, input items, input tokens, delete; other tenants see nothing', async () => {
+    fake.setDefault({ content: 'stored' });
+    const created = await client().responses.create({ model: 'gpt-4o-mini', input: 'Keep this.' });
+    expect((await client().responses.retrieve(created.id)).output_text).toBe('stored');
+    const items = await client().responses.inputItems.list(created.id);
+    expect(items.data).toHaveLength(1);
+    expect(items.data[0]).toMatchObject({ type: 'message', role: 'user' });
+    const tokens = await fetch(`${harness.baseUrl}/responses/input_tokens`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-responses' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', input: 'And this?', previous_response_id: created.id }),
+    });
+    expect(((await tokens.json()) as { input_tokens: number }).input_tokens).toBeGreaterThan(5);
+    const stranger = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-someone-else', maxRetries: 0 });
+    expect(await stranger.responses.retrieve(created.id).catch((error: unknown) => error)).toBeInstanceOf(
+      OpenAI.NotFoundError,
+    );
+    await client().responses.delete(created.id);
+    expect(
+      await client()
+        .responses.retrieve(created.id)
+        .catch((error: unknown) => error),
+    ).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('refuses what cannot be bridged with a 400 naming it', async () => {
+    const refused = await client()
+      .responses.create({ model: 'gpt-4o-mini', input: 'Search.', tools: [{ type: 'web_search' }] })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((refused as Error).message).toMatch(/only function tools/);
+  });
+});
+
+describe('the AI SDK’s default openai(model) provider (the Responses API)', () => {
+  const provider = () => createOpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-responses' });
+
+  it('generates and streams text', async () => {
+    fake.setDefault({ content: 'from the responses bridge' });
+    const generated = await generateText({ model: provider()('gpt-4o-mini'), prompt: 'Hi', maxRetries: 0 });
+    expect(generated.text).toBe('from the responses bridge');
+    let streamed = '';
+    for await (const part of streamText({ model: provider()('gpt-4o-mini'), prompt: 'Hi', maxRetries: 0 })
+      .textStream)
+      streamed += part;
+    expect(streamed).toBe('from the responses bridge');
+  });
+
+  it('runs a tool', async () => {
+    fake.enqueue({ toolCalls: [{ id: 'call_sdk1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] });
+    fake.setDefault({ content: 'Cold in Oslo.' });
+    const result = await generateText({
+      model: provider()('gpt-4o-mini'),
+      prompt: 'Weather in Oslo?',
+      maxRetries: 0,
+      tools: {
+        get_weather: tool({
+          description: 'The weather in a city.',
+          inputSchema: jsonSchema<{ city: string }>({
+            type: 'object',
+            properties: { city: { type: 'string' } },
+            required: ['city'],
+          }),
+          execute: async ({ city }) => `cold in ${city}`,
+        }),
+      },
+      stopWhen: stepCountIs(3),
+    });
+    expect(result.text).toBe('Cold in Oslo.');
+  });
+});
