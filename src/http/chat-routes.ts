@@ -15,7 +15,8 @@ export interface ChatRouteDependencies {
   defaultUpstream: UpstreamConfig;
 }
 
-function chatInput(request: FastifyRequest): ChatInput {
+/** What a chat (or Responses) route hands its service: the request's body, headers and state. */
+export function chatInput(request: FastifyRequest): ChatInput {
   return {
     body: request.body,
     rawBody: request.gateway.rawBody,

@@ -4,21 +4,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { noCredential } from '../auth/authenticate.js';
 import type { ResponsesInput, ResponsesService } from '../responses/responses-service.js';
+import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
-import { parseRequestOverrides } from './request-overrides.js';
 
-function responsesInput(request: FastifyRequest): ResponsesInput {
-  return {
-    body: request.body,
-    rawBody: undefined,
-    overrides: parseRequestOverrides(request.headers),
-    credential: request.gateway.credential ?? noCredential,
-    clientHeaders: request.headers,
-    record: request.gateway,
-    warn: (fields, message) => request.log.warn(fields, message),
-    info: (fields, message) => request.log.info(fields, message),
-  };
-}
+/** The Responses service takes what the chat service takes; its body is a Responses request. */
+const responsesInput = (request: FastifyRequest): ResponsesInput => ({
+  ...chatInput(request),
+  rawBody: undefined,
+});
 
 const tenantOf = (request: FastifyRequest): string => (request.gateway.credential ?? noCredential).tenantId;
 
