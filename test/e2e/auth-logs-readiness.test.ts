@@ -183,6 +183,23 @@ describe('readiness follows Redis', () => {
 });
 
 describe('metrics after real traffic', () => {
+  it('logs a 404 with its method and path (never its query)', async () => {
+    const harness = await startGateway({ env: {} });
+    try {
+      const response = await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/no/such/thing?token=abc`, {
+        method: 'PUT',
+      });
+      expect(response.status).toBe(404);
+      const line = harness.logLines
+        .map((entry) => JSON.parse(entry) as Record<string, unknown>)
+        .find((entry) => entry.msg === 'request' && entry.status === 404);
+      expect(line).toMatchObject({ method: 'PUT', path: '/no/such/thing', errorCode: 'not_found' });
+      expect(JSON.stringify(line)).not.toContain('token=abc');
+    } finally {
+      await harness.close();
+    }
+  });
+
   it('counts completed requests by route, status and model, and observes upstream latency and overhead', async () => {
     const fake = new FakeUpstream();
     const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
