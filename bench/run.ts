@@ -7,6 +7,7 @@ import { budgetsSection } from './sections/budgets.js';
 import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { proxySection } from './sections/proxy.js';
+import { recoverySection } from './sections/recovery.js';
 import { renderSection } from './sections/render.js';
 import { sessionsSection } from './sections/sessions.js';
 import { summarizationSection } from './sections/summarization.js';
@@ -23,6 +24,7 @@ const sections: Record<string, () => Promise<void>> = {
   sse: sseSection,
   'memory-store': memoryStoreSection,
   fidelity: fidelitySection,
+  recovery: recoverySection,
 };
 const selected = process.argv.slice(2);
 const unknown = selected.filter((name) => !(name in sections));

@@ -5,6 +5,7 @@
 import OpenAI from 'openai';
 import {
   contextErrorFixtures,
+  fixtureAnswer,
   surveyFixtures,
   type ContextErrorFixture,
 } from '../fixtures/context-errors.js';
@@ -44,25 +45,6 @@ afterAll(async () => {
   await harness.close();
   await fake.stop();
 });
-
-/** The fixture's body with its numbers replaced by this fake's own (numbers of 0 stay as they are). */
-function fixtureAnswer(fixture: FixtureCase, facts: OverflowFacts): { status: number; body: string } {
-  const own: Record<string, number> = {
-    max_context: facts.window,
-    prompt_tokens: facts.promptTokens,
-    completion_tokens: facts.completionTokens,
-    requested: facts.promptTokens + facts.completionTokens,
-    excess_tokens: facts.promptTokens + facts.completionTokens - facts.window,
-    max_input_tokens: facts.window - facts.completionTokens,
-  };
-  let body = fixture.body;
-  for (const [name, value] of Object.entries(fixture.parsed)) {
-    const replacement = own[name];
-    if (typeof value !== 'number' || value === 0 || replacement === undefined) continue;
-    body = body.replace(new RegExp(`(?<!\\d)(?<!\\d\\.)${value}(?!\\d)(?!\\.\\d)`, 'g'), String(replacement));
-  }
-  return { status: fixture.status ?? 400, body };
-}
 
 const words = (seed: number, count: number): string =>
   Array.from({ length: count }, (_unused, index) => `term${(seed * 31 + index) % 211}`).join(' ');
