@@ -10,7 +10,13 @@ import {
   surveyFixtures,
   type ContextErrorFixture,
 } from '../../test/fixtures/context-errors.js';
-import { FakeUpstream, type OverflowFacts } from '../../test/helpers/fake-upstream.js';
+import {
+  countPromptTokens,
+  FakeUpstream,
+  type ChatMessage,
+  type OverflowFacts,
+  type RecordedRequest,
+} from '../../test/helpers/fake-upstream.js';
 import { prose } from '../../test/helpers/text.js';
 import { startGateway } from '../../test/helpers/start-gateway.js';
 
@@ -18,6 +24,12 @@ function classifiedAsLabelled(fixture: ContextErrorFixture): boolean {
   const outcome = classifyUpstreamError({ status: fixture.status ?? 400, body: fixture.body });
   if (fixture.expect === 'not_overflow') return outcome.kind !== 'context_overflow';
   return outcome.kind === 'context_overflow' && fixture.expect.split('|').includes(outcome.remedy);
+}
+
+/** A call as sent: its prompt as the fake counts it (whether or not it answered), and its max_tokens. */
+function sizeOf(call: RecordedRequest): { prompt: number; maxTokens: number } {
+  const body = JSON.parse(call.rawBody) as { messages: ChatMessage[]; tools?: unknown; max_tokens?: number };
+  return { prompt: countPromptTokens(body.messages, body.tools), maxTokens: body.max_tokens ?? Infinity };
 }
 
 /** About 110 tokens a turn: 90 turns are far over the fake's 6,000-token window. */
@@ -78,10 +90,7 @@ export async function recoverySection(): Promise<void> {
         }),
       });
       await response.text();
-      const calls = fake.chatRequests.slice(before).map((call) => ({
-        prompt: call.promptTokens ?? Infinity,
-        maxTokens: (call.body as { max_tokens?: number }).max_tokens ?? Infinity,
-      }));
+      const calls = fake.chatRequests.slice(before).map(sizeOf);
       if (response.status === 200) recovered++;
       if (response.status === 200 && calls.length === 2) oneExtraCall++;
       for (let at = 1; at < calls.length; at++) {
@@ -96,6 +105,52 @@ export async function recoverySection(): Promise<void> {
           smaller++;
       }
     }
+    // As the issue measures it: a provider that answers the body once, then accepts the retry.
+    let onceRecovered = 0;
+    let onceSmaller = 0;
+    for (const fixture of overflows) {
+      const maxTokensFirst = fixture.expect === 'reduce_max_tokens';
+      const before = fake.chatRequests.length;
+      answerWith = () => ({ status: 400, body: '' });
+      const refusal = fixtureAnswer(fixture, {
+        window: 6_000,
+        promptTokens: 6_500,
+        completionTokens: maxTokensFirst ? 6_000 : 400,
+        kind: 'prompt',
+      });
+      // A 200 refusal is an event stream's first event.
+      fake.enqueue({
+        status: fixture.status ?? 400,
+        body: refusal.body,
+        ...(fixture.status === 200 ? { headers: { 'content-type': 'text/event-stream' } } : {}),
+      });
+      const response = await fetch(`${gateway.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench' },
+        body: JSON.stringify({
+          model: 'gpt-4o-mini',
+          messages: conversation(maxTokensFirst ? 5 : 50),
+          max_tokens: maxTokensFirst ? 6_000 : 400,
+          stream: fixture.status === 200,
+        }),
+      });
+      await response.text();
+      fake.clearQueue();
+      const calls = fake.chatRequests.slice(before).map(sizeOf);
+      if (response.status === 200 && calls.length === 2) onceRecovered++;
+      const [refused, retry] = calls;
+      if (
+        refused !== undefined &&
+        retry !== undefined &&
+        (retry.prompt < refused.prompt ||
+          (retry.prompt <= refused.prompt && retry.maxTokens < refused.maxTokens))
+      )
+        onceSmaller++;
+    }
+    console.log(
+      `answered once by a provider that then accepts: ${onceRecovered} of ${overflows.length} recovered with exactly one extra call; ` +
+        `${onceSmaller} retries strictly smaller than the refused call`,
+    );
     console.log(
       `replayed ${overflows.length} overflow bodies: recovered ${recovered}, with exactly one extra call ${oneExtraCall} ` +
         `(${((oneExtraCall / overflows.length) * 100).toFixed(0)}%); retries strictly smaller than the call before ${smaller} of ${retries}`,
