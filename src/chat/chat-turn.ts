@@ -228,13 +228,16 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     attempt: ChatAttempt,
     usage: Usage,
     reply: Record<string, unknown> | undefined,
+    /** A relayed stream's data events: the estimate when neither usage nor the reply is at hand. */
+    dataEvents = 0,
   ): void {
     const prompt =
       usage.promptTokens ?? Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1));
     const completion =
       usage.completionTokens ??
       (reply === undefined
-        ? 0
+        ? // Less the role's first event, the finish event and [DONE]: about one token an event.
+          Math.max(0, dataEvents - 3)
         : countMessageTokens(reply as ContextMessage, tokenizerFor(config, deps.tokenizers, attempt.model)));
     const model = metrics.modelLabel(attempt.model);
     const sourceOf = (reported: number | undefined) => (reported === undefined ? 'estimate' : 'usage');
@@ -318,12 +321,12 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
     const outcome = await relayStream(response, client, {
       holdDone: session !== undefined,
-      // Always: a stream without usage still counts its completion tokens (metrics, budgets).
-      assemble: true,
+      assemble: session !== undefined || turn.reservation !== undefined,
       expectFinish: true,
     });
     // The upstream generated (and bills) what was streamed, finished or not.
-    if (outcome.kind === 'client_left') return settle(turn, attempt, outcome.usage, outcome.reply);
+    if (outcome.kind === 'client_left')
+      return settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
     let failure = outcome.failure;
     let last: Buffer | string | undefined = outcome.heldDone;
     if (failure === undefined && session !== undefined && outcome.replyComplete) {
@@ -340,7 +343,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     }
     if (failure === undefined && outcome.usage.promptTokens !== undefined)
       turn.lessons.usage(outcome.usage.promptTokens, attempt);
-    settle(turn, attempt, outcome.usage, outcome.reply);
+    settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
     if (failure !== undefined) {
       input.record.streamErrorCode = failure.code;
       last = errorEvent(toOpenAIErrorBody(failure));

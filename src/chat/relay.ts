@@ -9,6 +9,7 @@ import { GatewayError, isGatewayError } from '../errors.js';
 import { replyFromCompletion, StreamReplyAssembler } from '../upstream/reply-assembler.js';
 import {
   completionTokensKey,
+  countDataEvents,
   doneMarkerAt,
   EventBoundaryBuffer,
   isEventStream,
@@ -105,7 +106,7 @@ function usageOf(completion: Record<string, unknown>): Usage | undefined {
 
 export type StreamOutcome =
   /** The client left: the connection is dropped; usage and reply are what had arrived. */
-  | { kind: 'client_left'; usage: Usage; reply: Record<string, unknown> | undefined }
+  | { kind: 'client_left'; usage: Usage; reply: Record<string, unknown> | undefined; dataEvents: number }
   | {
       kind: 'ended';
       /** Why the stream cannot end cleanly, if it cannot: the client gets an error event. */
@@ -117,6 +118,8 @@ export type StreamOutcome =
       replyComplete: boolean;
       /** The `data: [DONE]` held back (with `holdDone`): the caller writes it, or an error instead. */
       heldDone: Buffer | undefined;
+      /** Data events relayed: about one token each, the completion's estimate when there is no usage. */
+      dataEvents: number;
     };
 
 /**
@@ -135,6 +138,7 @@ export async function relayStream(
   const assembler = options.assemble ? new StreamReplyAssembler() : undefined;
   let failure: GatewayError | undefined;
   let heldDone: Buffer | undefined;
+  let dataEvents = 0;
   const usage = (): Usage => ({
     promptTokens: tracker.promptTokens(),
     completionTokens: tracker.completionTokens(),
@@ -155,7 +159,9 @@ export async function relayStream(
       tracker.push(chunk);
       assembler?.push(chunk);
       const complete = events.push(chunk);
-      return complete === undefined ? undefined : pass(complete);
+      if (complete === undefined) return undefined;
+      dataEvents += countDataEvents(complete);
+      return pass(complete);
     });
     if (options.expectFinish && !tracker.isComplete())
       failure = badResponse('The upstream stream ended before the answer was finished.');
@@ -164,7 +170,7 @@ export async function relayStream(
   } catch (error) {
     if (client.cancellation.aborted) {
       client.destroy();
-      return { kind: 'client_left', usage: usage(), reply: assembler?.end().message };
+      return { kind: 'client_left', usage: usage(), reply: assembler?.end().message, dataEvents };
     }
     failure = isGatewayError(error)
       ? error
@@ -180,5 +186,6 @@ export async function relayStream(
     reply: assembled?.message,
     replyComplete: assembled !== undefined && assembled.finished && assembled.malformedEvents === 0,
     heldDone,
+    dataEvents,
   };
 }

@@ -229,6 +229,23 @@ export function errorEvent(body: unknown): string {
 }
 
 /** Where a chunk's closing `data: [DONE]` event starts, when the chunk ends with one; else -1. */
+const dataFieldAtLineStart = Buffer.from('\ndata:');
+
+/**
+ * Data events in whole events' bytes, counted without decoding them: the number of lines that start
+ * with `data:` (one per event in every chat stream the gateway has met), `[DONE]` included.
+ */
+export function countDataEvents(bytes: Buffer): number {
+  let count = bytes.subarray(0, 5).toString('latin1') === 'data:' ? 1 : 0;
+  for (
+    let at = bytes.indexOf(dataFieldAtLineStart);
+    at >= 0;
+    at = bytes.indexOf(dataFieldAtLineStart, at + 1)
+  )
+    count++;
+  return count;
+}
+
 export function doneMarkerAt(chunk: Buffer): number {
   const tail = chunk.toString('latin1', Math.max(0, chunk.length - 24));
   const match = /data: ?\[DONE\](?:\r?\n){2}$/.exec(tail);

@@ -210,6 +210,14 @@ describe('metrics after real traffic', () => {
           model: 'gpt-4o-mini',
           messages: [{ role: 'user', content: 'hi' }],
         });
+      // A stream without include_usage: its completion is estimated from its events (one token each).
+      fake.enqueue({ content: 'a b c d e', chunks: 5 });
+      const stream = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        stream: true,
+      });
+      for await (const _chunk of stream) void _chunk;
       // Retried twice (upstream_retries), then passed through.
       const overloaded = {
         status: 503,
@@ -222,7 +230,7 @@ describe('metrics after real traffic', () => {
         .catch(() => undefined);
       const text = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
       expect(text).toContain(
-        'ctxgate_http_requests_total{route="/v1/chat/completions",status="200",model="gpt-4o-mini",code=""} 3',
+        'ctxgate_http_requests_total{route="/v1/chat/completions",status="200",model="gpt-4o-mini",code=""} 4',
       );
       // The upstream's own 503, passed through: not one of the gateway's codes.
       expect(text).toContain(
@@ -235,8 +243,11 @@ describe('metrics after real traffic', () => {
       expect(text).toContain(
         `ctxgate_tokens_total{model="gpt-4o-mini",kind="prompt",source="usage"} ${reported}`,
       );
-      expect(text).toContain('ctxgate_upstream_duration_seconds_count{upstream="default",status="200"} 3');
-      expect(text).toContain('ctxgate_gateway_overhead_seconds_count{route="/v1/chat/completions"} 4');
+      expect(text).toContain(
+        'ctxgate_tokens_total{model="gpt-4o-mini",kind="completion",source="estimate"} 5',
+      );
+      expect(text).toContain('ctxgate_upstream_duration_seconds_count{upstream="default",status="200"} 4');
+      expect(text).toContain('ctxgate_gateway_overhead_seconds_count{route="/v1/chat/completions"} 5');
       expect(text).toContain('ctxgate_upstream_retries_total{upstream="default",reason="server"} 2');
     } finally {
       await harness.close();

@@ -1,7 +1,7 @@
 // The SSE decoder must give the same events however the byte stream is cut.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SseDecoder } from '../../src/upstream/sse.js';
+import { countDataEvents, SseDecoder } from '../../src/upstream/sse.js';
 
 const sample =
   'data: {"a":1}\n\n: keep-alive comment\n\nevent: error\ndata: {"b":\ndata: 2}\n\ndata:no-space\r\n\r\ndata: [DONE]\n\n';
@@ -67,5 +67,15 @@ describe('SseDecoder on large events', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('countDataEvents', () => {
+  it('counts the lines that start with data:, the first one included, nothing else', () => {
+    const stream = Buffer.from(
+      'data: {"a":1}\n\nevent: x\ndata: {"b":"data: inside"}\n\n: comment data:\n\ndata: [DONE]\n\n',
+    );
+    expect(countDataEvents(stream)).toBe(3);
+    expect(countDataEvents(Buffer.from(': keep-alive\n\n'))).toBe(0);
   });
 });
