@@ -145,6 +145,28 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
   });
 
+  it('lets two requests continue the same response: chains branch', async () => {
+    fake.setDefault({ content: 'root answer' });
+    const root = await client().responses.create({ model: 'gpt-4o-mini', input: 'The root.' });
+    fake.setDefault({ content: 'branch answer' });
+    const [left, right] = await Promise.all(
+      ['Left?', 'Right?'].map((input) =>
+        client().responses.create({ model: 'gpt-4o-mini', input, previous_response_id: root.id }),
+      ),
+    );
+    const before = fake.chatRequests.length;
+    await client().responses.create({
+      model: 'gpt-4o-mini',
+      input: 'More left.',
+      previous_response_id: left?.id ?? '',
+    });
+    const sent = JSON.stringify(sentMessages(before));
+    expect(sent).toContain('The root.');
+    expect(sent).toContain('Left?');
+    expect(sent).not.toContain('Right?');
+    expect(right?.status).toBe('completed');
+  });
+
   it('continues a chain on another gateway process, and after a restart', async () => {
     fake.setDefault({ content: 'remembered' });
     const first = await client().responses.create({ model: 'gpt-4o-mini', input: 'My code is K-42.' });
