@@ -1,0 +1,98 @@
+// Stored responses, in process and in a real Redis: one tenant never reads another's, a chain's
+// records come back in order in one call, records expire like sessions, and deleting says whether
+// there was anything to delete.
+import { randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createRedisConnection, type RedisConnection } from '../../src/store/redis-client.js';
+import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
+import {
+  createMemoryResponseStore,
+  createRedisResponseStore,
+  type ResponseStore,
+  type StoredResponse,
+} from '../../src/store/response-store.js';
+
+const record = (tenantId: string, id: string, chain: string[] = []): StoredResponse => ({
+  id,
+  tenantId,
+  chain,
+  messages: [{ role: 'user', content: id }],
+  inputItems: [],
+  response: { id, object: 'response' },
+});
+
+const connections: RedisConnection[] = [];
+let cluster: Promise<RunningCluster> | undefined;
+afterAll(async () => {
+  for (const redis of connections) redis.disconnect();
+  await (await cluster)?.stop();
+});
+
+async function redisStore(
+  ttlSeconds: number,
+  mode: 'standalone' | 'cluster' = 'standalone',
+): Promise<{ store: ResponseStore; redis: RedisConnection }> {
+  if (mode === 'cluster') cluster ??= startRedisCluster();
+  const redis =
+    mode === 'cluster'
+      ? createRedisConnection({ mode: 'cluster', nodes: (await (cluster as Promise<RunningCluster>)).nodes })
+      : createRedisConnection({ mode: 'standalone', url: inject('redisUrl') });
+  connections.push(redis);
+  for (let attempt = 0; attempt < 100 && redis.status !== 'ready'; attempt++)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  return { store: createRedisResponseStore({ redis, ttlSeconds }), redis };
+}
+
+describe.each([
+  ['in process', async () => createMemoryResponseStore({ ttlSeconds: 60 })],
+  ['in Redis', async () => (await redisStore(60)).store],
+  // A chain is one MGET: a tenant's keys share a slot (its id in braces), or the cluster would refuse it.
+  ['in a Redis Cluster (3 masters)', async () => (await redisStore(60, 'cluster')).store],
+])('the response store %s', (_name, make) => {
+  it('keeps tenants apart, reads a chain in order, and deletes once', async () => {
+    const store = await make();
+    const [a, b] = [`tenant-${randomUUID()}`, `tenant-${randomUUID()}`];
+    await store.put(record(a, 'resp_1'));
+    await store.put(record(a, 'resp_2', ['resp_1']));
+    expect((await store.getMany(a, ['resp_1', 'resp_2', 'resp_x'])).map((found) => found?.id)).toEqual([
+      'resp_1',
+      'resp_2',
+      undefined,
+    ]);
+    expect(await store.getMany(b, ['resp_1'])).toEqual([undefined]);
+    expect(await store.delete(b, 'resp_1')).toBe(false);
+    expect(await store.delete(a, 'resp_1')).toBe(true);
+    expect(await store.delete(a, 'resp_1')).toBe(false);
+  });
+});
+
+describe('expiry', () => {
+  it('forgets a record after the session TTL in process', async () => {
+    let nowMs = 1_000_000;
+    const store = createMemoryResponseStore({ ttlSeconds: 10, now: () => nowMs });
+    await store.put(record('t', 'resp_old'));
+    nowMs += 9_999;
+    expect((await store.getMany('t', ['resp_old']))[0]?.id).toBe('resp_old');
+    nowMs += 2;
+    expect(await store.getMany('t', ['resp_old'])).toEqual([undefined]);
+  });
+
+  it('sets the session TTL on the Redis key', async () => {
+    const { store, redis } = await redisStore(123);
+    const tenant = `tenant-${randomUUID()}`;
+    await store.put(record(tenant, 'resp_ttl'));
+    const ttl = await redis.ttl(`ctxgate:resp:{${tenant}}:resp_ttl`);
+    expect(ttl).toBeGreaterThan(100);
+    expect(ttl).toBeLessThanOrEqual(123);
+  });
+
+  it('holds at most maxRecords in process, the oldest going first', async () => {
+    const store = createMemoryResponseStore({ ttlSeconds: 60, maxRecords: 2 });
+    for (const id of ['r1', 'r2', 'r3']) await store.put(record('t', id));
+    expect((await store.getMany('t', ['r1', 'r2', 'r3'])).map((found) => found?.id)).toEqual([
+      undefined,
+      'r2',
+      'r3',
+    ]);
+  });
+});
