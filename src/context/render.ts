@@ -195,6 +195,13 @@ interface TurnSummaryPart {
  * shorter than it, tools named in exclude_tools aside); or its user message alone. A turn with an
  * in-turn summary keeps it after its user message in every form, in place of the messages it covers.
  */
+/** Whether a turn holds a tool result: only such a turn has a masked form smaller than itself. */
+function holdsToolResult(messages: readonly ContextMessage[], turn: Turn): boolean {
+  for (let index = turn.start; index < turn.end; index++)
+    if ((messages[index] as ContextMessage).role === 'tool') return true;
+  return false;
+}
+
 function turnForm(
   messages: readonly ContextMessage[],
   messageTokens: readonly number[],
@@ -624,7 +631,9 @@ function assemble(options: {
       noticePlaced = true;
     }
     const historyTurn = historyTurns[index] as HistoryTurn;
-    if (form === 'whole' && index !== options.summarizedTurn) {
+    // A masked form that masks nothing is the turn as it was.
+    const asItWas = form === 'whole' || (form === 'masked' && historyTurn.maskable === 0);
+    if (asItWas && index !== options.summarizedTurn) {
       for (let position = turn.start; position < turn.end; position++)
         rendered.push(messages[position] as ContextMessage);
     } else {
@@ -700,10 +709,17 @@ function renderFitted(input: RenderInput): RenderOutcome {
       index === summarized.turn ? summarized.part : undefined,
     );
   const historyTurns: HistoryTurn[] = history.map((turn, index) => {
+    const userFirst = (messages[turn.start] as ContextMessage).role === 'user';
+    // Nothing to mask and no in-turn summary: every form is known from the counts, nothing is built
+    // (a long session's render walks thousands of such turns).
+    if (index !== summarized.turn && !holdsToolResult(messages, turn)) {
+      const whole = turnTokens[index] as number;
+      const userOnly = userFirst ? (messageTokens[turn.start] as number) : whole;
+      return { start: turn.start, end: turn.end, whole, masked: whole, userOnly, maskable: 0 };
+    }
     const whole = index === summarized.turn ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
     const masked = formOf(index, 'masked');
-    const userOnly =
-      (messages[turn.start] as ContextMessage).role === 'user' ? formOf(index, 'user_only').tokens : whole;
+    const userOnly = userFirst ? formOf(index, 'user_only').tokens : whole;
     return { ...turn, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
   const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens);
