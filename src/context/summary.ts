@@ -403,6 +403,39 @@ export function judgeSummary(input: {
   return verdict(undefined);
 }
 
+const sentenceEnds = '.!?';
+const isSpace = (character: string | undefined): boolean =>
+  character !== undefined && character.trim() === '' && character !== '';
+
+/**
+ * The sentence (or line) around `at`: sentences end at a line break, or at `.`, `!` or `?` followed by
+ * white space. Found by walking out from the fact, not by splitting the text: a long message with many
+ * facts is not split again for each one.
+ */
+function sentenceAround(text: string, at: number, length: number): string {
+  let start = 0;
+  for (let index = at - 1; index >= 0; index--) {
+    const character = text[index] as string;
+    if (character === '\n' || (isSpace(character) && sentenceEnds.includes(text[index - 1] ?? ''))) {
+      start = index + 1;
+      break;
+    }
+  }
+  let end = text.length;
+  for (let index = at + length; index < text.length; index++) {
+    const character = text[index] as string;
+    if (character === '\n') {
+      end = index;
+      break;
+    }
+    if (sentenceEnds.includes(character) && isSpace(text[index + 1])) {
+      end = index + 1;
+      break;
+    }
+  }
+  return text.slice(start, end);
+}
+
 /** The sentence (or line) of the covered messages that states `fact`, at most 300 characters. */
 export function sentenceStating(
   fact: string,
@@ -410,21 +443,28 @@ export function sentenceStating(
   previousSummary: string | undefined,
 ): string | undefined {
   const texts = [previousSummary ?? '', ...covered.map((message) => messageText(message))];
+  const plain = fact.replace(/,/g, '');
   for (const text of texts) {
-    if (!statesFact(text, fact)) continue;
-    for (const sentence of text.split(/\n+|(?<=[.!?])\s+/)) {
-      if (!statesFact(sentence, fact)) continue;
-      const trimmed = sentence.trim();
-      if (trimmed.length <= 300) return trimmed;
-      const at = trimmed.indexOf(fact);
-      return trimmed.slice(Math.max(0, at - 140), at + fact.length + 140).trim();
-    }
+    // The first sentence stating it holds its first occurrence (a fact holds no white space).
+    const exact = text.indexOf(fact);
+    const stripped = plain === fact ? -1 : text.indexOf(plain);
+    if (exact < 0 && stripped < 0) continue;
+    const [at, length] =
+      exact >= 0 && (stripped < 0 || exact <= stripped) ? [exact, fact.length] : [stripped, plain.length];
+    const trimmed = sentenceAround(text, at, length).trim();
+    if (trimmed.length <= 300) return trimmed;
+    const inSentence = trimmed.indexOf(fact);
+    return trimmed.slice(Math.max(0, inSentence - 140), inSentence + fact.length + 140).trim();
   }
   return undefined;
 }
 
 /** Most facts one repair call asks about. */
 export const maxRepairFacts = 40;
+
+/** Most statements a repair looks up to copy verbatim, and the least room worth looking one up for. */
+const maxStatementLookups = 2 * maxRepairFacts;
+const minStatementTokens = 4;
 
 export const repairInstructions =
   'You complete the running summary of a conversation. The summary you wrote left out facts the conversation states. For each statement below, write one short line stating the fact it holds, keeping every number, code, name and identifier exactly as written. No preamble, one fact per line.';
@@ -442,7 +482,8 @@ export function buildRepairRequest(statements: readonly string[]): ContextMessag
 
 /**
  * The repaired summary: the summary, the repair call's lines that state a missing fact, then — for
- * what is still missing — the sentences stating it verbatim, as long as `capTokens` allows.
+ * what is still missing — the sentences stating it verbatim, as long as `capTokens` allows (at most
+ * `maxStatementLookups` of them looked up).
  */
 export function repairSummary(input: {
   text: string;
@@ -469,8 +510,13 @@ export function repairSummary(input: {
     if (missing.some((fact) => statesFact(line, fact)) && add(line))
       missing = missing.filter((fact) => !statesFact(text, fact));
   }
+  // Statements are looked up while there is room, a bounded number of times: a long conversation can
+  // hold thousands of facts, and each lookup reads the covered messages.
+  let lookups = 0;
   for (const fact of [...missing]) {
+    if (input.capTokens - added < minStatementTokens || lookups >= maxStatementLookups) break;
     if (statesFact(text, fact)) continue;
+    lookups++;
     const statement = input.statementFor(fact);
     if (statement !== undefined && add(statement))
       missing = missing.filter((other) => !statesFact(text, other));

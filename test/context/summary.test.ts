@@ -350,6 +350,54 @@ describe('repairing a summary', () => {
     expect(sentenceStating('nowhere-1', covered, undefined)).toBeUndefined();
   });
 
+  it('finds the same sentence as splitting the texts into sentences would, on generated texts', () => {
+    // The definition, written the slow way: split at line breaks and at white space after . ! ?
+    const oracle = (fact: string, texts: string[]): string | undefined => {
+      for (const text of texts)
+        for (const sentence of text.split(/\n+|(?<=[.!?])\s+/)) {
+          if (!sentence.includes(fact) && !sentence.includes(fact.replace(/,/g, ''))) continue;
+          const trimmed = sentence.trim();
+          if (trimmed.length <= 300) return trimmed;
+          const at = trimmed.indexOf(fact);
+          return trimmed.slice(Math.max(0, at - 140), at + fact.length + 140).trim();
+        }
+      return undefined;
+    };
+    const word = fc.constantFrom('the', 'db-04', 'v2.0', '1,250', '1250', 'K3-9', 'port', 'é', 'a?b');
+    const gap = fc.constantFrom(' ', '  ', '. ', '! ', '? ', '.\n', '\n', '\n\n', ', ', '.', ' \t', '?\r\n');
+    const text = fc
+      .array(fc.tuple(word, gap), { maxLength: 60 })
+      .map((parts) => parts.map(([w, g]) => w + g).join(''));
+    fc.assert(
+      fc.property(fc.array(text, { minLength: 1, maxLength: 4 }), word, (texts, fact) => {
+        const [previous, ...rest] = texts;
+        const covered = rest.map((content) => ({ role: 'user', content }));
+        expect(sentenceStating(fact, covered, previous)).toBe(oracle(fact, texts));
+      }),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('looks up a bounded number of statements, however many facts are missing', () => {
+    const missing = Array.from({ length: 2_000 }, (_unused, index) => `code-${index}x`);
+    let lookups = 0;
+    const repaired = repairSummary({
+      text: 'Summary.',
+      repairAnswer: undefined,
+      missingFacts: missing,
+      statementFor: (fact) => {
+        lookups++;
+        return `It was ${fact}.`;
+      },
+      tokenizer: words,
+      capTokens: 100_000,
+    });
+    expect(lookups).toBeGreaterThan(0);
+    expect(lookups).toBeLessThanOrEqual(100);
+    expect(repaired.text.split('\n').length).toBe(lookups + 1);
+    expect(repaired.stillMissing.length).toBe(2_000 - lookups);
+  });
+
   it('adds the repair lines that state a missing fact, then the sentences still missing, within the cap', () => {
     const missing = ['db-staging-04', 'deploy/staging.yaml'];
     const repaired = repairSummary({
