@@ -229,20 +229,23 @@ function turnForm(
     from = Math.max(from, Math.min(summary.coversUntil, turn.end));
   }
   if (form === 'user_only' && first.role === 'user') return { messages: out, tokens, masked, summarized };
-  const excluded = new Set(policy.exclude_tools);
+  // Tool names are looked up only when some tools are never masked (most policies exclude none).
+  const excluded = policy.exclude_tools;
   const names = new Map<string, string>();
-  for (let index = turn.start; index < from; index++)
-    for (const call of (messages[index] as ContextMessage).tool_calls ?? [])
-      names.set(call.id, call.function?.name ?? 'tool');
+  const nameCalls = (message: ContextMessage): void => {
+    if (excluded.length > 0)
+      for (const call of message.tool_calls ?? []) names.set(call.id, call.function?.name ?? 'tool');
+  };
+  for (let index = turn.start; index < from; index++) nameCalls(messages[index] as ContextMessage);
   for (let index = from; index < turn.end; index++) {
     const message = messages[index] as ContextMessage;
     const own = messageTokens[index] as number;
-    for (const call of message.tool_calls ?? []) names.set(call.id, call.function?.name ?? 'tool');
+    nameCalls(message);
     if (
       form === 'masked' &&
       message.role === 'tool' &&
       !isMaskedResult(message) &&
-      !excluded.has(names.get(message.tool_call_id ?? '') ?? '')
+      !(excluded.length > 0 && excluded.includes(names.get(message.tool_call_id ?? '') ?? ''))
     ) {
       const maskedMessage = { ...message, content: maskedResultText(contentTokensOf(message, own, count)) };
       const maskedTokens = count(maskedMessage);
