@@ -310,6 +310,9 @@ const codePattern = /(?=.*\d)(?=.*[A-Za-z])/;
 /** Numbers that carry information: four digits or more, or with separators (1,250.50, 10:30, 2024-05-01). */
 const significantNumberPattern = /^\d{4,}$|\d[.,:/-]\d/;
 
+/** A digit, `_`, `/`, `\\`, `@`, `:` or an upper-case letter after the first character. */
+const mayBeIdentifier = /[\d_/\\@:]|.[A-Z]/;
+
 /**
  * The identifier-like facts of a text, what a summary should state: codes (letters with digits),
  * numbers of four digits or more or with separators (amounts, dates, times, versions), paths, URLs,
@@ -319,6 +322,8 @@ const significantNumberPattern = /^\d{4,}$|\d[.,:/-]\d/;
 export function identifierFacts(text: string): string[] {
   const found = new Set<string>();
   for (const raw of text.split(/\s+/)) {
+    // Every pattern below needs one of these; most words of prose have none.
+    if (!mayBeIdentifier.test(raw)) continue;
     const word = raw.replace(/^[([{"'`<]+/, '').replace(/[.,;:!?)\]}"'`>]+$/, '');
     if (word.length < 2) continue;
     if (
