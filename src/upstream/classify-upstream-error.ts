@@ -52,6 +52,8 @@ export const minimumAnswerTokens = 1_024;
 export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClass {
   if ('transportError' in answer) return { kind: answer.transportError };
   const { status, body } = answer;
+  // The common case, a success (a stream's first event): one parse, and none of its text collected.
+  if (status >= 200 && status < 300 && isPlainSuccess(body)) return { kind: 'none' };
   const content = readBody(body);
   if (status >= 200 && status < 300 && !content.isError) return { kind: 'none' };
   const text = content.texts.join('\n');
@@ -119,6 +121,12 @@ function readBody(body: string): BodyContent {
     content.isError = true;
   }
   return content;
+}
+
+/** A JSON body with no error member: what readBody would find no error in. */
+function isPlainSuccess(body: string): boolean {
+  const parsed = tryParse(body.trim());
+  return parsed !== undefined && !hasErrorMember(parsed);
 }
 
 function tryParse(text: string): unknown {

@@ -97,8 +97,11 @@ const tailBytes = 8192;
 export class StreamCompletionTracker {
   private readonly tail: Buffer[] = [];
   private tailLength = 0;
+  /** The tail in one buffer, once asked for (the three questions below are asked at the end). */
+  private joined: Buffer | undefined;
 
   push(chunk: Buffer): void {
+    this.joined = undefined;
     this.tail.push(chunk);
     this.tailLength += chunk.length;
     while (this.tail.length > 1 && this.tailLength - (this.tail[0] as Buffer).length >= tailBytes) {
@@ -108,18 +111,23 @@ export class StreamCompletionTracker {
 
   /** The last `usage.prompt_tokens` in the stream's tail (present with stream_options.include_usage). */
   promptTokens(): number | undefined {
-    return promptTokensIn(Buffer.concat(this.tail));
+    return promptTokensIn(this.end());
   }
 
   /** The last `usage.completion_tokens` in the stream's tail. */
   completionTokens(): number | undefined {
-    return usageNumberIn(Buffer.concat(this.tail), completionTokensKey);
+    return usageNumberIn(this.end(), completionTokensKey);
   }
 
   /** Call once the upstream body has ended. */
   isComplete(): boolean {
-    const end = Buffer.concat(this.tail);
+    const end = this.end();
     return end.includes(doneMarker) || finishMarkers.some((marker) => end.includes(marker));
+  }
+
+  private end(): Buffer {
+    this.joined ??= Buffer.concat(this.tail);
+    return this.joined;
   }
 }
 
