@@ -190,11 +190,6 @@ interface TurnSummaryPart {
   coversUntil: number;
 }
 
-/**
- * A history turn in one of its forms: whole; with its tool results masked (each one whose mask is
- * shorter than it, tools named in exclude_tools aside); or its user message alone. A turn with an
- * in-turn summary keeps it after its user message in every form, in place of the messages it covers.
- */
 /** Whether a turn holds a tool result: only such a turn has a masked form smaller than itself. */
 function holdsToolResult(messages: readonly ContextMessage[], turn: Turn): boolean {
   for (let index = turn.start; index < turn.end; index++)
@@ -202,6 +197,11 @@ function holdsToolResult(messages: readonly ContextMessage[], turn: Turn): boole
   return false;
 }
 
+/**
+ * A history turn in one of its forms: whole; with its tool results masked (each one whose mask is
+ * shorter than it, tools named in exclude_tools aside); or its user message alone. A turn with an
+ * in-turn summary keeps it after its user message in every form, in place of the messages it covers.
+ */
 function turnForm(
   messages: readonly ContextMessage[],
   messageTokens: readonly number[],
@@ -722,7 +722,11 @@ function renderFitted(input: RenderInput): RenderOutcome {
     }
     const whole = index === summarized.turn ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
     const masked = formOf(index, 'masked');
-    const userOnly = userFirst ? formOf(index, 'user_only').tokens : whole;
+    const userOnly = !userFirst
+      ? whole
+      : index === summarized.turn
+        ? formOf(index, 'user_only').tokens
+        : (messageTokens[turn.start] as number);
     return { ...turn, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
   const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens);
