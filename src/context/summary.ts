@@ -411,6 +411,8 @@ export function judgeSummary(input: {
 const sentenceEnds = '.!?';
 const isSpace = (character: string | undefined): boolean =>
   character !== undefined && character.trim() === '' && character !== '';
+const endsSentence = (character: string | undefined): boolean =>
+  character !== undefined && character.length === 1 && sentenceEnds.includes(character);
 
 /**
  * The sentence (or line) around `at`: sentences end at a line break, or at `.`, `!` or `?` followed by
@@ -421,7 +423,7 @@ function sentenceAround(text: string, at: number, length: number): string {
   let start = 0;
   for (let index = at - 1; index >= 0; index--) {
     const character = text[index] as string;
-    if (character === '\n' || (isSpace(character) && sentenceEnds.includes(text[index - 1] ?? ''))) {
+    if (character === '\n' || (isSpace(character) && endsSentence(text[index - 1]))) {
       start = index + 1;
       break;
     }
@@ -433,7 +435,7 @@ function sentenceAround(text: string, at: number, length: number): string {
       end = index;
       break;
     }
-    if (sentenceEnds.includes(character) && isSpace(text[index + 1])) {
+    if (endsSentence(character) && isSpace(text[index + 1])) {
       end = index + 1;
       break;
     }
