@@ -712,22 +712,23 @@ function renderFitted(input: RenderInput): RenderOutcome {
       index === summarized.turn ? summarized.part : undefined,
     );
   const historyTurns: HistoryTurn[] = history.map((turn, index) => {
-    const userFirst = (messages[turn.start] as ContextMessage).role === 'user';
-    // Nothing to mask and no in-turn summary: every form is known from the counts, nothing is built
-    // (a long session's render walks thousands of such turns).
-    if (index !== summarized.turn && !holdsToolResult(messages, turn)) {
-      const whole = turnTokens[index] as number;
-      const userOnly = userFirst ? (messageTokens[turn.start] as number) : whole;
-      return { start: turn.start, end: turn.end, whole, masked: whole, userOnly, maskable: 0 };
-    }
-    const whole = index === summarized.turn ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
+    // Only a turn with an in-turn summary in it is built to be counted; the others' whole and
+    // user-only forms are known from the counts.
+    const summarizedHere = index === summarized.turn;
+    const whole = summarizedHere ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
+    const userOnly =
+      (messages[turn.start] as ContextMessage).role !== 'user'
+        ? whole
+        : summarizedHere
+          ? formOf(index, 'user_only').tokens
+          : (messageTokens[turn.start] as number);
+    // Nothing to mask: the masked form is the turn as it is (a long session walks thousands of these).
+    // One shape for every history turn: a spread copy of the turn made this walk several times slower.
+    const { start, end } = turn;
+    if (!summarizedHere && !holdsToolResult(messages, turn))
+      return { start, end, whole, masked: whole, userOnly, maskable: 0 };
     const masked = formOf(index, 'masked');
-    const userOnly = !userFirst
-      ? whole
-      : index === summarized.turn
-        ? formOf(index, 'user_only').tokens
-        : (messageTokens[turn.start] as number);
-    return { ...turn, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
+    return { start, end, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
   const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens);
   const built = assemble({
