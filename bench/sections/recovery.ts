@@ -32,6 +32,17 @@ function sizeOf(call: RecordedRequest): { prompt: number; maxTokens: number } {
   return { prompt: countPromptTokens(body.messages, body.tools), maxTokens: body.max_tokens ?? Infinity };
 }
 
+type CallSize = ReturnType<typeof sizeOf>;
+
+/** A retry smaller than the call refused before it, as the fake counts: fewer prompt tokens, or as many asking for less. */
+function strictlySmaller(refused: CallSize | undefined, retry: CallSize | undefined): boolean {
+  return (
+    refused !== undefined &&
+    retry !== undefined &&
+    (retry.prompt < refused.prompt || (retry.prompt <= refused.prompt && retry.maxTokens < refused.maxTokens))
+  );
+}
+
 /** About 110 tokens a turn: 90 turns are far over the fake's 6,000-token window. */
 function conversation(turns: number): Array<{ role: string; content: string }> {
   const messages = [{ role: 'system', content: 'You are terse.' }];
@@ -96,13 +107,7 @@ export async function recoverySection(): Promise<void> {
       for (let at = 1; at < calls.length; at++) {
         const [refused, retry] = [calls[at - 1], calls[at]];
         retries++;
-        if (
-          refused !== undefined &&
-          retry !== undefined &&
-          (retry.prompt < refused.prompt ||
-            (retry.prompt <= refused.prompt && retry.maxTokens < refused.maxTokens))
-        )
-          smaller++;
+        if (strictlySmaller(refused, retry)) smaller++;
       }
     }
     // As the issue measures it: a provider that answers the body once, then accepts the retry.
@@ -139,13 +144,7 @@ export async function recoverySection(): Promise<void> {
       const calls = fake.chatRequests.slice(before).map(sizeOf);
       if (response.status === 200 && calls.length === 2) onceRecovered++;
       const [refused, retry] = calls;
-      if (
-        refused !== undefined &&
-        retry !== undefined &&
-        (retry.prompt < refused.prompt ||
-          (retry.prompt <= refused.prompt && retry.maxTokens < refused.maxTokens))
-      )
-        onceSmaller++;
+      if (strictlySmaller(refused, retry)) onceSmaller++;
     }
     console.log(
       `answered once by a provider that then accepts: ${onceRecovered} of ${overflows.length} recovered with exactly one extra call; ` +
