@@ -2,6 +2,7 @@
 // (POST /v1/context/render): the window and estimate ratio learned for its model and upstream, the
 // tokens learned for its tool set, then the context engine — so the preview equals what is sent.
 import { createHash } from 'node:crypto';
+import { TextCache } from '../text-cache.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { RequestOverrides } from './request-overrides.js';
@@ -37,14 +38,14 @@ export function toolSetOf(tools: unknown): string | undefined {
   const text = JSON.stringify(tools);
   let key = toolSetKeys.get(text);
   if (key === undefined) {
-    if (toolSetKeys.size >= 1_024) toolSetKeys.clear();
     key = createHash('sha256').update(text).digest('base64url').slice(0, 22);
     toolSetKeys.set(text, key);
   }
   return key;
 }
 
-const toolSetKeys = new Map<string, string>();
+/** At most 2,048 tool sets and 16 M characters of definitions, the least recently used out first. */
+const toolSetKeys = new TextCache<string>(2_048, 16_000_000);
 
 export function withMaxTokens(
   request: ChatCompletionRequest,

@@ -4,7 +4,8 @@
 // they are counted, and when more of them share a hash than a bucket holds.
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
-import { createTiktokenTokenizers, sampledHash } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { sampledHash } from '../../src/text-cache.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { seeded } from '../helpers/text.js';
 
 const reference = getEncoding('o200k_base');
