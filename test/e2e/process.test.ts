@@ -118,6 +118,42 @@ describe('graceful shutdown on SIGTERM', () => {
     expect(output.stdout()).toContain('shutting down: draining in-flight requests');
   });
 
+  it('writes each request line to stdout while it runs, and the last lines before it exits', async () => {
+    const port = await findFreePort();
+    const child = startMain({ PORT: String(port), UPSTREAM_BASE_URL: upstreamUrl });
+    const output = collect(child);
+    const base = `http://127.0.0.1:${port}`;
+    await expect
+      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
+        timeout: 20_000,
+        interval: 100,
+      })
+      .toBe(200);
+    const requestIds = ['log-probe-1', 'log-probe-2', 'log-probe-3'];
+    for (const requestId of requestIds) {
+      const response = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': requestId },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(response.status).toBe(200);
+      // A line a few hundred bytes long is on stdout within a moment, not when a buffer fills.
+      await expect.poll(() => output.stdout(), { timeout: 2_000, interval: 20 }).toContain(`"${requestId}"`);
+    }
+    child.kill('SIGTERM');
+    expect(await output.exit).toBe(0);
+    const lines = output
+      .stdout()
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((line) => line.msg === 'request').map((line) => [line.reqId, line.status])).toEqual(
+      requestIds.map((requestId) => [requestId, 200]),
+    );
+    // Logged right before process.exit: still written.
+    expect(lines.at(-1)?.msg).toBe('stopped');
+  });
+
   it('npm start forwards SIGTERM to the server (as a process manager sends it): it drains and exits', async () => {
     const port = await findFreePort();
     // npm itself, as a process manager runs it; `prestart` builds dist/ first when it is missing or stale.
