@@ -10,15 +10,26 @@ export const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? '5');
 export const connections = 32;
 export const tsx = [process.execPath, '--import', 'tsx'];
 
+/** The node arguments `npm start` runs in a checkout (its package.json's `exec node …`), flags included. */
+function startArguments(directory: string): string[] {
+  const manifest = JSON.parse(readFileSync(`${directory}/package.json`, 'utf8')) as {
+    scripts: { start: string };
+  };
+  const match = /^(?:exec )?node (.+)$/.exec(manifest.scripts.start);
+  if (match === null)
+    throw new Error(`${directory}/package.json: start is not "exec node ...": ${manifest.scripts.start}`);
+  return (match[1] as string).split(' ');
+}
+
 /**
- * The gateway's built entry point. BENCH_GATEWAY_DIR points at another checkout's build (after its
- * `npm run build`) to measure an earlier version under exactly the same load.
+ * The gateway's built entry point, started as `npm start` starts it. BENCH_GATEWAY_DIR points at another
+ * checkout's build (after its `npm run build`) to measure an earlier version under exactly the same load.
  */
 export function gatewayCommand(): string[] {
   const directory = process.env.BENCH_GATEWAY_DIR;
-  if (directory === undefined) return [process.execPath, 'dist/src/main.js'];
+  if (directory === undefined) return [process.execPath, ...startArguments('.')];
   // Run from that checkout, so it reads its own config/ctxgate.yaml; exec keeps the PID the gateway's.
-  return ['/bin/sh', '-c', 'cd "$0" && exec "$1" dist/src/main.js', directory, process.execPath];
+  return ['/bin/sh', '-c', 'cd "$0" && exec "$@"', directory, process.execPath, ...startArguments(directory)];
 }
 
 export interface LoadResult {

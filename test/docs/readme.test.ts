@@ -76,3 +76,13 @@ describe('README', () => {
     }
   });
 });
+
+describe('the image', () => {
+  it('runs the command npm start runs, flags included', () => {
+    const start = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts
+      .start;
+    const cmd = /^CMD (\[.*\])$/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+    expect(cmd, 'Dockerfile CMD in exec form').toBeDefined();
+    expect(['exec', ...(JSON.parse(cmd as string) as string[])].join(' ')).toBe(start);
+  });
+});
