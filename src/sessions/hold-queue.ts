@@ -2,7 +2,7 @@
 // each tries for the hold only once the one before it has it or gave up — and across replicas by
 // polling the store, woken at once when a request of this replica lets go of the session. Past the
 // wait the caller answers 409 session_busy.
-import type { SessionHold, SessionKey, SessionStore } from '../store/session-store.js';
+import type { SessionKey } from '../store/session-store.js';
 
 /** Polling starts this fast and slows to at most the second value. */
 const firstPollMs = 5;
@@ -51,15 +51,15 @@ export function sessionReleased(key: SessionKey): void {
 
 /**
  * The session's hold, waiting up to `waitMs` for it (0: not at all); undefined when it stayed busy.
- * Store errors are thrown as they are.
+ * `attempt` tries for it once (`first` on the first try) and says what it got: the hold, or the hold
+ * with what came with it. Store errors are thrown as they are.
  */
-export async function acquireInTurn(
-  store: SessionStore,
+export async function acquireInTurn<Held>(
   key: SessionKey,
-  holdMs: number,
   waitMs: number,
+  attempt: (first: boolean) => Promise<Held | undefined>,
   now: () => number = Date.now,
-): Promise<SessionHold | undefined> {
+): Promise<Held | undefined> {
   const id = idOf(key);
   const deadline = now() + waitMs;
   const ahead = queues.get(id);
@@ -70,9 +70,9 @@ export async function acquireInTurn(
     // Wait for the request before this one, but never past the deadline.
     if (ahead !== undefined) await atMost(ahead.turn, deadline - now());
     let pollMs = firstPollMs;
-    for (;;) {
-      const hold = await store.acquire(key, holdMs);
-      if (hold !== undefined) return hold;
+    for (let first = true; ; first = false) {
+      const held = await attempt(first);
+      if (held !== undefined) return held;
       const left = deadline - now();
       if (left <= 0) return undefined;
       await pause(id, Math.min(pollMs, left));

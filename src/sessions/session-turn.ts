@@ -223,20 +223,33 @@ export async function previewSessionTurn(options: {
   return sessionView(options.key.sessionId, snapshot, options.incoming, mode, options.tokenizer);
 }
 
-/** Takes the session's hold and reads it; releases the hold again when the read fails. */
+/**
+ * Takes the session's hold and reads it; releases the hold again when the read fails. On the first try
+ * the read is sent right behind the hold, without waiting for its answer: the store runs them in the
+ * order sent (SessionStore.load), so the read sees every turn committed before the hold was taken, and
+ * a session request waits for one round trip to Redis fewer. When the session is busy that read is
+ * dropped; later tries read once they hold it.
+ */
 async function holdAndLoad(
   store: SessionStore,
   key: SessionKey,
   holdMs: number,
   busyWaitMs: number,
 ): Promise<{ hold: SessionHold; snapshot: SessionSnapshot }> {
-  let hold: SessionHold | undefined;
+  let held: { hold: SessionHold; reading: Promise<SessionSnapshot> } | undefined;
   try {
-    hold = await acquireInTurn(store, key, holdMs, busyWaitMs);
+    held = await acquireInTurn(key, busyWaitMs, async (first) => {
+      const acquiring = store.acquire(key, holdMs);
+      const early = first ? store.load(key) : undefined;
+      // Dropped when the session is busy or the hold failed: its failure is nobody's then.
+      early?.catch(() => undefined);
+      const hold = await acquiring;
+      return hold === undefined ? undefined : { hold, reading: early ?? store.load(key) };
+    });
   } catch (error) {
     throw storeUnavailable(error);
   }
-  if (hold === undefined) {
+  if (held === undefined) {
     throw new GatewayError(
       'session_busy',
       `Another request has held this session for longer than the gateway waits (${busyWaitMs} ms); retry when it has finished.`,
@@ -244,9 +257,9 @@ async function holdAndLoad(
       { param: 'x-session-id', headers: { 'retry-after': '1', 'x-should-retry': 'true' } },
     );
   }
-  const taken = hold;
+  const taken = held.hold;
   try {
-    return { hold: taken, snapshot: await store.load(key) };
+    return { hold: taken, snapshot: await held.reading };
   } catch (error) {
     await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
     throw storeUnavailable(error);

@@ -122,6 +122,11 @@ export interface SessionStore {
   /** Extends a hold still held to `holdMs` from now; false when it is no longer this holder's. */
   renew(key: SessionKey, hold: SessionHold, holdMs: number): Promise<boolean>;
 
+  /**
+   * The session as stored. Calls take effect in the order they are made: a load called right after an
+   * acquire, before its answer, reads the session as it is once the hold is taken (Redis runs a
+   * connection's commands in order; the keys of a session share one hash slot, so one node's).
+   */
   load(key: SessionKey): Promise<SessionSnapshot>;
   /** Appends atomically, only while `hold` is still this session's hold and the version matches. */
   commit(key: SessionKey, input: CommitInput): Promise<CommitOutcome>;
