@@ -254,4 +254,44 @@ describe('metrics after real traffic', () => {
       await fake.stop();
     }
   });
+
+  it('counts what fitting the context did, by action, as the responses reported it', async () => {
+    const fake = new FakeUpstream();
+    const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+    try {
+      const metrics = async () =>
+        (await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text())
+          .split('\n')
+          .filter((line) => line.startsWith('ctxgate_context_actions_total{'));
+      const send = (messages: Array<{ role: string; content: string }>, window?: number) =>
+        fetch(`${harness.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            ...(window === undefined ? {} : { 'x-context-window': String(window) }),
+          },
+          body: JSON.stringify({ model: 'gpt-4o-mini', messages, max_tokens: 100 }),
+        });
+      expect((await send([{ role: 'user', content: 'hi' }])).status).toBe(200);
+      // A request that fits as it is counts nothing.
+      expect(await metrics()).toEqual([]);
+      const long = Array.from({ length: 40 }, (_unused, index) => ({
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: `turn ${index}: ${'a few words about the deployment and its latency '.repeat(8)}`,
+      }));
+      let dropped = 0;
+      for (let index = 0; index < 2; index++) {
+        const response = await send(long, 1_500);
+        expect(response.status).toBe(200);
+        dropped += Number(response.headers.get('x-context-dropped-messages'));
+      }
+      expect(dropped).toBeGreaterThan(0);
+      expect(await metrics()).toEqual([
+        `ctxgate_context_actions_total{action="dropped_messages"} ${dropped}`,
+      ]);
+    } finally {
+      await harness.close();
+      await fake.stop();
+    }
+  });
 });

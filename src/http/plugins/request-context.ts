@@ -39,6 +39,17 @@ function pathOf(request: FastifyRequest): string {
 }
 
 function countContextActions(metrics: GatewayMetrics, report: RenderReport): void {
+  // Most requests fit as they are: nothing to count, and nothing built to find that out.
+  if (
+    report.droppedMessages === 0 &&
+    report.droppedIterationGroups === 0 &&
+    report.truncatedToolResults === 0 &&
+    report.maskedToolResults === 0 &&
+    !report.summaryUsed &&
+    report.orphansRemoved === 0 &&
+    !report.oversizeTruncated
+  )
+    return;
   const actions: Array<[string, number]> = [
     ['dropped_messages', report.droppedMessages],
     ['dropped_iteration_groups', report.droppedIterationGroups],
