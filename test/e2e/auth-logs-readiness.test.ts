@@ -248,6 +248,7 @@ describe('metrics after real traffic', () => {
       );
       expect(text).toContain('ctxgate_upstream_duration_seconds_count{upstream="default",status="200"} 4');
       expect(text).toContain('ctxgate_gateway_overhead_seconds_count{route="/v1/chat/completions"} 5');
+      expect(text).toContain('ctxgate_http_request_duration_seconds_count{route="/v1/chat/completions"} 5');
       expect(text).toContain('ctxgate_upstream_retries_total{upstream="default",reason="server"} 2');
     } finally {
       await harness.close();

@@ -283,6 +283,13 @@ describe('backpressure', () => {
           expect(heldDuringDelay).toBe(false);
         }
       }
+      // Each wait counted by its step; a request under the first step waited for nothing.
+      const delays = (await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text())
+        .split('\n')
+        .filter((line) => line.startsWith('ctxgate_budget_delays_total{'));
+      expect(delays.sort()).toEqual(
+        ['1500', '300', '50', '750'].map((step) => `ctxgate_budget_delays_total{delay_ms="${step}"} 1`),
+      );
       // A stateless request holds nothing: it waits after its reservation, by the same steps.
       const clockMs = Date.UTC(2034, 3, 4, 5);
       const daily = await gatewayWith(
@@ -437,6 +444,8 @@ describe('periods, admin endpoints and estimates', () => {
       const prompt = fake.chatRequests.at(-1)?.promptTokens ?? 0;
       expect(daily.used).toBeGreaterThanOrEqual(prompt + 5);
       expect(daily.used).toBeLessThanOrEqual(prompt + 15);
+      const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+      expect(metrics).toContain(`ctxgate_budget_tokens_total{source="estimate"} ${daily.used}`);
     } finally {
       await harness.close();
     }

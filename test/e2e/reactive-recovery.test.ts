@@ -137,6 +137,16 @@ describe('reactive recovery against every overflow shape of the sample and the s
       if (typeof limit === 'number' && (countStated || requested !== undefined || excess !== undefined))
         expect(calls).toHaveLength(2);
       replayed.push({ id, calls: calls.length });
+      // Each retry counted, for this model, in the remedy it took.
+      const counted = (await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text())
+        .split('\n')
+        .filter((line) =>
+          line.startsWith(
+            `ctxgate_context_overflow_retries_total{upstream="default",model="${model}",remedy=`,
+          ),
+        )
+        .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+      expect(counted).toBe(calls.length - 1);
       const last = calls.at(-1)?.body as { messages: Array<{ content: string }>; max_tokens?: number };
       // The current turn always goes; the prompt and answer now fit the window the gateway was not told.
       expect(last.messages.at(-1)?.content).toBe(messages.at(-1)?.content);

@@ -130,6 +130,10 @@ describe('upstream connection failures', () => {
         errorCode: 'upstream_unreachable',
         errorCause: expect.stringContaining('ECONNREFUSED'),
       });
+      const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+      expect(metrics).toContain(
+        'ctxgate_upstream_errors_total{upstream="default",code="upstream_unreachable"} 1',
+      );
     } finally {
       await harness.close();
     }
