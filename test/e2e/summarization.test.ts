@@ -207,6 +207,9 @@ describe('summarization of a long session', () => {
     );
     expect(counterValue(metrics, 'ctxgate_summarization_tokens_saved_total')).toBeGreaterThan(10_000);
     expect(metrics).toContain('ctxgate_summarization_compression_ratio_count');
+    expect(counterValue(metrics, 'ctxgate_summarization_duration_seconds_count{outcome="stored"}')).toBe(
+      summaryRequests.length,
+    );
     const logLine = harness.logLines.find((line) => line.includes('"msg":"summarization"'));
     expect(JSON.parse(logLine as string)).toMatchObject({
       outcome: 'stored',
