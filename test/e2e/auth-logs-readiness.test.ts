@@ -256,6 +256,44 @@ describe('metrics after real traffic', () => {
     }
   });
 
+  it('counts the sessions the in-process store evicted when full, as many as are gone', async () => {
+    const fake = new FakeUpstream();
+    const harness = await startGateway({
+      env: { UPSTREAM_BASE_URL: await fake.start() },
+      // About 20 KB: a few of the sessions below fit, the rest push the oldest out.
+      configYaml: 'sessions:\n  anonymous_tenant: lab\n  memory_mb: 0.02\n',
+    });
+    try {
+      const sessionIds = Array.from({ length: 12 }, (_unused, index) => `evict-${index}`);
+      for (const sessionId of sessionIds) {
+        const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-session-id': sessionId },
+          body: JSON.stringify({
+            model: 'gpt-4o-mini',
+            messages: [
+              { role: 'user', content: `${sessionId}: ${'words to keep in the session '.repeat(100)}` },
+            ],
+          }),
+        });
+        expect(response.status).toBe(200);
+      }
+      let gone = 0;
+      for (const sessionId of sessionIds) {
+        const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}/history`);
+        if (response.status === 404) gone++;
+        else expect(response.status).toBe(200);
+      }
+      expect(gone).toBeGreaterThan(0);
+      expect(gone).toBeLessThan(sessionIds.length);
+      const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+      expect(metrics).toContain(`ctxgate_sessions_evicted_total{reason="memory"} ${gone}`);
+    } finally {
+      await harness.close();
+      await fake.stop();
+    }
+  });
+
   it('counts what fitting the context did, by action, as the responses reported it', async () => {
     const fake = new FakeUpstream();
     const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
