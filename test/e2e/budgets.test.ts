@@ -514,6 +514,14 @@ describe('durability', () => {
       // append-only file, synced at every write, brings every count back.
       redis.process.kill('SIGKILL');
       await new Promise((resolve) => redis.process.once('exit', resolve));
+      // Meanwhile a request is served without its budgets, and that is counted and logged.
+      const during = await chat(harness, 'While Redis is down.');
+      expect(during.status).toBe(200);
+      const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+      expect(metrics).toMatch(/^ctxgate_budget_store_errors_total [1-9]\d*$/m);
+      expect(harness.logLines.some((line) => line.includes('budgets not enforced for this request'))).toBe(
+        true,
+      );
       redis = await startRedisServer(['--appendonly', 'yes', '--appendfsync', 'always'], port, directory);
       await waitUntilReady(harness);
       expect((await admin(harness, `credentials/${tenantId}`)).body.budgets[1]).toMatchObject({ used });
