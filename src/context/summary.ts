@@ -350,7 +350,7 @@ export function statesFact(text: string, fact: string): boolean {
 }
 
 /** The texts whose facts a summary of `covered` should keep: user, assistant and (optionally) tool messages. */
-function factSources(covered: readonly ContextMessage[], withToolResults: boolean): string[] {
+export function factSourceTexts(covered: readonly ContextMessage[], withToolResults: boolean): string[] {
   return covered
     .filter(
       (message) =>
@@ -374,6 +374,11 @@ export function judgeSummary(input: {
   pinPrefix: string;
   /** Facts of tool results count too (a summary of an agent loop's steps). */
   withToolResults?: boolean;
+  /**
+   * The identifier facts of `factSourceTexts(covered, withToolResults)`, when the caller extracted them
+   * already (a long range is read in slices between other work); extracted here otherwise.
+   */
+  sourceFacts?: Iterable<string>;
 }): SummaryVerdict {
   const { text } = input;
   const facts = new Set<string>(identifierFacts(input.previousSummary ?? ''));
@@ -386,8 +391,10 @@ export function judgeSummary(input: {
     for (const fact of identifierFacts(content)) pinnedFacts.add(fact);
     if (content.length <= verbatimPinnedCharacters) pinnedTexts.push(content.slice(input.pinPrefix.length));
   }
-  for (const source of factSources(input.covered, input.withToolResults === true))
-    for (const fact of identifierFacts(source)) facts.add(fact);
+  if (input.sourceFacts !== undefined) for (const fact of input.sourceFacts) facts.add(fact);
+  else
+    for (const source of factSourceTexts(input.covered, input.withToolResults === true))
+      for (const fact of identifierFacts(source)) facts.add(fact);
   const missingFacts = [...facts].filter((fact) => !statesFact(text, fact));
   const factsTotal = facts.size;
   const factsKept = factsTotal - missingFacts.length;

@@ -13,6 +13,7 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import type { ResolvedPolicy } from '../config/policy-defaults.js';
 import {
   buildSummaryRequest,
+  factSourceTexts,
   judgeSummary,
   buildRepairRequest,
   maxRepairFacts,
@@ -27,6 +28,7 @@ import {
   type TurnSummaryPlan,
 } from '../context/summary.js';
 import { messageText } from '../context/turns.js';
+import { factsInSlices } from './facts-in-slices.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
@@ -460,13 +462,16 @@ export function createSessionSummarizer(deps: {
       // The call was billed whatever the guard decides: counted from its usage, else estimated.
       await charge(key, answer, request.inputTokens, tokenizer.count(answer.text));
       const coveredMessages = covered.map((entry) => entry.message as ContextMessage);
+      const withToolResults = job.kind === 'turn';
+      const sourceFacts = await factsInSlices(factSourceTexts(coveredMessages, withToolResults));
       const verdict = judgeSummary({
         text: answer.text,
         finishReason: answer.finishReason,
         previousSummary: job.previousText,
         covered: coveredMessages,
         pinPrefix: policy.pin_prefix,
-        withToolResults: job.kind === 'turn',
+        withToolResults,
+        sourceFacts,
       });
       const recallBefore = verdict.factsTotal === 0 ? 1 : verdict.factsKept / verdict.factsTotal;
       Object.assign(details, { factsKept: verdict.factsKept, factsTotal: verdict.factsTotal });

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   buildSummaryRequest,
+  factSourceTexts,
   identifierFacts,
   judgeSummary,
   repairSummary,
@@ -284,6 +285,20 @@ describe('judgeSummary', () => {
 
   it('accepts a summary that keeps the pinned message and every identifier (tool output is not required)', () => {
     expect(judge(good)).toEqual({ ok: true, factsKept: 3, factsTotal: 3, missingFacts: [] });
+  });
+
+  it('judges alike with the source facts extracted by the caller as without', () => {
+    for (const withToolResults of [false, true])
+      for (const text of [good, 'Staging DB: db-staging-04.', 'Config: deploy/staging.yaml, port 5433.']) {
+        const sourceFacts = factSourceTexts(covered, withToolResults).flatMap(identifierFacts);
+        expect(judge(text, { withToolResults, sourceFacts })).toEqual(judge(text, { withToolResults }));
+      }
+    // And they are what it counts: the covered messages are not read again.
+    expect(judge(good, { sourceFacts: ['db-staging-04', 'replica_lag_ms'] })).toMatchObject({
+      factsTotal: 2,
+      factsKept: 1,
+      missingFacts: ['replica_lag_ms'],
+    });
   });
 
   it('counts the facts of tool results when asked to (a summary of an agent loop)', () => {
