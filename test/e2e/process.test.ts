@@ -29,6 +29,25 @@ function collect(child: ChildProcessWithoutNullStreams): {
   };
 }
 
+/** src/main.ts on a free port, once it answers /healthz: the child, its output and its base URL. */
+async function startedMain(env: Record<string, string>): Promise<{
+  child: ChildProcessWithoutNullStreams;
+  output: ReturnType<typeof collect>;
+  base: string;
+}> {
+  const port = await findFreePort();
+  const child = startMain({ PORT: String(port), ...env });
+  const output = collect(child);
+  const base = `http://127.0.0.1:${port}`;
+  await expect
+    .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
+      timeout: 20_000,
+      interval: 100,
+    })
+    .toBe(200);
+  return { child, output, base };
+}
+
 describe('start-up with a bad configuration', () => {
   it('exits 1 with one line per problem, naming each key', async () => {
     const configPath = writeConfigFile(
@@ -74,20 +93,10 @@ describe('graceful shutdown on SIGTERM', () => {
   afterAll(() => fake.stop());
 
   it('finishes an in-flight stream, refuses new requests, then exits 0', async () => {
-    const port = await findFreePort();
-    const child = startMain({
-      PORT: String(port),
+    const { child, output, base } = await startedMain({
       UPSTREAM_BASE_URL: upstreamUrl,
       CTXGATE_CONFIG: writeConfigFile('server:\n  shutdown_grace_ms: 10000\n'),
     });
-    const output = collect(child);
-    const base = `http://127.0.0.1:${port}`;
-    await expect
-      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
-        timeout: 20_000,
-        interval: 100,
-      })
-      .toBe(200);
 
     fake.enqueue({ content: 'a b c d e f g h i j', chunks: 10, chunkDelayMs: 150 });
     const streaming = await fetch(`${base}/v1/chat/completions`, {
@@ -119,16 +128,7 @@ describe('graceful shutdown on SIGTERM', () => {
   });
 
   it('writes each request line to stdout while it runs, and the last lines before it exits', async () => {
-    const port = await findFreePort();
-    const child = startMain({ PORT: String(port), UPSTREAM_BASE_URL: upstreamUrl });
-    const output = collect(child);
-    const base = `http://127.0.0.1:${port}`;
-    await expect
-      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
-        timeout: 20_000,
-        interval: 100,
-      })
-      .toBe(200);
+    const { child, output, base } = await startedMain({ UPSTREAM_BASE_URL: upstreamUrl });
     const requestIds = ['log-probe-1', 'log-probe-2', 'log-probe-3'];
     for (const requestId of requestIds) {
       const response = await fetch(`${base}/v1/chat/completions`, {
