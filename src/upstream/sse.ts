@@ -195,6 +195,8 @@ export class EventBoundaryBuffer {
   }
 
   private take(chunk: Buffer, end: number): Buffer {
+    // The usual chunk: whole events and nothing held before them, passed on as it is.
+    if (this.pendingLength === 0 && end === chunk.length) return chunk;
     const head = chunk.subarray(0, end);
     const out = this.pendingLength === 0 ? head : Buffer.concat([...this.pending, head]);
     const rest = chunk.subarray(end);
@@ -238,13 +240,14 @@ export function errorEvent(body: unknown): string {
 
 /** Where a chunk's closing `data: [DONE]` event starts, when the chunk ends with one; else -1. */
 const dataFieldAtLineStart = Buffer.from('\ndata:');
+const dataField = dataFieldAtLineStart.subarray(1);
 
 /**
  * Data events in whole events' bytes, counted without decoding them: the number of lines that start
  * with `data:` (one per event in every chat stream the gateway has met), `[DONE]` included.
  */
 export function countDataEvents(bytes: Buffer): number {
-  let count = bytes.subarray(0, 5).toString('latin1') === 'data:' ? 1 : 0;
+  let count = bytes.length >= dataField.length && dataField.compare(bytes, 0, dataField.length) === 0 ? 1 : 0;
   for (
     let at = bytes.indexOf(dataFieldAtLineStart);
     at >= 0;

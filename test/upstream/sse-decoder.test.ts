@@ -1,7 +1,7 @@
 // The SSE decoder must give the same events however the byte stream is cut.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countDataEvents, SseDecoder } from '../../src/upstream/sse.js';
+import { countDataEvents, EventBoundaryBuffer, SseDecoder } from '../../src/upstream/sse.js';
 
 const sample =
   'data: {"a":1}\n\n: keep-alive comment\n\nevent: error\ndata: {"b":\ndata: 2}\n\ndata:no-space\r\n\r\ndata: [DONE]\n\n';
@@ -77,5 +77,54 @@ describe('countDataEvents', () => {
     );
     expect(countDataEvents(stream)).toBe(3);
     expect(countDataEvents(Buffer.from(': keep-alive\n\n'))).toBe(0);
+    expect(countDataEvents(Buffer.from('data:x\n\n'))).toBe(1);
+    expect(countDataEvents(Buffer.from('data'))).toBe(0);
+    expect(countDataEvents(Buffer.alloc(0))).toBe(0);
+  });
+});
+
+describe('EventBoundaryBuffer', () => {
+  const terminators = ['\n', '\r\n', '\r'];
+  const eventArbitrary = fc.tuple(
+    fc.string({ minLength: 1, maxLength: 30 }).map((data) => data.replace(/[\r\n]/g, ' ')),
+    fc.constantFrom(...terminators),
+  );
+  const decode = (text: string) => new SseDecoder().push(text).map((event) => event.data);
+
+  it('passes every byte on once, in order, and an event written after any piece stands on its own', () => {
+    fc.assert(
+      fc.property(
+        fc.array(eventArbitrary, { minLength: 1, maxLength: 12 }),
+        fc.array(fc.nat(), { maxLength: 10 }),
+        (events, rawCuts) => {
+          const stream = Buffer.from(events.map(([data, end]) => `data: ${data}${end}${end}`).join(''));
+          const datas = events.map(([data]) => data);
+          const cuts = [...new Set(rawCuts.map((cut) => cut % stream.length))].sort((a, b) => a - b);
+          const buffer = new EventBoundaryBuffer();
+          const out: Buffer[] = [];
+          let start = 0;
+          for (const end of [...cuts, stream.length]) {
+            const piece = buffer.push(stream.subarray(start, end));
+            start = end;
+            if (piece === undefined) continue;
+            out.push(piece);
+            // What the client has so far, then an error event: whole events, then the error intact.
+            const seen = decode(`${Buffer.concat(out).toString('utf8')}data: {"error":1}\n\n`);
+            expect(seen.at(-1)).toBe('{"error":1}');
+            expect(seen.slice(0, -1)).toEqual(datas.slice(0, seen.length - 1));
+          }
+          const rest = buffer.flush();
+          if (rest !== undefined) out.push(rest);
+          expect(Buffer.concat(out).equals(stream)).toBe(true);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('hands back a chunk of whole events as it came, not a copy', () => {
+    const buffer = new EventBoundaryBuffer();
+    const chunk = Buffer.from('data: {"a":1}\n\ndata: {"b":2}\n\n');
+    expect(buffer.push(chunk)).toBe(chunk);
   });
 });
