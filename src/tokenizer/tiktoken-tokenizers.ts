@@ -12,7 +12,7 @@ const directKeyMaxChars = 4_096;
  * Long texts counted lately, keyed by the text itself: one request counts the same tool result or
  * message several times (fit, mask, report), and hashing it for the digest each time costs more than
  * the count. A string compared with itself is equal at once. At most this many, and at most
- * `recentLongChars` characters in all.
+ * `recentLongChars` characters, in each of the cache's two generations.
  */
 const recentLongTexts = 256;
 const recentLongChars = 16_000_000;

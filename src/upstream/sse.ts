@@ -238,7 +238,6 @@ export function errorEvent(body: unknown): string {
   return `data: ${JSON.stringify(body)}\n\n`;
 }
 
-/** Where a chunk's closing `data: [DONE]` event starts, when the chunk ends with one; else -1. */
 const dataFieldAtLineStart = Buffer.from('\ndata:');
 const dataField = dataFieldAtLineStart.subarray(1);
 
@@ -257,6 +256,7 @@ export function countDataEvents(bytes: Buffer): number {
   return count;
 }
 
+/** Where a chunk's closing `data: [DONE]` event starts, when the chunk ends with one; else -1. */
 export function doneMarkerAt(chunk: Buffer): number {
   const tail = chunk.toString('latin1', Math.max(0, chunk.length - 24));
   const match = /data: ?\[DONE\](?:\r?\n){2}$/.exec(tail);

@@ -38,28 +38,22 @@ function pathOf(request: FastifyRequest): string {
   return path.length > 200 ? `${path.slice(0, 200)}…` : path;
 }
 
+/** What fitting the context did, by the action the metric names: read from the report, built once. */
+const contextActions: ReadonlyArray<readonly [string, (report: RenderReport) => number]> = [
+  ['dropped_messages', (report) => report.droppedMessages],
+  ['dropped_iteration_groups', (report) => report.droppedIterationGroups],
+  ['truncated_tool_results', (report) => report.truncatedToolResults],
+  ['masked_tool_results', (report) => report.maskedToolResults],
+  ['summary_used', (report) => (report.summaryUsed ? 1 : 0)],
+  ['orphans_removed', (report) => report.orphansRemoved],
+  ['oversize_truncated', (report) => (report.oversizeTruncated ? 1 : 0)],
+];
+
 function countContextActions(metrics: GatewayMetrics, report: RenderReport): void {
-  // Most requests fit as they are: nothing to count, and nothing built to find that out.
-  if (
-    report.droppedMessages === 0 &&
-    report.droppedIterationGroups === 0 &&
-    report.truncatedToolResults === 0 &&
-    report.maskedToolResults === 0 &&
-    !report.summaryUsed &&
-    report.orphansRemoved === 0 &&
-    !report.oversizeTruncated
-  )
-    return;
-  const actions: Array<[string, number]> = [
-    ['dropped_messages', report.droppedMessages],
-    ['dropped_iteration_groups', report.droppedIterationGroups],
-    ['truncated_tool_results', report.truncatedToolResults],
-    ['masked_tool_results', report.maskedToolResults],
-    ['summary_used', report.summaryUsed ? 1 : 0],
-    ['orphans_removed', report.orphansRemoved],
-    ['oversize_truncated', report.oversizeTruncated ? 1 : 0],
-  ];
-  for (const [action, count] of actions) if (count > 0) metrics.contextActions.inc({ action }, count);
+  for (const [action, countOf] of contextActions) {
+    const count = countOf(report);
+    if (count > 0) metrics.contextActions.inc({ action }, count);
+  }
 }
 
 function logRequest(
