@@ -21,7 +21,8 @@ export const redisCli = (port: number, ...args: string[]): string =>
 
 export async function startRedisSentinel(): Promise<RunningSentinel> {
   const masterName = 'ctxgate-test';
-  const master = await startRedisServer();
+  // A replica syncs at once (the default waits 5 s for more replicas to share one transfer).
+  const master = await startRedisServer(['--repl-diskless-sync-delay', '0']);
   const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(master.port)]);
   const sentinelPort = await findFreePort();
   const directory = mkdtempSync(join(tmpdir(), 'ctxgate-sentinel-'));
@@ -40,11 +41,11 @@ export async function startRedisSentinel(): Promise<RunningSentinel> {
   );
   const sentinel = spawn('redis-server', [configPath, '--sentinel'], { stdio: 'ignore' });
   await waitForPort(sentinelPort, 10_000);
-  // The Sentinel must know the replica before it can fail over to it.
-  for (let attempt = 0; ; attempt++) {
-    const replicas = redisCli(sentinelPort, 'SENTINEL', 'REPLICAS', masterName);
-    if (replicas.includes(String(replica.port))) break;
-    if (attempt > 200) throw new Error('the Sentinel did not discover the replica');
+  // The Sentinel fails over only to a replica it has heard from itself (its own INFO of the replica,
+  // not only the master's list) whose link to the master is up; until then SENTINEL FAILOVER answers
+  // NOGOODSLAVE, which is what a loaded machine hits when the test asks too early.
+  for (let attempt = 0; !replicaIsCandidate(sentinelPort, masterName, replica.port); attempt++) {
+    if (attempt > 300) throw new Error('the Sentinel did not come to know the replica');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return {
@@ -53,13 +54,18 @@ export async function startRedisSentinel(): Promise<RunningSentinel> {
     sentinelPort,
     masterName,
     async failover() {
-      redisCli(sentinelPort, 'SENTINEL', 'FAILOVER', masterName);
+      // redis-cli exits 0 on an error reply: the answer itself says whether the failover started.
+      let answer = '';
       for (let attempt = 0; attempt < 300; attempt++) {
-        const address = redisCli(sentinelPort, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', masterName);
-        if (address.split('\n')[1] === String(replica.port)) return;
+        if (answer === '' || answer.startsWith('NOGOODSLAVE'))
+          answer = redisCli(sentinelPort, 'SENTINEL', 'FAILOVER', masterName);
+        // The Sentinel names the promoted replica as soon as it is promoted, but announces the switch
+        // (+switch-master, which clients follow) only when the failover ends: wait for that end.
+        const [current] = sentinelRecords(sentinelPort, 'MASTER', masterName);
+        if (current?.get('port') === String(replica.port) && current.get('flags') === 'master') return;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      throw new Error('the failover did not happen');
+      throw new Error(`the failover did not happen (SENTINEL FAILOVER answered: ${answer})`);
     },
     async stop() {
       if (sentinel.exitCode === null && sentinel.signalCode === null) {
@@ -72,4 +78,27 @@ export async function startRedisSentinel(): Promise<RunningSentinel> {
       rmSync(directory, { recursive: true, force: true });
     },
   };
+}
+
+/** SENTINEL REPLICAS names this replica, up, heard from by the Sentinel, linked to its master. */
+function replicaIsCandidate(sentinelPort: number, masterName: string, replicaPort: number): boolean {
+  const candidate = sentinelRecords(sentinelPort, 'REPLICAS', masterName).find(
+    (record) => record.get('port') === String(replicaPort),
+  );
+  return (
+    candidate?.get('flags') === 'slave' &&
+    candidate.get('master-link-status') === 'ok' &&
+    Number(candidate.get('info-refresh')) < 10_000
+  );
+}
+
+/** A SENTINEL subcommand's instances, each printed by redis-cli as field and value lines from `name`. */
+function sentinelRecords(sentinelPort: number, ...args: string[]): Array<Map<string, string>> {
+  const lines = redisCli(sentinelPort, 'SENTINEL', ...args).split('\n');
+  const records: Array<Map<string, string>> = [];
+  for (let index = 0; index + 1 < lines.length; index += 2) {
+    if (lines[index] === 'name') records.push(new Map());
+    records.at(-1)?.set(lines[index] ?? '', lines[index + 1] ?? '');
+  }
+  return records;
 }
