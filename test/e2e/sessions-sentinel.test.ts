@@ -32,6 +32,7 @@ afterAll(async () => {
 });
 
 describe('sessions through Redis Sentinel', () => {
+  // 60 s: the Sentinel makes the old master a replica 8–10 s after the switch, which the test waits for.
   it('stores sessions on the master the Sentinel names, and carries on after a failover', async () => {
     const sessionId = `sentinel-${randomUUID()}`;
     const client = new OpenAI({
@@ -104,5 +105,5 @@ describe('sessions through Redis Sentinel', () => {
       `assistant: ${received}`,
     ]);
     expect(redisCli(sentinel.replica.port, 'ROLE').split('\n')[0]).toBe('master');
-  });
+  }, 60_000);
 });
