@@ -39,13 +39,15 @@ async function startedMain(env: Record<string, string>): Promise<{
   const child = startMain({ PORT: String(port), ...env });
   const output = collect(child);
   const base = `http://127.0.0.1:${port}`;
-  await expect
-    .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
-      timeout: 20_000,
-      interval: 100,
-    })
-    .toBe(200);
+  await untilHealthy(base, 20_000, 100);
   return { child, output, base };
+}
+
+/** Waits until the server at `base` answers /healthz with 200. */
+async function untilHealthy(base: string, timeout: number, interval: number): Promise<void> {
+  await expect
+    .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, { timeout, interval })
+    .toBe(200);
 }
 
 describe('start-up with a bad configuration', () => {
@@ -168,12 +170,7 @@ describe('graceful shutdown on SIGTERM', () => {
     });
     const output = collect(npm);
     const base = `http://127.0.0.1:${port}`;
-    await expect
-      .poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, {
-        timeout: 90_000,
-        interval: 200,
-      })
-      .toBe(200);
+    await untilHealthy(base, 90_000, 200);
     npm.kill('SIGTERM');
     await output.exit;
     await expect
