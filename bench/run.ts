@@ -6,6 +6,7 @@ import { abortSection } from './sections/abort.js';
 import { budgetsSection } from './sections/budgets.js';
 import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
+import { hostileBodiesSection } from './sections/hostile-bodies.js';
 import { proxySection } from './sections/proxy.js';
 import { recoverySection } from './sections/recovery.js';
 import { renderSection } from './sections/render.js';
@@ -23,6 +24,7 @@ const sections: Record<string, () => Promise<void>> = {
   tokenizer: tokenizerSection,
   sse: sseSection,
   'memory-store': memoryStoreSection,
+  'hostile-bodies': hostileBodiesSection,
   fidelity: fidelitySection,
   recovery: recoverySection,
 };

@@ -6,7 +6,12 @@
 // their own behind the admin key.
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from './config/gateway-config.js';
 import { GatewayError, toOpenAIErrorBody } from './errors.js';
@@ -23,6 +28,7 @@ import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
 import { requestContextPlugin, requestIdFrom } from './http/plugins/request-context.js';
 import { jsonBodyParserPlugin } from './http/plugins/json-body-parser.js';
+import { jsonShapeLimits } from './json-body.js';
 import { earlyRefusalDrainPlugin } from './http/plugins/early-refusal-drain.js';
 import { shutdownGatePlugin } from './http/plugins/shutdown-gate.js';
 import { addClientAuthentication } from './http/plugins/client-auth.js';
@@ -106,6 +112,24 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     requestIdHeader: false,
     genReqId: (request) => requestIdFrom(request.headers['x-request-id'], generateRequestId),
     clientErrorHandler,
+    // Ids of any length reach their route, which says what is wrong with them (a session id is at most
+    // 128 characters): past the router's default of 100 a route would not match and the request would
+    // fall through to the pass-through.
+    routerOptions: { maxParamLength: 16_384 },
+    // A request target the router cannot decode (bad percent-encoding) is answered like every error.
+    frameworkErrors: (error, request, reply) => {
+      logger.info({ reqId: request.id, method: request.method, code: error.code }, 'request refused');
+      const body = toOpenAIErrorBody(
+        new GatewayError('invalid_request', 'The request URL is not valid (bad percent-encoding).', {
+          param: 'url',
+        }),
+      );
+      void (reply as FastifyReply)
+        .code(400)
+        .header('x-request-id', request.id)
+        .type('application/json')
+        .send(body);
+    },
   });
 
   const routes: Array<{ method: string; url: string }> = [];
@@ -114,7 +138,10 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
   app.register(requestContextPlugin, { logger, metrics, now });
   app.register(shutdownGatePlugin, { isClosing: () => closing });
-  app.register(jsonBodyParserPlugin, { bodyLimitBytes: config.server.body_limit_bytes });
+  app.register(jsonBodyParserPlugin, {
+    bodyLimitBytes: config.server.body_limit_bytes,
+    shape: jsonShapeLimits(config),
+  });
   app.register(earlyRefusalDrainPlugin, {
     // Discarding is cheap (a few ms of CPU per MiB); a client past this is cut off as before.
     maxBytes: Math.max(64 * 1024 * 1024, 2 * config.server.body_limit_bytes),
@@ -149,7 +176,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     registerResponsesRoutes(api, { responses: services.responses });
     // Its own scope: bodies there are forwarded as they arrive, not parsed.
     api.register(async (passthrough) => {
-      registerPassthroughRoutes(passthrough, { config, forwarder: services.forwarder });
+      registerPassthroughRoutes(passthrough, { passthrough: services.passthrough });
     });
   });
   // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.

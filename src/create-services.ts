@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { createBudgetService, type BudgetService } from './budget/budget-service.js';
 import { createChatService, type ChatService } from './chat/chat-turn.js';
 import { createForwarder, type Forwarder } from './chat/forward-request.js';
+import { createPassthroughService, type PassthroughService } from './chat/passthrough-service.js';
 import type { GatewayConfig } from './config/gateway-config.js';
 import type { GatewayMetrics } from './metrics.js';
 import { createSessionSummarizer, type SessionSummarizer } from './sessions/session-summarizer.js';
@@ -42,6 +43,7 @@ export interface ServiceParts {
 export interface GatewayServices {
   chat: ChatService;
   forwarder: Forwarder;
+  passthrough: PassthroughService;
   summarizer: SessionSummarizer;
   budgets: BudgetService;
   sessionStore: SessionStore;
@@ -86,9 +88,11 @@ export function createServices(parts: ServiceParts): GatewayServices {
     random: parts.random ?? Math.random,
     sleep: parts.sleep ?? sleep,
   });
+  const forwarder = createForwarder({ upstream, metrics, now });
   return {
     chat,
-    forwarder: createForwarder({ upstream, metrics, now }),
+    forwarder,
+    passthrough: createPassthroughService({ config, forwarder, budgets, sleep: parts.sleep ?? sleep }),
     summarizer,
     budgets,
     sessionStore,

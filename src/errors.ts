@@ -11,6 +11,7 @@ export const errorCodes = {
   unknown_model: { status: 400, type: 'invalid_request_error' },
   invalid_api_key: { status: 401, type: 'authentication_error' },
   missing_api_key: { status: 401, type: 'authentication_error' },
+  provider_state_not_shared: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   session_busy: { status: 409, type: 'invalid_request_error' },

@@ -2,7 +2,19 @@
 // Prints "READY <base url>" when listening.
 import { FakeUpstream } from '../../test/helpers/fake-upstream.js';
 
-const fake = new FakeUpstream({ recordLimit: 0, tokenCounting: 'approximate' });
+const fake = new FakeUpstream({
+  recordLimit: 0,
+  tokenCounting: 'approximate',
+  ...(process.env.FAKE_WINDOW === undefined ? {} : { defaultWindow: Number(process.env.FAKE_WINDOW) }),
+  // Pass-through paths (embeddings) answered as OpenAI does, with their usage.
+  otherRoutes: (request) =>
+    request.path === '/v1/embeddings'
+      ? {
+          status: 200,
+          body: '{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"e","usage":{"prompt_tokens":3,"total_tokens":3}}',
+        }
+      : undefined,
+});
 fake.setDefault({
   content: process.env.FAKE_CONTENT ?? 'ok',
   chunks: Number(process.env.FAKE_CHUNKS ?? '5'),

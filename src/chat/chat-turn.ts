@@ -91,6 +91,8 @@ interface Turn {
   session: SessionTurn | undefined;
   reservation: BudgetReservation | undefined;
   lessons: UpstreamLessons;
+  /** The client's own body, when it may go upstream as it is (nothing in it was changed). */
+  rawBody: string | undefined;
 }
 
 export function createChatService(deps: ChatServiceDependencies): ChatService {
@@ -369,6 +371,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     input: Omit<ChatInput, 'warn' | 'info'>,
     chatRequest: ChatCompletionRequest,
     session: SessionView | undefined,
+    /** The client's bytes, when they may be sent as they are. */
+    rawBody: string | undefined,
   ) {
     return createAttemptLadder({
       planner,
@@ -379,14 +383,14 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       session,
       target: selectUpstream(config.upstreams, chatRequest.model),
       precision: countPrecisionFor(input.rawBody),
-      rawBody: input.rawBody,
+      rawBody,
       knownBytes: session?.knownBytes.bind(session),
     });
   }
 
   async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<void> {
     const { input, client, chatRequest, target } = turn;
-    const ladder = ladderFor(input, chatRequest, turn.session);
+    const ladder = ladderFor(input, chatRequest, turn.session, turn.rawBody);
     input.record.context = ladder.first.prepared.report;
     turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
@@ -431,11 +435,33 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     );
   }
 
+  /**
+   * `store: true` asks the provider to keep the completion under the key that sent it: under the
+   * operator's one key every tenant could list and read it, so it is dropped unless configured
+   * (passthrough.provider_state_endpoints), and the answer says so. The client's own bytes then no
+   * longer go upstream as they are (`rawBody` undefined).
+   */
+  function withoutSharedStore(
+    input: ChatInput,
+    chatRequest: ChatCompletionRequest,
+    target: UpstreamConfig,
+    client: ClientStream,
+  ): { chatRequest: ChatCompletionRequest; rawBody: string | undefined } {
+    const unchanged = { chatRequest, rawBody: input.rawBody };
+    if ((chatRequest as { store?: unknown }).store !== true) return unchanged;
+    if (input.credential.mode !== 'gateway_key' || target.apiKey === undefined) return unchanged;
+    if (config.passthrough.provider_state_endpoints.includes('chat/completions')) return unchanged;
+    const { store: _dropped, ...kept } = chatRequest as ChatCompletionRequest & { store?: unknown };
+    client.addHeaders({ 'x-ctxgate-dropped': 'store' });
+    return { chatRequest: kept, rawBody: undefined };
+  }
+
   return {
     async complete(input, client) {
-      const chatRequest = parse(input, input.warn);
+      const parsed = parse(input, input.warn);
+      const target = selectUpstream(config.upstreams, parsed.model);
+      const { chatRequest, rawBody } = withoutSharedStore(input, parsed, target, client);
       if (input.overrides.sessionId !== undefined) sessionKeyFor(input.credential, input.overrides.sessionId);
-      const target = selectUpstream(config.upstreams, chatRequest.model);
       const plan = await admitBudgets(input, client);
       const session = await openSession(input, chatRequest);
       const turn: Turn = {
@@ -445,6 +471,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         target,
         session,
         reservation: undefined,
+        rawBody,
         lessons: createUpstreamLessons({ learnedLimits, metrics, warn: input.warn, info: input.info }),
       };
       try {
@@ -464,7 +491,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           ? undefined
           : await previewSessionTurn(sessionInput(input, chatRequest, sessionId));
       // The first attempt the request would send: the client's model, or the fallback it would go to.
-      const { prepared, headers } = ladderFor(input, chatRequest, view).first;
+      const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody).first;
       input.record.context = prepared.report;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {

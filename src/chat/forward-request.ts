@@ -1,13 +1,14 @@
 // Requests the gateway passes through untouched (the model list, and every /v1 path it does not manage):
 // sent once, relayed as they come — event streams event by event, other bodies byte for byte as they
-// arrive (audio, files), or whole (the model list).
+// arrive (audio, files), or whole (the model list) — and what the answer says it cost (its usage), so
+// budgets count forwarded calls too.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 import { isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
-import { errorEvent, isEventStream } from '../upstream/sse.js';
+import { errorEvent, isEventStream, StreamCompletionTracker } from '../upstream/sse.js';
 import type { Readable } from 'node:stream';
 import type { Upstream, UpstreamMethod } from '../upstream/upstream.js';
 import { readWholeAnswer, relayStream, type ClientStream } from './relay.js';
@@ -29,8 +30,16 @@ export interface ForwardInput {
   record: RequestState;
 }
 
+/** What a forwarded call cost, as its answer reports it. */
+export interface ForwardOutcome {
+  /** The upstream answered (any status); false when no answer came or the client left first. */
+  answered: boolean;
+  /** The tokens the answer reports using (its `usage`), when it is a success that reports them. */
+  totalTokens: number | undefined;
+}
+
 export interface Forwarder {
-  forward(input: ForwardInput, client: ClientStream): Promise<void>;
+  forward(input: ForwardInput, client: ClientStream): Promise<ForwardOutcome>;
 }
 
 export function createForwarder(deps: {
@@ -40,29 +49,41 @@ export function createForwarder(deps: {
 }): Forwarder {
   return {
     async forward(input, client) {
+      const outcome: ForwardOutcome = { answered: false, totalTokens: undefined };
       await measuredExchange(deps, { ...input, client }, async (exchange) => {
         const response = await exchange.send(input);
-        if (response.statusCode < 300 && isEventStream(response.headers)) {
+        outcome.answered = true;
+        const success = response.statusCode < 300;
+        if (success && isEventStream(response.headers)) {
           client.openStream(response.statusCode, {
             ...buildClientHeaders(response.headers),
             'cache-control': 'no-cache',
           });
-          const outcome = await relayStream(response, client, {
+          const relayed = await relayStream(response, client, {
             holdDone: false,
             assemble: false,
             expectFinish: false,
           });
-          if (outcome.kind === 'client_left') return;
-          if (outcome.failure !== undefined) input.record.streamErrorCode = outcome.failure.code;
+          const { promptTokens, completionTokens } = relayed.usage;
+          if (promptTokens !== undefined || completionTokens !== undefined)
+            outcome.totalTokens = (promptTokens ?? 0) + (completionTokens ?? 0);
+          if (relayed.kind === 'client_left') return;
+          if (relayed.failure !== undefined) input.record.streamErrorCode = relayed.failure.code;
           client.end(
-            outcome.failure === undefined ? undefined : errorEvent(toOpenAIErrorBody(outcome.failure)),
+            relayed.failure === undefined ? undefined : errorEvent(toOpenAIErrorBody(relayed.failure)),
           );
           return;
         }
         if (input.streamBody === true) {
           client.openStream(response.statusCode, buildClientHeaders(response.headers));
+          // Usage sits at the end of an answer: only its tail is kept to read it.
+          const tail = success ? new StreamCompletionTracker() : undefined;
           try {
-            await response.forEachChunk((chunk) => client.write(chunk));
+            await response.forEachChunk((chunk) => {
+              tail?.push(chunk);
+              return client.write(chunk);
+            });
+            outcome.totalTokens = tail?.totalTokens();
           } catch (error) {
             // The answer is under way: a cut connection is all the client can be told.
             input.record.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
@@ -75,6 +96,7 @@ export function createForwarder(deps: {
         const answer = await readWholeAnswer(response, { expectCompletion: false });
         await client.sendWhole(answer.status, buildClientHeaders(response.headers), answer.body);
       });
+      return outcome;
     },
   };
 }

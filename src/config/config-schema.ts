@@ -1,6 +1,7 @@
 // The one schema of the config file (config/ctxgate.yaml); the file's TypeScript type is inferred from
 // it, so the validator and the code that reads the config can never disagree.
 import { z } from 'zod';
+import { providerStateEndpoints } from '../upstream/provider-state.js';
 
 const positiveMs = z.number().int().positive();
 
@@ -35,6 +36,13 @@ export const serverSectionSchema = z.strictObject({
   max_messages: z.number().int().positive().max(100_000).default(10_000),
   /** Most content parts all messages of one request may hold together (400 beyond). */
   max_content_parts: z.number().int().positive().max(200_000).default(20_000),
+  /** Most tool calls all messages (or Responses input items) of one request may hold together (400 beyond). */
+  max_tool_calls: z.number().int().positive().max(200_000).default(20_000),
+  /**
+   * Most objects and arrays one JSON body may hold, counted as its bytes arrive (400 beyond): what
+   * parsing allocates for, however small each one is.
+   */
+  max_json_containers: z.number().int().positive().max(5_000_000).default(250_000),
 });
 
 export const timeoutsSectionSchema = z.strictObject({
@@ -158,6 +166,15 @@ export const sessionsSectionSchema = z.strictObject({
     .default(''),
 });
 
+export const passthroughSectionSchema = z.strictObject({
+  /**
+   * Provider-state endpoints (files, batches, stored chat completions…) forwarded even when every
+   * tenant's call carries the one upstream key the gateway holds: for a deployment with one tenant.
+   * Not listed: refused with 403, and `store: true` dropped from chat completions.
+   */
+  provider_state_endpoints: z.array(z.enum(providerStateEndpoints)).default([]),
+});
+
 const defaultBackpressure = [
   { at: 0.8, delay_ms: 50 },
   { at: 0.85, delay_ms: 300 },
@@ -197,6 +214,7 @@ export const configFileSchema = z.strictObject({
   context: policySchema.default({}),
   sessions: sessionsSectionSchema.default(sessionsSectionSchema.parse({})),
   budgets: budgetsSectionSchema.default(budgetsSectionSchema.parse({})),
+  passthrough: passthroughSectionSchema.default(passthroughSectionSchema.parse({})),
   policies: z
 
     .record(

@@ -305,6 +305,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
       defaults: file.budgets.defaults,
       credentials: budgetCredentials,
     },
+    passthrough: file.passthrough,
     adminApiKeys,
   };
   return deepFreeze(config);

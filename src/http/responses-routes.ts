@@ -3,6 +3,7 @@
 // count of a request without sending it.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { noCredential } from '../auth/authenticate.js';
+import { GatewayError } from '../errors.js';
 import type { ResponsesInput, ResponsesService } from '../responses/responses-service.js';
 import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
@@ -15,6 +16,16 @@ const responsesInput = (request: FastifyRequest): ResponsesInput => ({
 
 const tenantOf = (request: FastifyRequest): string => (request.gateway.credential ?? noCredential).tenantId;
 
+/** A response id as the gateway makes them (`resp_…`), at most 128 characters: anything else is a 400. */
+const responseIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function idOf(request: FastifyRequest<{ Params: { id: string } }>): string {
+  const { id } = request.params;
+  if (!responseIdPattern.test(id))
+    throw new GatewayError('invalid_request', 'Invalid response id.', { param: 'response_id' });
+  return id;
+}
+
 export function registerResponsesRoutes(app: FastifyInstance, deps: { responses: ResponsesService }): void {
   const { responses } = deps;
   app.post('/v1/responses', async (request, reply) => {
@@ -25,11 +36,11 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
   app.post('/v1/responses/input_tokens', async (request) => responses.inputTokens(responsesInput(request)));
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) =>
-    responses.retrieve(tenantOf(request), request.params.id),
+    responses.retrieve(tenantOf(request), idOf(request)),
   );
 
   app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (request) =>
-    responses.remove(tenantOf(request), request.params.id),
+    responses.remove(tenantOf(request), idOf(request)),
   );
 
   app.get<{
@@ -37,7 +48,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
     Querystring: { after?: string; limit?: string; order?: string };
   }>('/v1/responses/:id/input_items', async (request) => {
     const { after, limit, order } = request.query;
-    return responses.inputItems(tenantOf(request), request.params.id, {
+    return responses.inputItems(tenantOf(request), idOf(request), {
       after,
       limit: limit === undefined ? undefined : Number(limit) || undefined,
       order: order === 'asc' ? 'asc' : 'desc',

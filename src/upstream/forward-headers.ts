@@ -25,6 +25,21 @@ const neverUpstream = new Set([
   'x-api-key',
   'expect',
 ]);
+/**
+ * Never beside the operator's key: a client's own organisation or project would bill (or read) another
+ * account under it, and forwarding headers would tell the provider hosts the client chose.
+ */
+const neverWithOperatorKey = new Set([
+  'openai-organization',
+  'openai-project',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-forwarded-server',
+  'x-real-ip',
+]);
 const gatewayPrefixes = ['x-session-', 'x-context-', 'x-budget-', 'x-admin-'];
 const neverDownstream = new Set([...hopByHop, 'content-length', 'set-cookie', 'date', 'server']);
 
@@ -43,9 +58,11 @@ export function buildUpstreamHeaders(
   credential: Credential,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
+  const operatorKey = upstream.apiKey !== undefined;
   for (const name in clientHeaders) {
     const value = clientHeaders[name];
     if (value === undefined || neverUpstream.has(name) || isGatewayHeader(name)) continue;
+    if (operatorKey && neverWithOperatorKey.has(name)) continue;
     headers[name] = Array.isArray(value) ? value.join(', ') : value;
   }
   headers['content-type'] = 'application/json';

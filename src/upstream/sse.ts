@@ -119,6 +119,19 @@ export class StreamCompletionTracker {
     return usageNumberIn(this.end(), completionTokensKey);
   }
 
+  /**
+   * The tokens an answer of any endpoint reports in its tail: `total_tokens`, else the sum of its
+   * prompt and completion (or input and output) tokens; undefined when it reports none.
+   */
+  totalTokens(): number | undefined {
+    const end = this.end();
+    const total = usageNumberIn(end, totalTokensKey);
+    if (total !== undefined) return total;
+    const prompt = promptTokensIn(end) ?? usageNumberIn(end, inputTokensKey);
+    const completion = usageNumberIn(end, completionTokensKey) ?? usageNumberIn(end, outputTokensKey);
+    return prompt === undefined && completion === undefined ? undefined : (prompt ?? 0) + (completion ?? 0);
+  }
+
   /** Call once the upstream body has ended. */
   isComplete(): boolean {
     const end = this.end();
@@ -132,6 +145,9 @@ export class StreamCompletionTracker {
 }
 
 const promptTokensKey = Buffer.from('"prompt_tokens"');
+const totalTokensKey = Buffer.from('"total_tokens"');
+const inputTokensKey = Buffer.from('"input_tokens"');
+const outputTokensKey = Buffer.from('"output_tokens"');
 export const completionTokensKey = Buffer.from('"completion_tokens"');
 
 /** `usage.prompt_tokens` near the end of an answer (where OpenAI-style bodies put usage), if any. */

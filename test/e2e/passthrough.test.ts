@@ -25,7 +25,7 @@ function answers(request: RecordedRequest) {
     return { status: 200, body: JSON.stringify({ text: `received ${request.bodyBytes.length} bytes` }) };
   if (request.path === '/v1/audio/speech')
     return { status: 200, headers: { 'content-type': 'audio/mpeg' }, body: speech };
-  if (request.path === '/v1/files')
+  if (request.path === '/v1/audio/voices')
     return { status: 200, body: JSON.stringify({ object: 'list', data: [], query: request.query }) };
   return undefined;
 }
@@ -105,7 +105,7 @@ describe('paths the gateway only forwards', () => {
   });
 
   it('keeps the query string, and asks for the gateway key like chat does', async () => {
-    const listed = await fetch(`${harness.baseUrl}/files?purpose=fine-tune&limit=2`, {
+    const listed = await fetch(`${harness.baseUrl}/audio/voices?purpose=fine-tune&limit=2`, {
       headers: { authorization: 'Bearer gk-client' },
     });
     expect(((await listed.json()) as { query: string }).query).toBe('purpose=fine-tune&limit=2');

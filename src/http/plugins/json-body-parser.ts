@@ -1,11 +1,20 @@
 // The one body parser: every Content-Type is read as JSON (`curl -d` sends form encoding by default),
-// with prototype-poisoning protection and a nesting limit (json-body.ts). A compressed body is refused
-// with 415 rather than misread as JSON, a leading byte-order mark is dropped, and an empty body is no
-// body at all (a DELETE sent with a JSON Content-Type and nothing in it).
+// with prototype-poisoning protection, a nesting limit and a limit on objects and arrays — both checked
+// on the bytes as they arrive, so a hostile body is refused before it is all read or parsed
+// (src/json-body.ts). A compressed body is refused with 415 rather than misread as JSON, a leading
+// byte-order mark is dropped, and an empty body is no body at all (a DELETE sent with a JSON
+// Content-Type and nothing in it). What is left of a refused body is read and dropped by the
+// early-refusal drain, so the client still gets its answer.
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { GatewayError } from '../../errors.js';
-import { parseJsonBody } from '../json-body.js';
+import { parseJsonBody, readJsonText, type JsonShapeLimits } from '../../json-body.js';
+
+export interface JsonBodyOptions {
+  bodyLimitBytes: number;
+  shape: JsonShapeLimits;
+}
 
 function contentEncodingOf(request: FastifyRequest): string | undefined {
   const header = request.headers['content-encoding'];
@@ -13,34 +22,45 @@ function contentEncodingOf(request: FastifyRequest): string | undefined {
   return value === undefined || value === '' || value === 'identity' ? undefined : value;
 }
 
-function jsonBodyParser(app: FastifyInstance, { bodyLimitBytes }: { bodyLimitBytes: number }): void {
+function jsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
   const parse = (
     request: FastifyRequest,
-    body: string | Buffer,
+    payload: Readable,
     done: (error: Error | null, value?: unknown) => void,
   ): void => {
-    try {
-      const encoding = contentEncodingOf(request);
-      if (encoding !== undefined) {
-        throw new GatewayError(
+    const encoding = contentEncodingOf(request);
+    if (encoding !== undefined) {
+      done(
+        new GatewayError(
           'unsupported_media_type',
           `Compressed request bodies are not accepted (Content-Encoding: ${encoding.slice(0, 40)}); send the JSON body uncompressed.`,
-        );
-      }
-      let text = body as string;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-      if (text.trim() === '') return done(null, undefined);
-      request.gateway.rawBody = text;
-      done(null, parseJsonBody(text));
-    } catch (error) {
-      done(error as Error, undefined);
+        ),
+      );
+      return;
     }
+    readJsonText(payload, {
+      limitBytes: options.bodyLimitBytes,
+      shape: options.shape,
+      contentLength: Number(request.headers['content-length']),
+    }).then(
+      (text) => {
+        if (text.trim() === '') return done(null, undefined);
+        request.gateway.rawBody = text;
+        let value: unknown;
+        try {
+          value = parseJsonBody(text);
+        } catch (error) {
+          return done(error as Error);
+        }
+        done(null, value);
+      },
+      (error: Error) => done(error),
+    );
   };
   app.removeAllContentTypeParsers();
-  const options = { parseAs: 'string' as const, bodyLimit: bodyLimitBytes };
   // application/json by exact match (fastify caches that lookup), and every other Content-Type too.
-  app.addContentTypeParser('application/json', options, parse);
-  app.addContentTypeParser('*', options, parse);
+  app.addContentTypeParser('application/json', parse);
+  app.addContentTypeParser('*', parse);
 }
 
 export const jsonBodyParserPlugin = fastifyPlugin(jsonBodyParser, { name: 'ctxgate-json-body-parser' });

@@ -1,0 +1,223 @@
+// Section "hostile-bodies": the gateway's CPU for the worst bodies an attacker or a careless client can
+// send within the limits (issue "Security and robustness II"): each sent once to a gateway process
+// (pass-through mode, no Redis) in front of the fake provider, its CPU read from /proc before and after,
+// median of BENCH_HOSTILE_ROUNDS. Printed with the status it got: an accepted body (2xx) should stay
+// under 200 ms of CPU, a refused one should be refused before it costs much. Figures only.
+import { Pool } from 'undici';
+import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
+import { gatewayCommand, median, processCpuUs, tsx } from '../lib/load.js';
+
+interface HostileCase {
+  label: string;
+  path: string;
+  body: () => string;
+  headers?: Record<string, string>;
+}
+
+const user = (content: string) => ({ role: 'user', content });
+
+/** N consecutive function calls (one assistant message when bridged), with their outputs or without. */
+function functionCallItems(count: number, outputs: 'with_outputs' | 'without_outputs'): string {
+  const input: unknown[] = [{ role: 'user', content: 'go' }];
+  for (let index = 0; index < count; index++)
+    input.push({ type: 'function_call', call_id: `c${index}`, name: 'f', arguments: '{}' });
+  if (outputs === 'with_outputs')
+    for (let index = 0; index < count; index++)
+      input.push({ type: 'function_call_output', call_id: `c${index}`, output: 'ok' });
+  return JSON.stringify({ model: 'gpt-4o-mini', input, store: false });
+}
+
+/** One assistant message with N parallel tool calls, with their results or without. */
+function chatToolCalls(count: number, results: 'with_results' | 'without_results'): string {
+  const calls = Array.from({ length: count }, (_unused, index) => ({
+    id: `c${index}`,
+    type: 'function',
+    function: { name: 'f', arguments: '{}' },
+  }));
+  const answers =
+    results === 'with_results'
+      ? calls.map((call) => ({ role: 'tool', tool_call_id: call.id, content: 'ok' }))
+      : [user('and now?')];
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [user('go'), { role: 'assistant', content: null, tool_calls: calls }, ...answers],
+  });
+}
+
+function nested(depth: number): string {
+  return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+}
+
+function emptyArraysDeep(count: number): string {
+  const open = '['.repeat(60);
+  const close = ']'.repeat(60);
+  return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x":${open}${'[],'.repeat(count - 1)}[]${close}}`;
+}
+
+export const hostileCases: HostileCase[] = [
+  {
+    label: 'responses: 9,990 function calls + outputs',
+    path: '/v1/responses',
+    body: () => functionCallItems(4_995, 'with_outputs'),
+  },
+  {
+    label: 'responses: 40,000 function calls, no outputs',
+    path: '/v1/responses',
+    body: () => functionCallItems(40_000, 'without_outputs'),
+  },
+  {
+    label: 'responses: 40,000 function calls + outputs',
+    path: '/v1/responses',
+    body: () => functionCallItems(40_000, 'with_outputs'),
+  },
+  {
+    label: 'chat: 9,997 tool calls + results',
+    path: '/v1/chat/completions',
+    body: () => chatToolCalls(9_997, 'with_results'),
+  },
+  {
+    label: 'chat: 40,000 tool calls, no results',
+    path: '/v1/chat/completions',
+    body: () => chatToolCalls(40_000, 'without_results'),
+  },
+  {
+    label: 'chat: 200,000 tool calls, no results',
+    path: '/v1/chat/completions',
+    body: () => chatToolCalls(200_000, 'without_results'),
+  },
+  {
+    label: 'chat: 2,000,000 empty arrays at depth 61',
+    path: '/v1/chat/completions',
+    body: () => emptyArraysDeep(2_000_000),
+  },
+  {
+    label: 'chat: nested 8,000,000 deep (16 MB)',
+    path: '/v1/chat/completions',
+    body: () => nested(8_000_000),
+  },
+  {
+    label: 'embeddings (pass-through): nested 8,000,000 deep',
+    path: '/v1/embeddings',
+    body: () => nested(8_000_000),
+  },
+  {
+    label: 'embeddings (pass-through): 2,000,000 empty arrays',
+    path: '/v1/embeddings',
+    body: () => emptyArraysDeep(2_000_000),
+  },
+  {
+    label: 'chat: 1,000,000 stop strings',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [user('hi')],
+        stop: Array.from({ length: 1_000_000 }, () => 'x'),
+      }),
+  },
+  {
+    label: 'chat: n = 1,000,000',
+    path: '/v1/chat/completions',
+    body: () => JSON.stringify({ model: 'gpt-4o-mini', messages: [user('hi')], n: 1_000_000, max_tokens: 1 }),
+  },
+  {
+    label: 'chat: 10,000 messages of 3 KB',
+    path: '/v1/chat/completions',
+    body: () => {
+      const text = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
+      return JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: Array.from({ length: 9_999 }, (_unused, index) =>
+          index % 2 === 0 ? user(`${index} ${text}`) : { role: 'assistant', content: `${index} ${text}` },
+        ).concat([user('last')]),
+      });
+    },
+  },
+  {
+    label: 'chat: 20,000 content parts',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [
+          {
+            role: 'user',
+            content: Array.from({ length: 20_000 }, (_unused, index) => ({
+              type: 'text',
+              text: `p${index}`,
+            })),
+          },
+        ],
+      }),
+  },
+];
+
+export async function hostileBodiesSection(): Promise<void> {
+  const rounds = Number(process.env.BENCH_HOSTILE_ROUNDS ?? '3');
+  const only = process.env.BENCH_HOSTILE_ONLY;
+  const servers: ServerProcess[] = [];
+  try {
+    // A provider with a window no body here reaches: what is measured is the gateway's own work.
+    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
+      FAKE_WINDOW: '100000000',
+    });
+    servers.push(fake);
+    const gateway = await startServerProcess(gatewayCommand(), {
+      UPSTREAM_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      REDIS_URL: '',
+      REDIS_CLUSTER_NODES: '',
+    });
+    servers.push(gateway);
+    const pid = gateway.child.pid as number;
+    const pool = new Pool(new URL(gateway.url).origin, {
+      connections: 1,
+      bodyTimeout: 600_000,
+      headersTimeout: 600_000,
+    });
+    console.log(`\n== hostile-bodies: gateway CPU per body (ms, median of ${rounds}), status it got ==`);
+    for (const hostile of hostileCases) {
+      if (only !== undefined && !hostile.label.includes(only)) continue;
+      const body = hostile.body();
+      const samples: number[] = [];
+      let status = 0;
+      let code = '';
+      let message = '';
+      for (let round = 0; round < rounds; round++) {
+        const before = processCpuUs(pid);
+        const response = await pool.request({
+          method: 'POST',
+          path: hostile.path,
+          headers: {
+            'content-type': 'application/json',
+            authorization: 'Bearer sk-bench',
+            ...hostile.headers,
+          },
+          body,
+        });
+        const text = await response.body.text();
+        // Let the request's log line and garbage collection land in this request's count.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        samples.push((processCpuUs(pid) - before) / 1000);
+        status = response.statusCode;
+        const error =
+          status >= 400
+            ? (JSON.parse(text) as { error?: { code?: string; message?: string } }).error
+            : undefined;
+        code = String(error?.code ?? '');
+        message = String(error?.message ?? '').slice(0, 100);
+      }
+      const size = (Buffer.byteLength(body) / 1024 / 1024).toFixed(1);
+      const cpu = median(samples);
+      const flag = status < 300 && cpu > 200 ? '  <-- over 200 ms' : '';
+      console.log(
+        `${hostile.label.padEnd(52)} ${size.padStart(5)} MB  ${String(status)} ${code.padEnd(22)} ${cpu.toFixed(0).padStart(6)} ms${flag}`,
+      );
+      if (process.env.BENCH_HOSTILE_VERBOSE !== undefined && message !== '') console.log(`    ${message}`);
+    }
+    await pool.close();
+  } finally {
+    for (const server of servers.reverse()) await server.stop();
+  }
+}
