@@ -126,7 +126,15 @@ export function createGateway(options: {
     budgetStore: redis === undefined ? createMemoryBudgetStore() : createRedisBudgetStore({ redis }),
     responseStore:
       redis === undefined
-        ? createMemoryResponseStore({ ttlSeconds: config.sessions.ttl_seconds })
+        ? createMemoryResponseStore({
+            ttlSeconds: config.sessions.ttl_seconds,
+            maxBytes: config.responses.memory_mb * 1024 * 1024,
+            onEvict: (records) =>
+              logger.warn(
+                { records, memoryMb: config.responses.memory_mb },
+                'in-process response store full: least recently used responses evicted',
+              ),
+          })
         : createRedisResponseStore({ redis, ttlSeconds: config.sessions.ttl_seconds }),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });

@@ -17,6 +17,9 @@ import type { SessionStore } from './store/session-store.js';
 import { createMemoryResponseStore, type ResponseStore } from './store/response-store.js';
 import { createResponsesService, type ResponsesService } from './responses/responses-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
+import { tokenizerFor } from './chat/prepare-context.js';
+import { countMessageTokens } from './context/token-accounting.js';
+import type { ContextMessage } from './context/types.js';
 import type { Upstream } from './upstream/upstream.js';
 
 export interface ServiceParts {
@@ -99,7 +102,19 @@ export function createServices(parts: ServiceParts): GatewayServices {
     learnedLimits,
     responses: createResponsesService({
       chat,
-      store: parts.responseStore ?? createMemoryResponseStore({ ttlSeconds: config.sessions.ttl_seconds }),
+      config,
+      store:
+        parts.responseStore ??
+        createMemoryResponseStore({
+          ttlSeconds: config.sessions.ttl_seconds,
+          maxBytes: config.responses.memory_mb * 1024 * 1024,
+        }),
+      countTokens: (model, messages) => {
+        const tokenizer = tokenizerFor(config, tokenizers, model);
+        let tokens = 0;
+        for (const message of messages) tokens += countMessageTokens(message as ContextMessage, tokenizer);
+        return tokens;
+      },
     }),
   };
 }

@@ -95,12 +95,13 @@ export function tooLarge(): GatewayError {
 
 /**
  * Reads a JSON body from `payload` within `limitBytes`, its shape checked piece by piece; resolves with
- * its text (byte-order mark dropped). Rejects at the first piece that passes a limit.
+ * its bytes and its text (a leading byte-order mark dropped from both). Rejects at the first piece
+ * that passes a limit.
  */
 export function readJsonText(
   payload: Readable,
   options: { limitBytes: number; shape: JsonShapeLimits; contentLength: number },
-): Promise<string> {
+): Promise<{ bytes: Buffer; text: string }> {
   const { limitBytes, contentLength } = options;
   if (contentLength > limitBytes) return Promise.reject(tooLarge());
   const scanner = new JsonShapeScanner(options.shape);
@@ -137,7 +138,8 @@ export function readJsonText(
         );
       const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
       const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-      resolve(bytes.toString('utf8', bom));
+      const body = bom === 0 ? bytes : bytes.subarray(bom);
+      resolve({ bytes: body, text: body.toString('utf8') });
     };
     payload.on('data', onData);
     payload.on('end', onEnd);

@@ -98,7 +98,7 @@ describe('readJsonText', () => {
     const text = '{"text":"caf\u00e9 \u4e2d"}';
     const bytes = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]);
     const pieces = Array.from(bytes).map((byte) => Buffer.from([byte]));
-    const read = await readJsonText(Readable.from(pieces), {
+    const { text: read } = await readJsonText(Readable.from(pieces), {
       limitBytes: 1_000,
       shape: limits,
       contentLength: bytes.length,

@@ -96,7 +96,7 @@ export function createAttemptLadder(input: {
   target: UpstreamConfig;
   precision: CountPrecision;
   /** The client's own body: sent as is when nothing in it changes. */
-  rawBody: string | undefined;
+  rawBody: Buffer | undefined;
   /** The session's stored bytes of each message, reused instead of serializing them again. */
   knownBytes?: SessionView['knownBytes'] | undefined;
 }): AttemptLadder {
@@ -133,7 +133,7 @@ export function createAttemptLadder(input: {
       state,
       prepared,
       body: unchanged
-        ? (input.rawBody as string)
+        ? (input.rawBody as Buffer)
         : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),
       headers,
       toolSet: plan.toolSet,

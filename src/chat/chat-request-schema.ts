@@ -94,6 +94,9 @@ const messageSchema = z
     }
   });
 
+/** Stop sequences one request may name: OpenAI takes 4; servers that take more need far fewer than this. */
+const maxStopSequences = 256;
+
 const optionalCount = z
   .number({ error: 'expected an integer' })
   .int({ error: 'expected an integer' })
@@ -122,6 +125,18 @@ export const chatCompletionRequestSchema = z.looseObject({
     .nullable()
     .optional(),
   stream_options: z.looseObject({}, { error: 'expected an object' }).nullable().optional(),
+  // OpenAI's own bounds: each choice is an answer billed on its own.
+  n: z
+    .number({ error: 'expected an integer' })
+    .int({ error: 'expected an integer' })
+    .min(1, { error: 'must be at least 1' })
+    .max(128, { error: 'must be at most 128' })
+    .nullable()
+    .optional(),
+  stop: z
+    .union([z.string(), z.array(z.string())], { error: 'expected a string or an array of strings' })
+    .nullable()
+    .optional(),
 });
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;
@@ -148,12 +163,24 @@ export interface RequestLimits {
   maxMessages: number;
   /** Content parts of all messages together. */
   maxContentParts: number;
+  /** Tool calls of all messages together. */
+  maxToolCalls: number;
 }
 
-export const defaultRequestLimits: RequestLimits = { maxMessages: 10_000, maxContentParts: 20_000 };
+export const defaultRequestLimits: RequestLimits = {
+  maxMessages: 10_000,
+  maxContentParts: 20_000,
+  maxToolCalls: 20_000,
+};
 
 /** Refuses a body with more messages or content parts than the limits, before anything else looks at it. */
 function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
+  if (Array.isArray(body.stop) && body.stop.length > maxStopSequences)
+    throw new GatewayError(
+      'invalid_request',
+      `Invalid 'stop': array too long. Expected an array with at most ${maxStopSequences} strings, but got ${body.stop.length}.`,
+      { param: 'stop' },
+    );
   const messages = body.messages;
   if (!Array.isArray(messages)) return;
   if (messages.length > limits.maxMessages) {
@@ -164,9 +191,19 @@ function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
     );
   }
   let parts = 0;
+  let calls = 0;
   for (const message of messages) {
     const content = (message as { content?: unknown } | null)?.content;
     if (Array.isArray(content)) parts += content.length;
+    const toolCalls = (message as { tool_calls?: unknown } | null)?.tool_calls;
+    if (Array.isArray(toolCalls)) calls += toolCalls.length;
+  }
+  if (calls > limits.maxToolCalls) {
+    throw new GatewayError(
+      'invalid_request',
+      `Invalid 'messages': too many tool calls. Expected at most ${limits.maxToolCalls} in all, but got ${calls}.`,
+      { param: 'messages' },
+    );
   }
   if (parts > limits.maxContentParts) {
     throw new GatewayError(

@@ -56,7 +56,7 @@ export interface ChatServiceDependencies {
 export interface ChatInput {
   body: unknown;
   /** The body's text, when the edge kept it: an unchanged conversation is forwarded as these bytes. */
-  rawBody: string | undefined;
+  rawBody: Buffer | undefined;
   overrides: RequestOverrides;
   credential: Credential;
   /** Forwarded upstream (less hop-by-hop and the gateway's own headers). */
@@ -92,7 +92,7 @@ interface Turn {
   reservation: BudgetReservation | undefined;
   lessons: UpstreamLessons;
   /** The client's own body, when it may go upstream as it is (nothing in it was changed). */
-  rawBody: string | undefined;
+  rawBody: Buffer | undefined;
 }
 
 export function createChatService(deps: ChatServiceDependencies): ChatService {
@@ -101,6 +101,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   const requestLimits = {
     maxMessages: config.server.max_messages,
     maxContentParts: config.server.max_content_parts,
+    maxToolCalls: config.server.max_tool_calls,
   };
 
   /** Unknown model names already logged (bounded: a client cycling through names cannot grow it). */
@@ -372,7 +373,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     chatRequest: ChatCompletionRequest,
     session: SessionView | undefined,
     /** The client's bytes, when they may be sent as they are. */
-    rawBody: string | undefined,
+    rawBody: Buffer | undefined,
   ) {
     return createAttemptLadder({
       planner,
@@ -446,7 +447,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     chatRequest: ChatCompletionRequest,
     target: UpstreamConfig,
     client: ClientStream,
-  ): { chatRequest: ChatCompletionRequest; rawBody: string | undefined } {
+  ): { chatRequest: ChatCompletionRequest; rawBody: Buffer | undefined } {
     const unchanged = { chatRequest, rawBody: input.rawBody };
     if ((chatRequest as { store?: unknown }).store !== true) return unchanged;
     if (input.credential.mode !== 'gateway_key' || target.apiKey === undefined) return unchanged;

@@ -70,7 +70,9 @@ export function resolveContextSettings(options: {
   model: string;
   overrides: RequestOverrides;
   maxCompletionTokens: number | null | undefined;
-  /** The window learned from the upstream (SPEC §6): used when smaller than the configured one. */
+  /** The request's `n`: each choice is an answer of its own, so the reserve is that many answers. */
+  choices?: number | null | undefined;
+  /** The window learned from the upstream: used when smaller than the configured one. */
   learnedWindow?: number | undefined;
 }): ContextSettings {
   const { config, overrides } = options;
@@ -97,7 +99,7 @@ export function resolveContextSettings(options: {
   if (overrides.maxHistoryTokens !== undefined) policy.max_history_tokens = overrides.maxHistoryTokens;
   const window = overrides.contextWindow ?? Math.min(model.window, options.learnedWindow ?? Infinity);
 
-  const outputReserve = options.maxCompletionTokens ?? model.outputReserve;
+  const outputReserve = (options.maxCompletionTokens ?? model.outputReserve) * (options.choices ?? 1);
   const margin = model.exactTokenizer ? policy.safety_margin : policy.safety_margin_uncalibrated;
   return { window, outputReserve, model, policyName, policy, safetyMarginTokens: Math.ceil(window * margin) };
 }

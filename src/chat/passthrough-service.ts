@@ -75,12 +75,11 @@ export function createPassthroughService(deps: {
 
   /** Reads a JSON body (shape checked as it arrives) and the model it names. */
   async function readJson(input: PassthroughInput, stream: Readable) {
-    const text = await readJsonText(stream, {
+    const { bytes, text } = await readJsonText(stream, {
       limitBytes: config.server.body_limit_bytes,
       shape,
       contentLength: Number(firstHeaderValue(input.headers['content-length'])),
     });
-    const bytes = Buffer.from(text);
     let parsed: Record<string, unknown> | undefined;
     try {
       const value = text.trim() === '' ? undefined : parseJsonBody(text);

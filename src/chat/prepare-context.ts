@@ -2,6 +2,7 @@
 // window with the context engine and says what was done, in response headers and the request log.
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { renderContext, type RenderInput } from '../context/render.js';
+import { countNewestWithin } from '../context/token-accounting.js';
 import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError } from '../errors.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -40,7 +41,7 @@ export function tokenizerFor(
  */
 export const sampledCountingBodyChars = 4 * 1024 * 1024;
 
-export function countPrecisionFor(rawBody: string | undefined): CountPrecision {
+export function countPrecisionFor(rawBody: Buffer | undefined): CountPrecision {
   return rawBody !== undefined && rawBody.length > sampledCountingBodyChars ? 'sampled' : 'exact';
 }
 
@@ -72,6 +73,7 @@ export function prepareContext(options: {
     model: chatRequest.model,
     overrides: options.overrides,
     maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
+    choices: chatRequest.n,
     learnedWindow: options.learnedWindow,
   });
   // An estimated model with a learned ratio counts as calibrated: the smaller margin, and a window
@@ -89,6 +91,7 @@ export function prepareContext(options: {
     session,
     chatRequest.messages as ContextMessage[],
     settings,
+    options.overrides.omittedBefore ?? 0,
   );
   const toolTokens =
     options.learnedToolTokens === undefined ? undefined : Math.ceil(options.learnedToolTokens / (ratio ?? 1));
@@ -112,7 +115,7 @@ export function prepareContext(options: {
           },
         })
       : undefined;
-  if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens;
+  if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens * (chatRequest.n ?? 1);
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
   if (options.promptCap !== undefined)
@@ -120,17 +123,21 @@ export function prepareContext(options: {
       renderWindow,
       options.promptCap + settings.outputReserve + settings.safetyMarginTokens,
     );
+  const tokenizer = options.tokenizers.forEncoding(settings.model.tokenizer, options.precision);
   // Built without object spreads: this runs on every request.
   const input: RenderInput = {
     messages: conversation,
     tools: chatRequest.tools,
-    tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
+    tokenizer,
     window: renderWindow,
     outputReserve: settings.outputReserve,
     safetyMarginTokens: settings.safetyMarginTokens,
     policy: settings.policy,
   };
   if (messageTokens !== undefined) input.messageTokens = messageTokens;
+  // A body too large to count whole: only what can be sent is counted (twice the window, to be sure).
+  else if (options.precision === 'sampled')
+    input.messageTokens = countNewestWithin(conversation, tokenizer, 2 * renderWindow);
   // A learned tool set size is in the upstream's units; the render counts in estimate units.
   if (toolTokens !== undefined) input.toolTokens = toolTokens;
   if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
@@ -187,6 +194,8 @@ function reducedConversation(
   session: SessionView | undefined,
   messages: readonly ContextMessage[],
   settings: ContextSettings,
+  /** Left out of a stateless conversation before it arrived (a long Responses chain's older links). */
+  omittedUpstream: number,
 ): {
   conversation: readonly ContextMessage[];
   messageTokens: readonly number[] | undefined;
@@ -198,7 +207,7 @@ function reducedConversation(
     conversation,
     messageTokens: session?.conversationTokens,
     historyStartHint: session?.historyStartHint,
-    omittedBefore: session?.omittedBefore ?? 0,
+    omittedBefore: session?.omittedBefore ?? omittedUpstream,
   };
   if (reduction === 'drop_oldest_half') {
     const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);

@@ -20,6 +20,11 @@ export interface RequestOverrides {
    * context_length_exceeded), never fitted and never compressed on a retry.
    */
   noTruncation?: boolean;
+  /**
+   * Messages of the conversation left out before it reached the gateway's engine (the older links of a
+   * long Responses chain): counted in the omission notice and the dropped-messages header.
+   */
+  omittedBefore?: number;
 }
 
 export const noOverrides: RequestOverrides = Object.freeze({ historyMode: 'auto' });

@@ -20,7 +20,8 @@ export interface RequestState {
   /** Set when a stream already under way ended with an error event instead of its finish. */
   streamErrorCode: string | undefined;
   clientAborted: boolean;
-  rawBody: string | undefined;
+  /** The body's bytes as received (an unchanged conversation is forwarded as these). */
+  rawBody: Buffer | undefined;
   /** What the context engine did to this request's conversation. */
   context: RenderReport | undefined;
   /** Session mode: the session, hashed (logs never carry the id itself). */

@@ -166,6 +166,11 @@ export const sessionsSectionSchema = z.strictObject({
     .default(''),
 });
 
+export const responsesSectionSchema = z.strictObject({
+  /** Without Redis: memory the in-process store of responses may hold; past it the least recently used go. */
+  memory_mb: z.number().positive().default(64),
+});
+
 export const passthroughSectionSchema = z.strictObject({
   /**
    * Provider-state endpoints (files, batches, stored chat completions…) forwarded even when every
@@ -214,6 +219,7 @@ export const configFileSchema = z.strictObject({
   context: policySchema.default({}),
   sessions: sessionsSectionSchema.default(sessionsSectionSchema.parse({})),
   budgets: budgetsSectionSchema.default(budgetsSectionSchema.parse({})),
+  responses: responsesSectionSchema.default(responsesSectionSchema.parse({})),
   passthrough: passthroughSectionSchema.default(passthroughSectionSchema.parse({})),
   policies: z
 

@@ -197,3 +197,46 @@ export function countPromptTokens(
   for (const message of messages) total += countMessageTokens(message, tokenizer);
   return total;
 }
+
+/**
+ * Counts of a conversation too large to count whole within a bounded CPU time (a body of tens of
+ * megabytes): its first turn and its newest messages, until they hold more than `limitTokens`, are
+ * counted with `tokenizer`; every message between is estimated from its length, four characters a
+ * token. Those cannot be sent — the counted newest ones already fill the window — so their estimate
+ * only ever says how much was left out.
+ */
+export function countNewestWithin(
+  messages: readonly ContextMessage[],
+  tokenizer: Tokenizer,
+  limitTokens: number,
+): number[] {
+  const counts = new Array<number>(messages.length);
+  let firstTurnEnd = messages.findIndex((message) => message.role === 'user');
+  if (firstTurnEnd !== -1) {
+    const next = messages.findIndex((message, index) => index > firstTurnEnd && message.role === 'user');
+    firstTurnEnd = next === -1 ? messages.length : next;
+  } else firstTurnEnd = messages.length;
+  let counted = 0;
+  let index = messages.length - 1;
+  for (; index >= firstTurnEnd && counted <= limitTokens; index--) {
+    const tokens = countMessageTokens(messages[index] as ContextMessage, tokenizer);
+    counts[index] = tokens;
+    counted += tokens;
+  }
+  for (; index >= firstTurnEnd; index--)
+    counts[index] = countMessageTokens(messages[index] as ContextMessage, byLength);
+  for (index = Math.min(firstTurnEnd, messages.length) - 1; index >= 0; index--)
+    counts[index] = countMessageTokens(messages[index] as ContextMessage, tokenizer);
+  return counts;
+}
+
+/** Four characters a token: the estimate of text that is only ever left out. */
+const byLength: Tokenizer = {
+  encoding: 'length',
+  count: (text) => Math.ceil(text.length / 4),
+  truncate: (text, maxTokens, keep) => {
+    const kept =
+      keep === 'head' ? text.slice(0, maxTokens * 4) : text.slice(Math.max(0, text.length - maxTokens * 4));
+    return { text: kept, tokens: Math.ceil(kept.length / 4) };
+  },
+};

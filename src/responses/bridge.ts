@@ -117,9 +117,11 @@ export function messagesOf(items: readonly InputItem[]): ChatMessage[] {
         function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' },
       };
       const last = messages.at(-1);
-      if (last?.role === 'assistant' && messages.length > 0) {
-        const calls = (last.tool_calls as unknown[] | undefined) ?? [];
-        last.tool_calls = [...calls, call];
+      if (last?.role === 'assistant') {
+        // Appended in place: copying the list for every call made N calls cost N² (40,000 calls: 17 s).
+        const calls = last.tool_calls as unknown[] | undefined;
+        if (calls === undefined) last.tool_calls = [call];
+        else calls.push(call);
         if (last.content === '' || last.content === undefined) last.content = null;
       } else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
       return;
@@ -188,6 +190,62 @@ function responseFormatOf(text: unknown): unknown {
   return refuse('text.format', `'text.format': type '${String(format.type)}' cannot be bridged.`);
 }
 
+/** The fields the Responses API defines for each item and content part: nothing else is kept or stored. */
+const itemFields: Record<string, readonly string[]> = {
+  message: ['type', 'id', 'role', 'content', 'status'],
+  function_call: ['type', 'id', 'call_id', 'name', 'arguments', 'status'],
+  function_call_output: ['type', 'id', 'call_id', 'output', 'status'],
+};
+const partFields: Record<string, readonly string[]> = {
+  input_text: ['type', 'text'],
+  output_text: ['type', 'text', 'annotations'],
+  text: ['type', 'text'],
+  refusal: ['type', 'refusal'],
+  input_image: ['type', 'image_url', 'file_id', 'detail'],
+};
+
+function pick(
+  record: Record<string, unknown>,
+  fields: readonly string[] | undefined,
+): Record<string, unknown> {
+  if (fields === undefined) return record;
+  const picked: Record<string, unknown> = {};
+  for (const field of fields) if (record[field] !== undefined) picked[field] = record[field];
+  return picked;
+}
+
+/**
+ * An input item as it is bridged and stored: the fields its type defines, and of its content parts the
+ * fields theirs define. Anything else a client adds is dropped, so it neither travels nor takes space.
+ */
+function definedFieldsOf(item: Record<string, unknown>): InputItem {
+  const type = typeof item.type === 'string' ? item.type : 'message';
+  const kept = pick({ ...item, type }, itemFields[type]);
+  if (type === 'message' && Array.isArray(kept.content))
+    kept.content = kept.content.map((part: unknown) =>
+      isRecord(part) && typeof part.type === 'string' ? pick(part, partFields[part.type]) : part,
+    );
+  return kept;
+}
+
+/** OpenAI's limits on `metadata`: at most 16 pairs, keys up to 64 characters, string values up to 512. */
+function metadataOf(value: unknown): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) return refuse('metadata', "Invalid 'metadata': expected an object.");
+  const entries = Object.entries(value);
+  if (entries.length > 16)
+    refuse('metadata', `Invalid 'metadata': at most 16 key-value pairs, got ${entries.length}.`);
+  for (const [key, entry] of entries) {
+    if (key.length > 64)
+      refuse('metadata', `Invalid 'metadata': keys are at most 64 characters, got ${key.length}.`);
+    if (typeof entry !== 'string')
+      refuse(`metadata.${key}`, `Invalid 'metadata.${key}': values are strings.`);
+    if (entry.length > 512)
+      refuse(`metadata.${key}`, `Invalid 'metadata.${key}': values are at most 512 characters.`);
+  }
+  return value as Record<string, string>;
+}
+
 /** A Responses request, checked and translated. */
 export function bridgeRequest(body: unknown): BridgedRequest {
   if (!isRecord(body)) refuse('body', 'The request body must be a JSON object.');
@@ -209,9 +267,10 @@ export function bridgeRequest(body: unknown): BridgedRequest {
       : Array.isArray(input)
         ? input.map((item: unknown, index) => {
             if (!isRecord(item)) refuse(`input[${index}]`, `Invalid 'input[${index}]': expected an object.`);
-            return { ...item, type: item.type ?? 'message' };
+            return definedFieldsOf(item);
           })
         : refuse('input', "Invalid 'input': expected a string or an array of items.");
+  const metadata = metadataOf(body.metadata);
   const reasoning = isRecord(body.reasoning) ? body.reasoning.effort : undefined;
   const chatFields: Record<string, unknown> = { model: body.model };
   const copy = (from: string, to = from): void => {
@@ -249,7 +308,7 @@ export function bridgeRequest(body: unknown): BridgedRequest {
     echo: {
       instructions: body.instructions ?? null,
       max_output_tokens: body.max_output_tokens ?? null,
-      metadata: body.metadata ?? {},
+      metadata,
       parallel_tool_calls: body.parallel_tool_calls ?? true,
       previous_response_id: body.previous_response_id ?? null,
       temperature: body.temperature ?? null,

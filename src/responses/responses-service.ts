@@ -1,11 +1,18 @@
 // The Responses API on top of the chat service: a request is bridged into a chat request carrying its
-// chain's whole conversation (previous_response_id: every earlier input and output), run through the
-// same engine as any chat request — render-time fitting, reactive recovery, fallbacks, budgets — and
-// its answer translated back (whole, or event by event) and stored under the caller's tenant.
+// chain's conversation (previous_response_id: the earlier inputs and outputs), run through the same
+// engine as any chat request — render-time fitting, reactive recovery, fallbacks, budgets — and its
+// answer translated back (whole, or event by event) and stored under the caller's tenant.
+//
+// A chain is read newest first, in batches, only as far as the model's window reaches (each record
+// knows its own token count), plus its first response (the first turn is kept, as for any
+// conversation): what lies between is left out with the usual omission notice. So a request's work is
+// bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
+import { findModelEntry } from '../chat/context-settings.js';
 import type { ClientStream } from '../chat/relay.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
-import type { ResponseStore, StoredResponse } from '../store/response-store.js';
+import { ancestorLinks, type ResponseStore, type StoredResponse } from '../store/response-store.js';
 import {
   bridgeRequest,
   newId,
@@ -35,29 +42,64 @@ export interface ResponsesService {
 const notFound = (id: string) =>
   new GatewayError('not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
 
-export function createResponsesService(deps: { chat: ChatService; store: ResponseStore }): ResponsesService {
-  const { chat, store } = deps;
+export function createResponsesService(deps: {
+  chat: ChatService;
+  store: ResponseStore;
+  config: GatewayConfig;
+  /** Tokens of chat messages as the model counts them: each stored response keeps its own. */
+  countTokens: (model: string, messages: ReadonlyArray<Record<string, unknown>>) => number;
+}): ResponsesService {
+  const { chat, store, config } = deps;
 
-  /** The chain a request continues: the ids before it and the conversation they hold. */
-  async function chainOf(tenantId: string, previousId: string | undefined) {
-    if (previousId === undefined)
-      return { ids: [] as string[], messages: [] as Array<Record<string, unknown>> };
+  const missingLink = (id: string, previousId: string) =>
+    new GatewayError(
+      'not_found',
+      `Response '${id}', earlier in the chain of '${previousId}', is gone (deleted or expired).`,
+      { param: 'previous_response_id' },
+    );
+
+  /**
+   * The chain a request continues, read newest first until its records hold more than `tokenLimit`
+   * tokens (or its start), in batches of the nearest links each record keeps. When older links remain,
+   * the chain's first response is read too and what lies between is counted as omitted.
+   */
+  async function chainOf(tenantId: string, previousId: string | undefined, tokenLimit: number) {
+    if (previousId === undefined) return { previous: undefined, messages: [], omitted: 0, complete: true };
     const [previous] = await store.getMany(tenantId, [previousId]);
     if (previous === undefined)
       throw new GatewayError('not_found', `Previous response with id '${previousId}' not found.`, {
         param: 'previous_response_id',
       });
-    const ids = [...previous.chain, previous.id];
-    const records = await store.getMany(tenantId, previous.chain);
-    const missing = previous.chain.find((_id, index) => records[index] === undefined);
-    if (missing !== undefined)
-      throw new GatewayError(
-        'not_found',
-        `Response '${missing}', earlier in the chain of '${previousId}', is gone (deleted or expired).`,
-        { param: 'previous_response_id' },
-      );
-    const messages = [...(records as StoredResponse[]), previous].flatMap((record) => record.messages);
-    return { ids, messages };
+    const newestFirst: StoredResponse[] = [previous];
+    let tokens = previous.tokens;
+    let oldest = previous;
+    while (oldest.previousId !== undefined && tokens <= tokenLimit) {
+      const ids = oldest.ancestors.slice(0, ancestorLinks);
+      const batch = await store.getMany(tenantId, ids);
+      for (const [index, record] of batch.entries()) {
+        if (record === undefined) throw missingLink(ids[index] as string, previousId);
+        newestFirst.push(record);
+        tokens += record.tokens;
+        oldest = record;
+        if (tokens > tokenLimit || record.previousId === undefined) break;
+      }
+    }
+    const complete = oldest.previousId === undefined;
+    let head: StoredResponse[] = [];
+    let omitted = 0;
+    if (!complete) {
+      const [root] = await store.getMany(tenantId, [oldest.rootId]);
+      if (root === undefined) throw missingLink(oldest.rootId, previousId);
+      head = [root];
+      omitted = Math.max(0, oldest.messagesBefore - root.messages.length);
+    }
+    const records = [...head, ...newestFirst.reverse()];
+    return { previous, messages: records.flatMap((record) => record.messages), omitted, complete };
+  }
+
+  /** The window a chain is read against: the one stated by the request, or the model's. */
+  function windowOf(input: Omit<ResponsesInput, 'warn' | 'info'>, model: string): number {
+    return input.overrides.contextWindow ?? findModelEntry(config, model).window;
   }
 
   /** The bridged request as the chat service takes it: the chain's conversation, then this input. */
@@ -69,7 +111,22 @@ export function createResponsesService(deps: { chat: ChatService; store: Respons
         'Stored responses and previous_response_id need a credential; send an API key, or store: false.',
         { param: 'store' },
       );
-    const chain = await chainOf(credential.tenantId, bridged.previousResponseId);
+    // Checked before the provider is called (and bills): an answer that cannot be stored is not asked for.
+    if (bridged.store && !store.available())
+      throw new GatewayError(
+        'session_store_unavailable',
+        'The response store is unavailable; retry shortly, or send store: false.',
+        { param: 'store' },
+      );
+    const model = String(bridged.chatFields.model);
+    const chain = await chainOf(credential.tenantId, bridged.previousResponseId, windowOf(input, model));
+    const noTruncation = bridged.truncation === 'disabled';
+    if (noTruncation && !chain.complete)
+      throw new GatewayError(
+        'context_length_exceeded',
+        `This model's maximum context length is ${windowOf(input, model)} tokens, and the conversation of previous_response_id does not fit it whole. Send truncation: "auto" to let ctxgate fit it.`,
+        { param: 'input' },
+      );
     const messages = [
       ...(bridged.instructions === undefined ? [] : [bridged.instructions]),
       ...chain.messages,
@@ -83,7 +140,11 @@ export function createResponsesService(deps: { chat: ChatService; store: Respons
         ...input,
         body: { ...bridged.chatFields, messages },
         rawBody: undefined,
-        overrides: { ...overrides, ...(bridged.truncation === 'disabled' ? { noTruncation: true } : {}) },
+        overrides: {
+          ...overrides,
+          ...(noTruncation ? { noTruncation: true } : {}),
+          ...(chain.omitted > 0 ? { omittedBefore: chain.omitted } : {}),
+        },
       },
     };
   }
@@ -98,20 +159,24 @@ export function createResponsesService(deps: { chat: ChatService; store: Respons
         model: String(bridged.chatFields.model),
         echo: bridged.echo,
       };
+      const previous = chain.previous;
       const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
         if (!bridged.store) return;
-        await store
-          .put({
-            id: meta.id,
-            tenantId: input.credential.tenantId,
-            chain: chain.ids,
-            messages: [...bridged.messages, reply],
-            inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
-            response,
-          })
-          .catch((error: unknown) =>
-            input.warn({ err: { message: (error as Error).message } }, 'the response could not be stored'),
-          );
+        const messages = [...bridged.messages, reply];
+        await store.put({
+          id: meta.id,
+          tenantId: input.credential.tenantId,
+          previousId: previous?.id,
+          rootId: previous?.rootId ?? meta.id,
+          depth: (previous?.depth ?? 0) + 1,
+          ancestors:
+            previous === undefined ? [] : [previous.id, ...previous.ancestors].slice(0, ancestorLinks),
+          messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
+          messages,
+          tokens: deps.countTokens(meta.model, messages),
+          inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
+          response,
+        });
       };
       await chat.complete(
         { ...chatInput, warn: input.warn, info: input.info },
@@ -206,10 +271,16 @@ function responsesClient(
     },
     end(last) {
       const tail = last === undefined ? '' : translator.push(last);
+      if (!translator.succeeded) return client.end(tail + translator.finish().events);
       const { events, response } = translator.finish();
-      const done = (): void => client.end(tail + events);
-      if (!translator.succeeded) return done();
-      void save(translator.reply(), response).then(done, done);
+      // Stored before its last event; one that could not be stored is not reported completed.
+      void save(translator.reply(), response).then(
+        () => client.end(tail + events),
+        () =>
+          client.end(
+            tail + translator.fail('session_store_unavailable', 'The response could not be stored; retry.'),
+          ),
+      );
     },
   };
 }

@@ -191,6 +191,19 @@ export class ResponsesStreamTranslator {
     return !this.failed && this.finishReason !== undefined;
   }
 
+  /** The closing events of an answer that cannot be kept (it could not be stored): an error, then response.failed. */
+  fail(code: string, message: string): string {
+    const failed = {
+      ...responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage)),
+      status: 'failed',
+      error: { code, message },
+    };
+    return (
+      this.event('error', { code, message, param: null }) +
+      this.event('response.failed', { response: failed })
+    );
+  }
+
   /** The closing events: every item done, then response.completed (or .incomplete / .failed). */
   finish(): { events: string; response: Record<string, unknown> } {
     let out = '';

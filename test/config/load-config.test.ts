@@ -32,7 +32,11 @@ describe('loadConfig', () => {
       shutdown_grace_ms: 30_000,
       max_messages: 10_000,
       max_content_parts: 20_000,
+      max_tool_calls: 20_000,
+      max_json_containers: 250_000,
     });
+    expect(config.responses).toEqual({ memory_mb: 64 });
+    expect(config.passthrough).toEqual({ provider_state_endpoints: [] });
     expect(config.sessions).toMatchObject({ memory_mb: 256, anonymous_tenant: '' });
     expect(config.timeouts).toEqual({
       upstream_connect_ms: 10_000,

@@ -12,11 +12,16 @@ import {
   type StoredResponse,
 } from '../../src/store/response-store.js';
 
-const record = (tenantId: string, id: string, chain: string[] = []): StoredResponse => ({
+const record = (tenantId: string, id: string, ancestors: string[] = [], text = id): StoredResponse => ({
   id,
   tenantId,
-  chain,
-  messages: [{ role: 'user', content: id }],
+  previousId: ancestors[0],
+  rootId: ancestors.at(-1) ?? id,
+  depth: ancestors.length + 1,
+  ancestors,
+  messagesBefore: ancestors.length,
+  messages: [{ role: 'user', content: text }],
+  tokens: 8,
   inputItems: [],
   response: { id, object: 'response' },
 });
@@ -86,13 +91,50 @@ describe('expiry', () => {
     expect(ttl).toBeLessThanOrEqual(123);
   });
 
-  it('holds at most maxRecords in process, the oldest going first', async () => {
-    const store = createMemoryResponseStore({ ttlSeconds: 60, maxRecords: 2 });
-    for (const id of ['r1', 'r2', 'r3']) await store.put(record('t', id));
+  it('holds at most maxBytes in process, the least recently used going first', async () => {
+    const size = 2 * JSON.stringify(record('t', 'r1', [], 'x'.repeat(1_000))).length;
+    let evicted = 0;
+    const store = createMemoryResponseStore({
+      ttlSeconds: 60,
+      maxBytes: size * 2 + 10,
+      onEvict: (records) => (evicted += records),
+    });
+    await store.put(record('t', 'r1', [], 'x'.repeat(1_000)));
+    await store.put(record('t', 'r2', [], 'x'.repeat(1_000)));
+    // Read: r1 is now the most recently used, and r2 goes when r3 arrives.
+    await store.getMany('t', ['r1']);
+    await store.put(record('t', 'r3', [], 'x'.repeat(1_000)));
     expect((await store.getMany('t', ['r1', 'r2', 'r3'])).map((found) => found?.id)).toEqual([
+      'r1',
       undefined,
-      'r2',
       'r3',
     ]);
+    expect(evicted).toBe(1);
+    // One record larger than the whole bound is not kept at all.
+    await store.put(record('t', 'huge', [], 'x'.repeat(size * 4)));
+    expect(await store.getMany('t', ['huge'])).toEqual([undefined]);
+  });
+
+  it('reads a record an earlier version stored with its whole chain, with the same links', async () => {
+    const { store, redis } = await redisStore(60);
+    const tenant = `tenant-${randomUUID()}`;
+    await redis.set(
+      `ctxgate:resp:{${tenant}}:resp_3`,
+      JSON.stringify({
+        id: 'resp_3',
+        tenantId: tenant,
+        chain: ['resp_1', 'resp_2'],
+        messages: [{ role: 'user', content: 'third' }],
+        inputItems: [],
+        response: { id: 'resp_3' },
+      }),
+    );
+    const [read] = await store.getMany(tenant, ['resp_3']);
+    expect(read).toMatchObject({
+      previousId: 'resp_2',
+      rootId: 'resp_1',
+      depth: 3,
+      ancestors: ['resp_2', 'resp_1'],
+    });
   });
 });

@@ -43,9 +43,9 @@ function jsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
       shape: options.shape,
       contentLength: Number(request.headers['content-length']),
     }).then(
-      (text) => {
+      ({ bytes, text }) => {
         if (text.trim() === '') return done(null, undefined);
-        request.gateway.rawBody = text;
+        request.gateway.rawBody = bytes;
         let value: unknown;
         try {
           value = parseJsonBody(text);
