@@ -1,0 +1,229 @@
+// The Responses service over a store it is given: a chain is read in batches, only as far as the
+// model's window reaches plus its first response, and what lies between is counted as omitted; a
+// record keeps links, never its whole chain; a request that would be stored is refused before the
+// provider is called while the store cannot take it. The chat engine is replaced by one that answers
+// at once and records what it was asked (the engine itself is tested on its own).
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
+import { noOverrides } from '../../src/chat/request-overrides.js';
+import type { ClientStream } from '../../src/chat/relay.js';
+import { createRequestState } from '../../src/chat/request-state.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { createResponsesService } from '../../src/responses/responses-service.js';
+import {
+  ancestorLinks,
+  createMemoryResponseStore,
+  type ResponseStore,
+} from '../../src/store/response-store.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+
+const config = loadConfig({
+  env: {
+    CTXGATE_CONFIG: writeConfigFile(
+      'models:\n  - { match: small-model, window: 2000, output_reserve: 100 }\n',
+    ),
+  },
+});
+
+/** A chat engine that answers every request with one short reply and keeps what it was asked. */
+function answeringChat(): ChatService & { asked: ChatInput[] } {
+  const asked: ChatInput[] = [];
+  return {
+    asked,
+    async complete(input, client) {
+      asked.push(input);
+      const completion = {
+        choices: [
+          { message: { role: 'assistant', content: `answer ${asked.length}` }, finish_reason: 'stop' },
+        ],
+        usage: { prompt_tokens: 10, completion_tokens: 2 },
+      };
+      await client.sendWhole(200, {}, Buffer.from(JSON.stringify(completion)));
+    },
+    async preview() {
+      return { headers: {}, body: {} };
+    },
+  };
+}
+
+function client(): ClientStream & { bodies: Buffer[]; statuses: number[] } {
+  const bodies: Buffer[] = [];
+  const statuses: number[] = [];
+  return {
+    bodies,
+    statuses,
+    cancellation: Object.assign(new EventEmitter(), { aborted: false }),
+    addHeaders() {},
+    async sendWhole(status, _headers, body) {
+      statuses.push(status);
+      bodies.push(body);
+    },
+    openStream() {},
+    write: () => undefined,
+    end() {},
+    destroy() {},
+  } as ClientStream & { bodies: Buffer[]; statuses: number[] };
+}
+
+/** The store, with every id it was asked for counted. */
+function countingStore(store: ResponseStore): ResponseStore & { readIds: string[]; reads: number } {
+  const counted = {
+    readIds: [] as string[],
+    reads: 0,
+    put: (record: Parameters<ResponseStore['put']>[0]) => store.put(record),
+    async getMany(tenantId: string, ids: readonly string[]) {
+      counted.reads++;
+      counted.readIds.push(...ids);
+      return store.getMany(tenantId, ids);
+    },
+    delete: (tenantId: string, id: string) => store.delete(tenantId, id),
+    available: () => store.available(),
+  };
+  return counted;
+}
+
+const credential = { mode: 'pass_through' as const, tenantId: 'pt-tenant', mayHoldSessions: true };
+
+function request(body: Record<string, unknown>) {
+  return {
+    body,
+    rawBody: undefined,
+    overrides: noOverrides,
+    credential,
+    clientHeaders: {},
+    record: createRequestState(0),
+    warn: () => undefined,
+    info: () => undefined,
+  };
+}
+
+/** Builds a chain of `length` responses, each turn about 40 tokens, and returns the last one's id. */
+async function chainOf(length: number, store: ResponseStore, chat = answeringChat()): Promise<string> {
+  const service = createResponsesService({ chat, store, config, countTokens: () => 40 });
+  let previous: string | undefined;
+  for (let turn = 0; turn < length; turn++) {
+    const answer = client();
+    await service.create(
+      request({
+        model: 'small-model',
+        input: `turn ${turn}`,
+        truncation: 'auto',
+        ...(previous === undefined ? {} : { previous_response_id: previous }),
+      }),
+      answer,
+    );
+    previous = (JSON.parse((answer.bodies[0] as Buffer).toString()) as { id: string }).id;
+  }
+  return previous as string;
+}
+
+describe('reading a chain', () => {
+  it('reads only as far as the window reaches, plus the first response, and counts what lies between', async () => {
+    const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
+    const last = await chainOf(300, memory);
+    const store = countingStore(memory);
+    const chat = answeringChat();
+    const service = createResponsesService({ chat, store, config, countTokens: () => 40 });
+    await service.create(
+      request({ model: 'small-model', input: 'and now?', previous_response_id: last, truncation: 'auto' }),
+      client(),
+    );
+    const asked = chat.asked[0] as ChatInput;
+    const messages = (asked.body as { messages: Array<{ role: string; content: unknown }> }).messages;
+    // The window (2,000 tokens) holds 50 turns of 40: 51 read, the first response read on its own.
+    const turnsRead = (messages.length - 1) / 2;
+    expect(turnsRead).toBe(52);
+    expect(messages[0]).toMatchObject({ role: 'user' });
+    expect(JSON.stringify(messages[0])).toContain('turn 0');
+    expect(JSON.stringify(messages[2])).toContain('turn 249');
+    expect(JSON.stringify(messages.at(-3))).toContain('turn 299');
+    // 300 turns of two messages: the first and the last 51 sent, the 248 between omitted.
+    expect(asked.overrides.omittedBefore).toBe(2 * 248);
+    expect(store.readIds.length).toBeLessThanOrEqual(52 + ancestorLinks);
+    expect(store.reads).toBeLessThanOrEqual(Math.ceil(52 / ancestorLinks) + 2);
+  });
+
+  it('reads a short chain whole, with nothing omitted', async () => {
+    const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
+    const last = await chainOf(5, memory);
+    const chat = answeringChat();
+    const service = createResponsesService({ chat, store: memory, config, countTokens: () => 40 });
+    await service.create(
+      request({ model: 'small-model', input: 'and now?', previous_response_id: last, truncation: 'auto' }),
+      client(),
+    );
+    const asked = chat.asked[0] as ChatInput;
+    expect((asked.body as { messages: unknown[] }).messages).toHaveLength(11);
+    expect(asked.overrides.omittedBefore).toBeUndefined();
+  });
+
+  it('keeps links in each record, never the whole chain', async () => {
+    const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
+    const last = await chainOf(150, memory);
+    const [record] = await memory.getMany('pt-tenant', [last]);
+    expect(record?.depth).toBe(150);
+    expect(record?.ancestors).toHaveLength(ancestorLinks);
+    expect(record?.messagesBefore).toBe(2 * 149);
+    expect(record?.tokens).toBe(40);
+  });
+
+  it('refuses a chain that cannot be sent whole when truncation is disabled', async () => {
+    const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
+    const last = await chainOf(100, memory);
+    const service = createResponsesService({
+      chat: answeringChat(),
+      store: memory,
+      config,
+      countTokens: () => 40,
+    });
+    await expect(
+      service.create(
+        request({ model: 'small-model', input: 'x', previous_response_id: last, truncation: 'disabled' }),
+        client(),
+      ),
+    ).rejects.toMatchObject({ code: 'context_length_exceeded' });
+  });
+});
+
+describe('storing', () => {
+  it('refuses store: true while the store cannot take a write, before the provider is asked', async () => {
+    const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
+    const down: ResponseStore = { ...memory, available: () => false };
+    const chat = answeringChat();
+    const service = createResponsesService({ chat, store: down, config, countTokens: () => 40 });
+    await expect(
+      service.create(request({ model: 'small-model', input: 'x' }), client()),
+    ).rejects.toMatchObject({
+      code: 'session_store_unavailable',
+    });
+    expect(chat.asked).toHaveLength(0);
+    // store: false needs no store.
+    await service.create(request({ model: 'small-model', input: 'x', store: false }), client());
+    expect(chat.asked).toHaveLength(1);
+  });
+
+  it('answers an error, not the response, when storing it fails after the answer', async () => {
+    const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
+    const failing: ResponseStore = {
+      ...memory,
+      put: async () => {
+        throw Object.assign(new Error('store down'), {
+          name: 'GatewayError',
+          code: 'session_store_unavailable',
+        });
+      },
+    };
+    const service = createResponsesService({
+      chat: answeringChat(),
+      store: failing,
+      config,
+      countTokens: () => 40,
+    });
+    const answer = client();
+    await expect(service.create(request({ model: 'small-model', input: 'x' }), answer)).rejects.toThrow(
+      'store down',
+    );
+    expect(answer.statuses).toEqual([]);
+  });
+});
