@@ -166,6 +166,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       key: sessionKeyFor(input.credential, sessionId),
       historyMode: input.overrides.historyMode,
       incoming: chatRequest.messages as ContextMessage[],
+      retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
       tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, countPrecisionFor(input.rawBody)),
     };
   }
@@ -180,6 +181,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       ...sessionInput(input, chatRequest, sessionId),
       holdMs: config.sessions.hold_ms,
       busyWaitMs: config.sessions.busy_wait_ms,
+      commitCheckMs: config.sessions.commit_check_ms,
       maxTurnMessages: config.sessions.max_active_messages,
     });
     input.record.session = hashedSessionId(session.key);

@@ -25,6 +25,10 @@ export interface RequestOverrides {
    * long Responses chain): counted in the omission notice and the dropped-messages header.
    */
   omittedBefore?: number;
+  /** X-Stainless-Retry-Count over 0: the client's own retry of a request it sent before. */
+  retried?: boolean;
+  /** Idempotency-Key: a retry of the last turn carries the same key. */
+  idempotencyKey?: string;
 }
 
 export const noOverrides: RequestOverrides = Object.freeze({ historyMode: 'auto' });

@@ -145,6 +145,11 @@ export const sessionsSectionSchema = z.strictObject({
   /** A request for a session another request holds waits this long, in order, before its 409. */
   busy_wait_ms: z.number().int().min(0).max(600_000).default(10_000),
   /**
+   * A turn's write whose acknowledgement was lost (Redis stalled or dropped the connection) is checked
+   * this long before the client hears it failed: a stalled Redis carries the write out when it resumes.
+   */
+  commit_check_ms: z.number().int().min(0).max(600_000).default(15_000),
+  /**
    * Most messages in a session's active list whatever their tokens; below that, the list keeps about
    * one window of tokens (at least 100 messages) and older messages move to the archive.
    */

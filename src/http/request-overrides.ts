@@ -50,5 +50,12 @@ export function parseRequestOverrides(headers: IncomingHttpHeaders): RequestOver
   if (policy !== undefined) overrides.policyName = policy;
   const sessionTokens = integer(headers, 'x-budget-session-tokens', 0, 15);
   if (sessionTokens !== undefined) overrides.budgetSessionTokens = sessionTokens;
+  // Retries, as the OpenAI SDKs mark them; a value the gateway cannot read marks nothing.
+  const retryCount = first(headers, 'x-stainless-retry-count')?.trim();
+  if (retryCount !== undefined && /^\d{1,6}$/.test(retryCount) && Number(retryCount) > 0)
+    overrides.retried = true;
+  const idempotencyKey = first(headers, 'idempotency-key')?.trim();
+  if (idempotencyKey !== undefined && /^[\x21-\x7e]{1,256}$/.test(idempotencyKey))
+    overrides.idempotencyKey = idempotencyKey;
   return overrides;
 }

@@ -70,7 +70,9 @@ export interface SessionTurn extends SessionView {
 
 /**
  * After a write whose outcome is unknown: true when the session now holds exactly this turn (its
- * version moved on by one and ends with the appended messages). Polls briefly while Redis comes back.
+ * version moved on by one and ends with the appended messages). Polls while Redis comes back, up to
+ * `checkMs`: a write sent to a Redis that stalls is carried out when it resumes, and the client should
+ * hear "stored" then, not be invited to send the turn again.
  */
 async function wasCommitted(
   store: SessionStore,
@@ -78,8 +80,9 @@ async function wasCommitted(
   expectedVersion: number,
   append: readonly StoredMessage[],
   now: () => number,
+  checkMs: number,
 ): Promise<boolean> {
-  const deadline = now() + 3_000;
+  const deadline = now() + checkMs;
   for (;;) {
     try {
       const after = await store.load(key);
@@ -97,9 +100,54 @@ async function wasCommitted(
   }
 }
 
+/** How a request says it repeats an earlier one (docs/sessions.md#retries). */
+export interface TurnRetry {
+  /** X-Stainless-Retry-Count over 0. */
+  retried: boolean;
+  /** Its Idempotency-Key, when it sent one. */
+  key: string | undefined;
+}
+
+export const noRetry: TurnRetry = Object.freeze({ retried: false, key: undefined });
+
+/**
+ * How many of the stored messages a retry of the last turn replaces: all the last commit appended,
+ * when the request says it is a retry (a retry marker, or the turn's own Idempotency-Key) and its new
+ * messages — found against the session as it was before that turn — are that turn's, its reply left
+ * out. 0 otherwise: the request is a turn of its own (a client may well ask the same thing twice).
+ */
+export function retriedTurnLength(
+  snapshot: SessionSnapshot,
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+  mode: HistoryMode,
+  retry: TurnRetry,
+): number {
+  const last = snapshot.lastTurn;
+  if (last === undefined || last.messages < 1) return 0;
+  if (!retry.retried && (retry.key === undefined || retry.key !== last.key)) return 0;
+  const from = stored.length - last.messages;
+  // Only messages of the active list after the protected head, ending in the turn's reply.
+  if (from < snapshot.headMessages || stored.at(-1)?.role !== 'assistant') return 0;
+  // An in-turn summary standing for any of them keeps them.
+  const firstPosition = snapshot.archivedCount + from;
+  if (snapshot.turnSummary !== undefined && snapshot.turnSummary.toMessage > firstPosition) return 0;
+  const before = stored.slice(0, from);
+  const asked = stored.slice(from, stored.length - 1);
+  const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode));
+  if (fresh.length !== asked.length) return 0;
+  return fresh.every(
+    (message, index) => canonicalMessage(message) === canonicalMessage(asked[index] as ContextMessage),
+  )
+    ? last.messages
+    : 0;
+}
+
 interface ViewParts extends SessionView {
   systemCount: number;
   stored: ContextMessage[];
+  /** Stored messages the commit replaces (a retried last turn). */
+  replaced: number;
   newMessages: ContextMessage[];
   newTokens: number[];
   /** The system prompt to store, when the request brought one. */
@@ -112,12 +160,16 @@ function sessionView(
   incoming: readonly ContextMessage[],
   mode: HistoryMode,
   tokenizer: Tokenizer,
+  retry: TurnRetry,
 ): ViewParts {
   const incomingSystem = incoming.filter((message) => isSystemRole(message.role));
   const incomingHistory = incoming.filter((message) => !isSystemRole(message.role));
   const newSystemPrompt = incomingSystem.at(-1) as Record<string, unknown> | undefined;
   const systemPrompt = newSystemPrompt ?? snapshot.systemPrompt;
-  const stored = snapshot.messages.map((entry) => entry.message as ContextMessage);
+  const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
+  const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
+  // A retried turn is answered again in place of the stored one: the session as it was before it.
+  const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
   const newMessages = incomingHistory.slice(newMessagesStart(stored, incomingHistory, mode));
 
   const systemCount = systemPrompt === undefined ? 0 : 1;
@@ -129,7 +181,7 @@ function sessionView(
   const newTokens = newMessages.map((message) => countMessageTokens(message, tokenizer));
   const conversationTokens = [
     ...(systemPrompt === undefined ? [] : [countMessageTokens(systemPrompt as ContextMessage, tokenizer)]),
-    ...snapshot.messages.map((entry) => entry.tokens),
+    ...snapshot.messages.slice(0, stored.length).map((entry) => entry.tokens),
     ...newTokens,
   ];
   // Positions in the whole conversation (head, archive, rest) and in `conversation` (head, rest).
@@ -144,6 +196,7 @@ function sessionView(
     sessionId,
     systemCount,
     stored,
+    replaced,
     newMessages,
     newTokens,
     newSystemPrompt,
@@ -212,6 +265,7 @@ export async function previewSessionTurn(options: {
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
+  retry?: TurnRetry;
 }): Promise<SessionView> {
   const mode = options.historyMode;
   let snapshot: SessionSnapshot;
@@ -220,7 +274,14 @@ export async function previewSessionTurn(options: {
   } catch (error) {
     throw storeUnavailable(error);
   }
-  return sessionView(options.key.sessionId, snapshot, options.incoming, mode, options.tokenizer);
+  return sessionView(
+    options.key.sessionId,
+    snapshot,
+    options.incoming,
+    mode,
+    options.tokenizer,
+    options.retry ?? noRetry,
+  );
 }
 
 /**
@@ -330,6 +391,7 @@ async function writeTurn(
   key: SessionKey,
   write: Parameters<SessionStore['commit']>[1],
   now: () => number,
+  checkMs: number,
 ): Promise<void> {
   let outcome: Awaited<ReturnType<SessionStore['commit']>>;
   try {
@@ -337,7 +399,7 @@ async function writeTurn(
   } catch (error) {
     // The write may have been applied with its reply lost (Redis going down right after it): telling
     // the client to retry then would store the turn twice. Find out what happened first.
-    if (await wasCommitted(store, key, write.expectedVersion, write.append, now)) return;
+    if (await wasCommitted(store, key, write.expectedVersion, write.append, now, checkMs)) return;
     throw storeUnavailable(error);
   }
   // The hold was lost (this replica could not renew it in time) and the session may have moved on:
@@ -356,18 +418,23 @@ export async function beginSessionTurn(options: {
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
+  /** How the request says it repeats the last one: a retried turn replaces that turn's reply. */
+  retry?: TurnRetry;
   holdMs: number;
   /** How long a request waits, in order, for a session another request holds (0: not at all). */
   busyWaitMs?: number;
   /** Most messages one turn may append (its new messages and the reply): what one write can store. */
   maxTurnMessages: number;
+  /** How long a write whose outcome is unknown is checked for before the client hears it failed. */
+  commitCheckMs?: number;
   /** Wall-clock milliseconds (hold expiries). */
   now?: () => number;
 }): Promise<SessionTurn> {
   const { store, key, tokenizer } = options;
   const now = options.now ?? Date.now;
   const { hold, snapshot } = await holdAndLoad(store, key, options.holdMs, options.busyWaitMs ?? 0);
-  const view = sessionView(key.sessionId, snapshot, options.incoming, options.historyMode, tokenizer);
+  const retry = options.retry ?? noRetry;
+  const view = sessionView(key.sessionId, snapshot, options.incoming, options.historyMode, tokenizer, retry);
   const { systemCount, stored, newMessages, newTokens } = view;
   // The current turn never moves to the archive (its user message stays in view), so it is what bounds
   // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
@@ -397,7 +464,7 @@ export async function beginSessionTurn(options: {
         append.push({ message: reply, tokens: countMessageTokens(reply as ContextMessage, tokenizer) });
       const startInList = Math.max(0, rendered.historyStartIndex - systemCount);
       let activeTokens = 0;
-      for (const entry of snapshot.messages) activeTokens += entry.tokens;
+      for (const entry of snapshot.messages.slice(0, stored.length)) activeTokens += entry.tokens;
       for (const entry of append) activeTokens += entry.tokens;
       await writeTurn(
         store,
@@ -410,8 +477,11 @@ export async function beginSessionTurn(options: {
           historyStart: startInList >= head ? startInList + archived : startInList,
           activeTokenLimit: rendered.window,
           headMessages: protectedHeadMessages(snapshot, stored, append, rendered.keepFirstTurns),
+          replaceLast: view.replaced,
+          turnKey: retry.key,
         },
         now,
+        options.commitCheckMs ?? 15_000,
       );
       released = true;
       sessionReleased(key);

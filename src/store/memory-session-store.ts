@@ -14,6 +14,7 @@ import {
   type SessionSummary,
   type TurnSummary,
   type StoredMessage,
+  type LastTurn,
 } from './session-store.js';
 
 interface MemorySession {
@@ -28,6 +29,7 @@ interface MemorySession {
   summary: SessionSummary | undefined;
   turnSummary: TurnSummary | undefined;
   summaryLock: { token: string; expiresAtMs: number } | undefined;
+  lastTurn: LastTurn | undefined;
   /** About the memory it holds: its messages as JSON, two bytes a character, plus bookkeeping. */
   bytes: number;
 }
@@ -141,6 +143,7 @@ export function createMemorySessionStore({
         summary: undefined,
         turnSummary: undefined,
         summaryLock: undefined,
+        lastTurn: undefined,
         bytes: 0,
       };
       sessions.set(keyOf(key), session);
@@ -180,6 +183,7 @@ export function createMemorySessionStore({
         updatedAtMs: session.updatedAtMs,
         summary: session.summary === undefined ? undefined : { ...session.summary },
         turnSummary: session.turnSummary === undefined ? undefined : { ...session.turnSummary },
+        lastTurn: session.lastTurn === undefined ? undefined : { ...session.lastTurn },
       };
     },
     async acquireSummaryLock(key, ttlMs) {
@@ -243,8 +247,11 @@ export function createMemorySessionStore({
       if (session.version !== input.expectedVersion) return { ok: false, reason: 'version_conflict' };
       if (session.head === 0 && session.archive.length === 0 && (input.headMessages ?? 0) > 0)
         session.head = input.headMessages ?? 0;
-      session.active.push(...input.append.map((stored) => structuredClone(stored)));
       let added = 0;
+      const replaced = Math.min(input.replaceLast ?? 0, session.active.length - session.head);
+      for (const stored of session.active.splice(session.active.length - replaced, replaced))
+        added -= messageBytes(stored);
+      session.active.push(...input.append.map((stored) => structuredClone(stored)));
       for (const stored of input.append) added += messageBytes(stored);
       if (input.systemPrompt !== undefined) {
         added += JSON.stringify(input.systemPrompt).length * 2;
@@ -261,6 +268,7 @@ export function createMemorySessionStore({
       if (spilled > 0) session.archive.push(...session.active.splice(session.head, spilled));
       if (input.systemPrompt !== undefined) session.systemPrompt = structuredClone(input.systemPrompt);
       session.historyStart = input.historyStart;
+      session.lastTurn = { messages: input.append.length, key: input.turnKey };
       session.version += 1;
       session.updatedAtMs = now();
       session.hold = undefined;

@@ -55,8 +55,9 @@ end
 return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 
 // ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
-// activeTokenLimit, minActive, epoch (for a new session), head (0 = keep), appended tokens, items…
-// Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
+// activeTokenLimit, minActive, epoch (for a new session, or after a replacement), head (0 = keep),
+// appended tokens, messages to take off the end first (a retried turn), the turn's idempotency key,
+// items… Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
 const sessionCommitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
@@ -72,12 +73,23 @@ local function startsTurn(item)
 end
 -- Where the last turn starts in the active list (-1: not known, a session stored before it was kept).
 local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
-local before = redis.call('LLEN', KEYS[2])
-for index = 13, #ARGV do
-  redis.call('RPUSH', KEYS[2], ARGV[index])
-  if startsTurn(ARGV[index]) then lastStart = before + index - 13 end
+-- A retried turn: what the last commit appended comes off the end first. Replicas' cached copies hold
+-- those messages: a new epoch makes them read the session whole again.
+local replace = math.min(tonumber(ARGV[13]), redis.call('LLEN', KEYS[2]) - head)
+local removedTokens = 0
+for _ = 1, replace do
+  local item = redis.call('RPOP', KEYS[2])
+  removedTokens = removedTokens + (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
 end
-local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', ARGV[12]))
+if replace > 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10]) end
+local before = redis.call('LLEN', KEYS[2])
+if lastStart >= before then lastStart = -1 end
+for index = 15, #ARGV do
+  redis.call('RPUSH', KEYS[2], ARGV[index])
+  if startsTurn(ARGV[index]) then lastStart = before + index - 15 end
+end
+redis.call('HSET', KEYS[1], 'lastTurnCount', #ARGV - 14, 'lastTurnKey', ARGV[14])
+local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', tonumber(ARGV[12]) - removedTokens))
 local length = redis.call('LLEN', KEYS[2])
 local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
 -- Whole turns move, oldest first after the head, never the last (current) one: see spillCount.

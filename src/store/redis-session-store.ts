@@ -224,6 +224,13 @@ export function createRedisSessionStore({
           meta.turnSummary === undefined
             ? undefined
             : (JSON.parse(meta.turnSummary) as SessionSnapshot['turnSummary']),
+        lastTurn:
+          meta.lastTurnCount === undefined
+            ? undefined
+            : {
+                messages: Number(meta.lastTurnCount),
+                key: meta.lastTurnKey === undefined || meta.lastTurnKey === '' ? undefined : meta.lastTurnKey,
+              },
       };
     },
     async acquireSummaryLock(key, ttlMs) {
@@ -282,6 +289,8 @@ export function createRedisSessionStore({
         randomUUID(),
         input.headMessages ?? 0,
         input.append.reduce((sum, stored) => sum + Math.max(0, Math.round(stored.tokens)), 0),
+        input.replaceLast ?? 0,
+        input.turnKey ?? '',
         ...input.append.map(serializeStored),
       )) as [number, number | string];
       if (result[0] === 1) return { ok: true, version: Number(result[1]) };

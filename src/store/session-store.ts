@@ -45,6 +45,18 @@ export interface SessionSnapshot {
   summary?: SessionSummary | undefined;
   /** The summary of a long agent turn's older iteration groups (in-turn compaction), when one was written. */
   turnSummary?: TurnSummary | undefined;
+  /**
+   * What the last commit appended (the request's new messages, then the reply): a retry of that request
+   * replaces them instead of appending them again (docs/sessions.md#retries).
+   */
+  lastTurn?: LastTurn | undefined;
+}
+
+export interface LastTurn {
+  /** Messages the last commit appended, its reply included: the last ones of the active list. */
+  messages: number;
+  /** The Idempotency-Key of the request that appended them, when it sent one. */
+  key: string | undefined;
 }
 
 /**
@@ -110,6 +122,13 @@ export interface CommitInput {
   activeTokenLimit: number;
   /** Fixes the protected head (once, while nothing is archived yet); 0 leaves it as it is. */
   headMessages?: number;
+  /**
+   * A retry of the last turn: this many messages (what the last commit appended) are taken off the end
+   * of the active list before `append` goes on.
+   */
+  replaceLast?: number;
+  /** The request's Idempotency-Key, kept with the turn so a retry carrying it is known. */
+  turnKey?: string | undefined;
 }
 
 export type CommitOutcome =

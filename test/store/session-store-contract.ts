@@ -86,6 +86,67 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect(holds.filter(Boolean)).toHaveLength(1);
     });
 
+    it('replaces the last turn of a retry: what the last commit appended comes off, once, and the turn key is kept', async () => {
+      const key = freshKey();
+      const commit = async (
+        expectedVersion: number,
+        append: StoredMessage[],
+        extra: { replaceLast?: number; turnKey?: string } = {},
+      ) =>
+        roomy.commit(key, {
+          hold: (await roomy.acquire(key, 10_000))!,
+          expectedVersion,
+          append,
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+          ...extra,
+        });
+      await commit(0, [stored('user', 'first', 3), stored('assistant', 'one', 2)]);
+      await commit(1, [stored('user', 'second', 3), stored('assistant', 'two', 2)], { turnKey: 'key-2' });
+      let snapshot = await roomy.load(key);
+      expect(snapshot.lastTurn).toEqual({ messages: 2, key: 'key-2' });
+      expect(snapshot.messages.map((entry) => entry.message.content)).toEqual([
+        'first',
+        'one',
+        'second',
+        'two',
+      ]);
+      // Another replica has read the session too: its copy must not keep the replaced messages.
+      const replica = await connected(
+        await factory({ maxActiveMessages: 50, minActiveMessages: 1, idleTtlSeconds: 3_600 }),
+      );
+      const shared = (await replica.load(key)).version === 2;
+      const outcome = await commit(2, [stored('user', 'second', 3), stored('assistant', 'two again', 4)], {
+        replaceLast: 2,
+        turnKey: 'key-2',
+      });
+      expect(outcome).toEqual({ ok: true, version: 3 });
+      snapshot = await roomy.load(key);
+      expect(snapshot.messages.map((entry) => entry.message.content)).toEqual([
+        'first',
+        'one',
+        'second',
+        'two again',
+      ]);
+      expect(snapshot.lastTurn).toEqual({ messages: 2, key: 'key-2' });
+      const history = await roomy.history(key, 0, 10);
+      expect(history.total).toBe(4);
+      // A memory store is its process's own: there is no other replica to ask.
+      if (shared)
+        expect((await replica.load(key)).messages.map((entry) => entry.message.content)).toEqual([
+          'first',
+          'one',
+          'second',
+          'two again',
+        ]);
+      await replica.close();
+      // A turn after it appends as ever, and carries no key.
+      await commit(3, [stored('user', 'third', 3), stored('assistant', 'three', 2)]);
+      snapshot = await roomy.load(key);
+      expect(snapshot.messages).toHaveLength(6);
+      expect(snapshot.lastTurn).toEqual({ messages: 2, key: undefined });
+    });
+
     it('commits messages, system prompt and history start atomically and releases the hold', async () => {
       const key = freshKey();
       const hold = (await store.acquire(key, 10_000))!;

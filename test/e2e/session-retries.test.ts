@@ -1,0 +1,222 @@
+// End to end (docs/sessions.md#retries): a retried request never stores its turn twice. A request
+// marked as a retry (X-Stainless-Retry-Count > 0, as the OpenAI SDKs send it) or carrying the last
+// turn's Idempotency-Key, whose new messages are that turn's, is answered afresh and its reply
+// replaces the stored one; the same question asked again without a mark is a turn of its own. A write
+// whose acknowledgement Redis held back is found stored before the client hears anything, and the
+// SDK's own retry after a refusal replaces instead of appending.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const run = promisify(execFile);
+const key = 'sk-retries';
+
+let fake: FakeUpstream;
+let upstreamUrl: string;
+let harness: GatewayHarness;
+let answers = 0;
+
+beforeAll(async () => {
+  // Every answer differs, so a stored reply tells which call it came from.
+  fake = new FakeUpstream({ answer: () => `answer number ${++answers}` });
+  upstreamUrl = await fake.start();
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') } });
+  await waitUntilReady(harness);
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+type Message = { role: string; content: string };
+
+async function chat(
+  sessionId: string,
+  messages: Message[],
+  headers: Record<string, string> = {},
+  gateway = harness,
+): Promise<{ status: number; content: string | undefined }> {
+  const response = await fetch(`${gateway.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: {
+      authorization: `Bearer ${key}`,
+      'content-type': 'application/json',
+      'x-session-id': sessionId,
+      ...headers,
+    },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages }),
+  });
+  const body = (await response.json()) as { choices?: Array<{ message: { content: string } }> };
+  return { status: response.status, content: body.choices?.[0]?.message.content };
+}
+
+async function history(sessionId: string, gateway = harness): Promise<Message[]> {
+  const response = await fetch(`${gateway.baseUrl}/sessions/${sessionId}/history`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const body = (await response.json()) as { data: Array<Message & { tokens: number }> };
+  return body.data.map(({ role, content }) => ({ role, content }));
+}
+
+const retry = { 'x-stainless-retry-count': '1' };
+const user = (content: string): Message => ({ role: 'user', content });
+
+describe('a retried turn replaces the stored one', () => {
+  it.each([
+    ['auto', {}],
+    ['delta', { 'x-session-history': 'delta' }],
+  ])('in %s mode, marked by X-Stainless-Retry-Count', async (_mode, modeHeaders) => {
+    const sessionId = `retry-${_mode}-${answers}`;
+    const first = await chat(sessionId, [user('What is 2+2?')], modeHeaders);
+    const upstreamBefore = fake.chatRequests.length;
+    const again = await chat(sessionId, [user('What is 2+2?')], { ...modeHeaders, ...retry });
+    expect(again.status).toBe(200);
+    expect(again.content).not.toBe(first.content);
+    // Answered afresh, from the session as it was before the turn.
+    expect(fake.chatRequests.length).toBe(upstreamBefore + 1);
+    expect((fake.chatRequests.at(-1)?.body as { messages: Message[] }).messages).toEqual([
+      user('What is 2+2?'),
+    ]);
+    expect(await history(sessionId)).toEqual([
+      user('What is 2+2?'),
+      { role: 'assistant', content: again.content },
+    ]);
+  });
+
+  it('is a turn of its own when the same question comes without a mark', async () => {
+    const sessionId = `ask-twice-${answers}`;
+    const first = await chat(sessionId, [user('Tell me a joke.')], { 'x-session-history': 'delta' });
+    const second = await chat(sessionId, [user('Tell me a joke.')], { 'x-session-history': 'delta' });
+    expect(await history(sessionId)).toEqual([
+      user('Tell me a joke.'),
+      { role: 'assistant', content: first.content },
+      user('Tell me a joke.'),
+      { role: 'assistant', content: second.content },
+    ]);
+  });
+
+  it('is known by the turn’s own Idempotency-Key, and another key is another turn', async () => {
+    const sessionId = `idempotency-${answers}`;
+    await chat(sessionId, [user('Plan my week.')], { 'idempotency-key': 'turn-a' });
+    const replaced = await chat(sessionId, [user('Plan my week.')], { 'idempotency-key': 'turn-a' });
+    expect(await history(sessionId)).toEqual([
+      user('Plan my week.'),
+      { role: 'assistant', content: replaced.content },
+    ]);
+    await chat(sessionId, [user('Plan my week.')], {
+      'x-session-history': 'delta',
+      'idempotency-key': 'turn-b',
+    });
+    expect(await history(sessionId)).toHaveLength(4);
+  });
+
+  it('replaces only the last turn of a longer conversation resent whole', async () => {
+    const sessionId = `long-${answers}`;
+    const one = await chat(sessionId, [user('one')]);
+    const two = await chat(sessionId, [
+      user('one'),
+      { role: 'assistant', content: one.content as string },
+      user('two'),
+    ]);
+    const conversation = [user('one'), { role: 'assistant', content: one.content as string }, user('two')];
+    const again = await chat(sessionId, conversation, retry);
+    expect(again.content).not.toBe(two.content);
+    expect(await history(sessionId)).toEqual([
+      ...conversation,
+      { role: 'assistant', content: again.content },
+    ]);
+  });
+
+  it('stores once when the retry arrives while the first request still holds the session', async () => {
+    const sessionId = `concurrent-${answers}`;
+    fake.enqueue({ delayBeforeHeadersMs: 400 });
+    const first = chat(sessionId, [user('Slow question?')]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = await chat(sessionId, [user('Slow question?')], retry);
+    expect((await first).status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(await history(sessionId)).toEqual([
+      user('Slow question?'),
+      { role: 'assistant', content: second.content },
+    ]);
+  });
+});
+
+describe('a commit whose acknowledgement Redis held back', () => {
+  async function pausedGateway(commitCheckMs: number) {
+    const redis = await startRedisServer();
+    const upstream = new FakeUpstream({ answer: () => `answer number ${++answers}` });
+    const gateway = await startGateway({
+      env: { UPSTREAM_BASE_URL: await upstream.start(), REDIS_URL: redis.url },
+      configYaml: `sessions:\n  commit_check_ms: ${commitCheckMs}\n`,
+    });
+    await waitUntilReady(gateway);
+    return {
+      redis,
+      upstream,
+      gateway,
+      async close() {
+        await gateway.close();
+        await upstream.stop();
+        await redis.stop();
+      },
+    };
+  }
+
+  it('is found stored once Redis resumes: the client hears 200 and the turn is there once', async () => {
+    const setup = await pausedGateway(15_000);
+    try {
+      let paused: Promise<unknown> | undefined;
+      // Redis stops taking writes while the provider answers: the turn's write waits in Redis, and its
+      // acknowledgement comes after the gateway's command timeout.
+      setup.upstream.setDefault({ delayBeforeHeadersMs: 200 });
+      const client = new OpenAI({
+        baseURL: setup.gateway.baseUrl,
+        apiKey: key,
+        maxRetries: 0,
+        defaultHeaders: { 'x-session-id': 'stalled' },
+      });
+      const answer = client.chat.completions.create({ model: 'gpt-4o-mini', messages: [user('Stall?')] });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      paused = run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '6000', 'WRITE']);
+      await paused;
+      const completion = await answer;
+      expect(completion.choices[0]?.message.content).toMatch(/^answer number/);
+      expect(await history('stalled', setup.gateway)).toEqual([
+        user('Stall?'),
+        { role: 'assistant', content: completion.choices[0]?.message.content },
+      ]);
+    } finally {
+      await setup.close();
+    }
+  }, 30_000);
+
+  it('past the check, the SDK’s own retry of the refused turn replaces it instead of storing it twice', async () => {
+    const setup = await pausedGateway(500);
+    try {
+      setup.upstream.setDefault({ delayBeforeHeadersMs: 200 });
+      const client = new OpenAI({
+        baseURL: setup.gateway.baseUrl,
+        apiKey: key,
+        maxRetries: 4,
+        defaultHeaders: { 'x-session-id': 'refused' },
+      });
+      const answer = client.chat.completions.create({ model: 'gpt-4o-mini', messages: [user('Twice?')] });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '2500', 'WRITE']);
+      const completion = await answer;
+      // The first answer was stored when Redis resumed, after the client was told 503: its retry replaced it.
+      expect(setup.upstream.chatRequests.length).toBeGreaterThanOrEqual(2);
+      expect(await history('refused', setup.gateway)).toEqual([
+        user('Twice?'),
+        { role: 'assistant', content: completion.choices[0]?.message.content },
+      ]);
+    } finally {
+      await setup.close();
+    }
+  }, 30_000);
+});
