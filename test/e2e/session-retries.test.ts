@@ -170,7 +170,6 @@ describe('a commit whose acknowledgement Redis held back', () => {
   it('is found stored once Redis resumes: the client hears 200 and the turn is there once', async () => {
     const setup = await pausedGateway(15_000);
     try {
-      let paused: Promise<unknown> | undefined;
       // Redis stops taking writes while the provider answers: the turn's write waits in Redis, and its
       // acknowledgement comes after the gateway's command timeout.
       setup.upstream.setDefault({ delayBeforeHeadersMs: 200 });
@@ -182,8 +181,7 @@ describe('a commit whose acknowledgement Redis held back', () => {
       });
       const answer = client.chat.completions.create({ model: 'gpt-4o-mini', messages: [user('Stall?')] });
       await new Promise((resolve) => setTimeout(resolve, 100));
-      paused = run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '6000', 'WRITE']);
-      await paused;
+      await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '6000', 'WRITE']);
       const completion = await answer;
       expect(completion.choices[0]?.message.content).toMatch(/^answer number/);
       expect(await history('stalled', setup.gateway)).toEqual([
