@@ -7,6 +7,7 @@ import { budgetsSection } from './sections/budgets.js';
 import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { hostileBodiesSection } from './sections/hostile-bodies.js';
+import { fuzzSection } from './sections/fuzz.js';
 import { proxySection } from './sections/proxy.js';
 import { recoverySection } from './sections/recovery.js';
 import { renderSection } from './sections/render.js';
@@ -25,6 +26,7 @@ const sections: Record<string, () => Promise<void>> = {
   sse: sseSection,
   'memory-store': memoryStoreSection,
   'hostile-bodies': hostileBodiesSection,
+  fuzz: fuzzSection,
   fidelity: fidelitySection,
   recovery: recoverySection,
 };

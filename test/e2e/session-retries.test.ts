@@ -179,7 +179,10 @@ describe('a commit whose acknowledgement Redis held back', () => {
         maxRetries: 0,
         defaultHeaders: { 'x-session-id': 'stalled' },
       });
-      const answer = client.chat.completions.create({ model: 'gpt-4o-mini', messages: [user('Stall?')] });
+      const answer = client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'Stall?' }],
+      });
       await new Promise((resolve) => setTimeout(resolve, 100));
       await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '6000', 'WRITE']);
       const completion = await answer;
@@ -203,7 +206,10 @@ describe('a commit whose acknowledgement Redis held back', () => {
         maxRetries: 4,
         defaultHeaders: { 'x-session-id': 'refused' },
       });
-      const answer = client.chat.completions.create({ model: 'gpt-4o-mini', messages: [user('Twice?')] });
+      const answer = client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'Twice?' }],
+      });
       await new Promise((resolve) => setTimeout(resolve, 100));
       await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '2500', 'WRITE']);
       const completion = await answer;
