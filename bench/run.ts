@@ -8,6 +8,7 @@ import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { hostileBodiesSection } from './sections/hostile-bodies.js';
 import { fuzzSection } from './sections/fuzz.js';
+import { responsesChainsSection } from './sections/responses-chains.js';
 import { proxySection } from './sections/proxy.js';
 import { recoverySection } from './sections/recovery.js';
 import { renderSection } from './sections/render.js';
@@ -27,6 +28,7 @@ const sections: Record<string, () => Promise<void>> = {
   'memory-store': memoryStoreSection,
   'hostile-bodies': hostileBodiesSection,
   fuzz: fuzzSection,
+  'responses-chains': responsesChainsSection,
   fidelity: fidelitySection,
   recovery: recoverySection,
 };

@@ -12,7 +12,7 @@ import { findModelEntry } from '../chat/context-settings.js';
 import type { ClientStream } from '../chat/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
-import { ancestorLinks, type ResponseStore, type StoredResponse } from '../store/response-store.js';
+import { ancestorLinks, type ChainRecord, type ResponseStore } from '../store/response-store.js';
 import {
   bridgeRequest,
   newId,
@@ -64,37 +64,49 @@ export function createResponsesService(deps: {
    * the chain's first response is read too and what lies between is counted as omitted.
    */
   async function chainOf(tenantId: string, previousId: string | undefined, tokenLimit: number) {
-    if (previousId === undefined) return { previous: undefined, messages: [], omitted: 0, complete: true };
-    const [previous] = await store.getMany(tenantId, [previousId]);
+    if (previousId === undefined)
+      return { previous: undefined, previousLinks: [], messages: [], omitted: 0, complete: true };
+    const first = await store.readChain(tenantId, [previousId], previousId);
+    const previous = first.records[0];
     if (previous === undefined)
       throw new GatewayError('not_found', `Previous response with id '${previousId}' not found.`, {
         param: 'previous_response_id',
       });
-    const newestFirst: StoredResponse[] = [previous];
+    const previousLinks = first.links ?? [];
+    const newestFirst: ChainRecord[] = [previous];
     let tokens = previous.tokens;
     let oldest = previous;
-    while (oldest.previousId !== undefined && tokens <= tokenLimit) {
-      const ids = oldest.ancestors.slice(0, ancestorLinks);
-      const batch = await store.getMany(tenantId, ids);
-      for (const [index, record] of batch.entries()) {
+    let next = previousLinks;
+    while (oldest.previousId !== undefined && tokens <= tokenLimit && next.length > 0) {
+      const ids = next.slice(0, ancestorLinks);
+      // The batch, and the links of its oldest (the next batch), in one round trip.
+      const batch = await store.readChain(tenantId, ids, ids.at(-1));
+      for (const [index, record] of batch.records.entries()) {
         if (record === undefined) throw missingLink(ids[index] as string, previousId);
         newestFirst.push(record);
         tokens += record.tokens;
         oldest = record;
         if (tokens > tokenLimit || record.previousId === undefined) break;
       }
+      next = batch.links ?? [];
     }
     const complete = oldest.previousId === undefined;
-    let head: StoredResponse[] = [];
+    let head: ChainRecord[] = [];
     let omitted = 0;
     if (!complete) {
-      const [root] = await store.getMany(tenantId, [oldest.rootId]);
+      const [root] = (await store.readChain(tenantId, [oldest.rootId])).records;
       if (root === undefined) throw missingLink(oldest.rootId, previousId);
       head = [root];
       omitted = Math.max(0, oldest.messagesBefore - root.messages.length);
     }
     const records = [...head, ...newestFirst.reverse()];
-    return { previous, messages: records.flatMap((record) => record.messages), omitted, complete };
+    return {
+      previous,
+      previousLinks,
+      messages: records.flatMap((record) => record.messages),
+      omitted,
+      complete,
+    };
   }
 
   /** The window a chain is read against: the one stated by the request, or the model's. */
@@ -170,7 +182,7 @@ export function createResponsesService(deps: {
           rootId: previous?.rootId ?? meta.id,
           depth: (previous?.depth ?? 0) + 1,
           ancestors:
-            previous === undefined ? [] : [previous.id, ...previous.ancestors].slice(0, ancestorLinks),
+            previous === undefined ? [] : [previous.id, ...chain.previousLinks].slice(0, ancestorLinks),
           messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
           messages,
           tokens: deps.countTokens(meta.model, messages),
@@ -185,7 +197,7 @@ export function createResponsesService(deps: {
     },
 
     async retrieve(tenantId, id) {
-      const [record] = await store.getMany(tenantId, [id]);
+      const record = await store.get(tenantId, id);
       if (record === undefined) throw notFound(id);
       return record.response;
     },
@@ -196,7 +208,7 @@ export function createResponsesService(deps: {
     },
 
     async inputItems(tenantId, id, { after, limit = 20, order = 'desc' }) {
-      const [record] = await store.getMany(tenantId, [id]);
+      const record = await store.get(tenantId, id);
       if (record === undefined) throw notFound(id);
       const items = order === 'desc' ? [...record.inputItems].reverse() : record.inputItems;
       const start = after === undefined ? 0 : items.findIndex((item) => item.id === after) + 1;

@@ -1,42 +1,57 @@
-// Stored responses (the Responses API's `store`): each under its tenant, with the chat messages of its
-// own turn, their token count, and links to the responses before it — the one it continues, its
-// chain's first, and the ids of the nearest earlier ones — so a record never repeats its whole chain
-// and a chain is read back in batches (one MGET per batch; one tenant's keys share a Redis Cluster
-// slot), newest first, only as far as a request can use. Records expire like sessions. In process when
-// there is no Redis, bounded by bytes (the least recently used go first).
+// Stored responses (the Responses API's `store`): each under its tenant, in three parts — what a chain
+// needs of it (its turn's chat messages, their token count, the response it continues and its chain's
+// first), its links (the ids of the nearest earlier responses), and the rest (the Response object and
+// its input items, read only when a client asks for them). A record never repeats its whole chain, and
+// a chain is read back newest first in batches — one MGET per batch of 64, which brings the next
+// links too — parsing only what a chain needs. Records expire like sessions. One tenant's keys share a
+// Redis Cluster slot. In process when there is no Redis, bounded by bytes (the least recently used go
+// first).
 import { GatewayError } from '../errors.js';
 import type { RedisConnection } from './redis-client.js';
 
 /** Ids of the nearest earlier responses a record keeps: a chain is read this many links per round trip. */
 export const ancestorLinks = 64;
 
-export interface StoredResponse {
+/** What reading a chain needs of one response. */
+export interface ChainRecord {
   id: string;
-  tenantId: string;
   /** The response this one continues (its previous_response_id); undefined at a chain's start. */
   previousId: string | undefined;
   /** The first response of its chain (its own id at a chain's start). */
   rootId: string;
   /** Its place in its chain: 1 at the start. */
   depth: number;
-  /** Ids of the nearest earlier responses of its chain, newest first, at most `ancestorLinks`. */
-  ancestors: string[];
   /** Chat messages of its chain before its own. */
   messagesBefore: number;
   /** The chat messages this response's turn added: its input, then the assistant's reply. */
   messages: Array<Record<string, unknown>>;
   /** The token count of `messages`, by the model's encoding when it was stored. */
   tokens: number;
+}
+
+export interface StoredResponse extends ChainRecord {
+  tenantId: string;
+  /** Ids of the nearest earlier responses of its chain, newest first, at most `ancestorLinks`. */
+  ancestors: string[];
   /** Its input items as sent, without fields the API does not define (GET /v1/responses/{id}/input_items). */
   inputItems: Array<Record<string, unknown>>;
   /** The Response object as returned. */
   response: Record<string, unknown>;
 }
 
+export interface ChainBatch {
+  /** The chain parts of the ids asked for, in order; undefined for each that does not exist. */
+  records: Array<ChainRecord | undefined>;
+  /** The links (nearest earlier ids, newest first) of `linksOf`, when it was asked for and exists. */
+  links: string[] | undefined;
+}
+
 export interface ResponseStore {
   put(record: StoredResponse): Promise<void>;
-  /** The records of `ids` in order; undefined for each that does not exist (or is another tenant's). */
-  getMany(tenantId: string, ids: readonly string[]): Promise<Array<StoredResponse | undefined>>;
+  /** Chain parts of `ids` (another tenant's do not exist), and the links of `linksOf`, in one call. */
+  readChain(tenantId: string, ids: readonly string[], linksOf?: string): Promise<ChainBatch>;
+  /** The whole record, or undefined. */
+  get(tenantId: string, id: string): Promise<StoredResponse | undefined>;
   delete(tenantId: string, id: string): Promise<boolean>;
   /** False while the store cannot take a write (Redis not connected): checked before an upstream call. */
   available(): boolean;
@@ -47,28 +62,9 @@ const unavailable = (error: unknown) =>
     cause: error,
   });
 
-/**
- * A record as read: one written before records linked their chain (a `chain` of every earlier id)
- * is read with the same links, so chains stored by an earlier version keep working.
- */
-function readRecord(value: Record<string, unknown>): StoredResponse {
-  if (Array.isArray(value.ancestors)) return value as unknown as StoredResponse;
-  const chain = Array.isArray(value.chain) ? (value.chain as string[]) : [];
-  const messages = (value.messages ?? []) as Array<Record<string, unknown>>;
-  return {
-    id: String(value.id),
-    tenantId: String(value.tenantId),
-    previousId: chain.at(-1),
-    rootId: chain[0] ?? String(value.id),
-    depth: chain.length + 1,
-    ancestors: chain.slice(-ancestorLinks).reverse(),
-    // Not recorded then: an omission notice counts what it can.
-    messagesBefore: 0,
-    messages,
-    tokens: Math.ceil(JSON.stringify(messages).length / 4),
-    inputItems: (value.inputItems ?? []) as Array<Record<string, unknown>>,
-    response: (value.response ?? {}) as Record<string, unknown>,
-  };
+function chainPart(record: StoredResponse): ChainRecord {
+  const { id, previousId, rootId, depth, messagesBefore, messages, tokens } = record;
+  return { id, previousId, rootId, depth, messagesBefore, messages, tokens };
 }
 
 export function createMemoryResponseStore(options: {
@@ -91,6 +87,19 @@ export function createMemoryResponseStore(options: {
     records.delete(key);
     return true;
   };
+  const read = (tenantId: string, id: string): StoredResponse | undefined => {
+    const key = keyOf(tenantId, id);
+    const entry = records.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAtMs <= now()) {
+      remove(key);
+      return undefined;
+    }
+    // Most recently used last: eviction takes the first.
+    records.delete(key);
+    records.set(key, entry);
+    return entry.record;
+  };
   return {
     async put(record) {
       const key = keyOf(record.tenantId, record.id);
@@ -108,25 +117,39 @@ export function createMemoryResponseStore(options: {
       }
       if (evicted > 0) options.onEvict?.(evicted);
     },
-    async getMany(tenantId, ids) {
-      return ids.map((id) => {
-        const key = keyOf(tenantId, id);
-        const entry = records.get(key);
-        if (entry === undefined) return undefined;
-        if (entry.expiresAtMs <= now()) {
-          remove(key);
-          return undefined;
-        }
-        // Most recently used last: eviction takes the first.
-        records.delete(key);
-        records.set(key, entry);
-        return entry.record;
-      });
+    async readChain(tenantId, ids, linksOf) {
+      const found = ids.map((id) => read(tenantId, id));
+      return {
+        records: found.map((record) => (record === undefined ? undefined : chainPart(record))),
+        links: linksOf === undefined ? undefined : read(tenantId, linksOf)?.ancestors,
+      };
+    },
+    async get(tenantId, id) {
+      return read(tenantId, id);
     },
     async delete(tenantId, id) {
       return remove(keyOf(tenantId, id));
     },
     available: () => true,
+  };
+}
+
+/** A chain part as stored by an earlier version (one key holding the whole record and its whole chain). */
+function chainPartOfEarlier(value: Record<string, unknown>): { part: ChainRecord; links: string[] } {
+  const chain = Array.isArray(value.chain) ? (value.chain as string[]) : [];
+  const messages = (value.messages ?? []) as Array<Record<string, unknown>>;
+  return {
+    part: {
+      id: String(value.id),
+      previousId: chain.at(-1),
+      rootId: chain[0] ?? String(value.id),
+      depth: chain.length + 1,
+      // Not recorded then: an omission notice counts what it can.
+      messagesBefore: 0,
+      messages,
+      tokens: Math.ceil(JSON.stringify(messages).length / 4),
+    },
+    links: chain.slice(-ancestorLinks).reverse(),
   };
 }
 
@@ -136,28 +159,79 @@ export function createRedisResponseStore(options: {
 }): ResponseStore {
   const { redis } = options;
   // The tenant in braces: one tenant's responses share a Cluster slot, so a batch of a chain is one MGET.
+  //   ctxgate:resp:{<tenant>}:<id>        the chain part (JSON)
+  //   ctxgate:resp:{<tenant>}:<id>:links  the nearest earlier ids, newest first, comma-separated
+  //   ctxgate:resp:{<tenant>}:<id>:rest   the Response object and the input items (JSON)
   const keyOf = (tenantId: string, id: string) => `ctxgate:resp:{${tenantId}}:${id}`;
+  const fail = (error: unknown): never => {
+    throw unavailable(error);
+  };
   return {
     async put(record) {
+      const key = keyOf(record.tenantId, record.id);
+      const ttl = options.ttlSeconds;
       await redis
-        .set(keyOf(record.tenantId, record.id), JSON.stringify(record), 'EX', options.ttlSeconds)
-        .catch((error: unknown) => {
-          throw unavailable(error);
-        });
+        .multi()
+        .set(key, JSON.stringify(chainPart(record)), 'EX', ttl)
+        .set(`${key}:links`, record.ancestors.join(','), 'EX', ttl)
+        .set(
+          `${key}:rest`,
+          JSON.stringify({ inputItems: record.inputItems, response: record.response }),
+          'EX',
+          ttl,
+        )
+        .exec()
+        .catch(fail);
     },
-    async getMany(tenantId, ids) {
-      if (ids.length === 0) return [];
-      const values = await redis.mget(...ids.map((id) => keyOf(tenantId, id))).catch((error: unknown) => {
-        throw unavailable(error);
+    async readChain(tenantId, ids, linksOf) {
+      const keys = ids.map((id) => keyOf(tenantId, id));
+      if (linksOf !== undefined) keys.push(`${keyOf(tenantId, linksOf)}:links`, keyOf(tenantId, linksOf));
+      if (keys.length === 0) return { records: [], links: undefined };
+      const values = await redis.mget(...keys).catch(fail);
+      const records = values.slice(0, ids.length).map((value) => {
+        if (value === null) return undefined;
+        const parsed = JSON.parse(value) as Record<string, unknown>;
+        return 'chain' in parsed ? chainPartOfEarlier(parsed).part : (parsed as unknown as ChainRecord);
       });
-      return values.map((value) =>
-        value === null ? undefined : readRecord(JSON.parse(value) as Record<string, unknown>),
-      );
+      let links: string[] | undefined;
+      if (linksOf !== undefined) {
+        const [linkText, own] = values.slice(ids.length) as [string | null, string | null];
+        if (linkText !== null) links = linkText === '' ? [] : linkText.split(',');
+        // Stored by an earlier version: the links are in the record's own chain.
+        else if (own !== null && own.includes('"chain":'))
+          links = chainPartOfEarlier(JSON.parse(own) as Record<string, unknown>).links;
+      }
+      return { records, links };
+    },
+    async get(tenantId, id) {
+      const key = keyOf(tenantId, id);
+      const [part, linkText, rest] = await redis.mget(key, `${key}:links`, `${key}:rest`).catch(fail);
+      if (part === null || part === undefined) return undefined;
+      const parsed = JSON.parse(part) as Record<string, unknown>;
+      if ('chain' in parsed) {
+        const earlier = chainPartOfEarlier(parsed);
+        return {
+          ...earlier.part,
+          tenantId,
+          ancestors: earlier.links,
+          inputItems: (parsed.inputItems ?? []) as Array<Record<string, unknown>>,
+          response: (parsed.response ?? {}) as Record<string, unknown>,
+        };
+      }
+      const { inputItems, response } = (
+        rest === null || rest === undefined ? {} : JSON.parse(rest)
+      ) as Partial<Pick<StoredResponse, 'inputItems' | 'response'>>;
+      return {
+        ...(parsed as unknown as ChainRecord),
+        tenantId,
+        ancestors: linkText === null || linkText === undefined || linkText === '' ? [] : linkText.split(','),
+        inputItems: inputItems ?? [],
+        response: response ?? {},
+      };
     },
     async delete(tenantId, id) {
-      const removed = await redis.del(keyOf(tenantId, id)).catch((error: unknown) => {
-        throw unavailable(error);
-      });
+      const key = keyOf(tenantId, id);
+      const removed = await redis.del(key, `${key}:links`, `${key}:rest`).catch(fail);
       return removed > 0;
     },
     available: () => redis.status === 'ready',

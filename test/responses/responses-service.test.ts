@@ -72,11 +72,12 @@ function countingStore(store: ResponseStore): ResponseStore & { readIds: string[
     readIds: [] as string[],
     reads: 0,
     put: (record: Parameters<ResponseStore['put']>[0]) => store.put(record),
-    async getMany(tenantId: string, ids: readonly string[]) {
+    async readChain(tenantId: string, ids: readonly string[], linksOf?: string) {
       counted.reads++;
       counted.readIds.push(...ids);
-      return store.getMany(tenantId, ids);
+      return store.readChain(tenantId, ids, linksOf);
     },
+    get: (tenantId: string, id: string) => store.get(tenantId, id),
     delete: (tenantId: string, id: string) => store.delete(tenantId, id),
     available: () => store.available(),
   };
@@ -161,7 +162,7 @@ describe('reading a chain', () => {
   it('keeps links in each record, never the whole chain', async () => {
     const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
     const last = await chainOf(150, memory);
-    const [record] = await memory.getMany('pt-tenant', [last]);
+    const record = await memory.get('pt-tenant', last);
     expect(record?.depth).toBe(150);
     expect(record?.ancestors).toHaveLength(ancestorLinks);
     expect(record?.messagesBefore).toBe(2 * 149);

@@ -59,12 +59,22 @@ describe.each([
     const [a, b] = [`tenant-${randomUUID()}`, `tenant-${randomUUID()}`];
     await store.put(record(a, 'resp_1'));
     await store.put(record(a, 'resp_2', ['resp_1']));
-    expect((await store.getMany(a, ['resp_1', 'resp_2', 'resp_x'])).map((found) => found?.id)).toEqual([
-      'resp_1',
-      'resp_2',
-      undefined,
-    ]);
-    expect(await store.getMany(b, ['resp_1'])).toEqual([undefined]);
+    const batch = await store.readChain(a, ['resp_2', 'resp_1', 'resp_x'], 'resp_2');
+    expect(batch.records.map((found) => found?.id)).toEqual(['resp_2', 'resp_1', undefined]);
+    // The chain part only: messages and links, never the response object or the input items.
+    expect(batch.records[0]).toEqual({
+      id: 'resp_2',
+      previousId: 'resp_1',
+      rootId: 'resp_1',
+      depth: 2,
+      messagesBefore: 1,
+      messages: [{ role: 'user', content: 'resp_2' }],
+      tokens: 8,
+    });
+    expect(batch.links).toEqual(['resp_1']);
+    expect(await store.get(a, 'resp_2')).toEqual(record(a, 'resp_2', ['resp_1']));
+    expect((await store.readChain(b, ['resp_1'], 'resp_1')).records).toEqual([undefined]);
+    expect(await store.get(b, 'resp_1')).toBeUndefined();
     expect(await store.delete(b, 'resp_1')).toBe(false);
     expect(await store.delete(a, 'resp_1')).toBe(true);
     expect(await store.delete(a, 'resp_1')).toBe(false);
@@ -77,9 +87,9 @@ describe('expiry', () => {
     const store = createMemoryResponseStore({ ttlSeconds: 10, now: () => nowMs });
     await store.put(record('t', 'resp_old'));
     nowMs += 9_999;
-    expect((await store.getMany('t', ['resp_old']))[0]?.id).toBe('resp_old');
+    expect((await store.get('t', 'resp_old'))?.id).toBe('resp_old');
     nowMs += 2;
-    expect(await store.getMany('t', ['resp_old'])).toEqual([undefined]);
+    expect(await store.get('t', 'resp_old')).toBeUndefined();
   });
 
   it('sets the session TTL on the Redis key', async () => {
@@ -102,9 +112,9 @@ describe('expiry', () => {
     await store.put(record('t', 'r1', [], 'x'.repeat(1_000)));
     await store.put(record('t', 'r2', [], 'x'.repeat(1_000)));
     // Read: r1 is now the most recently used, and r2 goes when r3 arrives.
-    await store.getMany('t', ['r1']);
+    await store.get('t', 'r1');
     await store.put(record('t', 'r3', [], 'x'.repeat(1_000)));
-    expect((await store.getMany('t', ['r1', 'r2', 'r3'])).map((found) => found?.id)).toEqual([
+    expect((await store.readChain('t', ['r1', 'r2', 'r3'])).records.map((found) => found?.id)).toEqual([
       'r1',
       undefined,
       'r3',
@@ -112,7 +122,7 @@ describe('expiry', () => {
     expect(evicted).toBe(1);
     // One record larger than the whole bound is not kept at all.
     await store.put(record('t', 'huge', [], 'x'.repeat(size * 4)));
-    expect(await store.getMany('t', ['huge'])).toEqual([undefined]);
+    expect(await store.get('t', 'huge')).toBeUndefined();
   });
 
   it('reads a record an earlier version stored with its whole chain, with the same links', async () => {
@@ -129,12 +139,16 @@ describe('expiry', () => {
         response: { id: 'resp_3' },
       }),
     );
-    const [read] = await store.getMany(tenant, ['resp_3']);
+    const read = await store.get(tenant, 'resp_3');
     expect(read).toMatchObject({
       previousId: 'resp_2',
       rootId: 'resp_1',
       depth: 3,
       ancestors: ['resp_2', 'resp_1'],
+      response: { id: 'resp_3' },
     });
+    const batch = await store.readChain(tenant, ['resp_3'], 'resp_3');
+    expect(batch.records[0]).toMatchObject({ previousId: 'resp_2', rootId: 'resp_1', depth: 3 });
+    expect(batch.links).toEqual(['resp_2', 'resp_1']);
   });
 });
