@@ -62,6 +62,11 @@ export const hostileCases: HostileCase[] = [
     body: () => functionCallItems(4_995, 'with_outputs'),
   },
   {
+    label: 'responses: 20,000 function calls (the cap), no outputs',
+    path: '/v1/responses',
+    body: () => functionCallItems(20_000, 'without_outputs'),
+  },
+  {
     label: 'responses: 40,000 function calls, no outputs',
     path: '/v1/responses',
     body: () => functionCallItems(40_000, 'without_outputs'),
