@@ -11,6 +11,8 @@ import type { RequestOverrides } from './request-overrides.js';
 export interface ContextSettings {
   window: number;
   outputReserve: number;
+  /** The reserve is the client's own max_tokens (times n); else the gateway's default, never quoted as asked. */
+  outputReserveRequested: boolean;
   model: ModelEntry;
   policyName: string | undefined;
   policy: ResolvedPolicy;
@@ -99,7 +101,20 @@ export function resolveContextSettings(options: {
   if (overrides.maxHistoryTokens !== undefined) policy.max_history_tokens = overrides.maxHistoryTokens;
   const window = overrides.contextWindow ?? Math.min(model.window, options.learnedWindow ?? Infinity);
 
-  const outputReserve = (options.maxCompletionTokens ?? model.outputReserve) * (options.choices ?? 1);
+  // A reserve the client did not ask for leaves most of a small window to the prompt: at most a quarter.
+  const requested = options.maxCompletionTokens !== undefined && options.maxCompletionTokens !== null;
+  const perChoice = requested
+    ? (options.maxCompletionTokens as number)
+    : Math.min(model.outputReserve, Math.floor(window / 4));
+  const outputReserve = perChoice * (options.choices ?? 1);
   const margin = model.exactTokenizer ? policy.safety_margin : policy.safety_margin_uncalibrated;
-  return { window, outputReserve, model, policyName, policy, safetyMarginTokens: Math.ceil(window * margin) };
+  return {
+    window,
+    outputReserve,
+    outputReserveRequested: requested,
+    model,
+    policyName,
+    policy,
+    safetyMarginTokens: Math.ceil(window * margin),
+  };
 }

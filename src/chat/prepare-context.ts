@@ -174,12 +174,20 @@ function doesNotFit(
   const left = Math.floor(outcome.budgetTokens * scale);
   // The system prompt, tools and summary, plus the turn: all of the prompt.
   const prompt = Math.max(needed, window - reserve - margin - left + needed);
+  // OpenAI's two wordings: with the completion the client asked for, or the messages alone. A reserve
+  // the gateway keeps by default is not the client's request and is not quoted as one.
+  const openAIWords = settings.outputReserveRequested
+    ? `However, you requested ${prompt + reserve} tokens (${prompt} in the messages, ${reserve} in the completion). ` +
+      'Please reduce the length of the messages or completion.'
+    : `However, your messages resulted in ${prompt} tokens. Please reduce the length of the messages.`;
+  const reserveWords = settings.outputReserveRequested
+    ? `the max_tokens asked for (${reserve})`
+    : `room kept for the answer (${reserve}; send max_tokens to choose it)`;
   return new GatewayError(
     'context_length_exceeded',
-    `This model's maximum context length is ${window} tokens. However, you requested ${prompt + reserve} tokens ` +
-      `(${prompt} in the messages, ${reserve} in the completion). Please reduce the length of the messages or completion. ` +
-      `ctxgate: the current turn alone needs about ${needed} tokens, but after the system prompt, tools, output reserve ` +
-      `(${reserve}) and safety margin (${margin}) only ${left} are left for it. Shorten the last message, or lower max_tokens.`,
+    `This model's maximum context length is ${window} tokens. ${openAIWords} ` +
+      `ctxgate: the current turn alone needs about ${needed} tokens, but after the system prompt, tools, ${reserveWords} ` +
+      `and safety margin (${margin}) only ${left} are left for it. Shorten the last message${settings.outputReserveRequested ? ', or lower max_tokens' : ''}.`,
     { param: 'messages' },
   );
 }

@@ -28,6 +28,12 @@ export type UpstreamErrorClass =
       /** `compress`: the prompt itself is too long; `reduce_max_tokens`: prompt + max_tokens is. */
       remedy: 'compress' | 'reduce_max_tokens';
       numbers: OverflowNumbers;
+      /**
+       * The passages of the text the numbers were read from: a provider that quotes the client's own
+       * input back (a validation error echoing a value) may quote numbers the client chose, and a
+       * passage found in the request itself teaches nothing.
+       */
+      evidence: string[];
     }
   | { kind: 'rate_limited'; retryAfterMs?: number }
   | { kind: 'auth' }
@@ -65,8 +71,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
     return retryAfterMs === undefined ? { kind: 'rate_limited' } : { kind: 'rate_limited', retryAfterMs };
   }
   if (looksLikeOverflow(status, body, text)) {
-    const numbers = overflowNumbers(text, content.fields);
-    return { kind: 'context_overflow', remedy: remedyFor(numbers, text), numbers };
+    const { numbers, evidence } = overflowNumbers(text, content.fields);
+    return { kind: 'context_overflow', remedy: remedyFor(numbers, text), numbers, evidence };
   }
   if (status === 401 || status === 403) return { kind: 'auth' };
   if (status === 408 || status === 504) return { kind: 'timeout' };
@@ -206,6 +212,8 @@ const overflowPhrases: readonly RegExp[] = [
 
 /** Limits that are about something else: output caps, string or byte sizes, images. */
 const lookAlikePhrases: readonly RegExp[] = [
+  // Cohere: "too many tokens: max tokens must be less than or equal to 4096, the maximum output for this model".
+  /\bmaximum output\b|\bmax(?:imum)?[ _]tokens must be less than or equal to\b/i,
   /string too long|maximum length \d+, but got/i,
   /request_too_large|exceeds the maximum size|entity too large/i,
   /\b\d+(?:\.\d+)? ?(?:bytes|[KMG]i?B)\b/i,
@@ -419,14 +427,19 @@ function toNumber(text: string): number {
   return Number(text.replaceAll(',', ''));
 }
 
-function overflowNumbers(text: string, fields: ReadonlyMap<string, number>): OverflowNumbers {
+function overflowNumbers(
+  text: string,
+  fields: ReadonlyMap<string, number>,
+): { numbers: OverflowNumbers; evidence: string[] } {
   const numbers: OverflowNumbers = {};
+  const evidence: string[] = [];
   const set = (field: Field, value: number | boolean): void => {
     if (numbers[field] === undefined) (numbers as Record<Field, number | boolean>)[field] = value;
   };
   for (const { pattern, fields: names } of numberPatterns) {
     const match = pattern.exec(text);
     if (match === null) continue;
+    evidence.push(match[0]);
     let extraPrompt = 0;
     names.forEach((name, index) => {
       const raw = match[index + 1];
@@ -450,7 +463,7 @@ function overflowNumbers(text: string, fields: ReadonlyMap<string, number>): Ove
   ) {
     numbers.requested = numbers.promptTokens + numbers.completionTokens;
   }
-  return numbers;
+  return { numbers, evidence };
 }
 
 function remedyFor(numbers: OverflowNumbers, text: string): 'compress' | 'reduce_max_tokens' {

@@ -36,6 +36,7 @@ const overflow = (
   remedy,
   // Only the numbers the provider gave: an absent one is not there at all.
   numbers: Object.fromEntries(Object.entries(numbers).filter(([, value]) => value !== undefined)),
+  evidence: [],
 });
 
 const rows: Array<{

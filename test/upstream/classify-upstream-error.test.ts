@@ -76,6 +76,10 @@ const ownCases: ReadonlyArray<{
       kind: 'context_overflow',
       remedy: 'compress',
       numbers: { maxContext: 8192, requested: 9001, promptTokens: 9001, completionTokens: 0 },
+      evidence: [
+        'you requested 9001 tokens (9001 in the messages, 0 in the completion)',
+        'maximum context length is 8192',
+      ],
     },
   },
   {
@@ -88,6 +92,7 @@ const ownCases: ReadonlyArray<{
       kind: 'context_overflow',
       remedy: 'compress',
       numbers: { maxContext: 16385, promptTokens: 17000 },
+      evidence: ['resulted in 17000 tokens', 'maximum context length is 16385'],
     },
   },
   {
@@ -100,6 +105,11 @@ const ownCases: ReadonlyArray<{
       kind: 'context_overflow',
       remedy: 'compress',
       numbers: { promptTokens: 140_012, maxContext: 131_072 },
+      evidence: [
+        'maximum context length: 131,072',
+        'prompt is too long: 140,012,',
+        'model maximum context length: 131,072',
+      ],
     },
   },
   {
@@ -109,7 +119,20 @@ const ownCases: ReadonlyArray<{
       kind: 'context_overflow',
       remedy: 'compress',
       numbers: { promptTokens: 201_000, maxContext: 200_000 },
+      evidence: ['201000 tokens > 200000 maximum', 'prompt is too long: 201000'],
     },
+  },
+  {
+    name: 'look-alike: Cohere output cap ("too many tokens" about the output)',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        id: 'a1c0c5b2-8d3e-4b0f-9a5e-1f0e6c2d7b11',
+        message:
+          'too many tokens: max tokens must be less than or equal to 4096, the maximum output for this model - received 8192.',
+      }),
+    },
+    expected: { kind: 'bad_request' },
   },
   {
     name: 'look-alike: Groq output cap mentioning context_window',
