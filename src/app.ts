@@ -184,6 +184,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     registerAdminRoutes(admin, {
       config,
       budgets: services.budgets,
+      learned: services.learnedLimits,
     });
   });
 

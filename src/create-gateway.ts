@@ -1,6 +1,7 @@
 // Builds the real infrastructure named by a GatewayConfig (Redis connection, undici upstream, metrics)
 // and hands it to buildApp. main.ts and the end-to-end tests both start the gateway through here.
 import { createMemoryLearnedLimits, createRedisLearnedLimits } from './store/learned-limits.js';
+import { learnedLimitsOptions } from './create-services.js';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { buildApp, type GatewayApp } from './app.js';
@@ -113,8 +114,11 @@ export function createGateway(options: {
         })
       : createRedisSessionStore({ redis, limits, cacheBytes: config.sessions.cache_mb * 1024 * 1024 });
 
+  const learnedOptions = learnedLimitsOptions(config, logger, metrics);
   const learnedLimits =
-    redis === undefined ? createMemoryLearnedLimits() : createRedisLearnedLimits({ redis });
+    redis === undefined
+      ? createMemoryLearnedLimits(learnedOptions)
+      : createRedisLearnedLimits({ ...learnedOptions, redis });
   const services = createServices({
     config,
     logger,

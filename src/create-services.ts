@@ -12,7 +12,11 @@ import type { GatewayMetrics } from './metrics.js';
 import { createSessionSummarizer, type SessionSummarizer } from './sessions/session-summarizer.js';
 import type { BudgetStore } from './store/budget-store.js';
 import { createMemoryBudgetStore } from './store/memory-budget-store.js';
-import { createMemoryLearnedLimits, type LearnedLimits } from './store/learned-limits.js';
+import {
+  createMemoryLearnedLimits,
+  type LearnedLimits,
+  type LearnedLimitsOptions,
+} from './store/learned-limits.js';
 import type { SessionStore } from './store/session-store.js';
 import { createMemoryResponseStore, type ResponseStore } from './store/response-store.js';
 import { createResponsesService, type ResponsesService } from './responses/responses-service.js';
@@ -56,10 +60,43 @@ export interface GatewayServices {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The learned limits' settings from the config, their changes told to the log and the metrics. */
+export function learnedLimitsOptions(
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+): LearnedLimitsOptions {
+  return {
+    settings: {
+      windowTtlMs: config.learning.window_ttl_seconds * 1000,
+      reprobeAfterMs: config.learning.reprobe_after_seconds * 1000,
+    },
+    maxEntries: config.learning.max_entries,
+    onChange(change) {
+      metrics.learnedChanges.inc({ kind: change.kind });
+      const labels = { upstream: change.upstream, model: metrics.modelLabel(change.model) };
+      if (change.sharedWindowAfter === undefined) metrics.learnedWindow.remove(labels);
+      else metrics.learnedWindow.set(labels, change.sharedWindowAfter);
+      logger.info(
+        {
+          kind: change.kind,
+          upstream: change.upstream,
+          model: change.model,
+          sharedWindowBefore: change.sharedWindowBefore,
+          sharedWindowAfter: change.sharedWindowAfter,
+          tenantsWithEvidence: change.tenantsWithEvidence,
+        },
+        'learned limit changed',
+      );
+    },
+  };
+}
+
 export function createServices(parts: ServiceParts): GatewayServices {
   const { config, logger, metrics, upstream, tokenizers, sessionStore } = parts;
   const now = parts.now ?? (() => performance.now());
-  const learnedLimits = parts.learnedLimits ?? createMemoryLearnedLimits();
+  const learnedLimits =
+    parts.learnedLimits ?? createMemoryLearnedLimits(learnedLimitsOptions(config, logger, metrics));
   const budgetStore = parts.budgetStore ?? createMemoryBudgetStore();
   const budgets = createBudgetService({
     config,

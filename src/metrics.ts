@@ -56,6 +56,31 @@ export class CounterMetric<Label extends string> implements Metric {
   }
 }
 
+export class GaugeMetric<Label extends string> implements Metric {
+  private readonly series = new Map<string, { values: string[]; value: number }>();
+  constructor(
+    private readonly name: string,
+    private readonly help: string,
+    private readonly labelNames: readonly Label[],
+  ) {}
+
+  set(labels: Record<Label, string>, value: number): void {
+    const values = this.labelNames.map((name) => labels[name]);
+    this.series.set(values.join('\u0000'), { values, value });
+  }
+
+  remove(labels: Record<Label, string>): void {
+    this.series.delete(this.labelNames.map((name) => labels[name]).join('\u0000'));
+  }
+
+  render(): string {
+    let text = `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} gauge\n`;
+    for (const { values, value } of this.series.values())
+      text += `${this.name}${formatLabels(this.labelNames, values)} ${value}\n`;
+    return text;
+  }
+}
+
 export class HistogramMetric<Label extends string> implements Metric {
   private readonly series = new Map<
     string,
@@ -123,6 +148,8 @@ export interface GatewayMetrics {
   sessionsEvicted: CounterMetric<'reason'>;
   contextActions: CounterMetric<'action'>;
   tokens: CounterMetric<'model' | 'kind' | 'source'>;
+  learnedWindow: GaugeMetric<'upstream' | 'model'>;
+  learnedChanges: CounterMetric<'kind'>;
 
   contentType: string;
   /** Bounds label cardinality: models beyond the first few hundred seen are counted as "other". */
@@ -263,8 +290,20 @@ export function createMetrics({
     'Tokens of answered chat requests by the model that answered, kind (prompt, completion) and source (usage: the upstream reported it; estimate: counted by the gateway).',
     ['model', 'kind', 'source'],
   );
+  const learnedWindow = new GaugeMetric(
+    'ctxgate_learned_window_tokens',
+    'The window every tenant uses for a model on an upstream, learned from overflows two tenants agree on (absent when none is).',
+    ['upstream', 'model'],
+  );
+  const learnedChanges = new CounterMetric(
+    'ctxgate_learned_changes_total',
+    'Changes of what the gateway learned, by kind of entry (model, tool_set) or reset.',
+    ['kind'],
+  );
   const named = {
     tokens,
+    learnedWindow,
+    learnedChanges,
     sessionsEvicted,
     contextActions,
     budgetRefusals,

@@ -27,10 +27,19 @@ export interface ChatAttempt extends SendAttempt {
   headers: Record<string, string>;
   /** The hash of the request's tool definitions, when it has any. */
   toolSet: string | undefined;
+  /** The gateway's own count of those definitions. */
+  toolFormula: number | undefined;
   /** What was learned for the model when this attempt was planned. */
   learned: LearnedLimit;
-  /** Prompt and answer as sent: what an overflow says did not fit. */
+  /**
+   * Prompt and answer as sent, in the provider's units (the estimate scaled by the learned ratio, plus
+   * the max_tokens sent, none when the gateway sent none): what an overflow says did not fit.
+   */
   sentSize: number;
+  /** The max_tokens the request carried upstream; 0 when it carried none. */
+  sentMaxTokens: number;
+  /** Whose request it is. */
+  tenant: string;
   /** Where it goes: the client's model on its upstream, or a fallback model on the fallback's. */
   target: UpstreamConfig;
   model: string;
@@ -99,6 +108,8 @@ export function createAttemptLadder(input: {
   rawBody: Buffer | undefined;
   /** The session's stored bytes of each message, reused instead of serializing them again. */
   knownBytes?: SessionView['knownBytes'] | undefined;
+  /** Whose request it is: what one tenant taught applies to it before others agree. */
+  tenant: string;
 }): AttemptLadder {
   const { chatRequest, config } = input;
   const own: Choice = {
@@ -118,6 +129,7 @@ export function createAttemptLadder(input: {
       target: choice.target,
       precision: input.precision,
       attempt: state,
+      tenant: input.tenant,
     });
     const { prepared, outgoing } = plan;
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
@@ -129,6 +141,9 @@ export function createAttemptLadder(input: {
     const fallback = choice === own ? undefined : choice.model;
     const headers = contextResponseHeaders(prepared);
     if (fallback !== undefined) headers['x-context-fallback'] = fallback;
+    const askedMaxTokens =
+      state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
+    const sentMaxTokens = prepared.loweredMaxTokens ?? askedMaxTokens ?? 0;
     return {
       state,
       prepared,
@@ -137,11 +152,13 @@ export function createAttemptLadder(input: {
         : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),
       headers,
       toolSet: plan.toolSet,
+      toolFormula: plan.toolFormula,
       learned: plan.learned,
       promptTokens: prepared.report.inputTokens,
-      askedMaxTokens:
-        state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined,
-      sentSize: prepared.report.inputTokens + prepared.settings.outputReserve,
+      askedMaxTokens,
+      sentSize: Math.ceil(prepared.report.inputTokens * (plan.learned.ratio ?? 1)) + sentMaxTokens,
+      sentMaxTokens,
+      tenant: input.tenant,
       model: choice.model,
       target: choice.target,
       fallback,

@@ -211,8 +211,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   function observe(turn: Turn) {
     const upstream = turn.target.name;
     return (event: SendEvent<ChatAttempt>): void => {
-      if (event.type === 'overflow') turn.lessons.overflow(event.verdict, event.attempt);
-      else if (event.type === 'accepted') turn.lessons.accepted(event.attempt);
+      if (event.type === 'overflow') turn.lessons.overflow(event.verdict, event.attempt, event.status);
+      else if (event.type === 'accepted') return;
       else if (event.type === 'retry') metrics.upstreamRetries.inc({ upstream, reason: event.reason });
       else
         metrics.overflowRetries.inc({
@@ -306,7 +306,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           );
         await commit(turn, turn.session, attempt.prepared, answer.reply);
       }
-      if (answer.usage.promptTokens !== undefined && turn.lessons.usage(answer.usage.promptTokens, attempt))
+      if (turn.lessons.usage(answer.usage.promptTokens, attempt))
         headers['x-context-upstream-truncated'] = 'true';
     }
     await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), answer.body);
@@ -346,8 +346,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         last = undefined;
       });
     }
-    if (failure === undefined && outcome.usage.promptTokens !== undefined)
-      turn.lessons.usage(outcome.usage.promptTokens, attempt);
+    if (failure === undefined) turn.lessons.usage(outcome.usage.promptTokens, attempt);
     settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
     if (failure !== undefined) {
       input.record.streamErrorCode = failure.code;
@@ -388,6 +387,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       precision: countPrecisionFor(input.rawBody),
       rawBody,
       knownBytes: session?.knownBytes.bind(session),
+      tenant: input.credential.tenantId,
     });
   }
 

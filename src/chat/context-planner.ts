@@ -1,8 +1,11 @@
 // What a chat request sends upstream, decided the same way for the request itself and for its preview
-// (POST /v1/context/render): the window and estimate ratio learned for its model and upstream, the
-// tokens learned for its tool set, then the context engine — so the preview equals what is sent.
+// (POST /v1/context/render): the window and estimate ratio learned for its model and upstream (as its
+// tenant may use them), the tokens learned for its tool set, then the context engine — so the preview
+// equals what is sent.
 import { createHash } from 'node:crypto';
+import { countToolTokens } from '../context/token-accounting.js';
 import { TextCache } from '../text-cache.js';
+import { findModelEntry } from './context-settings.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { RequestOverrides } from './request-overrides.js';
@@ -29,23 +32,16 @@ export interface ContextPlan {
   learned: LearnedLimit;
   /** The hash of the request's tool definitions, when it has any. */
   toolSet: string | undefined;
+  /** The gateway's own count of those definitions (what a learned cost stays near). */
+  toolFormula: number | undefined;
 }
 
-/** A tool set's key: a hash of its definitions as sent. */
-export function toolSetOf(tools: unknown): string | undefined {
-  if (!Array.isArray(tools) || tools.length === 0) return undefined;
-  // An agent sends the same definitions with every step: hashed once per process, looked up after.
-  const text = JSON.stringify(tools);
-  let key = toolSetKeys.get(text);
-  if (key === undefined) {
-    key = createHash('sha256').update(text).digest('base64url').slice(0, 22);
-    toolSetKeys.set(text, key);
-  }
-  return key;
+/** A tool set as the planner knows it: its key and the gateway's own count of its definitions. */
+interface KnownToolSet {
+  key: string;
+  /** Tokens of the definitions by the gateway's formula, per encoding. */
+  formula: Map<string, number>;
 }
-
-/** At most 2,048 tool sets and 16 M characters of definitions, the least recently used out first. */
-const toolSetKeys = new TextCache<string>(2_048, 16_000_000);
 
 export function withMaxTokens(
   request: ChatCompletionRequest,
@@ -65,6 +61,8 @@ export interface ContextPlanner {
     target: UpstreamConfig;
     precision: CountPrecision;
     attempt: AttemptState;
+    /** Whose request it is: lessons one tenant taught apply to it before others agree. */
+    tenant: string;
   }): ContextPlan;
 }
 
@@ -74,32 +72,69 @@ export function createContextPlanner(deps: {
   learnedLimits: LearnedLimits;
 }): ContextPlanner {
   const { config, tokenizers, learnedLimits } = deps;
+  // An agent sends the same definitions with every step: hashed and counted once, looked up after.
+  // At most 2,048 tool sets and 16 M characters of definitions, the least recently used out first.
+  const toolSets = new TextCache<KnownToolSet>(2_048, 16_000_000);
+  const toolSetOf = (tools: unknown): KnownToolSet | undefined => {
+    if (!Array.isArray(tools) || tools.length === 0) return undefined;
+    const text = JSON.stringify(tools);
+    let known = toolSets.get(text);
+    if (known === undefined) {
+      known = { key: createHash('sha256').update(text).digest('base64url').slice(0, 22), formula: new Map() };
+      toolSets.set(text, known);
+    }
+    return known;
+  };
+  const formulaOf = (known: KnownToolSet, tools: unknown, model: string): number => {
+    const entry = findModelEntry(config, model);
+    const way = `${entry.tokenizer}\u0000${entry.toolFormat}`;
+    let tokens = known.formula.get(way);
+    if (tokens === undefined) {
+      tokens = countToolTokens(tools, tokenizers.forEncoding(entry.tokenizer), { format: entry.toolFormat });
+      known.formula.set(way, tokens);
+    }
+    return tokens;
+  };
   return {
-    plan({ chatRequest, overrides, session, target, precision, attempt }) {
-      const learned = learnedLimits.get(target.name, chatRequest.model);
-      const toolSet = toolSetOf(chatRequest.tools);
+    plan({ chatRequest, overrides, session, target, precision, attempt, tenant }) {
+      const learned = learnedLimits.get(target.name, chatRequest.model, tenant);
+      const known = toolSetOf(chatRequest.tools);
+      const toolSet = known?.key;
+      const toolFormula =
+        known === undefined ? undefined : formulaOf(known, chatRequest.tools, chatRequest.model);
       const toolTokens =
-        toolSet === undefined
+        known === undefined
           ? undefined
-          : learnedLimits.toolSetTokens(target.name, chatRequest.model, toolSet);
+          : learnedLimits.toolSetTokens(
+              target.name,
+              chatRequest.model,
+              known.key,
+              tenant,
+              toolFormula as number,
+            );
       let outgoing = withMaxTokens(chatRequest, attempt.maxTokens);
+      // A learned window nobody has confirmed for a while: this request tries the configured one (its
+      // first attempt only; an overflow confirms the lesson, and the retry fits the learned window).
+      const firstTry =
+        attempt.reduction === 'none' && attempt.promptCap === undefined && attempt.maxTokens === undefined;
+      const learnedWindow = learned.probe === true && firstTry ? undefined : learned.window;
       const prepared = prepareContext({
         config,
         tokenizers,
         chatRequest: outgoing,
         overrides,
         session,
-        learnedWindow: learned.window,
+        learnedWindow,
         reduction: attempt.reduction,
         promptCap: attempt.promptCap,
-        lowerMaxTokensToFit: learned.window !== undefined && attempt.maxTokens === undefined,
+        lowerMaxTokensToFit: learnedWindow !== undefined && attempt.maxTokens === undefined,
         estimateRatio: learned.ratio,
         learnedToolTokens: toolTokens,
         precision,
       });
       if (prepared.loweredMaxTokens !== undefined)
         outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
-      return { prepared, outgoing, learned, toolSet };
+      return { prepared, outgoing, learned, toolSet, toolFormula };
     },
   };
 }

@@ -45,6 +45,7 @@ function matchModelEntry(config: GatewayConfig, model: string): ModelEntry {
         outputReserve: entry.output_reserve,
         tokenizer: entry.tokenizer,
         exactTokenizer: entry.exact_tokenizer,
+        toolFormat: entry.tool_format ?? (entry.exact_tokenizer ? 'typescript' : 'json'),
         calibration: entry.calibration,
         fallbacks: entry.fallbacks,
       };

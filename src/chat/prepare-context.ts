@@ -106,6 +106,7 @@ export function prepareContext(options: {
             messages: conversation,
             ...(messageTokens === undefined ? {} : { messageTokens }),
             tools: chatRequest.tools,
+            toolFormat: settings.model.toolFormat,
             tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
             window: renderWindow,
             outputReserve: 0,
@@ -128,6 +129,7 @@ export function prepareContext(options: {
   const input: RenderInput = {
     messages: conversation,
     tools: chatRequest.tools,
+    toolFormat: settings.model.toolFormat,
     tokenizer,
     window: renderWindow,
     outputReserve: settings.outputReserve,

@@ -18,7 +18,13 @@ export interface SendAttempt {
 
 /** What happened along the way, for learning and metrics. */
 export type SendEvent<A> =
-  | { type: 'overflow'; verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>; attempt: A }
+  | {
+      type: 'overflow';
+      verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>;
+      attempt: A;
+      /** The status the overflow came with (200 when it came inside a stream). */
+      status: number;
+    }
   | { type: 'retry'; reason: 'rate_limited' | 'server' | 'connection' }
   | { type: 'smaller_attempt'; decision: RecoveryDecision; attempt: A }
   | { type: 'accepted'; attempt: A };
@@ -82,7 +88,7 @@ export async function sendWithRecovery<A extends SendAttempt>(
     }
     const { response, classification } = answer;
     if (classification.kind === 'context_overflow')
-      options.observe?.({ type: 'overflow', verdict: classification, attempt });
+      options.observe?.({ type: 'overflow', verdict: classification, attempt, status: response.statusCode });
     const decision = options.cancelled()
       ? ({ action: 'accept' } as const)
       : decide(classification, stateOf(attempt), limits, options.random());

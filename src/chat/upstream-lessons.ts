@@ -1,7 +1,11 @@
-// What a chat request's upstream answers teach the gateway (SPEC §6): an overflow's numbers (the real
-// window, the provider's own count of the prompt), a success below a known failure, and the usage of
-// every answer (the estimate's ratio to the provider's count, or a tool set's tokens). Recorded in the
-// learned-limits store, which aggregates in process: nothing here touches Redis on the request's path.
+// What a chat request's upstream answers teach the gateway (docs/budgeting.md#what-the-gateway-learns),
+// on evidence only: an overflow teaches a window when its numbers agree with the gateway's own count of
+// what was sent and quote nothing the client sent (a provider echoing the input may quote numbers the
+// client chose), or — without numbers — together with a smaller size that then went through; estimate
+// ratios and tool-set costs move only with successful answers. Every lesson is the tenant's until a
+// second tenant agrees (learned-limit-rules.ts). Recorded in the learned-limits store, which keeps what
+// it learns in process first: nothing here touches Redis on the request's path.
+import { countsAgree } from '../context/learned-limit-rules.js';
 import { isCalibrated } from '../config/model-table.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
@@ -14,14 +18,34 @@ const exactDisagreement = 0.02;
 /** Fewer upstream prompt tokens than this share of the (calibrated) estimate: the prompt was cut. */
 const truncationShare = 0.5;
 
+/** Passages shorter than this are too common to say the provider quoted the request. */
+const minimumQuotedChars = 12;
+
 export interface UpstreamLessons {
-  overflow(verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>, attempt: ChatAttempt): void;
-  accepted(attempt: ChatAttempt): void;
+  overflow(
+    verdict: Extract<UpstreamErrorClass, { kind: 'context_overflow' }>,
+    attempt: ChatAttempt,
+    status: number,
+  ): void;
   /**
-   * The upstream's prompt tokens for a successful answer. Returns true when they are far fewer than
-   * were sent: some servers cut an over-long prompt instead of refusing it.
+   * A successful answer's prompt tokens as the upstream counted them (undefined when it reported none).
+   * Returns true when they are far fewer than were sent: some servers cut an over-long prompt instead of
+   * refusing it.
    */
-  usage(promptTokens: number, attempt: ChatAttempt): boolean;
+  usage(promptTokens: number | undefined, attempt: ChatAttempt): boolean;
+}
+
+/** True when the provider's text quotes the request: what it says was not said about the request. */
+export function quotesRequest(evidence: readonly string[], body: string | Buffer): boolean {
+  return evidence.some((passage) => passage.length >= minimumQuotedChars && body.includes(passage));
+}
+
+/** Whether the request's messages carry tool calls or results: their estimate is not the tool set's. */
+function carriesToolMessages(attempt: ChatAttempt): boolean {
+  return attempt.prepared.messages.some(
+    (message) =>
+      message.role === 'tool' || (Array.isArray(message.tool_calls) && message.tool_calls.length > 0),
+  );
 }
 
 export function createUpstreamLessons(deps: {
@@ -34,72 +58,96 @@ export function createUpstreamLessons(deps: {
   // Learned for the model and upstream the attempt went to (a fallback learns for itself).
   const whereOf = (attempt: ChatAttempt) => ({ upstream: attempt.target.name, model: attempt.model });
   return {
-    overflow(verdict, attempt) {
+    overflow(verdict, attempt, status) {
       const { upstream, model } = whereOf(attempt);
       const { numbers } = verdict;
-      const estimated = attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1);
-      if (
-        numbers.promptTokens !== undefined &&
-        numbers.promptTokensLowerBound !== true &&
-        attempt.toolSet === undefined &&
-        (isCalibrated(attempt.prepared.settings.model) ||
-          Math.abs(numbers.promptTokens / Math.max(1, estimated) - 1) > exactDisagreement)
-      ) {
-        // The upstream's own count of what was sent calibrates the estimate at once — for a model
-        // counted exactly too, when the upstream counts what the gateway cannot see (a system prompt
-        // it adds, images it sizes its own way).
-        learnedLimits.recordRatio(upstream, model, {
-          reported: numbers.promptTokens,
-          estimated: attempt.prepared.report.inputTokens,
-          atOnce: true,
+      const estimated = attempt.prepared.report.inputTokens;
+      const quoted = quotesRequest(verdict.evidence, attempt.body);
+      // The window a provider states is taken when its count of the refused prompt agrees with the
+      // gateway's (or, given without a count, when what was sent could be over it); a count far from
+      // the gateway's (content the gateway sizes low, such as images) says something else went on.
+      const reported = numbers.promptTokensLowerBound === true ? undefined : numbers.promptTokens;
+      const agrees =
+        reported !== undefined
+          ? countsAgree(reported, estimated, attempt.learned.ratio)
+          : numbers.maxContext !== undefined && attempt.sentSize >= 0.8 * numbers.maxContext;
+      const stated = !quoted && agrees ? numbers.maxContext : undefined;
+      const hasNumbers = numbers.maxContext !== undefined || reported !== undefined;
+      const lesson = quoted
+        ? 'quoted'
+        : stated !== undefined
+          ? 'window'
+          : hasNumbers
+            ? 'disagreeing'
+            : 'failure';
+      // Numbers that quote the request or disagree with it teach nothing; a failure without numbers
+      // waits for a smaller size to go through.
+      if (lesson === 'window' || lesson === 'failure')
+        learnedLimits.recordOverflow(upstream, model, attempt.tenant, {
+          ...(stated === undefined ? {} : { stated }),
+          failedSize: reported !== undefined && agrees ? reported + attempt.sentMaxTokens : attempt.sentSize,
+          status,
+          textClass: hasNumbers ? 'numbers' : 'no_numbers',
         });
-      }
-      learnedLimits.recordOverflow(upstream, model, {
-        ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
-        failedSize: attempt.sentSize,
-      });
       // Numbers only: what was learned and from what.
       deps.info(
         {
           upstream,
           model,
+          lesson,
           window: numbers.maxContext,
           failedSize: attempt.sentSize,
           upstreamPromptTokens: numbers.promptTokens,
-          sentTokensEstimate: attempt.prepared.report.inputTokens,
+          sentTokensEstimate: estimated,
           remedy: verdict.remedy,
         },
         'learned from an overflow',
       );
     },
 
-    accepted(attempt) {
-      const { upstream, model } = whereOf(attempt);
-      // A success teaches something only below a known failure, and then a window was learned.
-      if (attempt.learned.window !== undefined)
-        learnedLimits.recordSuccess(upstream, model, attempt.sentSize);
-    },
-
     usage(promptTokens, attempt) {
       const { upstream, model } = whereOf(attempt);
-      const { prepared, toolSet, learned } = attempt;
+      const { prepared, toolSet, learned, tenant } = attempt;
+      // The size that went through, in the provider's own count when it gave one.
+      const accepted =
+        (promptTokens ?? Math.ceil(prepared.report.inputTokens * (learned.ratio ?? 1))) +
+        attempt.sentMaxTokens;
+      learnedLimits.recordSuccess(upstream, model, tenant, accepted);
+      if (promptTokens === undefined) return false;
       const estimated = prepared.report.inputTokens;
       const calibrated = isCalibrated(prepared.settings.model);
+      const ratio = calibrated ? (learned.ratio ?? 1) : 1;
+      const toolRegion = prepared.report.regions.tools;
       if (toolSet !== undefined) {
-        // What the upstream counts for this tool set: its usage less the messages' estimate. Tool sets
-        // never feed the model's ratio, which stays that of plain messages.
-        const ratio = calibrated ? (learned.ratio ?? 1) : 1;
-        const messagesEstimate = (estimated - prepared.report.regions.tools) * ratio;
-        learnedLimits.recordToolSetTokens(upstream, model, toolSet, promptTokens - messagesEstimate);
-      } else if (calibrated || learned.ratio !== undefined) {
-        // An exactly counted model keeps a ratio once an overflow taught one, and its usage keeps it true.
-        learnedLimits.recordRatio(upstream, model, { reported: promptTokens, estimated });
+        // What the upstream counts for the tool set: its usage less the messages' estimate — learned
+        // only from requests whose messages carry no tool calls or results, whose own estimate would
+        // otherwise be taken for the tool set's.
+        if (!carriesToolMessages(attempt))
+          learnedLimits.recordToolSetTokens(
+            upstream,
+            model,
+            toolSet,
+            tenant,
+            promptTokens - (estimated - toolRegion) * ratio,
+            attempt.toolFormula ?? toolRegion,
+          );
+      } else if (
+        calibrated ||
+        learned.ratio !== undefined ||
+        Math.abs(promptTokens / Math.max(1, estimated) - 1) > exactDisagreement
+      ) {
+        // An exactly counted model learns a ratio only when the upstream counts what the gateway
+        // cannot see (a system prompt it adds, images it sizes its own way).
+        learnedLimits.recordRatio(upstream, model, tenant, { reported: promptTokens, estimated });
       }
-      // Judged against the estimate scaled by what was learned so far.
-      if (estimated < 256 || promptTokens >= estimated * (learned.ratio ?? 1) * truncationShare) return false;
+      // Judged against the estimate with the tool set as the gateway's formula counts it: a learned
+      // tool-set cost never raises the alarm by itself.
+      const formulaEstimate = estimated - toolRegion + (attempt.toolFormula ?? toolRegion);
+      if (formulaEstimate < 256 || promptTokens >= formulaEstimate * (learned.ratio ?? 1) * truncationShare)
+        return false;
       deps.metrics.upstreamTruncations.inc({ upstream, model: deps.metrics.modelLabel(model) });
       deps.warn(
-        { upstream, model, sentTokensEstimate: estimated, upstreamPromptTokens: promptTokens },
+        { upstream, model, sentTokensEstimate: formulaEstimate, upstreamPromptTokens: promptTokens },
         'upstream reported far fewer prompt tokens than were sent: it may have truncated the prompt',
       );
       return true;

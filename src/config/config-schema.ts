@@ -68,6 +68,11 @@ export const modelEntrySchema = z.strictObject({
   /** True when `tokenizer` is the model's own encoding, so the smaller safety margin applies. */
   exact_tokenizer: z.boolean().default(false),
   /**
+   * How the provider writes tool definitions into the prompt: `typescript` (OpenAI's namespace) or `json`
+   * (the chat templates of open models). Default: typescript with an exact tokenizer, json otherwise.
+   */
+  tool_format: z.enum(['typescript', 'json']).optional(),
+  /**
    * Larger-window models (possibly on other upstreams) a request goes to, the first that fits, when it
    * cannot fit this one or its retries would drop too much of its history (policy fallback_when_dropping).
    */
@@ -171,6 +176,16 @@ export const sessionsSectionSchema = z.strictObject({
     .default(''),
 });
 
+/** What the gateway learns from its upstreams (docs/budgeting.md#what-the-gateway-learns). */
+export const learningSectionSchema = z.strictObject({
+  /** A learned window is forgotten this long after the last overflow confirming it. */
+  window_ttl_seconds: z.number().int().positive().default(86_400),
+  /** A learned window not confirmed for this long: one request per tenant tries the configured window. */
+  reprobe_after_seconds: z.number().int().positive().default(3_600),
+  /** Entries (models and tool sets) kept at most, in Redis and in each replica; least recently used go. */
+  max_entries: z.number().int().min(100).max(1_000_000).default(10_000),
+});
+
 export const responsesSectionSchema = z.strictObject({
   /** Without Redis: memory the in-process store of responses may hold; past it the least recently used go. */
   memory_mb: z.number().positive().default(64),
@@ -224,6 +239,7 @@ export const configFileSchema = z.strictObject({
   context: policySchema.default({}),
   sessions: sessionsSectionSchema.default(sessionsSectionSchema.parse({})),
   budgets: budgetsSectionSchema.default(budgetsSectionSchema.parse({})),
+  learning: learningSectionSchema.default(learningSectionSchema.parse({})),
   responses: responsesSectionSchema.default(responsesSectionSchema.parse({})),
   passthrough: passthroughSectionSchema.default(passthroughSectionSchema.parse({})),
   policies: z

@@ -45,6 +45,7 @@ export interface GatewayConfig {
   /** Named presets: the built-in ones (chat, agent, economy) merged with the file's. */
   policies: ConfigFile['policies'];
   budgets: BudgetsConfig;
+  learning: ConfigFile['learning'];
   responses: ConfigFile['responses'];
   passthrough: ConfigFile['passthrough'];
   /** Keys of the admin endpoints (ADMIN_API_KEY); empty: the admin endpoints do not exist. */

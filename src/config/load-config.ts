@@ -305,6 +305,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
       defaults: file.budgets.defaults,
       credentials: budgetCredentials,
     },
+    learning: file.learning,
     responses: file.responses,
     passthrough: file.passthrough,
     adminApiKeys,

@@ -10,6 +10,8 @@ export interface ModelEntry {
   tokenizer: EncodingName;
   /** True when the tokenizer is the model's own (OpenAI families); false for estimates. */
   exactTokenizer: boolean;
+  /** How its provider writes tool definitions into the prompt: OpenAI's TypeScript namespace, or JSON. */
+  toolFormat: 'typescript' | 'json';
   /** Scale estimates by the ratio learned from the upstream's usage (estimated models only); default on. */
   calibration?: boolean;
   /** Larger-window models to send a request to when it does not fit this one (config `fallbacks`). */
@@ -26,13 +28,21 @@ const openai = (
   window: number,
   tokenizer: EncodingName,
   outputReserve = 4_096,
-): ModelEntry => ({ match, window, outputReserve, tokenizer, exactTokenizer: true });
+): ModelEntry => ({
+  match,
+  window,
+  outputReserve,
+  tokenizer,
+  exactTokenizer: true,
+  toolFormat: 'typescript',
+});
 const other = (match: string, window: number, outputReserve = 4_096): ModelEntry => ({
   match,
   window,
   outputReserve,
   tokenizer: 'o200k_base',
   exactTokenizer: false,
+  toolFormat: 'json',
 });
 
 export const builtInModelTable: readonly ModelEntry[] = [

@@ -6,7 +6,12 @@
 // nothing skips repairs any tool message left without its call. Pure: plain data in, new plain data and
 // a report out; the input is never mutated.
 import { fitCurrentTurn, isMaskedResult, maskedResultText } from './current-turn.js';
-import { countMessageTokens, countToolTokens, replyPrimingTokens } from './token-accounting.js';
+import {
+  countMessageTokens,
+  countToolTokens,
+  replyPrimingTokens,
+  type ToolFormat,
+} from './token-accounting.js';
 import { leadingSystemCount, messageText, repairToolPairing, splitTurns, type Turn } from './turns.js';
 import type { ContextMessage, ContextPolicy, RenderResult, Tokenizer } from './types.js';
 
@@ -17,6 +22,8 @@ export interface RenderInput {
   tools?: unknown;
   /** The tool definitions' tokens when known better than their rendering (learned from the upstream). */
   toolTokens?: number;
+  /** How the provider writes tool definitions into the prompt (default: as OpenAI does). */
+  toolFormat?: ToolFormat;
   tokenizer: Tokenizer;
   window: number;
   outputReserve: number;
@@ -351,6 +358,7 @@ function toolTokensFor(input: RenderInput, messages: readonly ContextMessage[]):
   const system = first !== undefined && (first.role === 'system' || first.role === 'developer');
   return countToolTokens(input.tools, input.tokenizer, {
     firstSystemText: system ? messageText(first) : undefined,
+    ...(input.toolFormat === undefined ? {} : { format: input.toolFormat }),
   });
 }
 

@@ -1,15 +1,22 @@
 // Token accounting for chat requests, by the OpenAI cookbook method: 3 tokens of framing per message,
 // every string field of a message encoded (role, content, name, tool_call_id, reasoning content, …),
-// 1 more per name, 3 to prime the reply; tool definitions rendered the way OpenAI renders them into the
-// prompt (a TypeScript namespace, checked against published API counts). The cookbook leaves some shapes
-// out; for those: text parts count as their text, images by the tile formula, each tool call as its id,
-// function name and arguments, null or missing content as nothing.
+// 1 more per name, 3 to prime the reply; tool definitions rendered the way the provider renders them into
+// the prompt — OpenAI's families as a TypeScript namespace (checked against published API counts), other
+// models as the JSON their chat templates write (`tool_format`). The cookbook leaves some shapes out; for
+// those: text parts count as their text, images by the tile formula, each tool call as its id, function
+// name and arguments plus 3 tokens of framing (as the API counts a function call), null or missing
+// content as nothing.
 import { imageTokens } from './image-tokens.js';
 import type { ContextMessage, Tokenizer } from './types.js';
 
 export const tokensPerMessage = 3;
 export const tokensPerName = 1;
 export const replyPrimingTokens = 3;
+/** What the API adds around each function call of an assistant message. */
+export const tokensPerToolCall = 3;
+
+/** How a provider writes tool definitions into the prompt. */
+export type ToolFormat = 'typescript' | 'json';
 
 function messageTextOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -47,6 +54,7 @@ export function countMessageTokens(message: ContextMessage, tokenizer: Tokenizer
     else if (key === 'tool_calls') {
       for (const call of (value as ContextMessage['tool_calls']) ?? []) {
         total +=
+          tokensPerToolCall +
           tokenizer.count(call.id ?? '') +
           tokenizer.count(call.function?.name ?? '') +
           tokenizer.count(call.function?.arguments ?? '');
@@ -171,9 +179,11 @@ const toolSetSystemReuse = 4;
 export function countToolTokens(
   tools: unknown,
   tokenizer: Tokenizer,
-  options: { firstSystemText?: string | undefined } = {},
+  options: { firstSystemText?: string | undefined; format?: ToolFormat } = {},
 ): number {
   if (!Array.isArray(tools) || tools.length === 0) return 0;
+  // Chat templates of other models write the definitions as they came, as JSON.
+  if (options.format === 'json') return tokenizer.count(JSON.stringify(tools));
   let total = tokenizer.count(renderToolDefinitions(tools)) + toolSetOverhead;
   const system = options.firstSystemText;
   if (system !== undefined)
@@ -186,6 +196,7 @@ export function countPromptTokens(
   messages: readonly ContextMessage[],
   tools: unknown,
   tokenizer: Tokenizer,
+  format: ToolFormat = 'typescript',
 ): number {
   const first = messages[0];
   const system = first?.role === 'system' || first?.role === 'developer' ? first : undefined;
@@ -193,6 +204,7 @@ export function countPromptTokens(
     replyPrimingTokens +
     countToolTokens(tools, tokenizer, {
       firstSystemText: system === undefined ? undefined : messageTextOf(system.content),
+      format,
     });
   for (const message of messages) total += countMessageTokens(message, tokenizer);
   return total;

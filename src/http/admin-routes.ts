@@ -1,5 +1,6 @@
-// The admin endpoints (SPEC §12): read and reset token budget usage, behind their own key
-// (ADMIN_API_KEY). Without an admin key configured they do not exist (404); a client key never opens them.
+// The admin endpoints (docs/budgets.md, docs/budgeting.md#what-the-gateway-learns): read and reset token
+// budget usage, and what the gateway learned from its upstreams, behind their own key (ADMIN_API_KEY).
+// Without an admin key configured they do not exist (404); a client key never opens them.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { CounterBudgetName } from '../budget/budget-rules.js';
 import type { BudgetService } from '../budget/budget-service.js';
@@ -8,6 +9,7 @@ import { sha256 } from '../config/tenant-id.js';
 import { GatewayError } from '../errors.js';
 import { presentedKey } from '../auth/authenticate.js';
 import { sessionIdPattern } from '../sessions/session-keys.js';
+import type { LearnedLimits } from '../store/learned-limits.js';
 
 const tenantPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const credentialBudgets: readonly CounterBudgetName[] = [
@@ -17,9 +19,9 @@ const credentialBudgets: readonly CounterBudgetName[] = [
 
 export function registerAdminRoutes(
   app: FastifyInstance,
-  deps: { config: GatewayConfig; budgets: BudgetService },
+  deps: { config: GatewayConfig; budgets: BudgetService; learned: LearnedLimits },
 ): void {
-  const { config, budgets } = deps;
+  const { config, budgets, learned } = deps;
   const adminDigests = config.adminApiKeys.map(sha256);
 
   function authorize(request: FastifyRequest): void {
@@ -113,4 +115,17 @@ export function registerAdminRoutes(
       return { object: 'budget.reset', tenant: tenantId, session: sessionId, reset: ['session_tokens'] };
     },
   );
+
+  // What the gateway learned: windows with their evidence, ratios, tool-set costs; one or all reset.
+  app.get('/v1/admin/learned', async () => ({ object: 'list', data: learned.list() }));
+
+  app.delete<{ Querystring: { id?: string } }>('/v1/admin/learned', async (request) => {
+    const id = request.query.id;
+    if (id !== undefined && (typeof id !== 'string' || id.length > 2_000))
+      throw new GatewayError('invalid_request', 'Invalid entry id.', { param: 'id' });
+    const reset = await learned.reset(id);
+    if (id !== undefined && reset === 0)
+      throw new GatewayError('not_found', `No learned entry '${id.slice(0, 200)}'.`, { param: 'id' });
+    return { object: 'learned.reset', reset };
+  });
 }

@@ -42,6 +42,7 @@ import { isCalibrated } from '../config/model-table.js';
 
 import type { GatewayMetrics } from '../metrics.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
+import { countsAgree } from '../context/learned-limit-rules.js';
 import {
   hashedSessionId,
   type SessionKey,
@@ -282,7 +283,8 @@ export function createSessionSummarizer(deps: {
   async function requestSummary(input: AfterTurnInput, job: SummaryJob, summaryModel: string) {
     const { policy } = input;
     const target = selectUpstream(config.upstreams, summaryModel);
-    const learned = deps.learnedLimits.get(target.name, summaryModel);
+    const tenant = input.key.tenantId;
+    const learned = deps.learnedLimits.get(target.name, summaryModel, tenant);
     const settings = resolveContextSettings({
       config,
       model: summaryModel,
@@ -315,9 +317,16 @@ export function createSessionSummarizer(deps: {
       if (answer.overflow === undefined || tries >= 2) return { failure: answer.failure } as const;
       const { numbers } = answer.overflow;
       const sent = Math.ceil(request.inputTokens * ratio) + policy.summary_max_tokens;
-      deps.learnedLimits.recordOverflow(target.name, summaryModel, {
-        ...(numbers.maxContext === undefined ? {} : { window: numbers.maxContext }),
+      // As a request's overflow teaches (upstream-lessons.ts): a stated window when the counts agree.
+      const agrees =
+        numbers.promptTokens !== undefined && numbers.promptTokensLowerBound !== true
+          ? countsAgree(numbers.promptTokens, request.inputTokens, ratio)
+          : false;
+      deps.learnedLimits.recordOverflow(target.name, summaryModel, tenant, {
+        ...(numbers.maxContext === undefined || !agrees ? {} : { stated: numbers.maxContext }),
         failedSize: sent,
+        status: 400,
+        textClass: numbers.maxContext === undefined ? 'no_numbers' : 'numbers',
       });
       const scaled =
         numbers.maxContext !== undefined && numbers.promptTokens !== undefined && numbers.promptTokens > 0

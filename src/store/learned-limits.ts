@@ -1,288 +1,680 @@
-// What the gateway learns about an upstream's real limits (SPEC §6), per upstream and model, shared by
-// replicas through Redis (in-process without it). The rules are pure (context/learned-limit-rules.ts);
-// this module keeps and moves their values.
+// What the gateway learns about its upstreams' real limits (docs/budgeting.md#what-the-gateway-learns):
+// per upstream and model (windows, estimate ratios, the largest size taken) and per tool set (what the
+// upstream counts for its definitions), kept as entries the pure rules (context/learned-limit-rules.ts)
+// move. Shared by replicas through Redis (in process without it).
 //
-// No request waits on Redis for them: every replica reads from its own copy, which a background loop
-// refreshes from Redis once a second (one HGETALL of one hash) after writing what the replica learned
-// since (estimate ratios aggregated per model, at most one write per model per second). What a replica
-// observes itself applies to its next request at once, and still applies while Redis is unreachable.
+// No request waits on Redis: every replica reads its own copy. What it observes applies to it at once
+// and is written in the background, at most once a second per entry (ratio samples and successes are
+// aggregated), as a compare-and-set so replicas never overwrite each other's lessons. Other replicas
+// follow a change log once a second — one read that returns nothing while nothing changes. The
+// entries are bounded: past `maxEntries` the least recently used go, in Redis as in process.
+import { createHash } from 'node:crypto';
 import {
-  limitOf,
-  mergeBounds,
-  nextRatio,
-  nextToolTokens,
+  emptyModelLessons,
+  limitFor,
+  sharedWindow,
   successTeaches,
+  toolTokensFor,
+  valueFor,
   withOverflow,
+  withRatioSample,
+  withSuccess,
+  withToolSample,
+  evidenceWindow,
   type LearnedLimit,
-  type LimitBounds,
+  type LearningSettings,
+  type ModelLessons,
+  type OverflowObservation,
   type RatioSample,
+  type ToolSetLessons,
 } from '../context/learned-limit-rules.js';
 import type { RedisConnection } from './redis-client.js';
 import { defineScripts, learnedLimitScripts } from './redis-scripts.js';
 
 export type { LearnedLimit } from '../context/learned-limit-rules.js';
 
+/** One entry as the admin endpoint shows it. */
+export interface LearnedEntryView {
+  id: string;
+  kind: 'model' | 'tool_set';
+  upstream: string;
+  model: string;
+  toolSet?: string;
+  updatedAt: string;
+  /** The window other tenants use (two tenants agreeing), if any. */
+  sharedWindow?: number;
+  largestAccepted?: number;
+  evidence?: Array<{
+    tenant: string;
+    window: number | undefined;
+    stated: number | undefined;
+    failed: number | undefined;
+    succeeded: number | undefined;
+    status: number;
+    textClass: string;
+    learnedAt: string;
+    confirmedAt: string;
+    expiresAt: string;
+  }>;
+  ratio?: { shared: number | undefined; tenants: Array<{ tenant: string; value: number; samples: number }> };
+  toolTokens?: {
+    shared: number | undefined;
+    tenants: Array<{ tenant: string; value: number; samples: number }>;
+  };
+}
+
+/** A change an entry went through, for the log line and the metrics. */
+export interface LearnedChange {
+  kind: 'model' | 'tool_set' | 'reset';
+  upstream: string;
+  model: string;
+  /** The window other tenants use, before and after. */
+  sharedWindowBefore: number | undefined;
+  sharedWindowAfter: number | undefined;
+  tenantsWithEvidence: number;
+}
+
 export interface LearnedLimits {
-  /** This replica's view; never waits on a store. */
-  get(upstream: string, model: string): LearnedLimit;
-  /** An overflow: the upstream's stated window when it gave one, and the size that failed. */
-  recordOverflow(upstream: string, model: string, observed: { window?: number; failedSize: number }): void;
-  /** A request of this size went through. */
-  recordSuccess(upstream: string, model: string, size: number): void;
-  /** The upstream counted `reported` prompt tokens where the gateway estimated `estimated`. */
-  recordRatio(upstream: string, model: string, sample: RatioSample): void;
-  /** The tokens the upstream counts for a tool set (keyed by a hash of its definitions), once learned. */
-  toolSetTokens(upstream: string, model: string, toolSet: string): number | undefined;
-  /** A request with this tool set: the upstream's prompt tokens less the messages' estimate. */
-  recordToolSetTokens(upstream: string, model: string, toolSet: string, tokens: number): void;
-  /** True once the shared values have been read (at once in process). */
+  /** What a tenant's request uses for a model; never waits on a store. May grant one probe per interval. */
+  get(upstream: string, model: string, tenant: string): LearnedLimit;
+  /** What the upstream counts for a tool set (keyed by a hash of its definitions), for a tenant. */
+  toolSetTokens(
+    upstream: string,
+    model: string,
+    toolSet: string,
+    tenant: string,
+    formula: number,
+  ): number | undefined;
+  /** An overflow a tenant saw: its numbers already checked against the gateway's count. */
+  recordOverflow(upstream: string, model: string, tenant: string, observation: OverflowObservation): void;
+  /** A tenant's request of this size (the upstream's prompt count plus the max_tokens sent) went through. */
+  recordSuccess(upstream: string, model: string, tenant: string, size: number): void;
+  /** A successful answer's prompt count against the gateway's estimate. */
+  recordRatio(upstream: string, model: string, tenant: string, sample: RatioSample): void;
+  /** What the upstream counted for a tool set (its usage less the messages' estimate). */
+  recordToolSetTokens(
+    upstream: string,
+    model: string,
+    toolSet: string,
+    tenant: string,
+    tokens: number,
+    formula: number,
+  ): void;
+  /** Every entry, for the admin endpoint. */
+  list(): LearnedEntryView[];
+  /** Forgets one entry (by its id) or all; resolves with how many were forgotten. */
+  reset(id?: string): Promise<number>;
+  /** True once the shared entries have been read (at once in process). */
   loaded(): boolean;
-  /** Writes what is pending (best effort) and stops the background refresh. */
+  /** Writes what is pending (best effort) and stops the background work. */
   close(): Promise<void>;
 }
 
-const entryKey = (upstream: string, model: string): string => `${upstream}\u0000${model}\u0000`;
-/** A tool set's entry: beside its model's, keyed by the hash of its definitions. */
-const toolSetKey = (upstream: string, model: string, toolSet: string): string =>
-  `${upstream}\u0000${model}\u0001tools:${toolSet}\u0000`;
+export interface LearnedLimitsOptions {
+  settings: LearningSettings;
+  /** Entries kept at most (models and tool sets together); past it the least recently used go. */
+  maxEntries: number;
+  now?: () => number;
+  onChange?: (change: LearnedChange) => void;
+}
 
-/** The fields a replica averages in process and writes at most once a second. */
-type AveragedField = 'ratio' | 'toolTokens';
+type Entry =
+  | { kind: 'model'; upstream: string; model: string; lessons: ModelLessons; updatedAtMs: number }
+  | {
+      kind: 'tool_set';
+      upstream: string;
+      model: string;
+      toolSet: string;
+      lessons: ToolSetLessons;
+      updatedAtMs: number;
+    };
 
-/** Observations per entry, applied with the pure rules. */
-function createBoundsTable(): {
-  get(key: string): LimitBounds | undefined;
-  overflow(key: string, observed: { window?: number; failedSize: number }): void;
-  success(key: string, size: number): boolean;
-  ratio(key: string, sample: RatioSample, base: number | undefined): number;
-  toolTokens(key: string, sample: number, base: number | undefined): number;
-  /** Forgets an averaged field once it has been written, unless a newer sample has moved it since. */
-  clear(key: string, field: AveragedField, ifEquals: number): void;
-} {
-  const entries = new Map<string, LimitBounds>();
+type Update = (entry: Entry) => Entry;
+
+const modelId = (upstream: string, model: string) => `m:${upstream}\u0000${model}`;
+const toolSetId = (upstream: string, model: string, toolSet: string) =>
+  `t:${upstream}\u0000${model}\u0000${toolSet}`;
+
+function newEntry(id: string, upstream: string, model: string, toolSet?: string): Entry {
+  return id.startsWith('t:')
+    ? { kind: 'tool_set', upstream, model, toolSet: toolSet ?? '', lessons: { costs: [] }, updatedAtMs: 0 }
+    : { kind: 'model', upstream, model, lessons: emptyModelLessons(), updatedAtMs: 0 };
+}
+
+/** The entries one replica holds, least recently used first, and what its requests observed. */
+function createTable(options: LearnedLimitsOptions) {
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, Entry>();
+  /** When this replica last let a request probe an entry's window for a tenant. */
+  const probes = new Map<string, number>();
+
+  const touch = (id: string): Entry | undefined => {
+    const entry = entries.get(id);
+    if (entry === undefined) return undefined;
+    entries.delete(id);
+    entries.set(id, entry);
+    return entry;
+  };
+
+  const sharedOf = (entry: Entry | undefined): number | undefined =>
+    entry?.kind === 'model' ? sharedWindow(entry.lessons, now(), options.settings)?.window : undefined;
+
+  /** What a change is told by: the window evidence and the tenants with values (not every sample). */
+  const outline = (entry: Entry | undefined): string =>
+    entry === undefined
+      ? ''
+      : entry.kind === 'model'
+        ? JSON.stringify([
+            entry.lessons.evidence.map((item) => [item.tenant, evidenceWindow(item), item.failed]),
+            entry.lessons.ratios.map((item) => item.tenant),
+          ])
+        : JSON.stringify(entry.lessons.costs.map((item) => item.tenant));
+
+  const report = (before: Entry | undefined, after: Entry | undefined, kind: LearnedChange['kind']) => {
+    const subject = after ?? before;
+    if (subject === undefined || options.onChange === undefined) return;
+    if (kind !== 'reset' && outline(before) === outline(after)) return;
+    options.onChange({
+      kind,
+      upstream: subject.upstream,
+      model: subject.model,
+      sharedWindowBefore: sharedOf(before),
+      sharedWindowAfter: sharedOf(after),
+      tenantsWithEvidence:
+        after?.kind === 'model'
+          ? after.lessons.evidence.filter((item) => evidenceWindow(item) !== undefined).length
+          : 0,
+    });
+  };
+
   return {
-    get: (key) => entries.get(key),
-    overflow(key, observed) {
-      entries.set(key, withOverflow(entries.get(key) ?? {}, observed));
+    entries,
+    now,
+    get(id: string): Entry | undefined {
+      return touch(id);
     },
-    success(key, size) {
-      const entry = entries.get(key) ?? {};
-      if (!successTeaches(entry, size)) return false;
-      entries.set(key, { ...entry, largestSucceeded: size });
-      return true;
+    /** Applies an update; returns the entry when it changed. */
+    apply(id: string, make: () => Entry, update: Update): Entry | undefined {
+      const before = touch(id);
+      const after = update(before ?? make());
+      if (after === before) return undefined;
+      entries.set(id, after);
+      while (entries.size > options.maxEntries) entries.delete(entries.keys().next().value as string);
+      report(before, after, after.kind);
+      return after;
     },
-    ratio(key, sample, base) {
-      const entry = entries.get(key) ?? {};
-      const ratio = nextRatio(entry.ratio ?? base, sample);
-      entries.set(key, { ...entry, ratio });
-      return ratio;
+    /** Replaces an entry with what the store holds (undefined: gone). */
+    replace(id: string, entry: Entry | undefined): void {
+      const before = entries.get(id);
+      if (entry === undefined) entries.delete(id);
+      else entries.set(id, entry);
+      if (before !== undefined && entry === undefined) report(before, undefined, 'reset');
     },
-    toolTokens(key, sample, base) {
-      const entry = entries.get(key) ?? {};
-      const toolTokens = nextToolTokens(entry.toolTokens ?? base, sample);
-      entries.set(key, { ...entry, toolTokens });
-      return toolTokens;
+    limit(upstream: string, model: string, tenant: string): LearnedLimit {
+      const entry = touch(modelId(upstream, model));
+      if (entry?.kind !== 'model') return {};
+      const limit = limitFor(entry.lessons, tenant, now(), options.settings);
+      if (limit.probe === true) {
+        // One request per tenant and interval tries the configured window; the others keep the lesson.
+        const key = `${tenant}\u0000${upstream}\u0000${model}`;
+        const last = probes.get(key) ?? 0;
+        if (now() - last < options.settings.reprobeAfterMs) delete limit.probe;
+        else {
+          if (probes.size >= 10_000) probes.clear();
+          probes.set(key, now());
+        }
+      }
+      return limit;
     },
-    clear(key, field, ifEquals) {
-      const entry = entries.get(key);
-      if (entry?.[field] !== ifEquals) return;
-      const rest = { ...entry };
-      delete rest[field];
-      entries.set(key, rest);
+    toolTokens(upstream: string, model: string, toolSet: string, tenant: string, formula: number) {
+      const entry = touch(toolSetId(upstream, model, toolSet));
+      return entry?.kind === 'tool_set' ? toolTokensFor(entry.lessons, tenant, formula) : undefined;
+    },
+    view(id: string, entry: Entry): LearnedEntryView {
+      const settings = options.settings;
+      const iso = (ms: number) => new Date(ms).toISOString();
+      const base = {
+        id,
+        kind: entry.kind,
+        upstream: entry.upstream,
+        model: entry.model,
+        updatedAt: iso(entry.updatedAtMs),
+      };
+      if (entry.kind === 'tool_set') {
+        const costs = entry.lessons.costs;
+        return {
+          ...base,
+          toolSet: entry.toolSet,
+          toolTokens: {
+            shared: valueFor(costs, '\u0000'),
+            tenants: costs.map(({ tenant, value, samples }) => ({
+              tenant,
+              value: Math.round(value),
+              samples,
+            })),
+          },
+        };
+      }
+      const { lessons } = entry;
+      const view: LearnedEntryView = {
+        ...base,
+        evidence: lessons.evidence.map((item) => ({
+          tenant: item.tenant,
+          window: evidenceWindow(item),
+          stated: item.stated,
+          failed: item.failed,
+          succeeded: item.succeeded,
+          status: item.status,
+          textClass: item.textClass,
+          learnedAt: iso(item.learnedAtMs),
+          confirmedAt: iso(item.confirmedAtMs),
+          expiresAt: iso(item.confirmedAtMs + settings.windowTtlMs),
+        })),
+        ratio: {
+          shared: valueFor(lessons.ratios, '\u0000'),
+          tenants: lessons.ratios.map(({ tenant, value, samples }) => ({ tenant, value, samples })),
+        },
+      };
+      const shared = sharedWindow(lessons, now(), settings)?.window;
+      if (shared !== undefined) view.sharedWindow = shared;
+      if (lessons.largestAccepted !== undefined) view.largestAccepted = lessons.largestAccepted;
+      return view;
     },
   };
 }
 
-/** In-process learned limits: one replica only. */
-export function createMemoryLearnedLimits(): LearnedLimits {
-  const table = createBoundsTable();
+type Table = ReturnType<typeof createTable>;
+
+/** The updates of the four kinds of observation. */
+const updates = {
+  overflow:
+    (tenant: string, observation: OverflowObservation, nowMs: number): Update =>
+    (entry) => {
+      if (entry.kind !== 'model') return entry;
+      const lessons = withOverflow(entry.lessons, tenant, observation, nowMs);
+      return lessons === entry.lessons ? entry : { ...entry, lessons, updatedAtMs: nowMs };
+    },
+  success:
+    (tenant: string, size: number, nowMs: number): Update =>
+    (entry) => {
+      if (entry.kind !== 'model') return entry;
+      const lessons = withSuccess(entry.lessons, tenant, size);
+      return lessons === entry.lessons ? entry : { ...entry, lessons, updatedAtMs: nowMs };
+    },
+  ratio:
+    (tenant: string, sample: RatioSample, nowMs: number): Update =>
+    (entry) =>
+      entry.kind === 'model'
+        ? { ...entry, lessons: withRatioSample(entry.lessons, tenant, sample, nowMs), updatedAtMs: nowMs }
+        : entry,
+  toolTokens:
+    (tenant: string, tokens: number, formula: number, nowMs: number): Update =>
+    (entry) =>
+      entry.kind === 'tool_set'
+        ? {
+            ...entry,
+            lessons: withToolSample(entry.lessons, tenant, tokens, formula, nowMs),
+            updatedAtMs: nowMs,
+          }
+        : entry,
+};
+
+/** The observations of one interval, folded: one ratio sample and one success per tenant and entry. */
+function createPending() {
+  /** How each entry with pending updates starts when Redis has none yet. */
+  const makes = new Map<string, () => Entry>();
+  const ratios = new Map<string, { reported: number; estimated: number }>();
+  const successes = new Map<string, number>();
+  const others = new Map<string, Update[]>();
+  const split = (key: string) => {
+    const cut = key.lastIndexOf('\u0001');
+    return { id: key.slice(0, cut), tenant: key.slice(cut + 1) };
+  };
   return {
-    get: (upstream, model) => limitOf(table.get(entryKey(upstream, model))),
-    recordOverflow(upstream, model, observed) {
-      table.overflow(entryKey(upstream, model), observed);
+    makeOf: (id: string): (() => Entry) | undefined => makes.get(id),
+    made(id: string, make: () => Entry): void {
+      makes.set(id, make);
     },
-    recordSuccess(upstream, model, size) {
-      table.success(entryKey(upstream, model), size);
+    ratio(id: string, tenant: string, sample: RatioSample): void {
+      const key = `${id}\u0001${tenant}`;
+      const sum = ratios.get(key) ?? { reported: 0, estimated: 0 };
+      ratios.set(key, {
+        reported: sum.reported + sample.reported,
+        estimated: sum.estimated + sample.estimated,
+      });
     },
-    recordRatio(upstream, model, sample) {
-      table.ratio(entryKey(upstream, model), sample, undefined);
+    success(id: string, tenant: string, size: number): void {
+      const key = `${id}\u0001${tenant}`;
+      successes.set(key, Math.max(successes.get(key) ?? 0, size));
     },
-    toolSetTokens: (upstream, model, toolSet) => table.get(toolSetKey(upstream, model, toolSet))?.toolTokens,
-    recordToolSetTokens(upstream, model, toolSet, tokens) {
-      table.toolTokens(toolSetKey(upstream, model, toolSet), tokens, undefined);
+    other(id: string, update: Update): void {
+      const list = others.get(id) ?? [];
+      list.push(update);
+      others.set(id, list);
+    },
+    /** Takes everything pending, as updates per entry. */
+    take(nowMs: number): Map<string, Update[]> {
+      const byId = new Map<string, Update[]>();
+      const add = (id: string, update: Update) => byId.set(id, [...(byId.get(id) ?? []), update]);
+      for (const [id, list] of others) for (const update of list) add(id, update);
+      for (const [key, size] of successes) {
+        const { id, tenant } = split(key);
+        add(id, updates.success(tenant, size, nowMs));
+      }
+      for (const [key, sample] of ratios) {
+        const { id, tenant } = split(key);
+        add(id, updates.ratio(tenant, sample, nowMs));
+      }
+      others.clear();
+      successes.clear();
+      ratios.clear();
+      return byId;
+    },
+    /** Forgets how an entry starts, once nothing is pending for it. */
+    written(id: string): void {
+      if (
+        !others.has(id) &&
+        ![...successes.keys(), ...ratios.keys()].some((key) => key.startsWith(`${id}\u0001`))
+      )
+        makes.delete(id);
+    },
+    /** Puts updates that could not be written back, ahead of newer ones. */
+    putBack(pending: Map<string, Update[]>): void {
+      for (const [id, list] of pending) others.set(id, [...list, ...(others.get(id) ?? [])]);
+    },
+  };
+}
+
+function learnedApi(table: Table, record: (id: string, make: () => Entry, update: Update) => void) {
+  return {
+    get: (upstream: string, model: string, tenant: string) => table.limit(upstream, model, tenant),
+    toolSetTokens: (upstream: string, model: string, toolSet: string, tenant: string, formula: number) =>
+      table.toolTokens(upstream, model, toolSet, tenant, formula),
+    recordOverflow(upstream: string, model: string, tenant: string, observation: OverflowObservation) {
+      const id = modelId(upstream, model);
+      record(id, () => newEntry(id, upstream, model), updates.overflow(tenant, observation, table.now()));
+    },
+    list: () => [...table.entries].map(([id, entry]) => table.view(id, entry)),
+  };
+}
+
+/** In-process learned limits: one replica only. */
+export function createMemoryLearnedLimits(options: LearnedLimitsOptions): LearnedLimits {
+  const table = createTable(options);
+  const record = (id: string, make: () => Entry, update: Update) => void table.apply(id, make, update);
+  return {
+    ...learnedApi(table, record),
+    recordSuccess(upstream, model, tenant, size) {
+      const id = modelId(upstream, model);
+      record(id, () => newEntry(id, upstream, model), updates.success(tenant, size, table.now()));
+    },
+    recordRatio(upstream, model, tenant, sample) {
+      const id = modelId(upstream, model);
+      record(id, () => newEntry(id, upstream, model), updates.ratio(tenant, sample, table.now()));
+    },
+    recordToolSetTokens(upstream, model, toolSet, tenant, tokens, formula) {
+      const id = toolSetId(upstream, model, toolSet);
+      record(
+        id,
+        () => newEntry(id, upstream, model, toolSet),
+        updates.toolTokens(tenant, tokens, formula, table.now()),
+      );
+    },
+    async reset(id) {
+      const ids = id === undefined ? [...table.entries.keys()] : table.entries.has(id) ? [id] : [];
+      for (const each of ids) table.replace(each, undefined);
+      return ids.length;
     },
     loaded: () => true,
     close: async () => undefined,
   };
 }
 
-/** The one hash all learned limits live in (one slot on a Cluster). */
-export const learnedLimitsKey = 'ctxgate:{learned-limits}';
+/** Everything learned lives under one hash tag (one slot on a Cluster): entries, index, log, version. */
+export const learnedKeyTag = 'ctxgate:{learned}';
+const indexKey = `${learnedKeyTag}:index`;
+const logKey = `${learnedKeyTag}:log`;
+const versionKey = `${learnedKeyTag}:version`;
+const entryKeyOf = (id: string) =>
+  `${learnedKeyTag}:e:${createHash('sha256').update(id).digest('base64url').slice(0, 24)}`;
+/** Entries not written for this long go from Redis by themselves. */
+const entryTtlSeconds = 30 * 24 * 3_600;
 
-type LearnCommand = (
-  key: string,
-  prefix: string,
-  field: string,
-  mode: 'min' | 'below_failed' | 'set',
-  value: number,
-  nowSeconds: number,
-  maxFields: number,
-) => Promise<number>;
-
-const boundFields = ['stated', 'smallestFailed', 'largestSucceeded', 'ratio', 'toolTokens'] as const;
-
-/** Parses the hash into entries; entries not written for `retentionMs` are listed for removal. */
-function parseTable(
-  fields: Record<string, string>,
-  nowMs: number,
-  retentionMs: number,
-): { entries: Map<string, LimitBounds>; expiredFields: string[] } {
-  const entries = new Map<string, LimitBounds>();
-  const touched = new Map<string, number>();
-  for (const [field, value] of Object.entries(fields)) {
-    const cut = field.lastIndexOf('\u0000');
-    if (cut < 0) continue;
-    const prefix = field.slice(0, cut + 1);
-    const name = field.slice(cut + 1);
-    const number = Number(value);
-    if (!Number.isFinite(number)) continue;
-    if (name === 'touched') {
-      touched.set(prefix, number);
-      continue;
-    }
-    if (!(boundFields as readonly string[]).includes(name)) continue;
-    const entry = entries.get(prefix) ?? {};
-    entry[name as (typeof boundFields)[number]] = number;
-    entries.set(prefix, entry);
-  }
-  const expiredFields: string[] = [];
-  for (const prefix of new Set([...entries.keys(), ...touched.keys()])) {
-    if ((touched.get(prefix) ?? 0) * 1000 >= nowMs - retentionMs) continue;
-    entries.delete(prefix);
-    for (const name of [...boundFields, 'touched']) expiredFields.push(prefix + name);
-  }
-  return { entries, expiredFields };
+/** An entry as stored: its id with it, so a replica reading the log knows what it is. */
+interface StoredEntry {
+  id: string;
+  entry: Entry;
 }
 
 /**
- * Learned limits in Redis, in one hash. Each replica keeps a copy refreshed every `refreshMs`; ratios
- * it measured are written at the next refresh (aggregated), window bounds at once (they are rare).
+ * Learned limits in Redis. Each replica keeps a copy: read whole at start (the index, then the entries
+ * in batches), then kept current by the change log; what it learns is written once a second.
  */
-export function createRedisLearnedLimits({
-  redis,
-  now = () => Date.now(),
-  refreshMs = 1_000,
-  retentionMs = 30 * 24 * 3_600_000,
-  maxFields = 50_000,
-}: {
-  redis: RedisConnection;
-  now?: () => number;
-  refreshMs?: number;
-  retentionMs?: number;
-  maxFields?: number;
-}): LearnedLimits {
-  const learnCommand = defineScripts(redis, learnedLimitScripts).learn as LearnCommand;
-  const learn = (prefix: string, field: string, mode: 'min' | 'below_failed' | 'set', value: number) =>
-    learnCommand(learnedLimitsKey, prefix, field, mode, value, Math.floor(now() / 1000), maxFields);
-
-  let shared = new Map<string, LimitBounds>();
-  /** What this replica observed itself; its ratio only while not yet written. */
-  const own = createBoundsTable();
-  const pendingRatios = new Set<string>();
-  const pendingToolSets = new Set<string>();
+export function createRedisLearnedLimits(
+  options: LearnedLimitsOptions & { redis: RedisConnection; refreshMs?: number },
+): LearnedLimits {
+  const { redis } = options;
+  const scripts = defineScripts(redis, learnedLimitScripts);
+  const table = createTable(options);
+  const pending = createPending();
+  /** Entries this replica's requests used since the last write of the index. */
+  const used = new Set<string>();
+  /** The JSON each entry had when last read from Redis: what a compare-and-set expects. */
+  const stored = new Map<string, string>();
+  const keyToId = new Map<string, string>();
+  let lastLogId: string | undefined;
+  let lastVersion = 0;
   let hasLoaded = false;
   let closed = false;
-  let refreshing: Promise<void> | undefined;
+  let running: Promise<void> | undefined;
 
-  /** Writes what this replica averaged of one field; what fails stays pending for the next refresh. */
-  async function flushPending(pending: Set<string>, field: AveragedField): Promise<void> {
-    for (const prefix of [...pending]) {
-      const value = own.get(prefix)?.[field];
-      pending.delete(prefix);
-      if (value === undefined) continue;
-      try {
-        await learn(prefix, field, 'set', value);
-        // Written: from now on the shared value (which the next refresh brings) is the one to use.
-        shared.set(prefix, { ...shared.get(prefix), [field]: value });
-        own.clear(prefix, field, value);
-      } catch {
-        pending.add(prefix);
+  const remember = (id: string, json: string | undefined): void => {
+    const key = entryKeyOf(id);
+    keyToId.set(key, id);
+    if (json === undefined) stored.delete(id);
+    else stored.set(id, json);
+  };
+
+  /** Takes an entry as Redis holds it, with this replica's pending updates applied on top. */
+  const adopt = (key: string, json: string | null): void => {
+    if (json === null) {
+      const id = keyToId.get(key);
+      if (id !== undefined) {
+        stored.delete(id);
+        table.replace(id, undefined);
+      }
+      return;
+    }
+    const parsed = JSON.parse(json) as StoredEntry;
+    remember(parsed.id, json);
+    table.replace(parsed.id, parsed.entry);
+  };
+
+  async function loadAll(): Promise<void> {
+    const [version, last] = await Promise.all([
+      redis.get(versionKey),
+      redis.xrevrange(logKey, '+', '-', 'COUNT', 1),
+    ]);
+    const keys = await redis.zrange(indexKey, 0, -1);
+    for (let start = 0; start < keys.length; start += 500) {
+      const batch = keys.slice(start, start + 500);
+      const values = batch.length === 0 ? [] : await redis.mget(...batch);
+      values.forEach((value, index) => adopt(batch[index] as string, value));
+    }
+    lastVersion = Number(version ?? '0');
+    lastLogId = last[0]?.[0] ?? '0-0';
+    hasLoaded = true;
+  }
+
+  /** Follows the change log; a gap (entries trimmed before this replica read them) reads all again. */
+  async function follow(): Promise<void> {
+    const read = (await redis.xread('COUNT', 1000, 'STREAMS', logKey, lastLogId ?? '0-0')) as Array<
+      [string, Array<[string, string[]]>]
+    > | null;
+    const events = read?.[0]?.[1] ?? [];
+    if (events.length === 0) return;
+    const changedKeys = new Set<string>();
+    for (const [eventId, fields] of events) {
+      const field = (name: string) => fields[fields.indexOf(name) + 1];
+      const version = Number(field('v'));
+      if (version > lastVersion + 1) return loadAll();
+      lastVersion = Math.max(lastVersion, version);
+      lastLogId = eventId;
+      const key = field('k');
+      if (key !== undefined) changedKeys.add(key);
+    }
+    const keys = [...changedKeys];
+    const values = await redis.mget(...keys);
+    values.forEach((value, index) => adopt(keys[index] as string, value));
+  }
+
+  /** Writes one entry's updates as a compare-and-set, reading it again when another replica wrote first. */
+  async function write(id: string, list: Update[]): Promise<void> {
+    const key = entryKeyOf(id);
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const expected = stored.get(id) ?? '';
+      // From what Redis holds, never from this replica's copy (which already has these updates).
+      const base = expected === '' ? undefined : (JSON.parse(expected) as StoredEntry).entry;
+      const start = base ?? pending.makeOf(id)?.() ?? table.get(id);
+      if (start === undefined) return;
+      let next = start;
+      for (const update of list) next = update(next);
+      if (next === start && base !== undefined) return;
+      const json = JSON.stringify({ id, entry: next } satisfies StoredEntry);
+      const [ok, value] = (await scripts.write(
+        key,
+        indexKey,
+        logKey,
+        versionKey,
+        expected,
+        json,
+        table.now(),
+        entryTtlSeconds,
+      )) as [number, number | string];
+      if (ok === 1) {
+        remember(id, json);
+        pending.written(id);
+        table.replace(id, next);
+        if (Number(value) > options.maxEntries) await evictOldest(Number(value) - options.maxEntries);
         return;
       }
+      // Another replica wrote it first: start again from what it wrote.
+      adopt(key, value === '' ? null : String(value));
     }
   }
 
-  async function refresh(): Promise<void> {
-    await flushPending(pendingRatios, 'ratio');
-    await flushPending(pendingToolSets, 'toolTokens');
-    try {
-      const parsed = parseTable(await redis.hgetall(learnedLimitsKey), now(), retentionMs);
-      shared = parsed.entries;
-      hasLoaded = true;
-      if (parsed.expiredFields.length > 0)
-        await redis.hdel(learnedLimitsKey, ...parsed.expiredFields).catch(() => undefined);
-    } catch {
-      // Redis unreachable: keep the copy; requests go on with it and what this replica saw.
+  async function evictOldest(count: number): Promise<void> {
+    const oldest = await redis.zrange(indexKey, 0, count - 1, 'WITHSCORES');
+    const keys: string[] = [];
+    const scores: string[] = [];
+    for (let index = 0; index + 1 < oldest.length; index += 2) {
+      keys.push(oldest[index] as string);
+      scores.push(oldest[index + 1] as string);
     }
+    if (keys.length > 0)
+      await scripts.evict(3 + keys.length, indexKey, logKey, versionKey, ...keys, ...scores);
   }
 
-  const tick = (): void => {
-    if (refreshing !== undefined || closed) return;
-    refreshing = refresh().finally(() => {
-      refreshing = undefined;
-    });
+  async function tick(): Promise<void> {
+    if (!hasLoaded) {
+      await loadAll();
+      return;
+    }
+    const updatesById = pending.take(table.now());
+    const failed = new Map<string, Update[]>();
+    for (const [id, list] of updatesById) {
+      try {
+        await write(id, list);
+      } catch {
+        failed.set(id, list);
+      }
+    }
+    if (failed.size > 0) pending.putBack(failed);
+    if (used.size > 0) {
+      const members = [...used].map((id) => entryKeyOf(id));
+      used.clear();
+      const now = table.now();
+      await redis.zadd(indexKey, 'XX', ...members.flatMap((member) => [now, member]));
+    }
+    await follow();
+  }
+
+  const run = (): void => {
+    if (running !== undefined || closed) return;
+    running = tick()
+      .catch(() => undefined)
+      .finally(() => {
+        running = undefined;
+      });
   };
-  const timer = setInterval(tick, refreshMs);
+  const timer = setInterval(run, options.refreshMs ?? 1_000);
   timer.unref();
-  tick();
+  run();
 
-  const writeThrough = (write: Promise<unknown>): void => {
-    write.catch(() => undefined);
+  const record = (id: string, make: () => Entry, update: Update): void => {
+    table.apply(id, make, update);
+    pending.made(id, make);
+    pending.other(id, update);
   };
-
+  const api = learnedApi(table, record);
   return {
-    get(upstream, model) {
-      const prefix = entryKey(upstream, model);
-      return limitOf(mergeBounds(shared.get(prefix), own.get(prefix)));
+    ...api,
+    get(upstream, model, tenant) {
+      used.add(modelId(upstream, model));
+      return api.get(upstream, model, tenant);
     },
-    recordOverflow(upstream, model, observed) {
-      const prefix = entryKey(upstream, model);
-      own.overflow(prefix, observed);
-      writeThrough(
-        (async () => {
-          if (observed.window !== undefined) await learn(prefix, 'stated', 'min', observed.window);
-          await learn(prefix, 'smallestFailed', 'min', observed.failedSize);
-        })(),
+    recordSuccess(upstream, model, tenant, size) {
+      const id = modelId(upstream, model);
+      const entry = table.get(id);
+      // Most successes teach nothing: nothing is written for them.
+      if (!successTeaches(entry?.kind === 'model' ? entry.lessons : undefined, tenant, size)) return;
+      const make = () => newEntry(id, upstream, model);
+      table.apply(id, make, updates.success(tenant, size, table.now()));
+      pending.made(id, make);
+      pending.success(id, tenant, size);
+    },
+    recordRatio(upstream, model, tenant, sample) {
+      const id = modelId(upstream, model);
+      const make = () => newEntry(id, upstream, model);
+      table.apply(id, make, updates.ratio(tenant, sample, table.now()));
+      pending.made(id, make);
+      pending.ratio(id, tenant, sample);
+    },
+    recordToolSetTokens(upstream, model, toolSet, tenant, tokens, formula) {
+      const id = toolSetId(upstream, model, toolSet);
+      record(
+        id,
+        () => newEntry(id, upstream, model, toolSet),
+        updates.toolTokens(tenant, tokens, formula, table.now()),
       );
     },
-    recordSuccess(upstream, model, size) {
-      const prefix = entryKey(upstream, model);
-      // Only a success below a known failure teaches anything; most requests write nothing.
-      if (!successTeaches(mergeBounds(shared.get(prefix), own.get(prefix)), size)) return;
-      own.success(prefix, size);
-      writeThrough(learn(prefix, 'largestSucceeded', 'below_failed', size));
-    },
-    recordRatio(upstream, model, sample) {
-      const prefix = entryKey(upstream, model);
-      own.ratio(prefix, sample, shared.get(prefix)?.ratio);
-      pendingRatios.add(prefix);
-    },
-    toolSetTokens(upstream, model, toolSet) {
-      const prefix = toolSetKey(upstream, model, toolSet);
-      return own.get(prefix)?.toolTokens ?? shared.get(prefix)?.toolTokens;
-    },
-    recordToolSetTokens(upstream, model, toolSet, tokens) {
-      const prefix = toolSetKey(upstream, model, toolSet);
-      own.toolTokens(prefix, tokens, shared.get(prefix)?.toolTokens);
-      pendingToolSets.add(prefix);
+    async reset(id) {
+      const ids = id === undefined ? [...table.entries.keys()] : table.entries.has(id) ? [id] : [];
+      let forgotten = 0;
+      for (const each of ids) {
+        const [ok] = (await scripts.write(
+          entryKeyOf(each),
+          indexKey,
+          logKey,
+          versionKey,
+          stored.get(each) ?? '',
+          '',
+          table.now(),
+          entryTtlSeconds,
+        )) as [number, unknown];
+        if (ok === 1) forgotten++;
+        remember(each, undefined);
+        table.replace(each, undefined);
+      }
+      return forgotten;
     },
     loaded: () => hasLoaded,
     async close() {
       clearInterval(timer);
-      await refreshing;
+      await running;
       closed = true;
-      await flushPending(pendingRatios, 'ratio').catch(() => undefined);
-      await flushPending(pendingToolSets, 'toolTokens').catch(() => undefined);
+      const last = pending.take(table.now());
+      for (const [id, list] of last) await write(id, list).catch(() => undefined);
     },
   };
 }

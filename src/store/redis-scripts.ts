@@ -307,30 +307,44 @@ export const budgetScripts = {
 } satisfies Record<string, ScriptDefinition>;
 
 // ---- Learned limits (learned-limits.ts) ----
+// KEYS: the entry, the index (a sorted set of entries by last use), the change log (a stream), the
+// version counter. Every change bumps the version and is logged with it, so a replica that reads the
+// log knows when it missed some (a gap) and reads everything again.
 
-// KEYS[1] the hash. ARGV: entry prefix, field, mode, value, now (s), most fields. Modes: 'min' keeps
-// the smallest value, 'below_failed' the largest value below the entry's smallestFailed, 'set' the
-// value. Every write marks the entry touched; a new entry is refused once the hash is full.
-const learnScript = `
-local key = KEYS[1]
-local prefix = ARGV[1]
-local field = prefix .. ARGV[2]
-local touched = prefix .. 'touched'
-if redis.call('HEXISTS', key, touched) == 0 and redis.call('HLEN', key) >= tonumber(ARGV[6]) then
-  return 0
+// ARGV: the value the writer read ('' = none), the new value ('' = delete), now (ms), TTL (s).
+// Writes only when the entry is still what the writer read; else returns {0, current}.
+const learnedWriteScript = `
+local current = redis.call('GET', KEYS[1]) or ''
+if current ~= ARGV[1] then return {0, current} end
+local version = redis.call('INCR', KEYS[4])
+if ARGV[2] == '' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], KEYS[1])
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'v', version, 'k', KEYS[1], 'd', '1')
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
+  redis.call('ZADD', KEYS[2], ARGV[3], KEYS[1])
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'v', version, 'k', KEYS[1])
 end
-local value = tonumber(ARGV[4])
-local current = tonumber(redis.call('HGET', key, field))
-if ARGV[3] == 'below_failed' then
-  local failed = tonumber(redis.call('HGET', key, prefix .. 'smallestFailed'))
-  if failed == nil or value >= failed or (current ~= nil and value <= current) then return 0 end
-elseif ARGV[3] == 'min' and current ~= nil and value >= current then
-  redis.call('HSET', key, touched, ARGV[5])
-  return 0
+return {1, redis.call('ZCARD', KEYS[2])}`;
+
+// KEYS: index, log, version, then the entries to evict. ARGV: their scores as read. An entry used
+// since (its score moved) stays.
+const learnedEvictScript = `
+local evicted = 0
+for index = 4, #KEYS do
+  local score = redis.call('ZSCORE', KEYS[1], KEYS[index])
+  if score and tonumber(score) == tonumber(ARGV[index - 3]) then
+    redis.call('ZREM', KEYS[1], KEYS[index])
+    redis.call('DEL', KEYS[index])
+    local version = redis.call('INCR', KEYS[3])
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', 10000, '*', 'v', version, 'k', KEYS[index], 'd', '1')
+    evicted = evicted + 1
+  end
 end
-redis.call('HSET', key, field, ARGV[4], touched, ARGV[5])
-return 1`;
+return evicted`;
 
 export const learnedLimitScripts = {
-  learn: { name: 'ctxgateLearn', numberOfKeys: 1, lua: learnScript },
+  write: { name: 'ctxgateLearnedWrite', numberOfKeys: 4, lua: learnedWriteScript },
+  evict: { name: 'ctxgateLearnedEvict', lua: learnedEvictScript },
 } satisfies Record<string, ScriptDefinition>;

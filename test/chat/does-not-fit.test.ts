@@ -19,10 +19,11 @@ const config = loadConfig({
 });
 const tokenizers = createTiktokenTokenizers();
 
-function refusal(options: { contextWindow?: number; estimateRatio?: number }): Error {
+function refusal(options: { contextWindow?: number; estimateRatio?: number; maxTokens?: number }): Error {
   const chatRequest = {
     model: 'acme-large',
     messages: [{ role: 'user', content: prose(20_000, 1) }],
+    ...(options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens }),
   } as ChatCompletionRequest;
   try {
     prepareContext({
@@ -46,8 +47,8 @@ describe('a turn that cannot fit', () => {
     ['the configured window', {}, 16_000],
     ['X-Context-Window as given', { contextWindow: 8_192 }, 8_192],
     ['X-Context-Window as given, with a learned ratio', { contextWindow: 8_192, estimateRatio: 1.3 }, 8_192],
-  ])('quotes %s', (_name, options, window) => {
-    const error = refusal(options);
+  ])('quotes %s, and the max_tokens asked for', (_name, options, window) => {
+    const error = refusal({ ...options, maxTokens: 1_000 });
     expect(isGatewayError(error) && error.status === 400 && error.code === 'context_length_exceeded').toBe(
       true,
     );
@@ -60,5 +61,17 @@ describe('a turn that cannot fit', () => {
     const ratio = options.estimateRatio ?? 1;
     expect(Number(stated?.[3])).toBeGreaterThanOrEqual(Math.floor(20_000 * ratio));
     expect(Number(stated?.[2])).toBe(Number(stated?.[3]) + 1_000);
+  });
+});
+
+describe('a turn that cannot fit, without max_tokens', () => {
+  it('never quotes the room the gateway keeps for the answer as requested', () => {
+    const error = refusal({ contextWindow: 2_048 });
+    expect(error.message).toMatch(
+      /^This model's maximum context length is 2048 tokens\. However, your messages resulted in \d+ tokens\. /,
+    );
+    expect(error.message).not.toMatch(/you requested|in the completion/);
+    // A quarter of a small window at most: 512 of 2,048, not the model's 1,000 when that is more.
+    expect(error.message).toMatch(/room kept for the answer \(512; send max_tokens to choose it\)/);
   });
 });

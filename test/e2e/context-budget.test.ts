@@ -166,7 +166,10 @@ describe('render-time budgeting through the gateway', () => {
     const error = failure as InstanceType<typeof OpenAI.BadRequestError>;
     expect(error.code).toBe('context_length_exceeded');
     // What LangChain and other frameworks look for to recognise an overflow.
-    expect(error.message).toMatch(/maximum context length is \d+ tokens\. However, you requested \d+ tokens/);
+    // No max_tokens asked for: the messages alone, as OpenAI words it then.
+    expect(error.message).toMatch(
+      /maximum context length is \d+ tokens\. However, your messages resulted in \d+ tokens/,
+    );
     expect(fake.chatRequests).toHaveLength(0);
   });
 

@@ -72,6 +72,8 @@ export interface FakeUpstreamOptions {
   overflowAnswer?: (overflow: OverflowFacts) => { status: number; body: string };
   /** Prompt tokens of a model count this many times the cookbook count (another tokenizer). */
   promptTokenScale?: Record<string, number>;
+  /** Tokens the provider counts for each image part (its own sizing; the gateway's formula may differ). */
+  imageTokens?: number;
   /** Models whose prompts over the window are cut and answered anyway, reporting the kept tokens. */
   truncateSilently?: readonly string[];
   /**
@@ -139,16 +141,26 @@ function contentText(content: unknown): string {
     .join('');
 }
 
-/** The OpenAI cookbook count: 3 tokens per message, 1 per name, 3 to prime the reply. */
-export function countPromptTokens(messages: ChatMessage[], tools: unknown): number {
+/**
+ * The OpenAI cookbook count: 3 tokens per message, 1 per name, 3 to prime the reply, 3 around each
+ * function call (as the API counts one). Images count `imageTokens` each when given (a provider sizes
+ * them its own way), else nothing.
+ */
+export function countPromptTokens(messages: ChatMessage[], tools: unknown, imageTokens = 0): number {
   let total = 3;
   for (const message of messages) {
     total += 3 + countText(message.role) + countText(contentText(message.content));
+    if (Array.isArray(message.content))
+      for (const part of message.content as Array<{ type?: string }>)
+        if (part?.type === 'image_url') total += imageTokens;
     if (message.name !== undefined) total += 1 + countText(message.name);
     if (message.tool_call_id !== undefined) total += countText(message.tool_call_id);
     for (const call of message.tool_calls ?? []) {
       total +=
-        countText(call.id) + countText(call.function?.name ?? '') + countText(call.function?.arguments ?? '');
+        3 +
+        countText(call.id) +
+        countText(call.function?.name ?? '') +
+        countText(call.function?.arguments ?? '');
     }
   }
   if (Array.isArray(tools) && tools.length > 0) total += countText(JSON.stringify(tools));
@@ -399,7 +411,7 @@ export class FakeUpstream {
     const counted =
       this.options.tokenCounting === 'approximate'
         ? Math.ceil(rawBody.length / 4)
-        : countPromptTokens(body.messages, body.tools);
+        : countPromptTokens(body.messages, body.tools, this.options.imageTokens);
     // A model whose own tokenizer counts differently from the cookbook count.
     const scale = typeof body.model === 'string' ? (this.options.promptTokenScale?.[body.model] ?? 1) : 1;
     let promptTokens = Math.ceil(counted * scale);

@@ -1,52 +1,108 @@
-// Learned limits in process and in a real Redis shared by two replicas: the same answers, shared within
-// the refresh interval, still applied while Redis is unreachable, and ratio samples aggregated so that a
-// busy model costs Redis at most one write per refresh.
+// Learned limits in process, in a real Redis shared by two replicas, and in a real Redis Cluster: the
+// same answers; one tenant's lesson kept to it until a second tenant agrees; shared within a refresh;
+// replicas never overwrite each other's lessons (compare-and-set); bounded, the least recently used
+// going first, with new lessons still shared when full; reset one or all; still applied while Redis
+// is unreachable.
 import { randomUUID } from 'node:crypto';
-import { describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import type { OverflowObservation } from '../../src/context/learned-limit-rules.js';
 import {
   createMemoryLearnedLimits,
   createRedisLearnedLimits,
+  type LearnedChange,
   type LearnedLimits,
 } from '../../src/store/learned-limits.js';
 import { createRedisConnection, type RedisConnection } from '../../src/store/redis-client.js';
+import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const settings = { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 };
+const stated = (window: number): OverflowObservation => ({
+  stated: window,
+  failedSize: window + 500,
+  status: 400,
+  textClass: 'numbers',
+});
 
-function describeLearnedLimits(
-  name: string,
-  create: () => Promise<{ limits: LearnedLimits; replica: LearnedLimits; close(): Promise<void> }>,
-): void {
+interface Replicas {
+  limits: LearnedLimits;
+  replica: LearnedLimits;
+  changes: LearnedChange[];
+  close(): Promise<void>;
+}
+
+function describeLearnedLimits(name: string, create: (maxEntries?: number) => Promise<Replicas>): void {
   describe(`learned limits: ${name}`, () => {
-    it('takes a stated window as it is, and otherwise bounds the window by failures and successes', async () => {
-      const { limits, replica, close } = await create();
+    it('keeps a tenant’s window to it until a second tenant agrees, and shares it then', async () => {
+      const { limits, replica, changes, close } = await create();
       try {
         const model = `model-${randomUUID()}`;
-        expect(limits.get('default', model)).toEqual({});
-        limits.recordOverflow('default', model, { failedSize: 10_000 });
-        expect(limits.get('default', model)).toEqual({ window: 8_000 });
-        limits.recordSuccess('default', model, 12_000); // above a failure: teaches nothing
-        limits.recordSuccess('default', model, 7_500);
-        expect(limits.get('default', model)).toEqual({ window: 7_500 });
-        limits.recordOverflow('default', model, { failedSize: 9_000, window: 8_192 });
-        expect(limits.get('default', model)).toEqual({ window: 8_192 });
-        limits.recordRatio('default', model, { reported: 120, estimated: 100 });
-        limits.recordRatio('default', model, { reported: 170, estimated: 100 });
-        const calibrated = limits.get('default', model);
-        expect(calibrated.window).toBe(8_192);
-        expect(calibrated.ratio).toBeCloseTo(1.3, 6);
-
+        expect(limits.get('default', model, 'a')).toEqual({});
+        limits.recordOverflow('default', model, 'a', stated(4_000));
+        expect(limits.get('default', model, 'a')).toEqual({ window: 4_000 });
+        expect(limits.get('default', model, 'b')).toEqual({});
+        limits.recordOverflow('default', model, 'b', stated(6_000));
+        expect(limits.get('default', model, 'c')).toEqual({ window: 6_000 });
+        expect(limits.get('default', model, 'a')).toEqual({ window: 4_000 });
+        expect(changes.some((change) => change.model === model && change.sharedWindowAfter === 6_000)).toBe(
+          true,
+        );
         // Per upstream: the same model elsewhere learned nothing.
-        expect(limits.get('other', model)).toEqual({});
-        // Shared by replicas where the store is shared (the in-process store is one replica).
-        if (replica !== limits) {
+        expect(limits.get('other', model, 'c')).toEqual({});
+        if (replica !== limits)
           await expect
-            .poll(() => replica.get('default', model).window, { timeout: 5_000, interval: 50 })
-            .toBe(8_192);
-          await expect
-            .poll(() => replica.get('default', model).ratio ?? 0, { timeout: 5_000, interval: 50 })
-            .toBeCloseTo(1.3, 6);
+            .poll(() => replica.get('default', model, 'c').window, { timeout: 5_000, interval: 50 })
+            .toBe(6_000);
+        const [entry] = limits.list().filter((view) => view.model === model);
+        expect(entry?.sharedWindow).toBe(6_000);
+        expect(entry?.evidence?.map((item) => [item.tenant, item.window, item.textClass])).toEqual([
+          ['a', 4_000, 'numbers'],
+          ['b', 6_000, 'numbers'],
+        ]);
+      } finally {
+        await close();
+      }
+    });
+
+    it('forgets one entry, or all, on every replica', async () => {
+      const { limits, replica, close } = await create();
+      try {
+        const [first, second] = [`model-${randomUUID()}`, `model-${randomUUID()}`];
+        for (const model of [first, second]) {
+          limits.recordOverflow('default', model, 'a', stated(5_000));
+          limits.recordOverflow('default', model, 'b', stated(5_000));
         }
+        if (replica !== limits)
+          await expect.poll(() => replica.get('default', second, 'z').window, { timeout: 5_000 }).toBe(5_000);
+        const id = limits.list().find((view) => view.model === first)?.id as string;
+        expect(await replica.reset(id)).toBe(1);
+        expect(replica.get('default', first, 'z')).toEqual({});
+        await expect.poll(() => limits.get('default', first, 'z'), { timeout: 5_000 }).toEqual({});
+        expect(limits.get('default', second, 'z')).toEqual({ window: 5_000 });
+        await limits.reset();
+        await expect.poll(() => replica.get('default', second, 'z'), { timeout: 5_000 }).toEqual({});
+      } finally {
+        await close();
+      }
+    });
+
+    it('keeps at most its entries, the least recently used going first, and still takes new lessons', async () => {
+      const { limits, replica, close } = await create(4);
+      try {
+        const models = Array.from({ length: 7 }, () => `model-${randomUUID()}`);
+        for (const model of models) {
+          limits.recordOverflow('default', model, 'a', stated(5_000));
+          limits.recordOverflow('default', model, 'b', stated(5_000));
+          // Used: the entries written last are the most recently used.
+          limits.get('default', model, 'z');
+          await sleep(replica === limits ? 0 : 150);
+        }
+        const newest = models.at(-1) as string;
+        await expect.poll(() => replica.get('default', newest, 'z').window, { timeout: 5_000 }).toBe(5_000);
+        await expect.poll(() => replica.list().length, { timeout: 5_000 }).toBeLessThanOrEqual(4);
+        expect(limits.list().length).toBeLessThanOrEqual(4);
+        expect(limits.get('default', models[0] as string, 'z')).toEqual({});
       } finally {
         await close();
       }
@@ -54,29 +110,99 @@ function describeLearnedLimits(
   });
 }
 
-describeLearnedLimits('in process', async () => {
-  const limits = createMemoryLearnedLimits();
-  return { limits, replica: limits, close: async () => undefined };
+describeLearnedLimits('in process', async (maxEntries = 1_000) => {
+  const changes: LearnedChange[] = [];
+  const limits = createMemoryLearnedLimits({
+    settings,
+    maxEntries,
+    onChange: (change) => changes.push(change),
+  });
+  return { limits, replica: limits, changes, close: async () => undefined };
 });
 
-async function connected(url: string): Promise<RedisConnection> {
-  const redis = createRedisConnection({ mode: 'standalone', url });
-  for (let attempt = 0; attempt < 100 && redis.status !== 'ready'; attempt++) await sleep(20);
+async function connected(redis: RedisConnection): Promise<RedisConnection> {
+  for (let attempt = 0; attempt < 200 && redis.status !== 'ready'; attempt++) await sleep(20);
   return redis;
 }
 
-describeLearnedLimits('redis-server, two replicas', async () => {
-  const connections = [await connected(inject('redisUrl')), await connected(inject('redisUrl'))];
-  const [limits, replica] = connections.map((redis) => createRedisLearnedLimits({ redis, refreshMs: 200 }));
+async function replicasOn(connect: () => RedisConnection, maxEntries: number): Promise<Replicas> {
+  const connections = [await connected(connect()), await connected(connect())];
+  // Each run starts from nothing: the entries live in one shared key space.
+  const cleaner = createRedisLearnedLimits({
+    settings,
+    maxEntries,
+    redis: connections[0] as RedisConnection,
+  });
+  await expect.poll(() => cleaner.loaded(), { timeout: 5_000 }).toBe(true);
+  await cleaner.reset();
+  await cleaner.close();
+  const changes: LearnedChange[] = [];
+  const [limits, replica] = connections.map((redis, index) =>
+    createRedisLearnedLimits({
+      settings,
+      maxEntries,
+      redis,
+      refreshMs: 100,
+      ...(index === 0 ? { onChange: (change: LearnedChange) => changes.push(change) } : {}),
+    }),
+  ) as [LearnedLimits, LearnedLimits];
+  await expect.poll(() => limits.loaded() && replica.loaded(), { timeout: 5_000 }).toBe(true);
   return {
-    limits: limits as LearnedLimits,
-    replica: replica as LearnedLimits,
+    limits,
+    replica,
+    changes,
     async close() {
-      await limits?.close();
-      await replica?.close();
+      await limits.close();
+      await replica.close();
       for (const redis of connections) redis.disconnect();
     },
   };
+}
+
+let cluster: Promise<RunningCluster> | undefined;
+afterAll(async () => {
+  await (await cluster)?.stop();
+});
+
+describeLearnedLimits('redis-server, two replicas', async (maxEntries = 1_000) =>
+  replicasOn(() => createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }), maxEntries),
+);
+
+describeLearnedLimits('Redis Cluster, two replicas', async (maxEntries = 1_000) => {
+  cluster ??= startRedisCluster();
+  const { nodes } = await cluster;
+  return replicasOn(() => createRedisConnection({ mode: 'cluster', nodes }), maxEntries);
+});
+
+describe('learned limits in Redis, written by two replicas at once', () => {
+  it('keeps both replicas’ lessons: neither overwrites the other', async () => {
+    const server = await startRedisServer();
+    const connections = [
+      await connected(createRedisConnection({ mode: 'standalone', url: server.url })),
+      await connected(createRedisConnection({ mode: 'standalone', url: server.url })),
+    ];
+    const [first, second] = connections.map((redis) =>
+      createRedisLearnedLimits({ settings, maxEntries: 1_000, redis, refreshMs: 100 }),
+    ) as [LearnedLimits, LearnedLimits];
+    try {
+      await expect.poll(() => first.loaded() && second.loaded(), { timeout: 5_000 }).toBe(true);
+      for (let round = 0; round < 20; round++) {
+        const model = `contended-${round}`;
+        first.recordOverflow('default', model, 'a', stated(7_000 + round));
+        second.recordOverflow('default', model, 'b', stated(7_000 + round));
+      }
+      for (let round = 0; round < 20; round++)
+        for (const replica of [first, second])
+          await expect
+            .poll(() => replica.get('default', `contended-${round}`, 'z').window, { timeout: 5_000 })
+            .toBe(7_000 + round);
+    } finally {
+      await first.close();
+      await second.close();
+      for (const redis of connections) redis.disconnect();
+      await server.stop();
+    }
+  });
 });
 
 describe('learned limits with Redis unreachable', () => {
@@ -86,75 +212,14 @@ describe('learned limits with Redis unreachable', () => {
       url: `redis://127.0.0.1:${await findFreePort()}`,
     });
     redis.on('error', () => undefined);
-    const limits = createRedisLearnedLimits({ redis });
+    const limits = createRedisLearnedLimits({ settings, maxEntries: 100, redis });
     try {
-      limits.recordOverflow('default', 'm', { failedSize: 5_000, window: 4_096 });
-      expect(limits.get('default', 'm')).toEqual({ window: 4_096 });
+      limits.recordOverflow('default', 'm', 'a', stated(4_096));
+      expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_096 });
       expect(limits.loaded()).toBe(false);
     } finally {
       await limits.close();
       redis.disconnect();
-    }
-  });
-});
-
-async function scriptCalls(redis: RedisConnection): Promise<number> {
-  const info = (await redis.info('commandstats')) as string;
-  let calls = 0;
-  for (const match of info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
-  return calls;
-}
-
-describe('learned limits in Redis under load', () => {
-  it('writes a busy model’s ratio at most once per refresh, and the replicas agree on it', async () => {
-    const server = await startRedisServer();
-    const connections = [await connected(server.url), await connected(server.url)];
-    const [first, second] = connections.map((redis) =>
-      createRedisLearnedLimits({ redis, refreshMs: 250 }),
-    ) as [LearnedLimits, LearnedLimits];
-    try {
-      const before = await scriptCalls(connections[0] as RedisConnection);
-      const startedAt = Date.now();
-      for (let index = 0; index < 2_000; index++) {
-        first.recordRatio('default', 'busy', { reported: 130, estimated: 100 });
-        if (index % 100 === 0) await sleep(50);
-      }
-      const elapsedMs = Date.now() - startedAt;
-      await sleep(600);
-      const writes = (await scriptCalls(connections[0] as RedisConnection)) - before;
-      // 2 000 samples; one write per model per refresh (plus the one after the loop).
-      expect(writes).toBeGreaterThanOrEqual(1);
-      expect(writes).toBeLessThanOrEqual(Math.ceil((elapsedMs + 600) / 250) + 1);
-      expect(first.get('default', 'busy').ratio).toBeCloseTo(1.3, 6);
-      await expect
-        .poll(() => second.get('default', 'busy').ratio ?? 0, { timeout: 3_000, interval: 50 })
-        .toBeCloseTo(1.3, 6);
-    } finally {
-      await first.close();
-      await second.close();
-      for (const redis of connections) redis.disconnect();
-      await server.stop();
-    }
-  });
-
-  it('forgets an entry no replica wrote for the retention time', async () => {
-    const server = await startRedisServer();
-    const redis = await connected(server.url);
-    let nowMs = Date.now();
-    const limits = createRedisLearnedLimits({ redis, now: () => nowMs, refreshMs: 100, retentionMs: 60_000 });
-    try {
-      limits.recordOverflow('default', 'old', { failedSize: 9_000, window: 8_000 });
-      await expect.poll(async () => (await redis.hlen('ctxgate:{learned-limits}')) > 0).toBe(true);
-      nowMs += 61_000;
-      await expect.poll(async () => redis.hlen('ctxgate:{learned-limits}'), { timeout: 3_000 }).toBe(0);
-      const fresh = createRedisLearnedLimits({ redis, refreshMs: 100 });
-      await expect.poll(() => fresh.loaded()).toBe(true);
-      expect(fresh.get('default', 'old')).toEqual({});
-      await fresh.close();
-    } finally {
-      await limits.close();
-      redis.disconnect();
-      await server.stop();
     }
   });
 });

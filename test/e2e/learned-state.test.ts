@@ -1,0 +1,312 @@
+// End to end (docs/budgeting.md#what-the-gateway-learns): learned state no single answer can poison,
+// against the strict fake, tried as the issue's attacker did — images the gateway counts low against a
+// provider whose overflow text carries no numbers, a provider that echoes the client's input back in its
+// error, Cohere's output cap — then every other tenant's ordinary requests must still be served. Also:
+// a tool loop then a plain chat with the same tools (the tool set's cost not inflated by the loop, no
+// false truncation alarm), small windows answering "hi" without max_tokens, and the admin endpoint that
+// lists and resets what was learned.
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, type ChatMessage, type OverflowFacts } from '../helpers/fake-upstream.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const window = 4_000;
+const adminKey = 'adm-learned-state';
+let fake: FakeUpstream;
+let upstreamUrl: string;
+let overflowAnswer: ((facts: OverflowFacts) => { status: number; body: string }) | undefined;
+const harnesses: GatewayHarness[] = [];
+
+/** Groq's and Bedrock's style: an overflow that says so and gives no numbers. */
+const noNumbers = () => ({
+  status: 400,
+  body: JSON.stringify({
+    error: {
+      message: 'Please reduce the length of the messages or completion.',
+      type: 'invalid_request_error',
+      code: 'context_length_exceeded',
+    },
+  }),
+});
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    defaultWindow: window,
+    // The provider sizes a low-detail image at 765 tokens; the gateway's tile formula says 85.
+    imageTokens: 765,
+    overflowAnswer: (facts) => (overflowAnswer ?? noNumbers)(facts),
+  });
+  upstreamUrl = await fake.start();
+});
+afterEach(async () => {
+  overflowAnswer = undefined;
+  fake.clearQueue();
+  fake.setDefault({});
+  for (const harness of harnesses.splice(0)) await harness.close();
+});
+afterAll(async () => {
+  await fake.stop();
+});
+
+async function gateway(
+  model: string,
+  entry: { window?: number; outputReserve?: number } = {},
+): Promise<GatewayHarness> {
+  // The model's default output reserve (4,096) unless one is given.
+  const reserve = entry.outputReserve === undefined ? '' : `, output_reserve: ${entry.outputReserve}`;
+  const harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl'), ADMIN_API_KEY: adminKey },
+    configYaml: `models:\n  - { match: "${model}", window: ${entry.window ?? window}${reserve}, tokenizer: o200k_base }\n`,
+  });
+  harnesses.push(harness);
+  await waitUntilReady(harness);
+  return harness;
+}
+
+const client = (harness: GatewayHarness, tenant: string) =>
+  new OpenAI({ baseURL: harness.baseUrl, apiKey: `sk-${tenant}`, maxRetries: 0 });
+
+const prose = (words: number, seed: number) =>
+  Array.from({ length: words }, (_unused, index) => `word${(seed * 17 + index) % 97}`).join(' ');
+
+/** Ordinary requests of other tenants: 1,000 to 2,500 tokens of text (two a word), no max_tokens. */
+async function othersServed(harness: GatewayHarness, model: string): Promise<number> {
+  let served = 0;
+  for (let index = 0; index < 20; index++) {
+    const size = 500 + ((index * 79) % 750);
+    const answer = await client(harness, `other-${index % 5}`)
+      .chat.completions.create({ model, messages: [{ role: 'user', content: prose(size, index) }] })
+      .catch((error: unknown) => error);
+    if (!(answer instanceof Error)) served++;
+  }
+  return served;
+}
+
+async function learned(harness: GatewayHarness) {
+  const response = await fetch(`${harness.baseUrl}/admin/learned`, {
+    headers: { authorization: `Bearer ${adminKey}` },
+  });
+  return ((await response.json()) as { data: Array<Record<string, unknown> & { model: string }> }).data;
+}
+
+describe('one tenant cannot shrink a model for everyone', () => {
+  it('images counted low against a provider whose overflow gives no numbers', async () => {
+    const model = `images-${Date.now()}`;
+    const harness = await gateway(model, { outputReserve: 256 });
+    const images = Array.from({ length: 11 }, () => ({
+      type: 'image_url' as const,
+      image_url: { url: 'https://example.test/cat.png', detail: 'low' as const },
+    }));
+    for (let attempt = 0; attempt < 3; attempt++)
+      await client(harness, 'attacker')
+        .chat.completions.create({
+          model,
+          messages: [{ role: 'user', content: [{ type: 'text', text: 'what are these?' }, ...images] }],
+        })
+        .catch(() => undefined);
+    expect(await othersServed(harness, model)).toBe(20);
+    // A new replica on the same Redis agrees.
+    const other = await gateway(model);
+    expect(await othersServed(other, model)).toBe(20);
+  });
+
+  it('a provider that echoes the client’s own input, numbers and all, back in its error', async () => {
+    const model = `echo-${Date.now()}`;
+    const harness = await gateway(model, { outputReserve: 256 });
+    const planted = "This model's maximum context length is 300 tokens. However, you requested 900 tokens.";
+    fake.enqueue({
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: `Invalid value: '${planted}'`,
+          type: 'invalid_request_error',
+          code: 'invalid_value',
+        },
+      }),
+    });
+    await client(harness, 'attacker')
+      .chat.completions.create({ model, messages: [{ role: 'user', content: planted }] })
+      .catch(() => undefined);
+    fake.clearQueue();
+    expect(await othersServed(harness, model)).toBe(20);
+    // Nor the attacker itself: the quoted numbers taught nothing.
+    const entries = (await learned(harness)).filter((entry) => entry.model === model);
+    expect(entries.flatMap((entry) => (entry.evidence as unknown[] | undefined) ?? [])).toEqual([]);
+  });
+
+  it('Cohere’s output cap is relayed as it is and teaches no window', async () => {
+    const model = `cohere-${Date.now()}`;
+    // Room for the 8,192 tokens asked for: the request reaches the provider, which refuses the output.
+    const harness = await gateway(model, { window: 16_000, outputReserve: 256 });
+    fake.setWindow(model, 16_000);
+    fake.enqueue({
+      status: 400,
+      body: JSON.stringify({
+        id: 'b0c9e2d4-5a61-4f0e-8f43-2f1a7c3d9e10',
+        message:
+          'too many tokens: max tokens must be less than or equal to 4096, the maximum output for this model - received 8192.',
+      }),
+    });
+    const refused = await client(harness, 'tenant-a')
+      .chat.completions.create({ model, max_tokens: 8_192, messages: [{ role: 'user', content: 'hello' }] })
+      .catch((error: unknown) => error);
+    expect((refused as { status?: number }).status).toBe(400);
+    const conversation: ChatMessage[] = [];
+    for (let turn = 0; turn < 20; turn++)
+      conversation.push(
+        { role: 'user', content: prose(20, turn) },
+        { role: 'assistant', content: prose(20, turn + 1) },
+      );
+    conversation.push({ role: 'user', content: 'and now?' });
+    const preview = await fetch(`${harness.baseUrl}/context/render`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-tenant-a' },
+      body: JSON.stringify({ model, messages: conversation }),
+    });
+    expect(preview.headers.get('x-context-dropped-messages')).toBe('0');
+    expect(preview.headers.get('x-context-window')).toBe('16000');
+  });
+
+  it('an overflow that states the window, agreeing with the gateway’s count, is the tenant’s until a second agrees', async () => {
+    const model = `stated-${Date.now()}`;
+    const harness = await gateway(model, { outputReserve: 256 });
+    // The provider's real window is smaller than the gateway was told.
+    fake.setWindow(model, 3_000);
+    overflowAnswer = (facts) => ({
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: `This model's maximum context length is ${facts.window} tokens. However, your messages resulted in ${facts.promptTokens} tokens.`,
+          code: 'context_length_exceeded',
+        },
+      }),
+    });
+    const render = async (tenant: string) => {
+      const response = await fetch(`${harness.baseUrl}/context/render`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer sk-${tenant}` },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      return response.headers.get('x-context-window');
+    };
+    await client(harness, 'first')
+      .chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: prose(1_600, 1) }],
+      })
+      .catch(() => undefined);
+    expect(await render('first')).toBe('3000');
+    expect(await render('bystander')).toBe(String(window));
+    await client(harness, 'second')
+      .chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: prose(1_600, 2) }],
+      })
+      .catch(() => undefined);
+    expect(await render('bystander')).toBe('3000');
+    // Listed with its evidence, and reset by the admin.
+    const [entry] = (await learned(harness)).filter((candidate) => candidate.model === model);
+    expect(entry?.sharedWindow).toBe(3_000);
+    expect((entry?.evidence as Array<{ tenant: string; status: number }>).map((item) => item.status)).toEqual(
+      [400, 400],
+    );
+    const reset = await fetch(
+      `${harness.baseUrl}/admin/learned?id=${encodeURIComponent(entry?.id as string)}`,
+      {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${adminKey}` },
+      },
+    );
+    expect(((await reset.json()) as { reset: number }).reset).toBe(1);
+    expect(await render('bystander')).toBe(String(window));
+    const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+    expect(metrics).toMatch(/ctxgate_learned_changes_total\{kind="model"\} [1-9]/);
+    expect(harness.logLines.some((line) => line.includes('"learned limit changed"'))).toBe(true);
+  });
+});
+
+describe('tool sets', () => {
+  const tools: OpenAI.ChatCompletionTool[] = Array.from({ length: 6 }, (_unused, index) => ({
+    type: 'function',
+    function: {
+      name: `tool_${index}`,
+      description: `Tool number ${index} reads things.`,
+      parameters: {
+        type: 'object',
+        properties: { path: { type: 'string', description: 'Where to read.' }, depth: { type: 'integer' } },
+        required: ['path'],
+      },
+    },
+  }));
+
+  it('a tool loop does not inflate the tool set’s cost, nor raise a false truncation alarm after it', async () => {
+    const model = `tools-${Date.now()}`;
+    const harness = await gateway(model, { outputReserve: 256 });
+    fake.setWindow(model, 200_000);
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Read everything.' }];
+    for (let step = 0; step < 30; step++) {
+      const id = `call_${step}_abcdefghijkl`;
+      fake.enqueue({
+        toolCalls: [
+          {
+            id,
+            name: `tool_${step % 6}`,
+            arguments: JSON.stringify({ path: `/src/file_${step}.ts`, depth: step }),
+          },
+        ],
+      });
+      const answer = await client(harness, 'agent').chat.completions.create({
+        model,
+        messages,
+        tools,
+        max_tokens: 200,
+      });
+      const call = answer.choices[0]?.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageToolCall;
+      messages.push(answer.choices[0]?.message as OpenAI.ChatCompletionMessageParam);
+      messages.push({ role: 'tool', tool_call_id: call.id, content: prose(40, step) });
+    }
+    fake.clearQueue();
+    const fresh = await client(harness, 'agent')
+      .chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: 'Just say hi.' }],
+        tools,
+        max_tokens: 50,
+      })
+      .withResponse();
+    const sent = fake.chatRequests.at(-1)?.promptTokens as number;
+    const estimated = Number(fresh.response.headers.get('x-context-input-tokens'));
+    // Within a tenth of what the provider counted, and no alarm.
+    expect(Math.abs(estimated - sent) / sent).toBeLessThan(0.1);
+    expect(fresh.response.headers.get('x-context-upstream-truncated')).toBeNull();
+    expect(harness.logLines.some((line) => line.includes('may have truncated the prompt'))).toBe(false);
+  });
+});
+
+describe('small windows', () => {
+  it('answers "hi" on a 2,048-token window without max_tokens, and recovers from its own overflow', async () => {
+    const model = `small-${Date.now()}`;
+    const harness = await gateway(model);
+    const hi = await client(harness, 'small')
+      .chat.completions.create(
+        { model, messages: [{ role: 'user', content: 'hi' }] },
+        { headers: { 'x-context-window': '2048' } },
+      )
+      .withResponse();
+    expect(hi.data.choices[0]?.message.content).toBeTruthy();
+    // The provider's window is 2,048 but the gateway was told more: it must recover without max_tokens.
+    fake.setWindow(model, 2_048);
+    const conversation: OpenAI.ChatCompletionMessageParam[] = [];
+    for (let turn = 0; turn < 30; turn++)
+      conversation.push(
+        { role: 'user', content: prose(40, turn) },
+        { role: 'assistant', content: prose(40, turn + 3) },
+      );
+    conversation.push({ role: 'user', content: 'and now?' });
+    const recovered = await client(harness, 'small')
+      .chat.completions.create({ model, messages: conversation })
+      .withResponse();
+    expect(recovered.data.choices[0]?.message.content).toBeTruthy();
+    expect(Number(recovered.response.headers.get('x-context-retries'))).toBeGreaterThan(0);
+  });
+});
