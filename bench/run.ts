@@ -9,6 +9,7 @@ import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { hostileBodiesSection } from './sections/hostile-bodies.js';
 import { fuzzSection } from './sections/fuzz.js';
 import { responsesChainsSection } from './sections/responses-chains.js';
+import { learnedSection } from './sections/learned.js';
 import { proxySection } from './sections/proxy.js';
 import { recoverySection } from './sections/recovery.js';
 import { renderSection } from './sections/render.js';
@@ -29,6 +30,7 @@ const sections: Record<string, () => Promise<void>> = {
   'hostile-bodies': hostileBodiesSection,
   fuzz: fuzzSection,
   'responses-chains': responsesChainsSection,
+  learned: learnedSection,
   fidelity: fidelitySection,
   recovery: recoverySection,
 };

@@ -46,6 +46,79 @@ function conversation(random: () => number): ContextMessage[] {
   return messages;
 }
 
+/** A tool set of one shape: flat, nested `depth` levels, enums, arrays of objects, anyOf. */
+function toolSetOf(
+  shape: 'flat' | 'nested' | 'enums' | 'arrays of objects' | 'anyOf',
+): OpenAI.ChatCompletionTool[] {
+  const nested = (depth: number): Record<string, unknown> =>
+    depth === 0
+      ? { type: 'string', description: 'A leaf value.' }
+      : {
+          type: 'object',
+          description: `Level ${depth}.`,
+          properties: { [`level_${depth}`]: nested(depth - 1), note: { type: 'string' } },
+        };
+  const parameters: Record<string, Record<string, unknown>> = {
+    flat: {
+      path: { type: 'string', description: 'Where.' },
+      depth: { type: 'integer' },
+      force: { type: 'boolean' },
+    },
+    nested: { root: nested(4) },
+    enums: {
+      unit: { type: 'string', enum: ['celsius', 'fahrenheit', 'kelvin'] },
+      mode: { type: 'string', enum: ['fast', 'slow'] },
+    },
+    'arrays of objects': {
+      items: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { id: { type: 'string' }, qty: { type: 'number' } },
+          required: ['id'],
+        },
+      },
+    },
+    anyOf: {
+      value: {
+        anyOf: [
+          { type: 'string' },
+          { type: 'number' },
+          { type: 'object', properties: { raw: { type: 'string' } } },
+        ],
+      },
+    },
+  };
+  return Array.from({ length: 5 }, (_unused, index) => ({
+    type: 'function',
+    function: {
+      name: `${shape.replaceAll(' ', '_')}_${index}`,
+      description: `A ${shape} tool, number ${index}.`,
+      parameters: { type: 'object', properties: parameters[shape] as Record<string, unknown>, required: [] },
+    },
+  }));
+}
+
+/** An agent's messages: `steps` steps of one to three parallel calls, each with its result. */
+function toolCallConversation(steps: number): OpenAI.ChatCompletionMessageParam[] {
+  const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: prose(40, 9) }];
+  for (let step = 0; step < steps; step++) {
+    const calls = Array.from({ length: 1 + (step % 3) }, (_unused, index) => ({
+      id: `call_${step}_${index}_Xk2b9QmZ`,
+      type: 'function' as const,
+      function: {
+        name: 'read_file',
+        arguments: JSON.stringify({ path: `/src/module_${step}_${index}.ts`, lines: [1, 80] }),
+      },
+    }));
+    messages.push({ role: 'assistant', content: null, tool_calls: calls });
+    for (const call of calls)
+      messages.push({ role: 'tool', tool_call_id: call.id, content: prose(30, step) });
+  }
+  messages.push({ role: 'user', content: 'What did you find?' });
+  return messages;
+}
+
 const percentile = (sorted: number[], share: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] as number;
 
@@ -133,6 +206,21 @@ export async function fidelitySection(): Promise<void> {
         'estimated model, second',
         { model: 'bench-estimated', messages: [{ role: 'user', content: prose(300, 5) }] },
       ],
+      ['tool calls in messages (30 steps), exact model', { model, messages: toolCallConversation(30) }],
+      [
+        'tool calls in messages (30 steps), estimated model',
+        { model: 'bench-estimated', messages: toolCallConversation(30) },
+      ],
+      ...(['flat', 'nested', 'enums', 'arrays of objects', 'anyOf'] as const).map(
+        (shape): [string, OpenAI.ChatCompletionCreateParamsNonStreaming] => [
+          `new tool set (${shape}), estimated model`,
+          {
+            model: 'bench-estimated',
+            messages: [{ role: 'user', content: prose(20, 6) }],
+            tools: toolSetOf(shape),
+          },
+        ],
+      ),
     ];
     for (const [name, body] of shapes) {
       const { response } = await stateless.chat.completions.create(body).withResponse();

@@ -506,18 +506,28 @@ export function createRedisLearnedLimits(
     hasLoaded = true;
   }
 
-  /** Follows the change log; a gap (entries trimmed before this replica read them) reads all again. */
+  /**
+   * Follows the change log, a batch at a time until it has read all there is; a gap (entries trimmed
+   * before this replica read them) reads everything again.
+   */
   async function follow(): Promise<void> {
+    for (let batch = 0; batch < 50; batch++) if ((await followBatch()) < 1_000) return;
+  }
+
+  async function followBatch(): Promise<number> {
     const read = (await redis.xread('COUNT', 1000, 'STREAMS', logKey, lastLogId ?? '0-0')) as Array<
       [string, Array<[string, string[]]>]
     > | null;
     const events = read?.[0]?.[1] ?? [];
-    if (events.length === 0) return;
+    if (events.length === 0) return 0;
     const changedKeys = new Set<string>();
     for (const [eventId, fields] of events) {
       const field = (name: string) => fields[fields.indexOf(name) + 1];
       const version = Number(field('v'));
-      if (version > lastVersion + 1) return loadAll();
+      if (version > lastVersion + 1) {
+        await loadAll();
+        return 0;
+      }
       lastVersion = Math.max(lastVersion, version);
       lastLogId = eventId;
       const key = field('k');
@@ -526,6 +536,7 @@ export function createRedisLearnedLimits(
     const keys = [...changedKeys];
     const values = await redis.mget(...keys);
     values.forEach((value, index) => adopt(keys[index] as string, value));
+    return events.length;
   }
 
   /** Writes one entry's updates as a compare-and-set, reading it again when another replica wrote first. */

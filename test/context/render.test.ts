@@ -184,9 +184,10 @@ describe('renderContext', () => {
   it('masks the oldest tool results first, keeping every call and the newest keep_last results whole', () => {
     const calls = Array.from({ length: 9 }, (_unused, index) => `c${index}`);
     const messages: ContextMessage[] = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
-    // The user message is 5 tokens, each call 7, each result 35 (30 words, framing, role, id): 383 in all,
-    // 36 over a budget of 347. A masked result is 11 (6 words), so masking two (c0, c1) frees 48.
-    const { messages: rendered, report } = render(messages, { window: 350 });
+    // The user message is 5 tokens, each call 10 (framing, role, id, name, arguments, and 3 around the
+    // call), each result 35 (30 words, framing, role, id): 410 in all, 38 over a budget of 372. A masked
+    // result is 11 (6 words), so masking two (c0, c1) frees 48.
+    const { messages: rendered, report } = render(messages, { window: 375 });
     const results = rendered
       .filter((message) => message.role === 'tool')
       .map((message) => String(message.content));
@@ -195,13 +196,13 @@ describe('renderContext', () => {
     expect(results[1]).toBe('[result masked — ~30 tokens removed]');
     expect(results.slice(2)).toEqual(calls.slice(2).map((id) => text(30, id)));
     expect(rendered.filter((message) => message.role === 'assistant')).toHaveLength(9);
-    expect(report.inputTokens).toBe(383 - 2 * 24 + 3);
+    expect(report.inputTokens).toBe(410 - 2 * 24 + 3);
   });
 
   it('masks in steps of clear_at_least, so the next request keeps the same prefix', () => {
     const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
     const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
-    // Each request of the loop adds one group (42 tokens, 5 + 42 × 8 = 341 fit in 347); a step masks
+    // Each request of the loop adds one group (45 tokens, 5 + 45 × 8 = 365 fit in 382); a step masks
     // at least 100 tokens (5 results of 24 saved each), the newest result kept whole.
     const maskedCounts: number[] = [];
     let previous: ContextMessage[] = [];
@@ -209,7 +210,7 @@ describe('renderContext', () => {
     for (let groups = 1; groups <= 12; groups++) {
       const { messages: rendered, report } = render(
         loop.slice(0, 1 + groups * 2),
-        { window: 350 },
+        { window: 385 },
         { clear_at_least: 100, keep_last: 1 },
       );
       maskedCounts.push(report.maskedToolResults);
@@ -246,7 +247,7 @@ describe('renderContext', () => {
       user('go'),
       ...['a', 'b', 'c'].flatMap((id) => iteration(id, text(100, id))),
     ];
-    // Each group is 7 (call) + 105 (result); with 'go' (5) the turn is 341, over a budget of 197. All
+    // Each group is 10 (call) + 105 (result); with 'go' (5) the turn is 350, over a budget of 197. All
     // three results are among the newest 5, so the older two are masked (11 each) and 'c' stays whole.
     const { messages: rendered, report } = render(messages, { window: 200 });
     expect(report.droppedIterationGroups).toBe(0);
@@ -261,7 +262,7 @@ describe('renderContext', () => {
       'c',
     ]);
     expect(rendered.at(-1)?.content).toBe(text(100, 'c'));
-    expect(report.inputTokens).toBe(5 + 2 * 18 + 112 + 3);
+    expect(report.inputTokens).toBe(5 + 2 * 21 + 115 + 3);
   });
 
   it('drops the oldest whole groups only when even masked ones do not fit, and says which steps', () => {
