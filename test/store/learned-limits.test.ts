@@ -223,3 +223,19 @@ describe('learned limits with Redis unreachable', () => {
     }
   });
 });
+
+describe('re-probing a learned window', () => {
+  it('lets one request per tenant and interval try the configured window once the lesson goes unconfirmed', () => {
+    let nowMs = 1_000_000;
+    const limits = createMemoryLearnedLimits({ settings, maxEntries: 100, now: () => nowMs });
+    limits.recordOverflow('default', 'm', 'a', stated(4_000));
+    expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_000 });
+    nowMs += settings.reprobeAfterMs;
+    expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_000, probe: true });
+    // The next request of the interval keeps the lesson; so does everyone else's.
+    expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_000 });
+    // The probe went through above the learned window: the lesson is dropped.
+    limits.recordSuccess('default', 'm', 'a', 5_000);
+    expect(limits.get('default', 'm', 'a')).toEqual({});
+  });
+});
