@@ -99,7 +99,8 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   let closing = false;
 
   const app = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    // A child: fastify's own start-up line is silenced in main.ts (the gateway writes one of its own).
+    loggerInstance: logger.child({}) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.body_limit_bytes,
     requestTimeout: config.server.request_timeout_ms,

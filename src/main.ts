@@ -18,6 +18,27 @@ function loadConfigOrExit(): GatewayConfig {
   }
 }
 
+/** What an operator checks first: where requests go (names and hosts, never keys), who may send them, where state lives. */
+function startupFacts(config: GatewayConfig): Record<string, unknown> {
+  const host = (url: string): string => {
+    try {
+      return new URL(url).host;
+    } catch {
+      return 'invalid';
+    }
+  };
+  return {
+    upstreams: config.upstreams.map((upstream) => ({
+      name: upstream.name,
+      host: host(upstream.baseUrl),
+      key: upstream.apiKey === undefined ? 'client' : 'configured',
+    })),
+    auth: config.gatewayApiKeys.length > 0 ? 'gateway_keys' : 'pass_through',
+    store: config.redis.mode,
+    config: config.configPath,
+  };
+}
+
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel });
@@ -56,13 +77,21 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 
   gateway.warmUp();
-  await app.listen({ port: config.port, host: config.host });
+  // One start-up line, the gateway's: fastify's own "Server listening at" is not written.
+  const level = app.log.level;
+  app.log.level = 'warn';
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } finally {
+    app.log.level = level;
+  }
 
   const address = app.server.address();
   logger.info(
     {
       address:
         typeof address === 'object' && address !== null ? `${address.address}:${address.port}` : address,
+      ...startupFacts(config),
     },
     'ctxgate listening',
   );

@@ -24,6 +24,7 @@ import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import { errorEvent, isEventStream } from '../upstream/sse.js';
+import { chatTextsOf, upstreamMessageForLog } from '../upstream/upstream-message.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
@@ -282,12 +283,42 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     const headers: Record<string, string> = {
       ...sent.attempt.headers,
       'x-context-retries': String(sent.overflowRetries),
+      'x-ctxgate-attempts': String(1 + sent.overflowRetries + sent.upstreamRetries),
     };
     if (turn.session !== undefined) {
       headers['x-session-id'] = turn.session.sessionId;
       headers['x-session-messages'] = String(turn.session.messagesAfterCommit);
     }
     return headers;
+  }
+
+  /**
+   * An upstream error that ends the request (after every retry): a warning with the attempts it took and
+   * what the upstream said — its type, code and message, without what it quotes of the request.
+   */
+  function upstreamRefused(turn: Turn, sent: SendResult<ChatAttempt>, body: Buffer): void {
+    let error: { type?: unknown; code?: unknown; message?: unknown } | undefined;
+    try {
+      error = (JSON.parse(body.toString('utf8')) as { error?: typeof error }).error;
+    } catch {
+      // Not JSON: only the status is told.
+    }
+    turn.input.warn(
+      {
+        upstream: sent.attempt.target.name,
+        upstreamStatus: sent.response.statusCode,
+        attempts: 1 + sent.overflowRetries + sent.upstreamRetries,
+        upstreamError: {
+          type: typeof error?.type === 'string' ? error.type : undefined,
+          code: typeof error?.code === 'string' || typeof error?.code === 'number' ? error.code : undefined,
+          message:
+            typeof error?.message === 'string'
+              ? upstreamMessageForLog(error.message, chatTextsOf(sent.attempt.prepared.messages))
+              : undefined,
+        },
+      },
+      'upstream error ends the request',
+    );
   }
 
   /** A whole answer: settled and committed before the client sees it. */
@@ -308,7 +339,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       }
       if (turn.lessons.usage(answer.usage.promptTokens, attempt))
         headers['x-context-upstream-truncated'] = 'true';
-    }
+    } else upstreamRefused(turn, sent, answer.body);
     await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), answer.body);
   }
 

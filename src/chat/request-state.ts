@@ -26,6 +26,12 @@ export interface RequestState {
   context: RenderReport | undefined;
   /** Session mode: the session, hashed (logs never carry the id itself). */
   session: string | undefined;
+  /** What the gateway left out of the request rather than refuse it (X-Ctxgate-Dropped). */
+  dropped: string[] | undefined;
+  /** The request field a refusal names (its `param`). */
+  errorParam: string | undefined;
+  /** Upstream calls made for this request (retries included). */
+  attempts: number;
 }
 
 export function createRequestState(startedAtMs: number): RequestState {
@@ -46,5 +52,8 @@ export function createRequestState(startedAtMs: number): RequestState {
     rawBody: undefined,
     context: undefined,
     session: undefined,
+    dropped: undefined,
+    errorParam: undefined,
+    attempts: 0,
   };
 }

@@ -57,6 +57,7 @@ export async function measuredExchange(
         headers = { ...rest, ...bodyHeaders };
       }
       record.upstreamName = to.name;
+      record.attempts++;
       const response = await deps.upstream.send({
         upstream: to,
         method,

@@ -187,6 +187,14 @@ export const learningSectionSchema = z.strictObject({
 });
 
 export const responsesSectionSchema = z.strictObject({
+  /** The truncation of a request that does not state one: `auto` fits it, `disabled` sends it whole or refuses. */
+  default_truncation: z.enum(['auto', 'disabled']).default('auto'),
+  /**
+   * What a Chat Completions upstream cannot do (client metadata, include entries, reasoning items,
+   * built-in and namespace tools): `drop` leaves it out and names it in X-Ctxgate-Dropped; `reject`
+   * refuses the request with a 400 naming it. What would change the answer's meaning is always refused.
+   */
+  unbridgeable: z.enum(['drop', 'reject']).default('drop'),
   /** Without Redis: memory the in-process store of responses may hold; past it the least recently used go. */
   memory_mb: z.number().positive().default(64),
 });

@@ -26,6 +26,8 @@ export type RedisConfig =
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface GatewayConfig {
+  /** The config file read (CTXGATE_CONFIG, or the default path). */
+  configPath: string;
   port: number;
   host: string;
   logLevel: LogLevel;

@@ -283,6 +283,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
   if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
 
   const config: GatewayConfig = {
+    configPath,
     port,
     host: readVariable(env, 'HOST') ?? '127.0.0.1',
     logLevel: logLevelRaw as LogLevel,

@@ -32,6 +32,7 @@ export function toGatewayError(error: unknown): GatewayError {
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const gatewayError = toGatewayError(error);
   request.gateway.errorCode = gatewayError.code;
+  if (gatewayError.param !== null) request.gateway.errorParam = gatewayError.param;
   if (gatewayError.code === 'internal_error') {
     // The one place an unexpected error is logged, with its stack; the client gets only the code.
     request.log.error({ err: error }, 'unexpected error');

@@ -1,11 +1,28 @@
 // The Responses API over Chat Completions, as values (no I/O): a Responses request translated into the
 // chat request the gateway's engine fits and sends, and a chat completion translated back into a
-// Response object. What has no Chat Completions equivalent is refused with a 400 naming the field.
+// Response object. What a Chat Completions upstream cannot do is dropped and named (`dropped`) when
+// dropping it changes nothing the client relies on — Codex's `client_metadata`, `include` entries the
+// gateway cannot produce, reasoning items (their encrypted content cannot be replayed), built-in and
+// namespace tools the upstream cannot run — or, with `responses.unbridgeable: reject`, refused with a
+// 400 naming the field. What would change the answer's meaning (a prompt template, a stored
+// conversation, a file input, a tool_choice forcing a dropped tool) is always refused.
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
 export type InputItem = Record<string, unknown>;
+
+export interface BridgeOptions {
+  /** The truncation of a request that does not state one. */
+  defaultTruncation: 'auto' | 'disabled';
+  /** What cannot be bridged: dropped (and named) when that changes nothing the client relies on, or refused. */
+  unbridgeable: 'drop' | 'reject';
+}
+
+export const defaultBridgeOptions: BridgeOptions = Object.freeze({
+  defaultTruncation: 'auto',
+  unbridgeable: 'drop',
+});
 
 export interface BridgedRequest {
   /** The Chat Completions fields other than `messages` (model, tools, sampling, format…). */
@@ -21,9 +38,11 @@ export interface BridgedRequest {
   truncation: 'auto' | 'disabled';
   /** Echoed on the Response object. */
   echo: Record<string, unknown>;
+  /** What was left out because a Chat Completions upstream cannot do it (X-Ctxgate-Dropped). */
+  dropped: string[];
 }
 
-/** Fields the bridge reads; any other field with a value is refused. */
+/** Fields the bridge reads. */
 const known = new Set([
   'model',
   'input',
@@ -55,6 +74,30 @@ const known = new Set([
   'background',
 ]);
 
+/** Fields whose absence would change what the answer means: refused whatever the setting. */
+const meaningful: Record<string, string> = {
+  prompt: "'prompt' templates are kept by OpenAI and cannot be bridged by ctxgate",
+  conversation: "'conversation' state is kept by OpenAI and cannot be bridged; use previous_response_id",
+};
+
+/** Input items of built-in tools and of reasoning: history a Chat Completions upstream cannot read. */
+const droppableItems = new Set([
+  'reasoning',
+  'compaction',
+  'web_search_call',
+  'file_search_call',
+  'computer_call',
+  'computer_call_output',
+  'image_generation_call',
+  'code_interpreter_call',
+  'local_shell_call',
+  'local_shell_call_output',
+  'mcp_list_tools',
+  'mcp_call',
+  'mcp_approval_request',
+  'mcp_approval_response',
+]);
+
 export function newId(prefix: string): string {
   return `${prefix}_${randomBytes(24).toString('hex')}`;
 }
@@ -65,6 +108,17 @@ function refuse(param: string, message: string): never {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What is dropped, by name; with `reject`, the first of it is refused instead. */
+class Drops {
+  readonly names: string[] = [];
+  constructor(private readonly mode: 'drop' | 'reject') {}
+
+  drop(param: string, name: string, refusal: string): void {
+    if (this.mode === 'reject') refuse(param, refusal);
+    this.names.push(name);
+  }
 }
 
 /** A message's content parts as Chat Completions parts. */
@@ -144,16 +198,29 @@ export function messagesOf(items: readonly InputItem[]): ChatMessage[] {
   return messages;
 }
 
-function toolsOf(tools: unknown): unknown[] | undefined {
+/** Function tools as chat tools; tools the upstream cannot run (built-in, namespaces) dropped. */
+function toolsOf(
+  tools: unknown,
+  drops: Drops,
+): Array<{ type: 'function'; function: Record<string, unknown> }> | undefined {
   if (tools === undefined || tools === null) return undefined;
   if (!Array.isArray(tools)) refuse('tools', "Invalid 'tools': expected an array.");
-  return tools.map((tool: unknown, index) => {
-    if (!isRecord(tool) || tool.type !== 'function')
-      refuse(
+  const kept: Array<{ type: 'function'; function: Record<string, unknown> }> = [];
+  tools.forEach((tool: unknown, index) => {
+    if (!isRecord(tool)) refuse(`tools[${index}]`, `Invalid 'tools[${index}]': expected an object.`);
+    if (tool.type !== 'function') {
+      const kind = String(tool.type);
+      const label = typeof tool.name === 'string' ? `${kind} ${tool.name}` : kind;
+      drops.drop(
         `tools[${index}]`,
-        `'tools[${index}]': only function tools can be bridged (${isRecord(tool) ? String(tool.type) : 'not an object'}).`,
+        `tools[${index}] (${label})`,
+        `'tools[${index}]': only function tools can be bridged (${kind}).`,
       );
-    return {
+      return;
+    }
+    if (typeof tool.name !== 'string' || tool.name === '')
+      refuse(`tools[${index}].name`, `Missing required parameter: 'tools[${index}].name'.`);
+    kept.push({
       type: 'function',
       function: {
         name: tool.name,
@@ -161,15 +228,49 @@ function toolsOf(tools: unknown): unknown[] | undefined {
         ...(tool.parameters === undefined || tool.parameters === null ? {} : { parameters: tool.parameters }),
         ...(typeof tool.strict === 'boolean' ? { strict: tool.strict } : {}),
       },
-    };
+    });
   });
+  return kept;
 }
 
-function toolChoiceOf(choice: unknown): unknown {
-  if (choice === undefined || typeof choice === 'string') return choice;
-  if (isRecord(choice) && choice.type === 'function' && typeof choice.name === 'string')
-    return { type: 'function', function: { name: choice.name } };
-  return refuse('tool_choice', "'tool_choice': only auto, none, required or a function can be bridged.");
+/**
+ * The chat tool_choice: auto, none and required as they are; a function only when it is among the
+ * bridged tools (forcing a dropped tool would change the answer: refused); `allowed_tools` narrows the
+ * tool list to the function tools it names.
+ */
+function toolChoiceOf(
+  choice: unknown,
+  tools: Array<{ type: 'function'; function: Record<string, unknown> }> | undefined,
+): { toolChoice: unknown; tools: typeof tools } {
+  const names = new Set((tools ?? []).map((tool) => tool.function.name));
+  if (choice === undefined || choice === null || typeof choice === 'string')
+    return { toolChoice: choice ?? undefined, tools };
+  if (isRecord(choice) && choice.type === 'function' && typeof choice.name === 'string') {
+    if (!names.has(choice.name))
+      refuse(
+        'tool_choice',
+        `'tool_choice' forces '${choice.name}', which is not a function tool this request bridges.`,
+      );
+    return { toolChoice: { type: 'function', function: { name: choice.name } }, tools };
+  }
+  if (isRecord(choice) && choice.type === 'allowed_tools' && Array.isArray(choice.tools)) {
+    const allowed = new Set(
+      choice.tools
+        .filter(isRecord)
+        .flatMap((tool) => (tool.type === 'function' && typeof tool.name === 'string' ? [tool.name] : [])),
+    );
+    const mode = choice.mode === 'required' ? 'required' : 'auto';
+    if (mode === 'required' && ![...allowed].some((name) => names.has(name)))
+      refuse('tool_choice', "'tool_choice' requires tools this request cannot bridge.");
+    return {
+      toolChoice: mode,
+      tools: (tools ?? []).filter((tool) => allowed.has(String(tool.function.name))),
+    };
+  }
+  return refuse(
+    'tool_choice',
+    "'tool_choice': only auto, none, required, allowed_tools or a function can be bridged.",
+  );
 }
 
 function responseFormatOf(text: unknown): unknown {
@@ -195,6 +296,7 @@ const itemFields: Record<string, readonly string[]> = {
   message: ['type', 'id', 'role', 'content', 'status'],
   function_call: ['type', 'id', 'call_id', 'name', 'arguments', 'status'],
   function_call_output: ['type', 'id', 'call_id', 'output', 'status'],
+  item_reference: ['type', 'id'],
 };
 const partFields: Record<string, readonly string[]> = {
   input_text: ['type', 'text'],
@@ -218,7 +320,7 @@ function pick(
  * An input item as it is bridged and stored: the fields its type defines, and of its content parts the
  * fields theirs define. Anything else a client adds is dropped, so it neither travels nor takes space.
  */
-function definedFieldsOf(item: Record<string, unknown>): InputItem {
+export function definedFieldsOf(item: Record<string, unknown>): InputItem {
   const type = typeof item.type === 'string' ? item.type : 'message';
   const kept = pick({ ...item, type }, itemFields[type]);
   if (type === 'message' && Array.isArray(kept.content))
@@ -246,32 +348,64 @@ function metadataOf(value: unknown): Record<string, string> {
   return value as Record<string, string>;
 }
 
-/** A Responses request, checked and translated. */
-export function bridgeRequest(body: unknown): BridgedRequest {
+/** The input items of a request (item references already resolved), those a upstream cannot read dropped. */
+function inputItemsOf(input: unknown, drops: Drops): InputItem[] {
+  if (typeof input === 'string')
+    return [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }];
+  if (!Array.isArray(input))
+    return refuse('input', "Invalid 'input': expected a string or an array of items.");
+  const items: InputItem[] = [];
+  input.forEach((item: unknown, index) => {
+    if (!isRecord(item)) refuse(`input[${index}]`, `Invalid 'input[${index}]': expected an object.`);
+    const type = typeof item.type === 'string' ? item.type : 'message';
+    if (droppableItems.has(type)) {
+      drops.drop(
+        `input[${index}].type`,
+        `input[${index}] (${type})`,
+        `'input[${index}]': input items of type '${type}' cannot be bridged to Chat Completions.`,
+      );
+      return;
+    }
+    items.push(definedFieldsOf(item));
+  });
+  return items;
+}
+
+/** A Responses request, checked and translated (its item references resolved by the caller). */
+export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBridgeOptions): BridgedRequest {
   if (!isRecord(body)) refuse('body', 'The request body must be a JSON object.');
-  for (const [name, value] of Object.entries(body))
-    if (!known.has(name) && value !== undefined && value !== null)
-      refuse(name, `'${name}' has no Chat Completions equivalent and cannot be bridged by ctxgate.`);
+  const drops = new Drops(options.unbridgeable);
+  for (const [name, value] of Object.entries(body)) {
+    if (known.has(name) || value === undefined || value === null) continue;
+    const meaning = meaningful[name];
+    if (meaning !== undefined) refuse(name, `${meaning}.`);
+    drops.drop(name, name, `'${name}' has no Chat Completions equivalent and cannot be bridged by ctxgate.`);
+  }
   if (typeof body.model !== 'string' || body.model === '')
     refuse('model', "Missing required parameter: 'model'.");
+  // Answered at once instead of queued: a client polling for it would find nothing to poll.
   if (body.background === true) refuse('background', "'background' responses cannot be bridged.");
-  if (Array.isArray(body.include) && body.include.length > 0)
-    refuse('include', "'include' cannot be bridged to Chat Completions.");
-  const truncation = body.truncation ?? 'disabled';
+  if (Array.isArray(body.include))
+    for (const [index, entry] of body.include.entries())
+      drops.drop(
+        `include[${index}]`,
+        `include ${String(entry)}`,
+        "'include' cannot be bridged to Chat Completions.",
+      );
+  const truncation = body.truncation ?? options.defaultTruncation;
   if (truncation !== 'auto' && truncation !== 'disabled')
     refuse('truncation', "Invalid 'truncation': expected auto or disabled.");
-  const input = body.input;
-  const inputItems: InputItem[] =
-    typeof input === 'string'
-      ? [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }]
-      : Array.isArray(input)
-        ? input.map((item: unknown, index) => {
-            if (!isRecord(item)) refuse(`input[${index}]`, `Invalid 'input[${index}]': expected an object.`);
-            return definedFieldsOf(item);
-          })
-        : refuse('input', "Invalid 'input': expected a string or an array of items.");
+  const inputItems = inputItemsOf(body.input, drops);
   const metadata = metadataOf(body.metadata);
-  const reasoning = isRecord(body.reasoning) ? body.reasoning.effort : undefined;
+  const reasoning = isRecord(body.reasoning) ? body.reasoning : undefined;
+  if (reasoning !== undefined)
+    for (const name of Object.keys(reasoning))
+      if (name !== 'effort' && reasoning[name] !== undefined && reasoning[name] !== null)
+        drops.drop(
+          `reasoning.${name}`,
+          `reasoning.${name}`,
+          `'reasoning.${name}' cannot be bridged to Chat Completions.`,
+        );
   const chatFields: Record<string, unknown> = { model: body.model };
   const copy = (from: string, to = from): void => {
     if (body[from] !== undefined && body[from] !== null) chatFields[to] = body[from];
@@ -280,13 +414,17 @@ export function bridgeRequest(body: unknown): BridgedRequest {
   for (const name of ['frequency_penalty', 'presence_penalty', 'logit_bias', 'service_tier']) copy(name);
   for (const name of ['safety_identifier', 'prompt_cache_key']) copy(name);
   copy('max_output_tokens', 'max_tokens');
-  const tools = toolsOf(body.tools);
-  if (tools !== undefined) chatFields.tools = tools;
-  const toolChoice = toolChoiceOf(body.tool_choice);
-  if (toolChoice !== undefined) chatFields.tool_choice = toolChoice;
+  const choice = toolChoiceOf(body.tool_choice, toolsOf(body.tools, drops));
+  if (choice.tools !== undefined && choice.tools.length > 0) chatFields.tools = choice.tools;
+  else if (choice.toolChoice === 'required')
+    refuse('tool_choice', "'tool_choice' requires a tool, and none of this request's tools can be bridged.");
+  if (choice.toolChoice !== undefined && chatFields.tools !== undefined)
+    chatFields.tool_choice = choice.toolChoice;
   const responseFormat = responseFormatOf(body.text);
   if (responseFormat !== undefined) chatFields.response_format = responseFormat;
-  if (typeof reasoning === 'string') chatFields.reasoning_effort = reasoning;
+  if (isRecord(body.text) && typeof body.text.verbosity === 'string')
+    chatFields.verbosity = body.text.verbosity;
+  if (typeof reasoning?.effort === 'string') chatFields.reasoning_effort = reasoning.effort;
   const stream = body.stream === true;
   if (stream) {
     chatFields.stream = true;
@@ -305,6 +443,7 @@ export function bridgeRequest(body: unknown): BridgedRequest {
     store: body.store !== false,
     stream,
     truncation,
+    dropped: drops.names,
     echo: {
       instructions: body.instructions ?? null,
       max_output_tokens: body.max_output_tokens ?? null,

@@ -50,6 +50,51 @@ export function createResponsesService(deps: {
   countTokens: (model: string, messages: ReadonlyArray<Record<string, unknown>>) => number;
 }): ResponsesService {
   const { chat, store, config } = deps;
+  const bridgeOptions = {
+    defaultTruncation: config.responses.default_truncation,
+    unbridgeable: config.responses.unbridgeable,
+  } as const;
+
+  /**
+   * The request with its `item_reference` items replaced by the items the tenant's stored responses
+   * hold (inputs and outputs alike); a reference to an item that no stored response of the tenant holds
+   * is a 400 naming it.
+   */
+  async function withReferencesResolved(body: unknown, tenantId: string): Promise<unknown> {
+    const input = (body as { input?: unknown } | null)?.input;
+    if (!Array.isArray(input)) return body;
+    const references: Array<{ index: number; id: string }> = [];
+    input.forEach((item: unknown, index) => {
+      const reference = item as { type?: unknown; id?: unknown } | null;
+      if (reference?.type !== 'item_reference') return;
+      if (typeof reference.id !== 'string' || reference.id === '' || reference.id.length > 256)
+        throw new GatewayError('invalid_request', `Invalid 'input[${index}].id': expected an item id.`, {
+          param: `input[${index}].id`,
+        });
+      references.push({ index, id: reference.id });
+    });
+    if (references.length === 0) return body;
+    const found = await store.findItems(
+      tenantId,
+      references.map((reference) => reference.id),
+    );
+    const resolved = [...input];
+    references.forEach((reference, position) => {
+      const item = found[position];
+      if (item === undefined)
+        throw new GatewayError('invalid_request', `Item with id '${reference.id}' not found.`, {
+          param: `input[${reference.index}].id`,
+        });
+      resolved[reference.index] = item;
+    });
+    return { ...(body as object), input: resolved };
+  }
+
+  /** The request bridged: references resolved, what cannot be bridged dropped and named (or refused). */
+  async function bridgedOf(input: Omit<ResponsesInput, 'warn' | 'info'>, body: unknown) {
+    const tenantId = input.credential.mayHoldSessions ? input.credential.tenantId : '\u0000none';
+    return bridgeRequest(await withReferencesResolved(body, tenantId), bridgeOptions);
+  }
 
   const missingLink = (id: string, previousId: string) =>
     new GatewayError(
@@ -163,7 +208,13 @@ export function createResponsesService(deps: {
 
   return {
     async create(input, client) {
-      const bridged = bridgeRequest(input.body);
+      // As the client asked, also when the request is refused before it becomes a chat request.
+      input.record.stream = (input.body as { stream?: unknown } | null)?.stream === true;
+      const bridged = await bridgedOf(input, input.body);
+      if (bridged.dropped.length > 0) {
+        client.addHeaders({ 'x-ctxgate-dropped': bridged.dropped.join(', ').slice(0, 2_000) });
+        input.record.dropped = bridged.dropped;
+      }
       const { chain, chatInput } = await chatRequestOf(input, bridged);
       const meta: ResponseMeta = {
         id: newId('resp'),
@@ -223,7 +274,7 @@ export function createResponsesService(deps: {
     },
 
     async inputTokens(input) {
-      const bridged = bridgeRequest({ ...(input.body as object), store: false });
+      const bridged = await bridgedOf(input, { ...(input.body as object), store: false });
       const { chatInput } = await chatRequestOf(input, bridged);
       const { headers } = await chat.preview(chatInput);
       return {

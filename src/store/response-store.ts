@@ -52,6 +52,14 @@ export interface ResponseStore {
   readChain(tenantId: string, ids: readonly string[], linksOf?: string): Promise<ChainBatch>;
   /** The whole record, or undefined. */
   get(tenantId: string, id: string): Promise<StoredResponse | undefined>;
+  /**
+   * Input and output items of the tenant's stored responses, by their ids (an `item_reference`); undefined
+   * for each that no stored response of the tenant holds.
+   */
+  findItems(
+    tenantId: string,
+    itemIds: readonly string[],
+  ): Promise<Array<Record<string, unknown> | undefined>>;
   delete(tenantId: string, id: string): Promise<boolean>;
   /** False while the store cannot take a write (Redis not connected): checked before an upstream call. */
   available(): boolean;
@@ -61,6 +69,18 @@ const unavailable = (error: unknown) =>
   new GatewayError('session_store_unavailable', 'The response store is unavailable; try again.', {
     cause: error,
   });
+
+/** The items a record holds, by id: its input items and the items of its output. */
+function itemsOf(
+  record: Pick<StoredResponse, 'inputItems' | 'response'>,
+): Map<string, Record<string, unknown>> {
+  const items = new Map<string, Record<string, unknown>>();
+  const output = Array.isArray(record.response.output) ? (record.response.output as unknown[]) : [];
+  for (const item of [...record.inputItems, ...output])
+    if (typeof item === 'object' && item !== null && typeof (item as { id?: unknown }).id === 'string')
+      items.set((item as { id: string }).id, item as Record<string, unknown>);
+  return items;
+}
 
 function chainPart(record: StoredResponse): ChainRecord {
   const { id, previousId, rootId, depth, messagesBefore, messages, tokens } = record;
@@ -78,6 +98,8 @@ export function createMemoryResponseStore(options: {
   const now = options.now ?? Date.now;
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
   const records = new Map<string, { record: StoredResponse; expiresAtMs: number; bytes: number }>();
+  /** Item ids to the record holding them. */
+  const itemIndex = new Map<string, string>();
   let bytes = 0;
   const keyOf = (tenantId: string, id: string) => `${tenantId}\u0000${id}`;
   const remove = (key: string): boolean => {
@@ -85,6 +107,8 @@ export function createMemoryResponseStore(options: {
     if (entry === undefined) return false;
     bytes -= entry.bytes;
     records.delete(key);
+    for (const itemId of itemsOf(entry.record).keys())
+      itemIndex.delete(`${entry.record.tenantId}\u0000${itemId}`);
     return true;
   };
   const read = (tenantId: string, id: string): StoredResponse | undefined => {
@@ -108,6 +132,8 @@ export function createMemoryResponseStore(options: {
       const size = 2 * JSON.stringify(record).length;
       if (size > maxBytes) return;
       records.set(key, { record, expiresAtMs: now() + options.ttlSeconds * 1000, bytes: size });
+      for (const itemId of itemsOf(record).keys())
+        itemIndex.set(`${record.tenantId}\u0000${itemId}`, record.id);
       bytes += size;
       let evicted = 0;
       for (const [oldest] of records) {
@@ -126,6 +152,13 @@ export function createMemoryResponseStore(options: {
     },
     async get(tenantId, id) {
       return read(tenantId, id);
+    },
+    async findItems(tenantId, itemIds) {
+      return itemIds.map((itemId) => {
+        const responseId = itemIndex.get(`${tenantId}\u0000${itemId}`);
+        const record = responseId === undefined ? undefined : read(tenantId, responseId);
+        return record === undefined ? undefined : itemsOf(record).get(itemId);
+      });
     },
     async delete(tenantId, id) {
       return remove(keyOf(tenantId, id));
@@ -162,6 +195,7 @@ export function createRedisResponseStore(options: {
   //   ctxgate:resp:{<tenant>}:<id>        the chain part (JSON)
   //   ctxgate:resp:{<tenant>}:<id>:links  the nearest earlier ids, newest first, comma-separated
   //   ctxgate:resp:{<tenant>}:<id>:rest   the Response object and the input items (JSON)
+  //   ctxgate:resp:{<tenant>}:item:<item id>  the id of the response holding that input or output item
   const keyOf = (tenantId: string, id: string) => `ctxgate:resp:{${tenantId}}:${id}`;
   const fail = (error: unknown): never => {
     throw unavailable(error);
@@ -170,7 +204,7 @@ export function createRedisResponseStore(options: {
     async put(record) {
       const key = keyOf(record.tenantId, record.id);
       const ttl = options.ttlSeconds;
-      await redis
+      const write = redis
         .multi()
         .set(key, JSON.stringify(chainPart(record)), 'EX', ttl)
         .set(`${key}:links`, record.ancestors.join(','), 'EX', ttl)
@@ -179,9 +213,10 @@ export function createRedisResponseStore(options: {
           JSON.stringify({ inputItems: record.inputItems, response: record.response }),
           'EX',
           ttl,
-        )
-        .exec()
-        .catch(fail);
+        );
+      for (const itemId of itemsOf(record).keys())
+        write.set(`ctxgate:resp:{${record.tenantId}}:item:${itemId}`, record.id, 'EX', ttl);
+      await write.exec().catch(fail);
     },
     async readChain(tenantId, ids, linksOf) {
       const keys = ids.map((id) => keyOf(tenantId, id));
@@ -229,9 +264,37 @@ export function createRedisResponseStore(options: {
         response: response ?? {},
       };
     },
+    async findItems(tenantId, itemIds) {
+      if (itemIds.length === 0) return [];
+      const owners = await redis
+        .mget(...itemIds.map((itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`))
+        .catch(fail);
+      const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
+      const rests =
+        responseIds.length === 0
+          ? []
+          : await redis.mget(...responseIds.map((id) => `${keyOf(tenantId, id)}:rest`)).catch(fail);
+      const byResponse = new Map<string, Map<string, Record<string, unknown>>>();
+      responseIds.forEach((id, index) => {
+        const rest = rests[index];
+        if (rest !== null && rest !== undefined)
+          byResponse.set(id, itemsOf(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>));
+      });
+      return itemIds.map((itemId, index) => {
+        const owner = owners[index];
+        return owner === null || owner === undefined ? undefined : byResponse.get(owner)?.get(itemId);
+      });
+    },
     async delete(tenantId, id) {
       const key = keyOf(tenantId, id);
-      const removed = await redis.del(key, `${key}:links`, `${key}:rest`).catch(fail);
+      const rest = await redis.get(`${key}:rest`).catch(fail);
+      const itemKeys =
+        rest === null
+          ? []
+          : [...itemsOf(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>).keys()].map(
+              (itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`,
+            );
+      const removed = await redis.del(key, `${key}:links`, `${key}:rest`, ...itemKeys).catch(fail);
       return removed > 0;
     },
     available: () => redis.status === 'ready',

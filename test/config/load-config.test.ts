@@ -35,7 +35,7 @@ describe('loadConfig', () => {
       max_tool_calls: 20_000,
       max_json_containers: 250_000,
     });
-    expect(config.responses).toEqual({ memory_mb: 64 });
+    expect(config.responses).toEqual({ default_truncation: 'auto', unbridgeable: 'drop', memory_mb: 64 });
     expect(config.passthrough).toEqual({ provider_state_endpoints: [] });
     expect(config.sessions).toMatchObject({ memory_mb: 256, anonymous_tenant: '' });
     expect(config.timeouts).toEqual({
@@ -152,7 +152,9 @@ describe('loadConfig', () => {
     const builtIn = loadConfig({ env: { CTXGATE_CONFIG: writeConfigFile('{}') } });
     // The file spells out every policy knob; without it they come from the built-in policy.
     expect({ ...builtInPolicy, ...shipped.context }).toEqual(builtInPolicy);
-    expect({ ...shipped, context: undefined }).toEqual({ ...builtIn, context: undefined });
+    const rest = (config: typeof shipped) => ({ ...config, context: undefined, configPath: undefined });
+    expect(rest(shipped)).toEqual(rest(builtIn));
+    expect(shipped.configPath).toBe('config/ctxgate.yaml');
   });
 
   it('keys per-credential budgets by the tenant id the authenticator gives that key', () => {

@@ -200,6 +200,48 @@ describe('metrics after real traffic', () => {
     }
   });
 
+  it('logs an upstream error that ends a request at warn, with its attempts and the provider wording only, and answers X-Ctxgate-Attempts', async () => {
+    const fake = new FakeUpstream();
+    const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+    try {
+      // A provider that echoes part of the input in its error, unquoted.
+      const failing = {
+        status: 500,
+        body: '{"error":{"message":"The server had an error processing Quillfeather-42 ledger","type":"server_error","param":null,"code":"internal"}}',
+      };
+      fake.enqueue(failing, failing, failing);
+      const answer = await fetch(`${harness.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'persistent-500' },
+        body: JSON.stringify({
+          model: 'gpt-4o-mini',
+          messages: [{ role: 'user', content: 'Reconcile the Quillfeather-42 ledger' }],
+        }),
+      });
+      expect(answer.status).toBe(500);
+      // Tried three times (once and upstream_retries: 2), as the client is told.
+      expect(answer.headers.get('x-ctxgate-attempts')).toBe('3');
+      const lines = harness.logLines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .filter((line) => line.reqId === 'persistent-500');
+      expect(lines.find((line) => line.level === 'warn')).toMatchObject({
+        msg: 'upstream error ends the request',
+        upstreamStatus: 500,
+        attempts: 3,
+        upstreamError: {
+          type: 'server_error',
+          code: 'internal',
+          message: 'The server had an error processing … …',
+        },
+      });
+      expect(lines.find((line) => line.msg === 'request')).toMatchObject({ status: 500, attempts: 3 });
+      expect(harness.logLines.join('\n')).not.toContain('Quillfeather');
+    } finally {
+      await harness.close();
+      await fake.stop();
+    }
+  });
+
   it('counts completed requests by route, status and model, and observes upstream latency and overhead', async () => {
     const fake = new FakeUpstream();
     const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });

@@ -12,7 +12,7 @@ let harness: GatewayHarness;
 let client: OpenAI;
 
 beforeAll(async () => {
-  fake = new FakeUpstream();
+  fake = new FakeUpstream({ extraFields: ['vendor_extension'] });
   const upstreamUrl = await fake.start();
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl } });
   client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-client-key', maxRetries: 0 });

@@ -156,6 +156,33 @@ describe('graceful shutdown on SIGTERM', () => {
     expect(lines.at(-1)?.msg).toBe('stopped');
   });
 
+  it('writes one start-up line: upstreams by name and host (never keys), auth mode, store and config file', async () => {
+    const configPath = writeConfigFile('{}\n');
+    const { child, output } = await startedMain({
+      UPSTREAM_BASE_URL: upstreamUrl,
+      UPSTREAM_API_KEY: 'sk-startup-secret-3f1',
+      GATEWAY_API_KEYS: 'gk-startup-secret-9c2',
+      CTXGATE_CONFIG: configPath,
+    });
+    child.kill('SIGTERM');
+    expect(await output.exit).toBe(0);
+    const lines = output
+      .stdout()
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const listening = lines.filter((line) => /listening/i.test(String(line.msg)));
+    expect(listening).toHaveLength(1);
+    expect(listening[0]).toMatchObject({
+      msg: 'ctxgate listening',
+      upstreams: [{ name: 'default', host: new URL(upstreamUrl).host, key: 'configured' }],
+      auth: 'gateway_keys',
+      store: 'memory',
+      config: configPath,
+    });
+    expect(output.stdout()).not.toContain('startup-secret');
+  });
+
   it('npm start forwards SIGTERM to the server (as a process manager sends it): it drains and exits', async () => {
     const port = await findFreePort();
     // npm itself, as a process manager runs it; `prestart` builds dist/ first when it is missing or stale.

@@ -4,7 +4,7 @@
 // 8,192-token window, continued on another gateway process and after a restart, and the stored
 // responses' endpoints.
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { generateText, jsonSchema, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -122,24 +122,30 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect(sentMessages(before).map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
   });
 
-  it('keeps a 20-turn chain inside an 8,192-token window, and refuses it whole with truncation disabled', async () => {
+  it('keeps a 20-turn chain that never says truncation inside an 8,192-token window, and refuses it whole with truncation disabled', async () => {
     fake.setDefault({ content: `Noted. ${prose(120, 5)}` });
     let previous: string | undefined;
     for (let turn = 0; turn < 20; turn++) {
       const before = fake.chatRequests.length;
+      // As the agent SDKs send it: no truncation field (responses.default_truncation: auto).
       const response = await client().responses.create({
         model: 'chain-model',
         input: `Turn ${turn}: ${prose(400, turn)}`,
-        truncation: 'auto',
         ...(previous === undefined ? {} : { previous_response_id: previous }),
       });
+      expect(response.truncation).toBe('auto');
       expect(response.status).toBe('completed');
       expect(fake.chatRequests[before]?.promptTokens ?? Infinity).toBeLessThanOrEqual(window - 300);
       previous = response.id;
     }
-    // Twenty turns of ~530 tokens do not fit whole: OpenAI's default answers 400.
+    // Twenty turns of ~530 tokens do not fit whole: asked not to truncate, the gateway answers 400.
     const refused = await client()
-      .responses.create({ model: 'chain-model', input: 'And now?', previous_response_id: previous as string })
+      .responses.create({
+        model: 'chain-model',
+        input: 'And now?',
+        previous_response_id: previous as string,
+        truncation: 'disabled',
+      })
       .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
@@ -236,12 +242,79 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     ).toBeInstanceOf(OpenAI.NotFoundError);
   });
 
-  it('refuses what cannot be bridged with a 400 naming it', async () => {
+  it('leaves out a tool the upstream cannot run, answers, and names it in X-Ctxgate-Dropped and the log', async () => {
+    fake.setDefault({ content: 'Answered without searching.' });
+    const before = fake.chatRequests.length;
+    const { data, response } = await client()
+      .responses.create({
+        model: 'gpt-4o-mini',
+        input: 'Search.',
+        tools: [{ type: 'web_search' }],
+        include: ['reasoning.encrypted_content'],
+      })
+      .withResponse();
+    expect(data.output_text).toBe('Answered without searching.');
+    expect(response.headers.get('x-ctxgate-dropped')).toBe(
+      'include reasoning.encrypted_content, tools[0] (web_search)',
+    );
+    expect((fake.chatRequests[before]?.body as { tools?: unknown }).tools).toBeUndefined();
+    const logged = harness.logLines
+      .map((line) => JSON.parse(line) as { msg?: string; reqId?: string; dropped?: string[]; route?: string })
+      .filter((line) => line.msg === 'request' && line.route === '/v1/responses');
+    expect(logged.at(-1)?.dropped).toEqual(['include reasoning.encrypted_content', 'tools[0] (web_search)']);
+  });
+
+  it('refuses a tool_choice that forces a tool it cannot run, and logs the param it names', async () => {
     const refused = await client()
-      .responses.create({ model: 'gpt-4o-mini', input: 'Search.', tools: [{ type: 'web_search' }] })
+      .responses.create({
+        model: 'gpt-4o-mini',
+        input: 'Search.',
+        stream: true,
+        tools: [{ type: 'web_search' }],
+        tool_choice: { type: 'web_search' } as never,
+      })
       .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((refused as Error).message).toMatch(/only function tools/);
+    expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('tool_choice');
+    const logged = harness.logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.msg === 'request' && line.route === '/v1/responses');
+    // Logged as the client asked it (streamed), with the param the refusal names.
+    expect(logged.at(-1)).toMatchObject({ status: 400, stream: true, errorParam: 'tool_choice' });
+  });
+
+  it('resolves item_reference items from the stored responses of the same tenant only', async () => {
+    fake.setDefault({ content: 'The code word is Larkspur.' });
+    const first = await client().responses.create({ model: 'gpt-4o-mini', input: 'Pick a code word.' });
+    const said = first.output.find((item) => item.type === 'message');
+    fake.setDefault({ content: 'It was Larkspur.' });
+    const before = fake.chatRequests.length;
+    const second = await client().responses.create({
+      model: 'gpt-4o-mini',
+      input: [
+        { role: 'user', content: 'Pick a code word.' },
+        { type: 'item_reference', id: said?.id as string },
+        { role: 'user', content: 'Which was it?' },
+      ],
+    });
+    expect(second.output_text).toBe('It was Larkspur.');
+    expect(sentMessages(before)).toEqual([
+      { role: 'user', content: 'Pick a code word.' },
+      { role: 'assistant', content: [{ type: 'text', text: 'The code word is Larkspur.' }] },
+      { role: 'user', content: 'Which was it?' },
+    ]);
+    const unknown = await client()
+      .responses.create({ model: 'gpt-4o-mini', input: [{ type: 'item_reference', id: 'msg_nowhere' }] })
+      .catch((error: unknown) => error);
+    expect(unknown).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((unknown as Error).message).toMatch(/Item with id 'msg_nowhere' not found/);
+    expect((unknown as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('input[0].id');
+    const stranger = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-someone-else', maxRetries: 0 });
+    const foreign = await stranger.responses
+      .create({ model: 'gpt-4o-mini', input: [{ type: 'item_reference', id: said?.id as string }] })
+      .catch((error: unknown) => error);
+    expect(foreign).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((foreign as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('input[0].id');
   });
 });
 
@@ -257,6 +330,28 @@ describe('the AI SDK’s default openai(model) provider (the Responses API)', ()
       .textStream)
       streamed += part;
     expect(streamed).toBe('from the responses bridge');
+  });
+
+  it('holds a three-turn conversation whose earlier answers it sends as item references', async () => {
+    const messages: ModelMessage[] = [];
+    const answers = ['First: Larkspur.', 'Second: Juniper.', 'Both: Larkspur and Juniper.'];
+    const seen: ChatMessage[][] = [];
+    for (const [turn, answer] of answers.entries()) {
+      fake.setDefault({ content: answer });
+      messages.push({ role: 'user', content: `Turn ${turn + 1}: name a code word.` });
+      const before = fake.chatRequests.length;
+      const result = await generateText({ model: provider()('gpt-4o-mini'), messages, maxRetries: 0 });
+      expect(result.text).toBe(answer);
+      const sent = (result.request.body as { input: Array<{ type?: string }> }).input;
+      // The SDK sent its earlier answers by reference, not as text.
+      expect(sent.filter((item) => item.type === 'item_reference')).toHaveLength(turn);
+      seen.push(sentMessages(before));
+      messages.push(...result.response.messages);
+    }
+    // The third request carried both earlier answers' text to the model.
+    expect(
+      seen[2]?.filter((message) => message.role === 'assistant').map((message) => message.content),
+    ).toEqual([[{ type: 'text', text: 'First: Larkspur.' }], [{ type: 'text', text: 'Second: Juniper.' }]]);
   });
 
   it('runs a tool', async () => {

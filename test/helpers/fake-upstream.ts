@@ -92,6 +92,8 @@ export interface FakeUpstreamOptions {
   otherRoutes?: (
     request: RecordedRequest,
   ) => { status: number; headers?: Record<string, string>; body: string | Buffer } | undefined;
+  /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
+  extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -124,6 +126,45 @@ export interface ChatMessage {
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
 }
+
+/** The request fields OpenAI's Chat Completions accepts; any other is refused as the real API refuses it. */
+const chatFields = new Set([
+  'messages',
+  'model',
+  'audio',
+  'frequency_penalty',
+  'function_call',
+  'functions',
+  'logit_bias',
+  'logprobs',
+  'max_completion_tokens',
+  'max_tokens',
+  'metadata',
+  'modalities',
+  'n',
+  'parallel_tool_calls',
+  'prediction',
+  'presence_penalty',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'reasoning_effort',
+  'response_format',
+  'safety_identifier',
+  'seed',
+  'service_tier',
+  'stop',
+  'store',
+  'stream',
+  'stream_options',
+  'temperature',
+  'tool_choice',
+  'tools',
+  'top_logprobs',
+  'top_p',
+  'user',
+  'verbosity',
+  'web_search_options',
+]);
 
 let encoding: Tiktoken | undefined;
 function countText(text: string): number {
@@ -392,6 +433,21 @@ export class FakeUpstream {
       return;
     }
     recorded.body = body;
+    const unrecognized = Object.keys(body ?? {}).find(
+      (field) => !chatFields.has(field) && this.options.extraFields?.includes(field) !== true,
+    );
+    if (unrecognized !== undefined) {
+      sendJson(
+        400,
+        openAIError(
+          `Unrecognized request argument supplied: ${unrecognized}`,
+          'invalid_request_error',
+          null,
+          null,
+        ),
+      );
+      return;
+    }
     if (typeof body.model !== 'string' || !Array.isArray(body.messages) || body.messages.length === 0) {
       sendJson(
         400,

@@ -78,6 +78,7 @@ function countingStore(store: ResponseStore): ResponseStore & { readIds: string[
       return store.readChain(tenantId, ids, linksOf);
     },
     get: (tenantId: string, id: string) => store.get(tenantId, id),
+    findItems: (tenantId: string, ids: readonly string[]) => store.findItems(tenantId, ids),
     delete: (tenantId: string, id: string) => store.delete(tenantId, id),
     available: () => store.available(),
   };

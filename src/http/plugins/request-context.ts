@@ -94,6 +94,9 @@ function logRequest(
       tenant: state.credential?.tenantId,
       session: state.session,
       errorCode: state.errorCode,
+      errorParam: state.errorParam,
+      dropped: state.dropped,
+      attempts: state.attempts > 1 ? state.attempts : undefined,
       errorCause: state.errorCause,
       streamErrorCode: state.streamErrorCode,
       context:
