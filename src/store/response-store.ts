@@ -70,6 +70,9 @@ const unavailable = (error: unknown) =>
     cause: error,
   });
 
+/** Item ids longer than this are not indexed (a client may name its items; OpenAI's ids are ~50). */
+const maxItemIdChars = 128;
+
 /** The items a record holds, by id: its input items and the items of its output. */
 function itemsOf(
   record: Pick<StoredResponse, 'inputItems' | 'response'>,
@@ -77,8 +80,11 @@ function itemsOf(
   const items = new Map<string, Record<string, unknown>>();
   const output = Array.isArray(record.response.output) ? (record.response.output as unknown[]) : [];
   for (const item of [...record.inputItems, ...output])
-    if (typeof item === 'object' && item !== null && typeof (item as { id?: unknown }).id === 'string')
-      items.set((item as { id: string }).id, item as Record<string, unknown>);
+    if (typeof item === 'object' && item !== null) {
+      const id = (item as { id?: unknown }).id;
+      if (typeof id === 'string' && id !== '' && id.length <= maxItemIdChars)
+        items.set(id, item as Record<string, unknown>);
+    }
   return items;
 }
 
@@ -107,8 +113,11 @@ export function createMemoryResponseStore(options: {
     if (entry === undefined) return false;
     bytes -= entry.bytes;
     records.delete(key);
-    for (const itemId of itemsOf(entry.record).keys())
-      itemIndex.delete(`${entry.record.tenantId}\u0000${itemId}`);
+    for (const itemId of itemsOf(entry.record).keys()) {
+      const indexKey = `${entry.record.tenantId}\u0000${itemId}`;
+      // A later response holding the same item keeps it findable.
+      if (itemIndex.get(indexKey) === entry.record.id) itemIndex.delete(indexKey);
+    }
     return true;
   };
   const read = (tenantId: string, id: string): StoredResponse | undefined => {
@@ -288,12 +297,15 @@ export function createRedisResponseStore(options: {
     async delete(tenantId, id) {
       const key = keyOf(tenantId, id);
       const rest = await redis.get(`${key}:rest`).catch(fail);
-      const itemKeys =
+      const heldKeys =
         rest === null
           ? []
           : [...itemsOf(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>).keys()].map(
               (itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`,
             );
+      // An item a later response also holds stays findable through it.
+      const owners = heldKeys.length === 0 ? [] : await redis.mget(...heldKeys).catch(fail);
+      const itemKeys = heldKeys.filter((_, index) => owners[index] === id);
       const removed = await redis.del(key, `${key}:links`, `${key}:rest`, ...itemKeys).catch(fail);
       return removed > 0;
     },

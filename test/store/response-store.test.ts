@@ -79,6 +79,39 @@ describe.each([
     expect(await store.delete(a, 'resp_1')).toBe(true);
     expect(await store.delete(a, 'resp_1')).toBe(false);
   });
+
+  it("finds a stored response's input and output items by id, for its tenant only, until it is deleted", async () => {
+    const store = await make();
+    const [a, b] = [`tenant-${randomUUID()}`, `tenant-${randomUUID()}`];
+    const asked = { type: 'message', id: 'msg_in1', role: 'user', content: 'Pick a word.' };
+    const said = {
+      type: 'message',
+      id: 'msg_out1',
+      role: 'assistant',
+      content: [{ type: 'output_text', text: 'Larkspur' }],
+    };
+    await store.put({
+      ...record(a, 'resp_1'),
+      inputItems: [asked],
+      response: { id: 'resp_1', output: [said] },
+    });
+    expect(await store.findItems(a, ['msg_out1', 'msg_nowhere', 'msg_in1'])).toEqual([
+      said,
+      undefined,
+      asked,
+    ]);
+    expect(await store.findItems(b, ['msg_out1'])).toEqual([undefined]);
+    // A later response that holds the same item (its input referred to it) keeps it findable.
+    await store.put({
+      ...record(a, 'resp_2', ['resp_1']),
+      inputItems: [said],
+      response: { id: 'resp_2', output: [] },
+    });
+    expect(await store.delete(a, 'resp_1')).toBe(true);
+    expect(await store.findItems(a, ['msg_out1', 'msg_in1'])).toEqual([said, undefined]);
+    expect(await store.delete(a, 'resp_2')).toBe(true);
+    expect(await store.findItems(a, ['msg_out1'])).toEqual([undefined]);
+  });
 });
 
 describe('expiry', () => {
