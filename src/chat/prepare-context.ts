@@ -80,12 +80,14 @@ export function prepareContext(options: {
   // scaled into estimate units (the prompt's real size is the estimate times the ratio).
   // A model counted exactly has a ratio only after the upstream showed it counts more than the gateway.
   const ratio = options.estimateRatio;
-  let renderWindow = settings.window;
-  if (ratio !== undefined) {
+  if (ratio !== undefined)
     settings.safetyMarginTokens = Math.ceil(settings.window * settings.policy.safety_margin);
-    const fixed = settings.outputReserve + settings.safetyMarginTokens;
-    renderWindow = fixed + Math.max(0, Math.floor((settings.window - fixed) / ratio));
-  }
+  const windowFor = (reserve: number): number => {
+    if (ratio === undefined) return settings.window;
+    const fixed = reserve + settings.safetyMarginTokens;
+    return fixed + Math.max(0, Math.floor((settings.window - fixed) / ratio));
+  };
+  let renderWindow = windowFor(settings.outputReserve);
   const { conversation, messageTokens, historyStartHint, omittedBefore } = reducedConversation(
     options.reduction,
     session,
@@ -119,11 +121,11 @@ export function prepareContext(options: {
   if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens * (chatRequest.n ?? 1);
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
-  if (options.promptCap !== undefined)
-    renderWindow = Math.min(
-      renderWindow,
-      options.promptCap + settings.outputReserve + settings.safetyMarginTokens,
-    );
+  const capped = (window: number, reserve: number): number =>
+    options.promptCap === undefined
+      ? window
+      : Math.min(window, options.promptCap + reserve + settings.safetyMarginTokens);
+  renderWindow = capped(renderWindow, settings.outputReserve);
   const tokenizer = options.tokenizers.forEncoding(settings.model.tokenizer, options.precision);
   // Built without object spreads: this runs on every request.
   const input: RenderInput = {
@@ -148,7 +150,16 @@ export function prepareContext(options: {
   if (session?.turnSummary !== undefined && options.reduction !== 'minimal')
     input.turnSummary = session.turnSummary;
 
-  const outcome = renderContext(input);
+  let outcome = renderContext(input);
+  // A reserve the client did not ask for gives way before the request is refused: down to an eighth of
+  // the window (an agent's fixed prompt can take most of a small model's window; its answers are short).
+  const floor = Math.min(settings.outputReserve, Math.floor(settings.window / 8) * (chatRequest.n ?? 1));
+  if (!outcome.ok && !settings.outputReserveRequested && floor < settings.outputReserve) {
+    settings.outputReserve = floor;
+    input.outputReserve = floor;
+    input.window = capped(windowFor(floor), floor);
+    outcome = renderContext(input);
+  }
   if (!outcome.ok) throw doesNotFit(outcome, settings, ratio ?? 1);
   const prepared: PreparedContext = {
     messages: outcome.messages,
@@ -174,8 +185,12 @@ function doesNotFit(
   const { window, outputReserve: reserve, safetyMarginTokens: margin } = settings;
   const needed = Math.ceil(outcome.neededTokens * scale);
   const left = Math.floor(outcome.budgetTokens * scale);
-  // The system prompt, tools and summary, plus the turn: all of the prompt.
-  const prompt = Math.max(needed, window - reserve - margin - left + needed);
+  // The system prompt, tools and summary, plus the turn: all of the prompt (the fixed parts counted in
+  // full even when they alone exceed the room).
+  const prompt = Math.max(
+    needed,
+    window - reserve - margin - Math.floor(outcome.rawBudgetTokens * scale) + needed,
+  );
   // OpenAI's two wordings: with the completion the client asked for, or the messages alone. A reserve
   // the gateway keeps by default is not the client's request and is not quoted as one.
   const openAIWords = settings.outputReserveRequested

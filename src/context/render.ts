@@ -61,6 +61,8 @@ export type RenderOutcome =
       reason: 'current_turn_too_large';
       neededTokens: number;
       budgetTokens: number;
+      /** The budget before it is floored at 0: negative when the fixed parts alone exceed the room. */
+      rawBudgetTokens: number;
       window: number;
     };
 
@@ -705,6 +707,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
       reason: 'current_turn_too_large',
       neededTokens: fitted.tokens,
       budgetTokens: Math.max(0, currentTurnBudget),
+      rawBudgetTokens: currentTurnBudget,
       window: input.window,
     };
   }

@@ -7,6 +7,7 @@ import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.j
 import { loadConfig } from '../../src/config/load-config.js';
 import { isGatewayError } from '../../src/errors.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { countPromptTokens } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
@@ -71,7 +72,29 @@ describe('a turn that cannot fit, without max_tokens', () => {
       /^This model's maximum context length is 2048 tokens\. However, your messages resulted in \d+ tokens\. /,
     );
     expect(error.message).not.toMatch(/you requested|in the completion/);
-    // A quarter of a small window at most: 512 of 2,048, not the model's 1,000 when that is more.
-    expect(error.message).toMatch(/room kept for the answer \(512; send max_tokens to choose it\)/);
+    // A quarter of a small window at most (512 of 2,048, not the model's 1,000), and before refusing it
+    // gave way down to an eighth: the refusal names the smallest room it tried.
+    expect(error.message).toMatch(/room kept for the answer \(256; send max_tokens to choose it\)/);
+  });
+
+  it('counts a system prompt that alone exceeds the room in full', () => {
+    const chatRequest = {
+      model: 'acme-large',
+      messages: [
+        { role: 'system', content: prose(15_500, 2) },
+        { role: 'user', content: 'Next step.' },
+      ],
+    } as ChatCompletionRequest;
+    let error: Error | undefined;
+    try {
+      prepareContext({ config, tokenizers, chatRequest, overrides: { historyMode: 'auto' } });
+    } catch (caught) {
+      error = caught as Error;
+    }
+    const resulted = /However, your messages resulted in (\d+) tokens\./.exec(error?.message ?? '');
+    // The prompt quoted is all of it, as the provider's tokenizer counts it (within the estimate's
+    // error), not what is left of the window after the reserve and margin.
+    const counted = countPromptTokens(chatRequest.messages as never, undefined);
+    expect(Math.abs(Number(resulted?.[1]) - counted)).toBeLessThan(counted * 0.05);
   });
 });

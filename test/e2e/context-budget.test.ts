@@ -53,10 +53,12 @@ let client: OpenAI;
 const window = 8_192;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { 'small-model': window } });
+  fake = new FakeUpstream({ windows: { 'small-model': window, 'agent-model': window } });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
-    configYaml: `models:\n  - match: small-model\n    window: ${window}\n    output_reserve: 512\n    tokenizer: o200k_base\n    exact_tokenizer: true\n`,
+    configYaml:
+      `models:\n  - match: small-model\n    window: ${window}\n    output_reserve: 512\n    tokenizer: o200k_base\n    exact_tokenizer: true\n` +
+      `  - match: agent-model\n    window: ${window}\n    tokenizer: o200k_base\n    exact_tokenizer: true\n`,
   });
   client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
 });
@@ -171,6 +173,48 @@ describe('render-time budgeting through the gateway', () => {
       /maximum context length is \d+ tokens\. However, your messages resulted in \d+ tokens/,
     );
     expect(fake.chatRequests).toHaveLength(0);
+  });
+
+  it('lets a reserve the client did not ask for give way to a large fixed prompt, down to an eighth of the window', async () => {
+    // An agent's instructions and tools can take most of a small window (Codex: about 6,300 of 8,192).
+    // The default reserve is a quarter of the window (2,048) and the margin 5% (410): a 6,000-token
+    // system prompt fits only when the reserve shrinks toward an eighth (1,024).
+    const systemOf = (tokens: number): Message => {
+      const count = (content: string) => countPromptTokens([{ role: 'system', content }], undefined);
+      const cycle = `${sentences.join(' ')} `;
+      let content = cycle.repeat(Math.floor(tokens / count(cycle)) - 1);
+      for (let index = 0; count(content) < tokens; index++)
+        content += `${sentences[index % sentences.length] as string} `;
+      return { role: 'system', content };
+    };
+    const user: Message = { role: 'user', content: 'Run the next step.' };
+    const fits = [systemOf(6_000), user];
+    const full = countPromptTokens(fits as never, undefined);
+    expect(full + 2_048 + 410).toBeGreaterThan(window);
+    expect(full + 1_024 + 410).toBeLessThanOrEqual(window);
+
+    const { response } = await client.chat.completions
+      .create({ model: 'agent-model', messages: fits })
+      .withResponse();
+    expect(response.status).toBe(200);
+    expect(fake.chatRequests).toHaveLength(1);
+    expect(fake.chatRequests[0]?.promptTokens).toBe(full);
+    expect(response.headers.get('x-context-dropped-messages')).toBe('0');
+
+    // What the client asked for is its own: max_tokens 2,048 is not lowered to make room.
+    const asked = await client.chat.completions
+      .create({ model: 'agent-model', messages: fits, max_tokens: 2_048 })
+      .catch((error: unknown) => error);
+    expect(asked).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((asked as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/2048 in the completion/);
+
+    // Beyond the eighth the request is refused as before, without an upstream call.
+    const tooBig = await client.chat.completions
+      .create({ model: 'agent-model', messages: [systemOf(6_900), user] })
+      .catch((error: unknown) => error);
+    expect(tooBig).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((tooBig as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
+    expect(fake.chatRequests).toHaveLength(1);
   });
 
   it('honours X-Context-Window and X-Context-Max-History-Tokens', async () => {
