@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { countPromptTokens, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { callsSeen, countPromptTokens, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
 import { paraphrasingSummarizer } from '../helpers/fake-summarizers.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -37,21 +37,6 @@ const page = (number: number, tokens: number): string =>
     { length: tokens },
     (_unused, index) => vocabulary[(index * 3 + number) % vocabulary.length],
   ).join(' ');
-
-/** The calls an agent can see it made: the tool calls in its prompt, and the steps a notice says went. */
-function callsSeen(messages: ReadonlyArray<ChatMessage>): number {
-  let calls = 0;
-  for (const message of messages) {
-    calls += message.tool_calls?.length ?? 0;
-    const text = typeof message.content === 'string' ? message.content : '';
-    // The steps a notice says were removed, and those a summary says it stands for.
-    const notice =
-      /\[ctxgate\] (\d+) earlier steps/.exec(text) ??
-      /\[ctxgate\] Summary of the first (\d+) steps/.exec(text);
-    if (notice !== null) calls += Number(notice[1]);
-  }
-  return calls;
-}
 
 /** A code the agent can read in its prompt, in whatever words it is stated. */
 function codeInPrompt(messages: ReadonlyArray<ChatMessage>, prefix: string): string | undefined {

@@ -98,6 +98,21 @@ export interface FakeUpstreamOptions {
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
 
+/** The calls an agent can see it made: the tool calls in its prompt, and the steps a notice says went. */
+export function callsSeen(messages: ReadonlyArray<ChatMessage>): number {
+  let calls = 0;
+  for (const message of messages) {
+    calls += message.tool_calls?.length ?? 0;
+    const text = contentText(message.content);
+    // The steps a notice says were removed, and those a summary says it stands for.
+    const notice =
+      /\[ctxgate\] (\d+) earlier steps/.exec(text) ??
+      /\[ctxgate\] Summary of the first (\d+) steps/.exec(text);
+    if (notice !== null) calls += Number(notice[1]);
+  }
+  return calls;
+}
+
 /** True when a request is a summarization request (its system message asks for a summary). */
 export function isSummaryRequest(body: unknown): boolean {
   const first = (body as { messages?: Array<{ role?: string; content?: unknown }> } | undefined)

@@ -1,0 +1,144 @@
+// Codex (the @openai/codex npm package's Linux binary, run by its launcher under Node 22) pointed at the
+// gateway as its users configure it: a custom model provider whose base_url is the gateway, wire_api
+// "responses", nothing else. Codex sends what the gateway cannot bridge to a Chat Completions provider
+// (client_metadata, encrypted reasoning in include, a namespace tool, web_search): dropped and named.
+// The strict fake provider (8,192-token window) answers with shell tool calls, then a final message.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callsSeen, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const model = 'codex-8k';
+const window = 8_192;
+const longLoop = 40;
+
+const textOf = (message: ChatMessage | undefined): string =>
+  typeof message?.content === 'string'
+    ? message.content
+    : Array.isArray(message?.content)
+      ? (message.content as Array<{ text?: string }>).map((part) => part.text ?? '').join('')
+      : '';
+
+const shell = (id: string, cmd: string) => ({
+  toolCalls: [{ id, name: 'exec_command', arguments: JSON.stringify({ cmd }) }],
+});
+
+/**
+ * The fake model, deciding from its prompt: "Write the note." runs one shell command, then answers; "Run
+ * the steps." runs a command per step (each printing ~1,000 tokens) until it sees it made 40 calls (its
+ * calls in the prompt, plus those a notice says were removed), then answers.
+ */
+function respond(messages: ReadonlyArray<ChatMessage>) {
+  const task = messages
+    .filter((message) => message.role === 'user')
+    .map(textOf)
+    .find((text) => text === 'Write the note.' || text === 'Run the steps.');
+  const seen = callsSeen(messages);
+  if (task === 'Write the note.')
+    return seen === 0
+      ? shell('call_note', "printf 'written through ctxgate\\n' > note.txt")
+      : { content: 'Note written.' };
+  if (task === 'Run the steps.')
+    return seen >= longLoop
+      ? { content: `Finished after ${seen} steps.` }
+      : shell(`call_step_${seen + 1}`, `echo step ${seen + 1} >> steps.txt; seq 1 300`);
+  return undefined;
+}
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ windows: { [model]: window }, recordLimit: 200, respond });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start() },
+    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n`,
+  });
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+/** `codex exec` with a fresh home whose config.toml names the gateway as the model provider. */
+async function codexExec(prompt: string) {
+  const home = mkdtempSync(join(tmpdir(), 'ctxgate-codex-home-'));
+  const work = mkdtempSync(join(tmpdir(), 'ctxgate-codex-work-'));
+  writeFileSync(
+    join(home, 'config.toml'),
+    [
+      `model = "${model}"`,
+      'model_provider = "ctxgate"',
+      '[model_providers.ctxgate]',
+      'name = "ctxgate"',
+      `base_url = "${harness.baseUrl}"`,
+      'wire_api = "responses"',
+      'env_key = "CTXGATE_KEY"',
+      '',
+    ].join('\n'),
+  );
+  const from = harness.logLines.length;
+  const finished = await runProgram(
+    node22,
+    [
+      codexLauncher,
+      'exec',
+      '--skip-git-repo-check',
+      '--dangerously-bypass-approvals-and-sandbox',
+      '-C',
+      work,
+      prompt,
+    ],
+    { cwd: work, env: { HOME: home, CODEX_HOME: home, CTXGATE_KEY: 'sk-codex' }, limitMs: 240_000 },
+  );
+  const requests = harness.logLines
+    .slice(from)
+    .map(
+      (line) =>
+        JSON.parse(line) as {
+          msg: string;
+          route?: string;
+          status?: number;
+          stream?: boolean;
+          dropped?: string[];
+          context?: { modified: boolean; droppedMessages: number };
+        },
+    )
+    .filter((line) => line.msg === 'request' && line.route === '/v1/responses');
+  return { finished, work, requests };
+}
+
+describe('Codex through the gateway', () => {
+  it('runs its shell tool: the file the command writes is there, and Codex ends with the answer', async () => {
+    const { finished, work, requests } = await codexExec('Write the note.');
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    // Streamed, as Codex asks; what could not be bridged was dropped and named.
+    expect(requests[0]?.stream).toBe(true);
+    expect(requests[0]?.dropped).toEqual(
+      expect.arrayContaining(['client_metadata', 'include reasoning.encrypted_content']),
+    );
+  });
+
+  it(`fits a ${longLoop}-step session on an ${window}-token model: it ends without an error`, async () => {
+    const { finished, work, requests } = await codexExec('Run the steps.');
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(finished.stdout).toContain(`Finished after ${longLoop} steps.`);
+    expect(existsSync(join(work, 'steps.txt'))).toBe(true);
+    expect(readFileSync(join(work, 'steps.txt'), 'utf8')).toBe(
+      Array.from({ length: longLoop }, (_unused, index) => `step ${index + 1}\n`).join(''),
+    );
+    expect(requests).toHaveLength(longLoop + 1);
+    expect(requests.every((line) => line.status === 200)).toBe(true);
+    // Codex sends its whole history every time; the later requests no longer fit and were fitted.
+    expect(requests.at(-1)?.context?.droppedMessages).toBeGreaterThan(0);
+    expect(Math.max(...fake.chatRequests.map((request) => request.promptTokens ?? 0))).toBeLessThanOrEqual(
+      window,
+    );
+  });
+});

@@ -1,0 +1,160 @@
+// The newest client majors, as a new user installs them today, with their defaults (no truncation, no
+// store setting), against the strict fake provider with an 8,192-token window: the AI SDK 7's default
+// provider (the Responses API: item_reference on later turns, a 30-step tool loop), the Agents SDK's
+// Responses and Chat Completions models over 25 turns, and openai 7. They need Node 22, so they run
+// under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { callsSeen, FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
+import { runDriver } from '../helpers/newest-clients.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const model = 'agent-8k';
+const window = 8_192;
+const loopSteps = 30;
+
+interface Failure {
+  error?: { kind: string; status?: number; message: string };
+}
+
+const textOf = (message: ChatMessage | undefined): string =>
+  typeof message?.content === 'string'
+    ? message.content
+    : Array.isArray(message?.content)
+      ? (message.content as Array<{ text?: string }>).map((part) => part.text ?? '').join('')
+      : '';
+
+/**
+ * The fake model, reading its prompt as a model would: a code word per turn; the AI SDK loop reads pages
+ * until it sees it made 29 calls (its calls in the prompt, plus those a notice says were removed), then
+ * answers; the Agents SDK's turns read the page the last user message asks for, then say so.
+ */
+function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
+  const users = messages.filter((message) => message.role === 'user').map(textOf);
+  const lastUser = users.at(-1) ?? '';
+  const codeTurn = /^Turn (\d): name a code word\.$/.exec(lastUser);
+  if (codeTurn !== null)
+    return { content: ['Larkspur.', 'Juniper.', 'Larkspur and Juniper.'][Number(codeTurn[1]) - 1] ?? '' };
+  if (users.some((text) => text.startsWith('Task ai-sdk-loop'))) {
+    const seen = callsSeen(messages);
+    if (seen >= loopSteps - 1) return { content: `I read ${seen} pages.` };
+    return {
+      toolCalls: [{ id: `call_loop_${seen + 1}`, name: 'read_page', arguments: `{"page":${seen + 1}}` }],
+    };
+  }
+  const asked = /^Task agents-(\w+): read page (\d+)\.$/.exec(lastUser);
+  if (asked !== null) {
+    if (messages.at(-1)?.role === 'tool') return { content: `I read page ${asked[2]}.` };
+    return {
+      toolCalls: [
+        { id: `call_${asked[1]}_${asked[2]}`, name: 'read_page', arguments: `{"page":${asked[2]}}` },
+      ],
+    };
+  }
+  return undefined;
+}
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+/** The gateway's request lines for a route since a point in its log. */
+function requestLines(from: number, route: string) {
+  return harness.logLines
+    .slice(from)
+    .map(
+      (line) =>
+        JSON.parse(line) as { msg: string; route?: string; status?: number; context?: { modified: boolean } },
+    )
+    .filter((line) => line.msg === 'request' && line.route === route);
+}
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ windows: { [model]: window }, recordLimit: 200, respond });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
+    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n`,
+  });
+  await waitUntilReady(harness);
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+describe('the AI SDK 7, default provider openai(model)', () => {
+  it('holds three turns whose earlier answers it sends as item_reference items', async () => {
+    const result = await runDriver<Failure & { turns: Array<{ text: string; itemReferences: number }> }>(
+      'ai-sdk.mjs',
+      { baseURL: harness.baseUrl, model, scenario: 'turns' },
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.turns).toEqual([
+      { text: 'Larkspur.', itemReferences: 0 },
+      { text: 'Juniper.', itemReferences: 1 },
+      { text: 'Larkspur and Juniper.', itemReferences: 2 },
+    ]);
+  });
+
+  it('finishes a 30-step stopWhen loop of ~1,500-token tool results on an 8,192-token model', async () => {
+    const from = harness.logLines.length;
+    const result = await runDriver<Failure & { steps: number; toolCalls: number; text: string }>(
+      'ai-sdk.mjs',
+      {
+        baseURL: harness.baseUrl,
+        model,
+        scenario: 'loop',
+      },
+    );
+    expect(result.error).toBeUndefined();
+    // 29 pages read, then the answer: the model saw all of its trajectory, what was fitted away named.
+    expect(result).toMatchObject({
+      steps: loopSteps,
+      toolCalls: loopSteps - 1,
+      text: `I read ${loopSteps - 1} pages.`,
+    });
+    const lines = requestLines(from, '/v1/responses');
+    expect(lines).toHaveLength(loopSteps);
+    expect(lines.every((line) => line.status === 200)).toBe(true);
+    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(loopSteps / 2);
+  });
+});
+
+describe('the Agents SDK over 25 turns', () => {
+  it.each(['responses', 'chat'])('with its %s model', async (api) => {
+    const from = harness.logLines.length;
+    const result = await runDriver<Failure & { answers: string[] }>('agents.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      api,
+      turns: 25,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.answers).toEqual(
+      Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`),
+    );
+    const lines = requestLines(from, api === 'responses' ? '/v1/responses' : '/v1/chat/completions');
+    expect(lines).toHaveLength(50);
+    // 25 pages of ~1,500 tokens do not fit 8,192: the later turns were fitted.
+    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
+  });
+});
+
+describe('openai 7', () => {
+  it('chats, streams and chains two Responses turns', async () => {
+    fake.setDefault({ content: 'Larkspur.' });
+    const result = await runDriver<Failure & Record<string, string>>('openai.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.version).toMatch(/^7\./);
+    expect(result).toMatchObject({
+      chat: 'Larkspur.',
+      streamed: 'Larkspur.',
+      first: 'Larkspur.',
+      second: 'Larkspur.',
+    });
+    // The second turn reached the model with the first.
+    const last = fake.chatRequests.at(-1)?.body as { messages: ChatMessage[] };
+    expect(last.messages.map(textOf)).toEqual(['Remember the word Larkspur.', 'Larkspur.', 'Which word?']);
+  });
+});
