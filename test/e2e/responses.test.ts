@@ -1,10 +1,12 @@
 // End to end (issue "The Responses API"): POST /v1/responses through the official openai client and the
-// AI SDK's default openai(model) provider, bridged onto a strict fake that only speaks Chat Completions:
+// AI SDK's default openai(model) provider and LangChain's ChatOpenAI with useResponsesApi, bridged onto a strict fake that only speaks Chat Completions:
 // whole and streamed answers, a function tool round trip, previous_response_id chains fitted into an
 // 8,192-token window, continued on another gateway process and after a restart, and the stored
 // responses' endpoints.
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
+import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from '@langchain/core/messages';
+import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -375,5 +377,47 @@ describe('the AI SDK’s default openai(model) provider (the Responses API)', ()
       stopWhen: stepCountIs(3),
     });
     expect(result.text).toBe('Cold in Oslo.');
+  });
+});
+
+describe('LangChain’s ChatOpenAI with useResponsesApi', () => {
+  it('runs a 30-step tool loop of ~1,500-token results on an 8,192-token model, no truncation passed', async () => {
+    const steps = 30;
+    fake.enqueue(
+      ...Array.from({ length: steps - 1 }, (_unused, index) => ({
+        toolCalls: [{ id: `call_lc_${index + 1}`, name: 'read_page', arguments: `{"page":${index + 1}}` }],
+      })),
+    );
+    fake.setDefault({ content: 'All pages read.' });
+    const model = new ChatOpenAI({
+      model: 'chain-model',
+      apiKey: 'sk-responses',
+      maxRetries: 0,
+      useResponsesApi: true,
+      configuration: { baseURL: harness.baseUrl },
+    }).bindTools([
+      {
+        type: 'function',
+        function: {
+          name: 'read_page',
+          description: 'Reads one page of the log.',
+          parameters: { type: 'object', properties: { page: { type: 'number' } }, required: ['page'] },
+        },
+      },
+    ]);
+    const history: BaseMessage[] = [new HumanMessage('Read the log page by page, then say so.')];
+    let answer: AIMessage | undefined;
+    for (let step = 1; step <= steps; step++) {
+      answer = (await model.invoke(history)) as AIMessage;
+      history.push(answer);
+      for (const call of answer.tool_calls ?? [])
+        history.push(new ToolMessage({ content: prose(1_500, step), tool_call_id: call.id ?? '' }));
+    }
+    expect(answer?.tool_calls ?? []).toEqual([]);
+    expect(answer?.text).toBe('All pages read.');
+    // The whole history (~45,000 tokens) was sent each time and fitted by the gateway.
+    expect(
+      Math.max(...fake.chatRequests.slice(-steps).map((request) => request.promptTokens ?? 0)),
+    ).toBeLessThanOrEqual(window);
   });
 });
