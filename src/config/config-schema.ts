@@ -138,6 +138,11 @@ export const policySchema = z.strictObject({
    * of what it covers is repaired: one more call restates them, the rest is appended verbatim.
    */
   summary_min_fact_recall: z.number().min(0).max(1).optional(),
+  /**
+   * The user's own sentences that state a fact are kept verbatim beside the summary (a notes region), at
+   * most this share of the window, the oldest leaving first; 0 turns the notes off.
+   */
+  summary_notes_share: z.number().min(0).max(0.5).optional(),
   /** Budgets of requests that name this preset (the tightest of these and the credential's apply). */
   budgets: budgetSetSchema.optional(),
 });

@@ -20,6 +20,8 @@ export interface ResolvedPolicy extends ContextPolicy {
   summary_model: string;
   summary_max_tokens: number;
   summary_min_fact_recall: number;
+  /** The user's own fact-stating sentences kept verbatim beside the summary: at most this share of the window. */
+  summary_notes_share: number;
 }
 
 export const builtInPolicy: ResolvedPolicy = {
@@ -46,6 +48,7 @@ export const builtInPolicy: ResolvedPolicy = {
   summary_model: '',
   summary_max_tokens: 1_024,
   summary_min_fact_recall: 1,
+  summary_notes_share: 0.08,
 };
 
 export const builtInPresets: Record<string, PolicyConfig> = {

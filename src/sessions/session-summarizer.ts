@@ -27,6 +27,7 @@ import {
   type SummaryPlan,
   type TurnSummaryPlan,
 } from '../context/summary.js';
+import { joinSummaryText, mergeNotes, splitSummaryText, userStatements } from '../context/summary-notes.js';
 import { messageText } from '../context/turns.js';
 import { factsInSlices } from './facts-in-slices.js';
 import { countMessageTokens } from '../context/token-accounting.js';
@@ -93,7 +94,9 @@ type SummaryJob =
   | {
       kind: 'history';
       range: StoredMessage[];
+      /** The previous summary's prose (what the summarizer extends) and its notes (kept by the gateway). */
       previousText: string | undefined;
+      previousNotes: string[];
       fromMessage: number;
       expectedToMessage: number;
       historyTokens: number;
@@ -213,6 +216,7 @@ export function createSessionSummarizer(deps: {
   ): Promise<SummaryJob | undefined> {
     const { key, policy } = input;
     const { headMessages: head, archivedCount: archived, summary: previous } = snapshot;
+    const previousParts = splitSummaryText(previous?.text);
     const positionOf = (activeIndex: number): number =>
       activeIndex < head ? activeIndex : activeIndex + archived;
     const roles = snapshot.messages.map((entry) => String(entry.message.role));
@@ -269,7 +273,8 @@ export function createSessionSummarizer(deps: {
     return {
       kind: 'history',
       range: range.messages,
-      previousText: previous?.text,
+      previousText: previousParts.prose,
+      previousNotes: previousParts.notes,
       fromMessage: plan.fromMessage,
       expectedToMessage: previous?.toMessage ?? 0,
       historyTokens: plan.historyTokens,
@@ -482,17 +487,31 @@ export function createSessionSummarizer(deps: {
         withToolResults,
         sourceFacts,
       });
-      const recallBefore = verdict.factsTotal === 0 ? 1 : verdict.factsKept / verdict.factsTotal;
-      Object.assign(details, { factsKept: verdict.factsKept, factsTotal: verdict.factsTotal });
+      // The user's own statements of facts are kept verbatim beside the prose (the notes): what they
+      // state is kept whatever the summarizer wrote, and is not repaired.
+      const notes =
+        job.kind === 'history'
+          ? mergeNotes(
+              job.previousNotes,
+              userStatements(coveredMessages),
+              Math.floor(input.window * policy.summary_notes_share),
+              tokenizerFor(config, tokenizers, input.model),
+            )
+          : [];
+      const notesText = notes.join('\n');
+      const missingFacts = verdict.missingFacts.filter((fact) => !statesFact(notesText, fact));
+      const factsKept = verdict.factsTotal - missingFacts.length;
+      const recallBefore = verdict.factsTotal === 0 ? 1 : factsKept / verdict.factsTotal;
+      Object.assign(details, { factsKept, factsTotal: verdict.factsTotal, notes: notes.length });
       if (!verdict.ok) return { outcome: 'rejected', reason: verdict.reason };
       metrics.summarizationFactRecall.observe({ stage: 'before_repair' }, recallBefore);
       let text = answer.text.trim();
-      if (verdict.missingFacts.length > 0 && recallBefore < policy.summary_min_fact_recall) {
+      if (missingFacts.length > 0 && recallBefore < policy.summary_min_fact_recall) {
         const repaired = await repairSummaryFacts({
           input,
           job,
           text,
-          missingFacts: verdict.missingFacts,
+          missingFacts,
           covered: coveredMessages,
           target: call.target,
           summaryModel,
@@ -504,7 +523,7 @@ export function createSessionSummarizer(deps: {
           factsKeptAfterRepair: verdict.factsTotal - repaired.stillMissing,
         });
       }
-      const stillMissing = verdict.missingFacts.filter((fact) => !statesFact(text, fact)).length;
+      const stillMissing = missingFacts.filter((fact) => !statesFact(text, fact)).length;
       metrics.summarizationFactRecall.observe(
         { stage: 'after_repair' },
         verdict.factsTotal === 0 ? 1 : (verdict.factsTotal - stillMissing) / verdict.factsTotal,
@@ -513,7 +532,7 @@ export function createSessionSummarizer(deps: {
         input,
         job,
         lock,
-        text,
+        text: joinSummaryText(text, notes),
         covered,
         previous: snapshot.summary,
         head: snapshot.headMessages,

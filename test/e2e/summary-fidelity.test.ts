@@ -1,9 +1,11 @@
-// Summaries that real summarizers can pass (SPEC §7): a 300-turn session in an 8,192-token window with a
-// fact planted every 10 turns, the turns numbered and the facts in numbered lists (incidental numbers a
-// real summarizer drops), summarized by three fake summarizers — ideal extractive, realistic (restates
-// facts in its own words, drops filler and numbering) and lossy (loses a fifth of the facts at random).
-// Then one question per fact, answered by a fake model from what its prompt holds. openai client, real
-// Redis, the strict fake provider.
+// Summaries that real summarizers can pass: a 300-turn session in an 8,192-token window with a fact
+// stated by the user every 10 turns, the turns numbered and the facts in numbered lists (incidental
+// numbers a real summarizer drops), and README excerpts pasted along the way (paths, versions, URLs: more
+// identifiers than any summary keeps). Summarized by three fake summarizers written as real ones behave —
+// ideal extractive; realistic (restates what it keeps in its own words, drops numbering, and keeps about
+// 70% of the facts it is given, deciding afresh at every call); lossy (keeps about 40%) — then one
+// question per fact, answered by a fake model from what its prompt holds. openai client, real Redis, the
+// strict fake provider.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -22,6 +24,13 @@ const window = 8_192;
 const words = ['river', 'stone', 'lamp', 'green', 'window', 'quiet', 'harbor', 'paper', 'silver', 'field'];
 const filler = (count: number, offset = 0): string =>
   Array.from({ length: count }, (_unused, index) => words[(index * 7 + offset) % words.length]).join(' ');
+/** A README excerpt the user pastes: a dozen identifiers (paths, versions, URLs, names) in prose. */
+const readme = (index: number): string =>
+  `Here is the README of service ${index}: ${filler(60, index)} Build it with npm run build_svc${index} ` +
+  `and configure packages/svc_${index}/config/settings_${index % 9}.yaml before release v${index % 7}.${index % 11}.${index % 5}. ` +
+  `${filler(60, index + 3)} The API lives at https://svc${index}.example.com/api/v${index % 3} and logs to ` +
+  `/var/log/svc_${index}/app.log; owners are team_${index % 13} and ops_${index % 17}. ${filler(60, index + 5)} ` +
+  `Migrations: db/migrate/${2_000 + index}_add_index.sql, rollback with make rollback_${index}.`;
 const codeFor = (fact: number): string => `K${fact}-${((fact * 7_919 + 104_729) % 90_000) + 10_000}`;
 
 const shape: FactShape = {
@@ -86,9 +95,11 @@ async function factsAnswered(summarizer: Summarizer): Promise<{ answered: number
   for (let index = 0; index < 300; index++) {
     const fact = index % 10 === 5 ? (index - 5) / 10 + 1 : undefined;
     await ask(
-      fact === undefined
-        ? `Turn ${index}. ${filler(90, index)}`
-        : `Turn ${index}. Notes for today:\n1. ${filler(30, index)}\n2. The access code for vault ${fact} is ${codeFor(fact)}.\n3. ${filler(30, index + 1)}`,
+      fact !== undefined
+        ? `Turn ${index}. Notes for today:\n1. ${filler(30, index)}\n2. The access code for vault ${fact} is ${codeFor(fact)}.\n3. ${filler(30, index + 1)}`
+        : index % 10 === 2
+          ? `Turn ${index}. ${readme(index)}`
+          : `Turn ${index}. ${filler(90, index)}`,
     );
   }
   await harness.gateway.summarizer.idle();
@@ -99,28 +110,26 @@ async function factsAnswered(summarizer: Summarizer): Promise<{ answered: number
 }
 
 describe('summaries that real summarizers can pass', () => {
-  it('keeps ≥ 95% of 30 facts with the ideal and the realistic summarizer, none refused', async () => {
+  it('keeps every fact with an ideal extractive summarizer', async () => {
     const rejectedBefore = await metric('ctxgate_summarization_runs_total{outcome="rejected"}');
     const extractive = await factsAnswered(extractiveSummarizer(shape));
-    const realistic = await factsAnswered(paraphrasingSummarizer(shape));
-    console.log(`facts answered: extractive ${extractive.answered}/30, realistic ${realistic.answered}/30`);
-    expect(extractive.answered).toBeGreaterThanOrEqual(29);
-    expect(realistic.answered).toBeGreaterThanOrEqual(29);
-    expect(extractive.retries + realistic.retries).toBe(0);
+    console.log(`facts answered: extractive ${extractive.answered}/30`);
+    expect(extractive.answered).toBe(30);
+    expect(extractive.retries).toBe(0);
     expect(await metric('ctxgate_summarization_runs_total{outcome="rejected"}')).toBe(rejectedBefore);
     expect(await metric('ctxgate_summarization_runs_total{outcome="stored"}')).toBeGreaterThan(4);
-  }, 120_000);
+  }, 180_000);
 
-  it('keeps ≥ 90% of the facts with a summarizer that loses a fifth of them, by repairing its summaries', async () => {
-    const repairsBefore = fake.summaryRequests.length;
-    const lossy = await factsAnswered(paraphrasingSummarizer(shape, { loseShare: 0.2, seed: 11 }));
+  it('keeps ≥ 28 of 30 facts with a realistic summarizer that keeps about 70% of them', async () => {
+    const realistic = await factsAnswered(paraphrasingSummarizer(shape, { loseShare: 0.3, seed: 5 }));
+    console.log(`facts answered: realistic ${realistic.answered}/30`);
+    expect(realistic.answered).toBeGreaterThanOrEqual(28);
+    expect(realistic.retries).toBe(0);
+  }, 180_000);
+
+  it('keeps ≥ 24 of 30 facts with a lossy summarizer that keeps about 40% of them', async () => {
+    const lossy = await factsAnswered(paraphrasingSummarizer(shape, { loseShare: 0.6, seed: 11 }));
     console.log(`facts answered: lossy ${lossy.answered}/30`);
-    expect(lossy.answered).toBeGreaterThanOrEqual(27);
-    // The repair calls happened: more summarizer calls than stored summaries.
-    const repairCalls = fake.summaryRequests
-      .slice(repairsBefore)
-      .filter((request) => JSON.stringify(request.body).includes('Statements whose facts are missing'));
-    expect(repairCalls.length).toBeGreaterThan(0);
-    expect(await metric('ctxgate_summarization_fact_recall_count{stage="after_repair"}')).toBeGreaterThan(0);
-  }, 120_000);
+    expect(lossy.answered).toBeGreaterThanOrEqual(24);
+  }, 180_000);
 });

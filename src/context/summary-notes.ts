@@ -1,0 +1,90 @@
+// The notes region of a session's summary: what the user stated, kept verbatim beside the summarizer's
+// prose. A summarizer paraphrases and drops what it judges minor — real ones keep 40–70% of the
+// identifiers they are given, and a running summary loses more at every rewrite — so the user's own
+// sentences that carry a fact (a code, an amount, a date, a path, a name with digits) are not left to
+// it: the gateway copies them out of the covered turns, carries them from summary to summary, and bounds
+// them by tokens (the oldest leave first). Pasted material (a user message longer than
+// `pasteCharacters`: a README, a log) is not the user's statement and is left to the summary. Pure.
+import { identifierFacts } from './summary.js';
+import { messageText } from './turns.js';
+import type { ContextMessage, Tokenizer } from './types.js';
+
+/** The line that opens the notes in a stored summary's text (the prose comes before it). */
+export const notesHeading = "[ctxgate] The user's own statements, kept verbatim:";
+
+/** A user message longer than this is pasted material, not a statement of the user's own. */
+const pasteCharacters = 1_200;
+/** A statement longer than this is cut around its facts: a note is a sentence, not a paragraph. */
+const noteCharacters = 300;
+
+/** The stored summary text as its two parts: the summarizer's prose and the notes. */
+export function splitSummaryText(text: string | undefined): { prose: string | undefined; notes: string[] } {
+  if (text === undefined) return { prose: undefined, notes: [] };
+  const at = text.indexOf(notesHeading);
+  if (at < 0) return { prose: text, notes: [] };
+  const notes = text
+    .slice(at + notesHeading.length)
+    .split('\n')
+    .map((line) => line.replace(/^- /, '').trim())
+    .filter((line) => line !== '');
+  return { prose: text.slice(0, at).trim(), notes };
+}
+
+/** The text stored and rendered: the prose, then the notes under their heading. */
+export function joinSummaryText(prose: string, notes: readonly string[]): string {
+  if (notes.length === 0) return prose;
+  return `${prose}\n\n${notesHeading}\n${notes.map((note) => `- ${note}`).join('\n')}`;
+}
+
+/** The sentences (or lines) of the user's own messages in `covered` that state a fact, oldest first. */
+export function userStatements(covered: readonly ContextMessage[]): string[] {
+  const statements: string[] = [];
+  for (const message of covered) {
+    if (message.role !== 'user') continue;
+    const text = messageText(message);
+    if (text.length > pasteCharacters) continue;
+    for (const line of text.split('\n'))
+      for (const raw of line.split(/(?<=[.!?])\s+/)) {
+        // List numbering and bullets are the user's layout, not the fact.
+        const sentence = raw.replace(/^\s*(?:\d{1,3}[.)]|[-*•])\s+/, '').trim();
+        const facts = identifierFacts(sentence);
+        if (facts.length === 0) continue;
+        if (sentence.length <= noteCharacters) statements.push(sentence);
+        else {
+          const at = sentence.indexOf(facts[0] as string);
+          statements.push(sentence.slice(Math.max(0, at - 140), at + 160).trim());
+        }
+      }
+  }
+  return statements;
+}
+
+const normal = (note: string): string => note.replace(/\s+/g, ' ').trim().toLowerCase();
+
+/**
+ * The notes once `fresh` statements join `previous` ones: each once (a repeated statement moves to the
+ * end, as the newest), at most `budgetTokens` in all, the oldest leaving first.
+ */
+export function mergeNotes(
+  previous: readonly string[],
+  fresh: readonly string[],
+  budgetTokens: number,
+  tokenizer: Tokenizer,
+): string[] {
+  const byKey = new Map<string, string>();
+  for (const note of [...previous, ...fresh]) {
+    const key = normal(note);
+    byKey.delete(key);
+    byKey.set(key, note);
+  }
+  const notes = [...byKey.values()];
+  let tokens = 0;
+  let keepFrom = notes.length;
+  while (keepFrom > 0) {
+    const cost = tokenizer.count(notes[keepFrom - 1] as string) + 2;
+    if (tokens + cost > budgetTokens) break;
+    tokens += cost;
+    keepFrom--;
+  }
+  return notes.slice(keepFrom);
+}

@@ -1,0 +1,94 @@
+// The notes region of a session summary: the user's own sentences that state a fact, copied out of the
+// covered turns verbatim (numbering and pasted material aside), carried from summary to summary and
+// bounded by tokens, the oldest leaving first.
+import { describe, expect, it } from 'vitest';
+import {
+  joinSummaryText,
+  mergeNotes,
+  notesHeading,
+  splitSummaryText,
+  userStatements,
+} from '../../src/context/summary-notes.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+
+const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
+
+describe('userStatements', () => {
+  it.each<[string, string, string[]]>([
+    [
+      'a numbered list: the fact line without its number',
+      'Notes for today:\n1. lamp river stone\n2. The access code for vault 3 is K3-12345.\n3. quiet field',
+      ['The access code for vault 3 is K3-12345.'],
+    ],
+    [
+      'sentences in a line',
+      'Ship it on Friday. Our invoice is INV-2024-0042. Thanks!',
+      ['Our invoice is INV-2024-0042.'],
+    ],
+    [
+      'a path and an amount',
+      'Put it in src/billing/invoice.ts and charge 1,250.50 EUR',
+      ['Put it in src/billing/invoice.ts and charge 1,250.50 EUR'],
+    ],
+    ['no fact: small counts and plain words', 'Give me 3 options for turn 12, please.', []],
+    [
+      'pasted material (a long message) is not a statement',
+      `README: ${'see docs/setup_guide.md '.repeat(80)}`,
+      [],
+    ],
+  ])('%s', (_name, text, expected) => {
+    expect(userStatements([{ role: 'user', content: text }])).toEqual(expected);
+  });
+
+  it('reads user messages only', () => {
+    expect(
+      userStatements([
+        { role: 'assistant', content: 'The code is K9-99999.' },
+        { role: 'tool', tool_call_id: 'a', content: 'version 4.12.7' },
+        { role: 'user', content: 'Mine is K1-10000.' },
+      ]),
+    ).toEqual(['Mine is K1-10000.']);
+  });
+});
+
+describe('mergeNotes', () => {
+  it('keeps each statement once, the repeated one as the newest', () => {
+    expect(mergeNotes(['A is K1-1.', 'B is K2-2.'], ['a  is k1-1.', 'C is K3-3.'], 1_000, tokenizer)).toEqual(
+      ['B is K2-2.', 'a  is k1-1.', 'C is K3-3.'],
+    );
+  });
+
+  it('drops the oldest first when over the budget', () => {
+    const notes = Array.from(
+      { length: 40 },
+      (_unused, index) => `The code for vault ${index} is K${index}-12345.`,
+    );
+    const kept = mergeNotes(notes.slice(0, 20), notes.slice(20), 150, tokenizer);
+    expect(kept.at(-1)).toBe(notes[39]);
+    expect(kept.length).toBeLessThan(40);
+    expect(kept).toEqual(notes.slice(40 - kept.length));
+    const tokens = kept.reduce((sum, note) => sum + tokenizer.count(note) + 2, 0);
+    expect(tokens).toBeLessThanOrEqual(150);
+  });
+
+  it('keeps nothing with no budget', () => {
+    expect(mergeNotes(['A is K1-1.'], ['B is K2-2.'], 0, tokenizer)).toEqual([]);
+  });
+});
+
+describe('the stored text', () => {
+  it('splits back into the prose and the notes it was joined from', () => {
+    const text = joinSummaryText('They agreed on the rollout.', ['Vault 1 is K1-10000.', 'Pay 1,250 EUR.']);
+    expect(text).toContain(notesHeading);
+    expect(splitSummaryText(text)).toEqual({
+      prose: 'They agreed on the rollout.',
+      notes: ['Vault 1 is K1-10000.', 'Pay 1,250 EUR.'],
+    });
+  });
+
+  it('is the prose alone without notes, and a summary stored before notes existed reads as prose', () => {
+    expect(joinSummaryText('Prose only.', [])).toBe('Prose only.');
+    expect(splitSummaryText('Prose only.')).toEqual({ prose: 'Prose only.', notes: [] });
+    expect(splitSummaryText(undefined)).toEqual({ prose: undefined, notes: [] });
+  });
+});
