@@ -96,6 +96,13 @@ export interface CurrentTurnFit {
   noticeTokens: number;
   oversizeTruncated: boolean;
   tooLarge: boolean;
+  /**
+   * The same turn with masked results given back whole, newest first, while they fit in `room` more
+   * tokens (what the history left over): undefined when none fits. Masking ran in steps, oldest first,
+   * and may have freed more than the request needed; a result is never kept masked while a newer one
+   * could have been sent whole.
+   */
+  giveBack(room: number): CurrentTurnFit | undefined;
 }
 
 interface Group {
@@ -314,6 +321,28 @@ class TurnFitting {
       saved += this.dropOldest();
   }
 
+  /** Unmasks the newest masked results while `room` holds them; the results given back, newest first. */
+  giveBack(room: number): ToolResult[] {
+    const given: ToolResult[] = [];
+    const masked = this.results
+      .filter((result) => result.masked && result.group >= this.dropped)
+      .sort((a, b) => b.index - a.index);
+    for (const result of masked) {
+      const extra = result.wholeTokens - result.maskedTokens;
+      if (extra > room) break;
+      result.masked = false;
+      this.total += extra;
+      room -= extra;
+      given.push(result);
+    }
+    return given;
+  }
+
+  /** Masks again what giveBack unmasked (the exact count overshot the estimate). */
+  retake(result: ToolResult): void {
+    this.mask(this.results.indexOf(result));
+  }
+
   /** The newest group alone is too big: its results are cut to what is left, masked if little is. */
   cutNewest(): void {
     const { budget, policy } = this.input;
@@ -428,26 +457,47 @@ class TurnFitting {
   }
 }
 
+/** The turn as fitted: built within `budget`, truncated results cut a little more should the exact counts overshoot. */
+function buildWithin(fitting: TurnFitting, budget: number): ReturnType<TurnFitting['build']> {
+  let built = fitting.build(0);
+  for (let attempt = 0, slack = 0; attempt < 3 && !fitting.tooLarge && built.tokens > budget; attempt++) {
+    if (built.truncated === 0) break;
+    slack += Math.ceil((built.tokens - budget) / built.truncated) + 4;
+    built = fitting.build(slack);
+  }
+  return built;
+}
+
 export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
   const fitting = new TurnFitting(input);
   fitting.replay();
   fitting.cutNewest();
   fitting.dropRest();
   fitting.cutUserMessage();
-  // The sizes of truncated results were estimated; should the exact ones overshoot, they are cut a
-  // little more.
-  let built = fitting.build(0);
-  for (
-    let attempt = 0, slack = 0;
-    attempt < 3 && !fitting.tooLarge && built.tokens > input.budget;
-    attempt++
-  ) {
-    if (built.truncated === 0) break;
-    slack += Math.ceil((built.tokens - input.budget) / built.truncated) + 4;
-    built = fitting.build(slack);
-  }
+  return fitOf(input, fitting, buildWithin(fitting, input.budget));
+}
+
+function fitOf(
+  input: CurrentTurnInput,
+  fitting: TurnFitting,
+  built: ReturnType<TurnFitting['build']>,
+): CurrentTurnFit {
   const summary = input.turnSummary;
   return {
+    giveBack(room: number): CurrentTurnFit | undefined {
+      if (fitting.tooLarge || built.masked === 0 || room <= 0) return undefined;
+      const limit = built.tokens + room;
+      const given = fitting.giveBack(room);
+      if (given.length === 0) return undefined;
+      let rebuilt = buildWithin(fitting, limit);
+      // The estimate of a truncated result may be short of its exact count: the oldest given back is
+      // masked again until the turn fits the room.
+      while (rebuilt.tokens > limit && given.length > 0) {
+        fitting.retake(given.pop() as ToolResult);
+        rebuilt = buildWithin(fitting, limit);
+      }
+      return given.length === 0 ? undefined : fitOf(input, fitting, rebuilt);
+    },
     messages: built.messages,
     tokens: built.tokens,
     truncated: built.truncated,

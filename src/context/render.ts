@@ -689,7 +689,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
   const summarized = turnSummaryPart(fit);
   // With any history, room for the omission notice is kept: if history does not fit, it is needed.
   const currentTurnBudget = fit.historyBudget - (history.length > 0 ? fit.noticeTokens : 0);
-  const fitted = fitCurrentTurn({
+  let fitted = fitCurrentTurn({
     turn: messages.slice(current.start, current.end),
     turnTokens: messageTokens.slice(current.start, current.end),
     budget: currentTurnBudget,
@@ -742,15 +742,27 @@ function renderFitted(input: RenderInput): RenderOutcome {
     return { start, end, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
   const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens);
-  const built = assemble({
-    fit,
-    forms,
-    firstWindowIndex,
-    historyTurns,
-    formOf,
-    summarizedTurn: summarized.turn,
-    current: fitted.messages,
-  });
+  const assembled = (turn: ReturnType<typeof fitCurrentTurn>) =>
+    assemble({
+      fit,
+      forms,
+      firstWindowIndex,
+      historyTurns,
+      formOf,
+      summarizedTurn: summarized.turn,
+      current: turn.messages,
+    });
+  let built = assembled(fitted);
+  // Room the history left, less the clear_at_least kept free for the loop's next steps (so consecutive
+  // requests keep their prefix): the current turn's masked results come back, newest first, while
+  // they fit in it.
+  const notice = built.notice === undefined ? 0 : fit.count(built.notice);
+  const leftover = fit.historyBudget - built.historyTokens - notice - fitted.tokens;
+  const givenBack = fitted.giveBack(leftover - policy.clear_at_least);
+  if (givenBack !== undefined) {
+    fitted = givenBack;
+    built = assembled(fitted);
+  }
   return fittedOutcome(fit, current, fitted, built, firstWindowIndex);
 }
 

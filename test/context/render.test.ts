@@ -222,6 +222,29 @@ describe('renderContext', () => {
     expect(prefixKept).toBe(10);
   });
 
+  it('gives masked results back, newest first, while they fit', () => {
+    // Eleven steps of uneven results in 379 tokens: fitting drops the oldest nine steps' worth of
+    // room step by step, and masking as it went had masked c9 (11 words) although, once the steps were
+    // dropped, it fits whole beside the newest result.
+    const sizes = [251, 33, 48, 182, 243, 75, 123, 52, 45, 11, 289];
+    const messages = [
+      user('go'),
+      ...sizes.flatMap((size, index) => iteration(`c${index}`, text(size, `r${index}`))),
+    ];
+    const { messages: rendered, report } = render(messages, { window: 379 }, { keep_last: 1 });
+    expect(rendered.find((message) => message.tool_call_id === 'c9')?.content).toBe(text(11, 'r9'));
+    expect(rendered.find((message) => message.tool_call_id === 'c10')?.content).toBe(text(289, 'r10'));
+    expect(report.inputTokens).toBeLessThanOrEqual(379);
+    // What stays masked is older than what is whole, and could not come back: too big for the room.
+    const room = 379 - report.inputTokens;
+    for (const message of rendered)
+      if (message.role === 'tool' && String(message.content).startsWith('[result masked')) {
+        const index = Number(message.tool_call_id?.slice(1));
+        expect(index).toBeLessThan(9);
+        expect((sizes[index] as number) - 7).toBeGreaterThan(room);
+      }
+  });
+
   it('masks the tools named in exclude_tools last', () => {
     const messages: ContextMessage[] = [
       user('go'),
