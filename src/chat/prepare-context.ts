@@ -295,6 +295,7 @@ export function contextResponseHeaders({
     'x-context-input-tokens': String(inputTokens),
     'x-context-usage': ((inputTokens + settings.outputReserve) / report.window).toFixed(2),
     'x-context-dropped-messages': String(report.droppedMessages),
+    'x-context-summarized-messages': String(report.summarizedMessages),
     'x-context-truncated-tool-results': String(report.truncatedToolResults),
     'x-context-masked-tool-results': String(report.maskedToolResults),
     'x-context-summary': report.summaryUsed ? 'used' : 'none',

@@ -46,7 +46,7 @@ export interface RenderInput {
    * A summary of earlier messages (a session's, SPEC §7): always sent, counted in the budget as its own
    * region, and placed before the first message at or after `position` (an index into `messages`).
    */
-  summary?: { message: ContextMessage; position: number; tokens?: number };
+  summary?: { message: ContextMessage; position: number; tokens?: number; covers?: number };
   /**
    * A summary of the current turn's older iteration groups (in-turn compaction): it stands, right after
    * the turn's user message, for the turn's messages before `coversUntil` (an index into `messages`).
@@ -306,6 +306,7 @@ function unchanged(values: {
         safetyMargin: input.safetyMarginTokens,
       },
       droppedMessages: 0,
+      summarizedMessages: 0,
       droppedTurns: 0,
       droppedIterationGroups: 0,
       truncatedToolResults: 0,
@@ -625,7 +626,13 @@ function assemble(options: {
     if (form === undefined) {
       omitted += turn.end - turn.start;
       droppedTurns++;
-    } else if (form === 'user_only') omitted += turn.end - turn.start - 1;
+    } else if (form === 'user_only')
+      // Its in-turn summary, still sent, stands for the messages it covers: they are not omitted.
+      omitted +=
+        turn.end -
+        turn.start -
+        1 -
+        (index === options.summarizedTurn ? formOf(index, 'user_only').summarized : 0);
   }
   const rendered: ContextMessage[] = messages.slice(0, fit.systemCount);
   const notice = omitted > 0 ? omissionNotice(omitted, summary !== undefined) : undefined;
@@ -815,6 +822,7 @@ function fittedOutcome(
         safetyMargin: input.safetyMarginTokens,
       },
       droppedMessages: built.omitted + fitted.droppedMessages,
+      summarizedMessages: (summary?.covers ?? 0) + built.summarizedMessages + fitted.summarizedMessages,
       droppedTurns: built.droppedTurns,
       droppedIterationGroups: fitted.droppedGroups,
       truncatedToolResults: fitted.truncated,

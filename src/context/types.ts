@@ -66,8 +66,10 @@ export interface RenderReport {
   inputTokens: number;
   historyBudget: number;
   regions: RegionTokens;
-  /** Messages of the input not sent (whole turns and dropped iteration groups). */
+  /** Messages of the conversation neither sent nor stood for by a summary (whole turns, dropped groups). */
   droppedMessages: number;
+  /** Messages not sent that a summary sent in their place stands for (a session's, a turn's). */
+  summarizedMessages: number;
   droppedTurns: number;
   droppedIterationGroups: number;
   truncatedToolResults: number;

@@ -228,6 +228,7 @@ function sessionView(
             message: summaryMessage(snapshot.summary.text, summarized),
             position: systemCount + Math.min(head, stored.length),
             tokens: snapshot.summary.tokens,
+            covers: summarized,
           },
 
     turnSummary: localTurnSummary(snapshot, systemCount),

@@ -245,6 +245,32 @@ describe('renderContext', () => {
       }
   });
 
+  it('counts each message once: sent, summarized by an in-turn summary, or omitted', () => {
+    // The first turn, an agent task whose first four steps an in-turn summary stands for, is kept (as
+    // keep_first_turns asks) but only as its user message and summary: its later steps are omitted,
+    // the summarized ones are not counted as omitted too.
+    const first = [
+      user('task one'),
+      ...['a', 'b', 'c', 'd', 'e', 'f'].flatMap((id) => iteration(id, text(40, id))),
+    ];
+    const messages = [...first, assistant('done'), user(text(95, 'now'))];
+    const turnSummary = {
+      message: { role: 'system' as const, content: 'steps a to d read files' },
+      coversUntil: 1 + 8,
+      tokens: 9,
+    };
+    const { messages: rendered, report } = render(messages, { window: 150, turnSummary });
+    expect(rendered.map((message) => message.content)).toEqual([
+      'task one',
+      'steps a to d read files',
+      "[ctxgate] 5 earlier messages of this conversation were omitted to fit the model's context window.",
+      text(95, 'now'),
+    ]);
+    expect(report.summarizedMessages).toBe(8);
+    expect(report.droppedMessages).toBe(5);
+    expect(2 + report.summarizedMessages + report.droppedMessages).toBe(messages.length);
+  });
+
   it('masks the tools named in exclude_tools last', () => {
     const messages: ContextMessage[] = [
       user('go'),

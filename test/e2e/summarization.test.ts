@@ -83,6 +83,12 @@ interface TurnRecord {
   latencyMs: number;
   retries: string | null;
   summary: string | null;
+  dropped: number;
+  summarized: number;
+  /** What the provider was sent: the conversation's own messages, and the gateway's summary and notice. */
+  sent: number;
+  summaryCovers: number;
+  noticeOmits: number;
 }
 
 async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
@@ -90,11 +96,22 @@ async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
   const { data, response } = await client.chat.completions
     .create({ model, messages: [{ role: 'user', content }] })
     .withResponse();
+  const upstream = fake.chatRequests.filter((request) => !isSummaryRequest(request.body)).at(-1);
+  const texts = (
+    (upstream?.body as { messages?: Array<{ content: string }> } | undefined)?.messages ?? []
+  ).map((message) => message.content);
+  const stated = (pattern: RegExp): number =>
+    texts.reduce((sum, text) => sum + Number(pattern.exec(text)?.[1] ?? 0), 0);
   return {
     content: data.choices[0]?.message.content ?? '',
     latencyMs: performance.now() - startedAt,
     retries: response.headers.get('x-context-retries'),
     summary: response.headers.get('x-context-summary'),
+    dropped: Number(response.headers.get('x-context-dropped-messages')),
+    summarized: Number(response.headers.get('x-context-summarized-messages')),
+    sent: texts.filter((text) => !text.startsWith('[ctxgate]')).length,
+    summaryCovers: stated(/^\[ctxgate\] Summary of (\d+) earlier messages/),
+    noticeOmits: stated(/^\[ctxgate\] (\d+) earlier messages of this conversation were omitted/),
   };
 }
 
@@ -155,6 +172,14 @@ describe('summarization of a long session', () => {
     // The summary is sent once one exists, and said so.
     expect(turns[0]?.summary).toBe('none');
     expect(turns.at(-1)?.summary).toBe('used');
+    // Every message of the conversation is sent, summarized or dropped — exactly one of the three — and
+    // the headers, the summary and the notice agree on the numbers.
+    for (const [index, record] of turns.entries()) {
+      expect(record.sent + record.summarized + record.dropped).toBe(2 * index + 1);
+      expect(record.summarized).toBe(record.summaryCovers);
+      expect(record.dropped).toBe(record.noticeOmits);
+    }
+    expect(turns.at(-1)?.summarized).toBeGreaterThan(200);
 
     // The sessions API shows the summary and the range it stands for; the archive lost nothing.
     const headers = { authorization: 'Bearer sk-summaries' };

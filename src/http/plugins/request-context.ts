@@ -107,6 +107,7 @@ function logRequest(
               inputTokens: context.inputTokens,
               modified: context.modified,
               droppedMessages: context.droppedMessages,
+              summarizedMessages: context.summarizedMessages || undefined,
               droppedIterationGroups: context.droppedIterationGroups,
               truncatedToolResults: context.truncatedToolResults,
               maskedToolResults: context.maskedToolResults,
