@@ -46,6 +46,7 @@ function matchModelEntry(config: GatewayConfig, model: string): ModelEntry {
         tokenizer: entry.tokenizer,
         exactTokenizer: entry.exact_tokenizer,
         toolFormat: entry.tool_format ?? (entry.exact_tokenizer ? 'typescript' : 'json'),
+        noticePlacement: entry.notice_placement ?? (entry.exact_tokenizer ? 'inline' : 'user'),
         calibration: entry.calibration,
         fallbacks: entry.fallbacks,
       };

@@ -132,6 +132,7 @@ export function prepareContext(options: {
     messages: conversation,
     tools: chatRequest.tools,
     toolFormat: settings.model.toolFormat,
+    noticePlacement: settings.model.noticePlacement,
     tokenizer,
     window: renderWindow,
     outputReserve: settings.outputReserve,

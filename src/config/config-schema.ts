@@ -73,6 +73,13 @@ export const modelEntrySchema = z.strictObject({
    */
   tool_format: z.enum(['typescript', 'json']).optional(),
   /**
+   * Where the gateway's notices and summaries go: `inline` (system messages where they stand), `user`
+   * (carried in the user message next to them), `leading_system` (appended to the leading system
+   * message). Default: inline with an exact tokenizer (OpenAI's API), user otherwise (open models' chat
+   * templates accept a system message only first).
+   */
+  notice_placement: z.enum(['inline', 'user', 'leading_system']).optional(),
+  /**
    * Larger-window models (possibly on other upstreams) a request goes to, the first that fits, when it
    * cannot fit this one or its retries would drop too much of its history (policy fallback_when_dropping).
    */

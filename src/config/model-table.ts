@@ -1,6 +1,7 @@
 // Built-in model table: context windows, default output reserves and tokenizers of current model
 // families, matched by name glob in order (most specific first). The config file's `models` entries
 // come before these; `X-Context-Window` overrides the window per request.
+import type { NoticePlacement } from '../context/notice-placement.js';
 import type { EncodingName } from '../tokenizer/bpe-counter.js';
 
 export interface ModelEntry {
@@ -12,6 +13,11 @@ export interface ModelEntry {
   exactTokenizer: boolean;
   /** How its provider writes tool definitions into the prompt: OpenAI's TypeScript namespace, or JSON. */
   toolFormat: 'typescript' | 'json';
+  /**
+   * Where the gateway's notices and summaries go: `inline` system messages (OpenAI's API takes them
+   * anywhere), or `user` / `leading_system` for chat templates that accept a system message only first.
+   */
+  noticePlacement: NoticePlacement;
   /** Scale estimates by the ratio learned from the upstream's usage (estimated models only); default on. */
   calibration?: boolean;
   /** Larger-window models to send a request to when it does not fit this one (config `fallbacks`). */
@@ -35,6 +41,7 @@ const openai = (
   tokenizer,
   exactTokenizer: true,
   toolFormat: 'typescript',
+  noticePlacement: 'inline',
 });
 const other = (match: string, window: number, outputReserve = 4_096): ModelEntry => ({
   match,
@@ -43,6 +50,7 @@ const other = (match: string, window: number, outputReserve = 4_096): ModelEntry
   tokenizer: 'o200k_base',
   exactTokenizer: false,
   toolFormat: 'json',
+  noticePlacement: 'user',
 });
 
 export const builtInModelTable: readonly ModelEntry[] = [
@@ -55,7 +63,8 @@ export const builtInModelTable: readonly ModelEntry[] = [
   openai('o1*', 200_000, 'o200k_base', 16_384),
   openai('o3*', 200_000, 'o200k_base', 16_384),
   openai('o4*', 200_000, 'o200k_base', 16_384),
-  openai('gpt-oss*', 131_072, 'o200k_base', 8_192),
+  // Open weights, served by vLLM, Ollama or llama.cpp with their own chat template.
+  { ...openai('gpt-oss*', 131_072, 'o200k_base', 8_192), noticePlacement: 'user' },
   openai('gpt-4-32k*', 32_768, 'cl100k_base'),
   openai('gpt-4-turbo*', 128_000, 'cl100k_base'),
   openai('gpt-4-1106*', 128_000, 'cl100k_base'),

@@ -6,6 +6,7 @@
 // nothing skips repairs any tool message left without its call. Pure: plain data in, new plain data and
 // a report out; the input is never mutated.
 import { fitCurrentTurn, isMaskedResult, maskedResultText } from './current-turn.js';
+import { placeNotices, type NoticePlacement } from './notice-placement.js';
 import {
   countMessageTokens,
   countToolTokens,
@@ -52,6 +53,8 @@ export interface RenderInput {
    * the turn's user message, for the turn's messages before `coversUntil` (an index into `messages`).
    */
   turnSummary?: { message: ContextMessage; coversUntil: number; tokens?: number };
+  /** Where the gateway's notices and summaries go (default inline: system messages where they stand). */
+  noticePlacement?: NoticePlacement;
 }
 
 export type RenderOutcome =
@@ -325,6 +328,26 @@ function unchanged(values: {
  * orphan (the input's own, or a fault of fitting), it removes it, says so in a notice and the report.
  */
 export function renderContext(input: RenderInput): RenderOutcome {
+  const outcome = pairedOutcome(input);
+  const placement = input.noticePlacement ?? 'inline';
+  if (!outcome.ok || placement === 'inline' || !outcome.report.modified) return outcome;
+  // The gateway's notices and summaries where the provider's chat template accepts them.
+  const count = (message: ContextMessage): number => countMessageTokens(message, input.tokenizer);
+  const placed = placeNotices(outcome.messages, leadingSystemCount(input.messages), placement, count);
+  const tools = toolTokensFor(input, placed.messages);
+  const { report } = outcome;
+  return {
+    ok: true,
+    messages: placed.messages,
+    report: {
+      ...report,
+      inputTokens: report.inputTokens + placed.tokenDelta - report.regions.tools + tools,
+      regions: { ...report.regions, notice: Math.max(0, report.regions.notice + placed.tokenDelta), tools },
+    },
+  };
+}
+
+function pairedOutcome(input: RenderInput): RenderOutcome {
   const outcome = renderFitted(input);
   if (!outcome.ok) return outcome;
   const repair = repairToolPairing(outcome.messages);

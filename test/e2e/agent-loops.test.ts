@@ -69,6 +69,8 @@ let modelCalls = 0;
 
 beforeAll(async () => {
   fake = new FakeUpstream({
+    // A chat template that takes a system message only first: the gateway's notices must not be there.
+    systemOnlyFirst: true,
     windows: { [model]: window },
     recordLimit: 500,
     summarizer: stepSummarizer,

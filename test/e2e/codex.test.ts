@@ -52,7 +52,7 @@ let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { [model]: window }, recordLimit: 200, respond });
+  fake = new FakeUpstream({ windows: { [model]: window }, systemOnlyFirst: true, recordLimit: 200, respond });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: `models:\n  - match: ${model}\n    window: ${window}\n`,

@@ -38,13 +38,16 @@ beforeAll(async () => {
     windows: { [model]: window },
     recordLimit: 2_000,
     summarizer,
+    // Served with a chat template that takes a system message only first (the gateway carries its
+    // notices in user messages for it: notice_placement user).
+    systemOnlyFirst: [model],
     // A model whose provider counts 30% more than the gateway's estimate: a ratio is learned.
     promptTokenScale: { 'estimated-model': 1.3 },
   });
   upstreamUrl = await fake.start();
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
-    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n    output_reserve: 512\n    exact_tokenizer: true\npolicies:\n  nosummary:\n    summarization: 'off'\n`,
+    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n    output_reserve: 512\n    exact_tokenizer: true\n    notice_placement: user\npolicies:\n  nosummary:\n    summarization: 'off'\n`,
   });
   await waitUntilReady(harness);
 });

@@ -68,7 +68,7 @@ function requestLines(from: number, route: string) {
 }
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { [model]: window }, recordLimit: 200, respond });
+  fake = new FakeUpstream({ windows: { [model]: window }, systemOnlyFirst: true, recordLimit: 200, respond });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
     configYaml: `models:\n  - match: ${model}\n    window: ${window}\n`,

@@ -52,6 +52,8 @@ const configYaml = [
 
 beforeAll(async () => {
   fake = new FakeUpstream({
+    // A chat template that takes a system message only first: the gateway's notices must not be there.
+    systemOnlyFirst: true,
     windows: { [model]: window },
     extractiveSummaries: factPattern,
     answer: answerFromPrompt,
@@ -97,9 +99,9 @@ async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
     .create({ model, messages: [{ role: 'user', content }] })
     .withResponse();
   const upstream = fake.chatRequests.filter((request) => !isSummaryRequest(request.body)).at(-1);
-  const texts = (
-    (upstream?.body as { messages?: Array<{ content: string }> } | undefined)?.messages ?? []
-  ).map((message) => message.content);
+  const sentMessages =
+    (upstream?.body as { messages?: Array<{ role: string; content: string }> } | undefined)?.messages ?? [];
+  const texts = sentMessages.map((message) => message.content);
   const stated = (pattern: RegExp): number =>
     texts.reduce((sum, text) => sum + Number(pattern.exec(text)?.[1] ?? 0), 0);
   return {
@@ -109,9 +111,10 @@ async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
     summary: response.headers.get('x-context-summary'),
     dropped: Number(response.headers.get('x-context-dropped-messages')),
     summarized: Number(response.headers.get('x-context-summarized-messages')),
-    sent: texts.filter((text) => !text.startsWith('[ctxgate]')).length,
-    summaryCovers: stated(/^\[ctxgate\] Summary of (\d+) earlier messages/),
-    noticeOmits: stated(/^\[ctxgate\] (\d+) earlier messages of this conversation were omitted/),
+    // The conversation has no system prompt: a system message is the gateway's (or carries its notices).
+    sent: sentMessages.filter((message) => message.role !== 'system').length,
+    summaryCovers: stated(/\[ctxgate\] Summary of (\d+) earlier messages/),
+    noticeOmits: stated(/\[ctxgate\] (\d+) earlier messages of this conversation were omitted/),
   };
 }
 
@@ -217,14 +220,16 @@ describe('summarization of a long session', () => {
       report: { summaryUsed: boolean; regions: { summary: number } };
     };
     expect(preview.report.summaryUsed).toBe(true);
+    // The summary as the gateway writes it; this model's template takes a system message only first, so
+    // it is carried at the start of the user message after the kept first turn (notice_placement user).
+    const summaryText = `[ctxgate] Summary of ${session.summary.covers.messages} earlier messages of this conversation, which are not shown:\n${session.summary.text}`;
     // Counted as the provider counts it (the fake's own cookbook count, less its 3 reply tokens).
     expect(preview.report.regions.summary).toBe(
-      countPromptTokens([preview.messages[2] as { role: string; content: string }], undefined) - 3,
+      countPromptTokens([{ role: 'system', content: summaryText }], undefined) - 3,
     );
-    expect(preview.messages[2]).toEqual({
-      role: 'system',
-      content: `[ctxgate] Summary of ${session.summary.covers.messages} earlier messages of this conversation, which are not shown:\n${session.summary.text}`,
-    });
+    expect(preview.messages[2]?.role).toBe('user');
+    expect(preview.messages[2]?.content.startsWith(`${summaryText}\n\n`)).toBe(true);
+    expect(preview.messages.slice(1).some((message) => message.role === 'system')).toBe(false);
 
     const metrics = await metricsText(harness);
     expect(counterValue(metrics, 'ctxgate_summarization_runs_total{outcome="stored"}')).toBe(

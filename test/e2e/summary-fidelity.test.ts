@@ -57,7 +57,12 @@ let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { [model]: window }, answer: answerFromPrompt, recordLimit: 2_000 });
+  fake = new FakeUpstream({
+    windows: { [model]: window },
+    systemOnlyFirst: true,
+    answer: answerFromPrompt,
+    recordLimit: 2_000,
+  });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
     configYaml: `models:\n  - match: ${model}\n    window: ${window}\n    output_reserve: 512\n`,

@@ -92,6 +92,11 @@ export interface FakeUpstreamOptions {
   otherRoutes?: (
     request: RecordedRequest,
   ) => { status: number; headers?: Record<string, string>; body: string | Buffer } | undefined;
+  /**
+   * Models (or all, `true`) served with a chat template that accepts a system message only first: any
+   * later system or developer message is refused with vLLM's 400, as Mistral's and Gemma's templates do.
+   */
+  systemOnlyFirst?: readonly string[] | true;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -477,6 +482,31 @@ export class FakeUpstream {
     const pairingError = findToolPairingError(body.messages);
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
+      return;
+    }
+    // A chat template that takes a system message only first (Mistral's, Gemma's… as vLLM serves them).
+    const strictTemplate = this.options.systemOnlyFirst;
+    if (
+      (strictTemplate === true || strictTemplate?.includes(String(body.model)) === true) &&
+      body.messages.some(
+        (message, index) =>
+          (message.role === 'system' || message.role === 'developer') &&
+          body.messages
+            ?.slice(0, index)
+            .some((earlier) => earlier.role !== 'system' && earlier.role !== 'developer'),
+      )
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          object: 'error',
+          message:
+            'After the optional system message, conversation roles must alternate user/assistant/user/assistant/...',
+          type: 'BadRequestError',
+          param: null,
+          code: 400,
+        }),
+      );
       return;
     }
     const counted =

@@ -1,0 +1,100 @@
+// Where the gateway's own messages go — omission notices, dropped-steps notices, summaries — once the
+// prompt is fitted. `inline` sends each as a system message where it stands (after the kept first turn,
+// inside an agent turn): OpenAI's API takes that. The chat templates of many open models served by vLLM,
+// TGI or llama.cpp (Mistral's, Gemma's…) accept a system message only first and refuse the request
+// otherwise, so `user` carries each one in the user message next to it — prepended to the user message
+// that follows it, or appended to the one that opened an earlier agent turn — and what would join the
+// current turn's user message (sent as the client wrote it) goes to the leading system message, as
+// `leading_system` sends them all. Merged where it stood, a notice changes the prompt from where it was,
+// as inline does: the prefix a provider's cache reuses is the same. Pure.
+import { messageText } from './turns.js';
+import type { ContextMessage } from './types.js';
+
+export type NoticePlacement = 'inline' | 'leading_system' | 'user';
+
+/** The gateway's own messages: a system message past the leading ones, written by ctxgate. */
+function isGatewayNotice(message: ContextMessage, index: number, systemCount: number): boolean {
+  return (
+    index >= systemCount &&
+    message.role === 'system' &&
+    typeof message.content === 'string' &&
+    message.content.startsWith('[ctxgate]')
+  );
+}
+
+function withText(message: ContextMessage, text: string, side: 'before' | 'after'): ContextMessage {
+  const content = message.content;
+  if (Array.isArray(content)) {
+    const part = { type: 'text', text };
+    return { ...message, content: side === 'before' ? [part, ...content] : [...content, part] };
+  }
+  const own = typeof content === 'string' ? content : messageText(message);
+  return { ...message, content: side === 'before' ? `${text}\n\n${own}` : `${own}\n\n${text}` };
+}
+
+/**
+ * The rendered messages with the gateway's notices placed as `placement` says, and the change in
+ * prompt tokens that makes (merging saves each notice's framing).
+ */
+export function placeNotices(
+  rendered: readonly ContextMessage[],
+  systemCount: number,
+  placement: NoticePlacement,
+  count: (message: ContextMessage) => number,
+): { messages: ContextMessage[]; tokenDelta: number } {
+  if (
+    placement === 'inline' ||
+    !rendered.some((message, index) => isGatewayNotice(message, index, systemCount))
+  )
+    return { messages: [...rendered], tokenDelta: 0 };
+  const out: ContextMessage[] = [];
+  const toLeading: string[] = [];
+  // The current turn's user message is sent as the client wrote it: what would join it goes first.
+  const current = rendered.findLastIndex((message) => message.role === 'user');
+  let pending: string[] = [];
+  let delta = 0;
+  /** Index in `rendered` of the last message pushed to `out`. */
+  let previousIndex = -1;
+  /** Replaces out[at] by itself with `text` added, counting the change. */
+  const merge = (at: number, text: string, side: 'before' | 'after'): void => {
+    const before = out[at] as ContextMessage;
+    const after = withText(before, text, side);
+    delta += count(after) - count(before);
+    out[at] = after;
+  };
+  for (const [index, message] of rendered.entries()) {
+    if (isGatewayNotice(message, index, systemCount)) {
+      delta -= count(message);
+      const text = message.content as string;
+      if (placement === 'leading_system') toLeading.push(text);
+      else pending.push(text);
+      continue;
+    }
+    if (pending.length > 0) {
+      const text = pending.join('\n\n');
+      pending = [];
+      const previous = out.at(-1);
+      if (message.role === 'user' && index !== current) {
+        out.push(message);
+        merge(out.length - 1, text, 'before');
+        continue;
+      }
+      // Inside an earlier agent turn: the user message that opened it, right before.
+      if (previous?.role === 'user' && previousIndex !== current) merge(out.length - 1, text, 'after');
+      else toLeading.push(text);
+    }
+    out.push(message);
+    previousIndex = index;
+  }
+  toLeading.push(...pending);
+  if (toLeading.length > 0) {
+    const text = toLeading.join('\n\n');
+    if (systemCount > 0 && out[systemCount - 1] !== undefined) merge(systemCount - 1, text, 'after');
+    else {
+      const leading: ContextMessage = { role: 'system', content: text };
+      out.unshift(leading);
+      delta += count(leading);
+    }
+  }
+  return { messages: out, tokenDelta: delta };
+}

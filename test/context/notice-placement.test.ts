@@ -1,0 +1,108 @@
+// Where the gateway's notices and summaries go: inline system messages, carried in user messages, or the
+// leading system message — for chat templates that take a system message only first — with the
+// current turn's user message always sent as the client wrote it, and the token change counted.
+import { describe, expect, it } from 'vitest';
+import { placeNotices, type NoticePlacement } from '../../src/context/notice-placement.js';
+import { countMessageTokens } from '../../src/context/token-accounting.js';
+import type { ContextMessage } from '../../src/context/types.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+
+const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
+const count = (message: ContextMessage): number => countMessageTokens(message, tokenizer);
+const total = (messages: readonly ContextMessage[]): number =>
+  messages.reduce((sum, message) => sum + count(message), 0);
+
+const system: ContextMessage = { role: 'system', content: 'You are terse.' };
+const summary: ContextMessage = {
+  role: 'system',
+  content: '[ctxgate] Summary of 8 earlier messages: vault 1 is K1-10000.',
+};
+const notice: ContextMessage = {
+  role: 'system',
+  content: '[ctxgate] 4 earlier messages of this conversation were omitted.',
+};
+const steps: ContextMessage = {
+  role: 'system',
+  content: '[ctxgate] 3 earlier steps of this task were removed.',
+};
+const first: ContextMessage = { role: 'user', content: 'First question.' };
+const answer: ContextMessage = { role: 'assistant', content: 'First answer.' };
+const later: ContextMessage = { role: 'user', content: 'A later question.' };
+const laterAnswer: ContextMessage = { role: 'assistant', content: 'A later answer.' };
+const current: ContextMessage = { role: 'user', content: 'The current task.' };
+const call: ContextMessage = {
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read', arguments: '{}' } }],
+};
+const result: ContextMessage = { role: 'tool', tool_call_id: 'c1', content: 'page' };
+
+const rendered = [system, first, answer, summary, notice, later, laterAnswer, current, steps, call, result];
+const place = (placement: NoticePlacement, messages = rendered, systemCount = 1) =>
+  placeNotices(messages, systemCount, placement, count);
+
+describe('placeNotices', () => {
+  it('inline: as they stand', () => {
+    expect(place('inline').messages).toEqual(rendered);
+    expect(place('inline').tokenDelta).toBe(0);
+  });
+
+  it('user: before the user message that follows; what would join the current one goes first', () => {
+    const { messages, tokenDelta } = place('user');
+    expect(messages).toEqual([
+      { role: 'system', content: `You are terse.\n\n${steps.content as string}` },
+      first,
+      answer,
+      {
+        role: 'user',
+        content: `${summary.content as string}\n\n${notice.content as string}\n\nA later question.`,
+      },
+      laterAnswer,
+      current,
+      call,
+      result,
+    ]);
+    // Only the first message is a system message; the current turn's user message is the client's own.
+    expect(messages.slice(1).some((message) => message.role === 'system')).toBe(false);
+    expect(tokenDelta).toBe(total(messages) - total(rendered));
+  });
+
+  it('leading_system: all of them appended to the leading system message, or one made first', () => {
+    const { messages, tokenDelta } = place('leading_system');
+    expect(messages[0]).toEqual({
+      role: 'system',
+      content: ['You are terse.', summary.content, notice.content, steps.content].join('\n\n'),
+    });
+    expect(messages.slice(1)).toEqual([first, answer, later, laterAnswer, current, call, result]);
+    expect(tokenDelta).toBe(total(messages) - total(rendered));
+    const without = place('leading_system', rendered.slice(1), 0);
+    expect(without.messages[0]).toEqual({
+      role: 'system',
+      content: [summary.content, notice.content, steps.content].join('\n\n'),
+    });
+    expect(without.tokenDelta).toBe(total(without.messages) - total(rendered.slice(1)));
+  });
+
+  it('keeps a user message made of parts as parts', () => {
+    const parts: ContextMessage = { role: 'user', content: [{ type: 'text', text: 'Look at this.' }] };
+    const { messages } = place('user', [notice, parts, laterAnswer, current], 0);
+    expect(messages[0]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: notice.content },
+        { type: 'text', text: 'Look at this.' },
+      ],
+    });
+  });
+
+  it("leaves a client's own system message where it is: only the gateway's move", () => {
+    const own: ContextMessage = { role: 'system', content: 'Switch to French.' };
+    expect(place('user', [system, first, answer, own, current]).messages).toEqual([
+      system,
+      first,
+      answer,
+      own,
+      current,
+    ]);
+  });
+});
