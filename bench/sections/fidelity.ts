@@ -3,7 +3,10 @@
 // - fill (prompt + reserve over window) over 500 generated conversations on 8,192 tokens;
 // - the share of consecutive requests sharing the whole previous prompt in a 300-turn session;
 // - estimate error per request shape against a provider counting its own way (tools as JSON);
-// - POST /v1/context/render against what the chat request then sent.
+// - POST /v1/context/render against what the chat request then sent;
+// - facts recalled after 300 summarized turns, per summarizer (ideal, realistic ~70%, lossy ~40%);
+// - agent loops (stateless and delta sessions, 8,192 and 32,768 tokens): prefix reuse, over-masking,
+//   the summarizer's share of prompt tokens, and headers that account for every message once.
 import OpenAI from 'openai';
 import { renderContext } from '../../src/context/render.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -12,6 +15,9 @@ import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizer
 import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../../test/helpers/fake-upstream.js';
 import { startGateway } from '../../test/helpers/start-gateway.js';
 import { prose, seeded } from '../../test/helpers/text.js';
+import { extractiveSummarizer, paraphrasingSummarizer } from '../../test/helpers/fake-summarizers.js';
+import { answerFromPrompt, factsAnswered, shape } from '../../test/helpers/fact-session.js';
+import { agentLoopFigures } from '../lib/agent-loop-figures.js';
 
 function conversation(random: () => number): ContextMessage[] {
   const between = (low: number, high: number): number => low + Math.floor(random() * (high - low + 1));
@@ -255,6 +261,51 @@ export async function fidelitySection(): Promise<void> {
         equal++;
     }
     console.log(`render equals run: ${equal} of 200`);
+  } finally {
+    await gateway.close();
+    await fake.stop();
+  }
+  await factsFigures();
+  for (const window of [8_192, 32_768])
+    for (const mode of ['stateless', 'session'] as const) {
+      const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 40 });
+      console.log(
+        `agent loop, ${mode}, ${window} tokens, ${figures.requests} requests: prefix reuse ${figures.prefixReuse.toFixed(2)}  ` +
+          `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least)  ` +
+          `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}%  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
+      );
+    }
+}
+
+/** Facts recalled at the end of 300 summarized turns on 8,192 tokens, per summarizer. */
+async function factsFigures(): Promise<void> {
+  const model = 'bench-facts';
+  const fake = new FakeUpstream({
+    windows: { [model]: 8_192 },
+    answer: answerFromPrompt,
+    recordLimit: 2_000,
+  });
+  const gateway = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), LOG_LEVEL: 'warn' },
+    configYaml: `models:\n  - { match: ${model}, window: 8192, output_reserve: 512 }\n`,
+  });
+  try {
+    for (const [name, summarizer] of [
+      ['ideal (extractive)', extractiveSummarizer(shape)],
+      ['realistic (keeps ~70%)', paraphrasingSummarizer(shape, { loseShare: 0.3, seed: 5 })],
+      ['lossy (keeps ~40%)', paraphrasingSummarizer(shape, { loseShare: 0.6, seed: 11 })],
+    ] as const) {
+      const before = fake.summaryRequests.length;
+      const { answered } = await factsAnswered(gateway, fake, model, summarizer);
+      const repairs = fake.summaryRequests
+        .slice(before)
+        .filter((request) =>
+          JSON.stringify(request.body).includes('Statements whose facts are missing'),
+        ).length;
+      console.log(
+        `facts recalled after 300 turns, ${name} summarizer: ${answered} of 30 (${fake.summaryRequests.length - before} summarizer calls, ${repairs} of them repairs)`,
+      );
+    }
   } finally {
     await gateway.close();
     await fake.stop();

@@ -296,8 +296,11 @@ class TurnFitting {
       visible.push(...(this.groups[group] as Group).results);
     const protectedFrom = Math.max(0, visible.length - policy.keep_last);
     const isProtected = new Set(visible.slice(protectedFrom));
+    // A step goes well below the budget, as history's does (trim_to, at least clear_at_least): the
+    // loop's next steps then append to an unchanged prompt until it is full again.
+    const target = this.stepTarget();
     for (const position of this.order) {
-      if (this.total <= budget && saved >= policy.clear_at_least) break;
+      if (this.total <= target && saved >= policy.clear_at_least) break;
       const result = this.results[position] as ToolResult;
       if (
         result.masked ||
@@ -315,15 +318,23 @@ class TurnFitting {
       const result = this.results[position] as ToolResult;
       if (!result.masked && result.maskedTokens < result.wholeTokens) this.mask(position);
     }
-    // Then the oldest whole groups, never the newest.
+    // Then the oldest whole groups, never the newest, in the same steps.
     saved = 0;
-    while (this.dropped < step && (this.total > budget || (saved > 0 && saved < policy.clear_at_least)))
+    while (this.dropped < step && (this.total > budget || (saved > 0 && this.total > target)))
       saved += this.dropOldest();
+  }
+
+  /** Where a masking or dropping step brings the turn: trim_to of the budget, and clear_at_least below it. */
+  stepTarget(): number {
+    const { budget, policy } = this.input;
+    return Math.min(budget - policy.clear_at_least, Math.floor(budget * policy.trim_to));
   }
 
   /** Unmasks the newest masked results while `room` holds them; the results given back, newest first. */
   giveBack(room: number): ToolResult[] {
     const given: ToolResult[] = [];
+    // Never past where the last step brought the turn: the room above it is the next steps'.
+    room = Math.min(room, this.stepTarget() - this.total);
     const masked = this.results
       .filter((result) => result.masked && result.group >= this.dropped)
       .sort((a, b) => b.index - a.index);

@@ -783,12 +783,12 @@ function renderFitted(input: RenderInput): RenderOutcome {
       current: turn.messages,
     });
   let built = assembled(fitted);
-  // Room the history left, less the clear_at_least kept free for the loop's next steps (so consecutive
-  // requests keep their prefix): the current turn's masked results come back, newest first, while
-  // they fit in it.
+  // Room the history left: the current turn's masked results come back, newest first, while they fit
+  // in it and below the turn's step target (the room above that is kept for the loop's next steps, so
+  // consecutive requests keep their prefix).
   const notice = built.notice === undefined ? 0 : fit.count(built.notice);
   const leftover = fit.historyBudget - built.historyTokens - notice - fitted.tokens;
-  const givenBack = fitted.giveBack(leftover - policy.clear_at_least);
+  const givenBack = fitted.giveBack(leftover);
   if (givenBack !== undefined) {
     fitted = givenBack;
     built = assembled(fitted);

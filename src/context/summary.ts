@@ -109,6 +109,8 @@ export interface TurnSummaryPlanInput {
   roles: readonly string[];
   /** Active index where the messages after an existing summary of the current turn start (0: none). */
   coveredUntil: number;
+  /** Tokens of the turn's existing summary (sent in place of what it covers). */
+  summaryTokens?: number;
   historyBudget: number;
   summarizeAt: number;
   summarizeTo: number;
@@ -139,8 +141,11 @@ export function planTurnSummary(input: TurnSummaryPlanInput): TurnSummaryPlan {
   let turnTokens = 0;
   for (let index = turnStart; index < activeTokens.length; index++)
     turnTokens += activeTokens[index] as number;
-  if (turnTokens <= input.summarizeAt * input.historyBudget) return { kind: 'none' };
   const from = Math.max(turnStart + 1, input.coveredUntil);
+  // What the turn sends: its messages the summary does not already stand for, and the summary itself.
+  let liveTokens = turnTokens + (input.summaryTokens ?? 0);
+  for (let index = turnStart + 1; index < from; index++) liveTokens -= activeTokens[index] as number;
+  if (liveTokens <= input.summarizeAt * input.historyBudget) return { kind: 'none' };
   const groupStarts: number[] = [];
   for (let index = from; index < activeTokens.length; index++)
     if (roles[index] === 'assistant') groupStarts.push(index);
@@ -213,6 +218,8 @@ export interface SummaryRequest {
 }
 
 const toolResultCapTokens = 1_000;
+/** In an agent turn's steps, a tool result is read by its ends: a step is summarized as what it did and found. */
+const stepToolResultCapTokens = 400;
 
 /**
  * The summarizer's request: its instructions, the previous summary and as many of the oldest turns of
@@ -261,7 +268,10 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
       full = true;
       break;
     }
-    const cap = message.role === 'tool' ? Math.min(textCap, toolResultCapTokens) : textCap;
+    const cap =
+      message.role === 'tool'
+        ? Math.min(textCap, steps ? stepToolResultCapTokens : toolResultCapTokens)
+        : textCap;
     const block = transcriptBlock(message, cap, tokenizer);
     if (block === '') continue;
     pending.push(block);

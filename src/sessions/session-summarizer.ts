@@ -232,6 +232,7 @@ export function createSessionSummarizer(deps: {
       activeTokens,
       roles,
       coveredUntil: previousTurn === undefined ? 0 : previousTurn.toMessage - archived,
+      summaryTokens: previousTurn?.tokens ?? 0,
       historyBudget: input.historyBudget,
       summarizeAt: policy.summarize_at,
       summarizeTo: policy.summarize_to,

@@ -187,7 +187,8 @@ describe('renderContext', () => {
     // The user message is 5 tokens, each call 10 (framing, role, id, name, arguments, and 3 around the
     // call), each result 35 (30 words, framing, role, id): 410 in all, 38 over a budget of 372. A masked
     // result is 11 (6 words), so masking two (c0, c1) frees 48.
-    const { messages: rendered, report } = render(messages, { window: 375 });
+    // (trim_to 1: a step goes only as far as needed; steps are the next test's subject.)
+    const { messages: rendered, report } = render(messages, { window: 375 }, { trim_to: 1 });
     const results = rendered
       .filter((message) => message.role === 'tool')
       .map((message) => String(message.content));
@@ -203,7 +204,9 @@ describe('renderContext', () => {
     const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
     const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
     // Each request of the loop adds one group (45 tokens, 5 + 45 × 8 = 365 fit in 382); a step masks
-    // at least 100 tokens (5 results of 24 saved each), the newest result kept whole.
+    // (24 tokens saved each, the newest result kept whole) until the turn is clear_at_least below the
+    // budget, 282: at 9 groups 410 → 266 (6 masked); 10 and 11 groups fit (311, 356); at 12, 401 → 281
+    // (5 more).
     const maskedCounts: number[] = [];
     let previous: ContextMessage[] = [];
     let prefixKept = 0;
@@ -211,15 +214,38 @@ describe('renderContext', () => {
       const { messages: rendered, report } = render(
         loop.slice(0, 1 + groups * 2),
         { window: 385 },
-        { clear_at_least: 100, keep_last: 1 },
+        { clear_at_least: 100, keep_last: 1, trim_to: 1 },
       );
       maskedCounts.push(report.maskedToolResults);
       if (JSON.stringify(rendered.slice(0, previous.length)) === JSON.stringify(previous)) prefixKept++;
       previous = rendered;
     }
-    expect(maskedCounts).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 10]);
+    expect(maskedCounts).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 6, 6, 6, 11]);
     // Every request but the two that took a step sends the previous one's messages unchanged first.
     expect(prefixKept).toBe(10);
+  });
+
+  it('masks down to trim_to of the budget in a step, so the next requests only append', () => {
+    const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
+    const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
+    // The same loop in 382 tokens with trim_to 0.5: the step at 9 groups (410 tokens) masks toward
+    // 191 — all 8 results but the newest, 218 left — and 10, 11 and 12 groups (263, 308, 353) fit
+    // without another step. Nothing comes back above the step's target.
+    const maskedCounts: number[] = [];
+    let previous: ContextMessage[] = [];
+    let prefixKept = 0;
+    for (let groups = 1; groups <= 12; groups++) {
+      const { messages: rendered, report } = render(
+        loop.slice(0, 1 + groups * 2),
+        { window: 385 },
+        { clear_at_least: 100, keep_last: 1, trim_to: 0.5 },
+      );
+      maskedCounts.push(report.maskedToolResults);
+      if (JSON.stringify(rendered.slice(0, previous.length)) === JSON.stringify(previous)) prefixKept++;
+      previous = rendered;
+    }
+    expect(maskedCounts).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8]);
+    expect(prefixKept).toBe(11);
   });
 
   it('gives masked results back, newest first, while they fit', () => {
@@ -231,7 +257,7 @@ describe('renderContext', () => {
       user('go'),
       ...sizes.flatMap((size, index) => iteration(`c${index}`, text(size, `r${index}`))),
     ];
-    const { messages: rendered, report } = render(messages, { window: 379 }, { keep_last: 1 });
+    const { messages: rendered, report } = render(messages, { window: 379 }, { keep_last: 1, trim_to: 1 });
     expect(rendered.find((message) => message.tool_call_id === 'c9')?.content).toBe(text(11, 'r9'));
     expect(rendered.find((message) => message.tool_call_id === 'c10')?.content).toBe(text(289, 'r10'));
     expect(report.inputTokens).toBeLessThanOrEqual(379);
@@ -284,7 +310,7 @@ describe('renderContext', () => {
       ),
       ...['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8'].flatMap((id) => iteration(id, text(30, id))),
     ];
-    const { messages: rendered } = render(messages, { window: 350 }, { exclude_tools: ['plan'] });
+    const { messages: rendered } = render(messages, { window: 350 }, { exclude_tools: ['plan'], trim_to: 1 });
     const result = (id: string) => rendered.find((message) => message.tool_call_id === id)?.content;
     expect(result('keep')).toBe(text(30, 'k'));
     expect(result('c1')).toBe('[result masked — ~30 tokens removed]');

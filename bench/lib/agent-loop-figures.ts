@@ -1,0 +1,156 @@
+// Agent loops as coding agents run them, for the fidelity figures: tool results of realistic sizes
+// (log-normal, median 658 tokens, p99 about 15,000), 2–4 parallel calls a step, 40 steps, stateless
+// (the whole conversation every time) or in a delta session, on 8,192 and 32,768 tokens. Measured from
+// what the provider received: the share of each prompt that is a byte-identical prefix of the previous
+// one (what a prompt cache reuses), steps where a masked result could have been sent whole, the
+// summarizer's share of prompt tokens, and whether sent + summarized + dropped is the conversation.
+import OpenAI from 'openai';
+import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../../test/helpers/fake-upstream.js';
+import { startGateway } from '../../test/helpers/start-gateway.js';
+import { prose, seeded } from '../../test/helpers/text.js';
+
+export interface AgentLoopFigures {
+  requests: number;
+  /** Mean share of each prompt that repeats the previous prompt of its loop byte for byte. */
+  prefixReuse: number;
+  /** Steps where the newest masked result would have fit whole in the room left. */
+  overMasked: number;
+  /** The same, in the room left beyond clear_at_least (what the gateway keeps free for the next steps). */
+  overMaskedBeyondStep: number;
+  /** Summarizer prompt tokens over the conversation's own prompt tokens. */
+  summarizerShare: number;
+  /** Requests whose headers account for every message once (sessions: sent + summarized + dropped). */
+  headersAgree: number;
+}
+
+const commonPrefix = (a: string, b: string): number => {
+  let index = 0;
+  while (index < a.length && index < b.length && a.charCodeAt(index) === b.charCodeAt(index)) index++;
+  return index;
+};
+
+export async function agentLoopFigures(options: {
+  window: number;
+  mode: 'stateless' | 'session';
+  loops: number;
+  steps: number;
+}): Promise<AgentLoopFigures> {
+  const model = 'bench-agent';
+  const random = seeded(options.window + (options.mode === 'session' ? 1 : 0));
+  let callNumber = 0;
+  const fake = new FakeUpstream({
+    windows: { [model]: options.window },
+    recordLimit: 10_000,
+    tokenCounting: 'tiktoken',
+    summarizer: () => 'The agent read source files and listings; no decision was made yet.',
+    respond: () => ({
+      toolCalls: Array.from({ length: 2 + Math.floor(random() * 3) }, () => {
+        callNumber++;
+        return {
+          id: `call_${callNumber}`,
+          name: 'read_file',
+          arguments: `{"path":"src/file_${callNumber}.ts"}`,
+        };
+      }),
+    }),
+  });
+  const clearAtLeast = 2_000;
+  const gateway = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), LOG_LEVEL: 'warn' },
+    configYaml: `models:\n  - { match: ${model}, window: ${options.window}, output_reserve: 1024, exact_tokenizer: true }\ncontext:\n  clear_at_least: ${clearAtLeast}\n`,
+  });
+  const sizeOf = new Map<string, number>();
+  const figures = {
+    requests: 0,
+    prefix: 0,
+    overMasked: 0,
+    overMaskedBeyondStep: 0,
+    agree: 0,
+    sessionRequests: 0,
+  };
+  try {
+    for (let loop = 0; loop < options.loops; loop++) {
+      const client = new OpenAI({
+        baseURL: gateway.baseUrl,
+        apiKey: 'sk-bench',
+        maxRetries: 0,
+        defaultHeaders:
+          options.mode === 'session'
+            ? { 'x-session-id': `loop-${options.window}-${loop}`, 'x-session-history': 'delta' }
+            : {},
+      });
+      const conversation: OpenAI.ChatCompletionMessageParam[] = [
+        { role: 'system', content: `You are a coding agent. ${prose(300, loop)}` },
+        { role: 'user', content: `Task ${loop}: find where the retry budget is computed and fix it.` },
+      ];
+      let toSend = conversation.slice();
+      let previous: string | undefined;
+      for (let step = 0; step < options.steps; step++) {
+        const { data, response } = await client.chat.completions
+          .create({ model, messages: toSend, max_tokens: 1_024 })
+          .withResponse();
+        await gateway.gateway.summarizer.idle();
+        const sent = fake.chatRequests.filter((request) => !isSummaryRequest(request.body)).at(-1);
+        const messages = (sent?.body as { messages: ChatMessage[] }).messages;
+        const prompt = JSON.stringify(messages);
+        figures.requests++;
+        if (previous !== undefined) figures.prefix += commonPrefix(previous, prompt) / prompt.length;
+        previous = prompt;
+        // Over-masking: the newest masked result, had it been sent whole, in the room that was left.
+        const room = options.window - 1_024 - Math.ceil(options.window * 0.05) - (sent?.promptTokens ?? 0);
+        const newestMasked = messages.findLast(
+          (message) => message.role === 'tool' && String(message.content).startsWith('[result masked'),
+        );
+        if (newestMasked !== undefined) {
+          const extra = (sizeOf.get(newestMasked.tool_call_id ?? '') ?? Infinity) - 12;
+          if (extra <= room) figures.overMasked++;
+          if (extra <= room - clearAtLeast) figures.overMaskedBeyondStep++;
+        }
+        if (options.mode === 'session') {
+          figures.sessionRequests++;
+          const own = messages.filter(
+            (message) => !String(message.content ?? '').startsWith('[ctxgate]'),
+          ).length;
+          const accounted =
+            own +
+            Number(response.headers.get('x-context-dropped-messages')) +
+            Number(response.headers.get('x-context-summarized-messages'));
+          if (accounted === conversation.length) figures.agree++;
+        }
+        const answer = data.choices[0]?.message as OpenAI.ChatCompletionMessageParam & {
+          tool_calls?: Array<{ id: string }>;
+        };
+        const results: OpenAI.ChatCompletionMessageParam[] = (answer.tool_calls ?? []).map((call) => {
+          const tokens = Math.min(15_000, Math.max(20, Math.round(658 * Math.exp(1.345 * gaussian(random)))));
+          sizeOf.set(call.id, tokens);
+          return { role: 'tool', tool_call_id: call.id, content: prose(tokens, callNumber) };
+        });
+        conversation.push(
+          { role: 'assistant', content: null, tool_calls: answer.tool_calls } as never,
+          ...results,
+        );
+        toSend = options.mode === 'session' ? results : conversation.slice();
+      }
+    }
+    const summaryTokens = fake.summaryRequests.reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
+    const chatTokens = fake.chatRequests
+      .filter((request) => !isSummaryRequest(request.body))
+      .reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
+    return {
+      requests: figures.requests,
+      prefixReuse: figures.prefix / Math.max(1, figures.requests - options.loops),
+      overMasked: figures.overMasked,
+      overMaskedBeyondStep: figures.overMaskedBeyondStep,
+      summarizerShare: summaryTokens / Math.max(1, chatTokens),
+      headersAgree: options.mode === 'session' ? figures.agree / Math.max(1, figures.sessionRequests) : 1,
+    };
+  } finally {
+    await gateway.close();
+    await fake.stop();
+  }
+}
+
+/** A standard normal draw (Box–Muller). */
+function gaussian(random: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+}
