@@ -11,6 +11,7 @@ import {
   repairSummary,
   sentenceStating,
   planSummary,
+  planTurnSummary,
   type SummaryPlanInput,
 } from '../../src/context/summary.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -439,5 +440,51 @@ describe('repairing a summary', () => {
       text: 'Staging DB on port 5433.\nThe staging database is db-staging-04.',
       stillMissing: ['deploy/staging.yaml'],
     });
+  });
+});
+
+describe('planTurnSummary', () => {
+  // A turn: its user message (10 tokens), then groups of an assistant call (10) and a result (90).
+  const turn = (groups: number) => ({
+    activeTokens: [10, ...Array.from({ length: groups }, () => [10, 90]).flat()],
+    roles: ['user', ...Array.from({ length: groups }, () => ['assistant', 'tool']).flat()],
+  });
+
+  it('summarizes the oldest groups down to summarize_to once the turn passes summarize_at', () => {
+    // 8 groups: 810 tokens of a 1,000 budget, over 0.75; down to 400: the first 5 groups (810 − 500 = 310).
+    expect(
+      planTurnSummary({
+        ...turn(8),
+        coveredUntil: 0,
+        historyBudget: 1_000,
+        summarizeAt: 0.75,
+        summarizeTo: 0.4,
+      }),
+    ).toEqual({ kind: 'summarize_turn', turnStart: 0, from: 1, to: 11, steps: 5, turnTokens: 810 });
+  });
+
+  it('counts what the turn sends: the groups its summary stands for count as the summary, not again', () => {
+    // The first 5 groups are summarized in 60 tokens: the turn sends 10 + 60 + 3 × 100 = 370, under 750.
+    expect(
+      planTurnSummary({
+        ...turn(8),
+        coveredUntil: 11,
+        summaryTokens: 60,
+        historyBudget: 1_000,
+        summarizeAt: 0.75,
+        summarizeTo: 0.4,
+      }),
+    ).toEqual({ kind: 'none' });
+    // Four more groups later it sends 770: the job covers the next groups, down to 400.
+    expect(
+      planTurnSummary({
+        ...turn(12),
+        coveredUntil: 11,
+        summaryTokens: 60,
+        historyBudget: 1_000,
+        summarizeAt: 0.75,
+        summarizeTo: 0.4,
+      }),
+    ).toMatchObject({ kind: 'summarize_turn', from: 11 });
   });
 });
