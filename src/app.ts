@@ -49,7 +49,7 @@ export interface GatewayApp {
   app: FastifyInstance;
   /** Marks the gateway as closing: /readyz fails and new requests get 503 while in-flight ones finish. */
   beginShutdown(): void;
-  /** Background summarization of long sessions (SPEC §7). */
+  /** Background summarization of long sessions (docs/sessions.md#summarization). */
   summarizer: SessionSummarizer;
   /** Every route registered, as the router matches it (filled in once the app is ready). */
   routes: ReadonlyArray<{ method: string; url: string }>;

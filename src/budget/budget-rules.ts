@@ -1,4 +1,4 @@
-// Token budgets (SPEC §12), the pure part: which budgets apply to a request and how tight each is, the
+// Token budgets (docs/budgets.md), the pure part: which budgets apply to a request and how tight each is, the
 // period a counter belongs to and when it resets, and the backpressure delay for a usage share.
 import type { BudgetLimitConfig, BudgetSetConfig } from '../config/config-schema.js';
 

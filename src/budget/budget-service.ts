@@ -1,4 +1,4 @@
-// Token budgets for the chat route (SPEC §12): resolves a request's budgets, refuses what a hard budget
+// Token budgets for the chat route (docs/budgets.md): resolves a request's budgets, refuses what a hard budget
 // no longer allows (429 budget_exceeded) before anything is held or sent, delays requests as usage nears
 // a limit (backpressure, before the session's hold is taken), reserves each request's expected cost so
 // that concurrent requests on every replica together overshoot a hard budget by at most one request,
@@ -45,7 +45,7 @@ export interface BudgetReservation {
   release(): Promise<void>;
 }
 
-/** One budget's usage as the admin endpoints report it (SPEC §12). */
+/** One budget's usage as the admin endpoints report it (docs/budgets.md). */
 export interface BudgetUsageReport {
   budget: CounterBudgetName;
   period: string | undefined;

@@ -1,4 +1,4 @@
-// The attempts of one chat request (SPEC §6): the first, rendered with what the gateway has learned so
+// The attempts of one chat request (docs/budgeting.md#reactive-recovery): the first, rendered with what the gateway has learned so
 // far, and each smaller one the recovery policy asks for after an overflow — re-rendered with the
 // tighter window the overflow taught, fewer turns, or a lower max_tokens. Each attempt is a value: its
 // body as sent, its context headers, and the plan it came from.
@@ -23,7 +23,7 @@ export interface ChatAttempt extends SendAttempt {
   prepared: PreparedContext;
   /** The request body as sent. */
   body: string | Buffer;
-  /** The context headers of this attempt (SPEC §3). */
+  /** The context headers of this attempt (README.md). */
   headers: Record<string, string>;
   /** The hash of the request's tool definitions, when it has any. */
   toolSet: string | undefined;

@@ -1,4 +1,4 @@
-// A chat completion, start to end (SPEC §3–§7, §12): parse → plan budgets → open the session turn →
+// A chat completion, start to end (README.md and docs/, §12): parse → plan budgets → open the session turn →
 // render → send with recovery → relay → commit → settle. Each step is a function below; this module
 // knows no fastify: the client is a ClientStream, the request's own headers arrive as RequestOverrides.
 import type { IncomingHttpHeaders } from 'node:http';
@@ -141,7 +141,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     };
   }
 
-  /** SPEC §12: a used-up hard budget is refused and a session request waits here, before its hold. */
+  /** docs/budgets.md: a used-up hard budget is refused and a session request waits here, before its hold. */
   async function admitBudgets(input: ChatInput, client: ClientStream): Promise<BudgetPlan | undefined> {
     const { overrides, credential } = input;
     const plan = budgets.plan({
@@ -255,7 +255,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
   }
 
-  /** Stores the turn with its reply; SPEC §7: a long session gets its oldest turns summarized after. */
+  /** Stores the turn with its reply; docs/sessions.md#summarization: a long session gets its oldest turns summarized after. */
   async function commit(
     turn: Turn,
     session: SessionTurn,

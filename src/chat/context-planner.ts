@@ -14,7 +14,7 @@ import type { SessionView } from '../sessions/session-turn.js';
 import type { LearnedLimit, LearnedLimits } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 
-/** Where the retry ladder stands (SPEC §6): nothing yet for a first attempt. */
+/** Where the retry ladder stands (docs/budgeting.md#reactive-recovery): nothing yet for a first attempt. */
 export interface AttemptState {
   reduction: ContextReduction;
   /** max_tokens to send instead of the client's. */

@@ -1,6 +1,6 @@
 // Resolves what the context engine needs for one request: window, output reserve, tokenizer, safety
 // margin and policy. Priority, highest first: request headers, the preset named by the request, the
-// model's entry, the config file's defaults, the built-in defaults (SPEC §8).
+// model's entry, the config file's defaults, the built-in defaults (docs/configuration.md).
 import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { globToRegExp } from '../config/glob.js';
 import { builtInModelTable, fallbackModelEntry, type ModelEntry } from '../config/model-table.js';

@@ -13,7 +13,7 @@ import { isSystemRole } from '../context/turns.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
 
-/** The retry ladder's later steps (SPEC §6): fewer turns than the window alone would allow. */
+/** The retry ladder's later steps (docs/budgeting.md#reactive-recovery): fewer turns than the window alone would allow. */
 export type ContextReduction = 'none' | 'drop_oldest_half' | 'minimal';
 
 export interface PreparedContext {
@@ -58,7 +58,7 @@ export function prepareContext(options: {
   promptCap?: number | undefined;
   /**
    * With a learned window: when the whole conversation fits but not with the max_tokens the client
-   * asked for, ask for what is left instead (SPEC §6's remedy, applied before the upstream refuses).
+   * asked for, ask for what is left instead (docs/budgeting.md#reactive-recovery's remedy, applied before the upstream refuses).
    */
   lowerMaxTokensToFit?: boolean;
   /** Upstream-reported prompt tokens per estimated token, learned for this model and upstream. */
@@ -211,7 +211,7 @@ function doesNotFit(
 }
 
 /**
- * The retry ladder's later steps (SPEC §6): half the history turns (and no protected first turns), or
+ * The retry ladder's later steps (docs/budgeting.md#reactive-recovery): half the history turns (and no protected first turns), or
  * only the system prompt, the summary and the current turn. Mutates only `settings.policy`, the
  * request's own copy.
  */
@@ -258,7 +258,7 @@ function reducedConversation(
 
 /**
  * With a learned window: when the whole conversation fits but not with the max_tokens the client asked
- * for, what is left (SPEC §6's remedy, applied before the upstream refuses); else undefined.
+ * for, what is left (docs/budgeting.md#reactive-recovery's remedy, applied before the upstream refuses); else undefined.
  */
 function maxTokensThatFit(options: {
   chatRequest: ChatCompletionRequest;

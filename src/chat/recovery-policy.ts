@@ -1,4 +1,4 @@
-// What to do after each upstream answer of a chat request (SPEC §6), decided from values alone: the
+// What to do after each upstream answer of a chat request (docs/budgeting.md#reactive-recovery), decided from values alone: the
 // classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
 // acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
 import type { ContextReduction } from './prepare-context.js';

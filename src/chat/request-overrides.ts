@@ -1,4 +1,4 @@
-// What a request's own headers ask of the gateway (SPEC §3), as the application sees them: parsed and
+// What a request's own headers ask of the gateway (README.md), as the application sees them: parsed and
 // checked once at the edge (http/request-overrides.ts).
 import type { HistoryMode } from '../context/reconcile.js';
 

@@ -1,4 +1,4 @@
-// The send loop of a chat request (SPEC §6): sends an attempt, has the answer classified before any byte
+// The send loop of a chat request (docs/budgeting.md#reactive-recovery): sends an attempt, has the answer classified before any byte
 // reaches the client, asks the recovery policy what to do and does it — wait and resend, or send the
 // smaller attempt the ladder makes. Time, randomness and sleeping are parameters, so every path of the
 // loop runs in a unit test without a clock.

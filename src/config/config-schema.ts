@@ -88,7 +88,7 @@ export const modelEntrySchema = z.strictObject({
 
 const fraction = z.number().gt(0).lte(1);
 
-/** One token budget: a limit and what happens at it (SPEC §12). */
+/** One token budget: a limit and what happens at it (docs/budgets.md). */
 export const budgetLimitSchema = z.strictObject({
   limit: z.number().int().min(0),
   /** hard: refused before the upstream is called (429); soft: served with a warning; off: not counted. */
@@ -106,7 +106,7 @@ export const budgetSetSchema = z.strictObject({
   max_request_tokens: budgetLimitSchema.optional(),
 });
 
-/** Every knob of SPEC §5, all optional: presets and the file's defaults are partial. */
+/** Every knob of docs/budgeting.md, all optional: presets and the file's defaults are partial. */
 export const policySchema = z.strictObject({
   keep_first_turns: z.number().int().min(0).optional(),
   trim_to: fraction.optional(),
@@ -130,7 +130,7 @@ export const policySchema = z.strictObject({
   upstream_retries: z.number().int().min(0).max(10).optional(),
   /** A retry that would drop more than this share of the conversation's messages goes to a fallback model. */
   fallback_when_dropping: fraction.optional(),
-  /** Background summarization of a session's oldest turns (SPEC §7). */
+  /** Background summarization of a session's oldest turns (docs/sessions.md#summarization). */
   summarization: z.enum(['on', 'off']).optional(),
   /** Summarize once a session's history tokens pass this share of its history budget… */
   summarize_at: fraction.optional(),

@@ -1,4 +1,4 @@
-// Built-in context policy defaults (SPEC §5) and the named presets every gateway has. The config file's
+// Built-in context policy defaults (docs/budgeting.md) and the named presets every gateway has. The config file's
 // `context` section overrides the defaults; its `policies` section overrides or adds presets.
 import type { ContextPolicy } from '../context/types.js';
 import type { PolicyConfig } from './config-schema.js';
@@ -6,13 +6,13 @@ import type { PolicyConfig } from './config-schema.js';
 export interface ResolvedPolicy extends ContextPolicy {
   safety_margin: number;
   safety_margin_uncalibrated: number;
-  /** Compressed retries after the upstream refused a prompt as too long (SPEC §6). */
+  /** Compressed retries after the upstream refused a prompt as too long (docs/budgeting.md#reactive-recovery). */
   max_retries: number;
   /** Retries of 429, 5xx and connection errors, before any byte reached the client. */
   upstream_retries: number;
   /** A retry that would drop more than this share of the conversation's messages goes to a fallback. */
   fallback_when_dropping: number;
-  /** SPEC §7. */
+  /** docs/sessions.md#summarization. */
   summarization: 'on' | 'off';
   summarize_at: number;
   summarize_to: number;

@@ -1,4 +1,4 @@
-// The current turn (SPEC §5 steps (a)–(d)): a user message and the agent loop that follows it, an
+// The current turn (docs/budgeting.md steps (a)–(d)): a user message and the agent loop that follows it, an
 // iteration group at a time (an assistant message with tool calls and all their results). The model of
 // Anthropic's context editing (`clear_tool_uses`): tool results are truncated to a cap, then masked oldest
 // first — every call and its arguments stay, so the model keeps its trajectory — keeping the newest
@@ -76,7 +76,7 @@ export interface CurrentTurnInput {
   tokenizer: Tokenizer;
   count: (message: ContextMessage) => number;
   /**
-   * A summary of the turn's older groups (a session's in-turn compaction, SPEC §7): it stands, right after
+   * A summary of the turn's older groups (a session's in-turn compaction, docs/sessions.md#summarization): it stands, right after
    * the user message, for the messages before `coversUntil` (an index into `turn`).
    */
   turnSummary?: { message: ContextMessage; coversUntil: number; tokens: number } | undefined;

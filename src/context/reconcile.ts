@@ -1,4 +1,4 @@
-// Session reconciliation (SPEC §4): which incoming messages are new, given what the session stores.
+// Session reconciliation (docs/sessions.md): which incoming messages are new, given what the session stores.
 // Messages are compared by a canonical form of role, text, tool calls and tool_call_id, so a client
 // that resends the whole conversation and one that sends only the new message both work, and neither
 // creates duplicates.

@@ -1,4 +1,4 @@
-// Render-time budgeting (SPEC §5): fits a conversation into the model's window without splitting a
+// Render-time budgeting (docs/budgeting.md): fits a conversation into the model's window without splitting a
 // turn, keeping the system prompt and the current turn (current-turn.ts), the first turns and pinned
 // ones, and as many recent turns as fit. Older turns are compressible before they are dropped: their
 // tool results are masked (oldest first, in clear_at_least steps) and only then are whole turns left out,
@@ -44,7 +44,7 @@ export interface RenderInput {
    */
   omittedBefore?: number;
   /**
-   * A summary of earlier messages (a session's, SPEC §7): always sent, counted in the budget as its own
+   * A summary of earlier messages (a session's, docs/sessions.md#summarization): always sent, counted in the budget as its own
    * region, and placed before the first message at or after `position` (an index into `messages`).
    */
   summary?: { message: ContextMessage; position: number; tokens?: number; covers?: number };

@@ -1,4 +1,4 @@
-// Summarization planning and checking (SPEC §7), pure like the rest of the context engine: when a
+// Summarization planning and checking (docs/sessions.md#summarization), pure like the rest of the context engine: when a
 // session's history calls for a summary and which turns it covers, the summarizer's own request (fitted
 // to the summarizer model's window), and the guard that refuses a summary which lost what it must keep.
 import { renderContext, truncateText } from './render.js';
@@ -33,7 +33,7 @@ export interface SummaryPlanInput {
   archived: number;
   /** Conversation position where the current summary ends (`head` when there is none). */
   summaryTo: number;
-  /** The session's history budget (SPEC §5, the summary's own tokens already taken out). */
+  /** The session's history budget (docs/budgeting.md, the summary's own tokens already taken out). */
   historyBudget: number;
   summarizeAt: number;
   summarizeTo: number;
@@ -130,7 +130,7 @@ export type TurnSummaryPlan =
     };
 
 /**
- * In-turn compaction (SPEC §7): when the current turn — an agent loop — has outgrown `summarizeAt` of
+ * In-turn compaction (docs/sessions.md#summarization): when the current turn — an agent loop — has outgrown `summarizeAt` of
  * the history budget, its oldest iteration groups not yet summarized, up to the first group boundary
  * that brings the turn down to `summarizeTo`, never the newest group.
  */
@@ -197,7 +197,7 @@ export interface SummaryRequestInput {
   /** The range to summarize, oldest first, starting at a turn boundary and ending at one. */
   messages: readonly ContextMessage[];
   tokenizer: Tokenizer;
-  /** The summarizer model's window and the room kept free in it (SPEC §5's margin). */
+  /** The summarizer model's window and the room kept free in it (docs/budgeting.md's margin). */
   window: number;
   safetyMarginTokens: number;
   maxSummaryTokens: number;
@@ -372,7 +372,7 @@ export function factSourceTexts(covered: readonly ContextMessage[], withToolResu
 }
 
 /**
- * The guard (SPEC §7): refuses only what is unusable — an empty answer, an error or refusal text, an
+ * The guard (docs/sessions.md#summarization): refuses only what is unusable — an empty answer, an error or refusal text, an
  * answer cut at its length limit, or one that lost a pinned message. Identifier-like facts the summary
  * does not state are not a veto: they are returned, to be repaired.
  */

@@ -29,7 +29,7 @@ export interface Tokenizer {
 export type ToolResultTruncation = 'head' | 'tail' | 'both';
 export type OversizePolicy = 'reject' | 'truncate_middle';
 
-/** Every knob of SPEC §5 by its name there. A budget or cap of 0 means "none" only where SPEC says so. */
+/** Every knob of docs/budgeting.md by its name there. A budget or cap of 0 means "none" only where docs/budgeting.md says so. */
 export interface ContextPolicy {
   keep_first_turns: number;
   trim_to: number;
@@ -79,7 +79,7 @@ export interface RenderReport {
   summaryUsed: boolean;
   oversizeTruncated: boolean;
   /**
-   * Tool messages and tool calls the final pairing check removed (SPEC §5): a conversation the
+   * Tool messages and tool calls the final pairing check removed (docs/budgeting.md): a conversation the
    * provider would refuse is repaired, never sent. 0 unless the input itself was broken.
    */
   orphansRemoved: number;

@@ -1,4 +1,4 @@
-// The OpenAI-compatible routes (SPEC §3): chat completions and their preview (the gateway's work, done
+// The OpenAI-compatible routes (README.md): chat completions and their preview (the gateway's work, done
 // by the chat service), and the model list (forwarded as is). A route reads the request's headers into
 // typed overrides once, hands the chat service a ClientStream, and nothing more.
 import type { FastifyInstance, FastifyRequest } from 'fastify';

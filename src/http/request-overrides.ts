@@ -1,4 +1,4 @@
-// The gateway's own request headers (SPEC §3), read once per request into typed overrides: the rest of
+// The gateway's own request headers (README.md), read once per request into typed overrides: the rest of
 // the gateway never looks at a header's text. A malformed value is a 400 invalid_header naming it.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { RequestOverrides } from '../chat/request-overrides.js';

@@ -1,4 +1,4 @@
-// The Responses API (SPEC §3): POST /v1/responses bridged onto Chat Completions by the responses service,
+// The Responses API (README.md): POST /v1/responses bridged onto Chat Completions by the responses service,
 // and the stored responses of the caller's tenant — read, deleted, their input items, and the token
 // count of a request without sending it.
 import type { FastifyInstance, FastifyRequest } from 'fastify';

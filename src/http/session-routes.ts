@@ -1,4 +1,4 @@
-// The sessions API (SPEC §3): read a session, page through its full history, delete it. Sessions are
+// The sessions API (README.md): read a session, page through its full history, delete it. Sessions are
 // namespaced by the caller's credential: another credential sees 404 for the same id.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
@@ -36,7 +36,7 @@ export function registerSessionRoutes(
       id: key.sessionId,
       version: snapshot.version,
       system_prompt: snapshot.systemPrompt ?? null,
-      // SPEC §7: the summary and the range of the conversation (positions in /history) it stands for.
+      // docs/sessions.md#summarization: the summary and the range of the conversation (positions in /history) it stands for.
       summary:
         snapshot.summary === undefined
           ? null

@@ -1,4 +1,4 @@
-// Requests for a busy session wait their turn (SPEC §4): on one replica in the order they arrived —
+// Requests for a busy session wait their turn (docs/sessions.md): on one replica in the order they arrived —
 // each tries for the hold only once the one before it has it or gave up — and across replicas by
 // polling the store, woken at once when a request of this replica lets go of the session. Past the
 // wait the caller answers 409 session_busy.

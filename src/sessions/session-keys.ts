@@ -1,11 +1,11 @@
-// Which session a request may use (SPEC §4): the session id's shape, and the key a caller's credential
+// Which session a request may use (docs/sessions.md): the session id's shape, and the key a caller's credential
 // gives it. Sessions belong to a credential, so a caller that presented none (pass-through mode) holds
 // none unless the config names an anonymous tenant.
 import type { Credential } from '../auth/authenticate.js';
 import { GatewayError } from '../errors.js';
 import type { SessionKey } from '../store/session-store.js';
 
-/** What a session id may be (SPEC §3): the header and the sessions API path alike. */
+/** What a session id may be (README.md): the header and the sessions API path alike. */
 export const sessionIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function sessionKeyFor(credential: Credential | undefined, sessionId: string): SessionKey {

@@ -1,4 +1,4 @@
-// Background summarization of long sessions (SPEC §7). After a committed turn whose history passed
+// Background summarization of long sessions (docs/sessions.md#summarization). After a committed turn whose history passed
 // `summarize_at` of its budget, one job per session (a lock in the store, so across replicas) asks the
 // summary model to extend the session's summary with its oldest turns — or, when the current agent turn
 // itself has outgrown the budget, the turn's summary with its oldest iteration groups — checks the
@@ -61,7 +61,7 @@ export interface AfterTurnInput {
   /** The conversation's model: the summary is rendered into its prompts and counted with its tokenizer. */
   model: string;
   policy: ResolvedPolicy;
-  /** The turn's history budget (SPEC §5, in the units the session's token counts are in). */
+  /** The turn's history budget (docs/budgeting.md, in the units the session's token counts are in). */
   historyBudget: number;
   /** The session's active tokens once the turn is stored (before any spill): the cheap first check. */
   activeTokens: number;

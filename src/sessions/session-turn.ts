@@ -1,4 +1,4 @@
-// One turn of a session (SPEC §4): hold the session, load it, work out which incoming messages are new,
+// One turn of a session (docs/sessions.md): hold the session, load it, work out which incoming messages are new,
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
@@ -47,7 +47,7 @@ export interface SessionView {
   archivedMessages: number;
   /** Archived messages no summary stands for: what the omission notice counts. */
   omittedBefore: number;
-  /** The session's summary, placed after the protected head (SPEC §7). */
+  /** The session's summary, placed after the protected head (docs/sessions.md#summarization). */
   summary: RenderInput['summary'];
   /** The in-turn summary of a long agent turn, placed after that turn's user message. */
   turnSummary: RenderInput['turnSummary'];

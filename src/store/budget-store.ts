@@ -1,4 +1,4 @@
-// The BudgetStore port (SPEC §12): token counters per session (lifetime) and per credential and period,
+// The BudgetStore port (docs/budgets.md): token counters per session (lifetime) and per credential and period,
 // shared by replicas. A request reserves its expected cost on every counter it counts in before it is
 // sent (refused when a hard counter's used + reserved tokens already reach the limit), then settles
 // with what the upstream reported. Reservations expire by themselves, so a replica that dies mid-request

@@ -1,4 +1,4 @@
-// The SessionStore port (SPEC §4): one conversation per (tenant, session id), held by one request at a
+// The SessionStore port (docs/sessions.md): one conversation per (tenant, session id), held by one request at a
 // time, written once per successful turn with a version check so a holder whose hold expired can never
 // write. Implementations: in-memory (memory-session-store.ts) and Redis (redis-session-store.ts); one
 // contract test suite runs against both.
@@ -41,7 +41,7 @@ export interface SessionSnapshot {
    */
   historyStart: number;
   updatedAtMs: number;
-  /** The summary of the oldest messages after the head (SPEC §7), when one was written. */
+  /** The summary of the oldest messages after the head (docs/sessions.md#summarization), when one was written. */
   summary?: SessionSummary | undefined;
   /** The summary of a long agent turn's older iteration groups (in-turn compaction), when one was written. */
   turnSummary?: TurnSummary | undefined;
@@ -186,7 +186,7 @@ export interface SessionLimits {
   idleTtlSeconds: number;
 }
 
-/** SPEC §4: the active list holds at least this many messages, whatever their tokens. */
+/** docs/sessions.md: the active list holds at least this many messages, whatever their tokens. */
 export const minActiveMessages = 100;
 
 export const emptySnapshot: SessionSnapshot = {

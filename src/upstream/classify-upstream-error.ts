@@ -1,4 +1,4 @@
-// The upstream error classifier (SPEC §6): one pure function from what an upstream answered — status,
+// The upstream error classifier (docs/budgeting.md#reactive-recovery): one pure function from what an upstream answered — status,
 // headers, body as text — to what the gateway should do about it. Context-window overflows are told
 // apart from their look-alikes (rate limits on tokens per minute, output caps, byte-size limits,
 // schema errors) by the shapes and phrasing families providers use, not by exact strings, and the

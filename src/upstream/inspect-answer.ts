@@ -1,4 +1,4 @@
-// Looks at an upstream answer before any of it reaches the client (SPEC §6): an error status's body
+// Looks at an upstream answer before any of it reaches the client (docs/budgeting.md#reactive-recovery): an error status's body
 // is read whole (error bodies are small), and a stream's first event is read, since some servers
 // report a context overflow as the first event of a 200 stream. The returned response replays what
 // was read.

@@ -1,4 +1,4 @@
-// The gateway's own "does not fit" (SPEC §3): 400 context_length_exceeded in OpenAI's words, quoting
+// The gateway's own "does not fit" (README.md): 400 context_length_exceeded in OpenAI's words, quoting
 // the window exactly as configured or stated in X-Context-Window — never a window scaled by the ratio
 // learned for an estimated model — with counts in the provider's units.
 import { describe, expect, it } from 'vitest';

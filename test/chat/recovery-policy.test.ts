@@ -1,4 +1,4 @@
-// The recovery policy as a table (SPEC §6): each row a verdict and a ladder state, the decision written
+// The recovery policy as a table (docs/budgeting.md#reactive-recovery): each row a verdict and a ladder state, the decision written
 // out by hand from the spec — 250 ms × 2^n full-jitter backoff capped at 8 s, never shorter than
 // Retry-After, none past the deadline; after an overflow, max_tokens lowered when the prompt fits and at
 // least 1,024 tokens are left, else re-render with the learned window, then half the turns, then the

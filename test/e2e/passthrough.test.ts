@@ -1,4 +1,4 @@
-// End to end (SPEC §3): every /v1 path the gateway does not manage is forwarded untouched, so a client
+// End to end (README.md): every /v1 path the gateway does not manage is forwarded untouched, so a client
 // pointed at the gateway for chat uses the same base URL for embeddings, audio and files — through the
 // official openai client, with gateway keys (the upstream sees only its own key), a body's model routing
 // it to its upstream, uploads and binary answers crossing byte for byte, query strings kept.

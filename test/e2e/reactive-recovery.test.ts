@@ -1,4 +1,4 @@
-// End to end (SPEC §6): a strict fake upstream that refuses over its own window with the real bodies and
+// End to end (docs/budgeting.md#reactive-recovery): a strict fake upstream that refuses over its own window with the real bodies and
 // statuses of the captured sample, the gateway not told that window. The first request recovers
 // without the client seeing the failure; the next one fits first time (on another replica too); the
 // look-alikes never cause a compressed retry; an exhausted ladder returns the upstream's own error.

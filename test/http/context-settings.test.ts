@@ -1,5 +1,5 @@
 // Which value wins for each context setting: request headers, the preset named by the request, the
-// model's entry, the config file's defaults, the built-in defaults (SPEC §8).
+// model's entry, the config file's defaults, the built-in defaults (docs/configuration.md).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { resolveContextSettings } from '../../src/chat/context-settings.js';
