@@ -284,6 +284,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       ...sent.attempt.headers,
       'x-context-retries': String(sent.overflowRetries),
       'x-ctxgate-attempts': String(1 + sent.overflowRetries + sent.upstreamRetries),
+      ...(sent.exhausted === true ? { 'x-should-retry': 'false' } : {}),
     };
     if (turn.session !== undefined) {
       headers['x-session-id'] = turn.session.sessionId;

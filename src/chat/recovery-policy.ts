@@ -40,7 +40,10 @@ export type RecoveryDecision =
   /** The prompt fits but the answer asked for does not: ask for what is left. */
   | { action: 'lower_max_tokens'; maxTokens: number }
   /** Out of retries or time: the client gets the upstream's answer. */
-  | { action: 'give_up'; reason: 'out_of_retries' | 'retry_after_too_long' | 'deadline' };
+  | {
+      action: 'give_up';
+      reason: 'out_of_retries' | 'retry_after_too_long' | 'deadline' | 'upstream_said_no';
+    };
 
 /** The first backoff step and the ceiling of the exponential backoff. */
 const baseBackoffMs = 250;
@@ -65,6 +68,9 @@ export function decide(
     case 'rate_limited':
     case 'server':
     case 'connection':
+      // The upstream's own word: `x-should-retry: false` is not retried.
+      if ('noRetry' in verdict && verdict.noRetry === true)
+        return { action: 'give_up', reason: 'upstream_said_no' };
       return decideRetry(
         verdict.kind,
         'retryAfterMs' in verdict ? verdict.retryAfterMs : undefined,

@@ -36,6 +36,12 @@ export interface SendResult<A> {
   attempt: A;
   overflowRetries: number;
   upstreamRetries: number;
+  /**
+   * The gateway gave up retrying an error it retries (out of retries or time, or the upstream said not
+   * to): the client is told not to retry it again (`x-should-retry: false`), so its own retries do not
+   * multiply the gateway's.
+   */
+  exhausted?: true;
 }
 
 export interface SendWithRecoveryOptions<A extends SendAttempt> {
@@ -115,6 +121,8 @@ export async function sendWithRecovery<A extends SendAttempt>(
       default:
         if (classification.kind === 'none' && response.statusCode < 300)
           options.observe?.({ type: 'accepted', attempt });
+        if (decision.action === 'give_up' && decision.reason !== 'retry_after_too_long')
+          return { response, attempt, overflowRetries, upstreamRetries, exhausted: true };
         return { response, attempt, overflowRetries, upstreamRetries };
     }
   }

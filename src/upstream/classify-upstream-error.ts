@@ -35,10 +35,11 @@ export type UpstreamErrorClass =
        */
       evidence: string[];
     }
-  | { kind: 'rate_limited'; retryAfterMs?: number }
+  /** `noRetry`: the upstream said not to retry (`x-should-retry: false`, as OpenAI's API says it). */
+  | { kind: 'rate_limited'; retryAfterMs?: number; noRetry?: true }
   | { kind: 'auth' }
   | { kind: 'bad_request' }
-  | { kind: 'server'; retryAfterMs?: number }
+  | { kind: 'server'; retryAfterMs?: number; noRetry?: true }
   | { kind: 'timeout' }
   | { kind: 'connection' }
   /** A 2xx answer that carries no error. */
@@ -49,6 +50,8 @@ export type UpstreamAnswer =
       status: number;
       headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
       body: string;
+      /** When the answer arrived (epoch ms): a `Retry-After` HTTP date is read against it. */
+      receivedAtMs?: number;
     }
   | { transportError: 'timeout' | 'connection' };
 
@@ -63,22 +66,23 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   const content = readBody(body);
   if (status >= 200 && status < 300 && !content.isError) return { kind: 'none' };
   const text = content.texts.join('\n');
-  const retryAfterMs = retryAfterFrom(answer.headers, text);
+  const retryAfterMs = retryAfterFrom(answer.headers, text, answer.receivedAtMs);
+  const noRetry = headerValue(answer.headers, 'x-should-retry')?.trim().toLowerCase() === 'false';
+  const retryFields = (): { retryAfterMs?: number; noRetry?: true } => ({
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    ...(noRetry ? { noRetry: true as const } : {}),
+  });
 
   // OpenAI's "insufficient_quota" is billing, not a rate: waiting does not help.
   if (/\binsufficient_quota\b/.test(text)) return { kind: 'bad_request' };
-  if (status === 429 || rateLimitPhrase.test(text)) {
-    return retryAfterMs === undefined ? { kind: 'rate_limited' } : { kind: 'rate_limited', retryAfterMs };
-  }
+  if (status === 429 || rateLimitPhrase.test(text)) return { kind: 'rate_limited', ...retryFields() };
   if (looksLikeOverflow(status, body, text)) {
     const { numbers, evidence } = overflowNumbers(text, content.fields);
     return { kind: 'context_overflow', remedy: remedyFor(numbers, text), numbers, evidence };
   }
   if (status === 401 || status === 403) return { kind: 'auth' };
   if (status === 408 || status === 504) return { kind: 'timeout' };
-  if (status >= 500 || (status >= 200 && status < 300)) {
-    return retryAfterMs === undefined ? { kind: 'server' } : { kind: 'server', retryAfterMs };
-  }
+  if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
   return { kind: 'bad_request' };
 }
 
@@ -497,6 +501,7 @@ function headerValue(
 function retryAfterFrom(
   headers: Readonly<Record<string, string | readonly string[] | undefined>> | undefined,
   text: string,
+  receivedAtMs: number | undefined,
 ): number | undefined {
   const milliseconds = Number(headerValue(headers, 'retry-after-ms'));
   if (
@@ -508,7 +513,10 @@ function retryAfterFrom(
   const retryAfter = headerValue(headers, 'retry-after');
   if (retryAfter !== undefined) {
     const seconds = Number(retryAfter);
-    if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+    if (retryAfter.trim() !== '' && Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+    // An HTTP date (RFC 9110: "Wed, 21 Oct 2026 07:28:00 GMT"), read against when the answer came.
+    const date = Date.parse(retryAfter);
+    if (receivedAtMs !== undefined && Number.isFinite(date)) return Math.max(0, date - receivedAtMs);
   }
   const inText = /(?:retry|try again) in (\d+(?:\.\d+)?) ?(ms|s|seconds?)\b/i.exec(text);
   if (inText !== null) return Number(inText[1]) * (inText[2] === 'ms' ? 1 : 1000);

@@ -34,6 +34,7 @@ export async function inspectAnswer(
         status: response.statusCode,
         headers: response.headers,
         body: body.toString('utf8'),
+        receivedAtMs: Date.now(),
       }),
     };
   }

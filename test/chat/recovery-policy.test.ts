@@ -83,6 +83,12 @@ const rows: Array<{
     expected: { action: 'retry_after', waitMs: 2_000, reason: 'rate_limited' },
   },
   {
+    name: 'an upstream that says not to retry is not retried',
+    verdict: { kind: 'server', noRetry: true },
+    jitter: 0.5,
+    expected: { action: 'give_up', reason: 'upstream_said_no' },
+  },
+  {
     name: 'a Retry-After over 10 s goes back to the client',
     verdict: { kind: 'rate_limited', retryAfterMs: 10_001 },
     expected: { action: 'give_up', reason: 'retry_after_too_long' },

@@ -236,6 +236,18 @@ describe('metrics after real traffic', () => {
       });
       expect(lines.find((line) => line.msg === 'request')).toMatchObject({ status: 500, attempts: 3 });
       expect(harness.logLines.join('\n')).not.toContain('Quillfeather');
+
+      // The client is told not to retry what the gateway retried already: the OpenAI SDK, with its own
+      // two retries, makes one request, and the provider sees three calls, not nine.
+      expect(answer.headers.get('x-should-retry')).toBe('false');
+      const before = fake.chatRequests.length;
+      fake.enqueue(failing, failing, failing, failing, failing, failing, failing, failing, failing);
+      const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 2 });
+      const failure = await client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Again.' }] })
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(OpenAI.InternalServerError);
+      expect(fake.chatRequests.length - before).toBe(3);
     } finally {
       await harness.close();
       await fake.stop();

@@ -191,6 +191,26 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'rate_limited', retryAfterMs: 3000 },
   },
   {
+    name: 'a rate limit with retry-after as an HTTP date, 20 s after the answer arrived',
+    answer: {
+      status: 429,
+      headers: { 'retry-after': 'Tue, 24 Nov 2026 21:00:20 GMT' },
+      body: '',
+      receivedAtMs: Date.UTC(2026, 10, 24, 21, 0, 0),
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 20_000 },
+  },
+  {
+    name: 'a 503 the upstream says not to retry (x-should-retry: false)',
+    answer: { status: 503, headers: { 'x-should-retry': 'false' }, body: '' },
+    expected: { kind: 'server', noRetry: true },
+  },
+  {
+    name: 'a 429 with x-should-retry: true is retried as any rate limit',
+    answer: { status: 429, headers: { 'x-should-retry': 'true', 'retry-after': '1' }, body: '' },
+    expected: { kind: 'rate_limited', retryAfterMs: 1_000 },
+  },
+  {
     name: 'Gemini quota with "retry in" in the text',
     answer: {
       status: 429,
