@@ -55,7 +55,6 @@ describe('a hard budget under concurrency', () => {
       headers: { authorization: `Bearer ${adminKey}` },
     });
     const served: number[] = [];
-    let refusedInFlight = 0;
     const prompt = 'Please summarize the quarterly numbers for the northern region. '.repeat(12);
     const clientLoop = async (clientIndex: number): Promise<void> => {
       for (let attempt = 0; attempt < 400; attempt++) {
@@ -78,7 +77,6 @@ describe('a hard budget under concurrency', () => {
             Number(/exceeded: (\d+) of/.exec(error.message)?.[1]) >= limit
           )
             return;
-          refusedInFlight++;
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
       }
@@ -99,6 +97,5 @@ describe('a hard budget under concurrency', () => {
       })
     ).json()) as { budgets: Array<{ used: number; reserved: number; estimated: number }> };
     expect(read.budgets[0]).toMatchObject({ used: total, reserved: 0, estimated: 0 });
-    expect(refusedInFlight).toBeGreaterThanOrEqual(0);
   }, 120_000);
 });
