@@ -173,7 +173,7 @@ describe('early refusals reach the client', () => {
       else await response.text();
     }
     expect(failures).toEqual([]);
-  });
+  }, 180_000);
 
   it('answers 401 to a wrong key sent with a large body, without EPIPE', async () => {
     const failures: string[] = [];
