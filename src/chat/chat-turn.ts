@@ -10,6 +10,7 @@ import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
+import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
@@ -99,6 +100,8 @@ interface Turn {
 export function createChatService(deps: ChatServiceDependencies): ChatService {
   const { config, metrics, budgets, learnedLimits } = deps;
   const planner = createContextPlanner({ config, tokenizers: deps.tokenizers, learnedLimits });
+  /** This gateway's requests for a busy session, in the order they came. */
+  const holdQueue = createHoldQueue();
   const requestLimits = {
     maxMessages: config.server.max_messages,
     maxContentParts: config.server.max_content_parts,
@@ -180,6 +183,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     if (sessionId === undefined) return undefined;
     const session = await beginSessionTurn({
       ...sessionInput(input, chatRequest, sessionId),
+      holdQueue,
       holdMs: config.sessions.hold_ms,
       busyWaitMs: config.sessions.busy_wait_ms,
       commitCheckMs: config.sessions.commit_check_ms,

@@ -13,27 +13,24 @@ interface Waiter {
   turn: Promise<void>;
 }
 
-const queues = new Map<string, Waiter>();
-const wakers = new Map<string, Set<() => void>>();
+/** The order of one replica's requests per session: one per gateway, never shared between gateways. */
+export interface HoldQueue {
+  /** A request of this replica let go of the session: its waiters try again now. */
+  sessionReleased(key: SessionKey): void;
+  /**
+   * The session's hold, waiting up to `waitMs` for it (0: not at all); undefined when it stayed busy.
+   * `attempt` tries for it once (`first` on the first try) and says what it got: the hold, or the hold
+   * with what came with it. Store errors are thrown as they are.
+   */
+  acquireInTurn<Held>(
+    key: SessionKey,
+    waitMs: number,
+    attempt: (first: boolean) => Promise<Held | undefined>,
+    now?: () => number,
+  ): Promise<Held | undefined>;
+}
 
 const idOf = ({ tenantId, sessionId }: SessionKey): string => `${tenantId}\u0000${sessionId}`;
-
-/** Resolves after `ms`, or at once when a request of this replica releases the session. */
-function pause(id: string, ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    let wakersOfId = wakers.get(id);
-    if (wakersOfId === undefined) wakers.set(id, (wakersOfId = new Set()));
-    const set = wakersOfId;
-    const done = (): void => {
-      clearTimeout(timer);
-      set.delete(done);
-      if (set.size === 0 && wakers.get(id) === set) wakers.delete(id);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    set.add(done);
-  });
-}
 
 async function atMost(promise: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -44,42 +41,54 @@ async function atMost(promise: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A request of this replica let go of the session: its waiters try again now. */
-export function sessionReleased(key: SessionKey): void {
-  for (const wake of [...(wakers.get(idOf(key)) ?? [])]) wake();
-}
+export function createHoldQueue(): HoldQueue {
+  const queues = new Map<string, Waiter>();
+  const wakers = new Map<string, Set<() => void>>();
 
-/**
- * The session's hold, waiting up to `waitMs` for it (0: not at all); undefined when it stayed busy.
- * `attempt` tries for it once (`first` on the first try) and says what it got: the hold, or the hold
- * with what came with it. Store errors are thrown as they are.
- */
-export async function acquireInTurn<Held>(
-  key: SessionKey,
-  waitMs: number,
-  attempt: (first: boolean) => Promise<Held | undefined>,
-  now: () => number = Date.now,
-): Promise<Held | undefined> {
-  const id = idOf(key);
-  const deadline = now() + waitMs;
-  const ahead = queues.get(id);
-  let done = (): void => undefined;
-  const mine: Waiter = { turn: new Promise<void>((resolve) => (done = resolve)) };
-  queues.set(id, mine);
-  try {
-    // Wait for the request before this one, but never past the deadline.
-    if (ahead !== undefined) await atMost(ahead.turn, deadline - now());
-    let pollMs = firstPollMs;
-    for (let first = true; ; first = false) {
-      const held = await attempt(first);
-      if (held !== undefined) return held;
-      const left = deadline - now();
-      if (left <= 0) return undefined;
-      await pause(id, Math.min(pollMs, left));
-      pollMs = Math.min(maxPollMs, pollMs * 2);
-    }
-  } finally {
-    done();
-    if (queues.get(id) === mine) queues.delete(id);
+  /** Resolves after `ms`, or at once when a request of this replica releases the session. */
+  function pause(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let wakersOfId = wakers.get(id);
+      if (wakersOfId === undefined) wakers.set(id, (wakersOfId = new Set()));
+      const set = wakersOfId;
+      const done = (): void => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0 && wakers.get(id) === set) wakers.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      set.add(done);
+    });
   }
+
+  return {
+    sessionReleased(key) {
+      for (const wake of [...(wakers.get(idOf(key)) ?? [])]) wake();
+    },
+    async acquireInTurn(key, waitMs, attempt, now = Date.now) {
+      const id = idOf(key);
+      const deadline = now() + waitMs;
+      const ahead = queues.get(id);
+      let done = (): void => undefined;
+      const mine: Waiter = { turn: new Promise<void>((resolve) => (done = resolve)) };
+      queues.set(id, mine);
+      try {
+        // Wait for the request before this one, but never past the deadline.
+        if (ahead !== undefined) await atMost(ahead.turn, deadline - now());
+        let pollMs = firstPollMs;
+        for (let first = true; ; first = false) {
+          const held = await attempt(first);
+          if (held !== undefined) return held;
+          const left = deadline - now();
+          if (left <= 0) return undefined;
+          await pause(id, Math.min(pollMs, left));
+          pollMs = Math.min(maxPollMs, pollMs * 2);
+        }
+      } finally {
+        done();
+        if (queues.get(id) === mine) queues.delete(id);
+      }
+    },
+  };
 }

@@ -18,7 +18,7 @@ import type {
 } from '../store/session-store.js';
 import { releaseEventually } from '../store/session-store.js';
 import { storeUnavailable } from './session-keys.js';
-import { acquireInTurn, sessionReleased } from './hold-queue.js';
+import type { HoldQueue } from './hold-queue.js';
 
 /** A first turn longer than this is not protected from moving to the archive. */
 const maxHeadMessages = 64;
@@ -294,13 +294,14 @@ export async function previewSessionTurn(options: {
  */
 async function holdAndLoad(
   store: SessionStore,
+  queue: HoldQueue,
   key: SessionKey,
   holdMs: number,
   busyWaitMs: number,
 ): Promise<{ hold: SessionHold; snapshot: SessionSnapshot }> {
   let held: { hold: SessionHold; reading: Promise<SessionSnapshot> } | undefined;
   try {
-    held = await acquireInTurn(key, busyWaitMs, async (first) => {
+    held = await queue.acquireInTurn(key, busyWaitMs, async (first) => {
       const acquiring = store.acquire(key, holdMs);
       const early = first ? store.load(key) : undefined;
       // Dropped when the session is busy or the hold failed: its failure is nobody's then.
@@ -415,6 +416,8 @@ async function writeTurn(
 
 export async function beginSessionTurn(options: {
   store: SessionStore;
+  /** This gateway's order of requests per session. */
+  holdQueue: HoldQueue;
   key: SessionKey;
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
@@ -433,7 +436,13 @@ export async function beginSessionTurn(options: {
 }): Promise<SessionTurn> {
   const { store, key, tokenizer } = options;
   const now = options.now ?? Date.now;
-  const { hold, snapshot } = await holdAndLoad(store, key, options.holdMs, options.busyWaitMs ?? 0);
+  const { hold, snapshot } = await holdAndLoad(
+    store,
+    options.holdQueue,
+    key,
+    options.holdMs,
+    options.busyWaitMs ?? 0,
+  );
   const retry = options.retry ?? noRetry;
   const view = sessionView(key.sessionId, snapshot, options.incoming, options.historyMode, tokenizer, retry);
   const { systemCount, stored, newMessages, newTokens } = view;
@@ -485,7 +494,7 @@ export async function beginSessionTurn(options: {
         options.commitCheckMs ?? 15_000,
       );
       released = true;
-      sessionReleased(key);
+      options.holdQueue.sessionReleased(key);
       return { activeTokens };
     },
     async release() {
@@ -493,7 +502,7 @@ export async function beginSessionTurn(options: {
       if (released) return;
       released = true;
       await releaseEventually(() => store.release(key, hold), renewal.knownUntilMs());
-      sessionReleased(key);
+      options.holdQueue.sessionReleased(key);
     },
   };
 }

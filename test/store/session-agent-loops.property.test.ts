@@ -10,6 +10,7 @@ import { renderContext } from '../../src/context/render.js';
 import { planSummary, planTurnSummary } from '../../src/context/summary.js';
 import { findOrphans } from '../../src/context/turns.js';
 import type { ContextMessage, ContextPolicy, Tokenizer } from '../../src/context/types.js';
+import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import { beginSessionTurn } from '../../src/sessions/session-turn.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
@@ -172,6 +173,7 @@ async function runLoop(store: SessionStore, generated: { window: number; actions
     }
     started = true;
     const turn = await beginSessionTurn({
+      holdQueue: createHoldQueue(),
       store,
       key,
       historyMode: 'delta',

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
+import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import { beginSessionTurn } from '../../src/sessions/session-turn.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
@@ -63,6 +64,7 @@ afterEach(async () => {
 
 async function openTurn(store: SessionStore, key: { tenantId: string; sessionId: string }, text: string) {
   return beginSessionTurn({
+    holdQueue: createHoldQueue(),
     store,
     key,
     historyMode: 'delta',

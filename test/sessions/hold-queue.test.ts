@@ -1,0 +1,60 @@
+// A gateway's requests for a busy session take the hold in the order they came, and each gateway keeps
+// its own order: two gateways in one process (tests, an embedding) never wait behind each other's.
+import { describe, expect, it } from 'vitest';
+import { createHoldQueue } from '../../src/sessions/hold-queue.js';
+
+const key = { tenantId: 't', sessionId: 's' };
+
+describe('createHoldQueue', () => {
+  it('hands the hold out in the order the requests came', async () => {
+    const queue = createHoldQueue();
+    let holder: string | undefined;
+    const got: string[] = [];
+    const request = (name: string) =>
+      queue.acquireInTurn(key, 60_000, async () => {
+        if (holder !== undefined) return undefined;
+        holder = name;
+        return name;
+      });
+    const first = await request('a');
+    const waiting = [request('b'), request('c'), request('d')];
+    got.push(first as string);
+    for (const next of waiting) {
+      holder = undefined;
+      queue.sessionReleased(key);
+      got.push((await next) as string);
+    }
+    expect(got).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('gives up when the session stays busy past the wait', async () => {
+    const queue = createHoldQueue();
+    let clock = 0;
+    const held = await queue.acquireInTurn(
+      key,
+      50,
+      async () => {
+        clock += 30;
+        return undefined;
+      },
+      () => clock,
+    );
+    expect(held).toBeUndefined();
+  });
+
+  it('keeps each gateway’s order to itself', async () => {
+    const mine = createHoldQueue();
+    const other = createHoldQueue();
+    // A request of the other gateway is trying for the session (its store has not answered yet).
+    let answer = (): void => undefined;
+    const pending = other.acquireInTurn(
+      key,
+      60_000,
+      () => new Promise<string>((resolve) => (answer = () => resolve('other'))),
+    );
+    // This gateway's request is not queued behind it: it takes the session at once.
+    expect(await mine.acquireInTurn(key, 60_000, async () => 'mine')).toBe('mine');
+    answer();
+    expect(await pending).toBe('other');
+  });
+});
