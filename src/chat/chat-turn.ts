@@ -12,6 +12,7 @@ import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
+import { recoveryLimitsFor } from './recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
   beginSessionTurn,
@@ -80,9 +81,6 @@ export interface ChatService {
   /** What `complete` would send for the same request now (POST /v1/context/render): same code path. */
   preview(input: Omit<ChatInput, 'warn' | 'info'>): Promise<ContextPreview>;
 }
-
-/** The longest Retry-After the gateway waits out itself. */
-const maxRetryWaitMs = 10_000;
 
 /** The state one chat request carries from step to step. */
 interface Turn {
@@ -457,12 +455,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
           streaming: chatRequest.stream === true,
-          limits: {
-            maxOverflowRetries: policy.max_retries,
-            maxUpstreamRetries: policy.upstream_retries,
-            deadlineMs: config.timeouts.upstream_retry_deadline_ms,
-            maxRetryWaitMs,
-          },
+          limits: recoveryLimitsFor(policy, config.timeouts.upstream_retry_deadline_ms),
           clock: deps.now,
           random: deps.random,
           sleep: deps.sleep,

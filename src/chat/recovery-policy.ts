@@ -45,9 +45,37 @@ export type RecoveryDecision =
       reason: 'out_of_retries' | 'retry_after_too_long' | 'deadline' | 'upstream_said_no';
     };
 
-/** The first backoff step and the ceiling of the exponential backoff. */
-const baseBackoffMs = 250;
-const maxBackoffMs = 8_000;
+/**
+ * Every retry and recovery default in one place (docs/budgeting.md#reactive-recovery). What a deployment
+ * tunes is in the config — the policy's `max_retries` and `upstream_retries`, the config's
+ * `timeouts.upstream_retry_deadline_ms` — and reaches the loops through `recoveryLimitsFor`; these are
+ * the fixed parts. Chat completions, the Responses API (bridged onto the same engine) and the
+ * summarizer all retry by them.
+ */
+export const retryDefaults = {
+  /** The first backoff step and the ceiling of the full-jitter exponential backoff. */
+  baseBackoffMs: 250,
+  maxBackoffMs: 8_000,
+  /** The longest Retry-After the gateway waits out itself; a longer one goes back to the client. */
+  maxRetryWaitMs: 10_000,
+  /** Smaller tries of a summary request the summarizer's model refused as too long. */
+  summaryOverflowRetries: 2,
+} as const;
+
+/** The limits a request's retry loop works within, from its policy and the config. */
+export function recoveryLimitsFor(
+  policy: { max_retries: number; upstream_retries: number },
+  upstreamRetryDeadlineMs: number,
+): RecoveryLimits {
+  return {
+    maxOverflowRetries: policy.max_retries,
+    maxUpstreamRetries: policy.upstream_retries,
+    deadlineMs: upstreamRetryDeadlineMs,
+    maxRetryWaitMs: retryDefaults.maxRetryWaitMs,
+  };
+}
+
+const { baseBackoffMs, maxBackoffMs } = retryDefaults;
 
 /** The re-render steps, in order: the learned window first, then half the turns, then the minimum. */
 const reductions: readonly ContextReduction[] = ['none', 'drop_oldest_half', 'minimal'];

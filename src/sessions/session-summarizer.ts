@@ -36,6 +36,7 @@ import { isGatewayError } from '../errors.js';
 import { classifyUpstreamError, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
 import { noCredential, passThroughCredentialHeaders, type Credential } from '../auth/authenticate.js';
 import { resolveContextSettings } from '../chat/context-settings.js';
+import { retryDefaults } from '../chat/recovery-policy.js';
 import { noOverrides } from '../chat/request-overrides.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import { tokenizerFor } from '../chat/prepare-context.js';
@@ -320,7 +321,8 @@ export function createSessionSummarizer(deps: {
         return { skipped: 'budget_exhausted' } as const;
       const answer = await callSummarizer(input, target, summaryModel, request.messages);
       if (!('failure' in answer)) return { request, answer, target, tokenizer };
-      if (answer.overflow === undefined || tries >= 2) return { failure: answer.failure } as const;
+      if (answer.overflow === undefined || tries >= retryDefaults.summaryOverflowRetries)
+        return { failure: answer.failure } as const;
       const { numbers } = answer.overflow;
       const sent = Math.ceil(request.inputTokens * ratio) + policy.summary_max_tokens;
       // As a request's overflow teaches (upstream-lessons.ts): a stated window when the counts agree.
