@@ -1,12 +1,28 @@
 // The floor for any gateway that reads the request: a minimal fastify + undici pass-through that parses
-// the JSON body, re-serializes it and relays the answer (streams piped as they come). No validation,
-// no logging, no metrics. Prints "READY <base url>" when listening.
+// the JSON body, re-serializes it and relays the answer (streams piped as they come). No validation, no
+// metrics; with FLOOR_LOG=1 it writes one pino access line per request, as a production gateway does
+// (method, route, status, model, durations), else none. Prints "READY <base url>" when listening.
 import Fastify from 'fastify';
+import { pino } from 'pino';
 import { Pool } from 'undici';
 
 const upstream = new URL(process.env.UPSTREAM_BASE_URL ?? 'http://127.0.0.1:9/v1');
 const pool = new Pool(upstream.origin, { connections: 256 });
 const app = Fastify({ bodyLimit: 32 * 1024 * 1024 });
+const log = process.env.FLOOR_LOG === '1' ? pino({ base: { service: 'floor' } }) : undefined;
+if (log !== undefined)
+  app.addHook('onResponse', async (request, reply) => {
+    log.info(
+      {
+        method: request.method,
+        route: request.routeOptions.url,
+        status: reply.statusCode,
+        model: (request.body as { model?: unknown } | undefined)?.model,
+        durations: { totalMs: Math.round(reply.elapsedTime * 1000) / 1000 },
+      },
+      'request',
+    );
+  });
 
 app.post('/v1/chat/completions', async (request, reply) => {
   const response = await pool.request({
