@@ -12,6 +12,7 @@ import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
+import type { SessionKey } from '../store/session-store.js';
 import { recoveryLimitsFor } from './recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
@@ -161,11 +162,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   function sessionInput(
     input: Omit<ChatInput, 'warn' | 'info'>,
     chatRequest: ChatCompletionRequest,
-    sessionId: string,
+    key: SessionKey,
   ) {
     return {
       store: deps.sessionStore,
-      key: sessionKeyFor(input.credential, sessionId),
+      key,
       historyMode: input.overrides.historyMode,
       incoming: chatRequest.messages as ContextMessage[],
       retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
@@ -176,11 +177,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   async function openSession(
     input: ChatInput,
     chatRequest: ChatCompletionRequest,
+    key: SessionKey | undefined,
   ): Promise<SessionTurn | undefined> {
-    const { sessionId } = input.overrides;
-    if (sessionId === undefined) return undefined;
+    if (key === undefined) return undefined;
     const session = await beginSessionTurn({
-      ...sessionInput(input, chatRequest, sessionId),
+      ...sessionInput(input, chatRequest, key),
       holdQueue,
       holdMs: config.sessions.hold_ms,
       busyWaitMs: config.sessions.busy_wait_ms,
@@ -409,6 +410,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     session: SessionView | undefined,
     /** The client's bytes, when they may be sent as they are. */
     rawBody: Buffer | undefined,
+    target: UpstreamConfig,
   ) {
     return createAttemptLadder({
       planner,
@@ -417,7 +419,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       chatRequest,
       overrides: input.overrides,
       session,
-      target: selectUpstream(config.upstreams, chatRequest.model),
+      target,
       precision: countPrecisionFor(input.rawBody),
       rawBody,
       knownBytes: session?.knownBytes.bind(session),
@@ -427,7 +429,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
 
   async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<void> {
     const { input, client, chatRequest, target } = turn;
-    const ladder = ladderFor(input, chatRequest, turn.session, turn.rawBody);
+    const ladder = ladderFor(input, chatRequest, turn.session, turn.rawBody, turn.target);
     input.record.context = ladder.first.prepared.report;
     turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
@@ -493,9 +495,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       const parsed = parse(input, input.warn);
       const target = selectUpstream(config.upstreams, parsed.model);
       const { chatRequest, rawBody } = withoutSharedStore(input, parsed, target, client);
-      if (input.overrides.sessionId !== undefined) sessionKeyFor(input.credential, input.overrides.sessionId);
+      // Checked before anything is spent: a session needs a credential.
+      const { sessionId } = input.overrides;
+      const sessionKey = sessionId === undefined ? undefined : sessionKeyFor(input.credential, sessionId);
       const plan = await admitBudgets(input, client);
-      const session = await openSession(input, chatRequest);
+      const session = await openSession(input, chatRequest, sessionKey);
       const turn: Turn = {
         input,
         client,
@@ -521,9 +525,12 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       const view =
         sessionId === undefined
           ? undefined
-          : await previewSessionTurn(sessionInput(input, chatRequest, sessionId));
+          : await previewSessionTurn(
+              sessionInput(input, chatRequest, sessionKeyFor(input.credential, sessionId)),
+            );
       // The first attempt the request would send: the client's model, or the fallback it would go to.
-      const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody).first;
+      const target = selectUpstream(config.upstreams, chatRequest.model);
+      const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target).first;
       input.record.context = prepared.report;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {
