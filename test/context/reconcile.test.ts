@@ -1,0 +1,78 @@
+// Session reconciliation as a table: which incoming messages are new given what the session stores —
+// a client resending the whole conversation, one sending only its new message, one that resends a
+// message the session already holds as new text, and tool calls compared by id, name and arguments.
+import { describe, expect, it } from 'vitest';
+import { canonicalMessage, newMessagesStart, type HistoryMode } from '../../src/context/reconcile.js';
+import type { ContextMessage } from '../../src/context/types.js';
+
+const user = (content: string): ContextMessage => ({ role: 'user', content });
+const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
+const call = (id: string, args = '{}'): ContextMessage => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: args } }],
+});
+const result = (id: string, content: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content });
+
+const stored = [
+  user('hi'),
+  assistant('hello'),
+  user('weather?'),
+  call('c1'),
+  result('c1', 'sunny'),
+  assistant('Sunny.'),
+];
+
+describe('newMessagesStart', () => {
+  it.each<[string, readonly ContextMessage[], readonly ContextMessage[], HistoryMode, number]>([
+    ['the whole conversation resent, one new message', stored, [...stored, user('thanks')], 'auto', 6],
+    ['only the new message', stored, [user('thanks')], 'auto', 0],
+    [
+      'delta: everything is new, even a resent message',
+      stored,
+      [stored[5] as ContextMessage, user('x')],
+      'delta',
+      0,
+    ],
+    ['the tail of the conversation resent', stored, [...stored.slice(3), user('more')], 'auto', 3],
+    ['full mode behaves as auto', stored, [...stored, user('thanks')], 'full', 6],
+    ['nothing stored: all new', [], [user('a'), user('b')], 'auto', 0],
+    ['nothing incoming', stored, [], 'auto', 0],
+    // The last stored message appears again later in what is sent: the latest occurrence ends the overlap.
+    [
+      'a repeated answer: the latest occurrence counts',
+      [user('q'), assistant('ok')],
+      [user('q'), assistant('ok'), user('again'), assistant('ok'), user('new')],
+      'auto',
+      2,
+    ],
+    // Same text, different tool-call arguments: not the stored message.
+    [
+      'a tool call with other arguments is new',
+      [user('go'), call('c9', '{"a":1}')],
+      [user('go'), call('c9', '{"a":2}')],
+      'auto',
+      0,
+    ],
+    // The incoming prefix does not line up with the stored list: nothing is taken as known.
+    [
+      'a last message matching by chance',
+      stored,
+      [user('other'), assistant('Sunny.'), user('next')],
+      'auto',
+      0,
+    ],
+  ])('%s', (_name, storedMessages, incoming, mode, expected) => {
+    expect(newMessagesStart(storedMessages, incoming, mode)).toBe(expected);
+  });
+});
+
+describe('canonicalMessage', () => {
+  it('compares role, text, calls and tool_call_id, not object identity or content shape', () => {
+    expect(canonicalMessage(user('hi'))).toBe(
+      canonicalMessage({ role: 'user', content: [{ type: 'text', text: 'hi' }] }),
+    );
+    expect(canonicalMessage(user('hi'))).not.toBe(canonicalMessage(assistant('hi')));
+    expect(canonicalMessage(result('a', 'x'))).not.toBe(canonicalMessage(result('b', 'x')));
+  });
+});
