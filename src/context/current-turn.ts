@@ -94,6 +94,12 @@ export interface CurrentTurnFit {
   /** Messages the turn summary stands for. */
   summarizedMessages: number;
   noticeTokens: number;
+  /**
+   * The most the turn took of the window in any request of its loop so far (replayed): what was left
+   * for the history then is the most it can have had since, so earlier turns shown then never come
+   * back fuller later (the prompt's start never moves backwards).
+   */
+  peakTokens: number;
   oversizeTruncated: boolean;
   tooLarge: boolean;
   /**
@@ -160,6 +166,8 @@ class TurnFitting {
   readonly anchored: boolean;
   /** Tokens of what is sent now. */
   total = 0;
+  /** The largest `total` a request of the loop sent (after its step was fitted). */
+  peak = 0;
   dropped = 0;
   droppedMessages = 0;
   noticeStyle: 'full' | 'short' | 'none' = 'full';
@@ -281,9 +289,11 @@ class TurnFitting {
 
   /** Replay: the turn as each request of the loop saw it, one more group each time. */
   replay(): void {
+    this.peak = this.total;
     for (let step = 0; step < this.groups.length; step++) {
       this.total += this.groupTokens(this.groups[step] as Group);
       if (this.total > this.input.budget) this.fitStep(step);
+      this.peak = Math.max(this.peak, Math.min(this.total, this.input.budget));
     }
   }
 
@@ -518,6 +528,7 @@ function fitOf(
     summarizedMessages:
       summary === undefined ? 0 : Math.max(0, summary.coversUntil - (fitting.anchored ? 1 : 0)),
     noticeTokens: fitting.dropped > 0 ? fitting.noticeTokens : 0,
+    peakTokens: Math.max(fitting.peak, built.tokens),
     oversizeTruncated: fitting.oversizeTruncated,
     tooLarge: fitting.tooLarge || built.tokens > input.budget,
   };

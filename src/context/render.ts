@@ -513,6 +513,8 @@ function firstTurnForms(
   fit: Fit,
   formTokens: (index: number, form: TurnForm) => number,
   budget: number,
+  /** Room they are left out for lack of (a user message alone is kept whenever it fits): at least `budget`. */
+  dropBudget = budget,
 ): { forms: Map<number, TurnForm>; tokens: number } {
   const forms = new Map<number, TurnForm>();
   fit.history.forEach((_turn, index) => {
@@ -532,7 +534,7 @@ function firstTurnForms(
     }
   }
   for (const index of [...forms.keys()].reverse()) {
-    if (tokens <= budget) break;
+    if (tokens <= dropBudget) break;
     tokens -= formTokens(index, forms.get(index) as TurnForm);
     forms.delete(index);
   }
@@ -585,6 +587,7 @@ function historyForms(
   fit: Fit,
   historyTurns: readonly HistoryTurn[],
   currentTokens: number,
+  currentPeakTokens: number,
 ): { forms: Map<number, TurnForm>; firstWindowIndex: number } {
   const { history, policy, input } = fit;
   const formTokens = (index: number, form: TurnForm): number => {
@@ -592,8 +595,13 @@ function historyForms(
     return form === 'whole' ? turn.whole : form === 'masked' ? turn.masked : turn.userOnly;
   };
   let remaining = fit.historyBudget - currentTokens;
+  // The first turns get what the current turn left them at its peak (replayed over its loop): a first
+  // turn shortened then stays so for the rest of the loop, and an agent loop's prompt start does not
+  // move backwards after each masking step. (Across turns the first turns follow what each turn
+  // leaves: a chat's window fills as it may.)
+  const firstRoom = Math.min(remaining, fit.historyBudget - Math.min(currentPeakTokens, fit.historyBudget));
   // Room for the omission notice stays free: on this path something may be left out.
-  const first = firstTurnForms(fit, formTokens, remaining - fit.noticeTokens);
+  const first = firstTurnForms(fit, formTokens, firstRoom - fit.noticeTokens, remaining - fit.noticeTokens);
   remaining -= first.tokens;
   const slidingIndices: number[] = [];
   for (let index = 0; index < history.length; index++)
@@ -771,7 +779,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
     const masked = formOf(index, 'masked');
     return { start, end, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
-  const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens);
+  const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens, fitted.peakTokens);
   const assembled = (turn: ReturnType<typeof fitCurrentTurn>) =>
     assemble({
       fit,

@@ -297,6 +297,40 @@ describe('renderContext', () => {
     expect(2 + report.summarizedMessages + report.droppedMessages).toBe(messages.length);
   });
 
+  it('never gives a first turn back fuller within an agent loop: the prompt start does not move backwards', () => {
+    // A first turn with a tool call, then an agent loop that grows a group (45 tokens) a request and is
+    // trimmed in steps: after each step there is room again, but a first turn shortened at the loop's
+    // peak stays as short (its form replayed from the loop's largest request).
+    const first = [user('first task'), ...iteration('f1', text(60, 'f')), assistant(text(20, 'a'))];
+    const loop = [
+      user('go'),
+      ...Array.from({ length: 14 }, (_unused, index) => iteration(`c${index}`, text(30, `r${index}`))).flat(),
+    ];
+    const rank = { whole: 3, masked: 2, user_only: 1, omitted: 0 } as const;
+    const forms: number[] = [];
+    for (let groups = 1; groups <= 14; groups++) {
+      const { messages: rendered } = render(
+        [...first, ...loop.slice(0, 1 + groups * 2)],
+        { window: 420 },
+        { keep_last: 1, clear_at_least: 50, trim_to: 0.7 },
+      );
+      const contents = rendered.map((message) => String(message.content));
+      forms.push(
+        contents.includes(text(60, 'f'))
+          ? rank.whole
+          : rendered.some((message) => message.tool_call_id === 'f1')
+            ? rank.masked
+            : contents.includes('first task')
+              ? rank.user_only
+              : rank.omitted,
+      );
+    }
+    // It was shortened at some point, and never came back fuller after that.
+    expect(Math.min(...forms)).toBeLessThan(rank.whole);
+    for (let index = 1; index < forms.length; index++)
+      expect(forms[index] as number).toBeLessThanOrEqual(forms[index - 1] as number);
+  });
+
   it('masks the tools named in exclude_tools last', () => {
     const messages: ContextMessage[] = [
       user('go'),
