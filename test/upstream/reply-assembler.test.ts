@@ -1,0 +1,106 @@
+// The reply a session stores, rebuilt from what was relayed: a whole completion, or a stream's deltas
+// however the bytes were split (inside an event, inside a multi-byte character), with tool calls
+// assembled by index, reasoning and refusals kept, other choices ignored, and malformed events counted.
+import { describe, expect, it } from 'vitest';
+import { replyFromCompletion, StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
+
+const event = (value: unknown): string =>
+  `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`;
+const delta = (value: Record<string, unknown>, index = 0, finish: string | null = null) => ({
+  choices: [{ index, delta: value, finish_reason: finish }],
+});
+
+/** Feeds the stream in pieces of `size` bytes. */
+function assemble(stream: string, size: number) {
+  const bytes = Buffer.from(stream, 'utf8');
+  const assembler = new StreamReplyAssembler();
+  for (let at = 0; at < bytes.length; at += size) assembler.push(bytes.subarray(at, at + size));
+  return assembler.end();
+}
+
+describe('StreamReplyAssembler', () => {
+  const stream =
+    event(delta({ role: 'assistant', content: '' })) +
+    event(delta({ reasoning_content: 'Think ' })) +
+    event(delta({ reasoning_content: 'first.' })) +
+    event(delta({ content: 'Grüße, ' })) +
+    event(delta({ content: '世界' })) +
+    event(delta({ content: 'other choice' }, 1)) +
+    event(
+      delta({
+        tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'read', arguments: '' } }],
+      }),
+    ) +
+    event(delta({ tool_calls: [{ index: 0, function: { arguments: '{"pa' } }] })) +
+    event(delta({ tool_calls: [{ index: 1, id: 'call_2', function: { name: 'list', arguments: '{}' } }] })) +
+    event(delta({ tool_calls: [{ index: 0, function: { arguments: 'th":"a"}' } }] })) +
+    event('not json') +
+    event(delta({}, 0, 'tool_calls')) +
+    event('[DONE]');
+
+  it.each([1, 2, 3, 7, 64, 100_000])('rebuilds the message from pieces of %i bytes', (size) => {
+    expect(assemble(stream, size)).toEqual({
+      message: {
+        role: 'assistant',
+        content: 'Grüße, 世界',
+        reasoning_content: 'Think first.',
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'read', arguments: '{"path":"a"}' } },
+          { id: 'call_2', type: 'function', function: { name: 'list', arguments: '{}' } },
+        ],
+      },
+      finished: true,
+      malformedEvents: 1,
+    });
+  });
+
+  it('says a stream that ended without its finish is not finished; tool calls alone leave content null', () => {
+    const cut = event(
+      delta({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] }),
+    );
+    expect(assemble(cut, 5)).toEqual({
+      message: {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
+      finished: false,
+      malformedEvents: 0,
+    });
+  });
+
+  it('keeps a refusal', () => {
+    expect(
+      assemble(event(delta({ refusal: 'I cannot ' })) + event(delta({ refusal: 'help.' }, 0, 'stop')), 4)
+        .message,
+    ).toEqual({
+      role: 'assistant',
+      content: '',
+      refusal: 'I cannot help.',
+    });
+  });
+});
+
+describe('replyFromCompletion', () => {
+  it.each<[string, Record<string, unknown>, Record<string, unknown> | undefined]>([
+    [
+      'text',
+      { choices: [{ message: { role: 'assistant', content: 'Hi.' } }] },
+      { role: 'assistant', content: 'Hi.' },
+    ],
+    [
+      'tool calls, content null',
+      { choices: [{ message: { role: 'assistant', content: null, tool_calls: [{ id: 'c' }] } }] },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c' }] },
+    ],
+    [
+      'reasoning and refusal kept, other fields not',
+      { choices: [{ message: { content: 'x', reasoning_content: 'r', refusal: 'no', annotations: [] } }] },
+      { role: 'assistant', content: 'x', reasoning_content: 'r', refusal: 'no' },
+    ],
+    ['no choices', { object: 'chat.completion' }, undefined],
+    ['a choice without a message', { choices: [{}] }, undefined],
+  ])('%s', (_name, completion, expected) => {
+    expect(replyFromCompletion(completion)).toEqual(expected);
+  });
+});
