@@ -63,9 +63,11 @@ export class StreamReplyAssembler {
     for (const event of this.decoder.end()) this.take(event.data);
     const message: Record<string, unknown> = {
       role: 'assistant',
-      content: this.sawContent || this.toolCalls.length === 0 ? this.content : null,
+      content: this.sawContent || !this.toolCalls.some((call) => call !== undefined) ? this.content : null,
     };
-    if (this.toolCalls.length > 0) message.tool_calls = this.toolCalls;
+    // By index as the deltas said; a provider whose indexes skip (starting at 1) leaves no hole.
+    const toolCalls = this.toolCalls.filter((call) => call !== undefined);
+    if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (this.reasoning !== '') message.reasoning_content = this.reasoning;
     if (this.refusal !== '') message.refusal = this.refusal;
     return { message, finished: this.finished, malformedEvents: this.malformedEvents };

@@ -69,6 +69,15 @@ describe('StreamReplyAssembler', () => {
     });
   });
 
+  it('leaves no hole when a provider numbers its tool calls from 1', () => {
+    const fromOne = event(
+      delta({ tool_calls: [{ index: 1, id: 'c', function: { name: 'f', arguments: '{}' } }] }),
+    );
+    expect(assemble(fromOne, 9).message.tool_calls).toEqual([
+      { id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } },
+    ]);
+  });
+
   it('keeps a refusal', () => {
     expect(
       assemble(event(delta({ refusal: 'I cannot ' })) + event(delta({ refusal: 'help.' }, 0, 'stop')), 4)
