@@ -87,7 +87,6 @@ export function prepareContext(options: {
     const fixed = reserve + settings.safetyMarginTokens;
     return fixed + Math.max(0, Math.floor((settings.window - fixed) / ratio));
   };
-  let renderWindow = windowFor(settings.outputReserve);
   const { conversation, messageTokens, historyStartHint, omittedBefore } = reducedConversation(
     options.reduction,
     session,
@@ -97,6 +96,7 @@ export function prepareContext(options: {
   );
   const toolTokens =
     options.learnedToolTokens === undefined ? undefined : Math.ceil(options.learnedToolTokens / (ratio ?? 1));
+  const tokenizer = options.tokenizers.forEncoding(settings.model.tokenizer, options.precision);
   const loweredMaxTokens =
     options.lowerMaxTokensToFit === true
       ? maxTokensThatFit({
@@ -109,8 +109,8 @@ export function prepareContext(options: {
             ...(messageTokens === undefined ? {} : { messageTokens }),
             tools: chatRequest.tools,
             toolFormat: settings.model.toolFormat,
-            tokenizer: options.tokenizers.forEncoding(settings.model.tokenizer, options.precision),
-            window: renderWindow,
+            tokenizer,
+            window: windowFor(settings.outputReserve),
             outputReserve: 0,
             safetyMarginTokens: settings.safetyMarginTokens,
             policy: settings.policy,
@@ -121,12 +121,11 @@ export function prepareContext(options: {
   if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens * (chatRequest.n ?? 1);
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
-  const capped = (window: number, reserve: number): number =>
+  const renderWindowFor = (reserve: number): number =>
     options.promptCap === undefined
-      ? window
-      : Math.min(window, options.promptCap + reserve + settings.safetyMarginTokens);
-  renderWindow = capped(renderWindow, settings.outputReserve);
-  const tokenizer = options.tokenizers.forEncoding(settings.model.tokenizer, options.precision);
+      ? windowFor(reserve)
+      : Math.min(windowFor(reserve), options.promptCap + reserve + settings.safetyMarginTokens);
+  const renderWindow = renderWindowFor(settings.outputReserve);
   // Built without object spreads: this runs on every request.
   const input: RenderInput = {
     messages: conversation,
@@ -151,16 +150,7 @@ export function prepareContext(options: {
   if (session?.turnSummary !== undefined && options.reduction !== 'minimal')
     input.turnSummary = session.turnSummary;
 
-  let outcome = renderContext(input);
-  // A reserve the client did not ask for gives way before the request is refused: down to an eighth of
-  // the window (an agent's fixed prompt can take most of a small model's window; its answers are short).
-  const floor = Math.min(settings.outputReserve, Math.floor(settings.window / 8) * (chatRequest.n ?? 1));
-  if (!outcome.ok && !settings.outputReserveRequested && floor < settings.outputReserve) {
-    settings.outputReserve = floor;
-    input.outputReserve = floor;
-    input.window = capped(windowFor(floor), floor);
-    outcome = renderContext(input);
-  }
+  const outcome = renderGivingWay(input, settings, chatRequest.n ?? 1, renderWindowFor);
   if (!outcome.ok) throw doesNotFit(outcome, settings, ratio ?? 1);
   const prepared: PreparedContext = {
     messages: outcome.messages,
@@ -171,6 +161,26 @@ export function prepareContext(options: {
   if (loweredMaxTokens !== undefined) prepared.loweredMaxTokens = loweredMaxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
+}
+
+/**
+ * Renders; a reserve the client did not ask for gives way before the request is refused, once, down to
+ * an eighth of the window (an agent's fixed prompt can take most of a small model's window; its answers
+ * are short). `settings.outputReserve` says the reserve the outcome was rendered with.
+ */
+function renderGivingWay(
+  input: RenderInput,
+  settings: ContextSettings,
+  choices: number,
+  windowFor: (reserve: number) => number,
+): ReturnType<typeof renderContext> {
+  const outcome = renderContext(input);
+  const floor = Math.min(settings.outputReserve, Math.floor(settings.window / 8) * choices);
+  if (outcome.ok || settings.outputReserveRequested || floor >= settings.outputReserve) return outcome;
+  settings.outputReserve = floor;
+  input.outputReserve = floor;
+  input.window = windowFor(floor);
+  return renderContext(input);
 }
 
 /**

@@ -62,6 +62,29 @@ function render(
   return outcome;
 }
 
+/**
+ * An agent loop of 12 groups (each a call and a 30-word result) rendered one more group a request in
+ * 385 tokens: the masked results of each request, and how many requests began with the previous one.
+ */
+function growingLoop(trimTo: number): { maskedCounts: number[]; prefixKept: number } {
+  const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
+  const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
+  const maskedCounts: number[] = [];
+  let previous: ContextMessage[] = [];
+  let prefixKept = 0;
+  for (let groups = 1; groups <= 12; groups++) {
+    const { messages: rendered, report } = render(
+      loop.slice(0, 1 + groups * 2),
+      { window: 385 },
+      { clear_at_least: 100, keep_last: 1, trim_to: trimTo },
+    );
+    maskedCounts.push(report.maskedToolResults);
+    if (JSON.stringify(rendered.slice(0, previous.length)) === JSON.stringify(previous)) prefixKept++;
+    previous = rendered;
+  }
+  return { maskedCounts, prefixKept };
+}
+
 describe('renderContext', () => {
   it('sends a conversation that fits unchanged and reports its regions', () => {
     const messages = [
@@ -201,49 +224,21 @@ describe('renderContext', () => {
   });
 
   it('masks in steps of clear_at_least, so the next request keeps the same prefix', () => {
-    const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
-    const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
     // Each request of the loop adds one group (45 tokens, 5 + 45 × 8 = 365 fit in 382); a step masks
     // (24 tokens saved each, the newest result kept whole) until the turn is clear_at_least below the
     // budget, 282: at 9 groups 410 → 266 (6 masked); 10 and 11 groups fit (311, 356); at 12, 401 → 281
     // (5 more).
-    const maskedCounts: number[] = [];
-    let previous: ContextMessage[] = [];
-    let prefixKept = 0;
-    for (let groups = 1; groups <= 12; groups++) {
-      const { messages: rendered, report } = render(
-        loop.slice(0, 1 + groups * 2),
-        { window: 385 },
-        { clear_at_least: 100, keep_last: 1, trim_to: 1 },
-      );
-      maskedCounts.push(report.maskedToolResults);
-      if (JSON.stringify(rendered.slice(0, previous.length)) === JSON.stringify(previous)) prefixKept++;
-      previous = rendered;
-    }
+    const { maskedCounts, prefixKept } = growingLoop(1);
     expect(maskedCounts).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 6, 6, 6, 11]);
     // Every request but the two that took a step sends the previous one's messages unchanged first.
     expect(prefixKept).toBe(10);
   });
 
   it('masks down to trim_to of the budget in a step, so the next requests only append', () => {
-    const calls = Array.from({ length: 12 }, (_unused, index) => `c${index}`);
-    const loop = [user('go'), ...calls.flatMap((id) => iteration(id, text(30, id)))];
     // The same loop in 382 tokens with trim_to 0.5: the step at 9 groups (410 tokens) masks toward
     // 191 — all 8 results but the newest, 218 left — and 10, 11 and 12 groups (263, 308, 353) fit
     // without another step. Nothing comes back above the step's target.
-    const maskedCounts: number[] = [];
-    let previous: ContextMessage[] = [];
-    let prefixKept = 0;
-    for (let groups = 1; groups <= 12; groups++) {
-      const { messages: rendered, report } = render(
-        loop.slice(0, 1 + groups * 2),
-        { window: 385 },
-        { clear_at_least: 100, keep_last: 1, trim_to: 0.5 },
-      );
-      maskedCounts.push(report.maskedToolResults);
-      if (JSON.stringify(rendered.slice(0, previous.length)) === JSON.stringify(previous)) prefixKept++;
-      previous = rendered;
-    }
+    const { maskedCounts, prefixKept } = growingLoop(0.5);
     expect(maskedCounts).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8]);
     expect(prefixKept).toBe(11);
   });

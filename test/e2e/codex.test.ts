@@ -9,18 +9,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callsSeen, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
 import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
+import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'codex-8k';
 const window = 8_192;
 const longLoop = 40;
 
-const textOf = (message: ChatMessage | undefined): string =>
-  typeof message?.content === 'string'
-    ? message.content
-    : Array.isArray(message?.content)
-      ? (message.content as Array<{ text?: string }>).map((part) => part.text ?? '').join('')
-      : '';
+/** A message's text, whether a string or parts. */
+const textOf = (message: ChatMessage | undefined): string => contentText(message?.content);
 
 const shell = (id: string, cmd: string) => ({
   toolCalls: [{ id, name: 'exec_command', arguments: JSON.stringify({ cmd }) }],

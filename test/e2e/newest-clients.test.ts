@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { callsSeen, FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
+import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'agent-8k';
@@ -16,12 +17,8 @@ interface Failure {
   error?: { kind: string; status?: number; message: string };
 }
 
-const textOf = (message: ChatMessage | undefined): string =>
-  typeof message?.content === 'string'
-    ? message.content
-    : Array.isArray(message?.content)
-      ? (message.content as Array<{ text?: string }>).map((part) => part.text ?? '').join('')
-      : '';
+/** A message's text, whether a string or parts. */
+const textOf = (message: ChatMessage | undefined): string => contentText(message?.content);
 
 /**
  * The fake model, reading its prompt as a model would: a code word per turn; the AI SDK loop reads pages
