@@ -56,7 +56,7 @@ export default tseslint.config(
       'src/upstream/classify-upstream-error.ts',
       'src/upstream/sse.ts',
       'src/budget/budget-rules.ts',
-      'src/chat/recovery-policy.ts',
+      'src/upstream/recovery-policy.ts',
     ],
     rules: {
       'no-restricted-imports': [
@@ -65,6 +65,24 @@ export default tseslint.config(
           patterns: [
             { group: ['node:*'], message: 'The context core is pure: no Node built-ins.' },
             { group: ioLibraries, message: 'The context core is pure: no I/O libraries; use a port.' },
+            {
+              group: ['../chat/*', '../sessions/*', '../http/*', '../responses/*'],
+              message: 'The core does not reach up into the application layer.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Sessions are the chat engine's to use; they call the provider through upstream/, never chat/.
+    files: ['src/sessions/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['../chat/*'], message: 'sessions/ does not import chat/ (chat/ imports sessions/).' },
           ],
         },
       ],

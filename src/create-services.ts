@@ -21,7 +21,7 @@ import type { SessionStore } from './store/session-store.js';
 import { createMemoryResponseStore, type ResponseStore } from './store/response-store.js';
 import { createResponsesService, type ResponsesService } from './responses/responses-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
-import { tokenizerFor } from './chat/prepare-context.js';
+import { tokenizerFor } from './context/plan-send.js';
 import { countMessageTokens } from './context/token-accounting.js';
 import type { ContextMessage } from './context/types.js';
 import type { Upstream } from './upstream/upstream.js';
@@ -106,6 +106,8 @@ export function createServices(parts: ServiceParts): GatewayServices {
     ...(parts.clock === undefined ? {} : { clock: parts.clock }),
   });
   const summarizer = createSessionSummarizer({
+    ...(parts.random === undefined ? {} : { random: parts.random }),
+    ...(parts.sleep === undefined ? {} : { sleep: parts.sleep }),
     config,
     store: sessionStore,
     upstream,

@@ -5,18 +5,24 @@
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import { GatewayError, isGatewayError } from '../errors.js';
-import type { SessionView } from '../sessions/session-turn.js';
+import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import { serializeChatBody } from './chat-body.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
-import { firstAttempt, type AttemptState, type ContextPlanner } from './context-planner.js';
-import { findModelEntry } from './context-settings.js';
-import { contextResponseHeaders, tokenizerFor, type PreparedContext } from './prepare-context.js';
-import type { RecoveryDecision } from './recovery-policy.js';
-import type { RequestOverrides } from './request-overrides.js';
-import type { SendAttempt } from './send-with-recovery.js';
+import type { ContextPlanner } from './context-planner.js';
+import { findModelEntry } from '../context/context-settings.js';
+import {
+  contextResponseHeaders,
+  firstAttempt,
+  tokenizerFor,
+  type AttemptState,
+  type PreparedContext,
+} from '../context/plan-send.js';
+import type { RecoveryDecision } from '../upstream/recovery-policy.js';
+import type { RequestOverrides } from '../context/request-overrides.js';
+import type { SendAttempt } from '../upstream/send-with-recovery.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;

@@ -13,14 +13,10 @@ import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionKey } from '../store/session-store.js';
-import { recoveryLimitsFor } from './recovery-policy.js';
+import { recoveryLimitsFor } from '../upstream/recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
-import {
-  beginSessionTurn,
-  previewSessionTurn,
-  type SessionTurn,
-  type SessionView,
-} from '../sessions/session-turn.js';
+import { beginSessionTurn, previewSessionTurn, type SessionTurn } from '../sessions/session-turn.js';
+import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -32,12 +28,12 @@ import type { Upstream } from '../upstream/upstream.js';
 import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { createContextPlanner } from './context-planner.js';
-import { isUnknownModel } from './context-settings.js';
-import { countPrecisionFor, tokenizerFor, type PreparedContext } from './prepare-context.js';
-import { readWholeAnswer, relayStream, type ClientStream, type Usage } from './relay.js';
-import type { RequestOverrides } from './request-overrides.js';
+import { isUnknownModel } from '../context/context-settings.js';
+import { countPrecisionFor, tokenizerFor, type PreparedContext } from '../context/plan-send.js';
+import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../upstream/relay.js';
+import type { RequestOverrides } from '../context/request-overrides.js';
 import type { RequestState } from './request-state.js';
-import { sendWithRecovery, type SendEvent, type SendResult } from './send-with-recovery.js';
+import { sendWithRecovery, type SendEvent, type SendResult } from '../upstream/send-with-recovery.js';
 import { measuredExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 

@@ -1,29 +1,18 @@
-// What a chat request sends upstream, decided the same way for the request itself and for its preview
-// (POST /v1/context/render): the window and estimate ratio learned for its model and upstream (as its
-// tenant may use them), the tokens learned for its tool set, then the context engine — so the preview
-// equals what is sent.
+// Gathers what the decision of what is sent needs and is not in the request (context/plan-send.ts):
+// the window and estimate ratio learned for its model and upstream (as its tenant may use them) and the
+// tokens learned for its tool set — the same way for the request, each retry and the preview
+// (POST /v1/context/render), so the preview equals what is sent.
 import { createHash } from 'node:crypto';
 import { countToolTokens } from '../context/token-accounting.js';
 import { TextCache } from '../text-cache.js';
-import { findModelEntry } from './context-settings.js';
+import { findModelEntry } from '../context/context-settings.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
-import type { RequestOverrides } from './request-overrides.js';
-import { prepareContext, type ContextReduction, type PreparedContext } from './prepare-context.js';
-import type { SessionView } from '../sessions/session-turn.js';
+import type { RequestOverrides } from '../context/request-overrides.js';
+import { planSend, withMaxTokens, type AttemptState, type PreparedContext } from '../context/plan-send.js';
+import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit, LearnedLimits } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
-
-/** Where the retry ladder stands (docs/budgeting.md#reactive-recovery): nothing yet for a first attempt. */
-export interface AttemptState {
-  reduction: ContextReduction;
-  /** max_tokens to send instead of the client's. */
-  maxTokens: number | undefined;
-  /** At most this many prompt tokens (the gateway's count): what an overflow left room for. */
-  promptCap?: number | undefined;
-}
-
-export const firstAttempt: AttemptState = { reduction: 'none', maxTokens: undefined };
 
 export interface ContextPlan {
   prepared: PreparedContext;
@@ -41,16 +30,6 @@ interface KnownToolSet {
   key: string;
   /** Tokens of the definitions by the gateway's formula, per encoding. */
   formula: Map<string, number>;
-}
-
-export function withMaxTokens(
-  request: ChatCompletionRequest,
-  value: number | undefined,
-): ChatCompletionRequest {
-  if (value === undefined) return request;
-  return request.max_completion_tokens !== undefined && request.max_completion_tokens !== null
-    ? { ...request, max_completion_tokens: value }
-    : { ...request, max_tokens: value };
 }
 
 export interface ContextPlanner {
@@ -112,28 +91,22 @@ export function createContextPlanner(deps: {
               tenant,
               toolFormula as number,
             );
-      let outgoing = withMaxTokens(chatRequest, attempt.maxTokens);
-      // A learned window nobody has confirmed for a while: this request tries the configured one (its
-      // first attempt only; an overflow confirms the lesson, and the retry fits the learned window).
-      const firstTry =
-        attempt.reduction === 'none' && attempt.promptCap === undefined && attempt.maxTokens === undefined;
-      const learnedWindow = learned.probe === true && firstTry ? undefined : learned.window;
-      const prepared = prepareContext({
+      const prepared = planSend({
         config,
         tokenizers,
-        chatRequest: outgoing,
+        request: chatRequest,
         overrides,
         session,
-        learnedWindow,
-        reduction: attempt.reduction,
-        promptCap: attempt.promptCap,
-        lowerMaxTokensToFit: learnedWindow !== undefined && attempt.maxTokens === undefined,
-        estimateRatio: learned.ratio,
-        learnedToolTokens: toolTokens,
+        learned: {
+          window: learned.window,
+          probe: learned.probe,
+          ratio: learned.ratio,
+          toolTokens,
+        },
+        attempt,
         precision,
       });
-      if (prepared.loweredMaxTokens !== undefined)
-        outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
+      const outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
       return { prepared, outgoing, learned, toolSet, toolFormula };
     },
   };

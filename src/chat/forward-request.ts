@@ -11,7 +11,7 @@ import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { errorEvent, isEventStream, StreamCompletionTracker } from '../upstream/sse.js';
 import type { Readable } from 'node:stream';
 import type { Upstream, UpstreamMethod } from '../upstream/upstream.js';
-import { readWholeAnswer, relayStream, type ClientStream } from './relay.js';
+import { readWholeAnswer, relayStream, type ClientStream } from '../upstream/relay.js';
 import type { RequestState } from './request-state.js';
 import { measuredExchange } from './upstream-call.js';
 

@@ -17,7 +17,7 @@ import { providerStateEndpoint } from '../upstream/provider-state.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
 import type { UpstreamMethod } from '../upstream/upstream.js';
 import type { Forwarder } from './forward-request.js';
-import type { ClientStream } from './relay.js';
+import type { ClientStream } from '../upstream/relay.js';
 import type { RequestState } from './request-state.js';
 
 export interface PassthroughInput {

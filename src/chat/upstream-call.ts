@@ -8,7 +8,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import type { Readable } from 'node:stream';
 import type { Upstream, UpstreamMethod, UpstreamResponse } from '../upstream/upstream.js';
-import type { ClientStream } from './relay.js';
+import type { ClientStream } from '../upstream/relay.js';
 import type { RequestState } from './request-state.js';
 
 export interface UpstreamExchange {

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ClientStream } from '../chat/relay.js';
+import type { ClientStream } from '../upstream/relay.js';
 
 class ClientCancellation extends EventEmitter {
   aborted = false;

@@ -1,7 +1,7 @@
 // The gateway's own request headers (README.md), read once per request into typed overrides: the rest of
 // the gateway never looks at a header's text. A malformed value is a 400 invalid_header naming it.
 import type { IncomingHttpHeaders } from 'node:http';
-import type { RequestOverrides } from '../chat/request-overrides.js';
+import type { RequestOverrides } from '../context/request-overrides.js';
 import { GatewayError } from '../errors.js';
 import { firstHeaderValue } from '../header-value.js';
 import { sessionIdPattern } from '../sessions/session-keys.js';

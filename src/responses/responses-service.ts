@@ -8,8 +8,8 @@
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
-import { findModelEntry } from '../chat/context-settings.js';
-import type { ClientStream } from '../chat/relay.js';
+import { findModelEntry } from '../context/context-settings.js';
+import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
 import { ancestorLinks, type ChainRecord, type ResponseStore } from '../store/response-store.js';

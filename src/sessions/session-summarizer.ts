@@ -33,13 +33,19 @@ import { factsInSlices } from './facts-in-slices.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { isGatewayError } from '../errors.js';
-import { classifyUpstreamError, type UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
+import type { OverflowNumbers } from '../upstream/classify-upstream-error.js';
 import { noCredential, passThroughCredentialHeaders, type Credential } from '../auth/authenticate.js';
-import { resolveContextSettings } from '../chat/context-settings.js';
-import { retryDefaults } from '../chat/recovery-policy.js';
-import { noOverrides } from '../chat/request-overrides.js';
+import { resolveContextSettings } from '../context/context-settings.js';
+import { recoveryLimitsFor, retryDefaults } from '../upstream/recovery-policy.js';
+import { readWholeAnswer } from '../upstream/relay.js';
+import {
+  sendWithRecovery,
+  type SendAttempt,
+  type SendWithRecoveryOptions,
+} from '../upstream/send-with-recovery.js';
+import { noOverrides } from '../context/request-overrides.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
-import { tokenizerFor } from '../chat/prepare-context.js';
+import { tokenizerFor } from '../context/plan-send.js';
 import { isCalibrated } from '../config/model-table.js';
 
 import type { GatewayMetrics } from '../metrics.js';
@@ -116,6 +122,13 @@ type SummaryJob =
       historyTokens: number;
     };
 
+/** One try of a summary request: its messages, and the window they were built for. */
+interface SummaryAttempt extends SendAttempt {
+  messages: ContextMessage[];
+  request: NonNullable<ReturnType<typeof buildSummaryRequest>>;
+  window: number;
+}
+
 /** Messages one job reads at most (an archive no summary covered yet can be long). */
 const maxMessagesPerJob = 2_000;
 
@@ -134,9 +147,15 @@ export function createSessionSummarizer(deps: {
   /** Summaries are paid like any request: counted against the session's and its credential's budgets. */
   budgets?: BudgetService;
   now?: () => number;
+  /** The send loop's randomness and waiting (backoff between retries): parameters, as a request's are. */
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
 }): SessionSummarizer {
   const { config, store, upstream, tokenizers, metrics, logger } = deps;
   const now = deps.now ?? Date.now;
+  const random = deps.random ?? Math.random;
+  const sleep =
+    deps.sleep ?? ((ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref()));
   const running = new Map<string, Promise<void>>();
   const abort = new EventEmitter();
   abort.setMaxListeners(0);
@@ -300,12 +319,10 @@ export function createSessionSummarizer(deps: {
       learnedWindow: learned.window,
     });
     const tokenizer = tokenizers.forEncoding(settings.model.tokenizer);
-    // The session's own requests by the same model show the window that works: never more than that.
-    let window = summaryModel === input.model ? Math.min(settings.window, input.window) : settings.window;
     // An estimated model's counts are scaled by its learned ratio, as a request's are.
     const ratio = isCalibrated(settings.model) ? (learned.ratio ?? 1) : 1;
     const messages = job.range.map((entry) => entry.message as ContextMessage);
-    for (let tries = 0; ; tries++) {
+    const attemptFor = (window: number): SummaryAttempt | undefined => {
       const request = buildSummaryRequest({
         previousSummary: job.previousText,
         messages,
@@ -316,35 +333,53 @@ export function createSessionSummarizer(deps: {
         maxSummaryTokens: policy.summary_max_tokens,
         policy,
       });
-      if (request === undefined) return { failure: 'summarizer_window_too_small' } as const;
-      if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(input.key)))
-        return { skipped: 'budget_exhausted' } as const;
-      const answer = await callSummarizer(input, target, summaryModel, request.messages);
-      if (!('failure' in answer)) return { request, answer, target, tokenizer };
-      if (answer.overflow === undefined || tries >= retryDefaults.summaryOverflowRetries)
-        return { failure: answer.failure } as const;
-      const { numbers } = answer.overflow;
-      const sent = Math.ceil(request.inputTokens * ratio) + policy.summary_max_tokens;
-      // As a request's overflow teaches (upstream-lessons.ts): a stated window when the counts agree.
-      const agrees =
-        numbers.promptTokens !== undefined && numbers.promptTokensLowerBound !== true
-          ? countsAgree(numbers.promptTokens, request.inputTokens, ratio)
-          : false;
-      deps.learnedLimits.recordOverflow(target.name, summaryModel, tenant, {
-        ...(numbers.maxContext === undefined || !agrees ? {} : { stated: numbers.maxContext }),
-        failedSize: sent,
-        status: 400,
-        textClass: numbers.maxContext === undefined ? 'no_numbers' : 'numbers',
-      });
-      const scaled =
-        numbers.maxContext !== undefined && numbers.promptTokens !== undefined && numbers.promptTokens > 0
-          ? Math.floor(
-              ((sent * numbers.maxContext) / (numbers.promptTokens + policy.summary_max_tokens)) * 0.95,
+      return request === undefined
+        ? undefined
+        : {
+            messages: request.messages,
+            request,
+            window,
+            promptTokens: request.inputTokens,
+            askedMaxTokens: policy.summary_max_tokens,
+          };
+    };
+    // The session's own requests by the same model show the window that works: never more than that.
+    const first = attemptFor(
+      summaryModel === input.model ? Math.min(settings.window, input.window) : settings.window,
+    );
+    if (first === undefined) return { failure: 'summarizer_window_too_small' } as const;
+    if (deps.budgets !== undefined && !(await deps.budgets.allowsBackgroundWork(input.key)))
+      return { skipped: 'budget_exhausted' } as const;
+    const answer = await callSummarizer(input, target, summaryModel, first, {
+      // The next try fits what the overflow left room for (the gateway's count), in a smaller window.
+      smaller: (decision, current) =>
+        decision.action === 're_render'
+          ? attemptFor(
+              Math.min(
+                current.window - 1,
+                Math.floor(decision.promptCap * ratio) +
+                  policy.summary_max_tokens +
+                  Math.ceil(current.window * (settings.safetyMarginTokens / settings.window)),
+              ),
             )
-          : Math.floor(sent * 0.8);
-      window = Math.min(window - 1, numbers.maxContext ?? scaled, scaled);
-      metrics.summarizationFailures.inc({ reason: 'overflow_retried' });
-    }
+          : undefined,
+      // As a request's overflow teaches (upstream-lessons.ts): a stated window when the counts agree.
+      overflowed: (numbers, attempt) => {
+        const sent = Math.ceil(attempt.promptTokens * ratio) + policy.summary_max_tokens;
+        const agrees =
+          numbers.promptTokens !== undefined && numbers.promptTokensLowerBound !== true
+            ? countsAgree(numbers.promptTokens, attempt.promptTokens, ratio)
+            : false;
+        deps.learnedLimits.recordOverflow(target.name, summaryModel, tenant, {
+          ...(numbers.maxContext === undefined || !agrees ? {} : { stated: numbers.maxContext }),
+          failedSize: sent,
+          status: 400,
+          textClass: numbers.maxContext === undefined ? 'no_numbers' : 'numbers',
+        });
+      },
+    });
+    if ('failure' in answer) return { failure: answer.failure } as const;
+    return { request: answer.attempt.request, answer, target, tokenizer };
   }
 
   /**
@@ -369,12 +404,15 @@ export function createSessionSummarizer(deps: {
     }
     let repairAnswer: string | undefined;
     if (statements.size > 0) {
-      const repair = await callSummarizer(
-        input,
-        options.target,
-        options.summaryModel,
-        buildRepairRequest([...new Set(statements.values())]),
-      );
+      const repairMessages = buildRepairRequest([...new Set(statements.values())]);
+      const repair = await callSummarizer(input, options.target, options.summaryModel, {
+        messages: repairMessages,
+        promptTokens: repairMessages.reduce(
+          (sum, message) => sum + countMessageTokens(message, tokenizer),
+          0,
+        ),
+        askedMaxTokens: input.policy.summary_max_tokens,
+      });
       if ('failure' in repair) metrics.summarizationFailures.inc({ reason: `repair_${repair.failure}` });
       else {
         repairAnswer = repair.text;
@@ -556,25 +594,36 @@ export function createSessionSummarizer(deps: {
     }
   }
 
-  async function callSummarizer(
+  /**
+   * One summarizer call, through the chat engine's send loop (upstream/send-with-recovery.ts) and answer
+   * reader (upstream/relay.ts): the same classifier, retry policy and parser as a client's request. A
+   * 429 or 5xx is retried as a request's is; an overflow is retried smaller only when `smaller` says how.
+   */
+  async function callSummarizer<A extends SendAttempt & { messages: ContextMessage[] }>(
     input: AfterTurnInput,
     target: ReturnType<typeof selectUpstream>,
     summaryModel: string,
-    messages: ContextMessage[],
+    first: A,
+    recovery?: {
+      smaller: SendWithRecoveryOptions<A>['smaller'];
+      overflowed: (numbers: OverflowNumbers, attempt: A) => void;
+    },
   ): Promise<
     | {
+        attempt: A;
         text: string;
         finishReason: string | undefined;
         promptTokens: number | undefined;
         completionTokens: number | undefined;
       }
-    | { failure: string; overflow?: Extract<UpstreamErrorClass, { kind: 'context_overflow' }> }
+    | { failure: string }
   > {
     const credentialHeaders: IncomingHttpHeaders = {};
     for (const name of passThroughCredentialHeaders) {
       const value = input.clientHeaders[name];
       if (typeof value === 'string') credentialHeaders[name] = value;
     }
+    const headers = buildUpstreamHeaders(credentialHeaders, target, input.credential ?? noCredential);
     const signal = new EventEmitter();
     const onAbort = (): void => void signal.emit('abort');
     abort.once('abort', onAbort);
@@ -585,50 +634,63 @@ export function createSessionSummarizer(deps: {
     }, config.timeouts.summary_ms);
     timer.unref();
     try {
-      const response = await upstream.send({
-        upstream: target,
-        method: 'POST',
-        path: '/chat/completions',
-        headers: buildUpstreamHeaders(credentialHeaders, target, input.credential ?? noCredential),
-        body: JSON.stringify({
-          model: summaryModel,
-          messages,
-          max_tokens: input.policy.summary_max_tokens,
-          temperature: 0,
-          stream: false,
-        }),
-        signal,
+      const sent = await sendWithRecovery<A>({
+        first,
+        send: (attempt) =>
+          upstream.send({
+            upstream: target,
+            method: 'POST',
+            path: '/chat/completions',
+            headers,
+            body: JSON.stringify({
+              model: summaryModel,
+              messages: attempt.messages,
+              max_tokens: input.policy.summary_max_tokens,
+              temperature: 0,
+              stream: false,
+            }),
+            signal,
+          }),
+        smaller: recovery?.smaller ?? (() => undefined),
+        streaming: false,
+        limits: recoveryLimitsFor(
+          {
+            max_retries: recovery === undefined ? 0 : retryDefaults.summaryOverflowRetries,
+            upstream_retries: input.policy.upstream_retries,
+          },
+          config.timeouts.upstream_retry_deadline_ms,
+        ),
+        clock: now,
+        random,
+        sleep,
+        cancelled: () => closed || timedOut,
+        observe: (event) => {
+          if (event.type === 'overflow') recovery?.overflowed(event.verdict.numbers, event.attempt);
+          if (event.type === 'smaller_attempt')
+            metrics.summarizationFailures.inc({ reason: 'overflow_retried' });
+        },
       });
-      const body = await response.readAll();
-      if (response.statusCode !== 200) {
-        const verdict = classifyUpstreamError({
-          status: response.statusCode,
-          headers: response.headers,
-          body: body.toString('utf8'),
-        });
-        return {
-          failure: `upstream_status_${response.statusCode}`,
-          ...(verdict.kind === 'context_overflow' ? { overflow: verdict } : {}),
-        };
+      if (sent.response.statusCode !== 200) {
+        sent.response.discard();
+        return { failure: `upstream_status_${sent.response.statusCode}` };
       }
-      const parsed = JSON.parse(body.toString('utf8')) as {
-        choices?: Array<{ message?: { content?: unknown }; finish_reason?: string }>;
-        usage?: { prompt_tokens?: unknown; completion_tokens?: unknown };
-      };
-      const choice = parsed.choices?.[0];
+      const whole = await readWholeAnswer(sent.response, { expectCompletion: true });
+      const choices = whole.completion?.choices;
+      const choice = (Array.isArray(choices) ? choices[0] : undefined) as
+        { message?: { content?: unknown }; finish_reason?: unknown } | undefined;
       const content = choice?.message?.content;
-      const usageNumber = (value: unknown): number | undefined =>
-        typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
       return {
+        attempt: sent.attempt,
         text: typeof content === 'string' ? content : '',
-        finishReason: choice?.finish_reason,
-        promptTokens: usageNumber(parsed.usage?.prompt_tokens),
-        completionTokens: usageNumber(parsed.usage?.completion_tokens),
+        finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined,
+        promptTokens: whole.usage.promptTokens,
+        completionTokens: whole.usage.completionTokens,
       };
     } catch (error) {
       if (timedOut) return { failure: 'timeout' };
       if (closed) return { failure: 'shutting_down' };
-      if (error instanceof SyntaxError) return { failure: 'invalid_answer' };
+      if (isGatewayError(error) && error.code === 'upstream_bad_response')
+        return { failure: 'invalid_answer' };
       return { failure: isGatewayError(error) ? error.code : 'upstream_error' };
     } finally {
       clearTimeout(timer);

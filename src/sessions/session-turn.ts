@@ -7,6 +7,7 @@ import { isSystemRole, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import type { RenderInput } from '../context/render.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
+import type { SessionView } from '../context/session-view.js';
 
 import { GatewayError } from '../errors.js';
 import type {
@@ -30,29 +31,6 @@ export interface RenderedTurn {
   /** Index into `conversation` where the rendered sliding history started. */
   historyStartIndex: number;
   keepFirstTurns: number;
-}
-
-/** A session's conversation with this request's new messages: what the context engine renders. */
-export interface SessionView {
-  sessionId: string;
-  /** System prompt, stored messages, then the new ones. */
-  conversation: ContextMessage[];
-  /** Token count of each message of `conversation`: stored counts for stored messages. */
-  conversationTokens: readonly number[];
-  /** The stored UTF-8 JSON of each of `messages` (a render of `conversation`) that is a stored message. */
-  knownBytes(messages: readonly ContextMessage[]): ReadonlyArray<Buffer | undefined>;
-  /** Index into `conversation` where the previous request's sliding history started. */
-  historyStartHint: number;
-  /** Messages in the session's archive: part of the conversation, no longer in `conversation`. */
-  archivedMessages: number;
-  /** Archived messages no summary stands for: what the omission notice counts. */
-  omittedBefore: number;
-  /** The session's summary, placed after the protected head (docs/sessions.md#summarization). */
-  summary: RenderInput['summary'];
-  /** The in-turn summary of a long agent turn, placed after that turn's user message. */
-  turnSummary: RenderInput['turnSummary'];
-  /** Messages the session will hold once this turn is committed (reply included). */
-  messagesAfterCommit: number;
 }
 
 export interface SessionTurn extends SessionView {

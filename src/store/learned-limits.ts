@@ -352,6 +352,16 @@ function createPending() {
       list.push(update);
       others.set(id, list);
     },
+    /** The updates pending for one entry, left pending (what a copy read from Redis lacks). */
+    peek(id: string, nowMs: number): Update[] {
+      const list = [...(others.get(id) ?? [])];
+      const prefix = `${id}\u0001`;
+      for (const [key, size] of successes)
+        if (key.startsWith(prefix)) list.push(updates.success(split(key).tenant, size, nowMs));
+      for (const [key, sample] of ratios)
+        if (key.startsWith(prefix)) list.push(updates.ratio(split(key).tenant, sample, nowMs));
+      return list;
+    },
     /** Takes everything pending, as updates per entry. */
     take(nowMs: number): Map<string, Update[]> {
       const byId = new Map<string, Update[]>();
@@ -475,6 +485,17 @@ export function createRedisLearnedLimits(
     else stored.set(id, json);
   };
 
+  /**
+   * Puts an entry as Redis holds it in the table, with what this replica learned since and has not
+   * written yet applied on top: a lesson learned while a write or a read was on the way is not lost
+   * until the next write (the next request would not know it).
+   */
+  const replaceKeepingPending = (id: string, entry: Entry): void => {
+    let next = entry;
+    for (const update of pending.peek(id, table.now())) next = update(next);
+    table.replace(id, next);
+  };
+
   /** Takes an entry as Redis holds it, with this replica's pending updates applied on top. */
   const adopt = (key: string, json: string | null): void => {
     if (json === null) {
@@ -487,7 +508,7 @@ export function createRedisLearnedLimits(
     }
     const parsed = JSON.parse(json) as StoredEntry;
     remember(parsed.id, json);
-    table.replace(parsed.id, parsed.entry);
+    replaceKeepingPending(parsed.id, parsed.entry);
   };
 
   async function loadAll(): Promise<void> {
@@ -565,7 +586,7 @@ export function createRedisLearnedLimits(
       if (ok === 1) {
         remember(id, json);
         pending.written(id);
-        table.replace(id, next);
+        replaceKeepingPending(id, next);
         if (Number(value) > options.maxEntries) await evictOldest(Number(value) - options.maxEntries);
         return;
       }

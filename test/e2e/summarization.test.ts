@@ -339,6 +339,33 @@ describe('summarization jobs', () => {
     expect(stored.counts.active).toBeLessThan(stored.counts.total);
   });
 
+  it('retries a summarizer that is rate limited or down for a moment as a request is retried: the same job stores the summary', async () => {
+    const sessionId = `retried-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    const rateLimited = 'ctxgate_summarization_failures_total{reason="upstream_status_429"}';
+    const failuresBefore = counterValue(await metricsText(harness), rateLimited);
+    const callsBefore = fake.summaryRequestsSeen;
+    fake.setSummaryBehaviour({});
+    fake.enqueueSummary(
+      {
+        status: 429,
+        headers: { 'retry-after': '0' },
+        body: '{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}',
+      },
+      { status: 503, body: '{"error":{"message":"The server is overloaded","type":"server_error"}}' },
+    );
+    let turns = 0;
+    while (fake.summaryRequestsSeen === callsBefore && turns < 30) {
+      await fill(client, 1_000 + turns, 1);
+      turns++;
+    }
+    await harness.gateway.summarizer.idle();
+    // The first job's call was refused twice and answered the third time: no failure, a summary.
+    expect(fake.summaryRequestsSeen - callsBefore).toBeGreaterThanOrEqual(3);
+    expect(counterValue(await metricsText(harness), rateLimited)).toBe(failuresBefore);
+    expect((await sessionOf(harness, sessionId)).summary).not.toBeNull();
+  });
+
   it("counts summary calls against the session's budget, like any request", async () => {
     const budgeted = await startGateway({
       env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },

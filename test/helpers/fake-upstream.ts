@@ -273,6 +273,9 @@ export class FakeUpstream {
   private readonly queue: Behaviour[] = [];
   private defaultBehaviour: Behaviour = {};
   private summaryBehaviour: Behaviour = {};
+  private readonly summaryQueue: Behaviour[] = [];
+  /** Summarization requests received, all of them (`requests` keeps only the newest `recordLimit`). */
+  summaryRequestsSeen = 0;
 
   private server: Server | undefined;
   private readonly options: FakeUpstreamOptions;
@@ -299,6 +302,11 @@ export class FakeUpstream {
   /** How summarization requests are answered (default: extractively; see `extractiveSummaries`). */
   setSummaryBehaviour(behaviour: Behaviour): void {
     this.summaryBehaviour = behaviour;
+  }
+
+  /** The next summarization requests get these behaviours, in order, before `setSummaryBehaviour`'s. */
+  enqueueSummary(...behaviours: Behaviour[]): void {
+    this.summaryQueue.push(...behaviours);
   }
 
   get summaryRequests(): RecordedRequest[] {
@@ -376,9 +384,10 @@ export class FakeUpstream {
     } catch {
       // Not JSON: answered below as OpenAI does.
     }
+    if (summaryRequest) this.summaryRequestsSeen++;
     // Summarization requests run beside the conversation: they never take its scripted behaviours.
     const behaviour = summaryRequest
-      ? { ...this.summaryBehaviour }
+      ? { ...(this.summaryQueue.shift() ?? this.summaryBehaviour) }
       : { ...this.defaultBehaviour, ...(this.queue.shift() ?? {}) };
 
     const sendJson = (status: number, body: string, headers: Record<string, string> = {}): void => {

@@ -6,8 +6,8 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
-import { noOverrides } from '../../src/chat/request-overrides.js';
-import type { ClientStream } from '../../src/chat/relay.js';
+import { noOverrides } from '../../src/context/request-overrides.js';
+import type { ClientStream } from '../../src/upstream/relay.js';
 import { createRequestState } from '../../src/chat/request-state.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createResponsesService } from '../../src/responses/responses-service.js';

@@ -205,6 +205,31 @@ describe('learned limits in Redis, written by two replicas at once', () => {
   });
 });
 
+describe('learned limits in Redis, learned while a write is on the way', () => {
+  it('never loses a lesson this replica learned while its last one was being written or read back', async () => {
+    const redis = await connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }));
+    const limits = createRedisLearnedLimits({ settings, maxEntries: 1_000, redis, refreshMs: 5 });
+    const model = `in-flight-${randomUUID()}`;
+    try {
+      await expect.poll(() => limits.loaded(), { timeout: 5_000 }).toBe(true);
+      // Each lesson is a smaller window than the one before: the newest is what the next request needs.
+      // Writes go every 5 ms; a lesson recorded while one is on its way must outlive its read-back.
+      const lost: number[] = [];
+      for (let lesson = 0; lesson < 1_500; lesson++) {
+        const window = 60_000 - lesson * 10;
+        limits.recordOverflow('default', model, 'a', stated(window));
+        await new Promise((resolve) => setImmediate(resolve));
+        const seen = limits.get('default', model, 'a').window;
+        if (seen !== window) lost.push(seen ?? 0);
+      }
+      expect(lost).toEqual([]);
+    } finally {
+      await limits.close();
+      redis.disconnect();
+    }
+  });
+});
+
 describe('learned limits with Redis unreachable', () => {
   it('still applies what this replica learned, and is not loaded', async () => {
     const redis = createRedisConnection({

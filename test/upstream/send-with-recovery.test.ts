@@ -1,7 +1,7 @@
 // The send loop with a scripted upstream and a fake clock: what it sends, how long it waits, and which
 // answer it hands on — no sockets, no timers. Bodies are the providers' own (shared fixtures).
 import { describe, expect, it } from 'vitest';
-import { sendWithRecovery, type SendAttempt, type SendEvent } from '../../src/chat/send-with-recovery.js';
+import { sendWithRecovery, type SendAttempt, type SendEvent } from '../../src/upstream/send-with-recovery.js';
 import { GatewayError } from '../../src/errors.js';
 import type { UpstreamResponse } from '../../src/upstream/upstream.js';
 import { contextErrorFixtures } from '../fixtures/context-errors.js';

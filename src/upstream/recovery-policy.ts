@@ -1,12 +1,12 @@
 // What to do after each upstream answer of a chat request (docs/budgeting.md#reactive-recovery), decided from values alone: the
 // classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
 // acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
-import type { ContextReduction } from './prepare-context.js';
+import type { ContextReduction } from '../context/plan-send.js';
 import {
   minimumAnswerTokens,
   type OverflowNumbers,
   type UpstreamErrorClass,
-} from '../upstream/classify-upstream-error.js';
+} from './classify-upstream-error.js';
 
 export interface RecoveryLimits {
   /** Smaller requests tried after a context overflow (the policy's max_retries). */

@@ -5,7 +5,7 @@
 // minimum — every re-render capped at the refused prompt × what the provider says fits / what it says it
 // got, less 3%, or 20% smaller when it gave no count, and never above the refused prompt less 3%.
 import { describe, expect, it } from 'vitest';
-import { decide, type RecoveryLimits, type RecoveryState } from '../../src/chat/recovery-policy.js';
+import { decide, type RecoveryLimits, type RecoveryState } from '../../src/upstream/recovery-policy.js';
 import type { UpstreamErrorClass } from '../../src/upstream/classify-upstream-error.js';
 
 const limits: RecoveryLimits = {

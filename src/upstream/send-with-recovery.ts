@@ -2,9 +2,9 @@
 // reaches the client, asks the recovery policy what to do and does it — wait and resend, or send the
 // smaller attempt the ladder makes. Time, randomness and sleeping are parameters, so every path of the
 // loop runs in a unit test without a clock.
-import type { UpstreamErrorClass } from '../upstream/classify-upstream-error.js';
-import { inspectAnswer } from '../upstream/inspect-answer.js';
-import type { UpstreamResponse } from '../upstream/upstream.js';
+import type { UpstreamErrorClass } from './classify-upstream-error.js';
+import { inspectAnswer } from './inspect-answer.js';
+import type { UpstreamResponse } from './upstream.js';
 import { isGatewayError } from '../errors.js';
 import { decide, type RecoveryDecision, type RecoveryLimits } from './recovery-policy.js';
 

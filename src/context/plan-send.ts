@@ -1,26 +1,62 @@
-// Between the request schema and the upstream call: fits the request's conversation into the model's
-// window with the context engine and says what was done, in response headers and the request log.
+// What a chat request sends, decided in one place (docs/architecture.md#what-gets-sent): a pure
+// function of the request, the session's view of the conversation, what the gateway has learned of the
+// model (window, estimate ratio, tool-set size) and the attempt the retry ladder stands at (its
+// reduction, prompt cap and max_tokens). It returns the messages, the max_tokens to send and the report;
+// nothing it is given is changed, and no setting is overwritten on the way — the preview
+// (POST /v1/context/render), the request and each of its retries all come from here.
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { renderContext, type RenderInput } from '../context/render.js';
-import { countNewestWithin } from '../context/token-accounting.js';
-import type { ContextMessage, RenderReport } from '../context/types.js';
+import { renderContext, type RenderInput } from './render.js';
+import { countNewestWithin } from './token-accounting.js';
+import type { ContextMessage, RenderReport } from './types.js';
 import { GatewayError } from '../errors.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
-import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { RequestOverrides } from './request-overrides.js';
-import type { SessionView } from '../sessions/session-turn.js';
-import { isSystemRole } from '../context/turns.js';
+import type { SessionView } from './session-view.js';
+import { isSystemRole } from './turns.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
 import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
 
 /** The retry ladder's later steps (docs/budgeting.md#reactive-recovery): fewer turns than the window alone would allow. */
 export type ContextReduction = 'none' | 'drop_oldest_half' | 'minimal';
 
+/** Where the retry ladder stands (docs/budgeting.md#reactive-recovery): nothing yet for a first attempt. */
+export interface AttemptState {
+  reduction: ContextReduction;
+  /** max_tokens to send instead of the client's. */
+  maxTokens: number | undefined;
+  /** At most this many prompt tokens (the gateway's count): what an overflow left room for. */
+  promptCap?: number | undefined;
+}
+
+export const firstAttempt: AttemptState = { reduction: 'none', maxTokens: undefined };
+
+/** What the gateway has learned of the model on this upstream, as this request's tenant may use it. */
+export interface LearnedInputs {
+  /** The window the upstream showed, when smaller than the configured one. */
+  window?: number | undefined;
+  /** The learned window has not been confirmed for a while: a first attempt tries the configured one. */
+  probe?: boolean | undefined;
+  /** Upstream-reported prompt tokens per estimated token. */
+  ratio?: number | undefined;
+  /** The tokens the upstream counts for this request's tool set, once learned (upstream units). */
+  toolTokens?: number | undefined;
+}
+
+/** The parts of a chat request that decide what is sent. */
+export interface SendRequest {
+  model: string;
+  messages: readonly unknown[];
+  tools?: unknown;
+  max_tokens?: number | null | undefined;
+  max_completion_tokens?: number | null | undefined;
+  n?: number | null | undefined;
+}
+
 export interface PreparedContext {
   messages: ContextMessage[];
   report: RenderReport;
   settings: ContextSettings;
-  /** max_tokens to send instead of the client's (lowerMaxTokensToFit). */
+  /** max_tokens to send instead of the client's: the attempt's, or what is left once the prompt fits a learned window. */
   loweredMaxTokens?: number;
   /** The learned ratio the estimate was scaled by (estimated models): the report counts in estimate units. */
   estimateRatio?: number;
@@ -45,91 +81,101 @@ export function countPrecisionFor(rawBody: Buffer | undefined): CountPrecision {
   return rawBody !== undefined && rawBody.length > sampledCountingBodyChars ? 'sampled' : 'exact';
 }
 
-export function prepareContext(options: {
+export function planSend(input: {
   config: GatewayConfig;
   tokenizers: Tokenizers;
-  chatRequest: ChatCompletionRequest;
+  request: SendRequest;
   overrides: RequestOverrides;
   /** A session's conversation to fit instead of the request's own messages. */
   session?: SessionView | undefined;
-  learnedWindow?: number | undefined;
-  reduction?: ContextReduction;
-  /** At most this many prompt tokens (a retry after an overflow): the window shrinks to match. */
-  promptCap?: number | undefined;
-  /**
-   * With a learned window: when the whole conversation fits but not with the max_tokens the client
-   * asked for, ask for what is left instead (docs/budgeting.md#reactive-recovery's remedy, applied before the upstream refuses).
-   */
-  lowerMaxTokensToFit?: boolean;
-  /** Upstream-reported prompt tokens per estimated token, learned for this model and upstream. */
-  estimateRatio?: number | undefined;
-  /** The tokens the upstream counts for this request's tool set, once learned (upstream units). */
-  learnedToolTokens?: number | undefined;
+  learned?: LearnedInputs | undefined;
+  attempt?: AttemptState | undefined;
   precision?: CountPrecision;
 }): PreparedContext {
-  const { chatRequest, session } = options;
-  const settings = resolveContextSettings({
-    config: options.config,
-    model: chatRequest.model,
-    overrides: options.overrides,
-    maxCompletionTokens: chatRequest.max_completion_tokens ?? chatRequest.max_tokens,
-    choices: chatRequest.n,
-    learnedWindow: options.learnedWindow,
+  const { session, overrides } = input;
+  const attempt = input.attempt ?? firstAttempt;
+  const learned = input.learned ?? {};
+  const request =
+    attempt.maxTokens === undefined ? input.request : withMaxTokens(input.request, attempt.maxTokens);
+  // A learned window nobody has confirmed for a while: a first attempt tries the configured one (an
+  // overflow confirms the lesson, and the retry fits the learned window).
+  const firstTry =
+    attempt.reduction === 'none' && attempt.promptCap === undefined && attempt.maxTokens === undefined;
+  const learnedWindow = learned.probe === true && firstTry ? undefined : learned.window;
+  const resolved = resolveContextSettings({
+    config: input.config,
+    model: request.model,
+    overrides,
+    maxCompletionTokens: request.max_completion_tokens ?? request.max_tokens,
+    choices: request.n,
+    learnedWindow,
   });
   // An estimated model with a learned ratio counts as calibrated: the smaller margin, and a window
   // scaled into estimate units (the prompt's real size is the estimate times the ratio).
   // A model counted exactly has a ratio only after the upstream showed it counts more than the gateway.
-  const ratio = options.estimateRatio;
-  if (ratio !== undefined)
-    settings.safetyMarginTokens = Math.ceil(settings.window * settings.policy.safety_margin);
-  const windowFor = (reserve: number): number => {
-    if (ratio === undefined) return settings.window;
-    const fixed = reserve + settings.safetyMarginTokens;
-    return fixed + Math.max(0, Math.floor((settings.window - fixed) / ratio));
-  };
-  const { conversation, messageTokens, historyStartHint, omittedBefore } = reducedConversation(
-    options.reduction,
+  const ratio = learned.ratio;
+  const reduced = reducedConversation(
+    attempt.reduction,
     session,
-    chatRequest.messages as ContextMessage[],
-    settings,
-    options.overrides.omittedBefore ?? 0,
+    request.messages as ContextMessage[],
+    resolved.policy,
+    overrides.omittedBefore ?? 0,
   );
+  const { conversation, messageTokens, historyStartHint, omittedBefore } = reduced;
+  const baseSettings: ContextSettings = {
+    ...resolved,
+    policy: reduced.policy,
+    safetyMarginTokens:
+      ratio === undefined
+        ? resolved.safetyMarginTokens
+        : Math.ceil(resolved.window * resolved.policy.safety_margin),
+  };
+  const windowFor = (reserve: number): number => {
+    if (ratio === undefined) return baseSettings.window;
+    const fixed = reserve + baseSettings.safetyMarginTokens;
+    return fixed + Math.max(0, Math.floor((baseSettings.window - fixed) / ratio));
+  };
   const toolTokens =
-    options.learnedToolTokens === undefined ? undefined : Math.ceil(options.learnedToolTokens / (ratio ?? 1));
-  const tokenizer = options.tokenizers.forEncoding(settings.model.tokenizer, options.precision);
+    learned.toolTokens === undefined ? undefined : Math.ceil(learned.toolTokens / (ratio ?? 1));
+  const tokenizer = input.tokenizers.forEncoding(baseSettings.model.tokenizer, input.precision);
+  // With a learned window, when the whole conversation fits but not with the max_tokens asked for,
+  // what is left is asked for instead (before the upstream refuses).
   const loweredMaxTokens =
-    options.lowerMaxTokensToFit === true
+    learnedWindow !== undefined && attempt.maxTokens === undefined
       ? maxTokensThatFit({
-          chatRequest,
-          settings,
+          request,
+          settings: baseSettings,
           ratio,
           probe: {
             ...(toolTokens === undefined ? {} : { toolTokens }),
             messages: conversation,
             ...(messageTokens === undefined ? {} : { messageTokens }),
-            tools: chatRequest.tools,
-            toolFormat: settings.model.toolFormat,
+            tools: request.tools,
+            toolFormat: baseSettings.model.toolFormat,
             tokenizer,
-            window: windowFor(settings.outputReserve),
+            window: windowFor(baseSettings.outputReserve),
             outputReserve: 0,
-            safetyMarginTokens: settings.safetyMarginTokens,
-            policy: settings.policy,
+            safetyMarginTokens: baseSettings.safetyMarginTokens,
+            policy: baseSettings.policy,
             ...(session?.summary === undefined ? {} : { summary: session.summary }),
           },
         })
       : undefined;
-  if (loweredMaxTokens !== undefined) settings.outputReserve = loweredMaxTokens * (chatRequest.n ?? 1);
+  const settings =
+    loweredMaxTokens === undefined
+      ? baseSettings
+      : { ...baseSettings, outputReserve: loweredMaxTokens * (request.n ?? 1) };
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
   const renderWindowFor = (reserve: number): number =>
-    options.promptCap === undefined
+    attempt.promptCap === undefined
       ? windowFor(reserve)
-      : Math.min(windowFor(reserve), options.promptCap + reserve + settings.safetyMarginTokens);
+      : Math.min(windowFor(reserve), attempt.promptCap + reserve + settings.safetyMarginTokens);
   const renderWindow = renderWindowFor(settings.outputReserve);
   // Built without object spreads: this runs on every request.
-  const input: RenderInput = {
+  const render: RenderInput = {
     messages: conversation,
-    tools: chatRequest.tools,
+    tools: request.tools,
     toolFormat: settings.model.toolFormat,
     noticePlacement: settings.model.noticePlacement,
     tokenizer,
@@ -138,49 +184,58 @@ export function prepareContext(options: {
     safetyMarginTokens: settings.safetyMarginTokens,
     policy: settings.policy,
   };
-  if (messageTokens !== undefined) input.messageTokens = messageTokens;
+  if (messageTokens !== undefined) render.messageTokens = messageTokens;
   // A body too large to count whole: only what can be sent is counted (twice the window, to be sure).
-  else if (options.precision === 'sampled')
-    input.messageTokens = countNewestWithin(conversation, tokenizer, 2 * renderWindow);
+  else if (input.precision === 'sampled')
+    render.messageTokens = countNewestWithin(conversation, tokenizer, 2 * renderWindow);
   // A learned tool set size is in the upstream's units; the render counts in estimate units.
-  if (toolTokens !== undefined) input.toolTokens = toolTokens;
-  if (historyStartHint !== undefined) input.historyStartHint = historyStartHint;
-  if (omittedBefore !== 0) input.omittedBefore = omittedBefore;
-  if (session?.summary !== undefined) input.summary = session.summary;
-  if (session?.turnSummary !== undefined && options.reduction !== 'minimal')
-    input.turnSummary = session.turnSummary;
+  if (toolTokens !== undefined) render.toolTokens = toolTokens;
+  if (historyStartHint !== undefined) render.historyStartHint = historyStartHint;
+  if (omittedBefore !== 0) render.omittedBefore = omittedBefore;
+  if (session?.summary !== undefined) render.summary = session.summary;
+  if (session?.turnSummary !== undefined && attempt.reduction !== 'minimal')
+    render.turnSummary = session.turnSummary;
 
-  const outcome = renderGivingWay(input, settings, chatRequest.n ?? 1, renderWindowFor);
-  if (!outcome.ok) throw doesNotFit(outcome, settings, ratio ?? 1);
+  const { outcome, outputReserve } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor);
+  const final = outputReserve === settings.outputReserve ? settings : { ...settings, outputReserve };
+  if (!outcome.ok) throw doesNotFit(outcome, final, ratio ?? 1);
   const prepared: PreparedContext = {
     messages: outcome.messages,
-    report: outcome.report,
-    settings,
+    report: ratio === undefined ? outcome.report : { ...outcome.report, window: final.window },
+    settings: final,
   };
-  if (ratio !== undefined) prepared.report = { ...outcome.report, window: settings.window };
-  if (loweredMaxTokens !== undefined) prepared.loweredMaxTokens = loweredMaxTokens;
+  const maxTokens = loweredMaxTokens ?? attempt.maxTokens;
+  if (maxTokens !== undefined) prepared.loweredMaxTokens = maxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
+}
+
+/** The request with max_tokens (or max_completion_tokens, whichever it uses) set to `value`. */
+export function withMaxTokens<R extends SendRequest>(request: R, value: number | undefined): R {
+  if (value === undefined) return request;
+  return request.max_completion_tokens !== undefined && request.max_completion_tokens !== null
+    ? { ...request, max_completion_tokens: value }
+    : { ...request, max_tokens: value };
 }
 
 /**
  * Renders; a reserve the client did not ask for gives way before the request is refused, once, down to
  * an eighth of the window (an agent's fixed prompt can take most of a small model's window; its answers
- * are short). `settings.outputReserve` says the reserve the outcome was rendered with.
+ * are short). Returns the outcome and the reserve it was rendered with.
  */
 function renderGivingWay(
   input: RenderInput,
   settings: ContextSettings,
   choices: number,
   windowFor: (reserve: number) => number,
-): ReturnType<typeof renderContext> {
+): { outcome: ReturnType<typeof renderContext>; outputReserve: number } {
   const outcome = renderContext(input);
   const floor = Math.min(settings.outputReserve, Math.floor(settings.window / 8) * choices);
-  if (outcome.ok || settings.outputReserveRequested || floor >= settings.outputReserve) return outcome;
-  settings.outputReserve = floor;
+  if (outcome.ok || settings.outputReserveRequested || floor >= settings.outputReserve)
+    return { outcome, outputReserve: settings.outputReserve };
   input.outputReserve = floor;
   input.window = windowFor(floor);
-  return renderContext(input);
+  return { outcome: renderContext(input), outputReserve: floor };
 }
 
 /**
@@ -221,15 +276,15 @@ function doesNotFit(
 }
 
 /**
- * The retry ladder's later steps (docs/budgeting.md#reactive-recovery): half the history turns (and no protected first turns), or
- * only the system prompt, the summary and the current turn. Mutates only `settings.policy`, the
- * request's own copy.
+ * The retry ladder's later steps (docs/budgeting.md#reactive-recovery): half the history turns (and no
+ * protected first turns), or only the system prompt, the summary and the current turn. Returns the
+ * conversation to render and the policy to render it with (the given one, or a copy).
  */
 function reducedConversation(
   reduction: ContextReduction | undefined,
   session: SessionView | undefined,
   messages: readonly ContextMessage[],
-  settings: ContextSettings,
+  policy: ContextSettings['policy'],
   /** Left out of a stateless conversation before it arrived (a long Responses chain's older links). */
   omittedUpstream: number,
 ): {
@@ -237,6 +292,7 @@ function reducedConversation(
   messageTokens: readonly number[] | undefined;
   historyStartHint: number | undefined;
   omittedBefore: number;
+  policy: ContextSettings['policy'];
 } {
   const conversation = session?.conversation ?? messages;
   const unchanged = {
@@ -244,13 +300,19 @@ function reducedConversation(
     messageTokens: session?.conversationTokens,
     historyStartHint: session?.historyStartHint,
     omittedBefore: session?.omittedBefore ?? omittedUpstream,
+    policy,
   };
   if (reduction === 'drop_oldest_half') {
     const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
-    settings.policy.keep_first_turns = 0;
-    settings.policy.max_history_turns = Math.max(1, Math.floor(historyTurns / 2));
-    settings.policy.trim_to = 1;
-    return unchanged;
+    return {
+      ...unchanged,
+      policy: {
+        ...policy,
+        keep_first_turns: 0,
+        max_history_turns: Math.max(1, Math.floor(historyTurns / 2)),
+        trim_to: 1,
+      },
+    };
   }
   if (reduction !== 'minimal') return unchanged;
   const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
@@ -263,6 +325,7 @@ function reducedConversation(
       tokens === undefined ? undefined : [...tokens.slice(0, systemCount), ...tokens.slice(lastUser)],
     historyStartHint: undefined,
     omittedBefore: unchanged.omittedBefore + lastUser - systemCount,
+    policy,
   };
 }
 
@@ -271,13 +334,13 @@ function reducedConversation(
  * for, what is left (docs/budgeting.md#reactive-recovery's remedy, applied before the upstream refuses); else undefined.
  */
 function maxTokensThatFit(options: {
-  chatRequest: ChatCompletionRequest;
+  request: SendRequest;
   settings: ContextSettings;
   ratio: number | undefined;
   probe: RenderInput;
 }): number | undefined {
-  const { chatRequest, settings, ratio } = options;
-  const requestedMaxTokens = chatRequest.max_completion_tokens ?? chatRequest.max_tokens;
+  const { request, settings, ratio } = options;
+  const requestedMaxTokens = request.max_completion_tokens ?? request.max_tokens;
   if (requestedMaxTokens === undefined || requestedMaxTokens === null) return undefined;
   const probe = renderContext(options.probe);
   // Everything fits when nothing had to be left out or cut (a summary is always added).

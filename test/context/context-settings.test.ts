@@ -2,7 +2,7 @@
 // model's entry, the config file's defaults, the built-in defaults (docs/configuration.md).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
-import { resolveContextSettings } from '../../src/chat/context-settings.js';
+import { resolveContextSettings } from '../../src/context/context-settings.js';
 import { parseRequestOverrides } from '../../src/http/request-overrides.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 

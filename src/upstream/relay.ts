@@ -6,7 +6,7 @@
 // fastify here.
 import type { EventEmitter } from 'node:events';
 import { GatewayError, isGatewayError } from '../errors.js';
-import { replyFromCompletion, StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import { replyFromCompletion, StreamReplyAssembler } from './reply-assembler.js';
 import {
   completionTokensKey,
   countDataEvents,
@@ -16,8 +16,8 @@ import {
   promptTokensIn,
   StreamCompletionTracker,
   usageNumberIn,
-} from '../upstream/sse.js';
-import type { UpstreamResponse } from '../upstream/upstream.js';
+} from './sse.js';
+import type { UpstreamResponse } from './upstream.js';
 
 /** The client's side of a response. */
 export interface ClientStream {

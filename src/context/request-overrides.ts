@@ -1,6 +1,6 @@
 // What a request's own headers ask of the gateway (README.md), as the application sees them: parsed and
 // checked once at the edge (http/request-overrides.ts).
-import type { HistoryMode } from '../context/reconcile.js';
+import type { HistoryMode } from './reconcile.js';
 
 export interface RequestOverrides {
   /** X-Session-Id: session mode. */

@@ -1,0 +1,28 @@
+// A session's view of its conversation for one request (docs/sessions.md): what the context engine
+// renders instead of the request's own messages. Made by the session turn (src/sessions/), read by the
+// decision of what is sent (plan-send.ts); neither imports the other.
+import type { RenderInput } from './render.js';
+import type { ContextMessage } from './types.js';
+
+/** A session's conversation with this request's new messages: what the context engine renders. */
+export interface SessionView {
+  sessionId: string;
+  /** System prompt, stored messages, then the new ones. */
+  conversation: ContextMessage[];
+  /** Token count of each message of `conversation`: stored counts for stored messages. */
+  conversationTokens: readonly number[];
+  /** The stored UTF-8 JSON of each of `messages` (a render of `conversation`) that is a stored message. */
+  knownBytes(messages: readonly ContextMessage[]): ReadonlyArray<Buffer | undefined>;
+  /** Index into `conversation` where the previous request's sliding history started. */
+  historyStartHint: number;
+  /** Messages in the session's archive: part of the conversation, no longer in `conversation`. */
+  archivedMessages: number;
+  /** Archived messages no summary stands for: what the omission notice counts. */
+  omittedBefore: number;
+  /** The session's summary, placed after the protected head (docs/sessions.md#summarization). */
+  summary: RenderInput['summary'];
+  /** The in-turn summary of a long agent turn, placed after that turn's user message. */
+  turnSummary: RenderInput['turnSummary'];
+  /** Messages the session will hold once this turn is committed (reply included). */
+  messagesAfterCommit: number;
+}

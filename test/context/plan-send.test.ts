@@ -1,0 +1,199 @@
+// The gateway's own "does not fit" (README.md): 400 context_length_exceeded in OpenAI's words, quoting
+// the window exactly as configured or stated in X-Context-Window — never a window scaled by the ratio
+// learned for an estimated model — with counts in the provider's units.
+import { describe, expect, it } from 'vitest';
+import { planSend } from '../../src/context/plan-send.js';
+import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { isGatewayError } from '../../src/errors.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { countPromptTokens } from '../helpers/fake-upstream.js';
+import { prose } from '../helpers/text.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+
+const config = loadConfig({
+  env: {
+    CTXGATE_CONFIG: writeConfigFile(
+      'models:\n  - match: "acme-*"\n    window: 16000\n    output_reserve: 1000\n',
+    ),
+  },
+});
+const tokenizers = createTiktokenTokenizers();
+
+function refusal(options: { contextWindow?: number; estimateRatio?: number; maxTokens?: number }): Error {
+  const chatRequest = {
+    model: 'acme-large',
+    messages: [{ role: 'user', content: prose(20_000, 1) }],
+    ...(options.maxTokens === undefined ? {} : { max_tokens: options.maxTokens }),
+  } as ChatCompletionRequest;
+  try {
+    planSend({
+      config,
+      tokenizers,
+      request: chatRequest,
+      overrides: {
+        historyMode: 'auto',
+        ...(options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow }),
+      },
+      learned: { ratio: options.estimateRatio },
+    });
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('the turn was expected not to fit');
+}
+
+describe('a turn that cannot fit', () => {
+  it.each<[string, { contextWindow?: number; estimateRatio?: number }, number]>([
+    ['the configured window', {}, 16_000],
+    ['X-Context-Window as given', { contextWindow: 8_192 }, 8_192],
+    ['X-Context-Window as given, with a learned ratio', { contextWindow: 8_192, estimateRatio: 1.3 }, 8_192],
+  ])('quotes %s, and the max_tokens asked for', (_name, options, window) => {
+    const error = refusal({ ...options, maxTokens: 1_000 });
+    expect(isGatewayError(error) && error.status === 400 && error.code === 'context_length_exceeded').toBe(
+      true,
+    );
+    const stated =
+      /maximum context length is (\d+) tokens\. However, you requested (\d+) tokens \((\d+) in the messages, 1000 in the completion\)/.exec(
+        error.message,
+      );
+    expect(stated?.[1]).toBe(String(window));
+    // The prompt asked for is more than the window: 20,000 words of one token each, scaled by the ratio.
+    const ratio = options.estimateRatio ?? 1;
+    expect(Number(stated?.[3])).toBeGreaterThanOrEqual(Math.floor(20_000 * ratio));
+    expect(Number(stated?.[2])).toBe(Number(stated?.[3]) + 1_000);
+  });
+});
+
+describe('a turn that cannot fit, without max_tokens', () => {
+  it('never quotes the room the gateway keeps for the answer as requested', () => {
+    const error = refusal({ contextWindow: 2_048 });
+    expect(error.message).toMatch(
+      /^This model's maximum context length is 2048 tokens\. However, your messages resulted in \d+ tokens\. /,
+    );
+    expect(error.message).not.toMatch(/you requested|in the completion/);
+    // A quarter of a small window at most (512 of 2,048, not the model's 1,000), and before refusing it
+    // gave way down to an eighth: the refusal names the smallest room it tried.
+    expect(error.message).toMatch(/room kept for the answer \(256; send max_tokens to choose it\)/);
+  });
+
+  it('counts a system prompt that alone exceeds the room in full', () => {
+    const chatRequest = {
+      model: 'acme-large',
+      messages: [
+        { role: 'system', content: prose(15_500, 2) },
+        { role: 'user', content: 'Next step.' },
+      ],
+    } as ChatCompletionRequest;
+    let error: Error | undefined;
+    try {
+      planSend({ config, tokenizers, request: chatRequest, overrides: { historyMode: 'auto' } });
+    } catch (caught) {
+      error = caught as Error;
+    }
+    const resulted = /However, your messages resulted in (\d+) tokens\./.exec(error?.message ?? '');
+    // The prompt quoted is all of it, as the provider's tokenizer counts it (within the estimate's
+    // error), not what is left of the window after the reserve and margin.
+    const counted = countPromptTokens(chatRequest.messages as never, undefined);
+    expect(Math.abs(Number(resulted?.[1]) - counted)).toBeLessThan(counted * 0.05);
+  });
+});
+
+/** Freezes a value and everything in it: a decision that writes into what it was given throws. */
+function deepFrozen<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFrozen(inner);
+  }
+  return value;
+}
+
+/** Twelve turns of about 300 tokens each and a new question: more than a 2,048-token window holds. */
+function longChat(): ChatCompletionRequest {
+  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'Be brief.' }];
+  for (let turn = 0; turn < 12; turn++)
+    messages.push(
+      { role: 'user', content: prose(150, 10 + turn) },
+      { role: 'assistant', content: prose(150, 40 + turn) },
+    );
+  messages.push({ role: 'user', content: 'And now?' });
+  return { model: 'acme-large', messages } as ChatCompletionRequest;
+}
+
+describe('what is sent, decided from explicit inputs', () => {
+  const overrides = { historyMode: 'auto' as const, contextWindow: 2_048 };
+
+  it('changes nothing it is given, and the same inputs give the same messages', () => {
+    const request = deepFrozen(longChat());
+    const inputs = deepFrozen({
+      config,
+      tokenizers,
+      request,
+      overrides,
+      learned: { window: 1_800, ratio: 1.1 },
+      attempt: { reduction: 'drop_oldest_half' as const, maxTokens: 200, promptCap: 1_200 },
+    });
+    const first = planSend(inputs);
+    const second = planSend(inputs);
+    expect(second.messages).toEqual(first.messages);
+    expect(second.report).toEqual(first.report);
+    // The policy the reduction asked for belongs to this decision only: a fresh one has its own.
+    const fresh = planSend({ config, tokenizers, request, overrides });
+    expect(fresh.settings.policy.keep_first_turns).not.toBe(0);
+    expect(first.settings.policy.keep_first_turns).toBe(0);
+  });
+
+  it('sends the max_tokens the attempt names, and fits the prompt under its cap', () => {
+    const prepared = planSend({
+      config,
+      tokenizers,
+      request: longChat(),
+      overrides,
+      attempt: { reduction: 'none', maxTokens: 120, promptCap: 900 },
+    });
+    expect(prepared.loweredMaxTokens).toBe(120);
+    expect(prepared.report.inputTokens).toBeLessThanOrEqual(900);
+    expect(prepared.messages.at(-1)).toEqual({ role: 'user', content: 'And now?' });
+  });
+
+  it('tries the configured window first while a learned one is unconfirmed, and the learned one on a retry', () => {
+    // No X-Context-Window: the model's configured 16,000 against a learned 1,024.
+    const own = { historyMode: 'auto' as const };
+    const learned = { window: 1_024, probe: true };
+    const request = longChat();
+    const first = planSend({ config, tokenizers, request, overrides: own, learned });
+    const retry = planSend({
+      config,
+      tokenizers,
+      request,
+      overrides: own,
+      learned,
+      attempt: { reduction: 'drop_oldest_half', maxTokens: undefined },
+    });
+    expect(first.report.window).toBe(16_000);
+    expect(first.report.droppedMessages).toBe(0);
+    expect(retry.report.window).toBe(1_024);
+    const confirmed = planSend({ config, tokenizers, request, overrides: own, learned: { window: 1_024 } });
+    expect(confirmed.report.window).toBe(1_024);
+    expect(confirmed.report.droppedMessages).toBeGreaterThan(0);
+  });
+
+  it('sends only the system prompt and the current turn at the minimal step, and counts the rest as left out', () => {
+    const request = longChat();
+    const prepared = planSend({
+      config,
+      tokenizers,
+      request,
+      overrides,
+      attempt: { reduction: 'minimal', maxTokens: undefined },
+    });
+    expect(prepared.messages.filter((message) => message.role !== 'system')).toEqual([
+      { role: 'user', content: 'And now?' },
+    ]);
+    const system = prepared.messages[0] as { role: string; content: string };
+    expect(system.role).toBe('system');
+    expect(system.content.startsWith('Be brief.')).toBe(true);
+    expect(system.content).toContain(`${request.messages.length - 2} earlier messages`);
+    expect(prepared.report.droppedMessages).toBe(request.messages.length - 2);
+  });
+});
