@@ -23,6 +23,7 @@ import { registerSessionRoutes } from './http/session-routes.js';
 import { registerChatRoutes } from './http/chat-routes.js';
 import { registerPassthroughRoutes } from './http/passthrough-routes.js';
 import { registerResponsesRoutes } from './http/responses-routes.js';
+import { registerMessagesRoutes } from './http/messages-routes.js';
 import type { GatewayServices } from './create-services.js';
 import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
@@ -175,6 +176,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     });
     registerSessionRoutes(api, { sessionStore: services.sessionStore });
     registerResponsesRoutes(api, { responses: services.responses });
+    registerMessagesRoutes(api, { messages: services.messages });
     // Its own scope: bodies there are forwarded as they arrive, not parsed.
     api.register(async (passthrough) => {
       registerPassthroughRoutes(passthrough, { passthrough: services.passthrough });

@@ -11,6 +11,7 @@ import { createMetrics } from './metrics.js';
 import { createRedisConnection, type RedisConnection } from './store/redis-client.js';
 import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
+import { withAnthropicUpstreams } from './upstream/anthropic-wire.js';
 import { createMemorySessionStore } from './store/memory-session-store.js';
 import { createRedisSessionStore } from './store/redis-session-store.js';
 import { createMemoryResponseStore, createRedisResponseStore } from './store/response-store.js';
@@ -82,13 +83,16 @@ export function createGateway(options: {
 }): Gateway {
   const { config, logger } = options;
   const redis = connectRedis(config, logger);
-  const upstream = createUndiciUpstream({
-    timeouts: {
-      connectMs: config.timeouts.upstream_connect_ms,
-      firstByteMs: config.timeouts.upstream_first_byte_ms,
-      idleMs: config.timeouts.upstream_idle_ms,
-    },
-  });
+  // Chat bodies to an `anthropic` upstream go in its own wire format (docs/anthropic.md).
+  const upstream = withAnthropicUpstreams(
+    createUndiciUpstream({
+      timeouts: {
+        connectMs: config.timeouts.upstream_connect_ms,
+        firstByteMs: config.timeouts.upstream_first_byte_ms,
+        idleMs: config.timeouts.upstream_idle_ms,
+      },
+    }),
+  );
   const tokenizers = createTiktokenTokenizers();
   const limits = {
     maxActiveMessages: config.sessions.max_active_messages,

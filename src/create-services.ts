@@ -20,6 +20,7 @@ import {
 import type { SessionStore } from './store/session-store.js';
 import { createMemoryResponseStore, type ResponseStore } from './store/response-store.js';
 import { createResponsesService, type ResponsesService } from './responses/responses-service.js';
+import { createMessagesService, type MessagesService } from './messages/messages-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { tokenizerFor } from './context/plan-send.js';
 import { countMessageTokens } from './context/token-accounting.js';
@@ -56,6 +57,7 @@ export interface GatewayServices {
   sessionStore: SessionStore;
   learnedLimits: LearnedLimits;
   responses: ResponsesService;
+  messages: MessagesService;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -155,5 +157,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
         return tokens;
       },
     }),
+    messages: createMessagesService({ chat, config, upstream }),
   };
 }

@@ -103,7 +103,10 @@ export function createAuthenticator({
         if (secrets.length === 0) return anonymous;
         return { mode: 'pass_through', tenantId: tenantIdOf(secrets), mayHoldSessions: true };
       }
-      const authorization = firstValue(headers.authorization);
+      // Anthropic's clients send their key as x-api-key (ANTHROPIC_API_KEY): a gateway key there counts.
+      const apiKey = firstValue(headers['x-api-key']);
+      const authorization =
+        firstValue(headers.authorization) ?? (apiKey === undefined ? undefined : `Bearer ${apiKey}`);
       if (authorization === undefined) {
         throw new GatewayError(
           'missing_api_key',

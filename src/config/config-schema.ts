@@ -18,6 +18,11 @@ export const upstreamEntrySchema = z.strictObject({
   /** Model-name globs (`*` and `?`) routed to this upstream; first matching upstream wins. */
   models: z.array(z.string().min(1)).min(1),
   max_connections: z.number().int().positive().default(256),
+  /**
+   * The wire format the upstream speaks: `openai` (Chat Completions, the default) or `anthropic`
+   * (the Messages API; its key is sent as `x-api-key`). docs/anthropic.md.
+   */
+  kind: z.enum(['openai', 'anthropic']).default('openai'),
 });
 
 export const serverSectionSchema = z.strictObject({

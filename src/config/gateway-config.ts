@@ -9,6 +9,8 @@ export interface UpstreamConfig {
   apiKey: string | undefined;
   modelGlobs: readonly string[];
   maxConnections: number;
+  /** The wire format it speaks: Chat Completions, or Anthropic's Messages API (docs/anthropic.md). */
+  kind: 'openai' | 'anthropic';
 }
 
 export type RedisConfig =

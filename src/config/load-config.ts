@@ -171,6 +171,7 @@ function parseUpstreams(
     apiKey: readVariable(env, 'UPSTREAM_API_KEY'),
     modelGlobs: ['*'],
     maxConnections: 256,
+    kind: 'openai',
   };
   const routed: UpstreamConfig[] = [];
   const seenNames = new Set(['default']);
@@ -193,6 +194,7 @@ function parseUpstreams(
       apiKey,
       modelGlobs: entry.models,
       maxConnections: entry.max_connections,
+      kind: entry.kind,
     });
   }
   const upstreamWithKey = [defaultUpstream, ...routed].find((upstream) => upstream.apiKey !== undefined);

@@ -3,6 +3,8 @@
 // details go to the log, never to the client.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
+import { anthropicErrorBody } from '../messages/answer.js';
+import { isMessagesRoute } from './messages-routes.js';
 
 const fastifyCodes: Record<string, () => GatewayError> = {
   FST_ERR_CTP_BODY_TOO_LARGE: () =>
@@ -38,5 +40,9 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
     request.log.error({ err: error }, 'unexpected error');
   }
   if (gatewayError.headers !== undefined) reply.headers(gatewayError.headers);
-  return reply.code(gatewayError.status).type('application/json').send(toOpenAIErrorBody(gatewayError));
+  // Anthropic's Messages routes answer in Anthropic's error shape (docs/anthropic.md#errors).
+  const body = isMessagesRoute(request.url)
+    ? anthropicErrorBody(gatewayError.status, gatewayError.message)
+    : toOpenAIErrorBody(gatewayError);
+  return reply.code(gatewayError.status).type('application/json').send(body);
 }

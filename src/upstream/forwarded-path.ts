@@ -14,7 +14,7 @@ export type ForwardedPath =
  * `chat/completions` is the gateway's only for POST (a chat completion); its other methods and sub-paths
  * are the provider's stored completions (provider-state.ts).
  */
-const managedFirstSegments = new Set(['sessions', 'admin', 'context', 'responses']);
+const managedFirstSegments = new Set(['sessions', 'admin', 'context', 'responses', 'messages']);
 
 /** Segments decoded until no percent-encoding is left, so a double-encoded name cannot pass as another. */
 function decodedSegments(rawPath: string): string[] | undefined {

@@ -13,6 +13,7 @@ const upstream = (apiKey: string | undefined): UpstreamConfig => ({
   apiKey,
   modelGlobs: ['*'],
   maxConnections: 8,
+  kind: 'openai',
 });
 const credential = (mode: Credential['mode']): Credential => ({ mode, tenantId: 't', mayHoldSessions: true });
 

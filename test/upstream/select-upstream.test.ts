@@ -9,6 +9,7 @@ const upstream = (name: string, modelGlobs: string[]): UpstreamConfig => ({
   apiKey: undefined,
   modelGlobs,
   maxConnections: 8,
+  kind: 'openai',
 });
 const upstreams = [
   upstream('local', ['llama*', 'qwen*']),

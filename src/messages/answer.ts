@@ -1,0 +1,287 @@
+// The chat engine's answer as Anthropic's Messages API answers (docs/anthropic.md): a whole chat
+// completion as a `message` object, a chat stream as Anthropic's event sequence one for one as it
+// arrives (message_start, ping, content_block_start/delta/stop per block, message_delta with the stop
+// reason and usage, message_stop), and any error in Anthropic's shape with Anthropic's wording for a
+// prompt over the window ("prompt is too long: N tokens > M maximum"), which Claude Code acts on.
+import { randomBytes } from 'node:crypto';
+import { StringDecoder } from 'node:string_decoder';
+import type { AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { SseDecoder } from '../upstream/sse.js';
+
+type Json = Record<string, unknown>;
+
+export const newMessageId = (): string => `msg_${randomBytes(12).toString('base64url')}`;
+
+const stopReasons: Record<string, string> = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  tool_calls: 'tool_use',
+  function_call: 'tool_use',
+  content_filter: 'refusal',
+};
+
+/** Anthropic's error type for a status. */
+export function anthropicErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 402) return 'billing_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 504 || status === 408) return 'timeout_error';
+  if (status === 529) return 'overloaded_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/**
+ * An overflow in OpenAI's words ("maximum context length is M tokens … N tokens") in Anthropic's:
+ * "prompt is too long: N tokens > M maximum", the rest kept after it. Other messages unchanged.
+ */
+export function anthropicMessageText(message: string): string {
+  const window = /maximum context length is (\d+) tokens/.exec(message)?.[1];
+  const prompt =
+    /\((\d+) in the messages/.exec(message)?.[1] ??
+    /messages resulted in (\d+) tokens/.exec(message)?.[1] ??
+    /requested (\d+) tokens/.exec(message)?.[1];
+  if (window === undefined || prompt === undefined) return message;
+  return `prompt is too long: ${prompt} tokens > ${window} maximum. ${message}`;
+}
+
+export function anthropicErrorBody(status: number, message: string, type?: string): Json {
+  return {
+    type: 'error',
+    error: { type: type ?? anthropicErrorType(status), message: anthropicMessageText(message) },
+  };
+}
+
+/** An error body the engine relays (the gateway's, or the upstream's in either shape) in Anthropic's shape. */
+export function toAnthropicErrorBody(status: number, body: Buffer): Json {
+  let parsed: Json | undefined;
+  try {
+    parsed = JSON.parse(body.toString('utf8')) as Json;
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed?.type === 'error' && typeof parsed.error === 'object' && parsed.error !== null) return parsed;
+  const error = (parsed?.error ?? {}) as Json;
+  const message =
+    typeof error.message === 'string'
+      ? error.message
+      : typeof parsed?.message === 'string'
+        ? parsed.message
+        : `The upstream answered ${status}.`;
+  return anthropicErrorBody(status, message);
+}
+
+export interface AnthropicUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
+/** Anthropic usage of a chat usage (the upstream's own, when it was an Anthropic upstream). */
+export function usageOf(usage: Json | undefined): AnthropicUsage {
+  const own = usage?.ctxgate_anthropic as AnthropicUsage | undefined;
+  if (own !== undefined) return own;
+  const prompt = Number(usage?.prompt_tokens ?? 0);
+  const cached = Number((usage?.prompt_tokens_details as Json | undefined)?.cached_tokens ?? 0);
+  return {
+    input_tokens: Math.max(0, prompt - cached),
+    output_tokens: Number(usage?.completion_tokens ?? 0),
+    cache_read_input_tokens: cached,
+    cache_creation_input_tokens: 0,
+  };
+}
+
+/** A chat reply's content as Anthropic blocks: its original blocks when it came from Anthropic. */
+export function blocksOfReply(reply: Json): unknown[] {
+  const own = reply.ctxgate_anthropic as AnthropicExtension | undefined;
+  if (own !== undefined && Array.isArray(own.blocks)) return own.blocks;
+  const blocks: Json[] = [];
+  if (typeof reply.reasoning_content === 'string' && reply.reasoning_content !== '')
+    blocks.push({ type: 'thinking', thinking: reply.reasoning_content, signature: '' });
+  const text =
+    typeof reply.content === 'string'
+      ? reply.content
+      : Array.isArray(reply.content)
+        ? (reply.content as Json[]).map((part) => (typeof part.text === 'string' ? part.text : '')).join('')
+        : '';
+  if (text !== '') blocks.push({ type: 'text', text });
+  for (const call of (reply.tool_calls as Json[] | undefined) ?? []) {
+    const fn = (call.function ?? {}) as Json;
+    let input: unknown = {};
+    try {
+      input = JSON.parse(typeof fn.arguments === 'string' && fn.arguments !== '' ? fn.arguments : '{}');
+    } catch {
+      input = {};
+    }
+    blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input });
+  }
+  return blocks;
+}
+
+/** A whole chat completion as an Anthropic message. */
+export function messageOf(completion: Json, meta: { id: string; model: string }): Json {
+  const choice = ((completion.choices as Json[] | undefined) ?? [])[0] ?? {};
+  const reply = (choice.message ?? { role: 'assistant', content: '' }) as Json;
+  const finish = typeof choice.finish_reason === 'string' ? choice.finish_reason : 'stop';
+  return {
+    id: meta.id,
+    type: 'message',
+    role: 'assistant',
+    model: meta.model,
+    content: blocksOfReply(reply),
+    stop_reason: stopReasons[finish] ?? 'end_turn',
+    stop_sequence: null,
+    usage: usageOf(completion.usage as Json | undefined),
+  };
+}
+
+type OpenBlock = { kind: 'text' | 'thinking' | 'tool'; index: number; call?: number };
+
+/** A chat completion stream as Anthropic's event sequence, event by event. */
+export class MessagesStreamTranslator {
+  private readonly utf8 = new StringDecoder('utf8');
+  private readonly sse = new SseDecoder();
+  private open: OpenBlock | undefined;
+  private nextIndex = 0;
+  private finish: string | undefined;
+  private usage: Json | undefined;
+  private ended = false;
+  /** True once an error event was sent: the stream ends without message_stop. */
+  failed = false;
+
+  constructor(
+    private readonly meta: { id: string; model: string },
+    private readonly inputTokens: number,
+  ) {}
+
+  private event(type: string, fields: Json): string {
+    return `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+  }
+
+  start(): string {
+    return (
+      this.event('message_start', {
+        message: {
+          id: this.meta.id,
+          type: 'message',
+          role: 'assistant',
+          model: this.meta.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          usage: { input_tokens: this.inputTokens, output_tokens: 0 },
+        },
+      }) + this.event('ping', {})
+    );
+  }
+
+  push(bytes: Buffer | string): string {
+    const text = typeof bytes === 'string' ? bytes : this.utf8.write(bytes);
+    let out = '';
+    for (const { data } of this.sse.push(text)) {
+      if (data === '') continue;
+      if (data === '[DONE]') {
+        out += this.finishEvents();
+        continue;
+      }
+      let chunk: Json;
+      try {
+        chunk = JSON.parse(data) as Json;
+      } catch {
+        continue;
+      }
+      out += this.translate(chunk);
+    }
+    return out;
+  }
+
+  private close(): string {
+    if (this.open === undefined) return '';
+    const index = this.open.index;
+    this.open = undefined;
+    return this.event('content_block_stop', { index });
+  }
+
+  private openBlock(kind: OpenBlock['kind'], block: Json, call?: number): string {
+    let out = this.close();
+    this.open = { kind, index: this.nextIndex++, ...(call === undefined ? {} : { call }) };
+    out += this.event('content_block_start', { index: this.open.index, content_block: block });
+    return out;
+  }
+
+  private translate(chunk: Json): string {
+    if (chunk.error !== undefined) {
+      if (this.failed || this.ended) return '';
+      this.failed = true;
+      const error = (chunk.error ?? {}) as Json;
+      const message = typeof error.message === 'string' ? error.message : 'The upstream failed.';
+      const type = typeof error.type === 'string' && error.type.endsWith('_error') ? error.type : 'api_error';
+      return this.event('error', { error: { type, message: anthropicMessageText(message) } });
+    }
+    if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage as Json;
+    const choice = ((chunk.choices as Json[] | undefined) ?? [])[0];
+    if (choice === undefined) return '';
+    if (typeof choice.finish_reason === 'string') this.finish = choice.finish_reason;
+    const delta = (choice.delta ?? {}) as Json;
+    let out = '';
+    if (typeof delta.reasoning_content === 'string' && delta.reasoning_content !== '') {
+      if (this.open?.kind !== 'thinking')
+        out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+      out += this.event('content_block_delta', {
+        index: this.open?.index,
+        delta: { type: 'thinking_delta', thinking: delta.reasoning_content },
+      });
+    }
+    if (typeof delta.ctxgate_anthropic_signature === 'string' && this.open?.kind === 'thinking')
+      out += this.event('content_block_delta', {
+        index: this.open.index,
+        delta: { type: 'signature_delta', signature: delta.ctxgate_anthropic_signature },
+      });
+    if (typeof delta.content === 'string' && delta.content !== '') {
+      if (this.open?.kind !== 'text') out += this.openBlock('text', { type: 'text', text: '' });
+      out += this.event('content_block_delta', {
+        index: this.open?.index,
+        delta: { type: 'text_delta', text: delta.content },
+      });
+    }
+    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
+      const position = typeof call.index === 'number' ? call.index : 0;
+      const fn = (call.function ?? {}) as Json;
+      if (this.open?.kind !== 'tool' || this.open.call !== position)
+        out += this.openBlock(
+          'tool',
+          { type: 'tool_use', id: call.id ?? `toolu_${position}`, name: fn.name ?? '', input: {} },
+          position,
+        );
+      if (typeof fn.arguments === 'string' && fn.arguments !== '')
+        out += this.event('content_block_delta', {
+          index: this.open?.index,
+          delta: { type: 'input_json_delta', partial_json: fn.arguments },
+        });
+    }
+    return out;
+  }
+
+  private finishEvents(): string {
+    if (this.ended || this.failed) return '';
+    this.ended = true;
+    const usage = usageOf(this.usage);
+    return (
+      this.close() +
+      this.event('message_delta', {
+        delta: { stop_reason: stopReasons[this.finish ?? 'stop'] ?? 'end_turn', stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens, input_tokens: usage.input_tokens },
+      }) +
+      this.event('message_stop', {})
+    );
+  }
+
+  /** What ends the stream when the chat stream ended without [DONE] (nothing after an error). */
+  end(): string {
+    return this.finishEvents();
+  }
+}

@@ -1,0 +1,245 @@
+// Anthropic's Messages API onto the chat engine (docs/anthropic.md): a Messages request becomes the chat
+// request it stands for — system prompt, turns, tool_use ↔ tool_calls, tool_result ↔ tool messages,
+// tools and tool_choice, sampling — so the same engine fits, sends, recovers and stores it. For an
+// `anthropic` upstream every message also carries its original blocks (`ctxgate_anthropic`), sent as
+// they came while the engine left the message unchanged (thinking signatures, cache_control and
+// documents survive); for any other upstream what chat cannot carry is dropped and named.
+import { GatewayError } from '../errors.js';
+import { madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
+
+type Json = Record<string, unknown>;
+
+export interface BridgedMessages {
+  /** The chat completion request the engine runs. */
+  chatBody: Json;
+  /** What could not be carried to a Chat Completions upstream (X-Ctxgate-Dropped). */
+  dropped: string[];
+  model: string;
+  stream: boolean;
+}
+
+const invalid = (message: string, param: string): GatewayError =>
+  new GatewayError('invalid_request', message, { param });
+
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Blocks of a content that is a string or an array of blocks; anything else is a 400 naming it. */
+function blocksOf(content: unknown, param: string): Json[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) throw invalid(`${param}: Input should be a valid string or list`, param);
+  return content.map((block, index) => {
+    if (!isObject(block) || typeof block.type !== 'string')
+      throw invalid(`${param}.${index}: Input should be an object with a type`, `${param}.${index}`);
+    if (block.type === 'text' && typeof block.text !== 'string')
+      throw invalid(`${param}.${index}.text: Field required`, `${param}.${index}.text`);
+    return block;
+  });
+}
+
+/** A text or image block as a chat content part; undefined for what chat cannot carry. */
+function partOf(block: Json): Json | undefined {
+  if (block.type === 'text') return { type: 'text', text: block.text };
+  if (block.type === 'image' && isObject(block.source)) {
+    const source = block.source;
+    if (source.type === 'base64' && typeof source.data === 'string')
+      return {
+        type: 'image_url',
+        image_url: { url: `data:${String(source.media_type)};base64,${source.data}` },
+      };
+    if (source.type === 'url' && typeof source.url === 'string')
+      return { type: 'image_url', image_url: { url: source.url } };
+  }
+  if (block.type === 'document' && isObject(block.source) && block.source.type === 'text')
+    return { type: 'text', text: String(block.source.data ?? '') };
+  return undefined;
+}
+
+/** Text of a tool result's content: a string, or its text blocks (images named, not carried). */
+function toolResultText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((block: unknown) => {
+      const record = block as Json | null;
+      if (record?.type === 'text') return String(record.text ?? '');
+      return `[${String(record?.type ?? 'block')}]`;
+    })
+    .join('\n');
+}
+
+/** A chat content made of parts: a plain string when it is text only (what most templates take). */
+function chatContent(parts: Json[]): string | Json[] {
+  return parts.every((part) => part.type === 'text') ? parts.map((part) => part.text).join('\n') : parts;
+}
+
+function withExtension(message: Json, blocks: unknown[], native: boolean): Json {
+  if (native) message.ctxgate_anthropic = { blocks, made: madeKey(message) } satisfies AnthropicExtension;
+  return message;
+}
+
+function functionTool(tool: Json, index: number): Json | undefined {
+  if (typeof tool.name !== 'string' || tool.name === '')
+    throw invalid(`tools.${index}.name: Field required`, `tools.${index}.name`);
+  // Anthropic's own server tools (web search, code execution, computer use) have a versioned type and
+  // no schema: a Chat Completions model cannot run them.
+  if (tool.type !== undefined && tool.type !== 'custom') return undefined;
+  if (!isObject(tool.input_schema))
+    throw invalid(`tools.${index}.input_schema: Field required`, `tools.${index}.input_schema`);
+  return {
+    type: 'function',
+    function: {
+      name: tool.name,
+      ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+      parameters: tool.input_schema,
+    },
+  };
+}
+
+function chatToolChoice(choice: Json): unknown {
+  switch (choice.type) {
+    case 'any':
+      return 'required';
+    case 'none':
+      return 'none';
+    case 'tool':
+      return { type: 'function', function: { name: String(choice.name) } };
+    default:
+      return 'auto';
+  }
+}
+
+export function bridgeMessagesRequest(
+  body: unknown,
+  options: { native: boolean; requireMaxTokens: boolean },
+): BridgedMessages {
+  const { native } = options;
+  if (!isObject(body)) throw invalid('Request body must be a JSON object.', 'body');
+  if (typeof body.model !== 'string' || body.model === '') throw invalid('model: Field required', 'model');
+  const maxTokens = body.max_tokens;
+  if (options.requireMaxTokens && maxTokens === undefined)
+    throw invalid('max_tokens: Field required', 'max_tokens');
+  if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || (maxTokens as number) < 1))
+    throw invalid('max_tokens: Input should be a positive integer', 'max_tokens');
+  if (!Array.isArray(body.messages)) throw invalid('messages: Field required', 'messages');
+  if (body.stream !== undefined && typeof body.stream !== 'boolean')
+    throw invalid('stream: Input should be a valid boolean', 'stream');
+  const dropped = new Set<string>();
+  const messages: Json[] = [];
+
+  if (body.system !== undefined) {
+    const blocks = blocksOf(body.system, 'system');
+    const text = blocks
+      .filter((block) => block.type === 'text')
+      .map((block) => block.text)
+      .join('\n\n');
+    // A string stays a string; blocks (cache_control on them) go back as they came.
+    if (text !== '')
+      messages.push(
+        typeof body.system === 'string'
+          ? { role: 'system', content: text }
+          : withExtension({ role: 'system', content: text }, blocks, native),
+      );
+  }
+
+  body.messages.forEach((raw: unknown, index) => {
+    const param = `messages.${index}`;
+    if (!isObject(raw)) throw invalid(`${param}: Input should be an object`, param);
+    const { role } = raw;
+    if (role !== 'user' && role !== 'assistant')
+      throw invalid(`${param}.role: Input should be 'user' or 'assistant'`, `${param}.role`);
+    const blocks = blocksOf(raw.content, `${param}.content`);
+    if (role === 'assistant') {
+      const text: string[] = [];
+      const calls: Json[] = [];
+      let reasoning = '';
+      for (const block of blocks) {
+        if (block.type === 'text') text.push(String(block.text));
+        else if (block.type === 'tool_use') {
+          if (typeof block.id !== 'string' || typeof block.name !== 'string')
+            throw invalid(`${param}.content: tool_use needs an id and a name`, `${param}.content`);
+          calls.push({
+            id: block.id,
+            type: 'function',
+            function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+          });
+        } else if (block.type === 'thinking') reasoning += String(block.thinking ?? '');
+        else if (!native) dropped.add(String(block.type));
+      }
+      if (reasoning !== '' && !native) dropped.add('thinking');
+      const message: Json = {
+        role: 'assistant',
+        content: text.length === 0 && calls.length > 0 ? null : text.join(''),
+      };
+      if (calls.length > 0) message.tool_calls = calls;
+      messages.push(withExtension(message, blocks, native));
+      return;
+    }
+    // A user message: its tool results first (each a tool message, as chat has them), then the rest.
+    const rest: Json[] = [];
+    const restBlocks: Json[] = [];
+    for (const block of blocks) {
+      if (block.type === 'tool_result') {
+        if (typeof block.tool_use_id !== 'string')
+          throw invalid(`${param}.content: tool_result needs a tool_use_id`, `${param}.content`);
+        const text = toolResultText(block.content);
+        const tool: Json = {
+          role: 'tool',
+          tool_call_id: block.tool_use_id,
+          content: block.is_error === true && text !== '' ? `Error: ${text}` : text,
+        };
+        messages.push(withExtension(tool, [block], native));
+        continue;
+      }
+      const part = partOf(block);
+      if (part === undefined && !native) dropped.add(String(block.type));
+      if (part !== undefined) rest.push(part);
+      restBlocks.push(block);
+    }
+    if (restBlocks.length > 0) {
+      const message: Json = {
+        role: 'user',
+        content: typeof raw.content === 'string' ? raw.content : chatContent(rest),
+      };
+      messages.push(withExtension(message, restBlocks, native));
+    }
+  });
+
+  const chatBody: Json = { model: body.model, messages };
+  if (maxTokens !== undefined) chatBody.max_tokens = maxTokens;
+  const stream = body.stream === true;
+  if (stream) {
+    chatBody.stream = true;
+    chatBody.stream_options = { include_usage: true };
+  }
+  for (const key of ['temperature', 'top_p'] as const) if (body[key] !== undefined) chatBody[key] = body[key];
+  if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0)
+    chatBody.stop = body.stop_sequences;
+  const extension: Json = {};
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) throw invalid('tools: Input should be a valid list', 'tools');
+    const tools: Json[] = [];
+    body.tools.forEach((tool: unknown, index) => {
+      if (!isObject(tool)) throw invalid(`tools.${index}: Input should be an object`, `tools.${index}`);
+      const mapped = functionTool(tool, index);
+      if (mapped !== undefined) tools.push(mapped);
+      else if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
+    });
+    if (tools.length > 0) chatBody.tools = tools;
+    if (native) extension.tools = body.tools;
+  }
+  if (isObject(body.tool_choice)) {
+    if (chatBody.tools !== undefined) chatBody.tool_choice = chatToolChoice(body.tool_choice);
+    if (body.tool_choice.disable_parallel_tool_use === true) chatBody.parallel_tool_calls = false;
+    if (native) extension.tool_choice = body.tool_choice;
+  }
+  if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
+    chatBody.user = body.metadata.user_id;
+  for (const key of ['top_k', 'thinking', 'metadata', 'service_tier'] as const) {
+    if (body[key] === undefined) continue;
+    if (native) extension[key] = body[key];
+    else if (key !== 'metadata') dropped.add(key);
+  }
+  if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
+  return { chatBody, dropped: [...dropped], model: body.model, stream };
+}

@@ -1,0 +1,147 @@
+// POST /v1/messages and /v1/messages/count_tokens (docs/anthropic.md): a Messages request bridged into
+// the chat request it stands for and run through the same engine as any chat request — fitting,
+// sessions, budgets, recovery, fallbacks — then answered in Anthropic's wire format. To an `anthropic`
+// upstream the engine's request goes natively (upstream/anthropic-wire.ts); to any other it goes as
+// Chat Completions.
+import { EventEmitter } from 'node:events';
+import type { ChatInput, ChatService } from '../chat/chat-turn.js';
+import { anthropicHeaders, toAnthropicRequest } from '../upstream/anthropic-wire.js';
+import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
+import type { Upstream } from '../upstream/upstream.js';
+import type { GatewayConfig } from '../config/gateway-config.js';
+import { selectUpstream } from '../upstream/select-upstream.js';
+import type { ClientStream } from '../upstream/relay.js';
+import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
+import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
+
+export type MessagesInput = Omit<ChatInput, 'body' | 'rawBody'> & { body: unknown };
+
+export interface MessagesService {
+  create(input: MessagesInput, client: ClientStream): Promise<void>;
+  countTokens(input: Omit<MessagesInput, 'warn' | 'info'>): Promise<{ input_tokens: number }>;
+}
+
+export function createMessagesService(deps: {
+  chat: ChatService;
+  config: GatewayConfig;
+  /** For count_tokens on an `anthropic` upstream: the provider counts what would be sent. */
+  upstream: Upstream;
+}): MessagesService {
+  const { chat, config } = deps;
+
+  /**
+   * The provider's own count of the messages the engine would send (an `anthropic` upstream's
+   * count_tokens), or undefined when it cannot say (the gateway's estimate answers then).
+   */
+  async function providerCount(
+    input: Omit<MessagesInput, 'warn' | 'info'>,
+    request: BridgedMessages,
+    messages: unknown,
+  ): Promise<number | undefined> {
+    const target = selectUpstream(config.upstreams, request.model);
+    const { max_tokens: _unused, ...body } = toAnthropicRequest({ ...request.chatBody, messages });
+    const signal = new EventEmitter();
+    const timer = setTimeout(() => signal.emit('abort'), config.timeouts.upstream_first_byte_ms);
+    try {
+      const response = await deps.upstream.send({
+        upstream: target,
+        method: 'POST',
+        path: '/messages/count_tokens',
+        headers: anthropicHeaders(
+          buildUpstreamHeaders(input.clientHeaders, target, input.credential),
+          target,
+        ),
+        body: JSON.stringify(body),
+        signal,
+      });
+      const text = (await response.readAll()).toString('utf8');
+      if (response.statusCode !== 200) return undefined;
+      const counted = (JSON.parse(text) as { input_tokens?: unknown }).input_tokens;
+      return typeof counted === 'number' && Number.isFinite(counted) ? counted : undefined;
+    } catch {
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  function bridged(input: Omit<MessagesInput, 'warn' | 'info'>, requireMaxTokens: boolean): BridgedMessages {
+    const model = (input.body as { model?: unknown } | null)?.model;
+    const native =
+      typeof model === 'string' &&
+      model !== '' &&
+      selectUpstream(config.upstreams, model).kind === 'anthropic';
+    return bridgeMessagesRequest(input.body, { native, requireMaxTokens });
+  }
+
+  /** The chat input: an Anthropic key (x-api-key) reaches a Chat Completions upstream as a bearer token. */
+  function chatInputOf(input: Omit<MessagesInput, 'warn' | 'info'>, request: BridgedMessages) {
+    const headers = { ...input.clientHeaders };
+    const native = selectUpstream(config.upstreams, request.model).kind === 'anthropic';
+    const key = headers['x-api-key'];
+    if (!native && headers.authorization === undefined && typeof key === 'string') {
+      headers.authorization = `Bearer ${key}`;
+      delete headers['x-api-key'];
+    }
+    return { ...input, clientHeaders: headers, body: request.chatBody, rawBody: undefined };
+  }
+
+  return {
+    async create(input, client) {
+      input.record.stream = (input.body as { stream?: unknown } | null)?.stream === true;
+      const request = bridged(input, true);
+      if (request.dropped.length > 0) {
+        client.addHeaders({ 'x-ctxgate-dropped': request.dropped.join(', ').slice(0, 2_000) });
+        input.record.dropped = request.dropped;
+      }
+      const meta = { id: newMessageId(), model: request.model };
+      await chat.complete(
+        { ...chatInputOf(input, request), warn: input.warn, info: input.info },
+        messagesClient(client, meta),
+      );
+    },
+
+    async countTokens(input) {
+      const request = bridged(input, false);
+      const { headers, body } = await chat.preview(chatInputOf(input, request));
+      const native = selectUpstream(config.upstreams, request.model).kind === 'anthropic';
+      const counted = native ? await providerCount(input, request, body.messages) : undefined;
+      return { input_tokens: counted ?? Number(headers['x-context-input-tokens'] ?? 0) };
+    },
+  };
+}
+
+/** The ClientStream the chat engine answers into, answering the client in Anthropic's format. */
+function messagesClient(client: ClientStream, meta: { id: string; model: string }): ClientStream {
+  let translator: MessagesStreamTranslator | undefined;
+  return {
+    cancellation: client.cancellation,
+    addHeaders: (headers) => client.addHeaders(headers),
+    destroy: () => client.destroy(),
+    async sendWhole(status, headers, body) {
+      const answer =
+        status >= 300
+          ? toAnthropicErrorBody(status, body)
+          : messageOf(JSON.parse(body.toString('utf8')) as Record<string, unknown>, meta);
+      await client.sendWhole(
+        status,
+        { ...headers, 'content-type': 'application/json' },
+        Buffer.from(JSON.stringify(answer)),
+      );
+    },
+    openStream(status, headers) {
+      const inputTokens = Number(headers['x-context-input-tokens'] ?? 0);
+      translator = new MessagesStreamTranslator(meta, Number.isFinite(inputTokens) ? inputTokens : 0);
+      client.openStream(status, { ...headers, 'content-type': 'text/event-stream; charset=utf-8' });
+      void client.write(translator.start());
+    },
+    write(bytes) {
+      const events = translator?.push(bytes) ?? '';
+      return events === '' ? undefined : client.write(events);
+    },
+    end(last) {
+      const tail = last === undefined || translator === undefined ? '' : translator.push(last);
+      client.end(tail + (translator?.end() ?? ''));
+    },
+  };
+}

@@ -1,0 +1,467 @@
+// An `anthropic` upstream (docs/anthropic.md): the chat engine fits, sends and recovers in Chat
+// Completions terms; this adapter, behind the Upstream port, sends a chat body to Anthropic's Messages
+// API (`POST /messages`) and hands back its answer as a chat completion — whole, or as chat chunks
+// event by event — so everything above it (recovery, relay, sessions, usage) is unchanged. What chat
+// messages cannot say (thinking signatures, cache_control, documents) travels on the messages as
+// `ctxgate_anthropic` — the original blocks and the content they were bridged to — and is sent as it
+// came when the message reached here unchanged.
+import { StringDecoder } from 'node:string_decoder';
+import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js';
+import { SseDecoder } from './sse.js';
+
+/** The Anthropic API version sent when the client named none. */
+export const defaultAnthropicVersion = '2023-06-01';
+
+/** What a bridged message carries for an Anthropic upstream: its blocks, and the content made of them. */
+export interface AnthropicExtension {
+  blocks: unknown[];
+  /** The chat content (and tool calls) the blocks were bridged to: the blocks go only while these are unchanged. */
+  made: string;
+}
+
+type Json = Record<string, unknown>;
+
+export function madeKey(message: Json): string {
+  return JSON.stringify([message.content ?? null, message.tool_calls ?? null]);
+}
+
+const textOf = (content: unknown): string => {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part) => {
+      const record = part as Json | null;
+      if (typeof record?.text === 'string') return record.text;
+      if (typeof record?.refusal === 'string') return record.refusal;
+      return '';
+    })
+    .join('');
+};
+
+/** A chat content part as an Anthropic block (text and images; anything else as its text). */
+function blockOfPart(part: unknown): Json | undefined {
+  const record = part as Json | null;
+  if (record === null || typeof record !== 'object') return undefined;
+  if (record.type === 'text' && typeof record.text === 'string')
+    return record.text === '' ? undefined : { type: 'text', text: record.text };
+  if (record.type === 'image_url') {
+    const url = (record.image_url as { url?: unknown } | undefined)?.url;
+    if (typeof url !== 'string') return undefined;
+    const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+    return data === null
+      ? { type: 'image', source: { type: 'url', url } }
+      : { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
+  }
+  const text = textOf([record]);
+  return text === '' ? undefined : { type: 'text', text };
+}
+
+function blocksOfContent(content: unknown): Json[] {
+  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) return [];
+  return content.map(blockOfPart).filter((block): block is Json => block !== undefined);
+}
+
+const extensionOf = (message: Json): AnthropicExtension | undefined => {
+  const extension = message.ctxgate_anthropic as AnthropicExtension | undefined;
+  return extension !== undefined && extension.made === madeKey(message) ? extension : undefined;
+};
+
+function assistantBlocks(message: Json): Json[] {
+  const kept = extensionOf(message);
+  if (kept !== undefined) return kept.blocks as Json[];
+  const blocks = blocksOfContent(message.content);
+  for (const call of (message.tool_calls as Json[] | undefined) ?? []) {
+    const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
+    let input: unknown = {};
+    try {
+      input = JSON.parse(typeof fn.arguments === 'string' && fn.arguments !== '' ? fn.arguments : '{}');
+    } catch {
+      input = {};
+    }
+    blocks.push({
+      type: 'tool_use',
+      id: call.id,
+      name: fn.name,
+      input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : {},
+    });
+  }
+  return blocks;
+}
+
+function toolResultBlock(message: Json): Json {
+  const kept = extensionOf(message);
+  if (kept !== undefined) return kept.blocks[0] as Json;
+  return { type: 'tool_result', tool_use_id: message.tool_call_id, content: textOf(message.content) };
+}
+
+/** A Chat Completions body as the Messages API takes it. */
+export function toAnthropicRequest(chat: Json): Json {
+  const messages = (chat.messages as Json[] | undefined) ?? [];
+  const system: Json[] = [];
+  let systemBlocks: unknown[] | undefined;
+  const out: Array<{ role: 'user' | 'assistant'; content: Json[] }> = [];
+  const push = (role: 'user' | 'assistant', blocks: Json[]): void => {
+    if (blocks.length === 0) return;
+    const last = out.at(-1);
+    // Anthropic takes alternating roles: consecutive messages of one role are one message.
+    if (last?.role === role) last.content.push(...blocks);
+    else out.push({ role, content: [...blocks] });
+  };
+  let leading = true;
+  for (const message of messages) {
+    const role = message.role;
+    if (role === 'system' || role === 'developer') {
+      if (leading) {
+        const kept = extensionOf(message);
+        if (kept !== undefined) systemBlocks = [...(systemBlocks ?? []), ...kept.blocks];
+        else system.push(...blocksOfContent(message.content));
+        continue;
+      }
+      // A system message after the conversation began: Anthropic has none there; it goes as user text.
+      push('user', blocksOfContent(message.content));
+      continue;
+    }
+    leading = false;
+    if (role === 'assistant') push('assistant', assistantBlocks(message));
+    else if (role === 'tool') push('user', [toolResultBlock(message)]);
+    else {
+      const kept = extensionOf(message);
+      push('user', kept === undefined ? blocksOfContent(message.content) : (kept.blocks as Json[]));
+    }
+  }
+  const body: Json = { model: chat.model, messages: out };
+  const allSystem = [...(systemBlocks ?? []), ...system];
+  if (allSystem.length > 0)
+    body.system =
+      systemBlocks === undefined && system.every((block) => block.type === 'text')
+        ? system.map((block) => block.text as string).join('\n\n')
+        : allSystem;
+  const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
+  body.max_tokens = typeof maxTokens === 'number' ? maxTokens : 4_096;
+  const extension = (chat.ctxgate_anthropic ?? {}) as Json;
+  if (Array.isArray(extension.tools)) body.tools = extension.tools;
+  else if (Array.isArray(chat.tools) && chat.tools.length > 0)
+    body.tools = (chat.tools as Json[]).map((tool) => {
+      const fn = (tool.function ?? {}) as Json;
+      return {
+        name: fn.name,
+        ...(typeof fn.description === 'string' ? { description: fn.description } : {}),
+        input_schema: fn.parameters ?? { type: 'object', properties: {} },
+      };
+    });
+  if (extension.tool_choice !== undefined) body.tool_choice = extension.tool_choice;
+  else if (chat.tool_choice !== undefined && body.tools !== undefined) {
+    const choice = chat.tool_choice;
+    const named = (choice as { function?: { name?: unknown } } | null)?.function?.name;
+    body.tool_choice =
+      choice === 'required'
+        ? { type: 'any' }
+        : choice === 'none'
+          ? { type: 'none' }
+          : typeof named === 'string'
+            ? { type: 'tool', name: named }
+            : { type: 'auto' };
+    if (chat.parallel_tool_calls === false) (body.tool_choice as Json).disable_parallel_tool_use = true;
+  }
+  if (chat.stop !== undefined && chat.stop !== null)
+    body.stop_sequences = Array.isArray(chat.stop) ? chat.stop : [chat.stop];
+  for (const key of ['temperature', 'top_p', 'stream'] as const)
+    if (chat[key] !== undefined && chat[key] !== null) body[key] = chat[key];
+  for (const key of ['top_k', 'thinking', 'metadata', 'service_tier'] as const)
+    if (extension[key] !== undefined) body[key] = extension[key];
+  if (body.metadata === undefined && typeof chat.user === 'string') body.metadata = { user_id: chat.user };
+  return body;
+}
+
+const finishReasons: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+interface AnthropicUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+}
+
+/** Chat usage of an Anthropic usage: the prompt is every input token, cached or not. */
+function chatUsage(usage: AnthropicUsage): Json {
+  const cached = usage.cache_read_input_tokens ?? 0;
+  const prompt = (usage.input_tokens ?? 0) + cached + (usage.cache_creation_input_tokens ?? 0);
+  const completion = usage.output_tokens ?? 0;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cached },
+    ctxgate_anthropic: usage,
+  };
+}
+
+/** An Anthropic message as a chat completion; its blocks kept on the reply for a Messages client. */
+export function fromAnthropicMessage(message: Json): Json {
+  const blocks = Array.isArray(message.content) ? (message.content as Json[]) : [];
+  const text = blocks
+    .filter((block) => block.type === 'text')
+    .map((block) => block.text)
+    .join('');
+  const reasoning = blocks
+    .filter((block) => block.type === 'thinking')
+    .map((block) => block.thinking)
+    .join('');
+  const calls = blocks
+    .filter((block) => block.type === 'tool_use')
+    .map((block) => ({
+      id: block.id,
+      type: 'function',
+      function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+    }));
+  const reply: Json = { role: 'assistant', content: text === '' && calls.length > 0 ? null : text };
+  if (calls.length > 0) reply.tool_calls = calls;
+  if (reasoning !== '') reply.reasoning_content = reasoning;
+  reply.ctxgate_anthropic = { blocks, made: madeKey(reply) } satisfies AnthropicExtension;
+  const stop = typeof message.stop_reason === 'string' ? message.stop_reason : 'end_turn';
+  return {
+    id: message.id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: message.model,
+    choices: [{ index: 0, message: reply, finish_reason: finishReasons[stop] ?? 'stop', logprobs: null }],
+    usage: chatUsage((message.usage ?? {}) as AnthropicUsage),
+  };
+}
+
+/** Anthropic's stream events as chat chunks, one for one as they arrive. */
+export class AnthropicToChatStream {
+  private readonly utf8 = new StringDecoder('utf8');
+  private readonly sse = new SseDecoder();
+  private id = '';
+  private model = '';
+  private usage: AnthropicUsage = {};
+  /** Block index → tool call index, for tool_use blocks. */
+  private readonly calls = new Map<number, number>();
+  private readonly blocks = new Map<number, Json>();
+  private stopReason: string | undefined;
+
+  private chunk(delta: Json, finish: string | null = null): string {
+    const chunk = {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: this.model,
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    };
+    return `data: ${JSON.stringify(chunk)}\n\n`;
+  }
+
+  push(bytes: Buffer | string): string {
+    const text = typeof bytes === 'string' ? bytes : this.utf8.write(bytes);
+    let out = '';
+    for (const { data } of this.sse.push(text)) {
+      if (data === '') continue;
+      let event: Json;
+      try {
+        event = JSON.parse(data) as Json;
+      } catch {
+        continue;
+      }
+      out += this.translate(event);
+    }
+    return out;
+  }
+
+  private translate(event: Json): string {
+    switch (event.type) {
+      case 'message_start': {
+        const message = (event.message ?? {}) as Json;
+        this.id = String(message.id ?? '');
+        this.model = String(message.model ?? '');
+        this.usage = { ...((message.usage ?? {}) as AnthropicUsage) };
+        return this.chunk({ role: 'assistant', content: '' });
+      }
+      case 'content_block_start': {
+        const index = Number(event.index ?? 0);
+        const block = { ...((event.content_block ?? {}) as Json) };
+        this.blocks.set(index, block);
+        if (block.type !== 'tool_use') return '';
+        const call = this.calls.size;
+        this.calls.set(index, call);
+        block.input = '';
+        return this.chunk({
+          tool_calls: [
+            { index: call, id: block.id, type: 'function', function: { name: block.name, arguments: '' } },
+          ],
+        });
+      }
+      case 'content_block_delta': {
+        const index = Number(event.index ?? 0);
+        const delta = (event.delta ?? {}) as Json;
+        const block = this.blocks.get(index);
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+          if (block !== undefined) block.text = String(block.text ?? '') + delta.text;
+          return this.chunk({ content: delta.text });
+        }
+        if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+          if (block !== undefined) block.input = String(block.input ?? '') + delta.partial_json;
+          return this.chunk({
+            tool_calls: [{ index: this.calls.get(index) ?? 0, function: { arguments: delta.partial_json } }],
+          });
+        }
+        if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') {
+          if (block !== undefined) block.thinking = String(block.thinking ?? '') + delta.thinking;
+          return this.chunk({ reasoning_content: delta.thinking });
+        }
+        if (delta.type === 'signature_delta' && typeof delta.signature === 'string') {
+          if (block !== undefined) block.signature = String(block.signature ?? '') + delta.signature;
+          return this.chunk({ ctxgate_anthropic_signature: delta.signature, ctxgate_anthropic_block: index });
+        }
+        return '';
+      }
+      case 'message_delta': {
+        const delta = (event.delta ?? {}) as Json;
+        if (typeof delta.stop_reason === 'string') this.stopReason = delta.stop_reason;
+        Object.assign(this.usage, (event.usage ?? {}) as AnthropicUsage);
+        return '';
+      }
+      case 'message_stop': {
+        const finish = finishReasons[this.stopReason ?? 'end_turn'] ?? 'stop';
+        const last = {
+          id: this.id,
+          object: 'chat.completion.chunk',
+          created: 0,
+          model: this.model,
+          choices: [],
+          usage: chatUsage(this.usage),
+        };
+        return `${this.chunk({}, finish)}data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`;
+      }
+      case 'error': {
+        const error = (event.error ?? {}) as Json;
+        return `data: ${JSON.stringify({ error: { message: error.message ?? '', type: error.type ?? 'api_error', code: error.type ?? null } })}\n\n`;
+      }
+      default:
+        return '';
+    }
+  }
+
+  /** The blocks the stream held, tool inputs parsed: what a Messages client is answered with. */
+  finalBlocks(): Json[] {
+    return [...this.blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, block]) => {
+        if (block.type !== 'tool_use') return block;
+        let input: unknown = {};
+        try {
+          input = JSON.parse(typeof block.input === 'string' && block.input !== '' ? block.input : '{}');
+        } catch {
+          input = {};
+        }
+        return { ...block, input };
+      });
+  }
+}
+
+function isEventStreamHeaders(headers: UpstreamResponse['headers']): boolean {
+  const type = headers['content-type'];
+  return (Array.isArray(type) ? type.join(',') : (type ?? '')).includes('text/event-stream');
+}
+
+/** An Anthropic answer read as the chat answer it stands for. */
+function chatResponseOf(response: UpstreamResponse): UpstreamResponse {
+  if (response.statusCode !== 200) return response;
+  if (!isEventStreamHeaders(response.headers)) {
+    const translate = (body: Buffer): Buffer => {
+      try {
+        return Buffer.from(JSON.stringify(fromAnthropicMessage(JSON.parse(body.toString('utf8')) as Json)));
+      } catch {
+        return body;
+      }
+    };
+    let whole: Promise<Buffer> | undefined;
+    const all = (): Promise<Buffer> => (whole ??= response.readAll().then(translate));
+    return {
+      statusCode: 200,
+      headers: response.headers,
+      readAll: all,
+      forEachChunk: async (onChunk) => onChunk(await all()),
+      discard: () => response.discard(),
+      peek: all,
+    };
+  }
+  const stream = new AnthropicToChatStream();
+  return {
+    statusCode: 200,
+    headers: response.headers,
+    async readAll() {
+      let out = '';
+      await response.forEachChunk((chunk) => void (out += stream.push(chunk)));
+      return Buffer.from(out);
+    },
+    forEachChunk(onChunk) {
+      return response.forEachChunk((chunk) => {
+        const text = stream.push(chunk);
+        return text === '' ? undefined : onChunk(Buffer.from(text));
+      });
+    },
+    discard: () => response.discard(),
+    async peek(enough) {
+      // The first events, translated by a translator of their own: readAll and forEachChunk start
+      // again from the same bytes.
+      const raw = await response.peek((received) =>
+        enough(Buffer.from(new AnthropicToChatStream().push(received))),
+      );
+      return Buffer.from(new AnthropicToChatStream().push(raw));
+    },
+  };
+}
+
+/** Upstream headers as Anthropic takes them: the key as `x-api-key`, an `anthropic-version`. */
+export function anthropicHeaders(
+  upstreamHeaders: Record<string, string>,
+  upstream: UpstreamRequest['upstream'],
+): Record<string, string> {
+  const headers: Record<string, string> = { ...upstreamHeaders };
+  if (upstream.apiKey !== undefined) {
+    delete headers.authorization;
+    headers['x-api-key'] = upstream.apiKey;
+  } else if (headers['x-api-key'] === undefined && headers.authorization !== undefined) {
+    // A client key sent as a bearer token reaches Anthropic as its own header.
+    const bearer = /^Bearer\s+(.+)$/i.exec(headers.authorization)?.[1];
+    if (bearer !== undefined) {
+      headers['x-api-key'] = bearer;
+      delete headers.authorization;
+    }
+  }
+  headers['anthropic-version'] ??= defaultAnthropicVersion;
+  return headers;
+}
+
+/**
+ * The Upstream port with `anthropic` upstreams spoken to in their own wire format: a chat completion
+ * request to one goes to `/messages`, its key as `x-api-key`, and its answer comes back as chat.
+ */
+export function withAnthropicUpstreams(inner: Upstream): Upstream {
+  return {
+    close: () => inner.close(),
+    async send(request: UpstreamRequest): Promise<UpstreamResponse> {
+      if (request.upstream.kind !== 'anthropic' || request.path !== '/chat/completions')
+        return inner.send(request);
+      const body =
+        typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body.toString() : '{}';
+      const response = await inner.send({
+        ...request,
+        path: '/messages',
+        headers: anthropicHeaders(request.headers, request.upstream),
+        body: JSON.stringify(toAnthropicRequest(JSON.parse(body) as Json)),
+      });
+      return chatResponseOf(response);
+    },
+  };
+}

@@ -1,0 +1,428 @@
+// End to end (docs/anthropic.md): Anthropic's Messages API through the official @anthropic-ai/sdk,
+// natively to a strict fake Anthropic (`kind: anthropic`, whose real window the gateway is not told)
+// and bridged to the strict fake Chat Completions provider: whole and streamed answers, a tool round
+// trip, thinking signatures kept, count_tokens, errors in Anthropic's shape with its overflow wording,
+// recovery from "prompt is too long", and a session by X-Session-Id.
+import Anthropic from '@anthropic-ai/sdk';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeAnthropic, contentText } from '../helpers/fake-anthropic.js';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { prose } from '../helpers/text.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const anthropicWindow = 6_000;
+let anthropic: FakeAnthropic;
+let openai: FakeUpstream;
+let harness: GatewayHarness;
+let anthropicUrl: string;
+
+beforeAll(async () => {
+  anthropic = new FakeAnthropic({ window: anthropicWindow, apiKey: 'sk-ant-operator' });
+  openai = new FakeUpstream({ windows: { 'local-model': 8_192 } });
+  anthropicUrl = await anthropic.start();
+  const openaiUrl = await openai.start();
+  harness = await startGateway({
+    env: {
+      UPSTREAM_BASE_URL: openaiUrl,
+      REDIS_URL: inject('redisUrl'),
+      ANTHROPIC_KEY: 'sk-ant-operator',
+      GATEWAY_API_KEYS: 'gw-anthropic-test',
+    },
+    configYaml: [
+      'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${anthropicUrl}`,
+      '    kind: anthropic',
+      '    api_key_env: ANTHROPIC_KEY',
+      '    models: ["claude-*"]',
+      'models:',
+      '  - match: local-model',
+      '    window: 8192',
+      '    output_reserve: 512',
+      '',
+    ].join('\n'),
+  });
+  await waitUntilReady(harness);
+});
+
+afterAll(async () => {
+  await harness.close();
+  await anthropic.stop();
+  await openai.stop();
+});
+
+const client = (headers: Record<string, string> = {}) =>
+  new Anthropic({
+    baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+    apiKey: 'gw-anthropic-test',
+    maxRetries: 0,
+    defaultHeaders: headers,
+  });
+
+const weatherTool = {
+  name: 'get_weather',
+  description: 'The weather in a city.',
+  input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+/** The model: calls the weather tool for a question, answers from the tool's result once it has one. */
+function toolModel(messages: Array<{ role: string; content: unknown }>): {
+  text?: string;
+  toolUse?: { name: string; input: Record<string, unknown> };
+} {
+  const last = messages.at(-1);
+  const result = Array.isArray(last?.content)
+    ? (last.content as Array<{ type: string; content?: unknown }>).find(
+        (block) => block.type === 'tool_result',
+      )
+    : undefined;
+  if (result !== undefined) return { text: `The tool said: ${contentText(result.content)}` };
+  return { toolUse: { name: 'get_weather', input: { city: 'Oslo' } } };
+}
+
+describe('POST /v1/messages to an anthropic upstream (native)', () => {
+  it('answers a message, with the operator key as x-api-key and the context headers', async () => {
+    anthropic.respond = () => ({ text: 'Hello, native.' });
+    const before = anthropic.messageRequests.length;
+    const { data, response } = await client()
+      .messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 200,
+        system: 'Be brief.',
+        messages: [{ role: 'user', content: 'Hi?' }],
+      })
+      .withResponse();
+    expect(data.type).toBe('message');
+    expect(data.content).toEqual([{ type: 'text', text: 'Hello, native.' }]);
+    expect(data.stop_reason).toBe('end_turn');
+    const sent = anthropic.messageRequests[before];
+    expect(sent?.headers['x-api-key']).toBe('sk-ant-operator');
+    expect(sent?.headers.authorization).toBeUndefined();
+    expect(sent?.body.system).toBe('Be brief.');
+    expect(sent?.body.max_tokens).toBe(200);
+    expect(data.usage.input_tokens).toBe(sent?.inputTokens);
+    expect(Number(response.headers.get('x-context-input-tokens'))).toBeGreaterThan(0);
+    expect(response.headers.get('x-context-retries')).toBe('0');
+  });
+
+  it('streams the answer as Anthropic events', async () => {
+    anthropic.respond = () => ({ text: 'Streamed natively, in pieces.' });
+    const stream = client().messages.stream({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Stream please.' }],
+    });
+    const seen: string[] = [];
+    stream.on('streamEvent', (event) => seen.push(event.type));
+    const message = await stream.finalMessage();
+    expect(message.content).toEqual([{ type: 'text', text: 'Streamed natively, in pieces.' }]);
+    expect(message.stop_reason).toBe('end_turn');
+    expect(seen[0]).toBe('message_start');
+    expect(seen).toContain('content_block_delta');
+    expect(seen.at(-1)).toBe('message_stop');
+    expect(message.usage.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('makes a tool round trip, streamed and not, the tool_result right after its tool_use', async () => {
+    anthropic.respond = (body) => toolModel(body.messages as never);
+    for (const streamed of [false, true]) {
+      const question = { role: 'user' as const, content: 'Weather in Oslo?' };
+      const first = streamed
+        ? await client()
+            .messages.stream({
+              model: 'claude-haiku-4-5',
+              max_tokens: 300,
+              tools: [weatherTool],
+              messages: [question],
+            })
+            .finalMessage()
+        : await client().messages.create({
+            model: 'claude-haiku-4-5',
+            max_tokens: 300,
+            tools: [weatherTool],
+            messages: [question],
+          });
+      expect(first.stop_reason).toBe('tool_use');
+      const use = first.content.find((block) => block.type === 'tool_use');
+      expect(use).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'Oslo' } });
+      const answer = await client().messages.create({
+        model: 'claude-haiku-4-5',
+        max_tokens: 300,
+        tools: [weatherTool],
+        messages: [
+          question,
+          { role: 'assistant', content: first.content },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: (use as { id: string }).id, content: '12°C, rain' },
+            ],
+          },
+        ],
+      });
+      expect(answer.content).toEqual([{ type: 'text', text: 'The tool said: 12°C, rain' }]);
+      // The tools went to Anthropic as the client wrote them.
+      expect(anthropic.messageRequests.at(-1)?.body.tools).toEqual([weatherTool]);
+    }
+  });
+
+  it('keeps the thinking block and its signature in the current tool loop (Anthropic refuses it without)', async () => {
+    anthropic.respond = (body) => ({
+      thinking: 'I should look it up.',
+      ...toolModel(body.messages as never),
+    });
+    const question = { role: 'user' as const, content: 'Weather in Oslo?' };
+    const first = await client().messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 2_000,
+      thinking: { type: 'enabled', budget_tokens: 1_024 },
+      tools: [weatherTool],
+      messages: [question],
+    });
+    expect(first.content[0]).toMatchObject({ type: 'thinking', thinking: 'I should look it up.' });
+    expect((first.content[0] as { signature: string }).signature).toMatch(/^sig-/);
+    const use = first.content.find((block) => block.type === 'tool_use') as { id: string };
+    const answer = await client().messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 2_000,
+      thinking: { type: 'enabled', budget_tokens: 1_024 },
+      tools: [weatherTool],
+      messages: [
+        question,
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] },
+      ],
+    });
+    expect(answer.content.at(-1)).toEqual({ type: 'text', text: 'The tool said: sunny' });
+    const sent = anthropic.messageRequests.at(-1)?.body as {
+      messages: Array<{ content: unknown[] }>;
+      thinking: unknown;
+    };
+    expect(sent.thinking).toEqual({ type: 'enabled', budget_tokens: 1_024 });
+    expect(sent.messages[1]?.content[0]).toEqual(first.content[0]);
+  });
+
+  it('recovers from "prompt is too long" on a window it was not told, and the next request fits first time', async () => {
+    anthropic.respond = () => ({ text: 'Fitted.' });
+    const messages: Anthropic.MessageParam[] = [];
+    for (let turn = 0; turn < 40; turn++)
+      messages.push(
+        { role: 'user', content: prose(150, turn) },
+        { role: 'assistant', content: prose(60, 100 + turn) },
+      );
+    messages.push({ role: 'user', content: 'What now?' });
+    const before = anthropic.messageRequests.length;
+    const { data, response } = await client()
+      .messages.create({ model: 'claude-opus-4-1', max_tokens: 500, messages })
+      .withResponse();
+    expect(data.content).toEqual([{ type: 'text', text: 'Fitted.' }]);
+    const calls = anthropic.messageRequests.slice(before);
+    expect(calls[0]?.status).toBe(400);
+    expect(calls.at(-1)?.status).toBe(200);
+    expect(Number(response.headers.get('x-context-retries'))).toBe(calls.length - 1);
+    expect(Number(response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
+    const last = calls.at(-1)?.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(contentText(last.messages.at(-1)?.content)).toContain('What now?');
+    // The omission notice is text in a user message, never a system message mid-conversation.
+    expect(last.messages.every((message) => message.role === 'user' || message.role === 'assistant')).toBe(
+      true,
+    );
+
+    const afterFirst = anthropic.messageRequests.length;
+    const next = await client()
+      .messages.create({
+        model: 'claude-opus-4-1',
+        max_tokens: 500,
+        messages: [
+          ...messages,
+          { role: 'assistant', content: 'Fitted.' },
+          { role: 'user', content: 'And then?' },
+        ],
+      })
+      .withResponse();
+    expect(next.response.headers.get('x-context-retries')).toBe('0');
+    expect(anthropic.messageRequests.length - afterFirst).toBe(1);
+  });
+});
+
+describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
+  it('answers whole and streamed, tools as function tools and tool results as tool messages', async () => {
+    openai.setDefault({ content: 'Bridged hello.' });
+    const before = openai.chatRequests.length;
+    const whole = await client().messages.create({
+      model: 'local-model',
+      max_tokens: 100,
+      system: [{ type: 'text', text: 'Be kind.' }],
+      messages: [{ role: 'user', content: 'Hi?' }],
+    });
+    expect(whole.content).toEqual([{ type: 'text', text: 'Bridged hello.' }]);
+    expect((openai.chatRequests[before]?.body as { messages: ChatMessage[] }).messages).toEqual([
+      { role: 'system', content: 'Be kind.' },
+      { role: 'user', content: 'Hi?' },
+    ]);
+    // The client's Anthropic key never reaches the OpenAI upstream as x-api-key.
+    expect(openai.chatRequests[before]?.headers['x-api-key']).toBeUndefined();
+
+    const streamed = await client()
+      .messages.stream({
+        model: 'local-model',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: 'Stream?' }],
+      })
+      .finalMessage();
+    expect(streamed.content).toEqual([{ type: 'text', text: 'Bridged hello.' }]);
+    expect(streamed.usage.input_tokens).toBe(openai.chatRequests.at(-1)?.promptTokens);
+
+    openai.enqueue({ toolCalls: [{ id: 'call_1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] });
+    const first = await client().messages.create({
+      model: 'local-model',
+      max_tokens: 100,
+      tools: [weatherTool],
+      messages: [{ role: 'user', content: 'Weather?' }],
+    });
+    expect(first.stop_reason).toBe('tool_use');
+    expect(first.content).toEqual([
+      { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Oslo' } },
+    ]);
+    openai.setDefault({ content: 'It rains.' });
+    const answer = await client().messages.create({
+      model: 'local-model',
+      max_tokens: 100,
+      tools: [weatherTool],
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        { role: 'assistant', content: first.content },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'call_1', content: [{ type: 'text', text: 'rain' }] },
+            { type: 'text', text: 'Thanks.' },
+          ],
+        },
+      ],
+    });
+    expect(answer.content).toEqual([{ type: 'text', text: 'It rains.' }]);
+    const sent = openai.chatRequests.at(-1)?.body as { messages: ChatMessage[]; tools: unknown[] };
+    expect(sent.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+    expect(sent.tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'The weather in a city.',
+          parameters: weatherTool.input_schema,
+        },
+      },
+    ]);
+  });
+
+  it('names what a Chat Completions model cannot take in X-Ctxgate-Dropped', async () => {
+    openai.setDefault({ content: 'ok' });
+    const { response } = await client()
+      .messages.create({
+        model: 'local-model',
+        max_tokens: 2_000,
+        thinking: { type: 'enabled', budget_tokens: 1_024 },
+        messages: [{ role: 'user', content: 'Hi' }],
+      })
+      .withResponse();
+    expect(response.headers.get('x-ctxgate-dropped')).toBe('thinking');
+  });
+});
+
+describe('Messages errors and token counts', () => {
+  it('refuses a request without max_tokens in Anthropic’s shape', async () => {
+    const response = await fetch(`${harness.baseUrl}/messages`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': 'gw-anthropic-test',
+        'anthropic-version': '2023-06-01',
+      },
+      body: JSON.stringify({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'Hi' }] }),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'max_tokens: Field required' },
+    });
+  });
+
+  it('refuses a wrong key in Anthropic’s shape, and the SDK reads it as an authentication error', async () => {
+    const bad = new Anthropic({
+      baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+      apiKey: 'wrong',
+      maxRetries: 0,
+    });
+    await expect(
+      bad.messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 10,
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+  });
+
+  it('answers a turn that cannot fit with Anthropic’s "prompt is too long" wording', async () => {
+    const error = await client()
+      .messages.create({
+        model: 'local-model',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: prose(9_000, 7) }],
+      })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((error as { error: unknown }).error).toMatchObject({
+      type: 'error',
+      error: {
+        type: 'invalid_request_error',
+        message: expect.stringMatching(/^prompt is too long: \d+ tokens > 8192 maximum/),
+      },
+    });
+  });
+
+  it('counts the tokens of a request as it would be sent, by the provider’s own count', async () => {
+    const body = {
+      model: 'claude-sonnet-4-5',
+      system: 'You count.',
+      messages: [{ role: 'user' as const, content: prose(800, 3) }],
+      tools: [weatherTool],
+    };
+    const counted = await client().messages.countTokens(body);
+    const own = (await (
+      await fetch(`${anthropicUrl}/messages/count_tokens`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-api-key': 'sk-ant-operator',
+          'anthropic-version': '2023-06-01',
+        },
+        body: JSON.stringify(body),
+      })
+    ).json()) as { input_tokens: number };
+    // The request fits: what would be sent is the request, and the provider counted it.
+    expect(counted.input_tokens).toBe(own.input_tokens);
+    // Bridged, the gateway's own estimate (no provider count to ask).
+    const bridged = await client().messages.countTokens({ ...body, model: 'local-model' });
+    expect(Math.abs(bridged.input_tokens - own.input_tokens)).toBeLessThan(own.input_tokens * 0.35);
+  });
+});
+
+describe('a Messages session', () => {
+  it('keeps the history under X-Session-Id: the client sends only the new turn', async () => {
+    anthropic.respond = (body) => ({ text: `I have seen ${(body.messages as unknown[]).length} messages.` });
+    const sessionClient = client({ 'x-session-id': `messages-${randomUUID()}` });
+    await sessionClient.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'One.' }],
+    });
+    const second = await sessionClient.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 50,
+      messages: [{ role: 'user', content: 'Two.' }],
+    });
+    expect(second.content).toEqual([{ type: 'text', text: 'I have seen 3 messages.' }]);
+  });
+});

@@ -1,0 +1,286 @@
+// A strict fake of Anthropic's Messages API (POST /v1/messages, /v1/messages/count_tokens) for the
+// end-to-end tests. It refuses what Anthropic refuses, in Anthropic's words and shape: a key other than
+// the one it was given, a missing anthropic-version, a role other than user/assistant, a first message
+// that is not the user's, a tool_result whose tool_use is not in the previous assistant message, a
+// tool_use whose result does not follow, a thinking block without its signature, and a prompt over
+// its window ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled):
+// not the gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getEncoding } from 'js-tiktoken';
+
+type Json = Record<string, unknown>;
+
+const encoding = getEncoding('cl100k_base');
+/** Anthropic's tokenizer is not public: it counts more than cl100k does, by this much. */
+const countScale = 1.12;
+
+export interface AnthropicReply {
+  text?: string;
+  toolUse?: { name: string; input: Json };
+  /** A thinking block before the answer (with its signature). */
+  thinking?: string;
+}
+
+export interface RecordedAnthropicRequest {
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: Json;
+  /** The fake's own count of the prompt. */
+  inputTokens: number;
+  status: number;
+}
+
+function blockText(block: unknown): string {
+  const record = block as Json | null;
+  if (record === null || typeof record !== 'object') return '';
+  if (typeof record.text === 'string') return record.text;
+  if (typeof record.thinking === 'string') return record.thinking;
+  if (record.type === 'tool_use') return `${String(record.name)} ${JSON.stringify(record.input ?? {})}`;
+  if (record.type === 'tool_result') return contentText(record.content);
+  if (record.type === 'image') return 'x'.repeat(4_000);
+  return JSON.stringify(record);
+}
+
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map(blockText).join('\n');
+  return '';
+}
+
+/** The fake's count of a request's prompt: system, messages and tools. */
+export function anthropicTokens(body: Json): number {
+  let text = contentText(body.system);
+  for (const message of (body.messages as Json[] | undefined) ?? [])
+    text += `\n${contentText(message.content)}`;
+  if (Array.isArray(body.tools)) text += JSON.stringify(body.tools);
+  return Math.ceil(
+    (encoding.encode(text).length + 4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) * countScale,
+  );
+}
+
+const errorBody = (type: string, message: string): string =>
+  JSON.stringify({ type: 'error', error: { type, message } });
+
+/** Anthropic's refusal of a malformed conversation, or undefined. */
+export function findAnthropicRefusal(body: Json): string | undefined {
+  const messages = body.messages;
+  if (typeof body.model !== 'string') return 'model: Field required';
+  if (!Array.isArray(messages)) return 'messages: Field required';
+  for (const [index, message] of (messages as Json[]).entries()) {
+    if (message.role !== 'user' && message.role !== 'assistant')
+      return `messages.${index}.role: Input should be 'user' or 'assistant'`;
+  }
+  if ((messages[0] as Json | undefined)?.role !== 'user')
+    return 'messages: first message must use the "user" role';
+  for (const [index, message] of (messages as Json[]).entries()) {
+    const blocks = Array.isArray(message.content) ? (message.content as Json[]) : [];
+    const previous = (messages as Json[])[index - 1];
+    const previousUses = new Set(
+      (Array.isArray(previous?.content) ? (previous.content as Json[]) : [])
+        .filter((block) => block.type === 'tool_use' && previous?.role === 'assistant')
+        .map((block) => block.id),
+    );
+    for (const [position, block] of blocks.entries()) {
+      if (block.type === 'tool_result' && !previousUses.has(block.tool_use_id))
+        return (
+          `messages.${index}.content.${position}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(block.tool_use_id)}. ` +
+          'Each `tool_result` block must have a corresponding `tool_use` block in the previous message.'
+        );
+      if (block.type === 'thinking' && (typeof block.signature !== 'string' || block.signature === ''))
+        return `messages.${index}.content.${position}.thinking.signature: Field required`;
+    }
+    if (message.role === 'assistant') {
+      const uses = blocks.filter((block) => block.type === 'tool_use').map((block) => String(block.id));
+      const next = (messages as Json[])[index + 1];
+      if (uses.length > 0 && next !== undefined) {
+        const results = new Set(
+          (Array.isArray(next.content) ? (next.content as Json[]) : [])
+            .filter((block) => block.type === 'tool_result')
+            .map((block) => block.tool_use_id),
+        );
+        const missing = uses.filter((id) => !results.has(id));
+        if (missing.length > 0)
+          return (
+            `messages.${index}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. ` +
+            'Each `tool_use` block must have a corresponding `tool_result` block in the next message.'
+          );
+      }
+    }
+  }
+  if (body.max_tokens === undefined) return 'max_tokens: Field required';
+  return undefined;
+}
+
+export class FakeAnthropic {
+  readonly requests: RecordedAnthropicRequest[] = [];
+  private server: Server | undefined;
+  /** What the model answers, from the request it was sent. */
+  respond: (body: Json) => AnthropicReply = () => ({ text: 'Hello from the fake Anthropic.' });
+
+  constructor(private readonly options: { window?: number; apiKey?: string } = {}) {}
+
+  get messageRequests(): RecordedAnthropicRequest[] {
+    return this.requests.filter((request) => request.path === '/v1/messages');
+  }
+
+  async start(): Promise<string> {
+    this.server = createServer((request, response) => void this.handle(request, response));
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => this.server?.close(() => resolve()));
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const path = (request.url ?? '').split('?')[0] ?? '';
+    let body: Json = {};
+    const send = (status: number, text: string): void => {
+      this.requests.push({
+        path,
+        headers: request.headers,
+        body,
+        inputTokens: anthropicTokens(body),
+        status,
+      });
+      response.writeHead(status, {
+        'content-type': 'application/json',
+        'request-id': `req_${this.requests.length}`,
+      });
+      response.end(text);
+    };
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+    } catch {
+      return send(
+        400,
+        errorBody('invalid_request_error', 'There was an issue with the request body: not JSON.'),
+      );
+    }
+    if (this.options.apiKey !== undefined && request.headers['x-api-key'] !== this.options.apiKey)
+      return send(401, errorBody('authentication_error', 'invalid x-api-key'));
+    if (typeof request.headers['anthropic-version'] !== 'string')
+      return send(400, errorBody('invalid_request_error', 'anthropic-version: header is required'));
+    if (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')
+      return send(404, errorBody('not_found_error', 'Not Found'));
+    const refusal = findAnthropicRefusal(path.endsWith('count_tokens') ? { max_tokens: 1, ...body } : body);
+    if (refusal !== undefined) return send(400, errorBody('invalid_request_error', refusal));
+    const inputTokens = anthropicTokens(body);
+    if (path.endsWith('count_tokens')) return send(200, JSON.stringify({ input_tokens: inputTokens }));
+    const window = this.options.window ?? 200_000;
+    if (inputTokens > window)
+      return send(
+        400,
+        errorBody('invalid_request_error', `prompt is too long: ${inputTokens} tokens > ${window} maximum`),
+      );
+    const maxTokens = Number(body.max_tokens);
+    if (inputTokens + maxTokens > window)
+      return send(
+        400,
+        errorBody(
+          'invalid_request_error',
+          `input length and \`max_tokens\` exceed context limit: ${inputTokens} + ${maxTokens} > ${window}, decrease input length or \`max_tokens\` and try again`,
+        ),
+      );
+    const reply = this.respond(body);
+    const content: Json[] = [];
+    if (reply.thinking !== undefined)
+      content.push({ type: 'thinking', thinking: reply.thinking, signature: `sig-${this.requests.length}` });
+    if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
+    if (reply.toolUse !== undefined)
+      content.push({
+        type: 'tool_use',
+        id: `toolu_${this.requests.length}_0`,
+        name: reply.toolUse.name,
+        input: reply.toolUse.input,
+      });
+    const outputTokens = Math.max(1, encoding.encode(contentText(content)).length);
+    const stopReason = reply.toolUse === undefined ? 'end_turn' : 'tool_use';
+    const message = {
+      id: `msg_fake_${this.requests.length}`,
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: {
+        input_tokens: inputTokens,
+        output_tokens: outputTokens,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+      },
+    };
+    if (body.stream !== true) return send(200, JSON.stringify(message));
+    this.requests.push({ path, headers: request.headers, body, inputTokens, status: 200 });
+    response.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'request-id': `req_${this.requests.length}`,
+    });
+    const event = (type: string, fields: Json): string =>
+      `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+    response.write(
+      event('message_start', {
+        message: {
+          ...message,
+          content: [],
+          stop_reason: null,
+          usage: { ...message.usage, output_tokens: 1 },
+        },
+      }),
+    );
+    response.write(event('ping', {}));
+    content.forEach((block, index) => {
+      if (block.type === 'text') {
+        response.write(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+        const text = String(block.text);
+        const half = Math.floor(text.length / 2);
+        for (const piece of [text.slice(0, half), text.slice(half)])
+          if (piece !== '')
+            response.write(
+              event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }),
+            );
+      } else if (block.type === 'thinking') {
+        response.write(
+          event('content_block_start', {
+            index,
+            content_block: { type: 'thinking', thinking: '', signature: '' },
+          }),
+        );
+        response.write(
+          event('content_block_delta', {
+            index,
+            delta: { type: 'thinking_delta', thinking: block.thinking },
+          }),
+        );
+        response.write(
+          event('content_block_delta', {
+            index,
+            delta: { type: 'signature_delta', signature: block.signature },
+          }),
+        );
+      } else {
+        response.write(event('content_block_start', { index, content_block: { ...block, input: {} } }));
+        const json = JSON.stringify(block.input);
+        const half = Math.floor(json.length / 2);
+        for (const piece of [json.slice(0, half), json.slice(half)])
+          response.write(
+            event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }),
+          );
+      }
+      response.write(event('content_block_stop', { index }));
+    });
+    response.write(
+      event('message_delta', {
+        delta: { stop_reason: stopReason, stop_sequence: null },
+        usage: { output_tokens: outputTokens },
+      }),
+    );
+    response.end(event('message_stop', {}));
+  }
+}
