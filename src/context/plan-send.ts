@@ -196,7 +196,11 @@ export function planSend(input: {
   if (session?.turnSummary !== undefined && attempt.reduction !== 'minimal')
     render.turnSummary = session.turnSummary;
 
-  const { outcome, outputReserve } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor);
+  const {
+    outcome,
+    outputReserve,
+    maxTokens: leftForAnswer,
+  } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1);
   const final = outputReserve === settings.outputReserve ? settings : { ...settings, outputReserve };
   if (!outcome.ok) throw doesNotFit(outcome, final, ratio ?? 1);
   const prepared: PreparedContext = {
@@ -204,7 +208,7 @@ export function planSend(input: {
     report: ratio === undefined ? outcome.report : { ...outcome.report, window: final.window },
     settings: final,
   };
-  const maxTokens = loweredMaxTokens ?? attempt.maxTokens;
+  const maxTokens = leftForAnswer ?? loweredMaxTokens ?? attempt.maxTokens;
   if (maxTokens !== undefined) prepared.loweredMaxTokens = maxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
@@ -219,23 +223,37 @@ export function withMaxTokens<R extends SendRequest>(request: R, value: number |
 }
 
 /**
- * Renders; a reserve the client did not ask for gives way before the request is refused, once, down to
- * an eighth of the window (an agent's fixed prompt can take most of a small model's window; its answers
- * are short). Returns the outcome and the reserve it was rendered with.
+ * Renders; a reserve gives way before the request is refused, once. One the client did not ask for goes
+ * down to an eighth of the window (an agent's fixed prompt can take most of a small model's window; its
+ * answers are short). A max_tokens the client asked for that takes more than half the window (an agent
+ * asking for its model's longest answer, on a window smaller than it knows) leaves the prompt a quarter
+ * of the window's room for the answer, and the answer then gets what the fitted prompt leaves
+ * (`maxTokens`, never more than asked). Returns the outcome and the reserve it was rendered with.
  */
 function renderGivingWay(
   input: RenderInput,
   settings: ContextSettings,
   choices: number,
   windowFor: (reserve: number) => number,
-): { outcome: ReturnType<typeof renderContext>; outputReserve: number } {
+  ratio: number,
+): { outcome: ReturnType<typeof renderContext>; outputReserve: number; maxTokens?: number } {
   const outcome = renderContext(input);
-  const floor = Math.min(settings.outputReserve, Math.floor(settings.window / 8) * choices);
-  if (outcome.ok || settings.outputReserveRequested || floor >= settings.outputReserve)
-    return { outcome, outputReserve: settings.outputReserve };
+  const asked = settings.outputReserve;
+  const floor = settings.outputReserveRequested
+    ? asked > settings.window / 2
+      ? Math.floor(settings.window / 4) * choices
+      : asked
+    : Math.min(asked, Math.floor(settings.window / 8) * choices);
+  if (outcome.ok || floor >= asked) return { outcome, outputReserve: asked };
   input.outputReserve = floor;
   input.window = windowFor(floor);
-  return { outcome: renderContext(input), outputReserve: floor };
+  const retried = renderContext(input);
+  if (!settings.outputReserveRequested || !retried.ok) return { outcome: retried, outputReserve: floor };
+  const left = Math.floor(
+    (settings.window - settings.safetyMarginTokens - Math.ceil(retried.report.inputTokens * ratio)) / choices,
+  );
+  const maxTokens = Math.min(Math.floor(asked / choices), Math.max(Math.floor(floor / choices), left));
+  return { outcome: retried, outputReserve: maxTokens * choices, maxTokens };
 }
 
 /**

@@ -109,9 +109,9 @@ function deepFrozen<T>(value: T): T {
 }
 
 /** Twelve turns of about 300 tokens each and a new question: more than a 2,048-token window holds. */
-function longChat(): ChatCompletionRequest {
+function longChat(turns = 12): ChatCompletionRequest {
   const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'Be brief.' }];
-  for (let turn = 0; turn < 12; turn++)
+  for (let turn = 0; turn < turns; turn++)
     messages.push(
       { role: 'user', content: prose(150, 10 + turn) },
       { role: 'assistant', content: prose(150, 40 + turn) },
@@ -195,5 +195,29 @@ describe('what is sent, decided from explicit inputs', () => {
     expect(system.content.startsWith('Be brief.')).toBe(true);
     expect(system.content).toContain(`${request.messages.length - 2} earlier messages`);
     expect(prepared.report.droppedMessages).toBe(request.messages.length - 2);
+  });
+});
+
+describe('a max_tokens larger than the window leaves for it', () => {
+  it('fits the prompt with a quarter of the window kept for the answer, and asks for what is left', () => {
+    // An agent asking for its model's longest answer (128,000) on a window it does not know is 16,000.
+    // Sixty turns: more than the window holds, so turns are left out too.
+    const request = { ...longChat(60), max_tokens: 128_000 } as ChatCompletionRequest;
+    const prepared = planSend({
+      config,
+      tokenizers,
+      request,
+      overrides: { historyMode: 'auto' },
+      learned: { window: 16_000 },
+    });
+    const margin = prepared.settings.safetyMarginTokens;
+    expect(prepared.loweredMaxTokens).toBe(16_000 - margin - prepared.report.inputTokens);
+    expect(prepared.loweredMaxTokens).toBeGreaterThanOrEqual(4_000);
+    expect(prepared.messages.at(-1)).toEqual({ role: 'user', content: 'And now?' });
+    expect(prepared.report.droppedMessages).toBeGreaterThan(0);
+  });
+
+  it('still refuses a max_tokens within half the window that leaves the turn no room', () => {
+    expect(refusal({ contextWindow: 8_192, maxTokens: 4_000 }).message).toMatch(/4000 in the completion/);
   });
 });

@@ -87,7 +87,7 @@ export interface FakeUpstreamOptions {
    * How an ordinary request is answered, decided from the messages it carries (a fake agent that reads
    * its own trajectory); undefined: as usual.
    */
-  respond?: (messages: ReadonlyArray<ChatMessage>) => Behaviour | undefined;
+  respond?: (messages: ReadonlyArray<ChatMessage>, body: Record<string, unknown>) => Behaviour | undefined;
   /** Answers a request to any path but chat completions and the model list (embeddings, audio, files…). */
   otherRoutes?: (
     request: RecordedRequest,
@@ -485,7 +485,7 @@ export class FakeUpstream {
       return;
     }
     if (!summaryRequest && this.options.respond !== undefined) {
-      const decided = this.options.respond(body.messages);
+      const decided = this.options.respond(body.messages, body as unknown as Record<string, unknown>);
       if (decided !== undefined) Object.assign(behaviour, decided);
     }
     const pairingError = findToolPairingError(body.messages);

@@ -1,0 +1,228 @@
+// Claude Code (the @anthropic-ai/claude-code npm package's own binary, `claude -p`) pointed at the
+// gateway as its users configure it: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (the gateway key), a
+// session id in ANTHROPIC_CUSTOM_HEADERS. Natively to the strict fake Anthropic, and bridged to the
+// strict fake Chat Completions provider: a scripted task (read a file with the Read tool, then answer),
+// and a long scripted loop on a small window that finishes without "Prompt is too long".
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contentText, FakeAnthropic } from '../helpers/fake-anthropic.js';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { clientsDirectory, runProgram } from '../helpers/newest-clients.js';
+import { prose, textOf } from '../helpers/text.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const claude = join(clientsDirectory, 'node_modules/.bin/claude');
+/** The fake's window for the long loop: Claude Code's own prompt and tools take a good part of it. */
+const smallWindow = 60_000;
+const loopSteps = 24;
+
+type Json = Record<string, unknown>;
+
+let anthropic: FakeAnthropic;
+let openai: FakeUpstream;
+let harness: GatewayHarness;
+let workDirectory: string;
+/** Steps the long loop made so far (the fake model's own memory of its plan). */
+let stepsMade = 0;
+
+const taskOf = (messages: Array<{ role: string; content: unknown }>): string =>
+  messages
+    .filter((message) => message.role === 'user')
+    .map((message) => contentText(message.content))
+    .join('\n');
+
+/** The last tool result's text, when the newest user message carries one. */
+function lastToolResult(messages: Array<{ role: string; content: unknown }>): string | undefined {
+  const last = messages.at(-1);
+  if (!Array.isArray(last?.content)) return undefined;
+  const result = (last.content as Json[]).find((block) => block.type === 'tool_result');
+  return result === undefined ? undefined : contentText(result.content);
+}
+
+/** The fake model, deciding from the task in its prompt. */
+function decide(
+  task: string,
+  toolResult: string | undefined,
+): { text: string } | { tool: string; input: Json } {
+  if (task.includes('Tell me the code in notes.txt')) {
+    if (toolResult === undefined)
+      return { tool: 'Read', input: { file_path: join(workDirectory, 'notes.txt') } };
+    const code = /CODE-\d+/.exec(toolResult)?.[0] ?? 'nothing';
+    return { text: `The code is ${code}.` };
+  }
+  if (task.includes('Read every chapter')) {
+    if (stepsMade >= loopSteps) return { text: `Read ${stepsMade} chapters.` };
+    stepsMade++;
+    return { tool: 'Read', input: { file_path: join(workDirectory, `chapter-${stepsMade}.txt`) } };
+  }
+  return { text: 'ok' };
+}
+
+beforeAll(async () => {
+  workDirectory = mkdtempSync(join(tmpdir(), 'ctxgate-claude-'));
+  writeFileSync(join(workDirectory, 'notes.txt'), 'Shopping list.\nThe launch code is CODE-4711.\n');
+  for (let chapter = 1; chapter <= loopSteps; chapter++)
+    writeFileSync(join(workDirectory, `chapter-${chapter}.txt`), `${prose(3_000, chapter)}\n`);
+  anthropic = new FakeAnthropic({ window: smallWindow });
+  anthropic.respond = (body) => {
+    const messages = body.messages as Array<{ role: string; content: unknown }>;
+    // Claude Code's side requests (titles, summaries of its own) and the gateway's summarizer carry no
+    // Read tool: they get text, and never move the loop on.
+    const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');
+    if (!hasRead) return { text: 'A summary: the assistant is reading files for the user.' };
+    const decision = decide(taskOf(messages), lastToolResult(messages));
+    return 'text' in decision
+      ? { text: decision.text }
+      : { toolUse: { name: decision.tool, input: decision.input } };
+  };
+  openai = new FakeUpstream({
+    windows: { 'local-coder': 131_072 },
+    respond: (messages: ReadonlyArray<ChatMessage>, body?: Json) => {
+      if (!(Array.isArray(body?.tools) && JSON.stringify(body.tools).includes('"Read"')))
+        return { content: 'A summary: the assistant is reading files for the user.' };
+      const task = messages
+        .filter((message) => message.role === 'user')
+        .map((message) => textOf(message.content))
+        .join('\n');
+      const last = messages.at(-1);
+      const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
+      return 'text' in decision
+        ? { content: decision.text }
+        : {
+            toolCalls: [
+              {
+                id: `call_${openai.chatRequests.length}`,
+                name: decision.tool,
+                arguments: JSON.stringify(decision.input),
+              },
+            ],
+          };
+    },
+  });
+  const anthropicUrl = await anthropic.start();
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await openai.start(), GATEWAY_API_KEYS: 'gw-claude-code' },
+    configYaml: [
+      'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${anthropicUrl}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
+      'models:',
+      '  - match: local-coder',
+      '    window: 131072',
+      '',
+    ].join('\n'),
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await harness.close();
+  await anthropic.stop();
+  await openai.stop();
+});
+
+async function runClaude(prompt: string, model: string, sessionId: string) {
+  const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+  const finished = await runProgram(
+    claude,
+    [
+      '-p',
+      prompt,
+      '--model',
+      model,
+      '--output-format',
+      'json',
+      '--allowedTools',
+      'Read',
+      '--max-turns',
+      '60',
+    ],
+    {
+      cwd: workDirectory,
+      limitMs: 240_000,
+      env: {
+        HOME: home,
+        ANTHROPIC_BASE_URL: harness.baseUrl.replace(/\/v1$/, ''),
+        ANTHROPIC_API_KEY: 'gw-claude-code',
+        ANTHROPIC_CUSTOM_HEADERS: `x-session-id: ${sessionId}`,
+        ANTHROPIC_SMALL_FAST_MODEL: model,
+        DISABLE_TELEMETRY: '1',
+        DISABLE_ERROR_REPORTING: '1',
+        DISABLE_AUTOUPDATER: '1',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      },
+    },
+  );
+  const line = finished.stdout.trim().split('\n').at(-1) ?? '';
+  let result: Json = {};
+  try {
+    result = JSON.parse(line) as Json;
+  } catch {
+    throw new Error(
+      `claude exited with ${finished.status}: ${finished.stdout.slice(-1_500)} ${finished.stderr.slice(-1_500)}`,
+    );
+  }
+  return { finished, result };
+}
+
+describe('Claude Code through ctxgate', () => {
+  it('runs a scripted task natively: a Read tool call, then the answer', async () => {
+    const before = anthropic.messageRequests.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'claude-sonnet-4-5',
+      `cc-${Date.now()}`,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    // The tool's result went back to Anthropic right after its tool_use (the fake refuses it otherwise).
+    const answered = anthropic.messageRequests
+      .slice(before)
+      .find((request) => request.status === 200 && JSON.stringify(request.body).includes('CODE-4711'));
+    expect(answered).toBeDefined();
+  }, 300_000);
+
+  it('runs the same task bridged to a Chat Completions model', async () => {
+    const before = openai.chatRequests.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'local-coder',
+      `cc-bridged-${Date.now()}`,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = openai.chatRequests
+      .slice(before)
+      .map((request) => request.body as { messages: ChatMessage[] });
+    expect(
+      sent.some((body) =>
+        body.messages.some(
+          (message) => message.role === 'tool' && textOf(message.content).includes('CODE-4711'),
+        ),
+      ),
+    ).toBe(true);
+  }, 300_000);
+
+  it('finishes a long loop on a window it was not told, without "Prompt is too long"', async () => {
+    stepsMade = 0;
+    const before = anthropic.messageRequests.length;
+    const { result } = await runClaude(
+      'Read every chapter, one at a time.',
+      'claude-opus-4-1',
+      `cc-loop-${Date.now()}`,
+    );
+    const requests = anthropic.messageRequests.slice(before);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe(`Read ${loopSteps} chapters.`);
+    expect(stepsMade).toBe(loopSteps);
+    // The conversation outgrew the provider's window: it refused once, and the gateway fitted the rest.
+    const refused = requests.filter((request) => request.status === 400);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(requests.at(-1)?.status).toBe(200);
+    const full = requests.filter((request) => request.status === 200);
+    expect(Math.max(...full.map((request) => request.inputTokens))).toBeLessThanOrEqual(smallWindow);
+  }, 300_000);
+});
