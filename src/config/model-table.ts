@@ -71,6 +71,13 @@ export const builtInModelTable: readonly ModelEntry[] = [
   openai('gpt-4-0125*', 128_000, 'cl100k_base'),
   openai('gpt-4*', 8_192, 'cl100k_base', 1_024),
   openai('gpt-3.5-turbo*', 16_385, 'cl100k_base', 1_024),
+  // Anthropic's Claude families: 200,000 tokens (1M for Sonnet 4 and later only with a beta header the
+  // gateway does not assume); no public tokenizer, so counts are estimates calibrated by usage.
+  other('claude-opus-4*', 200_000, 16_384),
+  other('claude-sonnet-4*', 200_000, 16_384),
+  other('claude-haiku-4*', 200_000, 16_384),
+  other('claude-3-7-sonnet*', 200_000, 16_384),
+  other('claude-3-5-haiku*', 200_000, 8_192),
   other('*claude*', 200_000, 8_192),
   other('gemini-1.5-pro*', 2_097_152, 8_192),
   other('*gemini*', 1_048_576, 8_192),

@@ -104,9 +104,19 @@ export function toAnthropicRequest(chat: Json): Json {
   const push = (role: 'user' | 'assistant', blocks: Json[]): void => {
     if (blocks.length === 0) return;
     const last = out.at(-1);
-    // Anthropic takes alternating roles: consecutive messages of one role are one message.
-    if (last?.role === role) last.content.push(...blocks);
-    else out.push({ role, content: [...blocks] });
+    // Anthropic takes alternating roles: consecutive messages of one role are one message, and in a
+    // user message the tool results come first (a notice placed before them goes after).
+    if (last?.role !== role) out.push({ role, content: [...blocks] });
+    else if (role === 'user' && blocks.some((block) => block.type === 'tool_result')) {
+      const results = last.content.filter((block) => block.type === 'tool_result');
+      const others = last.content.filter((block) => block.type !== 'tool_result');
+      last.content = [
+        ...results,
+        ...blocks.filter((block) => block.type === 'tool_result'),
+        ...others,
+        ...blocks.filter((block) => block.type !== 'tool_result'),
+      ];
+    } else last.content.push(...blocks);
   };
   let leading = true;
   for (const message of messages) {

@@ -85,7 +85,7 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
   it('answers a message, with the operator key as x-api-key and the context headers', async () => {
     anthropic.respond = () => ({ text: 'Hello, native.' });
     const before = anthropic.messageRequests.length;
-    const { data, response } = await client()
+    const { data, response } = await client({ 'anthropic-beta': 'context-management-2025-06-27' })
       .messages.create({
         model: 'claude-sonnet-4-5',
         max_tokens: 200,
@@ -99,11 +99,32 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
     const sent = anthropic.messageRequests[before];
     expect(sent?.headers['x-api-key']).toBe('sk-ant-operator');
     expect(sent?.headers.authorization).toBeUndefined();
+    // Anthropic's own headers are passed on.
+    expect(sent?.headers['anthropic-beta']).toBe('context-management-2025-06-27');
+    expect(sent?.headers['anthropic-version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(sent?.body.system).toBe('Be brief.');
     expect(sent?.body.max_tokens).toBe(200);
     expect(data.usage.input_tokens).toBe(sent?.inputTokens);
     expect(Number(response.headers.get('x-context-input-tokens'))).toBeGreaterThan(0);
     expect(response.headers.get('x-context-retries')).toBe('0');
+  });
+
+  it('adds anthropic-version when the client sent none (curl), which Anthropic requires', async () => {
+    anthropic.respond = () => ({ text: 'versioned' });
+    const response = await fetch(`${harness.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
+      body: JSON.stringify({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { content: unknown }).content).toEqual([
+      { type: 'text', text: 'versioned' },
+    ]);
+    expect(anthropic.messageRequests.at(-1)?.headers['anthropic-version']).toBe('2023-06-01');
   });
 
   it('streams the answer as Anthropic events', async () => {

@@ -1,0 +1,158 @@
+// The chat engine's answers in Anthropic's format (docs/anthropic.md): a whole completion as a message,
+// a chat stream as Anthropic's events (split at every byte), errors in Anthropic's shape and words.
+import { describe, expect, it } from 'vitest';
+import {
+  anthropicErrorType,
+  messageOf,
+  MessagesStreamTranslator,
+  toAnthropicErrorBody,
+} from '../../src/messages/answer.js';
+
+const meta = { id: 'msg_1', model: 'm' };
+
+describe('a whole chat completion as a message', () => {
+  it('maps text, tool calls, reasoning, the finish reason and usage', () => {
+    const message = messageOf(
+      {
+        choices: [
+          {
+            message: {
+              role: 'assistant',
+              content: 'Sure.',
+              reasoning_content: 'thinking…',
+              tool_calls: [{ id: 'c1', type: 'function', function: { name: 'w', arguments: '{"a":1}' } }],
+            },
+            finish_reason: 'tool_calls',
+          },
+        ],
+        usage: { prompt_tokens: 120, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 100 } },
+      },
+      meta,
+    );
+    expect(message).toEqual({
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model: 'm',
+      content: [
+        { type: 'thinking', thinking: 'thinking…', signature: '' },
+        { type: 'text', text: 'Sure.' },
+        { type: 'tool_use', id: 'c1', name: 'w', input: { a: 1 } },
+      ],
+      stop_reason: 'tool_use',
+      stop_sequence: null,
+      usage: {
+        input_tokens: 20,
+        output_tokens: 7,
+        cache_read_input_tokens: 100,
+        cache_creation_input_tokens: 0,
+      },
+    });
+  });
+});
+
+describe('a chat stream as Anthropic events', () => {
+  const chunks = [
+    { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
+    { choices: [{ index: 0, delta: { content: 'Hel' } }] },
+    { choices: [{ index: 0, delta: { content: 'lo' } }] },
+    {
+      choices: [
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: 0, id: 'c1', function: { name: 'w', arguments: '{"a"' } }] },
+        },
+      ],
+    },
+    { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: ':1}' } }] } }] },
+    { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    { choices: [], usage: { prompt_tokens: 50, completion_tokens: 9 } },
+  ];
+  const wire = `${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`;
+
+  const eventsOf = (text: string) =>
+    text
+      .split('\n\n')
+      .filter((block) => block !== '')
+      .map(
+        (block) =>
+          JSON.parse(block.split('\n')[1]?.slice('data: '.length) ?? '{}') as Record<string, unknown>,
+      );
+
+  it.each([1, 7, wire.length])('gives the same events however the bytes are split (every %i)', (size) => {
+    const translator = new MessagesStreamTranslator(meta, 50);
+    let out = translator.start();
+    const bytes = Buffer.from(wire);
+    for (let at = 0; at < bytes.length; at += size) out += translator.push(bytes.subarray(at, at + size));
+    out += translator.end();
+    const events = eventsOf(out);
+    expect(events.map((event) => event.type)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    expect(events[6]).toMatchObject({
+      index: 1,
+      content_block: { type: 'tool_use', id: 'c1', name: 'w', input: {} },
+    });
+    expect(events[10]).toMatchObject({
+      delta: { stop_reason: 'tool_use' },
+      usage: { output_tokens: 9, input_tokens: 50 },
+    });
+  });
+
+  it('ends with an error event, and no message_stop, when the chat stream carries an error', () => {
+    const translator = new MessagesStreamTranslator(meta, 0);
+    translator.start();
+    const out = translator.push(
+      'data: {"error":{"message":"This model\'s maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error"}}\n\n',
+    );
+    expect(eventsOf(out + translator.end())).toEqual([
+      {
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: expect.stringMatching(/^prompt is too long: 9000 tokens > 8192 maximum\. /),
+        },
+      },
+    ]);
+  });
+});
+
+describe('errors in Anthropic’s shape', () => {
+  it.each([
+    [400, 'invalid_request_error'],
+    [401, 'authentication_error'],
+    [403, 'permission_error'],
+    [404, 'not_found_error'],
+    [413, 'request_too_large'],
+    [429, 'rate_limit_error'],
+    [500, 'api_error'],
+    [503, 'api_error'],
+    [504, 'timeout_error'],
+    [529, 'overloaded_error'],
+  ])('%i is %s', (status, type) => {
+    expect(anthropicErrorType(status)).toBe(type);
+  });
+
+  it('relays an Anthropic body as it is, and an OpenAI body in Anthropic’s shape', () => {
+    const anthropic = { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } };
+    expect(toAnthropicErrorBody(529, Buffer.from(JSON.stringify(anthropic)))).toEqual(anthropic);
+    expect(
+      toAnthropicErrorBody(429, Buffer.from('{"error":{"message":"Rate limit reached","type":"requests"}}')),
+    ).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: 'Rate limit reached' } });
+    expect(toAnthropicErrorBody(502, Buffer.from('<html>bad gateway</html>'))).toEqual({
+      type: 'error',
+      error: { type: 'api_error', message: 'The upstream answered 502.' },
+    });
+  });
+});

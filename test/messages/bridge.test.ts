@@ -1,0 +1,210 @@
+// The Messages → Chat Completions bridge (docs/anthropic.md): what each part of a Messages request
+// becomes, what is dropped for a Chat Completions upstream, what is kept for an Anthropic one, and the
+// field errors in Anthropic's words.
+import { describe, expect, it } from 'vitest';
+import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
+import { isGatewayError } from '../../src/errors.js';
+
+const bridged = (body: Record<string, unknown>, native = false) =>
+  bridgeMessagesRequest({ model: 'm', max_tokens: 100, ...body }, { native, requireMaxTokens: true });
+
+describe('a Messages request as a chat request', () => {
+  it.each([
+    [
+      'a string system prompt',
+      { system: 'Be brief.', messages: [{ role: 'user', content: 'Hi' }] },
+      [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    ],
+    [
+      'system blocks, joined',
+      {
+        system: [
+          { type: 'text', text: 'A' },
+          { type: 'text', text: 'B', cache_control: { type: 'ephemeral' } },
+        ],
+        messages: [{ role: 'user', content: 'Hi' }],
+      },
+      [
+        { role: 'system', content: 'A\n\nB' },
+        { role: 'user', content: 'Hi' },
+      ],
+    ],
+    [
+      'an image block, as a data URL',
+      {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'See' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+            ],
+          },
+        ],
+      },
+      [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'See' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+      ],
+    ],
+    [
+      'a tool round trip: tool_use as tool_calls, tool results first as tool messages',
+      {
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'text', text: 'Looking.' },
+              { type: 'tool_use', id: 't1', name: 'w', input: { city: 'Oslo' } },
+              { type: 'tool_use', id: 't2', name: 'w', input: {} },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Here.' },
+              { type: 'tool_result', tool_use_id: 't1', content: 'rain' },
+              {
+                type: 'tool_result',
+                tool_use_id: 't2',
+                is_error: true,
+                content: [{ type: 'text', text: 'no city' }],
+              },
+            ],
+          },
+        ],
+      },
+      [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: 'Looking.',
+          tool_calls: [
+            { id: 't1', type: 'function', function: { name: 'w', arguments: '{"city":"Oslo"}' } },
+            { id: 't2', type: 'function', function: { name: 'w', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 't1', content: 'rain' },
+        { role: 'tool', tool_call_id: 't2', content: 'Error: no city' },
+        { role: 'user', content: 'Here.' },
+      ],
+    ],
+  ])('%s', (_name, body, messages) => {
+    expect(bridged(body).chatBody.messages).toEqual(messages);
+  });
+
+  it('maps tools, tool_choice, sampling, stop sequences and the user id', () => {
+    const { chatBody, dropped } = bridged({
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: [
+        { name: 'w', description: 'Weather.', input_schema: { type: 'object' } },
+        { type: 'web_search_20250305', name: 'web_search' },
+      ],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 5,
+      stop_sequences: ['END'],
+      metadata: { user_id: 'u-1' },
+      stream: true,
+    });
+    expect(chatBody).toMatchObject({
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'w', description: 'Weather.', parameters: { type: 'object' } },
+        },
+      ],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      temperature: 0.2,
+      top_p: 0.9,
+      stop: ['END'],
+      user: 'u-1',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 100,
+    });
+    expect(dropped).toEqual(['tools.1 (web_search_20250305)', 'top_k']);
+    expect(chatBody).not.toHaveProperty('ctxgate_anthropic');
+  });
+
+  it('keeps every original block for an anthropic upstream, and drops nothing', () => {
+    const assistant = [
+      { type: 'thinking', thinking: 'hmm', signature: 'sig-1' },
+      { type: 'tool_use', id: 't1', name: 'w', input: {} },
+    ];
+    const { chatBody, dropped } = bridged(
+      {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBE' } },
+              { type: 'text', text: 'Read it.' },
+            ],
+          },
+          { role: 'assistant', content: assistant },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: 't1', content: 'ok', cache_control: { type: 'ephemeral' } },
+            ],
+          },
+        ],
+        thinking: { type: 'enabled', budget_tokens: 1_024 },
+        top_k: 3,
+      },
+      true,
+    );
+    expect(dropped).toEqual([]);
+    const messages = chatBody.messages as Array<Record<string, unknown>>;
+    expect((messages[1]?.ctxgate_anthropic as { blocks: unknown }).blocks).toEqual(assistant);
+    expect((messages[2]?.ctxgate_anthropic as { blocks: unknown[] }).blocks[0]).toMatchObject({
+      cache_control: { type: 'ephemeral' },
+    });
+    expect(chatBody.ctxgate_anthropic).toEqual({
+      thinking: { type: 'enabled', budget_tokens: 1_024 },
+      top_k: 3,
+    });
+  });
+});
+
+describe('a Messages request the bridge refuses', () => {
+  it.each([
+    ['no max_tokens', { model: 'm', messages: [] }, 'max_tokens: Field required'],
+    ['no model', { max_tokens: 10, messages: [] }, 'model: Field required'],
+    [
+      'a system role in messages',
+      { model: 'm', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] },
+      "messages.0.role: Input should be 'user' or 'assistant'",
+    ],
+    [
+      'content that is neither string nor blocks',
+      { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 5 }] },
+      'messages.0.content: Input should be a valid string or list',
+    ],
+    [
+      'a tool without input_schema',
+      { model: 'm', max_tokens: 10, messages: [], tools: [{ name: 'w' }] },
+      'tools.0.input_schema: Field required',
+    ],
+  ])('%s', (_name, body, message) => {
+    let error: unknown;
+    try {
+      bridgeMessagesRequest(body, { native: false, requireMaxTokens: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isGatewayError(error) && error.status === 400 ? error.message : error).toBe(message);
+  });
+});

@@ -1,0 +1,188 @@
+// A chat body in Anthropic's wire format and back (docs/anthropic.md): roles merged and alternating,
+// tool results first in a user message, system messages after the start as user text, the original
+// blocks sent only while their message is unchanged; an Anthropic message and stream as chat.
+import { describe, expect, it } from 'vitest';
+import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
+import {
+  AnthropicToChatStream,
+  fromAnthropicMessage,
+  toAnthropicRequest,
+} from '../../src/upstream/anthropic-wire.js';
+
+describe('a chat body as a Messages request', () => {
+  it('merges roles, puts tool results first, and sends a later system message as user text', () => {
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      max_tokens: 50,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 't1', type: 'function', function: { name: 'w', arguments: '{"city":"Oslo"}' } }],
+        },
+        { role: 'user', content: '[ctxgate] 4 earlier steps were omitted.' },
+        { role: 'tool', tool_call_id: 't1', content: 'rain' },
+        { role: 'system', content: 'Note: be kind.' },
+      ],
+      tools: [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }],
+      tool_choice: 'required',
+      stop: 'END',
+    });
+    expect(body).toEqual({
+      model: 'claude-x',
+      system: 'Be brief.',
+      max_tokens: 50,
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'w', input: { city: 'Oslo' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'rain' },
+            { type: 'text', text: '[ctxgate] 4 earlier steps were omitted.' },
+            { type: 'text', text: 'Note: be kind.' },
+          ],
+        },
+      ],
+      tools: [{ name: 'w', input_schema: { type: 'object' } }],
+      tool_choice: { type: 'any' },
+      stop_sequences: ['END'],
+    });
+  });
+
+  it('sends the original blocks of an unchanged message, and the changed text of a changed one', () => {
+    const result = {
+      type: 'tool_result',
+      tool_use_id: 't1',
+      content: [{ type: 'text', text: 'long output' }],
+      cache_control: { type: 'ephemeral' },
+    };
+    const { chatBody } = bridgeMessagesRequest(
+      {
+        model: 'claude-x',
+        max_tokens: 50,
+        messages: [
+          { role: 'user', content: 'Go.' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: 'hm', signature: 's1' },
+              { type: 'tool_use', id: 't1', name: 'w', input: {} },
+            ],
+          },
+          { role: 'user', content: [result] },
+        ],
+      },
+      { native: true, requireMaxTokens: true },
+    );
+    const unchanged = toAnthropicRequest(chatBody);
+    expect((unchanged.messages as Array<{ content: unknown[] }>)[1]?.content[0]).toEqual({
+      type: 'thinking',
+      thinking: 'hm',
+      signature: 's1',
+    });
+    expect((unchanged.messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([result]);
+    // The engine masked the tool result: its text goes, not the stale original.
+    const messages = chatBody.messages as Array<Record<string, unknown>>;
+    const masked = {
+      ...chatBody,
+      messages: [...messages.slice(0, 2), { ...messages[2], content: '[masked]' }],
+    };
+    expect((toAnthropicRequest(masked).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
+      { type: 'tool_result', tool_use_id: 't1', content: '[masked]' },
+    ]);
+  });
+});
+
+describe('an Anthropic answer as chat', () => {
+  it('maps a whole message, usage counting cached input as prompt', () => {
+    const completion = fromAnthropicMessage({
+      id: 'msg_1',
+      model: 'claude-x',
+      content: [
+        { type: 'thinking', thinking: 'hm', signature: 's1' },
+        { type: 'text', text: 'Hi.' },
+        { type: 'tool_use', id: 't1', name: 'w', input: { a: 1 } },
+      ],
+      stop_reason: 'tool_use',
+      usage: {
+        input_tokens: 10,
+        output_tokens: 5,
+        cache_read_input_tokens: 90,
+        cache_creation_input_tokens: 0,
+      },
+    });
+    expect(completion.choices).toEqual([
+      expect.objectContaining({
+        finish_reason: 'tool_calls',
+        message: expect.objectContaining({
+          content: 'Hi.',
+          reasoning_content: 'hm',
+          tool_calls: [{ id: 't1', type: 'function', function: { name: 'w', arguments: '{"a":1}' } }],
+        }),
+      }),
+    ]);
+    expect(completion.usage).toMatchObject({
+      prompt_tokens: 100,
+      completion_tokens: 5,
+      prompt_tokens_details: { cached_tokens: 90 },
+    });
+  });
+
+  it('translates a stream split at every byte into the same chat chunks', () => {
+    const events = [
+      {
+        type: 'message_start',
+        message: { id: 'msg_1', model: 'claude-x', usage: { input_tokens: 30, output_tokens: 1 } },
+      },
+      { type: 'ping' },
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Héllo' } },
+      { type: 'content_block_stop', index: 0 },
+      {
+        type: 'content_block_start',
+        index: 1,
+        content_block: { type: 'tool_use', id: 't1', name: 'w', input: {} },
+      },
+      { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"a":' } },
+      { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '1}' } },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 12 } },
+      { type: 'message_stop' },
+    ];
+    const wire = Buffer.from(
+      events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join(''),
+    );
+    const whole = new AnthropicToChatStream().push(wire);
+    const split = new AnthropicToChatStream();
+    let bytewise = '';
+    for (let at = 0; at < wire.length; at++) bytewise += split.push(wire.subarray(at, at + 1));
+    expect(bytewise).toBe(whole);
+    const chunks = whole
+      .split('\n\n')
+      .filter((block) => block.startsWith('data: ') && block !== 'data: [DONE]')
+      .map(
+        (block) =>
+          JSON.parse(block.slice(6)) as {
+            choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>;
+            usage?: unknown;
+          },
+      );
+    const content = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
+    expect(content).toBe('Héllo');
+    const args = chunks.flatMap(
+      (chunk) =>
+        (chunk.choices[0]?.delta.tool_calls as Array<{ function: { arguments: string } }> | undefined) ?? [],
+    );
+    expect(args.map((call) => call.function.arguments).join('')).toBe('{"a":1}');
+    expect(
+      chunks.find(
+        (chunk) => chunk.choices[0]?.finish_reason !== null && chunk.choices[0]?.finish_reason !== undefined,
+      )?.choices[0]?.finish_reason,
+    ).toBe('tool_calls');
+    expect(chunks.at(-1)?.usage).toMatchObject({ prompt_tokens: 30, completion_tokens: 12 });
+    expect(whole.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+});
