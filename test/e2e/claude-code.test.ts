@@ -171,13 +171,17 @@ async function runClaude(prompt: string, model: string, sessionId: string) {
 describe('Claude Code through ctxgate', () => {
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {
     const before = anthropic.messageRequests.length;
-    const { result } = await runClaude(
-      'Tell me the code in notes.txt.',
-      'claude-sonnet-4-5',
-      `cc-${Date.now()}`,
-    );
+    const sessionId = `cc-${Date.now()}`;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'claude-sonnet-4-5', sessionId);
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('The code is CODE-4711.');
+    // ANTHROPIC_CUSTOM_HEADERS carried the session id: the gateway kept the conversation under it.
+    const session = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      })
+    ).json()) as { counts?: { total?: number } };
+    expect(session.counts?.total).toBeGreaterThanOrEqual(4);
     // The tool's result went back to Anthropic right after its tool_use (the fake refuses it otherwise).
     const answered = anthropic.messageRequests
       .slice(before)
