@@ -1,0 +1,194 @@
+// The attempts of one chat request (docs/budgeting.md#reactive-recovery), as a table: the first
+// attempt (the client's bytes when nothing changed; a fallback when the turn cannot fit the model), each
+// smaller one a recovery decision asks for, and what the upstream's answers teach (upstream-lessons.ts).
+import { describe, expect, it } from 'vitest';
+import { createAttemptLadder } from '../../src/chat/attempt-ladder.js';
+import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
+import { createContextPlanner } from '../../src/chat/context-planner.js';
+import { createUpstreamLessons } from '../../src/chat/upstream-lessons.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { isGatewayError } from '../../src/errors.js';
+import { createMetrics } from '../../src/metrics.js';
+import { createMemoryLearnedLimits } from '../../src/store/learned-limits.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { classifyUpstreamError } from '../../src/upstream/classify-upstream-error.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+import { prose } from '../helpers/text.js';
+
+const config = loadConfig({
+  env: {
+    CTXGATE_CONFIG: writeConfigFile(
+      [
+        'models:',
+        '  - match: small-model',
+        '    window: 4096',
+        '    output_reserve: 256',
+        '    fallbacks: [large-model]',
+        '  - match: large-model',
+        '    window: 32768',
+        '    output_reserve: 256',
+        '',
+      ].join('\n'),
+    ),
+  },
+});
+const tokenizers = createTiktokenTokenizers();
+const settings = { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 };
+
+function ladderFor(
+  request: ChatCompletionRequest,
+  options: { noTruncation?: boolean; rawBody?: Buffer } = {},
+) {
+  const learnedLimits = createMemoryLearnedLimits({ settings, maxEntries: 100 });
+  const planner = createContextPlanner({ config, tokenizers, learnedLimits });
+  const ladder = createAttemptLadder({
+    planner,
+    config,
+    tokenizers,
+    chatRequest: request,
+    overrides: { historyMode: 'auto', ...(options.noTruncation === true ? { noTruncation: true } : {}) },
+    session: undefined,
+    target: config.defaultUpstream,
+    precision: 'exact',
+    rawBody: options.rawBody,
+    tenant: 'tenant-a',
+  });
+  return { ladder, learnedLimits };
+}
+
+function chat(turns: number, last = 'Now?'): ChatCompletionRequest {
+  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'Be brief.' }];
+  for (let turn = 0; turn < turns; turn++)
+    messages.push(
+      { role: 'user', content: prose(120, turn) },
+      { role: 'assistant', content: prose(60, 50 + turn) },
+    );
+  messages.push({ role: 'user', content: last });
+  return { model: 'small-model', messages } as ChatCompletionRequest;
+}
+
+describe('the first attempt', () => {
+  it('is the client’s own bytes when nothing in the conversation changes', () => {
+    const request = chat(2);
+    const rawBody = Buffer.from(JSON.stringify(request));
+    const { ladder } = ladderFor(request, { rawBody });
+    expect(ladder.first.body).toBe(rawBody);
+    expect(ladder.first.fallback).toBeUndefined();
+    expect(ladder.first.headers['x-context-dropped-messages']).toBe('0');
+  });
+
+  it('leaves out old turns of a conversation larger than the window, and says so', () => {
+    const { ladder } = ladderFor(chat(40), { rawBody: Buffer.from('{}') });
+    expect(Buffer.isBuffer(ladder.first.body) && ladder.first.body.toString() === '{}').toBe(false);
+    const sent = JSON.parse(String(ladder.first.body)) as { messages: Array<{ content: string }> };
+    expect(sent.messages.at(-1)?.content).toBe('Now?');
+    expect(Number(ladder.first.headers['x-context-dropped-messages'])).toBeGreaterThan(0);
+    expect(ladder.first.promptTokens).toBeLessThanOrEqual(4_096);
+  });
+
+  it('goes to the first fallback when the current turn cannot fit the client’s model', () => {
+    const { ladder } = ladderFor(chat(1, prose(6_000, 9)));
+    expect(ladder.first.fallback).toBe('large-model');
+    expect(ladder.first.model).toBe('large-model');
+    expect(ladder.first.headers['x-context-fallback']).toBe('large-model');
+  });
+
+  it('with truncation disabled, goes whole to a fallback, or is refused when none holds it', () => {
+    expect(ladderFor(chat(40), { noTruncation: true }).ladder.first.fallback).toBe('large-model');
+    let error: unknown;
+    try {
+      ladderFor({ ...chat(200), model: 'large-model' }, { noTruncation: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isGatewayError(error) && error.code === 'context_length_exceeded').toBe(true);
+  });
+});
+
+describe('smaller attempts', () => {
+  it.each([
+    ['the learned window', { action: 're_render', reduction: 'none', promptCap: 2_000 }],
+    ['half the turns', { action: 're_render', reduction: 'drop_oldest_half', promptCap: 2_500 }],
+  ] as const)('re-renders with %s: fewer prompt tokens, the current turn kept', (_name, decision) => {
+    const { ladder } = ladderFor(chat(12));
+    const next = ladder.smaller(decision, ladder.first);
+    expect(next).toBeDefined();
+    expect(next?.promptTokens).toBeLessThan(ladder.first.promptTokens);
+    expect(next?.promptTokens).toBeLessThanOrEqual(decision.promptCap);
+    const sent = JSON.parse(String(next?.body)) as { messages: Array<{ content: string }> };
+    expect(sent.messages.at(-1)?.content).toBe('Now?');
+  });
+
+  it('goes to the fallback instead when the smaller attempt would drop more than the policy allows', () => {
+    const { ladder } = ladderFor(chat(12));
+    const next = ladder.smaller(
+      { action: 're_render', reduction: 'minimal', promptCap: 3_000 },
+      ladder.first,
+    );
+    expect(next?.fallback).toBe('large-model');
+    expect(next?.prepared.report.droppedMessages).toBe(0);
+  });
+
+  it('lowers max_tokens without letting the prompt grow', () => {
+    const request = { ...chat(3), max_tokens: 1_000 } as ChatCompletionRequest;
+    const { ladder } = ladderFor(request);
+    const next = ladder.smaller({ action: 'lower_max_tokens', maxTokens: 400 }, ladder.first);
+    expect(next?.sentMaxTokens).toBe(400);
+    expect(next?.promptTokens).toBeLessThanOrEqual(ladder.first.promptTokens);
+    expect((JSON.parse(String(next?.body)) as { max_tokens: number }).max_tokens).toBe(400);
+  });
+
+  it('sends nothing smaller with truncation disabled', () => {
+    const { ladder } = ladderFor(chat(2), { noTruncation: true });
+    expect(
+      ladder.smaller({ action: 're_render', reduction: 'minimal', promptCap: 10 }, ladder.first),
+    ).toBeUndefined();
+  });
+});
+
+describe('what an attempt’s answers teach', () => {
+  const lessonsFor = (learnedLimits: ReturnType<typeof createMemoryLearnedLimits>) =>
+    createUpstreamLessons({
+      learnedLimits,
+      metrics: createMetrics({ collectProcessMetrics: false }),
+      warn: () => undefined,
+      info: () => undefined,
+    });
+  const overflow = (body: string) => {
+    const verdict = classifyUpstreamError({ status: 400, body });
+    if (verdict.kind !== 'context_overflow') throw new Error('expected an overflow');
+    return verdict;
+  };
+
+  it('learns a stated window whose count agrees with what was sent', () => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    const sent = ladder.first.promptTokens;
+    lessonsFor(learnedLimits).overflow(
+      overflow(
+        `{"error":{"message":"This model's maximum context length is 3000 tokens. However, your messages resulted in ${sent} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`,
+      ),
+      ladder.first,
+      400,
+    );
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBe(3_000);
+  });
+
+  it('learns nothing from a count that disagrees with what was sent', () => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    lessonsFor(learnedLimits).overflow(
+      overflow(
+        `{"error":{"message":"This model's maximum context length is 3000 tokens. However, your messages resulted in ${ladder.first.promptTokens * 3} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`,
+      ),
+      ladder.first,
+      400,
+    );
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBeUndefined();
+  });
+
+  it('says a prompt was cut when the upstream counted far fewer tokens than were sent', () => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    const lessons = lessonsFor(learnedLimits);
+    expect(lessons.usage(ladder.first.promptTokens, ladder.first)).toBe(false);
+    expect(lessons.usage(Math.floor(ladder.first.promptTokens / 4), ladder.first)).toBe(true);
+  });
+});

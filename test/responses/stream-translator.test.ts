@@ -1,0 +1,83 @@
+// A chat completion stream as the Responses event sequence (docs/responses.md): the same events however
+// the bytes are split, sequence numbers in order, text and function calls as items, the completed
+// response with usage; an error event fails the response.
+import { describe, expect, it } from 'vitest';
+import { ResponsesStreamTranslator } from '../../src/responses/stream-translator.js';
+
+const meta = { id: 'resp_1', createdAt: 1, model: 'm', echo: {} };
+const chunks = [
+  { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
+  { choices: [{ index: 0, delta: { content: 'Hé' } }] },
+  { choices: [{ index: 0, delta: { content: 'llo' } }] },
+  {
+    choices: [
+      {
+        index: 0,
+        delta: { tool_calls: [{ index: 0, id: 'c1', function: { name: 'w', arguments: '{"a"' } }] },
+      },
+    ],
+  },
+  { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: ':1}' } }] } }] },
+  { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+  { choices: [], usage: { prompt_tokens: 40, completion_tokens: 6 } },
+];
+const wire = Buffer.from(
+  `${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`,
+);
+
+const eventsOf = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((block) => block !== '')
+    .map(
+      (block) => JSON.parse(block.split('\n')[1]?.slice('data: '.length) ?? '{}') as Record<string, unknown>,
+    );
+
+function translate(size: number) {
+  const translator = new ResponsesStreamTranslator(meta);
+  let out = translator.start();
+  for (let at = 0; at < wire.length; at += size) out += translator.push(wire.subarray(at, at + size));
+  const { events, response } = translator.finish();
+  return { events: eventsOf(out + events), response, reply: translator.reply() };
+}
+
+describe('a chat stream as Responses events', () => {
+  it.each([1, 5, wire.length])('gives the same events however the bytes are split (every %i)', (size) => {
+    const { events, response, reply } = translate(size);
+    // Item ids are made afresh for each response: compared without them.
+    const withoutIds = (value: unknown) =>
+      JSON.stringify(value).replace(/"(?:msg|fc)_[A-Za-z0-9_-]+"/g, '"id"');
+    expect(withoutIds(events)).toBe(withoutIds(translate(wire.length).events));
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_event, index) => index));
+    expect(events[0]?.type).toBe('response.created');
+    expect(events.at(-1)?.type).toBe('response.completed');
+    const text = events
+      .filter((event) => event.type === 'response.output_text.delta')
+      .map((event) => event.delta)
+      .join('');
+    expect(text).toBe('Héllo');
+    expect(response).toMatchObject({
+      status: 'completed',
+      usage: { input_tokens: 40, output_tokens: 6 },
+      output: [
+        { type: 'message', content: [{ type: 'output_text', text: 'Héllo' }] },
+        { type: 'function_call', call_id: 'c1', name: 'w', arguments: '{"a":1}' },
+      ],
+    });
+    expect(reply).toMatchObject({
+      role: 'assistant',
+      content: 'Héllo',
+      tool_calls: [{ id: 'c1', function: { name: 'w', arguments: '{"a":1}' } }],
+    });
+  });
+
+  it('fails the response on an error event', () => {
+    const translator = new ResponsesStreamTranslator(meta);
+    translator.start();
+    const out = translator.push('data: {"error":{"code":"server_error","message":"boom"}}\n\n');
+    expect(translator.succeeded).toBe(false);
+    expect(eventsOf(out)).toEqual([
+      expect.objectContaining({ type: 'error', code: 'server_error', message: 'boom' }),
+    ]);
+  });
+});

@@ -1,0 +1,76 @@
+// An upstream answer looked at before any of it reaches the client (docs/budgeting.md#reactive-recovery):
+// an error body read whole and classified, a stream's first event read (an overflow can come as the
+// first event of a 200 stream), and everything that was read replayed to whoever reads next.
+import { describe, expect, it } from 'vitest';
+import { inspectAnswer } from '../../src/upstream/inspect-answer.js';
+import type { UpstreamResponse } from '../../src/upstream/upstream.js';
+
+/** An answer arriving in the given pieces; peek reads pieces until it has enough, and they are replayed. */
+function answer(status: number, contentType: string, pieces: string[]): UpstreamResponse & { reads: number } {
+  const buffers = pieces.map((piece) => Buffer.from(piece));
+  let taken = 0;
+  const result = {
+    statusCode: status,
+    headers: { 'content-type': contentType },
+    reads: 0,
+    async readAll() {
+      result.reads++;
+      return Buffer.concat(buffers);
+    },
+    async forEachChunk(onChunk: (chunk: Buffer) => void | Promise<void>) {
+      result.reads++;
+      for (const buffer of buffers) await onChunk(buffer);
+    },
+    discard: () => undefined,
+    async peek(enough: (received: Buffer) => boolean) {
+      while (taken < buffers.length && !enough(Buffer.concat(buffers.slice(0, taken)))) taken++;
+      return Buffer.concat(buffers.slice(0, taken));
+    },
+  };
+  return result;
+}
+
+const overflowBody =
+  '{"error":{"message":"This model\'s maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}';
+
+describe('an upstream answer, inspected', () => {
+  it('classifies an error body and replays it', async () => {
+    const { response, classification } = await inspectAnswer(
+      answer(400, 'application/json', [overflowBody]),
+      false,
+    );
+    expect(classification).toMatchObject({
+      kind: 'context_overflow',
+      numbers: { maxContext: 8_192, promptTokens: 9_000 },
+    });
+    expect((await response.readAll()).toString()).toBe(overflowBody);
+  });
+
+  it('finds an overflow in the first event of a 200 stream, and the stream is still whole', async () => {
+    const event =
+      'event: response.failed\ndata: {"type":"response.failed","response":{"error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}}\n\n';
+    const raw = answer(200, 'text/event-stream', [event.slice(0, 30), event.slice(30)]);
+    const { response, classification } = await inspectAnswer(raw, true);
+    expect(classification.kind).toBe('context_overflow');
+    let replayed = '';
+    await response.forEachChunk((chunk) => void (replayed += chunk.toString()));
+    expect(replayed).toBe(event);
+  });
+
+  it.each([
+    [
+      'a healthy stream',
+      200,
+      'text/event-stream',
+      ['data: {"choices":[{"delta":{"content":"hi"}}]}\n\n', 'data: [DONE]\n\n'],
+      true,
+    ],
+    ['a whole success', 200, 'application/json', ['{"choices":[]}'], false],
+  ] as const)('leaves %s as it is', async (_name, status, type, pieces, streaming) => {
+    const raw = answer(status, type, [...pieces]);
+    const { response, classification } = await inspectAnswer(raw, streaming);
+    expect(classification).toEqual({ kind: 'none' });
+    expect(raw.reads).toBe(0);
+    expect((await response.readAll()).toString()).toBe(pieces.join(''));
+  });
+});
