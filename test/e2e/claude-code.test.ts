@@ -78,7 +78,7 @@ beforeAll(async () => {
       : { toolUse: { name: decision.tool, input: decision.input } };
   };
   openai = new FakeUpstream({
-    windows: { 'local-coder': 131_072 },
+    windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow },
     respond: (messages: ReadonlyArray<ChatMessage>, body?: Json) => {
       if (!(Array.isArray(body?.tools) && JSON.stringify(body.tools).includes('"Read"')))
         return { content: 'A summary: the assistant is reading files for the user.' };
@@ -228,5 +228,26 @@ describe('Claude Code through ctxgate', () => {
     expect(requests.at(-1)?.status).toBe(200);
     const full = requests.filter((request) => request.status === 200);
     expect(Math.max(...full.map((request) => request.inputTokens))).toBeLessThanOrEqual(smallWindow);
+  }, 300_000);
+
+  it('finishes the same loop bridged to a Chat Completions model whose window it was not told', async () => {
+    stepsMade = 0;
+    const before = openai.chatRequests.length;
+    const { result } = await runClaude(
+      'Read every chapter, one at a time.',
+      'local-coder-small',
+      `cc-loop-bridged-${Date.now()}`,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe(`Read ${loopSteps} chapters.`);
+    expect(stepsMade).toBe(loopSteps);
+    const requests = openai.chatRequests.slice(before).map((request) => {
+      const body = request.body as { max_tokens?: number; max_completion_tokens?: number };
+      return (request.promptTokens ?? 0) + (body.max_completion_tokens ?? body.max_tokens ?? 0);
+    });
+    // Something went over the strict fake's window (it refused it), and the loop still finished: the
+    // gateway learned the window and fitted the rest; the last request fitted it.
+    expect(Math.max(...requests)).toBeGreaterThan(smallWindow);
+    expect(requests.at(-1)).toBeLessThanOrEqual(smallWindow);
   }, 300_000);
 });
