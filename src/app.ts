@@ -24,6 +24,7 @@ import { registerChatRoutes } from './http/chat-routes.js';
 import { registerPassthroughRoutes } from './http/passthrough-routes.js';
 import { registerResponsesRoutes } from './http/responses-routes.js';
 import { registerMessagesRoutes } from './http/messages-routes.js';
+import { registerUiRoutes } from './http/ui-routes.js';
 import type { GatewayServices } from './create-services.js';
 import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
@@ -167,6 +168,8 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   app.register(async (probes) => {
     registerOperationalRoutes(probes, { metrics, readiness: deps.readiness, isClosing: () => closing });
   });
+  // The inspector's page: static, no key (it signs in against the API).
+  app.register(async (ui) => registerUiRoutes(ui));
   app.register(async (api) => {
     addClientAuthentication(api, authenticator);
     registerChatRoutes(api, {

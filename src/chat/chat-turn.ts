@@ -16,6 +16,7 @@ import type { SessionKey } from '../store/session-store.js';
 import { recoveryLimitsFor } from '../upstream/recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import { beginSessionTurn, previewSessionTurn, type SessionTurn } from '../sessions/session-turn.js';
+import { buildRequestReport } from '../sessions/request-report.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
@@ -90,6 +91,8 @@ interface Turn {
   lessons: UpstreamLessons;
   /** The client's own body, when it may go upstream as it is (nothing in it was changed). */
   rawBody: Buffer | undefined;
+  /** The attempt that was answered and the prompt tokens the upstream reported: the inspector's report. */
+  answered?: { attempt: ChatAttempt; promptTokens: number | undefined };
 }
 
 export function createChatService(deps: ChatServiceDependencies): ChatService {
@@ -224,6 +227,34 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   /**
+   * Keeps the request's report with the session for the inspector (docs/inspector.md), in the
+   * background: a report that cannot be kept costs the request nothing.
+   */
+  function recordForInspector(turn: Turn, session: SessionTurn): void {
+    const answered = turn.answered;
+    if (answered === undefined) return;
+    const { attempt } = answered;
+    const { prepared } = attempt;
+    const record = turn.input.record;
+    const report = buildRequestReport({
+      at: Date.now(),
+      model: turn.chatRequest.model,
+      fallback: attempt.fallback,
+      status: record.upstreamStatus ?? 200,
+      session,
+      rendered: prepared.messages,
+      report: prepared.report,
+      outputReserve: prepared.settings.outputReserve,
+      safetyMargin: prepared.settings.safetyMarginTokens,
+      ratio: attempt.learned.ratio ?? 1,
+      providerPromptTokens: answered.promptTokens,
+      retries: Math.max(0, record.attempts - 1),
+      durationMs: deps.now() - record.startedAtMs,
+    });
+    void deps.sessionStore.recordRequest(session.key, report).catch(() => undefined);
+  }
+
+  /**
    * What an answer cost, in the token metrics and on the budgets: the upstream's usage, or the
    * gateway's own count (marked estimated) where it reported none — counted for the model that
    * answered (a fallback counts its own way).
@@ -236,6 +267,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     /** A relayed stream's data events: the estimate when neither usage nor the reply is at hand. */
     dataEvents = 0,
   ): void {
+    turn.answered = { attempt, promptTokens: usage.promptTokens };
     const prompt =
       usage.promptTokens ?? Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1));
     const completion =
@@ -511,6 +543,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       } finally {
         await turn.reservation?.release();
         await session?.release();
+        if (session !== undefined) recordForInspector(turn, session);
       }
     },
 

@@ -23,6 +23,10 @@ export interface SessionView {
   summary: RenderInput['summary'];
   /** The in-turn summary of a long agent turn, placed after that turn's user message. */
   turnSummary: RenderInput['turnSummary'];
+  /** Messages of the protected first turn: history positions before the archive's. */
+  headMessages?: number;
+  /** The history positions the session's summary stands for, [from, to). */
+  summaryRange?: { from: number; to: number } | undefined;
   /** Messages the session will hold once this turn is committed (reply included). */
   messagesAfterCommit: number;
 }

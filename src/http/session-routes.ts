@@ -25,6 +25,77 @@ export function registerSessionRoutes(
   app: FastifyInstance,
   { sessionStore }: { sessionStore: SessionStore },
 ): void {
+  // The caller's sessions, most recently active first (docs/inspector.md): the inspector's list.
+  app.get<{ Querystring: { offset?: string; limit?: string; search?: string } }>(
+    '/v1/sessions',
+    async (request) => {
+      // The same rule as a session id's: sessions belong to a credential.
+      const { tenantId } = sessionKeyFor(request.gateway.credential, 'list');
+      const offset = pageNumber(request.query.offset, 0, Number.MAX_SAFE_INTEGER);
+      const limit = Math.max(1, pageNumber(request.query.limit, 20, 100));
+      const search =
+        typeof request.query.search === 'string' ? request.query.search.slice(0, 128) : undefined;
+      const page = await sessionStore
+        .listSessions(tenantId, { offset, limit, search })
+        .catch((error: unknown) => {
+          throw storeUnavailable(error);
+        });
+      const data = await Promise.all(
+        page.sessions.map(async ({ sessionId, lastActiveMs }) => {
+          const key = { tenantId, sessionId };
+          const [snapshot, [last]] = await Promise.all([
+            sessionStore.load(key),
+            sessionStore.requestReports(key, 1),
+          ]);
+          return {
+            object: 'session',
+            id: sessionId,
+            last_active_at: Math.floor(lastActiveMs / 1000),
+            counts: {
+              active: snapshot.messages.length,
+              archived: snapshot.archivedCount,
+              total: snapshot.archivedCount + snapshot.messages.length,
+            },
+            tokens: { active: snapshot.messages.reduce((sum, entry) => sum + entry.tokens, 0) },
+            summary: snapshot.summary !== undefined,
+            last_window_fill:
+              last === undefined
+                ? null
+                : Number(((last.inputTokens + last.outputReserve) / last.window).toFixed(3)),
+            last_model: last?.model ?? null,
+          };
+        }),
+      ).catch((error: unknown) => {
+        throw storeUnavailable(error);
+      });
+      return {
+        object: 'list',
+        total: page.total,
+        offset,
+        limit,
+        has_more: offset + data.length < page.total,
+        data,
+      };
+    },
+  );
+
+  // What the session's recent requests did (docs/inspector.md): newest first, at most 200.
+  app.get<{ Params: { id: string }; Querystring: { limit?: string } }>(
+    '/v1/sessions/:id/requests',
+    async (request) => {
+      const key = keyOf(request);
+      const limit = Math.max(1, pageNumber(request.query.limit, 200, 200));
+      const [snapshot, reports] = await Promise.all([
+        sessionStore.load(key),
+        sessionStore.requestReports(key, limit),
+      ]).catch((error: unknown) => {
+        throw storeUnavailable(error);
+      });
+      if (snapshot.version === 0) throw notFound(key.sessionId);
+      return { object: 'list', data: reports };
+    },
+  );
+
   app.get<{ Params: { id: string } }>('/v1/sessions/:id', async (request) => {
     const key = keyOf(request);
     const snapshot = await sessionStore.load(key).catch((error: unknown) => {

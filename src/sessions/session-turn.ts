@@ -210,6 +210,11 @@ function sessionView(
           },
 
     turnSummary: localTurnSummary(snapshot, systemCount),
+    headMessages: Math.min(head, stored.length),
+    summaryRange:
+      snapshot.summary === undefined
+        ? undefined
+        : { from: snapshot.summary.fromMessage, to: snapshot.summary.toMessage },
     messagesAfterCommit: archived + stored.length + newMessages.length + 1,
   };
 }

@@ -15,6 +15,9 @@ import {
   type TurnSummary,
   type StoredMessage,
   type LastTurn,
+  maxRequestReports,
+  type SessionListing,
+  type SessionRequestReport,
 } from './session-store.js';
 
 interface MemorySession {
@@ -30,6 +33,8 @@ interface MemorySession {
   turnSummary: TurnSummary | undefined;
   summaryLock: { token: string; expiresAtMs: number } | undefined;
   lastTurn: LastTurn | undefined;
+  /** The inspector's reports of its requests, newest first (at most maxRequestReports). */
+  reports: SessionRequestReport[];
   /** About the memory it holds: its messages as JSON, two bytes a character, plus bookkeeping. */
   bytes: number;
 }
@@ -144,6 +149,7 @@ export function createMemorySessionStore({
         turnSummary: undefined,
         summaryLock: undefined,
         lastTurn: undefined,
+        reports: [],
         bytes: 0,
       };
       sessions.set(keyOf(key), session);
@@ -290,6 +296,29 @@ export function createMemorySessionStore({
         total: all.length,
         messages: all.slice(offset, offset + limit).map((stored) => structuredClone(stored)),
       };
+    },
+    async recordRequest(key, report) {
+      const session = live(key);
+      if (session === undefined || session.version === 0) return;
+      session.reports.unshift(report);
+      if (session.reports.length > maxRequestReports) session.reports.length = maxRequestReports;
+    },
+    async requestReports(key, limit) {
+      return (live(key)?.reports ?? []).slice(0, Math.max(0, limit));
+    },
+    async listSessions(tenantId, { offset, limit, search }) {
+      const prefix = `${tenantId}\u0000`;
+      const found: SessionListing[] = [];
+      for (const [mapKey, session] of sessions) {
+        // As in Redis: a session is listed from its first recorded request, by the newest one's time.
+        const newest = session.reports[0];
+        if (!mapKey.startsWith(prefix) || newest === undefined || expired(session)) continue;
+        const sessionId = mapKey.slice(prefix.length);
+        if (search !== undefined && search !== '' && !sessionId.includes(search)) continue;
+        found.push({ sessionId, lastActiveMs: newest.at });
+      }
+      found.sort((a, b) => b.lastActiveMs - a.lastActiveMs);
+      return { total: found.length, sessions: found.slice(offset, offset + limit) };
     },
     async delete(key) {
       const existed = (live(key)?.version ?? 0) > 0;

@@ -18,6 +18,9 @@ import {
   type SessionSnapshot,
   type SessionStore,
   type StoredMessage,
+  maxRequestReports,
+  type SessionListing,
+  type SessionRequestReport,
 } from './session-store.js';
 
 function sessionKeys({ tenantId, sessionId }: SessionKey): {
@@ -26,6 +29,7 @@ function sessionKeys({ tenantId, sessionId }: SessionKey): {
   archive: string;
   hold: string;
   summarizing: string;
+  requests: string;
 } {
   const tag = `ctxgate:{${tenantId}:${sessionId}}`;
   return {
@@ -34,8 +38,12 @@ function sessionKeys({ tenantId, sessionId }: SessionKey): {
     archive: `${tag}:archive`,
     hold: `${tag}:hold`,
     summarizing: `${tag}:summarizing`,
+    requests: `${tag}:requests`,
   };
 }
+
+/** A tenant's sessions by when each was last active (a sorted set; its own slot in a cluster). */
+const tenantIndexKey = (tenantId: string): string => `ctxgate:{sessions-of:${tenantId}}:index`;
 
 const messageField = ',"message":';
 
@@ -183,6 +191,43 @@ export function createRedisSessionStore({
   }
 
   return {
+    async recordRequest(key, report) {
+      const keys = sessionKeys(key);
+      const index = tenantIndexKey(key.tenantId);
+      const ttl = limits.idleTtlSeconds;
+      // Two keys in two slots: one pipeline each (a cluster runs them on their own nodes).
+      await Promise.all([
+        redis
+          .multi()
+          .lpush(keys.requests, JSON.stringify(report))
+          .ltrim(keys.requests, 0, maxRequestReports - 1)
+          .expire(keys.requests, ttl)
+          .exec(),
+        redis
+          .multi()
+          .zadd(index, report.at, key.sessionId)
+          .zremrangebyscore(index, '-inf', report.at - ttl * 1000)
+          .expire(index, ttl)
+          .exec(),
+      ]);
+    },
+    async requestReports(key, limit) {
+      if (limit <= 0) return [];
+      const items = await redis.lrange(sessionKeys(key).requests, 0, limit - 1);
+      return items.map((item) => JSON.parse(item) as SessionRequestReport);
+    },
+    async listSessions(tenantId, { offset, limit, search }) {
+      const index = tenantIndexKey(tenantId);
+      const since = now() - limits.idleTtlSeconds * 1000;
+      const ids = (await redis.zrevrangebyscore(index, '+inf', since, 'WITHSCORES')) as string[];
+      const found: SessionListing[] = [];
+      for (let at = 0; at < ids.length; at += 2) {
+        const sessionId = ids[at] as string;
+        if (search !== undefined && search !== '' && !sessionId.includes(search)) continue;
+        found.push({ sessionId, lastActiveMs: Number(ids[at + 1]) });
+      }
+      return { total: found.length, sessions: found.slice(offset, offset + limit) };
+    },
     async acquire(key, holdMs) {
       const token = randomUUID();
       const holdKey = sessionKeys(key).hold;
@@ -313,7 +358,11 @@ export function createRedisSessionStore({
     async delete(key) {
       const keys = sessionKeys(key);
       cache.delete(`${key.tenantId}\u0000${key.sessionId}`);
-      return (await redis.del(keys.meta, keys.active, keys.archive, keys.hold, keys.summarizing)) > 0;
+      await redis.zrem(tenantIndexKey(key.tenantId), key.sessionId).catch(() => 0);
+      return (
+        (await redis.del(keys.meta, keys.active, keys.archive, keys.hold, keys.summarizing, keys.requests)) >
+        0
+      );
     },
     async ping() {
       try {

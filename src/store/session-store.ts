@@ -134,7 +134,57 @@ export interface CommitInput {
 export type CommitOutcome =
   { ok: true; version: number } | { ok: false; reason: 'hold_lost' | 'version_conflict' };
 
+/** What happened to a run of the conversation's messages in one request (docs/inspector.md). */
+export type MessageFate = 'sent' | 'truncated' | 'masked' | 'summarized' | 'dropped';
+
+/**
+ * One request of a session as the inspector draws it (docs/inspector.md): the window's regions, what was
+ * done to each message (by position in the session's history, as runs), usage, retries, latency. Counts
+ * and positions only: never message text.
+ */
+export interface SessionRequestReport {
+  /** When the request ended (ms since the epoch). */
+  at: number;
+  model: string;
+  /** The model that answered instead (models[].fallbacks). */
+  fallback?: string | undefined;
+  status: number;
+  window: number;
+  /** The gateway's estimate of the prompt, in the provider's units. */
+  inputTokens: number;
+  /** What the provider said the prompt was (usage), when it said. */
+  providerPromptTokens?: number | undefined;
+  outputReserve: number;
+  safetyMargin: number;
+  regions: { system: number; summary: number; tools: number; history: number; current: number };
+  retries: number;
+  durationMs: number;
+  dropped: number;
+  summarized: number;
+  truncated: number;
+  masked: number;
+  /** Runs of history positions and their fate: [first position, count, fate]. */
+  fates: Array<[number, number, MessageFate]>;
+}
+
+/** Reports kept per session (newest first); older ones go. */
+export const maxRequestReports = 200;
+
+export interface SessionListing {
+  sessionId: string;
+  lastActiveMs: number;
+}
+
 export interface SessionStore {
+  /** Keeps a request's report with the session (bounded, expiring with it). */
+  recordRequest(key: SessionKey, report: SessionRequestReport): Promise<void>;
+  /** The session's request reports, newest first. */
+  requestReports(key: SessionKey, limit: number): Promise<SessionRequestReport[]>;
+  /** A tenant's live sessions, most recently active first; `search` keeps ids containing it. */
+  listSessions(
+    tenantId: string,
+    page: { offset: number; limit: number; search?: string | undefined },
+  ): Promise<{ total: number; sessions: SessionListing[] }>;
   /** Takes the session's hold, or returns undefined when another request holds it. */
   acquire(key: SessionKey, holdMs: number): Promise<SessionHold | undefined>;
   release(key: SessionKey, hold: SessionHold): Promise<void>;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
   SessionKey,
   SessionLimits,
+  SessionRequestReport,
   SessionStore,
   StoredMessage,
 } from '../../src/store/session-store.js';
@@ -44,6 +45,68 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
     const freshKey = (): SessionKey => ({
       tenantId: `t-${randomUUID().slice(0, 8)}`,
       sessionId: `s.${randomUUID().slice(0, 8)}:x-1`,
+    });
+
+    const report = (at: number, inputTokens: number): SessionRequestReport => ({
+      at,
+      model: 'm',
+      status: 200,
+      window: 8_192,
+      inputTokens,
+      outputReserve: 512,
+      safetyMargin: 410,
+      regions: { system: 10, summary: 0, tools: 0, history: inputTokens - 20, current: 10 },
+      retries: 0,
+      durationMs: 5,
+      dropped: 0,
+      summarized: 0,
+      truncated: 0,
+      masked: 0,
+      fates: [[0, 2, 'sent']],
+    });
+    const committedSession = async (key: SessionKey): Promise<void> => {
+      const hold = (await store.acquire(key, 10_000))!;
+      await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [stored('user', 'hello', 5), stored('assistant', 'hi', 2)],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+    };
+
+    it('keeps a session’s last 200 request reports, newest first, and forgets them with it', async () => {
+      const key = freshKey();
+      await committedSession(key);
+      for (let index = 0; index < 205; index++)
+        await store.recordRequest(key, report(1_000 + index, 100 + index));
+      const reports = await store.requestReports(key, 500);
+      expect(reports).toHaveLength(200);
+      expect(reports[0]).toEqual(report(1_204, 304));
+      expect(reports.at(-1)).toEqual(report(1_005, 105));
+      expect(await store.requestReports(key, 3)).toEqual(reports.slice(0, 3));
+      await store.delete(key);
+      expect(await store.requestReports(key, 10)).toEqual([]);
+    });
+
+    it('lists a tenant’s sessions by last activity, searchable and paged, and no other tenant’s', async () => {
+      const tenantId = `t-${randomUUID().slice(0, 8)}`;
+      const keys = ['alpha-1', 'beta-2', 'alpha-3'].map((sessionId) => ({ tenantId, sessionId }));
+      const other = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'alpha-9' };
+      const start = Date.now();
+      for (const [index, key] of [...keys, other].entries()) {
+        await committedSession(key);
+        await store.recordRequest(key, report(start + index * 1_000, 100));
+      }
+      const all = await store.listSessions(tenantId, { offset: 0, limit: 10 });
+      expect(all.total).toBe(3);
+      expect(all.sessions.map((session) => session.sessionId)).toEqual(['alpha-3', 'beta-2', 'alpha-1']);
+      const alphas = await store.listSessions(tenantId, { offset: 0, limit: 10, search: 'alpha' });
+      expect(alphas.sessions.map((session) => session.sessionId)).toEqual(['alpha-3', 'alpha-1']);
+      const second = await store.listSessions(tenantId, { offset: 1, limit: 1 });
+      expect(second).toEqual({ total: 3, sessions: [expect.objectContaining({ sessionId: 'beta-2' })] });
+      await store.delete(keys[1] as SessionKey);
+      expect((await store.listSessions(tenantId, { offset: 0, limit: 10 })).total).toBe(2);
     });
 
     it('loads a session that does not exist as empty, version 0', async () => {

@@ -1,0 +1,137 @@
+// One session request as the inspector draws it (docs/inspector.md): what happened to every message of
+// the session's history in that request — sent whole, truncated, masked, summarized or dropped — found
+// by comparing the conversation the engine was given with what it sent, and the window's regions.
+// Positions are the history's (archive included, as GET /v1/sessions/{id}/history numbers them); no
+// message text is kept. Pure.
+import { isMaskedResult } from '../context/current-turn.js';
+import type { SessionView } from '../context/session-view.js';
+import { isSystemRole, messageText } from '../context/turns.js';
+import type { ContextMessage, RenderReport } from '../context/types.js';
+import type { MessageFate, SessionRequestReport } from '../store/session-store.js';
+
+const truncationMark = '[… truncated by ctxgate';
+
+/** What happened to each message of `conversation` (after its system prompt) in the rendered request. */
+export function messageFates(
+  conversation: readonly ContextMessage[],
+  rendered: readonly ContextMessage[],
+  turnSummaryCoversUntil: number | undefined,
+): MessageFate[] {
+  const sent = new Set(rendered);
+  const toolResults = new Map<string, ContextMessage>();
+  const callIds = new Set<string>();
+  const userTexts: string[] = [];
+  for (const message of rendered) {
+    if (message.role === 'tool' && typeof message.tool_call_id === 'string')
+      toolResults.set(message.tool_call_id, message);
+    for (const call of message.tool_calls ?? []) if (call.id !== undefined) callIds.add(call.id);
+    if (message.role === 'user') userTexts.push(messageText(message));
+  }
+  const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
+  const start = systemCount < 0 ? conversation.length : systemCount;
+  const fates: MessageFate[] = [];
+  for (let index = start; index < conversation.length; index++) {
+    const message = conversation[index] as ContextMessage;
+    if (sent.has(message)) {
+      fates.push('sent');
+      continue;
+    }
+    const result =
+      message.role === 'tool' && typeof message.tool_call_id === 'string'
+        ? toolResults.get(message.tool_call_id)
+        : undefined;
+    if (result !== undefined) {
+      fates.push(
+        isMaskedResult(result)
+          ? 'masked'
+          : messageText(result).includes(truncationMark)
+            ? 'truncated'
+            : 'sent',
+      );
+      continue;
+    }
+    const firstCall = message.tool_calls?.[0]?.id;
+    // A message the engine rewrote (a notice merged into a user message) still went.
+    const rewritten =
+      (firstCall !== undefined && callIds.has(firstCall)) ||
+      (message.role === 'user' && userTexts.some((text) => text.includes(messageText(message))));
+    if (rewritten) fates.push('sent');
+    else if (turnSummaryCoversUntil !== undefined && index < turnSummaryCoversUntil) fates.push('summarized');
+    else fates.push('dropped');
+  }
+  return fates;
+}
+
+/** Runs of equal fates: [first position, count, fate]. */
+function runs(fates: ReadonlyArray<[number, MessageFate]>): Array<[number, number, MessageFate]> {
+  const out: Array<[number, number, MessageFate]> = [];
+  for (const [position, fate] of fates) {
+    const last = out.at(-1);
+    if (last !== undefined && last[2] === fate && last[0] + last[1] === position) last[1]++;
+    else out.push([position, 1, fate]);
+  }
+  return out;
+}
+
+export function buildRequestReport(input: {
+  at: number;
+  model: string;
+  fallback: string | undefined;
+  status: number;
+  session: SessionView;
+  rendered: readonly ContextMessage[];
+  report: RenderReport;
+  outputReserve: number;
+  safetyMargin: number;
+  /** Scales the gateway's estimate into the provider's units (an estimated model's learned ratio). */
+  ratio: number;
+  providerPromptTokens: number | undefined;
+  retries: number;
+  durationMs: number;
+}): SessionRequestReport {
+  const { session, report } = input;
+  const head = session.headMessages ?? 0;
+  const archived = session.archivedMessages;
+  const local = messageFates(session.conversation, input.rendered, session.turnSummary?.coversUntil);
+  // Conversation positions (after the system prompt): the head, then — past the archive — the rest.
+  const positioned: Array<[number, MessageFate]> = [];
+  const pushArchive = (): void => {
+    const range = session.summaryRange;
+    for (let position = head; position < head + archived; position++)
+      positioned.push([
+        position,
+        range !== undefined && position >= range.from && position < range.to ? 'summarized' : 'dropped',
+      ]);
+  };
+  local.forEach((fate, index) => {
+    if (index === head) pushArchive();
+    positioned.push([index < head ? index : index + archived, fate]);
+  });
+  if (local.length <= head) pushArchive();
+  const scale = (tokens: number): number => Math.ceil(tokens * input.ratio);
+  return {
+    at: input.at,
+    model: input.model,
+    ...(input.fallback === undefined ? {} : { fallback: input.fallback }),
+    status: input.status,
+    window: report.window,
+    inputTokens: scale(report.inputTokens),
+    ...(input.providerPromptTokens === undefined ? {} : { providerPromptTokens: input.providerPromptTokens }),
+    outputReserve: input.outputReserve,
+    safetyMargin: input.safetyMargin,
+    regions: {
+      system: scale(report.regions.system),
+      summary: scale(report.regions.summary + report.regions.notice),
+      tools: scale(report.regions.tools),
+      history: scale(report.regions.history),
+      current: scale(report.regions.currentTurn),
+    },
+    retries: input.retries,
+    durationMs: Math.round(input.durationMs),
+    dropped: report.droppedMessages,
+    summarized: report.summarizedMessages,
+    truncated: report.truncatedToolResults,
+    masked: report.maskedToolResults,
+    fates: runs(positioned),
+  };
+}

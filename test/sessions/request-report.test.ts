@@ -1,0 +1,141 @@
+// What happened to each message of a session in one request (docs/inspector.md), as positions of its
+// history: the archive summarized or dropped, the rest sent, truncated, masked, dropped, or stood for by
+// the turn's summary; runs of equal fates.
+import { describe, expect, it } from 'vitest';
+import type { SessionView } from '../../src/context/session-view.js';
+import type { ContextMessage, RenderReport } from '../../src/context/types.js';
+import { maskedResultText } from '../../src/context/current-turn.js';
+import { buildRequestReport, messageFates } from '../../src/sessions/request-report.js';
+
+const user = (content: string): ContextMessage => ({ role: 'user', content });
+const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
+const call = (id: string): ContextMessage => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
+});
+const result = (id: string, content: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content });
+
+describe('message fates', () => {
+  const system: ContextMessage = { role: 'system', content: 'S' };
+  const turn1 = [user('first'), assistant('one')];
+  const turn2 = [user('second'), assistant('two')];
+  const agent = [
+    user('do it'),
+    call('a'),
+    result('a', 'A'.repeat(50)),
+    call('b'),
+    result('b', 'B'.repeat(50)),
+  ];
+  const conversation = [system, ...turn1, ...turn2, ...agent];
+
+  it.each([
+    [
+      'everything sent as it was',
+      conversation,
+      undefined,
+      ['sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'sent'],
+    ],
+    [
+      'a dropped turn, a masked and a truncated result',
+      [
+        system,
+        // The first user message carries a notice now (a rewritten object): still sent.
+        user('[ctxgate] 2 earlier messages were omitted.\n\nfirst'),
+        turn1[1] as ContextMessage,
+        agent[0] as ContextMessage,
+        agent[1] as ContextMessage,
+        result('a', maskedResultText(40)),
+        agent[3] as ContextMessage,
+        result('b', 'BBB [… truncated by ctxgate: kept ~10 of 50 tokens, ~40 removed …]'),
+      ],
+      undefined,
+      ['sent', 'sent', 'dropped', 'dropped', 'sent', 'sent', 'masked', 'sent', 'truncated'],
+    ],
+    [
+      'the turn’s older steps stood for by its summary',
+      [
+        system,
+        ...turn1,
+        ...turn2,
+        agent[0] as ContextMessage,
+        agent[3] as ContextMessage,
+        agent[4] as ContextMessage,
+      ],
+      // An index into the conversation: the summary stands for its messages before index 8.
+      8,
+      ['sent', 'sent', 'sent', 'sent', 'sent', 'summarized', 'summarized', 'sent', 'sent'],
+    ],
+  ] as const)('%s', (_name, rendered, coversUntil, fates) => {
+    expect(messageFates(conversation, rendered, coversUntil)).toEqual(fates);
+  });
+});
+
+describe('a request report', () => {
+  it('numbers messages as the history does: head, archive (summarized or dropped), then the rest', () => {
+    const conversation = [
+      user('head'),
+      assistant('head reply'),
+      user('now'),
+      assistant('reply'),
+      user('next'),
+    ];
+    const session = {
+      conversation,
+      headMessages: 2,
+      archivedMessages: 6,
+      summaryRange: { from: 2, to: 6 },
+      turnSummary: undefined,
+    } as unknown as SessionView;
+    const report = {
+      window: 8_192,
+      inputTokens: 1_000,
+      regions: {
+        system: 0,
+        summary: 100,
+        notice: 10,
+        tools: 0,
+        history: 500,
+        currentTurn: 390,
+        outputReserve: 0,
+        safetyMargin: 0,
+      },
+      droppedMessages: 2,
+      summarizedMessages: 4,
+      truncatedToolResults: 0,
+      maskedToolResults: 0,
+    } as unknown as RenderReport;
+    const built = buildRequestReport({
+      at: 1,
+      model: 'm',
+      fallback: undefined,
+      status: 200,
+      session,
+      rendered: [conversation[0], conversation[1], conversation[4]] as ContextMessage[],
+      report,
+      outputReserve: 512,
+      safetyMargin: 410,
+      ratio: 1.5,
+      providerPromptTokens: 1_490,
+      retries: 1,
+      durationMs: 12.4,
+    });
+    expect(built.fates).toEqual([
+      [0, 2, 'sent'],
+      [2, 4, 'summarized'],
+      // The archive's unsummarized part and the turn left out, one run.
+      [6, 4, 'dropped'],
+      [10, 1, 'sent'],
+    ]);
+    // In the provider's units (the estimate times the learned ratio).
+    expect(built.inputTokens).toBe(1_500);
+    expect(built.regions).toEqual({ system: 0, summary: 165, tools: 0, history: 750, current: 585 });
+    expect(built).toMatchObject({
+      retries: 1,
+      durationMs: 12,
+      providerPromptTokens: 1_490,
+      dropped: 2,
+      summarized: 4,
+    });
+  });
+});
