@@ -103,6 +103,23 @@ export default tseslint.config(
     },
   },
   {
+    // The inspector's page runs in the browser.
+    files: ['ui/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        location: 'readonly',
+        sessionStorage: 'readonly',
+        fetch: 'readonly',
+        Node: 'readonly',
+        URLSearchParams: 'readonly',
+        getComputedStyle: 'readonly',
+      },
+    },
+  },
+  {
     files: ['eslint.config.js', 'scripts/**/*.mjs'],
     rules: { 'no-restricted-syntax': 'off' },
   },
