@@ -1,0 +1,98 @@
+// The undici adapter (docs/operations.md): real HTTP on loopback to a scripted server. The base URL's
+// path is kept; bodies are read whole, chunk by chunk or peeked and then replayed; transport failures
+// become the gateway's codes — nothing listening, no first byte in time, a body that stalls.
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EventEmitter } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UpstreamConfig } from '../../src/config/gateway-config.js';
+import { isGatewayError } from '../../src/errors.js';
+import { createUndiciUpstream } from '../../src/upstream/undici-upstream.js';
+import { findFreePort } from '../helpers/redis-server.js';
+
+let server: Server;
+let baseUrl: string;
+const seen: string[] = [];
+const handlers: Record<string, (response: ServerResponse) => void> = {
+  '/v1/whole': (response) => response.end('{"ok":true}'),
+  '/v1/stream': (response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write('data: one\n\n');
+    setImmediate(() => response.end('data: two\n\ndata: [DONE]\n\n'));
+  },
+  '/v1/silent': () => undefined,
+  '/v1/stall': (response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write('data: one\n\n');
+  },
+};
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    seen.push(request.url ?? '');
+    (handlers[request.url ?? ''] ?? ((reply: ServerResponse) => reply.writeHead(404).end()))(response);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const upstreamAt = (url: string, name = 'u'): UpstreamConfig => ({
+  name,
+  baseUrl: url,
+  apiKey: undefined,
+  modelGlobs: ['*'],
+  maxConnections: 4,
+  kind: 'openai',
+});
+const timeouts = { connectMs: 1_000, firstByteMs: 300, idleMs: 300 };
+const send = (path: string, url = baseUrl, name = 'u') =>
+  createUndiciUpstream({ timeouts }).send({
+    upstream: upstreamAt(url, name),
+    method: 'GET',
+    path,
+    headers: {},
+    signal: new EventEmitter(),
+  });
+
+async function codeOf(action: () => Promise<unknown>): Promise<string | undefined> {
+  try {
+    await action();
+    return undefined;
+  } catch (error) {
+    return isGatewayError(error) ? error.code : String(error);
+  }
+}
+
+describe('the undici upstream', () => {
+  it('sends below the base URL’s path and reads a whole body', async () => {
+    const response = await send('/whole');
+    expect(response.statusCode).toBe(200);
+    expect((await response.readAll()).toString()).toBe('{"ok":true}');
+    expect(seen).toContain('/v1/whole');
+  });
+
+  it('replays what a peek read, then the rest, in order', async () => {
+    const response = await send('/stream');
+    const head = await response.peek((received) => received.includes('\n\n'));
+    expect(head.toString()).toBe('data: one\n\n');
+    let all = '';
+    await response.forEachChunk((chunk) => void (all += chunk.toString()));
+    expect(all).toBe('data: one\n\ndata: two\n\ndata: [DONE]\n\n');
+  });
+
+  it.each([
+    [
+      'nothing listens',
+      async () => send('/whole', `http://127.0.0.1:${await findFreePort()}/v1`, 'closed'),
+      'upstream_unreachable',
+    ],
+    ['no first byte in time', async () => send('/silent'), 'upstream_timeout'],
+    ['a body that stalls', async () => (await send('/stall')).readAll(), 'upstream_timeout'],
+  ] as const)('turns %s into %s', async (_name, action, code) => {
+    expect(await codeOf(action)).toBe(code);
+  });
+});
