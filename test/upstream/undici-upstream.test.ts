@@ -87,12 +87,12 @@ describe('the undici upstream', () => {
   it.each([
     [
       'nothing listens',
-      async () => send('/whole', `http://127.0.0.1:${await findFreePort()}/v1`, 'closed'),
       'upstream_unreachable',
+      async () => send('/whole', `http://127.0.0.1:${await findFreePort()}/v1`, 'closed'),
     ],
-    ['no first byte in time', async () => send('/silent'), 'upstream_timeout'],
-    ['a body that stalls', async () => (await send('/stall')).readAll(), 'upstream_timeout'],
-  ] as const)('turns %s into %s', async (_name, action, code) => {
+    ['no first byte in time', 'upstream_timeout', async () => send('/silent')],
+    ['a body that stalls', 'upstream_timeout', async () => (await send('/stall')).readAll()],
+  ] as const)('turns %s into %s', async (_name, code, action) => {
     expect(await codeOf(action)).toBe(code);
   });
 });
