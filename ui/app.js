@@ -46,7 +46,8 @@ async function call(path, options = {}) {
 }
 
 function show(view) {
-  for (const id of ['sign-in-view', 'sessions-view', 'session-view']) $(id).hidden = id !== view;
+  for (const id of ['sign-in-view', 'sessions-view', 'session-view', 'chain-view'])
+    $(id).hidden = id !== view;
   $('sign-out').hidden = view === 'sign-in-view';
 }
 
@@ -80,6 +81,59 @@ async function showSessions() {
     `${page.total === 0 ? 0 : state.offset + 1}–${state.offset + page.data.length} of ${page.total}`;
   $('previous-page').disabled = state.offset === 0;
   $('next-page').disabled = !page.has_more;
+
+  const chains = await call('/responses/chains?limit=20');
+  const chainRows = $('chains-table').querySelector('tbody');
+  chainRows.replaceChildren();
+  for (const chain of chains.data) {
+    const link = element('a', chain.last_response_id);
+    link.href = `#/chain/${encodeURIComponent(chain.last_response_id)}`;
+    chainRows.append(row([link, chain.first_response_id, chain.responses, time(chain.updated_at)]));
+  }
+  $('chains-empty').hidden = chains.data.length > 0;
+}
+
+function outputText(response) {
+  const parts = [];
+  for (const item of response.output ?? []) {
+    if (item.type === 'message')
+      for (const part of item.content ?? []) if (typeof part.text === 'string') parts.push(part.text);
+    if (item.type === 'function_call') parts.push(`${item.name}(${item.arguments})`);
+  }
+  return parts.join('\n');
+}
+
+async function showChain(id) {
+  show('chain-view');
+  $('chain-id').textContent = id;
+  $('chain-error').hidden = true;
+  const rows = $('chain-table').querySelector('tbody');
+  rows.replaceChildren();
+  // From the newest response back along previous_response_id, at most 50.
+  let next = id;
+  for (let count = 0; next && count < 50; count++) {
+    let response;
+    try {
+      response = await call(`/responses/${encodeURIComponent(next)}`);
+    } catch (error) {
+      if (count === 0) {
+        $('chain-error').textContent = error.message;
+        $('chain-error').hidden = false;
+      }
+      return;
+    }
+    rows.append(
+      row([
+        response.id,
+        time(response.created_at),
+        response.status,
+        response.usage?.input_tokens ?? '—',
+        response.usage?.output_tokens ?? '—',
+        element('span', outputText(response).slice(0, 2000), 'text'),
+      ]),
+    );
+    next = response.previous_response_id;
+  }
 }
 
 const regions = [
@@ -295,8 +349,10 @@ async function route() {
     return;
   }
   const match = /^#\/session\/(.+)$/.exec(location.hash);
+  const chain = /^#\/chain\/(.+)$/.exec(location.hash);
   try {
-    if (match === null) await showSessions();
+    if (chain !== null) await showChain(decodeURIComponent(chain[1]));
+    else if (match === null) await showSessions();
     else await showSession(decodeURIComponent(match[1]));
   } catch (error) {
     if (error.status === 401) {

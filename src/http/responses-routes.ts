@@ -35,6 +35,13 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
 
   app.post('/v1/responses/input_tokens', async (request) => responses.inputTokens(responsesInput(request)));
 
+  // The tenant's chains for the inspector (docs/inspector.md); a static path, matched before an id.
+  app.get<{ Querystring: { offset?: string; limit?: string } }>('/v1/responses/chains', async (request) => {
+    const offset = Math.max(0, Number(request.query.offset) || 0);
+    const limit = Math.min(100, Math.max(1, Number(request.query.limit) || 20));
+    return responses.chains(tenantOf(request), { offset, limit });
+  });
+
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) =>
     responses.retrieve(tenantOf(request), idOf(request)),
   );

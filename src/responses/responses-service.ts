@@ -37,6 +37,8 @@ export interface ResponsesService {
     page: { after?: string | undefined; limit?: number | undefined; order?: 'asc' | 'desc' | undefined },
   ): Promise<Record<string, unknown>>;
   inputTokens(input: Omit<ResponsesInput, 'warn' | 'info'>): Promise<Record<string, unknown>>;
+  /** The tenant's chains, most recently extended first (docs/inspector.md). */
+  chains(tenantId: string, page: { offset: number; limit: number }): Promise<Record<string, unknown>>;
 }
 
 const notFound = (id: string) =>
@@ -270,6 +272,24 @@ export function createResponsesService(deps: {
         first_id: data[0]?.id ?? null,
         last_id: data.at(-1)?.id ?? null,
         has_more: start + data.length < items.length,
+      };
+    },
+
+    async chains(tenantId, { offset, limit }) {
+      const page = await store.listChains(tenantId, { offset, limit });
+      return {
+        object: 'list',
+        total: page.total,
+        offset,
+        limit,
+        has_more: offset + page.chains.length < page.total,
+        data: page.chains.map((chain) => ({
+          object: 'response.chain',
+          first_response_id: chain.rootId,
+          last_response_id: chain.headId,
+          responses: chain.depth,
+          updated_at: Math.floor(chain.updatedAtMs / 1000),
+        })),
       };
     },
 

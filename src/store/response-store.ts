@@ -39,6 +39,14 @@ export interface StoredResponse extends ChainRecord {
   response: Record<string, unknown>;
 }
 
+export interface ChainListing {
+  rootId: string;
+  /** The newest response of the chain, and its depth (responses in the chain). */
+  headId: string;
+  depth: number;
+  updatedAtMs: number;
+}
+
 export interface ChainBatch {
   /** The chain parts of the ids asked for, in order; undefined for each that does not exist. */
   records: Array<ChainRecord | undefined>;
@@ -61,6 +69,14 @@ export interface ResponseStore {
     itemIds: readonly string[],
   ): Promise<Array<Record<string, unknown> | undefined>>;
   delete(tenantId: string, id: string): Promise<boolean>;
+  /**
+   * The tenant's chains, most recently extended first (docs/inspector.md): each by its first response,
+   * with its newest response and how long it is.
+   */
+  listChains(
+    tenantId: string,
+    page: { offset: number; limit: number },
+  ): Promise<{ total: number; chains: ChainListing[] }>;
   /** False while the store cannot take a write (Redis not connected): checked before an upstream call. */
   available(): boolean;
 }
@@ -172,6 +188,25 @@ export function createMemoryResponseStore(options: {
     async delete(tenantId, id) {
       return remove(keyOf(tenantId, id));
     },
+    async listChains(tenantId, { offset, limit }) {
+      const heads = new Map<string, ChainListing>();
+      const prefix = `${tenantId}\u0000`;
+      for (const [key, entry] of records) {
+        if (!key.startsWith(prefix) || entry.expiresAtMs <= now()) continue;
+        const { record } = entry;
+        const updatedAtMs = entry.expiresAtMs - options.ttlSeconds * 1000;
+        const known = heads.get(record.rootId);
+        if (known === undefined || record.depth > known.depth)
+          heads.set(record.rootId, {
+            rootId: record.rootId,
+            headId: record.id,
+            depth: record.depth,
+            updatedAtMs,
+          });
+      }
+      const chains = [...heads.values()].sort((a, b) => b.updatedAtMs - a.updatedAtMs);
+      return { total: chains.length, chains: chains.slice(offset, offset + limit) };
+    },
     available: () => true,
   };
 }
@@ -206,6 +241,10 @@ export function createRedisResponseStore(options: {
   //   ctxgate:resp:{<tenant>}:<id>:rest   the Response object and the input items (JSON)
   //   ctxgate:resp:{<tenant>}:item:<item id>  the id of the response holding that input or output item
   const keyOf = (tenantId: string, id: string) => `ctxgate:resp:{${tenantId}}:${id}`;
+  const chainKeys = (tenantId: string) => ({
+    chains: `ctxgate:resp:{${tenantId}}:chains`,
+    heads: `ctxgate:resp:{${tenantId}}:heads`,
+  });
   const fail = (error: unknown): never => {
     throw unavailable(error);
   };
@@ -225,6 +264,15 @@ export function createRedisResponseStore(options: {
         );
       for (const itemId of itemsOf(record).keys())
         write.set(`ctxgate:resp:{${record.tenantId}}:item:${itemId}`, record.id, 'EX', ttl);
+      // The tenant's chains by when each was last extended, and each chain's newest response.
+      const at = Date.now();
+      const { chains, heads } = chainKeys(record.tenantId);
+      write
+        .zadd(chains, at, record.rootId)
+        .zremrangebyscore(chains, '-inf', at - ttl * 1000)
+        .expire(chains, ttl)
+        .hset(heads, record.rootId, JSON.stringify({ headId: record.id, depth: record.depth }))
+        .expire(heads, ttl);
       await write.exec().catch(fail);
     },
     async readChain(tenantId, ids, linksOf) {
@@ -308,6 +356,26 @@ export function createRedisResponseStore(options: {
       const itemKeys = heldKeys.filter((_, index) => owners[index] === id);
       const removed = await redis.del(key, `${key}:links`, `${key}:rest`, ...itemKeys).catch(fail);
       return removed > 0;
+    },
+    async listChains(tenantId, { offset, limit }) {
+      const { chains, heads } = chainKeys(tenantId);
+      const since = Date.now() - options.ttlSeconds * 1000;
+      const found = (await redis
+        .zrevrangebyscore(chains, '+inf', since, 'WITHSCORES')
+        .catch(fail)) as string[];
+      const total = found.length / 2;
+      const page: Array<{ rootId: string; updatedAtMs: number }> = [];
+      for (let at = offset * 2; at < found.length && page.length < limit; at += 2)
+        page.push({ rootId: found[at] as string, updatedAtMs: Number(found[at + 1]) });
+      if (page.length === 0) return { total, chains: [] };
+      const values = await redis.hmget(heads, ...page.map((entry) => entry.rootId)).catch(fail);
+      return {
+        total,
+        chains: page.map((entry, index) => {
+          const head = JSON.parse(values[index] ?? '{}') as { headId?: string; depth?: number };
+          return { ...entry, headId: head.headId ?? entry.rootId, depth: head.depth ?? 1 };
+        }),
+      };
     },
     available: () => redis.status === 'ready',
   };

@@ -25,6 +25,9 @@ const markup = 'Look: <script>window.__xss = 1</script><img src=x onerror="windo
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 let browser: Browser;
+let chainHead = '';
+let chainRoot = '';
+let otherChain = '';
 
 const clientFor = (key: string, session: string) =>
   new OpenAI({
@@ -91,6 +94,20 @@ beforeAll(async () => {
     model,
     messages: [{ role: 'user', content: 'Their secret session.' }],
   });
+  // Responses chains: two responses of mine, one of theirs.
+  const responses = new OpenAI({ baseURL: harness.baseUrl, apiKey: keys.mine, maxRetries: 0 });
+  fake.setDefault({ content: 'First <b>answer</b>.' });
+  const first = await responses.responses.create({ model, input: 'Start a chain.' });
+  fake.setDefault({ content: 'Second answer.' });
+  chainHead = (await responses.responses.create({ model, input: 'Go on.', previous_response_id: first.id }))
+    .id;
+  chainRoot = first.id;
+  otherChain = (
+    await new OpenAI({ baseURL: harness.baseUrl, apiKey: keys.theirs, maxRetries: 0 }).responses.create({
+      model,
+      input: 'Their chain.',
+    })
+  ).id;
   mkdirSync(artifacts, { recursive: true });
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
 }, 300_000);
@@ -130,6 +147,30 @@ interface Report {
 }
 
 describe('the session inspector in Chromium', () => {
+  it('lists the tenant’s Responses chains only, and shows one from its newest response back', async () => {
+    const page = await signedIn();
+    await page.waitForSelector('#chains-table tbody tr');
+    const listed = await page.locator('#chains-table tbody tr td:first-child').allTextContents();
+    expect(listed).toContain(chainHead);
+    expect(listed).not.toContain(otherChain);
+    const row = await page
+      .locator('#chains-table tbody tr', { hasText: chainHead })
+      .locator('td')
+      .allTextContents();
+    expect(row.slice(1, 3)).toEqual([chainRoot, '2']);
+    await page.click(`#chains-table a:text-is("${chainHead}")`);
+    await page.waitForSelector('#chain-table tbody tr:nth-child(2)');
+    const ids = await page.locator('#chain-table tbody tr td:first-child').allTextContents();
+    expect(ids).toEqual([chainHead, chainRoot]);
+    expect(await page.locator('#chain-table tbody tr', { hasText: chainRoot }).textContent()).toContain(
+      'First <b>answer</b>.',
+    );
+    await page.goto(`${gatewayRoot()}/ui/#/chain/${otherChain}`);
+    await page.waitForSelector('#chain-error:not([hidden])');
+    expect(await page.locator('#chain-table tbody tr').count()).toBe(0);
+    await page.close();
+  });
+
   it('is served with a strict Content-Security-Policy, and Chromium is the OS package', async () => {
     expect(existsSync(chromiumPath)).toBe(true);
     const response = await fetch(`${gatewayRoot()}/ui/`);

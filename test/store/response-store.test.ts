@@ -54,6 +54,29 @@ describe.each([
   // A chain is one MGET: a tenant's keys share a slot (its id in braces), or the cluster would refuse it.
   ['in a Redis Cluster (3 masters)', async () => (await redisStore(60, 'cluster')).store],
 ])('the response store %s', (_name, make) => {
+  it('lists a tenant’s chains by their newest response, most recently extended first', async () => {
+    const store = await make();
+    const [a, b] = [`tenant-${randomUUID()}`, `tenant-${randomUUID()}`];
+    await store.put(record(a, 'resp_1'));
+    await store.put(record(b, 'resp_b'));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await store.put(record(a, 'resp_9'));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await store.put(record(a, 'resp_2', ['resp_1']));
+    const listed = await store.listChains(a, { offset: 0, limit: 10 });
+    expect(listed.total).toBe(2);
+    expect(listed.chains.map(({ rootId, headId, depth }) => ({ rootId, headId, depth }))).toEqual([
+      { rootId: 'resp_1', headId: 'resp_2', depth: 2 },
+      { rootId: 'resp_9', headId: 'resp_9', depth: 1 },
+    ]);
+    expect((await store.listChains(a, { offset: 1, limit: 1 })).chains.map((chain) => chain.rootId)).toEqual([
+      'resp_9',
+    ]);
+    expect((await store.listChains(b, { offset: 0, limit: 10 })).chains.map((chain) => chain.headId)).toEqual(
+      ['resp_b'],
+    );
+  });
+
   it('keeps tenants apart, reads a chain in order, and deletes once', async () => {
     const store = await make();
     const [a, b] = [`tenant-${randomUUID()}`, `tenant-${randomUUID()}`];
