@@ -80,7 +80,8 @@ function countingStore(store: ResponseStore): ResponseStore & { readIds: string[
     get: (tenantId: string, id: string) => store.get(tenantId, id),
     findItems: (tenantId: string, ids: readonly string[]) => store.findItems(tenantId, ids),
     delete: (tenantId: string, id: string) => store.delete(tenantId, id),
-    listChains: (tenantId: string, page: { offset: number; limit: number }) => store.listChains(tenantId, page),
+    listChains: (tenantId: string, page: { offset: number; limit: number }) =>
+      store.listChains(tenantId, page),
     available: () => store.available(),
   };
   return counted;
