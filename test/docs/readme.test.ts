@@ -8,10 +8,12 @@ import { errorCodes } from '../../src/errors.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const readme = readFileSync('README.md', 'utf8');
-const docs = readdirSync('docs').map((name) => ({
-  name: `docs/${name}`,
-  text: readFileSync(`docs/${name}`, 'utf8'),
-}));
+const docs = readdirSync('docs')
+  .filter((name) => name.endsWith('.md'))
+  .map((name) => ({
+    name: `docs/${name}`,
+    text: readFileSync(`docs/${name}`, 'utf8'),
+  }));
 
 function section(text: string, heading: string): string {
   const start = text.indexOf(`\n## ${heading}\n`);

@@ -36,6 +36,10 @@ beforeAll(async () => {
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
       '    models: ["claude-*"]',
+      'policies:',
+      '  tiny:',
+      '    budgets:',
+      '      max_request_tokens: { limit: 5, mode: hard }',
       'models:',
       '  - match: local-model',
       '    window: 8192',
@@ -427,6 +431,27 @@ describe('Messages errors and token counts', () => {
     // Bridged, the gateway's own estimate (no provider count to ask).
     const bridged = await client().messages.countTokens({ ...body, model: 'local-model' });
     expect(Math.abs(bridged.input_tokens - own.input_tokens)).toBeLessThan(own.input_tokens * 0.35);
+  });
+});
+
+describe('budgets and metrics on Messages, as on chat completions', () => {
+  it('refuses a request over a hard budget with 429 in Anthropic’s shape, and counts the route', async () => {
+    const error = await client({ 'x-context-policy': 'tiny' })
+      .messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 50,
+        messages: [{ role: 'user', content: 'Hello there.' }],
+      })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(Anthropic.RateLimitError);
+    expect((error as { error: unknown }).error).toMatchObject({
+      type: 'error',
+      error: { type: 'rate_limit_error' },
+    });
+    const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+    expect(metrics).toMatch(
+      /ctxgate_http_requests_total\{[^}]*route="\/v1\/messages"[^}]*status="429"[^}]*\} [1-9]/,
+    );
   });
 });
 
