@@ -5,7 +5,7 @@
 // prompt over the window ("prompt is too long: N tokens > M maximum"), which Claude Code acts on.
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
-import type { AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { SseDecoder } from '../upstream/sse.js';
 
 type Json = Record<string, unknown>;
@@ -111,13 +111,7 @@ export function blocksOfReply(reply: Json): unknown[] {
   if (text !== '') blocks.push({ type: 'text', text });
   for (const call of (reply.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as Json;
-    let input: unknown = {};
-    try {
-      input = JSON.parse(typeof fn.arguments === 'string' && fn.arguments !== '' ? fn.arguments : '{}');
-    } catch {
-      input = {};
-    }
-    blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input });
+    blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input: toolInputOf(fn.arguments) });
   }
   return blocks;
 }

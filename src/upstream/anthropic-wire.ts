@@ -67,24 +67,24 @@ const extensionOf = (message: Json): AnthropicExtension | undefined => {
   return extension !== undefined && extension.made === madeKey(message) ? extension : undefined;
 };
 
+/** A tool call's JSON arguments as a tool_use input: an object, `{}` for anything else. */
+export function toolInputOf(argumentsText: unknown): Json {
+  if (typeof argumentsText !== 'string' || argumentsText === '') return {};
+  try {
+    const input: unknown = JSON.parse(argumentsText);
+    return typeof input === 'object' && input !== null && !Array.isArray(input) ? (input as Json) : {};
+  } catch {
+    return {};
+  }
+}
+
 function assistantBlocks(message: Json): Json[] {
   const kept = extensionOf(message);
   if (kept !== undefined) return kept.blocks as Json[];
   const blocks = blocksOfContent(message.content);
   for (const call of (message.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
-    let input: unknown = {};
-    try {
-      input = JSON.parse(typeof fn.arguments === 'string' && fn.arguments !== '' ? fn.arguments : '{}');
-    } catch {
-      input = {};
-    }
-    blocks.push({
-      type: 'tool_use',
-      id: call.id,
-      name: fn.name,
-      input: typeof input === 'object' && input !== null && !Array.isArray(input) ? input : {},
-    });
+    blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input: toolInputOf(fn.arguments) });
   }
   return blocks;
 }
@@ -359,22 +359,6 @@ export class AnthropicToChatStream {
       default:
         return '';
     }
-  }
-
-  /** The blocks the stream held, tool inputs parsed: what a Messages client is answered with. */
-  finalBlocks(): Json[] {
-    return [...this.blocks.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([, block]) => {
-        if (block.type !== 'tool_use') return block;
-        let input: unknown = {};
-        try {
-          input = JSON.parse(typeof block.input === 'string' && block.input !== '' ? block.input : '{}');
-        } catch {
-          input = {};
-        }
-        return { ...block, input };
-      });
   }
 }
 
