@@ -2,7 +2,7 @@
 // namespaced by the caller's credential: another credential sees 404 for the same id.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { GatewayError } from '../errors.js';
-import type { SessionKey, SessionStore } from '../store/session-store.js';
+import type { SessionKey, SessionListing, SessionSnapshot, SessionStore } from '../store/session-store.js';
 import { sessionIdPattern, sessionKeyFor, storeUnavailable } from '../sessions/session-keys.js';
 
 function keyOf(request: FastifyRequest<{ Params: { id: string } }>): SessionKey {
@@ -19,6 +19,38 @@ function notFound(sessionId: string): GatewayError {
 function pageNumber(value: unknown, fallback: number, maximum: number): number {
   const number = typeof value === 'string' && /^\d{1,9}$/.test(value) ? Number(value) : fallback;
   return Math.min(number, maximum);
+}
+
+/** A session's message counts and active tokens, as the sessions API reports them. */
+function countsOf(snapshot: SessionSnapshot) {
+  return {
+    counts: {
+      active: snapshot.messages.length,
+      archived: snapshot.archivedCount,
+      total: snapshot.archivedCount + snapshot.messages.length,
+    },
+    tokens: { active: snapshot.messages.reduce((sum, entry) => sum + entry.tokens, 0) },
+  };
+}
+
+/** One row of GET /v1/sessions: the session's counts and its last request's window fill. */
+async function sessionListing(
+  sessionStore: SessionStore,
+  tenantId: string,
+  { sessionId, lastActiveMs }: SessionListing,
+) {
+  const key = { tenantId, sessionId };
+  const [snapshot, [last]] = await Promise.all([sessionStore.load(key), sessionStore.requestReports(key, 1)]);
+  return {
+    object: 'session',
+    id: sessionId,
+    last_active_at: Math.floor(lastActiveMs / 1000),
+    ...countsOf(snapshot),
+    summary: snapshot.summary !== undefined,
+    last_window_fill:
+      last === undefined ? null : Number(((last.inputTokens + last.outputReserve) / last.window).toFixed(3)),
+    last_model: last?.model ?? null,
+  };
 }
 
 export function registerSessionRoutes(
@@ -41,30 +73,7 @@ export function registerSessionRoutes(
           throw storeUnavailable(error);
         });
       const data = await Promise.all(
-        page.sessions.map(async ({ sessionId, lastActiveMs }) => {
-          const key = { tenantId, sessionId };
-          const [snapshot, [last]] = await Promise.all([
-            sessionStore.load(key),
-            sessionStore.requestReports(key, 1),
-          ]);
-          return {
-            object: 'session',
-            id: sessionId,
-            last_active_at: Math.floor(lastActiveMs / 1000),
-            counts: {
-              active: snapshot.messages.length,
-              archived: snapshot.archivedCount,
-              total: snapshot.archivedCount + snapshot.messages.length,
-            },
-            tokens: { active: snapshot.messages.reduce((sum, entry) => sum + entry.tokens, 0) },
-            summary: snapshot.summary !== undefined,
-            last_window_fill:
-              last === undefined
-                ? null
-                : Number(((last.inputTokens + last.outputReserve) / last.window).toFixed(3)),
-            last_model: last?.model ?? null,
-          };
-        }),
+        page.sessions.map((listing) => sessionListing(sessionStore, tenantId, listing)),
       ).catch((error: unknown) => {
         throw storeUnavailable(error);
       });
@@ -124,12 +133,7 @@ export function registerSessionRoutes(
             },
 
       messages: snapshot.messages.map((entry) => entry.message),
-      counts: {
-        active: snapshot.messages.length,
-        archived: snapshot.archivedCount,
-        total: snapshot.archivedCount + snapshot.messages.length,
-      },
-      tokens: { active: snapshot.messages.reduce((sum, entry) => sum + entry.tokens, 0) },
+      ...countsOf(snapshot),
       updated_at: Math.floor(snapshot.updatedAtMs / 1000),
     };
   });

@@ -16,6 +16,8 @@ export interface BridgedMessages {
   dropped: string[];
   model: string;
   stream: boolean;
+  /** Bridged for an `anthropic` upstream (original blocks carried). */
+  native: boolean;
 }
 
 const invalid = (message: string, param: string): GatewayError =>
@@ -109,6 +111,73 @@ function chatToolChoice(choice: Json): unknown {
   }
 }
 
+/** Where a message's blocks are bridged: its field (for errors), the upstream kind, what was dropped. */
+interface BridgeContext {
+  param: string;
+  native: boolean;
+  dropped: Set<string>;
+}
+
+/** An assistant message's blocks as one chat message: text, tool calls (thinking kept only natively). */
+function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeContext): Json {
+  const text: string[] = [];
+  const calls: Json[] = [];
+  let reasoning = '';
+  for (const block of blocks) {
+    if (block.type === 'text') text.push(String(block.text));
+    else if (block.type === 'tool_use') {
+      if (typeof block.id !== 'string' || typeof block.name !== 'string')
+        throw invalid(`${param}: tool_use needs an id and a name`, param);
+      calls.push({
+        id: block.id,
+        type: 'function',
+        function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
+      });
+    } else if (block.type === 'thinking') reasoning += String(block.thinking ?? '');
+    else if (!native) dropped.add(String(block.type));
+  }
+  if (reasoning !== '' && !native) dropped.add('thinking');
+  const message: Json = {
+    role: 'assistant',
+    content: text.length === 0 && calls.length > 0 ? null : text.join(''),
+  };
+  if (calls.length > 0) message.tool_calls = calls;
+  return withExtension(message, blocks, native);
+}
+
+/** A user message's blocks as chat messages: its tool results first (each a tool message), then the rest. */
+function userMessages(content: unknown, blocks: Json[], { param, native, dropped }: BridgeContext): Json[] {
+  const messages: Json[] = [];
+  const rest: Json[] = [];
+  const restBlocks: Json[] = [];
+  for (const block of blocks) {
+    if (block.type === 'tool_result') {
+      if (typeof block.tool_use_id !== 'string')
+        throw invalid(`${param}: tool_result needs a tool_use_id`, param);
+      const text = toolResultText(block.content);
+      const tool: Json = {
+        role: 'tool',
+        tool_call_id: block.tool_use_id,
+        content: block.is_error === true && text !== '' ? `Error: ${text}` : text,
+      };
+      messages.push(withExtension(tool, [block], native));
+      continue;
+    }
+    const part = partOf(block);
+    if (part === undefined && !native) dropped.add(String(block.type));
+    if (part !== undefined) rest.push(part);
+    restBlocks.push(block);
+  }
+  if (restBlocks.length > 0) {
+    const message: Json = {
+      role: 'user',
+      content: typeof content === 'string' ? content : chatContent(rest),
+    };
+    messages.push(withExtension(message, restBlocks, native));
+  }
+  return messages;
+}
+
 export function bridgeMessagesRequest(
   body: unknown,
   options: { native: boolean; requireMaxTokens: boolean },
@@ -149,60 +218,9 @@ export function bridgeMessagesRequest(
     if (role !== 'user' && role !== 'assistant')
       throw invalid(`${param}.role: Input should be 'user' or 'assistant'`, `${param}.role`);
     const blocks = blocksOf(raw.content, `${param}.content`);
-    if (role === 'assistant') {
-      const text: string[] = [];
-      const calls: Json[] = [];
-      let reasoning = '';
-      for (const block of blocks) {
-        if (block.type === 'text') text.push(String(block.text));
-        else if (block.type === 'tool_use') {
-          if (typeof block.id !== 'string' || typeof block.name !== 'string')
-            throw invalid(`${param}.content: tool_use needs an id and a name`, `${param}.content`);
-          calls.push({
-            id: block.id,
-            type: 'function',
-            function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
-          });
-        } else if (block.type === 'thinking') reasoning += String(block.thinking ?? '');
-        else if (!native) dropped.add(String(block.type));
-      }
-      if (reasoning !== '' && !native) dropped.add('thinking');
-      const message: Json = {
-        role: 'assistant',
-        content: text.length === 0 && calls.length > 0 ? null : text.join(''),
-      };
-      if (calls.length > 0) message.tool_calls = calls;
-      messages.push(withExtension(message, blocks, native));
-      return;
-    }
-    // A user message: its tool results first (each a tool message, as chat has them), then the rest.
-    const rest: Json[] = [];
-    const restBlocks: Json[] = [];
-    for (const block of blocks) {
-      if (block.type === 'tool_result') {
-        if (typeof block.tool_use_id !== 'string')
-          throw invalid(`${param}.content: tool_result needs a tool_use_id`, `${param}.content`);
-        const text = toolResultText(block.content);
-        const tool: Json = {
-          role: 'tool',
-          tool_call_id: block.tool_use_id,
-          content: block.is_error === true && text !== '' ? `Error: ${text}` : text,
-        };
-        messages.push(withExtension(tool, [block], native));
-        continue;
-      }
-      const part = partOf(block);
-      if (part === undefined && !native) dropped.add(String(block.type));
-      if (part !== undefined) rest.push(part);
-      restBlocks.push(block);
-    }
-    if (restBlocks.length > 0) {
-      const message: Json = {
-        role: 'user',
-        content: typeof raw.content === 'string' ? raw.content : chatContent(rest),
-      };
-      messages.push(withExtension(message, restBlocks, native));
-    }
+    const where = { param: `${param}.content`, native, dropped };
+    if (role === 'assistant') messages.push(assistantMessage(blocks, where));
+    else messages.push(...userMessages(raw.content, blocks, where));
   });
 
   const chatBody: Json = { model: body.model, messages };
@@ -241,5 +259,5 @@ export function bridgeMessagesRequest(
     else if (key !== 'metadata') dropped.add(key);
   }
   if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
-  return { chatBody, dropped: [...dropped], model: body.model, stream };
+  return { chatBody, dropped: [...dropped], model: body.model, stream, native };
 }

@@ -77,9 +77,8 @@ export function createMessagesService(deps: {
   /** The chat input: an Anthropic key (x-api-key) reaches a Chat Completions upstream as a bearer token. */
   function chatInputOf(input: Omit<MessagesInput, 'warn' | 'info'>, request: BridgedMessages) {
     const headers = { ...input.clientHeaders };
-    const native = selectUpstream(config.upstreams, request.model).kind === 'anthropic';
     const key = headers['x-api-key'];
-    if (!native && headers.authorization === undefined && typeof key === 'string') {
+    if (!request.native && headers.authorization === undefined && typeof key === 'string') {
       headers.authorization = `Bearer ${key}`;
       delete headers['x-api-key'];
     }
@@ -104,8 +103,7 @@ export function createMessagesService(deps: {
     async countTokens(input) {
       const request = bridged(input, false);
       const { headers, body } = await chat.preview(chatInputOf(input, request));
-      const native = selectUpstream(config.upstreams, request.model).kind === 'anthropic';
-      const counted = native ? await providerCount(input, request, body.messages) : undefined;
+      const counted = request.native ? await providerCount(input, request, body.messages) : undefined;
       return { input_tokens: counted ?? Number(headers['x-context-input-tokens'] ?? 0) };
     },
   };

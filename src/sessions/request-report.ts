@@ -18,14 +18,16 @@ export function messageFates(
   turnSummaryCoversUntil: number | undefined,
 ): MessageFate[] {
   const sent = new Set(rendered);
+  const given = new Set(conversation);
   const toolResults = new Map<string, ContextMessage>();
   const callIds = new Set<string>();
-  const userTexts: string[] = [];
+  // User messages the engine rewrote (a notice merged in): few, and only their texts are read.
+  const rewrittenUserTexts: string[] = [];
   for (const message of rendered) {
     if (message.role === 'tool' && typeof message.tool_call_id === 'string')
       toolResults.set(message.tool_call_id, message);
     for (const call of message.tool_calls ?? []) if (call.id !== undefined) callIds.add(call.id);
-    if (message.role === 'user') userTexts.push(messageText(message));
+    if (message.role === 'user' && !given.has(message)) rewrittenUserTexts.push(messageText(message));
   }
   const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
   const start = systemCount < 0 ? conversation.length : systemCount;
@@ -54,7 +56,9 @@ export function messageFates(
     // A message the engine rewrote (a notice merged into a user message) still went.
     const rewritten =
       (firstCall !== undefined && callIds.has(firstCall)) ||
-      (message.role === 'user' && userTexts.some((text) => text.includes(messageText(message))));
+      (message.role === 'user' &&
+        rewrittenUserTexts.length > 0 &&
+        rewrittenUserTexts.some((text) => text.includes(messageText(message))));
     if (rewritten) fates.push('sent');
     else if (turnSummaryCoversUntil !== undefined && index < turnSummaryCoversUntil) fates.push('summarized');
     else fates.push('dropped');
