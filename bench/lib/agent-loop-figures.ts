@@ -13,12 +13,20 @@ export interface AgentLoopFigures {
   requests: number;
   /** Mean share of each prompt that repeats the previous prompt of its loop byte for byte. */
   prefixReuse: number;
+  /**
+   * The most any gateway that sends the newest step whole could reuse: a prompt is at most the usable
+   * window, its newest step is new, so a request can repeat at most (usable − newest step) ÷ usable of
+   * its predecessor (in tokens; the steps' own sizes, each result capped at max_tool_result_tokens).
+   */
+  reuseCeiling: number;
   /** Steps where the newest masked result would have fit whole in the room left. */
   overMasked: number;
   /** The same, in the room left beyond clear_at_least (what the gateway keeps free for the next steps). */
   overMaskedBeyondStep: number;
   /** Summarizer prompt tokens over the conversation's own prompt tokens. */
   summarizerShare: number;
+  /** Calls the summarizer made (repairs included). */
+  summarizerCalls: number;
   /** Requests whose headers account for every message once (sessions: sent + summarized + dropped). */
   headersAgree: number;
 }
@@ -63,6 +71,7 @@ export async function agentLoopFigures(options: {
   const figures = {
     requests: 0,
     prefix: 0,
+    ceiling: 0,
     overMasked: 0,
     overMaskedBeyondStep: 0,
     agree: 0,
@@ -94,7 +103,14 @@ export async function agentLoopFigures(options: {
         const messages = (sent?.body as { messages: ChatMessage[] }).messages;
         const prompt = JSON.stringify(messages);
         figures.requests++;
-        if (previous !== undefined) figures.prefix += commonPrefix(previous, prompt) / prompt.length;
+        if (previous !== undefined) {
+          figures.prefix += commonPrefix(previous, prompt) / prompt.length;
+          const usable = options.window - 1_024 - Math.ceil(options.window * 0.05);
+          const newestStep = messages
+            .slice(messages.findLastIndex((message) => message.role === 'assistant'))
+            .reduce((sum, message) => sum + Math.min(8_000, sizeOf.get(message.tool_call_id ?? '') ?? 0), 0);
+          figures.ceiling += Math.max(0, usable - newestStep) / usable;
+        }
         previous = prompt;
         // Over-masking: the newest masked result, had it been sent whole, in the room that was left.
         const room = options.window - 1_024 - Math.ceil(options.window * 0.05) - (sent?.promptTokens ?? 0);
@@ -139,9 +155,11 @@ export async function agentLoopFigures(options: {
     return {
       requests: figures.requests,
       prefixReuse: figures.prefix / Math.max(1, figures.requests - options.loops),
+      reuseCeiling: figures.ceiling / Math.max(1, figures.requests - options.loops),
       overMasked: figures.overMasked,
       overMaskedBeyondStep: figures.overMaskedBeyondStep,
       summarizerShare: summaryTokens / Math.max(1, chatTokens),
+      summarizerCalls: fake.summaryRequests.length,
       headersAgree: options.mode === 'session' ? figures.agree / Math.max(1, figures.sessionRequests) : 1,
     };
   } finally {

@@ -270,9 +270,9 @@ export async function fidelitySection(): Promise<void> {
     for (const mode of ['stateless', 'session'] as const) {
       const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 40 });
       console.log(
-        `agent loop, ${mode}, ${window} tokens, ${figures.requests} requests: prefix reuse ${figures.prefixReuse.toFixed(2)}  ` +
+        `agent loop, ${mode}, ${window} tokens, ${figures.requests} requests: prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} for any gateway)  ` +
           `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least)  ` +
-          `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}%  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
+          `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
       );
     }
 }

@@ -218,8 +218,18 @@ export interface SummaryRequest {
 }
 
 const toolResultCapTokens = 1_000;
-/** In an agent turn's steps, a tool result is read by its ends: a step is summarized as what it did and found. */
-const stepToolResultCapTokens = 400;
+/**
+ * In an agent turn's steps, a tool result is read by its ends: a step is summarized as what it did and
+ * found. The summary of a small window is small, so what it reads of each result scales with the window
+ * (a 32nd of it, 128 to 400 tokens): on 8,192 tokens a step's results are read at 256 tokens each.
+ */
+const stepToolResultCapTokens = (window: number): number =>
+  Math.max(128, Math.min(400, Math.floor(window / 32)));
+
+/** The agent's task as the summarizer reads it: whole, or its ends when it is over 1,000 tokens. */
+function taskText(task: string, tokenizer: Tokenizer): string {
+  return tokenizer.count(task) > 1_000 ? truncateText(task, 1_000, 'both', tokenizer).text : task;
+}
 
 /**
  * The summarizer's request: its instructions, the previous summary and as many of the oldest turns of
@@ -237,7 +247,7 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   const steps = input.unit === 'steps';
   const task =
     steps && input.task !== undefined
-      ? `These are the first steps (tool calls and their results) of an agent working on this task:\n${truncateText(input.task, 1_000, 'both', tokenizer).text}\n\n`
+      ? `These are the first steps (tool calls and their results) of an agent working on this task:\n${taskText(input.task, tokenizer)}\n\n`
       : '';
   const header = `${task}${previous}New messages, oldest first:\n`;
   const fixedTokens =
@@ -270,7 +280,7 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
     }
     const cap =
       message.role === 'tool'
-        ? Math.min(textCap, steps ? stepToolResultCapTokens : toolResultCapTokens)
+        ? Math.min(textCap, steps ? stepToolResultCapTokens(input.window) : toolResultCapTokens)
         : textCap;
     const block = transcriptBlock(message, cap, tokenizer);
     if (block === '') continue;

@@ -242,6 +242,63 @@ describe('buildSummaryRequest', () => {
   });
 });
 
+describe("buildSummaryRequest for an agent turn's steps", () => {
+  const step = (id: string, words: number): ContextMessage[] => [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id, type: 'function', function: { name: 'read_file', arguments: `{"path":"${id}.ts"}` } },
+      ],
+    },
+    { role: 'tool', tool_call_id: id, content: `${id} begins. ${filler(words)} ${id} ends.` },
+  ];
+  const stepsRequest = (task: string, window: number) =>
+    buildSummaryRequest({
+      previousSummary: undefined,
+      messages: [...step('first', 1_500), ...step('second', 1_500)],
+      tokenizer,
+      window,
+      safetyMarginTokens: 100,
+      maxSummaryTokens: 500,
+      policy,
+      unit: 'steps',
+      task,
+    });
+  /** The tokens of each tool result as the summarizer reads it (between its label and the next block). */
+  const readTokens = (text: string): number[] =>
+    [...text.matchAll(/\[tool result\] ([\s\S]*?)(?=\n\[assistant calls|$)/g)].map((match) =>
+      tokenizer.count(match[1] as string),
+    );
+
+  it('gives a short task as it was written, with no truncation mark', () => {
+    const text = String(
+      stepsRequest('Task 7: fix the retry budget in src/budget.ts.', 8_192)?.messages[1]?.content,
+    );
+    expect(text).toContain('working on this task:\nTask 7: fix the retry budget in src/budget.ts.\n\n');
+    expect(text.split('truncated by ctxgate').length - 1).toBe(2);
+  });
+
+  it('reads each result by its ends at a 32nd of a small window, at 400 tokens from 12,800 tokens up', () => {
+    for (const [window, most] of [
+      [8_192, 256],
+      [4_096, 128],
+      [32_768, 400],
+      [128_000, 400],
+    ] as const) {
+      const text = String(stepsRequest('Read the files.', window)?.messages[1]?.content);
+      const read = readTokens(text);
+      expect(read, `window ${window}`).toHaveLength(2);
+      for (const tokens of read) {
+        expect(tokens, `window ${window}`).toBeLessThanOrEqual(most + 2);
+        expect(tokens, `window ${window}`).toBeGreaterThan(most - 40);
+      }
+      expect(text).toContain('first begins.');
+      expect(text).toContain('first ends.');
+    }
+  });
+});
+
 describe('identifierFacts', () => {
   it.each([
     ['The invoice INV-2024-0042 is due on 2026-12-01.', ['INV-2024-0042', '2026-12-01']],
