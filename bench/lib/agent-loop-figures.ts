@@ -1,5 +1,6 @@
 // Agent loops as coding agents run them, for the fidelity figures: tool results of realistic sizes
-// (log-normal, median 658 tokens, p99 about 15,000), 2–4 parallel calls a step, 40 steps, stateless
+// (log-normal, median 658 tokens, p99 about 15,000), 2–4 parallel calls a step, 40 steps, a summarizer
+// that answers in a seventh of what it reads (identifiers lost as a paraphrase loses them), stateless
 // (the whole conversation every time) or in a delta session, on 8,192 and 32,768 tokens. Measured from
 // what the provider received: the share of each prompt that is a byte-identical prefix of the previous
 // one (what a prompt cache reuses), steps where a masked result could have been sent whole, the
@@ -50,7 +51,11 @@ export async function agentLoopFigures(options: {
     windows: { [model]: options.window },
     recordLimit: 10_000,
     tokenCounting: 'tiktoken',
-    summarizer: () => 'The agent read source files and listings; no decision was made yet.',
+    // As a model summarizes: an answer about a seventh of what it read (previous summary included).
+    summarizer: (messages) => {
+      const words = String(messages.at(-1)?.content ?? '').split(/\s+/);
+      return words.filter((_word, index) => index % 7 === 0).join(' ');
+    },
     respond: () => ({
       toolCalls: Array.from({ length: 2 + Math.floor(random() * 3) }, () => {
         callNumber++;

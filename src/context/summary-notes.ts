@@ -4,7 +4,10 @@
 // sentences that carry a fact (a code, an amount, a date, a path, a name with digits) are not left to
 // it: the gateway copies them out of the covered turns, carries them from summary to summary, and bounds
 // them by tokens (the oldest leave first). Pasted material (a user message longer than
-// `pasteCharacters`: a README, a log) is not the user's statement and is left to the summary. Pure.
+// `pasteCharacters`: a README, a log) is not the user's statement and is left to the summary. A summary
+// of an agent turn's steps keeps the agent's calls the same way (each tool and its arguments: the files
+// read, the commands run), so the model knows what it already did and no repair call asks for the paths
+// a summarizer paraphrased away. Pure.
 import { identifierFacts } from './summary.js';
 import { messageText } from './turns.js';
 import type { ContextMessage, Tokenizer } from './types.js';
@@ -12,18 +15,24 @@ import type { ContextMessage, Tokenizer } from './types.js';
 /** The line that opens the notes in a stored summary's text (the prose comes before it). */
 export const notesHeading = "[ctxgate] The user's own statements, kept verbatim:";
 
+/** The line that opens the agent's calls in a stored summary of a turn's steps. */
+export const callsHeading = "[ctxgate] The agent's calls in these steps, kept verbatim:";
+
 /** A user message longer than this is pasted material, not a statement of the user's own. */
 const pasteCharacters = 1_200;
 /** A statement longer than this is cut around its facts: a note is a sentence, not a paragraph. */
 const noteCharacters = 300;
 
-/** The stored summary text as its two parts: the summarizer's prose and the notes. */
-export function splitSummaryText(text: string | undefined): { prose: string | undefined; notes: string[] } {
+/** The stored summary text as its two parts: the summarizer's prose and the notes under `heading`. */
+export function splitSummaryText(
+  text: string | undefined,
+  heading: string = notesHeading,
+): { prose: string | undefined; notes: string[] } {
   if (text === undefined) return { prose: undefined, notes: [] };
-  const at = text.indexOf(notesHeading);
+  const at = text.indexOf(heading);
   if (at < 0) return { prose: text, notes: [] };
   const notes = text
-    .slice(at + notesHeading.length)
+    .slice(at + heading.length)
     .split('\n')
     .map((line) => line.replace(/^- /, '').trim())
     .filter((line) => line !== '');
@@ -31,9 +40,26 @@ export function splitSummaryText(text: string | undefined): { prose: string | un
 }
 
 /** The text stored and rendered: the prose, then the notes under their heading. */
-export function joinSummaryText(prose: string, notes: readonly string[]): string {
+export function joinSummaryText(
+  prose: string,
+  notes: readonly string[],
+  heading: string = notesHeading,
+): string {
   if (notes.length === 0) return prose;
-  return `${prose}\n\n${notesHeading}\n${notes.map((note) => `- ${note}`).join('\n')}`;
+  return `${prose}\n\n${heading}\n${notes.map((note) => `- ${note}`).join('\n')}`;
+}
+
+/** The agent's calls in `covered`, oldest first, as `tool(arguments)` on one line each (long ones cut). */
+export function callStatements(covered: readonly ContextMessage[]): string[] {
+  const statements: string[] = [];
+  for (const message of covered)
+    for (const call of message.tool_calls ?? []) {
+      const name = call.function?.name ?? 'tool';
+      const args = (call.function?.arguments ?? '').replace(/\s+/g, ' ').trim();
+      const line = `${name}(${args})`;
+      statements.push(line.length <= noteCharacters ? line : `${line.slice(0, noteCharacters - 1)}…`);
+    }
+  return statements;
 }
 
 /** The sentences (or lines) of the user's own messages in `covered` that state a fact, oldest first. */

@@ -27,7 +27,15 @@ import {
   type SummaryPlan,
   type TurnSummaryPlan,
 } from '../context/summary.js';
-import { joinSummaryText, mergeNotes, splitSummaryText, userStatements } from '../context/summary-notes.js';
+import {
+  callsHeading,
+  callStatements,
+  joinSummaryText,
+  mergeNotes,
+  notesHeading,
+  splitSummaryText,
+  userStatements,
+} from '../context/summary-notes.js';
 import { messageText } from '../context/turns.js';
 import { factsInSlices } from './facts-in-slices.js';
 import { countMessageTokens } from '../context/token-accounting.js';
@@ -111,7 +119,9 @@ type SummaryJob =
   | {
       kind: 'turn';
       range: StoredMessage[];
+      /** The turn's previous summary's prose and the agent's calls it keeps (kept by the gateway). */
       previousText: string | undefined;
+      previousNotes: string[];
       task: string;
       turnStart: number;
       fromMessage: number;
@@ -258,10 +268,12 @@ export function createSessionSummarizer(deps: {
       summarizeTo: policy.summarize_to,
     });
     if (turnPlan.kind === 'summarize_turn') {
+      const previousTurnParts = splitSummaryText(previousTurn?.text, callsHeading);
       return {
         kind: 'turn',
         range: snapshot.messages.slice(turnPlan.from, turnPlan.to),
-        previousText: previousTurn?.text,
+        previousText: previousTurnParts.prose,
+        previousNotes: previousTurnParts.notes,
         task: messageText(snapshot.messages[turnPlan.turnStart]?.message as ContextMessage),
         turnStart: positionOf(turnPlan.turnStart),
         fromMessage: positionOf(turnPlan.from),
@@ -528,17 +540,14 @@ export function createSessionSummarizer(deps: {
         withToolResults,
         sourceFacts,
       });
-      // The user's own statements of facts are kept verbatim beside the prose (the notes): what they
-      // state is kept whatever the summarizer wrote, and is not repaired.
-      const notes =
-        job.kind === 'history'
-          ? mergeNotes(
-              job.previousNotes,
-              userStatements(coveredMessages),
-              Math.floor(input.window * policy.summary_notes_share),
-              tokenizerFor(config, tokenizers, input.model),
-            )
-          : [];
+      // The user's own statements of facts (a turn's steps: the agent's calls) are kept verbatim beside
+      // the prose (the notes): what they state is kept whatever the summarizer wrote, and is not repaired.
+      const notes = mergeNotes(
+        job.previousNotes,
+        job.kind === 'history' ? userStatements(coveredMessages) : callStatements(coveredMessages),
+        Math.floor(input.window * policy.summary_notes_share),
+        tokenizerFor(config, tokenizers, input.model),
+      );
       const notesText = notes.join('\n');
       const missingFacts = verdict.missingFacts.filter((fact) => !statesFact(notesText, fact));
       const factsKept = verdict.factsTotal - missingFacts.length;
@@ -573,7 +582,7 @@ export function createSessionSummarizer(deps: {
         input,
         job,
         lock,
-        text: joinSummaryText(text, notes),
+        text: joinSummaryText(text, notes, job.kind === 'history' ? notesHeading : callsHeading),
         covered,
         previous: snapshot.summary,
         head: snapshot.headMessages,

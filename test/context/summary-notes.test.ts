@@ -1,8 +1,10 @@
 // The notes region of a session summary: the user's own sentences that state a fact, copied out of the
 // covered turns verbatim (numbering and pasted material aside), carried from summary to summary and
-// bounded by tokens, the oldest leaving first.
+// bounded by tokens, the oldest leaving first; for a summary of an agent turn's steps, the agent's calls.
 import { describe, expect, it } from 'vitest';
 import {
+  callsHeading,
+  callStatements,
   joinSummaryText,
   mergeNotes,
   notesHeading,
@@ -90,5 +92,50 @@ describe('the stored text', () => {
     expect(joinSummaryText('Prose only.', [])).toBe('Prose only.');
     expect(splitSummaryText('Prose only.')).toEqual({ prose: 'Prose only.', notes: [] });
     expect(splitSummaryText(undefined)).toEqual({ prose: undefined, notes: [] });
+  });
+});
+
+describe('callStatements', () => {
+  const call = (name: string, args: string) => ({
+    id: `call_${name}`,
+    type: 'function' as const,
+    function: { name, arguments: args },
+  });
+
+  it('gives each call of the covered steps as tool(arguments), oldest first, results and text aside', () => {
+    expect(
+      callStatements([
+        { role: 'user', content: 'The path is src/app.ts.' },
+        {
+          role: 'assistant',
+          content: 'Reading both.',
+          tool_calls: [call('read_file', '{"path": "src/a.ts"}'), call('grep', '{\n  "pattern": "retry"\n}')],
+        },
+        { role: 'tool', tool_call_id: 'call_read_file', content: 'export const a = 1; // src/other.ts' },
+        { role: 'assistant', content: null, tool_calls: [call('list_dir', '')] },
+      ]),
+    ).toEqual(['read_file({"path": "src/a.ts"})', 'grep({ "pattern": "retry" })', 'list_dir()']);
+  });
+
+  it('cuts a call with long arguments to one line of 300 characters', () => {
+    const [line] = callStatements([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [call('write_file', `{"text":"${'x'.repeat(2_000)}"}`)],
+      },
+    ]);
+    expect(line).toHaveLength(300);
+    expect(line?.startsWith('write_file({"text":"xxx')).toBe(true);
+    expect(line?.endsWith('…')).toBe(true);
+  });
+
+  it('is stored under its own heading, which a history summary does not read as its notes', () => {
+    const text = joinSummaryText('Read the retry modules.', ['read_file({"path":"src/a.ts"})'], callsHeading);
+    expect(splitSummaryText(text, callsHeading)).toEqual({
+      prose: 'Read the retry modules.',
+      notes: ['read_file({"path":"src/a.ts"})'],
+    });
+    expect(splitSummaryText(text).notes).toEqual([]);
   });
 });

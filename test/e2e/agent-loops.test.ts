@@ -63,6 +63,10 @@ const stepSummarizer = paraphrasingSummarizer({
 const pageWithFacts = (number: number): string =>
   number === 2 ? `${page(number, 1_400)}\nNote: the shipment code is SH-90211.` : page(number, 1_500);
 
+/** The third test's agent reads modules by path: the arguments of its call for module `number`. */
+const moduleCount = 10;
+const modulePathArguments = (number: number): string => `{"path":"src/retry/budget_${number}.ts"}`;
+
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 let modelCalls = 0;
@@ -82,6 +86,18 @@ beforeAll(async () => {
           content: `It is ${codeInPrompt(messages, question[1] === 'deploy key' ? 'DK' : 'SH') ?? 'unknown'}.`,
         };
       const seen = callsSeen(messages);
+      if (String(messages.find((message) => message.role === 'user')?.content).includes('retry modules'))
+        return seen >= moduleCount
+          ? { content: 'DONE' }
+          : {
+              toolCalls: [
+                {
+                  id: `call_${randomUUID().slice(0, 8)}`,
+                  name: 'read_file',
+                  arguments: modulePathArguments(seen + 1),
+                },
+              ],
+            };
       if (seen >= target)
         return {
           content: `DONE after ${seen} calls. Deploy key ${codeInPrompt(messages, 'DK') ?? '?'}, shipment ${codeInPrompt(messages, 'SH') ?? '?'}.`,
@@ -200,5 +216,50 @@ describe('agent loops', () => {
     expect(response.headers.get('x-context-dropped-messages')).toBe('0');
     expect(Number(response.headers.get('x-context-input-tokens'))).toBe(countPromptTokens(sent, undefined));
     expect(callsSeen(sent)).toBe(12);
+  });
+
+  it("keeps the agent's calls verbatim in the turn's summary, where a summarizer paraphrases their paths away", async () => {
+    const client = new OpenAI({
+      baseURL: harness.baseUrl,
+      apiKey: 'sk-agent',
+      maxRetries: 0,
+      defaultHeaders: { 'x-session-id': `calls-${randomUUID()}`, 'x-session-history': 'delta' },
+    });
+    fake.requests.length = 0;
+    let messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: `Read the ${moduleCount} retry modules one by one, then say DONE.` },
+    ];
+    for (let step = 0; step <= moduleCount; step++) {
+      const completion = await client.chat.completions.create({ model, messages, max_tokens: outputReserve });
+      const calls = completion.choices[0]?.message.tool_calls ?? [];
+      if (calls.length === 0) break;
+      await harness.gateway.summarizer.idle();
+      messages = calls.map((call, index) => ({
+        role: 'tool' as const,
+        tool_call_id: call.id,
+        content: page(step + index + 1, 1_500),
+      }));
+    }
+    const prompt = JSON.stringify(
+      (
+        fake.chatRequests.filter((request) => !fake.summaryRequests.includes(request)).at(-1)?.body as {
+          messages: ChatMessage[];
+        }
+      ).messages,
+    );
+    const summarized = /Summary of the first (\d+) steps/.exec(prompt);
+    expect(summarized).not.toBeNull();
+    const steps = Number(summarized?.[1]);
+    expect(steps).toBeGreaterThan(3);
+    // Each summarized step's call is in the prompt as the agent made it (the summarizer wrote only
+    // "Read page N."), and no repair call was spent asking for a path.
+    expect(prompt).toContain("[ctxgate] The agent's calls in these steps, kept verbatim:");
+    for (let module = 1; module <= steps; module++)
+      expect(prompt).toContain(JSON.stringify(`- read_file(${modulePathArguments(module)})`).slice(1, -1));
+    expect(fake.summaryRequests.length).toBeGreaterThan(0);
+    const repairs = fake.summaryRequests.filter((request) =>
+      JSON.stringify(request.body).includes('Statements whose facts are missing'),
+    );
+    expect(repairs.filter((request) => JSON.stringify(request.body).includes('src/retry/'))).toHaveLength(0);
   });
 });
