@@ -7,7 +7,7 @@ import type { BudgetPlan, BudgetReservation, BudgetService } from '../budget/bud
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { fallbackModelEntry } from '../config/model-table.js';
 import { countMessageTokens } from '../context/token-accounting.js';
-import type { ContextMessage } from '../context/types.js';
+import type { ContextMessage, RenderReport } from '../context/types.js';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
@@ -33,7 +33,7 @@ import { isUnknownModel } from '../context/context-settings.js';
 import { countPrecisionFor, tokenizerFor, type PreparedContext } from '../context/plan-send.js';
 import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../upstream/relay.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
-import type { RequestState } from './request-state.js';
+import { withOutcome, type RequestOutcome, type UpstreamTally } from './request-outcome.js';
 import { sendWithRecovery, type SendEvent, type SendResult } from '../upstream/send-with-recovery.js';
 import { measuredExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
@@ -62,8 +62,8 @@ export interface ChatInput {
   credential: Credential;
   /** Forwarded upstream (less hop-by-hop and the gateway's own headers). */
   clientHeaders: IncomingHttpHeaders;
-  /** What the request log and metrics are told. */
-  record: RequestState;
+  /** When the request arrived, on the gateway's monotonic clock (`now`). */
+  startedAtMs: number;
   warn: (fields: Record<string, unknown>, message: string) => void;
   info: (fields: Record<string, unknown>, message: string) => void;
 }
@@ -71,11 +71,16 @@ export interface ChatInput {
 export interface ContextPreview {
   headers: Record<string, string>;
   body: Record<string, unknown>;
+  /** What the context engine would do: for the request's log line. */
+  context: RenderReport;
 }
 
 export interface ChatService {
-  /** Serves one chat completion to `client`; rejects with a GatewayError the edge renders. */
-  complete(input: ChatInput, client: ClientStream): Promise<void>;
+  /**
+   * Serves one chat completion to `client` and returns what was done (request-outcome.ts); rejects with
+   * a GatewayError the edge renders, what was done until then on it.
+   */
+  complete(input: ChatInput, client: ClientStream): Promise<RequestOutcome>;
   /** What `complete` would send for the same request now (POST /v1/context/render): same code path. */
   preview(input: Omit<ChatInput, 'warn' | 'info'>): Promise<ContextPreview>;
 }
@@ -93,7 +98,22 @@ interface Turn {
   rawBody: Buffer | undefined;
   /** The attempt that was answered and the prompt tokens the upstream reported: the inspector's report. */
   answered?: { attempt: ChatAttempt; promptTokens: number | undefined };
+  /** The attempt sent last (or about to be sent): what the engine did, and the fallback. */
+  lastAttempt?: ChatAttempt;
+  /** The upstream calls, once the exchange is over. */
+  upstream?: UpstreamTally;
 }
+
+/** What a turn did, as far as it went. */
+function outcomeOfTurn(turn: Turn): RequestOutcome {
+  return {
+    context: turn.lastAttempt?.prepared.report,
+    fallback: turn.lastAttempt?.fallback,
+    upstream: turn.upstream,
+  };
+}
+
+const errorCodeOf = (error: unknown): string => (isGatewayError(error) ? error.code : 'internal_error');
 
 export function createChatService(deps: ChatServiceDependencies): ChatService {
   const { config, metrics, budgets, learnedLimits } = deps;
@@ -111,8 +131,6 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
 
   function parse(input: Omit<ChatInput, 'warn' | 'info'>, warn?: ChatInput['warn']): ChatCompletionRequest {
     const chatRequest = parseChatCompletionRequest(input.body, requestLimits);
-    input.record.model = chatRequest.model;
-    input.record.stream = chatRequest.stream === true;
     const { model } = chatRequest;
     // A window the client states makes any model name usable; else an unknown one's window is a guess.
     if (input.overrides.contextWindow === undefined && isUnknownModel(config, model)) {
@@ -179,7 +197,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     key: SessionKey | undefined,
   ): Promise<SessionTurn | undefined> {
     if (key === undefined) return undefined;
-    const session = await beginSessionTurn({
+    return beginSessionTurn({
       ...sessionInput(input, chatRequest, key),
       holdQueue,
       holdMs: config.sessions.hold_ms,
@@ -187,8 +205,6 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       commitCheckMs: config.sessions.commit_check_ms,
       maxTurnMessages: config.sessions.max_active_messages,
     });
-    input.record.session = hashedSessionId(session.key);
-    return session;
   }
 
   /** The request's expected cost, reserved on its budgets before it is sent. */
@@ -235,12 +251,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     if (answered === undefined) return;
     const { attempt } = answered;
     const { prepared } = attempt;
-    const record = turn.input.record;
     const report = buildRequestReport({
       at: Date.now(),
       model: turn.chatRequest.model,
       fallback: attempt.fallback,
-      status: record.upstreamStatus ?? 200,
+      status: turn.upstream?.status ?? 200,
       session,
       rendered: prepared.messages,
       report: prepared.report,
@@ -248,8 +263,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       safetyMargin: prepared.settings.safetyMarginTokens,
       ratio: attempt.learned.ratio ?? 1,
       providerPromptTokens: answered.promptTokens,
-      retries: Math.max(0, record.attempts - 1),
-      durationMs: deps.now() - record.startedAtMs,
+      retries: Math.max(0, (turn.upstream?.attempts ?? 1) - 1),
+      durationMs: deps.now() - turn.input.startedAtMs,
     });
     void deps.sessionStore.recordRequest(session.key, report).catch(() => undefined);
   }
@@ -354,7 +369,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   /** A whole answer: settled and committed before the client sees it. */
-  async function deliverWhole(turn: Turn, sent: SendResult<ChatAttempt>): Promise<void> {
+  async function deliverWhole(turn: Turn, sent: SendResult<ChatAttempt>): Promise<undefined> {
     const { response, attempt } = sent;
     const answer = await readWholeAnswer(response, { expectCompletion: true });
     const headers = answerHeaders(turn, sent);
@@ -373,15 +388,17 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         headers['x-context-upstream-truncated'] = 'true';
     } else upstreamRefused(turn, sent, answer.body);
     await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), answer.body);
+    return undefined;
   }
 
   /**
    * A stream, relayed as it arrives. With a session, the final `data: [DONE]` waits until the turn is
-   * stored, so that a client whose turn could not be stored gets an error event instead.
+   * stored, so that a client whose turn could not be stored gets an error event instead. Returns the
+   * code a stream under way ended with, when it did not finish well.
    */
-  async function deliverStream(turn: Turn, sent: SendResult<ChatAttempt>): Promise<void> {
+  async function deliverStream(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {
     const { response, attempt } = sent;
-    const { client, session, input } = turn;
+    const { client, session } = turn;
     client.openStream(response.statusCode, {
       ...buildClientHeaders(response.headers, answerHeaders(turn, sent)),
       'cache-control': 'no-cache',
@@ -393,32 +410,33 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       expectFinish: true,
     });
     // The upstream generated (and bills) what was streamed, finished or not.
-    if (outcome.kind === 'client_left')
-      return settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
-    let failure = outcome.failure;
-    let last: Buffer | string | undefined = outcome.heldDone;
-    if (failure === undefined && session !== undefined && outcome.replyComplete) {
-      await commit(turn, session, attempt.prepared, outcome.reply).catch((error: unknown) => {
-        input.record.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
-        // The client has the answer but not its [DONE]: it learns the turn was not stored. Without a
-        // held [DONE] (the stream had none) the failure can only be logged.
-        if (last === undefined) return;
-        failure = isGatewayError(error)
-          ? error
-          : new GatewayError('session_store_unavailable', 'The turn could not be stored.');
-        last = undefined;
-      });
+    if (outcome.kind === 'client_left') {
+      settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
+      return undefined;
     }
+    const commitError =
+      outcome.failure === undefined && session !== undefined && outcome.replyComplete
+        ? await commit(turn, session, attempt.prepared, outcome.reply).then(
+            () => undefined,
+            (error: unknown) => error ?? new Error('commit failed'),
+          )
+        : undefined;
+    // A turn that could not be stored: the client has the answer but not its [DONE], and learns it
+    // from an error event instead. Without a held [DONE] (the stream had none) it can only be logged.
+    const failure =
+      outcome.failure ??
+      (commitError === undefined || outcome.heldDone === undefined
+        ? undefined
+        : isGatewayError(commitError)
+          ? commitError
+          : new GatewayError('session_store_unavailable', 'The turn could not be stored.'));
     if (failure === undefined) turn.lessons.usage(outcome.usage.promptTokens, attempt);
     settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
-    if (failure !== undefined) {
-      input.record.streamErrorCode = failure.code;
-      last = errorEvent(toOpenAIErrorBody(failure));
-    }
-    client.end(last);
+    client.end(failure === undefined ? outcome.heldDone : errorEvent(toOpenAIErrorBody(failure)));
+    return failure?.code ?? (commitError === undefined ? undefined : errorCodeOf(commitError));
   }
 
-  async function deliver(turn: Turn, sent: SendResult<ChatAttempt>): Promise<void> {
+  async function deliver(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {
     const { response } = sent;
     const success = response.statusCode < 300;
     if (turn.chatRequest.stream === true && success) {
@@ -455,17 +473,17 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
   }
 
-  async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<void> {
+  /** Sends the request, recovering as it must, and answers the client: the code a stream ended with, if any. */
+  async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<string | undefined> {
     const { input, client, chatRequest, target } = turn;
     const ladder = ladderFor(input, chatRequest, turn.session, turn.rawBody, turn.target);
-    input.record.context = ladder.first.prepared.report;
+    turn.lastAttempt = ladder.first;
     turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
-    await measuredExchange(
+    const { value, tally } = await measuredExchange(
       deps,
       {
         target,
-        record: input.record,
         client,
         clientHeaders: input.clientHeaders,
         credential: input.credential,
@@ -474,8 +492,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         const sent = await sendWithRecovery<ChatAttempt>({
           first: ladder.first,
           send: (attempt) => {
-            input.record.context = attempt.prepared.report;
-            input.record.fallback = attempt.fallback;
+            turn.lastAttempt = attempt;
             return exchange.send({
               method: 'POST',
               path: '/chat/completions',
@@ -492,9 +509,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           cancelled: () => client.cancellation.aborted,
           observe: observe(turn),
         });
-        await deliver(turn, sent);
+        return deliver(turn, sent);
       },
     );
+    turn.upstream = tally;
+    return value;
   }
 
   /**
@@ -526,24 +545,36 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       // Checked before anything is spent: a session needs a credential.
       const { sessionId } = input.overrides;
       const sessionKey = sessionId === undefined ? undefined : sessionKeyFor(input.credential, sessionId);
-      const plan = await admitBudgets(input, client);
-      const session = await openSession(input, chatRequest, sessionKey);
-      const turn: Turn = {
-        input,
-        client,
-        chatRequest,
-        target,
-        session,
-        reservation: undefined,
-        rawBody,
-        lessons: createUpstreamLessons({ learnedLimits, metrics, warn: input.warn, info: input.info }),
+      const asked: RequestOutcome = {
+        model: chatRequest.model,
+        stream: chatRequest.stream === true,
+        session: sessionKey === undefined ? undefined : hashedSessionId(sessionKey),
       };
       try {
-        await sendAndDeliver(turn, plan);
-      } finally {
-        await turn.reservation?.release();
-        await session?.release();
-        if (session !== undefined) recordForInspector(turn, session);
+        const plan = await admitBudgets(input, client);
+        const session = await openSession(input, chatRequest, sessionKey);
+        const turn: Turn = {
+          input,
+          client,
+          chatRequest,
+          target,
+          session,
+          reservation: undefined,
+          rawBody,
+          lessons: createUpstreamLessons({ learnedLimits, metrics, warn: input.warn, info: input.info }),
+        };
+        try {
+          const streamErrorCode = await sendAndDeliver(turn, plan);
+          return { ...asked, ...outcomeOfTurn(turn), streamErrorCode };
+        } catch (error) {
+          throw withOutcome(error, outcomeOfTurn(turn));
+        } finally {
+          await turn.reservation?.release();
+          await session?.release();
+          if (session !== undefined) recordForInspector(turn, session);
+        }
+      } catch (error) {
+        throw withOutcome(error, asked);
       }
     },
 
@@ -560,9 +591,9 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       // The first attempt the request would send: the client's model, or the fallback it would go to.
       const target = selectUpstream(config.upstreams, chatRequest.model);
       const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target).first;
-      input.record.context = prepared.report;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {
+        context: prepared.report,
         headers,
         body: {
           object: 'context.render',

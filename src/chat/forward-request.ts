@@ -10,9 +10,9 @@ import type { GatewayMetrics } from '../metrics.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { errorEvent, isEventStream, StreamCompletionTracker } from '../upstream/sse.js';
 import type { Readable } from 'node:stream';
-import type { Upstream, UpstreamMethod } from '../upstream/upstream.js';
+import type { Upstream, UpstreamMethod, UpstreamResponse } from '../upstream/upstream.js';
 import { readWholeAnswer, relayStream, type ClientStream } from '../upstream/relay.js';
-import type { RequestState } from './request-state.js';
+import type { UpstreamTally } from './request-outcome.js';
 import { measuredExchange } from './upstream-call.js';
 
 export interface ForwardInput {
@@ -27,16 +27,20 @@ export interface ForwardInput {
   streamBody?: boolean;
   clientHeaders: IncomingHttpHeaders;
   credential: Credential;
-  record: RequestState;
 }
 
-/** What a forwarded call cost, as its answer reports it. */
+/** What a forwarded call did, and what it cost as its answer reports it. */
 export interface ForwardOutcome {
   /** The upstream answered (any status); false when no answer came or the client left first. */
   answered: boolean;
   /** The tokens the answer reports using (its `usage`), when it is a success that reports them. */
   totalTokens: number | undefined;
+  upstream: UpstreamTally;
+  /** An answer under way that ended with an error event or a cut instead of its end. */
+  streamErrorCode: string | undefined;
 }
+
+type Relayed = Omit<ForwardOutcome, 'upstream' | 'answered'>;
 
 export interface Forwarder {
   forward(input: ForwardInput, client: ClientStream): Promise<ForwardOutcome>;
@@ -49,54 +53,69 @@ export function createForwarder(deps: {
 }): Forwarder {
   return {
     async forward(input, client) {
-      const outcome: ForwardOutcome = { answered: false, totalTokens: undefined };
-      await measuredExchange(deps, { ...input, client }, async (exchange) => {
-        const response = await exchange.send(input);
-        outcome.answered = true;
-        const success = response.statusCode < 300;
-        if (success && isEventStream(response.headers)) {
-          client.openStream(response.statusCode, {
-            ...buildClientHeaders(response.headers),
-            'cache-control': 'no-cache',
-          });
-          const relayed = await relayStream(response, client, {
-            holdDone: false,
-            assemble: false,
-            expectFinish: false,
-          });
-          const { promptTokens, completionTokens } = relayed.usage;
-          if (promptTokens !== undefined || completionTokens !== undefined)
-            outcome.totalTokens = (promptTokens ?? 0) + (completionTokens ?? 0);
-          if (relayed.kind === 'client_left') return;
-          if (relayed.failure !== undefined) input.record.streamErrorCode = relayed.failure.code;
-          client.end(
-            relayed.failure === undefined ? undefined : errorEvent(toOpenAIErrorBody(relayed.failure)),
-          );
-          return;
-        }
-        if (input.streamBody === true) {
-          client.openStream(response.statusCode, buildClientHeaders(response.headers));
-          // Usage sits at the end of an answer: only its tail is kept to read it.
-          const tail = success ? new StreamCompletionTracker() : undefined;
-          try {
-            await response.forEachChunk((chunk) => {
-              tail?.push(chunk);
-              return client.write(chunk);
+      const { value, tally } = await measuredExchange(
+        deps,
+        { ...input, client },
+        async (exchange): Promise<Relayed> => {
+          const response = await exchange.send(input);
+          const success = response.statusCode < 300;
+          if (success && isEventStream(response.headers)) {
+            client.openStream(response.statusCode, {
+              ...buildClientHeaders(response.headers),
+              'cache-control': 'no-cache',
             });
-            outcome.totalTokens = tail?.totalTokens();
-          } catch (error) {
-            // The answer is under way: a cut connection is all the client can be told.
-            input.record.streamErrorCode = isGatewayError(error) ? error.code : 'internal_error';
-            client.destroy();
-            return;
+            const relayed = await relayStream(response, client, {
+              holdDone: false,
+              assemble: false,
+              expectFinish: false,
+            });
+            const { promptTokens, completionTokens } = relayed.usage;
+            const totalTokens =
+              promptTokens !== undefined || completionTokens !== undefined
+                ? (promptTokens ?? 0) + (completionTokens ?? 0)
+                : undefined;
+            if (relayed.kind === 'client_left') return { totalTokens, streamErrorCode: undefined };
+            const failure = relayed.failure;
+            client.end(failure === undefined ? undefined : errorEvent(toOpenAIErrorBody(failure)));
+            return { totalTokens, streamErrorCode: failure?.code };
           }
-          client.end();
-          return;
-        }
-        const answer = await readWholeAnswer(response, { expectCompletion: false });
-        await client.sendWhole(answer.status, buildClientHeaders(response.headers), answer.body);
-      });
-      return outcome;
+          if (input.streamBody === true) return relayChunks(response, client, success);
+          const answer = await readWholeAnswer(response, { expectCompletion: false });
+          await client.sendWhole(answer.status, buildClientHeaders(response.headers), answer.body);
+          return { totalTokens: undefined, streamErrorCode: undefined };
+        },
+      );
+      return {
+        answered: tally.status !== undefined,
+        totalTokens: value?.totalTokens,
+        streamErrorCode: value?.streamErrorCode,
+        upstream: tally,
+      };
     },
   };
+}
+
+/**
+ * A body that is not an event stream, relayed chunk by chunk as it arrives (audio, files). Usage sits at
+ * the end of an answer: only its tail is kept to read it.
+ */
+async function relayChunks(
+  response: UpstreamResponse,
+  client: ClientStream,
+  success: boolean,
+): Promise<Relayed> {
+  client.openStream(response.statusCode, buildClientHeaders(response.headers));
+  const tail = success ? new StreamCompletionTracker() : undefined;
+  try {
+    await response.forEachChunk((chunk) => {
+      tail?.push(chunk);
+      return client.write(chunk);
+    });
+  } catch (error) {
+    // The answer is under way: a cut connection is all the client can be told.
+    client.destroy();
+    return { totalTokens: undefined, streamErrorCode: isGatewayError(error) ? error.code : 'internal_error' };
+  }
+  client.end();
+  return { totalTokens: tail?.totalTokens(), streamErrorCode: undefined };
 }

@@ -18,7 +18,7 @@ import { selectUpstream } from '../upstream/select-upstream.js';
 import type { UpstreamMethod } from '../upstream/upstream.js';
 import type { Forwarder } from './forward-request.js';
 import type { ClientStream } from '../upstream/relay.js';
-import type { RequestState } from './request-state.js';
+import { withOutcome, type RequestOutcome } from './request-outcome.js';
 
 export interface PassthroughInput {
   method: UpstreamMethod;
@@ -28,11 +28,11 @@ export interface PassthroughInput {
   /** The request body as it arrives (undefined for GET and DELETE). */
   body: Readable | undefined;
   credential: Credential;
-  record: RequestState;
 }
 
 export interface PassthroughService {
-  forward(input: PassthroughInput, client: ClientStream): Promise<void>;
+  /** Forwards the call; what was done (request-outcome.ts), on the error when it failed. */
+  forward(input: PassthroughInput, client: ClientStream): Promise<RequestOutcome>;
 }
 
 function notFound(input: PassthroughInput): GatewayError {
@@ -123,63 +123,72 @@ export function createPassthroughService(deps: {
     return reservation;
   }
 
+  /** The call as forwarded (the JSON body re-sent as read, any other as it arrives), admitted and charged. */
+  async function forwardCall(
+    input: PassthroughInput,
+    client: ClientStream,
+    path: { path: string; segments: readonly string[] },
+    contentType: string | undefined,
+    json: Awaited<ReturnType<typeof readJson>> | undefined,
+    model: string | undefined,
+  ): Promise<RequestOutcome> {
+    const target = model === undefined ? config.defaultUpstream : selectUpstream(config.upstreams, model);
+    checkProviderState(input, target, path.segments);
+    const cost = expectedCost(json?.parsed);
+    const reservation = await reserve(input, cost, client);
+    const hasBody = input.method !== 'GET' && input.method !== 'DELETE' && input.body !== undefined;
+    const body: Buffer | Readable | undefined = json?.bytes ?? (hasBody ? input.body : undefined);
+    const bodyHeaders: Record<string, string> = {};
+    const contentLength = firstHeaderValue(input.headers['content-length']);
+    if (contentType !== undefined) bodyHeaders['content-type'] = contentType;
+    if (Buffer.isBuffer(body)) bodyHeaders['content-length'] = String(body.length);
+    else if (body !== undefined && contentLength !== undefined) bodyHeaders['content-length'] = contentLength;
+    try {
+      const forwarded = await forwarder.forward(
+        {
+          target,
+          method: input.method,
+          path: path.path,
+          body,
+          bodyHeaders,
+          streamBody: true,
+          clientHeaders: input.headers,
+          credential: input.credential,
+        },
+        client,
+      );
+      // Refusals cost nothing; a success is counted by its usage, else by the estimate.
+      if (forwarded.answered && (forwarded.upstream.status ?? 500) < 300) {
+        const reported = forwarded.totalTokens;
+        await reservation?.settle({
+          tokens: reported ?? cost.promptTokens + cost.maxOutputTokens,
+          estimated: reported === undefined,
+        });
+      }
+      return { upstream: forwarded.upstream, streamErrorCode: forwarded.streamErrorCode };
+    } finally {
+      await reservation?.release();
+    }
+  }
+
   return {
     async forward(input, client) {
       const path = forwardedPath(input.method, input.target);
       if (path.kind !== 'forward') throw notFound(input);
       const contentType = firstHeaderValue(input.headers['content-type']);
-      const contentLength = firstHeaderValue(input.headers['content-length']);
-      const hasBody = input.method !== 'GET' && input.method !== 'DELETE' && input.body !== undefined;
-      let body: Buffer | Readable | undefined = hasBody ? input.body : undefined;
-      let parsed: Record<string, unknown> | undefined;
-      let target = config.defaultUpstream;
-      if (
+      const json =
         input.body !== undefined &&
-        hasBody &&
+        input.method !== 'GET' &&
+        input.method !== 'DELETE' &&
         contentType !== undefined &&
         /^application\/json\b/i.test(contentType)
-      ) {
-        const json = await readJson(input, input.body);
-        body = json.bytes;
-        parsed = json.parsed;
-        if (typeof parsed?.model === 'string') {
-          input.record.model = parsed.model;
-          target = selectUpstream(config.upstreams, parsed.model);
-        }
-      }
-      checkProviderState(input, target, path.segments);
-      const cost = expectedCost(parsed);
-      const reservation = await reserve(input, cost, client);
-      const bodyHeaders: Record<string, string> = {};
-      if (contentType !== undefined) bodyHeaders['content-type'] = contentType;
-      if (Buffer.isBuffer(body)) bodyHeaders['content-length'] = String(body.length);
-      else if (body !== undefined && contentLength !== undefined)
-        bodyHeaders['content-length'] = contentLength;
+          ? await readJson(input, input.body)
+          : undefined;
+      const model = typeof json?.parsed?.model === 'string' ? json.parsed.model : undefined;
       try {
-        const outcome = await forwarder.forward(
-          {
-            target,
-            method: input.method,
-            path: path.path,
-            body,
-            bodyHeaders,
-            streamBody: true,
-            clientHeaders: input.headers,
-            credential: input.credential,
-            record: input.record,
-          },
-          client,
-        );
-        if (!outcome.answered) return;
-        // Refusals cost nothing; a success is counted by its usage, else by the estimate.
-        if ((input.record.upstreamStatus ?? 500) >= 300) return;
-        const reported = outcome.totalTokens;
-        await reservation?.settle({
-          tokens: reported ?? cost.promptTokens + cost.maxOutputTokens,
-          estimated: reported === undefined,
-        });
-      } finally {
-        await reservation?.release();
+        return { model, ...(await forwardCall(input, client, path, contentType, json, model)) };
+      } catch (error) {
+        throw withOutcome(error, { model });
       }
     },
   };

@@ -1,6 +1,6 @@
 // One upstream exchange as the request log and the metrics see it: the time from the first send to the
-// end of the relayed body, the last status, and the error it ended with. A client that left is not an
-// error: the exchange is dropped quietly.
+// end of the relayed body, the calls made, the last status, and the error it ended with — returned as a
+// tally (on the error, when it failed). A client that left is not an error: the exchange is dropped quietly.
 import type { Credential } from '../auth/authenticate.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 import { isGatewayError } from '../errors.js';
@@ -9,7 +9,7 @@ import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import type { Readable } from 'node:stream';
 import type { Upstream, UpstreamMethod, UpstreamResponse } from '../upstream/upstream.js';
 import type { ClientStream } from '../upstream/relay.js';
-import type { RequestState } from './request-state.js';
+import { withOutcome, type UpstreamTally } from './request-outcome.js';
 
 export interface UpstreamExchange {
   /**
@@ -27,23 +27,29 @@ export interface UpstreamExchange {
 }
 
 /**
- * Runs `exchange` against `target`, measured. Resolves without a value when the client left before the
- * answer ended (nothing more can be sent to it); rejects with the exchange's error otherwise.
+ * Runs `exchange` against `target`, measured: its value (undefined when the client left before the
+ * answer ended — nothing more can be sent to it) and the tally of its calls. Rejects with the
+ * exchange's error otherwise, the tally on it (request-outcome.ts).
  */
-export async function measuredExchange(
+export async function measuredExchange<T>(
   deps: { upstream: Upstream; metrics: GatewayMetrics; now: () => number },
   context: {
     target: UpstreamConfig;
-    record: RequestState;
     client: ClientStream;
     clientHeaders: Record<string, string | string[] | undefined>;
     credential: Credential;
   },
-  exchange: (upstream: UpstreamExchange) => Promise<void>,
-): Promise<void> {
-  const { target, record, client } = context;
+  exchange: (upstream: UpstreamExchange) => Promise<T>,
+): Promise<{ value: T | undefined; tally: UpstreamTally }> {
+  const { target, client } = context;
   const startedAtMs = deps.now();
-  record.upstreamName = target.name;
+  const tally: UpstreamTally = {
+    name: target.name,
+    status: undefined,
+    ms: 0,
+    attempts: 0,
+    errorCause: undefined,
+  };
   const headersFor = new Map<string, Record<string, string>>();
   const upstream: UpstreamExchange = {
     async send({ method, path, body, target: to = target, bodyHeaders }) {
@@ -56,8 +62,8 @@ export async function measuredExchange(
         const { 'content-type': _json, ...rest } = headers;
         headers = { ...rest, ...bodyHeaders };
       }
-      record.upstreamName = to.name;
-      record.attempts++;
+      tally.name = to.name;
+      tally.attempts++;
       const response = await deps.upstream.send({
         upstream: to,
         method,
@@ -66,23 +72,27 @@ export async function measuredExchange(
         ...(body === undefined ? {} : { body }),
         signal: client.cancellation,
       });
-      record.upstreamStatus = response.statusCode;
+      tally.status = response.statusCode;
       return response;
     },
   };
   try {
-    await exchange(upstream);
+    const value = await exchange(upstream);
+    return { value, tally };
   } catch (error) {
-    if (client.cancellation.aborted) return client.destroy();
-    if (isGatewayError(error)) {
-      deps.metrics.upstreamErrors.inc({ upstream: record.upstreamName ?? target.name, code: error.code });
-      record.errorCause = causeOf(error);
+    if (client.cancellation.aborted) {
+      client.destroy();
+      return { value: undefined, tally };
     }
-    throw error;
+    if (isGatewayError(error)) {
+      deps.metrics.upstreamErrors.inc({ upstream: tally.name, code: error.code });
+      tally.errorCause = causeOf(error);
+    }
+    throw withOutcome(error, { upstream: tally });
   } finally {
     const elapsedMs = deps.now() - startedAtMs;
-    record.upstreamMs += elapsedMs;
-    const status = record.upstreamStatus === undefined ? 'error' : String(record.upstreamStatus);
+    tally.ms = elapsedMs;
+    const status = tally.status === undefined ? 'error' : String(tally.status);
     deps.metrics.upstreamDuration.observe({ upstream: target.name, status }, elapsedMs / 1000);
   }
 }

@@ -7,6 +7,7 @@ import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import type { Forwarder } from '../chat/forward-request.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 import { clientStreamFor } from './client-stream.js';
+import { applyOutcome, served } from './request-record.js';
 import { parseRequestOverrides } from './request-overrides.js';
 
 export interface ChatRouteDependencies {
@@ -23,7 +24,7 @@ export function chatInput(request: FastifyRequest): ChatInput {
     overrides: parseRequestOverrides(request.headers),
     credential: request.gateway.credential ?? noCredential,
     clientHeaders: request.headers,
-    record: request.gateway,
+    startedAtMs: request.gateway.startedAtMs,
     warn: (fields, message) => request.log.warn(fields, message),
     info: (fields, message) => request.log.info(fields, message),
   };
@@ -32,27 +33,30 @@ export function chatInput(request: FastifyRequest): ChatInput {
 export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependencies): void {
   app.post('/v1/chat/completions', async (request, reply) => {
     const input = chatInput(request);
-    await deps.chat.complete(input, clientStreamFor(request, reply));
+    await served(request.gateway, () => deps.chat.complete(input, clientStreamFor(request, reply)));
     return reply;
   });
 
   app.post('/v1/context/render', async (request, reply) => {
-    const { headers, body } = await deps.chat.preview(chatInput(request));
+    const { headers, body, context } = await deps.chat.preview(chatInput(request));
+    applyOutcome(request.gateway, { context });
     return reply.headers(headers).send(body);
   });
 
   app.get('/v1/models', async (request, reply) => {
-    await deps.forwarder.forward(
-      {
-        target: deps.defaultUpstream,
-        method: 'GET',
-        path: '/models',
-        clientHeaders: request.headers,
-        credential: request.gateway.credential ?? noCredential,
-        record: request.gateway,
-      },
-      clientStreamFor(request, reply),
-    );
+    await served(request.gateway, async () => {
+      const forwarded = await deps.forwarder.forward(
+        {
+          target: deps.defaultUpstream,
+          method: 'GET',
+          path: '/models',
+          clientHeaders: request.headers,
+          credential: request.gateway.credential ?? noCredential,
+        },
+        clientStreamFor(request, reply),
+      );
+      return { upstream: forwarded.upstream, streamErrorCode: forwarded.streamErrorCode };
+    });
     return reply;
   });
 }

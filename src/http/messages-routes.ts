@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MessagesInput, MessagesService } from '../messages/messages-service.js';
 import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
+import { served } from './request-record.js';
 
 const messagesInput = (request: FastifyRequest): MessagesInput => {
   const { rawBody: _unused, ...input } = chatInput(request);
@@ -18,7 +19,9 @@ export function isMessagesRoute(url: string): boolean {
 
 export function registerMessagesRoutes(app: FastifyInstance, deps: { messages: MessagesService }): void {
   app.post('/v1/messages', async (request, reply) => {
-    await deps.messages.create(messagesInput(request), clientStreamFor(request, reply));
+    await served(request.gateway, () =>
+      deps.messages.create(messagesInput(request), clientStreamFor(request, reply)),
+    );
     return reply;
   });
   app.post('/v1/messages/count_tokens', async (request) => deps.messages.countTokens(messagesInput(request)));

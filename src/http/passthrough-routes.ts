@@ -7,6 +7,7 @@ import { noCredential } from '../auth/authenticate.js';
 import type { PassthroughService } from '../chat/passthrough-service.js';
 import type { UpstreamMethod } from '../upstream/upstream.js';
 import { clientStreamFor } from './client-stream.js';
+import { served } from './request-record.js';
 
 export function registerPassthroughRoutes(
   app: FastifyInstance,
@@ -20,16 +21,17 @@ export function registerPassthroughRoutes(
     method: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
     url: '/v1/*',
     async handler(request, reply) {
-      await deps.passthrough.forward(
-        {
-          method: request.method as UpstreamMethod,
-          target: request.url,
-          headers: request.headers,
-          body: request.body as Readable | undefined,
-          credential: request.gateway.credential ?? noCredential,
-          record: request.gateway,
-        },
-        clientStreamFor(request, reply),
+      await served(request.gateway, () =>
+        deps.passthrough.forward(
+          {
+            method: request.method as UpstreamMethod,
+            target: request.url,
+            headers: request.headers,
+            body: request.body as Readable | undefined,
+            credential: request.gateway.credential ?? noCredential,
+          },
+          clientStreamFor(request, reply),
+        ),
       );
       return reply;
     },

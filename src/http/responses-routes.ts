@@ -7,6 +7,7 @@ import { GatewayError } from '../errors.js';
 import type { ResponsesInput, ResponsesService } from '../responses/responses-service.js';
 import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
+import { served } from './request-record.js';
 
 /** The Responses service takes what the chat service takes; its body is a Responses request. */
 const responsesInput = (request: FastifyRequest): ResponsesInput => ({
@@ -29,7 +30,9 @@ function idOf(request: FastifyRequest<{ Params: { id: string } }>): string {
 export function registerResponsesRoutes(app: FastifyInstance, deps: { responses: ResponsesService }): void {
   const { responses } = deps;
   app.post('/v1/responses', async (request, reply) => {
-    await responses.create(responsesInput(request), clientStreamFor(request, reply));
+    await served(request.gateway, () =>
+      responses.create(responsesInput(request), clientStreamFor(request, reply)),
+    );
     return reply;
   });
 

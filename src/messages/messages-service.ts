@@ -10,6 +10,7 @@ import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
+import { withOutcome, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
@@ -17,7 +18,8 @@ import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
 export type MessagesInput = Omit<ChatInput, 'body' | 'rawBody'> & { body: unknown };
 
 export interface MessagesService {
-  create(input: MessagesInput, client: ClientStream): Promise<void>;
+  /** What was done (request-outcome.ts), on the error when it failed. */
+  create(input: MessagesInput, client: ClientStream): Promise<RequestOutcome>;
   countTokens(input: Omit<MessagesInput, 'warn' | 'info'>): Promise<{ input_tokens: number }>;
 }
 
@@ -87,17 +89,30 @@ export function createMessagesService(deps: {
 
   return {
     async create(input, client) {
-      input.record.stream = (input.body as { stream?: unknown } | null)?.stream === true;
-      const request = bridged(input, true);
-      if (request.dropped.length > 0) {
-        client.addHeaders({ 'x-ctxgate-dropped': request.dropped.join(', ').slice(0, 2_000) });
-        input.record.dropped = request.dropped;
+      // As the client asked, also when the request is refused before it becomes a chat request.
+      const stream = (input.body as { stream?: unknown } | null)?.stream === true;
+      let request: BridgedMessages;
+      try {
+        request = bridged(input, true);
+      } catch (error) {
+        throw withOutcome(error, { stream });
       }
-      const meta = { id: newMessageId(), model: request.model };
-      await chat.complete(
-        { ...chatInputOf(input, request), warn: input.warn, info: input.info },
-        messagesClient(client, meta),
-      );
+      const asked: RequestOutcome = {
+        stream,
+        dropped: request.dropped.length > 0 ? request.dropped : undefined,
+      };
+      if (asked.dropped !== undefined)
+        client.addHeaders({ 'x-ctxgate-dropped': asked.dropped.join(', ').slice(0, 2_000) });
+      try {
+        const meta = { id: newMessageId(), model: request.model };
+        const done = await chat.complete(
+          { ...chatInputOf(input, request), warn: input.warn, info: input.info },
+          messagesClient(client, meta),
+        );
+        return { ...done, ...asked };
+      } catch (error) {
+        throw withOutcome(error, asked);
+      }
     },
 
     async countTokens(input) {

@@ -9,6 +9,7 @@
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import { findModelEntry } from '../context/context-settings.js';
+import { withOutcome, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
@@ -28,7 +29,8 @@ import { ResponsesStreamTranslator } from './stream-translator.js';
 export type ResponsesInput = Omit<ChatInput, 'body'> & { body: unknown };
 
 export interface ResponsesService {
-  create(input: ResponsesInput, client: ClientStream): Promise<void>;
+  /** What was done (request-outcome.ts), on the error when it failed. */
+  create(input: ResponsesInput, client: ClientStream): Promise<RequestOutcome>;
   retrieve(tenantId: string, id: string): Promise<Record<string, unknown>>;
   remove(tenantId: string, id: string): Promise<Record<string, unknown>>;
   inputItems(
@@ -208,47 +210,63 @@ export function createResponsesService(deps: {
     };
   }
 
+  /** A Responses request: bridged, its chain read, served by the chat engine, stored when asked. */
+  async function serveBridged(
+    input: ResponsesInput,
+    client: ClientStream,
+    bridged: Awaited<ReturnType<typeof bridgedOf>>,
+  ): Promise<RequestOutcome> {
+    const { chain, chatInput } = await chatRequestOf(input, bridged);
+    const meta: ResponseMeta = {
+      id: newId('resp'),
+      createdAt: Math.floor(Date.now() / 1000),
+      model: String(bridged.chatFields.model),
+      echo: bridged.echo,
+    };
+    const previous = chain.previous;
+    const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
+      if (!bridged.store) return;
+      const messages = [...bridged.messages, reply];
+      await store.put({
+        id: meta.id,
+        tenantId: input.credential.tenantId,
+        previousId: previous?.id,
+        rootId: previous?.rootId ?? meta.id,
+        depth: (previous?.depth ?? 0) + 1,
+        ancestors:
+          previous === undefined ? [] : [previous.id, ...chain.previousLinks].slice(0, ancestorLinks),
+        messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
+        messages,
+        tokens: deps.countTokens(meta.model, messages),
+        inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
+        response,
+      });
+    };
+    return chat.complete(
+      { ...chatInput, warn: input.warn, info: input.info },
+      responsesClient(client, meta, save),
+    );
+  }
+
   return {
     async create(input, client) {
       // As the client asked, also when the request is refused before it becomes a chat request.
-      input.record.stream = (input.body as { stream?: unknown } | null)?.stream === true;
-      const bridged = await bridgedOf(input, input.body);
-      if (bridged.dropped.length > 0) {
-        client.addHeaders({ 'x-ctxgate-dropped': bridged.dropped.join(', ').slice(0, 2_000) });
-        input.record.dropped = bridged.dropped;
+      const stream = (input.body as { stream?: unknown } | null)?.stream === true;
+      const bridged = await bridgedOf(input, input.body).catch((error: unknown) => {
+        throw withOutcome(error, { stream });
+      });
+      const asked: RequestOutcome = {
+        stream,
+        dropped: bridged.dropped.length > 0 ? bridged.dropped : undefined,
+      };
+      if (asked.dropped !== undefined)
+        client.addHeaders({ 'x-ctxgate-dropped': asked.dropped.join(', ').slice(0, 2_000) });
+      try {
+        return { ...(await serveBridged(input, client, bridged)), ...asked };
+      } catch (error) {
+        throw withOutcome(error, asked);
       }
-      const { chain, chatInput } = await chatRequestOf(input, bridged);
-      const meta: ResponseMeta = {
-        id: newId('resp'),
-        createdAt: Math.floor(Date.now() / 1000),
-        model: String(bridged.chatFields.model),
-        echo: bridged.echo,
-      };
-      const previous = chain.previous;
-      const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
-        if (!bridged.store) return;
-        const messages = [...bridged.messages, reply];
-        await store.put({
-          id: meta.id,
-          tenantId: input.credential.tenantId,
-          previousId: previous?.id,
-          rootId: previous?.rootId ?? meta.id,
-          depth: (previous?.depth ?? 0) + 1,
-          ancestors:
-            previous === undefined ? [] : [previous.id, ...chain.previousLinks].slice(0, ancestorLinks),
-          messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
-          messages,
-          tokens: deps.countTokens(meta.model, messages),
-          inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
-          response,
-        });
-      };
-      await chat.complete(
-        { ...chatInput, warn: input.warn, info: input.info },
-        responsesClient(client, meta, save),
-      );
     },
-
     async retrieve(tenantId, id) {
       const record = await store.get(tenantId, id);
       if (record === undefined) throw notFound(id);

@@ -200,6 +200,93 @@ describe('metrics after real traffic', () => {
     }
   });
 
+  it('puts on one request line what each service did: chat streamed in a session, pass-through, Messages, an unreachable upstream', async () => {
+    const fake = new FakeUpstream();
+    const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+    const requestLine = (id: string) =>
+      harness.logLines
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((line) => line.reqId === id && line.msg === 'request');
+    const post = (path: string, id: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${harness.baseUrl}${path}`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-request-id': id,
+          authorization: 'Bearer sk-x',
+          ...headers,
+        },
+        body: JSON.stringify(body),
+      });
+    try {
+      const streamed = await post(
+        '/chat/completions',
+        'line-chat',
+        { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Hello there.' }] },
+        { 'x-session-id': 'line-session' },
+      );
+      expect(streamed.status).toBe(200);
+      await streamed.text();
+      const embeddings = await post('/embeddings', 'line-passthrough', {
+        model: 'text-embedding-3-small',
+        input: 'hi',
+      });
+      await embeddings.text();
+      const messages = await post('/messages', 'line-messages', {
+        model: 'gpt-4o-mini',
+        max_tokens: 64,
+        top_k: 5,
+        messages: [{ role: 'user', content: 'Hello.' }],
+      });
+      expect(messages.status).toBe(200);
+      await messages.text();
+      await fake.stop();
+      const unreachable = await post('/chat/completions', 'line-unreachable', {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'Anyone?' }],
+      });
+      expect(unreachable.status).toBe(502);
+      await unreachable.text();
+
+      await expect.poll(() => requestLine('line-unreachable')).toBeDefined();
+      expect(requestLine('line-chat')).toMatchObject({
+        route: '/v1/chat/completions',
+        status: 200,
+        model: 'gpt-4o-mini',
+        stream: true,
+        session: expect.stringMatching(/^[0-9a-f]{16}$/),
+        upstreamStatus: 200,
+        context: { modified: false, droppedMessages: 0 },
+      });
+      expect(typeof requestLine('line-chat')?.upstream).toBe('string');
+      // The fake serves no embeddings: its 404 is relayed as it came.
+      expect(requestLine('line-passthrough')).toMatchObject({
+        status: 404,
+        model: 'text-embedding-3-small',
+        upstreamStatus: 404,
+      });
+      expect(requestLine('line-messages')).toMatchObject({
+        route: '/v1/messages',
+        status: 200,
+        model: 'gpt-4o-mini',
+        stream: false,
+        dropped: ['top_k'],
+        upstreamStatus: 200,
+      });
+      expect(requestLine('line-unreachable')).toMatchObject({
+        status: 502,
+        model: 'gpt-4o-mini',
+        errorCode: 'upstream_unreachable',
+        attempts: 3,
+        errorCause: expect.stringMatching(/ECONNREFUSED/),
+      });
+      expect(requestLine('line-unreachable')?.upstreamStatus).toBeUndefined();
+    } finally {
+      await harness.close();
+      await fake.stop().catch(() => undefined);
+    }
+  });
+
   it('logs an upstream error that ends a request at warn, with its attempts and the provider wording only, and answers X-Ctxgate-Attempts', async () => {
     const fake = new FakeUpstream();
     const harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });

@@ -8,7 +8,6 @@ import { describe, expect, it } from 'vitest';
 import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
 import { noOverrides } from '../../src/context/request-overrides.js';
 import type { ClientStream } from '../../src/upstream/relay.js';
-import { createRequestState } from '../../src/chat/request-state.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createResponsesService } from '../../src/responses/responses-service.js';
 import {
@@ -40,9 +39,10 @@ function answeringChat(): ChatService & { asked: ChatInput[] } {
         usage: { prompt_tokens: 10, completion_tokens: 2 },
       };
       await client.sendWhole(200, {}, Buffer.from(JSON.stringify(completion)));
+      return { model: String((input.body as { model?: unknown }).model) };
     },
     async preview() {
-      return { headers: {}, body: {} };
+      return { headers: {}, body: {}, context: {} as never };
     },
   };
 }
@@ -96,7 +96,7 @@ function request(body: Record<string, unknown>) {
     overrides: noOverrides,
     credential,
     clientHeaders: {},
-    record: createRequestState(0),
+    startedAtMs: 0,
     warn: () => undefined,
     info: () => undefined,
   };

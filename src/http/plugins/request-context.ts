@@ -6,7 +6,7 @@ import fastifyPlugin from 'fastify-plugin';
 import { firstHeaderValue } from '../../header-value.js';
 import type { Logger } from 'pino';
 import type { GatewayMetrics } from '../../metrics.js';
-import { createRequestState, type RequestState } from '../../chat/request-state.js';
+import { createRequestState, type RequestState } from '../request-record.js';
 import type { RenderReport } from '../../context/types.js';
 
 /** Routes whose requests are counted but not logged: probes and scrapes would drown the log. */
@@ -137,7 +137,10 @@ function requestContext(app: FastifyInstance, options: RequestContextOptions): v
     const logOnce = (ended: boolean): void => {
       if (logged) return;
       logged = true;
-      logRequest(request, reply.raw.statusCode, ended, options);
+      const log = (): void => logRequest(request, reply.raw.statusCode, ended, options);
+      // The answer can be out before the service has returned what it did: the line waits for it.
+      if (state.serving === undefined) log();
+      else void state.serving.then(log);
     };
     reply.raw.once('finish', () => logOnce(true));
     // 'close' without 'finish': the connection went away before the answer was complete.

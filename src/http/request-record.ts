@@ -1,6 +1,9 @@
-// What the gateway learns about one request while serving it; read by the request log line and metrics.
+// The HTTP edge's record of one request, read by its log line and metrics: what the edge saw itself (the
+// route, the credential, the body's bytes, a refusal, a client that left) and what the service it ran
+// returned (request-outcome.ts), put on it once by `applyOutcome`.
 import type { RenderReport } from '../context/types.js';
 import type { Credential } from '../auth/authenticate.js';
+import { outcomeOf, type RequestOutcome } from '../chat/request-outcome.js';
 
 export interface RequestState {
   startedAtMs: number;
@@ -32,6 +35,8 @@ export interface RequestState {
   errorParam: string | undefined;
   /** Upstream calls made for this request (retries included). */
   attempts: number;
+  /** The service serving the request, while it runs: the log line waits for what it returns. */
+  serving: Promise<void> | undefined;
 }
 
 export function createRequestState(startedAtMs: number): RequestState {
@@ -55,5 +60,40 @@ export function createRequestState(startedAtMs: number): RequestState {
     dropped: undefined,
     errorParam: undefined,
     attempts: 0,
+    serving: undefined,
   };
+}
+
+/** Puts what a service did on the record (what it did not say stays as it was). */
+export function applyOutcome(record: RequestState, outcome: RequestOutcome): void {
+  if (outcome.model !== undefined) record.model = outcome.model;
+  if (outcome.stream !== undefined) record.stream = outcome.stream;
+  if (outcome.session !== undefined) record.session = outcome.session;
+  if (outcome.context !== undefined) record.context = outcome.context;
+  if (outcome.fallback !== undefined) record.fallback = outcome.fallback;
+  if (outcome.dropped !== undefined) record.dropped = outcome.dropped;
+  if (outcome.streamErrorCode !== undefined) record.streamErrorCode = outcome.streamErrorCode;
+  const upstream = outcome.upstream;
+  if (upstream === undefined) return;
+  record.upstreamName = upstream.name;
+  record.upstreamStatus = upstream.status;
+  record.upstreamMs += upstream.ms;
+  record.attempts += upstream.attempts;
+  if (upstream.errorCause !== undefined) record.errorCause = upstream.errorCause;
+}
+
+/**
+ * Runs the service serving `record`'s request and puts what it did on the record, on success or
+ * failure (the error is passed on for the error handler); the request's log line waits for it.
+ */
+export function served(record: RequestState, work: () => Promise<RequestOutcome>): Promise<void> {
+  const running = work().then(
+    (outcome) => applyOutcome(record, outcome),
+    (error: unknown) => {
+      applyOutcome(record, outcomeOf(error));
+      throw error;
+    },
+  );
+  record.serving = running.catch(() => undefined);
+  return running;
 }
