@@ -7,7 +7,7 @@ import type { BudgetPlan, BudgetReservation, BudgetService } from '../budget/bud
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { fallbackModelEntry } from '../config/model-table.js';
 import { countMessageTokens } from '../context/token-accounting.js';
-import type { ContextMessage, RenderReport } from '../context/types.js';
+import type { ContextMessage } from '../context/types.js';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
@@ -71,8 +71,8 @@ export interface ChatInput {
 export interface ContextPreview {
   headers: Record<string, string>;
   body: Record<string, unknown>;
-  /** What the context engine would do: for the request's log line. */
-  context: RenderReport;
+  /** The model, stream and what the context engine would do: for the request's log line. */
+  outcome: RequestOutcome;
 }
 
 export interface ChatService {
@@ -593,7 +593,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target).first;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {
-        context: prepared.report,
+        outcome: { model: chatRequest.model, stream: chatRequest.stream === true, context: prepared.report },
         headers,
         body: {
           object: 'context.render',

@@ -38,8 +38,8 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependen
   });
 
   app.post('/v1/context/render', async (request, reply) => {
-    const { headers, body, context } = await deps.chat.preview(chatInput(request));
-    applyOutcome(request.gateway, { context });
+    const { headers, body, outcome } = await deps.chat.preview(chatInput(request));
+    applyOutcome(request.gateway, outcome);
     return reply.headers(headers).send(body);
   });
 

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MessagesInput, MessagesService } from '../messages/messages-service.js';
 import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
-import { served } from './request-record.js';
+import { applyOutcome, served } from './request-record.js';
 
 const messagesInput = (request: FastifyRequest): MessagesInput => {
   const { rawBody: _unused, ...input } = chatInput(request);
@@ -24,5 +24,9 @@ export function registerMessagesRoutes(app: FastifyInstance, deps: { messages: M
     );
     return reply;
   });
-  app.post('/v1/messages/count_tokens', async (request) => deps.messages.countTokens(messagesInput(request)));
+  app.post('/v1/messages/count_tokens', async (request) => {
+    const { body, outcome } = await deps.messages.countTokens(messagesInput(request));
+    applyOutcome(request.gateway, outcome);
+    return body;
+  });
 }

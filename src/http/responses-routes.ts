@@ -7,7 +7,7 @@ import { GatewayError } from '../errors.js';
 import type { ResponsesInput, ResponsesService } from '../responses/responses-service.js';
 import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
-import { served } from './request-record.js';
+import { applyOutcome, served } from './request-record.js';
 
 /** The Responses service takes what the chat service takes; its body is a Responses request. */
 const responsesInput = (request: FastifyRequest): ResponsesInput => ({
@@ -36,7 +36,11 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
     return reply;
   });
 
-  app.post('/v1/responses/input_tokens', async (request) => responses.inputTokens(responsesInput(request)));
+  app.post('/v1/responses/input_tokens', async (request) => {
+    const { body, outcome } = await responses.inputTokens(responsesInput(request));
+    applyOutcome(request.gateway, outcome);
+    return body;
+  });
 
   // The tenant's chains for the inspector (docs/inspector.md); a static path, matched before an id.
   app.get<{ Querystring: { offset?: string; limit?: string } }>('/v1/responses/chains', async (request) => {

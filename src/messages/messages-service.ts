@@ -20,7 +20,10 @@ export type MessagesInput = Omit<ChatInput, 'body' | 'rawBody'> & { body: unknow
 export interface MessagesService {
   /** What was done (request-outcome.ts), on the error when it failed. */
   create(input: MessagesInput, client: ClientStream): Promise<RequestOutcome>;
-  countTokens(input: Omit<MessagesInput, 'warn' | 'info'>): Promise<{ input_tokens: number }>;
+  /** The body to answer, and what the request would do for its log line. */
+  countTokens(
+    input: Omit<MessagesInput, 'warn' | 'info'>,
+  ): Promise<{ body: { input_tokens: number }; outcome: RequestOutcome }>;
 }
 
 export function createMessagesService(deps: {
@@ -117,9 +120,9 @@ export function createMessagesService(deps: {
 
     async countTokens(input) {
       const request = bridged(input, false);
-      const { headers, body } = await chat.preview(chatInputOf(input, request));
+      const { headers, body, outcome } = await chat.preview(chatInputOf(input, request));
       const counted = request.native ? await providerCount(input, request, body.messages) : undefined;
-      return { input_tokens: counted ?? Number(headers['x-context-input-tokens'] ?? 0) };
+      return { body: { input_tokens: counted ?? Number(headers['x-context-input-tokens'] ?? 0) }, outcome };
     },
   };
 }

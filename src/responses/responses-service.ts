@@ -38,7 +38,10 @@ export interface ResponsesService {
     id: string,
     page: { after?: string | undefined; limit?: number | undefined; order?: 'asc' | 'desc' | undefined },
   ): Promise<Record<string, unknown>>;
-  inputTokens(input: Omit<ResponsesInput, 'warn' | 'info'>): Promise<Record<string, unknown>>;
+  /** The body to answer, and what the request would do for its log line. */
+  inputTokens(
+    input: Omit<ResponsesInput, 'warn' | 'info'>,
+  ): Promise<{ body: Record<string, unknown>; outcome: RequestOutcome }>;
   /** The tenant's chains, most recently extended first (docs/inspector.md). */
   chains(tenantId: string, page: { offset: number; limit: number }): Promise<Record<string, unknown>>;
 }
@@ -314,10 +317,13 @@ export function createResponsesService(deps: {
     async inputTokens(input) {
       const bridged = await bridgedOf(input, { ...(input.body as object), store: false });
       const { chatInput } = await chatRequestOf(input, bridged);
-      const { headers } = await chat.preview(chatInput);
+      const { headers, outcome } = await chat.preview(chatInput);
       return {
-        object: 'response.input_tokens',
-        input_tokens: Number(headers['x-context-input-tokens'] ?? 0),
+        body: {
+          object: 'response.input_tokens',
+          input_tokens: Number(headers['x-context-input-tokens'] ?? 0),
+        },
+        outcome,
       };
     },
   };

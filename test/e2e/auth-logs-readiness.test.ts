@@ -240,6 +240,18 @@ describe('metrics after real traffic', () => {
       });
       expect(messages.status).toBe(200);
       await messages.text();
+      const rendered = await post('/context/render', 'line-render', {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'What would be sent?' }],
+      });
+      expect(rendered.status).toBe(200);
+      await rendered.text();
+      const counted = await post('/messages/count_tokens', 'line-count', {
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'How many tokens?' }],
+      });
+      expect(counted.status).toBe(200);
+      await counted.text();
       await fake.stop();
       const unreachable = await post('/chat/completions', 'line-unreachable', {
         model: 'gpt-4o-mini',
@@ -273,6 +285,14 @@ describe('metrics after real traffic', () => {
         dropped: ['top_k'],
         upstreamStatus: 200,
       });
+      // A preview and a count send nothing, and say what the engine would do.
+      for (const id of ['line-render', 'line-count'])
+        expect(requestLine(id)).toMatchObject({
+          status: 200,
+          model: 'gpt-4o-mini',
+          stream: false,
+          context: { window: expect.any(Number), modified: false },
+        });
       expect(requestLine('line-unreachable')).toMatchObject({
         status: 502,
         model: 'gpt-4o-mini',

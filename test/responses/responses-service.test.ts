@@ -42,7 +42,7 @@ function answeringChat(): ChatService & { asked: ChatInput[] } {
       return { model: String((input.body as { model?: unknown }).model) };
     },
     async preview() {
-      return { headers: {}, body: {}, context: {} as never };
+      return { headers: {}, body: {}, outcome: {} };
     },
   };
 }
