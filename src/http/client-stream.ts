@@ -18,6 +18,8 @@ class ClientCancellation extends EventEmitter {
 }
 
 function waitForDrain(raw: ServerResponse): Promise<void> {
+  // A connection already gone drains and closes no more: waiting for either would never end.
+  if (raw.destroyed) return Promise.reject(new Error('client closed the connection'));
   return new Promise((resolve, reject) => {
     const drained = (): void => {
       raw.off('close', closed);
