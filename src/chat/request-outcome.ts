@@ -56,3 +56,28 @@ export function outcomeOf(error: unknown): RequestOutcome {
   if (typeof error !== 'object' || error === null) return {};
   return (error as { [outcomeKey]?: RequestOutcome })[outcomeKey] ?? {};
 }
+
+/**
+ * A request of an API the gateway bridges onto chat (Responses, Messages), served: the `stream` its
+ * client asked for and the fields the bridge dropped go on its outcome, also when it is refused before
+ * it becomes a chat request; the dropped fields are named to the client (`X-Ctxgate-Dropped`).
+ */
+export async function servedAsBridged<Bridged extends { dropped: string[] }>(options: {
+  body: unknown;
+  addHeaders: (headers: Record<string, string>) => void;
+  bridge: () => Bridged | Promise<Bridged>;
+  serve: (bridged: Bridged) => Promise<RequestOutcome>;
+}): Promise<RequestOutcome> {
+  const stream = (options.body as { stream?: unknown } | null)?.stream === true;
+  let asked: RequestOutcome = { stream };
+  try {
+    const bridged = await options.bridge();
+    if (bridged.dropped.length > 0) {
+      asked = { stream, dropped: bridged.dropped };
+      options.addHeaders({ 'x-ctxgate-dropped': bridged.dropped.join(', ').slice(0, 2_000) });
+    }
+    return { ...(await options.serve(bridged)), ...asked };
+  } catch (error) {
+    throw withOutcome(error, asked);
+  }
+}

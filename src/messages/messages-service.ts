@@ -10,7 +10,7 @@ import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { selectUpstream } from '../upstream/select-upstream.js';
-import { withOutcome, type RequestOutcome } from '../chat/request-outcome.js';
+import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
@@ -92,30 +92,16 @@ export function createMessagesService(deps: {
 
   return {
     async create(input, client) {
-      // As the client asked, also when the request is refused before it becomes a chat request.
-      const stream = (input.body as { stream?: unknown } | null)?.stream === true;
-      let request: BridgedMessages;
-      try {
-        request = bridged(input, true);
-      } catch (error) {
-        throw withOutcome(error, { stream });
-      }
-      const asked: RequestOutcome = {
-        stream,
-        dropped: request.dropped.length > 0 ? request.dropped : undefined,
-      };
-      if (asked.dropped !== undefined)
-        client.addHeaders({ 'x-ctxgate-dropped': asked.dropped.join(', ').slice(0, 2_000) });
-      try {
-        const meta = { id: newMessageId(), model: request.model };
-        const done = await chat.complete(
-          { ...chatInputOf(input, request), warn: input.warn, info: input.info },
-          messagesClient(client, meta),
-        );
-        return { ...done, ...asked };
-      } catch (error) {
-        throw withOutcome(error, asked);
-      }
+      return servedAsBridged({
+        body: input.body,
+        addHeaders: (headers) => client.addHeaders(headers),
+        bridge: () => bridged(input, true),
+        serve: (request) =>
+          chat.complete(
+            { ...chatInputOf(input, request), warn: input.warn, info: input.info },
+            messagesClient(client, { id: newMessageId(), model: request.model }),
+          ),
+      });
     },
 
     async countTokens(input) {

@@ -9,7 +9,7 @@
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import { findModelEntry } from '../context/context-settings.js';
-import { withOutcome, type RequestOutcome } from '../chat/request-outcome.js';
+import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
@@ -253,22 +253,12 @@ export function createResponsesService(deps: {
 
   return {
     async create(input, client) {
-      // As the client asked, also when the request is refused before it becomes a chat request.
-      const stream = (input.body as { stream?: unknown } | null)?.stream === true;
-      const bridged = await bridgedOf(input, input.body).catch((error: unknown) => {
-        throw withOutcome(error, { stream });
+      return servedAsBridged({
+        body: input.body,
+        addHeaders: (headers) => client.addHeaders(headers),
+        bridge: () => bridgedOf(input, input.body),
+        serve: (bridged) => serveBridged(input, client, bridged),
       });
-      const asked: RequestOutcome = {
-        stream,
-        dropped: bridged.dropped.length > 0 ? bridged.dropped : undefined,
-      };
-      if (asked.dropped !== undefined)
-        client.addHeaders({ 'x-ctxgate-dropped': asked.dropped.join(', ').slice(0, 2_000) });
-      try {
-        return { ...(await serveBridged(input, client, bridged)), ...asked };
-      } catch (error) {
-        throw withOutcome(error, asked);
-      }
     },
     async retrieve(tenantId, id) {
       const record = await store.get(tenantId, id);
