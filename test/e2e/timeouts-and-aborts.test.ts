@@ -193,11 +193,16 @@ describe('client aborts and broken streams', () => {
     await fake.stop();
   });
 
-  async function abortAndMeasure(
+  /**
+   * Starts a request, aborts it once `abortWhen` resolves, and waits for the upstream call to close: it
+   * closes early only when the gateway passed the abort on (the fake would answer after 10 s otherwise,
+   * and the test's own timeout would end it).
+   */
+  async function abortAndSeeUpstreamClosed(
     body: string,
     behaviour: Parameters<FakeUpstream['enqueue']>[0],
     abortWhen: (response: Promise<Response>) => Promise<void>,
-  ): Promise<number> {
+  ): Promise<void> {
     fake.requests.length = 0;
     fake.enqueue(behaviour);
     const controller = new AbortController();
@@ -205,39 +210,31 @@ describe('client aborts and broken streams', () => {
     responsePromise.catch(() => {});
     await abortWhen(responsePromise);
     const upstreamRequest = await waitFor(() => fake.chatRequests[0]);
-    const abortedAt = performance.now();
     controller.abort();
-    const closedAt = await Promise.race([
-      upstreamRequest.closedEarly,
-      new Promise<number>((_resolve, reject) =>
-        setTimeout(() => reject(new Error('upstream request was not aborted')), 5_000),
-      ),
-    ]);
+    await upstreamRequest.closedEarly;
     expect(upstreamRequest.completed).toBe(false);
-    return Math.max(0, closedAt - abortedAt);
   }
 
   it('aborts the upstream call when the client leaves before the upstream answered (non-streaming)', async () => {
-    const latency = await abortAndMeasure(chatBody(), { delayBeforeHeadersMs: 10_000 }, async () => {
+    // The upstream would have answered after 10 s; the abort reached it before.
+    await abortAndSeeUpstreamClosed(chatBody(), { delayBeforeHeadersMs: 10_000 }, async () => {
       await waitFor(() => fake.chatRequests[0]);
     });
-    // The upstream would have answered after 10 s; the abort reached it long before.
-    expect(latency).toBeLessThan(2_000);
   });
 
   it('aborts the upstream call when a streaming client leaves before the first byte', async () => {
-    const latency = await abortAndMeasure(
+    await abortAndSeeUpstreamClosed(
       chatBody({ stream: true }),
       { delayBeforeHeadersMs: 10_000 },
       async () => {
         await waitFor(() => fake.chatRequests[0]);
       },
     );
-    expect(latency).toBeLessThan(2_000);
   });
 
   it('aborts the upstream stream when the client leaves mid-stream', async () => {
-    const latency = await abortAndMeasure(
+    // 50 chunks 200 ms apart: the stream would end after 10 s.
+    await abortAndSeeUpstreamClosed(
       chatBody({ stream: true }),
       { chunkDelayMs: 200, chunks: 50, content: 'x '.repeat(100) },
       async (responsePromise) => {
@@ -246,7 +243,6 @@ describe('client aborts and broken streams', () => {
         await reader.read();
       },
     );
-    expect(latency).toBeLessThan(2_000);
   });
 
   it('ends the client stream with an error event when the upstream breaks off mid-stream', async () => {
