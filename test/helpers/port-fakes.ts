@@ -37,7 +37,8 @@ export function scriptedUpstream(script: ScriptedAnswer[]): Upstream & { sent: U
   };
 }
 
-function answerOf(answer: ScriptedAnswer): UpstreamResponse {
+/** The upstream's answer as the port hands it over (a refused connection aside). */
+export function answerOf(answer: ScriptedAnswer): UpstreamResponse {
   const chunks = (answer.chunks ?? []).map((chunk) => Buffer.from(chunk));
   const broken = () =>
     new GatewayError('upstream_unreachable', 'The upstream connection broke.', {

@@ -16,6 +16,7 @@ import { createMemoryLearnedLimits } from '../../src/store/learned-limits.js';
 import type { SessionKey, StoredMessage } from '../../src/store/session-store.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../../src/upstream/upstream.js';
+import { answerOf } from '../helpers/port-fakes.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const model = 'unit-model';
@@ -33,22 +34,16 @@ function summarizingUpstream(write: (messages: Asked) => string): Upstream & { a
       const messages = (JSON.parse(String(request.body)) as { messages: Asked }).messages;
       asked.push(messages);
       const text = write(messages);
-      const body = Buffer.from(
-        JSON.stringify({
-          choices: [{ message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 100, completion_tokens: count(text) },
-        }),
-      );
-      return {
-        statusCode: 200,
+      return answerOf({
+        status: 200,
         headers: { 'content-type': 'application/json' },
-        readAll: async () => body,
-        forEachChunk: async (onChunk) => {
-          await onChunk(body);
-        },
-        discard: () => undefined,
-        peek: async () => body,
-      };
+        chunks: [
+          JSON.stringify({
+            choices: [{ message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 100, completion_tokens: count(text) },
+          }),
+        ],
+      });
     },
     close: async () => undefined,
   };
