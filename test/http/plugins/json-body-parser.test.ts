@@ -1,0 +1,113 @@
+// The one body parser: every Content-Type read as JSON, an empty body as no body, a compressed one
+// refused with 415, the bytes kept for a request forwarded as it came, and a hostile body refused with
+// the gateway's own error.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { jsonBodyParserPlugin } from '../../../src/http/plugins/json-body-parser.js';
+import { pluginApp } from '../../helpers/plugin-app.js';
+
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  ({ app } = pluginApp((scope) => {
+    scope.register(jsonBodyParserPlugin, {
+      bodyLimitBytes: 1_000,
+      shape: { maxDepth: 4, maxContainers: 10 },
+    });
+    // What the route received: the parsed body, and the bytes kept beside it.
+    scope.post('/echo', async (request) => ({
+      body: request.body ?? null,
+      rawBody: request.gateway.rawBody?.toString('utf8') ?? null,
+    }));
+  }));
+  await app.ready();
+});
+afterAll(() => app.close());
+
+const post = (payload: string | Buffer, headers: Record<string, string>) =>
+  app.inject({ method: 'POST', url: '/echo', payload, headers });
+
+describe('the JSON body parser', () => {
+  it.each<[string, string | undefined]>([
+    ['application/json', 'application/json'],
+    ['application/json with a charset', 'application/json; charset=utf-8'],
+    ['form encoding (curl -d)', 'application/x-www-form-urlencoded'],
+    ['text/plain', 'text/plain'],
+    ['an unknown type', 'application/vnd.example+whatever'],
+  ])('reads a body sent as %s as JSON', async (_name, contentType) => {
+    const response = await post(
+      '{"model":"m","n":2}',
+      contentType === undefined ? {} : { 'content-type': contentType },
+    );
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ body: { model: 'm', n: 2 }, rawBody: '{"model":"m","n":2}' });
+  });
+
+  it.each<[string, string]>([
+    ['empty', ''],
+    ['only whitespace', ' \r\n\t '],
+  ])('takes an %s body as no body at all', async (_name, payload) => {
+    const response = await post(payload, { 'content-type': 'application/json' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ body: null, rawBody: null });
+  });
+
+  it('drops a leading byte-order mark from the body and from the bytes kept', async () => {
+    const payload = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')]);
+    const response = await post(payload, { 'content-type': 'application/json' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ body: { a: 1 }, rawBody: '{"a":1}' });
+  });
+
+  it.each<[string, string]>([
+    ['gzip', 'gzip'],
+    ['br', 'br'],
+    ['a list of encodings', 'gzip, deflate'],
+    ['an upper-case one', 'GZIP'],
+  ])('refuses a body compressed with %s with 415', async (_name, encoding) => {
+    const response = await post('{"a":1}', {
+      'content-type': 'application/json',
+      'content-encoding': encoding,
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json().error).toMatchObject({
+      code: 'unsupported_media_type',
+      type: 'invalid_request_error',
+    });
+    expect(response.json().error.message).toContain('Compressed request bodies are not accepted');
+  });
+
+  it.each<[string, string]>([
+    ['identity', 'identity'],
+    ['an empty value', ''],
+  ])('reads a body whose Content-Encoding is %s', async (_name, encoding) => {
+    const response = await post('{"a":1}', {
+      'content-type': 'application/json',
+      'content-encoding': encoding,
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json().body).toEqual({ a: 1 });
+  });
+
+  it('cuts an attacker-length Content-Encoding in the message', async () => {
+    const encoding = `x${'y'.repeat(5_000)}`;
+    const response = await post('{"a":1}', {
+      'content-type': 'application/json',
+      'content-encoding': encoding,
+    });
+    expect(response.statusCode).toBe(415);
+    expect(response.json().error.message.length).toBeLessThan(200);
+  });
+
+  it.each<[string, string, number, string]>([
+    ['malformed JSON', '{"a":', 400, 'invalid_json'],
+    ['a prototype key', '{"__proto__":{"admin":true}}', 400, 'invalid_json'],
+    ['nesting past the limit', '[[[[[1]]]]]', 400, 'json_too_deep'],
+    ['too many objects and arrays', `[${'[],'.repeat(12)}[]]`, 400, 'invalid_request'],
+    ['a body over the byte limit', `{"a":"${'x'.repeat(1_000)}"}`, 413, 'request_too_large'],
+  ])('refuses %s with the gateway error', async (_name, payload, status, code) => {
+    const response = await post(payload, { 'content-type': 'application/json' });
+    expect(response.statusCode).toBe(status);
+    expect(response.json().error.code).toBe(code);
+  });
+});
