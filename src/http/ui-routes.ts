@@ -42,8 +42,9 @@ export function registerUiRoutes(app: FastifyInstance): void {
       .type(files[name as keyof typeof files])
       .send(body);
   };
-  // `/ui` and `/ui/` alike (the server ignores a trailing slash).
   app.get('/ui/', async (_request, reply) => send('index.html', reply));
+  // The page loads its files by relative paths: served at `/ui` they would be looked for at the root.
+  app.get('/ui', async (_request, reply) => reply.redirect('/ui/', 308));
   app.get<{ Params: { file: string } }>('/ui/:file', async (request, reply) =>
     send(request.params.file, reply),
   );

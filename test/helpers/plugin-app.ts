@@ -20,7 +20,11 @@ export function pluginApp(
 ): PluginApp {
   const { lines, destination } = captureLogs();
   const logger = createLogger({ level: 'info', destination });
-  const app = Fastify({ ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }) });
+  const app = Fastify({
+    // As the gateway's own app: ids of any length reach their route, which says what is wrong with them.
+    routerOptions: { maxParamLength: 16_384 },
+    ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+  });
   app.register(requestContextPlugin, {
     logger,
     metrics: createMetrics({ collectProcessMetrics: false }),
