@@ -87,7 +87,9 @@ export function applyOutcome(record: RequestState, outcome: RequestOutcome): voi
  * failure (the error is passed on for the error handler); the request's log line waits for it.
  */
 export function served(record: RequestState, work: () => Promise<RequestOutcome>): Promise<void> {
-  const running = work().then(
+  // The service starts once `serving` is set: an answer it finishes at once (a 'finish' emitted while
+  // it writes) finds the line waiting for it.
+  const running = Promise.resolve().then(work).then(
     (outcome) => applyOutcome(record, outcome),
     (error: unknown) => {
       applyOutcome(record, outcomeOf(error));

@@ -54,9 +54,23 @@ describe('the request record', () => {
     let seen: string | undefined = 'not yet';
     const logged = record.serving?.then(() => (seen = record.model));
     expect(seen).toBe('not yet');
+    await Promise.resolve();
     finish({ model: 'late-model' });
     await running;
     await logged;
     expect(seen).toBe('late-model');
+  });
+
+  it('is waited for by an answer finished while the service writes it (a synchronous finish)', async () => {
+    const record = createRequestState(0);
+    // What a log line written at the answer's 'finish' would find: the service still running.
+    let servingAtFinish: Promise<void> | undefined;
+    await served(record, async () => {
+      servingAtFinish = record.serving;
+      return { model: 'm' };
+    });
+    expect(servingAtFinish).toBeDefined();
+    await servingAtFinish;
+    expect(record.model).toBe('m');
   });
 });
