@@ -8,7 +8,6 @@ import { GatewayError, isGatewayError } from '../errors.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
-import { selectUpstream } from '../upstream/select-upstream.js';
 import { serializeChatBody } from './chat-body.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { ContextPlanner } from './context-planner.js';
@@ -178,7 +177,7 @@ export function createAttemptLadder(input: {
       findModelEntry(config, model).tokenizer === findModelEntry(config, own.model).tokenizer;
     return {
       model,
-      target: selectUpstream(config.upstreams, model),
+      target: config.routing.upstreamFor(model),
       chatRequest: { ...chatRequest, model },
       session:
         session === undefined || sameEncoding

@@ -22,7 +22,6 @@ import type { LearnedLimits } from '../store/learned-limits.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
-import { selectUpstream } from '../upstream/select-upstream.js';
 import { errorEvent, isEventStream } from '../upstream/sse.js';
 import { chatTextsOf, upstreamMessageForLog } from '../upstream/upstream-message.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -540,7 +539,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   return {
     async complete(input, client) {
       const parsed = parse(input, input.warn);
-      const target = selectUpstream(config.upstreams, parsed.model);
+      const target = config.routing.upstreamFor(parsed.model);
       const { chatRequest, rawBody } = withoutSharedStore(input, parsed, target, client);
       // Checked before anything is spent: a session needs a credential.
       const { sessionId } = input.overrides;
@@ -589,7 +588,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
               sessionInput(input, chatRequest, sessionKeyFor(input.credential, sessionId)),
             );
       // The first attempt the request would send: the client's model, or the fallback it would go to.
-      const target = selectUpstream(config.upstreams, chatRequest.model);
+      const target = config.routing.upstreamFor(chatRequest.model);
       const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target).first;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {

@@ -14,7 +14,6 @@ import { firstHeaderValue } from '../header-value.js';
 import { jsonShapeLimits, parseJsonBody, readJsonText } from '../json-body.js';
 import { forwardedPath } from '../upstream/forwarded-path.js';
 import { providerStateEndpoint } from '../upstream/provider-state.js';
-import { selectUpstream } from '../upstream/select-upstream.js';
 import type { UpstreamMethod } from '../upstream/upstream.js';
 import type { Forwarder } from './forward-request.js';
 import type { ClientStream } from '../upstream/relay.js';
@@ -132,7 +131,7 @@ export function createPassthroughService(deps: {
     json: Awaited<ReturnType<typeof readJson>> | undefined,
     model: string | undefined,
   ): Promise<RequestOutcome> {
-    const target = model === undefined ? config.defaultUpstream : selectUpstream(config.upstreams, model);
+    const target = model === undefined ? config.defaultUpstream : config.routing.upstreamFor(model);
     checkProviderState(input, target, path.segments);
     const cost = expectedCost(json?.parsed);
     const reservation = await reserve(input, cost, client);

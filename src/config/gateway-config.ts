@@ -1,5 +1,6 @@
 // The resolved, frozen configuration the gateway runs with: the config file merged with the environment.
 import type { BudgetSetConfig, ConfigFile } from './config-schema.js';
+import type { ModelRouting } from './model-routing.js';
 
 export interface UpstreamConfig {
   name: string;
@@ -39,6 +40,8 @@ export interface GatewayConfig {
   /** Routed upstreams from the file, in order, then the environment's default upstream last. */
   upstreams: readonly UpstreamConfig[];
   defaultUpstream: UpstreamConfig;
+  /** The upstream and the model entry of a model name, compiled from `upstreams` and `models`. */
+  routing: ModelRouting;
   server: ConfigFile['server'];
   timeouts: ConfigFile['timeouts'];
   models: ConfigFile['models'];

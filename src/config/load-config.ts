@@ -7,6 +7,7 @@ import type { z } from 'zod';
 import { configFileSchema, type BudgetSetConfig, type ConfigFile } from './config-schema.js';
 import { gatewayKeyTenantId, passThroughTenantId, sha256 } from './tenant-id.js';
 import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
+import { createModelRouting } from './model-routing.js';
 import { builtInPolicy, builtInPresets } from './policy-defaults.js';
 
 export const defaultConfigPath = 'config/ctxgate.yaml';
@@ -284,6 +285,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
   const redis = parseRedis(env, problems);
   if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
 
+  const upstreams = [...routed, defaultUpstream];
   const config: GatewayConfig = {
     configPath,
     port,
@@ -291,8 +293,9 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     logLevel: logLevelRaw as LogLevel,
     gatewayApiKeys,
     redis,
-    upstreams: [...routed, defaultUpstream],
+    upstreams,
     defaultUpstream,
+    routing: createModelRouting(upstreams, file.models),
     server: file.server,
     timeouts: file.timeouts,
     models: file.models,

@@ -2,8 +2,7 @@
 // margin and policy. Priority, highest first: request headers, the preset named by the request, the
 // model's entry, the config file's defaults, the built-in defaults (docs/configuration.md).
 import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
-import { globToRegExp } from '../config/glob.js';
-import { builtInModelTable, fallbackModelEntry, type ModelEntry } from '../config/model-table.js';
+import { fallbackModelEntry, type ModelEntry } from '../config/model-table.js';
 import { builtInPolicy, type ResolvedPolicy } from '../config/policy-defaults.js';
 import { GatewayError } from '../errors.js';
 import type { RequestOverrides } from './request-overrides.js';
@@ -19,40 +18,9 @@ export interface ContextSettings {
   safetyMarginTokens: number;
 }
 
-/** Model names seen lately, per config, and their entries: no glob is tested twice for a name. */
-const entryCache = new WeakMap<GatewayConfig, Map<string, ModelEntry>>();
-const entryCacheSize = 4_096;
-
+/** The model's entry: the config file's first match, else the built-in table's (config/model-routing.ts). */
 export function findModelEntry(config: GatewayConfig, model: string): ModelEntry {
-  let cache = entryCache.get(config);
-  if (cache === undefined) entryCache.set(config, (cache = new Map()));
-  let entry = cache.get(model);
-  if (entry === undefined) {
-    // Bounded: a client cycling through model names cannot grow it.
-    if (cache.size >= entryCacheSize) cache.clear();
-    entry = Object.freeze(matchModelEntry(config, model));
-    cache.set(model, entry);
-  }
-  return entry;
-}
-
-function matchModelEntry(config: GatewayConfig, model: string): ModelEntry {
-  for (const entry of config.models) {
-    if (globToRegExp(entry.match).test(model)) {
-      return {
-        match: entry.match,
-        window: entry.window,
-        outputReserve: entry.output_reserve,
-        tokenizer: entry.tokenizer,
-        exactTokenizer: entry.exact_tokenizer,
-        toolFormat: entry.tool_format ?? (entry.exact_tokenizer ? 'typescript' : 'json'),
-        noticePlacement: entry.notice_placement ?? (entry.exact_tokenizer ? 'inline' : 'user'),
-        calibration: entry.calibration,
-        fallbacks: entry.fallbacks,
-      };
-    }
-  }
-  return builtInModelTable.find((entry) => globToRegExp(entry.match).test(model)) ?? fallbackModelEntry;
+  return config.routing.entryFor(model);
 }
 
 /** Copies the defined knobs of `layer` over `policy` (a plain loop: this runs on every request). */

@@ -9,7 +9,6 @@ import { anthropicHeaders, toAnthropicRequest } from '../upstream/anthropic-wire
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { selectUpstream } from '../upstream/select-upstream.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
@@ -43,7 +42,7 @@ export function createMessagesService(deps: {
     request: BridgedMessages,
     messages: unknown,
   ): Promise<number | undefined> {
-    const target = selectUpstream(config.upstreams, request.model);
+    const target = config.routing.upstreamFor(request.model);
     const { max_tokens: _unused, ...body } = toAnthropicRequest({ ...request.chatBody, messages });
     const signal = new EventEmitter();
     const timer = setTimeout(() => signal.emit('abort'), config.timeouts.upstream_first_byte_ms);
@@ -75,7 +74,7 @@ export function createMessagesService(deps: {
     const native =
       typeof model === 'string' &&
       model !== '' &&
-      selectUpstream(config.upstreams, model).kind === 'anthropic';
+      config.routing.upstreamFor(model).kind === 'anthropic';
     return bridgeMessagesRequest(input.body, { native, requireMaxTokens });
   }
 

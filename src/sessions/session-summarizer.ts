@@ -9,7 +9,7 @@
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
-import type { GatewayConfig } from '../config/gateway-config.js';
+import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import type { ResolvedPolicy } from '../config/policy-defaults.js';
 import {
   buildSummaryRequest,
@@ -67,7 +67,6 @@ import {
   type StoreSummaryOutcome,
 } from '../store/session-store.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
-import { selectUpstream } from '../upstream/select-upstream.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { BudgetService } from '../budget/budget-service.js';
 
@@ -320,7 +319,7 @@ export function createSessionSummarizer(deps: {
    */
   async function requestSummary(input: AfterTurnInput, job: SummaryJob, summaryModel: string) {
     const { policy } = input;
-    const target = selectUpstream(config.upstreams, summaryModel);
+    const target = config.routing.upstreamFor(summaryModel);
     const tenant = input.key.tenantId;
     const learned = deps.learnedLimits.get(target.name, summaryModel, tenant);
     const settings = resolveContextSettings({
@@ -404,7 +403,7 @@ export function createSessionSummarizer(deps: {
     text: string;
     missingFacts: readonly string[];
     covered: readonly ContextMessage[];
-    target: ReturnType<typeof selectUpstream>;
+    target: UpstreamConfig;
     summaryModel: string;
     tokenizer: Tokenizer;
   }): Promise<{ text: string; stillMissing: number }> {
@@ -610,7 +609,7 @@ export function createSessionSummarizer(deps: {
    */
   async function callSummarizer<A extends SendAttempt & { messages: ContextMessage[] }>(
     input: AfterTurnInput,
-    target: ReturnType<typeof selectUpstream>,
+    target: UpstreamConfig,
     summaryModel: string,
     first: A,
     recovery?: {
