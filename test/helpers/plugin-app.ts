@@ -16,7 +16,7 @@ export interface PluginApp {
 
 export function pluginApp(
   register: (app: FastifyInstance) => void,
-  options: { bodyLimit?: number } = {},
+  options: { bodyLimit?: number; outcomeWaitMs?: number } = {},
 ): PluginApp {
   const { lines, destination } = captureLogs();
   const logger = createLogger({ level: 'info', destination });
@@ -29,6 +29,7 @@ export function pluginApp(
     logger,
     metrics: createMetrics({ collectProcessMetrics: false }),
     now: () => performance.now(),
+    ...(options.outcomeWaitMs === undefined ? {} : { outcomeWaitMs: options.outcomeWaitMs }),
   });
   app.setErrorHandler((error, request, reply) => handleError(error, request, reply));
   register(app);

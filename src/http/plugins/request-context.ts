@@ -24,7 +24,14 @@ export interface RequestContextOptions {
   logger: Logger;
   metrics: GatewayMetrics;
   now: () => number;
+  /**
+   * How long a finished (or abandoned) request's line waits for its service to say what it did; past
+   * it the line is written with what is known, so a service that never returns still leaves one.
+   */
+  outcomeWaitMs?: number;
 }
+
+const defaultOutcomeWaitMs = 30_000;
 
 function round(milliseconds: number): number {
   return Math.round(milliseconds * 1000) / 1000;
@@ -61,6 +68,7 @@ function logRequest(
   statusCode: number,
   ended: boolean,
   { logger, metrics, now }: RequestContextOptions,
+  serviceUnfinished = false,
 ): void {
   const state = request.gateway;
   const totalMs = now() - state.startedAtMs;
@@ -115,6 +123,8 @@ function logRequest(
               orphansRemoved: context.orphansRemoved || undefined,
             },
       clientAborted: state.clientAborted || undefined,
+      // Written without the service's outcome: it had not returned within the bound.
+      serviceUnfinished: serviceUnfinished || undefined,
       durations: {
         totalMs: round(totalMs),
         upstreamMs: round(state.upstreamMs),
@@ -137,10 +147,21 @@ function requestContext(app: FastifyInstance, options: RequestContextOptions): v
     const logOnce = (ended: boolean): void => {
       if (logged) return;
       logged = true;
-      const log = (): void => logRequest(request, reply.raw.statusCode, ended, options);
-      // The answer can be out before the service has returned what it did: the line waits for it.
-      if (state.serving === undefined) log();
-      else void state.serving.then(log);
+      const log = (unfinished = false): void =>
+        logRequest(request, reply.raw.statusCode, ended, options, unfinished);
+      // The answer can be out before the service has returned what it did: the line waits for it, within
+      // a bound.
+      if (state.serving === undefined) return log();
+      let written = false;
+      const logOnly = (unfinished: boolean): void => {
+        if (written) return;
+        written = true;
+        clearTimeout(timer);
+        log(unfinished);
+      };
+      const timer = setTimeout(() => logOnly(true), options.outcomeWaitMs ?? defaultOutcomeWaitMs);
+      timer.unref();
+      void state.serving.then(() => logOnly(false));
     };
     reply.raw.once('finish', () => logOnce(true));
     // 'close' without 'finish': the connection went away before the answer was complete.

@@ -1,7 +1,10 @@
 // The request id a log line and the answer carry: the client's own `x-request-id` when it is short
 // printable ASCII, a fresh one otherwise (an id is never a way into the logs).
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { requestIdFrom } from '../../../src/http/plugins/request-context.js';
+import { served } from '../../../src/http/request-record.js';
+import { pluginApp } from '../../helpers/plugin-app.js';
 
 const fresh = () => 'generated-id';
 
@@ -20,5 +23,50 @@ describe('requestIdFrom', () => {
     ['non-ASCII', 'idé', 'generated-id'],
   ])('takes %s as %j', (_name, header, expected) => {
     expect(requestIdFrom(header, fresh)).toBe(expected);
+  });
+});
+
+describe("the request's log line", () => {
+  /** Resolves with the first line `lines` gains that `matches`, polling the captured log. */
+  async function lineWhere(lines: string[], matches: (line: Record<string, unknown>) => boolean) {
+    for (;;) {
+      const found = lines.map((line) => JSON.parse(line) as Record<string, unknown>).find(matches);
+      if (found !== undefined) return found;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('is written for a client that left while its service never returned, saying so', async () => {
+    let reached: () => void = () => undefined;
+    const handlerReached = new Promise<void>((resolve) => (reached = resolve));
+    const { app, logLines } = pluginApp(
+      (scope) => {
+        scope.post('/v1/chat/completions', async (request) => {
+          reached();
+          // A service stuck for good (a bug): it never says what it did.
+          await served(request.gateway, () => new Promise(() => undefined));
+        });
+      },
+      { outcomeWaitMs: 50 },
+    );
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = app.server.address() as AddressInfo;
+      const leaving = new AbortController();
+      const request = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"m"}',
+        signal: leaving.signal,
+      }).catch(() => 'left');
+      // The request reached its handler: the service runs (and never returns); the client leaves.
+      await handlerReached;
+      leaving.abort();
+      expect(await request).toBe('left');
+      const line = await lineWhere(logLines, (entry) => entry.route === '/v1/chat/completions');
+      expect(line).toMatchObject({ status: 499, serviceUnfinished: true });
+    } finally {
+      await app.close();
+    }
   });
 });
