@@ -89,13 +89,15 @@ export function applyOutcome(record: RequestState, outcome: RequestOutcome): voi
 export function served(record: RequestState, work: () => Promise<RequestOutcome>): Promise<void> {
   // The service starts once `serving` is set: an answer it finishes at once (a 'finish' emitted while
   // it writes) finds the line waiting for it.
-  const running = Promise.resolve().then(work).then(
-    (outcome) => applyOutcome(record, outcome),
-    (error: unknown) => {
-      applyOutcome(record, outcomeOf(error));
-      throw error;
-    },
-  );
+  const running = Promise.resolve()
+    .then(work)
+    .then(
+      (outcome) => applyOutcome(record, outcome),
+      (error: unknown) => {
+        applyOutcome(record, outcomeOf(error));
+        throw error;
+      },
+    );
   record.serving = running.catch(() => undefined);
   return running;
 }

@@ -72,9 +72,7 @@ export function createMessagesService(deps: {
   function bridged(input: Omit<MessagesInput, 'warn' | 'info'>, requireMaxTokens: boolean): BridgedMessages {
     const model = (input.body as { model?: unknown } | null)?.model;
     const native =
-      typeof model === 'string' &&
-      model !== '' &&
-      config.routing.upstreamFor(model).kind === 'anthropic';
+      typeof model === 'string' && model !== '' && config.routing.upstreamFor(model).kind === 'anthropic';
     return bridgeMessagesRequest(input.body, { native, requireMaxTokens });
   }
 
