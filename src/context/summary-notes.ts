@@ -49,6 +49,61 @@ export function joinSummaryText(
   return `${prose}\n\n${heading}\n${notes.map((note) => `- ${note}`).join('\n')}`;
 }
 
+/** One segment of a turn's summary: the steps it covers, the summarizer's prose, the agent's calls. */
+export interface TurnSegment {
+  /** The first and last step it covers, counted from the turn's start (1-based). */
+  fromStep: number;
+  toStep: number;
+  /** Messages of the turn it covers. */
+  messages: number;
+  prose: string;
+  calls: readonly string[];
+}
+
+const segmentLabel = /^\[ctxgate\] Steps (\d+) to (\d+) \((\d+) messages\):$/;
+
+/**
+ * A turn's summary is written in segments, each appended as the steps it covers leave the window and
+ * none rewritten until they are merged into one: the text before the newest segment stays as it was.
+ */
+export function formatTurnSegment(segment: TurnSegment): string {
+  const label = `[ctxgate] Steps ${segment.fromStep} to ${segment.toStep} (${segment.messages} messages):`;
+  return `${label}\n${joinSummaryText(segment.prose, segment.calls, callsHeading)}`;
+}
+
+/**
+ * A stored turn summary's segments, oldest first. Text written before segments existed (prose and the
+ * calls under their heading, no label) is one segment whose steps are not known (0 to 0).
+ */
+export function parseTurnSegments(text: string | undefined): TurnSegment[] {
+  if (text === undefined || text.trim() === '') return [];
+  const segments: TurnSegment[] = [];
+  let current: { head: Omit<TurnSegment, 'prose' | 'calls'>; lines: string[] } = {
+    head: { fromStep: 0, toStep: 0, messages: 0 },
+    lines: [],
+  };
+  const close = (): void => {
+    const body = current.lines.join('\n').trim();
+    if (body === '' && current.head.toStep === 0) return;
+    const { prose, notes } = splitSummaryText(body, callsHeading);
+    segments.push({ ...current.head, prose: prose ?? '', calls: notes });
+  };
+  for (const line of text.split('\n')) {
+    const label = segmentLabel.exec(line);
+    if (label === null) {
+      current.lines.push(line);
+      continue;
+    }
+    close();
+    current = {
+      head: { fromStep: Number(label[1]), toStep: Number(label[2]), messages: Number(label[3]) },
+      lines: [],
+    };
+  }
+  close();
+  return segments;
+}
+
 /** The agent's calls in `covered`, oldest first, as `tool(arguments)` on one line each (long ones cut). */
 export function callStatements(covered: readonly ContextMessage[]): string[] {
   const statements: string[] = [];

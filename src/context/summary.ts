@@ -14,11 +14,15 @@ export function summaryMessage(text: string, coveredMessages: number): ContextMe
   };
 }
 
-/** The message the renderer puts right after a long agent turn's user message, for its first steps. */
-export function turnSummaryMessage(text: string, steps: number, coveredMessages: number): ContextMessage {
+/**
+ * The message the renderer puts right after a long agent turn's user message, for its first steps: its
+ * segments (summary-notes.ts), oldest first. Its opening line counts nothing, so a segment appended
+ * later leaves everything before it as it was, byte for byte — what a provider's prompt cache reuses.
+ */
+export function turnSummaryMessage(text: string): ContextMessage {
   return {
     role: 'system',
-    content: `[ctxgate] Summary of the first ${steps} steps of this task (${coveredMessages} messages), which are not shown:\n${text}`,
+    content: `[ctxgate] Summary of this task's earlier steps, which are not shown:\n${text}`,
   };
 }
 
@@ -247,7 +251,7 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   const steps = input.unit === 'steps';
   const task =
     steps && input.task !== undefined
-      ? `These are the first steps (tool calls and their results) of an agent working on this task:\n${taskText(input.task, tokenizer)}\n\n`
+      ? `These are steps (tool calls and their results) of an agent working on this task:\n${taskText(input.task, tokenizer)}\n\n`
       : '';
   const header = `${task}${previous}New messages, oldest first:\n`;
   const fixedTokens =

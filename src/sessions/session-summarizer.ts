@@ -28,11 +28,12 @@ import {
   type TurnSummaryPlan,
 } from '../context/summary.js';
 import {
-  callsHeading,
   callStatements,
+  formatTurnSegment,
   joinSummaryText,
   mergeNotes,
   notesHeading,
+  parseTurnSegments,
   splitSummaryText,
   userStatements,
 } from '../context/summary-notes.js';
@@ -118,9 +119,14 @@ type SummaryJob =
   | {
       kind: 'turn';
       range: StoredMessage[];
-      /** The turn's previous summary's prose and the agent's calls it keeps (kept by the gateway). */
+      /**
+       * What the summarizer extends and the calls kept: nothing when the job appends a segment (it
+       * summarizes its steps alone), all the segments' prose and calls when it merges them into one.
+       */
       previousText: string | undefined;
       previousNotes: string[];
+      /** The turn's stored summary, kept as it is when a segment is appended to it. */
+      appendTo: string | undefined;
       task: string;
       turnStart: number;
       fromMessage: number;
@@ -140,6 +146,33 @@ interface SummaryAttempt extends SendAttempt {
 
 /** Messages one job reads at most (an archive no summary covered yet can be long). */
 const maxMessagesPerJob = 2_000;
+/**
+ * A turn's summary takes segments while it is under this share of the history budget (and under
+ * summary_max_tokens); past it the next job merges them into one.
+ */
+const turnSegmentsShare = 0.15;
+
+/**
+ * A turn's summary once a job has summarized `covered`: a segment appended to the stored text as it
+ * was, or — when the job merged the segments — one segment for every step so far.
+ */
+function turnSummaryText(
+  job: Extract<SummaryJob, { kind: 'turn' }>,
+  written: { prose: string; calls: readonly string[]; covered: readonly StoredMessage[] },
+): string {
+  const steps = written.covered.filter((entry) => entry.message.role === 'assistant').length;
+  const segment = formatTurnSegment({
+    fromStep: job.appendTo === undefined ? 1 : job.previousSteps + 1,
+    toStep: job.previousSteps + steps,
+    messages:
+      job.appendTo === undefined
+        ? job.fromMessage + written.covered.length - job.turnStart - 1
+        : written.covered.length,
+    prose: written.prose,
+    calls: written.calls,
+  });
+  return job.appendTo === undefined ? segment : `${job.appendTo}\n\n${segment}`;
+}
 
 /** Sessions whose last job failed, remembered per replica to space out retries. */
 
@@ -267,12 +300,19 @@ export function createSessionSummarizer(deps: {
       summarizeTo: policy.summarize_to,
     });
     if (turnPlan.kind === 'summarize_turn') {
-      const previousTurnParts = splitSummaryText(previousTurn?.text, callsHeading);
+      // Segments are appended while the summary is small, then merged into one (docs/sessions.md).
+      const append =
+        previousTurn !== undefined &&
+        previousTurn.tokens <
+          Math.floor(input.window * policy.summary_notes_share) +
+            Math.min(policy.summary_max_tokens, Math.floor(input.historyBudget * turnSegmentsShare));
+      const segments = append ? [] : parseTurnSegments(previousTurn?.text);
       return {
         kind: 'turn',
         range: snapshot.messages.slice(turnPlan.from, turnPlan.to),
-        previousText: previousTurnParts.prose,
-        previousNotes: previousTurnParts.notes,
+        previousText: segments.length === 0 ? undefined : segments.map((segment) => segment.prose).join('\n'),
+        previousNotes: segments.flatMap((segment) => segment.calls),
+        appendTo: append ? previousTurn?.text : undefined,
         task: messageText(snapshot.messages[turnPlan.turnStart]?.message as ContextMessage),
         turnStart: positionOf(turnPlan.turnStart),
         fromMessage: positionOf(turnPlan.from),
@@ -463,10 +503,7 @@ export function createSessionSummarizer(deps: {
     const conversationTokenizer = tokenizerFor(config, tokenizers, input.model);
     if (job.kind === 'turn') {
       const steps = job.previousSteps + covered.filter((entry) => entry.message.role === 'assistant').length;
-      const tokens = countMessageTokens(
-        turnSummaryMessage(text, steps, toMessage - job.turnStart - 1),
-        conversationTokenizer,
-      );
+      const tokens = countMessageTokens(turnSummaryMessage(text), conversationTokenizer);
       const stored = await store.storeTurnSummary(key, {
         lockToken: options.lock,
         expectedToMessage: job.expectedToMessage,
@@ -581,7 +618,10 @@ export function createSessionSummarizer(deps: {
         input,
         job,
         lock,
-        text: joinSummaryText(text, notes, job.kind === 'history' ? notesHeading : callsHeading),
+        text:
+          job.kind === 'history'
+            ? joinSummaryText(text, notes, notesHeading)
+            : turnSummaryText(job, { prose: text, calls: notes, covered }),
         covered,
         previous: snapshot.summary,
         head: snapshot.headMessages,

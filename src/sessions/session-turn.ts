@@ -232,11 +232,7 @@ function localTurnSummary(snapshot: SessionSnapshot, systemCount: number): Rende
   const until = local(turnSummary.toMessage);
   if (start === undefined || until === undefined || until <= start) return undefined;
   return {
-    message: turnSummaryMessage(
-      turnSummary.text,
-      turnSummary.steps,
-      turnSummary.toMessage - turnSummary.turnStart - 1,
-    ),
+    message: turnSummaryMessage(turnSummary.text),
     coversUntil: systemCount + until,
     tokens: turnSummary.tokens,
   };

@@ -3,6 +3,8 @@
 // bounded by tokens, the oldest leaving first; for a summary of an agent turn's steps, the agent's calls.
 import { describe, expect, it } from 'vitest';
 import {
+  formatTurnSegment,
+  parseTurnSegments,
   callsHeading,
   callStatements,
   joinSummaryText,
@@ -137,5 +139,54 @@ describe('callStatements', () => {
       notes: ['read_file({"path":"src/a.ts"})'],
     });
     expect(splitSummaryText(text).notes).toEqual([]);
+  });
+});
+
+describe("a turn summary's segments", () => {
+  const segment = (fromStep: number, toStep: number, prose: string, calls: string[]) => ({
+    fromStep,
+    toStep,
+    messages: 2 * (toStep - fromStep + 1),
+    prose,
+    calls,
+  });
+
+  it('reads back what was written, segment by segment and in order', () => {
+    const written = [
+      segment(1, 3, 'Read the config loader.\nFound the retry budget in two places.', [
+        'read_file({"path":"a.ts"})',
+      ]),
+      segment(4, 4, 'Ran the tests: 2 failures.', []),
+      segment(5, 7, 'Fixed retry.ts.', ['edit({"path":"retry.ts"})', 'run("npm test")']),
+    ];
+    const text = written.map(formatTurnSegment).join('\n\n');
+    expect(parseTurnSegments(text)).toEqual(written);
+  });
+
+  it('opens each segment with its steps and messages, and puts its calls under their heading', () => {
+    expect(formatTurnSegment(segment(4, 5, 'Read two files.', ['read_file({"path":"b.ts"})']))).toBe(
+      [
+        '[ctxgate] Steps 4 to 5 (4 messages):',
+        'Read two files.',
+        '',
+        "[ctxgate] The agent's calls in these steps, kept verbatim:",
+        '- read_file({"path":"b.ts"})',
+      ].join('\n'),
+    );
+  });
+
+  it('takes a summary written before segments as one segment of unknown steps', () => {
+    const old = "Read the files.\n\n[ctxgate] The agent's calls in these steps, kept verbatim:\n- ls()";
+    expect(parseTurnSegments(old)).toEqual([
+      { fromStep: 0, toStep: 0, messages: 0, prose: 'Read the files.', calls: ['ls()'] },
+    ]);
+  });
+
+  it.each<[string, string | undefined]>([
+    ['no summary', undefined],
+    ['an empty one', ''],
+    ['blank lines', '\n\n'],
+  ])('reads %s as no segments', (_name, text) => {
+    expect(parseTurnSegments(text)).toEqual([]);
   });
 });

@@ -109,11 +109,11 @@ export function callsSeen(messages: ReadonlyArray<ChatMessage>): number {
   for (const message of messages) {
     calls += message.tool_calls?.length ?? 0;
     const text = contentText(message.content);
-    // The steps a notice says were removed, and those a summary says it stands for.
-    const notice =
-      /\[ctxgate\] (\d+) earlier steps/.exec(text) ??
-      /\[ctxgate\] Summary of the first (\d+) steps/.exec(text);
+    // The steps a notice says were removed, and those a summary's segments say they stand for.
+    const notice = /\[ctxgate\] (\d+) earlier steps/.exec(text);
     if (notice !== null) calls += Number(notice[1]);
+    for (const segment of text.matchAll(/^\[ctxgate\] Steps (\d+) to (\d+) \(/gm))
+      calls += Number(segment[2]) - Number(segment[1]) + 1;
   }
   return calls;
 }

@@ -192,11 +192,81 @@ describe('the session summarizer', () => {
     );
     expect(turnSummary?.text).toBe(
       [
+        `[ctxgate] Steps 1 to ${turnSummary?.steps} (${2 * (turnSummary?.steps ?? 0)} messages):`,
         'The agent read the modules.',
         '',
         "[ctxgate] The agent's calls in these steps, kept verbatim:",
         ...calls,
       ].join('\n'),
     );
+  });
+
+  /** `count` steps of an agent turn from step `from`: a call reading a module and its long result. */
+  const agentSteps = (from: number, count: number) =>
+    Array.from({ length: count }, (_unused, offset) => {
+      const index = from + offset;
+      return [
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: `call_${index}`,
+              type: 'function',
+              function: { name: 'read_file', arguments: `{"path":"src/mod_${index}.ts"}` },
+            },
+          ],
+        },
+        {
+          role: 'tool',
+          tool_call_id: `call_${index}`,
+          content: `export const value = ${index}; ${filler(300)}`,
+        },
+      ];
+    }).flat();
+
+  it("appends the next steps' summary as a segment, leaving the text before it as it was", async () => {
+    const { upstream, committed, store, key } = setup((messages) =>
+      messages.at(-1)?.content.includes('Previous summary:') === true ? 'Merged.' : 'Read some modules.',
+    );
+    await committed([{ role: 'user', content: 'Read every module and fix the bug.' }, ...agentSteps(0, 12)]);
+    const first = (await store.load(key)).turnSummary;
+    await committed(agentSteps(12, 10));
+    const second = (await store.load(key)).turnSummary;
+    expect(upstream.asked).toHaveLength(2);
+    // The second job was asked about its own steps only: no previous summary to rewrite.
+    expect(upstream.asked[1]?.at(-1)?.content).not.toContain('Previous summary:');
+    expect(second?.steps).toBeGreaterThan(first?.steps ?? 0);
+    // A prompt cache keeps everything up to the new segment.
+    expect(
+      second?.text.startsWith(
+        `${first?.text}\n\n[ctxgate] Steps ${(first?.steps ?? 0) + 1} to ${second?.steps} (`,
+      ),
+    ).toBe(true);
+    expect(second?.text).toContain(`- read_file({"path":"src/mod_${(second?.steps ?? 0) - 1}.ts"})`);
+  });
+
+  it('merges the segments into one once the summary has grown, with the calls of its steps', async () => {
+    // A summarizer that writes a lot: the segments soon pass what a turn's summary may hold.
+    const { upstream, committed, store, key } = setup((messages) =>
+      messages.at(-1)?.content.includes('Previous summary:') === true ? 'Merged.' : filler(400),
+    );
+    await committed([{ role: 'user', content: 'Read every module and fix the bug.' }, ...agentSteps(0, 12)]);
+    let merged = 0;
+    for (let round = 0; round < 4; round++) {
+      const asked = upstream.asked.length;
+      await committed(agentSteps(12 + round * 10, 10));
+      const job = upstream.asked[asked]?.at(-1)?.content ?? '';
+      if (!job.includes('Previous summary:')) continue;
+      merged++;
+      // The merge extends what the segments said, and stores one segment from the first step.
+      expect(job).toContain(filler(400).slice(0, 200));
+      const summary = (await store.load(key)).turnSummary;
+      expect(summary?.text.startsWith(`[ctxgate] Steps 1 to ${summary.steps} (`)).toBe(true);
+      expect(summary?.text.match(/\[ctxgate\] Steps /g)).toHaveLength(1);
+      expect(summary?.text).toContain('Merged.');
+      expect(summary?.text).toContain(`- read_file({"path":"src/mod_${(summary?.steps ?? 0) - 1}.ts"})`);
+    }
+    expect(merged).toBeGreaterThan(0);
   });
 });
