@@ -7,6 +7,7 @@ import {
   MessagesStreamTranslator,
   toAnthropicErrorBody,
 } from '../../src/messages/answer.js';
+import { sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'msg_1', model: 'm' };
 
@@ -70,22 +71,13 @@ describe('a chat stream as Anthropic events', () => {
   ];
   const wire = `${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`;
 
-  const eventsOf = (text: string) =>
-    text
-      .split('\n\n')
-      .filter((block) => block !== '')
-      .map(
-        (block) =>
-          JSON.parse(block.split('\n')[1]?.slice('data: '.length) ?? '{}') as Record<string, unknown>,
-      );
-
   it.each([1, 7, wire.length])('gives the same events however the bytes are split (every %i)', (size) => {
     const translator = new MessagesStreamTranslator(meta, 50);
     let out = translator.start();
     const bytes = Buffer.from(wire);
     for (let at = 0; at < bytes.length; at += size) out += translator.push(bytes.subarray(at, at + size));
     out += translator.end();
-    const events = eventsOf(out);
+    const events = sseEventData(out);
     expect(events.map((event) => event.type)).toEqual([
       'message_start',
       'ping',
@@ -116,7 +108,7 @@ describe('a chat stream as Anthropic events', () => {
     const out = translator.push(
       'data: {"error":{"message":"This model\'s maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error"}}\n\n',
     );
-    expect(eventsOf(out + translator.end())).toEqual([
+    expect(sseEventData(out + translator.end())).toEqual([
       {
         type: 'error',
         error: {

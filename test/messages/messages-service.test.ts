@@ -12,6 +12,7 @@ import { noOverrides } from '../../src/context/request-overrides.js';
 import { isGatewayError } from '../../src/errors.js';
 import { createMessagesService, type MessagesInput } from '../../src/messages/messages-service.js';
 import { recordingClient, scriptedUpstream, type ScriptedAnswer } from '../helpers/port-fakes.js';
+import { sseEvents } from '../helpers/sse-events.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const config = loadConfig({
@@ -92,18 +93,6 @@ const completion = {
 
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
   `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-
-/** The events of an SSE text, by name, with their data. */
-function events(text: string): Array<{ event: string; data: Record<string, unknown> }> {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const event = /^event: (.*)$/m.exec(block)?.[1] ?? '';
-      const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? 'null') as Record<string, unknown>;
-      return { event, data };
-    });
-}
 
 describe('the Messages service: create', () => {
   it('hands the engine the chat request the Messages request stands for', async () => {
@@ -203,7 +192,7 @@ describe('the Messages service: create', () => {
       upstream: scriptedUpstream([]),
     });
     await service.create(input(request('gpt-4o-mini', { stream: true })), client);
-    const received = events(client.received);
+    const received = sseEvents(client.received);
     expect(received.map((event) => event.event)).toEqual([
       'message_start',
       'ping',

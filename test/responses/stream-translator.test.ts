@@ -3,6 +3,7 @@
 // response with usage; an error event fails the response.
 import { describe, expect, it } from 'vitest';
 import { ResponsesStreamTranslator } from '../../src/responses/stream-translator.js';
+import { sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'resp_1', createdAt: 1, model: 'm', echo: {} };
 const chunks = [
@@ -25,20 +26,12 @@ const wire = Buffer.from(
   `${chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`,
 );
 
-const eventsOf = (text: string) =>
-  text
-    .split('\n\n')
-    .filter((block) => block !== '')
-    .map(
-      (block) => JSON.parse(block.split('\n')[1]?.slice('data: '.length) ?? '{}') as Record<string, unknown>,
-    );
-
 function translate(size: number) {
   const translator = new ResponsesStreamTranslator(meta);
   let out = translator.start();
   for (let at = 0; at < wire.length; at += size) out += translator.push(wire.subarray(at, at + size));
   const { events, response } = translator.finish();
-  return { events: eventsOf(out + events), response, reply: translator.reply() };
+  return { events: sseEventData(out + events), response, reply: translator.reply() };
 }
 
 describe('a chat stream as Responses events', () => {
@@ -76,7 +69,7 @@ describe('a chat stream as Responses events', () => {
     translator.start();
     const out = translator.push('data: {"error":{"code":"server_error","message":"boom"}}\n\n');
     expect(translator.succeeded).toBe(false);
-    expect(eventsOf(out)).toEqual([
+    expect(sseEventData(out)).toEqual([
       expect.objectContaining({ type: 'error', code: 'server_error', message: 'boom' }),
     ]);
   });

@@ -166,41 +166,6 @@ describe('the session summarizer', () => {
     expect((await store.load(key)).summary?.text).toContain('They discussed the vault.');
   });
 
-  it("summarizes a long agent turn's first steps with the agent's calls kept verbatim", async () => {
-    const { upstream, committed, store, key } = setup(() => 'The agent read the modules.');
-    const steps = Array.from({ length: 12 }, (_unused, index) => [
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          {
-            id: `call_${index}`,
-            type: 'function',
-            function: { name: 'read_file', arguments: `{"path":"src/mod_${index}.ts"}` },
-          },
-        ],
-      },
-      { role: 'tool', tool_call_id: `call_${index}`, content: `export const value = true; ${filler(300)}` },
-    ]).flat();
-    await committed([{ role: 'user', content: 'Read every module and fix the bug.' }, ...steps]);
-    expect(upstream.asked).toHaveLength(1);
-    const turnSummary = (await store.load(key)).turnSummary;
-    expect(turnSummary?.steps).toBeGreaterThan(3);
-    const calls = Array.from(
-      { length: turnSummary?.steps ?? 0 },
-      (_unused, index) => `- read_file({"path":"src/mod_${index}.ts"})`,
-    );
-    expect(turnSummary?.text).toBe(
-      [
-        `[ctxgate] Steps 1 to ${turnSummary?.steps} (${2 * (turnSummary?.steps ?? 0)} messages):`,
-        'The agent read the modules.',
-        '',
-        "[ctxgate] The agent's calls in these steps, kept verbatim:",
-        ...calls,
-      ].join('\n'),
-    );
-  });
-
   /** `count` steps of an agent turn from step `from`: a call reading a module and its long result. */
   const agentSteps = (from: number, count: number) =>
     Array.from({ length: count }, (_unused, offset) => {
@@ -224,6 +189,27 @@ describe('the session summarizer', () => {
         },
       ];
     }).flat();
+
+  it("summarizes a long agent turn's first steps with the agent's calls kept verbatim", async () => {
+    const { upstream, committed, store, key } = setup(() => 'The agent read the modules.');
+    await committed([{ role: 'user', content: 'Read every module and fix the bug.' }, ...agentSteps(0, 12)]);
+    expect(upstream.asked).toHaveLength(1);
+    const turnSummary = (await store.load(key)).turnSummary;
+    expect(turnSummary?.steps).toBeGreaterThan(3);
+    const calls = Array.from(
+      { length: turnSummary?.steps ?? 0 },
+      (_unused, index) => `- read_file({"path":"src/mod_${index}.ts"})`,
+    );
+    expect(turnSummary?.text).toBe(
+      [
+        `[ctxgate] Steps 1 to ${turnSummary?.steps} (${2 * (turnSummary?.steps ?? 0)} messages):`,
+        'The agent read the modules.',
+        '',
+        "[ctxgate] The agent's calls in these steps, kept verbatim:",
+        ...calls,
+      ].join('\n'),
+    );
+  });
 
   it("appends the next steps' summary as a segment, leaving the text before it as it was", async () => {
     const { upstream, committed, store, key } = setup((messages) =>

@@ -33,6 +33,18 @@ export interface RequestContextOptions {
 
 const defaultOutcomeWaitMs = 30_000;
 
+/** Resolves false once `serving` settles, or true when `waitMs` passes first. */
+function unfinishedAfter(serving: Promise<void>, waitMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(true), waitMs);
+    timer.unref();
+    void serving.then(() => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+}
+
 function round(milliseconds: number): number {
   return Math.round(milliseconds * 1000) / 1000;
 }
@@ -68,7 +80,7 @@ function logRequest(
   statusCode: number,
   ended: boolean,
   { logger, metrics, now }: RequestContextOptions,
-  serviceUnfinished = false,
+  serviceUnfinished: boolean,
 ): void {
   const state = request.gateway;
   const totalMs = now() - state.startedAtMs;
@@ -147,21 +159,12 @@ function requestContext(app: FastifyInstance, options: RequestContextOptions): v
     const logOnce = (ended: boolean): void => {
       if (logged) return;
       logged = true;
-      const log = (unfinished = false): void =>
+      const log = (unfinished: boolean): void =>
         logRequest(request, reply.raw.statusCode, ended, options, unfinished);
       // The answer can be out before the service has returned what it did: the line waits for it, within
       // a bound.
-      if (state.serving === undefined) return log();
-      let written = false;
-      const logOnly = (unfinished: boolean): void => {
-        if (written) return;
-        written = true;
-        clearTimeout(timer);
-        log(unfinished);
-      };
-      const timer = setTimeout(() => logOnly(true), options.outcomeWaitMs ?? defaultOutcomeWaitMs);
-      timer.unref();
-      void state.serving.then(() => logOnly(false));
+      if (state.serving === undefined) log(false);
+      else void unfinishedAfter(state.serving, options.outcomeWaitMs ?? defaultOutcomeWaitMs).then(log);
     };
     reply.raw.once('finish', () => logOnce(true));
     // 'close' without 'finish': the connection went away before the answer was complete.
