@@ -182,6 +182,20 @@ export const summarizerInstructions = (maxSummaryTokens: number, pinPrefix: stri
     `At most about ${maxSummaryTokens} tokens.`,
   ].join('\n');
 
+/**
+ * The instructions for an agent turn's steps: what the steps did and found, for the agent that goes on
+ * with the task. Shorter than a conversation's (no user, no pinned messages): on a small window a
+ * step is summarized as it leaves, so these words are paid at nearly every step of a loop.
+ */
+export const stepSummarizerInstructions = (maxSummaryTokens: number, extending: boolean): string =>
+  [
+    "You write the running summary of an AI agent's work on a task. The agent goes on seeing only your summary instead of the steps it covers, so anything you leave out is lost to it.",
+    'Keep, exactly as written: what each step did and found; decisions and why; identifiers, file paths, URLs, commands, code symbols, numbers and errors; what is still open.',
+    ...(extending ? ['Extend the previous summary with the new steps; never start over.'] : []),
+    'Plain text in the language of the task, terse, one fact per line, no preamble.',
+    `At most about ${maxSummaryTokens} tokens.`,
+  ].join('\n');
+
 /** One message as a transcript block. Tool results and very long texts are cut to `capTokens`. */
 function transcriptBlock(message: ContextMessage, capTokens: number, tokenizer: Tokenizer): string {
   const calls = (message.tool_calls ?? [])
@@ -225,10 +239,11 @@ const toolResultCapTokens = 1_000;
 /**
  * In an agent turn's steps, a tool result is read by its ends: a step is summarized as what it did and
  * found. The summary of a small window is small, so what it reads of each result scales with the window
- * (a 32nd of it, 128 to 400 tokens): on 8,192 tokens a step's results are read at 256 tokens each.
+ * (a 64th of it, 64 to 400 tokens): on 8,192 tokens a step's results are read at 128 tokens each, and
+ * the summarizer's prompt stays a small share of the loop's although nearly every step is summarized.
  */
 const stepToolResultCapTokens = (window: number): number =>
-  Math.max(128, Math.min(400, Math.floor(window / 32)));
+  Math.max(64, Math.min(400, Math.floor(window / 64)));
 
 /** The agent's task as the summarizer reads it: whole, or its ends when it is over 1,000 tokens. */
 function taskText(task: string, tokenizer: Tokenizer): string {
@@ -242,13 +257,15 @@ function taskText(task: string, tokenizer: Tokenizer): string {
  */
 export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest | undefined {
   const { tokenizer, policy } = input;
+  const steps = input.unit === 'steps';
   const system: ContextMessage = {
     role: 'system',
-    content: summarizerInstructions(input.maxSummaryTokens, policy.pin_prefix),
+    content: steps
+      ? stepSummarizerInstructions(input.maxSummaryTokens, input.previousSummary !== undefined)
+      : summarizerInstructions(input.maxSummaryTokens, policy.pin_prefix),
   };
   const previous =
     input.previousSummary === undefined ? '' : `Previous summary:\n${input.previousSummary}\n\n`;
-  const steps = input.unit === 'steps';
   const task =
     steps && input.task !== undefined
       ? `These are steps (tool calls and their results) of an agent working on this task:\n${taskText(input.task, tokenizer)}\n\n`

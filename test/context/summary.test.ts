@@ -279,10 +279,11 @@ describe("buildSummaryRequest for an agent turn's steps", () => {
     expect(text.split('truncated by ctxgate').length - 1).toBe(2);
   });
 
-  it('reads each result by its ends at a 32nd of a small window, at 400 tokens from 12,800 tokens up', () => {
+  it('reads each result by its ends at a 64th of a small window, at 400 tokens from 25,600 tokens up', () => {
     for (const [window, most] of [
-      [8_192, 256],
-      [4_096, 128],
+      [8_192, 128],
+      [4_096, 64],
+      [16_384, 256],
       [32_768, 400],
       [128_000, 400],
     ] as const) {
@@ -296,6 +297,29 @@ describe("buildSummaryRequest for an agent turn's steps", () => {
       expect(text).toContain('first begins.');
       expect(text).toContain('first ends.');
     }
+  });
+
+  it("asks for the agent's steps in instructions of their own: no user, no pinned messages, no previous summary unless given", () => {
+    const request = stepsRequest('Read the files.', 8_192);
+    const instructions = String(request?.messages[0]?.content);
+    expect(instructions).toMatch(/^You write the running summary of an AI agent's work/);
+    expect(instructions).toContain('what each step did and found');
+    expect(instructions).not.toContain('[pin]');
+    expect(instructions).not.toContain('previous summary');
+    expect(tokenizer.count(instructions)).toBeLessThan(110);
+    const merging = buildSummaryRequest({
+      previousSummary: 'Steps 1 to 3 read src/a.ts.',
+      messages: step('third', 100),
+      tokenizer,
+      window: 8_192,
+      safetyMarginTokens: 100,
+      maxSummaryTokens: 500,
+      policy,
+      unit: 'steps',
+      task: 'Read the files.',
+    });
+    expect(String(merging?.messages[0]?.content)).toContain('previous summary');
+    expect(String(merging?.messages[1]?.content)).toContain('Previous summary:\nSteps 1 to 3 read src/a.ts.');
   });
 });
 
