@@ -214,7 +214,12 @@ function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
   }
 }
 
-/** Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. */
+/**
+ * Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. The
+ * body itself is returned, not the schema's copy (the schema transforms nothing): the copy lists each
+ * message's keys in the schema's order, and a message the gateway leaves as it is must reach the
+ * provider in the bytes the client wrote, or a prompt cache stops matching at the first one reordered.
+ */
 export function parseChatCompletionRequest(
   body: unknown,
   limits: RequestLimits = defaultRequestLimits,
@@ -226,7 +231,7 @@ export function parseChatCompletionRequest(
   }
   checkSize(body as Record<string, unknown>, limits);
   const result = chatCompletionRequestSchema.safeParse(body);
-  if (result.success) return result.data;
+  if (result.success) return body as ChatCompletionRequest;
   const issue = result.error.issues[0];
   if (issue === undefined) throw new GatewayError('invalid_request', 'Invalid request body.');
   const param = formatParam(issue.path);

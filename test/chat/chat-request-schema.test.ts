@@ -96,4 +96,24 @@ describe('parseChatCompletionRequest', () => {
   it.each(accepted)('accepts $name and keeps every field', ({ body }) => {
     expect(parseChatCompletionRequest(structuredClone(body))).toEqual(body);
   });
+
+  it.each(accepted)(
+    "keeps the keys of $name in the client's order (what a prompt cache compares)",
+    ({ body }) => {
+      const reversed = (value: unknown): unknown =>
+        Array.isArray(value)
+          ? value.map(reversed)
+          : typeof value === 'object' && value !== null
+            ? Object.fromEntries(
+                Object.entries(value)
+                  .reverse()
+                  .map(([key, inner]) => [key, reversed(inner)]),
+              )
+            : value;
+      const written = reversed(body);
+      expect(JSON.stringify(parseChatCompletionRequest(structuredClone(written)))).toBe(
+        JSON.stringify(written),
+      );
+    },
+  );
 });

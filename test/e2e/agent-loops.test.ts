@@ -218,6 +218,41 @@ describe('agent loops', () => {
     expect(callsSeen(sent)).toBe(12);
   });
 
+  it('sends the messages it leaves as they are in the keys and bytes the client wrote, once it changes others', async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-agent', maxRetries: 0 });
+    // Written as OpenAI's own examples write them (tool_call_id before content), as a prompt cache
+    // compares them: byte for byte.
+    const step = (number: number, tokens: number): OpenAI.ChatCompletionMessageParam[] => [
+      {
+        role: 'assistant',
+        tool_calls: [
+          {
+            id: `call_${number}`,
+            type: 'function',
+            function: { name: 'read_page', arguments: `{"page":${number}}` },
+          },
+        ],
+        content: null,
+      },
+      { role: 'tool', tool_call_id: `call_${number}`, content: page(number, tokens) },
+    ];
+    const conversation: OpenAI.ChatCompletionMessageParam[] = [
+      { content: 'You read pages.', role: 'system' },
+      { role: 'user', content: 'Read pages 1 and 2.' },
+      ...step(1, 4_000),
+      ...step(2, 2_500),
+    ];
+    fake.requests.length = 0;
+    const { response } = await client.chat.completions
+      .create({ model, messages: conversation, max_tokens: outputReserve })
+      .withResponse();
+    expect(response.headers.get('x-context-masked-tool-results')).toBe('1');
+    const raw = fake.chatRequests.at(-1)?.rawBody ?? '';
+    for (const index of [0, 1, 2, 4, 5])
+      expect(raw, `message ${index}`).toContain(JSON.stringify(conversation[index]));
+    expect(raw).not.toContain(JSON.stringify(conversation[3]));
+  });
+
   it("keeps the agent's calls verbatim in the turn's summary, where a summarizer paraphrases their paths away", async () => {
     const client = new OpenAI({
       baseURL: harness.baseUrl,
