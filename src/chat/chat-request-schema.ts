@@ -218,7 +218,9 @@ function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
  * Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. The
  * body itself is returned, not the schema's copy (the schema transforms nothing): the copy lists each
  * message's keys in the schema's order, and a message the gateway leaves as it is must reach the
- * provider in the bytes the client wrote, or a prompt cache stops matching at the first one reordered.
+ * provider in the bytes the client wrote — a provider's prompt cache works on the rendered tokens,
+ * but whatever compares requests as bytes (the fidelity bench's prefix reuse, a cache or a log keyed on
+ * the body) saw every message change the first time the engine changed any.
  */
 export function parseChatCompletionRequest(
   body: unknown,
