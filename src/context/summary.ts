@@ -279,50 +279,60 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   if (available <= 0) return undefined;
   const textCap = Math.max(64, Math.floor(available / 2));
 
-  const blocks: string[] = [];
-  let used = 0;
-  let covered = 0;
-  let pending: string[] = [];
-  let pendingTokens = 0;
-  const flushTurn = (end: number): boolean => {
-    if (used + pendingTokens > available) return false;
-    blocks.push(...pending);
-    used += pendingTokens;
-    covered = end;
-    pending = [];
-    pendingTokens = 0;
-    return true;
-  };
-  let full = false;
+  // Each message's block, counted once; a unit (a turn, or a step) starts at its first message.
+  const blocks: Array<{ text: string; tokens: number; startsUnit: boolean }> = [];
   for (const [index, message] of input.messages.entries()) {
-    if (index > 0 && message.role === (steps ? 'assistant' : 'user') && !flushTurn(index)) {
-      full = true;
-      break;
-    }
     const cap =
       message.role === 'tool'
         ? Math.min(textCap, steps ? stepToolResultCapTokens(input.window) : toolResultCapTokens)
         : textCap;
-    const block = transcriptBlock(message, cap, tokenizer);
-    if (block === '') continue;
-    pending.push(block);
-    pendingTokens += tokenizer.count(block) + 1;
+    const text = transcriptBlock(message, cap, tokenizer);
+    blocks.push({
+      text,
+      tokens: text === '' ? 0 : tokenizer.count(text) + 1,
+      startsUnit: index > 0 && message.role === (steps ? 'assistant' : 'user'),
+    });
   }
-  if (!full) flushTurn(input.messages.length);
-  if (covered === 0) return undefined;
+  /** How many messages, whole units oldest first, fit in `room` by their blocks' counts. */
+  const coveredWithin = (room: number): number => {
+    let used = 0;
+    let covered = 0;
+    for (const [index, block] of blocks.entries()) {
+      if (block.startsUnit) covered = index;
+      used += block.tokens;
+      if (used > room) return covered;
+    }
+    return blocks.length;
+  };
 
-  const messages: ContextMessage[] = [system, { role: 'user', content: `${header}${blocks.join('\n')}` }];
-  // The summarizer's request goes through the context engine like any other: it must fit as it is.
-  const outcome = renderContext({
-    messages,
-    tokenizer,
-    window: input.window,
-    outputReserve: input.maxSummaryTokens,
-    safetyMarginTokens: input.safetyMarginTokens,
-    policy: { ...policy, oversize: 'reject' },
-  });
-  if (!outcome.ok || outcome.report.modified) return undefined;
-  return { messages, coveredMessages: covered, inputTokens: outcome.report.inputTokens };
+  // The transcript is counted as one text, which is not quite the sum of its blocks (BPE merges across
+  // them, and a long text is counted from samples): when that count is over, the room shrinks by the
+  // excess and whole units are taken off the end.
+  let room = available;
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const covered = coveredWithin(room);
+    if (covered === 0) return undefined;
+    const transcript = blocks
+      .slice(0, covered)
+      .filter((block) => block.text !== '')
+      .map((block) => block.text)
+      .join('\n');
+    const messages: ContextMessage[] = [system, { role: 'user', content: `${header}${transcript}` }];
+    // The summarizer's request goes through the context engine like any other: it must fit as it is.
+    const outcome = renderContext({
+      messages,
+      tokenizer,
+      window: input.window,
+      outputReserve: input.maxSummaryTokens,
+      safetyMarginTokens: input.safetyMarginTokens,
+      policy: { ...policy, oversize: 'reject' },
+    });
+    if (outcome.ok && !outcome.report.modified)
+      return { messages, coveredMessages: covered, inputTokens: outcome.report.inputTokens };
+    if (outcome.ok) return undefined;
+    room -= outcome.neededTokens - outcome.budgetTokens + Math.ceil(room / 1_000);
+  }
+  return undefined;
 }
 
 export type SummaryRejection = 'empty' | 'error_text' | 'truncated' | 'lost_pinned';

@@ -18,6 +18,7 @@ import type { ContextMessage } from '../../src/context/types.js';
 import { builtInPolicy } from '../../src/config/policy-defaults.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { countPromptTokens } from '../helpers/fake-upstream.js';
+import { seeded } from '../helpers/text.js';
 
 const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
 
@@ -208,6 +209,76 @@ describe('buildSummaryRequest', () => {
     expect(text).not.toContain(`turn ${100 + covered / 2}:`);
     // The provider's own count (the fake's cookbook count, independent of the gateway's).
     expect(countPromptTokens(request?.messages as never, undefined) + 300).toBeLessThanOrEqual(window - 100);
+  });
+
+  it('covers what fits of a range far longer than its window, though the whole transcript is counted from samples', () => {
+    // A backlog of 1,900 varied messages (prose, numbers, identifiers, German and Japanese words) on a
+    // 128k window: the transcript is one text of ~450,000 characters, counted from samples (so its count
+    // is not the sum of its blocks' counts), and the request must still be built, not given up on.
+    const random = seeded(1);
+    const pick = (from: readonly string[]): string => from[Math.floor(random() * from.length)] as string;
+    const syllables = [
+      'ka',
+      'lo',
+      'mi',
+      'tren',
+      'sto',
+      'da',
+      'vel',
+      'qui',
+      'ran',
+      'po',
+      'zu',
+      'ber',
+      'ex',
+      'ion',
+    ];
+    const words = [
+      'the',
+      'and',
+      'deployment',
+      'latency',
+      'queue',
+      'retry',
+      'über',
+      'Datenbank',
+      '設定',
+      '確認',
+    ];
+    const word = (): string => {
+      const roll = random();
+      if (roll < 0.45) return pick(words);
+      if (roll < 0.55) return String(Math.floor(random() * 100_000));
+      if (roll < 0.62) return `${pick(syllables)}_${pick(syllables)}Id`;
+      return Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(syllables)).join('');
+    };
+    const messages: ContextMessage[] = Array.from({ length: 1_900 }, (_unused, index) => {
+      let content = `Message ${index}:`;
+      while (content.length < 200) content += (random() < 0.08 ? '. ' : ' ') + word();
+      return { role: index % 2 === 0 ? 'user' : 'assistant', content };
+    });
+    const window = 128_000;
+    const request = buildSummaryRequest({
+      previousSummary: undefined,
+      messages,
+      tokenizer,
+      window,
+      safetyMarginTokens: 6_400,
+      maxSummaryTokens: 1_024,
+      policy,
+    });
+    expect(request).toBeDefined();
+    const covered = request?.coveredMessages ?? 0;
+    expect(covered % 2).toBe(0);
+    expect(covered).toBeGreaterThan(1_000);
+    expect(covered).toBeLessThan(messages.length);
+    const text = String(request?.messages[1]?.content);
+    expect(text).toContain(`Message ${covered - 1}:`);
+    expect(text).not.toContain(`Message ${covered}:`);
+    // The provider's own count (the fake's, independent of the gateway's) leaves the summary its room.
+    expect(countPromptTokens(request?.messages as never, undefined) + 1_024).toBeLessThanOrEqual(
+      window - 6_400,
+    );
   });
 
   it('cuts long tool results in the transcript and gives up when not one turn fits', () => {
