@@ -19,13 +19,13 @@ export interface HoldQueue {
   sessionReleased(key: SessionKey): void;
   /**
    * The session's hold, waiting up to `waitMs` for it (0: not at all); undefined when it stayed busy.
-   * `attempt` tries for it once (`first` on the first try) and says what it got: the hold, or the hold
-   * with what came with it. Store errors are thrown as they are.
+   * `attempt` tries for it once and says what it got: the hold, or the hold with what came with it.
+   * Store errors are thrown as they are.
    */
   acquireInTurn<Held>(
     key: SessionKey,
     waitMs: number,
-    attempt: (first: boolean) => Promise<Held | undefined>,
+    attempt: () => Promise<Held | undefined>,
     now?: () => number,
   ): Promise<Held | undefined>;
 }
@@ -77,8 +77,8 @@ export function createHoldQueue(): HoldQueue {
         // Wait for the request before this one, but never past the deadline.
         if (ahead !== undefined) await atMost(ahead.turn, deadline - now());
         let pollMs = firstPollMs;
-        for (let first = true; ; first = false) {
-          const held = await attempt(first);
+        for (;;) {
+          const held = await attempt();
           if (held !== undefined) return held;
           const left = deadline - now();
           if (left <= 0) return undefined;

@@ -66,15 +66,21 @@ export function messageFates(
   return fates;
 }
 
-/** Runs of equal fates: [first position, count, fate]. */
-function runs(fates: ReadonlyArray<[number, MessageFate]>): Array<[number, number, MessageFate]> {
-  const out: Array<[number, number, MessageFate]> = [];
-  for (const [position, fate] of fates) {
-    const last = out.at(-1);
-    if (last !== undefined && last[2] === fate && last[0] + last[1] === position) last[1]++;
-    else out.push([position, 1, fate]);
-  }
-  return out;
+/** Runs of equal fates, [first position, count, fate], built a run at a time (adjacent equal runs merge). */
+function fateRuns(): {
+  add(position: number, count: number, fate: MessageFate): void;
+  runs: Array<[number, number, MessageFate]>;
+} {
+  const runs: Array<[number, number, MessageFate]> = [];
+  return {
+    runs,
+    add(position, count, fate) {
+      if (count <= 0) return;
+      const last = runs.at(-1);
+      if (last !== undefined && last[2] === fate && last[0] + last[1] === position) last[1] += count;
+      else runs.push([position, count, fate]);
+    },
+  };
 }
 
 export function buildRequestReport(input: {
@@ -98,20 +104,22 @@ export function buildRequestReport(input: {
   const archived = session.archivedMessages;
   const local = messageFates(session.conversation, input.rendered, session.turnSummary?.coversUntil);
   // Conversation positions (after the system prompt): the head, then — past the archive — the rest.
-  const positioned: Array<[number, MessageFate]> = [];
-  const pushArchive = (): void => {
+  // The archive is added as ranges (it can hold many thousands of messages; none of it was sent).
+  const fates = fateRuns();
+  const addArchive = (): void => {
+    const end = head + archived;
     const range = session.summaryRange;
-    for (let position = head; position < head + archived; position++)
-      positioned.push([
-        position,
-        range !== undefined && position >= range.from && position < range.to ? 'summarized' : 'dropped',
-      ]);
+    const from = range === undefined ? end : Math.min(end, Math.max(head, range.from));
+    const to = range === undefined ? end : Math.min(end, Math.max(from, range.to));
+    fates.add(head, from - head, 'dropped');
+    fates.add(from, to - from, 'summarized');
+    fates.add(to, end - to, 'dropped');
   };
   local.forEach((fate, index) => {
-    if (index === head) pushArchive();
-    positioned.push([index < head ? index : index + archived, fate]);
+    if (index === head) addArchive();
+    fates.add(index < head ? index : index + archived, 1, fate);
   });
-  if (local.length <= head) pushArchive();
+  if (local.length <= head) addArchive();
   const scale = (tokens: number): number => Math.ceil(tokens * input.ratio);
   return {
     at: input.at,
@@ -136,6 +144,6 @@ export function buildRequestReport(input: {
     summarized: report.summarizedMessages,
     truncated: report.truncatedToolResults,
     masked: report.maskedToolResults,
-    fates: runs(positioned),
+    fates: fates.runs,
   };
 }

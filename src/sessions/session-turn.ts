@@ -265,11 +265,8 @@ export async function previewSessionTurn(options: {
 }
 
 /**
- * Takes the session's hold and reads it; releases the hold again when the read fails. On the first try
- * the read is sent right behind the hold, without waiting for its answer: the store runs them in the
- * order sent (SessionStore.load), so the read sees every turn committed before the hold was taken, and
- * a session request waits for one round trip to Redis fewer. When the session is busy that read is
- * dropped; later tries read once they hold it.
+ * Takes the session's hold and reads it, in one step (one round trip to Redis), waiting its turn while
+ * another request holds it (up to `busyWaitMs`).
  */
 async function holdAndLoad(
   store: SessionStore,
@@ -278,16 +275,9 @@ async function holdAndLoad(
   holdMs: number,
   busyWaitMs: number,
 ): Promise<{ hold: SessionHold; snapshot: SessionSnapshot }> {
-  let held: { hold: SessionHold; reading: Promise<SessionSnapshot> } | undefined;
+  let held: { hold: SessionHold; snapshot: SessionSnapshot } | undefined;
   try {
-    held = await queue.acquireInTurn(key, busyWaitMs, async (first) => {
-      const acquiring = store.acquire(key, holdMs);
-      const early = first ? store.load(key) : undefined;
-      // Dropped when the session is busy or the hold failed: its failure is nobody's then.
-      early?.catch(() => undefined);
-      const hold = await acquiring;
-      return hold === undefined ? undefined : { hold, reading: early ?? store.load(key) };
-    });
+    held = await queue.acquireInTurn(key, busyWaitMs, () => store.acquireAndLoad(key, holdMs));
   } catch (error) {
     throw storeUnavailable(error);
   }
@@ -299,13 +289,7 @@ async function holdAndLoad(
       { param: 'x-session-id', headers: { 'retry-after': '1', 'x-should-retry': 'true' } },
     );
   }
-  const taken = held.hold;
-  try {
-    return { hold: taken, snapshot: await held.reading };
-  } catch (error) {
-    await releaseEventually(() => store.release(key, taken), taken.expiresAtMs);
-    throw storeUnavailable(error);
-  }
+  return held;
 }
 
 /**

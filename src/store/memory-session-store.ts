@@ -176,6 +176,10 @@ export function createMemorySessionStore({
       session.hold.expiresAtMs = now() + holdMs;
       return true;
     },
+    async acquireAndLoad(key, holdMs) {
+      const hold = await this.acquire(key, holdMs);
+      return hold === undefined ? undefined : { hold, snapshot: await this.load(key) };
+    },
     async load(key): Promise<SessionSnapshot> {
       const session = live(key);
       if (session === undefined || session.version === 0) return { ...emptySnapshot, messages: [] };

@@ -54,6 +54,12 @@ if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and f
 end
 return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 
+// The hold (KEYS[4]) taken and the session read in one step: 0 when another request holds it, else
+// what the load script returns. ARGV: as the load script's, then the hold's token and holdMs.
+const sessionAcquireLoadScript = `
+if not redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6], 'NX') then return 0 end
+${sessionLoadScript}`;
+
 // ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
 // activeTokenLimit, minActive, epoch (for a new session, or after a replacement), head (0 = keep),
 // appended tokens, messages to take off the end first (a retried turn), the turn's idempotency key,
@@ -215,10 +221,28 @@ if currentTo ~= tonumber(ARGV[2]) then return {0, 'changed'} end
 redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
 return {1, 0}`;
 
+// The inspector's record of a request (KEYS[1], newest first). ARGV: the report, most kept, ttlSeconds.
+const sessionRecordRequestScript = `
+redis.call('LPUSH', KEYS[1], ARGV[1])
+redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1`;
+
+// A tenant's sessions by last activity (KEYS[1]). ARGV: now (ms), the session id, the oldest activity
+// kept (ms), ttlSeconds.
+const sessionTouchIndexScript = `
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1`;
+
 export const sessionScripts = {
   release: { name: 'ctxgateRelease', numberOfKeys: 1, lua: sessionReleaseScript },
   renew: { name: 'ctxgateRenew', numberOfKeys: 1, lua: sessionRenewScript },
   load: { name: 'ctxgateLoad', numberOfKeys: 3, lua: sessionLoadScript },
+  acquireLoad: { name: 'ctxgateAcquireLoad', numberOfKeys: 4, lua: sessionAcquireLoadScript },
+  recordRequest: { name: 'ctxgateRecordRequest', numberOfKeys: 1, lua: sessionRecordRequestScript },
+  touchIndex: { name: 'ctxgateTouchIndex', numberOfKeys: 1, lua: sessionTouchIndexScript },
   commit: { name: 'ctxgateCommit', numberOfKeys: 4, lua: sessionCommitScript },
   history: { name: 'ctxgateHistory', numberOfKeys: 3, lua: sessionHistoryScript },
   summaryLock: { name: 'ctxgateSummaryLock', numberOfKeys: 2, lua: sessionSummaryLockScript },

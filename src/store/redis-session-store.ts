@@ -118,6 +118,39 @@ function createSessionCache(maxBytes: number): {
 
 type LoadReply = [string[], number, number, string[]];
 
+/** A loaded session as the port gives it. */
+function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefined): SessionSnapshot {
+  if (entry === undefined) return { ...emptySnapshot, messages: [] };
+  return {
+    version: Number(meta.version),
+    systemPrompt:
+      meta.systemPrompt === undefined
+        ? undefined
+        : (JSON.parse(meta.systemPrompt) as Record<string, unknown>),
+    // Copies of the arrays: the cached entry's arrays are replaced, never changed, but callers may change theirs.
+    messages: [...entry.messages],
+    messageBytes: entry.bytes,
+
+    archivedCount: entry.archivedCount,
+    headMessages: entry.head,
+    historyStart: Number(meta.historyStart ?? '0'),
+    updatedAtMs: Number(meta.updatedAtMs ?? '0'),
+    summary:
+      meta.summary === undefined ? undefined : (JSON.parse(meta.summary) as SessionSnapshot['summary']),
+    turnSummary:
+      meta.turnSummary === undefined
+        ? undefined
+        : (JSON.parse(meta.turnSummary) as SessionSnapshot['turnSummary']),
+    lastTurn:
+      meta.lastTurnCount === undefined
+        ? undefined
+        : {
+            messages: Number(meta.lastTurnCount),
+            key: meta.lastTurnKey === undefined || meta.lastTurnKey === '' ? undefined : meta.lastTurnKey,
+          },
+  };
+}
+
 export function createRedisSessionStore({
   redis,
   limits,
@@ -130,25 +163,54 @@ export function createRedisSessionStore({
   cacheBytes?: number;
   now?: () => number;
 }): SessionStore {
-  const { release, renew, load, commit, history, summaryLock, storeSummary, storeTurnSummary } =
-    defineScripts(redis, sessionScripts);
+  const {
+    release,
+    renew,
+    load,
+    acquireLoad,
+    recordRequest: recordReport,
+    touchIndex,
+    commit,
+    history,
+    summaryLock,
+    storeSummary,
+    storeTurnSummary,
+  } = defineScripts(redis, sessionScripts);
   const cache = createSessionCache(cacheBytes);
 
+  /**
+   * The session's meta and active list, only what was appended since fetched when this replica has it
+   * cached. With `hold`, the hold is taken in the same step and 'busy' comes back when another request
+   * has it.
+   */
   async function loadActive(
     key: SessionKey,
     name: string,
-  ): Promise<{ meta: Record<string, string>; entry: CachedSession | undefined }> {
+    hold?: { token: string; holdMs: number },
+  ): Promise<{ meta: Record<string, string>; entry: CachedSession | undefined } | 'busy'> {
     const keys = sessionKeys(key);
     const cached = cache.get(name);
-    const [metaPairs, archived, delta, items] = (await load(
-      keys.meta,
-      keys.active,
-      keys.archive,
+    const cacheArguments = [
       cached?.epoch ?? '',
       cached === undefined ? 0 : cached.archivedCount + cached.messages.length,
       cached?.archivedCount ?? 0,
       cached?.head ?? 0,
-    )) as LoadReply;
+    ];
+    const reply = (
+      hold === undefined
+        ? await load(keys.meta, keys.active, keys.archive, ...cacheArguments)
+        : await acquireLoad(
+            keys.meta,
+            keys.active,
+            keys.archive,
+            keys.hold,
+            ...cacheArguments,
+            hold.token,
+            hold.holdMs,
+          )
+    ) as LoadReply | 0;
+    if (reply === 0) return 'busy';
+    const [metaPairs, archived, delta, items] = reply;
     const meta: Record<string, string> = {};
     for (let index = 0; index + 1 < metaPairs.length; index += 2)
       meta[metaPairs[index] as string] = metaPairs[index + 1] as string;
@@ -195,20 +257,10 @@ export function createRedisSessionStore({
       const keys = sessionKeys(key);
       const index = tenantIndexKey(key.tenantId);
       const ttl = limits.idleTtlSeconds;
-      // Two keys in two slots: one pipeline each (a cluster runs them on their own nodes).
+      // Two keys in two slots (a cluster runs them on their own nodes): a script each, one command.
       await Promise.all([
-        redis
-          .multi()
-          .lpush(keys.requests, JSON.stringify(report))
-          .ltrim(keys.requests, 0, maxRequestReports - 1)
-          .expire(keys.requests, ttl)
-          .exec(),
-        redis
-          .multi()
-          .zadd(index, report.at, key.sessionId)
-          .zremrangebyscore(index, '-inf', report.at - ttl * 1000)
-          .expire(index, ttl)
-          .exec(),
+        recordReport(keys.requests, JSON.stringify(report), maxRequestReports, ttl),
+        touchIndex(index, report.at, key.sessionId, report.at - ttl * 1000, ttl),
       ]);
     },
     async requestReports(key, limit) {
@@ -247,36 +299,28 @@ export function createRedisSessionStore({
       return Number(await renew(sessionKeys(key).hold, hold.token, holdMs)) === 1;
     },
     async load(key): Promise<SessionSnapshot> {
-      const { meta, entry } = await loadActive(key, `${key.tenantId}\u0000${key.sessionId}`);
-      if (entry === undefined) return { ...emptySnapshot, messages: [] };
-      return {
-        version: Number(meta.version),
-        systemPrompt:
-          meta.systemPrompt === undefined
-            ? undefined
-            : (JSON.parse(meta.systemPrompt) as Record<string, unknown>),
-        // Copies of the arrays: the cached entry's arrays are replaced, never changed, but callers may change theirs.
-        messages: [...entry.messages],
-        messageBytes: entry.bytes,
-
-        archivedCount: entry.archivedCount,
-        headMessages: entry.head,
-        historyStart: Number(meta.historyStart ?? '0'),
-        updatedAtMs: Number(meta.updatedAtMs ?? '0'),
-        summary:
-          meta.summary === undefined ? undefined : (JSON.parse(meta.summary) as SessionSnapshot['summary']),
-        turnSummary:
-          meta.turnSummary === undefined
-            ? undefined
-            : (JSON.parse(meta.turnSummary) as SessionSnapshot['turnSummary']),
-        lastTurn:
-          meta.lastTurnCount === undefined
-            ? undefined
-            : {
-                messages: Number(meta.lastTurnCount),
-                key: meta.lastTurnKey === undefined || meta.lastTurnKey === '' ? undefined : meta.lastTurnKey,
-              },
-      };
+      const loaded = await loadActive(key, `${key.tenantId}\u0000${key.sessionId}`);
+      // Without a hold to take, the load is never refused.
+      if (loaded === 'busy') throw new Error('session load refused');
+      return snapshotOf(loaded.meta, loaded.entry);
+    },
+    async acquireAndLoad(key, holdMs) {
+      const token = randomUUID();
+      const holdKey = sessionKeys(key).hold;
+      let loaded: Awaited<ReturnType<typeof loadActive>>;
+      try {
+        loaded = await loadActive(key, `${key.tenantId}\u0000${key.sessionId}`, { token, holdMs });
+        if (loaded === 'busy') return undefined;
+        return {
+          hold: { token, expiresAtMs: now() + holdMs },
+          snapshot: snapshotOf(loaded.meta, loaded.entry),
+        };
+      } catch (error) {
+        // Redis may have taken the hold before the connection failed (or the read failed after it):
+        // give it back once reachable.
+        void releaseEventually(async () => void (await release(holdKey, token)), now() + holdMs, now);
+        throw error;
+      }
     },
     async acquireSummaryLock(key, ttlMs) {
       const keys = sessionKeys(key);

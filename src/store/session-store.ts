@@ -197,6 +197,14 @@ export interface SessionStore {
    * connection's commands in order; the keys of a session share one hash slot, so one node's).
    */
   load(key: SessionKey): Promise<SessionSnapshot>;
+  /**
+   * acquire and, only when the hold was taken, load, as one step (one round trip to Redis): undefined
+   * when another request holds the session. A failure may have taken the hold; it is given back.
+   */
+  acquireAndLoad(
+    key: SessionKey,
+    holdMs: number,
+  ): Promise<{ hold: SessionHold; snapshot: SessionSnapshot } | undefined>;
   /** Appends atomically, only while `hold` is still this session's hold and the version matches. */
   commit(key: SessionKey, input: CommitInput): Promise<CommitOutcome>;
   /** Archived then active messages, oldest first. */

@@ -1,6 +1,7 @@
 // What happened to each message of a session in one request (docs/inspector.md), as positions of its
 // history: the archive summarized or dropped, the rest sent, truncated, masked, dropped, or stood for by
 // the turn's summary; runs of equal fates.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { SessionView } from '../../src/context/session-view.js';
 import type { ContextMessage, RenderReport } from '../../src/context/types.js';
@@ -137,5 +138,82 @@ describe('a request report', () => {
       dropped: 2,
       summarized: 4,
     });
+  });
+
+  it('gives every position of the history exactly one fate, in runs, however long the archive', () => {
+    // The oracle: each position's fate on its own, then runs of equal fates.
+    const expanded = (
+      head: number,
+      archived: number,
+      range: { from: number; to: number } | undefined,
+      local: readonly string[],
+    ): Array<[number, number, string]> => {
+      const positions: string[] = [];
+      for (let index = 0; index < local.length; index++) {
+        if (index === head)
+          for (let position = head; position < head + archived; position++)
+            positions.push(
+              range !== undefined && position >= range.from && position < range.to ? 'summarized' : 'dropped',
+            );
+        positions.push(local[index] as string);
+      }
+      if (local.length <= head)
+        for (let position = head; position < head + archived; position++)
+          positions.push(
+            range !== undefined && position >= range.from && position < range.to ? 'summarized' : 'dropped',
+          );
+      const runs: Array<[number, number, string]> = [];
+      positions.forEach((fate, position) => {
+        const last = runs.at(-1);
+        if (last !== undefined && last[2] === fate) last[1]++;
+        else runs.push([position, 1, fate]);
+      });
+      return runs;
+    };
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 4 }),
+        fc.integer({ min: 0, max: 300 }),
+        fc.option(fc.tuple(fc.integer({ min: 0, max: 320 }), fc.integer({ min: 0, max: 320 }))),
+        fc.array(fc.constantFrom('sent', 'dropped', 'summarized'), { minLength: 1, maxLength: 12 }),
+        (headWanted, archived, rangeEnds, kinds) => {
+          // A conversation whose messages the render sent or left out as `kinds` says.
+          const conversation = kinds.map((_kind, index) => user(`message ${index}`));
+          const rendered = conversation.filter((_message, index) => kinds[index] === 'sent');
+          const coversUntil = kinds.lastIndexOf('summarized') + 1 || undefined;
+          const local = messageFates(conversation, rendered, coversUntil);
+          const head = Math.min(headWanted, conversation.length);
+          const range =
+            rangeEnds === null ? undefined : { from: Math.min(...rangeEnds), to: Math.max(...rangeEnds) };
+          const built = buildRequestReport({
+            at: 1,
+            model: 'm',
+            fallback: undefined,
+            status: 200,
+            session: {
+              conversation,
+              headMessages: head,
+              archivedMessages: archived,
+              summaryRange: range,
+              turnSummary: coversUntil === undefined ? undefined : { coversUntil },
+            } as unknown as SessionView,
+            rendered,
+            report: {
+              window: 8_192,
+              inputTokens: 0,
+              regions: { system: 0, summary: 0, notice: 0, tools: 0, history: 0, currentTurn: 0 },
+            } as unknown as RenderReport,
+            outputReserve: 0,
+            safetyMargin: 0,
+            ratio: 1,
+            providerPromptTokens: undefined,
+            retries: 0,
+            durationMs: 0,
+          });
+          expect(built.fates).toEqual(expanded(head, archived, range, local));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

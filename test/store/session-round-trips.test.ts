@@ -1,5 +1,5 @@
 // What a session request waits on before its turn is open: the hold and the read of the session go to
-// Redis together, one round trip, not two. Seen through a TCP relay in front of the real redis-server
+// Redis together (one command), one round trip, not two. Seen through a TCP relay in front of the real redis-server
 // that holds every answer back a while and notes the order of what passes through it.
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';

@@ -149,6 +149,43 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect(holds.filter(Boolean)).toHaveLength(1);
     });
 
+    it('takes the hold and reads the session in one step, and reads nothing while another holds it', async () => {
+      const key = freshKey();
+      const empty = await roomy.acquireAndLoad(key, 10_000);
+      expect(empty?.snapshot.version).toBe(0);
+      await roomy.commit(key, {
+        hold: empty!.hold,
+        expectedVersion: 0,
+        append: [stored('user', 'q1', 3), stored('assistant', 'a1', 3)],
+        historyStart: 0,
+        activeTokenLimit: 100_000,
+      });
+      const taken = await roomy.acquireAndLoad(key, 10_000);
+      expect(taken?.snapshot.version).toBe(1);
+      expect(taken?.snapshot.messages.map((entry) => entry.message.content)).toEqual(['q1', 'a1']);
+      // Held: refused, and the hold is still the first one's (it commits).
+      expect(await roomy.acquireAndLoad(key, 10_000)).toBeUndefined();
+      expect(await roomy.acquire(key, 10_000)).toBeUndefined();
+      const outcome = await roomy.commit(key, {
+        hold: taken!.hold,
+        expectedVersion: 1,
+        append: [stored('user', 'q2', 3), stored('assistant', 'a2', 3)],
+        historyStart: 0,
+        activeTokenLimit: 100_000,
+      });
+      expect(outcome.ok).toBe(true);
+      // The commit let go of the hold: the next one gets it with the turn just stored.
+      const next = await roomy.acquireAndLoad(key, 10_000);
+      expect(next?.snapshot.messages.map((entry) => entry.message.content)).toEqual(['q1', 'a1', 'q2', 'a2']);
+      await roomy.release(key, next!.hold);
+    });
+
+    it('admits exactly one of many concurrent acquirers that also read', async () => {
+      const key = freshKey();
+      const taken = await Promise.all(Array.from({ length: 20 }, () => store.acquireAndLoad(key, 10_000)));
+      expect(taken.filter(Boolean)).toHaveLength(1);
+    });
+
     it('replaces the last turn of a retry: what the last commit appended comes off, once, and the turn key is kept', async () => {
       const key = freshKey();
       const commit = async (
