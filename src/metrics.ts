@@ -131,6 +131,7 @@ export interface GatewayMetrics {
   upstreamErrors: CounterMetric<'upstream' | 'code'>;
   upstreamRetries: CounterMetric<'upstream' | 'reason'>;
   overflowRetries: CounterMetric<'upstream' | 'model' | 'remedy'>;
+  recallCalls: CounterMetric<'model'>;
   upstreamTruncations: CounterMetric<'upstream' | 'model'>;
   summarizationRuns: CounterMetric<'outcome'>;
   summarizationRejections: CounterMetric<'reason'>;
@@ -201,6 +202,11 @@ export function createMetrics({
     'ctxgate_context_overflow_retries_total',
     'Requests sent again, smaller, after the upstream refused them as over its context window.',
     ['upstream', 'model', 'remedy'],
+  );
+  const recallCalls = new CounterMetric(
+    'ctxgate_recall_calls_total',
+    'Calls of the recall tool the gateway answered from what the model was not shown (docs/budgeting.md#recall).',
+    ['model'],
   );
   const upstreamTruncations = new CounterMetric(
     'ctxgate_upstream_truncations_total',
@@ -319,6 +325,7 @@ export function createMetrics({
     upstreamErrors,
     upstreamRetries,
     overflowRetries,
+    recallCalls,
     upstreamTruncations,
     summarizationRuns,
     summarizationRejections,

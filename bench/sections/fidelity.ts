@@ -16,7 +16,7 @@ import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../../test/hel
 import { startGateway } from '../../test/helpers/start-gateway.js';
 import { prose, seeded } from '../../test/helpers/text.js';
 import { extractiveSummarizer, paraphrasingSummarizer } from '../../test/helpers/fake-summarizers.js';
-import { answerFromPrompt, factsAnswered, shape } from '../../test/helpers/fact-session.js';
+import { answerFromPrompt, factsAnswered, searchingModel, shape } from '../../test/helpers/fact-session.js';
 import { agentLoopFigures } from '../lib/agent-loop-figures.js';
 
 function conversation(random: () => number): ContextMessage[] {
@@ -304,6 +304,48 @@ async function factsFigures(): Promise<void> {
         ).length;
       console.log(
         `facts recalled after 300 turns, ${name} summarizer: ${answered} of 30 (${fake.summaryRequests.length - before} summarizer calls, ${repairs} of them repairs)`,
+      );
+    }
+  } finally {
+    await gateway.close();
+    await fake.stop();
+  }
+  await recallFactsFigures();
+}
+
+/** The same facts where the recall tool is offered (docs/budgeting.md#recall) and the model searches when it lacks a code. */
+async function recallFactsFigures(): Promise<void> {
+  const model = 'bench-facts';
+  const fake = new FakeUpstream({
+    windows: { [model]: 8_192 },
+    answer: answerFromPrompt,
+    respond: searchingModel,
+    recordLimit: 2_000,
+  });
+  const gateway = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), LOG_LEVEL: 'warn' },
+    configYaml:
+      `models:\n  - { match: ${model}, window: 8192, output_reserve: 512 }\n` +
+      `policies:\n  recall_only: { summarization: 'off', recall: 'on' }\n  summaries_and_recall: { recall: 'on' }\n`,
+  });
+  try {
+    for (const [name, policy, summarizer] of [
+      ['summarization off, recall on', 'recall_only', extractiveSummarizer(shape)],
+      [
+        'lossy (keeps ~40%) summarizer, recall on',
+        'summaries_and_recall',
+        paraphrasingSummarizer(shape, { loseShare: 0.6, seed: 11 }),
+      ],
+    ] as const) {
+      const before = fake.chatRequests.length;
+      const { answered } = await factsAnswered(gateway, fake, model, summarizer, {
+        'x-context-policy': policy,
+      });
+      const recallRounds = fake.chatRequests
+        .slice(before)
+        .filter((request) => JSON.stringify(request.body).includes('"role":"tool"')).length;
+      console.log(
+        `facts recalled after 300 turns, ${name}: ${answered} of 30 (${recallRounds} recall rounds)`,
       );
     }
   } finally {

@@ -22,6 +22,7 @@ import {
 import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
+import { recallAllowed, recallTool } from '../context/recall.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -50,6 +51,8 @@ export interface ChatAttempt extends SendAttempt {
   model: string;
   /** Set when the attempt goes to a fallback model instead of the client's (X-Context-Fallback). */
   fallback: string | undefined;
+  /** The recall tool is offered (docs/budgeting.md#recall): its calls are the gateway's to answer. */
+  recall: boolean;
 }
 
 export interface AttemptLadder {
@@ -73,6 +76,18 @@ interface Choice {
   /** The request as that model is asked it. */
   chatRequest: ChatCompletionRequest;
   session: SessionView | undefined;
+}
+
+/** Whether fitting left anything out that the recall tool could find: cut, masked, dropped or summarized. */
+function hidSomething(attempt: ChatAttempt): boolean {
+  const { report } = attempt.prepared;
+  return leftOut(attempt) || report.summarizedMessages > 0 || report.summaryUsed;
+}
+
+/** The request with the recall tool added to its tools. */
+function withRecallTool(request: ChatCompletionRequest): ChatCompletionRequest {
+  const tools = Array.isArray(request.tools) ? (request.tools as unknown[]) : [];
+  return { ...request, tools: [...tools, recallTool] } as ChatCompletionRequest;
 }
 
 /** Whether fitting the attempt left anything out or cut anything short. */
@@ -126,14 +141,18 @@ export function createAttemptLadder(input: {
   const fallbacks = findModelEntry(config, chatRequest.model).fallbacks ?? [];
   const conversationLength = input.session?.conversation.length ?? chatRequest.messages.length;
 
+  /** Set by the first attempt: whether this request's attempts offer the recall tool. */
+  let recall = false;
+  /** Prompt tokens an attempt that offers the tool keeps free for its calls and their results. */
+  let recallRoom = 0;
   const render = (state: AttemptState, choice: Choice): ChatAttempt => {
     const plan = input.planner.plan({
-      chatRequest: choice.chatRequest,
+      chatRequest: recall ? withRecallTool(choice.chatRequest) : choice.chatRequest,
+      attempt: recall ? { ...state, keepFreeTokens: recallRoom } : state,
       overrides: input.overrides,
       session: choice.session,
       target: choice.target,
       precision: input.precision,
-      attempt: state,
       tenant: input.tenant,
     });
     const { prepared, outgoing } = plan;
@@ -142,10 +161,12 @@ export function createAttemptLadder(input: {
       choice.session === undefined &&
       !prepared.report.modified &&
       outgoing === chatRequest &&
+      !recall &&
       input.rawBody !== undefined;
     const fallback = choice === own ? undefined : choice.model;
     const headers = contextResponseHeaders(prepared);
     if (fallback !== undefined) headers['x-context-fallback'] = fallback;
+    if (recall) headers['x-ctxgate-recall'] = '0';
     const askedMaxTokens =
       state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
     const sentMaxTokens = prepared.loweredMaxTokens ?? askedMaxTokens ?? 0;
@@ -167,7 +188,33 @@ export function createAttemptLadder(input: {
       model: choice.model,
       target: choice.target,
       fallback,
+      recall,
     };
+  };
+
+  /**
+   * docs/budgeting.md#recall: when the policy offers the tool and fitting hid something, the attempt is
+   * made again with the tool among the request's (its definition counted like the client's tools).
+   */
+  const offeringRecall = (attempt: ChatAttempt, choice: Choice): ChatAttempt => {
+    if (
+      recall ||
+      attempt.prepared.settings.policy.recall !== 'on' ||
+      !hidSomething(attempt) ||
+      !recallAllowed(chatRequest)
+    )
+      return attempt;
+    recall = true;
+    // One call with its result, and the framing of both.
+    recallRoom = attempt.prepared.settings.policy.recall_result_tokens + 120;
+    try {
+      return render(attempt.state, choice);
+    } catch (error) {
+      // The turn fits only without that room: sent as it fitted, without the tool.
+      if (!fitsNowhere(error)) throw error;
+      recall = false;
+      return attempt;
+    }
   };
 
   /** The request as a fallback model is asked it; a session's stored counts kept when it counts alike. */
@@ -200,7 +247,8 @@ export function createAttemptLadder(input: {
     const start = after === undefined ? 0 : fallbacks.indexOf(after) + 1;
     for (const model of fallbacks.slice(start)) {
       try {
-        const attempt = render(firstAttempt, choiceFor(model));
+        const choice = choiceFor(model);
+        const attempt = offeringRecall(render(firstAttempt, choice), choice);
         if (!dropsTooMuch(attempt)) return attempt;
       } catch (error) {
         if (!fitsNowhere(error)) throw error;
@@ -213,7 +261,7 @@ export function createAttemptLadder(input: {
     try {
       const attempt = render(firstAttempt, own);
       if (input.overrides.noTruncation === true && leftOut(attempt)) throw doesNotFitWhole(attempt);
-      return attempt;
+      return offeringRecall(attempt, own);
     } catch (error) {
       // The current turn cannot fit the client's model: a larger one, if the model names any.
       const fallback = fitsNowhere(error) ? fallbackAfter(undefined) : undefined;

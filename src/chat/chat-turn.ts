@@ -34,8 +34,11 @@ import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../
 import type { RequestOverrides } from '../context/request-overrides.js';
 import { withOutcome, type RequestOutcome, type UpstreamTally } from './request-outcome.js';
 import { sendWithRecovery, type SendEvent, type SendResult } from '../upstream/send-with-recovery.js';
-import { measuredExchange } from './upstream-call.js';
+import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
+import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
+import { omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
+import { isSystemRole } from '../context/turns.js';
 
 export interface ChatServiceDependencies {
   config: GatewayConfig;
@@ -101,6 +104,8 @@ interface Turn {
   lastAttempt?: ChatAttempt;
   /** The upstream calls, once the exchange is over. */
   upstream?: UpstreamTally;
+  /** The recall tool's calls the gateway answered, and what those rounds cost (docs/budgeting.md#recall). */
+  recall?: RecallRoundsOutcome['usage'] & { calls: number };
 }
 
 /** What a turn did, as far as it went. */
@@ -109,8 +114,12 @@ function outcomeOfTurn(turn: Turn): RequestOutcome {
     context: turn.lastAttempt?.prepared.report,
     fallback: turn.lastAttempt?.fallback,
     upstream: turn.upstream,
+    recallCalls: turn.recall?.calls,
   };
 }
+
+/** The archive's newest messages the recall tool searches at most. */
+const maxRecallArchiveMessages = 5_000;
 
 const errorCodeOf = (error: unknown): string => (isGatewayError(error) ? error.code : 'internal_error');
 
@@ -282,21 +291,30 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     dataEvents = 0,
   ): void {
     turn.answered = { attempt, promptTokens: usage.promptTokens };
+    // The recall rounds the client never saw are paid like the answer it got.
+    const recall = turn.recall;
     const prompt =
-      usage.promptTokens ?? Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1));
+      (usage.promptTokens ?? Math.ceil(attempt.prepared.report.inputTokens * (attempt.learned.ratio ?? 1))) +
+      (recall?.promptTokens ?? 0);
     const completion =
-      usage.completionTokens ??
-      (reply === undefined
-        ? // Less the role's first event, the finish event and [DONE]: about one token an event.
-          Math.max(0, dataEvents - 3)
-        : countMessageTokens(reply as ContextMessage, tokenizerFor(config, deps.tokenizers, attempt.model)));
+      (usage.completionTokens ??
+        (reply === undefined
+          ? // Less the role's first event, the finish event and [DONE]: about one token an event.
+            Math.max(0, dataEvents - 3)
+          : countMessageTokens(
+              reply as ContextMessage,
+              tokenizerFor(config, deps.tokenizers, attempt.model),
+            ))) + (recall?.completionTokens ?? 0);
     const model = metrics.modelLabel(attempt.model);
     const sourceOf = (reported: number | undefined) => (reported === undefined ? 'estimate' : 'usage');
     metrics.tokens.inc({ model, kind: 'prompt', source: sourceOf(usage.promptTokens) }, prompt);
     metrics.tokens.inc({ model, kind: 'completion', source: sourceOf(usage.completionTokens) }, completion);
     void turn.reservation?.settle({
       tokens: prompt + completion,
-      estimated: usage.promptTokens === undefined || usage.completionTokens === undefined,
+      estimated:
+        usage.promptTokens === undefined ||
+        usage.completionTokens === undefined ||
+        recall?.estimated === true,
     });
   }
 
@@ -331,6 +349,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       'x-ctxgate-attempts': String(1 + sent.overflowRetries + sent.upstreamRetries),
       ...(sent.exhausted === true ? { 'x-should-retry': 'false' } : {}),
     };
+    if (turn.recall !== undefined) headers['x-ctxgate-recall'] = String(turn.recall.calls);
     if (turn.session !== undefined) {
       headers['x-session-id'] = turn.session.sessionId;
       headers['x-session-messages'] = String(turn.session.messagesAfterCommit);
@@ -383,7 +402,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           );
         await commit(turn, turn.session, attempt.prepared, answer.reply);
       }
-      if (turn.lessons.usage(answer.usage.promptTokens, attempt))
+      // After recall rounds the prompt answered is not the attempt's: nothing to learn from its count.
+      if (turn.recall === undefined && turn.lessons.usage(answer.usage.promptTokens, attempt))
         headers['x-context-upstream-truncated'] = 'true';
     } else upstreamRefused(turn, sent, answer.body);
     await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), answer.body);
@@ -429,7 +449,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         : isGatewayError(commitError)
           ? commitError
           : new GatewayError('session_store_unavailable', 'The turn could not be stored.'));
-    if (failure === undefined) turn.lessons.usage(outcome.usage.promptTokens, attempt);
+    if (failure === undefined && turn.recall === undefined)
+      turn.lessons.usage(outcome.usage.promptTokens, attempt);
     settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
     client.end(failure === undefined ? outcome.heldDone : errorEvent(toOpenAIErrorBody(failure)));
     return failure?.code ?? (commitError === undefined ? undefined : errorCodeOf(commitError));
@@ -472,6 +493,80 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
   }
 
+  /**
+   * What the recall tool searches (docs/budgeting.md#recall): the messages of the conversation the model
+   * was not shown whole, and in a session its archive (the newest messages of it, up to a bound),
+   * numbered as the session's history numbers them.
+   */
+  async function recallSources(turn: Turn, rendered: readonly ContextMessage[]): Promise<RecallSource[]> {
+    const session = turn.session;
+    const conversation = session?.conversation ?? (turn.chatRequest.messages as ContextMessage[]);
+    const systemCount = Math.max(
+      0,
+      conversation.findIndex((message) => !isSystemRole(message.role)),
+    );
+    const head = session?.headMessages ?? 0;
+    const archived = session?.archivedMessages ?? 0;
+    const local = omittedSources(conversation, rendered, (index) =>
+      index - systemCount < head ? index - systemCount : index - systemCount + archived,
+    );
+    if (session === undefined || archived === 0) return local;
+    const read = Math.min(archived, maxRecallArchiveMessages);
+    const offset = head + archived - read;
+    const archive = await deps.sessionStore.history(session.key, offset, read).catch(() => undefined);
+    const fromArchive = omittedSources(
+      (archive?.messages ?? []).map((entry) => entry.message as ContextMessage),
+      [],
+      (index) => offset + index,
+    );
+    return [...fromArchive, ...local];
+  }
+
+  /**
+   * docs/budgeting.md#recall: an answer to an attempt that offers the recall tool, with the tool's calls
+   * answered by the gateway until the model answers the client; the rounds' count and cost go on the
+   * turn. Any other answer is handed on as it came.
+   */
+  async function withRecallAnswered(
+    turn: Turn,
+    sent: SendResult<ChatAttempt>,
+    exchange: UpstreamExchange,
+  ): Promise<SendResult<ChatAttempt>> {
+    const { attempt } = sent;
+    if (!attempt.recall || sent.response.statusCode >= 300) return sent;
+    const { prepared } = attempt;
+    const { settings } = prepared;
+    const ratio = attempt.learned.ratio ?? 1;
+    const tokenizer = tokenizerFor(config, deps.tokenizers, attempt.model);
+    let sources: Promise<RecallSource[]> | undefined;
+    const outcome = await answerRecallCalls({
+      response: sent.response,
+      body: attempt.body,
+      streaming: turn.chatRequest.stream === true,
+      maxCalls: settings.policy.recall_max_calls,
+      resultTokens: settings.policy.recall_result_tokens,
+      room: Math.floor(
+        (settings.window - settings.outputReserve - settings.safetyMarginTokens) / ratio -
+          prepared.report.inputTokens,
+      ),
+      count: (message) => countMessageTokens(message, tokenizer),
+      promptTokens: Math.ceil(prepared.report.inputTokens * ratio),
+      search: async (query, maxTokens) =>
+        searchRecall({
+          query,
+          sources: await (sources ??= recallSources(turn, prepared.messages)),
+          tokenizer,
+          maxTokens,
+        }).text,
+      send: (body) =>
+        exchange.send({ method: 'POST', path: '/chat/completions', body, target: attempt.target }),
+    });
+    turn.recall = { ...outcome.usage, calls: outcome.calls };
+    if (outcome.calls > 0)
+      metrics.recallCalls.inc({ model: metrics.modelLabel(attempt.model) }, outcome.calls);
+    return { ...sent, response: outcome.response };
+  }
+
   /** Sends the request, recovering as it must, and answers the client: the code a stream ended with, if any. */
   async function sendAndDeliver(turn: Turn, plan: BudgetPlan | undefined): Promise<string | undefined> {
     const { input, client, chatRequest, target } = turn;
@@ -508,7 +603,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           cancelled: () => client.cancellation.aborted,
           observe: observe(turn),
         });
-        return deliver(turn, sent);
+        return deliver(turn, await withRecallAnswered(turn, sent, exchange));
       },
     );
     turn.upstream = tally;

@@ -32,6 +32,8 @@ export interface RequestOutcome {
   upstream?: UpstreamTally | undefined;
   /** A stream already under way that ended with an error event (or a cut) instead of its finish. */
   streamErrorCode?: string | undefined;
+  /** Calls of the recall tool the gateway answered (docs/budgeting.md#recall). */
+  recallCalls?: number | undefined;
 }
 
 const outcomeKey = Symbol('ctxgate.requestOutcome');

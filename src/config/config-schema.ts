@@ -155,6 +155,15 @@ export const policySchema = z.strictObject({
    * most this share of the window, the oldest leaving first; 0 turns the notes off.
    */
   summary_notes_share: z.number().min(0).max(0.5).optional(),
+  /**
+   * The recall tool (docs/budgeting.md#recall): when fitting left something out, the model may search
+   * what it was not shown; the gateway answers the calls itself.
+   */
+  recall: z.enum(['on', 'off']).optional(),
+  /** Rounds of recall calls one request may make. */
+  recall_max_calls: z.number().int().min(1).max(10).optional(),
+  /** Most tokens one recall call's result may take. */
+  recall_result_tokens: z.number().int().min(64).optional(),
   /** Budgets of requests that name this preset (the tightest of these and the credential's apply). */
   budgets: budgetSetSchema.optional(),
 });

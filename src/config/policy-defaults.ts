@@ -22,6 +22,10 @@ export interface ResolvedPolicy extends ContextPolicy {
   summary_min_fact_recall: number;
   /** The user's own fact-stating sentences kept verbatim beside the summary: at most this share of the window. */
   summary_notes_share: number;
+  /** docs/budgeting.md#recall. */
+  recall: 'on' | 'off';
+  recall_max_calls: number;
+  recall_result_tokens: number;
 }
 
 export const builtInPolicy: ResolvedPolicy = {
@@ -49,6 +53,9 @@ export const builtInPolicy: ResolvedPolicy = {
   summary_max_tokens: 1_024,
   summary_min_fact_recall: 1,
   summary_notes_share: 0.08,
+  recall: 'off',
+  recall_max_calls: 3,
+  recall_result_tokens: 1_000,
 };
 
 export const builtInPresets: Record<string, PolicyConfig> = {

@@ -26,6 +26,11 @@ export interface AttemptState {
   maxTokens: number | undefined;
   /** At most this many prompt tokens (the gateway's count): what an overflow left room for. */
   promptCap?: number | undefined;
+  /**
+   * Prompt tokens kept free below the window (the gateway's count): room for the recall tool's calls
+   * and results (docs/budgeting.md#recall).
+   */
+  keepFreeTokens?: number | undefined;
 }
 
 export const firstAttempt: AttemptState = { reduction: 'none', maxTokens: undefined };
@@ -168,9 +173,10 @@ export function planSend(input: {
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
   const renderWindowFor = (reserve: number): number =>
-    attempt.promptCap === undefined
+    (attempt.promptCap === undefined
       ? windowFor(reserve)
-      : Math.min(windowFor(reserve), attempt.promptCap + reserve + settings.safetyMarginTokens);
+      : Math.min(windowFor(reserve), attempt.promptCap + reserve + settings.safetyMarginTokens)) -
+    (attempt.keepFreeTokens ?? 0);
   const renderWindow = renderWindowFor(settings.outputReserve);
   // Built without object spreads: this runs on every request.
   const render: RenderInput = {

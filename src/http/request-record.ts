@@ -35,6 +35,8 @@ export interface RequestState {
   errorParam: string | undefined;
   /** Upstream calls made for this request (retries included). */
   attempts: number;
+  /** Calls of the recall tool the gateway answered. */
+  recallCalls: number | undefined;
   /** The service serving the request, while it runs: the log line waits for what it returns. */
   serving: Promise<void> | undefined;
 }
@@ -60,6 +62,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     dropped: undefined,
     errorParam: undefined,
     attempts: 0,
+    recallCalls: undefined,
     serving: undefined,
   };
 }
@@ -73,6 +76,7 @@ export function applyOutcome(record: RequestState, outcome: RequestOutcome): voi
   if (outcome.fallback !== undefined) record.fallback = outcome.fallback;
   if (outcome.dropped !== undefined) record.dropped = outcome.dropped;
   if (outcome.streamErrorCode !== undefined) record.streamErrorCode = outcome.streamErrorCode;
+  if (outcome.recallCalls !== undefined) record.recallCalls = outcome.recallCalls;
   const upstream = outcome.upstream;
   if (upstream === undefined) return;
   record.upstreamName = upstream.name;

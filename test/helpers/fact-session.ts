@@ -4,7 +4,7 @@
 // keeps), then asks one question per fact; the fake model answers from what its prompt holds.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
-import type { FakeUpstream } from './fake-upstream.js';
+import type { Behaviour, ChatMessage, FakeUpstream } from './fake-upstream.js';
 import type { FactShape, Summarizer } from './fake-summarizers.js';
 import type { GatewayHarness } from './start-gateway.js';
 import { textOf } from './text.js';
@@ -29,9 +29,11 @@ export const shape: FactShape = {
   restate: (key, value) => `Vault ${key} opens with code ${value}.`,
 };
 
-/** The fake model: a vault's code when its prompt holds it, in whatever words; else filler. */
+/** The fake model: a vault's code when its prompt holds it (a tool's result included), in whatever words; else filler. */
 export function answerFromPrompt(messages: ReadonlyArray<{ role: string; content?: unknown }>): string {
-  const question = /What is the access code for vault (\d+)\?/.exec(textOf(messages.at(-1)?.content));
+  // The question is the last user message (a tool's result may follow it: the model looked it up).
+  const asked = messages.findLast((message) => message.role === 'user');
+  const question = /What is the access code for vault (\d+)\?/.exec(textOf(asked?.content));
   if (question === null) return `Noted. ${filler(30, messages.length)}`;
   const code = new RegExp(`\\bK${question[1]}-\\d{5}\\b`);
   for (const message of messages) {
@@ -41,19 +43,49 @@ export function answerFromPrompt(messages: ReadonlyArray<{ role: string; content
   return 'I do not know that code.';
 }
 
+/**
+ * The fake model where the recall tool is offered (docs/budgeting.md#recall): asked for a vault's code
+ * its prompt does not hold, it searches for it once, as a model that knows it can look things up does;
+ * with the result (or without the tool) it answers as answerFromPrompt.
+ */
+export function searchingModel(
+  messages: ReadonlyArray<ChatMessage>,
+  body: Record<string, unknown>,
+): Behaviour | undefined {
+  const question = /What is the access code for vault (\d+)\?/.exec(textOf(messages.at(-1)?.content));
+  const offered =
+    Array.isArray(body.tools) &&
+    (body.tools as Array<{ function?: { name?: string } }>).some(
+      (tool) => tool.function?.name === 'ctxgate_recall',
+    );
+  if (question === null || !offered) return undefined;
+  const code = new RegExp(`\\bK${question[1]}-\\d{5}\\b`);
+  if (messages.some((message) => code.test(textOf(message.content)))) return undefined;
+  return {
+    toolCalls: [
+      {
+        id: `call_recall_${randomUUID().slice(0, 8)}`,
+        name: 'ctxgate_recall',
+        arguments: JSON.stringify({ query: `access code vault ${question[1]}` }),
+      },
+    ],
+  };
+}
+
 /** 300 numbered turns with a fact every 10, then a question per fact; the number answered right. */
 export async function factsAnswered(
   harness: GatewayHarness,
   fake: FakeUpstream,
   model: string,
   summarizer: Summarizer,
+  headers: Record<string, string> = {},
 ): Promise<{ answered: number; retries: number }> {
   fake.setSummarizer(summarizer);
   const client = new OpenAI({
     baseURL: harness.baseUrl,
     apiKey: 'sk-fidelity',
     maxRetries: 0,
-    defaultHeaders: { 'x-session-id': `fidelity-${randomUUID()}` },
+    defaultHeaders: { 'x-session-id': `fidelity-${randomUUID()}`, ...headers },
   });
   let retries = 0;
   const ask = async (content: string): Promise<string> => {

@@ -57,7 +57,16 @@ export function answerOf(answer: ScriptedAnswer): UpstreamResponse {
     },
     forEachChunk,
     discard: () => undefined,
-    peek: async () => Buffer.concat(chunks),
+    // As the undici port peeks: chunk by chunk until `enough` says so (readAll and forEachChunk then
+    // start with what was peeked, here the same chunks again).
+    async peek(enough) {
+      const read: Buffer[] = [];
+      for (const chunk of chunks) {
+        read.push(chunk);
+        if (enough(Buffer.concat(read))) break;
+      }
+      return Buffer.concat(read);
+    },
   };
 }
 

@@ -117,6 +117,7 @@ function logRequest(
       errorParam: state.errorParam,
       dropped: state.dropped,
       attempts: state.attempts > 1 ? state.attempts : undefined,
+      recallCalls: state.recallCalls,
       errorCause: state.errorCause,
       streamErrorCode: state.streamErrorCode,
       context:
