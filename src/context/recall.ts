@@ -107,20 +107,35 @@ const stopWords = new Set(
   ).split(' '),
 );
 
-/** The terms of a text: words, numbers and identifiers (paths, codes, versions kept whole), lower-cased. */
-export function searchTerms(text: string): string[] {
+/** A text's words, numbers and identifiers (paths, codes, versions kept whole), lower-cased, in order. */
+function wholeTerms(text: string): string[] {
   const terms: string[] = [];
   for (const match of text.toLowerCase().matchAll(/[\p{L}\p{N}](?:[\p{L}\p{N}_.:/@#-]*[\p{L}\p{N}])?/gu)) {
     const term = match[0];
     if (stopWords.has(term)) continue;
     if (term.length < 2 && !/\p{N}/u.test(term)) continue;
     terms.push(term);
-    // An identifier is also found by its parts ("svc_12/config.yaml" by "config").
+  }
+  return terms;
+}
+
+/** The terms of a text: its whole terms, and an identifier's parts too ("svc_12/config.yaml" by "config"). */
+export function searchTerms(text: string): string[] {
+  const terms: string[] = [];
+  for (const term of wholeTerms(text)) {
+    terms.push(term);
     if (/[_.:/@#-]/.test(term))
       for (const part of term.split(/[_.:/@#-]+/))
         if (part.length >= 2 && !stopWords.has(part)) terms.push(part);
   }
   return terms;
+}
+
+/** Adjacent whole terms ("vault 7"), stop words left out: what tells "vault 7" from "vault 17" and from a "7." of a list. */
+function pairsOf(terms: readonly string[]): Set<string> {
+  const pairs = new Set<string>();
+  for (let index = 1; index < terms.length; index++) pairs.add(`${terms[index - 1]} ${terms[index]}`);
+  return pairs;
 }
 
 interface Passage {
@@ -129,6 +144,7 @@ interface Passage {
   order: number;
   text: string;
   terms: Set<string>;
+  pairs: Set<string>;
 }
 
 /** Passages of at most about `maxChars` characters, cut at line ends (a long line at a space). */
@@ -153,6 +169,7 @@ function passagesOf(source: RecallSource, order: number, maxChars: number): Pass
       order: order + passages.length / 10_000,
       text: current,
       terms: new Set(searchTerms(current)),
+      pairs: pairsOf(wholeTerms(current)),
     });
     current = '';
   };
@@ -184,7 +201,8 @@ export interface RecallAnswer {
 /**
  * The passages of `sources` that best match `query`, within `maxTokens`, in the conversation's order:
  * each query term scores by how rare it is among the passages (a code or a name outweighs a common
- * word), and a passage holding every term scores twice.
+ * word), a passage holding every term scores twice, and terms found side by side as the query has
+ * them (stop words left out) score again.
  */
 export function searchRecall(options: {
   query: string;
@@ -207,6 +225,8 @@ export function searchRecall(options: {
   for (const passage of passages)
     for (const term of queryTerms)
       if (passage.terms.has(term)) frequency.set(term, (frequency.get(term) ?? 0) + 1);
+  const rarity = (term: string): number => Math.log(1 + passages.length / (frequency.get(term) ?? 1));
+  const queryPairs = pairsOf(wholeTerms(query));
   const scored: Array<{ passage: Passage; score: number }> = [];
   for (const passage of passages) {
     let score = 0;
@@ -214,9 +234,15 @@ export function searchRecall(options: {
     for (const term of queryTerms) {
       if (!passage.terms.has(term)) continue;
       found++;
-      score += Math.log(1 + passages.length / (frequency.get(term) ?? 1));
+      score += rarity(term);
     }
     if (found === queryTerms.length && queryTerms.length > 1) score *= 2;
+    // Terms of the query found side by side as in the query count again, by the rarer of the two.
+    for (const pair of queryPairs)
+      if (passage.pairs.has(pair)) {
+        const [first, second] = pair.split(' ') as [string, string];
+        score += Math.max(rarity(first), rarity(second));
+      }
     if (score > 0) scored.push({ passage, score });
   }
   if (scored.length === 0)

@@ -70,6 +70,24 @@ describe('searchRecall', () => {
     expect(tokenizer.count(answer.text)).toBeLessThanOrEqual(120);
   });
 
+  it('tells "vault 1" from a list numbered 1, 2, 3 that every note has', () => {
+    const notes: RecallSource[] = Array.from({ length: 9 }, (_unused, index) => ({
+      position: index * 10,
+      role: 'user',
+      text: `Notes for today:\n1. ${filler(12, index)}\n2. The access code for vault ${index + 1} is K${index + 1}-1000${index}.\n3. ${filler(12, index + 1)}`,
+    }));
+    for (const vault of [1, 2, 3]) {
+      const answer = searchRecall({
+        query: `access code vault ${vault}`,
+        sources: notes,
+        tokenizer,
+        maxTokens: 90,
+      });
+      expect(answer.passages).toBe(1);
+      expect(answer.text).toContain(`K${vault}-1000${vault - 1}`);
+    }
+  });
+
   it('finds an identifier by itself, and by its parts', () => {
     expect(searchRecall({ query: 'K17-99120', sources, tokenizer, maxTokens: 400 }).text).toContain(
       '[message 33, assistant]',
