@@ -8,7 +8,8 @@
 import { isRecallCall, recallLimitReached, recallNoRoom, recallQuery } from '../context/recall.js';
 import type { ContextMessage } from '../context/types.js';
 import { completionWithoutRecallCalls, RecallDeltaFilter, StreamLead } from '../upstream/recall-stream.js';
-import { replyFromCompletion, StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import { StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import { readWholeAnswer } from '../upstream/relay.js';
 import { completionTokensKey, promptTokensIn, usageNumberIn } from '../upstream/sse.js';
 import type { UpstreamResponse } from '../upstream/upstream.js';
 
@@ -98,30 +99,19 @@ interface Round {
 /** Reads an answer as far as needed: whole when it leads with a recall call, else not at all. */
 async function readRound(response: UpstreamResponse, streaming: boolean): Promise<Round | undefined> {
   if (!streaming) {
-    const body = await response.readAll();
-    let completion: Record<string, unknown> | undefined;
-    try {
-      const parsed: unknown = JSON.parse(body.toString('utf8'));
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
-        completion = parsed as Record<string, unknown>;
-    } catch {
-      // Not a completion: the client gets it as it is (the reader refuses it there).
-    }
-    if (completion === undefined)
-      return { reply: undefined, forClient: bufferedResponse(response, body), usage: noUsage };
-    const reply = replyFromCompletion(completion);
-    const calls = (reply?.tool_calls as Array<{ function?: { name?: string } }> | undefined) ?? [];
-    const forClient = calls.some(isRecallCall)
-      ? bufferedResponse(response, Buffer.from(JSON.stringify(completionWithoutRecallCalls(completion))))
-      : bufferedResponse(response, body);
-    const usage = completion.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | undefined;
+    // Read as the turn reads a whole answer (a 2xx that is not a completion is refused there, as there).
+    const answer = await readWholeAnswer(response, { expectCompletion: true });
+    const completion = answer.completion as Record<string, unknown>;
+    const calls = (answer.reply?.tool_calls as Array<{ function?: { name?: string } }> | undefined) ?? [];
     return {
-      reply,
-      forClient,
-      usage: {
-        promptTokens: typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : undefined,
-        completionTokens: typeof usage?.completion_tokens === 'number' ? usage.completion_tokens : undefined,
-      },
+      reply: answer.reply,
+      forClient: bufferedResponse(
+        response,
+        calls.some(isRecallCall)
+          ? Buffer.from(JSON.stringify(completionWithoutRecallCalls(completion)))
+          : answer.body,
+      ),
+      usage: answer.usage,
     };
   }
   const seen = new StreamLead();
@@ -145,8 +135,6 @@ async function readRound(response: UpstreamResponse, streaming: boolean): Promis
     },
   };
 }
-
-const noUsage = { promptTokens: undefined, completionTokens: undefined };
 
 interface ToolCall {
   id: string;
