@@ -4,6 +4,7 @@
 // from what the tool returned. The client never sees the tool, its calls or its results; the session
 // stores the question and the answer only. Real Redis, the strict fake provider.
 import { randomUUID } from 'node:crypto';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -211,6 +212,27 @@ describe('the recall tool', () => {
     expect(data.choices[0]?.message.tool_calls ?? []).toEqual([]);
     const last = chatRequestsSince(before).at(-1)?.messages as ChatMessage[];
     expect(textOf(last.at(-1)?.content)).toMatch(/No more searches of earlier messages/);
+  }, 60_000);
+
+  it('answers a Messages API request bridged onto the provider the same way (Anthropic SDK, streamed)', async () => {
+    behaviour = 'searches';
+    const { sessionId } = await sessionWithCodes(withRecall);
+    const anthropic = new Anthropic({
+      baseURL: withRecall.baseUrl.replace(/\/v1$/, ''),
+      apiKey: 'sk-recall',
+      maxRetries: 0,
+      defaultHeaders: { 'x-session-id': sessionId },
+    });
+    const stream = anthropic.messages.stream({
+      model,
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'What is the access code for vault 1?' }],
+    });
+    const message = await stream.finalMessage();
+    const text = message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
+    expect(text).toContain(codeFor(1));
+    expect(message.content.some((block) => block.type === 'tool_use')).toBe(false);
+    expect(message.stop_reason).toBe('end_turn');
   }, 60_000);
 
   it('searches what a stateless request left out of its own messages', async () => {
