@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
 import { answerFromPrompt, codeFor } from '../helpers/fact-session.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -53,6 +54,24 @@ function respond(messages: ReadonlyArray<ChatMessage>, body: Record<string, unkn
 let fake: FakeUpstream;
 let withRecall: GatewayHarness;
 let withoutRecall: GatewayHarness;
+let anthropic: FakeAnthropic;
+let native: GatewayHarness;
+
+type AnthropicBlock = { type: string; text?: string; content?: string | Array<{ text?: string }> };
+const blocksText = (content: string | AnthropicBlock[]): string =>
+  typeof content === 'string'
+    ? content
+    : content
+        .map((block) =>
+          block.type === 'text'
+            ? (block.text ?? '')
+            : block.type === 'tool_result'
+              ? typeof block.content === 'string'
+                ? block.content
+                : (block.content ?? []).map((part) => part.text ?? '').join('')
+              : '',
+        )
+        .join('');
 
 beforeAll(async () => {
   fake = new FakeUpstream({
@@ -73,15 +92,54 @@ beforeAll(async () => {
   });
   await waitUntilReady(withRecall);
   await waitUntilReady(withoutRecall);
+  // Claude behind a kind: anthropic upstream, asked natively: the same model behaviour, in its shapes.
+  anthropic = new FakeAnthropic({ window: 200_000 });
+  anthropic.respond = (body) => {
+    const texts = (body.messages as Array<{ content: string | AnthropicBlock[] }>).map((message) =>
+      blocksText(message.content),
+    );
+    const vault = texts
+      .map((text) => /What is the access code for vault (\d+)\?/.exec(text)?.[1])
+      .findLast(Boolean);
+    if (vault === undefined) return { text: 'Noted.' };
+    const code = texts.join('\n').match(new RegExp(`\\bK${vault}-\\d{5}\\b`))?.[0];
+    if (code !== undefined) return { text: `The access code for vault ${vault} is ${code}.` };
+    const tools = (body.tools as Array<{ name?: string }> | undefined) ?? [];
+    return tools.some((tool) => tool.name === 'ctxgate_recall')
+      ? { toolUse: { name: 'ctxgate_recall', input: { query: `access code vault ${vault}` } } }
+      : { text: 'I do not know that code.' };
+  };
+  native = await startGateway({
+    env: { UPSTREAM_BASE_URL: upstream, REDIS_URL: inject('redisUrl') },
+    configYaml: [
+      'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${await anthropic.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
+      'models:',
+      `  - { match: claude-recall, window: ${window}, output_reserve: 512 }`,
+      'context:',
+      "  summarization: 'off'",
+      "  recall: 'on'",
+      '',
+    ].join('\n'),
+  });
+  await waitUntilReady(native);
 });
 afterAll(async () => {
   await withRecall?.close();
   await withoutRecall?.close();
+  await native?.close();
+  await anthropic?.stop();
   await fake?.stop();
 });
 
 /** A session whose first turns state vault codes, then 40 turns of talk: the codes have left the window. */
-async function sessionWithCodes(harness: GatewayHarness): Promise<{ client: OpenAI; sessionId: string }> {
+async function sessionWithCodes(
+  harness: GatewayHarness,
+  sessionModel = model,
+): Promise<{ client: OpenAI; sessionId: string }> {
   const sessionId = `recall-${randomUUID()}`;
   const client = new OpenAI({
     baseURL: harness.baseUrl,
@@ -94,7 +152,7 @@ async function sessionWithCodes(harness: GatewayHarness): Promise<{ client: Open
       turn >= 1 && turn <= 3
         ? `Turn ${turn}. ${filler(40, turn)} The access code for vault ${turn} is ${codeFor(turn)}. ${filler(40, turn + 1)}`
         : `Turn ${turn}. ${filler(120, turn)}`;
-    await client.chat.completions.create({ model, messages: [{ role: 'user', content }] });
+    await client.chat.completions.create({ model: sessionModel, messages: [{ role: 'user', content }] });
   }
   return { client, sessionId };
 }
@@ -233,6 +291,25 @@ describe('the recall tool', () => {
     expect(text).toContain(codeFor(1));
     expect(message.content.some((block) => block.type === 'tool_use')).toBe(false);
     expect(message.stop_reason).toBe('end_turn');
+  }, 60_000);
+
+  it("answers through a kind: anthropic upstream, the calls and results in Anthropic's shapes", async () => {
+    const { client } = await sessionWithCodes(native, 'claude-recall');
+    const before = anthropic.messageRequests.length;
+    const { data, response } = await client.chat.completions
+      .create({
+        model: 'claude-recall',
+        messages: [{ role: 'user', content: 'What is the access code for vault 3?' }],
+      })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toContain(codeFor(3));
+    expect(response.headers.get('x-ctxgate-recall')).toBe('1');
+    const sent = anthropic.messageRequests.slice(before).map((request) => request.body);
+    expect(sent).toHaveLength(2);
+    const last = (sent[1]?.messages as Array<{ role: string; content: AnthropicBlock[] }>).at(-1);
+    expect(last?.role).toBe('user');
+    expect(last?.content[0]?.type).toBe('tool_result');
+    expect(blocksText(last?.content ?? [])).toContain(codeFor(3));
   }, 60_000);
 
   it('searches what a stateless request left out of its own messages', async () => {
