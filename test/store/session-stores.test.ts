@@ -8,6 +8,8 @@ import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import { describeSessionStoreContract } from './session-store-contract.js';
+import { serializeChatBody } from '../../src/chat/chat-body.js';
+import type { ContextMessage } from '../../src/context/types.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -122,6 +124,42 @@ describe('Redis session store: the replica cache', () => {
       for (const store of replicas) expect(await store.load(key)).toEqual(after);
     } finally {
       for (const store of stores) await store.close();
+    }
+  });
+
+  it("keeps each message's bytes as its JSON while turns are appended one by one and spill: a body built from them is exact", async () => {
+    const store = createRedisSessionStore({
+      redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+      limits: { maxActiveMessages: 150, minActiveMessages: 100, idleTtlSeconds: 3_600 },
+    });
+    try {
+      for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'bytes-check' };
+      for (let turn = 0; turn < 140; turn++) {
+        const hold = await store.acquire(key, 10_000);
+        const loaded = await store.load(key);
+        const messages = loaded.messages.map((entry) => entry.message as ContextMessage);
+        const request = { model: 'm', messages: [], temperature: 0 };
+        // Every other message, as a render that leaves some out sends them: runs of one and of many.
+        const sent = messages.filter((_message, index) => index % 5 !== 3);
+        const sentBytes = (loaded.messageBytes ?? []).filter((_bytes, index) => index % 5 !== 3);
+        expect(serializeChatBody(request, sent, sentBytes).toString('utf8')).toBe(
+          JSON.stringify({ ...request, messages: sent }),
+        );
+        await store.commit(key, {
+          hold: hold!,
+          expectedVersion: loaded.version,
+          append: [
+            { message: { role: 'user', content: `question ${turn} — ✓ "quoted"` }, tokens: 3 },
+            { message: { role: 'assistant', content: `answer ${turn}` }, tokens: 2 },
+          ],
+          historyStart: 0,
+          activeTokenLimit: 100_000,
+        });
+      }
+      expect((await store.load(key)).archivedCount).toBeGreaterThan(0);
+    } finally {
+      await store.close();
     }
   });
 });
