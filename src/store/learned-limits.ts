@@ -170,10 +170,25 @@ function createTable(options: LearnedLimitsOptions) {
           ])
         : JSON.stringify(entry.lessons.costs.map((item) => item.tenant));
 
+  /** The same outline without writing it out, when only values moved (a ratio sample, the common case). */
+  const sameTenants = (a: ReadonlyArray<{ tenant: string }>, b: ReadonlyArray<{ tenant: string }>): boolean =>
+    a === b || (a.length === b.length && a.every((item, index) => item.tenant === b[index]?.tenant));
+  const sameOutline = (before: Entry | undefined, after: Entry | undefined): boolean => {
+    if (
+      before?.kind === 'model' &&
+      after?.kind === 'model' &&
+      before.lessons.evidence === after.lessons.evidence
+    )
+      return sameTenants(before.lessons.ratios, after.lessons.ratios);
+    if (before?.kind === 'tool_set' && after?.kind === 'tool_set')
+      return sameTenants(before.lessons.costs, after.lessons.costs);
+    return outline(before) === outline(after);
+  };
+
   const report = (before: Entry | undefined, after: Entry | undefined, kind: LearnedChange['kind']) => {
     const subject = after ?? before;
     if (subject === undefined || options.onChange === undefined) return;
-    if (kind !== 'reset' && outline(before) === outline(after)) return;
+    if (kind !== 'reset' && sameOutline(before, after)) return;
     options.onChange({
       kind,
       upstream: subject.upstream,

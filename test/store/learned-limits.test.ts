@@ -65,6 +65,25 @@ function describeLearnedLimits(name: string, create: (maxEntries?: number) => Pr
       }
     });
 
+    it('tells of a change when a tenant first teaches a ratio, and not of each sample after', async () => {
+      const { limits, changes, close } = await create();
+      try {
+        const model = `model-${randomUUID()}`;
+        const of = () => changes.filter((change) => change.model === model).length;
+        limits.recordRatio('default', model, 'a', { reported: 130, estimated: 100 });
+        await expect.poll(of, { timeout: 5_000 }).toBe(1);
+        for (let sample = 0; sample < 5; sample++)
+          limits.recordRatio('default', model, 'a', { reported: 120 + sample, estimated: 100 });
+        limits.recordRatio('default', model, 'b', { reported: 125, estimated: 100 });
+        await expect.poll(of, { timeout: 5_000 }).toBe(2);
+        limits.recordRatio('default', model, 'b', { reported: 126, estimated: 100 });
+        await sleep(1_200);
+        expect(of()).toBe(2);
+      } finally {
+        await close();
+      }
+    });
+
     it('forgets one entry, or all, on every replica', async () => {
       const { limits, replica, close } = await create();
       try {
