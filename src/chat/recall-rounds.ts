@@ -116,11 +116,14 @@ async function readRound(response: UpstreamResponse, streaming: boolean): Promis
   }
   const seen = new StreamLead();
   let read = 0;
-  await response.peek((received) => {
+  const head = await response.peek((received) => {
     seen.push(received.subarray(read));
     read = received.length;
     return seen.lead !== 'undecided' || received.length > maxUndecidedBytes;
   });
+  // What an earlier look (the check for an error event first) already read, or a stream that had ended
+  // by then, comes back without `enough` being asked about it.
+  if (head.length > read) seen.push(head.subarray(read));
   // Content (or a call of the client's) first: relayed as it comes; nothing more is asked.
   if (seen.lead !== 'recall') return undefined;
   const bytes = await response.readAll();

@@ -223,4 +223,56 @@ describe('recall rounds on streams', () => {
     expect(relayed).not.toContain('ctxgate_recall');
     expect(relayed).toContain('"finish_reason":"stop"');
   });
+
+  it('reads a stream whose events were all read before it was looked at (it had ended) as it leads', async () => {
+    const whole = [
+      event({ role: 'assistant', content: '' }),
+      event({
+        tool_calls: [
+          {
+            index: 0,
+            id: 'call_a',
+            type: 'function',
+            function: { name: 'ctxgate_recall', arguments: '{"query":"v"}' },
+          },
+        ],
+      }),
+      event({}, 'tool_calls'),
+      'data: [DONE]\n\n',
+    ].join('');
+    // As the undici port answers a peek once the body has ended: what was read, no question asked.
+    const ended = {
+      ...answerOf({ status: 200, headers: sse, chunks: [whole] }),
+      peek: async () => Buffer.from(whole),
+    };
+    const next: ScriptedAnswer = {
+      status: 200,
+      headers: sse,
+      chunks: [event({ content: 'K7' }), event({}, 'stop') + 'data: [DONE]\n\n'],
+    };
+    const upstream = scriptedUpstream([next]);
+    const done = await answerRecallCalls({
+      response: ended,
+      body: firstBody,
+      streaming: true,
+      maxCalls: 2,
+      resultTokens: 500,
+      room: 2_000,
+      count: () => 10,
+      promptTokens: 800,
+      search: async () => 'K7',
+      send: (body) =>
+        upstream.send({
+          upstream: {} as never,
+          method: 'POST',
+          path: '/chat/completions',
+          headers: {},
+          body,
+          signal: {} as never,
+        }),
+    });
+    expect(upstream.sent).toHaveLength(1);
+    expect(done.calls).toBe(1);
+    expect((await done.response.readAll()).toString()).toContain('K7');
+  });
 });
