@@ -131,11 +131,34 @@ export function searchTerms(text: string): string[] {
   return terms;
 }
 
-/** Adjacent whole terms ("vault 7"), stop words left out: what tells "vault 7" from "vault 17" and from a "7." of a list. */
-function pairsOf(terms: readonly string[]): Set<string> {
-  const pairs = new Set<string>();
-  for (let index = 1; index < terms.length; index++) pairs.add(`${terms[index - 1]} ${terms[index]}`);
-  return pairs;
+const wordChar = /[\p{L}\p{N}]/u;
+const isWordChar = (text: string, index: number): boolean =>
+  index >= 0 && index < text.length && wordChar.test(text[index] as string);
+
+/**
+ * Where `term` stands in `text` as a term of its own (no letter or digit right before or after it: a
+ * word, a number, an identifier, or a part of one between its separators), from `from`; -1 if nowhere.
+ */
+function termAt(text: string, term: string, from = 0): number {
+  for (let at = text.indexOf(term, from); at !== -1; at = text.indexOf(term, at + 1))
+    if (!isWordChar(text, at - 1) && !isWordChar(text, at + term.length)) return at;
+  return -1;
+}
+
+/** Whether `second` follows `first` in `text` with nothing but separators and stop words between them. */
+function standsBeside(text: string, first: string, second: string): boolean {
+  for (let at = termAt(text, first); at !== -1; at = termAt(text, first, at + 1)) {
+    let cursor = at + first.length;
+    for (let words = 0; words <= 3; words++) {
+      while (cursor < text.length && !isWordChar(text, cursor)) cursor++;
+      if (text.startsWith(second, cursor) && !isWordChar(text, cursor + second.length)) return true;
+      let end = cursor;
+      while (end < text.length && isWordChar(text, end)) end++;
+      if (end === cursor || !stopWords.has(text.slice(cursor, end))) break;
+      cursor = end;
+    }
+  }
+  return false;
 }
 
 interface Passage {
@@ -143,8 +166,8 @@ interface Passage {
   /** Order in the conversation: the source's position, then the passage's place in it. */
   order: number;
   text: string;
-  terms: Set<string>;
-  pairs: Set<string>;
+  /** The text lower-cased, where the query's terms are looked for. */
+  lower: string;
 }
 
 /** Passages of at most about `maxChars` characters, cut at line ends (a long line at a space). */
@@ -168,8 +191,7 @@ function passagesOf(source: RecallSource, order: number, maxChars: number): Pass
       source,
       order: order + passages.length / 10_000,
       text: current,
-      terms: new Set(searchTerms(current)),
-      pairs: pairsOf(wholeTerms(current)),
+      lower: current.toLowerCase(),
     });
     current = '';
   };
@@ -182,6 +204,8 @@ function passagesOf(source: RecallSource, order: number, maxChars: number): Pass
 }
 
 const passageChars = 480;
+/** The most text one search reads, the newest first (about 500,000 tokens). */
+export const maxSearchedChars = 2_000_000;
 
 function label(source: RecallSource): string {
   const who =
@@ -220,31 +244,44 @@ export function searchRecall(options: {
       text: `The query ${quoted} holds no words to look for; ask with names, numbers or words.`,
       passages: 0,
     };
-  const passages = options.sources.flatMap((source, index) => passagesOf(source, index, passageChars));
-  const frequency = new Map<string, number>();
-  for (const passage of passages)
-    for (const term of queryTerms)
-      if (passage.terms.has(term)) frequency.set(term, (frequency.get(term) ?? 0) + 1);
-  const rarity = (term: string): number => Math.log(1 + passages.length / (frequency.get(term) ?? 1));
-  const queryPairs = pairsOf(wholeTerms(query));
-  const scored: Array<{ passage: Passage; score: number }> = [];
-  for (const passage of passages) {
-    let score = 0;
-    let found = 0;
-    for (const term of queryTerms) {
-      if (!passage.terms.has(term)) continue;
-      found++;
-      score += rarity(term);
-    }
-    if (found === queryTerms.length && queryTerms.length > 1) score *= 2;
-    // Terms of the query found side by side as in the query count again, by the rarer of the two.
-    for (const pair of queryPairs)
-      if (passage.pairs.has(pair)) {
-        const [first, second] = pair.split(' ') as [string, string];
-        score += Math.max(rarity(first), rarity(second));
-      }
-    if (score > 0) scored.push({ passage, score });
+  // The newest text first, up to a bound: a search costs milliseconds however long the session is.
+  const searched: RecallSource[] = [];
+  let chars = 0;
+  for (let index = options.sources.length - 1; index >= 0; index--) {
+    const source = options.sources[index] as RecallSource;
+    chars += source.text.length;
+    if (chars > maxSearchedChars && searched.length > 0) break;
+    searched.push(
+      source.text.length > maxSearchedChars
+        ? { ...source, text: source.text.slice(-maxSearchedChars) }
+        : source,
+    );
   }
+  searched.reverse();
+  const passages = searched.flatMap((source, index) => passagesOf(source, index, passageChars));
+  const frequency = new Map<string, number>();
+  const found = passages.map((passage) =>
+    queryTerms.filter((term) => passage.lower.includes(term) && termAt(passage.lower, term) !== -1),
+  );
+  for (const terms of found) for (const term of terms) frequency.set(term, (frequency.get(term) ?? 0) + 1);
+  const rarity = (term: string): number => Math.log(1 + passages.length / (frequency.get(term) ?? 1));
+  const whole = wholeTerms(query);
+  const queryPairs = [...new Set(whole.slice(1).map((term, index) => `${whole[index]} ${term}`))];
+  const scored: Array<{ passage: Passage; score: number }> = [];
+  passages.forEach((passage, index) => {
+    const terms = found[index] as string[];
+    if (terms.length === 0) return;
+    let score = 0;
+    for (const term of terms) score += rarity(term);
+    if (terms.length === queryTerms.length && queryTerms.length > 1) score *= 2;
+    // Terms of the query found side by side as in the query count again, by the rarer of the two.
+    for (const pair of queryPairs) {
+      const [first, second] = pair.split(' ') as [string, string];
+      if (terms.includes(first) && terms.includes(second) && standsBeside(passage.lower, first, second))
+        score += Math.max(rarity(first), rarity(second));
+    }
+    scored.push({ passage, score });
+  });
   if (scored.length === 0)
     return {
       text: `Nothing in the earlier messages that are not shown matches ${quoted}.`,
@@ -254,9 +291,15 @@ export function searchRecall(options: {
   const header = `Earlier messages (not shown above) that match ${quoted}, oldest first:`;
   let used = tokenizer.count(header) + 8;
   const chosen: Passage[] = [];
+  // The best first, while room is left; a few that do not fit are passed over for smaller ones.
+  let passedOver = 0;
   for (const { passage } of scored) {
+    if (maxTokens - used < 32 || passedOver > 16) break;
     const tokens = tokenizer.count(`${label(passage.source)} ${passage.text}`) + 2;
-    if (used + tokens > maxTokens) continue;
+    if (used + tokens > maxTokens) {
+      passedOver++;
+      continue;
+    }
     chosen.push(passage);
     used += tokens;
   }

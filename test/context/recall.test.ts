@@ -2,6 +2,7 @@
 // search itself, and when a request may be offered the tool.
 import { describe, expect, it } from 'vitest';
 import {
+  maxSearchedChars,
   omittedSources,
   recallAllowed,
   recallQuery,
@@ -86,6 +87,27 @@ describe('searchRecall', () => {
       expect(answer.passages).toBe(1);
       expect(answer.text).toContain(`K${vault}-1000${vault - 1}`);
     }
+  });
+
+  it('reads at most its bound of text, the newest first', () => {
+    const long = 'lamp '.repeat(Math.ceil(maxSearchedChars / 15) + 10);
+    const bulky: RecallSource[] = [
+      { position: 0, role: 'user', text: 'The oldest note: code ZX-1 here.' },
+      ...Array.from({ length: 3 }, (_unused, index) => ({ position: index + 1, role: 'tool', text: long })),
+      { position: 4, role: 'user', text: 'The newest note: code ZX-2 here.' },
+    ];
+    expect(bulky.reduce((sum, source) => sum + source.text.length, 0)).toBeGreaterThan(maxSearchedChars);
+    expect(searchRecall({ query: 'ZX-2', sources: bulky, tokenizer, maxTokens: 400 }).text).toContain(
+      'The newest note',
+    );
+    // Past the bound: the oldest note is not read (what matches part of the query is the newest one).
+    expect(searchRecall({ query: 'ZX-1', sources: bulky, tokenizer, maxTokens: 400 }).text).not.toContain(
+      'The oldest note',
+    );
+    const within = [bulky[0] as RecallSource, bulky[4] as RecallSource];
+    expect(searchRecall({ query: 'ZX-1', sources: within, tokenizer, maxTokens: 400 }).text).toContain(
+      'The oldest note',
+    );
   });
 
   it('finds an identifier by itself, and by its parts', () => {
