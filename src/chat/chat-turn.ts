@@ -37,7 +37,7 @@ import { sendWithRecovery, type SendEvent, type SendResult } from '../upstream/s
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
-import { omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
+import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
 
 export interface ChatServiceDependencies {
@@ -118,8 +118,8 @@ function outcomeOfTurn(turn: Turn): RequestOutcome {
   };
 }
 
-/** The archive's newest messages the recall tool searches at most. */
-const maxRecallArchiveMessages = 5_000;
+/** The archive is read for the recall tool this many messages at a time, from its newest end. */
+const recallArchivePage = 250;
 
 const errorCodeOf = (error: unknown): string => (isGatewayError(error) ? error.code : 'internal_error');
 
@@ -511,15 +511,23 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       index - systemCount < head ? index - systemCount : index - systemCount + archived,
     );
     if (session === undefined || archived === 0) return local;
-    const read = Math.min(archived, maxRecallArchiveMessages);
-    const offset = head + archived - read;
-    const archive = await deps.sessionStore.history(session.key, offset, read).catch(() => undefined);
-    const fromArchive = omittedSources(
-      (archive?.messages ?? []).map((entry) => entry.message as ContextMessage),
-      [],
-      (index) => offset + index,
-    );
-    return [...fromArchive, ...local];
+    // The archive from its newest end, a page at a time, until the search has all it reads.
+    let chars = local.reduce((sum, source) => sum + source.text.length, 0);
+    const pages: RecallSource[][] = [];
+    for (let end = head + archived; end > head && chars < maxSearchedChars;) {
+      const offset = Math.max(head, end - recallArchivePage);
+      const page = await deps.sessionStore.history(session.key, offset, end - offset).catch(() => undefined);
+      if (page === undefined) break;
+      const sources = omittedSources(
+        page.messages.map((entry) => entry.message as ContextMessage),
+        [],
+        (index) => offset + index,
+      );
+      pages.unshift(sources);
+      chars += sources.reduce((sum, source) => sum + source.text.length, 0);
+      end = offset;
+    }
+    return [...pages.flat(), ...local];
   }
 
   /**

@@ -139,6 +139,7 @@ afterAll(async () => {
 async function sessionWithCodes(
   harness: GatewayHarness,
   sessionModel = model,
+  turns = 44,
 ): Promise<{ client: OpenAI; sessionId: string }> {
   const sessionId = `recall-${randomUUID()}`;
   const client = new OpenAI({
@@ -147,7 +148,7 @@ async function sessionWithCodes(
     maxRetries: 0,
     defaultHeaders: { 'x-session-id': sessionId },
   });
-  for (let turn = 0; turn < 44; turn++) {
+  for (let turn = 0; turn < turns; turn++) {
     const content =
       turn >= 1 && turn <= 3
         ? `Turn ${turn}. ${filler(40, turn)} The access code for vault ${turn} is ${codeFor(turn)}. ${filler(40, turn + 1)}`
@@ -192,6 +193,27 @@ describe('the recall tool', () => {
     expect(stored.at(-2)?.content).toBe('What is the access code for vault 2?');
     expect(stored.at(-1)?.content).toContain(codeFor(2));
     expect(JSON.stringify(stored)).not.toContain('ctxgate_recall');
+  }, 60_000);
+
+  it("finds a code in the session's archive, numbered as the history numbers it", async () => {
+    behaviour = 'searches';
+    const { client, sessionId } = await sessionWithCodes(withRecall, model, 80);
+    const session = (await (
+      await fetch(`${withRecall.baseUrl}/sessions/${sessionId}`, {
+        headers: { authorization: 'Bearer sk-recall' },
+      })
+    ).json()) as { counts: { active: number; total: number } };
+    // The turn with the code has moved to the archive.
+    expect(session.counts.total - session.counts.active).toBeGreaterThan(10);
+    const before = fake.chatRequests.length;
+    const data = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'What is the access code for vault 1?' }],
+    });
+    expect(data.choices[0]?.message.content).toContain(codeFor(1));
+    const result = textOf((chatRequestsSince(before)[1]?.messages as ChatMessage[]).at(-1)?.content);
+    // Turn 1's user message is the history's third message (turn 0 and its answer come first).
+    expect(result).toContain(`[message 2, user] Turn 1.`);
   }, 60_000);
 
   it('streams the answer that follows the search, with no tool call in the stream', async () => {
