@@ -10,6 +10,7 @@ import type { ContextMessage } from '../context/types.js';
 import { completionWithoutRecallCalls, RecallDeltaFilter, StreamLead } from '../upstream/recall-stream.js';
 import { StreamReplyAssembler } from '../upstream/reply-assembler.js';
 import { readWholeAnswer } from '../upstream/relay.js';
+import { replaying } from '../upstream/inspect-answer.js';
 import { completionTokensKey, promptTokensIn, usageNumberIn } from '../upstream/sse.js';
 import type { UpstreamResponse } from '../upstream/upstream.js';
 
@@ -45,22 +46,6 @@ export interface RecallRoundsOutcome {
   calls: number;
   /** What the rounds the client never saw cost (the upstream's usage, else the gateway's estimate). */
   usage: { promptTokens: number; completionTokens: number; estimated: boolean };
-}
-
-/** An answer already read, handed on as if it were still arriving. */
-export function bufferedResponse(response: UpstreamResponse, body: Buffer): UpstreamResponse {
-  const headers = { ...response.headers };
-  delete headers['content-length'];
-  return {
-    statusCode: response.statusCode,
-    headers,
-    readAll: () => Promise.resolve(body),
-    async forEachChunk(onChunk) {
-      if (body.length > 0) await onChunk(body);
-    },
-    discard: () => undefined,
-    peek: () => Promise.resolve(body),
-  };
 }
 
 /** A stream relayed through the filter that takes recall calls out of it. */
@@ -105,7 +90,7 @@ async function readRound(response: UpstreamResponse, streaming: boolean): Promis
     const calls = (answer.reply?.tool_calls as Array<{ function?: { name?: string } }> | undefined) ?? [];
     return {
       reply: answer.reply,
-      forClient: bufferedResponse(
+      forClient: replaying(
         response,
         calls.some(isRecallCall)
           ? Buffer.from(JSON.stringify(completionWithoutRecallCalls(completion)))
@@ -131,7 +116,7 @@ async function readRound(response: UpstreamResponse, streaming: boolean): Promis
   assembler.push(bytes);
   return {
     reply: assembler.end().message,
-    forClient: filteredStream(bufferedResponse(response, bytes)),
+    forClient: filteredStream(replaying(response, bytes)),
     usage: {
       promptTokens: promptTokensIn(bytes),
       completionTokens: usageNumberIn(bytes, completionTokensKey),

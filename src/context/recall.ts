@@ -260,9 +260,7 @@ export function searchRecall(options: {
   searched.reverse();
   const passages = searched.flatMap((source, index) => passagesOf(source, index, passageChars));
   const frequency = new Map<string, number>();
-  const found = passages.map((passage) =>
-    queryTerms.filter((term) => passage.lower.includes(term) && termAt(passage.lower, term) !== -1),
-  );
+  const found = passages.map((passage) => queryTerms.filter((term) => termAt(passage.lower, term) !== -1));
   for (const terms of found) for (const term of terms) frequency.set(term, (frequency.get(term) ?? 0) + 1);
   const rarity = (term: string): number => Math.log(1 + passages.length / (frequency.get(term) ?? 1));
   const whole = wholeTerms(query);

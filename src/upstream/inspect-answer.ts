@@ -9,7 +9,7 @@ import { firstDataEvent, isEventStream } from './sse.js';
 const firstEventLimitBytes = 64 * 1024;
 
 /** A response whose body was read whole, replayed to whoever reads it next. */
-function replaying(response: UpstreamResponse, body: Buffer): UpstreamResponse {
+export function replaying(response: UpstreamResponse, body: Buffer): UpstreamResponse {
   return {
     statusCode: response.statusCode,
     headers: response.headers,
