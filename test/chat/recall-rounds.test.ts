@@ -5,6 +5,7 @@ import { answerRecallCalls } from '../../src/chat/recall-rounds.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { recallLimitReached, recallNoRoom } from '../../src/context/recall.js';
 import { answerOf, scriptedUpstream, type ScriptedAnswer } from '../helpers/port-fakes.js';
+import type { UpstreamResponse } from '../../src/upstream/upstream.js';
 
 const json = { 'content-type': 'application/json' };
 const recallCall = (id: string, query: string) => ({
@@ -39,13 +40,13 @@ const firstBody = JSON.stringify({
 
 function rounds(
   script: ScriptedAnswer[],
-  first: ScriptedAnswer,
+  first: ScriptedAnswer | UpstreamResponse,
   overrides: { room?: number; maxCalls?: number; streaming?: boolean } = {},
 ) {
   const upstream = scriptedUpstream(script);
   const searched: Array<{ query: string; maxTokens: number }> = [];
   const outcome = answerRecallCalls({
-    response: answerOf(first),
+    response: 'status' in first ? answerOf(first) : first,
     body: firstBody,
     streaming: overrides.streaming ?? false,
     maxCalls: overrides.maxCalls ?? 2,
@@ -250,27 +251,8 @@ describe('recall rounds on streams', () => {
       headers: sse,
       chunks: [event({ content: 'K7' }), event({}, 'stop') + 'data: [DONE]\n\n'],
     };
-    const upstream = scriptedUpstream([next]);
-    const done = await answerRecallCalls({
-      response: ended,
-      body: firstBody,
-      streaming: true,
-      maxCalls: 2,
-      resultTokens: 500,
-      room: 2_000,
-      count: () => 10,
-      promptTokens: 800,
-      search: async () => 'K7',
-      send: (body) =>
-        upstream.send({
-          upstream: {} as never,
-          method: 'POST',
-          path: '/chat/completions',
-          headers: {},
-          body,
-          signal: {} as never,
-        }),
-    });
+    const { upstream, outcome } = rounds([next], ended, { streaming: true });
+    const done = await outcome;
     expect(upstream.sent).toHaveLength(1);
     expect(done.calls).toBe(1);
     expect((await done.response.readAll()).toString()).toContain('K7');
