@@ -1,71 +1,11 @@
 // The attempts of one chat request (docs/budgeting.md#reactive-recovery), as a table: the first
 // attempt (the client's bytes when nothing changed; a fallback when the turn cannot fit the model), each
-// smaller one a recovery decision asks for, and what the upstream's answers teach (upstream-lessons.ts).
+// smaller one a recovery decision asks for. What their answers teach: upstream-lessons.test.ts.
 import { describe, expect, it } from 'vitest';
-import { createAttemptLadder } from '../../src/chat/attempt-ladder.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
-import { createContextPlanner } from '../../src/chat/context-planner.js';
-import { createUpstreamLessons } from '../../src/chat/upstream-lessons.js';
-import { loadConfig } from '../../src/config/load-config.js';
 import { isGatewayError } from '../../src/errors.js';
-import { createMetrics } from '../../src/metrics.js';
-import { createMemoryLearnedLimits } from '../../src/store/learned-limits.js';
-import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
-import { classifyUpstreamError } from '../../src/upstream/classify-upstream-error.js';
-import { writeConfigFile } from '../helpers/start-gateway.js';
+import { chat, ladderFor } from '../helpers/chat-attempts.js';
 import { prose } from '../helpers/text.js';
-
-const config = loadConfig({
-  env: {
-    CTXGATE_CONFIG: writeConfigFile(
-      [
-        'models:',
-        '  - match: small-model',
-        '    window: 4096',
-        '    output_reserve: 256',
-        '    fallbacks: [large-model]',
-        '  - match: large-model',
-        '    window: 32768',
-        '    output_reserve: 256',
-        '',
-      ].join('\n'),
-    ),
-  },
-});
-const tokenizers = createTiktokenTokenizers();
-const settings = { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 };
-
-function ladderFor(
-  request: ChatCompletionRequest,
-  options: { noTruncation?: boolean; rawBody?: Buffer } = {},
-) {
-  const learnedLimits = createMemoryLearnedLimits({ settings, maxEntries: 100 });
-  const planner = createContextPlanner({ config, tokenizers, learnedLimits });
-  const ladder = createAttemptLadder({
-    planner,
-    config,
-    tokenizers,
-    chatRequest: request,
-    overrides: { historyMode: 'auto', ...(options.noTruncation === true ? { noTruncation: true } : {}) },
-    session: undefined,
-    target: config.defaultUpstream,
-    precision: 'exact',
-    rawBody: options.rawBody,
-    tenant: 'tenant-a',
-  });
-  return { ladder, learnedLimits };
-}
-
-function chat(turns: number, last = 'Now?'): ChatCompletionRequest {
-  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'Be brief.' }];
-  for (let turn = 0; turn < turns; turn++)
-    messages.push(
-      { role: 'user', content: prose(120, turn) },
-      { role: 'assistant', content: prose(60, 50 + turn) },
-    );
-  messages.push({ role: 'user', content: last });
-  return { model: 'small-model', messages } as ChatCompletionRequest;
-}
 
 describe('the first attempt', () => {
   it('is the client’s own bytes when nothing in the conversation changes', () => {
@@ -143,52 +83,5 @@ describe('smaller attempts', () => {
     expect(
       ladder.smaller({ action: 're_render', reduction: 'minimal', promptCap: 10 }, ladder.first),
     ).toBeUndefined();
-  });
-});
-
-describe('what an attempt’s answers teach', () => {
-  const lessonsFor = (learnedLimits: ReturnType<typeof createMemoryLearnedLimits>) =>
-    createUpstreamLessons({
-      learnedLimits,
-      metrics: createMetrics({ collectProcessMetrics: false }),
-      warn: () => undefined,
-      info: () => undefined,
-    });
-  const overflow = (body: string) => {
-    const verdict = classifyUpstreamError({ status: 400, body });
-    if (verdict.kind !== 'context_overflow') throw new Error('expected an overflow');
-    return verdict;
-  };
-
-  it('learns a stated window whose count agrees with what was sent', () => {
-    const { ladder, learnedLimits } = ladderFor(chat(12));
-    const sent = ladder.first.promptTokens;
-    lessonsFor(learnedLimits).overflow(
-      overflow(
-        `{"error":{"message":"This model's maximum context length is 3000 tokens. However, your messages resulted in ${sent} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`,
-      ),
-      ladder.first,
-      400,
-    );
-    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBe(3_000);
-  });
-
-  it('learns nothing from a count that disagrees with what was sent', () => {
-    const { ladder, learnedLimits } = ladderFor(chat(12));
-    lessonsFor(learnedLimits).overflow(
-      overflow(
-        `{"error":{"message":"This model's maximum context length is 3000 tokens. However, your messages resulted in ${ladder.first.promptTokens * 3} tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}`,
-      ),
-      ladder.first,
-      400,
-    );
-    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBeUndefined();
-  });
-
-  it('says a prompt was cut when the upstream counted far fewer tokens than were sent', () => {
-    const { ladder, learnedLimits } = ladderFor(chat(12));
-    const lessons = lessonsFor(learnedLimits);
-    expect(lessons.usage(ladder.first.promptTokens, ladder.first)).toBe(false);
-    expect(lessons.usage(Math.floor(ladder.first.promptTokens / 4), ladder.first)).toBe(true);
   });
 });

@@ -1,0 +1,252 @@
+// What a chat attempt's answers teach (upstream-lessons.ts; docs/budgeting.md#what-the-gateway-learns),
+// as tables: an overflow teaches a window only on evidence — numbers that agree with the gateway's own
+// count of what was sent and quote nothing the client sent, or a failure without numbers that a smaller
+// size going through then brackets — and a successful answer teaches estimate ratios, tool-set costs,
+// and raises the alarm when the upstream counted far fewer tokens than were sent.
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
+import { createUpstreamLessons, quotesRequest } from '../../src/chat/upstream-lessons.js';
+import { createMetrics } from '../../src/metrics.js';
+import type { LearnedLimits } from '../../src/store/learned-limits.js';
+import { classifyUpstreamError } from '../../src/upstream/classify-upstream-error.js';
+import { chat, ladderFor } from '../helpers/chat-attempts.js';
+
+function lessonsFor(learnedLimits: LearnedLimits) {
+  const logged: Array<{ level: 'info' | 'warn'; fields: Record<string, unknown> }> = [];
+  const metrics = createMetrics({ collectProcessMetrics: false });
+  const lessons = createUpstreamLessons({
+    learnedLimits,
+    metrics,
+    warn: (fields) => logged.push({ level: 'warn', fields }),
+    info: (fields) => logged.push({ level: 'info', fields }),
+  });
+  return { lessons, logged, metrics };
+}
+
+function overflow(message: string) {
+  const verdict = classifyUpstreamError({
+    status: 400,
+    body: JSON.stringify({
+      error: { message, type: 'invalid_request_error', code: 'context_length_exceeded' },
+    }),
+  });
+  if (verdict.kind !== 'context_overflow') throw new Error(`not an overflow: ${message}`);
+  return verdict;
+}
+
+const openAiOverflow = (window: number, counted: number) =>
+  `This model's maximum context length is ${window} tokens. However, your messages resulted in ${counted} tokens. Please reduce the length of the messages.`;
+
+describe('an overflow', () => {
+  const same = (request: ChatCompletionRequest) => request;
+  it.each<{
+    name: string;
+    message: (sent: number) => string;
+    shape: (request: ChatCompletionRequest) => ChatCompletionRequest;
+    lesson: string;
+    window: number | undefined;
+  }>([
+    {
+      name: 'states a window, its count agreeing with what was sent',
+      message: (sent) => openAiOverflow(3_000, sent),
+      shape: same,
+      lesson: 'window',
+      window: 3_000,
+    },
+    {
+      name: 'states a window, its count within a few percent',
+      message: (sent) => openAiOverflow(3_000, Math.round(sent * 1.04)),
+      shape: same,
+      lesson: 'window',
+      window: 3_000,
+    },
+    {
+      name: 'counts three times what was sent',
+      message: (sent) => openAiOverflow(3_000, sent * 3),
+      shape: same,
+      lesson: 'disagreeing',
+      window: undefined,
+    },
+    {
+      name: 'quotes the numbers of a sentence the client itself sent',
+      // A window alone, over what was sent: believed, were it not the client's own sentence echoed back.
+      message: () => "This model's maximum context length is 3000 tokens.",
+      shape: (request) => ({
+        ...request,
+        messages: [
+          ...request.messages.slice(0, -1),
+          { role: 'user', content: "Why do I get: This model's maximum context length is 3000 tokens." },
+        ] as ChatCompletionRequest['messages'],
+      }),
+      lesson: 'quoted',
+      window: undefined,
+    },
+    {
+      name: 'states a window alone, what was sent close to it',
+      message: () => "This model's maximum context length is 3000 tokens.",
+      shape: same,
+      lesson: 'window',
+      window: 3_000,
+    },
+    {
+      name: 'says too long without numbers',
+      message: () => 'The prompt is too long for this model.',
+      shape: same,
+      lesson: 'failure',
+      window: undefined,
+    },
+  ])('that $name is a lesson of kind $lesson', ({ message, shape, lesson, window }) => {
+    const { ladder, learnedLimits } = ladderFor(shape(chat(12)));
+    const { lessons, logged } = lessonsFor(learnedLimits);
+    lessons.overflow(overflow(message(ladder.first.promptTokens)), ladder.first, 400);
+    expect(logged).toEqual([
+      { level: 'info', fields: expect.objectContaining({ lesson, model: 'small-model' }) },
+    ]);
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBe(window);
+    // Learned for the tenant that saw it, not yet for another.
+    expect(learnedLimits.get('default', 'small-model', 'tenant-b').window).toBeUndefined();
+  });
+
+  it('without numbers, teaches a window once a smaller size goes through', () => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    const { lessons } = lessonsFor(learnedLimits);
+    lessons.overflow(overflow('The prompt is too long for this model.'), ladder.first, 400);
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBeUndefined();
+    const smaller = ladder.smaller(
+      { action: 're_render', reduction: 'drop_oldest_half', promptCap: 2_000 },
+      ladder.first,
+    );
+    if (smaller === undefined) throw new Error('expected a smaller attempt');
+    lessons.usage(smaller.promptTokens, smaller);
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBe(smaller.promptTokens);
+  });
+
+  it('that states only a window is believed when what was sent could be over it', () => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    const { lessons } = lessonsFor(learnedLimits);
+    // A window far above what was sent (more than a fifth above it) says something else went on.
+    lessons.overflow(
+      overflow(`This model's maximum context length is ${ladder.first.sentSize * 2} tokens.`),
+      ladder.first,
+      400,
+    );
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBeUndefined();
+    lessons.overflow(
+      overflow(`This model's maximum context length is ${ladder.first.sentSize - 10} tokens.`),
+      ladder.first,
+      400,
+    );
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').window).toBe(ladder.first.sentSize - 10);
+  });
+});
+
+describe('a successful answer', () => {
+  it.each<[string, string, (estimated: number) => number, number | undefined]>([
+    [
+      'an estimated model learns the ratio of the upstream’s count',
+      'small-model',
+      (estimated) => Math.round(estimated * 1.3),
+      1.3,
+    ],
+    [
+      'an exactly counted model learns nothing from a count that agrees',
+      'exact-model',
+      (estimated) => estimated + 1,
+      undefined,
+    ],
+    [
+      'an exactly counted model learns a ratio when the upstream counts more',
+      'exact-model',
+      (estimated) => Math.round(estimated * 1.25),
+      1.25,
+    ],
+  ])('%s', (_name, model, reported, ratio) => {
+    const { ladder, learnedLimits } = ladderFor({ ...chat(3), model } as ChatCompletionRequest);
+    const { lessons } = lessonsFor(learnedLimits);
+    const estimated = ladder.first.prepared.report.inputTokens;
+    // Ratios are learned from several samples: the same answer five times.
+    for (let sample = 0; sample < 5; sample++) lessons.usage(reported(estimated), ladder.first);
+    const learned = learnedLimits.get('default', model, 'tenant-a').ratio;
+    // Nothing recorded at all when nothing is to be learned (no sample written per request).
+    const samples = learnedLimits.list().flatMap((entry) => entry.ratio?.tenants ?? []);
+    expect(samples.map((sample) => sample.samples)).toEqual(ratio === undefined ? [] : [5]);
+    if (ratio === undefined) expect(learned).toBeUndefined();
+    else expect(learned).toBeCloseTo(ratio, 1);
+  });
+
+  it('learns what the upstream counts for a tool set, from requests without tool messages only', () => {
+    const tools = [
+      {
+        type: 'function',
+        function: {
+          name: 'read_file',
+          description: 'Reads a file.',
+          parameters: { type: 'object', properties: { path: { type: 'string' } } },
+        },
+      },
+    ];
+    const plain = { ...chat(2), model: 'exact-model', tools } as ChatCompletionRequest;
+    const withCalls = {
+      ...plain,
+      messages: [
+        ...plain.messages,
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'file text' },
+      ],
+    } as ChatCompletionRequest;
+    for (const [request, learns] of [
+      [withCalls, false],
+      [plain, true],
+    ] as const) {
+      const { ladder, learnedLimits } = ladderFor(request);
+      const attempt = ladder.first;
+      if (attempt.toolSet === undefined || attempt.toolFormula === undefined)
+        throw new Error('expected a tool set');
+      const messagesEstimate = attempt.prepared.report.inputTokens - attempt.prepared.report.regions.tools;
+      // The upstream counts 20 tokens more than the gateway's formula for the tool set.
+      const { lessons } = lessonsFor(learnedLimits);
+      for (let sample = 0; sample < 5; sample++)
+        lessons.usage(messagesEstimate + attempt.toolFormula + 20, attempt);
+      const learned = learnedLimits.toolSetTokens(
+        'default',
+        'exact-model',
+        attempt.toolSet,
+        'tenant-a',
+        attempt.toolFormula,
+      );
+      if (learns) expect(learned).toBe(attempt.toolFormula + 20);
+      else expect(learned).toBeUndefined();
+    }
+  });
+
+  it.each<{ name: string; reported: (sent: number) => number | undefined; alarm: boolean }>([
+    { name: 'about as many tokens as were sent', reported: (sent) => sent, alarm: false },
+    { name: 'no count at all', reported: () => undefined, alarm: false },
+    { name: 'over half of what was sent', reported: (sent) => Math.ceil(sent * 0.55), alarm: false },
+    { name: 'under half of what was sent', reported: (sent) => Math.floor(sent * 0.3), alarm: true },
+  ])('that counted $name raises the truncation alarm: $alarm', async ({ reported, alarm }) => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    const { lessons, logged, metrics } = lessonsFor(learnedLimits);
+    expect(lessons.usage(reported(ladder.first.promptTokens), ladder.first)).toBe(alarm);
+    expect(logged.filter((line) => line.level === 'warn').length).toBe(alarm ? 1 : 0);
+    const exposition = await metrics.render();
+    expect(/ctxgate_upstream_truncations_total\{[^}]*\} 1/.test(exposition)).toBe(alarm);
+  });
+});
+
+describe('quotesRequest', () => {
+  it.each<[string, string[], boolean]>([
+    ['a passage the body holds', ['maximum context length is 3000 tokens'], true],
+    ['a passage the body does not hold', ['maximum context length is 4000 tokens'], false],
+    ['a short passage the body holds', ['3000 tokens'], false],
+    ['no passage', [], false],
+  ])('%s: %s', (_name, evidence, quoted) => {
+    const body = '{"messages":[{"role":"user","content":"why: maximum context length is 3000 tokens"}]}';
+    expect(quotesRequest(evidence, body)).toBe(quoted);
+    expect(quotesRequest(evidence, Buffer.from(body))).toBe(quoted);
+  });
+});
