@@ -83,6 +83,8 @@ export function upstreamConfig(name: string, apiKey?: string): UpstreamConfig {
 
 export function recordingClient(): ClientStream & {
   statuses: number[];
+  /** Every header the answer carried (added ones and the answer's own), the last value of each name. */
+  headers: Record<string, string | string[]>;
   received: string;
   ended: boolean;
   destroyed: boolean;
@@ -92,16 +94,21 @@ export function recordingClient(): ClientStream & {
   const client = {
     cancellation,
     statuses: [] as number[],
+    headers: {} as Record<string, string | string[]>,
     received: '',
     ended: false,
     destroyed: false,
-    addHeaders: () => undefined,
-    async sendWhole(status: number, _headers: unknown, body: Buffer) {
+    addHeaders(headers: Record<string, string>) {
+      Object.assign(client.headers, headers);
+    },
+    async sendWhole(status: number, headers: Record<string, string | string[]>, body: Buffer) {
+      Object.assign(client.headers, headers);
       client.statuses.push(status);
       client.received += body.toString('utf8');
       client.ended = true;
     },
-    openStream(status: number) {
+    openStream(status: number, headers: Record<string, string | string[]>) {
+      Object.assign(client.headers, headers);
       client.statuses.push(status);
     },
     write(bytes: Buffer | string) {
