@@ -1,0 +1,136 @@
+// What the planner gathers for the decision of what is sent (context-planner.ts), as tables: the window
+// and ratio learned for the request's model, upstream and tenant (another tenant's lesson does not apply
+// until a second tenant agrees), the tool set known by a key of its definitions and counted by the
+// gateway's formula once, its learned cost used in place of the formula, and the same plan for the same
+// request every time (the preview equals what is sent).
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
+import { createContextPlanner } from '../../src/chat/context-planner.js';
+import { firstAttempt, type AttemptState } from '../../src/context/plan-send.js';
+import { createMemoryLearnedLimits } from '../../src/store/learned-limits.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { attemptsConfig as config, chat } from '../helpers/chat-attempts.js';
+
+const tokenizers = createTiktokenTokenizers();
+
+function planner() {
+  const learnedLimits = createMemoryLearnedLimits({
+    settings: { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 },
+    maxEntries: 100,
+  });
+  return { planner: createContextPlanner({ config, tokenizers, learnedLimits }), learnedLimits };
+}
+
+const plan = (
+  of: ReturnType<typeof planner>,
+  chatRequest: ChatCompletionRequest,
+  tenant = 'tenant-a',
+  attempt: AttemptState = firstAttempt,
+) =>
+  of.planner.plan({
+    chatRequest,
+    overrides: { historyMode: 'auto' },
+    session: undefined,
+    target: config.defaultUpstream,
+    precision: 'exact',
+    attempt,
+    tenant,
+  });
+
+const tool = (name: string) => ({
+  type: 'function',
+  function: {
+    name,
+    description: `Runs ${name}.`,
+    parameters: { type: 'object', properties: { path: { type: 'string' } } },
+  },
+});
+const withTools = (tools: unknown[]) => ({ ...chat(2), tools }) as ChatCompletionRequest;
+
+describe('the plan of a request', () => {
+  it('fits the window a tenant’s overflow taught, for that tenant only', () => {
+    const of = planner();
+    const request = chat(12);
+    const before = plan(of, request);
+    expect(before.prepared.report.droppedMessages).toBe(0);
+    of.learnedLimits.recordOverflow('default', 'small-model', 'tenant-a', {
+      stated: 2_000,
+      failedSize: before.prepared.report.inputTokens,
+      status: 400,
+      textClass: 'numbers',
+    });
+    const taught = plan(of, request);
+    expect(taught.learned.window).toBe(2_000);
+    expect(taught.prepared.report.inputTokens).toBeLessThanOrEqual(2_000);
+    expect(taught.prepared.report.droppedMessages).toBeGreaterThan(0);
+    const other = plan(of, request, 'tenant-b');
+    expect(other.learned.window).toBeUndefined();
+    expect(other.prepared.report.inputTokens).toBe(before.prepared.report.inputTokens);
+  });
+
+  it.each<{ name: string; a: unknown[] | undefined; b: unknown[] | undefined; same: boolean }>([
+    { name: 'no tools', a: undefined, b: undefined, same: true },
+    { name: 'the same definitions', a: [tool('read')], b: [tool('read')], same: true },
+    { name: 'another tool', a: [tool('read')], b: [tool('write')], same: false },
+    {
+      name: 'the same tools in another order',
+      a: [tool('read'), tool('write')],
+      b: [tool('write'), tool('read')],
+      same: false,
+    },
+  ])('knows a tool set by its definitions: $name', ({ a, b, same }) => {
+    const of = planner();
+    const first = plan(of, a === undefined ? chat(2) : withTools(a));
+    const second = plan(of, b === undefined ? chat(2) : withTools(b));
+    expect(first.toolSet === second.toolSet).toBe(same);
+    if (a === undefined) expect([first.toolSet, first.toolFormula]).toEqual([undefined, undefined]);
+    else {
+      expect(first.toolSet).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(first.toolFormula).toBe(first.prepared.report.regions.tools);
+    }
+  });
+
+  it('counts a tool set at what the upstream was seen to count for it, once learned', () => {
+    const of = planner();
+    const request = withTools([tool('read'), tool('write')]);
+    const before = plan(of, request);
+    const formula = before.toolFormula as number;
+    for (let sample = 0; sample < 5; sample++)
+      of.learnedLimits.recordToolSetTokens(
+        'default',
+        'small-model',
+        before.toolSet as string,
+        'tenant-a',
+        formula + 30,
+        formula,
+      );
+    const after = plan(of, request);
+    expect(after.prepared.report.regions.tools).toBe(formula + 30);
+    expect(after.prepared.report.inputTokens).toBe(before.prepared.report.inputTokens + 30);
+    // The formula stays the gateway's own count.
+    expect(after.toolFormula).toBe(formula);
+  });
+
+  it('is the same for the same request, planned again or by another planner (the preview’s and the send’s)', () => {
+    const of = planner();
+    const request = withTools([tool('read')]);
+    const once = plan(of, request);
+    const again = plan(of, request);
+    const fresh = plan(planner(), request);
+    expect(once.prepared.report.droppedMessages + once.prepared.messages.length).toBe(
+      request.messages.length,
+    );
+    for (const other of [again, fresh]) {
+      expect(other.prepared.messages).toEqual(once.prepared.messages);
+      expect(other.prepared.report.inputTokens).toBe(once.prepared.report.inputTokens);
+      expect(other.toolSet).toBe(once.toolSet);
+    }
+  });
+
+  it('sends a lowered max_tokens the attempt asks for, the client’s otherwise', () => {
+    const of = planner();
+    const request = { ...chat(2), max_tokens: 900 } as ChatCompletionRequest;
+    expect(plan(of, request).outgoing.max_tokens).toBe(900);
+    expect(plan(of, request, 'tenant-a', { ...firstAttempt, maxTokens: 300 }).outgoing.max_tokens).toBe(300);
+  });
+});
