@@ -67,7 +67,7 @@ describe('passing the client’s credential through', () => {
       { authorization: 'Bearer sk-abc', 'x-api-key': 'sk-abc' },
       ['sk-abc'],
     ],
-    ['two keys, sorted', { 'x-api-key': 'sk-b', authorization: 'Bearer sk-a' }, ['sk-a', 'sk-b']],
+    ['two keys, sorted', { authorization: 'Bearer sk-b', 'x-api-key': 'sk-a' }, ['sk-a', 'sk-b']],
     ['empty headers', { authorization: '', 'x-api-key': ' ' }, []],
   ])('finds %s', (_name, headers, secrets) => {
     expect(presentedSecrets(headers)).toEqual(secrets);
