@@ -82,7 +82,6 @@ const clientFor = (gateway: GatewayHarness, sessionId: string, headers: Record<s
 
 interface TurnRecord {
   content: string;
-  latencyMs: number;
   retries: string | null;
   summary: string | null;
   dropped: number;
@@ -94,7 +93,6 @@ interface TurnRecord {
 }
 
 async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
-  const startedAt = performance.now();
   const { data, response } = await client.chat.completions
     .create({ model, messages: [{ role: 'user', content }] })
     .withResponse();
@@ -106,7 +104,6 @@ async function turn(client: OpenAI, content: string): Promise<TurnRecord> {
     texts.reduce((sum, text) => sum + Number(pattern.exec(text)?.[1] ?? 0), 0);
   return {
     content: data.choices[0]?.message.content ?? '',
-    latencyMs: performance.now() - startedAt,
     retries: response.headers.get('x-context-retries'),
     summary: response.headers.get('x-context-summary'),
     dropped: Number(response.headers.get('x-context-dropped-messages')),
