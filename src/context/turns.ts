@@ -70,6 +70,53 @@ export function findOrphans(messages: readonly ContextMessage[]): number[] {
   return orphans;
 }
 
+/** How far past the last message paired the walk of `sourcePositions` looks before it looks one up. */
+const pairingLookahead = 64;
+
+/**
+ * Where each message of `rendered` came from: its index in `original` when it is the same object, else
+ * -1 (a message the engine made or rewrote). What is sent keeps the conversation's order, so one walk
+ * pairs them, looking a short way past the last pair. A message not found there is the engine's when a
+ * later one is found there (the order allows nothing else); only when none is — a gap in what was sent
+ * — is the rest looked up in a map of the conversation, built once. Identity sets of every message cost
+ * more than the walk (thousands of messages, per request).
+ */
+export function sourcePositions(
+  original: readonly ContextMessage[],
+  rendered: readonly ContextMessage[],
+): Int32Array {
+  const positions = new Int32Array(rendered.length).fill(-1);
+  let cursor = 0;
+  let byMessage: Map<ContextMessage, number> | undefined;
+  const near = (message: ContextMessage): number => {
+    const limit = Math.min(original.length, cursor + pairingLookahead);
+    for (let index = cursor; index < limit; index++) if (original[index] === message) return index;
+    return -1;
+  };
+  let at = 0;
+  while (at < rendered.length) {
+    const message = rendered[at] as ContextMessage;
+    let found = near(message);
+    if (found < 0 && byMessage === undefined) {
+      let next = at + 1;
+      while (next < rendered.length && near(rendered[next] as ContextMessage) < 0) next++;
+      if (next < rendered.length) {
+        // The messages before it were not the conversation's.
+        at = next;
+        continue;
+      }
+      byMessage = new Map(original.map((known, index) => [known, index]));
+    }
+    if (found < 0) found = byMessage?.get(message) ?? -1;
+    if (found >= cursor) {
+      positions[at] = found;
+      cursor = found + 1;
+    }
+    at++;
+  }
+  return positions;
+}
+
 export interface PairingRepair {
   messages: ContextMessage[];
   /** Tool messages dropped (no call before them, or a second answer to one call). */

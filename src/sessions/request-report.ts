@@ -5,7 +5,7 @@
 // message text is kept. Pure.
 import { isMaskedResult } from '../context/current-turn.js';
 import type { SessionView } from '../context/session-view.js';
-import { isSystemRole, messageText } from '../context/turns.js';
+import { isSystemRole, messageText, sourcePositions } from '../context/turns.js';
 import type { ContextMessage, RenderReport } from '../context/types.js';
 import type { MessageFate, SessionRequestReport } from '../store/session-store.js';
 
@@ -17,24 +17,27 @@ export function messageFates(
   rendered: readonly ContextMessage[],
   turnSummaryCoversUntil: number | undefined,
 ): MessageFate[] {
-  const sent = new Set(rendered);
-  const given = new Set(conversation);
+  // Which of the conversation's own messages went as they were (the same objects, in order).
+  const sent = new Uint8Array(conversation.length);
+  const positions = sourcePositions(conversation, rendered);
   const toolResults = new Map<string, ContextMessage>();
   const callIds = new Set<string>();
   // User messages the engine rewrote (a notice merged in): few, and only their texts are read.
   const rewrittenUserTexts: string[] = [];
-  for (const message of rendered) {
+  rendered.forEach((message, at) => {
+    const position = positions[at] as number;
+    if (position >= 0) sent[position] = 1;
     if (message.role === 'tool' && typeof message.tool_call_id === 'string')
       toolResults.set(message.tool_call_id, message);
     for (const call of message.tool_calls ?? []) if (call.id !== undefined) callIds.add(call.id);
-    if (message.role === 'user' && !given.has(message)) rewrittenUserTexts.push(messageText(message));
-  }
+    if (message.role === 'user' && position < 0) rewrittenUserTexts.push(messageText(message));
+  });
   const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
   const start = systemCount < 0 ? conversation.length : systemCount;
   const fates: MessageFate[] = [];
   for (let index = start; index < conversation.length; index++) {
     const message = conversation[index] as ContextMessage;
-    if (sent.has(message)) {
+    if (sent[index] === 1) {
       fates.push('sent');
       continue;
     }

@@ -3,7 +3,7 @@
 // and after a successful answer append the new messages and the reply in one versioned write.
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countMessageTokens } from '../context/token-accounting.js';
-import { isSystemRole, splitTurns } from '../context/turns.js';
+import { isSystemRole, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import type { RenderInput } from '../context/render.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
@@ -181,20 +181,12 @@ function sessionView(
     conversation,
     conversationTokens,
     knownBytes(messages) {
-      // `messages` keeps the conversation's order: one walk finds each stored message's place.
       const storedBytes = snapshot.messageBytes;
-      const result: Array<Buffer | undefined> = [];
-      let cursor = systemCount;
-      const storedEnd = systemCount + stored.length;
-      for (const message of messages) {
-        let found = cursor;
-        while (found < storedEnd && conversation[found] !== message) found++;
-        if (found < storedEnd) {
-          result.push(storedBytes?.[found - systemCount]);
-          cursor = found + 1;
-        } else result.push(undefined);
-      }
-      return result;
+      return Array.from(sourcePositions(conversation, messages), (position) =>
+        position >= systemCount && position < systemCount + stored.length
+          ? storedBytes?.[position - systemCount]
+          : undefined,
+      );
     },
     historyStartHint: systemCount + localStart,
     archivedMessages: archived,

@@ -9,6 +9,7 @@ import {
   leadingSystemCount,
   messageText,
   repairToolPairing,
+  sourcePositions,
   splitTurns,
 } from '../../src/context/turns.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -167,6 +168,68 @@ describe('tool pairing', () => {
         expect(calls(messages) - calls(repair.messages)).toBe(repair.removedToolCalls);
       }),
       { numRuns: 500, seed: 11 },
+    );
+  });
+});
+
+describe('where each sent message came from', () => {
+  const conversation = Array.from({ length: 300 }, (_message, index): ContextMessage => ({
+    role: index % 2 === 0 ? 'user' : 'assistant',
+    content: `message ${index}`,
+  }));
+  const copy = (index: number): ContextMessage => ({ ...(conversation[index] as ContextMessage) });
+  const notice: ContextMessage = { role: 'system', content: '[ctxgate] 12 earlier messages were omitted.' };
+
+  it.each<[string, () => ContextMessage[], number[]]>([
+    ['all of it, as it is', () => conversation.slice(0, 5), [0, 1, 2, 3, 4]],
+    [
+      'a notice and a rewritten message among them',
+      () => [conversation[0], notice, copy(1), conversation[2]] as ContextMessage[],
+      [0, -1, -1, 2],
+    ],
+    [
+      'a start past a gap longer than the walk looks ahead',
+      () => [conversation[0], notice, conversation[200], conversation[201]] as ContextMessage[],
+      [0, -1, 200, 201],
+    ],
+    [
+      'copies to the end, after a gap',
+      () => [conversation[0], conversation[150], copy(151), copy(152)] as ContextMessage[],
+      [0, 150, -1, -1],
+    ],
+    ['nothing of it', () => [notice, copy(3)], [-1, -1]],
+  ])('pairs %s', (_name, rendered, expected) => {
+    expect([...sourcePositions(conversation, rendered())]).toEqual(expected);
+  });
+
+  it('pairs every message sent as it was and no other, whatever the gaps (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            skip: fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 60, max: 140 })),
+            copies: fc.integer({ min: 0, max: 2 }),
+          }),
+          { maxLength: 60 },
+        ),
+        (steps) => {
+          const rendered: ContextMessage[] = [];
+          const expected: number[] = [];
+          let index = -1;
+          for (const { skip, copies } of steps) {
+            for (let made = 0; made < copies; made++) {
+              rendered.push(made % 2 === 0 ? { ...notice } : copy(Math.max(0, index)));
+              expected.push(-1);
+            }
+            index += 1 + skip;
+            if (index >= conversation.length) break;
+            rendered.push(conversation[index] as ContextMessage);
+            expected.push(index);
+          }
+          expect([...sourcePositions(conversation, rendered)]).toEqual(expected);
+        },
+      ),
+      { numRuns: 500, seed: 3 },
     );
   });
 });
