@@ -73,6 +73,9 @@ export function findOrphans(messages: readonly ContextMessage[]): number[] {
 /** How far past the last message paired the walk of `sourcePositions` looks before it looks one up. */
 const pairingLookahead = 64;
 
+/** Messages left unpaired at the end up to this many are searched for one by one, not through a map. */
+const pairingLastFew = 8;
+
 /**
  * Where each message of `rendered` came from: its index in `original` when it is the same object, else
  * -1 (a message the engine made or rewrote). What is sent keeps the conversation's order, so one walk
@@ -105,9 +108,13 @@ export function sourcePositions(
         at = next;
         continue;
       }
-      byMessage = new Map(original.map((known, index) => [known, index]));
+      // None is: the last few (what the engine made of the current turn's end, most often) are looked
+      // for one by one; more than that are looked up in a map.
+      if (rendered.length - at > pairingLastFew)
+        byMessage = new Map(original.map((known, index) => [known, index]));
     }
-    if (found < 0) found = byMessage?.get(message) ?? -1;
+    if (found < 0)
+      found = byMessage === undefined ? original.indexOf(message, cursor) : (byMessage.get(message) ?? -1);
     if (found >= cursor) {
       positions[at] = found;
       cursor = found + 1;

@@ -182,11 +182,13 @@ function sessionView(
     conversationTokens,
     knownBytes(messages) {
       const storedBytes = snapshot.messageBytes;
-      return Array.from(sourcePositions(conversation, messages), (position) =>
-        position >= systemCount && position < systemCount + stored.length
-          ? storedBytes?.[position - systemCount]
-          : undefined,
-      );
+      const positions = sourcePositions(conversation, messages);
+      const known = new Array<Buffer | undefined>(positions.length);
+      positions.forEach((position, at) => {
+        const storedAt = position - systemCount;
+        known[at] = storedAt >= 0 && storedAt < stored.length ? storedBytes?.[storedAt] : undefined;
+      });
+      return known;
     },
     historyStartHint: systemCount + localStart,
     archivedMessages: archived,

@@ -198,6 +198,21 @@ describe('where each sent message came from', () => {
       [0, 150, -1, -1],
     ],
     ['nothing of it', () => [notice, copy(3)], [-1, -1]],
+    [
+      'more copies at the end than are looked for one by one, after a gap',
+      () =>
+        [
+          conversation[0],
+          conversation[150],
+          ...Array.from({ length: 10 }, (_copy, at) => copy(151 + at)),
+        ] as ContextMessage[],
+      [0, 150, ...Array<number>(10).fill(-1)],
+    ],
+    [
+      'a gap, then an original among copies at the end',
+      () => [conversation[0], copy(1), copy(2), conversation[250], copy(251)] as ContextMessage[],
+      [0, -1, -1, 250, -1],
+    ],
   ])('pairs %s', (_name, rendered, expected) => {
     expect([...sourcePositions(conversation, rendered())]).toEqual(expected);
   });
