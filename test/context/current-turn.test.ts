@@ -14,40 +14,15 @@ import {
   truncateText,
   type CurrentTurnInput,
 } from '../../src/context/current-turn.js';
-import type { ContextMessage, ContextPolicy, Tokenizer } from '../../src/context/types.js';
-
-const wordsOf = (text: string): string[] => text.split(/\s+/).filter(Boolean);
-
-const words: Tokenizer = {
-  encoding: 'words',
-  count: (text) => wordsOf(text).length,
-  truncate(text, maxTokens, keep) {
-    const list = wordsOf(text);
-    const kept =
-      keep === 'head' ? list.slice(0, maxTokens) : list.slice(Math.max(0, list.length - maxTokens));
-    return { text: kept.join(' '), tokens: kept.length };
-  },
-};
+import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
+import { words, wordsPolicy } from '../helpers/words.js';
 
 const count = (message: ContextMessage): number =>
   4 +
   words.count(typeof message.content === 'string' ? message.content : '') +
   3 * (message.tool_calls?.length ?? 0);
 
-const policy: ContextPolicy = {
-  keep_first_turns: 1,
-  trim_to: 0.7,
-  max_history_tokens: 0,
-  max_history_turns: 0,
-  max_tool_result_tokens: 8_000,
-  tool_result_truncation: 'both',
-  keep_first: 0,
-  keep_last: 1,
-  clear_at_least: 0,
-  exclude_tools: [],
-  oversize: 'reject',
-  pin_prefix: '[pin]',
-};
+const policy = wordsPolicy({ keep_last: 1 });
 
 const text = (length: number, word = 'w'): string => Array.from({ length }, () => word).join(' ');
 

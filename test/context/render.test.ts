@@ -2,33 +2,10 @@
 // can be worked out by hand: one token per word, 3 per message of framing (+ role), 3 for the reply.
 import { describe, expect, it } from 'vitest';
 import { renderContext, slidingStart, type RenderInput } from '../../src/context/render.js';
-import type { ContextMessage, ContextPolicy, Tokenizer } from '../../src/context/types.js';
+import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
+import { words, wordsPolicy } from '../helpers/words.js';
 
-const words: Tokenizer = {
-  encoding: 'words',
-  count: (text) => text.split(/\s+/).filter(Boolean).length,
-  truncate(text, maxTokens, keep) {
-    const list = text.split(/\s+/).filter(Boolean);
-    const kept =
-      keep === 'head' ? list.slice(0, maxTokens) : list.slice(Math.max(0, list.length - maxTokens));
-    return { text: kept.join(' '), tokens: kept.length };
-  },
-};
-
-const policy: ContextPolicy = {
-  keep_first_turns: 1,
-  trim_to: 0.7,
-  max_history_tokens: 0,
-  max_history_turns: 0,
-  max_tool_result_tokens: 8_000,
-  tool_result_truncation: 'both',
-  keep_first: 0,
-  keep_last: 5,
-  clear_at_least: 0,
-  exclude_tools: [],
-  oversize: 'reject',
-  pin_prefix: '[pin]',
-};
+const policy = wordsPolicy();
 
 const text = (count: number, word = 'w'): string => Array.from({ length: count }, () => word).join(' ');
 const user = (content: string): ContextMessage => ({ role: 'user', content });

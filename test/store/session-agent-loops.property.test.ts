@@ -9,40 +9,16 @@ import { describe, expect, inject, it } from 'vitest';
 import { renderContext } from '../../src/context/render.js';
 import { planSummary, planTurnSummary } from '../../src/context/summary.js';
 import { findOrphans } from '../../src/context/turns.js';
-import type { ContextMessage, ContextPolicy, Tokenizer } from '../../src/context/types.js';
+import type { ContextMessage } from '../../src/context/types.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import { beginSessionTurn } from '../../src/sessions/session-turn.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import type { SessionLimits, SessionStore, StoredMessage } from '../../src/store/session-store.js';
+import { words, wordsPolicy } from '../helpers/words.js';
 
-/** One token per word: every number can be worked out by hand. */
-const words: Tokenizer = {
-  encoding: 'words',
-  count: (text) => text.split(/\s+/).filter(Boolean).length,
-  truncate(text, maxTokens, keep) {
-    const list = text.split(/\s+/).filter(Boolean);
-    const kept =
-      keep === 'head' ? list.slice(0, maxTokens) : list.slice(Math.max(0, list.length - maxTokens));
-    return { text: kept.join(' '), tokens: kept.length };
-  },
-};
-
-const policy: ContextPolicy = {
-  keep_first_turns: 1,
-  trim_to: 0.7,
-  max_history_tokens: 0,
-  max_history_turns: 0,
-  max_tool_result_tokens: 800,
-  tool_result_truncation: 'both',
-  keep_first: 0,
-  keep_last: 3,
-  clear_at_least: 200,
-  exclude_tools: [],
-  oversize: 'reject',
-  pin_prefix: '[pin]',
-};
+const policy = wordsPolicy({ max_tool_result_tokens: 800, keep_last: 3, clear_at_least: 200 });
 
 type Action =
   | { kind: 'user'; size: number; answer: boolean }
