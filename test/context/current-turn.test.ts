@@ -15,14 +15,14 @@ import {
   type CurrentTurnInput,
 } from '../../src/context/current-turn.js';
 import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
-import { words, wordsPolicy } from '../helpers/words.js';
+import { words, statedPolicy } from '../helpers/words.js';
 
 const count = (message: ContextMessage): number =>
   4 +
   words.count(typeof message.content === 'string' ? message.content : '') +
   3 * (message.tool_calls?.length ?? 0);
 
-const policy = wordsPolicy({ keep_last: 1 });
+const policy = statedPolicy({ keep_last: 1 });
 
 const text = (length: number, word = 'w'): string => Array.from({ length }, () => word).join(' ');
 

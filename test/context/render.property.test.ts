@@ -10,8 +10,9 @@ import {
   replyPrimingTokens,
 } from '../../src/context/token-accounting.js';
 import { findOrphans } from '../../src/context/turns.js';
-import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
+import type { ContextMessage } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { statedPolicy } from '../helpers/words.js';
 
 const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
 
@@ -115,20 +116,7 @@ const conversationArbitrary = fc
     return messages.map((message, index) => ({ ...message, x_index: index }));
   });
 
-const policy: ContextPolicy = {
-  keep_first_turns: 1,
-  trim_to: 0.7,
-  max_history_tokens: 0,
-  max_history_turns: 0,
-  max_tool_result_tokens: 1_500,
-  tool_result_truncation: 'both',
-  keep_first: 0,
-  keep_last: 5,
-  clear_at_least: 0,
-  exclude_tools: [],
-  oversize: 'reject',
-  pin_prefix: '[pin]',
-};
+const policy = statedPolicy({ max_tool_result_tokens: 1_500 });
 
 const tools = [
   {

@@ -3,9 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { renderContext, slidingStart, type RenderInput } from '../../src/context/render.js';
 import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
-import { words, wordsPolicy } from '../helpers/words.js';
+import { words, statedPolicy } from '../helpers/words.js';
 
-const policy = wordsPolicy();
+const policy = statedPolicy();
 
 const text = (count: number, word = 'w'): string => Array.from({ length: count }, () => word).join(' ');
 const user = (content: string): ContextMessage => ({ role: 'user', content });

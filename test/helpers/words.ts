@@ -14,7 +14,7 @@ export const words: Tokenizer = {
 };
 
 /** Every knob stated (not the built-in defaults, which may change): these, with `overrides`. */
-export function wordsPolicy(overrides: Partial<ContextPolicy> = {}): ContextPolicy {
+export function statedPolicy(overrides: Partial<ContextPolicy> = {}): ContextPolicy {
   return {
     keep_first_turns: 1,
     trim_to: 0.7,

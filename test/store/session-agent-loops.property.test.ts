@@ -16,9 +16,9 @@ import { createMemorySessionStore } from '../../src/store/memory-session-store.j
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import type { SessionLimits, SessionStore, StoredMessage } from '../../src/store/session-store.js';
-import { words, wordsPolicy } from '../helpers/words.js';
+import { words, statedPolicy } from '../helpers/words.js';
 
-const policy = wordsPolicy({ max_tool_result_tokens: 800, keep_last: 3, clear_at_least: 200 });
+const policy = statedPolicy({ max_tool_result_tokens: 800, keep_last: 3, clear_at_least: 200 });
 
 type Action =
   | { kind: 'user'; size: number; answer: boolean }
