@@ -119,7 +119,8 @@ describe('a chat request', () => {
   it.each<{
     name: string;
     body: unknown;
-    script: ScriptedAnswer[];
+    /** Made when the test runs (an HTTP date is read against the clock then). */
+    script: () => ScriptedAnswer[];
     status: number;
     calls: number;
     slept: (waits: number[]) => boolean;
@@ -128,7 +129,7 @@ describe('a chat request', () => {
     {
       name: 'that goes through is one call, answered as it came',
       body: short,
-      script: [completion('Hi!')],
+      script: () => [completion('Hi!')],
       status: 200,
       calls: 1,
       slept: (waits) => waits.length === 0,
@@ -137,7 +138,7 @@ describe('a chat request', () => {
     {
       name: 'refused as too long is sent again smaller before the client sees anything',
       body: long(12),
-      script: [overflow(3_000), completion('Done.')],
+      script: () => [overflow(3_000), completion('Done.')],
       status: 200,
       calls: 2,
       slept: (waits) => waits.length === 0,
@@ -146,7 +147,7 @@ describe('a chat request', () => {
     {
       name: 'answered 429 with Retry-After in seconds waits at least that long, then goes through',
       body: short,
-      script: [error(429, 'Rate limit reached.', { 'retry-after': '2' }), completion('Hi!')],
+      script: () => [error(429, 'Rate limit reached.', { 'retry-after': '2' }), completion('Hi!')],
       status: 200,
       calls: 2,
       slept: (waits) => waits.length === 1 && (waits[0] as number) >= 2_000 && (waits[0] as number) <= 8_000,
@@ -155,7 +156,7 @@ describe('a chat request', () => {
     {
       name: 'answered 429 with Retry-After as an HTTP date waits until then',
       body: short,
-      script: [
+      script: () => [
         error(429, 'Rate limit reached.', { 'retry-after': new Date(Date.now() + 9_000).toUTCString() }),
         completion('Hi!'),
       ],
@@ -168,7 +169,7 @@ describe('a chat request', () => {
     {
       name: 'answered 429 with a Retry-After over 10 s is left to the client',
       body: short,
-      script: [error(429, 'Rate limit reached.', { 'retry-after': '30' })],
+      script: () => [error(429, 'Rate limit reached.', { 'retry-after': '30' })],
       status: 429,
       calls: 1,
       slept: (waits) => waits.length === 0,
@@ -177,7 +178,7 @@ describe('a chat request', () => {
     {
       name: 'answered 503 twice goes through on the third call, after backoff',
       body: short,
-      script: [error(503, 'Overloaded.'), error(503, 'Overloaded.'), completion('Hi!')],
+      script: () => [error(503, 'Overloaded.'), error(503, 'Overloaded.'), completion('Hi!')],
       status: 200,
       calls: 3,
       slept: (waits) => waits.length === 2 && waits.every((wait) => wait > 0 && wait <= 8_000),
@@ -186,7 +187,7 @@ describe('a chat request', () => {
     {
       name: 'answered 500 with x-should-retry: false is not retried, and the client is told not to',
       body: short,
-      script: [error(500, 'The server had an error.', { 'x-should-retry': 'false' })],
+      script: () => [error(500, 'The server had an error.', { 'x-should-retry': 'false' })],
       status: 500,
       calls: 1,
       slept: (waits) => waits.length === 0,
@@ -195,14 +196,14 @@ describe('a chat request', () => {
     {
       name: 'answered 503 past the upstream retries relays the last answer, not to be retried again',
       body: short,
-      script: [error(503, 'Overloaded.'), error(503, 'Overloaded.'), error(503, 'Overloaded.')],
+      script: () => [error(503, 'Overloaded.'), error(503, 'Overloaded.'), error(503, 'Overloaded.')],
       status: 503,
       calls: 3,
       slept: (waits) => waits.length === 2,
       headers: { 'x-should-retry': 'false', 'x-ctxgate-attempts': '3' },
     },
   ])('$name', async ({ body, script, status, calls, slept, headers }) => {
-    const service = chatService(script);
+    const service = chatService(script());
     const client = recordingClient();
     const outcome = await service.chat.complete(input(body), client);
     expect(client.statuses).toEqual([status]);
