@@ -1,6 +1,7 @@
 // The config file's schema (config-schema.ts) against the documents that promise it: every key the
-// file may hold, at any depth, is named in docs/ (`key` in backticks, as the docs write keys), and the
-// sample file config/ctxgate.yaml holds only keys the schema knows.
+// file may hold, at any depth, is named in docs/ (a section's keys by their full path in backticks, as
+// the configuration tables write them; deeper keys by name), and the sample file config/ctxgate.yaml
+// holds only keys the schema knows.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
