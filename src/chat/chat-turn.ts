@@ -118,6 +118,10 @@ function outcomeOfTurn(turn: Turn): RequestOutcome {
   };
 }
 
+/** The characters of text the recall sources hold (a search reads up to maxSearchedChars). */
+const charsOf = (sources: readonly RecallSource[]): number =>
+  sources.reduce((sum, source) => sum + source.text.length, 0);
+
 /** The archive is read for the recall tool this many messages at a time, from its newest end. */
 const recallArchivePage = 250;
 
@@ -512,7 +516,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     );
     if (session === undefined || archived === 0) return local;
     // The archive from its newest end, a page at a time, until the search has all it reads.
-    let chars = local.reduce((sum, source) => sum + source.text.length, 0);
+    let chars = charsOf(local);
     const pages: RecallSource[][] = [];
     for (let end = head + archived; end > head && chars < maxSearchedChars;) {
       const offset = Math.max(head, end - recallArchivePage);
@@ -524,7 +528,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         (index) => offset + index,
       );
       pages.unshift(sources);
-      chars += sources.reduce((sum, source) => sum + source.text.length, 0);
+      chars += charsOf(sources);
       end = offset;
     }
     return [...pages.flat(), ...local];

@@ -264,7 +264,14 @@ export function searchRecall(options: {
   for (const terms of found) for (const term of terms) frequency.set(term, (frequency.get(term) ?? 0) + 1);
   const rarity = (term: string): number => Math.log(1 + passages.length / (frequency.get(term) ?? 1));
   const whole = wholeTerms(query);
-  const queryPairs = [...new Set(whole.slice(1).map((term, index) => `${whole[index]} ${term}`))];
+  // Each pair of neighbouring query terms once.
+  const queryPairs = [
+    ...new Map(
+      whole
+        .slice(1)
+        .map((term, index) => [`${whole[index]} ${term}`, [whole[index] as string, term] as const]),
+    ).values(),
+  ];
   const scored: Array<{ passage: Passage; score: number }> = [];
   passages.forEach((passage, index) => {
     const terms = found[index] as string[];
@@ -273,8 +280,7 @@ export function searchRecall(options: {
     for (const term of terms) score += rarity(term);
     if (terms.length === queryTerms.length && queryTerms.length > 1) score *= 2;
     // Terms of the query found side by side as in the query count again, by the rarer of the two.
-    for (const pair of queryPairs) {
-      const [first, second] = pair.split(' ') as [string, string];
+    for (const [first, second] of queryPairs) {
       if (terms.includes(first) && terms.includes(second) && standsBeside(passage.lower, first, second))
         score += Math.max(rarity(first), rarity(second));
     }

@@ -15,6 +15,7 @@ import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { chat } from '../helpers/chat-attempts.js';
 import { recordingClient, scriptedUpstream, type ScriptedAnswer } from '../helpers/port-fakes.js';
 import { captureLogs, writeConfigFile } from '../helpers/start-gateway.js';
 import { prose } from '../helpers/text.js';
@@ -100,18 +101,6 @@ const overflow = (window: number): ScriptedAnswer => ({
 
 const short = { model: 'small-model', messages: [{ role: 'user', content: 'Say hi.' }] };
 
-/** A system prompt, `turns` exchanges of prose (about 3,800 tokens at 12) and a question. */
-function long(turns: number) {
-  const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: 'Be brief.' }];
-  for (let turn = 0; turn < turns; turn++)
-    messages.push(
-      { role: 'user', content: prose(120, turn) },
-      { role: 'assistant', content: prose(60, 50 + turn) },
-    );
-  messages.push({ role: 'user', content: 'Now?' });
-  return { model: 'small-model', messages };
-}
-
 const sentMessages = (request: { body?: unknown }) =>
   (JSON.parse(Buffer.from(request.body as Buffer | string).toString()) as { messages: unknown[] }).messages;
 
@@ -137,7 +126,7 @@ describe('a chat request', () => {
     },
     {
       name: 'refused as too long is sent again smaller before the client sees anything',
-      body: long(12),
+      body: chat(12),
       script: () => [overflow(3_000), completion('Done.')],
       status: 200,
       calls: 2,
@@ -228,12 +217,12 @@ describe('a chat request', () => {
 
   it('retried smaller, sends fewer messages, the learned window kept for the next request', async () => {
     const service = chatService([overflow(3_000), completion('Done.'), completion('Again.')]);
-    await service.chat.complete(input(long(12)), recordingClient());
+    await service.chat.complete(input(chat(12)), recordingClient());
     const [first, second] = service.upstream.sent.map(sentMessages);
     expect(second?.length).toBeLessThan(first?.length ?? 0);
     // The next request is fitted to the window learned: one call, within 3,000 with the output reserve.
     const client = recordingClient();
-    await service.chat.complete(input(long(12)), client);
+    await service.chat.complete(input(chat(12)), client);
     expect(service.upstream.sent.length).toBe(3);
     expect(sentMessages(service.upstream.sent[2] as { body?: unknown }).length).toBeLessThan(
       first?.length ?? 0,
@@ -310,9 +299,9 @@ describe('a chat request', () => {
 
   it('previews what it would send, without a call', async () => {
     const service = chatService([completion('Done.')]);
-    const preview = await service.chat.preview(input(long(20)));
+    const preview = await service.chat.preview(input(chat(20)));
     expect(service.upstream.sent).toEqual([]);
-    await service.chat.complete(input(long(20)), recordingClient());
+    await service.chat.complete(input(chat(20)), recordingClient());
     expect(preview.body.messages).toEqual(sentMessages(service.upstream.sent[0] as { body?: unknown }));
     expect(Number(preview.headers['x-context-dropped-messages'])).toBeGreaterThan(0);
   });

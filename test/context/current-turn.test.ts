@@ -15,7 +15,7 @@ import {
   type CurrentTurnInput,
 } from '../../src/context/current-turn.js';
 import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
-import { words, statedPolicy } from '../helpers/words.js';
+import { words, statedPolicy, wordsText } from '../helpers/words.js';
 
 const count = (message: ContextMessage): number =>
   4 +
@@ -24,7 +24,7 @@ const count = (message: ContextMessage): number =>
 
 const policy = statedPolicy({ keep_last: 1 });
 
-const text = (length: number, word = 'w'): string => Array.from({ length }, () => word).join(' ');
+const text = wordsText;
 
 /**
  * A turn: the user's message (3 words: 7 tokens), then one step per entry, each a call (7 tokens) and

@@ -3,11 +3,11 @@
 import { describe, expect, it } from 'vitest';
 import { renderContext, slidingStart, type RenderInput } from '../../src/context/render.js';
 import type { ContextMessage, ContextPolicy } from '../../src/context/types.js';
-import { words, statedPolicy } from '../helpers/words.js';
+import { words, statedPolicy, wordsText } from '../helpers/words.js';
 
 const policy = statedPolicy();
 
-const text = (count: number, word = 'w'): string => Array.from({ length: count }, () => word).join(' ');
+const text = wordsText;
 const user = (content: string): ContextMessage => ({ role: 'user', content });
 const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
 /** One agent iteration: a tool call (7 tokens here) and its result (5 + the result's words). */

@@ -13,6 +13,10 @@ export const words: Tokenizer = {
   },
 };
 
+/** `count` words, each `word`: `count` tokens to the word tokenizer. */
+export const wordsText = (count: number, word = 'w'): string =>
+  Array.from({ length: count }, () => word).join(' ');
+
 /** Every knob stated (not the built-in defaults, which may change): these, with `overrides`. */
 export function statedPolicy(overrides: Partial<ContextPolicy> = {}): ContextPolicy {
   return {

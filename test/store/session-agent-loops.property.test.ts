@@ -16,7 +16,7 @@ import { createMemorySessionStore } from '../../src/store/memory-session-store.j
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import type { SessionLimits, SessionStore, StoredMessage } from '../../src/store/session-store.js';
-import { words, statedPolicy } from '../helpers/words.js';
+import { words, statedPolicy, wordsText } from '../helpers/words.js';
 
 const policy = statedPolicy({ max_tool_result_tokens: 800, keep_last: 3, clear_at_least: 200 });
 
@@ -55,7 +55,7 @@ const caseArbitrary = fc.record({
   actions: fc.array(actionArbitrary, { minLength: 3, maxLength: 40 }),
 });
 
-const text = (size: number, word: string): string => Array.from({ length: size }, () => word).join(' ');
+const text = wordsText;
 
 async function runLoop(store: SessionStore, generated: { window: number; actions: Action[] }): Promise<void> {
   const key = { tenantId: 't', sessionId: `loop-${randomUUID()}` };
