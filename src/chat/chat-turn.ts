@@ -15,7 +15,12 @@ import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionKey } from '../store/session-store.js';
 import { recoveryLimitsFor } from '../upstream/recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
-import { beginSessionTurn, previewSessionTurn, type SessionTurn } from '../sessions/session-turn.js';
+import {
+  beginSessionTurn,
+  previewSessionTurn,
+  type SessionTurn,
+  type SummaryMessages,
+} from '../sessions/session-turn.js';
 import { buildRequestReport } from '../sessions/request-report.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
@@ -132,6 +137,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   const planner = createContextPlanner({ config, tokenizers: deps.tokenizers, learnedLimits });
   /** This gateway's requests for a busy session, in the order they came. */
   const holdQueue = createHoldQueue();
+  const summaries: SummaryMessages = new WeakMap();
   const requestLimits = {
     maxMessages: config.server.max_messages,
     maxContentParts: config.server.max_content_parts,
@@ -200,6 +206,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       incoming: chatRequest.messages as ContextMessage[],
       retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
       tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, countPrecisionFor(input.rawBody)),
+      summaries,
     };
   }
 

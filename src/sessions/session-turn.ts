@@ -5,7 +5,6 @@ import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context
 import { countMessageTokens } from '../context/token-accounting.js';
 import { isSystemRole, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
-import type { RenderInput } from '../context/render.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
 import type { SessionView } from '../context/session-view.js';
 
@@ -20,6 +19,28 @@ import type {
 import { releaseEventually } from '../store/session-store.js';
 import { storeUnavailable } from './session-keys.js';
 import type { HoldQueue } from './hold-queue.js';
+
+/**
+ * The message a stored summary is shown as, and that message's JSON bytes, per summary object: a store
+ * hands out the same object while a summary is unchanged, so a long session's summary (tens of KB) is
+ * formatted and encoded once, not on every request. The chat service keeps one for its sessions.
+ */
+export type SummaryMessages = WeakMap<object, { message: ContextMessage; bytes: Buffer }>;
+
+function summaryShown(
+  memo: SummaryMessages | undefined,
+  summary: object,
+  format: () => ContextMessage,
+): { message: ContextMessage; bytes: Buffer | undefined } {
+  const known = memo?.get(summary);
+  if (known !== undefined) return known;
+  if (memo === undefined) return { message: format(), bytes: undefined };
+  // Frozen: every request of the session shares it.
+  const message = Object.freeze(format());
+  const shown = { message, bytes: Buffer.from(JSON.stringify(message)) };
+  memo.set(summary, shown);
+  return shown;
+}
 
 /** A first turn longer than this is not protected from moving to the archive. */
 const maxHeadMessages = 64;
@@ -139,6 +160,7 @@ function sessionView(
   mode: HistoryMode,
   tokenizer: Tokenizer,
   retry: TurnRetry,
+  summaries: SummaryMessages | undefined,
 ): ViewParts {
   const incomingSystem = incoming.filter((message) => isSystemRole(message.role));
   const incomingHistory = incoming.filter((message) => !isSystemRole(message.role));
@@ -166,6 +188,17 @@ function sessionView(
   const { headMessages: head, archivedCount: archived } = snapshot;
   const summarized =
     snapshot.summary === undefined ? 0 : snapshot.summary.toMessage - snapshot.summary.fromMessage;
+  const storedSummary = snapshot.summary;
+  const historySummary =
+    storedSummary === undefined
+      ? undefined
+      : summaryShown(summaries, storedSummary, () => summaryMessage(storedSummary.text, summarized));
+  const turnCoversUntil = turnSummaryEnd(snapshot, systemCount);
+  const storedTurnSummary = snapshot.turnSummary;
+  const turnSummary =
+    storedTurnSummary === undefined || turnCoversUntil === undefined
+      ? undefined
+      : summaryShown(summaries, storedTurnSummary, () => turnSummaryMessage(storedTurnSummary.text));
   const localStart =
     snapshot.historyStart >= head + archived
       ? snapshot.historyStart - archived
@@ -188,22 +221,35 @@ function sessionView(
         const storedAt = position - systemCount;
         known[at] = storedAt >= 0 && storedAt < stored.length ? storedBytes?.[storedAt] : undefined;
       });
+      // The summaries, where they are sent as they were made (not merged into another message).
+      for (const shown of [historySummary, turnSummary])
+        if (shown?.bytes !== undefined) {
+          const at = messages.indexOf(shown.message);
+          if (at >= 0) known[at] = shown.bytes;
+        }
       return known;
     },
     historyStartHint: systemCount + localStart,
     archivedMessages: archived,
     omittedBefore: Math.max(0, archived - summarized),
     summary:
-      snapshot.summary === undefined
+      storedSummary === undefined || historySummary === undefined
         ? undefined
         : {
-            message: summaryMessage(snapshot.summary.text, summarized),
+            message: historySummary.message,
             position: systemCount + Math.min(head, stored.length),
-            tokens: snapshot.summary.tokens,
+            tokens: storedSummary.tokens,
             covers: summarized,
           },
 
-    turnSummary: localTurnSummary(snapshot, systemCount),
+    turnSummary:
+      turnSummary === undefined || storedTurnSummary === undefined || turnCoversUntil === undefined
+        ? undefined
+        : {
+            message: turnSummary.message,
+            coversUntil: turnCoversUntil,
+            tokens: storedTurnSummary.tokens,
+          },
     headMessages: Math.min(head, stored.length),
     summaryRange:
       snapshot.summary === undefined
@@ -213,8 +259,11 @@ function sessionView(
   };
 }
 
-/** A stored in-turn summary as the renderer takes it: indexes into the conversation of this request. */
-function localTurnSummary(snapshot: SessionSnapshot, systemCount: number): RenderInput['turnSummary'] {
+/**
+ * Where a stored in-turn summary's cover ends, as an index into the conversation of this request;
+ * undefined when the summary has no place in it.
+ */
+function turnSummaryEnd(snapshot: SessionSnapshot, systemCount: number): number | undefined {
   const turnSummary = snapshot.turnSummary;
   if (turnSummary === undefined) return undefined;
   const { headMessages: head, archivedCount: archived } = snapshot;
@@ -225,11 +274,7 @@ function localTurnSummary(snapshot: SessionSnapshot, systemCount: number): Rende
   const start = local(turnSummary.turnStart);
   const until = local(turnSummary.toMessage);
   if (start === undefined || until === undefined || until <= start) return undefined;
-  return {
-    message: turnSummaryMessage(turnSummary.text),
-    coversUntil: systemCount + until,
-    tokens: turnSummary.tokens,
-  };
+  return systemCount + until;
 }
 
 /** The session as this request would see it, read without holding it (for /v1/context/render). */
@@ -240,6 +285,8 @@ export async function previewSessionTurn(options: {
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
   retry?: TurnRetry;
+  /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
+  summaries?: SummaryMessages;
 }): Promise<SessionView> {
   const mode = options.historyMode;
   let snapshot: SessionSnapshot;
@@ -255,6 +302,7 @@ export async function previewSessionTurn(options: {
     mode,
     options.tokenizer,
     options.retry ?? noRetry,
+    options.summaries,
   );
 }
 
@@ -381,6 +429,8 @@ export async function beginSessionTurn(options: {
   tokenizer: Tokenizer;
   /** How the request says it repeats the last one: a retried turn replaces that turn's reply. */
   retry?: TurnRetry;
+  /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
+  summaries?: SummaryMessages;
   holdMs: number;
   /** How long a request waits, in order, for a session another request holds (0: not at all). */
   busyWaitMs?: number;
@@ -401,7 +451,15 @@ export async function beginSessionTurn(options: {
     options.busyWaitMs ?? 0,
   );
   const retry = options.retry ?? noRetry;
-  const view = sessionView(key.sessionId, snapshot, options.incoming, options.historyMode, tokenizer, retry);
+  const view = sessionView(
+    key.sessionId,
+    snapshot,
+    options.incoming,
+    options.historyMode,
+    tokenizer,
+    retry,
+    options.summaries,
+  );
   const { systemCount, stored, newMessages, newTokens } = view;
   // The current turn never moves to the archive (its user message stays in view), so it is what bounds
   // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).

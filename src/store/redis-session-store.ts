@@ -17,6 +17,8 @@ import {
   type SessionLimits,
   type SessionSnapshot,
   type SessionStore,
+  type SessionSummary,
+  type TurnSummary,
   type StoredMessage,
   maxRequestReports,
   type SessionListing,
@@ -77,6 +79,31 @@ interface CachedSession {
   messages: StoredMessage[];
   bytes: Buffer[];
   size: number;
+  /**
+   * The summaries last read, parsed, with the JSON they were parsed from: while a summary is unchanged,
+   * loads hand out the same object (a summary of a long session is tens of KB, and what is made of it —
+   * its message and that message's bytes — is kept per object by the session's turn).
+   */
+  parsed: ParsedSummaries;
+}
+
+interface ParsedSummaries {
+  summary?: { json: string; value: SessionSummary };
+  turnSummary?: { json: string; value: TurnSummary };
+}
+
+/** `json` parsed, or the object parsed from the same JSON last time. */
+function parsedOnce<Value>(
+  last: { json: string; value: Value } | undefined,
+  json: string | undefined,
+  keep: (parsed: { json: string; value: Value }) => void,
+): Value | undefined {
+  if (json === undefined) return undefined;
+  if (last !== undefined && last.json === json) return last.value;
+  // Frozen: every load of the session shares it.
+  const value = Object.freeze(JSON.parse(json)) as Value;
+  keep({ json, value });
+  return value;
 }
 
 /** Least recently used first; bounded by the bytes of JSON held. */
@@ -135,12 +162,12 @@ function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefin
     headMessages: entry.head,
     historyStart: Number(meta.historyStart ?? '0'),
     updatedAtMs: Number(meta.updatedAtMs ?? '0'),
-    summary:
-      meta.summary === undefined ? undefined : (JSON.parse(meta.summary) as SessionSnapshot['summary']),
-    turnSummary:
-      meta.turnSummary === undefined
-        ? undefined
-        : (JSON.parse(meta.turnSummary) as SessionSnapshot['turnSummary']),
+    summary: parsedOnce(entry.parsed.summary, meta.summary, (parsed) => (entry.parsed.summary = parsed)),
+    turnSummary: parsedOnce(
+      entry.parsed.turnSummary,
+      meta.turnSummary,
+      (parsed) => (entry.parsed.turnSummary = parsed),
+    ),
     lastTurn:
       meta.lastTurnCount === undefined
         ? undefined
@@ -247,6 +274,7 @@ export function createRedisSessionStore({
       messages,
       bytes,
       size: bytes.reduce((sum, item) => sum + item.length, 0),
+      parsed: cached?.parsed ?? {},
     };
     cache.set(name, entry);
     return { meta, entry };

@@ -1,11 +1,27 @@
 // Which stored messages a retry of the last turn replaces (docs/sessions.md#retries), as a table: the
 // request must say it is a retry, and its new messages, found against the session as it was before
-// that turn, must be the turn's own, its reply left out.
-import { describe, expect, it } from 'vitest';
+// that turn, must be the turn's own, its reply left out. And a stored summary as the session's view
+// shows it (a real redis-server): made once per summary, with the bytes the upstream body copies.
+import { randomUUID } from 'node:crypto';
+import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
+import { summaryMessage } from '../../src/context/summary.js';
 import type { ContextMessage } from '../../src/context/types.js';
-import { retriedTurnLength, type TurnRetry } from '../../src/sessions/session-turn.js';
-import { emptySnapshot, type SessionSnapshot } from '../../src/store/session-store.js';
+import {
+  previewSessionTurn,
+  retriedTurnLength,
+  type SummaryMessages,
+  type TurnRetry,
+} from '../../src/sessions/session-turn.js';
+import { createRedisConnection } from '../../src/store/redis-client.js';
+import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
+import {
+  emptySnapshot,
+  type SessionKey,
+  type SessionSnapshot,
+  type SessionStore,
+} from '../../src/store/session-store.js';
+import { words } from '../helpers/words.js';
 
 const user = (content: string): ContextMessage => ({ role: 'user', content });
 const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
@@ -84,5 +100,93 @@ describe('retriedTurnLength', () => {
   ])('%s: %i', (_label, session, incoming, mode, retry, expected) => {
     const messages = session.messages.map((entry) => entry.message as ContextMessage);
     expect(retriedTurnLength(session, messages, incoming, mode, retry)).toBe(expected);
+  });
+});
+
+describe('a stored summary as the session shows it', () => {
+  const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+
+  /** A session of four question/answer turns in a real redis-server, its first two turns summarized. */
+  async function summarizedSession(store: SessionStore): Promise<SessionKey> {
+    for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'shown-summary' };
+    for (let turn = 0; turn < 4; turn++) {
+      const hold = (await store.acquire(key, 10_000))!;
+      await store.commit(key, {
+        hold,
+        expectedVersion: turn,
+        append: [
+          { message: user(`question ${turn}`), tokens: 2 },
+          { message: assistant(`answer ${turn}`), tokens: 2 },
+        ],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+    }
+    await storeSummary(store, key, 0, 'They spoke of "vault 7" — and ✓.', 4);
+    return key;
+  }
+
+  async function storeSummary(
+    store: SessionStore,
+    key: SessionKey,
+    expectedToMessage: number,
+    text: string,
+    toMessage: number,
+  ): Promise<void> {
+    const lock = (await store.acquireSummaryLock(key, 10_000))!;
+    const summary = { text, tokens: 12, fromMessage: 0, toMessage, coveredTokens: 8, updatedAtMs: 1 };
+    expect(await store.storeSummary(key, { lockToken: lock, expectedToMessage, summary })).toMatchObject({
+      ok: true,
+    });
+    await store.releaseSummaryLock(key, lock);
+  }
+
+  it('is made once while the stored summary is unchanged, its bytes the JSON of the message sent, and anew once it changes', async () => {
+    const store = createRedisSessionStore({
+      redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+      limits,
+    });
+    try {
+      const key = await summarizedSession(store);
+      const summaries: SummaryMessages = new WeakMap();
+      const view = (memo: SummaryMessages | undefined) =>
+        previewSessionTurn({
+          store,
+          key,
+          historyMode: 'delta',
+          incoming: [user('question 4')],
+          tokenizer: words,
+          ...(memo === undefined ? {} : { summaries: memo }),
+        });
+      const first = await view(summaries);
+      const again = await view(summaries);
+      const shown = first.summary?.message as ContextMessage;
+      expect(shown).toEqual(summaryMessage('They spoke of "vault 7" — and ✓.', 4));
+      expect(again.summary?.message).toBe(shown);
+      // Known bytes wherever the renderer placed it: exactly what JSON.stringify writes for it.
+      const sent = [user('earlier'), shown, ...again.conversation.slice(-2)];
+      const known = again.knownBytes(sent);
+      expect(known[1]?.toString('utf8')).toBe(
+        JSON.stringify(summaryMessage('They spoke of "vault 7" — and ✓.', 4)),
+      );
+      expect(known[0]).toBeUndefined();
+      // Sent merged into another message (notice placement), it is not the same object: no bytes for it.
+      expect(again.knownBytes([{ ...shown }])[0]).toBeUndefined();
+      // Without a memo each request makes its own (equal) message.
+      const plain = await view(undefined);
+      expect(plain.summary?.message).toEqual(shown);
+      expect(plain.summary?.message).not.toBe(shown);
+      // A new summary is shown as it is now.
+      await storeSummary(store, key, 4, 'They spoke of vault 8.', 6);
+      const changed = await view(summaries);
+      expect(changed.summary?.message).toEqual(summaryMessage('They spoke of vault 8.', 6));
+      expect(changed.knownBytes([changed.summary?.message as ContextMessage])[0]?.toString('utf8')).toBe(
+        JSON.stringify(summaryMessage('They spoke of vault 8.', 6)),
+      );
+    } finally {
+      await store.close();
+    }
   });
 });

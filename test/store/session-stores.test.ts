@@ -127,6 +127,63 @@ describe('Redis session store: the replica cache', () => {
     }
   });
 
+  it('hands out one frozen summary object while the stored summary is unchanged, and the new one once it changes', async () => {
+    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+    const connect = () =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits,
+      });
+    const [replica, other] = [connect(), connect()];
+    try {
+      for (const store of [replica, other])
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'summary-once' };
+      for (let turn = 0; turn < 4; turn++) {
+        const hold = (await replica.acquire(key, 10_000))!;
+        await replica.commit(key, {
+          hold,
+          expectedVersion: turn,
+          append: [
+            { message: { role: 'user', content: `question ${turn}` }, tokens: 3 },
+            { message: { role: 'assistant', content: `answer ${turn}` }, tokens: 3 },
+          ],
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+        });
+      }
+      const summaryOf = (text: string, toMessage: number) => ({
+        text,
+        tokens: 9,
+        fromMessage: 0,
+        toMessage,
+        coveredTokens: toMessage * 3,
+        updatedAtMs: toMessage,
+      });
+      const store = async (expectedToMessage: number, summary: ReturnType<typeof summaryOf>) => {
+        const lock = (await other.acquireSummaryLock(key, 10_000))!;
+        expect(await other.storeSummary(key, { lockToken: lock, expectedToMessage, summary })).toMatchObject({
+          ok: true,
+        });
+        await other.releaseSummaryLock(key, lock);
+      };
+      await store(0, summaryOf('the first two turns ✓', 4));
+      const first = await replica.load(key);
+      const again = await replica.load(key);
+      expect(first.summary).toEqual(summaryOf('the first two turns ✓', 4));
+      expect(again.summary).toBe(first.summary);
+      expect(Object.isFrozen(first.summary)).toBe(true);
+      // Another replica wrote a new one: read as it now is, a new object.
+      await store(4, summaryOf('the first three turns ✓', 6));
+      const changed = await replica.load(key);
+      expect(changed.summary).toEqual(summaryOf('the first three turns ✓', 6));
+      expect(changed.summary).not.toBe(first.summary);
+      expect(first.summary?.text).toBe('the first two turns ✓');
+    } finally {
+      for (const store of [replica, other]) await store.close();
+    }
+  });
+
   it("keeps each message's bytes as its JSON while turns are appended one by one and spill: a body built from them is exact", async () => {
     const store = createRedisSessionStore({
       redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
