@@ -39,13 +39,29 @@ const sessionRenewScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
-// ARGV: the caller's cached epoch, total, archived count and head. Returns {meta, archived, 1, new items}
-// when the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}.
+// ARGV: the caller's cached epoch, total, archived count and head, and the revisions of the summary and
+// the turn summary it holds ('' for none). Returns {meta, archived, 1, new items} when the cache is
+// still this session's and only appended to (a delta), else {meta, archived, 0, all}. A summary the
+// caller holds at the session's revision is left out of meta (its revision stays in).
 const sessionLoadScript = `
 local meta = redis.call('HGETALL', KEYS[1])
 local archived = redis.call('LLEN', KEYS[3])
 local length = redis.call('LLEN', KEYS[2])
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if epoch and epoch == ARGV[1] then
+  local held = {summary = ARGV[5], turnSummary = ARGV[6]}
+  local revisions = {summary = redis.call('HGET', KEYS[1], 'summaryRev'),
+    turnSummary = redis.call('HGET', KEYS[1], 'turnSummaryRev')}
+  local kept = {}
+  for index = 1, #meta, 2 do
+    local field = meta[index]
+    if not (held[field] and held[field] ~= '' and revisions[field] == held[field]) then
+      kept[#kept + 1] = field
+      kept[#kept + 1] = meta[index + 1]
+    end
+  end
+  meta = kept
+end
 local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
 local fresh = archived + length - tonumber(ARGV[2])
 if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
@@ -57,7 +73,7 @@ return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 // The hold (KEYS[4]) taken and the session read in one step: 0 when another request holds it, else
 // what the load script returns. ARGV: as the load script's, then the hold's token and holdMs.
 const sessionAcquireLoadScript = `
-if not redis.call('SET', KEYS[4], ARGV[5], 'PX', ARGV[6], 'NX') then return 0 end
+if not redis.call('SET', KEYS[4], ARGV[7], 'PX', ARGV[8], 'NX') then return 0 end
 ${sessionLoadScript}`;
 
 // ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
@@ -202,6 +218,7 @@ if head + archived < target and length > head + 1 then
   if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
 end
 redis.call('HSET', KEYS[1], 'summary', ARGV[3], 'summaryTo', target)
+redis.call('HINCRBY', KEYS[1], 'summaryRev', 1)
 return {1, moved}`;
 
 // ARGV: lock token, expected toMessage of the current turn summary (0: none), summary JSON, its turn
@@ -219,6 +236,7 @@ if current then
 end
 if currentTo ~= tonumber(ARGV[2]) then return {0, 'changed'} end
 redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'turnSummaryRev', 1)
 return {1, 0}`;
 
 // The inspector's record of a request (KEYS[1], newest first). ARGV: the report, most kept, ttlSeconds.

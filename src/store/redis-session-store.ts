@@ -80,29 +80,45 @@ interface CachedSession {
   bytes: Buffer[];
   size: number;
   /**
-   * The summaries last read, parsed, with the JSON they were parsed from: while a summary is unchanged,
-   * loads hand out the same object (a summary of a long session is tens of KB, and what is made of it —
-   * its message and that message's bytes — is kept per object by the session's turn).
+   * The summaries last read, parsed, with the JSON they were parsed from and their revisions: while a
+   * summary is unchanged, loads leave it out (the load script sends only its revision) and hand out
+   * the same object (a summary of a long session is tens of KB, and what is made of it — its message
+   * and that message's bytes — is kept per object by the session's turn).
    */
-  parsed: ParsedSummaries;
+  parsed: HeldSummaries;
 }
 
-interface ParsedSummaries {
-  summary?: { json: string; value: SessionSummary };
-  turnSummary?: { json: string; value: TurnSummary };
+interface HeldSummary<Value> {
+  json: string;
+  /** The session's revision of it (summaryRev, turnSummaryRev); undefined for one stored before them. */
+  revision: string | undefined;
+  value: Value;
 }
 
-/** `json` parsed, or the object parsed from the same JSON last time. */
-function parsedOnce<Value>(
-  last: { json: string; value: Value } | undefined,
+interface HeldSummaries {
+  summary?: HeldSummary<SessionSummary>;
+  turnSummary?: HeldSummary<TurnSummary>;
+}
+
+/**
+ * A summary as meta gives it: parsed from its JSON, or the object held when the JSON (or, left out by
+ * the load script, the revision) is the one held.
+ */
+function heldSummary<Value>(
+  held: HeldSummary<Value> | undefined,
   json: string | undefined,
-  keep: (parsed: { json: string; value: Value }) => void,
+  revision: string | undefined,
+  keep: (summary: HeldSummary<Value>) => void,
 ): Value | undefined {
-  if (json === undefined) return undefined;
-  if (last !== undefined && last.json === json) return last.value;
+  if (json === undefined)
+    return revision !== undefined && held?.revision === revision ? held.value : undefined;
+  if (held !== undefined && held.json === json) {
+    if (held.revision !== revision) keep({ ...held, revision });
+    return held.value;
+  }
   // Frozen: every load of the session shares it.
   const value = Object.freeze(JSON.parse(json)) as Value;
-  keep({ json, value });
+  keep({ json, revision, value });
   return value;
 }
 
@@ -162,11 +178,17 @@ function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefin
     headMessages: entry.head,
     historyStart: Number(meta.historyStart ?? '0'),
     updatedAtMs: Number(meta.updatedAtMs ?? '0'),
-    summary: parsedOnce(entry.parsed.summary, meta.summary, (parsed) => (entry.parsed.summary = parsed)),
-    turnSummary: parsedOnce(
+    summary: heldSummary(
+      entry.parsed.summary,
+      meta.summary,
+      meta.summaryRev,
+      (summary) => (entry.parsed.summary = summary),
+    ),
+    turnSummary: heldSummary(
       entry.parsed.turnSummary,
       meta.turnSummary,
-      (parsed) => (entry.parsed.turnSummary = parsed),
+      meta.turnSummaryRev,
+      (summary) => (entry.parsed.turnSummary = summary),
     ),
     lastTurn:
       meta.lastTurnCount === undefined
@@ -222,6 +244,8 @@ export function createRedisSessionStore({
       cached === undefined ? 0 : cached.archivedCount + cached.messages.length,
       cached?.archivedCount ?? 0,
       cached?.head ?? 0,
+      cached?.parsed.summary?.revision ?? '',
+      cached?.parsed.turnSummary?.revision ?? '',
     ];
     const reply = (
       hold === undefined
@@ -244,6 +268,16 @@ export function createRedisSessionStore({
     if (meta.version === undefined) {
       cache.delete(name);
       return { meta, entry: undefined };
+    }
+    // A summary left out is one this replica held when it asked; replies come in the order asked, so it
+    // still does. Should it not, the session is read whole.
+    const summaryHeld = (field: 'summary' | 'turnSummary'): boolean =>
+      meta[field] !== undefined || meta[`${field}Rev`] === undefined
+        ? true
+        : cached?.parsed[field]?.revision === meta[`${field}Rev`];
+    if (!summaryHeld('summary') || !summaryHeld('turnSummary')) {
+      cache.delete(name);
+      return loadActive(key, name);
     }
     const head = Number(meta.head ?? '0');
     const archivedCount = Number(archived);

@@ -7,6 +7,7 @@ import { createMemorySessionStore } from '../../src/store/memory-session-store.j
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { describeSessionStoreContract } from './session-store-contract.js';
 import { serializeChatBody } from '../../src/chat/chat-body.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -181,6 +182,73 @@ describe('Redis session store: the replica cache', () => {
       expect(first.summary?.text).toBe('the first two turns ✓');
     } finally {
       for (const store of [replica, other]) await store.close();
+    }
+  });
+
+  it('sends a replica a summary it holds at the session’s revision only once (a redis-server of its own: its output bytes are this test’s)', async () => {
+    const redis = await startRedisServer();
+    const connect = () =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
+        limits: { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+      });
+    const [replica, other] = [connect(), connect()];
+    const admin = createRedisConnection({ mode: 'standalone', url: redis.url });
+    const sentBytes = async (): Promise<number> =>
+      Number(/total_net_output_bytes:(\d+)/.exec(await admin.info('stats'))?.[1]);
+    try {
+      for (const store of [replica, other])
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      for (let attempt = 0; attempt < 100 && admin.status !== 'ready'; attempt++) await sleep(50);
+      const key = { tenantId: 't-held', sessionId: 'held-summary' };
+      for (let turn = 0; turn < 4; turn++) {
+        const hold = (await replica.acquire(key, 10_000))!;
+        await replica.commit(key, {
+          hold,
+          expectedVersion: turn,
+          append: [
+            { message: { role: 'user', content: `question ${turn}` }, tokens: 3 },
+            { message: { role: 'assistant', content: `answer ${turn}` }, tokens: 3 },
+          ],
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+        });
+      }
+      const text = 'タイムアウト vault 7 ✓ '.repeat(2_000);
+      const summary = { text, tokens: 9, fromMessage: 0, toMessage: 4, coveredTokens: 12, updatedAtMs: 1 };
+      const size = Buffer.byteLength(JSON.stringify(summary));
+      const lock = (await other.acquireSummaryLock(key, 10_000))!;
+      expect(await other.storeSummary(key, { lockToken: lock, expectedToMessage: 0, summary })).toMatchObject(
+        {
+          ok: true,
+        },
+      );
+      await other.releaseSummaryLock(key, lock);
+      const first = await replica.load(key);
+      expect(first.summary).toEqual(summary);
+      // Five more loads, and five turns taken the way a request takes them: the summary is not sent again.
+      const before = await sentBytes();
+      for (let load = 0; load < 5; load++) expect((await replica.load(key)).summary).toBe(first.summary);
+      for (let turn = 0; turn < 5; turn++) {
+        const { hold, snapshot } = (await replica.acquireAndLoad(key, 10_000))!;
+        expect(snapshot.summary).toBe(first.summary);
+        await replica.release(key, hold);
+      }
+      expect(await sentBytes()).toBeLessThan(before + size / 2);
+      // A store that holds nothing is sent it whole, and loads the same.
+      const fresh = connect();
+      try {
+        for (let attempt = 0; attempt < 100 && !(await fresh.ping()); attempt++) await sleep(50);
+        const freshBefore = await sentBytes();
+        expect(await fresh.load(key)).toEqual(await replica.load(key));
+        expect(await sentBytes()).toBeGreaterThan(freshBefore + size);
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      for (const store of [replica, other]) await store.close();
+      admin.disconnect();
+      await redis.stop();
     }
   });
 
