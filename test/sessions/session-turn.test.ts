@@ -21,6 +21,7 @@ import {
   type SessionSnapshot,
   type SessionStore,
 } from '../../src/store/session-store.js';
+import { commitTurns, storeSummary } from '../helpers/stored-turns.js';
 import { words } from '../helpers/words.js';
 
 const user = (content: string): ContextMessage => ({ role: 'user', content });
@@ -111,37 +112,19 @@ describe('a stored summary as the session shows it', () => {
     for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
       await new Promise((resolve) => setTimeout(resolve, 50));
     const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'shown-summary' };
-    for (let turn = 0; turn < 4; turn++) {
-      const hold = (await store.acquire(key, 10_000))!;
-      await store.commit(key, {
-        hold,
-        expectedVersion: turn,
-        append: [
-          { message: user(`question ${turn}`), tokens: 2 },
-          { message: assistant(`answer ${turn}`), tokens: 2 },
-        ],
-        historyStart: 0,
-        activeTokenLimit: 1_000_000,
-      });
-    }
-    await storeSummary(store, key, 0, 'They spoke of "vault 7" — and ✓.', 4);
+    await commitTurns(store, key, 4);
+    await storeSummary(store, key, 0, summaryOf('They spoke of "vault 7" — and ✓.', 4));
     return key;
   }
 
-  async function storeSummary(
-    store: SessionStore,
-    key: SessionKey,
-    expectedToMessage: number,
-    text: string,
-    toMessage: number,
-  ): Promise<void> {
-    const lock = (await store.acquireSummaryLock(key, 10_000))!;
-    const summary = { text, tokens: 12, fromMessage: 0, toMessage, coveredTokens: 8, updatedAtMs: 1 };
-    expect(await store.storeSummary(key, { lockToken: lock, expectedToMessage, summary })).toMatchObject({
-      ok: true,
-    });
-    await store.releaseSummaryLock(key, lock);
-  }
+  const summaryOf = (text: string, toMessage: number) => ({
+    text,
+    tokens: 12,
+    fromMessage: 0,
+    toMessage,
+    coveredTokens: 8,
+    updatedAtMs: 1,
+  });
 
   it('is made once while the stored summary is unchanged, its bytes the JSON of the message sent, and anew once it changes', async () => {
     const store = createRedisSessionStore({
@@ -179,7 +162,7 @@ describe('a stored summary as the session shows it', () => {
       expect(plain.summary?.message).toEqual(shown);
       expect(plain.summary?.message).not.toBe(shown);
       // A new summary is shown as it is now.
-      await storeSummary(store, key, 4, 'They spoke of vault 8.', 6);
+      await storeSummary(store, key, 4, summaryOf('They spoke of vault 8.', 6));
       const changed = await view(summaries);
       expect(changed.summary?.message).toEqual(summaryMessage('They spoke of vault 8.', 6));
       expect(changed.knownBytes([changed.summary?.message as ContextMessage])[0]?.toString('utf8')).toBe(

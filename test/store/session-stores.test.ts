@@ -8,6 +8,7 @@ import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import { startRedisServer } from '../helpers/redis-server.js';
+import { commitTurns, storeSummary } from '../helpers/stored-turns.js';
 import { describeSessionStoreContract } from './session-store-contract.js';
 import { serializeChatBody } from '../../src/chat/chat-body.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -140,19 +141,7 @@ describe('Redis session store: the replica cache', () => {
       for (const store of [replica, other])
         for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
       const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'summary-once' };
-      for (let turn = 0; turn < 4; turn++) {
-        const hold = (await replica.acquire(key, 10_000))!;
-        await replica.commit(key, {
-          hold,
-          expectedVersion: turn,
-          append: [
-            { message: { role: 'user', content: `question ${turn}` }, tokens: 3 },
-            { message: { role: 'assistant', content: `answer ${turn}` }, tokens: 3 },
-          ],
-          historyStart: 0,
-          activeTokenLimit: 1_000_000,
-        });
-      }
+      await commitTurns(replica, key, 4);
       const summaryOf = (text: string, toMessage: number) => ({
         text,
         tokens: 9,
@@ -161,21 +150,14 @@ describe('Redis session store: the replica cache', () => {
         coveredTokens: toMessage * 3,
         updatedAtMs: toMessage,
       });
-      const store = async (expectedToMessage: number, summary: ReturnType<typeof summaryOf>) => {
-        const lock = (await other.acquireSummaryLock(key, 10_000))!;
-        expect(await other.storeSummary(key, { lockToken: lock, expectedToMessage, summary })).toMatchObject({
-          ok: true,
-        });
-        await other.releaseSummaryLock(key, lock);
-      };
-      await store(0, summaryOf('the first two turns ✓', 4));
+      await storeSummary(other, key, 0, summaryOf('the first two turns ✓', 4));
       const first = await replica.load(key);
       const again = await replica.load(key);
       expect(first.summary).toEqual(summaryOf('the first two turns ✓', 4));
       expect(again.summary).toBe(first.summary);
       expect(Object.isFrozen(first.summary)).toBe(true);
       // Another replica wrote a new one: read as it now is, a new object.
-      await store(4, summaryOf('the first three turns ✓', 6));
+      await storeSummary(other, key, 4, summaryOf('the first three turns ✓', 6));
       const changed = await replica.load(key);
       expect(changed.summary).toEqual(summaryOf('the first three turns ✓', 6));
       expect(changed.summary).not.toBe(first.summary);
@@ -201,29 +183,11 @@ describe('Redis session store: the replica cache', () => {
         for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
       for (let attempt = 0; attempt < 100 && admin.status !== 'ready'; attempt++) await sleep(50);
       const key = { tenantId: 't-held', sessionId: 'held-summary' };
-      for (let turn = 0; turn < 4; turn++) {
-        const hold = (await replica.acquire(key, 10_000))!;
-        await replica.commit(key, {
-          hold,
-          expectedVersion: turn,
-          append: [
-            { message: { role: 'user', content: `question ${turn}` }, tokens: 3 },
-            { message: { role: 'assistant', content: `answer ${turn}` }, tokens: 3 },
-          ],
-          historyStart: 0,
-          activeTokenLimit: 1_000_000,
-        });
-      }
+      await commitTurns(replica, key, 4);
       const text = 'タイムアウト vault 7 ✓ '.repeat(2_000);
       const summary = { text, tokens: 9, fromMessage: 0, toMessage: 4, coveredTokens: 12, updatedAtMs: 1 };
       const size = Buffer.byteLength(JSON.stringify(summary));
-      const lock = (await other.acquireSummaryLock(key, 10_000))!;
-      expect(await other.storeSummary(key, { lockToken: lock, expectedToMessage: 0, summary })).toMatchObject(
-        {
-          ok: true,
-        },
-      );
-      await other.releaseSummaryLock(key, lock);
+      await storeSummary(other, key, 0, summary);
       const first = await replica.load(key);
       expect(first.summary).toEqual(summary);
       // Five more loads, and five turns taken the way a request takes them: the summary is not sent again.

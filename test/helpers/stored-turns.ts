@@ -1,0 +1,40 @@
+// A session of question/answer turns written straight through a store, and a summary stored over its
+// oldest messages, for tests of what the stores and the session's view make of them.
+import type { SessionKey, SessionStore, SessionSummary } from '../../src/store/session-store.js';
+
+/** Commits `turns` turns ("question N", "answer N"; `tokens` each) to a new session, one write per turn. */
+export async function commitTurns(
+  store: SessionStore,
+  key: SessionKey,
+  turns: number,
+  tokens = 3,
+): Promise<void> {
+  for (let turn = 0; turn < turns; turn++) {
+    const hold = await store.acquire(key, 10_000);
+    if (hold === undefined) throw new Error('the test session is busy');
+    await store.commit(key, {
+      hold,
+      expectedVersion: turn,
+      append: [
+        { message: { role: 'user', content: `question ${turn}` }, tokens },
+        { message: { role: 'assistant', content: `answer ${turn}` }, tokens },
+      ],
+      historyStart: 0,
+      activeTokenLimit: 1_000_000,
+    });
+  }
+}
+
+/** Stores `summary` under the summarization lock, as a summarizer job does; fails the test when refused. */
+export async function storeSummary(
+  store: SessionStore,
+  key: SessionKey,
+  expectedToMessage: number,
+  summary: SessionSummary,
+): Promise<void> {
+  const lockToken = await store.acquireSummaryLock(key, 10_000);
+  if (lockToken === undefined) throw new Error('the summarization lock is taken');
+  const outcome = await store.storeSummary(key, { lockToken, expectedToMessage, summary });
+  await store.releaseSummaryLock(key, lockToken);
+  if (!outcome.ok) throw new Error(`the summary was refused: ${outcome.reason}`);
+}
