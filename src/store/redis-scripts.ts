@@ -39,10 +39,12 @@ const sessionRenewScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0`;
 
-// ARGV: the caller's cached epoch, total, archived count and head, and the revisions of the summary and
-// the turn summary it holds ('' for none). Returns {meta, archived, 1, new items} when the cache is
-// still this session's and only appended to (a delta), else {meta, archived, 0, all}. A summary the
-// caller holds at the session's revision is left out of meta (its revision stays in).
+// ARGV: the caller's cached epoch, total, archived count and head, and the marks ("revision:bytes") of
+// the summary and the turn summary it holds ('' for none). Returns {meta, archived, 1, new items} when
+// the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}. A
+// summary the caller holds — the session's revision of it, and as many bytes — is left out of meta (its
+// revision stays in). The length guards against a summary written by a build that kept no revision
+// (a rolling upgrade): its revision stays the same while the summary changes.
 const sessionLoadScript = `
 local meta = redis.call('HGETALL', KEYS[1])
 local archived = redis.call('LLEN', KEYS[3])
@@ -50,8 +52,12 @@ local length = redis.call('LLEN', KEYS[2])
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if epoch and epoch == ARGV[1] then
   local held = {summary = ARGV[5], turnSummary = ARGV[6]}
-  local revisions = {summary = redis.call('HGET', KEYS[1], 'summaryRev'),
-    turnSummary = redis.call('HGET', KEYS[1], 'turnSummaryRev')}
+  local function mark(field)
+    local revision = redis.call('HGET', KEYS[1], field .. 'Rev')
+    if not revision then return false end
+    return revision .. ':' .. redis.call('HSTRLEN', KEYS[1], field)
+  end
+  local revisions = {summary = mark('summary'), turnSummary = mark('turnSummary')}
   local kept = {}
   for index = 1, #meta, 2 do
     local field = meta[index]

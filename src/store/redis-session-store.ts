@@ -5,7 +5,8 @@
 //   ctxgate:{<tenant>:<session>}:archive  list of older messages moved out of the active list
 //   ctxgate:{<tenant>:<session>}:hold     the current holder's token, expiring by itself (PX)
 //   ctxgate:{<tenant>:<session>}:summarizing  the running summarization job's token (PX)
-// The summary lives in the meta hash (`summary` JSON, `summaryTo` its end) and comes with every load.
+// The summary lives in the meta hash (`summary` JSON, `summaryTo` its end, `summaryRev` its revision; the
+// turn summary likewise, `turnSummary` and `turnSummaryRev`); a load leaves out one the replica holds.
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import { defineScripts, sessionScripts } from './redis-scripts.js';
@@ -92,7 +93,13 @@ interface HeldSummary<Value> {
   json: string;
   /** The session's revision of it (summaryRev, turnSummaryRev); undefined for one stored before them. */
   revision: string | undefined;
+  /** What the load script checks before leaving it out: "revision:bytes of its JSON". */
+  mark: string | undefined;
   value: Value;
+}
+
+function heldMark(revision: string | undefined, json: string): string | undefined {
+  return revision === undefined ? undefined : `${revision}:${Buffer.byteLength(json)}`;
 }
 
 interface HeldSummaries {
@@ -113,12 +120,12 @@ function heldSummary<Value>(
   if (json === undefined)
     return revision !== undefined && held?.revision === revision ? held.value : undefined;
   if (held !== undefined && held.json === json) {
-    if (held.revision !== revision) keep({ ...held, revision });
+    if (held.revision !== revision) keep({ ...held, revision, mark: heldMark(revision, json) });
     return held.value;
   }
   // Frozen: every load of the session shares it.
   const value = Object.freeze(JSON.parse(json)) as Value;
-  keep({ json, revision, value });
+  keep({ json, revision, mark: heldMark(revision, json), value });
   return value;
 }
 
@@ -244,8 +251,8 @@ export function createRedisSessionStore({
       cached === undefined ? 0 : cached.archivedCount + cached.messages.length,
       cached?.archivedCount ?? 0,
       cached?.head ?? 0,
-      cached?.parsed.summary?.revision ?? '',
-      cached?.parsed.turnSummary?.revision ?? '',
+      cached?.parsed.summary?.mark ?? '',
+      cached?.parsed.turnSummary?.mark ?? '',
     ];
     const reply = (
       hold === undefined

@@ -167,7 +167,7 @@ describe('Redis session store: the replica cache', () => {
     }
   });
 
-  it('sends a replica a summary it holds at the session’s revision only once (a redis-server of its own: its output bytes are this test’s)', async () => {
+  it('sends a replica a summary it holds at the session’s revision only once, and one rewritten by a build without revisions again (a redis-server of its own: its output bytes are this test’s)', async () => {
     const redis = await startRedisServer();
     const connect = () =>
       createRedisSessionStore({
@@ -199,6 +199,11 @@ describe('Redis session store: the replica cache', () => {
         await replica.release(key, hold);
       }
       expect(await sentBytes()).toBeLessThan(before + size / 2);
+      // A build that kept no revision (a rolling upgrade) rewrites the summary as its script did:
+      // the revision stays, the bytes differ, and the replica reads the new one.
+      const older = { ...summary, text: `${text} and more`, toMessage: 4, updatedAtMs: 2 };
+      await admin.hset(`ctxgate:{${key.tenantId}:${key.sessionId}}:meta`, 'summary', JSON.stringify(older));
+      expect((await replica.load(key)).summary).toEqual(older);
       // A store that holds nothing is sent it whole, and loads the same.
       const fresh = connect();
       try {
