@@ -57,11 +57,11 @@ if epoch and epoch == ARGV[1] then
     if not revision then return false end
     return revision .. ':' .. redis.call('HSTRLEN', KEYS[1], field)
   end
-  local revisions = {summary = mark('summary'), turnSummary = mark('turnSummary')}
+  local marks = {summary = mark('summary'), turnSummary = mark('turnSummary')}
   local kept = {}
   for index = 1, #meta, 2 do
     local field = meta[index]
-    if not (held[field] and held[field] ~= '' and revisions[field] == held[field]) then
+    if not (held[field] and held[field] ~= '' and marks[field] == held[field]) then
       kept[#kept + 1] = field
       kept[#kept + 1] = meta[index + 1]
     end

@@ -279,9 +279,9 @@ export function createRedisSessionStore({
     // A summary left out is one this replica held when it asked; replies come in the order asked, so it
     // still does. Should it not, the session is read whole.
     const summaryHeld = (field: 'summary' | 'turnSummary'): boolean =>
-      meta[field] !== undefined || meta[`${field}Rev`] === undefined
-        ? true
-        : cached?.parsed[field]?.revision === meta[`${field}Rev`];
+      meta[field] !== undefined ||
+      meta[`${field}Rev`] === undefined ||
+      cached?.parsed[field]?.revision === meta[`${field}Rev`];
     if (!summaryHeld('summary') || !summaryHeld('turnSummary')) {
       cache.delete(name);
       return loadActive(key, name);
