@@ -155,12 +155,13 @@ export function createGateway(options: {
     services,
   });
   // Connections that never sent a byte (a client's pool may open one ahead of use) are not "idle" to
-  // Node's closeIdleConnections, and would hold server.close() until the request timeout.
-  const silentSockets = new Set<Socket>();
+  // Node's closeIdleConnections, and would hold server.close() until the request timeout. They are told
+  // apart by bytesRead, not by listening for 'data': that listener would take the socket from Node's
+  // HTTP parser, which would then read every request through JavaScript streams instead of natively.
+  const openSockets = new Set<Socket>();
   gatewayApp.app.server.on('connection', (socket: Socket) => {
-    silentSockets.add(socket);
-    socket.once('data', () => silentSockets.delete(socket));
-    socket.once('close', () => silentSockets.delete(socket));
+    openSockets.add(socket);
+    socket.once('close', () => openSockets.delete(socket));
   });
   return {
     ...gatewayApp,
@@ -174,7 +175,7 @@ export function createGateway(options: {
       // finishes during the drain would otherwise stay open until its keep-alive timeout.
       const sweep = setInterval(() => {
         gatewayApp.app.server.closeIdleConnections();
-        for (const socket of silentSockets) socket.destroy();
+        for (const socket of openSockets) if (socket.bytesRead === 0) socket.destroy();
       }, 100);
       try {
         await gatewayApp.app.close();
