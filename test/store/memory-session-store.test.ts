@@ -1,9 +1,10 @@
-// The in-process store is the default without Redis, so it must not grow without bound: idle sessions
-// expire by the TTL even when nobody touches them again, and past its memory bound the least recently
-// used idle sessions go first — never one that a request holds.
+// The in-process store is the default without Redis: it keeps the SessionStore contract, and it must not
+// grow without bound: idle sessions expire by the TTL even when nobody touches them again, and past its
+// memory bound the least recently used idle sessions go first — never one that a request holds.
 import { describe, expect, it } from 'vitest';
 import { createMemorySessionStore, type EvictionEvent } from '../../src/store/memory-session-store.js';
 import type { SessionKey, SessionStore } from '../../src/store/session-store.js';
+import { describeSessionStoreContract } from './session-store-contract.js';
 
 const limits = { maxActiveMessages: 1_000, minActiveMessages: 100, idleTtlSeconds: 60 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -26,6 +27,8 @@ async function writeTurn(store: SessionStore, key: SessionKey, chars: number): P
   });
   expect(outcome.ok).toBe(true);
 }
+
+describeSessionStoreContract('memory', (limits) => createMemorySessionStore({ limits }));
 
 describe('in-process session store bounds', () => {
   it('removes sessions idle past the TTL in the background, and says how many', async () => {

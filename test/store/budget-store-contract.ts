@@ -1,17 +1,11 @@
-// The BudgetStore contract against the in-process store, a real redis-server and a real local Redis
-// Cluster: hard limits refuse at used + reserved, reservations expire and are settled or given back,
-// the warning flag is set once per counter, and concurrent reservations never pass a hard limit.
+// The BudgetStore contract, run against every store (memory-budget-store.test.ts, redis-budget-store.test.ts):
+// hard limits refuse at used + reserved, reservations expire and are settled or given back, the warning
+// flag is set once per counter, and concurrent reservations never pass a hard limit.
 import { randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BudgetCounter, BudgetStore } from '../../src/store/budget-store.js';
-import { createMemoryBudgetStore } from '../../src/store/memory-budget-store.js';
-import { createRedisConnection } from '../../src/store/redis-client.js';
-import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
-import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function describeBudgetStoreContract(name: string, factory: () => Promise<BudgetStore>): void {
+export function describeBudgetStoreContract(name: string, factory: () => Promise<BudgetStore>): void {
   describe(`BudgetStore contract: ${name}`, () => {
     const counters = (): BudgetCounter[] => {
       const tenantId = `t-${randomUUID().slice(0, 8)}`;
@@ -145,27 +139,3 @@ function describeBudgetStoreContract(name: string, factory: () => Promise<Budget
     });
   });
 }
-
-describeBudgetStoreContract('memory', async () => createMemoryBudgetStore());
-
-const connections: Array<ReturnType<typeof createRedisConnection>> = [];
-const connected = async (connection: ReturnType<typeof createRedisConnection>) => {
-  connections.push(connection);
-  for (let attempt = 0; attempt < 100 && connection.status !== 'ready'; attempt++) await sleep(50);
-  return createRedisBudgetStore({ redis: connection });
-};
-describeBudgetStoreContract('redis-server', () =>
-  connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') })),
-);
-
-let cluster: Promise<RunningCluster> | undefined;
-describeBudgetStoreContract('redis cluster (3 masters)', async () => {
-  cluster ??= startRedisCluster();
-  const { nodes } = await cluster;
-  return connected(createRedisConnection({ mode: 'cluster', nodes }));
-});
-
-afterAll(async () => {
-  for (const connection of connections) connection.disconnect();
-  await (await cluster)?.stop();
-});

@@ -1,9 +1,8 @@
-// The SessionStore contract against the in-process store, a real redis-server, and a real local Redis
-// Cluster of three masters.
+// The Redis session store: the SessionStore contract on a real redis-server and a real local Redis
+// Cluster of three masters, and what only it has — the replica cache and summaries not sent again.
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { SessionStore, StoredMessage } from '../../src/store/session-store.js';
-import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
@@ -14,8 +13,6 @@ import { serializeChatBody } from '../../src/chat/chat-body.js';
 import type { ContextMessage } from '../../src/context/types.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-describeSessionStoreContract('memory', (limits) => createMemorySessionStore({ limits }));
 
 describeSessionStoreContract('redis-server', (limits) =>
   createRedisSessionStore({
