@@ -26,7 +26,7 @@ describe('client connections', () => {
       harness.gateway.app.server.on('connection', (socket: Socket) => sockets.push(socket));
       // Node's parser reads a socket from C++ (its `_consumed` mark) until someone else listens for
       // 'data' or 'readable' on it; from then on every request's bytes go through JavaScript streams
-      // (about 8 µs a request on this path). The mark is Node's own, set where the server starts reading.
+      // instead. The mark is Node's own, set where the server starts reading.
       for (let request = 0; request < 2; request++) {
         const response = await fetch(`${harness.baseUrl}/chat/completions`, {
           method: 'POST',
