@@ -1,5 +1,5 @@
 // The Redis budget store against the BudgetStore contract, on a real redis-server and a real local Redis
-// Cluster (its scripts keep each counter's keys in one slot).
+// Cluster (counters sharing a hash tag are reserved in one script; a request spanning tags, tag by tag).
 import { afterAll, inject } from 'vitest';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
