@@ -6,7 +6,12 @@
 // one (what a prompt cache reuses), steps where a masked result could have been sent whole, the
 // summarizer's share of prompt tokens, and whether sent + summarized + dropped is the conversation.
 import OpenAI from 'openai';
-import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../../test/helpers/fake-upstream.js';
+import {
+  countPromptTokens,
+  FakeUpstream,
+  isSummaryRequest,
+  type ChatMessage,
+} from '../../test/helpers/fake-upstream.js';
 import { startGateway } from '../../test/helpers/start-gateway.js';
 import { prose, seeded } from '../../test/helpers/text.js';
 
@@ -20,9 +25,12 @@ export interface AgentLoopFigures {
    * its predecessor (in tokens; the steps' own sizes, each result capped at max_tool_result_tokens).
    */
   reuseCeiling: number;
-  /** Steps where the newest masked result would have fit whole in the room left. */
+  /**
+   * Steps where the newest masked result would have fit: the prompt with it sent whole, counted as the
+   * provider counts, within the usable window.
+   */
   overMasked: number;
-  /** The same, in the room left beyond clear_at_least (what the gateway keeps free for the next steps). */
+  /** The same, within the usable window less clear_at_least (what the gateway keeps free for the next steps). */
   overMaskedBeyondStep: number;
   /** Summarizer prompt tokens over the conversation's own prompt tokens. */
   summarizerShare: number;
@@ -43,6 +51,8 @@ export async function agentLoopFigures(options: {
   mode: 'stateless' | 'session';
   loops: number;
   steps: number;
+  /** The masking step: clear_at_least and trim_to (docs/budgeting.md); the defaults when not given. */
+  step?: { clear_at_least: number; trim_to: number } | undefined;
 }): Promise<AgentLoopFigures> {
   const model = 'bench-agent';
   const random = seeded(options.window + (options.mode === 'session' ? 1 : 0));
@@ -67,12 +77,17 @@ export async function agentLoopFigures(options: {
       }),
     }),
   });
-  const clearAtLeast = 2_000;
+  const clearAtLeast = options.step?.clear_at_least ?? 2_000;
+  const trimTo = options.step === undefined ? '' : `  trim_to: ${options.step.trim_to}\n`;
   const gateway = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), LOG_LEVEL: 'warn' },
-    configYaml: `models:\n  - { match: ${model}, window: ${options.window}, output_reserve: 1024, exact_tokenizer: true }\ncontext:\n  clear_at_least: ${clearAtLeast}\n`,
+    configYaml: `models:\n  - { match: ${model}, window: ${options.window}, output_reserve: 1024, exact_tokenizer: true }\ncontext:\n  clear_at_least: ${clearAtLeast}\n${trimTo}`,
   });
+  // What a prompt may use: the window less the output reserve and the safety margin (5%).
+  const usable = options.window - 1_024 - Math.ceil(options.window * 0.05);
   const sizeOf = new Map<string, number>();
+  /** Each result's text, to count a prompt with a masked one sent whole. */
+  const contentOf = new Map<string, string>();
   const figures = {
     requests: 0,
     prefix: 0,
@@ -110,22 +125,25 @@ export async function agentLoopFigures(options: {
         figures.requests++;
         if (previous !== undefined) {
           figures.prefix += commonPrefix(previous, prompt) / prompt.length;
-          const usable = options.window - 1_024 - Math.ceil(options.window * 0.05);
           const newestStep = messages
             .slice(messages.findLastIndex((message) => message.role === 'assistant'))
             .reduce((sum, message) => sum + Math.min(8_000, sizeOf.get(message.tool_call_id ?? '') ?? 0), 0);
           figures.ceiling += Math.max(0, usable - newestStep) / usable;
         }
         previous = prompt;
-        // Over-masking: the newest masked result, had it been sent whole, in the room that was left.
-        const room = options.window - 1_024 - Math.ceil(options.window * 0.05) - (sent?.promptTokens ?? 0);
-        const newestMasked = messages.findLast(
+        // Over-masking: the prompt with its newest masked result sent whole, counted as the provider counts.
+        const newestMasked = messages.findLastIndex(
           (message) => message.role === 'tool' && String(message.content).startsWith('[result masked'),
         );
-        if (newestMasked !== undefined) {
-          const extra = (sizeOf.get(newestMasked.tool_call_id ?? '') ?? Infinity) - 12;
-          if (extra <= room) figures.overMasked++;
-          if (extra <= room - clearAtLeast) figures.overMaskedBeyondStep++;
+        if (newestMasked !== -1) {
+          const whole = messages.map((message, index) =>
+            index === newestMasked
+              ? { ...message, content: contentOf.get(message.tool_call_id ?? '') ?? message.content }
+              : message,
+          );
+          const tokens = countPromptTokens(whole, undefined);
+          if (tokens <= usable) figures.overMasked++;
+          if (tokens <= usable - clearAtLeast) figures.overMaskedBeyondStep++;
         }
         if (options.mode === 'session') {
           figures.sessionRequests++;
@@ -144,7 +162,9 @@ export async function agentLoopFigures(options: {
         const results: OpenAI.ChatCompletionMessageParam[] = (answer.tool_calls ?? []).map((call) => {
           const tokens = Math.min(15_000, Math.max(20, Math.round(658 * Math.exp(1.345 * gaussian(random)))));
           sizeOf.set(call.id, tokens);
-          return { role: 'tool', tool_call_id: call.id, content: prose(tokens, callNumber) };
+          const content = prose(tokens, callNumber);
+          contentOf.set(call.id, content);
+          return { role: 'tool', tool_call_id: call.id, content };
         });
         conversation.push(
           { role: 'assistant', content: null, tool_calls: answer.tool_calls } as never,

@@ -266,15 +266,19 @@ export async function fidelitySection(): Promise<void> {
     await fake.stop();
   }
   await factsFigures();
-  for (const window of [8_192, 32_768])
-    for (const mode of ['stateless', 'session'] as const) {
-      const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 40 });
-      console.log(
-        `agent loop, ${mode}, ${window} tokens, ${figures.requests} requests: prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} for any gateway)  ` +
-          `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least)  ` +
-          `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
-      );
-    }
+  // The default masking step, then none (trim_to 1, clear_at_least 0: every result that fits is sent
+  // whole): what the step costs in masked results and buys in prefix reuse (docs/budgeting.md).
+  for (const step of [undefined, { clear_at_least: 0, trim_to: 1 }])
+    for (const window of [8_192, 32_768])
+      for (const mode of ['stateless', 'session'] as const) {
+        const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 40, step });
+        console.log(
+          `agent loop, ${mode}, ${window} tokens, ${step === undefined ? 'default step' : 'no step (trim_to 1, clear_at_least 0)'}, ${figures.requests} requests: ` +
+            `prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} for any gateway)  ` +
+            `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least)  ` +
+            `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
+        );
+      }
 }
 
 /** Facts recalled at the end of 300 summarized turns on 8,192 tokens, per summarizer. */
