@@ -26,7 +26,7 @@ import {
   type SessionRequestReport,
 } from './session-store.js';
 
-function sessionKeys({ tenantId, sessionId }: SessionKey): {
+export function sessionKeys({ tenantId, sessionId }: SessionKey): {
   meta: string;
   active: string;
   archive: string;
