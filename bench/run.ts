@@ -13,6 +13,7 @@ import { learnedSection } from './sections/learned.js';
 import { proxySection } from './sections/proxy.js';
 import { recoverySection } from './sections/recovery.js';
 import { renderSection } from './sections/render.js';
+import { serviceSection } from './sections/service.js';
 import { sessionsSection } from './sections/sessions.js';
 import { summarizationSection } from './sections/summarization.js';
 import { tokenizerSection } from './sections/tokenizer.js';
@@ -22,6 +23,7 @@ const sections: Record<string, () => Promise<void>> = {
   sessions: sessionsSection,
   summarization: summarizationSection,
   proxy: proxySection,
+  service: serviceSection,
   abort: abortSection,
   render: renderSection,
   tokenizer: tokenizerSection,
