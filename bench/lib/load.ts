@@ -21,6 +21,11 @@ function startArguments(directory: string): string[] {
   return (match[1] as string).split(' ');
 }
 
+/** The node flags `npm start` runs the gateway with in a checkout (the heap settings), without its script. */
+export function startFlags(directory: string): string[] {
+  return startArguments(directory).filter((argument) => argument.startsWith('--'));
+}
+
 /**
  * The gateway's built entry point, started as `npm start` starts it. BENCH_GATEWAY_DIR points at another
  * checkout's build (after its `npm run build`) to measure an earlier version under exactly the same load.
