@@ -38,6 +38,11 @@ export interface AgentLoopFigures {
   summarizerCalls: number;
   /** Requests whose headers account for every message once (sessions: sent + summarized + dropped). */
   headersAgree: number;
+  /**
+   * Requests whose history reached further back than the request before it: fewer earlier messages
+   * omitted, or a tool result of a past task sent whole that the request before had masked.
+   */
+  startBackwards: number;
 }
 
 const commonPrefix = (a: string, b: string): number => {
@@ -51,6 +56,11 @@ export async function agentLoopFigures(options: {
   mode: 'stateless' | 'session';
   loops: number;
   steps: number;
+  /**
+   * Tasks a loop works through one after the other (stateless only): after `steps` steps a task ends
+   * with the model's answer and the next task's user message follows. One when not given.
+   */
+  tasks?: number;
   /** The masking step: clear_at_least and trim_to (docs/budgeting.md); the defaults when not given. */
   step?: { clear_at_least: number; trim_to: number } | undefined;
 }): Promise<AgentLoopFigures> {
@@ -96,6 +106,7 @@ export async function agentLoopFigures(options: {
     overMaskedBeyondStep: 0,
     agree: 0,
     sessionRequests: 0,
+    startBackwards: 0,
   };
   try {
     for (let loop = 0; loop < options.loops; loop++) {
@@ -114,7 +125,16 @@ export async function agentLoopFigures(options: {
       ];
       let toSend = conversation.slice();
       let previous: string | undefined;
-      for (let step = 0; step < options.steps; step++) {
+      let previousStart: { omitted: number; masked: Set<string> } | undefined;
+      for (let step = 0; step < options.steps * (options.tasks ?? 1); step++) {
+        if (step > 0 && step % options.steps === 0) {
+          // The task ends with the model's answer; the next one starts (the client resends it all).
+          conversation.push(
+            { role: 'assistant', content: `Done: ${prose(40, step)}` },
+            { role: 'user', content: `Task ${loop}.${step / options.steps}: ${prose(30, step)}` },
+          );
+          toSend = conversation.slice();
+        }
         const { data, response } = await client.chat.completions
           .create({ model, messages: toSend, max_tokens: 1_024 })
           .withResponse();
@@ -131,6 +151,33 @@ export async function agentLoopFigures(options: {
           figures.ceiling += Math.max(0, usable - newestStep) / usable;
         }
         previous = prompt;
+        // Where history starts: the earlier messages the notice says were omitted, and the past tasks'
+        // results sent masked. Reaching back further than the request before is a move backwards.
+        const notice = messages.find((message) =>
+          String(message.content ?? '').includes('earlier messages of this conversation were omitted'),
+        );
+        const omitted =
+          notice === undefined ? 0 : Number(/(\d+) earlier messages/.exec(String(notice.content))?.[1]);
+        const pastTasks = messages.slice(
+          0,
+          messages.findLastIndex((message) => message.role === 'user'),
+        );
+        const isMasked = (message: ChatMessage) => String(message.content).startsWith('[result masked');
+        const start = {
+          omitted,
+          masked: new Set(
+            pastTasks.filter((m) => m.role === 'tool' && isMasked(m)).map((m) => String(m.tool_call_id)),
+          ),
+        };
+        if (
+          previousStart !== undefined &&
+          (omitted < previousStart.omitted ||
+            pastTasks.some(
+              (m) => m.role === 'tool' && !isMasked(m) && previousStart?.masked.has(String(m.tool_call_id)),
+            ))
+        )
+          figures.startBackwards++;
+        previousStart = start;
         // Over-masking: the prompt with its newest masked result sent whole, counted as the provider counts.
         const newestMasked = messages.findLastIndex(
           (message) => message.role === 'tool' && String(message.content).startsWith('[result masked'),
@@ -186,6 +233,7 @@ export async function agentLoopFigures(options: {
       summarizerShare: summaryTokens / Math.max(1, chatTokens),
       summarizerCalls: fake.summaryRequests.length,
       headersAgree: options.mode === 'session' ? figures.agree / Math.max(1, figures.sessionRequests) : 1,
+      startBackwards: figures.startBackwards,
     };
   } finally {
     await gateway.close();

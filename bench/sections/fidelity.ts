@@ -6,7 +6,8 @@
 // - POST /v1/context/render against what the chat request then sent;
 // - facts recalled after 300 summarized turns, per summarizer (ideal, realistic ~70%, lossy ~40%);
 // - agent loops (stateless and delta sessions, 8,192 and 32,768 tokens): prefix reuse, over-masking,
-//   the summarizer's share of prompt tokens, and headers that account for every message once.
+//   the summarizer's share of prompt tokens, and headers that account for every message once; and loops
+//   of several tasks in one stateless conversation: how often the history start moves backwards.
 import OpenAI from 'openai';
 import { renderContext } from '../../src/context/render.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -279,6 +280,15 @@ export async function fidelitySection(): Promise<void> {
             `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
         );
       }
+  // Tasks one after another in one stateless conversation: does the history start ever move backwards?
+  for (const window of [8_192, 32_768]) {
+    const figures = await agentLoopFigures({ window, mode: 'stateless', loops: 3, steps: 8, tasks: 6 });
+    console.log(
+      `agent loops of 6 tasks × 8 steps, stateless, ${window} tokens, ${figures.requests} requests: ` +
+        `history start moved backwards in ${figures.startBackwards}  prefix reuse ${figures.prefixReuse.toFixed(2)}  ` +
+        `over-masked steps ${figures.overMasked}`,
+    );
+  }
 }
 
 /** Facts recalled at the end of 300 summarized turns on 8,192 tokens, per summarizer. */
