@@ -613,8 +613,12 @@ function historyForms(
     (input.omittedBefore ?? 0) > 0 ||
     [...first.forms.values()].some((form) => form === 'user_only') ||
     history.some((_turn, index) => fit.isFirst(index) && !first.forms.has(index));
+  // The sliding history too gets what the current turn left at its peak: a masking step that shrinks
+  // the turn does not let older turns back in.
+  const peak = Math.max(currentTokens, Math.min(currentPeakTokens, fit.historyBudget));
+  const slidingRoom = remaining - (peak - currentTokens);
   const allFit =
-    sumRange(whole, 0, whole.length) <= remaining - (firstsShortened ? fit.noticeTokens : 0) &&
+    sumRange(whole, 0, whole.length) <= slidingRoom - (firstsShortened ? fit.noticeTokens : 0) &&
     (policy.max_history_turns === 0 || whole.length <= policy.max_history_turns);
   const { windowStart, maskedUntil } = allFit
     ? { windowStart: 0, maskedUntil: 0 }
@@ -623,9 +627,9 @@ function historyForms(
         slidingIndices,
         whole,
         masked,
-        currentTokens,
+        currentTokens: peak,
         firstTokens: first.tokens,
-        available: remaining - fit.noticeTokens,
+        available: slidingRoom - fit.noticeTokens,
       });
   const forms = new Map<number, TurnForm>(first.forms);
   slidingIndices.forEach((index, position) => {

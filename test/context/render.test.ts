@@ -303,6 +303,32 @@ describe('renderContext', () => {
       expect(forms[index] as number).toBeLessThanOrEqual(forms[index - 1] as number);
   });
 
+  it('never lets older turns back in within an agent loop after a masking step: the history start stays', () => {
+    // Chat turns, then an agent loop growing a group (45 tokens) a request, trimmed in steps: each step
+    // leaves room, but the sliding history keeps what the loop left it at its largest request.
+    const history = Array.from({ length: 8 }, (_unused, index) => [
+      user(text(5, `q${index}`)),
+      assistant(text(40, `a${index}`)),
+    ]).flat();
+    const loop = [
+      user('go'),
+      ...Array.from({ length: 14 }, (_unused, index) => iteration(`c${index}`, text(30, `r${index}`))).flat(),
+    ];
+    const omitted: number[] = [];
+    for (let groups = 1; groups <= 14; groups++) {
+      const { report } = render(
+        [...history, ...loop.slice(0, 1 + groups * 2)],
+        { window: 520 },
+        { keep_last: 1, clear_at_least: 50, trim_to: 0.7, keep_first_turns: 0 },
+      );
+      omitted.push(report.droppedMessages);
+    }
+    // History was cut at some point, and no request reached further back than the one before it.
+    expect(Math.max(...omitted)).toBeGreaterThan(0);
+    for (let index = 1; index < omitted.length; index++)
+      expect(omitted[index] as number).toBeGreaterThanOrEqual(omitted[index - 1] as number);
+  });
+
   it('masks the tools named in exclude_tools last', () => {
     const messages: ContextMessage[] = [
       user('go'),
