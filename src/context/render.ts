@@ -594,15 +594,16 @@ function historyForms(
     const turn = historyTurns[index] as HistoryTurn;
     return form === 'whole' ? turn.whole : form === 'masked' ? turn.masked : turn.userOnly;
   };
-  let remaining = fit.historyBudget - currentTokens;
-  // The first turns get what the current turn left them at its peak (replayed over its loop): a first
-  // turn shortened then stays so for the rest of the loop, and an agent loop's prompt start does not
-  // move backwards after each masking step. (Across turns the first turns follow what each turn
-  // leaves: a chat's window fills as it may.)
-  const firstRoom = Math.min(remaining, fit.historyBudget - Math.min(currentPeakTokens, fit.historyBudget));
+  const remaining = fit.historyBudget - currentTokens;
+  // History — the first turns, then the sliding window — gets what the current turn left it at its peak
+  // (replayed over its loop): a turn shortened or left out then stays so for the rest of the loop, and a
+  // masking step that shrinks the current turn lets nothing older back in. (Across turns history follows
+  // what each turn leaves: a chat's window fills as it may.)
+  const peak = Math.max(currentTokens, Math.min(currentPeakTokens, fit.historyBudget));
+  const peakRoom = fit.historyBudget - peak;
   // Room for the omission notice stays free: on this path something may be left out.
-  const first = firstTurnForms(fit, formTokens, firstRoom - fit.noticeTokens, remaining - fit.noticeTokens);
-  remaining -= first.tokens;
+  const first = firstTurnForms(fit, formTokens, peakRoom - fit.noticeTokens, remaining - fit.noticeTokens);
+  const slidingRoom = peakRoom - first.tokens;
   const slidingIndices: number[] = [];
   for (let index = 0; index < history.length; index++)
     if (!first.forms.has(index)) slidingIndices.push(index);
@@ -613,10 +614,6 @@ function historyForms(
     (input.omittedBefore ?? 0) > 0 ||
     [...first.forms.values()].some((form) => form === 'user_only') ||
     history.some((_turn, index) => fit.isFirst(index) && !first.forms.has(index));
-  // The sliding history too gets what the current turn left at its peak: a masking step that shrinks
-  // the turn does not let older turns back in.
-  const peak = Math.max(currentTokens, Math.min(currentPeakTokens, fit.historyBudget));
-  const slidingRoom = remaining - (peak - currentTokens);
   const allFit =
     sumRange(whole, 0, whole.length) <= slidingRoom - (firstsShortened ? fit.noticeTokens : 0) &&
     (policy.max_history_turns === 0 || whole.length <= policy.max_history_turns);
