@@ -43,6 +43,11 @@ export interface AgentLoopFigures {
    * omitted, or a tool result of a past task sent whole that the request before had masked.
    */
   startBackwards: number;
+  /**
+   * The same, within a task: each task's first request left out (there the turn just finished becomes
+   * history and is sent in history's forms, so its prompt differs from the request before's anyway).
+   */
+  startBackwardsWithinTask: number;
 }
 
 const commonPrefix = (a: string, b: string): number => {
@@ -57,7 +62,7 @@ export async function agentLoopFigures(options: {
   loops: number;
   steps: number;
   /**
-   * Tasks a loop works through one after the other (stateless only): after `steps` steps a task ends
+   * Tasks a loop works through one after the other: after `steps` steps a task ends
    * with the model's answer and the next task's user message follows. One when not given.
    */
   tasks?: number;
@@ -107,6 +112,7 @@ export async function agentLoopFigures(options: {
     agree: 0,
     sessionRequests: 0,
     startBackwards: 0,
+    startBackwardsWithinTask: 0,
   };
   try {
     for (let loop = 0; loop < options.loops; loop++) {
@@ -133,7 +139,8 @@ export async function agentLoopFigures(options: {
             { role: 'assistant', content: `Done: ${prose(40, step)}` },
             { role: 'user', content: `Task ${loop}.${step / options.steps}: ${prose(30, step)}` },
           );
-          toSend = conversation.slice();
+          // A stateless client resends it all; a delta session sends the last results, the answer and the new task.
+          toSend = options.mode === 'session' ? [...toSend, ...conversation.slice(-2)] : conversation.slice();
         }
         const { data, response } = await client.chat.completions
           .create({ model, messages: toSend, max_tokens: 1_024 })
@@ -175,8 +182,10 @@ export async function agentLoopFigures(options: {
             pastTasks.some(
               (m) => m.role === 'tool' && !isMasked(m) && previousStart?.masked.has(String(m.tool_call_id)),
             ))
-        )
+        ) {
           figures.startBackwards++;
+          if (step % options.steps !== 0) figures.startBackwardsWithinTask++;
+        }
         previousStart = start;
         // Over-masking: the prompt with its newest masked result sent whole, counted as the provider counts.
         const newestMasked = messages.findLastIndex(
@@ -234,6 +243,7 @@ export async function agentLoopFigures(options: {
       summarizerCalls: fake.summaryRequests.length,
       headersAgree: options.mode === 'session' ? figures.agree / Math.max(1, figures.sessionRequests) : 1,
       startBackwards: figures.startBackwards,
+      startBackwardsWithinTask: figures.startBackwardsWithinTask,
     };
   } finally {
     await gateway.close();

@@ -280,15 +280,17 @@ export async function fidelitySection(): Promise<void> {
             `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
         );
       }
-  // Tasks one after another in one stateless conversation: does the history start ever move backwards?
-  for (const window of [8_192, 32_768]) {
-    const figures = await agentLoopFigures({ window, mode: 'stateless', loops: 3, steps: 8, tasks: 6 });
-    console.log(
-      `agent loops of 6 tasks × 8 steps, stateless, ${window} tokens, ${figures.requests} requests: ` +
-        `history start moved backwards in ${figures.startBackwards}  prefix reuse ${figures.prefixReuse.toFixed(2)}  ` +
-        `over-masked steps ${figures.overMasked}`,
-    );
-  }
+  // Tasks one after another in one conversation: does the history start ever move backwards?
+  for (const window of [8_192, 32_768])
+    for (const mode of ['stateless', 'session'] as const) {
+      const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 8, tasks: 6 });
+      console.log(
+        `agent loops of 6 tasks × 8 steps, ${mode}, ${window} tokens, ${figures.requests} requests: ` +
+          `history start moved backwards in ${figures.startBackwards} (${figures.startBackwardsWithinTask} within a task)  ` +
+          `prefix reuse ${figures.prefixReuse.toFixed(2)}  over-masked steps ${figures.overMasked}  ` +
+          `headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
+      );
+    }
 }
 
 /** Facts recalled at the end of 300 summarized turns on 8,192 tokens, per summarizer. */

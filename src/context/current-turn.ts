@@ -492,6 +492,13 @@ function buildWithin(fitting: TurnFitting, budget: number): ReturnType<TurnFitti
 export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
   const fitting = new TurnFitting(input);
   fitting.replay();
+  // The requests made before the turn summary saw the whole turn: its peak counts too, so a summary that
+  // shrinks the turn lets nothing older back in (a session's history start never moves backwards).
+  if (input.turnSummary !== undefined) {
+    const unsummarized = new TurnFitting({ ...input, turnSummary: undefined });
+    unsummarized.replay();
+    fitting.peak = Math.max(fitting.peak, unsummarized.peak);
+  }
   fitting.cutNewest();
   fitting.dropRest();
   fitting.cutUserMessage();

@@ -507,14 +507,12 @@ function turnSummaryPart(fit: Fit): { turn: number; part: TurnSummaryPart | unde
 
 /**
  * The first turns and pinned turns come first, compressed as far as needed: masked, then their user
- * message alone (which is kept whenever it fits), then left out.
+ * message alone (kept whenever it fits beside the current turn at its largest request), then left out.
  */
 function firstTurnForms(
   fit: Fit,
   formTokens: (index: number, form: TurnForm) => number,
   budget: number,
-  /** Room they are left out for lack of (a user message alone is kept whenever it fits): at least `budget`. */
-  dropBudget = budget,
 ): { forms: Map<number, TurnForm>; tokens: number } {
   const forms = new Map<number, TurnForm>();
   fit.history.forEach((_turn, index) => {
@@ -534,7 +532,7 @@ function firstTurnForms(
     }
   }
   for (const index of [...forms.keys()].reverse()) {
-    if (tokens <= dropBudget) break;
+    if (tokens <= budget) break;
     tokens -= formTokens(index, forms.get(index) as TurnForm);
     forms.delete(index);
   }
@@ -594,7 +592,6 @@ function historyForms(
     const turn = historyTurns[index] as HistoryTurn;
     return form === 'whole' ? turn.whole : form === 'masked' ? turn.masked : turn.userOnly;
   };
-  const remaining = fit.historyBudget - currentTokens;
   // History — the first turns, then the sliding window — gets what the current turn left it at its peak
   // (replayed over its loop): a turn shortened or left out then stays so for the rest of the loop, and a
   // masking step that shrinks the current turn lets nothing older back in. (Across turns history follows
@@ -602,7 +599,7 @@ function historyForms(
   const peak = Math.max(currentTokens, Math.min(currentPeakTokens, fit.historyBudget));
   const peakRoom = fit.historyBudget - peak;
   // Room for the omission notice stays free: on this path something may be left out.
-  const first = firstTurnForms(fit, formTokens, peakRoom - fit.noticeTokens, remaining - fit.noticeTokens);
+  const first = firstTurnForms(fit, formTokens, peakRoom - fit.noticeTokens);
   const slidingRoom = peakRoom - first.tokens;
   const slidingIndices: number[] = [];
   for (let index = 0; index < history.length; index++)

@@ -154,6 +154,27 @@ describe('fitting the current turn', () => {
     expect(fitted.tokens).toBe(fitted.messages.map(count).reduce((sum, tokens) => sum + tokens, 0));
   });
 
+  it('keeps the peak the requests before its summary reached: a summary that shrinks the turn frees no room for older turns', () => {
+    // Seven steps of 61 tokens after the user message (7): the sixth request sent 7 + 6·61 = 373, the
+    // seventh (434 > 400) was masked down to 258. A summary of the first four steps (20 tokens) leaves
+    // 7 + 20 + 3·61 = 210 now, but the loop's largest request stays 373: what history had then is the
+    // most it gets for the rest of the loop.
+    const turn = loop([50, 50, 50, 50, 50, 50, 50]);
+    expect(fit(turn, 400).peakTokens).toBe(373);
+    const summary: ContextMessage = { role: 'system', content: text(16, 'summary') };
+    const summarized = fitCurrentTurn({
+      turn,
+      turnTokens: turn.map(count),
+      budget: 400,
+      policy,
+      tokenizer: words,
+      count,
+      turnSummary: { message: summary, coversUntil: 9, tokens: count(summary) },
+    });
+    expect(summarized.tokens).toBe(210);
+    expect(summarized.peakTokens).toBe(373);
+  });
+
   it('keeps every call with its arguments when its result is masked', () => {
     const turn = loop([50, 50, 50, 50, 50, 50, 50]);
     const fitted = fit(turn, 400);

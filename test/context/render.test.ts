@@ -329,6 +329,38 @@ describe('renderContext', () => {
       expect(omitted[index] as number).toBeGreaterThanOrEqual(omitted[index - 1] as number);
   });
 
+  it('never brings the first user message back within an agent loop once the loop left it out', () => {
+    // The first turn is kept as its user message alone while that fits beside the loop at its largest
+    // request; a masking step that shrinks the turn afterwards does not bring it back.
+    const first = user(text(40, 'first'));
+    const history = [
+      first,
+      assistant(text(60, 'a0')),
+      ...Array.from({ length: 6 }, (_unused, index) => [
+        user(text(5, `q${index}`)),
+        assistant(text(40, `a${index}`)),
+      ]).flat(),
+    ];
+    const loop = [
+      user('go'),
+      ...Array.from({ length: 14 }, (_unused, index) => iteration(`c${index}`, text(30, `r${index}`))).flat(),
+    ];
+    const kept: boolean[] = [];
+    for (let groups = 1; groups <= 14; groups++) {
+      const { messages } = render(
+        [...history, ...loop.slice(0, 1 + groups * 2)],
+        { window: 520 },
+        { keep_last: 1, clear_at_least: 50, trim_to: 0.7, keep_first_turns: 1 },
+      );
+      kept.push(messages.includes(first));
+    }
+    // It was sent, then left out, and once left out it stays out.
+    expect(kept[0]).toBe(true);
+    const leftOut = kept.indexOf(false);
+    expect(leftOut).toBeGreaterThan(0);
+    expect(kept.slice(leftOut)).toEqual(kept.slice(leftOut).map(() => false));
+  });
+
   it('masks the tools named in exclude_tools last', () => {
     const messages: ContextMessage[] = [
       user('go'),
