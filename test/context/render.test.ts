@@ -303,26 +303,42 @@ describe('renderContext', () => {
       expect(forms[index] as number).toBeLessThanOrEqual(forms[index - 1] as number);
   });
 
-  it('never lets older turns back in within an agent loop after a masking step: the history start stays', () => {
-    // Chat turns, then an agent loop growing a group (45 tokens) a request, trimmed in steps: each step
-    // leaves room, but the sliding history keeps what the loop left it at its largest request.
-    const history = Array.from({ length: 8 }, (_unused, index) => [
+  /** Chat turns of a short question (5 tokens) and a longer answer (40). */
+  const chatTurns = (count: number): ContextMessage[] =>
+    Array.from({ length: count }, (_unused, index) => [
       user(text(5, `q${index}`)),
       assistant(text(40, `a${index}`)),
     ]).flat();
+
+  /**
+   * The requests of an agent loop after `history`, growing a group (45 tokens) a request for 14 requests,
+   * on 520 tokens, trimmed in small steps: each step leaves room that a later request could fill.
+   */
+  const loopAfter = (history: ContextMessage[], overrides: Partial<ContextPolicy>) => {
     const loop = [
       user('go'),
       ...Array.from({ length: 14 }, (_unused, index) => iteration(`c${index}`, text(30, `r${index}`))).flat(),
     ];
-    const omitted: number[] = [];
-    for (let groups = 1; groups <= 14; groups++) {
-      const { report } = render(
-        [...history, ...loop.slice(0, 1 + groups * 2)],
+    return Array.from({ length: 14 }, (_unused, index) =>
+      render(
+        [...history, ...loop.slice(0, 3 + index * 2)],
         { window: 520 },
-        { keep_last: 1, clear_at_least: 50, trim_to: 0.7, keep_first_turns: 0 },
-      );
-      omitted.push(report.droppedMessages);
-    }
+        {
+          keep_last: 1,
+          clear_at_least: 50,
+          trim_to: 0.7,
+          ...overrides,
+        },
+      ),
+    );
+  };
+
+  it('never lets older turns back in within an agent loop after a masking step: the history start stays', () => {
+    // Chat turns, then an agent loop growing a group (45 tokens) a request, trimmed in steps: each step
+    // leaves room, but the sliding history keeps what the loop left it at its largest request.
+    const omitted = loopAfter(chatTurns(8), { keep_first_turns: 0 }).map(
+      ({ report }) => report.droppedMessages,
+    );
     // History was cut at some point, and no request reached further back than the one before it.
     expect(Math.max(...omitted)).toBeGreaterThan(0);
     for (let index = 1; index < omitted.length; index++)
@@ -333,27 +349,8 @@ describe('renderContext', () => {
     // The first turn is kept as its user message alone while that fits beside the loop at its largest
     // request; a masking step that shrinks the turn afterwards does not bring it back.
     const first = user(text(40, 'first'));
-    const history = [
-      first,
-      assistant(text(60, 'a0')),
-      ...Array.from({ length: 6 }, (_unused, index) => [
-        user(text(5, `q${index}`)),
-        assistant(text(40, `a${index}`)),
-      ]).flat(),
-    ];
-    const loop = [
-      user('go'),
-      ...Array.from({ length: 14 }, (_unused, index) => iteration(`c${index}`, text(30, `r${index}`))).flat(),
-    ];
-    const kept: boolean[] = [];
-    for (let groups = 1; groups <= 14; groups++) {
-      const { messages } = render(
-        [...history, ...loop.slice(0, 1 + groups * 2)],
-        { window: 520 },
-        { keep_last: 1, clear_at_least: 50, trim_to: 0.7, keep_first_turns: 1 },
-      );
-      kept.push(messages.includes(first));
-    }
+    const history = [first, assistant(text(60, 'a0')), ...chatTurns(6)];
+    const kept = loopAfter(history, { keep_first_turns: 1 }).map(({ messages }) => messages.includes(first));
     // It was sent, then left out, and once left out it stays out.
     expect(kept[0]).toBe(true);
     const leftOut = kept.indexOf(false);
