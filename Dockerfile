@@ -26,4 +26,4 @@ EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Exec form: node runs as PID 1 and receives SIGTERM itself, which starts the graceful drain.
-CMD ["node", "--max-semi-space-size=32", "dist/src/main.js"]
+CMD ["node", "--max-semi-space-size=32", "--no-allocation-site-pretenuring", "dist/src/main.js"]
