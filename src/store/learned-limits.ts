@@ -148,11 +148,23 @@ function createTable(options: LearnedLimitsOptions) {
   /** When this replica last let a request probe an entry's window for a tenant. */
   const probes = new Map<string, number>();
 
+  /** The entry used last: most requests ask for the one the request before asked for. */
+  let newest: string | undefined;
+  const put = (id: string, entry: Entry): void => {
+    if (!entries.has(id)) newest = id;
+    entries.set(id, entry);
+  };
+  const remove = (id: string): void => {
+    entries.delete(id);
+    if (newest === id) newest = undefined;
+  };
+  /** The entry, moved to the most recently used end (unless it is there already: no Map churn). */
   const touch = (id: string): Entry | undefined => {
     const entry = entries.get(id);
-    if (entry === undefined) return undefined;
+    if (entry === undefined || id === newest) return entry;
     entries.delete(id);
     entries.set(id, entry);
+    newest = id;
     return entry;
   };
 
@@ -213,16 +225,16 @@ function createTable(options: LearnedLimitsOptions) {
       const before = touch(id);
       const after = update(before ?? make());
       if (after === before) return undefined;
-      entries.set(id, after);
-      while (entries.size > options.maxEntries) entries.delete(entries.keys().next().value as string);
+      put(id, after);
+      while (entries.size > options.maxEntries) remove(entries.keys().next().value as string);
       report(before, after, after.kind);
       return after;
     },
     /** Replaces an entry with what the store holds (undefined: gone). */
     replace(id: string, entry: Entry | undefined): void {
       const before = entries.get(id);
-      if (entry === undefined) entries.delete(id);
-      else entries.set(id, entry);
+      if (entry === undefined) remove(id);
+      else put(id, entry);
       if (before !== undefined && entry === undefined) report(before, undefined, 'reset');
     },
     limit(upstream: string, model: string, tenant: string): LearnedLimit {

@@ -106,6 +106,32 @@ function describeLearnedLimits(name: string, create: (maxEntries?: number) => Pr
       }
     });
 
+    it('counts a use of the entry used last as a use: the one used least recently goes first', async () => {
+      const { limits, close } = await create(2);
+      try {
+        const [first, second, third] = Array.from({ length: 3 }, () => `model-${randomUUID()}`) as [
+          string,
+          string,
+          string,
+        ];
+        const learn = (model: string) => {
+          limits.recordOverflow('default', model, 'a', stated(5_000));
+          limits.recordOverflow('default', model, 'b', stated(5_000));
+        };
+        learn(first);
+        expect(limits.get('default', first, 'z').window).toBe(5_000);
+        // One lesson makes `second` an entry, the newest; `first`, used last before it came, used again
+        // is the most recent once more.
+        limits.recordOverflow('default', second, 'a', stated(5_000));
+        expect(limits.get('default', first, 'z').window).toBe(5_000);
+        learn(third);
+        expect(limits.get('default', first, 'z').window).toBe(5_000);
+        expect(limits.get('default', second, 'z')).toEqual({});
+      } finally {
+        await close();
+      }
+    });
+
     it('keeps at most its entries, the least recently used going first, and still takes new lessons', async () => {
       const { limits, replica, close } = await create(4);
       try {
