@@ -52,7 +52,7 @@ export async function proxySection(): Promise<void> {
     servers.push(gateway);
 
     console.log(
-      `\n== proxy: autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a ${warmupSeconds} s warm-up ==`,
+      `\n== proxy (node ${process.version}): autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a ${warmupSeconds} s warm-up ==`,
     );
     const conversationBody = JSON.stringify({
       model: 'gpt-4o-mini',

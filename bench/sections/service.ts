@@ -112,7 +112,9 @@ export async function serviceSection(): Promise<void> {
         maxBuffer: 1024 * 1024,
       },
     );
-    console.log('\n== service: chat.complete in process, microseconds per request on the main thread ==');
+    console.log(
+      `\n== service (node ${process.version}): chat.complete in process, microseconds per request on the main thread ==`,
+    );
     console.log(wideRow(['request', 'parse + stringify us', 'chat service us', 'service - floor us']));
     for (const line of output.trim().split('\n')) {
       const { name, floor, service } = JSON.parse(line) as { name: string; floor: number; service: number };
