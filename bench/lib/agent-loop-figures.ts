@@ -14,6 +14,7 @@ import {
 } from '../../test/helpers/fake-upstream.js';
 import { startGateway } from '../../test/helpers/start-gateway.js';
 import { prose, seeded } from '../../test/helpers/text.js';
+import { oldestFirstReuseBound, type LoopShape } from './reuse-bound.js';
 
 export interface AgentLoopFigures {
   requests: number;
@@ -25,6 +26,12 @@ export interface AgentLoopFigures {
    * its predecessor (in tokens; the steps' own sizes, each result capped at max_tool_result_tokens).
    */
   reuseCeiling: number;
+  /**
+   * The most a gateway can reuse that also shortens a loop only from its oldest end (results masked oldest
+   * first, as no needless masking requires; steps dropped or summarized oldest first): bench/lib/reuse-bound.ts,
+   * over each loop's own sizes. Single-task loops only (undefined with tasks).
+   */
+  reuseBoundOldestFirst: number | undefined;
   /**
    * Steps where the newest masked result would have fit: the prompt with it sent whole, counted as the
    * provider counts, within the usable window.
@@ -114,6 +121,7 @@ export async function agentLoopFigures(options: {
     startBackwards: 0,
     startBackwardsWithinTask: 0,
   };
+  const bounds: number[] = [];
   try {
     for (let loop = 0; loop < options.loops; loop++) {
       const client = new OpenAI({
@@ -228,6 +236,8 @@ export async function agentLoopFigures(options: {
         );
         toSend = options.mode === 'session' ? results : conversation.slice();
       }
+      // The loop as its prompts held it; the last step's results were never sent.
+      if ((options.tasks ?? 1) === 1) bounds.push(oldestFirstReuseBound(loopShape(conversation, usable)));
     }
     const summaryTokens = fake.summaryRequests.reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
     const chatTokens = fake.chatRequests
@@ -237,6 +247,8 @@ export async function agentLoopFigures(options: {
       requests: figures.requests,
       prefixReuse: figures.prefix / Math.max(1, figures.requests - options.loops),
       reuseCeiling: figures.ceiling / Math.max(1, figures.requests - options.loops),
+      reuseBoundOldestFirst:
+        bounds.length === 0 ? undefined : bounds.reduce((sum, bound) => sum + bound, 0) / bounds.length,
       overMasked: figures.overMasked,
       overMaskedBeyondStep: figures.overMaskedBeyondStep,
       summarizerShare: summaryTokens / Math.max(1, chatTokens),
@@ -249,6 +261,30 @@ export async function agentLoopFigures(options: {
     await gateway.close();
     await fake.stop();
   }
+}
+
+/**
+ * A single-task loop's sizes as the provider counts them: each result whole (cut at max_tool_result_tokens,
+ * 8,000, as the gateway cuts it) and masked; the last step left out, as no request sent it.
+ */
+function loopShape(conversation: OpenAI.ChatCompletionMessageParam[], usable: number): LoopShape {
+  const tokens = (message: ChatMessage) =>
+    countPromptTokens([message], undefined) - countPromptTokens([], undefined);
+  const [system, task, ...rest] = conversation as ChatMessage[];
+  const steps: LoopShape['steps'] = [];
+  for (const message of rest) {
+    if (message.role === 'assistant') steps.push({ call: tokens(message), results: [] });
+    else {
+      const whole = Math.min(tokens(message), 8_000);
+      const masked = tokens({ ...message, content: `[result masked — ~${whole} tokens removed]` });
+      steps.at(-1)?.results.push({ whole, masked });
+    }
+  }
+  return {
+    base: countPromptTokens([system, task] as ChatMessage[], undefined),
+    steps: steps.slice(0, -1),
+    usable,
+  };
 }
 
 /** A standard normal draw (Box–Muller). */

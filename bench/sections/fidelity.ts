@@ -275,7 +275,8 @@ export async function fidelitySection(): Promise<void> {
         const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 40, step });
         console.log(
           `agent loop, ${mode}, ${window} tokens, ${step === undefined ? 'default step' : 'no step (trim_to 1, clear_at_least 0)'}, ${figures.requests} requests: ` +
-            `prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} for any gateway)  ` +
+            `prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} sending the newest step whole, ` +
+            `${figures.reuseBoundOldestFirst?.toFixed(2)} masking oldest first)  ` +
             `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least)  ` +
             `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
         );
