@@ -100,6 +100,11 @@ export interface CurrentTurnFit {
    * back fuller later (the prompt's start never moves backwards).
    */
   peakTokens: number;
+  /**
+   * Each size the turn's peak took as the loop grew (the largest so far at each request, replayed),
+   * ascending: the history's room at each of them bounds what it may have now (render.ts).
+   */
+  peakLevels: readonly number[];
   oversizeTruncated: boolean;
   tooLarge: boolean;
   /**
@@ -168,6 +173,8 @@ class TurnFitting {
   total = 0;
   /** The largest `total` a request of the loop sent (after its step was fitted). */
   peak = 0;
+  /** Each value `peak` took in the replay, ascending. */
+  readonly levels: number[] = [];
   dropped = 0;
   droppedMessages = 0;
   noticeStyle: 'full' | 'short' | 'none' = 'full';
@@ -290,10 +297,13 @@ class TurnFitting {
   /** Replay: the turn as each request of the loop saw it, one more group each time. */
   replay(): void {
     this.peak = this.total;
+    this.levels.push(this.peak);
     for (let step = 0; step < this.groups.length; step++) {
       this.total += this.groupTokens(this.groups[step] as Group);
       if (this.total > this.input.budget) this.fitStep(step);
-      this.peak = Math.max(this.peak, Math.min(this.total, this.input.budget));
+      const peak = Math.max(this.peak, Math.min(this.total, this.input.budget));
+      if (peak > this.peak) this.levels.push(peak);
+      this.peak = peak;
     }
   }
 
@@ -498,6 +508,8 @@ export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
     const unsummarized = new TurnFitting({ ...input, turnSummary: undefined });
     unsummarized.replay();
     fitting.peak = Math.max(fitting.peak, unsummarized.peak);
+    const levels = [...new Set([...fitting.levels, ...unsummarized.levels])].sort((a, b) => a - b);
+    fitting.levels.splice(0, fitting.levels.length, ...levels);
   }
   fitting.cutNewest();
   fitting.dropRest();
@@ -536,6 +548,7 @@ function fitOf(
       summary === undefined ? 0 : Math.max(0, summary.coversUntil - (fitting.anchored ? 1 : 0)),
     noticeTokens: fitting.dropped > 0 ? fitting.noticeTokens : 0,
     peakTokens: Math.max(fitting.peak, built.tokens),
+    peakLevels: fitting.levels,
     oversizeTruncated: fitting.oversizeTruncated,
     tooLarge: fitting.tooLarge || built.tokens > input.budget,
   };

@@ -201,6 +201,8 @@ export function planSend(input: {
   if (session?.summary !== undefined) render.summary = session.summary;
   if (session?.turnSummary !== undefined && attempt.reduction !== 'minimal')
     render.turnSummary = session.turnSummary;
+  if (session?.pastTurnSummaries !== undefined && attempt.reduction !== 'minimal')
+    render.pastTurnSummaries = session.pastTurnSummaries;
 
   const {
     outcome,

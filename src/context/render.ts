@@ -53,6 +53,11 @@ export interface RenderInput {
    * the turn's user message, for the turn's messages before `coversUntil` (an index into `messages`).
    */
   turnSummary?: { message: ContextMessage; coversUntil: number; tokens?: number };
+  /**
+   * In-turn summaries of earlier turns (a session keeps each with its turn when a later turn gets its
+   * own): each stands, right after its turn's user message, for that turn's messages before `coversUntil`.
+   */
+  pastTurnSummaries?: ReadonlyArray<{ message: ContextMessage; coversUntil: number; tokens?: number }>;
   /** Where the gateway's notices and summaries go (default inline: system messages where they stand). */
   noticePlacement?: NoticePlacement;
 }
@@ -470,7 +475,12 @@ function fitOf(input: RenderInput): Fit {
 /** Everything fits as it is, nothing to summarize, cap or cut: the conversation goes unchanged. */
 function fitsAsItIs(fit: Fit, current: Turn): boolean {
   const { input, policy, messages, messageTokens, count } = fit;
-  if (input.summary !== undefined || input.turnSummary !== undefined || (input.omittedBefore ?? 0) !== 0)
+  if (
+    input.summary !== undefined ||
+    input.turnSummary !== undefined ||
+    (input.pastTurnSummaries?.length ?? 0) > 0 ||
+    (input.omittedBefore ?? 0) !== 0
+  )
     return false;
   if (sumRange(fit.turnTokens, 0, fit.turns.length) > fit.historyBudget) return false;
   for (let position = current.start; position < current.end; position++) {
@@ -487,24 +497,25 @@ function fitsAsItIs(fit: Fit, current: Turn): boolean {
 }
 
 /**
- * The in-turn summary belongs to the turn its covered messages are in: the current one, or one now in
- * history (it stays in place there, ahead of a history summary that may cover the turn later).
+ * Each in-turn summary belongs to the turn its covered messages are in: the current one, or one now in
+ * history (it stays in place there, ahead of a history summary that may cover the turn later). By turn
+ * index; the latest summary wins a turn two claim.
  */
-function turnSummaryPart(fit: Fit): { turn: number; part: TurnSummaryPart | undefined } {
-  const turnSummary = fit.input.turnSummary;
-  if (turnSummary === undefined) return { turn: -1, part: undefined };
-  const turn = fit.turns.findIndex(
-    (candidate) => candidate.start < turnSummary.coversUntil && turnSummary.coversUntil <= candidate.end,
-  );
-  if (turn < 0) return { turn, part: undefined };
-  return {
-    turn,
-    part: {
-      message: turnSummary.message,
-      tokens: turnSummary.tokens ?? fit.count(turnSummary.message),
-      coversUntil: turnSummary.coversUntil,
-    },
-  };
+function turnSummaryParts(fit: Fit): Map<number, TurnSummaryPart> {
+  const parts = new Map<number, TurnSummaryPart>();
+  const { pastTurnSummaries = [], turnSummary } = fit.input;
+  for (const summary of turnSummary === undefined ? pastTurnSummaries : [...pastTurnSummaries, turnSummary]) {
+    const turn = fit.turns.findIndex(
+      (candidate) => candidate.start < summary.coversUntil && summary.coversUntil <= candidate.end,
+    );
+    if (turn >= 0)
+      parts.set(turn, {
+        message: summary.message,
+        tokens: summary.tokens ?? fit.count(summary.message),
+        coversUntil: summary.coversUntil,
+      });
+  }
+  return parts;
 }
 
 /**
@@ -586,9 +597,9 @@ function slidingWindow(options: {
 function historyForms(
   fit: Fit,
   historyTurns: readonly HistoryTurn[],
-  currentTokens: number,
-  currentPeakTokens: number,
+  current: { tokens: number; peakTokens: number; peakLevels: readonly number[] },
 ): { forms: Map<number, TurnForm>; firstWindowIndex: number } {
+  const { tokens: currentTokens, peakTokens: currentPeakTokens } = current;
   const { history, policy, input } = fit;
   const formTokens = (index: number, form: TurnForm): number => {
     const turn = historyTurns[index] as HistoryTurn;
@@ -602,7 +613,16 @@ function historyForms(
   const peakRoom = fit.historyBudget - peak;
   // Room for the omission notice stays free: on this path something may be left out.
   const first = firstTurnForms(fit, formTokens, peakRoom - fit.noticeTokens());
-  const slidingRoom = peakRoom - first.tokens;
+  // The sliding window gets no more than it had at any request of the loop: room a first turn freed
+  // when the growing loop shortened it stays free, so no older turn comes back.
+  let slidingRoom = peakRoom - first.tokens;
+  if (first.forms.size > 0 || history.some((_turn, index) => fit.isFirst(index)))
+    for (const level of current.peakLevels) {
+      if (level >= peak) break;
+      const room = fit.historyBudget - level;
+      const then = firstTurnForms(fit, formTokens, room - fit.noticeTokens());
+      slidingRoom = Math.min(slidingRoom, room - then.tokens);
+    }
   const slidingIndices: number[] = [];
   for (let index = 0; index < history.length; index++)
     if (!first.forms.has(index)) slidingIndices.push(index);
@@ -644,7 +664,8 @@ function assemble(options: {
   firstWindowIndex: number;
   historyTurns: readonly HistoryTurn[];
   formOf: (index: number, form: TurnForm) => ReturnType<typeof turnForm>;
-  summarizedTurn: number;
+  /** Turns with an in-turn summary in them, by history index. */
+  summarizedTurns: ReadonlyMap<number, unknown>;
   current: readonly ContextMessage[];
 }) {
   const { fit, forms, historyTurns, formOf } = options;
@@ -663,7 +684,7 @@ function assemble(options: {
         turn.end -
         turn.start -
         1 -
-        (index === options.summarizedTurn ? formOf(index, 'user_only').summarized : 0);
+        (options.summarizedTurns.has(index) ? formOf(index, 'user_only').summarized : 0);
   }
   const rendered: ContextMessage[] = messages.slice(0, fit.systemCount);
   const notice = omitted > 0 ? omissionNotice(omitted, summary !== undefined) : undefined;
@@ -684,7 +705,7 @@ function assemble(options: {
     const historyTurn = historyTurns[index] as HistoryTurn;
     // A masked form that masks nothing is the turn as it was.
     const asItWas = form === 'whole' || (form === 'masked' && historyTurn.maskable === 0);
-    if (asItWas && index !== options.summarizedTurn) {
+    if (asItWas && !options.summarizedTurns.has(index)) {
       for (let position = turn.start; position < turn.end; position++)
         rendered.push(messages[position] as ContextMessage);
     } else {
@@ -724,7 +745,8 @@ function renderFitted(input: RenderInput): RenderOutcome {
       historyStartIndex: history[0]?.start ?? current.start,
     });
   }
-  const summarized = turnSummaryPart(fit);
+  const summarized = turnSummaryParts(fit);
+  const currentPart = summarized.get(fit.turns.length - 1);
   // With any history, room for the omission notice is kept: if history does not fit, it is needed.
   const currentTurnBudget = fit.historyBudget - (history.length > 0 ? fit.noticeTokens() : 0);
   let fitted = fitCurrentTurn({
@@ -735,9 +757,9 @@ function renderFitted(input: RenderInput): RenderOutcome {
     tokenizer: input.tokenizer,
     count,
     turnSummary:
-      summarized.part === undefined || summarized.turn !== fit.turns.length - 1
+      currentPart === undefined
         ? undefined
-        : { ...summarized.part, coversUntil: summarized.part.coversUntil - current.start },
+        : { ...currentPart, coversUntil: currentPart.coversUntil - current.start },
   });
   if (fitted.tooLarge) {
     return {
@@ -751,19 +773,11 @@ function renderFitted(input: RenderInput): RenderOutcome {
   }
   // Each history turn whole, with its tool results masked, and as its user message alone.
   const formOf = (index: number, form: TurnForm) =>
-    turnForm(
-      messages,
-      messageTokens,
-      history[index] as Turn,
-      form,
-      policy,
-      count,
-      index === summarized.turn ? summarized.part : undefined,
-    );
+    turnForm(messages, messageTokens, history[index] as Turn, form, policy, count, summarized.get(index));
   const historyTurns: HistoryTurn[] = history.map((turn, index) => {
     // Only a turn with an in-turn summary in it is built to be counted; the others' whole and
     // user-only forms are known from the counts.
-    const summarizedHere = index === summarized.turn;
+    const summarizedHere = summarized.has(index);
     const whole = summarizedHere ? formOf(index, 'whole').tokens : (turnTokens[index] as number);
     const userOnly =
       (messages[turn.start] as ContextMessage).role !== 'user'
@@ -779,7 +793,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
     const masked = formOf(index, 'masked');
     return { start, end, whole, masked: masked.tokens, userOnly, maskable: masked.masked };
   });
-  const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted.tokens, fitted.peakTokens);
+  const { forms, firstWindowIndex } = historyForms(fit, historyTurns, fitted);
   const assembled = (turn: ReturnType<typeof fitCurrentTurn>) =>
     assemble({
       fit,
@@ -787,7 +801,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
       firstWindowIndex,
       historyTurns,
       formOf,
-      summarizedTurn: summarized.turn,
+      summarizedTurns: summarized,
       current: turn.messages,
     });
   let built = assembled(fitted);

@@ -23,6 +23,8 @@ export interface SessionView {
   summary: RenderInput['summary'];
   /** The in-turn summary of a long agent turn, placed after that turn's user message. */
   turnSummary: RenderInput['turnSummary'];
+  /** Earlier turns' in-turn summaries still in the conversation, each placed after its turn's user message. */
+  pastTurnSummaries?: RenderInput['pastTurnSummaries'];
   /** Messages of the protected first turn: history positions before the archive's. */
   headMessages?: number;
   /** The history positions the session's summary stands for, [from, to). */

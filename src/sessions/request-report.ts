@@ -11,12 +11,20 @@ import type { MessageFate, SessionRequestReport } from '../store/session-store.j
 
 const truncationMark = '[… truncated by ctxgate';
 
-/** What happened to each message of `conversation` (after its system prompt) in the rendered request. */
+/**
+ * What happened to each message of `conversation` (after its system prompt) in the rendered request.
+ * `turnSummaryEnds`: where each in-turn summary's cover ends (an index into `conversation`); it stands
+ * for its turn's messages after the user message and before that end.
+ */
 export function messageFates(
   conversation: readonly ContextMessage[],
   rendered: readonly ContextMessage[],
-  turnSummaryCoversUntil: number | undefined,
+  turnSummaryEnds: readonly number[],
 ): MessageFate[] {
+  const standsFor = new Uint8Array(conversation.length);
+  for (const end of turnSummaryEnds)
+    for (let index = end - 1; index >= 0 && conversation[index]?.role !== 'user'; index--)
+      standsFor[index] = 1;
   // Which of the conversation's own messages went as they were (the same objects, in order).
   const sent = new Uint8Array(conversation.length);
   const positions = sourcePositions(conversation, rendered);
@@ -63,7 +71,7 @@ export function messageFates(
         rewrittenUserTexts.length > 0 &&
         rewrittenUserTexts.some((text) => text.includes(messageText(message))));
     if (rewritten) fates.push('sent');
-    else if (turnSummaryCoversUntil !== undefined && index < turnSummaryCoversUntil) fates.push('summarized');
+    else if (standsFor[index] === 1) fates.push('summarized');
     else fates.push('dropped');
   }
   return fates;
@@ -105,7 +113,10 @@ export function buildRequestReport(input: {
   const { session, report } = input;
   const head = session.headMessages ?? 0;
   const archived = session.archivedMessages;
-  const local = messageFates(session.conversation, input.rendered, session.turnSummary?.coversUntil);
+  const turnSummaryEnds = [...(session.pastTurnSummaries ?? []), session.turnSummary].flatMap((summary) =>
+    summary === undefined ? [] : [summary.coversUntil],
+  );
+  const local = messageFates(session.conversation, input.rendered, turnSummaryEnds);
   // Conversation positions (after the system prompt): the head, then — past the archive — the rest.
   // The archive is added as ranges (it can hold many thousands of messages; none of it was sent).
   const fates = fateRuns();

@@ -15,6 +15,7 @@ import type {
   SessionSnapshot,
   SessionStore,
   StoredMessage,
+  TurnSummary,
 } from '../store/session-store.js';
 import { releaseEventually } from '../store/session-store.js';
 import { storeUnavailable } from './session-keys.js';
@@ -130,7 +131,8 @@ export function retriedTurnLength(
   if (from < snapshot.headMessages || stored.at(-1)?.role !== 'assistant') return 0;
   // An in-turn summary standing for any of them keeps them.
   const firstPosition = snapshot.archivedCount + from;
-  if (snapshot.turnSummary !== undefined && snapshot.turnSummary.toMessage > firstPosition) return 0;
+  const turnSummaries = [...(snapshot.pastTurnSummaries ?? []), snapshot.turnSummary];
+  if (turnSummaries.some((summary) => summary !== undefined && summary.toMessage > firstPosition)) return 0;
   const before = stored.slice(0, from);
   const asked = stored.slice(from, stored.length - 1);
   const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode));
@@ -193,12 +195,18 @@ function sessionView(
     storedSummary === undefined
       ? undefined
       : summaryShown(summaries, storedSummary, () => summaryMessage(storedSummary.text, summarized));
-  const turnCoversUntil = turnSummaryEnd(snapshot, systemCount);
-  const storedTurnSummary = snapshot.turnSummary;
-  const turnSummary =
-    storedTurnSummary === undefined || turnCoversUntil === undefined
-      ? undefined
-      : summaryShown(summaries, storedTurnSummary, () => turnSummaryMessage(storedTurnSummary.text));
+  // Each in-turn summary with a place in this conversation, as the context engine takes it.
+  const turnSummaryView = (stored: TurnSummary | undefined) => {
+    const coversUntil = stored === undefined ? undefined : turnSummaryEnd(snapshot, stored, systemCount);
+    if (stored === undefined || coversUntil === undefined) return undefined;
+    const shown = summaryShown(summaries, stored, () => turnSummaryMessage(stored.text));
+    return { shown, view: { message: shown.message, coversUntil, tokens: stored.tokens } };
+  };
+  const turnSummary = turnSummaryView(snapshot.turnSummary);
+  const pastTurnSummaries = (snapshot.pastTurnSummaries ?? []).flatMap((stored) => {
+    const view = turnSummaryView(stored);
+    return view === undefined ? [] : [view];
+  });
   const localStart =
     snapshot.historyStart >= head + archived
       ? snapshot.historyStart - archived
@@ -222,7 +230,12 @@ function sessionView(
         known[at] = storedAt >= 0 && storedAt < stored.length ? storedBytes?.[storedAt] : undefined;
       });
       // The summaries, where they are sent as they were made (not merged into another message).
-      for (const shown of [historySummary, turnSummary])
+      const shownSummaries = [
+        historySummary,
+        turnSummary?.shown,
+        ...pastTurnSummaries.map((past) => past.shown),
+      ];
+      for (const shown of shownSummaries)
         if (shown?.bytes !== undefined) {
           const at = messages.indexOf(shown.message);
           if (at >= 0) known[at] = shown.bytes;
@@ -242,14 +255,9 @@ function sessionView(
             covers: summarized,
           },
 
-    turnSummary:
-      turnSummary === undefined || storedTurnSummary === undefined || turnCoversUntil === undefined
-        ? undefined
-        : {
-            message: turnSummary.message,
-            coversUntil: turnCoversUntil,
-            tokens: storedTurnSummary.tokens,
-          },
+    turnSummary: turnSummary?.view,
+    pastTurnSummaries:
+      pastTurnSummaries.length === 0 ? undefined : pastTurnSummaries.map((past) => past.view),
     headMessages: Math.min(head, stored.length),
     summaryRange:
       snapshot.summary === undefined
@@ -263,9 +271,11 @@ function sessionView(
  * Where a stored in-turn summary's cover ends, as an index into the conversation of this request;
  * undefined when the summary has no place in it.
  */
-function turnSummaryEnd(snapshot: SessionSnapshot, systemCount: number): number | undefined {
-  const turnSummary = snapshot.turnSummary;
-  if (turnSummary === undefined) return undefined;
+function turnSummaryEnd(
+  snapshot: SessionSnapshot,
+  turnSummary: TurnSummary,
+  systemCount: number,
+): number | undefined {
   const { headMessages: head, archivedCount: archived } = snapshot;
   // Positions in the archive are not in this conversation: a summary of that turn's messages has its
   // history summary to stand for it.

@@ -13,6 +13,7 @@ import {
   type SessionStore,
   type SessionSummary,
   type TurnSummary,
+  maxPastTurnSummaries,
   type StoredMessage,
   type LastTurn,
   maxRequestReports,
@@ -31,6 +32,8 @@ interface MemorySession {
   hold: { token: string; expiresAtMs: number } | undefined;
   summary: SessionSummary | undefined;
   turnSummary: TurnSummary | undefined;
+  /** Earlier turns' in-turn summaries, oldest first (SessionSnapshot.pastTurnSummaries). */
+  pastTurnSummaries: TurnSummary[];
   summaryLock: { token: string; expiresAtMs: number } | undefined;
   lastTurn: LastTurn | undefined;
   /** The inspector's reports of its requests, newest first (at most maxRequestReports). */
@@ -147,6 +150,7 @@ export function createMemorySessionStore({
         hold: undefined,
         summary: undefined,
         turnSummary: undefined,
+        pastTurnSummaries: [],
         summaryLock: undefined,
         lastTurn: undefined,
         reports: [],
@@ -193,6 +197,10 @@ export function createMemorySessionStore({
         updatedAtMs: session.updatedAtMs,
         summary: session.summary === undefined ? undefined : { ...session.summary },
         turnSummary: session.turnSummary === undefined ? undefined : { ...session.turnSummary },
+        pastTurnSummaries:
+          session.pastTurnSummaries.length === 0
+            ? undefined
+            : session.pastTurnSummaries.map((summary) => ({ ...summary })),
         lastTurn: session.lastTurn === undefined ? undefined : { ...session.lastTurn },
       };
     },
@@ -241,7 +249,25 @@ export function createMemorySessionStore({
       const currentTo =
         session.turnSummary?.turnStart === summary.turnStart ? session.turnSummary.toMessage : 0;
       if (currentTo !== expectedToMessage) return { ok: false, reason: 'changed' };
-      resize(session, session.bytes - (session.turnSummary?.text.length ?? 0) * 2 + summary.text.length * 2);
+      const before = session.turnSummary;
+      let past = session.pastTurnSummaries;
+      if (before !== undefined && before.turnStart !== summary.turnStart) {
+        // The turn before keeps its summary; those of turns now in the archive are let go.
+        const archived = (turnStart: number) =>
+          turnStart >= session.head && turnStart < session.head + session.archive.length;
+        past = [...past, before].filter((kept) => !archived(kept.turnStart)).slice(-maxPastTurnSummaries);
+      }
+      const textBytes = (summaries: readonly TurnSummary[]) =>
+        summaries.reduce((sum, kept) => sum + kept.text.length * 2, 0);
+      resize(
+        session,
+        session.bytes -
+          (before?.text.length ?? 0) * 2 -
+          textBytes(session.pastTurnSummaries) +
+          summary.text.length * 2 +
+          textBytes(past),
+      );
+      session.pastTurnSummaries = past;
       session.turnSummary = { ...summary };
       return { ok: true, archivedMessages: 0 };
     },

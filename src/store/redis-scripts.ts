@@ -40,7 +40,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0`;
 
 // ARGV: the caller's cached epoch, total, archived count and head, and the marks ("revision:bytes") of
-// the summary and the turn summary it holds ('' for none). Returns {meta, archived, 1, new items} when
+// the summary, the turn summary and the past turn summaries it holds ('' for none). Returns {meta, archived, 1, new items} when
 // the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}. A
 // summary the caller holds — the session's revision of it, and as many bytes — is left out of meta (its
 // revision stays in). The length guards against a summary written by a build that kept no revision
@@ -51,13 +51,17 @@ local archived = redis.call('LLEN', KEYS[3])
 local length = redis.call('LLEN', KEYS[2])
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if epoch and epoch == ARGV[1] then
-  local held = {summary = ARGV[5], turnSummary = ARGV[6]}
+  local held = {summary = ARGV[5], turnSummary = ARGV[6], pastTurnSummaries = ARGV[7]}
   local function mark(field)
     local revision = redis.call('HGET', KEYS[1], field .. 'Rev')
     if not revision then return false end
     return revision .. ':' .. redis.call('HSTRLEN', KEYS[1], field)
   end
-  local marks = {summary = mark('summary'), turnSummary = mark('turnSummary')}
+  local marks = {
+    summary = mark('summary'),
+    turnSummary = mark('turnSummary'),
+    pastTurnSummaries = mark('pastTurnSummaries'),
+  }
   local kept = {}
   for index = 1, #meta, 2 do
     local field = meta[index]
@@ -79,7 +83,7 @@ return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 // The hold (KEYS[4]) taken and the session read in one step: 0 when another request holds it, else
 // what the load script returns. ARGV: as the load script's, then the hold's token and holdMs.
 const sessionAcquireLoadScript = `
-if not redis.call('SET', KEYS[4], ARGV[7], 'PX', ARGV[8], 'NX') then return 0 end
+if not redis.call('SET', KEYS[4], ARGV[8], 'PX', ARGV[9], 'NX') then return 0 end
 ${sessionLoadScript}`;
 
 // ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
@@ -228,7 +232,9 @@ redis.call('HINCRBY', KEYS[1], 'summaryRev', 1)
 return {1, moved}`;
 
 // ARGV: lock token, expected toMessage of the current turn summary (0: none), summary JSON, its turn
-// start (a conversation position). The turn must still be the current one: its start the last turn start.
+// start (a conversation position), most past turn summaries kept. The turn must still be the current
+// one: its start the last turn start. The first summary of a turn moves the one of the turn before to
+// pastTurnSummaries (a JSON array, oldest first), letting go of those whose turn is in the archive.
 const sessionStoreTurnSummaryScript = `
 if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {0, 'lock_lost'} end
 local archived = redis.call('LLEN', KEYS[2])
@@ -236,11 +242,30 @@ local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
 if lastStart < 0 or archived + lastStart ~= tonumber(ARGV[4]) then return {0, 'changed'} end
 local current = redis.call('HGET', KEYS[1], 'turnSummary')
 local currentTo = 0
+local currentStart = nil
 if current then
   local decoded = cjson.decode(current)
-  if tonumber(decoded.turnStart) == tonumber(ARGV[4]) then currentTo = tonumber(decoded.toMessage) end
+  currentStart = tonumber(decoded.turnStart)
+  if currentStart == tonumber(ARGV[4]) then currentTo = tonumber(decoded.toMessage) end
 end
 if currentTo ~= tonumber(ARGV[2]) then return {0, 'changed'} end
+if current and currentStart ~= tonumber(ARGV[4]) then
+  local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+  local kept = {}
+  local past = redis.call('HGET', KEYS[1], 'pastTurnSummaries')
+  if past then
+    for _, summary in ipairs(cjson.decode(past)) do
+      local start = tonumber(summary.turnStart)
+      if start < head or start >= head + archived then kept[#kept + 1] = summary end
+    end
+  end
+  kept[#kept + 1] = cjson.decode(current)
+  local from = math.max(1, #kept - tonumber(ARGV[5]) + 1)
+  local newest = {}
+  for index = from, #kept do newest[#newest + 1] = kept[index] end
+  redis.call('HSET', KEYS[1], 'pastTurnSummaries', cjson.encode(newest))
+  redis.call('HINCRBY', KEYS[1], 'pastTurnSummariesRev', 1)
+end
 redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'turnSummaryRev', 1)
 return {1, 0}`;

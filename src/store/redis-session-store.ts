@@ -6,7 +6,8 @@
 //   ctxgate:{<tenant>:<session>}:hold     the current holder's token, expiring by itself (PX)
 //   ctxgate:{<tenant>:<session>}:summarizing  the running summarization job's token (PX)
 // The summary lives in the meta hash (`summary` JSON, `summaryTo` its end, `summaryRev` its revision; the
-// turn summary likewise, `turnSummary` and `turnSummaryRev`); a load leaves out one the replica holds.
+// turn summary likewise, `turnSummary` and `turnSummaryRev`, and earlier turns' ones, `pastTurnSummaries`
+// and `pastTurnSummariesRev`); a load leaves out one the replica holds.
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import { defineScripts, sessionScripts } from './redis-scripts.js';
@@ -21,6 +22,7 @@ import {
   type SessionSummary,
   type TurnSummary,
   type StoredMessage,
+  maxPastTurnSummaries,
   maxRequestReports,
   type SessionListing,
   type SessionRequestReport,
@@ -105,6 +107,7 @@ function heldMark(revision: string | undefined, json: string): string | undefine
 interface HeldSummaries {
   summary?: HeldSummary<SessionSummary>;
   turnSummary?: HeldSummary<TurnSummary>;
+  pastTurnSummaries?: HeldSummary<readonly TurnSummary[]>;
 }
 
 /**
@@ -197,6 +200,12 @@ function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefin
       meta.turnSummaryRev,
       (summary) => (entry.parsed.turnSummary = summary),
     ),
+    pastTurnSummaries: heldSummary(
+      entry.parsed.pastTurnSummaries,
+      meta.pastTurnSummaries,
+      meta.pastTurnSummariesRev,
+      (summaries) => (entry.parsed.pastTurnSummaries = summaries),
+    ),
     lastTurn:
       meta.lastTurnCount === undefined
         ? undefined
@@ -253,6 +262,7 @@ export function createRedisSessionStore({
       cached?.head ?? 0,
       cached?.parsed.summary?.mark ?? '',
       cached?.parsed.turnSummary?.mark ?? '',
+      cached?.parsed.pastTurnSummaries?.mark ?? '',
     ];
     const reply = (
       hold === undefined
@@ -278,11 +288,11 @@ export function createRedisSessionStore({
     }
     // A summary left out is one this replica held when it asked; replies come in the order asked, so it
     // still does. Should it not, the session is read whole.
-    const summaryHeld = (field: 'summary' | 'turnSummary'): boolean =>
+    const summaryHeld = (field: keyof HeldSummaries): boolean =>
       meta[field] !== undefined ||
       meta[`${field}Rev`] === undefined ||
       cached?.parsed[field]?.revision === meta[`${field}Rev`];
-    if (!summaryHeld('summary') || !summaryHeld('turnSummary')) {
+    if (!summaryHeld('summary') || !summaryHeld('turnSummary') || !summaryHeld('pastTurnSummaries')) {
       cache.delete(name);
       return loadActive(key, name);
     }
@@ -424,6 +434,7 @@ export function createRedisSessionStore({
         expectedToMessage,
         JSON.stringify(summary),
         summary.turnStart,
+        maxPastTurnSummaries,
       )) as [number, number | string];
       if (result[0] === 1) return { ok: true, archivedMessages: 0 };
       return { ok: false, reason: result[1] === 'lock_lost' ? 'lock_lost' : 'changed' };

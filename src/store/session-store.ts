@@ -46,6 +46,11 @@ export interface SessionSnapshot {
   /** The summary of a long agent turn's older iteration groups (in-turn compaction), when one was written. */
   turnSummary?: TurnSummary | undefined;
   /**
+   * In-turn summaries of earlier turns, oldest first: when a later turn gets its own, the one before stays
+   * with its turn (at most `maxPastTurnSummaries`; one whose turn moved to the archive is let go).
+   */
+  pastTurnSummaries?: readonly TurnSummary[] | undefined;
+  /**
    * What the last commit appended (the request's new messages, then the reply): a retry of that request
    * replaces them instead of appending them again (docs/sessions.md#retries).
    */
@@ -75,6 +80,9 @@ export interface TurnSummary {
   coveredTokens: number;
   updatedAtMs: number;
 }
+
+/** In-turn summaries of earlier turns a session keeps (SessionSnapshot.pastTurnSummaries). */
+export const maxPastTurnSummaries = 16;
 
 export interface StoreTurnSummaryInput {
   lockToken: string;
@@ -227,7 +235,8 @@ export interface SessionStore {
   storeSummary(key: SessionKey, input: StoreSummaryInput): Promise<StoreSummaryOutcome>;
   /**
    * Stores an in-turn summary (nothing moves); refused when the lock is no longer this job's, the turn is
-   * no longer the session's current one, or the turn summary it extended was replaced.
+   * no longer the session's current one, or the turn summary it extended was replaced. The first summary
+   * of a turn moves the one of the turn before to `pastTurnSummaries`.
    */
   storeTurnSummary(key: SessionKey, input: StoreTurnSummaryInput): Promise<StoreSummaryOutcome>;
 

@@ -269,6 +269,64 @@ describe('renderContext', () => {
     expect(2 + report.summarizedMessages + report.droppedMessages).toBe(messages.length);
   });
 
+  it("places a past turn's in-turn summary in that turn beside the current turn's own, each counted once", () => {
+    // Two agent tasks; an in-turn summary stands for the first two steps of each (the first task's kept
+    // by the session when the second got its own). Everything fits: each summary goes after its turn's
+    // user message, in place of the steps it stands for.
+    const messages = [
+      user('task one'),
+      ...['a', 'b', 'c'].flatMap((id) => iteration(id, text(40, id))),
+      assistant('done one'),
+      user('task two'),
+      ...['d', 'e', 'f'].flatMap((id) => iteration(id, text(40, id))),
+    ];
+    const summaryOf = (content: string, coversUntil: number) => ({
+      message: { role: 'system' as const, content },
+      coversUntil,
+      tokens: 8,
+    });
+    const { messages: rendered, report } = render(messages, {
+      window: 2_000,
+      pastTurnSummaries: [summaryOf('steps a and b', 5)],
+      turnSummary: summaryOf('steps d and e', 13),
+    });
+    expect(
+      rendered.map((message) => message.tool_call_id ?? message.content ?? message.tool_calls?.[0]?.id),
+    ).toEqual(['task one', 'steps a and b', 'c', 'c', 'done one', 'task two', 'steps d and e', 'f', 'f']);
+    expect(report.summarizedMessages).toBe(8);
+    expect(report.droppedMessages).toBe(0);
+    expect(rendered.length - 2 + report.summarizedMessages).toBe(messages.length);
+  });
+
+  it('never lets an older turn back in when the growing loop shortens a first turn', () => {
+    // A first turn with a 100-word result, a middle turn, then an agent loop of 30-word groups in 460
+    // tokens. As the loop grows, the middle turn is left out while the first turn is still whole; a
+    // request later the first turn is masked, which frees more than the loop grew: that room stays free.
+    const first = [user('first task'), ...iteration('f1', text(100, 'f')), assistant(text(20, 'a'))];
+    const middle = [user('middle'), assistant(text(50, 'm'))];
+    const loop = [
+      user('go'),
+      ...Array.from({ length: 14 }, (_unused, index) => iteration(`c${index}`, text(30, `r${index}`))).flat(),
+    ];
+    const shown: Array<{ firstWhole: boolean; middle: boolean }> = [];
+    for (let groups = 1; groups <= 14; groups++) {
+      const { messages: rendered } = render(
+        [...first, ...middle, ...loop.slice(0, 1 + groups * 2)],
+        { window: 460 },
+        { keep_last: 1, clear_at_least: 50, trim_to: 0.7 },
+      );
+      const contents = rendered.map((message) => String(message.content));
+      shown.push({ firstWhole: contents.includes(text(100, 'f')), middle: contents.includes('middle') });
+    }
+    const middleLeftOut = shown.findIndex((request) => !request.middle);
+    // The case this is about: the middle turn went while the first turn was whole, then the first was shortened.
+    expect(shown[middleLeftOut]?.firstWhole).toBe(true);
+    expect(shown[middleLeftOut + 1]?.firstWhole).toBe(false);
+    expect(shown.slice(middleLeftOut).map((request) => request.middle)).toEqual(
+      shown.slice(middleLeftOut).map(() => false),
+    );
+  });
+
   it('never gives a first turn back fuller within an agent loop: the prompt start does not move backwards', () => {
     // A first turn with a tool call, then an agent loop that grows a group (45 tokens) a request and is
     // trimmed in steps: after each step there is room again, but a first turn shortened at the loop's

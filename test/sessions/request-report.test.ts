@@ -34,7 +34,7 @@ describe('message fates', () => {
     [
       'everything sent as it was',
       conversation,
-      undefined,
+      [],
       ['sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'sent', 'sent'],
     ],
     [
@@ -50,7 +50,7 @@ describe('message fates', () => {
         agent[3] as ContextMessage,
         result('b', 'BBB [… truncated by ctxgate: kept ~10 of 50 tokens, ~40 removed …]'),
       ],
-      undefined,
+      [],
       ['sent', 'sent', 'dropped', 'dropped', 'sent', 'sent', 'masked', 'sent', 'truncated'],
     ],
     [
@@ -64,11 +64,51 @@ describe('message fates', () => {
         agent[4] as ContextMessage,
       ],
       // An index into the conversation: the summary stands for its messages before index 8.
-      8,
+      [8],
       ['sent', 'sent', 'sent', 'sent', 'sent', 'summarized', 'summarized', 'sent', 'sent'],
+    ],
+    [
+      'a turn left out before the summarized one is dropped, not summarized',
+      [system, ...turn1, agent[0] as ContextMessage, agent[3] as ContextMessage, agent[4] as ContextMessage],
+      [8],
+      ['sent', 'sent', 'dropped', 'dropped', 'sent', 'summarized', 'summarized', 'sent', 'sent'],
     ],
   ] as const)('%s', (_name, rendered, coversUntil, fates) => {
     expect(messageFates(conversation, rendered, coversUntil)).toEqual(fates);
+  });
+});
+
+describe('message fates with a past turn’s in-turn summary', () => {
+  it('counts the messages each summary stands for in its own turn', () => {
+    const system: ContextMessage = { role: 'system', content: 'S' };
+    const first = [user('do it'), call('a'), result('a', 'A'), call('b'), result('b', 'B')];
+    const second = [user('next'), call('c'), result('c', 'C'), call('d'), result('d', 'D')];
+    const conversation = [system, ...first, ...second];
+    // Each turn's first step is stood for by its summary (ends 4 and 9); the summaries are not messages
+    // of the conversation.
+    const rendered = [
+      system,
+      first[0],
+      assistant('[ctxgate] Summary of this task’s earlier steps'),
+      first[3],
+      first[4],
+      second[0],
+      assistant('[ctxgate] Summary of this task’s earlier steps'),
+      second[3],
+      second[4],
+    ] as ContextMessage[];
+    expect(messageFates(conversation, rendered, [4, 9])).toEqual([
+      'sent',
+      'summarized',
+      'summarized',
+      'sent',
+      'sent',
+      'sent',
+      'summarized',
+      'summarized',
+      'sent',
+      'sent',
+    ]);
   });
 });
 
@@ -181,7 +221,7 @@ describe('a request report', () => {
           const conversation = kinds.map((_kind, index) => user(`message ${index}`));
           const rendered = conversation.filter((_message, index) => kinds[index] === 'sent');
           const coversUntil = kinds.lastIndexOf('summarized') + 1 || undefined;
-          const local = messageFates(conversation, rendered, coversUntil);
+          const local = messageFates(conversation, rendered, coversUntil === undefined ? [] : [coversUntil]);
           const head = Math.min(headWanted, conversation.length);
           const range =
             rangeEnds === null ? undefined : { from: Math.min(...rangeEnds), to: Math.max(...rangeEnds) };

@@ -164,6 +164,65 @@ describe('Redis session store: the replica cache', () => {
     }
   });
 
+  it("hands out one frozen array of earlier turns' in-turn summaries while it is unchanged, and a new one once it changes", async () => {
+    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+    const connect = () =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits,
+      });
+    const [replica, other] = [connect(), connect()];
+    try {
+      for (const store of [replica, other])
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'past-turn-summaries' };
+      const turnSummaryOf = (turn: number) => ({
+        text: `turn ${turn}'s first steps ✓`,
+        tokens: 8,
+        turnStart: 2 * turn,
+        toMessage: 2 * turn + 1,
+        steps: 0,
+        coveredTokens: 0,
+        updatedAtMs: turn,
+      });
+      // Each turn gets an in-turn summary, stored by the other replica.
+      const turn = async (index: number) => {
+        const hold = (await other.acquire(key, 10_000))!;
+        await other.commit(key, {
+          hold,
+          expectedVersion: index,
+          append: [
+            { message: { role: 'user', content: `task ${index}` }, tokens: 3 },
+            { message: { role: 'assistant', content: `done ${index}` }, tokens: 3 },
+          ],
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+        });
+        const lockToken = (await other.acquireSummaryLock(key, 10_000))!;
+        expect(
+          await other.storeTurnSummary(key, {
+            lockToken,
+            expectedToMessage: 0,
+            summary: turnSummaryOf(index),
+          }),
+        ).toEqual({ ok: true, archivedMessages: 0 });
+        await other.releaseSummaryLock(key, lockToken);
+      };
+      for (let index = 0; index < 3; index++) await turn(index);
+      const first = await replica.load(key);
+      const again = await replica.load(key);
+      expect(first.pastTurnSummaries).toEqual([turnSummaryOf(0), turnSummaryOf(1)]);
+      expect(again.pastTurnSummaries).toBe(first.pastTurnSummaries);
+      expect(Object.isFrozen(first.pastTurnSummaries)).toBe(true);
+      await turn(3);
+      const changed = await replica.load(key);
+      expect(changed.pastTurnSummaries).toEqual([turnSummaryOf(0), turnSummaryOf(1), turnSummaryOf(2)]);
+      expect(changed.pastTurnSummaries).not.toBe(first.pastTurnSummaries);
+    } finally {
+      for (const store of [replica, other]) await store.close();
+    }
+  });
+
   it('sends a replica a summary it holds at the session’s revision only once, and one rewritten by a build without revisions again (a redis-server of its own: its output bytes are this test’s)', async () => {
     const redis = await startRedisServer();
     const connect = () =>

@@ -2,12 +2,14 @@
 // same cases.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type {
-  SessionKey,
-  SessionLimits,
-  SessionRequestReport,
-  SessionStore,
-  StoredMessage,
+import {
+  maxPastTurnSummaries,
+  type SessionKey,
+  type SessionLimits,
+  type SessionRequestReport,
+  type SessionStore,
+  type StoredMessage,
+  type TurnSummary,
 } from '../../src/store/session-store.js';
 
 export type StoreFactory = (limits: SessionLimits) => SessionStore | Promise<SessionStore>;
@@ -606,6 +608,100 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
           summary: { ...turnSummary, turnStart: 9 },
         }),
       ).toEqual({ ok: false, reason: 'lock_lost' });
+    });
+
+    /** An agent turn: the task, then a call and its result per step. */
+    const agentTurn = (task: string, steps: number): StoredMessage[] => [
+      stored('user', task, 10),
+      ...Array.from({ length: steps }, (_unused, step): StoredMessage[] => {
+        const id = `${task}-${step}`;
+        return [
+          {
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id, type: 'function', function: { name: 'f', arguments: '{}' } }],
+            },
+            tokens: 10,
+          },
+          { message: { role: 'tool', tool_call_id: id, content: `result ${id} ✓` }, tokens: 10 },
+        ];
+      }).flat(),
+    ];
+    const turnSummaryOf = (turnStart: number, toMessage: number): TurnSummary => ({
+      text: `steps ${turnStart}-${toMessage} read "a/b" ✓`,
+      tokens: 9,
+      turnStart,
+      toMessage,
+      steps: (toMessage - turnStart - 1) / 2,
+      coveredTokens: (toMessage - turnStart - 1) * 10,
+      updatedAtMs: 1_795_770_225_000 + turnStart,
+    });
+    const append = async (key: SessionKey, messages: StoredMessage[]): Promise<void> => {
+      const hold = (await roomy.acquire(key, 10_000))!;
+      const { version } = await roomy.load(key);
+      const outcome = await roomy.commit(key, {
+        hold,
+        expectedVersion: version,
+        append: messages,
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      expect(outcome.ok).toBe(true);
+    };
+    const storeTurn = async (key: SessionKey, expectedToMessage: number, summary: TurnSummary) => {
+      const lock = (await roomy.acquireSummaryLock(key, 10_000))!;
+      const outcome = await roomy.storeTurnSummary(key, { lockToken: lock, expectedToMessage, summary });
+      await roomy.releaseSummaryLock(key, lock);
+      return outcome;
+    };
+
+    it("keeps a turn's in-turn summary when the next turn gets its own, and lets it go once the turn is archived", async () => {
+      const { key } = await sessionOfTurns(3);
+      // Turn A (positions 6-10) gets a summary of its first step.
+      await append(key, agentTurn('A', 2));
+      const first = turnSummaryOf(6, 9);
+      expect(await storeTurn(key, 0, first)).toEqual({ ok: true, archivedMessages: 0 });
+      expect((await roomy.load(key)).pastTurnSummaries).toBeUndefined();
+      // Turn B (11: A's answer, 12-16) gets its own, then extends it: A's stays, once.
+      await append(key, [stored('assistant', 'done A', 10), ...agentTurn('B', 2)]);
+      const second = turnSummaryOf(12, 15);
+      expect(await storeTurn(key, 0, second)).toEqual({ ok: true, archivedMessages: 0 });
+      const extended = { ...second, toMessage: 17, text: 'both steps of B ✓' };
+      expect(await storeTurn(key, 15, extended)).toEqual({ ok: true, archivedMessages: 0 });
+      const loaded = await roomy.load(key);
+      expect(loaded.turnSummary).toEqual(extended);
+      expect(loaded.pastTurnSummaries).toEqual([first]);
+      // The history summary archives turns 1, 2 and A (2-11); turn C's first summary lets A's go.
+      await append(key, [stored('assistant', 'done B', 10), ...agentTurn('C', 2)]);
+      const lock = (await roomy.acquireSummaryLock(key, 10_000))!;
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock, expectedToMessage: 0, summary: summaryOf(2, 12) }),
+      ).toEqual({ ok: true, archivedMessages: 10 });
+      await roomy.releaseSummaryLock(key, lock);
+      expect(await storeTurn(key, 0, turnSummaryOf(18, 21))).toEqual({ ok: true, archivedMessages: 0 });
+      const later = await roomy.load(key);
+      expect(later.turnSummary).toEqual(turnSummaryOf(18, 21));
+      expect(later.pastTurnSummaries).toEqual([extended]);
+    });
+
+    it(`keeps the newest ${maxPastTurnSummaries} past in-turn summaries`, async () => {
+      const { key } = await sessionOfTurns(1);
+      const made: TurnSummary[] = [];
+      // Turns of one message each, so that none spills into the archive (50 active messages at most).
+      for (let turn = 0; turn < maxPastTurnSummaries + 3; turn++) {
+        const turnStart = 2 + turn;
+        await append(key, agentTurn(`T${turn}`, 0));
+        made.push(turnSummaryOf(turnStart, turnStart + 1));
+        expect(await storeTurn(key, 0, made.at(-1) as TurnSummary)).toEqual({
+          ok: true,
+          archivedMessages: 0,
+        });
+      }
+      const loaded = await roomy.load(key);
+      expect(loaded.archivedCount).toBe(0);
+      expect(loaded.turnSummary).toEqual(made.at(-1));
+      expect(loaded.pastTurnSummaries).toEqual(made.slice(-1 - maxPastTurnSummaries, -1));
     });
 
     it('refuses a summary whose lock expired or whose session was deleted, and changes nothing', async () => {
