@@ -32,6 +32,20 @@ describeSessionStoreContract('redis cluster (3 masters)', async (limits) => {
   return createRedisSessionStore({ redis: createRedisConnection({ mode: 'cluster', nodes }), limits });
 });
 
+/** Two stores on the test's redis-server, as two replicas of the gateway have, connected. */
+async function twoReplicas(): Promise<[SessionStore, SessionStore]> {
+  const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+  const connect = () =>
+    createRedisSessionStore({
+      redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+      limits,
+    });
+  const replicas: [SessionStore, SessionStore] = [connect(), connect()];
+  for (const store of replicas)
+    for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+  return replicas;
+}
+
 describe('Redis session store: the replica cache', () => {
   it('lets two replicas committing in turn load exactly what a store without a cache loads', async () => {
     const limits = { maxActiveMessages: 40, minActiveMessages: 3, idleTtlSeconds: 3_600 };
@@ -127,16 +141,8 @@ describe('Redis session store: the replica cache', () => {
   });
 
   it('hands out one frozen summary object while the stored summary is unchanged, and the new one once it changes', async () => {
-    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
-    const connect = () =>
-      createRedisSessionStore({
-        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
-        limits,
-      });
-    const [replica, other] = [connect(), connect()];
+    const [replica, other] = await twoReplicas();
     try {
-      for (const store of [replica, other])
-        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
       const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'summary-once' };
       await commitTurns(replica, key, 4);
       const summaryOf = (text: string, toMessage: number) => ({
@@ -165,16 +171,8 @@ describe('Redis session store: the replica cache', () => {
   });
 
   it("hands out one frozen array of earlier turns' in-turn summaries while it is unchanged, and a new one once it changes", async () => {
-    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
-    const connect = () =>
-      createRedisSessionStore({
-        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
-        limits,
-      });
-    const [replica, other] = [connect(), connect()];
+    const [replica, other] = await twoReplicas();
     try {
-      for (const store of [replica, other])
-        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
       const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'past-turn-summaries' };
       const turnSummaryOf = (turn: number) => ({
         text: `turn ${turn}'s first steps ✓`,
