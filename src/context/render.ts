@@ -616,7 +616,10 @@ function historyForms(
   // The sliding window gets no more than it had at any request of the loop: room a first turn freed
   // when the growing loop shortened it stays free, so no older turn comes back.
   let slidingRoom = peakRoom - first.tokens;
-  if (first.forms.size > 0 || history.some((_turn, index) => fit.isFirst(index)))
+  if (
+    current.peakLevels.length > 1 &&
+    (first.forms.size > 0 || history.some((_turn, index) => fit.isFirst(index)))
+  )
     for (const level of current.peakLevels) {
       if (level >= peak) break;
       const room = fit.historyBudget - level;
