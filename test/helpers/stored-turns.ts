@@ -2,14 +2,18 @@
 // oldest messages, for tests of what the stores and the session's view make of them.
 import type { SessionKey, SessionStore, SessionSummary } from '../../src/store/session-store.js';
 
-/** Commits `turns` turns ("question N", "answer N"; `tokens` each) to a new session, one write per turn. */
+/**
+ * Commits `turns` turns ("question N", "answer N"; `tokens` each), one write per turn: to a new session,
+ * or after the `from` turns committed so far.
+ */
 export async function commitTurns(
   store: SessionStore,
   key: SessionKey,
   turns: number,
   tokens = 3,
+  from = 0,
 ): Promise<void> {
-  for (let turn = 0; turn < turns; turn++) {
+  for (let turn = from; turn < from + turns; turn++) {
     const hold = await store.acquire(key, 10_000);
     if (hold === undefined) throw new Error('the test session is busy');
     await store.commit(key, {

@@ -15,6 +15,7 @@ import {
 } from '../../src/sessions/session-turn.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
+import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import {
   emptySnapshot,
   type SessionKey,
@@ -98,6 +99,18 @@ describe('retriedTurnLength', () => {
       marked,
       0,
     ],
+    [
+      'a last turn an earlier turn’s in-turn summary stands for',
+      snapshot({
+        pastTurnSummaries: [
+          { text: 's', tokens: 1, turnStart: 2, toMessage: 3, steps: 1, coveredTokens: 5, updatedAtMs: 0 },
+        ],
+      }),
+      [user('two')],
+      'delta',
+      marked,
+      0,
+    ],
   ])('%s: %i', (_label, session, incoming, mode, retry, expected) => {
     const messages = session.messages.map((entry) => entry.message as ContextMessage);
     expect(retriedTurnLength(session, messages, incoming, mode, retry)).toBe(expected);
@@ -171,5 +184,44 @@ describe('a stored summary as the session shows it', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('earlier turns’ in-turn summaries as the session shows them', () => {
+  it('gives each the place of its turn in this request’s conversation', async () => {
+    const store = createMemorySessionStore({
+      limits: { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+    });
+    const key = { tenantId: 't-past', sessionId: 'past-summaries' };
+    // Three turns of two messages; each gets an in-turn summary of its first message after the task.
+    const turnSummaryOf = (turn: number) => ({
+      text: `turn ${turn} so far`,
+      tokens: 4,
+      turnStart: 2 * turn,
+      toMessage: 2 * turn + 2,
+      steps: 1,
+      coveredTokens: 5,
+      updatedAtMs: turn,
+    });
+    for (let turn = 0; turn < 3; turn++) {
+      await commitTurns(store, key, 1, 5, turn);
+      const lockToken = (await store.acquireSummaryLock(key, 10_000)) as string;
+      await store.storeTurnSummary(key, { lockToken, expectedToMessage: 0, summary: turnSummaryOf(turn) });
+      await store.releaseSummaryLock(key, lockToken);
+    }
+    const view = await previewSessionTurn({
+      store,
+      key,
+      historyMode: 'delta',
+      incoming: [user('question 3')],
+      tokenizer: words,
+    });
+    // Turn 0 at 0–1, turn 1 at 2–3, turn 2 (the latest summary's) at 4–5: each summary stands for its answer.
+    expect(view.pastTurnSummaries?.map((summary) => [summary.message.content, summary.coversUntil])).toEqual([
+      ["[ctxgate] Summary of this task's earlier steps, which are not shown:\nturn 0 so far", 2],
+      ["[ctxgate] Summary of this task's earlier steps, which are not shown:\nturn 1 so far", 4],
+    ]);
+    expect(view.turnSummary?.coversUntil).toBe(6);
+    await store.close();
   });
 });
