@@ -45,6 +45,28 @@ function chatToolCalls(count: number, results: 'with_results' | 'without_results
   });
 }
 
+/**
+ * Pinned turns (each "[pin] …" and its answer: all of them first turns, weighed apart from the rest),
+ * then one task whose agent loop ran `steps` steps, too long for the window: the loop is replayed step
+ * by step (its render alone is in `npm run bench -- render`).
+ */
+function pinnedTurnsAndLoop(pins: number, steps: number): string {
+  const messages: unknown[] = [];
+  for (let index = 0; index < pins; index++)
+    messages.push(user(`[pin] note ${index} ${'w '.repeat(3)}`), { role: 'assistant', content: 'ok' });
+  messages.push(user('go'));
+  for (let index = 0; index < steps; index++)
+    messages.push(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: `c${index}`, type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: `c${index}`, content: 'r '.repeat(6) },
+    );
+  return JSON.stringify({ model: 'gpt-4o-mini', messages });
+}
+
 function nested(depth: number): string {
   return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x":${'['.repeat(depth)}${']'.repeat(depth)}}`;
 }
@@ -90,6 +112,11 @@ export const hostileCases: HostileCase[] = [
     label: 'chat: 200,000 tool calls, no results',
     path: '/v1/chat/completions',
     body: () => chatToolCalls(200_000, 'without_results'),
+  },
+  {
+    label: 'chat: 1,000 pinned turns, a 3,999-step agent loop',
+    path: '/v1/chat/completions',
+    body: () => pinnedTurnsAndLoop(1_000, 3_999),
   },
   {
     label: 'chat: 2,000,000 empty arrays at depth 61',

@@ -521,35 +521,64 @@ function turnSummaryParts(fit: Fit): Map<number, TurnSummaryPart> {
 /**
  * The first turns and pinned turns come first, compressed as far as needed: masked, then their user
  * message alone (kept whenever it fits beside the current turn at its largest request), then left out.
+ * That is one sequence of steps, the same for any budget — each turn masked, oldest first; then each
+ * reduced to its user message; then the newest left out first — taken until the turns fit: a budget's
+ * forms are a prefix of it, and a smaller budget's a longer one.
  */
-function firstTurnForms(
-  fit: Fit,
-  formTokens: (index: number, form: TurnForm) => number,
-  budget: number,
-): { forms: Map<number, TurnForm>; tokens: number } {
-  const forms = new Map<number, TurnForm>();
+interface FirstTurnSteps {
+  /** The first turns, by history index. */
+  indices: number[];
+  steps: Array<{ index: number; form: TurnForm | undefined }>;
+  /** The first turns' tokens whole, then after each step. */
+  tokens: number[];
+}
+
+function firstTurnSteps(fit: Fit, formTokens: (index: number, form: TurnForm) => number): FirstTurnSteps {
+  const indices: number[] = [];
   fit.history.forEach((_turn, index) => {
-    if (fit.isFirst(index)) forms.set(index, 'whole');
+    if (fit.isFirst(index)) indices.push(index);
   });
-  let tokens = 0;
-  for (const [index, form] of forms) tokens += formTokens(index, form);
-  for (const next of ['masked', 'user_only'] as const) {
-    for (const index of forms.keys()) {
-      if (tokens <= budget) break;
+  const forms = new Map<number, TurnForm>(indices.map((index) => [index, 'whole']));
+  let total = 0;
+  for (const index of indices) total += formTokens(index, 'whole');
+  const steps: FirstTurnSteps['steps'] = [];
+  const tokens = [total];
+  for (const next of ['masked', 'user_only'] as const)
+    for (const index of indices) {
       const before = formTokens(index, forms.get(index) as TurnForm);
       const after = formTokens(index, next);
       if (after < before) {
         forms.set(index, next);
-        tokens -= before - after;
+        total -= before - after;
+        steps.push({ index, form: next });
+        tokens.push(total);
       }
     }
+  for (const index of [...indices].reverse()) {
+    total -= formTokens(index, forms.get(index) as TurnForm);
+    steps.push({ index, form: undefined });
+    tokens.push(total);
   }
-  for (const index of [...forms.keys()].reverse()) {
-    if (tokens <= budget) break;
-    tokens -= formTokens(index, forms.get(index) as TurnForm);
-    forms.delete(index);
-  }
-  return { forms, tokens };
+  return { indices, steps, tokens };
+}
+
+/** The fewest steps (from `taken` on) after which the first turns fit `budget`; all of them if none does. */
+function stepsWithin(first: FirstTurnSteps, budget: number, taken = 0): number {
+  let count = taken;
+  while (count < first.steps.length && (first.tokens[count] as number) > budget) count++;
+  return count;
+}
+
+function firstTurnForms(
+  first: FirstTurnSteps,
+  budget: number,
+): { forms: Map<number, TurnForm>; tokens: number } {
+  const taken = stepsWithin(first, budget);
+  const forms = new Map<number, TurnForm>(first.indices.map((index) => [index, 'whole']));
+  for (const { index, form } of first.steps.slice(0, taken))
+    if (form === undefined) forms.delete(index);
+    else forms.set(index, form);
+  return { forms, tokens: first.tokens[taken] as number };
 }
 
 /**
@@ -612,19 +641,19 @@ function historyForms(
   const peak = Math.max(currentTokens, Math.min(currentPeakTokens, fit.historyBudget));
   const peakRoom = fit.historyBudget - peak;
   // Room for the omission notice stays free: on this path something may be left out.
-  const first = firstTurnForms(fit, formTokens, peakRoom - fit.noticeTokens());
+  const steps = firstTurnSteps(fit, formTokens);
+  const first = firstTurnForms(steps, peakRoom - fit.noticeTokens());
   // The sliding window gets no more than it had at any request of the loop: room a first turn freed
-  // when the growing loop shortened it stays free, so no older turn comes back.
+  // when the growing loop shortened it stays free, so no older turn comes back. The levels ascend, so
+  // the rooms descend and each takes the steps of the one before and maybe more.
   let slidingRoom = peakRoom - first.tokens;
-  if (
-    current.peakLevels.length > 1 &&
-    (first.forms.size > 0 || history.some((_turn, index) => fit.isFirst(index)))
-  )
+  let taken = 0;
+  if (steps.indices.length > 0)
     for (const level of current.peakLevels) {
       if (level >= peak) break;
       const room = fit.historyBudget - level;
-      const then = firstTurnForms(fit, formTokens, room - fit.noticeTokens());
-      slidingRoom = Math.min(slidingRoom, room - then.tokens);
+      taken = stepsWithin(steps, room - fit.noticeTokens(), taken);
+      slidingRoom = Math.min(slidingRoom, room - (steps.tokens[taken] as number));
     }
   const slidingIndices: number[] = [];
   for (let index = 0; index < history.length; index++)
