@@ -4,8 +4,10 @@
 // move. Shared by replicas through Redis (in process without it).
 //
 // No request waits on Redis: every replica reads its own copy. What it observes applies to it at once
-// and is written in the background, at most once a second per entry (ratio samples and successes are
-// aggregated), as a compare-and-set so replicas never overwrite each other's lessons. Other replicas
+// and is written in the background, at most once a second per entry, as a compare-and-set so replicas
+// never overwrite each other's lessons: its own copy when Redis still holds what it was built on (a
+// write moves no value a request uses), else what it observed (ratio samples and successes folded)
+// applied to the other replica's write. Other replicas
 // follow a change log once a second — one read that returns nothing while nothing changes. The
 // entries are bounded: past `maxEntries` the least recently used go, in Redis as in process.
 import { createHash } from 'node:crypto';
@@ -534,6 +536,8 @@ export function createRedisLearnedLimits(
       return;
     }
     const parsed = JSON.parse(json) as StoredEntry;
+    // This replica's own write read back: its copy already holds it, with what came since applied in order.
+    if (stored.get(parsed.id) === json) return;
     remember(parsed.id, json);
     replaceKeepingPending(parsed.id, parsed.entry);
   };
@@ -587,19 +591,26 @@ export function createRedisLearnedLimits(
     return events.length;
   }
 
-  /** Writes one entry's updates as a compare-and-set, reading it again when another replica wrote first. */
-  async function write(id: string, list: Update[]): Promise<void> {
+  /**
+   * Writes one entry's updates as a compare-and-set, reading it again when another replica wrote first.
+   * `known` is this replica's own copy when the updates were taken: what Redis held when last read, with
+   * exactly these updates applied one by one as they came. While Redis still holds that, the copy is
+   * what gets written, so a write moves nothing this replica's requests already use (the updates
+   * folded, e.g. ratio samples summed, would give another value).
+   */
+  async function write(id: string, list: Update[], known?: { expected: string; entry: Entry }): Promise<void> {
     const key = entryKeyOf(id);
     for (let attempt = 0; attempt < 4; attempt++) {
       const expected = stored.get(id) ?? '';
+      const own = attempt === 0 && known !== undefined && known.expected === expected;
       // From what Redis holds, never from this replica's copy (which already has these updates).
       const base = expected === '' ? undefined : (JSON.parse(expected) as StoredEntry).entry;
       const start = base ?? pending.makeOf(id)?.() ?? table.get(id);
       if (start === undefined) return;
-      let next = start;
-      for (const update of list) next = update(next);
-      if (next === start && base !== undefined) return;
+      let next = own ? known.entry : start;
+      if (!own) for (const update of list) next = update(next);
       const json = JSON.stringify({ id, entry: next } satisfies StoredEntry);
+      if (base !== undefined && (next === start || json === expected)) return;
       const [ok, value] = (await scripts.write(
         key,
         indexKey,
@@ -613,13 +624,23 @@ export function createRedisLearnedLimits(
       if (ok === 1) {
         remember(id, json);
         pending.written(id);
-        replaceKeepingPending(id, next);
+        // This replica's copy already holds what was written, and what it learned since on top.
+        if (!own) replaceKeepingPending(id, next);
         if (Number(value) > options.maxEntries) await evictOldest(Number(value) - options.maxEntries);
         return;
       }
       // Another replica wrote it first: start again from what it wrote.
       adopt(key, value === '' ? null : String(value));
     }
+  }
+
+  /** Takes what is pending with this replica's copy of each entry as it is now, for `write`. */
+  function takePending(): Array<[string, Update[], { expected: string; entry: Entry } | undefined]> {
+    const taken = pending.take(table.now());
+    return [...taken].map(([id, list]) => {
+      const entry = table.entries.get(id);
+      return [id, list, entry === undefined ? undefined : { expected: stored.get(id) ?? '', entry }];
+    });
   }
 
   async function evictOldest(count: number): Promise<void> {
@@ -639,11 +660,10 @@ export function createRedisLearnedLimits(
       await loadAll();
       return;
     }
-    const updatesById = pending.take(table.now());
     const failed = new Map<string, Update[]>();
-    for (const [id, list] of updatesById) {
+    for (const [id, list, known] of takePending()) {
       try {
-        await write(id, list);
+        await write(id, list, known);
       } catch {
         failed.set(id, list);
       }
@@ -732,8 +752,7 @@ export function createRedisLearnedLimits(
       clearInterval(timer);
       await running;
       closed = true;
-      const last = pending.take(table.now());
-      for (const [id, list] of last) await write(id, list).catch(() => undefined);
+      for (const [id, list, known] of takePending()) await write(id, list, known).catch(() => undefined);
     },
   };
 }

@@ -84,6 +84,26 @@ function describeLearnedLimits(name: string, create: (maxEntries?: number) => Pr
       }
     });
 
+    it('writes what it learned as it learned it: the write moves nothing, and every replica gets the same', async () => {
+      const { limits, replica, close } = await create();
+      try {
+        const model = `model-${randomUUID()}`;
+        // Six samples within one write interval. Worked by hand: the first as measured (1.30), then a
+        // fifth of the way to each next one (by at most a tenth): 1.248, 1.2984, 1.23472, 1.229776,
+        // 1.2638208. One sample of their sums (743 / 600 = 1.2383) is another value.
+        for (const reported of [130, 104, 150, 98, 121, 140])
+          limits.recordRatio('default', model, 'a', { reported, estimated: 100 });
+        const learned = limits.get('default', model, 'a').ratio;
+        expect(learned).toBeCloseTo(1.2638208, 9);
+        await expect.poll(() => replica.get('default', model, 'a').ratio, { timeout: 5_000 }).toBe(learned);
+        // Written and read back (the change log brings this replica's own write back too).
+        await sleep(replica === limits ? 0 : 300);
+        expect(limits.get('default', model, 'a').ratio).toBe(learned);
+      } finally {
+        await close();
+      }
+    });
+
     it('forgets one entry, or all, on every replica', async () => {
       const { limits, replica, close } = await create();
       try {
