@@ -130,6 +130,8 @@ export function createAttemptLadder(input: {
   knownBytes?: SessionView['knownBytes'] | undefined;
   /** Whose request it is: what one tenant taught applies to it before others agree. */
   tenant: string;
+  /** A preview's ladder: it takes nothing the next request would get (a probe of a learned window). */
+  preview?: boolean;
 }): AttemptLadder {
   const { chatRequest, config } = input;
   const own: Choice = {
@@ -154,6 +156,7 @@ export function createAttemptLadder(input: {
       target: choice.target,
       precision: input.precision,
       tenant: input.tenant,
+      preview: input.preview,
     });
     const { prepared, outgoing } = plan;
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.

@@ -488,6 +488,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     /** The client's bytes, when they may be sent as they are. */
     rawBody: Buffer | undefined,
     target: UpstreamConfig,
+    preview = false,
   ) {
     return createAttemptLadder({
       planner,
@@ -501,6 +502,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       rawBody,
       knownBytes: session?.knownBytes.bind(session),
       tenant: input.credential.tenantId,
+      preview,
     });
   }
 
@@ -703,7 +705,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             );
       // The first attempt the request would send: the client's model, or the fallback it would go to.
       const target = config.routing.upstreamFor(chatRequest.model);
-      const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target).first;
+      const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target, true).first;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {
         outcome: { model: chatRequest.model, stream: chatRequest.stream === true, context: prepared.report },

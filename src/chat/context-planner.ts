@@ -42,6 +42,8 @@ export interface ContextPlanner {
     attempt: AttemptState;
     /** Whose request it is: lessons one tenant taught apply to it before others agree. */
     tenant: string;
+    /** A preview: shown what the next request would send, taking nothing from it (a probe). */
+    preview?: boolean | undefined;
   }): ContextPlan;
 }
 
@@ -75,8 +77,10 @@ export function createContextPlanner(deps: {
     return tokens;
   };
   return {
-    plan({ chatRequest, overrides, session, target, precision, attempt, tenant }) {
-      const learned = learnedLimits.get(target.name, chatRequest.model, tenant);
+    plan({ chatRequest, overrides, session, target, precision, attempt, tenant, preview }) {
+      const learned = learnedLimits.get(target.name, chatRequest.model, tenant, {
+        preview: preview === true,
+      });
       const known = toolSetOf(chatRequest.tools);
       const toolSet = known?.key;
       const toolFormula =

@@ -77,8 +77,11 @@ export interface LearnedChange {
 }
 
 export interface LearnedLimits {
-  /** What a tenant's request uses for a model; never waits on a store. May grant one probe per interval. */
-  get(upstream: string, model: string, tenant: string): LearnedLimit;
+  /**
+   * What a tenant's request uses for a model; never waits on a store. May grant one probe per interval;
+   * a preview is shown the probe the next request would get, and does not take it.
+   */
+  get(upstream: string, model: string, tenant: string, use?: { preview?: boolean }): LearnedLimit;
   /** What the upstream counts for a tool set (keyed by a hash of its definitions), for a tenant. */
   toolSetTokens(
     upstream: string,
@@ -239,7 +242,7 @@ function createTable(options: LearnedLimitsOptions) {
       else put(id, entry);
       if (before !== undefined && entry === undefined) report(before, undefined, 'reset');
     },
-    limit(upstream: string, model: string, tenant: string): LearnedLimit {
+    limit(upstream: string, model: string, tenant: string, preview = false): LearnedLimit {
       const entry = touch(modelId(upstream, model));
       if (entry?.kind !== 'model') return {};
       const limit = limitFor(entry.lessons, tenant, now(), options.settings);
@@ -248,7 +251,7 @@ function createTable(options: LearnedLimitsOptions) {
         const key = `${tenant}\u0000${upstream}\u0000${model}`;
         const last = probes.get(key) ?? 0;
         if (now() - last < options.settings.reprobeAfterMs) delete limit.probe;
-        else {
+        else if (!preview) {
           if (probes.size >= 10_000) probes.clear();
           probes.set(key, now());
         }
@@ -426,7 +429,8 @@ function createPending() {
 
 function learnedApi(table: Table, record: (id: string, make: () => Entry, update: Update) => void) {
   return {
-    get: (upstream: string, model: string, tenant: string) => table.limit(upstream, model, tenant),
+    get: (upstream: string, model: string, tenant: string, use?: { preview?: boolean }) =>
+      table.limit(upstream, model, tenant, use?.preview === true),
     toolSetTokens: (upstream: string, model: string, toolSet: string, tenant: string, formula: number) =>
       table.toolTokens(upstream, model, toolSet, tenant, formula),
     recordOverflow(upstream: string, model: string, tenant: string, observation: OverflowObservation) {
@@ -598,7 +602,11 @@ export function createRedisLearnedLimits(
    * what gets written, so a write moves nothing this replica's requests already use (the updates
    * folded, e.g. ratio samples summed, would give another value).
    */
-  async function write(id: string, list: Update[], known?: { expected: string; entry: Entry }): Promise<void> {
+  async function write(
+    id: string,
+    list: Update[],
+    known?: { expected: string; entry: Entry },
+  ): Promise<void> {
     const key = entryKeyOf(id);
     for (let attempt = 0; attempt < 4; attempt++) {
       const expected = stored.get(id) ?? '';
@@ -698,9 +706,9 @@ export function createRedisLearnedLimits(
   const api = learnedApi(table, record);
   return {
     ...api,
-    get(upstream, model, tenant) {
+    get(upstream, model, tenant, use) {
       used.add(modelId(upstream, model));
-      return api.get(upstream, model, tenant);
+      return api.get(upstream, model, tenant, use);
     },
     recordSuccess(upstream, model, tenant, size) {
       const id = modelId(upstream, model);

@@ -305,4 +305,22 @@ describe('a chat request', () => {
     expect(preview.body.messages).toEqual(sentMessages(service.upstream.sent[0] as { body?: unknown }));
     expect(Number(preview.headers['x-context-dropped-messages'])).toBeGreaterThan(0);
   });
+
+  it('previews the re-probe of the configured window a request is due, and the request sends it', async () => {
+    const service = chatService(
+      [overflow(3_000), completion('Done.'), overflow(3_000), completion('Again.')],
+      'learning: { reprobe_after_seconds: 1 }\n',
+    );
+    await service.chat.complete(input(chat(12)), recordingClient());
+    const [whole] = service.upstream.sent.map(sentMessages);
+    // The lesson goes unconfirmed for the re-probe interval (a wait, not a measure: later is as good).
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const previews = [
+      await service.chat.preview(input(chat(12))),
+      await service.chat.preview(input(chat(12))),
+    ];
+    await service.chat.complete(input(chat(12)), recordingClient());
+    expect(previews.map((preview) => preview.body.messages)).toEqual([whole, whole]);
+    expect(sentMessages(service.upstream.sent[2] as { body?: unknown })).toEqual(whole);
+  });
 });

@@ -13,10 +13,11 @@ import { attemptsConfig as config, chat } from '../helpers/chat-attempts.js';
 
 const tokenizers = createTiktokenTokenizers();
 
-function planner() {
+function planner(now?: () => number) {
   const learnedLimits = createMemoryLearnedLimits({
     settings: { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 },
     maxEntries: 100,
+    ...(now === undefined ? {} : { now }),
   });
   return { planner: createContextPlanner({ config, tokenizers, learnedLimits }), learnedLimits };
 }
@@ -26,6 +27,7 @@ const plan = (
   chatRequest: ChatCompletionRequest,
   tenant = 'tenant-a',
   attempt: AttemptState = firstAttempt,
+  preview = false,
 ) =>
   of.planner.plan({
     chatRequest,
@@ -35,6 +37,7 @@ const plan = (
     precision: 'exact',
     attempt,
     tenant,
+    preview,
   });
 
 const tool = (name: string) => ({
@@ -66,6 +69,27 @@ describe('the plan of a request', () => {
     const other = plan(of, request, 'tenant-b');
     expect(other.learned.window).toBeUndefined();
     expect(other.prepared.report.inputTokens).toBe(before.prepared.report.inputTokens);
+  });
+
+  it('shows a preview the configured window a due re-probe will try, and the request then tries it', () => {
+    let nowMs = 1_000_000;
+    const of = planner(() => nowMs);
+    const request = chat(12);
+    const whole = plan(of, request).prepared.report.inputTokens;
+    of.learnedLimits.recordOverflow('default', 'small-model', 'tenant-a', {
+      stated: 2_000,
+      failedSize: whole,
+      status: 400,
+      textClass: 'numbers',
+    });
+    nowMs += 3_600_000;
+    const previews = [1, 2].map(() => plan(of, request, 'tenant-a', firstAttempt, true).prepared);
+    const sent = plan(of, request).prepared;
+    const after = plan(of, request).prepared;
+    expect(previews.map((shown) => shown.report.inputTokens)).toEqual([whole, whole]);
+    expect(sent.messages).toEqual(previews[0]?.messages);
+    // The probe was this interval's one: the next request keeps the lesson.
+    expect(after.report.inputTokens).toBeLessThanOrEqual(2_000);
   });
 
   it.each<{ name: string; a: unknown[] | undefined; b: unknown[] | undefined; same: boolean }>([

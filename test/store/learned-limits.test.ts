@@ -328,4 +328,17 @@ describe('re-probing a learned window', () => {
     limits.recordSuccess('default', 'm', 'a', 5_000);
     expect(limits.get('default', 'm', 'a')).toEqual({});
   });
+
+  it('shows a preview the probe the next request will get, without taking it from that request', () => {
+    let nowMs = 1_000_000;
+    const limits = createMemoryLearnedLimits({ settings, maxEntries: 100, now: () => nowMs });
+    limits.recordOverflow('default', 'm', 'a', stated(4_000));
+    nowMs += settings.reprobeAfterMs;
+    expect(limits.get('default', 'm', 'a', { preview: true })).toEqual({ window: 4_000, probe: true });
+    expect(limits.get('default', 'm', 'a', { preview: true })).toEqual({ window: 4_000, probe: true });
+    expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_000, probe: true });
+    // Taken: a preview now shows what the next request gets, the lesson.
+    expect(limits.get('default', 'm', 'a', { preview: true })).toEqual({ window: 4_000 });
+    expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_000 });
+  });
 });
