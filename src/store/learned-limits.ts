@@ -351,16 +351,44 @@ const updates = {
         : entry,
 };
 
-/** The observations of one interval, folded: one ratio sample and one success per tenant and entry. */
-function createPending() {
+/** Overflow lessons kept pending per entry while they cannot be written; past it the oldest go. */
+export const maxPendingOverflows = 64;
+
+/**
+ * The observations not yet written, folded: one ratio sample, one success and one tool-set sample per
+ * tenant and entry, and at most `maxPendingOverflows` overflows per entry. Bounded however long Redis
+ * is away: what this replica observed is already applied to its own copy, and is written as that copy
+ * whenever Redis still holds what the copy was built on.
+ */
+export function createPending() {
   /** How each entry with pending updates starts when Redis has none yet. */
   const makes = new Map<string, () => Entry>();
   const ratios = new Map<string, { reported: number; estimated: number }>();
   const successes = new Map<string, number>();
+  const toolSamples = new Map<string, { tokens: number; count: number; formula: number }>();
   const others = new Map<string, Update[]>();
   const split = (key: string) => {
     const cut = key.lastIndexOf('\u0001');
     return { id: key.slice(0, cut), tenant: key.slice(cut + 1) };
+  };
+  const keep = (id: string, list: Update[]): void => {
+    others.set(id, list.length > maxPendingOverflows ? list.slice(-maxPendingOverflows) : list);
+  };
+  /** The folded observations (of one entry, or all) as updates, each with its entry's id. */
+  const folded = (nowMs: number, only?: string): Array<[string, Update]> => {
+    const out: Array<[string, Update]> = [];
+    const each = <T>(map: Map<string, T>, update: (tenant: string, value: T) => Update): void => {
+      for (const [key, value] of map) {
+        const { id, tenant } = split(key);
+        if (only === undefined || id === only) out.push([id, update(tenant, value)]);
+      }
+    };
+    each(successes, (tenant, size) => updates.success(tenant, size, nowMs));
+    each(ratios, (tenant, sample) => updates.ratio(tenant, sample, nowMs));
+    each(toolSamples, (tenant, sum) =>
+      updates.toolTokens(tenant, sum.tokens / sum.count, sum.formula, nowMs),
+    );
+    return out;
   };
   return {
     makeOf: (id: string): (() => Entry) | undefined => makes.get(id),
@@ -379,50 +407,42 @@ function createPending() {
       const key = `${id}\u0001${tenant}`;
       successes.set(key, Math.max(successes.get(key) ?? 0, size));
     },
-    other(id: string, update: Update): void {
+    toolSample(id: string, tenant: string, tokens: number, formula: number): void {
+      const key = `${id}\u0001${tenant}`;
+      const sum = toolSamples.get(key) ?? { tokens: 0, count: 0, formula };
+      toolSamples.set(key, { tokens: sum.tokens + tokens, count: sum.count + 1, formula });
+    },
+    overflow(id: string, update: Update): void {
       const list = others.get(id) ?? [];
       list.push(update);
-      others.set(id, list);
+      keep(id, list);
     },
     /** The updates pending for one entry, left pending (what a copy read from Redis lacks). */
     peek(id: string, nowMs: number): Update[] {
-      const list = [...(others.get(id) ?? [])];
-      const prefix = `${id}\u0001`;
-      for (const [key, size] of successes)
-        if (key.startsWith(prefix)) list.push(updates.success(split(key).tenant, size, nowMs));
-      for (const [key, sample] of ratios)
-        if (key.startsWith(prefix)) list.push(updates.ratio(split(key).tenant, sample, nowMs));
-      return list;
+      return [...(others.get(id) ?? []), ...folded(nowMs, id).map(([, update]) => update)];
     },
     /** Takes everything pending, as updates per entry. */
     take(nowMs: number): Map<string, Update[]> {
-      const byId = new Map<string, Update[]>();
-      const add = (id: string, update: Update) => byId.set(id, [...(byId.get(id) ?? []), update]);
-      for (const [id, list] of others) for (const update of list) add(id, update);
-      for (const [key, size] of successes) {
-        const { id, tenant } = split(key);
-        add(id, updates.success(tenant, size, nowMs));
-      }
-      for (const [key, sample] of ratios) {
-        const { id, tenant } = split(key);
-        add(id, updates.ratio(tenant, sample, nowMs));
-      }
+      const byId = new Map<string, Update[]>(others);
+      for (const [id, update] of folded(nowMs)) byId.set(id, [...(byId.get(id) ?? []), update]);
       others.clear();
       successes.clear();
       ratios.clear();
+      toolSamples.clear();
       return byId;
     },
     /** Forgets how an entry starts, once nothing is pending for it. */
     written(id: string): void {
+      const prefix = `${id}\u0001`;
       if (
         !others.has(id) &&
-        ![...successes.keys(), ...ratios.keys()].some((key) => key.startsWith(`${id}\u0001`))
+        ![...successes.keys(), ...ratios.keys(), ...toolSamples.keys()].some((key) => key.startsWith(prefix))
       )
         makes.delete(id);
     },
     /** Puts updates that could not be written back, ahead of newer ones. */
     putBack(pending: Map<string, Update[]>): void {
-      for (const [id, list] of pending) others.set(id, [...list, ...(others.get(id) ?? [])]);
+      for (const [id, list] of pending) keep(id, [...list, ...(others.get(id) ?? [])]);
     },
   };
 }
@@ -701,7 +721,7 @@ export function createRedisLearnedLimits(
   const record = (id: string, make: () => Entry, update: Update): void => {
     table.apply(id, make, update);
     pending.made(id, make);
-    pending.other(id, update);
+    pending.overflow(id, update);
   };
   const api = learnedApi(table, record);
   return {
@@ -729,11 +749,10 @@ export function createRedisLearnedLimits(
     },
     recordToolSetTokens(upstream, model, toolSet, tenant, tokens, formula) {
       const id = toolSetId(upstream, model, toolSet);
-      record(
-        id,
-        () => newEntry(id, upstream, model, toolSet),
-        updates.toolTokens(tenant, tokens, formula, table.now()),
-      );
+      const make = () => newEntry(id, upstream, model, toolSet);
+      table.apply(id, make, updates.toolTokens(tenant, tokens, formula, table.now()));
+      pending.made(id, make);
+      pending.toolSample(id, tenant, tokens, formula);
     },
     async reset(id) {
       const ids = id === undefined ? [...table.entries.keys()] : table.entries.has(id) ? [id] : [];

@@ -8,7 +8,9 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { OverflowObservation } from '../../src/context/learned-limit-rules.js';
 import {
   createMemoryLearnedLimits,
+  createPending,
   createRedisLearnedLimits,
+  maxPendingOverflows,
   type LearnedChange,
   type LearnedLimits,
 } from '../../src/store/learned-limits.js';
@@ -340,5 +342,71 @@ describe('re-probing a learned window', () => {
     // Taken: a preview now shows what the next request gets, the lesson.
     expect(limits.get('default', 'm', 'a', { preview: true })).toEqual({ window: 4_000 });
     expect(limits.get('default', 'm', 'a')).toEqual({ window: 4_000 });
+  });
+});
+
+type Update = NonNullable<
+  ReturnType<ReturnType<typeof createPending>['take']> extends Map<string, infer U> ? U : never
+>[number];
+type Entry = Parameters<Update>[0];
+
+describe('what waits to be written to Redis', () => {
+  const applied = (list: readonly Update[], entry: Entry): Entry =>
+    list.reduce((current, update) => update(current), entry);
+
+  it('stays one sample per tenant of a tool set however many requests it saw', () => {
+    const pending = createPending();
+    for (let sample = 0; sample < 10_000; sample++)
+      pending.toolSample('t:1', 'a', sample % 2 === 0 ? 90 : 110, 100);
+    pending.toolSample('t:1', 'b', 150, 100);
+    const list = pending.take(5_000).get('t:1') ?? [];
+    expect(list.length).toBe(2);
+    const entry = applied(list, {
+      kind: 'tool_set',
+      upstream: 'default',
+      model: 'm',
+      toolSet: '1',
+      lessons: { costs: [] },
+      updatedAtMs: 0,
+    });
+    const costs = entry.kind === 'tool_set' ? entry.lessons.costs : [];
+    // The mean of 90 and 110, as one sample; b's own.
+    expect(costs.map(({ tenant, value, samples }) => [tenant, value, samples])).toEqual([
+      ['a', 100, 1],
+      ['b', 150, 1],
+    ]);
+    expect(pending.take(6_000).size).toBe(0);
+  });
+
+  it(`keeps the newest ${maxPendingOverflows} overflows of an entry, and no more through failed writes`, () => {
+    const pending = createPending();
+    const model: Entry = {
+      kind: 'model',
+      upstream: 'default',
+      model: 'm',
+      lessons: { evidence: [], ratios: [] },
+      updatedAtMs: 0,
+    };
+    // Each one a smaller window than the one before: the newest is the one the others must not crowd out.
+    const overflow =
+      (window: number): Update =>
+      (entry) =>
+        entry.kind === 'model'
+          ? {
+              ...entry,
+              lessons: { ...entry.lessons, evidence: [{ ...stated(window), tenant: 'a' } as never] },
+            }
+          : entry;
+    for (let lesson = 0; lesson < 1_000; lesson++) pending.overflow('m:1', overflow(10_000 - lesson));
+    const taken = pending.take(1_000).get('m:1') ?? [];
+    expect(taken.length).toBe(maxPendingOverflows);
+    expect(applied(taken, model)).toMatchObject({ lessons: { evidence: [{ stated: 9_001 }] } });
+    for (let failure = 0; failure < 100; failure++) {
+      pending.overflow('m:1', overflow(5_000 - failure));
+      pending.putBack(pending.take(2_000));
+    }
+    const after = pending.take(3_000).get('m:1') ?? [];
+    expect(after.length).toBe(maxPendingOverflows);
+    expect(applied(after, model)).toMatchObject({ lessons: { evidence: [{ stated: 4_901 }] } });
   });
 });
