@@ -138,7 +138,7 @@ export async function proxySection(): Promise<void> {
     const addedMs = (median(gatewayP50) - median(directP50)) / 1000;
     console.log(`   ctxgate added p50: ${addedMs.toFixed(3)} ms  (target <= 0.5 ms)`);
     console.log('\n== proxy: ratios to the floor ==');
-    console.log(row(['request', 'c/b2 req/s', 'c/b req/s', 'b2/c CPU/req', 'b/c CPU/req', 'target (c/b2)']));
+    console.log(row(['request', 'c/b2 req/s', 'c/b req/s', 'b2/c CPU', 'b/c CPU', 'target (c/b2)']));
     for (const line of summary) console.log(line);
     console.log(row(['added single-connection p50 (ms)', addedMs.toFixed(3), '', '', '', '<= 0.5']));
   } finally {
