@@ -6,10 +6,10 @@
 // No request waits on Redis: every replica reads its own copy. What it observes applies to it at once
 // and is written in the background, at most once a second per entry, as a compare-and-set so replicas
 // never overwrite each other's lessons: its own copy when Redis still holds what it was built on (a
-// write moves no value a request uses), else what it observed (ratio samples and successes folded)
-// applied to the other replica's write. Other replicas
-// follow a change log once a second — one read that returns nothing while nothing changes. The
-// entries are bounded: past `maxEntries` the least recently used go, in Redis as in process.
+// write moves no value a request uses), else what it observed (folded) applied to the other replica's
+// write. Other replicas follow a change log once a second — one read that returns nothing while
+// nothing changes. The entries are bounded: past `maxEntries` the least recently used go, in Redis as
+// in process.
 import { createHash } from 'node:crypto';
 import {
   emptyModelLessons,
