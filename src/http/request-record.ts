@@ -96,9 +96,14 @@ export function served(record: RequestState, work: () => Promise<RequestOutcome>
   const running = Promise.resolve()
     .then(work)
     .then(
-      (outcome) => applyOutcome(record, outcome),
+      (outcome) => {
+        applyOutcome(record, outcome);
+        // Settled: a line written from now on needs no wait (nor a timer to bound one).
+        record.serving = undefined;
+      },
       (error: unknown) => {
         applyOutcome(record, outcomeOf(error));
+        record.serving = undefined;
         throw error;
       },
     );
