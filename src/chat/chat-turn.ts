@@ -354,12 +354,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   function answerHeaders(turn: Turn, sent: SendResult<ChatAttempt>): Record<string, string> {
-    const headers: Record<string, string> = {
-      ...sent.attempt.headers,
-      'x-context-retries': String(sent.overflowRetries),
-      'x-ctxgate-attempts': String(1 + sent.overflowRetries + sent.upstreamRetries),
-      ...(sent.exhausted === true ? { 'x-should-retry': 'false' } : {}),
-    };
+    const headers: Record<string, string> = Object.assign({}, sent.attempt.headers);
+    headers['x-context-retries'] = String(sent.overflowRetries);
+    headers['x-ctxgate-attempts'] = String(1 + sent.overflowRetries + sent.upstreamRetries);
+    if (sent.exhausted === true) headers['x-should-retry'] = 'false';
     if (turn.recall !== undefined) headers['x-ctxgate-recall'] = String(turn.recall.calls);
     if (turn.session !== undefined) {
       headers['x-session-id'] = turn.session.sessionId;
@@ -680,7 +678,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         };
         try {
           const streamErrorCode = await sendAndDeliver(turn, plan);
-          return { ...asked, ...outcomeOfTurn(turn), streamErrorCode };
+          return Object.assign({}, asked, outcomeOfTurn(turn), { streamErrorCode });
         } catch (error) {
           throw withOutcome(error, outcomeOfTurn(turn));
         } finally {

@@ -280,35 +280,30 @@ function turnForm(
 }
 
 /** The outcome for a conversation sent as it is. */
-function unchanged(values: {
-  input: RenderInput;
-  historyBudget: number;
-  systemTokens: number;
-  toolTokens: number;
-  historyTokens: number;
-  currentTurnTokens: number;
-  historyStartIndex: number;
-}): RenderOutcome {
-  const { input } = values;
+function unchanged(
+  sent: { input: RenderInput; historyBudget: number; systemTokens: number; toolTokens: number },
+  counted: { historyTokens: number; currentTurnTokens: number; historyStartIndex: number },
+): RenderOutcome {
+  const { input } = sent;
   return {
     ok: true,
     messages: [...input.messages],
     report: {
       window: input.window,
-      historyBudget: values.historyBudget,
+      historyBudget: sent.historyBudget,
       summaryUsed: false,
       inputTokens:
-        values.systemTokens +
-        values.toolTokens +
+        sent.systemTokens +
+        sent.toolTokens +
         replyPrimingTokens +
-        values.historyTokens +
-        values.currentTurnTokens,
+        counted.historyTokens +
+        counted.currentTurnTokens,
       regions: {
-        system: values.systemTokens,
+        system: sent.systemTokens,
         summary: 0,
-        history: values.historyTokens,
-        currentTurn: values.currentTurnTokens,
-        tools: values.toolTokens,
+        history: counted.historyTokens,
+        currentTurn: counted.currentTurnTokens,
+        tools: sent.toolTokens,
         notice: 0,
         outputReserve: input.outputReserve,
         safetyMargin: input.safetyMarginTokens,
@@ -319,7 +314,7 @@ function unchanged(values: {
       droppedIterationGroups: 0,
       truncatedToolResults: 0,
       maskedToolResults: 0,
-      historyStartIndex: values.historyStartIndex,
+      historyStartIndex: counted.historyStartIndex,
       oversizeTruncated: false,
       orphansRemoved: 0,
       modified: false,
@@ -766,12 +761,11 @@ function renderFitted(input: RenderInput): RenderOutcome {
     toolTokens: fit.toolTokens,
   };
   if (current === undefined)
-    return unchanged({ ...sent, historyTokens: 0, currentTurnTokens: 0, historyStartIndex: fit.systemCount });
+    return unchanged(sent, { historyTokens: 0, currentTurnTokens: 0, historyStartIndex: fit.systemCount });
   if (fitsAsItIs(fit, current)) {
     // Byte-identical upstream.
     const currentTurnTokens = turnTokens.at(-1) as number;
-    return unchanged({
-      ...sent,
+    return unchanged(sent, {
       historyTokens: sumRange(turnTokens, 0, fit.turns.length) - currentTurnTokens,
       currentTurnTokens,
       historyStartIndex: history[0]?.start ?? current.start,
