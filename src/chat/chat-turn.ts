@@ -427,11 +427,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   async function deliverStream(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {
     const { response, attempt } = sent;
     const { client, session } = turn;
-    client.openStream(response.statusCode, {
-      ...buildClientHeaders(response.headers, answerHeaders(turn, sent)),
-      'cache-control': 'no-cache',
-      'x-accel-buffering': 'no',
-    });
+    const headers = buildClientHeaders(response.headers, answerHeaders(turn, sent));
+    headers['cache-control'] = 'no-cache';
+    headers['x-accel-buffering'] = 'no';
+    client.openStream(response.statusCode, headers);
     const outcome = await relayStream(response, client, {
       holdDone: session !== undefined,
       assemble: session !== undefined || turn.reservation !== undefined,

@@ -54,7 +54,7 @@ export function clientStreamFor(request: FastifyRequest, reply: FastifyReply): C
     openStream(status, headers) {
       reply.hijack();
       // What the reply already carries (the request id, budget headers) goes out too.
-      raw.writeHead(status, { ...(reply.getHeaders() as Record<string, string>), ...headers });
+      raw.writeHead(status, Object.assign({}, reply.getHeaders() as Record<string, string>, headers));
     },
     write(bytes) {
       if (bytes.length > 0 && !raw.write(bytes)) return waitForDrain(raw);
