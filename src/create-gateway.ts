@@ -122,7 +122,7 @@ export function createGateway(options: {
   const learnedLimits =
     redis === undefined
       ? createMemoryLearnedLimits(learnedOptions)
-      : createRedisLearnedLimits({ ...learnedOptions, redis });
+      : createRedisLearnedLimits(Object.assign({}, learnedOptions, { redis }));
   const services = createServices({
     config,
     logger,
@@ -163,8 +163,7 @@ export function createGateway(options: {
     openSockets.add(socket);
     socket.once('close', () => openSockets.delete(socket));
   });
-  return {
-    ...gatewayApp,
+  return Object.assign({}, gatewayApp, {
     warmUp() {
       // Loading an encoding's ranks takes a few hundred milliseconds: do it before the first request.
       tokenizers.forEncoding('o200k_base');
@@ -188,5 +187,5 @@ export function createGateway(options: {
       await sessionStore.close();
       redis?.disconnect();
     },
-  };
+  });
 }

@@ -54,7 +54,7 @@ export function resolveBudgets(input: {
     if (name === 'session_tokens' && input.sessionTokensHeader !== undefined) {
       if (chosen === undefined) chosen = { limit: input.sessionTokensHeader, mode: 'hard' };
       else if (input.sessionTokensHeader < chosen.limit)
-        chosen = { ...chosen, limit: input.sessionTokensHeader };
+        chosen = Object.assign({}, chosen, { limit: input.sessionTokensHeader });
     }
     if (chosen !== undefined) budgets.push({ name, ...chosen });
   }

@@ -274,7 +274,7 @@ export function createBudgetService(deps: {
         usage = await store.read(plan.counters, clock());
       } catch (error) {
         storeFailed(plan, error);
-        return { delayMs: 0, headers: {}, plan: { ...plan, unavailable: true } };
+        return { delayMs: 0, headers: {}, plan: Object.assign({}, plan, { unavailable: true }) };
       }
       for (const [index, budget] of plan.counted.entries()) {
         const entry = usage[index] ?? { used: 0, reserved: 0, estimated: 0 };
@@ -283,7 +283,7 @@ export function createBudgetService(deps: {
       const delayMs = backpressureFor(plan, usage);
       return {
         delayMs,
-        headers: { ...remainingHeader(plan, usage), 'x-budget-delay-ms': String(delayMs) },
+        headers: Object.assign({}, remainingHeader(plan, usage), { 'x-budget-delay-ms': String(delayMs) }),
         plan,
       };
     },

@@ -87,7 +87,7 @@ function hidSomething(attempt: ChatAttempt): boolean {
 /** The request with the recall tool added to its tools. */
 function withRecallTool(request: ChatCompletionRequest): ChatCompletionRequest {
   const tools = Array.isArray(request.tools) ? (request.tools as unknown[]) : [];
-  return { ...request, tools: [...tools, recallTool] } as ChatCompletionRequest;
+  return Object.assign({}, request, { tools: [...tools, recallTool] }) as ChatCompletionRequest;
 }
 
 /** Whether fitting the attempt left anything out or cut anything short. */
@@ -150,7 +150,7 @@ export function createAttemptLadder(input: {
   const render = (state: AttemptState, choice: Choice): ChatAttempt => {
     const plan = input.planner.plan({
       chatRequest: recall ? withRecallTool(choice.chatRequest) : choice.chatRequest,
-      attempt: recall ? { ...state, keepFreeTokens: recallRoom } : state,
+      attempt: recall ? Object.assign({}, state, { keepFreeTokens: recallRoom }) : state,
       overrides: input.overrides,
       session: choice.session,
       target: choice.target,
@@ -228,16 +228,15 @@ export function createAttemptLadder(input: {
     return {
       model,
       target: config.routing.upstreamFor(model),
-      chatRequest: { ...chatRequest, model },
+      chatRequest: Object.assign({}, chatRequest, { model }),
       session:
         session === undefined || sameEncoding
           ? session
-          : {
-              ...session,
+          : Object.assign({}, session, {
               conversationTokens: session.conversation.map((message) =>
                 countMessageTokens(message, tokenizerFor(config, input.tokenizers, model, input.precision)),
               ),
-            },
+            }),
     };
   };
 
@@ -281,8 +280,14 @@ export function createAttemptLadder(input: {
       const state: AttemptState =
         decision.action === 'lower_max_tokens'
           ? // A shorter answer leaves room in the window, but the prompt must not grow into it.
-            { ...current.state, maxTokens: decision.maxTokens, promptCap: current.promptTokens }
-          : { ...current.state, reduction: decision.reduction, promptCap: decision.promptCap };
+            Object.assign({}, current.state, {
+              maxTokens: decision.maxTokens,
+              promptCap: current.promptTokens,
+            })
+          : Object.assign({}, current.state, {
+              reduction: decision.reduction,
+              promptCap: decision.promptCap,
+            });
       const choice = current.fallback === undefined ? own : choiceFor(current.fallback);
       let next: ChatAttempt | undefined;
       try {

@@ -216,14 +216,15 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     key: SessionKey | undefined,
   ): Promise<SessionTurn | undefined> {
     if (key === undefined) return undefined;
-    return beginSessionTurn({
-      ...sessionInput(input, chatRequest, key),
-      holdQueue,
-      holdMs: config.sessions.hold_ms,
-      busyWaitMs: config.sessions.busy_wait_ms,
-      commitCheckMs: config.sessions.commit_check_ms,
-      maxTurnMessages: config.sessions.max_active_messages,
-    });
+    return beginSessionTurn(
+      Object.assign({}, sessionInput(input, chatRequest, key), {
+        holdQueue,
+        holdMs: config.sessions.hold_ms,
+        busyWaitMs: config.sessions.busy_wait_ms,
+        commitCheckMs: config.sessions.commit_check_ms,
+        maxTurnMessages: config.sessions.max_active_messages,
+      }),
+    );
   }
 
   /** The request's expected cost, reserved on its budgets before it is sent. */
@@ -579,10 +580,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       send: (body) =>
         exchange.send({ method: 'POST', path: '/chat/completions', body, target: attempt.target }),
     });
-    turn.recall = { ...outcome.usage, calls: outcome.calls };
+    turn.recall = Object.assign({}, outcome.usage, { calls: outcome.calls });
     if (outcome.calls > 0)
       metrics.recallCalls.inc({ model: metrics.modelLabel(attempt.model) }, outcome.calls);
-    return { ...sent, response: outcome.response };
+    return Object.assign({}, sent, { response: outcome.response });
   }
 
   /** Sends the request, recovering as it must, and answers the client: the code a stream ended with, if any. */

@@ -55,15 +55,15 @@ export function createForwarder(deps: {
     async forward(input, client) {
       const { value, tally } = await measuredExchange(
         deps,
-        { ...input, client },
+        Object.assign({}, input, { client }),
         async (exchange): Promise<Relayed> => {
           const response = await exchange.send(input);
           const success = response.statusCode < 300;
           if (success && isEventStream(response.headers)) {
-            client.openStream(response.statusCode, {
-              ...buildClientHeaders(response.headers),
-              'cache-control': 'no-cache',
-            });
+            client.openStream(
+              response.statusCode,
+              Object.assign({}, buildClientHeaders(response.headers), { 'cache-control': 'no-cache' }),
+            );
             const relayed = await relayStream(response, client, {
               holdDone: false,
               assemble: false,

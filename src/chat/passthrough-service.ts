@@ -111,7 +111,7 @@ export function createPassthroughService(deps: {
     if (plan === undefined) return undefined;
     let reservation: BudgetReservation;
     try {
-      reservation = await budgets.reserve(plan, { ...cost, backpressure: true });
+      reservation = await budgets.reserve(plan, Object.assign({}, cost, { backpressure: true }));
     } catch (error) {
       if (isGatewayError(error) && error.code === 'budget_exceeded')
         client.addHeaders({ 'x-budget-remaining': '0' });

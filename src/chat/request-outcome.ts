@@ -46,7 +46,7 @@ export function withOutcome(error: unknown, outcome: RequestOutcome): unknown {
   if (typeof error !== 'object' || error === null) return error;
   const carried = (error as { [outcomeKey]?: RequestOutcome })[outcomeKey];
   Object.defineProperty(error, outcomeKey, {
-    value: { ...outcome, ...carried },
+    value: Object.assign({}, outcome, carried),
     configurable: true,
     enumerable: false,
   });
@@ -78,7 +78,7 @@ export async function servedAsBridged<Bridged extends { dropped: string[] }>(opt
       asked = { stream, dropped: bridged.dropped };
       options.addHeaders({ 'x-ctxgate-dropped': bridged.dropped.join(', ').slice(0, 2_000) });
     }
-    return { ...(await options.serve(bridged)), ...asked };
+    return Object.assign({}, await options.serve(bridged), asked);
   } catch (error) {
     throw withOutcome(error, asked);
   }

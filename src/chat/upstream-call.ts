@@ -60,7 +60,7 @@ export async function measuredExchange<T>(
       }
       if (bodyHeaders !== undefined) {
         const { 'content-type': _json, ...rest } = headers;
-        headers = { ...rest, ...bodyHeaders };
+        headers = Object.assign({}, rest, bodyHeaders);
       }
       tally.name = to.name;
       tally.attempts++;

@@ -84,10 +84,10 @@ export function createUpstreamLessons(deps: {
       // waits for a smaller size to go through.
       if (lesson === 'window' || lesson === 'failure')
         learnedLimits.recordOverflow(upstream, model, attempt.tenant, {
-          ...(stated === undefined ? {} : { stated }),
           failedSize: reported !== undefined && agrees ? reported + attempt.sentMaxTokens : attempt.sentSize,
           status,
           textClass: hasNumbers ? 'numbers' : 'no_numbers',
+          ...(stated === undefined ? {} : { stated }),
         });
       // Numbers only: what was learned and from what.
       deps.info(

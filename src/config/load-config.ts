@@ -211,16 +211,15 @@ function parseUpstreams(
 
 /** summarize_to must lie below summarize_at in the defaults and in every preset as they resolve. */
 function checkSummaryThresholds(file: ConfigFile, configPath: string, problems: string[]): void {
-  const defaults = { ...builtInPolicy, ...definedOnly(file.context) };
+  const defaults = Object.assign({}, builtInPolicy, definedOnly(file.context));
   const layers: Array<[string, object]> = [
     ['context', {}],
-    ...Object.entries({ ...builtInPresets, ...file.policies }).map(([name, preset]): [string, object] => [
-      `policies.${name}`,
-      preset,
-    ]),
+    ...Object.entries(Object.assign({}, builtInPresets, file.policies)).map(
+      ([name, preset]): [string, object] => [`policies.${name}`, preset],
+    ),
   ];
   for (const [where, layer] of layers) {
-    const policy = { ...defaults, ...definedOnly(layer) };
+    const policy = Object.assign({}, defaults, definedOnly(layer));
     if (policy.summarize_to >= policy.summarize_at) {
       problems.push(
         `${configPath}: ${where}: summarize_to (${policy.summarize_to}) must be below summarize_at (${policy.summarize_at})`,
@@ -302,7 +301,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     unknownModels: file.unknown_models,
     sessions: file.sessions,
     context: file.context,
-    policies: { ...builtInPresets, ...file.policies },
+    policies: Object.assign({}, builtInPresets, file.policies),
     budgets: {
       warnAt: file.budgets.warn_at,
       backpressure: file.budgets.backpressure

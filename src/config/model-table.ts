@@ -64,7 +64,7 @@ export const builtInModelTable: readonly ModelEntry[] = [
   openai('o3*', 200_000, 'o200k_base', 16_384),
   openai('o4*', 200_000, 'o200k_base', 16_384),
   // Open weights, served by vLLM, Ollama or llama.cpp with their own chat template.
-  { ...openai('gpt-oss*', 131_072, 'o200k_base', 8_192), noticePlacement: 'user' },
+  Object.assign({}, openai('gpt-oss*', 131_072, 'o200k_base', 8_192), { noticePlacement: 'user' }),
   openai('gpt-4-32k*', 32_768, 'cl100k_base'),
   openai('gpt-4-turbo*', 128_000, 'cl100k_base'),
   openai('gpt-4-1106*', 128_000, 'cl100k_base'),

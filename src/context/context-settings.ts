@@ -64,7 +64,7 @@ export function resolveContextSettings(options: {
     }
     preset = found;
   }
-  const policy: ResolvedPolicy = { ...builtInPolicy };
+  const policy: ResolvedPolicy = Object.assign({}, builtInPolicy);
   overlay(policy, config.context);
   overlay(policy, preset);
 

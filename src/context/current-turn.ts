@@ -229,10 +229,10 @@ class TurnFitting {
           continue;
         }
         // Its content's tokens: its own count less its framing (a long text is not counted again).
-        const contentTokens = Math.max(0, tokens - count({ ...message, content: '' }));
+        const contentTokens = Math.max(0, tokens - count(Object.assign({}, message, { content: '' })));
         const truncate = contentTokens > policy.max_tool_result_tokens;
         const name = names.get(message.tool_call_id ?? '') ?? message.name ?? 'tool';
-        const maskedTokens = count({ ...message, content: maskedResultText(contentTokens) });
+        const maskedTokens = count(Object.assign({}, message, { content: maskedResultText(contentTokens) }));
         const wholeTokens = truncate
           ? Math.min(tokens, tokens - contentTokens + policy.max_tool_result_tokens)
           : tokens;
@@ -428,9 +428,11 @@ class TurnFitting {
     const content = userMessage.content;
     if (typeof content !== 'string') return;
     const others = this.total - (turnTokens[0] as number);
-    const room = budget - others - count({ ...userMessage, content: '' });
+    const room = budget - others - count(Object.assign({}, userMessage, { content: '' }));
     if (room <= 32) return;
-    this.userMessage = { ...userMessage, content: truncateText(content, room, 'both', tokenizer).text };
+    this.userMessage = Object.assign({}, userMessage, {
+      content: truncateText(content, room, 'both', tokenizer).text,
+    });
     this.oversizeTruncated = true;
     this.total = others + count(this.userMessage);
     this.tooLarge = this.total > budget;
@@ -460,7 +462,9 @@ class TurnFitting {
         if (result === undefined || (!result.masked && !result.truncate)) {
           add(message, turnTokens[index] as number);
         } else if (result.masked) {
-          const maskedMessage = { ...message, content: maskedResultText(result.contentTokens) };
+          const maskedMessage = Object.assign({}, message, {
+            content: maskedResultText(result.contentTokens),
+          });
           add(maskedMessage, count(maskedMessage));
           built.masked++;
         } else {
@@ -482,7 +486,7 @@ class TurnFitting {
     const known = slack === 0 ? this.cuts.get(index) : undefined;
     if (known !== undefined) return known;
     const text = truncateText(textOf(message.content), cap, policy.tool_result_truncation, tokenizer).text;
-    const cut = { ...message, content: text };
+    const cut = Object.assign({}, message, { content: text });
     if (slack === 0) this.cuts.set(index, cut);
     return cut;
   }
@@ -505,7 +509,7 @@ export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
   // The requests made before the turn summary saw the whole turn: its peak counts too, so a summary that
   // shrinks the turn lets nothing older back in (a session's history start never moves backwards).
   if (input.turnSummary !== undefined) {
-    const unsummarized = new TurnFitting({ ...input, turnSummary: undefined });
+    const unsummarized = new TurnFitting(Object.assign({}, input, { turnSummary: undefined }));
     unsummarized.replay();
     fitting.peak = Math.max(fitting.peak, unsummarized.peak);
     const levels = [...new Set([...fitting.levels, ...unsummarized.levels])].sort((a, b) => a - b);

@@ -210,13 +210,17 @@ export function withOverflow(
           learnedAtMs: nowMs,
           confirmedAtMs: nowMs,
         }
-      : { ...previous, status: observation.status, textClass: observation.textClass, confirmedAtMs: nowMs };
+      : Object.assign({}, previous, {
+          status: observation.status,
+          textClass: observation.textClass,
+          confirmedAtMs: nowMs,
+        });
   if (stated !== undefined) next.stated = Math.min(next.stated ?? stated, stated);
   if (failed !== undefined) next.failed = Math.min(next.failed ?? failed, failed);
   if (next.succeeded !== undefined && next.failed !== undefined && next.succeeded >= next.failed)
     delete next.succeeded;
   const others = lessons.evidence.filter((evidence) => evidence.tenant !== tenant);
-  return { ...lessons, evidence: keepRecent([...others, next]) };
+  return Object.assign({}, lessons, { evidence: keepRecent([...others, next]) });
 }
 
 /**
@@ -244,7 +248,7 @@ export function withSuccess(lessons: ModelLessons, tenant: string, size: number)
       size < entry.failed &&
       (entry.succeeded === undefined || size > entry.succeeded)
     ) {
-      evidence.push({ ...entry, succeeded: size });
+      evidence.push(Object.assign({}, entry, { succeeded: size }));
       changed = true;
       continue;
     }
@@ -252,7 +256,10 @@ export function withSuccess(lessons: ModelLessons, tenant: string, size: number)
   }
   const grows = size > (lessons.largestAccepted ?? 0);
   if (!changed && !grows) return lessons;
-  return { ...lessons, evidence, largestAccepted: Math.max(lessons.largestAccepted ?? 0, size) };
+  return Object.assign({}, lessons, {
+    evidence,
+    largestAccepted: Math.max(lessons.largestAccepted ?? 0, size),
+  });
 }
 
 /** Whether a success of `size` would change anything (most do not: nothing is written for them). */
@@ -305,7 +312,9 @@ export function withRatioSample(
   nowMs: number,
 ): ModelLessons {
   const measured = sample.reported / Math.max(1, sample.estimated);
-  return { ...lessons, ratios: withSample(lessons.ratios, tenant, measured, ratioBounds, nowMs) };
+  return Object.assign({}, lessons, {
+    ratios: withSample(lessons.ratios, tenant, measured, ratioBounds, nowMs),
+  });
 }
 
 /**

@@ -26,10 +26,14 @@ function withText(message: ContextMessage, text: string, side: 'before' | 'after
   const content = message.content;
   if (Array.isArray(content)) {
     const part = { type: 'text', text };
-    return { ...message, content: side === 'before' ? [part, ...content] : [...content, part] };
+    return Object.assign({}, message, {
+      content: side === 'before' ? [part, ...content] : [...content, part],
+    });
   }
   const own = typeof content === 'string' ? content : messageText(message);
-  return { ...message, content: side === 'before' ? `${text}\n\n${own}` : `${own}\n\n${text}` };
+  return Object.assign({}, message, {
+    content: side === 'before' ? `${text}\n\n${own}` : `${own}\n\n${text}`,
+  });
 }
 
 /**

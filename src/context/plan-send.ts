@@ -127,14 +127,13 @@ export function planSend(input: {
     overrides.omittedBefore ?? 0,
   );
   const { conversation, messageTokens, historyStartHint, omittedBefore } = reduced;
-  const baseSettings: ContextSettings = {
-    ...resolved,
+  const baseSettings: ContextSettings = Object.assign({}, resolved, {
     policy: reduced.policy,
     safetyMarginTokens:
       ratio === undefined
         ? resolved.safetyMarginTokens
         : Math.ceil(resolved.window * resolved.policy.safety_margin),
-  };
+  });
   const windowFor = (reserve: number): number => {
     if (ratio === undefined) return baseSettings.window;
     const fixed = reserve + baseSettings.safetyMarginTokens;
@@ -151,25 +150,28 @@ export function planSend(input: {
           request,
           settings: baseSettings,
           ratio,
-          probe: {
-            ...(toolTokens === undefined ? {} : { toolTokens }),
-            messages: conversation,
-            ...(messageTokens === undefined ? {} : { messageTokens }),
-            tools: request.tools,
-            toolFormat: baseSettings.model.toolFormat,
-            tokenizer,
-            window: windowFor(baseSettings.outputReserve),
-            outputReserve: 0,
-            safetyMarginTokens: baseSettings.safetyMarginTokens,
-            policy: baseSettings.policy,
-            ...(session?.summary === undefined ? {} : { summary: session.summary }),
-          },
+          probe: Object.assign(
+            {},
+            toolTokens === undefined ? {} : { toolTokens },
+            { messages: conversation },
+            messageTokens === undefined ? {} : { messageTokens },
+            {
+              tools: request.tools,
+              toolFormat: baseSettings.model.toolFormat,
+              tokenizer,
+              window: windowFor(baseSettings.outputReserve),
+              outputReserve: 0,
+              safetyMarginTokens: baseSettings.safetyMarginTokens,
+              policy: baseSettings.policy,
+            },
+            session?.summary === undefined ? {} : { summary: session.summary },
+          ),
         })
       : undefined;
   const settings =
     loweredMaxTokens === undefined
       ? baseSettings
-      : { ...baseSettings, outputReserve: loweredMaxTokens * (request.n ?? 1) };
+      : Object.assign({}, baseSettings, { outputReserve: loweredMaxTokens * (request.n ?? 1) });
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
   const renderWindowFor = (reserve: number): number =>
@@ -209,11 +211,13 @@ export function planSend(input: {
     outputReserve,
     maxTokens: leftForAnswer,
   } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1);
-  const final = outputReserve === settings.outputReserve ? settings : { ...settings, outputReserve };
+  const final =
+    outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
   if (!outcome.ok) throw doesNotFit(outcome, final, ratio ?? 1);
   const prepared: PreparedContext = {
     messages: outcome.messages,
-    report: ratio === undefined ? outcome.report : { ...outcome.report, window: final.window },
+    report:
+      ratio === undefined ? outcome.report : Object.assign({}, outcome.report, { window: final.window }),
     settings: final,
   };
   const maxTokens = leftForAnswer ?? loweredMaxTokens ?? attempt.maxTokens;
@@ -226,8 +230,8 @@ export function planSend(input: {
 export function withMaxTokens<R extends SendRequest>(request: R, value: number | undefined): R {
   if (value === undefined) return request;
   return request.max_completion_tokens !== undefined && request.max_completion_tokens !== null
-    ? { ...request, max_completion_tokens: value }
-    : { ...request, max_tokens: value };
+    ? Object.assign({}, request, { max_completion_tokens: value })
+    : Object.assign({}, request, { max_tokens: value });
 }
 
 /**
@@ -330,15 +334,13 @@ function reducedConversation(
   };
   if (reduction === 'drop_oldest_half') {
     const historyTurns = Math.max(0, conversation.filter((message) => message.role === 'user').length - 1);
-    return {
-      ...unchanged,
-      policy: {
-        ...policy,
+    return Object.assign({}, unchanged, {
+      policy: Object.assign({}, policy, {
         keep_first_turns: 0,
         max_history_turns: Math.max(1, Math.floor(historyTurns / 2)),
         trim_to: 1,
-      },
-    };
+      }),
+    });
   }
   if (reduction !== 'minimal') return unchanged;
   const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));

@@ -253,7 +253,7 @@ export function searchRecall(options: {
     if (chars > maxSearchedChars && searched.length > 0) break;
     searched.push(
       source.text.length > maxSearchedChars
-        ? { ...source, text: source.text.slice(-maxSearchedChars) }
+        ? Object.assign({}, source, { text: source.text.slice(-maxSearchedChars) })
         : source,
     );
   }

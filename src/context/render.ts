@@ -197,7 +197,7 @@ export function contentTokensOf(
   ownTokens: number,
   count: (message: ContextMessage) => number,
 ): number {
-  return Math.max(0, ownTokens - count({ ...message, content: '' }));
+  return Math.max(0, ownTokens - count(Object.assign({}, message, { content: '' })));
 }
 
 /** A turn's in-turn summary: it stands, after the turn's user message, for the messages before `coversUntil`. */
@@ -264,7 +264,9 @@ function turnForm(
       !isMaskedResult(message) &&
       !(excluded.length > 0 && excluded.includes(names.get(message.tool_call_id ?? '') ?? ''))
     ) {
-      const maskedMessage = { ...message, content: maskedResultText(contentTokensOf(message, own, count)) };
+      const maskedMessage = Object.assign({}, message, {
+        content: maskedResultText(contentTokensOf(message, own, count)),
+      });
       const maskedTokens = count(maskedMessage);
       if (maskedTokens < own) {
         out.push(maskedMessage);
@@ -339,11 +341,13 @@ export function renderContext(input: RenderInput): RenderOutcome {
   return {
     ok: true,
     messages: placed.messages,
-    report: {
-      ...report,
+    report: Object.assign({}, report, {
       inputTokens: report.inputTokens + placed.tokenDelta - report.regions.tools + tools,
-      regions: { ...report.regions, notice: Math.max(0, report.regions.notice + placed.tokenDelta), tools },
-    },
+      regions: Object.assign({}, report.regions, {
+        notice: Math.max(0, report.regions.notice + placed.tokenDelta),
+        tools,
+      }),
+    }),
   };
 }
 
@@ -363,17 +367,15 @@ function pairedOutcome(input: RenderInput): RenderOutcome {
   return {
     ok: true,
     messages,
-    report: {
-      ...outcome.report,
+    report: Object.assign({}, outcome.report, {
       inputTokens: outcome.report.inputTokens - before + after - outcome.report.regions.tools + tools,
-      regions: {
-        ...outcome.report.regions,
+      regions: Object.assign({}, outcome.report.regions, {
         notice: outcome.report.regions.notice + count(notice),
         tools,
-      },
+      }),
       orphansRemoved: removed,
       modified: true,
-    },
+    }),
   };
 }
 
@@ -785,7 +787,7 @@ function renderFitted(input: RenderInput): RenderOutcome {
     turnSummary:
       currentPart === undefined
         ? undefined
-        : { ...currentPart, coversUntil: currentPart.coversUntil - current.start },
+        : Object.assign({}, currentPart, { coversUntil: currentPart.coversUntil - current.start }),
   });
   if (fitted.tooLarge) {
     return {

@@ -86,7 +86,7 @@ export function parseTurnSegments(text: string | undefined): TurnSegment[] {
     const body = current.lines.join('\n').trim();
     if (body === '' && current.head.toStep === 0) return;
     const { prose, notes } = splitSummaryText(body, callsHeading);
-    segments.push({ ...current.head, prose: prose ?? '', calls: notes });
+    segments.push(Object.assign({}, current.head, { prose: prose ?? '', calls: notes }));
   };
   for (const line of text.split('\n')) {
     const label = segmentLabel.exec(line);

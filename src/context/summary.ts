@@ -325,7 +325,7 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
       window: input.window,
       outputReserve: input.maxSummaryTokens,
       safetyMarginTokens: input.safetyMarginTokens,
-      policy: { ...policy, oversize: 'reject' },
+      policy: Object.assign({}, policy, { oversize: 'reject' }),
     });
     if (outcome.ok && !outcome.report.modified)
       return { messages, coveredMessages: covered, inputTokens: outcome.report.inputTokens };

@@ -97,7 +97,7 @@ function schemaType(schema: JsonSchema, indent: number): string {
   if (Array.isArray(schema.enum)) return schema.enum.map(literal).join(' | ');
   if (schema.const !== undefined) return literal(schema.const);
   if (Array.isArray(schema.type))
-    return schema.type.map((type) => schemaType({ ...schema, type }, indent)).join(' | ');
+    return schema.type.map((type) => schemaType(Object.assign({}, schema, { type }), indent)).join(' | ');
   switch (schema.type) {
     case 'string':
       return 'string';
@@ -114,7 +114,9 @@ function schemaType(schema: JsonSchema, indent: number): string {
       if (!isRecord(schema.properties) || Object.keys(schema.properties).length === 0) return 'object';
       return `{\n${schemaProperties(schema, indent + 2)}\n${' '.repeat(indent)}}`;
     default:
-      return isRecord(schema.properties) ? schemaType({ ...schema, type: 'object' }, indent) : 'any';
+      return isRecord(schema.properties)
+        ? schemaType(Object.assign({}, schema, { type: 'object' }), indent)
+        : 'any';
   }
 }
 

@@ -175,7 +175,7 @@ export function repairToolPairing(messages: readonly ContextMessage[]): PairingR
     const keptCalls = calls.filter((call) => answered.has(call.id));
     removedToolCalls += calls.length - keptCalls.length;
     if (keptCalls.length === calls.length) result.push(message);
-    else if (keptCalls.length > 0) result.push({ ...message, tool_calls: keptCalls });
+    else if (keptCalls.length > 0) result.push(Object.assign({}, message, { tool_calls: keptCalls }));
     else if (messageText(message) !== '') {
       const { tool_calls: _dropped, ...rest } = message;
       result.push(rest as ContextMessage);

@@ -154,7 +154,7 @@ export function registerSessionRoutes(
         offset,
         limit,
         has_more: offset + page.messages.length < page.total,
-        data: page.messages.map((entry) => ({ ...entry.message, tokens: entry.tokens })),
+        data: page.messages.map((entry) => Object.assign({}, entry.message, { tokens: entry.tokens })),
       };
     },
   );

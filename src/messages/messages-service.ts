@@ -43,7 +43,9 @@ export function createMessagesService(deps: {
     messages: unknown,
   ): Promise<number | undefined> {
     const target = config.routing.upstreamFor(request.model);
-    const { max_tokens: _unused, ...body } = toAnthropicRequest({ ...request.chatBody, messages });
+    const { max_tokens: _unused, ...body } = toAnthropicRequest(
+      Object.assign({}, request.chatBody, { messages }),
+    );
     const signal = new EventEmitter();
     const timer = setTimeout(() => signal.emit('abort'), config.timeouts.upstream_first_byte_ms);
     try {
@@ -78,13 +80,13 @@ export function createMessagesService(deps: {
 
   /** The chat input: an Anthropic key (x-api-key) reaches a Chat Completions upstream as a bearer token. */
   function chatInputOf(input: Omit<MessagesInput, 'warn' | 'info'>, request: BridgedMessages) {
-    const headers = { ...input.clientHeaders };
+    const headers = Object.assign({}, input.clientHeaders);
     const key = headers['x-api-key'];
     if (!request.native && headers.authorization === undefined && typeof key === 'string') {
       headers.authorization = `Bearer ${key}`;
       delete headers['x-api-key'];
     }
-    return { ...input, clientHeaders: headers, body: request.chatBody, rawBody: undefined };
+    return Object.assign({}, input, { clientHeaders: headers, body: request.chatBody, rawBody: undefined });
   }
 
   return {
@@ -95,7 +97,7 @@ export function createMessagesService(deps: {
         bridge: () => bridged(input, true),
         serve: (request) =>
           chat.complete(
-            { ...chatInputOf(input, request), warn: input.warn, info: input.info },
+            Object.assign({}, chatInputOf(input, request), { warn: input.warn, info: input.info }),
             messagesClient(client, { id: newMessageId(), model: request.model }),
           ),
       });
@@ -124,14 +126,17 @@ function messagesClient(client: ClientStream, meta: { id: string; model: string 
           : messageOf(JSON.parse(body.toString('utf8')) as Record<string, unknown>, meta);
       await client.sendWhole(
         status,
-        { ...headers, 'content-type': 'application/json' },
+        Object.assign({}, headers, { 'content-type': 'application/json' }),
         Buffer.from(JSON.stringify(answer)),
       );
     },
     openStream(status, headers) {
       const inputTokens = Number(headers['x-context-input-tokens'] ?? 0);
       translator = new MessagesStreamTranslator(meta, Number.isFinite(inputTokens) ? inputTokens : 0);
-      client.openStream(status, { ...headers, 'content-type': 'text/event-stream; charset=utf-8' });
+      client.openStream(
+        status,
+        Object.assign({}, headers, { 'content-type': 'text/event-stream; charset=utf-8' }),
+      );
       void client.write(translator.start());
     },
     write(bytes) {

@@ -322,7 +322,7 @@ function pick(
  */
 export function definedFieldsOf(item: Record<string, unknown>): InputItem {
   const type = typeof item.type === 'string' ? item.type : 'message';
-  const kept = pick({ ...item, type }, itemFields[type]);
+  const kept = pick(Object.assign({}, item, { type }), itemFields[type]);
   if (type === 'message' && Array.isArray(kept.content))
     kept.content = kept.content.map((part: unknown) =>
       isRecord(part) && typeof part.type === 'string' ? pick(part, partFields[part.type]) : part,

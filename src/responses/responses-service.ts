@@ -94,7 +94,7 @@ export function createResponsesService(deps: {
         });
       resolved[reference.index] = item;
     });
-    return { ...(body as object), input: resolved };
+    return Object.assign({}, body as object, { input: resolved });
   }
 
   /** The request bridged: references resolved, what cannot be bridged dropped and named (or refused). */
@@ -200,16 +200,16 @@ export function createResponsesService(deps: {
     const { sessionId: _ignored, ...overrides } = input.overrides;
     return {
       chain,
-      chatInput: {
-        ...input,
-        body: { ...bridged.chatFields, messages },
+      chatInput: Object.assign({}, input, {
+        body: Object.assign({}, bridged.chatFields, { messages }),
         rawBody: undefined,
-        overrides: {
-          ...overrides,
-          ...(noTruncation ? { noTruncation: true } : {}),
-          ...(chain.omitted > 0 ? { omittedBefore: chain.omitted } : {}),
-        },
-      },
+        overrides: Object.assign(
+          {},
+          overrides,
+          noTruncation ? { noTruncation: true } : {},
+          chain.omitted > 0 ? { omittedBefore: chain.omitted } : {},
+        ),
+      }),
     };
   }
 
@@ -246,7 +246,7 @@ export function createResponsesService(deps: {
       });
     };
     return chat.complete(
-      { ...chatInput, warn: input.warn, info: input.info },
+      Object.assign({}, chatInput, { warn: input.warn, info: input.info }),
       responsesClient(client, meta, save),
     );
   }
@@ -305,7 +305,7 @@ export function createResponsesService(deps: {
     },
 
     async inputTokens(input) {
-      const bridged = await bridgedOf(input, { ...(input.body as object), store: false });
+      const bridged = await bridgedOf(input, Object.assign({}, input.body as object, { store: false }));
       const { chatInput } = await chatRequestOf(input, bridged);
       const { headers, outcome } = await chat.preview(chatInput);
       return {
@@ -354,12 +354,15 @@ function responsesClient(
       await save(reply, response);
       await client.sendWhole(
         status,
-        { ...headers, 'content-type': 'application/json' },
+        Object.assign({}, headers, { 'content-type': 'application/json' }),
         Buffer.from(JSON.stringify(response)),
       );
     },
     openStream(status, headers) {
-      client.openStream(status, { ...headers, 'content-type': 'text/event-stream; charset=utf-8' });
+      client.openStream(
+        status,
+        Object.assign({}, headers, { 'content-type': 'text/event-stream; charset=utf-8' }),
+      );
       void client.write(translator.start());
     },
     write(bytes) {

@@ -193,11 +193,11 @@ export class ResponsesStreamTranslator {
 
   /** The closing events of an answer that cannot be kept (it could not be stored): an error, then response.failed. */
   fail(code: string, message: string): string {
-    const failed = {
-      ...responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage)),
-      status: 'failed',
-      error: { code, message },
-    };
+    const failed = Object.assign(
+      {},
+      responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage)),
+      { status: 'failed', error: { code, message } },
+    );
     return (
       this.event('error', { code, message, param: null }) +
       this.event('response.failed', { response: failed })
@@ -237,11 +237,10 @@ export class ResponsesStreamTranslator {
     }
     const response = responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage));
     if (this.failed || this.finishReason === undefined) {
-      const failed = {
-        ...response,
+      const failed = Object.assign({}, response, {
         status: 'failed',
         error: { code: 'server_error', message: 'The answer was cut off.' },
-      };
+      });
       return { events: out + this.event('response.failed', { response: failed }), response: failed };
     }
     const type = response.status === 'incomplete' ? 'response.incomplete' : 'response.completed';

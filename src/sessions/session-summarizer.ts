@@ -422,10 +422,10 @@ export function createSessionSummarizer(deps: {
             ? countsAgree(numbers.promptTokens, attempt.promptTokens, ratio)
             : false;
         deps.learnedLimits.recordOverflow(target.name, summaryModel, tenant, {
-          ...(numbers.maxContext === undefined || !agrees ? {} : { stated: numbers.maxContext }),
           failedSize: sent,
           status: 400,
           textClass: numbers.maxContext === undefined ? 'no_numbers' : 'numbers',
+          ...(numbers.maxContext === undefined || !agrees ? {} : { stated: numbers.maxContext }),
         });
       },
     });

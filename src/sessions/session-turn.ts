@@ -486,10 +486,9 @@ export async function beginSessionTurn(options: {
   let released = false;
   const renewal = keepHoldRenewed({ store, key, hold, holdMs: options.holdMs, now });
 
-  return {
-    ...view,
+  return Object.assign({}, view, {
     key,
-    async commit(reply, rendered) {
+    async commit(reply: Record<string, unknown> | undefined, rendered: RenderedTurn) {
       renewal.stop();
       const append: StoredMessage[] = newMessages.map((message, index) => ({
         message: message as Record<string, unknown>,
@@ -529,5 +528,5 @@ export async function beginSessionTurn(options: {
       await releaseEventually(() => store.release(key, hold), renewal.knownUntilMs());
       options.holdQueue.sessionReleased(key);
     },
-  };
+  });
 }

@@ -274,8 +274,7 @@ function createTable(options: LearnedLimitsOptions) {
       };
       if (entry.kind === 'tool_set') {
         const costs = entry.lessons.costs;
-        return {
-          ...base,
+        return Object.assign({}, base, {
           toolSet: entry.toolSet,
           toolTokens: {
             shared: valueFor(costs, '\u0000'),
@@ -285,11 +284,10 @@ function createTable(options: LearnedLimitsOptions) {
               samples,
             })),
           },
-        };
+        });
       }
       const { lessons } = entry;
-      const view: LearnedEntryView = {
-        ...base,
+      const view: LearnedEntryView = Object.assign({}, base, {
         evidence: lessons.evidence.map((item) => ({
           tenant: item.tenant,
           window: evidenceWindow(item),
@@ -306,7 +304,7 @@ function createTable(options: LearnedLimitsOptions) {
           shared: valueFor(lessons.ratios, '\u0000'),
           tenants: lessons.ratios.map(({ tenant, value, samples }) => ({ tenant, value, samples })),
         },
-      };
+      });
       const shared = sharedWindow(lessons, now(), settings)?.window;
       if (shared !== undefined) view.sharedWindow = shared;
       if (lessons.largestAccepted !== undefined) view.largestAccepted = lessons.largestAccepted;
@@ -324,30 +322,32 @@ const updates = {
     (entry) => {
       if (entry.kind !== 'model') return entry;
       const lessons = withOverflow(entry.lessons, tenant, observation, nowMs);
-      return lessons === entry.lessons ? entry : { ...entry, lessons, updatedAtMs: nowMs };
+      return lessons === entry.lessons ? entry : Object.assign({}, entry, { lessons, updatedAtMs: nowMs });
     },
   success:
     (tenant: string, size: number, nowMs: number): Update =>
     (entry) => {
       if (entry.kind !== 'model') return entry;
       const lessons = withSuccess(entry.lessons, tenant, size);
-      return lessons === entry.lessons ? entry : { ...entry, lessons, updatedAtMs: nowMs };
+      return lessons === entry.lessons ? entry : Object.assign({}, entry, { lessons, updatedAtMs: nowMs });
     },
   ratio:
     (tenant: string, sample: RatioSample, nowMs: number): Update =>
     (entry) =>
       entry.kind === 'model'
-        ? { ...entry, lessons: withRatioSample(entry.lessons, tenant, sample, nowMs), updatedAtMs: nowMs }
+        ? Object.assign({}, entry, {
+            lessons: withRatioSample(entry.lessons, tenant, sample, nowMs),
+            updatedAtMs: nowMs,
+          })
         : entry,
   toolTokens:
     (tenant: string, tokens: number, formula: number, nowMs: number): Update =>
     (entry) =>
       entry.kind === 'tool_set'
-        ? {
-            ...entry,
+        ? Object.assign({}, entry, {
             lessons: withToolSample(entry.lessons, tenant, tokens, formula, nowMs),
             updatedAtMs: nowMs,
-          }
+          })
         : entry,
 };
 

@@ -186,7 +186,8 @@ export function createMemorySessionStore({
     },
     async load(key): Promise<SessionSnapshot> {
       const session = live(key);
-      if (session === undefined || session.version === 0) return { ...emptySnapshot, messages: [] };
+      if (session === undefined || session.version === 0)
+        return Object.assign({}, emptySnapshot, { messages: [] });
       return {
         version: session.version,
         systemPrompt: session.systemPrompt,

@@ -123,7 +123,8 @@ function heldSummary<Value>(
   if (json === undefined)
     return revision !== undefined && held?.revision === revision ? held.value : undefined;
   if (held !== undefined && held.json === json) {
-    if (held.revision !== revision) keep({ ...held, revision, mark: heldMark(revision, json) });
+    if (held.revision !== revision)
+      keep(Object.assign({}, held, { revision, mark: heldMark(revision, json) }));
     return held.value;
   }
   // Frozen: every load of the session shares it.
@@ -173,7 +174,7 @@ type LoadReply = [string[], number, number, string[]];
 
 /** A loaded session as the port gives it. */
 function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefined): SessionSnapshot {
-  if (entry === undefined) return { ...emptySnapshot, messages: [] };
+  if (entry === undefined) return Object.assign({}, emptySnapshot, { messages: [] });
   return {
     version: Number(meta.version),
     systemPrompt:

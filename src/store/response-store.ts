@@ -302,24 +302,22 @@ export function createRedisResponseStore(options: {
       const parsed = JSON.parse(part) as Record<string, unknown>;
       if ('chain' in parsed) {
         const earlier = chainPartOfEarlier(parsed);
-        return {
-          ...earlier.part,
+        return Object.assign({}, earlier.part, {
           tenantId,
           ancestors: earlier.links,
           inputItems: (parsed.inputItems ?? []) as Array<Record<string, unknown>>,
           response: (parsed.response ?? {}) as Record<string, unknown>,
-        };
+        });
       }
       const { inputItems, response } = (
         rest === null || rest === undefined ? {} : JSON.parse(rest)
       ) as Partial<Pick<StoredResponse, 'inputItems' | 'response'>>;
-      return {
-        ...(parsed as unknown as ChainRecord),
+      return Object.assign({}, parsed as unknown as ChainRecord, {
         tenantId,
         ancestors: linkText === null || linkText === undefined || linkText === '' ? [] : linkText.split(','),
         inputItems: inputItems ?? [],
         response: response ?? {},
-      };
+      });
     },
     async findItems(tenantId, itemIds) {
       if (itemIds.length === 0) return [];
@@ -373,7 +371,7 @@ export function createRedisResponseStore(options: {
         total,
         chains: page.map((entry, index) => {
           const head = JSON.parse(values[index] ?? '{}') as { headId?: string; depth?: number };
-          return { ...entry, headId: head.headId ?? entry.rootId, depth: head.depth ?? 1 };
+          return Object.assign({}, entry, { headId: head.headId ?? entry.rootId, depth: head.depth ?? 1 });
         }),
       };
     },

@@ -421,7 +421,7 @@ export function anthropicHeaders(
   upstreamHeaders: Record<string, string>,
   upstream: UpstreamRequest['upstream'],
 ): Record<string, string> {
-  const headers: Record<string, string> = { ...upstreamHeaders };
+  const headers: Record<string, string> = Object.assign({}, upstreamHeaders);
   if (upstream.apiKey !== undefined) {
     delete headers.authorization;
     headers['x-api-key'] = upstream.apiKey;
@@ -449,12 +449,13 @@ export function withAnthropicUpstreams(inner: Upstream): Upstream {
         return inner.send(request);
       const body =
         typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body.toString() : '{}';
-      const response = await inner.send({
-        ...request,
-        path: '/messages',
-        headers: anthropicHeaders(request.headers, request.upstream),
-        body: JSON.stringify(toAnthropicRequest(JSON.parse(body) as Json)),
-      });
+      const response = await inner.send(
+        Object.assign({}, request, {
+          path: '/messages',
+          headers: anthropicHeaders(request.headers, request.upstream),
+          body: JSON.stringify(toAnthropicRequest(JSON.parse(body) as Json)),
+        }),
+      );
       return chatResponseOf(response);
     },
   };

@@ -68,10 +68,12 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   const text = content.texts.join('\n');
   const retryAfterMs = retryAfterFrom(answer.headers, text, answer.receivedAtMs);
   const noRetry = headerValue(answer.headers, 'x-should-retry')?.trim().toLowerCase() === 'false';
-  const retryFields = (): { retryAfterMs?: number; noRetry?: true } => ({
-    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    ...(noRetry ? { noRetry: true as const } : {}),
-  });
+  const retryFields = (): { retryAfterMs?: number; noRetry?: true } =>
+    Object.assign(
+      {},
+      retryAfterMs === undefined ? {} : { retryAfterMs },
+      noRetry ? { noRetry: true as const } : {},
+    );
 
   // OpenAI's "insufficient_quota" is billing, not a rate: waiting does not help.
   if (/\binsufficient_quota\b/.test(text)) return { kind: 'bad_request' };

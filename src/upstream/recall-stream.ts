@@ -133,7 +133,7 @@ export class RecallDeltaFilter {
             continue;
           }
           if (clientIndex !== upstreamIndex) changed = true;
-          kept.push(call.index === undefined ? call : { ...call, index: clientIndex });
+          kept.push(call.index === undefined ? call : Object.assign({}, call, { index: clientIndex }));
         }
         if (kept.length > 0) delta.tool_calls = kept;
         else delete delta.tool_calls;
@@ -157,24 +157,22 @@ export function completionWithoutRecallCalls(completion: Record<string, unknown>
     Array.isArray(choice.message?.tool_calls) &&
     choice.message.tool_calls.some((call) => isRecallCall(call as DeltaToolCall));
   if (!Array.isArray(choices) || !choices.some(hasRecallCall)) return completion;
-  return {
-    ...completion,
+  return Object.assign({}, completion, {
     choices: choices.map((choice) => {
       const calls = choice.message?.tool_calls;
       if (!Array.isArray(calls) || !hasRecallCall(choice)) return choice;
       const kept = calls.filter((call) => !isRecallCall(call as DeltaToolCall));
-      const message: Record<string, unknown> = { ...choice.message };
+      const message: Record<string, unknown> = Object.assign({}, choice.message);
       if (kept.length > 0) message.tool_calls = kept;
       else {
         delete message.tool_calls;
         if (message.content === null || message.content === undefined) message.content = '';
       }
-      return {
-        ...choice,
+      return Object.assign({}, choice, {
         message,
         finish_reason:
           kept.length === 0 && choice.finish_reason === 'tool_calls' ? 'stop' : choice.finish_reason,
-      };
+      });
     }),
-  };
+  });
 }
