@@ -30,9 +30,26 @@ export function createLogger({ level, destination }: CreateLoggerOptions): Logge
     redact: { paths: redactedPaths, censor: '[redacted]' },
     // What log pipelines read without a mapping: "level":"info", "time":"2026-11-23T13:45:00.000Z".
     formatters: { level: (label: string) => ({ level: label }) },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTimeByMillisecond(),
   };
   return pino(options, destination ?? batchedStdout());
+}
+
+/**
+ * pino's `isoTime`, formatted once per millisecond: a loaded gateway writes several lines within one,
+ * and formatting the date was about 1% of a 2 KB request's CPU.
+ */
+export function isoTimeByMillisecond(): () => string {
+  let formattedMs = Number.NaN;
+  let formatted = '';
+  return () => {
+    const now = Date.now();
+    if (now !== formattedMs) {
+      formattedMs = now;
+      formatted = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    return formatted;
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 // The gateway's logger (logger.ts): credentials redacted wherever a header object is logged (a request's,
 // an upstream's), the level as a label and the time as ISO 8601 — what log pipelines read as they are.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger, redactedPaths } from '../src/logger.js';
 import { captureLogs } from './helpers/start-gateway.js';
 
@@ -56,5 +56,29 @@ describe('the logger', () => {
     };
     expect(line).toMatchObject({ level: 'warn', service: 'ctxgate', msg: 'written' });
     expect(new Date(line.time).toISOString()).toBe(line.time);
+  });
+
+  describe('the time', () => {
+    afterEach(() => vi.useRealTimers());
+
+    it('is the moment each line is written, to the millisecond, also when lines come within one', () => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      const { lines, destination } = captureLogs();
+      const logger = createLogger({ level: 'info', destination });
+      const times = () => lines.map((line) => (JSON.parse(line) as { time: string }).time);
+      vi.setSystemTime(Date.UTC(2026, 10, 27, 13, 45, 0, 1));
+      logger.info('first');
+      logger.info('second, the same millisecond');
+      vi.setSystemTime(Date.UTC(2026, 10, 27, 13, 45, 0, 2));
+      logger.info('third, the next one');
+      vi.setSystemTime(Date.UTC(2027, 0, 1, 0, 0, 0, 0));
+      logger.info('fourth, a year on');
+      expect(times()).toEqual([
+        '2026-11-27T13:45:00.001Z',
+        '2026-11-27T13:45:00.001Z',
+        '2026-11-27T13:45:00.002Z',
+        '2027-01-01T00:00:00.000Z',
+      ]);
+    });
   });
 });
