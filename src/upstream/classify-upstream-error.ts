@@ -135,9 +135,14 @@ function readBody(body: string): BodyContent {
   return content;
 }
 
-/** A JSON body with no error member: what readBody would find no error in. */
+/**
+ * A JSON body with no error member, or a stream's event of one `data:` line holding one: what readBody
+ * would find no error in.
+ */
 function isPlainSuccess(body: string): boolean {
-  const parsed = tryParse(body.trim());
+  let text = body.trim();
+  if (text.startsWith('data:') && !text.includes('\n') && !text.includes('\r')) text = text.slice(5).trim();
+  const parsed = tryParse(text);
   return parsed !== undefined && !hasErrorMember(parsed);
 }
 

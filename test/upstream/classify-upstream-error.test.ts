@@ -259,6 +259,25 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'none' },
   },
   {
+    name: "a stream's first event alone, as the gateway reads it before relaying, is no error",
+    answer: { status: 200, body: 'data: {"id":"x","choices":[{"delta":{"role":"assistant"}}]}' },
+    expected: { kind: 'none' },
+  },
+  {
+    name: "a stream's first event alone that carries an error (vLLM's shape) is that error",
+    answer: {
+      status: 200,
+      body: 'data: {"object":"error","message":"This model\'s maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion).","type":"BadRequestError","code":400}',
+    },
+    expected: {
+      kind: 'context_overflow',
+      // 96 tokens left for an answer once the messages' 4,000 are in: lowering max_tokens is no remedy.
+      remedy: 'compress',
+      numbers: { maxContext: 4096, promptTokens: 4000, requested: 5000, completionTokens: 1000 },
+      evidence: expect.any(Array) as unknown as string[],
+    },
+  },
+  {
     name: 'a normal stream is no error',
     answer: {
       status: 200,
