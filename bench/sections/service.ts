@@ -5,10 +5,10 @@
 // path costs or saves, before the `proxy` section's throughput can tell. Beside it, in the same rounds,
 // what any gateway does with the same body (JSON.parse and JSON.stringify). After the rounds, the bytes
 // per request by which the old space grew: objects that outlive young collections (as Node 20 made of
-// every `{ ...a, key }`, see eslint.config.js) show there long before they show in time. The build measured is dist/
-// (BENCH_GATEWAY_DIR: another checkout's, after its build), run by plain node with `npm start`'s flags in
-// a process of its own: under tsx, which this bench runs in, the build's code would be transformed again
-// and run slower than it does in the gateway.
+// every `{ ...a, key }`, see eslint.config.js) show there long before they show in time. The build
+// measured is dist/ (BENCH_GATEWAY_DIR: another checkout's, after its build), run by plain node with
+// `npm start`'s flags (and --expose-gc) in a process of its own: under tsx, which this bench runs in,
+// the build's code would be transformed again and run slower than it does in the gateway.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
