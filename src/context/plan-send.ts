@@ -126,7 +126,7 @@ export function planSend(input: {
     resolved.policy,
     overrides.omittedBefore ?? 0,
   );
-  const { conversation, messageTokens, historyStartHint, omittedBefore } = reduced;
+  const { conversation, messageTokens } = reduced;
   const baseSettings: ContextSettings = Object.assign({}, resolved, {
     policy: reduced.policy,
     safetyMarginTokens:
@@ -150,22 +150,19 @@ export function planSend(input: {
           request,
           settings: baseSettings,
           ratio,
-          probe: Object.assign(
-            {},
-            toolTokens === undefined ? {} : { toolTokens },
-            { messages: conversation },
-            messageTokens === undefined ? {} : { messageTokens },
-            {
-              tools: request.tools,
-              toolFormat: baseSettings.model.toolFormat,
-              tokenizer,
-              window: windowFor(baseSettings.outputReserve),
-              outputReserve: 0,
-              safetyMarginTokens: baseSettings.safetyMarginTokens,
-              policy: baseSettings.policy,
-            },
-            session?.summary === undefined ? {} : { summary: session.summary },
-          ),
+          probe: {
+            messages: conversation,
+            tools: request.tools,
+            toolFormat: baseSettings.model.toolFormat,
+            tokenizer,
+            window: windowFor(baseSettings.outputReserve),
+            outputReserve: 0,
+            safetyMarginTokens: baseSettings.safetyMarginTokens,
+            policy: baseSettings.policy,
+            ...(toolTokens === undefined ? {} : { toolTokens }),
+            ...(messageTokens === undefined ? {} : { messageTokens }),
+            ...(session?.summary === undefined ? {} : { summary: session.summary }),
+          },
         })
       : undefined;
   const settings =
@@ -179,33 +176,17 @@ export function planSend(input: {
       ? windowFor(reserve)
       : Math.min(windowFor(reserve), attempt.promptCap + reserve + settings.safetyMarginTokens)) -
     (attempt.keepFreeTokens ?? 0);
-  const renderWindow = renderWindowFor(settings.outputReserve);
-  // Built without object spreads: this runs on every request.
-  const render: RenderInput = {
-    messages: conversation,
-    tools: request.tools,
-    toolFormat: settings.model.toolFormat,
-    noticePlacement: settings.model.noticePlacement,
+  const render = renderInputFor({
+    request,
+    settings,
     tokenizer,
-    window: renderWindow,
-    outputReserve: settings.outputReserve,
-    safetyMarginTokens: settings.safetyMarginTokens,
-    policy: settings.policy,
-  };
-  if (messageTokens !== undefined) render.messageTokens = messageTokens;
-  // A body too large to count whole: only what can be sent is counted (twice the window, to be sure).
-  else if (input.precision === 'sampled')
-    render.messageTokens = countNewestWithin(conversation, tokenizer, 2 * renderWindow);
-  // A learned tool set size is in the upstream's units; the render counts in estimate units.
-  if (toolTokens !== undefined) render.toolTokens = toolTokens;
-  if (historyStartHint !== undefined) render.historyStartHint = historyStartHint;
-  if (omittedBefore !== 0) render.omittedBefore = omittedBefore;
-  if (session?.summary !== undefined) render.summary = session.summary;
-  if (session?.turnSummary !== undefined && attempt.reduction !== 'minimal')
-    render.turnSummary = session.turnSummary;
-  if (session?.pastTurnSummaries !== undefined && attempt.reduction !== 'minimal')
-    render.pastTurnSummaries = session.pastTurnSummaries;
-
+    window: renderWindowFor(settings.outputReserve),
+    reduced,
+    toolTokens,
+    session,
+    attempt,
+    precision: input.precision,
+  });
   const {
     outcome,
     outputReserve,
@@ -224,6 +205,47 @@ export function planSend(input: {
   if (maxTokens !== undefined) prepared.loweredMaxTokens = maxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   return prepared;
+}
+
+/** What the render is given for one attempt. Built without object spreads: this runs on every request. */
+function renderInputFor(options: {
+  request: SendRequest;
+  settings: ContextSettings;
+  tokenizer: RenderInput['tokenizer'];
+  window: number;
+  reduced: ReturnType<typeof reducedConversation>;
+  toolTokens: number | undefined;
+  session: SessionView | undefined;
+  attempt: AttemptState;
+  precision: CountPrecision | undefined;
+}): RenderInput {
+  const { settings, tokenizer, window, reduced, session, attempt } = options;
+  const { conversation, messageTokens, historyStartHint, omittedBefore } = reduced;
+  const render: RenderInput = {
+    messages: conversation,
+    tools: options.request.tools,
+    toolFormat: settings.model.toolFormat,
+    noticePlacement: settings.model.noticePlacement,
+    tokenizer,
+    window,
+    outputReserve: settings.outputReserve,
+    safetyMarginTokens: settings.safetyMarginTokens,
+    policy: settings.policy,
+  };
+  if (messageTokens !== undefined) render.messageTokens = messageTokens;
+  // A body too large to count whole: only what can be sent is counted (twice the window, to be sure).
+  else if (options.precision === 'sampled')
+    render.messageTokens = countNewestWithin(conversation, tokenizer, 2 * window);
+  // A learned tool set size is in the upstream's units; the render counts in estimate units.
+  if (options.toolTokens !== undefined) render.toolTokens = options.toolTokens;
+  if (historyStartHint !== undefined) render.historyStartHint = historyStartHint;
+  if (omittedBefore !== 0) render.omittedBefore = omittedBefore;
+  if (session?.summary !== undefined) render.summary = session.summary;
+  if (session?.turnSummary !== undefined && attempt.reduction !== 'minimal')
+    render.turnSummary = session.turnSummary;
+  if (session?.pastTurnSummaries !== undefined && attempt.reduction !== 'minimal')
+    render.pastTurnSummaries = session.pastTurnSummaries;
+  return render;
 }
 
 /** The request with max_tokens (or max_completion_tokens, whichever it uses) set to `value`. */
