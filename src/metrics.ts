@@ -29,6 +29,20 @@ interface Metric {
   render(): string;
 }
 
+/**
+ * The key of a label set's series: its values in label order. Built without an intermediate array, as
+ * every request looks up several series.
+ */
+function seriesKey<Label extends string>(names: readonly Label[], labels: Record<Label, string>): string {
+  let key = '';
+  for (let index = 0; index < names.length; index++)
+    key += index === 0 ? labels[names[index] as Label] : `\u0000${labels[names[index] as Label]}`;
+  return key;
+}
+
+const valuesOf = <Label extends string>(names: readonly Label[], labels: Record<Label, string>): string[] =>
+  names.map((name) => labels[name]);
+
 export class CounterMetric<Label extends string> implements Metric {
   private readonly series = new Map<string, { values: string[]; count: number }>();
   constructor(
@@ -38,11 +52,10 @@ export class CounterMetric<Label extends string> implements Metric {
   ) {}
 
   inc(labels: Record<Label, string>, amount = 1): void {
-    const values = this.labelNames.map((name) => labels[name]);
-    const key = values.join('\u0000');
+    const key = seriesKey(this.labelNames, labels);
     let entry = this.series.get(key);
     if (entry === undefined) {
-      entry = { values, count: 0 };
+      entry = { values: valuesOf(this.labelNames, labels), count: 0 };
       this.series.set(key, entry);
     }
     entry.count += amount;
@@ -65,12 +78,11 @@ export class GaugeMetric<Label extends string> implements Metric {
   ) {}
 
   set(labels: Record<Label, string>, value: number): void {
-    const values = this.labelNames.map((name) => labels[name]);
-    this.series.set(values.join('\u0000'), { values, value });
+    this.series.set(seriesKey(this.labelNames, labels), { values: valuesOf(this.labelNames, labels), value });
   }
 
   remove(labels: Record<Label, string>): void {
-    this.series.delete(this.labelNames.map((name) => labels[name]).join('\u0000'));
+    this.series.delete(seriesKey(this.labelNames, labels));
   }
 
   render(): string {
@@ -94,15 +106,21 @@ export class HistogramMetric<Label extends string> implements Metric {
   ) {}
 
   observe(labels: Record<Label, string>, value: number): void {
-    const values = this.labelNames.map((name) => labels[name]);
-    const key = values.join('\u0000');
+    const key = seriesKey(this.labelNames, labels);
     let entry = this.series.get(key);
     if (entry === undefined) {
-      entry = { values, buckets: new Array<number>(this.upperBounds.length).fill(0), sum: 0, count: 0 };
+      entry = {
+        values: valuesOf(this.labelNames, labels),
+        buckets: new Array<number>(this.upperBounds.length).fill(0),
+        sum: 0,
+        count: 0,
+      };
       this.series.set(key, entry);
     }
-    const index = this.upperBounds.findIndex((bound) => value <= bound);
-    if (index !== -1) entry.buckets[index] = (entry.buckets[index] ?? 0) + 1;
+    const bounds = this.upperBounds;
+    let index = 0;
+    while (index < bounds.length && !(value <= (bounds[index] as number))) index++;
+    if (index < bounds.length) entry.buckets[index] = (entry.buckets[index] ?? 0) + 1;
     entry.sum += value;
     entry.count += 1;
   }

@@ -49,6 +49,19 @@ describe('metrics', () => {
     expect(samples(counter.render())).toEqual(['t_total{kind="a"} 3', 't_total{kind="b"} 3']);
   });
 
+  it('keeps label sets apart that share values in other places', () => {
+    const counter = new CounterMetric('t_total', 'Test.', ['model', 'kind']);
+    counter.inc({ model: 'm', kind: 'prompt' }, 5);
+    counter.inc({ model: 'm', kind: 'completion' });
+    counter.inc({ model: 'prompt', kind: 'm' }, 2);
+    counter.inc({ model: 'm', kind: 'prompt' });
+    expect(samples(counter.render())).toEqual([
+      't_total{model="m",kind="prompt"} 6',
+      't_total{model="m",kind="completion"} 1',
+      't_total{model="prompt",kind="m"} 2',
+    ]);
+  });
+
   it('renders histogram buckets cumulative, +Inf equal to the count', () => {
     const histogram = new HistogramMetric('t_seconds', 'Test.', ['route'], [0.1, 1]);
     for (const value of [0.05, 0.1, 0.5, 2, 30]) histogram.observe({ route: '/x' }, value);

@@ -163,6 +163,15 @@ function createTable(options: LearnedLimitsOptions) {
     entries.delete(id);
     if (newest === id) newest = undefined;
   };
+  /** The id of a model's entry. The last is kept: most requests ask for the model the one before did, and
+   * a string made once is hashed once. */
+  let lastModel: { upstream: string; model: string; id: string } | undefined;
+  const modelIdOf = (upstream: string, model: string): string => {
+    if (lastModel !== undefined && lastModel.upstream === upstream && lastModel.model === model)
+      return lastModel.id;
+    lastModel = { upstream, model, id: modelId(upstream, model) };
+    return lastModel.id;
+  };
   /** The entry, moved to the most recently used end (unless it is there already: no Map churn). */
   const touch = (id: string): Entry | undefined => {
     const entry = entries.get(id);
@@ -222,6 +231,7 @@ function createTable(options: LearnedLimitsOptions) {
   return {
     entries,
     now,
+    modelId: modelIdOf,
     get(id: string): Entry | undefined {
       return touch(id);
     },
@@ -243,7 +253,7 @@ function createTable(options: LearnedLimitsOptions) {
       if (before !== undefined && entry === undefined) report(before, undefined, 'reset');
     },
     limit(upstream: string, model: string, tenant: string, preview = false): LearnedLimit {
-      const entry = touch(modelId(upstream, model));
+      const entry = touch(modelIdOf(upstream, model));
       if (entry?.kind !== 'model') return {};
       const limit = limitFor(entry.lessons, tenant, now(), options.settings);
       if (limit.probe === true) {
@@ -454,7 +464,7 @@ function learnedApi(table: Table, record: (id: string, make: () => Entry, update
     toolSetTokens: (upstream: string, model: string, toolSet: string, tenant: string, formula: number) =>
       table.toolTokens(upstream, model, toolSet, tenant, formula),
     recordOverflow(upstream: string, model: string, tenant: string, observation: OverflowObservation) {
-      const id = modelId(upstream, model);
+      const id = table.modelId(upstream, model);
       record(id, () => newEntry(id, upstream, model), updates.overflow(tenant, observation, table.now()));
     },
     list: () => [...table.entries].map(([id, entry]) => table.view(id, entry)),
@@ -468,11 +478,11 @@ export function createMemoryLearnedLimits(options: LearnedLimitsOptions): Learne
   return {
     ...learnedApi(table, record),
     recordSuccess(upstream, model, tenant, size) {
-      const id = modelId(upstream, model);
+      const id = table.modelId(upstream, model);
       record(id, () => newEntry(id, upstream, model), updates.success(tenant, size, table.now()));
     },
     recordRatio(upstream, model, tenant, sample) {
-      const id = modelId(upstream, model);
+      const id = table.modelId(upstream, model);
       record(id, () => newEntry(id, upstream, model), updates.ratio(tenant, sample, table.now()));
     },
     recordToolSetTokens(upstream, model, toolSet, tenant, tokens, formula) {
@@ -727,11 +737,11 @@ export function createRedisLearnedLimits(
   return {
     ...api,
     get(upstream, model, tenant, use) {
-      used.add(modelId(upstream, model));
+      used.add(table.modelId(upstream, model));
       return api.get(upstream, model, tenant, use);
     },
     recordSuccess(upstream, model, tenant, size) {
-      const id = modelId(upstream, model);
+      const id = table.modelId(upstream, model);
       const entry = table.get(id);
       // Most successes teach nothing: nothing is written for them.
       if (!successTeaches(entry?.kind === 'model' ? entry.lessons : undefined, tenant, size)) return;
@@ -741,7 +751,7 @@ export function createRedisLearnedLimits(
       pending.success(id, tenant, size);
     },
     recordRatio(upstream, model, tenant, sample) {
-      const id = modelId(upstream, model);
+      const id = table.modelId(upstream, model);
       const make = () => newEntry(id, upstream, model);
       table.apply(id, make, updates.ratio(tenant, sample, table.now()));
       pending.made(id, make);
