@@ -2,7 +2,7 @@
 # running as a non-root user. It runs exactly what `npm run build` produces, as `npm start` does.
 
 # --- build: compile TypeScript with the dev dependencies
-FROM node:24-bookworm-slim AS build
+FROM node:26-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -11,7 +11,7 @@ COPY src ./src
 RUN npm run build
 
 # --- runtime: production dependencies and the compiled output only
-FROM node:24-bookworm-slim AS runtime
+FROM node:26-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080
