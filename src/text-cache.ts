@@ -1,5 +1,8 @@
 // A bounded cache keyed by texts that arrive afresh with each request (messages, tool definitions):
 // found by a sampled hash and confirmed by comparing the texts, since a Map hashes a string key whole.
+
+const fnvPrime = 0x01000193;
+
 /**
  * A 32-bit hash of a text's length, its first and last 32 characters and 64 spread over the rest. A
  * text used as a Map key is hashed whole (every character, ~1.4 ns each: 2.8 µs for a 2 KB message
@@ -7,19 +10,20 @@
  * comparing them, which stops at the first difference.
  */
 export function sampledHash(text: string): number {
+  // Written out without a helper: a closure for the mixing step doubled the cost (600 messages of a
+  // 214 KB conversation: 190 against 95 µs on Node 26, 177 against 108 on Node 20).
   const length = text.length;
   let hash = Math.imul(length, 0x9e3779b1);
-  const mix = (index: number): void => {
-    hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
-  };
   if (length <= 128) {
-    for (let index = 0; index < length; index++) mix(index);
+    for (let index = 0; index < length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), fnvPrime);
     return hash >>> 0;
   }
-  for (let index = 0; index < 32; index++) mix(index);
+  for (let index = 0; index < 32; index++) hash = Math.imul(hash ^ text.charCodeAt(index), fnvPrime);
   const step = (length - 64) / 64;
-  for (let sample = 0; sample < 64; sample++) mix(32 + Math.floor(sample * step));
-  for (let index = length - 32; index < length; index++) mix(index);
+  for (let sample = 0; sample < 64; sample++)
+    hash = Math.imul(hash ^ text.charCodeAt(32 + Math.floor(sample * step)), fnvPrime);
+  for (let index = length - 32; index < length; index++)
+    hash = Math.imul(hash ^ text.charCodeAt(index), fnvPrime);
   return hash >>> 0;
 }
 
