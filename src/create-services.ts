@@ -107,14 +107,18 @@ export function createServices(parts: ServiceParts): GatewayServices {
     logger,
     ...(parts.clock === undefined ? {} : { clock: parts.clock }),
   });
-  const summarizer = createSessionSummarizer(
-    Object.assign(
-      {},
-      parts.random === undefined ? {} : { random: parts.random },
-      parts.sleep === undefined ? {} : { sleep: parts.sleep },
-      { config, store: sessionStore, upstream, tokenizers, metrics, learnedLimits, logger, budgets },
-    ),
-  );
+  const summarizer = createSessionSummarizer({
+    config,
+    store: sessionStore,
+    upstream,
+    tokenizers,
+    metrics,
+    learnedLimits,
+    logger,
+    budgets,
+    ...(parts.random === undefined ? {} : { random: parts.random }),
+    ...(parts.sleep === undefined ? {} : { sleep: parts.sleep }),
+  });
   const chat = createChatService({
     config,
     upstream,

@@ -21,33 +21,24 @@ export function createRedisConnection(config: Exclude<RedisConfig, { mode: 'memo
       {
         enableOfflineQueue: false,
         clusterRetryStrategy: common.retryStrategy,
-        redisOptions: Object.assign(
-          {},
-          common,
-          config.password === undefined ? {} : { password: config.password },
-        ),
+        redisOptions:
+          config.password === undefined ? common : Object.assign({}, common, { password: config.password }),
       },
     );
   }
   if (config.mode === 'sentinel') {
-    return new Redis(
-      Object.assign(
-        {},
-        common,
-        {
-          sentinels: config.sentinels.map((node) => ({ host: node.host, port: node.port })),
-          name: config.masterName,
-        },
-        config.password === undefined ? {} : { password: config.password },
-        config.sentinelPassword === undefined ? {} : { sentinelPassword: config.sentinelPassword },
-        {
-          sentinelRetryStrategy: common.retryStrategy, // After a failover the old master answers READONLY until the client reconnects: reconnect at once,
-          // and ask the Sentinels where the master is now.
-          reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
-          failoverDetector: true,
-        },
-      ),
-    );
+    return new Redis({
+      sentinels: config.sentinels.map((node) => ({ host: node.host, port: node.port })),
+      name: config.masterName,
+      sentinelRetryStrategy: common.retryStrategy,
+      // After a failover the old master answers READONLY until the client reconnects: reconnect at once,
+      // and ask the Sentinels where the master is now.
+      reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
+      failoverDetector: true,
+      ...common,
+      ...(config.password === undefined ? {} : { password: config.password }),
+      ...(config.sentinelPassword === undefined ? {} : { sentinelPassword: config.sentinelPassword }),
+    });
   }
   return new Redis(config.url, common);
 }
