@@ -39,6 +39,8 @@ export interface AgentLoopFigures {
   overMasked: number;
   /** The same, within the usable window less clear_at_least (what the gateway keeps free for the next steps). */
   overMaskedBeyondStep: number;
+  /** Of the over-masked steps, those whose newest masked result is of the newest step: one the model has not seen. */
+  overMaskedUnseen: number;
   /** Summarizer prompt tokens over the conversation's own prompt tokens. */
   summarizerShare: number;
   /** Calls the summarizer made (repairs included). */
@@ -116,6 +118,7 @@ export async function agentLoopFigures(options: {
     ceiling: 0,
     overMasked: 0,
     overMaskedBeyondStep: 0,
+    overMaskedUnseen: 0,
     agree: 0,
     sessionRequests: 0,
     startBackwards: 0,
@@ -207,6 +210,8 @@ export async function agentLoopFigures(options: {
           );
           const tokens = countPromptTokens(whole, undefined);
           if (tokens <= usable) figures.overMasked++;
+          const newestCall = messages.findLastIndex((message) => message.role === 'assistant');
+          if (tokens <= usable && newestMasked > newestCall) figures.overMaskedUnseen++;
           if (tokens <= usable - clearAtLeast) figures.overMaskedBeyondStep++;
         }
         if (options.mode === 'session') {
@@ -251,6 +256,7 @@ export async function agentLoopFigures(options: {
         bounds.length === 0 ? undefined : bounds.reduce((sum, bound) => sum + bound, 0) / bounds.length,
       overMasked: figures.overMasked,
       overMaskedBeyondStep: figures.overMaskedBeyondStep,
+      overMaskedUnseen: figures.overMaskedUnseen,
       summarizerShare: summaryTokens / Math.max(1, chatTokens),
       summarizerCalls: fake.summaryRequests.length,
       headersAgree: options.mode === 'session' ? figures.agree / Math.max(1, figures.sessionRequests) : 1,

@@ -277,7 +277,7 @@ export async function fidelitySection(): Promise<void> {
           `agent loop, ${mode}, ${window} tokens, ${step === undefined ? 'default step' : 'no step (trim_to 1, clear_at_least 0)'}, ${figures.requests} requests: ` +
             `prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} sending the newest step whole, ` +
             `${figures.reuseBoundOldestFirst?.toFixed(2)} masking oldest first)  ` +
-            `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least)  ` +
+            `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least, ${figures.overMaskedUnseen} of the newest step)  ` +
             `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
         );
       }

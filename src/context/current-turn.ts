@@ -327,7 +327,9 @@ class TurnFitting {
         result.maskedTokens >= result.wholeTokens ||
         result.group < this.dropped ||
         result.group > step ||
-        isProtected.has(position)
+        isProtected.has(position) ||
+        // The step's own results, which the model has not seen, go for the budget, not for the target.
+        (result.group === step && this.total <= budget)
       )
         continue;
       saved += this.mask(position);
@@ -342,6 +344,20 @@ class TurnFitting {
     saved = 0;
     while (this.dropped < step && (this.total > budget || (saved > 0 && this.total > target)))
       saved += this.dropOldest();
+    if (saved > 0) this.unmaskNewest(step);
+  }
+
+  /** Dropping freed more than the masking before it needed: the step's own results come back, newest first, while they fit the budget. */
+  private unmaskNewest(step: number): void {
+    const group = this.groups[step] as Group;
+    for (let index = group.results.length - 1; index >= 0; index--) {
+      const result = this.results[group.results[index] as number] as ToolResult;
+      if (!result.masked) continue;
+      const extra = result.wholeTokens - result.maskedTokens;
+      if (this.total + extra > this.input.budget) break;
+      result.masked = false;
+      this.total += extra;
+    }
   }
 
   /** Where a masking or dropping step brings the turn: trim_to of the budget, and clear_at_least below it. */

@@ -242,6 +242,49 @@ describe('fitting the current turn', () => {
   });
 });
 
+/**
+ * A turn whose steps may call tools in parallel: per step, the word counts of its results. A step's call
+ * costs 4 tokens and 3 per tool call; its results are `call_<step>_<n>`.
+ */
+function parallelLoop(steps: number[][]): ContextMessage[] {
+  const turn: ContextMessage[] = [{ role: 'user', content: 'fix the bug' }];
+  steps.forEach((results, step) => {
+    const ids = results.map((_length, index) => `call_${step}_${index}`);
+    turn.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'read', arguments: '{}' } })),
+    });
+    results.forEach((length, index) =>
+      turn.push({ role: 'tool', tool_call_id: `call_${step}_${index}`, content: text(length, `r${step}`) }),
+    );
+  });
+  return turn;
+}
+
+describe('the newest step’s results, which the model has not seen', () => {
+  it('are masked for the step’s target only while the turn is over the budget', () => {
+    // 7 + (7 + 154) = 168, then the newest step (10 + 64 + 204 = 278): 446 > 400. Masking the older
+    // result (154 → 10) brings it to 302, within the budget: the newest step's first result stays whole
+    // though 302 is over the target (280), where the older one alone would not have brought it.
+    const fitted = fit(parallelLoop([[150], [60, 200]]), 400);
+    expect(shape(fitted.messages)).toBe('MWW');
+    expect(fitted.tokens).toBe(302);
+  });
+
+  it('come back whole when dropping older steps freed the room they were masked for', () => {
+    // 7 + (64 + 20 · 9) = 251, then the newest step (10 + 104 + 154 = 268): 519 > 400. No older result
+    // can be masked (a 5-word result is shorter than its mask); the newest step's first result is (425),
+    // still over: the older step is dropped (244 less, the notice's tokens more). Its 94 tokens then fit.
+    const turn = parallelLoop([Array.from({ length: 20 }, () => 5), [100, 150]]);
+    const fitted = fit(turn, 400, { keep_last: 5 });
+    const notice = droppedStepsNotice(1, 21, new Map([['read', 20]]));
+    expect(fitted.droppedGroups).toBe(1);
+    expect(shape(fitted.messages)).toBe('WW');
+    expect(fitted.tokens).toBe(7 + count(notice) + 268);
+  });
+});
+
 describe('truncateText', () => {
   it.each([
     ['head', /^w0 w1 w2 .*w\d+\n\[… truncated by ctxgate: kept ~\d+ of 100 tokens/],
