@@ -214,6 +214,89 @@ function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
   }
 }
 
+// The schema's rules written out by hand for the bodies clients send, so that a valid request is not
+// validated a second time by zod's general machinery (0.4 µs for two messages, 50 for 600, and a copy of
+// every message it throws away). It only ever says yes to what the schema accepts; anything it does not
+// recognise goes to the schema, which finds the problem and words the error.
+const roleSet: ReadonlySet<string> = new Set(roles);
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isAbsent = (value: unknown): boolean => value === undefined || value === null;
+
+const isCount = (value: unknown): boolean =>
+  isAbsent(value) || (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0);
+
+function plainPart(part: unknown): boolean {
+  if (!isRecord(part) || typeof part.type !== 'string') return false;
+  switch (part.type) {
+    case 'text':
+      return typeof part.text === 'string';
+    case 'refusal':
+      return typeof part.refusal === 'string';
+    case 'image_url':
+      return isRecord(part.image_url) && typeof part.image_url.url === 'string';
+    case 'input_audio':
+      return isRecord(part.input_audio) && typeof part.input_audio.data === 'string';
+    case 'file':
+      return isRecord(part.file);
+    default:
+      return true;
+  }
+}
+
+function plainToolCall(call: unknown): boolean {
+  if (!isRecord(call) || typeof call.id !== 'string') return false;
+  if (call.type !== undefined && typeof call.type !== 'string') return false;
+  const fn = call.function;
+  return (
+    fn === undefined || (isRecord(fn) && typeof fn.name === 'string' && typeof fn.arguments === 'string')
+  );
+}
+
+function plainMessage(message: unknown): boolean {
+  if (!isRecord(message)) return false;
+  const { role, content, name, tool_calls: toolCalls, tool_call_id: toolCallId } = message;
+  if (typeof role !== 'string' || !roleSet.has(role)) return false;
+  if (content === undefined) {
+    if (role !== 'assistant' && role !== 'function') return false;
+  } else if (content !== null && typeof content !== 'string') {
+    if (!Array.isArray(content)) return false;
+    for (const part of content) if (!plainPart(part)) return false;
+  }
+  if (name !== undefined && typeof name !== 'string') return false;
+  if (toolCallId === undefined ? role === 'tool' : typeof toolCallId !== 'string') return false;
+  if (isAbsent(toolCalls)) return true;
+  if (!Array.isArray(toolCalls)) return false;
+  for (const call of toolCalls) if (!plainToolCall(call)) return false;
+  return true;
+}
+
+/** True only for a body the schema accepts; false sends it to the schema. */
+export function plainlyValid(body: Record<string, unknown>): boolean {
+  const { model, messages, tools, stop, n } = body;
+  if (typeof model !== 'string' || model.length === 0 || model.length > 256) return false;
+  for (let index = 0; index < model.length; index++) {
+    const code = model.charCodeAt(index);
+    if (code < 0x20 || code === 0x7f) return false;
+  }
+  if (!Array.isArray(messages) || messages.length === 0) return false;
+  for (const message of messages) if (!plainMessage(message)) return false;
+  if (!isAbsent(body.stream) && typeof body.stream !== 'boolean') return false;
+  if (!isCount(body.max_tokens) || !isCount(body.max_completion_tokens)) return false;
+  if (!isAbsent(body.stream_options) && !isRecord(body.stream_options)) return false;
+  if (!isAbsent(n) && !(typeof n === 'number' && Number.isSafeInteger(n) && n >= 1 && n <= 128)) return false;
+  if (!isAbsent(stop) && typeof stop !== 'string') {
+    if (!Array.isArray(stop)) return false;
+    for (const sequence of stop) if (typeof sequence !== 'string') return false;
+  }
+  if (isAbsent(tools)) return true;
+  if (!Array.isArray(tools)) return false;
+  for (const tool of tools) if (!isRecord(tool) || typeof tool.type !== 'string') return false;
+  return true;
+}
+
 /**
  * Validates a parsed body; the first problem becomes a 400 naming the parameter, as OpenAI does. The
  * body itself is returned, not the schema's copy (the schema transforms nothing): the copy lists each
@@ -232,6 +315,7 @@ export function parseChatCompletionRequest(
     throw new GatewayError('invalid_request', 'The request body must be a JSON object.');
   }
   checkSize(body as Record<string, unknown>, limits);
+  if (plainlyValid(body as Record<string, unknown>)) return body as ChatCompletionRequest;
   const result = chatCompletionRequestSchema.safeParse(body);
   if (result.success) return body as ChatCompletionRequest;
   const issue = result.error.issues[0];
