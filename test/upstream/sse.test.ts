@@ -5,10 +5,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  completionTokensKey,
   countDataEvents,
   EventBoundaryBuffer,
+  promptTokensIn,
   SseDecoder,
   StreamCompletionTracker,
+  usageNumberIn,
 } from '../../src/upstream/sse.js';
 
 const sample =
@@ -88,6 +91,18 @@ describe('countDataEvents', () => {
     expect(countDataEvents(Buffer.from('data:x\n\n'))).toBe(1);
     expect(countDataEvents(Buffer.from('data'))).toBe(0);
     expect(countDataEvents(Buffer.alloc(0))).toBe(0);
+  });
+
+  it('counts as many as the lines split at newlines that start with data: (property)', () => {
+    const piece = fc.constantFrom('data:', 'data', 'dat', 'ata:', ':', '\n', '\r\n', '\n\n', ' ', 'x', 'é');
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 40 }), (pieces) => {
+        const text = pieces.join('');
+        const lines = text.split('\n').filter((line) => line.startsWith('data:')).length;
+        expect(countDataEvents(Buffer.from(text))).toBe(lines);
+      }),
+      { numRuns: 2_000, seed: 28 },
+    );
   });
 });
 
@@ -213,5 +228,28 @@ describe('StreamCompletionTracker', () => {
 
   it('accepts a space after the colon, as some servers write it', () => {
     expect(track('data: {"choices":[{"finish_reason": "length"}]}\n\n', []).isComplete()).toBe(true);
+  });
+});
+
+describe('usage numbers near the end of an answer', () => {
+  // A usage object at `at` bytes before the end of a body padded to 10,000 bytes.
+  const bodyWithUsageAt = (fromEnd: number): Buffer => {
+    const usage = '"prompt_tokens":123,"completion_tokens":45}';
+    return Buffer.from('x'.repeat(10_000 - fromEnd) + usage + ' '.repeat(fromEnd - usage.length));
+  };
+
+  it.each([
+    { name: 'at the very end', fromEnd: 43, prompt: 123 },
+    { name: 'starting exactly 4,096 bytes before the end', fromEnd: 4_096, prompt: 123 },
+    { name: 'starting 4,097 bytes before the end (not the answer’s own)', fromEnd: 4_097, prompt: undefined },
+  ])('reads prompt_tokens $name', ({ fromEnd, prompt }) => {
+    expect(promptTokensIn(bodyWithUsageAt(fromEnd))).toBe(prompt);
+  });
+
+  it('reads the last one, with spaces after the colon, and nothing from a key without digits', () => {
+    const body = Buffer.from('{"usage":{"completion_tokens":1}} {"usage":{"completion_tokens": 77}}');
+    expect(usageNumberIn(body, completionTokensKey)).toBe(77);
+    expect(usageNumberIn(Buffer.from('"completion_tokens":null'), completionTokensKey)).toBeUndefined();
+    expect(promptTokensIn(Buffer.from('{"choices":[]}'))).toBeUndefined();
   });
 });
