@@ -99,9 +99,12 @@ export class StreamCompletionTracker {
   private tailLength = 0;
   /** The tail in one buffer, once asked for (the three questions below are asked at the end). */
   private joined: Buffer | undefined;
+  /** Whether the tail's last 4 KB hold `_tokens"`, the end of every usage key read here (once asked). */
+  private usageKeys: boolean | undefined;
 
   push(chunk: Buffer): void {
     this.joined = undefined;
+    this.usageKeys = undefined;
     this.tail.push(chunk);
     this.tailLength += chunk.length;
     while (this.tail.length > 1 && this.tailLength - (this.tail[0] as Buffer).length >= tailBytes) {
@@ -111,12 +114,12 @@ export class StreamCompletionTracker {
 
   /** The last `usage.prompt_tokens` in the stream's tail (present with stream_options.include_usage). */
   promptTokens(): number | undefined {
-    return promptTokensIn(this.end());
+    return this.usage(promptTokensKey);
   }
 
   /** The last `usage.completion_tokens` in the stream's tail. */
   completionTokens(): number | undefined {
-    return usageNumberIn(this.end(), completionTokensKey);
+    return this.usage(completionTokensKey);
   }
 
   /**
@@ -124,12 +127,21 @@ export class StreamCompletionTracker {
    * prompt and completion (or input and output) tokens; undefined when it reports none.
    */
   totalTokens(): number | undefined {
-    const end = this.end();
-    const total = usageNumberIn(end, totalTokensKey);
+    const total = this.usage(totalTokensKey);
     if (total !== undefined) return total;
-    const prompt = promptTokensIn(end) ?? usageNumberIn(end, inputTokensKey);
-    const completion = usageNumberIn(end, completionTokensKey) ?? usageNumberIn(end, outputTokensKey);
+    const prompt = this.usage(promptTokensKey) ?? this.usage(inputTokensKey);
+    const completion = this.usage(completionTokensKey) ?? this.usage(outputTokensKey);
     return prompt === undefined && completion === undefined ? undefined : (prompt ?? 0) + (completion ?? 0);
+  }
+
+  /**
+   * A usage number in the tail. A stream without usage (a chat stream without include_usage, the usual
+   * case) is searched once for the keys' common end, not once per key.
+   */
+  private usage(key: Buffer): number | undefined {
+    const end = this.end();
+    this.usageKeys ??= end.subarray(Math.max(0, end.length - usageWindowBytes)).lastIndexOf(usageKeyEnd) >= 0;
+    return this.usageKeys ? usageNumberIn(end, key) : undefined;
   }
 
   /** Call once the upstream body has ended. */
@@ -146,6 +158,10 @@ export class StreamCompletionTracker {
 }
 
 const promptTokensKey = Buffer.from('"prompt_tokens"');
+/** How every usage key below ends. */
+const usageKeyEnd = Buffer.from('_tokens"');
+/** Usage counts only in an answer's last bytes: further back it is not the answer's own. */
+const usageWindowBytes = 4096;
 const totalTokensKey = Buffer.from('"total_tokens"');
 const inputTokensKey = Buffer.from('"input_tokens"');
 const outputTokensKey = Buffer.from('"output_tokens"');
@@ -159,7 +175,7 @@ export function promptTokensIn(body: Buffer): number | undefined {
 /** A usage number (`"key": 123`) near the end of an answer, if any. */
 export function usageNumberIn(body: Buffer, key: Buffer): number | undefined {
   // Only the last 4 KB are searched: a usage further back is not the answer's own.
-  const from = Math.max(0, body.length - 4096);
+  const from = Math.max(0, body.length - usageWindowBytes);
   const found = body.subarray(from).lastIndexOf(key);
   if (found < 0) return undefined;
   const at = from + found;

@@ -226,6 +226,37 @@ describe('StreamCompletionTracker', () => {
     expect(track(long, [100, 5000, 30_000]).isComplete()).toBe(false);
   });
 
+  it('reads the usage at the stream’s end however it is cut, and none when there is none', () => {
+    const usage =
+      'data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34,"total_tokens":46}}\n\n';
+    const responses =
+      'data: {"type":"response.completed","response":{"usage":{"input_tokens":7,"output_tokens":5}}}\n\n';
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 400 }), { maxLength: 10 }), (cuts) => {
+        const withUsage = track(finished + usage + 'data: [DONE]\n\n', cuts);
+        expect([withUsage.promptTokens(), withUsage.completionTokens(), withUsage.totalTokens()]).toEqual([
+          12, 34, 46,
+        ]);
+        // The Responses API's names: input and output tokens, added up.
+        expect(track(responses, cuts).totalTokens()).toBe(12);
+        const without = track(finished + 'data: [DONE]\n\n', cuts);
+        expect([without.promptTokens(), without.completionTokens(), without.totalTokens()]).toEqual([
+          undefined,
+          undefined,
+          undefined,
+        ]);
+      }),
+      { numRuns: 200, seed: 28 },
+    );
+  });
+
+  it('answers again after more of the stream arrived', () => {
+    const tracker = track(finished, []);
+    expect(tracker.promptTokens()).toBeUndefined();
+    tracker.push(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":34}}\n\n'));
+    expect(tracker.promptTokens()).toBe(12);
+  });
+
   it('accepts a space after the colon, as some servers write it', () => {
     expect(track('data: {"choices":[{"finish_reason": "length"}]}\n\n', []).isComplete()).toBe(true);
   });
