@@ -158,14 +158,14 @@ export class StreamCompletionTracker {
 }
 
 const promptTokensKey = Buffer.from('"prompt_tokens"');
-/** How every usage key below ends. */
-const usageKeyEnd = Buffer.from('_tokens"');
-/** Usage counts only in an answer's last bytes: further back it is not the answer's own. */
-const usageWindowBytes = 4096;
 const totalTokensKey = Buffer.from('"total_tokens"');
 const inputTokensKey = Buffer.from('"input_tokens"');
 const outputTokensKey = Buffer.from('"output_tokens"');
 export const completionTokensKey = Buffer.from('"completion_tokens"');
+/** How every usage key above ends. */
+const usageKeyEnd = Buffer.from('_tokens"');
+/** Usage counts only in an answer's last bytes: further back it is not the answer's own. */
+const usageWindowBytes = 4096;
 
 /** `usage.prompt_tokens` near the end of an answer (where OpenAI-style bodies put usage), if any. */
 export function promptTokensIn(body: Buffer): number | undefined {
