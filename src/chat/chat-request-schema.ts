@@ -97,6 +97,13 @@ const messageSchema = z
 /** Stop sequences one request may name: OpenAI takes 4; servers that take more need far fewer than this. */
 const maxStopSequences = 256;
 
+/** A model name's bounds, read by the schema and by the hand-written check alike. */
+const maxModelLength = 256;
+// eslint-disable-next-line no-control-regex -- control characters are what this refuses
+const withoutControlCharacters = /^[^\u0000-\u001f\u007f]*$/;
+/** OpenAI's bound on `n`: each choice is an answer billed on its own. */
+const maxChoices = 128;
+
 const optionalCount = z
   .number({ error: 'expected an integer' })
   .int({ error: 'expected an integer' })
@@ -108,9 +115,8 @@ export const chatCompletionRequestSchema = z.looseObject({
   model: z
     .string({ error: 'expected a string' })
     .min(1, { error: 'must not be empty' })
-    .max(256, { error: 'must be at most 256 characters' })
-    // eslint-disable-next-line no-control-regex -- control characters are what this refuses
-    .regex(/^[^\u0000-\u001f\u007f]*$/, { error: 'must not contain control characters' }),
+    .max(maxModelLength, { error: `must be at most ${maxModelLength} characters` })
+    .regex(withoutControlCharacters, { error: 'must not contain control characters' }),
   messages: z
     .array(messageSchema, { error: 'expected an array of messages' })
     .min(1, { error: 'expected an array with at least one message, got an empty array' }),
@@ -125,12 +131,11 @@ export const chatCompletionRequestSchema = z.looseObject({
     .nullable()
     .optional(),
   stream_options: z.looseObject({}, { error: 'expected an object' }).nullable().optional(),
-  // OpenAI's own bounds: each choice is an answer billed on its own.
   n: z
     .number({ error: 'expected an integer' })
     .int({ error: 'expected an integer' })
     .min(1, { error: 'must be at least 1' })
-    .max(128, { error: 'must be at most 128' })
+    .max(maxChoices, { error: `must be at most ${maxChoices}` })
     .nullable()
     .optional(),
   stop: z
@@ -276,17 +281,15 @@ function plainMessage(message: unknown): boolean {
 /** True only for a body the schema accepts; false sends it to the schema. */
 export function plainlyValid(body: Record<string, unknown>): boolean {
   const { model, messages, tools, stop, n } = body;
-  if (typeof model !== 'string' || model.length === 0 || model.length > 256) return false;
-  for (let index = 0; index < model.length; index++) {
-    const code = model.charCodeAt(index);
-    if (code < 0x20 || code === 0x7f) return false;
-  }
+  if (typeof model !== 'string' || model.length === 0 || model.length > maxModelLength) return false;
+  if (!withoutControlCharacters.test(model)) return false;
   if (!Array.isArray(messages) || messages.length === 0) return false;
   for (const message of messages) if (!plainMessage(message)) return false;
   if (!isAbsent(body.stream) && typeof body.stream !== 'boolean') return false;
   if (!isCount(body.max_tokens) || !isCount(body.max_completion_tokens)) return false;
   if (!isAbsent(body.stream_options) && !isRecord(body.stream_options)) return false;
-  if (!isAbsent(n) && !(typeof n === 'number' && Number.isSafeInteger(n) && n >= 1 && n <= 128)) return false;
+  if (!isAbsent(n) && !(typeof n === 'number' && Number.isSafeInteger(n) && n >= 1 && n <= maxChoices))
+    return false;
   if (!isAbsent(stop) && typeof stop !== 'string') {
     if (!Array.isArray(stop)) return false;
     for (const sequence of stop) if (typeof sequence !== 'string') return false;
