@@ -36,6 +36,32 @@ export function createLogger({ level, destination }: CreateLoggerOptions): Logge
 }
 
 /**
+ * Writes `logger.info(record, message)` as pino writes it — the level, the time and the logger's bindings,
+ * then the record's fields in their order (undefined ones left out), then `msg` — with the record
+ * serialized by one `JSON.stringify` instead of pino's field by field, to the logger's own destination
+ * (below its level, nothing). It is for the request line, written for every request: 0.5 µs instead
+ * of 1.8 on Node 26, 1.7 instead of 3 on Node 20. Redaction does not apply, so the record must hold no
+ * header object. The line is pino's byte for byte, but a string holding a lone surrogate, which pino
+ * writes raw, is escaped (`\ud800`) as JSON.stringify escapes it.
+ */
+export function infoLineWriter(logger: Logger, message: string): (record: object) => void {
+  const internals = logger as unknown as Record<symbol, unknown>;
+  const stream = internals[pino.symbols.streamSym] as DestinationStream;
+  const time = internals[pino.symbols.timeSym] as () => string;
+  const bindings = internals[pino.symbols.chindingsSym] as string;
+  const level = (internals[pino.symbols.lsCacheSym] as Record<number, string>)[
+    logger.levels.values.info as number
+  ];
+  const end = `,"msg":${JSON.stringify(message)}}\n`;
+  return (record) => {
+    if (!logger.isLevelEnabled('info')) return;
+    const fields = JSON.stringify(record);
+    const head = `${level as string}${time()}${bindings}`;
+    stream.write(fields.length > 2 ? `${head},${fields.slice(1, -1)}${end}` : `${head}${end}`);
+  };
+}
+
+/**
  * pino's `isoTime`, formatted once per millisecond: a loaded gateway writes several lines within one,
  * and formatting the date was about 1% of a 2 KB request's CPU.
  */

@@ -1,7 +1,7 @@
 // The gateway's logger (logger.ts): credentials redacted wherever a header object is logged (a request's,
 // an upstream's), the level as a label and the time as ISO 8601 — what log pipelines read as they are.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLogger, redactedPaths } from '../src/logger.js';
+import { createLogger, infoLineWriter, redactedPaths } from '../src/logger.js';
 import { captureLogs } from './helpers/start-gateway.js';
 
 const secrets = {
@@ -79,6 +79,76 @@ describe('the logger', () => {
         '2026-11-27T13:45:00.002Z',
         '2027-01-01T00:00:00.000Z',
       ]);
+    });
+  });
+
+  describe('the info line writer', () => {
+    afterEach(() => vi.useRealTimers());
+
+    /** The same record through logger.info and through the writer, at the same moment: the raw strings. */
+    function bothLines(record: object, level: 'info' | 'warn' = 'info'): [string[], string[]] {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.UTC(2026, 10, 27, 13, 45, 0, 7));
+      const byPino: string[] = [];
+      const byWriter: string[] = [];
+      createLogger({ level, destination: { write: (line: string) => byPino.push(line) } }).info(
+        record,
+        'request',
+      );
+      const write = infoLineWriter(
+        createLogger({ level, destination: { write: (line: string) => byWriter.push(line) } }),
+        'request',
+      );
+      write(record);
+      return [byPino, byWriter];
+    }
+
+    const records: Array<[string, object]> = [
+      [
+        'a request line, nested objects and undefined fields among them',
+        {
+          reqId: 'req-1',
+          method: 'POST',
+          route: '/v1/chat/completions',
+          path: undefined,
+          status: 200,
+          model: 'gpt-4o-mini',
+          stream: false,
+          dropped: ['logprobs', 'n'],
+          context: { window: 128_000, inputTokens: 512, summarizedMessages: undefined, modified: true },
+          clientAborted: undefined,
+          durations: { totalMs: 1.234, upstreamMs: 1, overheadMs: 0.234 },
+        },
+      ],
+      ['no fields at all', {}],
+      ['only undefined fields', { a: undefined, b: undefined }],
+      [
+        'strings to escape',
+        { quote: 'say "hi"', backslash: 'C:\\dir', control: 'a\u0001b\nc\td', unicode: 'naïve – 日本 😀' },
+      ],
+      ['a string past 100 characters', { errorCause: `ECONNRESET ${'x"'.repeat(80)}` }],
+      ['numbers pino writes as null', { nan: Number.NaN, infinite: Number.POSITIVE_INFINITY, zero: -0 }],
+      ['a function field, left out', { keep: 1, skip: () => 1 }],
+      ['a field named as the message', { msg: 'inner', level: 'x' }],
+    ];
+
+    it.each(records)('writes what logger.info writes, byte for byte: %s', (_name, record) => {
+      const [byPino, byWriter] = bothLines(record);
+      expect(byPino).toHaveLength(1);
+      expect(byWriter).toEqual(byPino);
+    });
+
+    it("writes nothing below its logger's level", () => {
+      const [byPino, byWriter] = bothLines({ reqId: 'req-2' }, 'warn');
+      expect(byPino).toEqual([]);
+      expect(byWriter).toEqual([]);
+    });
+
+    it('escapes a lone surrogate, which pino writes raw, and reads back the same', () => {
+      const record = { model: 'gpt\ud800x', reqId: 'req-3' };
+      const [byPino, byWriter] = bothLines(record);
+      expect(byWriter[0]).toContain('gpt\\ud800x');
+      expect(JSON.parse(byWriter[0] as string)).toEqual(JSON.parse(byPino[0] as string));
     });
   });
 });

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { firstHeaderValue } from '../../header-value.js';
 import type { Logger } from 'pino';
+import { infoLineWriter } from '../../logger.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import { createRequestState, type RequestState } from '../request-record.js';
 import type { RenderReport } from '../../context/types.js';
@@ -79,7 +80,8 @@ function logRequest(
   request: FastifyRequest,
   statusCode: number,
   ended: boolean,
-  { logger, metrics, now }: RequestContextOptions,
+  { metrics, now }: RequestContextOptions,
+  writeLine: (record: object) => void,
   serviceUnfinished: boolean,
 ): void {
   const state = request.gateway;
@@ -99,57 +101,56 @@ function logRequest(
   if (quietRoutes.has(state.route)) return;
   const context = state.context;
   if (context !== undefined && state.upstreamName !== undefined) countContextActions(metrics, context);
-  logger.info(
-    {
-      reqId: request.id,
-      method: request.method,
-      route: state.route,
-      path: state.route === 'unknown' ? pathOf(request) : undefined,
-      status,
-      model: state.model,
-      fallback: state.fallback,
-      stream: state.stream,
-      upstream: state.upstreamName,
-      upstreamStatus: state.upstreamStatus,
-      tenant: state.credential?.tenantId,
-      session: state.session,
-      errorCode: state.errorCode,
-      errorParam: state.errorParam,
-      dropped: state.dropped,
-      attempts: state.attempts > 1 ? state.attempts : undefined,
-      recallCalls: state.recallCalls,
-      errorCause: state.errorCause,
-      streamErrorCode: state.streamErrorCode,
-      context:
-        context === undefined
-          ? undefined
-          : {
-              window: context.window,
-              inputTokens: context.inputTokens,
-              modified: context.modified,
-              droppedMessages: context.droppedMessages,
-              summarizedMessages: context.summarizedMessages || undefined,
-              droppedIterationGroups: context.droppedIterationGroups,
-              truncatedToolResults: context.truncatedToolResults,
-              maskedToolResults: context.maskedToolResults,
-              summaryTokens: context.regions.summary || undefined,
-              orphansRemoved: context.orphansRemoved || undefined,
-            },
-      clientAborted: state.clientAborted || undefined,
-      // Written without the service's outcome: it had not returned within the bound.
-      serviceUnfinished: serviceUnfinished || undefined,
-      durations: {
-        totalMs: round(totalMs),
-        upstreamMs: round(state.upstreamMs),
-        overheadMs: round(overheadMs),
-      },
+  writeLine({
+    reqId: request.id,
+    method: request.method,
+    route: state.route,
+    path: state.route === 'unknown' ? pathOf(request) : undefined,
+    status,
+    model: state.model,
+    fallback: state.fallback,
+    stream: state.stream,
+    upstream: state.upstreamName,
+    upstreamStatus: state.upstreamStatus,
+    tenant: state.credential?.tenantId,
+    session: state.session,
+    errorCode: state.errorCode,
+    errorParam: state.errorParam,
+    dropped: state.dropped,
+    attempts: state.attempts > 1 ? state.attempts : undefined,
+    recallCalls: state.recallCalls,
+    errorCause: state.errorCause,
+    streamErrorCode: state.streamErrorCode,
+    context:
+      context === undefined
+        ? undefined
+        : {
+            window: context.window,
+            inputTokens: context.inputTokens,
+            modified: context.modified,
+            droppedMessages: context.droppedMessages,
+            summarizedMessages: context.summarizedMessages || undefined,
+            droppedIterationGroups: context.droppedIterationGroups,
+            truncatedToolResults: context.truncatedToolResults,
+            maskedToolResults: context.maskedToolResults,
+            summaryTokens: context.regions.summary || undefined,
+            orphansRemoved: context.orphansRemoved || undefined,
+          },
+    clientAborted: state.clientAborted || undefined,
+    // Written without the service's outcome: it had not returned within the bound.
+    serviceUnfinished: serviceUnfinished || undefined,
+    durations: {
+      totalMs: round(totalMs),
+      upstreamMs: round(state.upstreamMs),
+      overheadMs: round(overheadMs),
     },
-    'request',
-  );
+  });
 }
 
 function requestContext(app: FastifyInstance, options: RequestContextOptions): void {
   app.decorateRequest('gateway', null as unknown as RequestState);
+  // Written as `logger.info(record, 'request')` would write it, at a third of its cost (logger.ts).
+  const writeLine = infoLineWriter(options.logger, 'request');
   // Callback style, not async: this runs on every request and a promise per hook is measurable.
   app.addHook('onRequest', (request, reply, done) => {
     const state = createRequestState(options.now());
@@ -161,7 +162,7 @@ function requestContext(app: FastifyInstance, options: RequestContextOptions): v
       if (logged) return;
       logged = true;
       const log = (unfinished: boolean): void =>
-        logRequest(request, reply.raw.statusCode, ended, options, unfinished);
+        logRequest(request, reply.raw.statusCode, ended, options, writeLine, unfinished);
       // The answer can be out before the service has returned what it did: the line waits for it, within
       // a bound.
       if (state.serving === undefined) log(false);
