@@ -109,7 +109,7 @@ export type BenchTarget = readonly [name: string, url: string, pid?: number | un
 export async function compare(
   targets: ReadonlyArray<BenchTarget>,
   body: BenchBody,
-): Promise<Map<string, LoadResult>> {
+): Promise<Map<string, LoadResult & { rounds: readonly LoadResult[] }>> {
   const samples = new Map<string, LoadResult[]>(targets.map(([name]) => [name, []]));
   // Warm-up: JIT and connection pools. Short warm-ups were seen to favour whichever process was hot.
   for (const [, url] of targets) await load(url, body, warmupSeconds);
@@ -117,7 +117,7 @@ export async function compare(
     for (const [name, url, pid] of targets)
       samples.get(name)?.push(await load(url, body, durationSeconds, pid));
   }
-  const medians = new Map<string, LoadResult>();
+  const medians = new Map<string, LoadResult & { rounds: readonly LoadResult[] }>();
   for (const [name, results] of samples) {
     const cpu = results.map((result) => result.cpuUsPerRequest).filter((value) => value !== undefined);
     medians.set(name, {
@@ -127,6 +127,7 @@ export async function compare(
       p99Ms: median(results.map((result) => result.p99Ms)),
       non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
       errors: results.reduce((sum, result) => sum + result.errors, 0),
+      rounds: results,
     });
   }
   return medians;

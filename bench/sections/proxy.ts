@@ -18,6 +18,7 @@ import {
   tsx,
   warmupSeconds,
   type BenchBody,
+  type LoadResult,
 } from '../lib/load.js';
 
 const floorName = '(b) floor: parse + re-serialize';
@@ -106,6 +107,18 @@ export async function proxySection(): Promise<void> {
       const goal = target === undefined ? '' : `  (target >= ${target.toFixed(2)})`;
       console.log(
         `   ratio c/b2 req/s: ${loggedRatio.toFixed(2)}${goal}; c/b: ${ratio.toFixed(2)}; CPU per request b2/c: ${loggedCpuRatio.toFixed(2)}, b/c: ${cpuRatio.toFixed(2)}`,
+      );
+      // Each round's ratio of neighbours in time: drift of a shared machine between rounds cancels out, so
+      // the spread says how far one run's medians can be trusted.
+      const perRound = (ratio: (gateway: LoadResult, floor: LoadResult) => number) =>
+        (results.get(gatewayName)?.rounds ?? [])
+          .map((gateway, index) => {
+            const floorRound = results.get(loggingFloorName)?.rounds[index];
+            return floorRound === undefined ? '-' : ratio(gateway, floorRound).toFixed(2);
+          })
+          .join(' ');
+      console.log(
+        `   each round, c/b2 req/s: ${perRound((c, b2) => c.rps / b2.rps)}; b2/c CPU: ${perRound((c, b2) => (b2.cpuUsPerRequest ?? 0) / (c.cpuUsPerRequest ?? 1))}`,
       );
       summary.push(
         row([
