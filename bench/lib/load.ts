@@ -204,5 +204,5 @@ export function row(cells: Array<string | number>): string {
 }
 
 export function wideRow(cells: Array<string | number>): string {
-  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 28 : 22)).join('');
+  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 32 : 22)).join('');
 }

@@ -2,6 +2,7 @@
 import { request } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { benchConversation } from '../lib/bodies.js';
+import { prose } from '../../test/helpers/text.js';
 import { gatewayCommand, percentile, timeRequests, tsx, wideRow } from '../lib/load.js';
 
 /**
@@ -46,7 +47,7 @@ export async function sessionsSection(): Promise<void> {
     );
     console.log(
       wideRow([
-        'stored (active) start -> end',
+        'stored (active) start -> end ',
         'session p50/p99',
         'upstream alone',
         'overhead p50',
@@ -55,14 +56,23 @@ export async function sessionsSection(): Promise<void> {
       ]),
     );
 
-    const sizes = [10, 1_000, 10_000];
-    const conversations = new Map(sizes.map((size) => [size, benchConversation(size, 200)]));
+    // Stored messages, and the system prompt every request sends: none, or a coding agent's instructions
+    // (5,000 tokens, 34 KB, as Codex and Claude Code send theirs with every request; the session stores it).
+    const shapes = [
+      { name: '10', stored: 10, system: undefined },
+      { name: '1000', stored: 1_000, system: undefined },
+      { name: '10000', stored: 10_000, system: undefined },
+      { name: '10-agent', stored: 10, system: { role: 'system', content: prose(5_000, 7) } },
+    ];
+    const sizes = shapes.map((_shape, index) => index);
+    const shapeOf = (size: number) => shapes[size] ?? (shapes[0] as (typeof shapes)[number]);
+    const conversations = new Map(sizes.map((size) => [size, benchConversation(shapeOf(size).stored, 200)]));
     // Each measured turn stores two messages; requests rotate over several sessions per size so that
     // the sizes stay close to what they are named (one 10 000-message session grows by 2.6% per round).
-    const sessionsPerSize = (size: number): number => (size >= 10_000 ? 3 : 39);
+    const sessionsPerSize = (size: number): number => (shapeOf(size).stored >= 10_000 ? 3 : 39);
     for (const size of sizes)
       for (let copy = 0; copy < sessionsPerSize(size); copy++) {
-        const key = { tenantId, sessionId: `bench-${size}-${copy}` };
+        const key = { tenantId, sessionId: `bench-${shapeOf(size).name}-${copy}` };
         const messages = conversations.get(size) ?? [];
         for (let start = 0; start < messages.length; start += 500) {
           const hold = await store.acquire(key, 60_000);
@@ -74,6 +84,7 @@ export async function sessionsSection(): Promise<void> {
             append: messages
               .slice(start, start + 500)
               .map((message) => ({ message, tokens: countMessageTokens(message, tokenizer) })),
+            systemPrompt: shapeOf(size).system,
             historyStart: 0,
             activeTokenLimit: 128_000,
           });
@@ -82,12 +93,20 @@ export async function sessionsSection(): Promise<void> {
     const target = new URL(`${gateway.url}/chat/completions`);
     const upstreamTarget = new URL(`${fake.url}/chat/completions`);
     const sessionHeaders = (size: number) => (index: number) => ({
-      'x-session-id': `bench-${size}-${index % sessionsPerSize(size)}`,
+      'x-session-id': `bench-${shapeOf(size).name}-${index % sessionsPerSize(size)}`,
     });
     let question = 0;
-    const nextQuestion = () => ({
+    const systemOf = (size: number) => {
+      const system = shapeOf(size).system;
+      return system === undefined ? [] : [system];
+    };
+    const systemLabel = (size: number): string => {
+      const system = shapeOf(size).system;
+      return system === undefined ? '' : ` + ${Math.round(system.content.length / 1024)} KB system`;
+    };
+    const nextQuestion = (size: number) => () => ({
       model: 'gpt-4o-mini',
-      messages: [{ role: 'user', content: `Question ${question++}: what changed?` }],
+      messages: [...systemOf(size), { role: 'user', content: `Question ${question++}: what changed?` }],
     });
     // What each session's next request sends upstream (POST /v1/context/render with the session),
     // timed against the fake provider directly: the upstream's own share of a session request.
@@ -97,11 +116,11 @@ export async function sessionsSection(): Promise<void> {
         headers: {
           'content-type': 'application/json',
           authorization: 'Bearer sk-bench',
-          'x-session-id': `bench-${size}-0`,
+          'x-session-id': `bench-${shapeOf(size).name}-0`,
         },
         body: JSON.stringify({
           model: 'gpt-4o-mini',
-          messages: [{ role: 'user', content: 'Question 0: what changed?' }],
+          messages: [...systemOf(size), { role: 'user', content: 'Question 0: what changed?' }],
         }),
       });
       return ((await response.body.json()) as { messages: unknown[] }).messages;
@@ -111,9 +130,11 @@ export async function sessionsSection(): Promise<void> {
     // that the measured ones keep their sizes; each measured size's data then seen a few times; and the
     // summarization the preloaded sessions call for done, so that the prompt measured against the
     // provider alone is the one the session then sends.
-    await timeRequests(target, 2_000, nextQuestion, (index) => ({ 'x-session-id': `warm-${index % 100}` }));
+    await timeRequests(target, 2_000, nextQuestion(0), (index) => ({
+      'x-session-id': `warm-${index % 100}`,
+    }));
     for (const size of sizes) {
-      await timeRequests(target, 60, nextQuestion, sessionHeaders(size));
+      await timeRequests(target, 60, nextQuestion(size), sessionHeaders(size));
       const prompt = await renderedPrompt(size);
       await timeRequests(upstreamTarget, 150, () => ({ model: 'gpt-4o-mini', messages: prompt }));
     }
@@ -127,7 +148,9 @@ export async function sessionsSection(): Promise<void> {
     for (let round = 0; round < 3; round++) {
       for (const size of sizes) {
         const latencies = samples.get(size) ?? { session: [], upstream: [] };
-        latencies.session.push(...(await timeRequests(target, 130, nextQuestion, sessionHeaders(size))));
+        latencies.session.push(
+          ...(await timeRequests(target, 130, nextQuestion(size), sessionHeaders(size))),
+        );
         // The session has grown since: its prompt as it is now, against the provider alone.
         rendered.set(size, await renderedPrompt(size));
         latencies.upstream.push(
@@ -149,14 +172,15 @@ export async function sessionsSection(): Promise<void> {
         model: 'gpt-4o-mini',
         // At most 10 000 messages in one request (OpenAI's limit, and the gateway's).
         messages: [
-          ...(conversations.get(size) ?? []).slice(-9_998),
+          ...systemOf(size),
+          ...(conversations.get(size) ?? []).slice(-9_997),
           { role: 'user', content: `Question ${index}: what changed?` },
         ],
       }));
       const overhead = percentile(session, 0.5) - percentile(upstream, 0.5);
       const prompt = rendered.get(size) ?? [];
       // Every measured turn stores two messages: the sessions grow while they are measured.
-      const grown = await request(`${gateway.url}/sessions/bench-${size}-0`, {
+      const grown = await request(`${gateway.url}/sessions/bench-${shapeOf(size).name}-0`, {
         headers: { authorization: 'Bearer sk-bench' },
       });
       const { counts } = (await grown.body.json()) as { counts: { active: number; total: number } };
@@ -164,7 +188,7 @@ export async function sessionsSection(): Promise<void> {
       overheads.push(overhead);
       console.log(
         wideRow([
-          `${size} -> ${counts.total} (${counts.active})`,
+          `${shapeOf(size).stored}${systemLabel(size)} -> ${counts.total} (${counts.active})`,
           `${percentile(session, 0.5).toFixed(2)} / ${percentile(session, 0.99).toFixed(2)}`,
           `${percentile(upstream, 0.5).toFixed(2)} / ${percentile(upstream, 0.99).toFixed(2)}`,
           overhead.toFixed(2),

@@ -43,6 +43,25 @@ function summaryShown(
   return shown;
 }
 
+/** Nesting deeper than this is not compared (nor is it in a system prompt): taken as different. */
+const maxCompareDepth = 32;
+
+/**
+ * Equal as JSON, key order included: JSON.stringify makes the same text of both. (A value JSON.stringify
+ * changes, as NaN to null, may count as different: the cost is one write.)
+ */
+export function sameJson(a: unknown, b: unknown, depth = 0): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (depth >= maxCompareDepth || Array.isArray(a) !== Array.isArray(b)) return false;
+  const keys = Object.keys(a);
+  const otherKeys = Object.keys(b);
+  if (keys.length !== otherKeys.length) return false;
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  return keys.every((key, index) => key === otherKeys[index] && sameJson(left[key], right[key], depth + 1));
+}
+
 /** A first turn longer than this is not protected from moving to the archive. */
 const maxHeadMessages = 64;
 
@@ -166,8 +185,17 @@ function sessionView(
 ): ViewParts {
   const incomingSystem = incoming.filter((message) => isSystemRole(message.role));
   const incomingHistory = incoming.filter((message) => !isSystemRole(message.role));
-  const newSystemPrompt = incomingSystem.at(-1) as Record<string, unknown> | undefined;
+  const sentSystemPrompt = incomingSystem.at(-1) as Record<string, unknown> | undefined;
+  // The stored system prompt sent again (agents send their instructions, tens of KB, with every
+  // request): not written again, and shown as the stored object, whose bytes the store has.
+  const newSystemPrompt =
+    sentSystemPrompt !== undefined &&
+    snapshot.systemPrompt !== undefined &&
+    sameJson(sentSystemPrompt, snapshot.systemPrompt)
+      ? undefined
+      : sentSystemPrompt;
   const systemPrompt = newSystemPrompt ?? snapshot.systemPrompt;
+  const systemPromptBytes = systemPrompt === snapshot.systemPrompt ? snapshot.systemPromptBytes : undefined;
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
   // A retried turn is answered again in place of the stored one: the session as it was before it.
@@ -227,7 +255,12 @@ function sessionView(
       const known = new Array<Buffer | undefined>(positions.length);
       positions.forEach((position, at) => {
         const storedAt = position - systemCount;
-        known[at] = storedAt >= 0 && storedAt < stored.length ? storedBytes?.[storedAt] : undefined;
+        known[at] =
+          storedAt >= 0 && storedAt < stored.length
+            ? storedBytes?.[storedAt]
+            : position === 0 && systemCount === 1
+              ? systemPromptBytes
+              : undefined;
       });
       // The summaries, where they are sent as they were made (not merged into another message).
       const shownSummaries = [

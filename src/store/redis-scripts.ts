@@ -40,18 +40,18 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0`;
 
 // ARGV: the caller's cached epoch, total, archived count and head, and the marks ("revision:bytes") of
-// the summary, the turn summary and the past turn summaries it holds ('' for none). Returns {meta, archived, 1, new items} when
-// the cache is still this session's and only appended to (a delta), else {meta, archived, 0, all}. A
-// summary the caller holds — the session's revision of it, and as many bytes — is left out of meta (its
-// revision stays in). The length guards against a summary written by a build that kept no revision
-// (a rolling upgrade): its revision stays the same while the summary changes.
+// the summary, the turn summary, the past turn summaries and the system prompt it holds ('' for none).
+// Returns {meta, archived, 1, new items} when the cache is still this session's and only appended to (a
+// delta), else {meta, archived, 0, all}. A field the caller holds — the session's revision of it, and as
+// many bytes — is left out of meta (its revision stays in). The length guards against one written by a
+// build that kept no revision (a rolling upgrade): its revision stays the same while the field changes.
 const sessionLoadScript = `
 local meta = redis.call('HGETALL', KEYS[1])
 local archived = redis.call('LLEN', KEYS[3])
 local length = redis.call('LLEN', KEYS[2])
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if epoch and epoch == ARGV[1] then
-  local held = {summary = ARGV[5], turnSummary = ARGV[6], pastTurnSummaries = ARGV[7]}
+  local held = {summary = ARGV[5], turnSummary = ARGV[6], pastTurnSummaries = ARGV[7], systemPrompt = ARGV[8]}
   local function mark(field)
     local revision = redis.call('HGET', KEYS[1], field .. 'Rev')
     if not revision then return false end
@@ -61,6 +61,7 @@ if epoch and epoch == ARGV[1] then
     summary = mark('summary'),
     turnSummary = mark('turnSummary'),
     pastTurnSummaries = mark('pastTurnSummaries'),
+    systemPrompt = mark('systemPrompt'),
   }
   local kept = {}
   for index = 1, #meta, 2 do
@@ -83,10 +84,11 @@ return {meta, archived, 0, redis.call('LRANGE', KEYS[2], 0, -1)}`;
 // The hold (KEYS[4]) taken and the session read in one step: 0 when another request holds it, else
 // what the load script returns. ARGV: as the load script's, then the hold's token and holdMs.
 const sessionAcquireLoadScript = `
-if not redis.call('SET', KEYS[4], ARGV[8], 'PX', ARGV[9], 'NX') then return 0 end
+if not redis.call('SET', KEYS[4], ARGV[9], 'PX', ARGV[10], 'NX') then return 0 end
 ${sessionLoadScript}`;
 
-// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep),
+// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep; a
+// new one bumps systemPromptRev, so that loads can leave out the one a replica holds),
 // activeTokenLimit, minActive, epoch (for a new session, or after a replacement), head (0 = keep),
 // appended tokens, messages to take off the end first (a retried turn), the turn's idempotency key,
 // items… Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
@@ -163,7 +165,10 @@ if moved then redis.call('HSET', KEYS[1], 'activeTokens', tokens) end
 redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart)
 version = version + 1
 redis.call('HSET', KEYS[1], 'version', version, 'updatedAtMs', ARGV[5], 'historyStart', ARGV[6])
-if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'systemPrompt', ARGV[7]) end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[1], 'systemPrompt', ARGV[7])
+  redis.call('HINCRBY', KEYS[1], 'systemPromptRev', 1)
+end
 for index = 1, 3 do
   if redis.call('EXISTS', KEYS[index]) == 1 then redis.call('EXPIRE', KEYS[index], ARGV[4]) end
 end

@@ -7,7 +7,8 @@
 //   ctxgate:{<tenant>:<session>}:summarizing  the running summarization job's token (PX)
 // The summary lives in the meta hash (`summary` JSON, `summaryTo` its end, `summaryRev` its revision; the
 // turn summary likewise, `turnSummary` and `turnSummaryRev`, and earlier turns' ones, `pastTurnSummaries`
-// and `pastTurnSummariesRev`); a load leaves out one the replica holds.
+// and `pastTurnSummariesRev`); a load leaves out one the replica holds. So with the system prompt
+// (`systemPrompt`, `systemPromptRev`): an agent's instructions are tens of KB, sent with every request.
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import { defineScripts, sessionScripts } from './redis-scripts.js';
@@ -83,42 +84,46 @@ interface CachedSession {
   bytes: Buffer[];
   size: number;
   /**
-   * The summaries last read, parsed, with the JSON they were parsed from and their revisions: while a
-   * summary is unchanged, loads leave it out (the load script sends only its revision) and hand out
-   * the same object (a summary of a long session is tens of KB, and what is made of it — its message
-   * and that message's bytes — is kept per object by the session's turn).
+   * The summaries and the system prompt last read, parsed, with the JSON they were parsed from and
+   * their revisions: while one is unchanged, loads leave it out (the load script sends only its
+   * revision) and hand out the same object (a summary of a long session, or an agent's instructions, is
+   * tens of KB, and what is made of a summary — its message and that message's bytes — is kept per
+   * object by the session's turn).
    */
-  parsed: HeldSummaries;
+  parsed: HeldFields;
 }
 
-interface HeldSummary<Value> {
+interface HeldJson<Value> {
   json: string;
-  /** The session's revision of it (summaryRev, turnSummaryRev); undefined for one stored before them. */
+  /** The session's revision of it (summaryRev, systemPromptRev…); undefined for one stored before them. */
   revision: string | undefined;
   /** What the load script checks before leaving it out: "revision:bytes of its JSON". */
   mark: string | undefined;
   value: Value;
+  /** Its JSON's UTF-8 bytes, made when first asked for (the system prompt's, for the upstream body). */
+  bytes?: Buffer;
 }
 
 function heldMark(revision: string | undefined, json: string): string | undefined {
   return revision === undefined ? undefined : `${revision}:${Buffer.byteLength(json)}`;
 }
 
-interface HeldSummaries {
-  summary?: HeldSummary<SessionSummary>;
-  turnSummary?: HeldSummary<TurnSummary>;
-  pastTurnSummaries?: HeldSummary<readonly TurnSummary[]>;
+interface HeldFields {
+  summary?: HeldJson<SessionSummary>;
+  turnSummary?: HeldJson<TurnSummary>;
+  pastTurnSummaries?: HeldJson<readonly TurnSummary[]>;
+  systemPrompt?: HeldJson<Record<string, unknown>>;
 }
 
 /**
- * A summary as meta gives it: parsed from its JSON, or the object held when the JSON (or, left out by
+ * A summary or the system prompt as meta gives it: parsed from its JSON, or the object held when the JSON (or, left out by
  * the load script, the revision) is the one held.
  */
-function heldSummary<Value>(
-  held: HeldSummary<Value> | undefined,
+function heldValue<Value>(
+  held: HeldJson<Value> | undefined,
   json: string | undefined,
   revision: string | undefined,
-  keep: (summary: HeldSummary<Value>) => void,
+  keep: (held: HeldJson<Value>) => void,
 ): Value | undefined {
   if (json === undefined)
     return revision !== undefined && held?.revision === revision ? held.value : undefined;
@@ -175,12 +180,19 @@ type LoadReply = [string[], number, number, string[]];
 /** A loaded session as the port gives it. */
 function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefined): SessionSnapshot {
   if (entry === undefined) return Object.assign({}, emptySnapshot, { messages: [] });
+  const systemPrompt = heldValue(
+    entry.parsed.systemPrompt,
+    meta.systemPrompt,
+    meta.systemPromptRev,
+    (prompt) => (entry.parsed.systemPrompt = prompt),
+  );
   return {
     version: Number(meta.version),
-    systemPrompt:
-      meta.systemPrompt === undefined
+    systemPrompt,
+    systemPromptBytes:
+      systemPrompt === undefined || entry.parsed.systemPrompt?.value !== systemPrompt
         ? undefined
-        : (JSON.parse(meta.systemPrompt) as Record<string, unknown>),
+        : (entry.parsed.systemPrompt.bytes ??= Buffer.from(entry.parsed.systemPrompt.json)),
     // Copies of the arrays: the cached entry's arrays are replaced, never changed, but callers may change theirs.
     messages: [...entry.messages],
     messageBytes: entry.bytes,
@@ -189,19 +201,19 @@ function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefin
     headMessages: entry.head,
     historyStart: Number(meta.historyStart ?? '0'),
     updatedAtMs: Number(meta.updatedAtMs ?? '0'),
-    summary: heldSummary(
+    summary: heldValue(
       entry.parsed.summary,
       meta.summary,
       meta.summaryRev,
       (summary) => (entry.parsed.summary = summary),
     ),
-    turnSummary: heldSummary(
+    turnSummary: heldValue(
       entry.parsed.turnSummary,
       meta.turnSummary,
       meta.turnSummaryRev,
       (summary) => (entry.parsed.turnSummary = summary),
     ),
-    pastTurnSummaries: heldSummary(
+    pastTurnSummaries: heldValue(
       entry.parsed.pastTurnSummaries,
       meta.pastTurnSummaries,
       meta.pastTurnSummariesRev,
@@ -264,6 +276,7 @@ export function createRedisSessionStore({
       cached?.parsed.summary?.mark ?? '',
       cached?.parsed.turnSummary?.mark ?? '',
       cached?.parsed.pastTurnSummaries?.mark ?? '',
+      cached?.parsed.systemPrompt?.mark ?? '',
     ];
     const reply = (
       hold === undefined
@@ -287,13 +300,14 @@ export function createRedisSessionStore({
       cache.delete(name);
       return { meta, entry: undefined };
     }
-    // A summary left out is one this replica held when it asked; replies come in the order asked, so it
+    // A summary or system prompt left out is one this replica held when it asked; replies come in the order asked, so it
     // still does. Should it not, the session is read whole.
-    const summaryHeld = (field: keyof HeldSummaries): boolean =>
+    const isHeld = (field: keyof HeldFields): boolean =>
       meta[field] !== undefined ||
       meta[`${field}Rev`] === undefined ||
       cached?.parsed[field]?.revision === meta[`${field}Rev`];
-    if (!summaryHeld('summary') || !summaryHeld('turnSummary') || !summaryHeld('pastTurnSummaries')) {
+    const fields = ['summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'] as const;
+    if (!fields.every(isHeld)) {
       cache.delete(name);
       return loadActive(key, name);
     }

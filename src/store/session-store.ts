@@ -26,6 +26,8 @@ export interface SessionSnapshot {
   /** 0 for a session that does not exist yet. */
   version: number;
   systemPrompt: Record<string, unknown> | undefined;
+  /** The system prompt's JSON as UTF-8 bytes, when the store has them (copied into the upstream body). */
+  systemPromptBytes?: Buffer | undefined;
   /** The active messages, oldest first: the protected head, then the recent ones. */
   messages: StoredMessage[];
   /** Each active message as UTF-8 JSON, when the store has it (saves serializing it again). */

@@ -1,15 +1,19 @@
 // Which stored messages a retry of the last turn replaces (docs/sessions.md#retries), as a table: the
 // request must say it is a retry, and its new messages, found against the session as it was before
 // that turn, must be the turn's own, its reply left out. And a stored summary as the session's view
-// shows it (a real redis-server): made once per summary, with the bytes the upstream body copies.
+// shows it (a real redis-server): made once per summary, with the bytes the upstream body copies; the
+// system prompt an agent sends with every request, neither written nor read again while unchanged.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
 import { summaryMessage } from '../../src/context/summary.js';
 import type { ContextMessage } from '../../src/context/types.js';
+import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
+  beginSessionTurn,
   previewSessionTurn,
   retriedTurnLength,
+  sameJson,
   type SummaryMessages,
   type TurnRetry,
 } from '../../src/sessions/session-turn.js';
@@ -22,6 +26,7 @@ import {
   type SessionSnapshot,
   type SessionStore,
 } from '../../src/store/session-store.js';
+import { startRedisServer } from '../helpers/redis-server.js';
 import { commitTurns, storeSummary } from '../helpers/stored-turns.js';
 import { words } from '../helpers/words.js';
 
@@ -223,5 +228,115 @@ describe('earlier turns’ in-turn summaries as the session shows them', () => {
     ]);
     expect(view.turnSummary?.coversUntil).toBe(6);
     await store.close();
+  });
+});
+
+describe('sameJson', () => {
+  it.each<[string, unknown, unknown, boolean]>([
+    ['the same text', { role: 'system', content: 'rules' }, { role: 'system', content: 'rules' }, true],
+    ['another text', { role: 'system', content: 'rules' }, { role: 'system', content: 'rule' }, false],
+    ['keys in another order', { role: 'system', content: 'x' }, { content: 'x', role: 'system' }, false],
+    ['a key more', { role: 'system', content: 'x' }, { role: 'system', content: 'x', name: 'a' }, false],
+    [
+      'parts, equal',
+      { role: 'system', content: [{ type: 'text', text: 'a' }] },
+      { role: 'system', content: [{ type: 'text', text: 'a' }] },
+      true,
+    ],
+    ['parts, one more', { content: [{ text: 'a' }] }, { content: [{ text: 'a' }, { text: 'b' }] }, false],
+    ['an array and an object of its keys', { content: ['a'] }, { content: { 0: 'a' } }, false],
+    ['a number and its text', { n: 1 }, { n: '1' }, false],
+    ['null and an object', { n: null }, { n: {} }, false],
+  ])('%s', (_name, a, b, expected) => {
+    expect(sameJson(a, b)).toBe(expected);
+    expect(sameJson(b, a)).toBe(expected);
+  });
+
+  it('takes nesting past its bound as different, without recursing on', () => {
+    const deep = (levels: number): unknown => (levels === 0 ? 'x' : { next: deep(levels - 1) });
+    expect(sameJson(deep(10), deep(10))).toBe(true);
+    expect(sameJson(deep(5_000), deep(5_000))).toBe(false);
+  });
+});
+
+describe('the system prompt a request sends again', () => {
+  it('is neither written nor read again while it is the stored one, and goes upstream as its stored bytes; a changed one is stored (a redis-server of its own: its byte counts are this test’s)', async () => {
+    const redis = await startRedisServer();
+    const store = createRedisSessionStore({
+      redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
+      limits: { maxActiveMessages: 1_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+    });
+    const admin = createRedisConnection({ mode: 'standalone', url: redis.url });
+    const bytes = async (): Promise<{ toRedis: number; fromRedis: number }> => {
+      const stats = await admin.info('stats');
+      return {
+        toRedis: Number(/total_net_input_bytes:(\d+)/.exec(stats)?.[1]),
+        fromRedis: Number(/total_net_output_bytes:(\d+)/.exec(stats)?.[1]),
+      };
+    };
+    const key = { tenantId: 't-system', sessionId: 'agent' };
+    const turn = async (incoming: ContextMessage[]) => {
+      const opened = await beginSessionTurn({
+        holdQueue: createHoldQueue(),
+        store,
+        key,
+        historyMode: 'delta',
+        incoming,
+        tokenizer: words,
+        holdMs: 30_000,
+        maxTurnMessages: 1_000,
+      });
+      await opened.commit(assistant('done'), { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+      return opened;
+    };
+    // An agent's instructions, parsed anew from every request's body.
+    const instructions = {
+      role: 'system',
+      content: 'You are a coding agent — "follow the rules" ✓ '.repeat(1_500),
+    };
+    const sent = (): ContextMessage => structuredClone(instructions) as ContextMessage;
+    const size = Buffer.byteLength(JSON.stringify(instructions));
+    try {
+      for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let attempt = 0; attempt < 100 && admin.status !== 'ready'; attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      await turn([sent(), user('first')]);
+      await turn([sent(), user('second')]);
+      const before = await bytes();
+      const again = await turn([sent(), user('third')]);
+      const after = await bytes();
+      expect(after.toRedis - before.toRedis).toBeLessThan(size / 2);
+      expect(after.fromRedis - before.fromRedis).toBeLessThan(size / 2);
+      // Shown as the stored one, equal to what was sent, and its bytes are what JSON.stringify writes.
+      const shown = again.conversation[0] as ContextMessage;
+      expect(shown).toEqual(instructions);
+      expect(again.knownBytes([shown, user('third')])[0]?.toString('utf8')).toBe(
+        JSON.stringify(instructions),
+      );
+      expect(again.knownBytes([{ ...shown }])[0]).toBeUndefined();
+      // Changed (keys in another order count as a change): stored, and shown by every store after.
+      const reordered = { content: `${instructions.content} Now in Rust.`, role: 'system' } as ContextMessage;
+      const changed = await turn([reordered, user('fourth')]);
+      expect(changed.knownBytes([changed.conversation[0] as ContextMessage])[0]).toBeUndefined();
+      const quiet = await turn([user('fifth')]);
+      expect(Object.keys(quiet.conversation[0] as ContextMessage)).toEqual(['content', 'role']);
+      expect(quiet.conversation[0]).toEqual(reordered);
+      const other = createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
+        limits: { maxActiveMessages: 1_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+      });
+      try {
+        for (let attempt = 0; attempt < 100 && !(await other.ping()); attempt++)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        expect((await other.load(key)).systemPrompt).toEqual(reordered);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await store.close();
+      admin.disconnect();
+      await redis.stop();
+    }
   });
 });

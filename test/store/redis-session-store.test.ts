@@ -275,6 +275,90 @@ describe('Redis session store: the replica cache', () => {
     }
   });
 
+  it('sends a replica the system prompt it holds only once, with its bytes; a new one, one of the same length and one rewritten by a build without revisions are read again (a redis-server of its own)', async () => {
+    const redis = await startRedisServer();
+    const connect = () =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
+        limits: { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+      });
+    const replica = connect();
+    const admin = createRedisConnection({ mode: 'standalone', url: redis.url });
+    const sentBytes = async (): Promise<number> =>
+      Number(/total_net_output_bytes:(\d+)/.exec(await admin.info('stats'))?.[1]);
+    const key = { tenantId: 't-held', sessionId: 'held-system-prompt' };
+    // An agent's instructions, as Codex and Claude Code send theirs: tens of KB.
+    const prompt = (marker: string) => ({
+      role: 'system',
+      content: `Agent ${marker}: follow "the rules" ✓ `.repeat(1_500),
+    });
+    const commit = async (systemPrompt: Record<string, unknown> | undefined) => {
+      const hold = await replica.acquire(key, 10_000);
+      const { version } = await replica.load(key);
+      await replica.commit(key, {
+        hold: hold!,
+        expectedVersion: version,
+        append: [{ message: { role: 'user', content: `question ${version}` }, tokens: 3 }],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+        systemPrompt,
+      });
+    };
+    try {
+      for (let attempt = 0; attempt < 100 && !(await replica.ping()); attempt++) await sleep(50);
+      for (let attempt = 0; attempt < 100 && admin.status !== 'ready'; attempt++) await sleep(50);
+      const first = prompt('A');
+      const size = Buffer.byteLength(JSON.stringify(first));
+      await commit(first);
+      const loaded = await replica.load(key);
+      expect(loaded.systemPrompt).toEqual(first);
+      expect(Object.isFrozen(loaded.systemPrompt)).toBe(true);
+      expect(loaded.systemPromptBytes?.toString('utf8')).toBe(JSON.stringify(first));
+      // Five loads, five turns taken as a request takes them, and turns that keep it: not sent again.
+      const before = await sentBytes();
+      for (let load = 0; load < 5; load++)
+        expect((await replica.load(key)).systemPrompt).toBe(loaded.systemPrompt);
+      for (let turn = 0; turn < 5; turn++) {
+        const { hold, snapshot } = (await replica.acquireAndLoad(key, 10_000))!;
+        expect(snapshot.systemPrompt).toBe(loaded.systemPrompt);
+        expect(snapshot.systemPromptBytes).toBe(loaded.systemPromptBytes);
+        await replica.release(key, hold);
+      }
+      await commit(undefined);
+      expect((await replica.load(key)).systemPrompt).toBe(loaded.systemPrompt);
+      expect(await sentBytes()).toBeLessThan(before + size / 2);
+      // A new one of the same length (a date in the instructions moved on) is read.
+      const next = prompt('B');
+      expect(Buffer.byteLength(JSON.stringify(next))).toBe(size);
+      await commit(next);
+      const changed = await replica.load(key);
+      expect(changed.systemPrompt).toEqual(next);
+      expect(changed.systemPromptBytes?.toString('utf8')).toBe(JSON.stringify(next));
+      // A build that kept no revision (a rolling upgrade) writes one of another length: read too.
+      const older = prompt('an older build');
+      await admin.hset(
+        `ctxgate:{${key.tenantId}:${key.sessionId}}:meta`,
+        'systemPrompt',
+        JSON.stringify(older),
+      );
+      expect((await replica.load(key)).systemPrompt).toEqual(older);
+      // A store that holds nothing is sent it whole, and loads the same.
+      const fresh = connect();
+      try {
+        for (let attempt = 0; attempt < 100 && !(await fresh.ping()); attempt++) await sleep(50);
+        const freshBefore = await sentBytes();
+        expect((await fresh.load(key)).systemPrompt).toEqual(older);
+        expect(await sentBytes()).toBeGreaterThan(freshBefore + size);
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await replica.close();
+      admin.disconnect();
+      await redis.stop();
+    }
+  });
+
   it("keeps each message's bytes as its JSON while turns are appended one by one and spill: a body built from them is exact", async () => {
     const store = createRedisSessionStore({
       redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
