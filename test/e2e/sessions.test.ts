@@ -89,6 +89,45 @@ describe('sessions', () => {
     ]);
   });
 
+  it('sends an agent’s instructions, resent with every request, upstream byte for byte as the client wrote them, and a changed set as changed', async () => {
+    const sessionId = `agent-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    fake.enqueue({ content: 'one' }, { content: 'two' }, { content: 'three' }, { content: 'four' });
+    const instructions = (version: string): Message => ({
+      role: 'system',
+      content: `You are a coding agent (${version}). Quote "paths" as \\src\\x — ✓ 設定.\n`.repeat(600),
+    });
+    const asks = [instructions('v1'), instructions('v1'), instructions('v1'), instructions('v2')];
+    for (const [turn, system] of asks.entries())
+      await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [system, { role: 'user', content: `step ${turn}` }],
+      });
+    const bodies = fake.chatRequests.map((request) => request.rawBody);
+    expect(bodies).toHaveLength(4);
+    // Each body, as received, is the JSON of the session's conversation with that request's instructions.
+    const answers = ['one', 'two', 'three'];
+    bodies.forEach((raw, turn) => {
+      const history = answers.slice(0, turn).flatMap((answer, index) => [
+        { role: 'user', content: `step ${index}` },
+        { role: 'assistant', content: answer },
+      ]);
+      const messages = [asks[turn], ...history, { role: 'user', content: `step ${turn}` }];
+      const sent = JSON.parse(raw) as { messages: Array<Record<string, unknown>> };
+      expect(sent.messages.map((message) => [message.role, message.content])).toEqual(
+        messages.map((message) => [message?.role, message?.content]),
+      );
+      expect(raw).toContain(JSON.stringify(asks[turn]));
+    });
+    // Its instructions as the session keeps them: the last ones sent.
+    const session = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+        headers: { authorization: 'Bearer sk-tenant-a' },
+      })
+    ).json()) as { system_prompt: unknown };
+    expect(session.system_prompt).toEqual(asks[3]);
+  });
+
   it('stores no duplicates for a client that resends the whole conversation', async () => {
     const sessionId = `full-${randomUUID()}`;
     const client = clientFor(harness, sessionId);
