@@ -174,6 +174,32 @@ interface ViewParts extends SessionView {
   newSystemPrompt: Record<string, unknown> | undefined;
 }
 
+/**
+ * The system prompt of this request's conversation: the last one it sends, else the stored one. The
+ * stored one sent again (agents send their instructions, tens of KB, with every request) is not written
+ * again, and is shown as the stored object, whose bytes the store has.
+ */
+function systemPromptOf(
+  snapshot: SessionSnapshot,
+  incoming: readonly ContextMessage[],
+): {
+  systemPrompt: Record<string, unknown> | undefined;
+  /** The one to store; undefined keeps the stored one. */
+  newSystemPrompt: Record<string, unknown> | undefined;
+  systemPromptBytes: Buffer | undefined;
+} {
+  const sent = incoming.findLast((message) => isSystemRole(message.role)) as
+    Record<string, unknown> | undefined;
+  const stored = snapshot.systemPrompt;
+  if (stored !== undefined && (sent === undefined || sameJson(sent, stored)))
+    return {
+      systemPrompt: stored,
+      newSystemPrompt: undefined,
+      systemPromptBytes: snapshot.systemPromptBytes,
+    };
+  return { systemPrompt: sent, newSystemPrompt: sent, systemPromptBytes: undefined };
+}
+
 function sessionView(
   sessionId: string,
   snapshot: SessionSnapshot,
@@ -183,19 +209,8 @@ function sessionView(
   retry: TurnRetry,
   summaries: SummaryMessages | undefined,
 ): ViewParts {
-  const incomingSystem = incoming.filter((message) => isSystemRole(message.role));
   const incomingHistory = incoming.filter((message) => !isSystemRole(message.role));
-  const sentSystemPrompt = incomingSystem.at(-1) as Record<string, unknown> | undefined;
-  // The stored system prompt sent again (agents send their instructions, tens of KB, with every
-  // request): not written again, and shown as the stored object, whose bytes the store has.
-  const newSystemPrompt =
-    sentSystemPrompt !== undefined &&
-    snapshot.systemPrompt !== undefined &&
-    sameJson(sentSystemPrompt, snapshot.systemPrompt)
-      ? undefined
-      : sentSystemPrompt;
-  const systemPrompt = newSystemPrompt ?? snapshot.systemPrompt;
-  const systemPromptBytes = systemPrompt === snapshot.systemPrompt ? snapshot.systemPromptBytes : undefined;
+  const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
   // A retried turn is answered again in place of the stored one: the session as it was before it.
