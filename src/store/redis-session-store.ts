@@ -115,9 +115,12 @@ interface HeldFields {
   systemPrompt?: HeldJson<Record<string, unknown>>;
 }
 
+/** The meta fields a load leaves out when the replica holds them, in the order of their marks' ARGV. */
+const heldFields = ['summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'] as const;
+
 /**
- * A summary or the system prompt as meta gives it: parsed from its JSON, or the object held when the JSON (or, left out by
- * the load script, the revision) is the one held.
+ * A summary or the system prompt as meta gives it: parsed from its JSON, or the object held when the
+ * JSON (or, left out by the load script, the revision) is the one held.
  */
 function heldValue<Value>(
   held: HeldJson<Value> | undefined,
@@ -273,10 +276,7 @@ export function createRedisSessionStore({
       cached === undefined ? 0 : cached.archivedCount + cached.messages.length,
       cached?.archivedCount ?? 0,
       cached?.head ?? 0,
-      cached?.parsed.summary?.mark ?? '',
-      cached?.parsed.turnSummary?.mark ?? '',
-      cached?.parsed.pastTurnSummaries?.mark ?? '',
-      cached?.parsed.systemPrompt?.mark ?? '',
+      ...heldFields.map((field) => cached?.parsed[field]?.mark ?? ''),
     ];
     const reply = (
       hold === undefined
@@ -300,14 +300,13 @@ export function createRedisSessionStore({
       cache.delete(name);
       return { meta, entry: undefined };
     }
-    // A summary or system prompt left out is one this replica held when it asked; replies come in the order asked, so it
-    // still does. Should it not, the session is read whole.
+    // A summary or system prompt left out is one this replica held when it asked; replies come in the
+    // order asked, so it still does. Should it not, the session is read whole.
     const isHeld = (field: keyof HeldFields): boolean =>
       meta[field] !== undefined ||
       meta[`${field}Rev`] === undefined ||
       cached?.parsed[field]?.revision === meta[`${field}Rev`];
-    const fields = ['summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'] as const;
-    if (!fields.every(isHeld)) {
+    if (!heldFields.every(isHeld)) {
       cache.delete(name);
       return loadActive(key, name);
     }
