@@ -165,6 +165,7 @@ export interface GatewayMetrics {
   budgetTokens: CounterMetric<'source'>;
   budgetStoreErrors: CounterMetric<never>;
   sessionsEvicted: CounterMetric<'reason'>;
+  sessionWaits: CounterMetric<never>;
   contextActions: CounterMetric<'action'>;
   tokens: CounterMetric<'model' | 'kind' | 'source'>;
   learnedWindow: GaugeMetric<'upstream' | 'model'>;
@@ -304,6 +305,11 @@ export function createMetrics({
     'Sessions dropped by the in-process store (no Redis): idle past their TTL (expired), or least recently used past sessions.memory_mb (memory).',
     ['reason'],
   );
+  const sessionWaits = new CounterMetric(
+    'ctxgate_session_waits_total',
+    'Session requests that found their session held by another request and waited their turn (those still waiting past sessions.busy_wait_ms are answered 409 session_busy).',
+    [],
+  );
   const contextActions = new CounterMetric(
     'ctxgate_context_actions_total',
     'What the context engine did to requests it sent upstream, by action: messages dropped, tool results truncated or masked, iteration groups dropped, summaries used, orphans removed, oversize messages cut.',
@@ -329,6 +335,7 @@ export function createMetrics({
     learnedWindow,
     learnedChanges,
     sessionsEvicted,
+    sessionWaits,
     contextActions,
     budgetRefusals,
     budgetWarnings,

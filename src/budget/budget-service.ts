@@ -170,7 +170,6 @@ export function createBudgetService(deps: {
     reservationId: string,
     usage: { tokens: number; estimated: boolean },
   ): Promise<void> {
-    metrics.budgetTokens.inc({ source: usage.estimated ? 'estimate' : 'usage' }, usage.tokens);
     try {
       const settled = await store.settle({
         counters: plan.counters,
@@ -180,6 +179,8 @@ export function createBudgetService(deps: {
         estimatedTokens: usage.estimated ? usage.tokens : 0,
         warnAt: budgets.warnAt,
       });
+      // Counted once the store has them: a scrape that shows them finds them on the budgets too.
+      metrics.budgetTokens.inc({ source: usage.estimated ? 'estimate' : 'usage' }, usage.tokens);
       settled.warned.forEach((warned, index) => {
         if (!warned) return;
         const budget = plan.counted[index] as ActiveBudget;

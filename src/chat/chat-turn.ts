@@ -136,7 +136,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   const { config, metrics, budgets, learnedLimits } = deps;
   const planner = createContextPlanner({ config, tokenizers: deps.tokenizers, learnedLimits });
   /** This gateway's requests for a busy session, in the order they came. */
-  const holdQueue = createHoldQueue();
+  const holdQueue = createHoldQueue(() => metrics.sessionWaits.inc({}));
   const summaries: SummaryMessages = new WeakMap();
   const requestLimits = {
     maxMessages: config.server.max_messages,

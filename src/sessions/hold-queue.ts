@@ -41,7 +41,8 @@ async function atMost(promise: Promise<void>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-export function createHoldQueue(): HoldQueue {
+/** `waiting` is told once for each request that does not get the hold at once and starts to wait. */
+export function createHoldQueue(waiting: () => void = () => undefined): HoldQueue {
   const queues = new Map<string, Waiter>();
   const wakers = new Map<string, Set<() => void>>();
 
@@ -75,11 +76,15 @@ export function createHoldQueue(): HoldQueue {
       queues.set(id, mine);
       try {
         // Wait for the request before this one, but never past the deadline.
-        if (ahead !== undefined) await atMost(ahead.turn, deadline - now());
+        if (ahead !== undefined) {
+          waiting();
+          await atMost(ahead.turn, deadline - now());
+        }
         let pollMs = firstPollMs;
-        for (;;) {
+        for (let tries = 0; ; tries++) {
           const held = await attempt();
           if (held !== undefined) return held;
+          if (tries === 0 && ahead === undefined) waiting();
           const left = deadline - now();
           if (left <= 0) return undefined;
           await pause(id, Math.min(pollMs, left));

@@ -12,7 +12,13 @@ import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import {
+  counterValue,
+  metricsText,
+  startGateway,
+  waitUntilReady,
+  type GatewayHarness,
+} from '../helpers/start-gateway.js';
 
 const clientKey = 'gk-budget-client';
 const adminKey = 'admin-secret-key';
@@ -73,6 +79,31 @@ async function chat(
   return { status: response.status, headers: response.headers, body: (await response.json()) as never };
 }
 
+/** Tokens this gateway has stored on budgets so far, from both sources. */
+async function countedTokens(harness: GatewayHarness): Promise<number> {
+  const text = await metricsText(harness);
+  return (
+    counterValue(text, 'ctxgate_budget_tokens_total{source="usage"}') +
+    counterValue(text, 'ctxgate_budget_tokens_total{source="estimate"}')
+  );
+}
+
+/** Waits until this gateway has stored more tokens than `before`: an answer is counted just after it. */
+async function countedPast(harness: GatewayHarness, before: number): Promise<void> {
+  await expect.poll(() => countedTokens(harness)).toBeGreaterThan(before);
+}
+
+/** `chat`, and when answered, until what the answer cost is on the budgets. */
+async function chatCounted(
+  harness: GatewayHarness,
+  ...args: Parameters<typeof chat> extends [unknown, ...infer Rest] ? Rest : never
+): ReturnType<typeof chat> {
+  const before = await countedTokens(harness);
+  const answer = await chat(harness, ...args);
+  if (answer.status === 200) await countedPast(harness, before);
+  return answer;
+}
+
 async function admin(harness: GatewayHarness, path: string, method = 'GET', key = adminKey) {
   const response = await fetch(`${harness.baseUrl}/admin/budgets/${path}`, {
     method,
@@ -111,7 +142,7 @@ describe('hard, soft and off budgets', () => {
     const remainingSeen: string[] = [];
     for (let turn = 0; turn < 40; turn++) {
       const before = fake.chatRequests.length;
-      const answer = await chat(harness, `Turn ${turn}: tell me something about budgets.`, {
+      const answer = await chatCounted(harness, `Turn ${turn}: tell me something about budgets.`, {
         'x-session-id': sessionId,
       });
       remainingSeen.push(answer.headers.get('x-budget-remaining') ?? 'missing');
@@ -132,7 +163,6 @@ describe('hard, soft and off budgets', () => {
       // What was left before this request, from the upstream's own usage numbers.
       expect(answer.headers.get('x-budget-remaining')).toBe(String(sessionLimit - used));
       used += answer.body.usage?.total_tokens ?? Number.NaN;
-      await sleep(20); // the count is settled just after the answer
     }
     expect(used).toBeGreaterThanOrEqual(sessionLimit);
     // Never more than one request over the limit.
@@ -197,8 +227,7 @@ describe('hard, soft and off budgets', () => {
         url: `/v1/admin/budgets/credentials/${tenantId}`,
         headers: { authorization: `Bearer ${adminKey}` },
       });
-      await chat(soft, 'First.');
-      await sleep(20);
+      await chatCounted(soft, 'First.');
       const over = await chat(soft, 'Second.');
       expect(over.status).toBe(200);
       expect(over.headers.get('x-budget-warning')).toMatch(
@@ -344,22 +373,20 @@ describe('periods, admin endpoints and estimates', () => {
     try {
       let status = 200;
       for (let index = 0; index < 20 && status === 200; index++) {
-        const answer = await chat(harness, 'Count me.');
+        const answer = await chatCounted(harness, 'Count me.');
         status = answer.status;
         if (status === 429)
           expect((answer.body.error as { message: string }).message).toContain(
             'it resets at 2031-02-01T00:00:00.000Z',
           );
-        await sleep(20);
       }
       expect(status).toBe(429);
       const january = await admin(harness, `credentials/${tenantId}`);
       const monthlyUsed = january.body.budgets[1]?.used as number;
       expect(january.body.budgets.map((budget) => budget.period)).toEqual(['2031-01-31', '2031-01']);
       nowMs = Date.UTC(2031, 1, 1, 0, 0, 1);
-      const next = await chat(harness, 'A new day.');
+      const next = await chatCounted(harness, 'A new day.');
       expect(next.status).toBe(200);
-      await sleep(20);
       const february = await admin(harness, `credentials/${tenantId}`);
       expect(february.body.budgets.map((budget) => budget.period)).toEqual(['2031-02-01', '2031-02']);
       expect(february.body.budgets[0]).toMatchObject({
@@ -388,8 +415,9 @@ describe('periods, admin endpoints and estimates', () => {
       });
       const missing = await fetch(`${harness.baseUrl}/admin/budgets/credentials/${tenantId}`);
       expect(missing.status).toBe(401);
-      for (let index = 0; index < 10 && (await chat(harness, 'Use it up.')).status === 200; index++)
-        await sleep(20);
+      let status = 200;
+      for (let index = 0; index < 10 && status === 200; index++)
+        status = (await chatCounted(harness, 'Use it up.')).status;
       expect((await chat(harness, 'Refused.')).status).toBe(429);
       const read = await admin(harness, `credentials/${tenantId}`);
       expect(read.body.budgets[0]).toMatchObject({
@@ -428,6 +456,7 @@ describe('periods, admin endpoints and estimates', () => {
     );
     try {
       const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: clientKey, maxRetries: 0 });
+      const before = await countedTokens(harness);
       const stream = await client.chat.completions.create({
         model: 'gpt-4o-mini',
         messages: [{ role: 'user', content: 'Stream me an answer without usage.' }],
@@ -436,7 +465,7 @@ describe('periods, admin endpoints and estimates', () => {
       let text = '';
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
       expect(text).toBe('Short answer from the model.');
-      await sleep(50);
+      await countedPast(harness, before);
       const read = await admin(harness, `credentials/${tenantId}`);
       const daily = read.body.budgets[0] as { used: number; estimated: number };
       expect(daily.estimated).toBe(daily.used);
@@ -473,15 +502,17 @@ describe('streams that do not finish', () => {
         received += chunk.choices[0]?.delta.content?.length ?? 0;
         if (received > 100) break; // leaving: the SDK aborts the request
       }
-      await sleep(200);
       const prompt = fake.chatRequests.at(-1)?.promptTokens ?? 0;
-      const daily = (await admin(harness, `credentials/${tenantId}`)).body.budgets[0] as {
-        used: number;
-        estimated: number;
-        reserved: number;
-      };
-      // The prompt and the part that was streamed, estimated; nothing left reserved.
-      expect(daily.reserved).toBe(0);
+      const read = async () =>
+        (await admin(harness, `credentials/${tenantId}`)).body.budgets[0] as {
+          used: number;
+          estimated: number;
+          reserved: number;
+        };
+      // Settled once the gateway sees the client gone: asked until nothing is left reserved.
+      await expect.poll(async () => (await read()).reserved).toBe(0);
+      const daily = await read();
+      // The prompt and the part that was streamed, estimated.
       expect(daily.estimated).toBe(daily.used);
       expect(daily.used).toBeGreaterThan(prompt + 15);
       expect(daily.used).toBeLessThan(prompt + 200);
@@ -507,8 +538,7 @@ describe('durability', () => {
     try {
       let used = 0;
       for (let index = 0; index < 5; index++)
-        used += (await chat(harness, `Request ${index}.`)).body.usage?.total_tokens ?? 0;
-      await sleep(50);
+        used += (await chatCounted(harness, `Request ${index}.`)).body.usage?.total_tokens ?? 0;
       expect((await admin(harness, `credentials/${tenantId}`)).body.budgets[1]).toMatchObject({ used });
       // Killed outright (no shutdown save) and started again on the same port and directory: the
       // append-only file, synced at every write, brings every count back.

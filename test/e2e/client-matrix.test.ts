@@ -320,10 +320,13 @@ describe.each(clients)('%s through the gateway', (name, make) => {
 
   it('sees a session held past the wait as 409', async () => {
     const id = `busy-${randomUUID()}`;
-    fake.enqueue({ delayBeforeHeadersMs: 1_500, content: 'slow' });
-    const first = make({ baseURL: harness.baseUrl, session: id }).chat('first');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    let answerFirst = (): void => {};
+    fake.enqueue({ answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)), content: 'slow' });
+    const first = make({ baseURL: harness.baseUrl, session: id }).chat(`first of ${id}`);
+    // The first holds the session until the test lets the upstream answer it.
+    await fake.chatRequestHolding(`first of ${id}`);
     const error = await make({ baseURL: harness.baseUrl, session: id }).failure('second');
+    answerFirst();
     await first;
     expect(error.status).toBe(409);
     expect(error.kind).toBe(expectedKind(name, 409));

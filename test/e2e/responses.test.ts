@@ -61,7 +61,14 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
   });
 
   it('streams the Responses event sequence as the provider streams', async () => {
-    fake.setDefault({ content: 'one two three four five', chunks: 5, chunkDelayMs: 80 });
+    // The provider sends two chunks, then the rest only once the client has the first words.
+    let firstWordsSeen = (): void => {};
+    fake.setDefault({
+      content: 'one two three four five',
+      chunks: 5,
+      pauseAfterChunks: 2,
+      resumeWhen: new Promise<void>((resolve) => (firstWordsSeen = resolve)),
+    });
     const stream = await client().responses.create({ model: 'gpt-4o-mini', input: 'Count.', stream: true });
     const types: string[] = [];
     const sequence: number[] = [];
@@ -73,6 +80,7 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
       sequence.push(event.sequence_number);
       if (event.type === 'response.output_text.delta') {
         providerDoneAtFirstDelta ??= fake.chatRequests.at(-1)?.completed;
+        firstWordsSeen();
         text += event.delta;
       }
     }

@@ -10,7 +10,13 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import {
+  counterValue,
+  metricsText,
+  startGateway,
+  waitUntilReady,
+  type GatewayHarness,
+} from '../helpers/start-gateway.js';
 
 const run = promisify(execFile);
 const key = 'sk-retries';
@@ -133,15 +139,23 @@ describe('a retried turn replaces the stored one', () => {
 
   it('stores once when the retry arrives while the first request still holds the session', async () => {
     const sessionId = `concurrent-${answers}`;
-    fake.enqueue({ delayBeforeHeadersMs: 400 });
+    let answerFirst = (): void => {};
+    fake.enqueue({ answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)) });
     const first = chat(sessionId, [user('Slow question?')]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const second = await chat(sessionId, [user('Slow question?')], retry);
+    // The first holds the session until its upstream answers, which the test allows once the retry
+    // waits for the session.
+    await fake.chatRequestHolding('Slow question?');
+    const waits = 'ctxgate_session_waits_total';
+    const waitsBefore = counterValue(await metricsText(harness), waits);
+    const second = chat(sessionId, [user('Slow question?')], retry);
+    await expect.poll(async () => counterValue(await metricsText(harness), waits)).toBe(waitsBefore + 1);
+    answerFirst();
+    const secondAnswer = await second;
     expect((await first).status).toBe(200);
-    expect(second.status).toBe(200);
+    expect(secondAnswer.status).toBe(200);
     expect(await history(sessionId)).toEqual([
       user('Slow question?'),
-      { role: 'assistant', content: second.content },
+      { role: 'assistant', content: secondAnswer.content },
     ]);
   });
 });
@@ -172,7 +186,9 @@ describe('a commit whose acknowledgement Redis held back', () => {
     try {
       // Redis stops taking writes while the provider answers: the turn's write waits in Redis, and its
       // acknowledgement comes after the gateway's command timeout.
-      setup.upstream.setDefault({ delayBeforeHeadersMs: 200 });
+      // The provider answers once Redis is paused: the hold was taken and the session read before.
+      let answerNow = (): void => {};
+      setup.upstream.setDefault({ answerWhen: new Promise<void>((resolve) => (answerNow = resolve)) });
       const client = new OpenAI({
         baseURL: setup.gateway.baseUrl,
         apiKey: key,
@@ -183,8 +199,9 @@ describe('a commit whose acknowledgement Redis held back', () => {
         model: 'gpt-4o-mini',
         messages: [{ role: 'user', content: 'Stall?' }],
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await setup.upstream.chatRequestHolding('Stall?');
       await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '6000', 'WRITE']);
+      answerNow();
       const completion = await answer;
       expect(completion.choices[0]?.message.content).toMatch(/^answer number/);
       expect(await history('stalled', setup.gateway)).toEqual([
@@ -199,7 +216,9 @@ describe('a commit whose acknowledgement Redis held back', () => {
   it('past the check, the SDK’s own retry of the refused turn replaces it instead of storing it twice', async () => {
     const setup = await pausedGateway(500);
     try {
-      setup.upstream.setDefault({ delayBeforeHeadersMs: 200 });
+      // The provider answers once Redis is paused: the hold was taken and the session read before.
+      let answerNow = (): void => {};
+      setup.upstream.setDefault({ answerWhen: new Promise<void>((resolve) => (answerNow = resolve)) });
       const client = new OpenAI({
         baseURL: setup.gateway.baseUrl,
         apiKey: key,
@@ -210,8 +229,9 @@ describe('a commit whose acknowledgement Redis held back', () => {
         model: 'gpt-4o-mini',
         messages: [{ role: 'user', content: 'Twice?' }],
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await setup.upstream.chatRequestHolding('Twice?');
       await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '2500', 'WRITE']);
+      answerNow();
       const completion = await answer;
       // The first answer was stored when Redis resumed, after the client was told 503: its retry replaced it.
       expect(setup.upstream.chatRequests.length).toBeGreaterThanOrEqual(2);

@@ -7,7 +7,13 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import {
+  counterValue,
+  metricsText,
+  startGateway,
+  waitUntilReady,
+  type GatewayHarness,
+} from '../helpers/start-gateway.js';
 
 type Message = OpenAI.ChatCompletionMessageParam;
 
@@ -188,20 +194,25 @@ describe('sessions', () => {
   it('serves two concurrent requests on a session one after the other, in order, without a 409', async () => {
     const sessionId = `busy-${randomUUID()}`;
     const client = clientFor(harness, sessionId);
+    let answerFirst = (): void => {};
     fake.enqueue(
-      { delayBeforeHeadersMs: 300, content: 'first' },
-      { delayBeforeHeadersMs: 300, content: 'second' },
+      { answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)), content: 'first' },
+      { content: 'second' },
     );
     const first = client.chat.completions.create({
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'one' }],
     });
-    // The second arrives while the first holds the session.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The second arrives while the first holds the session (its request is upstream, unanswered).
+    await fake.chatRequestHolding('"one"');
+    const waits = 'ctxgate_session_waits_total';
+    const waitsBefore = counterValue(await metricsText(harness), waits);
     const second = client.chat.completions.create({
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'two' }],
     });
+    await expect.poll(async () => counterValue(await metricsText(harness), waits)).toBe(waitsBefore + 1);
+    answerFirst();
     const answers = await Promise.all([first, second]);
     expect(answers.map((answer) => answer.choices[0]?.message.content)).toEqual(['first', 'second']);
     expect((await sessionMessages(harness, sessionId)).map((message) => message.content)).toEqual([
@@ -220,12 +231,14 @@ describe('sessions', () => {
     try {
       await waitUntilReady(impatient);
       const sessionId = `impatient-${randomUUID()}`;
-      fake.enqueue({ delayBeforeHeadersMs: 1_000 });
+      let answerFirst = (): void => {};
+      fake.enqueue({ answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)) });
       const first = clientFor(impatient, sessionId).chat.completions.create({
         model: 'gpt-4o-mini',
         messages: [{ role: 'user', content: 'slow' }],
       });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The first holds the session until the test lets the upstream answer it.
+      await fake.chatRequestHolding(`"slow"`);
       const response = await fetch(`${impatient.baseUrl}/chat/completions`, {
         method: 'POST',
         headers: {
@@ -239,6 +252,7 @@ describe('sessions', () => {
       expect(response.headers.get('retry-after')).toBe('1');
       expect(response.headers.get('x-should-retry')).toBe('true');
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('session_busy');
+      answerFirst();
       await first;
       expect(await sessionMessages(impatient, sessionId)).toHaveLength(2);
     } finally {
@@ -340,14 +354,15 @@ describe('sessions', () => {
   it('renews its hold through a turn longer than hold_ms; a turn whose hold was lost is neither stored nor answered', async () => {
     const shortHold = await startGateway({
       env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
-      configYaml: 'sessions:\n  hold_ms: 300\n',
+      // Long enough that a loaded machine's event-loop stalls do not outlast the renewal's margin.
+      configYaml: 'sessions:\n  hold_ms: 1000\n',
     });
     try {
       await waitUntilReady(shortHold);
       const sessionId = `long-turn-${randomUUID()}`;
       const client = clientFor(shortHold, sessionId);
-      // Three times the hold: renewed all along, so stored and answered.
-      fake.enqueue({ delayBeforeHeadersMs: 900, content: 'slow but fine' });
+      // Two and a half times the hold: renewed all along, so stored and answered.
+      fake.enqueue({ delayBeforeHeadersMs: 2_500, content: 'slow but fine' });
       const slow = await client.chat.completions.create({
         model: 'gpt-4o-mini',
         messages: [{ role: 'user', content: 'slow' }],
@@ -356,11 +371,15 @@ describe('sessions', () => {
       expect(await sessionMessages(shortHold, sessionId)).toHaveLength(2);
 
       // The hold disappears mid-turn (as when a replica freezes past it and another takes over).
-      fake.enqueue({ delayBeforeHeadersMs: 900, content: 'too late' });
+      let answerLost = (): void => {};
+      fake.enqueue({
+        answerWhen: new Promise<void>((resolve) => (answerLost = resolve)),
+        content: 'too late',
+      });
       const pending = client.chat.completions
         .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'lost' }] })
         .catch((error: unknown) => error);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await fake.chatRequestHolding('"lost"');
       const port = new URL(inject('redisUrl')).port;
       const holdKey = execFileSync(
         'redis-cli',
@@ -371,6 +390,7 @@ describe('sessions', () => {
       ).trim();
       expect(holdKey).not.toBe('');
       execFileSync('redis-cli', ['-p', port, 'DEL', holdKey]);
+      answerLost();
       const failure = await pending;
       expect(failure).toBeInstanceOf(OpenAI.ConflictError);
       expect((failure as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_conflict');
@@ -398,7 +418,13 @@ describe('sessions', () => {
     expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
 
     // The hold disappears while the answer streams: the turn cannot be stored.
-    fake.enqueue({ content: 'never stored', chunks: 4, chunkDelayMs: 200 });
+    let resume = (): void => {};
+    fake.enqueue({
+      content: 'never stored',
+      chunks: 4,
+      pauseAfterChunks: 2,
+      resumeWhen: new Promise<void>((resolve) => (resume = resolve)),
+    });
     const response = await send('second');
     const port = new URL(inject('redisUrl')).port;
     const holdKey = execFileSync(
@@ -408,7 +434,9 @@ describe('sessions', () => {
         encoding: 'utf8',
       },
     ).trim();
+    expect(holdKey).not.toBe('');
     execFileSync('redis-cli', ['-p', port, 'DEL', holdKey]);
+    resume();
     const text = await response.text();
     expect(text).not.toContain('[DONE]');
     const events = text.trim().split('\n\n');

@@ -10,7 +10,13 @@ import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { countPromptTokens, FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
 
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import {
+  counterValue,
+  metricsText,
+  startGateway,
+  waitUntilReady,
+  type GatewayHarness,
+} from '../helpers/start-gateway.js';
 import { textOf } from '../helpers/text.js';
 
 const model = 'small-model';
@@ -143,15 +149,6 @@ async function converse(
 
 const correct = (answers: Array<{ fact: number; answer: string }>): number =>
   answers.filter(({ fact, answer }) => answer.includes(codeFor(fact))).length;
-
-async function metricsText(gateway: GatewayHarness): Promise<string> {
-  return (await fetch(`${gateway.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
-}
-
-function counterValue(text: string, series: string): number {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
-}
 
 describe('summarization of a long session', () => {
   it('answers the facts of 300 turns in an 8,192-token window, every request fitting first time', async () => {

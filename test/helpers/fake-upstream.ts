@@ -36,6 +36,11 @@ export interface Behaviour {
   omitDone?: boolean;
   /** Non-streaming: send the headers and half of the JSON body, then fall silent. */
   stallMidBody?: boolean;
+  /** Answer only once this settles (after `delayBeforeHeadersMs`): the test says when, not a clock. */
+  answerWhen?: Promise<unknown>;
+  /** Stream: after this many chunks, send the rest only once `resumeWhen` settles. */
+  pauseAfterChunks?: number;
+  resumeWhen?: Promise<unknown>;
 }
 
 export interface RecordedRequest {
@@ -335,6 +340,15 @@ export class FakeUpstream {
     this.options.windows = { ...this.options.windows, [model]: window };
   }
 
+  /** The first chat request whose body holds `text`, once one has arrived (recorded ones included). */
+  async chatRequestHolding(text: string): Promise<RecordedRequest> {
+    for (;;) {
+      const found = this.chatRequests.find((request) => request.rawBody.includes(text));
+      if (found !== undefined) return found;
+      await sleep(5);
+    }
+  }
+
   get chatRequests(): RecordedRequest[] {
     return this.requests.filter((request) => request.path.endsWith('/chat/completions'));
   }
@@ -435,6 +449,7 @@ export class FakeUpstream {
       return;
     }
     if (behaviour.delayBeforeHeadersMs !== undefined) await sleep(behaviour.delayBeforeHeadersMs);
+    if (behaviour.answerWhen !== undefined) await behaviour.answerWhen;
     if (response.destroyed) return;
     if (behaviour.status !== undefined) {
       response.writeHead(behaviour.status, { 'content-type': 'application/json', ...behaviour.headers });
@@ -715,6 +730,7 @@ export class FakeUpstream {
         return;
       }
       if (behaviour.stallAfterChunks !== undefined && index >= behaviour.stallAfterChunks) return;
+      if (index === behaviour.pauseAfterChunks) await behaviour.resumeWhen;
       if (response.destroyed) return;
       response.write(text);
       if (behaviour.chunkDelayMs !== undefined) await sleep(behaviour.chunkDelayMs);

@@ -64,3 +64,14 @@ export async function waitUntilReady(gateway: GatewayHarness): Promise<void> {
   }
   throw new Error('gateway not ready');
 }
+
+/** The gateway's /metrics page. */
+export async function metricsText(gateway: GatewayHarness): Promise<string> {
+  return (await fetch(`${gateway.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
+}
+
+/** One series' value on a metrics page (0 while the series has not appeared). */
+export function counterValue(text: string, series: string): number {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}

@@ -27,6 +27,34 @@ describe('createHoldQueue', () => {
     expect(got).toEqual(['a', 'b', 'c', 'd']);
   });
 
+  it('tells of each request that had to wait, once however often it tried', async () => {
+    let waits = 0;
+    const queue = createHoldQueue(() => waits++);
+    let holder: string | undefined = 'another replica';
+    let tries = 0;
+    const request = (name: string) =>
+      queue.acquireInTurn(key, 60_000, async () => {
+        tries++;
+        if (holder !== undefined) return undefined;
+        holder = name;
+        return name;
+      });
+    // Held elsewhere: the first request polls the store; the next two queue behind it on this replica.
+    const waiting = [request('a'), request('b'), request('c')];
+    while (tries < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    holder = undefined;
+    for (const next of waiting) {
+      await next;
+      holder = undefined;
+      queue.sessionReleased(key);
+    }
+    expect(tries).toBeGreaterThan(3);
+    expect(waits).toBe(3);
+    // The session free: no wait to tell.
+    expect(await request('d')).toBe('d');
+    expect(waits).toBe(3);
+  });
+
   it('gives up when the session stays busy past the wait', async () => {
     const queue = createHoldQueue();
     let clock = 0;

@@ -131,15 +131,16 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
 
     it('renews a hold only for its holder, keeping the session held past its first expiry', async () => {
       const key = freshKey();
-      const hold = (await store.acquire(key, 400))!;
+      // Each wait is past half the hold: a stall of the test's process up to 550 ms changes nothing.
+      const hold = (await store.acquire(key, 1_200))!;
       expect(await store.renew(key, { token: 'someone-else', expiresAtMs: 0 }, 10_000)).toBe(false);
-      await sleep(250);
-      expect(await store.renew(key, hold, 400)).toBe(true);
-      await sleep(250);
-      // 500 ms after acquiring with 400: held only because it was renewed.
+      await sleep(650);
+      expect(await store.renew(key, hold, 1_200)).toBe(true);
+      await sleep(650);
+      // 1,300 ms after acquiring with 1,200: held only because it was renewed.
       expect(await store.acquire(key, 10_000)).toBeUndefined();
-      await sleep(300);
-      expect(await store.renew(key, hold, 400)).toBe(false);
+      await sleep(1_300);
+      expect(await store.renew(key, hold, 1_200)).toBe(false);
       const next = await store.acquire(key, 10_000);
       expect(next).toBeDefined();
       await store.release(key, next!);
