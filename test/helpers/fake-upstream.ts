@@ -58,6 +58,8 @@ export interface RecordedRequest {
   /** Resolves with the time the client side closed the connection before the answer was complete. */
   closedEarly: Promise<number>;
   completed: boolean;
+  /** On a summarization request: how many others were received and not yet answered when it came. */
+  summariesOpenOnArrival?: number;
 }
 
 export interface FakeUpstreamOptions {
@@ -281,6 +283,8 @@ export class FakeUpstream {
   private readonly summaryQueue: Behaviour[] = [];
   /** Summarization requests received, all of them (`requests` keeps only the newest `recordLimit`). */
   summaryRequestsSeen = 0;
+  /** Summarization requests received whose answer has not ended yet. */
+  private summariesOpen = 0;
 
   private server: Server | undefined;
   private readonly options: FakeUpstreamOptions;
@@ -398,7 +402,11 @@ export class FakeUpstream {
     } catch {
       // Not JSON: answered below as OpenAI does.
     }
-    if (summaryRequest) this.summaryRequestsSeen++;
+    if (summaryRequest) {
+      this.summaryRequestsSeen++;
+      recorded.summariesOpenOnArrival = this.summariesOpen++;
+      response.once('close', () => this.summariesOpen--);
+    }
     // Summarization requests run beside the conversation: they never take its scripted behaviours.
     const behaviour = summaryRequest
       ? { ...(this.summaryQueue.shift() ?? this.summaryBehaviour) }
