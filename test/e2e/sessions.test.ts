@@ -59,6 +59,8 @@ afterAll(async () => {
 });
 beforeEach(() => {
   fake.requests.length = 0;
+  // A test that failed midway leaves no scripted answer for the next one's requests.
+  fake.clearQueue();
 });
 
 describe('sessions', () => {
