@@ -7,6 +7,9 @@ export const config = defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // expect.poll waits for an event the test caused (a count settled, a request queued): on a loaded
+    // machine that takes longer, never a different course, so it is given long enough.
+    expect: { poll: { timeout: 10_000 } },
   },
 });
 
