@@ -84,9 +84,9 @@ export function createHoldQueue(waiting: () => void = () => undefined): HoldQueu
         for (let tries = 0; ; tries++) {
           const held = await attempt();
           if (held !== undefined) return held;
-          if (tries === 0 && ahead === undefined) waiting();
           const left = deadline - now();
           if (left <= 0) return undefined;
+          if (tries === 0 && ahead === undefined) waiting();
           await pause(id, Math.min(pollMs, left));
           pollMs = Math.min(maxPollMs, pollMs * 2);
         }

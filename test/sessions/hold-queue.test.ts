@@ -70,6 +70,13 @@ describe('createHoldQueue', () => {
     expect(held).toBeUndefined();
   });
 
+  it('tells of no wait when the caller waits for nothing (busy_wait_ms 0)', async () => {
+    let waits = 0;
+    const queue = createHoldQueue(() => waits++);
+    expect(await queue.acquireInTurn(key, 0, async () => undefined)).toBeUndefined();
+    expect(waits).toBe(0);
+  });
+
   it('keeps each gateway’s order to itself', async () => {
     const mine = createHoldQueue();
     const other = createHoldQueue();
