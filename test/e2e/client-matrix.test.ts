@@ -11,7 +11,7 @@ import { generateText, jsonSchema, stepCountIs, streamText, tool, type LanguageM
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
 import { findFreePort } from '../helpers/redis-server.js';
 import { prose } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -320,13 +320,13 @@ describe.each(clients)('%s through the gateway', (name, make) => {
 
   it('sees a session held past the wait as 409', async () => {
     const id = `busy-${randomUUID()}`;
-    let answerFirst = (): void => {};
-    fake.enqueue({ answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)), content: 'slow' });
+    const answerFirst = gate();
+    fake.enqueue({ answerWhen: answerFirst.opened, content: 'slow' });
     const first = make({ baseURL: harness.baseUrl, session: id }).chat(`first of ${id}`);
     // The first holds the session until the test lets the upstream answer it.
     await fake.chatRequestHolding(`first of ${id}`);
     const error = await make({ baseURL: harness.baseUrl, session: id }).failure('second');
-    answerFirst();
+    answerFirst.open();
     await first;
     expect(error.status).toBe(409);
     expect(error.kind).toBe(expectedKind(name, 409));

@@ -9,7 +9,7 @@ import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from '@la
 import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { FakeUpstream, gate, type ChatMessage } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -62,12 +62,12 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
 
   it('streams the Responses event sequence as the provider streams', async () => {
     // The provider sends two chunks, then the rest only once the client has the first words.
-    let firstWordsSeen = (): void => {};
+    const firstWordsSeen = gate();
     fake.setDefault({
       content: 'one two three four five',
       chunks: 5,
       pauseAfterChunks: 2,
-      resumeWhen: new Promise<void>((resolve) => (firstWordsSeen = resolve)),
+      resumeWhen: firstWordsSeen.opened,
     });
     const stream = await client().responses.create({ model: 'gpt-4o-mini', input: 'Count.', stream: true });
     const types: string[] = [];
@@ -80,7 +80,7 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
       sequence.push(event.sequence_number);
       if (event.type === 'response.output_text.delta') {
         providerDoneAtFirstDelta ??= fake.chatRequests.at(-1)?.completed;
-        firstWordsSeen();
+        firstWordsSeen.open();
         text += event.delta;
       }
     }

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import {
   counterValue,
@@ -139,8 +139,8 @@ describe('a retried turn replaces the stored one', () => {
 
   it('stores once when the retry arrives while the first request still holds the session', async () => {
     const sessionId = `concurrent-${answers}`;
-    let answerFirst = (): void => {};
-    fake.enqueue({ answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)) });
+    const answerFirst = gate();
+    fake.enqueue({ answerWhen: answerFirst.opened });
     const first = chat(sessionId, [user('Slow question?')]);
     // The first holds the session until its upstream answers, which the test allows once the retry
     // waits for the session.
@@ -149,7 +149,7 @@ describe('a retried turn replaces the stored one', () => {
     const waitsBefore = counterValue(await metricsText(harness), waits);
     const second = chat(sessionId, [user('Slow question?')], retry);
     await expect.poll(async () => counterValue(await metricsText(harness), waits)).toBe(waitsBefore + 1);
-    answerFirst();
+    answerFirst.open();
     const secondAnswer = await second;
     expect((await first).status).toBe(200);
     expect(secondAnswer.status).toBe(200);
@@ -187,8 +187,8 @@ describe('a commit whose acknowledgement Redis held back', () => {
       // Redis stops taking writes while the provider answers: the turn's write waits in Redis, and its
       // acknowledgement comes after the gateway's command timeout.
       // The provider answers once Redis is paused: the hold was taken and the session read before.
-      let answerNow = (): void => {};
-      setup.upstream.setDefault({ answerWhen: new Promise<void>((resolve) => (answerNow = resolve)) });
+      const answerNow = gate();
+      setup.upstream.setDefault({ answerWhen: answerNow.opened });
       const client = new OpenAI({
         baseURL: setup.gateway.baseUrl,
         apiKey: key,
@@ -201,7 +201,7 @@ describe('a commit whose acknowledgement Redis held back', () => {
       });
       await setup.upstream.chatRequestHolding('Stall?');
       await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '6000', 'WRITE']);
-      answerNow();
+      answerNow.open();
       const completion = await answer;
       expect(completion.choices[0]?.message.content).toMatch(/^answer number/);
       expect(await history('stalled', setup.gateway)).toEqual([
@@ -217,8 +217,8 @@ describe('a commit whose acknowledgement Redis held back', () => {
     const setup = await pausedGateway(500);
     try {
       // The provider answers once Redis is paused: the hold was taken and the session read before.
-      let answerNow = (): void => {};
-      setup.upstream.setDefault({ answerWhen: new Promise<void>((resolve) => (answerNow = resolve)) });
+      const answerNow = gate();
+      setup.upstream.setDefault({ answerWhen: answerNow.opened });
       const client = new OpenAI({
         baseURL: setup.gateway.baseUrl,
         apiKey: key,
@@ -231,7 +231,7 @@ describe('a commit whose acknowledgement Redis held back', () => {
       });
       await setup.upstream.chatRequestHolding('Twice?');
       await run('redis-cli', ['-p', String(setup.redis.port), 'CLIENT', 'PAUSE', '2500', 'WRITE']);
-      answerNow();
+      answerNow.open();
       const completion = await answer;
       // The first answer was stored when Redis resumed, after the client was told 503: its retry replaced it.
       expect(setup.upstream.chatRequests.length).toBeGreaterThanOrEqual(2);

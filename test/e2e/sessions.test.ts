@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
 import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
 import {
   counterValue,
@@ -196,11 +196,8 @@ describe('sessions', () => {
   it('serves two concurrent requests on a session one after the other, in order, without a 409', async () => {
     const sessionId = `busy-${randomUUID()}`;
     const client = clientFor(harness, sessionId);
-    let answerFirst = (): void => {};
-    fake.enqueue(
-      { answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)), content: 'first' },
-      { content: 'second' },
-    );
+    const answerFirst = gate();
+    fake.enqueue({ answerWhen: answerFirst.opened, content: 'first' }, { content: 'second' });
     const first = client.chat.completions.create({
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'one' }],
@@ -214,7 +211,7 @@ describe('sessions', () => {
       messages: [{ role: 'user', content: 'two' }],
     });
     await expect.poll(async () => counterValue(await metricsText(harness), waits)).toBe(waitsBefore + 1);
-    answerFirst();
+    answerFirst.open();
     const answers = await Promise.all([first, second]);
     expect(answers.map((answer) => answer.choices[0]?.message.content)).toEqual(['first', 'second']);
     expect((await sessionMessages(harness, sessionId)).map((message) => message.content)).toEqual([
@@ -233,8 +230,8 @@ describe('sessions', () => {
     try {
       await waitUntilReady(impatient);
       const sessionId = `impatient-${randomUUID()}`;
-      let answerFirst = (): void => {};
-      fake.enqueue({ answerWhen: new Promise<void>((resolve) => (answerFirst = resolve)) });
+      const answerFirst = gate();
+      fake.enqueue({ answerWhen: answerFirst.opened });
       const first = clientFor(impatient, sessionId).chat.completions.create({
         model: 'gpt-4o-mini',
         messages: [{ role: 'user', content: 'slow' }],
@@ -254,7 +251,7 @@ describe('sessions', () => {
       expect(response.headers.get('retry-after')).toBe('1');
       expect(response.headers.get('x-should-retry')).toBe('true');
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('session_busy');
-      answerFirst();
+      answerFirst.open();
       await first;
       expect(await sessionMessages(impatient, sessionId)).toHaveLength(2);
     } finally {
@@ -373,9 +370,9 @@ describe('sessions', () => {
       expect(await sessionMessages(shortHold, sessionId)).toHaveLength(2);
 
       // The hold disappears mid-turn (as when a replica freezes past it and another takes over).
-      let answerLost = (): void => {};
+      const answerLost = gate();
       fake.enqueue({
-        answerWhen: new Promise<void>((resolve) => (answerLost = resolve)),
+        answerWhen: answerLost.opened,
         content: 'too late',
       });
       const pending = client.chat.completions
@@ -392,7 +389,7 @@ describe('sessions', () => {
       ).trim();
       expect(holdKey).not.toBe('');
       execFileSync('redis-cli', ['-p', port, 'DEL', holdKey]);
-      answerLost();
+      answerLost.open();
       const failure = await pending;
       expect(failure).toBeInstanceOf(OpenAI.ConflictError);
       expect((failure as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_conflict');
@@ -420,12 +417,12 @@ describe('sessions', () => {
     expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
 
     // The hold disappears while the answer streams: the turn cannot be stored.
-    let resume = (): void => {};
+    const resume = gate();
     fake.enqueue({
       content: 'never stored',
       chunks: 4,
       pauseAfterChunks: 2,
-      resumeWhen: new Promise<void>((resolve) => (resume = resolve)),
+      resumeWhen: resume.opened,
     });
     const response = await send('second');
     const port = new URL(inject('redisUrl')).port;
@@ -438,7 +435,7 @@ describe('sessions', () => {
     ).trim();
     expect(holdKey).not.toBe('');
     execFileSync('redis-cli', ['-p', port, 'DEL', holdKey]);
-    resume();
+    resume.open();
     const text = await response.text();
     expect(text).not.toContain('[DONE]');
     const events = text.trim().split('\n\n');

@@ -43,6 +43,13 @@ export interface Behaviour {
   resumeWhen?: Promise<unknown>;
 }
 
+/** A promise the test opens when it chooses: for `answerWhen` and `resumeWhen`. */
+export function gate(): { opened: Promise<void>; open: () => void } {
+  let open = (): void => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
