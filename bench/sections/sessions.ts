@@ -141,6 +141,14 @@ export async function sessionsSection(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     const rendered = new Map<number, unknown[]>();
     for (const size of sizes) rendered.set(size, await renderedPrompt(size));
+    // Commands Redis ran (every client's: the gateway's, this bench's reads), to count them per request.
+    const redisCalls = async (): Promise<number> =>
+      [...(await connection.info('commandstats')).matchAll(/calls=(\d+)/g)].reduce(
+        (sum, match) => sum + Number(match[1]),
+        0,
+      );
+    const callsBefore = await redisCalls();
+    let sessionRequests = 0;
     // Three interleaved rounds, so that the machine's noise falls on every size and baseline alike.
     const samples = new Map(
       sizes.map((size) => [size, { session: [] as number[], upstream: [] as number[] }]),
@@ -151,6 +159,7 @@ export async function sessionsSection(): Promise<void> {
         latencies.session.push(
           ...(await timeRequests(target, 130, nextQuestion(size), sessionHeaders(size))),
         );
+        sessionRequests += 130;
         // The session has grown since: its prompt as it is now, against the provider alone.
         rendered.set(size, await renderedPrompt(size));
         latencies.upstream.push(
@@ -161,6 +170,8 @@ export async function sessionsSection(): Promise<void> {
         );
       }
     }
+    // The rounds' other commands: a load per rendered prompt, and the two INFO calls.
+    const perRequest = ((await redisCalls()) - callsBefore - sizes.length * 3 - 2) / sessionRequests;
     const p50s: number[] = [];
     const overheads: number[] = [];
     for (const size of sizes) {
@@ -202,6 +213,9 @@ export async function sessionsSection(): Promise<void> {
     console.log(
       `   10 000-message / 10-message: session p50 ${ratio(p50s, 2, 0)} (target <= 1.5), ` +
         `gateway overhead p50 ${ratio(overheads, 2, 0)}`,
+    );
+    console.log(
+      `   Redis commands per session request: ${perRequest.toFixed(2)} (background summaries included)`,
     );
   } finally {
     connection.disconnect();

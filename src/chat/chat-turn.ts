@@ -12,7 +12,7 @@ import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
-import type { SessionKey } from '../store/session-store.js';
+import type { SessionKey, SessionRequestReport } from '../store/session-store.js';
 import { recoveryLimitsFor } from '../upstream/recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
@@ -21,7 +21,7 @@ import {
   type SessionTurn,
   type SummaryMessages,
 } from '../sessions/session-turn.js';
-import { buildRequestReport } from '../sessions/request-report.js';
+import { buildRequestReport, historyFates } from '../sessions/request-report.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
@@ -34,7 +34,7 @@ import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { createContextPlanner } from './context-planner.js';
 import { isUnknownModel } from '../context/context-settings.js';
-import { countPrecisionFor, tokenizerFor, type PreparedContext } from '../context/plan-send.js';
+import { countPrecisionFor, tokenizerFor } from '../context/plan-send.js';
 import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../upstream/relay.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import { withOutcome, type RequestOutcome, type UpstreamTally } from './request-outcome.js';
@@ -109,6 +109,10 @@ interface Turn {
   lastAttempt?: ChatAttempt;
   /** The upstream calls, once the exchange is over. */
   upstream?: UpstreamTally;
+  /** The inspector's report went with the stored turn. */
+  reportStored?: boolean;
+  /** What an attempt did to the session's messages (the report's costly part), found while it was upstream. */
+  fates?: { attempt: ChatAttempt; runs: SessionRequestReport['fates'] };
   /** The recall tool's calls the gateway answered, and what those rounds cost (docs/budgeting.md#recall). */
   recall?: RecallRoundsOutcome['usage'] & { calls: number };
 }
@@ -262,20 +266,20 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     };
   }
 
-  /**
-   * Keeps the request's report with the session for the inspector (docs/inspector.md), in the
-   * background: a report that cannot be kept costs the request nothing.
-   */
-  function recordForInspector(turn: Turn, session: SessionTurn): void {
-    const answered = turn.answered;
-    if (answered === undefined) return;
+  /** The request's report for the inspector (docs/inspector.md): what the answered attempt sent. */
+  function inspectorReport(
+    turn: Turn,
+    session: SessionTurn,
+    answered: { attempt: ChatAttempt; promptTokens: number | undefined; status: number; retries: number },
+  ): SessionRequestReport {
     const { attempt } = answered;
     const { prepared } = attempt;
-    const report = buildRequestReport({
+    return buildRequestReport({
+      fates: fatesOf(turn, session, attempt),
       at: Date.now(),
       model: turn.chatRequest.model,
       fallback: attempt.fallback,
-      status: turn.upstream?.status ?? 200,
+      status: answered.status,
       session,
       rendered: prepared.messages,
       report: prepared.report,
@@ -283,8 +287,30 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       safetyMargin: prepared.settings.safetyMarginTokens,
       ratio: attempt.learned.ratio ?? 1,
       providerPromptTokens: answered.promptTokens,
-      retries: Math.max(0, (turn.upstream?.attempts ?? 1) - 1),
+      retries: answered.retries,
       durationMs: deps.now() - turn.input.startedAtMs,
+    });
+  }
+
+  /** What the attempt did to the session's messages, found once per attempt. */
+  function fatesOf(turn: Turn, session: SessionTurn, attempt: ChatAttempt): SessionRequestReport['fates'] {
+    if (turn.fates?.attempt !== attempt)
+      turn.fates = { attempt, runs: historyFates(session, attempt.prepared.messages) };
+    return turn.fates.runs;
+  }
+
+  /**
+   * An answered request whose turn was not stored (the report of one stored went with it): its report
+   * kept for the inspector in the background, where it costs the request nothing.
+   */
+  function recordForInspector(turn: Turn, session: SessionTurn): void {
+    const answered = turn.answered;
+    if (answered === undefined || turn.reportStored === true) return;
+    const report = inspectorReport(turn, session, {
+      attempt: answered.attempt,
+      promptTokens: answered.promptTokens,
+      status: turn.upstream?.status ?? 200,
+      retries: Math.max(0, (turn.upstream?.attempts ?? 1) - 1),
     });
     void deps.sessionStore.recordRequest(session.key, report).catch(() => undefined);
   }
@@ -330,18 +356,34 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
   }
 
-  /** Stores the turn with its reply; docs/sessions.md#summarization: a long session gets its oldest turns summarized after. */
+  /**
+   * Stores the turn with its reply and the request's report (one write); docs/sessions.md#summarization:
+   * a long session gets its oldest turns summarized after.
+   */
   async function commit(
     turn: Turn,
     session: SessionTurn,
-    prepared: PreparedContext,
+    sent: SendResult<ChatAttempt>,
     reply: Record<string, unknown> | undefined,
+    promptTokens: number | undefined,
   ) {
-    const { activeTokens } = await session.commit(reply, {
-      window: prepared.settings.window,
-      historyStartIndex: prepared.report.historyStartIndex,
-      keepFirstTurns: prepared.settings.policy.keep_first_turns,
+    const { prepared } = sent.attempt;
+    const report = inspectorReport(turn, session, {
+      attempt: sent.attempt,
+      promptTokens,
+      status: sent.response.statusCode,
+      retries: sent.overflowRetries + sent.upstreamRetries,
     });
+    const { activeTokens } = await session.commit(
+      reply,
+      {
+        window: prepared.settings.window,
+        historyStartIndex: prepared.report.historyStartIndex,
+        keepFirstTurns: prepared.settings.policy.keep_first_turns,
+      },
+      report,
+    );
+    turn.reportStored = true;
     deps.summarizer.afterTurn({
       key: session.key,
       model: turn.chatRequest.model,
@@ -410,7 +452,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             'upstream_bad_response',
             'The upstream answer holds no assistant message (choices[0].message).',
           );
-        await commit(turn, turn.session, attempt.prepared, answer.reply);
+        await commit(turn, turn.session, sent, answer.reply, answer.usage.promptTokens);
       }
       // After recall rounds the prompt answered is not the attempt's: nothing to learn from its count.
       if (turn.recall === undefined && turn.lessons.usage(answer.usage.promptTokens, attempt))
@@ -444,7 +486,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     }
     const commitError =
       outcome.failure === undefined && session !== undefined && outcome.replyComplete
-        ? await commit(turn, session, attempt.prepared, outcome.reply).then(
+        ? await commit(turn, session, sent, outcome.reply, outcome.usage.promptTokens).then(
             () => undefined,
             (error: unknown) => error ?? new Error('commit failed'),
           )
@@ -606,12 +648,16 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           first: ladder.first,
           send: (attempt) => {
             turn.lastAttempt = attempt;
-            return exchange.send({
+            const answer = exchange.send({
               method: 'POST',
               path: '/chat/completions',
               body: attempt.body,
               target: attempt.target,
             });
+            // The report's costly part, found while the upstream works rather than before the commit.
+            const { session } = turn;
+            if (session !== undefined) setImmediate(() => fatesOf(turn, session, attempt));
+            return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
           streaming: chatRequest.stream === true,

@@ -94,29 +94,20 @@ function fateRuns(): {
   };
 }
 
-export function buildRequestReport(input: {
-  at: number;
-  model: string;
-  fallback: string | undefined;
-  status: number;
-  session: SessionView;
-  rendered: readonly ContextMessage[];
-  report: RenderReport;
-  outputReserve: number;
-  safetyMargin: number;
-  /** Scales the gateway's estimate into the provider's units (an estimated model's learned ratio). */
-  ratio: number;
-  providerPromptTokens: number | undefined;
-  retries: number;
-  durationMs: number;
-}): SessionRequestReport {
-  const { session, report } = input;
+/**
+ * What the request did to each message of the session's history, as runs [first position, count, fate]
+ * in history positions (archive included): the costly part of a report, found once per attempt.
+ */
+export function historyFates(
+  session: SessionView,
+  rendered: readonly ContextMessage[],
+): Array<[number, number, MessageFate]> {
   const head = session.headMessages ?? 0;
   const archived = session.archivedMessages;
   const turnSummaryEnds = [...(session.pastTurnSummaries ?? []), session.turnSummary].flatMap((summary) =>
     summary === undefined ? [] : [summary.coversUntil],
   );
-  const local = messageFates(session.conversation, input.rendered, turnSummaryEnds);
+  const local = messageFates(session.conversation, rendered, turnSummaryEnds);
   // Conversation positions (after the system prompt): the head, then — past the archive — the rest.
   // The archive is added as ranges (it can hold many thousands of messages; none of it was sent).
   const fates = fateRuns();
@@ -134,6 +125,28 @@ export function buildRequestReport(input: {
     fates.add(index < head ? index : index + archived, 1, fate);
   });
   if (local.length <= head) addArchive();
+  return fates.runs;
+}
+
+export function buildRequestReport(input: {
+  at: number;
+  model: string;
+  fallback: string | undefined;
+  status: number;
+  session: SessionView;
+  rendered: readonly ContextMessage[];
+  report: RenderReport;
+  outputReserve: number;
+  safetyMargin: number;
+  /** Scales the gateway's estimate into the provider's units (an estimated model's learned ratio). */
+  ratio: number;
+  providerPromptTokens: number | undefined;
+  retries: number;
+  durationMs: number;
+  /** historyFates(session, rendered), when already found. */
+  fates?: Array<[number, number, MessageFate]>;
+}): SessionRequestReport {
+  const { report } = input;
   const scale = (tokens: number): number => Math.ceil(tokens * input.ratio);
   return {
     at: input.at,
@@ -158,6 +171,6 @@ export function buildRequestReport(input: {
     summarized: report.summarizedMessages,
     truncated: report.truncatedToolResults,
     masked: report.maskedToolResults,
-    fates: fates.runs,
+    fates: input.fates ?? historyFates(input.session, input.rendered),
   };
 }

@@ -13,6 +13,7 @@ import type {
   SessionHold,
   SessionKey,
   SessionSnapshot,
+  SessionRequestReport,
   SessionStore,
   StoredMessage,
   TurnSummary,
@@ -77,12 +78,14 @@ export interface RenderedTurn {
 export interface SessionTurn extends SessionView {
   key: SessionKey;
   /**
-   * Appends the new messages and the reply in one write; throws a GatewayError when it cannot. Returns
-   * the tokens of the active list with them (before any move to the archive).
+   * Appends the new messages and the reply in one write, with the request's report for the inspector
+   * when given; throws a GatewayError when it cannot. Returns the tokens of the active list with them
+   * (before any move to the archive).
    */
   commit(
     reply: Record<string, unknown> | undefined,
     rendered: RenderedTurn,
+    report?: SessionRequestReport,
   ): Promise<{ activeTokens: number }>;
   release(): Promise<void>;
 }
@@ -536,7 +539,11 @@ export async function beginSessionTurn(options: {
 
   return Object.assign({}, view, {
     key,
-    async commit(reply: Record<string, unknown> | undefined, rendered: RenderedTurn) {
+    async commit(
+      reply: Record<string, unknown> | undefined,
+      rendered: RenderedTurn,
+      report?: SessionRequestReport,
+    ) {
       renewal.stop();
       const append: StoredMessage[] = newMessages.map((message, index) => ({
         message: message as Record<string, unknown>,
@@ -561,6 +568,7 @@ export async function beginSessionTurn(options: {
           headMessages: protectedHeadMessages(snapshot, stored, append, rendered.keepFirstTurns),
           replaceLast: view.replaced,
           turnKey: retry.key,
+          report,
         },
         now,
         options.commitCheckMs ?? 15_000,

@@ -51,6 +51,12 @@ export interface EvictionEvent {
 const sessionOverheadBytes = 1_024;
 const messageOverheadBytes = 256;
 
+/** A request's report, newest first; the oldest beyond maxRequestReports go. */
+function keepReport(session: MemorySession, report: SessionRequestReport): void {
+  session.reports.unshift(report);
+  if (session.reports.length > maxRequestReports) session.reports.length = maxRequestReports;
+}
+
 function messageBytes(stored: StoredMessage): number {
   return JSON.stringify(stored.message).length * 2 + messageOverheadBytes;
 }
@@ -309,6 +315,7 @@ export function createMemorySessionStore({
       session.version += 1;
       session.updatedAtMs = now();
       session.hold = undefined;
+      if (input.report !== undefined) keepReport(session, input.report);
       evictOverBound(session);
       return { ok: true, version: session.version };
     },
@@ -331,8 +338,7 @@ export function createMemorySessionStore({
     async recordRequest(key, report) {
       const session = live(key);
       if (session === undefined || session.version === 0) return;
-      session.reports.unshift(report);
-      if (session.reports.length > maxRequestReports) session.reports.length = maxRequestReports;
+      keepReport(session, report);
     },
     async requestReports(key, limit) {
       return (live(key)?.reports ?? []).slice(0, Math.max(0, limit));

@@ -87,11 +87,13 @@ const sessionAcquireLoadScript = `
 if not redis.call('SET', KEYS[4], ARGV[9], 'PX', ARGV[10], 'NX') then return 0 end
 ${sessionLoadScript}`;
 
-// ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep; a
-// new one bumps systemPromptRev, so that loads can leave out the one a replica holds),
-// activeTokenLimit, minActive, epoch (for a new session, or after a replacement), head (0 = keep),
-// appended tokens, messages to take off the end first (a retried turn), the turn's idempotency key,
-// items… Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
+// KEYS: meta, active, archive, hold, requests. ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs,
+// historyStart, systemPrompt ('' = keep; a new one bumps systemPromptRev, so that loads can leave out the
+// one a replica holds), activeTokenLimit, minActive, epoch (for a new session, or after a replacement),
+// head (0 = keep), appended tokens, messages to take off the end first (a retried turn), the turn's
+// idempotency key, the request's report ('' = none; kept as the record-request script keeps it), reports
+// kept, items… Spilling moves the oldest whole turns after the protected head to the archive (see
+// spillCount).
 const sessionCommitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
 local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
@@ -118,11 +120,11 @@ end
 if replace > 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10]) end
 local before = redis.call('LLEN', KEYS[2])
 if lastStart >= before then lastStart = -1 end
-for index = 15, #ARGV do
+for index = 17, #ARGV do
   redis.call('RPUSH', KEYS[2], ARGV[index])
-  if startsTurn(ARGV[index]) then lastStart = before + index - 15 end
+  if startsTurn(ARGV[index]) then lastStart = before + index - 17 end
 end
-redis.call('HSET', KEYS[1], 'lastTurnCount', #ARGV - 14, 'lastTurnKey', ARGV[14])
+redis.call('HSET', KEYS[1], 'lastTurnCount', #ARGV - 16, 'lastTurnKey', ARGV[14])
 local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', tonumber(ARGV[12]) - removedTokens))
 local length = redis.call('LLEN', KEYS[2])
 local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
@@ -171,6 +173,11 @@ if ARGV[7] ~= '' then
 end
 for index = 1, 3 do
   if redis.call('EXISTS', KEYS[index]) == 1 then redis.call('EXPIRE', KEYS[index], ARGV[4]) end
+end
+if ARGV[15] ~= '' then
+  redis.call('LPUSH', KEYS[5], ARGV[15])
+  redis.call('LTRIM', KEYS[5], 0, tonumber(ARGV[16]) - 1)
+  redis.call('EXPIRE', KEYS[5], ARGV[4])
 end
 redis.call('DEL', KEYS[4])
 return {1, version}`;
@@ -282,12 +289,18 @@ redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1`;
 
-// A tenant's sessions by last activity (KEYS[1]). ARGV: now (ms), the session id, the oldest activity
-// kept (ms), ttlSeconds.
+// A tenant's sessions by last activity (KEYS[1]): a batch of them. ARGV: the oldest activity kept (ms),
+// ttlSeconds, then pairs of a time (ms) and a session id. A session's time only moves forward (another
+// replica's batch may carry an older one).
 const sessionTouchIndexScript = `
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
+for index = 3, #ARGV - 1, 2 do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[index + 1])
+  if not score or tonumber(score) < tonumber(ARGV[index]) then
+    redis.call('ZADD', KEYS[1], ARGV[index], ARGV[index + 1])
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
 return 1`;
 
 export const sessionScripts = {
@@ -297,7 +310,7 @@ export const sessionScripts = {
   acquireLoad: { name: 'ctxgateAcquireLoad', numberOfKeys: 4, lua: sessionAcquireLoadScript },
   recordRequest: { name: 'ctxgateRecordRequest', numberOfKeys: 1, lua: sessionRecordRequestScript },
   touchIndex: { name: 'ctxgateTouchIndex', numberOfKeys: 1, lua: sessionTouchIndexScript },
-  commit: { name: 'ctxgateCommit', numberOfKeys: 4, lua: sessionCommitScript },
+  commit: { name: 'ctxgateCommit', numberOfKeys: 5, lua: sessionCommitScript },
   history: { name: 'ctxgateHistory', numberOfKeys: 3, lua: sessionHistoryScript },
   summaryLock: { name: 'ctxgateSummaryLock', numberOfKeys: 2, lua: sessionSummaryLockScript },
   storeSummary: { name: 'ctxgateStoreSummary', numberOfKeys: 4, lua: sessionStoreSummaryScript },

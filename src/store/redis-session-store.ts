@@ -11,6 +11,7 @@
 // (`systemPrompt`, `systemPromptRev`): an agent's instructions are tens of KB, sent with every request.
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
+import { createActivityBatches, type Schedule } from './activity-batches.js';
 import { defineScripts, sessionScripts } from './redis-scripts.js';
 import {
   emptySnapshot,
@@ -237,12 +238,15 @@ export function createRedisSessionStore({
   limits,
   cacheBytes = 64 * 1024 * 1024,
   now = () => Date.now(),
+  activitySchedule,
 }: {
   redis: RedisConnection;
   limits: SessionLimits;
   /** Bytes of loaded sessions' JSON this replica keeps, to load only what was appended since. */
   cacheBytes?: number;
   now?: () => number;
+  /** When the tenant index's batches are written (activity-batches.ts; every 100 ms by default). */
+  activitySchedule?: Schedule;
 }): SessionStore {
   const {
     release,
@@ -258,6 +262,12 @@ export function createRedisSessionStore({
     storeTurnSummary,
   } = defineScripts(redis, sessionScripts);
   const cache = createSessionCache(cacheBytes);
+  // Two keys in two slots (a cluster runs them on their own nodes): the report goes with the session's
+  // keys, the activity with the tenant's index, in batches.
+  const activity = createActivityBatches((tenantId, entries) => {
+    const ttl = limits.idleTtlSeconds;
+    return touchIndex(tenantIndexKey(tenantId), now() - ttl * 1000, ttl, ...entries.flat());
+  }, activitySchedule);
 
   /**
    * The session's meta and active list, only what was appended since fetched when this replica has it
@@ -347,14 +357,13 @@ export function createRedisSessionStore({
 
   return {
     async recordRequest(key, report) {
-      const keys = sessionKeys(key);
-      const index = tenantIndexKey(key.tenantId);
-      const ttl = limits.idleTtlSeconds;
-      // Two keys in two slots (a cluster runs them on their own nodes): a script each, one command.
-      await Promise.all([
-        recordReport(keys.requests, JSON.stringify(report), maxRequestReports, ttl),
-        touchIndex(index, report.at, key.sessionId, report.at - ttl * 1000, ttl),
-      ]);
+      await recordReport(
+        sessionKeys(key).requests,
+        JSON.stringify(report),
+        maxRequestReports,
+        limits.idleTtlSeconds,
+      );
+      activity.mark(key.tenantId, key.sessionId, report.at);
     },
     async requestReports(key, limit) {
       if (limit <= 0) return [];
@@ -363,6 +372,7 @@ export function createRedisSessionStore({
     },
     async listSessions(tenantId, { offset, limit, search }) {
       const index = tenantIndexKey(tenantId);
+      await activity.flush(tenantId);
       const since = now() - limits.idleTtlSeconds * 1000;
       const ids = (await redis.zrevrangebyscore(index, '+inf', since, 'WITHSCORES')) as string[];
       const found: SessionListing[] = [];
@@ -460,6 +470,7 @@ export function createRedisSessionStore({
         keys.active,
         keys.archive,
         keys.hold,
+        keys.requests,
         input.hold.token,
         input.expectedVersion,
         limits.maxActiveMessages,
@@ -474,10 +485,14 @@ export function createRedisSessionStore({
         input.append.reduce((sum, stored) => sum + Math.max(0, Math.round(stored.tokens)), 0),
         input.replaceLast ?? 0,
         input.turnKey ?? '',
+        input.report === undefined ? '' : JSON.stringify(input.report),
+        maxRequestReports,
         ...input.append.map(serializeStored),
       )) as [number, number | string];
-      if (result[0] === 1) return { ok: true, version: Number(result[1]) };
-      return { ok: false, reason: result[1] === 'hold_lost' ? 'hold_lost' : 'version_conflict' };
+      if (result[0] !== 1)
+        return { ok: false, reason: result[1] === 'hold_lost' ? 'hold_lost' : 'version_conflict' };
+      if (input.report !== undefined) activity.mark(key.tenantId, key.sessionId, input.report.at);
+      return { ok: true, version: Number(result[1]) };
     },
     async history(key, offset, limit) {
       const keys = sessionKeys(key);
@@ -496,6 +511,7 @@ export function createRedisSessionStore({
     async delete(key) {
       const keys = sessionKeys(key);
       cache.delete(`${key.tenantId}\u0000${key.sessionId}`);
+      activity.forget(key.tenantId, key.sessionId);
       await redis.zrem(tenantIndexKey(key.tenantId), key.sessionId).catch(() => 0);
       return (
         (await redis.del(keys.meta, keys.active, keys.archive, keys.hold, keys.summarizing, keys.requests)) >
@@ -510,6 +526,7 @@ export function createRedisSessionStore({
       }
     },
     async close() {
+      await activity.flush();
       redis.disconnect();
     },
   };

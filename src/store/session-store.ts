@@ -139,6 +139,11 @@ export interface CommitInput {
   replaceLast?: number;
   /** The request's Idempotency-Key, kept with the turn so a retry carrying it is known. */
   turnKey?: string | undefined;
+  /**
+   * The request's report for the inspector, kept with the turn in the same atomic step (as
+   * recordRequest keeps it): a turn refused is not reported as stored, one stored always is.
+   */
+  report?: SessionRequestReport | undefined;
 }
 
 export type CommitOutcome =
@@ -186,11 +191,18 @@ export interface SessionListing {
 }
 
 export interface SessionStore {
-  /** Keeps a request's report with the session (bounded, expiring with it). */
+  /**
+   * Keeps a request's report with the session (bounded, expiring with it) and lists the session as
+   * active at the report's time. A stored turn's report goes with its commit instead (CommitInput.report).
+   */
   recordRequest(key: SessionKey, report: SessionRequestReport): Promise<void>;
   /** The session's request reports, newest first. */
   requestReports(key: SessionKey, limit: number): Promise<SessionRequestReport[]>;
-  /** A tenant's live sessions, most recently active first; `search` keeps ids containing it. */
+  /**
+   * A tenant's live sessions, most recently active first (by their newest report's time); `search` keeps
+   * ids containing it. What this store recorded is listed at once; what another replica recorded, once
+   * that replica has written its batch of the tenant index (docs/inspector.md: within 100 ms).
+   */
   listSessions(
     tenantId: string,
     page: { offset: number; limit: number; search?: string | undefined },

@@ -394,6 +394,18 @@ describe('sessions', () => {
       expect(failure).toBeInstanceOf(OpenAI.ConflictError);
       expect((failure as InstanceType<typeof OpenAI.ConflictError>).code).toBe('session_conflict');
       expect(await sessionMessages(shortHold, sessionId)).toHaveLength(2);
+      // The inspector has both: the stored turn's report (kept with it), and the lost turn's, kept after.
+      const reports = async () => {
+        const response = await fetch(`${shortHold.baseUrl}/sessions/${sessionId}/requests`, {
+          headers: { authorization: 'Bearer sk-tenant-a' },
+        });
+        return ((await response.json()) as { data: Array<{ status: number; at: number }> }).data;
+      };
+      await expect.poll(async () => (await reports()).length).toBe(2);
+      const [lost, stored] = await reports();
+      expect(lost?.status).toBe(200);
+      expect(stored?.status).toBe(200);
+      expect(lost!.at).toBeGreaterThan(stored!.at);
     } finally {
       await shortHold.close();
     }

@@ -1,6 +1,33 @@
 // A session of question/answer turns written straight through a store, and a summary stored over its
 // oldest messages, for tests of what the stores and the session's view make of them.
-import type { SessionKey, SessionStore, SessionSummary } from '../../src/store/session-store.js';
+import type {
+  SessionKey,
+  SessionRequestReport,
+  SessionStore,
+  SessionSummary,
+} from '../../src/store/session-store.js';
+
+/**
+ * What a request of the session did, as the chat service records it: `inputTokens` of an 8,000-token
+ * window with 500 reserved for the output, two messages sent (sessions are listed by their requests).
+ */
+export const requestReport = (at: number, inputTokens: number): SessionRequestReport => ({
+  at,
+  model: 'm',
+  status: 200,
+  window: 8_000,
+  inputTokens,
+  outputReserve: 500,
+  safetyMargin: 400,
+  regions: { system: 10, summary: 0, tools: 0, history: inputTokens - 20, current: 10 },
+  retries: 0,
+  durationMs: 5,
+  dropped: 0,
+  summarized: 0,
+  truncated: 0,
+  masked: 0,
+  fates: [[0, 2, 'sent']],
+});
 
 /**
  * Commits `turns` turns ("question N", "answer N"; `tokens` each), one write per turn: to a new session,

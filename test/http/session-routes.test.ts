@@ -8,29 +8,13 @@ import { handleError } from '../../src/http/error-handler.js';
 import { createRequestState, type RequestState } from '../../src/http/request-record.js';
 import { registerSessionRoutes } from '../../src/http/session-routes.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
-import type { SessionKey, SessionRequestReport, SessionStore } from '../../src/store/session-store.js';
+import type { SessionKey, SessionStore } from '../../src/store/session-store.js';
+import { requestReport } from '../helpers/stored-turns.js';
 
 let app: FastifyInstance;
 let store: SessionStore;
 
-/** What a request of the session did, as the chat service records it (sessions are listed by their requests). */
-const report = (at: number, inputTokens: number): SessionRequestReport => ({
-  at,
-  model: 'm',
-  status: 200,
-  window: 8_000,
-  inputTokens,
-  outputReserve: 500,
-  safetyMargin: 400,
-  regions: { system: 10, summary: 0, tools: 0, history: inputTokens - 20, current: 10 },
-  retries: 0,
-  durationMs: 5,
-  dropped: 0,
-  summarized: 0,
-  truncated: 0,
-  masked: 0,
-  fates: [[0, 2, 'sent']],
-});
+const report = requestReport;
 
 /** Commits `turns` user/assistant turns of 10 and 5 tokens to the tenant's session. */
 async function session(key: SessionKey, turns: number): Promise<void> {

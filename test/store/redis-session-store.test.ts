@@ -7,7 +7,7 @@ import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { commitTurns, storeSummary } from '../helpers/stored-turns.js';
+import { commitTurns, requestReport, storeSummary } from '../helpers/stored-turns.js';
 import { describeSessionStoreContract } from './session-store-contract.js';
 import { serializeChatBody } from '../../src/chat/chat-body.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -392,6 +392,66 @@ describe('Redis session store: the replica cache', () => {
       expect((await store.load(key)).archivedCount).toBeGreaterThan(0);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('Redis session store: the tenant index, written in batches', () => {
+  it('shows a replica’s activity to another once its batch is written; a session’s time only moves forward', async () => {
+    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+    // Replica A's interval ends when the test says; B's never ends by itself (only a listing writes it).
+    const due: Array<() => void> = [];
+    const connect = (schedule: (run: () => void) => () => void) =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits,
+        activitySchedule: schedule,
+      });
+    const a = connect((run) => {
+      due.push(run);
+      return () => undefined;
+    });
+    const b = connect(() => () => undefined);
+    try {
+      for (const store of [a, b])
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      const tenantId = `t-${randomUUID().slice(0, 8)}`;
+      const key = { tenantId, sessionId: 'batched' };
+      const at = Date.now();
+      const report = (time: number) => requestReport(time, 10);
+      const hold = (await a.acquire(key, 10_000))!;
+      const committed = await a.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [
+          { message: { role: 'user', content: 'hello' }, tokens: 5 },
+          { message: { role: 'assistant', content: 'hi' }, tokens: 2 },
+        ],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+        report: report(at),
+      });
+      expect(committed.ok).toBe(true);
+      // The turn and its report are stored; the index waits for A's batch.
+      expect(await b.requestReports(key, 5)).toEqual([report(at)]);
+      expect((await b.listSessions(tenantId, { offset: 0, limit: 10 })).total).toBe(0);
+      expect(due).toHaveLength(1);
+      for (const run of due.splice(0)) run();
+      await expect
+        .poll(async () => (await b.listSessions(tenantId, { offset: 0, limit: 10 })).sessions)
+        .toEqual([{ sessionId: 'batched', lastActiveMs: at }]);
+      // B records an older request of the same session: its batch does not move the time back.
+      await b.recordRequest(key, report(at - 5_000));
+      expect((await b.listSessions(tenantId, { offset: 0, limit: 10 })).sessions).toEqual([
+        { sessionId: 'batched', lastActiveMs: at },
+      ]);
+      await b.recordRequest(key, report(at + 5_000));
+      expect((await b.listSessions(tenantId, { offset: 0, limit: 10 })).sessions).toEqual([
+        { sessionId: 'batched', lastActiveMs: at + 5_000 },
+      ]);
+    } finally {
+      await a.close();
+      await b.close();
     }
   });
 });

@@ -6,11 +6,11 @@ import {
   maxPastTurnSummaries,
   type SessionKey,
   type SessionLimits,
-  type SessionRequestReport,
   type SessionStore,
   type StoredMessage,
   type TurnSummary,
 } from '../../src/store/session-store.js';
+import { requestReport } from '../helpers/stored-turns.js';
 
 export type StoreFactory = (limits: SessionLimits) => SessionStore | Promise<SessionStore>;
 
@@ -49,23 +49,7 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       sessionId: `s.${randomUUID().slice(0, 8)}:x-1`,
     });
 
-    const report = (at: number, inputTokens: number): SessionRequestReport => ({
-      at,
-      model: 'm',
-      status: 200,
-      window: 8_192,
-      inputTokens,
-      outputReserve: 512,
-      safetyMargin: 410,
-      regions: { system: 10, summary: 0, tools: 0, history: inputTokens - 20, current: 10 },
-      retries: 0,
-      durationMs: 5,
-      dropped: 0,
-      summarized: 0,
-      truncated: 0,
-      masked: 0,
-      fates: [[0, 2, 'sent']],
-    });
+    const report = requestReport;
     const committedSession = async (key: SessionKey): Promise<void> => {
       const hold = (await store.acquire(key, 10_000))!;
       await store.commit(key, {
@@ -89,6 +73,39 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect(await store.requestReports(key, 3)).toEqual(reports.slice(0, 3));
       await store.delete(key);
       expect(await store.requestReports(key, 10)).toEqual([]);
+    });
+
+    it('keeps a stored turn’s report with it in the same write, and lists the session; a refused turn’s is not kept', async () => {
+      const key = freshKey();
+      const at = Date.now();
+      const hold = (await store.acquire(key, 10_000))!;
+      const first = await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [stored('user', 'hello', 5), stored('assistant', 'hi', 2)],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+        report: report(at, 7),
+      });
+      expect(first).toEqual({ ok: true, version: 1 });
+      expect(await store.requestReports(key, 10)).toEqual([report(at, 7)]);
+      // A commit whose hold is gone stores neither the turn nor its report.
+      const refused = await store.commit(key, {
+        hold,
+        expectedVersion: 1,
+        append: [stored('user', 'again', 5), stored('assistant', 'no', 2)],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+        report: report(at + 1_000, 9),
+      });
+      expect(refused).toEqual({ ok: false, reason: 'hold_lost' });
+      expect(await store.requestReports(key, 10)).toEqual([report(at, 7)]);
+      expect((await store.load(key)).messages).toHaveLength(2);
+      // Listed by the stored report's time, on the store that stored it, at once.
+      expect(await store.listSessions(key.tenantId, { offset: 0, limit: 10 })).toEqual({
+        total: 1,
+        sessions: [{ sessionId: key.sessionId, lastActiveMs: at }],
+      });
     });
 
     it('lists a tenant’s sessions by last activity, searchable and paged, and no other tenant’s', async () => {
