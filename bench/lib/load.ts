@@ -102,35 +102,51 @@ export function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-/** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
 /** A target: its name, its base URL and (to measure its CPU per request) its PID. */
 export type BenchTarget = readonly [name: string, url: string, pid?: number | undefined];
 
+export type ComparedResults = Map<string, LoadResult & { rounds: readonly LoadResult[] }>;
+
+/** Runs the targets in interleaved rounds (a b c a b c …) so drift on a shared machine hits all alike. */
 export async function compare(
   targets: ReadonlyArray<BenchTarget>,
   body: BenchBody,
-): Promise<Map<string, LoadResult & { rounds: readonly LoadResult[] }>> {
-  const samples = new Map<string, LoadResult[]>(targets.map(([name]) => [name, []]));
+): Promise<ComparedResults> {
+  return (await compareCases(targets, [body]))[0] as ComparedResults;
+}
+
+/**
+ * Several request bodies against the same targets, every body's runs interleaved with every other's in
+ * each round (round 1: body 1 a b c, body 2 a b c …; round 2: …): a process that keeps warming up, or a
+ * machine that drifts, moves every body's ratio alike instead of favouring the body measured last.
+ */
+export async function compareCases(
+  targets: ReadonlyArray<BenchTarget>,
+  bodies: readonly BenchBody[],
+): Promise<ComparedResults[]> {
+  const samples = bodies.map(() => new Map<string, LoadResult[]>(targets.map(([name]) => [name, []])));
   // Warm-up: JIT and connection pools. Short warm-ups were seen to favour whichever process was hot.
-  for (const [, url] of targets) await load(url, body, warmupSeconds);
-  for (let round = 0; round < rounds; round++) {
-    for (const [name, url, pid] of targets)
-      samples.get(name)?.push(await load(url, body, durationSeconds, pid));
-  }
-  const medians = new Map<string, LoadResult & { rounds: readonly LoadResult[] }>();
-  for (const [name, results] of samples) {
-    const cpu = results.map((result) => result.cpuUsPerRequest).filter((value) => value !== undefined);
-    medians.set(name, {
-      rps: median(results.map((result) => result.rps)),
-      cpuUsPerRequest: cpu.length === 0 ? undefined : median(cpu),
-      p50Ms: median(results.map((result) => result.p50Ms)),
-      p99Ms: median(results.map((result) => result.p99Ms)),
-      non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
-      errors: results.reduce((sum, result) => sum + result.errors, 0),
-      rounds: results,
-    });
-  }
-  return medians;
+  for (const body of bodies) for (const [, url] of targets) await load(url, body, warmupSeconds);
+  for (let round = 0; round < rounds; round++)
+    for (const [index, body] of bodies.entries())
+      for (const [name, url, pid] of targets)
+        samples[index]?.get(name)?.push(await load(url, body, durationSeconds, pid));
+  return samples.map((byTarget) => {
+    const medians: ComparedResults = new Map();
+    for (const [name, results] of byTarget) {
+      const cpu = results.map((result) => result.cpuUsPerRequest).filter((value) => value !== undefined);
+      medians.set(name, {
+        rps: median(results.map((result) => result.rps)),
+        cpuUsPerRequest: cpu.length === 0 ? undefined : median(cpu),
+        p50Ms: median(results.map((result) => result.p50Ms)),
+        p99Ms: median(results.map((result) => result.p99Ms)),
+        non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+        errors: results.reduce((sum, result) => sum + result.errors, 0),
+        rounds: results,
+      });
+    }
+    return medians;
+  });
 }
 
 export function percentile(sorted: number[], fraction: number): number {

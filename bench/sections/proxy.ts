@@ -7,7 +7,7 @@
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { benchConversation, chatBody, uniqueChatBodies } from '../lib/bodies.js';
 import {
-  compare,
+  compareCases,
   connections,
   durationSeconds,
   gatewayCommand,
@@ -53,7 +53,7 @@ export async function proxySection(): Promise<void> {
     servers.push(gateway);
 
     console.log(
-      `\n== proxy (node ${process.version}): autocannon, ${connections} connections; median of ${rounds} interleaved ${durationSeconds} s runs after a ${warmupSeconds} s warm-up ==`,
+      `\n== proxy (node ${process.version}): autocannon, ${connections} connections; median of ${rounds} rounds, each running every case on every target for ${durationSeconds} s, after a ${warmupSeconds} s warm-up of each ==`,
     );
     const conversationBody = JSON.stringify({
       model: 'gpt-4o-mini',
@@ -72,18 +72,20 @@ export async function proxySection(): Promise<void> {
       },
     ];
     const summary: string[] = [];
-    for (const { label, body, target } of cases) {
+    // Every case in every round: the rows share the machine's drift and the processes' warming alike.
+    const compared = await compareCases(
+      [
+        ['(a) fake upstream direct', fake.url],
+        [floorName, floor.url, floor.child.pid],
+        [loggingFloorName, loggingFloor.url, loggingFloor.child.pid],
+        [gatewayName, gateway.url, gateway.child.pid],
+      ],
+      cases.map((entry) => entry.body),
+    );
+    for (const [index, { label, target }] of cases.entries()) {
       console.log(`-- ${label}`);
       console.log(row(['target', 'req/s', 'p50 ms', 'p99 ms', 'non-2xx', 'errors', 'CPU us/req']));
-      const results = await compare(
-        [
-          ['(a) fake upstream direct', fake.url],
-          [floorName, floor.url, floor.child.pid],
-          [loggingFloorName, loggingFloor.url, loggingFloor.child.pid],
-          [gatewayName, gateway.url, gateway.child.pid],
-        ],
-        body,
-      );
+      const results = compared[index] as (typeof compared)[number];
       for (const [name, result] of results)
         console.log(
           row([
