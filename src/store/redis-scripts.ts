@@ -30,6 +30,13 @@ export function defineScripts<Scripts extends Record<string, ScriptDefinition>>(
 
 // ---- Sessions (redis-session-store.ts) ----
 
+// Keeps the inspector's report of a request at the head of the session's requests list (newest first),
+// bounded, expiring with the session: the record-request script and the commit share it.
+const keepReportLua = (list: string, report: string, kept: string, ttl: string): string => `
+redis.call('LPUSH', ${list}, ${report})
+redis.call('LTRIM', ${list}, 0, tonumber(${kept}) - 1)
+redis.call('EXPIRE', ${list}, ${ttl})`;
+
 const sessionReleaseScript = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`;
@@ -174,10 +181,7 @@ end
 for index = 1, 3 do
   if redis.call('EXISTS', KEYS[index]) == 1 then redis.call('EXPIRE', KEYS[index], ARGV[4]) end
 end
-if ARGV[15] ~= '' then
-  redis.call('LPUSH', KEYS[5], ARGV[15])
-  redis.call('LTRIM', KEYS[5], 0, tonumber(ARGV[16]) - 1)
-  redis.call('EXPIRE', KEYS[5], ARGV[4])
+if ARGV[15] ~= '' then${keepReportLua('KEYS[5]', 'ARGV[15]', 'ARGV[16]', 'ARGV[4]')}
 end
 redis.call('DEL', KEYS[4])
 return {1, version}`;
@@ -283,10 +287,7 @@ redis.call('HINCRBY', KEYS[1], 'turnSummaryRev', 1)
 return {1, 0}`;
 
 // The inspector's record of a request (KEYS[1], newest first). ARGV: the report, most kept, ttlSeconds.
-const sessionRecordRequestScript = `
-redis.call('LPUSH', KEYS[1], ARGV[1])
-redis.call('LTRIM', KEYS[1], 0, tonumber(ARGV[2]) - 1)
-redis.call('EXPIRE', KEYS[1], ARGV[3])
+const sessionRecordRequestScript = `${keepReportLua('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]')}
 return 1`;
 
 // A tenant's sessions by last activity (KEYS[1]): a batch of them. ARGV: the oldest activity kept (ms),
