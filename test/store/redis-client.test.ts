@@ -5,7 +5,19 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { createRedisConnection, type RedisConnection } from '../../src/store/redis-client.js';
+import { startRedisCluster } from '../helpers/redis-cluster.js';
 import { startRedisServer } from '../helpers/redis-server.js';
+
+/**
+ * Blocks this process's event loop, as a long GC pause or a CPU-throttled container does, well past the
+ * command timeout (500 ms): Redis answers during it, but nothing here can read the answer until it ends.
+ */
+function stallEventLoop(): void {
+  const until = Date.now() + 1_500;
+  while (Date.now() < until) {
+    // Busy: no timer, no socket read.
+  }
+}
 
 /** Waits (bounded) until the connection is ready again. */
 async function ready(redis: RedisConnection): Promise<void> {
@@ -32,6 +44,40 @@ describe('createRedisConnection (standalone)', () => {
     }
   });
 
+  it('does not fail a command Redis answered while the event loop was blocked past the timeout', async () => {
+    const server = await startRedisServer();
+    const redis = createRedisConnection({ mode: 'standalone', url: server.url });
+    try {
+      await ready(redis);
+      await redis.set('ctxgate:test', 'answered');
+      const read = redis.get('ctxgate:test');
+      const evaluated = redis.eval('return ARGV[1]', 0, 'scripted');
+      stallEventLoop();
+      // The answers arrived in the socket during the stall: the loop reads them before a timeout counts.
+      expect(await read).toBe('answered');
+      expect(await evaluated).toBe('scripted');
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('still fails a command a paused server does not answer when the loop was blocked meanwhile', async () => {
+    const server = await startRedisServer();
+    const redis = createRedisConnection({ mode: 'standalone', url: server.url });
+    try {
+      await ready(redis);
+      execFileSync('redis-cli', ['-p', String(server.port), 'CLIENT', 'PAUSE', '30000', 'ALL']);
+      const read = redis.get('ctxgate:test');
+      stallEventLoop();
+      // The blocked time is waited again, within a bound: the command fails long before the pause ends.
+      await expect(read).rejects.toThrow(/timed out/i);
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
   it('fails a command the server does not answer (CLIENT PAUSE) instead of waiting out the pause', async () => {
     const server = await startRedisServer();
     const redis = createRedisConnection({ mode: 'standalone', url: server.url });
@@ -50,6 +96,42 @@ describe('createRedisConnection (standalone)', () => {
     } finally {
       redis.disconnect();
       await server.stop();
+    }
+  });
+});
+
+describe('createRedisConnection (cluster)', () => {
+  it('does not fail a command the cluster answered while the event loop was blocked past the timeout', async () => {
+    const cluster = await startRedisCluster();
+    const redis = createRedisConnection({ mode: 'cluster', nodes: cluster.nodes });
+    try {
+      await ready(redis);
+      await redis.set('ctxgate:{a}:test', 'answered');
+      const reads = [
+        redis.get('ctxgate:{a}:test'),
+        redis.get('ctxgate:{b}:test'),
+        redis.get('ctxgate:{c}:test'),
+      ];
+      stallEventLoop();
+      expect(await Promise.all(reads)).toEqual(['answered', null, null]);
+    } finally {
+      redis.disconnect();
+      await cluster.stop();
+    }
+  });
+
+  it('fails a command a paused node does not answer', async () => {
+    const cluster = await startRedisCluster();
+    const redis = createRedisConnection({ mode: 'cluster', nodes: cluster.nodes });
+    try {
+      await ready(redis);
+      await redis.set('ctxgate:{a}:test', 'before');
+      for (const node of cluster.nodes)
+        execFileSync('redis-cli', ['-p', String(node.port), 'CLIENT', 'PAUSE', '3000', 'ALL']);
+      await expect(redis.get('ctxgate:{a}:test')).rejects.toThrow(/timed out/i);
+    } finally {
+      redis.disconnect();
+      await cluster.stop();
     }
   });
 });
