@@ -12,6 +12,7 @@ import { responsesChainsSection } from './sections/responses-chains.js';
 import { learnedSection } from './sections/learned.js';
 import { proxySection } from './sections/proxy.js';
 import { recoverySection } from './sections/recovery.js';
+import { redisCommandsSection } from './sections/redis-commands.js';
 import { renderSection } from './sections/render.js';
 import { serviceSection } from './sections/service.js';
 import { sessionsSection } from './sections/sessions.js';
@@ -21,6 +22,7 @@ import { tokenizerSection } from './sections/tokenizer.js';
 const sections: Record<string, () => Promise<void>> = {
   budgets: budgetsSection,
   sessions: sessionsSection,
+  'redis-commands': redisCommandsSection,
   summarization: summarizationSection,
   proxy: proxySection,
   service: serviceSection,

@@ -1,6 +1,6 @@
 // Creates the ioredis client (standalone, Sentinel or Cluster) with fail-fast settings: no unbounded
 // offline queue and a command timeout, so a request never waits on a Redis that is down or paused — and a
-// timeout that a blocked event loop cannot fake (failUnanswered).
+// timeout that a blocked event loop cannot fake (UnansweredWatch).
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../config/gateway-config.js';
 
@@ -8,60 +8,126 @@ export type RedisConnection = Redis | Cluster;
 
 export const redisCommandTimeoutMs = 500;
 
-/** What the command timeout needs of an ioredis command. */
-interface PendingCommand {
+/** What the command timeout needs of an ioredis command, and the times it is stamped with when sent. */
+interface WatchedCommand {
   isResolved: boolean;
-  promise: Promise<unknown>;
   reject(error: Error): void;
+  [sentAt]?: number;
+  [sentRunning]?: number;
+  [timedOut]?: true;
 }
 
-/** Lateness of the timeout's timer below this is the loop's ordinary jitter, not a blocked loop. */
+/** ioredis's queue of commands written and not yet answered, oldest first (a Denque). */
+interface CommandQueue {
+  length: number;
+  peekAt(index: number): { command: WatchedCommand } | undefined;
+}
+
+/** What the watch reads of an ioredis connection: its queues (the one before a reconnect too). */
+interface QueueHolder {
+  commandQueue?: CommandQueue;
+  prevCommandQueue?: CommandQueue | null;
+}
+
+const sentAt = Symbol('sentAt');
+const sentRunning = Symbol('sentRunning');
+const timedOut = Symbol('timedOut');
+
+/** Lateness of the watch's tick above this is a blocked loop, not the loop's ordinary jitter. */
 const blockedLoopMs = 20;
 
-const watched = new WeakSet<PendingCommand>();
-
 /**
- * Fails `command` once Redis has left it unanswered for `ms` of time in which this process was running.
+ * Fails a command once Redis has left it unanswered for `ms` of time in which this process was running.
  * ioredis's own commandTimeout fails a command when its timer fires; after the event loop was blocked past
  * it (a long GC pause, a CPU-throttled container), that timer runs before the loop reads the socket, and a
- * command Redis answered in a millisecond fails as timed out — every request in flight gets a 503. Here,
- * when the timer fires, the loop first reads what has arrived (setImmediate runs after the poll phase); and
- * the time the loop was blocked (the timer's lateness) is waited again, as Redis's silence was not seen
- * then: at most 4 × `ms` in all.
+ * command Redis answered in a millisecond fails as timed out — every request in flight gets a 503.
+ *
+ * Here one timer per connection ticks every `ms / 5` while commands are unanswered. A tick that comes late
+ * by more than the loop's jitter means the loop was blocked: that time does not count, as Redis's silence
+ * was not observed then (but no command waits over 4 × `ms` in all). Deadlines are checked only after the
+ * loop has read what arrived (setImmediate runs after the poll phase). A command therefore fails between
+ * `ms` and `ms + ms / 5` after it was sent. The watch keeps no reference to a command: it stamps two times
+ * on it and reads ioredis's own queue of unanswered ones, so an answered command is garbage at once (a
+ * list of our own kept each one alive until the next tick, and cost ~1.5 µs per command in GC).
  */
-function failUnanswered(command: PendingCommand, ms: number): void {
-  if (watched.has(command)) return;
-  watched.add(command);
-  const giveUpAt = performance.now() + 4 * ms;
-  let timer: NodeJS.Timeout | undefined;
-  const arm = (wait: number): void => {
-    const due = performance.now() + wait;
-    timer = setTimeout(() => {
-      const late = performance.now() - due;
-      setImmediate(() => {
-        if (command.isResolved) return;
-        const owed = Math.min(late, giveUpAt - performance.now());
-        if (owed > blockedLoopMs) arm(owed);
-        else command.reject(new Error('Command timed out'));
-      });
-    }, wait);
-  };
-  arm(ms);
-  const clear = (): void => clearTimeout(timer);
-  command.promise.then(clear, clear);
+class UnansweredWatch {
+  /** Time the loop was seen blocked while the watch ticked; the running clock is real time minus it. */
+  private blocked = 0;
+  private tickDue = 0;
+  private ticking = false;
+  private readonly tickMs: number;
+
+  constructor(
+    private readonly ms: number,
+    private readonly holders: () => Iterable<QueueHolder>,
+  ) {
+    this.tickMs = Math.max(1, Math.round(ms / 5));
+  }
+
+  /** Called as the command is sent (again, for a cluster's MOVED or ASK: it keeps its first times). */
+  watch(command: WatchedCommand): void {
+    if (command[sentAt] !== undefined) return;
+    const now = performance.now();
+    command[sentAt] = now;
+    command[sentRunning] = now - this.blocked;
+    if (!this.ticking) this.arm(now);
+  }
+
+  private arm(now: number): void {
+    this.ticking = true;
+    this.tickDue = now + this.tickMs;
+    setTimeout(() => this.tick(), this.tickMs).unref();
+  }
+
+  private tick(): void {
+    const late = performance.now() - this.tickDue;
+    if (late > blockedLoopMs) this.blocked += late;
+    setImmediate(() => this.sweep());
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    let unanswered = false;
+    for (const holder of this.holders()) {
+      for (const queue of [holder.commandQueue, holder.prevCommandQueue]) {
+        if (queue === undefined || queue === null || queue.length === 0) continue;
+        unanswered = true;
+        this.failExpired(queue, now);
+      }
+    }
+    if (unanswered) this.arm(now);
+    else this.ticking = false;
+  }
+
+  /** Queued commands are oldest first, so the first one not yet due ends the walk. */
+  private failExpired(queue: CommandQueue, now: number): void {
+    for (let index = 0; index < queue.length; index++) {
+      const command = queue.peekAt(index)?.command;
+      const sent = command?.[sentAt];
+      if (command === undefined || sent === undefined || command[timedOut] === true) continue;
+      const running = now - this.blocked - (command[sentRunning] ?? sent);
+      if (running < this.ms && now - sent < 4 * this.ms) return;
+      command[timedOut] = true;
+      // The answer may still come; ioredis then resolves a promise already rejected, which does nothing.
+      if (!command.isResolved) command.reject(new Error('Command timed out'));
+    }
+  }
 }
 
-/** Every command the connection sends (a cluster's included, wherever it is routed) gets failUnanswered. */
+/** Every command the connection sends (a cluster's included, wherever it is routed) is watched. */
 function withCommandTimeout<Connection extends RedisConnection>(
   connection: Connection,
   ms: number,
 ): Connection {
   const send = connection.sendCommand.bind(connection) as (
-    command: PendingCommand,
+    command: WatchedCommand,
     ...rest: unknown[]
   ) => unknown;
+  const holders = (): Iterable<QueueHolder> =>
+    (connection instanceof Cluster ? connection.nodes('all') : [connection]) as Iterable<QueueHolder>;
+  const watch = new UnansweredWatch(ms, holders);
   (connection as unknown as { sendCommand: typeof send }).sendCommand = (command, ...rest) => {
-    failUnanswered(command, ms);
+    watch.watch(command);
     return send(command, ...rest);
   };
   return connection;
@@ -72,7 +138,7 @@ export function createRedisConnection(config: Exclude<RedisConfig, { mode: 'memo
 }
 
 function connect(config: Exclude<RedisConfig, { mode: 'memory' }>): RedisConnection {
-  // No commandTimeout here: ioredis's would fire after a blocked loop (see failUnanswered).
+  // No commandTimeout here: ioredis's would fire after a blocked loop (see UnansweredWatch).
   const common = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,

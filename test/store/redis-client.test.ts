@@ -62,6 +62,56 @@ describe('createRedisConnection (standalone)', () => {
     }
   });
 
+  it('waits for a command Redis answers later than usual but within the timeout', async () => {
+    const server = await startRedisServer();
+    const redis = createRedisConnection({ mode: 'standalone', url: server.url });
+    try {
+      await ready(redis);
+      await redis.set('ctxgate:test', 'late');
+      // Redis is busy for 200 ms of its own clock on a script; the GET queued behind it on the same
+      // connection is answered after it: both are slow, neither is past the 500 ms timeout.
+      const busy = redis.eval(
+        "local t = redis.call('TIME'); local start = t[1] * 1000000 + t[2]\n" +
+          "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - start >= 200000\n" +
+          'return 1',
+        0,
+      );
+      const read = redis.get('ctxgate:test');
+      expect(await busy).toBe(1);
+      expect(await read).toBe('late');
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('fails every one of many commands a paused server leaves unanswered, and serves after it', async () => {
+    const server = await startRedisServer();
+    const redis = createRedisConnection({ mode: 'standalone', url: server.url });
+    try {
+      await ready(redis);
+      // Long enough that both waves fail by the timeout (each waits at most 2 s), not by the pause ending.
+      execFileSync('redis-cli', ['-p', String(server.port), 'CLIENT', 'PAUSE', '5000', 'ALL']);
+      const wave = (first: number): Promise<Array<PromiseSettledResult<string | null>>> =>
+        Promise.allSettled(
+          Array.from({ length: 250 }, (_unused, index) => redis.get(`ctxgate:${first + index}`)),
+        );
+      // The second wave is sent behind the first, which is still unanswered in the connection's queue.
+      const outcomes = [...(await wave(0)), ...(await wave(250))];
+      expect(outcomes.filter((outcome) => outcome.status === 'rejected').length).toBe(500);
+      await expect
+        .poll(() => redis.set('ctxgate:test', 'served').catch(() => 'refused'), {
+          timeout: 15_000,
+          interval: 100,
+        })
+        .toBe('OK');
+      expect(await redis.get('ctxgate:test')).toBe('served');
+    } finally {
+      redis.disconnect();
+      await server.stop();
+    }
+  });
+
   it('still fails a command a paused server does not answer when the loop was blocked meanwhile', async () => {
     const server = await startRedisServer();
     const redis = createRedisConnection({ mode: 'standalone', url: server.url });
