@@ -293,15 +293,29 @@ return 1`;
 // A tenant's sessions by last activity (KEYS[1]): a batch of them. ARGV: the oldest activity kept (ms),
 // ttlSeconds, then pairs of a time (ms) and a session id. A session's time only moves forward (another
 // replica's batch may carry an older one).
+// The tenant's index (KEYS[1]) takes each batch entry (ARGV: the oldest time kept, the TTL, then pairs of
+// a time and a session id) unless it holds a newer time for the session, or the session was deleted at or
+// after the entry's time (KEYS[2], forgetSession): another replica's batch can land after a delete.
 const sessionTouchIndexScript = `
 for index = 3, #ARGV - 1, 2 do
-  local score = redis.call('ZSCORE', KEYS[1], ARGV[index + 1])
-  if not score or tonumber(score) < tonumber(ARGV[index]) then
-    redis.call('ZADD', KEYS[1], ARGV[index], ARGV[index + 1])
+  local at, session = tonumber(ARGV[index]), ARGV[index + 1]
+  local deleted = redis.call('ZSCORE', KEYS[2], session)
+  local score = redis.call('ZSCORE', KEYS[1], session)
+  if (not deleted or tonumber(deleted) < at) and (not score or tonumber(score) < at) then
+    redis.call('ZADD', KEYS[1], at, session)
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1`;
+
+// A deleted session leaves the tenant's index (KEYS[1]) and is remembered as deleted (KEYS[2]: session id
+// by the time of the delete, ARGV[2]) for ARGV[3] ms, so that a batch still on its way does not list it.
+const sessionForgetScript = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[3]))
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1`;
 
 export const sessionScripts = {
@@ -310,7 +324,8 @@ export const sessionScripts = {
   load: { name: 'ctxgateLoad', numberOfKeys: 3, lua: sessionLoadScript },
   acquireLoad: { name: 'ctxgateAcquireLoad', numberOfKeys: 4, lua: sessionAcquireLoadScript },
   recordRequest: { name: 'ctxgateRecordRequest', numberOfKeys: 1, lua: sessionRecordRequestScript },
-  touchIndex: { name: 'ctxgateTouchIndex', numberOfKeys: 1, lua: sessionTouchIndexScript },
+  touchIndex: { name: 'ctxgateTouchIndex', numberOfKeys: 2, lua: sessionTouchIndexScript },
+  forgetSession: { name: 'ctxgateForgetSession', numberOfKeys: 2, lua: sessionForgetScript },
   commit: { name: 'ctxgateCommit', numberOfKeys: 5, lua: sessionCommitScript },
   history: { name: 'ctxgateHistory', numberOfKeys: 3, lua: sessionHistoryScript },
   summaryLock: { name: 'ctxgateSummaryLock', numberOfKeys: 2, lua: sessionSummaryLockScript },

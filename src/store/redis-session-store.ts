@@ -52,6 +52,15 @@ export function sessionKeys({ tenantId, sessionId }: SessionKey): {
 /** A tenant's sessions by when each was last active (a sorted set; its own slot in a cluster). */
 const tenantIndexKey = (tenantId: string): string => `ctxgate:{sessions-of:${tenantId}}:index`;
 
+/** The tenant's sessions deleted lately, by when (in the index's slot): see forgetSession. */
+const tenantDeletedKey = (tenantId: string): string => `ctxgate:{sessions-of:${tenantId}}:deleted`;
+
+/**
+ * How long a deletion is remembered against the index's batches: far longer than a batch takes to land
+ * (activity-batches.ts: 100 ms), as a replica may be stalled or slow to reach Redis.
+ */
+const deletedKeepMs = 10 * 60 * 1000;
+
 const messageField = ',"message":';
 
 /**
@@ -255,6 +264,7 @@ export function createRedisSessionStore({
     acquireLoad,
     recordRequest: recordReport,
     touchIndex,
+    forgetSession,
     commit,
     history,
     summaryLock,
@@ -266,7 +276,13 @@ export function createRedisSessionStore({
   // keys, the activity with the tenant's index, in batches.
   const activity = createActivityBatches((tenantId, entries) => {
     const ttl = limits.idleTtlSeconds;
-    return touchIndex(tenantIndexKey(tenantId), now() - ttl * 1000, ttl, ...entries.flat());
+    return touchIndex(
+      tenantIndexKey(tenantId),
+      tenantDeletedKey(tenantId),
+      now() - ttl * 1000,
+      ttl,
+      ...entries.flat(),
+    );
   }, activitySchedule);
 
   /**
@@ -512,7 +528,13 @@ export function createRedisSessionStore({
       const keys = sessionKeys(key);
       cache.delete(`${key.tenantId}\u0000${key.sessionId}`);
       activity.forget(key.tenantId, key.sessionId);
-      await redis.zrem(tenantIndexKey(key.tenantId), key.sessionId).catch(() => 0);
+      await forgetSession(
+        tenantIndexKey(key.tenantId),
+        tenantDeletedKey(key.tenantId),
+        key.sessionId,
+        now(),
+        deletedKeepMs,
+      ).catch(() => 0);
       return (
         (await redis.del(keys.meta, keys.active, keys.archive, keys.hold, keys.summarizing, keys.requests)) >
         0

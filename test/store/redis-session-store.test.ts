@@ -454,4 +454,56 @@ describe('Redis session store: the tenant index, written in batches', () => {
       await b.close();
     }
   });
+
+  it('does not list a session deleted on one replica when another replica’s batch for it lands after the delete', async () => {
+    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+    const due: Array<() => void> = [];
+    const connect = (schedule: (run: () => void) => () => void) =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits,
+        activitySchedule: schedule,
+      });
+    const a = connect((run) => {
+      due.push(run);
+      return () => undefined;
+    });
+    const b = connect(() => () => undefined);
+    try {
+      for (const store of [a, b])
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+      const tenantId = `t-${randomUUID().slice(0, 8)}`;
+      const key = { tenantId, sessionId: 'deleted-meanwhile' };
+      const turn = async (store: typeof a, expectedVersion: number, at: number) => {
+        const hold = (await store.acquire(key, 10_000))!;
+        return store.commit(key, {
+          hold,
+          expectedVersion,
+          append: [{ message: { role: 'user', content: 'hello' }, tokens: 5 }],
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+          report: requestReport(at, 10),
+        });
+      };
+      // A answers a turn; its batch for the index is still waiting when B deletes the session.
+      expect((await turn(a, 0, Date.now() - 1_000)).ok).toBe(true);
+      expect(await b.delete(key)).toBe(true);
+      expect(due).toHaveLength(1);
+      for (const run of due.splice(0)) run();
+      await a.listSessions(tenantId, { offset: 0, limit: 10 });
+      // A's batch has landed (A's own listing writes it first): it does not bring the session back.
+      expect(await b.listSessions(tenantId, { offset: 0, limit: 10 })).toEqual({ total: 0, sessions: [] });
+      expect(await a.listSessions(tenantId, { offset: 0, limit: 10 })).toEqual({ total: 0, sessions: [] });
+      // A session started again under the same id after the delete is listed.
+      const again = Date.now() + 1_000;
+      expect((await turn(a, 0, again)).ok).toBe(true);
+      expect((await b.listSessions(tenantId, { offset: 0, limit: 10 })).total).toBe(0);
+      expect((await a.listSessions(tenantId, { offset: 0, limit: 10 })).sessions).toEqual([
+        { sessionId: 'deleted-meanwhile', lastActiveMs: again },
+      ]);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
 });
