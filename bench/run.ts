@@ -7,6 +7,7 @@ import { budgetsSection } from './sections/budgets.js';
 import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { hostileBodiesSection } from './sections/hostile-bodies.js';
+import { idleSection } from './sections/idle.js';
 import { fuzzSection } from './sections/fuzz.js';
 import { responsesChainsSection } from './sections/responses-chains.js';
 import { learnedSection } from './sections/learned.js';
@@ -35,6 +36,7 @@ const sections: Record<string, () => Promise<void>> = {
   fuzz: fuzzSection,
   'responses-chains': responsesChainsSection,
   learned: learnedSection,
+  idle: idleSection,
   fidelity: fidelitySection,
   recovery: recoverySection,
 };

@@ -178,11 +178,21 @@ export interface GatewayMetrics {
   render(): Promise<string>;
 }
 
+/** How often the event-loop lag metrics take a sample. */
+export const eventLoopSampleMs = 100;
+
 export function createMetrics({
   collectProcessMetrics = true,
 }: { collectProcessMetrics?: boolean } = {}): GatewayMetrics {
   const processRegistry = new Registry();
-  if (collectProcessMetrics) collectDefaultMetrics({ register: processRegistry, prefix: 'ctxgate_' });
+  // The event-loop lag is sampled every 100 ms, not prom-client's default 10 ms: an idle replica then
+  // wakes ~10 times a second instead of ~100 (docs/operations.md).
+  if (collectProcessMetrics)
+    collectDefaultMetrics({
+      register: processRegistry,
+      prefix: 'ctxgate_',
+      eventLoopMonitoringPrecision: eventLoopSampleMs,
+    });
   const seenModels = new Set<string>();
   const requests = new CounterMetric(
     'ctxgate_http_requests_total',
