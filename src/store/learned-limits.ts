@@ -450,6 +450,14 @@ export function createPending() {
       )
         makes.delete(id);
     },
+    /** Drops what waits for an entry (a forgotten one): lessons from before it was forgotten. */
+    drop(id: string): void {
+      const prefix = `${id}\u0001`;
+      others.delete(id);
+      makes.delete(id);
+      for (const map of [successes, ratios, toolSamples])
+        for (const key of [...map.keys()]) if (key.startsWith(prefix)) map.delete(key);
+    },
     /** Puts updates that could not be written back, ahead of newer ones. */
     putBack(pending: Map<string, Update[]>): void {
       for (const [id, list] of pending) keep(id, [...list, ...(others.get(id) ?? [])]);
@@ -768,17 +776,25 @@ export function createRedisLearnedLimits(
       const ids = id === undefined ? [...table.entries.keys()] : table.entries.has(id) ? [id] : [];
       let forgotten = 0;
       for (const each of ids) {
-        const [ok] = (await scripts.write(
-          entryKeyOf(each),
-          indexKey,
-          logKey,
-          versionKey,
-          stored.get(each) ?? '',
-          '',
-          table.now(),
-          entryTtlSeconds,
-        )) as [number, unknown];
-        if (ok === 1) forgotten++;
+        // What this replica learned of it before the reset is not written after it.
+        pending.drop(each);
+        // Deleted whatever Redis holds: another replica's write since this one last read it included.
+        let expected = stored.get(each) ?? '';
+        for (let attempt = 0; attempt < 4; attempt++) {
+          const [ok, current] = (await scripts.write(
+            entryKeyOf(each),
+            indexKey,
+            logKey,
+            versionKey,
+            expected,
+            '',
+            table.now(),
+            entryTtlSeconds,
+          )) as [number, number | string];
+          if (ok === 1) forgotten++;
+          if (ok === 1 || current === '') break;
+          expected = String(current);
+        }
         remember(each, undefined);
         table.replace(each, undefined);
       }

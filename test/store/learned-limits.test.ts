@@ -128,6 +128,33 @@ function describeLearnedLimits(name: string, create: (maxEntries?: number) => Pr
       }
     });
 
+    it('does not bring a forgotten entry back from lessons learned before it was forgotten', async () => {
+      const { limits, replica, close } = await create();
+      try {
+        const [model, marker] = [`model-${randomUUID()}`, `marker-${randomUUID()}`];
+        // Learned and forgotten at once: the lessons were still waiting to be written when reset came.
+        limits.recordOverflow('default', model, 'a', stated(5_000));
+        limits.recordOverflow('default', model, 'b', stated(5_000));
+        const id = limits.list().find((view) => view.model === model)?.id as string;
+        await limits.reset(id);
+        expect(limits.get('default', model, 'z')).toEqual({});
+        // Learned after the reset: once the other replica has it, what waited before it was written too.
+        limits.recordOverflow('default', marker, 'a', stated(7_000));
+        limits.recordOverflow('default', marker, 'b', stated(7_000));
+        await expect.poll(() => replica.get('default', marker, 'z').window, { timeout: 5_000 }).toBe(7_000);
+        for (const reader of [limits, replica]) {
+          expect(reader.get('default', model, 'z')).toEqual({});
+          expect(reader.list().some((view) => view.model === model)).toBe(false);
+        }
+        // A lesson after the reset is learned as usual.
+        limits.recordOverflow('default', model, 'a', stated(6_000));
+        limits.recordOverflow('default', model, 'b', stated(6_000));
+        expect(limits.get('default', model, 'z')).toEqual({ window: 6_000 });
+      } finally {
+        await close();
+      }
+    });
+
     it('counts a use of the entry used last as a use: the one used least recently goes first', async () => {
       const { limits, close } = await create(2);
       try {
@@ -293,6 +320,40 @@ describe('learned limits in Redis, learned while a write is on the way', () => {
     } finally {
       await limits.close();
       redis.disconnect();
+    }
+  });
+});
+
+describe('learned limits in Redis, forgotten by a replica that has not read the latest write', () => {
+  it('deletes the entry as Redis holds it, not only as this replica last read it', async () => {
+    const connect = () => connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }));
+    const connections = [await connect(), await connect(), await connect()];
+    // A follows the others' writes only once a minute: it has not read B's when it forgets the entry.
+    const [a, b] = connections.map((redis, index) =>
+      createRedisLearnedLimits({ settings, maxEntries: 1_000, redis, refreshMs: index === 0 ? 60_000 : 100 }),
+    ) as [LearnedLimits, LearnedLimits];
+    let reader: LearnedLimits | undefined;
+    const model = `stale-reset-${randomUUID()}`;
+    try {
+      await expect.poll(() => a.loaded() && b.loaded(), { timeout: 5_000 }).toBe(true);
+      a.recordOverflow('default', model, 'a', stated(5_000));
+      a.recordOverflow('default', model, 'b', stated(5_000));
+      b.recordOverflow('default', model, 'c', stated(6_000));
+      b.recordOverflow('default', model, 'd', stated(6_000));
+      reader = createRedisLearnedLimits({
+        settings,
+        maxEntries: 1_000,
+        redis: connections[2] as RedisConnection,
+        refreshMs: 100,
+      });
+      await expect.poll(() => reader?.get('default', model, 'z').window, { timeout: 5_000 }).toBe(6_000);
+      const id = a.list().find((view) => view.model === model)?.id as string;
+      expect(await a.reset(id)).toBe(1);
+      await expect.poll(() => reader?.get('default', model, 'z'), { timeout: 5_000 }).toEqual({});
+      await expect.poll(() => b.get('default', model, 'z'), { timeout: 5_000 }).toEqual({});
+    } finally {
+      for (const limits of [a, b, reader]) await limits?.close();
+      for (const redis of connections) redis.disconnect();
     }
   });
 });
