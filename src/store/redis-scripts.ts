@@ -286,13 +286,12 @@ redis.call('HSET', KEYS[1], 'turnSummary', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'turnSummaryRev', 1)
 return {1, 0}`;
 
-// The inspector's record of a request (KEYS[1], newest first). ARGV: the report, most kept, ttlSeconds.
-const sessionRecordRequestScript = `${keepReportLua('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]')}
+// The inspector's record of a request (KEYS[1], newest first) of a stored session (its meta, KEYS[2]):
+// none for a session never stored or deleted meanwhile. ARGV: the report, most kept, ttlSeconds.
+const sessionRecordRequestScript = `
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end${keepReportLua('KEYS[1]', 'ARGV[1]', 'ARGV[2]', 'ARGV[3]')}
 return 1`;
 
-// A tenant's sessions by last activity (KEYS[1]): a batch of them. ARGV: the oldest activity kept (ms),
-// ttlSeconds, then pairs of a time (ms) and a session id. A session's time only moves forward (another
-// replica's batch may carry an older one).
 // The tenant's index (KEYS[1]) takes each batch entry (ARGV: the oldest time kept, the TTL, then pairs of
 // a time and a session id) unless it holds a newer time for the session, or the session was deleted at or
 // after the entry's time (KEYS[2], forgetSession): another replica's batch can land after a delete.
@@ -323,7 +322,7 @@ export const sessionScripts = {
   renew: { name: 'ctxgateRenew', numberOfKeys: 1, lua: sessionRenewScript },
   load: { name: 'ctxgateLoad', numberOfKeys: 3, lua: sessionLoadScript },
   acquireLoad: { name: 'ctxgateAcquireLoad', numberOfKeys: 4, lua: sessionAcquireLoadScript },
-  recordRequest: { name: 'ctxgateRecordRequest', numberOfKeys: 1, lua: sessionRecordRequestScript },
+  recordRequest: { name: 'ctxgateRecordRequest', numberOfKeys: 2, lua: sessionRecordRequestScript },
   touchIndex: { name: 'ctxgateTouchIndex', numberOfKeys: 2, lua: sessionTouchIndexScript },
   forgetSession: { name: 'ctxgateForgetSession', numberOfKeys: 2, lua: sessionForgetScript },
   commit: { name: 'ctxgateCommit', numberOfKeys: 5, lua: sessionCommitScript },

@@ -373,13 +373,15 @@ export function createRedisSessionStore({
 
   return {
     async recordRequest(key, report) {
-      await recordReport(
-        sessionKeys(key).requests,
+      const keys = sessionKeys(key);
+      const kept = await recordReport(
+        keys.requests,
+        keys.meta,
         JSON.stringify(report),
         maxRequestReports,
         limits.idleTtlSeconds,
       );
-      activity.mark(key.tenantId, key.sessionId, report.at);
+      if (Number(kept) === 1) activity.mark(key.tenantId, key.sessionId, report.at);
     },
     async requestReports(key, limit) {
       if (limit <= 0) return [];

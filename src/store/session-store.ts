@@ -193,7 +193,8 @@ export interface SessionListing {
 export interface SessionStore {
   /**
    * Keeps a request's report with the session (bounded, expiring with it) and lists the session as
-   * active at the report's time. A stored turn's report goes with its commit instead (CommitInput.report).
+   * active at the report's time; nothing for a session that is not stored (never, or deleted meanwhile).
+   * A stored turn's report goes with its commit instead (CommitInput.report).
    */
   recordRequest(key: SessionKey, report: SessionRequestReport): Promise<void>;
   /** The session's request reports, newest first. */

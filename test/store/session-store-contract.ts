@@ -75,6 +75,25 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect(await store.requestReports(key, 10)).toEqual([]);
     });
 
+    it('keeps no report of a request to a session that is not stored (never, or deleted), nor lists it', async () => {
+      const never = freshKey();
+      await store.recordRequest(never, report(Date.now(), 3));
+      const deleted = { tenantId: never.tenantId, sessionId: `${never.sessionId}-deleted` };
+      await committedSession(deleted);
+      expect(await store.delete(deleted)).toBe(true);
+      // A request that was answered but not stored, reported after the delete (its hold was lost).
+      await store.recordRequest(deleted, report(Date.now(), 4));
+      expect(await store.listSessions(never.tenantId, { offset: 0, limit: 10 })).toEqual({
+        total: 0,
+        sessions: [],
+      });
+      // The same ids used again start with no reports of before.
+      for (const key of [never, deleted]) {
+        await committedSession(key);
+        expect(await store.requestReports(key, 10)).toEqual([]);
+      }
+    });
+
     it('keeps a stored turn’s report with it in the same write, and lists the session; a refused turn’s is not kept', async () => {
       const key = freshKey();
       const at = Date.now();
