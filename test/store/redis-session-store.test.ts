@@ -397,9 +397,9 @@ describe('Redis session store: the replica cache', () => {
 });
 
 describe('Redis session store: the tenant index, written in batches', () => {
-  it('shows a replica’s activity to another once its batch is written; a session’s time only moves forward', async () => {
+  /** Two replicas on one Redis: A's batch interval ends when the test runs `due`; B's never by itself. */
+  async function batchingReplicas() {
     const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
-    // Replica A's interval ends when the test says; B's never ends by itself (only a listing writes it).
     const due: Array<() => void> = [];
     const connect = (schedule: (run: () => void) => () => void) =>
       createRedisSessionStore({
@@ -411,10 +411,16 @@ describe('Redis session store: the tenant index, written in batches', () => {
       due.push(run);
       return () => undefined;
     });
+    // Only a listing writes B's batch.
     const b = connect(() => () => undefined);
+    for (const store of [a, b])
+      for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
+    return { a, b, due };
+  }
+
+  it('shows a replica’s activity to another once its batch is written; a session’s time only moves forward', async () => {
+    const { a, b, due } = await batchingReplicas();
     try {
-      for (const store of [a, b])
-        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
       const tenantId = `t-${randomUUID().slice(0, 8)}`;
       const key = { tenantId, sessionId: 'batched' };
       const at = Date.now();
@@ -456,22 +462,8 @@ describe('Redis session store: the tenant index, written in batches', () => {
   });
 
   it('does not list a session deleted on one replica when another replica’s batch for it lands after the delete', async () => {
-    const limits = { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 };
-    const due: Array<() => void> = [];
-    const connect = (schedule: (run: () => void) => () => void) =>
-      createRedisSessionStore({
-        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
-        limits,
-        activitySchedule: schedule,
-      });
-    const a = connect((run) => {
-      due.push(run);
-      return () => undefined;
-    });
-    const b = connect(() => () => undefined);
+    const { a, b, due } = await batchingReplicas();
     try {
-      for (const store of [a, b])
-        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++) await sleep(50);
       const tenantId = `t-${randomUUID().slice(0, 8)}`;
       const key = { tenantId, sessionId: 'deleted-meanwhile' };
       const turn = async (store: typeof a, expectedVersion: number, at: number) => {
