@@ -183,6 +183,15 @@ describe('a chat request', () => {
       headers: { 'x-should-retry': 'false' },
     },
     {
+      name: 'answered 409 with x-should-retry: true (a lock that timed out) is retried',
+      body: short,
+      script: () => [error(409, 'The server had an error.', { 'x-should-retry': 'true' }), completion('Hi!')],
+      status: 200,
+      calls: 2,
+      slept: (waits) => waits.length === 1,
+      headers: { 'x-ctxgate-attempts': '2' },
+    },
+    {
       name: 'answered 503 past the upstream retries relays the last answer, not to be retried again',
       body: short,
       script: () => [error(503, 'Overloaded.'), error(503, 'Overloaded.'), error(503, 'Overloaded.')],

@@ -247,6 +247,30 @@ const ownCases: ReadonlyArray<{
     answer: { status: 504, body: 'upstream timed out' },
     expected: { kind: 'timeout' },
   },
+  {
+    // OpenAI marks a 409 (a lock that timed out) and a 408 this way; its SDKs retry whatever carries it.
+    name: 'a 409 the upstream says to retry (x-should-retry: true) is retried as a server error',
+    answer: {
+      status: 409,
+      headers: { 'x-should-retry': 'true', 'retry-after-ms': '40' },
+      body: openAIError('The server had an error processing your request.', 'server_error'),
+    },
+    expected: { kind: 'server', retryAfterMs: 40 },
+  },
+  {
+    name: 'a 504 the upstream says to retry (x-should-retry: true) is retried as a server error',
+    answer: { status: 504, headers: { 'x-should-retry': 'true' }, body: 'upstream timed out' },
+    expected: { kind: 'server' },
+  },
+  {
+    name: 'a wrong key is not retried, whatever the upstream says',
+    answer: {
+      status: 401,
+      headers: { 'x-should-retry': 'true' },
+      body: openAIError('Incorrect API key provided: sk-xxx.', 'invalid_api_key'),
+    },
+    expected: { kind: 'auth' },
+  },
   { name: 'a broken connection', answer: { transportError: 'connection' }, expected: { kind: 'connection' } },
   {
     name: 'a timeout before an answer',
