@@ -84,8 +84,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
     return { kind: 'context_overflow', remedy: remedyFor(numbers, text), numbers, evidence };
   }
   if (status === 401 || status === 403) return { kind: 'auth' };
-  // The upstream's own word, as the OpenAI SDKs take it: what it marks `x-should-retry: true` (a 409 of
-  // a lock that timed out, a 408) is retried like a server error.
+  // The upstream's own word, which the OpenAI SDKs obey whatever the status: what it marks
+  // `x-should-retry: true` is retried like a server error.
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
   if (status === 408 || status === 504) return { kind: 'timeout' };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };

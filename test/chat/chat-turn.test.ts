@@ -183,7 +183,7 @@ describe('a chat request', () => {
       headers: { 'x-should-retry': 'false' },
     },
     {
-      name: 'answered 409 with x-should-retry: true (a lock that timed out) is retried',
+      name: 'answered 409 with x-should-retry: true is retried',
       body: short,
       script: () => [error(409, 'The server had an error.', { 'x-should-retry': 'true' }), completion('Hi!')],
       status: 200,

@@ -248,7 +248,7 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'timeout' },
   },
   {
-    // OpenAI marks a 409 (a lock that timed out) and a 408 this way; its SDKs retry whatever carries it.
+    // The OpenAI SDKs retry whatever carries it, whatever the status.
     name: 'a 409 the upstream says to retry (x-should-retry: true) is retried as a server error',
     answer: {
       status: 409,
