@@ -572,6 +572,8 @@ export function createRedisLearnedLimits(
     if (json === null) {
       const id = keyToId.get(key);
       if (id !== undefined) {
+        // Reset or evicted elsewhere: what this replica learned of it before is not written back.
+        if (stored.has(id)) pending.drop(id);
         stored.delete(id);
         table.replace(id, undefined);
       }

@@ -358,6 +358,45 @@ describe('learned limits in Redis, forgotten by a replica that has not read the 
   });
 });
 
+describe('learned limits in Redis, forgotten while another replica has lessons of it to write', () => {
+  it('does not let the other replica write the entry back', async () => {
+    const connect = () => connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }));
+    const connections = [await connect(), await connect(), await connect()];
+    const open = (redis: RedisConnection, refreshMs: number) =>
+      createRedisLearnedLimits({ settings, maxEntries: 1_000, redis, refreshMs });
+    const model = `busy-reset-${randomUUID()}`;
+    const b = open(connections[0] as RedisConnection, 100);
+    let a: LearnedLimits | undefined;
+    let reader: LearnedLimits | undefined;
+    try {
+      await expect.poll(() => b.loaded(), { timeout: 5_000 }).toBe(true);
+      b.recordOverflow('default', model, 'a', stated(5_000));
+      b.recordOverflow('default', model, 'b', stated(5_000));
+      // Once B's write is in Redis (a replica that loads it sees it), A loads the shared entry, then
+      // learns more of it; it writes only when closed.
+      reader = open(connections[2] as RedisConnection, 100);
+      await expect.poll(() => reader?.get('default', model, 'z').window, { timeout: 5_000 }).toBe(5_000);
+      await reader.close();
+      a = open(connections[1] as RedisConnection, 60_000);
+      await expect.poll(() => a?.loaded(), { timeout: 5_000 }).toBe(true);
+      expect(a.get('default', model, 'z').window).toBe(5_000);
+      a?.recordOverflow('default', model, 'c', stated(4_000));
+      const id = b.list().find((view) => view.model === model)?.id as string;
+      expect(await b.reset(id)).toBe(1);
+      await a?.close();
+      a = undefined;
+      // What Redis holds once A has written all it had.
+      reader = open(connections[2] as RedisConnection, 100);
+      await expect.poll(() => reader?.loaded(), { timeout: 5_000 }).toBe(true);
+      expect(reader.get('default', model, 'z')).toEqual({});
+      expect(reader.list().some((view) => view.model === model)).toBe(false);
+    } finally {
+      for (const limits of [a, b, reader]) await limits?.close();
+      for (const redis of connections) redis.disconnect();
+    }
+  });
+});
+
 describe('learned limits with Redis unreachable', () => {
   it('still applies what this replica learned, and is not loaded', async () => {
     const redis = createRedisConnection({
