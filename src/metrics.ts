@@ -179,7 +179,7 @@ export interface GatewayMetrics {
 }
 
 /** How often the event-loop lag metrics take a sample. */
-export const eventLoopSampleMs = 100;
+const eventLoopSampleMs = 100;
 
 export function createMetrics({
   collectProcessMetrics = true,
