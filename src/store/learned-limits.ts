@@ -373,6 +373,8 @@ export const maxPendingOverflows = 64;
 export function createPending() {
   /** How each entry with pending updates starts when Redis has none yet. */
   const makes = new Map<string, () => Entry>();
+  /** When the oldest update pending for each entry was learned: a reset after it refuses the write. */
+  const since = new Map<string, number>();
   const ratios = new Map<string, { reported: number; estimated: number }>();
   const successes = new Map<string, number>();
   const toolSamples = new Map<string, { tokens: number; count: number; formula: number }>();
@@ -402,9 +404,13 @@ export function createPending() {
   };
   return {
     makeOf: (id: string): (() => Entry) | undefined => makes.get(id),
-    made(id: string, make: () => Entry): void {
+    /** An update of `id` learned at `nowMs` follows (before it is added). */
+    made(id: string, make: () => Entry, nowMs: number): void {
       makes.set(id, make);
+      if (!since.has(id)) since.set(id, nowMs);
     },
+    /** When the oldest update pending for each entry was learned; take() starts them again. */
+    learnedSince: (): Map<string, number> => new Map(since),
     ratio(id: string, tenant: string, sample: RatioSample): void {
       const key = `${id}\u0001${tenant}`;
       const sum = ratios.get(key) ?? { reported: 0, estimated: 0 };
@@ -439,6 +445,7 @@ export function createPending() {
       successes.clear();
       ratios.clear();
       toolSamples.clear();
+      since.clear();
       return byId;
     },
     /** Forgets how an entry starts, once nothing is pending for it. */
@@ -455,12 +462,17 @@ export function createPending() {
       const prefix = `${id}\u0001`;
       others.delete(id);
       makes.delete(id);
+      since.delete(id);
       for (const map of [successes, ratios, toolSamples])
         for (const key of [...map.keys()]) if (key.startsWith(prefix)) map.delete(key);
     },
-    /** Puts updates that could not be written back, ahead of newer ones. */
-    putBack(pending: Map<string, Update[]>): void {
-      for (const [id, list] of pending) keep(id, [...list, ...(others.get(id) ?? [])]);
+    /** Puts updates that could not be written back, ahead of newer ones, with when they were learned. */
+    putBack(pending: Map<string, Update[]>, learnedAt: ReadonlyMap<string, number> = new Map()): void {
+      for (const [id, list] of pending) {
+        keep(id, [...list, ...(others.get(id) ?? [])]);
+        const at = learnedAt.get(id);
+        if (at !== undefined) since.set(id, Math.min(at, since.get(id) ?? at));
+      }
     },
   };
 }
@@ -518,8 +530,12 @@ const logKey = `${learnedKeyTag}:log`;
 const versionKey = `${learnedKeyTag}:version`;
 const entryKeyOf = (id: string) =>
   `${learnedKeyTag}:e:${createHash('sha256').update(id).digest('base64url').slice(0, 24)}`;
+/** When the entry was last reset (ms): lessons learned before it are not written. */
+const resetMarkOf = (entryKey: string) => `${entryKey}:reset`;
 /** Entries not written for this long go from Redis by themselves. */
 const entryTtlSeconds = 30 * 24 * 3_600;
+/** How long a reset refuses older lessons: longer than any replica keeps a lesson unwritten while it can reach Redis. */
+const resetMarkSeconds = 24 * 3_600;
 
 /** An entry as stored: its id with it, so a replica reading the log knows what it is. */
 interface StoredEntry {
@@ -646,6 +662,7 @@ export function createRedisLearnedLimits(
     id: string,
     list: Update[],
     known?: { expected: string; entry: Entry },
+    learnedAt?: number,
   ): Promise<void> {
     const key = entryKeyOf(id);
     for (let attempt = 0; attempt < 4; attempt++) {
@@ -664,11 +681,14 @@ export function createRedisLearnedLimits(
         indexKey,
         logKey,
         versionKey,
+        resetMarkOf(key),
         expected,
         json,
         table.now(),
         entryTtlSeconds,
+        learnedAt ?? '',
       )) as [number, number | string];
+      if (ok === 2) return refusedAfterReset(id, String(value));
       if (ok === 1) {
         remember(id, json);
         pending.written(id);
@@ -682,12 +702,66 @@ export function createRedisLearnedLimits(
     }
   }
 
+  /**
+   * The entry was reset after the oldest of the lessons just taken for it was learned: they are not
+   * written, and this replica's copy becomes what Redis holds (`json`, '' for nothing), with what it
+   * learned since the take on top.
+   */
+  function refusedAfterReset(id: string, json: string): void {
+    remember(id, json === '' ? undefined : json);
+    pending.written(id);
+    const base = json === '' ? pending.makeOf(id)?.() : (JSON.parse(json) as StoredEntry).entry;
+    if (base === undefined) table.replace(id, undefined);
+    else replaceKeepingPending(id, base);
+  }
+
+  interface Taken {
+    id: string;
+    list: Update[];
+    /** This replica's copy as it is now, and what Redis held when it was last read. */
+    known: { expected: string; entry: Entry } | undefined;
+    /** When the oldest of `list` was learned. */
+    learnedAt: number | undefined;
+  }
+
+  /**
+   * Deletes whatever Redis holds under `key` (another replica's write since this one last read it
+   * included), `expected` being what this replica last read, and marks it reset: lessons learned before
+   * now are refused by every replica's next write. True when Redis held the entry.
+   */
+  async function forgetInRedis(key: string, expected: string): Promise<boolean> {
+    let reading = expected;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const [ok, current] = (await scripts.write(
+        key,
+        indexKey,
+        logKey,
+        versionKey,
+        resetMarkOf(key),
+        reading,
+        '',
+        table.now(),
+        resetMarkSeconds,
+        '',
+      )) as [number, number | string];
+      if (ok === 1) return reading !== '';
+      reading = String(current);
+    }
+    return false;
+  }
+
   /** Takes what is pending with this replica's copy of each entry as it is now, for `write`. */
-  function takePending(): Array<[string, Update[], { expected: string; entry: Entry } | undefined]> {
+  function takePending(): Taken[] {
+    const learnedAt = pending.learnedSince();
     const taken = pending.take(table.now());
     return [...taken].map(([id, list]) => {
       const entry = table.entries.get(id);
-      return [id, list, entry === undefined ? undefined : { expected: stored.get(id) ?? '', entry }];
+      return {
+        id,
+        list,
+        known: entry === undefined ? undefined : { expected: stored.get(id) ?? '', entry },
+        learnedAt: learnedAt.get(id),
+      };
     });
   }
 
@@ -709,14 +783,16 @@ export function createRedisLearnedLimits(
       return;
     }
     const failed = new Map<string, Update[]>();
-    for (const [id, list, known] of takePending()) {
+    const failedAt = new Map<string, number>();
+    for (const { id, list, known, learnedAt } of takePending()) {
       try {
-        await write(id, list, known);
+        await write(id, list, known, learnedAt);
       } catch {
         failed.set(id, list);
+        if (learnedAt !== undefined) failedAt.set(id, learnedAt);
       }
     }
-    if (failed.size > 0) pending.putBack(failed);
+    if (failed.size > 0) pending.putBack(failed, failedAt);
     if (used.size > 0) {
       const members = [...used].map((id) => entryKeyOf(id));
       used.clear();
@@ -740,7 +816,7 @@ export function createRedisLearnedLimits(
 
   const record = (id: string, make: () => Entry, update: Update): void => {
     table.apply(id, make, update);
-    pending.made(id, make);
+    pending.made(id, make, table.now());
     pending.overflow(id, update);
   };
   const api = learnedApi(table, record);
@@ -757,46 +833,38 @@ export function createRedisLearnedLimits(
       if (!successTeaches(entry?.kind === 'model' ? entry.lessons : undefined, tenant, size)) return;
       const make = () => newEntry(id, upstream, model);
       table.apply(id, make, updates.success(tenant, size, table.now()));
-      pending.made(id, make);
+      pending.made(id, make, table.now());
       pending.success(id, tenant, size);
     },
     recordRatio(upstream, model, tenant, sample) {
       const id = table.modelId(upstream, model);
       const make = () => newEntry(id, upstream, model);
       table.apply(id, make, updates.ratio(tenant, sample, table.now()));
-      pending.made(id, make);
+      pending.made(id, make, table.now());
       pending.ratio(id, tenant, sample);
     },
     recordToolSetTokens(upstream, model, toolSet, tenant, tokens, formula) {
       const id = toolSetId(upstream, model, toolSet);
       const make = () => newEntry(id, upstream, model, toolSet);
       table.apply(id, make, updates.toolTokens(tenant, tokens, formula, table.now()));
-      pending.made(id, make);
+      pending.made(id, make, table.now());
       pending.toolSample(id, tenant, tokens, formula);
     },
     async reset(id) {
-      const ids = id === undefined ? [...table.entries.keys()] : table.entries.has(id) ? [id] : [];
+      // One entry by its id, known here or not; or every entry this replica knows and every one Redis
+      // lists (another replica's, written since this one last read, included).
+      const keys = new Map<string, string | undefined>();
+      for (const each of id === undefined ? table.entries.keys() : [id]) keys.set(entryKeyOf(each), each);
+      if (id === undefined)
+        for (const key of await redis.zrange(indexKey, 0, -1))
+          if (!keys.has(key)) keys.set(key, keyToId.get(key));
       let forgotten = 0;
-      for (const each of ids) {
+      for (const [key, each] of keys) {
         // What this replica learned of it before the reset is not written after it.
-        pending.drop(each);
-        // Deleted whatever Redis holds: another replica's write since this one last read it included.
-        let expected = stored.get(each) ?? '';
-        for (let attempt = 0; attempt < 4; attempt++) {
-          const [ok, current] = (await scripts.write(
-            entryKeyOf(each),
-            indexKey,
-            logKey,
-            versionKey,
-            expected,
-            '',
-            table.now(),
-            entryTtlSeconds,
-          )) as [number, number | string];
-          if (ok === 1) forgotten++;
-          if (ok === 1 || current === '') break;
-          expected = String(current);
-        }
+        if (each !== undefined) pending.drop(each);
+        const held = await forgetInRedis(key, each === undefined ? '' : (stored.get(each) ?? ''));
+        if (held || (each !== undefined && table.entries.has(each))) forgotten++;
+        if (each === undefined) continue;
         remember(each, undefined);
         table.replace(each, undefined);
       }
@@ -807,7 +875,8 @@ export function createRedisLearnedLimits(
       clearInterval(timer);
       await running;
       closed = true;
-      for (const [id, list, known] of takePending()) await write(id, list, known).catch(() => undefined);
+      for (const { id, list, known, learnedAt } of takePending())
+        await write(id, list, known, learnedAt).catch(() => undefined);
     },
   };
 }

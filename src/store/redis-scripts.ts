@@ -414,18 +414,27 @@ export const budgetScripts = {
 
 // ---- Learned limits (learned-limits.ts) ----
 // KEYS: the entry, the index (a sorted set of entries by last use), the change log (a stream), the
-// version counter. Every change bumps the version and is logged with it, so a replica that reads the
-// log knows when it missed some (a gap) and reads everything again.
+// version counter, the entry's reset mark. Every change bumps the version and is logged with it, so a
+// replica that reads the log knows when it missed some (a gap) and reads everything again.
 
-// ARGV: the value the writer read ('' = none), the new value ('' = delete), now (ms), TTL (s).
-// Writes only when the entry is still what the writer read; else returns {0, current}.
+// ARGV: the value the writer read ('' = none), the new value ('' = delete), now (ms), TTL (s: of the
+// value, or of the reset mark), and for a write, when the oldest lesson in it was learned (ms; '' =
+// unknown). A delete (a reset) marks the entry with its time; a write whose oldest lesson is not newer
+// than the mark is refused, {2, current}: a lesson learned before the reset never makes the entry
+// again, whichever replica holds it. Otherwise writes only when the entry is still what the writer
+// read, else returns {0, current}.
 const learnedWriteScript = `
+if ARGV[2] ~= '' and ARGV[5] ~= '' then
+  local reset = redis.call('GET', KEYS[5])
+  if reset and tonumber(reset) >= tonumber(ARGV[5]) then return {2, redis.call('GET', KEYS[1]) or ''} end
+end
 local current = redis.call('GET', KEYS[1]) or ''
 if current ~= ARGV[1] then return {0, current} end
 local version = redis.call('INCR', KEYS[4])
 if ARGV[2] == '' then
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], KEYS[1])
+  redis.call('SET', KEYS[5], ARGV[3], 'EX', ARGV[4])
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'v', version, 'k', KEYS[1], 'd', '1')
 else
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[4])
@@ -451,6 +460,6 @@ end
 return evicted`;
 
 export const learnedLimitScripts = {
-  write: { name: 'ctxgateLearnedWrite', numberOfKeys: 4, lua: learnedWriteScript },
+  write: { name: 'ctxgateLearnedWrite', numberOfKeys: 5, lua: learnedWriteScript },
   evict: { name: 'ctxgateLearnedEvict', lua: learnedEvictScript },
 } satisfies Record<string, ScriptDefinition>;

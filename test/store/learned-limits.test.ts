@@ -397,6 +397,76 @@ describe('learned limits in Redis, forgotten while another replica has lessons o
   });
 });
 
+describe('learned limits in Redis, forgotten while a replica that never read the entry has lessons of it', () => {
+  const open = (redis: RedisConnection, refreshMs: number) =>
+    createRedisLearnedLimits({ settings, maxEntries: 1_000, redis, refreshMs });
+  const connect = () => connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }));
+
+  it('does not let lessons learned before the reset make the entry again, and writes those learned after', async () => {
+    const connections = [await connect(), await connect(), await connect()];
+    const model = `unseen-reset-${randomUUID()}`;
+    // A loads before B writes and follows only once a minute: it never reads the entry.
+    const a = open(connections[1] as RedisConnection, 60_000);
+    const b = open(connections[0] as RedisConnection, 100);
+    let reader: LearnedLimits | undefined;
+    try {
+      await expect.poll(() => a.loaded() && b.loaded(), { timeout: 5_000 }).toBe(true);
+      b.recordOverflow('default', model, 'a', stated(5_000));
+      b.recordOverflow('default', model, 'b', stated(5_000));
+      reader = open(connections[2] as RedisConnection, 100);
+      await expect.poll(() => reader?.get('default', model, 'z').window, { timeout: 5_000 }).toBe(5_000);
+      await reader.close();
+      // A learns of the same model, from its own requests, before the reset; it writes only when closed.
+      a.recordOverflow('default', model, 'c', stated(4_000));
+      a.recordOverflow('default', model, 'd', stated(4_000));
+      expect(a.get('default', model, 'z').window).toBe(4_000);
+      const id = b.list().find((view) => view.model === model)?.id as string;
+      await sleep(5);
+      expect(await b.reset(id)).toBe(1);
+      await a.close();
+      reader = open(connections[2] as RedisConnection, 100);
+      await expect.poll(() => reader?.loaded(), { timeout: 5_000 }).toBe(true);
+      expect(reader.list().some((view) => view.model === model)).toBe(false);
+      // A lesson learned after the reset is written as usual.
+      await sleep(5);
+      b.recordOverflow('default', model, 'e', stated(3_000));
+      b.recordOverflow('default', model, 'f', stated(3_000));
+      await expect.poll(() => reader?.get('default', model, 'z').window, { timeout: 5_000 }).toBe(3_000);
+    } finally {
+      for (const limits of [a, b, reader]) await limits?.close();
+      for (const redis of connections) redis.disconnect();
+    }
+  });
+
+  it('forgets an entry the answering replica has not read yet, one by its id or all', async () => {
+    const connections = [await connect(), await connect(), await connect()];
+    const [first, second] = [`unread-reset-${randomUUID()}`, `unread-reset-${randomUUID()}`];
+    const a = open(connections[1] as RedisConnection, 60_000);
+    const b = open(connections[0] as RedisConnection, 100);
+    let reader: LearnedLimits | undefined;
+    try {
+      await expect.poll(() => a.loaded() && b.loaded(), { timeout: 5_000 }).toBe(true);
+      for (const model of [first, second]) {
+        b.recordOverflow('default', model, 'a', stated(5_000));
+        b.recordOverflow('default', model, 'b', stated(5_000));
+      }
+      reader = open(connections[2] as RedisConnection, 100);
+      await expect.poll(() => reader?.get('default', second, 'z').window, { timeout: 5_000 }).toBe(5_000);
+      expect(a.list().some((view) => view.model === first || view.model === second)).toBe(false);
+      const id = b.list().find((view) => view.model === first)?.id as string;
+      expect(await a.reset(id)).toBe(1);
+      await expect.poll(() => reader?.get('default', first, 'z'), { timeout: 5_000 }).toEqual({});
+      expect(reader.get('default', second, 'z').window).toBe(5_000);
+      expect(await a.reset()).toBeGreaterThanOrEqual(1);
+      await expect.poll(() => reader?.get('default', second, 'z'), { timeout: 5_000 }).toEqual({});
+      await expect.poll(() => b.get('default', second, 'z'), { timeout: 5_000 }).toEqual({});
+    } finally {
+      for (const limits of [a, b, reader]) await limits?.close();
+      for (const redis of connections) redis.disconnect();
+    }
+  });
+});
+
 describe('learned limits with Redis unreachable', () => {
   it('still applies what this replica learned, and is not loaded', async () => {
     const redis = createRedisConnection({
@@ -453,6 +523,36 @@ type Entry = Parameters<Update>[0];
 describe('what waits to be written to Redis', () => {
   const applied = (list: readonly Update[], entry: Entry): Entry =>
     list.reduce((current, update) => update(current), entry);
+
+  it('says when the oldest lesson waiting for each entry was learned, through failed writes too', () => {
+    const pending = createPending();
+    const make = () => {
+      throw new Error('not made here');
+    };
+    const learn = (id: string, atMs: number): void => {
+      pending.made(id, make, atMs);
+      pending.overflow(id, (entry) => entry);
+    };
+    learn('m:1', 1_000);
+    learn('m:1', 2_000);
+    learn('m:2', 1_500);
+    expect([...pending.learnedSince()]).toEqual([
+      ['m:1', 1_000],
+      ['m:2', 1_500],
+    ]);
+    const taken = pending.take(2_500);
+    expect(pending.learnedSince().size).toBe(0);
+    // Learned while the write was under way, then the write failed: the older time stands.
+    learn('m:1', 3_000);
+    pending.putBack(taken, new Map([['m:1', 1_000]]));
+    learn('m:2', 4_000);
+    expect([...pending.learnedSince()]).toEqual([
+      ['m:1', 1_000],
+      ['m:2', 4_000],
+    ]);
+    pending.drop('m:1');
+    expect([...pending.learnedSince().keys()]).toEqual(['m:2']);
+  });
 
   it('stays one sample per tenant of a tool set however many requests it saw', () => {
     const pending = createPending();
