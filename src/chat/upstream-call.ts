@@ -50,6 +50,12 @@ export async function measuredExchange<T>(
     attempts: 0,
     errorCause: undefined,
   };
+  // The time runs from the first send to the end of the last call's body: what the exchange does after
+  // it (a session's turn stored, the client written) is the gateway's own, not the upstream's.
+  let bodyEndedAtMs: number | undefined;
+  const bodyEnded = (): void => {
+    bodyEndedAtMs = deps.now();
+  };
   const headersFor = new Map<string, Record<string, string>>();
   const upstream: UpstreamExchange = {
     async send({ method, path, body, target: to = target, bodyHeaders }) {
@@ -64,6 +70,7 @@ export async function measuredExchange<T>(
       }
       tally.name = to.name;
       tally.attempts++;
+      bodyEndedAtMs = undefined;
       const response = await deps.upstream.send({
         upstream: to,
         method,
@@ -71,6 +78,7 @@ export async function measuredExchange<T>(
         headers,
         ...(body === undefined ? {} : { body }),
         signal: client.cancellation,
+        onBodyEnd: bodyEnded,
       });
       tally.status = response.statusCode;
       return response;
@@ -90,7 +98,7 @@ export async function measuredExchange<T>(
     }
     throw withOutcome(error, { upstream: tally });
   } finally {
-    const elapsedMs = deps.now() - startedAtMs;
+    const elapsedMs = (bodyEndedAtMs ?? deps.now()) - startedAtMs;
     tally.ms = elapsedMs;
     const status = tally.status === undefined ? 'error' : String(tally.status);
     deps.metrics.upstreamDuration.observe({ upstream: target.name, status }, elapsedMs / 1000);

@@ -93,6 +93,7 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
       let ended = false;
       body.once('end', () => {
         ended = true;
+        request.onBodyEnd?.();
       });
       const takePeeked = (): Buffer[] => {
         const taken = peeked;

@@ -16,6 +16,8 @@ export interface UpstreamRequest {
   body?: string | Buffer | Readable;
   /** Emits 'abort' to cancel the call (an EventEmitter: far cheaper per request than an AbortController). */
   signal: EventEmitter;
+  /** Called when the answer's body has been read to its end (not when it breaks or is discarded). */
+  onBodyEnd?: () => void;
 }
 
 export interface UpstreamResponse {

@@ -85,4 +85,35 @@ describe('measuredExchange', () => {
     expect(client.destroyed).toBe(true);
     expect(await metrics.render()).not.toContain('ctxgate_upstream_errors_total{');
   });
+
+  it('ends its time with the last upstream body: what the exchange does after it is the gateway’s own', async () => {
+    const { deps, context } = setup([{ status: 200, chunks: ['{"ok":true}'] }]);
+    let clock = 1_000;
+    deps.now = () => clock;
+    const { tally } = await measuredExchange(deps, context, async (exchange) => {
+      clock += 40;
+      const answer = await exchange.send({ method: 'POST', path: '/chat/completions', body: '{}' });
+      clock += 30;
+      const body = await answer.readAll();
+      // After the body: a session's turn stored, the client written.
+      clock += 5_000;
+      return body;
+    });
+    expect(tally.ms).toBe(70);
+  });
+
+  it('counts a later call from its send: a body that ended before it does not end the time', async () => {
+    const { deps, context } = setup([
+      { status: 503, chunks: ['{}'] },
+      { status: 0, refused: true },
+    ]);
+    let clock = 1_000;
+    deps.now = () => clock;
+    const failure = await measuredExchange(deps, context, async (exchange) => {
+      await (await exchange.send({ method: 'POST', path: '/chat/completions', body: '{}' })).readAll();
+      clock += 500;
+      await exchange.send({ method: 'POST', path: '/chat/completions', body: '{}' });
+    }).catch((error: unknown) => error);
+    expect(outcomeOf(failure).upstream?.ms).toBe(500);
+  });
 });

@@ -31,14 +31,17 @@ export function scriptedUpstream(script: ScriptedAnswer[]): Upstream & { sent: U
         throw new GatewayError('upstream_unreachable', 'The upstream could not be reached.', {
           cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
         });
-      return answerOf(next);
+      return answerOf(next, request.onBodyEnd);
     },
     close: async () => undefined,
   };
 }
 
-/** The upstream's answer as the port hands it over (a refused connection aside). */
-export function answerOf(answer: ScriptedAnswer): UpstreamResponse {
+/**
+ * The upstream's answer as the port hands it over (a refused connection aside), `onBodyEnd` called when
+ * its body has been read to the end.
+ */
+export function answerOf(answer: ScriptedAnswer, onBodyEnd?: () => void): UpstreamResponse {
   const chunks = (answer.chunks ?? []).map((chunk) => Buffer.from(chunk));
   const broken = () =>
     new GatewayError('upstream_unreachable', 'The upstream connection broke.', {
@@ -47,12 +50,14 @@ export function answerOf(answer: ScriptedAnswer): UpstreamResponse {
   const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>) => {
     for (const chunk of chunks) await onChunk(chunk);
     if (answer.breaks === true) throw broken();
+    onBodyEnd?.();
   };
   return {
     statusCode: answer.status,
     headers: answer.headers ?? {},
     async readAll() {
       if (answer.breaks === true) throw broken();
+      onBodyEnd?.();
       return Buffer.concat(chunks);
     },
     forEachChunk,

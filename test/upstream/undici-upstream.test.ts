@@ -49,13 +49,14 @@ const upstreamAt = (url: string, name = 'u'): UpstreamConfig => ({
   kind: 'openai',
 });
 const timeouts = { connectMs: 1_000, firstByteMs: 300, idleMs: 300 };
-const send = (path: string, url = baseUrl, name = 'u') =>
+const send = (path: string, url = baseUrl, name = 'u', onBodyEnd?: () => void) =>
   createUndiciUpstream({ timeouts }).send({
     upstream: upstreamAt(url, name),
     method: 'GET',
     path,
     headers: {},
     signal: new EventEmitter(),
+    ...(onBodyEnd === undefined ? {} : { onBodyEnd }),
   });
 
 async function codeOf(action: () => Promise<unknown>): Promise<string | undefined> {
@@ -82,6 +83,21 @@ describe('the undici upstream', () => {
     let all = '';
     await response.forEachChunk((chunk) => void (all += chunk.toString()));
     expect(all).toBe('data: one\n\ndata: two\n\ndata: [DONE]\n\n');
+  });
+
+  it('says when a body has been read to its end, and not for one that stalls', async () => {
+    const ends: string[] = [];
+    const whole = await send('/whole', baseUrl, 'u', () => ends.push('whole'));
+    expect(ends).toEqual([]);
+    await whole.readAll();
+    const stream = await send('/stream', baseUrl, 'u', () => ends.push('stream'));
+    await stream.peek((received) => received.includes('\n\n'));
+    expect(ends).toEqual(['whole']);
+    await stream.forEachChunk(() => undefined);
+    expect(ends).toEqual(['whole', 'stream']);
+    const stalled = await send('/stall', baseUrl, 'u', () => ends.push('stall'));
+    expect(await codeOf(() => stalled.readAll())).toBe('upstream_timeout');
+    expect(ends).toEqual(['whole', 'stream']);
   });
 
   it.each([
