@@ -444,19 +444,24 @@ export function anthropicHeaders(
 export function withAnthropicUpstreams(inner: Upstream): Upstream {
   return {
     close: () => inner.close(),
-    async send(request: UpstreamRequest): Promise<UpstreamResponse> {
+    // Not async: every other request is the inner port's own promise, with no extra one around it.
+    send(request: UpstreamRequest): Promise<UpstreamResponse> {
       if (request.upstream.kind !== 'anthropic' || request.path !== '/chat/completions')
         return inner.send(request);
-      const body =
-        typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body.toString() : '{}';
-      const response = await inner.send(
-        Object.assign({}, request, {
-          path: '/messages',
-          headers: anthropicHeaders(request.headers, request.upstream),
-          body: JSON.stringify(toAnthropicRequest(JSON.parse(body) as Json)),
-        }),
-      );
-      return chatResponseOf(response);
+      return sendAsChat(request);
     },
   };
+
+  async function sendAsChat(request: UpstreamRequest): Promise<UpstreamResponse> {
+    const body =
+      typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body.toString() : '{}';
+    const response = await inner.send(
+      Object.assign({}, request, {
+        path: '/messages',
+        headers: anthropicHeaders(request.headers, request.upstream),
+        body: JSON.stringify(toAnthropicRequest(JSON.parse(body) as Json)),
+      }),
+    );
+    return chatResponseOf(response);
+  }
 }
