@@ -23,6 +23,9 @@ export interface Gateway extends GatewayApp {
   /** Loads the tokenizers' encodings now rather than on the first request that needs them. */
   warmUp(): void;
 
+  /** True once the session store answers, false when `waitMs` passes first. */
+  untilStoreReady(waitMs: number): Promise<boolean>;
+
   /** Closes the app, then the upstream pools and the Redis connection. */
   close(): Promise<void>;
 }
@@ -164,6 +167,16 @@ export function createGateway(options: {
     socket.once('close', () => openSockets.delete(socket));
   });
   return Object.assign({}, gatewayApp, {
+    // Checked every 10 ms: main.ts listens after it, so a session request sent as the gateway starts
+    // finds Redis connected.
+    async untilStoreReady(waitMs: number): Promise<boolean> {
+      const deadline = Date.now() + waitMs;
+      for (;;) {
+        if (await sessionStore.ping().catch(() => false)) return true;
+        if (Date.now() >= deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
     warmUp() {
       // Loading an encoding's ranks takes a few hundred milliseconds: do it before the first request.
       tokenizers.forEncoding('o200k_base');

@@ -39,6 +39,9 @@ function startupFacts(config: GatewayConfig): Record<string, unknown> {
   };
 }
 
+/** How long start-up waits for Redis before listening anyway (docs/operations.md). */
+const startupStoreWaitMs = 1_000;
+
 async function main(): Promise<void> {
   const config = loadConfigOrExit();
   const logger = createLogger({ level: config.logLevel });
@@ -77,6 +80,10 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (reason) => logger.error({ err: reason }, 'unhandled promise rejection'));
 
   gateway.warmUp();
+  // Listening only once Redis answers (bounded: without it the gateway still serves requests without a
+  // session), so a session request sent the moment the gateway is up is not refused for a connection
+  // still being made.
+  const storeReady = await gateway.untilStoreReady(startupStoreWaitMs);
   // One start-up line, the gateway's: fastify's own "Server listening at" is not written.
   const level = app.log.level;
   app.log.level = 'warn';
@@ -92,6 +99,7 @@ async function main(): Promise<void> {
       address:
         typeof address === 'object' && address !== null ? `${address.address}:${address.port}` : address,
       ...startupFacts(config),
+      storeReady,
     },
     'ctxgate listening',
   );

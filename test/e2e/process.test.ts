@@ -3,7 +3,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
-import { findFreePort } from '../helpers/redis-server.js';
+import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 function startMain(env: Record<string, string>): ChildProcessWithoutNullStreams {
@@ -181,6 +181,59 @@ describe('graceful shutdown on SIGTERM', () => {
       config: configPath,
     });
     expect(output.stdout()).not.toContain('startup-secret');
+  });
+
+  it('listens once Redis answers: a session request sent as the start-up line is written is served', async () => {
+    const redis = await startRedisServer();
+    const port = await findFreePort();
+    const child = startMain({ PORT: String(port), UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: redis.url });
+    const output = collect(child);
+    try {
+      await expect
+        .poll(() => output.stdout().includes('ctxgate listening'), { timeout: 20_000, interval: 1 })
+        .toBe(true);
+      const answer = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer sk-first',
+          'x-session-id': 'first',
+        },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(answer.status).toBe(200);
+      const line = JSON.parse(
+        output
+          .stdout()
+          .split('\n')
+          .find((text) => text.includes('ctxgate listening')) ?? '{}',
+      ) as Record<string, unknown>;
+      expect(line).toMatchObject({ store: 'standalone', storeReady: true });
+    } finally {
+      child.kill('SIGTERM');
+      await output.exit;
+      await redis.stop();
+    }
+  });
+
+  it('still starts when Redis cannot be reached, and serves requests without a session', async () => {
+    const { child, output, base } = await startedMain({
+      UPSTREAM_BASE_URL: upstreamUrl,
+      REDIS_URL: `redis://127.0.0.1:${await findFreePort()}`,
+    });
+    try {
+      const answer = await fetch(`${base}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(answer.status).toBe(200);
+      expect(output.stdout()).toMatch(/"msg":"ctxgate listening"/);
+      expect(output.stdout()).toMatch(/"storeReady":false/);
+    } finally {
+      child.kill('SIGTERM');
+      await output.exit;
+    }
   });
 
   it('npm start forwards SIGTERM to the server (as a process manager sends it): it drains and exits', async () => {
