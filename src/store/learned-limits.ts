@@ -802,17 +802,32 @@ export function createRedisLearnedLimits(
     await follow();
   }
 
+  /** The connection came up while a tick was under way: one more when it ends. */
+  let rerun = false;
   const run = (): void => {
-    if (running !== undefined || closed) return;
+    if (closed) return;
+    if (running !== undefined) return;
     running = tick()
       .catch(() => undefined)
       .finally(() => {
         running = undefined;
+        if (rerun) {
+          rerun = false;
+          run();
+        }
       });
   };
   const timer = setInterval(run, options.refreshMs ?? 1_000);
   timer.unref();
   run();
+  // A read that failed while the connection was being made (or remade) is tried again once it is up,
+  // not at the next refresh: readiness waits for it.
+  const onReady = (): void => {
+    if (hasLoaded) return;
+    if (running === undefined) run();
+    else rerun = true;
+  };
+  redis.on('ready', onReady);
 
   const record = (id: string, make: () => Entry, update: Update): void => {
     table.apply(id, make, update);
@@ -873,6 +888,7 @@ export function createRedisLearnedLimits(
     loaded: () => hasLoaded,
     async close() {
       clearInterval(timer);
+      redis.off('ready', onReady);
       await running;
       closed = true;
       for (const { id, list, known, learnedAt } of takePending())

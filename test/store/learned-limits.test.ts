@@ -467,6 +467,22 @@ describe('learned limits in Redis, forgotten while a replica that never read the
   });
 });
 
+describe('learned limits on a connection still being made', () => {
+  it('reads what Redis holds as soon as the connection is up, not at the next refresh', async () => {
+    // Created with the connection: its first read fails (no offline queue), and the next refresh is a
+    // minute away.
+    const redis = createRedisConnection({ mode: 'standalone', url: inject('redisUrl') });
+    const limits = createRedisLearnedLimits({ settings, maxEntries: 100, redis, refreshMs: 60_000 });
+    try {
+      expect(limits.loaded()).toBe(false);
+      await expect.poll(() => limits.loaded(), { timeout: 10_000, interval: 20 }).toBe(true);
+    } finally {
+      await limits.close();
+      redis.disconnect();
+    }
+  });
+});
+
 describe('learned limits with Redis unreachable', () => {
   it('still applies what this replica learned, and is not loaded', async () => {
     const redis = createRedisConnection({
