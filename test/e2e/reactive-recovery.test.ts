@@ -12,6 +12,8 @@ import {
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type OverflowFacts } from '../helpers/fake-upstream.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { createRedisLearnedLimits } from '../../src/store/learned-limits.js';
+import { createRedisConnection } from '../../src/store/redis-client.js';
 
 type FixtureCase = ContextErrorFixture;
 const fixtures = contextErrorFixtures;
@@ -179,6 +181,22 @@ describe('reactive recovery against every overflow shape of the sample and the s
       .map((line) => JSON.parse(line) as { msg: string; model?: string; window?: number })
       .find((entry) => entry.msg === 'learned from an overflow' && entry.model === model);
     expect(learned?.window).toBe(window);
+    // Shared within a write interval (docs/budgeting.md): once Redis holds it, a replica that starts gets it.
+    const redis = createRedisConnection({ mode: 'standalone', url: inject('redisUrl') });
+    const reader = createRedisLearnedLimits({
+      settings: { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 },
+      maxEntries: 1_000,
+      redis,
+      refreshMs: 50,
+    });
+    try {
+      await expect
+        .poll(() => reader.list().some((entry) => entry.model === model), { timeout: 5_000, interval: 20 })
+        .toBe(true);
+    } finally {
+      await reader.close();
+      redis.disconnect();
+    }
     const other = await startGateway({
       env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
     });
