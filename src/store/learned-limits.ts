@@ -676,18 +676,7 @@ export function createRedisLearnedLimits(
       if (!own) for (const update of list) next = update(next);
       const json = JSON.stringify({ id, entry: next } satisfies StoredEntry);
       if (base !== undefined && (next === start || json === expected)) return;
-      const [ok, value] = (await scripts.write(
-        key,
-        indexKey,
-        logKey,
-        versionKey,
-        resetMarkOf(key),
-        expected,
-        json,
-        table.now(),
-        entryTtlSeconds,
-        learnedAt ?? '',
-      )) as [number, number | string];
+      const [ok, value] = await writeScript(key, expected, json, entryTtlSeconds, learnedAt);
       if (ok === 2) return refusedAfterReset(id, String(value));
       if (ok === 1) {
         remember(id, json);
@@ -725,6 +714,33 @@ export function createRedisLearnedLimits(
   }
 
   /**
+   * The write script (redis-scripts.ts) on one entry: `json` ('' deletes and marks the reset) if Redis
+   * still holds `expected`; `learnedAt`, when the oldest lesson in `json` was learned. Answers
+   * [1, entries] when written, [0, current] when Redis held another value, [2, current] when refused as
+   * older than a reset.
+   */
+  function writeScript(
+    key: string,
+    expected: string,
+    json: string,
+    ttlSeconds: number,
+    learnedAt?: number,
+  ): Promise<[number, number | string]> {
+    return scripts.write(
+      key,
+      indexKey,
+      logKey,
+      versionKey,
+      resetMarkOf(key),
+      expected,
+      json,
+      table.now(),
+      ttlSeconds,
+      learnedAt ?? '',
+    ) as Promise<[number, number | string]>;
+  }
+
+  /**
    * Deletes whatever Redis holds under `key` (another replica's write since this one last read it
    * included), `expected` being what this replica last read, and marks it reset: lessons learned before
    * now are refused by every replica's next write. True when Redis held the entry.
@@ -732,18 +748,7 @@ export function createRedisLearnedLimits(
   async function forgetInRedis(key: string, expected: string): Promise<boolean> {
     let reading = expected;
     for (let attempt = 0; attempt < 4; attempt++) {
-      const [ok, current] = (await scripts.write(
-        key,
-        indexKey,
-        logKey,
-        versionKey,
-        resetMarkOf(key),
-        reading,
-        '',
-        table.now(),
-        resetMarkSeconds,
-        '',
-      )) as [number, number | string];
+      const [ok, current] = await writeScript(key, reading, '', resetMarkSeconds);
       if (ok === 1) return reading !== '';
       reading = String(current);
     }
@@ -805,8 +810,7 @@ export function createRedisLearnedLimits(
   /** The connection came up while a tick was under way: one more when it ends. */
   let rerun = false;
   const run = (): void => {
-    if (closed) return;
-    if (running !== undefined) return;
+    if (running !== undefined || closed) return;
     running = tick()
       .catch(() => undefined)
       .finally(() => {
