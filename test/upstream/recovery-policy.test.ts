@@ -242,7 +242,8 @@ describe('decide', () => {
         const decision = decide({ kind: 'server' }, { ...start, upstreamRetries: retries }, generous, jitter);
         expect(decision.action).toBe('retry_after');
         const waitMs = (decision as { waitMs: number }).waitMs;
-        expect(waitMs).toBeGreaterThanOrEqual(0);
+        // Full jitter: the draw's share of the ceiling, whole milliseconds.
+        expect(waitMs).toBe(Math.floor(jitter * ceiling));
         expect(waitMs).toBeLessThan(ceiling);
       }
     }
