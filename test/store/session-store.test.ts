@@ -1,6 +1,7 @@
 // What both session stores share besides their contract (session-store-contract.ts): which turns a
 // commit moves to the archive (the Redis commit script does the same, checked by the contract), how a
 // log names a session, and releasing a hold while the store is unreachable.
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hashedSessionId, releaseEventually, spillCount, startsTurn } from '../../src/store/session-store.js';
 
@@ -85,6 +86,8 @@ describe('hashedSessionId', () => {
   it('names a session without its tenant or id, the same every time, and apart from every other', () => {
     const name = hashedSessionId({ tenantId: 'acme', sessionId: 'conversation-42' });
     expect(name).toMatch(/^[0-9a-f]{16}$/);
+    // The SHA-256 of tenant, NUL, id: logs written by earlier builds name the same session alike.
+    expect(name).toBe(createHash('sha256').update('acme\u0000conversation-42').digest('hex').slice(0, 16));
     expect(hashedSessionId({ tenantId: 'acme', sessionId: 'conversation-42' })).toBe(name);
     // The separator keeps ("ab", "c") and ("a", "bc") apart, and another tenant's session of the same id.
     const others = [
