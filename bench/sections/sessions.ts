@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { benchConversation } from '../lib/bodies.js';
 import { prose } from '../../test/helpers/text.js';
-import { gatewayCommand, percentile, timeRequests, tsx, wideRow } from '../lib/load.js';
+import { gatewayCommand, percentile, processCpuUs, timeRequests, tsx, wideRow } from '../lib/load.js';
 
 /**
  * Session-mode cost as stored history grows: sessions preloaded with 10, 1 000 and 10 000 messages in a
@@ -43,7 +43,7 @@ export async function sessionsSection(): Promise<void> {
       authorization: 'Bearer sk-bench',
     }).tenantId;
     console.log(
-      '\n== sessions: one new message per request on one connection, warmed, 3 interleaved rounds of 100 per size, 128k window (ms) ==',
+      '\n== sessions: one new message per request on one connection, warmed, 3 interleaved rounds of 130 per size, 128k window (ms) ==',
     );
     console.log(
       wideRow([
@@ -53,6 +53,7 @@ export async function sessionsSection(): Promise<void> {
         'overhead p50',
         'prompt sent',
         'resend all p50/p99',
+        'gateway CPU us/req',
       ]),
     );
 
@@ -155,12 +156,18 @@ export async function sessionsSection(): Promise<void> {
     const samples = new Map(
       sizes.map((size) => [size, { session: [] as number[], upstream: [] as number[] }]),
     );
+    // The gateway's CPU per session request, summed over the rounds (the process's ticks are 10 ms: 390
+    // requests of about 1 ms each make it good to a few percent); the same for resending all, below.
+    const gatewayPid = gateway.child.pid as number;
+    const sessionCpuUs = new Map(sizes.map((size) => [size, 0]));
     for (let round = 0; round < 3; round++) {
       for (const size of sizes) {
         const latencies = samples.get(size) ?? { session: [], upstream: [] };
+        const cpuBefore = processCpuUs(gatewayPid);
         latencies.session.push(
           ...(await timeRequests(target, 130, nextQuestion(size), sessionHeaders(size))),
         );
+        sessionCpuUs.set(size, (sessionCpuUs.get(size) ?? 0) + processCpuUs(gatewayPid) - cpuBefore);
         sessionRequests += 130;
         // The session has grown since: its prompt as it is now, against the provider alone.
         rendered.set(size, await renderedPrompt(size));
@@ -181,6 +188,7 @@ export async function sessionsSection(): Promise<void> {
       const session = latencies.session.sort((a, b) => a - b);
       const upstream = latencies.upstream.sort((a, b) => a - b);
       // Second baseline: the client keeps the history itself and resends all of it, no session.
+      const resendCpuBefore = processCpuUs(gatewayPid);
       const resend = await timeRequests(target, 130, (index) => ({
         model: 'gpt-4o-mini',
         // At most 10 000 messages in one request (OpenAI's limit, and the gateway's).
@@ -190,6 +198,8 @@ export async function sessionsSection(): Promise<void> {
           { role: 'user', content: `Question ${index}: what changed?` },
         ],
       }));
+      const resendCpu = (processCpuUs(gatewayPid) - resendCpuBefore) / 130;
+      const sessionCpu = (sessionCpuUs.get(size) ?? 0) / (3 * 130);
       const overhead = percentile(session, 0.5) - percentile(upstream, 0.5);
       const prompt = rendered.get(size) ?? [];
       // Every measured turn stores two messages: the sessions grow while they are measured.
@@ -207,6 +217,7 @@ export async function sessionsSection(): Promise<void> {
           overhead.toFixed(2),
           `${prompt.length} msgs, ${Math.round(JSON.stringify(prompt).length / 1024)} KB`,
           `${percentile(resend, 0.5).toFixed(2)} / ${percentile(resend, 0.99).toFixed(2)}`,
+          `${sessionCpu.toFixed(0)} (resend all ${resendCpu.toFixed(0)})`,
         ]),
       );
     }
