@@ -3,6 +3,7 @@
 // body is a clear 400 and never a crash, a polluted prototype, a blown stack or seconds of CPU. The limits are checked on the bytes as they
 // arrive (JsonShapeScanner), before JSON.parse builds anything: a body nested eight million deep is
 // refused at its 65th byte.
+import { isAscii } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import secureJson from 'secure-json-parse';
 import { GatewayError } from './errors.js';
@@ -19,10 +20,16 @@ export interface JsonShapeLimits {
 const quote = 0x22;
 const backslash = 0x5c;
 
+/** The keys secure-json-parse refuses, as bytes: a body that cannot spell either needs no second scan. */
+const forbiddenKeys = [Buffer.from('__proto__'), Buffer.from('constructor')] as const;
+const allForbiddenKeys = (1 << forbiddenKeys.length) - 1;
+
 /**
  * Tracks the nesting and the number of containers of a JSON text fed to it in pieces, without building
  * anything. Inside strings it jumps from quote to quote (Buffer.indexOf), so text costs next to nothing.
- * It does not validate: JSON.parse does that afterwards; on valid JSON its counts are exact.
+ * It does not validate: JSON.parse does that afterwards; on valid JSON its counts are exact. It also
+ * tells whether any string of the text may be `__proto__` or `constructor` (escaped spellings included):
+ * it reads each string's first bytes only as long as they can still spell one of them.
  */
 export class JsonShapeScanner {
   private depth = 0;
@@ -30,8 +37,17 @@ export class JsonShapeScanner {
   private inString = false;
   /** Backslashes ending the previous piece inside a string: they may escape this piece's first quote. */
   private carriedBackslashes = 0;
+  /** The forbidden keys (bits of forbiddenKeys) the current string can still spell, and its characters so far. */
+  private keysAlive = 0;
+  private keyLength = 0;
+  private forbiddenKeyPossible = false;
 
   constructor(private readonly limits: JsonShapeLimits) {}
+
+  /** Whether a string of what was scanned may be `__proto__` or `constructor`: the parse must check. */
+  get mayHoldForbiddenKey(): boolean {
+    return this.forbiddenKeyPossible;
+  }
 
   /** Scans the next piece; throws a GatewayError as soon as a limit is passed. */
   push(piece: Buffer): void {
@@ -39,6 +55,7 @@ export class JsonShapeScanner {
     let index = 0;
     while (index < length) {
       if (this.inString) {
+        if (this.keysAlive !== 0) this.matchKeys(piece, index);
         const end = piece.indexOf(quote, index);
         if (end === -1) {
           this.carriedBackslashes = trailingBackslashes(piece, index, length, this.carriedBackslashes);
@@ -55,6 +72,8 @@ export class JsonShapeScanner {
       if (byte === quote) {
         this.inString = true;
         this.carriedBackslashes = 0;
+        this.keysAlive = this.forbiddenKeyPossible ? 0 : allForbiddenKeys;
+        this.keyLength = 0;
       } else if (byte === 0x5b || byte === 0x7b) {
         this.depth++;
         this.containers++;
@@ -63,6 +82,44 @@ export class JsonShapeScanner {
       } else if (byte === 0x5d || byte === 0x7d) {
         this.depth--;
       }
+    }
+  }
+
+  /**
+   * Follows the current string from `index` while it can still spell a forbidden key: a closing quote
+   * right after one of them, or an escape this piece does not hold whole, makes the text suspect.
+   */
+  private matchKeys(piece: Buffer, start: number): void {
+    let index = start;
+    while (this.keysAlive !== 0 && index < piece.length) {
+      let code = piece[index] as number;
+      let width = 1;
+      if (code === backslash) {
+        // \uXXXX may spell a key's character; a short escape (\n, \") spells none of them.
+        if (index + 1 >= piece.length || (piece[index + 1] === 0x75 && index + 6 > piece.length)) {
+          this.forbiddenKeyPossible = true;
+          this.keysAlive = 0;
+          return;
+        }
+        code =
+          piece[index + 1] === 0x75
+            ? Number.parseInt(piece.toString('latin1', index + 2, index + 6), 16)
+            : -1;
+        width = piece[index + 1] === 0x75 ? 6 : 2;
+      }
+      for (let key = 0; key < forbiddenKeys.length; key++) {
+        if ((this.keysAlive & (1 << key)) === 0) continue;
+        const spelled = forbiddenKeys[key] as Buffer;
+        if (this.keyLength === spelled.length && code === quote && width === 1) {
+          this.forbiddenKeyPossible = true;
+          this.keysAlive = 0;
+          return;
+        }
+        if (this.keyLength >= spelled.length || spelled[this.keyLength] !== code)
+          this.keysAlive &= ~(1 << key);
+      }
+      this.keyLength++;
+      index += width;
     }
   }
 }
@@ -93,6 +150,14 @@ export function tooLarge(): GatewayError {
   return new GatewayError('request_too_large', 'The request body is larger than the gateway accepts.');
 }
 
+/** A JSON body as read: its bytes and text, and what the shape scan saw of its keys. */
+export interface JsonText {
+  bytes: Buffer;
+  text: string;
+  /** Some string of it may be `__proto__` or `constructor` (JsonShapeScanner): parsed with the checks. */
+  mayHoldForbiddenKey: boolean;
+}
+
 /**
  * Reads a JSON body from `payload` within `limitBytes`, its shape checked piece by piece; resolves with
  * its bytes and its text (a leading byte-order mark dropped from both). Rejects at the first piece
@@ -101,7 +166,7 @@ export function tooLarge(): GatewayError {
 export function readJsonText(
   payload: Readable,
   options: { limitBytes: number; shape: JsonShapeLimits; contentLength: number },
-): Promise<{ bytes: Buffer; text: string }> {
+): Promise<JsonText> {
   const { limitBytes, contentLength } = options;
   if (contentLength > limitBytes) return Promise.reject(tooLarge());
   const scanner = new JsonShapeScanner(options.shape);
@@ -139,13 +204,22 @@ export function readJsonText(
       const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
       const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
       const body = bom === 0 ? bytes : bytes.subarray(bom);
-      resolve({ bytes: body, text: body.toString('utf8') });
+      resolve({ bytes: body, text: decodeUtf8(body), mayHoldForbiddenKey: scanner.mayHoldForbiddenKey });
     };
     payload.on('data', onData);
     payload.on('end', onEnd);
     payload.on('error', onError);
     payload.resume();
   });
+}
+
+/**
+ * UTF-8 text of a body. An ASCII body (most JSON: clients escape or send few other characters) is
+ * copied byte for byte, the same text: on a 29 MB body that took 4 ms where V8's UTF-8 decoder took 22
+ * (measured alone; in the gateway both also pay for the fresh memory).
+ */
+function decodeUtf8(bytes: Buffer): string {
+  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
 }
 
 /** The shape limits a configuration sets. */
@@ -157,14 +231,14 @@ export function jsonShapeLimits(config: { server: { max_json_containers: number 
  * Parses a body whose shape was already checked (JsonShapeScanner). Throws invalid_json for what is not
  * JSON or holds a prototype key.
  */
-export function parseJsonBody(text: string): unknown {
+export function parseJsonBody(body: Pick<JsonText, 'text' | 'mayHoldForbiddenKey'>): unknown {
+  const { text } = body;
   if (text.trim() === '')
     throw new GatewayError('invalid_json', 'The request body is empty; expected a JSON object.');
   try {
-    // secure-json-parse scans the whole text twice after parsing; a text that cannot hold either key
-    // (not even \u-escaped) needs no scan: that halves the cost of a large body.
-    const suspect = text.includes('__proto__') || text.includes('constructor') || text.includes('\\u00');
-    return suspect
+    // secure-json-parse scans the whole text twice after parsing; a text none of whose strings can be
+    // either key (the shape scan followed each string's first bytes) needs neither scan.
+    return body.mayHoldForbiddenKey
       ? secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
       : JSON.parse(text);
   } catch (error) {

@@ -56,6 +56,96 @@ const jsonValue = fc.letrec((tie) => ({
   ),
 })).value;
 
+/** A JSON value as a tree, so that a key like __proto__ stays a key (no object is built to hold it). */
+type Tree =
+  | { kind: 'string'; value: string }
+  | { kind: 'number'; value: number }
+  | { kind: 'array'; items: Tree[] }
+  | { kind: 'object'; entries: Array<[string, Tree]> };
+
+const nearKeys = fc.oneof(
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    '__proto_',
+    '__proto___',
+    'constructors',
+    'construct',
+    'content',
+  ),
+  fc.constantFrom('c', '_', '', 'prototype', '"__proto__"', '\\', 'con\nstructor'),
+  fc.string({ maxLength: 12 }),
+);
+const spelledTree = fc.letrec<{ tree: Tree }>((tie) => ({
+  tree: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    nearKeys.map((value): Tree => ({ kind: 'string', value })),
+    fc.integer().map((value): Tree => ({ kind: 'number', value })),
+    fc.array(tie('tree'), { maxLength: 4 }).map((items): Tree => ({ kind: 'array', items })),
+    fc
+      .array(fc.tuple(nearKeys, tie('tree')), { maxLength: 4 })
+      .map((entries): Tree => ({ kind: 'object', entries })),
+  ),
+})).tree;
+
+function stringsOf(tree: Tree): string[] {
+  if (tree.kind === 'string') return [tree.value];
+  if (tree.kind === 'number') return [];
+  if (tree.kind === 'array') return tree.items.flatMap(stringsOf);
+  return tree.entries.flatMap(([key, value]) => [key, ...stringsOf(value)]);
+}
+
+/**
+ * JSON text of a tree with each string's characters spelled as a client might: literally, as \\uXXXX
+ * (either case of hex), or with a short escape where JSON has one. The choices follow `seed`.
+ */
+function spell(tree: Tree, seed: number): string {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0;
+    return state >>> 16;
+  };
+  const unicode = (code: number) => {
+    const hex = code.toString(16).padStart(4, '0');
+    return `\\u${next() % 2 === 0 ? hex : hex.toUpperCase()}`;
+  };
+  const short: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\n': '\\n' };
+  const string = (value: string) => {
+    let text = '"';
+    for (const char of value) {
+      const code = char.charCodeAt(0);
+      const mustEscape = char === '"' || char === '\\' || code < 0x20;
+      const choice = next() % 3;
+      if (choice === 0 && short[char] !== undefined) text += short[char];
+      else if (mustEscape || (choice === 1 && char.length === 1))
+        text += char.length === 1 ? unicode(code) : char;
+      else text += char;
+    }
+    return `${text}"`;
+  };
+  const write = (node: Tree): string => {
+    if (node.kind === 'string') return string(node.value);
+    if (node.kind === 'number') return String(node.value);
+    if (node.kind === 'array') return `[${node.items.map(write).join(',')}]`;
+    return `{${node.entries.map(([key, value]) => `${string(key)}:${write(value)}`).join(',')}}`;
+  };
+  return write(tree);
+}
+
+function keyFlagInPieces(text: string, cuts: number[]): boolean {
+  const bytes = Buffer.from(text);
+  const scanner = new JsonShapeScanner({ maxDepth: 1_000, maxContainers: 1_000_000 });
+  let start = 0;
+  for (const cut of [
+    ...cuts.map((value) => value % (bytes.length + 1)).sort((a, b) => a - b),
+    bytes.length,
+  ]) {
+    scanner.push(bytes.subarray(start, Math.max(start, cut)));
+    start = Math.max(start, cut);
+  }
+  return scanner.mayHoldForbiddenKey;
+}
+
 describe('JsonShapeScanner', () => {
   it('refuses exactly the texts nested deeper, or holding more containers, than its limits', () => {
     fc.assert(
@@ -75,6 +165,30 @@ describe('JsonShapeScanner', () => {
         },
       ),
       { numRuns: 2_000 },
+    );
+  });
+
+  it('says a body may hold a forbidden key exactly when one of its strings is __proto__ or constructor, however spelled', () => {
+    fc.assert(
+      fc.property(spelledTree, fc.integer(), (tree, seed) => {
+        const text = spell(tree, seed);
+        const expected = stringsOf(tree).some((value) => value === '__proto__' || value === 'constructor');
+        // Whole: exact, so a clean body skips secure-json-parse's scans.
+        expect(keyFlagInPieces(text, [])).toBe(expected);
+        expect(JSON.parse(text)).toBeDefined();
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('never misses a forbidden key cut across pieces (an escape cut in two counts as one)', () => {
+    fc.assert(
+      fc.property(spelledTree, fc.integer(), fc.array(fc.nat(), { maxLength: 12 }), (tree, seed, cuts) => {
+        const text = spell(tree, seed);
+        if (stringsOf(tree).some((value) => value === '__proto__' || value === 'constructor'))
+          expect(keyFlagInPieces(text, cuts)).toBe(true);
+      }),
+      { numRuns: 3_000 },
     );
   });
 
@@ -104,7 +218,7 @@ describe('readJsonText', () => {
       contentLength: bytes.length,
     });
     expect(read).toBe(text);
-    expect(parseJsonBody(read)).toEqual({ text: 'caf\u00e9 \u4e2d' });
+    expect(parseJsonBody({ text: read, mayHoldForbiddenKey: false })).toEqual({ text: 'caf\u00e9 \u4e2d' });
   });
 
   it('refuses a body over the limit, a length that does not match, and a shape past the limits', async () => {

@@ -74,20 +74,20 @@ export function createPassthroughService(deps: {
 
   /** Reads a JSON body (shape checked as it arrives) and the model it names. */
   async function readJson(input: PassthroughInput, stream: Readable) {
-    const { bytes, text } = await readJsonText(stream, {
+    const body = await readJsonText(stream, {
       limitBytes: config.server.body_limit_bytes,
       shape,
       contentLength: Number(firstHeaderValue(input.headers['content-length'])),
     });
     let parsed: Record<string, unknown> | undefined;
     try {
-      const value = text.trim() === '' ? undefined : parseJsonBody(text);
+      const value = body.text.trim() === '' ? undefined : parseJsonBody(body);
       if (typeof value === 'object' && value !== null && !Array.isArray(value))
         parsed = value as Record<string, unknown>;
     } catch {
       // Not JSON after all: forwarded as sent, for the provider to answer.
     }
-    return { bytes, parsed };
+    return { bytes: body.bytes, parsed };
   }
 
   /** Provider-side state under the operator's key is every tenant's: refused unless configured. */

@@ -43,12 +43,12 @@ function jsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
       shape: options.shape,
       contentLength: Number(request.headers['content-length']),
     }).then(
-      ({ bytes, text }) => {
-        if (text.trim() === '') return done(null, undefined);
-        request.gateway.rawBody = bytes;
+      (body) => {
+        if (body.text.trim() === '') return done(null, undefined);
+        request.gateway.rawBody = body.bytes;
         let value: unknown;
         try {
-          value = parseJsonBody(text);
+          value = parseJsonBody(body);
         } catch (error) {
           return done(error as Error);
         }
