@@ -178,7 +178,7 @@ export function createGateway(options: {
       }
     },
     warmUp() {
-      // Loading an encoding's ranks takes a few hundred milliseconds: do it before the first request.
+      // Loading an encoding's ranks (and its split pattern) takes tens of milliseconds: not on a request.
       tokenizers.forEncoding('o200k_base');
       tokenizers.forEncoding('cl100k_base');
     },

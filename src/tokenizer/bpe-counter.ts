@@ -1,13 +1,14 @@
 // Exact BPE token counting on js-tiktoken's encodings (o200k_base, cl100k_base), built for a server:
 // - js-tiktoken's own merge keys byte arrays as "1,2,3" strings and re-creates its regexes on every
 //   call; its merge is quadratic with a large constant (10 KB of one letter takes ~18 s). This counter
-//   keeps the same ranks and split pattern but keys ranks by latin1 byte strings, memoises piece
+//   keeps the same ranks and split pattern but holds the ranks off the heap (rank-table.ts), memoises piece
 //   counts, and caps a piece at 256 bytes (longer pieces — runs of one letter, long base64 words — are
 //   counted in 256-byte slices, off by at most one token per slice).
 // - Texts over `exactLimitChars` are estimated from evenly spaced exact samples, so 1 MB of any text
 //   costs a bounded amount of CPU; ordinary text stays within a fraction of a percent.
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
 import o200kBase from 'js-tiktoken/ranks/o200k_base';
+import { RankTable } from './rank-table.js';
 
 export type EncodingName = 'o200k_base' | 'cl100k_base';
 
@@ -22,28 +23,16 @@ export const exactLimitChars = 48_000;
 const sampleCount = 24;
 const sampleChars = 2_000;
 
-function loadRanks(source: RankSource): Map<string, number> {
-  const ranks = new Map<string, number>();
-  for (const line of source.bpe_ranks.split('\n')) {
-    if (line === '') continue;
-    const [, offsetText, ...tokens] = line.split(' ');
-    const offset = Number.parseInt(offsetText ?? '0', 10);
-    for (const [index, token] of tokens.entries())
-      ranks.set(Buffer.from(token, 'base64').toString('latin1'), offset + index);
-  }
-  return ranks;
-}
-
 export class BpeCounter {
   readonly encoding: EncodingName;
-  private readonly ranks: Map<string, number>;
+  private readonly ranks: RankTable;
   private readonly pattern: RegExp;
   private readonly memo = new Map<string, number>();
 
   constructor(encoding: EncodingName) {
     this.encoding = encoding;
     const source: RankSource = encoding === 'o200k_base' ? o200kBase : cl100kBase;
-    this.ranks = loadRanks(source);
+    this.ranks = new RankTable(source.bpe_ranks);
     this.pattern = new RegExp(source.pat_str, 'gu');
   }
 
@@ -149,7 +138,7 @@ export class BpeCounter {
     if (known !== undefined) return known;
     const bytes = Buffer.from(piece, 'utf8').toString('latin1');
     let count = 0;
-    if (this.ranks.has(bytes)) count = 1;
+    if (this.ranks.get(bytes, 0, bytes.length) !== -1) count = 1;
     else
       for (let start = 0; start < bytes.length; start += maxPieceBytes)
         count += this.mergeCount(bytes.slice(start, start + maxPieceBytes));
@@ -161,15 +150,13 @@ export class BpeCounter {
   /** Byte-pair merge of one piece; returns the number of tokens it becomes. */
   private mergeCount(bytes: string): number {
     if (bytes.length <= 1) return bytes.length;
-    if (this.ranks.has(bytes)) return 1;
+    if (this.ranks.get(bytes, 0, bytes.length) !== -1) return 1;
     const starts: number[] = [];
     for (let index = 0; index <= bytes.length; index++) starts.push(index);
     const pairRank = (index: number): number => {
       if (index < 0 || index + 2 >= starts.length) return Number.POSITIVE_INFINITY;
-      return (
-        this.ranks.get(bytes.slice(starts[index] as number, starts[index + 2] as number)) ??
-        Number.POSITIVE_INFINITY
-      );
+      const rank = this.ranks.get(bytes, starts[index] as number, starts[index + 2] as number);
+      return rank === -1 ? Number.POSITIVE_INFINITY : rank;
     };
     const ranks: number[] = [];
     for (let index = 0; index < starts.length - 2; index++) ranks.push(pairRank(index));
