@@ -1,13 +1,15 @@
 // Exact BPE token counting on js-tiktoken's encodings (o200k_base, cl100k_base), built for a server:
 // - js-tiktoken's own merge keys byte arrays as "1,2,3" strings and re-creates its regexes on every
 //   call; its merge is quadratic with a large constant (10 KB of one letter takes ~18 s). This counter
-//   keeps the same ranks and split pattern but holds the ranks off the heap (rank-table.ts), memoises piece
-//   counts, and caps a piece at 256 bytes (longer pieces — runs of one letter, long base64 words — are
-//   counted in 256-byte slices, off by at most one token per slice).
+//   keeps the same ranks and split pattern but holds the ranks off the heap (rank-table.ts), memoises
+//   piece counts (off the heap too: piece-memo.ts), and caps a piece at 256 bytes (longer pieces —
+//   runs of one letter, long base64 words — are counted in 256-byte slices, off by at most one token
+//   per slice).
 // - Texts over `exactLimitChars` are estimated from evenly spaced exact samples, so 1 MB of any text
 //   costs a bounded amount of CPU; ordinary text stays within a fraction of a percent.
 import cl100kBase from 'js-tiktoken/ranks/cl100k_base';
 import o200kBase from 'js-tiktoken/ranks/o200k_base';
+import { PieceMemo } from './piece-memo.js';
 import { RankTable } from './rank-table.js';
 
 export type EncodingName = 'o200k_base' | 'cl100k_base';
@@ -19,6 +21,8 @@ interface RankSource {
 
 const maxPieceBytes = 256;
 const maxMemoEntries = 200_000;
+/** About ten characters a piece remembered: 4 MB. */
+const maxMemoChars = 2_000_000;
 export const exactLimitChars = 48_000;
 const sampleCount = 24;
 const sampleChars = 2_000;
@@ -27,7 +31,7 @@ export class BpeCounter {
   readonly encoding: EncodingName;
   private readonly ranks: RankTable;
   private readonly pattern: RegExp;
-  private readonly memo = new Map<string, number>();
+  private readonly memo = new PieceMemo(maxMemoEntries, maxMemoChars);
 
   constructor(encoding: EncodingName) {
     this.encoding = encoding;
@@ -135,14 +139,13 @@ export class BpeCounter {
 
   private countPiece(piece: string): number {
     const known = this.memo.get(piece);
-    if (known !== undefined) return known;
+    if (known !== -1) return known;
     const bytes = Buffer.from(piece, 'utf8').toString('latin1');
     let count = 0;
     if (this.ranks.get(bytes, 0, bytes.length) !== -1) count = 1;
     else
       for (let start = 0; start < bytes.length; start += maxPieceBytes)
         count += this.mergeCount(bytes.slice(start, start + maxPieceBytes));
-    if (this.memo.size >= maxMemoEntries) this.memo.clear();
     this.memo.set(piece, count);
     return count;
   }
