@@ -7,6 +7,7 @@
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { benchConversation, chatBody, uniqueChatBodies } from '../lib/bodies.js';
 import {
+  caseWarmupSeconds,
   compareCases,
   connections,
   durationSeconds,
@@ -53,7 +54,7 @@ export async function proxySection(): Promise<void> {
     servers.push(gateway);
 
     console.log(
-      `\n== proxy (node ${process.version}): autocannon, ${connections} connections; median of ${rounds} rounds, each running every case on every target for ${durationSeconds} s, after a ${warmupSeconds} s warm-up of each ==`,
+      `\n== proxy (node ${process.version}): autocannon, ${connections} connections; median of ${rounds} rounds, each running every case on every target for ${durationSeconds} s (after ${caseWarmupSeconds} s of the same case), after a ${warmupSeconds} s warm-up of each ==`,
     );
     const conversationBody = JSON.stringify({
       model: 'gpt-4o-mini',
