@@ -96,16 +96,14 @@ export class JsonShapeScanner {
       let width = 1;
       if (code === backslash) {
         // \uXXXX may spell a key's character; a short escape (\n, \") spells none of them.
-        if (index + 1 >= piece.length || (piece[index + 1] === 0x75 && index + 6 > piece.length)) {
+        const unicode = piece[index + 1] === 0x75;
+        if (index + 1 >= piece.length || (unicode && index + 6 > piece.length)) {
           this.forbiddenKeyPossible = true;
           this.keysAlive = 0;
           return;
         }
-        code =
-          piece[index + 1] === 0x75
-            ? Number.parseInt(piece.toString('latin1', index + 2, index + 6), 16)
-            : -1;
-        width = piece[index + 1] === 0x75 ? 6 : 2;
+        code = unicode ? Number.parseInt(piece.toString('latin1', index + 2, index + 6), 16) : -1;
+        width = unicode ? 6 : 2;
       }
       for (let key = 0; key < forbiddenKeys.length; key++) {
         if ((this.keysAlive & (1 << key)) === 0) continue;

@@ -8,12 +8,12 @@ export const durationSeconds = Number(process.env.BENCH_DURATION_SECONDS ?? '8')
 export const rounds = Number(process.env.BENCH_ROUNDS ?? '3');
 export const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? '5');
 /**
- * Load of the same case on the same target right before each measured window, where several cases
- * take turns (compareCases): a process that has just
- * served a different case carries that case's state (the 214 KB conversation leaves V8's young
- * generation at its largest and its old one full of promoted garbage), and the first seconds after it
- * measured the change of case, not the case: a 2 KB request cost 199–238 µs of the gateway's CPU after
- * the 214 KB case and 168–212 after another 2 KB case, the same with three seconds of the case before.
+ * Load of the same case on the same target right before each measured window, where several cases take
+ * turns (compareCases): a process that has just served a different case carries that case's state (the
+ * 214 KB conversation leaves V8's young generation at its largest and its old one full of promoted
+ * garbage), and the first seconds after it measured the change of case, not the case: a 2 KB request
+ * cost 199–238 µs of the gateway's CPU after the 214 KB case and 168–212 after another 2 KB case, the
+ * same with three seconds of the case before.
  */
 export const caseWarmupSeconds = Number(process.env.BENCH_CASE_WARMUP_SECONDS ?? '2');
 export const connections = 32;

@@ -141,11 +141,10 @@ export class BpeCounter {
     const known = this.memo.get(piece);
     if (known !== -1) return known;
     const bytes = Buffer.from(piece, 'utf8').toString('latin1');
+    // A piece that is one token is found by mergeCount's first lookup (no token is over 256 bytes).
     let count = 0;
-    if (this.ranks.get(bytes, 0, bytes.length) !== -1) count = 1;
-    else
-      for (let start = 0; start < bytes.length; start += maxPieceBytes)
-        count += this.mergeCount(bytes.slice(start, start + maxPieceBytes));
+    for (let start = 0; start < bytes.length; start += maxPieceBytes)
+      count += this.mergeCount(bytes.slice(start, start + maxPieceBytes));
     this.memo.set(piece, count);
     return count;
   }
