@@ -54,6 +54,7 @@ export async function sessionsSection(): Promise<void> {
         'prompt sent',
         'resend all p50/p99',
         'gateway CPU us/req',
+        'Redis us/req',
       ]),
     );
 
@@ -145,11 +146,16 @@ export async function sessionsSection(): Promise<void> {
     // Scripts Redis ran, to count them per request: everything the gateway sends Redis on a session
     // request is a script (Redis counts the commands inside one as calls of their own, so these are the
     // round trips).
-    const redisCalls = async (): Promise<number> =>
-      [...(await connection.info('commandstats')).matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce(
-        (sum, match) => sum + Number(match[1]),
-        0,
-      );
+    // with Redis's own time in them (usec).
+    const redisCalls = async (): Promise<{ calls: number; usec: number }> =>
+      [
+        ...(await connection.info('commandstats')).matchAll(
+          /cmdstat_(?:evalsha|eval):calls=(\d+),usec=(\d+)/g,
+        ),
+      ].reduce((sum, match) => ({ calls: sum.calls + Number(match[1]), usec: sum.usec + Number(match[2]) }), {
+        calls: 0,
+        usec: 0,
+      });
     const callsBefore = await redisCalls();
     let sessionRequests = 0;
     // Three interleaved rounds, so that the machine's noise falls on every size and baseline alike.
@@ -160,14 +166,19 @@ export async function sessionsSection(): Promise<void> {
     // requests of about 1 ms each make it good to a few percent); the same for resending all, below.
     const gatewayPid = gateway.child.pid as number;
     const sessionCpuUs = new Map(sizes.map((size) => [size, 0]));
+    // Redis's own time in the scripts of those requests (the commands inside included): what one Redis,
+    // shared by every replica, spends per session request.
+    const sessionRedisUs = new Map(sizes.map((size) => [size, 0]));
     for (let round = 0; round < 3; round++) {
       for (const size of sizes) {
         const latencies = samples.get(size) ?? { session: [], upstream: [] };
         const cpuBefore = processCpuUs(gatewayPid);
+        const redisBefore = (await redisCalls()).usec;
         latencies.session.push(
           ...(await timeRequests(target, 130, nextQuestion(size), sessionHeaders(size))),
         );
         sessionCpuUs.set(size, (sessionCpuUs.get(size) ?? 0) + processCpuUs(gatewayPid) - cpuBefore);
+        sessionRedisUs.set(size, (sessionRedisUs.get(size) ?? 0) + (await redisCalls()).usec - redisBefore);
         sessionRequests += 130;
         // The session has grown since: its prompt as it is now, against the provider alone.
         rendered.set(size, await renderedPrompt(size));
@@ -180,7 +191,8 @@ export async function sessionsSection(): Promise<void> {
       }
     }
     // The rounds' other scripts: a load per rendered prompt.
-    const perRequest = ((await redisCalls()) - callsBefore - sizes.length * 3) / sessionRequests;
+    const callsAfter = await redisCalls();
+    const perRequest = (callsAfter.calls - callsBefore.calls - sizes.length * 3) / sessionRequests;
     const p50s: number[] = [];
     const overheads: number[] = [];
     for (const size of sizes) {
@@ -218,6 +230,7 @@ export async function sessionsSection(): Promise<void> {
           `${prompt.length} msgs, ${Math.round(JSON.stringify(prompt).length / 1024)} KB`,
           `${percentile(resend, 0.5).toFixed(2)} / ${percentile(resend, 0.99).toFixed(2)}`,
           `${sessionCpu.toFixed(0)} (resend all ${resendCpu.toFixed(0)})`,
+          ((sessionRedisUs.get(size) ?? 0) / (3 * 130)).toFixed(0),
         ]),
       );
     }

@@ -54,33 +54,25 @@ return 0`;
 // build that kept no revision (a rolling upgrade): its revision stays the same while the field changes.
 const sessionLoadScript = `
 local meta = redis.call('HGETALL', KEYS[1])
+local fields = {}
+for index = 1, #meta, 2 do fields[meta[index]] = meta[index + 1] end
 local archived = redis.call('LLEN', KEYS[3])
 local length = redis.call('LLEN', KEYS[2])
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
+local epoch = fields.epoch
 if epoch and epoch == ARGV[1] then
   local held = {summary = ARGV[5], turnSummary = ARGV[6], pastTurnSummaries = ARGV[7], systemPrompt = ARGV[8]}
-  local function mark(field)
-    local revision = redis.call('HGET', KEYS[1], field .. 'Rev')
-    if not revision then return false end
-    return revision .. ':' .. redis.call('HSTRLEN', KEYS[1], field)
-  end
-  local marks = {
-    summary = mark('summary'),
-    turnSummary = mark('turnSummary'),
-    pastTurnSummaries = mark('pastTurnSummaries'),
-    systemPrompt = mark('systemPrompt'),
-  }
   local kept = {}
   for index = 1, #meta, 2 do
-    local field = meta[index]
-    if not (held[field] and held[field] ~= '' and marks[field] == held[field]) then
+    local field, value = meta[index], meta[index + 1]
+    local mark, revision = held[field], fields[field .. 'Rev']
+    if not (mark and mark ~= '' and revision and revision .. ':' .. #value == mark) then
       kept[#kept + 1] = field
-      kept[#kept + 1] = meta[index + 1]
+      kept[#kept + 1] = value
     end
   end
   meta = kept
 end
-local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+local head = tonumber(fields.head or '0')
 local fresh = archived + length - tonumber(ARGV[2])
 if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
   and archived >= tonumber(ARGV[3]) then
@@ -103,54 +95,78 @@ ${sessionLoadScript}`;
 // spillCount).
 const sessionCommitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
-local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+local state = redis.call('HMGET', KEYS[1], 'version', 'head', 'lastTurnStart', 'activeTokens')
+local version = tonumber(state[1] or '0')
 if version ~= tonumber(ARGV[2]) then return {0, 'version_conflict'} end
-if version == 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10], 'activeTokens', 0) end
-local head = tonumber(redis.call('HGET', KEYS[1], 'head') or '0')
+-- The meta fields this write sets, in one HSET at its end.
+local set = {}
+local function put(field, value)
+  set[#set + 1] = field
+  set[#set + 1] = value
+end
+local tokens = tonumber(state[4] or '0')
+if version == 0 then
+  put('epoch', ARGV[10])
+  tokens = 0
+end
+local head = tonumber(state[2] or '0')
 if head == 0 and tonumber(ARGV[11]) > 0 and redis.call('LLEN', KEYS[3]) == 0 then
   head = tonumber(ARGV[11])
-  redis.call('HSET', KEYS[1], 'head', head)
+  put('head', head)
 end
 local function startsTurn(item)
   return string.find(string.sub(item, 1, 64), ',"start":1,', 1, true) ~= nil
 end
+local function tokensOf(item)
+  return tonumber(string.match(item, '^{"tokens":(%d+),')) or 0
+end
+-- Pushes items[from..to] onto a list, a thousand to a command (Lua's unpack has a limit).
+local function pushAll(key, items, from, to)
+  for first = from, to, 1000 do
+    redis.call('RPUSH', key, unpack(items, first, math.min(to, first + 999)))
+  end
+end
 -- Where the last turn starts in the active list (-1: not known, a session stored before it was kept).
-local lastStart = tonumber(redis.call('HGET', KEYS[1], 'lastTurnStart') or '-1')
+local lastStart = tonumber(state[3] or '-1')
+local length = redis.call('LLEN', KEYS[2])
 -- A retried turn: what the last commit appended comes off the end first. Replicas' cached copies hold
 -- those messages: a new epoch makes them read the session whole again.
-local replace = math.min(tonumber(ARGV[13]), redis.call('LLEN', KEYS[2]) - head)
-local removedTokens = 0
+local replace = math.min(tonumber(ARGV[13]), length - head)
 for _ = 1, replace do
-  local item = redis.call('RPOP', KEYS[2])
-  removedTokens = removedTokens + (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+  tokens = tokens - tokensOf(redis.call('RPOP', KEYS[2]))
 end
-if replace > 0 then redis.call('HSET', KEYS[1], 'epoch', ARGV[10]) end
-local before = redis.call('LLEN', KEYS[2])
-if lastStart >= before then lastStart = -1 end
+if replace > 0 then
+  put('epoch', ARGV[10])
+  length = length - replace
+end
+if lastStart >= length then lastStart = -1 end
 for index = 17, #ARGV do
-  redis.call('RPUSH', KEYS[2], ARGV[index])
-  if startsTurn(ARGV[index]) then lastStart = before + index - 17 end
+  if startsTurn(ARGV[index]) then lastStart = length + index - 17 end
 end
-redis.call('HSET', KEYS[1], 'lastTurnCount', #ARGV - 16, 'lastTurnKey', ARGV[14])
-local tokens = tonumber(redis.call('HINCRBY', KEYS[1], 'activeTokens', tonumber(ARGV[12]) - removedTokens))
-local length = redis.call('LLEN', KEYS[2])
+pushAll(KEYS[2], ARGV, 17, #ARGV)
+length = length + #ARGV - 16
+put('lastTurnCount', #ARGV - 16)
+put('lastTurnKey', ARGV[14])
+tokens = tokens + tonumber(ARGV[12])
 local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
 -- Whole turns move, oldest first after the head, never the last (current) one: see spillCount.
-local moved = false
 while length > head + 1 and (length > maxActive or (tokens > limit and length > minActive)) do
   -- Only the current turn is left after the head.
   if lastStart >= 0 and lastStart <= head then break end
-  -- The turn right after the head: read in pages until the next turn starts.
+  -- The turn right after the head: read in pages until the next turn starts (a chat turn is two
+  -- messages, an agent's can be thousands: the pages grow from 16 items to 256).
   local turn = {}
   local turnTokens = 0
   local closed = false
   local from = head
+  local pageSize = 16
   while not closed and from < length do
-    local page = redis.call('LRANGE', KEYS[2], from, from + 255)
+    local page = redis.call('LRANGE', KEYS[2], from, from + pageSize - 1)
+    pageSize = math.min(pageSize * 2, 256)
     for position, item in ipairs(page) do
       if #turn > 0 and startsTurn(item) then closed = true break end
       table.insert(turn, item)
-      turnTokens = turnTokens + (tonumber(string.match(item, '^{"tokens":(%d+),')) or 0)
+      turnTokens = turnTokens + tokensOf(item)
     end
     from = from + #page
     if #page == 0 then break end
@@ -163,24 +179,27 @@ while length > head + 1 and (length > maxActive or (tokens > limit and length > 
   local kept = {}
   if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
   redis.call('LPOP', KEYS[2], #turn)
-  for _, item in ipairs(turn) do redis.call('RPUSH', KEYS[3], item) end
-  for position = #kept, 1, -1 do redis.call('LPUSH', KEYS[2], kept[position]) end
+  pushAll(KEYS[3], turn, 1, #turn)
+  for last = #kept, 1, -1000 do
+    local chunk = {}
+    for position = last, math.max(1, last - 999), -1 do chunk[#chunk + 1] = kept[position] end
+    redis.call('LPUSH', KEYS[2], unpack(chunk))
+  end
   length = length - #turn
   tokens = tokens - turnTokens
   if lastStart >= 0 then lastStart = lastStart - #turn end
-  moved = true
 end
-if moved then redis.call('HSET', KEYS[1], 'activeTokens', tokens) end
-redis.call('HSET', KEYS[1], 'lastTurnStart', lastStart)
 version = version + 1
-redis.call('HSET', KEYS[1], 'version', version, 'updatedAtMs', ARGV[5], 'historyStart', ARGV[6])
-if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[1], 'systemPrompt', ARGV[7])
-  redis.call('HINCRBY', KEYS[1], 'systemPromptRev', 1)
-end
-for index = 1, 3 do
-  if redis.call('EXISTS', KEYS[index]) == 1 then redis.call('EXPIRE', KEYS[index], ARGV[4]) end
-end
+put('activeTokens', tokens)
+put('lastTurnStart', lastStart)
+put('version', version)
+put('updatedAtMs', ARGV[5])
+put('historyStart', ARGV[6])
+if ARGV[7] ~= '' then put('systemPrompt', ARGV[7]) end
+redis.call('HSET', KEYS[1], unpack(set))
+if ARGV[7] ~= '' then redis.call('HINCRBY', KEYS[1], 'systemPromptRev', 1) end
+-- A key that does not exist (an archive not yet made) is left as it is.
+for index = 1, 3 do redis.call('EXPIRE', KEYS[index], ARGV[4]) end
 if ARGV[15] ~= '' then${keepReportLua('KEYS[5]', 'ARGV[15]', 'ARGV[16]', 'ARGV[4]')}
 end
 redis.call('DEL', KEYS[4])

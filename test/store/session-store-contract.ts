@@ -414,6 +414,50 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       expect((await store.history(key, 9, 10)).messages).toEqual([]);
     });
 
+    it('writes thousands of messages in one commit, and moves a turn of thousands to the archive, in order', async () => {
+      // A client's first request of a long conversation, or an agent turn of many steps: more messages
+      // than one Redis command takes in a script (Lua's unpack), so the write goes in parts.
+      const thousands = await connected(
+        await factory({ maxActiveMessages: 3_000, minActiveMessages: 1, idleTtlSeconds: 3_600 }),
+      );
+      const key = freshKey();
+      const longTurn = [
+        stored('user', 'start', 2),
+        ...Array.from({ length: 2_499 }, (_unused, index) => stored('assistant', `step ${index}`, 3)),
+      ];
+      const first = (await thousands.acquire(key, 10_000))!;
+      expect(
+        await thousands.commit(key, {
+          hold: first,
+          expectedVersion: 0,
+          append: longTurn,
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+        }),
+      ).toEqual({ ok: true, version: 1 });
+      expect((await thousands.load(key)).messages).toEqual(longTurn);
+      // Two more turns take the list past its bound: the long turn moves to the archive whole.
+      const next = [
+        stored('user', 'next', 2),
+        ...Array.from({ length: 599 }, (_unused, index) => stored('assistant', `more ${index}`, 3)),
+      ];
+      const second = (await thousands.acquire(key, 10_000))!;
+      await thousands.commit(key, {
+        hold: second,
+        expectedVersion: 1,
+        append: next,
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      const snapshot = await thousands.load(key);
+      expect(snapshot.messages).toEqual(next);
+      expect(snapshot.archivedCount).toBe(2_500);
+      const all = await thousands.history(key, 0, 4_000);
+      expect(all.total).toBe(3_100);
+      expect(all.messages).toEqual([...longTurn, ...next]);
+      await thousands.close();
+    });
+
     it('keeps about one window of tokens active, never archives the protected head, and pages in order', async () => {
       const windowed = await connected(
         await factory({ maxActiveMessages: 50, minActiveMessages: 2, idleTtlSeconds: 3_600 }),
