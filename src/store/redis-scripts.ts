@@ -49,29 +49,43 @@ return 0`;
 // ARGV: the caller's cached epoch, total, archived count and head, and the marks ("revision:bytes") of
 // the summary, the turn summary, the past turn summaries and the system prompt it holds ('' for none).
 // Returns {meta, archived, 1, new items} when the cache is still this session's and only appended to (a
-// delta), else {meta, archived, 0, all}. A field the caller holds — the session's revision of it, and as
-// many bytes — is left out of meta (its revision stays in). The length guards against one written by a
+// delta), else {meta, archived, 0, all}. meta holds the fields a load reads: a field the caller holds —
+// the session's revision of it, and as many bytes — is left out and not even read (an agent's
+// instructions are tens of KB; its revision stays in). The length guards against one written by a
 // build that kept no revision (a rolling upgrade): its revision stays the same while the field changes.
 const sessionLoadScript = `
-local meta = redis.call('HGETALL', KEYS[1])
-local fields = {}
-for index = 1, #meta, 2 do fields[meta[index]] = meta[index + 1] end
-local archived = redis.call('LLEN', KEYS[3])
-local length = redis.call('LLEN', KEYS[2])
+local small = {'version', 'epoch', 'head', 'historyStart', 'updatedAtMs', 'lastTurnCount', 'lastTurnKey',
+  'summaryRev', 'turnSummaryRev', 'pastTurnSummariesRev', 'systemPromptRev'}
+local values = redis.call('HMGET', KEYS[1], unpack(small))
+local fields, meta = {}, {}
+for index, field in ipairs(small) do
+  if values[index] then
+    fields[field] = values[index]
+    meta[#meta + 1] = field
+    meta[#meta + 1] = values[index]
+  end
+end
 local epoch = fields.epoch
-if epoch and epoch == ARGV[1] then
-  local held = {summary = ARGV[5], turnSummary = ARGV[6], pastTurnSummaries = ARGV[7], systemPrompt = ARGV[8]}
-  local kept = {}
-  for index = 1, #meta, 2 do
-    local field, value = meta[index], meta[index + 1]
-    local mark, revision = held[field], fields[field .. 'Rev']
-    if not (mark and mark ~= '' and revision and revision .. ':' .. #value == mark) then
-      kept[#kept + 1] = field
-      kept[#kept + 1] = value
+local current = epoch and epoch == ARGV[1]
+local needed = {}
+for index, field in ipairs({'summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'}) do
+  local mark, revision = ARGV[4 + index], fields[field .. 'Rev']
+  if not (current and mark ~= '' and revision
+    and revision .. ':' .. redis.call('HSTRLEN', KEYS[1], field) == mark) then
+    needed[#needed + 1] = field
+  end
+end
+if #needed > 0 then
+  local large = redis.call('HMGET', KEYS[1], unpack(needed))
+  for index, field in ipairs(needed) do
+    if large[index] then
+      meta[#meta + 1] = field
+      meta[#meta + 1] = large[index]
     end
   end
-  meta = kept
 end
+local archived = redis.call('LLEN', KEYS[3])
+local length = redis.call('LLEN', KEYS[2])
 local head = tonumber(fields.head or '0')
 local fresh = archived + length - tonumber(ARGV[2])
 if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head

@@ -190,7 +190,10 @@ function createSessionCache(maxBytes: number): {
 
 type LoadReply = [string[], number, number, string[]];
 
-/** A loaded session as the port gives it. */
+/**
+ * A loaded session as the port gives it. `meta` holds the fields the load script reads (its list in
+ * redis-scripts.ts): a field added here is added there.
+ */
 function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefined): SessionSnapshot {
   if (entry === undefined) return Object.assign({}, emptySnapshot, { messages: [] });
   const systemPrompt = heldValue(
