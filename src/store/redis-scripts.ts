@@ -53,6 +53,12 @@ return 0`;
 // the session's revision of it, and as many bytes — is left out and not even read (an agent's
 // instructions are tens of KB; its revision stays in). The length guards against one written by a
 // build that kept no revision (a rolling upgrade): its revision stays the same while the field changes.
+/**
+ * The meta fields a load may leave out when the replica holds them (summaries, the system prompt), in
+ * the order of their marks in the load's ARGV.
+ */
+export const sessionHeldFields = ['summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'] as const;
+
 const sessionLoadScript = `
 local small = {'version', 'epoch', 'head', 'historyStart', 'updatedAtMs', 'lastTurnCount', 'lastTurnKey',
   'summaryRev', 'turnSummaryRev', 'pastTurnSummariesRev', 'systemPromptRev'}
@@ -68,7 +74,7 @@ end
 local epoch = fields.epoch
 local current = epoch and epoch == ARGV[1]
 local needed = {}
-for index, field in ipairs({'summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'}) do
+for index, field in ipairs({${sessionHeldFields.map((field) => `'${field}'`).join(', ')}}) do
   local mark, revision = ARGV[4 + index], fields[field .. 'Rev']
   if not (current and mark ~= '' and revision
     and revision .. ':' .. redis.call('HSTRLEN', KEYS[1], field) == mark) then
@@ -88,7 +94,7 @@ local archived = redis.call('LLEN', KEYS[3])
 local length = redis.call('LLEN', KEYS[2])
 local head = tonumber(fields.head or '0')
 local fresh = archived + length - tonumber(ARGV[2])
-if epoch and epoch == ARGV[1] and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
+if current and head == tonumber(ARGV[4]) and fresh >= 0 and fresh <= length - head
   and archived >= tonumber(ARGV[3]) then
   return {meta, archived, 1, redis.call('LRANGE', KEYS[2], length - fresh, -1)}
 end
@@ -138,6 +144,14 @@ end
 local function pushAll(key, items, from, to)
   for first = from, to, 1000 do
     redis.call('RPUSH', key, unpack(items, first, math.min(to, first + 999)))
+  end
+end
+-- Puts items back at the head of a list in their order: the last first, a thousand to a command.
+local function unshiftAll(key, items)
+  for last = #items, 1, -1000 do
+    local chunk = {}
+    for position = last, math.max(1, last - 999), -1 do chunk[#chunk + 1] = items[position] end
+    redis.call('LPUSH', key, unpack(chunk))
   end
 end
 -- Where the last turn starts in the active list (-1: not known, a session stored before it was kept).
@@ -194,11 +208,7 @@ while length > head + 1 and (length > maxActive or (tokens > limit and length > 
   if head > 0 then kept = redis.call('LPOP', KEYS[2], head) end
   redis.call('LPOP', KEYS[2], #turn)
   pushAll(KEYS[3], turn, 1, #turn)
-  for last = #kept, 1, -1000 do
-    local chunk = {}
-    for position = last, math.max(1, last - 999), -1 do chunk[#chunk + 1] = kept[position] end
-    redis.call('LPUSH', KEYS[2], unpack(chunk))
-  end
+  unshiftAll(KEYS[2], kept)
   length = length - #turn
   tokens = tokens - turnTokens
   if lastStart >= 0 then lastStart = lastStart - #turn end

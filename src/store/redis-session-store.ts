@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import { createActivityBatches, type Schedule } from './activity-batches.js';
-import { defineScripts, sessionScripts } from './redis-scripts.js';
+import { defineScripts, sessionHeldFields, sessionScripts } from './redis-scripts.js';
 import {
   emptySnapshot,
   releaseEventually,
@@ -124,9 +124,6 @@ interface HeldFields {
   pastTurnSummaries?: HeldJson<readonly TurnSummary[]>;
   systemPrompt?: HeldJson<Record<string, unknown>>;
 }
-
-/** The meta fields a load leaves out when the replica holds them, in the order of their marks' ARGV. */
-const heldFields = ['summary', 'turnSummary', 'pastTurnSummaries', 'systemPrompt'] as const;
 
 /**
  * A summary or the system prompt as meta gives it: parsed from its JSON, or the object held when the
@@ -305,7 +302,7 @@ export function createRedisSessionStore({
       cached === undefined ? 0 : cached.archivedCount + cached.messages.length,
       cached?.archivedCount ?? 0,
       cached?.head ?? 0,
-      ...heldFields.map((field) => cached?.parsed[field]?.mark ?? ''),
+      ...sessionHeldFields.map((field) => cached?.parsed[field]?.mark ?? ''),
     ];
     const reply = (
       hold === undefined
@@ -335,7 +332,7 @@ export function createRedisSessionStore({
       meta[field] !== undefined ||
       meta[`${field}Rev`] === undefined ||
       cached?.parsed[field]?.revision === meta[`${field}Rev`];
-    if (!heldFields.every(isHeld)) {
+    if (!sessionHeldFields.every(isHeld)) {
       cache.delete(name);
       return loadActive(key, name);
     }
