@@ -106,6 +106,47 @@ export async function load(
   };
 }
 
+/**
+ * A fixed number of requests at `connections`, each body and its headers made for it (`index` counts
+ * from 0), with the target process's CPU per request.
+ */
+export async function loadCount(
+  url: string,
+  count: number,
+  requestFor: (index: number) => { body: string; headers?: Record<string, string> },
+  pid: number,
+): Promise<LoadResult> {
+  const cpuBefore = processCpuUs(pid);
+  let index = 0;
+  const result = await autocannon({
+    url: `${url}/chat/completions`,
+    method: 'POST',
+    connections,
+    amount: count,
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (request: autocannon.Request) => {
+          const { body, headers } = requestFor(index++);
+          return {
+            ...request,
+            headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench', ...headers },
+            body,
+          };
+        },
+      },
+    ],
+  });
+  return {
+    rps: result.requests.average,
+    cpuUsPerRequest: (processCpuUs(pid) - cpuBefore) / Math.max(1, result.requests.total),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
 export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;

@@ -31,7 +31,8 @@ async function timeCommands(
 }
 
 /**
- * The gateway's connection (createRedisConnection: its own command timeout, see docs/sessions.md) against
+ * The gateway's connection (createRedisConnection: its own command timeout, and the commands of one turn
+ * sent together while others are outstanding; see docs/sessions.md) against
  * ioredis with its commandTimeout (what the gateway used before) and ioredis with none, on one real
  * redis-server: fixed counts of GETs, one at a time and 32 in flight, the clients interleaved in each of
  * five rounds; medians of wall and CPU time per command in this process.

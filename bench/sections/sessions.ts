@@ -3,12 +3,23 @@ import { request } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { benchConversation } from '../lib/bodies.js';
 import { prose } from '../../test/helpers/text.js';
-import { gatewayCommand, percentile, processCpuUs, timeRequests, tsx, wideRow } from '../lib/load.js';
+import {
+  connections,
+  gatewayCommand,
+  loadCount,
+  median,
+  percentile,
+  processCpuUs,
+  timeRequests,
+  tsx,
+  wideRow,
+} from '../lib/load.js';
 
 /**
  * Session-mode cost as stored history grows: sessions preloaded with 10, 1 000 and 10 000 messages in a
  * real redis-server (with their token counts), then one new message per request on one connection; p50
  * and p99 per request, the upstream's own time for the prompt the session sends, and that prompt's size.
+ * Then the gateway's CPU per session request under load, beside a stateless request of as many messages.
  */
 export async function sessionsSection(): Promise<void> {
   const { startRedisServer } = await import('../../test/helpers/redis-server.js');
@@ -242,6 +253,72 @@ export async function sessionsSection(): Promise<void> {
     );
     console.log(
       `   Redis round trips (scripts) per session request: ${perRequest.toFixed(2)} (background summaries included)`,
+    );
+    // Under load: CPU per session request at the bench's connections, many sessions at once, against
+    // stateless requests that carry as many messages, in interleaved rounds. Each round adds a turn
+    // (two messages) to every session; the stateless body grows with it.
+    const loadedSessions = 2_000;
+    const loadedStart = 20;
+    const loadedRounds = 5;
+    const loadedHistory = benchConversation(loadedStart + 2 * loadedRounds + 2, 200);
+    for (let copy = 0; copy < loadedSessions; copy++) {
+      const key = { tenantId, sessionId: `bench-load-${copy}` };
+      const hold = await store.acquire(key, 60_000);
+      if (hold === undefined) throw new Error('bench session is busy');
+      await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: loadedHistory
+          .slice(0, loadedStart)
+          .map((message) => ({ message, tokens: countMessageTokens(message, tokenizer) })),
+        historyStart: 0,
+        activeTokenLimit: 128_000,
+      });
+    }
+    let turn = 0;
+    /** A request for each session: `messages` (none in a session: it holds them), then a new question. */
+    const loadedRound = async (messages: unknown[], session: boolean): Promise<number> => {
+      const asked = turn;
+      const result = await loadCount(
+        gateway.url,
+        loadedSessions,
+        (index) => ({
+          body: JSON.stringify({
+            model: 'gpt-4o-mini',
+            messages: [...messages, { role: 'user', content: `Question ${asked}.${index}: what changed?` }],
+          }),
+          headers: session ? { 'x-session-id': `bench-load-${index}` } : {},
+        }),
+        gatewayPid,
+      );
+      if (result.non2xx > 0) throw new Error(`${result.non2xx} requests failed under load`);
+      return result.cpuUsPerRequest ?? 0;
+    };
+    const sessionTurn = async (): Promise<{ cpu: number; redis: number }> => {
+      const redisBefore = (await redisCalls()).usec;
+      const cpu = await loadedRound([], true);
+      turn++;
+      return { cpu, redis: ((await redisCalls()).usec - redisBefore) / loadedSessions };
+    };
+    // As many messages as the sessions held in the session round before.
+    const statelessTurn = (): Promise<number> =>
+      loadedRound(loadedHistory.slice(0, loadedStart + 2 * (turn - 1)), false);
+    // Warmed: a round of each, not counted.
+    await sessionTurn();
+    await statelessTurn();
+    const loaded = { session: [] as number[], stateless: [] as number[], redis: [] as number[] };
+    for (let round = 0; round < loadedRounds; round++) {
+      const session = await sessionTurn();
+      loaded.session.push(session.cpu);
+      loaded.redis.push(session.redis);
+      loaded.stateless.push(await statelessTurn());
+    }
+    console.log(
+      `   under load (${connections} connections, ${loadedSessions} sessions of ${loadedStart + 2}-${loadedStart + 2 * loadedRounds} ` +
+        `messages, ${loadedRounds} interleaved rounds): gateway CPU per session request ${median(loaded.session).toFixed(0)} us ` +
+        `(rounds ${loaded.session.map((value) => value.toFixed(0)).join(', ')}), per stateless request of as many ` +
+        `messages ${median(loaded.stateless).toFixed(0)} us, ratio ${(median(loaded.session) / median(loaded.stateless)).toFixed(2)}; ` +
+        `Redis us per session request ${median(loaded.redis).toFixed(0)}`,
     );
   } finally {
     connection.disconnect();

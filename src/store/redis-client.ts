@@ -1,6 +1,8 @@
 // Creates the ioredis client (standalone, Sentinel or Cluster) with fail-fast settings: no unbounded
 // offline queue and a command timeout, so a request never waits on a Redis that is down or paused — and a
-// timeout that a blocked event loop cannot fake (UnansweredWatch).
+// timeout that a blocked event loop cannot fake (UnansweredWatch). Under load, the commands of one turn of
+// the event loop leave in one write (writeTogetherUnderLoad).
+import type { Socket } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../config/gateway-config.js';
 
@@ -133,8 +135,40 @@ function withCommandTimeout<Connection extends RedisConnection>(
   return connection;
 }
 
+/**
+ * Sends the commands a connection is given in one turn of the event loop while others await their
+ * answers in one write(2), at the turn's end (as node-redis does: cork the socket, uncork it in
+ * setImmediate, which runs right after the poll phase). ioredis writes each command at once: under load a
+ * session request's two scripts, and those of every other request served in the same turn, each cost a
+ * system call and a wake-up of Redis, the largest part of the CPU a session request adds. A command sent
+ * while none is outstanding goes at once, as before: a lone command gains nothing from waiting, and the
+ * turn's end would cost it a few microseconds. Only the socket's writes are grouped: every command is
+ * still answered on its own, in order.
+ */
+function writeTogetherUnderLoad(redis: Redis): void {
+  const send = redis.sendCommand.bind(redis);
+  const outstanding = redis as unknown as QueueHolder;
+  let corked: Socket | undefined;
+  const uncork = (): void => {
+    corked?.uncork();
+    corked = undefined;
+  };
+  redis.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
+    const socket = redis.stream as Socket | undefined;
+    if (corked === undefined && (outstanding.commandQueue?.length ?? 0) > 0 && socket?.writable === true) {
+      corked = socket;
+      socket.cork();
+      setImmediate(uncork);
+    }
+    return send(...args);
+  };
+}
+
 export function createRedisConnection(config: Exclude<RedisConfig, { mode: 'memory' }>): RedisConnection {
-  return withCommandTimeout(connect(config), redisCommandTimeoutMs);
+  const connection = connect(config);
+  if (connection instanceof Cluster) connection.on('+node', writeTogetherUnderLoad);
+  else writeTogetherUnderLoad(connection);
+  return withCommandTimeout(connection, redisCommandTimeoutMs);
 }
 
 function connect(config: Exclude<RedisConfig, { mode: 'memory' }>): RedisConnection {

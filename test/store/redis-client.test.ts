@@ -1,8 +1,10 @@
 // The Redis connection's fail-fast settings, on a redis-server of its own: a command to a server that is
 // down or does not answer fails instead of waiting in a queue (a request must never wait on Redis), and
-// the connection comes back by itself with the server. Sentinel failover and the cluster are exercised
+// the connection comes back by itself with the server. The commands of one turn of the event loop reach
+// the server in one read. Sentinel failover and the cluster are exercised
 // end to end (test/e2e/sessions-sentinel.test.ts, the stores' cluster contracts).
 import { execFileSync } from 'node:child_process';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createRedisConnection, type RedisConnection } from '../../src/store/redis-client.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';
@@ -24,7 +26,42 @@ async function ready(redis: RedisConnection): Promise<void> {
   await expect.poll(() => redis.status, { timeout: 10_000, interval: 50 }).toBe('ready');
 }
 
+/**
+ * The reads a redis-server has made from its clients' sockets so far (INFO stats), asked over a plain
+ * connection of its own, which counts one read itself each time. Servers a test starts serve nothing else.
+ */
+async function readsProcessed(observer: Redis): Promise<number> {
+  return Number(/total_reads_processed:(\d+)/.exec(await observer.info('stats'))?.[1]);
+}
+
+/** Commands sent in one turn of the event loop, the replies in their order. */
+async function burst(redis: RedisConnection, keys: string[]): Promise<unknown[]> {
+  return Promise.all(keys.map((key, index) => (index % 2 === 0 ? redis.incr(key) : redis.get(key))));
+}
+
 describe('createRedisConnection (standalone)', () => {
+  it('sends the commands of one turn of the event loop together, each answered in its order', async () => {
+    const server = await startRedisServer();
+    const redis = createRedisConnection({ mode: 'standalone', url: server.url });
+    const observer = new Redis(server.port);
+    try {
+      await ready(redis);
+      const before = await readsProcessed(observer);
+      const keys = Array.from({ length: 40 }, (_unused, index) => `ctxgate:burst:${index >> 1}`);
+      // Each key incremented, then read: the read sees the increment sent just before it.
+      expect(await burst(redis, keys)).toEqual(keys.map((_key, index) => (index % 2 === 0 ? 1 : '1')));
+      // The first command goes at once (none was outstanding), the other 39 in one write: one or two
+      // reads, and one for the INFO that counts them.
+      expect((await readsProcessed(observer)) - before).toBeLessThanOrEqual(3);
+      // A command sent in a later turn is not held back.
+      expect(await redis.get('ctxgate:burst:0')).toBe('1');
+    } finally {
+      redis.disconnect();
+      observer.disconnect();
+      await server.stop();
+    }
+  });
+
   it('fails a command while the server is down instead of queueing it, and reconnects when it is back', async () => {
     let server = await startRedisServer();
     const redis = createRedisConnection({ mode: 'standalone', url: server.url });
@@ -151,6 +188,44 @@ describe('createRedisConnection (standalone)', () => {
 });
 
 describe('createRedisConnection (cluster)', () => {
+  it('sends the commands of one turn to each node together', async () => {
+    const cluster = await startRedisCluster();
+    const redis = createRedisConnection({ mode: 'cluster', nodes: cluster.nodes });
+    const observers = cluster.nodes.map((node) => new Redis(node.port));
+    try {
+      await ready(redis);
+      // Keys on every node (the tags hash to different slots), each node's connection made and warmed.
+      const keys = Array.from(
+        { length: 60 },
+        (_unused, index) => `ctxgate:{t${(index >> 1) % 12}}:${index >> 1}`,
+      );
+      await burst(
+        redis,
+        keys.map((key) => `${key}:warm`),
+      );
+      // The fewest reads each node made for one burst of three: the cluster client's own occasional
+      // commands (its slots refreshed) may fall into one of them.
+      const fewest = cluster.nodes.map(() => Number.POSITIVE_INFINITY);
+      for (let round = 1; round <= 3; round++) {
+        const before = await Promise.all(observers.map(readsProcessed));
+        expect(await burst(redis, keys)).toEqual(
+          keys.map((_key, index) => (index % 2 === 0 ? round : `${round}`)),
+        );
+        const after = await Promise.all(observers.map(readsProcessed));
+        after.forEach((count, node) => {
+          fewest[node] = Math.min(fewest[node] as number, count - (before[node] as number));
+        });
+      }
+      // Every node was sent some of the commands: the first at once, the rest in one write (one or two
+      // reads), and counted once more for the INFO.
+      expect(fewest.every((reads) => reads <= 3)).toBe(true);
+    } finally {
+      redis.disconnect();
+      for (const observer of observers) observer.disconnect();
+      await cluster.stop();
+    }
+  });
+
   it('does not fail a command the cluster answered while the event loop was blocked past the timeout', async () => {
     const cluster = await startRedisCluster();
     const redis = createRedisConnection({ mode: 'cluster', nodes: cluster.nodes });
