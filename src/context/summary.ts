@@ -156,8 +156,8 @@ export function planTurnSummary(input: TurnSummaryPlanInput): TurnSummaryPlan {
   const newestGroup = groupStarts.at(-1);
   if (newestGroup === undefined || groupStarts[0] !== from) return { kind: 'none' };
   const target = input.summarizeTo * input.historyBudget;
-  let remaining = turnTokens;
-  for (let index = turnStart + 1; index < from; index++) remaining -= activeTokens[index] as number;
+  // What the turn will send: its summary included, which stays and grows by the new segment.
+  let remaining = liveTokens;
   let to = from;
   let steps = 0;
   for (const start of groupStarts.slice(1)) {

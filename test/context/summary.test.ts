@@ -639,4 +639,19 @@ describe('planTurnSummary', () => {
       }),
     ).toMatchObject({ kind: 'summarize_turn', from: 11 });
   });
+
+  it('brings what the turn sends down to summarize_to with its summary counted, which stays', () => {
+    // A 250-token summary of the first 5 groups and 7 groups after it: 10 + 250 + 700 = 960. Down to
+    // 400 takes 6 of the 7 groups (960 − 600 = 360), not the 4 that would be enough without the summary.
+    expect(
+      planTurnSummary({
+        ...turn(12),
+        coveredUntil: 11,
+        summaryTokens: 250,
+        historyBudget: 1_000,
+        summarizeAt: 0.75,
+        summarizeTo: 0.4,
+      }),
+    ).toEqual({ kind: 'summarize_turn', turnStart: 0, from: 11, to: 23, steps: 6, turnTokens: 1_210 });
+  });
 });
