@@ -95,6 +95,11 @@ export async function load(
         }),
   });
   const cpuUs = pid === undefined || cpuBefore === undefined ? undefined : processCpuUs(pid) - cpuBefore;
+  return loadResult(result, cpuUs);
+}
+
+/** An autocannon run's figures, with the target's CPU over it (µs) spread over its requests. */
+function loadResult(result: autocannon.Result, cpuUs: number | undefined): LoadResult {
   return {
     rps: result.requests.average,
     cpuUsPerRequest:
@@ -137,14 +142,7 @@ export async function loadCount(
       },
     ],
   });
-  return {
-    rps: result.requests.average,
-    cpuUsPerRequest: (processCpuUs(pid) - cpuBefore) / Math.max(1, result.requests.total),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
+  return loadResult(result, processCpuUs(pid) - cpuBefore);
 }
 
 export function median(values: number[]): number {

@@ -83,26 +83,33 @@ export async function sessionsSection(): Promise<void> {
     // Each measured turn stores two messages; requests rotate over several sessions per size so that
     // the sizes stay close to what they are named (one 10 000-message session grows by 2.6% per round).
     const sessionsPerSize = (size: number): number => (shapeOf(size).stored >= 10_000 ? 3 : 39);
-    for (const size of sizes)
-      for (let copy = 0; copy < sessionsPerSize(size); copy++) {
-        const key = { tenantId, sessionId: `bench-${shapeOf(size).name}-${copy}` };
-        const messages = conversations.get(size) ?? [];
-        for (let start = 0; start < messages.length; start += 500) {
-          const hold = await store.acquire(key, 60_000);
-          if (hold === undefined) throw new Error('bench session is busy');
-          const snapshot = await store.load(key);
-          await store.commit(key, {
-            hold,
-            expectedVersion: snapshot.version,
-            append: messages
-              .slice(start, start + 500)
-              .map((message) => ({ message, tokens: countMessageTokens(message, tokenizer) })),
-            systemPrompt: shapeOf(size).system,
-            historyStart: 0,
-            activeTokenLimit: 128_000,
-          });
-        }
+    /** Stores `messages` (with their token counts) as a session, 500 to a commit. */
+    type BenchMessage = { role: string; content: string };
+    const preload = async (sessionId: string, messages: BenchMessage[], system?: BenchMessage) => {
+      const key = { tenantId, sessionId };
+      for (let start = 0; start < messages.length; start += 500) {
+        const hold = await store.acquire(key, 60_000);
+        if (hold === undefined) throw new Error('bench session is busy');
+        const snapshot = await store.load(key);
+        await store.commit(key, {
+          hold,
+          expectedVersion: snapshot.version,
+          append: messages
+            .slice(start, start + 500)
+            .map((message) => ({ message, tokens: countMessageTokens(message, tokenizer) })),
+          systemPrompt: system,
+          historyStart: 0,
+          activeTokenLimit: 128_000,
+        });
       }
+    };
+    for (const size of sizes)
+      for (let copy = 0; copy < sessionsPerSize(size); copy++)
+        await preload(
+          `bench-${shapeOf(size).name}-${copy}`,
+          conversations.get(size) ?? [],
+          shapeOf(size).system,
+        );
     const target = new URL(`${gateway.url}/chat/completions`);
     const upstreamTarget = new URL(`${fake.url}/chat/completions`);
     const sessionHeaders = (size: number) => (index: number) => ({
@@ -261,20 +268,8 @@ export async function sessionsSection(): Promise<void> {
     const loadedStart = 20;
     const loadedRounds = 5;
     const loadedHistory = benchConversation(loadedStart + 2 * loadedRounds + 2, 200);
-    for (let copy = 0; copy < loadedSessions; copy++) {
-      const key = { tenantId, sessionId: `bench-load-${copy}` };
-      const hold = await store.acquire(key, 60_000);
-      if (hold === undefined) throw new Error('bench session is busy');
-      await store.commit(key, {
-        hold,
-        expectedVersion: 0,
-        append: loadedHistory
-          .slice(0, loadedStart)
-          .map((message) => ({ message, tokens: countMessageTokens(message, tokenizer) })),
-        historyStart: 0,
-        activeTokenLimit: 128_000,
-      });
-    }
+    for (let copy = 0; copy < loadedSessions; copy++)
+      await preload(`bench-load-${copy}`, loadedHistory.slice(0, loadedStart));
     let turn = 0;
     /** A request for each session: `messages` (none in a session: it holds them), then a new question. */
     const loadedRound = async (messages: unknown[], session: boolean): Promise<number> => {
