@@ -2,9 +2,9 @@
 // graceful SIGTERM that lets in-flight streams finish while refusing new work.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
-import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
-import { writeConfigFile } from '../helpers/start-gateway.js';
+import { FakeUpstream } from './helpers/fake-upstream.js';
+import { findFreePort, startRedisServer } from './helpers/redis-server.js';
+import { writeConfigFile } from './helpers/start-gateway.js';
 
 function startMain(env: Record<string, string>): ChildProcessWithoutNullStreams {
   return spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
