@@ -15,6 +15,8 @@ function startMain(env: Record<string, string>): ChildProcessWithoutNullStreams 
 
 function collect(child: ChildProcessWithoutNullStreams): {
   stdout: () => string;
+  /** stdout's log lines, parsed. */
+  lines: () => Array<Record<string, unknown>>;
   stderr: () => string;
   exit: Promise<number | null>;
 } {
@@ -24,6 +26,11 @@ function collect(child: ChildProcessWithoutNullStreams): {
   child.stderr.on('data', (data: Buffer) => (stderr += data.toString()));
   return {
     stdout: () => stdout,
+    lines: () =>
+      stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
     stderr: () => stderr,
     exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
   };
@@ -144,11 +151,7 @@ describe('graceful shutdown on SIGTERM', () => {
     }
     child.kill('SIGTERM');
     expect(await output.exit).toBe(0);
-    const lines = output
-      .stdout()
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = output.lines();
     expect(lines.filter((line) => line.msg === 'request').map((line) => [line.reqId, line.status])).toEqual(
       requestIds.map((requestId) => [requestId, 200]),
     );
@@ -166,11 +169,7 @@ describe('graceful shutdown on SIGTERM', () => {
     });
     child.kill('SIGTERM');
     expect(await output.exit).toBe(0);
-    const lines = output
-      .stdout()
-      .trimEnd()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = output.lines();
     const listening = lines.filter((line) => /listening/i.test(String(line.msg)));
     expect(listening).toHaveLength(1);
     expect(listening[0]).toMatchObject({
