@@ -169,13 +169,16 @@ export async function agentLoopFigures(options: {
           figures.ceiling += Math.max(0, usable - newestStep) / usable;
         }
         previous = prompt;
-        // Where history starts: the earlier messages the notice says were omitted, and the past tasks'
+        // Where history starts: the earlier messages not shown (those the omission notice counts, and
+        // those a session's summary stands for: no message is counted by both), and the past tasks'
         // results sent masked. Reaching back further than the request before is a move backwards.
-        const notice = messages.find((message) =>
-          String(message.content ?? '').includes('earlier messages of this conversation were omitted'),
-        );
-        const omitted =
-          notice === undefined ? 0 : Number(/(\d+) earlier messages/.exec(String(notice.content))?.[1]);
+        const omitted = messages.reduce((sum, message) => {
+          const counts = String(message.content ?? '').matchAll(
+            /\[ctxgate\] (?:(\d+) earlier messages of this conversation were omitted|Summary of (\d+) earlier messages of this conversation)/g,
+          );
+          for (const count of counts) sum += Number(count[1] ?? count[2]);
+          return sum;
+        }, 0);
         const pastTasks = messages.slice(
           0,
           messages.findLastIndex((message) => message.role === 'user'),
