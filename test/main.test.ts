@@ -201,13 +201,10 @@ describe('graceful shutdown on SIGTERM', () => {
         body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
       });
       expect(answer.status).toBe(200);
-      const line = JSON.parse(
-        output
-          .stdout()
-          .split('\n')
-          .find((text) => text.includes('ctxgate listening')) ?? '{}',
-      ) as Record<string, unknown>;
-      expect(line).toMatchObject({ store: 'standalone', storeReady: true });
+      expect(output.lines().find((line) => line.msg === 'ctxgate listening')).toMatchObject({
+        store: 'standalone',
+        storeReady: true,
+      });
     } finally {
       child.kill('SIGTERM');
       await output.exit;
