@@ -6,6 +6,7 @@
 // second tenant agrees (learned-limit-rules.ts). Recorded in the learned-limits store, which keeps what
 // it learns in process first: nothing here touches Redis on the request's path.
 import { countsAgree } from '../context/learned-limit-rules.js';
+import { guessedParts } from '../context/token-accounting.js';
 import { isCalibrated } from '../config/model-table.js';
 import type { GatewayMetrics } from '../metrics.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
@@ -118,7 +119,12 @@ export function createUpstreamLessons(deps: {
       const calibrated = isCalibrated(prepared.settings.model);
       const ratio = calibrated ? (learned.ratio ?? 1) : 1;
       const toolRegion = prepared.report.regions.tools;
-      if (toolSet !== undefined) {
+      // Images, audio and files, which the provider sizes its own way: a prompt with any teaches neither
+      // the model's ratio nor a tool set's cost (either would bend every later count of plain text), and
+      // the alarm below is judged on the rest of what was sent.
+      const guessed = guessedParts(prepared.messages);
+      const plain = guessed.parts === 0;
+      if (plain && toolSet !== undefined) {
         // What the upstream counts for the tool set: its usage less the messages' estimate — learned
         // only from requests whose messages carry no tool calls or results, whose own estimate would
         // otherwise be taken for the tool set's.
@@ -132,17 +138,20 @@ export function createUpstreamLessons(deps: {
             attempt.toolFormula ?? toolRegion,
           );
       } else if (
-        calibrated ||
-        learned.ratio !== undefined ||
-        Math.abs(promptTokens / Math.max(1, estimated) - 1) > exactDisagreement
+        plain &&
+        toolSet === undefined &&
+        (calibrated ||
+          learned.ratio !== undefined ||
+          Math.abs(promptTokens / Math.max(1, estimated) - 1) > exactDisagreement)
       ) {
         // An exactly counted model learns a ratio only when the upstream counts what the gateway
-        // cannot see (a system prompt it adds, images it sizes its own way).
+        // cannot see (a system prompt it adds).
         learnedLimits.recordRatio(upstream, model, tenant, { reported: promptTokens, estimated });
       }
-      // Judged against the estimate with the tool set as the gateway's formula counts it: a learned
-      // tool-set cost never raises the alarm by itself.
-      const formulaEstimate = estimated - toolRegion + (attempt.toolFormula ?? toolRegion);
+      // Judged against the estimate with the tool set as the gateway's formula counts it (a learned
+      // tool-set cost never raises the alarm by itself) and without its guess of images: a provider
+      // that sizes an image smaller than the guess cut nothing.
+      const formulaEstimate = estimated - guessed.tokens - toolRegion + (attempt.toolFormula ?? toolRegion);
       if (formulaEstimate < 256 || promptTokens >= formulaEstimate * (learned.ratio ?? 1) * truncationShare)
         return false;
       deps.metrics.upstreamTruncations.inc({ upstream, model: deps.metrics.modelLabel(model) });

@@ -34,15 +34,37 @@ function contentTokens(content: unknown, tokenizer: Tokenizer): number {
     if (typeof part !== 'object' || part === null) continue;
     if (typeof part.text === 'string') total += tokenizer.count(part.text);
     else if (typeof part.refusal === 'string') total += tokenizer.count(part.refusal);
-    else if (part.type === 'image_url') {
-      const image = part.image_url as { url?: unknown; detail?: unknown } | undefined;
-      total += imageTokens(
-        typeof image?.url === 'string' ? image.url : '',
-        typeof image?.detail === 'string' ? image.detail : undefined,
-      );
-    }
+    else if (part.type === 'image_url') total += imagePartTokens(part);
   }
   return total;
+}
+
+/** An image part's tokens by OpenAI's tile formula. */
+function imagePartTokens(part: Record<string, unknown>): number {
+  const image = part.image_url as { url?: unknown; detail?: unknown } | undefined;
+  return imageTokens(
+    typeof image?.url === 'string' ? image.url : '',
+    typeof image?.detail === 'string' ? image.detail : undefined,
+  );
+}
+
+/**
+ * The content parts of these messages whose tokens the gateway can only guess — images (by the tile
+ * formula), audio and files (not at all): a provider sizes them its own way — and its guess of them.
+ */
+export function guessedParts(messages: readonly ContextMessage[]): { parts: number; tokens: number } {
+  let parts = 0;
+  let tokens = 0;
+  for (const message of messages) {
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content as Array<Record<string, unknown>>) {
+      if (typeof part !== 'object' || part === null) continue;
+      if (typeof part.text === 'string' || typeof part.refusal === 'string') continue;
+      parts++;
+      if (part.type === 'image_url') tokens += imagePartTokens(part);
+    }
+  }
+  return { parts, tokens };
 }
 
 /** Tokens one message adds to a prompt, framing included. */

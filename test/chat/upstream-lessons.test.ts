@@ -238,6 +238,93 @@ describe('a successful answer', () => {
   });
 });
 
+describe('a successful answer to a prompt with parts the provider sizes its own way', () => {
+  const parts: Array<[string, Record<string, unknown>]> = [
+    ['a remote image', { type: 'image_url', image_url: { url: 'https://example.test/a.png' } }],
+    [
+      'a low-detail image',
+      { type: 'image_url', image_url: { url: 'https://example.test/a.png', detail: 'low' } },
+    ],
+    ['audio', { type: 'input_audio', input_audio: { data: 'UklGRiQAAABXQVZF', format: 'wav' } }],
+    [
+      'a file',
+      { type: 'file', file: { filename: 'report.pdf', file_data: 'data:application/pdf;base64,JVBERi0x' } },
+    ],
+  ];
+  /** A conversation whose last user message carries `part` beside its text. */
+  const withPart = (model: string, part: Record<string, unknown>, turns = 3): ChatCompletionRequest => {
+    const request = { ...chat(turns), model } as ChatCompletionRequest;
+    return {
+      ...request,
+      messages: [
+        ...request.messages.slice(0, -1),
+        { role: 'user', content: [{ type: 'text', text: 'What is in this?' }, part] },
+      ] as ChatCompletionRequest['messages'],
+    };
+  };
+
+  it.each(
+    parts.flatMap(([name, part]) =>
+      ['small-model', 'exact-model'].map((model) => [name, model, part] as const),
+    ),
+  )(
+    '%s teaches %s no ratio, whether the provider counts it far above or below the estimate',
+    (_name, model, part) => {
+      for (const factor of [6, 0.4]) {
+        const { ladder, learnedLimits } = ladderFor(withPart(model, part));
+        const { lessons } = lessonsFor(learnedLimits);
+        const estimated = ladder.first.prepared.report.inputTokens;
+        for (let sample = 0; sample < 5; sample++)
+          lessons.usage(Math.round(estimated * factor), ladder.first);
+        expect(learnedLimits.get('default', model, 'tenant-a').ratio).toBeUndefined();
+        expect(learnedLimits.list().flatMap((entry) => entry.ratio?.tenants ?? [])).toEqual([]);
+      }
+    },
+  );
+
+  it('teaches a tool set no cost', () => {
+    const tools = [
+      { type: 'function', function: { name: 'look', parameters: { type: 'object', properties: {} } } },
+    ];
+    const [, image] = parts[0] as [string, Record<string, unknown>];
+    const { ladder, learnedLimits } = ladderFor({
+      ...withPart('exact-model', image),
+      tools,
+    } as ChatCompletionRequest);
+    const attempt = ladder.first;
+    if (attempt.toolSet === undefined || attempt.toolFormula === undefined)
+      throw new Error('expected a tool set');
+    const { lessons } = lessonsFor(learnedLimits);
+    for (let sample = 0; sample < 5; sample++)
+      lessons.usage(attempt.prepared.report.inputTokens + 1_000, attempt);
+    expect(
+      learnedLimits.toolSetTokens('default', 'exact-model', attempt.toolSet, 'tenant-a', attempt.toolFormula),
+    ).toBeUndefined();
+  });
+
+  it.each<{ name: string; images: number; reported: (text: number) => number; alarm: boolean }>([
+    // Eight remote images of unknown size: the gateway guesses 765 tokens each; small ones count 85.
+    { name: 'sized its images below the guess', images: 8, reported: (text) => text + 8 * 85, alarm: false },
+    {
+      name: 'counted under half of the text alone',
+      images: 8,
+      reported: (text) => Math.floor(text * 0.3),
+      alarm: true,
+    },
+  ])('that $name raises the truncation alarm: $alarm', ({ images, reported, alarm }) => {
+    const image = { type: 'image_url', image_url: { url: 'https://example.test/a.png' } };
+    // The large model: the text and eight guessed images fit its window whole.
+    const request = withPart('large-model', image, 12);
+    const last = request.messages.at(-1) as { content: unknown[] };
+    last.content.push(...Array.from({ length: images - 1 }, () => image));
+    const { ladder: textOnly } = ladderFor({ ...chat(12), model: 'large-model' } as ChatCompletionRequest);
+    const { ladder, learnedLimits } = ladderFor(request);
+    const { lessons, logged } = lessonsFor(learnedLimits);
+    expect(lessons.usage(reported(textOnly.first.prepared.report.inputTokens), ladder.first)).toBe(alarm);
+    expect(logged.filter((line) => line.level === 'warn').length).toBe(alarm ? 1 : 0);
+  });
+});
+
 describe('quotesRequest', () => {
   it.each<[string, string[], boolean]>([
     ['a passage the body holds', ['maximum context length is 3000 tokens'], true],

@@ -283,6 +283,41 @@ describe('tool sets', () => {
   });
 });
 
+describe('images', () => {
+  it('a tenant’s images do not bend its own count of plain text', async () => {
+    const model = `vision-${Date.now()}`;
+    const harness = await gateway(model, { window: 32_000, outputReserve: 256 });
+    fake.setWindow(model, 32_000);
+    // One question about three screenshots: the provider sizes each at 765 tokens, the gateway's tile
+    // formula at 85 (detail low): the provider counts several times the gateway's estimate.
+    const image = {
+      type: 'image_url' as const,
+      image_url: { url: 'https://example.test/shot.png', detail: 'low' as const },
+    };
+    await client(harness, 'vision').chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'What changed?' }, image, image, image] }],
+      max_tokens: 100,
+    });
+    // Then the same tenant's plain conversation of about 14,000 tokens: it fits the 32,000-token window
+    // whole.
+    const messages: OpenAI.ChatCompletionMessageParam[] = Array.from({ length: 20 }, (_unused, index) => ({
+      role: index % 2 === 0 ? ('user' as const) : ('assistant' as const),
+      content: prose(330, index),
+    }));
+    const answer = await client(harness, 'vision')
+      .chat.completions.create({ model, messages, max_tokens: 100 })
+      .withResponse();
+    const sent = fake.chatRequests.at(-1);
+    expect((sent?.body as { messages: unknown[] }).messages.length).toBe(messages.length);
+    expect(answer.response.headers.get('x-context-dropped-messages')).toBe('0');
+    const estimated = Number(answer.response.headers.get('x-context-input-tokens'));
+    expect(
+      Math.abs(estimated - (sent?.promptTokens as number)) / (sent?.promptTokens as number),
+    ).toBeLessThan(0.1);
+  });
+});
+
 describe('small windows', () => {
   it('answers "hi" on a 2,048-token window without max_tokens, and recovers from its own overflow', async () => {
     const model = `small-${Date.now()}`;
