@@ -109,21 +109,22 @@ export function createUpstreamLessons(deps: {
     usage(promptTokens, attempt) {
       const { upstream, model } = whereOf(attempt);
       const { prepared, toolSet, learned, tenant } = attempt;
+      // Images, audio and files, which the provider sizes its own way: a prompt with any teaches neither
+      // the model's ratio nor a tool set's cost (either would bend every later count of plain text), the
+      // size it took is the smaller of the two counts (gpt-4o-mini's usage counts an image for its
+      // price, past what its window holds), and the alarm below is judged on the rest of what was sent.
+      const guessed = guessedParts(prepared.messages);
+      const plain = guessed.parts === 0;
       // The size that went through, in the provider's own count when it gave one.
-      const accepted =
-        (promptTokens ?? Math.ceil(prepared.report.inputTokens * (learned.ratio ?? 1))) +
-        attempt.sentMaxTokens;
-      learnedLimits.recordSuccess(upstream, model, tenant, accepted);
+      const counted = Math.ceil(prepared.report.inputTokens * (learned.ratio ?? 1));
+      const taken =
+        promptTokens === undefined ? counted : plain ? promptTokens : Math.min(promptTokens, counted);
+      learnedLimits.recordSuccess(upstream, model, tenant, taken + attempt.sentMaxTokens);
       if (promptTokens === undefined) return false;
       const estimated = prepared.report.inputTokens;
       const calibrated = isCalibrated(prepared.settings.model);
       const ratio = calibrated ? (learned.ratio ?? 1) : 1;
       const toolRegion = prepared.report.regions.tools;
-      // Images, audio and files, which the provider sizes its own way: a prompt with any teaches neither
-      // the model's ratio nor a tool set's cost (either would bend every later count of plain text), and
-      // the alarm below is judged on the rest of what was sent.
-      const guessed = guessedParts(prepared.messages);
-      const plain = guessed.parts === 0;
       if (plain && toolSet !== undefined) {
         // What the upstream counts for the tool set: its usage less the messages' estimate — learned
         // only from requests whose messages carry no tool calls or results, whose own estimate would

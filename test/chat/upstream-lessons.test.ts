@@ -282,6 +282,22 @@ describe('a successful answer to a prompt with parts the provider sizes its own 
     },
   );
 
+  it('does not raise the size the model is known to take past what the gateway counted', () => {
+    // Both requests on one learned-limits store (the large model, 32,768 tokens): the image request's
+    // answer, then a plain request's overflow.
+    const [, image] = parts[0] as [string, Record<string, unknown>];
+    const { ladder: withImage, learnedLimits } = ladderFor(withPart('large-model', image, 12));
+    const { ladder: plain } = ladderFor({ ...chat(40), model: 'large-model' } as ChatCompletionRequest);
+    const { lessons } = lessonsFor(learnedLimits);
+    // gpt-4o-mini's usage counts an image for its price, here past the whole window.
+    lessons.usage(withImage.first.prepared.report.inputTokens + 50_000, withImage.first);
+    // The window stated is above what the image request took by the gateway's count, below what was sent.
+    const stated = plain.first.promptTokens - 1_000;
+    expect(stated).toBeGreaterThan(withImage.first.prepared.report.inputTokens);
+    lessons.overflow(overflow(openAiOverflow(stated, plain.first.promptTokens)), plain.first, 400);
+    expect(learnedLimits.get('default', 'large-model', 'tenant-a').window).toBe(stated);
+  });
+
   it('teaches a tool set no cost', () => {
     const tools = [
       { type: 'function', function: { name: 'look', parameters: { type: 'object', properties: {} } } },
