@@ -418,7 +418,7 @@ export function contextResponseHeaders({
     'x-context-window': String(report.window),
     'x-context-input-tokens': String(inputTokens),
     'x-context-usage': ((inputTokens + settings.outputReserve) / report.window).toFixed(2),
-    'x-context-dropped-messages': String(report.droppedMessages),
+    'x-context-dropped-messages': String(report.droppedMessages + report.orphanMessagesRemoved),
     'x-context-summarized-messages': String(report.summarizedMessages),
     'x-context-truncated-tool-results': String(report.truncatedToolResults),
     'x-context-masked-tool-results': String(report.maskedToolResults),

@@ -319,6 +319,7 @@ function unchanged(
       historyStartIndex: counted.historyStartIndex,
       oversizeTruncated: false,
       orphansRemoved: 0,
+      orphanMessagesRemoved: 0,
       modified: false,
     },
   };
@@ -374,6 +375,7 @@ function pairedOutcome(input: RenderInput): RenderOutcome {
         tools,
       }),
       orphansRemoved: removed,
+      orphanMessagesRemoved: outcome.messages.length - repair.messages.length,
       modified: true,
     }),
   };
@@ -903,6 +905,7 @@ function fittedOutcome(
       historyStartIndex: firstWindowTurn === undefined ? current.start : firstWindowTurn.start,
       oversizeTruncated: fitted.oversizeTruncated,
       orphansRemoved: 0,
+      orphanMessagesRemoved: 0,
       modified,
     },
   };

@@ -83,6 +83,11 @@ export interface RenderReport {
    * provider would refuse is repaired, never sent. 0 unless the input itself was broken.
    */
   orphansRemoved: number;
+  /**
+   * Whole messages that check removed (tool messages, and assistant messages left with neither calls
+   * nor text): not sent, so counted with the dropped ones in X-Context-Dropped-Messages.
+   */
+  orphanMessagesRemoved: number;
   /** False when the rendered messages are exactly the input messages. */
   modified: boolean;
 }

@@ -228,6 +228,66 @@ describe('chat completions through the gateway', () => {
     expect(sent.messages[0]?.content).toMatch(/1 tool messages or tool calls without their counterpart/);
   });
 
+  const call = (id: string) => ({
+    id,
+    type: 'function' as const,
+    function: { name: 'read', arguments: '{}' },
+  });
+  // Each with how many of its messages the final check removes whole.
+  it.each<[string, OpenAI.ChatCompletionMessageParam[], number]>([
+    [
+      'an orphaned tool message',
+      [
+        { role: 'user', content: 'hi' },
+        { role: 'tool', tool_call_id: 'call_x', content: 'r' },
+        { role: 'user', content: 'and?' },
+      ],
+      1,
+    ],
+    [
+      'a call answered twice',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: null, tool_calls: [call('c1')] },
+        { role: 'tool', tool_call_id: 'c1', content: 'r1' },
+        { role: 'tool', tool_call_id: 'c1', content: 'r1 again' },
+        { role: 'user', content: 'next' },
+      ],
+      1,
+    ],
+    [
+      'a call whose result came after the next user message (the call goes too)',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: null, tool_calls: [call('c1')] },
+        { role: 'user', content: 'wait' },
+        { role: 'tool', tool_call_id: 'c1', content: 'r1' },
+        { role: 'user', content: 'next' },
+      ],
+      2,
+    ],
+    [
+      'one of two parallel calls answered (the assistant message stays, with the other call)',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: 'Reading both.', tool_calls: [call('c1'), call('c2')] },
+        { role: 'tool', tool_call_id: 'c2', content: 'r2' },
+        { role: 'user', content: 'next' },
+      ],
+      0,
+    ],
+  ])('counts what the final check removed as dropped: %s', async (_name, messages, removed) => {
+    const { response } = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', messages })
+      .withResponse();
+    const sent = (fake.chatRequests.at(-1)?.body as { messages: Array<{ content: unknown }> }).messages;
+    const own = sent.filter((message) => !String(message.content).startsWith('[ctxgate]')).length;
+    expect(own).toBe(messages.length - removed);
+    // Sent, summarized and dropped: each message of the conversation counted once.
+    expect(Number(response.headers.get('x-context-dropped-messages'))).toBe(removed);
+    expect(Number(response.headers.get('x-context-summarized-messages'))).toBe(0);
+  });
+
   it('forwards the model list', async () => {
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual(['gpt-4o-mini']);
