@@ -16,6 +16,13 @@ import type { ChatAttempt } from './attempt-ladder.js';
 /** A model counted exactly learns a ratio only when the upstream's count is further off than this. */
 const exactDisagreement = 0.02;
 
+/**
+ * A ratio is learned from prompts of at least this many tokens (the gateway's count): on a shorter one
+ * the tokens a chat template adds to every prompt (Llama 3's date header, Qwen's default system prompt:
+ * some 20–40) weigh as much as the text, and one "hi" would scale every later count up to 4 times.
+ */
+const minRatioSampleTokens = 512;
+
 /** Fewer upstream prompt tokens than this share of the (calibrated) estimate: the prompt was cut. */
 const truncationShare = 0.5;
 
@@ -141,6 +148,7 @@ export function createUpstreamLessons(deps: {
       } else if (
         plain &&
         toolSet === undefined &&
+        estimated >= minRatioSampleTokens &&
         (calibrated ||
           learned.ratio !== undefined ||
           Math.abs(promptTokens / Math.max(1, estimated) - 1) > exactDisagreement)

@@ -174,6 +174,19 @@ describe('a successful answer', () => {
     else expect(learned).toBeCloseTo(ratio, 1);
   });
 
+  it.each(['small-model', 'exact-model'])(
+    '%s learns no ratio from a prompt under 512 tokens, which a chat template’s own tokens would bend',
+    (model) => {
+      const { ladder, learnedLimits } = ladderFor({ ...chat(0, 'hi'), model } as ChatCompletionRequest);
+      const { lessons } = lessonsFor(learnedLimits);
+      const estimated = ladder.first.prepared.report.inputTokens;
+      expect(estimated).toBeLessThan(512);
+      // Llama 3's template adds its date header, some 30 tokens, to every prompt.
+      for (let sample = 0; sample < 5; sample++) lessons.usage(estimated + 30, ladder.first);
+      expect(learnedLimits.get('default', model, 'tenant-a').ratio).toBeUndefined();
+    },
+  );
+
   it('learns what the upstream counts for a tool set, from requests without tool messages only', () => {
     const tools = [
       {

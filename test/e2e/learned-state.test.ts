@@ -29,9 +29,13 @@ const noNumbers = () => ({
   }),
 });
 
+/** A local model served with a chat template that adds 30 tokens to every prompt (Llama 3's date header). */
+const templated = `templated-${Date.now()}`;
+
 beforeAll(async () => {
   fake = new FakeUpstream({
     defaultWindow: window,
+    templateTokens: { [templated]: 30 },
     // The provider sizes a low-detail image at 765 tokens; the gateway's tile formula says 85.
     imageTokens: 765,
     overflowAnswer: (facts) => (overflowAnswer ?? noNumbers)(facts),
@@ -315,6 +319,29 @@ describe('images', () => {
     expect(
       Math.abs(estimated - (sent?.promptTokens as number)) / (sent?.promptTokens as number),
     ).toBeLessThan(0.1);
+  });
+});
+
+describe('chat templates', () => {
+  it('a first “hi” does not make a model served with a template count every later prompt four times', async () => {
+    const harness = await gateway(templated, { window: 8_192, outputReserve: 256 });
+    fake.setWindow(templated, 8_192);
+    // The gateway counts 8 tokens, the provider 38: the template's header is most of a short prompt.
+    await client(harness, 'local').chat.completions.create({
+      model: templated,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    // Then a conversation of about 6,000 tokens, which the 8,192-token window holds whole.
+    const messages: OpenAI.ChatCompletionMessageParam[] = Array.from({ length: 18 }, (_unused, index) => ({
+      role: index % 2 === 0 ? ('user' as const) : ('assistant' as const),
+      content: prose(160, index),
+    }));
+    const answer = await client(harness, 'local')
+      .chat.completions.create({ model: templated, messages })
+      .withResponse();
+    const sent = fake.chatRequests.at(-1);
+    expect((sent?.body as { messages: unknown[] }).messages.length).toBe(messages.length);
+    expect(answer.response.headers.get('x-context-dropped-messages')).toBe('0');
   });
 });
 

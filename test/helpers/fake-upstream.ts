@@ -88,6 +88,11 @@ export interface FakeUpstreamOptions {
   promptTokenScale?: Record<string, number>;
   /** Tokens the provider counts for each image part (its own sizing; the gateway's formula may differ). */
   imageTokens?: number;
+  /**
+   * Tokens a model's chat template adds to every prompt, whatever its length (Llama 3's date header,
+   * Qwen's default system prompt), by model.
+   */
+  templateTokens?: Record<string, number>;
   /** Models whose prompts over the window are cut and answered anyway, reporting the kept tokens. */
   truncateSilently?: readonly string[];
   /**
@@ -554,7 +559,8 @@ export class FakeUpstream {
         : countPromptTokens(body.messages, body.tools, this.options.imageTokens);
     // A model whose own tokenizer counts differently from the cookbook count.
     const scale = typeof body.model === 'string' ? (this.options.promptTokenScale?.[body.model] ?? 1) : 1;
-    let promptTokens = Math.ceil(counted * scale);
+    const template = typeof body.model === 'string' ? (this.options.templateTokens?.[body.model] ?? 0) : 0;
+    let promptTokens = Math.ceil(counted * scale) + template;
     recorded.promptTokens = promptTokens;
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
