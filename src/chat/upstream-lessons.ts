@@ -23,6 +23,12 @@ const exactDisagreement = 0.02;
  */
 const minRatioSampleTokens = 512;
 
+/**
+ * A count under this share of the gateway's own is no tokenizer's: o200k counts about as few tokens as
+ * any (another vocabulary counts at most some tens of percent fewer, most count more).
+ */
+const minPlausibleShare = 0.75;
+
 /** Fewer upstream prompt tokens than this share of the (calibrated) estimate: the prompt was cut. */
 const truncationShare = 0.5;
 
@@ -113,25 +119,39 @@ export function createUpstreamLessons(deps: {
       );
     },
 
-    usage(promptTokens, attempt) {
+    usage(reportedTokens, attempt) {
       const { upstream, model } = whereOf(attempt);
       const { prepared, toolSet, learned, tenant } = attempt;
+      // A count of 0 is no count: Ollama reports it for a prompt its cache held.
+      const promptTokens = reportedTokens === 0 ? undefined : reportedTokens;
       // Images, audio and files, which the provider sizes its own way: a prompt with any teaches neither
       // the model's ratio nor a tool set's cost (either would bend every later count of plain text), the
       // size it took is the smaller of the two counts (gpt-4o-mini's usage counts an image for its
       // price, past what its window holds), and the alarm below is judged on the rest of what was sent.
       const guessed = guessedParts(prepared.messages);
-      const plain = guessed.parts === 0;
       // The size that went through, in the provider's own count when it gave one.
       const counted = Math.ceil(prepared.report.inputTokens * (learned.ratio ?? 1));
       const taken =
-        promptTokens === undefined ? counted : plain ? promptTokens : Math.min(promptTokens, counted);
+        promptTokens === undefined
+          ? counted
+          : guessed.parts === 0
+            ? promptTokens
+            : Math.min(promptTokens, counted);
       learnedLimits.recordSuccess(upstream, model, tenant, taken + attempt.sentMaxTokens);
       if (promptTokens === undefined) return false;
       const estimated = prepared.report.inputTokens;
       const calibrated = isCalibrated(prepared.settings.model);
       const ratio = calibrated ? (learned.ratio ?? 1) : 1;
       const toolRegion = prepared.report.regions.tools;
+      // The alarm is judged against the estimate with the tool set as the gateway's formula counts it
+      // (a learned tool-set cost never raises it by itself) and without its guess of images (a provider
+      // that sizes an image smaller than the guess cut nothing).
+      const formulaEstimate = estimated - guessed.tokens - toolRegion + (attempt.toolFormula ?? toolRegion);
+      const cut =
+        formulaEstimate >= 256 && promptTokens < formulaEstimate * (learned.ratio ?? 1) * truncationShare;
+      // A count well under the gateway's own says the prompt was cut, or was counted only past the
+      // provider's prompt cache (Ollama 0.30's was): nothing about its tokenizer, so nothing is learned.
+      const plain = guessed.parts === 0 && !cut && promptTokens >= formulaEstimate * minPlausibleShare;
       if (plain && toolSet !== undefined) {
         // What the upstream counts for the tool set: its usage less the messages' estimate — learned
         // only from requests whose messages carry no tool calls or results, whose own estimate would
@@ -157,12 +177,7 @@ export function createUpstreamLessons(deps: {
         // cannot see (a system prompt it adds).
         learnedLimits.recordRatio(upstream, model, tenant, { reported: promptTokens, estimated });
       }
-      // Judged against the estimate with the tool set as the gateway's formula counts it (a learned
-      // tool-set cost never raises the alarm by itself) and without its guess of images: a provider
-      // that sizes an image smaller than the guess cut nothing.
-      const formulaEstimate = estimated - guessed.tokens - toolRegion + (attempt.toolFormula ?? toolRegion);
-      if (formulaEstimate < 256 || promptTokens >= formulaEstimate * (learned.ratio ?? 1) * truncationShare)
-        return false;
+      if (!cut) return false;
       deps.metrics.upstreamTruncations.inc({ upstream, model: deps.metrics.modelLabel(model) });
       deps.warn(
         { upstream, model, sentTokensEstimate: formulaEstimate, upstreamPromptTokens: promptTokens },

@@ -281,18 +281,22 @@ export function nextValue(
   return Math.min(bounds.max, Math.max(bounds.min, previous + Math.max(-limit, Math.min(limit, step))));
 }
 
-/** A tenant's value after one more sample: its first as measured (within bounds), then bounded steps. */
+/**
+ * A tenant's value after one more sample: its first as measured (within bounds), or one bounded step
+ * from `firstFrom` when that is given; then bounded steps.
+ */
 export function withSample(
   values: readonly TenantValue[],
   tenant: string,
   sample: number,
   bounds: { min: number; max: number },
   nowMs: number,
+  firstFrom?: number,
 ): TenantValue[] {
   const own = values.find((entry) => entry.tenant === tenant);
   const next: TenantValue = {
     tenant,
-    value: nextValue(own?.value, sample, bounds),
+    value: nextValue(own?.value ?? firstFrom, sample, bounds),
     samples: (own?.samples ?? 0) + 1,
     updatedAtMs: nowMs,
   };
@@ -312,8 +316,10 @@ export function withRatioSample(
   nowMs: number,
 ): ModelLessons {
   const measured = sample.reported / Math.max(1, sample.estimated);
+  // Counting low is the dangerous way to be wrong (prompts sent past the window): a first sample below 1
+  // is a step down from 1, not taken as measured; a first one above is (fewer turns kept is the cost).
   return Object.assign({}, lessons, {
-    ratios: withSample(lessons.ratios, tenant, measured, ratioBounds, nowMs),
+    ratios: withSample(lessons.ratios, tenant, measured, ratioBounds, nowMs, measured < 1 ? 1 : undefined),
   });
 }
 

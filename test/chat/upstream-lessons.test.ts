@@ -187,6 +187,20 @@ describe('a successful answer', () => {
     },
   );
 
+  it.each<[string, (estimated: number) => number]>([
+    // Not a tokenizer's difference: the prompt was cut, or counted only past the provider's cache.
+    ['counts under three quarters of the gateway’s count', (estimated) => Math.floor(estimated * 0.7)],
+    ['counts nothing at all (Ollama, for a prompt its cache held)', () => 0],
+  ])('an estimated model learns no ratio from an answer that %s', (_name, reported) => {
+    const { ladder, learnedLimits } = ladderFor(chat(12));
+    const { lessons, logged } = lessonsFor(learnedLimits);
+    for (let sample = 0; sample < 5; sample++)
+      expect(lessons.usage(reported(ladder.first.prepared.report.inputTokens), ladder.first)).toBe(false);
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').ratio).toBeUndefined();
+    // Neither is a cut prompt: no alarm.
+    expect(logged).toEqual([]);
+  });
+
   it('learns what the upstream counts for a tool set, from requests without tool messages only', () => {
     const tools = [
       {

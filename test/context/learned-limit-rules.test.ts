@@ -96,6 +96,20 @@ describe('blast radius', () => {
   });
 });
 
+describe('a tenant’s first ratio sample', () => {
+  it.each([
+    // Counting more than the gateway: taken as measured (fewer turns kept is all it can cost).
+    ['counts twice the gateway’s', 200, 2],
+    ['counts nine times the gateway’s', 900, 4],
+    // Counting less: one step down from 1 (prompts sent past the window is what a wrong one costs).
+    ['counts half the gateway’s', 50, 0.9],
+    ['counts 95% of the gateway’s', 95, 0.99],
+  ])('that %s (%s where the gateway counts 100) gives %s', (_name, reported, ratio) => {
+    const lessons = withRatioSample(emptyModelLessons(), 'a', { reported, estimated: 100 }, 0);
+    expect(limitFor(lessons, 'a', 0, settings).ratio).toBeCloseTo(ratio, 10);
+  });
+});
+
 describe('bounded steps', () => {
   it.each([
     [undefined, 9, 4],

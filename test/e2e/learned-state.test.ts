@@ -31,11 +31,14 @@ const noNumbers = () => ({
 
 /** A local model served with a chat template that adds 30 tokens to every prompt (Llama 3's date header). */
 const templated = `templated-${Date.now()}`;
+/** A local model whose usage counts only what its prompt cache did not hold (Ollama 0.30's did). */
+const cacheCounted = `cache-counted-${Date.now()}`;
 
 beforeAll(async () => {
   fake = new FakeUpstream({
     defaultWindow: window,
     templateTokens: { [templated]: 30 },
+    countsUncachedOnly: [cacheCounted],
     // The provider sizes a low-detail image at 765 tokens; the gateway's tile formula says 85.
     imageTokens: 765,
     overflowAnswer: (facts) => (overflowAnswer ?? noNumbers)(facts),
@@ -342,6 +345,30 @@ describe('chat templates', () => {
     const sent = fake.chatRequests.at(-1);
     expect((sent?.body as { messages: unknown[] }).messages.length).toBe(messages.length);
     expect(answer.response.headers.get('x-context-dropped-messages')).toBe('0');
+  });
+});
+
+describe('prompt caches', () => {
+  it('a provider that counts only what its cache did not hold never makes the gateway send past the window', async () => {
+    const harness = await gateway(cacheCounted, { window: 8_192, outputReserve: 256 });
+    fake.setWindow(cacheCounted, 8_192);
+    // A chat resent whole each turn: from the second turn on, the usage counts only the new turn.
+    const messages: OpenAI.ChatCompletionMessageParam[] = [];
+    const retries: string[] = [];
+    const first = fake.chatRequests.length;
+    for (let turn = 0; turn < 36; turn++) {
+      messages.push({ role: 'user', content: prose(170, turn) });
+      const answer = await client(harness, 'local')
+        .chat.completions.create({ model: cacheCounted, messages, max_tokens: 200 })
+        .withResponse();
+      retries.push(answer.response.headers.get('x-context-retries') ?? '');
+      messages.push(answer.data.choices[0]?.message as OpenAI.ChatCompletionMessageParam);
+    }
+    // The conversation outgrew the window; every prompt sent still fit it, none was refused.
+    const sent = fake.chatRequests.slice(first).map((request) => request.promptTokens as number);
+    expect(sent.length).toBe(36);
+    expect(Math.max(...sent)).toBeLessThanOrEqual(8_192 - 200);
+    expect(retries.filter((count) => count !== '0')).toEqual([]);
   });
 });
 

@@ -93,6 +93,11 @@ export interface FakeUpstreamOptions {
    * Qwen's default system prompt), by model.
    */
   templateTokens?: Record<string, number>;
+  /**
+   * Models whose usage counts only the prompt tokens past what the previous request to them left in
+   * the server's prompt cache (Ollama 0.30 did: a conversation's next turn reports its new tokens).
+   */
+  countsUncachedOnly?: readonly string[];
   /** Models whose prompts over the window are cut and answered anyway, reporting the kept tokens. */
   truncateSilently?: readonly string[];
   /**
@@ -301,6 +306,8 @@ export class FakeUpstream {
   private server: Server | undefined;
   private readonly options: FakeUpstreamOptions;
   private sequence = 0;
+  /** The previous prompt of each model that counts only uncached tokens: its messages' JSON and count. */
+  private readonly cachedPrompts = new Map<string, { messages: string; tokens: number }>();
 
   constructor(options: FakeUpstreamOptions = {}) {
     this.options = options;
@@ -562,6 +569,15 @@ export class FakeUpstream {
     const template = typeof body.model === 'string' ? (this.options.templateTokens?.[body.model] ?? 0) : 0;
     let promptTokens = Math.ceil(counted * scale) + template;
     recorded.promptTokens = promptTokens;
+    // What the usage reports: all of it, or only what the prompt cache did not hold.
+    let uncached: number | undefined;
+    if (typeof body.model === 'string' && this.options.countsUncachedOnly?.includes(body.model)) {
+      const messages = JSON.stringify(body.messages);
+      const cached = this.cachedPrompts.get(body.model);
+      this.cachedPrompts.set(body.model, { messages, tokens: promptTokens });
+      if (cached !== undefined && messages.startsWith(cached.messages.slice(0, -1)))
+        uncached = Math.max(0, promptTokens - cached.tokens);
+    }
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
     // Servers that cut an over-long prompt instead of refusing it (Ollama's default): the answer
@@ -639,9 +655,9 @@ export class FakeUpstream {
           : countText(content);
 
     const usage = {
-      prompt_tokens: promptTokens,
+      prompt_tokens: uncached ?? promptTokens,
       completion_tokens: completionCount,
-      total_tokens: promptTokens + completionCount,
+      total_tokens: (uncached ?? promptTokens) + completionCount,
     };
     const finishReason = behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
 
