@@ -174,13 +174,24 @@ describe('a successful answer', () => {
     else expect(learned).toBeCloseTo(ratio, 1);
   });
 
+  it('an estimated model learns its ratio from a first prompt of a few hundred tokens', () => {
+    const { ladder, learnedLimits } = ladderFor(chat(2));
+    const { lessons } = lessonsFor(learnedLimits);
+    const estimated = ladder.first.prepared.report.inputTokens;
+    expect(estimated).toBeGreaterThanOrEqual(256);
+    expect(estimated).toBeLessThan(512);
+    // A tokenizer that counts 1.3 times o200k: the next request's estimate is the provider's count.
+    lessons.usage(Math.round(estimated * 1.3), ladder.first);
+    expect(learnedLimits.get('default', 'small-model', 'tenant-a').ratio).toBeCloseTo(1.3, 2);
+  });
+
   it.each(['small-model', 'exact-model'])(
-    '%s learns no ratio from a prompt under 512 tokens, which a chat template’s own tokens would bend',
+    '%s learns no ratio from a prompt under 256 tokens, which a chat template’s own tokens would bend',
     (model) => {
       const { ladder, learnedLimits } = ladderFor({ ...chat(0, 'hi'), model } as ChatCompletionRequest);
       const { lessons } = lessonsFor(learnedLimits);
       const estimated = ladder.first.prepared.report.inputTokens;
-      expect(estimated).toBeLessThan(512);
+      expect(estimated).toBeLessThan(256);
       // Llama 3's template adds its date header, some 30 tokens, to every prompt.
       for (let sample = 0; sample < 5; sample++) lessons.usage(estimated + 30, ladder.first);
       expect(learnedLimits.get('default', model, 'tenant-a').ratio).toBeUndefined();
