@@ -8,6 +8,7 @@
 // conversation, a file input, a tool_choice forcing a dropped tool) is always refused.
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../errors.js';
+import { outputCapField } from '../upstream/model-family.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
 export type InputItem = Record<string, unknown>;
@@ -413,7 +414,7 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   for (const name of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'seed', 'stop']) copy(name);
   for (const name of ['frequency_penalty', 'presence_penalty', 'logit_bias', 'service_tier']) copy(name);
   for (const name of ['safety_identifier', 'prompt_cache_key']) copy(name);
-  copy('max_output_tokens', 'max_tokens');
+  copy('max_output_tokens', outputCapField(String(body.model)));
   const choice = toolChoiceOf(body.tool_choice, toolsOf(body.tools, drops));
   if (choice.tools !== undefined && choice.tools.length > 0) chatFields.tools = choice.tools;
   else if (choice.toolChoice === 'required')

@@ -70,6 +70,7 @@ import {
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { BudgetService } from '../budget/budget-service.js';
+import { isOpenAIReasoningModel, outputCapField } from '../upstream/model-family.js';
 
 export interface AfterTurnInput {
   key: SessionKey;
@@ -693,8 +694,9 @@ export function createSessionSummarizer(deps: {
             body: JSON.stringify({
               model: summaryModel,
               messages: attempt.messages,
-              max_tokens: input.policy.summary_max_tokens,
-              temperature: 0,
+              // A reasoning model takes its cap under its own name and no temperature but 1.
+              [outputCapField(summaryModel)]: input.policy.summary_max_tokens,
+              ...(isOpenAIReasoningModel(summaryModel) ? {} : { temperature: 0 }),
               stream: false,
             }),
             signal,

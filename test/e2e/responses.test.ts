@@ -20,7 +20,8 @@ let upstreamUrl: string;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { 'chain-model': window } });
+  // gpt-5-mini as OpenAI serves it: max_tokens and a temperature other than 1 are refused.
+  fake = new FakeUpstream({ windows: { 'chain-model': window }, reasoningModels: ['gpt-5-mini'] });
   upstreamUrl = await fake.start();
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl') },
@@ -58,6 +59,19 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
       { role: 'user', content: [{ type: 'text', text: 'Hello?' }] },
     ]);
     expect((fake.chatRequests[before]?.body as { max_tokens?: number }).max_tokens).toBe(100);
+  });
+
+  it('caps a reasoning model’s answer under the name OpenAI takes for it, and any other model’s as max_tokens', async () => {
+    for (const [model, field] of [
+      ['gpt-5-mini', 'max_completion_tokens'],
+      ['chain-model', 'max_tokens'],
+    ] as const) {
+      const response = await client().responses.create({ model, input: 'Say hi.', max_output_tokens: 120 });
+      expect(response.status).toBe('completed');
+      const sent = fake.chatRequests.at(-1)?.body as Record<string, unknown>;
+      expect(sent[field]).toBe(120);
+      expect(Object.keys(sent).filter((key) => /^max_(?:completion_)?tokens$/.test(key))).toEqual([field]);
+    }
   });
 
   it('streams the Responses event sequence as the provider streams', async () => {

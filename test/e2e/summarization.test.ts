@@ -444,3 +444,49 @@ describe('summarization jobs', () => {
     }
   });
 });
+
+describe('a reasoning model as its own summarizer', () => {
+  it('is asked for its summaries as OpenAI takes them: max_completion_tokens, no temperature', async () => {
+    const reasoning = 'gpt-5-mini';
+    // OpenAI refuses max_tokens and a temperature other than 1 for its reasoning models.
+    const strict = new FakeUpstream({
+      reasoningModels: [reasoning],
+      windows: { [reasoning]: window },
+      extractiveSummaries: factPattern,
+      answer: answerFromPrompt,
+    });
+    const gateway = await startGateway({
+      env: { UPSTREAM_BASE_URL: await strict.start(), REDIS_URL: inject('redisUrl') },
+      configYaml: `models:\n  - match: ${reasoning}\n    window: ${window}\n    output_reserve: ${outputReserve}\n`,
+    });
+    try {
+      await waitUntilReady(gateway);
+      const client = clientFor(gateway, `reasoning-${randomUUID()}`);
+      let summary: string | null = null;
+      for (let index = 0; index < 140; index++) {
+        const { response } = await client.chat.completions
+          .create({
+            model: reasoning,
+            messages: [
+              {
+                role: 'user',
+                content: `${filler(60, index)}\nFact ${index}: the access code for vault ${index} is ${codeFor(index)}.`,
+              },
+            ],
+          })
+          .withResponse();
+        summary = response.headers.get('x-context-summary');
+        await gateway.gateway.summarizer.idle();
+      }
+      const asked = strict.summaryRequests.map((request) => request.body as Record<string, unknown>);
+      expect(asked.length).toBeGreaterThan(0);
+      expect(asked.filter((body) => 'max_tokens' in body || 'temperature' in body)).toEqual([]);
+      expect(asked.every((body) => typeof body.max_completion_tokens === 'number')).toBe(true);
+      // Summaries were made and are sent.
+      expect(summary).toBe('used');
+    } finally {
+      await gateway.close();
+      await strict.stop();
+    }
+  });
+});

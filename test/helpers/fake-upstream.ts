@@ -121,6 +121,11 @@ export interface FakeUpstreamOptions {
    * later system or developer message is refused with vLLM's 400, as Mistral's and Gemma's templates do.
    */
   systemOnlyFirst?: readonly string[] | true;
+  /**
+   * Models served as OpenAI serves its reasoning models (o-series, GPT-5): `max_tokens` and a
+   * `temperature` other than 1 are refused with OpenAI's 400 (`unsupported_parameter`, `unsupported_value`).
+   */
+  reasoningModels?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -534,6 +539,28 @@ export class FakeUpstream {
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
       return;
+    }
+    if (this.options.reasoningModels?.includes(String(body.model)) === true) {
+      const raw = body as Record<string, unknown>;
+      const refusal =
+        raw.max_tokens !== undefined && raw.max_tokens !== null
+          ? {
+              message:
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+              param: 'max_tokens',
+              code: 'unsupported_parameter',
+            }
+          : typeof raw.temperature === 'number' && raw.temperature !== 1
+            ? {
+                message: `Unsupported value: 'temperature' does not support ${raw.temperature} with this model. Only the default (1) value is supported.`,
+                param: 'temperature',
+                code: 'unsupported_value',
+              }
+            : undefined;
+      if (refusal !== undefined) {
+        sendJson(400, JSON.stringify({ error: { ...refusal, type: 'invalid_request_error' } }));
+        return;
+      }
     }
     // A chat template that takes a system message only first (Mistral's, Gemma's… as vLLM serves them).
     const strictTemplate = this.options.systemOnlyFirst;
