@@ -6,6 +6,7 @@
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
 import { GatewayError } from '../errors.js';
 import { madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { outputCapField } from '../upstream/model-family.js';
 
 type Json = Record<string, unknown>;
 
@@ -224,7 +225,7 @@ export function bridgeMessagesRequest(
   });
 
   const chatBody: Json = { model: body.model, messages };
-  if (maxTokens !== undefined) chatBody.max_tokens = maxTokens;
+  if (maxTokens !== undefined) chatBody[outputCapField(body.model)] = maxTokens;
   const stream = body.stream === true;
   if (stream) {
     chatBody.stream = true;

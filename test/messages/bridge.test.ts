@@ -102,6 +102,18 @@ describe('a Messages request as a chat request', () => {
     expect(bridged(body).chatBody.messages).toEqual(messages);
   });
 
+  it.each([
+    ['claude-sonnet-4-5', 'max_tokens'],
+    ['llama-3.1-70b', 'max_tokens'],
+    // OpenAI's reasoning models refuse max_tokens (Claude Code pointed at one through the gateway).
+    ['gpt-5', 'max_completion_tokens'],
+    ['o4-mini', 'max_completion_tokens'],
+  ])('caps the answer of %s as %s', (model, field) => {
+    const { chatBody } = bridged({ model, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(chatBody[field]).toBe(100);
+    expect(Object.keys(chatBody).filter((key) => /^max_(?:completion_)?tokens$/.test(key))).toEqual([field]);
+  });
+
   it('maps tools, tool_choice, sampling, stop sequences and the user id', () => {
     const { chatBody, dropped } = bridged({
       messages: [{ role: 'user', content: 'Hi' }],
