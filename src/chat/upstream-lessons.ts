@@ -150,9 +150,9 @@ export function createUpstreamLessons(deps: {
       const formulaEstimate = estimated - guessed.tokens - toolRegion + (attempt.toolFormula ?? toolRegion);
       const cut =
         formulaEstimate >= 256 && promptTokens < formulaEstimate * (learned.ratio ?? 1) * truncationShare;
-      // A count well under the gateway's own says the prompt was cut, or was counted only past the
-      // provider's prompt cache (Ollama 0.30's was): nothing about its tokenizer, so nothing is learned.
-      const plain = guessed.parts === 0 && !cut && promptTokens >= formulaEstimate * minPlausibleShare;
+      // A cut prompt, or one counted only past the provider's prompt cache (Ollama 0.30's was), says
+      // nothing about how the provider counts: nothing is learned from it.
+      const plain = guessed.parts === 0 && !cut;
       if (plain && toolSet !== undefined) {
         // What the upstream counts for the tool set: its usage less the messages' estimate — learned
         // only from requests whose messages carry no tool calls or results, whose own estimate would
@@ -170,6 +170,8 @@ export function createUpstreamLessons(deps: {
         plain &&
         toolSet === undefined &&
         estimated >= minRatioSampleTokens &&
+        // Well under the gateway's count is no tokenizer's difference: cut or cached, as above.
+        promptTokens >= estimated * minPlausibleShare &&
         (calibrated ||
           learned.ratio !== undefined ||
           Math.abs(promptTokens / Math.max(1, estimated) - 1) > exactDisagreement)

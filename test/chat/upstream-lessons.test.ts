@@ -261,6 +261,33 @@ describe('a successful answer', () => {
     }
   });
 
+  it('learns a tool set the upstream counts at 60% of the formula, though the whole prompt is then under ¾ of the estimate', () => {
+    const tools = Array.from({ length: 6 }, (_unused, index) => ({
+      type: 'function',
+      function: {
+        name: `tool_${index}`,
+        description: `Reads the ${index}th kind of thing. `.repeat(12),
+        parameters: { type: 'object', properties: { path: { type: 'string', description: 'Where.' } } },
+      },
+    }));
+    const { ladder, learnedLimits } = ladderFor({
+      ...chat(0, 'Read it.'),
+      model: 'exact-model',
+      tools,
+    } as ChatCompletionRequest);
+    const attempt = ladder.first;
+    if (attempt.toolSet === undefined || attempt.toolFormula === undefined)
+      throw new Error('expected a tool set');
+    const messagesEstimate = attempt.prepared.report.inputTokens - attempt.prepared.report.regions.tools;
+    const reported = messagesEstimate + Math.round(attempt.toolFormula * 0.6);
+    expect(reported).toBeLessThan(0.75 * attempt.prepared.report.inputTokens);
+    const { lessons } = lessonsFor(learnedLimits);
+    lessons.usage(reported, attempt);
+    expect(
+      learnedLimits.toolSetTokens('default', 'exact-model', attempt.toolSet, 'tenant-a', attempt.toolFormula),
+    ).toBe(Math.round(attempt.toolFormula * 0.6));
+  });
+
   it.each<{ name: string; reported: (sent: number) => number | undefined; alarm: boolean }>([
     { name: 'about as many tokens as were sent', reported: (sent) => sent, alarm: false },
     { name: 'no count at all', reported: () => undefined, alarm: false },
