@@ -20,7 +20,7 @@ const exactDisagreement = 0.02;
  * A ratio is learned from prompts of at least this many tokens (the gateway's count), as the alarm
  * below judges only such prompts: on a shorter one the tokens a chat template adds to every prompt
  * (Llama 3's date header, Qwen's default system prompt: some 20–40) weigh as much as the text, and one
- * "hi" would scale every later count up to 4 times; on one of 256 they bend it by a tenth at most.
+ * "hi" would scale every later count up to 4 times; on one of 256 they bend it by a sixth at most.
  */
 const minRatioSampleTokens = 256;
 
