@@ -17,12 +17,12 @@ import type { ChatAttempt } from './attempt-ladder.js';
 const exactDisagreement = 0.02;
 
 /**
- * A ratio is learned from prompts of at least this many tokens (the gateway's count), as the alarm
- * below judges only such prompts: on a shorter one the tokens a chat template adds to every prompt
- * (Llama 3's date header, Qwen's default system prompt: some 20–40) weigh as much as the text, and one
- * "hi" would scale every later count up to 4 times; on one of 256 they bend it by a sixth at most.
+ * Only prompts of at least this many tokens (the gateway's count) teach a ratio or raise the truncation
+ * alarm: on a shorter one the tokens a chat template adds to every prompt (Llama 3's date header, Qwen's
+ * default system prompt: some 20–40) weigh as much as the text, and one "hi" would scale every later
+ * count up to 4 times; on one of 256 they bend it by a sixth at most.
  */
-const minRatioSampleTokens = 256;
+const minJudgedPromptTokens = 256;
 
 /**
  * A count under this share of the gateway's own is no tokenizer's: o200k counts about as few tokens as
@@ -149,7 +149,8 @@ export function createUpstreamLessons(deps: {
       // that sizes an image smaller than the guess cut nothing).
       const formulaEstimate = estimated - guessed.tokens - toolRegion + (attempt.toolFormula ?? toolRegion);
       const cut =
-        formulaEstimate >= 256 && promptTokens < formulaEstimate * (learned.ratio ?? 1) * truncationShare;
+        formulaEstimate >= minJudgedPromptTokens &&
+        promptTokens < formulaEstimate * (learned.ratio ?? 1) * truncationShare;
       // A cut prompt, or one counted only past the provider's prompt cache (Ollama 0.30's was), says
       // nothing about how the provider counts: nothing is learned from it.
       const plain = guessed.parts === 0 && !cut;
@@ -169,7 +170,7 @@ export function createUpstreamLessons(deps: {
       } else if (
         plain &&
         toolSet === undefined &&
-        estimated >= minRatioSampleTokens &&
+        estimated >= minJudgedPromptTokens &&
         // Well under the gateway's count is no tokenizer's difference: cut or cached, as above.
         promptTokens >= estimated * minPlausibleShare &&
         (calibrated ||
