@@ -224,7 +224,7 @@ export function createMetrics({
   );
   const upstreamRetries = new CounterMetric(
     'ctxgate_upstream_retries_total',
-    'Upstream calls retried with backoff before any byte reached the client, by reason (rate_limited, server, connection).',
+    'Upstream calls sent again before any byte reached the client, by reason (rate_limited, server, connection: after a backoff; refused_field: at once, without a field the model refused).',
     ['upstream', 'reason'],
   );
   const overflowRetries = new CounterMetric(

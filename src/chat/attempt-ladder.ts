@@ -23,6 +23,7 @@ import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
 import { recallAllowed, recallTool } from '../context/recall.js';
+import { applyFieldFixes, type FieldFixes } from '../upstream/field-fixes.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -67,6 +68,11 @@ export interface AttemptLadder {
     decision: Extract<RecoveryDecision, { action: 're_render' | 'lower_max_tokens' }>,
     current: ChatAttempt,
   ): ChatAttempt | undefined;
+  /**
+   * The attempt made again as it was, with the fields its model is now known to refuse fixed
+   * (docs/budgeting.md#refused-fields); undefined when that changes nothing in it.
+   */
+  again(current: ChatAttempt): ChatAttempt | undefined;
 }
 
 /** A model to render for: the client's own, or one of its fallbacks. */
@@ -132,6 +138,8 @@ export function createAttemptLadder(input: {
   tenant: string;
   /** A preview's ladder: it takes nothing the next request would get (a probe of a learned window). */
   preview?: boolean;
+  /** The request fields each model is known to refuse, and what is sent instead. */
+  fieldFixes: FieldFixes;
 }): AttemptLadder {
   const { chatRequest, config } = input;
   const own: Choice = {
@@ -158,7 +166,9 @@ export function createAttemptLadder(input: {
       tenant: input.tenant,
       preview: input.preview,
     });
-    const { prepared, outgoing } = plan;
+    const { prepared } = plan;
+    const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
+    const outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
     const unchanged =
       choice.session === undefined &&
@@ -274,6 +284,12 @@ export function createAttemptLadder(input: {
 
   return {
     first,
+    again(current) {
+      const next = render(current.state, current.fallback === undefined ? own : choiceFor(current.fallback));
+      return next.body.length === current.body.length && next.body.toString() === current.body.toString()
+        ? undefined
+        : next;
+    },
     smaller(decision, current) {
       // Sent whole or not at all: the upstream's own refusal goes back to the client.
       if (input.overrides.noTruncation === true) return undefined;

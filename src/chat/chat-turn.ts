@@ -38,12 +38,18 @@ import { countPrecisionFor, tokenizerFor } from '../context/plan-send.js';
 import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../upstream/relay.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import { withOutcome, type RequestOutcome, type UpstreamTally } from './request-outcome.js';
-import { sendWithRecovery, type SendEvent, type SendResult } from '../upstream/send-with-recovery.js';
+import {
+  callsMade,
+  sendWithRecovery,
+  type SendEvent,
+  type SendResult,
+} from '../upstream/send-with-recovery.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
+import type { FieldFix, FieldFixes } from '../upstream/field-fixes.js';
 
 export interface ChatServiceDependencies {
   config: GatewayConfig;
@@ -52,6 +58,8 @@ export interface ChatServiceDependencies {
   tokenizers: Tokenizers;
   sessionStore: SessionStore;
   learnedLimits: LearnedLimits;
+  /** The request fields each model is known to refuse (docs/budgeting.md#refused-fields). */
+  fieldFixes: FieldFixes;
   summarizer: SessionSummarizer;
   budgets: BudgetService;
   /** Monotonic milliseconds: retry deadlines and upstream time. */
@@ -257,6 +265,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       if (event.type === 'overflow') turn.lessons.overflow(event.verdict, event.attempt, event.status);
       else if (event.type === 'accepted') return;
       else if (event.type === 'retry') metrics.upstreamRetries.inc({ upstream, reason: event.reason });
+      else if (event.type === 'field_fixed')
+        metrics.upstreamRetries.inc({ upstream, reason: 'refused_field' });
       else
         metrics.overflowRetries.inc({
           upstream,
@@ -372,7 +382,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       attempt: sent.attempt,
       promptTokens,
       status: sent.response.statusCode,
-      retries: sent.overflowRetries + sent.upstreamRetries,
+      retries: callsMade(sent) - 1,
     });
     const { activeTokens } = await session.commit(
       reply,
@@ -399,7 +409,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   function answerHeaders(turn: Turn, sent: SendResult<ChatAttempt>): Record<string, string> {
     const headers: Record<string, string> = Object.assign({}, sent.attempt.headers);
     headers['x-context-retries'] = String(sent.overflowRetries);
-    headers['x-ctxgate-attempts'] = String(1 + sent.overflowRetries + sent.upstreamRetries);
+    headers['x-ctxgate-attempts'] = String(callsMade(sent));
     if (sent.exhausted === true) headers['x-should-retry'] = 'false';
     if (turn.recall !== undefined) headers['x-ctxgate-recall'] = String(turn.recall.calls);
     if (turn.session !== undefined) {
@@ -424,7 +434,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       {
         upstream: sent.attempt.target.name,
         upstreamStatus: sent.response.statusCode,
-        attempts: 1 + sent.overflowRetries + sent.upstreamRetries,
+        attempts: callsMade(sent),
         upstreamError: {
           type: typeof error?.type === 'string' ? error.type : undefined,
           code: typeof error?.code === 'string' || typeof error?.code === 'number' ? error.code : undefined,
@@ -543,7 +553,25 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       knownBytes: session?.knownBytes.bind(session),
       tenant: input.credential.tenantId,
       preview,
+      fieldFixes: deps.fieldFixes,
     });
+  }
+
+  /** A field the attempt's model refused: kept for its later requests, and this one made again without it. */
+  function fixingField(turn: Turn, ladder: ReturnType<typeof ladderFor>) {
+    return (fix: FieldFix, current: ChatAttempt): ChatAttempt | undefined => {
+      if (deps.fieldFixes.remember(current.target.name, current.model, fix))
+        turn.input.info(
+          {
+            upstream: current.target.name,
+            model: current.model,
+            field: fix.field,
+            renamedTo: fix.renameTo ?? null,
+          },
+          'model refuses a request field',
+        );
+      return ladder.again(current);
+    };
   }
 
   /**
@@ -660,6 +688,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
+          fixField: fixingField(turn, ladder),
           streaming: chatRequest.stream === true,
           limits: recoveryLimitsFor(policy, config.timeouts.upstream_retry_deadline_ms),
           clock: deps.now,

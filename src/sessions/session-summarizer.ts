@@ -71,6 +71,12 @@ import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { BudgetService } from '../budget/budget-service.js';
 import { isOpenAIReasoningModel, outputCapField } from '../upstream/model-family.js';
+import {
+  applyFieldFixes,
+  createFieldFixes,
+  fieldFixEntries,
+  type FieldFixes,
+} from '../upstream/field-fixes.js';
 
 export interface AfterTurnInput {
   key: SessionKey;
@@ -186,6 +192,8 @@ export function createSessionSummarizer(deps: {
   tokenizers: Tokenizers;
   metrics: GatewayMetrics;
   learnedLimits: LearnedLimits;
+  /** The request fields each model is known to refuse (docs/budgeting.md#refused-fields); its own when not given. */
+  fieldFixes?: FieldFixes;
   logger: Logger;
   /** Summaries are paid like any request: counted against the session's and its credential's budgets. */
   budgets?: BudgetService;
@@ -197,6 +205,7 @@ export function createSessionSummarizer(deps: {
   const { config, store, upstream, tokenizers, metrics, logger } = deps;
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
+  const fieldFixes = deps.fieldFixes ?? createFieldFixes({ maxEntries: fieldFixEntries });
   const sleep =
     deps.sleep ?? ((ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref()));
   const running = new Map<string, Promise<void>>();
@@ -683,6 +692,16 @@ export function createSessionSummarizer(deps: {
     }, config.timeouts.summary_ms);
     timer.unref();
     try {
+      // A reasoning model takes its cap under its own name and no temperature but 1; one known only by
+      // its refusal of them gets the fields it was found to take.
+      const settingsNow = (): Record<string, unknown> =>
+        applyFieldFixes(
+          {
+            [outputCapField(summaryModel)]: input.policy.summary_max_tokens,
+            ...(isOpenAIReasoningModel(summaryModel) ? {} : { temperature: 0 }),
+          },
+          fieldFixes.fixesFor(target.name, summaryModel),
+        );
       const sent = await sendWithRecovery<A>({
         first,
         send: (attempt) =>
@@ -694,13 +713,25 @@ export function createSessionSummarizer(deps: {
             body: JSON.stringify({
               model: summaryModel,
               messages: attempt.messages,
-              // A reasoning model takes its cap under its own name and no temperature but 1.
-              [outputCapField(summaryModel)]: input.policy.summary_max_tokens,
-              ...(isOpenAIReasoningModel(summaryModel) ? {} : { temperature: 0 }),
+              ...settingsNow(),
               stream: false,
             }),
             signal,
           }),
+        fixField: (fix, current) => {
+          const before = JSON.stringify(settingsNow());
+          if (fieldFixes.remember(target.name, summaryModel, fix))
+            logger.info(
+              {
+                upstream: target.name,
+                model: summaryModel,
+                field: fix.field,
+                renamedTo: fix.renameTo ?? null,
+              },
+              'model refuses a request field',
+            );
+          return JSON.stringify(settingsNow()) === before ? undefined : Object.assign({}, current);
+        },
         smaller: recovery?.smaller ?? (() => undefined),
         streaming: false,
         limits: recoveryLimitsFor(

@@ -3,6 +3,7 @@
 // apart from their look-alikes (rate limits on tokens per minute, output caps, byte-size limits,
 // schema errors) by the shapes and phrasing families providers use, not by exact strings, and the
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
+import type { FieldFix } from './field-fixes.js';
 
 export interface OverflowNumbers {
   /** The model's context window. */
@@ -38,6 +39,8 @@ export type UpstreamErrorClass =
   /** `noRetry`: the upstream said not to retry (`x-should-retry: false`, as OpenAI's API says it). */
   | { kind: 'rate_limited'; retryAfterMs?: number; noRetry?: true }
   | { kind: 'auth' }
+  /** The model refuses a request field the gateway can rename or leave out (field-fixes.ts). */
+  | { kind: 'refused_field'; fix: FieldFix }
   | { kind: 'bad_request' }
   | { kind: 'server'; retryAfterMs?: number; noRetry?: true }
   | { kind: 'timeout' }
@@ -89,7 +92,20 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
   if (status === 408 || status === 504) return { kind: 'timeout' };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
-  return { kind: 'bad_request' };
+  const fix = status === 400 || status === 422 ? refusedField(text) : undefined;
+  return fix === undefined ? { kind: 'bad_request' } : { kind: 'refused_field', fix };
+}
+
+/**
+ * OpenAI's refusals of a field its reasoning models do not take (Azure's are worded the same, and
+ * proxies such as LiteLLM pass the wording on inside their own): `max_tokens`, which it names the
+ * replacement of, and a `temperature` other than the default.
+ */
+function refusedField(text: string): FieldFix | undefined {
+  if (/unsupported parameter:?\s*['"`]?max_tokens\b[^\n]*?\buse\s*['"`]?max_completion_tokens\b/i.test(text))
+    return { field: 'max_tokens', renameTo: 'max_completion_tokens' };
+  if (/unsupported (?:value|parameter):?\s*['"`]?temperature\b/i.test(text)) return { field: 'temperature' };
+  return undefined;
 }
 
 // ---- reading the body ------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 // classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
 // acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
 import type { ContextReduction } from '../context/plan-send.js';
+import type { FieldFix } from './field-fixes.js';
 import {
   minimumAnswerTokens,
   type OverflowNumbers,
@@ -28,6 +29,8 @@ export interface RecoveryState {
   promptTokens: number;
   /** The max_tokens that request asked for (the ladder's, else the client's), if any. */
   askedMaxTokens: number | undefined;
+  /** The fields this request already went again without (renamed or left out): each is fixed once. */
+  fixedFields: readonly string[];
 }
 
 export type RecoveryDecision =
@@ -39,6 +42,8 @@ export type RecoveryDecision =
   | { action: 're_render'; reduction: ContextReduction; promptCap: number }
   /** The prompt fits but the answer asked for does not: ask for what is left. */
   | { action: 'lower_max_tokens'; maxTokens: number }
+  /** The model refused a field: send the request again with it renamed or left out. */
+  | { action: 'fix_field'; fix: FieldFix }
   /** Out of retries or time: the client gets the upstream's answer. */
   | {
       action: 'give_up';
@@ -106,6 +111,11 @@ export function decide(
         limits,
         jitter,
       );
+    case 'refused_field':
+      // Once per field: a provider that refuses the request as fixed gets its answer to the client.
+      return state.fixedFields.includes(verdict.fix.field)
+        ? { action: 'accept' }
+        : { action: 'fix_field', fix: verdict.fix };
     default:
       return { action: 'accept' };
   }

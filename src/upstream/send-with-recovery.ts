@@ -7,6 +7,7 @@ import { inspectAnswer } from './inspect-answer.js';
 import type { UpstreamResponse } from './upstream.js';
 import { isGatewayError } from '../errors.js';
 import { decide, type RecoveryDecision, type RecoveryLimits } from './recovery-policy.js';
+import type { FieldFix } from './field-fixes.js';
 
 /** One request as sent: what the policy needs to know of it. */
 export interface SendAttempt {
@@ -27,6 +28,8 @@ export type SendEvent<A> =
     }
   | { type: 'retry'; reason: 'rate_limited' | 'server' | 'connection' }
   | { type: 'smaller_attempt'; decision: RecoveryDecision; attempt: A }
+  /** The model refused a field; `attempt` is the request sent again without it. */
+  | { type: 'field_fixed'; fix: FieldFix; attempt: A }
   | { type: 'accepted'; attempt: A };
 
 export interface SendResult<A> {
@@ -36,6 +39,8 @@ export interface SendResult<A> {
   attempt: A;
   overflowRetries: number;
   upstreamRetries: number;
+  /** Sends again without a field the model refused (docs/budgeting.md#refused-fields). */
+  fieldResends: number;
   /**
    * The gateway gave up retrying an error it retries (out of retries or time, or the upstream said not
    * to): the client is told not to retry it again (`x-should-retry: false`), so its own retries do not
@@ -53,6 +58,11 @@ export interface SendWithRecoveryOptions<A extends SendAttempt> {
     decision: Extract<RecoveryDecision, { action: 're_render' | 'lower_max_tokens' }>,
     current: A,
   ): A | undefined;
+  /**
+   * The attempt again with a field the model refused renamed or left out (docs/budgeting.md#refused-fields),
+   * or undefined when it cannot be sent so: the client then gets the refusal.
+   */
+  fixField?: (fix: FieldFix, current: A) => A | undefined;
   streaming: boolean;
   limits: RecoveryLimits;
   clock: () => number;
@@ -71,12 +81,14 @@ export async function sendWithRecovery<A extends SendAttempt>(
   let attempt = options.first;
   let overflowRetries = 0;
   let upstreamRetries = 0;
+  const fixedFields: string[] = [];
   const stateOf = (current: A) => ({
     overflowRetries,
     upstreamRetries,
     elapsedMs: clock() - startedAtMs,
     promptTokens: current.promptTokens,
     askedMaxTokens: current.askedMaxTokens,
+    fixedFields,
   });
   for (;;) {
     let answer: { response: UpstreamResponse; classification: UpstreamErrorClass };
@@ -111,19 +123,36 @@ export async function sendWithRecovery<A extends SendAttempt>(
         // Nothing smaller can be sent: the client gets the upstream's own answer. A refused request is
         // never sent again as it was: the provider would refuse it again.
         if (next === undefined || !isSmaller(next, attempt))
-          return { response, attempt, overflowRetries, upstreamRetries };
+          return { response, attempt, overflowRetries, upstreamRetries, fieldResends: fixedFields.length };
         response.discard();
         overflowRetries++;
         attempt = next;
         options.observe?.({ type: 'smaller_attempt', decision, attempt });
         continue;
       }
+      case 'fix_field': {
+        const next = options.fixField?.(decision.fix, attempt);
+        if (next === undefined)
+          return { response, attempt, overflowRetries, upstreamRetries, fieldResends: fixedFields.length };
+        fixedFields.push(decision.fix.field);
+        response.discard();
+        attempt = next;
+        options.observe?.({ type: 'field_fixed', fix: decision.fix, attempt });
+        continue;
+      }
       default:
         if (classification.kind === 'none' && response.statusCode < 300)
           options.observe?.({ type: 'accepted', attempt });
         if (decision.action === 'give_up' && decision.reason !== 'retry_after_too_long')
-          return { response, attempt, overflowRetries, upstreamRetries, exhausted: true };
-        return { response, attempt, overflowRetries, upstreamRetries };
+          return {
+            response,
+            attempt,
+            overflowRetries,
+            upstreamRetries,
+            fieldResends: fixedFields.length,
+            exhausted: true,
+          };
+        return { response, attempt, overflowRetries, upstreamRetries, fieldResends: fixedFields.length };
     }
   }
 }
@@ -136,4 +165,9 @@ function isSmaller(next: SendAttempt, refused: SendAttempt): boolean {
     next.askedMaxTokens !== undefined &&
     (refused.askedMaxTokens === undefined || next.askedMaxTokens < refused.askedMaxTokens)
   );
+}
+
+/** The upstream calls a result took: the first, and every one sent again. */
+export function callsMade(result: SendResult<SendAttempt>): number {
+  return 1 + result.overflowRetries + result.upstreamRetries + result.fieldResends;
 }

@@ -6,6 +6,7 @@ import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.j
 import { isGatewayError } from '../../src/errors.js';
 import { chat, ladderFor } from '../helpers/chat-attempts.js';
 import { prose } from '../helpers/text.js';
+import { createFieldFixes } from '../../src/upstream/field-fixes.js';
 
 describe('the first attempt', () => {
   it('is the client’s own bytes when nothing in the conversation changes', () => {
@@ -83,5 +84,62 @@ describe('smaller attempts', () => {
     expect(
       ladder.smaller({ action: 're_render', reduction: 'minimal', promptCap: 10 }, ladder.first),
     ).toBeUndefined();
+  });
+});
+
+describe('fields the model refuses (docs/budgeting.md#refused-fields)', () => {
+  const rename = { field: 'max_tokens', renameTo: 'max_completion_tokens' };
+  type Sent = {
+    max_tokens?: number;
+    max_completion_tokens?: number;
+    temperature?: number;
+    messages: unknown[];
+  };
+  const sentOf = (body: string | Buffer | undefined) => JSON.parse(String(body)) as Sent;
+
+  it('makes the attempt again with a field fixed once its model is known to refuse it', () => {
+    const request = { ...chat(3), max_tokens: 700, temperature: 0 } as ChatCompletionRequest;
+    const rawBody = Buffer.from(JSON.stringify(request));
+    const fieldFixes = createFieldFixes({ maxEntries: 10 });
+    const { ladder } = ladderFor(request, { rawBody, fieldFixes });
+    expect(ladder.first.body).toBe(rawBody);
+    // Nothing known yet: the same attempt again would be the refused one.
+    expect(ladder.again(ladder.first)).toBeUndefined();
+    fieldFixes.remember(ladder.first.target.name, 'small-model', rename);
+    const fixed = ladder.again(ladder.first);
+    expect(sentOf(fixed?.body)).toEqual({
+      ...sentOf(rawBody),
+      max_tokens: undefined,
+      max_completion_tokens: 700,
+    });
+    expect(sentOf(fixed?.body)).not.toHaveProperty('max_tokens');
+    fieldFixes.remember(ladder.first.target.name, 'small-model', { field: 'temperature' });
+    expect(sentOf(ladder.again(ladder.first)?.body)).not.toHaveProperty('temperature');
+  });
+
+  it('sends every later attempt of that model fixed: the first, and a lowered max_tokens', () => {
+    const request = { ...chat(3), max_tokens: 1_000 } as ChatCompletionRequest;
+    const fieldFixes = createFieldFixes({ maxEntries: 10 });
+    fieldFixes.remember('default', 'small-model', rename);
+    const { ladder } = ladderFor(request, { rawBody: Buffer.from(JSON.stringify(request)), fieldFixes });
+    expect(ladder.first.target.name).toBe('default');
+    expect(sentOf(ladder.first.body).max_completion_tokens).toBe(1_000);
+    expect(sentOf(ladder.first.body)).not.toHaveProperty('max_tokens');
+    const lowered = ladder.smaller({ action: 'lower_max_tokens', maxTokens: 400 }, ladder.first);
+    expect(sentOf(lowered?.body)).toMatchObject({ max_completion_tokens: 400 });
+    expect(sentOf(lowered?.body)).not.toHaveProperty('max_tokens');
+    // A request without the field has nothing to fix.
+    const plain = ladderFor(chat(3), { fieldFixes }).ladder;
+    expect(plain.again(plain.first)).toBeUndefined();
+  });
+
+  it('keeps a model’s fix to that model: its fallback is asked as its client wrote it', () => {
+    const request = { ...chat(1, prose(6_000, 9)), max_tokens: 500 } as ChatCompletionRequest;
+    const fieldFixes = createFieldFixes({ maxEntries: 10 });
+    fieldFixes.remember('default', 'small-model', rename);
+    const { ladder } = ladderFor(request, { fieldFixes });
+    expect(ladder.first.fallback).toBe('large-model');
+    expect(sentOf(ladder.first.body).max_tokens).toBe(500);
+    expect(sentOf(ladder.first.body)).not.toHaveProperty('max_completion_tokens');
   });
 });

@@ -446,18 +446,23 @@ describe('summarization jobs', () => {
 });
 
 describe('a reasoning model as its own summarizer', () => {
-  it('is asked for its summaries as OpenAI takes them: max_completion_tokens, no temperature', async () => {
-    const reasoning = 'gpt-5-mini';
-    // OpenAI refuses max_tokens and a temperature other than 1 for its reasoning models.
+  /**
+   * A session of 140 fact-stating turns on a model served as OpenAI serves its reasoning models (it
+   * refuses max_tokens and a temperature other than 1): the summary requests it got, and whether the
+   * last answer used a summary.
+   */
+  async function summarizedBy(
+    model: string,
+  ): Promise<{ asked: Array<Record<string, unknown>>; summary: string | null }> {
     const strict = new FakeUpstream({
-      reasoningModels: [reasoning],
-      windows: { [reasoning]: window },
+      reasoningModels: [model],
+      windows: { [model]: window },
       extractiveSummaries: factPattern,
       answer: answerFromPrompt,
     });
     const gateway = await startGateway({
       env: { UPSTREAM_BASE_URL: await strict.start(), REDIS_URL: inject('redisUrl') },
-      configYaml: `models:\n  - match: ${reasoning}\n    window: ${window}\n    output_reserve: ${outputReserve}\n`,
+      configYaml: `models:\n  - match: ${model}\n    window: ${window}\n    output_reserve: ${outputReserve}\n`,
     });
     try {
       await waitUntilReady(gateway);
@@ -466,7 +471,7 @@ describe('a reasoning model as its own summarizer', () => {
       for (let index = 0; index < 140; index++) {
         const { response } = await client.chat.completions
           .create({
-            model: reasoning,
+            model,
             messages: [
               {
                 role: 'user',
@@ -478,15 +483,39 @@ describe('a reasoning model as its own summarizer', () => {
         summary = response.headers.get('x-context-summary');
         await gateway.gateway.summarizer.idle();
       }
-      const asked = strict.summaryRequests.map((request) => request.body as Record<string, unknown>);
-      expect(asked.length).toBeGreaterThan(0);
-      expect(asked.filter((body) => 'max_tokens' in body || 'temperature' in body)).toEqual([]);
-      expect(asked.every((body) => typeof body.max_completion_tokens === 'number')).toBe(true);
-      // Summaries were made and are sent.
-      expect(summary).toBe('used');
+      return {
+        asked: strict.summaryRequests.map((request) => request.body as Record<string, unknown>),
+        summary,
+      };
     } finally {
       await gateway.close();
       await strict.stop();
     }
+  }
+
+  it('is asked for its summaries as OpenAI takes them: max_completion_tokens, no temperature', async () => {
+    const { asked, summary } = await summarizedBy('gpt-5-mini');
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((body) => 'max_tokens' in body || 'temperature' in body)).toEqual([]);
+    expect(asked.every((body) => typeof body.max_completion_tokens === 'number')).toBe(true);
+    // Summaries were made and are sent.
+    expect(summary).toBe('used');
+  });
+
+  it('learns the fields a reasoning model served under another name takes from its refusals', async () => {
+    // An Azure deployment can be called anything: the gateway cannot tell it by name.
+    const { asked, summary } = await summarizedBy('prod-summaries');
+    // The first summary request was refused twice (max_tokens, then temperature 0); every one after
+    // it was asked as the model takes it.
+    expect(
+      asked.slice(0, 3).map((body) => [body.max_tokens, body.max_completion_tokens, body.temperature]),
+    ).toEqual([
+      [1_024, undefined, 0],
+      [undefined, 1_024, 0],
+      [undefined, 1_024, undefined],
+    ]);
+    expect(asked.length).toBeGreaterThan(3);
+    expect(asked.slice(3).filter((body) => 'max_tokens' in body || 'temperature' in body)).toEqual([]);
+    expect(summary).toBe('used');
   });
 });

@@ -1,6 +1,7 @@
 // Attempts of a chat request as the attempt ladder plans them, for the tests of what is sent and of
 // what the answers teach: a config with a small model (4,096 tokens, estimated, a fallback) and a large
 // one, a conversation of `turns` exchanges, and a ladder over an in-process learned-limits store.
+import { createFieldFixes, type FieldFixes } from '../../src/upstream/field-fixes.js';
 import { createAttemptLadder } from '../../src/chat/attempt-ladder.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { createContextPlanner } from '../../src/chat/context-planner.js';
@@ -36,7 +37,7 @@ const settings = { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 };
 
 export function ladderFor(
   request: ChatCompletionRequest,
-  options: { noTruncation?: boolean; rawBody?: Buffer } = {},
+  options: { noTruncation?: boolean; rawBody?: Buffer; fieldFixes?: FieldFixes } = {},
 ) {
   const learnedLimits = createMemoryLearnedLimits({ settings, maxEntries: 100 });
   const planner = createContextPlanner({ config: attemptsConfig, tokenizers, learnedLimits });
@@ -48,6 +49,7 @@ export function ladderFor(
     overrides: { historyMode: 'auto', ...(options.noTruncation === true ? { noTruncation: true } : {}) },
     session: undefined,
     target: attemptsConfig.defaultUpstream,
+    fieldFixes: options.fieldFixes ?? createFieldFixes({ maxEntries: 10 }),
     precision: 'exact',
     rawBody: options.rawBody,
     tenant: 'tenant-a',

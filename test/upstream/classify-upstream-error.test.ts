@@ -309,6 +309,100 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'none' },
   },
+  // Fields OpenAI's reasoning models refuse (docs/budgeting.md#refused-fields): the bodies as OpenAI and
+  // Azure OpenAI send them, and as LiteLLM passes them on.
+  {
+    name: "OpenAI: 'max_tokens' is not supported with this model (o-series, GPT-5)",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+          type: 'invalid_request_error',
+          param: 'max_tokens',
+          code: 'unsupported_parameter',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+  },
+  {
+    name: 'LiteLLM passing on the same refusal inside its own message',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "litellm.BadRequestError: AzureException BadRequestError - Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.. Received Model Group=gpt-5\nAvailable Model Group Fallbacks=None",
+          type: null,
+          param: null,
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+  },
+  {
+    name: 'OpenAI: a temperature other than 1 (unsupported_value)',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported.",
+          type: 'invalid_request_error',
+          param: 'temperature',
+          code: 'unsupported_value',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fix: { field: 'temperature' } },
+  },
+  {
+    name: "o1-preview: 'temperature' is not supported at all (unsupported_parameter)",
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Unsupported parameter: 'temperature' is not supported with this model.",
+        'unsupported_parameter',
+      ),
+    },
+    expected: { kind: 'refused_field', fix: { field: 'temperature' } },
+  },
+  {
+    name: "a max_tokens the client set out of range is the client's to fix",
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got 0 instead.",
+        'integer_below_min_value',
+      ),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'another unsupported parameter, with no replacement named, is not rewritten',
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Unsupported parameter: 'logprobs' is not supported with this model.",
+        'unsupported_parameter',
+      ),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'the same wording in a 500 is a server error, not a refusal',
+    answer: {
+      status: 500,
+      body: openAIError(
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+        'server_error',
+      ),
+    },
+    expected: { kind: 'server' },
+  },
 ];
 
 describe('classifyUpstreamError on cases from provider documentation and server source', () => {

@@ -20,6 +20,7 @@ const start: RecoveryState = {
   elapsedMs: 0,
   promptTokens: 3_000,
   askedMaxTokens: undefined,
+  fixedFields: [],
 };
 
 const overflow = (
@@ -203,6 +204,23 @@ const rows: Array<{
     verdict: overflow('compress'),
     state: { overflowRetries: 3 },
     expected: { action: 'give_up', reason: 'out_of_retries' },
+  },
+  {
+    name: 'a refused field: sent again with it renamed',
+    verdict: { kind: 'refused_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+    expected: { action: 'fix_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+  },
+  {
+    name: 'a refused field, out of every other retry: still fixed (the request was never taken)',
+    verdict: { kind: 'refused_field', fix: { field: 'temperature' } },
+    state: { overflowRetries: 3, upstreamRetries: 2, elapsedMs: 60_000 },
+    expected: { action: 'fix_field', fix: { field: 'temperature' } },
+  },
+  {
+    name: 'a field refused again after it was fixed: the client gets the refusal',
+    verdict: { kind: 'refused_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+    state: { fixedFields: ['temperature', 'max_tokens'] },
+    expected: { action: 'accept' },
   },
 ];
 

@@ -1,10 +1,16 @@
 // The send loop with a scripted upstream and a fake clock: what it sends, how long it waits, and which
 // answer it hands on — no sockets, no timers. Bodies are the providers' own (shared fixtures).
 import { describe, expect, it } from 'vitest';
-import { sendWithRecovery, type SendAttempt, type SendEvent } from '../../src/upstream/send-with-recovery.js';
+import {
+  callsMade,
+  sendWithRecovery,
+  type SendAttempt,
+  type SendEvent,
+} from '../../src/upstream/send-with-recovery.js';
 import { GatewayError } from '../../src/errors.js';
 import type { UpstreamResponse } from '../../src/upstream/upstream.js';
 import { contextErrorFixtures } from '../fixtures/context-errors.js';
+import type { FieldFix } from '../../src/upstream/field-fixes.js';
 
 function answer(status: number, body: string, headers: Record<string, string> = {}): UpstreamResponse {
   const bytes = Buffer.from(body);
@@ -30,7 +36,11 @@ interface Attempt extends SendAttempt {
 
 function harness(
   script: Array<UpstreamResponse | Error>,
-  options: { upstreamRetries?: number; deadlineMs?: number } = {},
+  options: {
+    upstreamRetries?: number;
+    deadlineMs?: number;
+    fixField?: (fix: FieldFix, current: Attempt) => Attempt | undefined;
+  } = {},
 ) {
   let clockMs = 0;
   const sent: string[] = [];
@@ -55,6 +65,7 @@ function harness(
         return next;
       },
       smaller: () => smaller(),
+      ...(options.fixField === undefined ? {} : { fixField: options.fixField }),
       streaming: false,
       limits: {
         maxOverflowRetries: 2,
@@ -140,5 +151,68 @@ describe('sendWithRecovery', () => {
     expect(sent).toEqual(['first']);
     expect(result.response.statusCode).toBe(400);
     expect((await result.response.readAll()).toString()).toContain('maximum context length');
+  });
+
+  describe('a field the model refuses', () => {
+    const refusal = (field: string) =>
+      answer(
+        400,
+        JSON.stringify({
+          error: {
+            message:
+              field === 'max_tokens'
+                ? "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+                : `Unsupported value: '${field}' does not support 0 with this model. Only the default (1) value is supported.`,
+            type: 'invalid_request_error',
+            param: field,
+            code: 'unsupported_parameter',
+          },
+        }),
+      );
+    const fixing = (fixes: FieldFix[]) => (fix: FieldFix, current: Attempt) => {
+      fixes.push(fix);
+      return { ...current, name: `${current.name}+${fix.field}` };
+    };
+
+    it('sends the attempt again as fixed, once per field, with no wait and no retry counted', async () => {
+      const fixes: FieldFix[] = [];
+      const { run, sent, waits, events } = harness([refusal('max_tokens'), refusal('temperature'), ok()], {
+        fixField: fixing(fixes),
+      });
+      const result = await run();
+      expect(sent).toEqual(['first', 'first+max_tokens', 'first+max_tokens+temperature']);
+      expect(fixes).toEqual([
+        { field: 'max_tokens', renameTo: 'max_completion_tokens' },
+        { field: 'temperature' },
+      ]);
+      expect(waits).toEqual([]);
+      expect(events).toEqual(['field_fixed', 'field_fixed', 'accepted']);
+      expect(result.response.statusCode).toBe(200);
+      expect([result.overflowRetries, result.upstreamRetries, result.fieldResends]).toEqual([0, 0, 2]);
+      expect(callsMade(result)).toBe(3);
+    });
+
+    it('relays the refusal when the same field is refused again', async () => {
+      const fixes: FieldFix[] = [];
+      const { run, sent } = harness([refusal('max_tokens'), refusal('max_tokens')], {
+        fixField: fixing(fixes),
+      });
+      const result = await run();
+      expect(sent).toEqual(['first', 'first+max_tokens']);
+      expect(fixes).toHaveLength(1);
+      expect(callsMade(result)).toBe(2);
+      expect(result.response.statusCode).toBe(400);
+      expect((await result.response.readAll()).toString()).toContain("Use 'max_completion_tokens'");
+    });
+
+    it('relays the refusal when the attempt cannot be sent fixed, or the caller fixes nothing', async () => {
+      for (const fixField of [() => undefined, undefined]) {
+        const { run, sent } = harness([refusal('max_tokens')], fixField === undefined ? {} : { fixField });
+        const result = await run();
+        expect(sent).toEqual(['first']);
+        expect(callsMade(result)).toBe(1);
+        expect(result.response.statusCode).toBe(400);
+      }
+    });
   });
 });

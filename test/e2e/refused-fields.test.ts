@@ -1,0 +1,147 @@
+// End to end (docs/budgeting.md#refused-fields): OpenAI's reasoning models served under a name the
+// gateway cannot tell them by (an Azure deployment can be called anything) refuse `max_tokens` and a
+// `temperature` other than 1, as the strict fake refuses them. Through the official clients of each API
+// the gateway speaks — Chat Completions, the Responses API (whose bridge writes the cap itself) and
+// Anthropic's Messages API (Claude Code always sends max_tokens) — each request is answered, the
+// model's fix is kept, and its later requests go right the first time.
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+let openai: OpenAI;
+let anthropic: Anthropic;
+
+const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-messages', 'prod-both'];
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ reasoningModels: deployments });
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+  openai = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
+  anthropic = new Anthropic({
+    baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+    apiKey: 'sk-test',
+    maxRetries: 0,
+  });
+});
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+/** The bodies the provider received for a model, from `since` on. */
+const sentTo = (model: string, since = 0) =>
+  fake.chatRequests
+    .slice(since)
+    .map((request) => request.body as Record<string, unknown>)
+    .filter((body) => body.model === model);
+
+const question = [{ role: 'user' as const, content: 'Which file computes the retry budget?' }];
+
+describe('a reasoning model the gateway knows only by its refusal', () => {
+  it('answers a chat request that asked for max_tokens, and sends the next one right the first time', async () => {
+    const { data: completion, response } = await openai.chat.completions
+      .create({ model: 'prod-chat', messages: question, max_tokens: 300 })
+      .withResponse();
+    expect(completion.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const [refused, fixed, ...rest] = sentTo('prod-chat');
+    expect(refused?.max_tokens).toBe(300);
+    expect(fixed).toMatchObject({ max_completion_tokens: 300, messages: question });
+    expect(fixed).not.toHaveProperty('max_tokens');
+    expect(rest).toEqual([]);
+
+    const before = fake.chatRequests.length;
+    const again = await openai.chat.completions
+      .create({ model: 'prod-chat', messages: question, max_tokens: 200 })
+      .withResponse();
+    expect(again.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(sentTo('prod-chat', before)).toEqual([expect.objectContaining({ max_completion_tokens: 200 })]);
+    expect(sentTo('prod-chat', before)[0]).not.toHaveProperty('max_tokens');
+  });
+
+  it('streams an answer after leaving out a temperature the model refuses', async () => {
+    const stream = await openai.chat.completions.create({
+      model: 'prod-stream',
+      messages: question,
+      temperature: 0.2,
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text.length).toBeGreaterThan(0);
+    const sent = sentTo('prod-stream');
+    expect(sent).toHaveLength(2);
+    expect(sent[0]?.temperature).toBe(0.2);
+    expect(sent[1]).not.toHaveProperty('temperature');
+    expect(sent[1]?.stream).toBe(true);
+  });
+
+  it('fixes both fields of one request, one refusal each', async () => {
+    await openai.chat.completions.create({
+      model: 'prod-both',
+      messages: question,
+      max_tokens: 100,
+      temperature: 0,
+    });
+    const sent = sentTo('prod-both');
+    expect(sent.map((body) => [body.max_tokens, body.max_completion_tokens, body.temperature])).toEqual([
+      [100, undefined, 0],
+      [undefined, 100, 0],
+      [undefined, 100, undefined],
+    ]);
+  });
+
+  it('answers a Responses request whose max_output_tokens the bridge sent as max_tokens', async () => {
+    const response = await openai.responses.create({
+      model: 'prod-responses',
+      input: 'Which file computes the retry budget?',
+      max_output_tokens: 400,
+    });
+    expect(response.status).toBe('completed');
+    expect(response.output_text.length).toBeGreaterThan(0);
+    const sent = sentTo('prod-responses');
+    expect(sent.at(-1)).toMatchObject({ max_completion_tokens: 400 });
+    expect(sent.at(-1)).not.toHaveProperty('max_tokens');
+    expect(sent).toHaveLength(2);
+  });
+
+  it('answers Anthropic Messages requests (max_tokens always sent) to it', async () => {
+    for (const maxTokens of [1_024, 512]) {
+      const message = await anthropic.messages.create({
+        model: 'prod-messages',
+        max_tokens: maxTokens,
+        messages: question,
+      });
+      expect(message.content[0]).toMatchObject({ type: 'text', text: expect.any(String) });
+    }
+    const sent = sentTo('prod-messages');
+    // One refusal, then each request right the first time.
+    expect(sent.map((body) => body.max_tokens ?? null)).toEqual([1_024, null, null]);
+    expect(sent.map((body) => body.max_completion_tokens ?? null)).toEqual([null, 1_024, 512]);
+  });
+
+  it('leaves the requests of other models as their clients wrote them', async () => {
+    const before = fake.chatRequests.length;
+    await openai.chat.completions.create({ model: 'local-model', messages: question, max_tokens: 50 });
+    const sent = sentTo('local-model', before);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.max_tokens).toBe(50);
+    expect(sent[0]).not.toHaveProperty('max_completion_tokens');
+  });
+
+  it('relays a refusal it cannot fix as the provider worded it', async () => {
+    // A field the gateway does not rewrite: the provider's own 400 reaches the client, sent once.
+    const before = fake.chatRequests.length;
+    const error = await openai.chat.completions
+      .create({ model: 'prod-chat', messages: question, max_tokens: 10, ...{ bogus_field: 1 } })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/bogus_field/);
+    expect(fake.chatRequests.length - before).toBe(1);
+  });
+});
