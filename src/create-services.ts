@@ -2,7 +2,7 @@
 // limits, budgets and summarizer it works with), the pass-through forwarder, and the stores the
 // sessions and admin routes read. Part of the composition root: createGateway builds the parts from
 // the config; tests bring their own.
-import { createFieldFixes, fieldFixEntries } from './upstream/field-fixes.js';
+import { loggedFieldFixes } from './upstream/field-fixes.js';
 import type { Logger } from 'pino';
 import { createBudgetService, type BudgetService } from './budget/budget-service.js';
 import { createChatService, type ChatService } from './chat/chat-turn.js';
@@ -100,7 +100,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const now = parts.now ?? (() => performance.now());
   const learnedLimits =
     parts.learnedLimits ?? createMemoryLearnedLimits(learnedLimitsOptions(config, logger, metrics));
-  const fieldFixes = createFieldFixes({ maxEntries: fieldFixEntries });
+  const fieldFixes = loggedFieldFixes(logger);
   const budgetStore = parts.budgetStore ?? createMemoryBudgetStore();
   const budgets = createBudgetService({
     config,

@@ -265,7 +265,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       if (event.type === 'overflow') turn.lessons.overflow(event.verdict, event.attempt, event.status);
       else if (event.type === 'accepted') return;
       else if (event.type === 'retry') metrics.upstreamRetries.inc({ upstream, reason: event.reason });
-      else if (event.type === 'field_fixed')
+      else if (event.type === 'fields_fixed')
         metrics.upstreamRetries.inc({ upstream, reason: 'refused_field' });
       else
         metrics.overflowRetries.inc({
@@ -557,19 +557,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
   }
 
-  /** A field the attempt's model refused: kept for its later requests, and this one made again without it. */
-  function fixingField(turn: Turn, ladder: ReturnType<typeof ladderFor>) {
-    return (fix: FieldFix, current: ChatAttempt): ChatAttempt | undefined => {
-      if (deps.fieldFixes.remember(current.target.name, current.model, fix))
-        turn.input.info(
-          {
-            upstream: current.target.name,
-            model: current.model,
-            field: fix.field,
-            renamedTo: fix.renameTo ?? null,
-          },
-          'model refuses a request field',
-        );
+  /** Fields the attempt's model refused: kept for its later requests, and this one made again fixed. */
+  function fixingFields(ladder: ReturnType<typeof ladderFor>) {
+    return (fixes: FieldFix[], current: ChatAttempt): ChatAttempt | undefined => {
+      for (const fix of fixes) deps.fieldFixes.remember(current.target.name, current.model, fix);
       return ladder.again(current);
     };
   }
@@ -688,7 +679,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
-          fixField: fixingField(turn, ladder),
+          fixFields: fixingFields(ladder),
           streaming: chatRequest.stream === true,
           limits: recoveryLimitsFor(policy, config.timeouts.upstream_retry_deadline_ms),
           clock: deps.now,

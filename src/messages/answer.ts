@@ -264,11 +264,14 @@ export class MessagesStreamTranslator {
     if (this.ended || this.failed) return '';
     this.ended = true;
     const usage = usageOf(this.usage);
+    // A stream that reported no usage (a provider that takes no stream_options) keeps the gateway's
+    // count of the prompt that message_start gave: the SDKs take the last input_tokens they see.
+    const inputTokens = this.usage === undefined ? this.inputTokens : usage.input_tokens;
     return (
       this.close() +
       this.event('message_delta', {
         delta: { stop_reason: stopReasons[this.finish ?? 'stop'] ?? 'end_turn', stop_sequence: null },
-        usage: { output_tokens: usage.output_tokens, input_tokens: usage.input_tokens },
+        usage: { output_tokens: usage.output_tokens, input_tokens: inputTokens },
       }) +
       this.event('message_stop', {})
     );

@@ -4,6 +4,7 @@
 // `anthropic` upstream every message also carries its original blocks (`ctxgate_anthropic`), sent as
 // they came while the engine left the message unchanged (thinking signatures, cache_control and
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
+import { createHash } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import { madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
@@ -253,7 +254,7 @@ export function bridgeMessagesRequest(
     if (native) extension.tool_choice = body.tool_choice;
   }
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
-    chatBody.user = body.metadata.user_id;
+    chatBody.user = endUserId(body.metadata.user_id);
   for (const key of ['top_k', 'thinking', 'metadata', 'service_tier'] as const) {
     if (body[key] === undefined) continue;
     if (native) extension[key] = body[key];
@@ -261,4 +262,15 @@ export function bridgeMessagesRequest(
   }
   if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
   return { chatBody, dropped: [...dropped], model: body.model, stream, native };
+}
+
+/** The longest end-user id OpenAI takes in `user` (OpenRouter takes 128). */
+const maxEndUserIdLength = 64;
+
+/**
+ * Anthropic's `metadata.user_id` as a Chat Completions `user`: itself when short enough, else its SHA-256
+ * in hex (64 characters; Claude Code's ids run to about 150), the same for every request of that user.
+ */
+export function endUserId(id: string): string {
+  return id.length <= maxEndUserIdLength ? id : createHash('sha256').update(id).digest('hex');
 }

@@ -71,12 +71,7 @@ import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { BudgetService } from '../budget/budget-service.js';
 import { isOpenAIReasoningModel, outputCapField } from '../upstream/model-family.js';
-import {
-  applyFieldFixes,
-  createFieldFixes,
-  fieldFixEntries,
-  type FieldFixes,
-} from '../upstream/field-fixes.js';
+import { applyFieldFixes, loggedFieldFixes, type FieldFixes } from '../upstream/field-fixes.js';
 
 export interface AfterTurnInput {
   key: SessionKey;
@@ -205,7 +200,7 @@ export function createSessionSummarizer(deps: {
   const { config, store, upstream, tokenizers, metrics, logger } = deps;
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
-  const fieldFixes = deps.fieldFixes ?? createFieldFixes({ maxEntries: fieldFixEntries });
+  const fieldFixes = deps.fieldFixes ?? loggedFieldFixes(logger);
   const sleep =
     deps.sleep ?? ((ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref()));
   const running = new Map<string, Promise<void>>();
@@ -718,18 +713,9 @@ export function createSessionSummarizer(deps: {
             }),
             signal,
           }),
-        fixField: (fix, current) => {
+        fixFields: (fixes, current) => {
           const before = JSON.stringify(settingsNow());
-          if (fieldFixes.remember(target.name, summaryModel, fix))
-            logger.info(
-              {
-                upstream: target.name,
-                model: summaryModel,
-                field: fix.field,
-                renamedTo: fix.renameTo ?? null,
-              },
-              'model refuses a request field',
-            );
+          for (const fix of fixes) fieldFixes.remember(target.name, summaryModel, fix);
           return JSON.stringify(settingsNow()) === before ? undefined : Object.assign({}, current);
         },
         smaller: recovery?.smaller ?? (() => undefined),

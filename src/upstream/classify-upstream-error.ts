@@ -3,7 +3,7 @@
 // apart from their look-alikes (rate limits on tokens per minute, output caps, byte-size limits,
 // schema errors) by the shapes and phrasing families providers use, not by exact strings, and the
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
-import type { FieldFix } from './field-fixes.js';
+import { fixForUnknownField, fixForUnsupportedField, type FieldFix } from './field-fixes.js';
 
 export interface OverflowNumbers {
   /** The model's context window. */
@@ -39,8 +39,8 @@ export type UpstreamErrorClass =
   /** `noRetry`: the upstream said not to retry (`x-should-retry: false`, as OpenAI's API says it). */
   | { kind: 'rate_limited'; retryAfterMs?: number; noRetry?: true }
   | { kind: 'auth' }
-  /** The model refuses a request field the gateway can rename or leave out (field-fixes.ts). */
-  | { kind: 'refused_field'; fix: FieldFix }
+  /** The provider refuses request fields the gateway can rename or leave out (field-fixes.ts). */
+  | { kind: 'refused_field'; fixes: FieldFix[] }
   | { kind: 'bad_request' }
   | { kind: 'server'; retryAfterMs?: number; noRetry?: true }
   | { kind: 'timeout' }
@@ -92,20 +92,37 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
   if (status === 408 || status === 504) return { kind: 'timeout' };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
-  const fix = status === 400 || status === 422 ? refusedField(text) : undefined;
-  return fix === undefined ? { kind: 'bad_request' } : { kind: 'refused_field', fix };
+  const fixes = status === 400 || status === 422 ? refusedFields(text, body) : [];
+  return fixes.length === 0 ? { kind: 'bad_request' } : { kind: 'refused_field', fixes };
 }
 
 /**
- * OpenAI's refusals of a field its reasoning models do not take (Azure's are worded the same, and
- * proxies such as LiteLLM pass the wording on inside their own): `max_tokens`, which it names the
- * replacement of, and a `temperature` other than the default.
+ * The fields a refusal names that the gateway can fix: OpenAI's and Azure's wording for a field a model
+ * does not support ("Unsupported parameter: 'max_tokens' … Use 'max_completion_tokens' instead",
+ * "Unsupported value: 'temperature' …") or does not know ("Unknown parameter: 'stream_options'",
+ * "Unrecognized request argument supplied: user"), a serde "unknown field `user`", and Mistral's
+ * validation errors (`extra_forbidden` at `["body", "<field>", …]`, its JSON sometimes nested as a
+ * string). Also when a proxy such as LiteLLM passes the wording on inside its own message.
  */
-function refusedField(text: string): FieldFix | undefined {
-  if (/unsupported parameter:?\s*['"`]?max_tokens\b[^\n]*?\buse\s*['"`]?max_completion_tokens\b/i.test(text))
-    return { field: 'max_tokens', renameTo: 'max_completion_tokens' };
-  if (/unsupported (?:value|parameter):?\s*['"`]?temperature\b/i.test(text)) return { field: 'temperature' };
-  return undefined;
+function refusedFields(text: string, body: string): FieldFix[] {
+  const fixes = new Map<string, FieldFix>();
+  const add = (fix: FieldFix | undefined): void => {
+    if (fix !== undefined && !fixes.has(fix.field)) fixes.set(fix.field, fix);
+  };
+  for (const match of text.matchAll(/unsupported (?:parameter|value):?\s*['"`]?(\w+)['"`]?([^\n]*)/gi)) {
+    const replacement = /\buse\s*['"`]?(\w+)/i.exec(match[2] ?? '')?.[1];
+    add(fixForUnsupportedField(match[1] as string, replacement));
+  }
+  for (const match of text.matchAll(
+    /(?:unknown parameter|unrecognized request arguments? supplied|unknown field):?\s*['"`]?(\w+)/gi,
+  ))
+    add(fixForUnknownField(match[1] as string));
+  if (body.includes('extra_forbidden'))
+    for (const match of body
+      .replace(/\\+"/g, '"')
+      .matchAll(/"extra_forbidden"\s*,\s*"loc"\s*:\s*\[\s*"body"\s*,\s*"(\w+)"/g))
+      add(fixForUnknownField(match[1] as string));
+  return [...fixes.values()];
 }
 
 // ---- reading the body ------------------------------------------------------------------------------

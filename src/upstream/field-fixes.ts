@@ -1,13 +1,56 @@
-// Request fields a model refuses, and what the gateway sends instead (docs/budgeting.md#refused-fields).
-// OpenAI's reasoning models refuse `max_tokens` ("Use 'max_completion_tokens' instead") and any
-// `temperature` but 1. The gateway tells most of them by name (model-family.ts); one served under another
-// name (an Azure deployment can be called anything) is found by its refusal: the request goes again
-// with the field renamed or left out, and the model's fix is kept for its later requests.
+// Request fields a provider does not take, and what the gateway sends instead
+// (docs/budgeting.md#refused-fields). OpenAI's reasoning models refuse `max_tokens` ("Use
+// 'max_completion_tokens' instead") and any `temperature` but 1; Mistral's API refuses fields it does not
+// know, `max_completion_tokens` and `stream_options` among them, which the gateway's bridges write
+// themselves. The gateway tells the reasoning models by name where it can (model-family.ts); the rest
+// are found by their refusal: the request goes again with the field renamed or left out, and the model's
+// fix is kept for its later requests.
 
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
   renameTo?: string;
+}
+
+/** The same setting under each provider's name for it: the one a provider does not take is renamed. */
+const otherNameOf: Readonly<Record<string, string>> = {
+  max_tokens: 'max_completion_tokens',
+  max_completion_tokens: 'max_tokens',
+};
+
+/**
+ * Fields that ask the provider for something beside the answer — usage in a stream, an end user's id,
+ * storage, a service tier, cache routing — which a bridge or a client adds and a provider may not know:
+ * left out when refused.
+ */
+const besideTheAnswer = new Set([
+  'stream_options',
+  'user',
+  'metadata',
+  'store',
+  'service_tier',
+  'prompt_cache_key',
+  'safety_identifier',
+]);
+
+/** Sampling settings OpenAI's reasoning models take only at their defaults: left out when refused. */
+const defaultsOnly = new Set(['temperature', 'top_p']);
+
+/** What to send instead of a top-level field the provider does not know; undefined: the client's to fix. */
+export function fixForUnknownField(field: string): FieldFix | undefined {
+  const other = otherNameOf[field];
+  if (other !== undefined) return { field, renameTo: other };
+  return besideTheAnswer.has(field) ? { field } : undefined;
+}
+
+/**
+ * What to send instead of a field the model does not support, given the replacement the provider named
+ * (a rename only to the field's other name); undefined: the client's to fix.
+ */
+export function fixForUnsupportedField(field: string, replacement: string | undefined): FieldFix | undefined {
+  if (replacement !== undefined)
+    return otherNameOf[field] === replacement ? { field, renameTo: replacement } : undefined;
+  return defaultsOnly.has(field) ? { field } : fixForUnknownField(field);
 }
 
 /**
@@ -37,13 +80,31 @@ export interface FieldFixes {
 const none: readonly FieldFix[] = [];
 
 /** Models whose fixes a process keeps: far more than any deployment serves. */
-export const fieldFixEntries = 1_000;
+const fieldFixEntries = 1_000;
+
+/** Each fix learned, told to the log once: upstream, model, the field and what it became. */
+export function loggedFieldFixes(logger: {
+  info: (fields: Record<string, unknown>, message: string) => void;
+}): FieldFixes {
+  return createFieldFixes({
+    maxEntries: fieldFixEntries,
+    onLearned: (upstream, model, fix) =>
+      logger.info(
+        { upstream, model, field: fix.field, renamedTo: fix.renameTo ?? null },
+        'model refuses a request field',
+      ),
+  });
+}
 
 /**
  * Fixes kept in the process, for at most `maxEntries` models (the least recently learned forgotten
  * first). Each replica learns a model's fix from its own first refusal: one extra upstream call.
  */
-export function createFieldFixes(options: { maxEntries: number }): FieldFixes {
+export function createFieldFixes(options: {
+  maxEntries: number;
+  /** Told each fix the first time it is learned (the log line `model refuses a request field`). */
+  onLearned?: (upstream: string, model: string, fix: FieldFix) => void;
+}): FieldFixes {
   const byModel = new Map<string, readonly FieldFix[]>();
   const keyOf = (upstream: string, model: string) => `${upstream}\u0000${model}`;
   return {
@@ -58,6 +119,7 @@ export function createFieldFixes(options: { maxEntries: number }): FieldFixes {
       byModel.delete(key);
       byModel.set(key, [...known, fix]);
       if (byModel.size > options.maxEntries) byModel.delete(byModel.keys().next().value as string);
+      options.onLearned?.(upstream, model, fix);
       return true;
     },
   };

@@ -42,8 +42,8 @@ export type RecoveryDecision =
   | { action: 're_render'; reduction: ContextReduction; promptCap: number }
   /** The prompt fits but the answer asked for does not: ask for what is left. */
   | { action: 'lower_max_tokens'; maxTokens: number }
-  /** The model refused a field: send the request again with it renamed or left out. */
-  | { action: 'fix_field'; fix: FieldFix }
+  /** The provider refused fields: send the request again with them renamed or left out. */
+  | { action: 'fix_fields'; fixes: FieldFix[] }
   /** Out of retries or time: the client gets the upstream's answer. */
   | {
       action: 'give_up';
@@ -111,11 +111,11 @@ export function decide(
         limits,
         jitter,
       );
-    case 'refused_field':
-      // Once per field: a provider that refuses the request as fixed gets its answer to the client.
-      return state.fixedFields.includes(verdict.fix.field)
-        ? { action: 'accept' }
-        : { action: 'fix_field', fix: verdict.fix };
+    case 'refused_field': {
+      // Once per field: a provider that refuses a field again after its fix gets its answer to the client.
+      const fixes = verdict.fixes.filter((fix) => !state.fixedFields.includes(fix.field));
+      return fixes.length === 0 ? { action: 'accept' } : { action: 'fix_fields', fixes };
+    }
     default:
       return { action: 'accept' };
   }

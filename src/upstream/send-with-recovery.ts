@@ -28,8 +28,8 @@ export type SendEvent<A> =
     }
   | { type: 'retry'; reason: 'rate_limited' | 'server' | 'connection' }
   | { type: 'smaller_attempt'; decision: RecoveryDecision; attempt: A }
-  /** The model refused a field; `attempt` is the request sent again without it. */
-  | { type: 'field_fixed'; fix: FieldFix; attempt: A }
+  /** The provider refused fields; `attempt` is the request sent again with them fixed. */
+  | { type: 'fields_fixed'; fixes: FieldFix[]; attempt: A }
   | { type: 'accepted'; attempt: A };
 
 export interface SendResult<A> {
@@ -59,10 +59,10 @@ export interface SendWithRecoveryOptions<A extends SendAttempt> {
     current: A,
   ): A | undefined;
   /**
-   * The attempt again with a field the model refused renamed or left out (docs/budgeting.md#refused-fields),
-   * or undefined when it cannot be sent so: the client then gets the refusal.
+   * The attempt again with the fields the provider refused renamed or left out
+   * (docs/budgeting.md#refused-fields), or undefined when that changes nothing: the client then gets the refusal.
    */
-  fixField?: (fix: FieldFix, current: A) => A | undefined;
+  fixFields?: (fixes: FieldFix[], current: A) => A | undefined;
   streaming: boolean;
   limits: RecoveryLimits;
   clock: () => number;
@@ -82,6 +82,7 @@ export async function sendWithRecovery<A extends SendAttempt>(
   let overflowRetries = 0;
   let upstreamRetries = 0;
   const fixedFields: string[] = [];
+  let fieldResends = 0;
   const stateOf = (current: A) => ({
     overflowRetries,
     upstreamRetries,
@@ -123,21 +124,21 @@ export async function sendWithRecovery<A extends SendAttempt>(
         // Nothing smaller can be sent: the client gets the upstream's own answer. A refused request is
         // never sent again as it was: the provider would refuse it again.
         if (next === undefined || !isSmaller(next, attempt))
-          return { response, attempt, overflowRetries, upstreamRetries, fieldResends: fixedFields.length };
+          return { response, attempt, overflowRetries, upstreamRetries, fieldResends };
         response.discard();
         overflowRetries++;
         attempt = next;
         options.observe?.({ type: 'smaller_attempt', decision, attempt });
         continue;
       }
-      case 'fix_field': {
-        const next = options.fixField?.(decision.fix, attempt);
-        if (next === undefined)
-          return { response, attempt, overflowRetries, upstreamRetries, fieldResends: fixedFields.length };
-        fixedFields.push(decision.fix.field);
+      case 'fix_fields': {
+        const next = options.fixFields?.(decision.fixes, attempt);
+        if (next === undefined) return { response, attempt, overflowRetries, upstreamRetries, fieldResends };
+        fixedFields.push(...decision.fixes.map((fix) => fix.field));
+        fieldResends++;
         response.discard();
         attempt = next;
-        options.observe?.({ type: 'field_fixed', fix: decision.fix, attempt });
+        options.observe?.({ type: 'fields_fixed', fixes: decision.fixes, attempt });
         continue;
       }
       default:
@@ -149,10 +150,10 @@ export async function sendWithRecovery<A extends SendAttempt>(
             attempt,
             overflowRetries,
             upstreamRetries,
-            fieldResends: fixedFields.length,
+            fieldResends,
             exhausted: true,
           };
-        return { response, attempt, overflowRetries, upstreamRetries, fieldResends: fixedFields.length };
+        return { response, attempt, overflowRetries, upstreamRetries, fieldResends };
     }
   }
 }

@@ -354,6 +354,27 @@ describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
       .withResponse();
     expect(response.headers.get('x-ctxgate-dropped')).toBe('thinking');
   });
+
+  it('sends Claude Code’s user id, longer than OpenAI takes, as the same 64-character id every time', async () => {
+    openai.setDefault({ content: 'ok' });
+    // Claude Code's metadata.user_id: user_<64 hex>_account_<uuid>_session_<uuid>.
+    const userId = `user_${'5e1d'.repeat(16)}_account_${randomUUID()}_session_${randomUUID()}`;
+    const before = openai.chatRequests.length;
+    for (const content of ['Hi', 'And again'])
+      await client().messages.create({
+        model: 'local-model',
+        max_tokens: 500,
+        metadata: { user_id: userId },
+        messages: [{ role: 'user', content }],
+      });
+    const users = openai.chatRequests
+      .slice(before)
+      .map((request) => (request.body as { user?: string }).user);
+    expect(users).toHaveLength(2);
+    expect(users[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(users[1]).toBe(users[0]);
+    expect(users[0]).not.toContain('5e1d');
+  });
 });
 
 describe('Messages errors and token counts', () => {

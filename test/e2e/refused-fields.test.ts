@@ -11,6 +11,8 @@ import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 let fake: FakeUpstream;
+/** As Mistral's API: fields it does not know are refused with a 422. */
+let mistral: FakeUpstream;
 let harness: GatewayHarness;
 let openai: OpenAI;
 let anthropic: Anthropic;
@@ -19,7 +21,17 @@ const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-message
 
 beforeAll(async () => {
   fake = new FakeUpstream({ reasoningModels: deployments });
-  harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+  mistral = new FakeUpstream({ forbiddenFields: ['stream_options', 'user', 'max_completion_tokens'] });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start() },
+    configYaml: [
+      'upstreams:',
+      '  - name: mistral',
+      `    base_url: ${await mistral.start()}`,
+      '    models: ["devstral-*", "mistral-*"]',
+      '',
+    ].join('\n'),
+  });
   openai = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
   anthropic = new Anthropic({
     baseURL: harness.baseUrl.replace(/\/v1$/, ''),
@@ -31,11 +43,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await harness.close();
   await fake.stop();
+  await mistral.stop();
 });
 
 /** The bodies the provider received for a model, from `since` on. */
-const sentTo = (model: string, since = 0) =>
-  fake.chatRequests
+const sentTo = (model: string, since = 0, provider = fake) =>
+  provider.chatRequests
     .slice(since)
     .map((request) => request.body as Record<string, unknown>)
     .filter((body) => body.model === model);
@@ -62,6 +75,18 @@ describe('a reasoning model the gateway knows only by its refusal', () => {
     expect(again.response.headers.get('x-ctxgate-attempts')).toBe('1');
     expect(sentTo('prod-chat', before)).toEqual([expect.objectContaining({ max_completion_tokens: 200 })]);
     expect(sentTo('prod-chat', before)[0]).not.toHaveProperty('max_tokens');
+    // Learned once, and told to the log without the request's text.
+    const learned = harness.logLines
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.msg === 'model refuses a request field' && line.model === 'prod-chat');
+    expect(learned).toEqual([
+      expect.objectContaining({
+        upstream: 'default',
+        field: 'max_tokens',
+        renamedTo: 'max_completion_tokens',
+      }),
+    ]);
+    expect(harness.logLines.join('\n')).not.toContain('retry budget');
   });
 
   it('streams an answer after leaving out a temperature the model refuses', async () => {
@@ -143,5 +168,43 @@ describe('a reasoning model the gateway knows only by its refusal', () => {
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/bogus_field/);
     expect(fake.chatRequests.length - before).toBe(1);
+  });
+});
+
+describe('a provider that refuses the fields it does not know (Mistral)', () => {
+  it('streams Claude Code’s requests, whose user id and usage request the bridge adds, after one refusal', async () => {
+    // Claude Code streams every request and sends its user id as metadata.user_id.
+    const userId = `user_${'9f2c'.repeat(16)}_account_6c1e-41d2_session_0a7b-4f9e`;
+    for (const round of [0, 1]) {
+      const stream = anthropic.messages.stream({
+        model: 'devstral-small-2507',
+        max_tokens: 2_048,
+        metadata: { user_id: userId },
+        messages: [{ role: 'user', content: `Round ${round}: which file computes the retry budget?` }],
+      });
+      const message = await stream.finalMessage();
+      expect(message.content[0]).toMatchObject({ type: 'text', text: expect.any(String) });
+      expect(message.usage.input_tokens).toBeGreaterThan(0);
+    }
+    const sent = sentTo('devstral-small-2507', 0, mistral);
+    expect(sent.map((body) => [typeof body.user, typeof body.stream_options, body.stream])).toEqual([
+      ['string', 'object', true],
+      ['undefined', 'undefined', true],
+      ['undefined', 'undefined', true],
+    ]);
+    expect(sent.every((body) => body.max_tokens === 2_048)).toBe(true);
+  });
+
+  it('takes the cap an OpenAI client sent as max_completion_tokens as max_tokens', async () => {
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'mistral-large-latest', messages: question, max_completion_tokens: 256 })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = sentTo('mistral-large-latest', 0, mistral);
+    expect(sent.map((body) => [body.max_completion_tokens ?? null, body.max_tokens ?? null])).toEqual([
+      [256, null],
+      [null, 256],
+    ]);
   });
 });

@@ -126,6 +126,11 @@ export interface FakeUpstreamOptions {
    * `temperature` other than 1 are refused with OpenAI's 400 (`unsupported_parameter`, `unsupported_value`).
    */
   reasoningModels?: readonly string[];
+  /**
+   * Top-level request fields refused as Mistral's API refuses what it does not know: a 422 whose
+   * validation errors (`extra_forbidden`) name every such field the request carries.
+   */
+  forbiddenFields?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -538,6 +543,42 @@ export class FakeUpstream {
     const pairingError = findToolPairingError(body.messages);
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
+      return;
+    }
+    // OpenAI takes an end-user id of at most 64 characters.
+    const user = (body as Record<string, unknown>).user;
+    if (typeof user === 'string' && user.length > 64) {
+      sendJson(
+        400,
+        openAIError(
+          `Invalid 'user': string too long. Expected a string with maximum length 64, but got a string with length ${user.length} instead.`,
+          'invalid_request_error',
+          'user',
+          'string_above_max_length',
+        ),
+      );
+      return;
+    }
+    const forbidden = (this.options.forbiddenFields ?? []).filter(
+      (field) => (body as Record<string, unknown>)[field] !== undefined,
+    );
+    if (forbidden.length > 0) {
+      const detail = forbidden.map((field) => ({
+        type: 'extra_forbidden',
+        loc: ['body', field],
+        msg: 'Extra inputs are not permitted',
+        input: (body as Record<string, unknown>)[field],
+      }));
+      sendJson(
+        422,
+        JSON.stringify({
+          object: 'error',
+          message: { detail },
+          type: 'invalid_request_error',
+          param: null,
+          code: null,
+        }),
+      );
       return;
     }
     if (this.options.reasoningModels?.includes(String(body.model)) === true) {

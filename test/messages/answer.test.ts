@@ -102,6 +102,19 @@ describe('a chat stream as Anthropic events', () => {
     });
   });
 
+  it('keeps the gateway’s count of the prompt when the stream reports no usage', () => {
+    const translator = new MessagesStreamTranslator(meta, 812);
+    const withoutUsage = chunks.slice(0, -1);
+    const out =
+      translator.start() +
+      translator.push(
+        `${withoutUsage.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`,
+      ) +
+      translator.end();
+    const delta = sseEventData(out).find((event) => event.type === 'message_delta');
+    expect(delta).toMatchObject({ usage: { input_tokens: 812, output_tokens: 0 } });
+  });
+
   it('ends with an error event, and no message_stop, when the chat stream carries an error', () => {
     const translator = new MessagesStreamTranslator(meta, 0);
     translator.start();

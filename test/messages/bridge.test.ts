@@ -2,7 +2,7 @@
 // becomes, what is dropped for a Chat Completions upstream, what is kept for an Anthropic one, and the
 // field errors in Anthropic's words.
 import { describe, expect, it } from 'vitest';
-import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
+import { bridgeMessagesRequest, endUserId } from '../../src/messages/bridge.js';
 import { isGatewayError } from '../../src/errors.js';
 
 const bridged = (body: Record<string, unknown>, native = false) =>
@@ -218,5 +218,20 @@ describe('a Messages request the bridge refuses', () => {
       error = caught;
     }
     expect(isGatewayError(error) && error.status === 400 ? error.message : error).toBe(message);
+  });
+});
+
+describe('endUserId', () => {
+  it.each([
+    ['a short id as it is', 'u-1', 'u-1'],
+    ['64 characters as they are', 'a'.repeat(64), 'a'.repeat(64)],
+    // sha256 of 65 a's, as `printf 'a%.0s' {1..65} | sha256sum` prints it.
+    [
+      'a longer one as its SHA-256 in hex',
+      'a'.repeat(65),
+      '635361c48bb9eab14198e76ea8ab7f1a41685d6ad62aa9146d301d4f17eb0ae0',
+    ],
+  ])('keeps %s', (_name, id, expected) => {
+    expect(endUserId(id)).toBe(expected);
   });
 });

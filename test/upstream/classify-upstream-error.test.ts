@@ -325,7 +325,7 @@ const ownCases: ReadonlyArray<{
         },
       }),
     },
-    expected: { kind: 'refused_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+    expected: { kind: 'refused_field', fixes: [{ field: 'max_tokens', renameTo: 'max_completion_tokens' }] },
   },
   {
     name: 'LiteLLM passing on the same refusal inside its own message',
@@ -341,7 +341,7 @@ const ownCases: ReadonlyArray<{
         },
       }),
     },
-    expected: { kind: 'refused_field', fix: { field: 'max_tokens', renameTo: 'max_completion_tokens' } },
+    expected: { kind: 'refused_field', fixes: [{ field: 'max_tokens', renameTo: 'max_completion_tokens' }] },
   },
   {
     name: 'OpenAI: a temperature other than 1 (unsupported_value)',
@@ -357,7 +357,7 @@ const ownCases: ReadonlyArray<{
         },
       }),
     },
-    expected: { kind: 'refused_field', fix: { field: 'temperature' } },
+    expected: { kind: 'refused_field', fixes: [{ field: 'temperature' }] },
   },
   {
     name: "o1-preview: 'temperature' is not supported at all (unsupported_parameter)",
@@ -368,7 +368,7 @@ const ownCases: ReadonlyArray<{
         'unsupported_parameter',
       ),
     },
-    expected: { kind: 'refused_field', fix: { field: 'temperature' } },
+    expected: { kind: 'refused_field', fixes: [{ field: 'temperature' }] },
   },
   {
     name: "a max_tokens the client set out of range is the client's to fix",
@@ -391,6 +391,90 @@ const ownCases: ReadonlyArray<{
       ),
     },
     expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'Mistral: the stream_options a bridge adds (422 extra_forbidden at body.stream_options)',
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","stream_options","include_usage"],"msg":"Extra inputs are not permitted","input":true,"url":"https://errors.pydantic.dev/2.10/v/extra_forbidden"}]},"type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
+  },
+  {
+    name: 'Mistral: max_completion_tokens, which it takes as max_tokens',
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted","input":32000}]},"type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'max_completion_tokens', renameTo: 'max_tokens' }] },
+  },
+  {
+    name: 'Mistral: every field it does not know in one refusal, its JSON nested as a string',
+    answer: {
+      status: 422,
+      body: JSON.stringify({
+        object: 'error',
+        message: JSON.stringify({
+          detail: [
+            {
+              type: 'extra_forbidden',
+              loc: ['body', 'user'],
+              msg: 'Extra inputs are not permitted',
+              input: 'user_9f2c',
+            },
+            {
+              type: 'extra_forbidden',
+              loc: ['body', 'stream_options'],
+              msg: 'Extra inputs are not permitted',
+              input: { include_usage: true },
+            },
+          ],
+        }),
+        type: 'internal_error_proxy',
+        param: null,
+        code: '1000',
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'user' }, { field: 'stream_options' }] },
+  },
+  {
+    name: "Mistral: a sampling setting the client chose (frequency_penalty) is the client's to fix",
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":"{\\"detail\\":[{\\"type\\":\\"extra_forbidden\\",\\"loc\\":[\\"body\\",\\"frequency_penalty\\"],\\"msg\\":\\"Extra inputs are not permitted\\",\\"input\\":0.0}]}","type":"internal_error_proxy","param":null,"code":"1000"}',
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'Mistral: a field inside a message (messages.0.user.name) is not a request field',
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",0,"user","name"],"msg":"Extra inputs are not permitted","input":"","url":"https://errors.pydantic.dev/2.6/v/extra_forbidden"}]},"type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    name: 'an OpenAI-shaped relay that does not know stream_options (unknown_parameter)',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: "Unknown parameter: 'stream_options'. (request id: 20240806214436917505976hvsFC5y2)",
+          type: 'invalid_request_error',
+          param: 'stream_options',
+          code: 'unknown_parameter',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
+  },
+  {
+    name: "OpenAI's older wording for a field it does not know",
+    answer: {
+      status: 400,
+      body: openAIError('Unrecognized request argument supplied: stream_options', null),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
   },
   {
     name: 'the same wording in a 500 is a server error, not a refusal',

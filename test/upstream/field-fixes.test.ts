@@ -1,7 +1,13 @@
 // The fields a model refuses and what is sent instead (docs/budgeting.md#refused-fields): the rewrite
 // as a table, and the memory that keeps each model's fixes.
 import { describe, expect, it } from 'vitest';
-import { applyFieldFixes, createFieldFixes, type FieldFix } from '../../src/upstream/field-fixes.js';
+import {
+  applyFieldFixes,
+  createFieldFixes,
+  fixForUnknownField,
+  fixForUnsupportedField,
+  type FieldFix,
+} from '../../src/upstream/field-fixes.js';
 
 const rename: FieldFix = { field: 'max_tokens', renameTo: 'max_completion_tokens' };
 const drop: FieldFix = { field: 'temperature' };
@@ -56,5 +62,40 @@ describe('createFieldFixes', () => {
     fixes.remember('u', 'a', drop);
     fixes.remember('u', 'd', rename);
     expect(['a', 'b', 'c', 'd'].map((model) => fixes.fixesFor('u', model).length)).toEqual([2, 0, 1, 1]);
+  });
+});
+
+describe('what is sent instead of a refused field', () => {
+  it.each([
+    // The provider does not know the field.
+    ['unknown', 'stream_options', undefined, { field: 'stream_options' }],
+    ['unknown', 'user', undefined, { field: 'user' }],
+    ['unknown', 'metadata', undefined, { field: 'metadata' }],
+    [
+      'unknown',
+      'max_completion_tokens',
+      undefined,
+      { field: 'max_completion_tokens', renameTo: 'max_tokens' },
+    ],
+    ['unknown', 'max_tokens', undefined, { field: 'max_tokens', renameTo: 'max_completion_tokens' }],
+    // What shapes the answer is the client's to decide.
+    ['unknown', 'frequency_penalty', undefined, undefined],
+    ['unknown', 'tools', undefined, undefined],
+    ['unknown', 'temperature', undefined, undefined],
+    // The model does not support the field (OpenAI's reasoning models).
+    [
+      'unsupported',
+      'max_tokens',
+      'max_completion_tokens',
+      { field: 'max_tokens', renameTo: 'max_completion_tokens' },
+    ],
+    ['unsupported', 'max_tokens', 'max_output_tokens', undefined],
+    ['unsupported', 'temperature', undefined, { field: 'temperature' }],
+    ['unsupported', 'top_p', undefined, { field: 'top_p' }],
+    ['unsupported', 'logprobs', undefined, undefined],
+    ['unsupported', 'stream_options', undefined, { field: 'stream_options' }],
+  ] as const)('%s %s (replacement %s)', (kind, field, replacement, expected) => {
+    const fix = kind === 'unknown' ? fixForUnknownField(field) : fixForUnsupportedField(field, replacement);
+    expect(fix).toEqual(expected);
   });
 });

@@ -39,7 +39,7 @@ function harness(
   options: {
     upstreamRetries?: number;
     deadlineMs?: number;
-    fixField?: (fix: FieldFix, current: Attempt) => Attempt | undefined;
+    fixFields?: (fixes: FieldFix[], current: Attempt) => Attempt | undefined;
   } = {},
 ) {
   let clockMs = 0;
@@ -65,7 +65,7 @@ function harness(
         return next;
       },
       smaller: () => smaller(),
-      ...(options.fixField === undefined ? {} : { fixField: options.fixField }),
+      ...(options.fixFields === undefined ? {} : { fixFields: options.fixFields }),
       streaming: false,
       limits: {
         maxOverflowRetries: 2,
@@ -169,15 +169,15 @@ describe('sendWithRecovery', () => {
           },
         }),
       );
-    const fixing = (fixes: FieldFix[]) => (fix: FieldFix, current: Attempt) => {
-      fixes.push(fix);
-      return { ...current, name: `${current.name}+${fix.field}` };
+    const fixing = (fixes: FieldFix[]) => (asked: FieldFix[], current: Attempt) => {
+      fixes.push(...asked);
+      return { ...current, name: `${current.name}+${asked.map((fix) => fix.field).join('+')}` };
     };
 
     it('sends the attempt again as fixed, once per field, with no wait and no retry counted', async () => {
       const fixes: FieldFix[] = [];
       const { run, sent, waits, events } = harness([refusal('max_tokens'), refusal('temperature'), ok()], {
-        fixField: fixing(fixes),
+        fixFields: fixing(fixes),
       });
       const result = await run();
       expect(sent).toEqual(['first', 'first+max_tokens', 'first+max_tokens+temperature']);
@@ -186,7 +186,7 @@ describe('sendWithRecovery', () => {
         { field: 'temperature' },
       ]);
       expect(waits).toEqual([]);
-      expect(events).toEqual(['field_fixed', 'field_fixed', 'accepted']);
+      expect(events).toEqual(['fields_fixed', 'fields_fixed', 'accepted']);
       expect(result.response.statusCode).toBe(200);
       expect([result.overflowRetries, result.upstreamRetries, result.fieldResends]).toEqual([0, 0, 2]);
       expect(callsMade(result)).toBe(3);
@@ -195,7 +195,7 @@ describe('sendWithRecovery', () => {
     it('relays the refusal when the same field is refused again', async () => {
       const fixes: FieldFix[] = [];
       const { run, sent } = harness([refusal('max_tokens'), refusal('max_tokens')], {
-        fixField: fixing(fixes),
+        fixFields: fixing(fixes),
       });
       const result = await run();
       expect(sent).toEqual(['first', 'first+max_tokens']);
@@ -206,8 +206,8 @@ describe('sendWithRecovery', () => {
     });
 
     it('relays the refusal when the attempt cannot be sent fixed, or the caller fixes nothing', async () => {
-      for (const fixField of [() => undefined, undefined]) {
-        const { run, sent } = harness([refusal('max_tokens')], fixField === undefined ? {} : { fixField });
+      for (const fixFields of [() => undefined, undefined]) {
+        const { run, sent } = harness([refusal('max_tokens')], fixFields === undefined ? {} : { fixFields });
         const result = await run();
         expect(sent).toEqual(['first']);
         expect(callsMade(result)).toBe(1);
