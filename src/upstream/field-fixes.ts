@@ -20,8 +20,9 @@ const otherNameOf: Readonly<Record<string, string>> = {
 
 /**
  * Fields that ask the provider for something beside the answer — usage in a stream, an end user's id,
- * storage, a service tier, cache routing — which a bridge or a client adds and a provider may not know:
- * left out when refused.
+ * storage, a service tier, cache routing — or give a hint only some models take (how hard to reason, how
+ * long to write; Codex sends both on every request), which a bridge or a client adds and a provider may
+ * not know: left out when refused, as a provider that does not know them could not act on them.
  */
 const besideTheAnswer = new Set([
   'stream_options',
@@ -31,6 +32,8 @@ const besideTheAnswer = new Set([
   'service_tier',
   'prompt_cache_key',
   'safety_identifier',
+  'reasoning_effort',
+  'verbosity',
 ]);
 
 /** Sampling settings OpenAI's reasoning models take only at their defaults: left out when refused. */

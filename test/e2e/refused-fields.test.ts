@@ -21,7 +21,16 @@ const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-message
 
 beforeAll(async () => {
   fake = new FakeUpstream({ reasoningModels: deployments });
-  mistral = new FakeUpstream({ forbiddenFields: ['stream_options', 'user', 'max_completion_tokens'] });
+  mistral = new FakeUpstream({
+    forbiddenFields: [
+      'stream_options',
+      'user',
+      'max_completion_tokens',
+      'reasoning_effort',
+      'verbosity',
+      'prompt_cache_key',
+    ],
+  });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
@@ -193,6 +202,30 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
       ['undefined', 'undefined', true],
     ]);
     expect(sent.every((body) => body.max_tokens === 2_048)).toBe(true);
+  });
+
+  it('streams a Codex-shaped Responses request: reasoning effort, verbosity and cache key left out', async () => {
+    // Codex sends these on every request; a provider that does not know them cannot act on them.
+    const stream = await openai.responses.create({
+      model: 'devstral-medium-2507',
+      instructions: 'You are a coding agent.',
+      input: 'List the files that compute the retry budget.',
+      reasoning: { effort: 'medium' },
+      text: { verbosity: 'low' },
+      prompt_cache_key: 'codex-session-1',
+      stream: true,
+    });
+    let text = '';
+    for await (const event of stream) if (event.type === 'response.output_text.delta') text += event.delta;
+    expect(text.length).toBeGreaterThan(0);
+    const sent = sentTo('devstral-medium-2507', 0, mistral);
+    expect(sent).toHaveLength(2);
+    expect(Object.keys(sent[0] ?? {})).toEqual(
+      expect.arrayContaining(['reasoning_effort', 'verbosity', 'prompt_cache_key', 'stream_options']),
+    );
+    for (const field of ['reasoning_effort', 'verbosity', 'prompt_cache_key', 'stream_options'])
+      expect(sent[1]).not.toHaveProperty(field);
+    expect(sent[1]?.messages).toEqual(sent[0]?.messages);
   });
 
   it('takes the cap an OpenAI client sent as max_completion_tokens as max_tokens', async () => {

@@ -71,6 +71,8 @@ describe('what is sent instead of a refused field', () => {
     ['unknown', 'stream_options', undefined, { field: 'stream_options' }],
     ['unknown', 'user', undefined, { field: 'user' }],
     ['unknown', 'metadata', undefined, { field: 'metadata' }],
+    ['unknown', 'reasoning_effort', undefined, { field: 'reasoning_effort' }],
+    ['unknown', 'verbosity', undefined, { field: 'verbosity' }],
     [
       'unknown',
       'max_completion_tokens',
@@ -94,6 +96,8 @@ describe('what is sent instead of a refused field', () => {
     ['unsupported', 'top_p', undefined, { field: 'top_p' }],
     ['unsupported', 'logprobs', undefined, undefined],
     ['unsupported', 'stream_options', undefined, { field: 'stream_options' }],
+    // gpt-4o given Codex's reasoning effort.
+    ['unsupported', 'reasoning_effort', undefined, { field: 'reasoning_effort' }],
   ] as const)('%s %s (replacement %s)', (kind, field, replacement, expected) => {
     const fix = kind === 'unknown' ? fixForUnknownField(field) : fixForUnsupportedField(field, replacement);
     expect(fix).toEqual(expected);
