@@ -1,7 +1,8 @@
 // Claude Code (the @anthropic-ai/claude-code npm package's own binary, `claude -p`) pointed at the
 // gateway as its users configure it: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (the gateway key), a
 // session id in ANTHROPIC_CUSTOM_HEADERS. Natively to the strict fake Anthropic, and bridged to the
-// strict fake Chat Completions provider: a scripted task (read a file with the Read tool, then answer),
+// strict fake Chat Completions provider (and to one that refuses the fields it does not know, as Mistral's
+// API does): a scripted task (read a file with the Read tool, then answer),
 // and a long scripted loop on a small window that finishes without "Prompt is too long".
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ type Json = Record<string, unknown>;
 
 let anthropic: FakeAnthropic;
 let openai: FakeUpstream;
+let mistral: FakeUpstream;
 let harness: GatewayHarness;
 let workDirectory: string;
 /** Steps the long loop made so far (the fake model's own memory of its plan). */
@@ -77,29 +79,34 @@ beforeAll(async () => {
       ? { text: decision.text }
       : { toolUse: { name: decision.tool, input: decision.input } };
   };
+  /** The fake Chat Completions model: tool calls from the task, text for Claude Code's side requests. */
+  let callNumber = 0;
+  const respond = (messages: ReadonlyArray<ChatMessage>, body?: Json) => {
+    if (!(Array.isArray(body?.tools) && JSON.stringify(body.tools).includes('"Read"')))
+      return { content: 'A summary: the assistant is reading files for the user.' };
+    const task = messages
+      .filter((message) => message.role === 'user')
+      .map((message) => textOf(message.content))
+      .join('\n');
+    const last = messages.at(-1);
+    const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
+    return 'text' in decision
+      ? { content: decision.text }
+      : {
+          toolCalls: [
+            { id: `call_${++callNumber}`, name: decision.tool, arguments: JSON.stringify(decision.input) },
+          ],
+        };
+  };
   openai = new FakeUpstream({
     windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow },
-    respond: (messages: ReadonlyArray<ChatMessage>, body?: Json) => {
-      if (!(Array.isArray(body?.tools) && JSON.stringify(body.tools).includes('"Read"')))
-        return { content: 'A summary: the assistant is reading files for the user.' };
-      const task = messages
-        .filter((message) => message.role === 'user')
-        .map((message) => textOf(message.content))
-        .join('\n');
-      const last = messages.at(-1);
-      const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
-      return 'text' in decision
-        ? { content: decision.text }
-        : {
-            toolCalls: [
-              {
-                id: `call_${openai.chatRequests.length}`,
-                name: decision.tool,
-                arguments: JSON.stringify(decision.input),
-              },
-            ],
-          };
-    },
+    respond,
+  });
+  // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
+  mistral = new FakeUpstream({
+    windows: { 'devstral-coder': 131_072 },
+    forbiddenFields: ['user', 'stream_options'],
+    respond,
   });
   const anthropicUrl = await anthropic.start();
   harness = await startGateway({
@@ -110,6 +117,9 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    models: ["claude-*"]',
+      '  - name: mistral',
+      `    base_url: ${await mistral.start()}`,
+      '    models: ["devstral-*"]',
       'models:',
       '  - match: local-coder',
       '    window: 131072',
@@ -122,6 +132,7 @@ afterAll(async () => {
   await harness.close();
   await anthropic.stop();
   await openai.stop();
+  await mistral.stop();
 });
 
 async function runClaude(prompt: string, model: string, sessionId: string) {
@@ -208,6 +219,21 @@ describe('Claude Code through ctxgate', () => {
         ),
       ),
     ).toBe(true);
+  }, 300_000);
+
+  it('runs the same task bridged to a provider that refuses the fields it does not know (Mistral)', async () => {
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'devstral-coder',
+      `cc-mistral-${Date.now()}`,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = mistral.chatRequests.map((request) => request.body as Json);
+    // Refused once for the fields the bridge wrote; every later request went without them.
+    expect(sent[0]).toHaveProperty('user');
+    expect(sent.slice(1).filter((body) => 'user' in body || 'stream_options' in body)).toEqual([]);
+    expect(sent.length).toBeGreaterThan(2);
   }, 300_000);
 
   it('finishes a long loop on a window it was not told, without "Prompt is too long"', async () => {
