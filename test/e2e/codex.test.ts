@@ -2,7 +2,8 @@
 // gateway as its users configure it: a custom model provider whose base_url is the gateway, wire_api
 // "responses", nothing else. Codex sends what the gateway cannot bridge to a Chat Completions provider
 // (client_metadata, encrypted reasoning in include, a namespace tool, web_search): dropped and named.
-// The strict fake provider (8,192-token window) answers with shell tool calls, then a final message.
+// The strict fake provider (8,192-token window) answers with shell tool calls, then a final message; a
+// second one refuses the fields it does not know, as Mistral's API does.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,28 +47,57 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
 }
 
 let fake: FakeUpstream;
+/** As Mistral's API: fields it does not know are refused with a 422. */
+let mistral: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
   fake = new FakeUpstream({ windows: { [model]: window }, systemOnlyFirst: true, recordLimit: 200, respond });
+  mistral = new FakeUpstream({
+    windows: { 'devstral-codex': 131_072 },
+    recordLimit: 200,
+    respond,
+    forbiddenFields: [
+      'stream_options',
+      'user',
+      'reasoning_effort',
+      'verbosity',
+      'prompt_cache_key',
+      'store',
+      'service_tier',
+      'metadata',
+      'safety_identifier',
+      'max_completion_tokens',
+    ],
+  });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
-    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n`,
+    configYaml: [
+      'upstreams:',
+      '  - name: mistral',
+      `    base_url: ${await mistral.start()}`,
+      '    models: ["devstral-*"]',
+      'models:',
+      `  - match: ${model}`,
+      `    window: ${window}`,
+      '',
+    ].join('\n'),
   });
 });
 afterAll(async () => {
   await harness.close();
   await fake.stop();
+  await mistral.stop();
 });
 
 /** `codex exec` with a fresh home whose config.toml names the gateway as the model provider. */
-async function codexExec(prompt: string) {
+async function codexExec(prompt: string, codexModel = model) {
   const home = mkdtempSync(join(tmpdir(), 'ctxgate-codex-home-'));
   const work = mkdtempSync(join(tmpdir(), 'ctxgate-codex-work-'));
   writeFileSync(
     join(home, 'config.toml'),
     [
-      `model = "${model}"`,
+      `model = "${codexModel}"`,
       'model_provider = "ctxgate"',
       '[model_providers.ctxgate]',
       'name = "ctxgate"',
@@ -120,6 +150,23 @@ describe('Codex through the gateway', () => {
     expect(requests[0]?.dropped).toEqual(
       expect.arrayContaining(['client_metadata', 'include reasoning.encrypted_content']),
     );
+  });
+
+  it('runs the same task on a provider that refuses the fields it does not know (Mistral)', async () => {
+    const { finished, work, requests } = await codexExec('Write the note.', 'devstral-codex');
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    // The first request was refused for what the bridge wrote from Codex's; none after it carried those.
+    const sent = mistral.chatRequests.map((request) => Object.keys(request.body as object));
+    expect(sent.length).toBeGreaterThan(2);
+    expect(
+      sent
+        .slice(1)
+        .flat()
+        .filter((field) => ['stream_options', 'reasoning_effort', 'prompt_cache_key'].includes(field)),
+    ).toEqual([]);
   });
 
   it(`fits a ${longLoop}-step session on an ${window}-token model: it ends without an error`, async () => {
