@@ -100,7 +100,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * The fields a refusal names that the gateway can fix: OpenAI's and Azure's wording for a field a model
  * does not support ("Unsupported parameter: 'max_tokens' … Use 'max_completion_tokens' instead",
  * "Unsupported value: 'temperature' …") or does not know ("Unknown parameter: 'stream_options'",
- * "Unrecognized request argument supplied: user"), a serde "unknown field `user`", and Mistral's
+ * "Unrecognized request argument supplied: user"), Gemini's "Unknown name \"parallel_tool_calls\": Cannot
+ * find field.", a serde "unknown field `user`", and Mistral's
  * validation errors (`extra_forbidden` at `["body", "<field>", …]`, its JSON sometimes nested as a
  * string). Also when a proxy such as LiteLLM passes the wording on inside its own message.
  */
@@ -114,7 +115,7 @@ function refusedFields(text: string, body: string): FieldFix[] {
     add(fixForUnsupportedField(match[1] as string, replacement));
   }
   for (const match of text.matchAll(
-    /(?:unknown parameter|unrecognized request arguments? supplied|unknown field):?\s*['"`]?(\w+)/gi,
+    /(?:unknown parameter|unrecognized request arguments? supplied|unknown field|unknown name):?\s*['"`]?(\w+)/gi,
   ))
     add(fixForUnknownField(match[1] as string));
   if (body.includes('extra_forbidden'))

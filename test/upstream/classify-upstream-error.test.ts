@@ -477,6 +477,33 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
   },
   {
+    name: "Gemini's OpenAI-compatible endpoint: a field it cannot find (its array of errors)",
+    answer: {
+      status: 400,
+      body: JSON.stringify([
+        {
+          error: {
+            code: 400,
+            message: 'Invalid JSON payload received. Unknown name "parallel_tool_calls": Cannot find field.',
+            status: 'INVALID_ARGUMENT',
+            details: [
+              {
+                '@type': 'type.googleapis.com/google.rpc.BadRequest',
+                fieldViolations: [
+                  {
+                    description:
+                      'Invalid JSON payload received. Unknown name "parallel_tool_calls": Cannot find field.',
+                  },
+                ],
+              },
+            ],
+          },
+        },
+      ]),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'parallel_tool_calls' }] },
+  },
+  {
     name: 'the same wording in a 500 is a server error, not a refusal',
     answer: {
       status: 500,

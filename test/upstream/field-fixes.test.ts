@@ -73,6 +73,7 @@ describe('what is sent instead of a refused field', () => {
     ['unknown', 'metadata', undefined, { field: 'metadata' }],
     ['unknown', 'reasoning_effort', undefined, { field: 'reasoning_effort' }],
     ['unknown', 'verbosity', undefined, { field: 'verbosity' }],
+    ['unknown', 'parallel_tool_calls', undefined, { field: 'parallel_tool_calls' }],
     [
       'unknown',
       'max_completion_tokens',
