@@ -20,9 +20,10 @@ const otherNameOf: Readonly<Record<string, string>> = {
 
 /**
  * Fields that ask the provider for something beside the answer — usage in a stream, an end user's id,
- * storage, a service tier, cache routing — or give a hint only some models take (how hard to reason, how
- * long to write, whether tool calls may come in parallel; Codex sends these on every request), which a bridge or a client adds and a provider may
- * not know: left out when refused, as a provider that does not know them could not act on them.
+ * storage, a service tier, cache routing — or give a hint only some models take — how hard to reason,
+ * how long to write, whether tool calls may come in parallel (Codex sends these on every request). A
+ * bridge or a client adds them and a provider may not know them: left out when refused, as a provider
+ * that does not know them could not act on them.
  */
 const besideTheAnswer = new Set([
   'stream_options',
