@@ -103,7 +103,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * "Unrecognized request argument supplied: user"), Gemini's "Unknown name \"parallel_tool_calls\": Cannot
  * find field.", a serde "unknown field `user`", and Mistral's
  * validation errors (`extra_forbidden` at `["body", "<field>", …]`, its JSON sometimes nested as a
- * string). Also when a proxy such as LiteLLM passes the wording on inside its own message.
+ * string); and Anthropic's refusal of `temperature` with `top_p`. Also when a proxy such as LiteLLM passes
+ * the wording on inside its own message.
  */
 function refusedFields(text: string, body: string): FieldFix[] {
   const fixes = new Map<string, FieldFix>();
@@ -118,6 +119,10 @@ function refusedFields(text: string, body: string): FieldFix[] {
     /(?:unknown parameter|unrecognized request arguments? supplied|unknown field|unknown name):?\s*['"`]?(\w+)/gi,
   ))
     add(fixForUnknownField(match[1] as string));
+  // Claude Sonnet 4.5 and later take `temperature` or `top_p`, not both: temperature is kept (what
+  // Anthropic advises changing).
+  if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))
+    add({ field: 'top_p' });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')

@@ -271,6 +271,40 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
   });
 });
 
+describe('temperature with top_p, which Claude Sonnet 4.5 and later refuse', () => {
+  it('answers a Messages request and a chat request that set both: top_p left out once refused', async () => {
+    const before = anthropic.messageRequests.length;
+    const message = await client().messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      // Sampling settings as an older SDK's types allowed them (the newest SDK's no longer list them).
+      ...({ temperature: 0.3, top_p: 0.9 } as object),
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
+    expect(message.content[0]).toMatchObject({ type: 'text' });
+    const chat = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
+      body: JSON.stringify({
+        model: 'claude-sonnet-4-5',
+        temperature: 0.3,
+        top_p: 0.9,
+        messages: [{ role: 'user', content: 'Hi again' }],
+      }),
+    });
+    expect(chat.status).toBe(200);
+    const sent = anthropic.messageRequests
+      .slice(before)
+      .map((request) => request.body as Record<string, unknown>);
+    // One refusal, then both requests without top_p, the temperature kept.
+    expect(sent.map((body) => [body.temperature, body.top_p ?? null])).toEqual([
+      [0.3, 0.9],
+      [0.3, null],
+      [0.3, null],
+    ]);
+  });
+});
+
 describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
   it('answers whole and streamed, tools as function tools and tool results as tool messages', async () => {
     openai.setDefault({ content: 'Bridged hello.' });

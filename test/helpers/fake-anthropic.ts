@@ -67,6 +67,13 @@ export function findAnthropicRefusal(body: Json): string | undefined {
   const messages = body.messages;
   if (typeof body.model !== 'string') return 'model: Field required';
   if (!Array.isArray(messages)) return 'messages: Field required';
+  // Claude Sonnet 4.5 and the models after it take one of the two.
+  if (
+    /^claude-(?:sonnet|opus|haiku)-4-[5-9]/.test(body.model) &&
+    body.temperature !== undefined &&
+    body.top_p !== undefined
+  )
+    return '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
   for (const [index, message] of (messages as Json[]).entries()) {
     if (message.role !== 'user' && message.role !== 'assistant')
       return `messages.${index}.role: Input should be 'user' or 'assistant'`;

@@ -504,6 +504,36 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'parallel_tool_calls' }] },
   },
   {
+    name: 'Anthropic (Claude Sonnet 4.5 and later): temperature and top_p together',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: '`temperature` and `top_p` cannot both be specified for this model. Please use only one.',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'top_p' }] },
+  },
+  {
+    name: 'the same from Bedrock, passed on by LiteLLM',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'litellm.BadRequestError: BedrockException - {"message":"The model returned the following errors: `temperature` and `top_p` cannot both be specified for this model. Please use only one."}',
+          type: null,
+          param: null,
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'top_p' }] },
+  },
+  {
     name: 'the same wording in a 500 is a server error, not a refusal',
     answer: {
       status: 500,
