@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentText, FakeAnthropic } from '../helpers/fake-anthropic.js';
-import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { clientsDirectory, runProgram } from '../helpers/newest-clients.js';
 import { prose, textOf } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -105,7 +105,7 @@ beforeAll(async () => {
   // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
   mistral = new FakeUpstream({
     windows: { 'devstral-coder': 131_072 },
-    forbiddenFields: ['user', 'stream_options'],
+    forbiddenFields: mistralUnknownFields,
     respond,
   });
   const anthropicUrl = await anthropic.start();

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callsSeen, FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { callsSeen, FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -57,18 +57,7 @@ beforeAll(async () => {
     windows: { 'devstral-codex': 131_072 },
     recordLimit: 200,
     respond,
-    forbiddenFields: [
-      'stream_options',
-      'user',
-      'reasoning_effort',
-      'verbosity',
-      'prompt_cache_key',
-      'store',
-      'service_tier',
-      'metadata',
-      'safety_identifier',
-      'max_completion_tokens',
-    ],
+    forbiddenFields: mistralUnknownFields,
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },

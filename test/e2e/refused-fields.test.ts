@@ -7,7 +7,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { FakeUpstream, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 let fake: FakeUpstream;
@@ -22,14 +22,7 @@ const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-message
 beforeAll(async () => {
   fake = new FakeUpstream({ reasoningModels: deployments });
   mistral = new FakeUpstream({
-    forbiddenFields: [
-      'stream_options',
-      'user',
-      'max_completion_tokens',
-      'reasoning_effort',
-      'verbosity',
-      'prompt_cache_key',
-    ],
+    forbiddenFields: mistralUnknownFields,
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },

@@ -181,6 +181,23 @@ function openAIError(message: string, type: string, param: string | null, code: 
   return JSON.stringify({ error: { message, type, param, code } });
 }
 
+/**
+ * Request fields that clients and the gateway's bridges send and Mistral's chat completions API does not
+ * know (it refuses each with a 422 `extra_forbidden`): for `forbiddenFields`.
+ */
+export const mistralUnknownFields: readonly string[] = [
+  'stream_options',
+  'user',
+  'max_completion_tokens',
+  'reasoning_effort',
+  'verbosity',
+  'prompt_cache_key',
+  'store',
+  'service_tier',
+  'metadata',
+  'safety_identifier',
+];
+
 /** The request fields OpenAI's Chat Completions accepts; any other is refused as the real API refuses it. */
 const chatFields = new Set([
   'messages',
