@@ -77,6 +77,61 @@ function emptyArraysDeep(count: number): string {
   return `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"x":${open}${'[],'.repeat(count - 1)}[]${close}}`;
 }
 
+/** A tool whose parameter schema nests `levels` objects, each listing its type `repeats` times. */
+function repeatedTypeSchema(levels: number, repeats: number): string {
+  let schema: unknown = { type: 'string' };
+  for (let level = 0; level < levels; level++)
+    schema = { type: Array.from({ length: repeats }, () => 'object'), properties: { a: schema } };
+  return chatWithTools([functionTool('f', { type: 'object', properties: { x: schema } })]);
+}
+
+/** A tool whose deepest property, `levels` objects down, has a description of `lines` empty lines. */
+function deepDescription(levels: number, lines: number): string {
+  let schema: unknown = { type: 'string', description: '\n'.repeat(lines) };
+  for (let level = 0; level < levels; level++) schema = { type: 'object', properties: { a: schema } };
+  return chatWithTools([functionTool('f', { type: 'object', properties: { x: schema } })]);
+}
+
+/** `count` tools of about 3 KB of prose each. */
+function manyTools(count: number): string {
+  const text = 'Looks up the committee’s estimates for a proposal and returns them. '.repeat(45);
+  return chatWithTools(
+    Array.from({ length: count }, (_unused, index) =>
+      functionTool(`tool_${index}`, {
+        type: 'object',
+        properties: { id: { type: 'string', description: `${index} ${text}` } },
+      }),
+    ),
+  );
+}
+
+function functionTool(name: string, parameters: unknown): unknown {
+  return { type: 'function', function: { name, description: 'A tool.', parameters } };
+}
+
+function chatWithTools(tools: unknown[]): string {
+  return JSON.stringify({ model: 'gpt-4o-mini', messages: [user('hi')], tools });
+}
+
+/** One Messages assistant turn of N tool_use blocks, answered by as many tool_result blocks or not. */
+function messagesToolUses(count: number, results: 'with_results' | 'without_results'): string {
+  const uses = Array.from({ length: count }, (_unused, index) => ({
+    type: 'tool_use',
+    id: `toolu_${index}`,
+    name: 'f',
+    input: {},
+  }));
+  const answer =
+    results === 'with_results'
+      ? uses.map((use) => ({ type: 'tool_result', tool_use_id: use.id, content: 'ok' }))
+      : [{ type: 'text', text: 'and now?' }];
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    max_tokens: 16,
+    messages: [user('go'), { role: 'assistant', content: uses }, { role: 'user', content: answer }],
+  });
+}
+
 export const hostileCases: HostileCase[] = [
   {
     label: 'responses: 9,990 function calls + outputs',
@@ -206,6 +261,49 @@ export const hostileCases: HostileCase[] = [
           {
             role: 'user',
             content: Array.from({ length: 20_000 }, (_unused, index) => ({
+              type: 'text',
+              text: `p${index}`,
+            })),
+          },
+        ],
+      }),
+  },
+  {
+    label: 'chat: 1 KB tool schema, 22 levels each typed twice',
+    path: '/v1/chat/completions',
+    body: () => repeatedTypeSchema(22, 2),
+  },
+  {
+    label: 'chat: tool description of 8,000,000 lines, 28 deep',
+    path: '/v1/chat/completions',
+    body: () => deepDescription(28, 8_000_000),
+  },
+  {
+    label: 'chat: 10,000 tools of 3 KB',
+    path: '/v1/chat/completions',
+    body: () => manyTools(10_000),
+  },
+  {
+    label: 'messages: 10,000 tool_use blocks + results',
+    path: '/v1/messages',
+    body: () => messagesToolUses(10_000, 'with_results'),
+  },
+  {
+    label: 'messages: 40,000 tool_use blocks, no results',
+    path: '/v1/messages',
+    body: () => messagesToolUses(40_000, 'without_results'),
+  },
+  {
+    label: 'messages: 40,000 text blocks',
+    path: '/v1/messages',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        max_tokens: 16,
+        messages: [
+          {
+            role: 'user',
+            content: Array.from({ length: 40_000 }, (_unused, index) => ({
               type: 'text',
               text: `p${index}`,
             })),

@@ -118,8 +118,7 @@ function schemaType(schema: JsonSchema, indent: number): string {
     return alternatives.map((option) => schemaType(option, indent)).join(' | ');
   if (Array.isArray(schema.enum)) return schema.enum.map(literal).join(' | ');
   if (schema.const !== undefined) return literal(schema.const);
-  if (Array.isArray(schema.type))
-    return schema.type.map((type) => schemaType(Object.assign({}, schema, { type }), indent)).join(' | ');
+  if (Array.isArray(schema.type)) return typeUnion(schema, schema.type, indent);
   switch (schema.type) {
     case 'string':
       return 'string';
@@ -140,6 +139,35 @@ function schemaType(schema: JsonSchema, indent: number): string {
         ? schemaType(Object.assign({}, schema, { type: 'object' }), indent)
         : 'any';
   }
+}
+
+/** What a listed type is written as: a type without a TypeScript name of its own is its schema's shape. */
+function typeKind(type: unknown, schema: JsonSchema): string {
+  switch (type) {
+    case 'string':
+    case 'boolean':
+    case 'null':
+    case 'array':
+    case 'object':
+      return type;
+    case 'number':
+    case 'integer':
+      return 'number';
+    default:
+      return isRecord(schema.properties) ? 'object' : 'any';
+  }
+}
+
+/**
+ * A schema with a list of types (`["string", "null"]`) as the union of what each is written as, each
+ * written once: a type listed twice, or two names written as the same object, would write the schema's
+ * properties again for each, and a one-kilobyte schema nested twenty deep 2^20 times.
+ */
+function typeUnion(schema: JsonSchema, types: readonly unknown[], indent: number): string {
+  const kinds = new Set(types.map((type) => typeKind(type, schema)));
+  return [...kinds]
+    .map((kind) => (kind === 'any' ? 'any' : schemaType(Object.assign({}, schema, { type: kind }), indent)))
+    .join(' | ');
 }
 
 function comment(text: unknown, indent: number): string[] {

@@ -166,4 +166,31 @@ describe('tool definitions', () => {
       ].join('\n'),
     );
   });
+
+  it('writes each listed type once: a type listed twice, or two numbers, are one', () => {
+    const text = renderToolDefinitions(
+      asTools([
+        {
+          name: 'f',
+          parameters: {
+            type: 'object',
+            properties: {
+              a: { type: ['object', 'object'], properties: { b: { type: 'string' } } },
+              c: { type: ['integer', 'number', 'null'] },
+            },
+          },
+        },
+      ]),
+    );
+    expect(text).toContain('a?: {\n  b?: string,\n},\nc?: number | null,');
+  });
+
+  it('writes a schema nested twenty levels, each listing its type twice, in about its own size', () => {
+    let schema: unknown = { type: 'string' };
+    for (let level = 0; level < 20; level++)
+      schema = { type: ['object', 'object'], properties: { a: schema } };
+    const tools = asTools([{ name: 'f', parameters: { type: 'object', properties: { x: schema } } }]);
+    // Written once per level, as an object of one property: 20 lines of at most 40 characters.
+    expect(renderToolDefinitions(tools).length).toBeLessThan(2_000);
+  });
 });

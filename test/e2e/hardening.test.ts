@@ -13,6 +13,11 @@ import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/st
 
 const chat = (content: string, model = 'gpt-4o-mini') => ({ model, messages: [{ role: 'user', content }] });
 
+const functionTool = (schema: unknown) => ({
+  type: 'function',
+  function: { name: 'f', parameters: { type: 'object', properties: { x: schema } } },
+});
+
 interface ErrorBody {
   error: { message: string; type: string; param: string | null; code: string };
 }
@@ -246,6 +251,35 @@ describe('what a client sends', () => {
       const response = await post(harness, chat('hi'), { 'x-context-policy': name });
       expect(response.status).toBe(400);
       expect(errorOf(response.text)).toMatchObject({ code: 'invalid_header', param: 'x-context-policy' });
+    },
+  );
+
+  it.each([
+    ['/chat/completions', (schema: unknown) => ({ ...chat('hi'), tools: [functionTool(schema)] })],
+    [
+      '/messages',
+      (schema: unknown) => ({
+        ...chat('hi'),
+        max_tokens: 16,
+        tools: [{ name: 'f', input_schema: { type: 'object', properties: { x: schema } } }],
+      }),
+    ],
+  ])(
+    'answers %s with a 2 KB tool schema 27 levels deep that lists every type twice, tools forwarded',
+    async (path, bodyWith) => {
+      let schema: unknown = { type: 'string' };
+      for (let level = 0; level < 27; level++)
+        schema = { type: ['object', 'object'], properties: { a: schema } };
+      const body = JSON.stringify(bodyWith(schema));
+      expect(body.length).toBeLessThan(2_048);
+      const response = await fetch(`${harness.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-edge' },
+        body,
+      });
+      expect(response.status).toBe(200);
+      const sent = fake.chatRequests.at(-1)?.body as { tools: Array<{ function: { parameters: unknown } }> };
+      expect(sent.tools[0]?.function.parameters).toEqual({ type: 'object', properties: { x: schema } });
     },
   );
 
