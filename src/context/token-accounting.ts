@@ -110,15 +110,33 @@ function literal(value: unknown): string {
   return typeof value === 'string' ? `"${value}"` : String(value);
 }
 
+/**
+ * What rendering tool definitions may still write, in characters. Indentation and comment marks make a
+ * body's text longer as it is written (a description of empty lines 28 objects deep, 2 bytes of JSON a
+ * line, writes 62 characters a line): past the limit the definitions are more than any window holds,
+ * and writing on would only cost time and memory.
+ */
+interface RenderBudget {
+  left: number;
+}
+
+/** Thrown when rendering runs past its budget. */
+class RenderTooLong extends Error {}
+
+function charge(budget: RenderBudget, chars: number): void {
+  budget.left -= chars;
+  if (budget.left < 0) throw new RenderTooLong();
+}
+
 /** A JSON schema as the TypeScript type OpenAI writes for it into the prompt. */
-function schemaType(schema: JsonSchema, indent: number): string {
+function schemaType(schema: JsonSchema, indent: number, budget: RenderBudget): string {
   if (!isRecord(schema)) return 'any';
   const alternatives = schema.anyOf ?? schema.oneOf;
   if (Array.isArray(alternatives))
-    return alternatives.map((option) => schemaType(option, indent)).join(' | ');
-  if (Array.isArray(schema.enum)) return schema.enum.map(literal).join(' | ');
-  if (schema.const !== undefined) return literal(schema.const);
-  if (Array.isArray(schema.type)) return typeUnion(schema, schema.type, indent);
+    return alternatives.map((option) => schemaType(option, indent, budget)).join(' | ');
+  if (Array.isArray(schema.enum)) return charged(schema.enum.map(literal).join(' | '), budget);
+  if (schema.const !== undefined) return charged(literal(schema.const), budget);
+  if (Array.isArray(schema.type)) return typeUnion(schema, schema.type, indent, budget);
   switch (schema.type) {
     case 'string':
       return 'string';
@@ -130,15 +148,21 @@ function schemaType(schema: JsonSchema, indent: number): string {
     case 'null':
       return 'null';
     case 'array':
-      return isRecord(schema.items) ? `${schemaType(schema.items, indent)}[]` : 'any[]';
+      return isRecord(schema.items) ? `${schemaType(schema.items, indent, budget)}[]` : 'any[]';
     case 'object':
       if (!isRecord(schema.properties) || Object.keys(schema.properties).length === 0) return 'object';
-      return `{\n${schemaProperties(schema, indent + 2)}\n${' '.repeat(indent)}}`;
+      charge(budget, indent + 3);
+      return `{\n${schemaProperties(schema, indent + 2, budget)}\n${' '.repeat(indent)}}`;
     default:
       return isRecord(schema.properties)
-        ? schemaType(Object.assign({}, schema, { type: 'object' }), indent)
+        ? schemaType(Object.assign({}, schema, { type: 'object' }), indent, budget)
         : 'any';
   }
+}
+
+function charged(text: string, budget: RenderBudget): string {
+  charge(budget, text.length);
+  return text;
 }
 
 /** What a listed type is written as: a type without a TypeScript name of its own is its schema's shape. */
@@ -163,58 +187,90 @@ function typeKind(type: unknown, schema: JsonSchema): string {
  * written once: a type listed twice, or two names written as the same object, would write the schema's
  * properties again for each, and a one-kilobyte schema nested twenty deep 2^20 times.
  */
-function typeUnion(schema: JsonSchema, types: readonly unknown[], indent: number): string {
+function typeUnion(
+  schema: JsonSchema,
+  types: readonly unknown[],
+  indent: number,
+  budget: RenderBudget,
+): string {
   const kinds = new Set(types.map((type) => typeKind(type, schema)));
   return [...kinds]
-    .map((kind) => (kind === 'any' ? 'any' : schemaType(Object.assign({}, schema, { type: kind }), indent)))
+    .map((kind) =>
+      kind === 'any' ? 'any' : schemaType(Object.assign({}, schema, { type: kind }), indent, budget),
+    )
     .join(' | ');
 }
 
-function comment(text: unknown, indent: number): string[] {
-  if (typeof text !== 'string' || text === '') return [];
-  return text.split('\n').map((line) => `${' '.repeat(indent)}// ${line}`);
+/** A description as comment lines, each line at the indentation. */
+function writeComment(lines: string[], text: unknown, indent: number, budget: RenderBudget): void {
+  if (typeof text !== 'string' || text === '') return;
+  const margin = `${' '.repeat(indent)}// `;
+  for (const line of text.split('\n')) {
+    charge(budget, margin.length + line.length + 1);
+    lines.push(margin + line);
+  }
 }
 
 /** An object schema's properties, one per line, with their descriptions and defaults as comments. */
-function schemaProperties(schema: JsonSchema, indent: number): string {
+function schemaProperties(schema: JsonSchema, indent: number, budget: RenderBudget): string {
   const required = new Set(Array.isArray(schema.required) ? schema.required : []);
   const lines: string[] = [];
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
-    lines.push(...comment(property?.description, indent));
+    writeComment(lines, property?.description, indent, budget);
     const optional = required.has(name) ? '' : '?';
     const fallback =
       isRecord(property) && property.default !== undefined
         ? ` // default: ${JSON.stringify(property.default)}`
         : '';
-    lines.push(`${' '.repeat(indent)}${name}${optional}: ${schemaType(property, indent)},${fallback}`);
+    charge(budget, indent + name.length + fallback.length + 5);
+    lines.push(
+      `${' '.repeat(indent)}${name}${optional}: ${schemaType(property, indent, budget)},${fallback}`,
+    );
   }
   return lines.join('\n');
 }
 
 /**
+ * The longest rendering of tool definitions written out: some 2 million tokens of prose, more than any
+ * model's window. Definitions that would write more are counted as this many characters at four a
+ * token — over every window, so such a request is refused as too long without calling the provider.
+ */
+export const maxRenderedToolChars = 8_000_000;
+
+/**
  * Tool definitions as OpenAI renders them into the prompt: a TypeScript namespace of function types,
  * descriptions as comments, nested objects, arrays, enums, unions and defaults written out. Tools that
- * are not functions are written as their JSON.
+ * are not functions are written as their JSON. Undefined when the text would be longer than `maxChars`.
  */
-export function renderToolDefinitions(tools: readonly unknown[]): string {
+export function renderToolDefinitions(
+  tools: readonly unknown[],
+  maxChars = maxRenderedToolChars,
+): string | undefined {
+  const budget: RenderBudget = { left: maxChars };
   const lines = ['namespace functions {', ''];
   const others: string[] = [];
-  for (const tool of tools) {
-    const definition = isRecord(tool) && isRecord(tool.function) ? tool.function : tool;
-    if (!isRecord(definition) || typeof definition.name !== 'string') {
-      others.push(JSON.stringify(tool));
-      continue;
+  try {
+    for (const tool of tools) {
+      const definition = isRecord(tool) && isRecord(tool.function) ? tool.function : tool;
+      if (!isRecord(definition) || typeof definition.name !== 'string') {
+        others.push(charged(JSON.stringify(tool), budget));
+        continue;
+      }
+      writeComment(lines, definition.description, 0, budget);
+      const parameters = definition.parameters as JsonSchema | undefined;
+      charge(budget, definition.name.length + 24);
+      if (
+        isRecord(parameters) &&
+        isRecord(parameters.properties) &&
+        Object.keys(parameters.properties).length > 0
+      ) {
+        lines.push(`type ${definition.name} = (_: {`, schemaProperties(parameters, 0, budget), '}) => any;');
+      } else lines.push(`type ${definition.name} = () => any;`);
+      lines.push('');
     }
-    lines.push(...comment(definition.description, 0));
-    const parameters = definition.parameters as JsonSchema | undefined;
-    if (
-      isRecord(parameters) &&
-      isRecord(parameters.properties) &&
-      Object.keys(parameters.properties).length > 0
-    ) {
-      lines.push(`type ${definition.name} = (_: {`, schemaProperties(parameters, 0), '}) => any;');
-    } else lines.push(`type ${definition.name} = () => any;`);
-    lines.push('');
+  } catch (error) {
+    if (error instanceof RenderTooLong) return undefined;
+    throw error;
   }
   lines.push('} // namespace functions');
   return [...lines, ...others].join('\n');
@@ -236,7 +292,10 @@ export function countToolTokens(
   if (!Array.isArray(tools) || tools.length === 0) return 0;
   // Chat templates of other models write the definitions as they came, as JSON.
   if (options.format === 'json') return tokenizer.count(JSON.stringify(tools));
-  let total = tokenizer.count(renderToolDefinitions(tools)) + toolSetOverhead;
+  const rendered = renderToolDefinitions(tools);
+  let total =
+    (rendered === undefined ? Math.ceil(maxRenderedToolChars / 4) : tokenizer.count(rendered)) +
+    toolSetOverhead;
   const system = options.firstSystemText;
   if (system !== undefined)
     total += tokenizer.count(`${system}\n`) - tokenizer.count(system) - toolSetSystemReuse;

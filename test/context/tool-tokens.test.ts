@@ -2,7 +2,11 @@
 // (gpt-3.5-turbo, cl100k_base; collected by hmarr/openai-chat-tokens, whose tests check them against
 // the API), and the rendering of nested schemas, arrays, enums, unions and defaults.
 import { describe, expect, it } from 'vitest';
-import { countPromptTokens, renderToolDefinitions } from '../../src/context/token-accounting.js';
+import {
+  countPromptTokens,
+  countToolTokens,
+  renderToolDefinitions,
+} from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 
@@ -191,6 +195,36 @@ describe('tool definitions', () => {
       schema = { type: ['object', 'object'], properties: { a: schema } };
     const tools = asTools([{ name: 'f', parameters: { type: 'object', properties: { x: schema } } }]);
     // Written once per level, as an object of one property: 20 lines of at most 40 characters.
-    expect(renderToolDefinitions(tools).length).toBeLessThan(2_000);
+    expect(renderToolDefinitions(tools)?.length).toBeLessThan(2_000);
+  });
+
+  // A description of empty lines deep in a schema: two bytes of JSON a line, written as 60 spaces of
+  // indentation and a comment mark each.
+  const deepBlankDescription = (lines: number) => {
+    let schema: unknown = { type: 'string', description: '\n'.repeat(lines) };
+    for (let level = 0; level < 28; level++) schema = { type: 'object', properties: { a: schema } };
+    return asTools([{ name: 'f', parameters: { type: 'object', properties: { x: schema } } }]);
+  };
+
+  it('counts a 2 MB description that would be written 30 times longer as more than the largest window', () => {
+    // gpt-4.1's 1,047,576 tokens: the largest window of a model whose tools are written this way.
+    expect(countToolTokens(deepBlankDescription(1_000_000), tokenizer)).toBeGreaterThan(1_047_576);
+  });
+
+  it('writes out a large tool set of ordinary definitions whole', () => {
+    const tools = asTools(
+      Array.from({ length: 2_000 }, (_unused, index) => ({
+        name: `tool_${index}`,
+        description: 'Looks up the estimates for a proposal.',
+        parameters: {
+          type: 'object',
+          properties: { id: { type: 'string', description: 'The proposal. '.repeat(200) } },
+        },
+      })),
+    );
+    const text = renderToolDefinitions(tools);
+    expect(text?.length).toBeGreaterThan(5_000_000);
+    expect(text).toContain('type tool_1999 = (_: {');
+    expect(renderToolDefinitions(deepBlankDescription(1_000))).toContain(`${' '.repeat(56)}// \n`);
   });
 });

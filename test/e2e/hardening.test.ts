@@ -283,6 +283,17 @@ describe('what a client sends', () => {
     },
   );
 
+  it('refuses a 2 MB tool description written 30 times longer as too long, without calling the upstream', async () => {
+    // A million empty lines 28 objects deep: each written as 56 spaces of indentation and "// ".
+    let schema: unknown = { type: 'string', description: '\n'.repeat(1_000_000) };
+    for (let level = 0; level < 27; level++) schema = { type: 'object', properties: { a: schema } };
+    const before = fake.chatRequests.length;
+    const response = await post(harness, { ...chat('hi'), tools: [functionTool(schema)] });
+    expect(response.status).toBe(400);
+    expect(errorOf(response.text).code).toBe('context_length_exceeded');
+    expect(fake.chatRequests.length).toBe(before);
+  });
+
   it('refuses more messages or content parts than one request may hold, before any work', async () => {
     const before = fake.chatRequests.length;
     const manyMessages = {
