@@ -4,6 +4,9 @@
 // (all of its threads: the garbage collector's too), once to warm up and then BENCH_HOSTILE_ROUNDS times
 // (median and highest printed). Printed with the status it got: an accepted body (2xx) should stay
 // under 200 ms of CPU, a refused one should be refused before it costs much. Figures only.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { gatewayCommand, median, processCpuUs, tsx } from '../lib/load.js';
@@ -17,6 +20,9 @@ interface HostileCase {
 
 const user = (content: string) => ({ role: 'user', content });
 
+/** Routed to the fake Anthropic (`kind: anthropic`): the request is written in its wire format. */
+const anthropicModel = 'claude-bench';
+
 /** N consecutive function calls (one assistant message when bridged), with their outputs or without. */
 function functionCallItems(count: number, outputs: 'with_outputs' | 'without_outputs'): string {
   const input: unknown[] = [{ role: 'user', content: 'go' }];
@@ -29,7 +35,11 @@ function functionCallItems(count: number, outputs: 'with_outputs' | 'without_out
 }
 
 /** One assistant message with N parallel tool calls, with their results or without. */
-function chatToolCalls(count: number, results: 'with_results' | 'without_results'): string {
+function chatToolCalls(
+  count: number,
+  results: 'with_results' | 'without_results',
+  model = 'gpt-4o-mini',
+): string {
   const calls = Array.from({ length: count }, (_unused, index) => ({
     id: `c${index}`,
     type: 'function',
@@ -40,7 +50,7 @@ function chatToolCalls(count: number, results: 'with_results' | 'without_results
       ? calls.map((call) => ({ role: 'tool', tool_call_id: call.id, content: 'ok' }))
       : [user('and now?')];
   return JSON.stringify({
-    model: 'gpt-4o-mini',
+    model,
     messages: [user('go'), { role: 'assistant', content: null, tool_calls: calls }, ...answers],
   });
 }
@@ -114,7 +124,11 @@ function chatWithTools(tools: unknown[]): string {
 }
 
 /** One Messages assistant turn of N tool_use blocks, answered by as many tool_result blocks or not. */
-function messagesToolUses(count: number, results: 'with_results' | 'without_results'): string {
+function messagesToolUses(
+  count: number,
+  results: 'with_results' | 'without_results',
+  model = 'gpt-4o-mini',
+): string {
   const uses = Array.from({ length: count }, (_unused, index) => ({
     type: 'tool_use',
     id: `toolu_${index}`,
@@ -126,7 +140,7 @@ function messagesToolUses(count: number, results: 'with_results' | 'without_resu
       ? uses.map((use) => ({ type: 'tool_result', tool_use_id: use.id, content: 'ok' }))
       : [{ type: 'text', text: 'and now?' }];
   return JSON.stringify({
-    model: 'gpt-4o-mini',
+    model,
     max_tokens: 16,
     messages: [user('go'), { role: 'assistant', content: uses }, { role: 'user', content: answer }],
   });
@@ -294,6 +308,34 @@ export const hostileCases: HostileCase[] = [
     body: () => messagesToolUses(40_000, 'without_results'),
   },
   {
+    label: 'messages: 150,000 tool results in one message',
+    path: '/v1/messages',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        max_tokens: 16,
+        messages: [
+          {
+            role: 'user',
+            content: Array.from({ length: 150_000 }, (_unused, index) => ({
+              type: 'tool_result',
+              tool_use_id: `t${index}`,
+            })),
+          },
+        ],
+      }),
+  },
+  {
+    label: 'chat → anthropic: 9,997 tool calls + results',
+    path: '/v1/chat/completions',
+    body: () => chatToolCalls(9_997, 'with_results', anthropicModel),
+  },
+  {
+    label: 'messages → anthropic: 9,998 tool_use + results',
+    path: '/v1/messages',
+    body: () => messagesToolUses(9_998, 'with_results', anthropicModel),
+  },
+  {
     label: 'messages: 40,000 text blocks',
     path: '/v1/messages',
     body: () =>
@@ -317,13 +359,31 @@ export async function hostileBodiesSection(): Promise<void> {
   const rounds = Number(process.env.BENCH_HOSTILE_ROUNDS ?? '5');
   const only = process.env.BENCH_HOSTILE_ONLY;
   const servers: ServerProcess[] = [];
+  const configDirectory = mkdtempSync(join(tmpdir(), 'ctxgate-hostile-'));
   try {
     // A provider with a window no body here reaches: what is measured is the gateway's own work.
     const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
       FAKE_WINDOW: '100000000',
     });
     servers.push(fake);
+    const anthropic = await startServerProcess([...tsx, 'bench/servers/fake-anthropic-server.ts'], {
+      FAKE_WINDOW: '100000000',
+    });
+    servers.push(anthropic);
+    const configPath = join(configDirectory, 'ctxgate.yaml');
+    writeFileSync(
+      configPath,
+      [
+        'upstreams:',
+        '  - name: anthropic',
+        `    base_url: ${anthropic.url}`,
+        '    kind: anthropic',
+        `    models: ["${anthropicModel}"]`,
+        '',
+      ].join('\n'),
+    );
     const gateway = await startServerProcess(gatewayCommand(), {
+      CTXGATE_CONFIG: configPath,
       UPSTREAM_BASE_URL: fake.url,
       PORT: '0',
       LOG_LEVEL: 'info',
@@ -383,5 +443,6 @@ export async function hostileBodiesSection(): Promise<void> {
     await pool.close();
   } finally {
     for (const server of servers.reverse()) await server.stop();
+    rmSync(configDirectory, { recursive: true, force: true });
   }
 }

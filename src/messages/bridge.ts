@@ -222,7 +222,8 @@ export function bridgeMessagesRequest(
     const blocks = blocksOf(raw.content, `${param}.content`);
     const where = { param: `${param}.content`, native, dropped };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
-    else messages.push(...userMessages(raw.content, blocks, where));
+    // One by one: a message of 150,000 tool results would overflow the stack as arguments.
+    else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
   });
 
   const chatBody: Json = { model: body.model, messages };

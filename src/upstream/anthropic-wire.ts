@@ -100,23 +100,21 @@ export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
-  const out: Array<{ role: 'user' | 'assistant'; content: Json[] }> = [];
+  // `regroup`: merged from several messages, some with tool results, which go first (below).
+  const out: Array<{ role: 'user' | 'assistant'; content: Json[]; regroup?: true }> = [];
   const push = (role: 'user' | 'assistant', blocks: Json[]): void => {
     if (blocks.length === 0) return;
     const last = out.at(-1);
-    // Anthropic takes alternating roles: consecutive messages of one role are one message, and in a
-    // user message the tool results come first (a notice placed before them goes after).
-    if (last?.role !== role) out.push({ role, content: [...blocks] });
-    else if (role === 'user' && blocks.some((block) => block.type === 'tool_result')) {
-      const results = last.content.filter((block) => block.type === 'tool_result');
-      const others = last.content.filter((block) => block.type !== 'tool_result');
-      last.content = [
-        ...results,
-        ...blocks.filter((block) => block.type === 'tool_result'),
-        ...others,
-        ...blocks.filter((block) => block.type !== 'tool_result'),
-      ];
-    } else last.content.push(...blocks);
+    // Anthropic takes alternating roles: consecutive messages of one role are one message. Blocks are
+    // added one by one (as arguments, 150,000 would overflow the stack), and a user message's tool
+    // results are put first once, at the end, not again at every tool message (10,000 of them cost
+    // half a second that way).
+    if (last?.role !== role) {
+      out.push({ role, content: blocks.slice() });
+      return;
+    }
+    for (const block of blocks) last.content.push(block);
+    if (role === 'user' && blocks.some((block) => block.type === 'tool_result')) last.regroup = true;
   };
   let leading = true;
   for (const message of messages) {
@@ -124,8 +122,10 @@ export function toAnthropicRequest(chat: Json): Json {
     if (role === 'system' || role === 'developer') {
       if (leading) {
         const kept = extensionOf(message);
-        if (kept !== undefined) systemBlocks = [...(systemBlocks ?? []), ...kept.blocks];
-        else system.push(...blocksOfContent(message.content));
+        if (kept !== undefined) {
+          systemBlocks ??= [];
+          for (const block of kept.blocks) systemBlocks.push(block);
+        } else for (const block of blocksOfContent(message.content)) system.push(block);
         continue;
       }
       // A system message after the conversation began: Anthropic has none there; it goes as user text.
@@ -139,6 +139,15 @@ export function toAnthropicRequest(chat: Json): Json {
       const kept = extensionOf(message);
       push('user', kept === undefined ? blocksOfContent(message.content) : (kept.blocks as Json[]));
     }
+  }
+  // In a user message the tool results come first: a notice placed before them goes after.
+  for (const entry of out) {
+    if (entry.regroup === undefined) continue;
+    entry.content = [
+      ...entry.content.filter((block) => block.type === 'tool_result'),
+      ...entry.content.filter((block) => block.type !== 'tool_result'),
+    ];
+    delete entry.regroup;
   }
   const body: Json = { model: chat.model, messages: out };
   const allSystem = [...(systemBlocks ?? []), ...system];

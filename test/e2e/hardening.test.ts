@@ -294,6 +294,33 @@ describe('what a client sends', () => {
     expect(fake.chatRequests.length).toBe(before);
   });
 
+  it('refuses a Messages request of 150,000 tool results in one message as too many messages, in Anthropic’s shape', async () => {
+    const before = fake.chatRequests.length;
+    const response = await fetch(`${harness.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-edge' },
+      body: JSON.stringify({
+        model: 'gpt-4o-mini',
+        max_tokens: 16,
+        messages: [
+          {
+            role: 'user',
+            content: Array.from({ length: 150_000 }, (_unused, index) => ({
+              type: 'tool_result',
+              tool_use_id: `t${index}`,
+            })),
+          },
+        ],
+      }),
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { type: string; error: { type: string; message: string } };
+    expect(body.type).toBe('error');
+    expect(body.error.type).toBe('invalid_request_error');
+    expect(body.error.message).toMatch(/at most 10000 messages/);
+    expect(fake.chatRequests.length).toBe(before);
+  });
+
   it('refuses more messages or content parts than one request may hold, before any work', async () => {
     const before = fake.chatRequests.length;
     const manyMessages = {

@@ -6,6 +6,7 @@ import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import {
   AnthropicToChatStream,
   fromAnthropicMessage,
+  madeKey,
   toAnthropicRequest,
 } from '../../src/upstream/anthropic-wire.js';
 
@@ -50,6 +51,59 @@ describe('a chat body as a Messages request', () => {
       tool_choice: { type: 'any' },
       stop_sequences: ['END'],
     });
+  });
+
+  it('puts the results of many parallel calls first, in their order, and a notice between them after', () => {
+    const calls = Array.from({ length: 4 }, (_unused, index) => ({
+      id: `t${index}`,
+      type: 'function',
+      function: { name: 'w', arguments: '{}' },
+    }));
+    const results = calls.map((call) => ({ role: 'tool', tool_call_id: call.id, content: call.id }));
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: null, tool_calls: calls },
+        results[0],
+        results[1],
+        { role: 'user', content: 'notice' },
+        results[2],
+        results[3],
+        { role: 'user', content: 'next' },
+      ],
+    }) as { messages: Array<{ role: string; content: Array<{ type: string; tool_use_id?: string }> }> };
+    expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    expect(body.messages[2]?.content.map((block) => block.tool_use_id ?? block.type)).toEqual([
+      't0',
+      't1',
+      't2',
+      't3',
+      'text',
+      'text',
+    ]);
+  });
+
+  it('keeps a client’s own order of blocks in a user message that nothing was merged into', () => {
+    const blocks = [
+      { type: 'text', text: 'first' },
+      { type: 'tool_result', tool_use_id: 't1', content: 'rain' },
+    ];
+    const own: Record<string, unknown> = { role: 'user', content: 'first' };
+    own.ctxgate_anthropic = { blocks, made: madeKey(own) };
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 't1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+        },
+        own,
+      ],
+    }) as { messages: Array<{ content: unknown }> };
+    expect(body.messages[2]?.content).toEqual(blocks);
   });
 
   it('sends the original blocks of an unchanged message, and the changed text of a changed one', () => {
