@@ -356,13 +356,36 @@ const pathPattern =
   /^(?:~|\.{1,2})?\/[\w.@~+-]|^[\w.@~+-]+(?:[/\\][\w.@~+-]+)*[/\\][\w@~+-]+\.\w+$|^[A-Za-z]:\\|^[\w.@~+-]+(?:[/\\][\w.@~+-]+){2,}$/;
 const snakeCasePattern = /^[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+$/;
 const camelCasePattern = /^[a-z]+[A-Z][A-Za-z0-9]*$/;
-/** A digit with a letter (codes, versions: K3-12345, v2, INV-2024-0042, 17th aside from plain counts). */
-const codePattern = /(?=.*\d)(?=.*[A-Za-z])/;
+/**
+ * A digit with a letter (codes, versions: K3-12345, v2, INV-2024-0042, 17th aside from plain counts):
+ * two searches, not one pattern of two look-aheads, which is tried again at every position of a word
+ * that has no letter (a 40,000-digit word took 1.7 s of CPU).
+ */
+const isCode = (word: string): boolean => /\d/.test(word) && /[A-Za-z]/.test(word);
 /** Numbers that carry information: four digits or more, or with separators (1,250.50, 10:30, 2024-05-01). */
 const significantNumberPattern = /^\d{4,}$|\d[.,:/-]\d/;
 
 /** A digit, `_`, `/`, `\\`, `@`, `:` or an upper-case letter after the first character. */
 const mayBeIdentifier = /[\d_/\\@:]|.[A-Z]/;
+
+/**
+ * A word longer than this is no fact a summary should restate (a hash, a signed URL, a line of minified
+ * code or a run of digits in a tool's output): it is not looked at.
+ */
+const maxFactCharacters = 256;
+
+/** Punctuation and closing marks after a word (a sentence's end, a closing bracket or quote). */
+const closingMarks = new Set('.,;:!?)]}"\'`>');
+
+/**
+ * A word without the closing marks after it, read from its end: the pattern `[…]+$` is tried from every
+ * position of a run of them, and a word of 40,000 colons took 1.4 s of CPU.
+ */
+function withoutClosingMarks(word: string): string {
+  let end = word.length;
+  while (end > 0 && closingMarks.has(word[end - 1] as string)) end--;
+  return end === word.length ? word : word.slice(0, end);
+}
 
 /**
  * The identifier-like facts of a text, what a summary should state: codes (letters with digits),
@@ -374,14 +397,14 @@ export function identifierFacts(text: string): string[] {
   const found = new Set<string>();
   for (const raw of text.split(/\s+/)) {
     // Every pattern below needs one of these; most words of prose have none.
-    if (!mayBeIdentifier.test(raw)) continue;
-    const word = raw.replace(/^[([{"'`<]+/, '').replace(/[.,;:!?)\]}"'`>]+$/, '');
+    if (raw.length > maxFactCharacters || !mayBeIdentifier.test(raw)) continue;
+    const word = withoutClosingMarks(raw.replace(/^[([{"'`<]+/, ''));
     if (word.length < 2) continue;
     if (
       urlPattern.test(word) ||
       emailPattern.test(word) ||
       pathPattern.test(word) ||
-      (/\d/.test(word) && (codePattern.test(word) || significantNumberPattern.test(word))) ||
+      (/\d/.test(word) && (isCode(word) || significantNumberPattern.test(word))) ||
       snakeCasePattern.test(word) ||
       camelCasePattern.test(word)
     )

@@ -412,8 +412,23 @@ describe('identifierFacts', () => {
     ['Turn 17: 2. the code for vault 3 is K3-12345 (step 12 of 40)', ['K3-12345']],
     ['at 10:30 on 3/4, 120 items', ['10:30', '3/4']],
     ['(see "C:\\Users\\ana\\notes.txt") and ./run.sh', ['C:\\Users\\ana\\notes.txt', './run.sh']],
+    ['the code (K3-12345).", or v2.3.1!?', ['K3-12345', 'v2.3.1']],
   ])('%s', (text, expected) => {
     expect(identifierFacts(text)).toEqual(expected);
+  });
+
+  // Words a tool's output holds that a summary should not restate, each of them 100,000 characters:
+  // patterns tried again at every position of such a word took seconds of CPU for one word.
+  it.each([
+    ['digits', '1'.repeat(100_000)],
+    ['colons and a letter', `${':'.repeat(100_000)}x`],
+    ['a digit and dashes', `1${'-'.repeat(100_000)}`],
+    ['a path', `src${'/a'.repeat(50_000)}.ts`],
+  ])('leaves out a word of 100,000 characters (%s), and keeps the facts beside it', (_name, word) => {
+    expect(identifierFacts(`deploy K3-12345 ${word} to db-staging-04`)).toEqual([
+      'K3-12345',
+      'db-staging-04',
+    ]);
   });
 });
 
