@@ -20,6 +20,9 @@ interface HostileCase {
 
 const user = (content: string) => ({ role: 'user', content });
 
+/** A field the fake provider refuses as Mistral does, with a 422 that quotes its value back. */
+const quotedBackField = 'quoted_back';
+
 /** Routed to the fake Anthropic (`kind: anthropic`): the request is written in its wire format. */
 const anthropicModel = 'claude-bench';
 
@@ -336,6 +339,16 @@ export const hostileCases: HostileCase[] = [
     body: () => messagesToolUses(9_998, 'with_results', anthropicModel),
   },
   {
+    label: 'chat: 300 KB field the provider quotes back',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [user('hi')],
+        [quotedBackField]: 'context length '.repeat(20_000),
+      }),
+  },
+  {
     label: 'messages: 40,000 text blocks',
     path: '/v1/messages',
     body: () =>
@@ -364,6 +377,7 @@ export async function hostileBodiesSection(): Promise<void> {
     // A provider with a window no body here reaches: what is measured is the gateway's own work.
     const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
       FAKE_WINDOW: '100000000',
+      FAKE_FORBIDDEN_FIELDS: quotedBackField,
     });
     servers.push(fake);
     const anthropic = await startServerProcess([...tsx, 'bench/servers/fake-anthropic-server.ts'], {

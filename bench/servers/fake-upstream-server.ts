@@ -6,6 +6,10 @@ const fake = new FakeUpstream({
   recordLimit: 0,
   tokenCounting: 'approximate',
   ...(process.env.FAKE_WINDOW === undefined ? {} : { defaultWindow: Number(process.env.FAKE_WINDOW) }),
+  // Fields refused as Mistral refuses them: a 422 that quotes each one's value back.
+  ...(process.env.FAKE_FORBIDDEN_FIELDS === undefined
+    ? {}
+    : { forbiddenFields: process.env.FAKE_FORBIDDEN_FIELDS.split(',') }),
   // Pass-through paths (embeddings) answered as OpenAI does, with their usage.
   otherRoutes: (request) =>
     request.path === '/v1/embeddings'

@@ -133,9 +133,20 @@ function refusedFields(text: string, body: string): FieldFix[] {
 
 // ---- reading the body ------------------------------------------------------------------------------
 
+/**
+ * What of an error body is read: the head of each string, and of all of them together. A provider's
+ * own message is a few hundred characters; what makes a body long is the request quoted back (a
+ * validation error's `input`), which the client chose — and the phrases below, each tried from every
+ * place a phrase could start, took 5 s of CPU for 300 KB of "context length " quoted back.
+ */
+const maxStringChars = 4_096;
+const maxBodyChars = 16_384;
+
 interface BodyContent {
-  /** Every string found: messages, codes, types, nested JSON's strings; or the plain text. */
+  /** Every string found (the head of each, within maxBodyChars): messages, codes, types, nested JSON's strings; or the plain text. */
   texts: string[];
+  /** Characters in `texts`. */
+  chars: number;
   /** Numeric fields by name (llama.cpp reports n_ctx and n_prompt_tokens as fields). */
   fields: Map<string, number>;
   /** The body says it is an error (an `error` member, an SSE error event, or not JSON at all). */
@@ -143,7 +154,7 @@ interface BodyContent {
 }
 
 function readBody(body: string): BodyContent {
-  const content: BodyContent = { texts: [], fields: new Map(), isError: false };
+  const content: BodyContent = { texts: [], chars: 0, fields: new Map(), isError: false };
   const trimmed = body.trim();
   if (trimmed === '') return content;
   const parsed = tryParse(trimmed);
@@ -172,7 +183,7 @@ function readBody(body: string): BodyContent {
       content.isError = true;
   }
   if (!sawEvent) {
-    content.texts.push(trimmed);
+    content.texts.push(trimmed.slice(0, maxBodyChars));
     content.isError = true;
   }
   return content;
@@ -209,9 +220,11 @@ function hasErrorMember(value: unknown): boolean {
 }
 
 function collect(value: unknown, content: BodyContent, depth: number): void {
-  if (depth > 12) return;
+  if (depth > 12 || content.chars >= maxBodyChars) return;
   if (typeof value === 'string') {
-    content.texts.push(value);
+    const head = value.slice(0, Math.min(maxStringChars, maxBodyChars - content.chars));
+    content.texts.push(head);
+    content.chars += head.length;
     // Upstream JSON nested as an escaped string inside a message ("AiError: {…} (id)").
     const start = value.indexOf('{');
     const end = value.lastIndexOf('}');
@@ -250,14 +263,14 @@ const overflowPhrases: readonly RegExp[] = [
   /\b(?:prompt|input|request)s? exceed(?:s|ed)? (?:the )?(?:model(?:'s)? )?(?:max(?:imum)? (?:length|context|tokens?)|token limit|context)/i,
   /\bexceed(?:s|ed)? (?:the )?model(?:'s)? (?:token|context) limit\b|\bmodel max length exceeded\b/i,
   /\brange of input length should be\b/i,
-  /\bn_keep\b[^.]*\bn_ctx\b/i,
-  /context[ _-]?(?:length|window|size|limit)[^.]*?(?:exceed|longer|too|only|greater|larger|overflow|maximum|must be|not enough)/i,
-  /(?:exceed|longer than|greater than|larger than|too (?:long|large|big) for)[^.]*?(?:context|kv size)/i,
+  /\bn_keep\b[^.]{0,200}\bn_ctx\b/i,
+  /context[ _-]?(?:length|window|size|limit)[^.]{0,200}?(?:exceed|longer|too|only|greater|larger|overflow|maximum|must be|not enough)/i,
+  /(?:exceed|longer than|greater than|larger than|too (?:long|large|big) for)[^.]{0,200}?(?:context|kv size)/i,
   /\b(?:maximum|max) (?:context|prompt) (?:length|size)\b/i,
   /\b(?:prompt|input|request|message)s? (?:is|are) too (?:long|large|big)\b/i,
   /\binput prompt is too big\b/i,
   /\btoo many tokens\b/i,
-  /\b(?:input|prompt) token count\b[^.]*?\b(?:exceed|only supports|limit)/i,
+  /\b(?:input|prompt) token count\b[^.]{0,200}?\b(?:exceed|only supports|limit)/i,
   /\bnumber of tokens (?:allowed|to keep)\b/i,
   /tokens? \+ `?max_new_tokens`? must be/i,
   /\bexceeds budget\b|\binput_too_large\b/i,

@@ -551,3 +551,38 @@ describe('classifyUpstreamError on cases from provider documentation and server 
     expect(classifyUpstreamError(entry.answer)).toEqual(entry.expected);
   });
 });
+
+describe('classifyUpstreamError on bodies that quote the request back', () => {
+  const overflow =
+    "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.";
+  const quoted = 'context length '.repeat(20_000);
+
+  it('reads an overflow the same with 300 KB of the prompt quoted after it', () => {
+    const plain = classifyUpstreamError({
+      status: 400,
+      body: JSON.stringify({ error: { message: overflow } }),
+    });
+    const withQuote = classifyUpstreamError({
+      status: 400,
+      body: JSON.stringify({ error: { message: overflow, input: quoted } }),
+    });
+    expect(plain.kind).toBe('context_overflow');
+    expect(withQuote).toEqual(plain);
+  });
+
+  it('names the field Mistral refuses when its 422 quotes 300 KB of the value back', () => {
+    const detail = [
+      {
+        type: 'extra_forbidden',
+        loc: ['body', 'user'],
+        msg: 'Extra inputs are not permitted',
+        input: quoted,
+      },
+    ];
+    const body = JSON.stringify({ object: 'error', message: { detail }, type: 'invalid_request_error' });
+    expect(classifyUpstreamError({ status: 422, body })).toEqual({
+      kind: 'refused_field',
+      fixes: [{ field: 'user' }],
+    });
+  });
+});
