@@ -20,8 +20,11 @@ interface HostileCase {
 
 const user = (content: string) => ({ role: 'user', content });
 
-/** A field the fake provider refuses as Mistral does, with a 422 that quotes its value back. */
-const quotedBackField = 'quoted_back';
+/**
+ * A field the gateway passes on and has no fix for, which the fake provider refuses as Mistral refuses
+ * what it does not take: a 422 that quotes the value back, every time.
+ */
+const quotedBackField = 'response_format';
 
 /** Routed to the fake Anthropic (`kind: anthropic`): the request is written in its wire format. */
 const anthropicModel = 'claude-bench';
@@ -301,9 +304,9 @@ export const hostileCases: HostileCase[] = [
     body: () => manyTools(10_000),
   },
   {
-    label: 'messages: 10,000 tool_use blocks + results',
+    label: 'messages: 9,998 tool_use blocks + results',
     path: '/v1/messages',
-    body: () => messagesToolUses(10_000, 'with_results'),
+    body: () => messagesToolUses(9_998, 'with_results'),
   },
   {
     label: 'messages: 40,000 tool_use blocks, no results',
@@ -345,7 +348,13 @@ export const hostileCases: HostileCase[] = [
       JSON.stringify({
         model: 'gpt-4o-mini',
         messages: [user('hi')],
-        [quotedBackField]: 'context length '.repeat(20_000),
+        [quotedBackField]: {
+          type: 'json_schema',
+          json_schema: {
+            name: 'answer',
+            schema: { type: 'object', description: 'context length '.repeat(20_000) },
+          },
+        },
       }),
   },
   {
@@ -440,9 +449,10 @@ export async function hostileBodiesSection(): Promise<void> {
         status = response.statusCode;
         const error =
           status >= 400
-            ? (JSON.parse(text) as { error?: { code?: string; message?: string } }).error
+            ? (JSON.parse(text) as { error?: { code?: string; type?: string; message?: string } }).error
             : undefined;
-        code = String(error?.code ?? '');
+        // A Messages error has its type where a chat error has its code.
+        code = String(error?.code ?? error?.type ?? '');
         message = String(error?.message ?? '').slice(0, 100);
       }
       const size = (Buffer.byteLength(body) / 1024 / 1024).toFixed(1);

@@ -3,7 +3,12 @@
 // tokens learned for its tool set — the same way for the request, each retry and the preview
 // (POST /v1/context/render), so the preview equals what is sent.
 import { createHash } from 'node:crypto';
-import { countToolTokens } from '../context/token-accounting.js';
+import {
+  countToolTokens,
+  maxToolDefinitionChars,
+  oversizedToolTokens,
+  toolDefinitionsLongerThan,
+} from '../context/token-accounting.js';
 import { TextCache } from '../text-cache.js';
 import { findModelEntry } from '../context/context-settings.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
@@ -81,13 +86,18 @@ export function createContextPlanner(deps: {
       const learned = learnedLimits.get(target.name, chatRequest.model, tenant, {
         preview: preview === true,
       });
-      const known = toolSetOf(chatRequest.tools);
+      // Definitions longer than any window are neither hashed nor counted: they count as too many.
+      const oversized = toolDefinitionsLongerThan(chatRequest.tools, maxToolDefinitionChars);
+      const known = oversized ? undefined : toolSetOf(chatRequest.tools);
       const toolSet = known?.key;
-      const toolFormula =
-        known === undefined ? undefined : formulaOf(known, chatRequest.tools, chatRequest.model);
+      const toolFormula = oversized
+        ? oversizedToolTokens
+        : known === undefined
+          ? undefined
+          : formulaOf(known, chatRequest.tools, chatRequest.model);
       const toolTokens =
         known === undefined
-          ? undefined
+          ? toolFormula
           : learnedLimits.toolSetTokens(
               target.name,
               chatRequest.model,

@@ -201,13 +201,18 @@ function typeUnion(
     .join(' | ');
 }
 
-/** A description as comment lines, each line at the indentation. */
+/** A description as comment lines, each line at the indentation (read line by line, within the budget). */
 function writeComment(lines: string[], text: unknown, indent: number, budget: RenderBudget): void {
   if (typeof text !== 'string' || text === '') return;
   const margin = `${' '.repeat(indent)}// `;
-  for (const line of text.split('\n')) {
+  let start = 0;
+  for (;;) {
+    const end = text.indexOf('\n', start);
+    const line = end === -1 ? text.slice(start) : text.slice(start, end);
     charge(budget, margin.length + line.length + 1);
     lines.push(margin + line);
+    if (end === -1) return;
+    start = end + 1;
   }
 }
 
@@ -231,11 +236,34 @@ function schemaProperties(schema: JsonSchema, indent: number, budget: RenderBudg
 }
 
 /**
- * The longest rendering of tool definitions written out: some 2 million tokens of prose, more than any
- * model's window. Definitions that would write more are counted as this many characters at four a
- * token — over every window, so such a request is refused as too long without calling the provider.
+ * The longest tool definitions written out, in characters (of their strings, and of their rendering):
+ * some 2 million tokens of prose. Longer ones are more than any window holds; they count as
+ * `oversizedToolTokens` without being written, hashed or read further.
  */
-export const maxRenderedToolChars = 8_000_000;
+export const maxToolDefinitionChars = 8_000_000;
+
+/** What tool definitions longer than `maxToolDefinitionChars` count as: more than any model's window. */
+export const oversizedToolTokens = 4_000_000;
+
+/**
+ * Whether the strings of `tools` (names, keys and values) hold more than `limit` characters, walked
+ * without building anything and given up as soon as they do.
+ */
+export function toolDefinitionsLongerThan(tools: unknown, limit: number): boolean {
+  let left = limit;
+  const walk = (value: unknown): boolean => {
+    if (typeof value === 'string') left -= value.length;
+    else if (Array.isArray(value)) {
+      for (const item of value) if (walk(item)) return true;
+    } else if (typeof value === 'object' && value !== null)
+      for (const key in value) {
+        left -= key.length;
+        if (walk((value as Record<string, unknown>)[key])) return true;
+      }
+    return left < 0;
+  };
+  return walk(tools);
+}
 
 /**
  * Tool definitions as OpenAI renders them into the prompt: a TypeScript namespace of function types,
@@ -244,7 +272,7 @@ export const maxRenderedToolChars = 8_000_000;
  */
 export function renderToolDefinitions(
   tools: readonly unknown[],
-  maxChars = maxRenderedToolChars,
+  maxChars = maxToolDefinitionChars,
 ): string | undefined {
   const budget: RenderBudget = { left: maxChars };
   const lines = ['namespace functions {', ''];
@@ -290,12 +318,12 @@ export function countToolTokens(
   options: { firstSystemText?: string | undefined; format?: ToolFormat } = {},
 ): number {
   if (!Array.isArray(tools) || tools.length === 0) return 0;
+  if (toolDefinitionsLongerThan(tools, maxToolDefinitionChars)) return oversizedToolTokens;
   // Chat templates of other models write the definitions as they came, as JSON.
   if (options.format === 'json') return tokenizer.count(JSON.stringify(tools));
   const rendered = renderToolDefinitions(tools);
-  let total =
-    (rendered === undefined ? Math.ceil(maxRenderedToolChars / 4) : tokenizer.count(rendered)) +
-    toolSetOverhead;
+  if (rendered === undefined) return oversizedToolTokens;
+  let total = tokenizer.count(rendered) + toolSetOverhead;
   const system = options.firstSystemText;
   if (system !== undefined)
     total += tokenizer.count(`${system}\n`) - tokenizer.count(system) - toolSetSystemReuse;

@@ -6,6 +6,7 @@ import {
   countPromptTokens,
   countToolTokens,
   renderToolDefinitions,
+  toolDefinitionsLongerThan,
 } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
@@ -226,5 +227,28 @@ describe('tool definitions', () => {
     expect(text?.length).toBeGreaterThan(5_000_000);
     expect(text).toContain('type tool_1999 = (_: {');
     expect(renderToolDefinitions(deepBlankDescription(1_000))).toContain(`${' '.repeat(56)}// \n`);
+  });
+
+  it.each([
+    ['a string', 'abcdefghij', 10, false],
+    ['a string one longer', 'abcdefghijk', 10, true],
+    ['keys and values', [{ abc: 'defg' }], 7, false],
+    ['keys and values one over', [{ abc: 'defg' }], 6, true],
+    ['nested arrays', [[['ab'], ['cd']], 'ef'], 5, true],
+    ['numbers and booleans, which are not strings', [{ a: 12345678, b: true, c: null }], 3, false],
+  ])('measures the strings of tool definitions: %s', (_name, tools, limit, longer) => {
+    expect(toolDefinitionsLongerThan(tools, limit)).toBe(longer);
+  });
+
+  it('counts 10,000 tools of 3 KB as more than the largest window', () => {
+    const prose = 'Looks up the estimates for a proposal and returns them. '.repeat(55);
+    const tools = asTools(
+      Array.from({ length: 10_000 }, (_unused, index) => ({
+        name: `tool_${index}`,
+        parameters: { type: 'object', properties: { id: { type: 'string', description: prose } } },
+      })),
+    );
+    expect(countToolTokens(tools, tokenizer)).toBeGreaterThan(1_047_576);
+    expect(countToolTokens(tools, tokenizer, { format: 'json' })).toBeGreaterThan(1_047_576);
   });
 });
