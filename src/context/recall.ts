@@ -207,6 +207,9 @@ const passageChars = 480;
 /** The most text one search reads, the newest first (about 500,000 tokens). */
 export const maxSearchedChars = 2_000_000;
 
+/** The query's first distinct terms looked for; the rest are not. */
+export const maxQueryTerms = 32;
+
 function label(source: RecallSource): string {
   const who =
     source.role === 'tool'
@@ -235,7 +238,9 @@ export function searchRecall(options: {
   maxTokens: number;
 }): RecallAnswer {
   const { query, tokenizer, maxTokens } = options;
-  const queryTerms = [...new Set(searchTerms(query))];
+  // Each term is looked for in every passage: a query of thousands of words (a model may be led to
+  // write one) would read the searched text thousands of times.
+  const queryTerms = [...new Set(searchTerms(query))].slice(0, maxQueryTerms);
   const quoted = JSON.stringify(query.length > 200 ? `${query.slice(0, 200)}…` : query);
   if (options.sources.length === 0)
     return { text: 'Nothing of this conversation is left out: everything is shown above.', passages: 0 };
@@ -264,14 +269,15 @@ export function searchRecall(options: {
   for (const terms of found) for (const term of terms) frequency.set(term, (frequency.get(term) ?? 0) + 1);
   const rarity = (term: string): number => Math.log(1 + passages.length / (frequency.get(term) ?? 1));
   const whole = wholeTerms(query);
-  // Each pair of neighbouring query terms once.
-  const queryPairs = [
-    ...new Map(
-      whole
-        .slice(1)
-        .map((term, index) => [`${whole[index]} ${term}`, [whole[index] as string, term] as const]),
-    ).values(),
-  ];
+  const looked = new Set(queryTerms);
+  // Each pair of neighbouring query terms once (both of them looked for).
+  const pairs = new Map<string, readonly [string, string]>();
+  for (let index = 1; index < whole.length; index++) {
+    const first = whole[index - 1] as string;
+    const second = whole[index] as string;
+    if (looked.has(first) && looked.has(second)) pairs.set(`${first} ${second}`, [first, second]);
+  }
+  const queryPairs = [...pairs.values()];
   const scored: Array<{ passage: Passage; score: number }> = [];
   passages.forEach((passage, index) => {
     const terms = found[index] as string[];

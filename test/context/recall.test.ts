@@ -89,6 +89,18 @@ describe('searchRecall', () => {
     }
   });
 
+  it('looks for the first 32 distinct terms of a query, not the thousands after them', () => {
+    const chatter = Array.from({ length: 2_000 }, (_unused, index) => `word${index}`).join(' ');
+    const first = searchRecall({ query: `vault 7 ${chatter}`, sources, tokenizer, maxTokens: 400 });
+    expect(first.text).toContain('K7-38216');
+    // "K17-99120" stands as the 2,001st term: past the first 32, not looked for.
+    const late = searchRecall({ query: `${chatter} K17-99120`, sources, tokenizer, maxTokens: 400 });
+    expect(late.text).not.toContain('K17-99120');
+    expect(searchRecall({ query: 'K17-99120', sources, tokenizer, maxTokens: 120 }).text).toContain(
+      'K17-99120',
+    );
+  });
+
   it('reads at most its bound of text, the newest first', () => {
     const long = 'lamp '.repeat(Math.ceil(maxSearchedChars / 15) + 10);
     const bulky: RecallSource[] = [
