@@ -1,13 +1,16 @@
 // Fuzzing the real gateway process (src/main.ts) over raw HTTP with fast-check: request targets (chat
-// completions, the Responses API, forwarded endpoints, the sessions API, and spellings of all of them a
-// router or a provider may read alike) with bodies of their kind (random JSON, broken JSON, random
-// messages, items, parts, tool calls and fields) and headers (session, context and budget headers with
-// random values, content types and encodings). Whatever arrives: no 5xx but the documented upstream
-// ones, no stack trace in any body, every error OpenAI-shaped with x-request-id, and the process still
-// up at the end. Bounded in runs and in time. What each request costs in CPU is the bench's
-// (`npm run bench -- fuzz`), not a test's: a loaded machine would fail it.
+// completions, the Responses API, Anthropic's Messages API — bridged, and natively to a fake Anthropic —
+// forwarded endpoints, the sessions API, and spellings of all of them a router or a provider may read
+// alike) with bodies of their kind (random JSON, broken JSON, random messages, blocks, items, parts, tool
+// calls and fields) and headers (session, context and budget headers with random values, content types
+// and encodings). Whatever arrives: no 5xx but the documented upstream ones, no stack trace in any body,
+// every error in its API's shape (OpenAI's, or Anthropic's on /v1/messages: both have error.type and
+// error.message) with x-request-id, and the process still up at the end. Bounded in runs and in time.
+// What each request costs in CPU is the bench's (`npm run bench -- fuzz`), not a test's: a loaded
+// machine would fail it.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { forwardedAnswers, fuzzRequest, headers } from '../helpers/fuzz-arbitraries.js';
 import { rawRequest } from '../helpers/raw-http.js';
@@ -19,15 +22,27 @@ const documented5xx = new Set(['upstream_unreachable', 'upstream_bad_response', 
 
 describe('fuzzed requests against the gateway process', () => {
   let fake: FakeUpstream;
+  let anthropic: FakeAnthropic;
   let gateway: ServerProcess;
   let port: number;
 
   beforeAll(async () => {
     fake = new FakeUpstream({ defaultWindow: 16_000, recordLimit: 50, otherRoutes: forwardedAnswers });
+    anthropic = new FakeAnthropic({ window: 16_000 });
+    const config = [
+      'sessions:',
+      '  anonymous_tenant: fuzz',
+      'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${await anthropic.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
+      '',
+    ].join('\n');
     gateway = await startServerProcess([process.execPath, '--import', 'tsx', 'src/main.ts'], {
       PORT: '0',
       UPSTREAM_BASE_URL: await fake.start(),
-      CTXGATE_CONFIG: writeConfigFile('sessions:\n  anonymous_tenant: fuzz\n'),
+      CTXGATE_CONFIG: writeConfigFile(config),
       LOG_LEVEL: 'info',
     });
     port = Number(new URL(gateway.url).port);
@@ -35,6 +50,7 @@ describe('fuzzed requests against the gateway process', () => {
   afterAll(async () => {
     await gateway.stop();
     await fake.stop();
+    await anthropic.stop();
   });
 
   it('never fails in an undocumented way and never leaks a stack, on any route or spelling of one', async () => {

@@ -1,5 +1,5 @@
 // What the fuzz test and the fuzz bench send: fast-check arbitraries of request bodies (chat completions,
-// Responses, forwarded JSON, broken JSON, deep nesting), headers and request targets (the gateway's own
+// Responses, Anthropic Messages, forwarded JSON, broken JSON, deep nesting), headers and request targets (the gateway's own
 // routes, forwarded paths, and spellings of both a router or a provider may read alike).
 import fc from 'fast-check';
 import type { RecordedRequest } from './fake-upstream.js';
@@ -245,6 +245,121 @@ const validResponsesBody = fc.record(
   },
   { requiredKeys: ['model', 'input'] },
 );
+/** Anthropic Messages bodies: blocks of every kind (tool_use, tool_result, thinking, images), tools, anything. */
+const anthropicBlock = fc.oneof(
+  fc.record({ type: fc.constant('text'), text }),
+  fc.record({
+    type: fc.constant('image'),
+    source: fc.oneof(
+      fc.record({
+        type: fc.constant('base64'),
+        media_type: fc.constantFrom('image/png', 'image/jpeg'),
+        data: fc.base64String({ maxLength: 40 }),
+      }),
+      fc.record({ type: fc.constant('url'), url: fc.webUrl() }),
+      fc.anything(),
+    ),
+  }),
+  fc.record(
+    {
+      type: fc.constant('tool_use'),
+      id: fc.oneof(fc.constantFrom('toolu_1', 'toolu_2'), fc.anything()),
+      name: fc.oneof(fc.string({ maxLength: 8 }), fc.anything()),
+      input: fc.oneof(fc.object({ maxDepth: 2 }), fc.anything()),
+    },
+    { requiredKeys: ['type'] },
+  ),
+  fc.record(
+    {
+      type: fc.constant('tool_result'),
+      tool_use_id: fc.oneof(fc.constantFrom('toolu_1', 'toolu_2'), fc.anything()),
+      content: fc.oneof(
+        text,
+        fc.array(fc.record({ type: fc.constant('text'), text }), { maxLength: 2 }),
+        fc.anything(),
+      ),
+      is_error: fc.boolean(),
+    },
+    { requiredKeys: ['type'] },
+  ),
+  fc.record({
+    type: fc.constantFrom('thinking', 'redacted_thinking', 'document', 'server_tool_use'),
+    thinking: text,
+    signature: fc.string({ maxLength: 10 }),
+    source: fc.anything(),
+  }),
+  fc.anything(),
+);
+const anthropicMessage = fc.record(
+  {
+    role: fc.oneof(fc.constantFrom('user', 'assistant'), fc.anything()),
+    content: fc.oneof(text, fc.array(anthropicBlock, { maxLength: 4 }), fc.anything()),
+  },
+  { requiredKeys: ['role'] },
+);
+const messagesBody = fc.record(
+  {
+    model: fc.oneof(fc.constantFrom('gpt-4o-mini', 'claude-sonnet-4-5', 'unknown-model'), fc.anything()),
+    max_tokens: fc.oneof(fc.integer({ min: -5, max: 300_000 }), fc.anything()),
+    messages: fc.oneof(fc.array(anthropicMessage, { maxLength: 8 }), fc.anything()),
+    system: fc.oneof(
+      text,
+      fc.array(fc.record({ type: fc.constant('text'), text }), { maxLength: 2 }),
+      fc.anything(),
+    ),
+    tools: fc.oneof(
+      fc.array(
+        fc.record(
+          {
+            name: fc.oneof(fc.string({ maxLength: 8 }), fc.anything()),
+            input_schema: fc.oneof(fc.object({ maxDepth: 3 }), fc.anything()),
+            type: fc.constantFrom('custom', 'web_search_20250305'),
+          },
+          { requiredKeys: ['name'] },
+        ),
+        { maxLength: 3 },
+      ),
+      fc.anything(),
+    ),
+    tool_choice: fc.oneof(
+      fc.record({ type: fc.constantFrom('auto', 'any', 'tool', 'none'), name: fc.string({ maxLength: 8 }) }),
+      fc.anything(),
+    ),
+    metadata: fc.oneof(fc.record({ user_id: fc.string({ maxLength: 200 }) }), fc.anything()),
+    stream: fc.oneof(fc.boolean(), fc.anything()),
+    stop_sequences: fc.oneof(fc.array(fc.string({ maxLength: 5 }), { maxLength: 3 }), fc.anything()),
+    temperature: fc.double(),
+    top_p: fc.double(),
+    top_k: fc.integer(),
+    thinking: fc.anything(),
+    extra: fc.anything(),
+  },
+  { requiredKeys: [] },
+);
+/** Messages requests that pass validation, natively to the fake Anthropic or bridged. */
+const validMessagesBody = fc.record({
+  model: fc.constantFrom('gpt-4o-mini', 'claude-sonnet-4-5'),
+  max_tokens: fc.integer({ min: 1, max: 4_000 }),
+  messages: fc.oneof(
+    fc.tuple(text).map(([question]) => [{ role: 'user', content: question }]),
+    fc.tuple(text, text, text).map(([question, answer, next]) => [
+      { role: 'user', content: question },
+      {
+        role: 'assistant',
+        content: [{ type: 'tool_use', id: 'toolu_1', name: 'look', input: { q: answer } }],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_1', content: answer },
+          { type: 'text', text: next },
+        ],
+      },
+    ]),
+  ),
+  system: text,
+  stream: fc.boolean(),
+});
 /** Bodies of forwarded endpoints (embeddings and the like). */
 const forwardedBody = fc.record(
   {
@@ -283,6 +398,8 @@ const disguisedTargets = [
   '/v1//embeddings',
   '/v1/embeddings/',
   '/v1/embed%dings',
+  '/v1//messages',
+  '/v1/messages%2Fcount_tokens',
 ];
 
 export interface FuzzRequest {
@@ -317,6 +434,22 @@ export const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
   {
     weight: 1,
     arbitrary: request('POST', fc.constant('/v1/responses/input_tokens'), asText(responsesBody)),
+  },
+  {
+    weight: 4,
+    arbitrary: request(
+      'POST',
+      fc.constant('/v1/messages'),
+      fc.oneof(
+        { weight: 3, arbitrary: asText(validMessagesBody) },
+        { weight: 3, arbitrary: asText(messagesBody) },
+        { weight: 1, arbitrary: brokenJson },
+      ),
+    ),
+  },
+  {
+    weight: 1,
+    arbitrary: request('POST', fc.constant('/v1/messages/count_tokens'), asText(messagesBody)),
   },
   {
     weight: 1,
