@@ -3,7 +3,7 @@
 // body is a clear 400 and never a crash, a polluted prototype, a blown stack or seconds of CPU. The limits are checked on the bytes as they
 // arrive (JsonShapeScanner), before JSON.parse builds anything: a body nested eight million deep is
 // refused at its 65th byte.
-import { isAscii } from 'node:buffer';
+import { isAscii, isUtf8, transcode } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import secureJson from 'secure-json-parse';
 import { GatewayError } from './errors.js';
@@ -211,13 +211,39 @@ export function readJsonText(
   });
 }
 
+/** Below this, a body is decoded the plain way: either decoder takes microseconds. */
+const transcodeMinBytes = 64 * 1024;
+/** Bytes of 0x80 and over, in a sample of the body, from which ICU's transcoder decodes faster. */
+const transcodeMinHighShare = 0.4;
+
+/**
+ * Whether most of `bytes` (sampled every 97th) are parts of multi-byte characters: text in Chinese,
+ * Japanese, Korean, Cyrillic, Greek or Hindi, or emoji-heavy.
+ */
+function mostlyMultiByte(bytes: Buffer): boolean {
+  let high = 0;
+  let seen = 0;
+  for (let at = 0; at < bytes.length; at += 97) {
+    seen++;
+    if ((bytes[at] as number) >= 0x80) high++;
+  }
+  return high >= seen * transcodeMinHighShare;
+}
+
 /**
  * UTF-8 text of a body. An ASCII body (most JSON: clients escape or send few other characters) is
  * copied byte for byte, the same text: on a 29 MB body that took 4 ms where V8's UTF-8 decoder took 22
- * (measured alone; in the gateway both also pay for the fresh memory).
+ * (measured alone; in the gateway both also pay for the fresh memory). A large body mostly of
+ * multi-byte characters goes through ICU's transcoder to UTF-16, 2 to 6 times faster than V8's
+ * decoder there (31 MB of Chinese: 23–40 ms where V8 took 122–147; of Russian 83 where it took 154),
+ * and slower on text mostly ASCII, which V8 keeps; a body that is not valid UTF-8 is left to V8,
+ * whose replacement characters the client's text gets either way.
  */
 function decodeUtf8(bytes: Buffer): string {
-  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
+  if (isAscii(bytes)) return bytes.toString('latin1');
+  if (bytes.length >= transcodeMinBytes && mostlyMultiByte(bytes) && isUtf8(bytes))
+    return transcode(bytes, 'utf8', 'ucs2').toString('ucs2');
+  return bytes.toString('utf8');
 }
 
 /** The shape limits a configuration sets. */

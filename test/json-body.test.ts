@@ -221,6 +221,37 @@ describe('readJsonText', () => {
     expect(parseJsonBody({ text: read, mayHoldForbiddenKey: false })).toEqual({ text: 'caf\u00e9 \u4e2d' });
   });
 
+  it.each([
+    ['Chinese', '委员会审查了该提案并要求提供估算，下周再讨论。'],
+    ['Russian', 'Комитет рассмотрел предложение и попросил оценки. '],
+    ['emoji', '🚀✅🎉 great job 👍 '],
+    ['French', 'Le comité a examiné la proposition détaillée. '],
+  ])('reads 200 KB of %s text as written', async (_language, unit) => {
+    const text = JSON.stringify({ text: unit.repeat(Math.ceil(200_000 / unit.length)) });
+    const bytes = Buffer.from(text);
+    const { text: read } = await readJsonText(Readable.from([bytes]), {
+      limitBytes: 10_000_000,
+      shape: limits,
+      contentLength: bytes.length,
+    });
+    expect(read).toBe(text);
+  });
+
+  it('reads a large body that is not valid UTF-8 with the replacement characters V8 gives it', async () => {
+    const bytes = Buffer.concat([
+      Buffer.from(`{"text":"${'中文'.repeat(30_000)}`),
+      Buffer.from([0xe4, 0xb8, 0xff, 0xc3]),
+      Buffer.from(`${'中文'.repeat(30_000)}"}`),
+    ]);
+    const { text: read } = await readJsonText(Readable.from([bytes]), {
+      limitBytes: 10_000_000,
+      shape: limits,
+      contentLength: bytes.length,
+    });
+    expect(read).toBe(new TextDecoder().decode(bytes));
+    expect(read).toContain('\uFFFD');
+  });
+
   it('refuses a body over the limit, a length that does not match, and a shape past the limits', async () => {
     const refusal = async (body: string, options: { limitBytes?: number; contentLength?: number } = {}) =>
       readJsonText(Readable.from([Buffer.from(body)]), {

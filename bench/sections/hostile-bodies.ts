@@ -242,6 +242,19 @@ export const hostileCases: HostileCase[] = [
     },
   },
   {
+    label: 'chat: 10,000 messages of 3 KB in Chinese',
+    path: '/v1/chat/completions',
+    body: () => {
+      const text = '委员会审查了该提案并要求提供估算，下周再讨论。'.repeat(80).slice(0, 1_000);
+      return JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: Array.from({ length: 9_999 }, (_unused, index) =>
+          index % 2 === 0 ? user(`${index} ${text}`) : { role: 'assistant', content: `${index} ${text}` },
+        ).concat([user('last')]),
+      });
+    },
+  },
+  {
     label: 'chat: 5,000 messages of 3 KB',
     path: '/v1/chat/completions',
     body: () => {
