@@ -178,6 +178,15 @@ export const defaultRequestLimits: RequestLimits = {
   maxToolCalls: 20_000,
 };
 
+/** The refusal of a request of more messages than one request may hold (server.max_messages). */
+export function tooManyMessages(count: number, maxMessages: number): GatewayError {
+  return new GatewayError(
+    'invalid_request',
+    `Invalid 'messages': array too long. Expected an array with at most ${maxMessages} messages, but got ${count}.`,
+    { param: 'messages' },
+  );
+}
+
 /** Refuses a body with more messages or content parts than the limits, before anything else looks at it. */
 function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
   if (Array.isArray(body.stop) && body.stop.length > maxStopSequences)
@@ -188,13 +197,7 @@ function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
     );
   const messages = body.messages;
   if (!Array.isArray(messages)) return;
-  if (messages.length > limits.maxMessages) {
-    throw new GatewayError(
-      'invalid_request',
-      `Invalid 'messages': array too long. Expected an array with at most ${limits.maxMessages} messages, but got ${messages.length}.`,
-      { param: 'messages' },
-    );
-  }
+  if (messages.length > limits.maxMessages) throw tooManyMessages(messages.length, limits.maxMessages);
   let parts = 0;
   let calls = 0;
   for (const message of messages) {

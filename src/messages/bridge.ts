@@ -5,6 +5,7 @@
 // they came while the engine left the message unchanged (thinking signatures, cache_control and
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
 import { createHash } from 'node:crypto';
+import { tooManyMessages } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
 import { madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
@@ -180,9 +181,29 @@ function userMessages(content: unknown, blocks: Json[], { param, native, dropped
   return messages;
 }
 
+/**
+ * How many chat messages a Messages request's messages become: each tool_result block one, and the rest
+ * of a user message one more; counted before any is made, so that a request of 150,000 tool results is
+ * refused for what it is without building them.
+ */
+function chatMessageCount(messages: readonly unknown[]): number {
+  let count = 0;
+  for (const message of messages) {
+    const content = (message as { content?: unknown } | null)?.content;
+    if (!Array.isArray(content)) {
+      count++;
+      continue;
+    }
+    let results = 0;
+    for (const block of content) if ((block as { type?: unknown } | null)?.type === 'tool_result') results++;
+    count += results + (results < content.length ? 1 : 0);
+  }
+  return count;
+}
+
 export function bridgeMessagesRequest(
   body: unknown,
-  options: { native: boolean; requireMaxTokens: boolean },
+  options: { native: boolean; requireMaxTokens: boolean; maxMessages?: number },
 ): BridgedMessages {
   const { native } = options;
   if (!isObject(body)) throw invalid('Request body must be a JSON object.', 'body');
@@ -193,6 +214,10 @@ export function bridgeMessagesRequest(
   if (maxTokens !== undefined && (!Number.isInteger(maxTokens) || (maxTokens as number) < 1))
     throw invalid('max_tokens: Input should be a positive integer', 'max_tokens');
   if (!Array.isArray(body.messages)) throw invalid('messages: Field required', 'messages');
+  if (options.maxMessages !== undefined) {
+    const count = chatMessageCount(body.messages);
+    if (count > options.maxMessages) throw tooManyMessages(count, options.maxMessages);
+  }
   if (body.stream !== undefined && typeof body.stream !== 'boolean')
     throw invalid('stream: Input should be a valid boolean', 'stream');
   const dropped = new Set<string>();

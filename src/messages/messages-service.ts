@@ -75,7 +75,11 @@ export function createMessagesService(deps: {
     const model = (input.body as { model?: unknown } | null)?.model;
     const native =
       typeof model === 'string' && model !== '' && config.routing.upstreamFor(model).kind === 'anthropic';
-    return bridgeMessagesRequest(input.body, { native, requireMaxTokens });
+    return bridgeMessagesRequest(input.body, {
+      native,
+      requireMaxTokens,
+      maxMessages: config.server.max_messages,
+    });
   }
 
   /** The chat input: an Anthropic key (x-api-key) reaches a Chat Completions upstream as a bearer token. */

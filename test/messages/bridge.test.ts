@@ -221,6 +221,53 @@ describe('a Messages request the bridge refuses', () => {
   });
 });
 
+describe('the chat messages a Messages request becomes, counted before any is made', () => {
+  const body = {
+    model: 'm',
+    max_tokens: 10,
+    messages: [
+      { role: 'user', content: 'go' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 't1', name: 'w', input: {} },
+          { type: 'tool_use', id: 't2', name: 'w', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 't1', content: 'a' },
+          { type: 'tool_result', tool_use_id: 't2', content: 'b' },
+          { type: 'text', text: 'and?' },
+        ],
+      },
+    ],
+  };
+
+  it('is each tool result one message and the rest of a user message one more: 5 here', () => {
+    const { chatBody } = bridgeMessagesRequest(body, {
+      native: false,
+      requireMaxTokens: true,
+      maxMessages: 5,
+    });
+    expect((chatBody.messages as unknown[]).length).toBe(5);
+  });
+
+  it('refuses one more than the limit, with the count, as chat completions words it', () => {
+    let error: unknown;
+    try {
+      bridgeMessagesRequest(body, { native: false, requireMaxTokens: true, maxMessages: 4 });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isGatewayError(error) ? [error.status, error.message] : error).toEqual([
+      400,
+      "Invalid 'messages': array too long. Expected an array with at most 4 messages, but got 5.",
+    ]);
+  });
+});
+
 describe('endUserId', () => {
   it.each([
     ['a short id as it is', 'u-1', 'u-1'],
