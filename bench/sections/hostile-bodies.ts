@@ -152,6 +152,27 @@ function messagesToolUses(
   });
 }
 
+/** `count` alternating user and assistant messages of `text`, each numbered, then a last user message. */
+function conversationOf(count: number, text: string): string {
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: Array.from({ length: count - 1 }, (_unused, index) =>
+      index % 2 === 0 ? user(`${index} ${text}`) : { role: 'assistant', content: `${index} ${text}` },
+    ).concat([user('last')]),
+  });
+}
+
+/** One user message of `count` parts (chat) or blocks (Messages), and the request's other fields. */
+function oneMessageOf(count: number, part: (index: number) => unknown, fields: object = {}): string {
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    ...fields,
+    messages: [{ role: 'user', content: Array.from({ length: count }, (_unused, index) => part(index)) }],
+  });
+}
+
+const englishText = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
+
 export const hostileCases: HostileCase[] = [
   {
     label: 'responses: 9,990 function calls + outputs',
@@ -231,41 +252,18 @@ export const hostileCases: HostileCase[] = [
   {
     label: 'chat: 10,000 messages of 3 KB',
     path: '/v1/chat/completions',
-    body: () => {
-      const text = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
-      return JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: Array.from({ length: 9_999 }, (_unused, index) =>
-          index % 2 === 0 ? user(`${index} ${text}`) : { role: 'assistant', content: `${index} ${text}` },
-        ).concat([user('last')]),
-      });
-    },
+    body: () => conversationOf(10_000, englishText),
   },
   {
     label: 'chat: 10,000 messages of 3 KB in Chinese',
     path: '/v1/chat/completions',
-    body: () => {
-      const text = '委员会审查了该提案并要求提供估算，下周再讨论。'.repeat(80).slice(0, 1_000);
-      return JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: Array.from({ length: 9_999 }, (_unused, index) =>
-          index % 2 === 0 ? user(`${index} ${text}`) : { role: 'assistant', content: `${index} ${text}` },
-        ).concat([user('last')]),
-      });
-    },
+    body: () =>
+      conversationOf(10_000, '委员会审查了该提案并要求提供估算，下周再讨论。'.repeat(80).slice(0, 1_000)),
   },
   {
     label: 'chat: 5,000 messages of 3 KB',
     path: '/v1/chat/completions',
-    body: () => {
-      const text = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
-      return JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: Array.from({ length: 4_999 }, (_unused, index) =>
-          index % 2 === 0 ? user(`${index} ${text}`) : { role: 'assistant', content: `${index} ${text}` },
-        ).concat([user('last')]),
-      });
-    },
+    body: () => conversationOf(5_000, englishText),
   },
   {
     label: 'chat: one 30 MB image (data URL)',
@@ -287,19 +285,7 @@ export const hostileCases: HostileCase[] = [
   {
     label: 'chat: 20,000 content parts',
     path: '/v1/chat/completions',
-    body: () =>
-      JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: [
-          {
-            role: 'user',
-            content: Array.from({ length: 20_000 }, (_unused, index) => ({
-              type: 'text',
-              text: `p${index}`,
-            })),
-          },
-        ],
-      }),
+    body: () => oneMessageOf(20_000, (index) => ({ type: 'text', text: `p${index}` })),
   },
   {
     label: 'chat: 1 KB tool schema, 22 levels each typed twice',
@@ -330,18 +316,8 @@ export const hostileCases: HostileCase[] = [
     label: 'messages: 150,000 tool results in one message',
     path: '/v1/messages',
     body: () =>
-      JSON.stringify({
-        model: 'gpt-4o-mini',
+      oneMessageOf(150_000, (index) => ({ type: 'tool_result', tool_use_id: `t${index}` }), {
         max_tokens: 16,
-        messages: [
-          {
-            role: 'user',
-            content: Array.from({ length: 150_000 }, (_unused, index) => ({
-              type: 'tool_result',
-              tool_use_id: `t${index}`,
-            })),
-          },
-        ],
       }),
   },
   {
@@ -373,20 +349,7 @@ export const hostileCases: HostileCase[] = [
   {
     label: 'messages: 40,000 text blocks',
     path: '/v1/messages',
-    body: () =>
-      JSON.stringify({
-        model: 'gpt-4o-mini',
-        max_tokens: 16,
-        messages: [
-          {
-            role: 'user',
-            content: Array.from({ length: 40_000 }, (_unused, index) => ({
-              type: 'text',
-              text: `p${index}`,
-            })),
-          },
-        ],
-      }),
+    body: () => oneMessageOf(40_000, (index) => ({ type: 'text', text: `p${index}` }), { max_tokens: 16 }),
   },
 ];
 
