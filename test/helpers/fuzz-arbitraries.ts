@@ -415,38 +415,28 @@ const request = (method: string, targets: fc.Arbitrary<string>, bodies?: fc.Arbi
     body: bodies === undefined ? fc.constant(undefined) : bodies,
   }) as fc.Arbitrary<FuzzRequest>;
 
+/** A POST to an API's route: as often a valid body as a random one of its kind, now and then broken JSON. */
+const apiRequest = (target: string, valid: fc.Arbitrary<unknown>, random: fc.Arbitrary<unknown>) =>
+  request(
+    'POST',
+    fc.constant(target),
+    fc.oneof(
+      { weight: 3, arbitrary: asText(valid) },
+      { weight: 3, arbitrary: asText(random) },
+      { weight: 1, arbitrary: brokenJson },
+    ),
+  );
+
 /** A request target with a body of its kind (now and then another kind's, or broken). */
 export const fuzzRequest: fc.Arbitrary<FuzzRequest> = fc.oneof(
   { weight: 6, arbitrary: request('POST', fc.constant('/v1/chat/completions'), body) },
   { weight: 1, arbitrary: request('POST', fc.constant('/v1/context/render'), body) },
-  {
-    weight: 4,
-    arbitrary: request(
-      'POST',
-      fc.constant('/v1/responses'),
-      fc.oneof(
-        { weight: 3, arbitrary: asText(validResponsesBody) },
-        { weight: 3, arbitrary: asText(responsesBody) },
-        { weight: 1, arbitrary: brokenJson },
-      ),
-    ),
-  },
+  { weight: 4, arbitrary: apiRequest('/v1/responses', validResponsesBody, responsesBody) },
   {
     weight: 1,
     arbitrary: request('POST', fc.constant('/v1/responses/input_tokens'), asText(responsesBody)),
   },
-  {
-    weight: 4,
-    arbitrary: request(
-      'POST',
-      fc.constant('/v1/messages'),
-      fc.oneof(
-        { weight: 3, arbitrary: asText(validMessagesBody) },
-        { weight: 3, arbitrary: asText(messagesBody) },
-        { weight: 1, arbitrary: brokenJson },
-      ),
-    ),
-  },
+  { weight: 4, arbitrary: apiRequest('/v1/messages', validMessagesBody, messagesBody) },
   {
     weight: 1,
     arbitrary: request('POST', fc.constant('/v1/messages/count_tokens'), asText(messagesBody)),
