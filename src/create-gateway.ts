@@ -94,6 +94,7 @@ export function createGateway(options: {
         firstByteMs: config.timeouts.upstream_first_byte_ms,
         idleMs: config.timeouts.upstream_idle_ms,
       },
+      maxAnswerBytes: config.server.max_upstream_answer_bytes,
     }),
   );
   const tokenizers = createTiktokenTokenizers();

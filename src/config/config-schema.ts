@@ -48,6 +48,15 @@ export const serverSectionSchema = z.strictObject({
    * parsing allocates for, however small each one is.
    */
   max_json_containers: z.number().int().positive().max(5_000_000).default(250_000),
+  /**
+   * Most bytes of an upstream answer read whole (a non-streaming answer, an error body): past them the
+   * answer is given up (502 upstream_bad_response), not buffered without end.
+   */
+  max_upstream_answer_bytes: z
+    .number()
+    .int()
+    .positive()
+    .default(256 * 1024 * 1024),
 });
 
 export const timeoutsSectionSchema = z.strictObject({

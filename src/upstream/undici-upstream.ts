@@ -13,6 +13,8 @@ export interface UpstreamTimeouts {
 
 export interface CreateUndiciUpstreamOptions {
   timeouts: UpstreamTimeouts;
+  /** Most bytes `readAll` collects (server.max_upstream_answer_bytes); unbounded when not given. */
+  maxAnswerBytes?: number;
 }
 
 export function isAbortError(error: unknown): boolean {
@@ -50,7 +52,18 @@ export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unk
   }
 }
 
-export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions): Upstream {
+/** An answer past the bytes the gateway reads whole. */
+function answerTooLarge(maxBytes: number): GatewayError {
+  return new GatewayError(
+    'upstream_bad_response',
+    `The upstream's answer was larger than ${maxBytes} bytes (server.max_upstream_answer_bytes).`,
+  );
+}
+
+export function createUndiciUpstream({
+  timeouts,
+  maxAnswerBytes = Number.POSITIVE_INFINITY,
+}: CreateUndiciUpstreamOptions): Upstream {
   const pools = new Map<string, { pool: Pool; pathPrefix: string }>();
 
   function poolFor(upstream: UpstreamConfig): { pool: Pool; pathPrefix: string } {
@@ -107,10 +120,18 @@ export function createUndiciUpstream({ timeouts }: CreateUndiciUpstreamOptions):
           // Collected by hand: cheaper per request than undici's body mixins for small JSON answers.
           return new Promise<Buffer>((resolve, reject) => {
             const chunks: Buffer[] = takePeeked();
+            let size = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
             const finish = (): void =>
               resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
             if (ended) return finish();
-            body.on('data', (chunk: Buffer) => chunks.push(chunk));
+            body.on('data', (chunk: Buffer) => {
+              size += chunk.length;
+              if (size <= maxAnswerBytes) chunks.push(chunk);
+              else {
+                body.destroy();
+                reject(answerTooLarge(maxAnswerBytes));
+              }
+            });
             body.once('end', finish);
             body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
             body.resume();

@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       max_content_parts: 20_000,
       max_tool_calls: 20_000,
       max_json_containers: 250_000,
+      max_upstream_answer_bytes: 268_435_456,
     });
     expect(config.responses).toEqual({ default_truncation: 'auto', unbridgeable: 'drop', memory_mb: 64 });
     expect(config.passthrough).toEqual({ provider_state_endpoints: [] });
