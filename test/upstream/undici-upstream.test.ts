@@ -1,6 +1,7 @@
 // The undici adapter (docs/operations.md): real HTTP on loopback to a scripted server. The base URL's
 // path is kept; bodies are read whole, chunk by chunk or peeked and then replayed; transport failures
-// become the gateway's codes — nothing listening, no first byte in time, a body that stalls.
+// become the gateway's codes — nothing listening, no first byte in time, a body that stalls, a body
+// larger than it reads whole.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventEmitter } from 'node:events';
@@ -21,6 +22,12 @@ const handlers: Record<string, (response: ServerResponse) => void> = {
     setImmediate(() => response.end('data: two\n\ndata: [DONE]\n\n'));
   },
   '/v1/silent': () => undefined,
+  // 64 KB in 1 KB writes: an answer that arrives in many pieces.
+  '/v1/large': (response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    for (let piece = 0; piece < 64; piece++) response.write('x'.repeat(1_024));
+    response.end();
+  },
   '/v1/stall': (response) => {
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     response.write('data: one\n\n');
@@ -69,6 +76,20 @@ async function codeOf(action: () => Promise<unknown>): Promise<string | undefine
 }
 
 describe('the undici upstream', () => {
+  it('reads a whole body up to maxAnswerBytes, and gives up one larger', async () => {
+    const capped = (maxAnswerBytes: number) =>
+      createUndiciUpstream({ timeouts, maxAnswerBytes }).send({
+        upstream: upstreamAt(baseUrl),
+        method: 'GET',
+        path: '/large',
+        headers: {},
+        signal: new EventEmitter(),
+      });
+    expect((await (await capped(65_536)).readAll()).length).toBe(65_536);
+    const over = await capped(65_535);
+    expect(await codeOf(() => over.readAll())).toBe('upstream_bad_response');
+  });
+
   it('sends below the base URL’s path and reads a whole body', async () => {
     const response = await send('/whole');
     expect(response.statusCode).toBe(200);
