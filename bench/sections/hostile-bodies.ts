@@ -255,6 +255,12 @@ export const hostileCases: HostileCase[] = [
     body: () => conversationOf(10_000, englishText),
   },
   {
+    label: 'chat: 10,000 messages of 3 KB, window 999,999,999',
+    path: '/v1/chat/completions',
+    body: () => conversationOf(10_000, englishText),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
     label: 'chat: 10,000 messages of 3 KB in Chinese',
     path: '/v1/chat/completions',
     body: () =>
