@@ -3,7 +3,7 @@
 // body is a clear 400 and never a crash, a polluted prototype, a blown stack or seconds of CPU. The limits are checked on the bytes as they
 // arrive (JsonShapeScanner), before JSON.parse builds anything: a body nested eight million deep is
 // refused at its 65th byte.
-import { isAscii, isUtf8, transcode } from 'node:buffer';
+import * as nodeBuffer from 'node:buffer';
 import type { Readable } from 'node:stream';
 import secureJson from 'secure-json-parse';
 import { GatewayError } from './errors.js';
@@ -211,6 +211,9 @@ export function readJsonText(
   });
 }
 
+/** ICU's transcoder: Node has it when built with ICU (official builds and Debian's are). */
+const icuTranscode = (nodeBuffer as Partial<typeof nodeBuffer>).transcode;
+
 /** Below this, a body is decoded the plain way: either decoder takes microseconds. */
 const transcodeMinBytes = 64 * 1024;
 /** Bytes of 0x80 and over, in a sample of the body, from which ICU's transcoder decodes faster. */
@@ -240,9 +243,14 @@ function mostlyMultiByte(bytes: Buffer): boolean {
  * whose replacement characters the client's text gets either way.
  */
 function decodeUtf8(bytes: Buffer): string {
-  if (isAscii(bytes)) return bytes.toString('latin1');
-  if (bytes.length >= transcodeMinBytes && mostlyMultiByte(bytes) && isUtf8(bytes))
-    return transcode(bytes, 'utf8', 'ucs2').toString('ucs2');
+  if (nodeBuffer.isAscii(bytes)) return bytes.toString('latin1');
+  if (
+    bytes.length >= transcodeMinBytes &&
+    icuTranscode !== undefined &&
+    mostlyMultiByte(bytes) &&
+    nodeBuffer.isUtf8(bytes)
+  )
+    return icuTranscode(bytes, 'utf8', 'ucs2').toString('ucs2');
   return bytes.toString('utf8');
 }
 
