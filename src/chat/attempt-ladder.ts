@@ -54,6 +54,8 @@ export interface ChatAttempt extends SendAttempt {
   fallback: string | undefined;
   /** The recall tool is offered (docs/budgeting.md#recall): its calls are the gateway's to answer. */
   recall: boolean;
+  /** How the prompt was counted: `sampled` for a body over 4 MB (an estimate that teaches no ratio). */
+  precision: CountPrecision;
 }
 
 export interface AttemptLadder {
@@ -202,6 +204,7 @@ export function createAttemptLadder(input: {
       target: choice.target,
       fallback,
       recall,
+      precision: input.precision,
     };
   };
 

@@ -152,8 +152,10 @@ export function createUpstreamLessons(deps: {
         formulaEstimate >= minJudgedPromptTokens &&
         promptTokens < formulaEstimate * (learned.ratio ?? 1) * truncationShare;
       // A cut prompt, or one counted only past the provider's prompt cache (Ollama 0.30's was), says
-      // nothing about how the provider counts: nothing is learned from it.
-      const plain = guessed.parts === 0 && !cut;
+      // nothing about how the provider counts: nothing is learned from it. Nor from a prompt the gateway
+      // counted from samples (a body over 4 MB): its estimate is off by more than the 2% an exactly
+      // counted model learns from, and one such request would bend every later count.
+      const plain = guessed.parts === 0 && !cut && attempt.precision === 'exact';
       if (plain && toolSet !== undefined) {
         // What the upstream counts for the tool set: its usage less the messages' estimate — learned
         // only from requests whose messages carry no tool calls or results, whose own estimate would

@@ -174,6 +174,21 @@ describe('a successful answer', () => {
     else expect(learned).toBeCloseTo(ratio, 1);
   });
 
+  it.each(['small-model', 'exact-model'])(
+    '%s learns no ratio from a prompt counted from samples (a body over 4 MB)',
+    (model) => {
+      const { ladder, learnedLimits } = ladderFor({ ...chat(3), model } as ChatCompletionRequest, {
+        precision: 'sampled',
+      });
+      const { lessons } = lessonsFor(learnedLimits);
+      const estimated = ladder.first.prepared.report.inputTokens;
+      for (let sample = 0; sample < 5; sample++) lessons.usage(Math.round(estimated * 1.25), ladder.first);
+      expect(learnedLimits.get('default', model, 'tenant-a').ratio).toBeUndefined();
+      // What went through is still learned: the window holds at least that much.
+      expect(learnedLimits.list().length).toBeGreaterThan(0);
+    },
+  );
+
   it('an estimated model learns its ratio from a first prompt of a few hundred tokens', () => {
     const { ladder, learnedLimits } = ladderFor(chat(2));
     const { lessons } = lessonsFor(learnedLimits);

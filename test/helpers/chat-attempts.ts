@@ -37,7 +37,12 @@ const settings = { windowTtlMs: 86_400_000, reprobeAfterMs: 3_600_000 };
 
 export function ladderFor(
   request: ChatCompletionRequest,
-  options: { noTruncation?: boolean; rawBody?: Buffer; fieldFixes?: FieldFixes } = {},
+  options: {
+    noTruncation?: boolean;
+    rawBody?: Buffer;
+    fieldFixes?: FieldFixes;
+    precision?: 'exact' | 'sampled';
+  } = {},
 ) {
   const learnedLimits = createMemoryLearnedLimits({ settings, maxEntries: 100 });
   const planner = createContextPlanner({ config: attemptsConfig, tokenizers, learnedLimits });
@@ -50,7 +55,7 @@ export function ladderFor(
     session: undefined,
     target: attemptsConfig.defaultUpstream,
     fieldFixes: options.fieldFixes ?? createFieldFixes({ maxEntries: 10 }),
-    precision: 'exact',
+    precision: options.precision ?? 'exact',
     rawBody: options.rawBody,
     tenant: 'tenant-a',
   });
