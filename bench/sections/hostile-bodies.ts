@@ -4,11 +4,9 @@
 // (all of its threads: the garbage collector's too), once to warm up and then BENCH_HOSTILE_ROUNDS times
 // (median and highest printed). Printed with the status it got: an accepted body (2xx) should stay
 // under 200 ms of CPU, a refused one should be refused before it costs much. Figures only.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
+import { writeConfigFile } from '../../test/helpers/start-gateway.js';
 import { gatewayCommand, median, processCpuUs, tsx } from '../lib/load.js';
 
 interface HostileCase {
@@ -363,7 +361,6 @@ export async function hostileBodiesSection(): Promise<void> {
   const rounds = Number(process.env.BENCH_HOSTILE_ROUNDS ?? '5');
   const only = process.env.BENCH_HOSTILE_ONLY;
   const servers: ServerProcess[] = [];
-  const configDirectory = mkdtempSync(join(tmpdir(), 'ctxgate-hostile-'));
   try {
     // A provider with a window no body here reaches: what is measured is the gateway's own work.
     const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
@@ -375,9 +372,7 @@ export async function hostileBodiesSection(): Promise<void> {
       FAKE_WINDOW: '100000000',
     });
     servers.push(anthropic);
-    const configPath = join(configDirectory, 'ctxgate.yaml');
-    writeFileSync(
-      configPath,
+    const configPath = writeConfigFile(
       [
         'upstreams:',
         '  - name: anthropic',
@@ -449,6 +444,5 @@ export async function hostileBodiesSection(): Promise<void> {
     await pool.close();
   } finally {
     for (const server of servers.reverse()) await server.stop();
-    rmSync(configDirectory, { recursive: true, force: true });
   }
 }

@@ -119,44 +119,6 @@ describe('upstream answers that are not what they claim', () => {
   });
 });
 
-describe('upstream answers larger than the gateway reads (server.max_upstream_answer_bytes)', () => {
-  let fake: FakeUpstream;
-  let harness: GatewayHarness;
-  beforeAll(async () => {
-    fake = new FakeUpstream();
-    harness = await startGateway({
-      env: { UPSTREAM_BASE_URL: await fake.start() },
-      configYaml: 'server:\n  max_upstream_answer_bytes: 100000\n',
-    });
-  });
-  afterAll(async () => {
-    await harness.close();
-    await fake.stop();
-  });
-
-  it('answers 502 upstream_bad_response to an answer past the limit, and relays one within it', async () => {
-    // Words, not one repeated letter: the fake counts the answer's tokens with js-tiktoken, whose encoder
-    // takes minutes over 200,000 of one letter.
-    fake.enqueue({ content: 'long '.repeat(40_000) }, { content: 'short '.repeat(8_000) });
-    const over = await post(harness, chat('a long answer'));
-    expect(over.status).toBe(502);
-    expect(errorOf(over.text)).toMatchObject({ code: 'upstream_bad_response' });
-    expect(errorOf(over.text).message).toMatch(/100000 bytes/);
-    const within = await post(harness, chat('a shorter one'));
-    expect(within.status).toBe(200);
-    expect(JSON.parse(within.text).choices[0].message.content).toBe('short '.repeat(8_000));
-  });
-
-  it('answers 502 upstream_bad_response to an error body past the limit, without retrying it', async () => {
-    const before = fake.chatRequests.length;
-    fake.enqueue({ status: 400, body: JSON.stringify({ error: { message: 'bad '.repeat(50_000) } }) });
-    const response = await post(harness, chat('a bad one'));
-    expect(response.status).toBe(502);
-    expect(errorOf(response.text)).toMatchObject({ code: 'upstream_bad_response' });
-    expect(fake.chatRequests.length).toBe(before + 1);
-  });
-});
-
 describe('early refusals reach the client', () => {
   let harness: GatewayHarness;
   let port: number;
@@ -228,6 +190,7 @@ describe('early refusals reach the client', () => {
   });
 });
 
+// Also an answer larger than the gateway reads whole (server.max_upstream_answer_bytes).
 describe('what a client sends', () => {
   let fake: FakeUpstream;
   let harness: GatewayHarness;
@@ -235,7 +198,7 @@ describe('what a client sends', () => {
     fake = new FakeUpstream();
     harness = await startGateway({
       env: { UPSTREAM_BASE_URL: await fake.start() },
-      configYaml: 'sessions:\n  max_active_messages: 100\n',
+      configYaml: 'sessions:\n  max_active_messages: 100\nserver:\n  max_upstream_answer_bytes: 100000\n',
     });
   });
   afterAll(async () => {
@@ -357,6 +320,28 @@ describe('what a client sends', () => {
     expect(body.error.type).toBe('invalid_request_error');
     expect(body.error.message).toMatch(/at most 10000 messages/);
     expect(fake.chatRequests.length).toBe(before);
+  });
+
+  it('answers 502 upstream_bad_response to an answer past the limit, and relays one within it', async () => {
+    // Words, not one repeated letter: the fake counts the answer's tokens with js-tiktoken, whose encoder
+    // takes minutes over 200,000 of one letter.
+    fake.enqueue({ content: 'long '.repeat(40_000) }, { content: 'short '.repeat(8_000) });
+    const over = await post(harness, chat('a long answer'));
+    expect(over.status).toBe(502);
+    expect(errorOf(over.text)).toMatchObject({ code: 'upstream_bad_response' });
+    expect(errorOf(over.text).message).toMatch(/100000 bytes/);
+    const within = await post(harness, chat('a shorter one'));
+    expect(within.status).toBe(200);
+    expect(JSON.parse(within.text).choices[0].message.content).toBe('short '.repeat(8_000));
+  });
+
+  it('answers 502 upstream_bad_response to an error body past the limit, without retrying it', async () => {
+    const before = fake.chatRequests.length;
+    fake.enqueue({ status: 400, body: JSON.stringify({ error: { message: 'bad '.repeat(50_000) } }) });
+    const response = await post(harness, chat('a bad one'));
+    expect(response.status).toBe(502);
+    expect(errorOf(response.text)).toMatchObject({ code: 'upstream_bad_response' });
+    expect(fake.chatRequests.length).toBe(before + 1);
   });
 
   it('refuses more messages or content parts than one request may hold, before any work', async () => {
