@@ -7,6 +7,7 @@
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { writeConfigFile } from '../../test/helpers/start-gateway.js';
+import { benchConversation } from '../lib/bodies.js';
 import { gatewayCommand, median, processCpuUs, tsx } from '../lib/load.js';
 
 interface HostileCase {
@@ -256,6 +257,13 @@ export const hostileCases: HostileCase[] = [
     label: 'chat: 10,000 messages of 3 KB, window 999,999,999',
     path: '/v1/chat/completions',
     body: () => conversationOf(10_000, englishText),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
+    // Messages of 2 KB are counted exactly, not from samples: varied words, as a real conversation's.
+    label: 'chat: 10,000 messages of 2 KB of varied words, window 999,999,999',
+    path: '/v1/chat/completions',
+    body: () => JSON.stringify({ model: 'gpt-4o-mini', messages: benchConversation(10_000, 2_000) }),
     headers: { 'x-context-window': '999999999' },
   },
   {

@@ -1,10 +1,17 @@
 // Token accounting against truth computed independently (test/fixtures/token-corpus: the cookbook
 // method with js-tiktoken's reference encoder). Images: image-tokens.test.ts.
 import { readFileSync } from 'node:fs';
+import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
-import { countPromptTokens, guessedParts } from '../../src/context/token-accounting.js';
-import type { ContextMessage } from '../../src/context/types.js';
+import {
+  countedCharsLimit,
+  countNewestWithin,
+  countPromptTokens,
+  guessedParts,
+} from '../../src/context/token-accounting.js';
+import type { ContextMessage, Tokenizer } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { prose, seeded } from '../helpers/text.js';
 
 interface CorpusEntry {
   id: string;
@@ -86,5 +93,73 @@ describe('guessedParts: what the provider sizes its own way', () => {
     ],
   ])('%s', (_name, messages, expected) => {
     expect(guessedParts(messages)).toEqual(expected);
+  });
+});
+
+describe('countNewestWithin: a conversation too large to count whole (a body over 4 MB)', () => {
+  // Messages of 2,000 characters, prose and identifiers by turns, 3.2 million characters in all; the
+  // truth is js-tiktoken's reference encoder with the cookbook's framing (3 tokens a message, and its role).
+  const reference = getEncoding('o200k_base');
+  const random = seeded(41);
+  const identifiers = (chars: number): string => {
+    let text = '';
+    while (text.length < chars)
+      text += `item_${Math.floor(random() * 1e6).toString(36)}.value = ${Math.floor(random() * 1e5)}; `;
+    return text.slice(0, chars);
+  };
+  const messages: ContextMessage[] = [
+    { role: 'system', content: 'You are a careful assistant.' },
+    { role: 'user', content: prose(40, 1) },
+    ...Array.from({ length: 1_600 }, (_unused, index): ContextMessage => {
+      const content = index % 2 === 0 ? prose(400, index).slice(0, 2_000) : identifiers(2_000);
+      return { role: index % 2 === 0 ? 'assistant' : 'user', content };
+    }),
+  ];
+  const truth = messages.map(
+    (message) => 3 + reference.encode(message.role).length + reference.encode(String(message.content)).length,
+  );
+  /** The gateway's tokenizer for such bodies, with the characters of texts (not roles: over 64 characters) it was given tallied. */
+  const spied = (): { tokenizer: Tokenizer; chars: () => number } => {
+    const tokenizer = tokenizers.forEncoding('o200k_base', 'sampled');
+    let chars = 0;
+    return {
+      tokenizer: {
+        encoding: tokenizer.encoding,
+        count: (text) => {
+          if (text.length > 64) chars += text.length;
+          return tokenizer.count(text);
+        },
+        truncate: (text, maxTokens, keep) => tokenizer.truncate(text, maxTokens, keep),
+      },
+      chars: () => chars,
+    };
+  };
+  const sum = (counts: readonly number[], from = 0, to = counts.length) =>
+    counts.slice(from, to).reduce((total, count) => total + count, 0);
+
+  it('counts the newest characters up to its limit one by one, and what may be sent before them at their ratio', () => {
+    const { tokenizer, chars } = spied();
+    // A window that holds it all (a model of millions of tokens, or a client's X-Context-Window).
+    const counts = countNewestWithin(messages, tokenizer, 1e9);
+    expect(chars()).toBeLessThanOrEqual(countedCharsLimit + 3 * 2_000);
+    expect(Math.abs(sum(counts) - sum(truth)) / sum(truth)).toBeLessThan(0.03);
+    // The older third, estimated at the ratio: as close in sum as the counted part.
+    const older = Math.floor(messages.length / 3);
+    expect(Math.abs(sum(counts, 2, older) - sum(truth, 2, older)) / sum(truth, 2, older)).toBeLessThan(0.03);
+    // The first turn is counted whatever its place.
+    expect(counts.slice(0, 2)).toEqual(truth.slice(0, 2));
+  });
+
+  it('estimates by length, four characters a token, what cannot be sent: older than twice the window holds', () => {
+    const { tokenizer, chars } = spied();
+    const counts = countNewestWithin(messages, tokenizer, 20_000);
+    expect(chars()).toBeLessThan(200_000);
+    // Past the first turn (its user message and the answer) and the newest 20,000 tokens, each
+    // message is its framing and a quarter of its role's and its text's characters.
+    for (const index of [3, 4, 800]) {
+      const { role, content } = messages[index] as ContextMessage;
+      expect(counts[index]).toBe(3 + Math.ceil(role.length / 4) + Math.ceil(String(content).length / 4));
+    }
+    expect(counts.at(-1)).toBe(truth.at(-1));
   });
 });
