@@ -24,7 +24,7 @@ import { createResponsesService, type ResponsesService } from './responses/respo
 import { createMessagesService, type MessagesService } from './messages/messages-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { tokenizerFor } from './context/plan-send.js';
-import { countMessageTokens } from './context/token-accounting.js';
+import { countMessageTokens, countNewestWithin } from './context/token-accounting.js';
 import type { ContextMessage } from './context/types.js';
 import type { Upstream } from './upstream/upstream.js';
 
@@ -154,8 +154,14 @@ export function createServices(parts: ServiceParts): GatewayServices {
           ttlSeconds: config.sessions.ttl_seconds,
           maxBytes: config.responses.memory_mb * 1024 * 1024,
         }),
-      countTokens: (model, messages) => {
-        const tokenizer = tokenizerFor(config, tokenizers, model);
+      countTokens: (model, messages, precision) => {
+        const tokenizer = tokenizerFor(config, tokenizers, model, precision);
+        // A body over 4 MB: counted within a bounded CPU time, as its prompt was (docs/budgeting.md).
+        if (precision === 'sampled')
+          return countNewestWithin(messages as ContextMessage[], tokenizer, Infinity).reduce(
+            (a, b) => a + b,
+            0,
+          );
         let tokens = 0;
         for (const message of messages) tokens += countMessageTokens(message as ContextMessage, tokenizer);
         return tokens;

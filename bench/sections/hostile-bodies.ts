@@ -267,6 +267,30 @@ export const hostileCases: HostileCase[] = [
     headers: { 'x-context-window': '999999999' },
   },
   {
+    label: 'chat: one user message, 9,998 answers of 2 KB after it (one turn)',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: benchConversation(9_999, 2_000).map((message, index) =>
+          Object.assign(message, { role: index === 0 ? 'user' : 'assistant' }),
+        ),
+      }),
+  },
+  {
+    label: 'responses: 9,999 input messages of 2 KB, window 999,999,999',
+    path: '/v1/responses',
+    body: () => JSON.stringify({ model: 'gpt-4o-mini', input: benchConversation(9_999, 2_000) }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
+    label: 'messages: 9,999 messages of 2 KB, window 999,999,999',
+    path: '/v1/messages',
+    body: () =>
+      JSON.stringify({ model: 'gpt-4o-mini', max_tokens: 16, messages: benchConversation(9_999, 2_000) }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
     label: 'chat: 10,000 messages of 3 KB in Chinese',
     path: '/v1/chat/completions',
     body: () =>

@@ -73,6 +73,11 @@ export interface ChatInput {
   body: unknown;
   /** The body's text, when the edge kept it: an unchanged conversation is forwarded as these bytes. */
   rawBody: Buffer | undefined;
+  /**
+   * Bytes of the body the client sent (its Responses or Messages body when bridged, which has no
+   * `rawBody`): a body over 4 MB is counted from samples (docs/budgeting.md).
+   */
+  bodyBytes: number;
   overrides: RequestOverrides;
   credential: Credential;
   /** Forwarded upstream (less hop-by-hop and the gateway's own headers). */
@@ -217,7 +222,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       historyMode: input.overrides.historyMode,
       incoming: chatRequest.messages as ContextMessage[],
       retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
-      tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, countPrecisionFor(input.rawBody)),
+      tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, countPrecisionFor(input.bodyBytes)),
       summaries,
     };
   }
@@ -548,7 +553,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       overrides: input.overrides,
       session,
       target,
-      precision: countPrecisionFor(input.rawBody),
+      precision: countPrecisionFor(input.bodyBytes),
       rawBody,
       knownBytes: session?.knownBytes.bind(session),
       tenant: input.credential.tenantId,

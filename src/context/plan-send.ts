@@ -82,8 +82,8 @@ export function tokenizerFor(
  */
 export const sampledCountingBodyChars = 4 * 1024 * 1024;
 
-export function countPrecisionFor(rawBody: Buffer | undefined): CountPrecision {
-  return rawBody !== undefined && rawBody.length > sampledCountingBodyChars ? 'sampled' : 'exact';
+export function countPrecisionFor(bodyBytes: number): CountPrecision {
+  return bodyBytes > sampledCountingBodyChars ? 'sampled' : 'exact';
 }
 
 export function planSend(input: {

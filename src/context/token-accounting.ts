@@ -360,11 +360,13 @@ export const countedCharsLimit = 2_000_000;
 
 /**
  * Counts of a conversation too large to count whole within a bounded CPU time (a body of tens of
- * megabytes): its first turn and its newest messages, until they hold more than `limitTokens`, are
- * counted with `tokenizer` — the newest `countedCharsLimit` characters of them one by one, any older
- * ones at the ratio those gave; every message between is estimated from its length, four characters a
- * token. Those cannot be sent — the counted newest ones already fill the window — so their estimate
- * only ever says how much was left out.
+ * megabytes), with `tokenizer` as far as it can be sent: its leading messages up to the first user
+ * message, then its newest messages until they hold more than `limitTokens`, then the rest of its first
+ * turn, newest first (it is the current turn when the conversation has one user message). Of the texts
+ * in them, the first `countedCharsLimit` characters are counted, the rest estimated at the ratio those
+ * gave. Every message between is estimated from its length, four characters a token: those cannot be
+ * sent — the counted newest ones already fill the window — so their estimate only ever says how much was
+ * left out.
  */
 export function countNewestWithin(
   messages: readonly ContextMessage[],
@@ -372,44 +374,44 @@ export function countNewestWithin(
   limitTokens: number,
 ): number[] {
   const counts = new Array<number>(messages.length);
-  let firstTurnEnd = messages.findIndex((message) => message.role === 'user');
-  if (firstTurnEnd !== -1) {
-    const next = messages.findIndex((message, index) => index > firstTurnEnd && message.role === 'user');
-    firstTurnEnd = next === -1 ? messages.length : next;
-  } else firstTurnEnd = messages.length;
-  const tally = { chars: 0, tokens: 0 };
-  const tallied: Tokenizer = {
-    encoding: tokenizer.encoding,
-    count(text) {
-      const tokens = tokenizer.count(text);
-      tally.chars += text.length;
-      tally.tokens += tokens;
-      return tokens;
-    },
-    truncate: (text, maxTokens, keep) => tokenizer.truncate(text, maxTokens, keep),
-  };
-  let counter = tallied;
+  const firstUser = messages.findIndex((message) => message.role === 'user');
+  let firstTurnEnd = messages.length;
+  if (firstUser !== -1) {
+    const next = messages.findIndex((message, index) => index > firstUser && message.role === 'user');
+    if (next !== -1) firstTurnEnd = next;
+  }
+  const bounded = boundedTokenizer(tokenizer);
+  const count = (index: number) => countMessageTokens(messages[index] as ContextMessage, bounded);
+  const anchorEnd = firstUser === -1 ? 0 : firstUser + 1;
+  for (let index = 0; index < anchorEnd; index++) counts[index] = count(index);
   let counted = 0;
   let index = messages.length - 1;
   for (; index >= firstTurnEnd && counted <= limitTokens; index--) {
-    const tokens = countMessageTokens(messages[index] as ContextMessage, counter);
-    counts[index] = tokens;
-    counted += tokens;
-    if (counter === tallied && tally.chars >= countedCharsLimit)
-      counter = atRatio(tally.tokens / tally.chars, tokenizer);
+    counts[index] = count(index);
+    counted += counts[index] as number;
   }
   for (; index >= firstTurnEnd; index--)
     counts[index] = countMessageTokens(messages[index] as ContextMessage, byLength);
-  for (index = Math.min(firstTurnEnd, messages.length) - 1; index >= 0; index--)
-    counts[index] = countMessageTokens(messages[index] as ContextMessage, tokenizer);
+  for (index = firstTurnEnd - 1; index >= anchorEnd; index--) counts[index] = count(index);
   return counts;
 }
 
-/** Texts estimated at `ratio` tokens a character; short ones (names, roles, ids) counted by `tokenizer`. */
-function atRatio(ratio: number, tokenizer: Tokenizer): Tokenizer {
+/**
+ * `tokenizer` until it was given countedCharsLimit characters; past them, texts over 64 characters at
+ * the ratio it found (shorter ones — roles, names, ids — still counted).
+ */
+function boundedTokenizer(tokenizer: Tokenizer): Tokenizer {
+  let chars = 0;
+  let tokens = 0;
   return {
     encoding: tokenizer.encoding,
-    count: (text) => (text.length <= 64 ? tokenizer.count(text) : Math.ceil(text.length * ratio)),
+    count(text) {
+      if (chars >= countedCharsLimit && text.length > 64) return Math.ceil((text.length * tokens) / chars);
+      const counted = tokenizer.count(text);
+      chars += text.length;
+      tokens += counted;
+      return counted;
+    },
     truncate: (text, maxTokens, keep) => tokenizer.truncate(text, maxTokens, keep),
   };
 }

@@ -21,6 +21,7 @@ export function chatInput(request: FastifyRequest): ChatInput {
   return {
     body: request.body,
     rawBody: request.gateway.rawBody,
+    bodyBytes: request.gateway.rawBody?.length ?? 0,
     overrides: parseRequestOverrides(request.headers),
     credential: request.gateway.credential ?? noCredential,
     clientHeaders: request.headers,

@@ -9,6 +9,8 @@
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import { findModelEntry } from '../context/context-settings.js';
+import { countPrecisionFor } from '../context/plan-send.js';
+import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
@@ -53,8 +55,15 @@ export function createResponsesService(deps: {
   chat: ChatService;
   store: ResponseStore;
   config: GatewayConfig;
-  /** Tokens of chat messages as the model counts them: each stored response keeps its own. */
-  countTokens: (model: string, messages: ReadonlyArray<Record<string, unknown>>) => number;
+  /**
+   * Tokens of chat messages as the model counts them: each stored response keeps its own (from samples
+   * when the request's body was over 4 MB, as its prompt was counted).
+   */
+  countTokens: (
+    model: string,
+    messages: ReadonlyArray<Record<string, unknown>>,
+    precision: CountPrecision,
+  ) => number;
 }): ResponsesService {
   const { chat, store, config } = deps;
   const bridgeOptions = {
@@ -240,7 +249,7 @@ export function createResponsesService(deps: {
           previous === undefined ? [] : [previous.id, ...chain.previousLinks].slice(0, ancestorLinks),
         messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
         messages,
-        tokens: deps.countTokens(meta.model, messages),
+        tokens: deps.countTokens(meta.model, messages, countPrecisionFor(input.bodyBytes)),
         inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
         response,
       });

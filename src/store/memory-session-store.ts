@@ -3,6 +3,7 @@
 // sessions expire after the idle TTL (swept in the background, and on access), and past `maxBytes`
 // the least recently used idle sessions are evicted.
 import { randomUUID } from 'node:crypto';
+import { jsonChars } from './json-chars.js';
 import {
   emptySnapshot,
   spillCount,
@@ -58,7 +59,7 @@ function keepReport(session: MemorySession, report: SessionRequestReport): void 
 }
 
 function messageBytes(stored: StoredMessage): number {
-  return JSON.stringify(stored.message).length * 2 + messageOverheadBytes;
+  return jsonChars(stored.message) * 2 + messageOverheadBytes;
 }
 
 export function createMemorySessionStore({
@@ -297,8 +298,8 @@ export function createMemorySessionStore({
       session.active.push(...input.append.map((stored) => structuredClone(stored)));
       for (const stored of input.append) added += messageBytes(stored);
       if (input.systemPrompt !== undefined) {
-        added += JSON.stringify(input.systemPrompt).length * 2;
-        if (session.systemPrompt !== undefined) added -= JSON.stringify(session.systemPrompt).length * 2;
+        added += jsonChars(input.systemPrompt) * 2;
+        if (session.systemPrompt !== undefined) added -= jsonChars(session.systemPrompt) * 2;
       }
       resize(session, session.bytes + added);
       const spilled = spillCount(

@@ -8,6 +8,7 @@
 // first).
 import { GatewayError } from '../errors.js';
 import type { RedisConnection } from './redis-client.js';
+import { jsonChars } from './json-chars.js';
 
 /** Ids of the nearest earlier responses a record keeps: a chain is read this many links per round trip. */
 export const ancestorLinks = 64;
@@ -154,7 +155,7 @@ export function createMemoryResponseStore(options: {
       const key = keyOf(record.tenantId, record.id);
       remove(key);
       // Two bytes a character: what the strings of a record take in memory, about.
-      const size = 2 * JSON.stringify(record).length;
+      const size = 2 * jsonChars(record);
       if (size > maxBytes) return;
       records.set(key, { record, expiresAtMs: now() + options.ttlSeconds * 1000, bytes: size });
       for (const itemId of itemsOf(record).keys())

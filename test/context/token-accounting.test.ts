@@ -162,4 +162,27 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
     }
     expect(counts.at(-1)).toBe(truth.at(-1));
   });
+
+  it('bounds the first turn too: one user message and thousands of steps after it, all of them the first turn', () => {
+    const { tokenizer, chars } = spied();
+    const oneTurn = messages.map((message, index) =>
+      index < 2 ? message : Object.assign({}, message, { role: 'assistant' }),
+    );
+    const counts = countNewestWithin(oneTurn, tokenizer, 2 * 128_000);
+    expect(chars()).toBeLessThanOrEqual(countedCharsLimit + 3 * 2_000);
+    // Newest first: what can be sent is what was counted.
+    expect(counts.slice(-100)).toEqual(
+      oneTurn.slice(-100).map((message) => 3 + 1 + reference.encode(String(message.content)).length),
+    );
+    expect(Math.abs(sum(counts) - sum(truth)) / sum(truth)).toBeLessThan(0.03);
+  });
+
+  it('bounds one message of thousands of text parts as it bounds thousands of messages', () => {
+    const { tokenizer, chars } = spied();
+    const parts = messages.slice(2).map((message) => ({ type: 'text', text: String(message.content) }));
+    const counts = countNewestWithin([{ role: 'user', content: parts }], tokenizer, 2 * 128_000);
+    expect(chars()).toBeLessThanOrEqual(countedCharsLimit + 2_000);
+    const exact = parts.reduce((total, part) => total + reference.encode(part.text).length, 0);
+    expect(Math.abs((counts[0] as number) - exact) / exact).toBeLessThan(0.03);
+  });
 });

@@ -93,6 +93,7 @@ function request(body: Record<string, unknown>) {
   return {
     body,
     rawBody: undefined,
+    bodyBytes: Buffer.byteLength(JSON.stringify(body)),
     overrides: noOverrides,
     credential,
     clientHeaders: {},
@@ -191,6 +192,33 @@ describe('reading a chain', () => {
 });
 
 describe('storing', () => {
+  it.each<[string, number, string]>([
+    ['a body of a few bytes', 200, 'exact'],
+    ['a body over 4 MB', 5 * 1024 * 1024, 'sampled'],
+  ])(
+    "counts a stored response's tokens as its prompt was counted: %s",
+    async (_name, bodyBytes, expected) => {
+      const precisions: string[] = [];
+      const chat = answeringChat();
+      const service = createResponsesService({
+        chat,
+        store: createMemoryResponseStore({ ttlSeconds: 3_600 }),
+        config,
+        countTokens: (_model, _messages, precision) => {
+          precisions.push(precision);
+          return 40;
+        },
+      });
+      await service.create(
+        Object.assign(request({ model: 'small-model', input: 'x' }), { bodyBytes }),
+        client(),
+      );
+      expect(precisions).toEqual([expected]);
+      // The chat engine is told the client's body size: it counts the prompt the same way.
+      expect(chat.asked[0]?.bodyBytes).toBe(bodyBytes);
+    },
+  );
+
   it('refuses store: true while the store cannot take a write, before the provider is asked', async () => {
     const memory = createMemoryResponseStore({ ttlSeconds: 3_600 });
     const down: ResponseStore = { ...memory, available: () => false };
