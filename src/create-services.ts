@@ -24,7 +24,7 @@ import { createResponsesService, type ResponsesService } from './responses/respo
 import { createMessagesService, type MessagesService } from './messages/messages-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { tokenizerFor } from './context/plan-send.js';
-import { countMessageTokens, countNewestWithin } from './context/token-accounting.js';
+import { countBounded, countMessageTokens } from './context/token-accounting.js';
 import type { ContextMessage } from './context/types.js';
 import type { Upstream } from './upstream/upstream.js';
 
@@ -158,8 +158,8 @@ export function createServices(parts: ServiceParts): GatewayServices {
         const tokenizer = tokenizerFor(config, tokenizers, model, precision);
         // A body over 4 MB: counted within a bounded CPU time, as its prompt was (docs/budgeting.md).
         if (precision === 'sampled')
-          return countNewestWithin(messages as ContextMessage[], tokenizer, Infinity).reduce(
-            (a, b) => a + b,
+          return countBounded(messages as ContextMessage[], tokenizer).reduce(
+            (sum, tokens) => sum + tokens,
             0,
           );
         let tokens = 0;

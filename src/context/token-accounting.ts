@@ -397,6 +397,15 @@ export function countNewestWithin(
 }
 
 /**
+ * Counts of messages that all may be sent, from a body over 4 MB (a session's new messages, a stored
+ * response's): the first countedCharsLimit characters of their texts counted, the rest at the ratio
+ * those gave (see countNewestWithin).
+ */
+export function countBounded(messages: readonly ContextMessage[], tokenizer: Tokenizer): number[] {
+  return countNewestWithin(messages, tokenizer, Infinity);
+}
+
+/**
  * `tokenizer` until it was given countedCharsLimit characters; past them, texts over 64 characters at
  * the ratio it found (shorter ones — roles, names, ids — still counted).
  */

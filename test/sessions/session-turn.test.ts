@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
 import { summaryMessage } from '../../src/context/summary.js';
+import { countedCharsLimit } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
@@ -338,5 +339,57 @@ describe('the system prompt a request sends again', () => {
       admin.disconnect();
       await redis.stop();
     }
+  });
+});
+
+describe('new messages of a body over 4 MB', () => {
+  // 1,200 new messages of 2,000 characters: 2.4 million characters, more than a request over 4 MB has
+  // counted one by one (countedCharsLimit); the rest is estimated at the ratio the counted ones gave.
+  const incoming = Array.from({ length: 1_200 }, (_unused, index) =>
+    index % 2 === 0
+      ? user(`${index} ${'ledger orbit harbor '.repeat(100)}`)
+      : assistant(`${index} ${'cinder pilot '.repeat(154)}`),
+  );
+  const spiedWords = () => {
+    const tally = { chars: 0 };
+    return {
+      tally,
+      tokenizer: {
+        encoding: words.encoding,
+        count: (text: string) => {
+          if (text.length > 64) tally.chars += text.length;
+          return words.count(text);
+        },
+        truncate: words.truncate,
+      },
+    };
+  };
+  const viewWith = async (precision: 'sampled' | undefined) => {
+    const store = createMemorySessionStore({
+      limits: { maxActiveMessages: 4_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+    });
+    const { tally, tokenizer } = spiedWords();
+    const view = await previewSessionTurn({
+      store,
+      key: { tenantId: 't-large', sessionId: randomUUID() },
+      historyMode: 'delta',
+      incoming,
+      tokenizer,
+      ...(precision === undefined ? {} : { precision }),
+    });
+    await store.close();
+    return { view, chars: tally.chars };
+  };
+
+  it('counts them within a bounded CPU time when sampled, and every one when exact', async () => {
+    const total = incoming.reduce((sum, message) => sum + String(message.content).length, 0);
+    const sampled = await viewWith('sampled');
+    const exact = await viewWith(undefined);
+    expect(sampled.chars).toBeLessThanOrEqual(countedCharsLimit + 2_100);
+    expect(exact.chars).toBe(total);
+    const sum = (counts: readonly number[]) => counts.reduce((a, b) => a + b, 0);
+    expect(sampled.view.conversationTokens).toHaveLength(incoming.length);
+    const error = Math.abs(sum(sampled.view.conversationTokens) - sum(exact.view.conversationTokens));
+    expect(error / sum(exact.view.conversationTokens)).toBeLessThan(0.03);
   });
 });
