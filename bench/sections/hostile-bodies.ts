@@ -3,7 +3,9 @@
 // (pass-through mode, no Redis) in front of the fake provider, its CPU read from /proc before and after
 // (all of its threads: the garbage collector's too), once to warm up and then BENCH_HOSTILE_ROUNDS times
 // (median and highest printed). Printed with the status it got: an accepted body (2xx) should stay
-// under 200 ms of CPU, a refused one should be refused before it costs much. Figures only.
+// under 200 ms of CPU, a refused one should be refused before it costs much. Then the largest accepted
+// chat bodies through the logging floor proxy (parse, re-serialize, forward, one access log line): what
+// reading and forwarding such a body costs any proxy. Figures only.
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { writeConfigFile } from '../../test/helpers/start-gateway.js';
@@ -389,6 +391,62 @@ export const hostileCases: HostileCase[] = [
   },
 ];
 
+/** The chat bodies the floor proxy is given too: the largest accepted ones. */
+const floorCases = [
+  'chat: 10,000 messages of 3 KB',
+  'chat: 10,000 messages of 2 KB of varied words, window 999,999,999',
+];
+
+interface Measured {
+  samples: number[];
+  status: number;
+  code: string;
+  message: string;
+}
+
+/** CPU of process `pid` for `hostile`, sent once to warm up and then `rounds` times. */
+async function measure(pool: Pool, pid: number, hostile: HostileCase, rounds: number): Promise<Measured> {
+  const body = hostile.body();
+  const measured: Measured = { samples: [], status: 0, code: '', message: '' };
+  for (let round = -1; round < rounds; round++) {
+    const before = processCpuUs(pid);
+    const response = await pool.request({
+      method: 'POST',
+      path: hostile.path,
+      headers: {
+        'content-type': 'application/json',
+        authorization: 'Bearer sk-bench',
+        ...hostile.headers,
+      },
+      body,
+    });
+    const text = await response.body.text();
+    // Let the request's log line and garbage collection land in this request's count.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (round >= 0) measured.samples.push((processCpuUs(pid) - before) / 1000);
+    measured.status = response.statusCode;
+    const error =
+      measured.status >= 400
+        ? (JSON.parse(text) as { error?: { code?: string; type?: string; message?: string } }).error
+        : undefined;
+    // A Messages error has its type where a chat error has its code.
+    measured.code = String(error?.code ?? error?.type ?? '');
+    measured.message = String(error?.message ?? '').slice(0, 100);
+  }
+  return measured;
+}
+
+function printRow(hostile: HostileCase, { samples, status, code, message }: Measured): void {
+  const size = (Buffer.byteLength(hostile.body()) / 1024 / 1024).toFixed(1);
+  const cpu = median(samples);
+  const highest = Math.max(...samples);
+  const flag = status < 300 && cpu > 200 ? '  <-- over 200 ms' : '';
+  console.log(
+    `${hostile.label.padEnd(52)} ${size.padStart(5)} MB  ${String(status)} ${code.padEnd(22)} ${cpu.toFixed(0).padStart(6)} ms (highest ${highest.toFixed(0)})${flag}`,
+  );
+  if (process.env.BENCH_HOSTILE_VERBOSE !== undefined && message !== '') console.log(`    ${message}`);
+}
+
 export async function hostileBodiesSection(): Promise<void> {
   const rounds = Number(process.env.BENCH_HOSTILE_ROUNDS ?? '5');
   const only = process.env.BENCH_HOSTILE_ONLY;
@@ -434,46 +492,27 @@ export async function hostileBodiesSection(): Promise<void> {
     );
     for (const hostile of hostileCases) {
       if (only !== undefined && !hostile.label.includes(only)) continue;
-      const body = hostile.body();
-      const samples: number[] = [];
-      let status = 0;
-      let code = '';
-      let message = '';
-      for (let round = -1; round < rounds; round++) {
-        const before = processCpuUs(pid);
-        const response = await pool.request({
-          method: 'POST',
-          path: hostile.path,
-          headers: {
-            'content-type': 'application/json',
-            authorization: 'Bearer sk-bench',
-            ...hostile.headers,
-          },
-          body,
-        });
-        const text = await response.body.text();
-        // Let the request's log line and garbage collection land in this request's count.
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        if (round >= 0) samples.push((processCpuUs(pid) - before) / 1000);
-        status = response.statusCode;
-        const error =
-          status >= 400
-            ? (JSON.parse(text) as { error?: { code?: string; type?: string; message?: string } }).error
-            : undefined;
-        // A Messages error has its type where a chat error has its code.
-        code = String(error?.code ?? error?.type ?? '');
-        message = String(error?.message ?? '').slice(0, 100);
-      }
-      const size = (Buffer.byteLength(body) / 1024 / 1024).toFixed(1);
-      const cpu = median(samples);
-      const highest = Math.max(...samples);
-      const flag = status < 300 && cpu > 200 ? '  <-- over 200 ms' : '';
-      console.log(
-        `${hostile.label.padEnd(52)} ${size.padStart(5)} MB  ${String(status)} ${code.padEnd(22)} ${cpu.toFixed(0).padStart(6)} ms (highest ${highest.toFixed(0)})${flag}`,
-      );
-      if (process.env.BENCH_HOSTILE_VERBOSE !== undefined && message !== '') console.log(`    ${message}`);
+      printRow(hostile, await measure(pool, pid, hostile, rounds));
     }
     await pool.close();
+    // What parsing, re-serializing and forwarding alone cost (bench/servers/floor-proxy.ts, with its
+    // access log line): the largest accepted bodies cost any proxy that reads them about this much.
+    const floor = await startServerProcess([...tsx, 'bench/servers/floor-proxy.ts'], {
+      UPSTREAM_BASE_URL: fake.url,
+      FLOOR_LOG: '1',
+    });
+    servers.push(floor);
+    const floorPool = new Pool(new URL(floor.url).origin, {
+      connections: 1,
+      bodyTimeout: 600_000,
+      headersTimeout: 600_000,
+    });
+    for (const hostile of hostileCases.filter((entry) => floorCases.includes(entry.label))) {
+      if (only !== undefined && !hostile.label.includes(only)) continue;
+      const measured = await measure(floorPool, floor.child.pid as number, hostile, rounds);
+      printRow({ ...hostile, label: `floor proxy, ${hostile.label}` }, measured);
+    }
+    await floorPool.close();
   } finally {
     for (const server of servers.reverse()) await server.stop();
   }
