@@ -279,19 +279,20 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
   if (available <= 0) return undefined;
   const textCap = Math.max(64, Math.floor(available / 2));
 
-  // Each message's block, counted once; a unit (a turn, or a step) starts at its first message.
+  // Each message's block, counted once; a unit (a turn, or a step) starts at its first message. Blocks
+  // past the room are never sent: a range of thousands of messages costs what fits, not what it holds.
   const blocks: Array<{ text: string; tokens: number; startsUnit: boolean }> = [];
+  let blockTokens = 0;
   for (const [index, message] of input.messages.entries()) {
+    if (blockTokens > available) break;
     const cap =
       message.role === 'tool'
         ? Math.min(textCap, steps ? stepToolResultCapTokens(input.window) : toolResultCapTokens)
         : textCap;
     const text = transcriptBlock(message, cap, tokenizer);
-    blocks.push({
-      text,
-      tokens: text === '' ? 0 : tokenizer.count(text) + 1,
-      startsUnit: index > 0 && message.role === (steps ? 'assistant' : 'user'),
-    });
+    const tokens = text === '' ? 0 : tokenizer.count(text) + 1;
+    blockTokens += tokens;
+    blocks.push({ text, tokens, startsUnit: index > 0 && message.role === (steps ? 'assistant' : 'user') });
   }
   /** How many messages, whole units oldest first, fit in `room` by their blocks' counts. */
   const coveredWithin = (room: number): number => {

@@ -211,6 +211,36 @@ describe('buildSummaryRequest', () => {
     expect(countPromptTokens(request?.messages as never, undefined) + 300).toBeLessThanOrEqual(window - 100);
   });
 
+  it('reads no further into a range of thousands of messages than its window holds', () => {
+    // 4,000 turns of about 140 tokens: a session's backlog after a 20 MB request, on an 8k summarizer.
+    const messages = conversation(4_000, 60);
+    let chars = 0;
+    const counting = {
+      encoding: tokenizer.encoding,
+      count: (text: string) => {
+        chars += text.length;
+        return tokenizer.count(text);
+      },
+      truncate: tokenizer.truncate.bind(tokenizer),
+    };
+    const request = buildSummaryRequest({
+      previousSummary: undefined,
+      messages,
+      tokenizer: counting,
+      window: 8_192,
+      safetyMarginTokens: 400,
+      maxSummaryTokens: 500,
+      policy,
+    });
+    const covered = request?.coveredMessages ?? 0;
+    expect(covered).toBeGreaterThan(20);
+    const coveredChars = messages
+      .slice(0, covered)
+      .reduce((sum, message) => sum + String(message.content).length, 0);
+    // Each covered text is counted a few times (its cap, its block, the transcript): not the range's 4,000 turns.
+    expect(chars).toBeLessThan(8 * coveredChars);
+  });
+
   it('covers what fits of a range far longer than its window, though the whole transcript is counted from samples', () => {
     // A backlog of 1,900 varied messages (prose, numbers, identifiers, German and Japanese words) on a
     // 128k window: the transcript is one text of ~450,000 characters, counted from samples (so its count
