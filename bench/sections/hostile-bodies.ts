@@ -9,6 +9,7 @@
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { writeConfigFile } from '../../test/helpers/start-gateway.js';
+import { seeded } from '../../test/helpers/text.js';
 import { benchConversation } from '../lib/bodies.js';
 import { gatewayCommand, median, processCpuUs, tsx } from '../lib/load.js';
 
@@ -17,6 +18,8 @@ interface HostileCase {
   path: string;
   body: () => string;
   headers?: Record<string, string>;
+  /** A new body every round (its first count is what costs: a body sent again is counted from the cache). */
+  fresh?: boolean;
 }
 
 const user = (content: string) => ({ role: 'user', content });
@@ -172,6 +175,9 @@ function oneMessageOf(count: number, part: (index: number) => unknown, fields: o
   });
 }
 
+/** Draws the uncommon characters: each body it makes is a new one. */
+const uncommonRandom = seeded(5);
+
 const englishText = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
 
 export const hostileCases: HostileCase[] = [
@@ -293,6 +299,27 @@ export const hostileCases: HostileCase[] = [
     headers: { 'x-context-window': '999999999' },
   },
   {
+    // Under 4 MB, so counted exactly, and new each round: runs of uncommon characters are the slowest
+    // text to merge.
+    label: 'chat: 640 messages of 2,000 uncommon Chinese characters, new each time',
+    path: '/v1/chat/completions',
+    fresh: true,
+    body: () => {
+      const random = uncommonRandom;
+      const text = () =>
+        Array.from({ length: 2_000 }, () => String.fromCharCode(0x4e00 + Math.floor(random() * 20_000))).join(
+          '',
+        );
+      return JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: Array.from({ length: 640 }, (_unused, index) => ({
+          role: index % 2 === 0 ? 'user' : 'assistant',
+          content: text(),
+        })),
+      });
+    },
+  },
+  {
     label: 'chat: 10,000 messages of 3 KB in Chinese',
     path: '/v1/chat/completions',
     body: () =>
@@ -406,9 +433,10 @@ interface Measured {
 
 /** CPU of process `pid` for `hostile`, sent once to warm up and then `rounds` times. */
 async function measure(pool: Pool, pid: number, hostile: HostileCase, rounds: number): Promise<Measured> {
-  const body = hostile.body();
+  const same = hostile.fresh === true ? undefined : hostile.body();
   const measured: Measured = { samples: [], status: 0, code: '', message: '' };
   for (let round = -1; round < rounds; round++) {
+    const body = same ?? hostile.body();
     const before = processCpuUs(pid);
     const response = await pool.request({
       method: 'POST',

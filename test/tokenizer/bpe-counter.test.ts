@@ -3,6 +3,7 @@
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
 import { BpeCounter, exactLimitChars } from '../../src/tokenizer/bpe-counter.js';
+import { seeded } from '../helpers/text.js';
 
 const samples = [
   'Hello, world! How are you doing today?',
@@ -55,6 +56,32 @@ describe.each(['o200k_base', 'cl100k_base'] as const)('BpeCounter %s', (encoding
       expect(cut.tokens).toBeLessThanOrEqual(1_000);
       expect(cut.tokens).toBeGreaterThanOrEqual(990);
     }
+  });
+});
+
+describe('long pieces, merged with a heap', () => {
+  // Pieces of 33 to 255 bytes (the counter merges pieces over 32 bytes with a heap, and slices none under
+  // 256): uncommon Chinese characters, base64 words and accented Latin words, against js-tiktoken.
+  const random = seeded(29);
+  const pick = (alphabet: string, length: number) =>
+    Array.from({ length }, () => alphabet[Math.floor(random() * alphabet.length)]).join('');
+  const base64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const texts = Array.from({ length: 60 }, (_unused, index) => {
+    const words = Array.from({ length: 8 }, () => {
+      if (index % 3 === 0)
+        return Array.from({ length: 12 + Math.floor(random() * 73) }, () =>
+          String.fromCharCode(0x4e00 + Math.floor(random() * 20_000)),
+        ).join('');
+      if (index % 3 === 1) return pick(base64, 33 + Math.floor(random() * 200));
+      return pick('aäbcdeéèfghiïjklmnoöpqrsßtuüvwxyz', 20 + Math.floor(random() * 90));
+    });
+    return words.join(' ');
+  });
+
+  it.each(['o200k_base', 'cl100k_base'] as const)('counts them exactly as js-tiktoken (%s)', (encoding) => {
+    const counter = new BpeCounter(encoding);
+    const reference = getEncoding(encoding);
+    for (const text of texts) expect(counter.count(text)).toBe(reference.encode(text, [], []).length);
   });
 });
 
