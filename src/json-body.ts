@@ -7,6 +7,7 @@ import * as nodeBuffer from 'node:buffer';
 import type { Readable } from 'node:stream';
 import secureJson from 'secure-json-parse';
 import { GatewayError } from './errors.js';
+import { multiByteCountingWeight } from './tokenizer/bpe-counter.js';
 
 export const maxJsonDepth = 64;
 
@@ -220,17 +221,31 @@ const transcodeMinBytes = 64 * 1024;
 const transcodeMinHighShare = 0.4;
 
 /**
- * Whether most of `bytes` (sampled every 97th) are parts of multi-byte characters: text in Chinese,
- * Japanese, Korean, Cyrillic, Greek or Hindi, or emoji-heavy.
+ * The share of `bytes` (sampled every 97th) that are parts of multi-byte characters: most of them in
+ * text in Chinese, Japanese, Korean, Cyrillic, Greek or Hindi, or emoji-heavy.
  */
-function mostlyMultiByte(bytes: Buffer): boolean {
+function highByteShare(bytes: Buffer): number {
   let high = 0;
   let seen = 0;
   for (let at = 0; at < bytes.length; at += 97) {
     seen++;
     if ((bytes[at] as number) >= 0x80) high++;
   }
-  return high >= seen * transcodeMinHighShare;
+  return seen === 0 ? 0 : high / seen;
+}
+
+function mostlyMultiByte(bytes: Buffer): boolean {
+  return highByteShare(bytes) >= transcodeMinHighShare;
+}
+
+/**
+ * A body's size as counting weighs it: its bytes, those of multi-byte characters (found in a sample)
+ * weighing multiByteCountingWeight each. Over 4 MB of it, a prompt is counted from samples.
+ */
+export function countingBytesOf(bytes: Buffer | undefined): number {
+  if (bytes === undefined) return 0;
+  const share = bytes.length < 64 * 1024 ? 0 : highByteShare(bytes);
+  return Math.round(bytes.length * (1 + (multiByteCountingWeight - 1) * share));
 }
 
 /**

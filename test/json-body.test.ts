@@ -3,7 +3,7 @@
 // backslashes falling on a cut included), and it refuses a hostile body at the first byte past a limit.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JsonShapeScanner, parseJsonBody, readJsonText } from '../src/json-body.js';
+import { countingBytesOf, JsonShapeScanner, parseJsonBody, readJsonText } from '../src/json-body.js';
 import { Readable } from 'node:stream';
 
 /** Depth and containers of a parsed value, by walking it. */
@@ -267,5 +267,23 @@ describe('readJsonText', () => {
     expect(await refusal('['.repeat(65) + ']'.repeat(65))).toBe('json_too_deep');
     expect(await refusal(`[${'[],'.repeat(100)}[]]`)).toBe('invalid_request');
     expect(await refusal(`[${'[],'.repeat(98)}[]]`)).toBe('read');
+  });
+});
+
+describe('countingBytesOf: a body as counting weighs it', () => {
+  it.each<[string, string, number]>([
+    ['a small body, whatever it holds', JSON.stringify({ text: '会議'.repeat(1_000) }), 1],
+    ['a large ASCII body', JSON.stringify({ text: 'plain words '.repeat(20_000) }), 1],
+    // Three bytes a character, each weighing four: about four times its size.
+    ['a large body of Chinese', JSON.stringify({ text: '会議では提案を検討した'.repeat(10_000) }), 4],
+  ])('%s', (_name, text, times) => {
+    const bytes = Buffer.from(text);
+    const weighed = countingBytesOf(bytes);
+    if (times === 1) expect(weighed).toBe(bytes.length);
+    else expect(Math.abs(weighed / bytes.length - times)).toBeLessThan(0.05);
+  });
+
+  it('is 0 without a body', () => {
+    expect(countingBytesOf(undefined)).toBe(0);
   });
 });

@@ -74,10 +74,11 @@ export interface ChatInput {
   /** The body's text, when the edge kept it: an unchanged conversation is forwarded as these bytes. */
   rawBody: Buffer | undefined;
   /**
-   * Bytes of the body the client sent (its Responses or Messages body when bridged, which has no
-   * `rawBody`): a body over 4 MB is counted from samples (docs/budgeting.md).
+   * The body the client sent (its Responses or Messages body when bridged, which has no `rawBody`) in
+   * the bytes counting weighs (json-body.ts countingBytesOf): over 4 MB it is counted from samples
+   * (docs/budgeting.md).
    */
-  bodyBytes: number;
+  countingBytes: number;
   overrides: RequestOverrides;
   credential: Credential;
   /** Forwarded upstream (less hop-by-hop and the gateway's own headers). */
@@ -222,8 +223,13 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       historyMode: input.overrides.historyMode,
       incoming: chatRequest.messages as ContextMessage[],
       retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
-      tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, countPrecisionFor(input.bodyBytes)),
-      precision: countPrecisionFor(input.bodyBytes),
+      tokenizer: tokenizerFor(
+        config,
+        deps.tokenizers,
+        chatRequest.model,
+        countPrecisionFor(input.countingBytes),
+      ),
+      precision: countPrecisionFor(input.countingBytes),
       summaries,
     };
   }
@@ -554,7 +560,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       overrides: input.overrides,
       session,
       target,
-      precision: countPrecisionFor(input.bodyBytes),
+      precision: countPrecisionFor(input.countingBytes),
       rawBody,
       knownBytes: session?.knownBytes.bind(session),
       tenant: input.credential.tenantId,

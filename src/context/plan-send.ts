@@ -77,13 +77,15 @@ export function tokenizerFor(
 }
 
 /**
- * Bodies larger than this are counted from samples: their text is several times any model's window, so
- * most of it is left out anyway, and counting it exactly would cost the gateway seconds of CPU.
+ * Bodies larger than this, as counting weighs them (json-body.ts countingBytesOf: a multi-byte
+ * character's bytes four times each), are counted from samples: their text is several times most
+ * models' windows, so much of it is left out anyway, and counting it exactly would cost the gateway
+ * seconds of CPU.
  */
 export const sampledCountingBodyChars = 4 * 1024 * 1024;
 
-export function countPrecisionFor(bodyBytes: number): CountPrecision {
-  return bodyBytes > sampledCountingBodyChars ? 'sampled' : 'exact';
+export function countPrecisionFor(countingBytes: number): CountPrecision {
+  return countingBytes > sampledCountingBodyChars ? 'sampled' : 'exact';
 }
 
 export function planSend(input: {

@@ -8,6 +8,7 @@
 // content as nothing.
 import { imageTokens } from './image-tokens.js';
 import type { ContextMessage, Tokenizer } from './types.js';
+import { countingCost } from '../tokenizer/bpe-counter.js';
 
 export const tokensPerMessage = 3;
 export const tokensPerName = 1;
@@ -350,21 +351,22 @@ export function countPromptTokens(
 }
 
 /**
- * Characters of a conversation too large to count whole that are counted message by message: past
- * them, what is left to count is estimated at the ratio of tokens to characters found so far. Counting
- * costs some 14 ms a megabyte of text in messages of up to 2 KB (those are counted exactly), so a model
- * whose window holds tens of megabytes (or a client that says so with X-Context-Window) would otherwise
- * spend seconds of CPU on one request.
+ * How much of a conversation too large to count whole is counted message by message, in characters
+ * of ASCII (countingCost: a multi-byte character weighs its UTF-8 bytes, four times each): past it,
+ * what is left to count is estimated at the ratio of tokens to characters found so far. Counting
+ * costs some 40 ms a million characters of English and 150 ms a megabyte of uncommon Chinese, so a
+ * model whose window holds tens of megabytes (or a client that says so with X-Context-Window) would
+ * otherwise spend seconds of CPU on one request.
  */
-export const countedCharsLimit = 2_000_000;
+export const countedCostLimit = 2_000_000;
 
 /**
  * Counts of a conversation too large to count whole within a bounded CPU time (a body of tens of
  * megabytes), with `tokenizer` as far as it can be sent: its leading messages up to the first user
  * message, then its newest messages until they hold more than `limitTokens`, then the rest of its first
  * turn, newest first (it is the current turn when the conversation has one user message). Of the texts
- * in them, the first `countedCharsLimit` characters are counted, the rest estimated at the ratio those
- * gave. Every message between is estimated from its length, four characters a token: those cannot be
+ * in them, the first `countedCostLimit` (by countingCost) are counted, the rest estimated at the ratio
+ * those gave. Every message between is estimated from its length, four characters a token: those cannot be
  * sent — the counted newest ones already fill the window — so their estimate only ever says how much was
  * left out.
  */
@@ -398,7 +400,7 @@ export function countNewestWithin(
 
 /**
  * Counts of messages that all may be sent, from a body over 4 MB (a session's new messages, a stored
- * response's): the first countedCharsLimit characters of their texts counted, the rest at the ratio
+ * response's): the first countedCostLimit of their text (by countingCost) counted, the rest at the ratio
  * those gave (see countNewestWithin).
  */
 export function countBounded(messages: readonly ContextMessage[], tokenizer: Tokenizer): number[] {
@@ -406,17 +408,19 @@ export function countBounded(messages: readonly ContextMessage[], tokenizer: Tok
 }
 
 /**
- * `tokenizer` until it was given countedCharsLimit characters; past them, texts over 64 characters at
- * the ratio it found (shorter ones — roles, names, ids — still counted).
+ * `tokenizer` until it was given countedCostLimit of text; past it, texts over 64 characters at the
+ * ratio of tokens to characters it found (shorter ones — roles, names, ids — still counted).
  */
 function boundedTokenizer(tokenizer: Tokenizer): Tokenizer {
+  let cost = 0;
   let chars = 0;
   let tokens = 0;
   return {
     encoding: tokenizer.encoding,
     count(text) {
-      if (chars >= countedCharsLimit && text.length > 64) return Math.ceil((text.length * tokens) / chars);
+      if (cost >= countedCostLimit && text.length > 64) return Math.ceil((text.length * tokens) / chars);
       const counted = tokenizer.count(text);
+      cost += countingCost(text);
       chars += text.length;
       tokens += counted;
       return counted;

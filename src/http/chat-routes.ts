@@ -6,6 +6,7 @@ import { noCredential } from '../auth/authenticate.js';
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import type { Forwarder } from '../chat/forward-request.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
+import { countingBytesOf } from '../json-body.js';
 import { clientStreamFor } from './client-stream.js';
 import { applyOutcome, served } from './request-record.js';
 import { parseRequestOverrides } from './request-overrides.js';
@@ -21,7 +22,7 @@ export function chatInput(request: FastifyRequest): ChatInput {
   return {
     body: request.body,
     rawBody: request.gateway.rawBody,
-    bodyBytes: request.gateway.rawBody?.length ?? 0,
+    countingBytes: countingBytesOf(request.gateway.rawBody),
     overrides: parseRequestOverrides(request.headers),
     credential: request.gateway.credential ?? noCredential,
     clientHeaders: request.headers,

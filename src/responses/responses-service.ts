@@ -249,7 +249,7 @@ export function createResponsesService(deps: {
           previous === undefined ? [] : [previous.id, ...chain.previousLinks].slice(0, ancestorLinks),
         messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
         messages,
-        tokens: deps.countTokens(meta.model, messages, countPrecisionFor(input.bodyBytes)),
+        tokens: deps.countTokens(meta.model, messages, countPrecisionFor(input.countingBytes)),
         inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
         response,
       });

@@ -28,6 +28,26 @@ const maxMemoEntries = 200_000;
 /** About ten characters a piece remembered: 4 MB. */
 const maxMemoChars = 2_000_000;
 export const exactLimitChars = 48_000;
+
+/**
+ * What counting a byte of a multi-byte character costs, in bytes of ASCII: a run of uncommon Chinese
+ * characters takes about 150 ms a megabyte to count exactly, English prose about 40
+ * (`npm run bench -- hostile-bodies`). Requests and the counting of large ones are bounded by it.
+ */
+export const multiByteCountingWeight = 4;
+
+/** What counting `text` costs, in characters of ASCII (its UTF-8 bytes, weighed as above). */
+export function countingCost(text: string): number {
+  let cost = text.length;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (code < 0x80) continue;
+    // Two bytes, or half of a four-byte character; else three bytes.
+    const bytes = code < 0x800 || (code >= 0xd800 && code < 0xe000) ? 2 : 3;
+    cost += bytes * multiByteCountingWeight - 1;
+  }
+  return cost;
+}
 const sampleCount = 24;
 const sampleChars = 2_000;
 

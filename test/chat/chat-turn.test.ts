@@ -54,7 +54,7 @@ function input(body: unknown, overrides: Partial<RequestOverrides> = {}): ChatIn
   return {
     body,
     rawBody: Buffer.from(JSON.stringify(body)),
-    bodyBytes: Buffer.byteLength(JSON.stringify(body)),
+    countingBytes: Buffer.byteLength(JSON.stringify(body)),
     overrides: { historyMode: 'auto', ...overrides },
     credential: { mode: 'gateway_key', tenantId: 'tenant-a', mayHoldSessions: true },
     clientHeaders: {},

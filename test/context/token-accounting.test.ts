@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
 import {
-  countedCharsLimit,
+  countedCostLimit,
   countNewestWithin,
   countPromptTokens,
   guessedParts,
@@ -141,7 +141,7 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
     const { tokenizer, chars } = spied();
     // A window that holds it all (a model of millions of tokens, or a client's X-Context-Window).
     const counts = countNewestWithin(messages, tokenizer, 1e9);
-    expect(chars()).toBeLessThanOrEqual(countedCharsLimit + 3 * 2_000);
+    expect(chars()).toBeLessThanOrEqual(countedCostLimit + 3 * 2_000);
     expect(Math.abs(sum(counts) - sum(truth)) / sum(truth)).toBeLessThan(0.03);
     // The older third, estimated at the ratio: as close in sum as the counted part.
     const older = Math.floor(messages.length / 3);
@@ -169,7 +169,7 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
       index < 2 ? message : Object.assign({}, message, { role: 'assistant' }),
     );
     const counts = countNewestWithin(oneTurn, tokenizer, 2 * 128_000);
-    expect(chars()).toBeLessThanOrEqual(countedCharsLimit + 3 * 2_000);
+    expect(chars()).toBeLessThanOrEqual(countedCostLimit + 3 * 2_000);
     // Newest first: what can be sent is what was counted.
     expect(counts.slice(-100)).toEqual(
       oneTurn.slice(-100).map((message) => 3 + 1 + reference.encode(String(message.content)).length),
@@ -181,8 +181,28 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
     const { tokenizer, chars } = spied();
     const parts = messages.slice(2).map((message) => ({ type: 'text', text: String(message.content) }));
     const counts = countNewestWithin([{ role: 'user', content: parts }], tokenizer, 2 * 128_000);
-    expect(chars()).toBeLessThanOrEqual(countedCharsLimit + 2_000);
+    expect(chars()).toBeLessThanOrEqual(countedCostLimit + 2_000);
     const exact = parts.reduce((total, part) => total + reference.encode(part.text).length, 0);
     expect(Math.abs((counts[0] as number) - exact) / exact).toBeLessThan(0.03);
+  });
+
+  it('weighs multi-byte text as its counting costs: a conversation of uncommon Chinese characters is counted less far', () => {
+    const { tokenizer, chars } = spied();
+    // 200 messages of 2,000 characters, a space after every 39 (the reference encoder merges a long run in
+    // quadratic time): 400,000 characters, more than twice what the limit lets be counted.
+    const cjk = Array.from({ length: 200 }, (): ContextMessage => ({
+      role: 'user',
+      content: Array.from({ length: 2_000 }, (_unused, index) =>
+        index % 40 === 39 ? ' ' : String.fromCharCode(0x4e00 + Math.floor(random() * 20_000)),
+      ).join(''),
+    }));
+    const counts = countNewestWithin(cjk, tokenizer, 1e9);
+    // Three bytes a character, each weighing four: twelve characters of ASCII each (a space, one).
+    const text = String(cjk[0]?.content);
+    const weighed = [...text].reduce((total, character) => total + (character === ' ' ? 1 : 12), 0);
+    expect(chars()).toBeLessThanOrEqual((countedCostLimit * text.length) / weighed + 2_000);
+    expect(chars()).toBeLessThan(countedCostLimit / 10);
+    const exact = cjk.reduce((sum, message) => sum + 4 + reference.encode(String(message.content)).length, 0);
+    expect(Math.abs(sum(counts) - exact) / exact).toBeLessThan(0.03);
   });
 });

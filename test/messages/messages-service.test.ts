@@ -68,7 +68,7 @@ const credential = { mode: 'gateway_key' as const, tenantId: 'acme', mayHoldSess
 function input(body: unknown, headers: Record<string, string> = {}): MessagesInput {
   return {
     body,
-    bodyBytes: Buffer.byteLength(JSON.stringify(body)),
+    countingBytes: Buffer.byteLength(JSON.stringify(body)),
     overrides: noOverrides,
     credential,
     clientHeaders: headers,
@@ -113,7 +113,7 @@ describe('the Messages service: create', () => {
     // The bytes the client sent are Anthropic's: never forwarded as the chat body. Their size still
     // decides how exactly the prompt is counted (a body over 4 MB from samples).
     expect(chat.asked[0]?.rawBody).toBeUndefined();
-    expect(chat.asked[0]?.bodyBytes).toBe(
+    expect(chat.asked[0]?.countingBytes).toBe(
       Buffer.byteLength(JSON.stringify(request('gpt-4o-mini', { stop_sequences: ['END'] }))),
     );
   });

@@ -93,7 +93,7 @@ function request(body: Record<string, unknown>) {
   return {
     body,
     rawBody: undefined,
-    bodyBytes: Buffer.byteLength(JSON.stringify(body)),
+    countingBytes: Buffer.byteLength(JSON.stringify(body)),
     overrides: noOverrides,
     credential,
     clientHeaders: {},
@@ -197,7 +197,7 @@ describe('storing', () => {
     ['a body over 4 MB', 5 * 1024 * 1024, 'sampled'],
   ])(
     "counts a stored response's tokens as its prompt was counted: %s",
-    async (_name, bodyBytes, expected) => {
+    async (_name, countingBytes, expected) => {
       const precisions: string[] = [];
       const chat = answeringChat();
       const service = createResponsesService({
@@ -210,12 +210,12 @@ describe('storing', () => {
         },
       });
       await service.create(
-        Object.assign(request({ model: 'small-model', input: 'x' }), { bodyBytes }),
+        Object.assign(request({ model: 'small-model', input: 'x' }), { countingBytes }),
         client(),
       );
       expect(precisions).toEqual([expected]);
       // The chat engine is told the client's body size: it counts the prompt the same way.
-      expect(chat.asked[0]?.bodyBytes).toBe(bodyBytes);
+      expect(chat.asked[0]?.countingBytes).toBe(countingBytes);
     },
   );
 

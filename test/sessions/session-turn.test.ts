@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
 import { summaryMessage } from '../../src/context/summary.js';
-import { countedCharsLimit } from '../../src/context/token-accounting.js';
+import { countedCostLimit } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
@@ -344,7 +344,7 @@ describe('the system prompt a request sends again', () => {
 
 describe('new messages of a body over 4 MB', () => {
   // 1,200 new messages of 2,000 characters: 2.4 million characters, more than a request over 4 MB has
-  // counted one by one (countedCharsLimit); the rest is estimated at the ratio the counted ones gave.
+  // counted one by one (countedCostLimit); the rest is estimated at the ratio the counted ones gave.
   const incoming = Array.from({ length: 1_200 }, (_unused, index) =>
     index % 2 === 0
       ? user(`${index} ${'ledger orbit harbor '.repeat(100)}`)
@@ -385,7 +385,7 @@ describe('new messages of a body over 4 MB', () => {
     const total = incoming.reduce((sum, message) => sum + String(message.content).length, 0);
     const sampled = await viewWith('sampled');
     const exact = await viewWith(undefined);
-    expect(sampled.chars).toBeLessThanOrEqual(countedCharsLimit + 2_100);
+    expect(sampled.chars).toBeLessThanOrEqual(countedCostLimit + 2_100);
     expect(exact.chars).toBe(total);
     const sum = (counts: readonly number[]) => counts.reduce((a, b) => a + b, 0);
     expect(sampled.view.conversationTokens).toHaveLength(incoming.length);

@@ -2,7 +2,12 @@
 // within 1% where it samples ordinary text, and count pathological input without stalling.
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
-import { BpeCounter, exactLimitChars } from '../../src/tokenizer/bpe-counter.js';
+import {
+  BpeCounter,
+  countingCost,
+  exactLimitChars,
+  multiByteCountingWeight,
+} from '../../src/tokenizer/bpe-counter.js';
 import { seeded } from '../helpers/text.js';
 
 const samples = [
@@ -129,4 +134,17 @@ describe('quick estimates for very large requests', () => {
     const exact = reference.encode(prose).length;
     expect(Math.abs(counter.estimateQuickly(prose) - exact) / exact).toBeLessThan(0.1);
   });
+});
+
+describe('countingCost: what counting a text costs, in characters of ASCII', () => {
+  it.each(['plain ASCII text', 'café naïve', '会議では提案を検討した', 'emoji 😀🎉 and ZWJ 👩‍💻', 'Привет'])(
+    '%s weighs its UTF-8 bytes, a multi-byte character’s four times each',
+    (text) => {
+      const expected = [...text].reduce((sum, character) => {
+        const bytes = Buffer.byteLength(character);
+        return sum + (bytes === 1 ? 1 : bytes * multiByteCountingWeight);
+      }, 0);
+      expect(countingCost(text)).toBe(expected);
+    },
+  );
 });
