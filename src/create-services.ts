@@ -24,7 +24,7 @@ import { createResponsesService, type ResponsesService } from './responses/respo
 import { createMessagesService, type MessagesService } from './messages/messages-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { tokenizerFor } from './context/plan-send.js';
-import { countBounded, countMessageTokens } from './context/token-accounting.js';
+import { countMessages } from './context/token-accounting.js';
 import type { ContextMessage } from './context/types.js';
 import type { Upstream } from './upstream/upstream.js';
 
@@ -154,18 +154,13 @@ export function createServices(parts: ServiceParts): GatewayServices {
           ttlSeconds: config.sessions.ttl_seconds,
           maxBytes: config.responses.memory_mb * 1024 * 1024,
         }),
-      countTokens: (model, messages, precision) => {
-        const tokenizer = tokenizerFor(config, tokenizers, model, precision);
-        // A body over 4 MB: counted within a bounded CPU time, as its prompt was (docs/budgeting.md).
-        if (precision === 'sampled')
-          return countBounded(messages as ContextMessage[], tokenizer).reduce(
-            (sum, tokens) => sum + tokens,
-            0,
-          );
-        let tokens = 0;
-        for (const message of messages) tokens += countMessageTokens(message as ContextMessage, tokenizer);
-        return tokens;
-      },
+      // A body over 4 MB: counted within a bounded CPU time, as its prompt was (docs/budgeting.md).
+      countTokens: (model, messages, precision) =>
+        countMessages(
+          messages as ContextMessage[],
+          tokenizerFor(config, tokenizers, model, precision),
+          precision,
+        ).reduce((sum, tokens) => sum + tokens, 0),
     }),
     messages: createMessagesService({ chat, config, upstream }),
   };

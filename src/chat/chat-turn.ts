@@ -217,19 +217,15 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     chatRequest: ChatCompletionRequest,
     key: SessionKey,
   ) {
+    const precision = countPrecisionFor(input.countingBytes);
     return {
       store: deps.sessionStore,
       key,
       historyMode: input.overrides.historyMode,
       incoming: chatRequest.messages as ContextMessage[],
       retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
-      tokenizer: tokenizerFor(
-        config,
-        deps.tokenizers,
-        chatRequest.model,
-        countPrecisionFor(input.countingBytes),
-      ),
-      precision: countPrecisionFor(input.countingBytes),
+      tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, precision),
+      precision,
       summaries,
     };
   }

@@ -9,6 +9,7 @@
 import { imageTokens } from './image-tokens.js';
 import type { ContextMessage, Tokenizer } from './types.js';
 import { countingCost } from '../tokenizer/bpe-counter.js';
+import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 
 export const tokensPerMessage = 3;
 export const tokensPerName = 1;
@@ -366,9 +367,9 @@ export const countedCostLimit = 2_000_000;
  * message, then its newest messages until they hold more than `limitTokens`, then the rest of its first
  * turn, newest first (it is the current turn when the conversation has one user message). Of the texts
  * in them, the first `countedCostLimit` (by countingCost) are counted, the rest estimated at the ratio
- * those gave. Every message between is estimated from its length, four characters a token: those cannot be
- * sent — the counted newest ones already fill the window — so their estimate only ever says how much was
- * left out.
+ * those gave. Every message between is estimated from its length, four characters a token: those
+ * cannot be sent — the counted newest ones already fill the window — so their estimate only ever says
+ * how much was left out.
  */
 export function countNewestWithin(
   messages: readonly ContextMessage[],
@@ -399,12 +400,18 @@ export function countNewestWithin(
 }
 
 /**
- * Counts of messages that all may be sent, from a body over 4 MB (a session's new messages, a stored
- * response's): the first countedCostLimit of their text (by countingCost) counted, the rest at the ratio
- * those gave (see countNewestWithin).
+ * Counts of messages that all may be sent (a session's new messages, a stored response's): each one
+ * exactly, or — from a body over 4 MB (`sampled`) — the first countedCostLimit of their text (by
+ * countingCost) and the rest at the ratio those gave (see countNewestWithin).
  */
-export function countBounded(messages: readonly ContextMessage[], tokenizer: Tokenizer): number[] {
-  return countNewestWithin(messages, tokenizer, Infinity);
+export function countMessages(
+  messages: readonly ContextMessage[],
+  tokenizer: Tokenizer,
+  precision: CountPrecision,
+): number[] {
+  return precision === 'sampled'
+    ? countNewestWithin(messages, tokenizer, Infinity)
+    : messages.map((message) => countMessageTokens(message, tokenizer));
 }
 
 /**

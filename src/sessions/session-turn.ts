@@ -2,7 +2,7 @@
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
-import { countBounded, countMessageTokens } from '../context/token-accounting.js';
+import { countMessages, countMessageTokens } from '../context/token-accounting.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { isSystemRole, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
@@ -228,10 +228,7 @@ function sessionView(
     ...stored,
     ...newMessages,
   ];
-  const newTokens =
-    precision === 'sampled'
-      ? countBounded(newMessages, tokenizer)
-      : newMessages.map((message) => countMessageTokens(message, tokenizer));
+  const newTokens = countMessages(newMessages, tokenizer, precision);
   const conversationTokens = [
     ...(systemPrompt === undefined ? [] : [countMessageTokens(systemPrompt as ContextMessage, tokenizer)]),
     ...snapshot.messages.slice(0, stored.length).map((entry) => entry.tokens),
