@@ -159,8 +159,7 @@ export function createServices(parts: ServiceParts): GatewayServices {
         countMessages(
           messages as ContextMessage[],
           tokenizerFor(config, tokenizers, model, precision),
-          precision,
-        ).reduce((sum, tokens) => sum + tokens, 0),
+        ).tokens.reduce((sum, tokens) => sum + tokens, 0),
     }),
     messages: createMessagesService({ chat, config, upstream }),
   };

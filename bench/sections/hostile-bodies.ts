@@ -178,6 +178,19 @@ function oneMessageOf(count: number, part: (index: number) => unknown, fields: o
 /** Draws the uncommon characters: each body it makes is a new one. */
 const uncommonRandom = seeded(5);
 
+/** A conversation of `count` messages of 2,000 characters drawn from `alphabet`, new each call. */
+function freshConversation(count: number, alphabet: string): string {
+  const text = () =>
+    Array.from({ length: 2_000 }, () => alphabet[Math.floor(uncommonRandom() * alphabet.length)]).join('');
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: Array.from({ length: count }, (_unused, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: text(),
+    })),
+  });
+}
+
 const englishText = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
 
 export const hostileCases: HostileCase[] = [
@@ -318,6 +331,21 @@ export const hostileCases: HostileCase[] = [
         })),
       });
     },
+  },
+  {
+    // Under 4 MB, so counted exactly, and new each round: random base64 and letters without spaces
+    // split into pieces never counted before.
+    label: 'chat: 1,900 messages of 2,000 characters of random base64, new each time',
+    path: '/v1/chat/completions',
+    fresh: true,
+    body: () => freshConversation(1_900, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'),
+  },
+  {
+    label: 'chat: 6,000 messages of 2,000 random letters of both cases, new each time, window 999,999,999',
+    path: '/v1/chat/completions',
+    fresh: true,
+    body: () => freshConversation(6_000, 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'),
+    headers: { 'x-context-window': '999999999' },
   },
   {
     label: 'chat: 10,000 messages of 3 KB in Chinese',

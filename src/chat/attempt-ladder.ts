@@ -54,7 +54,10 @@ export interface ChatAttempt extends SendAttempt {
   fallback: string | undefined;
   /** The recall tool is offered (docs/budgeting.md#recall): its calls are the gateway's to answer. */
   recall: boolean;
-  /** How the prompt was counted: `sampled` for a body over 4 MB (an estimate that teaches no ratio). */
+  /**
+   * How the prompt was counted: `sampled` for a body over 4 MB, or one whose counting reached its bound
+   * (an estimate that teaches no ratio).
+   */
   precision: CountPrecision;
 }
 
@@ -204,7 +207,7 @@ export function createAttemptLadder(input: {
       target: choice.target,
       fallback,
       recall,
-      precision: input.precision,
+      precision: prepared.estimated === true ? 'sampled' : input.precision,
     };
   };
 

@@ -65,6 +65,8 @@ export interface PreparedContext {
   loweredMaxTokens?: number;
   /** The learned ratio the estimate was scaled by (estimated models): the report counts in estimate units. */
   estimateRatio?: number;
+  /** Some of the messages were estimated rather than counted (past the counting bound): nothing is learned from it. */
+  estimated?: true;
 }
 
 export function tokenizerFor(
@@ -128,7 +130,7 @@ export function planSend(input: {
     resolved.policy,
     overrides.omittedBefore ?? 0,
   );
-  const { conversation, messageTokens } = reduced;
+  const { conversation } = reduced;
   const baseSettings: ContextSettings = Object.assign({}, resolved, {
     policy: reduced.policy,
     safetyMarginTokens:
@@ -144,6 +146,17 @@ export function planSend(input: {
   const toolTokens =
     learned.toolTokens === undefined ? undefined : Math.ceil(learned.toolTokens / (ratio ?? 1));
   const tokenizer = input.tokenizers.forEncoding(baseSettings.model.tokenizer, input.precision);
+  // Counted once for every render below, within a bounded CPU time (docs/budgeting.md): a body over
+  // 4 MB only as far as it can be sent (twice the window, to be sure).
+  const counted =
+    reduced.messageTokens === undefined
+      ? countNewestWithin(
+          reduced.conversation,
+          tokenizer,
+          input.precision === 'sampled' ? 2 * windowFor(0) : Number.POSITIVE_INFINITY,
+        )
+      : undefined;
+  const messageTokens = counted?.tokens ?? reduced.messageTokens;
   // With a learned window, when the whole conversation fits but not with the max_tokens asked for,
   // what is left is asked for instead (before the upstream refuses).
   const loweredMaxTokens =
@@ -184,10 +197,10 @@ export function planSend(input: {
     tokenizer,
     window: renderWindowFor(settings.outputReserve),
     reduced,
+    messageTokens,
     toolTokens,
     session,
     attempt,
-    precision: input.precision,
   });
   const {
     outcome,
@@ -206,6 +219,7 @@ export function planSend(input: {
   const maxTokens = leftForAnswer ?? loweredMaxTokens ?? attempt.maxTokens;
   if (maxTokens !== undefined) prepared.loweredMaxTokens = maxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
+  if (counted?.estimated === true || session?.estimatedCounts === true) prepared.estimated = true;
   return prepared;
 }
 
@@ -219,10 +233,10 @@ function renderInputFor(options: {
   toolTokens: number | undefined;
   session: SessionView | undefined;
   attempt: AttemptState;
-  precision: CountPrecision | undefined;
+  messageTokens: readonly number[] | undefined;
 }): RenderInput {
-  const { settings, tokenizer, window, reduced, session, attempt } = options;
-  const { conversation, messageTokens, historyStartHint, omittedBefore } = reduced;
+  const { settings, tokenizer, window, reduced, session, attempt, messageTokens } = options;
+  const { conversation, historyStartHint, omittedBefore } = reduced;
   const render: RenderInput = {
     messages: conversation,
     tools: options.request.tools,
@@ -235,9 +249,6 @@ function renderInputFor(options: {
     policy: settings.policy,
   };
   if (messageTokens !== undefined) render.messageTokens = messageTokens;
-  // A body too large to count whole: only what can be sent is counted (twice the window, to be sure).
-  else if (options.precision === 'sampled')
-    render.messageTokens = countNewestWithin(conversation, tokenizer, 2 * window);
   // A learned tool set size is in the upstream's units; the render counts in estimate units.
   if (options.toolTokens !== undefined) render.toolTokens = options.toolTokens;
   if (historyStartHint !== undefined) render.historyStartHint = historyStartHint;

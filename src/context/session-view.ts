@@ -11,6 +11,8 @@ export interface SessionView {
   conversation: ContextMessage[];
   /** Token count of each message of `conversation`: stored counts for stored messages. */
   conversationTokens: readonly number[];
+  /** Some of this request's new messages were estimated rather than counted (past the counting bound). */
+  estimatedCounts?: true;
   /** The stored UTF-8 JSON of each of `messages` (a render of `conversation`) that is a stored message. */
   knownBytes(messages: readonly ContextMessage[]): ReadonlyArray<Buffer | undefined>;
   /** Index into `conversation` where the previous request's sliding history started. */

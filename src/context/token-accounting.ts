@@ -8,8 +8,6 @@
 // content as nothing.
 import { imageTokens } from './image-tokens.js';
 import type { ContextMessage, Tokenizer } from './types.js';
-import { countingCost } from '../tokenizer/bpe-counter.js';
-import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 
 export const tokensPerMessage = 3;
 export const tokensPerName = 1;
@@ -352,31 +350,39 @@ export function countPromptTokens(
 }
 
 /**
- * How much of a conversation too large to count whole is counted message by message, in characters
- * of ASCII (countingCost: a multi-byte character weighs its UTF-8 bytes, four times each): past it,
- * what is left to count is estimated at the ratio of tokens to characters found so far. Counting
- * costs some 40 ms a million characters of English and 150 ms a megabyte of uncommon Chinese, so a
- * model whose window holds tens of megabytes (or a client that says so with X-Context-Window) would
- * otherwise spend seconds of CPU on one request.
+ * How much counting one request's messages may cost, in the counting work of bpe-counter.ts (about
+ * 6 ns a unit: some 70 ms on the bench's machine, up to 120 ms for the costliest text): past it, what
+ * is left to count is estimated at the ratio of tokens to characters found so far. Counting costs from
+ * 34 ns a character (English prose, its words counted before) to 490 (random base64, letters without
+ * spaces, uncommon Chinese characters), so a conversation of a few megabytes, or a window that holds
+ * tens of them (a model's, or one a client claims with X-Context-Window), would otherwise cost a second
+ * of CPU a request. Texts counted before cost nothing (the tokenizer's cache): a conversation resent
+ * with a few new messages is counted exactly however long it is.
  */
-export const countedCostLimit = 2_000_000;
+export const countingWorkLimit = 12_000_000;
+
+/** Each message's tokens, and whether any of them is an estimate rather than a count. */
+export interface MessageCounts {
+  tokens: number[];
+  estimated: boolean;
+}
 
 /**
- * Counts of a conversation too large to count whole within a bounded CPU time (a body of tens of
- * megabytes), with `tokenizer` as far as it can be sent: its leading messages up to the first user
- * message, then its newest messages until they hold more than `limitTokens`, then the rest of its first
- * turn, newest first (it is the current turn when the conversation has one user message). Of the texts
- * in them, the first `countedCostLimit` (by countingCost) are counted, the rest estimated at the ratio
- * those gave. Every message between is estimated from its length, four characters a token: those
- * cannot be sent — the counted newest ones already fill the window — so their estimate only ever says
- * how much was left out.
+ * Counts of a conversation within a bounded CPU time, with `tokenizer` as far as it can be sent: its
+ * leading messages up to the first user message, then its newest messages until they hold more than
+ * `limitTokens`, then the rest of its first turn, newest first (it is the current turn when the
+ * conversation has one user message). Its texts are counted until that cost countingWorkLimit, the rest
+ * estimated at the ratio those gave. Every message between is estimated from its length, four
+ * characters a token: those cannot be sent — the counted newest ones already fill the window — so their
+ * estimate only ever says how much was left out. A tokenizer without a meter of its work (`workDone`) is
+ * not bounded.
  */
 export function countNewestWithin(
   messages: readonly ContextMessage[],
   tokenizer: Tokenizer,
   limitTokens: number,
-): number[] {
-  const counts = new Array<number>(messages.length);
+): MessageCounts {
+  const tokens = new Array<number>(messages.length);
   const firstUser = messages.findIndex((message) => message.role === 'user');
   let firstTurnEnd = messages.length;
   if (firstUser !== -1) {
@@ -386,53 +392,54 @@ export function countNewestWithin(
   const bounded = boundedTokenizer(tokenizer);
   const count = (index: number) => countMessageTokens(messages[index] as ContextMessage, bounded);
   const anchorEnd = firstUser === -1 ? 0 : firstUser + 1;
-  for (let index = 0; index < anchorEnd; index++) counts[index] = count(index);
+  for (let index = 0; index < anchorEnd; index++) tokens[index] = count(index);
   let counted = 0;
   let index = messages.length - 1;
   for (; index >= firstTurnEnd && counted <= limitTokens; index--) {
-    counts[index] = count(index);
-    counted += counts[index] as number;
+    tokens[index] = count(index);
+    counted += tokens[index] as number;
   }
+  const byLengthFrom = index;
   for (; index >= firstTurnEnd; index--)
-    counts[index] = countMessageTokens(messages[index] as ContextMessage, byLength);
-  for (index = firstTurnEnd - 1; index >= anchorEnd; index--) counts[index] = count(index);
-  return counts;
+    tokens[index] = countMessageTokens(messages[index] as ContextMessage, byLength);
+  for (index = firstTurnEnd - 1; index >= anchorEnd; index--) tokens[index] = count(index);
+  return { tokens, estimated: bounded.estimated() || byLengthFrom >= firstTurnEnd };
+}
+
+/** Counts of messages that all may be sent (a session's new messages, a stored response's), bounded as above. */
+export function countMessages(messages: readonly ContextMessage[], tokenizer: Tokenizer): MessageCounts {
+  return countNewestWithin(messages, tokenizer, Number.POSITIVE_INFINITY);
 }
 
 /**
- * Counts of messages that all may be sent (a session's new messages, a stored response's): each one
- * exactly, or — from a body over 4 MB (`sampled`) — the first countedCostLimit of their text (by
- * countingCost) and the rest at the ratio those gave (see countNewestWithin).
- */
-export function countMessages(
-  messages: readonly ContextMessage[],
-  tokenizer: Tokenizer,
-  precision: CountPrecision,
-): number[] {
-  return precision === 'sampled'
-    ? countNewestWithin(messages, tokenizer, Infinity)
-    : messages.map((message) => countMessageTokens(message, tokenizer));
-}
-
-/**
- * `tokenizer` until it was given countedCostLimit of text; past it, texts over 64 characters at the
+ * `tokenizer` until its counting cost countingWorkLimit; past it, texts over 64 characters at the
  * ratio of tokens to characters it found (shorter ones — roles, names, ids — still counted).
  */
-function boundedTokenizer(tokenizer: Tokenizer): Tokenizer {
-  let cost = 0;
+function boundedTokenizer(tokenizer: Tokenizer): Tokenizer & { estimated(): boolean } {
+  const workDone = tokenizer.workDone?.bind(tokenizer);
+  const start = workDone?.() ?? 0;
   let chars = 0;
   let tokens = 0;
+  let estimates = 0;
   return {
     encoding: tokenizer.encoding,
     count(text) {
-      if (cost >= countedCostLimit && text.length > 64) return Math.ceil((text.length * tokens) / chars);
+      if (
+        workDone !== undefined &&
+        text.length > 64 &&
+        chars > 0 &&
+        workDone() - start >= countingWorkLimit
+      ) {
+        estimates++;
+        return Math.ceil((text.length * tokens) / chars);
+      }
       const counted = tokenizer.count(text);
-      cost += countingCost(text);
       chars += text.length;
       tokens += counted;
       return counted;
     },
     truncate: (text, maxTokens, keep) => tokenizer.truncate(text, maxTokens, keep),
+    estimated: () => estimates > 0,
   };
 }
 

@@ -24,6 +24,11 @@ export interface Tokenizer {
   count(text: string): number;
   /** The longest head or tail of `text` within `maxTokens`, and its token count. */
   truncate(text: string, maxTokens: number, keep: 'head' | 'tail'): { text: string; tokens: number };
+  /**
+   * The counting work done so far by what counts for this tokenizer (bpe-counter.ts's units; it only
+   * grows): a request's counting is bounded by it (token-accounting.ts countingWorkLimit).
+   */
+  workDone?(): number;
 }
 
 export type ToolResultTruncation = 'head' | 'tail' | 'both';

@@ -3,7 +3,6 @@
 // and after a successful answer append the new messages and the reply in one versioned write.
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countMessages, countMessageTokens } from '../context/token-accounting.js';
-import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { isSystemRole, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
@@ -210,7 +209,6 @@ function sessionView(
   incoming: readonly ContextMessage[],
   mode: HistoryMode,
   tokenizer: Tokenizer,
-  precision: CountPrecision,
   retry: TurnRetry,
   summaries: SummaryMessages | undefined,
 ): ViewParts {
@@ -228,7 +226,7 @@ function sessionView(
     ...stored,
     ...newMessages,
   ];
-  const newTokens = countMessages(newMessages, tokenizer, precision);
+  const { tokens: newTokens, estimated } = countMessages(newMessages, tokenizer);
   const conversationTokens = [
     ...(systemPrompt === undefined ? [] : [countMessageTokens(systemPrompt as ContextMessage, tokenizer)]),
     ...snapshot.messages.slice(0, stored.length).map((entry) => entry.tokens),
@@ -269,6 +267,7 @@ function sessionView(
     newSystemPrompt,
     conversation,
     conversationTokens,
+    ...(estimated ? { estimatedCounts: true as const } : {}),
     knownBytes(messages) {
       const storedBytes = snapshot.messageBytes;
       const positions = sourcePositions(conversation, messages);
@@ -347,8 +346,6 @@ export async function previewSessionTurn(options: {
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
-  /** `sampled` for a body over 4 MB: its new messages are counted within a bounded CPU time. */
-  precision?: CountPrecision;
   retry?: TurnRetry;
   /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
   summaries?: SummaryMessages;
@@ -366,7 +363,6 @@ export async function previewSessionTurn(options: {
     options.incoming,
     mode,
     options.tokenizer,
-    options.precision ?? 'exact',
     options.retry ?? noRetry,
     options.summaries,
   );
@@ -493,8 +489,6 @@ export async function beginSessionTurn(options: {
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
-  /** `sampled` for a body over 4 MB: its new messages are counted within a bounded CPU time. */
-  precision?: CountPrecision;
   /** How the request says it repeats the last one: a retried turn replaces that turn's reply. */
   retry?: TurnRetry;
   /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
@@ -525,7 +519,6 @@ export async function beginSessionTurn(options: {
     options.incoming,
     options.historyMode,
     tokenizer,
-    options.precision ?? 'exact',
     retry,
     options.summaries,
   );

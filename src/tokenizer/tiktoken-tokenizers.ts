@@ -61,6 +61,7 @@ export function createTiktokenTokenizers({
             encoding,
             count: (text) => (text.length <= 2_048 ? exact.count(text) : counter.estimateQuickly(text)),
             truncate: (text, maxTokens, keep) => counter.truncate(text, maxTokens, keep),
+            workDone: () => counter.workDone,
           };
           sampledTokenizers.set(encoding, sampled);
         }
@@ -91,6 +92,7 @@ export function createTiktokenTokenizers({
             return tokens;
           },
           truncate: (text, maxTokens, keep) => counter.truncate(text, maxTokens, keep),
+          workDone: () => counter.workDone,
         };
         tokenizers.set(encoding, tokenizer);
       }

@@ -1,14 +1,10 @@
 // Token accounting against truth computed independently (test/fixtures/token-corpus: the cookbook
 // method with js-tiktoken's reference encoder). Images: image-tokens.test.ts.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
-import {
-  countedCostLimit,
-  countNewestWithin,
-  countPromptTokens,
-  guessedParts,
-} from '../../src/context/token-accounting.js';
+import { countNewestWithin, countPromptTokens, guessedParts } from '../../src/context/token-accounting.js';
 import type { ContextMessage, Tokenizer } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { prose, seeded } from '../helpers/text.js';
@@ -96,7 +92,7 @@ describe('guessedParts: what the provider sizes its own way', () => {
   });
 });
 
-describe('countNewestWithin: a conversation too large to count whole (a body over 4 MB)', () => {
+describe('countNewestWithin: counting a conversation within a bounded CPU time', () => {
   // Messages of 2,000 characters, prose and identifiers by turns, 3.2 million characters in all; the
   // truth is js-tiktoken's reference encoder with the cookbook's framing (3 tokens a message, and its role).
   const reference = getEncoding('o200k_base');
@@ -118,9 +114,16 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
   const truth = messages.map(
     (message) => 3 + reference.encode(message.role).length + reference.encode(String(message.content)).length,
   );
-  /** The gateway's tokenizer for such bodies, with the characters of texts (not roles: over 64 characters) it was given tallied. */
-  const spied = (): { tokenizer: Tokenizer; chars: () => number } => {
-    const tokenizer = tokenizers.forEncoding('o200k_base', 'sampled');
+  const totalChars = messages.reduce((total, message) => total + String(message.content).length, 0);
+  /**
+   * The gateway's tokenizer (its own: nothing counted by another test is remembered), with the
+   * characters of texts (not roles: over 64 characters) it was given tallied.
+   */
+  const spied = (
+    precision: 'exact' | 'sampled' = 'sampled',
+    tokenizers = createTiktokenTokenizers(),
+  ): { tokenizer: Tokenizer; chars: () => number } => {
+    const tokenizer = tokenizers.forEncoding('o200k_base', precision);
     let chars = 0;
     return {
       tokenizer: {
@@ -130,6 +133,7 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
           return tokenizer.count(text);
         },
         truncate: (text, maxTokens, keep) => tokenizer.truncate(text, maxTokens, keep),
+        workDone: () => tokenizer.workDone?.() ?? 0,
       },
       chars: () => chars,
     };
@@ -137,11 +141,12 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
   const sum = (counts: readonly number[], from = 0, to = counts.length) =>
     counts.slice(from, to).reduce((total, count) => total + count, 0);
 
-  it('counts the newest characters up to its limit one by one, and what may be sent before them at their ratio', () => {
+  it('counts the newest messages one by one until its bound, and what may be sent before them at their ratio', () => {
     const { tokenizer, chars } = spied();
     // A window that holds it all (a model of millions of tokens, or a client's X-Context-Window).
-    const counts = countNewestWithin(messages, tokenizer, 1e9);
-    expect(chars()).toBeLessThanOrEqual(countedCostLimit + 3 * 2_000);
+    const { tokens: counts, estimated } = countNewestWithin(messages, tokenizer, 1e9);
+    expect(estimated).toBe(true);
+    expect(chars()).toBeLessThan(totalChars / 2);
     expect(Math.abs(sum(counts) - sum(truth)) / sum(truth)).toBeLessThan(0.03);
     // The older third, estimated at the ratio: as close in sum as the counted part.
     const older = Math.floor(messages.length / 3);
@@ -150,9 +155,36 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
     expect(counts.slice(0, 2)).toEqual(truth.slice(0, 2));
   });
 
+  it('bounds a body counted exactly as it bounds one counted from samples', () => {
+    const { tokenizer, chars } = spied('exact');
+    const { tokens: counts, estimated } = countNewestWithin(messages, tokenizer, Number.POSITIVE_INFINITY);
+    expect(estimated).toBe(true);
+    expect(chars()).toBeLessThan(totalChars / 2);
+    expect(Math.abs(sum(counts) - sum(truth)) / sum(truth)).toBeLessThan(0.03);
+    // Newest first: the messages nearest the question are exact.
+    expect(counts.slice(-200)).toEqual(truth.slice(-200));
+  });
+
+  it('counts again for nothing what it counted before: a long conversation sent again is counted exactly', () => {
+    const tokenizers = createTiktokenTokenizers();
+    const count = (conversation: ContextMessage[]) =>
+      countNewestWithin(conversation, spied('exact', tokenizers).tokenizer, Number.POSITIVE_INFINITY);
+    const head = messages.slice(0, 2);
+    const whole = messages.slice(0, 802);
+    // Counted cold, 800 messages of 2,000 characters reach the bound.
+    expect(countNewestWithin(whole, spied('exact').tokenizer, Number.POSITIVE_INFINITY).estimated).toBe(true);
+    // Counted in two halves (each within the bound), then whole: every message is exact.
+    expect(count(messages.slice(0, 402)).estimated).toBe(false);
+    expect(count([...head, ...messages.slice(402, 802)]).estimated).toBe(false);
+    const again = count(whole);
+    expect(again.estimated).toBe(false);
+    expect(again.tokens).toEqual(truth.slice(0, 802));
+  });
+
   it('estimates by length, four characters a token, what cannot be sent: older than twice the window holds', () => {
     const { tokenizer, chars } = spied();
-    const counts = countNewestWithin(messages, tokenizer, 20_000);
+    const { tokens: counts, estimated } = countNewestWithin(messages, tokenizer, 20_000);
+    expect(estimated).toBe(true);
     expect(chars()).toBeLessThan(200_000);
     // Past the first turn (its user message and the answer) and the newest 20,000 tokens, each
     // message is its framing and a quarter of its role's and its text's characters.
@@ -168,8 +200,8 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
     const oneTurn = messages.map((message, index) =>
       index < 2 ? message : Object.assign({}, message, { role: 'assistant' }),
     );
-    const counts = countNewestWithin(oneTurn, tokenizer, 2 * 128_000);
-    expect(chars()).toBeLessThanOrEqual(countedCostLimit + 3 * 2_000);
+    const { tokens: counts } = countNewestWithin(oneTurn, tokenizer, 2 * 128_000);
+    expect(chars()).toBeLessThan(totalChars / 2);
     // Newest first: what can be sent is what was counted.
     expect(counts.slice(-100)).toEqual(
       oneTurn.slice(-100).map((message) => 3 + 1 + reference.encode(String(message.content)).length),
@@ -180,29 +212,47 @@ describe('countNewestWithin: a conversation too large to count whole (a body ove
   it('bounds one message of thousands of text parts as it bounds thousands of messages', () => {
     const { tokenizer, chars } = spied();
     const parts = messages.slice(2).map((message) => ({ type: 'text', text: String(message.content) }));
-    const counts = countNewestWithin([{ role: 'user', content: parts }], tokenizer, 2 * 128_000);
-    expect(chars()).toBeLessThanOrEqual(countedCostLimit + 2_000);
+    const { tokens: counts } = countNewestWithin([{ role: 'user', content: parts }], tokenizer, 2 * 128_000);
+    expect(chars()).toBeLessThan(totalChars / 2);
     const exact = parts.reduce((total, part) => total + reference.encode(part.text).length, 0);
     expect(Math.abs((counts[0] as number) - exact) / exact).toBeLessThan(0.03);
   });
 
-  it('weighs multi-byte text as its counting costs: a conversation of uncommon Chinese characters is counted less far', () => {
-    const { tokenizer, chars } = spied();
-    // 200 messages of 2,000 characters, a space after every 39 (the reference encoder merges a long run in
-    // quadratic time): 400,000 characters, more than twice what the limit lets be counted.
-    const cjk = Array.from({ length: 200 }, (): ContextMessage => ({
-      role: 'user',
-      content: Array.from({ length: 2_000 }, (_unused, index) =>
-        index % 40 === 39 ? ' ' : String.fromCharCode(0x4e00 + Math.floor(random() * 20_000)),
-      ).join(''),
-    }));
-    const counts = countNewestWithin(cjk, tokenizer, 1e9);
-    // Three bytes a character, each weighing four: twelve characters of ASCII each (a space, one).
-    const text = String(cjk[0]?.content);
-    const weighed = [...text].reduce((total, character) => total + (character === ' ' ? 1 : 12), 0);
-    expect(chars()).toBeLessThanOrEqual((countedCostLimit * text.length) / weighed + 2_000);
-    expect(chars()).toBeLessThan(countedCostLimit / 10);
-    const exact = cjk.reduce((sum, message) => sum + 4 + reference.encode(String(message.content)).length, 0);
-    expect(Math.abs(sum(counts) - exact) / exact).toBeLessThan(0.03);
+  it('counts text that is slow to count less far: uncommon Chinese characters and base64 stop sooner than prose', () => {
+    // 400 messages of 2,000 characters of each kind. Chinese has a space after every 39 characters.
+    const kinds = {
+      prose: () => {
+        let text = '';
+        while (text.length < 2_000)
+          text += `The committee reviewed proposal ${Math.floor(random() * 1e6)} and asked for estimates. `;
+        return text.slice(0, 2_000);
+      },
+      chinese: () =>
+        Array.from({ length: 2_000 }, (_unused, index) =>
+          index % 40 === 39 ? ' ' : String.fromCharCode(0x4e00 + Math.floor(random() * 20_000)),
+        ).join(''),
+      base64: () => randomBytes(1_500).toString('base64'),
+    };
+    const counted: Record<string, number> = {};
+    for (const [kind, text] of Object.entries(kinds)) {
+      const conversation = Array.from({ length: 400 }, (): ContextMessage => ({
+        role: 'user',
+        content: text(),
+      }));
+      const { tokenizer, chars } = spied('exact');
+      const { tokens: counts } = countNewestWithin(conversation, tokenizer, 1e9);
+      counted[kind] = chars();
+      // Each message counted whole by a tokenizer of its own (exact: checked against js-tiktoken above).
+      const exact = createTiktokenTokenizers().forEncoding('o200k_base');
+      const whole = conversation.reduce(
+        (total, message) => total + 4 + exact.count(String(message.content)),
+        0,
+      );
+      expect(Math.abs(sum(counts) - whole) / whole, kind).toBeLessThan(0.03);
+    }
+    // Prose of words counted before is some ten times faster to count than either: it is all counted.
+    expect(counted.prose).toBe(800_000);
+    expect(counted.chinese).toBeLessThan(800_000 / 4);
+    expect(counted.base64).toBeLessThan(800_000 / 4);
   });
 });

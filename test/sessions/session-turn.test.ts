@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
 import { summaryMessage } from '../../src/context/summary.js';
-import { countedCostLimit } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
@@ -30,6 +29,8 @@ import {
 import { startRedisServer } from '../helpers/redis-server.js';
 import { commitTurns, storeSummary } from '../helpers/stored-turns.js';
 import { words } from '../helpers/words.js';
+import { seeded } from '../helpers/text.js';
+import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 
 const user = (content: string): ContextMessage => ({ role: 'user', content });
 const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
@@ -342,54 +343,54 @@ describe('the system prompt a request sends again', () => {
   });
 });
 
-describe('new messages of a body over 4 MB', () => {
-  // 1,200 new messages of 2,000 characters: 2.4 million characters, more than a request over 4 MB has
-  // counted one by one (countedCostLimit); the rest is estimated at the ratio the counted ones gave.
-  const incoming = Array.from({ length: 1_200 }, (_unused, index) =>
-    index % 2 === 0
-      ? user(`${index} ${'ledger orbit harbor '.repeat(100)}`)
-      : assistant(`${index} ${'cinder pilot '.repeat(154)}`),
-  );
-  const spiedWords = () => {
-    const tally = { chars: 0 };
-    return {
-      tally,
-      tokenizer: {
-        encoding: words.encoding,
-        count: (text: string) => {
-          if (text.length > 64) tally.chars += text.length;
-          return words.count(text);
-        },
-        truncate: words.truncate,
-      },
-    };
-  };
-  const viewWith = async (precision: 'sampled' | undefined) => {
+describe('new messages of a large body', () => {
+  // 1,200 new messages of 2,000 characters of identifiers and numbers (few of their pieces repeat):
+  // 2.4 million characters, more than a request counts one by one (countingWorkLimit); the rest is
+  // estimated at the ratio the counted ones gave.
+  const random = seeded(17);
+  const incoming = Array.from({ length: 1_200 }, (_unused, index) => {
+    let text = '';
+    while (text.length < 2_000)
+      text += `ledger_${Math.floor(random() * 1e6).toString(36)} = ${Math.floor(random() * 1e5)}; `;
+    return index % 2 === 0 ? user(text.slice(0, 2_000)) : assistant(text.slice(0, 2_000));
+  });
+  const viewOf = async (messages: ContextMessage[]) => {
     const store = createMemorySessionStore({
       limits: { maxActiveMessages: 4_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
     });
-    const { tally, tokenizer } = spiedWords();
+    let chars = 0;
+    const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
     const view = await previewSessionTurn({
       store,
       key: { tenantId: 't-large', sessionId: randomUUID() },
       historyMode: 'delta',
-      incoming,
-      tokenizer,
-      ...(precision === undefined ? {} : { precision }),
+      incoming: messages,
+      tokenizer: Object.assign({}, tokenizer, {
+        count: (text: string) => {
+          if (text.length > 64) chars += text.length;
+          return tokenizer.count(text);
+        },
+      }),
     });
     await store.close();
-    return { view, chars: tally.chars };
+    return { view, chars };
   };
 
-  it('counts them within a bounded CPU time when sampled, and every one when exact', async () => {
+  it('counts them within a bounded CPU time, the newest exactly, and says some were estimated', async () => {
     const total = incoming.reduce((sum, message) => sum + String(message.content).length, 0);
-    const sampled = await viewWith('sampled');
-    const exact = await viewWith(undefined);
-    expect(sampled.chars).toBeLessThanOrEqual(countedCostLimit + 2_100);
-    expect(exact.chars).toBe(total);
+    const { view, chars } = await viewOf(incoming);
+    expect(chars).toBeLessThan(total / 2);
+    expect(view.estimatedCounts).toBe(true);
+    // Each message counted whole by a tokenizer of its own.
+    const exact = createTiktokenTokenizers().forEncoding('o200k_base');
+    const truth = incoming.map((message) => 4 + exact.count(String(message.content)));
     const sum = (counts: readonly number[]) => counts.reduce((a, b) => a + b, 0);
-    expect(sampled.view.conversationTokens).toHaveLength(incoming.length);
-    const error = Math.abs(sum(sampled.view.conversationTokens) - sum(exact.view.conversationTokens));
-    expect(error / sum(exact.view.conversationTokens)).toBeLessThan(0.03);
+    expect(view.conversationTokens).toHaveLength(incoming.length);
+    expect(Math.abs(sum(view.conversationTokens) - sum(truth)) / sum(truth)).toBeLessThan(0.03);
+    expect(view.conversationTokens.slice(-50)).toEqual(truth.slice(-50));
+    // A few of them are counted whole, and nothing is said.
+    const few = await viewOf(incoming.slice(0, 20));
+    expect(few.view.estimatedCounts).toBeUndefined();
+    expect(few.view.conversationTokens).toEqual(truth.slice(0, 20));
   });
 });

@@ -1,13 +1,9 @@
 // The counter must agree with js-tiktoken's reference encoder exactly where it counts exactly, stay
 // within 1% where it samples ordinary text, and count pathological input without stalling.
+import { randomBytes } from 'node:crypto';
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
-import {
-  BpeCounter,
-  countingCost,
-  exactLimitChars,
-  multiByteCountingWeight,
-} from '../../src/tokenizer/bpe-counter.js';
+import { BpeCounter, exactLimitChars } from '../../src/tokenizer/bpe-counter.js';
 import { seeded } from '../helpers/text.js';
 
 const samples = [
@@ -136,15 +132,42 @@ describe('quick estimates for very large requests', () => {
   });
 });
 
-describe('countingCost: what counting a text costs, in characters of ASCII', () => {
-  it.each(['plain ASCII text', 'café naïve', '会議では提案を検討した', 'emoji 😀🎉 and ZWJ 👩‍💻', 'Привет'])(
-    '%s weighs its UTF-8 bytes, a multi-byte character’s four times each',
-    (text) => {
-      const expected = [...text].reduce((sum, character) => {
-        const bytes = Buffer.byteLength(character);
-        return sum + (bytes === 1 ? 1 : bytes * multiByteCountingWeight);
-      }, 0);
-      expect(countingCost(text)).toBe(expected);
+describe('workDone: what counting has cost, by what the text makes it do', () => {
+  const random = seeded(29);
+  // 200,000 characters of each kind, every text new.
+  const kinds: Record<string, () => string> = {
+    prose: () =>
+      `The committee reviewed proposal ${Math.floor(random() * 1e6)} and asked for estimates. `.repeat(25),
+    base64: () => randomBytes(1_500).toString('base64'),
+    'letters without spaces': () =>
+      Array.from({ length: 2_000 }, () => String.fromCharCode(97 + Math.floor(random() * 26))).join(''),
+    'uncommon Chinese': () =>
+      Array.from({ length: 2_000 }, () => String.fromCharCode(0x4e00 + Math.floor(random() * 20_000))).join(
+        '',
+      ),
+  };
+  const workPerChar = (kind: string): number => {
+    const counter = new BpeCounter('o200k_base');
+    const texts = Array.from({ length: 100 }, kinds[kind] as () => string);
+    const before = counter.workDone;
+    for (const text of texts) counter.count(text);
+    return (counter.workDone - before) / texts.reduce((sum, text) => sum + text.length, 0);
+  };
+
+  it.each(['base64', 'letters without spaces', 'uncommon Chinese'])(
+    '%s, whose pieces are new, costs several times what prose of known words does',
+    (kind) => {
+      expect(workPerChar(kind)).toBeGreaterThan(5 * workPerChar('prose'));
     },
   );
+
+  it('costs nothing more for a piece counted before than for scanning it', () => {
+    const counter = new BpeCounter('o200k_base');
+    const text = randomBytes(1_500).toString('base64');
+    const first = counter.workDone;
+    counter.count(text);
+    const second = counter.workDone;
+    counter.count(text);
+    expect(counter.workDone - second).toBeLessThan((second - first) / 3);
+  });
 });
