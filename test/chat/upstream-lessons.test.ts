@@ -3,6 +3,7 @@
 // count of what was sent and quote nothing the client sent, or a failure without numbers that a smaller
 // size going through then brackets — and a successful answer teaches estimate ratios, tool-set costs,
 // and raises the alarm when the upstream counted far fewer tokens than were sent.
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { createUpstreamLessons, quotesRequest } from '../../src/chat/upstream-lessons.js';
@@ -186,6 +187,25 @@ describe('a successful answer', () => {
       expect(learnedLimits.get('default', model, 'tenant-a').ratio).toBeUndefined();
       // What went through is still learned: the window holds at least that much.
       expect(learnedLimits.list().length).toBeGreaterThan(0);
+    },
+  );
+
+  it.each(['small-model', 'exact-model'])(
+    '%s learns no ratio from a prompt counted past the counting bound (megabytes of text never counted before)',
+    (model) => {
+      // 600 earlier messages of 2,000 characters of random base64 before three turns of prose.
+      const { messages } = chat(3);
+      const earlier = Array.from({ length: 600 }, (_unused, index) => ({
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: randomBytes(1_500).toString('base64'),
+      }));
+      const request = { model, messages: [messages[0], ...earlier, ...messages.slice(1)] };
+      const { ladder, learnedLimits } = ladderFor(request as ChatCompletionRequest);
+      expect(ladder.first.prepared.estimated).toBe(true);
+      const { lessons } = lessonsFor(learnedLimits);
+      const estimated = ladder.first.prepared.report.inputTokens;
+      for (let sample = 0; sample < 5; sample++) lessons.usage(Math.round(estimated * 1.25), ladder.first);
+      expect(learnedLimits.get('default', model, 'tenant-a').ratio).toBeUndefined();
     },
   );
 

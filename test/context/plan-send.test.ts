@@ -1,8 +1,11 @@
 // The gateway's own "does not fit" (README.md): 400 context_length_exceeded in OpenAI's words, quoting
 // the window exactly as configured or stated in X-Context-Window — never a window scaled by the ratio
 // learned for an estimated model — with counts in the provider's units.
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { planSend } from '../../src/context/plan-send.js';
+import type { SessionView } from '../../src/context/session-view.js';
+import type { ContextMessage } from '../../src/context/types.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { isGatewayError } from '../../src/errors.js';
@@ -141,6 +144,39 @@ describe('what is sent, decided from explicit inputs', () => {
     const fresh = planSend({ config, tokenizers, request, overrides });
     expect(fresh.settings.policy.keep_first_turns).not.toBe(0);
     expect(first.settings.policy.keep_first_turns).toBe(0);
+  });
+
+  it('says when what it counted holds an estimate: past the counting bound, or a session’s estimated new messages', () => {
+    // A cold body of megabytes: 600 earlier messages of random base64 before the conversation.
+    const request = longChat();
+    const earlier = Array.from({ length: 600 }, (_unused, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: randomBytes(1_500).toString('base64'),
+    }));
+    const large = Object.assign({}, request, {
+      messages: [request.messages[0], ...earlier, ...request.messages.slice(1)],
+    }) as ChatCompletionRequest;
+    expect(planSend({ config, tokenizers, request: large, overrides }).estimated).toBe(true);
+    expect(planSend({ config, tokenizers, request, overrides }).estimated).toBeUndefined();
+    // A session's view, its counts given: whether they hold an estimate is the view's to say.
+    const conversation = request.messages as ContextMessage[];
+    const view = (estimated: boolean): SessionView => ({
+      sessionId: 's-1',
+      conversation,
+      conversationTokens: conversation.map(() => 300),
+      ...(estimated ? { estimatedCounts: true as const } : {}),
+      knownBytes: (messages) => messages.map(() => undefined),
+      historyStartHint: 0,
+      archivedMessages: 0,
+      omittedBefore: 0,
+      summary: undefined,
+      turnSummary: undefined,
+      messagesAfterCommit: conversation.length + 1,
+    });
+    expect(planSend({ config, tokenizers, request, overrides, session: view(true) }).estimated).toBe(true);
+    expect(
+      planSend({ config, tokenizers, request, overrides, session: view(false) }).estimated,
+    ).toBeUndefined();
   });
 
   it('sends the max_tokens the attempt names, and fits the prompt under its cap', () => {
