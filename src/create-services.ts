@@ -24,7 +24,7 @@ import { createResponsesService, type ResponsesService } from './responses/respo
 import { createMessagesService, type MessagesService } from './messages/messages-service.js';
 import type { Tokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { tokenizerFor } from './context/plan-send.js';
-import { countMessages } from './context/token-accounting.js';
+import { countingWorkLimitFor, countMessages } from './context/token-accounting.js';
 import type { ContextMessage } from './context/types.js';
 import type { Upstream } from './upstream/upstream.js';
 
@@ -154,11 +154,13 @@ export function createServices(parts: ServiceParts): GatewayServices {
           ttlSeconds: config.sessions.ttl_seconds,
           maxBytes: config.responses.memory_mb * 1024 * 1024,
         }),
-      // A body over 4 MB: counted within a bounded CPU time, as its prompt was (docs/budgeting.md).
+      // Only how far back a chain is read depends on it: what the prompt's counting left uncounted
+      // is estimated after a sixth of its work (docs/budgeting.md).
       countTokens: (model, messages, precision) =>
         countMessages(
           messages as ContextMessage[],
           tokenizerFor(config, tokenizers, model, precision),
+          countingWorkLimitFor(precision) / 6,
         ).tokens.reduce((sum, tokens) => sum + tokens, 0),
     }),
     messages: createMessagesService({ chat, config, upstream }),

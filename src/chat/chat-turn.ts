@@ -225,6 +225,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       incoming: chatRequest.messages as ContextMessage[],
       retry: { retried: input.overrides.retried === true, key: input.overrides.idempotencyKey },
       tokenizer: tokenizerFor(config, deps.tokenizers, chatRequest.model, precision),
+      precision,
       summaries,
     };
   }

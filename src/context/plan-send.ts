@@ -6,7 +6,7 @@
 // (POST /v1/context/render), the request and each of its retries all come from here.
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { renderContext, type RenderInput } from './render.js';
-import { countNewestWithin } from './token-accounting.js';
+import { countingWorkLimitFor, countNewestWithin } from './token-accounting.js';
 import type { ContextMessage, RenderReport } from './types.js';
 import { GatewayError } from '../errors.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -154,6 +154,7 @@ export function planSend(input: {
           reduced.conversation,
           tokenizer,
           input.precision === 'sampled' ? 2 * windowFor(0) : Number.POSITIVE_INFINITY,
+          countingWorkLimitFor(input.precision ?? 'exact'),
         )
       : undefined;
   const messageTokens = counted?.tokens ?? reduced.messageTokens;

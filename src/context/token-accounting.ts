@@ -7,6 +7,7 @@
 // name and arguments plus 3 tokens of framing (as the API counts a function call), null or missing
 // content as nothing.
 import { imageTokens } from './image-tokens.js';
+import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ContextMessage, Tokenizer } from './types.js';
 
 export const tokensPerMessage = 3;
@@ -351,15 +352,24 @@ export function countPromptTokens(
 
 /**
  * How much counting one request's messages may cost, in the counting work of bpe-counter.ts (about
- * 6 ns a unit: some 70 ms on the bench's machine, up to 120 ms for the costliest text): past it, what
+ * 6 ns a unit: some 35 ms on the bench's machine, up to 60 ms for the costliest text): past it, what
  * is left to count is estimated at the ratio of tokens to characters found so far. Counting costs from
  * 34 ns a character (English prose, its words counted before) to 490 (random base64, letters without
  * spaces, uncommon Chinese characters), so a conversation of a few megabytes, or a window that holds
  * tens of them (a model's, or one a client claims with X-Context-Window), would otherwise cost a second
- * of CPU a request. Texts counted before cost nothing (the tokenizer's cache): a conversation resent
- * with a few new messages is counted exactly however long it is.
+ * of CPU a request; and parsing and forwarding a body of 20 MB already costs some 150 ms. Texts counted
+ * before cost nothing (the tokenizer's cache): a conversation resent with a few new messages is counted
+ * exactly however long it is.
  */
-export const countingWorkLimit = 12_000_000;
+export const countingWorkLimit = 6_000_000;
+
+/**
+ * The bound for a body's precision: a body over 4 MB (counted from samples) already costs some 10 ms a
+ * megabyte to read, parse and forward, and most of it is left out, so it counts a quarter as far.
+ */
+export function countingWorkLimitFor(precision: CountPrecision): number {
+  return precision === 'sampled' ? countingWorkLimit / 4 : countingWorkLimit;
+}
 
 /** Each message's tokens, and whether any of them is an estimate rather than a count. */
 export interface MessageCounts {
@@ -381,6 +391,7 @@ export function countNewestWithin(
   messages: readonly ContextMessage[],
   tokenizer: Tokenizer,
   limitTokens: number,
+  workLimit = countingWorkLimit,
 ): MessageCounts {
   const tokens = new Array<number>(messages.length);
   const firstUser = messages.findIndex((message) => message.role === 'user');
@@ -389,7 +400,7 @@ export function countNewestWithin(
     const next = messages.findIndex((message, index) => index > firstUser && message.role === 'user');
     if (next !== -1) firstTurnEnd = next;
   }
-  const bounded = boundedTokenizer(tokenizer);
+  const bounded = boundedTokenizer(tokenizer, workLimit);
   const count = (index: number) => countMessageTokens(messages[index] as ContextMessage, bounded);
   const anchorEnd = firstUser === -1 ? 0 : firstUser + 1;
   for (let index = 0; index < anchorEnd; index++) tokens[index] = count(index);
@@ -406,16 +417,23 @@ export function countNewestWithin(
   return { tokens, estimated: bounded.estimated() || byLengthFrom >= firstTurnEnd };
 }
 
-/** Counts of messages that all may be sent (a session's new messages, a stored response's), bounded as above. */
-export function countMessages(messages: readonly ContextMessage[], tokenizer: Tokenizer): MessageCounts {
-  return countNewestWithin(messages, tokenizer, Number.POSITIVE_INFINITY);
+/**
+ * Counts of messages that all may be sent (a session's new messages, a stored response's), bounded as
+ * above (by `workLimit` when given).
+ */
+export function countMessages(
+  messages: readonly ContextMessage[],
+  tokenizer: Tokenizer,
+  workLimit = countingWorkLimit,
+): MessageCounts {
+  return countNewestWithin(messages, tokenizer, Number.POSITIVE_INFINITY, workLimit);
 }
 
 /**
- * `tokenizer` until its counting cost countingWorkLimit; past it, texts over 64 characters at the
- * ratio of tokens to characters it found (shorter ones — roles, names, ids — still counted).
+ * `tokenizer` until its counting cost `workLimit`; past it, texts over 64 characters at the ratio of
+ * tokens to characters it found (shorter ones — roles, names, ids — still counted).
  */
-function boundedTokenizer(tokenizer: Tokenizer): Tokenizer & { estimated(): boolean } {
+function boundedTokenizer(tokenizer: Tokenizer, workLimit: number): Tokenizer & { estimated(): boolean } {
   const workDone = tokenizer.workDone?.bind(tokenizer);
   const start = workDone?.() ?? 0;
   let chars = 0;
@@ -424,12 +442,7 @@ function boundedTokenizer(tokenizer: Tokenizer): Tokenizer & { estimated(): bool
   return {
     encoding: tokenizer.encoding,
     count(text) {
-      if (
-        workDone !== undefined &&
-        text.length > 64 &&
-        chars > 0 &&
-        workDone() - start >= countingWorkLimit
-      ) {
+      if (workDone !== undefined && text.length > 64 && chars > 0 && workDone() - start >= workLimit) {
         estimates++;
         return Math.ceil((text.length * tokens) / chars);
       }

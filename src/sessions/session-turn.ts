@@ -2,7 +2,8 @@
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
-import { countMessages, countMessageTokens } from '../context/token-accounting.js';
+import { countingWorkLimitFor, countMessages, countMessageTokens } from '../context/token-accounting.js';
+import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { isSystemRole, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
@@ -209,6 +210,7 @@ function sessionView(
   incoming: readonly ContextMessage[],
   mode: HistoryMode,
   tokenizer: Tokenizer,
+  precision: CountPrecision,
   retry: TurnRetry,
   summaries: SummaryMessages | undefined,
 ): ViewParts {
@@ -226,7 +228,11 @@ function sessionView(
     ...stored,
     ...newMessages,
   ];
-  const { tokens: newTokens, estimated } = countMessages(newMessages, tokenizer);
+  const { tokens: newTokens, estimated } = countMessages(
+    newMessages,
+    tokenizer,
+    countingWorkLimitFor(precision),
+  );
   const conversationTokens = [
     ...(systemPrompt === undefined ? [] : [countMessageTokens(systemPrompt as ContextMessage, tokenizer)]),
     ...snapshot.messages.slice(0, stored.length).map((entry) => entry.tokens),
@@ -346,6 +352,8 @@ export async function previewSessionTurn(options: {
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
+  /** `sampled` for a body over 4 MB: its new messages are counted a quarter as far (countingWorkLimitFor). */
+  precision?: CountPrecision;
   retry?: TurnRetry;
   /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
   summaries?: SummaryMessages;
@@ -363,6 +371,7 @@ export async function previewSessionTurn(options: {
     options.incoming,
     mode,
     options.tokenizer,
+    options.precision ?? 'exact',
     options.retry ?? noRetry,
     options.summaries,
   );
@@ -489,6 +498,8 @@ export async function beginSessionTurn(options: {
   historyMode: HistoryMode;
   incoming: readonly ContextMessage[];
   tokenizer: Tokenizer;
+  /** `sampled` for a body over 4 MB: its new messages are counted a quarter as far (countingWorkLimitFor). */
+  precision?: CountPrecision;
   /** How the request says it repeats the last one: a retried turn replaces that turn's reply. */
   retry?: TurnRetry;
   /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
@@ -519,6 +530,7 @@ export async function beginSessionTurn(options: {
     options.incoming,
     options.historyMode,
     tokenizer,
+    options.precision ?? 'exact',
     retry,
     options.summaries,
   );

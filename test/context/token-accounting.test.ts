@@ -4,7 +4,12 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { getEncoding } from 'js-tiktoken';
 import { describe, expect, it } from 'vitest';
-import { countNewestWithin, countPromptTokens, guessedParts } from '../../src/context/token-accounting.js';
+import {
+  countingWorkLimitFor,
+  countNewestWithin,
+  countPromptTokens,
+  guessedParts,
+} from '../../src/context/token-accounting.js';
 import type { ContextMessage, Tokenizer } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { prose, seeded } from '../helpers/text.js';
@@ -165,6 +170,18 @@ describe('countNewestWithin: counting a conversation within a bounded CPU time',
     expect(counts.slice(-200)).toEqual(truth.slice(-200));
   });
 
+  it('counts a body over 4 MB (counted from samples) a quarter as far as one counted exactly', () => {
+    const far = (precision: 'exact' | 'sampled') => {
+      const { tokenizer, chars } = spied('exact');
+      countNewestWithin(messages, tokenizer, Number.POSITIVE_INFINITY, countingWorkLimitFor(precision));
+      return chars();
+    };
+    const exact = far('exact');
+    const sampled = far('sampled');
+    expect(sampled).toBeGreaterThan(exact / 6);
+    expect(sampled).toBeLessThan(exact / 3);
+  });
+
   it('counts again for nothing what it counted before: a long conversation sent again is counted exactly', () => {
     const tokenizers = createTiktokenTokenizers();
     const count = (conversation: ContextMessage[]) =>
@@ -173,9 +190,9 @@ describe('countNewestWithin: counting a conversation within a bounded CPU time',
     const whole = messages.slice(0, 802);
     // Counted cold, 800 messages of 2,000 characters reach the bound.
     expect(countNewestWithin(whole, spied('exact').tokenizer, Number.POSITIVE_INFINITY).estimated).toBe(true);
-    // Counted in two halves (each within the bound), then whole: every message is exact.
-    expect(count(messages.slice(0, 402)).estimated).toBe(false);
-    expect(count([...head, ...messages.slice(402, 802)]).estimated).toBe(false);
+    // Counted in four parts (each within the bound), then whole: every message is exact.
+    for (let from = 2; from < 802; from += 200)
+      expect(count([...head, ...messages.slice(from, from + 200)]).estimated).toBe(false);
     const again = count(whole);
     expect(again.estimated).toBe(false);
     expect(again.tokens).toEqual(truth.slice(0, 802));
