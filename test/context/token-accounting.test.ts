@@ -182,7 +182,27 @@ describe('countNewestWithin: counting a conversation within a bounded CPU time',
     expect(sampled).toBeLessThan(exact / 3);
   });
 
-  it('counts again for nothing what it counted before: a long conversation sent again is counted exactly', () => {
+  it('estimates at the ratio of texts like those it stands for, not of roles and ids', () => {
+    // 4,000 messages of 1,000 characters of identifiers: past the bound, each of the messages' roles is
+    // still counted (a token of 4–9 characters); its ratio must not bend the estimate of their texts.
+    const many = Array.from({ length: 4_000 }, (_unused, index): ContextMessage => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: identifiers(1_000),
+    }));
+    const { tokenizer } = spied();
+    const { tokens: counts, estimated } = countNewestWithin(
+      many,
+      tokenizer,
+      Number.POSITIVE_INFINITY,
+      countingWorkLimitFor('sampled'),
+    );
+    expect(estimated).toBe(true);
+    const exact = createTiktokenTokenizers().forEncoding('o200k_base');
+    const whole = many.map((message) => 3 + exact.count(message.role) + exact.count(String(message.content)));
+    expect(Math.abs(sum(counts) - sum(whole)) / sum(whole)).toBeLessThan(0.02);
+  });
+
+  it('counts again for a lookup what it counted before: a long conversation sent again is counted exactly', () => {
     const tokenizers = createTiktokenTokenizers();
     const count = (conversation: ContextMessage[]) =>
       countNewestWithin(conversation, spied('exact', tokenizers).tokenizer, Number.POSITIVE_INFINITY);
