@@ -3,7 +3,7 @@
 // tighter window the overflow taught, fewer turns, or a lower max_tokens. Each attempt is a value: its
 // body as sent, its context headers, and the plan it came from.
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
-import { countMessageTokens } from '../context/token-accounting.js';
+import { countingWorkLimitFor, countMessages } from '../context/token-accounting.js';
 import { GatewayError, isGatewayError } from '../errors.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
@@ -237,6 +237,17 @@ export function createAttemptLadder(input: {
   };
 
   /** The request as a fallback model is asked it; a session's stored counts kept when it counts alike. */
+  /** A session's conversation counted in another model's encoding, within a bounded CPU time. */
+  const recounted = (session: SessionView, model: string): SessionView => {
+    const { tokens, estimated } = countMessages(
+      session.conversation,
+      tokenizerFor(config, input.tokenizers, model, input.precision),
+      countingWorkLimitFor(input.precision),
+    );
+    const view = Object.assign({}, session, { conversationTokens: tokens });
+    if (estimated) view.estimatedCounts = true;
+    return view;
+  };
   const choiceFor = (model: string): Choice => {
     const session = input.session;
     const sameEncoding =
@@ -245,14 +256,7 @@ export function createAttemptLadder(input: {
       model,
       target: config.routing.upstreamFor(model),
       chatRequest: Object.assign({}, chatRequest, { model }),
-      session:
-        session === undefined || sameEncoding
-          ? session
-          : Object.assign({}, session, {
-              conversationTokens: session.conversation.map((message) =>
-                countMessageTokens(message, tokenizerFor(config, input.tokenizers, model, input.precision)),
-              ),
-            }),
+      session: session === undefined || sameEncoding ? session : recounted(session, model),
     };
   };
 

@@ -430,33 +430,59 @@ export function countMessages(
 }
 
 /**
+ * What kind of text `text` is, for its ratio of characters to tokens, from 32 characters spread over it:
+ * 0 text with spaces (prose, code), 1 text without (base64, hex, minified data: some 1.4 characters a
+ * token where prose has 4 to 6), 2 mostly multi-byte characters (CJK: under one).
+ */
+function textKind(text: string): number {
+  const step = Math.max(1, Math.floor(text.length / 32));
+  let spaces = 0;
+  let multiByte = 0;
+  for (let index = 0; index < text.length; index += step) {
+    const code = text.charCodeAt(index);
+    if (code === 32 || code === 10) spaces++;
+    else if (code >= 0x80) multiByte++;
+  }
+  if (multiByte >= 8) return 2;
+  return spaces === 0 ? 1 : 0;
+}
+
+/**
  * `tokenizer` until its counting cost `workLimit`; past it, texts over 64 characters at the ratio of
- * tokens to characters it found (shorter ones — roles, names, ids — still counted). A text costs the
- * work its counting did, and at least its length: one found in the cache costs a lookup that compares
- * it whole, so a repeated body of tens of megabytes is not looked up text by text to its end.
+ * tokens to characters it found in texts of their kind (textKind; of all it counted when it counted
+ * none of that kind). Shorter texts — roles, names, ids — are still counted, and left out of the ratio.
+ * A text costs the work its counting did, and at least its length: one found in the cache costs a
+ * lookup that compares it whole, so a repeated body of tens of megabytes is not looked up text by text
+ * to its end.
  */
 function boundedTokenizer(tokenizer: Tokenizer, workLimit: number): Tokenizer & { estimated(): boolean } {
   const workDone = tokenizer.workDone?.bind(tokenizer);
   let spent = 0;
-  let chars = 0;
-  let tokens = 0;
+  // Characters and tokens counted, of each kind of text and (last) of all.
+  const chars = [0, 0, 0, 0];
+  const tokens = [0, 0, 0, 0];
   let estimates = 0;
   return {
     encoding: tokenizer.encoding,
     count(text) {
       if (workDone === undefined) return tokenizer.count(text);
-      if (text.length > 64 && chars > 0 && spent >= workLimit) {
+      const long = text.length > 64;
+      const kind = long ? textKind(text) : 3;
+      if (long && (chars[3] as number) > 0 && spent >= workLimit) {
         estimates++;
-        return Math.ceil((text.length * tokens) / chars);
+        const of = (chars[kind] as number) > 0 ? kind : 3;
+        return Math.ceil((text.length * (tokens[of] as number)) / (chars[of] as number));
       }
       const before = workDone();
       const counted = tokenizer.count(text);
       spent += Math.max(text.length, workDone() - before);
-      // The ratio is of texts like those it stands for: a role's or an id's would bend it (10,000
-      // roles of 6 characters a token each made 20 MB of text count 19% short).
-      if (text.length > 64) {
-        chars += text.length;
-        tokens += counted;
+      // A role's or an id's ratio would bend the estimate of long texts (10,000 roles of 6 characters
+      // a token made 20 MB of text count 19% short).
+      if (long) {
+        chars[kind] = (chars[kind] as number) + text.length;
+        tokens[kind] = (tokens[kind] as number) + counted;
+        chars[3] = (chars[3] as number) + text.length;
+        tokens[3] = (tokens[3] as number) + counted;
       }
       return counted;
     },

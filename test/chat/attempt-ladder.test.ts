@@ -1,7 +1,10 @@
 // The attempts of one chat request (docs/budgeting.md#reactive-recovery), as a table: the first
 // attempt (the client's bytes when nothing changed; a fallback when the turn cannot fit the model), each
 // smaller one a recovery decision asks for. What their answers teach: upstream-lessons.test.ts.
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import type { SessionView } from '../../src/context/session-view.js';
+import type { ContextMessage } from '../../src/context/types.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { isGatewayError } from '../../src/errors.js';
 import { chat, ladderFor } from '../helpers/chat-attempts.js';
@@ -25,6 +28,41 @@ describe('the first attempt', () => {
     expect(sent.messages.at(-1)?.content).toBe('Now?');
     expect(Number(ladder.first.headers['x-context-dropped-messages'])).toBeGreaterThan(0);
     expect(ladder.first.promptTokens).toBeLessThanOrEqual(4_096);
+  });
+
+  it('counts a session again in a fallback’s other encoding within a bounded CPU time', () => {
+    // 1,000 stored messages of 2,000 characters of random base64 (never counted before), and a question
+    // of some 20,000 tokens that only the fallback's window holds.
+    const question = { role: 'user', content: prose(4_000, 3) };
+    const conversation: ContextMessage[] = [
+      { role: 'system', content: 'Be brief.' },
+      ...Array.from({ length: 1_000 }, (_unused, index) => ({
+        role: index % 2 === 0 ? 'user' : 'assistant',
+        content: randomBytes(1_500).toString('base64'),
+      })),
+      question,
+    ];
+    const session: SessionView = {
+      sessionId: 's-fallback',
+      conversation,
+      // As stored in the client's model's encoding: the question alone more than its window.
+      conversationTokens: conversation.map((message) => (message === question ? 30_000 : 500)),
+      knownBytes: (messages) => messages.map(() => undefined),
+      historyStartHint: 0,
+      archivedMessages: 0,
+      omittedBefore: 0,
+      summary: undefined,
+      turnSummary: undefined,
+      messagesAfterCommit: conversation.length + 1,
+    };
+    const request = { model: 'narrow-model', messages: [question] } as ChatCompletionRequest;
+    const { ladder } = ladderFor(request, { session });
+    expect(ladder.first.fallback).toBe('wide-cl100k-model');
+    // Counted again, newest first, past its bound estimated: and so said.
+    expect(ladder.first.prepared.estimated).toBe(true);
+    // Not the stored 500 a message: the 1,400 or so each is in cl100k_base, all of it sent.
+    expect(ladder.first.prepared.report.droppedMessages).toBe(0);
+    expect(ladder.first.promptTokens).toBeGreaterThan(1_300_000);
   });
 
   it('goes to the first fallback when the current turn cannot fit the client’s model', () => {

@@ -202,6 +202,30 @@ describe('countNewestWithin: counting a conversation within a bounded CPU time',
     expect(Math.abs(sum(counts) - sum(whole)) / sum(whole)).toBeLessThan(0.02);
   });
 
+  it('estimates each kind of text at its own ratio: base64 behind newer prose is not taken for prose', () => {
+    // 600 older messages of random base64 (1.4 characters a token), then 300 of prose (over 4).
+    const mixed: ContextMessage[] = [
+      ...Array.from({ length: 600 }, (): ContextMessage => ({
+        role: 'user',
+        content: randomBytes(1_500).toString('base64'),
+      })),
+      ...Array.from({ length: 300 }, (_unused, index): ContextMessage => ({
+        role: 'assistant',
+        content: `${index} ${'The committee reviewed the proposal and asked for estimates. '.repeat(33)}`,
+      })),
+    ];
+    const { tokenizer } = spied('exact');
+    const { tokens: counts, estimated } = countNewestWithin(mixed, tokenizer, Number.POSITIVE_INFINITY);
+    expect(estimated).toBe(true);
+    const exact = createTiktokenTokenizers().forEncoding('o200k_base');
+    const whole = mixed.map(
+      (message) => 3 + exact.count(message.role) + exact.count(String(message.content)),
+    );
+    // The base64 messages, most of them estimated, as close in sum as the whole.
+    expect(Math.abs(sum(counts, 0, 600) - sum(whole, 0, 600)) / sum(whole, 0, 600)).toBeLessThan(0.03);
+    expect(Math.abs(sum(counts) - sum(whole)) / sum(whole)).toBeLessThan(0.03);
+  });
+
   it('counts again for a lookup what it counted before: a long conversation sent again is counted exactly', () => {
     const tokenizers = createTiktokenTokenizers();
     const count = (conversation: ContextMessage[]) =>

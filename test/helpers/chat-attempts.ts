@@ -5,6 +5,7 @@ import { createFieldFixes, type FieldFixes } from '../../src/upstream/field-fixe
 import { createAttemptLadder } from '../../src/chat/attempt-ladder.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { createContextPlanner } from '../../src/chat/context-planner.js';
+import type { SessionView } from '../../src/context/session-view.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createMemoryLearnedLimits } from '../../src/store/learned-limits.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
@@ -23,6 +24,14 @@ export const attemptsConfig = loadConfig({
         '  - match: large-model',
         '    window: 32768',
         '    output_reserve: 256',
+        '  - match: narrow-model',
+        '    window: 4096',
+        '    output_reserve: 256',
+        '    fallbacks: [wide-cl100k-model]',
+        '  - match: wide-cl100k-model',
+        '    window: 2000000',
+        '    output_reserve: 256',
+        '    tokenizer: cl100k_base',
         '  - match: exact-model',
         '    window: 8192',
         '    output_reserve: 256',
@@ -42,6 +51,7 @@ export function ladderFor(
     rawBody?: Buffer;
     fieldFixes?: FieldFixes;
     precision?: 'exact' | 'sampled';
+    session?: SessionView;
   } = {},
 ) {
   const learnedLimits = createMemoryLearnedLimits({ settings, maxEntries: 100 });
@@ -52,7 +62,7 @@ export function ladderFor(
     tokenizers,
     chatRequest: request,
     overrides: { historyMode: 'auto', ...(options.noTruncation === true ? { noTruncation: true } : {}) },
-    session: undefined,
+    session: options.session,
     target: attemptsConfig.defaultUpstream,
     fieldFixes: options.fieldFixes ?? createFieldFixes({ maxEntries: 10 }),
     precision: options.precision ?? 'exact',
