@@ -6,7 +6,7 @@
 // (POST /v1/context/render), the request and each of its retries all come from here.
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { renderContext, type RenderInput } from './render.js';
-import { countingWorkLimitFor, countNewestWithin } from './token-accounting.js';
+import { countingWorkLimitFor, countNewestWithin, type MessageCounts } from './token-accounting.js';
 import type { ContextMessage, RenderReport } from './types.js';
 import { GatewayError } from '../errors.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -90,7 +90,7 @@ export function countPrecisionFor(countingBytes: number): CountPrecision {
   return countingBytes > sampledCountingBodyChars ? 'sampled' : 'exact';
 }
 
-export function planSend(input: {
+export interface PlanSendInput {
   config: GatewayConfig;
   tokenizers: Tokenizers;
   request: SendRequest;
@@ -100,7 +100,9 @@ export function planSend(input: {
   learned?: LearnedInputs | undefined;
   attempt?: AttemptState | undefined;
   precision?: CountPrecision;
-}): PreparedContext {
+}
+
+export function planSend(input: PlanSendInput): PreparedContext {
   const { session, overrides } = input;
   const attempt = input.attempt ?? firstAttempt;
   const learned = input.learned ?? {};
@@ -146,16 +148,9 @@ export function planSend(input: {
   const toolTokens =
     learned.toolTokens === undefined ? undefined : Math.ceil(learned.toolTokens / (ratio ?? 1));
   const tokenizer = input.tokenizers.forEncoding(baseSettings.model.tokenizer, input.precision);
-  // Counted once for every render below, within a bounded CPU time (docs/budgeting.md): a body over
-  // 4 MB only as far as it can be sent (twice the window, to be sure).
   const counted =
     reduced.messageTokens === undefined
-      ? countNewestWithin(
-          reduced.conversation,
-          tokenizer,
-          input.precision === 'sampled' ? 2 * windowFor(0) : Number.POSITIVE_INFINITY,
-          countingWorkLimitFor(input.precision ?? 'exact'),
-        )
+      ? conversationCounts(conversation, tokenizer, input.precision ?? 'exact', windowFor(0))
       : undefined;
   const messageTokens = counted?.tokens ?? reduced.messageTokens;
   // With a learned window, when the whole conversation fits but not with the max_tokens asked for,
@@ -166,19 +161,18 @@ export function planSend(input: {
           request,
           settings: baseSettings,
           ratio,
-          probe: {
-            messages: conversation,
-            tools: request.tools,
-            toolFormat: baseSettings.model.toolFormat,
+          probe: probeFor(
+            conversation,
+            request,
+            baseSettings,
             tokenizer,
-            window: windowFor(baseSettings.outputReserve),
-            outputReserve: 0,
-            safetyMarginTokens: baseSettings.safetyMarginTokens,
-            policy: baseSettings.policy,
-            ...(toolTokens === undefined ? {} : { toolTokens }),
-            ...(messageTokens === undefined ? {} : { messageTokens }),
-            ...(session?.summary === undefined ? {} : { summary: session.summary }),
-          },
+            windowFor(baseSettings.outputReserve),
+            {
+              toolTokens,
+              messageTokens,
+              summary: session?.summary,
+            },
+          ),
         })
       : undefined;
   const settings =
@@ -222,6 +216,53 @@ export function planSend(input: {
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   if (counted?.estimated === true || session?.estimatedCounts === true) prepared.estimated = true;
   return prepared;
+}
+
+/** What maxTokensThatFit renders: the whole conversation in the window, no room kept for the answer. */
+function probeFor(
+  conversation: RenderInput['messages'],
+  request: SendRequest,
+  settings: ContextSettings,
+  tokenizer: RenderInput['tokenizer'],
+  window: number,
+  known: {
+    toolTokens: number | undefined;
+    messageTokens: readonly number[] | undefined;
+    summary: RenderInput['summary'];
+  },
+): RenderInput {
+  const probe: RenderInput = {
+    messages: conversation,
+    tools: request.tools,
+    toolFormat: settings.model.toolFormat,
+    tokenizer,
+    window,
+    outputReserve: 0,
+    safetyMarginTokens: settings.safetyMarginTokens,
+    policy: settings.policy,
+  };
+  if (known.toolTokens !== undefined) probe.toolTokens = known.toolTokens;
+  if (known.messageTokens !== undefined) probe.messageTokens = known.messageTokens;
+  if (known.summary !== undefined) probe.summary = known.summary;
+  return probe;
+}
+
+/**
+ * Each message's tokens, counted once for every render of an attempt within a bounded CPU time
+ * (docs/budgeting.md): a body over 4 MB only as far as it can be sent (twice the window, to be sure).
+ */
+function conversationCounts(
+  conversation: readonly ContextMessage[],
+  tokenizer: RenderInput['tokenizer'],
+  precision: CountPrecision,
+  window: number,
+): MessageCounts {
+  return countNewestWithin(
+    conversation,
+    tokenizer,
+    precision === 'sampled' ? 2 * window : Number.POSITIVE_INFINITY,
+    countingWorkLimitFor(precision),
+  );
 }
 
 /** What the render is given for one attempt. Built without object spreads: this runs on every request. */
