@@ -3,12 +3,12 @@
 // smaller one a recovery decision asks for. What their answers teach: upstream-lessons.test.ts.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { SessionView } from '../../src/context/session-view.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { isGatewayError } from '../../src/errors.js';
 import { chat, ladderFor } from '../helpers/chat-attempts.js';
 import { prose } from '../helpers/text.js';
+import { sessionViewOf } from '../helpers/session-view.js';
 import { createFieldFixes } from '../../src/upstream/field-fixes.js';
 
 describe('the first attempt', () => {
@@ -42,19 +42,11 @@ describe('the first attempt', () => {
       })),
       question,
     ];
-    const session: SessionView = {
-      sessionId: 's-fallback',
+    // As stored in the client's model's encoding: the question alone more than its window.
+    const session = sessionViewOf(
       conversation,
-      // As stored in the client's model's encoding: the question alone more than its window.
-      conversationTokens: conversation.map((message) => (message === question ? 30_000 : 500)),
-      knownBytes: (messages) => messages.map(() => undefined),
-      historyStartHint: 0,
-      archivedMessages: 0,
-      omittedBefore: 0,
-      summary: undefined,
-      turnSummary: undefined,
-      messagesAfterCommit: conversation.length + 1,
-    };
+      conversation.map((message) => (message === question ? 30_000 : 500)),
+    );
     const request = { model: 'narrow-model', messages: [question] } as ChatCompletionRequest;
     const { ladder } = ladderFor(request, { session });
     expect(ladder.first.fallback).toBe('wide-cl100k-model');

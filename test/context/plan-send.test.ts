@@ -4,7 +4,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { planSend } from '../../src/context/plan-send.js';
-import type { SessionView } from '../../src/context/session-view.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { loadConfig } from '../../src/config/load-config.js';
@@ -12,6 +11,7 @@ import { isGatewayError } from '../../src/errors.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { countPromptTokens } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
+import { sessionViewOf } from '../helpers/session-view.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const config = loadConfig({
@@ -160,19 +160,12 @@ describe('what is sent, decided from explicit inputs', () => {
     expect(planSend({ config, tokenizers, request, overrides }).estimated).toBeUndefined();
     // A session's view, its counts given: whether they hold an estimate is the view's to say.
     const conversation = request.messages as ContextMessage[];
-    const view = (estimated: boolean): SessionView => ({
-      sessionId: 's-1',
-      conversation,
-      conversationTokens: conversation.map(() => 300),
-      ...(estimated ? { estimatedCounts: true as const } : {}),
-      knownBytes: (messages) => messages.map(() => undefined),
-      historyStartHint: 0,
-      archivedMessages: 0,
-      omittedBefore: 0,
-      summary: undefined,
-      turnSummary: undefined,
-      messagesAfterCommit: conversation.length + 1,
-    });
+    const view = (estimated: boolean) =>
+      sessionViewOf(
+        conversation,
+        conversation.map(() => 300),
+        estimated ? { estimatedCounts: true } : {},
+      );
     expect(planSend({ config, tokenizers, request, overrides, session: view(true) }).estimated).toBe(true);
     expect(
       planSend({ config, tokenizers, request, overrides, session: view(false) }).estimated,
