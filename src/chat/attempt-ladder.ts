@@ -236,7 +236,6 @@ export function createAttemptLadder(input: {
     }
   };
 
-  /** The request as a fallback model is asked it; a session's stored counts kept when it counts alike. */
   /** A session's conversation counted in another model's encoding, within a bounded CPU time. */
   const recounted = (session: SessionView, model: string): SessionView => {
     const { tokens, estimated } = countMessages(
@@ -248,6 +247,7 @@ export function createAttemptLadder(input: {
     if (estimated) view.estimatedCounts = true;
     return view;
   };
+  /** The request as a fallback model is asked it; a session's stored counts kept when it counts alike. */
   const choiceFor = (model: string): Choice => {
     const session = input.session;
     const sameEncoding =

@@ -353,7 +353,8 @@ export function countPromptTokens(
 /**
  * How much counting one request's messages may cost, in the counting work of bpe-counter.ts (about
  * 6 ns a unit: some 35 ms on the bench's machine, up to 60 ms for the costliest text): past it, what
- * is left to count is estimated at the ratio of tokens to characters found so far. Counting costs from
+ * is left to count is estimated at the ratio of tokens to characters found so far in texts of its kind.
+ * Counting costs from
  * 34 ns a character (English prose, its words counted before) to 490 (random base64, letters without
  * spaces, uncommon Chinese characters), so a conversation of a few megabytes, or a window that holds
  * tens of them (a model's, or one a client claims with X-Context-Window), would otherwise cost a second
@@ -381,8 +382,8 @@ export interface MessageCounts {
  * Counts of a conversation within a bounded CPU time, with `tokenizer` as far as it can be sent: its
  * leading messages up to the first user message, then its newest messages until they hold more than
  * `limitTokens`, then the rest of its first turn, newest first (it is the current turn when the
- * conversation has one user message). Its texts are counted until that cost countingWorkLimit, the rest
- * estimated at the ratio those gave. Every message between is estimated from its length, four
+ * conversation has one user message). Its texts are counted until their counting costs `workLimit`, the
+ * rest estimated at the ratio of counted texts of their kind (see boundedTokenizer). Every message between is estimated from its length, four
  * characters a token: those cannot be sent — the counted newest ones already fill the window — so their
  * estimate only ever says how much was left out. A tokenizer without a meter of its work (`workDone`) is
  * not bounded.

@@ -32,7 +32,8 @@ export const exactLimitChars = 48_000;
 /**
  * What counting a byte of a multi-byte character costs, in bytes of ASCII: a run of uncommon Chinese
  * characters takes about 150 ms a megabyte to count exactly, English prose about 40
- * (`npm run bench -- hostile-bodies`). Requests and the counting of large ones are bounded by it.
+ * (`npm run bench -- hostile-bodies`). A body's size is weighed by it for the 4 MB threshold past which
+ * it is counted from samples (json-body.ts countingBytesOf); counting itself is bounded by `workDone`.
  */
 export const multiByteCountingWeight = 4;
 
