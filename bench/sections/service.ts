@@ -105,6 +105,7 @@ for (const each of cases) {
 export async function serviceSection(): Promise<void> {
   const directory = resolve(process.env.BENCH_GATEWAY_DIR ?? '.');
   const conversation = JSON.stringify({ model: 'gpt-4o-mini', messages: benchConversation(400, 480) });
+  const overWindow = JSON.stringify({ model: 'gpt-4o-mini', messages: benchConversation(2_400, 480) });
   const next = uniqueChatBodies();
   // Every body made here, before anything is measured: one body repeated, or a new one for every request.
   const cases = [
@@ -116,6 +117,12 @@ export async function serviceSection(): Promise<void> {
       bodies: Array.from({ length: 5_000 * (rounds + 1) }, () => next()),
     },
     { name: `${Math.round(conversation.length / 1024)} KB conversation`, count: 300, bodies: [conversation] },
+    // Over gpt-4o-mini's window: shortened, so its body is written again (the kept messages copied).
+    {
+      name: `${Math.round(overWindow.length / 1024)} KB conversation, shortened to the window`,
+      count: 40,
+      bodies: [overWindow],
+    },
   ];
   const scratch = mkdtempSync(join(tmpdir(), 'ctxgate-bench-service-'));
   try {

@@ -49,6 +49,7 @@ import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
+import { clientMessageBytes } from './chat-body.js';
 import type { FieldFix, FieldFixes } from '../upstream/field-fixes.js';
 
 export interface ChatServiceDependencies {
@@ -558,7 +559,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       target,
       precision: countPrecisionFor(input.countingBytes),
       rawBody,
-      knownBytes: session?.knownBytes.bind(session),
+      knownBytes: session?.knownBytes.bind(session) ?? clientMessageBytes(input.rawBody, input.body),
       tenant: input.credential.tenantId,
       preview,
       fieldFixes: deps.fieldFixes,

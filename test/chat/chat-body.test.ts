@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
-import { serializeChatBody } from '../../src/chat/chat-body.js';
+import { clientMessageBytes, serializeChatBody } from '../../src/chat/chat-body.js';
 
 const message = fc.record({
   role: fc.constantFrom('user', 'assistant', 'tool'),
@@ -37,5 +37,91 @@ describe('serializeChatBody', () => {
         },
       ),
     );
+  });
+});
+
+describe('clientMessageBytes: the messages a stateless request sends as they came, in the client’s bytes', () => {
+  /** A body as a client may write it: indented, and é sent as an escape. */
+  const written = (body: unknown) => JSON.stringify(body, null, 2).replace(/é/g, '\\u00e9');
+
+  it('copies kept messages from the client’s body and serializes the rest, to the same request', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(message, fc.constantFrom('kept', 'rewritten', 'dropped')), { maxLength: 10 }),
+        (entries) => {
+          const body = { model: 'm', messages: entries.map(([entry]) => entry), temperature: 0.5 };
+          const raw = Buffer.from(written(body));
+          const parsed = JSON.parse(raw.toString()) as { messages: ContextMessage[] };
+          // What an engine sends: some messages as they came (the same objects), some rewritten, some left out.
+          const sent = parsed.messages.flatMap((entry, index) => {
+            const fate = (entries[index] as [unknown, string])[1];
+            return fate === 'kept' ? [entry] : fate === 'rewritten' ? [{ ...entry, content: 'short' }] : [];
+          });
+          const known = clientMessageBytes(raw, parsed)?.(sent) ?? [];
+          const out = serializeChatBody(parsed, sent, known).toString();
+
+          expect(JSON.parse(out)).toEqual({ ...parsed, messages: sent });
+          // A kept message's bytes are the client's: as written, two levels deeper in the body.
+          sent.forEach((entry, index) => {
+            if (parsed.messages.includes(entry))
+              expect(known[index]?.toString()).toBe(written(entry).replace(/\n/g, '\n    '));
+            else expect(known[index]).toBeUndefined();
+          });
+        },
+      ),
+    );
+  });
+
+  it('keeps the client’s escapes and spacing of the messages sent as they came', () => {
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'Résumé first.' },
+        { role: 'user', content: 'old' },
+        { role: 'assistant', content: 'old answer' },
+        { role: 'user', content: 'Café?' },
+      ],
+    };
+    const raw = Buffer.from(written(body));
+    const parsed = JSON.parse(raw.toString()) as { messages: ContextMessage[] };
+    const [system, , , question] = parsed.messages as [
+      ContextMessage,
+      ContextMessage,
+      ContextMessage,
+      ContextMessage,
+    ];
+    const sent = [
+      system,
+      { role: 'system', content: '[ctxgate] 2 earlier messages were omitted.' },
+      question,
+    ];
+    const out = serializeChatBody(parsed, sent, clientMessageBytes(raw, parsed)?.(sent)).toString();
+
+    expect(out).toContain('"content": "R\\u00e9sum\\u00e9 first."');
+    expect(out).toContain('"content": "Caf\\u00e9?"');
+    expect(JSON.parse(out)).toEqual({ ...parsed, messages: sent });
+  });
+
+  it.each([
+    {
+      name: 'gives messages twice',
+      raw: '{"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}',
+    },
+    { name: 'holds a message that is not an object', raw: '{"messages":[{"role":"user","content":"a"},7]}' },
+  ])('has none for a body that $name: the messages are serialized', ({ raw }) => {
+    const parsed = JSON.parse(raw) as { messages: ContextMessage[] };
+    const sent = parsed.messages.filter((entry) => typeof entry === 'object');
+    const known = clientMessageBytes(Buffer.from(raw), parsed)?.(sent);
+
+    expect(known?.every((bytes) => bytes === undefined)).toBe(true);
+    expect(JSON.parse(serializeChatBody(parsed, sent, known).toString())).toEqual({
+      ...parsed,
+      messages: sent,
+    });
+  });
+
+  it('has none without the client’s bytes (a bridged request) or without messages', () => {
+    expect(clientMessageBytes(undefined, { messages: [] })).toBeUndefined();
+    expect(clientMessageBytes(Buffer.from('{"input":[]}'), { input: [] })).toBeUndefined();
   });
 });

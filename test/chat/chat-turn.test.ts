@@ -225,6 +225,24 @@ describe('a chat request', () => {
     );
   });
 
+  it('sends the messages it keeps of a shortened conversation in the client’s own bytes', async () => {
+    // Written as some clients write JSON: indented, and every é as an escape.
+    const body = chat(40, 'Café?');
+    const rawBody = Buffer.from(JSON.stringify(body, null, 2).replace(/é/g, '\\u00e9'));
+    const parsed = JSON.parse(rawBody.toString()) as typeof body;
+    const service = chatService([completion('Oui.')]);
+    const client = recordingClient();
+    await service.chat.complete(Object.assign(input(parsed), { rawBody }), client);
+    const sent = Buffer.from(service.upstream.sent[0]?.body as Buffer).toString();
+    // Shortened: old turns left out, a notice in their place.
+    expect(Number(client.headers['x-context-dropped-messages'])).toBeGreaterThan(0);
+    expect(sentMessages({ body: sent })).toContainEqual(parsed.messages.at(-1));
+    // The system prompt and the last question went as the client wrote them; the notice is the gateway's.
+    expect(sent).toContain('{\n      "role": "system",\n      "content": "Be brief."\n    }');
+    expect(sent).toContain('"content": "Caf\\u00e9?"');
+    expect(sent).toContain('earlier messages of this conversation were omitted');
+  });
+
   it('retried smaller, sends fewer messages, the learned window kept for the next request', async () => {
     const service = chatService([overflow(3_000), completion('Done.'), completion('Again.')]);
     await service.chat.complete(input(chat(12)), recordingClient());

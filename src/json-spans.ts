@@ -1,0 +1,130 @@
+// Where the elements of a request body's `messages` array lie in the client's bytes, so that a message
+// the gateway sends as it came is copied from them instead of serialized and encoded again
+// (chat/chat-body.ts). Read from bytes JSON.parse has already accepted; pure. Whatever could make the
+// bytes and the parsed value disagree — the member given twice (JSON.parse keeps the last; a key spelled
+// with escapes is read as JSON.parse reads it), an element that is not an object — gives no spans at
+// all, and the messages are serialized.
+
+const quote = 0x22;
+const backslash = 0x5c;
+const comma = 0x2c;
+const colon = 0x3a;
+const openArray = 0x5b;
+const closeArray = 0x5d;
+const openObject = 0x7b;
+const closeObject = 0x7d;
+
+/** The bytes JSON allows between tokens. */
+export function isJsonSpace(byte: number | undefined): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+function skipSpace(bytes: Buffer, at: number): number {
+  let index = at;
+  while (isJsonSpace(bytes[index])) index++;
+  return index;
+}
+
+/** Just past the JSON string whose opening quote is at `at`. */
+function stringEnd(bytes: Buffer, at: number): number {
+  let from = at + 1;
+  for (;;) {
+    const end = bytes.indexOf(quote, from);
+    if (end === -1) return bytes.length;
+    let backslashes = 0;
+    while (bytes[end - 1 - backslashes] === backslash) backslashes++;
+    if (backslashes % 2 === 0) return end + 1;
+    from = end + 1;
+  }
+}
+
+/** Just past the JSON value that starts at `at`. */
+function valueEnd(bytes: Buffer, at: number): number {
+  const first = bytes[at];
+  if (first === quote) return stringEnd(bytes, at);
+  let index = at;
+  if (first !== openArray && first !== openObject) {
+    // A number, true, false or null.
+    while (index < bytes.length) {
+      const byte = bytes[index];
+      if (byte === comma || byte === closeArray || byte === closeObject || isJsonSpace(byte)) break;
+      index++;
+    }
+    return index;
+  }
+  let depth = 0;
+  while (index < bytes.length) {
+    const byte = bytes[index] as number;
+    if (byte === quote) {
+      index = stringEnd(bytes, index);
+      continue;
+    }
+    if (byte === openArray || byte === openObject) depth++;
+    else if (byte === closeArray || byte === closeObject) {
+      depth--;
+      if (depth === 0) return index + 1;
+    }
+    index++;
+  }
+  return index;
+}
+
+/**
+ * The byte ranges [start, end) of the elements of the top-level object's array member `key`, in
+ * order, as pairs; undefined when the bytes cannot say for sure which array JSON.parse read: the member
+ * missing, not an array, or given twice (however its key is spelled), or an element that is not an
+ * object. `bytes` must be JSON that JSON.parse accepted (a byte-order mark removed); `key` plain
+ * ASCII without quotes or backslashes.
+ */
+export function arrayElementSpans(bytes: Buffer, key: string): Int32Array | undefined {
+  const wanted = Buffer.from(key);
+  let index = skipSpace(bytes, 0);
+  if (bytes[index] !== openObject) return undefined;
+  index = skipSpace(bytes, index + 1);
+  let spans: Int32Array | undefined;
+  while (bytes[index] === quote) {
+    const keyEnd = stringEnd(bytes, index);
+    const inner = bytes.subarray(index + 1, keyEnd - 1);
+    // A key with an escape in it is read as JSON.parse reads it: it may spell `key`.
+    const isWanted = inner.includes(backslash)
+      ? JSON.parse(bytes.toString('utf8', index, keyEnd)) === key
+      : inner.equals(wanted);
+    index = skipSpace(bytes, keyEnd);
+    if (bytes[index] !== colon) return undefined;
+    index = skipSpace(bytes, index + 1);
+    if (isWanted) {
+      if (spans !== undefined || bytes[index] !== openArray) return undefined;
+      const found = elementSpans(bytes, index);
+      if (found === undefined) return undefined;
+      spans = found.spans;
+      index = found.end;
+    } else index = valueEnd(bytes, index);
+    index = skipSpace(bytes, index);
+    if (bytes[index] !== comma) break;
+    index = skipSpace(bytes, index + 1);
+  }
+  return bytes[index] === closeObject ? spans : undefined;
+}
+
+/** The spans of the objects of the array that opens at `at`, and where it ends; undefined for any other element. */
+function elementSpans(bytes: Buffer, at: number): { spans: Int32Array; end: number } | undefined {
+  let spans = new Int32Array(16);
+  let count = 0;
+  let index = skipSpace(bytes, at + 1);
+  if (bytes[index] === closeArray) return { spans: spans.subarray(0, 0), end: index + 1 };
+  for (;;) {
+    if (bytes[index] !== openObject) return undefined;
+    const end = valueEnd(bytes, index);
+    if (count + 2 > spans.length) {
+      const grown = new Int32Array(spans.length * 2);
+      grown.set(spans);
+      spans = grown;
+    }
+    spans[count++] = index;
+    spans[count++] = end;
+    index = skipSpace(bytes, end);
+    if (bytes[index] === closeArray) return { spans: spans.subarray(0, count), end: index + 1 };
+    if (bytes[index] !== comma) return undefined;
+    index = skipSpace(bytes, index + 1);
+  }
+}

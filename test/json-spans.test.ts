@@ -1,0 +1,97 @@
+// Where a body's messages lie in its bytes: each span must parse to the message JSON.parse read there,
+// whatever the spacing, escapes and strings full of brackets; and wherever the bytes could say
+// something else than JSON.parse read, no spans at all.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { arrayElementSpans } from '../src/json-spans.js';
+
+/** What each span of `text` parses to, or undefined without spans. */
+function spansOf(text: string, key = 'messages'): unknown[] | undefined {
+  const bytes = Buffer.from(text);
+  const spans = arrayElementSpans(bytes, key);
+  if (spans === undefined) return undefined;
+  const values: unknown[] = [];
+  for (let at = 0; at < spans.length; at += 2)
+    values.push(JSON.parse(bytes.subarray(spans[at] as number, spans[at + 1] as number).toString()));
+  return values;
+}
+
+/** JSON text with a space, a newline or nothing around every token, as different clients write it. */
+const spacings = [
+  (value: unknown) => JSON.stringify(value),
+  (value: unknown) => JSON.stringify(value, null, 2),
+  (value: unknown) => JSON.stringify(value, null, '\t').replace(/\n/g, '\r\n'),
+];
+
+describe('arrayElementSpans', () => {
+  it('finds each message of any body, however it is spaced, as JSON.parse reads it', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(
+          fc.string().filter((key) => key !== 'messages' && key !== '__proto__'),
+          fc.jsonValue(),
+        ),
+        fc.array(
+          fc.dictionary(
+            fc.string().filter((key) => key !== '__proto__'),
+            fc.jsonValue(),
+          ),
+          {
+            maxLength: 6,
+          },
+        ),
+        fc.constantFrom(0, 1, 2),
+        fc.boolean(),
+        (fields, messages, spacing, first) => {
+          const body = first ? { messages, ...fields } : { ...fields, messages };
+          const text = (spacings[spacing] as (value: unknown) => string)(body);
+          expect(spansOf(text)).toEqual((JSON.parse(text) as { messages: unknown[] }).messages);
+        },
+      ),
+    );
+  });
+
+  it.each([
+    {
+      name: 'strings holding quotes, backslashes and brackets',
+      text: String.raw`{"messages":[{"role":"user","content":"a \"]}\\"},{"role":"tool","content":"\\\"[{"}]}`,
+    },
+    {
+      name: 'escapes and characters of every width',
+      text: String.raw`{"messages":[{"content":"caf\u00e9 \ud83d\ude00 日本"},{"content":"é😀"}],"n":1}`,
+    },
+    {
+      name: 'a messages member nested in another member, before the real one',
+      text: '{"metadata":{"messages":[{"x":1}]},"messages":[{"role":"user","content":"real"}]}',
+    },
+    {
+      name: 'numbers, literals and empty containers around it',
+      text: '{"n":-1.5e3,"b":true,"z":null,"a":[],"o":{},"messages":[{"c":[1,{"d":[]}]},{}],"t":false}',
+    },
+    { name: 'an empty array', text: '{"messages":[]}' },
+    {
+      name: 'keys spelled with escapes, the messages key among them',
+      text: String.raw`{"\"":1,"mod\u0065l":"m","m\u0065ssages":[{"role":"user"}]}`,
+    },
+  ])('finds the messages of a body with $name', ({ text }) => {
+    expect(spansOf(text)).toEqual((JSON.parse(text) as { messages: unknown[] }).messages);
+  });
+
+  it.each([
+    { name: 'has no messages', text: '{"model":"m","input":[{"role":"user"}]}' },
+    { name: 'has messages that are not an array', text: '{"messages":{"0":{"role":"user"}}}' },
+    {
+      name: 'gives messages twice (JSON.parse keeps the last)',
+      text: '{"messages":[{"content":"first"}],"messages":[{"content":"second"}]}',
+    },
+    {
+      name: 'gives messages twice, once spelled with an escape',
+      text: String.raw`{"messages":[{"content":"first"}],"m\u0065ssages":[{"content":"second"}]}`,
+    },
+    { name: 'holds a message that is not an object', text: '{"messages":[{"role":"user"},"text"]}' },
+    { name: 'is not an object', text: '[{"messages":[{"role":"user"}]}]' },
+  ])('gives nothing for a body that $name', ({ text }) => {
+    JSON.parse(text);
+    expect(spansOf(text)).toBeUndefined();
+  });
+});
