@@ -24,12 +24,20 @@ import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
 import { recallAllowed, recallTool } from '../context/recall.js';
 import { applyFieldFixes, type FieldFixes } from '../upstream/field-fixes.js';
+import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
   prepared: PreparedContext;
-  /** The request body as sent. */
+  /**
+   * The request body as sent: chat JSON, or for an `anthropic` upstream its Messages JSON, written
+   * from the request at once (not written as chat, read back and written again).
+   */
   body: string | Buffer;
+  /** The format of `body` when it is not chat's: what the Upstream port is told (upstream.ts). */
+  wire: 'anthropic' | undefined;
+  /** The request as sent, in chat terms (its fitted messages in it): what a recall round adds to. */
+  request: Readonly<Record<string, unknown>>;
   /** The context headers of this attempt (README.md). */
   headers: Record<string, string>;
   /** The hash of the request's tool definitions, when it has any. */
@@ -188,12 +196,19 @@ export function createAttemptLadder(input: {
     const askedMaxTokens =
       state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
     const sentMaxTokens = prepared.loweredMaxTokens ?? askedMaxTokens ?? 0;
+    const request = Object.assign({}, outgoing, { messages: prepared.messages });
+    const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
     return {
       state,
       prepared,
-      body: unchanged
-        ? (input.rawBody as Buffer)
-        : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),
+      body:
+        wire === 'anthropic'
+          ? JSON.stringify(toAnthropicRequest(request))
+          : unchanged
+            ? (input.rawBody as Buffer)
+            : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),
+      wire,
+      request,
       headers,
       toolSet: plan.toolSet,
       toolFormula: plan.toolFormula,

@@ -630,7 +630,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     let sources: Promise<RecallSource[]> | undefined;
     const outcome = await answerRecallCalls({
       response: sent.response,
-      body: attempt.body,
+      request: attempt.request,
       streaming: turn.chatRequest.stream === true,
       maxCalls: settings.policy.recall_max_calls,
       resultTokens: settings.policy.recall_result_tokens,
@@ -680,6 +680,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
               method: 'POST',
               path: '/chat/completions',
               body: attempt.body,
+              wire: attempt.wire,
               target: attempt.target,
             });
             // The report's costly part, found while the upstream works rather than before the commit.

@@ -18,10 +18,10 @@ import type { UpstreamResponse } from '../upstream/upstream.js';
 const maxUndecidedBytes = 256 * 1024;
 
 export interface RecallRoundsInput {
-  /** The upstream's answer (a success) to `body`. */
+  /** The upstream's answer (a success) to `request`. */
   response: UpstreamResponse;
-  /** The request body it answers: a round's body is this with the calls and their results appended. */
-  body: string | Buffer;
+  /** The chat request it answers: a round's is this with the calls and their results appended. */
+  request: Readonly<Record<string, unknown>>;
   streaming: boolean;
   /** Rounds answered with a search; past them the tool answers that the search is over. */
   maxCalls: number;
@@ -31,11 +31,11 @@ export interface RecallRoundsInput {
   room: number;
   /** The gateway's count of a message. */
   count: (message: ContextMessage) => number;
-  /** The prompt of `body` in the provider's units: the estimate of a round whose usage is not told. */
+  /** The prompt of `request` in the provider's units: the estimate of a round whose usage is not told. */
   promptTokens: number;
   /** The result of one call: the passages that match `query`, within `maxTokens`. */
   search: (query: string, maxTokens: number) => Promise<string>;
-  /** Sends a round's body to the same upstream, model and stream mode. */
+  /** Sends a round's chat body to the same upstream, model and stream mode. */
   send: (body: Buffer) => Promise<UpstreamResponse>;
 }
 
@@ -131,7 +131,8 @@ interface ToolCall {
 }
 
 export async function answerRecallCalls(input: RecallRoundsInput): Promise<RecallRoundsOutcome> {
-  let { response, body } = input;
+  let { response } = input;
+  const messages = [...((input.request.messages as unknown[] | undefined) ?? [])];
   let calls = 0;
   let used = 0;
   const usage = { promptTokens: 0, completionTokens: 0, estimated: false };
@@ -176,11 +177,7 @@ export async function answerRecallCalls(input: RecallRoundsInput): Promise<Recal
       used += input.count(result);
     }
     calls += recallCalls.length;
-    const request = JSON.parse(Buffer.isBuffer(body) ? body.toString('utf8') : body) as {
-      messages: unknown[];
-    };
-    request.messages.push(assistant, ...results);
-    body = Buffer.from(JSON.stringify(request));
-    response = await input.send(body);
+    messages.push(assistant, ...results);
+    response = await input.send(Buffer.from(JSON.stringify(Object.assign({}, input.request, { messages }))));
   }
 }

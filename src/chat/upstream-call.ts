@@ -23,6 +23,8 @@ export interface UpstreamExchange {
     target?: UpstreamConfig;
     /** Replaces the JSON content type (and adds a length) for a body forwarded as the client sent it. */
     bodyHeaders?: Record<string, string>;
+    /** The body's wire format when it is not chat's (UpstreamRequest). */
+    wire?: 'anthropic' | undefined;
   }): Promise<UpstreamResponse>;
 }
 
@@ -58,7 +60,7 @@ export async function measuredExchange<T>(
   };
   const headersFor = new Map<string, Record<string, string>>();
   const upstream: UpstreamExchange = {
-    async send({ method, path, body, target: to = target, bodyHeaders }) {
+    async send({ method, path, body, target: to = target, bodyHeaders, wire }) {
       let headers = headersFor.get(to.name);
       if (headers === undefined) {
         headers = buildUpstreamHeaders(context.clientHeaders, to, context.credential);
@@ -77,6 +79,7 @@ export async function measuredExchange<T>(
         path,
         headers,
         ...(body === undefined ? {} : { body }),
+        ...(wire === undefined ? {} : { wire }),
         signal: client.cancellation,
         onBodyEnd: bodyEnded,
       });

@@ -446,6 +446,12 @@ export function anthropicHeaders(
   return headers;
 }
 
+/** A chat body (bytes or text) as a Messages body: parsed, translated and written again. */
+function messagesBodyOf(body: UpstreamRequest['body']): string {
+  const text = typeof body === 'string' || Buffer.isBuffer(body) ? body.toString() : '{}';
+  return JSON.stringify(toAnthropicRequest(JSON.parse(text) as Json));
+}
+
 /**
  * The Upstream port with `anthropic` upstreams spoken to in their own wire format: a chat completion
  * request to one goes to `/messages`, its key as `x-api-key`, and its answer comes back as chat.
@@ -462,13 +468,11 @@ export function withAnthropicUpstreams(inner: Upstream): Upstream {
   };
 
   async function sendAsChat(request: UpstreamRequest): Promise<UpstreamResponse> {
-    const body =
-      typeof request.body === 'string' || Buffer.isBuffer(request.body) ? request.body.toString() : '{}';
     const response = await inner.send(
       Object.assign({}, request, {
         path: '/messages',
         headers: anthropicHeaders(request.headers, request.upstream),
-        body: JSON.stringify(toAnthropicRequest(JSON.parse(body) as Json)),
+        body: request.wire === 'anthropic' ? request.body : messagesBodyOf(request.body),
       }),
     );
     return chatResponseOf(response);

@@ -14,6 +14,11 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   /** A stream is sent as it arrives (a forwarded upload). */
   body?: string | Buffer | Readable;
+  /**
+   * `anthropic`: a chat completion's `body` is already written in an anthropic upstream's Messages format
+   * (the attempt ladder writes it so); else a chat body to one is translated (anthropic-wire.ts).
+   */
+  wire?: 'anthropic';
   /** Emits 'abort' to cancel the call (an EventEmitter: far cheaper per request than an AbortController). */
   signal: EventEmitter;
   /** Called when the answer's body has been read to its end (not when it breaks or is discarded). */

@@ -21,6 +21,30 @@ describe('the first attempt', () => {
     expect(ladder.first.headers['x-context-dropped-messages']).toBe('0');
   });
 
+  it('is written in the Messages format for an anthropic upstream, from the request as fitted', () => {
+    const request = chat(40);
+    request.model = 'claude-model';
+    const { ladder } = ladderFor(request, { rawBody: Buffer.from(JSON.stringify(request)) });
+    const { first } = ladder;
+    expect(first.wire).toBe('anthropic');
+    const sent = JSON.parse(String(first.body)) as {
+      system: string;
+      messages: Array<{ role: string; content: Array<{ type: string; text: string }> }>;
+      max_tokens: number;
+    };
+    // Shortened (the window is 4,096), then written as Anthropic takes it: the system prompt apart,
+    // user and assistant alternating, text blocks, a max_tokens.
+    expect(Number(first.headers['x-context-dropped-messages'])).toBeGreaterThan(0);
+    expect(sent.system).toBe('Be brief.');
+    expect(sent.messages.at(-1)?.content.at(-1)?.text).toBe('Now?');
+    expect(
+      sent.messages.every((message, index) => message.role === (index % 2 === 0 ? 'user' : 'assistant')),
+    ).toBe(true);
+    expect(sent.max_tokens).toBeGreaterThan(0);
+    // In chat terms, the same fitted messages: what a recall round adds to.
+    expect(first.request.messages).toBe(first.prepared.messages);
+  });
+
   it('leaves out old turns of a conversation larger than the window, and says so', () => {
     const { ladder } = ladderFor(chat(40), { rawBody: Buffer.from('{}') });
     expect(Buffer.isBuffer(ladder.first.body) && ladder.first.body.toString() === '{}').toBe(false);

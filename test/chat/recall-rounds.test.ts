@@ -33,10 +33,10 @@ const whole = (message: Record<string, unknown>, usage = { prompt_tokens: 900, c
     ],
   }) satisfies ScriptedAnswer;
 
-const firstBody = JSON.stringify({
+const firstRequest = {
   model: 'm',
   messages: [{ role: 'user', content: 'What is the code of vault 7?' }],
-});
+};
 
 function rounds(
   script: ScriptedAnswer[],
@@ -47,7 +47,7 @@ function rounds(
   const searched: Array<{ query: string; maxTokens: number }> = [];
   const outcome = answerRecallCalls({
     response: 'status' in first ? answerOf(first) : first,
-    body: firstBody,
+    request: firstRequest,
     streaming: overrides.streaming ?? false,
     maxCalls: overrides.maxCalls ?? 2,
     resultTokens: 500,

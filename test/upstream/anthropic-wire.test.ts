@@ -3,12 +3,17 @@
 // blocks sent only while their message is unchanged; an Anthropic message and stream as chat.
 import { describe, expect, it } from 'vitest';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
+import { EventEmitter } from 'node:events';
+import type { UpstreamConfig } from '../../src/config/gateway-config.js';
+import type { UpstreamRequest } from '../../src/upstream/upstream.js';
 import {
   AnthropicToChatStream,
   fromAnthropicMessage,
   madeKey,
   toAnthropicRequest,
+  withAnthropicUpstreams,
 } from '../../src/upstream/anthropic-wire.js';
+import { scriptedUpstream } from '../helpers/port-fakes.js';
 
 describe('a chat body as a Messages request', () => {
   it('merges roles, puts tool results first, and sends a later system message as user text', () => {
@@ -147,6 +152,79 @@ describe('a chat body as a Messages request', () => {
     expect((toAnthropicRequest(masked).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
       { type: 'tool_result', tool_use_id: 't1', content: '[masked]' },
     ]);
+  });
+});
+
+describe('the Upstream port for an anthropic upstream', () => {
+  const claude: UpstreamConfig = {
+    name: 'claude',
+    baseUrl: 'http://127.0.0.1:9/v1',
+    apiKey: 'sk-ant-test',
+    modelGlobs: ['claude-*'],
+    maxConnections: 1,
+    kind: 'anthropic',
+  };
+  const answer = {
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    chunks: [
+      JSON.stringify({
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-x',
+        content: [{ type: 'text', text: 'Hi.' }],
+        stop_reason: 'end_turn',
+        usage: { input_tokens: 12, output_tokens: 2 },
+      }),
+    ],
+  };
+  const request = (body: string, wire?: 'anthropic'): UpstreamRequest => ({
+    upstream: claude,
+    method: 'POST',
+    path: '/chat/completions',
+    headers: { authorization: 'Bearer sk-ant-test', 'content-type': 'application/json' },
+    body,
+    ...(wire === undefined ? {} : { wire }),
+    signal: new EventEmitter(),
+  });
+
+  it('sends a body already written in the Messages format as it is, and answers in chat', async () => {
+    const inner = scriptedUpstream([answer]);
+    const messagesBody = JSON.stringify({
+      model: 'claude-x',
+      system: 'Be brief.',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Hi?', cache_control: { type: 'ephemeral' } }] },
+      ],
+      max_tokens: 64,
+    });
+    const response = await withAnthropicUpstreams(inner).send(request(messagesBody, 'anthropic'));
+    expect(inner.sent[0]?.path).toBe('/messages');
+    expect(inner.sent[0]?.body).toBe(messagesBody);
+    expect(inner.sent[0]?.headers['x-api-key']).toBe('sk-ant-test');
+    const completion = JSON.parse((await response.readAll()).toString()) as {
+      choices: Array<{ message: { content: string } }>;
+    };
+    expect(completion.choices[0]?.message.content).toBe('Hi.');
+  });
+
+  it('translates a chat body (a summary job’s) into the Messages format', async () => {
+    const inner = scriptedUpstream([answer]);
+    const chatBody = JSON.stringify({
+      model: 'claude-x',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi?' },
+      ],
+    });
+    await withAnthropicUpstreams(inner).send(request(chatBody));
+    expect(JSON.parse(String(inner.sent[0]?.body))).toEqual({
+      model: 'claude-x',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi?' }] }],
+      max_tokens: 4_096,
+    });
   });
 });
 
