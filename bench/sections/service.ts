@@ -119,7 +119,7 @@ export async function serviceSection(): Promise<void> {
     { name: `${Math.round(conversation.length / 1024)} KB conversation`, count: 300, bodies: [conversation] },
     // Over gpt-4o-mini's window: shortened, so its body is written again (the kept messages copied).
     {
-      name: `${Math.round(overWindow.length / 1024)} KB conversation, shortened to the window`,
+      name: `${Math.round(overWindow.length / 1024)} KB, shortened to fit`,
       count: 40,
       bodies: [overWindow],
     },

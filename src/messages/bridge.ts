@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
-import { madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { anthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
 type Json = Record<string, unknown>;
@@ -79,7 +79,7 @@ function chatContent(parts: Json[]): string | Json[] {
 }
 
 function withExtension(message: Json, blocks: unknown[], native: boolean): Json {
-  if (native) message.ctxgate_anthropic = { blocks, made: madeKey(message) } satisfies AnthropicExtension;
+  if (native) message.ctxgate_anthropic = anthropicExtension(blocks, message);
   return message;
 }
 

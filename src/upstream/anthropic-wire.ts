@@ -25,6 +25,33 @@ export function madeKey(message: Json): string {
   return JSON.stringify([message.content ?? null, message.tool_calls ?? null]);
 }
 
+/** What an extension was made from, as values: not written out (a symbol key), so never stored. */
+const madeFrom = Symbol('ctxgate.anthropic.madeFrom');
+
+interface MadeFrom {
+  content: unknown;
+  toolCalls: unknown;
+}
+
+/**
+ * The extension of a message bridged from `blocks`. While the engine leaves the message as it is, it
+ * keeps the very content and tool calls the blocks were bridged to, and that is all the check needs;
+ * `made` — what a message stored and read back is checked against — is written out only when the
+ * message is (an enumerable getter: JSON.stringify and spreads read it), not for every message of
+ * every request.
+ */
+export function anthropicExtension(blocks: unknown[], message: Json): AnthropicExtension {
+  const from: MadeFrom = { content: message.content, toolCalls: message.tool_calls };
+  let made: string | undefined;
+  const extension = { blocks } as AnthropicExtension;
+  Object.defineProperty(extension, 'made', {
+    enumerable: true,
+    get: () => (made ??= madeKey({ content: from.content, tool_calls: from.toolCalls })),
+  });
+  Object.defineProperty(extension, madeFrom, { value: from });
+  return extension;
+}
+
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
@@ -64,7 +91,12 @@ function blocksOfContent(content: unknown): Json[] {
 
 const extensionOf = (message: Json): AnthropicExtension | undefined => {
   const extension = message.ctxgate_anthropic as AnthropicExtension | undefined;
-  return extension !== undefined && extension.made === madeKey(message) ? extension : undefined;
+  if (extension === undefined) return undefined;
+  // The same content and calls it was made from (the engine makes a new value for what it changes).
+  const from = (extension as { [madeFrom]?: MadeFrom })[madeFrom];
+  if (from !== undefined && from.content === message.content && from.toolCalls === message.tool_calls)
+    return extension;
+  return extension.made === madeKey(message) ? extension : undefined;
 };
 
 /** A tool call's JSON arguments as a tool_use input: an object, `{}` for anything else. */

@@ -152,6 +152,25 @@ describe('a chat body as a Messages request', () => {
     expect((toAnthropicRequest(masked).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
       { type: 'tool_result', tool_use_id: 't1', content: '[masked]' },
     ]);
+    // Stored in a session and read back (JSON both ways): the unchanged messages still send their
+    // blocks, the changed one its text.
+    const stored = JSON.parse(JSON.stringify(masked)) as Record<string, unknown>;
+    const reread = toAnthropicRequest(stored).messages as Array<{ content: unknown[] }>;
+    expect(reread[1]?.content[0]).toEqual({ type: 'thinking', thinking: 'hm', signature: 's1' });
+    expect(reread[2]?.content).toEqual([{ type: 'tool_result', tool_use_id: 't1', content: '[masked]' }]);
+    const storedWhole = JSON.parse(JSON.stringify(chatBody)) as Record<string, unknown>;
+    expect((toAnthropicRequest(storedWhole).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
+      result,
+    ]);
+    // A stored message changed since (its text, not its blocks, is what the engine kept).
+    const storedMessages = storedWhole.messages as Array<Record<string, unknown>>;
+    const edited = {
+      ...storedWhole,
+      messages: [...storedMessages.slice(0, 2), { ...storedMessages[2], content: 'cut' }],
+    };
+    expect((toAnthropicRequest(edited).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
+      { type: 'tool_result', tool_use_id: 't1', content: 'cut' },
+    ]);
   });
 });
 
