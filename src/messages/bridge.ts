@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
-import { anthropicExtension } from '../upstream/anthropic-wire.js';
+import { bridgedMessages, madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
 type Json = Record<string, unknown>;
@@ -79,7 +79,7 @@ function chatContent(parts: Json[]): string | Json[] {
 }
 
 function withExtension(message: Json, blocks: unknown[], native: boolean): Json {
-  if (native) message.ctxgate_anthropic = anthropicExtension(blocks, message);
+  if (native) message.ctxgate_anthropic = { blocks, made: madeKey(message) } satisfies AnthropicExtension;
   return message;
 }
 
@@ -287,6 +287,10 @@ export function bridgeMessagesRequest(
     else if (key !== 'metadata') dropped.add(key);
   }
   if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
+  if (native)
+    (chatBody as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages] = new WeakSet(
+      messages.filter((message) => message.ctxgate_anthropic !== undefined),
+    );
   return { chatBody, dropped: [...dropped], model: body.model, stream, native };
 }
 

@@ -25,32 +25,14 @@ export function madeKey(message: Json): string {
   return JSON.stringify([message.content ?? null, message.tool_calls ?? null]);
 }
 
-/** What an extension was made from, as values: not written out (a symbol key), so never stored. */
-const madeFrom = Symbol('ctxgate.anthropic.madeFrom');
-
-interface MadeFrom {
-  content: unknown;
-  toolCalls: unknown;
-}
-
 /**
- * The extension of a message bridged from `blocks`. While the engine leaves the message as it is, it
- * keeps the very content and tool calls the blocks were bridged to, and that is all the check needs;
- * `made` — what a message stored and read back is checked against — is written out only when the
- * message is (an enumerable getter: JSON.stringify and spreads read it), not for every message of
- * every request.
+ * On a chat request bridged from a Messages request: the messages as the bridge made them. While the
+ * engine leaves one as it is (the same object; it makes a new one for what it changes), its blocks go
+ * without its content written out again to compare with `made` (what a message stored and read back,
+ * or changed, is checked against). A symbol key: never written out, carried by spreads and
+ * Object.assign.
  */
-export function anthropicExtension(blocks: unknown[], message: Json): AnthropicExtension {
-  const from: MadeFrom = { content: message.content, toolCalls: message.tool_calls };
-  let made: string | undefined;
-  const extension = { blocks } as AnthropicExtension;
-  Object.defineProperty(extension, 'made', {
-    enumerable: true,
-    get: () => (made ??= madeKey({ content: from.content, tool_calls: from.toolCalls })),
-  });
-  Object.defineProperty(extension, madeFrom, { value: from });
-  return extension;
-}
+export const bridgedMessages = Symbol('ctxgate.anthropic.bridgedMessages');
 
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
@@ -89,13 +71,13 @@ function blocksOfContent(content: unknown): Json[] {
   return content.map(blockOfPart).filter((block): block is Json => block !== undefined);
 }
 
-const extensionOf = (message: Json): AnthropicExtension | undefined => {
+/** The messages of `chat` as the bridge made them, when it was bridged (bridgedMessages). */
+type Bridged = ReadonlySet<object> | WeakSet<object> | undefined;
+
+const extensionOf = (message: Json, bridged: Bridged): AnthropicExtension | undefined => {
   const extension = message.ctxgate_anthropic as AnthropicExtension | undefined;
   if (extension === undefined) return undefined;
-  // The same content and calls it was made from (the engine makes a new value for what it changes).
-  const from = (extension as { [madeFrom]?: MadeFrom })[madeFrom];
-  if (from !== undefined && from.content === message.content && from.toolCalls === message.tool_calls)
-    return extension;
+  if (bridged?.has(message) === true) return extension;
   return extension.made === madeKey(message) ? extension : undefined;
 };
 
@@ -110,8 +92,8 @@ export function toolInputOf(argumentsText: unknown): Json {
   }
 }
 
-function assistantBlocks(message: Json): Json[] {
-  const kept = extensionOf(message);
+function assistantBlocks(message: Json, bridged: Bridged): Json[] {
+  const kept = extensionOf(message, bridged);
   if (kept !== undefined) return kept.blocks as Json[];
   const blocks = blocksOfContent(message.content);
   for (const call of (message.tool_calls as Json[] | undefined) ?? []) {
@@ -121,8 +103,8 @@ function assistantBlocks(message: Json): Json[] {
   return blocks;
 }
 
-function toolResultBlock(message: Json): Json {
-  const kept = extensionOf(message);
+function toolResultBlock(message: Json, bridged: Bridged): Json {
+  const kept = extensionOf(message, bridged);
   if (kept !== undefined) return kept.blocks[0] as Json;
   return { type: 'tool_result', tool_use_id: message.tool_call_id, content: textOf(message.content) };
 }
@@ -130,6 +112,7 @@ function toolResultBlock(message: Json): Json {
 /** A Chat Completions body as the Messages API takes it. */
 export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
+  const bridged = (chat as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages];
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
@@ -153,7 +136,7 @@ export function toAnthropicRequest(chat: Json): Json {
     const role = message.role;
     if (role === 'system' || role === 'developer') {
       if (leading) {
-        const kept = extensionOf(message);
+        const kept = extensionOf(message, bridged);
         if (kept !== undefined) {
           systemBlocks ??= [];
           for (const block of kept.blocks) systemBlocks.push(block);
@@ -165,10 +148,10 @@ export function toAnthropicRequest(chat: Json): Json {
       continue;
     }
     leading = false;
-    if (role === 'assistant') push('assistant', assistantBlocks(message));
-    else if (role === 'tool') push('user', [toolResultBlock(message)]);
+    if (role === 'assistant') push('assistant', assistantBlocks(message, bridged));
+    else if (role === 'tool') push('user', [toolResultBlock(message, bridged)]);
     else {
-      const kept = extensionOf(message);
+      const kept = extensionOf(message, bridged);
       push('user', kept === undefined ? blocksOfContent(message.content) : (kept.blocks as Json[]));
     }
   }

@@ -32,9 +32,40 @@ export function assertRedisInstalled(): void {
   }
 }
 
-export async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+/** Whether a listener can take `port` on loopback now. */
+export async function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  const listening = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+  return listening;
+}
+
+/**
+ * A free port for a cluster node: its cluster bus (the port + 10,000) must be a port, and free, too.
+ * An ephemeral port from the system may be above 55,535, or its bus port taken by another connection.
+ */
+export async function findFreeClusterPort(): Promise<number> {
+  for (;;) {
+    const port = await findFreePort();
+    if (port + 10_000 <= 65_535 && (await portIsFree(port + 10_000))) return port;
+  }
+}
+
+export async function waitForPort(
+  port: number,
+  timeoutMs: number,
+  /** The server's process: when it exits first, the wait ends at once. */
+  child?: ChildProcess,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (child !== undefined && (child.exitCode !== null || child.signalCode !== null))
+      throw new Error(
+        `redis-server on port ${port} exited (${child.exitCode ?? child.signalCode}) before it was ready`,
+      );
     const ok = await new Promise<boolean>((resolve) => {
       const socket = new Socket();
       socket.once('error', () => resolve(false));
@@ -52,13 +83,31 @@ export async function waitForPort(port: number, timeoutMs: number): Promise<void
   }
 }
 
+/**
+ * A redis-server on `fixedPort`, or on a free port — another one when it does not start there (a port
+ * taken between the check and redis-server's bind).
+ */
 export async function startRedisServer(
   extraArgs: string[] = [],
   fixedPort?: number,
   directory?: string,
 ): Promise<RunningRedis> {
   assertRedisInstalled();
-  const port = fixedPort ?? (await findFreePort());
+  if (fixedPort !== undefined) return launchRedisServer(extraArgs, fixedPort, directory);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launchRedisServer(extraArgs, await findFreePort(), directory);
+    } catch (error) {
+      if (attempt >= 5) throw error;
+    }
+  }
+}
+
+async function launchRedisServer(
+  extraArgs: string[],
+  port: number,
+  directory: string | undefined,
+): Promise<RunningRedis> {
   const dir = directory ?? mkdtempSync(join(tmpdir(), 'ctxgate-redis-'));
   const child = spawn(
     'redis-server',
@@ -79,7 +128,11 @@ export async function startRedisServer(
       stdio: 'ignore',
     },
   );
-  await waitForPort(port, 10_000);
+  await waitForPort(port, 10_000, child).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    if (directory === undefined) rmSync(dir, { recursive: true, force: true });
+    throw error;
+  });
   return {
     port,
     url: `redis://127.0.0.1:${port}`,

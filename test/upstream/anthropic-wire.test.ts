@@ -162,6 +162,18 @@ describe('a chat body as a Messages request', () => {
     expect((toAnthropicRequest(storedWhole).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
       result,
     ]);
+    // The messages as the bridge made them are known as such: their blocks go without their content
+    // written out again to compare (a `made` no longer matching shows it is not compared).
+    const asMade = messages[2]?.ctxgate_anthropic as { made: string };
+    asMade.made = 'stale';
+    expect((toAnthropicRequest(chatBody).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
+      result,
+    ]);
+    const restored = JSON.parse(JSON.stringify(chatBody)) as Record<string, unknown>;
+    expect((toAnthropicRequest(restored).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
+      { type: 'tool_result', tool_use_id: 't1', content: 'long output' },
+    ]);
+    asMade.made = madeKey(messages[2] as Record<string, unknown>);
     // A stored message changed since (its text, not its blocks, is what the engine kept).
     const storedMessages = storedWhole.messages as Array<Record<string, unknown>>;
     const edited = {
