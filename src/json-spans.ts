@@ -15,7 +15,7 @@ const openObject = 0x7b;
 const closeObject = 0x7d;
 
 /** The bytes JSON allows between tokens. */
-export function isJsonSpace(byte: number | undefined): boolean {
+function isJsonSpace(byte: number | undefined): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
