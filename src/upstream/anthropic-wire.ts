@@ -72,7 +72,7 @@ function blocksOfContent(content: unknown): Json[] {
 }
 
 /** The messages of `chat` as the bridge made them, when it was bridged (bridgedMessages). */
-type Bridged = ReadonlySet<object> | WeakSet<object> | undefined;
+type Bridged = WeakSet<object> | undefined;
 
 const extensionOf = (message: Json, bridged: Bridged): AnthropicExtension | undefined => {
   const extension = message.ctxgate_anthropic as AnthropicExtension | undefined;
@@ -112,7 +112,7 @@ function toolResultBlock(message: Json, bridged: Bridged): Json {
 /** A Chat Completions body as the Messages API takes it. */
 export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
-  const bridged = (chat as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages];
+  const bridged = (chat as { [bridgedMessages]?: Bridged })[bridgedMessages];
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
