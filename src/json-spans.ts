@@ -128,3 +128,21 @@ function elementSpans(bytes: Buffer, at: number): { spans: Int32Array; end: numb
     index = skipSpace(bytes, index + 1);
   }
 }
+
+/**
+ * How many members the object that opens at `at` has in the bytes, a key given twice counted twice
+ * (JSON.parse keeps one of them: an object with fewer keys than this was written with a key twice).
+ */
+export function objectMemberCount(bytes: Buffer, at: number): number {
+  let index = skipSpace(bytes, at + 1);
+  let count = 0;
+  while (bytes[index] === quote) {
+    index = skipSpace(bytes, stringEnd(bytes, index));
+    if (bytes[index] !== colon) return count;
+    index = skipSpace(bytes, valueEnd(bytes, skipSpace(bytes, index + 1)));
+    count++;
+    if (bytes[index] !== comma) break;
+    index = skipSpace(bytes, index + 1);
+  }
+  return count;
+}

@@ -3,7 +3,7 @@
 // something else than JSON.parse read, no spans at all.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { arrayElementSpans } from '../src/json-spans.js';
+import { arrayElementSpans, objectMemberCount } from '../src/json-spans.js';
 
 /** What each span of `text` parses to, or undefined without spans. */
 function spansOf(text: string, key = 'messages'): unknown[] | undefined {
@@ -93,5 +93,32 @@ describe('arrayElementSpans', () => {
   ])('gives nothing for a body that $name', ({ text }) => {
     JSON.parse(text);
     expect(spansOf(text)).toBeUndefined();
+  });
+});
+
+describe('objectMemberCount', () => {
+  it('counts the members of any object as JSON.parse reads its keys, however it is spaced', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(
+          fc.string().filter((key) => key !== '__proto__'),
+          fc.jsonValue(),
+        ),
+        fc.constantFrom(...spacings),
+        (object, spacing) => {
+          expect(objectMemberCount(Buffer.from(spacing(object)), 0)).toBe(Object.keys(object).length);
+        },
+      ),
+    );
+  });
+
+  it.each([
+    { text: '{}', members: 0 },
+    { text: '{"a":"x","a":"y"}', members: 2 },
+    { text: '{"role":"user","c\\u006fntent":"A","content":"B"}', members: 3 },
+    { text: '{"a":{"b":1,"c":[{"d":"}"}]},"e":"\\"}"}', members: 2 },
+    { text: ' \n{ "a" : 1 , "b" : null }', members: 2 },
+  ])('counts $members in $text, a key given twice counted twice', ({ text, members }) => {
+    expect(objectMemberCount(Buffer.from(text), text.indexOf('{'))).toBe(members);
   });
 });

@@ -7,7 +7,7 @@
 // one after the other one copy.
 import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
-import { arrayElementSpans } from '../json-spans.js';
+import { arrayElementSpans, objectMemberCount } from '../json-spans.js';
 
 const comma = 0x2c;
 
@@ -54,43 +54,95 @@ export function serializeChatBody(
   return body;
 }
 
+/** The JSON bytes of each message sent, where known (serializeChatBody's `knownBytes`). */
+export type KnownMessageBytes = (messages: readonly ContextMessage[]) => ReadonlyArray<Buffer | undefined>;
+
 /**
  * The client's own bytes of the messages of `body` (parsed from `raw`) that are sent as they came — the
  * same objects — for serializeChatBody. Found once, the first time they are asked for; none when the
  * bytes cannot say for sure which message is which (json-spans.ts).
  */
-export function clientMessageBytes(
-  raw: Buffer | undefined,
-  body: unknown,
-): ((messages: readonly ContextMessage[]) => ReadonlyArray<Buffer | undefined>) | undefined {
+export function clientMessageBytes(raw: Buffer | undefined, body: unknown): KnownMessageBytes | undefined {
   const original = (body as { messages?: unknown } | null | undefined)?.messages;
   if (raw === undefined || !Array.isArray(original)) return undefined;
+  return elementBytes(raw, 'messages', original.length, original as ContextMessage[], (position) => position);
+}
+
+/**
+ * For a bridged request (a Responses or Messages body made into chat messages): the client's bytes of
+ * the messages that are elements of its array `key` written as chat messages already — an object of
+ * exactly `role` and `content`, a string, and the same in the message made of it (`{"role":"user",
+ * "content":"…"}` is all three APIs' plain message). `origins[i]` is the element message `i` of
+ * `bridged` was made from (-1: none); `messages` the chat request's messages, `bridged` among them from
+ * `offset` on. An element whose bytes hold a key twice is not copied.
+ */
+export function bridgedMessageBytes(
+  raw: Buffer | undefined,
+  key: 'input' | 'messages',
+  body: unknown,
+  messages: readonly unknown[],
+  offset: number,
+  origins: Int32Array,
+): KnownMessageBytes | undefined {
+  const elements = (body as Record<string, unknown> | null | undefined)?.[key];
+  if (raw === undefined || !Array.isArray(elements)) return undefined;
+  const elementOf = (position: number): number => {
+    const origin = position < offset ? -1 : (origins[position - offset] ?? -1);
+    if (origin < 0) return -1;
+    const element = elements[origin] as Record<string, unknown> | undefined;
+    const message = messages[position] as Record<string, unknown>;
+    const plain =
+      element !== undefined &&
+      typeof element.content === 'string' &&
+      element.content === message.content &&
+      element.role === message.role &&
+      Object.keys(element).length === 2 &&
+      Object.keys(message).length === 2;
+    return plain ? origin : -1;
+  };
+  return elementBytes(raw, key, elements.length, messages as ContextMessage[], elementOf, 2);
+}
+
+/**
+ * The bytes of the messages sent that are elements of the client's array `key` (of `count` elements):
+ * message `position` of `original` is element `elementOf(position)` (-1: none). With `members`, an
+ * element is copied only when its bytes hold that many members (none given twice).
+ */
+function elementBytes(
+  raw: Buffer,
+  key: string,
+  count: number,
+  original: readonly ContextMessage[],
+  elementOf: (position: number) => number,
+  members?: number,
+): KnownMessageBytes {
   let spans: Int32Array | null | undefined = null;
   return (messages) => {
-    const positions = sourcePositions(original as ContextMessage[], messages);
+    const positions = sourcePositions(original, messages);
+    const elements = Array.from(positions, (position) => (position < 0 ? -1 : elementOf(position)));
     // None sent as it came (a conversation rewritten whole): the body need not be read for them.
-    if (!positions.some((position) => position >= 0)) return [];
-    if (spans === null) spans = arrayElementSpans(raw, 'messages');
-    if (spans === undefined || spans.length !== 2 * original.length) return [];
+    if (!elements.some((element) => element >= 0)) return [];
+    if (spans === null) spans = arrayElementSpans(raw, key);
+    if (spans === undefined || spans.length !== 2 * count) return [];
     const found = spans;
     const known = new Array<Buffer | undefined>(positions.length);
-    // A run of the client's messages sent one after the other: one part, from the first one's start to
+    // A run of the client's elements sent one after the other: one part, from the first one's start to
     // the last one's end (the commas and spaces between them are the client's).
     let runAt = -1;
-    positions.forEach((position, at) => {
-      if (position < 0) {
+    elements.forEach((element, at) => {
+      const start = found[2 * element] as number;
+      if (element < 0 || (members !== undefined && objectMemberCount(raw, start) !== members)) {
         runAt = -1;
         return;
       }
-      const end = found[2 * position + 1] as number;
-      if (runAt >= 0 && positions[at - 1] === position - 1) {
-        const start = found[2 * (positions[runAt] as number)] as number;
-        known[runAt] = raw.subarray(start, end);
+      const end = found[2 * element + 1] as number;
+      if (runAt >= 0 && elements[at - 1] === element - 1) {
+        known[runAt] = raw.subarray(found[2 * (elements[runAt] as number)] as number, end);
         known[at] = inPreviousPart;
         return;
       }
       runAt = at;
-      known[at] = raw.subarray(found[2 * position] as number, end);
+      known[at] = raw.subarray(start, end);
     });
     return known;
   };

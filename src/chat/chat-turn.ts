@@ -49,7 +49,7 @@ import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
-import { clientMessageBytes } from './chat-body.js';
+import { clientMessageBytes, type KnownMessageBytes } from './chat-body.js';
 import type { FieldFix, FieldFixes } from '../upstream/field-fixes.js';
 
 export interface ChatServiceDependencies {
@@ -74,6 +74,11 @@ export interface ChatInput {
   body: unknown;
   /** The body's text, when the edge kept it: an unchanged conversation is forwarded as these bytes. */
   rawBody: Buffer | undefined;
+  /**
+   * A bridged request's messages that are the client's own elements as they are, in its bytes
+   * (chat-body.ts bridgedMessageBytes): copied, not written again, when they are sent.
+   */
+  messageBytes?: KnownMessageBytes | undefined;
   /**
    * The body the client sent (its Responses or Messages body when bridged, which has no `rawBody`) in
    * the bytes counting weighs (json-body.ts countingBytesOf): over 4 MB it is counted from samples
@@ -559,7 +564,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       target,
       precision: countPrecisionFor(input.countingBytes),
       rawBody,
-      knownBytes: session?.knownBytes.bind(session) ?? clientMessageBytes(input.rawBody, input.body),
+      knownBytes:
+        session?.knownBytes.bind(session) ??
+        input.messageBytes ??
+        clientMessageBytes(input.rawBody, input.body),
       tenant: input.credential.tenantId,
       preview,
       fieldFixes: deps.fieldFixes,

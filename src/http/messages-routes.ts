@@ -7,10 +7,7 @@ import { chatInput } from './chat-routes.js';
 import { clientStreamFor } from './client-stream.js';
 import { applyOutcome, served } from './request-record.js';
 
-const messagesInput = (request: FastifyRequest): MessagesInput => {
-  const { rawBody: _unused, ...input } = chatInput(request);
-  return input;
-};
+const messagesInput = (request: FastifyRequest): MessagesInput => chatInput(request);
 
 /** True for the routes that answer in Anthropic's wire format, errors included. */
 export function isMessagesRoute(url: string): boolean {

@@ -10,8 +10,7 @@ import { clientStreamFor } from './client-stream.js';
 import { applyOutcome, served } from './request-record.js';
 
 /** The Responses service takes what the chat service takes; its body is a Responses request. */
-const responsesInput = (request: FastifyRequest): ResponsesInput =>
-  Object.assign({}, chatInput(request), { rawBody: undefined });
+const responsesInput = (request: FastifyRequest): ResponsesInput => chatInput(request);
 
 const tenantOf = (request: FastifyRequest): string => (request.gateway.credential ?? noCredential).tenantId;
 

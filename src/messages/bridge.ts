@@ -21,6 +21,8 @@ export interface BridgedMessages {
   stream: boolean;
   /** Bridged for an `anthropic` upstream (original blocks carried). */
   native: boolean;
+  /** The index in the request's `messages` of the message each chat message was made from; -1 for the system prompt. */
+  origins: Int32Array;
 }
 
 const invalid = (message: string, param: string): GatewayError =>
@@ -222,6 +224,8 @@ export function bridgeMessagesRequest(
     throw invalid('stream: Input should be a valid boolean', 'stream');
   const dropped = new Set<string>();
   const messages: Json[] = [];
+  // The index in body.messages each chat message was made from (the system prompt's: -1).
+  const origins: number[] = [];
 
   if (body.system !== undefined) {
     const blocks = blocksOf(body.system, 'system');
@@ -238,6 +242,7 @@ export function bridgeMessagesRequest(
       );
   }
 
+  if (messages.length > 0) origins.push(-1);
   body.messages.forEach((raw: unknown, index) => {
     const param = `messages.${index}`;
     if (!isObject(raw)) throw invalid(`${param}: Input should be an object`, param);
@@ -249,6 +254,7 @@ export function bridgeMessagesRequest(
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
+    while (origins.length < messages.length) origins.push(index);
   });
 
   const chatBody: Json = { model: body.model, messages };
@@ -291,7 +297,14 @@ export function bridgeMessagesRequest(
     (chatBody as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages] = new WeakSet(
       messages.filter((message) => message.ctxgate_anthropic !== undefined),
     );
-  return { chatBody, dropped: [...dropped], model: body.model, stream, native };
+  return {
+    chatBody,
+    dropped: [...dropped],
+    model: body.model,
+    stream,
+    native,
+    origins: Int32Array.from(origins),
+  };
 }
 
 /** The longest end-user id OpenAI takes in `user` (OpenRouter takes 128). */

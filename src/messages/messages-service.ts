@@ -13,8 +13,9 @@ import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
+import { bridgedMessageBytes } from '../chat/chat-body.js';
 
-export type MessagesInput = Omit<ChatInput, 'body' | 'rawBody'> & { body: unknown };
+export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
 
 export interface MessagesService {
   /** What was done (request-outcome.ts), on the error when it failed. */
@@ -90,7 +91,13 @@ export function createMessagesService(deps: {
       headers.authorization = `Bearer ${key}`;
       delete headers['x-api-key'];
     }
-    return Object.assign({}, input, { clientHeaders: headers, body: request.chatBody, rawBody: undefined });
+    const messages = request.chatBody.messages as unknown[];
+    return Object.assign({}, input, {
+      clientHeaders: headers,
+      body: request.chatBody,
+      rawBody: undefined,
+      messageBytes: bridgedMessageBytes(input.rawBody, 'messages', input.body, messages, 0, request.origins),
+    });
   }
 
   return {

@@ -6,7 +6,7 @@
 // namespace tools the upstream cannot run — or, with `responses.unbridgeable: reject`, refused with a
 // 400 naming the field. What would change the answer's meaning (a prompt template, a stored
 // conversation, a file input, a tool_choice forcing a dropped tool) is always refused.
-import { randomUUID } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -33,6 +33,8 @@ export interface BridgedRequest {
   /** This request's input items, normalized, and the chat messages they become. */
   inputItems: InputItem[];
   messages: ChatMessage[];
+  /** The index in the request's `input` of the message item each of `messages` was made from; -1 for the others. */
+  origins: Int32Array;
   previousResponseId: string | undefined;
   store: boolean;
   stream: boolean;
@@ -99,10 +101,22 @@ const droppableItems = new Set([
   'mcp_approval_response',
 ]);
 
+/** Bytes of one id: 192 random bits, written as 48 hex digits. */
+const idBytes = 24;
+
+/**
+ * Random bytes for ids, drawn from the system's source 256 ids at a time, as Node draws UUIDs: a request
+ * of 10,000 input items makes 10,000 ids (a call to the source each cost 25 ms; two UUIDs each, 10 ms).
+ */
+const idPool = { bytes: Buffer.alloc(idBytes * 256), used: idBytes * 256 };
+
 export function newId(prefix: string): string {
-  // Two UUIDs' random hex (Node draws them from a buffered pool: a request of 10,000 input items makes
-  // 10,000 ids, and a call to the system's random source each would cost 25 ms).
-  return `${prefix}_${randomUUID().replaceAll('-', '')}${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  if (idPool.used === idPool.bytes.length) {
+    randomFillSync(idPool.bytes);
+    idPool.used = 0;
+  }
+  idPool.used += idBytes;
+  return `${prefix}_${idPool.bytes.toString('hex', idPool.used - idBytes, idPool.used)}`;
 }
 
 function refuse(param: string, message: string): never {
@@ -152,8 +166,12 @@ function contentOf(content: unknown, param: string): unknown {
   });
 }
 
-/** Input items as chat messages: consecutive function calls join the assistant message before them. */
-export function messagesOf(items: readonly InputItem[]): ChatMessage[] {
+/**
+ * Input items as chat messages: consecutive function calls join the assistant message before them.
+ * `origins`, when given, gets the index of the item each message was made from (of a message item; -1
+ * for the others).
+ */
+export function messagesOf(items: readonly InputItem[], origins?: number[]): ChatMessage[] {
   const messages: ChatMessage[] = [];
   items.forEach((item, index) => {
     const at = `input[${index}]`;
@@ -163,6 +181,7 @@ export function messagesOf(items: readonly InputItem[]): ChatMessage[] {
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
         refuse(`${at}.role`, `Invalid '${at}.role': expected user, assistant, system or developer.`);
       messages.push({ role, content: contentOf(item.content, `${at}.content`) });
+      origins?.push(index);
       return;
     }
     if (type === 'function_call') {
@@ -180,7 +199,10 @@ export function messagesOf(items: readonly InputItem[]): ChatMessage[] {
         if (calls === undefined) last.tool_calls = [call];
         else calls.push(call);
         if (last.content === '' || last.content === undefined) last.content = null;
-      } else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+      } else {
+        messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+        origins?.push(-1);
+      }
       return;
     }
     if (type === 'function_call_output') {
@@ -191,6 +213,7 @@ export function messagesOf(items: readonly InputItem[]): ChatMessage[] {
         tool_call_id: item.call_id,
         content: typeof output === 'string' ? output : JSON.stringify(output ?? ''),
       });
+      origins?.push(-1);
       return;
     }
     refuse(
@@ -351,10 +374,15 @@ function metadataOf(value: unknown): Record<string, string> {
   return value as Record<string, string>;
 }
 
-/** The input items of a request (item references already resolved), those a upstream cannot read dropped. */
-function inputItemsOf(input: unknown, drops: Drops): InputItem[] {
-  if (typeof input === 'string')
+/**
+ * The input items of a request (item references already resolved), those a upstream cannot read
+ * dropped; `indexes` gets each kept item's index in `input`.
+ */
+function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputItem[] {
+  if (typeof input === 'string') {
+    indexes.push(-1);
     return [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }];
+  }
   if (!Array.isArray(input))
     return refuse('input', "Invalid 'input': expected a string or an array of items.");
   const items: InputItem[] = [];
@@ -370,6 +398,7 @@ function inputItemsOf(input: unknown, drops: Drops): InputItem[] {
       return;
     }
     items.push(definedFieldsOf(item));
+    indexes.push(index);
   });
   return items;
 }
@@ -398,7 +427,8 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   const truncation = body.truncation ?? options.defaultTruncation;
   if (truncation !== 'auto' && truncation !== 'disabled')
     refuse('truncation', "Invalid 'truncation': expected auto or disabled.");
-  const inputItems = inputItemsOf(body.input, drops);
+  const itemIndexes: number[] = [];
+  const inputItems = inputItemsOf(body.input, drops, itemIndexes);
   const metadata = metadataOf(body.metadata);
   const reasoning = isRecord(body.reasoning) ? body.reasoning : undefined;
   if (reasoning !== undefined)
@@ -437,11 +467,14 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     typeof body.instructions === 'string' && body.instructions !== ''
       ? { role: 'system', content: body.instructions }
       : undefined;
+  const origins: number[] = [];
+  const messages = messagesOf(inputItems, origins);
   return {
     chatFields,
     instructions,
     inputItems,
-    messages: messagesOf(inputItems),
+    messages,
+    origins: Int32Array.from(origins, (item) => (item < 0 ? -1 : (itemIndexes[item] ?? -1))),
     previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined,
     store: body.store !== false,
     stream,

@@ -8,6 +8,7 @@
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
+import { bridgedMessageBytes } from '../chat/chat-body.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
@@ -200,11 +201,8 @@ export function createResponsesService(deps: {
         `This model's maximum context length is ${windowOf(input, model)} tokens, and the conversation of previous_response_id does not fit it whole. Send truncation: "auto" to let ctxgate fit it.`,
         { param: 'input' },
       );
-    const messages = [
-      ...(bridged.instructions === undefined ? [] : [bridged.instructions]),
-      ...chain.messages,
-      ...bridged.messages,
-    ];
+    const before = [...(bridged.instructions === undefined ? [] : [bridged.instructions]), ...chain.messages];
+    const messages = [...before, ...bridged.messages];
     // Sessions are the chat API's; a response's state is its chain.
     const { sessionId: _ignored, ...overrides } = input.overrides;
     return {
@@ -212,6 +210,14 @@ export function createResponsesService(deps: {
       chatInput: Object.assign({}, input, {
         body: Object.assign({}, bridged.chatFields, { messages }),
         rawBody: undefined,
+        messageBytes: bridgedMessageBytes(
+          input.rawBody,
+          'input',
+          input.body,
+          messages,
+          before.length,
+          bridged.origins,
+        ),
         overrides: Object.assign(
           {},
           overrides,

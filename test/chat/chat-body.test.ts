@@ -2,7 +2,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
-import { clientMessageBytes, serializeChatBody } from '../../src/chat/chat-body.js';
+import { bridgedMessageBytes, clientMessageBytes, serializeChatBody } from '../../src/chat/chat-body.js';
+import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
+import { bridgeRequest } from '../../src/responses/bridge.js';
 
 const message = fc.record({
   role: fc.constantFrom('user', 'assistant', 'tool'),
@@ -134,5 +136,137 @@ describe('clientMessageBytes: the messages a stateless request sends as they cam
   it('has none without the client’s bytes (a bridged request) or without messages', () => {
     expect(clientMessageBytes(undefined, { messages: [] })).toBeUndefined();
     expect(clientMessageBytes(Buffer.from('{"input":[]}'), { input: [] })).toBeUndefined();
+  });
+});
+
+describe('bridgedMessageBytes: a bridged request’s plain messages, in the client’s bytes', () => {
+  /** A body as a client may write it: indented, and é sent as an escape. */
+  const written = (body: unknown) => JSON.stringify(body, null, 2).replace(/é/g, '\\u00e9');
+
+  /** Input items of every kind the Responses bridge reads, plain `{role, content}` messages among them. */
+  const item = fc.oneof(
+    fc.record({ role: fc.constantFrom('user', 'assistant', 'system', 'developer'), content: fc.string() }),
+    fc.record({
+      type: fc.constant('message'),
+      role: fc.constantFrom('user', 'assistant'),
+      content: fc.string(),
+    }),
+    fc.record({ role: fc.constant('user'), content: fc.constant([{ type: 'input_text', text: 'Café' }]) }),
+    fc.record({ role: fc.constant('user'), content: fc.string(), status: fc.constant('completed') }),
+    fc.record({ type: fc.constant('function_call'), call_id: fc.constant('c1'), name: fc.constant('f') }),
+    fc.record({ type: fc.constant('function_call_output'), call_id: fc.constant('c1'), output: fc.string() }),
+    fc.record({ type: fc.constant('reasoning'), summary: fc.constant([]) }),
+  );
+
+  it('Responses: copies the plain items it keeps and serializes the rest, to the same request', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(item, fc.constantFrom('kept', 'rewritten', 'dropped')), { maxLength: 10 }),
+        fc.boolean(),
+        (entries, withInstructions) => {
+          const raw = Buffer.from(
+            written({ model: 'm', input: entries.map(([entry]) => entry), store: false }),
+          );
+          const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+          const bridged = bridgeRequest(parsed);
+          const before = withInstructions ? [{ role: 'system', content: 'Café first.' }] : [];
+          const messages = [...before, ...bridged.messages] as ContextMessage[];
+          const sent = messages.flatMap((entry, index) => {
+            const fate = entries[index % Math.max(1, entries.length)]?.[1] ?? 'kept';
+            return fate === 'kept' ? [entry] : fate === 'rewritten' ? [{ ...entry, content: 'short' }] : [];
+          });
+          const known = bridgedMessageBytes(
+            raw,
+            'input',
+            parsed,
+            messages,
+            before.length,
+            bridged.origins,
+          )?.(sent);
+          const out = serializeChatBody(bridged.chatFields, sent, known).toString();
+
+          expect(JSON.parse(out)).toEqual({ ...bridged.chatFields, messages: sent });
+        },
+      ),
+    );
+  });
+
+  it('Responses: a plain item goes as the client wrote it; a typed one, or one with more fields, as the bridge made it', () => {
+    const input = [
+      { role: 'user', content: 'Café?' },
+      { type: 'message', role: 'assistant', content: 'Oui, café.' },
+      { role: 'user', content: 'Encore un café.', status: 'completed' },
+      { role: 'user', content: 'Café au lait.' },
+    ];
+    const raw = Buffer.from(written({ model: 'm', input }));
+    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+    const bridged = bridgeRequest(parsed);
+    const messages = bridged.messages as ContextMessage[];
+    const out = serializeChatBody(
+      bridged.chatFields,
+      messages,
+      bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.origins)?.(messages),
+    ).toString();
+
+    expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
+    expect(out).toContain('"content": "Caf\\u00e9 au lait."');
+    // Made by the bridge: no `type` or `status` travels, and é is written as JSON.stringify writes it.
+    expect(out).toContain('{"role":"assistant","content":"Oui, café."}');
+    expect(out).toContain('{"role":"user","content":"Encore un café."}');
+    expect(out).not.toContain('status');
+    expect(JSON.parse(out)).toEqual({ ...bridged.chatFields, messages });
+  });
+
+  it.each([
+    { name: 'content', raw: '{"model":"m","input":[{"role":"user","content":"A","content":"B"}]}' },
+    { name: 'role', raw: '{"model":"m","input":[{"role":"system","content":"B","role":"user"}]}' },
+  ])('Responses: an item whose bytes give $name twice is serialized, not copied', ({ raw }) => {
+    const parsed = JSON.parse(raw) as Record<string, unknown>;
+    const bridged = bridgeRequest(parsed);
+    const messages = bridged.messages as ContextMessage[];
+    const known = bridgedMessageBytes(
+      Buffer.from(raw),
+      'input',
+      parsed,
+      messages,
+      0,
+      bridged.origins,
+    )?.(messages);
+    const out = serializeChatBody(bridged.chatFields, messages, known).toString();
+
+    expect(out).toBe('{"model":"m","messages":[{"role":"user","content":"B"}]}');
+  });
+
+  it('Messages: copies plain messages, not a system prompt or messages of blocks', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 16,
+      system: 'Be brief, café.',
+      messages: [
+        { role: 'user', content: 'Café?' },
+        { role: 'assistant', content: [{ type: 'text', text: 'Oui, café.' }] },
+        { role: 'user', content: 'Encore, café.' },
+      ],
+    };
+    const raw = Buffer.from(written(body));
+    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+    const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
+    const messages = bridged.chatBody.messages as ContextMessage[];
+    const { messages: _messages, ...fields } = bridged.chatBody;
+    const out = serializeChatBody(
+      fields,
+      messages,
+      bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.origins)?.(messages),
+    ).toString();
+
+    expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
+    expect(out).toContain('"content": "Encore, caf\\u00e9."');
+    expect(out).toContain('{"role":"system","content":"Be brief, café."}');
+    expect(out).toContain('{"role":"assistant","content":"Oui, café."}');
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
+  });
+
+  it('has none without the client’s bytes', () => {
+    expect(bridgedMessageBytes(undefined, 'input', { input: [] }, [], 0, new Int32Array(0))).toBeUndefined();
   });
 });

@@ -306,6 +306,36 @@ describe('temperature with top_p, which Claude Sonnet 4.5 and later refuse', () 
 });
 
 describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
+  it('sends the plain messages it keeps of a shortened conversation in the client’s own bytes', async () => {
+    openai.setDefault({ content: 'Oui.' });
+    const before = openai.chatRequests.length;
+    // 60 messages of ~250 tokens (over the 8,192-token window) written as some clients write JSON:
+    // indented, every é an escape.
+    const messages = Array.from({ length: 60 }, (_unused, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: `Message ${index}, café: ${prose(200, index)}`,
+    }));
+    messages.push({ role: 'user', content: 'Et le café?' });
+    const body = JSON.stringify({ model: 'local-model', max_tokens: 100, messages }, null, 2).replace(
+      /é/g,
+      '\\u00e9',
+    );
+    const response = await fetch(`${harness.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'gw-anthropic-test' },
+      body,
+    });
+    expect(response.status).toBe(200);
+    expect(Number(response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
+    const sent = openai.chatRequests[before];
+    expect(sent?.rawBody).toContain('{\n      "role": "user",\n      "content": "Et le caf\\u00e9?"\n    }');
+    expect(sent?.rawBody).toContain('earlier messages of this conversation were omitted');
+    expect((sent?.body as { messages: ChatMessage[] }).messages.at(-1)).toEqual({
+      role: 'user',
+      content: 'Et le café?',
+    });
+  });
+
   it('answers whole and streamed, tools as function tools and tool results as tool messages', async () => {
     openai.setDefault({ content: 'Bridged hello.' });
     const before = openai.chatRequests.length;

@@ -339,6 +339,36 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect(foreign).toBeInstanceOf(OpenAI.BadRequestError);
     expect((foreign as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('input[0].id');
   });
+
+  it('sends the plain messages it keeps of a shortened input in the client’s own bytes', async () => {
+    fake.setDefault({ content: 'Oui.' });
+    const before = fake.chatRequests.length;
+    // 60 plain messages of ~250 tokens each (over the 8,192-token window), written as some clients
+    // write JSON: indented, every é an escape.
+    const input = Array.from({ length: 60 }, (_unused, index) => ({
+      role: index % 2 === 0 ? 'user' : 'assistant',
+      content: `Message ${index}, café: ${prose(200, index)}`,
+    }));
+    input.push({ role: 'user', content: 'Et le café?' });
+    const body = JSON.stringify({ model: 'chain-model', input, store: false }, null, 2).replace(
+      /é/g,
+      '\\u00e9',
+    );
+    const response = await fetch(`${harness.baseUrl}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-responses' },
+      body,
+    });
+    expect(response.status).toBe(200);
+    expect(Number(response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
+    const sent = fake.chatRequests[before];
+    // What was kept went as the client wrote it; what was left out is named by the gateway's notice.
+    expect(sent?.rawBody).toContain('{\n      "role": "user",\n      "content": "Et le caf\\u00e9?"\n    }');
+    expect(sent?.rawBody).toContain('earlier messages of this conversation were omitted');
+    const messages = (sent?.body as { messages: ChatMessage[] }).messages;
+    expect(messages.at(-1)).toEqual({ role: 'user', content: 'Et le café?' });
+    expect(messages.filter((message) => message.content === input[59]?.content)).toHaveLength(1);
+  });
 });
 
 describe('the AI SDK’s default openai(model) provider (the Responses API)', () => {

@@ -68,6 +68,7 @@ const credential = { mode: 'gateway_key' as const, tenantId: 'acme', mayHoldSess
 function input(body: unknown, headers: Record<string, string> = {}): MessagesInput {
   return {
     body,
+    rawBody: Buffer.from(JSON.stringify(body)),
     countingBytes: Buffer.byteLength(JSON.stringify(body)),
     overrides: noOverrides,
     credential,

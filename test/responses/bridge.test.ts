@@ -7,7 +7,7 @@
 // `unbridgeable: reject`.
 import { describe, expect, it } from 'vitest';
 import { isGatewayError } from '../../src/errors.js';
-import { bridgeRequest, type BridgeOptions } from '../../src/responses/bridge.js';
+import { bridgeRequest, newId, type BridgeOptions } from '../../src/responses/bridge.js';
 
 const drop: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'drop' };
 const reject: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'reject' };
@@ -210,5 +210,39 @@ describe('bridgeRequest: truncation', () => {
     expect(
       refusal(() => bridgeRequest({ model: 'm', input: 'x', truncation: 'sometimes' }, strict)).param,
     ).toBe('truncation');
+  });
+});
+
+describe('newId', () => {
+  it('makes ids of 48 random hex digits, none twice over many draws of the pool', () => {
+    const ids = Array.from({ length: 2_000 }, () => newId('msg'));
+    for (const id of ids) expect(id).toMatch(/^msg_[0-9a-f]{48}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    // Random: every hex digit turns up in every position over 2,000 ids.
+    for (let position = 4; position < 52; position++)
+      expect(new Set(ids.map((id) => id[position])).size).toBe(16);
+  });
+});
+
+describe('bridgeRequest: origins', () => {
+  it('names the input item each message was made of; -1 for calls and outputs, dropped items skipped', () => {
+    const bridged = bridgeRequest({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'Go.' },
+        { type: 'reasoning', summary: [] },
+        { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+        { type: 'message', role: 'assistant', content: 'Done.' },
+        { type: 'function_call', call_id: 'c2', name: 'f', arguments: '{}' },
+      ],
+    });
+    expect(bridged.messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    expect([...bridged.origins]).toEqual([0, -1, -1, 4]);
   });
 });
