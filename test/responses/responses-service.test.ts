@@ -92,7 +92,7 @@ const credential = { mode: 'pass_through' as const, tenantId: 'pt-tenant', mayHo
 function request(body: Record<string, unknown>) {
   return {
     body,
-    rawBody: undefined,
+    rawBody: Buffer.from(JSON.stringify(body)),
     countingBytes: Buffer.byteLength(JSON.stringify(body)),
     overrides: noOverrides,
     credential,
@@ -135,6 +135,8 @@ describe('reading a chain', () => {
       client(),
     );
     const asked = chat.asked[0] as ChatInput;
+    // The client's Responses bytes never go upstream as a chat body.
+    expect(asked.rawBody).toBeUndefined();
     const messages = (asked.body as { messages: Array<{ role: string; content: unknown }> }).messages;
     // The window (2,000 tokens) holds 50 turns of 40: 51 read, the first response read on its own.
     const turnsRead = (messages.length - 1) / 2;
