@@ -146,3 +146,40 @@ export function objectMemberCount(bytes: Buffer, at: number): number {
   }
   return count;
 }
+
+/**
+ * Where the value of `key` lies in the object that opens at `at`: [start, end), or undefined when the
+ * object has no such member or gives it twice (however it is spelled: JSON.parse keeps the last).
+ */
+export function memberValueSpan(bytes: Buffer, at: number, key: string): [number, number] | undefined {
+  const wanted = Buffer.from(key);
+  let index = skipSpace(bytes, at + 1);
+  let found: [number, number] | undefined;
+  while (bytes[index] === quote) {
+    const keyEnd = stringEnd(bytes, index);
+    const inner = bytes.subarray(index + 1, keyEnd - 1);
+    const isWanted = inner.includes(backslash)
+      ? JSON.parse(bytes.toString('utf8', index, keyEnd)) === key
+      : inner.equals(wanted);
+    index = skipSpace(bytes, keyEnd);
+    if (bytes[index] !== colon) return undefined;
+    const start = skipSpace(bytes, index + 1);
+    const end = valueEnd(bytes, start);
+    if (isWanted) {
+      if (found !== undefined) return undefined;
+      found = [start, end];
+    }
+    index = skipSpace(bytes, end);
+    if (bytes[index] !== comma) break;
+    index = skipSpace(bytes, index + 1);
+  }
+  return found;
+}
+
+/**
+ * The spans of the elements of the array that opens at `at`, as pairs; undefined when an element is
+ * not an object.
+ */
+export function objectElementSpans(bytes: Buffer, at: number): Int32Array | undefined {
+  return bytes[at] === openArray ? elementSpans(bytes, at)?.spans : undefined;
+}

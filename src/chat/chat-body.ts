@@ -7,7 +7,7 @@
 // one after the other one copy.
 import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
-import { arrayElementSpans, objectMemberCount } from '../json-spans.js';
+import { arrayElementSpans, memberValueSpan, objectElementSpans, objectMemberCount } from '../json-spans.js';
 
 const comma = 0x2c;
 
@@ -68,13 +68,30 @@ export function clientMessageBytes(raw: Buffer | undefined, body: unknown): Know
   return elementBytes(raw, 'messages', original.length, original as ContextMessage[], (position) => position);
 }
 
+/** Where a bridged message's `content` string stands in the element it was made from: names and indexes. */
+export type ContentPath = readonly (string | number)[];
+
+/** What a bridge says of the messages it made (responses/bridge.ts, messages/bridge.ts). */
+export interface BridgedSources {
+  /** The element of the client's array each message was made from; -1 for none. */
+  origins: Int32Array;
+  /**
+   * For a message whose `content` is a string of its element as it came (a tool result's text), where
+   * it stands in the element; undefined for the others.
+   */
+  contentPaths?: ReadonlyArray<ContentPath | undefined>;
+}
+
+const closeObject = Buffer.from('}');
+
 /**
  * For a bridged request (a Responses or Messages body made into chat messages): the client's bytes of
- * the messages that are elements of its array `key` written as chat messages already — an object of
- * exactly `role` and `content`, a string, and the same in the message made of it (`{"role":"user",
- * "content":"…"}` is all three APIs' plain message). `origins[i]` is the element message `i` of
- * `bridged` was made from (-1: none); `messages` the chat request's messages, `bridged` among them from
- * `offset` on. An element whose bytes hold a key twice is not copied.
+ * what it sent as it came. A message that is an element of its array `key` written as a chat message
+ * already — an object of exactly `role` and `content`, a string, and the same in the message made of
+ * it (`{"role":"user","content":"…"}` is all three APIs' plain message) — is copied whole; a message
+ * whose content is a string of its element (a tool result's text: `contentPaths`) gets that string's
+ * bytes, its other fields written anew. `messages` are the chat request's messages, those the bridge
+ * made among them from `offset` on. Nothing is copied from bytes that give a key on the way twice.
  */
 export function bridgedMessageBytes(
   raw: Buffer | undefined,
@@ -82,12 +99,15 @@ export function bridgedMessageBytes(
   body: unknown,
   messages: readonly unknown[],
   offset: number,
-  origins: Int32Array,
+  sources: BridgedSources,
 ): KnownMessageBytes | undefined {
   const elements = (body as Record<string, unknown> | null | undefined)?.[key];
   if (raw === undefined || !Array.isArray(elements)) return undefined;
-  const elementOf = (position: number): number => {
-    const origin = position < offset ? -1 : (origins[position - offset] ?? -1);
+  const { origins, contentPaths = [] } = sources;
+  const originOf = (position: number): number =>
+    position < offset ? -1 : (origins[position - offset] ?? -1);
+  const plainElementOf = (position: number): number => {
+    const origin = originOf(position);
     if (origin < 0) return -1;
     const element = elements[origin] as Record<string, unknown> | undefined;
     const message = messages[position] as Record<string, unknown>;
@@ -100,13 +120,58 @@ export function bridgedMessageBytes(
       Object.keys(message).length === 2;
     return plain ? origin : -1;
   };
-  return elementBytes(raw, key, elements.length, messages as ContextMessage[], elementOf, 2);
+  // The spans of the arrays inside elements, by where each opens: read once, however many results.
+  const arrays = new Map<number, Int32Array | undefined>();
+  const spliced = (position: number, spans: Int32Array): Buffer | undefined => {
+    const origin = originOf(position);
+    const path = position < offset ? undefined : contentPaths[position - offset];
+    if (origin < 0 || path === undefined) return undefined;
+    const message = messages[position] as Record<string, unknown>;
+    // The content must be the string at `path` in the element JSON.parse read.
+    let value: unknown = elements[origin];
+    for (const step of path) value = (value as Record<string | number, unknown> | null | undefined)?.[step];
+    if (typeof value !== 'string' || value !== message.content) return undefined;
+    const span = valueSpanAt(raw, spans[2 * origin] as number, path, arrays);
+    if (span === undefined || raw[span[0]] !== 0x22) return undefined;
+    let head = '{';
+    for (const [name, field] of Object.entries(message)) {
+      const json = name === 'content' ? undefined : (JSON.stringify(field) as string | undefined);
+      if (json !== undefined) head += `${JSON.stringify(name)}:${json},`;
+    }
+    return Buffer.concat([Buffer.from(`${head}"content":`), raw.subarray(span[0], span[1]), closeObject]);
+  };
+  return elementBytes(raw, key, elements.length, messages as ContextMessage[], plainElementOf, 2, spliced);
+}
+
+/** Where the value at `path` lies in the value that opens at `at`; undefined when the bytes cannot say for sure. */
+function valueSpanAt(
+  raw: Buffer,
+  at: number,
+  path: ContentPath,
+  arrays: Map<number, Int32Array | undefined>,
+): [number, number] | undefined {
+  let span: [number, number] = [at, at];
+  for (const step of path) {
+    if (typeof step === 'string') {
+      if (raw[span[0]] !== 0x7b) return undefined;
+      const member = memberValueSpan(raw, span[0], step);
+      if (member === undefined) return undefined;
+      span = member;
+      continue;
+    }
+    if (!arrays.has(span[0])) arrays.set(span[0], objectElementSpans(raw, span[0]));
+    const spans = arrays.get(span[0]);
+    if (spans === undefined || 2 * step + 1 >= spans.length) return undefined;
+    span = [spans[2 * step] as number, spans[2 * step + 1] as number];
+  }
+  return span;
 }
 
 /**
  * The bytes of the messages sent that are elements of the client's array `key` (of `count` elements):
  * message `position` of `original` is element `elementOf(position)` (-1: none). With `members`, an
- * element is copied only when its bytes hold that many members (none given twice).
+ * element is copied only when its bytes hold that many members (none given twice). `spliced` gives the
+ * bytes of a message sent as it came that is no element (the spans of the elements given).
  */
 function elementBytes(
   raw: Buffer,
@@ -115,13 +180,14 @@ function elementBytes(
   original: readonly ContextMessage[],
   elementOf: (position: number) => number,
   members?: number,
+  spliced?: (position: number, spans: Int32Array) => Buffer | undefined,
 ): KnownMessageBytes {
   let spans: Int32Array | null | undefined = null;
   return (messages) => {
     const positions = sourcePositions(original, messages);
     const elements = Array.from(positions, (position) => (position < 0 ? -1 : elementOf(position)));
     // None sent as it came (a conversation rewritten whole): the body need not be read for them.
-    if (!elements.some((element) => element >= 0)) return [];
+    if (!(spliced === undefined ? elements : positions).some((index) => index >= 0)) return [];
     if (spans === null) spans = arrayElementSpans(raw, key);
     if (spans === undefined || spans.length !== 2 * count) return [];
     const found = spans;
@@ -133,6 +199,8 @@ function elementBytes(
       const start = found[2 * element] as number;
       if (element < 0 || (members !== undefined && objectMemberCount(raw, start) !== members)) {
         runAt = -1;
+        const position = positions[at] as number;
+        if (spliced !== undefined && position >= 0) known[at] = spliced(position, found);
         return;
       }
       const end = found[2 * element + 1] as number;

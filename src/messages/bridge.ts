@@ -6,6 +6,7 @@
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
+import type { BridgedSources, ContentPath } from '../chat/chat-body.js';
 import { GatewayError } from '../errors.js';
 import { bridgedMessages, madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
@@ -21,8 +22,8 @@ export interface BridgedMessages {
   stream: boolean;
   /** Bridged for an `anthropic` upstream (original blocks carried). */
   native: boolean;
-  /** The index in the request's `messages` of the message each chat message was made from; -1 for the system prompt. */
-  origins: Int32Array;
+  /** The message of the request each chat message was made from, and where its content stands in it (chat-body.ts). */
+  sources: BridgedSources;
 }
 
 const invalid = (message: string, param: string): GatewayError =>
@@ -242,7 +243,12 @@ export function bridgeMessagesRequest(
       );
   }
 
-  if (messages.length > 0) origins.push(-1);
+  // Where each chat message's content stands in its message, when it is a string there (chat-body.ts).
+  const contentPaths: Array<ContentPath | undefined> = [];
+  if (messages.length > 0) {
+    origins.push(-1);
+    contentPaths.push(undefined);
+  }
   body.messages.forEach((raw: unknown, index) => {
     const param = `messages.${index}`;
     if (!isObject(raw)) throw invalid(`${param}: Input should be an object`, param);
@@ -254,7 +260,22 @@ export function bridgeMessagesRequest(
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
-    while (origins.length < messages.length) origins.push(index);
+    // Tool messages in the order of the tool_result blocks they were made of; the rest last.
+    const results = blocks.flatMap((block, at) => (block.type === 'tool_result' ? [at] : []));
+    let result = 0;
+    for (let at = origins.length; at < messages.length; at++) {
+      origins.push(index);
+      const block = (messages[at] as Json).role === 'tool' ? results[result++] : undefined;
+      contentPaths.push(
+        block === undefined
+          ? typeof raw.content === 'string'
+            ? ['content']
+            : undefined
+          : typeof (blocks[block] as Json).content === 'string'
+            ? ['content', block, 'content']
+            : undefined,
+      );
+    }
   });
 
   const chatBody: Json = { model: body.model, messages };
@@ -303,7 +324,7 @@ export function bridgeMessagesRequest(
     model: body.model,
     stream,
     native,
-    origins: Int32Array.from(origins),
+    sources: { origins: Int32Array.from(origins), contentPaths },
   };
 }
 

@@ -96,7 +96,7 @@ export function createMessagesService(deps: {
       clientHeaders: headers,
       body: request.chatBody,
       rawBody: undefined,
-      messageBytes: bridgedMessageBytes(input.rawBody, 'messages', input.body, messages, 0, request.origins),
+      messageBytes: bridgedMessageBytes(input.rawBody, 'messages', input.body, messages, 0, request.sources),
     });
   }
 

@@ -7,6 +7,7 @@
 // 400 naming the field. What would change the answer's meaning (a prompt template, a stored
 // conversation, a file input, a tool_choice forcing a dropped tool) is always refused.
 import { randomFillSync } from 'node:crypto';
+import type { BridgedSources, ContentPath } from '../chat/chat-body.js';
 import { GatewayError } from '../errors.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -33,8 +34,8 @@ export interface BridgedRequest {
   /** This request's input items, normalized, and the chat messages they become. */
   inputItems: InputItem[];
   messages: ChatMessage[];
-  /** The index in the request's `input` of the message item each of `messages` was made from; -1 for the others. */
-  origins: Int32Array;
+  /** The `input` item each of `messages` was made from, and where its content stands in it (chat-body.ts). */
+  sources: BridgedSources;
   previousResponseId: string | undefined;
   store: boolean;
   stream: boolean;
@@ -168,10 +169,13 @@ function contentOf(content: unknown, param: string): unknown {
 
 /**
  * Input items as chat messages: consecutive function calls join the assistant message before them.
- * `origins`, when given, gets the index of the item each message was made from (of a message item; -1
- * for the others).
+ * `sources`, when given, gets the index of the item each message was made from (-1 for a call), and
+ * where in it the message's content stands when it is a string of the item as it came.
  */
-export function messagesOf(items: readonly InputItem[], origins?: number[]): ChatMessage[] {
+export function messagesOf(
+  items: readonly InputItem[],
+  sources?: { origins: number[]; contentPaths: Array<ContentPath | undefined> },
+): ChatMessage[] {
   const messages: ChatMessage[] = [];
   items.forEach((item, index) => {
     const at = `input[${index}]`;
@@ -181,7 +185,8 @@ export function messagesOf(items: readonly InputItem[], origins?: number[]): Cha
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
         refuse(`${at}.role`, `Invalid '${at}.role': expected user, assistant, system or developer.`);
       messages.push({ role, content: contentOf(item.content, `${at}.content`) });
-      origins?.push(index);
+      sources?.origins.push(index);
+      sources?.contentPaths.push(typeof item.content === 'string' ? ['content'] : undefined);
       return;
     }
     if (type === 'function_call') {
@@ -201,7 +206,8 @@ export function messagesOf(items: readonly InputItem[], origins?: number[]): Cha
         if (last.content === '' || last.content === undefined) last.content = null;
       } else {
         messages.push({ role: 'assistant', content: null, tool_calls: [call] });
-        origins?.push(-1);
+        sources?.origins.push(-1);
+        sources?.contentPaths.push(undefined);
       }
       return;
     }
@@ -213,7 +219,8 @@ export function messagesOf(items: readonly InputItem[], origins?: number[]): Cha
         tool_call_id: item.call_id,
         content: typeof output === 'string' ? output : JSON.stringify(output ?? ''),
       });
-      origins?.push(-1);
+      sources?.origins.push(index);
+      sources?.contentPaths.push(typeof output === 'string' ? ['output'] : undefined);
       return;
     }
     refuse(
@@ -467,14 +474,17 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     typeof body.instructions === 'string' && body.instructions !== ''
       ? { role: 'system', content: body.instructions }
       : undefined;
-  const origins: number[] = [];
-  const messages = messagesOf(inputItems, origins);
+  const sources = { origins: [] as number[], contentPaths: [] as Array<ContentPath | undefined> };
+  const messages = messagesOf(inputItems, sources);
   return {
     chatFields,
     instructions,
     inputItems,
     messages,
-    origins: Int32Array.from(origins, (item) => (item < 0 ? -1 : (itemIndexes[item] ?? -1))),
+    sources: {
+      origins: Int32Array.from(sources.origins, (item) => (item < 0 ? -1 : (itemIndexes[item] ?? -1))),
+      contentPaths: sources.contentPaths,
+    },
     previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined,
     store: body.store !== false,
     stream,

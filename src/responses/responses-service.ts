@@ -216,7 +216,7 @@ export function createResponsesService(deps: {
           input.body,
           messages,
           before.length,
-          bridged.origins,
+          bridged.sources,
         ),
         overrides: Object.assign(
           {},

@@ -181,7 +181,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
             parsed,
             messages,
             before.length,
-            bridged.origins,
+            bridged.sources,
           )?.(sent);
           const out = serializeChatBody(bridged.chatFields, sent, known).toString();
 
@@ -191,7 +191,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     );
   });
 
-  it('Responses: a plain item goes as the client wrote it; a typed one, or one with more fields, as the bridge made it', () => {
+  it('Responses: a plain item goes as the client wrote it; of a typed one, or one with more fields, only the text', () => {
     const input = [
       { role: 'user', content: 'Café?' },
       { type: 'message', role: 'assistant', content: 'Oui, café.' },
@@ -205,14 +205,14 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const out = serializeChatBody(
       bridged.chatFields,
       messages,
-      bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.origins)?.(messages),
+      bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.sources)?.(messages),
     ).toString();
 
     expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
     expect(out).toContain('"content": "Caf\\u00e9 au lait."');
-    // Made by the bridge: no `type` or `status` travels, and é is written as JSON.stringify writes it.
-    expect(out).toContain('{"role":"assistant","content":"Oui, café."}');
-    expect(out).toContain('{"role":"user","content":"Encore un café."}');
+    // Written anew, their content copied: no `type` or `status` travels, the text as the client wrote it.
+    expect(out).toContain('{"role":"assistant","content":"Oui, caf\\u00e9."}');
+    expect(out).toContain('{"role":"user","content":"Encore un caf\\u00e9."}');
     expect(out).not.toContain('status');
     expect(JSON.parse(out)).toEqual({ ...bridged.chatFields, messages });
   });
@@ -230,7 +230,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
       parsed,
       messages,
       0,
-      bridged.origins,
+      bridged.sources,
     )?.(messages);
     const out = serializeChatBody(bridged.chatFields, messages, known).toString();
 
@@ -256,7 +256,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const out = serializeChatBody(
       fields,
       messages,
-      bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.origins)?.(messages),
+      bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(messages),
     ).toString();
 
     expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
@@ -266,7 +266,142 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
+  it('Responses: a function call’s output goes as the client wrote it, unless its bytes give it twice', () => {
+    const raw = Buffer.from(
+      '{"model":"m","input":[{"role":"user","content":"Go."},' +
+        '{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},' +
+        '{"type":"function_call_output","call_id":"c1","output":"Caf\\u00e9 \\"ok\\""},' +
+        '{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},' +
+        '{"type":"function_call_output","call_id":"c2","output":"A","output":"B"},' +
+        '{"type":"function_call","call_id":"c3","name":"f","arguments":"{}"},' +
+        '{"type":"function_call_output","call_id":"c3","output":{"rows":2}}]}',
+    );
+    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+    const bridged = bridgeRequest(parsed);
+    const messages = bridged.messages as ContextMessage[];
+    const out = serializeChatBody(
+      bridged.chatFields,
+      messages,
+      bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.sources)?.(messages),
+    ).toString();
+
+    expect(out).toContain('{"role":"tool","tool_call_id":"c1","content":"Caf\\u00e9 \\"ok\\""}');
+    expect(out).toContain('{"role":"tool","tool_call_id":"c2","content":"B"}');
+    expect(out).not.toContain('"A"');
+    expect(out).toContain('{"role":"tool","tool_call_id":"c3","content":"{\\"rows\\":2}"}');
+    expect(JSON.parse(out)).toEqual({ ...bridged.chatFields, messages });
+  });
+
+  /** Messages of every shape the Messages bridge reads: plain, blocks, tool uses and their results. */
+  const anthropicMessage = fc.oneof(
+    fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string({ minLength: 1 }) }),
+    fc.record({
+      role: fc.constant('assistant'),
+      content: fc.constant([
+        { type: 'text', text: 'Café.' },
+        { type: 'tool_use', id: 't1', name: 'f', input: { q: 'é' } },
+      ]),
+    }),
+    fc.record({
+      role: fc.constant('user'),
+      content: fc.array(
+        fc.oneof(
+          fc.record({
+            type: fc.constant('tool_result'),
+            tool_use_id: fc.constant('t1'),
+            content: fc.string(),
+          }),
+          fc.record({
+            type: fc.constant('tool_result'),
+            tool_use_id: fc.constant('t1'),
+            content: fc.string(),
+            is_error: fc.boolean(),
+          }),
+          fc.record({
+            type: fc.constant('tool_result'),
+            tool_use_id: fc.constant('t1'),
+            content: fc.constant([{ type: 'text', text: 'Café' }]),
+          }),
+          fc.record({ type: fc.constant('text'), text: fc.string() }),
+        ),
+        { minLength: 1, maxLength: 4 },
+      ),
+    }),
+  );
+
+  it('Messages: copies the plain messages and tool results it keeps and serializes the rest, to the same request', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(anthropicMessage, fc.constantFrom('kept', 'rewritten', 'dropped')), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        fc.option(fc.constant('Be brief, café.'), { nil: undefined }),
+        (entries, system) => {
+          const body = { model: 'm', max_tokens: 16, system, messages: entries.map(([entry]) => entry) };
+          const raw = Buffer.from(written(body));
+          const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+          const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
+          const messages = bridged.chatBody.messages as ContextMessage[];
+          const { messages: _all, ...fields } = bridged.chatBody;
+          const sent = messages.flatMap((entry, index) => {
+            const fate = entries[index % entries.length]?.[1] ?? 'kept';
+            return fate === 'kept' ? [entry] : fate === 'rewritten' ? [{ ...entry, content: 'short' }] : [];
+          });
+          const known = bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(sent);
+          const out = serializeChatBody(fields, sent, known).toString();
+
+          expect(JSON.parse(out)).toEqual({ ...fields, messages: sent });
+        },
+      ),
+    );
+  });
+
+  it('Messages: each tool result of a message goes as the client wrote it; an error’s is written anew', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 16,
+      messages: [
+        { role: 'user', content: 'Go.' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'tool_use', id: 't1', name: 'f', input: {} },
+            { type: 'tool_use', id: 't2', name: 'f', input: {} },
+            { type: 'tool_use', id: 't3', name: 'f', input: {} },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'Café one.' },
+            { type: 'tool_result', tool_use_id: 't2', content: 'Café two.', is_error: true },
+            { type: 'text', text: 'And?' },
+            { type: 'tool_result', tool_use_id: 't3', content: 'Café three.' },
+          ],
+        },
+      ],
+    };
+    const raw = Buffer.from(written(body));
+    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+    const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
+    const messages = bridged.chatBody.messages as ContextMessage[];
+    const { messages: _all, ...fields } = bridged.chatBody;
+    const out = serializeChatBody(
+      fields,
+      messages,
+      bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(messages),
+    ).toString();
+
+    expect(out).toContain('{"role":"tool","tool_call_id":"t1","content":"Caf\\u00e9 one."}');
+    expect(out).toContain('{"role":"tool","tool_call_id":"t2","content":"Error: Café two."}');
+    expect(out).toContain('{"role":"tool","tool_call_id":"t3","content":"Caf\\u00e9 three."}');
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
+  });
+
   it('has none without the client’s bytes', () => {
-    expect(bridgedMessageBytes(undefined, 'input', { input: [] }, [], 0, new Int32Array(0))).toBeUndefined();
+    expect(
+      bridgedMessageBytes(undefined, 'input', { input: [] }, [], 0, { origins: new Int32Array(0) }),
+    ).toBeUndefined();
   });
 });

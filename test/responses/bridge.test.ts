@@ -225,7 +225,7 @@ describe('newId', () => {
 });
 
 describe('bridgeRequest: origins', () => {
-  it('names the input item each message was made of; -1 for calls and outputs, dropped items skipped', () => {
+  it('names the input item each message was made of (-1 for calls) and where its content stands, dropped items skipped', () => {
     const bridged = bridgeRequest({
       model: 'm',
       input: [
@@ -243,6 +243,8 @@ describe('bridgeRequest: origins', () => {
       'tool',
       'assistant',
     ]);
-    expect([...bridged.origins]).toEqual([0, -1, -1, 4]);
+    expect([...bridged.sources.origins]).toEqual([0, -1, 3, 4]);
+    // Where each message's content stands in its item when it is a string there.
+    expect(bridged.sources.contentPaths).toEqual([['content'], undefined, ['output'], ['content']]);
   });
 });
