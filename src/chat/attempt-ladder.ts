@@ -8,7 +8,7 @@ import { GatewayError, isGatewayError } from '../errors.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
-import { serializeChatBody } from './chat-body.js';
+import { serializeChatBody, type KnownMessageBytes } from './chat-body.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { ContextPlanner } from './context-planner.js';
 import { findModelEntry } from '../context/context-settings.js';
@@ -146,7 +146,7 @@ export function createAttemptLadder(input: {
   /** The client's own body: sent as is when nothing in it changes. */
   rawBody: Buffer | undefined;
   /** The session's stored bytes of each message, reused instead of serializing them again. */
-  knownBytes?: SessionView['knownBytes'] | undefined;
+  knownBytes?: KnownMessageBytes | undefined;
   /** Whose request it is: what one tenant taught applies to it before others agree. */
   tenant: string;
   /** A preview's ladder: it takes nothing the next request would get (a probe of a learned window). */

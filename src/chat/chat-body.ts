@@ -17,11 +17,14 @@ const comma = 0x2c;
  */
 export const inPreviousPart: Buffer = Buffer.alloc(0);
 
+/** A value's JSON bytes: one buffer, or pieces written one after the other (a string copied between fields). */
+export type KnownBytes = Buffer | readonly Buffer[];
+
 export function serializeChatBody(
   request: Readonly<Record<string, unknown>>,
   messages: readonly ContextMessage[],
   /** The JSON bytes of `messages[i]` when known (or inPreviousPart), aligned with `messages`. */
-  knownBytes: readonly (Buffer | undefined)[] = [],
+  knownBytes: readonly (KnownBytes | undefined)[] = [],
 ): Buffer {
   // The request's other fields, before and after where `messages` stands (at the end when it has none).
   const before: string[] = [];
@@ -37,25 +40,61 @@ export function serializeChatBody(
   }
   const head = Buffer.from(`{${before.map((field) => `${field},`).join('')}"messages":[`);
   const tail = Buffer.from(`]${after.map((field) => `,${field}`).join('')}}`);
-  const bytes: Buffer[] = [];
-  messages.forEach((message, index) => {
+  return joined(head, messages, knownBytes, tail);
+}
+
+const openArray = Buffer.from('[');
+const closeArray = Buffer.from(']');
+
+/**
+ * `values` as a JSON array between the JSON text `before` and `after` (the rest of an object it is a
+ * member of), each value whose bytes are known (or inPreviousPart) copied, as serializeChatBody does.
+ */
+export function jsonArrayBytes(
+  values: readonly unknown[],
+  knownBytes: readonly (KnownBytes | undefined)[] = [],
+  before = '',
+  after = '',
+): Buffer {
+  return joined(
+    before === '' ? openArray : Buffer.from(`${before}[`),
+    values,
+    knownBytes,
+    after === '' ? closeArray : Buffer.from(`]${after}`),
+  );
+}
+
+/** `values` comma-separated between `head` and `tail`, in one buffer of the exact length. */
+function joined(
+  head: Buffer,
+  values: readonly unknown[],
+  knownBytes: readonly (KnownBytes | undefined)[],
+  tail: Buffer,
+): Buffer {
+  const bytes: KnownBytes[] = [];
+  values.forEach((value, index) => {
     const known = knownBytes[index];
-    if (known !== inPreviousPart) bytes.push(known ?? Buffer.from(JSON.stringify(message)));
+    if (known !== inPreviousPart) bytes.push(known ?? Buffer.from(JSON.stringify(value)));
   });
   let length = head.length + tail.length + Math.max(0, bytes.length - 1);
-  for (const part of bytes) length += part.length;
+  for (const part of bytes)
+    if (Buffer.isBuffer(part)) length += part.length;
+    else for (const piece of part) length += piece.length;
   const body = Buffer.allocUnsafe(length);
   let at = head.copy(body, 0);
   bytes.forEach((part, index) => {
     if (index > 0) body[at++] = comma;
-    at += part.copy(body, at);
+    if (Buffer.isBuffer(part)) at += part.copy(body, at);
+    else for (const piece of part) at += piece.copy(body, at);
   });
   tail.copy(body, at);
   return body;
 }
 
 /** The JSON bytes of each message sent, where known (serializeChatBody's `knownBytes`). */
-export type KnownMessageBytes = (messages: readonly ContextMessage[]) => ReadonlyArray<Buffer | undefined>;
+export type KnownMessageBytes = (
+  messages: readonly ContextMessage[],
+) => ReadonlyArray<KnownBytes | undefined>;
 
 /**
  * The client's own bytes of the messages of `body` (parsed from `raw`) that are sent as they came — the
@@ -122,7 +161,7 @@ export function bridgedMessageBytes(
   };
   // The spans of the arrays inside elements, by where each opens: read once, however many results.
   const arrays = new Map<number, Int32Array | undefined>();
-  const spliced = (position: number, spans: Int32Array): Buffer | undefined => {
+  const spliced = (position: number, spans: Int32Array): KnownBytes | undefined => {
     const origin = originOf(position);
     const path = position < offset ? undefined : contentPaths[position - offset];
     if (origin < 0 || path === undefined) return undefined;
@@ -132,13 +171,7 @@ export function bridgedMessageBytes(
     for (const step of path) value = (value as Record<string | number, unknown> | null | undefined)?.[step];
     if (typeof value !== 'string' || value !== message.content) return undefined;
     const span = valueSpanAt(raw, spans[2 * origin] as number, path, arrays);
-    if (span === undefined || raw[span[0]] !== 0x22) return undefined;
-    let head = '{';
-    for (const [name, field] of Object.entries(message)) {
-      const json = name === 'content' ? undefined : (JSON.stringify(field) as string | undefined);
-      if (json !== undefined) head += `${JSON.stringify(name)}:${json},`;
-    }
-    return Buffer.concat([Buffer.from(`${head}"content":`), raw.subarray(span[0], span[1]), closeObject]);
+    return span === undefined ? undefined : withStringOf(raw, span, message, 'content');
   };
   return elementBytes(raw, key, elements.length, messages as ContextMessage[], plainElementOf, 2, spliced);
 }
@@ -180,7 +213,7 @@ function elementBytes(
   original: readonly ContextMessage[],
   elementOf: (position: number) => number,
   members?: number,
-  spliced?: (position: number, spans: Int32Array) => Buffer | undefined,
+  spliced?: (position: number, spans: Int32Array) => KnownBytes | undefined,
 ): KnownMessageBytes {
   let spans: Int32Array | null | undefined = null;
   return (messages) => {
@@ -191,7 +224,7 @@ function elementBytes(
     if (spans === null) spans = arrayElementSpans(raw, key);
     if (spans === undefined || spans.length !== 2 * count) return [];
     const found = spans;
-    const known = new Array<Buffer | undefined>(positions.length);
+    const known = new Array<KnownBytes | undefined>(positions.length);
     // A run of the client's elements sent one after the other: one part, from the first one's start to
     // the last one's end (the commas and spaces between them are the client's).
     let runAt = -1;
@@ -214,4 +247,53 @@ function elementBytes(
     });
     return known;
   };
+}
+
+/**
+ * `record` as JSON, its string field `field` copied from `raw` at `span` (a JSON string there, which
+ * the caller has checked parses to it) and its other fields written anew; undefined when `span` holds
+ * no string.
+ */
+function withStringOf(
+  raw: Buffer,
+  span: readonly [number, number],
+  record: Record<string, unknown>,
+  field: string,
+): readonly Buffer[] | undefined {
+  if (raw[span[0]] !== 0x22) return undefined;
+  let head = '{';
+  for (const [name, value] of Object.entries(record)) {
+    const json = name === field ? undefined : (JSON.stringify(value) as string | undefined);
+    if (json !== undefined) head += `${JSON.stringify(name)}:${json},`;
+  }
+  return [Buffer.from(`${head}${JSON.stringify(field)}:`), raw.subarray(span[0], span[1]), closeObject];
+}
+
+/**
+ * The JSON of records made of the client's elements of its array `key` (a Responses request's input
+ * items as they are stored: an id and a type added, fields the API does not define left out): record
+ * `i` gets the bytes of its string field `fields[i]` copied from element `origins[i]`, when that
+ * element's field is the same string and its bytes give it once; undefined where not.
+ */
+export function recordStringBytes(
+  raw: Buffer | undefined,
+  key: 'input' | 'messages',
+  body: unknown,
+  records: ReadonlyArray<Record<string, unknown>>,
+  origins: Int32Array,
+  fields: ReadonlyArray<string | undefined>,
+): Array<KnownBytes | undefined> {
+  const elements = (body as Record<string, unknown> | null | undefined)?.[key];
+  const spans = raw === undefined || !Array.isArray(elements) ? undefined : arrayElementSpans(raw, key);
+  if (raw === undefined || spans === undefined || spans.length !== 2 * (elements as unknown[]).length)
+    return [];
+  return records.map((record, index) => {
+    const origin = origins[index] ?? -1;
+    const field = fields[index];
+    if (origin < 0 || field === undefined) return undefined;
+    const value = ((elements as unknown[])[origin] as Record<string, unknown> | undefined)?.[field];
+    if (typeof value !== 'string' || value !== record[field]) return undefined;
+    const span = memberValueSpan(raw, spans[2 * origin] as number, field);
+    return span === undefined ? undefined : withStringOf(raw, span, record, field);
+  });
 }

@@ -36,6 +36,12 @@ export interface BridgedRequest {
   messages: ChatMessage[];
   /** The `input` item each of `messages` was made from, and where its content stands in it (chat-body.ts). */
   sources: BridgedSources;
+  /**
+   * The `input` item each of `inputItems` is (-1: none, a string input), and its field that is a string
+   * of the client's as it came (`content`, `output`, `arguments`), for storing it (chat-body.ts
+   * recordStringBytes).
+   */
+  itemSources: { origins: Int32Array; fields: Array<string | undefined> };
   previousResponseId: string | undefined;
   store: boolean;
   stream: boolean;
@@ -410,6 +416,13 @@ function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputIte
   return items;
 }
 
+/** The field of an input item that holds its text as a string: what storing it copies from the client's bytes. */
+function longStringField(item: InputItem): string | undefined {
+  const field =
+    item.type === 'function_call_output' ? 'output' : item.type === 'function_call' ? 'arguments' : 'content';
+  return typeof item[field] === 'string' ? field : undefined;
+}
+
 /** A Responses request, checked and translated (its item references resolved by the caller). */
 export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBridgeOptions): BridgedRequest {
   if (!isRecord(body)) refuse('body', 'The request body must be a JSON object.');
@@ -485,6 +498,7 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
       origins: Int32Array.from(sources.origins, (item) => (item < 0 ? -1 : (itemIndexes[item] ?? -1))),
       contentPaths: sources.contentPaths,
     },
+    itemSources: { origins: Int32Array.from(itemIndexes), fields: inputItems.map(longStringField) },
     previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined,
     store: body.store !== false,
     stream,

@@ -8,7 +8,8 @@
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
-import { bridgedMessageBytes } from '../chat/chat-body.js';
+import { bridgedMessageBytes, jsonArrayBytes, recordStringBytes } from '../chat/chat-body.js';
+import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
@@ -245,6 +246,26 @@ export function createResponsesService(deps: {
     const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
       if (!bridged.store) return;
       const messages = [...bridged.messages, reply];
+      const inputItems = bridged.inputItems.map((item) => ({ id: newId('msg'), ...item }));
+      // Written from the client's bytes where they hold it: a record as large as its request costs a copy.
+      const json = {
+        messages: (before: string, after: string) =>
+          jsonArrayBytes(messages, chatInput.messageBytes?.(messages as ContextMessage[]), before, after),
+        inputItems: (before: string, after: string) =>
+          jsonArrayBytes(
+            inputItems,
+            recordStringBytes(
+              input.rawBody,
+              'input',
+              input.body,
+              inputItems,
+              bridged.itemSources.origins,
+              bridged.itemSources.fields,
+            ),
+            before,
+            after,
+          ),
+      };
       await store.put({
         id: meta.id,
         tenantId: input.credential.tenantId,
@@ -256,8 +277,9 @@ export function createResponsesService(deps: {
         messagesBefore: previous === undefined ? 0 : previous.messagesBefore + previous.messages.length,
         messages,
         tokens: deps.countTokens(meta.model, messages, countPrecisionFor(input.countingBytes)),
-        inputItems: bridged.inputItems.map((item) => ({ id: newId('msg'), ...item })),
+        inputItems,
         response,
+        json,
       });
     };
     return chat.complete(

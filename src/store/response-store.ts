@@ -10,6 +10,9 @@ import { GatewayError } from '../errors.js';
 import type { RedisConnection } from './redis-client.js';
 import { jsonChars } from './json-chars.js';
 
+/** A record's part over this many bytes (or characters) is written to Redis on its own. */
+const largePartBytes = 1024 * 1024;
+
 /** Ids of the nearest earlier responses a record keeps: a chain is read this many links per round trip. */
 export const ancestorLinks = 64;
 
@@ -38,7 +41,15 @@ export interface StoredResponse extends ChainRecord {
   inputItems: Array<Record<string, unknown>>;
   /** The Response object as returned. */
   response: Record<string, unknown>;
+  /**
+   * Writers of `messages` and `inputItems` as JSON (mostly from the client's own bytes), called when a
+   * store writes JSON: Redis stores these bytes instead of writing the values again.
+   */
+  json?: { messages: JsonArrayWriter; inputItems: JsonArrayWriter } | undefined;
 }
+
+/** Writes an array as JSON between the JSON text `before` and `after`, into one buffer. */
+export type JsonArrayWriter = (before: string, after: string) => Buffer;
 
 export interface ChainListing {
   rootId: string;
@@ -110,6 +121,27 @@ function chainPart(record: StoredResponse): ChainRecord {
   return { id, previousId, rootId, depth, messagesBefore, messages, tokens };
 }
 
+/** `{"<name>":[…], …fields}`: an object's JSON with one array member the caller writes. */
+function withMember(name: string, write: JsonArrayWriter, fields: Record<string, unknown>): Buffer {
+  const rest = JSON.stringify(fields);
+  return write(`{${JSON.stringify(name)}:`, rest === '{}' ? '}' : `,${rest.slice(1)}`);
+}
+
+/** The chain part and the rest of a record as Redis stores them. */
+function storedParts(record: StoredResponse): { chain: string | Buffer; rest: string | Buffer } {
+  const { json } = record;
+  if (json === undefined)
+    return {
+      chain: JSON.stringify(chainPart(record)),
+      rest: JSON.stringify({ inputItems: record.inputItems, response: record.response }),
+    };
+  const { messages: _messages, ...chain } = chainPart(record);
+  return {
+    chain: withMember('messages', json.messages, chain),
+    rest: withMember('inputItems', json.inputItems, { response: record.response }),
+  };
+}
+
 export function createMemoryResponseStore(options: {
   ttlSeconds: number;
   /** Bytes of records (as JSON) held at most; past them the least recently used go. */
@@ -151,7 +183,9 @@ export function createMemoryResponseStore(options: {
     return entry.record;
   };
   return {
-    async put(record) {
+    async put(written) {
+      // The values are held; their JSON is not.
+      const { json: _json, ...record } = written;
       const key = keyOf(record.tenantId, record.id);
       remove(key);
       // Two bytes a character: what the strings of a record take in memory, about.
@@ -253,16 +287,18 @@ export function createRedisResponseStore(options: {
     async put(record) {
       const key = keyOf(record.tenantId, record.id);
       const ttl = options.ttlSeconds;
-      const write = redis
-        .multi()
-        .set(key, JSON.stringify(chainPart(record)), 'EX', ttl)
-        .set(`${key}:links`, record.ancestors.join(','), 'EX', ttl)
-        .set(
-          `${key}:rest`,
-          JSON.stringify({ inputItems: record.inputItems, response: record.response }),
-          'EX',
-          ttl,
-        );
+      const parts = storedParts(record);
+      const write = redis.multi().set(`${key}:links`, record.ancestors.join(','), 'EX', ttl);
+      // A large part is written on its own, first: in a transaction ioredis copies every buffer of it
+      // once more (a 20 MB request's record: 40 MB). Nothing reads a record before its id is answered,
+      // and its links and the indexes that lead to it are written after it.
+      const large = [parts.chain, parts.rest].some((part) => part.length > largePartBytes);
+      if (large)
+        await Promise.all([
+          redis.set(key, parts.chain, 'EX', ttl),
+          redis.set(`${key}:rest`, parts.rest, 'EX', ttl),
+        ]).catch(fail);
+      else write.set(key, parts.chain, 'EX', ttl).set(`${key}:rest`, parts.rest, 'EX', ttl);
       for (const itemId of itemsOf(record).keys())
         write.set(`ctxgate:resp:{${record.tenantId}}:item:${itemId}`, record.id, 'EX', ttl);
       // The tenant's chains by when each was last extended, and each chain's newest response.

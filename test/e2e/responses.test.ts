@@ -340,6 +340,45 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect((foreign as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('input[0].id');
   });
 
+  it('stores a response from the client’s bytes, and reads it back as it was sent: chain and input items', async () => {
+    fake.setDefault({ content: 'Noted.' });
+    const input = [
+      { role: 'user', content: 'Le café est prêt.' },
+      { type: 'function_call', call_id: 'call_cafe', name: 'brew', arguments: '{"kind":"café"}' },
+      { type: 'function_call_output', call_id: 'call_cafe', output: 'Brewed: café "noir".' },
+    ];
+    const body = JSON.stringify({ model: 'gpt-4o-mini', input }, null, 2).replace(/é/g, '\\u00e9');
+    const first = await fetch(`${harness.baseUrl}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-responses' },
+      body,
+    });
+    expect(first.status).toBe(200);
+    const { id } = (await first.json()) as { id: string };
+    const items = await client().responses.inputItems.list(id, { order: 'asc' });
+    expect(items.data.map((item) => ({ ...item, id: undefined }))).toEqual([
+      { id: undefined, type: 'message', role: 'user', content: 'Le café est prêt.' },
+      { id: undefined, ...input[1] },
+      { id: undefined, ...input[2] },
+    ]);
+    const before = fake.chatRequests.length;
+    await client().responses.create({ model: 'gpt-4o-mini', previous_response_id: id, input: 'Et après?' });
+    expect(sentMessages(before)).toEqual([
+      { role: 'user', content: 'Le café est prêt.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_cafe', type: 'function', function: { name: 'brew', arguments: '{"kind":"café"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_cafe', content: 'Brewed: café "noir".' },
+      // The provider's reply as it came.
+      expect.objectContaining({ role: 'assistant', content: 'Noted.' }),
+      { role: 'user', content: [{ type: 'text', text: 'Et après?' }] },
+    ]);
+  });
+
   it('sends the plain messages it keeps of a shortened input in the client’s own bytes', async () => {
     fake.setDefault({ content: 'Oui.' });
     const before = fake.chatRequests.length;

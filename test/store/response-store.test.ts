@@ -137,6 +137,58 @@ describe.each([
   });
 });
 
+/** A record whose messages and input items its caller writes as JSON itself: indented, é as an escape. */
+function writtenRecord(tenantId: string, id: string, messageCount: number): StoredResponse {
+  const messages = Array.from({ length: messageCount }, (_unused, index) => ({
+    role: index % 2 === 0 ? 'user' : 'assistant',
+    content: `Café ${index}: ${'x'.repeat(900)}`,
+  }));
+  const inputItems = messages.map((message, index) => ({ id: `msg_${index}`, type: 'message', ...message }));
+  const writer = (values: unknown[]) => (before: string, after: string) =>
+    Buffer.from(`${before}${JSON.stringify(values, null, 1).replace(/é/g, '\\u00e9')}${after}`);
+  return {
+    ...record(tenantId, id),
+    messages,
+    inputItems,
+    json: { messages: writer(messages), inputItems: writer(inputItems) },
+  };
+}
+
+describe('the in-process response store, given the JSON of a record', () => {
+  it('holds the values, not the writers', async () => {
+    const store = createMemoryResponseStore({ ttlSeconds: 60 });
+    const written = writtenRecord('acme', 'resp_1', 3);
+    await store.put(written);
+    const { json: _json, ...values } = written;
+    const held = await store.get('acme', 'resp_1');
+    expect(held).toEqual(values);
+    expect(held).not.toHaveProperty('json');
+  });
+});
+
+describe('the Redis response store, given the JSON of a record', () => {
+  it.each([
+    ['small, in one transaction', 3],
+    ['over 1 MB, its large parts first', 1_200],
+  ])('stores the bytes its caller wrote, read back as the same values (%s)', async (_name, count) => {
+    const { store, redis } = await redisStore(60);
+    const tenant = `tenant-${randomUUID()}`;
+    const written = writtenRecord(tenant, 'resp_1', count);
+    await store.put(written);
+    const { json: _json, ...values } = written;
+    const batch = await store.readChain(tenant, ['resp_1'], 'resp_1');
+    expect(batch.records[0]?.messages).toEqual(values.messages);
+    expect(batch.links).toEqual([]);
+    expect(await store.get(tenant, 'resp_1')).toEqual(values);
+    expect(await store.findItems(tenant, [`msg_${count - 1}`])).toEqual([values.inputItems.at(-1)]);
+    // What Redis holds is what the writers wrote, not the values written again.
+    const stored = await redis.get(`ctxgate:resp:{${tenant}}:resp_1`);
+    const rest = await redis.get(`ctxgate:resp:{${tenant}}:resp_1:rest`);
+    expect(stored).toContain('"content": "Caf\\u00e9 0: ');
+    expect(rest).toContain('"content": "Caf\\u00e9 0: ');
+  });
+});
+
 describe('expiry', () => {
   it('forgets a record after the session TTL in process', async () => {
     let nowMs = 1_000_000;
