@@ -5,8 +5,10 @@
 // (median and highest printed). Printed with the status it got: an accepted body (2xx) should stay
 // under 200 ms of CPU, a refused one should be refused before it costs much. Then the largest accepted
 // chat bodies through the logging floor proxy (parse, re-serialize, forward, one access log line): what
-// reading and forwarding such a body costs any proxy. Figures only.
+// reading and forwarding such a body costs any proxy. Last, the largest Responses requests again with
+// Redis configured, where a stored response's record is written too. Figures only.
 import { Pool } from 'undici';
+import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { writeConfigFile } from '../../test/helpers/start-gateway.js';
 import { seeded } from '../../test/helpers/text.js';
@@ -447,6 +449,12 @@ export const hostileCases: HostileCase[] = [
 ];
 
 /** The chat bodies the floor proxy is given too: the largest accepted ones. */
+/** Responses requests (stored by default) measured again with Redis configured: the record is written too. */
+const storedCases = [
+  'responses: 9,990 function calls + outputs',
+  'responses: 9,999 input messages of 2 KB, window 999,999,999',
+];
+
 const floorCases = [
   'chat: 10,000 messages of 3 KB',
   'chat: 10,000 messages of 2 KB of varied words, window 999,999,999',
@@ -506,7 +514,7 @@ function printRow(hostile: HostileCase, { samples, status, code, message }: Meas
 export async function hostileBodiesSection(): Promise<void> {
   const rounds = Number(process.env.BENCH_HOSTILE_ROUNDS ?? '5');
   const only = process.env.BENCH_HOSTILE_ONLY;
-  const servers: ServerProcess[] = [];
+  const servers: Array<Pick<ServerProcess, 'stop'>> = [];
   try {
     // A provider with a window no body here reaches: what is measured is the gateway's own work.
     const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
@@ -569,6 +577,29 @@ export async function hostileBodiesSection(): Promise<void> {
       printRow({ ...hostile, label: `floor proxy, ${hostile.label}` }, measured);
     }
     await floorPool.close();
+    // Stored responses as a deployment keeps them, in Redis: the record written as well.
+    const redis = await startRedisServer();
+    servers.push(redis);
+    const stored = await startServerProcess(gatewayCommand(), {
+      CTXGATE_CONFIG: configPath,
+      UPSTREAM_BASE_URL: fake.url,
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      REDIS_URL: redis.url,
+      REDIS_CLUSTER_NODES: '',
+    });
+    servers.push(stored);
+    const storedPool = new Pool(new URL(stored.url).origin, {
+      connections: 1,
+      bodyTimeout: 600_000,
+      headersTimeout: 600_000,
+    });
+    for (const hostile of hostileCases.filter((entry) => storedCases.includes(entry.label))) {
+      if (only !== undefined && !hostile.label.includes(only)) continue;
+      const measured = await measure(storedPool, stored.child.pid as number, hostile, rounds);
+      printRow({ ...hostile, label: `${hostile.label}, stored in Redis` }, measured);
+    }
+    await storedPool.close();
   } finally {
     for (const server of servers.reverse()) await server.stop();
   }
