@@ -77,33 +77,55 @@ function valueEnd(bytes: Buffer, at: number): number {
  * ASCII without quotes or backslashes.
  */
 export function arrayElementSpans(bytes: Buffer, key: string): Int32Array | undefined {
+  const at = skipSpace(bytes, 0);
+  if (bytes[at] !== openObject) return undefined;
   const wanted = Buffer.from(key);
-  let index = skipSpace(bytes, 0);
-  if (bytes[index] !== openObject) return undefined;
-  index = skipSpace(bytes, index + 1);
   let spans: Int32Array | undefined;
+  let unsure = false;
+  const end = walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
+    if (!isKey(bytes, keyStart, keyEnd, key, wanted)) return valueEnd(bytes, valueStart);
+    const found =
+      spans === undefined && bytes[valueStart] === openArray ? elementSpans(bytes, valueStart) : undefined;
+    if (found === undefined) unsure = true;
+    else spans = found.spans;
+    return found?.end ?? -1;
+  });
+  return unsure || bytes[end] !== closeObject ? undefined : spans;
+}
+
+/**
+ * Calls `member` with where each member of the object that opens at `at` has its key and its value
+ * (`member` returns where the value ends; -1 stops the walk), and returns where the walk stopped: the
+ * object's closing brace, or the byte that was not what JSON has there.
+ */
+function walkMembers(
+  bytes: Buffer,
+  at: number,
+  member: (keyStart: number, keyEnd: number, valueStart: number) => number,
+): number {
+  let index = skipSpace(bytes, at + 1);
   while (bytes[index] === quote) {
     const keyEnd = stringEnd(bytes, index);
-    const inner = bytes.subarray(index + 1, keyEnd - 1);
-    // A key with an escape in it is read as JSON.parse reads it: it may spell `key`.
-    const isWanted = inner.includes(backslash)
-      ? JSON.parse(bytes.toString('utf8', index, keyEnd)) === key
-      : inner.equals(wanted);
-    index = skipSpace(bytes, keyEnd);
-    if (bytes[index] !== colon) return undefined;
-    index = skipSpace(bytes, index + 1);
-    if (isWanted) {
-      if (spans !== undefined || bytes[index] !== openArray) return undefined;
-      const found = elementSpans(bytes, index);
-      if (found === undefined) return undefined;
-      spans = found.spans;
-      index = found.end;
-    } else index = valueEnd(bytes, index);
-    index = skipSpace(bytes, index);
+    const colonAt = skipSpace(bytes, keyEnd);
+    if (bytes[colonAt] !== colon) return colonAt;
+    const end = member(index, keyEnd, skipSpace(bytes, colonAt + 1));
+    if (end < 0) return end;
+    index = skipSpace(bytes, end);
     if (bytes[index] !== comma) break;
     index = skipSpace(bytes, index + 1);
   }
-  return bytes[index] === closeObject ? spans : undefined;
+  return index;
+}
+
+/**
+ * Whether the JSON string at [keyStart, keyEnd) is `key` (`wanted` its bytes): a key with an escape in
+ * it is read as JSON.parse reads it, and may spell `key`.
+ */
+function isKey(bytes: Buffer, keyStart: number, keyEnd: number, key: string, wanted: Buffer): boolean {
+  const inner = bytes.subarray(keyStart + 1, keyEnd - 1);
+  return inner.includes(backslash)
+    ? JSON.parse(bytes.toString('utf8', keyStart, keyEnd)) === key
+    : inner.equals(wanted);
 }
 
 /** The spans of the objects of the array that opens at `at`, and where it ends; undefined for any other element. */
@@ -134,16 +156,11 @@ function elementSpans(bytes: Buffer, at: number): { spans: Int32Array; end: numb
  * (JSON.parse keeps one of them: an object with fewer keys than this was written with a key twice).
  */
 export function objectMemberCount(bytes: Buffer, at: number): number {
-  let index = skipSpace(bytes, at + 1);
   let count = 0;
-  while (bytes[index] === quote) {
-    index = skipSpace(bytes, stringEnd(bytes, index));
-    if (bytes[index] !== colon) return count;
-    index = skipSpace(bytes, valueEnd(bytes, skipSpace(bytes, index + 1)));
+  walkMembers(bytes, at, (_keyStart, _keyEnd, valueStart) => {
     count++;
-    if (bytes[index] !== comma) break;
-    index = skipSpace(bytes, index + 1);
-  }
+    return valueEnd(bytes, valueStart);
+  });
   return count;
 }
 
@@ -153,27 +170,17 @@ export function objectMemberCount(bytes: Buffer, at: number): number {
  */
 export function memberValueSpan(bytes: Buffer, at: number, key: string): [number, number] | undefined {
   const wanted = Buffer.from(key);
-  let index = skipSpace(bytes, at + 1);
   let found: [number, number] | undefined;
-  while (bytes[index] === quote) {
-    const keyEnd = stringEnd(bytes, index);
-    const inner = bytes.subarray(index + 1, keyEnd - 1);
-    const isWanted = inner.includes(backslash)
-      ? JSON.parse(bytes.toString('utf8', index, keyEnd)) === key
-      : inner.equals(wanted);
-    index = skipSpace(bytes, keyEnd);
-    if (bytes[index] !== colon) return undefined;
-    const start = skipSpace(bytes, index + 1);
-    const end = valueEnd(bytes, start);
-    if (isWanted) {
-      if (found !== undefined) return undefined;
-      found = [start, end];
+  let twice = false;
+  walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
+    const end = valueEnd(bytes, valueStart);
+    if (isKey(bytes, keyStart, keyEnd, key, wanted)) {
+      twice = found !== undefined;
+      found = [valueStart, end];
     }
-    index = skipSpace(bytes, end);
-    if (bytes[index] !== comma) break;
-    index = skipSpace(bytes, index + 1);
-  }
-  return found;
+    return twice ? -1 : end;
+  });
+  return twice ? undefined : found;
 }
 
 /**

@@ -460,6 +460,11 @@ const floorCases = [
   'chat: 10,000 messages of 2 KB of varied words, window 999,999,999',
 ];
 
+/** One connection to `url` that waits as long as the largest body takes. */
+function slowPool(url: string): Pool {
+  return new Pool(new URL(url).origin, { connections: 1, bodyTimeout: 600_000, headersTimeout: 600_000 });
+}
+
 interface Measured {
   samples: number[];
   status: number;
@@ -546,11 +551,7 @@ export async function hostileBodiesSection(): Promise<void> {
     });
     servers.push(gateway);
     const pid = gateway.child.pid as number;
-    const pool = new Pool(new URL(gateway.url).origin, {
-      connections: 1,
-      bodyTimeout: 600_000,
-      headersTimeout: 600_000,
-    });
+    const pool = slowPool(gateway.url);
     console.log(
       `\n== hostile-bodies: gateway CPU per body (ms, median of ${rounds} after a warm-up), status it got ==`,
     );
@@ -566,11 +567,7 @@ export async function hostileBodiesSection(): Promise<void> {
       FLOOR_LOG: '1',
     });
     servers.push(floor);
-    const floorPool = new Pool(new URL(floor.url).origin, {
-      connections: 1,
-      bodyTimeout: 600_000,
-      headersTimeout: 600_000,
-    });
+    const floorPool = slowPool(floor.url);
     for (const hostile of hostileCases.filter((entry) => floorCases.includes(entry.label))) {
       if (only !== undefined && !hostile.label.includes(only)) continue;
       const measured = await measure(floorPool, floor.child.pid as number, hostile, rounds);
@@ -589,11 +586,7 @@ export async function hostileBodiesSection(): Promise<void> {
       REDIS_CLUSTER_NODES: '',
     });
     servers.push(stored);
-    const storedPool = new Pool(new URL(stored.url).origin, {
-      connections: 1,
-      bodyTimeout: 600_000,
-      headersTimeout: 600_000,
-    });
+    const storedPool = slowPool(stored.url);
     for (const hostile of hostileCases.filter((entry) => storedCases.includes(entry.label))) {
       if (only !== undefined && !hostile.label.includes(only)) continue;
       const measured = await measure(storedPool, stored.child.pid as number, hostile, rounds);

@@ -143,6 +143,29 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
   /** A body as a client may write it: indented, and é sent as an escape. */
   const written = (body: unknown) => JSON.stringify(body, null, 2).replace(/é/g, '\\u00e9');
 
+  /** What the gateway writes upstream for the Responses body `raw`, every message it made sent as it came. */
+  function sentForResponses(raw: Buffer) {
+    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+    const bridged = bridgeRequest(parsed);
+    const messages = bridged.messages as ContextMessage[];
+    const known = bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.sources)?.(messages);
+    return {
+      out: serializeChatBody(bridged.chatFields, messages, known).toString(),
+      fields: bridged.chatFields,
+      messages,
+    };
+  }
+
+  /** The same for the Messages body `raw`. */
+  function sentForMessages(raw: Buffer) {
+    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
+    const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
+    const messages = bridged.chatBody.messages as ContextMessage[];
+    const { messages: _all, ...fields } = bridged.chatBody;
+    const known = bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(messages);
+    return { out: serializeChatBody(fields, messages, known).toString(), fields, messages };
+  }
+
   /** Input items of every kind the Responses bridge reads, plain `{role, content}` messages among them. */
   const item = fc.oneof(
     fc.record({ role: fc.constantFrom('user', 'assistant', 'system', 'developer'), content: fc.string() }),
@@ -199,14 +222,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
       { role: 'user', content: 'Café au lait.' },
     ];
     const raw = Buffer.from(written({ model: 'm', input }));
-    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
-    const bridged = bridgeRequest(parsed);
-    const messages = bridged.messages as ContextMessage[];
-    const out = serializeChatBody(
-      bridged.chatFields,
-      messages,
-      bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.sources)?.(messages),
-    ).toString();
+    const { out, fields, messages } = sentForResponses(raw);
 
     expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
     expect(out).toContain('"content": "Caf\\u00e9 au lait."');
@@ -214,7 +230,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     expect(out).toContain('{"role":"assistant","content":"Oui, caf\\u00e9."}');
     expect(out).toContain('{"role":"user","content":"Encore un caf\\u00e9."}');
     expect(out).not.toContain('status');
-    expect(JSON.parse(out)).toEqual({ ...bridged.chatFields, messages });
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
   it.each([
@@ -249,15 +265,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
       ],
     };
     const raw = Buffer.from(written(body));
-    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
-    const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
-    const messages = bridged.chatBody.messages as ContextMessage[];
-    const { messages: _messages, ...fields } = bridged.chatBody;
-    const out = serializeChatBody(
-      fields,
-      messages,
-      bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(messages),
-    ).toString();
+    const { out, fields, messages } = sentForMessages(raw);
 
     expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
     expect(out).toContain('"content": "Encore, caf\\u00e9."');
@@ -276,20 +284,13 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
         '{"type":"function_call","call_id":"c3","name":"f","arguments":"{}"},' +
         '{"type":"function_call_output","call_id":"c3","output":{"rows":2}}]}',
     );
-    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
-    const bridged = bridgeRequest(parsed);
-    const messages = bridged.messages as ContextMessage[];
-    const out = serializeChatBody(
-      bridged.chatFields,
-      messages,
-      bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.sources)?.(messages),
-    ).toString();
+    const { out, fields, messages } = sentForResponses(raw);
 
     expect(out).toContain('{"role":"tool","tool_call_id":"c1","content":"Caf\\u00e9 \\"ok\\""}');
     expect(out).toContain('{"role":"tool","tool_call_id":"c2","content":"B"}');
     expect(out).not.toContain('"A"');
     expect(out).toContain('{"role":"tool","tool_call_id":"c3","content":"{\\"rows\\":2}"}');
-    expect(JSON.parse(out)).toEqual({ ...bridged.chatFields, messages });
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
   /** Messages of every shape the Messages bridge reads: plain, blocks, tool uses and their results. */
@@ -383,15 +384,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
       ],
     };
     const raw = Buffer.from(written(body));
-    const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
-    const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
-    const messages = bridged.chatBody.messages as ContextMessage[];
-    const { messages: _all, ...fields } = bridged.chatBody;
-    const out = serializeChatBody(
-      fields,
-      messages,
-      bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(messages),
-    ).toString();
+    const { out, fields, messages } = sentForMessages(raw);
 
     expect(out).toContain('{"role":"tool","tool_call_id":"t1","content":"Caf\\u00e9 one."}');
     expect(out).toContain('{"role":"tool","tool_call_id":"t2","content":"Error: Café two."}');
