@@ -1,9 +1,9 @@
-// Where the elements of a request body's `messages` array lie in the client's bytes, so that a message
-// the gateway sends as it came is copied from them instead of serialized and encoded again
-// (chat/chat-body.ts). Read from bytes JSON.parse has already accepted; pure. Whatever could make the
-// bytes and the parsed value disagree — the member given twice (JSON.parse keeps the last; a key spelled
-// with escapes is read as JSON.parse reads it), an element that is not an object — gives no spans at
-// all, and the messages are serialized.
+// Where the elements of a request body's `messages` (or `input`) array lie in the client's bytes, and
+// the members of an object among them, so that what the gateway sends or stores as it came is copied
+// from them instead of serialized and encoded again (chat/chat-body.ts). Read from bytes JSON.parse has
+// already accepted; pure. Whatever could make the bytes and the parsed value disagree — a member given
+// twice (JSON.parse keeps the last; a key spelled with escapes is read as JSON.parse reads it), an
+// element that is not an object — gives no span at all, and the value is serialized.
 
 const quote = 0x22;
 const backslash = 0x5c;
