@@ -124,6 +124,13 @@ export interface BridgedSources {
 const closeObject = Buffer.from('}');
 
 /**
+ * A string shorter than this is written anew with the rest of its message: finding it in the client's
+ * bytes and writing the fields around it costs more than writing it (10,000 tool results of 512 ASCII
+ * characters: 25 ms copied, 16 written; of 2,048: 27 copied, 50 written).
+ */
+const spliceMinChars = 1024;
+
+/**
  * For a bridged request (a Responses or Messages body made into chat messages): the client's bytes of
  * what it sent as it came. A message that is an element of its array `key` written as a chat message
  * already — an object of exactly `role` and `content`, a string, and the same in the message made of
@@ -169,7 +176,8 @@ export function bridgedMessageBytes(
     // The content must be the string at `path` in the element JSON.parse read.
     let value: unknown = elements[origin];
     for (const step of path) value = (value as Record<string | number, unknown> | null | undefined)?.[step];
-    if (typeof value !== 'string' || value !== message.content) return undefined;
+    if (typeof value !== 'string' || value.length < spliceMinChars || value !== message.content)
+      return undefined;
     const span = valueSpanAt(raw, spans[2 * origin] as number, path, arrays);
     return span === undefined ? undefined : withStringOf(raw, span, message, 'content');
   };
@@ -292,7 +300,8 @@ export function recordStringBytes(
     const field = fields[index];
     if (origin < 0 || field === undefined) return undefined;
     const value = ((elements as unknown[])[origin] as Record<string, unknown> | undefined)?.[field];
-    if (typeof value !== 'string' || value !== record[field]) return undefined;
+    if (typeof value !== 'string' || value.length < spliceMinChars || value !== record[field])
+      return undefined;
     const span = memberValueSpan(raw, spans[2 * origin] as number, field);
     return span === undefined ? undefined : withStringOf(raw, span, record, field);
   });

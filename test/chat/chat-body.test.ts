@@ -142,6 +142,13 @@ describe('clientMessageBytes: the messages a stateless request sends as they cam
 describe('bridgedMessageBytes: a bridged request’s plain messages, in the client’s bytes', () => {
   /** A body as a client may write it: indented, and é sent as an escape. */
   const written = (body: unknown) => JSON.stringify(body, null, 2).replace(/é/g, '\\u00e9');
+  /** Text long enough to be copied when it is a message's content among other fields (1,024 characters or more). */
+  const page = ' Une page de texte.'.repeat(60);
+  /** Strings as fast-check makes them, and as long as a tool result. */
+  const text = fc.oneof(
+    fc.string(),
+    fc.string().map((start) => `${start}${page}`),
+  );
 
   /** What the gateway writes upstream for the Responses body `raw`, every message it made sent as it came. */
   function sentForResponses(raw: Buffer) {
@@ -172,12 +179,12 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     fc.record({
       type: fc.constant('message'),
       role: fc.constantFrom('user', 'assistant'),
-      content: fc.string(),
+      content: text,
     }),
     fc.record({ role: fc.constant('user'), content: fc.constant([{ type: 'input_text', text: 'Café' }]) }),
     fc.record({ role: fc.constant('user'), content: fc.string(), status: fc.constant('completed') }),
     fc.record({ type: fc.constant('function_call'), call_id: fc.constant('c1'), name: fc.constant('f') }),
-    fc.record({ type: fc.constant('function_call_output'), call_id: fc.constant('c1'), output: fc.string() }),
+    fc.record({ type: fc.constant('function_call_output'), call_id: fc.constant('c1'), output: text }),
     fc.record({ type: fc.constant('reasoning'), summary: fc.constant([]) }),
   );
 
@@ -217,19 +224,22 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
   it('Responses: a plain item goes as the client wrote it; of a typed one, or one with more fields, only the text', () => {
     const input = [
       { role: 'user', content: 'Café?' },
-      { type: 'message', role: 'assistant', content: 'Oui, café.' },
-      { role: 'user', content: 'Encore un café.', status: 'completed' },
+      { type: 'message', role: 'assistant', content: `Oui, café.${page}` },
+      { role: 'user', content: `Encore un café.${page}`, status: 'completed' },
       { role: 'user', content: 'Café au lait.' },
+      { type: 'message', role: 'user', content: 'Un café court.' },
     ];
     const raw = Buffer.from(written({ model: 'm', input }));
     const { out, fields, messages } = sentForResponses(raw);
 
     expect(out).toContain('{\n      "role": "user",\n      "content": "Caf\\u00e9?"\n    }');
     expect(out).toContain('"content": "Caf\\u00e9 au lait."');
-    // Written anew, their content copied: no `type` or `status` travels, the text as the client wrote it.
-    expect(out).toContain('{"role":"assistant","content":"Oui, caf\\u00e9."}');
-    expect(out).toContain('{"role":"user","content":"Encore un caf\\u00e9."}');
+    // Written anew, their long content copied: no `type` or `status` travels, the text as the client wrote it.
+    expect(out).toContain(`{"role":"assistant","content":"Oui, caf\\u00e9.${page}"}`);
+    expect(out).toContain(`{"role":"user","content":"Encore un caf\\u00e9.${page}"}`);
     expect(out).not.toContain('status');
+    // A short one is written whole: copying it would cost more than writing it.
+    expect(out).toContain('{"role":"user","content":"Un café court."}');
     expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
@@ -278,17 +288,17 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const raw = Buffer.from(
       '{"model":"m","input":[{"role":"user","content":"Go."},' +
         '{"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},' +
-        '{"type":"function_call_output","call_id":"c1","output":"Caf\\u00e9 \\"ok\\""},' +
+        `{"type":"function_call_output","call_id":"c1","output":"Caf\\u00e9 \\"ok\\"${page}"},` +
         '{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},' +
-        '{"type":"function_call_output","call_id":"c2","output":"A","output":"B"},' +
+        `{"type":"function_call_output","call_id":"c2","output":"A${page}","output":"B${page}"},` +
         '{"type":"function_call","call_id":"c3","name":"f","arguments":"{}"},' +
         '{"type":"function_call_output","call_id":"c3","output":{"rows":2}}]}',
     );
     const { out, fields, messages } = sentForResponses(raw);
 
-    expect(out).toContain('{"role":"tool","tool_call_id":"c1","content":"Caf\\u00e9 \\"ok\\""}');
-    expect(out).toContain('{"role":"tool","tool_call_id":"c2","content":"B"}');
-    expect(out).not.toContain('"A"');
+    expect(out).toContain(`{"role":"tool","tool_call_id":"c1","content":"Caf\\u00e9 \\"ok\\"${page}"}`);
+    expect(out).toContain(`{"role":"tool","tool_call_id":"c2","content":"B${page}"}`);
+    expect(out).not.toContain(`"A${page}"`);
     expect(out).toContain('{"role":"tool","tool_call_id":"c3","content":"{\\"rows\\":2}"}');
     expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
@@ -375,10 +385,10 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
         {
           role: 'user',
           content: [
-            { type: 'tool_result', tool_use_id: 't1', content: 'Café one.' },
-            { type: 'tool_result', tool_use_id: 't2', content: 'Café two.', is_error: true },
+            { type: 'tool_result', tool_use_id: 't1', content: `Café one.${page}` },
+            { type: 'tool_result', tool_use_id: 't2', content: `Café two.${page}`, is_error: true },
             { type: 'text', text: 'And?' },
-            { type: 'tool_result', tool_use_id: 't3', content: 'Café three.' },
+            { type: 'tool_result', tool_use_id: 't3', content: `Café three.${page}` },
           ],
         },
       ],
@@ -386,9 +396,9 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const raw = Buffer.from(written(body));
     const { out, fields, messages } = sentForMessages(raw);
 
-    expect(out).toContain('{"role":"tool","tool_call_id":"t1","content":"Caf\\u00e9 one."}');
-    expect(out).toContain('{"role":"tool","tool_call_id":"t2","content":"Error: Café two."}');
-    expect(out).toContain('{"role":"tool","tool_call_id":"t3","content":"Caf\\u00e9 three."}');
+    expect(out).toContain(`{"role":"tool","tool_call_id":"t1","content":"Caf\\u00e9 one.${page}"}`);
+    expect(out).toContain(`{"role":"tool","tool_call_id":"t2","content":"Error: Café two.${page}"}`);
+    expect(out).toContain(`{"role":"tool","tool_call_id":"t3","content":"Caf\\u00e9 three.${page}"}`);
     expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
