@@ -204,6 +204,35 @@ function chatMessageCount(messages: readonly unknown[]): number {
   return count;
 }
 
+/**
+ * Where the chat messages made of request message `index` (those of `messages` past `sources`) came
+ * from, for chat-body.ts: its index, and where each one's content stands in it when it is a string
+ * there. Tool messages follow the order of the tool_result blocks they were made of; the rest is last.
+ */
+function recordSources(
+  sources: { origins: number[]; contentPaths: Array<ContentPath | undefined> },
+  messages: readonly Json[],
+  index: number,
+  content: unknown,
+  blocks: readonly Json[],
+): void {
+  const results = blocks.flatMap((block, at) => (block.type === 'tool_result' ? [at] : []));
+  let result = 0;
+  for (let at = sources.origins.length; at < messages.length; at++) {
+    sources.origins.push(index);
+    const block = messages[at]?.role === 'tool' ? results[result++] : undefined;
+    sources.contentPaths.push(
+      block === undefined
+        ? typeof content === 'string'
+          ? ['content']
+          : undefined
+        : typeof blocks[block]?.content === 'string'
+          ? ['content', block, 'content']
+          : undefined,
+    );
+  }
+}
+
 export function bridgeMessagesRequest(
   body: unknown,
   options: { native: boolean; requireMaxTokens: boolean; maxMessages?: number },
@@ -260,22 +289,7 @@ export function bridgeMessagesRequest(
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
-    // Tool messages in the order of the tool_result blocks they were made of; the rest last.
-    const results = blocks.flatMap((block, at) => (block.type === 'tool_result' ? [at] : []));
-    let result = 0;
-    for (let at = origins.length; at < messages.length; at++) {
-      origins.push(index);
-      const block = (messages[at] as Json).role === 'tool' ? results[result++] : undefined;
-      contentPaths.push(
-        block === undefined
-          ? typeof raw.content === 'string'
-            ? ['content']
-            : undefined
-          : typeof (blocks[block] as Json).content === 'string'
-            ? ['content', block, 'content']
-            : undefined,
-      );
-    }
+    recordSources({ origins, contentPaths }, messages, index, raw.content, blocks);
   });
 
   const chatBody: Json = { model: body.model, messages };
