@@ -102,9 +102,40 @@ export type KnownMessageBytes = (
  * bytes cannot say for sure which message is which (json-spans.ts).
  */
 export function clientMessageBytes(raw: Buffer | undefined, body: unknown): KnownMessageBytes | undefined {
-  const original = (body as { messages?: unknown } | null | undefined)?.messages;
-  if (raw === undefined || !Array.isArray(original)) return undefined;
-  return elementBytes(raw, 'messages', original.length, original as ContextMessage[], (position) => position);
+  const array = clientArray(raw, 'messages', body);
+  return array && elementBytes(array, array.elements as ContextMessage[], (position) => position);
+}
+
+/**
+ * A top-level array of the client's body: its elements as JSON.parse read them, and where each lies in
+ * the client's bytes — read once, the first time they are asked for (json-spans.ts); undefined when
+ * the bytes cannot say for sure which element is which.
+ */
+export interface ClientArray {
+  raw: Buffer;
+  elements: readonly unknown[];
+  spans(): Int32Array | undefined;
+}
+
+export function clientArray(
+  raw: Buffer | undefined,
+  key: 'input' | 'messages',
+  body: unknown,
+): ClientArray | undefined {
+  const elements = (body as Record<string, unknown> | null | undefined)?.[key];
+  if (raw === undefined || !Array.isArray(elements)) return undefined;
+  let spans: Int32Array | null | undefined = null;
+  return {
+    raw,
+    elements,
+    spans() {
+      if (spans === null) {
+        const found = arrayElementSpans(raw, key);
+        spans = found?.length === 2 * elements.length ? found : undefined;
+      }
+      return spans;
+    },
+  };
 }
 
 /** Where a bridged message's `content` string stands in the element it was made from: names and indexes. */
@@ -140,15 +171,13 @@ const spliceMinChars = 1024;
  * made among them from `offset` on. Nothing is copied from bytes that give a key on the way twice.
  */
 export function bridgedMessageBytes(
-  raw: Buffer | undefined,
-  key: 'input' | 'messages',
-  body: unknown,
+  array: ClientArray | undefined,
   messages: readonly unknown[],
   offset: number,
   sources: BridgedSources,
 ): KnownMessageBytes | undefined {
-  const elements = (body as Record<string, unknown> | null | undefined)?.[key];
-  if (raw === undefined || !Array.isArray(elements)) return undefined;
+  if (array === undefined) return undefined;
+  const { raw, elements } = array;
   const { origins, contentPaths = [] } = sources;
   const originOf = (position: number): number =>
     position < offset ? -1 : (origins[position - offset] ?? -1);
@@ -181,7 +210,7 @@ export function bridgedMessageBytes(
     const span = valueSpanAt(raw, spans[2 * origin] as number, path, arrays);
     return span === undefined ? undefined : withStringOf(raw, span, message, 'content');
   };
-  return elementBytes(raw, key, elements.length, messages as ContextMessage[], plainElementOf, 2, spliced);
+  return elementBytes(array, messages as ContextMessage[], plainElementOf, 2, spliced);
 }
 
 /** Where the value at `path` lies in the value that opens at `at`; undefined when the bytes cannot say for sure. */
@@ -209,29 +238,26 @@ function valueSpanAt(
 }
 
 /**
- * The bytes of the messages sent that are elements of the client's array `key` (of `count` elements):
- * message `position` of `original` is element `elementOf(position)` (-1: none). With `members`, an
- * element is copied only when its bytes hold that many members (none given twice). `spliced` gives the
- * bytes of a message sent as it came that is no element (the spans of the elements given).
+ * The bytes of the messages sent that are elements of the client's `array`: message `position` of
+ * `original` is element `elementOf(position)` (-1: none). With `members`, an element is copied only
+ * when its bytes hold that many members (none given twice). `spliced` gives the bytes of a message sent
+ * as it came that is no element (the spans of the elements given).
  */
 function elementBytes(
-  raw: Buffer,
-  key: string,
-  count: number,
+  array: ClientArray,
   original: readonly ContextMessage[],
   elementOf: (position: number) => number,
   members?: number,
   spliced?: (position: number, spans: Int32Array) => KnownBytes | undefined,
 ): KnownMessageBytes {
-  let spans: Int32Array | null | undefined = null;
+  const { raw } = array;
   return (messages) => {
     const positions = sourcePositions(original, messages);
     const elements = Array.from(positions, (position) => (position < 0 ? -1 : elementOf(position)));
     // None sent as it came (a conversation rewritten whole): the body need not be read for them.
     if (!(spliced === undefined ? elements : positions).some((index) => index >= 0)) return [];
-    if (spans === null) spans = arrayElementSpans(raw, key);
-    if (spans === undefined || spans.length !== 2 * count) return [];
-    const found = spans;
+    const found = array.spans();
+    if (found === undefined) return [];
     const known = new Array<KnownBytes | undefined>(positions.length);
     // A run of the client's elements sent one after the other: one part, from the first one's start to
     // the last one's end (the commas and spaces between them are the client's).
@@ -278,28 +304,25 @@ function withStringOf(
 }
 
 /**
- * The JSON of records made of the client's elements of its array `key` (a Responses request's input
- * items as they are stored: an id and a type added, fields the API does not define left out): record
- * `i` gets the bytes of its string field `fields[i]` copied from element `origins[i]`, when that
- * element's field is the same string and its bytes give it once; undefined where not.
+ * The JSON of records made of the elements of the client's `array` (a Responses request's input items
+ * as they are stored: an id and a type added, fields the API does not define left out): record `i`
+ * gets the bytes of its string field `fields[i]` copied from element `origins[i]`, when that element's
+ * field is the same string and its bytes give it once; undefined where not.
  */
 export function recordStringBytes(
-  raw: Buffer | undefined,
-  key: 'input' | 'messages',
-  body: unknown,
+  array: ClientArray | undefined,
   records: ReadonlyArray<Record<string, unknown>>,
   origins: Int32Array,
   fields: ReadonlyArray<string | undefined>,
 ): Array<KnownBytes | undefined> {
-  const elements = (body as Record<string, unknown> | null | undefined)?.[key];
-  const spans = raw === undefined || !Array.isArray(elements) ? undefined : arrayElementSpans(raw, key);
-  if (raw === undefined || spans === undefined || spans.length !== 2 * (elements as unknown[]).length)
-    return [];
+  const spans = array?.spans();
+  if (array === undefined || spans === undefined) return [];
+  const { raw, elements } = array;
   return records.map((record, index) => {
     const origin = origins[index] ?? -1;
     const field = fields[index];
     if (origin < 0 || field === undefined) return undefined;
-    const value = ((elements as unknown[])[origin] as Record<string, unknown> | undefined)?.[field];
+    const value = (elements[origin] as Record<string, unknown> | undefined)?.[field];
     if (typeof value !== 'string' || value.length < spliceMinChars || value !== record[field])
       return undefined;
     const span = memberValueSpan(raw, spans[2 * origin] as number, field);

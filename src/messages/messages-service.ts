@@ -13,7 +13,7 @@ import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
-import { bridgedMessageBytes } from '../chat/chat-body.js';
+import { bridgedMessageBytes, clientArray } from '../chat/chat-body.js';
 
 export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
 
@@ -96,7 +96,12 @@ export function createMessagesService(deps: {
       clientHeaders: headers,
       body: request.chatBody,
       rawBody: undefined,
-      messageBytes: bridgedMessageBytes(input.rawBody, 'messages', input.body, messages, 0, request.sources),
+      messageBytes: bridgedMessageBytes(
+        clientArray(input.rawBody, 'messages', input.body),
+        messages,
+        0,
+        request.sources,
+      ),
     });
   }
 

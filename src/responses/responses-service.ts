@@ -8,7 +8,7 @@
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
-import { bridgedMessageBytes, jsonArrayBytes, recordStringBytes } from '../chat/chat-body.js';
+import { bridgedMessageBytes, clientArray, jsonArrayBytes, recordStringBytes } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
@@ -206,19 +206,15 @@ export function createResponsesService(deps: {
     const messages = [...before, ...bridged.messages];
     // Sessions are the chat API's; a response's state is its chain.
     const { sessionId: _ignored, ...overrides } = input.overrides;
+    // The client's input items in its bytes: read once, for the upstream body and for the stored record.
+    const clientInput = clientArray(input.rawBody, 'input', input.body);
     return {
       chain,
+      clientInput,
       chatInput: Object.assign({}, input, {
         body: Object.assign({}, bridged.chatFields, { messages }),
         rawBody: undefined,
-        messageBytes: bridgedMessageBytes(
-          input.rawBody,
-          'input',
-          input.body,
-          messages,
-          before.length,
-          bridged.sources,
-        ),
+        messageBytes: bridgedMessageBytes(clientInput, messages, before.length, bridged.sources),
         overrides: Object.assign(
           {},
           overrides,
@@ -235,7 +231,7 @@ export function createResponsesService(deps: {
     client: ClientStream,
     bridged: Awaited<ReturnType<typeof bridgedOf>>,
   ): Promise<RequestOutcome> {
-    const { chain, chatInput } = await chatRequestOf(input, bridged);
+    const { chain, chatInput, clientInput } = await chatRequestOf(input, bridged);
     const meta: ResponseMeta = {
       id: newId('resp'),
       createdAt: Math.floor(Date.now() / 1000),
@@ -255,9 +251,7 @@ export function createResponsesService(deps: {
           jsonArrayBytes(
             inputItems,
             recordStringBytes(
-              input.rawBody,
-              'input',
-              input.body,
+              clientInput,
               inputItems,
               bridged.itemSources.origins,
               bridged.itemSources.fields,

@@ -2,7 +2,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
-import { bridgedMessageBytes, clientMessageBytes, serializeChatBody } from '../../src/chat/chat-body.js';
+import {
+  bridgedMessageBytes,
+  clientArray,
+  clientMessageBytes,
+  serializeChatBody,
+} from '../../src/chat/chat-body.js';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { bridgeRequest } from '../../src/responses/bridge.js';
 
@@ -155,7 +160,12 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const parsed = JSON.parse(raw.toString()) as Record<string, unknown>;
     const bridged = bridgeRequest(parsed);
     const messages = bridged.messages as ContextMessage[];
-    const known = bridgedMessageBytes(raw, 'input', parsed, messages, 0, bridged.sources)?.(messages);
+    const known = bridgedMessageBytes(
+      clientArray(raw, 'input', parsed),
+      messages,
+      0,
+      bridged.sources,
+    )?.(messages);
     return {
       out: serializeChatBody(bridged.chatFields, messages, known).toString(),
       fields: bridged.chatFields,
@@ -169,7 +179,12 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const bridged = bridgeMessagesRequest(parsed, { native: false, requireMaxTokens: true });
     const messages = bridged.chatBody.messages as ContextMessage[];
     const { messages: _all, ...fields } = bridged.chatBody;
-    const known = bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(messages);
+    const known = bridgedMessageBytes(
+      clientArray(raw, 'messages', parsed),
+      messages,
+      0,
+      bridged.sources,
+    )?.(messages);
     return { out: serializeChatBody(fields, messages, known).toString(), fields, messages };
   }
 
@@ -206,9 +221,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
             return fate === 'kept' ? [entry] : fate === 'rewritten' ? [{ ...entry, content: 'short' }] : [];
           });
           const known = bridgedMessageBytes(
-            raw,
-            'input',
-            parsed,
+            clientArray(raw, 'input', parsed),
             messages,
             before.length,
             bridged.sources,
@@ -251,9 +264,7 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     const bridged = bridgeRequest(parsed);
     const messages = bridged.messages as ContextMessage[];
     const known = bridgedMessageBytes(
-      Buffer.from(raw),
-      'input',
-      parsed,
+      clientArray(Buffer.from(raw), 'input', parsed),
       messages,
       0,
       bridged.sources,
@@ -359,7 +370,12 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
             const fate = entries[index % entries.length]?.[1] ?? 'kept';
             return fate === 'kept' ? [entry] : fate === 'rewritten' ? [{ ...entry, content: 'short' }] : [];
           });
-          const known = bridgedMessageBytes(raw, 'messages', parsed, messages, 0, bridged.sources)?.(sent);
+          const known = bridgedMessageBytes(
+            clientArray(raw, 'messages', parsed),
+            messages,
+            0,
+            bridged.sources,
+          )?.(sent);
           const out = serializeChatBody(fields, sent, known).toString();
 
           expect(JSON.parse(out)).toEqual({ ...fields, messages: sent });
@@ -404,7 +420,9 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
 
   it('has none without the client’s bytes', () => {
     expect(
-      bridgedMessageBytes(undefined, 'input', { input: [] }, [], 0, { origins: new Int32Array(0) }),
+      bridgedMessageBytes(clientArray(undefined, 'input', { input: [] }), [], 0, {
+        origins: new Int32Array(0),
+      }),
     ).toBeUndefined();
   });
 });
