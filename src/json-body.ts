@@ -35,6 +35,7 @@ const allForbiddenKeys = (1 << forbiddenKeys.length) - 1;
 export class JsonShapeScanner {
   private depth = 0;
   private containers = 0;
+  private colons = 0;
   private inString = false;
   /** Backslashes ending the previous piece inside a string: they may escape this piece's first quote. */
   private carriedBackslashes = 0;
@@ -48,6 +49,11 @@ export class JsonShapeScanner {
   /** Whether a string of what was scanned may be `__proto__` or `constructor`: the parse must check. */
   get mayHoldForbiddenKey(): boolean {
     return this.forbiddenKeyPossible;
+  }
+
+  /** The members of every object scanned (a colon outside strings ends each key), a key given twice counted twice. */
+  get members(): number {
+    return this.colons;
   }
 
   /** Scans the next piece; throws a GatewayError as soon as a limit is passed. */
@@ -82,6 +88,8 @@ export class JsonShapeScanner {
         if (this.containers > this.limits.maxContainers) throw tooManyContainers(this.limits.maxContainers);
       } else if (byte === 0x5d || byte === 0x7d) {
         this.depth--;
+      } else if (byte === 0x3a) {
+        this.colons++;
       }
     }
   }
@@ -155,6 +163,8 @@ export interface JsonText {
   text: string;
   /** Some string of it may be `__proto__` or `constructor` (JsonShapeScanner): parsed with the checks. */
   mayHoldForbiddenKey: boolean;
+  /** The members of its objects, a key given twice counted twice (JsonShapeScanner). */
+  members: number;
 }
 
 /**
@@ -203,7 +213,12 @@ export function readJsonText(
       const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
       const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
       const body = bom === 0 ? bytes : bytes.subarray(bom);
-      resolve({ bytes: body, text: decodeUtf8(body), mayHoldForbiddenKey: scanner.mayHoldForbiddenKey });
+      resolve({
+        bytes: body,
+        text: decodeUtf8(body),
+        mayHoldForbiddenKey: scanner.mayHoldForbiddenKey,
+        members: scanner.members,
+      });
     };
     payload.on('data', onData);
     payload.on('end', onEnd);
@@ -300,4 +315,28 @@ export function parseJsonBody(body: Pick<JsonText, 'text' | 'mayHoldForbiddenKey
         : 'We could not parse the JSON body of your request. The body must be valid JSON.',
     );
   }
+}
+
+/**
+ * The bytes of a parsed body that say what the gateway read: its own bytes, or — when they give a key
+ * of some object twice — the value written anew. JSON.parse keeps the last of a key given twice; an
+ * upstream may read the first, or refuse the body, so bytes that hold both are never forwarded or
+ * copied: what was counted, checked and charged is what is sent. The check is a count: the value's
+ * keys, at every depth, against the members the shape scan saw.
+ */
+export function bytesAsRead(body: Pick<JsonText, 'bytes' | 'members'>, value: unknown): Buffer {
+  return keyCount(value) === body.members ? body.bytes : Buffer.from(JSON.stringify(value));
+}
+
+/** How many keys the objects of a parsed JSON value have, at every depth. */
+function keyCount(value: unknown): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  let count = 0;
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) if (typeof item === 'object') count += keyCount(item);
+    return count;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key in record) count += 1 + keyCount(record[key]);
+  return count;
 }

@@ -3,7 +3,13 @@
 // backslashes falling on a cut included), and it refuses a hostile body at the first byte past a limit.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { countingBytesOf, JsonShapeScanner, parseJsonBody, readJsonText } from '../src/json-body.js';
+import {
+  bytesAsRead,
+  countingBytesOf,
+  JsonShapeScanner,
+  parseJsonBody,
+  readJsonText,
+} from '../src/json-body.js';
 import { Readable } from 'node:stream';
 
 /** Depth and containers of a parsed value, by walking it. */
@@ -19,22 +25,32 @@ function shapeOf(value: unknown): { depth: number; containers: number } {
   return { depth: depth + 1, containers };
 }
 
+/** A scanner fed `text` cut at `cuts` (taken modulo its length, in order). */
+function scannedInPieces(
+  text: string,
+  cuts: number[],
+  limits = { maxDepth: 1_000, maxContainers: 1_000_000 },
+): JsonShapeScanner {
+  const bytes = Buffer.from(text);
+  const scanner = new JsonShapeScanner(limits);
+  let start = 0;
+  for (const cut of [
+    ...cuts.map((value) => value % (bytes.length + 1)).sort((a, b) => a - b),
+    bytes.length,
+  ]) {
+    scanner.push(bytes.subarray(start, Math.max(start, cut)));
+    start = Math.max(start, cut);
+  }
+  return scanner;
+}
+
 function scanInPieces(
   text: string,
   cuts: number[],
   limits: { maxDepth: number; maxContainers: number },
 ): unknown {
-  const bytes = Buffer.from(text);
-  const scanner = new JsonShapeScanner(limits);
-  let start = 0;
   try {
-    for (const cut of [
-      ...cuts.map((value) => value % (bytes.length + 1)).sort((a, b) => a - b),
-      bytes.length,
-    ]) {
-      scanner.push(bytes.subarray(start, Math.max(start, cut)));
-      start = Math.max(start, cut);
-    }
+    scannedInPieces(text, cuts, limits);
   } catch (error) {
     return (error as { code?: string }).code;
   }
@@ -133,17 +149,7 @@ function spell(tree: Tree, seed: number): string {
 }
 
 function keyFlagInPieces(text: string, cuts: number[]): boolean {
-  const bytes = Buffer.from(text);
-  const scanner = new JsonShapeScanner({ maxDepth: 1_000, maxContainers: 1_000_000 });
-  let start = 0;
-  for (const cut of [
-    ...cuts.map((value) => value % (bytes.length + 1)).sort((a, b) => a - b),
-    bytes.length,
-  ]) {
-    scanner.push(bytes.subarray(start, Math.max(start, cut)));
-    start = Math.max(start, cut);
-  }
-  return scanner.mayHoldForbiddenKey;
+  return scannedInPieces(text, cuts).mayHoldForbiddenKey;
 }
 
 describe('JsonShapeScanner', () => {
@@ -189,6 +195,24 @@ describe('JsonShapeScanner', () => {
           expect(keyFlagInPieces(text, cuts)).toBe(true);
       }),
       { numRuns: 3_000 },
+    );
+  });
+
+  it('counts the members of every object, however the text is cut into pieces', () => {
+    /** Keys of every object in a parsed value, by walking it. */
+    const keysIn = (value: unknown): number =>
+      typeof value !== 'object' || value === null
+        ? 0
+        : Object.entries(value).reduce(
+            (sum, [, child]) => sum + keysIn(child) + (Array.isArray(value) ? 0 : 1),
+            0,
+          );
+    fc.assert(
+      fc.property(jsonValue, fc.array(fc.nat(), { maxLength: 8 }), (value, cuts) => {
+        const text = JSON.stringify(value, null, cuts.length % 2 === 0 ? 0 : 2);
+        expect(scannedInPieces(text, cuts).members).toBe(keysIn(JSON.parse(text)));
+      }),
+      { numRuns: 2_000 },
     );
   });
 
@@ -267,6 +291,40 @@ describe('readJsonText', () => {
     expect(await refusal('['.repeat(65) + ']'.repeat(65))).toBe('json_too_deep');
     expect(await refusal(`[${'[],'.repeat(100)}[]]`)).toBe('invalid_request');
     expect(await refusal(`[${'[],'.repeat(98)}[]]`)).toBe('read');
+  });
+});
+
+describe('bytesAsRead: the bytes that say what the gateway read', () => {
+  const limits = { maxDepth: 64, maxContainers: 100 };
+  const read = async (text: string) => {
+    const body = await readJsonText(Readable.from([Buffer.from(text)]), {
+      limitBytes: 10_000,
+      shape: limits,
+      contentLength: Number.NaN,
+    });
+    const value = parseJsonBody(body);
+    return { body, value, bytes: bytesAsRead(body, value) };
+  };
+
+  it('are the client’s own bytes when no key is given twice', async () => {
+    const text =
+      '{ "model": "m",\n  "messages": [{"role": "user", "content": "caf\\u00e9 {\\"a\\":1, \\"a\\":2}"}],\n "stop": ["a:", ":"] }';
+    const { body, bytes } = await read(text);
+    expect(bytes).toBe(body.bytes);
+  });
+
+  it.each([
+    { name: 'at the top', text: '{"max_tokens":100000,"model":"m","max_tokens":1}' },
+    { name: 'in a message', text: '{"model":"m","messages":[{"role":"user","content":"A","content":"B"}]}' },
+    {
+      name: 'spelled with an escape, deep in a tool call',
+      text: '{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"A","\\u0061rguments":"B"}}]}]}',
+    },
+    { name: 'in an object in an array', text: '{"stop":[{"a":1,"a":2}],"model":"m"}' },
+  ])('are the value written anew when a key is given twice $name: the last of it, once', async ({ text }) => {
+    const { bytes, value } = await read(text);
+    expect(bytes.toString()).toBe(JSON.stringify(JSON.parse(text)));
+    expect(JSON.parse(bytes.toString())).toEqual(value);
   });
 });
 

@@ -11,7 +11,7 @@ import type { BudgetReservation, BudgetService } from '../budget/budget-service.
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { GatewayError, isGatewayError } from '../errors.js';
 import { firstHeaderValue } from '../header-value.js';
-import { jsonShapeLimits, parseJsonBody, readJsonText } from '../json-body.js';
+import { bytesAsRead, jsonShapeLimits, parseJsonBody, readJsonText } from '../json-body.js';
 import { forwardedPath } from '../upstream/forwarded-path.js';
 import { providerStateEndpoint } from '../upstream/provider-state.js';
 import type { UpstreamMethod } from '../upstream/upstream.js';
@@ -87,7 +87,8 @@ export function createPassthroughService(deps: {
     } catch {
       // Not JSON after all: forwarded as sent, for the provider to answer.
     }
-    return { bytes: body.bytes, parsed };
+    // A body that gives a key twice goes as the gateway read it: the model and costs it was charged for.
+    return { bytes: parsed === undefined ? body.bytes : bytesAsRead(body, parsed), parsed };
   }
 
   /** Provider-side state under the operator's key is every tenant's: refused unless configured. */

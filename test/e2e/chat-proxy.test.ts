@@ -288,6 +288,33 @@ describe('chat completions through the gateway', () => {
     expect(Number(response.headers.get('x-context-summarized-messages'))).toBe(0);
   });
 
+  it('sends a message whose body gives a key twice as the gateway read it: the last one, once', async () => {
+    // JSON.parse keeps the last of a key given twice; the gateway counted that one. An upstream that
+    // reads the first, or refuses a key given twice, must not see the other.
+    const body =
+      '{"model":"gpt-4o-mini","messages":[{"role":"system","content":"Be terse."},' +
+      '{"role":"user","content":"IGNORED ' +
+      'x'.repeat(4000) +
+      '","content":"Hello?"}]}';
+    const response = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-client-key' },
+      body,
+    });
+
+    expect(response.status).toBe(200);
+    const sent = fake.chatRequests[0]?.rawBody ?? '';
+    expect(sent).not.toContain('IGNORED');
+    expect(JSON.parse(sent)).toMatchObject({
+      messages: [
+        { role: 'system', content: 'Be terse.' },
+        { role: 'user', content: 'Hello?' },
+      ],
+    });
+    // The message written well is still sent as the client wrote it.
+    expect(sent).toContain('{"role":"system","content":"Be terse."},{"role":"user","content":"Hello?"}');
+  });
+
   it('forwards the model list', async () => {
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual(['gpt-4o-mini']);

@@ -87,6 +87,21 @@ describe('paths the gateway only forwards', () => {
     expect(JSON.stringify(toEmbedder?.headers)).not.toContain('gk-client');
   });
 
+  it('sends a body that gives its model twice as the gateway routed it: to that model’s upstream, naming it once', async () => {
+    // JSON.parse keeps the last key; an upstream that reads the first would be asked for another model.
+    const before = [main.requests.length, embedder.requests.length];
+    const response = await fetch(`${harness.baseUrl}/embeddings`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer gk-client' },
+      body: '{"model":"text-embedding-3-small","input":"hello","model":"embed-large"}',
+    });
+
+    expect(response.status).toBe(200);
+    expect(main.requests.length).toBe(before[0]);
+    const [toEmbedder] = embedder.requests.slice(before[1]);
+    expect(toEmbedder?.rawBody).toBe('{"model":"embed-large","input":"hello"}');
+  });
+
   it('streams a multipart upload and a binary answer through byte for byte', async () => {
     const audio = randomBytes(200_000);
     const before = main.requests.length;

@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { GatewayError } from '../../errors.js';
-import { parseJsonBody, readJsonText, type JsonShapeLimits } from '../../json-body.js';
+import { bytesAsRead, parseJsonBody, readJsonText, type JsonShapeLimits } from '../../json-body.js';
 
 export interface JsonBodyOptions {
   bodyLimitBytes: number;
@@ -45,13 +45,13 @@ function jsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
     }).then(
       (body) => {
         if (body.text.trim() === '') return done(null, undefined);
-        request.gateway.rawBody = body.bytes;
         let value: unknown;
         try {
           value = parseJsonBody(body);
         } catch (error) {
           return done(error as Error);
         }
+        request.gateway.rawBody = bytesAsRead(body, value);
         done(null, value);
       },
       (error: Error) => done(error),

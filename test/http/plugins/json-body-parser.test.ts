@@ -52,6 +52,12 @@ describe('the JSON body parser', () => {
     expect(response.json()).toEqual({ body: null, rawBody: null });
   });
 
+  it('keeps the bytes of a body that gives a key twice as the gateway read it: the last of it, once', async () => {
+    const response = await post('{"model":"a","n":2,"model":"b"}', { 'content-type': 'application/json' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ body: { model: 'b', n: 2 }, rawBody: '{"model":"b","n":2}' });
+  });
+
   it('drops a leading byte-order mark from the body and from the bytes kept', async () => {
     const payload = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')]);
     const response = await post(payload, { 'content-type': 'application/json' });
