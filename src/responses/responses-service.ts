@@ -17,7 +17,7 @@ import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js
 import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
-import { ancestorLinks, type ChainRecord, type ResponseStore } from '../store/response-store.js';
+import { ancestorLinks, inputItemId, type ChainRecord, type ResponseStore } from '../store/response-store.js';
 import {
   bridgeRequest,
   newId,
@@ -242,7 +242,10 @@ export function createResponsesService(deps: {
     const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
       if (!bridged.store) return;
       const messages = [...bridged.messages, reply];
-      const inputItems = bridged.inputItems.map((item) => ({ id: newId('msg'), ...item }));
+      const inputItems = bridged.inputItems.map((item, index) => ({
+        id: inputItemId(meta.id, index),
+        ...item,
+      }));
       // Written from the client's bytes where they hold it: a record as large as its request costs a copy.
       const json = {
         messages: (before: string, after: string) =>

@@ -101,6 +101,31 @@ const unavailable = (error: unknown) =>
 /** Item ids longer than this are not indexed (a client may name its items; OpenAI's ids are ~50). */
 const maxItemIdChars = 128;
 
+/**
+ * The id of input item `index` of response `responseId` (`resp_<hex>`): `msg_<hex>_<index>`. A store
+ * finds the record holding an item so named without an index entry of its own (ownerNamedIn), so a
+ * request of ten thousand input items writes none for them.
+ */
+export function inputItemId(responseId: string, index: number): string {
+  return `msg_${responseId.slice(responseId.indexOf('_') + 1)}_${index}`;
+}
+
+const inputItemIdPattern = /^msg_([0-9a-f]{16,64})_\d{1,7}$/;
+
+/** The response an item id made by inputItemId names; undefined for any other id. */
+function ownerNamedIn(itemId: string): string | undefined {
+  const hex = inputItemIdPattern.exec(itemId)?.[1];
+  return hex === undefined ? undefined : `resp_${hex}`;
+}
+
+/**
+ * The ids of a record's items that need an index entry to be found: all but the input items named
+ * after it (inputItemId), which lead to it by their names.
+ */
+function indexedItemIds(record: Pick<StoredResponse, 'id' | 'inputItems' | 'response'>): string[] {
+  return [...itemsOf(record).keys()].filter((itemId) => ownerNamedIn(itemId) !== record.id);
+}
+
 /** The items a record holds, by id: its input items and the items of its output. */
 function itemsOf(
   record: Pick<StoredResponse, 'inputItems' | 'response'>,
@@ -299,7 +324,7 @@ export function createRedisResponseStore(options: {
           redis.set(`${key}:rest`, parts.rest, 'EX', ttl),
         ]).catch(fail);
       else write.set(key, parts.chain, 'EX', ttl).set(`${key}:rest`, parts.rest, 'EX', ttl);
-      for (const itemId of itemsOf(record).keys())
+      for (const itemId of indexedItemIds(record))
         write.set(`ctxgate:resp:{${record.tenantId}}:item:${itemId}`, record.id, 'EX', ttl);
       // The tenant's chains by when each was last extended, and each chain's newest response.
       const at = Date.now();
@@ -361,6 +386,11 @@ export function createRedisResponseStore(options: {
       const owners = await redis
         .mget(...itemIds.map((itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`))
         .catch(fail);
+      // An item held by a later response too is found there (its index entry); one named after the
+      // response that first held it (inputItemId), in that response.
+      itemIds.forEach((itemId, index) => {
+        owners[index] ??= ownerNamedIn(itemId) ?? null;
+      });
       const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
       const rests =
         responseIds.length === 0
@@ -383,9 +413,10 @@ export function createRedisResponseStore(options: {
       const heldKeys =
         rest === null
           ? []
-          : [...itemsOf(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>).keys()].map(
-              (itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`,
-            );
+          : indexedItemIds({
+              id,
+              ...(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>),
+            }).map((itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`);
       // An item a later response also holds stays findable through it.
       const owners = heldKeys.length === 0 ? [] : await redis.mget(...heldKeys).catch(fail);
       const itemKeys = heldKeys.filter((_, index) => owners[index] === id);

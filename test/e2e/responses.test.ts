@@ -340,6 +340,40 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect((foreign as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('input[0].id');
   });
 
+  it('resolves an item_reference to an input item the client read from input_items, for its tenant only', async () => {
+    fake.setDefault({ content: 'Noted.' });
+    const first = await client().responses.create({
+      model: 'gpt-4o-mini',
+      input: [
+        { role: 'user', content: 'The deploy window is Tuesday 14:00.' },
+        { role: 'user', content: 'The on-call engineer is Priya.' },
+      ],
+    });
+    const listed = await client().responses.inputItems.list(first.id);
+    const onCall = listed.data.find(
+      (item) => item.type === 'message' && JSON.stringify(item.content).includes('Priya'),
+    );
+    expect(onCall?.id).toMatch(/^msg_/);
+    fake.setDefault({ content: 'Priya.' });
+    const before = fake.chatRequests.length;
+    await client().responses.create({
+      model: 'gpt-4o-mini',
+      input: [
+        { type: 'item_reference', id: onCall?.id as string },
+        { role: 'user', content: 'Who is on call?' },
+      ],
+    });
+    expect(sentMessages(before)).toEqual([
+      { role: 'user', content: 'The on-call engineer is Priya.' },
+      { role: 'user', content: 'Who is on call?' },
+    ]);
+    const stranger = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-someone-else', maxRetries: 0 });
+    const foreign = await stranger.responses
+      .create({ model: 'gpt-4o-mini', input: [{ type: 'item_reference', id: onCall?.id as string }] })
+      .catch((error: unknown) => error);
+    expect(foreign).toBeInstanceOf(OpenAI.BadRequestError);
+  });
+
   it('stores a response from the client’s bytes, and reads it back as it was sent: chain and input items', async () => {
     fake.setDefault({ content: 'Noted.' });
     const input = [

@@ -8,6 +8,7 @@ import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster
 import {
   createMemoryResponseStore,
   createRedisResponseStore,
+  inputItemId,
   type ResponseStore,
   type StoredResponse,
 } from '../../src/store/response-store.js';
@@ -134,6 +135,73 @@ describe.each([
     expect(await store.findItems(a, ['msg_out1', 'msg_in1'])).toEqual([said, undefined]);
     expect(await store.delete(a, 'resp_2')).toBe(true);
     expect(await store.findItems(a, ['msg_out1'])).toEqual([undefined]);
+  });
+
+  it('finds input items named after their response, in a later response that holds one too, and in none other', async () => {
+    const store = await make();
+    const [a, b] = [`tenant-${randomUUID()}`, `tenant-${randomUUID()}`];
+    const first = `resp_${'a1'.repeat(24)}`;
+    const later = `resp_${'b2'.repeat(24)}`;
+    const item = (index: number) => ({
+      type: 'message',
+      id: inputItemId(first, index),
+      role: 'user',
+      content: `Word ${index}.`,
+    });
+    const [asked, toldToo] = [item(0), item(1)];
+    await store.put({
+      ...record(a, first),
+      inputItems: [asked, toldToo],
+      response: { id: first, output: [] },
+    });
+    // A name that points at a response which never held it, or at another tenant's, finds nothing.
+    const forged = inputItemId(first, 7);
+    expect(await store.findItems(a, [toldToo.id, forged, asked.id])).toEqual([toldToo, undefined, asked]);
+    expect(await store.findItems(b, [asked.id])).toEqual([undefined]);
+    // The client sends one of them again, under its name: the later response holds it, and keeps it
+    // findable once the first is gone.
+    const again = { ...asked, content: 'Word 0, again.' };
+    await store.put({
+      ...record(a, later, [first]),
+      inputItems: [again],
+      response: { id: later, output: [] },
+    });
+    expect(await store.findItems(a, [asked.id])).toEqual([again]);
+    expect(await store.delete(a, first)).toBe(true);
+    expect(await store.findItems(a, [asked.id, toldToo.id])).toEqual([again, undefined]);
+    expect(await store.delete(a, later)).toBe(true);
+    expect(await store.findItems(a, [asked.id])).toEqual([undefined]);
+  });
+});
+
+describe('the Redis response store’s item index', () => {
+  it('holds no entry for input items named after their response, and one for every other item', async () => {
+    const { store, redis } = await redisStore(60);
+    const tenant = `tenant-${randomUUID()}`;
+    const id = `resp_${'c3'.repeat(24)}`;
+    const named = Array.from({ length: 50 }, (_unused, index) => ({
+      type: 'message',
+      id: inputItemId(id, index),
+      role: 'user',
+      content: `${index}`,
+    }));
+    const own = { type: 'message', id: 'msg_clients_own', role: 'user', content: 'mine' };
+    const output = { type: 'message', id: 'msg_out', role: 'assistant', content: [] };
+    await store.put({
+      ...record(tenant, id),
+      inputItems: [...named, own],
+      response: { id, output: [output] },
+    });
+
+    const indexed = await redis.keys(`ctxgate:resp:{${tenant}}:item:*`);
+    expect(indexed.sort()).toEqual([
+      `ctxgate:resp:{${tenant}}:item:msg_clients_own`,
+      `ctxgate:resp:{${tenant}}:item:msg_out`,
+    ]);
+    expect(await store.findItems(tenant, [named[49]?.id as string, 'msg_clients_own'])).toEqual([
+      named[49],
+      own,
+    ]);
   });
 });
 
