@@ -304,12 +304,22 @@ function withStringOf(
 }
 
 /**
- * The JSON of records made of the elements of the client's `array` (a Responses request's input items
- * as they are stored: an id and a type added, fields the API does not define left out): record `i`
- * gets the bytes of its string field `fields[i]` copied from element `origins[i]`, when that element's
- * field is the same string and its bytes give it once; undefined where not.
+ * An element shorter than this (in the client's bytes) is written anew as its record: copying it
+ * costs more (10,000 items of 100 characters: 11 ms copied, 8 written; of 512: 13 copied, 20 written).
  */
-export function recordStringBytes(
+const wholeMinBytes = 256;
+
+/**
+ * The JSON of records made of the elements of the client's `array` (a Responses request's input items
+ * as they are stored: an id and a type added, fields the API does not define left out), where the
+ * client's bytes hold it; undefined where not. Record `i` is made of element `origins[i]`:
+ * - when it is that element with only an `id` (and a `type`) put before its fields — the element gave
+ *   neither, and nothing of it was left out — it is those two fields and the element's bytes (its
+ *   fields in the client's order), for an element of 256 bytes or more;
+ * - else its string field `fields[i]` is copied, when the element's is the same string, and its other
+ *   fields are written anew.
+ */
+export function recordBytes(
   array: ClientArray | undefined,
   records: ReadonlyArray<Record<string, unknown>>,
   origins: Int32Array,
@@ -320,12 +330,56 @@ export function recordStringBytes(
   const { raw, elements } = array;
   return records.map((record, index) => {
     const origin = origins[index] ?? -1;
+    if (origin < 0) return undefined;
+    const element = elements[origin] as Record<string, unknown>;
+    const start = spans[2 * origin] as number;
+    const end = spans[2 * origin + 1] as number;
+    const head = end - start < wholeMinBytes ? undefined : addedFields(record, element);
+    if (head !== undefined) return [Buffer.from(head), raw.subarray(start + 1, end)];
     const field = fields[index];
-    if (origin < 0 || field === undefined) return undefined;
-    const value = (elements[origin] as Record<string, unknown> | undefined)?.[field];
-    if (typeof value !== 'string' || value.length < spliceMinChars || value !== record[field])
-      return undefined;
-    const span = memberValueSpan(raw, spans[2 * origin] as number, field);
+    const value = field === undefined ? undefined : element[field];
+    if (field === undefined || typeof value !== 'string' || value.length < spliceMinChars) return undefined;
+    if (value !== record[field]) return undefined;
+    const span = memberValueSpan(raw, start, field);
     return span === undefined ? undefined : withStringOf(raw, span, record, field);
+  });
+}
+
+/**
+ * `{"id":…,` — and `"type":…,` when the element gives none — when `record` is `element` with those put
+ * before its fields: followed by the element's bytes after its opening brace, the record's JSON.
+ */
+function addedFields(record: Record<string, unknown>, element: Record<string, unknown>): string | undefined {
+  if (Object.hasOwn(element, 'id')) return undefined;
+  const addsType = !Object.hasOwn(element, 'type');
+  const keys = Object.keys(record);
+  const names = Object.keys(element);
+  if (keys[0] !== 'id' || (addsType && keys[1] !== 'type')) return undefined;
+  if (names.length === 0 || keys.length !== names.length + (addsType ? 2 : 1)) return undefined;
+  for (const name of names) if (!sameValue(record[name], element[name])) return undefined;
+  return addsType
+    ? `{"id":${JSON.stringify(record.id)},"type":${JSON.stringify(record.type)},`
+    : `{"id":${JSON.stringify(record.id)},`;
+}
+
+/**
+ * Whether a field of a record holds what the element's did: the same value, or an array of the same
+ * values, or of objects with the same fields (content parts, copied with the fields their type defines).
+ */
+function sameValue(kept: unknown, given: unknown): boolean {
+  if (kept === given) return true;
+  if (!Array.isArray(kept) || !Array.isArray(given) || kept.length !== given.length) return false;
+  return kept.every((part: unknown, index) => {
+    const original: unknown = given[index];
+    if (part === original) return true;
+    if (typeof part !== 'object' || part === null || typeof original !== 'object' || original === null)
+      return false;
+    const names = Object.keys(original);
+    return (
+      Object.keys(part).length === names.length &&
+      names.every(
+        (name) => (part as Record<string, unknown>)[name] === (original as Record<string, unknown>)[name],
+      )
+    );
   });
 }

@@ -39,7 +39,7 @@ export interface BridgedRequest {
   /**
    * The `input` item each of `inputItems` is (-1: none, a string input), and its field that is a string
    * of the client's as it came (`content`, `output`, `arguments`), for storing it (chat-body.ts
-   * recordStringBytes).
+   * recordBytes).
    */
   itemSources: { origins: Int32Array; fields: Array<string | undefined> };
   previousResponseId: string | undefined;

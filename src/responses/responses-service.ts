@@ -8,7 +8,7 @@
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
-import { bridgedMessageBytes, clientArray, jsonArrayBytes, recordStringBytes } from '../chat/chat-body.js';
+import { bridgedMessageBytes, clientArray, jsonArrayBytes, recordBytes } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
@@ -253,12 +253,7 @@ export function createResponsesService(deps: {
         inputItems: (before: string, after: string) =>
           jsonArrayBytes(
             inputItems,
-            recordStringBytes(
-              clientInput,
-              inputItems,
-              bridged.itemSources.origins,
-              bridged.itemSources.fields,
-            ),
+            recordBytes(clientInput, inputItems, bridged.itemSources.origins, bridged.itemSources.fields),
             before,
             after,
           ),

@@ -6,8 +6,11 @@ import {
   bridgedMessageBytes,
   clientArray,
   clientMessageBytes,
+  jsonArrayBytes,
+  recordBytes,
   serializeChatBody,
 } from '../../src/chat/chat-body.js';
+import { inputItemId } from '../../src/store/response-store.js';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { bridgeRequest } from '../../src/responses/bridge.js';
 
@@ -424,5 +427,76 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
         origins: new Int32Array(0),
       }),
     ).toBeUndefined();
+  });
+});
+
+describe('recordBytes: stored input items, in the client’s bytes where they hold them', () => {
+  /** A body as a client may write it: indented, and é sent as an escape. */
+  const written = (body: unknown) => JSON.stringify(body, null, 2).replace(/é/g, '\\u00e9');
+  const page = ' Une page de texte, café.'.repeat(50);
+  const text = fc.oneof(
+    fc.string({ maxLength: 40 }),
+    fc.string({ maxLength: 40 }).map((start) => `${start}${page}`),
+  );
+  const part = fc.oneof(
+    fc.record({ type: fc.constant('input_text'), text }),
+    fc.record({ type: fc.constant('input_text'), text, cache_control: fc.constant({ type: 'ephemeral' }) }),
+    fc.record({ type: fc.constant('input_image'), image_url: fc.constant('https://example.com/a.png') }),
+  );
+  /** Items as clients send them: plain, typed, of content parts, tool calls and outputs — some with fields the API does not define, some with their own ids. */
+  const item = fc.oneof(
+    fc.record({ role: fc.constantFrom('user', 'assistant'), content: text }),
+    fc.record({ type: fc.constant('message'), role: fc.constant('user'), content: text }),
+    fc.record({ role: fc.constant('user'), content: fc.array(part, { minLength: 1, maxLength: 3 }) }),
+    fc.record({ role: fc.constant('user'), content: text, metadata: fc.constant({ from: 'app' }) }),
+    fc.record({ id: fc.constant('msg_clients_own'), role: fc.constant('user'), content: text }),
+    fc.record({
+      type: fc.constant('function_call'),
+      call_id: fc.constant('c1'),
+      name: fc.constant('f'),
+      arguments: text.map((value) => JSON.stringify({ value })),
+    }),
+    fc.record({ type: fc.constant('function_call_output'), call_id: fc.constant('c1'), output: text }),
+  );
+  /** Whether an item as sent holds nothing the API leaves out, and no id: stored as it came. */
+  const storedWhole = (sent: Record<string, unknown>) =>
+    !('id' in sent) &&
+    !('metadata' in sent) &&
+    !(Array.isArray(sent.content) && sent.content.some((entry) => 'cache_control' in entry));
+
+  it('writes every record to the same value, and an item stored as it came in the client’s bytes', () => {
+    fc.assert(
+      fc.property(fc.array(item, { minLength: 1, maxLength: 8 }), (input) => {
+        const raw = Buffer.from(written({ model: 'm', input }));
+        const parsed = JSON.parse(raw.toString()) as { input: Array<Record<string, unknown>> };
+        const bridged = bridgeRequest(parsed);
+        const records = bridged.inputItems.map((entry, index) => ({
+          id: inputItemId(`resp_${'ab'.repeat(24)}`, index),
+          ...entry,
+        }));
+        const { origins, fields } = bridged.itemSources;
+        const known = recordBytes(clientArray(raw, 'input', parsed), records, origins, fields);
+        const out = jsonArrayBytes(records, known).toString();
+
+        expect(JSON.parse(out)).toEqual(records);
+        records.forEach((_record, index) => {
+          const sent = parsed.input[origins[index] as number] as Record<string, unknown>;
+          const bytes = known[index];
+          const copied =
+            bytes === undefined ? '' : Buffer.concat(Array.isArray(bytes) ? bytes : [bytes]).toString();
+          // The client's indentation and escapes come with what is copied of its bytes.
+          // (one of 256 bytes or more: a shorter one costs less to write anew)
+          if (storedWhole(sent) && JSON.stringify(sent).includes(page)) expect(copied).toContain('\n');
+          if (!storedWhole(sent)) expect(copied).not.toContain('\n');
+          if (copied.includes('\n') && JSON.stringify(sent).includes('é'))
+            expect(copied).toContain('\\u00e9');
+        });
+      }),
+    );
+  });
+
+  it('has none without the client’s bytes', () => {
+    const records = [{ id: 'msg_1', type: 'message', role: 'user', content: 'Hi' }];
+    expect(recordBytes(undefined, records, Int32Array.of(0), ['content'])).toEqual([]);
   });
 });
