@@ -138,21 +138,27 @@ export function clientArray(
   };
 }
 
-/** Where a bridged message's `content` string stands in the element it was made from: names and indexes. */
+/** Where a value stands inside a message or an element: names and indexes. */
 export type ContentPath = readonly (string | number)[];
+
+/** A string of a bridged message that is a string of the element it was made from, as it came. */
+export interface StringSource {
+  /** Where it stands in the message (`['content']`, `['content', 0, 'text']`). */
+  inMessage: ContentPath;
+  /** Where it stands in the element (`['output']`, `['content', 0, 'text']`). */
+  inElement: ContentPath;
+}
 
 /** What a bridge says of the messages it made (responses/bridge.ts, messages/bridge.ts). */
 export interface BridgedSources {
   /** The element of the client's array each message was made from; -1 for none. */
   origins: Int32Array;
   /**
-   * For a message whose `content` is a string of its element as it came (a tool result's text), where
-   * it stands in the element; undefined for the others.
+   * For each message, its strings that are strings of its element as it came (a tool result's text, a
+   * text part's text, an image's URL); undefined or empty for none.
    */
-  contentPaths?: ReadonlyArray<ContentPath | undefined>;
+  strings?: ReadonlyArray<readonly StringSource[] | undefined>;
 }
-
-const closeObject = Buffer.from('}');
 
 /**
  * A string shorter than this is written anew with the rest of its message: finding it in the client's
@@ -165,9 +171,9 @@ const spliceMinChars = 1024;
  * For a bridged request (a Responses or Messages body made into chat messages): the client's bytes of
  * what it sent as it came. A message that is an element of its array `key` written as a chat message
  * already — an object of exactly `role` and `content`, a string, and the same in the message made of
- * it (`{"role":"user","content":"…"}` is all three APIs' plain message) — is copied whole; a message
- * whose content is a string of its element (a tool result's text: `contentPaths`) gets that string's
- * bytes, its other fields written anew. `messages` are the chat request's messages, those the bridge
+ * it (`{"role":"user","content":"…"}` is all three APIs' plain message) — is copied whole; of a
+ * message whose strings are strings of its element (a tool result's text, a text part's, an image's
+ * URL: `strings`), those of 1,024 characters or more are copied and the rest is written anew. `messages` are the chat request's messages, those the bridge
  * made among them from `offset` on. Nothing is copied from bytes that give a key on the way twice.
  */
 export function bridgedMessageBytes(
@@ -178,7 +184,7 @@ export function bridgedMessageBytes(
 ): KnownMessageBytes | undefined {
   if (array === undefined) return undefined;
   const { raw, elements } = array;
-  const { origins, contentPaths = [] } = sources;
+  const { origins, strings = [] } = sources;
   const originOf = (position: number): number =>
     position < offset ? -1 : (origins[position - offset] ?? -1);
   const plainElementOf = (position: number): number => {
@@ -199,16 +205,19 @@ export function bridgedMessageBytes(
   const arrays = new Map<number, Int32Array | undefined>();
   const spliced = (position: number, spans: Int32Array): KnownBytes | undefined => {
     const origin = originOf(position);
-    const path = position < offset ? undefined : contentPaths[position - offset];
-    if (origin < 0 || path === undefined) return undefined;
-    const message = messages[position] as Record<string, unknown>;
-    // The content must be the string at `path` in the element JSON.parse read.
-    let value: unknown = elements[origin];
-    for (const step of path) value = (value as Record<string | number, unknown> | null | undefined)?.[step];
-    if (typeof value !== 'string' || value.length < spliceMinChars || value !== message.content)
-      return undefined;
-    const span = valueSpanAt(raw, spans[2 * origin] as number, path, arrays);
-    return span === undefined ? undefined : withStringOf(raw, span, message, 'content');
+    const sourced = position < offset ? undefined : strings[position - offset];
+    if (origin < 0 || sourced === undefined || sourced.length === 0) return undefined;
+    const message = messages[position];
+    const copies: StringCopy[] = [];
+    for (const { inMessage, inElement } of sourced) {
+      // The string must be the one at `inElement` in the element JSON.parse read.
+      const value = valueAt(elements[origin], inElement);
+      if (typeof value !== 'string' || value.length < spliceMinChars || value !== valueAt(message, inMessage))
+        continue;
+      const span = valueSpanAt(raw, spans[2 * origin] as number, inElement, arrays);
+      if (span !== undefined) copies.push({ path: inMessage, span });
+    }
+    return copies.length === 0 ? undefined : withStringsOf(raw, message, copies);
   };
   return elementBytes(array, messages as ContextMessage[], plainElementOf, 2, spliced);
 }
@@ -283,24 +292,63 @@ function elementBytes(
   };
 }
 
+/** A string of a value to copy from the client's bytes: where it stands in the value, and in the bytes. */
+interface StringCopy {
+  path: ContentPath;
+  span: readonly [number, number];
+}
+
+function valueAt(value: unknown, path: ContentPath): unknown {
+  let at = value;
+  for (const step of path) at = (at as Record<string | number, unknown> | null | undefined)?.[step];
+  return at;
+}
+
+/** `value` with `replacement` at `path`: the objects and arrays on the way copied, the rest shared. */
+function withValueAt(value: unknown, path: ContentPath, replacement: unknown, depth = 0): unknown {
+  if (depth === path.length) return replacement;
+  const step = path[depth] as string | number;
+  const copy: Record<string | number, unknown> = Array.isArray(value)
+    ? [...(value as unknown[])]
+    : Object.assign({}, value);
+  copy[step] = withValueAt(copy[step], path, replacement, depth + 1);
+  return copy;
+}
+
+/** What stands in for copy `index` while the rest of its value is written. */
+const placeholder = (index: number): string => `\u0000ctxgate copy ${index}\u0000`;
+
 /**
- * `record` as JSON, its string field `field` copied from `raw` at `span` (a JSON string there, which
- * the caller has checked parses to it) and its other fields written anew; undefined when `span` holds
- * no string.
+ * `value` as JSON, the string at each copy's path copied from `raw` at its span (a JSON string there,
+ * which the caller has checked parses to it) and the rest written anew; undefined when a span holds no
+ * string, or a placeholder cannot be told apart from the value's own strings.
  */
-function withStringOf(
+function withStringsOf(
   raw: Buffer,
-  span: readonly [number, number],
-  record: Record<string, unknown>,
-  field: string,
+  value: unknown,
+  copies: readonly StringCopy[],
 ): readonly Buffer[] | undefined {
-  if (raw[span[0]] !== 0x22) return undefined;
-  let head = '{';
-  for (const [name, value] of Object.entries(record)) {
-    const json = name === field ? undefined : (JSON.stringify(value) as string | undefined);
-    if (json !== undefined) head += `${JSON.stringify(name)}:${json},`;
+  if (copies.some(({ span }) => raw[span[0]] !== 0x22)) return undefined;
+  let skeleton = value;
+  copies.forEach(({ path }, index) => {
+    skeleton = withValueAt(skeleton, path, placeholder(index));
+  });
+  const json = JSON.stringify(skeleton);
+  const found = copies.map(({ span }, index) => {
+    const quoted = JSON.stringify(placeholder(index));
+    const at = json.indexOf(quoted);
+    return { at, end: at + quoted.length, span, once: at >= 0 && json.indexOf(quoted, at + 1) < 0 };
+  });
+  if (found.some(({ once }) => !once)) return undefined;
+  found.sort((a, b) => a.at - b.at);
+  const pieces: Buffer[] = [];
+  let from = 0;
+  for (const { at, end, span } of found) {
+    pieces.push(Buffer.from(json.slice(from, at)), raw.subarray(span[0], span[1]));
+    from = end;
   }
-  return [Buffer.from(`${head}${JSON.stringify(field)}:`), raw.subarray(span[0], span[1]), closeObject];
+  pieces.push(Buffer.from(json.slice(from)));
+  return pieces;
 }
 
 /**
@@ -341,7 +389,7 @@ export function recordBytes(
     if (field === undefined || typeof value !== 'string' || value.length < spliceMinChars) return undefined;
     if (value !== record[field]) return undefined;
     const span = memberValueSpan(raw, start, field);
-    return span === undefined ? undefined : withStringOf(raw, span, record, field);
+    return span === undefined ? undefined : withStringsOf(raw, record, [{ path: [field], span }]);
   });
 }
 

@@ -6,7 +6,7 @@
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
-import type { BridgedSources, ContentPath } from '../chat/chat-body.js';
+import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { GatewayError } from '../errors.js';
 import { bridgedMessages, madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
@@ -210,7 +210,7 @@ function chatMessageCount(messages: readonly unknown[]): number {
  * there. Tool messages follow the order of the tool_result blocks they were made of; the rest is last.
  */
 function recordSources(
-  sources: { origins: number[]; contentPaths: Array<ContentPath | undefined> },
+  sources: { origins: number[]; strings: Array<readonly StringSource[] | undefined> },
   messages: readonly Json[],
   index: number,
   content: unknown,
@@ -221,15 +221,15 @@ function recordSources(
   for (let at = sources.origins.length; at < messages.length; at++) {
     sources.origins.push(index);
     const block = messages[at]?.role === 'tool' ? results[result++] : undefined;
-    sources.contentPaths.push(
+    const inElement =
       block === undefined
         ? typeof content === 'string'
           ? ['content']
           : undefined
         : typeof blocks[block]?.content === 'string'
           ? ['content', block, 'content']
-          : undefined,
-    );
+          : undefined;
+    sources.strings.push(inElement === undefined ? undefined : [{ inMessage: ['content'], inElement }]);
   }
 }
 
@@ -273,10 +273,10 @@ export function bridgeMessagesRequest(
   }
 
   // Where each chat message's content stands in its message, when it is a string there (chat-body.ts).
-  const contentPaths: Array<ContentPath | undefined> = [];
+  const strings: Array<readonly StringSource[] | undefined> = [];
   if (messages.length > 0) {
     origins.push(-1);
-    contentPaths.push(undefined);
+    strings.push(undefined);
   }
   body.messages.forEach((raw: unknown, index) => {
     const param = `messages.${index}`;
@@ -289,7 +289,7 @@ export function bridgeMessagesRequest(
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
-    recordSources({ origins, contentPaths }, messages, index, raw.content, blocks);
+    recordSources({ origins, strings }, messages, index, raw.content, blocks);
   });
 
   const chatBody: Json = { model: body.model, messages };
@@ -338,7 +338,7 @@ export function bridgeMessagesRequest(
     model: body.model,
     stream,
     native,
-    sources: { origins: Int32Array.from(origins), contentPaths },
+    sources: { origins: Int32Array.from(origins), strings },
   };
 }
 

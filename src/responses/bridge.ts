@@ -7,7 +7,7 @@
 // 400 naming the field. What would change the answer's meaning (a prompt template, a stored
 // conversation, a file input, a tool_choice forcing a dropped tool) is always refused.
 import { randomFillSync } from 'node:crypto';
-import type { BridgedSources, ContentPath } from '../chat/chat-body.js';
+import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { GatewayError } from '../errors.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -174,13 +174,34 @@ function contentOf(content: unknown, param: string): unknown {
 }
 
 /**
+ * The strings of a message item's content that its chat message holds as they came (contentOf): the
+ * content itself, or each text part's text (a refusal's) and each image's URL.
+ */
+function contentSources(content: unknown): StringSource[] | undefined {
+  if (typeof content === 'string') return [{ inMessage: ['content'], inElement: ['content'] }];
+  if (!Array.isArray(content)) return undefined;
+  return content.flatMap((part: unknown, index): StringSource[] => {
+    const type = isRecord(part) ? part.type : undefined;
+    if (type === 'input_text' || type === 'output_text' || type === 'text')
+      return [{ inMessage: ['content', index, 'text'], inElement: ['content', index, 'text'] }];
+    if (type === 'refusal')
+      return [{ inMessage: ['content', index, 'text'], inElement: ['content', index, 'refusal'] }];
+    if (type === 'input_image')
+      return [
+        { inMessage: ['content', index, 'image_url', 'url'], inElement: ['content', index, 'image_url'] },
+      ];
+    return [];
+  });
+}
+
+/**
  * Input items as chat messages: consecutive function calls join the assistant message before them.
  * `sources`, when given, gets the index of the item each message was made from (-1 for a call), and
  * where in it the message's content stands when it is a string of the item as it came.
  */
 export function messagesOf(
   items: readonly InputItem[],
-  sources?: { origins: number[]; contentPaths: Array<ContentPath | undefined> },
+  sources?: { origins: number[]; strings: Array<readonly StringSource[] | undefined> },
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
   items.forEach((item, index) => {
@@ -192,7 +213,7 @@ export function messagesOf(
         refuse(`${at}.role`, `Invalid '${at}.role': expected user, assistant, system or developer.`);
       messages.push({ role, content: contentOf(item.content, `${at}.content`) });
       sources?.origins.push(index);
-      sources?.contentPaths.push(typeof item.content === 'string' ? ['content'] : undefined);
+      sources?.strings.push(contentSources(item.content));
       return;
     }
     if (type === 'function_call') {
@@ -213,7 +234,7 @@ export function messagesOf(
       } else {
         messages.push({ role: 'assistant', content: null, tool_calls: [call] });
         sources?.origins.push(-1);
-        sources?.contentPaths.push(undefined);
+        sources?.strings.push(undefined);
       }
       return;
     }
@@ -226,7 +247,9 @@ export function messagesOf(
         content: typeof output === 'string' ? output : JSON.stringify(output ?? ''),
       });
       sources?.origins.push(index);
-      sources?.contentPaths.push(typeof output === 'string' ? ['output'] : undefined);
+      sources?.strings.push(
+        typeof output === 'string' ? [{ inMessage: ['content'], inElement: ['output'] }] : undefined,
+      );
       return;
     }
     refuse(
@@ -487,7 +510,7 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     typeof body.instructions === 'string' && body.instructions !== ''
       ? { role: 'system', content: body.instructions }
       : undefined;
-  const sources = { origins: [] as number[], contentPaths: [] as Array<ContentPath | undefined> };
+  const sources = { origins: [] as number[], strings: [] as Array<readonly StringSource[] | undefined> };
   const messages = messagesOf(inputItems, sources);
   return {
     chatFields,
@@ -496,7 +519,7 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     messages,
     sources: {
       origins: Int32Array.from(sources.origins, (item) => (item < 0 ? -1 : (itemIndexes[item] ?? -1))),
-      contentPaths: sources.contentPaths,
+      strings: sources.strings,
     },
     itemSources: { origins: Int32Array.from(itemIndexes), fields: inputItems.map(longStringField) },
     previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined,

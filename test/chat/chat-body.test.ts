@@ -317,6 +317,32 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
+  it('Responses: of content parts, a long text and an image’s URL go as the client wrote them, the rest anew', () => {
+    // As some clients write a URL: every slash escaped.
+    const image = `data:image\\/png;base64,${'iVBORw0KGgo'.repeat(200)}`;
+    // A short text that reads like what stands in for a copy while the rest is written.
+    const lookalike = '\u0000ctxgate copy 0\u0000';
+    const raw = Buffer.from(
+      '{"model":"m","input":[{"role":"user","content":[' +
+        `{"type":"input_text","text":"Caf\\u00e9${page}"},` +
+        `{"type":"input_image","image_url":"${image}","detail":"low"},` +
+        '{"type":"input_text","text":"Caf\\u00e9, short."}]},' +
+        `{"role":"assistant","content":[{"type":"output_text","text":"R\\u00e9ponse${page}"}]},` +
+        `{"role":"user","content":[{"type":"input_text","text":"Caf\\u00e9${page}"},` +
+        `{"type":"input_text","text":${JSON.stringify(lookalike)}}]}]}`,
+    );
+    const { out, fields, messages } = sentForResponses(raw);
+
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
+    expect(out).toContain(`{"role":"user","content":[{"type":"text","text":"Caf\\u00e9${page}"},`);
+    expect(out).toContain(`{"type":"image_url","image_url":{"url":"${image}","detail":"low"}}`);
+    expect(out).toContain(`{"type":"text","text":"R\\u00e9ponse${page}"}`);
+    // The short text is written anew (é as UTF-8); the message whose own string reads like a
+    // placeholder is written whole rather than risk a wrong copy.
+    expect(out).toContain('"text":"Café, short."');
+    expect(out).toContain(`"text":"Café${page}"},{"type":"text","text":${JSON.stringify(lookalike)}}`);
+  });
+
   /** Messages of every shape the Messages bridge reads: plain, blocks, tool uses and their results. */
   const anthropicMessage = fc.oneof(
     fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string({ minLength: 1 }) }),

@@ -244,7 +244,43 @@ describe('bridgeRequest: origins', () => {
       'assistant',
     ]);
     expect([...bridged.sources.origins]).toEqual([0, -1, 3, 4]);
-    // Where each message's content stands in its item when it is a string there.
-    expect(bridged.sources.contentPaths).toEqual([['content'], undefined, ['output'], ['content']]);
+    // Where each message's strings stand in its item when they came as they are.
+    const content = [{ inMessage: ['content'], inElement: ['content'] }];
+    expect(bridged.sources.strings).toEqual([
+      content,
+      undefined,
+      [{ inMessage: ['content'], inElement: ['output'] }],
+      content,
+    ]);
+  });
+
+  it('says where the texts of content parts and the URLs of images stand, part for part', () => {
+    const bridged = bridgeRequest({
+      model: 'm',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Look.' },
+            { type: 'input_image', image_url: 'data:image/png;base64,AAAA', detail: 'low' },
+          ],
+        },
+        { role: 'assistant', content: [{ type: 'refusal', refusal: 'No.' }] },
+      ],
+    });
+    expect(bridged.messages[0]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Look.' },
+        { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA', detail: 'low' } },
+      ],
+    });
+    expect(bridged.sources.strings).toEqual([
+      [
+        { inMessage: ['content', 0, 'text'], inElement: ['content', 0, 'text'] },
+        { inMessage: ['content', 1, 'image_url', 'url'], inElement: ['content', 1, 'image_url'] },
+      ],
+      [{ inMessage: ['content', 0, 'text'], inElement: ['content', 0, 'refusal'] }],
+    ]);
   });
 });
