@@ -79,11 +79,10 @@ function valueEnd(bytes: Buffer, at: number): number {
 export function arrayElementSpans(bytes: Buffer, key: string): Int32Array | undefined {
   const at = skipSpace(bytes, 0);
   if (bytes[at] !== openObject) return undefined;
-  const wanted = Buffer.from(key);
   let spans: Int32Array | undefined;
   let unsure = false;
   const end = walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
-    if (!isKey(bytes, keyStart, keyEnd, key, wanted)) return valueEnd(bytes, valueStart);
+    if (!isKey(bytes, keyStart, keyEnd, key)) return valueEnd(bytes, valueStart);
     const found =
       spans === undefined && bytes[valueStart] === openArray ? elementSpans(bytes, valueStart) : undefined;
     if (found === undefined) unsure = true;
@@ -118,14 +117,22 @@ function walkMembers(
 }
 
 /**
- * Whether the JSON string at [keyStart, keyEnd) is `key` (`wanted` its bytes): a key with an escape in
- * it is read as JSON.parse reads it, and may spell `key`.
+ * Whether the JSON string at [keyStart, keyEnd) is `key` (plain ASCII): compared byte for byte, without
+ * a copy; a key with an escape in it is read as JSON.parse reads it, and may spell `key`.
  */
-function isKey(bytes: Buffer, keyStart: number, keyEnd: number, key: string, wanted: Buffer): boolean {
-  const inner = bytes.subarray(keyStart + 1, keyEnd - 1);
-  return inner.includes(backslash)
-    ? JSON.parse(bytes.toString('utf8', keyStart, keyEnd)) === key
-    : inner.equals(wanted);
+function isKey(bytes: Buffer, keyStart: number, keyEnd: number, key: string): boolean {
+  const length = keyEnd - keyStart - 2;
+  let plain = true;
+  for (let at = keyStart + 1; at < keyEnd - 1; at++)
+    if (bytes[at] === backslash) {
+      plain = false;
+      break;
+    }
+  if (!plain) return JSON.parse(bytes.toString('utf8', keyStart, keyEnd)) === key;
+  if (length !== key.length) return false;
+  for (let index = 0; index < length; index++)
+    if (bytes[keyStart + 1 + index] !== key.charCodeAt(index)) return false;
+  return true;
 }
 
 /** The spans of the objects of the array that opens at `at`, and where it ends; undefined for any other element. */
@@ -169,12 +176,11 @@ export function objectMemberCount(bytes: Buffer, at: number): number {
  * object has no such member or gives it twice (however it is spelled: JSON.parse keeps the last).
  */
 export function memberValueSpan(bytes: Buffer, at: number, key: string): [number, number] | undefined {
-  const wanted = Buffer.from(key);
   let found: [number, number] | undefined;
   let twice = false;
   walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
     const end = valueEnd(bytes, valueStart);
-    if (isKey(bytes, keyStart, keyEnd, key, wanted)) {
+    if (isKey(bytes, keyStart, keyEnd, key)) {
       twice = found !== undefined;
       found = [valueStart, end];
     }

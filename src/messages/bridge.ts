@@ -6,7 +6,7 @@
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
-import type { BridgedSources, StringSource } from '../chat/chat-body.js';
+import type { BridgedSources, ContentPath, StringSource } from '../chat/chat-body.js';
 import { GatewayError } from '../errors.js';
 import { bridgedMessages, madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
@@ -205,9 +205,24 @@ function chatMessageCount(messages: readonly unknown[]): number {
 }
 
 /**
+ * Where the text a chat message's content was made of stands, when it is one string of `content` (at
+ * `path`): `content` itself, or its one text block's text. chat-body.ts copies it only when it is that
+ * string still (a message of other blocks is joined, or written as parts, and not copied).
+ */
+function textPath(content: unknown, path: ContentPath): ContentPath | undefined {
+  if (typeof content === 'string') return path;
+  if (!Array.isArray(content)) return undefined;
+  const texts = content.flatMap((block: unknown, at) =>
+    (block as Json | null)?.type === 'text' ? [at] : [],
+  );
+  return texts.length === 1 ? [...path, texts[0] as number, 'text'] : undefined;
+}
+
+/**
  * Where the chat messages made of request message `index` (those of `messages` past `sources`) came
- * from, for chat-body.ts: its index, and where each one's content stands in it when it is a string
- * there. Tool messages follow the order of the tool_result blocks they were made of; the rest is last.
+ * from, for chat-body.ts: its index, and where the string each one's content was made of stands in it
+ * (textPath). Tool messages follow the order of the tool_result blocks they were made of; the rest is
+ * last.
  */
 function recordSources(
   sources: { origins: number[]; strings: Array<readonly StringSource[] | undefined> },
@@ -223,12 +238,8 @@ function recordSources(
     const block = messages[at]?.role === 'tool' ? results[result++] : undefined;
     const inElement =
       block === undefined
-        ? typeof content === 'string'
-          ? ['content']
-          : undefined
-        : typeof blocks[block]?.content === 'string'
-          ? ['content', block, 'content']
-          : undefined;
+        ? textPath(content, ['content'])
+        : textPath(blocks[block]?.content, ['content', block, 'content']);
     sources.strings.push(inElement === undefined ? undefined : [{ inMessage: ['content'], inElement }]);
   }
 }

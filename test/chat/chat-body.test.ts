@@ -447,6 +447,44 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     expect(JSON.parse(out)).toEqual({ ...fields, messages });
   });
 
+  it('Messages: a content of one text block, and a tool result of one, goes as the client wrote its text; joined texts anew', () => {
+    const body = {
+      model: 'm',
+      max_tokens: 16,
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: `Café, read this.${page}` }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: `Réponse.${page}` },
+            { type: 'tool_use', id: 't1', name: 'f', input: {} },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 't1',
+              content: [{ type: 'text', text: `Café rows.${page}` }],
+            },
+            { type: 'text', text: `Café, first.${page}` },
+            { type: 'text', text: `Café, second.${page}` },
+          ],
+        },
+      ],
+    };
+    const raw = Buffer.from(written(body));
+    const { out, fields, messages } = sentForMessages(raw);
+
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
+    expect(out).toContain(`{"role":"user","content":"Caf\\u00e9, read this.${page}"}`);
+    expect(out).toContain(`"content":"R\\u00e9ponse.${page}"`);
+    expect(out).toContain(`{"role":"tool","tool_call_id":"t1","content":"Caf\\u00e9 rows.${page}"}`);
+    // Two text blocks are one string joined by the bridge: written anew.
+    expect(out).toContain(`"content":"Café, first.${page}\\nCafé, second.${page}"`);
+  });
+
   it('has none without the client’s bytes', () => {
     expect(
       bridgedMessageBytes(clientArray(undefined, 'input', { input: [] }), [], 0, {
