@@ -102,15 +102,16 @@ const unavailable = (error: unknown) =>
 const maxItemIdChars = 128;
 
 /**
- * The id of input item `index` of response `responseId` (`resp_<hex>`): `msg_<hex>_<index>`. A store
- * finds the record holding an item so named without an index entry of its own (ownerNamedIn), so a
- * request of ten thousand input items writes none for them.
+ * The id of input item `index` of response `responseId` (`resp_` and 48 hex digits): `msg_`, those 48
+ * digits and 8 more for its position — hex, as other item ids. A store finds the record holding an item
+ * so named without an index entry of its own (ownerNamedIn), so a request of ten thousand input items
+ * writes none for them. Another response id gives an id that names nothing: it is indexed.
  */
 export function inputItemId(responseId: string, index: number): string {
-  return `msg_${responseId.slice(responseId.indexOf('_') + 1)}_${index}`;
+  return `msg_${responseId.slice(responseId.indexOf('_') + 1)}${index.toString(16).padStart(8, '0')}`;
 }
 
-const inputItemIdPattern = /^msg_([0-9a-f]{16,64})_\d{1,7}$/;
+const inputItemIdPattern = /^msg_([0-9a-f]{48})[0-9a-f]{8}$/;
 
 /** The response an item id made by inputItemId names; undefined for any other id. */
 function ownerNamedIn(itemId: string): string | undefined {

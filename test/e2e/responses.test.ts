@@ -353,7 +353,8 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     const onCall = listed.data.find(
       (item) => item.type === 'message' && JSON.stringify(item.content).includes('Priya'),
     );
-    expect(onCall?.id).toMatch(/^msg_/);
+    // Named after its response: msg_, the response id's 48 hex digits and 8 for its position.
+    expect(onCall?.id).toBe(`msg_${first.id.slice('resp_'.length)}00000001`);
     fake.setDefault({ content: 'Priya.' });
     const before = fake.chatRequests.length;
     await client().responses.create({
