@@ -173,8 +173,9 @@ const spliceMinChars = 1024;
  * already — an object of exactly `role` and `content`, a string, and the same in the message made of
  * it (`{"role":"user","content":"…"}` is all three APIs' plain message) — is copied whole; of a
  * message whose strings are strings of its element (a tool result's text, a text part's, an image's
- * URL: `strings`), those of 1,024 characters or more are copied and the rest is written anew. `messages` are the chat request's messages, those the bridge
- * made among them from `offset` on. Nothing is copied from bytes that give a key on the way twice.
+ * URL: `strings`), those of 1,024 characters or more are copied and the rest is written anew.
+ * `messages` are the chat request's messages, those the bridge made among them from `offset` on.
+ * Nothing is copied from bytes that give a key on the way twice.
  */
 export function bridgedMessageBytes(
   array: ClientArray | undefined,
