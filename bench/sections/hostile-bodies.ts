@@ -307,6 +307,34 @@ export const hostileCases: HostileCase[] = [
     headers: { 'x-context-window': '999999999' },
   },
   {
+    // As the AI SDK sends a user message: one input_text part.
+    label: 'responses: 9,999 input messages of one 2 KB text part, window 999,999,999',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        input: benchConversation(9_999, 2_000).map(({ role, content }) =>
+          role === 'user' ? { role, content: [{ type: 'input_text', text: content }] } : { role, content },
+        ),
+      }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
+    // As Claude Code sends a message: one text block.
+    label: 'messages: 9,999 messages of one 2 KB text block, window 999,999,999',
+    path: '/v1/messages',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        max_tokens: 16,
+        messages: benchConversation(9_999, 2_000).map(({ role, content }) => ({
+          role,
+          content: [{ type: 'text', text: content }],
+        })),
+      }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
     label: 'messages: 9,999 messages of 2 KB, window 999,999,999',
     path: '/v1/messages',
     body: () =>
@@ -453,6 +481,7 @@ export const hostileCases: HostileCase[] = [
 const storedCases = [
   'responses: 9,990 function calls + outputs',
   'responses: 9,999 input messages of 2 KB, window 999,999,999',
+  'responses: 9,999 input messages of one 2 KB text part, window 999,999,999',
 ];
 
 const floorCases = [
