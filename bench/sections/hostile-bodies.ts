@@ -444,6 +444,57 @@ export const hostileCases: HostileCase[] = [
       }),
   },
   {
+    // Each result long enough to be copied from the client's bytes: found once, however many.
+    label: 'messages: 9,998 tool_use blocks + results of 2 KB',
+    path: '/v1/messages',
+    body: () => {
+      const texts = benchConversation(9_998, 2_000);
+      return JSON.stringify({
+        model: 'gpt-4o-mini',
+        max_tokens: 16,
+        messages: [
+          user('go'),
+          {
+            role: 'assistant',
+            content: texts.map((_text, index) => ({
+              type: 'tool_use',
+              id: `t${index}`,
+              name: 'f',
+              input: {},
+            })),
+          },
+          {
+            role: 'user',
+            content: texts.map(({ content }, index) => ({
+              type: 'tool_result',
+              tool_use_id: `t${index}`,
+              content,
+            })),
+          },
+        ],
+      });
+    },
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
+    label: 'responses: one message of 10,000 text parts of 2 KB',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        input: [
+          {
+            role: 'user',
+            content: benchConversation(10_000, 2_000).map(({ content }) => ({
+              type: 'input_text',
+              text: content,
+            })),
+          },
+        ],
+      }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
     label: 'chat → anthropic: 9,997 tool calls + results',
     path: '/v1/chat/completions',
     body: () => chatToolCalls(9_997, 'with_results', anthropicModel),

@@ -202,8 +202,9 @@ export function bridgedMessageBytes(
       Object.keys(message).length === 2;
     return plain ? origin : -1;
   };
-  // The spans of the arrays inside elements, by where each opens: read once, however many results.
-  const arrays = new Map<number, Int32Array | undefined>();
+  // Where the members and elements inside elements lie: read once, however many strings of one element
+  // are copied (10,000 tool results of one message).
+  const found: SpanCache = { members: new Map(), arrays: new Map() };
   const spliced = (position: number, spans: Int32Array): KnownBytes | undefined => {
     const origin = originOf(position);
     const sourced = position < offset ? undefined : strings[position - offset];
@@ -215,7 +216,7 @@ export function bridgedMessageBytes(
       const value = valueAt(elements[origin], inElement);
       if (typeof value !== 'string' || value.length < spliceMinChars || value !== valueAt(message, inMessage))
         continue;
-      const span = valueSpanAt(raw, spans[2 * origin] as number, inElement, arrays);
+      const span = valueSpanAt(raw, spans[2 * origin] as number, inElement, found);
       if (span !== undefined) copies.push({ path: inMessage, span });
     }
     return copies.length === 0 ? undefined : withStringsOf(raw, message, copies);
@@ -223,18 +224,29 @@ export function bridgedMessageBytes(
   return elementBytes(array, messages as ContextMessage[], plainElementOf, 2, spliced);
 }
 
+/**
+ * Where the members of objects (by where each opens, and the member's name) and the elements of arrays
+ * (by where each opens) lie in the client's bytes, once read.
+ */
+interface SpanCache {
+  members: Map<string, readonly [number, number] | undefined>;
+  arrays: Map<number, Int32Array | undefined>;
+}
+
 /** Where the value at `path` lies in the value that opens at `at`; undefined when the bytes cannot say for sure. */
 function valueSpanAt(
   raw: Buffer,
   at: number,
   path: ContentPath,
-  arrays: Map<number, Int32Array | undefined>,
-): [number, number] | undefined {
-  let span: [number, number] = [at, at];
+  { members, arrays }: SpanCache,
+): readonly [number, number] | undefined {
+  let span: readonly [number, number] = [at, at];
   for (const step of path) {
     if (typeof step === 'string') {
       if (raw[span[0]] !== 0x7b) return undefined;
-      const member = memberValueSpan(raw, span[0], step);
+      const key = `${span[0]}:${step}`;
+      if (!members.has(key)) members.set(key, memberValueSpan(raw, span[0], step));
+      const member = members.get(key);
       if (member === undefined) return undefined;
       span = member;
       continue;
@@ -305,49 +317,71 @@ function valueAt(value: unknown, path: ContentPath): unknown {
   return at;
 }
 
-/** `value` with `replacement` at `path`: the objects and arrays on the way copied, the rest shared. */
-function withValueAt(value: unknown, path: ContentPath, replacement: unknown, depth = 0): unknown {
-  if (depth === path.length) return replacement;
-  const step = path[depth] as string | number;
-  const copy: Record<string | number, unknown> = Array.isArray(value)
-    ? [...(value as unknown[])]
-    : Object.assign({}, value);
-  copy[step] = withValueAt(copy[step], path, replacement, depth + 1);
-  return copy;
+/**
+ * `value` with a placeholder at each copy's path: the objects and arrays on the way copied once each,
+ * the rest shared.
+ */
+function skeletonOf(value: unknown, copies: readonly StringCopy[]): unknown {
+  type Container = Record<string | number, unknown>;
+  const shallow = (container: unknown): Container =>
+    Array.isArray(container)
+      ? ([...(container as unknown[])] as unknown as Container)
+      : Object.assign({}, container);
+  const root = shallow(value);
+  const made = new Set<unknown>([root]);
+  copies.forEach(({ path }, index) => {
+    let at = root;
+    path.forEach((step, depth) => {
+      if (depth === path.length - 1) {
+        at[step] = placeholder(index);
+        return;
+      }
+      let next = at[step];
+      if (!made.has(next)) {
+        next = shallow(next);
+        made.add(next);
+        at[step] = next;
+      }
+      at = next as Container;
+    });
+  });
+  return root;
 }
 
-/** What stands in for copy `index` while the rest of its value is written. */
+/** What stands in for copy `index` while the rest of its value is written, and how it reads in JSON. */
 const placeholder = (index: number): string => `\u0000ctxgate copy ${index}\u0000`;
+const placeholderStart = JSON.stringify(placeholder(0)).split('0\\u0000')[0] as string;
+const placeholderEnd = '\\u0000"';
 
 /**
  * `value` as JSON, the string at each copy's path copied from `raw` at its span (a JSON string there,
  * which the caller has checked parses to it) and the rest written anew; undefined when a span holds no
- * string, or a placeholder cannot be told apart from the value's own strings.
+ * string, or a placeholder cannot be told apart from the value's own strings. Linear in the value and
+ * its copies, however many (10,000 text parts of one message).
  */
 function withStringsOf(
   raw: Buffer,
   value: unknown,
   copies: readonly StringCopy[],
 ): readonly Buffer[] | undefined {
-  if (copies.some(({ span }) => raw[span[0]] !== 0x22)) return undefined;
-  let skeleton = value;
-  copies.forEach(({ path }, index) => {
-    skeleton = withValueAt(skeleton, path, placeholder(index));
-  });
-  const json = JSON.stringify(skeleton);
-  const found = copies.map(({ span }, index) => {
-    const quoted = JSON.stringify(placeholder(index));
-    const at = json.indexOf(quoted);
-    return { at, end: at + quoted.length, span, once: at >= 0 && json.indexOf(quoted, at + 1) < 0 };
-  });
-  if (found.some(({ once }) => !once)) return undefined;
-  found.sort((a, b) => a.at - b.at);
+  if (copies.some(({ path, span }) => path.length === 0 || raw[span[0]] !== 0x22)) return undefined;
+  const json = JSON.stringify(skeletonOf(value, copies));
+  const seen = new Uint8Array(copies.length);
   const pieces: Buffer[] = [];
   let from = 0;
-  for (const { at, end, span } of found) {
+  for (let at = json.indexOf(placeholderStart); at >= 0; at = json.indexOf(placeholderStart, from)) {
+    const digits = at + placeholderStart.length;
+    const close = json.indexOf(placeholderEnd, digits);
+    const index = close < 0 ? -1 : Number(json.slice(digits, close));
+    // A string of the value's own that reads like a placeholder: the value is written whole.
+    if (!Number.isInteger(index) || index < 0 || index >= copies.length || seen[index] === 1)
+      return undefined;
+    seen[index] = 1;
+    const span = (copies[index] as StringCopy).span;
     pieces.push(Buffer.from(json.slice(from, at)), raw.subarray(span[0], span[1]));
-    from = end;
+    from = close + placeholderEnd.length;
   }
+  if (seen.includes(0)) return undefined;
   pieces.push(Buffer.from(json.slice(from)));
   return pieces;
 }

@@ -343,6 +343,29 @@ describe('bridgedMessageBytes: a bridged request’s plain messages, in the clie
     expect(out).toContain(`"text":"Café${page}"},{"type":"text","text":${JSON.stringify(lookalike)}}`);
   });
 
+  it('Responses: copies every long part of a message of many, and writes it whole when a string of its own reads like a placeholder', () => {
+    const parts = (count: number) =>
+      Array.from(
+        { length: count },
+        (_unused, index) => `{"type":"input_text","text":"Caf\\u00e9 ${index}.${page}"}`,
+      );
+    const lookalike = JSON.stringify('\u0000ctxgate copy 99\u0000');
+    const raw = Buffer.from(
+      `{"model":"m","input":[{"role":"user","content":[${parts(30).join(',')}]},` +
+        `{"role":"assistant","content":"Ok."},` +
+        `{"role":"user","content":[${[...parts(3), `{"type":"input_text","text":${lookalike}}`].join(',')}]}]}`,
+    );
+    const { out, fields, messages } = sentForResponses(raw);
+
+    expect(JSON.parse(out)).toEqual({ ...fields, messages });
+    const [many, , odd] = JSON.parse(out).messages as Array<{ content: unknown[] }>;
+    expect(many?.content).toHaveLength(30);
+    for (let index = 0; index < 30; index++)
+      expect(out).toContain(`{"type":"text","text":"Caf\\u00e9 ${index}.${page}"}`);
+    expect(odd?.content).toHaveLength(4);
+    expect(out).toContain(`{"type":"text","text":"Café 2.${page}"},{"type":"text","text":${lookalike}}`);
+  });
+
   /** Messages of every shape the Messages bridge reads: plain, blocks, tool uses and their results. */
   const anthropicMessage = fc.oneof(
     fc.record({ role: fc.constantFrom('user', 'assistant'), content: fc.string({ minLength: 1 }) }),
