@@ -600,6 +600,20 @@ export async function hostileBodiesSection(): Promise<void> {
   const rounds = Number(process.env.BENCH_HOSTILE_ROUNDS ?? '5');
   const only = process.env.BENCH_HOSTILE_ONLY;
   const servers: Array<Pick<ServerProcess, 'stop'>> = [];
+  /** Measures the cases of `labels` on `server`, each printed under the label `labelOf` gives it. */
+  const measureCases = async (
+    server: ServerProcess,
+    labels: readonly string[],
+    labelOf: (label: string) => string,
+  ): Promise<void> => {
+    const pool = slowPool(server.url);
+    for (const hostile of hostileCases.filter((entry) => labels.includes(entry.label))) {
+      if (only !== undefined && !hostile.label.includes(only)) continue;
+      const measured = await measure(pool, server.child.pid as number, hostile, rounds);
+      printRow({ ...hostile, label: labelOf(hostile.label) }, measured);
+    }
+    await pool.close();
+  };
   try {
     // A provider with a window no body here reaches: what is measured is the gateway's own work.
     const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
@@ -647,13 +661,7 @@ export async function hostileBodiesSection(): Promise<void> {
       FLOOR_LOG: '1',
     });
     servers.push(floor);
-    const floorPool = slowPool(floor.url);
-    for (const hostile of hostileCases.filter((entry) => floorCases.includes(entry.label))) {
-      if (only !== undefined && !hostile.label.includes(only)) continue;
-      const measured = await measure(floorPool, floor.child.pid as number, hostile, rounds);
-      printRow({ ...hostile, label: `floor proxy, ${hostile.label}` }, measured);
-    }
-    await floorPool.close();
+    await measureCases(floor, floorCases, (label) => `floor proxy, ${label}`);
     // Stored responses as a deployment keeps them, in Redis: the record written as well.
     const redis = await startRedisServer();
     servers.push(redis);
@@ -666,13 +674,7 @@ export async function hostileBodiesSection(): Promise<void> {
       REDIS_CLUSTER_NODES: '',
     });
     servers.push(stored);
-    const storedPool = slowPool(stored.url);
-    for (const hostile of hostileCases.filter((entry) => storedCases.includes(entry.label))) {
-      if (only !== undefined && !hostile.label.includes(only)) continue;
-      const measured = await measure(storedPool, stored.child.pid as number, hostile, rounds);
-      printRow({ ...hostile, label: `${hostile.label}, stored in Redis` }, measured);
-    }
-    await storedPool.close();
+    await measureCases(stored, storedCases, (label) => `${label}, stored in Redis`);
   } finally {
     for (const server of servers.reverse()) await server.stop();
   }

@@ -113,6 +113,9 @@ export function inputItemId(responseId: string, index: number): string {
 
 const inputItemIdPattern = /^msg_([0-9a-f]{48})[0-9a-f]{8}$/;
 
+/** The Redis key of an item's index entry: the id of the response holding it. */
+const itemKey = (tenantId: string, itemId: string): string => `ctxgate:resp:{${tenantId}}:item:${itemId}`;
+
 /** The response an item id made by inputItemId names; undefined for any other id. */
 function ownerNamedIn(itemId: string): string | undefined {
   const hex = inputItemIdPattern.exec(itemId)?.[1];
@@ -326,7 +329,7 @@ export function createRedisResponseStore(options: {
         ]).catch(fail);
       else write.set(key, parts.chain, 'EX', ttl).set(`${key}:rest`, parts.rest, 'EX', ttl);
       for (const itemId of indexedItemIds(record))
-        write.set(`ctxgate:resp:{${record.tenantId}}:item:${itemId}`, record.id, 'EX', ttl);
+        write.set(itemKey(record.tenantId, itemId), record.id, 'EX', ttl);
       // The tenant's chains by when each was last extended, and each chain's newest response.
       const at = Date.now();
       const { chains, heads } = chainKeys(record.tenantId);
@@ -384,9 +387,7 @@ export function createRedisResponseStore(options: {
     },
     async findItems(tenantId, itemIds) {
       if (itemIds.length === 0) return [];
-      const owners = await redis
-        .mget(...itemIds.map((itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`))
-        .catch(fail);
+      const owners = await redis.mget(...itemIds.map((itemId) => itemKey(tenantId, itemId))).catch(fail);
       // An item held by a later response too is found there (its index entry); one named after the
       // response that first held it (inputItemId), in that response.
       itemIds.forEach((itemId, index) => {
@@ -417,7 +418,7 @@ export function createRedisResponseStore(options: {
           : indexedItemIds({
               id,
               ...(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>),
-            }).map((itemId) => `ctxgate:resp:{${tenantId}}:item:${itemId}`);
+            }).map((itemId) => itemKey(tenantId, itemId));
       // An item a later response also holds stays findable through it.
       const owners = heldKeys.length === 0 ? [] : await redis.mget(...heldKeys).catch(fail);
       const itemKeys = heldKeys.filter((_, index) => owners[index] === id);
