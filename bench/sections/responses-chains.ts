@@ -3,8 +3,12 @@
 // turn), then each is continued BENCH_CHAIN_ROUNDS times; the gateway's CPU per continuation is read
 // from /proc (all its threads) and printed per length, for a model with a 128k window and one with
 // 8k, with the ratio to the 10-turn chain. A chain is read only as far as the window reaches, so the
-// cost grows until the window is full and stays flat after. Figures only.
+// cost grows until the window is full and stays flat after. Then what Redis holds per stored turn of an
+// agent (a tool call, the file it read, a question in a text part), against the bytes of its texts.
+// Figures only.
+import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { prose } from '../../test/helpers/text.js';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { writeConfigFile } from '../../test/helpers/start-gateway.js';
@@ -75,9 +79,55 @@ export async function responsesChainsSection(): Promise<void> {
       }
       console.log(`${model.padEnd(12)} ${row.join('   ')}`);
     }
+    await storedTurnBytes(redis.url, create);
     await pool.close();
   } finally {
     for (const server of servers.reverse()) await server.stop();
     await redis.stop();
+  }
+}
+
+/**
+ * Redis's own count (MEMORY USAGE) of the keys of 30 stored agent turns, per turn, beside the bytes of
+ * the texts each turn holds: the file a tool read (~3 KB), the question (~1 KB) and the answer.
+ */
+async function storedTurnBytes(
+  redisUrl: string,
+  create: (body: Record<string, unknown>) => Promise<string>,
+): Promise<void> {
+  const redis = new Redis(redisUrl);
+  try {
+    const turns = 30;
+    let previous: string | undefined;
+    let held = 0;
+    let texts = 0;
+    for (let turn = 0; turn < turns; turn++) {
+      const file = `// src/module-${turn}.ts\n${prose(700, turn)}`;
+      const question = `Turn ${turn}: ${prose(230, turns + turn)}`;
+      const input = [
+        {
+          type: 'function_call',
+          call_id: `call_${turn}`,
+          name: 'read_file',
+          arguments: '{"path":"src/a.ts"}',
+        },
+        { type: 'function_call_output', call_id: `call_${turn}`, output: file },
+        { role: 'user', content: [{ type: 'input_text', text: question }] },
+      ];
+      previous = await create({
+        model: 'gpt-4o-mini',
+        input,
+        ...(previous === undefined ? {} : { previous_response_id: previous }),
+      });
+      texts +=
+        Buffer.byteLength(file) + Buffer.byteLength(question) + Buffer.byteLength(`Noted: ${sentence}`);
+      for (const key of await redis.keys(`ctxgate:resp:*:${previous}*`))
+        held += Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    }
+    console.log(
+      `Redis per stored agent turn (${turns} turns): ${Math.round(held / turns)} bytes held for ${Math.round(texts / turns)} bytes of text (${(held / texts).toFixed(2)}x)`,
+    );
+  } finally {
+    redis.disconnect();
   }
 }

@@ -7,6 +7,7 @@
 // one after the other one copy.
 import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
+import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
 import { arrayElementSpans, memberValueSpan, objectElementSpans, objectMemberCount } from '../json-spans.js';
 
 const comma = 0x2c;
@@ -138,15 +139,12 @@ export function clientArray(
   };
 }
 
-/** Where a value stands inside a message or an element: names and indexes. */
-export type ContentPath = readonly (string | number)[];
-
 /** A string of a bridged message that is a string of the element it was made from, as it came. */
 export interface StringSource {
   /** Where it stands in the message (`['content']`, `['content', 0, 'text']`). */
-  inMessage: ContentPath;
+  inMessage: JsonPath;
   /** Where it stands in the element (`['output']`, `['content', 0, 'text']`). */
-  inElement: ContentPath;
+  inElement: JsonPath;
 }
 
 /** What a bridge says of the messages it made (responses/bridge.ts, messages/bridge.ts). */
@@ -237,7 +235,7 @@ interface SpanCache {
 function valueSpanAt(
   raw: Buffer,
   at: number,
-  path: ContentPath,
+  path: JsonPath,
   { members, arrays }: SpanCache,
 ): readonly [number, number] | undefined {
   let span: readonly [number, number] = [at, at];
@@ -307,45 +305,8 @@ function elementBytes(
 
 /** A string of a value to copy from the client's bytes: where it stands in the value, and in the bytes. */
 interface StringCopy {
-  path: ContentPath;
+  path: JsonPath;
   span: readonly [number, number];
-}
-
-function valueAt(value: unknown, path: ContentPath): unknown {
-  let at = value;
-  for (const step of path) at = (at as Record<string | number, unknown> | null | undefined)?.[step];
-  return at;
-}
-
-/**
- * `value` with a placeholder at each copy's path: the objects and arrays on the way copied once each,
- * the rest shared.
- */
-function skeletonOf(value: unknown, copies: readonly StringCopy[]): unknown {
-  type Container = Record<string | number, unknown>;
-  const shallow = (container: unknown): Container =>
-    Array.isArray(container)
-      ? ([...(container as unknown[])] as unknown as Container)
-      : Object.assign({}, container);
-  const root = shallow(value);
-  const made = new Set<unknown>([root]);
-  copies.forEach(({ path }, index) => {
-    let at = root;
-    path.forEach((step, depth) => {
-      if (depth === path.length - 1) {
-        at[step] = placeholder(index);
-        return;
-      }
-      let next = at[step];
-      if (!made.has(next)) {
-        next = shallow(next);
-        made.add(next);
-        at[step] = next;
-      }
-      at = next as Container;
-    });
-  });
-  return root;
 }
 
 /** What stands in for copy `index` while the rest of its value is written, and how it reads in JSON. */
@@ -365,7 +326,13 @@ function withStringsOf(
   copies: readonly StringCopy[],
 ): readonly Buffer[] | undefined {
   if (copies.some(({ path, span }) => path.length === 0 || raw[span[0]] !== 0x22)) return undefined;
-  const json = JSON.stringify(skeletonOf(value, copies));
+  const json = JSON.stringify(
+    withValuesAt(
+      value,
+      copies.map(({ path }) => path),
+      placeholder,
+    ),
+  );
   const seen = new Uint8Array(copies.length);
   const pieces: Buffer[] = [];
   let from = 0;

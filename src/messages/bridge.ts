@@ -6,7 +6,8 @@
 // documents survive); for any other upstream what chat cannot carry is dropped and named.
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
-import type { BridgedSources, ContentPath, StringSource } from '../chat/chat-body.js';
+import type { BridgedSources, StringSource } from '../chat/chat-body.js';
+import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
 import { bridgedMessages, madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
@@ -209,7 +210,7 @@ function chatMessageCount(messages: readonly unknown[]): number {
  * `path`): `content` itself, or its one text block's text. chat-body.ts copies it only when it is that
  * string still (a message of other blocks is joined, or written as parts, and not copied).
  */
-function textPath(content: unknown, path: ContentPath): ContentPath | undefined {
+function textPath(content: unknown, path: JsonPath): JsonPath | undefined {
   if (typeof content === 'string') return path;
   if (!Array.isArray(content)) return undefined;
   const texts = content.flatMap((block: unknown, at) =>

@@ -17,7 +17,13 @@ import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js
 import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
-import { ancestorLinks, inputItemId, type ChainRecord, type ResponseStore } from '../store/response-store.js';
+import {
+  ancestorLinks,
+  heldOnce,
+  inputItemId,
+  type ChainRecord,
+  type ResponseStore,
+} from '../store/response-store.js';
 import {
   bridgeRequest,
   newId,
@@ -28,6 +34,7 @@ import {
   type InputItem,
   type ResponseMeta,
 } from './bridge.js';
+import { sharedStrings } from './shared-strings.js';
 import { ResponsesStreamTranslator } from './stream-translator.js';
 
 export type ResponsesInput = Omit<ChatInput, 'body'> & { body: unknown };
@@ -247,16 +254,26 @@ export function createResponsesService(deps: {
         ...item,
       }));
       // Written from the client's bytes where they hold it: a record as large as its request costs a copy.
+      // A text the messages hold is held by them only.
+      const shared = sharedStrings(bridged, messages, inputItems, response);
+      const held = heldOnce({ inputItems, response }, shared);
       const json = {
         messages: (before: string, after: string) =>
           jsonArrayBytes(messages, chatInput.messageBytes?.(messages as ContextMessage[]), before, after),
         inputItems: (before: string, after: string) =>
           jsonArrayBytes(
-            inputItems,
-            recordBytes(clientInput, inputItems, bridged.itemSources.origins, bridged.itemSources.fields),
+            held.inputItems,
+            recordBytes(
+              clientInput,
+              held.inputItems,
+              bridged.itemSources.origins,
+              bridged.itemSources.fields,
+            ),
             before,
             after,
           ),
+        response: held.response,
+        shared,
       };
       await store.put({
         id: meta.id,

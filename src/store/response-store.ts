@@ -7,6 +7,7 @@
 // Redis Cluster slot. In process when there is no Redis, bounded by bytes (the least recently used go
 // first).
 import { GatewayError } from '../errors.js';
+import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
 import type { RedisConnection } from './redis-client.js';
 import { jsonChars } from './json-chars.js';
 
@@ -42,11 +43,28 @@ export interface StoredResponse extends ChainRecord {
   /** The Response object as returned. */
   response: Record<string, unknown>;
   /**
-   * Writers of `messages` and `inputItems` as JSON (mostly from the client's own bytes), called when a
-   * store writes JSON: Redis stores these bytes instead of writing the values again.
+   * The record as a store that writes JSON holds it (Redis): writers of `messages` and `inputItems` as
+   * JSON (mostly from the client's own bytes), written instead of the values. A string of the input items
+   * or the Response that a message holds too is held once, by the messages (`shared`): `inputItems`
+   * writes, and `response` is, what the record holds with each of them null (heldOnce).
    */
-  json?: { messages: JsonArrayWriter; inputItems: JsonArrayWriter } | undefined;
+  json?:
+    | {
+        messages: JsonArrayWriter;
+        inputItems: JsonArrayWriter;
+        response?: Record<string, unknown>;
+        shared?: readonly SharedString[];
+      }
+    | undefined;
 }
+
+/**
+ * A string of a record's input items or its Response that one of its messages holds too — an input
+ * item's text that became a message's, the answer in the Response's output: where it stands among them
+ * (`['inputItems', 2, 'output']`, `['response', 'output', 0, 'content', 0, 'text']`), and in the
+ * messages (`[2, 'content']`).
+ */
+export type SharedString = readonly [at: JsonPath, from: JsonPath];
 
 /** Writes an array as JSON between the JSON text `before` and `after`, into one buffer. */
 export type JsonArrayWriter = (before: string, after: string) => Buffer;
@@ -145,6 +163,49 @@ function itemsOf(
   return items;
 }
 
+/** A record's input items and Response with each `shared` string null, as it holds them once. */
+export function heldOnce(
+  record: Pick<StoredResponse, 'inputItems' | 'response'>,
+  shared: readonly SharedString[],
+): Pick<StoredResponse, 'inputItems' | 'response'> {
+  if (shared.length === 0) return record;
+  const held = withValuesAt(
+    { inputItems: record.inputItems, response: record.response },
+    shared.map(([at]) => at),
+    () => null,
+  );
+  return held as Pick<StoredResponse, 'inputItems' | 'response'>;
+}
+
+/**
+ * The input items and Response of a record's rest as Redis holds it (JSON), each string it holds once
+ * put back from its messages (read by `messages` only then); undefined when they are gone.
+ */
+function restOf(
+  rest: string,
+  messages: () => unknown[] | undefined,
+): Pick<StoredResponse, 'inputItems' | 'response'> | undefined {
+  const {
+    inputItems = [],
+    response = {},
+    shared,
+  } = JSON.parse(rest) as Partial<StoredResponse> & {
+    shared?: SharedString[];
+  };
+  const held = { inputItems, response };
+  if (shared === undefined || shared.length === 0) return held;
+  const from = messages();
+  if (from === undefined) return undefined;
+  for (const [at, source] of shared) {
+    const container = valueAt(held, at.slice(0, -1));
+    const step = at.at(-1) as string | number;
+    // Only where a null was written for it.
+    if (typeof container === 'object' && container !== null && Object.hasOwn(container, step))
+      (container as Record<string | number, unknown>)[step] = valueAt(from, source);
+  }
+  return held;
+}
+
 function chainPart(record: StoredResponse): ChainRecord {
   const { id, previousId, rootId, depth, messagesBefore, messages, tokens } = record;
   return { id, previousId, rootId, depth, messagesBefore, messages, tokens };
@@ -165,9 +226,13 @@ function storedParts(record: StoredResponse): { chain: string | Buffer; rest: st
       rest: JSON.stringify({ inputItems: record.inputItems, response: record.response }),
     };
   const { messages: _messages, ...chain } = chainPart(record);
+  const shared = json.shared ?? [];
   return {
     chain: withMember('messages', json.messages, chain),
-    rest: withMember('inputItems', json.inputItems, { response: record.response }),
+    rest: withMember('inputItems', json.inputItems, {
+      response: json.response ?? record.response,
+      ...(shared.length === 0 ? {} : { shared }),
+    }),
   };
 }
 
@@ -375,10 +440,10 @@ export function createRedisResponseStore(options: {
           response: (parsed.response ?? {}) as Record<string, unknown>,
         });
       }
-      const { inputItems, response } = (
-        rest === null || rest === undefined ? {} : JSON.parse(rest)
-      ) as Partial<Pick<StoredResponse, 'inputItems' | 'response'>>;
-      return Object.assign({}, parsed as unknown as ChainRecord, {
+      const chain = parsed as unknown as ChainRecord;
+      const { inputItems, response } =
+        (rest === null || rest === undefined ? undefined : restOf(rest, () => chain.messages)) ?? {};
+      return Object.assign({}, chain, {
         tenantId,
         ancestors: linkText === null || linkText === undefined || linkText === '' ? [] : linkText.split(','),
         inputItems: inputItems ?? [],
@@ -394,15 +459,20 @@ export function createRedisResponseStore(options: {
         owners[index] ??= ownerNamedIn(itemId) ?? null;
       });
       const responseIds = [...new Set(owners.filter((owner): owner is string => owner !== null))];
-      const rests =
+      // Each record's rest, and its chain part, which holds the strings the rest shares with it.
+      const values =
         responseIds.length === 0
           ? []
-          : await redis.mget(...responseIds.map((id) => `${keyOf(tenantId, id)}:rest`)).catch(fail);
+          : await redis
+              .mget(...responseIds.flatMap((id) => [`${keyOf(tenantId, id)}:rest`, keyOf(tenantId, id)]))
+              .catch(fail);
       const byResponse = new Map<string, Map<string, Record<string, unknown>>>();
       responseIds.forEach((id, index) => {
-        const rest = rests[index];
-        if (rest !== null && rest !== undefined)
-          byResponse.set(id, itemsOf(JSON.parse(rest) as Pick<StoredResponse, 'inputItems' | 'response'>));
+        const [rest, part] = [values[2 * index], values[2 * index + 1]];
+        const messages = () =>
+          part === null || part === undefined ? undefined : (JSON.parse(part) as ChainRecord).messages;
+        const held = rest === null || rest === undefined ? undefined : restOf(rest, messages);
+        if (held !== undefined) byResponse.set(id, itemsOf(held));
       });
       return itemIds.map((itemId, index) => {
         const owner = owners[index];

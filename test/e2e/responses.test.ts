@@ -7,6 +7,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, stepCountIs, streamText, tool, type ModelMessage } from 'ai';
 import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from '@langchain/core/messages';
 import { ChatOpenAI } from '@langchain/openai';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, gate, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -411,6 +413,82 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
       // The provider's reply as it came.
       expect.objectContaining({ role: 'assistant', content: 'Noted.' }),
       { role: 'user', content: [{ type: 'text', text: 'Et après?' }] },
+    ]);
+  });
+
+  it('keeps each long text of a stored response once in Redis, and gives every one back whole', async () => {
+    // An agent's turn as the AI SDK and Codex send it: a user message of one text part, a tool call and
+    // the file it read, a plain message; and a long answer. Each text is in the chat messages a chain
+    // sends again and in the input items (or the output) the API lists: Redis need hold it only once.
+    const marked = (name: string) => `${name} ${randomUUID()}: "quoted", café,\n${prose(150, name.length)}`;
+    const [asked, file, plain, answer] = ['asked', 'file', 'plain', 'answer'].map(marked) as [
+      string,
+      string,
+      string,
+      string,
+    ];
+    fake.setDefault({ content: answer });
+    const input = [
+      { role: 'user' as const, content: [{ type: 'input_text' as const, text: asked }] },
+      {
+        type: 'function_call' as const,
+        call_id: 'call_read',
+        name: 'read_file',
+        arguments: '{"path":"a.md"}',
+      },
+      { type: 'function_call_output' as const, call_id: 'call_read', output: file },
+      { role: 'user' as const, content: plain },
+    ];
+    const first = await client().responses.create({ model: 'gpt-4o-mini', input });
+    const redis = new Redis(inject('redisUrl'));
+    try {
+      const keys = await redis.keys(`ctxgate:resp:*:${first.id}*`);
+      const values = (await redis.mget(...keys)).join('\n');
+      for (const text of [asked, file, plain, answer])
+        expect(values.split(JSON.stringify(text).slice(1, -1)).length - 1).toBe(1);
+    } finally {
+      redis.disconnect();
+    }
+    // Read back whole: the input items, the Response, an item reference to either, and the chain.
+    const items = await client().responses.inputItems.list(first.id, { order: 'asc' });
+    expect(items.data.map((item) => ({ ...item, id: undefined }))).toEqual([
+      { id: undefined, type: 'message', ...input[0] },
+      { id: undefined, ...input[1] },
+      { id: undefined, ...input[2] },
+      { id: undefined, type: 'message', ...input[3] },
+    ]);
+    expect((await client().responses.retrieve(first.id)).output_text).toBe(answer);
+    const said = first.output.find((item) => item.type === 'message');
+    const before = fake.chatRequests.length;
+    await client().responses.create({
+      model: 'gpt-4o-mini',
+      store: false,
+      input: [
+        { type: 'item_reference', id: items.data[1]?.id as string },
+        { type: 'item_reference', id: items.data[2]?.id as string },
+        { type: 'item_reference', id: said?.id as string },
+        { role: 'user', content: 'And?' },
+      ],
+    });
+    expect(sentMessages(before)).toEqual([
+      expect.objectContaining({
+        role: 'assistant',
+        tool_calls: [expect.objectContaining({ id: 'call_read' })],
+      }),
+      { role: 'tool', tool_call_id: 'call_read', content: file },
+      { role: 'assistant', content: [{ type: 'text', text: answer }] },
+      { role: 'user', content: 'And?' },
+    ]);
+    await client().responses.create({ model: 'gpt-4o-mini', previous_response_id: first.id, input: 'Next?' });
+    expect(sentMessages(before + 1).slice(0, 5)).toEqual([
+      { role: 'user', content: [{ type: 'text', text: asked }] },
+      expect.objectContaining({
+        role: 'assistant',
+        tool_calls: [expect.objectContaining({ id: 'call_read' })],
+      }),
+      { role: 'tool', tool_call_id: 'call_read', content: file },
+      { role: 'user', content: plain },
+      expect.objectContaining({ role: 'assistant', content: answer }),
     ]);
   });
 

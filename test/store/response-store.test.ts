@@ -8,7 +8,9 @@ import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster
 import {
   createMemoryResponseStore,
   createRedisResponseStore,
+  heldOnce,
   inputItemId,
+  type SharedString,
   type ResponseStore,
   type StoredResponse,
 } from '../../src/store/response-store.js';
@@ -254,6 +256,75 @@ describe('the Redis response store, given the JSON of a record', () => {
     const rest = await redis.get(`ctxgate:resp:{${tenant}}:resp_1:rest`);
     expect(stored).toContain('"content": "Caf\\u00e9 0: ');
     expect(rest).toContain('"content": "Caf\\u00e9 0: ');
+  });
+});
+
+/** A record whose input item and answer are texts of its messages, which it holds once. */
+function sharedRecord(tenantId: string, id: string): StoredResponse {
+  const [asked, answer] = [`Café, asked: ${'q'.repeat(600)}`, `Answered "${'a'.repeat(600)}"`];
+  const messages = [
+    { role: 'user', content: asked },
+    { role: 'assistant', content: answer },
+  ];
+  const inputItems = [{ id: 'msg_asked', type: 'message', role: 'user', content: asked }];
+  const response = {
+    id,
+    object: 'response',
+    output: [{ id: 'msg_answer', type: 'message', content: [{ type: 'output_text', text: answer }] }],
+  };
+  const shared: SharedString[] = [
+    [
+      ['inputItems', 0, 'content'],
+      [0, 'content'],
+    ],
+    [
+      ['response', 'output', 0, 'content', 0, 'text'],
+      [1, 'content'],
+    ],
+  ];
+  const held = heldOnce({ inputItems, response }, shared);
+  const writer = (values: unknown[]) => (before: string, after: string) =>
+    Buffer.from(`${before}${JSON.stringify(values)}${after}`);
+  return {
+    ...record(tenantId, id),
+    messages,
+    inputItems,
+    response,
+    json: {
+      messages: writer(messages),
+      inputItems: writer(held.inputItems),
+      response: held.response,
+      shared,
+    },
+  };
+}
+
+describe('the Redis response store, given strings its record holds once', () => {
+  it('holds each in the messages only, and reads the record back whole: get, item ids, chain', async () => {
+    const { store, redis } = await redisStore(60);
+    const tenant = `tenant-${randomUUID()}`;
+    const written = sharedRecord(tenant, 'resp_1');
+    await store.put(written);
+    const { json: _json, ...values } = written;
+    const held = await redis.mget(`ctxgate:resp:{${tenant}}:resp_1`, `ctxgate:resp:{${tenant}}:resp_1:rest`);
+    for (const message of values.messages)
+      expect(held.join('').split(JSON.stringify(message.content)).length - 1).toBe(1);
+    expect(await store.get(tenant, 'resp_1')).toEqual(values);
+    expect(await store.findItems(tenant, ['msg_asked', 'msg_answer'])).toEqual([
+      values.inputItems[0],
+      (values.response.output as unknown[])[0],
+    ]);
+    expect((await store.readChain(tenant, ['resp_1'])).records[0]?.messages).toEqual(values.messages);
+    // The values given are not changed by holding them once.
+    expect(written.inputItems[0]?.content).toBe(values.messages[0]?.content);
+  });
+
+  it('finds none of a record’s items once its messages are gone', async () => {
+    const { store, redis } = await redisStore(60);
+    const tenant = `tenant-${randomUUID()}`;
+    await store.put(sharedRecord(tenant, 'resp_1'));
+    await redis.del(`ctxgate:resp:{${tenant}}:resp_1`);
+    expect(await store.findItems(tenant, ['msg_asked', 'msg_answer'])).toEqual([undefined, undefined]);
   });
 });
 
