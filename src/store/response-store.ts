@@ -279,11 +279,14 @@ export function createMemoryResponseStore(options: {
   return {
     async put(written) {
       // The values are held; their JSON is not.
-      const { json: _json, ...record } = written;
+      const { json, ...record } = written;
       const key = keyOf(record.tenantId, record.id);
       remove(key);
-      // Two bytes a character: what the strings of a record take in memory, about.
-      const size = 2 * jsonChars(record);
+      // Two bytes a character: what the strings of a record take in memory, about. A string its
+      // messages and its items hold alike (json.shared) is one string in memory: counted once.
+      let shared = 0;
+      for (const [, from] of json?.shared ?? []) shared += String(valueAt(record.messages, from)).length;
+      const size = 2 * (jsonChars(record) - shared);
       if (size > maxBytes) return;
       records.set(key, { record, expiresAtMs: now() + options.ttlSeconds * 1000, bytes: size });
       for (const itemId of itemsOf(record).keys())

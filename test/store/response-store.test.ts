@@ -372,6 +372,17 @@ describe('expiry', () => {
     expect(await store.get('t', 'huge')).toBeUndefined();
   });
 
+  it('weighs a string that a record’s messages and its items hold once, as memory holds it', async () => {
+    // Records whose input item and answer are their messages' strings (1.2 KB of text each): a bound
+    // of 2.2 records weighed with those strings twice holds three weighed with them once.
+    const { json: _json, ...values } = sharedRecord('t', 'r1');
+    const twice = 2 * JSON.stringify(values).length;
+    const store = createMemoryResponseStore({ ttlSeconds: 60, maxBytes: Math.round(twice * 2.2) });
+    for (const id of ['r1', 'r2', 'r3']) await store.put(sharedRecord('t', id));
+    const kept = (await store.readChain('t', ['r1', 'r2', 'r3'])).records.map((found) => found?.id);
+    expect(kept).toEqual(['r1', 'r2', 'r3']);
+  });
+
   it('reads a record an earlier version stored with its whole chain, with the same links', async () => {
     const { store, redis } = await redisStore(60);
     const tenant = `tenant-${randomUUID()}`;
