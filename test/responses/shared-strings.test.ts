@@ -1,18 +1,21 @@
 // Which strings of a stored response Redis need hold only once: those of its input items and its
 // Response that the chat messages made of them hold too, found on requests bridged as clients send them.
-import { describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, inject, it } from 'vitest';
 import { bridgeRequest, outputItemsOf, responseObject } from '../../src/responses/bridge.js';
 import { sharedStrings } from '../../src/responses/shared-strings.js';
 import { valueAt } from '../../src/json-paths.js';
+import { createRedisConnection } from '../../src/store/redis-client.js';
+import { createRedisResponseStore, heldOnce } from '../../src/store/response-store.js';
 
 const long = (name: string) => `${name}: ${'a "quoted" line, café\n'.repeat(20)}`;
-const meta = { id: 'resp_1', createdAt: 0, model: 'gpt-4o-mini', echo: {} };
-
 /** What the service stores of a request and its reply: the messages, the input items, the Response. */
-function stored(input: unknown[], reply: Record<string, unknown>) {
+function stored(input: unknown[], reply: Record<string, unknown>, id = 'resp_1') {
   const bridged = bridgeRequest({ model: 'gpt-4o-mini', input });
   const messages = [...bridged.messages, reply];
-  const inputItems = bridged.inputItems.map((item, index) => ({ id: `msg_${index}`, ...item }));
+  const inputItems = bridged.inputItems.map((item, index) => ({ id: `msg_${id}_${index}`, ...item }));
+  const meta = { id, createdAt: 0, model: 'gpt-4o-mini', echo: {} };
   const response = responseObject(meta, outputItemsOf(reply), 'stop', null);
   return { messages, inputItems, response, shared: sharedStrings(bridged, messages, inputItems, response) };
 }
@@ -98,5 +101,102 @@ describe('sharedStrings', () => {
         [0, 'tool_calls', 2, 'function', 'arguments'],
       ],
     ]);
+  });
+});
+
+describe('a stored response whose strings are held once, in a real Redis', () => {
+  /** Strings as fast-check makes them, some as long as a file a tool read (escapes and all). */
+  const text = fc.oneof(
+    fc.string(),
+    fc.string().map((start) => `${start}${long('page')}`),
+  );
+  const part = fc.record({ type: fc.constant('input_text'), text });
+  const item = fc.oneof(
+    fc.record({ role: fc.constantFrom('user', 'assistant', 'developer'), content: text }),
+    fc.record({ role: fc.constant('user'), content: fc.array(part, { minLength: 1, maxLength: 3 }) }),
+    fc.record({
+      type: fc.constant('function_call'),
+      call_id: fc.constantFrom('c1', 'c2'),
+      name: fc.constant('f'),
+      arguments: text,
+    }),
+    fc.record({
+      type: fc.constant('function_call_output'),
+      call_id: fc.constantFrom('c1', 'c2'),
+      output: text,
+    }),
+  );
+  const reply = fc.record({
+    role: fc.constant('assistant'),
+    content: text,
+    tool_calls: fc.array(
+      fc.record({
+        id: fc.constantFrom('c3', 'c4'),
+        type: fc.constant('function'),
+        function: fc.record({ name: fc.constant('g'), arguments: text }),
+      }),
+      { maxLength: 2 },
+    ),
+  });
+
+  it('reads back every item and the Response as they were given, and holds each long string once', async () => {
+    const redis = createRedisConnection({ mode: 'standalone', url: inject('redisUrl') });
+    for (let attempt = 0; attempt < 100 && redis.status !== 'ready'; attempt++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const store = createRedisResponseStore({ redis, ttlSeconds: 60 });
+    const tenant = `tenant-${randomUUID()}`;
+    const writer = (values: readonly unknown[]) => (before: string, after: string) =>
+      Buffer.from(`${before}${JSON.stringify(values)}${after}`);
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(item, { minLength: 1, maxLength: 6 }), reply, async (input, answer) => {
+          const id = `resp_${randomUUID()}`;
+          const { messages, inputItems, response, shared } = stored(input, answer, id);
+          const held = heldOnce({ inputItems, response }, shared);
+          await store.put({
+            id,
+            tenantId: tenant,
+            previousId: undefined,
+            rootId: id,
+            depth: 1,
+            ancestors: [],
+            messagesBefore: 0,
+            messages,
+            tokens: 1,
+            inputItems,
+            response,
+            json: {
+              messages: writer(messages),
+              inputItems: writer(held.inputItems),
+              response: held.response,
+              shared,
+            },
+          });
+          const read = await store.get(tenant, id);
+          expect(read?.inputItems).toEqual(inputItems);
+          expect(read?.response).toEqual(response);
+          expect(read?.messages).toEqual(messages);
+          const ids = [...inputItems, ...(response.output as unknown[])].map(
+            (entry) => (entry as { id: string }).id,
+          );
+          expect(await store.findItems(tenant, ids)).toEqual([
+            ...inputItems,
+            ...(response.output as unknown[]),
+          ]);
+          // A tool's output or a plain message's text of 256 characters or more is in the messages only.
+          const rest = (await redis.get(`ctxgate:resp:{${tenant}}:${id}:rest`)) as string;
+          for (const entry of inputItems) {
+            const value =
+              (entry as { output?: unknown; content?: unknown }).output ??
+              (entry as { content?: unknown }).content;
+            if (typeof value === 'string' && value.length >= 256)
+              expect(rest).not.toContain(JSON.stringify(value));
+          }
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      redis.disconnect();
+    }
   });
 });
