@@ -266,7 +266,10 @@ export function createResponsesService(deps: {
             recordBytes(
               clientInput,
               held.inputItems,
-              bridged.itemSources.origins,
+              // An item held without its shared strings is no longer the client's: written anew.
+              bridged.itemSources.origins.map((origin, index) =>
+                held.inputItems[index] === inputItems[index] ? origin : -1,
+              ),
               bridged.itemSources.fields,
             ),
             before,

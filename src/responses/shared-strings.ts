@@ -9,6 +9,11 @@ import type { BridgedRequest } from './bridge.js';
 const minSharedChars = 256;
 
 const content: JsonPath = ['content'];
+const argumentsPath: JsonPath = ['arguments'];
+
+/** Field `name` of `value` when it is an object. */
+const field = (value: unknown, name: string): unknown =>
+  typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
 
 /**
  * The strings of `inputItems` and `response` (the Response object) that `messages` hold too, of 256
@@ -23,10 +28,16 @@ export function sharedStrings(
 ): SharedString[] {
   const shared: SharedString[] = [];
   /** Whether `value` is long and the string at `inMessage` of message `position`; named, when it is. */
-  const share = (value: unknown, at: () => JsonPath, position: number, inMessage: JsonPath): boolean => {
+  const share = (
+    value: unknown,
+    held: readonly (string | number)[],
+    inHeld: JsonPath,
+    position: number,
+    inMessage: JsonPath,
+  ): boolean => {
     if (typeof value !== 'string' || value.length < minSharedChars) return false;
     if (value !== valueAt(messages[position], inMessage)) return false;
-    shared.push([at(), [position, ...inMessage]]);
+    shared.push([held.concat(inHeld), [position as string | number].concat(inMessage)]);
     return true;
   };
   // An input item's strings, in the messages made of the element it is.
@@ -40,35 +51,30 @@ export function sharedStrings(
     if (item === undefined || position >= messages.length - 1) return;
     const held = inputItems[item];
     // A plain message's text is its item's content (the bridge names only the strings it moved).
-    const plain = share(valueAt(held, content), () => ['inputItems', item, 'content'], position, content);
+    const plain = share(field(held, 'content'), ['inputItems', item], content, position, content);
     for (const { inMessage, inElement } of strings[position] ?? []) {
       if (plain && inElement.length === 1 && inElement[0] === 'content') continue;
-      share(valueAt(held, inElement), () => ['inputItems', item, ...inElement], position, inMessage);
+      share(valueAt(held, inElement), ['inputItems', item], inElement, position, inMessage);
     }
   });
   // A tool call's arguments, in the assistant message its function_call item joined (by its call id).
   const callItems = new Map<unknown, number>();
   inputItems.forEach((item, index) => {
-    if (valueAt(item, ['type']) === 'function_call') callItems.set(valueAt(item, ['call_id']), index);
+    if (field(item, 'type') === 'function_call') callItems.set(field(item, 'call_id'), index);
   });
   messages.forEach((message, position) => {
-    const calls = position < messages.length - 1 ? valueAt(message, ['tool_calls']) : undefined;
+    const calls = position < messages.length - 1 ? field(message, 'tool_calls') : undefined;
     if (!Array.isArray(calls)) return;
     calls.forEach((call: unknown, index) => {
-      const item = callItems.get(valueAt(call, ['id']));
+      const item = callItems.get(field(call, 'id'));
       if (item === undefined) return;
       const inMessage = ['tool_calls', index, 'function', 'arguments'];
-      share(
-        valueAt(inputItems[item], ['arguments']),
-        () => ['inputItems', item, 'arguments'],
-        position,
-        inMessage,
-      );
+      share(field(inputItems[item], 'arguments'), ['inputItems', item], argumentsPath, position, inMessage);
     });
   });
   // The answer's text and tool-call arguments, in the Response's output items.
   const reply = messages.length - 1;
-  const calls = valueAt(messages[reply], ['tool_calls']);
+  const calls = field(messages[reply], 'tool_calls');
   const inReply: JsonPath[] = [
     content,
     ...(Array.isArray(calls)
@@ -77,14 +83,14 @@ export function sharedStrings(
   ];
   const output = Array.isArray(response.output) ? (response.output as unknown[]) : [];
   output.forEach((item, index) => {
-    const parts = valueAt(item, ['content']);
+    const parts = field(item, 'content');
     const places: JsonPath[] = [
       ['arguments'],
       ...(Array.isArray(parts) ? parts.map((_part, part) => ['content', part, 'text']) : []),
     ];
     for (const place of places) {
       const value = valueAt(item, place);
-      inReply.some((from) => share(value, () => ['response', 'output', index, ...place], reply, from));
+      inReply.some((from) => share(value, ['response', 'output', index], place, reply, from));
     }
   });
   return shared;

@@ -145,7 +145,26 @@ function ownerNamedIn(itemId: string): string | undefined {
  * after it (inputItemId), which lead to it by their names.
  */
 function indexedItemIds(record: Pick<StoredResponse, 'id' | 'inputItems' | 'response'>): string[] {
-  return [...itemsOf(record).keys()].filter((itemId) => ownerNamedIn(itemId) !== record.id);
+  const ids: string[] = [];
+  forEachItem(record, (itemId) => {
+    if (ownerNamedIn(itemId) !== record.id) ids.push(itemId);
+  });
+  return ids;
+}
+
+/** Calls `visit` with each item of a record that has an id: its input items, then its output's. */
+function forEachItem(
+  record: Pick<StoredResponse, 'inputItems' | 'response'>,
+  visit: (itemId: string, item: Record<string, unknown>) => void,
+): void {
+  const output = Array.isArray(record.response.output) ? (record.response.output as unknown[]) : [];
+  for (const items of [record.inputItems, output])
+    for (const item of items)
+      if (typeof item === 'object' && item !== null) {
+        const id = (item as { id?: unknown }).id;
+        if (typeof id === 'string' && id !== '' && id.length <= maxItemIdChars)
+          visit(id, item as Record<string, unknown>);
+      }
 }
 
 /** The items a record holds, by id: its input items and the items of its output. */
@@ -153,13 +172,7 @@ function itemsOf(
   record: Pick<StoredResponse, 'inputItems' | 'response'>,
 ): Map<string, Record<string, unknown>> {
   const items = new Map<string, Record<string, unknown>>();
-  const output = Array.isArray(record.response.output) ? (record.response.output as unknown[]) : [];
-  for (const item of [...record.inputItems, ...output])
-    if (typeof item === 'object' && item !== null) {
-      const id = (item as { id?: unknown }).id;
-      if (typeof id === 'string' && id !== '' && id.length <= maxItemIdChars)
-        items.set(id, item as Record<string, unknown>);
-    }
+  forEachItem(record, (itemId, item) => items.set(itemId, item));
   return items;
 }
 
@@ -256,7 +269,7 @@ export function createMemoryResponseStore(options: {
     if (entry === undefined) return false;
     bytes -= entry.bytes;
     records.delete(key);
-    for (const itemId of itemsOf(entry.record).keys()) {
+    for (const itemId of indexedItemIds(entry.record)) {
       const indexKey = `${entry.record.tenantId}\u0000${itemId}`;
       // A later response holding the same item keeps it findable.
       if (itemIndex.get(indexKey) === entry.record.id) itemIndex.delete(indexKey);
@@ -289,7 +302,8 @@ export function createMemoryResponseStore(options: {
       const size = 2 * (jsonChars(record) - shared);
       if (size > maxBytes) return;
       records.set(key, { record, expiresAtMs: now() + options.ttlSeconds * 1000, bytes: size });
-      for (const itemId of itemsOf(record).keys())
+      // As in Redis: an input item named after its record leads to it by its name.
+      for (const itemId of indexedItemIds(record))
         itemIndex.set(`${record.tenantId}\u0000${itemId}`, record.id);
       bytes += size;
       let evicted = 0;
@@ -311,10 +325,16 @@ export function createMemoryResponseStore(options: {
       return read(tenantId, id);
     },
     async findItems(tenantId, itemIds) {
+      // Each record's items by id made once, however many of them are asked for.
+      const byResponse = new Map<string, Map<string, Record<string, unknown>> | undefined>();
       return itemIds.map((itemId) => {
-        const responseId = itemIndex.get(`${tenantId}\u0000${itemId}`);
-        const record = responseId === undefined ? undefined : read(tenantId, responseId);
-        return record === undefined ? undefined : itemsOf(record).get(itemId);
+        const responseId = itemIndex.get(`${tenantId}\u0000${itemId}`) ?? ownerNamedIn(itemId);
+        if (responseId === undefined) return undefined;
+        if (!byResponse.has(responseId)) {
+          const record = read(tenantId, responseId);
+          byResponse.set(responseId, record === undefined ? undefined : itemsOf(record));
+        }
+        return byResponse.get(responseId)?.get(itemId);
       });
     },
     async delete(tenantId, id) {
