@@ -300,15 +300,16 @@ export function createMemoryResponseStore(options: {
       let shared = 0;
       for (const [, from] of json?.shared ?? []) shared += String(valueAt(record.messages, from)).length;
       const size = 2 * (jsonChars(record) - shared);
-      if (size > maxBytes) return;
       records.set(key, { record, expiresAtMs: now() + options.ttlSeconds * 1000, bytes: size });
       // As in Redis: an input item named after its record leads to it by its name.
       for (const itemId of indexedItemIds(record))
         itemIndex.set(`${record.tenantId}\u0000${itemId}`, record.id);
       bytes += size;
+      // The least recently used go first; the record just stored stays, alone if it passes the bound by
+      // itself (its id has been answered: a client may read or continue it).
       let evicted = 0;
       for (const [oldest] of records) {
-        if (bytes <= maxBytes) break;
+        if (bytes <= maxBytes || oldest === key) break;
         remove(oldest);
         evicted++;
       }

@@ -417,6 +417,38 @@ describe('metrics after real traffic', () => {
     }
   });
 
+  it('keeps a stored response larger than the whole in-process bound, and answers for its id', async () => {
+    const fake = new FakeUpstream();
+    const harness = await startGateway({
+      env: { UPSTREAM_BASE_URL: await fake.start() },
+      // About 20 KB, and a response of about 80 KB as memory holds it.
+      configYaml: 'responses:\n  memory_mb: 0.02\n',
+    });
+    const call = (body: unknown) =>
+      fetch(`${harness.baseUrl}/responses`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-large' },
+        body: JSON.stringify(body),
+      });
+    try {
+      const created = await call({
+        model: 'gpt-4o-mini',
+        input: 'words to keep in the response '.repeat(1_300),
+      });
+      expect(created.status).toBe(200);
+      const { id } = (await created.json()) as { id: string };
+      const read = await fetch(`${harness.baseUrl}/responses/${id}`, {
+        headers: { authorization: 'Bearer sk-large' },
+      });
+      expect(read.status).toBe(200);
+      const continued = await call({ model: 'gpt-4o-mini', previous_response_id: id, input: 'And then?' });
+      expect(continued.status).toBe(200);
+    } finally {
+      await harness.close();
+      await fake.stop();
+    }
+  });
+
   it('counts the sessions the in-process store evicted when full, as many as are gone', async () => {
     const fake = new FakeUpstream();
     const harness = await startGateway({

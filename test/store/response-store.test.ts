@@ -348,7 +348,7 @@ describe('expiry', () => {
     expect(ttl).toBeLessThanOrEqual(123);
   });
 
-  it('holds at most maxBytes in process, the least recently used going first', async () => {
+  it('holds at most maxBytes in process, the least recently used going first, the newest always', async () => {
     const size = 2 * JSON.stringify(record('t', 'r1', [], 'x'.repeat(1_000))).length;
     let evicted = 0;
     const store = createMemoryResponseStore({
@@ -367,9 +367,11 @@ describe('expiry', () => {
       'r3',
     ]);
     expect(evicted).toBe(1);
-    // One record larger than the whole bound is not kept at all.
+    // A record larger than the whole bound is kept, alone: its id has been answered.
     await store.put(record('t', 'huge', [], 'x'.repeat(size * 4)));
-    expect(await store.get('t', 'huge')).toBeUndefined();
+    expect((await store.get('t', 'huge'))?.id).toBe('huge');
+    expect((await store.readChain('t', ['r1', 'r3'])).records).toEqual([undefined, undefined]);
+    expect(evicted).toBe(3);
   });
 
   it('weighs a string that a record’s messages and its items hold once, as memory holds it', async () => {
