@@ -492,6 +492,23 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     ]);
   });
 
+  it('keeps a streamed answer once in Redis, and gives it back whole', async () => {
+    const answer = `Streamed ${randomUUID()}: "quoted", café, ${prose(120, 7)}`;
+    fake.setDefault({ content: answer, chunks: 9 });
+    const stream = await client().responses.create({ model: 'gpt-4o-mini', input: 'Tell me.', stream: true });
+    let id = '';
+    for await (const event of stream) if (event.type === 'response.completed') id = event.response.id;
+    const redis = new Redis(inject('redisUrl'));
+    try {
+      const values = (await redis.mget(...(await redis.keys(`ctxgate:resp:*:${id}*`)))).join('\n');
+      expect(values.split(JSON.stringify(answer).slice(1, -1)).length - 1).toBe(1);
+    } finally {
+      redis.disconnect();
+    }
+    expect((await client().responses.retrieve(id)).output_text).toBe(answer);
+    fake.setDefault({ content: 'ok' });
+  });
+
   it('sends the plain messages it keeps of a shortened input in the client’s own bytes', async () => {
     fake.setDefault({ content: 'Oui.' });
     const before = fake.chatRequests.length;
