@@ -7,7 +7,8 @@ import { bridgeRequest, outputItemsOf, responseObject } from '../../src/response
 import { sharedStrings } from '../../src/responses/shared-strings.js';
 import { valueAt } from '../../src/json-paths.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
-import { createRedisResponseStore, heldOnce } from '../../src/store/response-store.js';
+import { createRedisResponseStore } from '../../src/store/response-store.js';
+import { withHeldOnce } from '../helpers/held-once.js';
 
 const long = (name: string) => `${name}: ${'a "quoted" line, café\n'.repeat(20)}`;
 /** What the service stores of a request and its reply: the messages, the input items, the Response. */
@@ -145,33 +146,29 @@ describe('a stored response whose strings are held once, in a real Redis', () =>
       await new Promise((resolve) => setTimeout(resolve, 20));
     const store = createRedisResponseStore({ redis, ttlSeconds: 60 });
     const tenant = `tenant-${randomUUID()}`;
-    const writer = (values: readonly unknown[]) => (before: string, after: string) =>
-      Buffer.from(`${before}${JSON.stringify(values)}${after}`);
     try {
       await fc.assert(
         fc.asyncProperty(fc.array(item, { minLength: 1, maxLength: 6 }), reply, async (input, answer) => {
           const id = `resp_${randomUUID()}`;
           const { messages, inputItems, response, shared } = stored(input, answer, id);
-          const held = heldOnce({ inputItems, response }, shared);
-          await store.put({
-            id,
-            tenantId: tenant,
-            previousId: undefined,
-            rootId: id,
-            depth: 1,
-            ancestors: [],
-            messagesBefore: 0,
-            messages,
-            tokens: 1,
-            inputItems,
-            response,
-            json: {
-              messages: writer(messages),
-              inputItems: writer(held.inputItems),
-              response: held.response,
+          await store.put(
+            withHeldOnce(
+              {
+                id,
+                tenantId: tenant,
+                previousId: undefined,
+                rootId: id,
+                depth: 1,
+                ancestors: [],
+                messagesBefore: 0,
+                messages,
+                tokens: 1,
+                inputItems,
+                response,
+              },
               shared,
-            },
-          });
+            ),
+          );
           const read = await store.get(tenant, id);
           expect(read?.inputItems).toEqual(inputItems);
           expect(read?.response).toEqual(response);

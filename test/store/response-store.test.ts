@@ -4,11 +4,11 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createRedisConnection, type RedisConnection } from '../../src/store/redis-client.js';
+import { withHeldOnce } from '../helpers/held-once.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import {
   createMemoryResponseStore,
   createRedisResponseStore,
-  heldOnce,
   inputItemId,
   type SharedString,
   type ResponseStore,
@@ -282,21 +282,7 @@ function sharedRecord(tenantId: string, id: string): StoredResponse {
       [1, 'content'],
     ],
   ];
-  const held = heldOnce({ inputItems, response }, shared);
-  const writer = (values: unknown[]) => (before: string, after: string) =>
-    Buffer.from(`${before}${JSON.stringify(values)}${after}`);
-  return {
-    ...record(tenantId, id),
-    messages,
-    inputItems,
-    response,
-    json: {
-      messages: writer(messages),
-      inputItems: writer(held.inputItems),
-      response: held.response,
-      shared,
-    },
-  };
+  return withHeldOnce({ ...record(tenantId, id), messages, inputItems, response }, shared);
 }
 
 describe('the Redis response store, given strings its record holds once', () => {
