@@ -11,6 +11,9 @@ const minSharedChars = 256;
 const content: JsonPath = ['content'];
 const argumentsPath: JsonPath = ['arguments'];
 
+/** Where the arguments of tool call `index` stand in an assistant message. */
+const callArguments = (index: number): JsonPath => ['tool_calls', index, 'function', 'arguments'];
+
 /** Field `name` of `value` when it is an object. */
 const field = (value: unknown, name: string): unknown =>
   typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
@@ -68,8 +71,13 @@ export function sharedStrings(
     calls.forEach((call: unknown, index) => {
       const item = callItems.get(field(call, 'id'));
       if (item === undefined) return;
-      const inMessage = ['tool_calls', index, 'function', 'arguments'];
-      share(field(inputItems[item], 'arguments'), ['inputItems', item], argumentsPath, position, inMessage);
+      share(
+        field(inputItems[item], 'arguments'),
+        ['inputItems', item],
+        argumentsPath,
+        position,
+        callArguments(index),
+      );
     });
   });
   // The answer's text and tool-call arguments, in the Response's output items.
@@ -77,15 +85,13 @@ export function sharedStrings(
   const calls = field(messages[reply], 'tool_calls');
   const inReply: JsonPath[] = [
     content,
-    ...(Array.isArray(calls)
-      ? calls.map((_call, index) => ['tool_calls', index, 'function', 'arguments'])
-      : []),
+    ...(Array.isArray(calls) ? calls.map((_call, index) => callArguments(index)) : []),
   ];
   const output = Array.isArray(response.output) ? (response.output as unknown[]) : [];
   output.forEach((item, index) => {
     const parts = field(item, 'content');
     const places: JsonPath[] = [
-      ['arguments'],
+      argumentsPath,
       ...(Array.isArray(parts) ? parts.map((_part, part) => ['content', part, 'text']) : []),
     ];
     for (const place of places) {
