@@ -202,16 +202,19 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     };
   }
 
-  /** docs/budgets.md: a used-up hard budget is refused and a session request waits here, before its hold. */
-  async function admitBudgets(input: ChatInput, client: ClientStream): Promise<BudgetPlan | undefined> {
+  /** The budgets a request counts against (docs/budgets.md); undefined when none is configured. */
+  function budgetPlanOf(input: ChatInput): BudgetPlan | undefined {
     const { overrides, credential } = input;
-    const plan = budgets.plan({
+    return budgets.plan({
       tenantId: credential.tenantId,
       sessionId: overrides.sessionId,
       policyName: overrides.policyName,
       sessionTokens: overrides.budgetSessionTokens,
     });
-    if (plan === undefined || overrides.sessionId === undefined) return plan;
+  }
+
+  /** docs/budgets.md: a used-up hard budget is refused and a session request waits here, before its hold. */
+  async function admitBudgets(plan: BudgetPlan, client: ClientStream): Promise<BudgetPlan> {
     const admitted = await budgets.admit(plan).catch(refusedBy(client));
     client.addHeaders(admitted.headers);
     if (admitted.delayMs > 0) await deps.sleep(admitted.delayMs);
@@ -236,12 +239,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     };
   }
 
-  async function openSession(
+  function openSession(
     input: ChatInput,
     chatRequest: ChatCompletionRequest,
-    key: SessionKey | undefined,
-  ): Promise<SessionTurn | undefined> {
-    if (key === undefined) return undefined;
+    key: SessionKey,
+  ): Promise<SessionTurn> {
     return beginSessionTurn(
       Object.assign({}, sessionInput(input, chatRequest, key), {
         holdQueue,
@@ -254,12 +256,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   /** The request's expected cost, reserved on its budgets before it is sent. */
-  async function reserve(
-    turn: Turn,
-    plan: BudgetPlan | undefined,
-    first: ChatAttempt,
-  ): Promise<BudgetReservation | undefined> {
-    if (plan === undefined) return undefined;
+  async function reserve(turn: Turn, plan: BudgetPlan, first: ChatAttempt): Promise<BudgetReservation> {
     const reservation = await budgets
       .reserve(plan, {
         promptTokens: first.prepared.report.inputTokens * (first.learned.ratio ?? 1),
@@ -669,7 +666,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     const { input, client, chatRequest, target } = turn;
     const ladder = ladderFor(input, chatRequest, turn.session, turn.rawBody, turn.target);
     turn.lastAttempt = ladder.first;
-    turn.reservation = await reserve(turn, plan, ladder.first);
+    if (plan !== undefined) turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
     const { value, tally } = await measuredExchange(
       deps,
@@ -706,7 +703,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           cancelled: () => client.cancellation.aborted,
           observe: observe(turn),
         });
-        return deliver(turn, await withRecallAnswered(turn, sent, exchange));
+        const answered = sent.attempt.recall ? await withRecallAnswered(turn, sent, exchange) : sent;
+        return deliver(turn, answered);
       },
     );
     turn.upstream = tally;
@@ -748,8 +746,15 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         session: sessionKey === undefined ? undefined : hashedSessionId(sessionKey),
       };
       try {
-        const plan = await admitBudgets(input, client);
-        const session = await openSession(input, chatRequest, sessionKey);
+        // Awaited only when there is something to wait for: a stateless request without budgets (the
+        // usual one) goes on at once (each await costs a promise and a turn of the microtask queue).
+        const planned = budgetPlanOf(input);
+        const plan =
+          planned === undefined || input.overrides.sessionId === undefined
+            ? planned
+            : await admitBudgets(planned, client);
+        const session =
+          sessionKey === undefined ? undefined : await openSession(input, chatRequest, sessionKey);
         const turn: Turn = {
           input,
           client,
@@ -766,8 +771,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         } catch (error) {
           throw withOutcome(error, outcomeOfTurn(turn));
         } finally {
-          await turn.reservation?.release();
-          await session?.release();
+          if (turn.reservation !== undefined) await turn.reservation.release();
+          if (session !== undefined) await session.release();
           if (session !== undefined) recordForInspector(turn, session);
         }
       } catch (error) {

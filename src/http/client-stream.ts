@@ -49,7 +49,9 @@ export function clientStreamFor(request: FastifyRequest, reply: FastifyReply): C
       reply.headers(headers);
     },
     async sendWhole(status, headers, body) {
-      await reply.code(status).headers(headers).send(body);
+      // Not awaited: a route's body is read before its handler runs, so the answer is handed to the
+      // socket at once; awaiting the reply (a thenable) would only add promises to every request.
+      reply.code(status).headers(headers).send(body);
     },
     openStream(status, headers) {
       reply.hijack();

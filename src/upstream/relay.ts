@@ -25,7 +25,7 @@ export interface ClientStream {
   readonly cancellation: EventEmitter & { readonly aborted: boolean };
   /** Headers that go out with whatever answer is sent, an error included. */
   addHeaders(headers: Record<string, string>): void;
-  /** Sends a whole answer. */
+  /** Sends a whole answer: handed to the connection when the promise settles (written out later). */
   sendWhole(status: number, headers: Record<string, string | string[]>, body: Buffer): Promise<void>;
   /** Starts a streamed answer. */
   openStream(status: number, headers: Record<string, string | string[]>): void;
