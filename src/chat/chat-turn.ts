@@ -617,9 +617,9 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   /**
-   * docs/budgeting.md#recall: an answer to an attempt that offers the recall tool, with the tool's calls
-   * answered by the gateway until the model answers the client; the rounds' count and cost go on the
-   * turn. Any other answer is handed on as it came.
+   * docs/budgeting.md#recall: the answer to an attempt that offers the recall tool (the caller asks only
+   * for those), with the tool's calls answered by the gateway until the model answers the client; the
+   * rounds' count and cost go on the turn. An error answer is handed on as it came.
    */
   async function withRecallAnswered(
     turn: Turn,
@@ -627,7 +627,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     exchange: UpstreamExchange,
   ): Promise<SendResult<ChatAttempt>> {
     const { attempt } = sent;
-    if (!attempt.recall || sent.response.statusCode >= 300) return sent;
+    if (sent.response.statusCode >= 300) return sent;
     const { prepared } = attempt;
     const { settings } = prepared;
     const ratio = attempt.learned.ratio ?? 1;
@@ -772,8 +772,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           throw withOutcome(error, outcomeOfTurn(turn));
         } finally {
           if (turn.reservation !== undefined) await turn.reservation.release();
-          if (session !== undefined) await session.release();
-          if (session !== undefined) recordForInspector(turn, session);
+          if (session !== undefined) {
+            await session.release();
+            recordForInspector(turn, session);
+          }
         }
       } catch (error) {
         throw withOutcome(error, asked);
