@@ -230,9 +230,12 @@ export function readJsonText(
 /** ICU's transcoder: Node has it when built with ICU (official builds and Debian's are). */
 const icuTranscode = (nodeBuffer as Partial<typeof nodeBuffer>).transcode;
 
-/** Below this, a body is decoded the plain way: either decoder takes microseconds. */
-const transcodeMinBytes = 64 * 1024;
-/** Bytes of 0x80 and over, in a sample of the body, from which ICU's transcoder decodes faster. */
+/**
+ * Up to this size, a body with any multi-byte character goes through ICU's transcoder; above it, only a
+ * body mostly of them (transcodeMinHighShare), where the transcoder still wins.
+ */
+const transcodeAnyMaxBytes = 4 * 1024 * 1024;
+/** Bytes of 0x80 and over, in a sample of the body, from which ICU's transcoder decodes a larger body faster. */
 const transcodeMinHighShare = 0.4;
 
 /**
@@ -249,10 +252,6 @@ function highByteShare(bytes: Buffer): number {
   return seen === 0 ? 0 : high / seen;
 }
 
-function mostlyMultiByte(bytes: Buffer): boolean {
-  return highByteShare(bytes) >= transcodeMinHighShare;
-}
-
 /**
  * A body's size as counting weighs it: its bytes, those of multi-byte characters (found in a sample)
  * weighing multiByteCountingWeight each. Over 4 MB of it, a prompt is counted from samples.
@@ -266,18 +265,22 @@ export function countingBytesOf(bytes: Buffer | undefined): number {
 /**
  * UTF-8 text of a body. An ASCII body (most JSON: clients escape or send few other characters) is
  * copied byte for byte, the same text: on a 29 MB body that took 4 ms where V8's UTF-8 decoder took 22
- * (measured alone; in the gateway both also pay for the fresh memory). A large body mostly of
- * multi-byte characters goes through ICU's transcoder to UTF-16, 2 to 6 times faster than V8's
- * decoder there (31 MB of Chinese: 23–40 ms where V8 took 122–147; of Russian 83 where it took 154),
- * and slower on text mostly ASCII, which V8 keeps; a body that is not valid UTF-8 is left to V8,
- * whose replacement characters the client's text gets either way.
+ * (measured alone; in the gateway both also pay for the fresh memory). Any other valid UTF-8 body goes
+ * through ICU's transcoder to UTF-16 (vectorized), up to 4 MB whatever its mix: V8's decoder reads
+ * byte by byte from the first multi-byte character on (one `é` or `├──` early in an agent's
+ * conversation is enough), and decoding and parsing took 0.35–0.85 of V8's time from 4 KB to 4 MB, of
+ * text with 0.1%, 2% or 10% of its bytes in accented Latin, CJK or mixed characters (a 2-core VM,
+ * measured alone); a gateway given a 206 KB conversation spent 0.76–0.86 of its CPU per request (the
+ * `proxy` bench's 214 KB conversation is such a one). Past 4 MB the two-byte string it makes
+ * costs as much as it saves, except for text mostly of multi-byte characters (31 MB of Chinese: 23–40 ms
+ * where V8 took 122–147; of Russian 83 where it took 154). A body that is not valid UTF-8 is left to
+ * V8, whose replacement characters the client's text gets either way.
  */
 function decodeUtf8(bytes: Buffer): string {
   if (nodeBuffer.isAscii(bytes)) return bytes.toString('latin1');
   if (
-    bytes.length >= transcodeMinBytes &&
     icuTranscode !== undefined &&
-    mostlyMultiByte(bytes) &&
+    (bytes.length <= transcodeAnyMaxBytes || highByteShare(bytes) >= transcodeMinHighShare) &&
     nodeBuffer.isUtf8(bytes)
   )
     return icuTranscode(bytes, 'utf8', 'ucs2').toString('ucs2');

@@ -276,6 +276,59 @@ describe('readJsonText', () => {
     expect(read).toContain('\uFFFD');
   });
 
+  it('reads any mix of ASCII, multi-byte characters and invalid bytes as the WHATWG decoder does, small or past 64 KB', async () => {
+    // Valid characters of every length (the BOM, noncharacters and the last code point among them) and
+    // what is not UTF-8: a stray continuation byte, overlong forms, an encoded surrogate half, a
+    // sequence cut short, a code point past U+10FFFF, bytes that never occur.
+    const valid = fc
+      .integer({ min: 0x80, max: 0x10ffff })
+      .filter((codePoint) => codePoint < 0xd800 || codePoint > 0xdfff)
+      .map((codePoint) => Buffer.from(String.fromCodePoint(codePoint)));
+    const named = fc
+      .constantFrom('é', '├──', '中', '🚀', '\uFEFF', '\uFFFE', '\u{10FFFF}')
+      .map((text) => Buffer.from(text));
+    const invalid = fc
+      .constantFrom(
+        [0x80],
+        [0xc0, 0x80],
+        [0xe0, 0x80, 0x80],
+        [0xed, 0xa0, 0x80],
+        [0xe4, 0xb8],
+        [0xf0, 0x9f, 0x9a],
+        [0xf4, 0x90, 0x80, 0x80],
+        [0xff],
+        [0xfe],
+      )
+      .map((bytes) => Buffer.from(bytes));
+    const ascii = fc
+      .string({ unit: fc.constantFrom(...'abc xyz 019,.:/-_'), maxLength: 40 })
+      .map((text) => Buffer.from(text));
+    const validPiece = fc.oneof({ arbitrary: ascii, weight: 4 }, valid, named);
+    const anyPiece = fc.oneof({ arbitrary: ascii, weight: 4 }, valid, named, invalid);
+    await fc.assert(
+      fc.asyncProperty(
+        // Text that is all valid UTF-8 (the transcoder's), or not (V8's), once or repeated past 64 KB.
+        fc.oneof(fc.array(validPiece, { maxLength: 60 }), fc.array(anyPiece, { maxLength: 60 })),
+        fc.constantFrom(1, 1, 3_000),
+        async (pieces, copies) => {
+          const inner = Buffer.concat(pieces);
+          const bytes = Buffer.concat([
+            Buffer.from('{"text":"'),
+            ...Array.from({ length: copies }, () => inner),
+            Buffer.from('"}'),
+          ]);
+          const { text } = await readJsonText(Readable.from([bytes]), {
+            limitBytes: 100_000_000,
+            shape: limits,
+            contentLength: bytes.length,
+          });
+          expect(text).toBe(new TextDecoder().decode(bytes));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   it('refuses a body over the limit, a length that does not match, and a shape past the limits', async () => {
     const refusal = async (body: string, options: { limitBytes?: number; contentLength?: number } = {}) =>
       readJsonText(Readable.from([Buffer.from(body)]), {
