@@ -276,7 +276,7 @@ export function countingBytesOf(bytes: Buffer | undefined): number {
  * where V8 took 122–147; of Russian 83 where it took 154). A body that is not valid UTF-8 is left to
  * V8, whose replacement characters the client's text gets either way.
  */
-function decodeUtf8(bytes: Buffer): string {
+export function decodeUtf8(bytes: Buffer): string {
   if (nodeBuffer.isAscii(bytes)) return bytes.toString('latin1');
   if (
     icuTranscode !== undefined &&

@@ -108,6 +108,27 @@ export function clientMessageBytes(raw: Buffer | undefined, body: unknown): Know
 }
 
 /**
+ * `rest`'s known bytes, and for messages it knows none of among the first of `original`, the bytes
+ * `leading` gives them (by position in `original`; a Responses chain's stored messages before the
+ * client's input). The same objects only: a message the engine changed is written anew.
+ */
+export function withLeadingBytes(
+  original: readonly ContextMessage[],
+  leading: ReadonlyArray<Buffer | undefined>,
+  rest: KnownMessageBytes | undefined,
+): KnownMessageBytes | undefined {
+  if (!leading.some((bytes) => bytes !== undefined)) return rest;
+  return (messages) => {
+    const known = rest?.(messages) ?? [];
+    const positions = sourcePositions(original, messages);
+    return Array.from(
+      positions,
+      (position, at) => known[at] ?? (position < 0 ? undefined : leading[position]),
+    );
+  };
+}
+
+/**
  * A top-level array of the client's body: its elements as JSON.parse read them, and where each lies in
  * the client's bytes — read once, the first time they are asked for (json-spans.ts); undefined when
  * the bytes cannot say for sure which element is which.

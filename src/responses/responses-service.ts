@@ -8,7 +8,13 @@
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
-import { bridgedMessageBytes, clientArray, jsonArrayBytes, recordBytes } from '../chat/chat-body.js';
+import {
+  bridgedMessageBytes,
+  clientArray,
+  jsonArrayBytes,
+  recordBytes,
+  withLeadingBytes,
+} from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
@@ -21,7 +27,7 @@ import {
   ancestorLinks,
   heldOnce,
   inputItemId,
-  type ChainRecord,
+  type ReadChainRecord,
   type ResponseStore,
 } from '../store/response-store.js';
 import {
@@ -135,7 +141,14 @@ export function createResponsesService(deps: {
    */
   async function chainOf(tenantId: string, previousId: string | undefined, tokenLimit: number) {
     if (previousId === undefined)
-      return { previous: undefined, previousLinks: [], messages: [], omitted: 0, complete: true };
+      return {
+        previous: undefined,
+        previousLinks: [],
+        messages: [],
+        messageBytes: [],
+        omitted: 0,
+        complete: true,
+      };
     const first = await store.readChain(tenantId, [previousId], previousId);
     const previous = first.records[0];
     if (previous === undefined)
@@ -143,7 +156,7 @@ export function createResponsesService(deps: {
         param: 'previous_response_id',
       });
     const previousLinks = first.links ?? [];
-    const newestFirst: ChainRecord[] = [previous];
+    const newestFirst: ReadChainRecord[] = [previous];
     let tokens = previous.tokens;
     let oldest = previous;
     let next = previousLinks;
@@ -161,7 +174,7 @@ export function createResponsesService(deps: {
       next = batch.links ?? [];
     }
     const complete = oldest.previousId === undefined;
-    let head: ChainRecord[] = [];
+    let head: ReadChainRecord[] = [];
     let omitted = 0;
     if (!complete) {
       const [root] = (await store.readChain(tenantId, [oldest.rootId])).records;
@@ -174,6 +187,9 @@ export function createResponsesService(deps: {
       previous,
       previousLinks,
       messages: records.flatMap((record) => record.messages),
+      messageBytes: records.flatMap(
+        (record): ReadonlyArray<Buffer | undefined> => record.messageBytes ?? record.messages.map(() => undefined),
+      ),
       omitted,
       complete,
     };
@@ -221,7 +237,12 @@ export function createResponsesService(deps: {
       chatInput: Object.assign({}, input, {
         body: Object.assign({}, bridged.chatFields, { messages }),
         rawBody: undefined,
-        messageBytes: bridgedMessageBytes(clientInput, messages, before.length, bridged.sources),
+        // The chain's messages as the store holds them, then the client's input as it came.
+        messageBytes: withLeadingBytes(
+          messages as ContextMessage[],
+          [...(bridged.instructions === undefined ? [] : [undefined]), ...chain.messageBytes],
+          bridgedMessageBytes(clientInput, messages, before.length, bridged.sources),
+        ),
         overrides: Object.assign(
           {},
           overrides,

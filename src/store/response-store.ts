@@ -7,7 +7,9 @@
 // Redis Cluster slot. In process when there is no Redis, bounded by bytes (the least recently used go
 // first).
 import { GatewayError } from '../errors.js';
+import { decodeUtf8 } from '../json-body.js';
 import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
+import { arrayElementSpans } from '../json-spans.js';
 import type { RedisConnection } from './redis-client.js';
 import { jsonChars } from './json-chars.js';
 
@@ -77,9 +79,19 @@ export interface ChainListing {
   updatedAtMs: number;
 }
 
+/** A chain part as read back: with the JSON bytes of each of its messages where the store holds them. */
+export interface ReadChainRecord extends ChainRecord {
+  /**
+   * Each message's JSON as the store holds it (Redis: the bytes written, the client's where they were
+   * its own), aligned with `messages`: a continuation sends them as they are instead of serializing and
+   * encoding each message again. Undefined in process, and for records of an earlier format.
+   */
+  messageBytes?: readonly Buffer[];
+}
+
 export interface ChainBatch {
   /** The chain parts of the ids asked for, in order; undefined for each that does not exist. */
-  records: Array<ChainRecord | undefined>;
+  records: Array<ReadChainRecord | undefined>;
   /** The links (nearest earlier ids, newest first) of `linksOf`, when it was asked for and exists. */
   links: string[] | undefined;
 }
@@ -383,6 +395,23 @@ function chainPartOfEarlier(value: Record<string, unknown>): { part: ChainRecord
   };
 }
 
+/**
+ * A chain part from the bytes Redis holds, with each message's bytes (`{"messages":[…],…}` as
+ * storedParts writes it); a record of an earlier format, or bytes that cannot say which message is
+ * which, without them.
+ */
+function chainRecordOf(bytes: Buffer): ReadChainRecord {
+  const parsed = JSON.parse(decodeUtf8(bytes)) as Record<string, unknown>;
+  if ('chain' in parsed) return chainPartOfEarlier(parsed).part;
+  const record = parsed as unknown as ChainRecord;
+  const spans = arrayElementSpans(bytes, 'messages');
+  if (spans?.length !== 2 * record.messages.length) return record;
+  const messageBytes = record.messages.map((_message, index) =>
+    bytes.subarray(spans[2 * index] as number, spans[2 * index + 1] as number),
+  );
+  return Object.assign(record, { messageBytes });
+}
+
 export function createRedisResponseStore(options: {
   redis: RedisConnection;
   ttlSeconds: number;
@@ -434,19 +463,19 @@ export function createRedisResponseStore(options: {
       const keys = ids.map((id) => keyOf(tenantId, id));
       if (linksOf !== undefined) keys.push(`${keyOf(tenantId, linksOf)}:links`, keyOf(tenantId, linksOf));
       if (keys.length === 0) return { records: [], links: undefined };
-      const values = await redis.mget(...keys).catch(fail);
-      const records = values.slice(0, ids.length).map((value) => {
-        if (value === null) return undefined;
-        const parsed = JSON.parse(value) as Record<string, unknown>;
-        return 'chain' in parsed ? chainPartOfEarlier(parsed).part : (parsed as unknown as ChainRecord);
-      });
+      // As bytes: decoded as a request body is (json-body.ts), and each message's bytes kept.
+      const values = await redis.mgetBuffer(...keys).catch(fail);
+      const records = values
+        .slice(0, ids.length)
+        .map((value) => (value === null ? undefined : chainRecordOf(value)));
       let links: string[] | undefined;
       if (linksOf !== undefined) {
-        const [linkText, own] = values.slice(ids.length) as [string | null, string | null];
-        if (linkText !== null) links = linkText === '' ? [] : linkText.split(',');
+        const [linkBytes, own] = values.slice(ids.length) as [Buffer | null, Buffer | null];
+        const linkText = linkBytes?.toString();
+        if (linkText !== undefined) links = linkText === '' ? [] : linkText.split(',');
         // Stored by an earlier version: the links are in the record's own chain.
         else if (own !== null && own.includes('"chain":'))
-          links = chainPartOfEarlier(JSON.parse(own) as Record<string, unknown>).links;
+          links = chainPartOfEarlier(JSON.parse(decodeUtf8(own)) as Record<string, unknown>).links;
       }
       return { records, links };
     },

@@ -9,6 +9,7 @@ import {
   jsonArrayBytes,
   recordBytes,
   serializeChatBody,
+  withLeadingBytes,
 } from '../../src/chat/chat-body.js';
 import { inputItemId } from '../../src/store/response-store.js';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
@@ -585,5 +586,58 @@ describe('recordBytes: stored input items, in the client’s bytes where they ho
   it('has none without the client’s bytes', () => {
     const records = [{ id: 'msg_1', type: 'message', role: 'user', content: 'Hi' }];
     expect(recordBytes(undefined, records, Int32Array.of(0), ['content'])).toEqual([]);
+  });
+});
+
+describe('withLeadingBytes: a chain’s stored messages before the client’s input', () => {
+  const stored = [
+    { role: 'user', content: 'caf\u00e9' },
+    { role: 'assistant', content: 'noted' },
+  ];
+  const storedBytes = [
+    Buffer.from('{"role":"user","content":"caf\\u00e9"}'),
+    Buffer.from('{ "role": "assistant", "content": "noted" }'),
+  ];
+  const input = { role: 'user', content: 'and now?' };
+  const instructions = { role: 'system', content: 'Be brief.' };
+  const original: ContextMessage[] = [instructions, ...stored, input];
+  const leading = [undefined, ...storedBytes];
+  const known = (sent: ContextMessage[], rest?: Parameters<typeof withLeadingBytes>[2]) =>
+    withLeadingBytes(original, leading, rest)?.(sent).map((bytes) => bytes?.toString());
+
+  it.each([
+    ['all sent', original, [undefined, storedBytes[0]?.toString(), storedBytes[1]?.toString(), undefined]],
+    [
+      'the oldest left out',
+      [instructions, stored[1], input],
+      [undefined, storedBytes[1]?.toString(), undefined],
+    ],
+    // What the engine changed (a new object) is written anew, whatever it holds.
+    [
+      'one changed',
+      [instructions, { ...stored[0] }, stored[1], input],
+      [undefined, undefined, storedBytes[1]?.toString(), undefined],
+    ],
+  ] as Array<[string, ContextMessage[], Array<string | undefined>]>)(
+    'gives each stored message its bytes by position: %s',
+    (_name, sent, expected) => {
+      expect(known(sent)).toEqual(expected);
+      // Sent with them, the body is the same request as written anew.
+      const bytes = withLeadingBytes(original, leading, undefined)?.(sent);
+      expect(JSON.parse(serializeChatBody({ model: 'm', messages: [] }, sent, bytes).toString())).toEqual({
+        model: 'm',
+        messages: sent,
+      });
+    },
+  );
+
+  it('keeps what the client’s bytes give, and gives nothing to add without stored bytes', () => {
+    const fromClient = (sent: readonly ContextMessage[]) =>
+      sent.map((message) =>
+        message === input ? Buffer.from('{"role":"user","content":"and now?"}') : undefined,
+      );
+    expect(known(original, fromClient)?.at(-1)).toBe('{"role":"user","content":"and now?"}');
+    expect(withLeadingBytes(original, [undefined, undefined, undefined], fromClient)).toBe(fromClient);
+    expect(withLeadingBytes(original, [], undefined)).toBeUndefined();
   });
 });

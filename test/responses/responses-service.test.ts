@@ -3,8 +3,11 @@
 // record keeps links, never its whole chain; a request that would be stored is refused before the
 // provider is called while the store cannot take it. The chat engine is replaced by one that answers
 // at once and records what it was asked (the engine itself is tested on its own).
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
+import type { ContextMessage } from '../../src/context/types.js';
+import { createRedisConnection } from '../../src/store/redis-client.js';
 import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
 import { noOverrides } from '../../src/context/request-overrides.js';
 import type { ClientStream } from '../../src/upstream/relay.js';
@@ -13,6 +16,7 @@ import { createResponsesService } from '../../src/responses/responses-service.js
 import {
   ancestorLinks,
   createMemoryResponseStore,
+  createRedisResponseStore,
   type ResponseStore,
 } from '../../src/store/response-store.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
@@ -259,5 +263,66 @@ describe('storing', () => {
       'store down',
     );
     expect(answer.statuses).toEqual([]);
+  });
+});
+
+describe('continuing a chain stored in Redis', () => {
+  it('gives the chat engine each stored message’s bytes, aligned with the messages, the instructions apart', async () => {
+    const redis = createRedisConnection({ mode: 'standalone', url: inject('redisUrl') });
+    for (let attempt = 0; attempt < 100 && redis.status !== 'ready'; attempt++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    try {
+      const store = createRedisResponseStore({ redis, ttlSeconds: 60 });
+      const tenant = `tenant-${randomUUID()}`;
+      const chat = answeringChat();
+      const service = createResponsesService({ chat, store, config, countTokens: () => 40 });
+      let previous: string | undefined;
+      for (const text of ['Café?', 'And the “menu”?', 'Thanks.']) {
+        const answer = client();
+        await service.create(
+          Object.assign(
+            request({
+              model: 'small-model',
+              input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }],
+              ...(previous === undefined ? {} : { previous_response_id: previous }),
+            }),
+            { credential: Object.assign({}, credential, { tenantId: tenant }) },
+          ),
+          answer,
+        );
+        previous = (JSON.parse((answer.bodies[0] as Buffer).toString()) as { id: string }).id;
+      }
+      await service.create(
+        Object.assign(
+          request({
+            model: 'small-model',
+            instructions: 'Be brief.',
+            input: 'And now?',
+            previous_response_id: previous,
+          }),
+          { credential: Object.assign({}, credential, { tenantId: tenant }) },
+        ),
+        client(),
+      );
+      const asked = chat.asked.at(-1) as ChatInput;
+      const messages = (asked.body as { messages: ContextMessage[] }).messages;
+      const known = asked.messageBytes?.(messages) ?? [];
+      // Instructions, three turns of a question and an answer, the new input.
+      expect(messages.map((message) => message.role)).toEqual([
+        'system',
+        ...Array<string[]>(3).fill(['user', 'assistant']).flat(),
+        'user',
+      ]);
+      expect(known.map((bytes) => bytes !== undefined)).toEqual([
+        false,
+        ...Array<boolean>(6).fill(true),
+        false,
+      ]);
+      known.forEach((bytes, index) => {
+        if (bytes !== undefined) expect(JSON.parse(String(bytes))).toEqual(messages[index]);
+      });
+    } finally {
+      redis.disconnect();
+    }
   });
 });

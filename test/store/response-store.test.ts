@@ -87,8 +87,10 @@ describe.each([
     await store.put(record(a, 'resp_2', ['resp_1']));
     const batch = await store.readChain(a, ['resp_2', 'resp_1', 'resp_x'], 'resp_2');
     expect(batch.records.map((found) => found?.id)).toEqual(['resp_2', 'resp_1', undefined]);
-    // The chain part only: messages and links, never the response object or the input items.
-    expect(batch.records[0]).toEqual({
+    // The chain part only: messages and links, never the response object or the input items (and, from
+    // Redis, each message's bytes: below).
+    const { messageBytes: _bytes, ...part } = batch.records[0] ?? {};
+    expect(part).toEqual({
       id: 'resp_2',
       previousId: 'resp_1',
       rootId: 'resp_1',
@@ -249,6 +251,11 @@ describe('the Redis response store, given the JSON of a record', () => {
     const batch = await store.readChain(tenant, ['resp_1'], 'resp_1');
     expect(batch.records[0]?.messages).toEqual(values.messages);
     expect(batch.links).toEqual([]);
+    // Each message's bytes as they were written (the writer's spaces and escapes), for a continuation
+    // to send as they are: one per message, in order.
+    const messageBytes = batch.records[0]?.messageBytes?.map(String) ?? [];
+    expect(messageBytes.map((bytes) => JSON.parse(bytes) as unknown)).toEqual(values.messages);
+    messageBytes.forEach((bytes, index) => expect(bytes).toContain(`"content": "Caf\\u00e9 ${index}: `));
     expect(await store.get(tenant, 'resp_1')).toEqual(values);
     expect(await store.findItems(tenant, [`msg_${count - 1}`])).toEqual([values.inputItems.at(-1)]);
     // What Redis holds is what the writers wrote, not the values written again.
