@@ -187,12 +187,19 @@ export function createResponsesService(deps: {
       previous,
       previousLinks,
       messages: records.flatMap((record) => record.messages),
-      messageBytes: records.flatMap(
-        (record): ReadonlyArray<Buffer | undefined> => record.messageBytes ?? record.messages.map(() => undefined),
-      ),
+      messageBytes: chainBytes(records),
       omitted,
       complete,
     };
+  }
+
+  /** The stored bytes of a chain's messages, in order, where its records hold them. */
+  function chainBytes(records: readonly ReadChainRecord[]): Array<Buffer | undefined> {
+    const bytes: Array<Buffer | undefined> = [];
+    for (const record of records)
+      if (record.messageBytes !== undefined) bytes.push(...record.messageBytes);
+      else for (let index = 0; index < record.messages.length; index++) bytes.push(undefined);
+    return bytes;
   }
 
   /** The window a chain is read against: the one stated by the request, or the model's. */

@@ -277,7 +277,10 @@ describe('continuing a chain stored in Redis', () => {
       const chat = answeringChat();
       const service = createResponsesService({ chat, store, config, countTokens: () => 40 });
       let previous: string | undefined;
-      for (const text of ['Café?', 'And the “menu”?', 'Thanks.']) {
+      // Questions long enough for their bytes to be kept (short ones are written anew).
+      for (const text of ['Café?', 'And the “menu”?', 'Thanks.'].map(
+        (question) => `${question} ${'More detail. '.repeat(100)}`,
+      )) {
         const answer = client();
         await service.create(
           Object.assign(
