@@ -2,8 +2,9 @@
 // Chains of 10 to 3,000 turns are built through a gateway on a real redis-server (one request per
 // turn), then each is continued BENCH_CHAIN_ROUNDS times; the gateway's CPU per continuation is read
 // from /proc (all its threads) and printed per length, for a model with a 128k window and one with
-// 8k, with the ratio to the 10-turn chain. A chain is read only as far as the window reaches, so the
-// cost grows until the window is full and stays flat after. Then what Redis holds per stored turn of an
+// 8k, with the ratio to the 10-turn chain, and for chains of an agent's 1 KB turns (up to 300). A chain
+// is read only as far as the window reaches, so the cost grows until the window is full and stays flat
+// after. Then what Redis holds per stored turn of an
 // agent (a tool call, the file it read, a question in a text part), against the bytes of its texts.
 // Figures only.
 import { Redis } from 'ioredis';
@@ -55,16 +56,44 @@ export async function responsesChainsSection(): Promise<void> {
     console.log(
       `\n== responses-chains: gateway CPU per continuation of a chain (ms, mean of ${rounds}; ratio to 10 turns) ==`,
     );
-    for (const model of ['gpt-4o-mini', 'small-8k']) {
+    // One sentence a turn, on a 128k and an 8k window; then an agent's turns: a question of about 1 KB in a
+    // text part, with the accents and typographic quotes real text has (records long enough for each
+    // message to be sent in the bytes Redis holds, response-store.ts).
+    const rows = [
+      {
+        label: 'gpt-4o-mini',
+        model: 'gpt-4o-mini',
+        input: (turn: number): unknown => `Turn ${turn}: ${sentence}`,
+        lengths,
+      },
+      {
+        label: 'small-8k',
+        model: 'small-8k',
+        input: (turn: number): unknown => `Turn ${turn}: ${sentence}`,
+        lengths,
+      },
+      {
+        label: '1 KB turns',
+        model: 'gpt-4o-mini',
+        input: (turn: number): unknown => [
+          {
+            role: 'user',
+            content: [{ type: 'input_text', text: `Turn ${turn}: the “café” module — ${prose(220, turn)}` }],
+          },
+        ],
+        lengths: lengths.filter((length) => length <= 300),
+      },
+    ];
+    for (const { label, model, input, lengths: rowLengths } of rows) {
       const row: string[] = [];
       let base: number | undefined;
       let last: string | undefined;
       let built = 0;
-      for (const length of lengths) {
+      for (const length of rowLengths) {
         for (; built < length; built++)
           last = await create({
             model,
-            input: `Turn ${built}: ${sentence}`,
+            input: input(built),
             ...(last === undefined ? {} : { previous_response_id: last }),
           });
         // Warmed, then the CPU of all rounds together over their number: /proc counts in 10 ms ticks.
@@ -77,7 +106,7 @@ export async function responsesChainsSection(): Promise<void> {
         base ??= cost;
         row.push(`${length}: ${cost.toFixed(1)} (${(cost / Math.max(base, 0.01)).toFixed(1)}x)`);
       }
-      console.log(`${model.padEnd(12)} ${row.join('   ')}`);
+      console.log(`${label.padEnd(12)} ${row.join('   ')}`);
     }
     await storedTurnBytes(redis.url, create);
     await pool.close();
