@@ -263,22 +263,42 @@ export function countingBytesOf(bytes: Buffer | undefined): number {
 }
 
 /**
+ * Whether Node's own UTF-8 decoder (`buffer.toString('utf8')`) is the vectorized one: it validates with
+ * simdutf and converts in one pass from Node 24.14, 25.3 and 26 on (nodejs/node#61131). Before it, V8
+ * decoded byte by byte from the first multi-byte character on.
+ */
+export function nodeDecodesUtf8Fast(version: string): boolean {
+  const [major = 0, minor = 0] = version.replace(/^v/, '').split('.').map(Number);
+  return major >= 26 || (major === 25 && minor >= 3) || (major === 24 && minor >= 14);
+}
+
+const fastNodeDecoder = nodeDecodesUtf8Fast(process.versions.node);
+
+/**
  * UTF-8 text of a body. An ASCII body (most JSON: clients escape or send few other characters) is
  * copied byte for byte, the same text: on a 29 MB body that took 4 ms where V8's UTF-8 decoder took 22
- * (measured alone; in the gateway both also pay for the fresh memory). Any other valid UTF-8 body goes
- * through ICU's transcoder to UTF-16 (vectorized), up to 4 MB whatever its mix: V8's decoder reads
- * byte by byte from the first multi-byte character on (one `é` or `├──` early in an agent's
- * conversation is enough), and decoding and parsing took 0.35–0.85 of V8's time from 4 KB to 4 MB, of
- * text with 0.1%, 2% or 10% of its bytes in accented Latin, CJK or mixed characters (a 2-core VM,
- * measured alone); a gateway given a 206 KB conversation spent 0.76–0.86 of its CPU per request (the
- * `proxy` bench's 214 KB conversation is such a one). Past 4 MB the two-byte string it makes
- * costs as much as it saves, except for text mostly of multi-byte characters (31 MB of Chinese: 23–40 ms
- * where V8 took 122–147; of Russian 83 where it took 154). A body that is not valid UTF-8 is left to
- * V8, whose replacement characters the client's text gets either way.
+ * (measured alone; in the gateway both also pay for the fresh memory).
+ *
+ * Any other body: where Node decodes UTF-8 with simdutf (`nodeDecodesUtf8Fast`: the Docker image's Node
+ * 26 among them), with Node's decoder. There ICU's transcoder, which makes a UTF-16 buffer and copies it
+ * into the string, is the slower one (a 231 KB conversation with a few accented words, Node 26: 39–88 µs
+ * against 113–151; Node 24.15: 200–237 against 280–330; 200 KB of Chinese and of Russian, and 20 MB of
+ * Chinese, no faster either; a 2-core VM, measured alone). On an older Node (20 and 22, which this
+ * project's tests and benches run on), valid UTF-8 goes through ICU's transcoder to UTF-16 (vectorized),
+ * up to 4 MB whatever its mix: V8's decoder reads byte by byte from the first multi-byte character on
+ * (one `é` or `├──` early in an agent's conversation is enough), and decoding and parsing took 0.35–0.85
+ * of V8's time from 4 KB to 4 MB, of text with 0.1%, 2% or 10% of its bytes in accented Latin, CJK or
+ * mixed characters (a 2-core VM, measured alone); a gateway given a 206 KB conversation spent 0.76–0.86
+ * of its CPU per request (the `proxy` bench's 214 KB conversation is such a one). Past 4 MB the two-byte
+ * string it makes costs as much as it saves, except for text mostly of multi-byte characters (31 MB of
+ * Chinese: 23–40 ms where V8 took 122–147; of Russian 83 where it took 154). A body that is not valid
+ * UTF-8 is left to Node's decoder, whose replacement characters the client's text gets either way.
+ * `fastDecoder` says which Node this is (tests give both).
  */
-export function decodeUtf8(bytes: Buffer): string {
+export function decodeUtf8(bytes: Buffer, fastDecoder = fastNodeDecoder): string {
   if (nodeBuffer.isAscii(bytes)) return bytes.toString('latin1');
   if (
+    !fastDecoder &&
     icuTranscode !== undefined &&
     (bytes.length <= transcodeAnyMaxBytes || highByteShare(bytes) >= transcodeMinHighShare) &&
     nodeBuffer.isUtf8(bytes)

@@ -6,7 +6,9 @@ import { describe, expect, it } from 'vitest';
 import {
   bytesAsRead,
   countingBytesOf,
+  decodeUtf8,
   JsonShapeScanner,
+  nodeDecodesUtf8Fast,
   parseJsonBody,
   readJsonText,
 } from '../src/json-body.js';
@@ -322,7 +324,11 @@ describe('readJsonText', () => {
             shape: limits,
             contentLength: bytes.length,
           });
-          expect(text).toBe(new TextDecoder().decode(bytes));
+          const expected = new TextDecoder().decode(bytes);
+          expect(text).toBe(expected);
+          // Whichever decoder this Node has: the transcoder's path and Node's own give the same text.
+          expect(decodeUtf8(bytes, false)).toBe(expected);
+          expect(decodeUtf8(bytes, true)).toBe(expected);
         },
       ),
       { numRuns: 150 },
@@ -344,6 +350,24 @@ describe('readJsonText', () => {
     expect(await refusal('['.repeat(65) + ']'.repeat(65))).toBe('json_too_deep');
     expect(await refusal(`[${'[],'.repeat(100)}[]]`)).toBe('invalid_request');
     expect(await refusal(`[${'[],'.repeat(98)}[]]`)).toBe('read');
+  });
+});
+
+describe('nodeDecodesUtf8Fast: the Node releases whose UTF-8 decoder is vectorized (nodejs/node#61131)', () => {
+  it.each<[string, boolean]>([
+    ['20.20.2', false],
+    ['22.23.3', false],
+    ['v24.13.0', false],
+    ['24.14.0', true],
+    ['v24.15.0', true],
+    ['25.2.1', false],
+    ['25.3.0', true],
+    ['25.9.0', true],
+    ['26.0.0', true],
+    ['v26.10.0', true],
+    ['27.1.0', true],
+  ])('%s: %s', (version, fast) => {
+    expect(nodeDecodesUtf8Fast(version)).toBe(fast);
   });
 });
 
