@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { abortSection } from './sections/abort.js';
 import { budgetsSection } from './sections/budgets.js';
+import { decodeSection } from './sections/decode.js';
 import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { hostileBodiesSection } from './sections/hostile-bodies.js';
@@ -30,6 +31,7 @@ const sections: Record<string, () => Promise<void>> = {
   abort: abortSection,
   render: renderSection,
   tokenizer: tokenizerSection,
+  decode: decodeSection,
   sse: sseSection,
   'memory-store': memoryStoreSection,
   'hostile-bodies': hostileBodiesSection,
