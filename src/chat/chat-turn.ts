@@ -1,4 +1,4 @@
-// A chat completion, start to end (README.md and docs/, §12): parse → plan budgets → open the session turn →
+// A chat completion, start to end (docs/architecture.md, "A chat request's path"): parse → plan budgets → open the session turn →
 // render → send with recovery → relay → commit → settle. Each step is a function below; this module
 // knows no fastify: the client is a ClientStream, the request's own headers arrive as RequestOverrides.
 import type { IncomingHttpHeaders } from 'node:http';
