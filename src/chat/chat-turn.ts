@@ -1,6 +1,7 @@
-// A chat completion, start to end (docs/architecture.md, "A chat request's path"): parse → plan budgets → open the session turn →
-// render → send with recovery → relay → commit → settle. Each step is a function below; this module
-// knows no fastify: the client is a ClientStream, the request's own headers arrive as RequestOverrides.
+// A chat completion, start to end (docs/architecture.md, "A chat request's path"): parse → plan budgets
+// → open the session turn → render → send with recovery → relay → commit → settle. Each step is a
+// function below; this module knows no fastify: the client is a ClientStream, the request's own headers
+// arrive as RequestOverrides.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
 import type { BudgetPlan, BudgetReservation, BudgetService } from '../budget/budget-service.js';

@@ -1,6 +1,7 @@
-// End to end (README.md, errors; docs/configuration.md, `unknown_models`): a model name no entry knows. By default its window is assumed and the
-// assumption is logged once per model name; with `unknown_models: reject` it is refused with a 400 the
-// OpenAI client maps to BadRequestError — unless the request states its window itself.
+// End to end (README.md, errors; docs/configuration.md, `unknown_models`): a model name no entry knows.
+// By default its window is assumed and the assumption is logged once per model name; with
+// `unknown_models: reject` it is refused with a 400 the OpenAI client maps to BadRequestError — unless the
+// request states its window itself.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
