@@ -768,7 +768,18 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         };
         try {
           const streamErrorCode = await sendAndDeliver(turn, plan);
-          return Object.assign({}, asked, outcomeOfTurn(turn), { streamErrorCode });
+          const done = outcomeOfTurn(turn);
+          // Written out rather than merged with Object.assign: this runs on every request.
+          return {
+            model: asked.model,
+            stream: asked.stream,
+            session: asked.session,
+            context: done.context,
+            fallback: done.fallback,
+            upstream: done.upstream,
+            recallCalls: done.recallCalls,
+            streamErrorCode,
+          };
         } catch (error) {
           throw withOutcome(error, outcomeOfTurn(turn));
         } finally {

@@ -1,6 +1,7 @@
 // The resolved, frozen configuration the gateway runs with: the config file merged with the environment.
 import type { BudgetSetConfig, ConfigFile } from './config-schema.js';
 import type { ModelRouting } from './model-routing.js';
+import type { ResolvedPolicies } from './policy-defaults.js';
 
 export interface UpstreamConfig {
   name: string;
@@ -51,6 +52,8 @@ export interface GatewayConfig {
   context: ConfigFile['context'];
   /** Named presets: the built-in ones (chat, agent, economy) merged with the file's. */
   policies: ConfigFile['policies'];
+  /** `context` and each of `policies` over the built-in defaults, as requests use them. */
+  resolvedPolicies: ResolvedPolicies;
   budgets: BudgetsConfig;
   learning: ConfigFile['learning'];
   responses: ConfigFile['responses'];

@@ -8,7 +8,7 @@ import { configFileSchema, type BudgetSetConfig, type ConfigFile } from './confi
 import { gatewayKeyTenantId, passThroughTenantId, sha256 } from './tenant-id.js';
 import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
 import { createModelRouting } from './model-routing.js';
-import { builtInPolicy, builtInPresets } from './policy-defaults.js';
+import { builtInPresets, resolvePolicies, type ResolvedPolicy } from './policy-defaults.js';
 
 export const defaultConfigPath = 'config/ctxgate.yaml';
 export const defaultUpstreamBaseUrl = 'https://api.openai.com/v1';
@@ -211,15 +211,15 @@ function parseUpstreams(
 
 /** summarize_to must lie below summarize_at in the defaults and in every preset as they resolve. */
 function checkSummaryThresholds(file: ConfigFile, configPath: string, problems: string[]): void {
-  const defaults = Object.assign({}, builtInPolicy, definedOnly(file.context));
-  const layers: Array<[string, object]> = [
-    ['context', {}],
-    ...Object.entries(Object.assign({}, builtInPresets, file.policies)).map(
-      ([name, preset]): [string, object] => [`policies.${name}`, preset],
-    ),
+  const resolved = resolvePolicies(file.context, Object.assign({}, builtInPresets, file.policies));
+  const layers: Array<[string, ResolvedPolicy]> = [
+    ['context', resolved.defaults],
+    ...Object.entries(resolved.presets).map(([name, policy]): [string, ResolvedPolicy] => [
+      `policies.${name}`,
+      policy,
+    ]),
   ];
-  for (const [where, layer] of layers) {
-    const policy = Object.assign({}, defaults, definedOnly(layer));
+  for (const [where, policy] of layers) {
     if (policy.summarize_to >= policy.summarize_at) {
       problems.push(
         `${configPath}: ${where}: summarize_to (${policy.summarize_to}) must be below summarize_at (${policy.summarize_at})`,
@@ -285,6 +285,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
   if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
 
   const upstreams = [...routed, defaultUpstream];
+  const policies = Object.assign({}, builtInPresets, file.policies);
   const config: GatewayConfig = {
     configPath,
     port,
@@ -301,7 +302,8 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     unknownModels: file.unknown_models,
     sessions: file.sessions,
     context: file.context,
-    policies: Object.assign({}, builtInPresets, file.policies),
+    policies,
+    resolvedPolicies: resolvePolicies(file.context, policies),
     budgets: {
       warnAt: file.budgets.warn_at,
       backpressure: file.budgets.backpressure
@@ -316,10 +318,6 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     adminApiKeys,
   };
   return deepFreeze(config);
-}
-
-function definedOnly(layer: object): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(layer).filter(([, value]) => value !== undefined));
 }
 
 function deepFreeze<T>(value: T): T {

@@ -71,3 +71,40 @@ export const builtInPresets: Record<string, PolicyConfig> = {
   /** Cost first: a tight history cap and short tool results. */
   economy: { max_history_tokens: 8_000, trim_to: 0.5, max_tool_result_tokens: 2_000, keep_last: 3 },
 };
+
+/**
+ * The policies a request can name, resolved once when the config loads: the built-in defaults under the
+ * file's `context`, and each preset (built-in and the file's) over those (docs/configuration.md). The
+ * config is frozen, and so are these: every request shares them.
+ */
+export interface ResolvedPolicies {
+  /** What a request that names no preset runs with. */
+  defaults: ResolvedPolicy;
+  /** By preset name (own entries only: read them with ownEntry). */
+  presets: Readonly<Record<string, ResolvedPolicy>>;
+}
+
+/** A copy of `policy` with the defined knobs of `layer` over it (a spread copy, whose keys only change). */
+function overlaid(policy: ResolvedPolicy, layer: object): ResolvedPolicy {
+  const copy: ResolvedPolicy = { ...policy };
+  const target = copy as unknown as Record<string, unknown>;
+  for (const key in layer) {
+    const value = (layer as Record<string, unknown>)[key];
+    if (value !== undefined) target[key] = value;
+  }
+  return copy;
+}
+
+export function resolvePolicies(
+  context: object,
+  presets: Readonly<Record<string, object>>,
+): ResolvedPolicies {
+  const defaults = overlaid(builtInPolicy, context);
+  return {
+    defaults,
+    // fromEntries defines own properties: a preset named "__proto__" is one like any other.
+    presets: Object.fromEntries(
+      Object.entries(presets).map(([name, preset]) => [name, overlaid(defaults, preset)]),
+    ),
+  };
+}

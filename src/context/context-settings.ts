@@ -3,7 +3,7 @@
 // model's entry, the config file's defaults, the built-in defaults (docs/configuration.md).
 import { ownEntry, type GatewayConfig } from '../config/gateway-config.js';
 import { fallbackModelEntry, type ModelEntry } from '../config/model-table.js';
-import { builtInPolicy, type ResolvedPolicy } from '../config/policy-defaults.js';
+import type { ResolvedPolicy } from '../config/policy-defaults.js';
 import { GatewayError } from '../errors.js';
 import type { RequestOverrides } from './request-overrides.js';
 
@@ -21,15 +21,6 @@ export interface ContextSettings {
 /** The model's entry: the config file's first match, else the built-in table's (config/model-routing.ts). */
 export function findModelEntry(config: GatewayConfig, model: string): ModelEntry {
   return config.routing.entryFor(model);
-}
-
-/** Copies the defined knobs of `layer` over `policy` (a plain loop: this runs on every request). */
-function overlay(policy: ResolvedPolicy, layer: object): void {
-  const target = policy as unknown as Record<string, unknown>;
-  for (const key in layer) {
-    const value = (layer as Record<string, unknown>)[key];
-    if (value !== undefined) target[key] = value;
-  }
 }
 
 /** True for a model name no configured entry and no built-in one matches (its window is a guess). */
@@ -50,9 +41,9 @@ export function resolveContextSettings(options: {
   const { config, overrides } = options;
   const model = findModelEntry(config, options.model);
   const policyName = overrides.policyName;
-  let preset = {};
+  let policy = config.resolvedPolicies.defaults;
   if (policyName !== undefined) {
-    const found = ownEntry(config.policies, policyName);
+    const found = ownEntry(config.resolvedPolicies.presets, policyName);
     if (found === undefined) {
       throw new GatewayError(
         'invalid_header',
@@ -62,15 +53,13 @@ export function resolveContextSettings(options: {
         },
       );
     }
-    preset = found;
+    policy = found;
   }
-  // A spread copy, whose keys the layers only overwrite: never one that gains keys afterwards (Node 20
-  // gives each such object a hidden class of its own), nor Object.assign, slower for this many keys.
-  const policy: ResolvedPolicy = { ...builtInPolicy };
-  overlay(policy, config.context);
-  overlay(policy, preset);
+  // Resolved when the config loaded (config/policy-defaults.ts), shared and frozen; a header's cap
+  // makes this request's own copy.
+  if (overrides.maxHistoryTokens !== undefined)
+    policy = Object.assign({}, policy, { max_history_tokens: overrides.maxHistoryTokens });
 
-  if (overrides.maxHistoryTokens !== undefined) policy.max_history_tokens = overrides.maxHistoryTokens;
   const window = overrides.contextWindow ?? Math.min(model.window, options.learnedWindow ?? Infinity);
 
   // A reserve the client did not ask for leaves most of a small window to the prompt: at most a quarter.

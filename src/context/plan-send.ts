@@ -133,13 +133,19 @@ export function planSend(input: PlanSendInput): PreparedContext {
     overrides.omittedBefore ?? 0,
   );
   const { conversation } = reduced;
-  const baseSettings: ContextSettings = Object.assign({}, resolved, {
+  // Written out rather than copied with Object.assign: this runs on every request.
+  const baseSettings: ContextSettings = {
+    window: resolved.window,
+    outputReserve: resolved.outputReserve,
+    outputReserveRequested: resolved.outputReserveRequested,
+    model: resolved.model,
+    policyName: resolved.policyName,
     policy: reduced.policy,
     safetyMarginTokens:
       ratio === undefined
         ? resolved.safetyMarginTokens
         : Math.ceil(resolved.window * resolved.policy.safety_margin),
-  });
+  };
   const windowFor = (reserve: number): number => {
     if (ratio === undefined) return baseSettings.window;
     const fixed = reserve + baseSettings.safetyMarginTokens;
@@ -205,10 +211,12 @@ export function planSend(input: PlanSendInput): PreparedContext {
   const final =
     outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
   if (!outcome.ok) throw doesNotFit(outcome, final, ratio ?? 1);
+  // The report is this render's own (renderContext makes a new one every call): an estimated model's
+  // states the window as configured, not scaled into estimate units.
+  if (ratio !== undefined) outcome.report.window = final.window;
   const prepared: PreparedContext = {
     messages: outcome.messages,
-    report:
-      ratio === undefined ? outcome.report : Object.assign({}, outcome.report, { window: final.window }),
+    report: outcome.report,
     settings: final,
   };
   const maxTokens = leftForAnswer ?? loweredMaxTokens ?? attempt.maxTokens;

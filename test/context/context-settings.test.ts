@@ -84,6 +84,25 @@ describe('resolveContextSettings', () => {
     expect(headers.window).toBe(50_000);
   });
 
+  it("gives a header's history cap to that request alone: the preset stays as configured for the next", () => {
+    const capped = resolveContextSettings({
+      config,
+      model: 'house-large',
+      overrides: parseRequestOverrides({ 'x-context-policy': 'tight', 'x-context-max-history-tokens': '10' }),
+      maxCompletionTokens: undefined,
+    });
+    const next = resolveContextSettings({
+      config,
+      model: 'house-large',
+      overrides: parseRequestOverrides({ 'x-context-policy': 'tight' }),
+      maxCompletionTokens: undefined,
+    });
+    expect(capped.policy.max_history_tokens).toBe(10);
+    expect(capped.policy.trim_to).toBe(0.5);
+    expect(next.policy.max_history_tokens).toBe(3_000);
+    expect(next.policy).toBe(config.resolvedPolicies.presets.tight);
+  });
+
   it("takes the output reserve from the request's max tokens", () => {
     expect(
       resolveContextSettings({
