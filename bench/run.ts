@@ -9,6 +9,7 @@ import { fidelitySection } from './sections/fidelity.js';
 import { memoryStoreSection, sseSection } from './sections/hardening.js';
 import { hostileBodiesSection } from './sections/hostile-bodies.js';
 import { idleSection } from './sections/idle.js';
+import { instructionsSection } from './sections/instructions.js';
 import { fuzzSection } from './sections/fuzz.js';
 import { responsesChainsSection } from './sections/responses-chains.js';
 import { learnedSection } from './sections/learned.js';
@@ -27,6 +28,7 @@ const sections: Record<string, () => Promise<void>> = {
   'redis-commands': redisCommandsSection,
   summarization: summarizationSection,
   proxy: proxySection,
+  instructions: instructionsSection,
   service: serviceSection,
   abort: abortSection,
   render: renderSection,

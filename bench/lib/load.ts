@@ -20,7 +20,7 @@ export const connections = 32;
 export const tsx = [process.execPath, '--import', 'tsx'];
 
 /** The node arguments `npm start` runs in a checkout (its package.json's `exec node …`), flags included. */
-function startArguments(directory: string): string[] {
+export function startArguments(directory: string): string[] {
   const manifest = JSON.parse(readFileSync(`${directory}/package.json`, 'utf8')) as {
     scripts: { start: string };
   };
