@@ -23,6 +23,23 @@ export function findModelEntry(config: GatewayConfig, model: string): ModelEntry
   return config.routing.entryFor(model);
 }
 
+/** `settings` with another policy and safety margin: written out rather than merged, as every request makes one. */
+export function withPolicy(
+  settings: ContextSettings,
+  policy: ResolvedPolicy,
+  safetyMarginTokens: number,
+): ContextSettings {
+  return {
+    window: settings.window,
+    outputReserve: settings.outputReserve,
+    outputReserveRequested: settings.outputReserveRequested,
+    model: settings.model,
+    policyName: settings.policyName,
+    policy,
+    safetyMarginTokens,
+  };
+}
+
 /** True for a model name no configured entry and no built-in one matches (its window is a guess). */
 export function isUnknownModel(config: GatewayConfig, model: string): boolean {
   return findModelEntry(config, model) === fallbackModelEntry;

@@ -14,7 +14,12 @@ import type { RequestOverrides } from './request-overrides.js';
 import type { SessionView } from './session-view.js';
 import { isSystemRole } from './turns.js';
 import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
-import { findModelEntry, resolveContextSettings, type ContextSettings } from './context-settings.js';
+import {
+  findModelEntry,
+  resolveContextSettings,
+  withPolicy,
+  type ContextSettings,
+} from './context-settings.js';
 
 /** The retry ladder's later steps (docs/budgeting.md#reactive-recovery): fewer turns than the window alone would allow. */
 export type ContextReduction = 'none' | 'drop_oldest_half' | 'minimal';
@@ -133,19 +138,14 @@ export function planSend(input: PlanSendInput): PreparedContext {
     overrides.omittedBefore ?? 0,
   );
   const { conversation } = reduced;
-  // Written out rather than copied with Object.assign: this runs on every request.
-  const baseSettings: ContextSettings = {
-    window: resolved.window,
-    outputReserve: resolved.outputReserve,
-    outputReserveRequested: resolved.outputReserveRequested,
-    model: resolved.model,
-    policyName: resolved.policyName,
-    policy: reduced.policy,
-    safetyMarginTokens:
-      ratio === undefined
-        ? resolved.safetyMarginTokens
-        : Math.ceil(resolved.window * resolved.policy.safety_margin),
-  };
+  const baseSettings = withPolicy(
+    resolved,
+    reduced.policy,
+    ratio === undefined
+      ? resolved.safetyMarginTokens
+      : Math.ceil(resolved.window * resolved.policy.safety_margin),
+  );
+
   const windowFor = (reserve: number): number => {
     if (ratio === undefined) return baseSettings.window;
     const fixed = reserve + baseSettings.safetyMarginTokens;

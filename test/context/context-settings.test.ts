@@ -2,7 +2,7 @@
 // model's entry, the config file's defaults, the built-in defaults (docs/configuration.md).
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
-import { resolveContextSettings } from '../../src/context/context-settings.js';
+import { resolveContextSettings, withPolicy } from '../../src/context/context-settings.js';
 import { parseRequestOverrides } from '../../src/http/request-overrides.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
@@ -101,6 +101,21 @@ describe('resolveContextSettings', () => {
     expect(capped.policy.trim_to).toBe(0.5);
     expect(next.policy.max_history_tokens).toBe(3_000);
     expect(next.policy).toBe(config.resolvedPolicies.presets.tight);
+  });
+
+  it('withPolicy: every other setting as it was, the policy and margin given, the settings it was given unchanged', () => {
+    const settings = resolveContextSettings({
+      config,
+      model: 'house-large',
+      overrides: parseRequestOverrides({ 'x-context-policy': 'tight' }),
+      maxCompletionTokens: 321,
+    });
+    const before = structuredClone(settings);
+    const policy = { ...settings.policy, keep_last: 1 };
+    const changed = withPolicy(settings, policy, 77);
+    expect(changed).toEqual({ ...before, policy, safetyMarginTokens: 77 });
+    expect(changed.policy).toBe(policy);
+    expect(settings).toEqual(before);
   });
 
   it("takes the output reserve from the request's max tokens", () => {
