@@ -22,7 +22,8 @@ import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { dumpTotal, readPerfMap, selfCosts } from '../lib/callgrind.js';
 import { chatBody, uniqueChatBodies } from '../lib/bodies.js';
-import { median, startArguments, tsx, wideRow } from '../lib/load.js';
+import { median, startArguments } from '../lib/load.js';
+import { startProxyUpstream } from './proxy.js';
 
 const warmupRequests = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? '12000');
 const measuredRequests = Number(process.env.BENCH_INSTRUCTIONS_REQUESTS ?? '400');
@@ -46,6 +47,11 @@ const cases: Case[] = [
   },
   { label: '2 KB, every body new (counted each time)', bodies: () => uniqueChatBodies(), target: 0.85 },
 ];
+
+/** A table row whose cells fit this section's labels and figures. */
+function wideRow(cells: Array<string | number>): string {
+  return cells.map((cell, index) => String(cell).padEnd(index === 0 ? 44 : 26)).join('');
+}
 
 function fixed(body: string): () => string {
   return () => body;
@@ -189,11 +195,7 @@ export async function instructionsSection(): Promise<void> {
   let targets: Target[] = [];
   const directories: string[] = [];
   try {
-    const words = Array.from({ length: 50 }, (_unused, index) => `word${index}`).join(' ');
-    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
-      FAKE_CONTENT: words,
-      FAKE_CHUNKS: '50',
-    });
+    const fake = await startProxyUpstream();
     servers.push(fake);
     const start = async (
       name: string,

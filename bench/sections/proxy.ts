@@ -27,14 +27,19 @@ const floorName = '(b) floor: parse + re-serialize';
 const loggingFloorName = '(b2) floor + one access log line';
 const gatewayName = '(c) ctxgate';
 
+/** The fake provider of the proxy cases: 50 words, streamed in 50 chunks when asked to stream. */
+export function startProxyUpstream(): Promise<ServerProcess> {
+  const words = Array.from({ length: 50 }, (_unused, index) => `word${index}`).join(' ');
+  return startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
+    FAKE_CONTENT: words,
+    FAKE_CHUNKS: '50',
+  });
+}
+
 export async function proxySection(): Promise<void> {
   const servers: ServerProcess[] = [];
   try {
-    const words = Array.from({ length: 50 }, (_unused, index) => `word${index}`).join(' ');
-    const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
-      FAKE_CONTENT: words,
-      FAKE_CHUNKS: '50',
-    });
+    const fake = await startProxyUpstream();
     servers.push(fake);
     const floor = await startServerProcess([...tsx, 'bench/servers/floor-proxy.ts'], {
       UPSTREAM_BASE_URL: fake.url,
