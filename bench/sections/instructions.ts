@@ -3,17 +3,17 @@
 // machine's other work: the `proxy` section's ratios swing by a third between identical runs on a busy
 // or nested VM, and a change worth a few percent cannot be seen there. Each target runs under
 // `valgrind --tool=callgrind` (every thread counted: the collector's and the compilers' helpers
-// too), is warmed with BENCH_INSTRUCTIONS_WARMUP requests, the cases in turn (12,000: V8 goes on
-// optimizing functions called once per request for the first few thousand, and a window that counts
-// its compilers or the collection of the warm-up's garbage counts up to twice as much), then the cases
-// take turns for BENCH_INSTRUCTIONS_ROUNDS rounds (5) of BENCH_INSTRUCTIONS_REQUESTS requests each
-// (400; four at a time). Each case prints its lowest round — the request path's own work, the figure a
+// too), is warmed with BENCH_INSTRUCTIONS_WARMUP requests, the cases in turn (20,000: V8 goes on
+// optimizing functions called once per request for the first few thousand, Node 26's for longer than
+// Node 20's, and a window that counts its compilers or the collection of the warm-up's garbage counts
+// up to twice as much), then the cases take turns for BENCH_INSTRUCTIONS_ROUNDS rounds (5) of
+// BENCH_INSTRUCTIONS_REQUESTS requests each (400; four at a time). Each case prints its lowest round — the request path's own work, the figure a
 // change of code moves — and its median, with every round beside them: a round in which a full
 // collection or a late compilation falls counts tens of thousands more per request. BENCH_GATEWAY_DIR
 // adds another checkout's build as a third target, for a before/after in one run;
 // BENCH_INSTRUCTIONS_TOP=N prints where the gateway's instructions beyond the floor's go, per function
 // (V8's code named from `--perf-basic-prof`). Needs valgrind (Debian's package `valgrind`); takes about
-// twenty minutes on two cores, the targets counted side by side. Figures only.
+// half an hour on two cores, the targets counted side by side. Figures only.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +25,7 @@ import { chatBody, uniqueChatBodies } from '../lib/bodies.js';
 import { median, startArguments } from '../lib/load.js';
 import { startProxyUpstream } from './proxy.js';
 
-const warmupRequests = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? '12000');
+const warmupRequests = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? '20000');
 const measuredRequests = Number(process.env.BENCH_INSTRUCTIONS_REQUESTS ?? '400');
 const rounds = Number(process.env.BENCH_INSTRUCTIONS_ROUNDS ?? '5');
 const profileTop = Number(process.env.BENCH_INSTRUCTIONS_TOP ?? '0');
@@ -153,9 +153,9 @@ async function count(target: Target): Promise<Counted> {
   return { perRequest, profile };
 }
 
-/** V8's names carry the tier they were compiled for (*, ~, ^, +): one function under any of them. */
+/** V8's names carry the tier they were compiled for (*, ~, ^, +, '): one function under any of them. */
 function withoutTier(name: string): string {
-  return name.replace(/^JS (JS:|RegExp:)?[*~^+]?/, 'JS $1');
+  return name.replace(/^JS (JS:|RegExp:)?[*~^+']?/, 'JS $1');
 }
 
 function printProfile(gateway: Target, counted: Counted, floor: Counted): void {
@@ -249,7 +249,7 @@ export async function instructionsSection(): Promise<void> {
         'case',
         ...targets.map((target) => target.name),
         'floor ÷ ctxgate, lowest',
-        'median',
+        'floor ÷ ctxgate, median',
         'target',
       ]),
     );
