@@ -8,7 +8,12 @@ import { configFileSchema, type BudgetSetConfig, type ConfigFile } from './confi
 import { gatewayKeyTenantId, passThroughTenantId, sha256 } from './tenant-id.js';
 import type { GatewayConfig, LogLevel, RedisConfig, UpstreamConfig } from './gateway-config.js';
 import { createModelRouting } from './model-routing.js';
-import { builtInPresets, resolvePolicies, type ResolvedPolicy } from './policy-defaults.js';
+import {
+  builtInPresets,
+  resolvePolicies,
+  type ResolvedPolicies,
+  type ResolvedPolicy,
+} from './policy-defaults.js';
 
 export const defaultConfigPath = 'config/ctxgate.yaml';
 export const defaultUpstreamBaseUrl = 'https://api.openai.com/v1';
@@ -210,8 +215,7 @@ function parseUpstreams(
 }
 
 /** summarize_to must lie below summarize_at in the defaults and in every preset as they resolve. */
-function checkSummaryThresholds(file: ConfigFile, configPath: string, problems: string[]): void {
-  const resolved = resolvePolicies(file.context, Object.assign({}, builtInPresets, file.policies));
+function checkSummaryThresholds(resolved: ResolvedPolicies, configPath: string, problems: string[]): void {
   const layers: Array<[string, ResolvedPolicy]> = [
     ['context', resolved.defaults],
     ...Object.entries(resolved.presets).map(([name, policy]): [string, ResolvedPolicy] => [
@@ -271,7 +275,10 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     .map((key) => key.trim())
     .filter(Boolean);
   const { defaultUpstream, routed } = parseUpstreams(env, file, configPath, gatewayApiKeys, problems);
-  if (file !== undefined) checkSummaryThresholds(file, configPath, problems);
+  // The built-in presets merged with the file's, resolved once: checked here, used by every request.
+  const policies = Object.assign({}, builtInPresets, file?.policies);
+  const resolvedPolicies = file === undefined ? undefined : resolvePolicies(file.context, policies);
+  if (resolvedPolicies !== undefined) checkSummaryThresholds(resolvedPolicies, configPath, problems);
   const budgetCredentials = parseBudgetCredentials(env, file, configPath, gatewayApiKeys, problems);
   const adminApiKeys = (readVariable(env, 'ADMIN_API_KEY') ?? '')
     .split(',')
@@ -282,10 +289,10 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
 
   const port = parsePort(env, problems);
   const redis = parseRedis(env, problems);
-  if (problems.length > 0 || file === undefined) throw new ConfigError(problems);
+  if (problems.length > 0 || file === undefined || resolvedPolicies === undefined)
+    throw new ConfigError(problems);
 
   const upstreams = [...routed, defaultUpstream];
-  const policies = Object.assign({}, builtInPresets, file.policies);
   const config: GatewayConfig = {
     configPath,
     port,
@@ -303,7 +310,7 @@ export function loadConfig({ env }: LoadConfigOptions): GatewayConfig {
     sessions: file.sessions,
     context: file.context,
     policies,
-    resolvedPolicies: resolvePolicies(file.context, policies),
+    resolvedPolicies,
     budgets: {
       warnAt: file.budgets.warn_at,
       backpressure: file.budgets.backpressure

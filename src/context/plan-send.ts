@@ -145,7 +145,6 @@ export function planSend(input: PlanSendInput): PreparedContext {
       ? resolved.safetyMarginTokens
       : Math.ceil(resolved.window * resolved.policy.safety_margin),
   );
-
   const windowFor = (reserve: number): number => {
     if (ratio === undefined) return baseSettings.window;
     const fixed = reserve + baseSettings.safetyMarginTokens;
