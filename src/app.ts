@@ -28,7 +28,7 @@ import { registerUiRoutes } from './http/ui-routes.js';
 import type { GatewayServices } from './create-services.js';
 import type { SessionSummarizer } from './sessions/session-summarizer.js';
 import { registerAdminRoutes } from './http/admin-routes.js';
-import { requestContextPlugin, requestIdFrom } from './http/plugins/request-context.js';
+import { freshRequestId, requestContextPlugin, requestIdFrom } from './http/plugins/request-context.js';
 import { jsonBodyParserPlugin } from './http/plugins/json-body-parser.js';
 import { jsonShapeLimits } from './json-body.js';
 import { earlyRefusalDrainPlugin } from './http/plugins/early-refusal-drain.js';
@@ -93,7 +93,7 @@ function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void 
 export function buildApp(deps: AppDependencies): GatewayApp {
   const { config, logger, metrics } = deps;
   const now = deps.now ?? (() => performance.now());
-  const generateRequestId = deps.generateRequestId ?? randomUUID;
+  const generateRequestId = deps.generateRequestId ?? freshRequestId;
   const authenticator = createAuthenticator({
     gatewayApiKeys: config.gatewayApiKeys,
     anonymousTenant: config.sessions.anonymous_tenant,

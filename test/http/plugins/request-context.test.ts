@@ -2,7 +2,7 @@
 // printable ASCII, a fresh one otherwise (an id is never a way into the logs).
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { requestIdFrom } from '../../../src/http/plugins/request-context.js';
+import { freshRequestId, requestIdFrom } from '../../../src/http/plugins/request-context.js';
 import { served } from '../../../src/http/request-record.js';
 import { pluginApp } from '../../helpers/plugin-app.js';
 
@@ -23,6 +23,15 @@ describe('requestIdFrom', () => {
     ['non-ASCII', 'idé', 'generated-id'],
   ])('takes %s as %j', (_name, header, expected) => {
     expect(requestIdFrom(header, fresh)).toBe(expected);
+  });
+});
+
+describe('freshRequestId', () => {
+  it('makes a lower-case version 4 UUID, a different one each time', () => {
+    const ids = Array.from({ length: 1000 }, freshRequestId);
+    for (const id of ids)
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(1000);
   });
 });
 
