@@ -10,7 +10,8 @@ interface TextItem {
   kind: 'text';
   index: number;
   id: string;
-  text: string;
+  /** The text's deltas, joined into one when the text is first read whole (`joined`). */
+  text: string[];
 }
 
 interface CallItem {
@@ -19,7 +20,18 @@ interface CallItem {
   id: string;
   callId: string;
   name: string;
-  arguments: string;
+  /** The arguments' deltas, as `text` above. */
+  arguments: string[];
+}
+
+/**
+ * Deltas joined once into one flat string, kept for the next read. Added up with `+=`, the text would be
+ * a string of pieces, and each closing event and the stored response that holds it would go to V8's
+ * slow JSON.stringify (flat-string.ts); `join` makes it flat.
+ */
+function joined(parts: string[]): string {
+  if (parts.length > 1) parts.splice(0, parts.length, parts.join(''));
+  return parts[0] ?? '';
 }
 
 export class ResponsesStreamTranslator {
@@ -85,7 +97,7 @@ export class ResponsesStreamTranslator {
   private textDelta(delta: string): string {
     let out = '';
     if (this.text === undefined) {
-      this.text = { kind: 'text', index: this.items.length, id: newId('msg'), text: '' };
+      this.text = { kind: 'text', index: this.items.length, id: newId('msg'), text: [] };
       this.items.push(this.text);
       out += this.event('response.output_item.added', {
         output_index: this.text.index,
@@ -98,7 +110,7 @@ export class ResponsesStreamTranslator {
         part: { type: 'output_text', text: '', annotations: [] },
       });
     }
-    this.text.text += delta;
+    this.text.text.push(delta);
     return (
       out +
       this.event('response.output_text.delta', {
@@ -123,7 +135,7 @@ export class ResponsesStreamTranslator {
         id: newId('fc'),
         callId: typeof call.id === 'string' ? call.id : newId('call'),
         name: typeof fn.name === 'string' ? fn.name : '',
-        arguments: '',
+        arguments: [],
       };
       this.calls.set(position, item);
       this.items.push(item);
@@ -133,7 +145,7 @@ export class ResponsesStreamTranslator {
       });
     }
     if (typeof fn.arguments === 'string' && fn.arguments !== '') {
-      item.arguments += fn.arguments;
+      item.arguments.push(fn.arguments);
       out += this.event('response.function_call_arguments.delta', {
         item_id: item.id,
         output_index: item.index,
@@ -150,7 +162,7 @@ export class ResponsesStreamTranslator {
       status,
       call_id: item.callId,
       name: item.name,
-      arguments: item.arguments,
+      arguments: joined(item.arguments),
     };
   }
 
@@ -164,7 +176,7 @@ export class ResponsesStreamTranslator {
             type: 'message',
             status: 'completed',
             role: 'assistant',
-            content: [{ type: 'output_text', text: item.text, annotations: [] }],
+            content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
           },
     );
   }
@@ -174,14 +186,14 @@ export class ResponsesStreamTranslator {
     const calls = this.items.filter((item): item is CallItem => item.kind === 'call');
     return {
       role: 'assistant',
-      content: this.text?.text ?? (calls.length > 0 ? null : ''),
+      content: this.text === undefined ? (calls.length > 0 ? null : '') : joined(this.text.text),
       ...(calls.length === 0
         ? {}
         : {
             tool_calls: calls.map((call) => ({
               id: call.callId,
               type: 'function',
-              function: { name: call.name, arguments: call.arguments },
+              function: { name: call.name, arguments: joined(call.arguments) },
             })),
           }),
     };
@@ -209,12 +221,13 @@ export class ResponsesStreamTranslator {
     let out = '';
     for (const item of this.items) {
       if (item.kind === 'text') {
-        const part = { type: 'output_text', text: item.text, annotations: [] };
+        const text = joined(item.text);
+        const part = { type: 'output_text', text, annotations: [] };
         out += this.event('response.output_text.done', {
           item_id: item.id,
           output_index: item.index,
           content_index: 0,
-          text: item.text,
+          text,
           logprobs: [],
         });
         out += this.event('response.content_part.done', {
@@ -227,7 +240,7 @@ export class ResponsesStreamTranslator {
         out += this.event('response.function_call_arguments.done', {
           item_id: item.id,
           output_index: item.index,
-          arguments: item.arguments,
+          arguments: joined(item.arguments),
         });
       }
       out += this.event('response.output_item.done', {

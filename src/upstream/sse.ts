@@ -28,15 +28,22 @@ export class SseDecoder {
       this.skipLeadingLineFeed = false;
       if (text.charCodeAt(0) === 10) start = 1;
     }
-    for (let index = start; index < text.length; index++) {
-      const code = text.charCodeAt(index);
-      if (code !== 10 && code !== 13) continue;
-      this.takeLine(this.lineEndingAt(text, start, index), events);
-      if (code === 13) {
-        if (index + 1 === text.length) this.skipLeadingLineFeed = true;
-        else if (text.charCodeAt(index + 1) === 10) index++;
+    // Line ends found by indexOf, not read character by character: a loop of charCodeAt cost about 40
+    // instructions a character (callgrind), 0.5 ms of a Responses stream of 50 chunks (docs/operations.md).
+    // A CR is searched for again only while one is ahead (most streams have none).
+    let lineFeed = text.indexOf('\n', start);
+    let carriageReturn = text.indexOf('\r', start);
+    while (lineFeed !== -1 || carriageReturn !== -1) {
+      const atReturn = carriageReturn !== -1 && (lineFeed === -1 || carriageReturn < lineFeed);
+      const end = atReturn ? carriageReturn : lineFeed;
+      this.takeLine(this.lineEndingAt(text, start, end), events);
+      start = end + 1;
+      if (atReturn) {
+        if (start === text.length) this.skipLeadingLineFeed = true;
+        else if (lineFeed === start) start++;
+        carriageReturn = text.indexOf('\r', start);
       }
-      start = index + 1;
+      if (lineFeed !== -1 && lineFeed < start) lineFeed = text.indexOf('\n', start);
     }
     if (start < text.length) this.partial.push(start === 0 ? text : text.slice(start));
     return events;

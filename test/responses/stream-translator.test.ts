@@ -49,6 +49,16 @@ describe('a chat stream as Responses events', () => {
       .map((event) => event.delta)
       .join('');
     expect(text).toBe('Héllo');
+    // The closing events carry the deltas joined whole.
+    expect(events.find((event) => event.type === 'response.output_text.done')).toMatchObject({
+      text: 'Héllo',
+    });
+    expect(events.find((event) => event.type === 'response.content_part.done')).toMatchObject({
+      part: { text: 'Héllo' },
+    });
+    expect(events.find((event) => event.type === 'response.function_call_arguments.done')).toMatchObject({
+      arguments: '{"a":1}',
+    });
     expect(response).toMatchObject({
       status: 'completed',
       usage: { input_tokens: 40, output_tokens: 6 },
