@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
-import { SseDecoder } from '../upstream/sse.js';
+import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatAscii } from '../flat-string.js';
 
 type Json = Record<string, unknown>;
@@ -154,7 +154,7 @@ export class MessagesStreamTranslator {
   ) {}
 
   private event(type: string, fields: Json): string {
-    return `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+    return typedEvent(type, '', fields);
   }
 
   start(): string {

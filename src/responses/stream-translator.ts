@@ -3,7 +3,7 @@
 // function call arguments as deltas, their .done events and .output_item.done, and at the end
 // response.completed (or .incomplete) with the usage — each event with its sequence_number.
 import { StringDecoder } from 'node:string_decoder';
-import { SseDecoder } from '../upstream/sse.js';
+import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { newId, responseObject, usageOf, type InputItem, type ResponseMeta } from './bridge.js';
 
 interface TextItem {
@@ -49,7 +49,7 @@ export class ResponsesStreamTranslator {
   constructor(private readonly meta: ResponseMeta) {}
 
   private event(type: string, fields: Record<string, unknown>): string {
-    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...fields })}\n\n`;
+    return typedEvent(type, `"sequence_number":${this.sequence++}`, fields);
   }
 
   /** The events a stream opens with. */

@@ -11,6 +11,7 @@ import {
   promptTokensIn,
   SseDecoder,
   StreamCompletionTracker,
+  typedEvent,
   usageNumberIn,
 } from '../../src/upstream/sse.js';
 
@@ -282,5 +283,25 @@ describe('usage numbers near the end of an answer', () => {
     expect(usageNumberIn(body, completionTokensKey)).toBe(77);
     expect(usageNumberIn(Buffer.from('"completion_tokens":null'), completionTokensKey)).toBeUndefined();
     expect(promptTokensIn(Buffer.from('{"choices":[]}'))).toBeUndefined();
+  });
+});
+
+describe('typedEvent', () => {
+  it.each<[string, string, Record<string, unknown>, Record<string, unknown>]>([
+    ['no fields', '', {}, {}],
+    ['no fields, a leading member', '"sequence_number":0', {}, { sequence_number: 0 }],
+    [
+      'nested fields and a leading member',
+      '"sequence_number":41',
+      { item_id: 'msg_1', delta: 'Hé "quoted"\n', logprobs: [] },
+      { sequence_number: 41 },
+    ],
+    ['undefined fields left out', '', { index: 0, stop: undefined, usage: { output_tokens: 3 } }, {}],
+    ['a lone surrogate', '', { delta: '\ud800x' }, {}],
+  ])('writes %s as the spread object would be written', (_name, leading, fields, leadingFields) => {
+    const type = 'content_block_delta';
+    expect(typedEvent(type, leading, fields)).toBe(
+      `event: ${type}\ndata: ${JSON.stringify({ type, ...leadingFields, ...fields })}\n\n`,
+    );
   });
 });
