@@ -1,21 +1,27 @@
-// Ids joined from pieces are handed on in one piece, with the same characters.
+// Texts joined from pieces or cut from others are handed on in one piece, with the same characters.
 import { describe, expect, it } from 'vitest';
-import { flatAscii } from '../src/flat-string.js';
+import { flatText } from '../src/flat-string.js';
 
-describe('flatAscii', () => {
+const digest = '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08';
+
+describe('flatText', () => {
   it.each([
-    ['a response id', 'resp_', '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822c'],
-    ['a message id', 'msg_', 'AbC-dEf_012345678xYz'],
+    ['a response id, joined', `resp_${digest.slice(0, 48)}`],
+    ['a digest cut short', digest.slice(0, 16)],
     [
       'every printable ASCII character',
-      '',
       Array.from({ length: 95 }, (_u, i) => String.fromCharCode(32 + i)).join(''),
     ],
-    ['control characters and DEL', 'id', '\u0000\t\n\u001f\u007f'],
-    ['nothing', '', ''],
-  ])('keeps %s as it was joined', (_name, prefix, rest) => {
-    const joined = `${prefix}${rest}`;
-    expect(flatAscii(joined)).toBe(prefix + rest);
-    expect(flatAscii(joined)).toHaveLength(prefix.length + rest.length);
+    [
+      'text added up from deltas, accents and an emoji among them',
+      ['Hé', 'llo, ', 'wörld ', '🙂', ' done'].reduce((a, b) => a + b),
+    ],
+    ['a lone surrogate at the middle', `${'a'.repeat(10)}\ud800${'b'.repeat(10)}`],
+    ['a short text', 'abc'],
+    ['nothing', ''],
+  ])('keeps %s as it was', (_name, text) => {
+    const copy = Array.from(text, (character) => character).join('');
+    expect(flatText(text)).toBe(copy);
+    expect(flatText(text)).toHaveLength(text.length);
   });
 });

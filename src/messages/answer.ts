@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
-import { flatAscii } from '../flat-string.js';
+import { flatText } from '../flat-string.js';
 
 type Json = Record<string, unknown>;
 
-export const newMessageId = (): string => flatAscii(`msg_${randomBytes(12).toString('base64url')}`);
+export const newMessageId = (): string => flatText(`msg_${randomBytes(12).toString('base64url')}`);
 
 const stopReasons: Record<string, string> = {
   stop: 'end_turn',

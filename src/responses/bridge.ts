@@ -9,7 +9,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { GatewayError } from '../errors.js';
-import { flatAscii } from '../flat-string.js';
+import { flatText } from '../flat-string.js';
 import { outputCapField } from '../upstream/model-family.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
@@ -124,7 +124,7 @@ export function newId(prefix: string): string {
     idPool.used = 0;
   }
   idPool.used += idBytes;
-  return flatAscii(`${prefix}_${idPool.bytes.toString('hex', idPool.used - idBytes, idPool.used)}`);
+  return flatText(`${prefix}_${idPool.bytes.toString('hex', idPool.used - idBytes, idPool.used)}`);
 }
 
 function refuse(param: string, message: string): never {

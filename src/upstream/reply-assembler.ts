@@ -1,6 +1,7 @@
 // Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
 // an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
 // the reply it relayed. Pure.
+import { flatText } from '../flat-string.js';
 import { SseDecoder } from './sse.js';
 
 export interface AssembledReply {
@@ -61,15 +62,19 @@ export class StreamReplyAssembler {
   end(): AssembledReply {
     for (const event of this.decoder.push(this.textDecoder.decode())) this.take(event.data);
     for (const event of this.decoder.end()) this.take(event.data);
+    // Each text in one piece (flat-string.ts): the session stores the reply and sends it again with every
+    // later request.
     const message: Record<string, unknown> = {
       role: 'assistant',
-      content: this.sawContent || !this.toolCalls.some((call) => call !== undefined) ? this.content : null,
+      content:
+        this.sawContent || !this.toolCalls.some((call) => call !== undefined) ? flatText(this.content) : null,
     };
     // By index as the deltas said; a provider whose indexes skip (starting at 1) leaves no hole.
     const toolCalls = this.toolCalls.filter((call) => call !== undefined);
+    for (const call of toolCalls) call.function.arguments = flatText(call.function.arguments);
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
-    if (this.reasoning !== '') message.reasoning_content = this.reasoning;
-    if (this.refusal !== '') message.refusal = this.refusal;
+    if (this.reasoning !== '') message.reasoning_content = flatText(this.reasoning);
+    if (this.refusal !== '') message.refusal = flatText(this.refusal);
     return { message, finished: this.finished, malformedEvents: this.malformedEvents };
   }
 

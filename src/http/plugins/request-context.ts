@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { firstHeaderValue } from '../../header-value.js';
 import type { Logger } from 'pino';
 import { infoLineWriter } from '../../logger.js';
-import { flatAscii } from '../../flat-string.js';
+import { flatText } from '../../flat-string.js';
 import type { GatewayMetrics } from '../../metrics.js';
 import { createRequestState, type RequestState } from '../request-record.js';
 import type { RenderReport } from '../../context/types.js';
@@ -29,7 +29,7 @@ export function requestIdFrom(header: string | string[] | undefined, generate: (
  * instructions per request on Node 26 (docs/operations.md).
  */
 export function freshRequestId(): string {
-  return flatAscii(randomUUID());
+  return flatText(randomUUID());
 }
 
 export interface RequestContextOptions {
