@@ -218,6 +218,7 @@ export class ResponsesStreamTranslator {
 
   /** The closing events: every item done, then response.completed (or .incomplete / .failed). */
   finish(): { events: string; response: Record<string, unknown> } {
+    const output = this.output();
     let out = '';
     for (const item of this.items) {
       if (item.kind === 'text') {
@@ -245,10 +246,10 @@ export class ResponsesStreamTranslator {
       }
       out += this.event('response.output_item.done', {
         output_index: item.index,
-        item: this.output()[item.index],
+        item: output[item.index],
       });
     }
-    const response = responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage));
+    const response = responseObject(this.meta, output, this.finishReason, usageOf(this.usage));
     if (this.failed || this.finishReason === undefined) {
       const failed = Object.assign({}, response, {
         status: 'failed',

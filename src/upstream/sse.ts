@@ -285,8 +285,7 @@ function lastBoundaryEnd(bytes: Buffer): number {
  */
 export function typedEvent(type: string, leading: string, fields: object): string {
   const members = JSON.stringify(fields);
-  const head =
-    leading === '' ? `{"type":${JSON.stringify(type)}` : `{"type":${JSON.stringify(type)},${leading}`;
+  const head = `{"type":${JSON.stringify(type)}${leading === '' ? '' : `,${leading}`}`;
   return `event: ${type}\ndata: ${head}${members.length > 2 ? `,${members.slice(1)}` : '}'}\n\n`;
 }
 
