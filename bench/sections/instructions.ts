@@ -3,7 +3,7 @@
 // machine's other work: the `proxy` section's ratios swing by a third between identical runs on a busy
 // or nested VM, and a change worth a few percent cannot be seen there. Each target runs under
 // `valgrind --tool=callgrind` (every thread counted: the collector's and the compilers' helpers
-// too), is warmed with BENCH_INSTRUCTIONS_WARMUP requests, the cases in turn (20,000: V8 goes on
+// too), is warmed with BENCH_INSTRUCTIONS_WARMUP requests shared out among the cases (20,000: V8 goes on
 // optimizing functions called once per request for the first few thousand, Node 26's for longer than
 // Node 20's, and a window that counts its compilers or the collection of the warm-up's garbage counts
 // up to twice as much), then the cases take turns for BENCH_INSTRUCTIONS_ROUNDS rounds (5) of
@@ -12,7 +12,10 @@
 // collection or a late compilation falls counts tens of thousands more per request. BENCH_GATEWAY_DIR
 // adds another checkout's build as a third target, for a before/after in one run;
 // BENCH_INSTRUCTIONS_TOP=N prints where the gateway's instructions beyond the floor's go, per function
-// (V8's code named from `--perf-basic-prof`). Needs valgrind (Debian's package `valgrind`); takes about
+// (V8's code named from `--perf-basic-prof`; BENCH_INSTRUCTIONS_PROFILE_CASE=n for the n-th case's
+// instead of the first's). BENCH_INSTRUCTIONS_CASES=apis counts a 2 KB prompt streamed as Chat
+// Completions and asked whole and streamed through the Responses and Messages APIs instead of the
+// three 2 KB chat cases: the floor relays only the chat stream. Needs valgrind (Debian's package `valgrind`); takes about
 // half an hour on two cores, the targets counted side by side. Figures only.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -33,20 +36,99 @@ const inFlight = 4;
 
 interface Case {
   label: string;
+  /** The gateway's path under its base URL; the floor relays only `/chat/completions`. */
+  path: '/chat/completions' | '/responses' | '/messages';
   /** A new generator per target: every target is sent the same bodies in the same order. */
   bodies: () => () => string;
-  target: number;
+  /** The floor ÷ gateway this case must reach, where the floor can be sent it. */
+  target: number | undefined;
 }
 
-const cases: Case[] = [
-  { label: '2 KB, known model (gpt-4o-mini)', bodies: () => fixed(chatBody(false)), target: 0.85 },
-  {
-    label: '2 KB, unknown model (acme-large-2)',
-    bodies: () => fixed(chatBody(false, 'acme-large-2')),
-    target: 0.85,
-  },
-  { label: '2 KB, every body new (counted each time)', bodies: () => uniqueChatBodies(), target: 0.85 },
-];
+const responsesBody = (stream: boolean): string =>
+  JSON.stringify({
+    model: 'gpt-4o-mini',
+    instructions: 'You are a helpful assistant.',
+    input: (JSON.parse(chatBody(false)) as { messages: Array<{ content: string }> }).messages[1]?.content,
+    store: false,
+    stream,
+  });
+
+const messagesBody = (stream: boolean): string => {
+  const chat = JSON.parse(chatBody(false)) as { messages: Array<{ content: string }> };
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    max_tokens: 256,
+    system: chat.messages[0]?.content,
+    messages: [{ role: 'user', content: chat.messages[1]?.content }],
+    stream,
+  });
+};
+
+/**
+ * BENCH_INSTRUCTIONS_CASES picks the set: `chat` (the default: the three 2 KB cases of `proxy`, against
+ * the floor) or `apis` (the same 2 KB prompt streamed as Chat Completions, and asked whole and streamed
+ * through the Responses and Messages APIs, each translated to and from the Chat Completions upstream:
+ * the floor takes only the chat stream, so the others compare builds, with BENCH_GATEWAY_DIR).
+ */
+const caseSets: Record<string, Case[]> = {
+  chat: [
+    {
+      label: '2 KB, known model (gpt-4o-mini)',
+      path: '/chat/completions',
+      bodies: () => fixed(chatBody(false)),
+      target: 0.85,
+    },
+    {
+      label: '2 KB, unknown model (acme-large-2)',
+      path: '/chat/completions',
+      bodies: () => fixed(chatBody(false, 'acme-large-2')),
+      target: 0.85,
+    },
+    {
+      label: '2 KB, every body new (counted each time)',
+      path: '/chat/completions',
+      bodies: () => uniqueChatBodies(),
+      target: 0.85,
+    },
+  ],
+  apis: [
+    {
+      label: '2 KB chat, 50-chunk stream',
+      path: '/chat/completions',
+      bodies: () => fixed(chatBody(true)),
+      target: undefined,
+    },
+    {
+      label: '2 KB Responses, whole',
+      path: '/responses',
+      bodies: () => fixed(responsesBody(false)),
+      target: undefined,
+    },
+    {
+      label: '2 KB Responses, 50-chunk stream',
+      path: '/responses',
+      bodies: () => fixed(responsesBody(true)),
+      target: undefined,
+    },
+    {
+      label: '2 KB Messages, whole',
+      path: '/messages',
+      bodies: () => fixed(messagesBody(false)),
+      target: undefined,
+    },
+    {
+      label: '2 KB Messages, 50-chunk stream',
+      path: '/messages',
+      bodies: () => fixed(messagesBody(true)),
+      target: undefined,
+    },
+  ],
+};
+
+const caseSet = process.env.BENCH_INSTRUCTIONS_CASES ?? 'chat';
+const cases: Case[] = caseSets[caseSet] ?? [];
+/** BENCH_INSTRUCTIONS_PROFILE_CASE=n (1 by default): the case whose profile BENCH_INSTRUCTIONS_TOP prints. */
+const profiled = cases[Number(process.env.BENCH_INSTRUCTIONS_PROFILE_CASE ?? '1') - 1];
 
 /** A table row whose cells fit this section's labels and figures. */
 function wideRow(cells: Array<string | number>): string {
@@ -59,6 +141,8 @@ function fixed(body: string): () => string {
 
 interface Target {
   name: string;
+  /** The logging floor: sent only the Chat Completions cases. */
+  floor: boolean;
   server: ServerProcess;
   outputDirectory: string;
 }
@@ -83,8 +167,8 @@ function nodeFlags(): string[] {
   return profileTop > 0 ? ['--perf-basic-prof'] : [];
 }
 
-async function send(url: string, next: () => string, count: number): Promise<void> {
-  const target = new URL(`${url}/chat/completions`);
+async function send(url: string, path: Case['path'], next: () => string, count: number): Promise<void> {
+  const target = new URL(`${url}${path}`);
   const pool = new Pool(target.origin, { connections: inFlight });
   let sent = 0;
   const worker = async (): Promise<void> => {
@@ -124,30 +208,40 @@ async function readDump(name: string, path: string): Promise<string> {
   throw new Error(`${name}: callgrind wrote no ${path}`);
 }
 
+/** The cases a target can be sent: the floor relays only Chat Completions. */
+function casesFor(target: Target): Case[] {
+  return target.floor ? cases.filter((entry) => entry.path === '/chat/completions') : cases;
+}
+
 async function count(target: Target): Promise<Counted> {
   const pid = target.server.child.pid as number;
-  const warm = cases.map((entry) => entry.bodies());
-  let turn = 0;
-  await send(target.server.url, () => (warm[turn++ % warm.length] as () => string)(), warmupRequests);
-  const bodies = cases.map((entry) => entry.bodies());
+  const own = casesFor(target);
+  // The warm-up sends each case in turn (one send per case, requests shared out evenly).
+  await Promise.all(
+    own.map((entry) =>
+      send(target.server.url, entry.path, entry.bodies(), Math.ceil(warmupRequests / own.length)),
+    ),
+  );
+  const bodies = own.map((entry) => entry.bodies());
   const perRequest: number[][] = cases.map(() => []);
-  const firstCaseDumps: Array<{ total: number; text: string }> = [];
+  const profiledDumps: Array<{ total: number; text: string }> = [];
   let part = 0;
   for (let round = 0; round < rounds; round++)
     for (const [index, next] of bodies.entries()) {
+      const entry = own[index] as Case;
       control(pid, '-z');
-      await send(target.server.url, next, measuredRequests);
+      await send(target.server.url, entry.path, next, measuredRequests);
       control(pid, '-d');
       const path = join(target.outputDirectory, `callgrind.${pid}.${++part}`);
       const dump = await readDump(target.name, path);
       rmSync(path);
       const total = dumpTotal(dump);
-      (perRequest[index] as number[]).push(total / measuredRequests);
-      if (index === 0 && profileTop > 0) firstCaseDumps.push({ total, text: dump });
+      (perRequest[cases.indexOf(entry)] as number[]).push(total / measuredRequests);
+      if (entry === profiled && profileTop > 0) profiledDumps.push({ total, text: dump });
     }
-  // The profile of the first case's median round: not one where a full collection fell.
-  firstCaseDumps.sort((left, right) => left.total - right.total);
-  const median = firstCaseDumps[Math.floor(firstCaseDumps.length / 2)];
+  // The profile of the profiled case's median round: not one where a full collection fell.
+  profiledDumps.sort((left, right) => left.total - right.total);
+  const median = profiledDumps[Math.floor(profiledDumps.length / 2)];
   const profile =
     median === undefined ? undefined : selfCosts(median.text, readPerfMap(`/tmp/perf-${pid}.map`));
   return { perRequest, profile };
@@ -169,8 +263,12 @@ function printProfile(gateway: Target, counted: Counted, floor: Counted): void {
   const rows = [...names]
     .map((name) => ({ name, own: own.get(name) ?? 0, floor: floors.get(name) ?? 0 }))
     .sort((left, right) => right.own - right.floor - (left.own - left.floor));
+  const against =
+    floor.profile === undefined
+      ? 'its whole self cost (the floor is not sent this case)'
+      : "where its instructions beyond the floor's go";
   console.log(
-    `\n-- ${gateway.name}: where its instructions beyond the floor's go (the first case's median round, self cost per request, top ${profileTop})`,
+    `\n-- ${gateway.name}, ${profiled?.label}: ${against} (the case's median round, self cost per request, top ${profileTop})`,
   );
   console.log(wideRow(['beyond the floor', 'gateway', 'floor', 'function']));
   for (const entry of rows.slice(0, profileTop))
@@ -191,6 +289,10 @@ export async function instructionsSection(): Promise<void> {
     console.log('\n== instructions: skipped, valgrind is not installed (apt-get install -y valgrind) ==');
     return;
   }
+  if (cases.length === 0)
+    throw new Error(
+      `BENCH_INSTRUCTIONS_CASES=${caseSet}: not a set of cases (${Object.keys(caseSets).join(', ')})`,
+    );
   const servers: ServerProcess[] = [];
   let targets: Target[] = [];
   const directories: string[] = [];
@@ -199,6 +301,7 @@ export async function instructionsSection(): Promise<void> {
     servers.push(fake);
     const start = async (
       name: string,
+      floor: boolean,
       command: (outputDirectory: string) => string[],
       env: Record<string, string>,
     ): Promise<Target> => {
@@ -209,7 +312,7 @@ export async function instructionsSection(): Promise<void> {
         ...env,
       });
       servers.push(server);
-      return { name, server, outputDirectory };
+      return { name, floor, server, outputDirectory };
     };
     const gatewayEnv = { PORT: '0', LOG_LEVEL: 'info', REDIS_URL: '', REDIS_CLUSTER_NODES: '' };
     const inDirectory = (directory: string) => (outputDirectory: string) => [
@@ -226,6 +329,7 @@ export async function instructionsSection(): Promise<void> {
     targets = await Promise.all([
       start(
         '(b2) floor + one access log line',
+        true,
         (outputDirectory) => [
           ...valgrind(outputDirectory),
           process.execPath,
@@ -236,11 +340,13 @@ export async function instructionsSection(): Promise<void> {
         ],
         { FLOOR_LOG: '1' },
       ),
-      start('(c) ctxgate', inDirectory('.'), gatewayEnv),
-      ...(other === undefined ? [] : [start(`(d) ctxgate at ${other}`, inDirectory(other), gatewayEnv)]),
+      start('(c) ctxgate', false, inDirectory('.'), gatewayEnv),
+      ...(other === undefined
+        ? []
+        : [start(`(d) ctxgate at ${other}`, false, inDirectory(other), gatewayEnv)]),
     ]);
     console.log(
-      `\n== instructions (node ${process.version}, callgrind): per request, lowest and median of ${rounds} rounds of ${measuredRequests} requests of each case (${inFlight} in flight), after ${warmupRequests} of the cases in turn ==`,
+      `\n== instructions (node ${process.version}, callgrind): per request, lowest and median of ${rounds} rounds of ${measuredRequests} requests of each case (${inFlight} in flight), after ${warmupRequests} shared out among the cases ==`,
     );
     const counted = await Promise.all(targets.map((target) => count(target)));
     const floor = counted[0] as Counted;
@@ -255,20 +361,24 @@ export async function instructionsSection(): Promise<void> {
     );
     for (const [index, entry] of cases.entries()) {
       const windows = counted.map((result) => result.perRequest[index] as number[]);
-      const lowest = windows.map((values) => Math.min(...values));
-      const medians = windows.map((values) => median(values));
-      const ratios = (figures: number[]): string =>
-        figures
-          .slice(1)
-          .map((value) => ((figures[0] as number) / value).toFixed(3))
-          .join(' / ');
+      const lowest = windows.map((values) => (values.length === 0 ? undefined : Math.min(...values)));
+      const medians = windows.map((values) => (values.length === 0 ? undefined : median(values)));
+      const ratios = (figures: Array<number | undefined>): string =>
+        figures[0] === undefined
+          ? '—'
+          : figures
+              .slice(1)
+              .map((value) => ((figures[0] as number) / (value as number)).toFixed(3))
+              .join(' / ');
       console.log(
         wideRow([
           entry.label,
-          ...lowest.map((value, target) => `${Math.round(value)} (${Math.round(medians[target] as number)})`),
+          ...lowest.map((value, target) =>
+            value === undefined ? '—' : `${Math.round(value)} (${Math.round(medians[target] as number)})`,
+          ),
           ratios(lowest),
           ratios(medians),
-          `>= ${entry.target}`,
+          entry.target === undefined ? '—' : `>= ${entry.target}`,
         ]),
       );
       console.log(
