@@ -157,6 +157,14 @@ export class MessagesStreamTranslator {
     return typedEvent(type, '', fields);
   }
 
+  /**
+   * A content_block_delta of the open block, as `event` writes it, with only the delta's value
+   * serialized: a stream has one per chunk (callgrind, `npm run bench -- instructions`, docs/operations.md).
+   */
+  private blockDelta(deltaType: string, key: string, value: string): string {
+    return `event: content_block_delta\ndata: {"type":"content_block_delta","index":${this.open?.index ?? 0},"delta":{"type":"${deltaType}","${key}":${JSON.stringify(value)}}}\n\n`;
+  }
+
   start(): string {
     return (
       this.event('message_start', {
@@ -226,22 +234,13 @@ export class MessagesStreamTranslator {
     if (typeof delta.reasoning_content === 'string' && delta.reasoning_content !== '') {
       if (this.open?.kind !== 'thinking')
         out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
-      out += this.event('content_block_delta', {
-        index: this.open?.index,
-        delta: { type: 'thinking_delta', thinking: delta.reasoning_content },
-      });
+      out += this.blockDelta('thinking_delta', 'thinking', delta.reasoning_content);
     }
     if (typeof delta.ctxgate_anthropic_signature === 'string' && this.open?.kind === 'thinking')
-      out += this.event('content_block_delta', {
-        index: this.open.index,
-        delta: { type: 'signature_delta', signature: delta.ctxgate_anthropic_signature },
-      });
+      out += this.blockDelta('signature_delta', 'signature', delta.ctxgate_anthropic_signature);
     if (typeof delta.content === 'string' && delta.content !== '') {
       if (this.open?.kind !== 'text') out += this.openBlock('text', { type: 'text', text: '' });
-      out += this.event('content_block_delta', {
-        index: this.open?.index,
-        delta: { type: 'text_delta', text: delta.content },
-      });
+      out += this.blockDelta('text_delta', 'text', delta.content);
     }
     for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
       const position = typeof call.index === 'number' ? call.index : 0;
@@ -253,10 +252,7 @@ export class MessagesStreamTranslator {
           position,
         );
       if (typeof fn.arguments === 'string' && fn.arguments !== '')
-        out += this.event('content_block_delta', {
-          index: this.open?.index,
-          delta: { type: 'input_json_delta', partial_json: fn.arguments },
-        });
+        out += this.blockDelta('input_json_delta', 'partial_json', fn.arguments);
     }
     return out;
   }

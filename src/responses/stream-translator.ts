@@ -12,6 +12,8 @@ interface TextItem {
   id: string;
   /** The text's deltas, joined into one when the text is first read whole (`joined`). */
   text: string[];
+  /** What every delta event of the item writes between its sequence number and its delta (`deltaEvent`). */
+  deltaHead: string;
 }
 
 interface CallItem {
@@ -22,6 +24,7 @@ interface CallItem {
   name: string;
   /** The arguments' deltas, as `text` above. */
   arguments: string[];
+  deltaHead: string;
 }
 
 /**
@@ -50,6 +53,15 @@ export class ResponsesStreamTranslator {
 
   private event(type: string, fields: Record<string, unknown>): string {
     return typedEvent(type, `"sequence_number":${this.sequence++}`, fields);
+  }
+
+  /**
+   * A delta event, as `event` writes it with the item's fields and `delta` (then `tail`), with only the
+   * delta serialized: a stream has one per chunk, and serializing the same item fields into each cost
+   * more than the rest of the event (callgrind, `npm run bench -- instructions`, docs/operations.md).
+   */
+  private deltaEvent(type: string, item: TextItem | CallItem, delta: string, tail: string): string {
+    return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.sequence++}${item.deltaHead}${JSON.stringify(delta)}${tail}}\n\n`;
   }
 
   /** The events a stream opens with. */
@@ -97,7 +109,10 @@ export class ResponsesStreamTranslator {
   private textDelta(delta: string): string {
     let out = '';
     if (this.text === undefined) {
-      this.text = { kind: 'text', index: this.items.length, id: newId('msg'), text: [] };
+      const index = this.items.length;
+      const id = newId('msg');
+      const deltaHead = `,"item_id":${JSON.stringify(id)},"output_index":${index},"content_index":0,"delta":`;
+      this.text = { kind: 'text', index, id, text: [], deltaHead };
       this.items.push(this.text);
       out += this.event('response.output_item.added', {
         output_index: this.text.index,
@@ -111,16 +126,7 @@ export class ResponsesStreamTranslator {
       });
     }
     this.text.text.push(delta);
-    return (
-      out +
-      this.event('response.output_text.delta', {
-        item_id: this.text.id,
-        output_index: this.text.index,
-        content_index: 0,
-        delta,
-        logprobs: [],
-      })
-    );
+    return out + this.deltaEvent('response.output_text.delta', this.text, delta, ',"logprobs":[]');
   }
 
   private callDelta(call: Record<string, unknown>): string {
@@ -129,13 +135,16 @@ export class ResponsesStreamTranslator {
     let item = this.calls.get(position);
     let out = '';
     if (item === undefined) {
+      const index = this.items.length;
+      const id = newId('fc');
       item = {
         kind: 'call',
-        index: this.items.length,
-        id: newId('fc'),
+        index,
+        id,
         callId: typeof call.id === 'string' ? call.id : newId('call'),
         name: typeof fn.name === 'string' ? fn.name : '',
         arguments: [],
+        deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,
       };
       this.calls.set(position, item);
       this.items.push(item);
@@ -146,11 +155,7 @@ export class ResponsesStreamTranslator {
     }
     if (typeof fn.arguments === 'string' && fn.arguments !== '') {
       item.arguments.push(fn.arguments);
-      out += this.event('response.function_call_arguments.delta', {
-        item_id: item.id,
-        output_index: item.index,
-        delta: fn.arguments,
-      });
+      out += this.deltaEvent('response.function_call_arguments.delta', item, fn.arguments, '');
     }
     return out;
   }

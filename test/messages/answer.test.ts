@@ -102,6 +102,54 @@ describe('a chat stream as Anthropic events', () => {
     });
   });
 
+  it('writes each delta event as JSON.stringify writes its object', () => {
+    const awkward = [
+      'plain',
+      'quote " and \\ back',
+      'line\nbreak \u0001',
+      'é ☃ 😀',
+      '\ud800 alone',
+      '\u2028',
+    ];
+    const translator = new MessagesStreamTranslator(meta, 0);
+    let text = translator.start();
+    const send = (delta: Record<string, unknown>) =>
+      translator.push(`data: ${JSON.stringify({ choices: [{ index: 0, delta }] })}\n\n`);
+    for (const value of awkward) text += send({ reasoning_content: value });
+    text += send({ ctxgate_anthropic_signature: 'sig"1' });
+    for (const value of awkward) text += send({ content: value });
+    text += send({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{"p":"a\\b"}' } }] });
+    // Split on LF only: U+2028 is not a line end of an event stream.
+    const deltas: Array<Record<string, unknown>> = [];
+    for (const block of text.split('\n\n').filter((entry) => entry !== '')) {
+      const [eventLine, dataLine] = block.split('\n') as [string, string];
+      const data = dataLine.slice('data: '.length);
+      const event = JSON.parse(data) as Record<string, unknown>;
+      expect(JSON.stringify(event)).toBe(data);
+      expect(eventLine).toBe(`event: ${String(event.type)}`);
+      if (event.type === 'content_block_delta') deltas.push(event);
+    }
+    expect(deltas).toEqual([
+      ...awkward.map((thinking) => ({
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'thinking_delta', thinking },
+      })),
+      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig"1' } },
+      ...awkward.map((value) => ({
+        type: 'content_block_delta',
+        index: 1,
+        delta: { type: 'text_delta', text: value },
+      })),
+      {
+        type: 'content_block_delta',
+        index: 2,
+        delta: { type: 'input_json_delta', partial_json: '{"p":"a\\b"}' },
+      },
+    ]);
+    expect(Object.keys(deltas[0] as object)).toEqual(['type', 'index', 'delta']);
+  });
+
   it('keeps the gateway’s count of the prompt when the stream reports no usage', () => {
     const translator = new MessagesStreamTranslator(meta, 812);
     const withoutUsage = chunks.slice(0, -1);

@@ -74,6 +74,51 @@ describe('a chat stream as Responses events', () => {
     });
   });
 
+  it('writes each event as JSON.stringify writes its object, the delta events included', () => {
+    const translator = new ResponsesStreamTranslator(meta);
+    const deltas = ['plain', 'quote " and \\ back', 'line\nbreak\ttab \u0001', 'é ☃ 😀', '\ud800 alone'];
+    const calls = ['{"path":"a\\b"}', '\u2028'];
+    let text = translator.start();
+    for (const content of deltas)
+      text += translator.push(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`);
+    for (const [at, args] of calls.entries())
+      text += translator.push(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...(at === 0 ? { id: 'c', function: { name: 'f', arguments: args } } : { function: { arguments: args } }) }] } }] })}\n\n`,
+      );
+    // Split on LF only: U+2028 in a delta is not a line end of an event stream.
+    const events: Array<Record<string, unknown>> = [];
+    for (const block of text.split('\n\n').filter((entry) => entry !== '')) {
+      const [eventLine, dataLine] = block.split('\n') as [string, string];
+      const data = dataLine.slice('data: '.length);
+      // Every event's data line is the compact JSON of its own object, members in the documented order.
+      const event = JSON.parse(data) as Record<string, unknown>;
+      expect(JSON.stringify(event)).toBe(data);
+      expect(eventLine).toBe(`event: ${String(event.type)}`);
+      events.push(event);
+    }
+    const textDeltas = events.filter((event) => event.type === 'response.output_text.delta');
+    expect(textDeltas.map((event) => event.delta)).toEqual(deltas);
+    expect(Object.keys(textDeltas[0] as object)).toEqual([
+      'type',
+      'sequence_number',
+      'item_id',
+      'output_index',
+      'content_index',
+      'delta',
+      'logprobs',
+    ]);
+    const argumentDeltas = events.filter((event) => event.type === 'response.function_call_arguments.delta');
+    expect(argumentDeltas.map((event) => event.delta)).toEqual(calls);
+    expect(argumentDeltas[1]).toMatchObject({ output_index: 1 });
+    expect(Object.keys(argumentDeltas[0] as object)).toEqual([
+      'type',
+      'sequence_number',
+      'item_id',
+      'output_index',
+      'delta',
+    ]);
+  });
+
   it('fails the response on an error event', () => {
     const translator = new ResponsesStreamTranslator(meta);
     translator.start();
