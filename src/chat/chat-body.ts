@@ -114,7 +114,7 @@ export function clientMessageBytes(raw: Buffer | undefined, body: unknown): Know
  */
 export function withLeadingBytes(
   original: readonly ContextMessage[],
-  leading: ReadonlyArray<Buffer | undefined>,
+  leading: ReadonlyArray<KnownBytes | undefined>,
   rest: KnownMessageBytes | undefined,
 ): KnownMessageBytes | undefined {
   if (!leading.some((bytes) => bytes !== undefined)) return rest;
@@ -241,6 +241,31 @@ export function bridgedMessageBytes(
     return copies.length === 0 ? undefined : withStringsOf(raw, message, copies);
   };
   return elementBytes(array, messages as ContextMessage[], plainElementOf, 2, spliced);
+}
+
+/**
+ * A message the bridge made of a string of the client's body outside its message array — a Responses
+ * request's `instructions` or string `input`, a Messages request's string `system` or its one text block
+ * — with that string copied from the client's bytes: `inBody` is where the string stands in the body,
+ * `inMessage` where in the message. Undefined (the message is written anew) when the string is shorter
+ * than spliceMinChars, is not the same string in both, or the bytes cannot say for sure where it is (a
+ * member given twice). An agent's instructions (tens of KB, sent with every request) are not serialized
+ * again for each.
+ */
+export function bodyStringBytes(
+  raw: Buffer | undefined,
+  body: unknown,
+  inBody: JsonPath,
+  message: unknown,
+  inMessage: JsonPath,
+): KnownBytes | undefined {
+  const value = valueAt(body, inBody);
+  if (raw === undefined || typeof value !== 'string' || value.length < spliceMinChars) return undefined;
+  if (value !== valueAt(message, inMessage)) return undefined;
+  let start = 0;
+  while (raw[start] === 0x20 || raw[start] === 0x0a || raw[start] === 0x0d || raw[start] === 0x09) start++;
+  const span = valueSpanAt(raw, start, inBody, { members: new Map(), arrays: new Map() });
+  return span === undefined ? undefined : withStringsOf(raw, message, [{ path: inMessage, span }]);
 }
 
 /**

@@ -13,7 +13,8 @@ import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
-import { bridgedMessageBytes, clientArray } from '../chat/chat-body.js';
+import { bodyStringBytes, bridgedMessageBytes, clientArray, withLeadingBytes } from '../chat/chat-body.js';
+import type { ContextMessage } from '../context/types.js';
 
 export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
 
@@ -92,16 +93,30 @@ export function createMessagesService(deps: {
       delete headers['x-api-key'];
     }
     const messages = request.chatBody.messages as unknown[];
+    const rest = bridgedMessageBytes(
+      clientArray(input.rawBody, 'messages', input.body),
+      messages,
+      0,
+      request.sources,
+    );
+    // The system prompt as the client wrote it, when it is one string (or one text block).
+    const system = (input.body as { system?: unknown }).system;
+    const first = messages[0] as { role?: unknown } | undefined;
+    const systemBytes =
+      first?.role !== 'system' || request.sources.origins[0] !== -1
+        ? undefined
+        : bodyStringBytes(
+            input.rawBody,
+            input.body,
+            typeof system === 'string' ? ['system'] : ['system', 0, 'text'],
+            first,
+            ['content'],
+          );
     return Object.assign({}, input, {
       clientHeaders: headers,
       body: request.chatBody,
       rawBody: undefined,
-      messageBytes: bridgedMessageBytes(
-        clientArray(input.rawBody, 'messages', input.body),
-        messages,
-        0,
-        request.sources,
-      ),
+      messageBytes: withLeadingBytes(messages as ContextMessage[], [systemBytes], rest),
     });
   }
 

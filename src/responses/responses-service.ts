@@ -9,6 +9,7 @@
 // bounded by the window, not by how long the chain has grown.
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import {
+  bodyStringBytes,
   bridgedMessageBytes,
   clientArray,
   jsonArrayBytes,
@@ -247,7 +248,28 @@ export function createResponsesService(deps: {
         // The chain's messages as the store holds them, then the client's input as it came.
         messageBytes: withLeadingBytes(
           messages as ContextMessage[],
-          [...(bridged.instructions === undefined ? [] : [undefined]), ...chain.messageBytes],
+          [
+            ...(bridged.instructions === undefined
+              ? []
+              : [
+                  bodyStringBytes(input.rawBody, input.body, ['instructions'], bridged.instructions, [
+                    'content',
+                  ]),
+                ]),
+            ...chain.messageBytes,
+            // A string input is one user message, of the client's string.
+            ...(clientInput === undefined && bridged.messages.length === 1
+              ? [
+                  bodyStringBytes(
+                    input.rawBody,
+                    input.body,
+                    ['input'],
+                    bridged.messages[0],
+                    typeof bridged.messages[0]?.content === 'string' ? ['content'] : ['content', 0, 'text'],
+                  ),
+                ]
+              : []),
+          ],
           bridgedMessageBytes(clientInput, messages, before.length, bridged.sources),
         ),
         overrides: Object.assign(

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
 import {
+  bodyStringBytes,
   bridgedMessageBytes,
   clientArray,
   clientMessageBytes,
@@ -639,5 +640,68 @@ describe('withLeadingBytes: a chain’s stored messages before the client’s in
     expect(known(original, fromClient)?.at(-1)).toBe('{"role":"user","content":"and now?"}');
     expect(withLeadingBytes(original, [undefined, undefined, undefined], fromClient)).toBe(fromClient);
     expect(withLeadingBytes(original, [], undefined)).toBeUndefined();
+  });
+});
+
+describe('bodyStringBytes: a message made of a string of the body, that string in the client’s bytes', () => {
+  const long = `Rules: paths like src/a.ts, “quotes” and é. ${'More rules. '.repeat(100)}`;
+  const bytesText = (bytes: unknown) =>
+    bytes === undefined
+      ? undefined
+      : Buffer.concat(Buffer.isBuffer(bytes) ? [bytes] : [...(bytes as Buffer[])]).toString();
+  /** The client's spelling: '/' as '\/', é as an escape. */
+  const spelled = JSON.stringify(long).replaceAll('/', '\\/').replaceAll('é', '\\u00e9');
+
+  it.each<[string, string, (string | number)[], boolean]>([
+    [
+      'a top-level string, after spaces',
+      `\n {"model":"m","instructions": ${spelled} }`,
+      ['instructions'],
+      true,
+    ],
+    [
+      'a text block of an array',
+      `{"system":[{"type":"text","text":${spelled}}]}`,
+      ['system', 0, 'text'],
+      true,
+    ],
+    // JSON.parse keeps the last of a key given twice: the bytes cannot say which one is meant.
+    [
+      'a key given twice',
+      `{"instructions":${JSON.stringify(long.toUpperCase())},"instructions":${spelled}}`,
+      ['instructions'],
+      false,
+    ],
+    [
+      'a key spelled with escapes, given twice',
+      `{"instructions":${JSON.stringify(long.toUpperCase())},"instruction\\u0073":${spelled}}`,
+      ['instructions'],
+      false,
+    ],
+  ])('%s', (_label, text, inBody, copied) => {
+    const raw = Buffer.from(text);
+    const body = JSON.parse(text) as unknown;
+    const message = { role: 'system', content: long };
+    const bytes = bytesText(bodyStringBytes(raw, body, inBody, message, ['content']));
+    if (!copied) return expect(bytes).toBeUndefined();
+    expect(JSON.parse(bytes as string)).toEqual(message);
+    expect(bytes).toContain(spelled);
+  });
+
+  it('gives nothing for a short string, a message holding another string, or no bytes', () => {
+    const raw = Buffer.from(JSON.stringify({ instructions: long, short: 'Be brief.' }));
+    const body = JSON.parse(raw.toString()) as unknown;
+    expect(
+      bodyStringBytes(raw, body, ['short'], { role: 'system', content: 'Be brief.' }, ['content']),
+    ).toBeUndefined();
+    expect(
+      bodyStringBytes(raw, body, ['instructions'], { role: 'system', content: `${long}!` }, ['content']),
+    ).toBeUndefined();
+    expect(
+      bodyStringBytes(undefined, body, ['instructions'], { role: 'system', content: long }, ['content']),
+    ).toBeUndefined();
+    expect(
+      bytesText(bodyStringBytes(raw, body, ['instructions'], { role: 'system', content: long }, ['content'])),
+    ).toBe(JSON.stringify({ role: 'system', content: long }));
   });
 });

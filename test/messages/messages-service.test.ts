@@ -119,6 +119,47 @@ describe('the Messages service: create', () => {
     );
   });
 
+  it.each<[string, unknown, boolean]>([
+    ['a long system string', 'long', true],
+    [
+      'one long text block with cache_control',
+      [{ type: 'text', text: 'long', cache_control: { type: 'ephemeral' } }],
+      true,
+    ],
+    [
+      'two blocks (the prompt is their join)',
+      [
+        { type: 'text', text: 'long' },
+        { type: 'text', text: 'more' },
+      ],
+      false,
+    ],
+    ['a short system string', 'Be brief.', false],
+  ])('gives the engine the system prompt in the client’s own bytes: %s', async (_label, shape, copied) => {
+    const prompt = `You are a coding agent; paths look like src/a.ts. ${'Follow the rules. '.repeat(80)}`;
+    const system = JSON.parse(JSON.stringify(shape).replaceAll('"long"', JSON.stringify(prompt))) as unknown;
+    // The client spells '/' as '\/': bytes copied keep its spelling.
+    const text = JSON.stringify(request('gpt-4o-mini', { system })).replaceAll('/', '\\/');
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const chat = scriptedChat({ whole: 200, body: completion });
+    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    await service.create(Object.assign(input(body), { rawBody: Buffer.from(text) }), recordingClient());
+    const asked = chat.asked[0] as ChatInput;
+    const messages = (asked.body as { messages: Array<Record<string, unknown>> }).messages;
+    expect(messages[0]?.role).toBe('system');
+    const known = (asked.messageBytes?.(messages as never) ?? []).map((bytes) =>
+      bytes === undefined
+        ? undefined
+        : Buffer.concat(Buffer.isBuffer(bytes) ? [bytes] : [...bytes]).toString(),
+    );
+    if (!copied) {
+      expect(known[0]).toBeUndefined();
+      return;
+    }
+    expect(JSON.parse(known[0] as string)).toEqual(messages[0]);
+    expect(known[0]).toContain(JSON.stringify(prompt).replaceAll('/', '\\/'));
+  });
+
   it.each<[string, string, Record<string, string>, Record<string, string | undefined>]>([
     [
       'an x-api-key to a Chat Completions upstream becomes a bearer token',

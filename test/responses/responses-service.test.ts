@@ -329,3 +329,57 @@ describe('continuing a chain stored in Redis', () => {
     }
   });
 });
+
+describe('the client’s bytes of what the bridge makes of its strings', () => {
+  it('gives long instructions and a long string input in the client’s own bytes, short ones none', async () => {
+    const instructions = `You are a coding agent; paths look like src/a.ts. ${'Follow the rules. '.repeat(80)}`;
+    const input = `Fix the “bug” in src/b.ts. ${'Context line. '.repeat(90)}`;
+    // The client spells '/' as '\/' and 'é' as '\u00e9': bytes copied keep its spelling.
+    const spelled = (text: string) => JSON.stringify(text).replaceAll('/', '\\/').replaceAll('“', '\\u201c');
+    const rawBody = Buffer.from(
+      ` {"model":"small-model","instructions":${spelled(instructions)},"input":${spelled(input)},"store":false}`,
+    );
+    const body = JSON.parse(rawBody.toString()) as Record<string, unknown>;
+    expect(body.instructions).toBe(instructions);
+    const chat = answeringChat();
+    const service = createResponsesService({
+      chat,
+      store: createMemoryResponseStore({ ttlSeconds: 60 }),
+      config,
+      countTokens: () => 40,
+    });
+    await service.create(Object.assign(request(body), { rawBody }), client());
+    const asked = chat.asked[0] as ChatInput;
+    const messages = (asked.body as { messages: ContextMessage[] }).messages;
+    expect(messages).toEqual([
+      { role: 'system', content: instructions },
+      { role: 'user', content: [{ type: 'text', text: input }] },
+    ]);
+    const known = (asked.messageBytes?.(messages) ?? []).map((bytes) =>
+      bytes === undefined
+        ? undefined
+        : Buffer.concat(Buffer.isBuffer(bytes) ? [bytes] : [...bytes]).toString(),
+    );
+    expect(known).toHaveLength(2);
+    known.forEach((text, index) => {
+      expect(JSON.parse(text as string)).toEqual(messages[index]);
+    });
+    expect(known[0]).toContain(spelled(instructions));
+    expect(known[1]).toContain(spelled(input));
+
+    // Under 1,024 characters: written anew.
+    const short = answeringChat();
+    await createResponsesService({
+      chat: short,
+      store: createMemoryResponseStore({ ttlSeconds: 60 }),
+      config,
+      countTokens: () => 40,
+    }).create(
+      request({ model: 'small-model', instructions: 'Be brief.', input: 'Hi', store: false }),
+      client(),
+    );
+    const shortAsked = short.asked[0] as ChatInput;
+    const shortMessages = (shortAsked.body as { messages: ContextMessage[] }).messages;
+    expect(shortAsked.messageBytes?.(shortMessages) ?? []).toEqual([]);
+  });
+});
