@@ -13,3 +13,21 @@ export function sseEvents(text: string): Array<{ event: string; data: Record<str
 export function sseEventData(text: string): Array<Record<string, unknown>> {
   return sseEvents(text).map((event) => event.data);
 }
+
+/**
+ * The events of a translator's text, each checked to be written as `JSON.stringify` writes its object
+ * (compact, members in their order) under an `event:` line naming its type. Split on LF only: U+2028
+ * in a text is not a line end of an event stream.
+ */
+export function eventsWrittenAsJson(text: string): Array<Record<string, unknown>> {
+  const events: Array<Record<string, unknown>> = [];
+  for (const block of text.split('\n\n').filter((entry) => entry !== '')) {
+    const [eventLine, dataLine = ''] = block.split('\n');
+    const data = dataLine.slice('data: '.length);
+    const event = JSON.parse(data) as Record<string, unknown>;
+    if (JSON.stringify(event) !== data) throw new Error(`not written as JSON.stringify writes it: ${data}`);
+    if (eventLine !== `event: ${String(event.type)}`) throw new Error(`event line ${eventLine} for ${data}`);
+    events.push(event);
+  }
+  return events;
+}

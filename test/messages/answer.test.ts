@@ -7,7 +7,7 @@ import {
   MessagesStreamTranslator,
   toAnthropicErrorBody,
 } from '../../src/messages/answer.js';
-import { sseEventData } from '../helpers/sse-events.js';
+import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'msg_1', model: 'm' };
 
@@ -119,16 +119,7 @@ describe('a chat stream as Anthropic events', () => {
     text += send({ ctxgate_anthropic_signature: 'sig"1' });
     for (const value of awkward) text += send({ content: value });
     text += send({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{"p":"a\\b"}' } }] });
-    // Split on LF only: U+2028 is not a line end of an event stream.
-    const deltas: Array<Record<string, unknown>> = [];
-    for (const block of text.split('\n\n').filter((entry) => entry !== '')) {
-      const [eventLine, dataLine] = block.split('\n') as [string, string];
-      const data = dataLine.slice('data: '.length);
-      const event = JSON.parse(data) as Record<string, unknown>;
-      expect(JSON.stringify(event)).toBe(data);
-      expect(eventLine).toBe(`event: ${String(event.type)}`);
-      if (event.type === 'content_block_delta') deltas.push(event);
-    }
+    const deltas = eventsWrittenAsJson(text).filter((event) => event.type === 'content_block_delta');
     expect(deltas).toEqual([
       ...awkward.map((thinking) => ({
         type: 'content_block_delta',

@@ -3,7 +3,7 @@
 // response with usage; an error event fails the response.
 import { describe, expect, it } from 'vitest';
 import { ResponsesStreamTranslator } from '../../src/responses/stream-translator.js';
-import { sseEventData } from '../helpers/sse-events.js';
+import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'resp_1', createdAt: 1, model: 'm', echo: {} };
 const chunks = [
@@ -85,17 +85,8 @@ describe('a chat stream as Responses events', () => {
       text += translator.push(
         `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...(at === 0 ? { id: 'c', function: { name: 'f', arguments: args } } : { function: { arguments: args } }) }] } }] })}\n\n`,
       );
-    // Split on LF only: U+2028 in a delta is not a line end of an event stream.
-    const events: Array<Record<string, unknown>> = [];
-    for (const block of text.split('\n\n').filter((entry) => entry !== '')) {
-      const [eventLine, dataLine] = block.split('\n') as [string, string];
-      const data = dataLine.slice('data: '.length);
-      // Every event's data line is the compact JSON of its own object, members in the documented order.
-      const event = JSON.parse(data) as Record<string, unknown>;
-      expect(JSON.stringify(event)).toBe(data);
-      expect(eventLine).toBe(`event: ${String(event.type)}`);
-      events.push(event);
-    }
+    // Every event's data line is the compact JSON of its own object, members in the documented order.
+    const events = eventsWrittenAsJson(text);
     const textDeltas = events.filter((event) => event.type === 'response.output_text.delta');
     expect(textDeltas.map((event) => event.delta)).toEqual(deltas);
     expect(Object.keys(textDeltas[0] as object)).toEqual([
