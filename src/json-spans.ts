@@ -19,7 +19,8 @@ function isJsonSpace(byte: number | undefined): boolean {
   return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
-function skipSpace(bytes: Buffer, at: number): number {
+/** Past the JSON whitespace at `at`. */
+export function skipSpace(bytes: Buffer, at: number): number {
   let index = at;
   while (isJsonSpace(bytes[index])) index++;
   return index;

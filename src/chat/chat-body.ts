@@ -8,7 +8,13 @@
 import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
 import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
-import { arrayElementSpans, memberValueSpan, objectElementSpans, objectMemberCount } from '../json-spans.js';
+import {
+  arrayElementSpans,
+  memberValueSpan,
+  objectElementSpans,
+  objectMemberCount,
+  skipSpace,
+} from '../json-spans.js';
 
 const comma = 0x2c;
 
@@ -262,9 +268,7 @@ export function bodyStringBytes(
   const value = valueAt(body, inBody);
   if (raw === undefined || typeof value !== 'string' || value.length < spliceMinChars) return undefined;
   if (value !== valueAt(message, inMessage)) return undefined;
-  let start = 0;
-  while (raw[start] === 0x20 || raw[start] === 0x0a || raw[start] === 0x0d || raw[start] === 0x09) start++;
-  const span = valueSpanAt(raw, start, inBody, { members: new Map(), arrays: new Map() });
+  const span = valueSpanAt(raw, skipSpace(raw, 0), inBody, { members: new Map(), arrays: new Map() });
   return span === undefined ? undefined : withStringsOf(raw, message, [{ path: inMessage, span }]);
 }
 

@@ -239,6 +239,26 @@ export function createResponsesService(deps: {
     const { sessionId: _ignored, ...overrides } = input.overrides;
     // The client's input items in its bytes: read once, for the upstream body and for the stored record.
     const clientInput = clientArray(input.rawBody, 'input', input.body);
+    // Long instructions, and a long string input (one user message), as the client wrote them.
+    const instructionsBytes = bodyStringBytes(
+      input.rawBody,
+      input.body,
+      ['instructions'],
+      bridged.instructions,
+      ['content'],
+    );
+    const stringInput =
+      clientInput === undefined && bridged.messages.length === 1 ? bridged.messages[0] : undefined;
+    const inputBytes =
+      stringInput === undefined
+        ? undefined
+        : bodyStringBytes(
+            input.rawBody,
+            input.body,
+            ['input'],
+            stringInput,
+            typeof stringInput.content === 'string' ? ['content'] : ['content', 0, 'text'],
+          );
     return {
       chain,
       clientInput,
@@ -249,26 +269,9 @@ export function createResponsesService(deps: {
         messageBytes: withLeadingBytes(
           messages as ContextMessage[],
           [
-            ...(bridged.instructions === undefined
-              ? []
-              : [
-                  bodyStringBytes(input.rawBody, input.body, ['instructions'], bridged.instructions, [
-                    'content',
-                  ]),
-                ]),
+            ...(bridged.instructions === undefined ? [] : [instructionsBytes]),
             ...chain.messageBytes,
-            // A string input is one user message, of the client's string.
-            ...(clientInput === undefined && bridged.messages.length === 1
-              ? [
-                  bodyStringBytes(
-                    input.rawBody,
-                    input.body,
-                    ['input'],
-                    bridged.messages[0],
-                    typeof bridged.messages[0]?.content === 'string' ? ['content'] : ['content', 0, 'text'],
-                  ),
-                ]
-              : []),
+            ...(inputBytes === undefined ? [] : [inputBytes]),
           ],
           bridgedMessageBytes(clientInput, messages, before.length, bridged.sources),
         ),
