@@ -197,3 +197,30 @@ export function memberValueSpan(bytes: Buffer, at: number, key: string): [number
 export function objectElementSpans(bytes: Buffer, at: number): Int32Array | undefined {
   return bytes[at] === openArray ? elementSpans(bytes, at)?.spans : undefined;
 }
+
+/**
+ * Where the value of each member of the object that opens at `at` lies: [start, end) by the member's
+ * name as JSON.parse reads it; a name given twice (however it is spelled) maps to undefined. Undefined
+ * when the bytes are not an object's. One walk over the object, however many members are looked up.
+ */
+export function memberSpans(
+  bytes: Buffer,
+  at: number,
+): Map<string, readonly [number, number] | undefined> | undefined {
+  if (bytes[at] !== openObject) return undefined;
+  const spans = new Map<string, readonly [number, number] | undefined>();
+  const end = walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
+    const end = valueEnd(bytes, valueStart);
+    const name = keyName(bytes, keyStart, keyEnd);
+    spans.set(name, spans.has(name) ? undefined : [valueStart, end]);
+    return end;
+  });
+  return bytes[end] === closeObject ? spans : undefined;
+}
+
+/** The JSON string at [keyStart, keyEnd) as JSON.parse reads it: copied as it is when it has no escape. */
+function keyName(bytes: Buffer, keyStart: number, keyEnd: number): string {
+  for (let at = keyStart + 1; at < keyEnd - 1; at++)
+    if (bytes[at] === backslash) return JSON.parse(bytes.toString('utf8', keyStart, keyEnd)) as string;
+  return bytes.toString('utf8', keyStart + 1, keyEnd - 1);
+}

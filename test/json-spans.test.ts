@@ -3,7 +3,7 @@
 // something else than JSON.parse read, no spans at all.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { arrayElementSpans, objectMemberCount } from '../src/json-spans.js';
+import { arrayElementSpans, memberSpans, objectMemberCount } from '../src/json-spans.js';
 
 /** What each span of `text` parses to, or undefined without spans. */
 function spansOf(text: string, key = 'messages'): unknown[] | undefined {
@@ -120,5 +120,55 @@ describe('objectMemberCount', () => {
     { text: ' \n{ "a" : 1 , "b" : null }', members: 2 },
   ])('counts $members in $text, a key given twice counted twice', ({ text, members }) => {
     expect(objectMemberCount(Buffer.from(text), text.indexOf('{'))).toBe(members);
+  });
+});
+
+describe('memberSpans', () => {
+  it('finds each member of any object, however it is spaced, as JSON.parse reads it', () => {
+    fc.assert(
+      fc.property(
+        fc.dictionary(
+          fc.string().filter((key) => key !== '__proto__'),
+          fc.jsonValue(),
+        ),
+        fc.constantFrom(...spacings),
+        (object, spacing) => {
+          const bytes = Buffer.from(spacing(object));
+          const spans = memberSpans(bytes, 0);
+          const read = Object.fromEntries(
+            [...(spans ?? [])].map(([name, span]) => [
+              name,
+              span === undefined
+                ? undefined
+                : (JSON.parse(bytes.toString('utf8', span[0], span[1])) as unknown),
+            ]),
+          );
+          expect(read).toEqual(object);
+        },
+      ),
+    );
+  });
+
+  it.each([
+    { text: '{"a":"x","a":"y","b":1}', given: { a: undefined, b: '1' } },
+    {
+      text: '{"role":"user","c\\u006fntent":"A","content":"B"}',
+      given: { role: '"user"', content: undefined },
+    },
+    {
+      text: ' \n{ "caf\\u00e9" : [1, {"}":"]"}] , "b" : null }',
+      given: { café: '[1, {"}":"]"}]', b: 'null' },
+    },
+  ])('gives no span for a member given twice however it is spelled: $text', ({ text, given }) => {
+    const bytes = Buffer.from(text);
+    const spans = memberSpans(bytes, text.indexOf('{'));
+    const read = Object.fromEntries(
+      [...(spans ?? [])].map(([name, span]) => [name, span && bytes.toString('utf8', span[0], span[1])]),
+    );
+    expect(read).toEqual(given);
+  });
+
+  it('finds none in what is not an object', () => {
+    expect(memberSpans(Buffer.from('[{"a":1}]'), 0)).toBeUndefined();
   });
 });

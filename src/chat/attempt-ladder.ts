@@ -147,6 +147,8 @@ export function createAttemptLadder(input: {
   rawBody: Buffer | undefined;
   /** The session's stored bytes of each message, reused instead of serializing them again. */
   knownBytes?: KnownMessageBytes | undefined;
+  /** A Messages request's body for an `anthropic` upstream, the client's own parts copied (chat-turn.ts). */
+  anthropicBody?: ((chat: Record<string, unknown>) => Buffer) | undefined;
   /** Whose request it is: what one tenant taught applies to it before others agree. */
   tenant: string;
   /** A preview's ladder: it takes nothing the next request would get (a probe of a learned window). */
@@ -203,7 +205,7 @@ export function createAttemptLadder(input: {
       prepared,
       body:
         wire === 'anthropic'
-          ? JSON.stringify(toAnthropicRequest(request))
+          ? (input.anthropicBody?.(request) ?? JSON.stringify(toAnthropicRequest(request)))
           : unchanged
             ? (input.rawBody as Buffer)
             : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),

@@ -71,6 +71,29 @@ export function jsonArrayBytes(
   );
 }
 
+const openObject = Buffer.from('{');
+const closeObject = Buffer.from('}');
+
+/**
+ * An object of `members`, in their order, as JSON: a member's value copied where its JSON bytes are
+ * known, else serialized (left out when JSON.stringify leaves it out: undefined).
+ */
+export function jsonObjectBytes(
+  members: ReadonlyArray<readonly [name: string, value: unknown, known: KnownBytes | undefined]>,
+): Buffer {
+  const parts: KnownBytes[] = [];
+  for (const [name, value, known] of members) {
+    const key = `${JSON.stringify(name)}:`;
+    if (known !== undefined) {
+      parts.push(Buffer.isBuffer(known) ? [Buffer.from(key), known] : [Buffer.from(key), ...known]);
+      continue;
+    }
+    const json = JSON.stringify(value) as string | undefined;
+    if (json !== undefined) parts.push(Buffer.from(`${key}${json}`));
+  }
+  return joined(openObject, parts, parts, closeObject);
+}
+
 /** `values` comma-separated between `head` and `tail`, in one buffer of the exact length. */
 function joined(
   head: Buffer,

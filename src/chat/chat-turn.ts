@@ -81,6 +81,12 @@ export interface ChatInput {
    */
   messageBytes?: KnownMessageBytes | undefined;
   /**
+   * A Messages request's body for an `anthropic` upstream, written with what is still the client's
+   * copied from its bytes (messages/native-body.ts); else the engine's request is translated and
+   * serialized whole.
+   */
+  anthropicBody?: ((chat: Record<string, unknown>) => Buffer) | undefined;
+  /**
    * The body the client sent (its Responses or Messages body when bridged, which has no `rawBody`) in
    * the bytes counting weighs (json-body.ts countingBytesOf): over 4 MB it is counted from samples
    * (docs/budgeting.md).
@@ -566,6 +572,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         session?.knownBytes.bind(session) ??
         input.messageBytes ??
         clientMessageBytes(input.rawBody, input.body),
+      anthropicBody: input.anthropicBody,
       tenant: input.credential.tenantId,
       preview,
       fieldFixes: deps.fieldFixes,

@@ -9,7 +9,7 @@ import { tooManyMessages } from '../chat/chat-request-schema.js';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
-import { bridgedMessages, madeKey, type AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
 type Json = Record<string, unknown>;
@@ -83,7 +83,7 @@ function chatContent(parts: Json[]): string | Json[] {
 }
 
 function withExtension(message: Json, blocks: unknown[], native: boolean): Json {
-  if (native) message.ctxgate_anthropic = { blocks, made: madeKey(message) } satisfies AnthropicExtension;
+  if (native) message.ctxgate_anthropic = new BridgedExtension(message, blocks);
   return message;
 }
 

@@ -15,6 +15,7 @@ import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
 import { bodyStringBytes, bridgedMessageBytes, clientArray, withLeadingBytes } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
+import { anthropicBodyWriter } from './native-body.js';
 
 export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
 
@@ -117,6 +118,10 @@ export function createMessagesService(deps: {
       body: request.chatBody,
       rawBody: undefined,
       messageBytes: withLeadingBytes(messages as ContextMessage[], [systemBytes], rest),
+      anthropicBody:
+        request.native && input.rawBody !== undefined
+          ? anthropicBodyWriter(input.rawBody, input.body as Record<string, unknown>)
+          : undefined,
     });
   }
 

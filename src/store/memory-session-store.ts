@@ -58,6 +58,14 @@ function keepReport(session: MemorySession, report: SessionRequestReport): void 
   if (session.reports.length > maxRequestReports) session.reports.length = maxRequestReports;
 }
 
+/**
+ * A value as Redis holds it: its JSON read back. A message may carry what it writes out only in its JSON
+ * (upstream/anthropic-wire.ts BridgedExtension), which a structured clone would leave out.
+ */
+function asStored<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
 function messageBytes(stored: StoredMessage): number {
   return jsonChars(stored.message) * 2 + messageOverheadBytes;
 }
@@ -295,7 +303,7 @@ export function createMemorySessionStore({
       const replaced = Math.min(input.replaceLast ?? 0, session.active.length - session.head);
       for (const stored of session.active.splice(session.active.length - replaced, replaced))
         added -= messageBytes(stored);
-      session.active.push(...input.append.map((stored) => structuredClone(stored)));
+      session.active.push(...input.append.map((stored) => asStored(stored)));
       for (const stored of input.append) added += messageBytes(stored);
       if (input.systemPrompt !== undefined) {
         added += jsonChars(input.systemPrompt) * 2;
@@ -310,7 +318,7 @@ export function createMemorySessionStore({
         limits,
       );
       if (spilled > 0) session.archive.push(...session.active.splice(session.head, spilled));
-      if (input.systemPrompt !== undefined) session.systemPrompt = structuredClone(input.systemPrompt);
+      if (input.systemPrompt !== undefined) session.systemPrompt = asStored(input.systemPrompt);
       session.historyStart = input.historyStart;
       session.lastTurn = { messages: input.append.length, key: input.turnKey };
       session.version += 1;

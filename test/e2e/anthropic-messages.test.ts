@@ -192,6 +192,52 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
     }
   });
 
+  it('sends what the engine left of a Claude Code request in the client’s own bytes', async () => {
+    anthropic.respond = () => ({ text: 'Lu.' });
+    const before = anthropic.messageRequests.length;
+    // Claude Code's shape: two system blocks (cache_control on the last), its tools, a tool loop;
+    // written indented and with every é an escape, as some clients write JSON.
+    const messages: unknown[] = [{ role: 'user', content: [{ type: 'text', text: 'Résume le dépôt.' }] }];
+    for (let step = 0; step < 3; step++) {
+      messages.push({
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: `toolu_${step}`, name: 'get_weather', input: { city: `Città ${step}` } },
+        ],
+      });
+      messages.push({
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: `toolu_${step}`, content: `café ${prose(100, step)}` }],
+      });
+    }
+    const body = {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      system: [
+        { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+        { type: 'text', text: 'Réponds brièvement.', cache_control: { type: 'ephemeral' } },
+      ],
+      tools: [weatherTool],
+      messages,
+    };
+    const spelled = (value: unknown, indent: number) =>
+      JSON.stringify(value, null, 2)
+        .replaceAll('\n', `\n${' '.repeat(indent)}`)
+        .replace(/é/g, '\\u00e9');
+    const response = await fetch(`${harness.baseUrl}/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'gw-anthropic-test' },
+      body: spelled(body, 0),
+    });
+    expect(response.status).toBe(200);
+    const sent = anthropic.messageRequests[before];
+    expect(sent?.status).toBe(200);
+    for (const message of messages) expect(sent?.rawBody).toContain(spelled(message, 4));
+    expect(sent?.rawBody).toContain(spelled(body.system, 2));
+    expect(sent?.rawBody).toContain(spelled(body.tools, 2));
+    expect(sent?.body.messages).toEqual(messages);
+  });
+
   it('keeps the thinking block and its signature in the current tool loop (Anthropic refuses it without)', async () => {
     anthropic.respond = (body) => ({
       thinking: 'I should look it up.',

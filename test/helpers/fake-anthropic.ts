@@ -26,6 +26,8 @@ export interface RecordedAnthropicRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: Json;
+  /** The body's bytes as they came (UTF-8). */
+  rawBody: string;
   /** The fake's own count of the prompt. */
   inputTokens: number;
   status: number;
@@ -152,6 +154,7 @@ export class FakeAnthropic {
         path,
         headers: request.headers,
         body,
+        rawBody: Buffer.concat(chunks).toString('utf8'),
         inputTokens: anthropicTokens(body),
         status,
       });
@@ -224,7 +227,8 @@ export class FakeAnthropic {
       },
     };
     if (body.stream !== true) return send(200, JSON.stringify(message));
-    this.requests.push({ path, headers: request.headers, body, inputTokens, status: 200 });
+    const rawBody = Buffer.concat(chunks).toString('utf8');
+    this.requests.push({ path, headers: request.headers, body, rawBody, inputTokens, status: 200 });
     response.writeHead(200, {
       'content-type': 'text/event-stream',
       'request-id': `req_${this.requests.length}`,

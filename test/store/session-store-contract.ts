@@ -61,6 +61,36 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       });
     };
 
+    it('stores a message and the system prompt as their JSON: what they write out is what is read back', async () => {
+      const key = freshKey();
+      // A value that writes itself out only in its JSON, as a bridged Messages message's extension does
+      // (upstream/anthropic-wire.ts BridgedExtension).
+      const written = {
+        toJSON: () => ({ blocks: [{ type: 'text', text: 'hello' }], made: '["hello",null]' }),
+      };
+      const hold = (await store.acquire(key, 10_000))!;
+      await store.commit(key, {
+        hold,
+        expectedVersion: 0,
+        append: [{ message: { role: 'user', content: 'hello', ctxgate_anthropic: written }, tokens: 5 }],
+        systemPrompt: { role: 'system', content: 'Be brief.', ctxgate_anthropic: written },
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      const extension = { blocks: [{ type: 'text', text: 'hello' }], made: '["hello",null]' };
+      const snapshot = await store.load(key);
+      expect(snapshot.messages[0]?.message).toEqual({
+        role: 'user',
+        content: 'hello',
+        ctxgate_anthropic: extension,
+      });
+      expect(snapshot.systemPrompt).toEqual({
+        role: 'system',
+        content: 'Be brief.',
+        ctxgate_anthropic: extension,
+      });
+    });
+
     it('keeps a session’s last 200 request reports, newest first, and forgets them with it', async () => {
       const key = freshKey();
       await committedSession(key);

@@ -111,6 +111,47 @@ describe('a chat body as a Messages request', () => {
     expect(body.messages[2]?.content).toEqual(blocks);
   });
 
+  it('writes what a bridged message was bridged to in its JSON, from the message as the bridge made it', () => {
+    const use = { type: 'tool_use', id: 't1', name: 'w', input: { q: 'é' } };
+    const { chatBody } = bridgeMessagesRequest(
+      {
+        model: 'claude-x',
+        max_tokens: 50,
+        messages: [
+          { role: 'user', content: 'Go.' },
+          { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }, use] },
+        ],
+      },
+      { native: true, requireMaxTokens: true },
+    );
+    const assistant = (chatBody.messages as Array<Record<string, unknown>>)[1] as Record<string, unknown>;
+    const bridgedTo = JSON.stringify([
+      'Looking.',
+      [{ id: 't1', type: 'function', function: { name: 'w', arguments: '{"q":"é"}' } }],
+    ]);
+    // A copy the engine changed carries the same extension: it still says what the bridge made.
+    const copy = Object.assign({}, assistant, { content: 'Changed.' });
+    expect(JSON.parse(JSON.stringify(copy))).toEqual({
+      role: 'assistant',
+      content: 'Changed.',
+      tool_calls: assistant.tool_calls,
+      ctxgate_anthropic: { blocks: [{ type: 'text', text: 'Looking.' }, use], made: bridgedTo },
+    });
+    expect(
+      (
+        toAnthropicRequest(Object.assign({}, chatBody, { messages: [copy] })).messages as Array<
+          Record<string, unknown>
+        >
+      )[0],
+    ).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Changed.' },
+        { type: 'tool_use', id: 't1', name: 'w', input: { q: 'é' } },
+      ],
+    });
+  });
+
   it('sends the original blocks of an unchanged message, and the changed text of a changed one', () => {
     const result = {
       type: 'tool_result',
@@ -165,7 +206,7 @@ describe('a chat body as a Messages request', () => {
     // The messages as the bridge made them are known as such: their blocks go without their content
     // written out again to compare (a `made` no longer matching shows it is not compared).
     const asMade = messages[2]?.ctxgate_anthropic as { made: string };
-    asMade.made = 'stale';
+    Object.defineProperty(asMade, 'made', { value: 'stale', enumerable: true, writable: true });
     expect((toAnthropicRequest(chatBody).messages as Array<{ content: unknown[] }>)[2]?.content).toEqual([
       result,
     ]);

@@ -1,0 +1,146 @@
+// The Messages body an `anthropic` upstream is sent: what the engine left as the client sent it is the
+// client's bytes (its spacing and escapes), what it changed is written anew, and the body always parses
+// to the Messages request the engine's chat request translates to (anthropic-wire.ts).
+import { describe, expect, it } from 'vitest';
+import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
+import { anthropicBodyWriter } from '../../src/messages/native-body.js';
+import { toAnthropicRequest } from '../../src/upstream/anthropic-wire.js';
+
+type Json = Record<string, unknown>;
+
+/** A Claude Code request: two system blocks, a tool, a tool loop; every é written as an escape. */
+function claudeCodeBody(): { raw: Buffer; body: Json } {
+  const body = {
+    model: 'claude-sonnet-4-5',
+    max_tokens: 32_000,
+    system: [
+      { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+      { type: 'text', text: 'Réponds en français. Use the tools.', cache_control: { type: 'ephemeral' } },
+    ],
+    tools: [
+      {
+        name: 'Read',
+        description: 'Lit un fichier (é).',
+        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    ],
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'Résume src/a.ts' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Je lis.' },
+          { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'src/a.ts' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'export const café = 1;' }],
+      },
+    ],
+    metadata: { user_id: 'user_é' },
+  };
+  const text = JSON.stringify(body, null, 1).replace(/é/g, '\\u00e9');
+  return { raw: Buffer.from(text), body: JSON.parse(text) as Json };
+}
+
+const bridge = (body: Json) => bridgeMessagesRequest(body, { native: true, requireMaxTokens: true }).chatBody;
+
+describe('the Messages body for an anthropic upstream', () => {
+  it('copies the messages, system prompt, tools and metadata the engine left as they came', () => {
+    const { raw, body } = claudeCodeBody();
+    const chat = bridge(body);
+    const sent = anthropicBodyWriter(raw, body)(chat).toString('utf8');
+    expect(JSON.parse(sent)).toEqual(toAnthropicRequest(chat));
+    // The client's spelling, indentation included, for each.
+    const spelled = (value: unknown) => JSON.stringify(value, null, 1).replace(/é/g, '\\u00e9');
+    const messages = body.messages as Json[];
+    for (const message of messages) expect(sent).toContain(spelled(message).replaceAll('\n', '\n  '));
+    expect(sent).toContain(spelled(body.system).replaceAll('\n', '\n '));
+    expect(sent).toContain(spelled(body.tools).replaceAll('\n', '\n '));
+    expect(sent).toContain('"user_id": "user_\\u00e9"');
+    expect(sent).not.toContain('é');
+  });
+
+  it('writes anew what the engine changed, and copies the rest', () => {
+    const { raw, body } = claudeCodeBody();
+    const chat = bridge(body);
+    const messages = chat.messages as Json[];
+    // The engine masked the tool result: a new message, its content changed.
+    const masked = Object.assign({}, chat, {
+      messages: [...messages.slice(0, -1), Object.assign({}, messages.at(-1), { content: '[masked]' })],
+    });
+    const sent = anthropicBodyWriter(raw, body)(masked).toString('utf8');
+    expect(JSON.parse(sent)).toEqual(toAnthropicRequest(masked));
+    expect(sent).toContain(
+      '{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"[masked]"}]}',
+    );
+    expect(sent).toContain('"text": "R\\u00e9sume src/a.ts"');
+    // A different model (a fallback) is written as the engine chose it.
+    const other = anthropicBodyWriter(raw, body)(Object.assign({}, chat, { model: 'claude-haiku-4-5' }));
+    expect(JSON.parse(other.toString('utf8'))).toMatchObject({ model: 'claude-haiku-4-5' });
+  });
+
+  it('writes anew a message merged with another, or whose blocks were put in another order', () => {
+    const body = {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'caf\u00e9 one' }] },
+        { role: 'user', content: [{ type: 'text', text: 'caf\u00e9 two' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'caf\u00e9 note' },
+            { type: 'tool_result', tool_use_id: 't1', content: 'ok' },
+          ],
+        },
+      ],
+    };
+    const text = JSON.stringify(body).replace(/é/g, '\\u00e9');
+    const parsed = JSON.parse(text) as Json;
+    const chat = bridge(parsed);
+    const sent = anthropicBodyWriter(Buffer.from(text), parsed)(chat).toString('utf8');
+    expect(JSON.parse(sent)).toEqual(toAnthropicRequest(chat));
+    // Two user messages are sent as one, and the tool result goes before the note: neither is the
+    // client's message as it came.
+    expect(sent).not.toContain('\\u00e9');
+    expect(sent).toContain('"tool_use_id":"t1"');
+  });
+
+  const cafe = '{"type":"text","text":"caf\\u00e9"}';
+  it.each([
+    [
+      'a message gives a member twice',
+      `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","role":"user","content":[${cafe}]}]}`,
+    ],
+    [
+      'the body gives its messages twice',
+      `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"messages":[{"role":"user","content":[${cafe}]}]}`,
+    ],
+    [
+      'the body gives them twice, once spelled with an escape',
+      `{"model":"claude-sonnet-4-5","max_tokens":10,"m\\u0065ssages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"messages":[{"role":"user","content":[${cafe}]}]}`,
+    ],
+    [
+      'the body gives its system prompt twice',
+      `{"model":"claude-sonnet-4-5","max_tokens":10,"system":[{"type":"text","text":"x"}],"system":[${cafe}],"messages":[{"role":"user","content":"hi"}]}`,
+    ],
+  ])('copies nothing of what the bytes cannot say for sure: %s', (_name, text) => {
+    const parsed = JSON.parse(text) as Json;
+    const chat = bridge(parsed);
+    const sent = anthropicBodyWriter(Buffer.from(text), parsed)(chat).toString('utf8');
+    expect(JSON.parse(sent)).toEqual(toAnthropicRequest(chat));
+    expect(sent).toContain('café');
+    expect(sent).not.toContain('\\u00e9');
+  });
+
+  it('writes every body of its attempts from the client’s bytes alike', () => {
+    const { raw, body } = claudeCodeBody();
+    const chat = bridge(body);
+    const write = anthropicBodyWriter(raw, body);
+    const first = write(chat);
+    expect(write(chat).equals(first)).toBe(true);
+  });
+});
