@@ -3,6 +3,7 @@
 // Each section lives in bench/sections/; what they share, in bench/lib/.
 import { execFileSync } from 'node:child_process';
 import { abortSection } from './sections/abort.js';
+import { agentsSection } from './sections/agents.js';
 import { budgetsSection } from './sections/budgets.js';
 import { decodeSection } from './sections/decode.js';
 import { fidelitySection } from './sections/fidelity.js';
@@ -28,6 +29,7 @@ const sections: Record<string, () => Promise<void>> = {
   'redis-commands': redisCommandsSection,
   summarization: summarizationSection,
   proxy: proxySection,
+  agents: agentsSection,
   instructions: instructionsSection,
   service: serviceSection,
   abort: abortSection,

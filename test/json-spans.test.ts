@@ -136,14 +136,14 @@ describe('memberSpans', () => {
           const bytes = Buffer.from(spacing(object));
           const spans = memberSpans(bytes, 0);
           const read = Object.fromEntries(
-            [...(spans ?? [])].map(([name, span]) => [
+            [...(spans?.members ?? [])].map(([name, span]) => [
               name,
               span === undefined
                 ? undefined
                 : (JSON.parse(bytes.toString('utf8', span[0], span[1])) as unknown),
             ]),
           );
-          expect(read).toEqual(object);
+          expect(read).toEqual(JSON.parse(bytes.toString('utf8')));
         },
       ),
     );
@@ -163,9 +163,46 @@ describe('memberSpans', () => {
     const bytes = Buffer.from(text);
     const spans = memberSpans(bytes, text.indexOf('{'));
     const read = Object.fromEntries(
-      [...(spans ?? [])].map(([name, span]) => [name, span && bytes.toString('utf8', span[0], span[1])]),
+      [...(spans?.members ?? [])].map(([name, span]) => [
+        name,
+        span && bytes.toString('utf8', span[0], span[1]),
+      ]),
     );
     expect(read).toEqual(given);
+  });
+
+  it('finds the elements of the array asked for on the same walk, with their members in the bytes', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.dictionary(
+            fc.string().filter((key) => key !== '__proto__'),
+            fc.jsonValue(),
+          ),
+          { maxLength: 6 },
+        ),
+        fc.constantFrom(...spacings),
+        (messages, spacing) => {
+          const bytes = Buffer.from(spacing({ model: 'm', messages, stream: false }));
+          const elements = memberSpans(bytes, 0, 'messages')?.elements;
+          const read = Array.from(
+            { length: (elements?.spans.length ?? 0) / 2 },
+            (_unused, index) =>
+              JSON.parse(
+                bytes.toString('utf8', elements?.spans[2 * index], elements?.spans[2 * index + 1]),
+              ) as unknown,
+          );
+          expect(read).toEqual((JSON.parse(bytes.toString('utf8')) as { messages: unknown[] }).messages);
+          expect(Array.from(elements?.members ?? [])).toEqual(
+            messages.map((message) => Object.keys(message).length),
+          );
+        },
+      ),
+    );
+    const twice = Buffer.from('{"messages":[{"role":"user","role":"user","content":"a"},{}],"x":1}');
+    expect(Array.from(memberSpans(twice, 0, 'messages')?.elements?.members ?? [])).toEqual([3, 0]);
+    const given = Buffer.from('{"messages":[{"a":1}],"m\\u0065ssages":[{"a":2}]}');
+    expect(memberSpans(given, 0, 'messages')?.elements).toBeUndefined();
   });
 
   it('finds none in what is not an object', () => {

@@ -122,3 +122,92 @@ export function uniqueChatBodies(seed = 7): () => string {
     });
   };
 }
+
+/**
+ * A Claude Code request (its shape as seen from the CLI, December 2026): two system blocks (the last
+ * with cache_control, some 15 KB), its tools with long descriptions, a first user message of system
+ * reminders and the task, then `steps` steps of a tool loop — the assistant's text and one tool_use,
+ * the user's tool_result (a file's lines) — with cache_control on the last result. Texts from
+ * benchConversation's generator, so that nothing is cheap to count.
+ */
+export function claudeCodeBody(steps: number, model: string): string {
+  const texts = benchConversation(3 * steps + 60, 900).map((message) => message.content);
+  let next = 0;
+  const text = (chars: number): string => {
+    let out = '';
+    while (out.length < chars) out += `${texts[next++ % texts.length] as string}\n`;
+    return out.slice(0, chars);
+  };
+  const tools = [
+    'Bash',
+    'Read',
+    'Edit',
+    'Write',
+    'Glob',
+    'Grep',
+    'Task',
+    'TodoWrite',
+    'WebFetch',
+    'WebSearch',
+  ].map((name) => ({
+    name,
+    description: text(2_400),
+    input_schema: {
+      type: 'object',
+      properties: { path: { type: 'string', description: text(200) }, limit: { type: 'number' } },
+      required: ['path'],
+      additionalProperties: false,
+      $schema: 'http://json-schema.org/draft-07/schema#',
+    },
+  }));
+  const messages: unknown[] = [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: `<system-reminder>\n${text(3_000)}\n</system-reminder>` },
+        { type: 'text', text: 'Find why the deployment retries and fix it.' },
+      ],
+    },
+  ];
+  for (let step = 0; step < steps; step++) {
+    messages.push({
+      role: 'assistant',
+      content: [
+        { type: 'text', text: text(200) },
+        {
+          type: 'tool_use',
+          id: `toolu_bench_${step}`,
+          name: 'Read',
+          input: { path: `src/module${step}.ts` },
+        },
+      ],
+    });
+    const lines = text(1_400)
+      .split('\n')
+      .map((line, index) => `${String(index + 1).padStart(6)}\t${line}`)
+      .join('\n');
+    const result: Record<string, unknown> = {
+      type: 'tool_result',
+      tool_use_id: `toolu_bench_${step}`,
+      content: lines,
+    };
+    if (step === steps - 1) result.cache_control = { type: 'ephemeral' };
+    messages.push({ role: 'user', content: [result] });
+  }
+  return JSON.stringify({
+    model,
+    max_tokens: 32_000,
+    system: [
+      {
+        type: 'text',
+        text: "You are Claude Code, Anthropic's official CLI for Claude.",
+        cache_control: { type: 'ephemeral' },
+      },
+      { type: 'text', text: text(15_000), cache_control: { type: 'ephemeral' } },
+    ],
+    tools,
+    messages,
+    metadata: { user_id: `user_${'0'.repeat(64)}_account__session_bench` },
+    stream: false,
+  });
+}

@@ -6,7 +6,7 @@
 // value. Claude Code sends its whole conversation, a system prompt of some 15 KB and its tools with
 // every request. Nothing is copied from bytes that give a member twice (json-spans.ts).
 import { jsonArrayBytes, jsonObjectBytes, type KnownBytes } from '../chat/chat-body.js';
-import { memberSpans, objectElementSpans, objectMemberCount, skipSpace } from '../json-spans.js';
+import { memberSpans, skipSpace } from '../json-spans.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 
 type Json = Record<string, unknown>;
@@ -14,8 +14,8 @@ type Json = Record<string, unknown>;
 /** Where the client's members and messages lie in its bytes; read once, the first time a body is written. */
 interface ClientSpans {
   members: Map<string, readonly [number, number] | undefined>;
-  /** The spans of the client's messages, as pairs; undefined when the bytes cannot say which is which. */
-  messages: Int32Array | undefined;
+  /** The spans of the client's messages, and their members in the bytes; undefined when they cannot say which is which. */
+  messages: { spans: Int32Array; members: Int32Array } | undefined;
 }
 
 /**
@@ -37,12 +37,11 @@ export function anthropicBodyWriter(raw: Buffer, client: Json): (chat: Json) => 
 }
 
 function clientSpans(raw: Buffer, client: Json): ClientSpans | undefined {
-  const members = memberSpans(raw, skipSpace(raw, 0));
-  if (members === undefined) return undefined;
-  const span = members.get('messages');
-  const found = span === undefined ? undefined : objectElementSpans(raw, span[0]);
+  const found = memberSpans(raw, skipSpace(raw, 0), 'messages');
+  if (found === undefined) return undefined;
   const count = Array.isArray(client.messages) ? client.messages.length : -1;
-  return { members, messages: found?.length === 2 * count ? found : undefined };
+  const messages = found.elements?.members.length === count ? found.elements : undefined;
+  return { members: found.members, messages };
 }
 
 function bodyBytes(raw: Buffer, client: Json, spans: ClientSpans, body: Json): Buffer {
@@ -80,7 +79,7 @@ function isClients(value: unknown, theirs: unknown): boolean {
 function messageBytes(
   raw: Buffer,
   elements: readonly unknown[],
-  spans: Int32Array,
+  found: { spans: Int32Array; members: Int32Array },
   messages: readonly Json[],
 ): Array<KnownBytes | undefined> {
   // A message is found by its first block: JSON.parse made every block an object of its own.
@@ -98,8 +97,8 @@ function messageBytes(
     const theirs = element.content as unknown[];
     if (element.role !== message.role || Object.keys(element).length !== 2 || !isClients(blocks, theirs))
       return undefined;
-    const start = spans[2 * index] as number;
     // Two members in the bytes too: none given twice.
-    return objectMemberCount(raw, start) === 2 ? raw.subarray(start, spans[2 * index + 1]) : undefined;
+    if (found.members[index] !== 2) return undefined;
+    return raw.subarray(found.spans[2 * index] as number, found.spans[2 * index + 1] as number);
   });
 }
