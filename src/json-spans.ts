@@ -56,28 +56,44 @@ function stringEnd(bytes: Buffer, at: number): number {
 function valueEnd(bytes: Buffer, at: number): number {
   const first = bytes[at];
   if (first === quote) return stringEnd(bytes, at);
+  if (first === openArray || first === openObject) return containerEnd(bytes, at);
+  // A number, true, false or null.
   let index = at;
-  if (first !== openArray && first !== openObject) {
-    // A number, true, false or null.
-    while (index < bytes.length) {
-      const byte = bytes[index];
-      if (byte === comma || byte === closeArray || byte === closeObject || isJsonSpace(byte)) break;
-      index++;
-    }
-    return index;
+  while (index < bytes.length) {
+    const byte = bytes[index];
+    if (byte === comma || byte === closeArray || byte === closeObject || isJsonSpace(byte)) break;
+    index++;
   }
+  return index;
+}
+
+/**
+ * Just past the array or object that opens at `at`; with `members`, how many members (or elements) it
+ * has in the bytes is written to `members[slot]` — its commas outside its values, counted on the same
+ * walk (a key given twice counted twice).
+ */
+function containerEnd(bytes: Buffer, at: number, members?: Int32Array, slot = 0): number {
   let depth = 0;
+  let commas = 0;
+  let empty = true;
+  let index = at;
   while (index < bytes.length) {
     const byte = bytes[index] as number;
     if (byte === quote) {
+      if (depth === 1) empty = false;
       index = stringEnd(bytes, index);
       continue;
     }
-    if (byte === openArray || byte === openObject) depth++;
-    else if (byte === closeArray || byte === closeObject) {
+    if (byte === openArray || byte === openObject) {
+      if (depth === 1) empty = false;
+      depth++;
+    } else if (byte === closeArray || byte === closeObject) {
       depth--;
-      if (depth === 0) return index + 1;
-    }
+      if (depth === 0) {
+        if (members !== undefined) members[slot] = empty ? 0 : commas + 1;
+        return index + 1;
+      }
+    } else if (byte === comma && depth === 1) commas++;
     index++;
   }
   return index;
@@ -85,25 +101,31 @@ function valueEnd(bytes: Buffer, at: number): number {
 
 /**
  * The byte ranges [start, end) of the elements of the top-level object's array member `key`, in
- * order, as pairs; undefined when the bytes cannot say for sure which array JSON.parse read: the member
- * missing, not an array, or given twice (however its key is spelled), or an element that is not an
- * object. `bytes` must be JSON that JSON.parse accepted (a byte-order mark removed); `key` plain
- * ASCII without quotes or backslashes.
+ * order, as pairs, and how many members each has in the bytes (a key given twice counted twice);
+ * undefined when the bytes cannot say for sure which array JSON.parse read: the member missing, not an
+ * array, or given twice (however its key is spelled), or an element that is not an object. `bytes`
+ * must be JSON that JSON.parse accepted (a byte-order mark removed); `key` plain ASCII without quotes
+ * or backslashes.
  */
-export function arrayElementSpans(bytes: Buffer, key: string): Int32Array | undefined {
+export function arrayElements(bytes: Buffer, key: string): ElementSpans | undefined {
   const at = skipSpace(bytes, 0);
   if (bytes[at] !== openObject) return undefined;
-  let spans: Int32Array | undefined;
+  let elements: ElementSpans | undefined;
   let unsure = false;
   const end = walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
     if (!isKey(bytes, keyStart, keyEnd, key)) return valueEnd(bytes, valueStart);
     const found =
-      spans === undefined && bytes[valueStart] === openArray ? elementSpans(bytes, valueStart) : undefined;
+      elements === undefined && bytes[valueStart] === openArray ? elementSpans(bytes, valueStart) : undefined;
     if (found === undefined) unsure = true;
-    else spans = found.spans;
+    else elements = found;
     return found?.end ?? -1;
   });
-  return unsure || bytes[end] !== closeObject ? undefined : spans;
+  return unsure || bytes[end] !== closeObject ? undefined : elements;
+}
+
+/** The spans of arrayElements alone. */
+export function arrayElementSpans(bytes: Buffer, key: string): Int32Array | undefined {
+  return arrayElements(bytes, key)?.spans;
 }
 
 /**
@@ -149,14 +171,17 @@ function isKey(bytes: Buffer, keyStart: number, keyEnd: number, key: string): bo
   return true;
 }
 
+/** Where the objects of an array lie in the bytes, as pairs, and how many members each has there. */
+export interface ElementSpans {
+  spans: Int32Array;
+  members: Int32Array;
+}
+
 /**
  * The spans of the objects of the array that opens at `at`, how many members each has in the bytes (a
  * key given twice counted twice), and where the array ends; undefined for any other element.
  */
-function elementSpans(
-  bytes: Buffer,
-  at: number,
-): { spans: Int32Array; members: Int32Array; end: number } | undefined {
+function elementSpans(bytes: Buffer, at: number): (ElementSpans & { end: number }) | undefined {
   let spans = new Int32Array(16);
   let members = new Int32Array(8);
   let count = 0;
@@ -173,7 +198,7 @@ function elementSpans(
       grownMembers.set(members);
       members = grownMembers;
     }
-    const end = objectEnd(bytes, index, members, count / 2);
+    const end = containerEnd(bytes, index, members, count / 2);
     spans[count++] = index;
     spans[count++] = end;
     index = skipSpace(bytes, end);
@@ -182,48 +207,6 @@ function elementSpans(
     if (bytes[index] !== comma) return undefined;
     index = skipSpace(bytes, index + 1);
   }
-}
-
-/**
- * Just past the object that opens at `at` (as valueEnd), writing how many members it has in the bytes
- * to `members[slot]`: its commas outside its values, counted on the same walk.
- */
-function objectEnd(bytes: Buffer, at: number, members: Int32Array, slot: number): number {
-  let depth = 0;
-  let commas = 0;
-  let empty = true;
-  let index = at;
-  while (index < bytes.length) {
-    const byte = bytes[index] as number;
-    if (byte === quote) {
-      if (depth === 1) empty = false;
-      index = stringEnd(bytes, index);
-      continue;
-    }
-    if (byte === openArray || byte === openObject) depth++;
-    else if (byte === closeArray || byte === closeObject) {
-      depth--;
-      if (depth === 0) {
-        members[slot] = empty ? 0 : commas + 1;
-        return index + 1;
-      }
-    } else if (byte === comma && depth === 1) commas++;
-    index++;
-  }
-  return index;
-}
-
-/**
- * How many members the object that opens at `at` has in the bytes, a key given twice counted twice
- * (JSON.parse keeps one of them: an object with fewer keys than this was written with a key twice).
- */
-export function objectMemberCount(bytes: Buffer, at: number): number {
-  let count = 0;
-  walkMembers(bytes, at, (_keyStart, _keyEnd, valueStart) => {
-    count++;
-    return valueEnd(bytes, valueStart);
-  });
-  return count;
 }
 
 /**
@@ -261,7 +244,7 @@ export interface MemberSpans {
    * each has in the bytes; undefined when it is missing, given twice, or has an element that is not an
    * object.
    */
-  elements?: { spans: Int32Array; members: Int32Array } | undefined;
+  elements?: ElementSpans | undefined;
 }
 
 /**

@@ -3,7 +3,7 @@
 // something else than JSON.parse read, no spans at all.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { arrayElementSpans, memberSpans, objectMemberCount } from '../src/json-spans.js';
+import { arrayElements, arrayElementSpans, memberSpans } from '../src/json-spans.js';
 
 /** What each span of `text` parses to, or undefined without spans. */
 function spansOf(text: string, key = 'messages'): unknown[] | undefined {
@@ -96,11 +96,12 @@ describe('arrayElementSpans', () => {
   });
 });
 
-describe('objectMemberCount', () => {
+describe('arrayElements: how many members each element has in the bytes', () => {
   it('counts the members of any object as JSON.parse reads its keys, however it is spaced', () => {
     fc.assert(
       fc.property(anyObject, fc.constantFrom(...spacings), (object, spacing) => {
-        expect(objectMemberCount(Buffer.from(spacing(object)), 0)).toBe(Object.keys(object).length);
+        const bytes = Buffer.from(spacing({ messages: [object] }));
+        expect(arrayElements(bytes, 'messages')?.members[0]).toBe(Object.keys(object).length);
       }),
     );
   });
@@ -112,7 +113,8 @@ describe('objectMemberCount', () => {
     { text: '{"a":{"b":1,"c":[{"d":"}"}]},"e":"\\"}"}', members: 2 },
     { text: ' \n{ "a" : 1 , "b" : null }', members: 2 },
   ])('counts $members in $text, a key given twice counted twice', ({ text, members }) => {
-    expect(objectMemberCount(Buffer.from(text), text.indexOf('{'))).toBe(members);
+    const bytes = Buffer.from(`{"messages":[${text}]}`);
+    expect(arrayElements(bytes, 'messages')?.members[0]).toBe(members);
   });
 });
 

@@ -9,11 +9,11 @@ import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
 import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
 import {
-  arrayElementSpans,
+  arrayElements,
   memberValueSpan,
   objectElementSpans,
-  objectMemberCount,
   skipSpace,
+  type ElementSpans,
 } from '../json-spans.js';
 
 const comma = 0x2c;
@@ -166,6 +166,8 @@ export interface ClientArray {
   raw: Buffer;
   elements: readonly unknown[];
   spans(): Int32Array | undefined;
+  /** How many members each element has in the bytes (a key given twice counted twice), with spans(). */
+  members(): Int32Array | undefined;
 }
 
 export function clientArray(
@@ -175,18 +177,15 @@ export function clientArray(
 ): ClientArray | undefined {
   const elements = (body as Record<string, unknown> | null | undefined)?.[key];
   if (raw === undefined || !Array.isArray(elements)) return undefined;
-  let spans: Int32Array | null | undefined = null;
-  return {
-    raw,
-    elements,
-    spans() {
-      if (spans === null) {
-        const found = arrayElementSpans(raw, key);
-        spans = found?.length === 2 * elements.length ? found : undefined;
-      }
-      return spans;
-    },
+  let found: ElementSpans | null | undefined = null;
+  const read = (): ElementSpans | undefined => {
+    if (found === null) {
+      const spans = arrayElements(raw, key);
+      found = spans?.members.length === elements.length ? spans : undefined;
+    }
+    return found;
   };
+  return { raw, elements, spans: () => read()?.spans, members: () => read()?.members };
 }
 
 /** A string of a bridged message that is a string of the element it was made from, as it came. */
@@ -350,14 +349,15 @@ function elementBytes(
     // None sent as it came (a conversation rewritten whole): the body need not be read for them.
     if (!(spliced === undefined ? elements : positions).some((index) => index >= 0)) return [];
     const found = array.spans();
-    if (found === undefined) return [];
+    const counts = array.members();
+    if (found === undefined || counts === undefined) return [];
     const known = new Array<KnownBytes | undefined>(positions.length);
     // A run of the client's elements sent one after the other: one part, from the first one's start to
     // the last one's end (the commas and spaces between them are the client's).
     let runAt = -1;
     elements.forEach((element, at) => {
       const start = found[2 * element] as number;
-      if (element < 0 || (members !== undefined && objectMemberCount(raw, start) !== members)) {
+      if (element < 0 || (members !== undefined && counts[element] !== members)) {
         runAt = -1;
         const position = positions[at] as number;
         if (spliced !== undefined && position >= 0) known[at] = spliced(position, found);

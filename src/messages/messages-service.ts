@@ -100,11 +100,12 @@ export function createMessagesService(deps: {
       0,
       request.sources,
     );
-    // The system prompt as the client wrote it, when it is one string (or one text block).
+    // The system prompt as the client wrote it, when it is one string (or one text block); natively,
+    // anthropicBody copies it.
     const system = (input.body as { system?: unknown }).system;
     const first = messages[0] as { role?: unknown } | undefined;
     const systemBytes =
-      first?.role !== 'system' || request.sources.origins[0] !== -1
+      request.native || first?.role !== 'system' || request.sources.origins[0] !== -1
         ? undefined
         : bodyStringBytes(
             input.rawBody,

@@ -6,7 +6,7 @@
 // value. Claude Code sends its whole conversation, a system prompt of some 15 KB and its tools with
 // every request. Nothing is copied from bytes that give a member twice (json-spans.ts).
 import { jsonArrayBytes, jsonObjectBytes, type KnownBytes } from '../chat/chat-body.js';
-import { memberSpans, skipSpace } from '../json-spans.js';
+import { memberSpans, skipSpace, type ElementSpans } from '../json-spans.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 
 type Json = Record<string, unknown>;
@@ -15,7 +15,7 @@ type Json = Record<string, unknown>;
 interface ClientSpans {
   members: Map<string, readonly [number, number] | undefined>;
   /** The spans of the client's messages, and their members in the bytes; undefined when they cannot say which is which. */
-  messages: { spans: Int32Array; members: Int32Array } | undefined;
+  messages: ElementSpans | undefined;
 }
 
 /**
@@ -24,14 +24,10 @@ interface ClientSpans {
  * `raw`.
  */
 export function anthropicBodyWriter(raw: Buffer, client: Json): (chat: Json) => Buffer {
-  let spans: ClientSpans | undefined;
-  let read = false;
+  let spans: ClientSpans | null | undefined = null;
   return (chat) => {
     const body = toAnthropicRequest(chat);
-    if (!read) {
-      read = true;
-      spans = clientSpans(raw, client);
-    }
+    if (spans === null) spans = clientSpans(raw, client);
     return spans === undefined ? Buffer.from(JSON.stringify(body)) : bodyBytes(raw, client, spans, body);
   };
 }
@@ -79,7 +75,7 @@ function isClients(value: unknown, theirs: unknown): boolean {
 function messageBytes(
   raw: Buffer,
   elements: readonly unknown[],
-  found: { spans: Int32Array; members: Int32Array },
+  found: ElementSpans,
   messages: readonly Json[],
 ): Array<KnownBytes | undefined> {
   // A message is found by its first block: JSON.parse made every block an object of its own.
