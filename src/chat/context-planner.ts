@@ -4,9 +4,9 @@
 // (POST /v1/context/render), so the preview equals what is sent.
 import { createHash } from 'node:crypto';
 import {
-  countToolTokens,
   maxToolDefinitionChars,
   oversizedToolTokens,
+  toolDefinitionTokens,
   toolDefinitionsLongerThan,
 } from '../context/token-accounting.js';
 import { TextCache } from '../text-cache.js';
@@ -76,7 +76,7 @@ export function createContextPlanner(deps: {
     const way = `${entry.tokenizer}\u0000${entry.toolFormat}`;
     let tokens = known.formula.get(way);
     if (tokens === undefined) {
-      tokens = countToolTokens(tools, tokenizers.forEncoding(entry.tokenizer), { format: entry.toolFormat });
+      tokens = toolDefinitionTokens(tools, tokenizers.forEncoding(entry.tokenizer), entry.toolFormat);
       known.formula.set(way, tokens);
     }
     return tokens;
@@ -117,6 +117,7 @@ export function createContextPlanner(deps: {
           ratio: learned.ratio,
           toolTokens,
         },
+        toolFormula,
         attempt,
         precision,
       });

@@ -103,6 +103,11 @@ export interface PlanSendInput {
   /** A session's conversation to fit instead of the request's own messages. */
   session?: SessionView | undefined;
   learned?: LearnedInputs | undefined;
+  /**
+   * The request's tool definitions' own tokens (token-accounting.ts toolDefinitionTokens, in the
+   * model's tool format and tokenizer), when counted already: the planner counts each tool set once.
+   */
+  toolFormula?: number | undefined;
   attempt?: AttemptState | undefined;
   precision?: CountPrecision;
 }
@@ -174,6 +179,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
             windowFor(baseSettings.outputReserve),
             {
               toolTokens,
+              toolFormula: input.toolFormula,
               messageTokens,
               summary: session?.summary,
             },
@@ -199,6 +205,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
     reduced,
     messageTokens,
     toolTokens,
+    toolFormula: input.toolFormula,
     session,
     attempt,
   });
@@ -234,6 +241,7 @@ function probeFor(
   window: number,
   known: {
     toolTokens: number | undefined;
+    toolFormula: number | undefined;
     messageTokens: readonly number[] | undefined;
     summary: RenderInput['summary'];
   },
@@ -249,6 +257,7 @@ function probeFor(
     policy: settings.policy,
   };
   if (known.toolTokens !== undefined) probe.toolTokens = known.toolTokens;
+  if (known.toolFormula !== undefined) probe.toolFormula = known.toolFormula;
   if (known.messageTokens !== undefined) probe.messageTokens = known.messageTokens;
   if (known.summary !== undefined) probe.summary = known.summary;
   return probe;
@@ -280,6 +289,7 @@ function renderInputFor(options: {
   window: number;
   reduced: ReturnType<typeof reducedConversation>;
   toolTokens: number | undefined;
+  toolFormula: number | undefined;
   session: SessionView | undefined;
   attempt: AttemptState;
   messageTokens: readonly number[] | undefined;
@@ -300,6 +310,7 @@ function renderInputFor(options: {
   if (messageTokens !== undefined) render.messageTokens = messageTokens;
   // A learned tool set size is in the upstream's units; the render counts in estimate units.
   if (options.toolTokens !== undefined) render.toolTokens = options.toolTokens;
+  if (options.toolFormula !== undefined) render.toolFormula = options.toolFormula;
   if (historyStartHint !== undefined) render.historyStartHint = historyStartHint;
   if (omittedBefore !== 0) render.omittedBefore = omittedBefore;
   if (session?.summary !== undefined) render.summary = session.summary;

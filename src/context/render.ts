@@ -11,6 +11,7 @@ import {
   countMessageTokens,
   countToolTokens,
   replyPrimingTokens,
+  withFirstSystem,
   type ToolFormat,
 } from './token-accounting.js';
 import { leadingSystemCount, messageText, repairToolPairing, splitTurns, type Turn } from './turns.js';
@@ -23,6 +24,12 @@ export interface RenderInput {
   tools?: unknown;
   /** The tool definitions' tokens when known better than their rendering (learned from the upstream). */
   toolTokens?: number;
+  /**
+   * The tool definitions' own tokens (token-accounting.ts toolDefinitionTokens of `tools` in
+   * `toolFormat` with this tokenizer), when counted already: the planner counts a tool set once, and an
+   * agent sends the same set with every step.
+   */
+  toolFormula?: number;
   /** How the provider writes tool definitions into the prompt (default: as OpenAI does). */
   toolFormat?: ToolFormat;
   tokenizer: Tokenizer;
@@ -386,10 +393,11 @@ function toolTokensFor(input: RenderInput, messages: readonly ContextMessage[]):
   if (input.toolTokens !== undefined) return input.toolTokens;
   const first = messages[0];
   const system = first !== undefined && (first.role === 'system' || first.role === 'developer');
-  return countToolTokens(input.tools, input.tokenizer, {
-    firstSystemText: system ? messageText(first) : undefined,
-    ...(input.toolFormat === undefined ? {} : { format: input.toolFormat }),
-  });
+  const firstSystemText = system ? messageText(first) : undefined;
+  const format = input.toolFormat ?? 'typescript';
+  return input.toolFormula === undefined
+    ? countToolTokens(input.tools, input.tokenizer, { firstSystemText, format })
+    : withFirstSystem(input.toolFormula, input.tokenizer, firstSystemText, format);
 }
 
 function sumRange(values: readonly number[], start: number, end: number): number {

@@ -6,7 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { createContextPlanner } from '../../src/chat/context-planner.js';
+import { findModelEntry } from '../../src/context/context-settings.js';
 import { firstAttempt, type AttemptState } from '../../src/context/plan-send.js';
+import { countToolTokens } from '../../src/context/token-accounting.js';
 import { createMemoryLearnedLimits } from '../../src/store/learned-limits.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { attemptsConfig as config, chat } from '../helpers/chat-attempts.js';
@@ -113,6 +115,36 @@ describe('the plan of a request', () => {
       expect(first.toolFormula).toBe(first.prepared.report.regions.tools);
     }
   });
+
+  it.each([
+    { model: 'small-model', format: 'json' },
+    { model: 'exact-model', format: 'typescript' },
+  ])(
+    'counts a tool set once and each prompt’s as its template writes it, beside whatever comes first: $model ($format)',
+    ({ model, format }) => {
+      const of = planner();
+      const tools = [tool('read'), tool('write')];
+      const entry = findModelEntry(config, model);
+      expect(entry.toolFormat).toBe(format);
+      const tokenizer = tokenizers.forEncoding(entry.tokenizer);
+      const firsts = [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'system', content: 'You are a careful reviewer of pull requests.\nAnswer in English' },
+        { role: 'user', content: 'Read the README.' },
+      ];
+      for (const first of firsts) {
+        const request = {
+          model,
+          messages: [first, { role: 'user', content: 'Now?' }],
+          tools,
+        } as ChatCompletionRequest;
+        const firstSystemText = first.role === 'system' ? first.content : undefined;
+        expect(plan(of, request).prepared.report.regions.tools).toBe(
+          countToolTokens(tools, tokenizer, { firstSystemText, format: entry.toolFormat }),
+        );
+      }
+    },
+  );
 
   it('counts a tool set at what the upstream was seen to count for it, once learned', () => {
     const of = planner();

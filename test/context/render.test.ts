@@ -522,6 +522,23 @@ describe('renderContext', () => {
     expect(userTurns).toBeLessThanOrEqual(4);
   });
 
+  it.each([
+    { format: 'json', first: 'system', tools: 200 },
+    { format: 'json', first: 'user', tools: 200 },
+    { format: 'typescript', first: 'user', tools: 200 },
+    // OpenAI's rendering joins the definitions to a system message first: 4 fewer (the line break it
+    // adds is no word here).
+    { format: 'typescript', first: 'system', tools: 196 },
+  ] as const)(
+    'takes a tool set’s count it is given instead of counting the definitions: $format, $first first',
+    ({ format, first, tools }) => {
+      const messages = [{ role: first, content: 'Be brief.' }, user('Now?')];
+      const definitions = [{ type: 'function', function: { name: 'read', parameters: {} } }];
+      const { report } = render(messages, { tools: definitions, toolFormat: format, toolFormula: 200 });
+      expect(report.regions.tools).toBe(tools);
+    },
+  );
+
   it('does not mutate its input', () => {
     const messages = [user(text(500)), assistant(text(500)), user('now')];
     const copy = structuredClone(messages);
