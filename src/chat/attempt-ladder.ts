@@ -149,6 +149,8 @@ export function createAttemptLadder(input: {
   knownBytes?: KnownMessageBytes | undefined;
   /** A Messages request's body for an `anthropic` upstream, the client's own parts copied (chat-turn.ts). */
   anthropicBody?: ((chat: Record<string, unknown>) => Buffer) | undefined;
+  /** A text naming the client's tools exactly (chat-turn.ts ChatInput). */
+  toolsKey?: string | undefined;
   /** Whose request it is: what one tenant taught applies to it before others agree. */
   tenant: string;
   /** A preview's ladder: it takes nothing the next request would get (a probe of a learned window). */
@@ -180,6 +182,8 @@ export function createAttemptLadder(input: {
       precision: input.precision,
       tenant: input.tenant,
       preview: input.preview,
+      // The recall tool is not the client's: that tool set is known by its definitions.
+      toolsKey: recall ? undefined : input.toolsKey,
     });
     const { prepared } = plan;
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);

@@ -9,11 +9,11 @@ import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
 import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
 import {
-  arrayElements,
+  memberSpans,
   memberValueSpan,
   objectElementSpans,
   skipSpace,
-  type ElementSpans,
+  type MemberSpans,
 } from '../json-spans.js';
 
 const comma = 0x2c;
@@ -168,6 +168,8 @@ export interface ClientArray {
   spans(): Int32Array | undefined;
   /** How many members each element has in the bytes (a key given twice counted twice), with spans(). */
   members(): Int32Array | undefined;
+  /** Where the value of each member of the body lies, by name (undefined for one given twice), from the same walk. */
+  bodyMembers(): MemberSpans['members'] | undefined;
 }
 
 export function clientArray(
@@ -177,15 +179,49 @@ export function clientArray(
 ): ClientArray | undefined {
   const elements = (body as Record<string, unknown> | null | undefined)?.[key];
   if (raw === undefined || !Array.isArray(elements)) return undefined;
-  let found: ElementSpans | null | undefined = null;
-  const read = (): ElementSpans | undefined => {
-    if (found === null) {
-      const spans = arrayElements(raw, key);
-      found = spans?.members.length === elements.length ? spans : undefined;
-    }
+  let found: MemberSpans | null | undefined = null;
+  const read = (): MemberSpans | undefined => {
+    if (found === null) found = memberSpans(raw, skipSpace(raw, 0), key);
     return found;
   };
-  return { raw, elements, spans: () => read()?.spans, members: () => read()?.members };
+  const known = () => {
+    const spans = read()?.elements;
+    return spans?.members.length === elements.length ? spans : undefined;
+  };
+  return {
+    raw,
+    elements,
+    spans: () => known()?.spans,
+    members: () => known()?.members,
+    bodyMembers: () => read()?.members,
+  };
+}
+
+/**
+ * A text that names a bridged request's chat tools exactly: `api`, then the client's bytes of each of
+ * `names`, the members of its body they are made from (docs/budgeting.md, tool definitions). Two
+ * requests with the same text have the same tools, so the planner knows the set without writing it
+ * out (chat/context-planner.ts). Undefined when the bytes cannot say which member JSON.parse read.
+ */
+export function toolsKeyOf(
+  array: ClientArray | undefined,
+  api: string,
+  names: readonly string[],
+): string | undefined {
+  const members = array?.bodyMembers();
+  if (array === undefined || members === undefined) return undefined;
+  // No JSON value holds a NUL byte, so the parts cannot run into each other.
+  let key = api;
+  for (const name of names) {
+    if (!members.has(name)) {
+      key += '\u0000\u0001';
+      continue;
+    }
+    const span = members.get(name);
+    if (span === undefined) return undefined;
+    key += `\u0000${array.raw.toString('latin1', span[0], span[1])}`;
+  }
+  return key;
 }
 
 /** A string of a bridged message that is a string of the element it was made from, as it came. */

@@ -87,6 +87,11 @@ export interface ChatInput {
    */
   anthropicBody?: ((chat: Record<string, unknown>) => Buffer) | undefined;
   /**
+   * A text naming the request's tools exactly, read from the client's bytes (chat-body.ts toolsKeyOf):
+   * the planner knows a tool set by it without writing the definitions out.
+   */
+  toolsKey?: string | undefined;
+  /**
    * The body the client sent (its Responses or Messages body when bridged, which has no `rawBody`) in
    * the bytes counting weighs (json-body.ts countingBytesOf): over 4 MB it is counted from samples
    * (docs/budgeting.md).
@@ -573,6 +578,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         input.messageBytes ??
         clientMessageBytes(input.rawBody, input.body),
       anthropicBody: input.anthropicBody,
+      toolsKey: input.toolsKey,
       tenant: input.credential.tenantId,
       preview,
       fieldFixes: deps.fieldFixes,

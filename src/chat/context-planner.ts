@@ -49,6 +49,11 @@ export interface ContextPlanner {
     tenant: string;
     /** A preview: shown what the next request would send, taking nothing from it (a probe). */
     preview?: boolean | undefined;
+    /**
+     * A text naming `chatRequest.tools` exactly, from the client's bytes (chat-body.ts toolsKeyOf):
+     * the set is found by it, without writing the definitions out as JSON.
+     */
+    toolsKey?: string | undefined;
   }): ContextPlan;
 }
 
@@ -61,7 +66,10 @@ export function createContextPlanner(deps: {
   // An agent sends the same definitions with every step: hashed and counted once, looked up after.
   // At most 2,048 tool sets and 16 M characters of definitions, the least recently used out first.
   const toolSets = new TextCache<KnownToolSet>(2_048, 16_000_000);
-  const toolSetOf = (tools: unknown): KnownToolSet | undefined => {
+  // The same sets by the client's bytes they were made from (Claude Code's 40 tools: 28 KB written
+  // out as JSON again for every request, ~0.1 ms), each the set its definitions name.
+  const toolSetsByKey = new TextCache<KnownToolSet>(2_048, 16_000_000);
+  const toolSetOf = (tools: unknown, toolsKey: string | undefined): KnownToolSet | undefined => {
     if (!Array.isArray(tools) || tools.length === 0) return undefined;
     const text = JSON.stringify(tools);
     let known = toolSets.get(text);
@@ -69,6 +77,7 @@ export function createContextPlanner(deps: {
       known = { key: createHash('sha256').update(text).digest('base64url').slice(0, 22), formula: new Map() };
       toolSets.set(text, known);
     }
+    if (toolsKey !== undefined) toolSetsByKey.set(toolsKey, known);
     return known;
   };
   const formulaOf = (known: KnownToolSet, tools: unknown, model: string): number => {
@@ -82,13 +91,16 @@ export function createContextPlanner(deps: {
     return tokens;
   };
   return {
-    plan({ chatRequest, overrides, session, target, precision, attempt, tenant, preview }) {
+    plan({ chatRequest, overrides, session, target, precision, attempt, tenant, preview, toolsKey }) {
       const learned = learnedLimits.get(target.name, chatRequest.model, tenant, {
         preview: preview === true,
       });
-      // Definitions longer than any window are neither hashed nor counted: they count as too many.
-      const oversized = toolDefinitionsLongerThan(chatRequest.tools, maxToolDefinitionChars);
-      const known = oversized ? undefined : toolSetOf(chatRequest.tools);
+      const byKey = toolsKey === undefined ? undefined : toolSetsByKey.get(toolsKey);
+      // Definitions longer than any window are neither hashed nor counted: they count as too many (a
+      // set found by its bytes was not).
+      const oversized =
+        byKey === undefined && toolDefinitionsLongerThan(chatRequest.tools, maxToolDefinitionChars);
+      const known = oversized ? undefined : (byKey ?? toolSetOf(chatRequest.tools, toolsKey));
       const toolSet = known?.key;
       const toolFormula = oversized
         ? oversizedToolTokens

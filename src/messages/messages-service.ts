@@ -13,7 +13,13 @@ import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js
 import type { ClientStream } from '../upstream/relay.js';
 import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
-import { bodyStringBytes, bridgedMessageBytes, clientArray, withLeadingBytes } from '../chat/chat-body.js';
+import {
+  bodyStringBytes,
+  bridgedMessageBytes,
+  clientArray,
+  toolsKeyOf,
+  withLeadingBytes,
+} from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
 import { anthropicBodyWriter } from './native-body.js';
 
@@ -94,12 +100,8 @@ export function createMessagesService(deps: {
       delete headers['x-api-key'];
     }
     const messages = request.chatBody.messages as unknown[];
-    const rest = bridgedMessageBytes(
-      clientArray(input.rawBody, 'messages', input.body),
-      messages,
-      0,
-      request.sources,
-    );
+    const clientMessages = clientArray(input.rawBody, 'messages', input.body);
+    const rest = bridgedMessageBytes(clientMessages, messages, 0, request.sources);
     // The system prompt as the client wrote it, when it is one string (or one text block); natively,
     // anthropicBody copies it.
     const system = (input.body as { system?: unknown }).system;
@@ -120,9 +122,11 @@ export function createMessagesService(deps: {
       rawBody: undefined,
       messageBytes: withLeadingBytes(messages as ContextMessage[], [systemBytes], rest),
       anthropicBody:
-        request.native && input.rawBody !== undefined
-          ? anthropicBodyWriter(input.rawBody, input.body as Record<string, unknown>)
+        request.native && clientMessages !== undefined
+          ? anthropicBodyWriter(clientMessages, input.body as Record<string, unknown>)
           : undefined,
+      // The chat tools are made of the client's `tools` alone (its function tools).
+      toolsKey: toolsKeyOf(clientMessages, 'messages', ['tools']),
     });
   }
 

@@ -5,8 +5,8 @@
 // messages, in their order; the system prompt, the tools and any other member that is the client's
 // value. Claude Code sends its whole conversation, a system prompt of some 15 KB and its tools with
 // every request. Nothing is copied from bytes that give a member twice (json-spans.ts).
-import { jsonArrayBytes, jsonObjectBytes, type KnownBytes } from '../chat/chat-body.js';
-import { memberSpans, skipSpace, type ElementSpans } from '../json-spans.js';
+import { jsonArrayBytes, jsonObjectBytes, type ClientArray, type KnownBytes } from '../chat/chat-body.js';
+import type { ElementSpans } from '../json-spans.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 
 type Json = Record<string, unknown>;
@@ -19,25 +19,26 @@ interface ClientSpans {
 }
 
 /**
- * Writes the Messages body of a chat request bridged from the client's Messages request `client`
- * (parsed from `raw`), for each attempt: what the engine left as the client sent it is copied from
- * `raw`.
+ * Writes the Messages body of a chat request bridged from the client's Messages request `client`, for
+ * each attempt: what the engine left as the client sent it is copied from its bytes (`messages`, the
+ * client's `messages` array and where its members lie in them: chat-body.ts clientArray).
  */
-export function anthropicBodyWriter(raw: Buffer, client: Json): (chat: Json) => Buffer {
-  let spans: ClientSpans | null | undefined = null;
+export function anthropicBodyWriter(messages: ClientArray, client: Json): (chat: Json) => Buffer {
   return (chat) => {
     const body = toAnthropicRequest(chat);
-    if (spans === null) spans = clientSpans(raw, client);
-    return spans === undefined ? Buffer.from(JSON.stringify(body)) : bodyBytes(raw, client, spans, body);
+    const spans = clientSpans(messages);
+    return spans === undefined
+      ? Buffer.from(JSON.stringify(body))
+      : bodyBytes(messages.raw, client, spans, body);
   };
 }
 
-function clientSpans(raw: Buffer, client: Json): ClientSpans | undefined {
-  const found = memberSpans(raw, skipSpace(raw, 0), 'messages');
-  if (found === undefined) return undefined;
-  const count = Array.isArray(client.messages) ? client.messages.length : -1;
-  const messages = found.elements?.members.length === count ? found.elements : undefined;
-  return { members: found.members, messages };
+function clientSpans(messages: ClientArray): ClientSpans | undefined {
+  const members = messages.bodyMembers();
+  if (members === undefined) return undefined;
+  const spans = messages.spans();
+  const counts = messages.members();
+  return { members, messages: spans && counts && { spans, members: counts } };
 }
 
 function bodyBytes(raw: Buffer, client: Json, spans: ClientSpans, body: Json): Buffer {

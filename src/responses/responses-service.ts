@@ -14,6 +14,7 @@ import {
   clientArray,
   jsonArrayBytes,
   recordBytes,
+  toolsKeyOf,
   withLeadingBytes,
 } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
@@ -265,6 +266,8 @@ export function createResponsesService(deps: {
       chatInput: Object.assign({}, input, {
         body: Object.assign({}, bridged.chatFields, { messages }),
         rawBody: undefined,
+        // The chat tools are the client's function tools, narrowed by an allowed_tools tool_choice.
+        toolsKey: toolsKeyOf(clientInput, 'responses', ['tools', 'tool_choice']),
         // The chain's messages as the store holds them, then the client's input as it came.
         messageBytes: withLeadingBytes(
           messages as ContextMessage[],

@@ -10,6 +10,7 @@ import {
   jsonArrayBytes,
   recordBytes,
   serializeChatBody,
+  toolsKeyOf,
   withLeadingBytes,
 } from '../../src/chat/chat-body.js';
 import { inputItemId } from '../../src/store/response-store.js';
@@ -703,5 +704,44 @@ describe('bodyStringBytes: a message made of a string of the body, that string i
     expect(
       bytesText(bodyStringBytes(raw, body, ['instructions'], { role: 'system', content: long }, ['content'])),
     ).toBe(JSON.stringify({ role: 'system', content: long }));
+  });
+});
+
+describe('toolsKeyOf: a request’s tools named by the client’s bytes of the members they are made of', () => {
+  const key = (text: string) =>
+    toolsKeyOf(clientArray(Buffer.from(text), 'messages', JSON.parse(text)), 'api', ['tools', 'tool_choice']);
+  const messages = '"messages":[{"role":"user","content":"Hi"}]';
+
+  it.each([
+    [
+      'another conversation',
+      `{${messages},"tools":[{"name":"a"}]}`,
+      `{"tools":[{"name":"a"}],"messages":[]}`,
+      true,
+    ],
+    [
+      'another member',
+      `{${messages},"tools":[{"name":"a"}]}`,
+      `{${messages},"tools":[{"name":"a"}],"x":1}`,
+      true,
+    ],
+    ['another tool', `{${messages},"tools":[{"name":"a"}]}`, `{${messages},"tools":[{"name":"b"}]}`, false],
+    ['a tool_choice', `{${messages},"tools":[]}`, `{${messages},"tools":[],"tool_choice":"auto"}`, false],
+    // Which member is missing is told apart.
+    ['tools, or none', `{${messages},"tools":1}`, `{${messages},"tool_choice":1}`, false],
+  ])('%s: the same name %s', (_name, a, b, same) => {
+    expect(key(a)).toBeDefined();
+    expect(key(a) === key(b)).toBe(same);
+  });
+
+  it.each([
+    ['tools given twice', `{"tools":[{"name":"a"}],${messages},"tools":[{"name":"b"}]}`],
+    [
+      'tools given twice, once spelled with an escape',
+      `{"tools":[{"name":"a"}],${messages},"t\\u006fols":[]}`,
+    ],
+    ['tool_choice given twice', `{"tool_choice":"auto",${messages},"tool_choice":"none"}`],
+  ])('%s: no name', (_name, text) => {
+    expect(key(text)).toBeUndefined();
   });
 });

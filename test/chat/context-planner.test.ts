@@ -146,6 +146,27 @@ describe('the plan of a request', () => {
     },
   );
 
+  it('finds a tool set by the name of the client’s bytes it came from, without its definitions', () => {
+    const of = planner();
+    const named = (tools: unknown[], toolsKey: string | undefined) =>
+      of.planner.plan({
+        chatRequest: withTools(tools),
+        overrides: { historyMode: 'auto' },
+        session: undefined,
+        target: config.defaultUpstream,
+        precision: 'exact',
+        attempt: firstAttempt,
+        tenant: 'tenant-a',
+        toolsKey,
+      });
+    const first = named([tool('read'), tool('write')], 'messages\u0000[read,write]');
+    expect(named([tool('read'), tool('write')], undefined).toolSet).toBe(first.toolSet);
+    // The name is the client's bytes: the planner takes it for the set it named before.
+    const again = named([tool('read')], 'messages\u0000[read,write]');
+    expect([again.toolSet, again.toolFormula]).toEqual([first.toolSet, first.toolFormula]);
+    expect(named([tool('read')], 'messages\u0000[read]').toolSet).not.toBe(first.toolSet);
+  });
+
   it('counts a tool set at what the upstream was seen to count for it, once learned', () => {
     const of = planner();
     const request = withTools([tool('read'), tool('write')]);

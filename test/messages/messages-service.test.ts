@@ -283,6 +283,59 @@ describe('the Messages service: create', () => {
   });
 });
 
+describe('the Messages service: the name of a request’s tool set', () => {
+  const read = { name: 'Read', description: 'Reads a file.', input_schema: { type: 'object' } };
+  const write = { name: 'Write', input_schema: { type: 'object', properties: { path: { type: 'string' } } } };
+  const search = { type: 'web_search_20250305', name: 'web_search' };
+  const bodies: Array<[string, string]> = [
+    ['gpt-4o-mini', JSON.stringify(request('gpt-4o-mini', { tools: [read, write] }))],
+    // The same tools with another conversation: the same set.
+    ['gpt-4o-mini', JSON.stringify(request('gpt-4o-mini', { tools: [read, write], system: 'Be exact.' }))],
+    ['gpt-4o-mini', JSON.stringify(request('gpt-4o-mini', { tools: [write, read] }))],
+    // A server tool: no chat tool, whether the upstream runs it (natively) or not.
+    ['gpt-4o-mini', JSON.stringify(request('gpt-4o-mini', { tools: [read, search] }))],
+    ['claude-sonnet-4-5', JSON.stringify(request('claude-sonnet-4-5', { tools: [read, search] }))],
+    ['claude-sonnet-4-5', JSON.stringify(request('claude-sonnet-4-5', { tools: [read] }))],
+    // tools given twice, the second spelled with an escape: JSON.parse keeps the second.
+    [
+      'gpt-4o-mini',
+      `{"tools":${JSON.stringify([read, write])},"model":"gpt-4o-mini","max_tokens":256,"messages":[{"role":"user","content":"Hi"}],"t\\u006fols":${JSON.stringify([write])}}`,
+    ],
+    ['gpt-4o-mini', JSON.stringify(request('gpt-4o-mini', { tools: [write] }))],
+  ];
+
+  it('names two requests’ tools alike only when the engine gets the same tools', async () => {
+    const asked: ChatInput[] = [];
+    for (const [, text] of bodies) {
+      const chat = scriptedChat({ whole: 200, body: completion });
+      const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+      const body = JSON.parse(text) as unknown;
+      await service.create(Object.assign(input(body), { rawBody: Buffer.from(text) }), recordingClient());
+      asked.push(chat.asked[0] as ChatInput);
+    }
+    const keys = asked.map((one) => one.toolsKey);
+    // Every request but the one giving `tools` twice is named.
+    expect(keys.map((key) => key === undefined)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      true,
+      false,
+    ]);
+    for (const [a, first] of asked.entries())
+      for (const second of asked)
+        if (first.toolsKey !== undefined && first.toolsKey === second.toolsKey)
+          expect([a, (second.body as { tools?: unknown }).tools]).toEqual([
+            a,
+            (first.body as { tools?: unknown }).tools,
+          ]);
+    expect(new Set(keys).size).toBe(6);
+  });
+});
+
 describe('the Messages service: count_tokens', () => {
   const count = (status: number, body: unknown): ScriptedAnswer => ({
     status,

@@ -2,11 +2,16 @@
 // client's bytes (its spacing and escapes), what it changed is written anew, and the body always parses
 // to the Messages request the engine's chat request translates to (anthropic-wire.ts).
 import { describe, expect, it } from 'vitest';
+import { clientArray, type ClientArray } from '../../src/chat/chat-body.js';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { anthropicBodyWriter } from '../../src/messages/native-body.js';
 import { toAnthropicRequest } from '../../src/upstream/anthropic-wire.js';
 
 type Json = Record<string, unknown>;
+
+/** The writer of a client's body, its messages read from its bytes as the Messages service reads them. */
+const writerOf = (raw: Buffer, body: Json) =>
+  anthropicBodyWriter(clientArray(raw, 'messages', body) as ClientArray, body);
 
 /** A Claude Code request: two system blocks, a tool, a tool loop; every é written as an escape. */
 function claudeCodeBody(): { raw: Buffer; body: Json } {
@@ -50,7 +55,7 @@ describe('the Messages body for an anthropic upstream', () => {
   it('copies the messages, system prompt, tools and metadata the engine left as they came', () => {
     const { raw, body } = claudeCodeBody();
     const chat = bridge(body);
-    const sent = anthropicBodyWriter(raw, body)(chat).toString('utf8');
+    const sent = writerOf(raw, body)(chat).toString('utf8');
     expect(JSON.parse(sent)).toEqual(toAnthropicRequest(chat));
     // The client's spelling, indentation included, for each.
     const spelled = (value: unknown) => JSON.stringify(value, null, 1).replace(/é/g, '\\u00e9');
@@ -70,14 +75,14 @@ describe('the Messages body for an anthropic upstream', () => {
     const masked = Object.assign({}, chat, {
       messages: [...messages.slice(0, -1), Object.assign({}, messages.at(-1), { content: '[masked]' })],
     });
-    const sent = anthropicBodyWriter(raw, body)(masked).toString('utf8');
+    const sent = writerOf(raw, body)(masked).toString('utf8');
     expect(JSON.parse(sent)).toEqual(toAnthropicRequest(masked));
     expect(sent).toContain(
       '{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"[masked]"}]}',
     );
     expect(sent).toContain('"text": "R\\u00e9sume src/a.ts"');
     // A different model (a fallback) is written as the engine chose it.
-    const other = anthropicBodyWriter(raw, body)(Object.assign({}, chat, { model: 'claude-haiku-4-5' }));
+    const other = writerOf(raw, body)(Object.assign({}, chat, { model: 'claude-haiku-4-5' }));
     expect(JSON.parse(other.toString('utf8'))).toMatchObject({ model: 'claude-haiku-4-5' });
   });
 
@@ -101,7 +106,7 @@ describe('the Messages body for an anthropic upstream', () => {
     const text = JSON.stringify(body).replace(/é/g, '\\u00e9');
     const parsed = JSON.parse(text) as Json;
     const chat = bridge(parsed);
-    const sent = anthropicBodyWriter(Buffer.from(text), parsed)(chat).toString('utf8');
+    const sent = writerOf(Buffer.from(text), parsed)(chat).toString('utf8');
     expect(JSON.parse(sent)).toEqual(toAnthropicRequest(chat));
     // Two user messages are sent as one, and the tool result goes before the note: neither is the
     // client's message as it came.
@@ -130,7 +135,7 @@ describe('the Messages body for an anthropic upstream', () => {
   ])('copies nothing of what the bytes cannot say for sure: %s', (_name, text) => {
     const parsed = JSON.parse(text) as Json;
     const chat = bridge(parsed);
-    const sent = anthropicBodyWriter(Buffer.from(text), parsed)(chat).toString('utf8');
+    const sent = writerOf(Buffer.from(text), parsed)(chat).toString('utf8');
     expect(JSON.parse(sent)).toEqual(toAnthropicRequest(chat));
     expect(sent).toContain('café');
     expect(sent).not.toContain('\\u00e9');
@@ -139,7 +144,7 @@ describe('the Messages body for an anthropic upstream', () => {
   it('writes every body of its attempts from the client’s bytes alike', () => {
     const { raw, body } = claudeCodeBody();
     const chat = bridge(body);
-    const write = anthropicBodyWriter(raw, body);
+    const write = writerOf(raw, body);
     const first = write(chat);
     expect(write(chat).equals(first)).toBe(true);
   });

@@ -383,3 +383,50 @@ describe('the client’s bytes of what the bridge makes of its strings', () => {
     expect(shortAsked.messageBytes?.(shortMessages) ?? []).toEqual([]);
   });
 });
+
+describe('the name of a request’s tool set', () => {
+  it('names two requests’ tools alike only when the engine gets the same tools', async () => {
+    const tool = (name: string) => ({ type: 'function', name, parameters: { type: 'object' } });
+    const allowed = (...names: string[]) => ({
+      type: 'allowed_tools',
+      mode: 'auto',
+      tools: names.map((name) => ({ type: 'function', name })),
+    });
+    const base = { model: 'small-model', input: [{ role: 'user', content: 'Hi' }], store: false };
+    const bodies = [
+      { ...base, tools: [tool('read'), tool('write')] },
+      { ...base, tools: [tool('read'), tool('write')], input: [{ role: 'user', content: 'Go on' }] },
+      { ...base, tools: [tool('read'), tool('write')], tool_choice: 'auto' },
+      // allowed_tools narrows the tools the engine gets.
+      { ...base, tools: [tool('read'), tool('write')], tool_choice: allowed('read') },
+      { ...base, tools: [tool('read'), tool('write')], tool_choice: allowed('read', 'write') },
+      { ...base, tools: [tool('read')] },
+    ];
+    const asked: ChatInput[] = [];
+    for (const body of bodies) {
+      const chat = answeringChat();
+      const service = createResponsesService({
+        chat,
+        store: createMemoryResponseStore({ ttlSeconds: 60 }),
+        config,
+        countTokens: () => 40,
+      });
+      await service.create(
+        Object.assign(request(body), { rawBody: Buffer.from(JSON.stringify(body)) }),
+        client(),
+      );
+      asked.push(chat.asked[0] as ChatInput);
+    }
+    const keys = asked.map((one) => one.toolsKey);
+    expect(keys.every((key) => key !== undefined)).toBe(true);
+    for (const first of asked)
+      for (const [b, second] of asked.entries())
+        if (first.toolsKey === second.toolsKey)
+          expect([b, (second.body as { tools?: unknown }).tools]).toEqual([
+            b,
+            (first.body as { tools?: unknown }).tools,
+          ]);
+    // The first two only are the same request's tools.
+    expect(new Set(keys).size).toBe(5);
+  });
+});
