@@ -48,11 +48,24 @@ function summaryShown(
 /** Nesting deeper than this is not compared (nor is it in a system prompt): taken as different. */
 const maxCompareDepth = 32;
 
+/** What JSON.stringify writes of a value that says how (its toJSON: a bridged message's extension). */
+function asJson(value: unknown): unknown {
+  return typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { toJSON?: unknown }).toJSON === 'function'
+    ? (value as { toJSON(): unknown }).toJSON()
+    : value;
+}
+
 /**
- * Equal as JSON, key order included: JSON.stringify makes the same text of both. (A value JSON.stringify
- * changes, as NaN to null, may count as different: the cost is one write.)
+ * Equal as JSON, key order included: JSON.stringify makes the same text of both, a value's toJSON
+ * included. (A value JSON.stringify changes, as NaN to null, may count as different: the cost is one
+ * write.)
  */
-export function sameJson(a: unknown, b: unknown, depth = 0): boolean {
+export function sameJson(first: unknown, second: unknown, depth = 0): boolean {
+  if (first === second) return true;
+  const a = asJson(first);
+  const b = asJson(second);
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (depth >= maxCompareDepth || Array.isArray(a) !== Array.isArray(b)) return false;

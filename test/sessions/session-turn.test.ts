@@ -8,6 +8,7 @@ import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
 import { summaryMessage } from '../../src/context/summary.js';
 import type { ContextMessage } from '../../src/context/types.js';
+import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
   beginSessionTurn,
@@ -249,6 +250,9 @@ describe('sameJson', () => {
     ['an array and an object of its keys', { content: ['a'] }, { content: { 0: 'a' } }, false],
     ['a number and its text', { n: 1 }, { n: '1' }, false],
     ['null and an object', { n: null }, { n: {} }, false],
+    // JSON.stringify writes what a value's toJSON gives (a bridged message's extension).
+    ['a value and its JSON', { n: { a: 1, toJSON: () => ({ b: 2 }) } }, { n: { b: 2 } }, true],
+    ['a value and what it was', { n: { a: 1, toJSON: () => ({ b: 2 }) } }, { n: { a: 1 } }, false],
   ])('%s', (_name, a, b, expected) => {
     expect(sameJson(a, b)).toBe(expected);
     expect(sameJson(b, a)).toBe(expected);
@@ -261,86 +265,122 @@ describe('sameJson', () => {
   });
 });
 
+/** An agent's instructions (the same text, parsed anew from every request's body) as a chat request sends them. */
+const chatInstructions = (): ContextMessage => ({
+  role: 'system',
+  content: 'You are a coding agent — "follow the rules" ✓ '.repeat(1_500),
+});
+
+/** The same as a Messages request sends them (two blocks, Claude Code's way), bridged for an Anthropic upstream. */
+const bridgedInstructions = (): ContextMessage =>
+  (
+    bridgeMessagesRequest(
+      {
+        model: 'claude-sonnet-4-5',
+        max_tokens: 1_000,
+        system: [
+          { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+          {
+            type: 'text',
+            text: 'You are a coding agent — "follow the rules" ✓ '.repeat(1_500),
+            cache_control: { type: 'ephemeral' },
+          },
+        ],
+        messages: [{ role: 'user', content: 'Go.' }],
+      },
+      { native: true, requireMaxTokens: true },
+    ).chatBody.messages as ContextMessage[]
+  )[0] as ContextMessage;
+
 describe('the system prompt a request sends again', () => {
-  it('is neither written nor read again while it is the stored one, and goes upstream as its stored bytes; a changed one is stored (a redis-server of its own: its byte counts are this test’s)', async () => {
-    const redis = await startRedisServer();
-    const store = createRedisSessionStore({
-      redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
-      limits: { maxActiveMessages: 1_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
-    });
-    const admin = createRedisConnection({ mode: 'standalone', url: redis.url });
-    const bytes = async (): Promise<{ toRedis: number; fromRedis: number }> => {
-      const stats = await admin.info('stats');
-      return {
-        toRedis: Number(/total_net_input_bytes:(\d+)/.exec(stats)?.[1]),
-        fromRedis: Number(/total_net_output_bytes:(\d+)/.exec(stats)?.[1]),
-      };
-    };
-    const key = { tenantId: 't-system', sessionId: 'agent' };
-    const turn = async (incoming: ContextMessage[]) => {
-      const opened = await beginSessionTurn({
-        holdQueue: createHoldQueue(),
-        store,
-        key,
-        historyMode: 'delta',
-        incoming,
-        tokenizer: words,
-        holdMs: 30_000,
-        maxTurnMessages: 1_000,
-      });
-      await opened.commit(assistant('done'), { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
-      return opened;
-    };
-    // An agent's instructions, parsed anew from every request's body.
-    const instructions = {
-      role: 'system',
-      content: 'You are a coding agent — "follow the rules" ✓ '.repeat(1_500),
-    };
-    const sent = (): ContextMessage => structuredClone(instructions) as ContextMessage;
-    const size = Buffer.byteLength(JSON.stringify(instructions));
-    try {
-      for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      for (let attempt = 0; attempt < 100 && admin.status !== 'ready'; attempt++)
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      await turn([sent(), user('first')]);
-      await turn([sent(), user('second')]);
-      const before = await bytes();
-      const again = await turn([sent(), user('third')]);
-      const after = await bytes();
-      expect(after.toRedis - before.toRedis).toBeLessThan(size / 2);
-      expect(after.fromRedis - before.fromRedis).toBeLessThan(size / 2);
-      // Shown as the stored one, equal to what was sent, and its bytes are what JSON.stringify writes.
-      const shown = again.conversation[0] as ContextMessage;
-      expect(shown).toEqual(instructions);
-      expect(again.knownBytes([shown, user('third')])[0]?.toString('utf8')).toBe(
-        JSON.stringify(instructions),
-      );
-      expect(again.knownBytes([{ ...shown }])[0]).toBeUndefined();
-      // Changed (keys in another order count as a change): stored, and shown by every store after.
-      const reordered = { content: `${instructions.content} Now in Rust.`, role: 'system' } as ContextMessage;
-      const changed = await turn([reordered, user('fourth')]);
-      expect(changed.knownBytes([changed.conversation[0] as ContextMessage])[0]).toBeUndefined();
-      const quiet = await turn([user('fifth')]);
-      expect(Object.keys(quiet.conversation[0] as ContextMessage)).toEqual(['content', 'role']);
-      expect(quiet.conversation[0]).toEqual(reordered);
-      const other = createRedisSessionStore({
+  it.each([
+    ['a chat request’s', chatInstructions],
+    ['a Messages request’s, bridged for an Anthropic upstream', bridgedInstructions],
+  ])(
+    '%s is neither written nor read again while it is the stored one, and goes upstream as its stored bytes; a changed one is stored (a redis-server of its own: its byte counts are this test’s)',
+    async (_name, sent) => {
+      const redis = await startRedisServer();
+      const store = createRedisSessionStore({
         redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
         limits: { maxActiveMessages: 1_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
       });
+      const admin = createRedisConnection({ mode: 'standalone', url: redis.url });
+      const bytes = async (): Promise<{ toRedis: number; fromRedis: number }> => {
+        const stats = await admin.info('stats');
+        return {
+          toRedis: Number(/total_net_input_bytes:(\d+)/.exec(stats)?.[1]),
+          fromRedis: Number(/total_net_output_bytes:(\d+)/.exec(stats)?.[1]),
+        };
+      };
+      const key = { tenantId: 't-system', sessionId: 'agent' };
+      const turn = async (incoming: ContextMessage[]) => {
+        const opened = await beginSessionTurn({
+          holdQueue: createHoldQueue(),
+          store,
+          key,
+          historyMode: 'delta',
+          incoming,
+          tokenizer: words,
+          holdMs: 30_000,
+          maxTurnMessages: 1_000,
+        });
+        await opened.commit(assistant('done'), {
+          window: 1_000_000,
+          historyStartIndex: 0,
+          keepFirstTurns: 1,
+        });
+        return opened;
+      };
+      // As the store keeps it: its JSON.
+      const instructions = JSON.parse(JSON.stringify(sent())) as ContextMessage;
+      const size = Buffer.byteLength(JSON.stringify(instructions));
       try {
-        for (let attempt = 0; attempt < 100 && !(await other.ping()); attempt++)
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
           await new Promise((resolve) => setTimeout(resolve, 50));
-        expect((await other.load(key)).systemPrompt).toEqual(reordered);
+        for (let attempt = 0; attempt < 100 && admin.status !== 'ready'; attempt++)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        await turn([sent(), user('first')]);
+        await turn([sent(), user('second')]);
+        const before = await bytes();
+        const again = await turn([sent(), user('third')]);
+        const after = await bytes();
+        expect(after.toRedis - before.toRedis).toBeLessThan(size / 2);
+        expect(after.fromRedis - before.fromRedis).toBeLessThan(size / 2);
+        // Shown as the stored one, equal to what was sent, and its bytes are what JSON.stringify writes.
+        const shown = again.conversation[0] as ContextMessage;
+        expect(shown).toEqual(instructions);
+        expect(again.knownBytes([shown, user('third')])[0]?.toString('utf8')).toBe(
+          JSON.stringify(instructions),
+        );
+        expect(again.knownBytes([{ ...shown }])[0]).toBeUndefined();
+        // Changed (keys in another order count as a change): stored, and shown by every store after.
+        const reordered = {
+          content: `${String(instructions.content)} Now in Rust.`,
+          role: 'system',
+        } as ContextMessage;
+        const changed = await turn([reordered, user('fourth')]);
+        expect(changed.knownBytes([changed.conversation[0] as ContextMessage])[0]).toBeUndefined();
+        const quiet = await turn([user('fifth')]);
+        expect(Object.keys(quiet.conversation[0] as ContextMessage)).toEqual(['content', 'role']);
+        expect(quiet.conversation[0]).toEqual(reordered);
+        const other = createRedisSessionStore({
+          redis: createRedisConnection({ mode: 'standalone', url: redis.url }),
+          limits: { maxActiveMessages: 1_000, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+        });
+        try {
+          for (let attempt = 0; attempt < 100 && !(await other.ping()); attempt++)
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          expect((await other.load(key)).systemPrompt).toEqual(reordered);
+        } finally {
+          await other.close();
+        }
       } finally {
-        await other.close();
+        await store.close();
+        admin.disconnect();
+        await redis.stop();
       }
-    } finally {
-      await store.close();
-      admin.disconnect();
-      await redis.stop();
-    }
-  });
+    },
+  );
 });
 
 describe('new messages of a large body', () => {
