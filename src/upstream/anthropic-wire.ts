@@ -103,11 +103,42 @@ function blocksOfContent(content: unknown): Json[] {
 /** The messages of `chat` as the bridge made them, when it was bridged (bridgedMessages). */
 type Bridged = WeakSet<object> | undefined;
 
+/** What a message's extension was last checked against: its content and tool calls then, and the answer. */
+interface MadeCheck {
+  extension: AnthropicExtension;
+  content: unknown;
+  toolCalls: unknown;
+  same: boolean;
+}
+
+/**
+ * Where a message keeps its last MadeCheck: not enumerable, so a copy (a spread, Object.assign) never
+ * takes it along, and never written out.
+ */
+const madeCheck = Symbol('ctxgate.anthropic.madeCheck');
+
 const extensionOf = (message: Json, bridged: Bridged): AnthropicExtension | undefined => {
   const extension = message.ctxgate_anthropic as AnthropicExtension | undefined;
   if (extension === undefined) return undefined;
   if (bridged?.has(message) === true) return extension;
-  return extension.made === madeKey(message) ? extension : undefined;
+  // A session's stored messages are the same objects from one request to the next (the store's cache
+  // of them), and nothing changes one in place: checked once, not written out again for every request.
+  const checked = (message as { [madeCheck]?: MadeCheck })[madeCheck];
+  if (
+    checked !== undefined &&
+    checked.extension === extension &&
+    checked.content === message.content &&
+    checked.toolCalls === message.tool_calls
+  )
+    return checked.same ? extension : undefined;
+  const same = extension.made === madeKey(message);
+  if (Object.isExtensible(message))
+    Object.defineProperty(message, madeCheck, {
+      value: { extension, content: message.content, toolCalls: message.tool_calls, same } satisfies MadeCheck,
+      configurable: true,
+      writable: true,
+    });
+  return same ? extension : undefined;
 };
 
 /** A tool call's JSON arguments as a tool_use input: an object, `{}` for anything else. */

@@ -227,6 +227,58 @@ describe('a chat body as a Messages request', () => {
   });
 });
 
+describe('a stored bridged message, read back for every request of a session', () => {
+  // Its blocks, which its text alone would not give back (the breakpoint).
+  const original = [
+    { type: 'tool_result', tool_use_id: 't1', content: 'output', cache_control: { type: 'ephemeral' } },
+  ];
+  const stored = () => {
+    const { chatBody } = bridgeMessagesRequest(
+      {
+        model: 'claude-x',
+        max_tokens: 50,
+        messages: [
+          { role: 'user', content: 'Go.' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'w', input: {} }] },
+          { role: 'user', content: [original[0]] },
+        ],
+      },
+      { native: true, requireMaxTokens: true },
+    );
+    return JSON.parse(JSON.stringify(chatBody)) as { messages: Array<Record<string, unknown>> };
+  };
+  const resultOf = (body: Record<string, unknown>) =>
+    (toAnthropicRequest(body).messages as Array<{ content: unknown[] }>)[2]?.content;
+
+  it('is checked against what it was bridged to once, while its content is the same', () => {
+    const body = stored();
+    expect(resultOf(body)).toEqual(original);
+    // Checked: a `made` that no longer matches is not compared again while the content is the one checked.
+    const extension = body.messages[2]?.ctxgate_anthropic as { made: string };
+    extension.made = 'stale';
+    expect(resultOf(body)).toEqual(original);
+    // Its content replaced: checked again, and its text goes.
+    (body.messages[2] as Record<string, unknown>).content = 'cut';
+    expect(resultOf(body)).toEqual([{ type: 'tool_result', tool_use_id: 't1', content: 'cut' }]);
+    // A copy is checked on its own.
+    const copy = stored();
+    expect(resultOf(copy)).toEqual(original);
+    const edited = {
+      ...copy,
+      messages: [...copy.messages.slice(0, 2), { ...copy.messages[2], content: 'x' }],
+    };
+    expect(resultOf(edited)).toEqual([{ type: 'tool_result', tool_use_id: 't1', content: 'x' }]);
+    expect(JSON.parse(JSON.stringify(copy))).toEqual(stored());
+  });
+
+  it('is read as well when it is frozen (a session shares its held messages)', () => {
+    const body = stored();
+    const frozen = { ...body, messages: body.messages.map((message) => Object.freeze(message)) };
+    expect(resultOf(frozen)).toEqual(original);
+    expect(resultOf(frozen)).toEqual(original);
+  });
+});
+
 describe('the Upstream port for an anthropic upstream', () => {
   const claude: UpstreamConfig = {
     name: 'claude',
