@@ -15,11 +15,7 @@
 // (V8's code named from `--perf-basic-prof`; BENCH_INSTRUCTIONS_PROFILE_CASE=n for the n-th case's
 // instead of the first's). BENCH_INSTRUCTIONS_CASES=apis counts a 2 KB prompt streamed as Chat
 // Completions and asked whole and streamed through the Responses and Messages APIs instead of the
-// three 2 KB chat cases: the floor relays only the chat stream. BENCH_INSTRUCTIONS_CASES=agents counts
-// Claude Code's request (bench/lib/bodies.ts claudeCodeBody, 155 KB) natively to an `anthropic` upstream
-// that answers at once (bench/servers/fixed-anthropic-server.ts) and bridged to the Chat Completions one,
-// a build against another (with BENCH_INSTRUCTIONS_WARMUP=2000 BENCH_INSTRUCTIONS_REQUESTS=100: each
-// request costs some 50 times the 2 KB one). Needs valgrind (Debian's package `valgrind`); takes about
+// three 2 KB chat cases: the floor relays only the chat stream. Needs valgrind (Debian's package `valgrind`); takes about
 // half an hour on two cores, the targets counted side by side. Figures only.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,10 +23,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
-import { writeConfigFile } from '../../test/helpers/start-gateway.js';
 import { dumpTotal, readPerfMap, selfCosts } from '../lib/callgrind.js';
-import { chatBody, claudeCodeBody, uniqueChatBodies } from '../lib/bodies.js';
-import { median, startArguments, tsx } from '../lib/load.js';
+import { chatBody, uniqueChatBodies } from '../lib/bodies.js';
+import { median, startArguments } from '../lib/load.js';
 import { startProxyUpstream } from './proxy.js';
 
 const warmupRequests = Number(process.env.BENCH_INSTRUCTIONS_WARMUP ?? '20000');
@@ -94,20 +89,6 @@ const caseSets: Record<string, Case[]> = {
       path: '/chat/completions',
       bodies: () => uniqueChatBodies(),
       target: 0.85,
-    },
-  ],
-  agents: [
-    {
-      label: 'Claude Code 155 KB, natively',
-      path: '/messages',
-      bodies: () => fixed(claudeCodeBody(60, 'claude-sonnet-4-5')),
-      target: undefined,
-    },
-    {
-      label: 'Claude Code 155 KB, bridged to chat',
-      path: '/messages',
-      bodies: () => fixed(claudeCodeBody(60, 'gpt-4o-mini')),
-      target: undefined,
     },
   ],
   apis: [
@@ -333,27 +314,7 @@ export async function instructionsSection(): Promise<void> {
       servers.push(server);
       return { name, floor, server, outputDirectory };
     };
-    const gatewayEnv: Record<string, string> = {
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      REDIS_URL: '',
-      REDIS_CLUSTER_NODES: '',
-    };
-    if (caseSet === 'agents') {
-      // Claude's models go to an Anthropic upstream; the rest to the Chat Completions fake.
-      const anthropic = await startServerProcess([...tsx, 'bench/servers/fixed-anthropic-server.ts'], {});
-      servers.push(anthropic);
-      gatewayEnv.CTXGATE_CONFIG = writeConfigFile(
-        [
-          'upstreams:',
-          '  - name: anthropic',
-          `    base_url: ${anthropic.url}`,
-          '    kind: anthropic',
-          '    models: ["claude-*"]',
-          '',
-        ].join('\n'),
-      );
-    }
+    const gatewayEnv = { PORT: '0', LOG_LEVEL: 'info', REDIS_URL: '', REDIS_CLUSTER_NODES: '' };
     const inDirectory = (directory: string) => (outputDirectory: string) => [
       '/bin/sh',
       '-c',

@@ -1,5 +1,5 @@
-// An Anthropic Messages API that answers every request with one short message, reading and dropping
-// the body: the upstream of the `agents` section, where what is measured is the gateway's own CPU per
+// An Anthropic Messages API that answers every request with one short message (or a tool call, below),
+// reading and dropping the body: the upstream of the `agents` section, where what is measured is the gateway's own CPU per
 // request (the strict fake in test/helpers counts each prompt with a tokenizer: tens of milliseconds
 // for a 250 KB request, a core taken from the processes measured). Prints "READY <base url>".
 import { createServer } from 'node:http';
@@ -20,11 +20,23 @@ const answer = JSON.stringify({
     cache_creation_input_tokens: 0,
   },
 });
+// Asked with `x-bench-tool-use` (the agents section's session case): the answer calls a tool, with an id
+// of its own, which the client's next request answers.
+let calls = 0;
+const toolUse = () =>
+  JSON.stringify({
+    ...(JSON.parse(answer) as Record<string, unknown>),
+    content: [
+      { type: 'text', text: 'Reading the next module.' },
+      { type: 'tool_use', id: `toolu_fixed_${++calls}`, name: 'Read', input: { path: `src/m${calls}.ts` } },
+    ],
+    stop_reason: 'tool_use',
+  });
 const server = createServer((request, response) => {
   request.resume();
   request.on('end', () => {
     response.writeHead(200, { 'content-type': 'application/json', 'request-id': 'req_bench' });
-    response.end(answer);
+    response.end(request.headers['x-bench-tool-use'] === undefined ? answer : toolUse());
   });
 });
 server.listen(Number(process.env.PORT ?? '0'), '127.0.0.1', () => {
