@@ -8,7 +8,7 @@
 // a session; the gateways only (the floor keeps no session). Requests go two at a time; each round
 // sends BENCH_AGENTS_REQUESTS (200) to every target in turn, after BENCH_AGENTS_WARMUP (400) each; CPU
 // is the process's own (user + system, /proc), the median of BENCH_AGENTS_ROUNDS (5) rounds printed
-// with every round. BENCH_GATEWAY_DIR adds another checkout's build as a third target, for a
+// with every round, and in sessions Redis's too (the median). BENCH_GATEWAY_DIR adds another checkout's build as a third target, for a
 // before/after in one run. Figures only.
 import { Pool } from 'undici';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
@@ -28,8 +28,9 @@ interface Target {
   server: ServerProcess;
   pool: Pool;
   cpu: number[];
-  /** The session case's rounds (gateways only). */
+  /** The session case's rounds (gateways only), and Redis's CPU per request in each. */
   sessionCpu: number[];
+  redisCpu: number[];
 }
 
 /** `count` requests of `body` to `path` under the target's base URL: the target's CPU per request, in µs. */
@@ -70,18 +71,20 @@ interface AgentSession {
 }
 
 /**
- * `count` requests of agents in sessions (`workers` of them, each `steps` steps to a session, then a new
- * one): the target's CPU per request, in µs.
+ * `count` requests of `agents` in sessions (each `steps` steps to a session, then a new one): the
+ * target's CPU per request, and the CPU of Redis (`redisPid`) per request, in µs.
  */
 async function sessionCpuPerRequest(
   target: Target,
   agents: AgentSession[],
   bodies: { first: Record<string, unknown>; result: string },
   count: number,
-): Promise<number> {
+  redisPid: number,
+): Promise<{ gateway: number; redis: number }> {
   const pid = target.server.child.pid as number;
   const base = new URL(target.server.url).pathname;
   const before = processCpuUs(pid);
+  const redisBefore = processCpuUs(redisPid);
   let sent = 0;
   await Promise.all(
     agents.map(async (agent) => {
@@ -120,11 +123,21 @@ async function sessionCpuPerRequest(
       }
     }),
   );
-  return (processCpuUs(pid) - before) / count;
+  return {
+    gateway: (processCpuUs(pid) - before) / count,
+    redis: (processCpuUs(redisPid) - redisBefore) / count,
+  };
 }
 
-function printRows(targets: Target[], cpu: (target: Target) => number[], ratio: string): void {
-  console.log(row(['target', 'CPU µs/req', ratio, 'each round']));
+function printRows(
+  targets: Target[],
+  cpu: (target: Target) => number[],
+  ratio: string,
+  redis?: (target: Target) => number[],
+): void {
+  console.log(
+    row(['target', 'CPU µs/req', ratio, ...(redis === undefined ? [] : ['Redis µs/req']), 'each round']),
+  );
   const floor = median(cpu(targets[0] as Target));
   for (const target of targets)
     console.log(
@@ -132,6 +145,7 @@ function printRows(targets: Target[], cpu: (target: Target) => number[], ratio: 
         target.name,
         median(cpu(target)).toFixed(0),
         (floor / median(cpu(target))).toFixed(2),
+        ...(redis === undefined ? [] : [median(redis(target)).toFixed(0)]),
         cpu(target)
           .map((value) => value.toFixed(0))
           .join(' '),
@@ -194,6 +208,7 @@ export async function agentsSection(): Promise<void> {
         pool: new Pool(new URL(server.url).origin, { connections: inFlight }),
         cpu: [],
         sessionCpu: [],
+        redisCpu: [],
       });
     }
     const body = claudeCodeBody(steps, 'claude-sonnet-4-5');
@@ -230,14 +245,27 @@ export async function agentsSection(): Promise<void> {
       ]),
     );
     const bodies = { first, result };
+    const redisPid = redis.process.pid as number;
     for (const target of gateways)
-      await sessionCpuPerRequest(target, agentsOf.get(target) as AgentSession[], bodies, warmup);
+      await sessionCpuPerRequest(target, agentsOf.get(target) as AgentSession[], bodies, warmup, redisPid);
     for (let round = 0; round < rounds; round++)
-      for (const target of gateways)
-        target.sessionCpu.push(
-          await sessionCpuPerRequest(target, agentsOf.get(target) as AgentSession[], bodies, requests),
+      for (const target of gateways) {
+        const cpu = await sessionCpuPerRequest(
+          target,
+          agentsOf.get(target) as AgentSession[],
+          bodies,
+          requests,
+          redisPid,
         );
-    printRows(gateways, (target) => target.sessionCpu, '(c) ÷ it');
+        target.sessionCpu.push(cpu.gateway);
+        target.redisCpu.push(cpu.redis);
+      }
+    printRows(
+      gateways,
+      (target) => target.sessionCpu,
+      '(c) ÷ it',
+      (target) => target.redisCpu,
+    );
   } finally {
     for (const target of targets) await target.pool.close();
     for (const server of servers.reverse()) await server.stop();
