@@ -136,7 +136,7 @@ function printRows(
   redis?: (target: Target) => number[],
 ): void {
   console.log(
-    row(['target', 'CPU µs/req', ratio, ...(redis === undefined ? [] : ['Redis µs/req']), 'each round']),
+    row(['target', 'CPU µs/req', ratio, ...(redis === undefined ? [] : ['Redis µs']), 'each round']),
   );
   const floor = median(cpu(targets[0] as Target));
   for (const target of targets)

@@ -103,17 +103,17 @@ function blocksOfContent(content: unknown): Json[] {
 /** The messages of `chat` as the bridge made them, when it was bridged (bridgedMessages). */
 type Bridged = WeakSet<object> | undefined;
 
-/** What a message's extension was last checked against: its content and tool calls then, and the answer. */
+/** What an extension was last checked against: the content and tool calls of the message then, and the answer. */
 interface MadeCheck {
-  extension: AnthropicExtension;
   content: unknown;
   toolCalls: unknown;
   same: boolean;
 }
 
 /**
- * Where a message keeps its last MadeCheck: not enumerable, so a copy (a spread, Object.assign) never
- * takes it along, and never written out.
+ * Where an extension keeps its last MadeCheck: not enumerable, so never written out. On the extension,
+ * not the message: a session's held system prompt is frozen, its extension is not; a copy of a message
+ * shares its extension, and is checked again once its content is not the one checked.
  */
 const madeCheck = Symbol('ctxgate.anthropic.madeCheck');
 
@@ -123,18 +123,17 @@ const extensionOf = (message: Json, bridged: Bridged): AnthropicExtension | unde
   if (bridged?.has(message) === true) return extension;
   // A session's stored messages are the same objects from one request to the next (the store's cache
   // of them), and nothing changes one in place: checked once, not written out again for every request.
-  const checked = (message as { [madeCheck]?: MadeCheck })[madeCheck];
+  const checked = (extension as { [madeCheck]?: MadeCheck })[madeCheck];
   if (
     checked !== undefined &&
-    checked.extension === extension &&
     checked.content === message.content &&
     checked.toolCalls === message.tool_calls
   )
     return checked.same ? extension : undefined;
   const same = extension.made === madeKey(message);
-  if (Object.isExtensible(message))
-    Object.defineProperty(message, madeCheck, {
-      value: { extension, content: message.content, toolCalls: message.tool_calls, same } satisfies MadeCheck,
+  if (Object.isExtensible(extension))
+    Object.defineProperty(extension, madeCheck, {
+      value: { content: message.content, toolCalls: message.tool_calls, same } satisfies MadeCheck,
       configurable: true,
       writable: true,
     });

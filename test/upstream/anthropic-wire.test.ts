@@ -271,10 +271,12 @@ describe('a stored bridged message, read back for every request of a session', (
     expect(JSON.parse(JSON.stringify(copy))).toEqual(stored());
   });
 
-  it('is read as well when it is frozen (a session shares its held messages)', () => {
+  it('is read, and checked once, when it is frozen (a session shares its held system prompt)', () => {
     const body = stored();
     const frozen = { ...body, messages: body.messages.map((message) => Object.freeze(message)) };
     expect(resultOf(frozen)).toEqual(original);
+    // Checked once too: its extension is not frozen.
+    (frozen.messages[2]?.ctxgate_anthropic as { made: string }).made = 'stale';
     expect(resultOf(frozen)).toEqual(original);
   });
 });
