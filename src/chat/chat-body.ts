@@ -221,8 +221,8 @@ export function toolsKeyOf(
     if (span === undefined) return undefined;
     parts.push(array.raw.toString('latin1', span[0], span[1]));
   }
-  // Joined, one flat string: a string added up from pieces sent the text cache's hash, which reads
-  // every text the gateway counts, to V8's slow path for all of them (flat-string.ts).
+  // Joined: one flat string (flat-string.ts), which the text cache's hash and comparison read as it is;
+  // one added up from pieces is copied into one the first time they read it.
   return parts.join('\u0000');
 }
 
