@@ -8,7 +8,7 @@ import { GatewayError, isGatewayError } from '../errors.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
-import { serializeChatBody, type KnownMessageBytes } from './chat-body.js';
+import { serializeChatBody, type KnownBytes, type KnownMessageBytes } from './chat-body.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
 import type { ContextPlanner } from './context-planner.js';
 import { findModelEntry } from '../context/context-settings.js';
@@ -148,7 +148,10 @@ export function createAttemptLadder(input: {
   /** The session's stored bytes of each message, reused instead of serializing them again. */
   knownBytes?: KnownMessageBytes | undefined;
   /** A Messages request's body for an `anthropic` upstream, the client's own parts copied (chat-turn.ts). */
-  anthropicBody?: ((chat: Record<string, unknown>) => Buffer) | undefined;
+  anthropicBody?:
+    ((chat: Record<string, unknown>, stored?: ReadonlyArray<KnownBytes | undefined>) => Buffer) | undefined;
+  /** A session's stored bytes of each message it sends (its anthropicBody copies their blocks). */
+  storedBytes?: KnownMessageBytes | undefined;
   /** A text naming the client's tools exactly (chat-turn.ts ChatInput). */
   toolsKey?: string | undefined;
   /** Whose request it is: what one tenant taught applies to it before others agree. */
@@ -209,7 +212,8 @@ export function createAttemptLadder(input: {
       prepared,
       body:
         wire === 'anthropic'
-          ? (input.anthropicBody?.(request) ?? JSON.stringify(toAnthropicRequest(request)))
+          ? (input.anthropicBody?.(request, input.storedBytes?.(prepared.messages)) ??
+            JSON.stringify(toAnthropicRequest(request)))
           : unchanged
             ? (input.rawBody as Buffer)
             : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),

@@ -50,7 +50,7 @@ import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
-import { clientMessageBytes, type KnownMessageBytes } from './chat-body.js';
+import { clientMessageBytes, type KnownBytes, type KnownMessageBytes } from './chat-body.js';
 import type { FieldFix, FieldFixes } from '../upstream/field-fixes.js';
 
 export interface ChatServiceDependencies {
@@ -85,7 +85,8 @@ export interface ChatInput {
    * copied from its bytes (messages/native-body.ts); else the engine's request is translated and
    * serialized whole.
    */
-  anthropicBody?: ((chat: Record<string, unknown>) => Buffer) | undefined;
+  anthropicBody?:
+    ((chat: Record<string, unknown>, stored?: ReadonlyArray<KnownBytes | undefined>) => Buffer) | undefined;
   /**
    * A text naming the request's tools exactly, read from the client's bytes (chat-body.ts toolsKeyOf):
    * the planner knows a tool set by it without writing the definitions out.
@@ -578,6 +579,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         input.messageBytes ??
         clientMessageBytes(input.rawBody, input.body),
       anthropicBody: input.anthropicBody,
+      storedBytes: session?.knownBytes.bind(session),
       toolsKey: input.toolsKey,
       tenant: input.credential.tenantId,
       preview,

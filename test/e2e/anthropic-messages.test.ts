@@ -602,4 +602,64 @@ describe('a Messages session', () => {
     });
     expect(second.content).toEqual([{ type: 'text', text: 'I have seen 3 messages.' }]);
   });
+
+  it('sends an agent’s stored steps, system blocks and breakpoints as they came, request after request', async () => {
+    anthropic.respond = () => ({ text: 'Noted.' });
+    const sessionClient = client({ 'x-session-id': `messages-agent-${randomUUID()}` });
+    const system = [
+      { type: 'text' as const, text: "You are Claude Code, Anthropic's official CLI for Claude." },
+      { type: 'text' as const, text: 'Réponds brièvement.', cache_control: { type: 'ephemeral' as const } },
+    ];
+    const steps = [
+      { role: 'user' as const, content: [{ type: 'text' as const, text: 'Lis src/a.ts' }] },
+      {
+        role: 'assistant' as const,
+        content: [
+          { type: 'text' as const, text: 'Je lis.' },
+          { type: 'tool_use' as const, id: 'toolu_s1', name: 'get_weather', input: { city: 'Paris' } },
+        ],
+      },
+      {
+        role: 'user' as const,
+        content: [
+          {
+            type: 'tool_result' as const,
+            tool_use_id: 'toolu_s1',
+            content: 'export const café = 1;',
+            cache_control: { type: 'ephemeral' as const },
+          },
+        ],
+      },
+    ];
+    const before = anthropic.messageRequests.length;
+    await sessionClient.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 50,
+      system,
+      messages: steps,
+    });
+    for (const text of ['Et ensuite?', 'Et enfin?'])
+      await sessionClient.messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 50,
+        system,
+        messages: [{ role: 'user', content: text }],
+      });
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200, 200, 200]);
+    for (const request of sent.slice(1)) {
+      const body = JSON.parse(request.rawBody) as { system: unknown; messages: unknown[] };
+      expect(body.system).toEqual(system);
+      expect(body.messages.slice(0, 4)).toEqual([
+        ...steps,
+        { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
+      ]);
+    }
+    expect((JSON.parse(sent[2]?.rawBody ?? '{}') as { messages: unknown[] }).messages.slice(4)).toEqual([
+      // A string content is one text block as the bridge keeps it.
+      { role: 'user', content: [{ type: 'text', text: 'Et ensuite?' }] },
+      { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'Et enfin?' }] },
+    ]);
+  });
 });

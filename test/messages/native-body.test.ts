@@ -149,3 +149,77 @@ describe('the Messages body for an anthropic upstream', () => {
     expect(write(chat).equals(first)).toBe(true);
   });
 });
+
+describe('the Messages body of a session’s request', () => {
+  /**
+   * A session that stored the bridged conversation (each message as its JSON, and read back from it, as
+   * the Redis store does) and a request that sends one new message, `delta`: the chat request the
+   * engine sends, its stored messages' bytes, and the writer of the new request's body.
+   */
+  function session() {
+    const { body } = claudeCodeBody();
+    const storedMessages = bridge(body).messages as Json[];
+    const bytes = storedMessages.map((message) => Buffer.from(JSON.stringify(message)));
+    const stored = bytes.map((buffer) => JSON.parse(buffer.toString('utf8')) as Json);
+    const delta = {
+      model: body.model,
+      max_tokens: body.max_tokens,
+      system: body.system,
+      messages: [{ role: 'assistant', content: [{ type: 'text', text: 'Done: café.' }] }],
+    };
+    const raw = Buffer.from(JSON.stringify(delta));
+    const fresh = bridge(JSON.parse(raw.toString('utf8')) as Json);
+    const chat = Object.assign({}, fresh, {
+      messages: [...stored, ...(fresh.messages as Json[]).slice(1)],
+    });
+    const known = [...bytes, ...(fresh.messages as Json[]).slice(1).map(() => undefined)];
+    return { chat, stored, bytes, known, write: writerOf(raw, JSON.parse(raw.toString('utf8')) as Json) };
+  }
+
+  /**
+   * `bytes` with `from` (of the same length as `to`) changed to `to`, in place, where it stands in the
+   * stored blocks: its second occurrence (the message's own content or tool calls come first).
+   */
+  const mark = (bytes: Buffer, from: string, to: string) => {
+    const at = bytes.indexOf(from, bytes.indexOf(from) + 1);
+    expect(bytes.toString('utf8', 0, at)).toContain('"blocks":[');
+    bytes.write(to, at);
+  };
+
+  it('copies its stored messages and system prompt from the bytes the session stores, and writes the same body', () => {
+    const { chat, bytes, known, write } = session();
+    expect(write(chat, known).toString('utf8')).toBe(JSON.stringify(toAnthropicRequest(chat)));
+    // Copied, not written again: a stored byte changed after the message was read shows in the body.
+    mark(bytes[0] as Buffer, 'official CLI', 'OFFICIAL CLI');
+    mark(bytes.at(-1) as Buffer, 'const caf', 'CONST caf');
+    mark(bytes.at(-2) as Buffer, '"Read"', '"READ"');
+    const sent = write(chat, known).toString('utf8');
+    expect(sent).toContain('OFFICIAL CLI');
+    expect(sent).toContain('CONST caf');
+    expect(sent).toContain('"READ"');
+    // Without the stored bytes, written anew.
+    expect(write(chat).toString('utf8')).toBe(JSON.stringify(toAnthropicRequest(chat)));
+  });
+
+  it('writes anew a stored message the engine changed, and a merged one whose blocks are not all stored runs', () => {
+    const { chat, bytes, known, write } = session();
+    const messages = chat.messages as Json[];
+    mark(bytes.at(-1) as Buffer, 'const caf', 'CONST caf');
+    // The tool result masked: a copy, its content changed (it keeps the extension).
+    const masked = Object.assign({}, chat, {
+      messages: messages.map((message, index) =>
+        index === messages.length - 2 ? Object.assign({}, message, { content: '[masked]' }) : message,
+      ),
+    });
+    const sent = write(masked, known).toString('utf8');
+    expect(JSON.parse(sent)).toEqual(toAnthropicRequest(masked));
+    expect(sent).not.toContain('CONST caf');
+    // A stored user message followed by a new one: merged into one Messages message, written anew.
+    const merged = Object.assign({}, chat, {
+      messages: [...messages.slice(0, -1), { role: 'user', content: 'And now?' }],
+    });
+    const mergedSent = write(merged, [...known.slice(0, -1), undefined]).toString('utf8');
+    expect(JSON.parse(mergedSent)).toEqual(toAnthropicRequest(merged));
+    expect(mergedSent).not.toContain('CONST caf');
+  });
+});
