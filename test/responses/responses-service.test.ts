@@ -29,6 +29,15 @@ const config = loadConfig({
   },
 });
 
+/** The service over an in-process store, its engine `chat`, every prompt counted 40. */
+const memoryService = (chat: ChatService) =>
+  createResponsesService({
+    chat,
+    store: createMemoryResponseStore({ ttlSeconds: 60 }),
+    config,
+    countTokens: () => 40,
+  });
+
 /** A chat engine that answers every request with one short reply and keeps what it was asked. */
 function answeringChat(): ChatService & { asked: ChatInput[] } {
   const asked: ChatInput[] = [];
@@ -342,12 +351,7 @@ describe('the client’s bytes of what the bridge makes of its strings', () => {
     const body = JSON.parse(rawBody.toString()) as Record<string, unknown>;
     expect(body.instructions).toBe(instructions);
     const chat = answeringChat();
-    const service = createResponsesService({
-      chat,
-      store: createMemoryResponseStore({ ttlSeconds: 60 }),
-      config,
-      countTokens: () => 40,
-    });
+    const service = memoryService(chat);
     await service.create(Object.assign(request(body), { rawBody }), client());
     const asked = chat.asked[0] as ChatInput;
     const messages = (asked.body as { messages: ContextMessage[] }).messages;
@@ -369,12 +373,7 @@ describe('the client’s bytes of what the bridge makes of its strings', () => {
 
     // Under 1,024 characters: written anew.
     const short = answeringChat();
-    await createResponsesService({
-      chat: short,
-      store: createMemoryResponseStore({ ttlSeconds: 60 }),
-      config,
-      countTokens: () => 40,
-    }).create(
+    await memoryService(short).create(
       request({ model: 'small-model', instructions: 'Be brief.', input: 'Hi', store: false }),
       client(),
     );
@@ -405,12 +404,7 @@ describe('the name of a request’s tool set', () => {
     const asked: ChatInput[] = [];
     for (const body of bodies) {
       const chat = answeringChat();
-      const service = createResponsesService({
-        chat,
-        store: createMemoryResponseStore({ ttlSeconds: 60 }),
-        config,
-        countTokens: () => 40,
-      });
+      const service = memoryService(chat);
       await service.create(
         Object.assign(request(body), { rawBody: Buffer.from(JSON.stringify(body)) }),
         client(),
