@@ -1,6 +1,7 @@
 // The Messages body an `anthropic` upstream is sent: what the engine left as the client sent it is the
 // client's bytes (its spacing and escapes), what it changed is written anew, and the body always parses
 // to the Messages request the engine's chat request translates to (anthropic-wire.ts).
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { clientArray, type ClientArray } from '../../src/chat/chat-body.js';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
@@ -221,5 +222,93 @@ describe('the Messages body of a session’s request', () => {
     const mergedSent = write(merged, [...known.slice(0, -1), undefined]).toString('utf8');
     expect(JSON.parse(mergedSent)).toEqual(toAnthropicRequest(merged));
     expect(mergedSent).not.toContain('CONST caf');
+  });
+});
+
+describe('the Messages body of a session’s request, for any stored conversation', () => {
+  const text = fc.string({ unit: 'grapheme', maxLength: 12 });
+  const block = fc.oneof(
+    text.map((value) => ({ type: 'text', text: value })),
+    text.map((value) => ({ type: 'text', text: value, cache_control: { type: 'ephemeral' } })),
+  );
+  /** A conversation as Claude Code sends it: user blocks, steps of tool calls and their results. */
+  const conversation = fc
+    .array(
+      fc.record({
+        said: fc.array(block, { minLength: 1, maxLength: 3 }),
+        calls: fc.array(text, { maxLength: 3 }),
+        results: fc.array(fc.oneof(text, fc.array(block, { minLength: 1, maxLength: 2 })), {
+          minLength: 3,
+          maxLength: 3,
+        }),
+      }),
+      { minLength: 1, maxLength: 5 },
+    )
+    .map((steps) =>
+      steps.flatMap((step, index) => [
+        { role: 'user', content: step.said },
+        ...(step.calls.length === 0
+          ? []
+          : [
+              {
+                role: 'assistant',
+                content: step.calls.map((input, call) => ({
+                  type: 'tool_use',
+                  id: `toolu_${index}_${call}`,
+                  name: 'Read',
+                  input: { path: input },
+                })),
+              },
+              {
+                role: 'user',
+                content: step.calls.map((_input, call) => ({
+                  type: 'tool_result',
+                  tool_use_id: `toolu_${index}_${call}`,
+                  content: step.results[call],
+                })),
+              },
+            ]),
+        { role: 'assistant', content: [{ type: 'text', text: `step ${index}` }] },
+      ]),
+    );
+
+  it('is what JSON.stringify writes, whichever stored messages the engine kept, changed or left out', () => {
+    fc.assert(
+      fc.property(
+        conversation,
+        fc.array(fc.constantFrom('keep', 'change', 'drop'), { minLength: 40, maxLength: 40 }),
+        (messages, fates) => {
+          const body = {
+            model: 'claude-sonnet-4-5',
+            max_tokens: 100,
+            system: [{ type: 'text', text: 'Rules.' }],
+            messages,
+          };
+          const bridged = bridge(body).messages as Json[];
+          const bytes = bridged.map((message) => Buffer.from(JSON.stringify(message)));
+          const stored = bytes.map((buffer) => JSON.parse(buffer.toString('utf8')) as Json);
+          const kept: Json[] = [];
+          const known: Array<Buffer | undefined> = [];
+          stored.forEach((message, index) => {
+            const fate = index === 0 ? 'keep' : fates[index % fates.length];
+            if (fate === 'drop') return;
+            kept.push(fate === 'keep' ? message : Object.assign({}, message, { content: '[changed]' }));
+            known.push(fate === 'keep' ? bytes[index] : undefined);
+          });
+          const delta = {
+            model: body.model,
+            max_tokens: 100,
+            messages: [{ role: 'user', content: 'Go on.' }],
+          };
+          const raw = Buffer.from(JSON.stringify(delta));
+          const client = JSON.parse(raw.toString('utf8')) as Json;
+          const chat = Object.assign({}, bridge(client), { messages: kept });
+          expect(writerOf(raw, client)(chat, known).toString('utf8')).toBe(
+            JSON.stringify(toAnthropicRequest(chat)),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
