@@ -82,8 +82,9 @@ export interface ChatInput {
   messageBytes?: KnownMessageBytes | undefined;
   /**
    * A Messages request's body for an `anthropic` upstream, written with what is still the client's
-   * copied from its bytes (messages/native-body.ts); else the engine's request is translated and
-   * serialized whole.
+   * copied from its bytes, and a session's stored messages from `stored`, their stored bytes aligned
+   * with the request's messages (messages/native-body.ts); else the engine's request is translated
+   * and serialized whole.
    */
   anthropicBody?:
     ((chat: Record<string, unknown>, stored?: ReadonlyArray<KnownBytes | undefined>) => Buffer) | undefined;
