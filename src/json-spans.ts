@@ -101,31 +101,12 @@ function containerEnd(bytes: Buffer, at: number, members?: Int32Array, slot = 0)
 
 /**
  * The byte ranges [start, end) of the elements of the top-level object's array member `key`, in
- * order, as pairs, and how many members each has in the bytes (a key given twice counted twice);
- * undefined when the bytes cannot say for sure which array JSON.parse read: the member missing, not an
- * array, or given twice (however its key is spelled), or an element that is not an object. `bytes`
- * must be JSON that JSON.parse accepted (a byte-order mark removed); `key` plain ASCII without quotes
- * or backslashes.
+ * order, as pairs; undefined when the bytes cannot say for sure which array JSON.parse read: the
+ * member missing, not an array, or given twice (however its key is spelled), or an element that is not
+ * an object (memberSpans). `bytes` must be JSON that JSON.parse accepted (a byte-order mark removed).
  */
-export function arrayElements(bytes: Buffer, key: string): ElementSpans | undefined {
-  const at = skipSpace(bytes, 0);
-  if (bytes[at] !== openObject) return undefined;
-  let elements: ElementSpans | undefined;
-  let unsure = false;
-  const end = walkMembers(bytes, at, (keyStart, keyEnd, valueStart) => {
-    if (!isKey(bytes, keyStart, keyEnd, key)) return valueEnd(bytes, valueStart);
-    const found =
-      elements === undefined && bytes[valueStart] === openArray ? elementSpans(bytes, valueStart) : undefined;
-    if (found === undefined) unsure = true;
-    else elements = found;
-    return found?.end ?? -1;
-  });
-  return unsure || bytes[end] !== closeObject ? undefined : elements;
-}
-
-/** The spans of arrayElements alone. */
 export function arrayElementSpans(bytes: Buffer, key: string): Int32Array | undefined {
-  return arrayElements(bytes, key)?.spans;
+  return memberSpans(bytes, skipSpace(bytes, 0), key)?.elements?.spans;
 }
 
 /**
