@@ -13,7 +13,7 @@ import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 
 type Json = Record<string, unknown>;
 
-/** Where the client's members and messages lie in its bytes; read once, the first time a body is written. */
+/** Where the client's members and messages lie in its bytes (read once, by its ClientArray). */
 interface ClientSpans {
   members: Map<string, readonly [number, number] | undefined>;
   /** The spans of the client's messages, and their members in the bytes; undefined when they cannot say which is which. */
