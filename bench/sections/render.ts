@@ -86,4 +86,63 @@ export async function renderSection(): Promise<void> {
   console.log(row(['run', 'ms']));
   console.log(row(['first', loopFirst.toFixed(1)]));
   console.log(row(['median of 5', percentile(loops, 0.5).toFixed(1)]));
+
+  await storedBodySection();
+}
+
+/**
+ * The upstream body of a long session's prompt (1,280 stored messages, as the `sessions` section's
+ * 10,000-message session sends): each stored message's bytes copied one by one, beside the runs the
+ * session gives when its replica keeps them one after the other (message-arena.ts), in interleaved rounds.
+ */
+async function storedBodySection(): Promise<void> {
+  const { serializeChatBody, inPreviousPart } = await import('../../src/chat/chat-body.js');
+  const { appendMessageBytes } = await import('../../src/store/message-arena.js');
+  const messages = benchConversation(1_280, 200);
+  const held = { views: [] as Buffer[], starts: [] as number[], ends: [] as number[] };
+  const { arena } = appendMessageBytes(
+    undefined,
+    0,
+    held,
+    messages.map((message) => JSON.stringify(message)),
+  );
+  const oneRun = messages.map((_message, index) =>
+    index === 0 ? arena.memory.subarray(held.starts[0], held.ends.at(-1)) : inPreviousPart,
+  );
+  // Each message's bytes in a buffer of its own, as the replica kept them before.
+  const each = held.views.map((view) => Buffer.from(view));
+  const request = { model: 'gpt-4o-mini', messages, temperature: 0.2 };
+  if (!serializeChatBody(request, messages, oneRun).equals(serializeChatBody(request, messages, each)))
+    throw new Error('the two bodies differ');
+  const perBody = (known: readonly Buffer[]): number => {
+    const started = process.hrtime.bigint();
+    for (let index = 0; index < 100; index++) serializeChatBody(request, messages, known);
+    return Number(process.hrtime.bigint() - started) / 100 / 1e3;
+  };
+  for (let index = 0; index < 3; index++) {
+    perBody(oneRun);
+    perBody(each);
+  }
+  const runs: number[] = [];
+  const copies: number[] = [];
+  const ratios: number[] = [];
+  for (let round = 0; round < 41; round++) {
+    const run = perBody(oneRun);
+    const copied = perBody(each);
+    runs.push(run);
+    copies.push(copied);
+    ratios.push(run / copied);
+  }
+  const p50 = (values: number[]): number =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      0.5,
+    );
+  console.log(
+    '\n== render: the upstream body of 1,280 stored messages (us per body, median of 41 rounds) ==',
+  );
+  console.log(row(['stored bytes', 'us']));
+  console.log(row(['copied message by message', p50(copies).toFixed(0)]));
+  console.log(row(['copied as one run', p50(runs).toFixed(0)]));
+  console.log(`   run / message by message: ${p50(ratios).toFixed(2)} (median of the rounds' ratios)`);
 }

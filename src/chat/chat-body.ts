@@ -7,6 +7,7 @@
 // one after the other one copy.
 import type { ContextMessage } from '../context/types.js';
 import { sourcePositions } from '../context/turns.js';
+import { inPreviousPart, type KnownBytes } from '../known-bytes.js';
 import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
 import {
   memberSpans,
@@ -18,14 +19,7 @@ import {
 
 const comma = 0x2c;
 
-/**
- * In `knownBytes`: this message's bytes are in the part before it (clientMessageBytes joins neighbours
- * of the client's body into one part, the bytes between them included).
- */
-export const inPreviousPart: Buffer = Buffer.alloc(0);
-
-/** A value's JSON bytes: one buffer, or pieces written one after the other (a string copied between fields). */
-export type KnownBytes = Buffer | readonly Buffer[];
+export { inPreviousPart, type KnownBytes };
 
 export function serializeChatBody(
   request: Readonly<Record<string, unknown>>,

@@ -576,9 +576,9 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       precision: countPrecisionFor(input.countingBytes),
       rawBody,
       knownBytes:
-        session?.knownBytes.bind(session) ??
-        input.messageBytes ??
-        clientMessageBytes(input.rawBody, input.body),
+        session !== undefined
+          ? (messages) => session.knownBytes(messages, true)
+          : (input.messageBytes ?? clientMessageBytes(input.rawBody, input.body)),
       anthropicBody: input.anthropicBody,
       storedBytes: session?.knownBytes.bind(session),
       toolsKey: input.toolsKey,

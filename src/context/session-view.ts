@@ -13,8 +13,12 @@ export interface SessionView {
   conversationTokens: readonly number[];
   /** Some of this request's new messages were estimated rather than counted (past the counting bound). */
   estimatedCounts?: true;
-  /** The stored UTF-8 JSON of each of `messages` (a render of `conversation`) that is a stored message. */
-  knownBytes(messages: readonly ContextMessage[]): ReadonlyArray<Buffer | undefined>;
+  /**
+   * The stored UTF-8 JSON of each of `messages` (a render of `conversation`) that is a stored message.
+   * With `joinRuns`, stored messages sent in their order that the store keeps one after the other are
+   * given as one run: its bytes at the first, `inPreviousPart` (known-bytes.ts) at the others.
+   */
+  knownBytes(messages: readonly ContextMessage[], joinRuns?: boolean): ReadonlyArray<Buffer | undefined>;
   /** Index into `conversation` where the previous request's sliding history started. */
   historyStartHint: number;
   /** Messages in the session's archive: part of the conversation, no longer in `conversation`. */

@@ -10,6 +10,7 @@ import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
 import type { SessionView } from '../context/session-view.js';
 
 import { GatewayError } from '../errors.js';
+import { inPreviousPart } from '../known-bytes.js';
 import type {
   SessionHold,
   SessionKey,
@@ -180,6 +181,63 @@ export function retriedTurnLength(
     : 0;
 }
 
+/**
+ * The stored bytes of each message sent (`positions`: where each is in the conversation), and the
+ * system prompt's when it is sent first as stored. With `joinRuns`, a run of stored messages sent in
+ * their order that lie one after the other in the store's memory is given whole at its first message,
+ * `inPreviousPart` at the others (SessionView.knownBytes).
+ */
+function storedMessageBytes(
+  snapshot: SessionSnapshot,
+  sent: {
+    positions: ArrayLike<number>;
+    systemCount: number;
+    storedCount: number;
+    systemPromptBytes: Buffer | undefined;
+    joinRuns: boolean;
+  },
+): Array<Buffer | undefined> {
+  const { positions, systemCount, storedCount } = sent;
+  const storedBytes = snapshot.messageBytes;
+  const runs = sent.joinRuns ? snapshot.messageRuns : undefined;
+  const known = new Array<Buffer | undefined>(positions.length);
+  let runAt = -1;
+  let runFirst = 0;
+  let runLast = 0;
+  const endRun = (): void => {
+    if (runs !== undefined && runAt >= 0 && runLast > runFirst)
+      known[runAt] = runs.memory.subarray(runs.starts[runFirst], runs.ends[runLast]);
+    runAt = -1;
+  };
+  for (let at = 0; at < positions.length; at++) {
+    const storedAt = (positions[at] as number) - systemCount;
+    if (storedAt < 0 || storedAt >= storedCount) {
+      endRun();
+      known[at] = positions[at] === 0 && systemCount === 1 ? sent.systemPromptBytes : undefined;
+      continue;
+    }
+    if (
+      runs !== undefined &&
+      runAt >= 0 &&
+      storedAt === runLast + 1 &&
+      runs.starts[storedAt] === (runs.ends[runLast] as number) + 1
+    ) {
+      runLast = storedAt;
+      known[at] = inPreviousPart;
+      continue;
+    }
+    endRun();
+    known[at] = storedBytes?.[storedAt];
+    if (runs !== undefined && known[at] !== undefined) {
+      runAt = at;
+      runFirst = storedAt;
+      runLast = storedAt;
+    }
+  }
+  endRun();
+  return known;
+}
+
 interface ViewParts extends SessionView {
   systemCount: number;
   stored: ContextMessage[];
@@ -287,18 +345,13 @@ function sessionView(
     conversation,
     conversationTokens,
     ...(estimated ? { estimatedCounts: true as const } : {}),
-    knownBytes(messages) {
-      const storedBytes = snapshot.messageBytes;
-      const positions = sourcePositions(conversation, messages);
-      const known = new Array<Buffer | undefined>(positions.length);
-      positions.forEach((position, at) => {
-        const storedAt = position - systemCount;
-        known[at] =
-          storedAt >= 0 && storedAt < stored.length
-            ? storedBytes?.[storedAt]
-            : position === 0 && systemCount === 1
-              ? systemPromptBytes
-              : undefined;
+    knownBytes(messages, joinRuns = false) {
+      const known = storedMessageBytes(snapshot, {
+        positions: sourcePositions(conversation, messages),
+        systemCount,
+        storedCount: stored.length,
+        systemPromptBytes,
+        joinRuns,
       });
       // The summaries, where they are sent as they were made (not merged into another message).
       const shownSummaries = [

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RedisConnection } from './redis-client.js';
 import { createActivityBatches, type Schedule } from './activity-batches.js';
+import { appendMessageBytes, type ArenaMessages, type MessageArena } from './message-arena.js';
 import { defineScripts, sessionHeldFields, sessionScripts } from './redis-scripts.js';
 import {
   emptySnapshot,
@@ -91,7 +92,11 @@ interface CachedSession {
   archivedCount: number;
   head: number;
   messages: StoredMessage[];
-  bytes: Buffer[];
+  /** Each message's JSON bytes, in `arena` (message-arena.ts), which they end at `end` of. */
+  bytes: ArenaMessages;
+  arena: MessageArena;
+  end: number;
+  /** The memory held: the arena's. */
   size: number;
   /**
    * The summaries and the system prompt last read, parsed, with the JSON they were parsed from and
@@ -208,7 +213,8 @@ function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefin
         : (entry.parsed.systemPrompt.bytes ??= Buffer.from(entry.parsed.systemPrompt.json)),
     // Copies of the arrays: the cached entry's arrays are replaced, never changed, but callers may change theirs.
     messages: [...entry.messages],
-    messageBytes: entry.bytes,
+    messageBytes: entry.bytes.views,
+    messageRuns: { memory: entry.arena.memory, starts: entry.bytes.starts, ends: entry.bytes.ends },
 
     archivedCount: entry.archivedCount,
     headMessages: entry.head,
@@ -339,32 +345,42 @@ export function createRedisSessionStore({
     const head = Number(meta.head ?? '0');
     const archivedCount = Number(archived);
     let messages: StoredMessage[];
-    let bytes: Buffer[];
-    if (delta === 1 && cached !== undefined) {
+    let bytes: ArenaMessages;
+    const reused = delta === 1 ? cached : undefined;
+    if (reused !== undefined) {
       // Messages that moved to the archive since were the oldest after the head.
-      const spilled = archivedCount - cached.archivedCount;
-      if (spilled > cached.messages.length - head) {
+      const spilled = archivedCount - reused.archivedCount;
+      if (spilled > reused.messages.length - head) {
         cache.delete(name);
         return loadActive(key, name);
       }
-      messages = [...cached.messages.slice(0, head), ...cached.messages.slice(head + spilled)];
-      bytes = [...cached.bytes.slice(0, head), ...cached.bytes.slice(head + spilled)];
+      const kept = <Item>(items: Item[]): Item[] => [...items.slice(0, head), ...items.slice(head + spilled)];
+      messages = kept(reused.messages);
+      bytes = {
+        views: kept(reused.bytes.views),
+        starts: kept(reused.bytes.starts),
+        ends: kept(reused.bytes.ends),
+      };
     } else {
       messages = [];
-      bytes = [];
+      bytes = { views: [], starts: [], ends: [] };
     }
+    const jsons: string[] = [];
     for (const item of items) {
       const parsed = parseStored(item);
       messages.push(parsed.stored);
-      bytes.push(Buffer.from(parsed.json));
+      jsons.push(parsed.json);
     }
+    const { arena, end } = appendMessageBytes(reused?.arena, reused?.end ?? 0, bytes, jsons);
     const entry: CachedSession = {
       epoch: meta.epoch ?? '',
       archivedCount,
       head,
       messages,
       bytes,
-      size: bytes.reduce((sum, item) => sum + item.length, 0),
+      arena,
+      end,
+      size: arena.memory.length,
       parsed: cached?.parsed ?? {},
     };
     cache.set(name, entry);

@@ -37,6 +37,12 @@ export interface SessionSnapshot {
   messages: StoredMessage[];
   /** Each active message as UTF-8 JSON, when the store has it (saves serializing it again). */
   messageBytes?: readonly Buffer[];
+  /**
+   * Where messageBytes lie when the store keeps them in one buffer (redis-session-store.ts): each
+   * message's start and end in `memory`. A message that starts one byte after the end of the one before
+   * it was written right after it, a comma between them: a run of such messages is one view of `memory`.
+   */
+  messageRuns?: { memory: Buffer; starts: readonly number[]; ends: readonly number[] };
 
   /** Messages moved to the archive so far (they sit between the head and the recent ones). */
   archivedCount: number;

@@ -18,11 +18,14 @@ import {
   type SummaryMessages,
   type TurnRetry,
 } from '../../src/sessions/session-turn.js';
+import { serializeChatBody } from '../../src/chat/chat-body.js';
+import { inPreviousPart } from '../../src/known-bytes.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
 import { createRedisSessionStore } from '../../src/store/redis-session-store.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
 import {
   emptySnapshot,
+  type SessionHold,
   type SessionKey,
   type SessionSnapshot,
   type SessionStore,
@@ -191,6 +194,84 @@ describe('a stored summary as the session shows it', () => {
       );
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe('a session’s stored bytes for the upstream body', () => {
+  const limits = { maxActiveMessages: 30, minActiveMessages: 1, idleTtlSeconds: 3_600 };
+  const request = { model: 'm', messages: [], temperature: 0 };
+  const partsOf = (known: ReadonlyArray<Buffer | undefined>): number =>
+    known.filter((bytes) => bytes !== undefined && bytes !== inPreviousPart).length;
+
+  it('gives stored messages sent in their order as runs of the store’s memory, and the body is exact', async () => {
+    const connect = () =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits,
+      });
+    const writer = connect();
+    const reader = connect();
+    try {
+      for (let attempt = 0; attempt < 100 && !(await writer.ping()); attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'runs' };
+      const view = () =>
+        previewSessionTurn({
+          store: reader,
+          key,
+          historyMode: 'delta',
+          incoming: [user('new — “ü”')],
+          tokenizer: words,
+        });
+      // The first turn is the protected head: the turns after it spill, leaving a gap in what this
+      // replica holds between the head and the rest.
+      const hold = await writer.acquire(key, 10_000);
+      await writer.commit(key, {
+        hold: hold as SessionHold,
+        expectedVersion: 0,
+        append: [
+          { message: user('first question'), tokens: 3 },
+          { message: assistant('first answer'), tokens: 3 },
+        ],
+        headMessages: 2,
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+      });
+      let from = 1;
+      const runs: number[] = [];
+      for (const turns of [20, 1, 3, 6]) {
+        // Another replica writes; this one reads what was appended (its oldest turns spilling meanwhile).
+        await commitTurns(writer, key, turns, 3, from);
+        from += turns;
+        const seen = await view();
+        const conversation = seen.conversation;
+        const storedCount = conversation.length - 1;
+        expect(storedCount).toBeGreaterThan(10);
+        // Everything in order: the stored messages are one run, the new message serialized.
+        const whole = seen.knownBytes(conversation, true);
+        runs.push(partsOf(whole));
+        expect(serializeChatBody(request, conversation, whole).toString('utf8')).toBe(
+          JSON.stringify({ ...request, messages: conversation }),
+        );
+        // One left out and one sent as a copy (a masked result is another object): three runs.
+        const sent = conversation.filter((_message, index) => index !== 3);
+        sent[7] = { ...(sent[7] as ContextMessage) };
+        const known = seen.knownBytes(sent, true);
+        expect(partsOf(known)).toBe(partsOf(whole) + 2);
+        expect(serializeChatBody(request, sent, known).toString('utf8')).toBe(
+          JSON.stringify({ ...request, messages: sent }),
+        );
+        // Without runs, each stored message has its own bytes.
+        expect(partsOf(seen.knownBytes(conversation))).toBe(storedCount);
+      }
+      // Read whole, the stored messages are one run; after a spill, the head and the rest.
+      expect(runs[0]).toBe(1);
+      expect(runs[1]).toBe(2);
+      expect(Math.max(...runs)).toBe(2);
+    } finally {
+      await writer.close();
+      await reader.close();
     }
   });
 });
