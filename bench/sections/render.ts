@@ -1,4 +1,5 @@
 // Section "render": rendering a long conversation cold and warm.
+import path from 'node:path';
 import { benchConversation } from '../lib/bodies.js';
 import { percentile, row } from '../lib/load.js';
 
@@ -87,7 +88,67 @@ export async function renderSection(): Promise<void> {
   console.log(row(['first', loopFirst.toFixed(1)]));
   console.log(row(['median of 5', percentile(loops, 0.5).toFixed(1)]));
 
+  await longSessionSection();
   await storedBodySection();
+}
+
+/**
+ * A long session's prompt as the `sessions` section's 10,000-message session renders it: 1,280 active
+ * messages with their stored counts, 8,720 before them in the archive (the slow path: something is left
+ * out). With BENCH_GATEWAY_DIR, that checkout's build renders the same in interleaved rounds beside this one.
+ */
+async function longSessionSection(): Promise<void> {
+  const builds: Array<[string, string]> = [['this build', '../../src/context']];
+  const other = process.env.BENCH_GATEWAY_DIR;
+  if (other !== undefined) builds.push([other, `${path.resolve(other)}/dist/src/context`]);
+  const { createTiktokenTokenizers } = await import('../../src/tokenizer/tiktoken-tokenizers.js');
+  const { builtInPolicy } = await import('../../src/config/policy-defaults.js');
+  const { countMessageTokens } = await import('../../src/context/token-accounting.js');
+  const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
+  const messages = benchConversation(1_280, 200);
+  const messageTokens = messages.map((message) => countMessageTokens(message, tokenizer));
+  type Render = (input: Record<string, unknown>) => { ok: boolean };
+  const renders = await Promise.all(
+    builds.map(async ([, directory]) => {
+      const module = (await import(`${directory}/render.js`)) as { renderContext: Render };
+      return module.renderContext;
+    }),
+  );
+  const perRender = (render: Render): number => {
+    const started = process.hrtime.bigint();
+    for (let index = 0; index < 20; index++)
+      render({
+        messages: [...messages],
+        messageTokens,
+        omittedBefore: 8_720,
+        tokenizer,
+        window: 128_000,
+        outputReserve: 4_096,
+        safetyMarginTokens: 6_400,
+        policy: builtInPolicy,
+      });
+    return Number(process.hrtime.bigint() - started) / 20 / 1e3;
+  };
+  for (let round = 0; round < 30; round++) for (const render of renders) perRender(render);
+  const times = renders.map(() => [] as number[]);
+  const ratios: number[] = [];
+  for (let round = 0; round < 41; round++) {
+    const measured = renders.map(perRender);
+    measured.forEach((value, index) => times[index]?.push(value));
+    if (measured.length > 1) ratios.push((measured[0] as number) / (measured[1] as number));
+  }
+  const p50 = (values: number[]): number =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      0.5,
+    );
+  console.log(
+    '\n== render: a long session’s prompt, 1,280 active messages and 8,720 archived (us per render, median of 41 rounds) ==',
+  );
+  console.log(row(['build', 'us']));
+  builds.forEach(([name], index) => console.log(row([name, p50(times[index] ?? []).toFixed(0)])));
+  if (ratios.length > 0)
+    console.log(`   this build / ${other}: ${p50(ratios).toFixed(2)} (median of the rounds' ratios)`);
 }
 
 /**

@@ -449,6 +449,7 @@ function fitOf(input: RenderInput): Fit {
   const turns = splitTurns(messages, systemCount);
   const history = turns.slice(0, -1);
   let noticeTokens: number | undefined;
+  let firsts: boolean[] | undefined;
   const pinned = (turn: Turn): boolean => {
     const first = messages[turn.start] as ContextMessage;
     return (
@@ -469,7 +470,9 @@ function fitOf(input: RenderInput): Fit {
     turns,
     turnTokens: turns.map((turn) => sumRange(messageTokens, turn.start, turn.end)),
     history,
-    isFirst: (index) => index < policy.keep_first_turns || pinned(history[index] as Turn),
+    // Found once, when first asked: several passes over a long history ask it of every turn.
+    isFirst: (index) =>
+      (firsts ??= history.map((turn, at) => at < policy.keep_first_turns || pinned(turn)))[index] === true,
     // A function, not a getter: built per request, this literal with a getter kept the whole request
     // alive through young collections until the next full one (measured with --trace-gc-nvp: about 3 KB
     // of each request promoted, 2 µs of scavenging per request; with the function, on Node 22, render
@@ -634,7 +637,7 @@ function historyForms(
   fit: Fit,
   historyTurns: readonly HistoryTurn[],
   current: { tokens: number; peakTokens: number; peakLevels: readonly number[] },
-): { forms: Map<number, TurnForm>; firstWindowIndex: number } {
+): { forms: Array<TurnForm | undefined>; firstWindowIndex: number } {
   const { tokens: currentTokens, peakTokens: currentPeakTokens } = current;
   const { history, policy, input } = fit;
   const formTokens = (index: number, form: TurnForm): number => {
@@ -686,10 +689,12 @@ function historyForms(
         firstTokens: first.tokens,
         available: slidingRoom - fit.noticeTokens(),
       });
-  const forms = new Map<number, TurnForm>(first.forms);
-  slidingIndices.forEach((index, position) => {
-    if (position >= windowStart) forms.set(index, position < maskedUntil ? 'masked' : 'whole');
-  });
+  // By history index (undefined: left out); an array, as a long session's thousands of turns are read
+  // twice by assemble.
+  const forms = new Array<TurnForm | undefined>(history.length).fill(undefined);
+  for (const [index, form] of first.forms) forms[index] = form;
+  for (let position = windowStart; position < slidingIndices.length; position++)
+    forms[slidingIndices[position] as number] = position < maskedUntil ? 'masked' : 'whole';
   return { forms, firstWindowIndex: slidingIndices[windowStart] ?? history.length };
 }
 
@@ -699,7 +704,8 @@ function historyForms(
  */
 function assemble(options: {
   fit: Fit;
-  forms: ReadonlyMap<number, TurnForm>;
+  /** Each history turn's form, by its index; undefined: left out. */
+  forms: ReadonlyArray<TurnForm | undefined>;
   firstWindowIndex: number;
   historyTurns: readonly HistoryTurn[];
   formOf: (index: number, form: TurnForm) => ReturnType<typeof turnForm>;
@@ -712,8 +718,9 @@ function assemble(options: {
   const summary = input.summary;
   let omitted = input.omittedBefore ?? 0;
   let droppedTurns = 0;
-  for (const [index, turn] of history.entries()) {
-    const form = forms.get(index);
+  for (let index = 0; index < history.length; index++) {
+    const turn = history[index] as Turn;
+    const form = forms[index];
     if (form === undefined) {
       omitted += turn.end - turn.start;
       droppedTurns++;
@@ -730,8 +737,9 @@ function assemble(options: {
   let noticePlaced = false;
   let summaryPlaced = summary === undefined;
   const totals = { historyTokens: 0, maskedResults: 0, summarizedMessages: 0 };
-  for (const [index, turn] of history.entries()) {
-    const form = forms.get(index);
+  for (let index = 0; index < history.length; index++) {
+    const turn = history[index] as Turn;
+    const form = forms[index];
     if (form === undefined) continue;
     if (!summaryPlaced && turn.start >= (summary?.position ?? 0)) {
       rendered.push(summary?.message as ContextMessage);
