@@ -129,26 +129,17 @@ async function longSessionSection(): Promise<void> {
       });
     return Number(process.hrtime.bigint() - started) / 20 / 1e3;
   };
-  for (let round = 0; round < 30; round++) for (const render of renders) perRender(render);
-  const times = renders.map(() => [] as number[]);
-  const ratios: number[] = [];
-  for (let round = 0; round < 41; round++) {
-    const measured = renders.map(perRender);
-    measured.forEach((value, index) => times[index]?.push(value));
-    if (measured.length > 1) ratios.push((measured[0] as number) / (measured[1] as number));
-  }
-  const p50 = (values: number[]): number =>
-    percentile(
-      [...values].sort((a, b) => a - b),
-      0.5,
-    );
+  const { medians, ratio } = interleaved(
+    renders.map((render) => () => perRender(render)),
+    30,
+  );
   console.log(
     '\n== render: a long session’s prompt, 1,280 active messages and 8,720 archived (us per render, median of 41 rounds) ==',
   );
   console.log(row(['build', 'us']));
-  builds.forEach(([name], index) => console.log(row([name, p50(times[index] ?? []).toFixed(0)])));
-  if (ratios.length > 0)
-    console.log(`   this build / ${other}: ${p50(ratios).toFixed(2)} (median of the rounds' ratios)`);
+  builds.forEach(([name], index) => console.log(row([name, (medians[index] as number).toFixed(0)])));
+  if (ratio !== undefined)
+    console.log(`   this build / ${other}: ${ratio.toFixed(2)} (median of the rounds' ratios)`);
 }
 
 /**
@@ -180,30 +171,39 @@ async function storedBodySection(): Promise<void> {
     for (let index = 0; index < 100; index++) serializeChatBody(request, messages, known);
     return Number(process.hrtime.bigint() - started) / 100 / 1e3;
   };
-  for (let index = 0; index < 3; index++) {
-    perBody(oneRun);
-    perBody(each);
-  }
-  const runs: number[] = [];
-  const copies: number[] = [];
+  const {
+    medians: [run, copied],
+    ratio,
+  } = interleaved([() => perBody(oneRun), () => perBody(each)], 3);
+  console.log(
+    '\n== render: the upstream body of 1,280 stored messages (us per body, median of 41 rounds) ==',
+  );
+  console.log(row(['stored bytes', 'us']));
+  console.log(row(['copied message by message', (copied as number).toFixed(0)]));
+  console.log(row(['copied as one run', (run as number).toFixed(0)]));
+  console.log(`   run / message by message: ${(ratio as number).toFixed(2)} (median of the rounds' ratios)`);
+}
+
+/**
+ * Each of `cases` (a timing in µs) run in turn, `warmRounds` rounds and then 41 measured: each one's
+ * median, and the median of the rounds' first ÷ second ratios when there are two.
+ */
+function interleaved(
+  cases: ReadonlyArray<() => number>,
+  warmRounds: number,
+): { medians: number[]; ratio: number | undefined } {
+  for (let round = 0; round < warmRounds; round++) for (const time of cases) time();
+  const times = cases.map(() => [] as number[]);
   const ratios: number[] = [];
   for (let round = 0; round < 41; round++) {
-    const run = perBody(oneRun);
-    const copied = perBody(each);
-    runs.push(run);
-    copies.push(copied);
-    ratios.push(run / copied);
+    const measured = cases.map((time) => time());
+    measured.forEach((value, index) => times[index]?.push(value));
+    if (measured.length > 1) ratios.push((measured[0] as number) / (measured[1] as number));
   }
   const p50 = (values: number[]): number =>
     percentile(
       [...values].sort((a, b) => a - b),
       0.5,
     );
-  console.log(
-    '\n== render: the upstream body of 1,280 stored messages (us per body, median of 41 rounds) ==',
-  );
-  console.log(row(['stored bytes', 'us']));
-  console.log(row(['copied message by message', p50(copies).toFixed(0)]));
-  console.log(row(['copied as one run', p50(runs).toFixed(0)]));
-  console.log(`   run / message by message: ${p50(ratios).toFixed(2)} (median of the rounds' ratios)`);
+  return { medians: times.map(p50), ratio: ratios.length > 0 ? p50(ratios) : undefined };
 }
