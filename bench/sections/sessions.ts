@@ -187,7 +187,21 @@ export async function sessionsSection(): Promise<void> {
     // Redis's own time in the scripts of those requests (the commands inside included): what one Redis,
     // shared by every replica, spends per session request.
     const sessionRedisUs = new Map(sizes.map((size) => [size, 0]));
+    // One Redis round trip at one connection, from this process, in the same rounds: back to back, and
+    // each after 3 ms without one, as a session request's come (the hold and read after the previous
+    // request's write, the write after the provider's answer): what waking a process that slept costs here.
+    const redisTrips = { busy: [] as number[], rested: [] as number[] };
+    const ping = async (samples: number[]): Promise<void> => {
+      const started = process.hrtime.bigint();
+      await connection.ping();
+      samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+    };
     for (let round = 0; round < 3; round++) {
+      for (let trip = 0; trip < 130; trip++) await ping(redisTrips.busy);
+      for (let trip = 0; trip < 130; trip++) {
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        await ping(redisTrips.rested);
+      }
       for (const size of sizes) {
         const latencies = samples.get(size) ?? { session: [], upstream: [] };
         const cpuBefore = processCpuUs(gatewayPid);
@@ -260,6 +274,16 @@ export async function sessionsSection(): Promise<void> {
     );
     console.log(
       `   Redis round trips (scripts) per session request: ${perRequest.toFixed(2)} (background summaries included)`,
+    );
+    const trip = (samples: number[]) =>
+      percentile(
+        samples.sort((a, b) => a - b),
+        0.5,
+      );
+    console.log(
+      `   one Redis round trip at one connection (PING from the bench, same rounds): p50 ${trip(redisTrips.busy).toFixed(2)} ms back to back, ` +
+        `${trip(redisTrips.rested).toFixed(2)} ms each after 3 ms without one; overhead p50 beyond two of the latter: ` +
+        `${overheads.map((overhead) => (overhead - 2 * trip(redisTrips.rested)).toFixed(2)).join(', ')} ms (rows above)`,
     );
     // Under load: CPU per session request at the bench's connections, many sessions at once, against
     // stateless requests that carry as many messages, in interleaved rounds. Each round adds a turn
