@@ -187,6 +187,15 @@ export function tooManyMessages(count: number, maxMessages: number): GatewayErro
   );
 }
 
+/** The refusal of a request whose messages hold more tool calls than one request may (server.max_tool_calls). */
+export function tooManyToolCalls(count: number, maxToolCalls: number): GatewayError {
+  return new GatewayError(
+    'invalid_request',
+    `Invalid 'messages': too many tool calls. Expected at most ${maxToolCalls} in all, but got ${count}.`,
+    { param: 'messages' },
+  );
+}
+
 /** Refuses a body with more messages or content parts than the limits, before anything else looks at it. */
 function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
   if (Array.isArray(body.stop) && body.stop.length > maxStopSequences)
@@ -206,13 +215,7 @@ function checkSize(body: Record<string, unknown>, limits: RequestLimits): void {
     const toolCalls = (message as { tool_calls?: unknown } | null)?.tool_calls;
     if (Array.isArray(toolCalls)) calls += toolCalls.length;
   }
-  if (calls > limits.maxToolCalls) {
-    throw new GatewayError(
-      'invalid_request',
-      `Invalid 'messages': too many tool calls. Expected at most ${limits.maxToolCalls} in all, but got ${calls}.`,
-      { param: 'messages' },
-    );
-  }
+  if (calls > limits.maxToolCalls) throw tooManyToolCalls(calls, limits.maxToolCalls);
   if (parts > limits.maxContentParts) {
     throw new GatewayError(
       'invalid_request',

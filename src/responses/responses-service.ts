@@ -86,6 +86,7 @@ export function createResponsesService(deps: {
   const bridgeOptions = {
     defaultTruncation: config.responses.default_truncation,
     unbridgeable: config.responses.unbridgeable,
+    limits: { maxMessages: config.server.max_messages, maxToolCalls: config.server.max_tool_calls },
   } as const;
 
   /**

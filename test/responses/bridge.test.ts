@@ -6,6 +6,7 @@
 // it would (a forced tool that is not there, a stored prompt or conversation), and refused whole with
 // `unbridgeable: reject`.
 import { describe, expect, it } from 'vitest';
+import { parseChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { isGatewayError } from '../../src/errors.js';
 import { bridgeRequest, newId, type BridgeOptions } from '../../src/responses/bridge.js';
 
@@ -210,6 +211,59 @@ describe('bridgeRequest: truncation', () => {
     expect(
       refusal(() => bridgeRequest({ model: 'm', input: 'x', truncation: 'sometimes' }, strict)).param,
     ).toBe('truncation');
+  });
+});
+
+describe('bridgeRequest: the request limits', () => {
+  const limits = { maxMessages: 4, maxToolCalls: 5 };
+  const limited: BridgeOptions = { ...drop, limits };
+  const call = (id: string) => ({ type: 'function_call', call_id: id, name: 'f', arguments: '{}' });
+  const output = (id: string) => ({ type: 'function_call_output', call_id: id, output: 'ok' });
+  // An item no bridge takes: read, it is refused on its own.
+  const unknownItem = { type: 'computer_screenshot_v9' };
+
+  it('refuses an input of more messages than one request may hold before reading its items, in the chat check’s words', () => {
+    // The instructions, a user message, two outputs and an assistant message: 5 messages.
+    const input = [
+      { role: 'user', content: 'go' },
+      call('c1'),
+      output('c1'),
+      output('c2'),
+      { role: 'assistant', content: 'done' },
+      unknownItem,
+    ];
+    expect(refusal(() => bridgeRequest({ model: 'm', instructions: 'Be brief.', input }, limited))).toEqual({
+      param: 'messages',
+      message: "Invalid 'messages': array too long. Expected an array with at most 4 messages, but got 5.",
+    });
+    // Without the limits the items are read, and the unknown one is what is refused.
+    expect(refusal(() => bridgeRequest({ model: 'm', instructions: 'Be brief.', input }, drop)).param).toBe(
+      'input[5].type',
+    );
+  });
+
+  it('refuses more function calls than the tool-call limit the same way', () => {
+    const input = [{ role: 'user', content: 'go' }, ...['a', 'b', 'c', 'd', 'e', 'f'].map(call), unknownItem];
+    expect(refusal(() => bridgeRequest({ model: 'm', input }, limited))).toEqual({
+      param: 'messages',
+      message: "Invalid 'messages': too many tool calls. Expected at most 5 in all, but got 6.",
+    });
+  });
+
+  it('counts no more than the chat request holds: what it lets through, the chat check still judges', () => {
+    // Four messages by the input's count; bridged, the call is an assistant message of its own: five.
+    const body = {
+      model: 'm',
+      instructions: 'Be brief.',
+      input: [{ role: 'user', content: 'go' }, call('c1'), output('c1'), output('c2')],
+    };
+    const bridged = bridgeRequest(body, limited);
+    const messages = [bridged.instructions, ...bridged.messages];
+    expect(messages.map((message) => message?.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool']);
+    expect(
+      refusal(() => parseChatCompletionRequest({ model: 'm', messages }, { ...limits, maxContentParts: 10 }))
+        .message,
+    ).toBe("Invalid 'messages': array too long. Expected an array with at most 4 messages, but got 5.");
   });
 });
 

@@ -12,6 +12,7 @@ import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
 import { noOverrides } from '../../src/context/request-overrides.js';
 import type { ClientStream } from '../../src/upstream/relay.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { isGatewayError } from '../../src/errors.js';
 import { createResponsesService } from '../../src/responses/responses-service.js';
 import {
   ancestorLinks,
@@ -422,5 +423,41 @@ describe('the name of a request’s tool set', () => {
           ]);
     // The first two only are the same request's tools.
     expect(new Set(keys).size).toBe(5);
+  });
+});
+
+describe('the request limits', () => {
+  it('refuses an input of more messages than server.max_messages allows before bridging its items, and never asks the engine', async () => {
+    const limited = loadConfig({
+      env: { CTXGATE_CONFIG: writeConfigFile('server:\n  max_messages: 3\n') },
+    });
+    const chat = answeringChat();
+    const service = createResponsesService({
+      chat,
+      store: createMemoryResponseStore({ ttlSeconds: 60 }),
+      config: limited,
+      countTokens: () => 40,
+    });
+    const outputs = ['a', 'b', 'c', 'd'].map((id) => ({
+      type: 'function_call_output',
+      call_id: id,
+      output: 'ok',
+    }));
+    // An item no bridge takes, after them: read, it would be the refusal.
+    const body = {
+      model: 'small-model',
+      store: false,
+      input: [...outputs, { type: 'computer_screenshot_v9' }],
+    };
+    const refusal = await service.create(request(body), client()).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(isGatewayError(refusal) ? [refusal.status, refusal.param, refusal.message] : refusal).toEqual([
+      400,
+      'messages',
+      "Invalid 'messages': array too long. Expected an array with at most 3 messages, but got 4.",
+    ]);
+    expect(chat.asked).toHaveLength(0);
   });
 });
