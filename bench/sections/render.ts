@@ -1,7 +1,7 @@
 // Section "render": rendering a long conversation cold and warm.
 import path from 'node:path';
 import { benchConversation } from '../lib/bodies.js';
-import { percentile, row } from '../lib/load.js';
+import { median, percentile, row } from '../lib/load.js';
 
 /** Rendering a long conversation cold, then again (as the next request) with one more message. */
 export async function renderSection(): Promise<void> {
@@ -200,10 +200,5 @@ function interleaved(
     measured.forEach((value, index) => times[index]?.push(value));
     if (measured.length > 1) ratios.push((measured[0] as number) / (measured[1] as number));
   }
-  const p50 = (values: number[]): number =>
-    percentile(
-      [...values].sort((a, b) => a - b),
-      0.5,
-    );
-  return { medians: times.map(p50), ratio: ratios.length > 0 ? p50(ratios) : undefined };
+  return { medians: times.map(median), ratio: ratios.length > 0 ? median(ratios) : undefined };
 }

@@ -275,15 +275,11 @@ export async function sessionsSection(): Promise<void> {
     console.log(
       `   Redis round trips (scripts) per session request: ${perRequest.toFixed(2)} (background summaries included)`,
     );
-    const trip = (samples: number[]) =>
-      percentile(
-        samples.sort((a, b) => a - b),
-        0.5,
-      );
+    const rested = median(redisTrips.rested);
     console.log(
-      `   one Redis round trip at one connection (PING from the bench, same rounds): p50 ${trip(redisTrips.busy).toFixed(2)} ms back to back, ` +
-        `${trip(redisTrips.rested).toFixed(2)} ms each after 3 ms without one; overhead p50 beyond two of the latter: ` +
-        `${overheads.map((overhead) => (overhead - 2 * trip(redisTrips.rested)).toFixed(2)).join(', ')} ms (rows above)`,
+      `   one Redis round trip at one connection (PING from the bench, same rounds): p50 ${median(redisTrips.busy).toFixed(2)} ms back to back, ` +
+        `${rested.toFixed(2)} ms each after 3 ms without one; overhead p50 beyond two of the latter: ` +
+        `${overheads.map((overhead) => (overhead - 2 * rested).toFixed(2)).join(', ')} ms (rows above)`,
     );
     // Under load: CPU per session request at the bench's connections, many sessions at once, against
     // stateless requests that carry as many messages, in interleaved rounds. Each round adds a turn
