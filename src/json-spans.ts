@@ -216,6 +216,13 @@ export function objectElementSpans(bytes: Buffer, at: number): Int32Array | unde
   return bytes[at] === openArray ? elementSpans(bytes, at)?.spans : undefined;
 }
 
+/** The span of the first element of the array that opens at `at`; undefined when it is not an object. */
+export function firstObjectSpan(bytes: Buffer, at: number): [number, number] | undefined {
+  if (bytes[at] !== openArray) return undefined;
+  const start = skipSpace(bytes, at + 1);
+  return bytes[start] === openObject ? [start, containerEnd(bytes, start)] : undefined;
+}
+
 /** Where the members of an object lie in its bytes (memberSpans). */
 export interface MemberSpans {
   /** Each member's value, [start, end), by its name as JSON.parse reads it; undefined for a name given twice. */

@@ -3,7 +3,7 @@
 // something else than JSON.parse read, no spans at all.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { arrayElementSpans, memberSpans } from '../src/json-spans.js';
+import { arrayElementSpans, firstObjectSpan, memberSpans } from '../src/json-spans.js';
 
 /** What each span of `text` parses to, or undefined without spans. */
 function spansOf(text: string, key = 'messages'): unknown[] | undefined {
@@ -189,5 +189,28 @@ describe('memberSpans', () => {
 
   it('finds none in what is not an object', () => {
     expect(memberSpans(Buffer.from('[{"a":1}]'), 0)).toBeUndefined();
+  });
+});
+
+describe('firstObjectSpan', () => {
+  it('finds the first element of any array, however it is spaced, as JSON.parse reads it, whatever follows it', () => {
+    fc.assert(
+      fc.property(
+        anyObject,
+        fc.array(fc.jsonValue(), { maxLength: 4 }),
+        fc.constantFrom(...spacings),
+        (first, rest, spacing) => {
+          const bytes = Buffer.from(spacing({ content: [first, ...rest] }));
+          const at = bytes.indexOf('[');
+          const span = firstObjectSpan(bytes, at);
+          expect(span).toBeDefined();
+          expect(JSON.parse(bytes.toString('utf8', span?.[0], span?.[1]))).toEqual(first);
+        },
+      ),
+    );
+  });
+
+  it.each(['[]', '[ ]', '["a",{}]', '[[{}]]', '[1]', '{"a":1}'])('finds none in %s', (text) => {
+    expect(firstObjectSpan(Buffer.from(text), 0)).toBeUndefined();
   });
 });

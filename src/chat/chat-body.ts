@@ -10,6 +10,7 @@ import { sourcePositions } from '../context/turns.js';
 import { inPreviousPart, type KnownBytes } from '../known-bytes.js';
 import { valueAt, withValuesAt, type JsonPath } from '../json-paths.js';
 import {
+  firstObjectSpan,
   memberSpans,
   memberValueSpan,
   objectElementSpans,
@@ -103,13 +104,16 @@ function joined(
   let length = head.length + tail.length + Math.max(0, bytes.length - 1);
   for (const part of bytes)
     if (Buffer.isBuffer(part)) length += part.length;
-    else for (const piece of part) length += piece.length;
+    else
+      for (const piece of part) length += typeof piece === 'string' ? Buffer.byteLength(piece) : piece.length;
   const body = Buffer.allocUnsafe(length);
   let at = head.copy(body, 0);
   bytes.forEach((part, index) => {
     if (index > 0) body[at++] = comma;
     if (Buffer.isBuffer(part)) at += part.copy(body, at);
-    else for (const piece of part) at += piece.copy(body, at);
+    else
+      for (const piece of part)
+        at += typeof piece === 'string' ? body.write(piece, at) : piece.copy(body, at);
   });
   tail.copy(body, at);
   return body;
@@ -353,6 +357,14 @@ function valueSpanAt(
       span = member;
       continue;
     }
+    // An array's first element is found alone while its other elements are not asked for: a message's
+    // one content block does not need the spans of all (each found costs two typed arrays).
+    if (step === 0 && !arrays.has(span[0])) {
+      const first = firstObjectSpan(raw, span[0]);
+      if (first === undefined) return undefined;
+      span = first;
+      continue;
+    }
     if (!arrays.has(span[0])) arrays.set(span[0], objectElementSpans(raw, span[0]));
     const spans = arrays.get(span[0]);
     if (spans === undefined || 2 * step + 1 >= spans.length) return undefined;
@@ -429,7 +441,7 @@ function withStringsOf(
   raw: Buffer,
   value: unknown,
   copies: readonly StringCopy[],
-): readonly Buffer[] | undefined {
+): ReadonlyArray<Buffer | string> | undefined {
   if (copies.some(({ path, span }) => path.length === 0 || raw[span[0]] !== 0x22)) return undefined;
   const json = JSON.stringify(
     withValuesAt(
@@ -439,7 +451,7 @@ function withStringsOf(
     ),
   );
   const seen = new Uint8Array(copies.length);
-  const pieces: Buffer[] = [];
+  const pieces: Array<Buffer | string> = [];
   let from = 0;
   for (let at = json.indexOf(placeholderStart); at >= 0; at = json.indexOf(placeholderStart, from)) {
     const digits = at + placeholderStart.length;
@@ -450,11 +462,11 @@ function withStringsOf(
       return undefined;
     seen[index] = 1;
     const span = (copies[index] as StringCopy).span;
-    pieces.push(Buffer.from(json.slice(from, at)), raw.subarray(span[0], span[1]));
+    pieces.push(json.slice(from, at), raw.subarray(span[0], span[1]));
     from = close + placeholderEnd.length;
   }
   if (seen.includes(0)) return undefined;
-  pieces.push(Buffer.from(json.slice(from)));
+  pieces.push(json.slice(from));
   return pieces;
 }
 

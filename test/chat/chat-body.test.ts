@@ -14,6 +14,7 @@ import {
   withLeadingBytes,
 } from '../../src/chat/chat-body.js';
 import { inputItemId } from '../../src/store/response-store.js';
+import { knownBytesText } from '../helpers/known-bytes.js';
 import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { bridgeRequest } from '../../src/responses/bridge.js';
 
@@ -572,8 +573,7 @@ describe('recordBytes: stored input items, in the client’s bytes where they ho
         records.forEach((_record, index) => {
           const sent = parsed.input[origins[index] as number] as Record<string, unknown>;
           const bytes = known[index];
-          const copied =
-            bytes === undefined ? '' : Buffer.concat(Array.isArray(bytes) ? bytes : [bytes]).toString();
+          const copied = knownBytesText(bytes) ?? '';
           // The client's indentation and escapes come with what is copied of its bytes.
           // (one of 256 bytes or more: a shorter one costs less to write anew)
           if (storedWhole(sent) && JSON.stringify(sent).includes(page)) expect(copied).toContain('\n');
@@ -646,10 +646,7 @@ describe('withLeadingBytes: a chain’s stored messages before the client’s in
 
 describe('bodyStringBytes: a message made of a string of the body, that string in the client’s bytes', () => {
   const long = `Rules: paths like src/a.ts, “quotes” and é. ${'More rules. '.repeat(100)}`;
-  const bytesText = (bytes: unknown) =>
-    bytes === undefined
-      ? undefined
-      : Buffer.concat(Buffer.isBuffer(bytes) ? [bytes] : [...(bytes as Buffer[])]).toString();
+  const bytesText = knownBytesText;
   /** The client's spelling: '/' as '\/', é as an escape. */
   const spelled = JSON.stringify(long).replaceAll('/', '\\/').replaceAll('é', '\\u00e9');
 

@@ -13,6 +13,7 @@ import { isGatewayError } from '../../src/errors.js';
 import { createMessagesService, type MessagesInput } from '../../src/messages/messages-service.js';
 import { recordingClient, scriptedUpstream, type ScriptedAnswer } from '../helpers/port-fakes.js';
 import { sseEvents } from '../helpers/sse-events.js';
+import { knownBytesText } from '../helpers/known-bytes.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const config = loadConfig({
@@ -147,11 +148,7 @@ describe('the Messages service: create', () => {
     const asked = chat.asked[0] as ChatInput;
     const messages = (asked.body as { messages: Array<Record<string, unknown>> }).messages;
     expect(messages[0]?.role).toBe('system');
-    const known = (asked.messageBytes?.(messages as never) ?? []).map((bytes) =>
-      bytes === undefined
-        ? undefined
-        : Buffer.concat(Buffer.isBuffer(bytes) ? [bytes] : [...bytes]).toString(),
-    );
+    const known = (asked.messageBytes?.(messages as never) ?? []).map(knownBytesText);
     if (!copied) {
       expect(known[0]).toBeUndefined();
       return;

@@ -20,6 +20,7 @@ import {
   createRedisResponseStore,
   type ResponseStore,
 } from '../../src/store/response-store.js';
+import { knownBytesText } from '../helpers/known-bytes.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const config = loadConfig({
@@ -360,11 +361,7 @@ describe('the client’s bytes of what the bridge makes of its strings', () => {
       { role: 'system', content: instructions },
       { role: 'user', content: [{ type: 'text', text: input }] },
     ]);
-    const known = (asked.messageBytes?.(messages) ?? []).map((bytes) =>
-      bytes === undefined
-        ? undefined
-        : Buffer.concat(Buffer.isBuffer(bytes) ? [bytes] : [...bytes]).toString(),
-    );
+    const known = (asked.messageBytes?.(messages) ?? []).map(knownBytesText);
     expect(known).toHaveLength(2);
     known.forEach((text, index) => {
       expect(JSON.parse(text as string)).toEqual(messages[index]);
