@@ -1,7 +1,8 @@
 // The newest client majors, as a new user installs them today, with their defaults (no truncation, no
 // store setting), against the strict fake provider with an 8,192-token window: the AI SDK 7's default
 // provider (the Responses API: item_reference on later turns, a 30-step tool loop), the Agents SDK's
-// Responses and Chat Completions models over 25 turns, and openai 7. They need Node 22, so they run
+// Responses and Chat Completions models over 25 turns, LangChain's ChatOpenAI with either API, the
+// Anthropic SDK bridged, and openai 7. They need Node 22, so they run
 // under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { callsSeen, FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -132,6 +133,75 @@ describe('the Agents SDK over 25 turns', () => {
     expect(lines).toHaveLength(50);
     // 25 pages of ~1,500 tokens do not fit 8,192: the later turns were fitted.
     expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
+  });
+});
+
+describe('LangChain ChatOpenAI, newest (on openai 7)', () => {
+  it.each(['chat', 'responses'])('keeps 25 turns of tool calls with its %s API', async (api) => {
+    const from = harness.logLines.length;
+    const result = await runDriver<Failure & { answers: string[] }>('langchain.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      api,
+      turns: 25,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.answers).toEqual(
+      Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`),
+    );
+    const lines = requestLines(from, api === 'responses' ? '/v1/responses' : '/v1/chat/completions');
+    expect(lines).toHaveLength(50);
+    expect(lines.every((line) => line.status === 200)).toBe(true);
+    // 25 pages of ~1,500 tokens do not fit 8,192: the later turns were fitted.
+    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
+  });
+
+  it.each(['chat', 'responses'])(
+    'gets a prompt too long for the model as ContextOverflowError with its %s API',
+    async (api) => {
+      const asked = fake.chatRequests.length;
+      const result = await runDriver<Failure>('langchain.mjs', {
+        baseURL: harness.baseUrl,
+        model,
+        api,
+        scenario: 'overflow',
+      });
+      expect(result.error).toMatchObject({ kind: 'ContextOverflowError', status: 400 });
+      // Refused by the gateway: the provider was never asked.
+      expect(fake.chatRequests.length).toBe(asked);
+    },
+  );
+});
+
+describe('the Anthropic SDK, newest, bridged onto a Chat Completions model', () => {
+  it('keeps 25 turns of tool_use, every other one streamed', async () => {
+    const from = harness.logLines.length;
+    const result = await runDriver<Failure & { answers: string[]; version: string }>('anthropic.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      turns: 25,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.version).toMatch(/^1\./);
+    expect(result.answers).toEqual(
+      Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`),
+    );
+    const lines = requestLines(from, '/v1/messages');
+    expect(lines).toHaveLength(50);
+    expect(lines.every((line) => line.status === 200)).toBe(true);
+    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
+  });
+
+  it("gets a prompt too long for the model as a 400 in Anthropic's words", async () => {
+    const asked = fake.chatRequests.length;
+    const result = await runDriver<Failure>('anthropic.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      scenario: 'overflow',
+    });
+    expect(result.error).toMatchObject({ kind: 'BadRequestError', status: 400 });
+    expect(result.error?.message).toContain('prompt is too long');
+    expect(fake.chatRequests.length).toBe(asked);
   });
 });
 
