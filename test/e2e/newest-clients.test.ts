@@ -2,8 +2,8 @@
 // store setting), against the strict fake provider with an 8,192-token window: the AI SDK 7's default
 // provider (the Responses API: item_reference on later turns, a 30-step tool loop), the Agents SDK's
 // Responses and Chat Completions models over 25 turns, LangChain's ChatOpenAI with either API, the
-// Anthropic SDK bridged, and openai 7. They need Node 22, so they run
-// under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
+// Anthropic SDK bridged over 25 turns, and openai 7. All but the Anthropic SDK need Node 22, so they all
+// run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { callsSeen, FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
