@@ -71,8 +71,19 @@ export const builtInModelTable: readonly ModelEntry[] = [
   openai('gpt-4-0125*', 128_000, 'cl100k_base'),
   openai('gpt-4*', 8_192, 'cl100k_base', 1_024),
   openai('gpt-3.5-turbo*', 16_385, 'cl100k_base', 1_024),
-  // Anthropic's Claude families: 200,000 tokens (1M for Sonnet 4 and later only with a beta header the
-  // gateway does not assume); no public tokenizer, so counts are estimates calibrated by usage.
+  // Anthropic's Claude families; no public tokenizer, so counts are estimates calibrated by usage. Claude
+  // 4.6 and later hold 1M tokens (Anthropic's model pages), also under Bedrock's, Vertex's and
+  // OpenRouter's names; earlier ones 200,000 (1M for Sonnet 4 and 4.5 only with a beta header the
+  // gateway does not assume).
+  other('*claude-opus-4?6*', 1_000_000, 16_384),
+  other('*claude-opus-4?7*', 1_000_000, 16_384),
+  other('*claude-opus-4?8*', 1_000_000, 16_384),
+  other('*claude-sonnet-4?6*', 1_000_000, 16_384),
+  other('*claude-opus-5*', 1_000_000, 16_384),
+  other('*claude-sonnet-5*', 1_000_000, 16_384),
+  other('*claude-haiku-5*', 1_000_000, 16_384),
+  other('*claude-fable-5*', 1_000_000, 16_384),
+  other('*claude-mythos-5*', 1_000_000, 16_384),
   other('claude-opus-4*', 200_000, 16_384),
   other('claude-sonnet-4*', 200_000, 16_384),
   other('claude-haiku-4*', 200_000, 16_384),
