@@ -54,6 +54,14 @@ const other = (match: string, window: number, outputReserve = 4_096): ModelEntry
 });
 
 export const builtInModelTable: readonly ModelEntry[] = [
+  // GPT-5.4 and 5.5: 1,050,000 tokens; their mini and nano 400,000, as GPT-5's; Codex Spark 128,000.
+  openai('gpt-5.4-mini*', 400_000, 'o200k_base', 16_384),
+  openai('gpt-5.4-nano*', 400_000, 'o200k_base', 16_384),
+  openai('gpt-5.5-mini*', 400_000, 'o200k_base', 16_384),
+  openai('gpt-5.5-nano*', 400_000, 'o200k_base', 16_384),
+  openai('gpt-5.4*', 1_050_000, 'o200k_base', 16_384),
+  openai('gpt-5.5*', 1_050_000, 'o200k_base', 16_384),
+  openai('gpt-5.3-codex-spark*', 128_000, 'o200k_base', 16_384),
   openai('gpt-5*', 400_000, 'o200k_base', 16_384),
   openai('gpt-4.1*', 1_047_576, 'o200k_base'),
   openai('gpt-4.5*', 128_000, 'o200k_base'),

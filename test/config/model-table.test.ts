@@ -14,6 +14,14 @@ describe('the built-in model table', () => {
     // Windows and reserves as the providers publish them.
     ['gpt-5', 400_000, 16_384, 'o200k_base'],
     ['gpt-5-mini-2025-08-07', 400_000, 16_384, 'o200k_base'],
+    // GPT-5.4 and 5.5 hold 1,050,000 tokens, their mini and nano 400,000; GPT-5.3 Codex Spark 128,000.
+    ['gpt-5.4', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-5.4-2026-03-05', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-5.5-pro', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-5.4-mini', 400_000, 16_384, 'o200k_base'],
+    ['gpt-5.4-nano-2026-03-17', 400_000, 16_384, 'o200k_base'],
+    ['gpt-5.3-codex-spark', 128_000, 16_384, 'o200k_base'],
+    ['gpt-5.3-codex', 400_000, 16_384, 'o200k_base'],
     ['gpt-4.1-nano', 1_047_576, 4_096, 'o200k_base'],
     ['gpt-4o-mini-2024-07-18', 128_000, 4_096, 'o200k_base'],
     ['chatgpt-4o-latest', 128_000, 4_096, 'o200k_base'],
