@@ -55,6 +55,8 @@ describe('the built-in model table', () => {
     ['claude-opus-4-5-20251101', 200_000, 16_384, 'o200k_base'],
     ['claude-haiku-4-5-20251001', 200_000, 16_384, 'o200k_base'],
     ['claude-sonnet-4-5-20250929', 200_000, 16_384, 'o200k_base'],
+    ['claude-opus-4-20250514', 200_000, 16_384, 'o200k_base'],
+    ['claude-opus-4-1-20250806', 200_000, 16_384, 'o200k_base'],
     ['claude-opus-4-1', 200_000, 16_384, 'o200k_base'],
     ['claude-3-5-haiku-latest', 200_000, 8_192, 'o200k_base'],
     ['anthropic/claude-3-opus', 200_000, 8_192, 'o200k_base'],
