@@ -1,6 +1,7 @@
 // Which upstream and which model entry a model name gets (docs/configuration.md): the first configured
 // upstream whose globs match (the default upstream matches everything and stands last), and the first
-// model entry — the config file's, then the built-in table's — else the fallback entry. The globs are
+// model entry — the config file's, then the built-in table's, for the whole name and then, for a router's
+// `provider/model`, for its last segment — else the fallback entry. The globs are
 // compiled once per configuration; the answers for names seen lately are kept (bounded: a client cycling
 // through model names cannot grow them), so no glob is tested twice for a name.
 import type { ModelEntryConfig } from './config-schema.js';
@@ -17,7 +18,10 @@ export interface ModelRouting {
 const namesKept = 4_096;
 
 /** The value of the first pattern matching a name, or `otherwise`'s; answers kept for names seen lately. */
-function firstMatch<T>(table: ReadonlyArray<readonly [RegExp, T]>, otherwise: () => T): (name: string) => T {
+function firstMatch<T>(
+  table: ReadonlyArray<readonly [RegExp, T]>,
+  otherwise: (name: string) => T,
+): (name: string) => T {
   const seen = new Map<string, T>();
   return (name) => {
     const known = seen.get(name);
@@ -30,7 +34,7 @@ function firstMatch<T>(table: ReadonlyArray<readonly [RegExp, T]>, otherwise: ()
         break;
       }
     }
-    value ??= otherwise();
+    value ??= otherwise(name);
     seen.set(name, value);
     return value;
   };
@@ -62,12 +66,17 @@ export function createModelRouting(
       throw new Error('no upstream configured');
     },
   );
-  const entryFor = firstMatch(
+  // A router's name (`openai/gpt-5.4`, as OpenRouter and LiteLLM write them) that nothing matches whole
+  // is looked up by its last segment.
+  const entryFor: (model: string) => ModelEntry = firstMatch(
     [
       ...models.map((entry) => [globToRegExp(entry.match), modelEntryOf(entry)] as const),
       ...builtInModelTable.map((entry) => [globToRegExp(entry.match), entry] as const),
     ],
-    () => fallbackModelEntry,
+    (name) => {
+      const last = name.slice(name.lastIndexOf('/') + 1);
+      return last === name || last === '' ? fallbackModelEntry : entryFor(last);
+    },
   );
   return { upstreamFor, entryFor };
 }

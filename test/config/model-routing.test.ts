@@ -86,6 +86,19 @@ describe('model routing: model entries', () => {
 
   it('answers a name nothing matches with the fallback entry itself (its window is a guess)', () => {
     expect(routing.entryFor('some-local-model')).toBe(fallbackModelEntry);
+    expect(routing.entryFor('vendor/some-local-model')).toBe(fallbackModelEntry);
+    expect(routing.entryFor('vendor/')).toBe(fallbackModelEntry);
+  });
+
+  it.each<[string, number, boolean]>([
+    // A router's name (OpenRouter, LiteLLM: `provider/model`) that only its last segment matches.
+    ['openai/gpt-5.4', 1_050_000, true],
+    ['openai/gpt-4.1-mini', 1_047_576, true],
+    ['azure/openai/gpt-5-mini', 400_000, true],
+    // The last segment is looked up as any name is: the file's entries first.
+    ['openai/gpt-4o-mini', 32_000, false],
+  ])('%s: its last segment when nothing matches the whole name: window %i', (name, window, exact) => {
+    expect(routing.entryFor(name)).toMatchObject({ window, exactTokenizer: exact });
   });
 
   it('hands out entries nobody can change', () => {
