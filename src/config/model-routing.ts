@@ -1,9 +1,9 @@
 // Which upstream and which model entry a model name gets (docs/configuration.md): the first configured
 // upstream whose globs match (the default upstream matches everything and stands last), and the first
-// model entry — the config file's, then the built-in table's, for the whole name and then, for a router's
-// `provider/model`, for its last segment — else the fallback entry. The globs are
-// compiled once per configuration; the answers for names seen lately are kept (bounded: a client cycling
-// through model names cannot grow them), so no glob is tested twice for a name.
+// model entry — the config file's, then the built-in table's, for the whole name and then, for a
+// router's `provider/model`, for its last segment — else the fallback entry. The globs are compiled once
+// per configuration; the answers for names seen lately are kept (bounded: a client cycling through
+// model names cannot grow them), so no glob is tested twice for a name.
 import type { ModelEntryConfig } from './config-schema.js';
 import type { UpstreamConfig } from './gateway-config.js';
 import { globToRegExp } from './glob.js';
