@@ -65,6 +65,32 @@ function requestLines(from: number, route: string) {
     .filter((line) => line.msg === 'request' && line.route === route);
 }
 
+/**
+ * Runs a driver's 25 turns, each reading the page its user message asks for, and checks what its user
+ * got (each answer names its page) and what the gateway logged on `route`: 50 requests answered, more
+ * than 10 of them fitted (25 pages of ~1,500 tokens do not fit 8,192). Returns the driver's report.
+ */
+async function expectTwentyFiveTurns<T extends object>(
+  script: string,
+  input: Record<string, unknown>,
+  route: string,
+): Promise<T> {
+  const from = harness.logLines.length;
+  const result = await runDriver<Failure & { answers: string[] } & T>(script, {
+    baseURL: harness.baseUrl,
+    model,
+    turns: 25,
+    ...input,
+  });
+  expect(result.error).toBeUndefined();
+  expect(result.answers).toEqual(Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`));
+  const lines = requestLines(from, route);
+  expect(lines).toHaveLength(50);
+  expect(lines.every((line) => line.status === 200)).toBe(true);
+  expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
+  return result;
+}
+
 beforeAll(async () => {
   fake = new FakeUpstream({ windows: { [model]: window }, systemOnlyFirst: true, recordLimit: 200, respond });
   harness = await startGateway({
@@ -118,42 +144,21 @@ describe('the AI SDK 7, default provider openai(model)', () => {
 
 describe('the Agents SDK over 25 turns', () => {
   it.each(['responses', 'chat'])('with its %s model', async (api) => {
-    const from = harness.logLines.length;
-    const result = await runDriver<Failure & { answers: string[] }>('agents.mjs', {
-      baseURL: harness.baseUrl,
-      model,
-      api,
-      turns: 25,
-    });
-    expect(result.error).toBeUndefined();
-    expect(result.answers).toEqual(
-      Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`),
+    await expectTwentyFiveTurns(
+      'agents.mjs',
+      { api },
+      api === 'responses' ? '/v1/responses' : '/v1/chat/completions',
     );
-    const lines = requestLines(from, api === 'responses' ? '/v1/responses' : '/v1/chat/completions');
-    expect(lines).toHaveLength(50);
-    // 25 pages of ~1,500 tokens do not fit 8,192: the later turns were fitted.
-    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
   });
 });
 
 describe('LangChain ChatOpenAI, newest (on openai 7)', () => {
   it.each(['chat', 'responses'])('keeps 25 turns of tool calls with its %s API', async (api) => {
-    const from = harness.logLines.length;
-    const result = await runDriver<Failure & { answers: string[] }>('langchain.mjs', {
-      baseURL: harness.baseUrl,
-      model,
-      api,
-      turns: 25,
-    });
-    expect(result.error).toBeUndefined();
-    expect(result.answers).toEqual(
-      Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`),
+    await expectTwentyFiveTurns(
+      'langchain.mjs',
+      { api },
+      api === 'responses' ? '/v1/responses' : '/v1/chat/completions',
     );
-    const lines = requestLines(from, api === 'responses' ? '/v1/responses' : '/v1/chat/completions');
-    expect(lines).toHaveLength(50);
-    expect(lines.every((line) => line.status === 200)).toBe(true);
-    // 25 pages of ~1,500 tokens do not fit 8,192: the later turns were fitted.
-    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
   });
 
   it.each(['chat', 'responses'])(
@@ -175,21 +180,8 @@ describe('LangChain ChatOpenAI, newest (on openai 7)', () => {
 
 describe('the Anthropic SDK, newest, bridged onto a Chat Completions model', () => {
   it('keeps 25 turns of tool_use, every other one streamed', async () => {
-    const from = harness.logLines.length;
-    const result = await runDriver<Failure & { answers: string[]; version: string }>('anthropic.mjs', {
-      baseURL: harness.baseUrl,
-      model,
-      turns: 25,
-    });
-    expect(result.error).toBeUndefined();
+    const result = await expectTwentyFiveTurns<{ version: string }>('anthropic.mjs', {}, '/v1/messages');
     expect(result.version).toMatch(/^1\./);
-    expect(result.answers).toEqual(
-      Array.from({ length: 25 }, (_unused, index) => `I read page ${index + 1}.`),
-    );
-    const lines = requestLines(from, '/v1/messages');
-    expect(lines).toHaveLength(50);
-    expect(lines.every((line) => line.status === 200)).toBe(true);
-    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(10);
   });
 
   it("gets a prompt too long for the model as a 400 in Anthropic's words", async () => {
