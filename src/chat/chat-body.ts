@@ -80,11 +80,11 @@ export function jsonObjectBytes(
   for (const [name, value, known] of members) {
     const key = `${JSON.stringify(name)}:`;
     if (known !== undefined) {
-      parts.push(Buffer.isBuffer(known) ? [Buffer.from(key), known] : [Buffer.from(key), ...known]);
+      parts.push(Buffer.isBuffer(known) ? [key, known] : [key, ...known]);
       continue;
     }
     const json = JSON.stringify(value) as string | undefined;
-    if (json !== undefined) parts.push(Buffer.from(`${key}${json}`));
+    if (json !== undefined) parts.push([`${key}${json}`]);
   }
   return joined(openObject, parts, parts, closeObject);
 }
