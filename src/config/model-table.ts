@@ -54,7 +54,12 @@ const other = (match: string, window: number, outputReserve = 4_096): ModelEntry
 });
 
 export const builtInModelTable: readonly ModelEntry[] = [
-  // GPT-5.4 and 5.5: 1,050,000 tokens; their mini and nano 400,000, as GPT-5's; Codex Spark 128,000.
+  // GPT-6 to 6.2 (Astra, Sol, Terra, Luna) and GPT-5.6 (Sol, Terra, Luna): 1,050,000 tokens each, Luna
+  // too; counted with o200k_base, as every OpenAI model since GPT-4o (a count over 2% off the
+  // provider's teaches a ratio: docs/budgeting.md). GPT-5.4 and 5.5: 1,050,000 tokens; their mini and
+  // nano 400,000, as GPT-5's; Codex Spark 128,000.
+  openai('gpt-6*', 1_050_000, 'o200k_base', 16_384),
+  openai('gpt-5.6*', 1_050_000, 'o200k_base', 16_384),
   openai('gpt-5.4-mini*', 400_000, 'o200k_base', 16_384),
   openai('gpt-5.4-nano*', 400_000, 'o200k_base', 16_384),
   openai('gpt-5.5-mini*', 400_000, 'o200k_base', 16_384),

@@ -22,6 +22,16 @@ describe('the built-in model table', () => {
     ['gpt-5.4-nano-2026-03-17', 400_000, 16_384, 'o200k_base'],
     ['gpt-5.3-codex-spark', 128_000, 16_384, 'o200k_base'],
     ['gpt-5.3-codex', 400_000, 16_384, 'o200k_base'],
+    // GPT-5.6 (Sol, Terra, Luna) and GPT-6 to 6.2 (Astra, Sol, Terra, Luna): 1,050,000 each, Luna too.
+    ['gpt-5.6', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-5.6-sol', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-5.6-terra', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-5.6-luna', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-6-astra', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-6-luna', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-6.1-terra', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-6.2-sol', 1_050_000, 16_384, 'o200k_base'],
+    ['gpt-6.2-astra', 1_050_000, 16_384, 'o200k_base'],
     ['gpt-4.1-nano', 1_047_576, 4_096, 'o200k_base'],
     ['gpt-4o-mini-2024-07-18', 128_000, 4_096, 'o200k_base'],
     ['chatgpt-4o-latest', 128_000, 4_096, 'o200k_base'],
@@ -90,6 +100,22 @@ describe('the built-in model table', () => {
       expect(entry.exactTokenizer, entry.match).toBe(openAIHosted || entry.match.startsWith('gpt-oss'));
     }
   });
+
+  it.each(['gpt-5.6-luna', 'gpt-6.2-sol', 'gpt-6-astra'])(
+    'counts %s exactly, as OpenAI tokenizes it, with notices inline',
+    (model) => {
+      const entry = entryFor(model);
+      expect({
+        exact: entry.exactTokenizer,
+        notices: entry.noticePlacement,
+        tools: entry.toolFormat,
+      }).toEqual({
+        exact: true,
+        notices: 'inline',
+        tools: 'typescript',
+      });
+    },
+  );
 
   it('is listed in docs/budgeting.md as it is, entry by entry and in order', () => {
     const docs = readFileSync(new URL('../../docs/budgeting.md', import.meta.url), 'utf8');
