@@ -2,9 +2,11 @@
 // chat request the gateway's engine fits and sends, and a chat completion translated back into a
 // Response object. What a Chat Completions upstream cannot do is dropped and named (`dropped`) when
 // dropping it changes nothing the client relies on — Codex's `client_metadata`, `include` entries the
-// gateway cannot produce, reasoning items (their encrypted content cannot be replayed), built-in and
-// namespace tools the upstream cannot run — or, with `responses.unbridgeable: reject`, refused with a
-// 400 naming the field. What would change the answer's meaning (a prompt template, a stored
+// gateway cannot produce, reasoning items (their encrypted content cannot be replayed), built-in tools
+// the upstream cannot run — or, with `responses.unbridgeable: reject`, refused with a 400 naming the
+// field. Tools in a namespace become chat tools named `<namespace>__<name>`, a custom (freeform) tool a
+// function tool of one string parameter, `input`; the model's calls of them go back to the client as
+// it named them (a `namespace`, a `custom_tool_call`). What would change the answer's meaning (a prompt template, a stored
 // conversation, a file input, a tool_choice forcing a dropped tool) is always refused.
 import { randomFillSync } from 'node:crypto';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
@@ -30,6 +32,17 @@ export const defaultBridgeOptions: BridgeOptions = Object.freeze({
   unbridgeable: 'drop',
 });
 
+/** What a chat tool name stands for in the Responses request, when it is not a plain function tool. */
+export interface BridgedTool {
+  name: string;
+  namespace?: string;
+  /** A custom (freeform) tool, called with its `input` as the chat function's one argument. */
+  custom: boolean;
+}
+
+/** The chat tool names that stand for a namespaced or a custom tool; the others are the tools' own. */
+export type ToolNames = ReadonlyMap<string, BridgedTool>;
+
 export interface BridgedRequest {
   /** The Chat Completions fields other than `messages` (model, tools, sampling, format…). */
   chatFields: Record<string, unknown>;
@@ -54,6 +67,10 @@ export interface BridgedRequest {
   echo: Record<string, unknown>;
   /** What was left out because a Chat Completions upstream cannot do it (X-Ctxgate-Dropped). */
   dropped: string[];
+  /** The chat tools that stand for a namespaced or a custom tool (answers name them as the client did). */
+  toolNames: ToolNames;
+  /** Some chat tools came from `additional_tools` input items, not from `tools` alone. */
+  toolsFromInput: boolean;
 }
 
 /** Fields the bridge reads. */
@@ -199,6 +216,24 @@ function contentSources(content: unknown): StringSource[] | undefined {
 }
 
 /**
+ * A tool output as a tool message's text: a string as it is, a list of text parts (Codex's exec answers
+ * so) as their texts one after the other, anything else (an image among them) as its JSON.
+ */
+function outputText(output: unknown): string {
+  if (typeof output === 'string') return output;
+  const textParts =
+    Array.isArray(output) &&
+    output.every(
+      (part: unknown) =>
+        isRecord(part) &&
+        (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') &&
+        typeof part.text === 'string',
+    );
+  if (textParts) return (output as Array<{ text: string }>).map((part) => part.text).join('');
+  return JSON.stringify(output ?? '');
+}
+
+/**
  * Input items as chat messages: consecutive function calls join the assistant message before them.
  * `sources`, when given, gets the index of the item each message was made from (-1 for a call), and
  * where in it the message's content stands when it is a string of the item as it came.
@@ -220,14 +255,19 @@ export function messagesOf(
       sources?.strings.push(contentSources(item.content));
       return;
     }
-    if (type === 'function_call') {
+    // Tools given in the input: they join the request's tool list (bridgeRequest), as no message.
+    if (type === 'additional_tools') return;
+    if (type === 'function_call' || type === 'custom_tool_call') {
       if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
-        refuse(at, `'${at}': a function_call needs call_id and name.`);
-      const call = {
-        id: item.call_id,
-        type: 'function',
-        function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' },
-      };
+        refuse(at, `'${at}': a ${type} needs call_id and name.`);
+      const name = chatToolName(item.namespace, item.name);
+      const args =
+        type === 'custom_tool_call'
+          ? JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' })
+          : typeof item.arguments === 'string'
+            ? item.arguments
+            : '{}';
+      const call = { id: item.call_id, type: 'function', function: { name, arguments: args } };
       const last = messages.at(-1);
       if (last?.role === 'assistant') {
         // Appended in place: copying the list for every call made N calls cost N² (40,000 calls: 17 s).
@@ -242,13 +282,13 @@ export function messagesOf(
       }
       return;
     }
-    if (type === 'function_call_output') {
-      if (typeof item.call_id !== 'string') refuse(at, `'${at}': a function_call_output needs call_id.`);
+    if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+      if (typeof item.call_id !== 'string') refuse(at, `'${at}': a ${type} needs call_id.`);
       const output = item.output;
       messages.push({
         role: 'tool',
         tool_call_id: item.call_id,
-        content: typeof output === 'string' ? output : JSON.stringify(output ?? ''),
+        content: outputText(output),
       });
       sources?.origins.push(index);
       sources?.strings.push(
@@ -264,39 +304,119 @@ export function messagesOf(
   return messages;
 }
 
-/** Function tools as chat tools; tools the upstream cannot run (built-in, namespaces) dropped. */
-function toolsOf(
+type ChatTool = { type: 'function'; function: Record<string, unknown> };
+
+/** The chat name of a Responses tool, or of a call of it: `<namespace>__<name>` when it is in a namespace. */
+function chatToolName(namespace: unknown, name: string): string {
+  return typeof namespace === 'string' && namespace !== '' ? `${namespace}__${name}` : name;
+}
+
+/**
+ * A custom (freeform) tool as a function tool: its input, the text the model writes (in the tool's
+ * grammar, when it gives one), is the function's one string argument.
+ */
+function customAsFunction(name: string, tool: Record<string, unknown>): ChatTool {
+  const format = isRecord(tool.format) ? tool.format : undefined;
+  const grammar =
+    format?.type === 'grammar' && typeof format.definition === 'string'
+      ? ` It follows this ${typeof format.syntax === 'string' ? format.syntax : ''} grammar:\n${format.definition}`
+      : '';
+  return {
+    type: 'function',
+    function: {
+      name,
+      ...(tool.description === undefined ? {} : { description: tool.description }),
+      parameters: {
+        type: 'object',
+        properties: {
+          input: { type: 'string', description: `The tool's whole input, as raw text.${grammar}` },
+        },
+        required: ['input'],
+        additionalProperties: false,
+      },
+    },
+  };
+}
+
+/**
+ * A list of Responses tools (`tools`, or an `additional_tools` item's) as chat tools, added to `kept`:
+ * function tools as they are, custom tools as functions (customAsFunction), the function and custom
+ * tools of a namespace under `<namespace>__<name>` (noted in `names`, with custom tools); tools the
+ * upstream cannot run (built-in ones) dropped.
+ */
+function addTools(
   tools: unknown,
+  param: string,
   drops: Drops,
-): Array<{ type: 'function'; function: Record<string, unknown> }> | undefined {
-  if (tools === undefined || tools === null) return undefined;
-  if (!Array.isArray(tools)) refuse('tools', "Invalid 'tools': expected an array.");
-  const kept: Array<{ type: 'function'; function: Record<string, unknown> }> = [];
+  kept: ChatTool[],
+  names: Map<string, BridgedTool>,
+  namespace?: string,
+): void {
+  if (!Array.isArray(tools)) refuse(param, `Invalid '${param}': expected an array.`);
   tools.forEach((tool: unknown, index) => {
-    if (!isRecord(tool)) refuse(`tools[${index}]`, `Invalid 'tools[${index}]': expected an object.`);
-    if (tool.type !== 'function') {
-      const kind = String(tool.type);
+    const at = `${param}[${index}]`;
+    if (!isRecord(tool)) refuse(at, `Invalid '${at}': expected an object.`);
+    const kind = String(tool.type);
+    if (
+      kind === 'namespace' &&
+      namespace === undefined &&
+      typeof tool.name === 'string' &&
+      tool.name !== ''
+    ) {
+      addTools(tool.tools ?? [], `${at}.tools`, drops, kept, names, tool.name);
+      return;
+    }
+    if (kind !== 'function' && kind !== 'custom') {
       const label = typeof tool.name === 'string' ? `${kind} ${tool.name}` : kind;
-      drops.drop(
-        `tools[${index}]`,
-        `tools[${index}] (${label})`,
-        `'tools[${index}]': only function tools can be bridged (${kind}).`,
-      );
+      drops.drop(at, `${at} (${label})`, `'${at}': only function and custom tools can be bridged (${kind}).`);
       return;
     }
     if (typeof tool.name !== 'string' || tool.name === '')
-      refuse(`tools[${index}].name`, `Missing required parameter: 'tools[${index}].name'.`);
+      refuse(`${at}.name`, `Missing required parameter: '${at}.name'.`);
+    const name = chatToolName(namespace, tool.name);
+    if (namespace !== undefined || kind === 'custom')
+      names.set(name, {
+        name: tool.name,
+        ...(namespace === undefined ? {} : { namespace }),
+        custom: kind === 'custom',
+      });
+    if (kind === 'custom') {
+      kept.push(customAsFunction(name, tool));
+      return;
+    }
     kept.push({
       type: 'function',
       function: {
-        name: tool.name,
+        name,
         ...(tool.description === undefined ? {} : { description: tool.description }),
         ...(tool.parameters === undefined || tool.parameters === null ? {} : { parameters: tool.parameters }),
         ...(typeof tool.strict === 'boolean' ? { strict: tool.strict } : {}),
       },
     });
   });
-  return kept;
+}
+
+/** The chat tools of `tools` and of the input's `additional_tools` items, in their order. */
+function toolsOf(
+  tools: unknown,
+  input: unknown,
+  drops: Drops,
+): { tools: ChatTool[] | undefined; names: Map<string, BridgedTool>; fromInput: boolean } {
+  const names = new Map<string, BridgedTool>();
+  const kept: ChatTool[] = [];
+  if (tools !== undefined && tools !== null) addTools(tools, 'tools', drops, kept, names);
+  let fromInput = false;
+  if (Array.isArray(input))
+    input.forEach((item: unknown, index) => {
+      if (!isRecord(item) || item.type !== 'additional_tools') return;
+      fromInput = true;
+      addTools(item.tools ?? [], `input[${index}].tools`, drops, kept, names);
+    });
+  return {
+    tools: tools === undefined || tools === null ? (fromInput ? kept : undefined) : kept,
+    names,
+    fromInput,
+  };
 }
 
 /**
@@ -306,24 +426,33 @@ function toolsOf(
  */
 function toolChoiceOf(
   choice: unknown,
-  tools: Array<{ type: 'function'; function: Record<string, unknown> }> | undefined,
+  tools: ChatTool[] | undefined,
 ): { toolChoice: unknown; tools: typeof tools } {
   const names = new Set((tools ?? []).map((tool) => tool.function.name));
   if (choice === undefined || choice === null || typeof choice === 'string')
     return { toolChoice: choice ?? undefined, tools };
-  if (isRecord(choice) && choice.type === 'function' && typeof choice.name === 'string') {
-    if (!names.has(choice.name))
+  if (
+    isRecord(choice) &&
+    (choice.type === 'function' || choice.type === 'custom') &&
+    typeof choice.name === 'string'
+  ) {
+    const name = chatToolName(choice.namespace, choice.name);
+    if (!names.has(name))
       refuse(
         'tool_choice',
-        `'tool_choice' forces '${choice.name}', which is not a function tool this request bridges.`,
+        `'tool_choice' forces '${choice.name}', which is not a tool this request bridges.`,
       );
-    return { toolChoice: { type: 'function', function: { name: choice.name } }, tools };
+    return { toolChoice: { type: 'function', function: { name } }, tools };
   }
   if (isRecord(choice) && choice.type === 'allowed_tools' && Array.isArray(choice.tools)) {
     const allowed = new Set(
       choice.tools
         .filter(isRecord)
-        .flatMap((tool) => (tool.type === 'function' && typeof tool.name === 'string' ? [tool.name] : [])),
+        .flatMap((tool) =>
+          (tool.type === 'function' || tool.type === 'custom') && typeof tool.name === 'string'
+            ? [chatToolName(tool.namespace, tool.name)]
+            : [],
+        ),
     );
     const mode = choice.mode === 'required' ? 'required' : 'auto';
     if (mode === 'required' && ![...allowed].some((name) => names.has(name)))
@@ -360,8 +489,11 @@ function responseFormatOf(text: unknown): unknown {
 /** The fields the Responses API defines for each item and content part: nothing else is kept or stored. */
 const itemFields: Record<string, readonly string[]> = {
   message: ['type', 'id', 'role', 'content', 'status'],
-  function_call: ['type', 'id', 'call_id', 'name', 'arguments', 'status'],
+  function_call: ['type', 'id', 'call_id', 'namespace', 'name', 'arguments', 'status'],
   function_call_output: ['type', 'id', 'call_id', 'output', 'status'],
+  custom_tool_call: ['type', 'id', 'call_id', 'namespace', 'name', 'input', 'status'],
+  custom_tool_call_output: ['type', 'id', 'call_id', 'output', 'status'],
+  additional_tools: ['type', 'id', 'role', 'tools'],
   item_reference: ['type', 'id'],
 };
 const partFields: Record<string, readonly string[]> = {
@@ -462,8 +594,9 @@ function checkInputSize(
   for (const item of input) {
     if (!isRecord(item)) continue;
     const type = typeof item.type === 'string' ? item.type : 'message';
-    if (type === 'message' || type === 'function_call_output') messages++;
-    else if (type === 'function_call') calls++;
+    if (type === 'message' || type === 'function_call_output' || type === 'custom_tool_call_output')
+      messages++;
+    else if (type === 'function_call' || type === 'custom_tool_call') calls++;
   }
   if (messages > limits.maxMessages) throw tooManyMessages(messages, limits.maxMessages);
   if (calls > limits.maxToolCalls) throw tooManyToolCalls(calls, limits.maxToolCalls);
@@ -472,7 +605,13 @@ function checkInputSize(
 /** The field of an input item that holds its text as a string: what storing it copies from the client's bytes. */
 function longStringField(item: InputItem): string | undefined {
   const field =
-    item.type === 'function_call_output' ? 'output' : item.type === 'function_call' ? 'arguments' : 'content';
+    item.type === 'function_call_output' || item.type === 'custom_tool_call_output'
+      ? 'output'
+      : item.type === 'function_call'
+        ? 'arguments'
+        : item.type === 'custom_tool_call'
+          ? 'input'
+          : 'content';
   return typeof item[field] === 'string' ? field : undefined;
 }
 
@@ -526,7 +665,8 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   for (const name of ['frequency_penalty', 'presence_penalty', 'logit_bias', 'service_tier']) copy(name);
   for (const name of ['safety_identifier', 'prompt_cache_key']) copy(name);
   copy('max_output_tokens', outputCapField(String(body.model)));
-  const choice = toolChoiceOf(body.tool_choice, toolsOf(body.tools, drops));
+  const bridgedTools = toolsOf(body.tools, body.input, drops);
+  const choice = toolChoiceOf(body.tool_choice, bridgedTools.tools);
   if (choice.tools !== undefined && choice.tools.length > 0) chatFields.tools = choice.tools;
   else if (choice.toolChoice === 'required')
     refuse('tool_choice', "'tool_choice' requires a tool, and none of this request's tools can be bridged.");
@@ -563,6 +703,8 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     stream,
     truncation,
     dropped: drops.names,
+    toolNames: bridgedTools.names,
+    toolsFromInput: bridgedTools.fromInput,
     echo: {
       instructions: body.instructions ?? null,
       max_output_tokens: body.max_output_tokens ?? null,
@@ -587,10 +729,60 @@ export interface ResponseMeta {
   createdAt: number;
   model: string;
   echo: Record<string, unknown>;
+  /** The request's chat tools that stand for a namespaced or a custom tool (BridgedRequest). */
+  tools?: ToolNames;
+}
+
+/**
+ * A chat tool call as a Response output item: a function call, or a custom tool's call with the input
+ * it was given, named as the client named the tool (its namespace apart).
+ */
+export function callItemOf(
+  id: string,
+  callId: unknown,
+  name: string,
+  args: string,
+  status: string,
+  tools: ToolNames | undefined,
+): InputItem {
+  const tool = tools?.get(name);
+  if (tool === undefined)
+    return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
+  const namespace = tool.namespace === undefined ? {} : { namespace: tool.namespace };
+  if (!tool.custom)
+    return {
+      id,
+      type: 'function_call',
+      status,
+      call_id: callId,
+      ...namespace,
+      name: tool.name,
+      arguments: args,
+    };
+  return {
+    id,
+    type: 'custom_tool_call',
+    status,
+    call_id: callId,
+    ...namespace,
+    name: tool.name,
+    input: customInput(args),
+  };
+}
+
+/** The input of a custom tool's call: the `input` of the arguments the model wrote, else those as they are. */
+export function customInput(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (isRecord(parsed) && typeof parsed.input === 'string') return parsed.input;
+  } catch {
+    // Not JSON: the model wrote the input itself.
+  }
+  return args;
 }
 
 /** Output items of an assistant chat message: its text as a message item, then its tool calls. */
-export function outputItemsOf(reply: Record<string, unknown> | undefined): InputItem[] {
+export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?: ToolNames): InputItem[] {
   const items: InputItem[] = [];
   const text = typeof reply?.content === 'string' ? reply.content : '';
   if (text !== '')
@@ -603,14 +795,10 @@ export function outputItemsOf(reply: Record<string, unknown> | undefined): Input
     });
   for (const call of (reply?.tool_calls as Array<Record<string, unknown>> | undefined) ?? []) {
     const fn = call.function as { name?: unknown; arguments?: unknown } | undefined;
-    items.push({
-      id: newId('fc'),
-      type: 'function_call',
-      status: 'completed',
-      call_id: call.id,
-      name: fn?.name,
-      arguments: typeof fn?.arguments === 'string' ? fn.arguments : '',
-    });
+    const name = typeof fn?.name === 'string' ? fn.name : '';
+    const args = typeof fn?.arguments === 'string' ? fn.arguments : '';
+    const custom = tools?.get(name)?.custom === true;
+    items.push(callItemOf(newId(custom ? 'ctc' : 'fc'), call.id, name, args, 'completed', tools));
   }
   return items;
 }

@@ -268,7 +268,10 @@ export function createResponsesService(deps: {
         body: Object.assign({}, bridged.chatFields, { messages }),
         rawBody: undefined,
         // The chat tools are the client's function tools, narrowed by an allowed_tools tool_choice.
-        toolsKey: toolsKeyOf(clientInput, 'responses', ['tools', 'tool_choice']),
+        // Tools given in input items as well are not named by these two fields alone.
+        toolsKey: bridged.toolsFromInput
+          ? undefined
+          : toolsKeyOf(clientInput, 'responses', ['tools', 'tool_choice']),
         // The chain's messages as the store holds them, then the client's input as it came.
         messageBytes: withLeadingBytes(
           messages as ContextMessage[],
@@ -301,6 +304,7 @@ export function createResponsesService(deps: {
       createdAt: Math.floor(Date.now() / 1000),
       model: String(bridged.chatFields.model),
       echo: bridged.echo,
+      tools: bridged.toolNames,
     };
     const previous = chain.previous;
     const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
@@ -447,7 +451,7 @@ function responsesClient(
       };
       const choice = completion.choices?.[0];
       const reply = choice?.message ?? { role: 'assistant', content: '' };
-      const output: InputItem[] = outputItemsOf(reply);
+      const output: InputItem[] = outputItemsOf(reply, meta.tools);
       const response = responseObject(
         meta,
         output,

@@ -1,10 +1,20 @@
 // A chat completion stream translated into the Responses event sequence as it arrives (no buffering):
 // response.created and .in_progress first, then per output item .output_item.added, the text or the
 // function call arguments as deltas, their .done events and .output_item.done, and at the end
-// response.completed (or .incomplete) with the usage — each event with its sequence_number.
+// response.completed (or .incomplete) with the usage — each event with its sequence_number. A call of a
+// custom tool (bridge.ts customAsFunction) is a custom_tool_call item whose input is known only once
+// its arguments are whole: its .custom_tool_call_input.delta and .done come with the closing events.
 import { StringDecoder } from 'node:string_decoder';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
-import { newId, responseObject, usageOf, type InputItem, type ResponseMeta } from './bridge.js';
+import {
+  callItemOf,
+  customInput,
+  newId,
+  responseObject,
+  usageOf,
+  type InputItem,
+  type ResponseMeta,
+} from './bridge.js';
 
 interface TextItem {
   kind: 'text';
@@ -25,6 +35,8 @@ interface CallItem {
   /** The arguments' deltas, as `text` above. */
   arguments: string[];
   deltaHead: string;
+  /** A custom tool's call: its arguments are not relayed as they come (they wrap its input). */
+  custom: boolean;
 }
 
 /**
@@ -136,15 +148,18 @@ export class ResponsesStreamTranslator {
     let out = '';
     if (item === undefined) {
       const index = this.items.length;
-      const id = newId('fc');
+      const name = typeof fn.name === 'string' ? fn.name : '';
+      const custom = this.meta.tools?.get(name)?.custom === true;
+      const id = newId(custom ? 'ctc' : 'fc');
       item = {
         kind: 'call',
         index,
         id,
         callId: typeof call.id === 'string' ? call.id : newId('call'),
-        name: typeof fn.name === 'string' ? fn.name : '',
+        name,
         arguments: [],
         deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,
+        custom,
       };
       this.calls.set(position, item);
       this.items.push(item);
@@ -155,20 +170,18 @@ export class ResponsesStreamTranslator {
     }
     if (typeof fn.arguments === 'string' && fn.arguments !== '') {
       item.arguments.push(fn.arguments);
-      out += this.deltaEvent('response.function_call_arguments.delta', item, fn.arguments, '');
+      if (!item.custom)
+        out += this.deltaEvent('response.function_call_arguments.delta', item, fn.arguments, '');
     }
     return out;
   }
 
   private callObject(item: CallItem, status: string): InputItem {
-    return {
-      id: item.id,
-      type: 'function_call',
-      status,
-      call_id: item.callId,
-      name: item.name,
-      arguments: joined(item.arguments),
-    };
+    // In progress, a custom tool's call has no input yet: its arguments are not whole.
+    const args = item.custom && status !== 'completed' ? '' : joined(item.arguments);
+    const object = callItemOf(item.id, item.callId, item.name, args, status, this.meta.tools);
+    if (item.custom && status !== 'completed') object.input = '';
+    return object;
   }
 
   /** What was produced, as Response output items. */
@@ -241,6 +254,14 @@ export class ResponsesStreamTranslator {
           output_index: item.index,
           content_index: 0,
           part,
+        });
+      } else if (item.custom) {
+        const input = customInput(joined(item.arguments));
+        out += this.deltaEvent('response.custom_tool_call_input.delta', item, input, '');
+        out += this.event('response.custom_tool_call_input.done', {
+          item_id: item.id,
+          output_index: item.index,
+          input,
         });
       } else {
         out += this.event('response.function_call_arguments.done', {

@@ -2,8 +2,10 @@
 // gateway as its users configure it: a custom model provider whose base_url is the gateway, wire_api
 // "responses", nothing else. Codex sends what the gateway cannot bridge to a Chat Completions provider
 // (client_metadata, encrypted reasoning in include, a namespace tool, web_search): dropped and named.
-// The strict fake provider (8,192-token window) answers with shell tool calls, then a final message; a
-// second one refuses the fields it does not know, as Mistral's API does.
+// The strict fake provider (16,384-token window) answers with shell tool calls, then a final message; a
+// second one refuses the fields it does not know, as Mistral's API does. On GPT-6 Codex sends its tools
+// in an input item, each in a namespace, and acts only through `exec`, a custom tool that runs
+// JavaScript: the fake calls it as the bridge names it.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +15,9 @@ import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js'
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
-const model = 'codex-8k';
-const window = 8_192;
+const model = 'codex-16k';
+// Codex 0.171's instructions and tools (its sub-agent namespace included) come to some 8,000 tokens.
+const window = 16_384;
 const longLoop = 40;
 
 /** A message's text, whether a string or parts. */
@@ -33,8 +36,24 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
   const task = messages
     .filter((message) => message.role === 'user')
     .map(textOf)
-    .find((text) => text === 'Write the note.' || text === 'Run the steps.');
+    .find(
+      (text) => text === 'Write the note.' || text === 'Run the steps.' || text === 'Write it with exec.',
+    );
   const seen = callsSeen(messages);
+  if (task === 'Write it with exec.')
+    return seen === 0
+      ? {
+          toolCalls: [
+            {
+              id: 'call_exec',
+              name: 'functions__exec',
+              arguments: JSON.stringify({
+                input: `await tools.exec_command({ cmd: "printf 'written by exec\\n' > note.txt" });`,
+              }),
+            },
+          ],
+        }
+      : { content: 'Note written with exec.' };
   if (task === 'Write the note.')
     return seen === 0
       ? shell('call_note', "printf 'written through ctxgate\\n' > note.txt")
@@ -156,6 +175,26 @@ describe('Codex through the gateway', () => {
         .flat()
         .filter((field) => ['stream_options', 'reasoning_effort', 'prompt_cache_key'].includes(field)),
     ).toEqual([]);
+  });
+
+  it('runs on GPT-6 as Codex sends it there: its exec tool, given in the input, writes the file', async () => {
+    const from = fake.chatRequests.length;
+    const { finished, work, requests } = await codexExec('Write it with exec.', 'gpt-6.2-sol');
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written by exec\n');
+    expect(finished.stdout).toContain('Note written with exec.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    const [first, second] = fake.chatRequests
+      .slice(from)
+      .map((request) => request.body as Record<string, unknown>);
+    const toolNames = (first?.tools as Array<{ function: { name: string } }>).map(
+      (tool) => tool.function.name,
+    );
+    expect(toolNames).toContain('functions__exec');
+    // The exec's answer (text parts) reached the model as text.
+    const result = (second?.messages as ChatMessage[]).find((message) => message.role === 'tool');
+    expect(typeof result?.content).toBe('string');
+    expect(String(result?.content)).not.toMatch(/^\[\{"type"/);
   });
 
   it(`fits a ${longLoop}-step session on an ${window}-token model: it ends without an error`, async () => {

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { isGatewayError } from '../../src/errors.js';
-import { bridgeRequest, newId, type BridgeOptions } from '../../src/responses/bridge.js';
+import { bridgeRequest, newId, outputItemsOf, type BridgeOptions } from '../../src/responses/bridge.js';
 
 const drop: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'drop' };
 const reject: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'reject' };
@@ -60,16 +60,16 @@ function refusal(run: () => unknown): { param: unknown; message: string } {
 }
 
 describe('bridgeRequest: what cannot be bridged', () => {
-  it("drops Codex's client_metadata, include, namespace and web_search tools and reasoning.summary, and names each", () => {
+  it("drops Codex's client_metadata, include, web_search tool and reasoning.summary, and names each", () => {
     const bridged = bridgeRequest(codexFirstRequest, drop);
     expect(bridged.dropped).toEqual([
       'client_metadata',
       'include reasoning.encrypted_content',
       'reasoning.summary',
-      'tools[1] (namespace multi_agent_v1)',
       'tools[2] (web_search)',
     ]);
-    // Only the function tool travels: the model is told of nothing it cannot call.
+    // Function tools travel, a namespace's under `<namespace>__<name>`: the model is told of nothing it
+    // cannot call.
     expect(bridged.chatFields.tools).toEqual([
       {
         type: 'function',
@@ -80,6 +80,13 @@ describe('bridgeRequest: what cannot be bridged', () => {
           strict: false,
         },
       },
+      {
+        type: 'function',
+        function: { name: 'multi_agent_v1__spawn_agent', parameters: { type: 'object', properties: {} } },
+      },
+    ]);
+    expect([...bridged.toolNames]).toEqual([
+      ['multi_agent_v1__spawn_agent', { name: 'spawn_agent', namespace: 'multi_agent_v1', custom: false }],
     ]);
     expect(bridged.chatFields).toMatchObject({
       tool_choice: 'auto',
@@ -192,6 +199,303 @@ describe('bridgeRequest: what cannot be bridged', () => {
     );
     expect(bridged.dropped).toEqual([]);
     expect(bridged.chatFields).toMatchObject({ verbosity: 'low', reasoning_effort: 'high' });
+  });
+});
+
+/**
+ * Codex 0.171's first request on GPT-6 (`gpt-6.2-sol`, "responses lite", captured from `codex exec`,
+ * texts and most tools left out): no `instructions` and no `tools`; its tools come in an
+ * `additional_tools` input item, every one in a namespace, and the one that acts, `exec`, is a custom
+ * tool whose input is JavaScript in a lark grammar.
+ */
+const codexLiteRequest = {
+  model: 'gpt-6.2-sol',
+  stream: true,
+  input: [
+    {
+      type: 'additional_tools',
+      id: 'at_01',
+      role: 'developer',
+      tools: [
+        {
+          type: 'namespace',
+          name: 'functions',
+          description: '',
+          tools: [
+            {
+              type: 'custom',
+              name: 'exec',
+              description: 'Run JavaScript code to orchestrate/compose tool calls',
+              format: { type: 'grammar', syntax: 'lark', definition: 'start: SOURCE\nSOURCE: /.+/s' },
+            },
+            {
+              type: 'function',
+              name: 'wait',
+              description: 'Waits.',
+              strict: false,
+              parameters: { type: 'object', properties: { ms: { type: 'number' } } },
+            },
+          ],
+        },
+        {
+          type: 'namespace',
+          name: 'collaboration',
+          description: 'Agents.',
+          tools: [
+            { type: 'function', name: 'spawn_agent', parameters: { type: 'object', properties: {} } },
+            { type: 'web_search' },
+          ],
+        },
+      ],
+    },
+    {
+      type: 'message',
+      id: 'msg_1',
+      role: 'developer',
+      content: [{ type: 'input_text', text: 'You are Codex.' }],
+    },
+    {
+      type: 'message',
+      id: 'msg_2',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'Write the note.' }],
+    },
+  ],
+  tool_choice: 'auto',
+  parallel_tool_calls: false,
+  reasoning: { effort: 'low', context: 'all_turns' },
+  store: false,
+  include: ['reasoning.encrypted_content'],
+  text: { verbosity: 'low' },
+};
+
+describe('bridgeRequest: namespaces, custom tools and tools given in the input (Codex on GPT-6)', () => {
+  it("bridges the tools of an additional_tools item, a namespace's under <namespace>__<name>, a custom tool as a function of its input", () => {
+    const bridged = bridgeRequest(codexLiteRequest, drop);
+    expect(bridged.dropped).toEqual([
+      'include reasoning.encrypted_content',
+      'reasoning.context',
+      'input[0].tools[1].tools[1] (web_search)',
+    ]);
+    expect(bridged.chatFields.tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'functions__exec',
+          description: 'Run JavaScript code to orchestrate/compose tool calls',
+          parameters: {
+            type: 'object',
+            properties: {
+              input: {
+                type: 'string',
+                description:
+                  "The tool's whole input, as raw text. It follows this lark grammar:\nstart: SOURCE\nSOURCE: /.+/s",
+              },
+            },
+            required: ['input'],
+            additionalProperties: false,
+          },
+        },
+      },
+      {
+        type: 'function',
+        function: {
+          name: 'functions__wait',
+          description: 'Waits.',
+          parameters: { type: 'object', properties: { ms: { type: 'number' } } },
+          strict: false,
+        },
+      },
+      {
+        type: 'function',
+        function: { name: 'collaboration__spawn_agent', parameters: { type: 'object', properties: {} } },
+      },
+    ]);
+    expect(bridged.chatFields).toMatchObject({
+      tool_choice: 'auto',
+      reasoning_effort: 'low',
+      verbosity: 'low',
+    });
+    expect(bridged.toolsFromInput).toBe(true);
+    expect(Object.fromEntries(bridged.toolNames)).toEqual({
+      functions__exec: { name: 'exec', namespace: 'functions', custom: true },
+      functions__wait: { name: 'wait', namespace: 'functions', custom: false },
+      collaboration__spawn_agent: { name: 'spawn_agent', namespace: 'collaboration', custom: false },
+    });
+    // The tools item is no message; the messages keep their order.
+    expect(bridged.messages).toEqual([
+      { role: 'developer', content: [{ type: 'text', text: 'You are Codex.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'Write the note.' }] },
+    ]);
+    // A chat request the gateway's own check accepts.
+    expect(() =>
+      parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
+    ).not.toThrow();
+  });
+
+  it('replays calls of namespaced and custom tools as the chat calls the model made, and their outputs as tool messages', () => {
+    const bridged = bridgeRequest(
+      {
+        ...codexLiteRequest,
+        input: [
+          ...codexLiteRequest.input,
+          {
+            type: 'custom_tool_call',
+            id: 'ctc_1',
+            call_id: 'call_1',
+            namespace: 'functions',
+            name: 'exec',
+            input: 'await tools.exec_command({ cmd: "ls" })',
+            status: 'completed',
+          },
+          {
+            type: 'custom_tool_call_output',
+            call_id: 'call_1',
+            output: [
+              { type: 'input_text', text: 'Script completed\nOutput:\n' },
+              { type: 'input_text', text: 'note.txt' },
+            ],
+          },
+          {
+            type: 'function_call',
+            call_id: 'call_2',
+            namespace: 'collaboration',
+            name: 'spawn_agent',
+            arguments: '{}',
+          },
+          { type: 'function_call_output', call_id: 'call_2', output: 'spawned' },
+        ],
+      },
+      drop,
+    );
+    expect(bridged.messages.slice(2)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: {
+              name: 'functions__exec',
+              arguments: JSON.stringify({ input: 'await tools.exec_command({ cmd: "ls" })' }),
+            },
+          },
+        ],
+      },
+      // Codex's exec answers in text parts: their texts, one after the other.
+      { role: 'tool', tool_call_id: 'call_1', content: 'Script completed\nOutput:\nnote.txt' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_2',
+            type: 'function',
+            function: { name: 'collaboration__spawn_agent', arguments: '{}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_2', content: 'spawned' },
+    ]);
+    // The items are kept as the Responses API defines them, namespace and input included.
+    expect(bridged.inputItems[3]).toEqual({
+      type: 'custom_tool_call',
+      id: 'ctc_1',
+      call_id: 'call_1',
+      namespace: 'functions',
+      name: 'exec',
+      input: 'await tools.exec_command({ cmd: "ls" })',
+      status: 'completed',
+    });
+    expect(bridged.itemSources.fields.slice(3)).toEqual(['input', undefined, 'arguments', 'output']);
+  });
+
+  it("answers the model's calls as the client named the tools: a custom_tool_call with its input, a function_call with its namespace", () => {
+    const bridged = bridgeRequest(codexLiteRequest, drop);
+    const output = outputItemsOf(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'functions__exec', arguments: '{"input":"text(\'hi\')"}' },
+          },
+          {
+            id: 'call_2',
+            type: 'function',
+            function: { name: 'collaboration__spawn_agent', arguments: '{}' },
+          },
+          { id: 'call_3', type: 'function', function: { name: 'functions__exec', arguments: 'exit()' } },
+        ],
+      },
+      bridged.toolNames,
+    );
+    expect(output).toEqual([
+      {
+        id: expect.stringMatching(/^ctc_/),
+        type: 'custom_tool_call',
+        status: 'completed',
+        call_id: 'call_1',
+        namespace: 'functions',
+        name: 'exec',
+        input: "text('hi')",
+      },
+      {
+        id: expect.stringMatching(/^fc_/),
+        type: 'function_call',
+        status: 'completed',
+        call_id: 'call_2',
+        namespace: 'collaboration',
+        name: 'spawn_agent',
+        arguments: '{}',
+      },
+      // A model that wrote the input itself, not as the function's argument: taken as it is.
+      expect.objectContaining({ type: 'custom_tool_call', call_id: 'call_3', input: 'exit()' }),
+    ]);
+  });
+
+  it('forces a namespaced or custom tool by the name the client gives it, and refuses one not bridged', () => {
+    const forced = bridgeRequest(
+      { ...codexLiteRequest, tool_choice: { type: 'custom', namespace: 'functions', name: 'exec' } },
+      drop,
+    );
+    expect(forced.chatFields.tool_choice).toEqual({
+      type: 'function',
+      function: { name: 'functions__exec' },
+    });
+    const allowed = bridgeRequest(
+      {
+        ...codexLiteRequest,
+        tool_choice: {
+          type: 'allowed_tools',
+          mode: 'required',
+          tools: [{ type: 'function', namespace: 'collaboration', name: 'spawn_agent' }],
+        },
+      },
+      drop,
+    );
+    expect(
+      (allowed.chatFields.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name),
+    ).toEqual(['collaboration__spawn_agent']);
+    expect(
+      refusal(() =>
+        bridgeRequest({ ...codexLiteRequest, tool_choice: { type: 'function', name: 'exec' } }, drop),
+      ),
+    ).toEqual({
+      param: 'tool_choice',
+      message: "'tool_choice' forces 'exec', which is not a tool this request bridges.",
+    });
+  });
+
+  it('refuses a tool inside a namespace with unbridgeable: reject, naming where it stands', () => {
+    expect(
+      refusal(() =>
+        bridgeRequest({ ...codexLiteRequest, include: undefined, reasoning: { effort: 'low' } }, reject),
+      ).param,
+    ).toBe('input[0].tools[1].tools[1]');
   });
 });
 

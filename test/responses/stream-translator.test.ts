@@ -110,6 +110,75 @@ describe('a chat stream as Responses events', () => {
     ]);
   });
 
+  it("turns a custom tool's call into a custom_tool_call whose input comes whole with the closing events", () => {
+    const tools = new Map([
+      ['functions__exec', { name: 'exec', namespace: 'functions', custom: true }],
+      ['collaboration__spawn_agent', { name: 'spawn_agent', namespace: 'collaboration', custom: false }],
+    ]);
+    const translator = new ResponsesStreamTranslator({ ...meta, tools });
+    const call = (index: number, fields: Record<string, unknown>) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] } }] })}\n\n`;
+    let text = translator.start();
+    text += translator.push(
+      call(0, { id: 'c1', function: { name: 'functions__exec', arguments: '{"input":"tex' } }),
+    );
+    text += translator.push(call(0, { function: { arguments: 't(\\"hi\\")"}' } }));
+    text += translator.push(
+      call(1, { id: 'c2', function: { name: 'collaboration__spawn_agent', arguments: '{}' } }),
+    );
+    text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
+    const { events: closing, response } = translator.finish();
+    const events = eventsWrittenAsJson(text + closing);
+    expect(events.map((event) => `${String(event.type)} ${String(event.output_index ?? '')}`)).toEqual([
+      'response.created ',
+      'response.in_progress ',
+      'response.output_item.added 0',
+      'response.output_item.added 1',
+      'response.function_call_arguments.delta 1',
+      'response.custom_tool_call_input.delta 0',
+      'response.custom_tool_call_input.done 0',
+      'response.output_item.done 0',
+      'response.function_call_arguments.done 1',
+      'response.output_item.done 1',
+      'response.completed ',
+    ]);
+    expect(events[2]).toMatchObject({
+      item: {
+        type: 'custom_tool_call',
+        status: 'in_progress',
+        call_id: 'c1',
+        namespace: 'functions',
+        name: 'exec',
+        input: '',
+      },
+    });
+    expect(events[5]).toMatchObject({ delta: 'text("hi")' });
+    expect(events[6]).toMatchObject({ input: 'text("hi")' });
+    expect(response.output).toEqual([
+      expect.objectContaining({
+        type: 'custom_tool_call',
+        call_id: 'c1',
+        namespace: 'functions',
+        name: 'exec',
+        input: 'text("hi")',
+      }),
+      expect.objectContaining({
+        type: 'function_call',
+        call_id: 'c2',
+        namespace: 'collaboration',
+        name: 'spawn_agent',
+        arguments: '{}',
+      }),
+    ]);
+    // The stored reply is the chat message the model wrote, under the chat names.
+    expect(translator.reply()).toMatchObject({
+      tool_calls: [
+        { id: 'c1', function: { name: 'functions__exec', arguments: '{"input":"text(\\"hi\\")"}' } },
+        { id: 'c2', function: { name: 'collaboration__spawn_agent', arguments: '{}' } },
+      ],
+    });
+  });
+
   it('fails the response on an error event', () => {
     const translator = new ResponsesStreamTranslator(meta);
     translator.start();
