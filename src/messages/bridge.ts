@@ -152,6 +152,18 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   return withExtension(message, blocks, native);
 }
 
+/**
+ * A system message in the conversation (Anthropic's mid-conversation system messages: instructions from
+ * that point on) as a chat system message where it stands: its text blocks' texts.
+ */
+function systemMessage(blocks: Json[], { native, dropped }: BridgeContext): Json {
+  const text: string[] = [];
+  for (const block of blocks)
+    if (block.type === 'text') text.push(String(block.text));
+    else if (!native) dropped.add(String(block.type));
+  return withExtension({ role: 'system', content: text.join('\n\n') }, blocks, native);
+}
+
 /** A user message's blocks as chat messages: its tool results first (each a tool message), then the rest. */
 function userMessages(content: unknown, blocks: Json[], { param, native, dropped }: BridgeContext): Json[] {
   const messages: Json[] = [];
@@ -245,6 +257,20 @@ function recordSources(
   }
 }
 
+/** The fields of a Messages request the bridge writes in chat terms; the others are carried (or dropped). */
+const translated = new Set([
+  'model',
+  'messages',
+  'system',
+  'max_tokens',
+  'stream',
+  'temperature',
+  'top_p',
+  'stop_sequences',
+  'tools',
+  'tool_choice',
+]);
+
 export function bridgeMessagesRequest(
   body: unknown,
   options: { native: boolean; requireMaxTokens: boolean; maxMessages?: number },
@@ -294,11 +320,12 @@ export function bridgeMessagesRequest(
     const param = `messages.${index}`;
     if (!isObject(raw)) throw invalid(`${param}: Input should be an object`, param);
     const { role } = raw;
-    if (role !== 'user' && role !== 'assistant')
-      throw invalid(`${param}.role: Input should be 'user' or 'assistant'`, `${param}.role`);
+    if (role !== 'user' && role !== 'assistant' && role !== 'system')
+      throw invalid(`${param}.role: Input should be 'user', 'assistant' or 'system'`, `${param}.role`);
     const blocks = blocksOf(raw.content, `${param}.content`);
     const where = { param: `${param}.content`, native, dropped };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
+    else if (role === 'system') messages.push(systemMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
     recordSources({ origins, strings }, messages, index, raw.content, blocks);
@@ -334,9 +361,11 @@ export function bridgeMessagesRequest(
   }
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
     chatBody.user = endUserId(body.metadata.user_id);
-  for (const key of ['top_k', 'thinking', 'metadata', 'service_tier'] as const) {
-    if (body[key] === undefined) continue;
-    if (native) extension[key] = body[key];
+  // Every other field (`thinking`, `top_k`, `output_config`, `context_management`…) goes to an anthropic
+  // upstream as it came; for any other it is dropped and named (metadata's user id is `user` above).
+  for (const [key, value] of Object.entries(body)) {
+    if (translated.has(key) || value === undefined) continue;
+    if (native) extension[key] = value;
     else if (key !== 'metadata') dropped.add(key);
   }
   if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;

@@ -254,6 +254,15 @@ interface ViewParts extends SessionView {
  * stored one sent again (agents send their instructions, tens of KB, with every request) is not written
  * again, and is shown as the stored object, whose bytes the store has.
  */
+/**
+ * How many system (or developer) messages lead a request: its system prompt. One sent after the
+ * conversation began (a mid-conversation system message, as Claude Code sends Claude Opus 5) is history.
+ */
+function leadingSystemMessages(incoming: readonly ContextMessage[]): number {
+  const first = incoming.findIndex((message) => !isSystemRole(message.role));
+  return first < 0 ? incoming.length : first;
+}
+
 function systemPromptOf(
   snapshot: SessionSnapshot,
   incoming: readonly ContextMessage[],
@@ -263,8 +272,7 @@ function systemPromptOf(
   newSystemPrompt: Record<string, unknown> | undefined;
   systemPromptBytes: Buffer | undefined;
 } {
-  const sent = incoming.findLast((message) => isSystemRole(message.role)) as
-    Record<string, unknown> | undefined;
+  const sent = incoming[leadingSystemMessages(incoming) - 1] as Record<string, unknown> | undefined;
   const stored = snapshot.systemPrompt;
   if (stored !== undefined && (sent === undefined || sameJson(sent, stored)))
     return {
@@ -285,7 +293,7 @@ function sessionView(
   retry: TurnRetry,
   summaries: SummaryMessages | undefined,
 ): ViewParts {
-  const incomingHistory = incoming.filter((message) => !isSystemRole(message.role));
+  const incomingHistory = incoming.slice(leadingSystemMessages(incoming));
   const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);

@@ -175,7 +175,7 @@ export function toAnthropicRequest(chat: Json): Json {
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
-  const out: Array<{ role: 'user' | 'assistant'; content: Json[]; regroup?: true }> = [];
+  const out: Array<{ role: 'user' | 'assistant' | 'system'; content: Json[]; regroup?: true }> = [];
   const push = (role: 'user' | 'assistant', blocks: Json[]): void => {
     if (blocks.length === 0) return;
     const last = out.at(-1);
@@ -202,8 +202,11 @@ export function toAnthropicRequest(chat: Json): Json {
         } else for (const block of blocksOfContent(message.content)) system.push(block);
         continue;
       }
-      // A system message after the conversation began: Anthropic has none there; it goes as user text.
-      push('user', blocksOfContent(message.content));
+      // The client's own system message after the conversation began (Anthropic's mid-conversation
+      // system messages) goes where it stood; any other (a notice placed inline) as user text.
+      const kept = role === 'system' ? extensionOf(message, bridged) : undefined;
+      if (kept !== undefined) out.push({ role: 'system', content: (kept.blocks as Json[]).slice() });
+      else push('user', blocksOfContent(message.content));
       continue;
     }
     leading = false;
@@ -261,8 +264,9 @@ export function toAnthropicRequest(chat: Json): Json {
     body.stop_sequences = Array.isArray(chat.stop) ? chat.stop : [chat.stop];
   for (const key of ['temperature', 'top_p', 'stream'] as const)
     if (chat[key] !== undefined && chat[key] !== null) body[key] = chat[key];
-  for (const key of ['top_k', 'thinking', 'metadata', 'service_tier'] as const)
-    if (extension[key] !== undefined) body[key] = extension[key];
+  // What the client sent that chat has no word for (thinking, top_k, output_config…), as it came.
+  for (const [key, value] of Object.entries(extension))
+    if (key !== 'tools' && key !== 'tool_choice' && value !== undefined) body[key] = value;
   if (body.metadata === undefined && typeof chat.user === 'string') body.metadata = { user_id: chat.user };
   return body;
 }

@@ -1,10 +1,12 @@
 // A strict fake of Anthropic's Messages API (POST /v1/messages, /v1/messages/count_tokens) for the
 // end-to-end tests. It refuses what Anthropic refuses, in Anthropic's words and shape: a key other than
-// the one it was given, a missing anthropic-version, a role other than user/assistant, a first message
-// that is not the user's, a tool_result whose tool_use is not in the previous assistant message, a
-// tool_use whose result does not follow, a thinking block without its signature, and a prompt over
-// its window ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled):
-// not the gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
+// the one it was given, a missing anthropic-version, a role other than user/assistant (and system,
+// right after a user message, for Claude Opus 4.8 and the 5 family, or any model with the
+// per-turn-control beta that Claude Code sends: mid-conversation system messages), a first message that
+// is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
+// whose result does not follow, a thinking block without its signature, and a prompt over its window
+// ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled): not the
+// gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
@@ -65,7 +67,7 @@ const errorBody = (type: string, message: string): string =>
   JSON.stringify({ type: 'error', error: { type, message } });
 
 /** Anthropic's refusal of a malformed conversation, or undefined. */
-export function findAnthropicRefusal(body: Json): string | undefined {
+export function findAnthropicRefusal(body: Json, perTurnControl = false): string | undefined {
   const messages = body.messages;
   if (typeof body.model !== 'string') return 'model: Field required';
   if (!Array.isArray(messages)) return 'messages: Field required';
@@ -76,7 +78,14 @@ export function findAnthropicRefusal(body: Json): string | undefined {
     body.top_p !== undefined
   )
     return '`temperature` and `top_p` cannot both be specified for this model. Please use only one.';
+  const systemInConversation =
+    perTurnControl || /claude-(?:opus-4-8|(?:opus|sonnet|haiku|fable|mythos)-5)/.test(body.model);
   for (const [index, message] of (messages as Json[]).entries()) {
+    if (message.role === 'system' && systemInConversation) {
+      if ((messages[index - 1] as Json | undefined)?.role !== 'user')
+        return `messages.${index}: a system message must immediately follow a user message`;
+      continue;
+    }
     if (message.role !== 'user' && message.role !== 'assistant')
       return `messages.${index}.role: Input should be 'user' or 'assistant'`;
   }
@@ -178,7 +187,11 @@ export class FakeAnthropic {
       return send(400, errorBody('invalid_request_error', 'anthropic-version: header is required'));
     if (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')
       return send(404, errorBody('not_found_error', 'Not Found'));
-    const refusal = findAnthropicRefusal(path.endsWith('count_tokens') ? { max_tokens: 1, ...body } : body);
+    const beta = request.headers['anthropic-beta'];
+    const refusal = findAnthropicRefusal(
+      path.endsWith('count_tokens') ? { max_tokens: 1, ...body } : body,
+      typeof beta === 'string' && beta.includes('per-turn-control-'),
+    );
     if (refusal !== undefined) return send(400, errorBody('invalid_request_error', refusal));
     const inputTokens = anthropicTokens(body);
     if (path.endsWith('count_tokens')) return send(200, JSON.stringify({ input_tokens: inputTokens }));

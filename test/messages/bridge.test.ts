@@ -191,14 +191,66 @@ describe('a Messages request as a chat request', () => {
   });
 });
 
+/**
+ * What Claude Code 2.1.332 sends Claude Opus 5.5 (captured, texts shortened): a system message after the
+ * first user message (Anthropic's mid-conversation system messages, Opus 4.8 and later), the effort in
+ * `output_config`, and `context_management`.
+ */
+const claudeCodeOpus5 = {
+  model: 'claude-opus-5-5',
+  max_tokens: 128_000,
+  system: [{ type: 'text', text: 'You are Claude Code.' }],
+  messages: [
+    { role: 'user', content: [{ type: 'text', text: 'Tell me the code in notes.txt.' }] },
+    { role: 'system', content: [{ type: 'text', text: '# Environment\nPrimary working directory: /work' }] },
+  ],
+  thinking: { type: 'adaptive', display: 'omitted' },
+  context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+  output_config: { effort: 'medium' },
+  stream: true,
+};
+
+describe('a Messages request of the newest Claude models (Claude Code on Opus 5.5)', () => {
+  it('takes a system message in the conversation: a system message where it stands, its blocks kept natively', () => {
+    const native = bridgeMessagesRequest(claudeCodeOpus5, { native: true, requireMaxTokens: true });
+    const messages = native.chatBody.messages as Array<Record<string, unknown>>;
+    expect(messages.map((message) => [message.role, message.content])).toEqual([
+      ['system', 'You are Claude Code.'],
+      ['user', 'Tell me the code in notes.txt.'],
+      ['system', '# Environment\nPrimary working directory: /work'],
+    ]);
+    expect((messages[2]?.ctxgate_anthropic as { blocks: unknown }).blocks).toEqual(
+      claudeCodeOpus5.messages[1]?.content,
+    );
+  });
+
+  it('carries every field it does not translate to an anthropic upstream, and names them for any other', () => {
+    const native = bridgeMessagesRequest(claudeCodeOpus5, { native: true, requireMaxTokens: true });
+    expect(native.dropped).toEqual([]);
+    expect(native.chatBody.ctxgate_anthropic).toEqual({
+      thinking: claudeCodeOpus5.thinking,
+      context_management: claudeCodeOpus5.context_management,
+      output_config: claudeCodeOpus5.output_config,
+    });
+    const chat = bridgeMessagesRequest(claudeCodeOpus5, { native: false, requireMaxTokens: true });
+    expect(chat.dropped).toEqual(['thinking', 'context_management', 'output_config']);
+    expect(chat.chatBody).not.toHaveProperty('ctxgate_anthropic');
+    expect((chat.chatBody.messages as Array<{ role: string }>).map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'system',
+    ]);
+  });
+});
+
 describe('a Messages request the bridge refuses', () => {
   it.each([
     ['no max_tokens', { model: 'm', messages: [] }, 'max_tokens: Field required'],
     ['no model', { max_tokens: 10, messages: [] }, 'model: Field required'],
     [
-      'a system role in messages',
-      { model: 'm', max_tokens: 10, messages: [{ role: 'system', content: 'x' }] },
-      "messages.0.role: Input should be 'user' or 'assistant'",
+      'a role the Messages API does not have',
+      { model: 'm', max_tokens: 10, messages: [{ role: 'tool', content: 'x' }] },
+      "messages.0.role: Input should be 'user', 'assistant' or 'system'",
     ],
     [
       'content that is neither string nor blocks',

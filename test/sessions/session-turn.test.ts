@@ -464,6 +464,42 @@ describe('the system prompt a request sends again', () => {
   );
 });
 
+describe('a system message sent after the conversation began', () => {
+  it('is history, stored where it stood, and the leading one stays the system prompt (Claude Code on Claude Opus 5)', async () => {
+    const store = createMemorySessionStore({
+      limits: { maxActiveMessages: 40, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+    });
+    const key = { tenantId: 't-mid', sessionId: 'mid-conversation-system' };
+    const instructions: ContextMessage = { role: 'system', content: 'You are Claude Code.' };
+    const environment: ContextMessage = { role: 'system', content: '# Environment: /work' };
+    const turn = async (incoming: ContextMessage[]) => {
+      const opened = await beginSessionTurn({
+        holdQueue: createHoldQueue(),
+        store,
+        key,
+        historyMode: 'auto',
+        incoming,
+        tokenizer: words,
+        holdMs: 30_000,
+        maxTurnMessages: 1_000,
+      });
+      await opened.commit(assistant('done'), { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+      return opened;
+    };
+    const first = await turn([instructions, user('Go.'), environment]);
+    expect(first.conversation).toEqual([instructions, user('Go.'), environment]);
+    // The whole conversation again, as Claude Code sends it: only the new message is new.
+    const again = [instructions, user('Go.'), environment, assistant('done'), user('And then?')];
+    const second = await turn(again);
+    expect(second.conversation).toEqual(again);
+    expect((await store.load(key)).systemPrompt).toEqual(instructions);
+    expect((await store.load(key)).messages.map((entry) => entry.message)).toEqual([
+      ...again.slice(1),
+      assistant('done'),
+    ]);
+  });
+});
+
 describe('new messages of a large body', () => {
   // 1,200 new messages of 2,000 characters of identifiers and numbers (few of their pieces repeat):
   // 2.4 million characters, more than a request counts one by one (countingWorkLimit); the rest is

@@ -227,6 +227,58 @@ describe('a chat body as a Messages request', () => {
   });
 });
 
+describe('a Messages request of the newest Claude models, written back for Anthropic', () => {
+  const body = {
+    model: 'claude-opus-5-5',
+    max_tokens: 128_000,
+    system: 'You are Claude Code.',
+    messages: [
+      { role: 'user', content: [{ type: 'text', text: 'Go.' }] },
+      {
+        role: 'system',
+        content: [{ type: 'text', text: 'Environment: /work', cache_control: { type: 'ephemeral' } }],
+      },
+      { role: 'user', content: 'And then?' },
+    ],
+    context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+    output_config: { effort: 'medium' },
+  };
+
+  it("sends the client's own system message where it stood, as a system message with its blocks, and every field it carried", () => {
+    const { chatBody } = bridgeMessagesRequest(body, { native: true, requireMaxTokens: true });
+    const sent = toAnthropicRequest(chatBody);
+    expect(sent.system).toBe('You are Claude Code.');
+    expect(sent.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Go.' }] },
+      body.messages[1],
+      { role: 'user', content: [{ type: 'text', text: 'And then?' }] },
+    ]);
+    expect(sent).toMatchObject({
+      context_management: body.context_management,
+      output_config: body.output_config,
+    });
+  });
+
+  it("still sends the gateway's own system notices as user text, merged with the user turn", () => {
+    const { chatBody } = bridgeMessagesRequest(body, { native: true, requireMaxTokens: true });
+    const messages = chatBody.messages as Array<Record<string, unknown>>;
+    const withNotice = {
+      ...chatBody,
+      messages: [
+        ...messages.slice(0, 3),
+        { role: 'system', content: '[ctxgate] 4 earlier messages omitted.' },
+        ...messages.slice(3),
+      ],
+    };
+    const sent = toAnthropicRequest(withNotice).messages as Array<{ role: string; content: unknown[] }>;
+    expect(sent.map((message) => message.role)).toEqual(['user', 'system', 'user']);
+    expect(sent[2]?.content).toEqual([
+      { type: 'text', text: '[ctxgate] 4 earlier messages omitted.' },
+      { type: 'text', text: 'And then?' },
+    ]);
+  });
+});
+
 describe('a stored bridged message, read back for every request of a session', () => {
   // Its blocks, which its text alone would not give back (the breakpoint).
   const original = [
