@@ -216,21 +216,21 @@ function contentSources(content: unknown): StringSource[] | undefined {
 }
 
 /**
- * A tool output as a tool message's text: a string as it is, a list of text parts (Codex's exec answers
- * so) as their texts one after the other, anything else (an image among them) as its JSON.
+ * A tool output as a tool message's text: a string as it is; a list of content parts (Codex's exec
+ * answers so) as their texts one after the other, another part (an image, a file) named by its type,
+ * as a chat tool message carries text only; anything else as its JSON.
  */
 function outputText(output: unknown): string {
   if (typeof output === 'string') return output;
-  const textParts =
-    Array.isArray(output) &&
-    output.every(
-      (part: unknown) =>
-        isRecord(part) &&
-        (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') &&
-        typeof part.text === 'string',
-    );
-  if (textParts) return (output as Array<{ text: string }>).map((part) => part.text).join('');
-  return JSON.stringify(output ?? '');
+  if (!Array.isArray(output) || !output.every(isRecord)) return JSON.stringify(output ?? '');
+  return output
+    .map((part) =>
+      (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') &&
+      typeof part.text === 'string'
+        ? part.text
+        : `[${String(part.type)}]`,
+    )
+    .join('');
 }
 
 /**

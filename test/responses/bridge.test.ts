@@ -353,7 +353,8 @@ describe('bridgeRequest: namespaces, custom tools and tools given in the input (
             call_id: 'call_1',
             output: [
               { type: 'input_text', text: 'Script completed\nOutput:\n' },
-              { type: 'input_text', text: 'note.txt' },
+              { type: 'input_text', text: 'note.txt\n' },
+              { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo' },
             ],
           },
           {
@@ -383,8 +384,8 @@ describe('bridgeRequest: namespaces, custom tools and tools given in the input (
           },
         ],
       },
-      // Codex's exec answers in text parts: their texts, one after the other.
-      { role: 'tool', tool_call_id: 'call_1', content: 'Script completed\nOutput:\nnote.txt' },
+      // Codex's exec answers in content parts: their texts one after the other, an image named.
+      { role: 'tool', tool_call_id: 'call_1', content: 'Script completed\nOutput:\nnote.txt\n[input_image]' },
       {
         role: 'assistant',
         content: null,
