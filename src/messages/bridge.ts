@@ -164,6 +164,24 @@ function systemMessage(blocks: Json[], { native, dropped }: BridgeContext): Json
   return withExtension({ role: 'system', content: text.join('\n\n') }, blocks, native);
 }
 
+/**
+ * A system message's text carried in the user message before it (appended), or in one of its own when a
+ * tool result is before it: for a chat template that takes a system message only first.
+ */
+function asUserText(messages: Json[], text: string): void {
+  const last = messages.at(-1);
+  if (last?.role !== 'user') {
+    messages.push({ role: 'user', content: text });
+    return;
+  }
+  const content = last.content;
+  messages[messages.length - 1] = Object.assign({}, last, {
+    content: Array.isArray(content)
+      ? [...(content as Json[]), { type: 'text', text }]
+      : `${typeof content === 'string' ? content : ''}\n\n${text}`,
+  });
+}
+
 /** A user message's blocks as chat messages: its tool results first (each a tool message), then the rest. */
 function userMessages(content: unknown, blocks: Json[], { param, native, dropped }: BridgeContext): Json[] {
   const messages: Json[] = [];
@@ -271,10 +289,54 @@ const translated = new Set([
   'tool_choice',
 ]);
 
-export function bridgeMessagesRequest(
-  body: unknown,
-  options: { native: boolean; requireMaxTokens: boolean; maxMessages?: number },
-): BridgedMessages {
+/**
+ * The tools, tool_choice and every field the bridge does not translate, into `chatBody` as chat has
+ * them; what goes natively as it came is returned (the request's extension). Every other field
+ * (`thinking`, `top_k`, `output_config`, `context_management`…) goes to an anthropic upstream as it
+ * came; for any other it is dropped and named (metadata's user id is `user`).
+ */
+function toolsAndFields(body: Json, chatBody: Json, native: boolean, dropped: Set<string>): Json {
+  const extension: Json = {};
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) throw invalid('tools: Input should be a valid list', 'tools');
+    const tools: Json[] = [];
+    body.tools.forEach((tool: unknown, index) => {
+      if (!isObject(tool)) throw invalid(`tools.${index}: Input should be an object`, `tools.${index}`);
+      const mapped = functionTool(tool, index);
+      if (mapped !== undefined) tools.push(mapped);
+      else if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
+    });
+    if (tools.length > 0) chatBody.tools = tools;
+    if (native) extension.tools = body.tools;
+  }
+  if (isObject(body.tool_choice)) {
+    if (chatBody.tools !== undefined) chatBody.tool_choice = chatToolChoice(body.tool_choice);
+    if (body.tool_choice.disable_parallel_tool_use === true) chatBody.parallel_tool_calls = false;
+    if (native) extension.tool_choice = body.tool_choice;
+  }
+  if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
+    chatBody.user = endUserId(body.metadata.user_id);
+  for (const [key, value] of Object.entries(body)) {
+    if (translated.has(key) || value === undefined) continue;
+    if (native) extension[key] = value;
+    else if (key !== 'metadata') dropped.add(key);
+  }
+  return extension;
+}
+
+export interface BridgeMessagesOptions {
+  native: boolean;
+  requireMaxTokens: boolean;
+  maxMessages?: number;
+  /**
+   * Where a system message in the conversation goes for a Chat Completions model: a system message
+   * where it stands (the default), or, for one whose chat template takes a system message only first
+   * (its `notice_placement` is not `inline`), its text in the user message before it.
+   */
+  systemInConversation?: 'system' | 'user';
+}
+
+export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOptions): BridgedMessages {
   const { native } = options;
   if (!isObject(body)) throw invalid('Request body must be a JSON object.', 'body');
   if (typeof body.model !== 'string' || body.model === '') throw invalid('model: Field required', 'model');
@@ -325,7 +387,11 @@ export function bridgeMessagesRequest(
     const blocks = blocksOf(raw.content, `${param}.content`);
     const where = { param: `${param}.content`, native, dropped };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
-    else if (role === 'system') messages.push(systemMessage(blocks, where));
+    else if (role === 'system') {
+      const message = systemMessage(blocks, where);
+      if (native || options.systemInConversation !== 'user') messages.push(message);
+      else asUserText(messages, String(message.content));
+    }
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
     recordSources({ origins, strings }, messages, index, raw.content, blocks);
@@ -341,33 +407,7 @@ export function bridgeMessagesRequest(
   for (const key of ['temperature', 'top_p'] as const) if (body[key] !== undefined) chatBody[key] = body[key];
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0)
     chatBody.stop = body.stop_sequences;
-  const extension: Json = {};
-  if (body.tools !== undefined) {
-    if (!Array.isArray(body.tools)) throw invalid('tools: Input should be a valid list', 'tools');
-    const tools: Json[] = [];
-    body.tools.forEach((tool: unknown, index) => {
-      if (!isObject(tool)) throw invalid(`tools.${index}: Input should be an object`, `tools.${index}`);
-      const mapped = functionTool(tool, index);
-      if (mapped !== undefined) tools.push(mapped);
-      else if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
-    });
-    if (tools.length > 0) chatBody.tools = tools;
-    if (native) extension.tools = body.tools;
-  }
-  if (isObject(body.tool_choice)) {
-    if (chatBody.tools !== undefined) chatBody.tool_choice = chatToolChoice(body.tool_choice);
-    if (body.tool_choice.disable_parallel_tool_use === true) chatBody.parallel_tool_calls = false;
-    if (native) extension.tool_choice = body.tool_choice;
-  }
-  if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
-    chatBody.user = endUserId(body.metadata.user_id);
-  // Every other field (`thinking`, `top_k`, `output_config`, `context_management`…) goes to an anthropic
-  // upstream as it came; for any other it is dropped and named (metadata's user id is `user` above).
-  for (const [key, value] of Object.entries(body)) {
-    if (translated.has(key) || value === undefined) continue;
-    if (native) extension[key] = value;
-    else if (key !== 'metadata') dropped.add(key);
-  }
+  const extension = toolsAndFields(body, chatBody, native, dropped);
   if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
   if (native)
     (chatBody as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages] = new WeakSet(

@@ -82,12 +82,16 @@ export function createMessagesService(deps: {
 
   function bridged(input: Omit<MessagesInput, 'warn' | 'info'>, requireMaxTokens: boolean): BridgedMessages {
     const model = (input.body as { model?: unknown } | null)?.model;
-    const native =
-      typeof model === 'string' && model !== '' && config.routing.upstreamFor(model).kind === 'anthropic';
+    const named = typeof model === 'string' && model !== '';
+    const native = named && config.routing.upstreamFor(model).kind === 'anthropic';
     return bridgeMessagesRequest(input.body, {
       native,
       requireMaxTokens,
       maxMessages: config.server.max_messages,
+      // A model whose template takes a system message only first has the client's later ones in its user
+      // messages, as it has the gateway's notices.
+      systemInConversation:
+        named && config.routing.entryFor(model).noticePlacement !== 'inline' ? 'user' : 'system',
     });
   }
 

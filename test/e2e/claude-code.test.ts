@@ -98,9 +98,11 @@ beforeAll(async () => {
           ],
         };
   };
+  // Local models whose chat templates take a system message only first (Mistral's, Gemma's).
   openai = new FakeUpstream({
     windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow },
     respond,
+    systemOnlyFirst: true,
   });
   // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
   mistral = new FakeUpstream({
@@ -179,6 +181,15 @@ async function runClaude(prompt: string, model: string, sessionId: string) {
   return { finished, result };
 }
 
+/** The statuses of the gateway's /v1/messages request lines since log line `from`. */
+function messagesStatuses(from: number): Array<number | undefined> {
+  return harness.logLines
+    .slice(from)
+    .map((line) => JSON.parse(line) as { msg?: string; route?: string; status?: number })
+    .filter((line) => line.msg === 'request' && line.route === '/v1/messages')
+    .map((line) => line.status);
+}
+
 describe('Claude Code through ctxgate', () => {
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {
     const before = anthropic.messageRequests.length;
@@ -211,11 +222,7 @@ describe('Claude Code through ctxgate', () => {
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('The code is CODE-4711.');
     // Nothing refused on the way (the gateway refused Claude Code's system message with a 400 before).
-    const statuses = harness.logLines
-      .slice(from)
-      .map((line) => JSON.parse(line) as { msg?: string; route?: string; status?: number })
-      .filter((line) => line.msg === 'request' && line.route === '/v1/messages')
-      .map((line) => line.status);
+    const statuses = messagesStatuses(from);
     expect(statuses.length).toBeGreaterThan(1);
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     const task = anthropic.messageRequests
@@ -234,6 +241,7 @@ describe('Claude Code through ctxgate', () => {
 
   it('runs the same task bridged to a Chat Completions model', async () => {
     const before = openai.chatRequests.length;
+    const from = harness.logLines.length;
     const { result } = await runClaude(
       'Tell me the code in notes.txt.',
       'local-coder',
@@ -241,6 +249,9 @@ describe('Claude Code through ctxgate', () => {
     );
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('The code is CODE-4711.');
+    // Its system message in the conversation went in a user message: the model's template takes a system
+    // message only first, and refused nothing.
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
     const sent = openai.chatRequests
       .slice(before)
       .map((request) => request.body as { messages: ChatMessage[] });
