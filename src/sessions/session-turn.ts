@@ -250,11 +250,6 @@ interface ViewParts extends SessionView {
 }
 
 /**
- * The system prompt of this request's conversation: the last one it sends, else the stored one. The
- * stored one sent again (agents send their instructions, tens of KB, with every request) is not written
- * again, and is shown as the stored object, whose bytes the store has.
- */
-/**
  * How many system (or developer) messages lead a request: its system prompt. One sent after the
  * conversation began (a mid-conversation system message, as Claude Code sends Claude Opus 5) is history.
  */
@@ -263,6 +258,11 @@ function leadingSystemMessages(incoming: readonly ContextMessage[]): number {
   return first < 0 ? incoming.length : first;
 }
 
+/**
+ * The system prompt of this request's conversation: the last of the ones it starts with, else the
+ * stored one. The stored one sent again (agents send their instructions, tens of KB, with every
+ * request) is not written again, and is shown as the stored object, whose bytes the store has.
+ */
 function systemPromptOf(
   snapshot: SessionSnapshot,
   incoming: readonly ContextMessage[],
