@@ -4,7 +4,7 @@
 import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
 import { countingWorkLimitFor, countMessages, countMessageTokens } from '../context/token-accounting.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
-import { isSystemRole, sourcePositions, splitTurns } from '../context/turns.js';
+import { leadingSystemCount, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
 import type { SessionView } from '../context/session-view.js';
@@ -250,15 +250,6 @@ interface ViewParts extends SessionView {
 }
 
 /**
- * How many system (or developer) messages lead a request: its system prompt. One sent after the
- * conversation began (a mid-conversation system message, as Claude Code sends Claude Opus 5) is history.
- */
-function leadingSystemMessages(incoming: readonly ContextMessage[]): number {
-  const first = incoming.findIndex((message) => !isSystemRole(message.role));
-  return first < 0 ? incoming.length : first;
-}
-
-/**
  * The system prompt of this request's conversation: the last of the ones it starts with, else the
  * stored one. The stored one sent again (agents send their instructions, tens of KB, with every
  * request) is not written again, and is shown as the stored object, whose bytes the store has.
@@ -272,7 +263,9 @@ function systemPromptOf(
   newSystemPrompt: Record<string, unknown> | undefined;
   systemPromptBytes: Buffer | undefined;
 } {
-  const sent = incoming[leadingSystemMessages(incoming) - 1] as Record<string, unknown> | undefined;
+  // The system messages a request starts with: one sent after the conversation began (a
+  // mid-conversation system message, as Claude Code sends) is history.
+  const sent = incoming[leadingSystemCount(incoming) - 1] as Record<string, unknown> | undefined;
   const stored = snapshot.systemPrompt;
   if (stored !== undefined && (sent === undefined || sameJson(sent, stored)))
     return {
@@ -293,7 +286,7 @@ function sessionView(
   retry: TurnRetry,
   summaries: SummaryMessages | undefined,
 ): ViewParts {
-  const incomingHistory = incoming.slice(leadingSystemMessages(incoming));
+  const incomingHistory = incoming.slice(leadingSystemCount(incoming));
   const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
