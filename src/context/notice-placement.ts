@@ -7,7 +7,7 @@
 // current turn's user message (sent as the client wrote it) goes to the leading system message, as
 // `leading_system` sends them all. Merged where it stood, a notice changes the prompt from where it was,
 // as inline does: the prefix a provider's cache reuses is the same. Pure.
-import { messageText } from './turns.js';
+import { isSystemRole, leadingSystemCount, messageText } from './turns.js';
 import type { ContextMessage } from './types.js';
 
 export type NoticePlacement = 'inline' | 'leading_system' | 'user';
@@ -101,4 +101,65 @@ export function placeNotices(
     }
   }
   return { messages: out, tokenDelta: delta };
+}
+
+/**
+ * A conversation the gateway made from another API (a Responses request's `instructions` and developer
+ * items, a Messages request's mid-conversation system messages) as a chat template that takes one
+ * system message, first, accepts it — Qwen's refuses a `developer` role ("Unexpected message role"),
+ * Qwen's and Mistral's a system message anywhere but first. The leading system and developer messages
+ * become one system message (their texts one after the other); a later one's text goes into the user
+ * message that follows it, or else is added to the message before it when that is a user or tool
+ * message (after a run of tool results: the last of them), or else becomes a user message of its own —
+ * so user and assistant still alternate. A message left as it was is the same object (its bytes are
+ * copied from the client's, chat-body.ts). Deterministic: the next request of a conversation gets the
+ * same prefix. Pure.
+ */
+export function systemFirst(messages: readonly ContextMessage[]): ContextMessage[] {
+  const leading = leadingSystemCount(messages);
+  const only = messages[0];
+  const out: ContextMessage[] =
+    leading === 0
+      ? []
+      : leading === 1 && only?.role === 'system'
+        ? [only]
+        : leading === 1 && only !== undefined && typeof only.content === 'string'
+          ? [Object.assign({}, only, { role: 'system' })]
+          : [
+              {
+                role: 'system',
+                content: messages
+                  .slice(0, leading)
+                  .map((message) => messageText(message))
+                  .join('\n\n'),
+              },
+            ];
+  let pending: string[] = [];
+  /** The pending texts added to the last message sent, or as a user message of their own. */
+  const flush = (): void => {
+    const text = pending.join('\n\n');
+    pending = [];
+    const previous = out.at(-1);
+    if (previous !== undefined && (previous.role === 'user' || previous.role === 'tool'))
+      out[out.length - 1] = withText(previous, text, 'after');
+    else out.push({ role: 'user', content: text });
+  };
+  for (let index = leading; index < messages.length; index++) {
+    const message = messages[index] as ContextMessage;
+    if (isSystemRole(message.role)) {
+      const text = messageText(message);
+      if (text !== '') pending.push(text);
+      continue;
+    }
+    if (pending.length === 0 || message.role === 'tool') out.push(message);
+    else if (message.role === 'user') {
+      out.push(withText(message, pending.join('\n\n'), 'before'));
+      pending = [];
+    } else {
+      flush();
+      out.push(message);
+    }
+  }
+  if (pending.length > 0) flush();
+  return out;
 }

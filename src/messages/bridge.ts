@@ -164,24 +164,6 @@ function systemMessage(blocks: Json[], { native, dropped }: BridgeContext): Json
   return withExtension({ role: 'system', content: text.join('\n\n') }, blocks, native);
 }
 
-/**
- * A system message's text carried in the user message before it (appended), or in one of its own when a
- * tool result is before it: for a chat template that takes a system message only first.
- */
-function asUserText(messages: Json[], text: string): void {
-  const last = messages.at(-1);
-  if (last?.role !== 'user') {
-    messages.push({ role: 'user', content: text });
-    return;
-  }
-  const content = last.content;
-  messages[messages.length - 1] = Object.assign({}, last, {
-    content: Array.isArray(content)
-      ? [...(content as Json[]), { type: 'text', text }]
-      : `${typeof content === 'string' ? content : ''}\n\n${text}`,
-  });
-}
-
 /** A user message's blocks as chat messages: its tool results first (each a tool message), then the rest. */
 function userMessages(content: unknown, blocks: Json[], { param, native, dropped }: BridgeContext): Json[] {
   const messages: Json[] = [];
@@ -328,12 +310,6 @@ export interface BridgeMessagesOptions {
   native: boolean;
   requireMaxTokens: boolean;
   maxMessages?: number;
-  /**
-   * Where a system message in the conversation goes for a Chat Completions model: a system message
-   * where it stands (the default), or, for one whose chat template takes a system message only first
-   * (its `notice_placement` is not `inline`), its text in the user message before it.
-   */
-  systemInConversation?: 'system' | 'user';
 }
 
 export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOptions): BridgedMessages {
@@ -387,11 +363,9 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     const blocks = blocksOf(raw.content, `${param}.content`);
     const where = { param: `${param}.content`, native, dropped };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
-    else if (role === 'system') {
-      const message = systemMessage(blocks, where);
-      if (native || options.systemInConversation !== 'user') messages.push(message);
-      else asUserText(messages, String(message.content));
-    }
+    // Where it stood: for a model whose template takes one system message, first, the service moves it
+    // (notice-placement.ts's systemFirst).
+    else if (role === 'system') messages.push(systemMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
     recordSources({ origins, strings }, messages, index, raw.content, blocks);

@@ -21,6 +21,7 @@ import {
   withLeadingBytes,
 } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
+import { systemFirst } from '../context/notice-placement.js';
 import { anthropicBodyWriter } from './native-body.js';
 
 export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
@@ -88,10 +89,6 @@ export function createMessagesService(deps: {
       native,
       requireMaxTokens,
       maxMessages: config.server.max_messages,
-      // A model whose template takes a system message only first has the client's later ones in its user
-      // messages, as it has the gateway's notices.
-      systemInConversation:
-        named && config.routing.entryFor(model).noticePlacement !== 'inline' ? 'user' : 'system',
     });
   }
 
@@ -120,9 +117,16 @@ export function createMessagesService(deps: {
             first,
             ['content'],
           );
+    // A model whose template takes one system message, first (its `notice_placement` is not `inline`)
+    // has the client's later ones in its user messages, as it has the gateway's notices. The messages
+    // left as they were are the same objects: their bytes are still found.
+    const systemOnlyFirst =
+      !request.native && config.routing.entryFor(request.model).noticePlacement !== 'inline';
     return Object.assign({}, input, {
       clientHeaders: headers,
-      body: request.chatBody,
+      body: systemOnlyFirst
+        ? Object.assign({}, request.chatBody, { messages: systemFirst(messages as ContextMessage[]) })
+        : request.chatBody,
       rawBody: undefined,
       messageBytes: withLeadingBytes(messages as ContextMessage[], [systemBytes], rest),
       anthropicBody:

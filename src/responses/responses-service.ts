@@ -20,6 +20,7 @@ import {
 import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
+import { systemFirst } from '../context/notice-placement.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
@@ -261,11 +262,19 @@ export function createResponsesService(deps: {
             stringInput,
             typeof stringInput.content === 'string' ? ['content'] : ['content', 0, 'text'],
           );
+    // A Chat Completions model whose template takes one system message, first, as the gateway's notices
+    // tell (`notice_placement` not `inline`): instructions and developer messages made so. The messages
+    // it keeps are the same objects: their bytes are still found below.
+    const systemOnlyFirst =
+      config.routing.upstreamFor(model).kind !== 'anthropic' &&
+      findModelEntry(config, model).noticePlacement !== 'inline';
     return {
       chain,
       clientInput,
       chatInput: Object.assign({}, input, {
-        body: Object.assign({}, bridged.chatFields, { messages }),
+        body: Object.assign({}, bridged.chatFields, {
+          messages: systemOnlyFirst ? systemFirst(messages as ContextMessage[]) : messages,
+        }),
         rawBody: undefined,
         // The chat tools are the client's function tools, narrowed by an allowed_tools tool_choice.
         // Tools given in input items as well are not named by these two fields alone.

@@ -2,7 +2,7 @@
 // leading system message — for chat templates that take a system message only first — with the
 // current turn's user message always sent as the client wrote it, and the token change counted.
 import { describe, expect, it } from 'vitest';
-import { placeNotices, type NoticePlacement } from '../../src/context/notice-placement.js';
+import { placeNotices, systemFirst, type NoticePlacement } from '../../src/context/notice-placement.js';
 import { countMessageTokens } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
@@ -103,6 +103,119 @@ describe('placeNotices', () => {
       answer,
       own,
       current,
+    ]);
+  });
+});
+
+describe('systemFirst', () => {
+  const developer = (content: string): ContextMessage => ({ role: 'developer', content });
+  const own = (content: string): ContextMessage => ({ role: 'system', content });
+  const user = (content: string): ContextMessage => ({ role: 'user', content });
+  const assistant = (content: string): ContextMessage => ({ role: 'assistant', content });
+  const tool = (id: string, content: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content });
+  const calls = (...ids: string[]): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'read', arguments: '{}' } })),
+  });
+
+  // [what the bridge made, what a template that takes one system message, first, is sent]
+  const cases: Array<[string, ContextMessage[], ContextMessage[]]> = [
+    [
+      'nothing to change',
+      [own('Be terse.'), user('Hi.'), assistant('Hello.')],
+      [own('Be terse.'), user('Hi.'), assistant('Hello.')],
+    ],
+    [
+      'a developer message alone: a system message',
+      [developer('Be terse.'), user('Hi.')],
+      [own('Be terse.'), user('Hi.')],
+    ],
+    [
+      'instructions and developer messages (Codex): one system message',
+      [own('You are Codex.'), developer('Sandbox: none.'), developer('Approvals: never.'), user('Hi.')],
+      [own('You are Codex.\n\nSandbox: none.\n\nApprovals: never.'), user('Hi.')],
+    ],
+    [
+      'a later one before a user message: at the start of it',
+      [own('S'), user('One.'), assistant('A.'), developer('Plan mode.'), user('Two.')],
+      [own('S'), user('One.'), assistant('A.'), user('Plan mode.\n\nTwo.')],
+    ],
+    [
+      'right after a user message (Claude Code): at the end of it',
+      [own('S'), user('One.'), own('# Environment'), assistant('A.')],
+      [own('S'), user('One.\n\n# Environment'), assistant('A.')],
+    ],
+    [
+      'after tool results: at the end of the last of them',
+      [
+        own('S'),
+        user('One.'),
+        calls('a', 'b'),
+        tool('a', 'x'),
+        tool('b', 'y'),
+        own('Reminder.'),
+        assistant('Done.'),
+      ],
+      [
+        own('S'),
+        user('One.'),
+        calls('a', 'b'),
+        tool('a', 'x'),
+        tool('b', 'y\n\nReminder.'),
+        assistant('Done.'),
+      ],
+    ],
+    [
+      'between a call and its results: after the results',
+      [own('S'), user('One.'), calls('a'), own('Reminder.'), tool('a', 'x'), assistant('Done.')],
+      [own('S'), user('One.'), calls('a'), tool('a', 'x\n\nReminder.'), assistant('Done.')],
+    ],
+    [
+      'after an answer, last: a user message of its own',
+      [own('S'), user('One.'), assistant('A.'), own('Note.')],
+      [own('S'), user('One.'), assistant('A.'), user('Note.')],
+    ],
+    [
+      'two in a row: together',
+      [own('S'), user('One.'), assistant('A.'), own('X.'), developer('Y.'), user('Two.')],
+      [own('S'), user('One.'), assistant('A.'), user('X.\n\nY.\n\nTwo.')],
+    ],
+    [
+      'none leading: the conversation as it was',
+      [user('One.'), own('X.'), assistant('A.')],
+      [user('One.\n\nX.'), assistant('A.')],
+    ],
+  ];
+
+  it.each(cases)('%s', (_name, made, sent) => {
+    const out = systemFirst(made);
+    expect(out).toEqual(sent);
+    // What the template refuses is gone: no developer message, no system message but the first.
+    expect(
+      out.some((message, index) => message.role === 'developer' || (index > 0 && message.role === 'system')),
+    ).toBe(false);
+  });
+
+  it("leaves the messages it keeps as the same objects (their bytes are copied from the client's)", () => {
+    const first = user('One.');
+    const answer = assistant('A.');
+    const out = systemFirst([developer('D'), first, answer, own('X.'), user('Two.')]);
+    expect(out[1]).toBe(first);
+    expect(out[2]).toBe(answer);
+  });
+
+  it('adds to parts as a part', () => {
+    const parts: ContextMessage = { role: 'user', content: [{ type: 'text', text: 'Look.' }] };
+    expect(systemFirst([own('S'), parts, own('Note.')])).toEqual([
+      own('S'),
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Look.' },
+          { type: 'text', text: 'Note.' },
+        ],
+      },
     ]);
   });
 });

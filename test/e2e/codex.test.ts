@@ -3,7 +3,9 @@
 // "responses", nothing else. Codex sends what the gateway cannot bridge to a Chat Completions provider
 // (client_metadata, encrypted reasoning in include, a namespace tool, web_search): dropped and named.
 // The strict fake provider (16,384-token window) answers with shell tool calls, then a final message; a
-// second one refuses the fields it does not know, as Mistral's API does. On GPT-6 Codex sends its tools
+// second one refuses the fields it does not know, as Mistral's API does. The local model is served with a
+// chat template that takes one system message, first (a developer message refused, as Qwen's is): Codex's
+// instructions and developer messages reach it as one. On GPT-6 Codex sends its tools
 // in an input item, each in a namespace, and acts only through `exec`, a custom tool that runs
 // JavaScript: the fake calls it as the bridge names it.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -71,7 +73,13 @@ let mistral: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { [model]: window }, systemOnlyFirst: true, recordLimit: 200, respond });
+  // The local model is served with a template that takes one system message, first; GPT-6 as OpenAI serves it.
+  fake = new FakeUpstream({
+    windows: { [model]: window },
+    systemOnlyFirst: [model],
+    recordLimit: 200,
+    respond,
+  });
   mistral = new FakeUpstream({
     windows: { 'devstral-codex': 131_072 },
     recordLimit: 200,

@@ -117,8 +117,9 @@ export interface FakeUpstreamOptions {
     request: RecordedRequest,
   ) => { status: number; headers?: Record<string, string>; body: string | Buffer } | undefined;
   /**
-   * Models (or all, `true`) served with a chat template that accepts a system message only first: any
-   * later system or developer message is refused with vLLM's 400, as Mistral's and Gemma's templates do.
+   * Models (or all, `true`) served with a chat template that accepts one system message, first: a
+   * developer message is refused with vLLM's 400 as Qwen's template refuses it, a system message anywhere
+   * but first as Mistral's and Gemma's templates refuse it.
    */
   systemOnlyFirst?: readonly string[] | true;
   /**
@@ -620,30 +621,27 @@ export class FakeUpstream {
         return;
       }
     }
-    // A chat template that takes a system message only first (Mistral's, Gemma's… as vLLM serves them).
+    // A chat template that takes one system message, first (Qwen's, Mistral's, Gemma's… as vLLM serves
+    // them): a developer message is a role it does not know; a system message anywhere else breaks the
+    // alternation it checks.
     const strictTemplate = this.options.systemOnlyFirst;
-    if (
-      (strictTemplate === true || strictTemplate?.includes(String(body.model)) === true) &&
-      body.messages.some(
-        (message, index) =>
-          (message.role === 'system' || message.role === 'developer') &&
-          body.messages
-            ?.slice(0, index)
-            .some((earlier) => earlier.role !== 'system' && earlier.role !== 'developer'),
-      )
-    ) {
-      sendJson(
-        400,
-        JSON.stringify({
-          object: 'error',
-          message:
-            'After the optional system message, conversation roles must alternate user/assistant/user/assistant/...',
-          type: 'BadRequestError',
-          param: null,
-          code: 400,
-        }),
-      );
-      return;
+    if (strictTemplate === true || strictTemplate?.includes(String(body.model)) === true) {
+      const refusal = body.messages.some((message) => message.role === 'developer')
+        ? { error: { message: 'Unexpected message role.', type: 'BadRequestError', param: null, code: 400 } }
+        : body.messages.some((message, index) => index > 0 && message.role === 'system')
+          ? {
+              object: 'error',
+              message:
+                'After the optional system message, conversation roles must alternate user/assistant/user/assistant/...',
+              type: 'BadRequestError',
+              param: null,
+              code: 400,
+            }
+          : undefined;
+      if (refusal !== undefined) {
+        sendJson(400, JSON.stringify(refusal));
+        return;
+      }
     }
     const counted =
       this.options.tokenCounting === 'approximate'

@@ -224,36 +224,12 @@ describe('a Messages request of the newest Claude models (Claude Code on Opus 5.
     );
   });
 
-  it('carries it in the user message before it for a model whose chat template takes a system message only first', () => {
-    const chat = bridgeMessagesRequest(claudeCodeOpus5, {
-      native: false,
-      requireMaxTokens: true,
-      systemInConversation: 'user',
-    });
+  it('bridged, keeps it a system message where it stands (the service places it for a strict template)', () => {
+    const chat = bridgeMessagesRequest(claudeCodeOpus5, { native: false, requireMaxTokens: true });
     expect(chat.chatBody.messages).toEqual([
       { role: 'system', content: 'You are Claude Code.' },
-      {
-        role: 'user',
-        content: 'Tell me the code in notes.txt.\n\n# Environment\nPrimary working directory: /work',
-      },
-    ]);
-    // After tool results (no user message of text before it): a user message of its own.
-    const afterResults = bridgeMessagesRequest(
-      {
-        model: 'm',
-        max_tokens: 10,
-        messages: [
-          { role: 'user', content: 'Go.' },
-          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'w', input: {} }] },
-          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'done' }] },
-          { role: 'system', content: 'Answer in French from now on.' },
-        ],
-      },
-      { native: false, requireMaxTokens: true, systemInConversation: 'user' },
-    );
-    expect((afterResults.chatBody.messages as Array<Record<string, unknown>>).slice(2)).toEqual([
-      { role: 'tool', tool_call_id: 't1', content: 'done' },
-      { role: 'user', content: 'Answer in French from now on.' },
+      { role: 'user', content: 'Tell me the code in notes.txt.' },
+      { role: 'system', content: '# Environment\nPrimary working directory: /work' },
     ]);
   });
 

@@ -157,6 +157,53 @@ describe('the Messages service: create', () => {
     expect(known[0]).toContain(JSON.stringify(prompt).replaceAll('/', '\\/'));
   });
 
+  it.each<[string, string, Array<[string, unknown]>]>([
+    [
+      'a model whose template takes one system message, first: its text in the user message before it',
+      'local-coder',
+      [
+        ['system', 'You are Claude Code.'],
+        ['user', 'Tell me the code.\n\n# Environment'],
+        ['assistant', 'It is 42.'],
+        ['user', 'Answer in French now.\n\nAnd the next one?'],
+      ],
+    ],
+    [
+      'an OpenAI model: a system message where it stood',
+      'gpt-5.4',
+      [
+        ['system', 'You are Claude Code.'],
+        ['user', 'Tell me the code.'],
+        ['system', '# Environment'],
+        ['assistant', 'It is 42.'],
+        ['system', 'Answer in French now.'],
+        ['user', 'And the next one?'],
+      ],
+    ],
+  ])(
+    'hands the engine a system message in the conversation as the model takes it: %s',
+    async (_name, model, sent) => {
+      const chat = scriptedChat({ whole: 200, body: completion });
+      const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+      const body = {
+        model,
+        max_tokens: 256,
+        system: 'You are Claude Code.',
+        messages: [
+          { role: 'user', content: 'Tell me the code.' },
+          { role: 'system', content: '# Environment' },
+          { role: 'assistant', content: 'It is 42.' },
+          { role: 'system', content: 'Answer in French now.' },
+          { role: 'user', content: 'And the next one?' },
+        ],
+      };
+      await service.create(input(body), recordingClient());
+      const messages = (chat.asked[0]?.body as { messages: Array<{ role: string; content: unknown }> })
+        .messages;
+      expect(messages.map((message) => [message.role, message.content])).toEqual(sent);
+    },
+  );
+
   it.each<[string, string, Record<string, string>, Record<string, string | undefined>]>([
     [
       'an x-api-key to a Chat Completions upstream becomes a bearer token',

@@ -458,3 +458,67 @@ describe('the request limits', () => {
     expect(chat.asked).toHaveLength(0);
   });
 });
+
+describe('instructions and developer messages for a template that takes one system message, first', () => {
+  // As Codex sends them to a model of its own provider: instructions, two developer messages, the
+  // environment and the task as user messages; later, a developer message before a new user message.
+  const codexLike = (model: string) => ({
+    model,
+    instructions: 'You are Codex.',
+    store: false,
+    input: [
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Sandbox: none.' }] },
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Approvals: never.' }] },
+      { type: 'message', role: 'user', content: `<environment_context>${'cwd /work. '.repeat(120)}` },
+      { type: 'message', role: 'user', content: 'Write the note.' },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done.' }] },
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Plan mode.' }] },
+      { type: 'message', role: 'user', content: 'Now plan the tests.' },
+    ],
+  });
+
+  it.each<[string, string, Array<[string, string]>]>([
+    [
+      'a model other than OpenAI’s: one system message first, the later one in the user message after it',
+      'small-model',
+      [
+        ['system', 'You are Codex.\n\nSandbox: none.\n\nApprovals: never.'],
+        ['user', `<environment_context>${'cwd /work. '.repeat(120)}`],
+        ['user', 'Write the note.'],
+        ['assistant', 'Done.'],
+        ['user', 'Plan mode.\n\nNow plan the tests.'],
+      ],
+    ],
+    [
+      'an OpenAI model: as they came',
+      'gpt-5.4',
+      [
+        ['system', 'You are Codex.'],
+        ['developer', 'Sandbox: none.'],
+        ['developer', 'Approvals: never.'],
+        ['user', `<environment_context>${'cwd /work. '.repeat(120)}`],
+        ['user', 'Write the note.'],
+        ['assistant', 'Done.'],
+        ['developer', 'Plan mode.'],
+        ['user', 'Now plan the tests.'],
+      ],
+    ],
+  ])('%s', async (_name, model, expected) => {
+    const chat = answeringChat();
+    await memoryService(chat).create(request(codexLike(model)), client());
+    const asked = chat.asked[0] as ChatInput;
+    const messages = (asked.body as { messages: ContextMessage[] }).messages;
+    const text = (content: unknown) =>
+      typeof content === 'string'
+        ? content
+        : (content as Array<{ text: string }>).map((part) => part.text).join('');
+    expect(messages.map((message) => [message.role, text(message.content)])).toEqual(expected);
+    // The long environment message is sent as it came: its bytes are still the client's, aligned.
+    const known = asked.messageBytes?.(messages) ?? [];
+    const environment = messages.findIndex((message) => text(message.content).startsWith('<environment'));
+    expect(JSON.parse(knownBytesText(known[environment]) as string)).toEqual(messages[environment]);
+    known.forEach((bytes, index) => {
+      if (bytes !== undefined) expect(JSON.parse(knownBytesText(bytes) as string)).toEqual(messages[index]);
+    });
+  });
+});
