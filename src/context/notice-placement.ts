@@ -103,6 +103,57 @@ export function placeNotices(
   return { messages: out, tokenDelta: delta };
 }
 
+/** A user message, or an assistant message that calls no tool: what a strict template makes alternate. */
+function isTurnMessage(message: ContextMessage): boolean {
+  if (message.role === 'user') return true;
+  const calls = message.tool_calls;
+  return message.role === 'assistant' && !(Array.isArray(calls) && calls.length > 0);
+}
+
+function partsOf(content: unknown): unknown[] {
+  if (Array.isArray(content)) return content;
+  return typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
+}
+
+/** Two messages of one role as one: their texts (or parts) one after the other. */
+function joined(first: ContextMessage, second: ContextMessage): ContextMessage {
+  const content =
+    typeof first.content === 'string' && typeof second.content === 'string'
+      ? [first.content, second.content].filter((text) => text !== '').join('\n\n')
+      : [...partsOf(first.content), ...partsOf(second.content)];
+  return Object.assign({}, first, { content });
+}
+
+/**
+ * User and assistant messages made to alternate, tool calls and results aside: a message of the role
+ * the last one had joins it when it is right after it; a user message right after tool results (a tool
+ * call and nothing the assistant said since the last user message) is added to the last result when it
+ * is text. What cannot be so (an image after tool results) is left as it is.
+ */
+function alternating(messages: readonly ContextMessage[], from: number): ContextMessage[] {
+  const out = messages.slice(0, from);
+  let last: string | undefined;
+  for (let index = from; index < messages.length; index++) {
+    const message = messages[index] as ContextMessage;
+    const previous = out.at(-1);
+    if (!isTurnMessage(message) || message.role !== last || previous === undefined) {
+      out.push(message);
+      if (isTurnMessage(message)) last = message.role;
+      continue;
+    }
+    if (previous.role === message.role && isTurnMessage(previous))
+      out[out.length - 1] = joined(previous, message);
+    else if (
+      previous.role === 'tool' &&
+      (typeof message.content === 'string' ||
+        partsOf(message.content).every((part) => (part as { type?: unknown }).type === 'text'))
+    )
+      out[out.length - 1] = withText(previous, messageText(message), 'after');
+    else out.push(message);
+  }
+  return out;
+}
+
 /**
  * A conversation the gateway made from another API (a Responses request's `instructions` and developer
  * items, a Messages request's mid-conversation system messages) as a chat template that takes one
@@ -110,12 +161,14 @@ export function placeNotices(
  * Qwen's and Mistral's a system message anywhere but first. The leading system and developer messages
  * become one system message (their texts one after the other); a later one's text goes into the user
  * message that follows it, or else is added to the message before it when that is a user or tool
- * message (after a run of tool results: the last of them), or else becomes a user message of its own —
- * so user and assistant still alternate. A message left as it was is the same object (its bytes are
- * copied from the client's, chat-body.ts). Deterministic: the next request of a conversation gets the
- * same prefix. Pure.
+ * message (after a run of tool results: the last of them), or else becomes a user message of its own.
+ * Mistral's and Devstral's templates also make user and assistant messages alternate, tool calls and
+ * results aside: two user messages in a row (Codex sends its environment, then the task) are one, and so
+ * are two assistant answers; a user message right after tool results joins the last of them. A message
+ * left as it was is the same object (its bytes are copied from the client's, chat-body.ts).
+ * Deterministic: the next request of a conversation gets the same prefix. Pure.
  */
-export function systemFirst(messages: readonly ContextMessage[]): ContextMessage[] {
+export function forStrictTemplate(messages: readonly ContextMessage[]): ContextMessage[] {
   const leading = leadingSystemCount(messages);
   const only = messages[0];
   const out: ContextMessage[] =
@@ -161,5 +214,5 @@ export function systemFirst(messages: readonly ContextMessage[]): ContextMessage
     }
   }
   if (pending.length > 0) flush();
-  return out;
+  return alternating(out, leading === 0 ? 0 : 1);
 }

@@ -364,7 +364,7 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     const where = { param: `${param}.content`, native, dropped };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // Where it stood: for a model whose template takes one system message, first, the service moves it
-    // (notice-placement.ts's systemFirst).
+    // (notice-placement.ts's forStrictTemplate).
     else if (role === 'system') messages.push(systemMessage(blocks, where));
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);

@@ -21,7 +21,7 @@ import {
   withLeadingBytes,
 } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
-import { systemFirst } from '../context/notice-placement.js';
+import { forStrictTemplate } from '../context/notice-placement.js';
 import { anthropicBodyWriter } from './native-body.js';
 
 export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
@@ -125,7 +125,7 @@ export function createMessagesService(deps: {
     return Object.assign({}, input, {
       clientHeaders: headers,
       body: systemOnlyFirst
-        ? Object.assign({}, request.chatBody, { messages: systemFirst(messages as ContextMessage[]) })
+        ? Object.assign({}, request.chatBody, { messages: forStrictTemplate(messages as ContextMessage[]) })
         : request.chatBody,
       rawBody: undefined,
       messageBytes: withLeadingBytes(messages as ContextMessage[], [systemBytes], rest),

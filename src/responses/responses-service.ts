@@ -20,7 +20,7 @@ import {
 import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
-import { systemFirst } from '../context/notice-placement.js';
+import { forStrictTemplate } from '../context/notice-placement.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
@@ -273,7 +273,7 @@ export function createResponsesService(deps: {
       clientInput,
       chatInput: Object.assign({}, input, {
         body: Object.assign({}, bridged.chatFields, {
-          messages: systemOnlyFirst ? systemFirst(messages as ContextMessage[]) : messages,
+          messages: systemOnlyFirst ? forStrictTemplate(messages as ContextMessage[]) : messages,
         }),
         rawBody: undefined,
         // The chat tools are the client's function tools, narrowed by an allowed_tools tool_choice.

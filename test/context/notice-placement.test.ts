@@ -2,7 +2,7 @@
 // leading system message — for chat templates that take a system message only first — with the
 // current turn's user message always sent as the client wrote it, and the token change counted.
 import { describe, expect, it } from 'vitest';
-import { placeNotices, systemFirst, type NoticePlacement } from '../../src/context/notice-placement.js';
+import { placeNotices, forStrictTemplate, type NoticePlacement } from '../../src/context/notice-placement.js';
 import { countMessageTokens } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
@@ -107,7 +107,7 @@ describe('placeNotices', () => {
   });
 });
 
-describe('systemFirst', () => {
+describe('forStrictTemplate', () => {
   const developer = (content: string): ContextMessage => ({ role: 'developer', content });
   const own = (content: string): ContextMessage => ({ role: 'system', content });
   const user = (content: string): ContextMessage => ({ role: 'user', content });
@@ -182,6 +182,26 @@ describe('systemFirst', () => {
       [own('S'), user('One.'), assistant('A.'), user('X.\n\nY.\n\nTwo.')],
     ],
     [
+      'two user messages in a row (Codex: its environment, then the task): one',
+      [own('S'), user('<environment_context/>'), user('Write the note.')],
+      [own('S'), user('<environment_context/>\n\nWrite the note.')],
+    ],
+    [
+      'a user message right after tool results: at the end of the last one',
+      [own('S'), user('One.'), calls('a'), tool('a', 'x'), user('<system-reminder/>'), assistant('Done.')],
+      [own('S'), user('One.'), calls('a'), tool('a', 'x\n\n<system-reminder/>'), assistant('Done.')],
+    ],
+    [
+      'a user message after tool results and an answer: as it was',
+      [own('S'), user('One.'), calls('a'), tool('a', 'x'), assistant('Done.'), user('Two.')],
+      [own('S'), user('One.'), calls('a'), tool('a', 'x'), assistant('Done.'), user('Two.')],
+    ],
+    [
+      'two answers in a row: one',
+      [own('S'), user('One.'), assistant('A.'), assistant('B.'), user('Two.')],
+      [own('S'), user('One.'), assistant('A.\n\nB.'), user('Two.')],
+    ],
+    [
       'none leading: the conversation as it was',
       [user('One.'), own('X.'), assistant('A.')],
       [user('One.\n\nX.'), assistant('A.')],
@@ -189,25 +209,55 @@ describe('systemFirst', () => {
   ];
 
   it.each(cases)('%s', (_name, made, sent) => {
-    const out = systemFirst(made);
+    const out = forStrictTemplate(made);
     expect(out).toEqual(sent);
     // What the template refuses is gone: no developer message, no system message but the first.
     expect(
       out.some((message, index) => message.role === 'developer' || (index > 0 && message.role === 'system')),
     ).toBe(false);
+    // User and assistant messages alternate, from a user message, tool calls and results aside.
+    const turns = out.filter(
+      (message, index) =>
+        !(index === 0 && message.role === 'system') &&
+        message.role !== 'tool' &&
+        !(message.role === 'assistant' && message.tool_calls !== undefined),
+    );
+    expect(turns.map((message) => message.role)).toEqual(
+      turns.map((_message, index) => (index % 2 === 0 ? 'user' : 'assistant')),
+    );
+  });
+
+  it('joins parts as parts, and leaves an image after tool results where it is', () => {
+    const image: ContextMessage = {
+      role: 'user',
+      content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }],
+    };
+    const parts: ContextMessage = { role: 'user', content: [{ type: 'text', text: 'Look.' }] };
+    expect(forStrictTemplate([own('S'), user('One.'), parts])).toEqual([
+      own('S'),
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'One.' },
+          { type: 'text', text: 'Look.' },
+        ],
+      },
+    ]);
+    const afterResults = [own('S'), user('One.'), calls('a'), tool('a', 'x'), image];
+    expect(forStrictTemplate(afterResults)).toEqual(afterResults);
   });
 
   it("leaves the messages it keeps as the same objects (their bytes are copied from the client's)", () => {
     const first = user('One.');
     const answer = assistant('A.');
-    const out = systemFirst([developer('D'), first, answer, own('X.'), user('Two.')]);
+    const out = forStrictTemplate([developer('D'), first, answer, own('X.'), user('Two.')]);
     expect(out[1]).toBe(first);
     expect(out[2]).toBe(answer);
   });
 
   it('adds to parts as a part', () => {
     const parts: ContextMessage = { role: 'user', content: [{ type: 'text', text: 'Look.' }] };
-    expect(systemFirst([own('S'), parts, own('Note.')])).toEqual([
+    expect(forStrictTemplate([own('S'), parts, own('Note.')])).toEqual([
       own('S'),
       {
         role: 'user',

@@ -103,6 +103,7 @@ beforeAll(async () => {
     windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow },
     respond,
     systemOnlyFirst: true,
+    alternating: true,
   });
   // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
   mistral = new FakeUpstream({

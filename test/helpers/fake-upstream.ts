@@ -123,6 +123,12 @@ export interface FakeUpstreamOptions {
    */
   systemOnlyFirst?: readonly string[] | true;
   /**
+   * Models (or all) whose template also checks that user and assistant messages alternate after the
+   * system message, tool calls and their results aside, as Devstral's and Mistral's tool templates do
+   * (two user messages in a row are refused).
+   */
+  alternating?: readonly string[] | true;
+  /**
    * Models served as OpenAI serves its reasoning models (o-series, GPT-5): `max_tokens` and a
    * `temperature` other than 1 are refused with OpenAI's 400 (`unsupported_parameter`, `unsupported_value`).
    */
@@ -640,6 +646,33 @@ export class FakeUpstream {
           : undefined;
       if (refusal !== undefined) {
         sendJson(400, JSON.stringify(refusal));
+        return;
+      }
+    }
+    const alternating = this.options.alternating;
+    if (alternating === true || alternating?.includes(String(body.model)) === true) {
+      const turns = body.messages.filter(
+        (message, index) =>
+          !(index === 0 && message.role === 'system') &&
+          message.role !== 'tool' &&
+          !(
+            message.role === 'assistant' &&
+            Array.isArray(message.tool_calls) &&
+            message.tool_calls.length > 0
+          ),
+      );
+      if (turns.some((message, index) => (message.role === 'user') !== (index % 2 === 0))) {
+        sendJson(
+          400,
+          JSON.stringify({
+            object: 'error',
+            message:
+              'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.',
+            type: 'BadRequestError',
+            param: null,
+            code: 400,
+          }),
+        );
         return;
       }
     }

@@ -483,8 +483,8 @@ describe('instructions and developer messages for a template that takes one syst
       'small-model',
       [
         ['system', 'You are Codex.\n\nSandbox: none.\n\nApprovals: never.'],
-        ['user', `<environment_context>${'cwd /work. '.repeat(120)}`],
-        ['user', 'Write the note.'],
+        // Two user messages in a row are one: such templates make user and assistant alternate.
+        ['user', `<environment_context>${'cwd /work. '.repeat(120)}\n\nWrite the note.`],
         ['assistant', 'Done.'],
         ['user', 'Plan mode.\n\nNow plan the tests.'],
       ],
@@ -513,10 +513,10 @@ describe('instructions and developer messages for a template that takes one syst
         ? content
         : (content as Array<{ text: string }>).map((part) => part.text).join('');
     expect(messages.map((message) => [message.role, text(message.content)])).toEqual(expected);
-    // The long environment message is sent as it came: its bytes are still the client's, aligned.
+    // What is sent as it came (the long environment message to an OpenAI model) is in the client's
+    // bytes, aligned with the messages.
     const known = asked.messageBytes?.(messages) ?? [];
-    const environment = messages.findIndex((message) => text(message.content).startsWith('<environment'));
-    expect(JSON.parse(knownBytesText(known[environment]) as string)).toEqual(messages[environment]);
+    if (model === 'gpt-5.4') expect(knownBytesText(known[3])).toContain('cwd /work.');
     known.forEach((bytes, index) => {
       if (bytes !== undefined) expect(JSON.parse(knownBytesText(bytes) as string)).toEqual(messages[index]);
     });
