@@ -244,14 +244,25 @@ export function messagesOf(
   sources?: { origins: number[]; strings: Array<readonly StringSource[] | undefined> },
 ): ChatMessage[] {
   const messages: ChatMessage[] = [];
+  // A reasoning item's text, for the assistant message its next items make (DeepSeek and Kimi refuse a
+  // tool call sent back without the reasoning that came with it).
+  let reasoning = '';
   items.forEach((item, index) => {
     const at = `input[${index}]`;
     const type = item.type ?? 'message';
+    if (type === 'reasoning') {
+      reasoning += reasoningText(item);
+      return;
+    }
+    const thought = reasoning;
+    reasoning = '';
     if (type === 'message') {
       const role = item.role;
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
         refuse(`${at}.role`, `Invalid '${at}.role': expected user, assistant, system or developer.`);
-      messages.push({ role, content: contentOf(item.content, `${at}.content`) });
+      const message: ChatMessage = { role, content: contentOf(item.content, `${at}.content`) };
+      if (role === 'assistant' && thought !== '') message.reasoning_content = thought;
+      messages.push(message);
       sources?.origins.push(index);
       sources?.strings.push(contentSources(item.content));
       return;
@@ -276,8 +287,15 @@ export function messagesOf(
         if (calls === undefined) last.tool_calls = [call];
         else calls.push(call);
         if (last.content === '' || last.content === undefined) last.content = null;
+        if (thought !== '')
+          last.reasoning_content =
+            typeof last.reasoning_content === 'string' ? last.reasoning_content + thought : thought;
       } else {
-        messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+        messages.push(
+          thought === ''
+            ? { role: 'assistant', content: null, tool_calls: [call] }
+            : { role: 'assistant', content: null, tool_calls: [call], reasoning_content: thought },
+        );
         sources?.origins.push(-1);
         sources?.strings.push(undefined);
       }
@@ -551,6 +569,24 @@ function metadataOf(value: unknown): Record<string, string> {
  * The input items of a request (item references already resolved), those a upstream cannot read
  * dropped; `indexes` gets each kept item's index in `input`.
  */
+/**
+ * The text of a reasoning item, as a chat provider gave it (its `content` of `reasoning_text` parts, which
+ * the gateway makes of a reply's `reasoning_content`); '' for one that holds only encrypted content or a
+ * summary (OpenAI's own reasoning, which no chat provider can read).
+ */
+export function reasoningText(item: InputItem): string {
+  if (!Array.isArray(item.content)) return '';
+  return item.content
+    .map((part: unknown) =>
+      isRecord(part) &&
+      (part.type === 'reasoning_text' || part.type === 'text') &&
+      typeof part.text === 'string'
+        ? part.text
+        : '',
+    )
+    .join('');
+}
+
 function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputItem[] {
   if (typeof input === 'string') {
     indexes.push(-1);
@@ -562,7 +598,7 @@ function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputIte
   input.forEach((item: unknown, index) => {
     if (!isRecord(item)) refuse(`input[${index}]`, `Invalid 'input[${index}]': expected an object.`);
     const type = typeof item.type === 'string' ? item.type : 'message';
-    if (droppableItems.has(type)) {
+    if (droppableItems.has(type) && !(type === 'reasoning' && reasoningText(item) !== '')) {
       drops.drop(
         `input[${index}].type`,
         `input[${index}] (${type})`,
@@ -783,8 +819,19 @@ export function customInput(args: string): string {
 }
 
 /** Output items of an assistant chat message: its text as a message item, then its tool calls. */
+/**
+ * A chat reply's `reasoning_content` (DeepSeek, Kimi, Qwen as vLLM serves it) as a reasoning item with the
+ * text as it is — as OpenAI gives the reasoning of its open-weight models — which a client sends back
+ * with the call it preceded (messagesOf).
+ */
+export function reasoningItemOf(id: string, text: string): InputItem {
+  return { id, type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text }] };
+}
+
 export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?: ToolNames): InputItem[] {
   const items: InputItem[] = [];
+  const reasoning = reply?.reasoning_content;
+  if (typeof reasoning === 'string' && reasoning !== '') items.push(reasoningItemOf(newId('rs'), reasoning));
   const text = typeof reply?.content === 'string' ? reply.content : '';
   if (text !== '')
     items.push({

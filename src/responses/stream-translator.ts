@@ -1,15 +1,18 @@
 // A chat completion stream translated into the Responses event sequence as it arrives (no buffering):
 // response.created and .in_progress first, then per output item .output_item.added, the text or the
 // function call arguments as deltas, their .done events and .output_item.done, and at the end
-// response.completed (or .incomplete) with the usage — each event with its sequence_number. A call of a
-// custom tool (bridge.ts customAsFunction) is a custom_tool_call item whose input is known only once
-// its arguments are whole: its .custom_tool_call_input.delta and .done come with the closing events.
+// response.completed (or .incomplete) with the usage — each event with its sequence_number. The model's
+// reasoning (`reasoning_content`) is a reasoning item of reasoning_text, its text as
+// .reasoning_text.delta and .done. A call of a custom tool (bridge.ts customAsFunction) is a
+// custom_tool_call item whose input is known only once its arguments are whole: its
+// .custom_tool_call_input.delta and .done come with the closing events.
 import { StringDecoder } from 'node:string_decoder';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callItemOf,
   customInput,
   newId,
+  reasoningItemOf,
   responseObject,
   usageOf,
   type InputItem,
@@ -23,6 +26,15 @@ interface TextItem {
   /** The text's deltas, joined into one when the text is first read whole (`joined`). */
   text: string[];
   /** What every delta event of the item writes between its sequence number and its delta (`deltaEvent`). */
+  deltaHead: string;
+}
+
+/** The model's reasoning (a chat stream's `reasoning_content`), as a reasoning item of reasoning_text. */
+interface ReasoningItem {
+  kind: 'reasoning';
+  index: number;
+  id: string;
+  text: string[];
   deltaHead: string;
 }
 
@@ -53,8 +65,9 @@ export class ResponsesStreamTranslator {
   private readonly utf8 = new StringDecoder('utf8');
   private readonly sse = new SseDecoder();
   private sequence = 0;
-  private readonly items: Array<TextItem | CallItem> = [];
+  private readonly items: Array<TextItem | CallItem | ReasoningItem> = [];
   private text: TextItem | undefined;
+  private reasoning: ReasoningItem | undefined;
   /** Tool calls by their index in the chat stream. */
   private readonly calls = new Map<number, CallItem>();
   private finishReason: unknown;
@@ -72,7 +85,12 @@ export class ResponsesStreamTranslator {
    * delta serialized: a stream has one per chunk, and serializing the same item fields into each cost
    * more than the rest of the event (callgrind, `npm run bench -- instructions`, docs/operations.md).
    */
-  private deltaEvent(type: string, item: TextItem | CallItem, delta: string, tail: string): string {
+  private deltaEvent(
+    type: string,
+    item: TextItem | CallItem | ReasoningItem,
+    delta: string,
+    tail: string,
+  ): string {
     return `event: ${type}\ndata: {"type":"${type}","sequence_number":${this.sequence++}${item.deltaHead}${JSON.stringify(delta)}${tail}}\n\n`;
   }
 
@@ -111,11 +129,34 @@ export class ResponsesStreamTranslator {
     if (choice === undefined) return '';
     if (choice.finish_reason !== undefined && choice.finish_reason !== null)
       this.finishReason = choice.finish_reason;
-    const delta = (choice.delta ?? {}) as { content?: unknown; tool_calls?: Array<Record<string, unknown>> };
+    const delta = (choice.delta ?? {}) as {
+      content?: unknown;
+      reasoning_content?: unknown;
+      tool_calls?: Array<Record<string, unknown>>;
+    };
     let out = '';
+    if (typeof delta.reasoning_content === 'string' && delta.reasoning_content !== '')
+      out += this.reasoningDelta(delta.reasoning_content);
     if (typeof delta.content === 'string' && delta.content !== '') out += this.textDelta(delta.content);
     for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
     return out;
+  }
+
+  private reasoningDelta(delta: string): string {
+    let out = '';
+    if (this.reasoning === undefined) {
+      const index = this.items.length;
+      const id = newId('rs');
+      const deltaHead = `,"item_id":${JSON.stringify(id)},"output_index":${index},"content_index":0,"delta":`;
+      this.reasoning = { kind: 'reasoning', index, id, text: [], deltaHead };
+      this.items.push(this.reasoning);
+      out += this.event('response.output_item.added', {
+        output_index: index,
+        item: { id, type: 'reasoning', summary: [], content: [] },
+      });
+    }
+    this.reasoning.text.push(delta);
+    return out + this.deltaEvent('response.reasoning_text.delta', this.reasoning, delta, '');
   }
 
   private textDelta(delta: string): string {
@@ -189,13 +230,15 @@ export class ResponsesStreamTranslator {
     return this.items.map((item) =>
       item.kind === 'call'
         ? this.callObject(item, 'completed')
-        : {
-            id: item.id,
-            type: 'message',
-            status: 'completed',
-            role: 'assistant',
-            content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
-          },
+        : item.kind === 'reasoning'
+          ? reasoningItemOf(item.id, joined(item.text))
+          : {
+              id: item.id,
+              type: 'message',
+              status: 'completed',
+              role: 'assistant',
+              content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
+            },
     );
   }
 
@@ -205,6 +248,7 @@ export class ResponsesStreamTranslator {
     return {
       role: 'assistant',
       content: this.text === undefined ? (calls.length > 0 ? null : '') : joined(this.text.text),
+      ...(this.reasoning === undefined ? {} : { reasoning_content: joined(this.reasoning.text) }),
       ...(calls.length === 0
         ? {}
         : {
@@ -239,7 +283,14 @@ export class ResponsesStreamTranslator {
     const output = this.output();
     let out = '';
     for (const item of this.items) {
-      if (item.kind === 'text') {
+      if (item.kind === 'reasoning') {
+        out += this.event('response.reasoning_text.done', {
+          item_id: item.id,
+          output_index: item.index,
+          content_index: 0,
+          text: joined(item.text),
+        });
+      } else if (item.kind === 'text') {
         const text = joined(item.text);
         const part = { type: 'output_text', text, annotations: [] };
         out += this.event('response.output_text.done', {

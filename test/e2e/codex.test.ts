@@ -18,6 +18,8 @@ import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'codex-16k';
+/** A model that thinks as DeepSeek's V4 does: its reasoning must come back with its tool calls. */
+const thinkingModel = 'deepseek-v4-flash';
 // Codex 0.171's instructions and tools (its sub-agent namespace included) come to some 8,000 tokens.
 const window = 16_384;
 const longLoop = 40;
@@ -78,9 +80,10 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   // The local model is served with a template that takes one system message, first; GPT-6 as OpenAI serves it.
   fake = new FakeUpstream({
-    windows: { [model]: window },
+    windows: { [model]: window, [thinkingModel]: 131_072 },
     systemOnlyFirst: [model],
     alternating: [model],
+    thinking: [thinkingModel],
     recordLimit: 200,
     respond,
   });
@@ -187,6 +190,21 @@ describe('Codex through the gateway', () => {
         .flat()
         .filter((field) => ['stream_options', 'reasoning_effort', 'prompt_cache_key'].includes(field)),
     ).toEqual([]);
+  });
+
+  it('runs on a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {
+    const from = fake.chatRequests.length;
+    const { finished, work, requests } = await codexExec('Write the note.', thinkingModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    // The reasoning the model gave with its call (the fake's first answer) came back with that call.
+    const second = fake.chatRequests.slice(from)[1];
+    const call = (second?.body as { messages: ChatMessage[] }).messages.find(
+      (message) => message.role === 'assistant' && message.tool_calls !== undefined,
+    );
+    expect(call?.reasoning_content).toMatch(/^Thinking before answer \d+\.$/);
   });
 
   it('runs on GPT-6 as Codex sends it there: its exec tool, given in the input, writes the file', async () => {

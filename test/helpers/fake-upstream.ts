@@ -129,6 +129,12 @@ export interface FakeUpstreamOptions {
    */
   alternating?: readonly string[] | true;
   /**
+   * Models that think as DeepSeek's V4 and Kimi's K2 do, thinking on by default: every answer carries
+   * `reasoning_content` (streamed before the answer), and an assistant message with tool calls sent back
+   * without its `reasoning_content` is refused with DeepSeek's 400.
+   */
+  thinking?: readonly string[];
+  /**
    * Models served as OpenAI serves its reasoning models (o-series, GPT-5): `max_tokens` and a
    * `temperature` other than 1 are refused with OpenAI's 400 (`unsupported_parameter`, `unsupported_value`).
    */
@@ -182,6 +188,8 @@ export interface ChatMessage {
   name?: string;
   tool_calls?: Array<{ id: string; type?: string; function?: { name: string; arguments: string } }> | null;
   tool_call_id?: string;
+  /** A thinking model's reasoning, sent back (DeepSeek, Kimi). */
+  reasoning_content?: unknown;
 }
 
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
@@ -649,6 +657,29 @@ export class FakeUpstream {
         return;
       }
     }
+    if (
+      this.options.thinking?.includes(String(body.model)) === true &&
+      body.messages.some(
+        (message) =>
+          message.role === 'assistant' &&
+          Array.isArray(message.tool_calls) &&
+          message.tool_calls.length > 0 &&
+          (typeof message.reasoning_content !== 'string' || message.reasoning_content === ''),
+      )
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message: 'The `reasoning_content` in the thinking mode must be passed back to the API.',
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_request_error',
+          },
+        }),
+      );
+      return;
+    }
     const alternating = this.options.alternating;
     if (alternating === true || alternating?.includes(String(body.model)) === true) {
       const turns = body.messages.filter(
@@ -776,9 +807,14 @@ export class FakeUpstream {
       total_tokens: (uncached ?? promptTokens) + completionCount,
     };
     const finishReason = behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
+    const reasoning =
+      this.options.thinking?.includes(String(body.model)) === true
+        ? `Thinking before answer ${this.sequence}.`
+        : undefined;
 
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
+      if (reasoning !== undefined) message.reasoning_content = reasoning;
       if (behaviour.toolCalls !== undefined) {
         message.tool_calls = behaviour.toolCalls.map((call) => ({
           id: call.id,
@@ -819,6 +855,10 @@ export class FakeUpstream {
         },
       ]),
     ];
+    if (reasoning !== undefined)
+      frames.push(
+        frame([{ index: 0, delta: { reasoning_content: reasoning }, logprobs: null, finish_reason: null }]),
+      );
     if (behaviour.toolCalls !== undefined) {
       for (const [index, call] of behaviour.toolCalls.entries()) {
         frames.push(

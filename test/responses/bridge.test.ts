@@ -138,6 +138,61 @@ describe('bridgeRequest: what cannot be bridged', () => {
     ).toBe('input[0].type');
   });
 
+  it("sends a chat provider's reasoning, given back as a reasoning item, with the assistant message it preceded", () => {
+    // As Codex sends back what a thinking model (DeepSeek V4, Kimi K2) said through the gateway: DeepSeek
+    // refuses a tool call sent back without its reasoning_content.
+    const thought = (text: string) => ({
+      type: 'reasoning',
+      id: 'rs_1',
+      summary: [],
+      content: [{ type: 'reasoning_text', text }],
+    });
+    const bridged = bridgeRequest(
+      {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: 'Run it.' },
+          thought('I should run it.'),
+          { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'exec_command', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'call_1', output: 'done' },
+          thought('It ran.'),
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done.' }] },
+          { type: 'message', role: 'user', content: 'Again.' },
+          thought('Again, then.'),
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Running.' }] },
+          { type: 'function_call', id: 'fc_2', call_id: 'call_2', name: 'exec_command', arguments: '{}' },
+        ],
+      },
+      drop,
+    );
+    expect(bridged.dropped).toEqual([]);
+    expect(bridged.messages.map((message) => [message.role, message.reasoning_content])).toEqual([
+      ['user', undefined],
+      ['assistant', 'I should run it.'],
+      ['tool', undefined],
+      ['assistant', 'It ran.'],
+      ['user', undefined],
+      ['assistant', 'Again, then.'],
+    ]);
+    expect(bridged.messages[5]?.tool_calls).toHaveLength(1);
+  });
+
+  it("gives a chat reply's reasoning_content as a reasoning item before the rest", () => {
+    const output = outputItemsOf({
+      role: 'assistant',
+      content: null,
+      reasoning_content: 'I should run it.',
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'exec_command', arguments: '{}' } }],
+    });
+    expect(output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
+    expect(output[0]).toMatchObject({
+      type: 'reasoning',
+      summary: [],
+      content: [{ type: 'reasoning_text', text: 'I should run it.' }],
+    });
+    expect(String(output[0]?.id)).toMatch(/^rs_/);
+  });
+
   it('always refuses what would change the answer: a forced tool that is not bridged, a stored prompt or conversation, background', () => {
     const forced = (toolChoice: unknown) =>
       refusal(() =>
