@@ -154,6 +154,10 @@ export async function answerRecallCalls(input: RecallRoundsInput): Promise<Recal
         type: 'function',
         function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
       })),
+      // A thinking model's reasoning goes back with its call: DeepSeek and Kimi refuse the call without it.
+      ...(typeof read.reply?.reasoning_content === 'string' && read.reply.reasoning_content !== ''
+        ? { reasoning_content: read.reply.reasoning_content }
+        : {}),
     };
     const assistantTokens = input.count(assistant);
     usage.promptTokens += read.usage.promptTokens ?? input.promptTokens + used;

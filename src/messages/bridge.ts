@@ -125,7 +125,12 @@ interface BridgeContext {
   dropped: Set<string>;
 }
 
-/** An assistant message's blocks as one chat message: text, tool calls (thinking kept only natively). */
+/**
+ * An assistant message's blocks as one chat message: text, tool calls, and — bridged — the thinking a
+ * chat provider gave (`reasoning_content`, which the gateway answered as a thinking block with no
+ * signature) as `reasoning_content` again: DeepSeek and Kimi refuse a tool call sent back without it.
+ * Claude's own thinking (signed) goes natively only.
+ */
 function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeContext): Json {
   const text: string[] = [];
   const calls: Json[] = [];
@@ -140,15 +145,17 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
         type: 'function',
         function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
       });
-    } else if (block.type === 'thinking') reasoning += String(block.thinking ?? '');
-    else if (!native) dropped.add(String(block.type));
+    } else if (block.type === 'thinking' && !native) {
+      if (typeof block.signature === 'string' && block.signature !== '') dropped.add('thinking');
+      else reasoning += String(block.thinking ?? '');
+    } else if (block.type !== 'thinking' && !native) dropped.add(String(block.type));
   }
-  if (reasoning !== '' && !native) dropped.add('thinking');
   const message: Json = {
     role: 'assistant',
     content: text.length === 0 && calls.length > 0 ? null : text.join(''),
   };
   if (calls.length > 0) message.tool_calls = calls;
+  if (reasoning !== '') message.reasoning_content = reasoning;
   return withExtension(message, blocks, native);
 }
 

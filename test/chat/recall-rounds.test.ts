@@ -96,6 +96,24 @@ describe('recall rounds on whole answers', () => {
     );
   });
 
+  it("sends a thinking model's reasoning back with its call, as DeepSeek and Kimi require", async () => {
+    const { upstream, outcome } = rounds(
+      [whole({ content: 'The code is K7-12345.' })],
+      whole({
+        content: null,
+        reasoning_content: 'Vault 7 was summarized.',
+        tool_calls: [recallCall('call_a', 'vault 7')],
+      }),
+    );
+    await outcome;
+    expect(bodyOf(upstream.sent[0]?.body).messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [recallCall('call_a', 'vault 7')],
+      reasoning_content: 'Vault 7 was summarized.',
+    });
+  });
+
   it('gives each call of a round its share of the room, and says so when none is left', async () => {
     const twoCalls = whole({
       content: null,

@@ -100,10 +100,12 @@ beforeAll(async () => {
   };
   // Local models whose chat templates take a system message only first (Mistral's, Gemma's).
   openai = new FakeUpstream({
-    windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow },
+    windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow, 'deepseek-v4-pro': 131_072 },
     respond,
     systemOnlyFirst: true,
     alternating: true,
+    // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
+    thinking: ['deepseek-v4-pro'],
   });
   // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
   mistral = new FakeUpstream({
@@ -138,7 +140,8 @@ afterAll(async () => {
   await mistral.stop();
 });
 
-async function runClaude(prompt: string, model: string, sessionId: string) {
+/** `claude -p` on `model`, in the gateway session `sessionId` (none: stateless, as Claude Code runs by default). */
+async function runClaude(prompt: string, model: string, sessionId: string | undefined) {
   const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
   const finished = await runProgram(
     claude,
@@ -161,7 +164,7 @@ async function runClaude(prompt: string, model: string, sessionId: string) {
         HOME: home,
         ANTHROPIC_BASE_URL: harness.baseUrl.replace(/\/v1$/, ''),
         ANTHROPIC_API_KEY: 'gw-claude-code',
-        ANTHROPIC_CUSTOM_HEADERS: `x-session-id: ${sessionId}`,
+        ...(sessionId === undefined ? {} : { ANTHROPIC_CUSTOM_HEADERS: `x-session-id: ${sessionId}` }),
         ANTHROPIC_SMALL_FAST_MODEL: model,
         DISABLE_TELEMETRY: '1',
         DISABLE_ERROR_REPORTING: '1',
@@ -263,6 +266,23 @@ describe('Claude Code through ctxgate', () => {
         ),
       ),
     ).toBe(true);
+  }, 300_000);
+
+  it('runs the same task bridged to a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {
+    const before = openai.chatRequests.length;
+    const from = harness.logLines.length;
+    // Stateless: the conversation is Claude Code's own, its thinking blocks what it sends back.
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'deepseek-v4-pro', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    // The reasoning the model gave with its Read call came back with that call.
+    const calls = openai.chatRequests
+      .slice(before)
+      .flatMap((request) => (request.body as { messages: ChatMessage[] }).messages)
+      .filter((message) => message.role === 'assistant' && message.tool_calls?.length);
+    expect(calls.length).toBeGreaterThan(0);
+    for (const call of calls) expect(call.reasoning_content).toMatch(/^Thinking before answer \d+\.$/);
   }, 300_000);
 
   it('runs the same task bridged to a provider that refuses the fields it does not know (Mistral)', async () => {

@@ -150,6 +150,48 @@ describe('a Messages request as a chat request', () => {
     expect(chatBody).not.toHaveProperty('ctxgate_anthropic');
   });
 
+  it("sends a chat provider's thinking back as reasoning_content, and drops and names Claude's own", () => {
+    const assistant = (signature: string | undefined) => ({
+      role: 'assistant',
+      content: [
+        {
+          type: 'thinking',
+          thinking: 'I should read it.',
+          ...(signature === undefined ? {} : { signature }),
+        },
+        { type: 'tool_use', id: 't1', name: 'Read', input: {} },
+      ],
+    });
+    const conversation = (signature: string | undefined) =>
+      bridgeMessagesRequest(
+        {
+          model: 'deepseek-v4-pro',
+          max_tokens: 100,
+          messages: [
+            { role: 'user', content: 'Read it.' },
+            assistant(signature),
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }] },
+          ],
+        },
+        { native: false, requireMaxTokens: true },
+      );
+    // The gateway answers a chat provider's reasoning_content as a thinking block with an empty signature.
+    for (const signature of ['', undefined]) {
+      const { chatBody, dropped } = conversation(signature);
+      expect((chatBody.messages as Array<Record<string, unknown>>)[1]).toMatchObject({
+        role: 'assistant',
+        reasoning_content: 'I should read it.',
+        tool_calls: [{ id: 't1' }],
+      });
+      expect(dropped).toEqual([]);
+    }
+    const claude = conversation('EqQBCkYIBxgCKkDs…');
+    expect((claude.chatBody.messages as Array<Record<string, unknown>>)[1]).not.toHaveProperty(
+      'reasoning_content',
+    );
+    expect(claude.dropped).toEqual(['thinking']);
+  });
+
   it('keeps every original block for an anthropic upstream, and drops nothing', () => {
     const assistant = [
       { type: 'thinking', thinking: 'hmm', signature: 'sig-1' },
