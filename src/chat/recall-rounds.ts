@@ -8,7 +8,7 @@
 import { isRecallCall, recallLimitReached, recallNoRoom, recallQuery } from '../context/recall.js';
 import type { ContextMessage } from '../context/types.js';
 import { completionWithoutRecallCalls, RecallDeltaFilter, StreamLead } from '../upstream/recall-stream.js';
-import { StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import { reasoningOf, StreamReplyAssembler } from '../upstream/reply-assembler.js';
 import { readWholeAnswer } from '../upstream/relay.js';
 import { replaying } from '../upstream/inspect-answer.js';
 import { completionTokensKey, promptTokensIn, usageNumberIn } from '../upstream/sse.js';
@@ -146,6 +146,7 @@ export async function answerRecallCalls(input: RecallRoundsInput): Promise<Recal
     if (recallCalls.length === 0 || recallCalls.length < toolCalls.length || round > input.maxCalls + 1)
       return { response: read.forClient, calls, usage };
     // The model's call, answered: what it cost is the gateway's to count (the client never sees it).
+    const reasoning = reasoningOf(read.reply);
     const assistant: ContextMessage = {
       role: 'assistant',
       content: typeof read.reply?.content === 'string' ? read.reply.content : null,
@@ -154,10 +155,9 @@ export async function answerRecallCalls(input: RecallRoundsInput): Promise<Recal
         type: 'function',
         function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
       })),
-      // A thinking model's reasoning goes back with its call: DeepSeek and Kimi refuse the call without it.
-      ...(typeof read.reply?.reasoning_content === 'string' && read.reply.reasoning_content !== ''
-        ? { reasoning_content: read.reply.reasoning_content }
-        : {}),
+      // A thinking model's reasoning goes back with its call, under its own name: DeepSeek and Kimi
+      // refuse the call without it.
+      ...(reasoning === undefined ? {} : { [reasoning.field]: reasoning.text }),
     };
     const assistantTokens = input.count(assistant);
     usage.promptTokens += read.usage.promptTokens ?? input.promptTokens + used;

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { reasoningOf } from '../upstream/reply-assembler.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
 
@@ -101,8 +102,8 @@ export function blocksOfReply(reply: Json): unknown[] {
   const own = reply.ctxgate_anthropic as AnthropicExtension | undefined;
   if (own !== undefined && Array.isArray(own.blocks)) return own.blocks;
   const blocks: Json[] = [];
-  if (typeof reply.reasoning_content === 'string' && reply.reasoning_content !== '')
-    blocks.push({ type: 'thinking', thinking: reply.reasoning_content, signature: '' });
+  const reasoning = reasoningOf(reply);
+  if (reasoning !== undefined) blocks.push({ type: 'thinking', thinking: reasoning.text, signature: '' });
   const text =
     typeof reply.content === 'string'
       ? reply.content
@@ -231,10 +232,11 @@ export class MessagesStreamTranslator {
     if (typeof choice.finish_reason === 'string') this.finish = choice.finish_reason;
     const delta = (choice.delta ?? {}) as Json;
     let out = '';
-    if (typeof delta.reasoning_content === 'string' && delta.reasoning_content !== '') {
+    const reasoning = reasoningOf(delta);
+    if (reasoning !== undefined) {
       if (this.open?.kind !== 'thinking')
         out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
-      out += this.blockDelta('thinking_delta', 'thinking', delta.reasoning_content);
+      out += this.blockDelta('thinking_delta', 'thinking', reasoning.text);
     }
     if (typeof delta.ctxgate_anthropic_signature === 'string' && this.open?.kind === 'thinking')
       out += this.blockDelta('signature_delta', 'signature', delta.ctxgate_anthropic_signature);

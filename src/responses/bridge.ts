@@ -15,6 +15,7 @@ import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/c
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
 import { outputCapField } from '../upstream/model-family.js';
+import { reasoningOf } from '../upstream/reply-assembler.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
 export type InputItem = Record<string, unknown>;
@@ -830,8 +831,8 @@ export function reasoningItemOf(id: string, text: string): InputItem {
 
 export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?: ToolNames): InputItem[] {
   const items: InputItem[] = [];
-  const reasoning = reply?.reasoning_content;
-  if (typeof reasoning === 'string' && reasoning !== '') items.push(reasoningItemOf(newId('rs'), reasoning));
+  const reasoning = reasoningOf(reply);
+  if (reasoning !== undefined) items.push(reasoningItemOf(newId('rs'), reasoning.text));
   const text = typeof reply?.content === 'string' ? reply.content : '';
   if (text !== '')
     items.push({

@@ -7,6 +7,7 @@
 // custom_tool_call item whose input is known only once its arguments are whole: its
 // .custom_tool_call_input.delta and .done come with the closing events.
 import { StringDecoder } from 'node:string_decoder';
+import { reasoningOf, type ReasoningField } from '../upstream/reply-assembler.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callItemOf,
@@ -68,6 +69,8 @@ export class ResponsesStreamTranslator {
   private readonly items: Array<TextItem | CallItem | ReasoningItem> = [];
   private text: TextItem | undefined;
   private reasoning: ReasoningItem | undefined;
+  /** The name the provider gives its reasoning: the stored reply keeps it, for the chain's next request. */
+  private reasoningField: ReasoningField = 'reasoning_content';
   /** Tool calls by their index in the chat stream. */
   private readonly calls = new Map<number, CallItem>();
   private finishReason: unknown;
@@ -131,12 +134,14 @@ export class ResponsesStreamTranslator {
       this.finishReason = choice.finish_reason;
     const delta = (choice.delta ?? {}) as {
       content?: unknown;
-      reasoning_content?: unknown;
       tool_calls?: Array<Record<string, unknown>>;
     };
     let out = '';
-    if (typeof delta.reasoning_content === 'string' && delta.reasoning_content !== '')
-      out += this.reasoningDelta(delta.reasoning_content);
+    const reasoning = reasoningOf(delta);
+    if (reasoning !== undefined) {
+      this.reasoningField = reasoning.field;
+      out += this.reasoningDelta(reasoning.text);
+    }
     if (typeof delta.content === 'string' && delta.content !== '') out += this.textDelta(delta.content);
     for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
     return out;
@@ -248,7 +253,7 @@ export class ResponsesStreamTranslator {
     return {
       role: 'assistant',
       content: this.text === undefined ? (calls.length > 0 ? null : '') : joined(this.text.text),
-      ...(this.reasoning === undefined ? {} : { reasoning_content: joined(this.reasoning.text) }),
+      ...(this.reasoning === undefined ? {} : { [this.reasoningField]: joined(this.reasoning.text) }),
       ...(calls.length === 0
         ? {}
         : {

@@ -1,6 +1,8 @@
 // Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
 // an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
-// the reply it relayed. Pure.
+// the reply it relayed. A thinking model's reasoning comes as `reasoning_content` (DeepSeek, Kimi,
+// SGLang, llama.cpp) or `reasoning` (vLLM 0.17 and later, OpenRouter, Ollama): the reply keeps the name
+// the provider used, as it is sent back to that provider. Pure.
 import { flatText } from '../flat-string.js';
 import { SseDecoder } from './sse.js';
 
@@ -11,10 +13,25 @@ export interface AssembledReply {
   malformedEvents: number;
 }
 
+/** The two names a chat provider gives a thinking model's reasoning. */
+export type ReasoningField = 'reasoning_content' | 'reasoning';
+
+/** A chat message's (or delta's) reasoning and the name it came under; undefined when it has none. */
+export function reasoningOf(
+  message: Record<string, unknown> | undefined,
+): { field: ReasoningField; text: string } | undefined {
+  for (const field of ['reasoning_content', 'reasoning'] as const) {
+    const text = message?.[field];
+    if (typeof text === 'string' && text !== '') return { field, text };
+  }
+  return undefined;
+}
+
 interface ChoiceDelta {
   role?: string;
   content?: string | null;
   reasoning_content?: string | null;
+  reasoning?: string | null;
   refusal?: string | null;
   tool_calls?: Array<{
     index?: number;
@@ -34,7 +51,8 @@ export function replyFromCompletion(
   const reply: Record<string, unknown> = { role: 'assistant', content: message.content ?? null };
   if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0)
     reply.tool_calls = message.tool_calls;
-  if (typeof message.reasoning_content === 'string') reply.reasoning_content = message.reasoning_content;
+  const reasoning = reasoningOf(message);
+  if (reasoning !== undefined) reply[reasoning.field] = reasoning.text;
   if (typeof message.refusal === 'string') reply.refusal = message.refusal;
   return reply;
 }
@@ -45,6 +63,7 @@ export class StreamReplyAssembler {
   private content = '';
   private sawContent = false;
   private reasoning = '';
+  private reasoningField: ReasoningField = 'reasoning_content';
   private refusal = '';
   private readonly toolCalls: Array<{
     id: string;
@@ -73,7 +92,7 @@ export class StreamReplyAssembler {
     const toolCalls = this.toolCalls.filter((call) => call !== undefined);
     for (const call of toolCalls) call.function.arguments = flatText(call.function.arguments);
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
-    if (this.reasoning !== '') message.reasoning_content = flatText(this.reasoning);
+    if (this.reasoning !== '') message[this.reasoningField] = flatText(this.reasoning);
     if (this.refusal !== '') message.refusal = flatText(this.refusal);
     return { message, finished: this.finished, malformedEvents: this.malformedEvents };
   }
@@ -98,7 +117,11 @@ export class StreamReplyAssembler {
       this.content += delta.content;
       if (delta.content !== '') this.sawContent = true;
     }
-    if (typeof delta.reasoning_content === 'string') this.reasoning += delta.reasoning_content;
+    const reasoning = reasoningOf(delta as Record<string, unknown>);
+    if (reasoning !== undefined) {
+      this.reasoning += reasoning.text;
+      this.reasoningField = reasoning.field;
+    }
     if (typeof delta.refusal === 'string') this.refusal += delta.refusal;
     for (const call of delta.tool_calls ?? []) {
       const index = call.index ?? this.toolCalls.length;

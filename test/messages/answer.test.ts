@@ -12,6 +12,24 @@ import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
 const meta = { id: 'msg_1', model: 'm' };
 
 describe('a whole chat completion as a message', () => {
+  it.each(['reasoning_content', 'reasoning'])(
+    'answers reasoning given as `%s` as a thinking block',
+    (field) => {
+      const message = messageOf(
+        {
+          choices: [
+            { message: { role: 'assistant', content: 'Sure.', [field]: 'thinking…' }, finish_reason: 'stop' },
+          ],
+        },
+        meta,
+      );
+      expect(message.content).toEqual([
+        { type: 'thinking', thinking: 'thinking…', signature: '' },
+        { type: 'text', text: 'Sure.' },
+      ]);
+    },
+  );
+
   it('maps text, tool calls, reasoning, the finish reason and usage', () => {
     const message = messageOf(
       {

@@ -74,39 +74,42 @@ describe('a chat stream as Responses events', () => {
     });
   });
 
-  it("gives a thinking model's reasoning_content as a reasoning item, its text as reasoning_text events", () => {
-    const thinking = [
-      { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
-      { choices: [{ index: 0, delta: { reasoning_content: 'Run ' } }] },
-      { choices: [{ index: 0, delta: { reasoning_content: 'it.' } }] },
-      { choices: [{ index: 0, delta: { content: 'Done.' } }] },
-      { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
-    ];
-    const translator = new ResponsesStreamTranslator(meta);
-    let out = translator.start();
-    out += translator.push(thinking.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''));
-    const { events: closing, response } = translator.finish();
-    const events = sseEventData(out + closing);
-    expect(
-      events.filter((event) => String(event.type).includes('reasoning')).map((event) => event.type),
-    ).toEqual([
-      'response.reasoning_text.delta',
-      'response.reasoning_text.delta',
-      'response.reasoning_text.done',
-    ]);
-    expect(events.find((event) => event.type === 'response.reasoning_text.done')).toMatchObject({
-      output_index: 0,
-      text: 'Run it.',
-    });
-    const added = events.filter((event) => event.type === 'response.output_item.added');
-    expect(added.map((event) => (event.item as { type: string }).type)).toEqual(['reasoning', 'message']);
-    expect(response.output).toMatchObject([
-      { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Run it.' }] },
-      { type: 'message', content: [{ type: 'output_text', text: 'Done.' }] },
-    ]);
-    // Stored with the response: a chain sends it back with the answer it preceded.
-    expect(translator.reply()).toMatchObject({ content: 'Done.', reasoning_content: 'Run it.' });
-  });
+  it.each(['reasoning_content', 'reasoning'])(
+    "gives a thinking model's %s as a reasoning item, its text as reasoning_text events",
+    (field) => {
+      const thinking = [
+        { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
+        { choices: [{ index: 0, delta: { [field]: 'Run ' } }] },
+        { choices: [{ index: 0, delta: { [field]: 'it.' } }] },
+        { choices: [{ index: 0, delta: { content: 'Done.' } }] },
+        { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+      ];
+      const translator = new ResponsesStreamTranslator(meta);
+      let out = translator.start();
+      out += translator.push(thinking.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''));
+      const { events: closing, response } = translator.finish();
+      const events = sseEventData(out + closing);
+      expect(
+        events.filter((event) => String(event.type).includes('reasoning')).map((event) => event.type),
+      ).toEqual([
+        'response.reasoning_text.delta',
+        'response.reasoning_text.delta',
+        'response.reasoning_text.done',
+      ]);
+      expect(events.find((event) => event.type === 'response.reasoning_text.done')).toMatchObject({
+        output_index: 0,
+        text: 'Run it.',
+      });
+      const added = events.filter((event) => event.type === 'response.output_item.added');
+      expect(added.map((event) => (event.item as { type: string }).type)).toEqual(['reasoning', 'message']);
+      expect(response.output).toMatchObject([
+        { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Run it.' }] },
+        { type: 'message', content: [{ type: 'output_text', text: 'Done.' }] },
+      ]);
+      // Stored under the provider's own name: it goes back to that provider.
+      expect(translator.reply()).toMatchObject({ content: 'Done.', [field]: 'Run it.' });
+    },
+  );
 
   it('writes each event as JSON.stringify writes its object, the delta events included', () => {
     const translator = new ResponsesStreamTranslator(meta);

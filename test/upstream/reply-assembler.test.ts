@@ -54,6 +54,20 @@ describe('StreamReplyAssembler', () => {
     });
   });
 
+  it('keeps reasoning under the name the provider gives it: `reasoning` as vLLM 0.17 and OpenRouter stream it', () => {
+    const vllm =
+      event(delta({ role: 'assistant', content: '' })) +
+      event(delta({ reasoning: 'Think ' })) +
+      event(delta({ reasoning: 'first.' })) +
+      event(delta({ content: 'Done.' })) +
+      event(delta({}, 0, 'stop'));
+    expect(assemble(vllm, 5).message).toEqual({
+      role: 'assistant',
+      content: 'Done.',
+      reasoning: 'Think first.',
+    });
+  });
+
   it('says a stream that ended without its finish is not finished; tool calls alone leave content null', () => {
     const cut = event(
       delta({ tool_calls: [{ index: 0, id: 'c', function: { name: 'f', arguments: '{}' } }] }),
@@ -106,6 +120,11 @@ describe('replyFromCompletion', () => {
       'reasoning and refusal kept, other fields not',
       { choices: [{ message: { content: 'x', reasoning_content: 'r', refusal: 'no', annotations: [] } }] },
       { role: 'assistant', content: 'x', reasoning_content: 'r', refusal: 'no' },
+    ],
+    [
+      'reasoning named `reasoning` (vLLM 0.17, OpenRouter): kept under that name',
+      { choices: [{ message: { content: 'x', reasoning: 'r' } }] },
+      { role: 'assistant', content: 'x', reasoning: 'r' },
     ],
     ['no choices', { object: 'chat.completion' }, undefined],
     ['a choice without a message', { choices: [{}] }, undefined],
