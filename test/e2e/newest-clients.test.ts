@@ -2,7 +2,9 @@
 // store setting), against the strict fake provider with an 8,192-token window: the AI SDK 7's default
 // provider (the Responses API: item_reference on later turns, a 30-step tool loop), the Agents SDK's
 // Responses and Chat Completions models over 25 turns, LangChain's ChatOpenAI with either API, the
-// Anthropic SDK bridged over 25 turns, and openai 7. All but the Anthropic SDK need Node 22, so they all
+// Anthropic SDK bridged over 25 turns, and openai 7. The AI SDK's loop and the Agents SDK's Responses
+// turns run again on a model that thinks as DeepSeek V4 does and refuses a tool call sent back without its
+// reasoning. All but the Anthropic SDK need Node 22, so they all
 // run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { callsSeen, FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -11,6 +13,8 @@ import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'agent-8k';
+/** The same window, thinking as DeepSeek V4 does: its reasoning must come back with its tool calls. */
+const thinkingModel = 'thinking-8k';
 const window = 8_192;
 const loopSteps = 30;
 
@@ -92,10 +96,16 @@ async function expectTwentyFiveTurns<T extends object>(
 }
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ windows: { [model]: window }, systemOnlyFirst: true, recordLimit: 200, respond });
+  fake = new FakeUpstream({
+    windows: { [model]: window, [thinkingModel]: window },
+    systemOnlyFirst: true,
+    thinking: [thinkingModel],
+    recordLimit: 200,
+    respond,
+  });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-    configYaml: `models:\n  - match: ${model}\n    window: ${window}\n`,
+    configYaml: `models:\n  - match: "${model}"\n    window: ${window}\n  - match: "${thinkingModel}"\n    window: ${window}\n`,
   });
   await waitUntilReady(harness);
 });
@@ -118,31 +128,41 @@ describe('the AI SDK 7, default provider openai(model)', () => {
     ]);
   });
 
-  it('finishes a 30-step stopWhen loop of ~1,500-token tool results on an 8,192-token model', async () => {
-    const from = harness.logLines.length;
-    const result = await runDriver<Failure & { steps: number; toolCalls: number; text: string }>(
-      'ai-sdk.mjs',
-      {
-        baseURL: harness.baseUrl,
-        model,
-        scenario: 'loop',
-      },
-    );
-    expect(result.error).toBeUndefined();
-    // 29 pages read, then the answer: the model saw all of its trajectory, what was fitted away named.
-    expect(result).toMatchObject({
-      steps: loopSteps,
-      toolCalls: loopSteps - 1,
-      text: `I read ${loopSteps - 1} pages.`,
-    });
-    const lines = requestLines(from, '/v1/responses');
-    expect(lines).toHaveLength(loopSteps);
-    expect(lines.every((line) => line.status === 200)).toBe(true);
-    expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(loopSteps / 2);
-  });
+  it.each([
+    ['', model],
+    [' that thinks (DeepSeek V4: its reasoning goes back with each call)', thinkingModel],
+  ])(
+    'finishes a 30-step stopWhen loop of ~1,500-token tool results on an 8,192-token model%s',
+    async (_name, name) => {
+      const from = harness.logLines.length;
+      const result = await runDriver<Failure & { steps: number; toolCalls: number; text: string }>(
+        'ai-sdk.mjs',
+        {
+          baseURL: harness.baseUrl,
+          model: name,
+          scenario: 'loop',
+        },
+      );
+      expect(result.error).toBeUndefined();
+      // 29 pages read, then the answer: the model saw all of its trajectory, what was fitted away named.
+      expect(result).toMatchObject({
+        steps: loopSteps,
+        toolCalls: loopSteps - 1,
+        text: `I read ${loopSteps - 1} pages.`,
+      });
+      const lines = requestLines(from, '/v1/responses');
+      expect(lines).toHaveLength(loopSteps);
+      expect(lines.every((line) => line.status === 200)).toBe(true);
+      expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(loopSteps / 2);
+    },
+  );
 });
 
 describe('the Agents SDK over 25 turns', () => {
+  it('with its responses model on a model that thinks (DeepSeek V4: its reasoning goes back with each call)', async () => {
+    await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: thinkingModel }, '/v1/responses');
+  });
+
   it.each(['responses', 'chat'])('with its %s model', async (api) => {
     await expectTwentyFiveTurns(
       'agents.mjs',
