@@ -335,6 +335,36 @@ export const hostileCases: HostileCase[] = [
     headers: { 'x-context-window': '999999999' },
   },
   {
+    // To a model whose chat template takes one system message, first (any but OpenAI's): the run of user
+    // messages is joined into one (notice-placement.ts forStrictTemplate).
+    label: 'responses → local model: 9,999 user messages in a row of one 2 KB text part',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'local-bench',
+        input: benchConversation(9_999, 2_000).map(({ content }) => ({
+          role: 'user',
+          content: [{ type: 'input_text', text: content }],
+        })),
+      }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
+    // Every other message a system message in the conversation, each folded into the user message next to it.
+    label: 'messages → local model: 9,999 messages of 2 KB, every other one a system message',
+    path: '/v1/messages',
+    body: () =>
+      JSON.stringify({
+        model: 'local-bench',
+        max_tokens: 16,
+        messages: benchConversation(9_999, 2_000).map(({ role, content }) => ({
+          role: role === 'assistant' ? 'system' : role,
+          content,
+        })),
+      }),
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
     label: 'messages: 9,999 messages of 2 KB, window 999,999,999',
     path: '/v1/messages',
     body: () =>

@@ -115,42 +115,68 @@ function partsOf(content: unknown): unknown[] {
   return typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
 }
 
-/** Two messages of one role as one: their texts (or parts) one after the other. */
-function joined(first: ContextMessage, second: ContextMessage): ContextMessage {
-  const content =
-    typeof first.content === 'string' && typeof second.content === 'string'
-      ? [first.content, second.content].filter((text) => text !== '').join('\n\n')
-      : [...partsOf(first.content), ...partsOf(second.content)];
+/** Messages of one role as one: their texts (or parts) one after the other, joined once. */
+function joined(messages: readonly ContextMessage[]): ContextMessage {
+  const first = messages[0] as ContextMessage;
+  const content = messages.every((message) => typeof message.content === 'string')
+    ? messages
+        .map((message) => message.content as string)
+        .filter((text) => text !== '')
+        .join('\n\n')
+    : messages.flatMap((message) => partsOf(message.content));
   return Object.assign({}, first, { content });
+}
+
+function isText(message: ContextMessage): boolean {
+  return (
+    typeof message.content === 'string' ||
+    partsOf(message.content).every((part) => (part as { type?: unknown }).type === 'text')
+  );
 }
 
 /**
  * User and assistant messages made to alternate, tool calls and results aside: a message of the role
  * the last one had joins it when it is right after it; a user message right after tool results (a tool
  * call and nothing the assistant said since the last user message) is added to the last result when it
- * is text. What cannot be so (an image after tool results) is left as it is.
+ * is text. What cannot be so (an image after tool results) is left as it is. Each run is joined once: a
+ * request of 10,000 user messages in a row costs one pass, not one copy per message.
  */
 function alternating(messages: readonly ContextMessage[], from: number): ContextMessage[] {
   const out = messages.slice(0, from);
   let last: string | undefined;
+  /** Messages that join out's last message, and how: as one of its role, or as text after a result. */
+  let run: ContextMessage[] = [];
+  let into: 'message' | 'result' = 'message';
+  const flush = (): void => {
+    if (run.length === 0) return;
+    const target = out[out.length - 1] as ContextMessage;
+    out[out.length - 1] =
+      into === 'message'
+        ? joined([target, ...run])
+        : withText(target, run.map((message) => messageText(message)).join('\n\n'), 'after');
+    run = [];
+  };
   for (let index = from; index < messages.length; index++) {
     const message = messages[index] as ContextMessage;
     const previous = out.at(-1);
-    if (!isTurnMessage(message) || message.role !== last || previous === undefined) {
-      out.push(message);
-      if (isTurnMessage(message)) last = message.role;
-      continue;
+    if (isTurnMessage(message) && message.role === last && previous !== undefined) {
+      const kind =
+        previous.role === message.role && isTurnMessage(previous)
+          ? 'message'
+          : previous.role === 'tool' && isText(message)
+            ? 'result'
+            : undefined;
+      if (kind !== undefined && (run.length === 0 || kind === into)) {
+        into = kind;
+        run.push(message);
+        continue;
+      }
     }
-    if (previous.role === message.role && isTurnMessage(previous))
-      out[out.length - 1] = joined(previous, message);
-    else if (
-      previous.role === 'tool' &&
-      (typeof message.content === 'string' ||
-        partsOf(message.content).every((part) => (part as { type?: unknown }).type === 'text'))
-    )
-      out[out.length - 1] = withText(previous, messageText(message), 'after');
-    else out.push(message);
+    flush();
+    out.push(message);
+    if (isTurnMessage(message)) last = message.role;
   }
+  flush();
   return out;
 }
 
