@@ -8,7 +8,8 @@
 import { isRecallCall, recallLimitReached, recallNoRoom, recallQuery } from '../context/recall.js';
 import type { ContextMessage } from '../context/types.js';
 import { completionWithoutRecallCalls, RecallDeltaFilter, StreamLead } from '../upstream/recall-stream.js';
-import { reasoningOf, StreamReplyAssembler } from '../upstream/reply-assembler.js';
+import { reasoningOf } from '../upstream/reasoning-field.js';
+import { StreamReplyAssembler } from '../upstream/reply-assembler.js';
 import { readWholeAnswer } from '../upstream/relay.js';
 import { replaying } from '../upstream/inspect-answer.js';
 import { completionTokensKey, promptTokensIn, usageNumberIn } from '../upstream/sse.js';

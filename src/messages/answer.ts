@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
-import { reasoningOf } from '../upstream/reply-assembler.js';
+import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
 
@@ -148,6 +148,8 @@ export class MessagesStreamTranslator {
   private ended = false;
   /** True once an error event was sent: the stream ends without message_stop. */
   failed = false;
+  /** The name the provider gave its reasoning, once some came. */
+  reasoningField: ReasoningField | undefined;
 
   constructor(
     private readonly meta: { id: string; model: string },
@@ -234,6 +236,7 @@ export class MessagesStreamTranslator {
     let out = '';
     const reasoning = reasoningOf(delta);
     if (reasoning !== undefined) {
+      this.reasoningField = reasoning.field;
       if (this.open?.kind !== 'thinking')
         out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
       out += this.blockDelta('thinking_delta', 'thinking', reasoning.text);

@@ -22,6 +22,12 @@ import {
 } from '../chat/chat-body.js';
 import type { ContextMessage } from '../context/types.js';
 import { forStrictTemplate } from '../context/notice-placement.js';
+import {
+  createReasoningNames,
+  reasoningNamed,
+  reasoningOf,
+  type ReasoningField,
+} from '../upstream/reasoning-field.js';
 import { anthropicBodyWriter } from './native-body.js';
 
 export type MessagesInput = Omit<ChatInput, 'body'> & { body: unknown };
@@ -42,6 +48,8 @@ export function createMessagesService(deps: {
   upstream: Upstream;
 }): MessagesService {
   const { chat, config } = deps;
+  /** The name each model's answers give their reasoning (reasoning-field.ts). */
+  const reasoningNames = createReasoningNames();
 
   /**
    * The provider's own count of the messages the engine would send (an `anthropic` upstream's
@@ -124,9 +132,17 @@ export function createMessagesService(deps: {
       !request.native && config.routing.entryFor(request.model).noticePlacement !== 'inline';
     return Object.assign({}, input, {
       clientHeaders: headers,
-      body: systemOnlyFirst
-        ? Object.assign({}, request.chatBody, { messages: forStrictTemplate(messages as ContextMessage[]) })
-        : request.chatBody,
+      // A thinking model's reasoning, given back, under the name its answers use.
+      body: request.native
+        ? request.chatBody
+        : Object.assign({}, request.chatBody, {
+            messages: reasoningNamed(
+              systemOnlyFirst
+                ? forStrictTemplate(messages as ContextMessage[])
+                : (messages as ContextMessage[]),
+              reasoningNames.of(request.model),
+            ),
+          }),
       rawBody: undefined,
       messageBytes: withLeadingBytes(messages as ContextMessage[], [systemBytes], rest),
       anthropicBody:
@@ -147,7 +163,9 @@ export function createMessagesService(deps: {
         serve: (request) =>
           chat.complete(
             Object.assign({}, chatInputOf(input, request), { warn: input.warn, info: input.info }),
-            messagesClient(client, { id: newMessageId(), model: request.model }),
+            messagesClient(client, { id: newMessageId(), model: request.model }, (field) =>
+              reasoningNames.saw(request.model, field),
+            ),
           ),
       });
     },
@@ -162,17 +180,24 @@ export function createMessagesService(deps: {
 }
 
 /** The ClientStream the chat engine answers into, answering the client in Anthropic's format. */
-function messagesClient(client: ClientStream, meta: { id: string; model: string }): ClientStream {
+/** The client of a Messages request; `answered` hears the name the answer gave its reasoning. */
+function messagesClient(
+  client: ClientStream,
+  meta: { id: string; model: string },
+  answered: (field: ReasoningField | undefined) => void,
+): ClientStream {
   let translator: MessagesStreamTranslator | undefined;
   return {
     cancellation: client.cancellation,
     addHeaders: (headers) => client.addHeaders(headers),
     destroy: () => client.destroy(),
     async sendWhole(status, headers, body) {
+      const completion =
+        status >= 300 ? undefined : (JSON.parse(body.toString('utf8')) as Record<string, unknown>);
       const answer =
-        status >= 300
-          ? toAnthropicErrorBody(status, body)
-          : messageOf(JSON.parse(body.toString('utf8')) as Record<string, unknown>, meta);
+        completion === undefined ? toAnthropicErrorBody(status, body) : messageOf(completion, meta);
+      const choices = completion?.choices as Array<{ message?: Record<string, unknown> }> | undefined;
+      answered(reasoningOf(choices?.[0]?.message)?.field);
       await client.sendWhole(
         status,
         Object.assign({}, headers, { 'content-type': 'application/json' }),
@@ -194,6 +219,7 @@ function messagesClient(client: ClientStream, meta: { id: string; model: string 
     },
     end(last) {
       const tail = last === undefined || translator === undefined ? '' : translator.push(last);
+      answered(translator?.reasoningField);
       client.end(tail + (translator?.end() ?? ''));
     },
   };

@@ -15,7 +15,7 @@ import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/c
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
 import { outputCapField } from '../upstream/model-family.js';
-import { reasoningOf } from '../upstream/reply-assembler.js';
+import { reasoningOf } from '../upstream/reasoning-field.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
 export type InputItem = Record<string, unknown>;

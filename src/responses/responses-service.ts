@@ -21,6 +21,7 @@ import type { ContextMessage } from '../context/types.js';
 import { findModelEntry } from '../context/context-settings.js';
 import { countPrecisionFor } from '../context/plan-send.js';
 import { forStrictTemplate } from '../context/notice-placement.js';
+import { createReasoningNames, reasoningNamed, reasoningOf } from '../upstream/reasoning-field.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
@@ -84,6 +85,8 @@ export function createResponsesService(deps: {
   ) => number;
 }): ResponsesService {
   const { chat, store, config } = deps;
+  /** The name each model's answers give their reasoning (reasoning-field.ts). */
+  const reasoningNames = createReasoningNames();
   const bridgeOptions = {
     defaultTruncation: config.responses.default_truncation,
     unbridgeable: config.responses.unbridgeable,
@@ -272,8 +275,14 @@ export function createResponsesService(deps: {
       chain,
       clientInput,
       chatInput: Object.assign({}, input, {
+        // A thinking model's reasoning, given back, under the name its answers use.
         body: Object.assign({}, bridged.chatFields, {
-          messages: systemOnlyFirst ? forStrictTemplate(messages as ContextMessage[]) : messages,
+          messages: reasoningNamed(
+            systemOnlyFirst
+              ? forStrictTemplate(messages as ContextMessage[])
+              : (messages as ContextMessage[]),
+            reasoningNames.of(model),
+          ),
         }),
         rawBody: undefined,
         // The chat tools are the client's function tools, narrowed by an allowed_tools tool_choice.
@@ -317,6 +326,7 @@ export function createResponsesService(deps: {
     };
     const previous = chain.previous;
     const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
+      reasoningNames.saw(meta.model, reasoningOf(reply)?.field);
       if (!bridged.store) return;
       const messages = [...bridged.messages, reply];
       const inputItems = bridged.inputItems.map((item, index) => ({

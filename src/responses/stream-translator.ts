@@ -7,7 +7,7 @@
 // custom_tool_call item whose input is known only once its arguments are whole: its
 // .custom_tool_call_input.delta and .done come with the closing events.
 import { StringDecoder } from 'node:string_decoder';
-import { reasoningOf, type ReasoningField } from '../upstream/reply-assembler.js';
+import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callItemOf,

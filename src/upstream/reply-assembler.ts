@@ -1,9 +1,9 @@
 // Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
 // an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
-// the reply it relayed. A thinking model's reasoning comes as `reasoning_content` (DeepSeek, Kimi,
-// SGLang, llama.cpp) or `reasoning` (vLLM 0.17 and later, OpenRouter, Ollama): the reply keeps the name
-// the provider used, as it is sent back to that provider. Pure.
+// the reply it relayed. A thinking model's reasoning keeps the name the provider gave it
+// (reasoning-field.ts), as it is sent back to that provider. Pure.
 import { flatText } from '../flat-string.js';
+import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
 
 export interface AssembledReply {
@@ -11,20 +11,6 @@ export interface AssembledReply {
   finished: boolean;
   /** Data events that were neither JSON nor [DONE]: the stream is not what it claims. */
   malformedEvents: number;
-}
-
-/** The two names a chat provider gives a thinking model's reasoning. */
-export type ReasoningField = 'reasoning_content' | 'reasoning';
-
-/** A chat message's (or delta's) reasoning and the name it came under; undefined when it has none. */
-export function reasoningOf(
-  message: Record<string, unknown> | undefined,
-): { field: ReasoningField; text: string } | undefined {
-  for (const field of ['reasoning_content', 'reasoning'] as const) {
-    const text = message?.[field];
-    if (typeof text === 'string' && text !== '') return { field, text };
-  }
-  return undefined;
 }
 
 interface ChoiceDelta {

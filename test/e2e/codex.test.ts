@@ -20,6 +20,8 @@ import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 const model = 'codex-16k';
 /** A model that thinks as DeepSeek's V4 does: its reasoning must come back with its tool calls. */
 const thinkingModel = 'deepseek-v4-flash';
+/** A thinking model as vLLM 0.17 and later serve it: its reasoning named `reasoning`, read back so only. */
+const vllmModel = 'qwen3.5-vllm';
 // Codex 0.171's instructions and tools (its sub-agent namespace included) come to some 8,000 tokens.
 const window = 16_384;
 const longLoop = 40;
@@ -75,6 +77,8 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
 let fake: FakeUpstream;
 /** As Mistral's API: fields it does not know are refused with a 422. */
 let mistral: FakeUpstream;
+/** As vLLM 0.17 serves a thinking model (Qwen 3.5 with a local template). */
+let vllm: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
@@ -93,6 +97,14 @@ beforeAll(async () => {
     respond,
     forbiddenFields: mistralUnknownFields,
   });
+  vllm = new FakeUpstream({
+    windows: { [vllmModel]: 131_072 },
+    systemOnlyFirst: true,
+    thinking: [vllmModel],
+    reasoningField: 'reasoning',
+    recordLimit: 200,
+    respond,
+  });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
@@ -100,6 +112,9 @@ beforeAll(async () => {
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
       '    models: ["devstral-*"]',
+      '  - name: vllm',
+      `    base_url: ${await vllm.start()}`,
+      '    models: ["qwen3.5-*"]',
       'models:',
       `  - match: ${model}`,
       `    window: ${window}`,
@@ -111,6 +126,7 @@ afterAll(async () => {
   await harness.close();
   await fake.stop();
   await mistral.stop();
+  await vllm.stop();
 });
 
 /** `codex exec` with a fresh home whose config.toml names the gateway as the model provider. */
@@ -205,6 +221,18 @@ describe('Codex through the gateway', () => {
       (message) => message.role === 'assistant' && message.tool_calls !== undefined,
     );
     expect(call?.reasoning_content).toMatch(/^Thinking before answer \d+\.$/);
+  });
+
+  it('runs on a thinking model served by vLLM 0.17: its reasoning goes back under the name vLLM reads, `reasoning`', async () => {
+    const { finished, work, requests } = await codexExec('Write the note.', vllmModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    const call = (vllm.chatRequests.at(-1)?.body as { messages: ChatMessage[] }).messages.find(
+      (message) => message.role === 'assistant' && message.tool_calls !== undefined,
+    ) as Record<string, unknown> | undefined;
+    expect(call?.reasoning).toMatch(/^Thinking before answer \d+\.$/);
+    expect(call).not.toHaveProperty('reasoning_content');
   });
 
   it('runs on GPT-6 as Codex sends it there: its exec tool, given in the input, writes the file', async () => {

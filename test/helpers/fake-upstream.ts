@@ -135,6 +135,12 @@ export interface FakeUpstreamOptions {
    */
   thinking?: readonly string[];
   /**
+   * The name the thinking models give their reasoning: `reasoning_content` (the default, as DeepSeek and
+   * Kimi, which refuse a tool call sent back without it), or `reasoning` as vLLM 0.17 and later serve
+   * Qwen or Kimi — which refuse nothing: what comes back under another name never reaches the template.
+   */
+  reasoningField?: 'reasoning_content' | 'reasoning';
+  /**
    * Models served as OpenAI serves its reasoning models (o-series, GPT-5): `max_tokens` and a
    * `temperature` other than 1 are refused with OpenAI's 400 (`unsupported_parameter`, `unsupported_value`).
    */
@@ -659,6 +665,7 @@ export class FakeUpstream {
     }
     if (
       this.options.thinking?.includes(String(body.model)) === true &&
+      (this.options.reasoningField ?? 'reasoning_content') === 'reasoning_content' &&
       body.messages.some(
         (message) =>
           message.role === 'assistant' &&
@@ -814,7 +821,7 @@ export class FakeUpstream {
 
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
-      if (reasoning !== undefined) message.reasoning_content = reasoning;
+      if (reasoning !== undefined) message[this.options.reasoningField ?? 'reasoning_content'] = reasoning;
       if (behaviour.toolCalls !== undefined) {
         message.tool_calls = behaviour.toolCalls.map((call) => ({
           id: call.id,
@@ -857,7 +864,14 @@ export class FakeUpstream {
     ];
     if (reasoning !== undefined)
       frames.push(
-        frame([{ index: 0, delta: { reasoning_content: reasoning }, logprobs: null, finish_reason: null }]),
+        frame([
+          {
+            index: 0,
+            delta: { [this.options.reasoningField ?? 'reasoning_content']: reasoning },
+            logprobs: null,
+            finish_reason: null,
+          },
+        ]),
       );
     if (behaviour.toolCalls !== undefined) {
       for (const [index, call] of behaviour.toolCalls.entries()) {

@@ -120,6 +120,24 @@ describe('a chat stream as Anthropic events', () => {
     });
   });
 
+  it.each(['reasoning_content', 'reasoning'])(
+    'streams reasoning given as `%s` as a thinking block, and says its name',
+    (field) => {
+      const translator = new MessagesStreamTranslator(meta, 0);
+      let text = translator.start();
+      expect(translator.reasoningField).toBeUndefined();
+      text += translator.push(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta: { [field]: 'Hmm.' } }] })}\n\n`,
+      );
+      expect(eventsWrittenAsJson(text).find((event) => event.type === 'content_block_delta')).toEqual({
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'thinking_delta', thinking: 'Hmm.' },
+      });
+      expect(translator.reasoningField).toBe(field);
+    },
+  );
+
   it('writes each delta event as JSON.stringify writes its object', () => {
     const awkward = [
       'plain',

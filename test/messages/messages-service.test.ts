@@ -204,6 +204,46 @@ describe('the Messages service: create', () => {
     },
   );
 
+  it('gives a thinking model its reasoning back under the name its answers gave it (vLLM 0.17: `reasoning`)', async () => {
+    const thinking = {
+      id: 'c',
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            reasoning: 'I should read it.',
+            tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'Read', arguments: '{}' } }],
+          },
+          finish_reason: 'tool_calls',
+        },
+      ],
+    };
+    const chat = scriptedChat({ whole: 200, body: thinking });
+    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    const client = recordingClient();
+    await service.create(input(request('qwen3.5')), client);
+    const answer = JSON.parse(client.received) as { content: Array<Record<string, unknown>> };
+    expect(answer.content[0]).toEqual({ type: 'thinking', thinking: 'I should read it.', signature: '' });
+    // Claude Code sends the answer back with the tool's result: its thinking goes back as vLLM reads it.
+    await service.create(
+      input(
+        request('qwen3.5', {
+          messages: [
+            { role: 'user', content: 'What is 2 + 2?' },
+            { role: 'assistant', content: answer.content },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: '4' }] },
+          ],
+        }),
+      ),
+      recordingClient(),
+    );
+    const sent = (chat.asked[1]?.body as { messages: Array<Record<string, unknown>> }).messages;
+    expect(sent[2]).toMatchObject({ role: 'assistant', reasoning: 'I should read it.' });
+    expect(sent[2]).not.toHaveProperty('reasoning_content');
+  });
+
   it.each<[string, string, Record<string, string>, Record<string, string | undefined>]>([
     [
       'an x-api-key to a Chat Completions upstream becomes a bearer token',
