@@ -23,7 +23,12 @@ import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
 import { recallAllowed, recallTool } from '../context/recall.js';
-import { applyFieldFixes, type FieldFixes } from '../upstream/field-fixes.js';
+import {
+  applyFieldFixes,
+  toolCallIdsField,
+  withToolCallIdsAsMistralTakes,
+  type FieldFixes,
+} from '../upstream/field-fixes.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 
 export interface ChatAttempt extends SendAttempt {
@@ -188,13 +193,19 @@ export function createAttemptLadder(input: {
       // The recall tool is not the client's: that tool set is known by its definitions.
       toolsKey: recall ? undefined : input.toolsKey,
     });
-    const { prepared } = plan;
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
     const outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
+    const { prepared } = plan;
+    // A model that takes only its own kind of tool call ids (Mistral) gets the others written so, on the
+    // wire only: what was sent of the conversation is still the rendered messages.
+    const messages = fixes.some((fix) => fix.field === toolCallIdsField)
+      ? withToolCallIdsAsMistralTakes(prepared.messages)
+      : prepared.messages;
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
     const unchanged =
       choice.session === undefined &&
       !prepared.report.modified &&
+      messages === prepared.messages &&
       outgoing === chatRequest &&
       !recall &&
       input.rawBody !== undefined;
@@ -205,7 +216,7 @@ export function createAttemptLadder(input: {
     const askedMaxTokens =
       state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
     const sentMaxTokens = prepared.loweredMaxTokens ?? askedMaxTokens ?? 0;
-    const request = Object.assign({}, outgoing, { messages: prepared.messages });
+    const request = Object.assign({}, outgoing, { messages });
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
     return {
       state,
@@ -216,7 +227,7 @@ export function createAttemptLadder(input: {
             JSON.stringify(toAnthropicRequest(request)))
           : unchanged
             ? (input.rawBody as Buffer)
-            : serializeChatBody(outgoing, prepared.messages, input.knownBytes?.(prepared.messages)),
+            : serializeChatBody(outgoing, messages, input.knownBytes?.(messages)),
       wire,
       request,
       headers,

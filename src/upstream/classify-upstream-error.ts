@@ -3,7 +3,12 @@
 // apart from their look-alikes (rate limits on tokens per minute, output caps, byte-size limits,
 // schema errors) by the shapes and phrasing families providers use, not by exact strings, and the
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
-import { fixForUnknownField, fixForUnsupportedField, type FieldFix } from './field-fixes.js';
+import {
+  fixForUnknownField,
+  fixForUnsupportedField,
+  toolCallIdsField,
+  type FieldFix,
+} from './field-fixes.js';
 
 export interface OverflowNumbers {
   /** The model's context window. */
@@ -123,6 +128,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // Anthropic advises changing).
   if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))
     add({ field: 'top_p' });
+  // Mistral's API (and a Mistral template in vLLM or mlx) on another provider's tool call ids.
+  if (/tool call id was [^\n]{0,300}? but must be a-z, a-z, 0-9, with a length of 9/i.test(text))
+    add({ field: toolCallIdsField });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')

@@ -4,7 +4,19 @@
 // know, `max_completion_tokens` and `stream_options` among them, which the gateway's bridges write
 // themselves. The gateway tells the reasoning models by name where it can (model-family.ts); the rest
 // are found by their refusal: the request goes again with the field renamed or left out, and the model's
-// fix is kept for its later requests.
+// fix is kept for its later requests. Mistral's refusal of another provider's tool call ids is fixed so
+// too (toolCallIdsField).
+
+import type { ContextMessage } from '../context/types.js';
+
+/**
+ * Not a field of the body: the ids of the messages' tool calls (and of the tool messages answering them),
+ * which Mistral's API and Mistral's chat templates take only as 9 letters and digits ("Tool call id was
+ * call_0fypS1hVX but must be a-z, A-Z, 0-9, with a length of 9."). Ids another provider gave — a
+ * conversation a fallback brings from an OpenAI model, or a client that switched models — are sent as
+ * such ids, the same for the same id (withToolCallIdsAsMistralTakes).
+ */
+export const toolCallIdsField = 'messages[].tool_calls[].id';
 
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
@@ -128,4 +140,63 @@ export function createFieldFixes(options: {
       return true;
     },
   };
+}
+
+const mistralId = /^[A-Za-z0-9]{9}$/;
+const digits62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** FNV-1a of `text` from `seed`, 32 bits. */
+function fnv1a(text: string, seed: number): number {
+  let hash = seed >>> 0;
+  for (let at = 0; at < text.length; at++) {
+    hash ^= text.charCodeAt(at);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/** An id as Mistral takes it: itself when it is one, else 9 letters and digits made from it. */
+function asMistralId(id: string): string {
+  if (mistralId.test(id)) return id;
+  let out = '';
+  // 5 digits of one hash and 4 of another: 62^5 and 62^4 both under 2^32.
+  for (const [seed, count] of [
+    [0x811c9dc5, 5],
+    [0x01000193, 4],
+  ] as const) {
+    let hash = fnv1a(id, seed);
+    for (let digit = 0; digit < count; digit++) {
+      out += digits62[hash % 62];
+      hash = Math.floor(hash / 62);
+    }
+  }
+  return out;
+}
+
+/**
+ * The messages with every tool call id Mistral would refuse written as one it takes, in the call and in
+ * the tool message that answers it alike; the messages that hold none are the same objects (their bytes
+ * are copied), and the same array when none does.
+ */
+export function withToolCallIdsAsMistralTakes(messages: ContextMessage[]): ContextMessage[] {
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    let changed: ContextMessage | undefined;
+    if (typeof message.tool_call_id === 'string' && !mistralId.test(message.tool_call_id))
+      changed = Object.assign({}, message, { tool_call_id: asMistralId(message.tool_call_id) });
+    const calls = message.tool_calls;
+    if (
+      Array.isArray(calls) &&
+      calls.some((call: { id?: unknown }) => typeof call?.id === 'string' && !mistralId.test(call.id))
+    )
+      changed = Object.assign({}, message, {
+        tool_calls: calls.map((call: { id?: unknown }) =>
+          typeof call?.id === 'string' ? Object.assign({}, call, { id: asMistralId(call.id) }) : call,
+        ),
+      });
+    if (changed === undefined) return;
+    out ??= [...messages];
+    out[index] = changed;
+  });
+  return out ?? messages;
 }

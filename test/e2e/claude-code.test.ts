@@ -111,6 +111,7 @@ beforeAll(async () => {
   mistral = new FakeUpstream({
     windows: { 'devstral-coder': 131_072 },
     forbiddenFields: mistralUnknownFields,
+    mistralToolCallIds: true,
     respond,
   });
   const anthropicUrl = await anthropic.start();

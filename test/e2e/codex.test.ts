@@ -96,6 +96,7 @@ beforeAll(async () => {
     recordLimit: 200,
     respond,
     forbiddenFields: mistralUnknownFields,
+    mistralToolCallIds: true,
   });
   vllm = new FakeUpstream({
     windows: { [vllmModel]: 131_072 },

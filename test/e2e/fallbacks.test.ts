@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { FakeUpstream, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -13,13 +13,21 @@ const smallWindow = 4_000;
 const largeWindow = 32_000;
 let small: FakeUpstream;
 let large: FakeUpstream;
+/** As Mistral's API: its own tool call ids are 9 letters and digits, and it refuses any other. */
+let mistral: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
   small = new FakeUpstream({ windows: { 'small-chat': smallWindow, 'hidden-small': smallWindow } });
   large = new FakeUpstream({ defaultWindow: largeWindow });
+  mistral = new FakeUpstream({
+    defaultWindow: largeWindow,
+    mistralToolCallIds: true,
+    forbiddenFields: mistralUnknownFields,
+  });
   const smallUrl = await small.start();
   const largeUrl = await large.start();
+  const mistralUrl = await mistral.start();
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: smallUrl, REDIS_URL: inject('redisUrl') },
     configYaml: [
@@ -27,6 +35,9 @@ beforeAll(async () => {
       '  - name: big',
       `    base_url: ${largeUrl}`,
       '    models: ["large-chat"]',
+      '  - name: mistral',
+      `    base_url: ${mistralUrl}`,
+      '    models: ["mistral-large"]',
       'models:',
       '  - match: small-chat',
       `    window: ${smallWindow}`,
@@ -39,6 +50,14 @@ beforeAll(async () => {
       '    fallbacks: ["large-chat"]',
       '  - match: lonely-small',
       `    window: ${smallWindow}`,
+      '    output_reserve: 500',
+      // A small OpenAI-style model whose conversations go on at Mistral when they outgrow it.
+      '  - match: small-tools',
+      `    window: ${smallWindow}`,
+      '    output_reserve: 500',
+      '    fallbacks: ["mistral-large"]',
+      '  - match: mistral-large',
+      `    window: ${largeWindow}`,
       '    output_reserve: 500',
       '  - match: large-chat',
       `    window: ${largeWindow}`,
@@ -53,6 +72,7 @@ afterAll(async () => {
   await harness.close();
   await small.stop();
   await large.stop();
+  await mistral.stop();
 });
 
 const client = (headers: Record<string, string> = {}) =>
@@ -104,6 +124,50 @@ describe('context-window fallbacks', () => {
     });
     expect(preview.status).toBe(200);
     expect(preview.headers.get('x-context-fallback')).toBe('large-chat');
+  });
+
+  it("takes a tool loop on to Mistral, which refuses another provider's tool call ids: learned, sent as it takes them", async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'Read the report and summarize it.' },
+    ];
+    // The small model's call, with an id as OpenAI writes them.
+    small.enqueue({ toolCalls: [{ id: 'call_Kq3vT9xLm2Pq8Rz1', name: 'read', arguments: '{}' }] });
+    const first = await client().chat.completions.create({ model: 'small-tools', messages, max_tokens: 300 });
+    const call = first.choices[0]?.message.tool_calls?.[0];
+    expect(call?.id).toBe('call_Kq3vT9xLm2Pq8Rz1');
+    messages.push(
+      first.choices[0]?.message as OpenAI.ChatCompletionMessageParam,
+      { role: 'tool', tool_call_id: call?.id ?? '', content: 'Sales rose.' },
+      { role: 'assistant', content: 'Sales rose.' },
+      { role: 'user', content: `Now this one: ${prose(6_000, 9)}` },
+    );
+    // The next question does not fit the small model: the conversation goes on at Mistral.
+    const before = mistral.chatRequests.length;
+    mistral.setDefault({ content: 'A summary.' });
+    for (const turn of [1, 2]) {
+      const { data, response } = await client()
+        .chat.completions.create({ model: 'small-tools', messages, max_tokens: 300 })
+        .withResponse();
+      expect(data.choices[0]?.message.content, `turn ${turn}`).toBe('A summary.');
+      expect(response.headers.get('x-context-fallback')).toBe('mistral-large');
+    }
+    // Refused once for the id, then sent with ids Mistral takes, the call and its result alike; the
+    // second request was sent so at once.
+    const sent = calls(mistral, before).map((request) =>
+      (
+        request.body as { messages: Array<{ tool_calls?: Array<{ id: string }>; tool_call_id?: string }> }
+      ).messages.flatMap((message) => [
+        ...(message.tool_calls ?? []).map((one) => one.id),
+        ...(message.tool_call_id === undefined ? [] : [message.tool_call_id]),
+      ]),
+    );
+    expect(sent).toHaveLength(3);
+    expect(sent[0]).toEqual(['call_Kq3vT9xLm2Pq8Rz1', 'call_Kq3vT9xLm2Pq8Rz1']);
+    const [callId, resultId] = sent[1] ?? [];
+    expect(callId).toMatch(/^[A-Za-z0-9]{9}$/);
+    expect(resultId).toBe(callId);
+    expect(sent[2]).toEqual([callId, callId]);
   });
 
   it('goes to the large model when a retry would drop most of the history, streaming too', async () => {

@@ -150,6 +150,11 @@ export interface FakeUpstreamOptions {
    * validation errors (`extra_forbidden`) name every such field the request carries.
    */
   forbiddenFields?: readonly string[];
+  /**
+   * Tool call ids as Mistral's API has them: its answers' ids are 9 letters and digits, and a request
+   * holding any other (a call's id or a tool message's) is refused with Mistral's 400.
+   */
+  mistralToolCallIds?: boolean;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -354,6 +359,20 @@ export class FakeUpstream {
   private server: Server | undefined;
   private readonly options: FakeUpstreamOptions;
   private sequence = 0;
+
+  /** A scripted call's id as this provider gives it: Mistral's are 9 letters and digits. */
+  private answerId(id: string): string {
+    if (this.options.mistralToolCallIds !== true) return id;
+    const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+    let hash = 7;
+    for (const char of id) hash = (Math.imul(hash, 31) + (char.codePointAt(0) ?? 0)) >>> 0;
+    let out = '';
+    for (let digit = 0; digit < 9; digit++) {
+      out += letters[hash % 62];
+      hash = (Math.imul(hash, 1_103_515_245) + 12_345) >>> 0;
+    }
+    return out;
+  }
   /** The previous prompt of each model that counts only uncached tokens: its messages' JSON and count. */
   private readonly cachedPrompts = new Map<string, { messages: string; tokens: number }>();
 
@@ -619,6 +638,27 @@ export class FakeUpstream {
       );
       return;
     }
+    if (this.options.mistralToolCallIds === true) {
+      const ids = body.messages.flatMap((message) => [
+        ...(message.tool_calls ?? []).map((call) => call.id),
+        ...(message.role === 'tool' ? [message.tool_call_id] : []),
+      ]);
+      const wrong = ids.find((id) => typeof id !== 'string' || !/^[A-Za-z0-9]{9}$/.test(id));
+      if (wrong !== undefined) {
+        sendJson(
+          400,
+          JSON.stringify({
+            object: 'error',
+            message: `Tool call id was ${String(wrong)} but must be a-z, A-Z, 0-9, with a length of 9.`,
+            type: 'invalid_function_call',
+            param: null,
+            code: '3280',
+            raw_status_code: 400,
+          }),
+        );
+        return;
+      }
+    }
     if (this.options.reasoningModels?.includes(String(body.model)) === true) {
       const raw = body as Record<string, unknown>;
       const refusal =
@@ -824,7 +864,7 @@ export class FakeUpstream {
       if (reasoning !== undefined) message[this.options.reasoningField ?? 'reasoning_content'] = reasoning;
       if (behaviour.toolCalls !== undefined) {
         message.tool_calls = behaviour.toolCalls.map((call) => ({
-          id: call.id,
+          id: this.answerId(call.id),
           type: 'function',
           function: { name: call.name, arguments: call.arguments },
         }));
@@ -881,7 +921,12 @@ export class FakeUpstream {
               index: 0,
               delta: {
                 tool_calls: [
-                  { index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } },
+                  {
+                    index,
+                    id: this.answerId(call.id),
+                    type: 'function',
+                    function: { name: call.name, arguments: '' },
+                  },
                 ],
               },
               logprobs: null,

@@ -401,6 +401,24 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
   },
   {
+    // Mistral's API, 2026 (as reported in nearai/ironclaw#1241): another provider's tool call id.
+    name: "Mistral: another provider's tool call id (400 invalid_function_call)",
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"Tool call id was call_Kq3vT9xLm2Pq8Rz1 but must be a-z, A-Z, 0-9, with a length of 9.","type":"invalid_function_call","param":null,"code":"3280","raw_status_code":400}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].id' }] },
+  },
+  {
+    // vLLM serving a Mistral model (2024 wording, as in jackmpcollins/magentic#276).
+    name: 'vLLM with a Mistral model: a tool call id of another length (400 invalid_request_error)',
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"Tool call id was 38f04d9ea185424a8dc6ed9a88da5 but must be a-z, A-Z, 0-9, with a length of 9.","type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].id' }] },
+  },
+  {
     name: 'Mistral: max_completion_tokens, which it takes as max_tokens',
     answer: {
       status: 422,

@@ -6,8 +6,11 @@ import {
   createFieldFixes,
   fixForUnknownField,
   fixForUnsupportedField,
+  toolCallIdsField,
+  withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
+import type { ContextMessage } from '../../src/context/types.js';
 
 const rename: FieldFix = { field: 'max_tokens', renameTo: 'max_completion_tokens' };
 const drop: FieldFix = { field: 'temperature' };
@@ -102,5 +105,52 @@ describe('what is sent instead of a refused field', () => {
   ] as const)('%s %s (replacement %s)', (kind, field, replacement, expected) => {
     const fix = kind === 'unknown' ? fixForUnknownField(field) : fixForUnsupportedField(field, replacement);
     expect(fix).toEqual(expected);
+  });
+});
+
+describe('withToolCallIdsAsMistralTakes', () => {
+  const call = (...ids: string[]): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } })),
+  });
+  const result = (id: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content: 'ok' });
+  const idsOf = (messages: ContextMessage[]) =>
+    messages.flatMap((message) => [
+      ...(message.tool_calls ?? []).map((one) => one.id as string),
+      ...(message.tool_call_id === undefined ? [] : [message.tool_call_id]),
+    ]);
+
+  it('writes ids of other providers as 9 letters and digits, a call and its result alike', () => {
+    const messages = [
+      { role: 'user', content: 'Go.' },
+      call('call_Kq3vT9xLm2Pq8Rz1', 'toolu_01A09q90qw90lq917835lq9'),
+      result('call_Kq3vT9xLm2Pq8Rz1'),
+      result('toolu_01A09q90qw90lq917835lq9'),
+    ];
+    const ids = idsOf(withToolCallIdsAsMistralTakes(messages));
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9]{9}$/);
+    expect(ids[2]).toBe(ids[0]);
+    expect(ids[3]).toBe(ids[1]);
+    expect(ids[0]).not.toBe(ids[1]);
+    // The same for the same id, request after request: the prompt keeps its prefix.
+    expect(idsOf(withToolCallIdsAsMistralTakes(messages))).toEqual(ids);
+    // Not the field of a body: the body's fixes leave it alone.
+    expect(applyFieldFixes({ model: 'm' }, [{ field: toolCallIdsField }])).toEqual({ model: 'm' });
+  });
+
+  it("leaves Mistral's own ids, and the messages holding only them, as they are", () => {
+    const own = call('aB3xK9mP2');
+    const messages = [own, result('aB3xK9mP2')];
+    expect(withToolCallIdsAsMistralTakes(messages)).toBe(messages);
+    const mixed = withToolCallIdsAsMistralTakes([own, result('aB3xK9mP2'), call('call_1'), result('call_1')]);
+    expect(mixed[0]).toBe(own);
+    expect(idsOf(mixed).slice(0, 2)).toEqual(['aB3xK9mP2', 'aB3xK9mP2']);
+  });
+
+  it('gives 10,000 different ids 10,000 different ids', () => {
+    const ids = Array.from({ length: 10_000 }, (_unused, index) => `call_${index}`);
+    const written = idsOf(withToolCallIdsAsMistralTakes([call(...ids)]));
+    expect(new Set(written).size).toBe(10_000);
   });
 });
