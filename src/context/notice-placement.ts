@@ -6,7 +6,10 @@
 // that follows it, or appended to the one that opened an earlier agent turn — and what would join the
 // current turn's user message (sent as the client wrote it) goes to the leading system message, as
 // `leading_system` sends them all. Merged where it stood, a notice changes the prompt from where it was,
-// as inline does: the prefix a provider's cache reuses is the same. Pure.
+// as inline does: the prefix a provider's cache reuses is the same. The same templates refuse what a
+// request bridged from the Responses or Messages API can hold (developer messages, system messages in
+// the conversation, two user messages in a row): forStrictTemplate writes such a request as they take
+// it. Pure.
 import { isSystemRole, leadingSystemCount, messageText } from './turns.js';
 import type { ContextMessage } from './types.js';
 
