@@ -127,9 +127,10 @@ interface BridgeContext {
 
 /**
  * An assistant message's blocks as one chat message: text, tool calls, and — bridged — the thinking a
- * chat provider gave (`reasoning_content`, which the gateway answered as a thinking block with no
- * signature) as `reasoning_content` again: DeepSeek and Kimi refuse a tool call sent back without it.
- * Claude's own thinking (signed) goes natively only.
+ * chat provider gave (its reasoning, which the gateway answered as a thinking block with no signature) as
+ * `reasoning_content` again, which the service names as the model's answers do (reasoning-field.ts):
+ * DeepSeek and Kimi refuse a tool call sent back without it. Claude's own thinking (signed) goes natively
+ * only.
  */
 function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeContext): Json {
   const text: string[] = [];

@@ -179,8 +179,10 @@ export function createMessagesService(deps: {
   };
 }
 
-/** The ClientStream the chat engine answers into, answering the client in Anthropic's format. */
-/** The client of a Messages request; `answered` hears the name the answer gave its reasoning. */
+/**
+ * The ClientStream the chat engine answers into, answering the client in Anthropic's format; `answered`
+ * hears the name the answer gave its reasoning.
+ */
 function messagesClient(
   client: ClientStream,
   meta: { id: string; model: string },

@@ -567,10 +567,6 @@ function metadataOf(value: unknown): Record<string, string> {
 }
 
 /**
- * The input items of a request (item references already resolved), those a upstream cannot read
- * dropped; `indexes` gets each kept item's index in `input`.
- */
-/**
  * The text of a reasoning item, as a chat provider gave it (its `content` of `reasoning_text` parts, which
  * the gateway makes of a reply's `reasoning_content`); '' for one that holds only encrypted content or a
  * summary (OpenAI's own reasoning, which no chat provider can read).
@@ -588,6 +584,10 @@ export function reasoningText(item: InputItem): string {
     .join('');
 }
 
+/**
+ * The input items of a request (item references already resolved), those a upstream cannot read
+ * dropped; `indexes` gets each kept item's index in `input`.
+ */
 function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputItem[] {
   if (typeof input === 'string') {
     indexes.push(-1);

@@ -2,7 +2,7 @@
 // response.created and .in_progress first, then per output item .output_item.added, the text or the
 // function call arguments as deltas, their .done events and .output_item.done, and at the end
 // response.completed (or .incomplete) with the usage — each event with its sequence_number. The model's
-// reasoning (`reasoning_content`) is a reasoning item of reasoning_text, its text as
+// reasoning (`reasoning_content` or `reasoning`) is a reasoning item of reasoning_text, its text as
 // .reasoning_text.delta and .done. A call of a custom tool (bridge.ts customAsFunction) is a
 // custom_tool_call item whose input is known only once its arguments are whole: its
 // .custom_tool_call_input.delta and .done come with the closing events.
@@ -30,7 +30,7 @@ interface TextItem {
   deltaHead: string;
 }
 
-/** The model's reasoning (a chat stream's `reasoning_content`), as a reasoning item of reasoning_text. */
+/** The model's reasoning (a chat stream's `reasoning_content` or `reasoning`), as a reasoning item. */
 interface ReasoningItem {
   kind: 'reasoning';
   index: number;
