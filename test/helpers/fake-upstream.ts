@@ -359,6 +359,8 @@ export class FakeUpstream {
   private server: Server | undefined;
   private readonly options: FakeUpstreamOptions;
   private sequence = 0;
+  /** The previous prompt of each model that counts only uncached tokens: its messages' JSON and count. */
+  private readonly cachedPrompts = new Map<string, { messages: string; tokens: number }>();
 
   /** A scripted call's id as this provider gives it: Mistral's are 9 letters and digits. */
   private answerId(id: string): string {
@@ -373,8 +375,6 @@ export class FakeUpstream {
     }
     return out;
   }
-  /** The previous prompt of each model that counts only uncached tokens: its messages' JSON and count. */
-  private readonly cachedPrompts = new Map<string, { messages: string; tokens: number }>();
 
   constructor(options: FakeUpstreamOptions = {}) {
     this.options = options;
