@@ -146,10 +146,12 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
         type: 'function',
         function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
       });
-    } else if (block.type === 'thinking' && !native) {
-      if (typeof block.signature === 'string' && block.signature !== '') dropped.add('thinking');
-      else reasoning += String(block.thinking ?? '');
-    } else if (block.type !== 'thinking' && !native) dropped.add(String(block.type));
+    } else if (!native) {
+      // A chat provider's thinking carries no signature; Claude's (signed), like any other block, is dropped.
+      const unsigned = typeof block.signature !== 'string' || block.signature === '';
+      if (block.type === 'thinking' && unsigned) reasoning += String(block.thinking ?? '');
+      else dropped.add(String(block.type));
+    }
   }
   const message: Json = {
     role: 'assistant',
