@@ -25,7 +25,9 @@ import type { SendAttempt } from '../upstream/send-with-recovery.js';
 import { recallAllowed, recallTool } from '../context/recall.js';
 import {
   applyFieldFixes,
+  thoughtSignaturesField,
   toolCallIdsField,
+  withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
@@ -196,11 +198,13 @@ export function createAttemptLadder(input: {
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
     const outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
     const { prepared } = plan;
-    // A model that takes only its own kind of tool call ids (Mistral) gets the others written so, on the
-    // wire only: what was sent of the conversation is still the rendered messages.
-    const messages = fixes.some((fix) => fix.field === toolCallIdsField)
-      ? withToolCallIdsAsMistralTakes(prepared.messages)
-      : prepared.messages;
+    // On the wire only (what was sent of the conversation is still the rendered messages): a model that
+    // takes only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a
+    // stand-in signature on the calls that have none (another model's, or a client's that dropped it).
+    let messages = prepared.messages;
+    if (fixes.some((fix) => fix.field === toolCallIdsField))
+      messages = withToolCallIdsAsMistralTakes(messages);
+    if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
     const unchanged =
       choice.session === undefined &&

@@ -6,6 +6,7 @@
 import {
   fixForUnknownField,
   fixForUnsupportedField,
+  thoughtSignaturesField,
   toolCallIdsField,
   type FieldFix,
 } from './field-fixes.js';
@@ -106,7 +107,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * does not support ("Unsupported parameter: 'max_tokens' … Use 'max_completion_tokens' instead",
  * "Unsupported value: 'temperature' …") or does not know ("Unknown parameter: 'stream_options'",
  * "Unrecognized request argument supplied: user"), Gemini's "Unknown name \"parallel_tool_calls\": Cannot
- * find field.", a serde "unknown field `user`", and Mistral's
+ * find field.", a serde "unknown field `user`", Gemini 3's "Function call is missing a thought_signature",
+ * and Mistral's
  * validation errors (`extra_forbidden` at `["body", "<field>", …]`, its JSON sometimes nested as a
  * string); and Anthropic's refusal of `temperature` with `top_p`. Also when a proxy such as LiteLLM passes
  * the wording on inside its own message.
@@ -131,6 +133,8 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // Mistral's API (and a Mistral template in vLLM or mlx) on another provider's tool call ids.
   if (/tool call id was [^\n]{0,300}? but must be a-z, a-z, 0-9, with a length of 9/i.test(text))
     add({ field: toolCallIdsField });
+  // Gemini 3 (its OpenAI-compatible endpoint) on a tool call sent back without its thought signature.
+  if (/function call is missing a thought_signature/i.test(text)) add({ field: thoughtSignaturesField });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')

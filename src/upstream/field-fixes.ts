@@ -5,7 +5,8 @@
 // themselves. The gateway tells the reasoning models by name where it can (model-family.ts); the rest
 // are found by their refusal: the request goes again with the field renamed or left out, and the model's
 // fix is kept for its later requests. Mistral's refusal of another provider's tool call ids is fixed so
-// too (toolCallIdsField).
+// too (toolCallIdsField), and Gemini's of a tool call without its thought signature
+// (thoughtSignaturesField).
 
 import type { ContextMessage } from '../context/types.js';
 
@@ -17,6 +18,18 @@ import type { ContextMessage } from '../context/types.js';
  * such ids, the same for the same id (withToolCallIdsAsMistralTakes).
  */
 export const toolCallIdsField = 'messages[].tool_calls[].id';
+
+/**
+ * Not a field of the body: the thought signature Gemini 3 gives the first tool call of each answer
+ * (`extra_content.google.thought_signature` on Google's OpenAI-compatible endpoint) and refuses that
+ * call back without ("Function call is missing a thought_signature in functionCall parts."). A call
+ * another model made (a fallback, a client that switched models), or one a client or a bridge sent back
+ * without it, gets the signature Google documents for calls it has none of (withThoughtSignatures).
+ */
+export const thoughtSignaturesField = 'messages[].tool_calls[].extra_content.google.thought_signature';
+
+/** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
+const noThoughtSignature = 'skip_thought_signature_validator';
 
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
@@ -197,6 +210,27 @@ export function withToolCallIdsAsMistralTakes(messages: ContextMessage[]): Conte
     if (changed === undefined) return;
     out ??= [...messages];
     out[index] = changed;
+  });
+  return out ?? messages;
+}
+
+/**
+ * The messages with each assistant message's first tool call — where Gemini puts a step's signature —
+ * given Google's stand-in when it carries no signature (anything else its `extra_content` holds is
+ * kept); the messages that need none are the same objects, and the same array when none does.
+ */
+export function withThoughtSignatures(messages: ContextMessage[]): ContextMessage[] {
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    const calls = message.tool_calls;
+    const first = Array.isArray(calls) ? (calls[0] as Record<string, unknown> | undefined) : undefined;
+    if (first === undefined || first === null || typeof first !== 'object') return;
+    const extra = first.extra_content as { google?: { thought_signature?: unknown } } | undefined;
+    if (typeof extra?.google?.thought_signature === 'string') return;
+    const google = Object.assign({}, extra?.google, { thought_signature: noThoughtSignature });
+    const signed = Object.assign({}, first, { extra_content: Object.assign({}, extra, { google }) });
+    out ??= [...messages];
+    out[index] = Object.assign({}, message, { tool_calls: [signed, ...(calls as unknown[]).slice(1)] });
   });
   return out ?? messages;
 }

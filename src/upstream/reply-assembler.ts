@@ -1,7 +1,8 @@
 // Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
 // an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
 // the reply it relayed. A thinking model's reasoning keeps the name the provider gave it
-// (reasoning-field.ts), as it is sent back to that provider. Pure.
+// (reasoning-field.ts), as it is sent back to that provider; a tool call keeps its `extra_content`, where
+// Gemini gives the thought signature it refuses the call back without (docs/budgeting.md). Pure.
 import { flatText } from '../flat-string.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
@@ -24,6 +25,7 @@ interface ChoiceDelta {
     id?: string;
     type?: string;
     function?: { name?: string; arguments?: string };
+    extra_content?: unknown;
   }>;
 }
 
@@ -55,6 +57,8 @@ export class StreamReplyAssembler {
     id: string;
     type: string;
     function: { name: string; arguments: string };
+    /** Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call. */
+    extra_content?: unknown;
   }> = [];
   private finished = false;
   private malformedEvents = 0;
@@ -120,6 +124,7 @@ export class StreamReplyAssembler {
       if (call.type !== undefined) target.type = call.type;
       if (call.function?.name !== undefined) target.function.name += call.function.name;
       if (call.function?.arguments !== undefined) target.function.arguments += call.function.arguments;
+      if (call.extra_content !== undefined) target.extra_content = call.extra_content;
     }
   }
 }

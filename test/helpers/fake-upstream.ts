@@ -155,6 +155,15 @@ export interface FakeUpstreamOptions {
    * holding any other (a call's id or a tool message's) is refused with Mistral's 400.
    */
   mistralToolCallIds?: boolean;
+  /**
+   * Models served as Gemini 3 is through Google's OpenAI-compatible endpoint: the first tool call of each
+   * answer carries `extra_content.google.thought_signature` (in the stream, on the call's first delta),
+   * and a request whose current turn (after its last user message) holds an assistant message whose
+   * first tool call has no signature is refused with Gemini's 400, an array around the error as Google
+   * sends it. A signature this fake did not give, nor one of the two Google documents for calls another
+   * model made, is refused as corrupted.
+   */
+  thoughtSignatures?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -197,7 +206,12 @@ export interface ChatMessage {
   role: string;
   content?: unknown;
   name?: string;
-  tool_calls?: Array<{ id: string; type?: string; function?: { name: string; arguments: string } }> | null;
+  tool_calls?: Array<{
+    id: string;
+    type?: string;
+    function?: { name: string; arguments: string };
+    extra_content?: { google?: { thought_signature?: unknown } };
+  }> | null;
   tool_call_id?: string;
   /** A thinking model's reasoning, sent back (DeepSeek, Kimi). */
   reasoning_content?: unknown;
@@ -374,6 +388,42 @@ export class FakeUpstream {
       hash = (Math.imul(hash, 1_103_515_245) + 12_345) >>> 0;
     }
     return out;
+  }
+
+  /** Signatures given, as Gemini's are opaque: only these (and Google's two for other models' calls) are taken back. */
+  private readonly signaturesGiven = new Set<string>();
+
+  /** A Gemini answer's `extra_content` for its tool call at `index`: the first call of an answer only. */
+  private signatureOf(model: string, callId: string, index: number): Record<string, unknown> {
+    if (index > 0 || this.options.thoughtSignatures?.includes(model) !== true) return {};
+    const signature = Buffer.from(`thought ${this.sequence} ${callId}`).toString('base64');
+    this.signaturesGiven.add(signature);
+    return { extra_content: { google: { thought_signature: signature } } };
+  }
+
+  /** Gemini's refusal of a current turn's tool call sent back without its signature, or with a made-up one. */
+  private thoughtSignatureRefusal(messages: ReadonlyArray<ChatMessage>): string | undefined {
+    const lastUser = messages.findLastIndex((message) => message.role === 'user');
+    const leadingSystem = messages.findIndex((message) => message.role !== 'system');
+    for (const [index, message] of messages.entries()) {
+      const first = message.role === 'assistant' ? message.tool_calls?.[0] : undefined;
+      if (first === undefined) continue;
+      const signature = first.extra_content?.google?.thought_signature;
+      const error =
+        signature === undefined
+          ? index > lastUser
+            ? `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${first.function?.name ?? ''}\` , position ${index - Math.max(0, leadingSystem)}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`
+            : undefined
+          : typeof signature === 'string' &&
+              (this.signaturesGiven.has(signature) ||
+                signature === 'skip_thought_signature_validator' ||
+                signature === 'context_engineering_is_the_way_to_go')
+            ? undefined
+            : 'Corrupted thought signature.';
+      if (error !== undefined)
+        return JSON.stringify([{ error: { code: 400, message: error, status: 'INVALID_ARGUMENT' } }]);
+    }
+    return undefined;
   }
 
   constructor(options: FakeUpstreamOptions = {}) {
@@ -703,6 +753,13 @@ export class FakeUpstream {
         return;
       }
     }
+    if (this.options.thoughtSignatures?.includes(String(body.model)) === true) {
+      const refusal = this.thoughtSignatureRefusal(body.messages);
+      if (refusal !== undefined) {
+        sendJson(400, refusal);
+        return;
+      }
+    }
     if (
       this.options.thinking?.includes(String(body.model)) === true &&
       (this.options.reasoningField ?? 'reasoning_content') === 'reasoning_content' &&
@@ -863,10 +920,11 @@ export class FakeUpstream {
       const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
       if (reasoning !== undefined) message[this.options.reasoningField ?? 'reasoning_content'] = reasoning;
       if (behaviour.toolCalls !== undefined) {
-        message.tool_calls = behaviour.toolCalls.map((call) => ({
+        message.tool_calls = behaviour.toolCalls.map((call, index) => ({
           id: this.answerId(call.id),
           type: 'function',
           function: { name: call.name, arguments: call.arguments },
+          ...this.signatureOf(String(body.model), call.id, index),
         }));
       }
       sendJson(
@@ -926,6 +984,7 @@ export class FakeUpstream {
                     id: this.answerId(call.id),
                     type: 'function',
                     function: { name: call.name, arguments: '' },
+                    ...this.signatureOf(String(body.model), call.id, index),
                   },
                 ],
               },

@@ -419,6 +419,19 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].id' }] },
   },
   {
+    // Google's OpenAI-compatible endpoint with Gemini 3, 2026 (as reported in manthanabc/paws#103): a tool
+    // call of the current turn sent back without the thought signature its answer carried.
+    name: 'Gemini 3: a tool call sent back without its thought signature (400, the error in an array)',
+    answer: {
+      status: 400,
+      body: '[{\n  "error": {\n    "code": 400,\n    "message": "Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:shell` , position 2. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",\n    "status": "INVALID_ARGUMENT"\n  }\n}\n]',
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'messages[].tool_calls[].extra_content.google.thought_signature' }],
+    },
+  },
+  {
     name: 'Mistral: max_completion_tokens, which it takes as max_tokens',
     answer: {
       status: 422,

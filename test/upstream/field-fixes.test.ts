@@ -7,6 +7,8 @@ import {
   fixForUnknownField,
   fixForUnsupportedField,
   toolCallIdsField,
+  thoughtSignaturesField,
+  withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -152,5 +154,63 @@ describe('withToolCallIdsAsMistralTakes', () => {
     const ids = Array.from({ length: 10_000 }, (_unused, index) => `call_${index}`);
     const written = idsOf(withToolCallIdsAsMistralTakes([call(...ids)]));
     expect(new Set(written).size).toBe(10_000);
+  });
+});
+
+describe('withThoughtSignatures', () => {
+  const signed = (signature: string) => ({ google: { thought_signature: signature } });
+  const calls = (...extras: Array<Record<string, unknown> | undefined>): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: extras.map((extra, index) => ({
+      id: `call_${index}`,
+      type: 'function',
+      function: { name: 'f', arguments: '{}' },
+      ...(extra === undefined ? {} : { extra_content: extra }),
+    })),
+  });
+  const signaturesOf = (messages: ContextMessage[]) =>
+    messages.map((message) =>
+      (message.tool_calls ?? []).map(
+        (call) =>
+          (call.extra_content as { google?: { thought_signature?: string } } | undefined)?.google
+            ?.thought_signature,
+      ),
+    );
+
+  it("gives each step's first call without a signature the one Google documents for calls without one", () => {
+    // A step another model made (a fallback, a client that switched), and a client that dropped the field.
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Go.' },
+      calls(undefined, undefined),
+      { role: 'tool', tool_call_id: 'call_0', content: 'a' },
+      { role: 'tool', tool_call_id: 'call_1', content: 'b' },
+      calls({ other: { kept: true } }),
+      { role: 'tool', tool_call_id: 'call_0', content: 'c' },
+    ];
+    const fixed = withThoughtSignatures(messages);
+    expect(signaturesOf(fixed)).toEqual([
+      [],
+      ['skip_thought_signature_validator', undefined],
+      [],
+      [],
+      ['skip_thought_signature_validator'],
+      [],
+    ]);
+    // Whatever else the call's extra_content holds stays; the client's messages are not touched.
+    expect(fixed[4]?.tool_calls?.[0]?.extra_content).toEqual({
+      other: { kept: true },
+      google: { thought_signature: 'skip_thought_signature_validator' },
+    });
+    expect(signaturesOf(messages)[1]).toEqual([undefined, undefined]);
+    expect(fixed[0]).toBe(messages[0]);
+    // Not the field of a body: the body's fixes leave it alone.
+    expect(applyFieldFixes({ model: 'm' }, [{ field: thoughtSignaturesField }])).toEqual({ model: 'm' });
+  });
+
+  it("keeps Gemini's own signatures, and the messages holding them, as they are", () => {
+    const own = calls(signed('CrICAdHtim827fQ=='), undefined);
+    const messages = [{ role: 'user', content: 'Go.' }, own];
+    expect(withThoughtSignatures(messages)).toBe(messages);
   });
 });

@@ -92,6 +92,47 @@ describe('StreamReplyAssembler', () => {
     ]);
   });
 
+  it("keeps a tool call's extra_content: Gemini's thought signature, which Gemini 3 refuses the call without", () => {
+    // As Google's OpenAI-compatible endpoint streams a call: whole, its signature beside it (first call only).
+    const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
+    const gemini =
+      event(
+        delta({
+          tool_calls: [
+            {
+              index: 0,
+              id: 'function-call-1',
+              type: 'function',
+              function: { name: 'read', arguments: '{"path":"a"}' },
+              extra_content: signature,
+            },
+          ],
+        }),
+      ) +
+      event(
+        delta({
+          tool_calls: [
+            {
+              index: 1,
+              id: 'function-call-2',
+              type: 'function',
+              function: { name: 'list', arguments: '{}' },
+            },
+          ],
+        }),
+      ) +
+      event(delta({}, 0, 'tool_calls'));
+    expect(assemble(gemini, 11).message.tool_calls).toEqual([
+      {
+        id: 'function-call-1',
+        type: 'function',
+        function: { name: 'read', arguments: '{"path":"a"}' },
+        extra_content: signature,
+      },
+      { id: 'function-call-2', type: 'function', function: { name: 'list', arguments: '{}' } },
+    ]);
+  });
+
   it('keeps a refusal', () => {
     expect(
       assemble(event(delta({ refusal: 'I cannot ' })) + event(delta({ refusal: 'help.' }, 0, 'stop')), 4)

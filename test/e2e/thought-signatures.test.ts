@@ -1,0 +1,177 @@
+// End to end (docs/budgeting.md#refused-fields): Gemini 3 through Google's OpenAI-compatible endpoint
+// gives the first tool call of each answer a thought signature (`extra_content.google.thought_signature`)
+// and refuses a request whose current turn sends a call back without it — "Function call is missing a
+// thought_signature in functionCall parts", in an array as Google sends its errors. The strict fake does
+// both. Through the official OpenAI client: a session's streamed tool loop sends each call back with the
+// signature Gemini gave it; a client that drops the field, and a conversation another model began, get
+// their answer after one refused call, and the model's later requests go right the first time.
+import { randomUUID } from 'node:crypto';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const gemini = 'gemini-3-flash-preview';
+const stand = 'skip_thought_signature_validator';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ thoughtSignatures: [gemini, 'gemini-3-pro-preview'] });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
+  });
+  await waitUntilReady(harness);
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const client = (headers: Record<string, string> = {}) =>
+  new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-gemini', maxRetries: 0, defaultHeaders: headers });
+
+/** The messages of the provider's requests for a model from `since` on. */
+const sent = (model: string, since: number) =>
+  fake.chatRequests
+    .slice(since)
+    .map((request) => request.body as { model: string; messages: ChatMessage[] })
+    .filter((body) => body.model === model)
+    .map((body) => body.messages);
+
+/** The signature of each assistant message's first tool call. */
+const signaturesOf = (messages: ChatMessage[] | undefined) =>
+  (messages ?? [])
+    .filter((message) => (message.tool_calls?.length ?? 0) > 0)
+    .map((message) => message.tool_calls?.[0]?.extra_content?.google?.thought_signature);
+
+describe('Gemini 3: a tool call goes back with its thought signature', () => {
+  it("sends a session's streamed calls back with the signatures Gemini gave them, the first time", async () => {
+    const chat = client({ 'x-session-id': `gemini-${randomUUID()}` });
+    const since = fake.chatRequests.length;
+    fake.enqueue(
+      {
+        toolCalls: [
+          { id: 'call_read', name: 'read_file', arguments: '{"path":"src/a.ts"}' },
+          { id: 'call_list', name: 'list_dir', arguments: '{"path":"src"}' },
+        ],
+      },
+      { toolCalls: [{ id: 'call_grep', name: 'grep', arguments: '{"q":"retry"}' }] },
+      { content: 'The retry budget is computed in src/a.ts.' },
+    );
+    const streamed = async (messages: OpenAI.ChatCompletionMessageParam[]) => {
+      const { data: stream, response } = await chat.chat.completions
+        .create({ model: gemini, messages, stream: true })
+        .withResponse();
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      return { text, attempts: response.headers.get('x-ctxgate-attempts') };
+    };
+    // The session holds the conversation: each request sends only what is new.
+    expect(
+      (await streamed([{ role: 'user', content: 'Where is the retry budget computed?' }])).attempts,
+    ).toBe('1');
+    expect(
+      await streamed([
+        { role: 'tool', tool_call_id: 'call_read', content: 'export const budget = 3;' },
+        { role: 'tool', tool_call_id: 'call_list', content: 'a.ts b.ts' },
+      ]),
+    ).toEqual({ text: '', attempts: '1' });
+    expect(await streamed([{ role: 'tool', tool_call_id: 'call_grep', content: 'src/a.ts:1' }])).toEqual({
+      text: 'The retry budget is computed in src/a.ts.',
+      attempts: '1',
+    });
+    const requests = sent(gemini, since);
+    expect(requests).toHaveLength(3);
+    // Gemini's own signatures, one per step, none of them the stand-in.
+    const signatures = signaturesOf(requests[2]);
+    expect(signatures).toHaveLength(2);
+    expect(signatures[0]).toBe(signaturesOf(requests[1])[0]);
+    expect(signatures[1]).not.toBe(signatures[0]);
+    for (const signature of signatures) expect(signature).toMatch(/^[A-Za-z0-9+/=]{8,}$/);
+  });
+
+  it('answers a client that dropped the signature after one refused call, and its next request at once', async () => {
+    const chat = client();
+    const model = 'gemini-3-pro-preview';
+    // As a client that keeps only OpenAI's fields of a tool call sends the step back.
+    const step: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Where is the retry budget computed?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: 'export const budget = 3;' },
+    ];
+    const since = fake.chatRequests.length;
+    // The refused call takes the first scripted answer.
+    fake.enqueue({}, { content: 'In a.' });
+    const { data, response } = await chat.chat.completions.create({ model, messages: step }).withResponse();
+    expect(data.choices[0]?.message.content).toBe('In a.');
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const [refused, fixed, ...rest] = sent(model, since);
+    expect(signaturesOf(refused)).toEqual([undefined]);
+    expect(signaturesOf(fixed)).toEqual([stand]);
+    expect(rest).toEqual([]);
+    // The rest of the conversation as the client wrote it.
+    expect(fixed?.map((message) => message.content)).toEqual(step.map((message) => message.content));
+
+    // The same turn one step on, the new step's call without its signature too.
+    const again = fake.chatRequests.length;
+    fake.enqueue({ content: 'In a, line 1.' });
+    const next = await chat.chat.completions
+      .create({
+        model,
+        messages: [
+          ...step,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'grep', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'call_2', content: 'a:1' },
+        ],
+      })
+      .withResponse();
+    expect(next.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(signaturesOf(sent(model, again)[0])).toEqual([stand, stand]);
+    // Learned once, told to the log without the conversation's text.
+    const learned = harness.logLines.filter((line) => line.includes('model refuses a request field'));
+    expect(learned.filter((line) => line.includes(model))).toHaveLength(1);
+    expect(learned.join('\n')).not.toContain('retry budget');
+  });
+
+  it('leaves a signature Gemini gave as it is, beside the stand-in for a call another model made', async () => {
+    const chat = client();
+    // The first step came from another model (a fallback, a client that switched), the second from Gemini.
+    // Refused once (the other model's step has no signature): the refused call takes the first answer.
+    fake.enqueue({}, { toolCalls: [{ id: 'call_g', name: 'grep', arguments: '{"q":"budget"}' }] });
+    const history: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Find the budget.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_o', type: 'function', function: { name: 'list_dir', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'call_o', content: 'a.ts' },
+    ];
+    const first = await chat.chat.completions.create({ model: gemini, messages: history });
+    const geminiStep = first.choices[0]?.message as OpenAI.ChatCompletionMessageParam;
+    const own = signaturesOf([geminiStep as ChatMessage])[0];
+    expect(own).toMatch(/^[A-Za-z0-9+/=]{8,}$/);
+    const since = fake.chatRequests.length;
+    fake.enqueue({ content: 'Found.' });
+    const { response } = await chat.chat.completions
+      .create({
+        model: gemini,
+        messages: [...history, geminiStep, { role: 'tool', tool_call_id: 'call_g', content: 'a.ts:1' }],
+      })
+      .withResponse();
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(signaturesOf(sent(gemini, since)[0])).toEqual([stand, own]);
+  });
+});
