@@ -2,7 +2,8 @@
 // chat request the gateway's engine fits and sends, and a chat completion translated back into a
 // Response object. What a Chat Completions upstream cannot do is dropped and named (`dropped`) when
 // dropping it changes nothing the client relies on — Codex's `client_metadata`, `include` entries the
-// gateway cannot produce, reasoning items (their encrypted content cannot be replayed), built-in tools
+// gateway cannot produce, another provider's reasoning items (their encrypted content cannot be replayed;
+// those the gateway wrote, of a chat model's reasoning or a call's thought signature, go back), built-in tools
 // the upstream cannot run — or, with `responses.unbridgeable: reject`, refused with a 400 naming the
 // field. Tools in a namespace become chat tools named `<namespace>__<name>`, a custom (freeform) tool a
 // function tool of one string parameter, `input`; the model's calls of them go back to the client as it
@@ -14,6 +15,7 @@ import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
+import { callExtrasOf, carrierOf, isCarrier, readCarrier } from '../upstream/call-extras.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 
@@ -248,6 +250,9 @@ export function messagesOf(
   // A reasoning item's text, for the assistant message its next items make (DeepSeek and Kimi refuse a
   // tool call sent back without the reasoning that came with it).
   let reasoning = '';
+  // What the provider attached to calls (Gemini's thought signatures), by call id, from the reasoning
+  // items the gateway wrote it in (carrierItemOf).
+  const extras = callExtrasIn(items);
   items.forEach((item, index) => {
     const at = `input[${index}]`;
     const type = item.type ?? 'message';
@@ -280,7 +285,11 @@ export function messagesOf(
           : typeof item.arguments === 'string'
             ? item.arguments
             : '{}';
-      const call = { id: item.call_id, type: 'function', function: { name, arguments: args } };
+      const extra = extras?.get(item.call_id);
+      const call =
+        extra === undefined
+          ? { id: item.call_id, type: 'function', function: { name, arguments: args } }
+          : { id: item.call_id, type: 'function', function: { name, arguments: args }, extra_content: extra };
       const last = messages.at(-1);
       if (last?.role === 'assistant') {
         // Appended in place: copying the list for every call made N calls cost N² (40,000 calls: 17 s).
@@ -599,7 +608,10 @@ function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputIte
   input.forEach((item: unknown, index) => {
     if (!isRecord(item)) refuse(`input[${index}]`, `Invalid 'input[${index}]': expected an object.`);
     const type = typeof item.type === 'string' ? item.type : 'message';
-    if (droppableItems.has(type) && !(type === 'reasoning' && reasoningText(item) !== '')) {
+    if (
+      droppableItems.has(type) &&
+      !(type === 'reasoning' && (reasoningText(item) !== '' || isCarrier(item.encrypted_content)))
+    ) {
       drops.drop(
         `input[${index}].type`,
         `input[${index}] (${type})`,
@@ -819,7 +831,6 @@ export function customInput(args: string): string {
   return args;
 }
 
-/** Output items of an assistant chat message: its text as a message item, then its tool calls. */
 /**
  * A chat reply's `reasoning_content` (DeepSeek, Kimi, Qwen as vLLM serves it) as a reasoning item with the
  * text as it is — as OpenAI gives the reasoning of its open-weight models — which a client sends back
@@ -829,6 +840,31 @@ export function reasoningItemOf(id: string, text: string): InputItem {
   return { id, type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text }] };
 }
 
+/**
+ * A reasoning item that holds no reasoning, only what the provider attached to the calls after it
+ * (Gemini's thought signatures) in its `encrypted_content` (call-extras.ts): a client sends it back as it
+ * got it, and messagesOf puts each call's extras back on the call.
+ */
+export function carrierItemOf(id: string, calls: unknown): InputItem | undefined {
+  const extras = callExtrasOf(calls);
+  return extras.length === 0
+    ? undefined
+    : { id, type: 'reasoning', summary: [], encrypted_content: carrierOf(extras) };
+}
+
+/** The call extras the carrier items among `items` hold, by call id; undefined when none does. */
+function callExtrasIn(items: readonly InputItem[]): Map<string, Record<string, unknown>> | undefined {
+  let extras: Map<string, Record<string, unknown>> | undefined;
+  for (const item of items)
+    if (item.type === 'reasoning' && isCarrier(item.encrypted_content))
+      readCarrier(item.encrypted_content, (extras ??= new Map()));
+  return extras;
+}
+
+/**
+ * Output items of an assistant chat message: its reasoning, its text as a message item, then its tool
+ * calls, after the item that carries what the provider attached to them.
+ */
 export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?: ToolNames): InputItem[] {
   const items: InputItem[] = [];
   const reasoning = reasoningOf(reply);
@@ -842,6 +878,8 @@ export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?
       role: 'assistant',
       content: [{ type: 'output_text', text, annotations: [] }],
     });
+  const carrier = carrierItemOf(newId('rs'), reply?.tool_calls);
+  if (carrier !== undefined) items.push(carrier);
   for (const call of (reply?.tool_calls as Array<Record<string, unknown>> | undefined) ?? []) {
     const fn = call.function as { name?: unknown; arguments?: unknown } | undefined;
     const name = typeof fn?.name === 'string' ? fn.name : '';

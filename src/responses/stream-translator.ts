@@ -5,12 +5,15 @@
 // reasoning (`reasoning_content` or `reasoning`) is a reasoning item of reasoning_text, its text as
 // .reasoning_text.delta and .done. A call of a custom tool (bridge.ts customAsFunction) is a
 // custom_tool_call item whose input is known only once its arguments are whole: its
-// .custom_tool_call_input.delta and .done come with the closing events.
+// .custom_tool_call_input.delta and .done come with the closing events. What the provider attaches to a
+// call (Gemini's thought signature) goes in a reasoning item of encrypted content only, before the call's
+// item (bridge.ts carrierItemOf), and stays on the call in the stored reply.
 import { StringDecoder } from 'node:string_decoder';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callItemOf,
+  carrierItemOf,
   customInput,
   newId,
   reasoningItemOf,
@@ -50,6 +53,15 @@ interface CallItem {
   deltaHead: string;
   /** A custom tool's call: its arguments are not relayed as they come (they wrap its input). */
   custom: boolean;
+  /** What the provider attached to the call (`extra_content`: Gemini's thought signature). */
+  extra?: unknown;
+}
+
+/** The reasoning item that carries what the provider attached to the calls (bridge.ts carrierItemOf). */
+interface CarrierItem {
+  kind: 'carrier';
+  index: number;
+  id: string;
 }
 
 /**
@@ -66,7 +78,7 @@ export class ResponsesStreamTranslator {
   private readonly utf8 = new StringDecoder('utf8');
   private readonly sse = new SseDecoder();
   private sequence = 0;
-  private readonly items: Array<TextItem | CallItem | ReasoningItem> = [];
+  private readonly items: Array<TextItem | CallItem | ReasoningItem | CarrierItem> = [];
   private text: TextItem | undefined;
   private reasoning: ReasoningItem | undefined;
   /** The name the provider gives its reasoning: the stored reply keeps it, for the chain's next request. */
@@ -192,6 +204,15 @@ export class ResponsesStreamTranslator {
     const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
     let item = this.calls.get(position);
     let out = '';
+    // The item that carries the calls' extras opens with the first call that has any: before its item.
+    if (call.extra_content !== undefined && !this.items.some((kept) => kept.kind === 'carrier')) {
+      const carrier: CarrierItem = { kind: 'carrier', index: this.items.length, id: newId('rs') };
+      this.items.push(carrier);
+      out += this.event('response.output_item.added', {
+        output_index: carrier.index,
+        item: { id: carrier.id, type: 'reasoning', summary: [] },
+      });
+    }
     if (item === undefined) {
       const index = this.items.length;
       const name = typeof fn.name === 'string' ? fn.name : '';
@@ -214,6 +235,7 @@ export class ResponsesStreamTranslator {
         item: this.callObject(item, 'in_progress'),
       });
     }
+    if (call.extra_content !== undefined) item.extra = call.extra_content;
     if (typeof fn.arguments === 'string' && fn.arguments !== '') {
       item.arguments.push(fn.arguments);
       if (!item.custom)
@@ -237,33 +259,39 @@ export class ResponsesStreamTranslator {
         ? this.callObject(item, 'completed')
         : item.kind === 'reasoning'
           ? reasoningItemOf(item.id, joined(item.text))
-          : {
-              id: item.id,
-              type: 'message',
-              status: 'completed',
-              role: 'assistant',
-              content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
-            },
+          : item.kind === 'carrier'
+            ? (carrierItemOf(item.id, this.toolCalls()) as InputItem)
+            : {
+                id: item.id,
+                type: 'message',
+                status: 'completed',
+                role: 'assistant',
+                content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
+              },
     );
   }
 
   /** The assistant's chat message for what was produced (stored with the response). */
   reply(): Record<string, unknown> {
-    const calls = this.items.filter((item): item is CallItem => item.kind === 'call');
+    const calls = this.toolCalls();
     return {
       role: 'assistant',
       content: this.text === undefined ? (calls.length > 0 ? null : '') : joined(this.text.text),
       ...(this.reasoning === undefined ? {} : { [this.reasoningField]: joined(this.reasoning.text) }),
-      ...(calls.length === 0
-        ? {}
-        : {
-            tool_calls: calls.map((call) => ({
-              id: call.callId,
-              type: 'function',
-              function: { name: call.name, arguments: joined(call.arguments) },
-            })),
-          }),
+      ...(calls.length === 0 ? {} : { tool_calls: calls }),
     };
+  }
+
+  /** The calls produced, as a chat reply's tool calls (with what the provider attached to them). */
+  private toolCalls(): Array<Record<string, unknown>> {
+    return this.items
+      .filter((item): item is CallItem => item.kind === 'call')
+      .map((call) => ({
+        id: call.callId,
+        type: 'function',
+        function: { name: call.name, arguments: joined(call.arguments) },
+        ...(call.extra === undefined ? {} : { extra_content: call.extra }),
+      }));
   }
 
   get succeeded(): boolean {
@@ -288,7 +316,9 @@ export class ResponsesStreamTranslator {
     const output = this.output();
     let out = '';
     for (const item of this.items) {
-      if (item.kind === 'reasoning') {
+      if (item.kind === 'carrier') {
+        // Nothing streamed: its content is whole only now.
+      } else if (item.kind === 'reasoning') {
         out += this.event('response.reasoning_text.done', {
           item_id: item.id,
           output_index: item.index,

@@ -22,6 +22,8 @@ const model = 'codex-16k';
 const thinkingModel = 'deepseek-v4-flash';
 /** A thinking model as vLLM 0.17 and later serve it: its reasoning named `reasoning`, read back so only. */
 const vllmModel = 'qwen3.5-vllm';
+/** Gemini 3 as Google's OpenAI-compatible endpoint serves it: a call goes back with its thought signature. */
+const geminiModel = 'gemini-3.1-pro-preview';
 // Codex 0.171's instructions and tools (its sub-agent namespace included) come to some 8,000 tokens.
 const window = 16_384;
 const longLoop = 40;
@@ -84,10 +86,11 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   // The local model is served with a template that takes one system message, first; GPT-6 as OpenAI serves it.
   fake = new FakeUpstream({
-    windows: { [model]: window, [thinkingModel]: 131_072 },
+    windows: { [model]: window, [thinkingModel]: 131_072, [geminiModel]: 131_072 },
     systemOnlyFirst: [model],
     alternating: [model],
     thinking: [thinkingModel],
+    thoughtSignatures: [geminiModel],
     recordLimit: 200,
     respond,
   });
@@ -234,6 +237,23 @@ describe('Codex through the gateway', () => {
     ) as Record<string, unknown> | undefined;
     expect(call?.reasoning).toMatch(/^Thinking before answer \d+\.$/);
     expect(call).not.toHaveProperty('reasoning_content');
+  });
+
+  it('runs on Gemini 3: its call goes back with the thought signature Gemini gave it, the first time', async () => {
+    const from = fake.chatRequests.length;
+    const { finished, work, requests } = await codexExec('Write the note.', geminiModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    // Two calls to Gemini, none refused: the second sent the call with the signature of the first answer.
+    const sent = fake.chatRequests.slice(from).map((request) => request.body as { messages: ChatMessage[] });
+    expect(sent).toHaveLength(2);
+    const call = sent[1]?.messages.find((message) => message.tool_calls !== undefined)?.tool_calls?.[0];
+    expect(call?.id).toBe('call_note');
+    expect(call?.extra_content?.google?.thought_signature).toEqual(
+      expect.stringMatching(/^[A-Za-z0-9+/=]{8,}$/),
+    );
   });
 
   it('runs on GPT-6 as Codex sends it there: its exec tool, given in the input, writes the file', async () => {

@@ -7,7 +7,13 @@
 // reasoning. All but the Anthropic SDK need Node 22, so they all run under the Node 22 of
 // test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { callsSeen, FakeUpstream, type Behaviour, type ChatMessage } from '../helpers/fake-upstream.js';
+import {
+  callsSeen,
+  FakeUpstream,
+  isSummaryRequest,
+  type Behaviour,
+  type ChatMessage,
+} from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -15,6 +21,8 @@ import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/st
 const model = 'agent-8k';
 /** The same window, thinking as DeepSeek V4 does: its reasoning must come back with its tool calls. */
 const thinkingModel = 'thinking-8k';
+/** The same window, as Gemini 3 is served: each call must come back with its thought signature. */
+const geminiModel = 'gemini-3-8k';
 const window = 8_192;
 const loopSteps = 30;
 
@@ -58,6 +66,31 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 
+/**
+ * Every request the Gemini model got since `asked` was answered the first time, each call it held sent
+ * back with a signature Gemini gave (the fake refuses any other but Google's stand-in, which none holds).
+ */
+function expectGeminiOwnSignatures(asked: number) {
+  const requests = fake.chatRequests
+    .slice(asked)
+    .filter(
+      (request) =>
+        (request.body as { model?: string } | undefined)?.model === geminiModel &&
+        !isSummaryRequest(request.body),
+    );
+  expect(requests.length).toBeGreaterThan(10);
+  expect(requests.every((request) => request.status === 200)).toBe(true);
+  const signatures = requests.flatMap((request) =>
+    (request.body as { messages: ChatMessage[] }).messages.flatMap((message) =>
+      message.tool_calls?.[0] === undefined
+        ? []
+        : [message.tool_calls[0].extra_content?.google?.thought_signature],
+    ),
+  );
+  expect(signatures.length).toBeGreaterThan(10);
+  expect(signatures.filter((signature) => signature === 'skip_thought_signature_validator')).toEqual([]);
+}
+
 /** The gateway's request lines for a route since a point in its log. */
 function requestLines(from: number, route: string) {
   return harness.logLines
@@ -97,15 +130,19 @@ async function expectTwentyFiveTurns<T extends object>(
 
 beforeAll(async () => {
   fake = new FakeUpstream({
-    windows: { [model]: window, [thinkingModel]: window },
+    windows: { [model]: window, [thinkingModel]: window, [geminiModel]: window },
     systemOnlyFirst: true,
     thinking: [thinkingModel],
+    thoughtSignatures: [geminiModel],
     recordLimit: 200,
     respond,
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-    configYaml: `models:\n  - match: "${model}"\n    window: ${window}\n  - match: "${thinkingModel}"\n    window: ${window}\n`,
+    configYaml: [model, thinkingModel, geminiModel]
+      .map((name) => `  - match: "${name}"\n    window: ${window}\n`)
+      .join('')
+      .replace(/^/, 'models:\n'),
   });
   await waitUntilReady(harness);
 });
@@ -131,10 +168,12 @@ describe('the AI SDK 7, default provider openai(model)', () => {
   it.each([
     ['', model],
     [' that thinks (DeepSeek V4: its reasoning goes back with each call)', thinkingModel],
+    [' served as Gemini 3 is (each call goes back with its thought signature)', geminiModel],
   ])(
     'finishes a 30-step stopWhen loop of ~1,500-token tool results on an 8,192-token model%s',
     async (_name, name) => {
       const from = harness.logLines.length;
+      const asked = fake.chatRequests.length;
       const result = await runDriver<Failure & { steps: number; toolCalls: number; text: string }>(
         'ai-sdk.mjs',
         {
@@ -154,6 +193,7 @@ describe('the AI SDK 7, default provider openai(model)', () => {
       expect(lines).toHaveLength(loopSteps);
       expect(lines.every((line) => line.status === 200)).toBe(true);
       expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(loopSteps / 2);
+      if (name === geminiModel) expectGeminiOwnSignatures(asked);
     },
   );
 });
@@ -161,6 +201,12 @@ describe('the AI SDK 7, default provider openai(model)', () => {
 describe('the Agents SDK over 25 turns', () => {
   it('with its responses model on a model that thinks (DeepSeek V4: its reasoning goes back with each call)', async () => {
     await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: thinkingModel }, '/v1/responses');
+  });
+
+  it('with its responses model on a model served as Gemini 3 is (each call goes back with its thought signature)', async () => {
+    const asked = fake.chatRequests.length;
+    await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: geminiModel }, '/v1/responses');
+    expectGeminiOwnSignatures(asked);
   });
 
   it.each(['responses', 'chat'])('with its %s model', async (api) => {

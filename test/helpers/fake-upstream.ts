@@ -65,6 +65,8 @@ export interface RecordedRequest {
   /** Resolves with the time the client side closed the connection before the answer was complete. */
   closedEarly: Promise<number>;
   completed: boolean;
+  /** The status it was answered with, once its head was written. */
+  status?: number;
   /** On a summarization request: how many others were received and not yet answered when it came. */
   summariesOpenOnArrival?: number;
 }
@@ -549,6 +551,7 @@ export class FakeUpstream {
       : { ...this.defaultBehaviour, ...(this.queue.shift() ?? {}) };
 
     const sendJson = (status: number, body: string, headers: Record<string, string> = {}): void => {
+      recorded.status = status;
       response.writeHead(status, { 'content-type': 'application/json', ...headers });
       if (behaviour.stallMidBody === true) {
         response.write(body.slice(0, Math.floor(body.length / 2)));
@@ -848,6 +851,7 @@ export class FakeUpstream {
         kind: promptTokens > window ? 'prompt' : 'prompt_plus_completion',
       });
       const sse = /^(?:data|event|error):/.test(answer.body);
+      recorded.status = answer.status;
       response.writeHead(answer.status, {
         'content-type': sse
           ? 'text/event-stream'
@@ -943,6 +947,7 @@ export class FakeUpstream {
       return;
     }
 
+    recorded.status = 200;
     response.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',

@@ -193,6 +193,60 @@ describe('bridgeRequest: what cannot be bridged', () => {
     expect(String(output[0]?.id)).toMatch(/^rs_/);
   });
 
+  it("gives back, on each call, what the provider attached to it: Gemini's thought signature, round trip", () => {
+    const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
+    const output = outputItemsOf({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'exec_command', arguments: '{}' },
+          extra_content: signature,
+        },
+        { id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"a":1}' } },
+      ],
+    });
+    // A reasoning item of encrypted content only, before the calls: what a client sends back as it got it.
+    expect(output.map((item) => item.type)).toEqual(['reasoning', 'function_call', 'function_call']);
+    expect(output[0]).toEqual({
+      id: expect.stringMatching(/^rs_/),
+      type: 'reasoning',
+      summary: [],
+      encrypted_content: expect.any(String),
+    });
+    expect(output[1]).not.toHaveProperty('extra_content');
+    // As Codex sends the step back (store: false), the item ids left out, results after the calls.
+    const bridged = bridgeRequest(
+      {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: 'Run it.' },
+          ...output.map(({ id: _id, ...item }) => item),
+          { type: 'function_call_output', call_id: 'call_1', output: 'one' },
+          { type: 'function_call_output', call_id: 'call_2', output: 'two' },
+        ],
+      },
+      drop,
+    );
+    expect(bridged.dropped).toEqual([]);
+    expect(bridged.messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'exec_command', arguments: '{}' },
+          extra_content: signature,
+        },
+        { id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"a":1}' } },
+      ],
+    });
+    expect(bridged.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
+  });
+
   it('always refuses what would change the answer: a forced tool that is not bridged, a stored prompt or conversation, background', () => {
     const forced = (toolChoice: unknown) =>
       refusal(() =>

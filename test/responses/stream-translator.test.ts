@@ -2,6 +2,7 @@
 // the bytes are split, sequence numbers in order, text and function calls as items, the completed
 // response with usage; an error event fails the response.
 import { describe, expect, it } from 'vitest';
+import { bridgeRequest } from '../../src/responses/bridge.js';
 import { ResponsesStreamTranslator } from '../../src/responses/stream-translator.js';
 import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
 
@@ -110,6 +111,79 @@ describe('a chat stream as Responses events', () => {
       expect(translator.reply()).toMatchObject({ content: 'Done.', [field]: 'Run it.' });
     },
   );
+
+  it("carries what the provider attached to a call (Gemini's thought signature) in a reasoning item before it", () => {
+    const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
+    const gemini = [
+      { choices: [{ index: 0, delta: { role: 'assistant', content: 'Reading.' } }] },
+      {
+        choices: [
+          {
+            index: 0,
+            delta: {
+              tool_calls: [
+                {
+                  index: 0,
+                  id: 'function-call-1',
+                  type: 'function',
+                  function: { name: 'w', arguments: '{"a":1}' },
+                  extra_content: signature,
+                },
+              ],
+            },
+          },
+        ],
+      },
+      {
+        choices: [
+          {
+            index: 0,
+            delta: {
+              tool_calls: [{ index: 1, id: 'function-call-2', function: { name: 'w', arguments: '{}' } }],
+            },
+          },
+        ],
+      },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+    ];
+    const translator = new ResponsesStreamTranslator(meta);
+    let out = translator.start();
+    out += translator.push(gemini.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''));
+    const { events: closing, response } = translator.finish();
+    const events = sseEventData(out + closing);
+    const added = events.filter((event) => event.type === 'response.output_item.added');
+    expect(added.map((event) => (event.item as { type: string }).type)).toEqual([
+      'message',
+      'reasoning',
+      'function_call',
+      'function_call',
+    ]);
+    const done = events.filter((event) => event.type === 'response.output_item.done');
+    expect(done.map((event) => event.item)).toEqual(response.output);
+    const carrier = (response.output as Array<Record<string, unknown>>)[1];
+    expect(carrier).toEqual({
+      id: expect.stringMatching(/^rs_/),
+      type: 'reasoning',
+      summary: [],
+      encrypted_content: expect.any(String),
+    });
+    // Sent back, the calls have it again; the chain's stored reply keeps it on the call.
+    const bridged = bridgeRequest({ model: 'm', input: response.output as unknown[] });
+    expect(bridged.messages.at(-1)?.tool_calls).toEqual([
+      {
+        id: 'function-call-1',
+        type: 'function',
+        function: { name: 'w', arguments: '{"a":1}' },
+        extra_content: signature,
+      },
+      { id: 'function-call-2', type: 'function', function: { name: 'w', arguments: '{}' } },
+    ]);
+    expect(translator.reply()).toMatchObject({
+      content: 'Reading.',
+      tool_calls: [{ id: 'function-call-1', extra_content: signature }, { id: 'function-call-2' }],
+    });
+    expect((translator.reply().tool_calls as unknown[])[1]).not.toHaveProperty('extra_content');
+  });
 
   it('writes each event as JSON.stringify writes its object, the delta events included', () => {
     const translator = new ResponsesStreamTranslator(meta);
