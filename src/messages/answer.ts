@@ -2,10 +2,14 @@
 // completion as a `message` object, a chat stream as Anthropic's event sequence one for one as it
 // arrives (message_start, ping, content_block_start/delta/stop per block, message_delta with the stop
 // reason and usage, message_stop), and any error in Anthropic's shape with Anthropic's wording for a
-// prompt over the window ("prompt is too long: N tokens > M maximum"), which Claude Code acts on.
+// prompt over the window ("prompt is too long: N tokens > M maximum"), which Claude Code acts on. What a
+// chat provider attaches to a tool call (Gemini 3's thought signature) goes to the client as the
+// signature of a thinking block of no text before the call (call-extras.ts), which it sends back as it got
+// it and the bridge puts back on the call.
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
+import { callExtrasOf, carrierOf } from '../upstream/call-extras.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
@@ -111,6 +115,8 @@ export function blocksOfReply(reply: Json): unknown[] {
         ? (reply.content as Json[]).map((part) => (typeof part.text === 'string' ? part.text : '')).join('')
         : '';
   if (text !== '') blocks.push({ type: 'text', text });
+  const extras = callExtrasOf(reply.tool_calls);
+  if (extras.length > 0) blocks.push({ type: 'thinking', thinking: '', signature: carrierOf(extras) });
   for (const call of (reply.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as Json;
     blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input: toolInputOf(fn.arguments) });
@@ -150,6 +156,8 @@ export class MessagesStreamTranslator {
   failed = false;
   /** The name the provider gave its reasoning, once some came. */
   reasoningField: ReasoningField | undefined;
+  /** Each tool call's id, by its index in the chat stream (its later deltas carry none). */
+  private readonly callIds = new Map<number, string>();
 
   constructor(
     private readonly meta: { id: string; model: string },
@@ -250,12 +258,18 @@ export class MessagesStreamTranslator {
     for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
       const position = typeof call.index === 'number' ? call.index : 0;
       const fn = (call.function ?? {}) as Json;
+      const id = this.callIds.get(position) ?? String(call.id ?? `toolu_${position}`);
+      this.callIds.set(position, id);
+      // What the provider attached to the call, in a block of its own: before the call's, as it comes with
+      // the call's first delta (after it, should it come later).
+      const extras = callExtrasOf([{ id, extra_content: call.extra_content }]);
+      if (extras.length > 0) {
+        out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+        out += this.blockDelta('signature_delta', 'signature', carrierOf(extras));
+        out += this.close();
+      }
       if (this.open?.kind !== 'tool' || this.open.call !== position)
-        out += this.openBlock(
-          'tool',
-          { type: 'tool_use', id: call.id ?? `toolu_${position}`, name: fn.name ?? '', input: {} },
-          position,
-        );
+        out += this.openBlock('tool', { type: 'tool_use', id, name: fn.name ?? '', input: {} }, position);
       if (typeof fn.arguments === 'string' && fn.arguments !== '')
         out += this.blockDelta('input_json_delta', 'partial_json', fn.arguments);
     }

@@ -9,6 +9,7 @@ import { tooManyMessages } from '../chat/chat-request-schema.js';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
+import { isCarrier, readCarrier } from '../upstream/call-extras.js';
 import { BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -129,13 +130,16 @@ interface BridgeContext {
  * An assistant message's blocks as one chat message: text, tool calls, and — bridged — the thinking a
  * chat provider gave (its reasoning, which the gateway answered as a thinking block with no signature) as
  * `reasoning_content` again, which the service names as the model's answers do (reasoning-field.ts):
- * DeepSeek and Kimi refuse a tool call sent back without it. Claude's own thinking (signed) goes natively
- * only.
+ * DeepSeek and Kimi refuse a tool call sent back without it; a thinking block whose signature the gateway
+ * wrote gives the calls back what their provider attached to them (Gemini's thought signatures:
+ * answer.ts). Claude's own thinking (signed) goes natively only.
  */
 function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeContext): Json {
   const text: string[] = [];
   const calls: Json[] = [];
   let reasoning = '';
+  /** What the provider attached to the calls (Gemini's thought signatures), by call id. */
+  let extras: Map<string, Record<string, unknown>> | undefined;
   for (const block of blocks) {
     if (block.type === 'text') text.push(String(block.text));
     else if (block.type === 'tool_use') {
@@ -147,12 +151,21 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
         function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
       });
     } else if (!native) {
-      // A chat provider's thinking carries no signature; Claude's (signed), like any other block, is dropped.
+      // A chat provider's thinking carries no signature; Claude's (signed), like any other block, is
+      // dropped. A signature the gateway wrote holds what the provider attached to the calls.
       const unsigned = typeof block.signature !== 'string' || block.signature === '';
-      if (block.type === 'thinking' && unsigned) reasoning += String(block.thinking ?? '');
+      if (block.type === 'thinking' && isCarrier(block.signature))
+        readCarrier(block.signature, (extras ??= new Map()));
+      if (block.type === 'thinking' && (unsigned || isCarrier(block.signature)))
+        reasoning += String(block.thinking ?? '');
       else dropped.add(String(block.type));
     }
   }
+  if (extras !== undefined)
+    for (const call of calls) {
+      const extra = extras.get(call.id as string);
+      if (extra !== undefined) call.extra_content = extra;
+    }
   const message: Json = {
     role: 'assistant',
     content: text.length === 0 && calls.length > 0 ? null : text.join(''),

@@ -100,12 +100,19 @@ beforeAll(async () => {
   };
   // Local models whose chat templates take a system message only first (Mistral's, Gemma's).
   openai = new FakeUpstream({
-    windows: { 'local-coder': 131_072, 'local-coder-small': smallWindow, 'deepseek-v4-pro': 131_072 },
+    windows: {
+      'local-coder': 131_072,
+      'local-coder-small': smallWindow,
+      'deepseek-v4-pro': 131_072,
+      'gemini-3.1-pro-preview': 131_072,
+    },
     respond,
     systemOnlyFirst: true,
     alternating: true,
     // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
     thinking: ['deepseek-v4-pro'],
+    // As Gemini 3 is served: each call must come back with its thought signature.
+    thoughtSignatures: ['gemini-3.1-pro-preview'],
   });
   // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
   mistral = new FakeUpstream({
@@ -284,6 +291,29 @@ describe('Claude Code through ctxgate', () => {
       .filter((message) => message.role === 'assistant' && message.tool_calls?.length);
     expect(calls.length).toBeGreaterThan(0);
     for (const call of calls) expect(call.reasoning_content).toMatch(/^Thinking before answer \d+\.$/);
+  }, 300_000);
+
+  it('runs the same task bridged to Gemini 3: its call goes back with the thought signature Gemini gave it, the first time', async () => {
+    const before = openai.chatRequests.length;
+    const from = harness.logLines.length;
+    // Stateless: the signature rides in a thinking block Claude Code keeps and sends back.
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'gemini-3.1-pro-preview', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    const requests = openai.chatRequests
+      .slice(before)
+      .filter((request) => (request.body as { model?: string }).model === 'gemini-3.1-pro-preview');
+    // None refused: as many calls to Gemini as answered requests.
+    expect(requests.every((request) => request.status === 200)).toBe(true);
+    const calls = requests
+      .flatMap((request) => (request.body as { messages: ChatMessage[] }).messages)
+      .filter((message) => message.role === 'assistant' && message.tool_calls?.length);
+    expect(calls.length).toBeGreaterThan(0);
+    for (const call of calls)
+      expect(call.tool_calls?.[0]?.extra_content?.google?.thought_signature).toEqual(
+        expect.stringMatching(/^[A-Za-z0-9+/=]{8,}$/),
+      );
   }, 300_000);
 
   it('runs the same task bridged to a provider that refuses the fields it does not know (Mistral)', async () => {

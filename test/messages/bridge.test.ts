@@ -2,8 +2,34 @@
 // becomes, what is dropped for a Chat Completions upstream, what is kept for an Anthropic one, and the
 // field errors in Anthropic's words.
 import { describe, expect, it } from 'vitest';
+import { messageOf, MessagesStreamTranslator } from '../../src/messages/answer.js';
 import { bridgeMessagesRequest, endUserId } from '../../src/messages/bridge.js';
 import { isGatewayError } from '../../src/errors.js';
+import { sseEventData } from '../helpers/sse-events.js';
+
+/** The content blocks an Anthropic event stream builds, as the SDK accumulates them. */
+function blocksOfStream(text: string): Array<Record<string, unknown>> {
+  const blocks: Array<Record<string, unknown>> = [];
+  const json: string[] = [];
+  for (const event of sseEventData(text)) {
+    const index = event.index as number;
+    if (event.type === 'content_block_start') {
+      blocks[index] = { ...(event.content_block as Record<string, unknown>) };
+      json[index] = '';
+    }
+    if (event.type !== 'content_block_delta') continue;
+    const block = blocks[index] as Record<string, unknown>;
+    const delta = event.delta as Record<string, string>;
+    if (delta.type === 'text_delta') block.text = String(block.text) + delta.text;
+    if (delta.type === 'thinking_delta') block.thinking = String(block.thinking) + delta.thinking;
+    if (delta.type === 'signature_delta') block.signature = delta.signature;
+    if (delta.type === 'input_json_delta') json[index] = `${json[index] ?? ''}${delta.partial_json ?? ''}`;
+  }
+  blocks.forEach((block, index) => {
+    if (block.type === 'tool_use' && json[index] !== '') block.input = JSON.parse(json[index] as string);
+  });
+  return blocks;
+}
 
 const bridged = (body: Record<string, unknown>, native = false) =>
   bridgeMessagesRequest({ model: 'm', max_tokens: 100, ...body }, { native, requireMaxTokens: true });
@@ -190,6 +216,70 @@ describe('a Messages request as a chat request', () => {
       'reasoning_content',
     );
     expect(claude.dropped).toEqual(['thinking']);
+  });
+
+  it("gives back, on each call, what its provider attached to it (Gemini's thought signature), from a whole answer and a stream", () => {
+    const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
+    const calls = [
+      {
+        id: 'function-call-1',
+        type: 'function',
+        function: { name: 'Read', arguments: '{"a":1}' },
+        extra_content: signature,
+      },
+      { id: 'function-call-2', type: 'function', function: { name: 'Read', arguments: '{}' } },
+    ];
+    const whole = messageOf(
+      {
+        choices: [
+          {
+            message: { role: 'assistant', content: 'Reading.', tool_calls: calls },
+            finish_reason: 'tool_calls',
+          },
+        ],
+      },
+      { id: 'msg_1', model: 'gemini-3-pro-preview' },
+    ).content as Array<Record<string, unknown>>;
+    // A thinking block of no text, its signature the gateway's, before the calls.
+    expect(whole.map((block) => block.type)).toEqual(['text', 'thinking', 'tool_use', 'tool_use']);
+    expect(whole[1]).toEqual({ type: 'thinking', thinking: '', signature: expect.any(String) });
+    const translator = new MessagesStreamTranslator({ id: 'msg_2', model: 'gemini-3-pro-preview' }, 0);
+    const streamed = blocksOfStream(
+      translator.start() +
+        translator.push(
+          [
+            { choices: [{ index: 0, delta: { content: 'Reading.' } }] },
+            { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...calls[0] }] } }] },
+            { choices: [{ index: 0, delta: { tool_calls: [{ index: 1, ...calls[1] }] } }] },
+            { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+          ]
+            .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+            .join('') + 'data: [DONE]\n\n',
+        ),
+    );
+    expect(streamed).toEqual(whole);
+    // As Claude Code sends the step back: its blocks as it got them, then the results.
+    const { chatBody, dropped } = bridged({
+      model: 'gemini-3-pro-preview',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: 'Read it.' },
+        { role: 'assistant', content: streamed },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'function-call-1', content: 'one' },
+            { type: 'tool_result', tool_use_id: 'function-call-2', content: 'two' },
+          ],
+        },
+      ],
+    });
+    expect(dropped).toEqual([]);
+    expect((chatBody.messages as Array<Record<string, unknown>>)[1]).toEqual({
+      role: 'assistant',
+      content: 'Reading.',
+      tool_calls: calls,
+    });
   });
 
   it('keeps every original block for an anthropic upstream, and drops nothing', () => {
