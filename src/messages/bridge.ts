@@ -132,8 +132,16 @@ interface BridgeContext {
  * `reasoning_content` again, which the service names as the model's answers do (reasoning-field.ts):
  * DeepSeek and Kimi refuse a tool call sent back without it; a thinking block whose signature the gateway
  * wrote gives the calls back what their provider attached to them (Gemini's thought signatures:
- * answer.ts). Claude's own thinking (signed) goes natively only.
+ * answer.ts). Claude's own thinking (signed) goes natively only, and natively only Claude's.
  */
+/** A thinking block the gateway made: no signature (a chat model's reasoning), or its own (call extras). */
+function isGatewayThinking(block: Json): boolean {
+  return (
+    block.type === 'thinking' &&
+    (typeof block.signature !== 'string' || block.signature === '' || isCarrier(block.signature))
+  );
+}
+
 function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeContext): Json {
   const text: string[] = [];
   const calls: Json[] = [];
@@ -151,14 +159,12 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
         function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) },
       });
     } else if (!native) {
-      // A chat provider's thinking carries no signature; Claude's (signed), like any other block, is
-      // dropped. A signature the gateway wrote holds what the provider attached to the calls.
-      const unsigned = typeof block.signature !== 'string' || block.signature === '';
-      if (block.type === 'thinking' && isCarrier(block.signature))
-        readCarrier(block.signature, (extras ??= new Map()));
-      if (block.type === 'thinking' && (unsigned || isCarrier(block.signature)))
+      // A chat provider's thinking carries no signature, or one the gateway wrote that holds what the
+      // provider attached to the calls; Claude's (signed), like any other block, is dropped.
+      if (isGatewayThinking(block)) {
         reasoning += String(block.thinking ?? '');
-      else dropped.add(String(block.type));
+        if (isCarrier(block.signature)) readCarrier(block.signature, (extras ??= new Map()));
+      } else dropped.add(String(block.type));
     }
   }
   if (extras !== undefined)
@@ -166,13 +172,22 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
       const extra = extras.get(call.id as string);
       if (extra !== undefined) call.extra_content = extra;
     }
+  // To Claude, the thinking blocks the gateway made for another model (a chat model's reasoning, a call's
+  // extras) are dropped: Anthropic refuses a signature it did not give ("Invalid `signature` in
+  // `thinking` block"), and the conversation goes on there after a fallback or a client's switch.
+  const madeForAnother = native && blocks.some(isGatewayThinking);
+  if (madeForAnother) dropped.add('thinking');
   const message: Json = {
     role: 'assistant',
     content: text.length === 0 && calls.length > 0 ? null : text.join(''),
   };
   if (calls.length > 0) message.tool_calls = calls;
   if (reasoning !== '') message.reasoning_content = reasoning;
-  return withExtension(message, blocks, native);
+  return withExtension(
+    message,
+    madeForAnother ? blocks.filter((block) => !isGatewayThinking(block)) : blocks,
+    native,
+  );
 }
 
 /**

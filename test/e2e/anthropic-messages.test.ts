@@ -19,7 +19,12 @@ let anthropicUrl: string;
 
 beforeAll(async () => {
   anthropic = new FakeAnthropic({ window: anthropicWindow, apiKey: 'sk-ant-operator' });
-  openai = new FakeUpstream({ windows: { 'local-model': 8_192 } });
+  // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
+  openai = new FakeUpstream({
+    windows: { 'local-model': 8_192 },
+    thinking: ['deepseek-v4-pro'],
+    thoughtSignatures: ['gemini-3-pro-preview'],
+  });
   anthropicUrl = await anthropic.start();
   const openaiUrl = await openai.start();
   harness = await startGateway({
@@ -237,6 +242,48 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
     expect(sent?.rawBody).toContain(spelled(body.tools, 2));
     expect(sent?.body.messages).toEqual(messages);
   });
+
+  it.each([
+    ['a thinking model’s reasoning (DeepSeek V4: a block of no signature)', 'deepseek-v4-pro'],
+    [
+      'Gemini 3’s thought signature (a block of no text, its signature the gateway’s)',
+      'gemini-3-pro-preview',
+    ],
+  ])(
+    'goes on natively on Claude after a step bridged to another model: the thinking block the gateway made for %s is not sent (Anthropic refuses it)',
+    async (_name, other) => {
+      anthropic.respond = (body) => toolModel(body.messages as never);
+      openai.setDefault({
+        toolCalls: [{ id: 'call_oslo', name: 'get_weather', arguments: '{"city":"Oslo"}' }],
+      });
+      const question = { role: 'user' as const, content: 'Weather in Oslo?' };
+      const first = await client().messages.create({
+        model: other,
+        max_tokens: 500,
+        tools: [weatherTool],
+        messages: [question],
+      });
+      openai.setDefault({});
+      expect(first.content.map((block) => block.type)).toEqual(['thinking', 'tool_use']);
+      // The conversation goes on on Claude, as an agent passes the content back as it got it.
+      const { data: answer, response } = await client()
+        .messages.create({
+          model: 'claude-sonnet-4-5',
+          max_tokens: 500,
+          tools: [weatherTool],
+          messages: [
+            question,
+            { role: 'assistant', content: first.content },
+            { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_oslo', content: 'sunny' }] },
+          ],
+        })
+        .withResponse();
+      expect(answer.content.at(-1)).toEqual({ type: 'text', text: 'The tool said: sunny' });
+      expect(response.headers.get('x-ctxgate-dropped')).toBe('thinking');
+      const sent = anthropic.messageRequests.at(-1)?.body as { messages: Array<{ content: unknown[] }> };
+      expect(sent.messages[1]?.content).toEqual([first.content[1]]);
+    },
+  );
 
   it('keeps the thinking block and its signature in the current tool loop (Anthropic refuses it without)', async () => {
     anthropic.respond = (body) => ({

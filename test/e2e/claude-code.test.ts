@@ -148,14 +148,25 @@ afterAll(async () => {
   await mistral.stop();
 });
 
-/** `claude -p` on `model`, in the gateway session `sessionId` (none: stateless, as Claude Code runs by default). */
-async function runClaude(prompt: string, model: string, sessionId: string | undefined) {
-  const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+/**
+ * `claude -p` on `model`, in the gateway session `sessionId` (none: stateless, as Claude Code runs by
+ * default); with `resume`, Claude Code's own conversation of that id in `home`, continued.
+ */
+async function runClaude(
+  prompt: string,
+  model: string,
+  sessionId: string | undefined,
+  {
+    home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-')),
+    resume,
+  }: { home?: string; resume?: string } = {},
+) {
   const finished = await runProgram(
     claude,
     [
       '-p',
       prompt,
+      ...(resume === undefined ? [] : ['--resume', resume]),
       '--model',
       model,
       '--output-format',
@@ -314,6 +325,34 @@ describe('Claude Code through ctxgate', () => {
       expect(call.tool_calls?.[0]?.extra_content?.google?.thought_signature).toEqual(
         expect.stringMatching(/^[A-Za-z0-9+/=]{8,}$/),
       );
+  }, 300_000);
+
+  it('goes on natively on Claude after a turn bridged to Gemini 3: the thinking block that carried its signature is not sent to Anthropic', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+    const first = await runClaude('Tell me the code in notes.txt.', 'gemini-3.1-pro-preview', undefined, {
+      home,
+    });
+    expect(first.result.result).toBe('The code is CODE-4711.');
+    const before = anthropic.messageRequests.length;
+    const from = harness.logLines.length;
+    // As a user switches models (/model) and goes on: Claude Code sends the conversation so far.
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt once more.',
+      'claude-sonnet-4-5',
+      undefined,
+      {
+        home,
+        resume: String(first.result.session_id),
+      },
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    const sent = anthropic.messageRequests.slice(before).map((request) => request.body.messages as Json[]);
+    // Claude got the earlier turn (its Read call and result) without the gateway's thinking block.
+    const earlier = sent.at(-1)?.find((message) => JSON.stringify(message.content).includes('"tool_use"'));
+    expect(earlier).toBeDefined();
+    expect(JSON.stringify(sent)).not.toContain('ctxgate.call-extras');
   }, 300_000);
 
   it('runs the same task bridged to a provider that refuses the fields it does not know (Mistral)', async () => {

@@ -4,9 +4,9 @@
 // right after a user message, for Claude Opus 4.8 and the 5 family, or any model with the
 // per-turn-control beta that Claude Code sends: mid-conversation system messages), a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
-// whose result does not follow, a thinking block without its signature, and a prompt over its window
-// ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled): not the
-// gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
+// whose result does not follow, a thinking block without its signature or with one it did not give, and
+// a prompt over its window ("prompt is too long: N tokens > M maximum"). Its token count is its own
+// (cl100k, scaled): not the gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
@@ -105,8 +105,12 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
           `messages.${index}.content.${position}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(block.tool_use_id)}. ` +
           'Each `tool_result` block must have a corresponding `tool_use` block in the previous message.'
         );
-      if (block.type === 'thinking' && (typeof block.signature !== 'string' || block.signature === ''))
+      if (block.type === 'thinking' && typeof block.signature !== 'string')
         return `messages.${index}.content.${position}.thinking.signature: Field required`;
+      // A signature is Claude's own, bound to what it signs: any other (another model's, one made up, an
+      // empty one) is refused.
+      if (block.type === 'thinking' && !/^sig-\d+$/.test(String(block.signature)))
+        return `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`;
     }
     if (message.role === 'assistant') {
       const uses = blocks.filter((block) => block.type === 'tool_use').map((block) => String(block.id));
