@@ -129,6 +129,7 @@ interface ToolCall {
   id: string;
   type?: string;
   function?: { name?: string; arguments?: string };
+  extra_content?: unknown;
 }
 
 export async function answerRecallCalls(input: RecallRoundsInput): Promise<RecallRoundsOutcome> {
@@ -155,6 +156,8 @@ export async function answerRecallCalls(input: RecallRoundsInput): Promise<Recal
         id: call.id,
         type: 'function',
         function: { name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' },
+        // What the provider attached to the call: Gemini 3 refuses it back without its thought signature.
+        ...(call.extra_content === undefined ? {} : { extra_content: call.extra_content }),
       })),
       // A thinking model's reasoning goes back with its call, under its own name: DeepSeek and Kimi
       // refuse the call without it.

@@ -114,6 +114,37 @@ describe('recall rounds on whole answers', () => {
     });
   });
 
+  it("sends the call back with what its provider attached to it (Gemini 3's thought signature), whole and streamed", async () => {
+    const signed = {
+      ...recallCall('call_a', 'vault 7'),
+      extra_content: { google: { thought_signature: 'CrIC==' } },
+    };
+    const { upstream, outcome } = rounds(
+      [whole({ content: 'The code is K7-12345.' })],
+      whole({ content: null, tool_calls: [signed] }),
+    );
+    await outcome;
+    expect(bodyOf(upstream.sent[0]?.body).messages[1]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [signed],
+    });
+    const streamed = rounds(
+      [whole({ content: 'ok' })],
+      {
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        chunks: [
+          `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...signed }] } }] })}\n\n`,
+          `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] })}\n\ndata: [DONE]\n\n`,
+        ],
+      },
+      { streaming: true },
+    );
+    await streamed.outcome;
+    expect(bodyOf(streamed.upstream.sent[0]?.body).messages[1]?.tool_calls).toEqual([signed]);
+  });
+
   it('gives each call of a round its share of the room, and says so when none is left', async () => {
     const twoCalls = whole({
       content: null,
