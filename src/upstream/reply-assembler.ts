@@ -2,7 +2,9 @@
 // an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
 // the reply it relayed. A thinking model's reasoning keeps the name the provider gave it
 // (reasoning-field.ts), as it is sent back to that provider; a tool call keeps its `extra_content`, where
-// Gemini gives the thought signature it refuses the call back without (docs/budgeting.md). Pure.
+// Gemini gives the thought signature it refuses the call back without (docs/budgeting.md), and OpenRouter's
+// `reasoning_details` (Claude's thinking with its signature, which Anthropic refuses a tool loop back
+// without) are kept whole. Pure.
 import { flatText } from '../flat-string.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
@@ -20,6 +22,7 @@ interface ChoiceDelta {
   reasoning_content?: string | null;
   reasoning?: string | null;
   refusal?: string | null;
+  reasoning_details?: unknown;
   tool_calls?: Array<{
     index?: number;
     id?: string;
@@ -42,7 +45,31 @@ export function replyFromCompletion(
   const reasoning = reasoningOf(message);
   if (reasoning !== undefined) reply[reasoning.field] = reasoning.text;
   if (typeof message.refusal === 'string') reply.refusal = message.refusal;
+  if (Array.isArray(message.reasoning_details) && message.reasoning_details.length > 0)
+    reply.reasoning_details = message.reasoning_details;
   return reply;
+}
+
+/**
+ * OpenRouter's structured reasoning as a stream gives it: entries in pieces, a piece's `index` saying
+ * which entry it continues (its text, summary or data added on, any other field taken as the latest).
+ */
+function addReasoningDetails(into: Array<Record<string, unknown>>, pieces: unknown): void {
+  if (!Array.isArray(pieces)) return;
+  for (const piece of pieces as unknown[]) {
+    if (typeof piece !== 'object' || piece === null || Array.isArray(piece)) continue;
+    const fields = piece as Record<string, unknown>;
+    const index = typeof fields.index === 'number' ? fields.index : into.length;
+    const entry = into[index];
+    if (entry === undefined) {
+      into[index] = { ...fields };
+      continue;
+    }
+    for (const [name, value] of Object.entries(fields))
+      if ((name === 'text' || name === 'summary' || name === 'data') && typeof value === 'string')
+        entry[name] = typeof entry[name] === 'string' ? entry[name] + value : value;
+      else if (value !== undefined && value !== null) entry[name] = value;
+  }
 }
 
 export class StreamReplyAssembler {
@@ -53,6 +80,8 @@ export class StreamReplyAssembler {
   private reasoning = '';
   private reasoningField: ReasoningField = 'reasoning_content';
   private refusal = '';
+  /** OpenRouter's `reasoning_details`, by index (addReasoningDetails). */
+  private readonly reasoningDetails: Array<Record<string, unknown>> = [];
   private readonly toolCalls: Array<{
     id: string;
     type: string;
@@ -84,6 +113,8 @@ export class StreamReplyAssembler {
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (this.reasoning !== '') message[this.reasoningField] = flatText(this.reasoning);
     if (this.refusal !== '') message.refusal = flatText(this.refusal);
+    const details = this.reasoningDetails.filter((entry) => entry !== undefined);
+    if (details.length > 0) message.reasoning_details = details;
     return { message, finished: this.finished, malformedEvents: this.malformedEvents };
   }
 
@@ -113,6 +144,8 @@ export class StreamReplyAssembler {
       this.reasoningField = reasoning.field;
     }
     if (typeof delta.refusal === 'string') this.refusal += delta.refusal;
+    if (delta.reasoning_details !== undefined)
+      addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
     for (const call of delta.tool_calls ?? []) {
       const index = call.index ?? this.toolCalls.length;
       const target = (this.toolCalls[index] ??= {

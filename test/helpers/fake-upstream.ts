@@ -166,6 +166,14 @@ export interface FakeUpstreamOptions {
    * model made, is refused as corrupted.
    */
   thoughtSignatures?: readonly string[];
+  /**
+   * Models served as OpenRouter serves Claude with reasoning on: each answer carries its reasoning as
+   * `reasoning` and as `reasoning_details` (a `reasoning.text` entry with Claude's signature; in a stream,
+   * the text in pieces and the signature last, each a delta of index 0), and a request whose last
+   * assistant message with tool calls after the last user message has no `reasoning_details` with a
+   * signature this fake gave is refused as OpenRouter passes Anthropic's refusal on.
+   */
+  reasoningDetails?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -214,6 +222,8 @@ export interface ChatMessage {
     function?: { name: string; arguments: string };
     extra_content?: { google?: { thought_signature?: unknown } };
   }> | null;
+  /** OpenRouter's structured reasoning, sent back. */
+  reasoning_details?: unknown;
   tool_call_id?: string;
   /** A thinking model's reasoning, sent back (DeepSeek, Kimi). */
   reasoning_content?: unknown;
@@ -398,9 +408,14 @@ export class FakeUpstream {
   /** A Gemini answer's `extra_content` for its tool call at `index`: the first call of an answer only. */
   private signatureOf(model: string, callId: string, index: number): Record<string, unknown> {
     if (index > 0 || this.options.thoughtSignatures?.includes(model) !== true) return {};
-    const signature = Buffer.from(`thought ${this.sequence} ${callId}`).toString('base64');
-    this.signaturesGiven.add(signature);
+    const signature = this.given(Buffer.from(`thought ${this.sequence} ${callId}`).toString('base64'));
     return { extra_content: { google: { thought_signature: signature } } };
+  }
+
+  /** A signature this fake gives, kept to be taken back. */
+  private given(signature: string): string {
+    this.signaturesGiven.add(signature);
+    return signature;
   }
 
   /** Gemini's refusal of a current turn's tool call sent back without its signature, or with a made-up one. */
@@ -756,6 +771,40 @@ export class FakeUpstream {
         return;
       }
     }
+    if (this.options.reasoningDetails?.includes(String(body.model)) === true) {
+      const lastUser = body.messages.findLastIndex((message) => message.role === 'user');
+      const index = body.messages.findLastIndex(
+        (message, at) =>
+          at > lastUser && message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0,
+      );
+      const details = body.messages[index]?.reasoning_details;
+      const signed =
+        Array.isArray(details) &&
+        details.some(
+          (detail: { signature?: unknown }) =>
+            typeof detail?.signature === 'string' && this.signaturesGiven.has(detail.signature),
+        );
+      if (index >= 0 && !signed) {
+        const anthropic = JSON.stringify({
+          type: 'error',
+          error: {
+            type: 'invalid_request_error',
+            message: `messages.${index}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`tool_use\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
+          },
+        });
+        sendJson(
+          400,
+          JSON.stringify({
+            error: {
+              message: 'Provider returned error',
+              code: 400,
+              metadata: { raw: anthropic, provider_name: 'Anthropic' },
+            },
+          }),
+        );
+        return;
+      }
+    }
     if (this.options.thoughtSignatures?.includes(String(body.model)) === true) {
       const refusal = this.thoughtSignatureRefusal(body.messages);
       if (refusal !== undefined) {
@@ -919,10 +968,30 @@ export class FakeUpstream {
       this.options.thinking?.includes(String(body.model)) === true
         ? `Thinking before answer ${this.sequence}.`
         : undefined;
+    const details =
+      this.options.reasoningDetails?.includes(String(body.model)) === true
+        ? {
+            text: `Claude thinks before answer ${this.sequence}.`,
+            signature: this.given(Buffer.from(`claude ${this.sequence}`).toString('base64')),
+            format: 'anthropic-claude-v1',
+          }
+        : undefined;
 
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
       if (reasoning !== undefined) message[this.options.reasoningField ?? 'reasoning_content'] = reasoning;
+      if (details !== undefined) {
+        message.reasoning = details.text;
+        message.reasoning_details = [
+          {
+            type: 'reasoning.text',
+            text: details.text,
+            signature: details.signature,
+            format: details.format,
+            index: 0,
+          },
+        ];
+      }
       if (behaviour.toolCalls !== undefined) {
         message.tool_calls = behaviour.toolCalls.map((call, index) => ({
           id: this.answerId(call.id),
@@ -976,6 +1045,27 @@ export class FakeUpstream {
           },
         ]),
       );
+    if (details !== undefined) {
+      const half = Math.ceil(details.text.length / 2);
+      for (const piece of [
+        { text: details.text.slice(0, half) },
+        { text: details.text.slice(half) },
+        { signature: details.signature },
+      ])
+        frames.push(
+          frame([
+            {
+              index: 0,
+              delta: {
+                ...(piece.text === undefined ? {} : { reasoning: piece.text }),
+                reasoning_details: [{ type: 'reasoning.text', ...piece, format: details.format, index: 0 }],
+              },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]),
+        );
+    }
     if (behaviour.toolCalls !== undefined) {
       for (const [index, call] of behaviour.toolCalls.entries()) {
         frames.push(

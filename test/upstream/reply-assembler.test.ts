@@ -133,6 +133,70 @@ describe('StreamReplyAssembler', () => {
     ]);
   });
 
+  it("keeps OpenRouter's reasoning_details whole: each entry's pieces joined by index, its signature last", () => {
+    const openrouter =
+      event(
+        delta({
+          reasoning: 'Read ',
+          reasoning_details: [
+            { type: 'reasoning.text', text: 'Read ', format: 'anthropic-claude-v1', index: 0 },
+          ],
+        }),
+      ) +
+      event(
+        delta({
+          reasoning: 'it.',
+          reasoning_details: [
+            { type: 'reasoning.text', text: 'it.', format: 'anthropic-claude-v1', index: 0 },
+          ],
+        }),
+      ) +
+      event(
+        delta({
+          reasoning_details: [
+            { type: 'reasoning.text', signature: 'EqQBCkYI', format: 'anthropic-claude-v1', index: 0 },
+          ],
+        }),
+      ) +
+      event(
+        delta({
+          reasoning_details: [
+            {
+              type: 'reasoning.encrypted',
+              data: 'gAAAA',
+              id: 'rs_1',
+              format: 'openai-responses-v1',
+              index: 1,
+            },
+          ],
+        }),
+      ) +
+      event(
+        delta({
+          tool_calls: [
+            { index: 0, id: 'toolu_1', type: 'function', function: { name: 'read', arguments: '{}' } },
+          ],
+        }),
+      ) +
+      event(delta({}, 0, 'tool_calls'));
+    expect(assemble(openrouter, 13).message).toEqual({
+      role: 'assistant',
+      content: null,
+      reasoning: 'Read it.',
+      reasoning_details: [
+        {
+          type: 'reasoning.text',
+          text: 'Read it.',
+          signature: 'EqQBCkYI',
+          format: 'anthropic-claude-v1',
+          index: 0,
+        },
+        { type: 'reasoning.encrypted', data: 'gAAAA', id: 'rs_1', format: 'openai-responses-v1', index: 1 },
+      ],
+      tool_calls: [{ id: 'toolu_1', type: 'function', function: { name: 'read', arguments: '{}' } }],
+    });
+  });
+
   it('keeps a refusal', () => {
     expect(
       assemble(event(delta({ refusal: 'I cannot ' })) + event(delta({ refusal: 'help.' }, 0, 'stop')), 4)
@@ -166,6 +230,28 @@ describe('replyFromCompletion', () => {
       'reasoning named `reasoning` (vLLM 0.17, OpenRouter): kept under that name',
       { choices: [{ message: { content: 'x', reasoning: 'r' } }] },
       { role: 'assistant', content: 'x', reasoning: 'r' },
+    ],
+    [
+      "OpenRouter's reasoning_details (Claude's thinking and its signature): kept whole",
+      {
+        choices: [
+          {
+            message: {
+              content: null,
+              reasoning: 'r',
+              reasoning_details: [{ type: 'reasoning.text', text: 'r', signature: 's', index: 0 }],
+              tool_calls: [{ id: 'c' }],
+            },
+          },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: null,
+        reasoning: 'r',
+        reasoning_details: [{ type: 'reasoning.text', text: 'r', signature: 's', index: 0 }],
+        tool_calls: [{ id: 'c' }],
+      },
     ],
     ['no choices', { object: 'chat.completion' }, undefined],
     ['a choice without a message', { choices: [{}] }, undefined],

@@ -1,10 +1,14 @@
-// End to end (docs/budgeting.md#refused-fields): Gemini 3 through Google's OpenAI-compatible endpoint
-// gives the first tool call of each answer a thought signature (`extra_content.google.thought_signature`)
-// and refuses a request whose current turn sends a call back without it — "Function call is missing a
-// thought_signature in functionCall parts", in an array as Google sends its errors. The strict fake does
-// both. Through the official OpenAI client: a session's streamed tool loop sends each call back with the
-// signature Gemini gave it; a client that drops the field, and a conversation another model began, get
-// their answer after one refused call, and the model's later requests go right the first time.
+// End to end: what a provider gives with an answer and refuses the next request without.
+// Gemini 3 through Google's OpenAI-compatible endpoint (docs/budgeting.md#refused-fields) gives the first
+// tool call of each answer a thought signature (`extra_content.google.thought_signature`) and refuses a
+// request whose current turn sends a call back without it — "Function call is missing a
+// thought_signature in functionCall parts", in an array as Google sends its errors. Through the official
+// OpenAI client: a session's streamed tool loop sends each call back with the signature Gemini gave it;
+// a client that drops the field, and a conversation another model began, get their answer after one
+// refused call, and the model's later requests go right the first time. OpenRouter serving Claude with
+// reasoning on gives the reasoning as `reasoning_details` with Claude's signature, and passes on
+// Anthropic's refusal of a tool loop whose last step comes back without its thinking
+// (docs/budgeting.md#a-thinking-models-reasoning): a session's streamed loop sends it back whole.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -13,12 +17,17 @@ import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/st
 
 const gemini = 'gemini-3-flash-preview';
 const stand = 'skip_thought_signature_validator';
+/** Claude with reasoning on, as OpenRouter serves it. */
+const claude = 'anthropic/claude-sonnet-5';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ thoughtSignatures: [gemini, 'gemini-3-pro-preview'] });
+  fake = new FakeUpstream({
+    thoughtSignatures: [gemini, 'gemini-3-pro-preview'],
+    reasoningDetails: [claude],
+  });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
   });
@@ -174,4 +183,57 @@ describe('Gemini 3: a tool call goes back with its thought signature', () => {
     expect(response.headers.get('x-ctxgate-attempts')).toBe('1');
     expect(signaturesOf(sent(gemini, since)[0])).toEqual([stand, own]);
   });
+});
+
+describe("OpenRouter's reasoning_details: Claude's thinking goes back with its tool calls", () => {
+  it.each([true, false])(
+    "sends a session's calls back with the thinking Claude gave them (streamed: %s)",
+    async (stream) => {
+      const chat = client({ 'x-session-id': `openrouter-${randomUUID()}` });
+      const since = fake.chatRequests.length;
+      fake.enqueue(
+        { toolCalls: [{ id: 'call_read', name: 'read_file', arguments: '{"path":"src/a.ts"}' }] },
+        { toolCalls: [{ id: 'call_grep', name: 'grep', arguments: '{"q":"retry"}' }] },
+        { content: 'In src/a.ts.' },
+      );
+      const ask = async (messages: OpenAI.ChatCompletionMessageParam[]) => {
+        if (!stream) {
+          const { data, response } = await chat.chat.completions
+            .create({ model: claude, messages })
+            .withResponse();
+          return { text: data.choices[0]?.message.content ?? '', status: response.status };
+        }
+        const { data, response } = await chat.chat.completions
+          .create({ model: claude, messages, stream: true })
+          .withResponse();
+        let text = '';
+        for await (const chunk of data) text += chunk.choices[0]?.delta.content ?? '';
+        return { text, status: response.status };
+      };
+      await ask([{ role: 'user', content: 'Where is the retry budget computed?' }]);
+      await ask([{ role: 'tool', tool_call_id: 'call_read', content: 'export const budget = 3;' }]);
+      expect(await ask([{ role: 'tool', tool_call_id: 'call_grep', content: 'src/a.ts:1' }])).toEqual({
+        text: 'In src/a.ts.',
+        status: 200,
+      });
+      const requests = fake.chatRequests.slice(since);
+      // Three requests, none refused; the last sent both steps with the thinking Claude gave each, whole.
+      expect(requests.map((request) => request.status)).toEqual([200, 200, 200]);
+      const steps = (requests[2]?.body as { messages: ChatMessage[] }).messages.filter(
+        (message) => (message.tool_calls?.length ?? 0) > 0,
+      );
+      expect(steps.map((message) => message.reasoning_details)).toEqual([
+        [
+          {
+            type: 'reasoning.text',
+            text: expect.stringMatching(/^Claude thinks before answer \d+\.$/),
+            signature: expect.any(String),
+            format: 'anthropic-claude-v1',
+            index: 0,
+          },
+        ],
+        [expect.objectContaining({ type: 'reasoning.text', signature: expect.any(String) })],
+      ]);
+    },
+  );
 });
