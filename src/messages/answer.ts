@@ -3,13 +3,15 @@
 // arrives (message_start, ping, content_block_start/delta/stop per block, message_delta with the stop
 // reason and usage, message_stop), and any error in Anthropic's shape with Anthropic's wording for a
 // prompt over the window ("prompt is too long: N tokens > M maximum"), which Claude Code acts on. What a
-// chat provider attaches to a tool call (Gemini 3's thought signature) goes to the client as the
-// signature of a thinking block of no text before the call (call-extras.ts), which it sends back as it got
-// it and the bridge puts back on the call.
+// chat provider gives to be sent back — a tool call's `extra_content` (Gemini 3's thought signature), the
+// message's `reasoning_details` (OpenRouter's) — goes to the client as the signature of a thinking block
+// of no text before the calls (carried-state.ts), which it sends back as it got it and the bridge puts
+// back on the message and its calls.
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
-import { callExtrasOf, carrierOf } from '../upstream/call-extras.js';
+import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
+import { addReasoningDetails } from '../upstream/reply-assembler.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
@@ -114,9 +116,13 @@ export function blocksOfReply(reply: Json): unknown[] {
       : Array.isArray(reply.content)
         ? (reply.content as Json[]).map((part) => (typeof part.text === 'string' ? part.text : '')).join('')
         : '';
+  // Where a stream has it: reasoning details come before the text (never after it: a client takes an
+  // answer's last block for its text, as Claude Code does), a call's extras with the call.
+  const carried = carriedStateOf(reply);
+  const carrier = carried && { type: 'thinking', thinking: '', signature: carrierOf(carried) };
+  if (carrier !== undefined && carried?.message !== undefined) blocks.push(carrier);
   if (text !== '') blocks.push({ type: 'text', text });
-  const extras = callExtrasOf(reply.tool_calls);
-  if (extras.length > 0) blocks.push({ type: 'thinking', thinking: '', signature: carrierOf(extras) });
+  if (carrier !== undefined && carried?.message === undefined) blocks.push(carrier);
   for (const call of (reply.tool_calls as Json[] | undefined) ?? []) {
     const fn = (call.function ?? {}) as Json;
     blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input: toolInputOf(fn.arguments) });
@@ -158,6 +164,9 @@ export class MessagesStreamTranslator {
   reasoningField: ReasoningField | undefined;
   /** Each tool call's id, by its index in the chat stream (its later deltas carry none). */
   private readonly callIds = new Map<number, string>();
+  /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts), and their JSON as last carried. */
+  private readonly reasoningDetails: Json[] = [];
+  private detailsCarried = '';
 
   constructor(
     private readonly meta: { id: string; model: string },
@@ -249,10 +258,14 @@ export class MessagesStreamTranslator {
         out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
       out += this.blockDelta('thinking_delta', 'thinking', reasoning.text);
     }
+    if (delta.reasoning_details !== undefined)
+      addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
     if (typeof delta.ctxgate_anthropic_signature === 'string' && this.open?.kind === 'thinking')
       out += this.blockDelta('signature_delta', 'signature', delta.ctxgate_anthropic_signature);
     if (typeof delta.content === 'string' && delta.content !== '') {
-      if (this.open?.kind !== 'text') out += this.openBlock('text', { type: 'text', text: '' });
+      // The reasoning details that came before the text, before it (a client takes the last block for it).
+      if (this.open?.kind !== 'text')
+        out += this.carrierBlock([]) + this.openBlock('text', { type: 'text', text: '' });
       out += this.blockDelta('text_delta', 'text', delta.content);
     }
     for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
@@ -260,20 +273,35 @@ export class MessagesStreamTranslator {
       const fn = (call.function ?? {}) as Json;
       const id = this.callIds.get(position) ?? String(call.id ?? `toolu_${position}`);
       this.callIds.set(position, id);
-      // What the provider attached to the call, in a block of its own: before the call's, as it comes with
-      // the call's first delta (after it, should it come later).
-      const extras = callExtrasOf([{ id, extra_content: call.extra_content }]);
-      if (extras.length > 0) {
-        out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
-        out += this.blockDelta('signature_delta', 'signature', carrierOf(extras));
-        out += this.close();
-      }
+      // What the provider gave to be sent back, in a block of its own before the call's: its extras come
+      // with its first delta, the reasoning details came before it.
+      out += this.carrierBlock([{ id, extra_content: call.extra_content }]);
       if (this.open?.kind !== 'tool' || this.open.call !== position)
         out += this.openBlock('tool', { type: 'tool_use', id, name: fn.name ?? '', input: {} }, position);
       if (typeof fn.arguments === 'string' && fn.arguments !== '')
         out += this.blockDelta('input_json_delta', 'partial_json', fn.arguments);
     }
     return out;
+  }
+
+  /**
+   * A thinking block of no text whose signature carries `calls`' extras and the reasoning details not
+   * carried yet; '' when there is nothing to carry.
+   */
+  private carrierBlock(calls: Json[]): string {
+    const details = this.reasoningDetails.filter((entry) => entry !== undefined);
+    const written = details.length === 0 ? '' : JSON.stringify(details);
+    const carried = carriedStateOf({
+      tool_calls: calls,
+      reasoning_details: written === this.detailsCarried ? undefined : details,
+    });
+    if (carried === undefined) return '';
+    this.detailsCarried = written;
+    return (
+      this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' }) +
+      this.blockDelta('signature_delta', 'signature', carrierOf(carried)) +
+      this.close()
+    );
   }
 
   private finishEvents(): string {
@@ -285,6 +313,8 @@ export class MessagesStreamTranslator {
     const inputTokens = this.usage === undefined ? this.inputTokens : usage.input_tokens;
     return (
       this.close() +
+      // Reasoning details that came after the text and the calls.
+      this.carrierBlock([]) +
       this.event('message_delta', {
         delta: { stop_reason: stopReasons[this.finish ?? 'stop'] ?? 'end_turn', stop_sequence: null },
         usage: { output_tokens: usage.output_tokens, input_tokens: inputTokens },

@@ -9,7 +9,7 @@ import { tooManyMessages } from '../chat/chat-request-schema.js';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
-import { isCarrier, readCarrier } from '../upstream/call-extras.js';
+import { isCarrier, readCarrier } from '../upstream/carried-state.js';
 import { BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -146,8 +146,9 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   const text: string[] = [];
   const calls: Json[] = [];
   let reasoning = '';
-  /** What the provider attached to the calls (Gemini's thought signatures), by call id. */
+  /** What the provider gave to be sent back (carried-state.ts): on calls by id, on the message. */
   let extras: Map<string, Record<string, unknown>> | undefined;
+  let carried: Record<string, unknown> | undefined;
   for (const block of blocks) {
     if (block.type === 'text') text.push(String(block.text));
     else if (block.type === 'tool_use') {
@@ -163,7 +164,11 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
       // provider attached to the calls; Claude's (signed), like any other block, is dropped.
       if (isGatewayThinking(block)) {
         reasoning += String(block.thinking ?? '');
-        if (isCarrier(block.signature)) readCarrier(block.signature, (extras ??= new Map()));
+        if (isCarrier(block.signature)) {
+          const state = readCarrier(block.signature);
+          for (const [id, extra] of state.calls) (extras ??= new Map()).set(id, extra);
+          if (state.message !== undefined) carried = Object.assign(carried ?? {}, state.message);
+        }
       } else dropped.add(String(block.type));
     }
   }
@@ -183,6 +188,7 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   };
   if (calls.length > 0) message.tool_calls = calls;
   if (reasoning !== '') message.reasoning_content = reasoning;
+  if (carried !== undefined) Object.assign(message, carried);
   return withExtension(
     message,
     madeForAnother ? blocks.filter((block) => !isGatewayThinking(block)) : blocks,

@@ -15,7 +15,7 @@ import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
-import { callExtrasOf, carrierOf, isCarrier, readCarrier } from '../upstream/call-extras.js';
+import { carriedStateOf, carrierOf, isCarrier, readCarrier } from '../upstream/carried-state.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 
@@ -250,24 +250,33 @@ export function messagesOf(
   // A reasoning item's text, for the assistant message its next items make (DeepSeek and Kimi refuse a
   // tool call sent back without the reasoning that came with it).
   let reasoning = '';
-  // What the provider attached to calls (Gemini's thought signatures), by call id, from the reasoning
-  // items the gateway wrote it in (carrierItemOf).
+  // What the provider gave with its answers and needs back (carrierItemOf): on calls (Gemini's thought
+  // signatures), by call id; on the message (OpenRouter's reasoning_details), for the assistant message
+  // the next items make, as the reasoning.
   const extras = callExtrasIn(items);
+  let carried: Record<string, unknown> | undefined;
   items.forEach((item, index) => {
     const at = `input[${index}]`;
     const type = item.type ?? 'message';
     if (type === 'reasoning') {
       reasoning += reasoningText(item);
+      if (isCarrier(item.encrypted_content)) {
+        const fields = readCarrier(item.encrypted_content).message;
+        if (fields !== undefined) carried = Object.assign(carried ?? {}, fields);
+      }
       return;
     }
     const thought = reasoning;
     reasoning = '';
+    const fields = carried;
+    carried = undefined;
     if (type === 'message') {
       const role = item.role;
       if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer')
         refuse(`${at}.role`, `Invalid '${at}.role': expected user, assistant, system or developer.`);
       const message: ChatMessage = { role, content: contentOf(item.content, `${at}.content`) };
       if (role === 'assistant' && thought !== '') message.reasoning_content = thought;
+      if (role === 'assistant' && fields !== undefined) Object.assign(message, fields);
       messages.push(message);
       sources?.origins.push(index);
       sources?.strings.push(contentSources(item.content));
@@ -300,12 +309,12 @@ export function messagesOf(
         if (thought !== '')
           last.reasoning_content =
             typeof last.reasoning_content === 'string' ? last.reasoning_content + thought : thought;
+        if (fields !== undefined) Object.assign(last, fields);
       } else {
-        messages.push(
-          thought === ''
-            ? { role: 'assistant', content: null, tool_calls: [call] }
-            : { role: 'assistant', content: null, tool_calls: [call], reasoning_content: thought },
-        );
+        const message: ChatMessage = { role: 'assistant', content: null, tool_calls: [call] };
+        if (thought !== '') message.reasoning_content = thought;
+        if (fields !== undefined) Object.assign(message, fields);
+        messages.push(message);
         sources?.origins.push(-1);
         sources?.strings.push(undefined);
       }
@@ -841,34 +850,41 @@ export function reasoningItemOf(id: string, text: string): InputItem {
 }
 
 /**
- * A reasoning item that holds no reasoning, only what the provider attached to the calls after it
- * (Gemini's thought signatures) in its `encrypted_content` (call-extras.ts): a client sends it back as it
- * got it, and messagesOf puts each call's extras back on the call.
+ * A reasoning item that holds no reasoning, only what the provider gave with a reply and needs back —
+ * its calls' `extra_content` (Gemini's thought signatures), its `reasoning_details` (OpenRouter's) — in
+ * its `encrypted_content` (carried-state.ts): a client sends it back as it got it, and messagesOf puts
+ * it back on the message and its calls. Undefined when the reply holds nothing such.
  */
-export function carrierItemOf(id: string, calls: unknown): InputItem | undefined {
-  const extras = callExtrasOf(calls);
-  return extras.length === 0
+export function carrierItemOf(
+  id: string,
+  reply: { tool_calls?: unknown; reasoning_details?: unknown },
+): InputItem | undefined {
+  const state = carriedStateOf(reply);
+  return state === undefined
     ? undefined
-    : { id, type: 'reasoning', summary: [], encrypted_content: carrierOf(extras) };
+    : { id, type: 'reasoning', summary: [], encrypted_content: carrierOf(state) };
 }
 
-/** The call extras the carrier items among `items` hold, by call id; undefined when none does. */
+/** What the carrier items among `items` hold for calls, by call id; undefined when none does. */
 function callExtrasIn(items: readonly InputItem[]): Map<string, Record<string, unknown>> | undefined {
   let extras: Map<string, Record<string, unknown>> | undefined;
   for (const item of items)
     if (item.type === 'reasoning' && isCarrier(item.encrypted_content))
-      readCarrier(item.encrypted_content, (extras ??= new Map()));
+      for (const [id, extra] of readCarrier(item.encrypted_content).calls)
+        (extras ??= new Map()).set(id, extra);
   return extras;
 }
 
 /**
- * Output items of an assistant chat message: its reasoning, its text as a message item, then its tool
- * calls, after the item that carries what the provider attached to them.
+ * Output items of an assistant chat message: its reasoning, the item that carries what the provider needs
+ * back (carrierItemOf), its text as a message item, then its tool calls.
  */
 export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?: ToolNames): InputItem[] {
   const items: InputItem[] = [];
   const reasoning = reasoningOf(reply);
   if (reasoning !== undefined) items.push(reasoningItemOf(newId('rs'), reasoning.text));
+  const carrier = reply === undefined ? undefined : carrierItemOf(newId('rs'), reply);
+  if (carrier !== undefined) items.push(carrier);
   const text = typeof reply?.content === 'string' ? reply.content : '';
   if (text !== '')
     items.push({
@@ -878,8 +894,6 @@ export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?
       role: 'assistant',
       content: [{ type: 'output_text', text, annotations: [] }],
     });
-  const carrier = carrierItemOf(newId('rs'), reply?.tool_calls);
-  if (carrier !== undefined) items.push(carrier);
   for (const call of (reply?.tool_calls as Array<Record<string, unknown>> | undefined) ?? []) {
     const fn = call.function as { name?: unknown; arguments?: unknown } | undefined;
     const name = typeof fn?.name === 'string' ? fn.name : '';

@@ -5,11 +5,13 @@
 // reasoning (`reasoning_content` or `reasoning`) is a reasoning item of reasoning_text, its text as
 // .reasoning_text.delta and .done. A call of a custom tool (bridge.ts customAsFunction) is a
 // custom_tool_call item whose input is known only once its arguments are whole: its
-// .custom_tool_call_input.delta and .done come with the closing events. What the provider attaches to a
-// call (Gemini's thought signature) goes in a reasoning item of encrypted content only, before the call's
-// item (bridge.ts carrierItemOf), and stays on the call in the stored reply.
+// .custom_tool_call_input.delta and .done come with the closing events. What the provider gives to be
+// sent back — a call's `extra_content` (Gemini's thought signature), the message's `reasoning_details`
+// (OpenRouter's) — goes in a reasoning item of encrypted content only, opened where the first of it comes
+// and whole at its .output_item.done (bridge.ts carrierItemOf), and stays in the stored reply.
 import { StringDecoder } from 'node:string_decoder';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
+import { addReasoningDetails } from '../upstream/reply-assembler.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callItemOf,
@@ -57,7 +59,7 @@ interface CallItem {
   extra?: unknown;
 }
 
-/** The reasoning item that carries what the provider attached to the calls (bridge.ts carrierItemOf). */
+/** The reasoning item that carries what the provider gave to be sent back (bridge.ts carrierItemOf). */
 interface CarrierItem {
   kind: 'carrier';
   index: number;
@@ -85,6 +87,9 @@ export class ResponsesStreamTranslator {
   private reasoningField: ReasoningField = 'reasoning_content';
   /** Tool calls by their index in the chat stream. */
   private readonly calls = new Map<number, CallItem>();
+  /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts). */
+  private readonly reasoningDetails: Array<Record<string, unknown>> = [];
+  private carrier: CarrierItem | undefined;
   private finishReason: unknown;
   private usage: { promptTokens?: number | undefined; completionTokens?: number | undefined } = {};
   private failed = false;
@@ -147,12 +152,17 @@ export class ResponsesStreamTranslator {
     const delta = (choice.delta ?? {}) as {
       content?: unknown;
       tool_calls?: Array<Record<string, unknown>>;
+      reasoning_details?: unknown;
     };
     let out = '';
     const reasoning = reasoningOf(delta);
     if (reasoning !== undefined) {
       this.reasoningField = reasoning.field;
       out += this.reasoningDelta(reasoning.text);
+    }
+    if (Array.isArray(delta.reasoning_details) && delta.reasoning_details.length > 0) {
+      addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
+      out += this.openCarrier();
     }
     if (typeof delta.content === 'string' && delta.content !== '') out += this.textDelta(delta.content);
     for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
@@ -204,15 +214,8 @@ export class ResponsesStreamTranslator {
     const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
     let item = this.calls.get(position);
     let out = '';
-    // The item that carries the calls' extras opens with the first call that has any: before its item.
-    if (call.extra_content !== undefined && !this.items.some((kept) => kept.kind === 'carrier')) {
-      const carrier: CarrierItem = { kind: 'carrier', index: this.items.length, id: newId('rs') };
-      this.items.push(carrier);
-      out += this.event('response.output_item.added', {
-        output_index: carrier.index,
-        item: { id: carrier.id, type: 'reasoning', summary: [] },
-      });
-    }
+    // A call's extras come with its first delta: the item that carries them opens before the call's.
+    if (call.extra_content !== undefined) out += this.openCarrier();
     if (item === undefined) {
       const index = this.items.length;
       const name = typeof fn.name === 'string' ? fn.name : '';
@@ -244,6 +247,17 @@ export class ResponsesStreamTranslator {
     return out;
   }
 
+  /** Opens the item that carries what the provider gave to be sent back, once. */
+  private openCarrier(): string {
+    if (this.carrier !== undefined) return '';
+    this.carrier = { kind: 'carrier', index: this.items.length, id: newId('rs') };
+    this.items.push(this.carrier);
+    return this.event('response.output_item.added', {
+      output_index: this.carrier.index,
+      item: { id: this.carrier.id, type: 'reasoning', summary: [] },
+    });
+  }
+
   private callObject(item: CallItem, status: string): InputItem {
     // In progress, a custom tool's call has no input yet: its arguments are not whole.
     const args = item.custom && status !== 'completed' ? '' : joined(item.arguments);
@@ -260,7 +274,10 @@ export class ResponsesStreamTranslator {
         : item.kind === 'reasoning'
           ? reasoningItemOf(item.id, joined(item.text))
           : item.kind === 'carrier'
-            ? (carrierItemOf(item.id, this.toolCalls()) as InputItem)
+            ? (carrierItemOf(item.id, {
+                tool_calls: this.toolCalls(),
+                reasoning_details: this.details(),
+              }) as InputItem)
             : {
                 id: item.id,
                 type: 'message',
@@ -279,7 +296,14 @@ export class ResponsesStreamTranslator {
       content: this.text === undefined ? (calls.length > 0 ? null : '') : joined(this.text.text),
       ...(this.reasoning === undefined ? {} : { [this.reasoningField]: joined(this.reasoning.text) }),
       ...(calls.length === 0 ? {} : { tool_calls: calls }),
+      ...(this.details() === undefined ? {} : { reasoning_details: this.details() }),
     };
+  }
+
+  /** OpenRouter's `reasoning_details` of the answer; undefined when it gave none. */
+  private details(): Array<Record<string, unknown>> | undefined {
+    const details = this.reasoningDetails.filter((entry) => entry !== undefined);
+    return details.length === 0 ? undefined : details;
   }
 
   /** The calls produced, as a chat reply's tool calls (with what the provider attached to them). */

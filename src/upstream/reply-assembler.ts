@@ -54,7 +54,7 @@ export function replyFromCompletion(
  * OpenRouter's structured reasoning as a stream gives it: entries in pieces, a piece's `index` saying
  * which entry it continues (its text, summary or data added on, any other field taken as the latest).
  */
-function addReasoningDetails(into: Array<Record<string, unknown>>, pieces: unknown): void {
+export function addReasoningDetails(into: Array<Record<string, unknown>>, pieces: unknown): void {
   if (!Array.isArray(pieces)) return;
   for (const piece of pieces as unknown[]) {
     if (typeof piece !== 'object' || piece === null || Array.isArray(piece)) continue;

@@ -105,6 +105,7 @@ beforeAll(async () => {
       'local-coder-small': smallWindow,
       'deepseek-v4-pro': 131_072,
       'gemini-3.1-pro-preview': 131_072,
+      'anthropic/claude-sonnet-5': 131_072,
     },
     respond,
     systemOnlyFirst: true,
@@ -113,6 +114,8 @@ beforeAll(async () => {
     thinking: ['deepseek-v4-pro'],
     // As Gemini 3 is served: each call must come back with its thought signature.
     thoughtSignatures: ['gemini-3.1-pro-preview'],
+    // As OpenRouter serves Claude with reasoning on: each step must come back with its reasoning_details.
+    reasoningDetails: ['anthropic/claude-sonnet-5'],
   });
   // As Mistral's API: the fields it does not know (the bridge's `user` and `stream_options`) are refused.
   mistral = new FakeUpstream({
@@ -327,6 +330,31 @@ describe('Claude Code through ctxgate', () => {
       );
   }, 300_000);
 
+  it('runs the same task bridged to Claude through OpenRouter: its step goes back with the reasoning_details Claude gave it', async () => {
+    const before = openai.chatRequests.length;
+    const from = harness.logLines.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'anthropic/claude-sonnet-5',
+      undefined,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    const requests = openai.chatRequests
+      .slice(before)
+      .filter((request) => (request.body as { model?: string }).model === 'anthropic/claude-sonnet-5');
+    expect(requests.every((request) => request.status === 200)).toBe(true);
+    const steps = requests
+      .flatMap((request) => (request.body as { messages: ChatMessage[] }).messages)
+      .filter((message) => message.role === 'assistant' && message.tool_calls?.length);
+    expect(steps.length).toBeGreaterThan(0);
+    for (const step of steps)
+      expect(step.reasoning_details).toEqual([
+        expect.objectContaining({ type: 'reasoning.text', signature: expect.any(String) }),
+      ]);
+  }, 300_000);
+
   it('goes on natively on Claude after a turn bridged to Gemini 3: the thinking block that carried its signature is not sent to Anthropic', async () => {
     const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
     const first = await runClaude('Tell me the code in notes.txt.', 'gemini-3.1-pro-preview', undefined, {
@@ -352,7 +380,7 @@ describe('Claude Code through ctxgate', () => {
     // Claude got the earlier turn (its Read call and result) without the gateway's thinking block.
     const earlier = sent.at(-1)?.find((message) => JSON.stringify(message.content).includes('"tool_use"'));
     expect(earlier).toBeDefined();
-    expect(JSON.stringify(sent)).not.toContain('ctxgate.call-extras');
+    expect(JSON.stringify(sent)).not.toContain('ctxgate.carried');
   }, 300_000);
 
   it('runs the same task bridged to a provider that refuses the fields it does not know (Mistral)', async () => {

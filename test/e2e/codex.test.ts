@@ -24,6 +24,8 @@ const thinkingModel = 'deepseek-v4-flash';
 const vllmModel = 'qwen3.5-vllm';
 /** Gemini 3 as Google's OpenAI-compatible endpoint serves it: a call goes back with its thought signature. */
 const geminiModel = 'gemini-3.1-pro-preview';
+/** Claude with reasoning on as OpenRouter serves it: a step goes back with its reasoning_details. */
+const openRouterModel = 'anthropic/claude-sonnet-5';
 // Codex 0.171's instructions and tools (its sub-agent namespace included) come to some 8,000 tokens.
 const window = 16_384;
 const longLoop = 40;
@@ -86,11 +88,17 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   // The local model is served with a template that takes one system message, first; GPT-6 as OpenAI serves it.
   fake = new FakeUpstream({
-    windows: { [model]: window, [thinkingModel]: 131_072, [geminiModel]: 131_072 },
+    windows: {
+      [model]: window,
+      [thinkingModel]: 131_072,
+      [geminiModel]: 131_072,
+      [openRouterModel]: 131_072,
+    },
     systemOnlyFirst: [model],
     alternating: [model],
     thinking: [thinkingModel],
     thoughtSignatures: [geminiModel],
+    reasoningDetails: [openRouterModel],
     recordLimit: 200,
     respond,
   });
@@ -254,6 +262,26 @@ describe('Codex through the gateway', () => {
     expect(call?.extra_content?.google?.thought_signature).toEqual(
       expect.stringMatching(/^[A-Za-z0-9+/=]{8,}$/),
     );
+  });
+
+  it('runs on Claude through OpenRouter: its step goes back with the reasoning_details Claude gave it, the first time', async () => {
+    const from = fake.chatRequests.length;
+    const { finished, work, requests } = await codexExec('Write the note.', openRouterModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    const sent = fake.chatRequests.slice(from);
+    expect(sent.map((request) => request.status)).toEqual([200, 200]);
+    const step = (sent[1]?.body as { messages: ChatMessage[] }).messages.find(
+      (message) => message.tool_calls !== undefined,
+    );
+    expect(step?.reasoning_details).toEqual([
+      expect.objectContaining({
+        type: 'reasoning.text',
+        text: expect.stringMatching(/^Claude thinks/),
+        signature: expect.any(String),
+      }),
+    ]);
   });
 
   it('runs on GPT-6 as Codex sends it there: its exec tool, given in the input, writes the file', async () => {

@@ -23,6 +23,8 @@ const model = 'agent-8k';
 const thinkingModel = 'thinking-8k';
 /** The same window, as Gemini 3 is served: each call must come back with its thought signature. */
 const geminiModel = 'gemini-3-8k';
+/** The same window, as OpenRouter serves Claude with reasoning on: each step must come back with its reasoning_details. */
+const openRouterModel = 'anthropic/claude-8k';
 const window = 8_192;
 const loopSteps = 30;
 
@@ -65,6 +67,28 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
+
+/**
+ * Every request the OpenRouter model got since `asked` was answered the first time (the fake refuses a
+ * step sent back without the reasoning_details it gave), and more than ten steps went back with them.
+ */
+function expectReasoningDetailsBack(asked: number) {
+  const requests = fake.chatRequests
+    .slice(asked)
+    .filter(
+      (request) =>
+        (request.body as { model?: string } | undefined)?.model === openRouterModel &&
+        !isSummaryRequest(request.body),
+    );
+  expect(requests.length).toBeGreaterThan(10);
+  expect(requests.every((request) => request.status === 200)).toBe(true);
+  const steps = requests.flatMap((request) =>
+    (request.body as { messages: ChatMessage[] }).messages.filter(
+      (message) => (message.tool_calls?.length ?? 0) > 0,
+    ),
+  );
+  expect(steps.filter((step) => Array.isArray(step.reasoning_details)).length).toBeGreaterThan(10);
+}
 
 /**
  * Every request the Gemini model got since `asked` was answered the first time, each call it held sent
@@ -130,16 +154,17 @@ async function expectTwentyFiveTurns<T extends object>(
 
 beforeAll(async () => {
   fake = new FakeUpstream({
-    windows: { [model]: window, [thinkingModel]: window, [geminiModel]: window },
+    windows: { [model]: window, [thinkingModel]: window, [geminiModel]: window, [openRouterModel]: window },
     systemOnlyFirst: true,
     thinking: [thinkingModel],
     thoughtSignatures: [geminiModel],
+    reasoningDetails: [openRouterModel],
     recordLimit: 200,
     respond,
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-    configYaml: [model, thinkingModel, geminiModel]
+    configYaml: [model, thinkingModel, geminiModel, openRouterModel]
       .map((name) => `  - match: "${name}"\n    window: ${window}\n`)
       .join('')
       .replace(/^/, 'models:\n'),
@@ -169,6 +194,7 @@ describe('the AI SDK 7, default provider openai(model)', () => {
     ['', model],
     [' that thinks (DeepSeek V4: its reasoning goes back with each call)', thinkingModel],
     [' served as Gemini 3 is (each call goes back with its thought signature)', geminiModel],
+    [' served as OpenRouter serves Claude (each step goes back with its reasoning_details)', openRouterModel],
   ])(
     'finishes a 30-step stopWhen loop of ~1,500-token tool results on an 8,192-token model%s',
     async (_name, name) => {
@@ -194,6 +220,7 @@ describe('the AI SDK 7, default provider openai(model)', () => {
       expect(lines.every((line) => line.status === 200)).toBe(true);
       expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(loopSteps / 2);
       if (name === geminiModel) expectGeminiOwnSignatures(asked);
+      if (name === openRouterModel) expectReasoningDetailsBack(asked);
     },
   );
 });
@@ -207,6 +234,12 @@ describe('the Agents SDK over 25 turns', () => {
     const asked = fake.chatRequests.length;
     await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: geminiModel }, '/v1/responses');
     expectGeminiOwnSignatures(asked);
+  });
+
+  it('with its responses model on a model served as OpenRouter serves Claude (each step goes back with its reasoning_details)', async () => {
+    const asked = fake.chatRequests.length;
+    await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: openRouterModel }, '/v1/responses');
+    expectReasoningDetailsBack(asked);
   });
 
   it.each(['responses', 'chat'])('with its %s model', async (api) => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { messageOf, MessagesStreamTranslator } from '../../src/messages/answer.js';
 import { bridgeMessagesRequest, endUserId } from '../../src/messages/bridge.js';
 import { isGatewayError } from '../../src/errors.js';
+import { readCarrier } from '../../src/upstream/carried-state.js';
 import { sseEventData } from '../helpers/sse-events.js';
 
 /** The content blocks an Anthropic event stream builds, as the SDK accumulates them. */
@@ -279,6 +280,60 @@ describe('a Messages request as a chat request', () => {
       role: 'assistant',
       content: 'Reading.',
       tool_calls: calls,
+    });
+  });
+
+  it("gives back OpenRouter's reasoning_details with the answer they came with, from a whole answer and a stream", () => {
+    const details = [{ type: 'reasoning.text', text: 'Read it.', signature: 'EqQB', index: 0 }];
+    const whole = messageOf(
+      {
+        choices: [
+          {
+            message: { role: 'assistant', content: 'Done.', reasoning_details: details },
+            finish_reason: 'stop',
+          },
+        ],
+      },
+      { id: 'msg_1', model: 'anthropic/claude-sonnet-5' },
+    ).content as Array<Record<string, unknown>>;
+    // Before the text: a client takes the last block for the answer's text.
+    expect(whole.map((block) => block.type)).toEqual(['thinking', 'text']);
+    const translator = new MessagesStreamTranslator({ id: 'msg_2', model: 'anthropic/claude-sonnet-5' }, 0);
+    const piece = (fields: Record<string, unknown>) => ({
+      choices: [
+        { index: 0, delta: { reasoning_details: [{ type: 'reasoning.text', index: 0, ...fields }] } },
+      ],
+    });
+    const streamed = blocksOfStream(
+      translator.start() +
+        translator.push(
+          [
+            piece({ text: 'Read ' }),
+            piece({ text: 'it.' }),
+            piece({ signature: 'EqQB' }),
+            { choices: [{ index: 0, delta: { content: 'Done.' } }] },
+            { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+          ]
+            .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+            .join('') + 'data: [DONE]\n\n',
+        ),
+    );
+    // The same blocks, the carrier holding the same (its entries' fields in the order they came).
+    expect(streamed.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(readCarrier(String(streamed[0]?.signature))).toEqual(readCarrier(String(whole[0]?.signature)));
+    const { chatBody } = bridged({
+      model: 'anthropic/claude-sonnet-5',
+      max_tokens: 100,
+      messages: [
+        { role: 'user', content: 'Read it.' },
+        { role: 'assistant', content: streamed },
+        { role: 'user', content: 'Again.' },
+      ],
+    });
+    expect((chatBody.messages as Array<Record<string, unknown>>)[1]).toEqual({
+      role: 'assistant',
+      content: 'Done.',
+      reasoning_details: details,
     });
   });
 

@@ -185,6 +185,37 @@ describe('a chat stream as Responses events', () => {
     expect((translator.reply().tool_calls as unknown[])[1]).not.toHaveProperty('extra_content');
   });
 
+  it("carries OpenRouter's reasoning_details, given in pieces, in the item before the answer's text", () => {
+    const piece = (fields: Record<string, unknown>) => ({
+      choices: [
+        { index: 0, delta: { reasoning_details: [{ type: 'reasoning.text', index: 0, ...fields }] } },
+      ],
+    });
+    const openrouter = [
+      {
+        choices: [{ index: 0, delta: { reasoning: 'Read ', ...piece({ text: 'Read ' }).choices[0]?.delta } }],
+      },
+      piece({ text: 'it.' }),
+      piece({ signature: 'EqQB' }),
+      { choices: [{ index: 0, delta: { content: 'Done.' } }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+    ];
+    const translator = new ResponsesStreamTranslator(meta);
+    translator.start();
+    translator.push(openrouter.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''));
+    const { response } = translator.finish();
+    const details = [{ type: 'reasoning.text', index: 0, text: 'Read it.', signature: 'EqQB' }];
+    expect((response.output as Array<{ type: string }>).map((item) => item.type)).toEqual([
+      'reasoning',
+      'reasoning',
+      'message',
+    ]);
+    // Sent back, the assistant message has them again; the chain's stored reply keeps them.
+    const bridged = bridgeRequest({ model: 'm', input: response.output as unknown[] });
+    expect(bridged.messages.at(-1)).toMatchObject({ role: 'assistant', reasoning_details: details });
+    expect(translator.reply()).toMatchObject({ content: 'Done.', reasoning_details: details });
+  });
+
   it('writes each event as JSON.stringify writes its object, the delta events included', () => {
     const translator = new ResponsesStreamTranslator(meta);
     const deltas = ['plain', 'quote " and \\ back', 'line\nbreak\ttab \u0001', 'é ☃ 😀', '\ud800 alone'];

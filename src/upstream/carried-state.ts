@@ -1,0 +1,79 @@
+// What a chat provider gives with an answer beside OpenAI's fields and refuses the next request without,
+// carried through a bridge's client and back (docs/budgeting.md#refused-fields): Gemini 3's thought
+// signature on a tool call (`extra_content.google.thought_signature`), OpenRouter's `reasoning_details`
+// on the message (Claude's thinking with its signature). A Responses or Messages client keeps only its
+// own API's fields, but sends back, as it got them, the opaque fields its API has for a provider's state:
+// a reasoning item's `encrypted_content`, a thinking block's `signature`. The gateway writes that state
+// there (base64 of JSON behind a prefix that says it is the gateway's) and reads it back onto the message
+// and its calls. Nothing in it is secret: a client could write the same, and would only be sending its
+// provider what it says its provider gave. Pure.
+
+/** What a carrier starts with: no provider's own opaque state does. */
+const carrierPrefix = 'ctxgate.carried.v1:';
+
+/** The fields of an assistant message a provider needs back, beside its text, reasoning and calls. */
+const messageFields = ['reasoning_details'] as const;
+
+export interface CarriedState {
+  /** Each tool call's id and what its provider attached to it (`extra_content`). */
+  calls: Array<[string, Record<string, unknown>]>;
+  /** The message's own fields of `messageFields` (OpenRouter's `reasoning_details`). */
+  message?: Record<string, unknown>;
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** What of a chat reply (or its calls) a provider needs back; undefined when it holds nothing such. */
+export function carriedStateOf(reply: {
+  tool_calls?: unknown;
+  reasoning_details?: unknown;
+}): CarriedState | undefined {
+  const calls: Array<[string, Record<string, unknown>]> = [];
+  if (Array.isArray(reply.tool_calls))
+    for (const call of reply.tool_calls as Array<{ id?: unknown; extra_content?: unknown } | null>)
+      if (typeof call?.id === 'string' && isRecord(call.extra_content))
+        calls.push([call.id, call.extra_content]);
+  const details = reply.reasoning_details;
+  const message = Array.isArray(details) && details.length > 0 ? { reasoning_details: details } : undefined;
+  if (calls.length === 0 && message === undefined) return undefined;
+  return message === undefined ? { calls } : { calls, message };
+}
+
+/** The state as one opaque string for the client to send back. */
+export function carrierOf(state: CarriedState): string {
+  return carrierPrefix + Buffer.from(JSON.stringify(state)).toString('base64url');
+}
+
+/** True when an opaque field holds a carrier (the gateway's, not a provider's state). */
+export function isCarrier(value: unknown): value is string {
+  return typeof value === 'string' && value.startsWith(carrierPrefix);
+}
+
+/**
+ * What a carrier holds; of one that is not what `carrierOf` writes, only the entries of the right shape
+ * (a client's corruption is its provider's to refuse, as it would be without the gateway).
+ */
+export function readCarrier(value: string): CarriedState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(value.slice(carrierPrefix.length), 'base64url').toString('utf8'));
+  } catch {
+    return { calls: [] };
+  }
+  const state: CarriedState = { calls: [] };
+  if (!isRecord(parsed)) return state;
+  if (Array.isArray(parsed.calls))
+    for (const entry of parsed.calls as unknown[]) {
+      if (!Array.isArray(entry) || entry.length !== 2) continue;
+      const [id, extra] = entry as [unknown, unknown];
+      if (typeof id === 'string' && isRecord(extra)) state.calls.push([id, extra]);
+    }
+  if (isRecord(parsed.message)) {
+    const message: Record<string, unknown> = {};
+    for (const name of messageFields)
+      if (parsed.message[name] !== undefined) message[name] = parsed.message[name];
+    if (Object.keys(message).length > 0) state.message = message;
+  }
+  return state;
+}
