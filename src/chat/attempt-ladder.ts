@@ -27,6 +27,7 @@ import {
   applyFieldFixes,
   thoughtSignaturesField,
   toolCallIdsField,
+  withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
   type FieldFixes,
@@ -198,10 +199,11 @@ export function createAttemptLadder(input: {
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
     const outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
     const { prepared } = plan;
-    // On the wire only (what was sent of the conversation is still the rendered messages): a model that
-    // takes only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a
-    // stand-in signature on the calls that have none (another model's, or a client's that dropped it).
-    let messages = prepared.messages;
+    // On the wire only (what was sent of the conversation is still the rendered messages): a provider
+    // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes
+    // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
+    // signature on the calls that have none (another model's, or a client's that dropped it).
+    let messages = withoutMessageFields(prepared.messages, fixes);
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);

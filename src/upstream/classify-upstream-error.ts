@@ -4,6 +4,7 @@
 // schema errors) by the shapes and phrasing families providers use, not by exact strings, and the
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
 import {
+  fixForMessageField,
   fixForUnknownField,
   fixForUnsupportedField,
   thoughtSignaturesField,
@@ -138,8 +139,21 @@ function refusedFields(text: string, body: string): FieldFix[] {
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')
-      .matchAll(/"extra_forbidden"\s*,\s*"loc"\s*:\s*\[\s*"body"\s*,\s*"(\w+)"/g))
-      add(fixForUnknownField(match[1] as string));
+      .matchAll(/"extra_forbidden"\s*,\s*"loc"\s*:\s*\[\s*"body"\s*,\s*([^\]]{1,200})\]/g)) {
+      // The location in the body: a top-level field, or in a message (its index and role, then the field,
+      // or `tool_calls`, the call's index and its field).
+      const loc = [...(match[1] as string).matchAll(/"(\w+)"|\d+/g)].map((part) => part[1] ?? '#');
+      if (loc[0] === 'messages' && loc[1] === '#')
+        add(fixForMessageField(loc.slice(3).filter((part) => part !== '#')));
+      else if (loc[0] !== undefined && loc[0] !== '#') add(fixForUnknownField(loc[0]));
+    }
+  // OpenAI's older models on a field of a message ("Additional properties are not allowed ('refusal',
+  // 'parsed' were unexpected) - 'messages.2'").
+  for (const match of text.matchAll(
+    /additional properties are not allowed \(([^)]{1,300})\) - '?messages\.\d+'?/gi,
+  ))
+    for (const name of (match[1] as string).matchAll(/'(\w+)'/g))
+      add(fixForMessageField([name[1] as string]));
   return [...fixes.values()];
 }
 

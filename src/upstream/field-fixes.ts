@@ -31,6 +31,77 @@ export const thoughtSignaturesField = 'messages[].tool_calls[].extra_content.goo
 /** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
 const noThoughtSignature = 'skip_thought_signature_validator';
 
+/**
+ * Fields of a message, or of a tool call, that are another answer's leftovers rather than the
+ * conversation: what a thinking model gave (its reasoning under either name, OpenRouter's details),
+ * what OpenAI's answers carry beside the text (`refusal`, `annotations`, `audio`), the OpenAI SDK's
+ * parse helper's `parsed`, and Gemini's `extra_content` on a call. A provider whose schema has no place
+ * for them (Mistral's API refuses every field it does not know, in messages too) could not read them:
+ * left out when refused, as `messages[].<field>` (or `messages[].tool_calls[].<field>`).
+ */
+const leftoverFields = new Set([
+  'reasoning_content',
+  'reasoning',
+  'reasoning_details',
+  'refusal',
+  'annotations',
+  'audio',
+  'parsed',
+  'extra_content',
+]);
+
+/**
+ * The fix for a field a provider refuses in a message (`path` is where in the message: the field, or
+ * `tool_calls` and the field of a call); undefined: the client's to fix.
+ */
+export function fixForMessageField(path: readonly string[]): FieldFix | undefined {
+  const field = path.at(-1);
+  if (field === undefined || !leftoverFields.has(field)) return undefined;
+  if (path.length === 1) return { field: `messages[].${field}` };
+  return path.length === 2 && path[0] === 'tool_calls'
+    ? { field: `messages[].tool_calls[].${field}` }
+    : undefined;
+}
+
+/**
+ * The messages without the fields `fixes` leave out of them (fixForMessageField); the messages that
+ * hold none are the same objects (their bytes are copied), and the same array when none does.
+ */
+export function withoutMessageFields(
+  messages: ContextMessage[],
+  fixes: readonly FieldFix[],
+): ContextMessage[] {
+  const own = new Set<string>();
+  const ofCalls = new Set<string>();
+  for (const { field } of fixes)
+    if (field.startsWith('messages[].tool_calls[].')) {
+      const name = field.slice('messages[].tool_calls[].'.length);
+      if (leftoverFields.has(name)) ofCalls.add(name);
+    } else if (field.startsWith('messages[].') && leftoverFields.has(field.slice('messages[].'.length)))
+      own.add(field.slice('messages[].'.length));
+  if (own.size === 0 && ofCalls.size === 0) return messages;
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as unknown[]) : undefined;
+    const callsChange = calls?.some(
+      (call) => typeof call === 'object' && call !== null && [...ofCalls].some((name) => name in call),
+    );
+    if (!callsChange && ![...own].some((name) => name in message)) return;
+    const changed: ContextMessage = Object.assign({}, message);
+    for (const name of own) delete changed[name];
+    if (callsChange && calls !== undefined)
+      changed.tool_calls = calls.map((call) => {
+        if (typeof call !== 'object' || call === null) return call;
+        const kept = Object.assign({}, call) as Record<string, unknown>;
+        for (const name of ofCalls) delete kept[name];
+        return kept;
+      }) as NonNullable<ContextMessage['tool_calls']>;
+    out ??= [...messages];
+    out[index] = changed;
+  });
+  return out ?? messages;
+}
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;

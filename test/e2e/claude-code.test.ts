@@ -121,6 +121,7 @@ beforeAll(async () => {
   mistral = new FakeUpstream({
     windows: { 'devstral-coder': 131_072 },
     forbiddenFields: mistralUnknownFields,
+    mistralMessages: true,
     mistralToolCallIds: true,
     respond,
   });

@@ -107,6 +107,7 @@ beforeAll(async () => {
     recordLimit: 200,
     respond,
     forbiddenFields: mistralUnknownFields,
+    mistralMessages: true,
     mistralToolCallIds: true,
   });
   vllm = new FakeUpstream({

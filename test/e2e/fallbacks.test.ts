@@ -24,6 +24,7 @@ beforeAll(async () => {
     defaultWindow: largeWindow,
     mistralToolCallIds: true,
     forbiddenFields: mistralUnknownFields,
+    mistralMessages: true,
   });
   const smallUrl = await small.start();
   const largeUrl = await large.start();
@@ -126,7 +127,7 @@ describe('context-window fallbacks', () => {
     expect(preview.headers.get('x-context-fallback')).toBe('large-chat');
   });
 
-  it("takes a tool loop on to Mistral, which refuses another provider's tool call ids: learned, sent as it takes them", async () => {
+  it("takes a tool loop on to Mistral, which refuses an OpenAI answer's leftovers and another provider's tool call ids: learned, sent as it takes them", async () => {
     const messages: OpenAI.ChatCompletionMessageParam[] = [
       { role: 'system', content: 'You are terse.' },
       { role: 'user', content: 'Read the report and summarize it.' },
@@ -152,8 +153,18 @@ describe('context-window fallbacks', () => {
       expect(data.choices[0]?.message.content, `turn ${turn}`).toBe('A summary.');
       expect(response.headers.get('x-context-fallback')).toBe('mistral-large');
     }
-    // Refused once for the id, then sent with ids Mistral takes, the call and its result alike; the
-    // second request was sent so at once.
+    // Refused once for what the OpenAI SDK's message carries beside the answer (`refusal: null`,
+    // `annotations: []`: Mistral's 422), once for the id, then sent without those fields and with ids
+    // Mistral takes, the call and its result alike; the second request was sent so at once.
+    const bodies = calls(mistral, before).map(
+      (request) => request.body as { messages: Array<Record<string, unknown>> },
+    );
+    expect(bodies[0]?.messages[2]).toMatchObject({ refusal: null, annotations: [] });
+    for (const body of bodies.slice(1))
+      for (const message of body.messages) {
+        expect(message).not.toHaveProperty('refusal');
+        expect(message).not.toHaveProperty('annotations');
+      }
     const sent = calls(mistral, before).map((request) =>
       (
         request.body as { messages: Array<{ tool_calls?: Array<{ id: string }>; tool_call_id?: string }> }
@@ -162,12 +173,13 @@ describe('context-window fallbacks', () => {
         ...(message.tool_call_id === undefined ? [] : [message.tool_call_id]),
       ]),
     );
-    expect(sent).toHaveLength(3);
+    expect(sent).toHaveLength(4);
     expect(sent[0]).toEqual(['call_Kq3vT9xLm2Pq8Rz1', 'call_Kq3vT9xLm2Pq8Rz1']);
-    const [callId, resultId] = sent[1] ?? [];
+    expect(sent[1]).toEqual(['call_Kq3vT9xLm2Pq8Rz1', 'call_Kq3vT9xLm2Pq8Rz1']);
+    const [callId, resultId] = sent[2] ?? [];
     expect(callId).toMatch(/^[A-Za-z0-9]{9}$/);
     expect(resultId).toBe(callId);
-    expect(sent[2]).toEqual([callId, callId]);
+    expect(sent[3]).toEqual([callId, callId]);
   });
 
   it('goes to the large model when a retry would drop most of the history, streaming too', async () => {

@@ -23,6 +23,7 @@ beforeAll(async () => {
   fake = new FakeUpstream({ reasoningModels: deployments });
   mistral = new FakeUpstream({
     forbiddenFields: mistralUnknownFields,
+    mistralMessages: true,
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
@@ -219,6 +220,38 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
     for (const field of ['reasoning_effort', 'verbosity', 'prompt_cache_key', 'stream_options'])
       expect(sent[1]).not.toHaveProperty(field);
     expect(sent[1]?.messages).toEqual(sent[0]?.messages);
+  });
+
+  it('takes a conversation whose answers carry another model’s leftovers (reasoning_content, refusal, annotations) without them', async () => {
+    // As a client (crush, LiteLLM, the OpenAI SDK's messages kept as they came) replays a thinking
+    // model's answers to Mistral: its 422 locates each field in its message.
+    const history: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Which file computes the retry budget?' },
+      {
+        role: 'assistant',
+        content: 'src/retry.ts.',
+        reasoning_content: 'It is in the retry module.',
+        refusal: null,
+        annotations: [],
+      } as OpenAI.ChatCompletionMessageParam,
+      { role: 'user', content: 'And the backoff?' },
+    ];
+    const model = 'mistral-medium-3-5';
+    for (const attempts of ['2', '1']) {
+      const { data, response } = await openai.chat.completions
+        .create({ model, messages: history })
+        .withResponse();
+      expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+      expect(response.headers.get('x-ctxgate-attempts')).toBe(attempts);
+    }
+    const sent = sentTo(model, 0, mistral).map(
+      (body) => (body.messages as Array<Record<string, unknown>>)[1],
+    );
+    expect(sent).toEqual([
+      history[1],
+      { role: 'assistant', content: 'src/retry.ts.' },
+      { role: 'assistant', content: 'src/retry.ts.' },
+    ]);
   });
 
   it('takes the cap an OpenAI client sent as max_completion_tokens as max_tokens', async () => {

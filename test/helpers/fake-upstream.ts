@@ -158,6 +158,13 @@ export interface FakeUpstreamOptions {
    */
   mistralToolCallIds?: boolean;
   /**
+   * Messages as Mistral's API takes them: a field its schema does not have for the message's role (a
+   * thinking model's `reasoning_content`, OpenRouter's `reasoning_details`, a user's `name`, even when
+   * null) or for a tool call (Gemini's `extra_content`) is refused with the 422 `extra_forbidden` it
+   * gives for a top-level field (with `forbiddenFields`), located in the message.
+   */
+  mistralMessages?: boolean;
+  /**
    * Models served as Gemini 3 is through Google's OpenAI-compatible endpoint: the first tool call of each
    * answer carries `extra_content.google.thought_signature` (in the stream, on the call's first delta),
    * and a request whose current turn (after its last user message) holds an assistant message whose
@@ -231,6 +238,33 @@ export interface ChatMessage {
 
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
+}
+
+/** The fields Mistral's chat completions API takes in a message of each role, and in a tool call. */
+const mistralMessageFields: Readonly<Record<string, readonly string[]>> = {
+  system: ['role', 'content'],
+  user: ['role', 'content'],
+  assistant: ['role', 'content', 'tool_calls', 'prefix'],
+  tool: ['role', 'content', 'tool_call_id', 'name'],
+};
+const mistralToolCallFields = ['id', 'type', 'function', 'index'];
+
+/** Each field of the messages that Mistral's API refuses, where pydantic locates it, and its value. */
+function mistralMessageExtras(
+  messages: ReadonlyArray<ChatMessage>,
+): Array<{ loc: Array<string | number>; input: unknown }> {
+  const extras: Array<{ loc: Array<string | number>; input: unknown }> = [];
+  messages.forEach((message, index) => {
+    const allowed = mistralMessageFields[message.role] ?? [];
+    for (const [field, value] of Object.entries(message))
+      if (!allowed.includes(field)) extras.push({ loc: [index, message.role, field], input: value });
+    (message.role === 'assistant' ? (message.tool_calls ?? []) : []).forEach((call, at) => {
+      for (const [field, value] of Object.entries(call))
+        if (!mistralToolCallFields.includes(field))
+          extras.push({ loc: [index, 'assistant', 'tool_calls', at, field], input: value });
+    });
+  });
+  return extras;
 }
 
 /**
@@ -687,13 +721,23 @@ export class FakeUpstream {
     const forbidden = (this.options.forbiddenFields ?? []).filter(
       (field) => (body as Record<string, unknown>)[field] !== undefined,
     );
-    if (forbidden.length > 0) {
-      const detail = forbidden.map((field) => ({
-        type: 'extra_forbidden',
-        loc: ['body', field],
-        msg: 'Extra inputs are not permitted',
-        input: (body as Record<string, unknown>)[field],
-      }));
+    const inMessages = this.options.mistralMessages === true ? mistralMessageExtras(body.messages) : [];
+    if (forbidden.length > 0 || inMessages.length > 0) {
+      const detail = forbidden
+        .map((field) => ({
+          type: 'extra_forbidden',
+          loc: ['body', field] as Array<string | number>,
+          msg: 'Extra inputs are not permitted',
+          input: (body as Record<string, unknown>)[field],
+        }))
+        .concat(
+          inMessages.map(({ loc, input }) => ({
+            type: 'extra_forbidden',
+            loc: ['body', 'messages', ...loc],
+            msg: 'Extra inputs are not permitted',
+            input,
+          })),
+        );
       sendJson(
         422,
         JSON.stringify({

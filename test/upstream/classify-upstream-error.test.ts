@@ -432,6 +432,47 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // Mistral's API on a thinking model's answer replayed to it (charmbracelet/crush#1590; LiteLLM #30835).
+    name: "Mistral: a thinking model's reasoning_content and OpenAI's refusal in a message (422 at body.messages.N.assistant)",
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",1,"assistant","reasoning_content"],"msg":"Extra inputs are not permitted","input":"\\n"},{"type":"extra_forbidden","loc":["body","messages",1,"assistant","refusal"],"msg":"Extra inputs are not permitted","input":null}]},"type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'messages[].reasoning_content' }, { field: 'messages[].refusal' }],
+    },
+  },
+  {
+    name: "Mistral: Gemini's extra_content on a tool call (422 at body.messages.N.assistant.tool_calls.M)",
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",3,"assistant","tool_calls",0,"extra_content"],"msg":"Extra inputs are not permitted","input":{}}]},"type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].extra_content' }] },
+  },
+  {
+    // A user's name is the client's to decide (it says who spoke); only another answer's leftovers are fixed.
+    name: "Mistral: a user message's name (422 at body.messages.0.user.name) is the client's to fix",
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",0,"user","name"],"msg":"Extra inputs are not permitted","input":"ana"}]},"type":"invalid_request_error","param":null,"code":null}',
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    // OpenAI's older models on what openai-node's parse helper leaves on a message (openai/openai-node#1161).
+    name: "OpenAI: a message's parsed and refusal (Additional properties are not allowed … - 'messages.2')",
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"Additional properties are not allowed (\'parsed\', \'refusal\' were unexpected) - \'messages.2\'","type":"invalid_request_error","param":null,"code":null}}',
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'messages[].parsed' }, { field: 'messages[].refusal' }],
+    },
+  },
+  {
     name: 'Mistral: max_completion_tokens, which it takes as max_tokens',
     answer: {
       status: 422,

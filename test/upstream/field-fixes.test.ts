@@ -7,7 +7,9 @@ import {
   fixForUnknownField,
   fixForUnsupportedField,
   toolCallIdsField,
+  fixForMessageField,
   thoughtSignaturesField,
+  withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -212,5 +214,61 @@ describe('withThoughtSignatures', () => {
     const own = calls(signed('CrICAdHtim827fQ=='), undefined);
     const messages = [{ role: 'user', content: 'Go.' }, own];
     expect(withThoughtSignatures(messages)).toBe(messages);
+  });
+});
+
+describe('leftovers of another answer in messages', () => {
+  it.each([
+    [['reasoning_content'], { field: 'messages[].reasoning_content' }],
+    [['reasoning_details'], { field: 'messages[].reasoning_details' }],
+    [['annotations'], { field: 'messages[].annotations' }],
+    [['tool_calls', 'extra_content'], { field: 'messages[].tool_calls[].extra_content' }],
+    // What the conversation says, or who said it, is the client's.
+    [['name'], undefined],
+    [['content'], undefined],
+    [['tool_calls'], undefined],
+    [['tool_calls', 'function'], undefined],
+    [[], undefined],
+  ])('%j: %j', (path, expected) => {
+    expect(fixForMessageField(path)).toEqual(expected);
+  });
+
+  it('leaves the fixed fields out of every message and call, and the messages without them as they are', () => {
+    const plain = { role: 'user', content: 'Go.' };
+    const messages: ContextMessage[] = [
+      plain,
+      {
+        role: 'assistant',
+        content: 'Done.',
+        reasoning_content: 'r',
+        refusal: null,
+        tool_calls: [
+          {
+            id: 'a',
+            type: 'function',
+            function: { name: 'f', arguments: '{}' },
+            extra_content: { google: {} },
+          },
+        ],
+      },
+    ];
+    const fixes = [
+      { field: 'messages[].reasoning_content' },
+      { field: 'messages[].refusal' },
+      { field: 'messages[].tool_calls[].extra_content' },
+      // Not a leftover: never left out, whatever a fix says.
+      { field: 'messages[].content' },
+    ];
+    const fixed = withoutMessageFields(messages, fixes);
+    expect(fixed[0]).toBe(plain);
+    expect(fixed[1]).toEqual({
+      role: 'assistant',
+      content: 'Done.',
+      tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }],
+    });
+    // The client's messages are not touched.
+    expect(messages[1]).toHaveProperty('reasoning_content', 'r');
+    expect(withoutMessageFields([plain], fixes)).toEqual([plain]);
+    expect(withoutMessageFields(messages, [{ field: 'max_tokens' }])).toBe(messages);
   });
 });
