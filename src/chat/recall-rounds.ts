@@ -151,7 +151,11 @@ export async function answerRecallCalls(input: RecallRoundsInput): Promise<Recal
     const reasoning = reasoningOf(read.reply);
     const assistant: ContextMessage = {
       role: 'assistant',
-      content: typeof read.reply?.content === 'string' ? read.reply.content : null,
+      // A string, or chunks as the provider gave them (Mistral's reasoning models' thinking).
+      content:
+        typeof read.reply?.content === 'string' || Array.isArray(read.reply?.content)
+          ? read.reply.content
+          : null,
       tool_calls: recallCalls.map((call) => ({
         id: call.id,
         type: 'function',

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
+import { chunkTexts } from '../upstream/content-chunks.js';
 import { addReasoningDetails } from '../upstream/reply-assembler.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
@@ -108,14 +109,10 @@ export function blocksOfReply(reply: Json): unknown[] {
   const own = reply.ctxgate_anthropic as AnthropicExtension | undefined;
   if (own !== undefined && Array.isArray(own.blocks)) return own.blocks;
   const blocks: Json[] = [];
-  const reasoning = reasoningOf(reply);
-  if (reasoning !== undefined) blocks.push({ type: 'thinking', thinking: reasoning.text, signature: '' });
-  const text =
-    typeof reply.content === 'string'
-      ? reply.content
-      : Array.isArray(reply.content)
-        ? (reply.content as Json[]).map((part) => (typeof part.text === 'string' ? part.text : '')).join('')
-        : '';
+  // The content as a string, or as chunks of text and thinking (Mistral's reasoning models).
+  const { text, thinking } = chunkTexts(reply.content);
+  const reasoning = reasoningOf(reply)?.text ?? thinking;
+  if (reasoning !== '') blocks.push({ type: 'thinking', thinking: reasoning, signature: '' });
   // Where a stream has it: reasoning details come before the text (never after it: a client takes an
   // answer's last block for its text, as Claude Code does), a call's extras with the call.
   const carried = carriedStateOf(reply);
@@ -262,11 +259,18 @@ export class MessagesStreamTranslator {
       addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
     if (typeof delta.ctxgate_anthropic_signature === 'string' && this.open?.kind === 'thinking')
       out += this.blockDelta('signature_delta', 'signature', delta.ctxgate_anthropic_signature);
-    if (typeof delta.content === 'string' && delta.content !== '') {
+    // Content as a string, or as chunks (Mistral's reasoning models): their thinking as thinking.
+    const { text, thinking } = chunkTexts(delta.content);
+    if (thinking !== '') {
+      if (this.open?.kind !== 'thinking')
+        out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
+      out += this.blockDelta('thinking_delta', 'thinking', thinking);
+    }
+    if (text !== '') {
       // The reasoning details that came before the text, before it (a client takes the last block for it).
       if (this.open?.kind !== 'text')
         out += this.carrierBlock([]) + this.openBlock('text', { type: 'text', text: '' });
-      out += this.blockDelta('text_delta', 'text', delta.content);
+      out += this.blockDelta('text_delta', 'text', text);
     }
     for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
       const position = typeof call.index === 'number' ? call.index : 0;

@@ -16,6 +16,7 @@ import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/c
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
 import { carriedStateOf, carrierOf, isCarrier, readCarrier } from '../upstream/carried-state.js';
+import { chunkTexts } from '../upstream/content-chunks.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 
@@ -881,11 +882,12 @@ function callExtrasIn(items: readonly InputItem[]): Map<string, Record<string, u
  */
 export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?: ToolNames): InputItem[] {
   const items: InputItem[] = [];
-  const reasoning = reasoningOf(reply);
-  if (reasoning !== undefined) items.push(reasoningItemOf(newId('rs'), reasoning.text));
+  // The content as a string, or as chunks of text and thinking (Mistral's reasoning models).
+  const { text, thinking } = chunkTexts(reply?.content);
+  const reasoning = reasoningOf(reply)?.text ?? thinking;
+  if (reasoning !== '') items.push(reasoningItemOf(newId('rs'), reasoning));
   const carrier = reply === undefined ? undefined : carrierItemOf(newId('rs'), reply);
   if (carrier !== undefined) items.push(carrier);
-  const text = typeof reply?.content === 'string' ? reply.content : '';
   if (text !== '')
     items.push({
       id: newId('msg'),

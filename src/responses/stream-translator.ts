@@ -10,6 +10,7 @@
 // (OpenRouter's) — goes in a reasoning item of encrypted content only, opened where the first of it comes
 // and whole at its .output_item.done (bridge.ts carrierItemOf), and stays in the stored reply.
 import { StringDecoder } from 'node:string_decoder';
+import { chunkTexts } from '../upstream/content-chunks.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { addReasoningDetails } from '../upstream/reply-assembler.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
@@ -165,6 +166,12 @@ export class ResponsesStreamTranslator {
       out += this.openCarrier();
     }
     if (typeof delta.content === 'string' && delta.content !== '') out += this.textDelta(delta.content);
+    else if (Array.isArray(delta.content)) {
+      // Content as chunks (Mistral's reasoning models): its thinking as reasoning, its text as text.
+      const { text, thinking } = chunkTexts(delta.content);
+      if (thinking !== '') out += this.reasoningDelta(thinking);
+      if (text !== '') out += this.textDelta(text);
+    }
     for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
     return out;
   }

@@ -1,11 +1,13 @@
 // Rebuilds the assistant message of a chat completion — from a whole JSON body, or from the deltas of
-// an SSE stream (content, reasoning, refusal, tool calls with their arguments) — so a session can store
+// an SSE stream (content, as a string or as chunks — content-chunks.ts —, reasoning, refusal, tool calls
+// with their arguments) — so a session can store
 // the reply it relayed. A thinking model's reasoning keeps the name the provider gave it
 // (reasoning-field.ts), as it is sent back to that provider; a tool call keeps its `extra_content`, where
 // Gemini gives the thought signature it refuses the call back without (docs/budgeting.md), and OpenRouter's
 // `reasoning_details` (Claude's thinking with its signature, which Anthropic refuses a tool loop back
 // without) are kept whole. Pure.
 import { flatText } from '../flat-string.js';
+import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
 
@@ -18,7 +20,7 @@ export interface AssembledReply {
 
 interface ChoiceDelta {
   role?: string;
-  content?: string | null;
+  content?: string | unknown[] | null;
   reasoning_content?: string | null;
   reasoning?: string | null;
   refusal?: string | null;
@@ -77,6 +79,8 @@ export class StreamReplyAssembler {
   private readonly textDecoder = new TextDecoder();
   private content = '';
   private sawContent = false;
+  /** Thinking given as content chunks (Mistral's reasoning models): the reply keeps Mistral's form. */
+  private thinking = '';
   private reasoning = '';
   private reasoningField: ReasoningField = 'reasoning_content';
   private refusal = '';
@@ -105,7 +109,11 @@ export class StreamReplyAssembler {
     const message: Record<string, unknown> = {
       role: 'assistant',
       content:
-        this.sawContent || !this.toolCalls.some((call) => call !== undefined) ? flatText(this.content) : null,
+        this.thinking !== ''
+          ? thinkingChunks(flatText(this.thinking), flatText(this.content))
+          : this.sawContent || !this.toolCalls.some((call) => call !== undefined)
+            ? flatText(this.content)
+            : null,
     };
     // By index as the deltas said; a provider whose indexes skip (starting at 1) leaves no hole.
     const toolCalls = this.toolCalls.filter((call) => call !== undefined);
@@ -137,6 +145,11 @@ export class StreamReplyAssembler {
     if (typeof delta.content === 'string') {
       this.content += delta.content;
       if (delta.content !== '') this.sawContent = true;
+    } else if (Array.isArray(delta.content)) {
+      const { text, thinking } = chunkTexts(delta.content);
+      this.content += text;
+      if (text !== '') this.sawContent = true;
+      this.thinking += thinking;
     }
     const reasoning = reasoningOf(delta as Record<string, unknown>);
     if (reasoning !== undefined) {

@@ -103,7 +103,8 @@ beforeAll(async () => {
     respond,
   });
   mistral = new FakeUpstream({
-    windows: { 'devstral-codex': 131_072 },
+    windows: { 'devstral-codex': 131_072, 'magistral-medium-2509': 131_072 },
+    mistralThinking: ['magistral-medium-2509'],
     recordLimit: 200,
     respond,
     forbiddenFields: mistralUnknownFields,
@@ -124,7 +125,7 @@ beforeAll(async () => {
       'upstreams:',
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
-      '    models: ["devstral-*"]',
+      '    models: ["devstral-*", "magistral-*"]',
       '  - name: vllm',
       `    base_url: ${await vllm.start()}`,
       '    models: ["qwen3.5-*"]',
@@ -219,6 +220,20 @@ describe('Codex through the gateway', () => {
         .flat()
         .filter((field) => ['stream_options', 'reasoning_effort', 'prompt_cache_key'].includes(field)),
     ).toEqual([]);
+  });
+
+  it("runs on Mistral's reasoning model (Magistral), whose answers are chunks of thinking and text", async () => {
+    const from = mistral.chatRequests.length;
+    const { finished, work, requests } = await codexExec('Write the note.', 'magistral-medium-2509');
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    // The answer's text, which came as a chunk, reached Codex.
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    // Its thinking went to Codex as reasoning; sent back, Mistral refused it once in the message (its
+    // schema has no reasoning_content), and the model's later requests leave it out at once.
+    const sent = mistral.chatRequests.slice(from).map((request) => request.status);
+    expect(sent.at(-1)).toBe(200);
   });
 
   it('runs on a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {

@@ -17,6 +17,8 @@ import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/st
 
 const gemini = 'gemini-3-flash-preview';
 const stand = 'skip_thought_signature_validator';
+/** A reasoning model as Mistral serves it: its content as chunks of thinking and text. */
+const magistral = 'magistral-medium-2509';
 /** Claude with reasoning on, as OpenRouter serves it. */
 const claude = 'anthropic/claude-sonnet-5';
 
@@ -27,6 +29,7 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     thoughtSignatures: [gemini, 'gemini-3-pro-preview'],
     reasoningDetails: [claude],
+    mistralThinking: [magistral],
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
@@ -236,4 +239,32 @@ describe("OpenRouter's reasoning_details: Claude's thinking goes back with its t
       ]);
     },
   );
+});
+
+describe("Mistral's reasoning models: an answer given as chunks of thinking and text", () => {
+  it("keeps a session's streamed answer, its text and its thinking as Mistral gave them", async () => {
+    const chat = client({ 'x-session-id': `magistral-${randomUUID()}` });
+    const since = fake.chatRequests.length;
+    fake.enqueue({ content: 'The budget is 3.' }, { content: 'It doubles.' });
+    for (const question of ['What is the retry budget?', 'And the backoff?']) {
+      const stream = await chat.chat.completions.create({
+        model: magistral,
+        messages: [{ role: 'user', content: question }],
+        stream: true,
+      });
+      for await (const _chunk of stream) {
+        // drain
+      }
+    }
+    // The second request carried the first answer: its text, and its thinking in Mistral's own form.
+    const second = (fake.chatRequests.slice(since)[1]?.body as { messages: ChatMessage[] }).messages;
+    expect(second.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    expect(second[1]?.content).toEqual([
+      {
+        type: 'thinking',
+        thinking: [{ type: 'text', text: expect.stringMatching(/^Magistral thinks before answer \d+\.$/) }],
+      },
+      { type: 'text', text: 'The budget is 3.' },
+    ]);
+  });
 });

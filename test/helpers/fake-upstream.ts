@@ -165,6 +165,13 @@ export interface FakeUpstreamOptions {
    */
   mistralMessages?: boolean;
   /**
+   * Models that think as Mistral's reasoning models (Magistral) do: an answer's content is a list of
+   * chunks, its thinking (`{type: "thinking", thinking: [{type: "text", text}]}`) then its text
+   * (`{type: "text", text}`); a stream's deltas carry such lists as their content, the thinking in pieces,
+   * then the text in pieces.
+   */
+  mistralThinking?: readonly string[];
+  /**
    * Models served as Gemini 3 is through Google's OpenAI-compatible endpoint: the first tool call of each
    * answer carries `extra_content.google.thought_signature` (in the stream, on the call's first delta),
    * and a request whose current turn (after its last user message) holds an assistant message whose
@@ -1021,8 +1028,17 @@ export class FakeUpstream {
           }
         : undefined;
 
+    const thinkingChunk =
+      this.options.mistralThinking?.includes(String(body.model)) === true
+        ? `Magistral thinks before answer ${this.sequence}.`
+        : undefined;
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
+      if (thinkingChunk !== undefined)
+        message.content = [
+          { type: 'thinking', thinking: [{ type: 'text', text: thinkingChunk }] },
+          ...(content === null ? [] : [{ type: 'text', text: content }]),
+        ];
       if (reasoning !== undefined) message[this.options.reasoningField ?? 'reasoning_content'] = reasoning;
       if (details !== undefined) {
         message.reasoning = details.text;
@@ -1089,6 +1105,20 @@ export class FakeUpstream {
           },
         ]),
       );
+    if (thinkingChunk !== undefined) {
+      const half = Math.ceil(thinkingChunk.length / 2);
+      for (const piece of [thinkingChunk.slice(0, half), thinkingChunk.slice(half)])
+        frames.push(
+          frame([
+            {
+              index: 0,
+              delta: { content: [{ type: 'thinking', thinking: [{ type: 'text', text: piece }] }] },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]),
+        );
+    }
     if (details !== undefined) {
       const half = Math.ceil(details.text.length / 2);
       for (const piece of [
@@ -1151,11 +1181,12 @@ export class FakeUpstream {
       const count = Math.max(1, behaviour.chunks ?? 5);
       const size = Math.ceil(text.length / count) || 1;
       for (let start = 0; start < text.length; start += size) {
+        const piece = text.slice(start, start + size);
         frames.push(
           frame([
             {
               index: 0,
-              delta: { content: text.slice(start, start + size) },
+              delta: { content: thinkingChunk === undefined ? piece : [{ type: 'text', text: piece }] },
               logprobs: null,
               finish_reason: null,
             },

@@ -138,6 +138,55 @@ describe('a chat stream as Anthropic events', () => {
     },
   );
 
+  it("streams an answer given as chunks (Mistral's reasoning models) as a thinking block, then a text block", () => {
+    const translator = new MessagesStreamTranslator(meta, 0);
+    const text =
+      translator.start() +
+      translator.push(
+        [
+          {
+            choices: [
+              {
+                index: 0,
+                delta: { content: [{ type: 'thinking', thinking: [{ type: 'text', text: 'Hm.' }] }] },
+              },
+            ],
+          },
+          { choices: [{ index: 0, delta: { content: [{ type: 'text', text: 'Done.' }] } }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+        ]
+          .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+          .join('') + 'data: [DONE]\n\n',
+      );
+    const deltas = eventsWrittenAsJson(text).filter((event) => event.type === 'content_block_delta');
+    expect(deltas.map((event) => event.delta)).toEqual([
+      { type: 'thinking_delta', thinking: 'Hm.' },
+      { type: 'text_delta', text: 'Done.' },
+    ]);
+    expect(
+      messageOf(
+        {
+          choices: [
+            {
+              message: {
+                role: 'assistant',
+                content: [
+                  { type: 'thinking', thinking: [{ type: 'text', text: 'Hm.' }] },
+                  { type: 'text', text: 'Done.' },
+                ],
+              },
+              finish_reason: 'stop',
+            },
+          ],
+        },
+        meta,
+      ).content,
+    ).toEqual([
+      { type: 'thinking', thinking: 'Hm.', signature: '' },
+      { type: 'text', text: 'Done.' },
+    ]);
+  });
+
   it('writes each delta event as JSON.stringify writes its object', () => {
     const awkward = [
       'plain',

@@ -193,6 +193,20 @@ describe('bridgeRequest: what cannot be bridged', () => {
     expect(String(output[0]?.id)).toMatch(/^rs_/);
   });
 
+  it("gives a chat answer given as chunks (Mistral's reasoning models) as its reasoning and its text", () => {
+    const output = outputItemsOf({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: [{ type: 'text', text: 'Think.' }] },
+        { type: 'text', text: 'Done.' },
+      ],
+    });
+    expect(output).toMatchObject([
+      { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Think.' }] },
+      { type: 'message', content: [{ type: 'output_text', text: 'Done.' }] },
+    ]);
+  });
+
   it("gives back, on each call, what the provider attached to it: Gemini's thought signature, round trip", () => {
     const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
     const output = outputItemsOf({

@@ -216,6 +216,28 @@ describe('a chat stream as Responses events', () => {
     expect(translator.reply()).toMatchObject({ content: 'Done.', reasoning_details: details });
   });
 
+  it("gives an answer streamed as chunks (Mistral's reasoning models) as reasoning, then text", () => {
+    const magistral = [
+      {
+        choices: [
+          {
+            index: 0,
+            delta: { content: [{ type: 'thinking', thinking: [{ type: 'text', text: 'Think.' }] }] },
+          },
+        ],
+      },
+      { choices: [{ index: 0, delta: { content: [{ type: 'text', text: 'Done.' }] } }] },
+      { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+    ];
+    const translator = new ResponsesStreamTranslator(meta);
+    translator.start();
+    translator.push(magistral.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join(''));
+    expect(translator.finish().response.output).toMatchObject([
+      { type: 'reasoning', content: [{ type: 'reasoning_text', text: 'Think.' }] },
+      { type: 'message', content: [{ type: 'output_text', text: 'Done.' }] },
+    ]);
+  });
+
   it('writes each event as JSON.stringify writes its object, the delta events included', () => {
     const translator = new ResponsesStreamTranslator(meta);
     const deltas = ['plain', 'quote " and \\ back', 'line\nbreak\ttab \u0001', 'é ☃ 😀', '\ud800 alone'];

@@ -197,6 +197,32 @@ describe('StreamReplyAssembler', () => {
     });
   });
 
+  it("keeps an answer streamed as chunks (Mistral's reasoning models): its text, and its thinking in Mistral's form", () => {
+    const chunk = (type: 'thinking' | 'text', text: string) =>
+      type === 'text' ? [{ type, text }] : [{ type, thinking: [{ type: 'text', text }] }];
+    const magistral =
+      event(delta({ role: 'assistant', content: '' })) +
+      event(delta({ content: chunk('thinking', 'Think ') })) +
+      event(delta({ content: chunk('thinking', 'twice.') })) +
+      event(delta({ content: chunk('text', 'Hel') })) +
+      event(delta({ content: chunk('text', 'lo.') })) +
+      event(delta({}, 0, 'stop'));
+    expect(assemble(magistral, 7).message).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: [{ type: 'text', text: 'Think twice.' }] },
+        { type: 'text', text: 'Hello.' },
+      ],
+    });
+    // Text parts alone (as some gateways stream them) make a string, as a string would.
+    expect(
+      assemble(event(delta({ content: chunk('text', 'Hi.') })) + event(delta({}, 0, 'stop')), 5).message,
+    ).toEqual({
+      role: 'assistant',
+      content: 'Hi.',
+    });
+  });
+
   it('keeps a refusal', () => {
     expect(
       assemble(event(delta({ refusal: 'I cannot ' })) + event(delta({ refusal: 'help.' }, 0, 'stop')), 4)
