@@ -69,12 +69,13 @@ let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 /**
- * Every request the OpenRouter model got since `asked` was answered the first time (the fake refuses a
+ * Every request the OpenRouter model got since `earlier` (the requests recorded before) was answered the first time (the fake refuses a
  * step sent back without the reasoning_details it gave), and more than ten steps went back with them.
  */
-function expectReasoningDetailsBack(asked: number) {
+function expectReasoningDetailsBack(earlier: ReadonlySet<unknown>) {
+  // Not by position: the fake keeps only its newest requests (recordLimit).
   const requests = fake.chatRequests
-    .slice(asked)
+    .filter((request) => !earlier.has(request))
     .filter(
       (request) =>
         (request.body as { model?: string } | undefined)?.model === openRouterModel &&
@@ -91,12 +92,13 @@ function expectReasoningDetailsBack(asked: number) {
 }
 
 /**
- * Every request the Gemini model got since `asked` was answered the first time, each call it held sent
+ * Every request the Gemini model got since `earlier` (the requests recorded before) was answered the first time, each call it held sent
  * back with a signature Gemini gave (the fake refuses any other but Google's stand-in, which none holds).
  */
-function expectGeminiOwnSignatures(asked: number) {
+function expectGeminiOwnSignatures(earlier: ReadonlySet<unknown>) {
+  // Not by position: the fake keeps only its newest requests (recordLimit).
   const requests = fake.chatRequests
-    .slice(asked)
+    .filter((request) => !earlier.has(request))
     .filter(
       (request) =>
         (request.body as { model?: string } | undefined)?.model === geminiModel &&
@@ -199,7 +201,7 @@ describe('the AI SDK 7, default provider openai(model)', () => {
     'finishes a 30-step stopWhen loop of ~1,500-token tool results on an 8,192-token model%s',
     async (_name, name) => {
       const from = harness.logLines.length;
-      const asked = fake.chatRequests.length;
+      const earlier = new Set<unknown>(fake.chatRequests);
       const result = await runDriver<Failure & { steps: number; toolCalls: number; text: string }>(
         'ai-sdk.mjs',
         {
@@ -219,8 +221,8 @@ describe('the AI SDK 7, default provider openai(model)', () => {
       expect(lines).toHaveLength(loopSteps);
       expect(lines.every((line) => line.status === 200)).toBe(true);
       expect(lines.filter((line) => line.context?.modified === true).length).toBeGreaterThan(loopSteps / 2);
-      if (name === geminiModel) expectGeminiOwnSignatures(asked);
-      if (name === openRouterModel) expectReasoningDetailsBack(asked);
+      if (name === geminiModel) expectGeminiOwnSignatures(earlier);
+      if (name === openRouterModel) expectReasoningDetailsBack(earlier);
     },
   );
 });
@@ -231,15 +233,15 @@ describe('the Agents SDK over 25 turns', () => {
   });
 
   it('with its responses model on a model served as Gemini 3 is (each call goes back with its thought signature)', async () => {
-    const asked = fake.chatRequests.length;
+    const earlier = new Set<unknown>(fake.chatRequests);
     await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: geminiModel }, '/v1/responses');
-    expectGeminiOwnSignatures(asked);
+    expectGeminiOwnSignatures(earlier);
   });
 
   it('with its responses model on a model served as OpenRouter serves Claude (each step goes back with its reasoning_details)', async () => {
-    const asked = fake.chatRequests.length;
+    const earlier = new Set<unknown>(fake.chatRequests);
     await expectTwentyFiveTurns('agents.mjs', { api: 'responses', model: openRouterModel }, '/v1/responses');
-    expectReasoningDetailsBack(asked);
+    expectReasoningDetailsBack(earlier);
   });
 
   it.each(['responses', 'chat'])('with its %s model', async (api) => {
