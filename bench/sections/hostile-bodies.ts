@@ -195,6 +195,22 @@ function freshConversation(count: number, alphabet: string): string {
 
 const englishText = 'The committee reviewed the proposal and asked for estimates. '.repeat(50).slice(0, 3000);
 
+/**
+ * A carrier as the gateway writes it (src/upstream/carried-state.ts) of `count` call extras and as many
+ * reasoning details, which a client can write too: base64 of JSON the gateway decodes and reads.
+ */
+function bigCarrier(count: number): string {
+  const calls = Array.from({ length: count }, (_unused, index) => [
+    `call_${index}`,
+    { google: { thought_signature: 'Cq'.padEnd(40, String(index % 10)) } },
+  ]);
+  const details = Array.from({ length: count }, (_unused, index) => ({
+    type: 'reasoning.text',
+    text: `t${index}`,
+  }));
+  return `ctxgate.carried.v1:${Buffer.from(JSON.stringify({ calls, message: { reasoning_details: details } })).toString('base64url')}`;
+}
+
 export const hostileCases: HostileCase[] = [
   {
     label: 'responses: 9,990 function calls + outputs',
@@ -454,6 +470,40 @@ export const hostileCases: HostileCase[] = [
     label: 'chat: 10,000 tools of 3 KB',
     path: '/v1/chat/completions',
     body: () => manyTools(10_000),
+  },
+  {
+    label: 'responses: a reasoning item carrying 150,000 call extras and reasoning details',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'bench-model',
+        input: [
+          { role: 'user', content: 'go' },
+          { type: 'reasoning', summary: [], encrypted_content: bigCarrier(150_000) },
+          { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
+        ],
+      }),
+  },
+  {
+    label: 'messages: a thinking block carrying 150,000 call extras and reasoning details',
+    path: '/v1/messages',
+    body: () =>
+      JSON.stringify({
+        model: 'bench-model',
+        max_tokens: 100,
+        messages: [
+          { role: 'user', content: 'go' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'thinking', thinking: '', signature: bigCarrier(150_000) },
+              { type: 'tool_use', id: 'call_1', name: 'f', input: {} },
+            ],
+          },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'ok' }] },
+        ],
+      }),
   },
   {
     label: 'messages: 9,998 tool_use blocks + results',
