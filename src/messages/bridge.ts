@@ -127,14 +127,9 @@ interface BridgeContext {
 }
 
 /**
- * An assistant message's blocks as one chat message: text, tool calls, and — bridged — the thinking a
- * chat provider gave (its reasoning, which the gateway answered as a thinking block with no signature) as
- * `reasoning_content` again, which the service names as the model's answers do (reasoning-field.ts):
- * DeepSeek and Kimi refuse a tool call sent back without it; a thinking block whose signature the gateway
- * wrote gives the calls back what their provider attached to them (Gemini's thought signatures:
- * answer.ts). Claude's own thinking (signed) goes natively only, and natively only Claude's.
+ * A thinking block the gateway made: of no signature (a chat model's reasoning), or of its own (what a
+ * provider gave to be sent back: carried-state.ts).
  */
-/** A thinking block the gateway made: no signature (a chat model's reasoning), or its own (call extras). */
 function isGatewayThinking(block: Json): boolean {
   return (
     block.type === 'thinking' &&
@@ -142,6 +137,15 @@ function isGatewayThinking(block: Json): boolean {
   );
 }
 
+/**
+ * An assistant message's blocks as one chat message: text, tool calls, and — bridged — the thinking a
+ * chat provider gave (its reasoning, which the gateway answered as a thinking block with no signature) as
+ * `reasoning_content` again, which the service names as the model's answers do (reasoning-field.ts):
+ * DeepSeek and Kimi refuse a tool call sent back without it; a thinking block whose signature the gateway
+ * wrote gives the message and its calls back what their provider gave to be sent back (Gemini's thought
+ * signatures, OpenRouter's reasoning details: answer.ts). Claude's own thinking (signed) goes natively
+ * only, and natively only Claude's.
+ */
 function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeContext): Json {
   const text: string[] = [];
   const calls: Json[] = [];

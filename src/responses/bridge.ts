@@ -2,10 +2,10 @@
 // chat request the gateway's engine fits and sends, and a chat completion translated back into a
 // Response object. What a Chat Completions upstream cannot do is dropped and named (`dropped`) when
 // dropping it changes nothing the client relies on — Codex's `client_metadata`, `include` entries the
-// gateway cannot produce, another provider's reasoning items (their encrypted content cannot be replayed;
-// those the gateway wrote, of a chat model's reasoning or a call's thought signature, go back), built-in tools
-// the upstream cannot run — or, with `responses.unbridgeable: reject`, refused with a 400 naming the
-// field. Tools in a namespace become chat tools named `<namespace>__<name>`, a custom (freeform) tool a
+// gateway cannot produce, another provider's reasoning items (their encrypted content cannot be
+// replayed; those the gateway wrote, of a chat model's reasoning or of what a provider gave to be sent
+// back, go back), built-in tools the upstream cannot run — or, with `responses.unbridgeable: reject`,
+// refused with a 400 naming the field. Tools in a namespace become chat tools named `<namespace>__<name>`, a custom (freeform) tool a
 // function tool of one string parameter, `input`; the model's calls of them go back to the client as it
 // named them (a `namespace`, a `custom_tool_call`). What would change the answer's meaning (a prompt
 // template, a stored conversation, a file input, a tool_choice forcing a dropped tool) is always

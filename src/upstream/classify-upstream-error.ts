@@ -109,9 +109,10 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * "Unsupported value: 'temperature' …") or does not know ("Unknown parameter: 'stream_options'",
  * "Unrecognized request argument supplied: user"), Gemini's "Unknown name \"parallel_tool_calls\": Cannot
  * find field.", a serde "unknown field `user`", Gemini 3's "Function call is missing a thought_signature",
- * and Mistral's
- * validation errors (`extra_forbidden` at `["body", "<field>", …]`, its JSON sometimes nested as a
- * string); and Anthropic's refusal of `temperature` with `top_p`. Also when a proxy such as LiteLLM passes
+ * OpenAI's "Additional properties are not allowed" in a message, and Mistral's validation errors
+ * (`extra_forbidden` at `["body", "<field>", …]` or in a message, `["body", "messages", N, "<role>",
+ * "<field>"]`, its JSON sometimes nested as a string); and Anthropic's refusal of `temperature` with
+ * `top_p`. Also when a proxy such as LiteLLM passes
  * the wording on inside its own message.
  */
 function refusedFields(text: string, body: string): FieldFix[] {
