@@ -5,11 +5,11 @@
 // gateway cannot produce, another provider's reasoning items (their encrypted content cannot be
 // replayed; those the gateway wrote, of a chat model's reasoning or of what a provider gave to be sent
 // back, go back), built-in tools the upstream cannot run — or, with `responses.unbridgeable: reject`,
-// refused with a 400 naming the field. Tools in a namespace become chat tools named `<namespace>__<name>`, a custom (freeform) tool a
-// function tool of one string parameter, `input`; the model's calls of them go back to the client as it
-// named them (a `namespace`, a `custom_tool_call`). What would change the answer's meaning (a prompt
-// template, a stored conversation, a file input, a tool_choice forcing a dropped tool) is always
-// refused.
+// refused with a 400 naming the field. Tools in a namespace become chat tools named
+// `<namespace>__<name>`, a custom (freeform) tool a function tool of one string parameter, `input`; the
+// model's calls of them go back to the client as it named them (a `namespace`, a `custom_tool_call`).
+// What would change the answer's meaning (a prompt template, a stored conversation, a file input, a
+// tool_choice forcing a dropped tool) is always refused.
 import { randomFillSync } from 'node:crypto';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
