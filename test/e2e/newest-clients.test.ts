@@ -69,45 +69,41 @@ let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 /**
- * Every request the OpenRouter model got since `earlier` (the requests recorded before) was answered the first time (the fake refuses a
- * step sent back without the reasoning_details it gave), and more than ten steps went back with them.
+ * The requests `model` got that are not among `earlier` (the requests recorded before), summaries aside:
+ * found by identity, not by position, as the fake keeps only its newest requests (recordLimit). More
+ * than ten, every one answered the first time.
  */
-function expectReasoningDetailsBack(earlier: ReadonlySet<unknown>) {
-  // Not by position: the fake keeps only its newest requests (recordLimit).
-  const requests = fake.chatRequests
-    .filter((request) => !earlier.has(request))
-    .filter(
-      (request) =>
-        (request.body as { model?: string } | undefined)?.model === openRouterModel &&
-        !isSummaryRequest(request.body),
-    );
+function answeredAtOnce(earlier: ReadonlySet<unknown>, model: string) {
+  const requests = fake.chatRequests.filter(
+    (request) =>
+      !earlier.has(request) &&
+      (request.body as { model?: string } | undefined)?.model === model &&
+      !isSummaryRequest(request.body),
+  );
   expect(requests.length).toBeGreaterThan(10);
   expect(requests.every((request) => request.status === 200)).toBe(true);
-  const steps = requests.flatMap((request) =>
-    (request.body as { messages: ChatMessage[] }).messages.filter(
-      (message) => (message.tool_calls?.length ?? 0) > 0,
-    ),
+  return requests.map((request) => (request.body as { messages: ChatMessage[] }).messages);
+}
+
+/**
+ * The OpenRouter model answered every request the first time (the fake refuses a step sent back without
+ * the reasoning_details it gave), and more than ten steps went back with them.
+ */
+function expectReasoningDetailsBack(earlier: ReadonlySet<unknown>) {
+  const steps = answeredAtOnce(earlier, openRouterModel).flatMap((messages) =>
+    messages.filter((message) => (message.tool_calls?.length ?? 0) > 0),
   );
   expect(steps.filter((step) => Array.isArray(step.reasoning_details)).length).toBeGreaterThan(10);
 }
 
 /**
- * Every request the Gemini model got since `earlier` (the requests recorded before) was answered the first time, each call it held sent
- * back with a signature Gemini gave (the fake refuses any other but Google's stand-in, which none holds).
+ * The Gemini model answered every request the first time, each call it held sent back with a signature
+ * Gemini gave (the fake refuses any other but Google's stand-in, which none holds).
  */
 function expectGeminiOwnSignatures(earlier: ReadonlySet<unknown>) {
-  // Not by position: the fake keeps only its newest requests (recordLimit).
-  const requests = fake.chatRequests
-    .filter((request) => !earlier.has(request))
-    .filter(
-      (request) =>
-        (request.body as { model?: string } | undefined)?.model === geminiModel &&
-        !isSummaryRequest(request.body),
-    );
-  expect(requests.length).toBeGreaterThan(10);
-  expect(requests.every((request) => request.status === 200)).toBe(true);
-  const signatures = requests.flatMap((request) =>
-    (request.body as { messages: ChatMessage[] }).messages.flatMap((message) =>
+  const requests = answeredAtOnce(earlier, geminiModel);
+  const signatures = requests.flatMap((messages) =>
+    messages.flatMap((message) =>
       message.tool_calls?.[0] === undefined
         ? []
         : [message.tool_calls[0].extra_content?.google?.thought_signature],

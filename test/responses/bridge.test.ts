@@ -209,19 +209,16 @@ describe('bridgeRequest: what cannot be bridged', () => {
 
   it("gives back, on each call, what the provider attached to it: Gemini's thought signature, round trip", () => {
     const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
-    const output = outputItemsOf({
-      role: 'assistant',
-      content: null,
-      tool_calls: [
-        {
-          id: 'call_1',
-          type: 'function',
-          function: { name: 'exec_command', arguments: '{}' },
-          extra_content: signature,
-        },
-        { id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"a":1}' } },
-      ],
-    });
+    const calls = [
+      {
+        id: 'call_1',
+        type: 'function',
+        function: { name: 'exec_command', arguments: '{}' },
+        extra_content: signature,
+      },
+      { id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"a":1}' } },
+    ];
+    const output = outputItemsOf({ role: 'assistant', content: null, tool_calls: calls });
     // A reasoning item of encrypted content only, before the calls: what a client sends back as it got it.
     expect(output.map((item) => item.type)).toEqual(['reasoning', 'function_call', 'function_call']);
     expect(output[0]).toEqual({
@@ -245,19 +242,7 @@ describe('bridgeRequest: what cannot be bridged', () => {
       drop,
     );
     expect(bridged.dropped).toEqual([]);
-    expect(bridged.messages[1]).toEqual({
-      role: 'assistant',
-      content: null,
-      tool_calls: [
-        {
-          id: 'call_1',
-          type: 'function',
-          function: { name: 'exec_command', arguments: '{}' },
-          extra_content: signature,
-        },
-        { id: 'call_2', type: 'function', function: { name: 'exec_command', arguments: '{"a":1}' } },
-      ],
-    });
+    expect(bridged.messages[1]).toEqual({ role: 'assistant', content: null, tool_calls: calls });
     expect(bridged.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
   });
 
