@@ -15,7 +15,13 @@ import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
-import { carriedStateOf, carrierOf, isCarrier, readCarrier } from '../upstream/carried-state.js';
+import {
+  carriedStateOf,
+  carrierOf,
+  isCarrier,
+  readCarrier,
+  type CarriedState,
+} from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
@@ -254,17 +260,15 @@ export function messagesOf(
   // What the provider gave with its answers and needs back (carrierItemOf): on calls (Gemini's thought
   // signatures), by call id; on the message (OpenRouter's reasoning_details), for the assistant message
   // the next items make, as the reasoning.
-  const extras = callExtrasIn(items);
+  const { extras, states } = carriedIn(items);
   let carried: Record<string, unknown> | undefined;
   items.forEach((item, index) => {
     const at = `input[${index}]`;
     const type = item.type ?? 'message';
     if (type === 'reasoning') {
       reasoning += reasoningText(item);
-      if (isCarrier(item.encrypted_content)) {
-        const fields = readCarrier(item.encrypted_content).message;
-        if (fields !== undefined) carried = Object.assign(carried ?? {}, fields);
-      }
+      const fields = states?.get(item)?.message;
+      if (fields !== undefined) carried = Object.assign(carried ?? {}, fields);
       return;
     }
     const thought = reasoning;
@@ -866,14 +870,23 @@ export function carrierItemOf(
     : { id, type: 'reasoning', summary: [], encrypted_content: carrierOf(state) };
 }
 
-/** What the carrier items among `items` hold for calls, by call id; undefined when none does. */
-function callExtrasIn(items: readonly InputItem[]): Map<string, Record<string, unknown>> | undefined {
+/**
+ * What the carrier items among `items` hold, each read once: for calls, by call id; and each carrier's
+ * state, by its item (both undefined when no item is a carrier).
+ */
+function carriedIn(items: readonly InputItem[]): {
+  extras: Map<string, Record<string, unknown>> | undefined;
+  states: Map<InputItem, CarriedState> | undefined;
+} {
   let extras: Map<string, Record<string, unknown>> | undefined;
-  for (const item of items)
-    if (item.type === 'reasoning' && isCarrier(item.encrypted_content))
-      for (const [id, extra] of readCarrier(item.encrypted_content).calls)
-        (extras ??= new Map()).set(id, extra);
-  return extras;
+  let states: Map<InputItem, CarriedState> | undefined;
+  for (const item of items) {
+    if (item.type !== 'reasoning' || !isCarrier(item.encrypted_content)) continue;
+    const state = readCarrier(item.encrypted_content);
+    (states ??= new Map()).set(item, state);
+    for (const [id, extra] of state.calls) (extras ??= new Map()).set(id, extra);
+  }
+  return { extras, states };
 }
 
 /**
