@@ -11,6 +11,14 @@
 /** What a carrier starts with: no provider's own opaque state does. */
 const carrierPrefix = 'ctxgate.carried.v1:';
 
+/**
+ * The longest carrier read. What a provider gives is small — a thought signature is a few KB, Claude's
+ * longest thinking some hundreds — and a client's 25 MB one cost 1 s of CPU to decode and read
+ * (`npm run bench -- hostile-bodies`): a longer one is not taken for the gateway's (another provider's
+ * opaque state, dropped and named).
+ */
+const maxCarrierChars = 4 * 1024 * 1024;
+
 /** The fields of an assistant message a provider needs back, beside its text, reasoning and calls. */
 const messageFields = ['reasoning_details'] as const;
 
@@ -45,9 +53,9 @@ export function carrierOf(state: CarriedState): string {
   return carrierPrefix + Buffer.from(JSON.stringify(state)).toString('base64url');
 }
 
-/** True when an opaque field holds a carrier (the gateway's, not a provider's state). */
+/** True when an opaque field holds a carrier (the gateway's, not a provider's state) of a length read. */
 export function isCarrier(value: unknown): value is string {
-  return typeof value === 'string' && value.startsWith(carrierPrefix);
+  return typeof value === 'string' && value.length <= maxCarrierChars && value.startsWith(carrierPrefix);
 }
 
 /**

@@ -50,6 +50,10 @@ describe('carried state', () => {
     ['a thinking block’s signature', 'EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds…'],
     ['an empty string', ''],
     ['not a string', { calls: [] }],
+    [
+      'a carrier longer than any a provider gives (over 4 MB)',
+      carrier({ calls: [], pad: 'x'.repeat(3_200_000) }),
+    ],
   ])('says %s is not a carrier', (_name, value) => {
     expect(isCarrier(value)).toBe(false);
   });
