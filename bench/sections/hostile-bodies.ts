@@ -486,6 +486,24 @@ export const hostileCases: HostileCase[] = [
       }),
   },
   {
+    label: 'responses: 6 reasoning items, each carrying 22,000 call extras and reasoning details',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'bench-model',
+        input: [
+          { role: 'user', content: 'go' },
+          ...Array.from({ length: 6 }, () => ({
+            type: 'reasoning',
+            summary: [],
+            encrypted_content: bigCarrier(22_000),
+          })),
+          { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
+        ],
+      }),
+  },
+  {
     label: 'messages: a thinking block carrying 150,000 call extras and reasoning details',
     path: '/v1/messages',
     body: () =>
