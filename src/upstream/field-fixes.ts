@@ -80,20 +80,22 @@ export function withoutMessageFields(
     } else if (field.startsWith('messages[].') && leftoverFields.has(field.slice('messages[].'.length)))
       own.add(field.slice('messages[].'.length));
   if (own.size === 0 && ofCalls.size === 0) return messages;
+  const ownNames = [...own];
+  const callNames = [...ofCalls];
   let out: ContextMessage[] | undefined;
   messages.forEach((message, index) => {
     const calls = Array.isArray(message.tool_calls) ? (message.tool_calls as unknown[]) : undefined;
     const callsChange = calls?.some(
-      (call) => typeof call === 'object' && call !== null && [...ofCalls].some((name) => name in call),
+      (call) => typeof call === 'object' && call !== null && callNames.some((name) => name in call),
     );
-    if (!callsChange && ![...own].some((name) => name in message)) return;
+    if (!callsChange && !ownNames.some((name) => name in message)) return;
     const changed: ContextMessage = Object.assign({}, message);
-    for (const name of own) delete changed[name];
+    for (const name of ownNames) delete changed[name];
     if (callsChange && calls !== undefined)
       changed.tool_calls = calls.map((call) => {
         if (typeof call !== 'object' || call === null) return call;
         const kept = Object.assign({}, call) as Record<string, unknown>;
-        for (const name of ofCalls) delete kept[name];
+        for (const name of callNames) delete kept[name];
         return kept;
       }) as NonNullable<ContextMessage['tool_calls']>;
     out ??= [...messages];
