@@ -211,6 +211,23 @@ function bigCarrier(count: number): string {
   return `ctxgate.carried.v1:${Buffer.from(JSON.stringify({ calls, message: { reasoning_details: details } })).toString('base64url')}`;
 }
 
+/** A Responses step sent back after `carriers` reasoning items, each a carrier of `count` entries. */
+function carriedStep(carriers: number, count: number): string {
+  return JSON.stringify({
+    model: 'bench-model',
+    input: [
+      { role: 'user', content: 'go' },
+      ...Array.from({ length: carriers }, () => ({
+        type: 'reasoning',
+        summary: [],
+        encrypted_content: bigCarrier(count),
+      })),
+      { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
+    ],
+  });
+}
+
 export const hostileCases: HostileCase[] = [
   {
     label: 'responses: 9,990 function calls + outputs',
@@ -474,34 +491,12 @@ export const hostileCases: HostileCase[] = [
   {
     label: 'responses: a reasoning item carrying 150,000 call extras and reasoning details',
     path: '/v1/responses',
-    body: () =>
-      JSON.stringify({
-        model: 'bench-model',
-        input: [
-          { role: 'user', content: 'go' },
-          { type: 'reasoning', summary: [], encrypted_content: bigCarrier(150_000) },
-          { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
-          { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
-        ],
-      }),
+    body: () => carriedStep(1, 150_000),
   },
   {
     label: 'responses: 6 reasoning items, each carrying 22,000 call extras and reasoning details',
     path: '/v1/responses',
-    body: () =>
-      JSON.stringify({
-        model: 'bench-model',
-        input: [
-          { role: 'user', content: 'go' },
-          ...Array.from({ length: 6 }, () => ({
-            type: 'reasoning',
-            summary: [],
-            encrypted_content: bigCarrier(22_000),
-          })),
-          { type: 'function_call', call_id: 'call_1', name: 'f', arguments: '{}' },
-          { type: 'function_call_output', call_id: 'call_1', output: 'ok' },
-        ],
-      }),
+    body: () => carriedStep(6, 22_000),
   },
   {
     label: 'messages: a thinking block carrying 150,000 call extras and reasoning details',
