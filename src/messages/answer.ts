@@ -161,9 +161,9 @@ export class MessagesStreamTranslator {
   reasoningField: ReasoningField | undefined;
   /** Each tool call's id, by its index in the chat stream (its later deltas carry none). */
   private readonly callIds = new Map<number, string>();
-  /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts), and their JSON as last carried. */
+  /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts); true while some came since last carried. */
   private readonly reasoningDetails: Json[] = [];
-  private detailsCarried = '';
+  private detailsPending = false;
 
   constructor(
     private readonly meta: { id: string; model: string },
@@ -255,8 +255,10 @@ export class MessagesStreamTranslator {
         out += this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' });
       out += this.blockDelta('thinking_delta', 'thinking', reasoning.text);
     }
-    if (delta.reasoning_details !== undefined)
+    if (delta.reasoning_details !== undefined) {
       addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
+      this.detailsPending = true;
+    }
     if (typeof delta.ctxgate_anthropic_signature === 'string' && this.open?.kind === 'thinking')
       out += this.blockDelta('signature_delta', 'signature', delta.ctxgate_anthropic_signature);
     // Content as a string, or as chunks (Mistral's reasoning models): their thinking as thinking.
@@ -293,14 +295,14 @@ export class MessagesStreamTranslator {
    * carried yet; '' when there is nothing to carry.
    */
   private carrierBlock(calls: Json[]): string {
-    const details = this.reasoningDetails.filter((entry) => entry !== undefined);
-    const written = details.length === 0 ? '' : JSON.stringify(details);
     const carried = carriedStateOf({
       tool_calls: calls,
-      reasoning_details: written === this.detailsCarried ? undefined : details,
+      reasoning_details: this.detailsPending
+        ? this.reasoningDetails.filter((entry) => entry !== undefined)
+        : undefined,
     });
     if (carried === undefined) return '';
-    this.detailsCarried = written;
+    this.detailsPending = false;
     return (
       this.openBlock('thinking', { type: 'thinking', thinking: '', signature: '' }) +
       this.blockDelta('signature_delta', 'signature', carrierOf(carried)) +

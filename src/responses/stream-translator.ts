@@ -298,12 +298,13 @@ export class ResponsesStreamTranslator {
   /** The assistant's chat message for what was produced (stored with the response). */
   reply(): Record<string, unknown> {
     const calls = this.toolCalls();
+    const details = this.details();
     return {
       role: 'assistant',
       content: this.text === undefined ? (calls.length > 0 ? null : '') : joined(this.text.text),
       ...(this.reasoning === undefined ? {} : { [this.reasoningField]: joined(this.reasoning.text) }),
       ...(calls.length === 0 ? {} : { tool_calls: calls }),
-      ...(this.details() === undefined ? {} : { reasoning_details: this.details() }),
+      ...(details === undefined ? {} : { reasoning_details: details }),
     };
   }
 
