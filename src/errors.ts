@@ -18,6 +18,7 @@ export const errorCodes = {
   session_conflict: { status: 409, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  websocket_not_supported: { status: 426, type: 'invalid_request_error' },
   headers_too_large: { status: 431, type: 'invalid_request_error' },
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },

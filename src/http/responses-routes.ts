@@ -33,6 +33,18 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
     return reply;
   });
 
+  // The Responses API's WebSocket mode is not served: a client that opens one (Codex with its own OpenAI
+  // provider) is answered 426, on which Codex goes over HTTP at once instead of retrying the socket five
+  // times (docs/responses.md#websocket-mode). Any other GET of this path is the unknown URL it always was.
+  app.get('/v1/responses', async (request) => {
+    if (String(request.headers.upgrade ?? '').toLowerCase() !== 'websocket')
+      throw new GatewayError('not_found', 'Unknown request URL: GET /v1/responses.');
+    throw new GatewayError(
+      'websocket_not_supported',
+      'ctxgate serves the Responses API over HTTP only: send the request as POST /v1/responses.',
+    );
+  });
+
   app.post('/v1/responses/input_tokens', async (request) => {
     const { body, outcome } = await responses.inputTokens(responsesInput(request));
     applyOutcome(request.gateway, outcome);

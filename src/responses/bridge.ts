@@ -9,7 +9,9 @@
 // `<namespace>__<name>`, a custom (freeform) tool a function tool of one string parameter, `input`; the
 // model's calls of them go back to the client as it named them (a `namespace`, a `custom_tool_call`).
 // What would change the answer's meaning (a prompt template, a stored conversation, a file input, a
-// tool_choice forcing a dropped tool) is always refused.
+// tool_choice forcing a dropped tool) is always refused. A `compaction_trigger` item (Codex's remote
+// compaction) asks the model for a summary of the conversation, given back as a `compaction` item whose
+// content the gateway reads as that summary when the client sends it in place of the history.
 import { randomFillSync } from 'node:crypto';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
@@ -18,8 +20,11 @@ import { flatText } from '../flat-string.js';
 import {
   carriedStateOf,
   carrierOf,
+  compactionCarrierOf,
   isCarrier,
+  isCompactionCarrier,
   readCarrier,
+  readCompactionCarrier,
   type CarriedState,
 } from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
@@ -72,7 +77,13 @@ export interface BridgedRequest {
   itemSources: { origins: Int32Array; fields: Array<string | undefined> };
   previousResponseId: string | undefined;
   store: boolean;
+  /** The client asked for a stream (a compaction's upstream request is not streamed: `compaction`). */
   stream: boolean;
+  /**
+   * The input ends with a `compaction_trigger`: the answer is a summary of the conversation, given as one
+   * `compaction` item (compactionItemOf), asked for whole, with no tool called.
+   */
+  compaction: boolean;
   truncation: 'auto' | 'disabled';
   /** Echoed on the Response object. */
   echo: Record<string, unknown>;
@@ -121,6 +132,21 @@ const meaningful: Record<string, string> = {
   prompt: "'prompt' templates are kept by OpenAI and cannot be bridged by ctxgate",
   conversation: "'conversation' state is kept by OpenAI and cannot be bridged; use previous_response_id",
 };
+
+/**
+ * What replaces a `compaction_trigger` item: the request for a summary that a `compaction` item gives back
+ * in place of the conversation it summarizes.
+ */
+export const compactionRequest =
+  'Write a summary of this conversation so far, to be read in its place: whoever goes on from here will ' +
+  "see the summary instead of the messages above. Keep what is needed to continue: the task, the user's " +
+  "requests, constraints and preferences (in the user's words where they matter), what has been done " +
+  'and found (files, commands, results, decisions, errors), where the work stands, and what remains to ' +
+  'be done. Keep names, paths, identifiers and values exact. Answer with the summary only.';
+
+/** What a compaction's summary is introduced with when the client sends it back. */
+export const compactedHistory =
+  'The conversation before this point was compacted; this summary of it was written then:\n\n';
 
 /** Input items of built-in tools and of reasoning: history a Chat Completions upstream cannot read. */
 const droppableItems = new Set([
@@ -289,6 +315,18 @@ export function messagesOf(
     }
     // Tools given in the input: they join the request's tool list (bridgeRequest), as no message.
     if (type === 'additional_tools') return;
+    // Asked to compact (bridgeRequest), and the summary given when it was (a `compaction` item of the
+    // gateway's: inputItemsOf keeps no other).
+    if (type === 'compaction_trigger' || type === 'compaction') {
+      const summary = type === 'compaction' ? readCompactionCarrier(item.encrypted_content) : undefined;
+      messages.push({
+        role: 'user',
+        content: summary === undefined ? compactionRequest : compactedHistory + summary,
+      });
+      sources?.origins.push(index);
+      sources?.strings.push(undefined);
+      return;
+    }
     if (type === 'function_call' || type === 'custom_tool_call') {
       if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
         refuse(at, `'${at}': a ${type} needs call_id and name.`);
@@ -624,12 +662,22 @@ function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputIte
     const type = typeof item.type === 'string' ? item.type : 'message';
     if (
       droppableItems.has(type) &&
-      !(type === 'reasoning' && (reasoningText(item) !== '' || isCarrier(item.encrypted_content)))
+      !(type === 'reasoning' && (reasoningText(item) !== '' || isCarrier(item.encrypted_content))) &&
+      !(type === 'compaction' && isCompactionCarrier(item.encrypted_content))
     ) {
       drops.drop(
         `input[${index}].type`,
         `input[${index}] (${type})`,
         `'input[${index}]': input items of type '${type}' cannot be bridged to Chat Completions.`,
+      );
+      return;
+    }
+    if (type === 'compaction_trigger' && index !== input.length - 1) {
+      // A request to compact is the input's last item; anywhere else it asks nothing of the answer.
+      drops.drop(
+        `input[${index}].type`,
+        `input[${index}] (${type})`,
+        `'input[${index}]': a compaction_trigger item is read only as the input's last.`,
       );
       return;
     }
@@ -736,13 +784,17 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     refuse('tool_choice', "'tool_choice' requires a tool, and none of this request's tools can be bridged.");
   if (choice.toolChoice !== undefined && chatFields.tools !== undefined)
     chatFields.tool_choice = choice.toolChoice;
+  // Asked for a summary: the tools stay (a provider may refuse calls in the history without them), none
+  // is called; the answer is read whole (it is one item, given at once).
+  const compaction = inputItems.at(-1)?.type === 'compaction_trigger';
+  if (compaction && chatFields.tools !== undefined) chatFields.tool_choice = 'none';
   const responseFormat = responseFormatOf(body.text);
   if (responseFormat !== undefined) chatFields.response_format = responseFormat;
   if (isRecord(body.text) && typeof body.text.verbosity === 'string')
     chatFields.verbosity = body.text.verbosity;
   if (typeof reasoning?.effort === 'string') chatFields.reasoning_effort = reasoning.effort;
   const stream = body.stream === true;
-  if (stream) {
+  if (stream && !compaction) {
     chatFields.stream = true;
     chatFields.stream_options = { include_usage: true };
   }
@@ -765,6 +817,7 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
     previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined,
     store: body.store !== false,
     stream,
+    compaction,
     truncation,
     dropped: drops.names,
     toolNames: bridgedTools.names,
@@ -790,6 +843,8 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
 
 export interface ResponseMeta {
   id: string;
+  /** The answer is a compaction's summary (BridgedRequest), and the client asked for it as a stream. */
+  compaction?: { stream: boolean };
   createdAt: number;
   model: string;
   echo: Record<string, unknown>;
@@ -868,6 +923,14 @@ export function carrierItemOf(
   return state === undefined
     ? undefined
     : { id, type: 'reasoning', summary: [], encrypted_content: carrierOf(state) };
+}
+
+/**
+ * The one output item of a compaction (BridgedRequest): the summary the model wrote, in a `compaction`
+ * item's `encrypted_content` (carried-state.ts), which the client sends back in place of the history.
+ */
+export function compactionItemOf(id: string, summary: string): InputItem {
+  return { id, type: 'compaction', encrypted_content: compactionCarrierOf(summary) };
 }
 
 /**

@@ -26,7 +26,8 @@ import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, toOpenAIErrorBody } from '../errors.js';
+import { chunkTexts } from '../upstream/content-chunks.js';
 import {
   ancestorLinks,
   heldOnce,
@@ -36,6 +37,7 @@ import {
 } from '../store/response-store.js';
 import {
   bridgeRequest,
+  compactionItemOf,
   newId,
   outputItemsOf,
   responseObject,
@@ -45,7 +47,7 @@ import {
   type ResponseMeta,
 } from './bridge.js';
 import { sharedStrings } from './shared-strings.js';
-import { ResponsesStreamTranslator } from './stream-translator.js';
+import { ResponsesStreamTranslator, wholeResponseEvents } from './stream-translator.js';
 
 export type ResponsesInput = Omit<ChatInput, 'body'> & { body: unknown };
 
@@ -323,6 +325,7 @@ export function createResponsesService(deps: {
       model: String(bridged.chatFields.model),
       echo: bridged.echo,
       tools: bridged.toolNames,
+      ...(bridged.compaction ? { compaction: { stream: bridged.stream } } : {}),
     };
     const previous = chain.previous;
     const save = async (reply: Record<string, unknown>, response: Record<string, unknown>) => {
@@ -470,7 +473,16 @@ function responsesClient(
       };
       const choice = completion.choices?.[0];
       const reply = choice?.message ?? { role: 'assistant', content: '' };
-      const output: InputItem[] = outputItemsOf(reply, meta.tools);
+      const summary = meta.compaction === undefined ? undefined : chunkTexts(reply.content).text;
+      if (summary === '') {
+        const error = new GatewayError(
+          'upstream_bad_response',
+          'The model wrote no summary to compact the conversation with.',
+        );
+        return client.sendWhole(error.status, headers, Buffer.from(JSON.stringify(toOpenAIErrorBody(error))));
+      }
+      const output: InputItem[] =
+        summary === undefined ? outputItemsOf(reply, meta.tools) : [compactionItemOf(newId('cmp'), summary)];
       const response = responseObject(
         meta,
         output,
@@ -481,6 +493,14 @@ function responsesClient(
         }),
       );
       await save(reply, response);
+      if (meta.compaction?.stream === true) {
+        // Asked for as a stream, read whole: its events all at once.
+        client.openStream(
+          status,
+          Object.assign({}, headers, { 'content-type': 'text/event-stream; charset=utf-8' }),
+        );
+        return client.end(wholeResponseEvents(meta, response));
+      }
       await client.sendWhole(
         status,
         Object.assign({}, headers, { 'content-type': 'application/json' }),

@@ -405,3 +405,22 @@ export class ResponsesStreamTranslator {
     return { events: out + this.event(type, { response }), response };
   }
 }
+
+/**
+ * The event sequence of a response made whole before its first event (a compaction, asked for as a
+ * stream): created and in progress, each output item added and done, then completed (or incomplete).
+ */
+export function wholeResponseEvents(meta: ResponseMeta, response: Record<string, unknown>): string {
+  let sequence = 0;
+  const event = (type: string, fields: Record<string, unknown>): string =>
+    typedEvent(type, `"sequence_number":${sequence++}`, fields);
+  const opened = responseObject(meta, [], undefined, null, 'in_progress');
+  let out =
+    event('response.created', { response: opened }) + event('response.in_progress', { response: opened });
+  (response.output as InputItem[]).forEach((item, index) => {
+    out += event('response.output_item.added', { output_index: index, item });
+    out += event('response.output_item.done', { output_index: index, item });
+  });
+  const type = response.status === 'incomplete' ? 'response.incomplete' : 'response.completed';
+  return out + event(type, { response });
+}

@@ -85,3 +85,26 @@ export function readCarrier(value: string): CarriedState {
   }
   return state;
 }
+
+/** What a compaction carrier starts with (a Responses `compaction` item's `encrypted_content`). */
+const compactionPrefix = 'ctxgate.compaction.v1:';
+
+/**
+ * A summary the gateway wrote when a client asked it to compact a conversation (docs/responses.md#compaction),
+ * as the opaque string a `compaction` item holds: the client sends it back in place of the history it
+ * summarized, and the gateway reads it as the summary. Nothing in it is secret, as above.
+ */
+export function compactionCarrierOf(summary: string): string {
+  return compactionPrefix + Buffer.from(summary).toString('base64url');
+}
+
+/** True when an opaque field holds a compaction carrier of a length read (as `isCarrier`). */
+export function isCompactionCarrier(value: unknown): value is string {
+  return typeof value === 'string' && value.length <= maxCarrierChars && value.startsWith(compactionPrefix);
+}
+
+/** The summary a compaction carrier holds; undefined when the value is not one. */
+export function readCompactionCarrier(value: unknown): string | undefined {
+  if (!isCompactionCarrier(value)) return undefined;
+  return Buffer.from(value.slice(compactionPrefix.length), 'base64url').toString('utf8');
+}

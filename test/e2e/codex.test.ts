@@ -29,6 +29,9 @@ const openRouterModel = 'anthropic/claude-sonnet-5';
 // Codex 0.171's instructions and tools (its sub-agent namespace included) come to some 8,000 tokens.
 const window = 16_384;
 const longLoop = 40;
+/** A task whose steps outgrow the token limit a Codex config sets for compacting its history. */
+const countedTask = 'Run the counted steps.';
+const countedSteps = 14;
 
 /** A message's text, whether a string or parts. */
 const textOf = (message: ChatMessage | undefined): string => contentText(message?.content);
@@ -36,6 +39,13 @@ const textOf = (message: ChatMessage | undefined): string => contentText(message
 const shell = (id: string, cmd: string) => ({
   toolCalls: [{ id, name: 'exec_command', arguments: JSON.stringify({ cmd }) }],
 });
+
+/** The last message is the user's, neither the counted task nor a summary of its steps: a request to summarize. */
+function isAskedToSummarize(messages: ReadonlyArray<ChatMessage>): boolean {
+  const last = messages.at(-1);
+  const text = textOf(last);
+  return last?.role === 'user' && !text.endsWith(countedTask) && !/Steps done: \d+/.test(text);
+}
 
 /**
  * The fake model, deciding from its prompt: "Write the note." runs one shell command, then answers; "Run
@@ -49,7 +59,9 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
     .filter((message) => message.role === 'user')
     .map(textOf)
     .flatMap((text) =>
-      ['Write the note.', 'Run the steps.', 'Write it with exec.'].filter((task) => text.endsWith(task)),
+      ['Write the note.', 'Run the steps.', 'Write it with exec.', countedTask].filter((task) =>
+        text.endsWith(task),
+      ),
     )
     .at(0);
   const seen = callsSeen(messages);
@@ -71,6 +83,18 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
     return seen === 0
       ? shell('call_note', "printf 'written through ctxgate\\n' > note.txt")
       : { content: 'Note written.' };
+  if (task === countedTask) {
+    // What a summary of the earlier steps says was done, and the calls made since.
+    const done =
+      seen +
+      Math.max(0, ...messages.map((message) => Number(/Steps done: (\d+)/.exec(textOf(message))?.[1] ?? 0)));
+    // Asked for something else than the task — to write a summary of the conversation, not given one:
+    // it says where it is.
+    if (isAskedToSummarize(messages)) return { content: `Steps done: ${done}` };
+    return done >= countedSteps
+      ? { content: `Finished after ${done} steps.` }
+      : shell(`call_counted_${done + 1}`, `echo step ${done + 1} >> steps.txt; seq 1 600`);
+  }
   if (task === 'Run the steps.')
     return seen >= longLoop
       ? { content: `Finished after ${seen} steps.` }
@@ -93,6 +117,7 @@ beforeAll(async () => {
       [thinkingModel]: 131_072,
       [geminiModel]: 131_072,
       [openRouterModel]: 131_072,
+      'gpt-5.5': 131_072,
     },
     systemOnlyFirst: [model],
     alternating: [model],
@@ -143,22 +168,43 @@ afterAll(async () => {
   await vllm.stop();
 });
 
-/** `codex exec` with a fresh home whose config.toml names the gateway as the model provider. */
-async function codexExec(prompt: string, codexModel = model) {
+/** A request line of the gateway's log. */
+interface RequestLine {
+  msg: string;
+  method?: string;
+  route?: string;
+  status?: number;
+  stream?: boolean;
+  errorCode?: string;
+  dropped?: string[];
+  context?: { modified: boolean; droppedMessages: number; maskedToolResults: number };
+}
+
+/**
+ * `codex exec` with a fresh home whose config.toml names the gateway: as a custom model provider, or —
+ * `builtin` — as the base URL of Codex's own OpenAI provider (`openai_base_url`), with `config` added.
+ */
+async function codexExec(
+  prompt: string,
+  codexModel = model,
+  options: { builtin?: boolean; config?: string[] } = {},
+) {
   const home = mkdtempSync(join(tmpdir(), 'ctxgate-codex-home-'));
   const work = mkdtempSync(join(tmpdir(), 'ctxgate-codex-work-'));
+  const provider =
+    options.builtin === true
+      ? [`openai_base_url = "${harness.baseUrl}"`]
+      : [
+          'model_provider = "ctxgate"',
+          '[model_providers.ctxgate]',
+          'name = "ctxgate"',
+          `base_url = "${harness.baseUrl}"`,
+          'wire_api = "responses"',
+          'env_key = "CTXGATE_KEY"',
+        ];
   writeFileSync(
     join(home, 'config.toml'),
-    [
-      `model = "${codexModel}"`,
-      'model_provider = "ctxgate"',
-      '[model_providers.ctxgate]',
-      'name = "ctxgate"',
-      `base_url = "${harness.baseUrl}"`,
-      'wire_api = "responses"',
-      'env_key = "CTXGATE_KEY"',
-      '',
-    ].join('\n'),
+    [`model = "${codexModel}"`, ...(options.config ?? []), ...provider, ''].join('\n'),
   );
   const from = harness.logLines.length;
   const finished = await runProgram(
@@ -172,23 +218,18 @@ async function codexExec(prompt: string, codexModel = model) {
       work,
       prompt,
     ],
-    { cwd: work, env: { HOME: home, CODEX_HOME: home, CTXGATE_KEY: 'sk-codex' }, limitMs: 240_000 },
+    {
+      cwd: work,
+      env: { HOME: home, CODEX_HOME: home, CTXGATE_KEY: 'sk-codex', OPENAI_API_KEY: 'sk-codex' },
+      limitMs: 240_000,
+    },
   );
-  const requests = harness.logLines
+  const lines = harness.logLines
     .slice(from)
-    .map(
-      (line) =>
-        JSON.parse(line) as {
-          msg: string;
-          route?: string;
-          status?: number;
-          stream?: boolean;
-          dropped?: string[];
-          context?: { modified: boolean; droppedMessages: number; maskedToolResults: number };
-        },
-    )
-    .filter((line) => line.msg === 'request' && line.route === '/v1/responses');
-  return { finished, work, requests };
+    .map((line) => JSON.parse(line) as RequestLine)
+    .filter((line) => line.msg === 'request');
+  const requests = lines.filter((line) => line.route === '/v1/responses' && line.method === 'POST');
+  return { finished, work, requests, lines };
 }
 
 describe('Codex through the gateway', () => {
@@ -342,5 +383,49 @@ describe('Codex through the gateway', () => {
     expect(Math.max(...fake.chatRequests.map((request) => request.promptTokens ?? 0))).toBeLessThanOrEqual(
       window,
     );
+  });
+
+  it("takes Codex's own OpenAI provider pointed at it: its WebSocket is refused at once (426), and it goes on over HTTP", async () => {
+    const { finished, work, requests, lines } = await codexExec('Write the note.', model, { builtin: true });
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    // No retries of the WebSocket (each one a "Reconnecting... n/5" and a wait), no fallback warning.
+    expect(finished.stderr + finished.stdout).not.toMatch(/Reconnecting|Falling back from WebSockets/);
+    const upgrades = lines.filter((line) => line.method === 'GET' && line.route === '/v1/responses');
+    expect(upgrades.length).toBeGreaterThan(0);
+    expect(upgrades.map((line) => line.status)).toEqual(upgrades.map(() => 426));
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+  });
+
+  it("compacts Codex's history when Codex asks (its OpenAI provider's remote compaction), and Codex goes on from the summary", async () => {
+    const earlier = new Set(fake.chatRequests);
+    const { finished, work, requests } = await codexExec(countedTask, 'gpt-5.5', {
+      builtin: true,
+      config: ['model_auto_compact_token_limit = 20000', 'model_context_window = 131072'],
+    });
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(finished.stderr + finished.stdout).not.toMatch(/compact task/);
+    expect(finished.stdout).toContain(`Finished after ${countedSteps} steps.`);
+    expect(readFileSync(join(work, 'steps.txt'), 'utf8')).toBe(
+      Array.from({ length: countedSteps }, (_unused, index) => `step ${index + 1}\n`).join(''),
+    );
+    expect(requests.every((line) => line.status === 200)).toBe(true);
+    const sent = fake.chatRequests.filter((request) => !earlier.has(request));
+    const messagesOf = (request: (typeof sent)[number]) =>
+      (request.body as { messages: ChatMessage[] }).messages;
+    // Asked to summarize: the history, then what the gateway asks; no tool may be called for it.
+    const asked = sent.filter((request) => isAskedToSummarize(messagesOf(request)));
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.map((request) => (request.body as { tool_choice?: unknown }).tool_choice)).toEqual(
+      asked.map(() => 'none'),
+    );
+    // After it, the model was sent the summary in place of the steps it summarized (fewer calls than steps).
+    const after = sent.slice(sent.indexOf(asked[0] as (typeof sent)[number]) + 1);
+    expect(after.length).toBeGreaterThan(0);
+    for (const request of after) {
+      const texts = messagesOf(request).map(textOf);
+      expect(texts.some((text) => /Steps done: \d+/.test(text))).toBe(true);
+      expect(callsSeen(messagesOf(request))).toBeLessThan(countedSteps);
+    }
   });
 });

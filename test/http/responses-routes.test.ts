@@ -150,4 +150,31 @@ describe('the Responses routes', () => {
       expect(lines.find((line) => line.route === route)).toMatchObject({ status: 200, model: 'gpt-4o-mini' });
     }
   });
+
+  it.each<[string, Record<string, string>, number, string]>([
+    // As Codex opens it (its own OpenAI provider): on a 426 it goes over HTTP at once.
+    [
+      'a WebSocket opened on the path',
+      { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13' },
+      426,
+      'websocket_not_supported',
+    ],
+    [
+      'the same, its header in capitals',
+      { connection: 'Upgrade', upgrade: 'WebSocket' },
+      426,
+      'websocket_not_supported',
+    ],
+    ['a plain GET of the path', {}, 404, 'not_found'],
+    ['an upgrade to another protocol', { connection: 'Upgrade', upgrade: 'h2c' }, 404, 'not_found'],
+  ])(
+    'answer %s in the API’s error shape, asking the service nothing',
+    async (_name, headers, status, code) => {
+      calls.length = 0;
+      const response = await app.inject({ method: 'GET', url: '/v1/responses', headers });
+      expect(response.statusCode).toBe(status);
+      expect(response.json().error).toMatchObject({ code, type: 'invalid_request_error' });
+      expect(calls).toEqual([]);
+    },
+  );
 });

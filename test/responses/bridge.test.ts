@@ -8,7 +8,13 @@
 import { describe, expect, it } from 'vitest';
 import { parseChatCompletionRequest } from '../../src/chat/chat-request-schema.js';
 import { isGatewayError } from '../../src/errors.js';
-import { bridgeRequest, newId, outputItemsOf, type BridgeOptions } from '../../src/responses/bridge.js';
+import {
+  bridgeRequest,
+  compactionItemOf,
+  newId,
+  outputItemsOf,
+  type BridgeOptions,
+} from '../../src/responses/bridge.js';
 
 const drop: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'drop' };
 const reject: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'reject' };
@@ -749,5 +755,89 @@ describe('bridgeRequest: origins', () => {
       ],
       [{ inMessage: ['content', 0, 'text'], inElement: ['content', 0, 'refusal'] }],
     ]);
+  });
+});
+
+describe("bridgeRequest: compaction (Codex's remote compaction)", () => {
+  // As Codex sends it: the history, then a compaction_trigger item, streamed, with its tools.
+  const history = [
+    { type: 'message', role: 'user', content: 'Count the steps.' },
+    { type: 'function_call', call_id: 'call_1', name: 'exec_command', arguments: '{"cmd":"seq 3"}' },
+    { type: 'function_call_output', call_id: 'call_1', output: '1\n2\n3' },
+  ];
+  const asked = {
+    model: 'm',
+    stream: true,
+    tools: [execCommand],
+    tool_choice: 'auto',
+    input: [...history, { type: 'compaction_trigger' }],
+  };
+
+  it('asks the model for a summary in place of the trigger, whole, calling no tool', () => {
+    const bridged = bridgeRequest(asked, drop);
+    expect(bridged.compaction).toBe(true);
+    expect(bridged.dropped).toEqual([]);
+    expect(bridged.messages).toHaveLength(4);
+    expect(bridged.messages.slice(0, 3).map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+    ]);
+    const request = bridged.messages[3];
+    expect(request?.role).toBe('user');
+    expect(String(request?.content)).toMatch(/summary/i);
+    // The tools stay (the history calls them); none may be called. The client's stream is kept apart.
+    expect(bridged.chatFields.tool_choice).toBe('none');
+    expect((bridged.chatFields.tools as unknown[]).length).toBe(1);
+    expect(bridged.chatFields.stream).toBeUndefined();
+    expect(bridged.chatFields.stream_options).toBeUndefined();
+    expect(bridged.stream).toBe(true);
+    // With no tools there is no tool_choice to send.
+    const bare = bridgeRequest({ model: 'm', input: [...history, { type: 'compaction_trigger' }] }, drop);
+    expect(bare.chatFields.tool_choice).toBeUndefined();
+  });
+
+  it('reads a trigger only as the last item: elsewhere it is dropped and named', () => {
+    const bridged = bridgeRequest(
+      { model: 'm', stream: true, input: [{ type: 'compaction_trigger' }, ...history] },
+      drop,
+    );
+    expect(bridged.compaction).toBe(false);
+    expect(bridged.dropped).toEqual(['input[0] (compaction_trigger)']);
+    expect(bridged.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(bridged.chatFields.stream).toBe(true);
+  });
+
+  it('gives the summary back in place of the history when the compaction item is sent back; drops one not its own', () => {
+    const summary = 'Counted 1 to 3 with seq; next: count to 6.';
+    const bridged = bridgeRequest(
+      {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: 'Count the steps.' },
+          compactionItemOf('cmp_1', summary),
+          { type: 'message', role: 'user', content: 'Go on.' },
+        ],
+      },
+      drop,
+    );
+    expect(bridged.compaction).toBe(false);
+    expect(bridged.dropped).toEqual([]);
+    expect(bridged.messages.map((message) => message.role)).toEqual(['user', 'user', 'user']);
+    expect(String(bridged.messages[1]?.content).endsWith(summary)).toBe(true);
+    expect(String(bridged.messages[1]?.content).length).toBeGreaterThan(summary.length);
+    // OpenAI's compaction cannot be read by another model.
+    const openai = bridgeRequest(
+      {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: 'Count the steps.' },
+          { type: 'compaction', id: 'cmp_2', encrypted_content: 'gAAAAABpCompacted…' },
+        ],
+      },
+      drop,
+    );
+    expect(openai.dropped).toEqual(['input[1] (compaction)']);
+    expect(openai.messages).toEqual([{ role: 'user', content: 'Count the steps.' }]);
   });
 });

@@ -20,7 +20,9 @@ import {
   createRedisResponseStore,
   type ResponseStore,
 } from '../../src/store/response-store.js';
+import { readCompactionCarrier } from '../../src/upstream/carried-state.js';
 import { knownBytesText } from '../helpers/known-bytes.js';
+import { sseEventData } from '../helpers/sse-events.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
 
 const config = loadConfig({
@@ -520,5 +522,97 @@ describe('instructions and developer messages for a template that takes one syst
     known.forEach((bytes, index) => {
       if (bytes !== undefined) expect(JSON.parse(knownBytesText(bytes) as string)).toEqual(messages[index]);
     });
+  });
+});
+
+describe('a compaction (Codex asks with a compaction_trigger item)', () => {
+  const compacting = (stream: boolean) =>
+    request({
+      model: 'small-model',
+      store: false,
+      stream,
+      input: [{ type: 'message', role: 'user', content: 'Count the steps.' }, { type: 'compaction_trigger' }],
+    });
+
+  /** A client that keeps a stream's status, headers and bytes as well. */
+  function streamingClient() {
+    const answer = client();
+    const stream = { status: 0, headers: {} as Record<string, unknown>, text: '' };
+    return Object.assign(answer, {
+      stream,
+      openStream(status: number, headers: Record<string, unknown>) {
+        stream.status = status;
+        stream.headers = headers;
+      },
+      end(last?: Buffer | string) {
+        stream.text += String(last ?? '');
+      },
+    });
+  }
+
+  it('answers whole with one compaction item holding what the model wrote, asked of the engine unstreamed', async () => {
+    const chat = answeringChat();
+    const answer = streamingClient();
+    await memoryService(chat).create(compacting(false), answer);
+    expect((chat.asked[0]?.body as { stream?: unknown }).stream).toBeUndefined();
+    const response = JSON.parse((answer.bodies[0] as Buffer).toString()) as {
+      status: string;
+      output: Array<Record<string, unknown>>;
+    };
+    expect(response.status).toBe('completed');
+    expect(response.output).toHaveLength(1);
+    expect(response.output[0]).toMatchObject({ type: 'compaction', id: expect.stringMatching(/^cmp_/) });
+    expect(readCompactionCarrier(response.output[0]?.encrypted_content)).toBe('answer 1');
+  });
+
+  it('answers a client that asked for a stream with the events of that one item, then response.completed', async () => {
+    const chat = answeringChat();
+    const answer = streamingClient();
+    await memoryService(chat).create(compacting(true), answer);
+    expect((chat.asked[0]?.body as { stream?: unknown }).stream).toBeUndefined();
+    expect(answer.stream.status).toBe(200);
+    expect(answer.stream.headers['content-type']).toMatch(/^text\/event-stream/);
+    const events = sseEventData(answer.stream.text);
+    expect(events.map((event) => event.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(events.map((event) => event.sequence_number)).toEqual([0, 1, 2, 3, 4]);
+    const done = events[3] as { item: { type: string; encrypted_content: string } };
+    expect(done.item.type).toBe('compaction');
+    expect(readCompactionCarrier(done.item.encrypted_content)).toBe('answer 1');
+    expect((events[4] as { response: { output: unknown[] } }).response.output).toEqual([done.item]);
+  });
+
+  it('answers 502 when the model wrote no summary (it called a tool instead)', async () => {
+    const chat: ChatService = {
+      async complete(_input, answer) {
+        const completion = {
+          choices: [
+            {
+              message: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+        };
+        await answer.sendWhole(200, {}, Buffer.from(JSON.stringify(completion)));
+        return {};
+      },
+      preview: async () => ({ headers: {}, body: {}, outcome: {} }),
+    };
+    const answer = streamingClient();
+    await memoryService(chat).create(compacting(true), answer);
+    expect(answer.statuses).toEqual([502]);
+    expect(JSON.parse((answer.bodies[0] as Buffer).toString())).toMatchObject({
+      error: { code: 'upstream_bad_response', type: 'server_error' },
+    });
+    expect(answer.stream.status).toBe(0);
   });
 });

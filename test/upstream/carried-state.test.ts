@@ -1,9 +1,17 @@
 // What a provider gives with an answer and needs back — a call's extra_content (Gemini's thought
 // signature), the message's reasoning_details (OpenRouter's) — written into one opaque string a bridge's
 // client sends back, and read back; a string that is not the gateway's is not taken for one, and of a
-// carrier that is not what the gateway wrote only the entries of the right shape are read.
+// carrier that is not what the gateway wrote only the entries of the right shape are read. A compaction's
+// summary is carried the same way, in a string of its own.
 import { describe, expect, it } from 'vitest';
-import { carriedStateOf, carrierOf, isCarrier, readCarrier } from '../../src/upstream/carried-state.js';
+import {
+  carriedStateOf,
+  carrierOf,
+  compactionCarrierOf,
+  isCarrier,
+  readCarrier,
+  readCompactionCarrier,
+} from '../../src/upstream/carried-state.js';
 
 const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
 const details = [{ type: 'reasoning.text', text: 'Read it.', signature: 'EqQB', index: 0 }];
@@ -73,5 +81,26 @@ describe('carried state', () => {
     ],
   ])('reads of a carrier of %s only what is of the right shape', (_name, value, expected) => {
     expect(readCarrier(value)).toEqual(expected);
+  });
+});
+
+describe('a compaction carrier', () => {
+  it('reads back the summary it holds, opaque to the client', () => {
+    const summary = 'The user asked to count to 14; steps 1–11 are done (steps.txt). Next: step 12.';
+    const written = compactionCarrierOf(summary);
+    expect(written).not.toContain('steps.txt');
+    expect(readCompactionCarrier(written)).toBe(summary);
+    // Not a carrier of what a provider gives, and the other way round.
+    expect(isCarrier(written)).toBe(false);
+    expect(readCompactionCarrier(carrierOf({ calls: [] }))).toBeUndefined();
+  });
+
+  it.each([
+    ["OpenAI's own compaction", 'gAAAAABpCompact…'],
+    ['an empty string', ''],
+    ['not a string', { summary: 'x' }],
+    ['one longer than a carrier read (over 4 MB)', `ctxgate.compaction.v1:${'QUFB'.repeat(1_100_000)}`],
+  ])('says %s holds no summary of the gateway’s', (_name, value) => {
+    expect(readCompactionCarrier(value)).toBeUndefined();
   });
 });
