@@ -45,6 +45,13 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
     );
   });
 
+  app.post('/v1/responses/compact', async (request, reply) => {
+    await served(request.gateway, () =>
+      responses.compact(responsesInput(request), clientStreamFor(request, reply)),
+    );
+    return reply;
+  });
+
   app.post('/v1/responses/input_tokens', async (request) => {
     const { body, outcome } = await responses.inputTokens(responsesInput(request));
     applyOutcome(request.gateway, outcome);

@@ -934,6 +934,51 @@ export function compactionItemOf(id: string, summary: string): InputItem {
 }
 
 /**
+ * The user's messages of a conversation being compacted, as output items (POST /v1/responses/compact
+ * answers them, then its compaction item, as OpenAI does): those of the chain, from the chat messages the
+ * store holds (their text and image parts), earlier compactions' summaries left out; then the input's, as
+ * the client sent them but with their content as parts.
+ */
+export function userItemsOf(
+  chain: ReadonlyArray<Record<string, unknown>>,
+  items: readonly InputItem[],
+): InputItem[] {
+  const fromChain = chain.flatMap((message): InputItem[] => {
+    if (message.role !== 'user') return [];
+    const content = message.content;
+    const parts: InputItem[] =
+      typeof content === 'string'
+        ? [{ type: 'input_text', text: content }]
+        : Array.isArray(content)
+          ? content.flatMap((part: unknown): InputItem[] =>
+              !isRecord(part)
+                ? []
+                : part.type === 'text' && typeof part.text === 'string'
+                  ? [{ type: 'input_text', text: part.text }]
+                  : part.type === 'image_url' &&
+                      isRecord(part.image_url) &&
+                      typeof part.image_url.url === 'string'
+                    ? [{ type: 'input_image', image_url: part.image_url.url }]
+                    : [],
+            )
+          : [];
+    const first = parts[0]?.text;
+    if (parts.length === 0 || (typeof first === 'string' && first.startsWith(compactedHistory))) return [];
+    return [{ id: newId('msg'), type: 'message', role: 'user', content: parts }];
+  });
+  // As output items are: typed, with parts (a client reads them so), even where the client sent a string.
+  const fromInput = items
+    .filter((item) => (item.type ?? 'message') === 'message' && item.role === 'user')
+    .map((item) =>
+      Object.assign({ type: 'message' }, item, {
+        content:
+          typeof item.content === 'string' ? [{ type: 'input_text', text: item.content }] : item.content,
+      }),
+    );
+  return [...fromChain, ...fromInput];
+}
+
+/**
  * What the carrier items among `items` hold, each read once: for calls, by call id; and each carrier's
  * state, by its item (both undefined when no item is a carrier).
  */

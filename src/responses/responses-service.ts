@@ -42,6 +42,7 @@ import {
   outputItemsOf,
   responseObject,
   usageOf,
+  userItemsOf,
   type BridgedRequest,
   type InputItem,
   type ResponseMeta,
@@ -54,6 +55,11 @@ export type ResponsesInput = Omit<ChatInput, 'body'> & { body: unknown };
 export interface ResponsesService {
   /** What was done (request-outcome.ts), on the error when it failed. */
   create(input: ResponsesInput, client: ClientStream): Promise<RequestOutcome>;
+  /**
+   * POST /v1/responses/compact: the conversation (`input`, or the chain of `previous_response_id`)
+   * summarized by its model, answered as the user's messages and one compaction item.
+   */
+  compact(input: ResponsesInput, client: ClientStream): Promise<RequestOutcome>;
   retrieve(tenantId: string, id: string): Promise<Record<string, unknown>>;
   remove(tenantId: string, id: string): Promise<Record<string, unknown>>;
   inputItems(
@@ -317,8 +323,15 @@ export function createResponsesService(deps: {
     input: ResponsesInput,
     client: ClientStream,
     bridged: Awaited<ReturnType<typeof bridgedOf>>,
+    compacted = false,
   ): Promise<RequestOutcome> {
     const { chain, chatInput, clientInput } = await chatRequestOf(input, bridged);
+    const answer = compacted
+      ? compactedClient(
+          client,
+          userItemsOf(chain.messages as Array<Record<string, unknown>>, bridged.inputItems),
+        )
+      : client;
     const meta: ResponseMeta = {
       id: newId('resp'),
       createdAt: Math.floor(Date.now() / 1000),
@@ -379,7 +392,7 @@ export function createResponsesService(deps: {
     };
     return chat.complete(
       Object.assign({}, chatInput, { warn: input.warn, info: input.info }),
-      responsesClient(client, meta, save),
+      responsesClient(answer, meta, save),
     );
   }
 
@@ -390,6 +403,30 @@ export function createResponsesService(deps: {
         addHeaders: (headers) => client.addHeaders(headers),
         bridge: () => bridgedOf(input, input.body),
         serve: (bridged) => serveBridged(input, client, bridged),
+      });
+    },
+    async compact(input, client) {
+      const body = input.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw new GatewayError('invalid_request', 'The request body must be a JSON object.', {
+          param: 'body',
+        });
+      // The conversation, then the request to compact it: a request the bridge reads as any other.
+      const given = (body as { input?: unknown }).input;
+      const trigger = { type: 'compaction_trigger' };
+      const items = Array.isArray(given)
+        ? [...(given as unknown[]), trigger]
+        : typeof given === 'string'
+          ? [{ type: 'message', role: 'user', content: given }, trigger]
+          : given === undefined || given === null
+            ? [trigger]
+            : given;
+      const asked = Object.assign({}, body, { input: items, store: false, stream: false });
+      return servedAsBridged({
+        body: asked,
+        addHeaders: (headers) => client.addHeaders(headers),
+        bridge: () => bridgedOf(input, asked),
+        serve: (bridged) => serveBridged(input, client, bridged, true),
       });
     },
     async retrieve(tenantId, id) {
@@ -447,6 +484,33 @@ export function createResponsesService(deps: {
         },
         outcome,
       };
+    },
+  };
+}
+
+/**
+ * A compaction's Response answered as POST /v1/responses/compact answers (`response.compaction`): the
+ * user's messages of the conversation, then its one compaction item.
+ */
+function compactedClient(client: ClientStream, userItems: InputItem[]): ClientStream {
+  return {
+    cancellation: client.cancellation,
+    addHeaders: (headers) => client.addHeaders(headers),
+    destroy: () => client.destroy(),
+    openStream: (status, headers) => client.openStream(status, headers),
+    write: (bytes) => client.write(bytes),
+    end: (last) => client.end(last),
+    async sendWhole(status, headers, body) {
+      if (status >= 300) return client.sendWhole(status, headers, body);
+      const response = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+      const compacted = {
+        id: response.id,
+        object: 'response.compaction',
+        created_at: response.created_at,
+        output: [...userItems, ...(response.output as InputItem[])],
+        usage: response.usage,
+      };
+      return client.sendWhole(status, headers, Buffer.from(JSON.stringify(compacted)));
     },
   };
 }

@@ -27,6 +27,8 @@ const geminiModel = 'gemini-3-8k';
 const openRouterModel = 'anthropic/claude-8k';
 const window = 8_192;
 const loopSteps = 30;
+/** A model the Agents SDK compacts for (it asks only for OpenAI's names), with room for every turn. */
+const compactingModel = 'gpt-5.4-mini';
 
 interface Failure {
   error?: { kind: string; status?: number; message: string };
@@ -52,6 +54,18 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
     return {
       toolCalls: [{ id: `call_loop_${seen + 1}`, name: 'read_page', arguments: `{"page":${seen + 1}}` }],
     };
+  }
+  // Asked to sum up the conversation, not given a task: it names the pages it read, those a summary
+  // says were read before included.
+  if (messages.at(-1)?.role === 'user' && !lastUser.startsWith('Task ')) {
+    const read = messages.flatMap((message) => {
+      const text = textOf(message);
+      const summary = /Pages read: ([\d, ]+)\./.exec(text)?.[1];
+      if (summary !== undefined) return summary.split(', ').map(Number);
+      const page = message.role === 'tool' ? /^Page (\d+)\./.exec(text)?.[1] : undefined;
+      return page === undefined ? [] : [Number(page)];
+    });
+    return { content: `Pages read: ${[...new Set(read)].sort((a, b) => a - b).join(', ')}.` };
   }
   const asked = /^Task agents-(\w+): read page (\d+)\.$/.exec(lastUser);
   if (asked !== null) {
@@ -152,7 +166,13 @@ async function expectTwentyFiveTurns<T extends object>(
 
 beforeAll(async () => {
   fake = new FakeUpstream({
-    windows: { [model]: window, [thinkingModel]: window, [geminiModel]: window, [openRouterModel]: window },
+    windows: {
+      [model]: window,
+      [thinkingModel]: window,
+      [geminiModel]: window,
+      [openRouterModel]: window,
+      [compactingModel]: 131_072,
+    },
     systemOnlyFirst: true,
     thinking: [thinkingModel],
     thoughtSignatures: [geminiModel],
@@ -247,6 +267,53 @@ describe('the Agents SDK over 25 turns', () => {
       api === 'responses' ? '/v1/responses' : '/v1/chat/completions',
     );
   });
+});
+
+describe("the Agents SDK's compaction session (OpenAIResponsesCompactionSession)", () => {
+  it.each([
+    ['by default (the last response named: previous_response_id)', undefined],
+    ["with compactionMode 'input' (the history sent)", 'input'],
+  ])(
+    'compacts through the gateway %s: the user messages and one compaction item, whose summary the model reads on later turns',
+    async (_name, compactionMode) => {
+      const from = harness.logLines.length;
+      const earlier = new Set<unknown>(fake.chatRequests);
+      const turns = 8;
+      const result = await runDriver<Failure & { answers: string[]; items: string[] }>(
+        'agents-compaction.mjs',
+        {
+          baseURL: harness.baseUrl,
+          model: compactingModel,
+          turns,
+          ...(compactionMode === undefined ? {} : { compactionMode }),
+        },
+      );
+      expect(result.error).toBeUndefined();
+      expect(result.answers).toEqual(
+        Array.from({ length: turns }, (_unused, index) => `I read page ${index + 1}.`),
+      );
+      const compactions = requestLines(from, '/v1/responses/compact');
+      expect(compactions.length).toBeGreaterThan(0);
+      expect(compactions.every((line) => line.status === 200)).toBe(true);
+      // What the session keeps: every task the user gave, and one compaction item for what came between.
+      expect(result.items.filter((item) => item === 'message:user')).toHaveLength(turns);
+      expect(result.items.filter((item) => item === 'compaction')).toHaveLength(1);
+      // After the first compaction the model read the summary, not the pages' results it summarized.
+      const sent = fake.chatRequests
+        .filter((request) => !earlier.has(request))
+        .map((request) => (request.body as { messages: ChatMessage[] }).messages);
+      const first = sent.findIndex((messages) => textOf(messages.at(-1)).includes('summary'));
+      expect(first).toBeGreaterThan(0);
+      const later = sent.slice(first + 1).filter((messages) => messages.at(-1)?.role === 'user');
+      expect(later.length).toBeGreaterThan(0);
+      for (const messages of later) {
+        expect(messages.some((message) => /Pages read: 1, 2, 3, 4\./.test(textOf(message)))).toBe(true);
+        expect(
+          messages.filter((message) => message.role === 'tool' && /^Page [1-4]\./.test(textOf(message))),
+        ).toEqual([]);
+      }
+    },
+  );
 });
 
 describe('LangChain ChatOpenAI, newest (on openai 7)', () => {

@@ -24,6 +24,11 @@ const service: ResponsesService = {
     await client.sendWhole(200, {}, Buffer.from('{"object":"response"}'));
     return { model: 'gpt-4o-mini', stream: false };
   },
+  async compact(input, client) {
+    record('compact', input.body);
+    await client.sendWhole(200, {}, Buffer.from('{"object":"response.compaction"}'));
+    return { model: 'gpt-4o-mini', stream: false };
+  },
   retrieve: async (tenantId, id) => record('retrieve', tenantId, id),
   remove: async (tenantId, id) => record('remove', tenantId, id),
   inputItems: async (tenantId, id, page) => record('inputItems', tenantId, id, page),
@@ -138,15 +143,18 @@ describe('the Responses routes', () => {
     expect(made).toEqual([]);
   });
 
-  it('create and count a request body, and log each with its model', async () => {
+  it('create, compact and count a request body, and log each with its model', async () => {
     const body = { model: 'gpt-4o-mini', input: 'hi' };
     const created = await call('POST', '/v1/responses', body);
     expect(created.response.json()).toEqual({ object: 'response' });
     expect(created.calls).toEqual([{ method: 'create', args: [body] }]);
+    const compacted = await call('POST', '/v1/responses/compact', body);
+    expect(compacted.response.json()).toEqual({ object: 'response.compaction' });
+    expect(compacted.calls).toEqual([{ method: 'compact', args: [body] }]);
     const counted = await call('POST', '/v1/responses/input_tokens', body);
     expect(counted.response.json()).toEqual({ object: 'response.input_tokens', input_tokens: 12 });
     const lines = logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
-    for (const route of ['/v1/responses', '/v1/responses/input_tokens']) {
+    for (const route of ['/v1/responses', '/v1/responses/compact', '/v1/responses/input_tokens']) {
       expect(lines.find((line) => line.route === route)).toMatchObject({ status: 200, model: 'gpt-4o-mini' });
     }
   });

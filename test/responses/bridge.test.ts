@@ -10,9 +10,11 @@ import { parseChatCompletionRequest } from '../../src/chat/chat-request-schema.j
 import { isGatewayError } from '../../src/errors.js';
 import {
   bridgeRequest,
+  compactedHistory,
   compactionItemOf,
   newId,
   outputItemsOf,
+  userItemsOf,
   type BridgeOptions,
 } from '../../src/responses/bridge.js';
 
@@ -839,5 +841,51 @@ describe("bridgeRequest: compaction (Codex's remote compaction)", () => {
     );
     expect(openai.dropped).toEqual(['input[1] (compaction)']);
     expect(openai.messages).toEqual([{ role: 'user', content: 'Count the steps.' }]);
+  });
+});
+
+describe('userItemsOf: the user messages POST /v1/responses/compact answers', () => {
+  it("gives the chain's user messages as parts, then the input's, leaving out the rest and earlier summaries", () => {
+    const items = userItemsOf(
+      [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Read page 1.' },
+        { role: 'assistant', content: 'Read it.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Look at this.' },
+            { type: 'image_url', image_url: { url: 'https://example.com/a.png' } },
+            { type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } },
+          ],
+        },
+        { role: 'user', content: `${compactedHistory}Pages 1 to 3 were read.` },
+        { role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] },
+      ],
+      [
+        { type: 'message', role: 'user', content: 'Read page 2.' },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Read.' }] },
+        { role: 'user', content: [{ type: 'input_text', text: 'And page 3.' }] },
+        { type: 'function_call_output', call_id: 'c', output: 'Page 3.' },
+      ],
+    );
+    expect(items.map(({ id: _id, ...item }) => item)).toEqual([
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Read page 1.' }] },
+      {
+        type: 'message',
+        role: 'user',
+        content: [
+          { type: 'input_text', text: 'Look at this.' },
+          { type: 'input_image', image_url: 'https://example.com/a.png' },
+        ],
+      },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Read page 2.' }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'And page 3.' }] },
+    ]);
+    // The chain's messages get ids of their own, as output items have.
+    expect(items.slice(0, 2).map((item) => item.id)).toEqual([
+      expect.stringMatching(/^msg_/),
+      expect.stringMatching(/^msg_/),
+    ]);
   });
 });

@@ -616,3 +616,61 @@ describe('a compaction (Codex asks with a compaction_trigger item)', () => {
     expect(answer.stream.status).toBe(0);
   });
 });
+
+describe('POST /v1/responses/compact', () => {
+  it("answers the user's messages and one compaction item of what the model wrote, stored nowhere", async () => {
+    const chat = answeringChat();
+    const store = createMemoryResponseStore({ ttlSeconds: 60 });
+    const service = createResponsesService({ chat, store, config, countTokens: () => 40 });
+    const answer = client();
+    await service.compact(
+      request({
+        model: 'small-model',
+        input: [
+          { role: 'user', content: 'Read page 1.' },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Read it.' }] },
+        ],
+      }),
+      answer,
+    );
+    // The engine was asked, unstreamed, with the conversation and then the request for a summary.
+    const body = chat.asked[0]?.body as { stream?: unknown; messages: ContextMessage[] };
+    expect(body.stream).toBeUndefined();
+    expect(body.messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+    expect(String(body.messages[2]?.content)).toMatch(/summary/i);
+    expect(answer.statuses).toEqual([200]);
+    const compacted = JSON.parse((answer.bodies[0] as Buffer).toString()) as {
+      object: string;
+      id: string;
+      output: Array<Record<string, unknown>>;
+      usage: Record<string, unknown>;
+    };
+    expect(compacted.object).toBe('response.compaction');
+    expect(compacted.output).toHaveLength(2);
+    expect(compacted.output[0]).toEqual({
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'Read page 1.' }],
+    });
+    expect(compacted.output[1]?.type).toBe('compaction');
+    expect(readCompactionCarrier(compacted.output[1]?.encrypted_content)).toBe('answer 1');
+    expect(compacted.usage).toMatchObject({ input_tokens: 10, output_tokens: 2 });
+    expect(await store.get(credential.tenantId, compacted.id)).toBeUndefined();
+  });
+
+  it('takes a string input as one user message, and refuses a body that is not an object', async () => {
+    const chat = answeringChat();
+    const answer = client();
+    await memoryService(chat).compact(request({ model: 'small-model', input: 'Read page 1.' }), answer);
+    const compacted = JSON.parse((answer.bodies[0] as Buffer).toString()) as {
+      output: Array<{ type: string }>;
+    };
+    expect(compacted.output.map((item) => item.type)).toEqual(['message', 'compaction']);
+    await expect(
+      memoryService(chat).compact(Object.assign(request({}), { body: ['x'] }), client()),
+    ).rejects.toMatchObject({ code: 'invalid_request', param: 'body' });
+    await expect(
+      memoryService(chat).compact(request({ model: 'small-model', input: 42 }), client()),
+    ).rejects.toMatchObject({ code: 'invalid_request', param: 'input' });
+  });
+});
