@@ -499,6 +499,22 @@ export const hostileCases: HostileCase[] = [
     body: () => carriedStep(6, 22_000),
   },
   {
+    label: 'responses: 6 compaction items, each a summary of 2.9 MB (a carrier just under 4 MB)',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'bench-model',
+        input: [
+          { role: 'user', content: 'go' },
+          ...Array.from({ length: 6 }, (_unused, index) => ({
+            type: 'compaction',
+            encrypted_content: `ctxgate.compaction.v1:${Buffer.from(`Summary ${index}. ${englishText}`.repeat(970)).toString('base64url')}`,
+          })),
+          { role: 'user', content: 'go on' },
+        ],
+      }),
+  },
+  {
     label: 'messages: a thinking block carrying 150,000 call extras and reasoning details',
     path: '/v1/messages',
     body: () =>

@@ -55,9 +55,9 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
       toolCalls: [{ id: `call_loop_${seen + 1}`, name: 'read_page', arguments: `{"page":${seen + 1}}` }],
     };
   }
-  // Asked to sum up the conversation, not given a task: it names the pages it read, those a summary
-  // says were read before included.
-  if (messages.at(-1)?.role === 'user' && !lastUser.startsWith('Task ')) {
+  // Asked for a summary of the conversation (not given a task): it names the pages it read, those a
+  // summary says were read before included.
+  if (messages.at(-1)?.role === 'user' && /\bsummary\b/i.test(lastUser) && !lastUser.startsWith('Task ')) {
     const read = messages.flatMap((message) => {
       const text = textOf(message);
       const summary = /Pages read: ([\d, ]+)\./.exec(text)?.[1];
