@@ -499,16 +499,32 @@ export const hostileCases: HostileCase[] = [
     body: () => carriedStep(6, 22_000),
   },
   {
-    label: 'responses: 6 compaction items, each a summary of 2.9 MB (a carrier just under 4 MB)',
+    label: 'responses: 28 user messages of 0.72 MB (the compaction case below, its summaries as text)',
     path: '/v1/responses',
     body: () =>
       JSON.stringify({
         model: 'bench-model',
         input: [
           { role: 'user', content: 'go' },
-          ...Array.from({ length: 6 }, (_unused, index) => ({
+          ...Array.from({ length: 28 }, (_unused, index) => ({
+            role: 'user',
+            content: `Summary ${index}. ${englishText}`.repeat(240),
+          })),
+          { role: 'user', content: 'go on' },
+        ],
+      }),
+  },
+  {
+    label: 'responses: 28 compaction items, each a summary of 0.72 MB (a carrier just under 1 MB)',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'bench-model',
+        input: [
+          { role: 'user', content: 'go' },
+          ...Array.from({ length: 28 }, (_unused, index) => ({
             type: 'compaction',
-            encrypted_content: `ctxgate.compaction.v1:${Buffer.from(`Summary ${index}. ${englishText}`.repeat(970)).toString('base64url')}`,
+            encrypted_content: `ctxgate.compaction.v1:${Buffer.from(`Summary ${index}. ${englishText}`.repeat(240)).toString('base64url')}`,
           })),
           { role: 'user', content: 'go on' },
         ],

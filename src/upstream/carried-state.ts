@@ -98,9 +98,19 @@ export function compactionCarrierOf(summary: string): string {
   return compactionPrefix + Buffer.from(summary).toString('base64url');
 }
 
-/** True when an opaque field holds a compaction carrier of a length read (as `isCarrier`). */
+/**
+ * The longest compaction carrier read: a summary is one answer of a model, at most some 128,000 tokens
+ * (about 500 KB of text, 700 KB written so). A longer one is not the gateway's: dropped and named, as
+ * another provider's compaction (six of 4 MB cost 60 ms of CPU more than their text sent as messages,
+ * `npm run bench -- hostile-bodies`).
+ */
+const maxCompactionChars = 1024 * 1024;
+
+/** True when an opaque field holds a compaction carrier of a length read. */
 export function isCompactionCarrier(value: unknown): value is string {
-  return typeof value === 'string' && value.length <= maxCarrierChars && value.startsWith(compactionPrefix);
+  return (
+    typeof value === 'string' && value.length <= maxCompactionChars && value.startsWith(compactionPrefix)
+  );
 }
 
 /** The summary a compaction carrier holds; undefined when the value is not one. */

@@ -99,7 +99,10 @@ describe('a compaction carrier', () => {
     ["OpenAI's own compaction", 'gAAAAABpCompact…'],
     ['an empty string', ''],
     ['not a string', { summary: 'x' }],
-    ['one longer than a carrier read (over 4 MB)', `ctxgate.compaction.v1:${'QUFB'.repeat(1_100_000)}`],
+    [
+      'one longer than any answer a model writes (over 1 MB)',
+      `ctxgate.compaction.v1:${'QUFB'.repeat(270_000)}`,
+    ],
   ])('says %s holds no summary of the gateway’s', (_name, value) => {
     expect(readCompactionCarrier(value)).toBeUndefined();
   });
