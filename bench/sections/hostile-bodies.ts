@@ -228,6 +228,18 @@ function carriedStep(carriers: number, count: number): string {
   });
 }
 
+/** A Responses request of 28 summaries of 0.72 MB, each the input item `item` makes of it. */
+function summariesStep(item: (text: string) => Record<string, unknown>): string {
+  return JSON.stringify({
+    model: 'bench-model',
+    input: [
+      { role: 'user', content: 'go' },
+      ...Array.from({ length: 28 }, (_unused, index) => item(`Summary ${index}. ${englishText}`.repeat(240))),
+      { role: 'user', content: 'go on' },
+    ],
+  });
+}
+
 export const hostileCases: HostileCase[] = [
   {
     label: 'responses: 9,990 function calls + outputs',
@@ -501,34 +513,16 @@ export const hostileCases: HostileCase[] = [
   {
     label: 'responses: 28 user messages of 0.72 MB (the compaction case below, its summaries as text)',
     path: '/v1/responses',
-    body: () =>
-      JSON.stringify({
-        model: 'bench-model',
-        input: [
-          { role: 'user', content: 'go' },
-          ...Array.from({ length: 28 }, (_unused, index) => ({
-            role: 'user',
-            content: `Summary ${index}. ${englishText}`.repeat(240),
-          })),
-          { role: 'user', content: 'go on' },
-        ],
-      }),
+    body: () => summariesStep((text) => ({ role: 'user', content: text })),
   },
   {
     label: 'responses: 28 compaction items, each a summary of 0.72 MB (a carrier just under 1 MB)',
     path: '/v1/responses',
     body: () =>
-      JSON.stringify({
-        model: 'bench-model',
-        input: [
-          { role: 'user', content: 'go' },
-          ...Array.from({ length: 28 }, (_unused, index) => ({
-            type: 'compaction',
-            encrypted_content: `ctxgate.compaction.v1:${Buffer.from(`Summary ${index}. ${englishText}`.repeat(240)).toString('base64url')}`,
-          })),
-          { role: 'user', content: 'go on' },
-        ],
-      }),
+      summariesStep((text) => ({
+        type: 'compaction',
+        encrypted_content: `ctxgate.compaction.v1:${Buffer.from(text).toString('base64url')}`,
+      })),
   },
   {
     label: 'messages: a thinking block carrying 150,000 call extras and reasoning details',
