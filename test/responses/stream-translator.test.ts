@@ -1,9 +1,10 @@
 // A chat completion stream as the Responses event sequence (docs/responses.md): the same events however
 // the bytes are split, sequence numbers in order, text and function calls as items, the completed
-// response with usage; an error event fails the response.
+// response with usage; an error event fails the response. A response made whole (a compaction) as the
+// events of its items, all at once.
 import { describe, expect, it } from 'vitest';
-import { bridgeRequest } from '../../src/responses/bridge.js';
-import { ResponsesStreamTranslator } from '../../src/responses/stream-translator.js';
+import { bridgeRequest, compactionItemOf, responseObject, usageOf } from '../../src/responses/bridge.js';
+import { ResponsesStreamTranslator, wholeResponseEvents } from '../../src/responses/stream-translator.js';
 import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'resp_1', createdAt: 1, model: 'm', echo: {} };
@@ -351,5 +352,35 @@ describe('a chat stream as Responses events', () => {
     expect(sseEventData(out)).toEqual([
       expect.objectContaining({ type: 'error', code: 'server_error', message: 'boom' }),
     ]);
+  });
+});
+
+describe('a response made whole as Responses events (a compaction asked for as a stream)', () => {
+  const item = compactionItemOf('cmp_1', 'Pages 1 to 4 were read.');
+  it.each([
+    ['stop', 'response.completed', 'completed'],
+    ['length', 'response.incomplete', 'incomplete'],
+  ])('gives each item added and done, then the response (finish %s: %s)', (finish, last, status) => {
+    const response = responseObject(
+      meta,
+      [item],
+      finish,
+      usageOf({ promptTokens: 900, completionTokens: 40 }),
+    );
+    const events = sseEventData(wholeResponseEvents(meta, response));
+    expect(events.map((event) => event.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.output_item.done',
+      last,
+    ]);
+    expect(events.map((event) => event.sequence_number)).toEqual([0, 1, 2, 3, 4]);
+    expect(events[0]).toMatchObject({ response: { id: 'resp_1', status: 'in_progress', output: [] } });
+    expect(events[2]).toMatchObject({ output_index: 0, item });
+    expect(events[3]).toMatchObject({ output_index: 0, item });
+    expect(events[4]).toMatchObject({
+      response: { status, output: [item], usage: { input_tokens: 900, output_tokens: 40 } },
+    });
   });
 });
