@@ -137,7 +137,7 @@ const meaningful: Record<string, string> = {
  * What replaces a `compaction_trigger` item: the request for a summary that a `compaction` item gives back
  * in place of the conversation it summarizes.
  */
-export const compactionRequest =
+const compactionRequest =
   'Write a summary of this conversation so far, to be read in its place: whoever goes on from here will ' +
   "see the summary instead of the messages above. Keep what is needed to continue: the task, the user's " +
   "requests, constraints and preferences (in the user's words where they matter), what has been done " +
@@ -318,10 +318,12 @@ export function messagesOf(
     // Asked to compact (bridgeRequest), and the summary given when it was (a `compaction` item of the
     // gateway's: inputItemsOf keeps no other).
     if (type === 'compaction_trigger' || type === 'compaction') {
-      const summary = type === 'compaction' ? readCompactionCarrier(item.encrypted_content) : undefined;
       messages.push({
         role: 'user',
-        content: summary === undefined ? compactionRequest : compactedHistory + summary,
+        content:
+          type === 'compaction'
+            ? compactedHistory + (readCompactionCarrier(item.encrypted_content) ?? '')
+            : compactionRequest,
       });
       sources?.origins.push(index);
       sources?.strings.push(undefined);
