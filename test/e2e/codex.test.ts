@@ -7,7 +7,10 @@
 // chat template that takes one system message, first (a developer message refused, as Qwen's is): Codex's
 // instructions and developer messages reach it as one. On GPT-6 Codex sends its tools
 // in an input item, each in a namespace, and acts only through `exec`, a custom tool that runs
-// JavaScript: the fake calls it as the bridge names it.
+// JavaScript: the fake calls it as the bridge names it. Configured the shorter way — the gateway as the
+// base URL of Codex's own OpenAI provider — Codex opens a WebSocket first (answered 426, so it goes over
+// HTTP at once) and compacts its history remotely (a compaction_trigger item the gateway answers with the
+// model's summary).
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

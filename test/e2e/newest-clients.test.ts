@@ -4,8 +4,9 @@
 // Responses and Chat Completions models over 25 turns, LangChain's ChatOpenAI with either API, the
 // Anthropic SDK bridged over 25 turns, and openai 7. The AI SDK's loop and the Agents SDK's Responses
 // turns run again on a model that thinks as DeepSeek V4 does and refuses a tool call sent back without its
-// reasoning. All but the Anthropic SDK need Node 22, so they all run under the Node 22 of
-// test/clients/runtime (see test/helpers/newest-clients.ts).
+// reasoning. The Agents SDK's compaction session compacts through POST /v1/responses/compact. All but the
+// Anthropic SDK need Node 22, so they all run under the Node 22 of test/clients/runtime (see
+// test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   callsSeen,
