@@ -1,9 +1,9 @@
 // The fastify application: plugins and routes only, wired from what it is given. It never listens and
 // never reads the environment; main.ts and tests do that.
 //
-// Scopes: the probes (/healthz, /readyz, /metrics) are public; every route of the API scope is behind
-// client authentication, decided on the route the router matched; the admin routes sit in a scope of
-// their own behind the admin key.
+// Scopes: the probes (/healthz, /readyz, /metrics, /api/hello) are public; every route of the API scope
+// is behind client authentication, decided on the route the router matched; the admin routes sit in a
+// scope of their own behind the admin key.
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, {

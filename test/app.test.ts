@@ -41,6 +41,7 @@ describe('scopes', () => {
     // [method, path, key sent, status, error code]
     ['GET', '/healthz', undefined, 200, undefined],
     ['GET', '/metrics', undefined, 200, undefined],
+    ['HEAD', '/api/hello', undefined, 200, undefined],
     ['GET', '/v1/models', undefined, 401, 'missing_api_key'],
     ['GET', '/v1/models', 'sk-wrong', 401, 'invalid_api_key'],
     ['GET', '/v1/models', clientKey, 200, undefined],

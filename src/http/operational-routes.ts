@@ -1,4 +1,5 @@
-// Liveness, readiness and metrics endpoints for orchestrators and Prometheus.
+// Liveness, readiness and metrics endpoints for orchestrators and Prometheus, and the hello Claude Code
+// warms its connection with.
 import type { FastifyInstance } from 'fastify';
 import type { GatewayMetrics } from '../metrics.js';
 
@@ -18,6 +19,10 @@ export function registerOperationalRoutes(
   { metrics, readiness, isClosing }: OperationalRouteDependencies,
 ): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
+
+  // Claude Code warms its connection to ANTHROPIC_BASE_URL with `HEAD /api/hello` when it starts, as
+  // Anthropic's API answers it: answered here too, so no start of Claude Code is a 404 (docs/anthropic.md).
+  app.get('/api/hello', async () => ({ status: 'ok' }));
 
   app.get('/readyz', async (_request, reply) => {
     if (isClosing()) return reply.code(503).send({ status: 'shutting_down' });

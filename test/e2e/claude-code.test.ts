@@ -163,7 +163,8 @@ async function runClaude(
   {
     home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-')),
     resume,
-  }: { home?: string; resume?: string } = {},
+    quiet = true,
+  }: { home?: string; resume?: string; quiet?: boolean } = {},
 ) {
   const finished = await runProgram(
     claude,
@@ -189,10 +190,15 @@ async function runClaude(
         ANTHROPIC_API_KEY: 'gw-claude-code',
         ...(sessionId === undefined ? {} : { ANTHROPIC_CUSTOM_HEADERS: `x-session-id: ${sessionId}` }),
         ANTHROPIC_SMALL_FAST_MODEL: model,
-        DISABLE_TELEMETRY: '1',
-        DISABLE_ERROR_REPORTING: '1',
-        DISABLE_AUTOUPDATER: '1',
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        // Without them (`quiet: false`), as Claude Code runs by default.
+        ...(quiet
+          ? {
+              DISABLE_TELEMETRY: '1',
+              DISABLE_ERROR_REPORTING: '1',
+              DISABLE_AUTOUPDATER: '1',
+              CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+            }
+          : {}),
       },
     },
   );
@@ -218,6 +224,31 @@ function messagesStatuses(from: number): Array<number | undefined> {
 }
 
 describe('Claude Code through ctxgate', () => {
+  it('starts as it does by default without a 404: its connection warm-up (HEAD /api/hello) is answered', async () => {
+    const from = harness.logLines.length;
+    const hellos = async () => {
+      const text = await (await fetch(harness.baseUrl.replace(/\/v1$/, '/metrics'))).text();
+      return Number(
+        /ctxgate_http_requests_total\{[^}]*route="\/api\/hello"[^}]*status="200"[^}]*\} (\d+)/.exec(
+          text,
+        )?.[1] ?? 0,
+      );
+    };
+    const before = await hellos();
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'local-coder', undefined, {
+      quiet: false,
+    });
+    expect(result.is_error).toBe(false);
+    const statuses = harness.logLines
+      .slice(from)
+      .map((line) => JSON.parse(line) as { msg?: string; status?: number })
+      .filter((line) => line.msg === 'request')
+      .map((line) => line.status);
+    expect(statuses.length).toBeGreaterThan(1);
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+    expect(await hellos()).toBeGreaterThan(before);
+  }, 300_000);
+
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {
     const before = anthropic.messageRequests.length;
     const sessionId = `cc-${Date.now()}`;

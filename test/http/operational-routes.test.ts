@@ -1,5 +1,5 @@
 // The probes and the scrape: liveness always ok, readiness following the store and the shutdown, and
-// the metrics in Prometheus's text format.
+// the metrics in Prometheus's text format; the hello Claude Code warms its connection with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { registerOperationalRoutes } from '../../src/http/operational-routes.js';
@@ -41,6 +41,15 @@ describe('the operational routes', () => {
       const live = await app.inject({ method: 'GET', url: '/healthz' });
       expect(live.statusCode).toBe(health);
       expect(live.json()).toEqual({ status: 'ok' });
+    },
+  );
+
+  it.each(['GET', 'HEAD'] as const)(
+    'answers %s /api/hello (Claude Code warms its connection so) with 200',
+    async (method) => {
+      const hello = await app.inject({ method, url: '/api/hello' });
+      expect(hello.statusCode).toBe(200);
+      if (method === 'GET') expect(hello.json()).toEqual({ status: 'ok' });
     },
   );
 

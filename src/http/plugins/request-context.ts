@@ -12,8 +12,8 @@ import type { GatewayMetrics } from '../../metrics.js';
 import { createRequestState, type RequestState } from '../request-record.js';
 import type { RenderReport } from '../../context/types.js';
 
-/** Routes whose requests are counted but not logged: probes and scrapes would drown the log. */
-const quietRoutes = new Set(['/healthz', '/readyz', '/metrics']);
+/** Routes whose requests are counted but not logged: probes, scrapes and connection warm-ups would drown the log. */
+const quietRoutes = new Set(['/healthz', '/readyz', '/metrics', '/api/hello']);
 
 /** A client's request id is taken when it is short printable ASCII; anything else gets a fresh one. */
 const usableRequestId = /^[\x21-\x7e]{1,200}$/;
