@@ -8,8 +8,9 @@ import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
-// The inspector's static page is public too: it holds no data and signs in against the API.
-const publicRoutes = new Set(['/healthz', '/readyz', '/metrics', '/ui', '/ui/', '/ui/:file']);
+// The inspector's static page is public too: it holds no data and signs in against the API; and so is
+// the hello Claude Code warms its connection with, as Anthropic's API answers it without a key.
+const publicRoutes = new Set(['/healthz', '/readyz', '/metrics', '/api/hello', '/ui', '/ui/', '/ui/:file']);
 
 /** A concrete path for a route template: parameters filled in, a wildcard given a path. */
 function concretePath(url: string): string {
@@ -48,7 +49,7 @@ function bodyFor(method: string): string | undefined {
   return method === 'POST' ? chatBody : undefined;
 }
 
-describe('every route but health, readiness and metrics needs the key (gateway-key mode)', () => {
+describe('every route but health, readiness, metrics and the hello needs the key (gateway-key mode)', () => {
   let fake: FakeUpstream;
   let harness: GatewayHarness;
   let port: number;
