@@ -21,17 +21,13 @@ export interface AgentLoopFigures {
   /** Mean share of each prompt that repeats the previous prompt of its loop byte for byte. */
   prefixReuse: number;
   /**
-   * The most any gateway that sends the newest step whole could reuse: a prompt is at most the usable
-   * window, its newest step is new, so a request can repeat at most (usable − newest step) ÷ usable of
-   * its predecessor (in tokens; the steps' own sizes, each result capped at max_tool_result_tokens).
+   * The most a gateway can reuse that shortens a loop only from its oldest end (results masked oldest
+   * first, as no needless masking requires; steps dropped or summarized oldest first):
+   * bench/lib/reuse-bound.ts, over each loop's own sizes. `newestStepWhole`: the same for a gateway that
+   * sends the newest step's results whole while they fit, as the gateway does; `any`: one free to mask
+   * every result but the newest, those the model has not seen included. Single-task loops only.
    */
-  reuseCeiling: number;
-  /**
-   * The most a gateway can reuse that also shortens a loop only from its oldest end (results masked oldest
-   * first, as no needless masking requires; steps dropped or summarized oldest first): bench/lib/reuse-bound.ts,
-   * over each loop's own sizes. Single-task loops only (undefined with tasks).
-   */
-  reuseBoundOldestFirst: number | undefined;
+  reuseBound: { newestStepWhole: number; any: number } | undefined;
   /**
    * Steps where the newest masked result would have fit: the prompt with it sent whole, counted as the
    * provider counts, within the usable window.
@@ -109,13 +105,11 @@ export async function agentLoopFigures(options: {
   });
   // What a prompt may use: the window less the output reserve and the safety margin (5%).
   const usable = options.window - 1_024 - Math.ceil(options.window * 0.05);
-  const sizeOf = new Map<string, number>();
   /** Each result's text, to count a prompt with a masked one sent whole. */
   const contentOf = new Map<string, string>();
   const figures = {
     requests: 0,
     prefix: 0,
-    ceiling: 0,
     overMasked: 0,
     overMaskedBeyondStep: 0,
     overMaskedUnseen: 0,
@@ -124,7 +118,7 @@ export async function agentLoopFigures(options: {
     startBackwards: 0,
     startBackwardsWithinTask: 0,
   };
-  const bounds: number[] = [];
+  const bounds: Array<{ newestStepWhole: number; any: number }> = [];
   try {
     for (let loop = 0; loop < options.loops; loop++) {
       const client = new OpenAI({
@@ -163,10 +157,6 @@ export async function agentLoopFigures(options: {
         figures.requests++;
         if (previous !== undefined) {
           figures.prefix += commonPrefix(previous, prompt) / prompt.length;
-          const newestStep = messages
-            .slice(messages.findLastIndex((message) => message.role === 'assistant'))
-            .reduce((sum, message) => sum + Math.min(8_000, sizeOf.get(message.tool_call_id ?? '') ?? 0), 0);
-          figures.ceiling += Math.max(0, usable - newestStep) / usable;
         }
         previous = prompt;
         // Where history starts: the earlier messages not shown (those the omission notice counts, and
@@ -233,7 +223,6 @@ export async function agentLoopFigures(options: {
         };
         const results: OpenAI.ChatCompletionMessageParam[] = (answer.tool_calls ?? []).map((call) => {
           const tokens = Math.min(15_000, Math.max(20, Math.round(658 * Math.exp(1.345 * gaussian(random)))));
-          sizeOf.set(call.id, tokens);
           const content = prose(tokens, callNumber);
           contentOf.set(call.id, content);
           return { role: 'tool', tool_call_id: call.id, content };
@@ -245,7 +234,13 @@ export async function agentLoopFigures(options: {
         toSend = options.mode === 'session' ? results : conversation.slice();
       }
       // The loop as its prompts held it; the last step's results were never sent.
-      if ((options.tasks ?? 1) === 1) bounds.push(oldestFirstReuseBound(loopShape(conversation, usable)));
+      if ((options.tasks ?? 1) === 1) {
+        const shape = loopShape(conversation, usable);
+        bounds.push({
+          newestStepWhole: oldestFirstReuseBound(shape, { newestStepWhole: true }),
+          any: oldestFirstReuseBound(shape),
+        });
+      }
     }
     const summaryTokens = fake.summaryRequests.reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
     const chatTokens = fake.chatRequests
@@ -254,9 +249,13 @@ export async function agentLoopFigures(options: {
     return {
       requests: figures.requests,
       prefixReuse: figures.prefix / Math.max(1, figures.requests - options.loops),
-      reuseCeiling: figures.ceiling / Math.max(1, figures.requests - options.loops),
-      reuseBoundOldestFirst:
-        bounds.length === 0 ? undefined : bounds.reduce((sum, bound) => sum + bound, 0) / bounds.length,
+      reuseBound:
+        bounds.length === 0
+          ? undefined
+          : {
+              newestStepWhole: bounds.reduce((sum, bound) => sum + bound.newestStepWhole, 0) / bounds.length,
+              any: bounds.reduce((sum, bound) => sum + bound.any, 0) / bounds.length,
+            },
       overMasked: figures.overMasked,
       overMaskedBeyondStep: figures.overMaskedBeyondStep,
       overMaskedUnseen: figures.overMaskedUnseen,

@@ -2,8 +2,10 @@
 // oldest end: results masked oldest first (what "no needless masking" asks: never a result masked while
 // an older one is whole), whole steps dropped or summarized oldest first, and at least the newest result
 // sent. Found by dynamic programming over every schedule of masking and dropping, so it says what the
-// loop's sizes allow, whatever the policy; it even counts schedules no gateway should follow (every result
-// masked but the newest). The fidelity bench prints it beside what the gateway reached.
+// loop's sizes allow, whatever the policy. Left free, it counts schedules no gateway should follow: every
+// result masked but the newest, those of the step the model has not seen yet included. With the newest
+// step sent whole (as the gateway sends it, unless even it alone does not fit), it is the bound of any
+// gateway that does so. The fidelity bench prints both beside what the gateway reached.
 
 /** One agent loop as its prompts grow: token counts as the provider counts them. */
 export interface LoopShape {
@@ -21,7 +23,7 @@ export interface LoopShape {
  * changes the prompt right after its base (a notice or a summary stands there); masking a result, or
  * giving one back, changes it at that result.
  */
-export function oldestFirstReuseBound(loop: LoopShape): number {
+export function oldestFirstReuseBound(loop: LoopShape, options: { newestStepWhole?: boolean } = {}): number {
   const { base, usable } = loop;
   // A result too big for the window alone (its step's other results masked) counts as cut to fit it.
   const steps = loop.steps.map((step) => {
@@ -72,8 +74,11 @@ export function oldestFirstReuseBound(loop: LoopShape): number {
     const previous = best;
     const previousMax = Math.max(...[...previous.values()].flat());
     best = new Map();
-    // Masking reaches every result but the newest.
-    const maskable = Math.max(0, at(first, held) - 1);
+    // Masking reaches every result but the newest; with the newest step whole, none of that step's while
+    // it fits beside the base, every older step dropped.
+    const newestWhole =
+      options.newestStepWhole === true && tokens(held, held - 1, at(first, held - 1)) <= usable;
+    const maskable = newestWhole ? at(first, held - 1) : Math.max(0, at(first, held) - 1);
     for (let dropped = 0; dropped < held; dropped++) {
       const row: number[] = [];
       const sameDropped = previous.get(dropped);

@@ -5,9 +5,10 @@
 // - estimate error per request shape against a provider counting its own way (tools as JSON);
 // - POST /v1/context/render against what the chat request then sent;
 // - facts recalled after 300 summarized turns, per summarizer (ideal, realistic ~70%, lossy ~40%);
-// - agent loops (stateless and delta sessions, 8,192 and 32,768 tokens): prefix reuse, over-masking,
-//   the summarizer's share of prompt tokens, and headers that account for every message once; and loops
-//   of several tasks in one stateless conversation: how often the history start moves backwards.
+// - agent loops (stateless and delta sessions, 8,192, 32,768 and 131,072 tokens): prefix reuse beside
+//   what any schedule could reach, over-masking, the summarizer's share of prompt tokens, and headers
+//   that account for every message once; and loops of several tasks in one stateless conversation: how
+//   often the history start moves backwards.
 import OpenAI from 'openai';
 import { renderContext } from '../../src/context/render.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -269,14 +270,15 @@ export async function fidelitySection(): Promise<void> {
   await factsFigures();
   // The default masking step, then none (trim_to 1, clear_at_least 0: every result that fits is sent
   // whole): what the step costs in masked results and buys in prefix reuse (docs/budgeting.md).
+  // 131,072 tokens with the default step only: where a step is a small part of the window.
   for (const step of [undefined, { clear_at_least: 0, trim_to: 1 }])
-    for (const window of [8_192, 32_768])
+    for (const window of step === undefined ? [8_192, 32_768, 131_072] : [8_192, 32_768])
       for (const mode of ['stateless', 'session'] as const) {
         const figures = await agentLoopFigures({ window, mode, loops: 3, steps: 40, step });
         console.log(
           `agent loop, ${mode}, ${window} tokens, ${step === undefined ? 'default step' : 'no step (trim_to 1, clear_at_least 0)'}, ${figures.requests} requests: ` +
-            `prefix reuse ${figures.prefixReuse.toFixed(2)} (at most ${figures.reuseCeiling.toFixed(2)} sending the newest step whole, ` +
-            `${figures.reuseBoundOldestFirst?.toFixed(2)} masking oldest first)  ` +
+            `prefix reuse ${figures.prefixReuse.toFixed(2)} (masking oldest first, at most ${figures.reuseBound?.newestStepWhole.toFixed(2)} sending the newest step whole, ` +
+            `${figures.reuseBound?.any.toFixed(2)} masking any result but the newest)  ` +
             `over-masked steps ${figures.overMasked} (${figures.overMaskedBeyondStep} beyond clear_at_least, ${figures.overMaskedUnseen} of the newest step)  ` +
             `summarizer share ${(figures.summarizerShare * 100).toFixed(1)}% (${figures.summarizerCalls} calls)  headers agree ${(figures.headersAgree * 100).toFixed(0)}%`,
         );

@@ -52,4 +52,27 @@ describe('oldestFirstReuseBound', () => {
     });
     expect(bound).toBeCloseTo((10 / 35 + 10 / 100) / 2, 12);
   });
+
+  it('masks none of the newest step when asked to send it whole, while it fits', () => {
+    // Request 3 (120 tokens whole) must shorten. Free, the best also masks the newest step's first
+    // result (54 tokens, 15 repeat); with the newest step whole, only the first step's result (82, 15).
+    const loop = {
+      base: 10,
+      usable: 100,
+      steps: [step(5, [40, 2]), step(5, [30, 2], [30, 2])],
+    };
+    expect(oldestFirstReuseBound(loop)).toBeCloseTo((10 / 55 + 15 / 54) / 2, 12);
+    expect(oldestFirstReuseBound(loop, { newestStepWhole: true })).toBeCloseTo((10 / 55 + 15 / 82) / 2, 12);
+  });
+
+  it('masks within the newest step when even it alone does not fit', () => {
+    // Request 3's newest step is 10 + 5 + 60 + 60 = 135 whole beside the base: its first result is masked
+    // whatever the rule (10 + 5 + 2 + 5 + 2 + 60 = 84 tokens, 15 repeat).
+    const loop = {
+      base: 10,
+      usable: 100,
+      steps: [step(5, [40, 2]), step(5, [60, 2], [60, 2])],
+    };
+    expect(oldestFirstReuseBound(loop, { newestStepWhole: true })).toBeCloseTo((10 / 55 + 15 / 84) / 2, 12);
+  });
 });
