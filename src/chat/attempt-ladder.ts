@@ -33,6 +33,7 @@ import {
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
+import { withToolMediaInUserMessages } from '../upstream/tool-media.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -207,6 +208,9 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
+    // A tool result's images in a user message after it: a chat provider's tool message takes text only.
+    if (choice.target.kind !== 'anthropic')
+      messages = withToolMediaInUserMessages(messages, prepared.settings.model.noticePlacement !== 'inline');
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
     const unchanged =
       choice.session === undefined &&

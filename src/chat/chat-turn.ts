@@ -822,7 +822,14 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             );
       // The first attempt the request would send: the client's model, or the fallback it would go to.
       const target = config.routing.upstreamFor(chatRequest.model);
-      const { prepared, headers } = ladderFor(input, chatRequest, view, input.rawBody, target, true).first;
+      const { prepared, headers, request } = ladderFor(
+        input,
+        chatRequest,
+        view,
+        input.rawBody,
+        target,
+        true,
+      ).first;
       if (view !== undefined) headers['x-session-id'] = view.sessionId;
       return {
         outcome: { model: chatRequest.model, stream: chatRequest.stream === true, context: prepared.report },
@@ -835,7 +842,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           safety_margin: prepared.settings.safetyMarginTokens,
           policy: prepared.settings.policyName ?? 'default',
           tokenizer: prepared.settings.model.tokenizer,
-          messages: prepared.messages,
+          // As they go on the wire (a tool result's images in a user message after it: tool-media.ts).
+          messages: request.messages,
           report: prepared.report,
         },
       };

@@ -65,17 +65,30 @@ function partOf(block: Json): Json | undefined {
   return undefined;
 }
 
-/** Text of a tool result's content: a string, or its text blocks (images named, not carried). */
-function toolResultText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .map((block: unknown) => {
-      const record = block as Json | null;
-      if (record?.type === 'text') return String(record.text ?? '');
-      return `[${String(record?.type ?? 'block')}]`;
-    })
-    .join('\n');
+/**
+ * A tool result's content as a tool message's: a string as it is, text blocks as their text (another
+ * block named by its type); with an image among them (Claude Code's Read of a PNG, a screenshot tool),
+ * as parts — its texts and its images — which go to a Chat Completions provider as tool-media.ts sends
+ * them. An error's text starts with "Error: ".
+ */
+function toolResultContent(content: unknown, isError: boolean): string | Json[] {
+  const blocks = Array.isArray(content) ? (content as unknown[]) : [];
+  const parts = blocks.map((block: unknown): Json => {
+    const record = block as Json | null;
+    const part = record?.type === 'image' ? partOf(record) : undefined;
+    if (part !== undefined) return part;
+    return {
+      type: 'text',
+      text: record?.type === 'text' ? String(record.text ?? '') : `[${String(record?.type ?? 'block')}]`,
+    };
+  });
+  const text =
+    typeof content === 'string'
+      ? content
+      : parts.map((part) => (part.type === 'text' ? String(part.text) : '')).join('\n');
+  const hasImage = parts.some((part) => part.type !== 'text');
+  if (!hasImage) return isError && text !== '' ? `Error: ${text}` : text;
+  return isError ? [{ type: 'text', text: 'Error:' }, ...parts] : parts;
 }
 
 /** A chat content made of parts: a plain string when it is text only (what most templates take). */
@@ -221,11 +234,10 @@ function userMessages(content: unknown, blocks: Json[], { param, native, dropped
     if (block.type === 'tool_result') {
       if (typeof block.tool_use_id !== 'string')
         throw invalid(`${param}: tool_result needs a tool_use_id`, param);
-      const text = toolResultText(block.content);
       const tool: Json = {
         role: 'tool',
         tool_call_id: block.tool_use_id,
-        content: block.is_error === true && text !== '' ? `Error: ${text}` : text,
+        content: toolResultContent(block.content, block.is_error === true),
       };
       messages.push(withExtension(tool, [block], native));
       continue;

@@ -253,21 +253,36 @@ function contentSources(content: unknown): StringSource[] | undefined {
 }
 
 /**
- * A tool output as a tool message's text: a string as it is; a list of content parts (Codex's exec
- * answers so) as their texts one after the other, another part (an image, a file) named by its type,
- * as a chat tool message carries text only; anything else as its JSON.
+ * A tool output as a tool message's content: a string as it is; a list of content parts (Codex's exec
+ * answers so) as their texts one after the other, another part (a file) named by its type, as a chat tool
+ * message carries text; with an image among them (Codex's view_image, an MCP screenshot, an Agents SDK
+ * tool's image) as parts — its texts and images — which go to a Chat Completions provider as
+ * tool-media.ts sends them; anything else as its JSON.
  */
-function outputText(output: unknown): string {
+function outputContent(output: unknown): string | Array<Record<string, unknown>> {
   if (typeof output === 'string') return output;
   if (!Array.isArray(output) || !output.every(isRecord)) return JSON.stringify(output ?? '');
-  return output
-    .map((part) =>
-      (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') &&
-      typeof part.text === 'string'
-        ? part.text
-        : `[${String(part.type)}]`,
-    )
-    .join('');
+  const parts = output.map((part): Record<string, unknown> => {
+    if (part.type === 'input_image' && typeof part.image_url === 'string')
+      return {
+        type: 'image_url',
+        image_url: {
+          url: part.image_url,
+          ...(typeof part.detail === 'string' ? { detail: part.detail } : {}),
+        },
+      };
+    return {
+      type: 'text',
+      text:
+        (part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') &&
+        typeof part.text === 'string'
+          ? part.text
+          : `[${String(part.type)}]`,
+    };
+  });
+  return parts.some((part) => part.type !== 'text')
+    ? parts
+    : parts.map((part) => part.text as string).join('');
 }
 
 /**
@@ -371,7 +386,7 @@ export function messagesOf(
       messages.push({
         role: 'tool',
         tool_call_id: item.call_id,
-        content: outputText(output),
+        content: outputContent(output),
       });
       sources?.origins.push(index);
       sources?.strings.push(

@@ -165,7 +165,15 @@ function assistantBlocks(message: Json, bridged: Bridged): Json[] {
 function toolResultBlock(message: Json, bridged: Bridged): Json {
   const kept = extensionOf(message, bridged);
   if (kept !== undefined) return kept.blocks[0] as Json;
-  return { type: 'tool_result', tool_use_id: message.tool_call_id, content: textOf(message.content) };
+  // Anthropic's tool results take images: a result that holds one (a Responses request's) keeps it.
+  const content = message.content;
+  const withImage =
+    Array.isArray(content) && content.some((part) => (part as Json | null)?.type === 'image_url');
+  return {
+    type: 'tool_result',
+    tool_use_id: message.tool_call_id,
+    content: withImage ? blocksOfContent(content) : textOf(content),
+  };
 }
 
 /** A Chat Completions body as the Messages API takes it. */

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentText, FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { clientsDirectory, runProgram } from '../helpers/newest-clients.js';
+import { png, pictureSeenSinceLastCall } from '../helpers/png.js';
 import { prose, textOf } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -65,6 +66,7 @@ function decide(
 beforeAll(async () => {
   workDirectory = mkdtempSync(join(tmpdir(), 'ctxgate-claude-'));
   writeFileSync(join(workDirectory, 'notes.txt'), 'Shopping list.\nThe launch code is CODE-4711.\n');
+  writeFileSync(join(workDirectory, 'chart.png'), png(37, 23));
   for (let chapter = 1; chapter <= loopSteps; chapter++)
     writeFileSync(join(workDirectory, `chapter-${chapter}.txt`), `${prose(3_000, chapter)}\n`);
   anthropic = new FakeAnthropic({ window: smallWindow });
@@ -88,6 +90,7 @@ beforeAll(async () => {
       .filter((message) => message.role === 'user')
       .map((message) => textOf(message.content))
       .join('\n');
+    if (task.includes('How big is the picture chart.png')) return lookAtPicture(messages);
     const last = messages.at(-1);
     const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
     return 'text' in decision
@@ -97,6 +100,27 @@ beforeAll(async () => {
             { id: `call_${++callNumber}`, name: decision.tool, arguments: JSON.stringify(decision.input) },
           ],
         };
+  };
+  /**
+   * A vision model asked about a picture: it reads the file, then says the size of the picture it was
+   * shown since — in a user message, as Chat Completions providers show images.
+   */
+  const lookAtPicture = (messages: ReadonlyArray<ChatMessage>) => {
+    if (!messages.some((message) => (message.tool_calls?.length ?? 0) > 0))
+      return {
+        toolCalls: [
+          {
+            id: `call_${++callNumber}`,
+            name: 'Read',
+            arguments: JSON.stringify({ file_path: join(workDirectory, 'chart.png') }),
+          },
+        ],
+      };
+    const seen = pictureSeenSinceLastCall(messages);
+    return {
+      content:
+        seen === undefined ? 'I see no picture.' : `The picture is ${seen.width}×${seen.height} pixels.`,
+    };
   };
   // Local models whose chat templates take a system message only first (Mistral's, Gemma's).
   openai = new FakeUpstream({
@@ -320,6 +344,27 @@ describe('Claude Code through ctxgate', () => {
         ),
       ),
     ).toBe(true);
+  }, 300_000);
+
+  it('shows a Chat Completions model the picture its Read tool returned (a PNG), which a tool message cannot carry', async () => {
+    for (const model of ['local-coder', 'devstral-coder']) {
+      const fake = model === 'local-coder' ? openai : mistral;
+      const before = fake.chatRequests.length;
+      const from = harness.logLines.length;
+      const { result } = await runClaude('How big is the picture chart.png?', model, undefined);
+      expect(result.is_error).toBe(false);
+      // The size of the file the test wrote, as the model saw it.
+      expect(result.result).toBe('The picture is 37×23 pixels.');
+      expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+      // The tool message held text, the picture came in a user message after it.
+      const answered = fake.chatRequests
+        .slice(before)
+        .map((request) => request.body as { messages: ChatMessage[] })
+        .find((body) => body.messages.some((message) => message.role === 'tool'));
+      const tool = answered?.messages.find((message) => message.role === 'tool');
+      expect(typeof tool?.content).toBe('string');
+      expect(String(tool?.content)).toContain('[image 1: shown in the next user message]');
+    }
   }, 300_000);
 
   it('runs the same task bridged to a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {

@@ -4,6 +4,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { countPromptTokens, FakeUpstream } from '../helpers/fake-upstream.js';
+import { png } from '../helpers/png.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 type Message = OpenAI.ChatCompletionMessageParam;
@@ -248,6 +249,50 @@ describe('render-time budgeting through the gateway', () => {
         code: 'invalid_header',
       },
     });
+  });
+
+  it("sends a tool message's image in a user message after it, as OpenAI takes it, and previews what it sends", async () => {
+    const messages: Message[] = [
+      { role: 'user', content: 'How big is the screenshot?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_shot', type: 'function', function: { name: 'screenshot', arguments: '{}' } },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_shot',
+        content: [
+          { type: 'text', text: 'Taken.' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png(9, 4).toString('base64')}` } },
+        ] as never,
+      },
+    ];
+    // The fake refuses an image in a tool message with OpenAI's 400.
+    await client.chat.completions.create({ model: 'small-model', messages, max_tokens: 64 });
+    const sent = (fake.chatRequests.at(-1)?.body as { messages: unknown[] }).messages;
+    expect(sent.slice(2)).toEqual([
+      {
+        role: 'tool',
+        tool_call_id: 'call_shot',
+        content: 'Taken.\n[image 1: shown in the next user message]',
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Image 1, of the result of screenshot (call call_shot):' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png(9, 4).toString('base64')}` } },
+        ],
+      },
+    ]);
+    const preview = await fetch(`${harness.baseUrl}/context/render`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'small-model', messages, max_tokens: 64 }),
+    });
+    expect(((await preview.json()) as { messages: unknown[] }).messages).toEqual(sent);
   });
 
   it('renders without calling the upstream and reports every region', async () => {

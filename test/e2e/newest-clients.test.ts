@@ -4,9 +4,9 @@
 // Responses and Chat Completions models over 25 turns, LangChain's ChatOpenAI with either API, the
 // Anthropic SDK bridged over 25 turns, and openai 7. The AI SDK's loop and the Agents SDK's Responses
 // turns run again on a model that thinks as DeepSeek V4 does and refuses a tool call sent back without its
-// reasoning. The Agents SDK's compaction session compacts through POST /v1/responses/compact. All but the
-// Anthropic SDK need Node 22, so they all run under the Node 22 of test/clients/runtime (see
-// test/helpers/newest-clients.ts).
+// reasoning. The Agents SDK's compaction session compacts through POST /v1/responses/compact, and a tool
+// of its that returns a picture has the model shown it. All but the Anthropic SDK need Node 22, so they
+// all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   callsSeen,
@@ -16,6 +16,7 @@ import {
   type ChatMessage,
 } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
+import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -67,6 +68,16 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
       return page === undefined ? [] : [Number(page)];
     });
     return { content: `Pages read: ${[...new Set(read)].sort((a, b) => a - b).join(', ')}.` };
+  }
+  // Asked about a screenshot: it takes one, then says the size of the picture it was shown.
+  if (users.some((text) => text.startsWith('Task agents-picture'))) {
+    if (!messages.some((message) => (message.tool_calls?.length ?? 0) > 0))
+      return { toolCalls: [{ id: 'call_screenshot', name: 'screenshot', arguments: '{}' }] };
+    const seen = pictureSeenSinceLastCall(messages);
+    return {
+      content:
+        seen === undefined ? 'I see no picture.' : `The screenshot is ${seen.width}×${seen.height} pixels.`,
+    };
   }
   const asked = /^Task agents-(\w+): read page (\d+)\.$/.exec(lastUser);
   if (asked !== null) {
@@ -267,6 +278,22 @@ describe('the Agents SDK over 25 turns', () => {
       { api },
       api === 'responses' ? '/v1/responses' : '/v1/chat/completions',
     );
+  });
+});
+
+describe('the Agents SDK with a tool that returns a picture', () => {
+  it('shows the model the picture (an input_image in the function_call_output, which a tool message cannot carry)', async () => {
+    const from = harness.logLines.length;
+    const result = await runDriver<Failure & { answer: string }>('agents-picture.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      picture: png(41, 17).toString('base64'),
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.answer).toBe('The screenshot is 41×17 pixels.');
+    const lines = requestLines(from, '/v1/responses');
+    expect(lines).toHaveLength(2);
+    expect(lines.every((line) => line.status === 200)).toBe(true);
   });
 });
 

@@ -1,8 +1,8 @@
 // A strict fake OpenAI-compatible provider for tests and benchmarks. It refuses what the real API
-// refuses (orphaned tool messages, tool calls without results, prompts over the model's window, bad
-// keys), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]), and can be scripted per
-// request to delay, stall, break off or fail. Token counts use js-tiktoken directly with the
-// cookbook method, independently of the gateway's own accounting.
+// refuses (orphaned tool messages, tool calls without results, images outside user messages, prompts
+// over the model's window, bad keys), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]),
+// and can be scripted per request to delay, stall, break off or fail. Token counts use js-tiktoken
+// directly with the cookbook method, independently of the gateway's own accounting.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
@@ -709,6 +709,26 @@ export class FakeUpstream {
     const pairingError = findToolPairingError(body.messages);
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
+      return;
+    }
+    // As OpenAI refuses an image anywhere but in a user message (a tool result's included).
+    const imageAt = body.messages.findIndex(
+      (message) =>
+        message.role !== 'user' &&
+        Array.isArray(message.content) &&
+        (message.content as Array<{ type?: unknown }>).some((part) => part?.type === 'image_url'),
+    );
+    if (imageAt !== -1) {
+      const role = String(body.messages[imageAt]?.role);
+      sendJson(
+        400,
+        openAIError(
+          `Invalid 'messages[${imageAt}]'. Image URLs are only allowed for messages with role 'user', but this message with role '${role}' contains an image URL.`,
+          'invalid_request_error',
+          `messages.[${imageAt}].content`,
+          null,
+        ),
+      );
       return;
     }
     // OpenAI takes an end-user id of at most 64 characters.

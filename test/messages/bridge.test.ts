@@ -125,6 +125,67 @@ describe('a Messages request as a chat request', () => {
         { role: 'user', content: 'Here.' },
       ],
     ],
+    [
+      "a tool result's picture (Claude Code's Read of a PNG) kept as a part beside its text; an error's too",
+      {
+        messages: [
+          { role: 'user', content: 'Look.' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'tool_use', id: 't1', name: 'Read', input: {} },
+              { type: 'tool_use', id: 't2', name: 'Read', input: {} },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 't1',
+                content: [
+                  { type: 'text', text: 'chart.png' },
+                  { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+                ],
+              },
+              {
+                type: 'tool_result',
+                tool_use_id: 't2',
+                is_error: true,
+                content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/x.png' } }],
+              },
+            ],
+          },
+        ],
+      },
+      [
+        { role: 'user', content: 'Look.' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 't1', type: 'function', function: { name: 'Read', arguments: '{}' } },
+            { id: 't2', type: 'function', function: { name: 'Read', arguments: '{}' } },
+          ],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 't1',
+          content: [
+            { type: 'text', text: 'chart.png' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 't2',
+          content: [
+            { type: 'text', text: 'Error:' },
+            { type: 'image_url', image_url: { url: 'https://example.com/x.png' } },
+          ],
+        },
+      ],
+    ],
   ])('%s', (_name, body, messages) => {
     expect(bridged(body).chatBody.messages).toEqual(messages);
   });

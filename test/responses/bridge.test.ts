@@ -500,8 +500,17 @@ describe('bridgeRequest: namespaces, custom tools and tools given in the input (
           },
         ],
       },
-      // Codex's exec answers in content parts: their texts one after the other, an image named.
-      { role: 'tool', tool_call_id: 'call_1', content: 'Script completed\nOutput:\nnote.txt\n[input_image]' },
+      // Codex's exec answers in content parts: as parts, its image among them (sent to a chat provider
+      // in a user message after the results: tool-media.ts).
+      {
+        role: 'tool',
+        tool_call_id: 'call_1',
+        content: [
+          { type: 'text', text: 'Script completed\nOutput:\n' },
+          { type: 'text', text: 'note.txt\n' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo' } },
+        ],
+      },
       {
         role: 'assistant',
         content: null,

@@ -58,6 +58,41 @@ describe('a chat body as a Messages request', () => {
     });
   });
 
+  it("keeps a tool result's image (a Responses request's function output) as an image block", () => {
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'Look.' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 't1', type: 'function', function: { name: 'shot', arguments: '{}' } }],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 't1',
+          content: [
+            { type: 'text', text: 'screen' },
+            { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          ],
+        },
+      ],
+    });
+    expect((body.messages as unknown[])[2]).toEqual({
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 't1',
+          content: [
+            { type: 'text', text: 'screen' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+          ],
+        },
+      ],
+    });
+  });
+
   it('puts the results of many parallel calls first, in their order, and a notice between them after', () => {
     const calls = Array.from({ length: 4 }, (_unused, index) => ({
       id: `t${index}`,

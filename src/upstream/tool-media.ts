@@ -1,0 +1,100 @@
+// Images in tool results, on the wire to a Chat Completions provider (docs/budgeting.md#images-in-tool-results).
+// A tool message carries text only there: OpenAI answers 400 "Image URLs are only allowed for messages
+// with role 'user', but this message with role 'tool' contains an image URL" (its newer models take the
+// request and do not see the image), and the chat templates of open models render a tool message's text.
+// Claude Code's Read of a PNG, Codex's view_image and an MCP screenshot put images there through the
+// bridges. So the images go in a user message right after the run of tool results (every result of the
+// step, so parallel results stay together), each result's text keeping a line in their place; a user
+// message that follows the run already takes them first. A template that makes user and assistant
+// messages alternate (Mistral's API refuses "Unexpected role 'user' after role 'tool'") gets a short
+// assistant message between. Until then — fitted, masked, counted, stored — an image stays in its
+// result: masked with it, dropped with it. Deterministic, so the next request repeats the prefix. Pure.
+import type { ContextMessage } from '../context/types.js';
+
+type Part = Record<string, unknown>;
+
+const isText = (part: unknown): boolean => (part as Part | null)?.type === 'text';
+
+/** A tool message holding something other than text parts. */
+function holdsMedia(message: ContextMessage): boolean {
+  return (
+    message.role === 'tool' &&
+    Array.isArray(message.content) &&
+    (message.content as unknown[]).some((part) => !isText(part))
+  );
+}
+
+/** The name of the tool each call of `message` called, by call id. */
+function toolNames(message: ContextMessage | undefined): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const call of message?.tool_calls ?? []) names.set(call.id, call.function?.name ?? 'tool');
+  return names;
+}
+
+/**
+ * The messages as a Chat Completions provider takes them: the images of tool results in a user message
+ * after their run (`alternating`: an assistant message before it). The same array when no tool message
+ * holds one.
+ */
+export function withToolMediaInUserMessages(
+  messages: ContextMessage[],
+  alternating: boolean,
+): ContextMessage[] {
+  if (!messages.some(holdsMedia)) return messages;
+  const out: ContextMessage[] = [];
+  let index = 0;
+  while (index < messages.length) {
+    const message = messages[index] as ContextMessage;
+    if (message.role !== 'tool') {
+      out.push(message);
+      index++;
+      continue;
+    }
+    // The first of a run of tool results: the calls they answer are the message before.
+    const names = toolNames(messages[index - 1]);
+    const media: Part[] = [];
+    let images = 0;
+    for (; index < messages.length && (messages[index] as ContextMessage).role === 'tool'; index++) {
+      const result = messages[index] as ContextMessage;
+      if (!holdsMedia(result)) {
+        out.push(result);
+        continue;
+      }
+      const parts = result.content as Part[];
+      const id = result.tool_call_id ?? '';
+      const first = images + 1;
+      const texts: string[] = [];
+      const moved: Part[] = [];
+      for (const part of parts) {
+        if (isText(part)) texts.push(String(part.text ?? ''));
+        else {
+          images++;
+          texts.push(`[image ${images}: shown in the next user message]`);
+          moved.push(part);
+        }
+      }
+      const range = images === first ? `Image ${first}` : `Images ${first}–${images}`;
+      media.push(
+        { type: 'text', text: `${range}, of the result of ${names.get(id) ?? 'tool'} (call ${id}):` },
+        ...moved,
+      );
+      out.push(Object.assign({}, result, { content: texts.join('\n') }));
+    }
+    if (media.length === 0) continue;
+    const next = messages[index];
+    if (next?.role === 'user') {
+      out.push(Object.assign({}, next, { content: [...media, ...partsOf(next.content)] }));
+      index++;
+      continue;
+    }
+    if (alternating)
+      out.push({ role: 'assistant', content: '[ctxgate] The tool results above hold images: they follow.' });
+    out.push({ role: 'user', content: media });
+  }
+  return out;
+}
+
+function partsOf(content: unknown): unknown[] {
+  if (Array.isArray(content)) return content as unknown[];
+  return typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import type { ContextMessage } from '../../src/context/types.js';
+import { withToolMediaInUserMessages } from '../../src/upstream/tool-media.js';
+
+const image = (name: string) => ({ type: 'image_url', image_url: { url: `data:image/png;base64,${name}` } });
+const call = (id: string, name: string) => ({ id, type: 'function', function: { name, arguments: '{}' } });
+
+const step: ContextMessage[] = [
+  { role: 'user', content: 'Look at both.' },
+  { role: 'assistant', content: null, tool_calls: [call('c1', 'Read'), call('c2', 'ls')] },
+  { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'chart.png' }, image('AAAA')] },
+  { role: 'tool', tool_call_id: 'c2', content: 'chart.png notes.txt' },
+];
+
+describe('withToolMediaInUserMessages', () => {
+  it('returns the same messages when no tool result holds an image', () => {
+    const messages: ContextMessage[] = [
+      step[0] as ContextMessage,
+      step[1] as ContextMessage,
+      { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'only text' }] },
+      step[3] as ContextMessage,
+    ];
+    expect(withToolMediaInUserMessages(messages, false)).toBe(messages);
+  });
+
+  it('moves the images to a user message after the whole run of results, each result keeping a line for them', () => {
+    expect(withToolMediaInUserMessages(step, false)).toEqual([
+      step[0],
+      step[1],
+      { role: 'tool', tool_call_id: 'c1', content: 'chart.png\n[image 1: shown in the next user message]' },
+      step[3],
+      {
+        role: 'user',
+        content: [{ type: 'text', text: 'Image 1, of the result of Read (call c1):' }, image('AAAA')],
+      },
+    ]);
+  });
+
+  it('numbers the images of several results, and puts them first in a user message that follows the run', () => {
+    const messages: ContextMessage[] = [
+      step[0] as ContextMessage,
+      step[1] as ContextMessage,
+      { role: 'tool', tool_call_id: 'c1', content: [image('AAAA'), image('BBBB')] },
+      { role: 'tool', tool_call_id: 'c2', content: [{ type: 'text', text: 'listing' }, image('CCCC')] },
+      { role: 'user', content: 'Now compare them.' },
+    ];
+    expect(withToolMediaInUserMessages(messages, true)).toEqual([
+      messages[0],
+      messages[1],
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: '[image 1: shown in the next user message]\n[image 2: shown in the next user message]',
+      },
+      { role: 'tool', tool_call_id: 'c2', content: 'listing\n[image 3: shown in the next user message]' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Images 1–2, of the result of Read (call c1):' },
+          image('AAAA'),
+          image('BBBB'),
+          { type: 'text', text: 'Image 3, of the result of ls (call c2):' },
+          image('CCCC'),
+          { type: 'text', text: 'Now compare them.' },
+        ],
+      },
+    ]);
+  });
+
+  it('puts an assistant message before the images for a template that makes user and assistant alternate', () => {
+    const sent = withToolMediaInUserMessages(step, true);
+    expect(sent.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'user',
+    ]);
+    expect(sent[4]).toEqual({
+      role: 'assistant',
+      content: '[ctxgate] The tool results above hold images: they follow.',
+    });
+  });
+
+  it('writes the same messages for the same conversation (the next request repeats the prefix)', () => {
+    const later = [...step, { role: 'assistant', content: 'A chart.' } as ContextMessage];
+    const first = JSON.stringify(withToolMediaInUserMessages(step, false));
+    expect(JSON.stringify(withToolMediaInUserMessages(later, false)).startsWith(first.slice(0, -1))).toBe(
+      true,
+    );
+  });
+});
