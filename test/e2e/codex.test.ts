@@ -10,13 +10,14 @@
 // JavaScript: the fake calls it as the bridge names it. Configured the shorter way — the gateway as the
 // base URL of Codex's own OpenAI provider — Codex opens a WebSocket first (answered 426, so it goes over
 // HTTP at once) and compacts its history remotely (a compaction_trigger item the gateway answers with the
-// model's summary).
+// model's summary). A picture Codex's view_image tool returns reaches the model in a user message.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callsSeen, FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
+import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -62,8 +63,8 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
     .filter((message) => message.role === 'user')
     .map(textOf)
     .flatMap((text) =>
-      ['Write the note.', 'Run the steps.', 'Write it with exec.', countedTask].filter((task) =>
-        text.endsWith(task),
+      ['Write the note.', 'Run the steps.', 'Write it with exec.', 'How big is pic.png?', countedTask].filter(
+        (task) => text.endsWith(task),
       ),
     )
     .at(0);
@@ -82,6 +83,14 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
           ],
         }
       : { content: 'Note written with exec.' };
+  if (task === 'How big is pic.png?') {
+    if (seen === 0)
+      return { toolCalls: [{ id: 'call_look', name: 'view_image', arguments: '{"path":"pic.png"}' }] };
+    const size = pictureSeenSinceLastCall(messages);
+    return {
+      content: size === undefined ? 'I see no picture.' : `It is ${size.width}×${size.height} pixels.`,
+    };
+  }
   if (task === 'Write the note.')
     return seen === 0
       ? shell('call_note', "printf 'written through ctxgate\\n' > note.txt")
@@ -190,10 +199,11 @@ interface RequestLine {
 async function codexExec(
   prompt: string,
   codexModel = model,
-  options: { builtin?: boolean; config?: string[] } = {},
+  options: { builtin?: boolean; config?: string[]; files?: Record<string, Buffer> } = {},
 ) {
   const home = mkdtempSync(join(tmpdir(), 'ctxgate-codex-home-'));
   const work = mkdtempSync(join(tmpdir(), 'ctxgate-codex-work-'));
+  for (const [name, data] of Object.entries(options.files ?? {})) writeFileSync(join(work, name), data);
   const provider =
     options.builtin === true
       ? [`openai_base_url = "${harness.baseUrl}"`]
@@ -366,6 +376,19 @@ describe('Codex through the gateway', () => {
     const result = (second?.messages as ChatMessage[]).find((message) => message.role === 'tool');
     expect(typeof result?.content).toBe('string');
     expect(String(result?.content)).not.toMatch(/^\[\{"type"/);
+  });
+
+  it('shows the model the picture its view_image tool returned (an input_image in the function output)', async () => {
+    const from = fake.chatRequests.length;
+    const { finished, requests } = await codexExec('How big is pic.png?', 'gpt-5.5', {
+      files: { 'pic.png': png(29, 11) },
+    });
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(finished.stdout).toContain('It is 29×11 pixels.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    const second = fake.chatRequests.slice(from).at(-1)?.body as { messages: ChatMessage[] };
+    const result = second.messages.find((message) => message.role === 'tool');
+    expect(String(result?.content)).toContain('[image 1: shown in the next user message]');
   });
 
   it(`fits a ${longLoop}-step session on an ${window}-token model: it ends without an error`, async () => {
