@@ -27,13 +27,14 @@ import {
   applyFieldFixes,
   thoughtSignaturesField,
   toolCallIdsField,
+  toolImagesField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
-import { withToolMediaInUserMessages } from '../upstream/tool-media.js';
+import { withToolMediaAsText, withToolMediaInUserMessages } from '../upstream/tool-media.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -208,9 +209,12 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
-    // A tool result's images in a user message after it: a chat provider's tool message takes text only.
+    // A tool result's images in a user message after it (a chat provider's tool message takes text
+    // only), or named in it for a model that refused an image.
     if (choice.target.kind !== 'anthropic')
-      messages = withToolMediaInUserMessages(messages, prepared.settings.model.noticePlacement !== 'inline');
+      messages = fixes.some((fix) => fix.field === toolImagesField)
+        ? withToolMediaAsText(messages)
+        : withToolMediaInUserMessages(messages, prepared.settings.model.noticePlacement !== 'inline');
     // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
     const unchanged =
       choice.session === undefined &&

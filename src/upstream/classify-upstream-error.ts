@@ -9,6 +9,7 @@ import {
   fixForUnsupportedField,
   thoughtSignaturesField,
   toolCallIdsField,
+  toolImagesField,
   type FieldFix,
 } from './field-fixes.js';
 
@@ -109,6 +110,7 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * "Unsupported value: 'temperature' …") or does not know ("Unknown parameter: 'stream_options'",
  * "Unrecognized request argument supplied: user"), Gemini's "Unknown name \"parallel_tool_calls\": Cannot
  * find field.", a serde "unknown field `user`", Gemini 3's "Function call is missing a thought_signature",
+ * a text-only model's refusal of an image ("… is not a multimodal model", toolImagesField),
  * OpenAI's "Additional properties are not allowed" in a message, and Mistral's validation errors
  * (`extra_forbidden` at `["body", "<field>", …]` or in a message, `["body", "messages", N, "<role>",
  * "<field>"]`, its JSON sometimes nested as a string); and Anthropic's refusal of `temperature` with
@@ -137,6 +139,14 @@ function refusedFields(text: string, body: string): FieldFix[] {
     add({ field: toolCallIdsField });
   // Gemini 3 (its OpenAI-compatible endpoint) on a tool call sent back without its thought signature.
   if (/function call is missing a thought_signature/i.test(text)) add({ field: thoughtSignaturesField });
+  // A model that takes no images, on a tool result's (vLLM, DeepSeek's API, llama.cpp without its
+  // projector, Ollama, OpenRouter, OpenAI's older models).
+  if (
+    /is not a multimodal model|does not support (?:images?|vision|image input)|image input is not supported|unknown variant `?image_url`?|image_url is only supported by certain models|missing data required for image input|no endpoints found that support image input/i.test(
+      text,
+    )
+  )
+    add({ field: toolImagesField });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')

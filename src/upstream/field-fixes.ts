@@ -5,8 +5,8 @@
 // themselves. The gateway tells the reasoning models by name where it can (model-family.ts); the rest
 // are found by their refusal: the request goes again with the field renamed or left out, and the model's
 // fix is kept for its later requests. Mistral's refusal of another provider's tool call ids is fixed so
-// too (toolCallIdsField), and Gemini's of a tool call without its thought signature
-// (thoughtSignaturesField).
+// too (toolCallIdsField), Gemini's of a tool call without its thought signature
+// (thoughtSignaturesField), and a text-only model's of a tool result's image (toolImagesField).
 
 import type { ContextMessage } from '../context/types.js';
 
@@ -27,6 +27,14 @@ export const toolCallIdsField = 'messages[].tool_calls[].id';
  * without it, gets the signature Google documents for calls it has none of (withThoughtSignatures).
  */
 export const thoughtSignaturesField = 'messages[].tool_calls[].extra_content.google.thought_signature';
+
+/**
+ * Not a field of the body: the images of tool results, which the gateway sends a Chat Completions
+ * provider in a user message after them (tool-media.ts). A model that takes no images refuses them (vLLM:
+ * "<model> is not a multimodal model"; DeepSeek's API: "unknown variant `image_url`, expected `text`"):
+ * it gets each named in its result instead, as `[image: not shown, the model takes no images]`.
+ */
+export const toolImagesField = 'messages[].tool.images';
 
 /** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
 const noThoughtSignature = 'skip_thought_signature_validator';

@@ -7,8 +7,10 @@
 // step, so parallel results stay together), each result's text keeping a line in their place; a user
 // message that follows the run already takes them first. A template that makes user and assistant
 // messages alternate (Mistral's API refuses "Unexpected role 'user' after role 'tool'") gets a short
-// assistant message between. Until then — fitted, masked, counted, stored — an image stays in its
-// result: masked with it, dropped with it. Deterministic, so the next request repeats the prefix. Pure.
+// assistant message between. A model that takes no images (it refused one: field-fixes.ts
+// toolImagesField) gets each named in its result instead. Until then — fitted, masked, counted,
+// stored — an image stays in its result: masked with it, dropped with it. Deterministic, so the next
+// request repeats the prefix. Pure.
 import type { ContextMessage } from '../context/types.js';
 
 type Part = Record<string, unknown>;
@@ -97,4 +99,24 @@ export function withToolMediaInUserMessages(
 function partsOf(content: unknown): unknown[] {
   if (Array.isArray(content)) return content as unknown[];
   return typeof content === 'string' && content !== '' ? [{ type: 'text', text: content }] : [];
+}
+
+/** What stands for an image in a tool result sent to a model that takes none. */
+export const imageNotShown = '[image: not shown, the model takes no images]';
+
+/**
+ * The messages as a model that takes no images is sent them: each image of a tool result named in its
+ * text. The same array when no tool message holds one.
+ */
+export function withToolMediaAsText(messages: ContextMessage[]): ContextMessage[] {
+  if (!messages.some(holdsMedia)) return messages;
+  return messages.map((message) =>
+    holdsMedia(message)
+      ? Object.assign({}, message, {
+          content: (message.content as Part[])
+            .map((part) => (isText(part) ? String(part.text ?? '') : imageNotShown))
+            .join('\n'),
+        })
+      : message,
+  );
 }

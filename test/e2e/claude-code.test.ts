@@ -127,6 +127,7 @@ beforeAll(async () => {
     windows: {
       'local-coder': 131_072,
       'local-coder-small': smallWindow,
+      'local-coder-text': 131_072,
       'deepseek-v4-pro': 131_072,
       'gemini-3.1-pro-preview': 131_072,
       'anthropic/claude-sonnet-5': 131_072,
@@ -134,6 +135,8 @@ beforeAll(async () => {
     respond,
     systemOnlyFirst: true,
     alternating: true,
+    // As vLLM serves a model that takes no images.
+    textOnly: ['local-coder-text'],
     // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
     thinking: ['deepseek-v4-pro'],
     // As Gemini 3 is served: each call must come back with its thought signature.
@@ -365,6 +368,25 @@ describe('Claude Code through ctxgate', () => {
       expect(typeof tool?.content).toBe('string');
       expect(String(tool?.content)).toContain('[image 1: shown in the next user message]');
     }
+  }, 300_000);
+
+  it('runs the picture task on a model that takes no images: the picture is named in its result, once the model refused it', async () => {
+    const before = openai.chatRequests.length;
+    const { result } = await runClaude('How big is the picture chart.png?', 'local-coder-text', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('I see no picture.');
+    const sent = openai.chatRequests
+      .slice(before)
+      .filter((request) => (request.body as { model?: string }).model === 'local-coder-text');
+    // Refused once with the picture, then sent with it named; the next run is not refused at all.
+    expect(sent.map((request) => request.status)).toEqual([200, 400, 200]);
+    const named = (sent[2]?.body as { messages: ChatMessage[] }).messages.find(
+      (message) => message.role === 'tool',
+    );
+    expect(named?.content).toBe('[image: not shown, the model takes no images]');
+    const again = openai.chatRequests.length;
+    await runClaude('How big is the picture chart.png?', 'local-coder-text', undefined);
+    expect(openai.chatRequests.slice(again).map((request) => request.status)).not.toContain(400);
   }, 300_000);
 
   it('runs the same task bridged to a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {

@@ -124,6 +124,8 @@ export interface FakeUpstreamOptions {
    * but first as Mistral's and Gemma's templates refuse it.
    */
   systemOnlyFirst?: readonly string[] | true;
+  /** Models served as vLLM serves one that takes no images: a request holding an image is refused. */
+  textOnly?: readonly string[];
   /**
    * Models (or all) whose template also checks that user and assistant messages alternate after the
    * system message, tool calls and their results aside, as Devstral's and Mistral's tool templates do
@@ -709,6 +711,27 @@ export class FakeUpstream {
     const pairingError = findToolPairingError(body.messages);
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
+      return;
+    }
+    // As vLLM serves a model that takes no images: any image refused.
+    if (
+      this.options.textOnly?.includes(String(body.model)) === true &&
+      body.messages.some(
+        (message) =>
+          Array.isArray(message.content) &&
+          (message.content as Array<{ type?: unknown }>).some((part) => part?.type === 'image_url'),
+      )
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          object: 'error',
+          message: `${String(body.model)} is not a multimodal model`,
+          type: 'BadRequestError',
+          param: null,
+          code: 400,
+        }),
+      );
       return;
     }
     // As OpenAI refuses an image anywhere but in a user message (a tool result's included).

@@ -432,6 +432,34 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // vLLM serving a model that takes no images, on a tool result's picture sent in a user message (a
+    // Codex run on DeepSeek V4 through vLLM quoted it so).
+    name: 'vLLM: an image to a model that takes none (400 "… is not a multimodal model")',
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"DeepSeek-V4-Flash-0731 is not a multimodal model","type":"BadRequestError","param":null,"code":400}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool.images' }] },
+  },
+  {
+    // DeepSeek's API, 2026 (ChatLunaLab/chatluna#867, lessweb/deepcode-cli#50: a Read of an image file).
+    name: 'DeepSeek: an image part (400 unknown variant `image_url`, expected `text`)',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"Failed to deserialize the JSON body into the target type: messages[3]: unknown variant `image_url`, expected `text` at line 1 column 173667","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool.images' }] },
+  },
+  {
+    // OpenAI's own refusal of an image outside a user message is not a model without images.
+    name: "OpenAI: an image in a tool message is the gateway's to place, not a model without images",
+    answer: {
+      status: 400,
+      body: `{"error":{"message":"Invalid 'messages[2]'. Image URLs are only allowed for messages with role 'user', but this message with role 'tool' contains an image URL.","type":"invalid_request_error","param":"messages.[2].content","code":null}}`,
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
     // Mistral's API on a thinking model's answer replayed to it (charmbracelet/crush#1590; LiteLLM #30835).
     name: "Mistral: a thinking model's reasoning_content and OpenAI's refusal in a message (422 at body.messages.N.assistant)",
     answer: {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
-import { withToolMediaInUserMessages } from '../../src/upstream/tool-media.js';
+import { withToolMediaAsText, withToolMediaInUserMessages } from '../../src/upstream/tool-media.js';
 
 const image = (name: string) => ({ type: 'image_url', image_url: { url: `data:image/png;base64,${name}` } });
 const call = (id: string, name: string) => ({ id, type: 'function', function: { name, arguments: '{}' } });
@@ -89,5 +89,22 @@ describe('withToolMediaInUserMessages', () => {
     expect(JSON.stringify(withToolMediaInUserMessages(later, false)).startsWith(first.slice(0, -1))).toBe(
       true,
     );
+  });
+});
+
+describe('withToolMediaAsText', () => {
+  it('names each image of a tool result in its text for a model that takes none, and leaves the rest', () => {
+    expect(withToolMediaAsText(step)).toEqual([
+      step[0],
+      step[1],
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: 'chart.png\n[image: not shown, the model takes no images]',
+      },
+      step[3],
+    ]);
+    const plain = [step[0] as ContextMessage, step[3] as ContextMessage];
+    expect(withToolMediaAsText(plain)).toBe(plain);
   });
 });
