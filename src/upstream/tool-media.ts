@@ -15,14 +15,16 @@ import type { ContextMessage } from '../context/types.js';
 
 type Part = Record<string, unknown>;
 
-const isText = (part: unknown): boolean => (part as Part | null)?.type === 'text';
+const isImage = (part: unknown): boolean => (part as Part | null)?.type === 'image_url';
 
-/** A tool message holding something other than text parts. */
+/** A part's text in a tool message sent as text: a text part's, or another part named by its type. */
+const textOf = (part: Part): string =>
+  part.type === 'text' ? String(part.text ?? '') : `[${String(part.type ?? 'part')}]`;
+
+/** A tool message holding an image. */
 function holdsMedia(message: ContextMessage): boolean {
   return (
-    message.role === 'tool' &&
-    Array.isArray(message.content) &&
-    (message.content as unknown[]).some((part) => !isText(part))
+    message.role === 'tool' && Array.isArray(message.content) && (message.content as unknown[]).some(isImage)
   );
 }
 
@@ -68,7 +70,7 @@ export function withToolMediaInUserMessages(
       const texts: string[] = [];
       const moved: Part[] = [];
       for (const part of parts) {
-        if (isText(part)) texts.push(String(part.text ?? ''));
+        if (!isImage(part)) texts.push(textOf(part));
         else {
           images++;
           texts.push(`[image ${images}: shown in the next user message]`);
@@ -102,7 +104,7 @@ function partsOf(content: unknown): unknown[] {
 }
 
 /** What stands for an image in a tool result sent to a model that takes none. */
-export const imageNotShown = '[image: not shown, the model takes no images]';
+const imageNotShown = '[image: not shown, the model takes no images]';
 
 /**
  * The messages as a model that takes no images is sent them: each image of a tool result named in its
@@ -114,7 +116,7 @@ export function withToolMediaAsText(messages: ContextMessage[]): ContextMessage[
     holdsMedia(message)
       ? Object.assign({}, message, {
           content: (message.content as Part[])
-            .map((part) => (isText(part) ? String(part.text ?? '') : imageNotShown))
+            .map((part) => (isImage(part) ? imageNotShown : textOf(part)))
             .join('\n'),
         })
       : message,

@@ -67,6 +67,26 @@ describe('withToolMediaInUserMessages', () => {
     ]);
   });
 
+  it('moves only images: another part of a result with one is named by its type, a result without one is left', () => {
+    const file = { type: 'file', file: { file_id: 'file_1' } };
+    const messages: ContextMessage[] = [
+      step[0] as ContextMessage,
+      step[1] as ContextMessage,
+      { role: 'tool', tool_call_id: 'c1', content: [file, image('AAAA')] },
+      { role: 'tool', tool_call_id: 'c2', content: [{ type: 'text', text: 'a file' }, file] },
+    ];
+    const sent = withToolMediaInUserMessages(messages, false);
+    expect(sent[2]).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: '[file]\n[image 1: shown in the next user message]',
+    });
+    expect(sent[3]).toBe(messages[3]);
+    expect(
+      withToolMediaInUserMessages([messages[0], messages[1], messages[3]] as ContextMessage[], false),
+    ).toEqual([messages[0], messages[1], messages[3]]);
+  });
+
   it('puts an assistant message before the images for a template that makes user and assistant alternate', () => {
     const sent = withToolMediaInUserMessages(step, true);
     expect(sent.map((message) => message.role)).toEqual([
