@@ -11,6 +11,7 @@ import { Pool } from 'undici';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
 import { writeConfigFile } from '../../test/helpers/start-gateway.js';
+import { png } from '../../test/helpers/png.js';
 import { seeded } from '../../test/helpers/text.js';
 import { benchConversation } from '../lib/bodies.js';
 import { gatewayCommand, median, processCpuUs, tsx } from '../lib/load.js';
@@ -588,6 +589,42 @@ export const hostileCases: HostileCase[] = [
               type: 'tool_result',
               tool_use_id: `t${index}`,
               content,
+            })),
+          },
+        ],
+      });
+    },
+    headers: { 'x-context-window': '999999999' },
+  },
+  {
+    // Every result a picture, each sent on in a user message after the results (tool-media.ts).
+    label: 'messages: 9,998 tool_use blocks + results, each a small PNG, window 999,999,999',
+    path: '/v1/messages',
+    body: () => {
+      const picture = {
+        type: 'image',
+        source: { type: 'base64', media_type: 'image/png', data: png(4, 4).toString('base64') },
+      };
+      return JSON.stringify({
+        model: 'gpt-4o-mini',
+        max_tokens: 16,
+        messages: [
+          user('go'),
+          {
+            role: 'assistant',
+            content: Array.from({ length: 9_998 }, (_unused, index) => ({
+              type: 'tool_use',
+              id: `t${index}`,
+              name: 'f',
+              input: {},
+            })),
+          },
+          {
+            role: 'user',
+            content: Array.from({ length: 9_998 }, (_unused, index) => ({
+              type: 'tool_result',
+              tool_use_id: `t${index}`,
+              content: [{ type: 'text', text: `shot ${index}` }, picture],
             })),
           },
         ],

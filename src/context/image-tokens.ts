@@ -83,7 +83,15 @@ export function dataUrlImageSize(url: string): ImageSize | undefined {
   const match = /^data:image\/[a-z0-9.+-]+;base64,/i.exec(url);
   if (match === null) return undefined;
   try {
-    const size = readSize(decodeBase64Prefix(url.slice(match[0].length), 65_536));
+    // PNG, GIF and WebP give their size in their first 30 bytes; a JPEG's frame header may come after
+    // its other segments (EXIF, a thumbnail): only a JPEG is read further, up to 64 KB. A screenshot of
+    // a megabyte is not decoded 64 KB deep at every count of it.
+    const data = url.slice(match[0].length, match[0].length + 88);
+    const head = decodeBase64Prefix(data, 64);
+    const size =
+      head[0] === 0xff && head[1] === 0xd8
+        ? readSize(decodeBase64Prefix(url.slice(match[0].length), 65_536))
+        : readSize(head);
     return size !== undefined && size.width > 0 && size.height > 0 ? size : undefined;
   } catch {
     return undefined;

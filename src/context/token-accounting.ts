@@ -40,13 +40,29 @@ function contentTokens(content: unknown, tokenizer: Tokenizer): number {
   return total;
 }
 
+/**
+ * Where an image's tokens are kept on its `image_url` object once counted: a request counts its images
+ * more than once (its prompt, what it holds that the provider counts its own way, that again against
+ * the answer's usage), and a session's stored messages are the same objects from one request to the
+ * next. A symbol key, not enumerable: never written out, not copied by a spread; nothing changes a
+ * message in place.
+ */
+const countedImageTokens = Symbol('ctxgate.imageTokens');
+
 /** An image part's tokens by OpenAI's tile formula. */
 function imagePartTokens(part: Record<string, unknown>): number {
-  const image = part.image_url as { url?: unknown; detail?: unknown } | undefined;
-  return imageTokens(
-    typeof image?.url === 'string' ? image.url : '',
-    typeof image?.detail === 'string' ? image.detail : undefined,
+  const image = part.image_url as
+    { url?: unknown; detail?: unknown; [countedImageTokens]?: number } | undefined;
+  if (typeof image !== 'object' || image === null) return imageTokens('', undefined);
+  const known = image[countedImageTokens];
+  if (known !== undefined) return known;
+  const tokens = imageTokens(
+    typeof image.url === 'string' ? image.url : '',
+    typeof image.detail === 'string' ? image.detail : undefined,
   );
+  if (Object.isExtensible(image))
+    Object.defineProperty(image, countedImageTokens, { value: tokens, configurable: true });
+  return tokens;
 }
 
 /**
