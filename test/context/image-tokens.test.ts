@@ -25,16 +25,16 @@ function gifHeader(width: number, height: number): string {
   return `data:image/gif;base64,${bytes.toString('base64')}`;
 }
 
-function jpegHeader(width: number, height: number): string {
-  // SOI, an APP0 segment of 16 bytes, then SOF0 with height and width.
+function jpegHeader(width: number, height: number, app0Bytes = 16): string {
+  // SOI, an APP0 segment of 16 bytes (or more: EXIF, a thumbnail), then SOF0 with height and width.
   const bytes = Buffer.from([
     0xff,
     0xd8,
     0xff,
     0xe0,
-    0x00,
-    0x10,
-    ...new Array<number>(14).fill(0),
+    app0Bytes >> 8,
+    app0Bytes & 0xff,
+    ...new Array<number>(app0Bytes - 2).fill(0),
     0xff,
     0xc0,
     0x00,
@@ -45,6 +45,10 @@ function jpegHeader(width: number, height: number): string {
     width >> 8,
     width & 0xff,
     0x03,
+    // The first component's specification.
+    0x01,
+    0x22,
+    0x00,
   ]);
   return `data:image/jpeg;base64,${bytes.toString('base64')}`;
 }
@@ -70,6 +74,7 @@ describe('image tokens', () => {
     ['PNG', pngHeader(800, 600)],
     ['GIF', gifHeader(800, 600)],
     ['JPEG', jpegHeader(800, 600)],
+    ['JPEG whose frame header follows 20 KB of other segments', jpegHeader(800, 600, 20_000)],
     ['WebP', webpHeader(800, 600)],
   ])('reads the size of a %s data URL', (_format, url) => {
     expect(dataUrlImageSize(url)).toEqual({ width: 800, height: 600 });
