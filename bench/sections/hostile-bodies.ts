@@ -136,11 +136,12 @@ function chatWithTools(tools: unknown[]): string {
   return JSON.stringify({ model: 'gpt-4o-mini', messages: [user('hi')], tools });
 }
 
-/** One Messages assistant turn of N tool_use blocks, answered by as many tool_result blocks or not. */
+/** One Messages assistant turn of N tool_use blocks, answered by as many tool_result blocks (of `resultContent`) or not. */
 function messagesToolUses(
   count: number,
   results: 'with_results' | 'without_results',
   model = 'gpt-4o-mini',
+  resultContent: unknown = 'ok',
 ): string {
   const uses = Array.from({ length: count }, (_unused, index) => ({
     type: 'tool_use',
@@ -150,7 +151,7 @@ function messagesToolUses(
   }));
   const answer =
     results === 'with_results'
-      ? uses.map((use) => ({ type: 'tool_result', tool_use_id: use.id, content: 'ok' }))
+      ? uses.map((use) => ({ type: 'tool_result', tool_use_id: use.id, content: resultContent }))
       : [{ type: 'text', text: 'and now?' }];
   return JSON.stringify({
     model,
@@ -600,36 +601,14 @@ export const hostileCases: HostileCase[] = [
     // Every result a picture, each sent on in a user message after the results (tool-media.ts).
     label: 'messages: 9,998 tool_use blocks + results, each a small PNG, window 999,999,999',
     path: '/v1/messages',
-    body: () => {
-      const picture = {
-        type: 'image',
-        source: { type: 'base64', media_type: 'image/png', data: png(4, 4).toString('base64') },
-      };
-      return JSON.stringify({
-        model: 'gpt-4o-mini',
-        max_tokens: 16,
-        messages: [
-          user('go'),
-          {
-            role: 'assistant',
-            content: Array.from({ length: 9_998 }, (_unused, index) => ({
-              type: 'tool_use',
-              id: `t${index}`,
-              name: 'f',
-              input: {},
-            })),
-          },
-          {
-            role: 'user',
-            content: Array.from({ length: 9_998 }, (_unused, index) => ({
-              type: 'tool_result',
-              tool_use_id: `t${index}`,
-              content: [{ type: 'text', text: `shot ${index}` }, picture],
-            })),
-          },
-        ],
-      });
-    },
+    body: () =>
+      messagesToolUses(9_998, 'with_results', 'gpt-4o-mini', [
+        { type: 'text', text: 'shot' },
+        {
+          type: 'image',
+          source: { type: 'base64', media_type: 'image/png', data: png(4, 4).toString('base64') },
+        },
+      ]),
     headers: { 'x-context-window': '999999999' },
   },
   {
