@@ -28,13 +28,18 @@ import {
   thoughtSignaturesField,
   toolCallIdsField,
   toolImagesField,
+  imageCountField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
-import { withToolMediaAsText, withToolMediaInUserMessages } from '../upstream/tool-media.js';
+import {
+  withImagesAtMost,
+  withToolMediaAsText,
+  withToolMediaInUserMessages,
+} from '../upstream/tool-media.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -209,6 +214,9 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
+    // No more images than the model takes in a request (it refused more): the oldest named instead.
+    const imageCap = fixes.find((fix) => fix.field === imageCountField)?.atMost;
+    if (imageCap !== undefined) messages = withImagesAtMost(messages, imageCap);
     // A tool result's images in a user message after it (a chat provider's tool message takes text
     // only), or named in it for a model that refused an image.
     if (choice.target.kind !== 'anthropic')

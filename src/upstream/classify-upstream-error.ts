@@ -10,6 +10,7 @@ import {
   thoughtSignaturesField,
   toolCallIdsField,
   toolImagesField,
+  imageCountField,
   type FieldFix,
 } from './field-fixes.js';
 
@@ -147,6 +148,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
     )
   )
     add({ field: toolImagesField });
+  // More images than the model takes in one request: how many fit, as the refusal says.
+  const images = imageCap(text);
+  if (images !== undefined) add({ field: imageCountField, atMost: images });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')
@@ -166,6 +170,28 @@ function refusedFields(text: string, body: string): FieldFix[] {
     for (const name of (match[1] as string).matchAll(/'(\w+)'/g))
       add(fixForMessageField([name[1] as string]));
   return [...fixes.values()];
+}
+
+/**
+ * How many images fit in one request, from a refusal of more: Anthropic's "Too much media: 0 document
+ * pages + 103 images > 100" and "too many images and documents: 104 + 1 > 100" (documents take their
+ * share of the cap), vLLM's "At most 5 image(s) may be provided in one request" (or "prompt"), "request
+ * contains 52 images, exceeding the maximum of 50", "too many images: 11 images were provided, but the
+ * model supports a maximum of 10 images", "Too many images in request. Max is 10."
+ */
+function imageCap(text: string): number | undefined {
+  const anthropic =
+    /too much media: (\d+) document pages? \+ \d+ images? > (\d+)/i.exec(text) ??
+    /too many images and documents: \d+ \+ (\d+) > (\d+)/i.exec(text);
+  if (anthropic !== null) return Math.max(0, Number(anthropic[2]) - Number(anthropic[1]));
+  const stated =
+    /at most (\d+) image\(s\) may be provided/i.exec(text) ??
+    /contains \d+ images?, exceeding the maximum of (\d+)/i.exec(text) ??
+    /too many images[^\n]{0,120}? supports? (?:a maximum of|at most|up to) (\d+) images?/i.exec(text) ??
+    /too many images in (?:the )?(?:request|message|prompt)\W{1,3}max(?:imum)?(?: allowed)? is (\d+)/i.exec(
+      text,
+    );
+  return stated === null ? undefined : Number(stated[1]);
 }
 
 // ---- reading the body ------------------------------------------------------------------------------

@@ -36,6 +36,15 @@ export const thoughtSignaturesField = 'messages[].tool_calls[].extra_content.goo
  */
 export const toolImagesField = 'messages[].tool.images';
 
+/**
+ * Not a field of the body: how many images the request carries, which a provider caps (Anthropic at 100:
+ * "Too much media: 0 document pages + 103 images > 100"; vLLM at its --limit-mm-per-prompt: "At most 5
+ * image(s) may be provided in one request."). The fix says how many fit (`atMost`): the newest are kept
+ * and each older one is named where it stood (tool-media.ts withImagesAtMost). A long agent session that
+ * reads screenshots passes any such cap, and every later request of it would be refused the same.
+ */
+export const imageCountField = 'messages[].images';
+
 /** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
 const noThoughtSignature = 'skip_thought_signature_validator';
 
@@ -116,6 +125,8 @@ export function withoutMessageFields(
 export interface FieldFix {
   field: string;
   renameTo?: string;
+  /** A count the provider caps (imageCountField): at most this many are sent. */
+  atMost?: number;
 }
 
 /** The same setting under each provider's name for it: the one a provider does not take is renamed. */
@@ -201,7 +212,7 @@ export function loggedFieldFixes(logger: {
     maxEntries: fieldFixEntries,
     onLearned: (upstream, model, fix) =>
       logger.info(
-        { upstream, model, field: fix.field, renamedTo: fix.renameTo ?? null },
+        { upstream, model, field: fix.field, renamedTo: fix.renameTo ?? null, atMost: fix.atMost ?? null },
         'model refuses a request field',
       ),
   });
@@ -226,9 +237,12 @@ export function createFieldFixes(options: {
     remember(upstream, model, fix) {
       const key = keyOf(upstream, model);
       const known = byModel.get(key) ?? none;
-      if (known.some((kept) => kept.field === fix.field)) return false;
+      // A cap already known is lowered by a refusal that gives a lower one (documents beside the images).
+      const same = known.find((kept) => kept.field === fix.field);
+      if (same !== undefined && !(fix.atMost !== undefined && fix.atMost < (same.atMost ?? Infinity)))
+        return false;
       byModel.delete(key);
-      byModel.set(key, [...known, fix]);
+      byModel.set(key, [...known.filter((kept) => kept !== same), fix]);
       if (byModel.size > options.maxEntries) byModel.delete(byModel.keys().next().value as string);
       options.onLearned?.(upstream, model, fix);
       return true;

@@ -122,3 +122,37 @@ export function withToolMediaAsText(messages: ContextMessage[]): ContextMessage[
       : message,
   );
 }
+
+/**
+ * The messages with at most `atMost` images (a provider's cap per request: field-fixes.ts
+ * imageCountField): the newest kept, each older one — a user's or a tool result's — named where it stood,
+ * `[image: left out, the model takes at most N images in a request]`. The messages that keep theirs are
+ * the same objects, and the same array when no more than `atMost` are held.
+ */
+export function withImagesAtMost(messages: ContextMessage[], atMost: number): ContextMessage[] {
+  let kept = 0;
+  let out: ContextMessage[] | undefined;
+  const leftOut = {
+    type: 'text',
+    text: `[image: left out, the model takes at most ${atMost} images in a request]`,
+  };
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const message = messages[index] as ContextMessage;
+    if (!Array.isArray(message.content)) continue;
+    const parts = message.content as unknown[];
+    let changed: unknown[] | undefined;
+    for (let at = parts.length - 1; at >= 0; at--) {
+      if (!isImage(parts[at])) continue;
+      if (kept < atMost) {
+        kept++;
+        continue;
+      }
+      changed ??= parts.slice();
+      changed[at] = leftOut;
+    }
+    if (changed === undefined) continue;
+    out ??= messages.slice();
+    out[index] = Object.assign({}, message, { content: changed });
+  }
+  return out ?? messages;
+}

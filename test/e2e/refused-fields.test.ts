@@ -7,20 +7,26 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeUpstream, mistralUnknownFields } from '../helpers/fake-upstream.js';
+import { FakeAnthropic } from '../helpers/fake-anthropic.js';
+import { FakeUpstream, mistralUnknownFields, type ChatMessage } from '../helpers/fake-upstream.js';
+import { png, pngSizeOf } from '../helpers/png.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 let fake: FakeUpstream;
 /** As Mistral's API: fields it does not know are refused with a 422. */
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
+/** Anthropic itself (`kind: anthropic`): at most 100 images in a request. */
+let claude: FakeAnthropic;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
 const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-messages', 'prod-both'];
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ reasoningModels: deployments });
+  // `local-vision` as vLLM serves a model started with --limit-mm-per-prompt '{"image": 4}'.
+  fake = new FakeUpstream({ reasoningModels: deployments, imageLimits: { 'local-vision': 4 } });
+  claude = new FakeAnthropic({ apiKey: 'sk-test' });
   mistral = new FakeUpstream({
     forbiddenFields: mistralUnknownFields,
     mistralMessages: true,
@@ -29,6 +35,10 @@ beforeAll(async () => {
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
       'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${await claude.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
       '    models: ["devstral-*", "mistral-*"]',
@@ -47,6 +57,7 @@ afterAll(async () => {
   await harness.close();
   await fake.stop();
   await mistral.stop();
+  await claude.stop();
 });
 
 /** The bodies the provider received for a model, from `since` on. */
@@ -264,6 +275,131 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
     expect(sent.map((body) => [body.max_completion_tokens ?? null, body.max_tokens ?? null])).toEqual([
       [256, null],
       [null, 256],
+    ]);
+  });
+});
+
+/** A screenshot of `width`×`height` as a data URL. */
+const shot = (width: number, height: number): string =>
+  `data:image/png;base64,${png(width, height).toString('base64')}`;
+
+describe('more images than the model takes in one request', () => {
+  it('sends a chat conversation of 6 screenshots to a vLLM model that takes 4: the newest 4, the others named', async () => {
+    // A user who pastes a screenshot each turn; the sixth turn's is the one asked about.
+    const messages: OpenAI.ChatCompletionMessageParam[] = [];
+    for (let turn = 1; turn <= 6; turn++) {
+      messages.push({
+        role: 'user',
+        content: [
+          { type: 'text', text: `Screenshot ${turn}: what changed?` },
+          { type: 'image_url', image_url: { url: shot(10 + turn, 20) } },
+        ],
+      });
+      if (turn < 6) messages.push({ role: 'assistant', content: `Step ${turn} looks fine.` });
+    }
+    const before = fake.chatRequests.length;
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'local-vision', messages })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = fake.chatRequests
+      .slice(before)
+      .filter((request) => request.path.endsWith('/chat/completions'));
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    const parts = (sent[1]?.body as { messages: ChatMessage[] }).messages.flatMap((message) =>
+      Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
+    );
+    // The newest four, as the client sent them; the two oldest named where they stood.
+    expect(
+      parts
+        .filter((part) => part.type === 'image_url')
+        .map((part) => pngSizeOf(String((part.image_url as { url: string }).url))?.width),
+    ).toEqual([13, 14, 15, 16]);
+    expect(parts.filter((part) => part.type === 'text').map((part) => part.text)).toEqual([
+      'Screenshot 1: what changed?',
+      '[image: left out, the model takes at most 4 images in a request]',
+      'Screenshot 2: what changed?',
+      '[image: left out, the model takes at most 4 images in a request]',
+      'Screenshot 3: what changed?',
+      'Screenshot 4: what changed?',
+      'Screenshot 5: what changed?',
+      'Screenshot 6: what changed?',
+    ]);
+
+    // Its next request goes right the first time.
+    const again = fake.chatRequests.length;
+    const next = await openai.chat.completions.create({ model: 'local-vision', messages }).withResponse();
+    expect(next.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('goes on with an Anthropic session whose tool results hold 103 pictures: the newest 100 reach Claude', async () => {
+    // As Claude Code's Read returns a PNG: each tool_result an image block; the 103rd read is the newest.
+    const messages: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'Rename each picture by what it shows.' },
+    ];
+    for (let step = 1; step <= 103; step++) {
+      messages.push({
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: `toolu_${step}`, name: 'Read', input: { file_path: `shot-${step}.png` } },
+        ],
+      });
+      messages.push({
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: `toolu_${step}`,
+            content: [
+              {
+                type: 'image',
+                source: { type: 'base64', media_type: 'image/png', data: png(step, 7).toString('base64') },
+              },
+            ],
+          },
+        ],
+      });
+    }
+    claude.respond = (body) => {
+      // The model names the newest picture it was shown: its width is the step that read it.
+      const last = (body.messages as Array<{ content: unknown }>).at(-1)?.content as Array<
+        Record<string, unknown>
+      >;
+      const image = (last[0]?.content as Array<Record<string, unknown>>)[0];
+      const data = (image?.source as { data?: string } | undefined)?.data ?? '';
+      return {
+        text: `The newest picture is ${pngSizeOf(`data:image/png;base64,${data}`)?.width ?? 'missing'} wide.`,
+      };
+    };
+    const before = claude.messageRequests.length;
+    const answer = await anthropic.messages.create({ model: 'claude-sonnet-5', max_tokens: 256, messages });
+    expect(answer.content).toEqual([
+      expect.objectContaining({ type: 'text', text: 'The newest picture is 103 wide.' }),
+    ]);
+    const sent = claude.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    const results = (sent[1]?.body.messages as Array<{ content: unknown }>)
+      .flatMap((message) =>
+        Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
+      )
+      .filter((block) => block.type === 'tool_result');
+    // Each result's content: its image block, or the line that stands for it (text, sent as a string).
+    const contents = results.map((result) =>
+      typeof result.content === 'string'
+        ? result.content
+        : (result.content as Array<Record<string, unknown>>)[0]?.type,
+    );
+    // Every result is still there (no tool_use without its result); the three oldest hold a line instead.
+    expect(results).toHaveLength(103);
+    expect(contents.filter((content) => content === 'image')).toHaveLength(100);
+    expect(contents.slice(0, 4)).toEqual([
+      ...Array.from(
+        { length: 3 },
+        () => '[image: left out, the model takes at most 100 images in a request]',
+      ),
+      'image',
     ]);
   });
 });

@@ -4,9 +4,10 @@
 // right after a user message, for Claude Opus 4.8 and the 5 family, or any model with the
 // per-turn-control beta that Claude Code sends: mid-conversation system messages), a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
-// whose result does not follow, a thinking block without its signature or with one it did not give, and
-// a prompt over its window ("prompt is too long: N tokens > M maximum"). Its token count is its own
-// (cl100k, scaled): not the gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
+// whose result does not follow, a thinking block without its signature or with one it did not give, more
+// than 100 images ("Too much media: 0 document pages + 103 images > 100"), and a prompt over its window
+// ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled): not the
+// gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
@@ -42,7 +43,9 @@ function blockText(block: unknown): string {
   if (typeof record.thinking === 'string') return record.thinking;
   if (record.type === 'tool_use') return `${String(record.name)} ${JSON.stringify(record.input ?? {})}`;
   if (record.type === 'tool_result') return contentText(record.content);
-  if (record.type === 'image') return 'x'.repeat(4_000);
+  // An image is counted apart (imageTokens): 4,000 letters without a space would cost the tokenizer
+  // seconds each, and a request of a hundred pictures minutes.
+  if (record.type === 'image') return '';
   return JSON.stringify(record);
 }
 
@@ -52,14 +55,23 @@ export function contentText(content: unknown): string {
   return '';
 }
 
+/** What the fake counts an image as, whatever its size (a picture of about 375,000 pixels: w×h/750). */
+const imageTokens = 500;
+
 /** The fake's count of a request's prompt: system, messages and tools. */
 export function anthropicTokens(body: Json): number {
   let text = contentText(body.system);
-  for (const message of (body.messages as Json[] | undefined) ?? [])
+  let images = 0;
+  for (const message of (body.messages as Json[] | undefined) ?? []) {
     text += `\n${contentText(message.content)}`;
+    images += imageBlocks(message.content);
+  }
   if (Array.isArray(body.tools)) text += JSON.stringify(body.tools);
   return Math.ceil(
-    (encoding.encode(text).length + 4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) * countScale,
+    (encoding.encode(text).length +
+      imageTokens * images +
+      4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) *
+      countScale,
   );
 }
 
@@ -131,7 +143,23 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
     }
   }
   if (body.max_tokens === undefined) return 'max_tokens: Field required';
+  // At most 100 images in a request, a tool result's included (Anthropic's vision limits).
+  const images = (messages as Json[]).reduce((total, message) => total + imageBlocks(message.content), 0);
+  if (images > maxImages) return `Too much media: 0 document pages + ${images} images > ${maxImages}`;
   return undefined;
+}
+
+/** Images Anthropic takes in one request. */
+const maxImages = 100;
+
+/** The image blocks of a message's content, those of its tool results included. */
+function imageBlocks(content: unknown): number {
+  if (!Array.isArray(content)) return 0;
+  return (content as Json[]).reduce(
+    (total, block) =>
+      total + (block.type === 'image' ? 1 : block.type === 'tool_result' ? imageBlocks(block.content) : 0),
+    0,
+  );
 }
 
 export class FakeAnthropic {

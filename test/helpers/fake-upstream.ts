@@ -127,6 +127,11 @@ export interface FakeUpstreamOptions {
   /** Models served as vLLM serves one that takes no images: a request holding an image is refused. */
   textOnly?: readonly string[];
   /**
+   * Models served as vLLM serves one with `--limit-mm-per-prompt`, by the most images it takes in a
+   * request: a request holding more is refused ("At most 4 image(s) may be provided in one request.").
+   */
+  imageLimits?: Readonly<Record<string, number>>;
+  /**
    * Models (or all) whose template also checks that user and assistant messages alternate after the
    * system message, tool calls and their results aside, as Devstral's and Mistral's tool templates do
    * (two user messages in a row are refused).
@@ -727,6 +732,28 @@ export class FakeUpstream {
         JSON.stringify({
           object: 'error',
           message: `${String(body.model)} is not a multimodal model`,
+          type: 'BadRequestError',
+          param: null,
+          code: 400,
+        }),
+      );
+      return;
+    }
+    const imageLimit = this.options.imageLimits?.[String(body.model)];
+    const images = body.messages.reduce(
+      (total, message) =>
+        total +
+        (Array.isArray(message.content)
+          ? (message.content as Array<{ type?: unknown }>).filter((part) => part?.type === 'image_url').length
+          : 0),
+      0,
+    );
+    if (imageLimit !== undefined && images > imageLimit) {
+      sendJson(
+        400,
+        JSON.stringify({
+          object: 'error',
+          message: `At most ${imageLimit} image(s) may be provided in one request.`,
           type: 'BadRequestError',
           param: null,
           code: 400,

@@ -459,6 +459,88 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'bad_request' },
   },
+  // More images than the model takes in one request: the request goes again with the oldest named
+  // instead (imageCountField), as many kept as the refusal says fit.
+  {
+    // Anthropic, once a Claude Code session has read its 101st picture (anthropics/claude-code#3397,
+    // #19822, #24541): every later request of the session, /compact included, was refused the same.
+    name: 'Anthropic: more than 100 images (400 "Too much media: 0 document pages + 103 images > 100")',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"Too much media: 0 document pages + 103 images > 100"},"request_id":"req_011CXLuUBKMffgQcCA9wfKbV"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 100 }] },
+  },
+  {
+    // Anthropic's other wording, with a document beside the images (anthropics/claude-code#23392).
+    name: 'Anthropic: images and a document (400 "too many images and documents: 104 + 1 > 100")',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"too many images and documents: 104 + 1 > 100"},"request_id":"req_011CXqJXwaFpHuYrnwkakp1F"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 99 }] },
+  },
+  {
+    name: 'Anthropic: document pages beside the images (400 "Too much media: 3 document pages + 98 images > 100")',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"Too much media: 3 document pages + 98 images > 100"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 97 }] },
+  },
+  {
+    // vLLM's --limit-mm-per-prompt (vllm-project/vllm#17092; comfyui_LLM_party#99 on Qwen2-VL).
+    name: 'vLLM: more images than --limit-mm-per-prompt (400 "At most 5 image(s) may be provided in one request.")',
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"At most 5 image(s) may be provided in one request.","type":"BadRequestError","param":null,"code":400}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 5 }] },
+  },
+  {
+    name: 'vLLM, newer: "At most 1 image(s) may be provided in one prompt."',
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"At most 1 image(s) may be provided in one prompt.","type":"BadRequestError","param":null,"code":400}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 1 }] },
+  },
+  {
+    // Meta's Muse Spark API (anomalyco/opencode#47721, CommandCodeAI/desktop#64).
+    name: 'Muse Spark: "request contains 52 images, exceeding the maximum of 50 allowed per request"',
+    answer: {
+      status: 400,
+      body: openAIError('request contains 52 images, exceeding the maximum of 50 allowed per request', null),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 50 }] },
+  },
+  {
+    // GitHub Copilot's endpoint for Gemini (microsoft/vscode#303825, #306919).
+    name: 'Copilot: "The request contains too many images: 11 images were provided, but the model supports a maximum of 10 images."',
+    answer: {
+      status: 400,
+      body: openAIError(
+        'The request contains too many images: 11 images were provided, but the model supports a maximum of 10 images.',
+        'invalid_request_body',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 10 }] },
+  },
+  {
+    // the-open-agent/openagent#874.
+    name: 'OpenAI-compatible: "Too many images in request. Max is 10."',
+    answer: { status: 400, body: openAIError('Too many images in request. Max is 10.', null) },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 10 }] },
+  },
+  {
+    // Look-alikes: an image too big, and Anthropic's many-image size rule, say nothing of a count.
+    name: 'Anthropic: an image too large is not too many images',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: 5312420 bytes > 5242880 bytes"}}',
+    },
+    expected: { kind: 'bad_request' },
+  },
   {
     // Mistral's API on a thinking model's answer replayed to it (charmbracelet/crush#1590; LiteLLM #30835).
     name: "Mistral: a thinking model's reasoning_content and OpenAI's refusal in a message (422 at body.messages.N.assistant)",

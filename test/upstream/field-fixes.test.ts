@@ -62,6 +62,19 @@ describe('createFieldFixes', () => {
     expect(fixes.fixesFor('azure', 'prod-gpt4o')).toEqual([]);
   });
 
+  it('keeps the lowest cap a model refused above (documents beside the images lower it)', () => {
+    const fixes = createFieldFixes({ maxEntries: 10 });
+    expect(fixes.remember('anthropic', 'claude', { field: 'messages[].images', atMost: 100 })).toBe(true);
+    expect(fixes.remember('anthropic', 'claude', rename)).toBe(true);
+    expect(fixes.remember('anthropic', 'claude', { field: 'messages[].images', atMost: 100 })).toBe(false);
+    expect(fixes.remember('anthropic', 'claude', { field: 'messages[].images', atMost: 120 })).toBe(false);
+    expect(fixes.remember('anthropic', 'claude', { field: 'messages[].images', atMost: 99 })).toBe(true);
+    expect(fixes.fixesFor('anthropic', 'claude')).toEqual([
+      rename,
+      { field: 'messages[].images', atMost: 99 },
+    ]);
+  });
+
   it('forgets the least recently learned model beyond maxEntries', () => {
     const fixes = createFieldFixes({ maxEntries: 3 });
     for (const model of ['a', 'b', 'c']) fixes.remember('u', model, rename);

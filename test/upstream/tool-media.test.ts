@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
-import { withToolMediaAsText, withToolMediaInUserMessages } from '../../src/upstream/tool-media.js';
+import {
+  withImagesAtMost,
+  withToolMediaAsText,
+  withToolMediaInUserMessages,
+} from '../../src/upstream/tool-media.js';
 
 const image = (name: string) => ({ type: 'image_url', image_url: { url: `data:image/png;base64,${name}` } });
 const call = (id: string, name: string) => ({ id, type: 'function', function: { name, arguments: '{}' } });
@@ -126,5 +130,60 @@ describe('withToolMediaAsText', () => {
     ]);
     const plain = [step[0] as ContextMessage, step[3] as ContextMessage];
     expect(withToolMediaAsText(plain)).toBe(plain);
+  });
+});
+
+describe('withImagesAtMost', () => {
+  const shots: ContextMessage[] = [
+    { role: 'user', content: [{ type: 'text', text: 'Compare these.' }, image('U1'), image('U2')] },
+    { role: 'assistant', content: null, tool_calls: [call('c1', 'Read'), call('c2', 'Read')] },
+    { role: 'tool', tool_call_id: 'c1', content: [{ type: 'text', text: 'a.png' }, image('T1')] },
+    { role: 'tool', tool_call_id: 'c2', content: [image('T2')] },
+    { role: 'assistant', content: null, tool_calls: [call('c3', 'Read')] },
+    { role: 'tool', tool_call_id: 'c3', content: [image('T3')] },
+  ];
+  const left = { type: 'text', text: '[image: left out, the model takes at most 3 images in a request]' };
+
+  it('returns the same messages when they hold no more images than fit', () => {
+    expect(withImagesAtMost(shots, 5)).toBe(shots);
+    expect(withImagesAtMost(shots, 6)).toBe(shots);
+  });
+
+  it('keeps the newest images and names each older one where it stood, in user and tool messages alike', () => {
+    expect(withImagesAtMost(shots, 3)).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'Compare these.' }, left, left] },
+      shots[1],
+      shots[2],
+      shots[3],
+      shots[4],
+      shots[5],
+    ]);
+    // Messages it does not change are the same objects (their bytes are copied).
+    const capped = withImagesAtMost(shots, 3);
+    expect(capped[2]).toBe(shots[2]);
+    expect(capped[5]).toBe(shots[5]);
+    // One fewer: the oldest tool result's image is named too, its text kept.
+    expect(withImagesAtMost(shots, 2)[2]).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: [
+        { type: 'text', text: 'a.png' },
+        { type: 'text', text: '[image: left out, the model takes at most 2 images in a request]' },
+      ],
+    });
+  });
+
+  it('names every image when none fits, and leaves the caller’s messages as they were', () => {
+    const before = JSON.stringify(shots);
+    const capped = withImagesAtMost(shots, 0);
+    expect(JSON.stringify(capped)).not.toContain('image_url');
+    expect(JSON.stringify(capped).match(/left out, the model takes at most 0 images/g)).toHaveLength(5);
+    expect(JSON.stringify(shots)).toBe(before);
+  });
+
+  it('then moves the images kept of tool results to a user message, as before', () => {
+    const sent = withToolMediaInUserMessages(withImagesAtMost(shots, 2), false);
+    const images = JSON.stringify(sent).match(/data:image\/png;base64,(\w+)/g);
+    expect(images).toEqual(['data:image/png;base64,T2', 'data:image/png;base64,T3']);
   });
 });
