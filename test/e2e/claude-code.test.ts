@@ -8,10 +8,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentText, FakeAnthropic } from '../helpers/fake-anthropic.js';
+import { contentText, FakeAnthropic, imageBlocks } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { clientsDirectory, runProgram } from '../helpers/newest-clients.js';
-import { png, pictureSeenSinceLastCall } from '../helpers/png.js';
+import { png, pictureSeenSinceLastCall, pngSizeOf } from '../helpers/png.js';
 import { prose, textOf } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -19,6 +19,8 @@ const claude = join(clientsDirectory, 'node_modules/.bin/claude');
 /** The fake's window for the long loop: Claude Code's own prompt and tools take a good part of it. */
 const smallWindow = 60_000;
 const loopSteps = 24;
+/** Screenshots the picture session reads, 8 at a time: more than the 100 images Anthropic takes. */
+const screenshots = 104;
 
 type Json = Record<string, unknown>;
 
@@ -42,6 +44,31 @@ function lastToolResult(messages: Array<{ role: string; content: unknown }>): st
   if (!Array.isArray(last?.content)) return undefined;
   const result = (last.content as Json[]).find((block) => block.type === 'tool_result');
   return result === undefined ? undefined : contentText(result.content);
+}
+
+/**
+ * A vision model asked to look at every screenshot: it reads them 8 at a time, then says how wide the
+ * widest picture it was shown is (each screenshot is as wide as its number: the newest) and how many
+ * it was shown.
+ */
+function lookAtScreenshots(messages: Array<{ role: string; content: unknown }>) {
+  const reads = messages
+    .flatMap((message) =>
+      message.role === 'assistant' && Array.isArray(message.content) ? message.content : [],
+    )
+    .filter((block: Json) => block.type === 'tool_use').length;
+  if (reads < screenshots)
+    return {
+      toolUses: Array.from({ length: Math.min(8, screenshots - reads) }, (_unused, index) => ({
+        name: 'Read',
+        input: { file_path: join(workDirectory, `shot-${reads + index + 1}.png`) },
+      })),
+    };
+  const images = messages.flatMap((message) => imageBlocks(message.content));
+  const widths = images.map(
+    (image) => pngSizeOf(`data:image/png;base64,${String((image.source as Json).data)}`)?.width ?? 0,
+  );
+  return { text: `The widest screenshot is ${Math.max(0, ...widths)} pixels; I was shown ${images.length}.` };
 }
 
 /** The fake model, deciding from the task in its prompt. */
@@ -69,6 +96,8 @@ beforeAll(async () => {
   writeFileSync(join(workDirectory, 'chart.png'), png(37, 23));
   for (let chapter = 1; chapter <= loopSteps; chapter++)
     writeFileSync(join(workDirectory, `chapter-${chapter}.txt`), `${prose(3_000, chapter)}\n`);
+  for (let shot = 1; shot <= screenshots; shot++)
+    writeFileSync(join(workDirectory, `shot-${shot}.png`), png(shot, 9, shot));
   anthropic = new FakeAnthropic({ window: smallWindow });
   anthropic.respond = (body) => {
     const messages = body.messages as Array<{ role: string; content: unknown }>;
@@ -76,6 +105,7 @@ beforeAll(async () => {
     // Read tool: they get text, and never move the loop on.
     const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');
     if (!hasRead) return { text: 'A summary: the assistant is reading files for the user.' };
+    if (taskOf(messages).includes('Look at every screenshot')) return lookAtScreenshots(messages);
     const decision = decide(taskOf(messages), lastToolResult(messages));
     return 'text' in decision
       ? { text: decision.text }
@@ -322,6 +352,29 @@ describe('Claude Code through ctxgate', () => {
       expect(body).toHaveProperty('output_config.effort');
       expect(body).toHaveProperty('context_management.edits');
     }
+  }, 300_000);
+
+  it('goes on natively on Claude past 100 pictures: the newest 100 are sent, not "Too much media" on every request', async () => {
+    const before = anthropic.messageRequests.length;
+    const from = harness.logLines.length;
+    const { result } = await runClaude(
+      'Look at every screenshot, shot-1.png to shot-104.png.',
+      'claude-sonnet-5',
+      undefined,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The widest screenshot is 104 pixels; I was shown 100.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    // Anthropic refused one request for its pictures, the first that held more than 100 (Claude Code's
+    // first request is refused too, for its max_tokens past the window); every one it took held at most 100.
+    const sent = anthropic.messageRequests.slice(before).map((request) => ({
+      status: request.status,
+      images: (request.body.messages as Json[]).flatMap((message) => imageBlocks(message.content)).length,
+    }));
+    expect(sent.filter((request) => request.status === 400 && request.images > 100)).toHaveLength(1);
+    expect(
+      Math.max(...sent.filter((request) => request.status === 200).map((request) => request.images)),
+    ).toBe(100);
   }, 300_000);
 
   it('runs the same task bridged to a Chat Completions model', async () => {

@@ -11,6 +11,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
+import { pngSizeOf } from './png.js';
 
 type Json = Record<string, unknown>;
 
@@ -21,6 +22,8 @@ const countScale = 1.12;
 export interface AnthropicReply {
   text?: string;
   toolUse?: { name: string; input: Json };
+  /** Several tool calls at once (parallel), after `toolUse`. */
+  toolUses?: ReadonlyArray<{ name: string; input: Json }>;
   /** A thinking block before the answer (with its signature). */
   thinking?: string;
 }
@@ -43,8 +46,7 @@ function blockText(block: unknown): string {
   if (typeof record.thinking === 'string') return record.thinking;
   if (record.type === 'tool_use') return `${String(record.name)} ${JSON.stringify(record.input ?? {})}`;
   if (record.type === 'tool_result') return contentText(record.content);
-  // An image is counted apart (imageTokens): 4,000 letters without a space would cost the tokenizer
-  // seconds each, and a request of a hundred pictures minutes.
+  // An image is counted apart, by its size (imageTokens).
   if (record.type === 'image') return '';
   return JSON.stringify(record);
 }
@@ -55,8 +57,15 @@ export function contentText(content: unknown): string {
   return '';
 }
 
-/** What the fake counts an image as, whatever its size (a picture of about 375,000 pixels: w×h/750). */
-const imageTokens = 500;
+/**
+ * An image's tokens as Anthropic counts them: width × height / 750, a picture whose size the fake cannot
+ * read (not a PNG) as one of the largest Claude takes whole (1,600).
+ */
+function imageTokens(block: Json): number {
+  const data = (block.source as { data?: unknown } | undefined)?.data;
+  const size = typeof data === 'string' ? pngSizeOf(`data:image/png;base64,${data}`) : undefined;
+  return size === undefined ? 1_600 : Math.max(1, Math.ceil((size.width * size.height) / 750));
+}
 
 /** The fake's count of a request's prompt: system, messages and tools. */
 export function anthropicTokens(body: Json): number {
@@ -64,13 +73,11 @@ export function anthropicTokens(body: Json): number {
   let images = 0;
   for (const message of (body.messages as Json[] | undefined) ?? []) {
     text += `\n${contentText(message.content)}`;
-    images += imageBlocks(message.content);
+    for (const image of imageBlocks(message.content)) images += imageTokens(image);
   }
   if (Array.isArray(body.tools)) text += JSON.stringify(body.tools);
   return Math.ceil(
-    (encoding.encode(text).length +
-      imageTokens * images +
-      4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) *
+    (encoding.encode(text).length + images + 4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) *
       countScale,
   );
 }
@@ -144,7 +151,10 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
   }
   if (body.max_tokens === undefined) return 'max_tokens: Field required';
   // At most 100 images in a request, a tool result's included (Anthropic's vision limits).
-  const images = (messages as Json[]).reduce((total, message) => total + imageBlocks(message.content), 0);
+  const images = (messages as Json[]).reduce(
+    (total, message) => total + imageBlocks(message.content).length,
+    0,
+  );
   if (images > maxImages) return `Too much media: 0 document pages + ${images} images > ${maxImages}`;
   return undefined;
 }
@@ -153,12 +163,10 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
 const maxImages = 100;
 
 /** The image blocks of a message's content, those of its tool results included. */
-function imageBlocks(content: unknown): number {
-  if (!Array.isArray(content)) return 0;
-  return (content as Json[]).reduce(
-    (total, block) =>
-      total + (block.type === 'image' ? 1 : block.type === 'tool_result' ? imageBlocks(block.content) : 0),
-    0,
+export function imageBlocks(content: unknown): Json[] {
+  if (!Array.isArray(content)) return [];
+  return (content as Json[]).flatMap((block) =>
+    block.type === 'image' ? [block] : block.type === 'tool_result' ? imageBlocks(block.content) : [],
   );
 }
 
@@ -247,15 +255,17 @@ export class FakeAnthropic {
     if (reply.thinking !== undefined)
       content.push({ type: 'thinking', thinking: reply.thinking, signature: `sig-${this.requests.length}` });
     if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
-    if (reply.toolUse !== undefined)
+    const uses = [...(reply.toolUse === undefined ? [] : [reply.toolUse]), ...(reply.toolUses ?? [])];
+    uses.forEach((use, index) =>
       content.push({
         type: 'tool_use',
-        id: `toolu_${this.requests.length}_0`,
-        name: reply.toolUse.name,
-        input: reply.toolUse.input,
-      });
+        id: `toolu_${this.requests.length}_${index}`,
+        name: use.name,
+        input: use.input,
+      }),
+    );
     const outputTokens = Math.max(1, encoding.encode(contentText(content)).length);
-    const stopReason = reply.toolUse === undefined ? 'end_turn' : 'tool_use';
+    const stopReason = uses.length === 0 ? 'end_turn' : 'tool_use';
     const message = {
       id: `msg_fake_${this.requests.length}`,
       type: 'message',
