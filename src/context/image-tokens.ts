@@ -28,13 +28,36 @@ export function tileFormulaTokens({ width, height }: ImageSize, detail: string |
   return lowDetailImageTokens + tileTokens * Math.ceil(w / 512) * Math.ceil(h / 512);
 }
 
-function decodeBase64Prefix(base64: string, maxBytes: number): Uint8Array {
-  const usable = base64.slice(0, Math.ceil((maxBytes * 4) / 3 / 4) * 4).replace(/[^A-Za-z0-9+/]/g, '');
-  const trimmed = usable.slice(0, usable.length - (usable.length % 4));
-  const binary = atob(trimmed);
-  const bytes = new Uint8Array(binary.length);
-  for (let index = 0; index < binary.length; index++) bytes[index] = binary.charCodeAt(index);
-  return bytes;
+/** Each base64 digit's value by its character code (-1: not a digit, skipped as whitespace is). */
+const base64Values = (() => {
+  const values = new Int8Array(128).fill(-1);
+  const digits = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  for (let index = 0; index < digits.length; index++) values[digits.charCodeAt(index)] = index;
+  return values;
+})();
+
+/**
+ * The first `maxBytes` bytes the base64 text of `text` from `start` decodes to (fewer when it ends, or
+ * at padding), read in place: a request of thousands of pictures reads each one's header without a copy.
+ */
+function decodeBase64Prefix(text: string, start: number, maxBytes: number): Uint8Array {
+  const bytes = new Uint8Array(maxBytes);
+  let length = 0;
+  let bits = 0;
+  let held = 0;
+  for (let at = start; at < text.length && length < maxBytes; at++) {
+    const code = text.charCodeAt(at);
+    if (code === 0x3d) break;
+    const value = code < 128 ? (base64Values[code] as number) : -1;
+    if (value < 0) continue;
+    bits = (bits << 6) | value;
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      bytes[length++] = (bits >> held) & 0xff;
+    }
+  }
+  return length === maxBytes ? bytes : bytes.subarray(0, length);
 }
 
 function readSize(bytes: Uint8Array): ImageSize | undefined {
@@ -86,11 +109,11 @@ export function dataUrlImageSize(url: string): ImageSize | undefined {
     // PNG, GIF and WebP give their size in their first 30 bytes; a JPEG's frame header may come after
     // its other segments (EXIF, a thumbnail): only a JPEG is read further, up to 64 KB. A screenshot of
     // a megabyte is not decoded 64 KB deep at every count of it.
-    const data = url.slice(match[0].length, match[0].length + 88);
-    const head = decodeBase64Prefix(data, 64);
+    const start = match[0].length;
+    const head = decodeBase64Prefix(url, start, 64);
     const size =
       head[0] === 0xff && head[1] === 0xd8
-        ? readSize(decodeBase64Prefix(url.slice(match[0].length), 65_536))
+        ? readSize(decodeBase64Prefix(url, start, 65_536))
         : readSize(head);
     return size !== undefined && size.width > 0 && size.height > 0 ? size : undefined;
   } catch {

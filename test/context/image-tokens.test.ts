@@ -76,6 +76,12 @@ describe('image tokens', () => {
     ['JPEG', jpegHeader(800, 600)],
     ['JPEG whose frame header follows 20 KB of other segments', jpegHeader(800, 600, 20_000)],
     ['WebP', webpHeader(800, 600)],
+    // Base64 broken into lines, as MIME writes it (every 76 characters; every 16 here, so that the
+    // header's own bytes are broken too).
+    [
+      'PNG in base64 broken into lines',
+      pngHeader(800, 600).replace(/(?<=;base64,)(.*)$/s, (data) => data.replace(/.{1,16}/g, '$&\r\n')),
+    ],
   ])('reads the size of a %s data URL', (_format, url) => {
     expect(dataUrlImageSize(url)).toEqual({ width: 800, height: 600 });
   });
