@@ -29,6 +29,7 @@ import {
   toolCallIdsField,
   toolImagesField,
   imageCountField,
+  imageSizeField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
@@ -37,6 +38,7 @@ import {
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 import {
   withImagesAtMost,
+  withImagesWithin,
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../upstream/tool-media.js';
@@ -217,6 +219,9 @@ export function createAttemptLadder(input: {
     // No more images than the model takes in a request (it refused more): the oldest named instead.
     const imageCap = fixes.find((fix) => fix.field === imageCountField)?.atMost;
     if (imageCap !== undefined) messages = withImagesAtMost(messages, imageCap);
+    // Nor larger ones than it takes in a request of many (Anthropic's 2000 pixels past 20 images).
+    const imageSide = fixes.find((fix) => fix.field === imageSizeField)?.atMost;
+    if (imageSide !== undefined) messages = withImagesWithin(messages, imageSide);
     // A tool result's images in a user message after it (a chat provider's tool message takes text
     // only), or named in it for a model that refused an image.
     if (choice.target.kind !== 'anthropic')

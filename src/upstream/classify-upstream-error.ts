@@ -11,6 +11,7 @@ import {
   toolCallIdsField,
   toolImagesField,
   imageCountField,
+  imageSizeField,
   type FieldFix,
 } from './field-fixes.js';
 
@@ -151,6 +152,11 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // More images than the model takes in one request: how many fit, as the refusal says.
   const images = imageCap(text);
   if (images !== undefined) add({ field: imageCountField, atMost: images });
+  // Anthropic's size for the images of a request of more than 20.
+  const side =
+    /exceeds? max allowed size for many-image requests: (\d+) pixels/i.exec(text) ??
+    /exceeds the dimension limit for many-image requests \((\d+)\s*px\)/i.exec(text);
+  if (side !== null) add({ field: imageSizeField, atMost: Number(side[1]) });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')

@@ -45,6 +45,16 @@ export const toolImagesField = 'messages[].tool.images';
  */
 export const imageCountField = 'messages[].images';
 
+/**
+ * Not a field of the body: how large the images of a request of many may be. Anthropic takes an image of
+ * up to 8000 pixels a side, and only up to 2000 in a request of more than 20 images ("At least one of the
+ * image dimensions exceed max allowed size for many-image requests: 2000 pixels"): a screenshot of a
+ * phone or a large display, once the session has read 20 pictures. The fix says the size (`atMost`):
+ * each larger image is named where it stood, or, when the newest is one, the newest 20 are kept
+ * (tool-media.ts withImagesWithin).
+ */
+export const imageSizeField = 'messages[].images.size';
+
 /** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
 const noThoughtSignature = 'skip_thought_signature_validator';
 

@@ -12,6 +12,7 @@
 // stored — an image stays in its result: masked with it, dropped with it. Deterministic, so the next
 // request repeats the prefix. Pure.
 import type { ContextMessage } from '../context/types.js';
+import { dataUrlImageSize } from '../context/image-tokens.js';
 
 type Part = Record<string, unknown>;
 
@@ -131,22 +132,58 @@ export function withToolMediaAsText(messages: ContextMessage[]): ContextMessage[
  */
 export function withImagesAtMost(messages: ContextMessage[], atMost: number): ContextMessage[] {
   let kept = 0;
+  return withImagesLeftOut(
+    messages,
+    () => kept++ < atMost,
+    `[image: left out, the model takes at most ${atMost} images in a request]`,
+  );
+}
+
+/** Images a request may hold of any size the model takes (Anthropic's rule for many-image requests). */
+const manyImages = 20;
+
+/**
+ * The messages as a model that takes images of at most `maxSide` pixels a side in a request of more than
+ * 20 (field-fixes.ts imageSizeField) is sent them: each larger image named where it stood, or, when the
+ * newest image is one (the picture just read), the newest 20 kept and each older one named. The same
+ * array when no more than 20 images, or none larger, are held.
+ */
+export function withImagesWithin(messages: ContextMessage[], maxSide: number): ContextMessage[] {
+  const sides: number[] = [];
+  for (const message of messages)
+    if (Array.isArray(message.content))
+      for (const part of message.content as unknown[])
+        if (isImage(part)) {
+          const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
+          const size = typeof url === 'string' ? dataUrlImageSize(url) : undefined;
+          sides.push(size === undefined ? 0 : Math.max(size.width, size.height));
+        }
+  if (sides.length <= manyImages || !sides.some((side) => side > maxSide)) return messages;
+  if ((sides.at(-1) as number) > maxSide) return withImagesAtMost(messages, manyImages);
+  // Asked from the newest image to the oldest.
+  let index = sides.length;
+  return withImagesLeftOut(
+    messages,
+    () => (sides[--index] as number) <= maxSide,
+    `[image: left out, larger than ${maxSide} pixels, which the model takes only in a request of at most ${manyImages} images]`,
+  );
+}
+
+/**
+ * The messages with each image `keep` says no to named by `text` where it stood, asked from the newest
+ * image to the oldest; the messages that keep theirs are the same objects, and the same array when all
+ * are kept.
+ */
+function withImagesLeftOut(messages: ContextMessage[], keep: () => boolean, text: string): ContextMessage[] {
   let out: ContextMessage[] | undefined;
-  const leftOut = {
-    type: 'text',
-    text: `[image: left out, the model takes at most ${atMost} images in a request]`,
-  };
+  const leftOut = { type: 'text', text };
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index] as ContextMessage;
     if (!Array.isArray(message.content)) continue;
     const parts = message.content as unknown[];
     let changed: unknown[] | undefined;
     for (let at = parts.length - 1; at >= 0; at--) {
-      if (!isImage(parts[at])) continue;
-      if (kept < atMost) {
-        kept++;
-        continue;
-      }
+      if (!isImage(parts[at]) || keep()) continue;
       changed ??= parts.slice();
       changed[at] = leftOut;
     }

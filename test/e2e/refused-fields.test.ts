@@ -402,4 +402,65 @@ describe('more images than the model takes in one request', () => {
       'image',
     ]);
   });
+
+  it('goes on when a session past 20 pictures holds a screenshot over 2000 pixels, which Claude then refuses', async () => {
+    // Screenshots of a phone (1080×2400) among small ones, as Claude Code's Read returns them; the newest small.
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Check each screen.' }];
+    for (let step = 1; step <= 24; step++) {
+      const large = step === 3 || step === 10;
+      messages.push(
+        {
+          role: 'assistant',
+          content: [
+            {
+              type: 'tool_use',
+              id: `toolu_${step}`,
+              name: 'Read',
+              input: { file_path: `screen-${step}.png` },
+            },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: `toolu_${step}`,
+              content: [
+                {
+                  type: 'image',
+                  source: {
+                    type: 'base64',
+                    media_type: 'image/png',
+                    data: (large ? png(1080, 2400, 0) : png(40 + step, 30)).toString('base64'),
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      );
+    }
+    claude.respond = () => ({ text: 'Every screen checked.' });
+    const before = claude.messageRequests.length;
+    const answer = await anthropic.messages.create({ model: 'claude-opus-5', max_tokens: 256, messages });
+    expect(answer.content).toEqual([expect.objectContaining({ text: 'Every screen checked.' })]);
+    const sent = claude.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    const contents = (sent[1]?.body.messages as Array<{ content: unknown }>)
+      .flatMap((message) =>
+        Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
+      )
+      .filter((block) => block.type === 'tool_result')
+      .map((result) =>
+        typeof result.content === 'string'
+          ? result.content
+          : (result.content as Array<Record<string, unknown>>)[0]?.type,
+      );
+    // The two large screenshots named where they stood; the 22 others sent.
+    const named =
+      '[image: left out, larger than 2000 pixels, which the model takes only in a request of at most 20 images]';
+    expect(contents.filter((content) => content === 'image')).toHaveLength(22);
+    expect([contents[2], contents[9]]).toEqual([named, named]);
+  });
 });

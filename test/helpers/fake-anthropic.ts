@@ -5,7 +5,8 @@
 // per-turn-control beta that Claude Code sends: mid-conversation system messages), a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
 // whose result does not follow, a thinking block without its signature or with one it did not give, more
-// than 100 images ("Too much media: 0 document pages + 103 images > 100"), and a prompt over its window
+// than 100 images ("Too much media: 0 document pages + 103 images > 100") or, past 20, one larger than
+// 2000 pixels a side, and a prompt over its window
 // ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled): not the
 // gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -55,6 +56,13 @@ export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) return content.map(blockText).join('\n');
   return '';
+}
+
+/** The longer side of a PNG image block (0 when the fake cannot read its size). */
+function imageSide(block: Json): number {
+  const data = (block.source as { data?: unknown } | undefined)?.data;
+  const size = typeof data === 'string' ? pngSizeOf(`data:image/png;base64,${data}`) : undefined;
+  return size === undefined ? 0 : Math.max(size.width, size.height);
 }
 
 /**
@@ -156,6 +164,14 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
     0,
   );
   if (images > maxImages) return `Too much media: 0 document pages + ${images} images > ${maxImages}`;
+  // In a request of more than 20 images, none may be larger than 2000 pixels a side.
+  if (images > 20)
+    for (const [index, message] of (messages as Json[]).entries()) {
+      const blocks = Array.isArray(message.content) ? (message.content as Json[]) : [];
+      for (const [position, block] of blocks.entries())
+        if (imageBlocks([block]).some((image) => imageSide(image) > 2_000))
+          return `messages.${index}.content.${position}.image.source.base64.data: At least one of the image dimensions exceed max allowed size for many-image requests: 2000 pixels`;
+    }
   return undefined;
 }
 

@@ -12,9 +12,9 @@ function chunk(type: string, data: Buffer): Buffer {
   return Buffer.concat([length, body, sum]);
 }
 
-/** An RGB PNG of `width` × `height` pixels of seeded noise. */
+/** An RGB PNG of `width` × `height` pixels of seeded noise (`seed` 0: all black, a few KB however large). */
 export function png(width: number, height: number, seed = 1): Buffer {
-  const random = seeded(seed);
+  const random = seed === 0 ? () => 0 : seeded(seed);
   const header = Buffer.alloc(13);
   header.writeUInt32BE(width, 0);
   header.writeUInt32BE(height, 4);

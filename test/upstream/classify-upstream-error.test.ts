@@ -533,7 +533,26 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 10 }] },
   },
   {
-    // Look-alikes: an image too big, and Anthropic's many-image size rule, say nothing of a count.
+    // Anthropic's rule for a request of more than 20 images: each at most 2000 pixels a side
+    // (anthropics/claude-code#24630 on an Android emulator's screenshots, langgenius/dify#11177).
+    name: 'Anthropic: a large picture in a many-image request (400 "… exceed max allowed size for many-image requests: 2000 pixels")',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.19.content.27.image.source.base64.data: At least one of the image dimensions exceed max allowed size for many-image requests: 2000 pixels"},"request_id":"req_011CXz1QTqFvBhE6eLWZ135M"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images.size', atMost: 2000 }] },
+  },
+  {
+    // Its 2026 wording (anthropics/claude-code#49537).
+    name: 'Anthropic: "An image in the conversation exceeds the dimension limit for many-image requests (2000px)"',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"An image in the conversation exceeds the dimension limit for many-image requests (2000px)."}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images.size', atMost: 2000 }] },
+  },
+  {
+    // A look-alike: an image too big says nothing of a count or of many images.
     name: 'Anthropic: an image too large is not too many images',
     answer: {
       status: 400,

@@ -2,9 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
 import {
   withImagesAtMost,
+  withImagesWithin,
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../../src/upstream/tool-media.js';
+import { png } from '../helpers/png.js';
 
 const image = (name: string) => ({ type: 'image_url', image_url: { url: `data:image/png;base64,${name}` } });
 const call = (id: string, name: string) => ({ id, type: 'function', function: { name, arguments: '{}' } });
@@ -185,5 +187,58 @@ describe('withImagesAtMost', () => {
     const sent = withToolMediaInUserMessages(withImagesAtMost(shots, 2), false);
     const images = JSON.stringify(sent).match(/data:image\/png;base64,(\w+)/g);
     expect(images).toEqual(['data:image/png;base64,T2', 'data:image/png;base64,T3']);
+  });
+});
+
+describe('withImagesWithin', () => {
+  /** A PNG data URL of that size (its header is all that is read). */
+  const sized = (width: number, height: number) => ({
+    type: 'image_url',
+    image_url: { url: `data:image/png;base64,${png(width, height, 0).toString('base64')}` },
+  });
+  /** `count` user messages of one image each, the ones at `large` 2400×1600, the others 100×80. */
+  const pictures = (count: number, large: readonly number[]): ContextMessage[] =>
+    Array.from({ length: count }, (_unused, index) => ({
+      role: 'user',
+      content: [
+        { type: 'text', text: `Picture ${index + 1}.` },
+        large.includes(index) ? sized(2400, 1600) : sized(100, 80),
+      ],
+    }));
+  const kinds = (messages: ContextMessage[]) =>
+    messages.map((message) => {
+      const part = (message.content as Array<Record<string, unknown>>)[1];
+      return part?.type === 'image_url' ? 'image' : String(part?.text);
+    });
+  const tooLarge =
+    '[image: left out, larger than 2000 pixels, which the model takes only in a request of at most 20 images]';
+
+  it('returns the same messages with 20 images or fewer, large or not', () => {
+    const messages = pictures(20, [0, 5, 19]);
+    expect(withImagesWithin(messages, 2000)).toBe(messages);
+  });
+
+  it('returns the same messages when none is larger than the size, however many', () => {
+    const messages = pictures(30, []);
+    expect(withImagesWithin(messages, 2000)).toBe(messages);
+  });
+
+  it('names each large image of a request of more than 20 when the newest is not large', () => {
+    const sent = withImagesWithin(pictures(24, [1, 7]), 2000);
+    expect(kinds(sent).filter((kind) => kind === 'image')).toHaveLength(22);
+    expect(kinds(sent)[1]).toBe(tooLarge);
+    expect(kinds(sent)[7]).toBe(tooLarge);
+  });
+
+  it('keeps the newest 20 images when the newest is large (the picture just read is kept whole)', () => {
+    const sent = withImagesWithin(pictures(24, [1, 23]), 2000);
+    expect(
+      kinds(sent)
+        .slice(4)
+        .every((kind) => kind === 'image'),
+    ).toBe(true);
+    expect(kinds(sent).slice(0, 4)).toEqual(
+      Array.from({ length: 4 }, () => '[image: left out, the model takes at most 20 images in a request]'),
+    );
   });
 });
