@@ -283,6 +283,44 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
 const shot = (width: number, height: number): string =>
   `data:image/png;base64,${png(width, height).toString('base64')}`;
 
+/** A step of Claude Code's Read of a picture: its tool_use, and the tool_result holding the PNG. */
+const readStep = (step: number, picture: Buffer): Anthropic.MessageParam[] => [
+  {
+    role: 'assistant',
+    content: [
+      { type: 'tool_use', id: `toolu_${step}`, name: 'Read', input: { file_path: `shot-${step}.png` } },
+    ],
+  },
+  {
+    role: 'user',
+    content: [
+      {
+        type: 'tool_result',
+        tool_use_id: `toolu_${step}`,
+        content: [
+          {
+            type: 'image',
+            source: { type: 'base64', media_type: 'image/png', data: picture.toString('base64') },
+          },
+        ],
+      },
+    ],
+  },
+];
+
+/** What each tool_result of a Messages request holds: `image`, or the text standing for it. */
+const toolResultContents = (body: Record<string, unknown>): unknown[] =>
+  (body.messages as Array<{ content: unknown }>)
+    .flatMap((message) =>
+      Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
+    )
+    .filter((block) => block.type === 'tool_result')
+    .map((result) =>
+      typeof result.content === 'string'
+        ? result.content
+        : (result.content as Array<Record<string, unknown>>)[0]?.type,
+    );
+
 describe('more images than the model takes in one request', () => {
   it('sends a chat conversation of 6 screenshots to a vLLM model that takes 4: the newest 4, the others named', async () => {
     // A user who pastes a screenshot each turn; the sixth turn's is the one asked about.
@@ -339,29 +377,7 @@ describe('more images than the model takes in one request', () => {
     const messages: Anthropic.MessageParam[] = [
       { role: 'user', content: 'Rename each picture by what it shows.' },
     ];
-    for (let step = 1; step <= 103; step++) {
-      messages.push({
-        role: 'assistant',
-        content: [
-          { type: 'tool_use', id: `toolu_${step}`, name: 'Read', input: { file_path: `shot-${step}.png` } },
-        ],
-      });
-      messages.push({
-        role: 'user',
-        content: [
-          {
-            type: 'tool_result',
-            tool_use_id: `toolu_${step}`,
-            content: [
-              {
-                type: 'image',
-                source: { type: 'base64', media_type: 'image/png', data: png(step, 7).toString('base64') },
-              },
-            ],
-          },
-        ],
-      });
-    }
+    for (let step = 1; step <= 103; step++) messages.push(...readStep(step, png(step, 7)));
     claude.respond = (body) => {
       // The model names the newest picture it was shown: its width is the step that read it.
       const last = (body.messages as Array<{ content: unknown }>).at(-1)?.content as Array<
@@ -380,19 +396,10 @@ describe('more images than the model takes in one request', () => {
     ]);
     const sent = claude.messageRequests.slice(before);
     expect(sent.map((request) => request.status)).toEqual([400, 200]);
-    const results = (sent[1]?.body.messages as Array<{ content: unknown }>)
-      .flatMap((message) =>
-        Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
-      )
-      .filter((block) => block.type === 'tool_result');
     // Each result's content: its image block, or the line that stands for it (text, sent as a string).
-    const contents = results.map((result) =>
-      typeof result.content === 'string'
-        ? result.content
-        : (result.content as Array<Record<string, unknown>>)[0]?.type,
-    );
     // Every result is still there (no tool_use without its result); the three oldest hold a line instead.
-    expect(results).toHaveLength(103);
+    const contents = toolResultContents(sent[1]?.body ?? {});
+    expect(contents).toHaveLength(103);
     expect(contents.filter((content) => content === 'image')).toHaveLength(100);
     expect(contents.slice(0, 4)).toEqual([
       ...Array.from(
@@ -406,57 +413,15 @@ describe('more images than the model takes in one request', () => {
   it('goes on when a session past 20 pictures holds a screenshot over 2000 pixels, which Claude then refuses', async () => {
     // Screenshots of a phone (1080×2400) among small ones, as Claude Code's Read returns them; the newest small.
     const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Check each screen.' }];
-    for (let step = 1; step <= 24; step++) {
-      const large = step === 3 || step === 10;
-      messages.push(
-        {
-          role: 'assistant',
-          content: [
-            {
-              type: 'tool_use',
-              id: `toolu_${step}`,
-              name: 'Read',
-              input: { file_path: `screen-${step}.png` },
-            },
-          ],
-        },
-        {
-          role: 'user',
-          content: [
-            {
-              type: 'tool_result',
-              tool_use_id: `toolu_${step}`,
-              content: [
-                {
-                  type: 'image',
-                  source: {
-                    type: 'base64',
-                    media_type: 'image/png',
-                    data: (large ? png(1080, 2400, 0) : png(40 + step, 30)).toString('base64'),
-                  },
-                },
-              ],
-            },
-          ],
-        },
-      );
-    }
+    for (let step = 1; step <= 24; step++)
+      messages.push(...readStep(step, step === 3 || step === 10 ? png(1080, 2400, 0) : png(40 + step, 30)));
     claude.respond = () => ({ text: 'Every screen checked.' });
     const before = claude.messageRequests.length;
     const answer = await anthropic.messages.create({ model: 'claude-opus-5', max_tokens: 256, messages });
     expect(answer.content).toEqual([expect.objectContaining({ text: 'Every screen checked.' })]);
     const sent = claude.messageRequests.slice(before);
     expect(sent.map((request) => request.status)).toEqual([400, 200]);
-    const contents = (sent[1]?.body.messages as Array<{ content: unknown }>)
-      .flatMap((message) =>
-        Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
-      )
-      .filter((block) => block.type === 'tool_result')
-      .map((result) =>
-        typeof result.content === 'string'
-          ? result.content
-          : (result.content as Array<Record<string, unknown>>)[0]?.type,
-      );
+    const contents = toolResultContents(sent[1]?.body ?? {});
     // The two large screenshots named where they stood; the 22 others sent.
     const named =
       '[image: left out, larger than 2000 pixels, which the model takes only in a request of at most 20 images]';
