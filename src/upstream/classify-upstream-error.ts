@@ -182,8 +182,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
  * How many images fit in one request, from a refusal of more: Anthropic's "Too much media: 0 document
  * pages + 103 images > 100" and "too many images and documents: 104 + 1 > 100" (documents take their
  * share of the cap), vLLM's "At most 5 image(s) may be provided in one request" (or "prompt"), "request
- * contains 52 images, exceeding the maximum of 50", "too many images: 11 images were provided, but the
- * model supports a maximum of 10 images", "Too many images in request. Max is 10."
+ * contains 52 images, exceeding the maximum of 50", "Image count 5 exceeds limit 4 per request", "too
+ * many images: 11 images were provided, but the model supports a maximum of 10 images", "Too many images
+ * in request. Max is 10."
  */
 function imageCap(text: string): number | undefined {
   const anthropic =
@@ -193,6 +194,7 @@ function imageCap(text: string): number | undefined {
   const stated =
     /at most (\d+) image\(s\) may be provided/i.exec(text) ??
     /contains \d+ images?, exceeding the maximum of (\d+)/i.exec(text) ??
+    /image count \d+ exceeds (?:the )?limit (?:of )?(\d+)/i.exec(text) ??
     /too many images[^\n]{0,120}? supports? (?:a maximum of|at most|up to) (\d+) images?/i.exec(text) ??
     /too many images in (?:the )?(?:request|message|prompt)\W{1,3}max(?:imum)?(?: allowed)? is (\d+)/i.exec(
       text,

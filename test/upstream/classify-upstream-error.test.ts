@@ -506,6 +506,19 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 1 }] },
   },
   {
+    // An OpenAI-compatible server's count check, passed on by LiteLLM inside its own message
+    // (AgnesAI-Labs/AgnesCode#50: the fifth picture of a session).
+    name: 'LiteLLM passing on "Image count 5 exceeds limit 4 per request."',
+    answer: {
+      status: 400,
+      body: openAIError(
+        'litellm.BadRequestError: OpenAIException - {"object":"error","message":"Image count 5 exceeds limit 4 per request.","type":"BadRequestError","param":null,"code":400}',
+        '400',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 4 }] },
+  },
+  {
     // Meta's Muse Spark API (anomalyco/opencode#47721, CommandCodeAI/desktop#64).
     name: 'Muse Spark: "request contains 52 images, exceeding the maximum of 50 allowed per request"',
     answer: {
