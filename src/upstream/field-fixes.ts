@@ -135,7 +135,7 @@ export function withoutMessageFields(
 export interface FieldFix {
   field: string;
   renameTo?: string;
-  /** A count the provider caps (imageCountField): at most this many are sent. */
+  /** A number the provider caps (imageCountField: images in a request; imageSizeField: pixels a side). */
   atMost?: number;
 }
 

@@ -9,8 +9,10 @@
 // messages alternate (Mistral's API refuses "Unexpected role 'user' after role 'tool'") gets a short
 // assistant message between. A model that takes no images (it refused one: field-fixes.ts
 // toolImagesField) gets each named in its result instead. Until then — fitted, masked, counted,
-// stored — an image stays in its result: masked with it, dropped with it. Deterministic, so the next
-// request repeats the prefix. Pure.
+// stored — an image stays in its result: masked with it, dropped with it. And, on the wire to any
+// provider, no more images, nor larger ones, than the model was found to take in a request (its refusal:
+// field-fixes.ts imageCountField, imageSizeField): the newest kept, each other named where it stood
+// (docs/budgeting.md#refused-fields). Deterministic, so the next request repeats the prefix. Pure.
 import type { ContextMessage } from '../context/types.js';
 import { dataUrlImageSize } from '../context/image-tokens.js';
 
