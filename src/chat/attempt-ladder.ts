@@ -30,6 +30,8 @@ import {
   toolImagesField,
   imageCountField,
   imageSizeField,
+  imageSideField,
+  imageBytesField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
@@ -38,6 +40,7 @@ import {
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
 import {
   withImagesAtMost,
+  withImagesNoLargerThan,
   withImagesWithin,
   withToolMediaAsText,
   withToolMediaInUserMessages,
@@ -222,6 +225,11 @@ export function createAttemptLadder(input: {
     // Nor larger ones than it takes in a request of many (Anthropic's 2000 pixels past 20 images).
     const imageSide = fixes.find((fix) => fix.field === imageSizeField)?.atMost;
     if (imageSide !== undefined) messages = withImagesWithin(messages, imageSide);
+    // Nor any larger than it takes at all (Anthropic's 8000 pixels a side and 5 MB).
+    const maxSide = fixes.find((fix) => fix.field === imageSideField)?.atMost;
+    const maxBytes = fixes.find((fix) => fix.field === imageBytesField)?.atMost;
+    if (maxSide !== undefined || maxBytes !== undefined)
+      messages = withImagesNoLargerThan(messages, { maxSide, maxBytes });
     // A tool result's images in a user message after it (a chat provider's tool message takes text
     // only), or named in it for a model that refused an image.
     if (choice.target.kind !== 'anthropic')

@@ -12,6 +12,8 @@ import {
   toolImagesField,
   imageCountField,
   imageSizeField,
+  imageSideField,
+  imageBytesField,
   type FieldFix,
 } from './field-fixes.js';
 
@@ -157,6 +159,11 @@ function refusedFields(text: string, body: string): FieldFix[] {
     /exceeds? max allowed size for many-image requests: (\d+) pixels/i.exec(text) ??
     /exceeds the dimension limit for many-image requests \((\d+)\s*px\)/i.exec(text);
   if (side !== null) add({ field: imageSizeField, atMost: Number(side[1]) });
+  // And the largest image Anthropic takes at all.
+  const largest = /image dimensions exceed max allowed size: (\d+) pixels/i.exec(text);
+  if (largest !== null) add({ field: imageSideField, atMost: Number(largest[1]) });
+  const heaviest = /image exceeds [\w. ]{0,20}maximum: \d+ bytes > (\d+) bytes/i.exec(text);
+  if (heaviest !== null) add({ field: imageBytesField, atMost: Number(heaviest[1]) });
   if (body.includes('extra_forbidden'))
     for (const match of body
       .replace(/\\+"/g, '"')

@@ -55,6 +55,16 @@ export const imageCountField = 'messages[].images';
  */
 export const imageSizeField = 'messages[].images.size';
 
+/**
+ * Not fields of the body: the largest image a model takes at all — Anthropic's 8000 pixels a side ("At
+ * least one of the image dimensions exceed max allowed size: 8000 pixels") and 5 MB of base64 ("image
+ * exceeds 5 MB maximum: 5312420 bytes > 5242880 bytes"). A screenshot of a large display read once stays
+ * in the conversation and every later request of it was refused the same. The fix says the size
+ * (`atMost`): each larger image is named where it stood (tool-media.ts withImagesNoLargerThan).
+ */
+export const imageSideField = 'messages[].images.side';
+export const imageBytesField = 'messages[].images.bytes';
+
 /** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
 const noThoughtSignature = 'skip_thought_signature_validator';
 
@@ -135,7 +145,7 @@ export function withoutMessageFields(
 export interface FieldFix {
   field: string;
   renameTo?: string;
-  /** A number the provider caps (imageCountField: images in a request; imageSizeField: pixels a side). */
+  /** A number the provider caps (images in a request, pixels a side, bytes: the image fields above). */
   atMost?: number;
 }
 

@@ -172,11 +172,46 @@ export function withImagesWithin(messages: ContextMessage[], maxSide: number): C
 }
 
 /**
+ * The messages as a model that takes no image larger than `maxSide` pixels a side or `maxBytes` of base64
+ * (field-fixes.ts imageSideField, imageBytesField) is sent them: each larger one named where it stood.
+ * The same array when every image fits.
+ */
+export function withImagesNoLargerThan(
+  messages: ContextMessage[],
+  limits: { maxSide?: number | undefined; maxBytes?: number | undefined },
+): ContextMessage[] {
+  const maxSide = limits.maxSide ?? Infinity;
+  const maxBytes = limits.maxBytes ?? Infinity;
+  const limit = [
+    maxSide < Infinity ? `${maxSide} pixels a side` : '',
+    maxBytes < Infinity ? `${maxBytes} bytes` : '',
+  ]
+    .filter((text) => text !== '')
+    .join(', ');
+  return withImagesLeftOut(
+    messages,
+    (part) => {
+      const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
+      if (typeof url !== 'string') return true;
+      const data = url.indexOf(';base64,');
+      if (data !== -1 && url.length - data - ';base64,'.length > maxBytes) return false;
+      const size = maxSide < Infinity ? dataUrlImageSize(url) : undefined;
+      return size === undefined || Math.max(size.width, size.height) <= maxSide;
+    },
+    `[image: left out, larger than the model takes (${limit})]`,
+  );
+}
+
+/**
  * The messages with each image `keep` says no to named by `text` where it stood, asked from the newest
  * image to the oldest; the messages that keep theirs are the same objects, and the same array when all
  * are kept.
  */
-function withImagesLeftOut(messages: ContextMessage[], keep: () => boolean, text: string): ContextMessage[] {
+function withImagesLeftOut(
+  messages: ContextMessage[],
+  keep: (image: unknown) => boolean,
+  text: string,
+): ContextMessage[] {
   let out: ContextMessage[] | undefined;
   const leftOut = { type: 'text', text };
   for (let index = messages.length - 1; index >= 0; index--) {
@@ -185,7 +220,7 @@ function withImagesLeftOut(messages: ContextMessage[], keep: () => boolean, text
     const parts = message.content as unknown[];
     let changed: unknown[] | undefined;
     for (let at = parts.length - 1; at >= 0; at--) {
-      if (!isImage(parts[at]) || keep()) continue;
+      if (!isImage(parts[at]) || keep(parts[at])) continue;
       changed ??= parts.slice();
       changed[at] = leftOut;
     }

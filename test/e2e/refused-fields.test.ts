@@ -428,4 +428,23 @@ describe('more images than the model takes in one request', () => {
     expect(contents.filter((content) => content === 'image')).toHaveLength(22);
     expect([contents[2], contents[9]]).toEqual([named, named]);
   });
+
+  it('goes on after a screenshot larger than Claude takes at all (over 8000 pixels, over 5 MB): each is named', async () => {
+    // A full-page capture 9000 pixels long (flat, a few KB), and a 4 MB screenshot (5.5 MB of base64).
+    const messages: Anthropic.MessageParam[] = [
+      { role: 'user', content: 'Check the page.' },
+      ...readStep(1, png(1_200, 9_000, 0)),
+      ...readStep(2, png(1_200, 1_150, 7)),
+      ...readStep(3, png(64, 48)),
+    ];
+    claude.respond = () => ({ text: 'Checked.' });
+    const before = claude.messageRequests.length;
+    const answer = await anthropic.messages.create({ model: 'claude-opus-5', max_tokens: 256, messages });
+    expect(answer.content).toEqual([expect.objectContaining({ text: 'Checked.' })]);
+    const sent = claude.messageRequests.slice(before);
+    // One refusal for each, then the request with both named.
+    expect(sent.map((request) => request.status)).toEqual([400, 400, 200]);
+    const named = '[image: left out, larger than the model takes (8000 pixels a side, 5242880 bytes)]';
+    expect(toolResultContents(sent[2]?.body ?? {})).toEqual([named, named, 'image']);
+  });
 });

@@ -5,8 +5,8 @@
 // per-turn-control beta that Claude Code sends: mid-conversation system messages), a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
 // whose result does not follow, a thinking block without its signature or with one it did not give, more
-// than 100 images ("Too much media: 0 document pages + 103 images > 100") or, past 20, one larger than
-// 2000 pixels a side, and a prompt over its window
+// than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
+// side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
 // ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled): not the
 // gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -164,6 +164,18 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
     0,
   );
   if (images > maxImages) return `Too much media: 0 document pages + ${images} images > ${maxImages}`;
+  // No image of more than 8000 pixels a side, nor of more than 5 MB of base64.
+  for (const [index, message] of (messages as Json[]).entries()) {
+    const blocks = Array.isArray(message.content) ? (message.content as Json[]) : [];
+    for (const [position, block] of blocks.entries())
+      for (const image of imageBlocks([block])) {
+        const data = (image.source as { data?: unknown } | undefined)?.data;
+        if (typeof data === 'string' && data.length > 5_242_880)
+          return `messages.${index}.content.${position}.image.source.base64: image exceeds 5 MB maximum: ${data.length} bytes > 5242880 bytes`;
+        if (imageSide(image) > 8_000)
+          return `messages.${index}.content.${position}.image.source.base64.data: At least one of the image dimensions exceed max allowed size: 8000 pixels`;
+      }
+  }
   // In a request of more than 20 images, none may be larger than 2000 pixels a side.
   if (images > 20)
     for (const [index, message] of (messages as Json[]).entries()) {

@@ -565,13 +565,23 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images.size', atMost: 2000 }] },
   },
   {
-    // A look-alike: an image too big says nothing of a count or of many images.
-    name: 'Anthropic: an image too large is not too many images',
+    // A picture larger than Anthropic takes at all (anthropics/claude-code#2104, #8202, #14107: "after
+    // the error appears, the session doesn't recover; compaction and retries both fail").
+    name: 'Anthropic: an image over 5 MB (400 "image exceeds 5 MB maximum: 5312420 bytes > 5242880 bytes")',
     answer: {
       status: 400,
       body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.0.content.1.image.source.base64: image exceeds 5 MB maximum: 5312420 bytes > 5242880 bytes"}}',
     },
-    expected: { kind: 'bad_request' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images.bytes', atMost: 5242880 }] },
+  },
+  {
+    // anthropics/claude-code#27090, #29551.
+    name: 'Anthropic: an image over 8000 pixels (400 "At least one of the image dimensions exceed max allowed size: 8000 pixels")',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.3.content.50.image.source.base64.data: At least one of the image dimensions exceed max allowed size: 8000 pixels"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images.side', atMost: 8000 }] },
   },
   {
     // Mistral's API on a thinking model's answer replayed to it (charmbracelet/crush#1590; LiteLLM #30835).

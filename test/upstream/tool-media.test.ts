@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ContextMessage } from '../../src/context/types.js';
 import {
   withImagesAtMost,
+  withImagesNoLargerThan,
   withImagesWithin,
   withToolMediaAsText,
   withToolMediaInUserMessages,
@@ -240,5 +241,45 @@ describe('withImagesWithin', () => {
     expect(kinds(sent).slice(0, 4)).toEqual(
       Array.from({ length: 4 }, () => '[image: left out, the model takes at most 20 images in a request]'),
     );
+  });
+});
+
+describe('withImagesNoLargerThan', () => {
+  const url = (width: number, height: number, seed: number) =>
+    `data:image/png;base64,${png(width, height, seed).toString('base64')}`;
+  const messages: ContextMessage[] = [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Look.' },
+        { type: 'image_url', image_url: { url: url(9000, 20, 0) } },
+      ],
+    },
+    { role: 'assistant', content: 'Seen.' },
+    { role: 'user', content: [{ type: 'image_url', image_url: { url: url(60, 40, 3) } }] },
+  ];
+
+  it('names each image with a side over the size, and keeps the others as they were', () => {
+    const sent = withImagesNoLargerThan(messages, { maxSide: 8000 });
+    expect(sent[0]?.content).toEqual([
+      { type: 'text', text: 'Look.' },
+      { type: 'text', text: '[image: left out, larger than the model takes (8000 pixels a side)]' },
+    ]);
+    expect(sent[2]).toBe(messages[2]);
+  });
+
+  it('names each image whose base64 data is longer than the bytes the model takes', () => {
+    const small = (messages[0]?.content as Array<{ image_url?: { url: string } }>)[1]?.image_url?.url ?? '';
+    const limit = small.length - 'data:image/png;base64,'.length;
+    // The flat 9000×20 picture fits in `limit`; the 60×40 noise does not.
+    const sent = withImagesNoLargerThan(messages, { maxBytes: limit });
+    expect(sent[0]).toBe(messages[0]);
+    expect(sent[2]?.content).toEqual([
+      { type: 'text', text: `[image: left out, larger than the model takes (${limit} bytes)]` },
+    ]);
+  });
+
+  it('returns the same messages when every image fits', () => {
+    expect(withImagesNoLargerThan(messages, { maxSide: 9000, maxBytes: 10_000_000 })).toBe(messages);
   });
 });
