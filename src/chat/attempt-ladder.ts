@@ -5,6 +5,7 @@
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import { countingWorkLimitFor, countMessages } from '../context/token-accounting.js';
 import { GatewayError, isGatewayError } from '../errors.js';
+import type { ContextMessage } from '../context/types.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit } from '../store/learned-limits.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
@@ -35,6 +36,7 @@ import {
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
+  type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
@@ -129,6 +131,26 @@ function withRecallTool(request: ChatCompletionRequest): ChatCompletionRequest {
   return Object.assign({}, request, { tools: [...tools, recallTool] }) as ChatCompletionRequest;
 }
 
+/**
+ * The messages with no image the model refused (field-fixes.ts): none larger than it takes at all
+ * (Anthropic's 8000 pixels a side and 5 MB) — named first, so that they count no more — then no more
+ * than it takes in a request, the oldest named, then none larger than it takes in a request of many
+ * (Anthropic's 2000 pixels past 20 images). On the wire only; the same array when none applies.
+ */
+function withImageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
+  const limit = (field: string) => fixes.find((fix) => fix.field === field)?.atMost;
+  let out = messages;
+  const maxSide = limit(imageSideField);
+  const maxBytes = limit(imageBytesField);
+  if (maxSide !== undefined || maxBytes !== undefined)
+    out = withImagesNoLargerThan(out, { maxSide, maxBytes });
+  const count = limit(imageCountField);
+  if (count !== undefined) out = withImagesAtMost(out, count);
+  const manySide = limit(imageSizeField);
+  if (manySide !== undefined) out = withImagesWithin(out, manySide);
+  return out;
+}
+
 /** Whether fitting the attempt left anything out or cut anything short. */
 function leftOut({ prepared: { report } }: ChatAttempt): boolean {
   return (
@@ -219,17 +241,7 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
-    // No more images than the model takes in a request (it refused more): the oldest named instead.
-    const imageCap = fixes.find((fix) => fix.field === imageCountField)?.atMost;
-    if (imageCap !== undefined) messages = withImagesAtMost(messages, imageCap);
-    // Nor larger ones than it takes in a request of many (Anthropic's 2000 pixels past 20 images).
-    const imageSide = fixes.find((fix) => fix.field === imageSizeField)?.atMost;
-    if (imageSide !== undefined) messages = withImagesWithin(messages, imageSide);
-    // Nor any larger than it takes at all (Anthropic's 8000 pixels a side and 5 MB).
-    const maxSide = fixes.find((fix) => fix.field === imageSideField)?.atMost;
-    const maxBytes = fixes.find((fix) => fix.field === imageBytesField)?.atMost;
-    if (maxSide !== undefined || maxBytes !== undefined)
-      messages = withImagesNoLargerThan(messages, { maxSide, maxBytes });
+    messages = withImageFixes(messages, fixes);
     // A tool result's images in a user message after it (a chat provider's tool message takes text
     // only), or named in it for a model that refused an image.
     if (choice.target.kind !== 'anthropic')
