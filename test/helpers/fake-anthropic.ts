@@ -58,10 +58,15 @@ export function contentText(content: unknown): string {
   return '';
 }
 
+/** The size of a PNG image block, as its header gives it (undefined when the fake cannot read it). */
+function imageSize(block: Json): { width: number; height: number } | undefined {
+  const data = (block.source as { data?: unknown } | undefined)?.data;
+  return typeof data === 'string' ? pngSizeOf(`data:image/png;base64,${data}`) : undefined;
+}
+
 /** The longer side of a PNG image block (0 when the fake cannot read its size). */
 function imageSide(block: Json): number {
-  const data = (block.source as { data?: unknown } | undefined)?.data;
-  const size = typeof data === 'string' ? pngSizeOf(`data:image/png;base64,${data}`) : undefined;
+  const size = imageSize(block);
   return size === undefined ? 0 : Math.max(size.width, size.height);
 }
 
@@ -70,8 +75,7 @@ function imageSide(block: Json): number {
  * read (not a PNG) as one of the largest Claude takes whole (1,600).
  */
 function imageTokens(block: Json): number {
-  const data = (block.source as { data?: unknown } | undefined)?.data;
-  const size = typeof data === 'string' ? pngSizeOf(`data:image/png;base64,${data}`) : undefined;
+  const size = imageSize(block);
   return size === undefined ? 1_600 : Math.max(1, Math.ceil((size.width * size.height) / 750));
 }
 
