@@ -33,6 +33,7 @@ import {
   imageSizeField,
   imageSideField,
   imageBytesField,
+  requestBytesField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
@@ -44,6 +45,7 @@ import {
   withImagesAtMost,
   withImagesNoLargerThan,
   withImagesWithin,
+  withImagesWithinBytes,
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../upstream/tool-media.js';
@@ -151,6 +153,35 @@ function withImageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]):
   return out;
 }
 
+/** A body's size in bytes. */
+export function byteLengthOf(body: string | Buffer): number {
+  return typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+}
+
+/**
+ * The messages sent within `maxBytes` (a provider's cap on a body's size: field-fixes.ts
+ * requestBytesField), and their body: the oldest images named where they stood until it is. Each pass
+ * names as many as the bytes over the cap (an image's base64 weighs the same in either wire format);
+ * a third pass is the last. The same messages when the body is within the cap, or holds no image.
+ */
+function withinBytes(
+  messages: ContextMessage[],
+  maxBytes: number,
+  sent: (messages: ContextMessage[]) => { messages: ContextMessage[]; body: string | Buffer },
+): { messages: ContextMessage[]; body: string | Buffer } {
+  let fixed = messages;
+  let out = sent(fixed);
+  for (let pass = 0; pass < 3; pass++) {
+    const over = byteLengthOf(out.body) - maxBytes;
+    if (over <= 0) break;
+    const fewer = withImagesWithinBytes(fixed, over);
+    if (fewer === fixed) break;
+    fixed = fewer;
+    out = sent(fixed);
+  }
+  return out;
+}
+
 /** Whether fitting the attempt left anything out or cut anything short. */
 function leftOut({ prepared: { report } }: ChatAttempt): boolean {
   return (
@@ -242,20 +273,40 @@ export function createAttemptLadder(input: {
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     messages = withImageFixes(messages, fixes);
-    // A tool result's images in a user message after it (a chat provider's tool message takes text
-    // only), or named in it for a model that refused an image.
-    if (choice.target.kind !== 'anthropic')
-      messages = fixes.some((fix) => fix.field === toolImagesField)
-        ? withToolMediaAsText(messages)
-        : withToolMediaInUserMessages(messages, prepared.settings.model.noticePlacement !== 'inline');
-    // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
-    const unchanged =
-      choice.session === undefined &&
-      !prepared.report.modified &&
-      messages === prepared.messages &&
-      outgoing === chatRequest &&
-      !recall &&
-      input.rawBody !== undefined;
+    const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
+    /** The body of `fixed` messages as sent, and those messages in chat terms. */
+    const sent = (fixed: ContextMessage[]): { messages: ContextMessage[]; body: string | Buffer } => {
+      // A tool result's images in a user message after it (a chat provider's tool message takes text
+      // only), or named in it for a model that refused an image.
+      const onWire =
+        wire === 'anthropic'
+          ? fixed
+          : fixes.some((fix) => fix.field === toolImagesField)
+            ? withToolMediaAsText(fixed)
+            : withToolMediaInUserMessages(fixed, prepared.settings.model.noticePlacement !== 'inline');
+      // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
+      const unchanged =
+        choice.session === undefined &&
+        !prepared.report.modified &&
+        onWire === prepared.messages &&
+        outgoing === chatRequest &&
+        !recall &&
+        input.rawBody !== undefined;
+      const body =
+        wire === 'anthropic'
+          ? (input.anthropicBody?.(
+              Object.assign({}, outgoing, { messages: onWire }),
+              input.storedBytes?.(prepared.messages),
+            ) ?? JSON.stringify(toAnthropicRequest(Object.assign({}, outgoing, { messages: onWire }))))
+          : unchanged
+            ? (input.rawBody as Buffer)
+            : serializeChatBody(outgoing, onWire, input.knownBytes?.(onWire));
+      return { messages: onWire, body };
+    };
+    const maxBytes = fixes.find((fix) => fix.field === requestBytesField)?.atMost;
+    const { messages: sentMessages, body } =
+      maxBytes === undefined ? sent(messages) : withinBytes(messages, maxBytes, sent);
+    messages = sentMessages;
     const fallback = choice === own ? undefined : choice.model;
     const headers = contextResponseHeaders(prepared);
     if (fallback !== undefined) headers['x-context-fallback'] = fallback;
@@ -264,17 +315,10 @@ export function createAttemptLadder(input: {
       state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
     const sentMaxTokens = prepared.loweredMaxTokens ?? askedMaxTokens ?? 0;
     const request = Object.assign({}, outgoing, { messages });
-    const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
     return {
       state,
       prepared,
-      body:
-        wire === 'anthropic'
-          ? (input.anthropicBody?.(request, input.storedBytes?.(prepared.messages)) ??
-            JSON.stringify(toAnthropicRequest(request)))
-          : unchanged
-            ? (input.rawBody as Buffer)
-            : serializeChatBody(outgoing, messages, input.knownBytes?.(messages)),
+      body,
       wire,
       request,
       headers,

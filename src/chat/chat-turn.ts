@@ -14,7 +14,7 @@ import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionKey, SessionRequestReport } from '../store/session-store.js';
-import { recoveryLimitsFor } from '../upstream/recovery-policy.js';
+import { recoveryLimitsFor, retryDefaults } from '../upstream/recovery-policy.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
   beginSessionTurn,
@@ -31,7 +31,7 @@ import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { errorEvent, isEventStream } from '../upstream/sse.js';
 import { chatTextsOf, upstreamMessageForLog } from '../upstream/upstream-message.js';
 import type { Upstream } from '../upstream/upstream.js';
-import { createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
+import { byteLengthOf, createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { createContextPlanner } from './context-planner.js';
 import { isUnknownModel } from '../context/context-settings.js';
@@ -51,7 +51,7 @@ import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js'
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
 import { clientMessageBytes, type KnownBytes, type KnownMessageBytes } from './chat-body.js';
-import type { FieldFix, FieldFixes } from '../upstream/field-fixes.js';
+import { requestBytesField, type FieldFix, type FieldFixes } from '../upstream/field-fixes.js';
 
 export interface ChatServiceDependencies {
   config: GatewayConfig;
@@ -591,7 +591,17 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   /** Fields the attempt's model refused: kept for its later requests, and this one made again fixed. */
   function fixingFields(ladder: ReturnType<typeof ladderFor>) {
     return (fixes: FieldFix[], current: ChatAttempt): ChatAttempt | undefined => {
-      for (const fix of fixes) deps.fieldFixes.remember(current.target.name, current.model, fix);
+      for (const fix of fixes)
+        deps.fieldFixes.remember(
+          current.target.name,
+          current.model,
+          // A refusal of the body's size gives no number: a share of the body refused.
+          fix.field === requestBytesField && fix.atMost === undefined
+            ? Object.assign({}, fix, {
+                atMost: Math.floor(byteLengthOf(current.body) * retryDefaults.requestBytesShare),
+              })
+            : fix,
+        );
       return ladder.again(current);
     };
   }

@@ -71,7 +71,12 @@ import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { BudgetService } from '../budget/budget-service.js';
 import { isOpenAIReasoningModel, outputCapField } from '../upstream/model-family.js';
-import { applyFieldFixes, loggedFieldFixes, type FieldFixes } from '../upstream/field-fixes.js';
+import {
+  applyFieldFixes,
+  loggedFieldFixes,
+  requestBytesField,
+  type FieldFixes,
+} from '../upstream/field-fixes.js';
 
 export interface AfterTurnInput {
   key: SessionKey;
@@ -715,7 +720,9 @@ export function createSessionSummarizer(deps: {
           }),
         fixFields: (fixes, current) => {
           const before = JSON.stringify(settingsNow());
-          for (const fix of fixes) fieldFixes.remember(target.name, summaryModel, fix);
+          // A summary request is text: a body too large for the provider is not the model's to learn.
+          for (const fix of fixes)
+            if (fix.field !== requestBytesField) fieldFixes.remember(target.name, summaryModel, fix);
           return JSON.stringify(settingsNow()) === before ? undefined : Object.assign({}, current);
         },
         smaller: recovery?.smaller ?? (() => undefined),

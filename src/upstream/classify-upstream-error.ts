@@ -14,6 +14,7 @@ import {
   imageSizeField,
   imageSideField,
   imageBytesField,
+  requestBytesField,
   type FieldFix,
 } from './field-fixes.js';
 
@@ -104,6 +105,9 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
   if (status === 408 || status === 504) return { kind: 'timeout' };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
+  // A body larger than the provider takes in bytes (not tokens: looksLikeOverflow): Anthropic's
+  // "request_too_large", GitHub Copilot's "failed to parse request", a proxy's page.
+  if (status === 413) return { kind: 'refused_field', fixes: [{ field: requestBytesField }] };
   const fixes = status === 400 || status === 422 ? refusedFields(text, body) : [];
   return fixes.length === 0 ? { kind: 'bad_request' } : { kind: 'refused_field', fixes };
 }

@@ -2,7 +2,7 @@
 // classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
 // acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
 import type { ContextReduction } from '../context/plan-send.js';
-import type { FieldFix } from './field-fixes.js';
+import { requestBytesField, type FieldFix } from './field-fixes.js';
 import {
   minimumAnswerTokens,
   type OverflowNumbers,
@@ -65,6 +65,13 @@ export const retryDefaults = {
   maxRetryWaitMs: 10_000,
   /** Smaller tries of a summary request the summarizer's model refused as too long. */
   summaryOverflowRetries: 2,
+  /**
+   * A body the provider refused as too many bytes (field-fixes.ts requestBytesField): the share of its
+   * bytes the next may have, and how many times one request is made smaller so (each refusal lowers it
+   * again; any other refused field is fixed once).
+   */
+  requestBytesShare: 0.9,
+  requestBytesFixes: 4,
 } as const;
 
 /** The limits a request's retry loop works within, from its policy and the config. */
@@ -112,8 +119,13 @@ export function decide(
         jitter,
       );
     case 'refused_field': {
-      // Once per field: a provider that refuses a field again after its fix gets its answer to the client.
-      const fixes = verdict.fixes.filter((fix) => !state.fixedFields.includes(fix.field));
+      // Once per field (a byte cap up to requestBytesFixes times): a provider that refuses a field again
+      // after its fix gets its answer to the client.
+      const fixes = verdict.fixes.filter((fix) =>
+        fix.field === requestBytesField
+          ? state.fixedFields.filter((field) => field === fix.field).length < retryDefaults.requestBytesFixes
+          : !state.fixedFields.includes(fix.field),
+      );
       return fixes.length === 0 ? { action: 'accept' } : { action: 'fix_fields', fixes };
     }
     default:

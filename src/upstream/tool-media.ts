@@ -202,6 +202,32 @@ export function withImagesNoLargerThan(
   );
 }
 
+/** What stands for an image left out for the body's size. */
+const tooManyBytes = '[image: left out, the request would be larger than the provider takes]';
+
+/**
+ * The messages with their oldest images sent as data (base64) named where they stood, as many as weigh
+ * `excessBytes` (a body over a provider's cap on its size: field-fixes.ts requestBytesField); an image
+ * by link weighs nothing. The same array when none is named.
+ */
+export function withImagesWithinBytes(messages: ContextMessage[], excessBytes: number): ContextMessage[] {
+  const leftOut = new Set<unknown>();
+  let saved = 0;
+  for (const message of messages) {
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content as unknown[]) {
+      if (saved >= excessBytes) break;
+      const url = isImage(part) ? (part as { image_url?: { url?: unknown } }).image_url?.url : undefined;
+      if (typeof url !== 'string' || !url.startsWith('data:')) continue;
+      leftOut.add(part);
+      saved += url.length - tooManyBytes.length;
+    }
+  }
+  return leftOut.size === 0
+    ? messages
+    : withImagesLeftOut(messages, (part) => !leftOut.has(part), tooManyBytes);
+}
+
 /**
  * The messages with each image `keep` says no to named by `text` where it stood, asked from the newest
  * image to the oldest; the messages that keep theirs are the same objects, and the same array when all

@@ -187,6 +187,50 @@ describe('fields the model refuses (docs/budgeting.md#refused-fields)', () => {
     expect(plain.again(plain.first)).toBeUndefined();
   });
 
+  it('sends a model with a cap on a body’s bytes the newest images that fit under it, the same each time', () => {
+    const picture = (letter: string) => ({
+      type: 'image_url',
+      image_url: { url: `data:image/png;base64,${letter.repeat(3_000)}` },
+    });
+    const request = {
+      model: 'small-model',
+      messages: ['A', 'B', 'C'].flatMap((letter) => [
+        { role: 'user', content: [{ type: 'text', text: `Picture ${letter}?` }, picture(letter)] },
+        { role: 'assistant', content: 'Seen.' },
+      ]),
+    } as unknown as ChatCompletionRequest;
+    request.messages.pop();
+    const rawBody = Buffer.from(JSON.stringify(request));
+    const fieldFixes = createFieldFixes({ maxEntries: 10 });
+    const { ladder } = ladderFor(request, { rawBody, fieldFixes });
+    expect(ladder.first.body).toBe(rawBody);
+    // 2,500 bytes under the body sent: one picture (3,000 bytes) is enough to leave out, the oldest.
+    fieldFixes.remember('default', 'small-model', { field: 'request.bytes', atMost: rawBody.length - 2_500 });
+    const within = ladder.again(ladder.first);
+    expect(Buffer.byteLength(String(within?.body))).toBeLessThanOrEqual(rawBody.length - 2_500);
+    expect(String(within?.body).match(/base64,(\w)|left out, the request would be larger/g)).toEqual([
+      'left out, the request would be larger',
+      'base64,B',
+      'base64,C',
+    ]);
+    // A cap under the client's own bytes: the first attempt of a later request is within it at once.
+    const next = ladderFor(request, { rawBody, fieldFixes }).ladder.first;
+    expect(String(next.body)).toBe(String(within?.body));
+    // Written for an anthropic upstream, the same picture left out.
+    const claude = { ...request, model: 'claude-model' } as ChatCompletionRequest;
+    fieldFixes.remember('claude', 'claude-model', {
+      field: 'request.bytes',
+      atMost: rawBody.length - 2_500,
+    });
+    const messages = ladderFor(claude, { fieldFixes }).ladder.first;
+    expect(messages.wire).toBe('anthropic');
+    expect(String(messages.body).match(/"data":"(\w)|left out, the request would be larger/g)).toEqual([
+      'left out, the request would be larger',
+      '"data":"B',
+      '"data":"C',
+    ]);
+  });
+
   it('keeps a model’s fix to that model: its fallback is asked as its client wrote it', () => {
     const request = { ...chat(1, prose(6_000, 9)), max_tokens: 500 } as ChatCompletionRequest;
     const fieldFixes = createFieldFixes({ maxEntries: 10 });

@@ -16,8 +16,10 @@ let fake: FakeUpstream;
 /** As Mistral's API: fields it does not know are refused with a 422. */
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
-/** Anthropic itself (`kind: anthropic`): at most 100 images in a request. */
+/** Anthropic itself (`kind: anthropic`): at most 100 images in a request, and 32 MB. */
 let claude: FakeAnthropic;
+/** As GitHub Copilot's chat endpoint: a body over about 5.2 MB is refused with a 413. */
+let copilot: FakeUpstream;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
@@ -31,6 +33,7 @@ beforeAll(async () => {
     forbiddenFields: mistralUnknownFields,
     mistralMessages: true,
   });
+  copilot = new FakeUpstream({ maxRequestBytes: 5_200_000 });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
@@ -42,6 +45,9 @@ beforeAll(async () => {
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
       '    models: ["devstral-*", "mistral-*"]',
+      '  - name: copilot',
+      `    base_url: ${await copilot.start()}`,
+      '    models: ["copilot-*"]',
       '',
     ].join('\n'),
   });
@@ -58,6 +64,7 @@ afterAll(async () => {
   await fake.stop();
   await mistral.stop();
   await claude.stop();
+  await copilot.stop();
 });
 
 /** The bodies the provider received for a model, from `since` on. */
@@ -446,5 +453,89 @@ describe('more images than the model takes in one request', () => {
     expect(sent.map((request) => request.status)).toEqual([400, 400, 200]);
     const named = '[image: left out, larger than the model takes (8000 pixels a side, 5242880 bytes)]';
     expect(toolResultContents(sent[2]?.body ?? {})).toEqual([named, named, 'image']);
+  });
+});
+
+describe('a request larger than the provider takes, in bytes', () => {
+  /** A screenshot of seeded noise, `width` wide, of about 1 MB of base64 (760×330 pixels of RGB). */
+  const heavyShot = (width: number): string =>
+    `data:image/png;base64,${png(width, 330, width).toString('base64')}`;
+  /** A conversation of `count` turns, each pasting a screenshot (as Open WebUI sends them: data URLs). */
+  const screenshots = (count: number): OpenAI.ChatCompletionMessageParam[] =>
+    Array.from({ length: count }, (_, index): OpenAI.ChatCompletionMessageParam[] => [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: `Screenshot ${index + 1}: what changed?` },
+          { type: 'image_url', image_url: { url: heavyShot(760 + index) } },
+        ],
+      },
+      { role: 'assistant', content: `Step ${index + 1} looks fine.` },
+    ]).flat();
+  /** The widths of the pictures a chat body holds, and the lines that stand for the others. */
+  const picturesOf = (raw: string) =>
+    (JSON.parse(raw) as { messages: ChatMessage[] }).messages
+      .flatMap((message) =>
+        Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : [],
+      )
+      .map((part) =>
+        part.type === 'image_url'
+          ? pngSizeOf(String((part.image_url as { url: string }).url))?.width
+          : String(part.text),
+      )
+      .filter((part) => !String(part).startsWith('Screenshot'));
+
+  it('sends GitHub Copilot a conversation of six 1 MB screenshots (its ceiling about 5.2 MB): the newest five, and the next request right the first time', async () => {
+    const five = screenshots(5);
+    const answered = await openai.chat.completions
+      .create({ model: 'copilot-gpt-5', messages: five.slice(0, -1) })
+      .withResponse();
+    expect(answered.response.headers.get('x-ctxgate-attempts')).toBe('1');
+
+    const six = [...screenshots(6).slice(0, -1)];
+    const before = copilot.chatRequests.length;
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'copilot-gpt-5', messages: six })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+    const sent = copilot.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([413, 200]);
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const named = '[image: left out, the request would be larger than the provider takes]';
+    // The oldest named where it stood; the five newest as the client sent them, within the ceiling.
+    expect(picturesOf(sent[1]?.rawBody ?? '{}')).toEqual([named, 761, 762, 763, 764, 765]);
+    expect(sent[1]?.bodyBytes.length).toBeLessThanOrEqual(5_200_000);
+
+    // A seventh screenshot: the gateway knows the ceiling, and sends the newest that fit at once.
+    const seven = [...screenshots(7).slice(0, -1)];
+    const again = copilot.chatRequests.length;
+    const next = await openai.chat.completions
+      .create({ model: 'copilot-gpt-5', messages: seven })
+      .withResponse();
+    expect(next.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    const resent = copilot.chatRequests.slice(again);
+    expect(resent.map((request) => request.status)).toEqual([200]);
+    expect(picturesOf(resent[0]?.rawBody ?? '{}')).toEqual([named, named, 762, 763, 764, 765, 766]);
+  });
+
+  it('goes on with a Claude Code request of 14 screenshots past Anthropic’s 32 MB: the oldest named, the newest reach Claude', async () => {
+    // 14 reads of a 2.3 MB screenshot (1000×570 pixels of noise): 32.3 MB of JSON, which the gateway
+    // takes (its limit is 32 MiB) and Anthropic does not (32 MB).
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Compare the screens.' }];
+    for (let step = 1; step <= 14; step++) messages.push(...readStep(step, png(1_000 + step, 570, step)));
+    claude.respond = () => ({ text: 'Compared.' });
+    const before = claude.messageRequests.length;
+    const answer = await anthropic.messages.create({ model: 'claude-opus-5', max_tokens: 256, messages });
+    expect(answer.content).toEqual([expect.objectContaining({ text: 'Compared.' })]);
+    const sent = claude.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([413, 200]);
+    expect(Buffer.byteLength(sent[0]?.rawBody ?? '')).toBeGreaterThan(32_000_000);
+    const named = '[image: left out, the request would be larger than the provider takes]';
+    // Every result still there; the two oldest pictures (4.6 MB) named, the twelve newest sent.
+    expect(toolResultContents(sent[1]?.body ?? {})).toEqual([
+      named,
+      named,
+      ...Array.from({ length: 12 }, () => 'image'),
+    ]);
   });
 });

@@ -208,7 +208,14 @@ export class FakeAnthropic {
   /** What the model answers, from the request it was sent. */
   respond: (body: Json) => AnthropicReply = () => ({ text: 'Hello from the fake Anthropic.' });
 
-  constructor(private readonly options: { window?: number; apiKey?: string } = {}) {}
+  constructor(
+    private readonly options: {
+      window?: number;
+      apiKey?: string;
+      /** The most bytes a Messages request may have: Anthropic's 32 MB (docs: request size limits). */
+      maxRequestBytes?: number;
+    } = {},
+  ) {}
 
   get messageRequests(): RecordedAnthropicRequest[] {
     return this.requests.filter((request) => request.path === '/v1/messages');
@@ -245,6 +252,14 @@ export class FakeAnthropic {
       });
       response.end(text);
     };
+    // Anthropic refuses a request over its size at its edge, the body unread.
+    if (
+      chunks.reduce((total, chunk) => total + chunk.length, 0) > (this.options.maxRequestBytes ?? 32_000_000)
+    )
+      return send(
+        413,
+        JSON.stringify({ error: { type: 'request_too_large', message: 'Request exceeds the maximum size' } }),
+      );
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
     } catch {

@@ -132,6 +132,11 @@ export interface FakeUpstreamOptions {
    */
   imageLimits?: Readonly<Record<string, number>>;
   /**
+   * The most bytes a request body may have, as GitHub Copilot's chat endpoint takes about 5.2 MB: a
+   * larger one is refused with its 413 (`{"error":{"message":"failed to parse request","code":""}}`).
+   */
+  maxRequestBytes?: number;
+  /**
    * Models (or all) whose template also checks that user and assistant messages alternate after the
    * system message, tool calls and their results aside, as Devstral's and Mistral's tool templates do
    * (two user messages in a row are refused).
@@ -624,6 +629,10 @@ export class FakeUpstream {
       recorded.completed = true;
     };
 
+    if (this.options.maxRequestBytes !== undefined && bodyBytes.length > this.options.maxRequestBytes) {
+      sendJson(413, JSON.stringify({ error: { message: 'failed to parse request', code: '' } }));
+      return;
+    }
     if (
       this.options.requiredApiKey !== undefined &&
       request.headers.authorization !== `Bearer ${this.options.requiredApiKey}`

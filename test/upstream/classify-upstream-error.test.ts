@@ -157,13 +157,47 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'rate_limited' },
   },
+  // A body larger than the provider takes, in bytes (413): the request goes again with its oldest images
+  // named instead (requestBytesField), not as a prompt over the window.
   {
     name: 'look-alike: a 413 byte-size limit of a proxy',
     answer: {
       status: 413,
       body: '<html><body>413 Request Entity Too Large: body exceeds 10 MB</body></html>',
     },
-    expected: { kind: 'bad_request' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+  },
+  {
+    // Anthropic's 32 MB limit on a Messages request, reached by a session of screenshots
+    // (earendil-works/pi#401, anthropics/claude-code#3335): every later request was refused the same.
+    name: 'Anthropic: a request over 32 MB (413 request_too_large)',
+    answer: {
+      status: 413,
+      body: '{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum size"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+  },
+  {
+    // GitHub Copilot's chat endpoint at about 5.2 MB (lidge-jun/opencodex#4119, caozhiyuan/copilot-api#257:
+    // Codex's view_image pictures in the thread's history).
+    name: 'GitHub Copilot: a body over its byte ceiling (413 "failed to parse request")',
+    answer: { status: 413, body: '{"error":{"message":"failed to parse request","code":""}}' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+  },
+  {
+    // Cloudflare in front of a provider (openai/codex#7682: a long thread of attached images).
+    name: 'Cloudflare: 413 Request Entity Too Large (its HTML page)',
+    answer: {
+      status: 413,
+      body: '<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 Request Entity Too Large</h1></center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+  },
+  {
+    // Text Generation Inference's 2 MB payload limit (huggingface/text-generation-inference#1802).
+    name: 'TGI: Failed to buffer the request body: length limit exceeded (413)',
+    answer: { status: 413, body: 'Failed to buffer the request body: length limit exceeded' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
   },
   {
     name: 'look-alike: a schema error',

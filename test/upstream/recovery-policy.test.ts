@@ -223,6 +223,18 @@ const rows: Array<{
     expected: { action: 'fix_fields', fixes: [{ field: 'stream_options' }] },
   },
   {
+    name: 'a body refused for its bytes again: made smaller again, up to four times in a request',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+    state: { fixedFields: ['request.bytes', 'user', 'request.bytes', 'request.bytes'] },
+    expected: { action: 'fix_fields', fixes: [{ field: 'request.bytes' }] },
+  },
+  {
+    name: 'a body refused for its bytes a fifth time: the client gets the refusal',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+    state: { fixedFields: ['request.bytes', 'request.bytes', 'request.bytes', 'request.bytes'] },
+    expected: { action: 'accept' },
+  },
+  {
     name: 'a field refused again after it was fixed: the client gets the refusal',
     verdict: { kind: 'refused_field', fixes: [{ field: 'max_tokens', renameTo: 'max_completion_tokens' }] },
     state: { fixedFields: ['temperature', 'max_tokens'] },

@@ -4,6 +4,7 @@ import {
   withImagesAtMost,
   withImagesNoLargerThan,
   withImagesWithin,
+  withImagesWithinBytes,
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../../src/upstream/tool-media.js';
@@ -281,5 +282,71 @@ describe('withImagesNoLargerThan', () => {
 
   it('returns the same messages when every image fits', () => {
     expect(withImagesNoLargerThan(messages, { maxSide: 9000, maxBytes: 10_000_000 })).toBe(messages);
+  });
+});
+
+describe('withImagesWithinBytes', () => {
+  /** An image of `bytes` characters of base64 (its data URL 22 more). */
+  const weighing = (bytes: number, letter: string) => ({
+    type: 'image_url',
+    image_url: { url: `data:image/png;base64,${letter.repeat(bytes)}` },
+  });
+  const messages: ContextMessage[] = [
+    {
+      role: 'user',
+      content: [{ type: 'text', text: 'Compare.' }, weighing(1_000, 'A'), weighing(1_000, 'B')],
+    },
+    { role: 'assistant', content: 'Compared.' },
+    {
+      role: 'user',
+      content: [{ type: 'image_url', image_url: { url: 'https://example.com/c.png' } }, weighing(1_000, 'C')],
+    },
+  ];
+  const named = {
+    type: 'text',
+    text: '[image: left out, the request would be larger than the provider takes]',
+  };
+  const letters = (sent: ContextMessage[]) =>
+    JSON.stringify(sent).match(/base64,(\w)|example\.com|left out/g);
+
+  it('returns the same messages when nothing is over', () => {
+    expect(withImagesWithinBytes(messages, 0)).toBe(messages);
+  });
+
+  it('names the oldest images sent as data until they weigh the bytes over, a linked one kept', () => {
+    // 500 bytes over: the oldest image (about 950 saved) is enough.
+    expect(letters(withImagesWithinBytes(messages, 500))).toEqual([
+      'left out',
+      'base64,B',
+      'example.com',
+      'base64,C',
+    ]);
+    // 1,500 over: two, the link kept whatever it weighs.
+    expect(letters(withImagesWithinBytes(messages, 1_500))).toEqual([
+      'left out',
+      'left out',
+      'example.com',
+      'base64,C',
+    ]);
+    expect(withImagesWithinBytes(messages, 1_500)[0]?.content).toEqual([
+      { type: 'text', text: 'Compare.' },
+      named,
+      named,
+    ]);
+    // More than all of them weigh: every image sent as data, and only those.
+    expect(letters(withImagesWithinBytes(messages, 1_000_000))).toEqual([
+      'left out',
+      'left out',
+      'example.com',
+      'left out',
+    ]);
+  });
+
+  it('leaves the messages it keeps whole as the same objects, and the caller’s as they were', () => {
+    const before = JSON.stringify(messages);
+    const sent = withImagesWithinBytes(messages, 500);
+    expect(sent[1]).toBe(messages[1]);
+    expect(sent[2]).toBe(messages[2]);
+    expect(JSON.stringify(messages)).toBe(before);
   });
 });
