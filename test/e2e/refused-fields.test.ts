@@ -518,6 +518,27 @@ describe('a request larger than the provider takes, in bytes', () => {
     expect(picturesOf(resent[0]?.rawBody ?? '{}')).toEqual([named, named, 762, 763, 764, 765, 766]);
   });
 
+  it('answers a Codex-shaped Responses request whose pictures pass the ceiling: the oldest named', async () => {
+    // As Codex sends its whole history (store: false), the pictures view_image showed among it.
+    const input: OpenAI.Responses.ResponseInputItem[] = Array.from({ length: 6 }, (_, index) => ({
+      role: 'user' as const,
+      content: [
+        { type: 'input_text' as const, text: `Screenshot ${index + 1}: what changed?` },
+        { type: 'input_image' as const, image_url: heavyShot(760 + index), detail: 'auto' as const },
+      ],
+    }));
+    const before = copilot.chatRequests.length;
+    const { data, response } = await openai.responses
+      .create({ model: 'copilot-gpt-5-mini', input, store: false })
+      .withResponse();
+    expect(data.output_text).toEqual(expect.any(String));
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = copilot.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([413, 200]);
+    const named = '[image: left out, the request would be larger than the provider takes]';
+    expect(picturesOf(sent[1]?.rawBody ?? '{}')).toEqual([named, 761, 762, 763, 764, 765]);
+  });
+
   it('goes on with a Claude Code request of 14 screenshots past Anthropic’s 32 MB: the oldest named, the newest reach Claude', async () => {
     // 14 reads of a 2.3 MB screenshot (1000×570 pixels of noise): 32.3 MB of JSON, which the gateway
     // takes (its limit is 32 MiB) and Anthropic does not (32 MB).
