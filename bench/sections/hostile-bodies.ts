@@ -7,6 +7,7 @@
 // chat bodies through the logging floor proxy (parse, re-serialize, forward, one access log line): what
 // reading and forwarding such a body costs any proxy. Last, the largest Responses requests again with
 // Redis configured, where a stored response's record is written too. Figures only.
+import { deflateSync } from 'node:zlib';
 import { Pool } from 'undici';
 import { startRedisServer } from '../../test/helpers/redis-server.js';
 import { startServerProcess, type ServerProcess } from '../../test/helpers/server-process.js';
@@ -159,6 +160,21 @@ function messagesToolUses(
     messages: [user('go'), { role: 'assistant', content: uses }, { role: 'user', content: answer }],
   });
 }
+
+/** A PDF's data URL whose 200 object streams each inflate to 8 MB of spaces. */
+const inflatingPdf = (): string => {
+  const stream = Buffer.concat([
+    Buffer.from('/Type /ObjStm /Filter /FlateDecode >>\nstream\n'),
+    deflateSync(Buffer.alloc(8_000_000, 0x20)),
+    Buffer.from('\nendstream\n'),
+  ]);
+  const file = Buffer.concat([Buffer.from('%PDF-1.5\n'), ...Array.from({ length: 200 }, () => stream)]);
+  return `data:application/pdf;base64,${file.toString('base64')}`;
+};
+
+/** A PDF's data URL of 30 MB of base64 (22 MB): `/Type/Font ` over and over, as slow to read as a PDF is. */
+const hostilePdf = (): string =>
+  `data:application/pdf;base64,${Buffer.from(`%PDF-1.7\n${'/Type/Font '.repeat(2_000_000)}`).toString('base64')}`;
 
 /** `count` alternating user and assistant messages of `text`, each numbered, then a last user message. */
 function conversationOf(count: number, text: string): string {
@@ -477,6 +493,59 @@ export const hostileCases: HostileCase[] = [
             content: [
               { type: 'text', text: 'what is this?' },
               { type: 'image_url', image_url: { url: `data:image/png;base64,${'A'.repeat(30_000_000)}` } },
+            ],
+          },
+        ],
+      }),
+  },
+  {
+    // The page reader's worst: a `/Type` key every 11 bytes (none a page), no object stream, no count.
+    label: 'chat: one 30 MB PDF (file part, a /Type key every 11 bytes)',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'what does it say?' },
+              { type: 'file', file: { filename: 'a.pdf', file_data: hostilePdf() } },
+            ],
+          },
+        ],
+      }),
+  },
+  {
+    // Object streams that inflate a thousandfold: read until 2 MB came out of them.
+    label: 'chat: a PDF of 200 object streams of 8 MB of spaces each (1.6 MB)',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'what does it say?' },
+              { type: 'file', file: { filename: 'a.pdf', file_data: inflatingPdf() } },
+            ],
+          },
+        ],
+      }),
+  },
+  {
+    label: 'responses: one 30 MB PDF (input_file, a /Type key every 11 bytes)',
+    path: '/v1/responses',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'what does it say?' },
+              { type: 'input_file', filename: 'a.pdf', file_data: hostilePdf() },
             ],
           },
         ],

@@ -7,6 +7,7 @@
 // name and arguments plus 3 tokens of framing (as the API counts a function call), null or missing
 // content as nothing.
 import { imageTokens } from './image-tokens.js';
+import { filePartTokens } from './file-tokens.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ContextMessage, Tokenizer } from './types.js';
 
@@ -36,6 +37,7 @@ function contentTokens(content: unknown, tokenizer: Tokenizer): number {
     if (typeof part.text === 'string') total += tokenizer.count(part.text);
     else if (typeof part.refusal === 'string') total += tokenizer.count(part.refusal);
     else if (part.type === 'image_url') total += imagePartTokens(part);
+    else if (part.type === 'file') total += filePartTokens(part);
   }
   return total;
 }
@@ -67,7 +69,8 @@ function imagePartTokens(part: Record<string, unknown>): number {
 
 /**
  * The content parts of these messages whose tokens the gateway can only guess — images (by the tile
- * formula), audio and files (not at all): a provider sizes them its own way — and its guess of them.
+ * formula), files (a PDF by its pages: file-tokens.ts), audio (not at all): a provider sizes them its own
+ * way — and its guess of them.
  */
 export function guessedParts(messages: readonly ContextMessage[]): { parts: number; tokens: number } {
   let parts = 0;
@@ -79,6 +82,7 @@ export function guessedParts(messages: readonly ContextMessage[]): { parts: numb
       if (typeof part.text === 'string' || typeof part.refusal === 'string') continue;
       parts++;
       if (part.type === 'image_url') tokens += imagePartTokens(part);
+      else if (part.type === 'file') tokens += filePartTokens(part);
     }
   }
   return { parts, tokens };

@@ -223,12 +223,34 @@ function contentOf(content: unknown, param: string): unknown {
         },
       };
     }
+    if (part.type === 'input_file') return filePartOf(part, at);
     if (part.type === 'refusal') return { type: 'text', text: String(part.refusal ?? '') };
     return refuse(
       at,
       `'${at}': content parts of type '${String(part.type)}' cannot be bridged to Chat Completions.`,
     );
   });
+}
+
+/**
+ * An `input_file` part as Chat Completions takes a file (OpenAI's `file` part: a PDF's data URL with its
+ * file name, which OpenAI requires beside the data, or an uploaded file's id). A file by URL cannot be
+ * bridged: Chat Completions takes none.
+ */
+function filePartOf(part: Record<string, unknown>, at: string): Record<string, unknown> {
+  if (typeof part.file_data === 'string')
+    return {
+      type: 'file',
+      file: {
+        filename: typeof part.filename === 'string' && part.filename !== '' ? part.filename : 'file.pdf',
+        file_data: part.file_data,
+      },
+    };
+  if (typeof part.file_id === 'string') return { type: 'file', file: { file_id: part.file_id } };
+  return refuse(
+    at,
+    `'${at}': only input_file parts with file_data or a file_id can be bridged (Chat Completions takes no file_url).`,
+  );
 }
 
 /**
@@ -247,6 +269,10 @@ function contentSources(content: unknown): StringSource[] | undefined {
     if (type === 'input_image')
       return [
         { inMessage: ['content', index, 'image_url', 'url'], inElement: ['content', index, 'image_url'] },
+      ];
+    if (type === 'input_file' && typeof (part as Record<string, unknown>).file_data === 'string')
+      return [
+        { inMessage: ['content', index, 'file', 'file_data'], inElement: ['content', index, 'file_data'] },
       ];
     return [];
   });
@@ -600,6 +626,7 @@ const partFields: Record<string, readonly string[]> = {
   text: ['type', 'text'],
   refusal: ['type', 'refusal'],
   input_image: ['type', 'image_url', 'file_id', 'detail'],
+  input_file: ['type', 'file_data', 'file_id', 'file_url', 'filename'],
 };
 
 function pick(

@@ -76,7 +76,7 @@ const textOf = (content: unknown): string => {
     .join('');
 };
 
-/** A chat content part as an Anthropic block (text and images; anything else as its text). */
+/** A chat content part as an Anthropic block (text, images and files; anything else as its text). */
 function blockOfPart(part: unknown): Json | undefined {
   const record = part as Json | null;
   if (record === null || typeof record !== 'object') return undefined;
@@ -90,8 +90,42 @@ function blockOfPart(part: unknown): Json | undefined {
       ? { type: 'image', source: { type: 'url', url } }
       : { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
   }
+  if (record.type === 'file') return documentOf(record.file as Json | undefined);
   const text = textOf([record]);
   return text === '' ? undefined : { type: 'text', text };
+}
+
+/**
+ * A chat file part (OpenAI's: a PDF's data URL and its name) as an Anthropic document block: a PDF as
+ * base64, a text file as text. Anything else — a file by id, another type — is named, as Anthropic
+ * cannot be sent it.
+ */
+function documentOf(file: Json | undefined): Json {
+  const name = typeof file?.filename === 'string' ? file.filename : undefined;
+  const titled = name === undefined ? {} : { title: name };
+  const data = typeof file?.file_data === 'string' ? file.file_data : '';
+  const url = /^data:([^;,]+);base64,/.exec(data.slice(0, 200));
+  if (url?.[1] === 'application/pdf')
+    return {
+      type: 'document',
+      source: { type: 'base64', media_type: 'application/pdf', data: data.slice(url[0].length) },
+      ...titled,
+    };
+  if (url?.[1] === 'text/plain')
+    return {
+      type: 'document',
+      source: {
+        type: 'text',
+        media_type: 'text/plain',
+        data: Buffer.from(data.slice(url[0].length), 'base64').toString('utf8'),
+      },
+      ...titled,
+    };
+  const which = name ?? (typeof file?.file_id === 'string' ? file.file_id : 'file');
+  return {
+    type: 'text',
+    text: `[file ${which}: not sent, Anthropic takes PDFs and text files sent as data]`,
+  };
 }
 
 function blocksOfContent(content: unknown): Json[] {

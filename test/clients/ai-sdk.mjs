@@ -1,5 +1,5 @@
 // The AI SDK 7 with @ai-sdk/openai 4's default provider, openai(model): the Responses API, as its users
-// write it (no truncation, no store setting). Driven by test/e2e/newest-clients.test.ts under Node 22.
+// write it (no truncation, no store setting), a PDF attached as a file part. Driven by test/e2e/newest-clients.test.ts under Node 22.
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, jsonSchema, stepCountIs, tool } from 'ai';
 import { page, report } from './pages.mjs';
@@ -49,4 +49,23 @@ async function loop() {
   };
 }
 
-await report(scenario === 'turns' ? turns : loop);
+/** A question about a PDF the user attaches (a file part, which the provider sends as input_file). */
+async function pdf() {
+  const { pdfBase64 } = JSON.parse(process.argv[2]);
+  const result = await generateText({
+    model: openai(model),
+    maxRetries: 0,
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Task ai-sdk-pdf: what does page 3 of the report say?' },
+          { type: 'file', data: Buffer.from(pdfBase64, 'base64'), mediaType: 'application/pdf', filename: 'report.pdf' },
+        ],
+      },
+    ],
+  });
+  return { text: result.text };
+}
+
+await report({ turns, loop, pdf }[scenario] ?? loop);

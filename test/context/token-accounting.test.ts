@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { getEncoding } from 'js-tiktoken';
+import { pdfPageTokens } from '../../src/context/file-tokens.js';
 import { describe, expect, it } from 'vitest';
 import {
   countingWorkLimitFor,
@@ -80,7 +81,7 @@ describe('guessedParts: what the provider sizes its own way', () => {
       { parts: 2, tokens: 85 + 255 },
     ],
     [
-      'audio and a file, which it does not size at all',
+      'audio, which it does not size, and a PDF, by its pages',
       [
         {
           role: 'user',
@@ -90,7 +91,8 @@ describe('guessedParts: what the provider sizes its own way', () => {
           ],
         },
       ],
-      { parts: 2, tokens: 0 },
+      // "%PDF-1", no page object: one page.
+      { parts: 2, tokens: pdfPageTokens },
     ],
   ])('%s', (_name, messages, expected) => {
     expect(guessedParts(messages)).toEqual(expected);

@@ -6,7 +6,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeAnthropic, contentText } from '../helpers/fake-anthropic.js';
+import { FakeAnthropic, contentText, documentPages } from '../helpers/fake-anthropic.js';
+import { pdf } from '../helpers/pdf.js';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -361,6 +362,57 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
       .withResponse();
     expect(next.response.headers.get('x-context-retries')).toBe('0');
     expect(anthropic.messageRequests.length - afterFirst).toBe(1);
+  });
+});
+
+describe('a PDF a Chat Completions client attaches (OpenAI’s file part), to Claude', () => {
+  it('reaches Claude as a document block, which it reads', async () => {
+    const report = pdf(['Revenue grew.', 'The Lisbon office opens in May.']);
+    anthropic.respond = (body) => {
+      const pages = (body.messages as Array<{ content: unknown }>).flatMap((message) =>
+        documentPages(message.content),
+      );
+      return {
+        text: pages.length === 0 ? 'I see no document.' : `Page 2 says: ${pages[0]?.[1] ?? 'nothing'}`,
+      };
+    };
+    const before = anthropic.messageRequests.length;
+    const chat = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
+      body: JSON.stringify({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 300,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What does page 2 say?' },
+              {
+                type: 'file',
+                file: {
+                  filename: 'report.pdf',
+                  file_data: `data:application/pdf;base64,${report.toString('base64')}`,
+                },
+              },
+            ],
+          },
+        ],
+      }),
+    });
+    expect(chat.status).toBe(200);
+    const answer = (await chat.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(answer.choices[0]?.message.content).toBe('Page 2 says: The Lisbon office opens in May.');
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200]);
+    expect((sent[0]?.body.messages as Array<{ content: unknown }>)[0]?.content).toEqual([
+      { type: 'text', text: 'What does page 2 say?' },
+      {
+        type: 'document',
+        source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
+        title: 'report.pdf',
+      },
+    ]);
   });
 });
 

@@ -4,6 +4,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { countPromptTokens, FakeUpstream } from '../helpers/fake-upstream.js';
+import { pdf } from '../helpers/pdf.js';
 import { png } from '../helpers/png.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -293,6 +294,47 @@ describe('render-time budgeting through the gateway', () => {
       body: JSON.stringify({ model: 'small-model', messages, max_tokens: 64 }),
     });
     expect(((await preview.json()) as { messages: unknown[] }).messages).toEqual(sent);
+  });
+
+  it('counts a PDF a user attached by its pages: a conversation it would push past the window fits in one call', async () => {
+    // A 6-page report (OpenAI counts each page's text and a picture of it: about 800 tokens a page here),
+    // then the turns after it; the report's turn is what has to go.
+    const report = pdf(Array.from({ length: 6 }, (_, page) => `Page ${page + 1}. ${sentences[page % 5]}`));
+    const messages: Message[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Here is the quarterly report.' },
+          {
+            type: 'file',
+            file: {
+              filename: 'report.pdf',
+              file_data: `data:application/pdf;base64,${report.toString('base64')}`,
+            },
+          },
+        ],
+      },
+      { role: 'assistant', content: 'I read the report.' },
+    ];
+    for (let turn = 0; turn < 14; turn++)
+      messages.push(
+        { role: 'user', content: `Turn ${turn}: ${sentences.join(' ')} ${sentences.join(' ')}` },
+        { role: 'assistant', content: `Noted turn ${turn}. ${sentences.join(' ')}` },
+      );
+    messages.push({ role: 'user', content: 'What should we check next?' });
+    // The fake's own count: over the window with the report, within it without.
+    expect(countPromptTokens(messages as never, undefined) + 512).toBeGreaterThan(window);
+    expect(countPromptTokens(messages.slice(2) as never, undefined) + 512).toBeLessThan(window);
+
+    const { data, response } = await client.chat.completions
+      .create({ model: 'small-model', messages, max_tokens: 512 })
+      .withResponse();
+    expect(data.choices[0]?.message.role).toBe('assistant');
+    expect(fake.chatRequests.map((request) => request.status)).toEqual([200]);
+    expect(response.headers.get('x-context-retries')).toBe('0');
+    const sent = fake.chatRequests[0]?.body as { messages: Message[] };
+    expect(JSON.stringify(sent.messages)).not.toContain('application/pdf');
+    expect(sent.messages.at(-1)).toEqual(messages.at(-1));
   });
 
   it('renders without calling the upstream and reports every region', async () => {

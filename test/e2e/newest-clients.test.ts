@@ -17,6 +17,7 @@ import {
 } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
 import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
+import { pdf, pdfOfDataUrl, pdfPageTexts } from '../helpers/pdf.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
@@ -68,6 +69,19 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
       return page === undefined ? [] : [Number(page)];
     });
     return { content: `Pages read: ${[...new Set(read)].sort((a, b) => a - b).join(', ')}.` };
+  }
+  // Asked about a PDF: it reads the page asked for, as OpenAI extracts a PDF's text.
+  if (lastUser.startsWith('Task ai-sdk-pdf')) {
+    const parts = messages.at(-1)?.content;
+    const file = Array.isArray(parts)
+      ? (parts as Array<{ type?: string; file?: { file_data?: unknown } }>).find(
+          (part) => part.type === 'file',
+        )
+      : undefined;
+    const pdf = pdfOfDataUrl(file?.file?.file_data);
+    return {
+      content: pdf === undefined ? 'I see no PDF.' : `Page 3 says: ${pdfPageTexts(pdf)[2] ?? 'nothing'}`,
+    };
   }
   // Asked about a screenshot: it takes one, then says the size of the picture it was shown.
   if (users.some((text) => text.startsWith('Task agents-picture'))) {
@@ -217,6 +231,33 @@ describe('the AI SDK 7, default provider openai(model)', () => {
       { text: 'Larkspur.', itemReferences: 0 },
       { text: 'Juniper.', itemReferences: 1 },
       { text: 'Larkspur and Juniper.', itemReferences: 2 },
+    ]);
+  });
+
+  it('answers a question about a PDF the user attaches (input_file, a Chat Completions file part upstream)', async () => {
+    const report = pdf(['Revenue grew.', 'Costs fell.', 'The Lisbon office opens in May.', 'Appendix.']);
+    const before = fake.chatRequests.length;
+    const result = await runDriver<Failure & { text: string }>('ai-sdk.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      scenario: 'pdf',
+      pdfBase64: report.toString('base64'),
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.text).toBe('Page 3 says: The Lisbon office opens in May.');
+    // The PDF went on as OpenAI takes a file: its data URL, named.
+    const sent = fake.chatRequests
+      .slice(before)
+      .map((request) => request.body as { messages: ChatMessage[] });
+    expect(sent.at(-1)?.messages.at(-1)?.content).toEqual([
+      { type: 'text', text: 'Task ai-sdk-pdf: what does page 3 of the report say?' },
+      {
+        type: 'file',
+        file: {
+          filename: 'report.pdf',
+          file_data: `data:application/pdf;base64,${report.toString('base64')}`,
+        },
+      },
     ]);
   });
 

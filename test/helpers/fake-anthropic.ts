@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
 import { pngSizeOf } from './png.js';
+import { pdfPageTexts } from './pdf.js';
 
 type Json = Record<string, unknown>;
 
@@ -47,8 +48,12 @@ function blockText(block: unknown): string {
   if (typeof record.thinking === 'string') return record.thinking;
   if (record.type === 'tool_use') return `${String(record.name)} ${JSON.stringify(record.input ?? {})}`;
   if (record.type === 'tool_result') return contentText(record.content);
-  // An image is counted apart, by its size (imageTokens).
+  // An image is counted apart, by its size (imageTokens), and so is a PDF (documentTokens).
   if (record.type === 'image') return '';
+  if (record.type === 'document') {
+    const source = (record.source ?? {}) as { type?: unknown; data?: unknown };
+    return source.type === 'text' ? String(source.data ?? '') : '';
+  }
   return JSON.stringify(record);
 }
 
@@ -79,6 +84,20 @@ function imageTokens(block: Json): number {
   return size === undefined ? 1_600 : Math.max(1, Math.ceil((size.width * size.height) / 750));
 }
 
+/** A picture of a page of a PDF, as Anthropic counts it (a US Letter page, 816×1056 pixels: w × h / 750). */
+const pdfPageImageTokens = 1_149;
+
+/** The PDFs of a content (document blocks of base64 data), each as its pages' text. */
+export function documentPages(content: unknown): string[][] {
+  if (!Array.isArray(content)) return [];
+  return (content as Json[]).flatMap((block) => {
+    if (block?.type === 'tool_result') return documentPages(block.content);
+    const source = block?.type === 'document' ? (block.source as Json | undefined) : undefined;
+    if (source?.type !== 'base64' || source.media_type !== 'application/pdf') return [];
+    return [pdfPageTexts(Buffer.from(String(source.data), 'base64'))];
+  });
+}
+
 /** The fake's count of a request's prompt: system, messages and tools. */
 export function anthropicTokens(body: Json): number {
   let text = contentText(body.system);
@@ -86,6 +105,9 @@ export function anthropicTokens(body: Json): number {
   for (const message of (body.messages as Json[] | undefined) ?? []) {
     text += `\n${contentText(message.content)}`;
     for (const image of imageBlocks(message.content)) images += imageTokens(image);
+    // Each page of a PDF: its text and a picture of it.
+    for (const pages of documentPages(message.content))
+      for (const page of pages) images += encoding.encode(page).length + pdfPageImageTokens;
   }
   if (Array.isArray(body.tools)) text += JSON.stringify(body.tools);
   return Math.ceil(

@@ -6,6 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
+import { pdfOfDataUrl, pdfPageTexts } from './pdf.js';
 
 export interface ScriptedToolCall {
   id: string;
@@ -358,18 +359,32 @@ function contentText(content: unknown): string {
     .join('');
 }
 
+/** A picture of a page of a PDF, as OpenAI counts it (a page at high detail: 85 + 4 tiles of 170). */
+const pdfPageImageTokens = 765;
+
+/**
+ * A file part's tokens as OpenAI counts a PDF: "both the extracted text and an image of each page" (what
+ * the fake cannot read counts nothing).
+ */
+function fileTokens(part: { file?: { file_data?: unknown } }): number {
+  const file = pdfOfDataUrl(part.file?.file_data);
+  if (file === undefined) return 0;
+  return pdfPageTexts(file).reduce((total, text) => total + countText(text) + pdfPageImageTokens, 0);
+}
+
 /**
  * The OpenAI cookbook count: 3 tokens per message, 1 per name, 3 to prime the reply, 3 around each
  * function call (as the API counts one). Images count `imageTokens` each when given (a provider sizes
- * them its own way), else nothing.
+ * them its own way), else nothing; a PDF its pages' text and a picture of each.
  */
 export function countPromptTokens(messages: ChatMessage[], tools: unknown, imageTokens = 0): number {
   let total = 3;
   for (const message of messages) {
     total += 3 + countText(message.role) + countText(contentText(message.content));
     if (Array.isArray(message.content))
-      for (const part of message.content as Array<{ type?: string }>)
+      for (const part of message.content as Array<{ type?: string; file?: { file_data?: unknown } }>)
         if (part?.type === 'image_url') total += imageTokens;
+        else if (part?.type === 'file') total += fileTokens(part);
     if (message.name !== undefined) total += 1 + countText(message.name);
     if (message.tool_call_id !== undefined) total += countText(message.tool_call_id);
     for (const call of message.tool_calls ?? []) {
@@ -382,6 +397,46 @@ export function countPromptTokens(messages: ChatMessage[], tools: unknown, image
   }
   if (Array.isArray(tools) && tools.length > 0) total += countText(JSON.stringify(tools));
   return total;
+}
+
+/**
+ * OpenAI's refusal of a file part it cannot take, or undefined: data that is not a PDF's data URL ("Invalid
+ * file data: … Expected a base64-encoded data URL with an application/pdf MIME type …"), data without a
+ * file name (it asks for an id then).
+ */
+export function findFileRefusal(messages: ChatMessage[]): string | undefined {
+  for (const [index, message] of messages.entries()) {
+    if (!Array.isArray(message.content)) continue;
+    for (const [at, part] of (message.content as Array<Record<string, unknown>>).entries()) {
+      if (part?.type !== 'file') continue;
+      const file = (part.file ?? {}) as { file_data?: unknown; file_id?: unknown; filename?: unknown };
+      const param = `messages[${index}].content[${at}].file`;
+      if (typeof file.file_data === 'string') {
+        const type = /^data:([^;,]*)[;,]/.exec(file.file_data)?.[1];
+        if (type !== 'application/pdf')
+          return openAIError(
+            `Invalid file data: '${param}.file_data'. Expected a base64-encoded data URL with an application/pdf MIME type (e.g. 'data:application/pdf;base64,SGVsbG8sIFdvcmxkIQ=='), but got ${type === undefined ? 'an invalid base64-encoded value' : `unsupported MIME type '${type}'`}.`,
+            'invalid_request_error',
+            `${param}.file_data`,
+            'invalid_value',
+          );
+        if (typeof file.filename !== 'string')
+          return openAIError(
+            `Missing required parameter: '${param}.file_id'.`,
+            'invalid_request_error',
+            `${param}.file_id`,
+            'missing_required_parameter',
+          );
+      } else if (typeof file.file_id !== 'string')
+        return openAIError(
+          `Missing required parameter: '${param}.file_id'.`,
+          'invalid_request_error',
+          `${param}.file_id`,
+          'missing_required_parameter',
+        );
+    }
+  }
+  return undefined;
 }
 
 /** Returns an error message when the sequence would be refused by OpenAI, else undefined. */
@@ -788,6 +843,12 @@ export class FakeUpstream {
           null,
         ),
       );
+      return;
+    }
+    // As OpenAI takes a file part: a PDF's data URL with its file name (or an uploaded file's id).
+    const fileRefusal = findFileRefusal(body.messages);
+    if (fileRefusal !== undefined) {
+      sendJson(400, fileRefusal);
       return;
     }
     // OpenAI takes an end-user id of at most 64 characters.

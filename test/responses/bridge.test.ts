@@ -769,6 +769,57 @@ describe('bridgeRequest: origins', () => {
   });
 });
 
+describe('bridgeRequest: files (input_file)', () => {
+  const pdfData = 'data:application/pdf;base64,JVBERi0xLjQK';
+  const bridgedFile = (part: Record<string, unknown>) =>
+    bridgeRequest({
+      model: 'm',
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'Read it.' },
+            { type: 'input_file', ...part },
+          ],
+        },
+      ],
+    });
+
+  it('makes a PDF sent as data a Chat Completions file part, with its name (OpenAI asks for one beside the data)', () => {
+    const bridged = bridgedFile({ filename: 'report.pdf', file_data: pdfData });
+    expect(bridged.messages[0]?.content).toEqual([
+      { type: 'text', text: 'Read it.' },
+      { type: 'file', file: { filename: 'report.pdf', file_data: pdfData } },
+    ]);
+    // The data is copied from the client's bytes, as an image's URL is.
+    expect(bridged.sources.strings?.[0]).toContainEqual({
+      inMessage: ['content', 1, 'file', 'file_data'],
+      inElement: ['content', 1, 'file_data'],
+    });
+    expect(bridgedFile({ file_data: pdfData }).messages[0]?.content).toContainEqual({
+      type: 'file',
+      file: { filename: 'file.pdf', file_data: pdfData },
+    });
+  });
+
+  it('makes an uploaded file’s id a file part by id', () => {
+    expect(bridgedFile({ file_id: 'file-abc123' }).messages[0]?.content).toContainEqual({
+      type: 'file',
+      file: { file_id: 'file-abc123' },
+    });
+  });
+
+  it('refuses a file by URL, which Chat Completions cannot take, naming the part', () => {
+    expect(() => bridgedFile({ file_url: 'https://example.com/report.pdf' })).toThrow(
+      expect.objectContaining({
+        code: 'invalid_request',
+        param: 'input[0].content[1]',
+        message: expect.stringContaining('Chat Completions takes no file_url'),
+      }),
+    );
+  });
+});
+
 describe("bridgeRequest: compaction (Codex's remote compaction)", () => {
   // As Codex sends it: the history, then a compaction_trigger item, streamed, with its tools.
   const history = [
