@@ -34,6 +34,7 @@ import {
   imageSideField,
   imageBytesField,
   requestBytesField,
+  filesField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsMistralTakes,
@@ -46,6 +47,7 @@ import {
   withImagesNoLargerThan,
   withImagesWithin,
   withImagesWithinBytes,
+  withFilesNamed,
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../upstream/tool-media.js';
@@ -272,6 +274,7 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
+    if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
     /** The body of `fixed` messages as sent, and those messages in chat terms. */

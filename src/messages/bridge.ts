@@ -62,6 +62,22 @@ function partOf(block: Json): Json | undefined {
   }
   if (block.type === 'document' && isObject(block.source) && block.source.type === 'text')
     return { type: 'text', text: String(block.source.data ?? '') };
+  // A PDF (Claude Code's @file of one) as OpenAI's file part: its data URL and a name, which OpenAI
+  // requires beside the data.
+  if (
+    block.type === 'document' &&
+    isObject(block.source) &&
+    block.source.type === 'base64' &&
+    block.source.media_type === 'application/pdf' &&
+    typeof block.source.data === 'string'
+  )
+    return {
+      type: 'file',
+      file: {
+        filename: typeof block.title === 'string' && block.title !== '' ? block.title : 'document.pdf',
+        file_data: `data:application/pdf;base64,${block.source.data}`,
+      },
+    };
   return undefined;
 }
 

@@ -15,6 +15,7 @@ import {
   imageSideField,
   imageBytesField,
   requestBytesField,
+  filesField,
   type FieldFix,
 } from './field-fixes.js';
 
@@ -155,6 +156,13 @@ function refusedFields(text: string, body: string): FieldFix[] {
     )
   )
     add({ field: toolImagesField });
+  // A model that takes no file part (DeepSeek's API, vLLM).
+  if (
+    /unknown variant `?file`?|unsupported chat content part type: '?file\b|unknown part type: '?file\b|file must have a file_id or file_data/i.test(
+      text,
+    )
+  )
+    add({ field: filesField });
   // More images than the model takes in one request: how many fit, as the refusal says.
   const images = imageCap(text);
   if (images !== undefined) add({ field: imageCountField, atMost: images });

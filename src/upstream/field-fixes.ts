@@ -37,6 +37,15 @@ export const thoughtSignaturesField = 'messages[].tool_calls[].extra_content.goo
 export const toolImagesField = 'messages[].tool.images';
 
 /**
+ * Not a field of the body: the file parts of its messages (a PDF a client attached: OpenAI's `file` part,
+ * what the bridges make of a Responses `input_file` and a Messages `document`), which a model that takes
+ * none refuses (DeepSeek's API: "unknown variant `file`, expected `text`"; vLLM: "Unsupported chat content
+ * part type: 'file'"). Every later request of the conversation would be refused the same: each file is
+ * named where it stood instead, a text file given as its text (tool-media.ts withFilesNamed).
+ */
+export const filesField = 'messages[].files';
+
+/**
  * Not a field of the body: how many images the request carries, which a provider caps (Anthropic at 100:
  * "Too much media: 0 document pages + 103 images > 100"; vLLM at its --limit-mm-per-prompt: "At most 5
  * image(s) may be provided in one request."). The fix says how many fit (`atMost`): the newest are kept

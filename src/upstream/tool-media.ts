@@ -202,6 +202,50 @@ export function withImagesNoLargerThan(
   );
 }
 
+/** A file part's name: its file name, or its id. */
+function fileNameOf(part: Part): string {
+  const file = (part.file ?? {}) as { filename?: unknown; file_id?: unknown };
+  if (typeof file.filename === 'string' && file.filename !== '') return file.filename;
+  return typeof file.file_id === 'string' ? file.file_id : 'file';
+}
+
+/** A text file's text, from its data URL (`data:text/…;base64,…`); undefined for any other file. */
+function textFileOf(part: Part): string | undefined {
+  const data = (part.file as { file_data?: unknown } | undefined)?.file_data;
+  if (typeof data !== 'string') return undefined;
+  const url = /^data:text\/[\w.+-]+(?:;charset=[\w-]+)?;base64,/i.exec(data.slice(0, 100));
+  return url === null ? undefined : Buffer.from(data.slice(url[0].length), 'base64').toString('utf8');
+}
+
+/**
+ * The messages as a model that takes no file part is sent them (field-fixes.ts filesField): each file
+ * named where it stood, `[file report.pdf: not shown, the model takes no files]`, a text file given as its
+ * text after its name. The same array when no message holds one.
+ */
+export function withFilesNamed(messages: ContextMessage[]): ContextMessage[] {
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    if (!Array.isArray(message.content)) return;
+    const parts = message.content as Part[];
+    if (!parts.some((part) => part?.type === 'file')) return;
+    out ??= messages.slice();
+    out[index] = Object.assign({}, message, {
+      content: parts.map((part) => {
+        if (part?.type !== 'file') return part;
+        const text = textFileOf(part);
+        return {
+          type: 'text',
+          text:
+            text === undefined
+              ? `[file ${fileNameOf(part)}: not shown, the model takes no files]`
+              : `[file ${fileNameOf(part)}]\n${text}`,
+        };
+      }),
+    });
+  });
+  return out ?? messages;
+}
+
 /** What stands for an image left out for the body's size. */
 const tooManyBytes = '[image: left out, the request would be larger than the provider takes]';
 

@@ -25,6 +25,8 @@ beforeAll(async () => {
     windows: { 'local-model': 8_192 },
     thinking: ['deepseek-v4-pro'],
     thoughtSignatures: ['gemini-3-pro-preview'],
+    // As DeepSeek's API: no file part.
+    noFiles: ['deepseek-chat'],
   });
   anthropicUrl = await anthropic.start();
   const openaiUrl = await openai.start();
@@ -555,6 +557,85 @@ describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
         },
       },
     ]);
+  });
+
+  it('sends a PDF (a document block, as Claude Code attaches one) as the file part a Chat Completions model reads', async () => {
+    openai.setDefault({ content: 'Read.' });
+    const report = pdf(['Revenue grew.', 'The Lisbon office opens in May.']);
+    const before = openai.chatRequests.length;
+    const { response } = await client()
+      .messages.create({
+        model: 'local-model',
+        max_tokens: 300,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'document',
+                source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
+                title: 'report.pdf',
+              },
+              { type: 'text', text: 'What does page 2 say?' },
+            ],
+          },
+        ],
+      })
+      .withResponse();
+    expect(response.headers.get('x-ctxgate-dropped')).toBeNull();
+    const sent = openai.chatRequests
+      .slice(before)
+      .map((request) => request.body as { messages: ChatMessage[] });
+    expect(sent.map((body) => body.messages.at(-1)?.content)).toEqual([
+      [
+        {
+          type: 'file',
+          file: {
+            filename: 'report.pdf',
+            file_data: `data:application/pdf;base64,${report.toString('base64')}`,
+          },
+        },
+        { type: 'text', text: 'What does page 2 say?' },
+      ],
+    ]);
+  });
+
+  it('names the PDF to a model that takes no files (DeepSeek’s API refuses the part), and goes on', async () => {
+    openai.setDefault({ content: 'Noted.' });
+    const report = pdf(['Revenue grew.']);
+    const ask = () =>
+      client()
+        .messages.create({
+          model: 'deepseek-chat',
+          max_tokens: 300,
+          messages: [
+            {
+              role: 'user',
+              content: [
+                {
+                  type: 'document',
+                  source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
+                  title: 'report.pdf',
+                },
+                { type: 'text', text: 'Summarize it.' },
+              ],
+            },
+          ],
+        })
+        .withResponse();
+    const before = openai.chatRequests.length;
+    const { data, response } = await ask();
+    expect(data.content).toEqual([expect.objectContaining({ type: 'text', text: 'Noted.' })]);
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = openai.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    expect((sent[1]?.body as { messages: ChatMessage[] }).messages.at(-1)?.content).toEqual([
+      { type: 'text', text: '[file report.pdf: not shown, the model takes no files]' },
+      { type: 'text', text: 'Summarize it.' },
+    ]);
+    // The next request of the conversation goes right the first time.
+    const again = await ask();
+    expect(again.response.headers.get('x-ctxgate-attempts')).toBe('1');
   });
 
   it('names what a Chat Completions model cannot take in X-Ctxgate-Dropped', async () => {

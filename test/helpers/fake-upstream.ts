@@ -128,6 +128,12 @@ export interface FakeUpstreamOptions {
   /** Models served as vLLM serves one that takes no images: a request holding an image is refused. */
   textOnly?: readonly string[];
   /**
+   * Models served as DeepSeek's API serves its own, which takes no file part: a request holding one is
+   * refused ("Failed to deserialize the JSON body into the target type: messages[1]: unknown variant
+   * `file`, expected `text`").
+   */
+  noFiles?: readonly string[];
+  /**
    * Models served as vLLM serves one with `--limit-mm-per-prompt`, by the most images it takes in a
    * request: a request holding more is refused ("At most 4 image(s) may be provided in one request.").
    */
@@ -800,6 +806,23 @@ export class FakeUpstream {
           param: null,
           code: 400,
         }),
+      );
+      return;
+    }
+    const fileAt = body.messages.findIndex(
+      (message) =>
+        Array.isArray(message.content) &&
+        (message.content as Array<{ type?: unknown }>).some((part) => part?.type === 'file'),
+    );
+    if (this.options.noFiles?.includes(String(body.model)) === true && fileAt !== -1) {
+      sendJson(
+        400,
+        openAIError(
+          `Failed to deserialize the JSON body into the target type: messages[${fileAt}]: unknown variant \`file\`, expected \`text\` at line 1 column ${rawBody.indexOf('"file"') + 1}`,
+          'invalid_request_error',
+          null,
+          'invalid_request_error',
+        ),
       );
       return;
     }

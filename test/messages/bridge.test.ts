@@ -398,6 +398,32 @@ describe('a Messages request as a chat request', () => {
     });
   });
 
+  it('makes a PDF document a Chat Completions file part (its title its name), and drops one by URL', () => {
+    const { chatBody, dropped } = bridged({
+      messages: [
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'document',
+              source: { type: 'base64', media_type: 'application/pdf', data: 'JVBE' },
+              title: 'q3.pdf',
+            },
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBF' } },
+            { type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } },
+            { type: 'text', text: 'Read them.' },
+          ],
+        },
+      ],
+    });
+    expect((chatBody.messages as Array<Record<string, unknown>>)[0]?.content).toEqual([
+      { type: 'file', file: { filename: 'q3.pdf', file_data: 'data:application/pdf;base64,JVBE' } },
+      { type: 'file', file: { filename: 'document.pdf', file_data: 'data:application/pdf;base64,JVBF' } },
+      { type: 'text', text: 'Read them.' },
+    ]);
+    expect(dropped).toEqual(['document']);
+  });
+
   it('keeps every original block for an anthropic upstream, and drops nothing', () => {
     const assistant = [
       { type: 'thinking', thinking: 'hmm', signature: 'sig-1' },

@@ -484,6 +484,52 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool.images' }] },
   },
+  // A model that takes no file part (a PDF a client attached): each file is named instead (filesField).
+  {
+    // DeepSeek's API, 2026 (danny-avila/LibreChat#13336: every later message of the conversation refused).
+    name: 'DeepSeek: a file part (400 unknown variant `file`, expected `text`)',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"Failed to deserialize the JSON body into the target type: messages[1]: unknown variant `file`, expected `text` at line 1 column 1186","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].files' }] },
+  },
+  {
+    // DeepSeek's API later in 2026, on a PDF (danny-avila/LibreChat#16235).
+    name: 'DeepSeek: a PDF (400 ".messages[1]: file must have a file_id or file_data")',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":".messages[1]: file must have a file_id or file_data","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].files' }] },
+  },
+  {
+    // vLLM's chat parser (vllm-project/vllm#57774, langchain-ai/openwiki#171).
+    name: "vLLM: Unsupported chat content part type: 'file' (400)",
+    answer: {
+      status: 400,
+      body: `{"object":"error","message":"Unsupported chat content part type: 'file'. Supported types: 'text', 'image_url', 'input_audio', 'video_url', 'refusal'","type":"BadRequestError","param":null,"code":400}`,
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].files' }] },
+  },
+  {
+    // vLLM's older parser (langchain-ai/openwiki#63), as its server answered it.
+    name: 'vLLM: Unknown part type: file (400)',
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"Unknown part type: file","type":"BadRequestError","param":null,"code":400}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].files' }] },
+  },
+  {
+    // OpenAI on a file that is not a PDF is the client's to fix, not a model without files.
+    name: 'OpenAI: a markdown file as file_data (400, the client’s to fix)',
+    answer: {
+      status: 400,
+      body: `{"error":{"message":"Invalid file data: 'messages[3].content[2].file.file_data'. Expected a base64-encoded data URL with an application/pdf MIME type (e.g. 'data:application/pdf;base64,SGVsbG8sIFdvcmxkIQ=='), but got unsupported MIME type 'text/markdown'.","type":"invalid_request_error","param":"messages[3].content[2].file.file_data","code":"invalid_value"}}`,
+    },
+    expected: { kind: 'bad_request' },
+  },
   {
     // OpenAI's own refusal of an image outside a user message is not a model without images.
     name: "OpenAI: an image in a tool message is the gateway's to place, not a model without images",

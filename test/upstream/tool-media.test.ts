@@ -5,6 +5,7 @@ import {
   withImagesNoLargerThan,
   withImagesWithin,
   withImagesWithinBytes,
+  withFilesNamed,
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../../src/upstream/tool-media.js';
@@ -348,5 +349,43 @@ describe('withImagesWithinBytes', () => {
     expect(sent[1]).toBe(messages[1]);
     expect(sent[2]).toBe(messages[2]);
     expect(JSON.stringify(messages)).toBe(before);
+  });
+});
+
+describe('withFilesNamed', () => {
+  const text = (value: string) => ({ type: 'text', text: value });
+  const messages: ContextMessage[] = [
+    {
+      role: 'user',
+      content: [
+        text('Read these.'),
+        { type: 'file', file: { filename: 'report.pdf', file_data: 'data:application/pdf;base64,JVBERi0x' } },
+        {
+          type: 'file',
+          file: {
+            filename: 'notes.md',
+            file_data: `data:text/markdown;base64,${Buffer.from('# Notes\nShip on Friday.').toString('base64')}`,
+          },
+        },
+        { type: 'file', file: { file_id: 'file-abc123' } },
+      ],
+    },
+    { role: 'assistant', content: 'Read.' },
+  ];
+
+  it('names each file where it stood, a text file given as its text, the other messages the same objects', () => {
+    const named = withFilesNamed(messages);
+    expect(named[0]?.content).toEqual([
+      text('Read these.'),
+      text('[file report.pdf: not shown, the model takes no files]'),
+      text('[file notes.md]\n# Notes\nShip on Friday.'),
+      text('[file file-abc123: not shown, the model takes no files]'),
+    ]);
+    expect(named[1]).toBe(messages[1]);
+  });
+
+  it('returns the same messages when none holds a file', () => {
+    const plain = messages.slice(1);
+    expect(withFilesNamed(plain)).toBe(plain);
   });
 });
