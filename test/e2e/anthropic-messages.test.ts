@@ -72,6 +72,19 @@ const client = (headers: Record<string, string> = {}) =>
     defaultHeaders: headers,
   });
 
+/** A user message attaching a PDF as Claude Code does (a document block titled report.pdf), then asking. */
+const pdfMessage = (report: Buffer, question: string): Anthropic.MessageParam => ({
+  role: 'user',
+  content: [
+    {
+      type: 'document',
+      source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
+      title: 'report.pdf',
+    },
+    { type: 'text', text: question },
+  ],
+});
+
 const weatherTool = {
   name: 'get_weather',
   description: 'The weather in a city.',
@@ -567,19 +580,7 @@ describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
       .messages.create({
         model: 'local-model',
         max_tokens: 300,
-        messages: [
-          {
-            role: 'user',
-            content: [
-              {
-                type: 'document',
-                source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
-                title: 'report.pdf',
-              },
-              { type: 'text', text: 'What does page 2 say?' },
-            ],
-          },
-        ],
+        messages: [pdfMessage(report, 'What does page 2 say?')],
       })
       .withResponse();
     expect(response.headers.get('x-ctxgate-dropped')).toBeNull();
@@ -608,19 +609,7 @@ describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
         .messages.create({
           model: 'deepseek-chat',
           max_tokens: 300,
-          messages: [
-            {
-              role: 'user',
-              content: [
-                {
-                  type: 'document',
-                  source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
-                  title: 'report.pdf',
-                },
-                { type: 'text', text: 'Summarize it.' },
-              ],
-            },
-          ],
+          messages: [pdfMessage(report, 'Summarize it.')],
         })
         .withResponse();
     const before = openai.chatRequests.length;
