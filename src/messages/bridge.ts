@@ -91,7 +91,8 @@ function toolResultContent(content: unknown, isError: boolean): string | Json[] 
   const blocks = Array.isArray(content) ? (content as unknown[]) : [];
   const parts = blocks.map((block: unknown): Json => {
     const record = block as Json | null;
-    const part = record?.type === 'image' ? partOf(record) : undefined;
+    // An image, or a PDF (Claude Code's Read of one gives its text line, then the document).
+    const part = record?.type === 'image' || record?.type === 'document' ? partOf(record) : undefined;
     if (part !== undefined) return part;
     return {
       type: 'text',

@@ -19,15 +19,25 @@ import { dataUrlImageSize } from '../context/image-tokens.js';
 type Part = Record<string, unknown>;
 
 const isImage = (part: unknown): boolean => (part as Part | null)?.type === 'image_url';
+const isFile = (part: unknown): boolean => (part as Part | null)?.type === 'file';
 
-/** A part's text in a tool message sent as text: a text part's, or another part named by its type. */
+/**
+ * A part's text in a tool message sent as text: a text part's, a file's name, or another part named by
+ * its type.
+ */
 const textOf = (part: Part): string =>
-  part.type === 'text' ? String(part.text ?? '') : `[${String(part.type ?? 'part')}]`;
+  part.type === 'text'
+    ? String(part.text ?? '')
+    : isFile(part)
+      ? `[file ${fileNameOf(part)}]`
+      : `[${String(part.type ?? 'part')}]`;
 
-/** A tool message holding an image. */
+/** A tool message holding an image or a file (Claude Code's Read of a PDF). */
 function holdsMedia(message: ContextMessage): boolean {
   return (
-    message.role === 'tool' && Array.isArray(message.content) && (message.content as unknown[]).some(isImage)
+    message.role === 'tool' &&
+    Array.isArray(message.content) &&
+    (message.content as unknown[]).some((part) => isImage(part) || isFile(part))
   );
 }
 
@@ -61,6 +71,7 @@ export function withToolMediaInUserMessages(
     const names = toolNames(messages[index - 1]);
     const media: Part[] = [];
     let images = 0;
+    let files = 0;
     for (; index < messages.length && (messages[index] as ContextMessage).role === 'tool'; index++) {
       const result = messages[index] as ContextMessage;
       if (!holdsMedia(result)) {
@@ -72,19 +83,24 @@ export function withToolMediaInUserMessages(
       const first = images + 1;
       const texts: string[] = [];
       const moved: Part[] = [];
+      const movedFiles: Part[] = [];
+      const of = `of the result of ${names.get(id) ?? 'tool'} (call ${id})`;
       for (const part of parts) {
-        if (!isImage(part)) texts.push(textOf(part));
-        else {
+        if (isImage(part)) {
           images++;
           texts.push(`[image ${images}: shown in the next user message]`);
           moved.push(part);
-        }
+        } else if (isFile(part)) {
+          files++;
+          texts.push(`[file ${fileNameOf(part)}: shown in the next user message]`);
+          movedFiles.push({ type: 'text', text: `File ${fileNameOf(part)}, ${of}:` }, part);
+        } else texts.push(textOf(part));
       }
-      const range = images === first ? `Image ${first}` : `Images ${first}–${images}`;
-      media.push(
-        { type: 'text', text: `${range}, of the result of ${names.get(id) ?? 'tool'} (call ${id}):` },
-        ...moved,
-      );
+      if (moved.length > 0) {
+        const range = images === first ? `Image ${first}` : `Images ${first}–${images}`;
+        media.push({ type: 'text', text: `${range}, ${of}:` }, ...moved);
+      }
+      media.push(...movedFiles);
       out.push(Object.assign({}, result, { content: texts.join('\n') }));
     }
     if (media.length === 0) continue;
@@ -94,8 +110,10 @@ export function withToolMediaInUserMessages(
       index++;
       continue;
     }
-    if (alternating)
-      out.push({ role: 'assistant', content: '[ctxgate] The tool results above hold images: they follow.' });
+    if (alternating) {
+      const held = files === 0 ? 'images' : images === 0 ? 'files' : 'images and files';
+      out.push({ role: 'assistant', content: `[ctxgate] The tool results above hold ${held}: they follow.` });
+    }
     out.push({ role: 'user', content: media });
   }
   return out;

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentText, FakeAnthropic, imageBlocks } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { clientsDirectory, runProgram } from '../helpers/newest-clients.js';
+import { pdf, pdfOfDataUrl, pdfPageTexts } from '../helpers/pdf.js';
 import { png, pictureSeenSinceLastCall, pngSizeOf } from '../helpers/png.js';
 import { prose, textOf } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -94,6 +95,7 @@ beforeAll(async () => {
   workDirectory = mkdtempSync(join(tmpdir(), 'ctxgate-claude-'));
   writeFileSync(join(workDirectory, 'notes.txt'), 'Shopping list.\nThe launch code is CODE-4711.\n');
   writeFileSync(join(workDirectory, 'chart.png'), png(37, 23));
+  writeFileSync(join(workDirectory, 'report.pdf'), pdf(['Revenue grew.', 'The Lisbon office opens in May.']));
   for (let chapter = 1; chapter <= loopSteps; chapter++)
     writeFileSync(join(workDirectory, `chapter-${chapter}.txt`), `${prose(3_000, chapter)}\n`);
   for (let shot = 1; shot <= screenshots; shot++)
@@ -121,6 +123,7 @@ beforeAll(async () => {
       .map((message) => textOf(message.content))
       .join('\n');
     if (task.includes('How big is the picture chart.png')) return lookAtPicture(messages);
+    if (task.includes('What does page 2 of report.pdf say')) return lookAtPdf(messages);
     const last = messages.at(-1);
     const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
     return 'text' in decision
@@ -151,6 +154,29 @@ beforeAll(async () => {
       content:
         seen === undefined ? 'I see no picture.' : `The picture is ${seen.width}×${seen.height} pixels.`,
     };
+  };
+  /**
+   * A model that reads PDFs (as OpenAI's do: a file part in a user message) asked about one: it reads the
+   * file, then says what the page asked for holds, in the first PDF it was shown since.
+   */
+  const lookAtPdf = (messages: ReadonlyArray<ChatMessage>) => {
+    const called = messages.findLastIndex((message) => (message.tool_calls?.length ?? 0) > 0);
+    if (called === -1)
+      return {
+        toolCalls: [
+          {
+            id: `call_${++callNumber}`,
+            name: 'Read',
+            arguments: JSON.stringify({ file_path: join(workDirectory, 'report.pdf') }),
+          },
+        ],
+      };
+    const file = messages
+      .slice(called + 1)
+      .flatMap((message) => (Array.isArray(message.content) ? (message.content as Json[]) : []))
+      .find((part) => part.type === 'file');
+    const report = pdfOfDataUrl((file?.file as Json | undefined)?.file_data);
+    return { content: report === undefined ? 'I see no PDF.' : `Page 2 says: ${pdfPageTexts(report)[1]}` };
   };
   // Local models whose chat templates take a system message only first (Mistral's, Gemma's).
   openai = new FakeUpstream({
@@ -421,6 +447,23 @@ describe('Claude Code through ctxgate', () => {
       expect(typeof tool?.content).toBe('string');
       expect(String(tool?.content)).toContain('[image 1: shown in the next user message]');
     }
+  }, 300_000);
+
+  it('shows a Chat Completions model the PDF its Read tool returned, which a tool message cannot carry', async () => {
+    const before = openai.chatRequests.length;
+    const from = harness.logLines.length;
+    const { result } = await runClaude('What does page 2 of report.pdf say?', 'local-coder', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('Page 2 says: The Lisbon office opens in May.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    // The tool message held text, the PDF came in a user message after it.
+    const answered = openai.chatRequests
+      .slice(before)
+      .map((request) => request.body as { messages: ChatMessage[] })
+      .find((body) => body.messages.some((message) => message.role === 'tool'));
+    const tool = answered?.messages.find((message) => message.role === 'tool');
+    expect(typeof tool?.content).toBe('string');
+    expect(String(tool?.content)).toContain('[file document.pdf: shown in the next user message]');
   }, 300_000);
 
   it('runs the picture task on a model that takes no images: the picture is named in its result, once the model refused it', async () => {

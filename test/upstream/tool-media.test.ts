@@ -45,6 +45,36 @@ describe('withToolMediaInUserMessages', () => {
     ]);
   });
 
+  it('moves a PDF a tool read (Claude Code’s Read) the same way, named by its file name', () => {
+    const pdf = {
+      type: 'file',
+      file: { filename: 'document.pdf', file_data: 'data:application/pdf;base64,JVBE' },
+    };
+    const read: ContextMessage[] = [
+      step[0] as ContextMessage,
+      { role: 'assistant', content: null, tool_calls: [call('c1', 'Read')] },
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: [{ type: 'text', text: 'PDF file read: /tmp/q3.pdf' }, pdf],
+      },
+    ];
+    expect(withToolMediaInUserMessages(read, true).slice(2)).toEqual([
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: 'PDF file read: /tmp/q3.pdf\n[file document.pdf: shown in the next user message]',
+      },
+      { role: 'assistant', content: '[ctxgate] The tool results above hold files: they follow.' },
+      {
+        role: 'user',
+        content: [{ type: 'text', text: 'File document.pdf, of the result of Read (call c1):' }, pdf],
+      },
+    ]);
+    // To a model that refused images, it is named in its result.
+    expect(withToolMediaAsText(read)[2]?.content).toBe('PDF file read: /tmp/q3.pdf\n[file document.pdf]');
+  });
+
   it('numbers the images of several results, and puts them first in a user message that follows the run', () => {
     const messages: ContextMessage[] = [
       step[0] as ContextMessage,
@@ -76,19 +106,19 @@ describe('withToolMediaInUserMessages', () => {
     ]);
   });
 
-  it('moves only images: another part of a result with one is named by its type, a result without one is left', () => {
-    const file = { type: 'file', file: { file_id: 'file_1' } };
+  it('moves images and files only: another part of a result with one is named by its type, a result without one is left', () => {
+    const audio = { type: 'input_audio', input_audio: { data: 'UklGRg==', format: 'wav' } };
     const messages: ContextMessage[] = [
       step[0] as ContextMessage,
       step[1] as ContextMessage,
-      { role: 'tool', tool_call_id: 'c1', content: [file, image('AAAA')] },
-      { role: 'tool', tool_call_id: 'c2', content: [{ type: 'text', text: 'a file' }, file] },
+      { role: 'tool', tool_call_id: 'c1', content: [audio, image('AAAA')] },
+      { role: 'tool', tool_call_id: 'c2', content: [{ type: 'text', text: 'a sound' }, audio] },
     ];
     const sent = withToolMediaInUserMessages(messages, false);
     expect(sent[2]).toEqual({
       role: 'tool',
       tool_call_id: 'c1',
-      content: '[file]\n[image 1: shown in the next user message]',
+      content: '[input_audio]\n[image 1: shown in the next user message]',
     });
     expect(sent[3]).toBe(messages[3]);
     expect(
