@@ -280,10 +280,10 @@ function contentSources(content: unknown): StringSource[] | undefined {
 
 /**
  * A tool output as a tool message's content: a string as it is; a list of content parts (Codex's exec
- * answers so) as their texts one after the other, another part (a file) named by its type, as a chat tool
- * message carries text; with an image among them (Codex's view_image, an MCP screenshot, an Agents SDK
- * tool's image) as parts — its texts and images — which go to a Chat Completions provider as
- * tool-media.ts sends them; anything else as its JSON.
+ * answers so) as their texts one after the other, another part named by its type, as a chat tool
+ * message carries text; with an image or a file among them (Codex's view_image, an MCP screenshot, an
+ * Agents SDK tool's image or PDF) as parts — its texts, images and files — which go to a Chat Completions
+ * provider as tool-media.ts sends them; anything else as its JSON.
  */
 function outputContent(output: unknown): string | Array<Record<string, unknown>> {
   if (typeof output === 'string') return output;
@@ -297,6 +297,12 @@ function outputContent(output: unknown): string | Array<Record<string, unknown>>
           ...(typeof part.detail === 'string' ? { detail: part.detail } : {}),
         },
       };
+    // A file a tool gave (a PDF as data, or by id): a file part, shown as its images are.
+    if (
+      part.type === 'input_file' &&
+      (typeof part.file_data === 'string' || typeof part.file_id === 'string')
+    )
+      return filePartOf(part, '');
     return {
       type: 'text',
       text:

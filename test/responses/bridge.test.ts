@@ -809,6 +809,31 @@ describe('bridgeRequest: files (input_file)', () => {
     });
   });
 
+  it('makes a file a tool gave (a function_call_output part) a file part of its tool message', () => {
+    const bridged = bridgeRequest({
+      model: 'm',
+      input: [
+        { type: 'function_call', call_id: 'c1', name: 'fetch_report', arguments: '{}' },
+        {
+          type: 'function_call_output',
+          call_id: 'c1',
+          output: [
+            { type: 'input_text', text: 'The report:' },
+            { type: 'input_file', filename: 'q3.pdf', file_data: pdfData },
+          ],
+        },
+      ],
+    });
+    expect(bridged.messages[1]).toEqual({
+      role: 'tool',
+      tool_call_id: 'c1',
+      content: [
+        { type: 'text', text: 'The report:' },
+        { type: 'file', file: { filename: 'q3.pdf', file_data: pdfData } },
+      ],
+    });
+  });
+
   it('refuses a file by URL, which Chat Completions cannot take, naming the part', () => {
     expect(() => bridgedFile({ file_url: 'https://example.com/report.pdf' })).toThrow(
       expect.objectContaining({
