@@ -267,10 +267,20 @@ export function withFilesNamed(messages: ContextMessage[]): ContextMessage[] {
 /** What stands for an image left out for the body's size. */
 const tooManyBytes = '[image: left out, the request would be larger than the provider takes]';
 
+/** The bytes of a part sent as data: an image's data URL, a file's data; 0 for a link or an id. */
+function dataBytesOf(part: unknown): number {
+  const data = isImage(part)
+    ? (part as { image_url?: { url?: unknown } }).image_url?.url
+    : isFile(part)
+      ? (part as { file?: { file_data?: unknown } }).file?.file_data
+      : undefined;
+  return typeof data === 'string' && (isFile(part) || data.startsWith('data:')) ? data.length : 0;
+}
+
 /**
- * The messages with their oldest images sent as data (base64) named where they stood, as many as weigh
- * `excessBytes` (a body over a provider's cap on its size: field-fixes.ts requestBytesField); an image
- * by link weighs nothing. The same array when none is named.
+ * The messages with their oldest images and files sent as data (base64) named where they stood, as many
+ * as weigh `excessBytes` (a body over a provider's cap on its size: field-fixes.ts requestBytesField); an
+ * image by link, or a file by id, weighs nothing. The same array when none is named.
  */
 export function withImagesWithinBytes(messages: ContextMessage[], excessBytes: number): ContextMessage[] {
   const leftOut = new Set<unknown>();
@@ -279,15 +289,22 @@ export function withImagesWithinBytes(messages: ContextMessage[], excessBytes: n
     if (!Array.isArray(message.content)) continue;
     for (const part of message.content as unknown[]) {
       if (saved >= excessBytes) break;
-      const url = isImage(part) ? (part as { image_url?: { url?: unknown } }).image_url?.url : undefined;
-      if (typeof url !== 'string' || !url.startsWith('data:')) continue;
+      const bytes = dataBytesOf(part);
+      if (bytes === 0) continue;
       leftOut.add(part);
-      saved += url.length - tooManyBytes.length;
+      saved += bytes - tooManyBytes.length;
     }
   }
   return leftOut.size === 0
     ? messages
-    : withImagesLeftOut(messages, (part) => !leftOut.has(part), tooManyBytes);
+    : withPartsLeftOut(
+        messages,
+        (part) => (isImage(part) || isFile(part)) && leftOut.has(part),
+        (part) =>
+          isFile(part)
+            ? `[file ${fileNameOf(part as Part)}: left out, the request would be larger than the provider takes]`
+            : tooManyBytes,
+      );
 }
 
 /**
@@ -300,17 +317,35 @@ function withImagesLeftOut(
   keep: (image: unknown) => boolean,
   text: string,
 ): ContextMessage[] {
+  const named = { type: 'text', text };
+  return withPartsLeftOut(
+    messages,
+    (part) => isImage(part) && !keep(part),
+    () => named,
+  );
+}
+
+/**
+ * The messages with each part `leaveOut` says yes to replaced by the text part `named` gives, asked from
+ * the newest part to the oldest; the messages that keep theirs are the same objects, and the same array
+ * when none is left out.
+ */
+function withPartsLeftOut(
+  messages: ContextMessage[],
+  leaveOut: (part: unknown) => boolean,
+  named: (part: unknown) => unknown,
+): ContextMessage[] {
   let out: ContextMessage[] | undefined;
-  const leftOut = { type: 'text', text };
   for (let index = messages.length - 1; index >= 0; index--) {
     const message = messages[index] as ContextMessage;
     if (!Array.isArray(message.content)) continue;
     const parts = message.content as unknown[];
     let changed: unknown[] | undefined;
     for (let at = parts.length - 1; at >= 0; at--) {
-      if (!isImage(parts[at]) || keep(parts[at])) continue;
+      if (!leaveOut(parts[at])) continue;
       changed ??= parts.slice();
-      changed[at] = leftOut;
+      const text = named(parts[at]);
+      changed[at] = typeof text === 'string' ? { type: 'text', text } : text;
     }
     if (changed === undefined) continue;
     out ??= messages.slice();

@@ -373,6 +373,28 @@ describe('withImagesWithinBytes', () => {
     ]);
   });
 
+  it('weighs a file sent as data like an image, and names it by its file name; one by id weighs nothing', () => {
+    const withFiles: ContextMessage[] = [
+      {
+        role: 'user',
+        content: [
+          { type: 'file', file: { file_id: 'file-abc' } },
+          {
+            type: 'file',
+            file: { filename: 'q3.pdf', file_data: `data:application/pdf;base64,${'P'.repeat(2_000)}` },
+          },
+        ],
+      },
+      ...messages,
+    ];
+    const sent = withImagesWithinBytes(withFiles, 1_500);
+    expect(sent[0]?.content).toEqual([
+      { type: 'file', file: { file_id: 'file-abc' } },
+      { type: 'text', text: '[file q3.pdf: left out, the request would be larger than the provider takes]' },
+    ]);
+    expect(sent.slice(1)).toEqual(messages);
+  });
+
   it('leaves the messages it keeps whole as the same objects, and the caller’s as they were', () => {
     const before = JSON.stringify(messages);
     const sent = withImagesWithinBytes(messages, 500);
