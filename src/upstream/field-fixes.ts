@@ -77,11 +77,11 @@ export const imageBytesField = 'messages[].images.bytes';
 /**
  * Not a field of the body: its size in bytes, which providers cap apart from the window — Anthropic at
  * 32 MB ("request_too_large": "Request exceeds the maximum size"), GitHub Copilot's chat endpoint at about
- * 5.2 MB, a proxy or a server at its own (any 413 that is not about tokens). Pictures are what make a
- * conversation that large: a session of screenshots passes the cap, and every later request of it would
- * be refused the same. The refusal gives no number: the fix's `atMost` is 90% of the body refused
- * (chat-turn.ts), lowered again by each later refusal; the oldest images are named where they stood until
- * the body is within it (tool-media.ts withImagesWithinBytes).
+ * 5.2 MB, a proxy or a server at its own (any 413 that is not about tokens). Pictures and PDFs are what
+ * make a conversation that large: a session of screenshots passes the cap, and every later request of it
+ * would be refused the same. The refusal gives no number: the fix's `atMost` is 90% of the body refused
+ * (chat-turn.ts), lowered again by each later refusal; the oldest images and files are named where they
+ * stood until the body is within it (tool-media.ts withImagesWithinBytes).
  */
 export const requestBytesField = 'request.bytes';
 
