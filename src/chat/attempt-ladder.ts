@@ -162,9 +162,9 @@ export function byteLengthOf(body: string | Buffer): number {
 
 /**
  * The messages sent within `maxBytes` (a provider's cap on a body's size: field-fixes.ts
- * requestBytesField), and their body: the oldest images named where they stood until it is. Each pass
- * names as many as the bytes over the cap (an image's base64 weighs the same in either wire format);
- * a third pass is the last. The same messages when the body is within the cap, or holds no image.
+ * requestBytesField), and their body: the oldest images and files sent as data named where they stood
+ * until it is. Each pass names as many as the bytes over the cap (base64 weighs the same in either wire
+ * format); a third pass is the last. The same messages when the body is within the cap, or holds none.
  */
 function withinBytes(
   messages: ContextMessage[],
