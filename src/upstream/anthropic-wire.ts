@@ -81,7 +81,7 @@ function blockOfPart(part: unknown): Json | undefined {
   const record = part as Json | null;
   if (record === null || typeof record !== 'object') return undefined;
   if (record.type === 'text' && typeof record.text === 'string')
-    return record.text === '' ? undefined : { type: 'text', text: record.text };
+    return isBlank(record.text) ? undefined : { type: 'text', text: record.text };
   if (record.type === 'image_url') {
     const url = (record.image_url as { url?: unknown } | undefined)?.url;
     if (typeof url !== 'string') return undefined;
@@ -128,8 +128,16 @@ function documentOf(file: Json | undefined): Json {
   };
 }
 
+/**
+ * Text of nothing or only whitespace: Anthropic refuses such a text block ("messages: text content blocks
+ * must contain non-whitespace text"), which chat clients write — a tool-calling turn's "\n\n", an empty
+ * user line — and every later request of the conversation would be refused the same. Left out; a message
+ * left with no block is no message (its neighbours of one role join).
+ */
+const isBlank = (text: string): boolean => text.trim() === '';
+
 function blocksOfContent(content: unknown): Json[] {
-  if (typeof content === 'string') return content === '' ? [] : [{ type: 'text', text: content }];
+  if (typeof content === 'string') return isBlank(content) ? [] : [{ type: 'text', text: content }];
   if (!Array.isArray(content)) return [];
   return content.map(blockOfPart).filter((block): block is Json => block !== undefined);
 }

@@ -431,6 +431,49 @@ describe('a PDF a Chat Completions client attaches (OpenAI’s file part), to Cl
   });
 });
 
+describe('a chat conversation with blank messages, to Claude', () => {
+  it('answers: a message of only whitespace is not sent as a text block, which Anthropic refuses', async () => {
+    // As chat clients store them: a tool-calling turn's content "\n\n", a user message that was only a newline.
+    anthropic.respond = () => ({ text: 'Still here.' });
+    const before = anthropic.messageRequests.length;
+    const chat = await fetch(`${harness.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
+      body: JSON.stringify({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 300,
+        messages: [
+          { role: 'user', content: 'Weather in Oslo?' },
+          {
+            role: 'assistant',
+            content: '\n\n',
+            tool_calls: [
+              {
+                id: 'toolu_1',
+                type: 'function',
+                function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+              },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'toolu_1', content: 'rain' },
+          { role: 'assistant', content: 'It rains.' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: ' ' },
+              { type: 'text', text: 'And now?' },
+            ],
+          },
+          { role: 'assistant', content: '  ' },
+          { role: 'user', content: 'Hello?' },
+        ],
+      }),
+    });
+    expect(chat.status).toBe(200);
+    expect(anthropic.messageRequests.slice(before).map((request) => request.status)).toEqual([200]);
+  });
+});
+
 describe('temperature with top_p, which Claude Sonnet 4.5 and later refuse', () => {
   it('answers a Messages request and a chat request that set both: top_p left out once refused', async () => {
     const before = anthropic.messageRequests.length;

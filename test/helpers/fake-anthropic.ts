@@ -184,6 +184,18 @@ export function findAnthropicRefusal(body: Json, perTurnControl = false): string
     }
   }
   if (body.max_tokens === undefined) return 'max_tokens: Field required';
+  // A text block, or a message's string content, of nothing or only whitespace.
+  for (const message of messages as Json[]) {
+    const blocks =
+      typeof message.content === 'string'
+        ? [{ type: 'text', text: message.content }]
+        : (message.content as Json[]);
+    for (const block of Array.isArray(blocks) ? blocks : [])
+      if (block?.type === 'text' && typeof block.text === 'string' && block.text.trim() === '')
+        return block.text === ''
+          ? 'messages: text content blocks must be non-empty'
+          : 'messages: text content blocks must contain non-whitespace text';
+  }
   // At most 100 images in a request, a tool result's included (Anthropic's vision limits).
   const images = (messages as Json[]).reduce(
     (total, message) => total + imageBlocks(message.content).length,

@@ -58,6 +58,34 @@ describe('a chat body as a Messages request', () => {
     });
   });
 
+  it('leaves out text of only whitespace, which Anthropic refuses, and a message left with none', () => {
+    const request = toAnthropicRequest({
+      model: 'claude-x',
+      messages: [
+        { role: 'system', content: ' \n' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: '\n' },
+            { type: 'text', text: 'Hi.' },
+          ],
+        },
+        { role: 'assistant', content: '\n\n' },
+        { role: 'user', content: 'Still there?' },
+      ],
+    });
+    expect(request.system).toBeUndefined();
+    expect(request.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Hi.' },
+          { type: 'text', text: 'Still there?' },
+        ],
+      },
+    ]);
+  });
+
   it("keeps a tool result's image (a Responses request's function output) as an image block", () => {
     const body = toAnthropicRequest({
       model: 'claude-x',
