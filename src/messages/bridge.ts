@@ -47,6 +47,15 @@ function blocksOf(content: unknown, param: string): Json[] {
   });
 }
 
+/**
+ * A text block of nothing or only whitespace, which Anthropic refuses ("messages: text content blocks must
+ * contain non-whitespace text"): Claude Code has sent them (anthropics/claude-code#23369, #59812), and
+ * every later request of its conversation was refused the same. Not sent to an `anthropic` upstream.
+ */
+function isBlankText(block: Json): boolean {
+  return block.type === 'text' && typeof block.text === 'string' && block.text.trim() === '';
+}
+
 /** A text or image block as a chat content part; undefined for what chat cannot carry. */
 function partOf(block: Json): Json | undefined {
   if (block.type === 'text') return { type: 'text', text: block.text };
@@ -216,6 +225,9 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   // `thinking` block"), and the conversation goes on there after a fallback or a client's switch.
   const madeForAnother = native && blocks.some(isGatewayThinking);
   if (madeForAnother) dropped.add('thinking');
+  const sent = blocks.filter(
+    (block) => !(madeForAnother && isGatewayThinking(block)) && !(native && isBlankText(block)),
+  );
   const message: Json = {
     role: 'assistant',
     content: text.length === 0 && calls.length > 0 ? null : text.join(''),
@@ -223,11 +235,7 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   if (calls.length > 0) message.tool_calls = calls;
   if (reasoning !== '') message.reasoning_content = reasoning;
   if (carried !== undefined) Object.assign(message, carried);
-  return withExtension(
-    message,
-    madeForAnother ? blocks.filter((block) => !isGatewayThinking(block)) : blocks,
-    native,
-  );
+  return withExtension(message, sent.length === blocks.length ? blocks : sent, native);
 }
 
 /**
@@ -269,7 +277,17 @@ function userMessages(content: unknown, blocks: Json[], { param, native, dropped
       role: 'user',
       content: typeof content === 'string' ? content : chatContent(rest),
     };
-    messages.push(withExtension(message, restBlocks, native));
+    // Blank text left out of what goes to Anthropic: the message too when it holds nothing else beside
+    // tool results; a message of nothing else alone is the client's.
+    const sent = native ? restBlocks.filter((block) => !isBlankText(block)) : restBlocks;
+    if (sent.length > 0 || messages.length === 0)
+      messages.push(
+        withExtension(
+          message,
+          sent.length === 0 || sent.length === restBlocks.length ? restBlocks : sent,
+          native,
+        ),
+      );
   }
   return messages;
 }

@@ -474,6 +474,43 @@ describe('a chat conversation with blank messages, to Claude', () => {
   });
 });
 
+describe('a Messages request with blank text blocks, natively to Claude', () => {
+  it('answers: the blank blocks Claude Code has sent are left out, which Anthropic refuses on every request', async () => {
+    anthropic.respond = () => ({ text: 'It rains in Oslo.' });
+    const before = anthropic.messageRequests.length;
+    const message = await client().messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      tools: [weatherTool],
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: '\n\n' },
+            { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'rain' },
+            { type: 'text', text: ' ' },
+          ],
+        },
+      ],
+    });
+    expect(message.content).toEqual([expect.objectContaining({ text: 'It rains in Oslo.' })]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200]);
+    expect((sent[0]?.body.messages as Array<{ content: unknown }>).map((entry) => entry.content)).toEqual([
+      [{ type: 'text', text: 'Weather in Oslo?' }],
+      [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }],
+      [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'rain' }],
+    ]);
+  });
+});
+
 describe('temperature with top_p, which Claude Sonnet 4.5 and later refuse', () => {
   it('answers a Messages request and a chat request that set both: top_p left out once refused', async () => {
     const before = anthropic.messageRequests.length;

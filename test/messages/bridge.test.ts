@@ -424,6 +424,39 @@ describe('a Messages request as a chat request', () => {
     expect(dropped).toEqual(['document']);
   });
 
+  it('leaves blank text blocks out of what goes to an anthropic upstream, and a message of only blank text beside tool results', () => {
+    const use = { type: 'tool_use', id: 't1', name: 'w', input: {} };
+    const { chatBody } = bridged(
+      {
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: ' ' },
+              { type: 'text', text: 'Go.' },
+            ],
+          },
+          { role: 'assistant', content: [{ type: 'text', text: '\n\n' }, use] },
+          {
+            role: 'user',
+            content: [
+              { type: 'tool_result', tool_use_id: 't1', content: 'ok' },
+              { type: 'text', text: '' },
+            ],
+          },
+        ],
+      },
+      true,
+    );
+    const messages = chatBody.messages as Array<Record<string, unknown>>;
+    expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(messages.map((message) => (message.ctxgate_anthropic as { blocks: unknown[] }).blocks)).toEqual([
+      [{ type: 'text', text: 'Go.' }],
+      [use],
+      [{ type: 'tool_result', tool_use_id: 't1', content: 'ok' }],
+    ]);
+  });
+
   it('keeps every original block for an anthropic upstream, and drops nothing', () => {
     const assistant = [
       { type: 'thinking', thinking: 'hmm', signature: 'sig-1' },
