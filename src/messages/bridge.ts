@@ -225,9 +225,12 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   // `thinking` block"), and the conversation goes on there after a fallback or a client's switch.
   const madeForAnother = native && blocks.some(isGatewayThinking);
   if (madeForAnother) dropped.add('thinking');
-  const sent = blocks.filter(
-    (block) => !(madeForAnother && isGatewayThinking(block)) && !(native && isBlankText(block)),
-  );
+  const sent =
+    madeForAnother || (native && blocks.some(isBlankText))
+      ? blocks.filter(
+          (block) => !(madeForAnother && isGatewayThinking(block)) && !(native && isBlankText(block)),
+        )
+      : blocks;
   const message: Json = {
     role: 'assistant',
     content: text.length === 0 && calls.length > 0 ? null : text.join(''),
@@ -235,7 +238,7 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   if (calls.length > 0) message.tool_calls = calls;
   if (reasoning !== '') message.reasoning_content = reasoning;
   if (carried !== undefined) Object.assign(message, carried);
-  return withExtension(message, sent.length === blocks.length ? blocks : sent, native);
+  return withExtension(message, sent, native);
 }
 
 /**
@@ -279,15 +282,10 @@ function userMessages(content: unknown, blocks: Json[], { param, native, dropped
     };
     // Blank text left out of what goes to Anthropic: the message too when it holds nothing else beside
     // tool results; a message of nothing else alone is the client's.
-    const sent = native ? restBlocks.filter((block) => !isBlankText(block)) : restBlocks;
+    const sent =
+      native && restBlocks.some(isBlankText) ? restBlocks.filter((block) => !isBlankText(block)) : restBlocks;
     if (sent.length > 0 || messages.length === 0)
-      messages.push(
-        withExtension(
-          message,
-          sent.length === 0 || sent.length === restBlocks.length ? restBlocks : sent,
-          native,
-        ),
-      );
+      messages.push(withExtension(message, sent.length === 0 ? restBlocks : sent, native));
   }
   return messages;
 }
