@@ -723,6 +723,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           smaller: (decision, current) => ladder.smaller(decision, current),
           fixFields: fixingFields(ladder),
           streaming: chatRequest.stream === true,
+          sentBytes: (attempt) => byteLengthOf(attempt.body),
           limits: recoveryLimitsFor(policy, config.timeouts.upstream_retry_deadline_ms),
           clock: deps.now,
           random: deps.random,

@@ -69,6 +69,8 @@ export type UpstreamAnswer =
       body: string;
       /** When the answer arrived (epoch ms): a `Retry-After` HTTP date is read against it. */
       receivedAtMs?: number;
+      /** The bytes of the request it answers, when known: what a bare 413 is about (looksLikeOverflow). */
+      sentBytes?: number;
     }
   | { transportError: 'timeout' | 'connection' };
 
@@ -96,7 +98,7 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // OpenAI's "insufficient_quota" is billing, not a rate: waiting does not help.
   if (/\binsufficient_quota\b/.test(text)) return { kind: 'bad_request' };
   if (status === 429 || rateLimitPhrase.test(text)) return { kind: 'rate_limited', ...retryFields() };
-  if (looksLikeOverflow(status, body, text)) {
+  if (looksLikeOverflow(status, body, text, answer.sentBytes)) {
     const { numbers, evidence } = overflowNumbers(text, content.fields);
     return { kind: 'context_overflow', remedy: remedyFor(numbers, text), numbers, evidence };
   }
@@ -376,9 +378,18 @@ const lookAlikePhrases: readonly RegExp[] = [
   /\b\d+(?:\.\d+)? ?(?:bytes|[KMG]i?B)\b/i,
 ];
 
-function looksLikeOverflow(status: number, body: string, text: string): boolean {
-  // Cerebras answers an over-long prompt with a bare 413; a 413 that talks about bytes is a size limit.
-  if (status === 413) return body.trim() === '' || /token|context/i.test(text);
+/**
+ * A body larger than this answered by a bare 413 is refused for its bytes: no prompt that large is sent
+ * to a window that refuses it as too long (the gateway fits it first), and GitHub Copilot answers its
+ * ~5.2 MB ceiling so.
+ */
+const bareTooLargeBytes = 4 * 1024 * 1024;
+
+function looksLikeOverflow(status: number, body: string, text: string, sentBytes = 0): boolean {
+  // Cerebras answers an over-long prompt with a bare 413; a 413 that talks about bytes is a size limit,
+  // and so is a bare one to a body of megabytes.
+  if (status === 413)
+    return body.trim() === '' ? sentBytes <= bareTooLargeBytes : /token|context/i.test(text);
   if (!overflowPhrases.some((phrase) => phrase.test(text))) return false;
   return !lookAlikePhrases.some((phrase) => phrase.test(text)) || /context/i.test(text);
 }

@@ -25,6 +25,8 @@ export function replaying(response: UpstreamResponse, body: Buffer): UpstreamRes
 export async function inspectAnswer(
   response: UpstreamResponse,
   streaming: boolean,
+  /** The bytes of the request it answers: asked for a 413 only (what a bare one is about). */
+  sentBytes?: () => number,
 ): Promise<{ response: UpstreamResponse; classification: UpstreamErrorClass }> {
   if (response.statusCode >= 300) {
     const body = await response.readAll();
@@ -35,6 +37,7 @@ export async function inspectAnswer(
         headers: response.headers,
         body: body.toString('utf8'),
         receivedAtMs: Date.now(),
+        ...(response.statusCode === 413 && sentBytes !== undefined ? { sentBytes: sentBytes() } : {}),
       }),
     };
   }

@@ -64,6 +64,8 @@ export interface SendWithRecoveryOptions<A extends SendAttempt> {
    */
   fixFields?: (fixes: FieldFix[], current: A) => A | undefined;
   streaming: boolean;
+  /** The bytes of an attempt's body: what a bare 413 to it is about (classify-upstream-error.ts). */
+  sentBytes?: (attempt: A) => number;
   limits: RecoveryLimits;
   clock: () => number;
   random: () => number;
@@ -94,7 +96,13 @@ export async function sendWithRecovery<A extends SendAttempt>(
   for (;;) {
     let answer: { response: UpstreamResponse; classification: UpstreamErrorClass };
     try {
-      answer = await inspectAnswer(await options.send(attempt), options.streaming);
+      const current = attempt;
+      const { sentBytes } = options;
+      answer = await inspectAnswer(
+        await options.send(current),
+        options.streaming,
+        sentBytes && (() => sentBytes(current)),
+      );
     } catch (error) {
       const connection = isGatewayError(error) && error.code === 'upstream_unreachable';
       if (!connection || options.cancelled()) throw error;

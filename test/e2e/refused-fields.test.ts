@@ -20,6 +20,8 @@ let harness: GatewayHarness;
 let claude: FakeAnthropic;
 /** As GitHub Copilot's chat endpoint: a body over about 5.2 MB is refused with a 413. */
 let copilot: FakeUpstream;
+/** The same ceiling answered with a bare 413, no body at all. */
+let copilotBare: FakeUpstream;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
@@ -34,6 +36,7 @@ beforeAll(async () => {
     mistralMessages: true,
   });
   copilot = new FakeUpstream({ maxRequestBytes: 5_200_000 });
+  copilotBare = new FakeUpstream({ maxRequestBytes: 5_200_000, bareTooLarge: true });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
@@ -47,7 +50,10 @@ beforeAll(async () => {
       '    models: ["devstral-*", "mistral-*"]',
       '  - name: copilot',
       `    base_url: ${await copilot.start()}`,
-      '    models: ["copilot-*"]',
+      '    models: ["copilot-gpt-*"]',
+      '  - name: copilot-bare',
+      `    base_url: ${await copilotBare.start()}`,
+      '    models: ["copilot-bare-*"]',
       '',
     ].join('\n'),
   });
@@ -65,6 +71,7 @@ afterAll(async () => {
   await mistral.stop();
   await claude.stop();
   await copilot.stop();
+  await copilotBare.stop();
 });
 
 /** The bodies the provider received for a model, from `since` on. */
@@ -516,6 +523,20 @@ describe('a request larger than the provider takes, in bytes', () => {
     const resent = copilot.chatRequests.slice(again);
     expect(resent.map((request) => request.status)).toEqual([200]);
     expect(picturesOf(resent[0]?.rawBody ?? '{}')).toEqual([named, named, 762, 763, 764, 765, 766]);
+  });
+
+  it('reads a bare 413 to a body of megabytes as its bytes, not a prompt over the window: the oldest named', async () => {
+    const before = copilotBare.chatRequests.length;
+    const { response } = await openai.chat.completions
+      .create({ model: 'copilot-bare-gpt-5', messages: screenshots(6).slice(0, -1) })
+      .withResponse();
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = copilotBare.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([413, 200]);
+    // Every turn still there (nothing left out for tokens), the oldest picture named.
+    expect(response.headers.get('x-context-dropped-messages')).toBe('0');
+    const named = '[image: left out, the request would be larger than the provider takes]';
+    expect(picturesOf(sent[1]?.rawBody ?? '{}')).toEqual([named, 761, 762, 763, 764, 765]);
   });
 
   it('answers a Codex-shaped Responses request whose pictures pass the ceiling: the oldest named', async () => {

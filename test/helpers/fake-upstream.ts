@@ -143,6 +143,8 @@ export interface FakeUpstreamOptions {
    * larger one is refused with its 413 (`{"error":{"message":"failed to parse request","code":""}}`).
    */
   maxRequestBytes?: number;
+  /** Refuses a body over `maxRequestBytes` with a bare 413, no body at all (as Copilot has been seen to). */
+  bareTooLarge?: boolean;
   /**
    * Models (or all) whose template also checks that user and assistant messages alternate after the
    * system message, tool calls and their results aside, as Devstral's and Mistral's tool templates do
@@ -691,7 +693,12 @@ export class FakeUpstream {
     };
 
     if (this.options.maxRequestBytes !== undefined && bodyBytes.length > this.options.maxRequestBytes) {
-      sendJson(413, JSON.stringify({ error: { message: 'failed to parse request', code: '' } }));
+      sendJson(
+        413,
+        this.options.bareTooLarge === true
+          ? ''
+          : JSON.stringify({ error: { message: 'failed to parse request', code: '' } }),
+      );
       return;
     }
     if (

@@ -168,6 +168,20 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
   },
   {
+    // GitHub Copilot's ceiling with no body at all (lidge-jun/opencodex#4119: "a bare HTTP 413 and an
+    // empty diagnostic body"), on a 5.5 MB request: no prompt of that size is sent to a window that refuses
+    // it as too long (the gateway fits it first), so it is the bytes.
+    name: 'GitHub Copilot: a bare 413 on a 5.5 MB body (its byte ceiling, not a prompt over the window)',
+    answer: { status: 413, body: '', sentBytes: 5_470_000 },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.bytes' }] },
+  },
+  {
+    // Cerebras's bare 413 on an over-long prompt of a small body stays an overflow (T31 of the sample).
+    name: 'Cerebras: a bare 413 on a 300 KB body (a prompt over the window)',
+    answer: { status: 413, body: '', sentBytes: 300_000 },
+    expected: { kind: 'context_overflow', remedy: 'compress', numbers: {}, evidence: expect.anything() },
+  },
+  {
     // Anthropic's 32 MB limit on a Messages request, reached by a session of screenshots
     // (earendil-works/pi#401, anthropics/claude-code#3335): every later request was refused the same.
     name: 'Anthropic: a request over 32 MB (413 request_too_large)',

@@ -46,6 +46,27 @@ describe('an upstream answer, inspected', () => {
     expect((await response.readAll()).toString()).toBe(overflowBody);
   });
 
+  it('asks the size of the request it answers for a 413 only: a bare one to megabytes is the bytes', async () => {
+    let asked = 0;
+    const size = (bytes: number) => () => {
+      asked++;
+      return bytes;
+    };
+    expect(
+      (await inspectAnswer(answer(413, 'text/plain', []), false, size(5_500_000))).classification,
+    ).toEqual({
+      kind: 'refused_field',
+      fixes: [{ field: 'request.bytes' }],
+    });
+    expect(
+      (await inspectAnswer(answer(413, 'text/plain', []), false, size(20_000))).classification.kind,
+    ).toBe('context_overflow');
+    expect(asked).toBe(2);
+    await inspectAnswer(answer(400, 'application/json', [overflowBody]), false, size(5_500_000));
+    await inspectAnswer(answer(200, 'application/json', ['{}']), false, size(5_500_000));
+    expect(asked).toBe(2);
+  });
+
   it('finds an overflow in the first event of a 200 stream, and the stream is still whole', async () => {
     const event =
       'event: response.failed\ndata: {"type":"response.failed","response":{"error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}}}\n\n';
