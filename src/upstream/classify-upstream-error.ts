@@ -107,6 +107,11 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // `x-should-retry: true` is retried like a server error.
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
   if (status === 408 || status === 504) return { kind: 'timeout' };
+  // A relay that answers a model's image cap with a 500 (new-api before Gemini: "too many images in the
+  // message, max allowed is 16"): retried, it is refused the same; it is the cap.
+  const relayedCap = status >= 500 ? imageCap(text) : undefined;
+  if (relayedCap !== undefined)
+    return { kind: 'refused_field', fixes: [{ field: imageCountField, atMost: relayedCap }] };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
   // A body larger than the provider takes in bytes (not tokens: looksLikeOverflow): Anthropic's
   // "request_too_large", GitHub Copilot's "failed to parse request", a proxy's page.

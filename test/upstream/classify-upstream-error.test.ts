@@ -498,6 +498,24 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool.images' }] },
   },
+  {
+    // new-api relaying to Gemini (QuantumNous/new-api#1233): a count cap answered with a 500, which a
+    // retry would only meet again.
+    name: 'new-api: "500 too many images in the message, max allowed is 16" (a cap, not a server error)',
+    answer: {
+      status: 500,
+      body: '{"error":{"message":"too many images in the message, max allowed is 16","type":"new_api_error","param":"","code":null}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].images', atMost: 16 }] },
+  },
+  {
+    name: 'a 500 that only mentions images is still a server error',
+    answer: {
+      status: 500,
+      body: '{"error":{"message":"internal error while decoding images","type":"server_error"}}',
+    },
+    expected: { kind: 'server' },
+  },
   // A model that takes no file part (a PDF a client attached): each file is named instead (filesField).
   {
     // DeepSeek's API, 2026 (danny-avila/LibreChat#13336: every later message of the conversation refused).
