@@ -161,6 +161,21 @@ function messagesToolUses(
   });
 }
 
+/** A chat request asking about the PDF of a data URL, as a file part. */
+const askingAboutPdf = (fileData: string): string =>
+  JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'what does it say?' },
+          { type: 'file', file: { filename: 'a.pdf', file_data: fileData } },
+        ],
+      },
+    ],
+  });
+
 /** A PDF's data URL whose 200 object streams each inflate to 8 MB of spaces. */
 const inflatingPdf = (): string => {
   const stream = Buffer.concat([
@@ -502,37 +517,13 @@ export const hostileCases: HostileCase[] = [
     // The page reader's worst: a `/Type` key every 11 bytes (none a page), no object stream, no count.
     label: 'chat: one 30 MB PDF (file part, a /Type key every 11 bytes)',
     path: '/v1/chat/completions',
-    body: () =>
-      JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'what does it say?' },
-              { type: 'file', file: { filename: 'a.pdf', file_data: hostilePdf() } },
-            ],
-          },
-        ],
-      }),
+    body: () => askingAboutPdf(hostilePdf()),
   },
   {
     // Object streams that inflate a thousandfold: read until 2 MB came out of them.
     label: 'chat: a PDF of 200 object streams of 8 MB of spaces each (1.6 MB)',
     path: '/v1/chat/completions',
-    body: () =>
-      JSON.stringify({
-        model: 'gpt-4o-mini',
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'what does it say?' },
-              { type: 'file', file: { filename: 'a.pdf', file_data: inflatingPdf() } },
-            ],
-          },
-        ],
-      }),
+    body: () => askingAboutPdf(inflatingPdf()),
   },
   {
     label: 'responses: one 30 MB PDF (input_file, a /Type key every 11 bytes)',

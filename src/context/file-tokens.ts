@@ -29,15 +29,26 @@ export function filePartTokens(part: Record<string, unknown>): number {
   return tokens;
 }
 
+/**
+ * A file's data as a base64 data URL (`data:application/pdf;base64,…`, parameters such as a charset
+ * allowed): its media type and its base64; undefined for anything else.
+ */
+export function base64DataUrl(data: string): { mediaType: string; base64: string } | undefined {
+  const header = /^data:([^;,]*)(?:;[\w-]+=[^;,]*)*;base64,/i.exec(data.slice(0, 200));
+  return header === null
+    ? undefined
+    : { mediaType: (header[1] as string).toLowerCase(), base64: data.slice(header[0].length) };
+}
+
 function fileDataTokens(data: string): number {
-  // A data URL, or (as some clients send it) the base64 alone.
-  const header = /^data:([^;,]*)(;base64)?,/.exec(data.slice(0, 200));
-  const start = header === null ? 0 : header[0].length;
+  // A base64 data URL, another data URL (percent-encoded), or (as some clients send it) the base64 alone.
+  const url = base64DataUrl(data);
+  const plain = url === undefined ? /^data:([^;,]*),/.exec(data.slice(0, 200)) : null;
   const bytes =
-    header === null || header[2] !== undefined
-      ? Buffer.from(data.slice(start), 'base64')
-      : Buffer.from(decodeURIComponentSafe(data.slice(start)), 'utf8');
-  const mediaType = header?.[1] ?? '';
+    plain !== null
+      ? Buffer.from(decodeURIComponentSafe(data.slice(plain[0].length)), 'utf8')
+      : Buffer.from(url?.base64 ?? data, 'base64');
+  const mediaType = url?.mediaType ?? plain?.[1] ?? '';
   const isPdf = mediaType === 'application/pdf' || bytes.subarray(0, 5).toString('latin1') === '%PDF-';
   if (!isPdf) return Math.ceil(bytes.length / 3);
   return pdfPages(bytes) * pdfPageTokens;

@@ -8,6 +8,8 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js';
 import { SseDecoder } from './sse.js';
+import { fileNameOf } from './tool-media.js';
+import { base64DataUrl } from '../context/file-tokens.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -90,7 +92,7 @@ function blockOfPart(part: unknown): Json | undefined {
       ? { type: 'image', source: { type: 'url', url } }
       : { type: 'image', source: { type: 'base64', media_type: data[1], data: data[2] } };
   }
-  if (record.type === 'file') return documentOf(record.file as Json | undefined);
+  if (record.type === 'file') return documentOf(record);
   const text = textOf([record]);
   return text === '' ? undefined : { type: 'text', text };
 }
@@ -100,31 +102,29 @@ function blockOfPart(part: unknown): Json | undefined {
  * base64, a text file as text. Anything else — a file by id, another type — is named, as Anthropic
  * cannot be sent it.
  */
-function documentOf(file: Json | undefined): Json {
-  const name = typeof file?.filename === 'string' ? file.filename : undefined;
-  const titled = name === undefined ? {} : { title: name };
-  const data = typeof file?.file_data === 'string' ? file.file_data : '';
-  const url = /^data:([^;,]+);base64,/.exec(data.slice(0, 200));
-  if (url?.[1] === 'application/pdf')
+function documentOf(part: Json): Json {
+  const file = part.file as Json | undefined;
+  const titled = typeof file?.filename === 'string' ? { title: file.filename } : {};
+  const url = typeof file?.file_data === 'string' ? base64DataUrl(file.file_data) : undefined;
+  if (url?.mediaType === 'application/pdf')
     return {
       type: 'document',
-      source: { type: 'base64', media_type: 'application/pdf', data: data.slice(url[0].length) },
+      source: { type: 'base64', media_type: 'application/pdf', data: url.base64 },
       ...titled,
     };
-  if (url?.[1] === 'text/plain')
+  if (url?.mediaType === 'text/plain')
     return {
       type: 'document',
       source: {
         type: 'text',
         media_type: 'text/plain',
-        data: Buffer.from(data.slice(url[0].length), 'base64').toString('utf8'),
+        data: Buffer.from(url.base64, 'base64').toString('utf8'),
       },
       ...titled,
     };
-  const which = name ?? (typeof file?.file_id === 'string' ? file.file_id : 'file');
   return {
     type: 'text',
-    text: `[file ${which}: not sent, Anthropic takes PDFs and text files sent as data]`,
+    text: `[file ${fileNameOf(part)}: not sent, Anthropic takes PDFs and text files sent as data]`,
   };
 }
 

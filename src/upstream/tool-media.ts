@@ -15,6 +15,7 @@
 // (docs/budgeting.md#refused-fields). Deterministic, so the next request repeats the prefix. Pure.
 import type { ContextMessage } from '../context/types.js';
 import { dataUrlImageSize } from '../context/image-tokens.js';
+import { base64DataUrl } from '../context/file-tokens.js';
 
 type Part = Record<string, unknown>;
 
@@ -221,8 +222,8 @@ export function withImagesNoLargerThan(
 }
 
 /** A file part's name: its file name, or its id. */
-function fileNameOf(part: Part): string {
-  const file = (part.file ?? {}) as { filename?: unknown; file_id?: unknown };
+export function fileNameOf(part: Part): string {
+  const file = (part?.file ?? {}) as { filename?: unknown; file_id?: unknown };
   if (typeof file.filename === 'string' && file.filename !== '') return file.filename;
   return typeof file.file_id === 'string' ? file.file_id : 'file';
 }
@@ -231,8 +232,10 @@ function fileNameOf(part: Part): string {
 function textFileOf(part: Part): string | undefined {
   const data = (part.file as { file_data?: unknown } | undefined)?.file_data;
   if (typeof data !== 'string') return undefined;
-  const url = /^data:text\/[\w.+-]+(?:;charset=[\w-]+)?;base64,/i.exec(data.slice(0, 100));
-  return url === null ? undefined : Buffer.from(data.slice(url[0].length), 'base64').toString('utf8');
+  const url = base64DataUrl(data);
+  return url?.mediaType.startsWith('text/') === true
+    ? Buffer.from(url.base64, 'base64').toString('utf8')
+    : undefined;
 }
 
 /**

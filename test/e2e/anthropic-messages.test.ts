@@ -85,6 +85,14 @@ const pdfMessage = (report: Buffer, question: string): Anthropic.MessageParam =>
   ],
 });
 
+/** A Chat Completions request to the gateway, with the gateway key, as any chat client sends one. */
+const postChat = (body: Record<string, unknown>) =>
+  fetch(`${harness.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
+    body: JSON.stringify(body),
+  });
+
 const weatherTool = {
   name: 'get_weather',
   description: 'The weather in a city.',
@@ -392,28 +400,24 @@ describe('a PDF a Chat Completions client attaches (OpenAI’s file part), to Cl
       };
     };
     const before = anthropic.messageRequests.length;
-    const chat = await fetch(`${harness.baseUrl}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
-      body: JSON.stringify({
-        model: 'claude-sonnet-4-5',
-        max_tokens: 300,
-        messages: [
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: 'What does page 2 say?' },
-              {
-                type: 'file',
-                file: {
-                  filename: 'report.pdf',
-                  file_data: `data:application/pdf;base64,${report.toString('base64')}`,
-                },
+    const chat = await postChat({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What does page 2 say?' },
+            {
+              type: 'file',
+              file: {
+                filename: 'report.pdf',
+                file_data: `data:application/pdf;base64,${report.toString('base64')}`,
               },
-            ],
-          },
-        ],
-      }),
+            },
+          ],
+        },
+      ],
     });
     expect(chat.status).toBe(200);
     const answer = (await chat.json()) as { choices: Array<{ message: { content: string } }> };
@@ -436,38 +440,34 @@ describe('a chat conversation with blank messages, to Claude', () => {
     // As chat clients store them: a tool-calling turn's content "\n\n", a user message that was only a newline.
     anthropic.respond = () => ({ text: 'Still here.' });
     const before = anthropic.messageRequests.length;
-    const chat = await fetch(`${harness.baseUrl}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
-      body: JSON.stringify({
-        model: 'claude-sonnet-4-5',
-        max_tokens: 300,
-        messages: [
-          { role: 'user', content: 'Weather in Oslo?' },
-          {
-            role: 'assistant',
-            content: '\n\n',
-            tool_calls: [
-              {
-                id: 'toolu_1',
-                type: 'function',
-                function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
-              },
-            ],
-          },
-          { role: 'tool', tool_call_id: 'toolu_1', content: 'rain' },
-          { role: 'assistant', content: 'It rains.' },
-          {
-            role: 'user',
-            content: [
-              { type: 'text', text: ' ' },
-              { type: 'text', text: 'And now?' },
-            ],
-          },
-          { role: 'assistant', content: '  ' },
-          { role: 'user', content: 'Hello?' },
-        ],
-      }),
+    const chat = await postChat({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      messages: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: '\n\n',
+          tool_calls: [
+            {
+              id: 'toolu_1',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'toolu_1', content: 'rain' },
+        { role: 'assistant', content: 'It rains.' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: ' ' },
+            { type: 'text', text: 'And now?' },
+          ],
+        },
+        { role: 'assistant', content: '  ' },
+        { role: 'user', content: 'Hello?' },
+      ],
     });
     expect(chat.status).toBe(200);
     expect(anthropic.messageRequests.slice(before).map((request) => request.status)).toEqual([200]);
@@ -522,15 +522,11 @@ describe('temperature with top_p, which Claude Sonnet 4.5 and later refuse', () 
       messages: [{ role: 'user', content: 'Hi' }],
     });
     expect(message.content[0]).toMatchObject({ type: 'text' });
-    const chat = await fetch(`${harness.baseUrl}/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer gw-anthropic-test' },
-      body: JSON.stringify({
-        model: 'claude-sonnet-4-5',
-        temperature: 0.3,
-        top_p: 0.9,
-        messages: [{ role: 'user', content: 'Hi again' }],
-      }),
+    const chat = await postChat({
+      model: 'claude-sonnet-4-5',
+      temperature: 0.3,
+      top_p: 0.9,
+      messages: [{ role: 'user', content: 'Hi again' }],
     });
     expect(chat.status).toBe(200);
     const sent = anthropic.messageRequests
