@@ -35,7 +35,7 @@ import { byteLengthOf, createAttemptLadder, type ChatAttempt } from './attempt-l
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { createContextPlanner } from './context-planner.js';
 import { isUnknownModel } from '../context/context-settings.js';
-import { countPrecisionFor, tokenizerFor } from '../context/plan-send.js';
+import { countPrecisionFor, promptRoomOf, tokenizerFor } from '../context/plan-send.js';
 import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../upstream/relay.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import { withOutcome, type RequestOutcome, type UpstreamTally } from './request-outcome.js';
@@ -666,10 +666,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       streaming: turn.chatRequest.stream === true,
       maxCalls: settings.policy.recall_max_calls,
       resultTokens: settings.policy.recall_result_tokens,
-      room: Math.floor(
-        (settings.window - settings.outputReserve - settings.safetyMarginTokens) / ratio -
-          prepared.report.inputTokens,
-      ),
+      room: promptRoomOf(settings, ratio) - prepared.report.inputTokens,
       count: (message) => countMessageTokens(message, tokenizer),
       promptTokens: Math.ceil(prepared.report.inputTokens * ratio),
       search: async (query, maxTokens) =>

@@ -82,12 +82,17 @@ export function createUpstreamLessons(deps: {
       // gateway's (or, given without a count, when what was sent could be over it); a count far from
       // the gateway's (content the gateway sizes low, such as images) says something else went on.
       const reported = numbers.promptTokensLowerBound === true ? undefined : numbers.promptTokens;
+      // A cap on the input alone (GPT-5's "configured limit") is a window of that cap plus the answer
+      // this attempt asked for: sizes are prompt plus max_tokens.
+      const window =
+        numbers.maxContext ??
+        (numbers.maxInputTokens === undefined ? undefined : numbers.maxInputTokens + attempt.sentMaxTokens);
       const agrees =
         reported !== undefined
           ? countsAgree(reported, estimated, attempt.learned.ratio)
-          : numbers.maxContext !== undefined && attempt.sentSize >= 0.8 * numbers.maxContext;
-      const stated = !quoted && agrees ? numbers.maxContext : undefined;
-      const hasNumbers = numbers.maxContext !== undefined || reported !== undefined;
+          : window !== undefined && attempt.sentSize >= 0.8 * window;
+      const stated = !quoted && agrees ? window : undefined;
+      const hasNumbers = window !== undefined || reported !== undefined;
       const lesson = quoted
         ? 'quoted'
         : stated !== undefined
@@ -110,7 +115,7 @@ export function createUpstreamLessons(deps: {
           upstream,
           model,
           lesson,
-          window: numbers.maxContext,
+          window,
           failedSize: attempt.sentSize,
           upstreamPromptTokens: numbers.promptTokens,
           sentTokensEstimate: estimated,

@@ -76,6 +76,11 @@ export const modelEntrySchema = z.strictObject({
   match: z.string().min(1),
   window: z.number().int().positive(),
   output_reserve: z.number().int().min(0).default(4_096),
+  /**
+   * The most prompt tokens the provider takes, whatever the answer asks for, when that is less than the
+   * window less the answer (OpenAI's GPT-5: 272,000 of 400,000).
+   */
+  max_input: z.number().int().positive().optional(),
   tokenizer: z.enum(['o200k_base', 'cl100k_base']).default('o200k_base'),
   /** Learn a correction ratio from upstream usage (reactive recovery); with it off the estimate is used as is. */
   calibration: z.boolean().default(true),

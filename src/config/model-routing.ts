@@ -46,6 +46,7 @@ function modelEntryOf(entry: ModelEntryConfig): ModelEntry {
     match: entry.match,
     window: entry.window,
     outputReserve: entry.output_reserve,
+    ...(entry.max_input === undefined ? {} : { maxInput: entry.max_input }),
     tokenizer: entry.tokenizer,
     exactTokenizer: entry.exact_tokenizer,
     toolFormat: entry.tool_format ?? (entry.exact_tokenizer ? 'typescript' : 'json'),

@@ -8,6 +8,11 @@ export interface ModelEntry {
   match: string;
   window: number;
   outputReserve: number;
+  /**
+   * The most prompt tokens the provider takes whatever the answer asks for, when less than the window
+   * less the answer: GPT-5's 400,000 tokens are 272,000 of input and 128,000 of output.
+   */
+  maxInput?: number;
   tokenizer: EncodingName;
   /** True when the tokenizer is the model's own (OpenAI families); false for estimates. */
   exactTokenizer: boolean;
@@ -53,21 +58,26 @@ const other = (match: string, window: number, outputReserve = 4_096): ModelEntry
   noticePlacement: 'user',
 });
 
+/** OpenAI's 400,000-token models: 272,000 of input (docs/budgeting.md#models-and-windows). */
+const gpt5Input = (entry: ModelEntry): ModelEntry => Object.assign({}, entry, { maxInput: 272_000 });
+
 export const builtInModelTable: readonly ModelEntry[] = [
   // GPT-6 to 6.2 (Astra, Sol, Terra, Luna) and GPT-5.6 (Sol, Terra, Luna): 1,050,000 tokens each, Luna
   // too; counted with o200k_base, as every OpenAI model since GPT-4o (a count over 2% off the
   // provider's teaches a ratio: docs/budgeting.md). GPT-5.4 and 5.5: 1,050,000 tokens; their mini and
-  // nano 400,000, as GPT-5's; Codex Spark 128,000.
+  // nano 400,000, as GPT-5's; Codex Spark 128,000. OpenAI's 400,000 are 272,000 of input and 128,000 of
+  // output: a longer prompt is refused ("Input tokens exceed the configured limit of 272000 tokens")
+  // whatever max_tokens asks, so those models' prompts are capped at 272,000.
   openai('gpt-6*', 1_050_000, 'o200k_base', 16_384),
   openai('gpt-5.6*', 1_050_000, 'o200k_base', 16_384),
-  openai('gpt-5.4-mini*', 400_000, 'o200k_base', 16_384),
-  openai('gpt-5.4-nano*', 400_000, 'o200k_base', 16_384),
-  openai('gpt-5.5-mini*', 400_000, 'o200k_base', 16_384),
-  openai('gpt-5.5-nano*', 400_000, 'o200k_base', 16_384),
+  gpt5Input(openai('gpt-5.4-mini*', 400_000, 'o200k_base', 16_384)),
+  gpt5Input(openai('gpt-5.4-nano*', 400_000, 'o200k_base', 16_384)),
+  gpt5Input(openai('gpt-5.5-mini*', 400_000, 'o200k_base', 16_384)),
+  gpt5Input(openai('gpt-5.5-nano*', 400_000, 'o200k_base', 16_384)),
   openai('gpt-5.4*', 1_050_000, 'o200k_base', 16_384),
   openai('gpt-5.5*', 1_050_000, 'o200k_base', 16_384),
   openai('gpt-5.3-codex-spark*', 128_000, 'o200k_base', 16_384),
-  openai('gpt-5*', 400_000, 'o200k_base', 16_384),
+  gpt5Input(openai('gpt-5*', 400_000, 'o200k_base', 16_384)),
   openai('gpt-4.1*', 1_047_576, 'o200k_base'),
   openai('gpt-4.5*', 128_000, 'o200k_base'),
   openai('gpt-4o*', 128_000, 'o200k_base'),

@@ -191,11 +191,12 @@ export function planSend(input: PlanSendInput): PreparedContext {
       ? baseSettings
       : Object.assign({}, baseSettings, { outputReserve: loweredMaxTokens * (request.n ?? 1) });
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
-  // overflow sends fewer prompt tokens, not the same prompt with a shorter answer.
+  // overflow sends fewer prompt tokens, not the same prompt with a shorter answer. So does the model's
+  // own cap on its input (GPT-5's 272,000), whatever the answer's reserve.
+  const inputRoom = inputRoomOf(settings, ratio ?? 1);
+  const promptCap = Math.min(attempt.promptCap ?? Infinity, inputRoom ?? Infinity);
   const renderWindowFor = (reserve: number): number =>
-    (attempt.promptCap === undefined
-      ? windowFor(reserve)
-      : Math.min(windowFor(reserve), attempt.promptCap + reserve + settings.safetyMarginTokens)) -
+    Math.min(windowFor(reserve), promptCap + reserve + settings.safetyMarginTokens) -
     (attempt.keepFreeTokens ?? 0);
   const render = renderInputFor({
     request,
@@ -216,20 +217,37 @@ export function planSend(input: PlanSendInput): PreparedContext {
   } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1);
   const final =
     outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
-  if (!outcome.ok) throw doesNotFit(outcome, final, ratio ?? 1);
+  if (!outcome.ok)
+    throw doesNotFit(outcome, final, ratio ?? 1, inputRoom !== undefined && inputRoom === promptCap);
   // The report is this render's own (renderContext makes a new one every call): an estimated model's
   // states the window as configured, not scaled into estimate units.
   if (ratio !== undefined) outcome.report.window = final.window;
-  const prepared: PreparedContext = {
-    messages: outcome.messages,
-    report: outcome.report,
-    settings: final,
-  };
+  const prepared: PreparedContext = { messages: outcome.messages, report: outcome.report, settings: final };
   const maxTokens = leftForAnswer ?? loweredMaxTokens ?? attempt.maxTokens;
   if (maxTokens !== undefined) prepared.loweredMaxTokens = maxTokens;
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   if (counted?.estimated === true || session?.estimatedCounts === true) prepared.estimated = true;
   return prepared;
+}
+
+/**
+ * The prompt tokens (in the gateway's count) a model with a cap on its input takes: the cap less its
+ * share of the safety margin (the margin's share of the window, of the cap), in estimate units for an
+ * estimated model.
+ */
+function inputRoomOf(settings: ContextSettings, ratio: number): number | undefined {
+  const { maxInput } = settings.model;
+  if (maxInput === undefined) return undefined;
+  const margin = Math.ceil((settings.safetyMarginTokens * maxInput) / settings.window);
+  return Math.max(0, Math.floor((maxInput - margin) / ratio));
+}
+
+/** The prompt tokens (in the gateway's count) a request with these settings may carry in all. */
+export function promptRoomOf(settings: ContextSettings, ratio: number): number {
+  const windowRoom = Math.floor(
+    (settings.window - settings.outputReserve - settings.safetyMarginTokens) / ratio,
+  );
+  return Math.min(windowRoom, inputRoomOf(settings, ratio) ?? Infinity);
 }
 
 /** What maxTokensThatFit renders: the whole conversation in the window, no room kept for the answer. */
@@ -372,30 +390,39 @@ function doesNotFit(
   outcome: Extract<ReturnType<typeof renderContext>, { ok: false }>,
   settings: ContextSettings,
   scale: number,
+  inputCapped: boolean,
 ): GatewayError {
-  const { window, outputReserve: reserve, safetyMarginTokens: margin } = settings;
+  const { window, outputReserve: reserve } = settings;
   const needed = Math.ceil(outcome.neededTokens * scale);
   const left = Math.floor(outcome.budgetTokens * scale);
+  // The room the prompt had: the window less the answer and the margin, or the model's cap on its input
+  // less the cap's share of the margin (inputRoomOf).
+  const room = inputCapped ? (settings.model.maxInput ?? window) : window - reserve;
+  const margin = inputCapped ? room - (inputRoomOf(settings, 1) ?? room) : settings.safetyMarginTokens;
   // The system prompt, tools and summary, plus the turn: all of the prompt (the fixed parts counted in
   // full even when they alone exceed the room).
-  const prompt = Math.max(
-    needed,
-    window - reserve - margin - Math.floor(outcome.rawBudgetTokens * scale) + needed,
-  );
-  // OpenAI's two wordings: with the completion the client asked for, or the messages alone. A reserve
-  // the gateway keeps by default is not the client's request and is not quoted as one.
-  const openAIWords = settings.outputReserveRequested
-    ? `However, you requested ${prompt + reserve} tokens (${prompt} in the messages, ${reserve} in the completion). ` +
-      'Please reduce the length of the messages or completion.'
-    : `However, your messages resulted in ${prompt} tokens. Please reduce the length of the messages.`;
-  const reserveWords = settings.outputReserveRequested
-    ? `the max_tokens asked for (${reserve})`
-    : `room kept for the answer (${reserve}; send max_tokens to choose it)`;
+  const prompt = Math.max(needed, room - margin - Math.floor(outcome.rawBudgetTokens * scale) + needed);
+  // OpenAI's wordings: its input cap (GPT-5's), or the window with the completion the client asked for,
+  // or the messages alone. A reserve the gateway keeps by default is not the client's request and is
+  // not quoted as one.
+  const openAIWords = inputCapped
+    ? `Input tokens exceed the configured limit of ${room} tokens. Your messages resulted in ${prompt} tokens. ` +
+      'Please reduce the length of the messages.'
+    : settings.outputReserveRequested
+      ? `This model's maximum context length is ${window} tokens. However, you requested ${prompt + reserve} tokens (${prompt} in the messages, ${reserve} in the completion). ` +
+        'Please reduce the length of the messages or completion.'
+      : `This model's maximum context length is ${window} tokens. However, your messages resulted in ${prompt} tokens. Please reduce the length of the messages.`;
+  const within = inputCapped
+    ? `within the model's cap on its input (${room}), after the system prompt, tools `
+    : settings.outputReserveRequested
+      ? `after the system prompt, tools, the max_tokens asked for (${reserve}) `
+      : `after the system prompt, tools, room kept for the answer (${reserve}; send max_tokens to choose it) `;
+  const lowerMaxTokens = settings.outputReserveRequested && !inputCapped ? ', or lower max_tokens' : '';
   return new GatewayError(
     'context_length_exceeded',
-    `This model's maximum context length is ${window} tokens. ${openAIWords} ` +
-      `ctxgate: the current turn alone needs about ${needed} tokens, but after the system prompt, tools, ${reserveWords} ` +
-      `and safety margin (${margin}) only ${left} are left for it. Shorten the last message${settings.outputReserveRequested ? ', or lower max_tokens' : ''}.`,
+    `${openAIWords} ` +
+      `ctxgate: the current turn alone needs about ${needed} tokens, but ${within}` +
+      `and safety margin (${margin}) only ${left} are left for it. Shorten the last message${lowerMaxTokens}.`,
     { param: 'messages' },
   );
 }

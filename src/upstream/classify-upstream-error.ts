@@ -567,6 +567,12 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     fields: ['promptTokens', 'completionTokens'],
   },
   { pattern: new RegExp(`maximum input length of ${number}`, 'i'), fields: ['maxInputTokens'] },
+  // OpenAI's GPT-5 family (400,000 = 272,000 of input + 128,000 of output): "Input tokens exceed the
+  // configured limit of I tokens. Your messages resulted in P tokens" — a cap on the prompt alone.
+  {
+    pattern: new RegExp(`configured limit of ${number} tokens\\. your messages resulted in ${number}`, 'i'),
+    fields: ['maxInputTokens', 'promptTokens'],
+  },
   // "The input (P tokens) is longer than the model's context length (M tokens)"; llama.cpp's
   // "input (P tokens) is larger than the max context size (M tokens)".
   {

@@ -159,10 +159,16 @@ function promptCapAfter(numbers: OverflowNumbers, refusedPromptTokens: number): 
       ? Math.max(0, numbers.requested - providerPrompt)
       : 0);
   const atMost = Math.floor(refusedPromptTokens * (1 - overflowMargin));
-  if (maxContext === undefined || providerPrompt === undefined || providerPrompt <= 0)
+  // What the provider would take for the prompt: its window less the answer it counted, if that leaves
+  // any; or the cap it states on the input alone (GPT-5's "configured limit").
+  const promptRoom =
+    maxContext === undefined
+      ? numbers.maxInputTokens
+      : maxContext - providerCompletion > 0
+        ? maxContext - providerCompletion
+        : maxContext;
+  if (promptRoom === undefined || providerPrompt === undefined || providerPrompt <= 0)
     return Math.max(0, Math.min(atMost, Math.floor(refusedPromptTokens * (1 - blindStep))));
-  // What the provider would take for the prompt: its window less the answer it counted, if that leaves any.
-  const promptRoom = maxContext - providerCompletion > 0 ? maxContext - providerCompletion : maxContext;
   const scaled = Math.floor(((refusedPromptTokens * promptRoom) / providerPrompt) * (1 - overflowMargin));
   return Math.max(0, Math.min(atMost, scaled));
 }

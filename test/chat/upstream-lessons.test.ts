@@ -90,6 +90,24 @@ describe('an overflow', () => {
       window: 3_000,
     },
     {
+      // GPT-5's input cap: the prompt may be 2,500 tokens whatever the answer asks for, so the size the
+      // model takes is 2,500 plus the max_tokens sent (none here).
+      name: 'states a cap on the input, its count agreeing with what was sent',
+      message: (sent) =>
+        `Input tokens exceed the configured limit of 2500 tokens. Your messages resulted in ${sent} tokens. Please reduce the length of the messages.`,
+      shape: same,
+      lesson: 'window',
+      window: 2_500,
+    },
+    {
+      name: 'states a cap on the input, the request asking for an answer of 300',
+      message: (sent) =>
+        `Input tokens exceed the configured limit of 2500 tokens. Your messages resulted in ${sent} tokens. Please reduce the length of the messages.`,
+      shape: (request) => ({ ...request, max_tokens: 300 }),
+      lesson: 'window',
+      window: 2_800,
+    },
+    {
       name: 'says too long without numbers',
       message: () => 'The prompt is too long for this model.',
       shape: same,

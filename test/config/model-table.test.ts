@@ -139,5 +139,29 @@ describe('the built-in model table', () => {
       noticePlacement: entry.noticePlacement,
     }));
     expect(documented).toEqual(inCode);
+    // And the models whose prompt is capped below their window, with the cap.
+    const capped = /Capped at ([\d ]+) prompt tokens: ((?:`[^`]+`,?\s*)+)\./.exec(section);
+    const cappedInCode = builtInModelTable.filter((entry) => entry.maxInput !== undefined);
+    expect(cappedInCode.map((entry) => entry.maxInput)).toEqual(cappedInCode.map(() => number(capped?.[1])));
+    expect([...(capped?.[2] ?? '').matchAll(/`([^`]+)`/g)].map((match) => match[1])).toEqual(
+      cappedInCode.map((entry) => entry.match),
+    );
   });
+
+  it.each(['gpt-5', 'gpt-5.2-codex', 'gpt-5-mini-2025-08-07', 'gpt-5.4-nano'])(
+    'caps %s’s prompt at 272,000 of its 400,000 tokens, as OpenAI refuses past it',
+    (model) => {
+      expect({ window: entryFor(model).window, maxInput: entryFor(model).maxInput }).toEqual({
+        window: 400_000,
+        maxInput: 272_000,
+      });
+    },
+  );
+
+  it.each(['gpt-5.4', 'gpt-4.1', 'claude-opus-4-5-20251101', 'some-local-model'])(
+    'caps nothing below the window for %s',
+    (model) => {
+      expect(entryFor(model).maxInput).toBeUndefined();
+    },
+  );
 });

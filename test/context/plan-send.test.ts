@@ -17,7 +17,8 @@ import { writeConfigFile } from '../helpers/start-gateway.js';
 const config = loadConfig({
   env: {
     CTXGATE_CONFIG: writeConfigFile(
-      'models:\n  - match: "acme-*"\n    window: 16000\n    output_reserve: 1000\n',
+      'models:\n  - match: "capped-*"\n    window: 16000\n    max_input: 2000\n    output_reserve: 1000\n' +
+        '  - match: "acme-*"\n    window: 16000\n    output_reserve: 1000\n',
     ),
   },
 });
@@ -99,6 +100,45 @@ describe('a turn that cannot fit, without max_tokens', () => {
     // error), not what is left of the window after the reserve and margin.
     const counted = countPromptTokens(chatRequest.messages as never, undefined);
     expect(Math.abs(Number(resulted?.[1]) - counted)).toBeLessThan(counted * 0.05);
+  });
+});
+
+describe('a model that caps its input below its window', () => {
+  it('fits the prompt within the cap whatever the answer asks for', () => {
+    for (const maxTokens of [undefined, 200, 8_000]) {
+      const request = { ...longChat(), model: 'capped-large' } as ChatCompletionRequest;
+      if (maxTokens !== undefined) request.max_tokens = maxTokens;
+      const prepared = planSend({ config, tokenizers, request, overrides: { historyMode: 'auto' } });
+      // The twelve turns are about 3,700 tokens, within the 16,000 window with any of these answers.
+      const sent = countPromptTokens(prepared.messages as never, undefined);
+      expect(sent).toBeLessThanOrEqual(2_000);
+      expect(sent).toBeGreaterThan(1_000);
+      expect(prepared.report.droppedMessages).toBeGreaterThan(0);
+    }
+  });
+
+  it('refuses a turn over the cap in OpenAI’s own words for it', () => {
+    let error: Error | undefined;
+    const messages = [{ role: 'user' as const, content: prose(3_000, 1) }];
+    try {
+      planSend({
+        config,
+        tokenizers,
+        request: { model: 'capped-large', messages },
+        overrides: { historyMode: 'auto' },
+      });
+    } catch (caught) {
+      error = caught as Error;
+    }
+    expect(isGatewayError(error) && error.code === 'context_length_exceeded').toBe(true);
+    const stated =
+      /^Input tokens exceed the configured limit of 2000 tokens\. Your messages resulted in (\d+) tokens\./.exec(
+        error?.message ?? '',
+      );
+    // The whole prompt as the provider counts it, not what was left of the cap.
+    const counted = countPromptTokens(messages as never, undefined);
+    expect(Math.abs(Number(stated?.[1]) - counted)).toBeLessThan(counted * 0.05);
+    expect(error?.message).not.toMatch(/maximum context length|lower max_tokens/);
   });
 });
 

@@ -33,12 +33,16 @@ const noNumbers = () => ({
 const templated = `templated-${Date.now()}`;
 /** A local model whose usage counts only what its prompt cache did not hold (Ollama 0.30's did). */
 const cacheCounted = `cache-counted-${Date.now()}`;
+/** A model whose prompt alone is capped below its window, as GPT-5's 272,000 of 400,000 tokens. */
+const inputCapped = `input-capped-${Date.now()}`;
+const inputCap = 2_720;
 
 beforeAll(async () => {
   fake = new FakeUpstream({
     defaultWindow: window,
     templateTokens: { [templated]: 30 },
     countsUncachedOnly: [cacheCounted],
+    inputLimits: { [inputCapped]: inputCap },
     // The provider sizes a low-detail image at 765 tokens; the gateway's tile formula says 85.
     imageTokens: 765,
     overflowAnswer: (facts) => (overflowAnswer ?? noNumbers)(facts),
@@ -57,13 +61,14 @@ afterAll(async () => {
 
 async function gateway(
   model: string,
-  entry: { window?: number; outputReserve?: number } = {},
+  entry: { window?: number; outputReserve?: number; maxInput?: number } = {},
 ): Promise<GatewayHarness> {
   // The model's default output reserve (4,096) unless one is given.
   const reserve = entry.outputReserve === undefined ? '' : `, output_reserve: ${entry.outputReserve}`;
+  const maxInput = entry.maxInput === undefined ? '' : `, max_input: ${entry.maxInput}`;
   const harness = await startGateway({
     env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: inject('redisUrl'), ADMIN_API_KEY: adminKey },
-    configYaml: `models:\n  - { match: "${model}", window: ${entry.window ?? window}${reserve}, tokenizer: o200k_base }\n`,
+    configYaml: `models:\n  - { match: "${model}", window: ${entry.window ?? window}${reserve}${maxInput}, tokenizer: o200k_base }\n`,
   });
   harnesses.push(harness);
   await waitUntilReady(harness);
@@ -345,6 +350,42 @@ describe('chat templates', () => {
     const sent = fake.chatRequests.at(-1);
     expect((sent?.body as { messages: unknown[] }).messages.length).toBe(messages.length);
     expect(answer.response.headers.get('x-context-dropped-messages')).toBe('0');
+  });
+});
+
+describe('a cap on the input alone', () => {
+  /** Ten turns of about 320 tokens: within the 4,000-token window the gateway is told, over the cap. */
+  function conversationAsker(harness: GatewayHarness, tenant: string) {
+    const conversation: ChatMessage[] = [];
+    for (let turn = 0; turn < 10; turn++)
+      conversation.push(
+        { role: 'user', content: prose(80, turn) },
+        { role: 'assistant', content: prose(80, turn + 50) },
+      );
+    return async (question: string) => {
+      conversation.push({ role: 'user', content: question });
+      const before = fake.chatRequests.length;
+      const answer = await client(harness, tenant).chat.completions.create({
+        model: inputCapped,
+        messages: conversation as OpenAI.ChatCompletionMessageParam[],
+      });
+      conversation.push({ role: 'assistant', content: answer.choices[0]?.message.content ?? '' });
+      return fake.chatRequests.slice(before).map((request) => request.status);
+    };
+  }
+
+  it('GPT-5’s “configured limit” is refused once, then the conversation is sent within it at once', async () => {
+    const ask = conversationAsker(await gateway(inputCapped, { outputReserve: 256 }), 'codex-user');
+    expect(await ask('What did we settle on?')).toEqual([400, 200]);
+    expect(await ask('And after that?')).toEqual([200]);
+    expect(await ask('Anything else?')).toEqual([200]);
+  });
+
+  it('a model entry’s max_input is never refused for it', async () => {
+    const harness = await gateway(inputCapped, { outputReserve: 256, maxInput: inputCap });
+    const ask = conversationAsker(harness, 'configured-user');
+    expect(await ask('What did we settle on?')).toEqual([200]);
+    expect(await ask('And after that?')).toEqual([200]);
   });
 });
 

@@ -108,6 +108,11 @@ export interface FakeUpstreamOptions {
    * lines of its other messages that match this pattern (each once, in order).
    */
   extractiveSummaries?: RegExp;
+  /**
+   * Models with a cap on the prompt alone, below their window (OpenAI's GPT-5 family: 272,000 of its
+   * 400,000 tokens), refusing a prompt over it whatever max_tokens asks, in OpenAI's words.
+   */
+  inputLimits?: Readonly<Record<string, number>>;
   /** Answers summarization requests (and their repair requests) instead (test/helpers/fake-summarizers.ts). */
   summarizer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
   /**
@@ -1131,6 +1136,19 @@ export class FakeUpstream {
       });
       response.end(answer.body);
       recorded.completed = true;
+      return;
+    }
+    const inputLimit = this.options.inputLimits?.[String(body.model)];
+    if (inputLimit !== undefined && promptTokens > inputLimit) {
+      sendJson(
+        400,
+        openAIError(
+          `Input tokens exceed the configured limit of ${inputLimit} tokens. Your messages resulted in ${promptTokens} tokens. Please reduce the length of the messages.`,
+          'invalid_request_error',
+          'messages',
+          'context_length_exceeded',
+        ),
+      );
       return;
     }
     if (promptTokens > window) {

@@ -113,6 +113,31 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // GPT-5's 400,000 tokens are 272,000 of input and 128,000 of output: a prompt over the input cap is
+    // refused whatever max_tokens says (cline/cline#5474, bytedance/deer-flow#721).
+    name: 'OpenAI GPT-5: "Input tokens exceed the configured limit" (an input cap, not the window)',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 289650 tokens. Please reduce the length of the messages.',
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        },
+      }),
+    },
+    expected: {
+      kind: 'context_overflow',
+      remedy: 'compress',
+      numbers: { maxInputTokens: 272_000, promptTokens: 289_650 },
+      evidence: expect.arrayContaining([
+        'configured limit of 272000 tokens. Your messages resulted in 289650',
+      ]),
+    },
+  },
+  {
     name: 'Bedrock (Claude through InvokeModel): ValidationException text',
     answer: { status: 400, body: '{"message":"prompt is too long: 201000 tokens > 200000 maximum"}' },
     expected: {

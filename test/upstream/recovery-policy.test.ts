@@ -31,6 +31,7 @@ const overflow = (
     requested?: number | undefined;
     completionTokens?: number | undefined;
     excessTokens?: number | undefined;
+    maxInputTokens?: number | undefined;
   } = {},
 ): UpstreamErrorClass => ({
   kind: 'context_overflow',
@@ -190,6 +191,14 @@ const rows: Array<{
     name: 'the answer is what was requested beyond the prompt',
     verdict: overflow('compress', { maxContext: 4_097, promptTokens: 3_120, requested: 4_120 }),
     expected: { action: 're_render', reduction: 'none', promptCap: 2_888 },
+  },
+  // GPT-5: "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 289650
+  // tokens": a cap on the prompt alone, whatever the answer asks for: 250000 × 272000 / 289650 × 0.97.
+  {
+    name: 'a cap on the input alone scales the prompt to it',
+    verdict: overflow('compress', { maxInputTokens: 272_000, promptTokens: 289_650 }),
+    state: { promptTokens: 250_000 },
+    expected: { action: 're_render', reduction: 'none', promptCap: 227_723 },
   },
   // Cohere: "size limit exceeded by 105000 tokens … The limit for this model is 8992": the provider got
   // 113,992; 50000 × 8992 / 113992 × 0.97 = 3,825.
