@@ -5,7 +5,7 @@
 // ratios and tool-set costs move only with successful answers. Every lesson is the tenant's until a
 // second tenant agrees (learned-limit-rules.ts). Recorded in the learned-limits store, which keeps what
 // it learns in process first: nothing here touches Redis on the request's path.
-import { countsAgree } from '../context/learned-limit-rules.js';
+import { countsAgree, statedWindow } from '../context/learned-limit-rules.js';
 import { guessedParts } from '../context/token-accounting.js';
 import { isCalibrated } from '../config/model-table.js';
 import type { GatewayMetrics } from '../metrics.js';
@@ -82,11 +82,7 @@ export function createUpstreamLessons(deps: {
       // gateway's (or, given without a count, when what was sent could be over it); a count far from
       // the gateway's (content the gateway sizes low, such as images) says something else went on.
       const reported = numbers.promptTokensLowerBound === true ? undefined : numbers.promptTokens;
-      // A cap on the input alone (GPT-5's "configured limit") is a window of that cap plus the answer
-      // this attempt asked for: sizes are prompt plus max_tokens.
-      const window =
-        numbers.maxContext ??
-        (numbers.maxInputTokens === undefined ? undefined : numbers.maxInputTokens + attempt.sentMaxTokens);
+      const window = statedWindow(numbers, attempt.sentMaxTokens);
       const agrees =
         reported !== undefined
           ? countsAgree(reported, estimated, attempt.learned.ratio)

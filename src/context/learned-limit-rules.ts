@@ -349,6 +349,18 @@ export function withToolSample(
   return { costs: withSample(lessons.costs, tenant, sample, bounds, nowMs) };
 }
 
+/**
+ * The window an overflow states, in sizes (prompt plus the max_tokens sent): the window itself, or a cap
+ * on the input alone (GPT-5's "configured limit") plus the answer the refused request asked for.
+ */
+export function statedWindow(
+  numbers: { maxContext?: number; maxInputTokens?: number },
+  sentMaxTokens: number,
+): number | undefined {
+  if (numbers.maxContext !== undefined) return numbers.maxContext;
+  return numbers.maxInputTokens === undefined ? undefined : numbers.maxInputTokens + sentMaxTokens;
+}
+
 /** Whether an overflow's count of the refused prompt agrees with the gateway's (scaled by its ratio). */
 export function countsAgree(reported: number, estimated: number, ratio: number | undefined): boolean {
   const share = reported / Math.max(1, estimated * (ratio ?? 1));

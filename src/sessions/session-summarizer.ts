@@ -59,7 +59,7 @@ import { isCalibrated } from '../config/model-table.js';
 
 import type { GatewayMetrics } from '../metrics.js';
 import type { LearnedLimits } from '../store/learned-limits.js';
-import { countsAgree } from '../context/learned-limit-rules.js';
+import { countsAgree, statedWindow } from '../context/learned-limit-rules.js';
 import {
   hashedSessionId,
   type SessionKey,
@@ -431,11 +431,12 @@ export function createSessionSummarizer(deps: {
           numbers.promptTokens !== undefined && numbers.promptTokensLowerBound !== true
             ? countsAgree(numbers.promptTokens, attempt.promptTokens, ratio)
             : false;
+        const stated = statedWindow(numbers, policy.summary_max_tokens);
         deps.learnedLimits.recordOverflow(target.name, summaryModel, tenant, {
           failedSize: sent,
           status: 400,
-          textClass: numbers.maxContext === undefined ? 'no_numbers' : 'numbers',
-          ...(numbers.maxContext === undefined || !agrees ? {} : { stated: numbers.maxContext }),
+          textClass: stated === undefined ? 'no_numbers' : 'numbers',
+          ...(stated === undefined || !agrees ? {} : { stated }),
         });
       },
     });

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   countsAgree,
+  statedWindow,
   emptyModelLessons,
   evidenceWindow,
   limitFor,
@@ -143,6 +144,19 @@ describe('countsAgree', () => {
     [400, 1_000, undefined, false],
   ])('%s reported for %s estimated (ratio %s): %s', (reported, estimated, ratio, agrees) => {
     expect(countsAgree(reported, estimated, ratio)).toBe(agrees);
+  });
+});
+
+describe('statedWindow', () => {
+  it.each<[string, { maxContext?: number; maxInputTokens?: number }, number, number | undefined]>([
+    ['a window, whatever was asked for', { maxContext: 128_000 }, 4_096, 128_000],
+    ['a window and an input cap: the window', { maxContext: 32_768, maxInputTokens: 28_672 }, 4_096, 32_768],
+    // GPT-5: "configured limit of 272000 tokens" with 16,384 asked for: sizes up to 288,384 go through.
+    ['a cap on the input alone, plus the answer asked for', { maxInputTokens: 272_000 }, 16_384, 288_384],
+    ['a cap on the input alone, no answer asked for', { maxInputTokens: 272_000 }, 0, 272_000],
+    ['neither', {}, 4_096, undefined],
+  ])('%s', (_name, numbers, sentMaxTokens, expected) => {
+    expect(statedWindow(numbers, sentMaxTokens)).toBe(expected);
   });
 });
 
