@@ -122,6 +122,8 @@ const known = new Set([
   'service_tier',
   'safety_identifier',
   'prompt_cache_key',
+  'prompt_cache_retention',
+  'prompt_cache_options',
   'stream_options',
   'include',
   'background',
@@ -825,7 +827,14 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   };
   for (const name of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'seed', 'stop']) copy(name);
   for (const name of ['frequency_penalty', 'presence_penalty', 'logit_bias', 'service_tier']) copy(name);
-  for (const name of ['safety_identifier', 'prompt_cache_key']) copy(name);
+  // Prompt caching's directives: Chat Completions takes the same fields (GPT-5.6's options, 24h retention).
+  for (const name of [
+    'safety_identifier',
+    'prompt_cache_key',
+    'prompt_cache_retention',
+    'prompt_cache_options',
+  ])
+    copy(name);
   copy('max_output_tokens', outputCapField(String(body.model)));
   const bridgedTools = toolsOf(body.tools, body.input, drops);
   const choice = toolChoiceOf(body.tool_choice, bridgedTools.tools);

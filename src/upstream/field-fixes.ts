@@ -177,7 +177,7 @@ const otherNameOf: Readonly<Record<string, string>> = {
 
 /**
  * Fields that ask the provider for something beside the answer — usage in a stream, an end user's id,
- * storage, a service tier, cache routing — or give a hint only some models take — how hard to reason,
+ * storage, a service tier, cache routing and retention — or give a hint only some models take — how hard to reason,
  * how long to write, whether tool calls may come in parallel (Codex sends these on every request). A
  * bridge or a client adds them and a provider may not know them: left out when refused, as a provider
  * that does not know them could not act on them.
@@ -189,6 +189,8 @@ const besideTheAnswer = new Set([
   'store',
   'service_tier',
   'prompt_cache_key',
+  'prompt_cache_retention',
+  'prompt_cache_options',
   'safety_identifier',
   'reasoning_effort',
   'verbosity',

@@ -223,8 +223,9 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
     expect(sent.every((body) => body.max_tokens === 2_048)).toBe(true);
   });
 
-  it('streams a Codex-shaped Responses request: reasoning effort, verbosity and cache key left out', async () => {
-    // Codex sends these on every request; a provider that does not know them cannot act on them.
+  it('streams a Codex-shaped Responses request: reasoning effort, verbosity and cache directives left out', async () => {
+    // Codex sends these on every request (and GPT-5.6's cache options, the 24h retention); a provider
+    // that does not know them cannot act on them.
     const stream = await openai.responses.create({
       model: 'devstral-medium-2507',
       instructions: 'You are a coding agent.',
@@ -232,18 +233,19 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
       reasoning: { effort: 'medium' },
       text: { verbosity: 'low' },
       prompt_cache_key: 'codex-session-1',
+      prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'implicit', ttl: '30m' },
       stream: true,
     });
     let text = '';
     for await (const event of stream) if (event.type === 'response.output_text.delta') text += event.delta;
     expect(text.length).toBeGreaterThan(0);
     const sent = sentTo('devstral-medium-2507', 0, mistral);
+    const fields = ['reasoning_effort', 'verbosity', 'prompt_cache_key', 'prompt_cache_retention'];
+    fields.push('prompt_cache_options', 'stream_options');
     expect(sent).toHaveLength(2);
-    expect(Object.keys(sent[0] ?? {})).toEqual(
-      expect.arrayContaining(['reasoning_effort', 'verbosity', 'prompt_cache_key', 'stream_options']),
-    );
-    for (const field of ['reasoning_effort', 'verbosity', 'prompt_cache_key', 'stream_options'])
-      expect(sent[1]).not.toHaveProperty(field);
+    expect(Object.keys(sent[0] ?? {})).toEqual(expect.arrayContaining(fields));
+    for (const field of fields) expect(sent[1]).not.toHaveProperty(field);
     expect(sent[1]?.messages).toEqual(sent[0]?.messages);
   });
 

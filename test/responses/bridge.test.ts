@@ -106,6 +106,24 @@ describe('bridgeRequest: what cannot be bridged', () => {
     expect(bridged.messages.map((message) => message.role)).toEqual(['developer', 'user']);
   });
 
+  it('carries prompt caching’s retention and options on, as Chat Completions takes them too', () => {
+    // GPT-5.6's prompt_cache_options and the 24h retention, as the Agents SDK and the AI SDK send them.
+    const request = {
+      model: 'gpt-5.6-sol',
+      input: 'Summarize the repository.',
+      prompt_cache_key: 'thread-7',
+      prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'implicit', ttl: '30m' },
+    };
+    const bridged = bridgeRequest(request, reject);
+    expect(bridged.dropped).toEqual([]);
+    expect(bridged.chatFields).toMatchObject({
+      prompt_cache_key: 'thread-7',
+      prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'implicit', ttl: '30m' },
+    });
+  });
+
   it('refuses the first of them, naming it, with unbridgeable: reject', () => {
     expect(refusal(() => bridgeRequest(codexFirstRequest, reject))).toEqual({
       param: 'client_metadata',

@@ -113,6 +113,12 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // ChatGPT's Codex backend (router-for-me/CLIProxyAPI#897): a FastAPI `detail`, the field named bare.
+    name: 'a provider that does not keep prompt caches for 24 hours: "Unsupported parameter: prompt_cache_retention"',
+    answer: { status: 400, body: '{"detail":"Unsupported parameter: prompt_cache_retention"}' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_retention' }] },
+  },
+  {
     // GPT-5's 400,000 tokens are 272,000 of input and 128,000 of output: a prompt over the input cap is
     // refused whatever max_tokens says (cline/cline#5474, bytedance/deer-flow#721).
     name: 'OpenAI GPT-5: "Input tokens exceed the configured limit" (an input cap, not the window)',

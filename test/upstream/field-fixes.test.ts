@@ -94,6 +94,9 @@ describe('what is sent instead of a refused field', () => {
     ['unknown', 'reasoning_effort', undefined, { field: 'reasoning_effort' }],
     ['unknown', 'verbosity', undefined, { field: 'verbosity' }],
     ['unknown', 'parallel_tool_calls', undefined, { field: 'parallel_tool_calls' }],
+    // Prompt caching's directives (OpenAI's; a provider without its cache could not act on them).
+    ['unknown', 'prompt_cache_retention', undefined, { field: 'prompt_cache_retention' }],
+    ['unknown', 'prompt_cache_options', undefined, { field: 'prompt_cache_options' }],
     [
       'unknown',
       'max_completion_tokens',
