@@ -217,8 +217,13 @@ export function planSend(input: PlanSendInput): PreparedContext {
   } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1);
   const final =
     outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
-  if (!outcome.ok)
-    throw doesNotFit(outcome, final, ratio ?? 1, inputRoom !== undefined && inputRoom === promptCap);
+  if (!outcome.ok) {
+    // Quoted as the input cap when that, not the window less the answer, left the turn no room.
+    const reserve = final.outputReserve;
+    const inputBinds =
+      inputRoom === promptCap && promptCap + reserve + settings.safetyMarginTokens < windowFor(reserve);
+    throw doesNotFit(outcome, final, ratio ?? 1, inputBinds);
+  }
   // The report is this render's own (renderContext makes a new one every call): an estimated model's
   // states the window as configured, not scaled into estimate units.
   if (ratio !== undefined) outcome.report.window = final.window;

@@ -18,6 +18,7 @@ const config = loadConfig({
   env: {
     CTXGATE_CONFIG: writeConfigFile(
       'models:\n  - match: "capped-*"\n    window: 16000\n    max_input: 2000\n    output_reserve: 1000\n' +
+        '  - match: "tight-*"\n    window: 4000\n    max_input: 3000\n' +
         '  - match: "acme-*"\n    window: 16000\n    output_reserve: 1000\n',
     ),
   },
@@ -139,6 +140,29 @@ describe('a model that caps its input below its window', () => {
     const counted = countPromptTokens(messages as never, undefined);
     expect(Math.abs(Number(stated?.[1]) - counted)).toBeLessThan(counted * 0.05);
     expect(error?.message).not.toMatch(/maximum context length|lower max_tokens/);
+  });
+
+  it('quotes the window when the answer asked for, not the cap, leaves the turn no room', () => {
+    let error: Error | undefined;
+    try {
+      planSend({
+        config,
+        tokenizers,
+        // 2,000 of 4,000 for the answer leaves the prompt less than its cap of 3,000.
+        request: {
+          model: 'tight-large',
+          max_tokens: 2_000,
+          messages: [{ role: 'user', content: prose(2_500, 1) }],
+        },
+        overrides: { historyMode: 'auto' },
+      });
+    } catch (caught) {
+      error = caught as Error;
+    }
+    expect(error?.message).toMatch(
+      /^This model's maximum context length is 4000 tokens\. However, you requested/,
+    );
+    expect(error?.message).not.toMatch(/configured limit/);
   });
 });
 
