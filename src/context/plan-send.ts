@@ -192,11 +192,14 @@ export function planSend(input: PlanSendInput): PreparedContext {
       : Object.assign({}, baseSettings, { outputReserve: loweredMaxTokens * (request.n ?? 1) });
   // The cap bounds the prompt itself, so it is applied after max_tokens was fitted: a retry after an
   // overflow sends fewer prompt tokens, not the same prompt with a shorter answer. So does the model's
-  // own cap on its input (GPT-5's 272,000), whatever the answer's reserve.
+  // own cap on its input (GPT-5's 272,000), whatever the answer's reserve; a refusal quotes that cap
+  // when it, not the window less the answer, left the turn no room.
   const inputRoom = inputRoomOf(settings, ratio ?? 1);
   const promptCap = Math.min(attempt.promptCap ?? Infinity, inputRoom ?? Infinity);
+  const capBinds = (reserve: number): boolean =>
+    promptCap + reserve + settings.safetyMarginTokens < windowFor(reserve);
   const renderWindowFor = (reserve: number): number =>
-    Math.min(windowFor(reserve), promptCap + reserve + settings.safetyMarginTokens) -
+    (capBinds(reserve) ? promptCap + reserve + settings.safetyMarginTokens : windowFor(reserve)) -
     (attempt.keepFreeTokens ?? 0);
   const render = renderInputFor({
     request,
@@ -217,13 +220,8 @@ export function planSend(input: PlanSendInput): PreparedContext {
   } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1);
   const final =
     outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
-  if (!outcome.ok) {
-    // Quoted as the input cap when that, not the window less the answer, left the turn no room.
-    const reserve = final.outputReserve;
-    const inputBinds =
-      inputRoom === promptCap && promptCap + reserve + settings.safetyMarginTokens < windowFor(reserve);
-    throw doesNotFit(outcome, final, ratio ?? 1, inputBinds);
-  }
+  if (!outcome.ok)
+    throw doesNotFit(outcome, final, ratio ?? 1, inputRoom === promptCap && capBinds(final.outputReserve));
   // The report is this render's own (renderContext makes a new one every call): an estimated model's
   // states the window as configured, not scaled into estimate units.
   if (ratio !== undefined) outcome.report.window = final.window;
