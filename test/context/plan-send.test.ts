@@ -118,6 +118,18 @@ describe('a model that caps its input below its window', () => {
     }
   });
 
+  it('keeps the cap under a window stated in X-Context-Window', () => {
+    const request = { ...longChat(), model: 'capped-large' } as ChatCompletionRequest;
+    const prepared = planSend({
+      config,
+      tokenizers,
+      request,
+      overrides: { historyMode: 'auto', contextWindow: 100_000 },
+    });
+    expect(prepared.report.window).toBe(100_000);
+    expect(countPromptTokens(prepared.messages as never, undefined)).toBeLessThanOrEqual(2_000);
+  });
+
   it('refuses a turn over the cap in OpenAI’s own words for it', () => {
     let error: Error | undefined;
     const messages = [{ role: 'user' as const, content: prose(3_000, 1) }];
