@@ -222,9 +222,9 @@ export function planSend(input: PlanSendInput): PreparedContext {
     outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
   if (!outcome.ok)
     throw doesNotFit(outcome, final, ratio ?? 1, inputRoom === promptCap && capBinds(final.outputReserve));
-  // The report is this render's own (renderContext makes a new one every call): an estimated model's
-  // states the window as configured, not scaled into estimate units.
-  if (ratio !== undefined) outcome.report.window = final.window;
+  // The report is this render's own (renderContext makes a new one every call): it states the window as
+  // configured, not scaled into an estimated model's units nor narrowed to a model's cap on its input.
+  if (ratio !== undefined || inputRoom === promptCap) outcome.report.window = final.window;
   const prepared: PreparedContext = { messages: outcome.messages, report: outcome.report, settings: final };
   const maxTokens = leftForAnswer ?? loweredMaxTokens ?? attempt.maxTokens;
   if (maxTokens !== undefined) prepared.loweredMaxTokens = maxTokens;
