@@ -335,6 +335,70 @@ describe('readJsonText', () => {
     );
   });
 
+  // A JSON escape of half a UTF-16 surrogate pair is text no strict parser takes: Anthropic answers "The
+  // request body is not valid JSON: no low surrogate in string", DeepSeek "lone leading surrogate in hex
+  // escape" — and a session that stored one was refused on every later request. JSON.stringify writes
+  // one for a string cut between the halves of an emoji (a client's `slice`); Python's json.dumps
+  // escapes every character outside ASCII, pairs as two escapes.
+  it('reads the escape of a lone surrogate half as the replacement character, pairs and escaped backslashes as written', async () => {
+    // Pieces of a JSON string's text: characters, escapes of surrogate halves (either case), escaped
+    // backslashes (`\\ud83d` is text, not an escape), other escapes.
+    const piece = fc.constantFrom(
+      'a',
+      ' ',
+      '\\\\',
+      '\\\\u',
+      'é',
+      '中',
+      '😀',
+      '\\ud83d',
+      '\\ude00',
+      '\\uD83D',
+      '\\uDE00',
+      '\\ud800',
+      '\\udbff',
+      '\\udc00',
+      '\\udfff',
+      '\\u00e9',
+      '\\n',
+      '\\"',
+    );
+    const asPython = (text: string): string =>
+      JSON.stringify(text).replace(
+        /[\u0080-\uffff]/g,
+        (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      );
+    await fc.assert(
+      fc.asyncProperty(fc.array(piece, { maxLength: 30 }), fc.boolean(), async (pieces, python) => {
+        // The text a client meant, lone halves and all, written by JSON.stringify or as Python does.
+        const meant = JSON.parse(`"${pieces.join('')}"`) as string;
+        const body = `{"text":${python ? asPython(meant) : JSON.stringify(meant)}}`;
+        const bytes = Buffer.from(body);
+        const read = await readJsonText(Readable.from([bytes]), {
+          limitBytes: 100_000,
+          shape: limits,
+          contentLength: bytes.length,
+        });
+        const parsed = parseJsonBody(read) as { text: string };
+        expect(parsed.text).toBe(meant.toWellFormed());
+        // The bytes forwarded as read say the same, at the same length.
+        expect((JSON.parse(read.bytes.toString('utf8')) as { text: string }).text).toBe(meant.toWellFormed());
+        expect(read.bytes.length).toBe(bytes.length);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('keeps a body with no lone half the very bytes it came as', async () => {
+    const bytes = Buffer.from('{"text":"\\\\ud83d \\ud83d\\ude00 \\uD83D\\uDE00 😀"}');
+    const read = await readJsonText(Readable.from([bytes]), {
+      limitBytes: 1_000,
+      shape: limits,
+      contentLength: bytes.length,
+    });
+    expect(read.bytes).toBe(bytes);
+  });
+
   it('refuses a body over the limit, a length that does not match, and a shape past the limits', async () => {
     const refusal = async (body: string, options: { limitBytes?: number; contentLength?: number } = {}) =>
       readJsonText(Readable.from([Buffer.from(body)]), {

@@ -6,6 +6,7 @@
 // searches, the search, and the answers a call gets. Pure.
 import { isSystemRole, messageText } from './turns.js';
 import type { ContextMessage, Tokenizer } from './types.js';
+import { sliceWhole } from '../text-slices.js';
 
 export const recallToolName = 'ctxgate_recall';
 
@@ -178,8 +179,9 @@ function passagesOf(source: RecallSource, order: number, maxChars: number): Pass
     while (rest.length > maxChars) {
       const space = rest.lastIndexOf(' ', maxChars);
       const cut = space > maxChars / 2 ? space : maxChars;
-      pieces.push(rest.slice(0, cut));
-      rest = rest.slice(cut).trimStart();
+      const piece = sliceWhole(rest, 0, cut);
+      pieces.push(piece);
+      rest = rest.slice(piece.length).trimStart();
     }
     pieces.push(rest);
   }
@@ -241,7 +243,7 @@ export function searchRecall(options: {
   // Each term is looked for in every passage: a query of thousands of words (a model may be led to
   // write one) would read the searched text thousands of times.
   const queryTerms = [...new Set(searchTerms(query))].slice(0, maxQueryTerms);
-  const quoted = JSON.stringify(query.length > 200 ? `${query.slice(0, 200)}…` : query);
+  const quoted = JSON.stringify(query.length > 200 ? `${sliceWhole(query, 0, 200)}…` : query);
   if (options.sources.length === 0)
     return { text: 'Nothing of this conversation is left out: everything is shown above.', passages: 0 };
   if (queryTerms.length === 0)
@@ -258,7 +260,7 @@ export function searchRecall(options: {
     if (chars > maxSearchedChars && searched.length > 0) break;
     searched.push(
       source.text.length > maxSearchedChars
-        ? Object.assign({}, source, { text: source.text.slice(-maxSearchedChars) })
+        ? Object.assign({}, source, { text: sliceWhole(source.text, -maxSearchedChars) })
         : source,
     );
   }

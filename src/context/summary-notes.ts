@@ -11,6 +11,7 @@
 import { identifierFacts } from './summary.js';
 import { messageText } from './turns.js';
 import type { ContextMessage, Tokenizer } from './types.js';
+import { sliceWhole } from '../text-slices.js';
 
 /** The line that opens the notes in a stored summary's text (the prose comes before it). */
 export const notesHeading = "[ctxgate] The user's own statements, kept verbatim:";
@@ -112,7 +113,7 @@ export function callStatements(covered: readonly ContextMessage[]): string[] {
       const name = call.function?.name ?? 'tool';
       const args = (call.function?.arguments ?? '').replace(/\s+/g, ' ').trim();
       const line = `${name}(${args})`;
-      statements.push(line.length <= noteCharacters ? line : `${line.slice(0, noteCharacters - 1)}…`);
+      statements.push(line.length <= noteCharacters ? line : `${sliceWhole(line, 0, noteCharacters - 1)}…`);
     }
   return statements;
 }
@@ -133,7 +134,7 @@ export function userStatements(covered: readonly ContextMessage[]): string[] {
         if (sentence.length <= noteCharacters) statements.push(sentence);
         else {
           const at = sentence.indexOf(facts[0] as string);
-          statements.push(sentence.slice(Math.max(0, at - 140), at + 160).trim());
+          statements.push(sliceWhole(sentence, Math.max(0, at - 140), at + 160).trim());
         }
       }
   }

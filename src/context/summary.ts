@@ -5,6 +5,7 @@ import { renderContext, truncateText } from './render.js';
 import { countMessageTokens } from './token-accounting.js';
 import { messageText } from './turns.js';
 import type { ContextMessage, ContextPolicy, Tokenizer } from './types.js';
+import { sliceWhole } from '../text-slices.js';
 
 /** The message the renderer puts where the summarized messages were. */
 export function summaryMessage(text: string, coveredMessages: number): ContextMessage {
@@ -543,7 +544,7 @@ export function sentenceStating(
     const trimmed = sentenceAround(text, at, length).trim();
     if (trimmed.length <= 300) return trimmed;
     const inSentence = trimmed.indexOf(fact);
-    return trimmed.slice(Math.max(0, inSentence - 140), inSentence + fact.length + 140).trim();
+    return sliceWhole(trimmed, Math.max(0, inSentence - 140), inSentence + fact.length + 140).trim();
   }
   return undefined;
 }

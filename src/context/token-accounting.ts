@@ -10,6 +10,7 @@ import { imageTokens } from './image-tokens.js';
 import { filePartTokens } from './file-tokens.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import type { ContextMessage, Tokenizer } from './types.js';
+import { sliceWhole } from '../text-slices.js';
 
 export const tokensPerMessage = 3;
 export const tokensPerName = 1;
@@ -560,7 +561,9 @@ const byLength: Tokenizer = {
   count: (text) => Math.ceil(text.length / 4),
   truncate: (text, maxTokens, keep) => {
     const kept =
-      keep === 'head' ? text.slice(0, maxTokens * 4) : text.slice(Math.max(0, text.length - maxTokens * 4));
+      keep === 'head'
+        ? sliceWhole(text, 0, maxTokens * 4)
+        : sliceWhole(text, Math.max(0, text.length - maxTokens * 4));
     return { text: kept, tokens: Math.ceil(kept.length / 4) };
   },
 };

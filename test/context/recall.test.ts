@@ -192,3 +192,28 @@ describe('the tool and its calls', () => {
     ]);
   });
 });
+
+describe('searchRecall: what it quotes and cuts', () => {
+  // Half an emoji is written `\\ud83d`, which strict providers refuse with the whole body: the
+  // answer goes back to the model in the request the gateway continues.
+  it('never cuts a query, a long line or the searched text between the two halves of an emoji', () => {
+    for (let shift = 0; shift < 4; shift++) {
+      const line = `${'x'.repeat(shift)}${'🚀'.repeat(400)} vault 7 ${'🎉'.repeat(400)}`;
+      const sources: RecallSource[] = [
+        { text: `${'🎉'.repeat(shift)}${'x'.repeat(maxSearchedChars)}`, role: 'user', position: 0 },
+        { text: line, role: 'tool', position: 1 },
+      ];
+      const found = searchRecall({ query: 'vault 7', sources, tokenizer, maxTokens: 4_000 });
+      expect(found.passages).toBeGreaterThan(0);
+      expect(found.text.isWellFormed()).toBe(true);
+      const quoted = searchRecall({
+        query: `${'x'.repeat(shift)}${'😀'.repeat(120)} nothing-matches-this`,
+        sources,
+        tokenizer,
+        maxTokens: 4_000,
+      });
+      expect(quoted.text).toContain('😀');
+      expect(quoted.text.isWellFormed()).toBe(true);
+    }
+  });
+});

@@ -53,6 +53,15 @@ describe('userStatements', () => {
       ]),
     ).toEqual(['Mine is K1-10000.']);
   });
+
+  it('never cuts a long sentence between the two halves of an emoji, wherever the cut falls', () => {
+    for (let shift = 0; shift < 4; shift++) {
+      const sentence = `${'🎉'.repeat(80)}${'x'.repeat(shift)} The code is K7-55555 ${'🚀'.repeat(100)}`;
+      const [statement] = userStatements([{ role: 'user', content: sentence }]);
+      expect(statement).toContain('K7-55555');
+      expect(statement?.isWellFormed()).toBe(true);
+    }
+  });
 });
 
 describe('mergeNotes', () => {
@@ -130,6 +139,21 @@ describe('callStatements', () => {
     expect(line).toHaveLength(300);
     expect(line?.startsWith('write_file({"text":"xxx')).toBe(true);
     expect(line?.endsWith('…')).toBe(true);
+  });
+
+  it('never cuts a call between the two halves of an emoji, wherever the cut falls', () => {
+    // Half an emoji is written `\\ud83d`, which strict providers refuse with the whole body.
+    for (let shift = 0; shift < 4; shift++) {
+      const [line] = callStatements([
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [call('write_file', `{"text":"${'x'.repeat(270 + shift)}${'🚀'.repeat(40)}"}`)],
+        },
+      ]);
+      expect(line?.isWellFormed()).toBe(true);
+      expect(line?.endsWith('🚀…')).toBe(true);
+    }
   });
 
   it('is stored under its own heading, which a history summary does not read as its notes', () => {

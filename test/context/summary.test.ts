@@ -563,6 +563,15 @@ describe('repairing a summary', () => {
     expect(sentenceStating('nowhere-1', covered, undefined)).toBeUndefined();
   });
 
+  it('never cuts a long sentence stating a fact between the two halves of an emoji', () => {
+    for (let shift = 0; shift < 4; shift++) {
+      const sentence = `${'🎉'.repeat(90)}${'x'.repeat(shift)} host db-prod-07 ${'🚀'.repeat(90)}`;
+      const found = sentenceStating('db-prod-07', [{ role: 'user', content: sentence }], undefined);
+      expect(found).toContain('db-prod-07');
+      expect(found?.isWellFormed()).toBe(true);
+    }
+  });
+
   it('finds the same sentence as splitting the texts into sentences would, on generated texts', () => {
     // The definition, written the slow way: split at line breaks and at white space after . ! ?
     const oracle = (fact: string, texts: string[]): string | undefined => {

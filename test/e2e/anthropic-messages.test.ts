@@ -511,6 +511,53 @@ describe('a Messages request with blank text blocks, natively to Claude', () => 
   });
 });
 
+describe('a tool result holding half an emoji, natively to Claude, in a session', () => {
+  // A tool's output cut between the two halves of an emoji (a `slice` in the tool, a binary file read
+  // as text) is a lone surrogate half: the SDK writes it as `\ud83d`, which Anthropic refuses ("The
+  // request body is not valid JSON: no low surrogate in string"), and a session that stored it was
+  // refused on every later request (anthropics/claude-code#5934: "Had to start a new session").
+  it('answers, the half sent as the replacement character, and the session goes on', async () => {
+    anthropic.respond = (body) => {
+      const last = (body.messages as Array<{ role: string; content: unknown }>).at(-1);
+      const result = Array.isArray(last?.content)
+        ? (last.content as Array<{ type: string; content?: unknown }>).find(
+            (block) => block.type === 'tool_result',
+          )
+        : undefined;
+      return result === undefined ? { text: 'Noted.' } : { text: `Read: ${contentText(result.content)}` };
+    };
+    const sessionId = `halves-${randomUUID()}`;
+    const session = client({ 'x-session-id': sessionId });
+    const cut = 'launch 🚀 done'.slice(0, 8);
+    const before = anthropic.messageRequests.length;
+    const first = await session.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      tools: [weatherTool],
+      messages: [
+        { role: 'user', content: 'Read the log.' },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_log', name: 'get_weather', input: { city: 'log' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_log', content: cut }] },
+      ],
+    });
+    expect(first.content).toEqual([expect.objectContaining({ text: 'Read: launch \uFFFD' })]);
+    // The next turn sends the stored history, the tool result with it.
+    const second = await session.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      tools: [weatherTool],
+      messages: [{ role: 'user', content: 'Thanks. Anything else?' }],
+    });
+    expect(second.content).toEqual([expect.objectContaining({ text: 'Noted.' })]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200, 200]);
+    expect(JSON.stringify(sent[1]?.body.messages)).toContain('launch \uFFFD');
+  });
+});
+
 describe('temperature with top_p, which Claude Sonnet 4.5 and later refuse', () => {
   it('answers a Messages request and a chat request that set both: top_p left out once refused', async () => {
     const before = anthropic.messageRequests.length;

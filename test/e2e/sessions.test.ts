@@ -468,6 +468,46 @@ describe('sessions', () => {
     expect(await sessionMessages(harness, sessionId)).toHaveLength(2);
   });
 
+  it('stores a tool result cut between the halves of an emoji as the replacement character, and the session goes on', async () => {
+    // The openai client writes the lone half as `\ud83d`; a strict provider (DeepSeek's serde parser,
+    // Anthropic's) refuses the whole body, and every later request of a session that stored it.
+    const sessionId = `halves-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    fake.enqueue(
+      { toolCalls: [{ id: 'call_log', name: 'read_log', arguments: '{}' }] },
+      { content: 'The log says launch.' },
+      { content: 'Nothing else.' },
+    );
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'read_log', parameters: { type: 'object', properties: {} } } },
+    ];
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      tools,
+      messages: [{ role: 'user', content: 'Read the log.' }],
+    });
+    const cut = 'launch 🚀 done'.slice(0, 8);
+    await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      tools,
+      messages: [{ role: 'tool', tool_call_id: 'call_log', content: cut }],
+    });
+    const { choices } = await client.chat.completions.create({
+      model: 'gpt-4o-mini',
+      tools,
+      messages: [{ role: 'user', content: 'Anything else?' }],
+    });
+    expect(choices[0]?.message.content).toBe('Nothing else.');
+    expect(fake.chatRequests.map((request) => request.status)).toEqual([200, 200, 200]);
+    const sent = (fake.chatRequests[2]?.body as { messages: Message[] }).messages.find(
+      (message) => message.role === 'tool',
+    );
+    expect(sent?.content).toBe('launch \uFFFD');
+    expect((await sessionMessages(harness, sessionId)).map((message) => message.content)).toContain(
+      'launch \uFFFD',
+    );
+  });
+
   it('refuses a malformed session id with 400', async () => {
     const failure = await clientFor(harness, 'bad id!')
       .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })

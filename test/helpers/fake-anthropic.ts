@@ -7,11 +7,13 @@
 // whose result does not follow, a thinking block without its signature or with one it did not give, more
 // than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
-// ("prompt is too long: N tokens > M maximum"). Its token count is its own (cl100k, scaled): not the
+// ("prompt is too long: N tokens > M maximum"), and the escape of a lone surrogate half ("The request body
+// is not valid JSON: no low surrogate in string: line 1 column N (char N-1)"). Its token count is its own (cl100k, scaled): not the
 // gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
+import { firstLoneHalf } from './lone-surrogates.js';
 import { pngSizeOf } from './png.js';
 import { pdfPageTexts } from './pdf.js';
 
@@ -294,8 +296,18 @@ export class FakeAnthropic {
         413,
         JSON.stringify({ error: { type: 'request_too_large', message: 'Request exceeds the maximum size' } }),
       );
+    const text = Buffer.concat(chunks).toString('utf8');
+    const loneHalf = firstLoneHalf(text);
+    if (loneHalf !== undefined)
+      return send(
+        400,
+        errorBody(
+          'invalid_request_error',
+          `The request body is not valid JSON: ${loneHalf.reason}: line 1 column ${loneHalf.at + 1} (char ${loneHalf.at})`,
+        ),
+      );
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+      body = JSON.parse(text) as Json;
     } catch {
       return send(
         400,

@@ -1,11 +1,13 @@
 // A strict fake OpenAI-compatible provider for tests and benchmarks. It refuses what the real API
 // refuses (orphaned tool messages, tool calls without results, images outside user messages, prompts
-// over the model's window, bad keys), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]),
+// over the model's window, bad keys, the escape of a lone surrogate half as DeepSeek's serde parser
+// does), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]),
 // and can be scripted per request to delay, stall, break off or fail. Token counts use js-tiktoken
 // directly with the cookbook method, independently of the gateway's own accounting.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
+import { firstLoneHalf } from './lone-surrogates.js';
 import { pdfOfDataUrl, pdfPageTexts } from './pdf.js';
 
 export interface ScriptedToolCall {
@@ -762,6 +764,20 @@ export class FakeUpstream {
       tools?: unknown;
       stream_options?: { include_usage?: boolean };
     };
+    // A lone surrogate half's escape is no JSON to a strict parser (serde's words, as DeepSeek gives them).
+    const loneHalf = firstLoneHalf(rawBody);
+    if (loneHalf !== undefined) {
+      sendJson(
+        400,
+        openAIError(
+          `Failed to parse the request body as JSON: lone leading surrogate in hex escape at line 1 column ${loneHalf.at + 1}`,
+          'invalid_request_error',
+          null,
+          'invalid_request_error',
+        ),
+      );
+      return;
+    }
     try {
       body = JSON.parse(rawBody) as typeof body;
     } catch {
