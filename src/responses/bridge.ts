@@ -364,6 +364,16 @@ export function messagesOf(
     }
     // Tools given in the input: they join the request's tool list (bridgeRequest), as no message.
     if (type === 'additional_tools') return;
+    // A message from another agent (Codex's multi-agent v2 hands a sub-agent its task so): a user
+    // message of its text, in its order; one with nothing in it is no message.
+    if (type === 'agent_message') {
+      const text = agentMessageText(item.content, `${at}.content`);
+      if (text === '') return;
+      messages.push({ role: 'user', content: text });
+      sources?.origins.push(index);
+      sources?.strings.push(undefined);
+      return;
+    }
     // Asked to compact (bridgeRequest), and the summary given when it was (a `compaction` item of the
     // gateway's: inputItemsOf keeps no other).
     if (type === 'compaction_trigger' || type === 'compaction') {
@@ -434,6 +444,35 @@ export function messagesOf(
     );
   });
   return messages;
+}
+
+/**
+ * The text of an `agent_message` item's content, its parts joined in order: Codex's header (`input_text`:
+ * the message's type, its task name, its sender) and the words the sending agent wrote, which Codex
+ * sends as `encrypted_content` — encrypted by OpenAI's Responses API only: through the gateway they
+ * are the words the model that called `spawn_agent` wrote, and no other model could read OpenAI's.
+ */
+function agentMessageText(content: unknown, param: string): string {
+  if (content === null || content === undefined) return '';
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) refuse(param, `Invalid '${param}': expected a string or an array of parts.`);
+  return content
+    .map((part: unknown, index) => {
+      const at = `${param}[${index}]`;
+      if (
+        isRecord(part) &&
+        (part.type === 'input_text' || part.type === 'text') &&
+        typeof part.text === 'string'
+      )
+        return part.text;
+      if (isRecord(part) && part.type === 'encrypted_content' && typeof part.encrypted_content === 'string')
+        return part.encrypted_content;
+      return refuse(
+        at,
+        `'${at}': content parts of type '${String(isRecord(part) ? part.type : typeof part)}' cannot be bridged to Chat Completions.`,
+      );
+    })
+    .join('');
 }
 
 type ChatTool = { type: 'function'; function: Record<string, unknown> };
@@ -626,6 +665,7 @@ const itemFields: Record<string, readonly string[]> = {
   custom_tool_call: ['type', 'id', 'call_id', 'namespace', 'name', 'input', 'status'],
   custom_tool_call_output: ['type', 'id', 'call_id', 'output', 'status'],
   additional_tools: ['type', 'id', 'role', 'tools'],
+  agent_message: ['type', 'id', 'author', 'recipient', 'content'],
   item_reference: ['type', 'id'],
 };
 const partFields: Record<string, readonly string[]> = {
@@ -635,6 +675,7 @@ const partFields: Record<string, readonly string[]> = {
   refusal: ['type', 'refusal'],
   input_image: ['type', 'image_url', 'file_id', 'detail'],
   input_file: ['type', 'file_data', 'file_id', 'file_url', 'filename'],
+  encrypted_content: ['type', 'encrypted_content'],
 };
 
 function pick(
@@ -654,7 +695,7 @@ function pick(
 export function definedFieldsOf(item: Record<string, unknown>): InputItem {
   const type = typeof item.type === 'string' ? item.type : 'message';
   const kept = pick(Object.assign({}, item, { type }), itemFields[type]);
-  if (type === 'message' && Array.isArray(kept.content))
+  if ((type === 'message' || type === 'agent_message') && Array.isArray(kept.content))
     kept.content = kept.content.map((part: unknown) =>
       isRecord(part) && typeof part.type === 'string' ? pick(part, partFields[part.type]) : part,
     );

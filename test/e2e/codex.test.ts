@@ -10,7 +10,8 @@
 // JavaScript: the fake calls it as the bridge names it. Configured the shorter way — the gateway as the
 // base URL of Codex's own OpenAI provider — Codex opens a WebSocket first (answered 426, so it goes over
 // HTTP at once) and compacts its history remotely (a compaction_trigger item the gateway answers with the
-// model's summary). A picture Codex's view_image tool returns reaches the model in a user message.
+// model's summary). A picture Codex's view_image tool returns reaches the model in a user message. With
+// multi-agent v2 on, a worker the model spawns gets its task (an agent_message item) and does it.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,8 @@ const longLoop = 40;
 /** A task whose steps outgrow the token limit a Codex config sets for compacting its history. */
 const countedTask = 'Run the counted steps.';
 const countedSteps = 14;
+/** What the parent agent asks the worker it spawns to do. */
+const workerTask = 'Write the worker note.';
 
 /** A message's text, whether a string or parts. */
 const textOf = (message: ChatMessage | undefined): string => contentText(message?.content);
@@ -57,15 +60,25 @@ function isAskedToSummarize(messages: ReadonlyArray<ChatMessage>): boolean {
  * calls in the prompt, plus those a notice says were removed), then answers.
  */
 function respond(messages: ReadonlyArray<ChatMessage>) {
+  // A sub-agent Codex spawned (multi-agent v2), handed its task: it writes its file, then reports.
+  if (messages.some((message) => textOf(message).includes(`Payload:\n${workerTask}`)))
+    return messages.some((message) => message.role === 'tool' && message.tool_call_id === 'call_worker')
+      ? { content: 'Worker note written.' }
+      : shell('call_worker', "printf 'written by the worker\\n' > worker.txt");
   // The task is a user message of its own, or the end of one (joined to the environment for a template
   // that makes user and assistant messages alternate).
   const task = messages
     .filter((message) => message.role === 'user')
     .map(textOf)
     .flatMap((text) =>
-      ['Write the note.', 'Run the steps.', 'Write it with exec.', 'How big is pic.png?', countedTask].filter(
-        (task) => text.endsWith(task),
-      ),
+      [
+        'Write the note.',
+        'Run the steps.',
+        'Write it with exec.',
+        'How big is pic.png?',
+        'Delegate the note.',
+        countedTask,
+      ].filter((task) => text.endsWith(task)),
     )
     .at(0);
   const seen = callsSeen(messages);
@@ -83,6 +96,26 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
           ],
         }
       : { content: 'Note written with exec.' };
+  // The parent: spawns a worker with the task, waits for it, then answers.
+  if (task === 'Delegate the note.') {
+    if (seen === 0)
+      return {
+        toolCalls: [
+          {
+            id: 'call_spawn',
+            name: 'collaboration__spawn_agent',
+            arguments: JSON.stringify({ task_name: 'worker', message: workerTask }),
+          },
+        ],
+      };
+    if (seen === 1)
+      return {
+        toolCalls: [
+          { id: 'call_wait', name: 'collaboration__wait_agent', arguments: '{"timeout_ms":60000}' },
+        ],
+      };
+    return { content: 'Delegated the note.' };
+  }
   if (task === 'How big is pic.png?') {
     if (seen === 0)
       return { toolCalls: [{ id: 'call_look', name: 'view_image', arguments: '{"path":"pic.png"}' }] };
@@ -376,6 +409,26 @@ describe('Codex through the gateway', () => {
     const result = (second?.messages as ChatMessage[]).find((message) => message.role === 'tool');
     expect(typeof result?.content).toBe('string');
     expect(String(result?.content)).not.toMatch(/^\[\{"type"/);
+  });
+
+  // Codex's multi-agent v2 hands a spawned agent its task as an `agent_message` input item (the parent's
+  // words as `encrypted_content`, which only OpenAI's Responses API encrypts); refused as an unknown item,
+  // the worker never got its task (ollama/ollama#18286, envoyproxy/ai-gateway#2442).
+  it('hands a sub-agent its task (multi-agent v2): the worker writes its file and the parent answers', async () => {
+    const from = fake.chatRequests.length;
+    const { finished, work, requests } = await codexExec('Delegate the note.', 'gpt-5.5', {
+      config: ['features.multi_agent_v2 = true'],
+    });
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(requests.map((line) => line.status).filter((status) => status !== 200)).toEqual([]);
+    expect(readFileSync(join(work, 'worker.txt'), 'utf8')).toBe('written by the worker\n');
+    expect(finished.stdout).toContain('Delegated the note.');
+    // The worker's first request: the task as a user message, after the parent's history it inherits.
+    const handed = fake.chatRequests
+      .slice(from)
+      .map((request) => (request.body as { messages: ChatMessage[] }).messages.at(-1))
+      .find((message) => textOf(message).endsWith(`Payload:\n${workerTask}`));
+    expect(handed?.role).toBe('user');
   });
 
   it('shows the model the picture its view_image tool returned (an input_image in the function output)', async () => {

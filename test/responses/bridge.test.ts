@@ -947,6 +947,68 @@ describe("bridgeRequest: compaction (Codex's remote compaction)", () => {
   });
 });
 
+describe("bridgeRequest: a sub-agent's task (Codex's multi-agent v2 agent_message item)", () => {
+  // As Codex 0.171 hands a spawned agent its task: the parent's history forked, then the message, its
+  // header as text and the parent's words as `encrypted_content` (encrypted only by OpenAI's Responses
+  // API; through a gateway they are the words the parent model wrote).
+  const task = {
+    type: 'agent_message',
+    id: 'amsg_01a2',
+    author: '/root',
+    recipient: '/root/worker',
+    content: [
+      {
+        type: 'input_text',
+        text: 'Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\n',
+      },
+      { type: 'encrypted_content', encrypted_content: 'Write worker.txt.' },
+    ],
+  };
+
+  it('gives the sub-agent its task as a user message, header and words in order, under either setting', () => {
+    for (const options of [drop, reject]) {
+      const bridged = bridgeRequest(
+        {
+          model: 'm',
+          input: [{ type: 'message', role: 'user', content: 'Delegate it.' }, task],
+        },
+        options,
+      );
+      expect(bridged.dropped).toEqual([]);
+      expect(bridged.messages).toEqual([
+        { role: 'user', content: 'Delegate it.' },
+        {
+          role: 'user',
+          content:
+            'Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\nWrite worker.txt.',
+        },
+      ]);
+    }
+  });
+
+  it('makes no message of one with nothing in it, and refuses a part it cannot read', () => {
+    const empty = bridgeRequest(
+      {
+        model: 'm',
+        input: [
+          { type: 'message', role: 'user', content: 'Hi.' },
+          { ...task, content: null },
+        ],
+      },
+      drop,
+    );
+    expect(empty.messages).toEqual([{ role: 'user', content: 'Hi.' }]);
+    expect(
+      refusal(() =>
+        bridgeRequest(
+          { model: 'm', input: [{ ...task, content: [{ type: 'input_audio', data: 'AAAA' }] }] },
+          drop,
+        ),
+      ).param,
+    ).toBe('input[0].content[0]');
+  });
+});
+
 describe('userItemsOf: the user messages POST /v1/responses/compact answers', () => {
   it("gives the chain's user messages as parts, then the input's, leaving out the rest and earlier summaries", () => {
     const items = userItemsOf(
