@@ -350,7 +350,14 @@ export type SummaryVerdict =
   | { ok: false; reason: SummaryRejection; factsKept: number; factsTotal: number; missingFacts: string[] };
 
 const errorTextPattern =
-  /^\s*(?:error\b|\{\s*"error"|<(?:!doctype|html)|internal server error|i(?:'|’| a)m sorry|sorry,? (?:but )?i can|i can(?:not|'t|’t) (?:help|assist|do|summari[sz]e|comply)|as an ai\b)/i;
+  /^\s*(?:\{\s*"error"|<(?:!doctype|html)|internal server error|i(?:'|’| a)m sorry|sorry,? (?:but )?i can|i can(?:not|'t|’t) (?:help|assist|do|summari[sz]e|comply)|as an ai\b)/i;
+/**
+ * A proxy's or a provider's error given as the answer ("Error: upstream timed out"): one short line.
+ * A summary may start with the word too (a debugging session's: "Error in the staging deploy traced
+ * to …"), and runs longer.
+ */
+const errorLinePattern = /^\s*error\b[^\n]{0,200}\s*$/i;
+const isErrorText = (text: string): boolean => errorTextPattern.test(text) || errorLinePattern.test(text);
 
 const urlPattern = /^https?:\/\/\S+$/;
 const emailPattern = /^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$/;
@@ -480,7 +487,7 @@ export function judgeSummary(input: {
       : { ok: false, reason, factsKept, factsTotal, missingFacts };
 
   if (text.trim() === '') return verdict('empty');
-  if (errorTextPattern.test(text)) return verdict('error_text');
+  if (isErrorText(text)) return verdict('error_text');
   if (input.finishReason === 'length') return verdict('truncated');
   const collapsed = collapse(text);
   if (
@@ -596,7 +603,7 @@ export function repairSummary(input: {
   for (const line of (input.repairAnswer ?? '')
     .split('\n')
     .map((candidate) => candidate.replace(/^\s*[-*•]\s*/, '').trim())) {
-    if (line === '' || errorTextPattern.test(line)) continue;
+    if (line === '' || isErrorText(line)) continue;
     if (missing.some((fact) => statesFact(line, fact)) && add(line))
       missing = missing.filter((fact) => !statesFact(text, fact));
   }

@@ -517,6 +517,23 @@ describe('judgeSummary', () => {
     expect(judge(text)).toMatchObject({ ok: false, reason });
   });
 
+  it('takes a summary of a debugging session that starts with the word Error', () => {
+    // What a terse summarizer writes of a conversation that began with a stack trace: a summary, not
+    // a provider's error text.
+    const summary = [
+      'Error in the staging deploy traced to db-staging-04 refusing connections on port 5433.',
+      'The user changed deploy/staging.yaml to point at the replica; the deploy then passed.',
+      'Open: add a health check before the migration step.',
+      'Never restart the primary during business hours.',
+    ].join('\n');
+    expect(judge(summary)).toMatchObject({ ok: true });
+    expect(
+      judge(
+        `Error handling was rewritten around db-staging-04: ${'retries with backoff, '.repeat(12)}done. Never restart the primary during business hours.`,
+      ),
+    ).toMatchObject({ ok: true });
+  });
+
   it('never vetoes dropped identifiers: it lists them to repair', () => {
     expect(judge('Staging DB on port 5433.\nNever restart the primary during business hours.')).toEqual({
       ok: true,
