@@ -352,12 +352,15 @@ export type SummaryVerdict =
 const errorTextPattern =
   /^\s*(?:\{\s*"error"|<(?:!doctype|html)|internal server error|i(?:'|’| a)m sorry|sorry,? (?:but )?i can|i can(?:not|'t|’t) (?:help|assist|do|summari[sz]e|comply)|as an ai\b)/i;
 /**
- * A proxy's or a provider's error given as the answer ("Error: upstream timed out"): one short line.
- * A summary may start with the word too (a debugging session's: "Error in the staging deploy traced
- * to …"), and runs longer.
+ * An error or a refusal given as the answer. An error line ("Error: upstream timed out", a proxy's or
+ * a provider's) is one short line: a summary may start with the word too (a debugging session's:
+ * "Error in the staging deploy traced to …"), and runs longer. Read without a pattern that backtracks.
  */
-const errorLinePattern = /^\s*error\b[^\n]{0,200}\s*$/i;
-const isErrorText = (text: string): boolean => errorTextPattern.test(text) || errorLinePattern.test(text);
+function isErrorText(text: string): boolean {
+  if (errorTextPattern.test(text)) return true;
+  const trimmed = text.trim();
+  return trimmed.length <= 200 && !trimmed.includes('\n') && /^error\b/i.test(trimmed);
+}
 
 const urlPattern = /^https?:\/\/\S+$/;
 const emailPattern = /^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$/;
