@@ -7,6 +7,39 @@ import { messageText } from './turns.js';
 import type { ContextMessage, ContextPolicy, Tokenizer } from './types.js';
 import { sliceWhole } from '../text-slices.js';
 
+/** Thinking at the start of an answer, between tags: the tag's name. */
+const thinkingOpen = /^\s*<(think|thinking|reasoning)>/i;
+
+/**
+ * The text of a summarizer's answer: what it wrote after any thinking. Mistral's reasoning models give
+ * their content as chunks (the thinking, then the text); a model served without a reasoning parser
+ * (DeepSeek-R1's distills, QwQ, Qwen3 on Ollama, llama.cpp or vLLM) writes its thinking first, between
+ * `<think>` tags. Thinking never closed (an answer cut at its length) leaves no text.
+ */
+export function answerText(content: unknown): string {
+  if (Array.isArray(content))
+    return content
+      .map((part: unknown) => {
+        const chunk = part as { type?: unknown; text?: unknown } | null;
+        return chunk?.type === 'text' && typeof chunk.text === 'string' ? chunk.text : '';
+      })
+      .join('');
+  return typeof content === 'string' ? withoutThinking(content) : '';
+}
+
+/**
+ * `text` without the thinking a model served without a reasoning parser wrote at its start, between
+ * `<think>` tags: what it said. An assistant message of such a model is summarized, and its facts
+ * counted, by what it said (its thinking weighs more and states no decision). Thinking never closed
+ * leaves nothing.
+ */
+export function withoutThinking(text: string): string {
+  const open = thinkingOpen.exec(text);
+  if (open === null) return text;
+  const close = new RegExp(`</${open[1] as string}\\s*>`, 'i').exec(text.slice(open[0].length));
+  return close === null ? '' : text.slice(open[0].length + close.index + close[0].length).trimStart();
+}
+
 /** The message the renderer puts where the summarized messages were. */
 export function summaryMessage(text: string, coveredMessages: number): ContextMessage {
   return {
@@ -202,7 +235,7 @@ function transcriptBlock(message: ContextMessage, capTokens: number, tokenizer: 
   const calls = (message.tool_calls ?? [])
     .map((call) => `[assistant calls ${call.function?.name ?? 'tool'}(${call.function?.arguments ?? ''})]`)
     .join('\n');
-  let text = messageText(message);
+  let text = message.role === 'assistant' ? withoutThinking(messageText(message)) : messageText(message);
   if (tokenizer.count(text) > capTokens) text = truncateText(text, capTokens, 'both', tokenizer).text;
   const label =
     message.role === 'tool'
@@ -444,7 +477,9 @@ export function factSourceTexts(covered: readonly ContextMessage[], withToolResu
         message.role === 'assistant' ||
         (withToolResults && message.role === 'tool'),
     )
-    .map((message) => messageText(message));
+    .map((message) =>
+      message.role === 'assistant' ? withoutThinking(messageText(message)) : messageText(message),
+    );
 }
 
 /**

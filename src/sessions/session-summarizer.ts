@@ -17,6 +17,7 @@ import {
   judgeSummary,
   buildRepairRequest,
   maxRepairFacts,
+  answerText,
   repairSummary,
   sentenceStating,
   statesFact,
@@ -756,7 +757,7 @@ export function createSessionSummarizer(deps: {
       const content = choice?.message?.content;
       return {
         attempt: sent.attempt,
-        text: typeof content === 'string' ? content : '',
+        text: answerText(content),
         finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined,
         promptTokens: whole.usage.promptTokens,
         completionTokens: whole.usage.completionTokens,

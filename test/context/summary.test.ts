@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  answerText,
   buildSummaryRequest,
   factSourceTexts,
   identifierFacts,
@@ -185,6 +186,22 @@ describe('buildSummaryRequest', () => {
     );
     for (let turn = 0; turn < 4; turn++)
       expect(String(user?.content)).toContain(`[user] turn ${turn + 100}:`);
+  });
+
+  it("gives a thinking model's answers by what they said, and counts no fact of their thinking", () => {
+    // As Ollama serves DeepSeek-R1's distills: each answer's thinking first, between <think> tags.
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Which host runs the queue?' },
+      {
+        role: 'assistant',
+        content:
+          '<think>\nMaybe q-host-01 or /etc/queue.conf; check later.\n</think>\n\nThe queue runs on q-host-07.',
+      },
+    ];
+    const transcript = String(requestFor(messages)?.messages[1]?.content);
+    expect(transcript).toContain('[assistant] The queue runs on q-host-07.');
+    expect(transcript).not.toContain('think');
+    expect(factSourceTexts(messages, false).flatMap(identifierFacts)).toEqual(['q-host-07']);
   });
 
   it('covers only the oldest whole turns that fit the summarizer window, and its request fits', () => {
@@ -459,6 +476,37 @@ describe('identifierFacts', () => {
       'K3-12345',
       'db-staging-04',
     ]);
+  });
+});
+
+describe('answerText: what a summarizer wrote after its thinking', () => {
+  it.each<[string, unknown, string]>([
+    ['plain text', 'Staging DB: db-staging-04.', 'Staging DB: db-staging-04.'],
+    [
+      'thinking between <think> tags first (DeepSeek-R1 on Ollama)',
+      '<think>\nThe user wants a summary. Keep the codes.\n</think>\n\nStaging DB: db-staging-04.',
+      'Staging DB: db-staging-04.',
+    ],
+    ['an empty <think> block (Qwen3, thinking off)', '<think>\n\n</think>\n\nSummary.', 'Summary.'],
+    ['<thinking> tags, any case', '  <Thinking>plan</THINKING>Summary.', 'Summary.'],
+    ['thinking never closed (cut at its length)', '<think>\nStill weighing what to keep', ''],
+    [
+      'a tag quoted later in the text is text',
+      'Use <think> tags in prompts.',
+      'Use <think> tags in prompts.',
+    ],
+    [
+      "Mistral's chunks: the thinking, then the text",
+      [
+        { type: 'thinking', thinking: [{ type: 'text', text: 'Plan the summary.' }] },
+        { type: 'text', text: 'Staging DB: ' },
+        { type: 'text', text: 'db-staging-04.' },
+      ],
+      'Staging DB: db-staging-04.',
+    ],
+    ['no content', null, ''],
+  ])('%s', (_case, content, expected) => {
+    expect(answerText(content)).toBe(expected);
   });
 });
 

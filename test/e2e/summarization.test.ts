@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { passThroughTenantId } from '../../src/config/tenant-id.js';
 import { createRedisBudgetStore } from '../../src/store/redis-budget-store.js';
 import { createRedisConnection } from '../../src/store/redis-client.js';
-import { countPromptTokens, FakeUpstream, isSummaryRequest } from '../helpers/fake-upstream.js';
+import {
+  countPromptTokens,
+  FakeUpstream,
+  isSummaryRequest,
+  type FakeUpstreamOptions,
+} from '../helpers/fake-upstream.js';
 
 import {
   counterValue,
@@ -453,9 +458,12 @@ describe('a reasoning model as its own summarizer', () => {
    */
   async function summarizedBy(
     model: string,
-  ): Promise<{ asked: Array<Record<string, unknown>>; summary: string | null }> {
-    const strict = new FakeUpstream({
+    thinks: Pick<FakeUpstreamOptions, 'mistralThinking' | 'thinkTags' | 'reasoningModels'> = {
       reasoningModels: [model],
+    },
+  ): Promise<{ asked: Array<Record<string, unknown>>; summary: string | null; stored: string | undefined }> {
+    const strict = new FakeUpstream({
+      ...thinks,
       windows: { [model]: window },
       extractiveSummaries: factPattern,
       answer: answerFromPrompt,
@@ -466,7 +474,8 @@ describe('a reasoning model as its own summarizer', () => {
     });
     try {
       await waitUntilReady(gateway);
-      const client = clientFor(gateway, `reasoning-${randomUUID()}`);
+      const sessionId = `reasoning-${randomUUID()}`;
+      const client = clientFor(gateway, sessionId);
       let summary: string | null = null;
       for (let index = 0; index < 140; index++) {
         const { response } = await client.chat.completions
@@ -483,9 +492,15 @@ describe('a reasoning model as its own summarizer', () => {
         summary = response.headers.get('x-context-summary');
         await gateway.gateway.summarizer.idle();
       }
+      const session = (await (
+        await fetch(`${gateway.baseUrl}/sessions/${sessionId}`, {
+          headers: { authorization: 'Bearer sk-summaries' },
+        })
+      ).json()) as { summary: { text: string } | null };
       return {
         asked: strict.summaryRequests.map((request) => request.body as Record<string, unknown>),
         summary,
+        stored: session.summary?.text,
       };
     } finally {
       await gateway.close();
@@ -500,6 +515,29 @@ describe('a reasoning model as its own summarizer', () => {
     expect(asked.every((body) => typeof body.max_completion_tokens === 'number')).toBe(true);
     // Summaries were made and are sent.
     expect(summary).toBe('used');
+  });
+
+  // A model that thinks before it answers gives its summary after its thinking: Mistral's Magistral as
+  // a list of chunks (the thinking, then the text), DeepSeek-R1's distills, QwQ and Qwen3 as Ollama and
+  // vLLM without a reasoning parser serve them, in its content between <think> tags (dify#38587,
+  // R2R#2123). The summary is the answer after the thinking.
+  it.each([
+    [
+      'Magistral: chunks of thinking, then the text',
+      'magistral-small-2509',
+      { mistralThinking: ['magistral-small-2509'] },
+    ],
+    [
+      'DeepSeek-R1 on Ollama: thinking between <think> tags',
+      'deepseek-r1:14b',
+      { thinkTags: ['deepseek-r1:14b'] },
+    ],
+  ])('takes the summary a thinking model writes after its thinking (%s)', async (_name, model, thinks) => {
+    const { asked, summary, stored } = await summarizedBy(model, thinks);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(summary).toBe('used');
+    expect(stored).toContain(`Fact 1: the access code for vault 1 is ${codeFor(1)}.`);
+    expect(stored?.split('\n').filter((line) => /think/i.test(line))).toEqual([]);
   });
 
   it('learns the fields a reasoning model served under another name takes from its refusals', async () => {

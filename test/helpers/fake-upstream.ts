@@ -200,6 +200,12 @@ export interface FakeUpstreamOptions {
    */
   mistralThinking?: readonly string[];
   /**
+   * Models that think in their content, as Ollama, llama.cpp and vLLM without a reasoning parser serve
+   * DeepSeek-R1's distills, QwQ and Qwen3: an answer's content starts with `<think>`, the thinking,
+   * `</think>`, then the answer (a stream carries the same text in pieces).
+   */
+  thinkTags?: readonly string[];
+  /**
    * Models served as Gemini 3 is through Google's OpenAI-compatible endpoint: the first tool call of each
    * answer carries `extra_content.google.thought_signature` (in the stream, on the call's first delta),
    * and a request whose current turn (after its last user message) holds an assistant message whose
@@ -1209,6 +1215,10 @@ export class FakeUpstream {
           this.options.answer?.(body.messages) ??
           `Answer ${this.sequence}.`)
         : null;
+    const thinkingInContent =
+      this.options.thinkTags?.includes(String(body.model)) === true && content !== null
+        ? `<think>\nThe user wants this answered. Let me think about answer ${this.sequence} step by step: the earlier turns, what was asked, what to keep.\n</think>\n\n${content}`
+        : content;
     const completionCount =
       content === null
         ? 10
@@ -1240,7 +1250,12 @@ export class FakeUpstream {
         ? `Magistral thinks before answer ${this.sequence}.`
         : undefined;
     if (body.stream !== true) {
-      const message: Record<string, unknown> = { role: 'assistant', content, refusal: null, annotations: [] };
+      const message: Record<string, unknown> = {
+        role: 'assistant',
+        content: thinkingInContent,
+        refusal: null,
+        annotations: [],
+      };
       if (thinkingChunk !== undefined)
         message.content = [
           { type: 'thinking', thinking: [{ type: 'text', text: thinkingChunk }] },
@@ -1384,7 +1399,7 @@ export class FakeUpstream {
         }
       }
     } else {
-      const text = content ?? '';
+      const text = thinkingInContent ?? '';
       const count = Math.max(1, behaviour.chunks ?? 5);
       const size = Math.ceil(text.length / count) || 1;
       for (let start = 0; start < text.length; start += size) {
