@@ -7,6 +7,7 @@
 // knows its own token count), plus its first response (the first turn is kept, as for any
 // conversation): what lies between is left out with the usual omission notice. So a request's work is
 // bounded by the window, not by how long the chain has grown.
+import { withoutThinking } from '../context/summary.js';
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import {
   bodyStringBytes,
@@ -537,7 +538,9 @@ function responsesClient(
       };
       const choice = completion.choices?.[0];
       const reply = choice?.message ?? { role: 'assistant', content: '' };
-      const summary = meta.compaction === undefined ? undefined : chunkTexts(reply.content).text;
+      // What the model wrote after any thinking (its chunks', or a <think> block left in its text).
+      const summary =
+        meta.compaction === undefined ? undefined : withoutThinking(chunkTexts(reply.content).text);
       if (summary === '') {
         const error = new GatewayError(
           'upstream_bad_response',

@@ -43,7 +43,9 @@ const memoryService = (chat: ChatService) =>
   });
 
 /** A chat engine that answers every request with one short reply and keeps what it was asked. */
-function answeringChat(): ChatService & { asked: ChatInput[] } {
+function answeringChat(
+  contentOf: (count: number) => unknown = (count) => `answer ${count}`,
+): ChatService & { asked: ChatInput[] } {
   const asked: ChatInput[] = [];
   return {
     asked,
@@ -51,7 +53,7 @@ function answeringChat(): ChatService & { asked: ChatInput[] } {
       asked.push(input);
       const completion = {
         choices: [
-          { message: { role: 'assistant', content: `answer ${asked.length}` }, finish_reason: 'stop' },
+          { message: { role: 'assistant', content: contentOf(asked.length) }, finish_reason: 'stop' },
         ],
         usage: { prompt_tokens: 10, completion_tokens: 2 },
       };
@@ -585,6 +587,23 @@ describe('a compaction (Codex asks with a compaction_trigger item)', () => {
     expect(done.item.type).toBe('compaction');
     expect(readCompactionCarrier(done.item.encrypted_content)).toBe('answer 1');
     expect((events[4] as { response: { output: unknown[] } }).response.output).toEqual([done.item]);
+  });
+
+  it("keeps what a thinking model wrote after its thinking: its <think> block on Ollama, Magistral's thinking chunk", async () => {
+    for (const content of [
+      '<think>\nWhat matters so far?\n</think>\n\nCounted to 3 with seq.',
+      [
+        { type: 'thinking', thinking: [{ type: 'text', text: 'What matters so far?' }] },
+        { type: 'text', text: 'Counted to 3 with seq.' },
+      ],
+    ]) {
+      const answer = streamingClient();
+      await memoryService(answeringChat(() => content)).create(compacting(false), answer);
+      const response = JSON.parse((answer.bodies[0] as Buffer).toString()) as {
+        output: Array<Record<string, unknown>>;
+      };
+      expect(readCompactionCarrier(response.output[0]?.encrypted_content)).toBe('Counted to 3 with seq.');
+    }
   });
 
   it('answers 502 when the model wrote no summary (it called a tool instead)', async () => {
