@@ -11,27 +11,11 @@ import { sliceWhole } from '../text-slices.js';
 const thinkingOpen = /^\s*<(think|thinking|reasoning)>/i;
 
 /**
- * The text of a summarizer's answer: what it wrote after any thinking. Mistral's reasoning models give
- * their content as chunks (the thinking, then the text); a model served without a reasoning parser
- * (DeepSeek-R1's distills, QwQ, Qwen3 on Ollama, llama.cpp or vLLM) writes its thinking first, between
- * `<think>` tags. Thinking never closed (an answer cut at its length) leaves no text.
- */
-export function answerText(content: unknown): string {
-  if (Array.isArray(content))
-    return content
-      .map((part: unknown) => {
-        const chunk = part as { type?: unknown; text?: unknown } | null;
-        return chunk?.type === 'text' && typeof chunk.text === 'string' ? chunk.text : '';
-      })
-      .join('');
-  return typeof content === 'string' ? withoutThinking(content) : '';
-}
-
-/**
- * `text` without the thinking a model served without a reasoning parser wrote at its start, between
- * `<think>` tags: what it said. An assistant message of such a model is summarized, and its facts
- * counted, by what it said (its thinking weighs more and states no decision). Thinking never closed
- * leaves nothing.
+ * `text` without the thinking a model served without a reasoning parser (DeepSeek-R1's distills, QwQ,
+ * Qwen3 on Ollama, llama.cpp or vLLM) wrote at its start, between `<think>` tags: what it said. A
+ * summarizer's answer is what it said after thinking; an assistant message of such a model is
+ * summarized, and its facts counted, by what it said (its thinking weighs more and states no
+ * decision). Thinking never closed (an answer cut at its length) leaves nothing.
  */
 export function withoutThinking(text: string): string {
   const open = thinkingOpen.exec(text);

@@ -6,6 +6,7 @@
 // moving the covered messages to the archive; an in-turn summary moves nothing). The request
 // that triggered it is never delayed; a job that fails or is refused changes nothing and the session
 // is tried again at a later turn.
+import { chunkTexts } from '../upstream/content-chunks.js';
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
@@ -17,7 +18,6 @@ import {
   judgeSummary,
   buildRepairRequest,
   maxRepairFacts,
-  answerText,
   repairSummary,
   sentenceStating,
   statesFact,
@@ -25,6 +25,7 @@ import {
   planTurnSummary,
   summaryMessage,
   turnSummaryMessage,
+  withoutThinking,
   type SummaryPlan,
   type TurnSummaryPlan,
 } from '../context/summary.js';
@@ -757,7 +758,8 @@ export function createSessionSummarizer(deps: {
       const content = choice?.message?.content;
       return {
         attempt: sent.attempt,
-        text: answerText(content),
+        // What it wrote after any thinking: Magistral's text chunks, or what follows a <think> block.
+        text: withoutThinking(chunkTexts(content).text),
         finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined,
         promptTokens: whole.usage.promptTokens,
         completionTokens: whole.usage.completionTokens,

@@ -4,7 +4,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  answerText,
   buildSummaryRequest,
   factSourceTexts,
   identifierFacts,
@@ -13,6 +12,7 @@ import {
   sentenceStating,
   planSummary,
   planTurnSummary,
+  withoutThinking,
   type SummaryPlanInput,
 } from '../../src/context/summary.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -479,8 +479,8 @@ describe('identifierFacts', () => {
   });
 });
 
-describe('answerText: what a summarizer wrote after its thinking', () => {
-  it.each<[string, unknown, string]>([
+describe('withoutThinking: what a model said after the thinking it wrote between tags', () => {
+  it.each<[string, string, string]>([
     ['plain text', 'Staging DB: db-staging-04.', 'Staging DB: db-staging-04.'],
     [
       'thinking between <think> tags first (DeepSeek-R1 on Ollama)',
@@ -495,18 +495,8 @@ describe('answerText: what a summarizer wrote after its thinking', () => {
       'Use <think> tags in prompts.',
       'Use <think> tags in prompts.',
     ],
-    [
-      "Mistral's chunks: the thinking, then the text",
-      [
-        { type: 'thinking', thinking: [{ type: 'text', text: 'Plan the summary.' }] },
-        { type: 'text', text: 'Staging DB: ' },
-        { type: 'text', text: 'db-staging-04.' },
-      ],
-      'Staging DB: db-staging-04.',
-    ],
-    ['no content', null, ''],
-  ])('%s', (_case, content, expected) => {
-    expect(answerText(content)).toBe(expected);
+  ])('%s', (_case, text, expected) => {
+    expect(withoutThinking(text)).toBe(expected);
   });
 });
 
