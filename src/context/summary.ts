@@ -10,6 +10,9 @@ import { sliceWhole } from '../text-slices.js';
 /** Thinking at the start of an answer, between tags: the tag's name. */
 const thinkingOpen = /^\s*<(think|thinking|reasoning)>/i;
 
+/** Whether `text` starts with thinking between tags (withoutThinking). */
+export const startsThinking = (text: string): boolean => thinkingOpen.test(text);
+
 /**
  * `text` without the thinking a model served without a reasoning parser (DeepSeek-R1's distills, QwQ,
  * Qwen3 on Ollama, llama.cpp or vLLM) wrote at its start, between `<think>` tags: what it said. A
@@ -236,7 +239,14 @@ export interface SummaryRequestInput {
   /** The summarizer model's window and the room kept free in it (docs/budgeting.md's margin). */
   window: number;
   safetyMarginTokens: number;
+  /** How long the summary is asked to be. */
   maxSummaryTokens: number;
+  /**
+   * The most tokens the answer may take, thinking included, left free in the window: more than
+   * maxSummaryTokens for a model that thinks before it answers (docs/sessions.md); maxSummaryTokens
+   * when not given.
+   */
+  answerCapTokens?: number;
   policy: ContextPolicy;
   /**
    * turns: the range is cut at user messages (history). steps: at assistant messages (the iteration
@@ -293,7 +303,8 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
     countMessageTokens(system, tokenizer) +
     countMessageTokens({ role: 'user', content: header }, tokenizer) +
     3;
-  const available = input.window - input.safetyMarginTokens - input.maxSummaryTokens - fixedTokens;
+  const answerCap = input.answerCapTokens ?? input.maxSummaryTokens;
+  const available = input.window - input.safetyMarginTokens - answerCap - fixedTokens;
   if (available <= 0) return undefined;
   const textCap = Math.max(64, Math.floor(available / 2));
 
@@ -342,7 +353,7 @@ export function buildSummaryRequest(input: SummaryRequestInput): SummaryRequest 
       messages,
       tokenizer,
       window: input.window,
-      outputReserve: input.maxSummaryTokens,
+      outputReserve: answerCap,
       safetyMarginTokens: input.safetyMarginTokens,
       policy: Object.assign({}, policy, { oversize: 'reject' }),
     });

@@ -25,6 +25,7 @@ import {
   planTurnSummary,
   summaryMessage,
   turnSummaryMessage,
+  startsThinking,
   withoutThinking,
   type SummaryPlan,
   type TurnSummaryPlan,
@@ -183,6 +184,34 @@ function turnSummaryText(
   return job.appendTo === undefined ? segment : `${job.appendTo}\n\n${segment}`;
 }
 
+/**
+ * The most a thinking model's summary call may take, thinking included: four doublings of the default
+ * 1,024 is 16,384 (within half the model's window, requestSummary).
+ */
+const maxThinkingCap = 16_384;
+/** Summarizer models learned to think past their answer's cap, per replica (as field fixes are). */
+const maxThinkingModels = 1_000;
+
+/**
+ * Whether an answer shows thinking: its reasoning (`reasoning_content`, `reasoning`, Mistral's thinking
+ * chunks, a `<think>` block in its text) or reasoning tokens in its usage (OpenAI's reasoning models,
+ * which give none of their thinking). An answer cut at its length with nothing after such thinking spent
+ * its cap thinking: DeepSeek, Kimi, GLM and Gemini think by default and count it in `max_tokens`.
+ */
+function thoughtOf(
+  message: Record<string, unknown> | undefined,
+  whole: { completion?: Record<string, unknown> | undefined },
+): boolean {
+  const reasoning = message?.reasoning_content ?? message?.reasoning;
+  if (typeof reasoning === 'string' && reasoning !== '') return true;
+  if (chunkTexts(message?.content).thinking !== '') return true;
+  if (typeof message?.content === 'string' && startsThinking(message.content)) return true;
+  const usage = whole.completion?.usage as
+    { completion_tokens_details?: { reasoning_tokens?: unknown } } | undefined;
+  const tokens = usage?.completion_tokens_details?.reasoning_tokens;
+  return typeof tokens === 'number' && tokens > 0;
+}
+
 /** Sessions whose last job failed, remembered per replica to space out retries. */
 
 const maxRememberedFailures = 10_000;
@@ -216,6 +245,10 @@ export function createSessionSummarizer(deps: {
   let closed = false;
   // After a failure the session waits 0, 1, 3, 7, 15 turns before the next try (each later turn counts).
   const failures = new Map<string, { count: number; turnsToSkip: number }>();
+  /** The answer cap each summarizer model that thinks past its cap was found to need (upstream, model). */
+  const thinkingCaps = new Map<string, number>();
+  const answerCapOf = (upstreamName: string, model: string, policy: { summary_max_tokens: number }): number =>
+    Math.max(policy.summary_max_tokens, thinkingCaps.get(`${upstreamName}\u0000${model}`) ?? 0);
 
   function remember(name: string, failed: boolean): void {
     if (!failed) {
@@ -374,13 +407,23 @@ export function createSessionSummarizer(deps: {
     const target = config.routing.upstreamFor(summaryModel);
     const tenant = input.key.tenantId;
     const learned = deps.learnedLimits.get(target.name, summaryModel, tenant);
-    const settings = resolveContextSettings({
-      config,
-      model: summaryModel,
-      overrides: noOverrides,
-      maxCompletionTokens: policy.summary_max_tokens,
-      learnedWindow: learned.window,
-    });
+    const modelSettings = (maxCompletionTokens: number) =>
+      resolveContextSettings({
+        config,
+        model: summaryModel,
+        overrides: noOverrides,
+        maxCompletionTokens,
+        learnedWindow: learned.window,
+      });
+    // A model found to think before it answers gets room for its thinking, within half its window.
+    const cap = Math.max(
+      policy.summary_max_tokens,
+      Math.min(
+        answerCapOf(target.name, summaryModel, policy),
+        Math.floor(modelSettings(policy.summary_max_tokens).window / 2),
+      ),
+    );
+    const settings = modelSettings(cap);
     const tokenizer = tokenizers.forEncoding(settings.model.tokenizer);
     // An estimated model's counts are scaled by its learned ratio, as a request's are.
     const ratio = isCalibrated(settings.model) ? (learned.ratio ?? 1) : 1;
@@ -394,6 +437,7 @@ export function createSessionSummarizer(deps: {
         window: Math.floor(window / ratio),
         safetyMarginTokens: Math.ceil(window * (settings.safetyMarginTokens / settings.window)),
         maxSummaryTokens: policy.summary_max_tokens,
+        answerCapTokens: cap,
         policy,
       });
       return request === undefined
@@ -403,7 +447,7 @@ export function createSessionSummarizer(deps: {
             request,
             window,
             promptTokens: request.inputTokens,
-            askedMaxTokens: policy.summary_max_tokens,
+            askedMaxTokens: cap,
           };
     };
     // The session's own requests by the same model show the window that works: never more than that.
@@ -421,19 +465,19 @@ export function createSessionSummarizer(deps: {
               Math.min(
                 current.window - 1,
                 Math.floor(decision.promptCap * ratio) +
-                  policy.summary_max_tokens +
+                  cap +
                   Math.ceil(current.window * (settings.safetyMarginTokens / settings.window)),
               ),
             )
           : undefined,
       // As a request's overflow teaches (upstream-lessons.ts): a stated window when the counts agree.
       overflowed: (numbers, attempt) => {
-        const sent = Math.ceil(attempt.promptTokens * ratio) + policy.summary_max_tokens;
+        const sent = Math.ceil(attempt.promptTokens * ratio) + cap;
         const agrees =
           numbers.promptTokens !== undefined && numbers.promptTokensLowerBound !== true
             ? countsAgree(numbers.promptTokens, attempt.promptTokens, ratio)
             : false;
-        const stated = statedWindow(numbers, policy.summary_max_tokens);
+        const stated = statedWindow(numbers, cap);
         deps.learnedLimits.recordOverflow(target.name, summaryModel, tenant, {
           failedSize: sent,
           status: 400,
@@ -475,7 +519,7 @@ export function createSessionSummarizer(deps: {
           (sum, message) => sum + countMessageTokens(message, tokenizer),
           0,
         ),
-        askedMaxTokens: input.policy.summary_max_tokens,
+        askedMaxTokens: answerCapOf(options.target.name, options.summaryModel, input.policy),
       });
       if ('failure' in repair) metrics.summarizationFailures.inc({ reason: `repair_${repair.failure}` });
       else {
@@ -697,10 +741,10 @@ export function createSessionSummarizer(deps: {
     try {
       // A reasoning model takes its cap under its own name and no temperature but 1; one known only by
       // its refusal of them gets the fields it was found to take.
-      const settingsNow = (): Record<string, unknown> =>
+      const settingsNow = (attempt: A): Record<string, unknown> =>
         applyFieldFixes(
           {
-            [outputCapField(summaryModel)]: input.policy.summary_max_tokens,
+            [outputCapField(summaryModel)]: attempt.askedMaxTokens ?? input.policy.summary_max_tokens,
             ...(isOpenAIReasoningModel(summaryModel) ? {} : { temperature: 0 }),
           },
           fieldFixes.fixesFor(target.name, summaryModel),
@@ -716,17 +760,17 @@ export function createSessionSummarizer(deps: {
             body: JSON.stringify({
               model: summaryModel,
               messages: attempt.messages,
-              ...settingsNow(),
+              ...settingsNow(attempt),
               stream: false,
             }),
             signal,
           }),
         fixFields: (fixes, current) => {
-          const before = JSON.stringify(settingsNow());
+          const before = JSON.stringify(settingsNow(current));
           // A summary request is text: a body too large for the provider is not the model's to learn.
           for (const fix of fixes)
             if (fix.field !== requestBytesField) fieldFixes.remember(target.name, summaryModel, fix);
-          return JSON.stringify(settingsNow()) === before ? undefined : Object.assign({}, current);
+          return JSON.stringify(settingsNow(current)) === before ? undefined : Object.assign({}, current);
         },
         smaller: recovery?.smaller ?? (() => undefined),
         streaming: false,
@@ -756,10 +800,20 @@ export function createSessionSummarizer(deps: {
       const choice = (Array.isArray(choices) ? choices[0] : undefined) as
         { message?: { content?: unknown }; finish_reason?: unknown } | undefined;
       const content = choice?.message?.content;
+      const text = withoutThinking(chunkTexts(content).text);
+      if (choice?.finish_reason === 'length' && text.trim() === '' && thoughtOf(choice.message, whole)) {
+        // It spent the answer's cap on its thinking: its next summary calls get four times the room.
+        const asked = sent.attempt.askedMaxTokens ?? input.policy.summary_max_tokens;
+        const capKey = `${target.name}\u0000${summaryModel}`;
+        if (!thinkingCaps.has(capKey) && thinkingCaps.size >= maxThinkingModels)
+          thinkingCaps.delete(thinkingCaps.keys().next().value as string);
+        thinkingCaps.set(capKey, Math.min(asked * 4, maxThinkingCap));
+        return { failure: 'thinking_spent_cap' };
+      }
       return {
         attempt: sent.attempt,
         // What it wrote after any thinking: Magistral's text chunks, or what follows a <think> block.
-        text: withoutThinking(chunkTexts(content).text),
+        text,
         finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined,
         promptTokens: whole.usage.promptTokens,
         completionTokens: whole.usage.completionTokens,

@@ -204,6 +204,24 @@ describe('buildSummaryRequest', () => {
     expect(factSourceTexts(messages, false).flatMap(identifierFacts)).toEqual(['q-host-07']);
   });
 
+  it("keeps a thinking model's answer cap free, and still asks for a summary of the summary's length", () => {
+    const messages = conversation(40, 60);
+    const base = {
+      previousSummary: undefined,
+      messages,
+      tokenizer,
+      window: 8_192,
+      safetyMarginTokens: 400,
+      maxSummaryTokens: 500,
+      policy,
+    };
+    const plain = buildSummaryRequest(base);
+    const thinking = buildSummaryRequest(Object.assign({}, base, { answerCapTokens: 4_000 }));
+    expect(thinking?.coveredMessages).toBeLessThan(plain?.coveredMessages ?? 0);
+    expect((thinking?.inputTokens ?? Infinity) + 4_000 + 400).toBeLessThanOrEqual(8_192);
+    expect(String(thinking?.messages[0]?.content)).toContain('At most about 500 tokens.');
+  });
+
   it('covers only the oldest whole turns that fit the summarizer window, and its request fits', () => {
     const messages = conversation(40, 60);
     const window = 2_000;

@@ -458,7 +458,10 @@ describe('a reasoning model as its own summarizer', () => {
    */
   async function summarizedBy(
     model: string,
-    thinks: Pick<FakeUpstreamOptions, 'mistralThinking' | 'thinkTags' | 'reasoningModels'> = {
+    thinks: Pick<
+      FakeUpstreamOptions,
+      'mistralThinking' | 'thinkTags' | 'reasoningModels' | 'thinkingSpends'
+    > = {
       reasoningModels: [model],
     },
   ): Promise<{ asked: Array<Record<string, unknown>>; summary: string | null; stored: string | undefined }> {
@@ -538,6 +541,20 @@ describe('a reasoning model as its own summarizer', () => {
     expect(summary).toBe('used');
     expect(stored).toContain(`Fact 1: the access code for vault 1 is ${codeFor(1)}.`);
     expect(stored?.split('\n').filter((line) => /think/i.test(line))).toEqual([]);
+  });
+
+  // DeepSeek, Kimi, GLM and Gemini think by default and count their thinking in max_tokens: a summary
+  // call's 1,024 tokens went to thinking, the answer came back empty and cut ("length"), and so did
+  // every later one — the session was never summarized.
+  it('gives a model that spends the summary cap thinking four times the room, and it summarizes', async () => {
+    const { asked, summary, stored } = await summarizedBy('kimi-k2.5', {
+      thinkingSpends: { 'kimi-k2.5': 1_500 },
+    });
+    expect(asked[0]?.max_tokens).toBe(1_024);
+    expect(asked.slice(1).map((body) => body.max_tokens)).toContain(4_096);
+    expect(asked.slice(1).every((body) => body.max_tokens === 4_096)).toBe(true);
+    expect(summary).toBe('used');
+    expect(stored).toContain(`Fact 1: the access code for vault 1 is ${codeFor(1)}.`);
   });
 
   it('learns the fields a reasoning model served under another name takes from its refusals', async () => {

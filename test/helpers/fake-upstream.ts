@@ -206,6 +206,14 @@ export interface FakeUpstreamOptions {
    */
   thinkTags?: readonly string[];
   /**
+   * Models that think before every answer and count their thinking in the answer's cap, as DeepSeek,
+   * Kimi, GLM and Gemini do by default (a Kimi K2.5 answer at `max_tokens: 200`: content '', finish
+   * "length", 199 reasoning tokens of 200 — BerriAI/litellm-docs#559): model → the tokens each answer
+   * thinks. An answer whose cap (`max_tokens` or `max_completion_tokens`) is not above them is cut while
+   * thinking: no content, `finish_reason: "length"`, all of its tokens reasoning tokens. Whole answers only.
+   */
+  thinkingSpends?: Readonly<Record<string, number>>;
+  /**
    * Models served as Gemini 3 is through Google's OpenAI-compatible endpoint: the first tool call of each
    * answer carries `extra_content.google.thought_signature` (in the stream, on the call's first delta),
    * and a request whose current turn (after its last user message) holds an assistant message whose
@@ -1226,12 +1234,21 @@ export class FakeUpstream {
           ? Math.ceil(content.length / 4)
           : countText(content);
 
+    // Thinking counted in the answer's cap: cut while thinking when the cap is not above it.
+    const thinks = this.options.thinkingSpends?.[String(body.model)];
+    const answerCap = body.max_completion_tokens ?? body.max_tokens;
+    const thinkingCut = thinks !== undefined && answerCap !== undefined && answerCap <= thinks;
+    const reasoningTokens = thinks === undefined ? undefined : thinkingCut ? (answerCap as number) : thinks;
+    const answerTokens = thinkingCut ? (answerCap as number) : completionCount + (reasoningTokens ?? 0);
     const usage = {
       prompt_tokens: uncached ?? promptTokens,
-      completion_tokens: completionCount,
-      total_tokens: (uncached ?? promptTokens) + completionCount,
+      completion_tokens: answerTokens,
+      total_tokens: (uncached ?? promptTokens) + answerTokens,
+      ...(reasoningTokens === undefined
+        ? {}
+        : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
     };
-    const finishReason = behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
+    const finishReason = thinkingCut ? 'length' : behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
     const reasoning =
       this.options.thinking?.includes(String(body.model)) === true
         ? `Thinking before answer ${this.sequence}.`
@@ -1252,10 +1269,12 @@ export class FakeUpstream {
     if (body.stream !== true) {
       const message: Record<string, unknown> = {
         role: 'assistant',
-        content: thinkingInContent,
+        content: thinkingCut ? '' : thinkingInContent,
         refusal: null,
         annotations: [],
       };
+      if (thinks !== undefined)
+        message.reasoning_content = `Thinking about answer ${this.sequence} `.repeat(8);
       if (thinkingChunk !== undefined)
         message.content = [
           { type: 'thinking', thinking: [{ type: 'text', text: thinkingChunk }] },
