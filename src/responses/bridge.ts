@@ -364,26 +364,18 @@ export function messagesOf(
     }
     // Tools given in the input: they join the request's tool list (bridgeRequest), as no message.
     if (type === 'additional_tools') return;
-    // A message from another agent (Codex's multi-agent v2 hands a sub-agent its task so): a user
-    // message of its text, in its order; one with nothing in it is no message.
-    if (type === 'agent_message') {
-      const text = agentMessageText(item.content, `${at}.content`);
-      if (text === '') return;
-      messages.push({ role: 'user', content: text });
-      sources?.origins.push(index);
-      sources?.strings.push(undefined);
-      return;
-    }
-    // Asked to compact (bridgeRequest), and the summary given when it was (a `compaction` item of the
-    // gateway's: inputItemsOf keeps no other).
-    if (type === 'compaction_trigger' || type === 'compaction') {
-      messages.push({
-        role: 'user',
-        content:
-          type === 'compaction'
+    // User messages the gateway writes: asked to compact (bridgeRequest), the summary given when it was
+    // (a `compaction` item of the gateway's: inputItemsOf keeps no other), and a message from another
+    // agent (Codex's multi-agent v2 hands a sub-agent its task so) as its text, none when it has none.
+    if (type === 'compaction_trigger' || type === 'compaction' || type === 'agent_message') {
+      const content =
+        type === 'agent_message'
+          ? agentMessageText(item.content, `${at}.content`)
+          : type === 'compaction'
             ? compactedHistory + (readCompactionCarrier(item.encrypted_content) ?? '')
-            : compactionRequest,
-      });
+            : compactionRequest;
+      if (content === '') return;
+      messages.push({ role: 'user', content });
       sources?.origins.push(index);
       sources?.strings.push(undefined);
       return;

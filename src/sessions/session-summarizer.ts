@@ -212,6 +212,28 @@ function thoughtOf(
   return typeof tokens === 'number' && tokens > 0;
 }
 
+/**
+ * A summarizer's answer: what it wrote after any thinking (Magistral's text chunks, or what follows a
+ * <think> block), why it ended, and whether it spent its cap thinking (cut at its length with nothing
+ * written after thinking).
+ */
+function summaryAnswerOf(whole: { completion?: Record<string, unknown> | undefined }): {
+  text: string;
+  finishReason: string | undefined;
+  spentThinking: boolean;
+} {
+  const choices = whole.completion?.choices;
+  const choice = (Array.isArray(choices) ? choices[0] : undefined) as
+    { message?: Record<string, unknown>; finish_reason?: unknown } | undefined;
+  const text = withoutThinking(chunkTexts(choice?.message?.content).text);
+  const finishReason = typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined;
+  return {
+    text,
+    finishReason,
+    spentThinking: finishReason === 'length' && text.trim() === '' && thoughtOf(choice?.message, whole),
+  };
+}
+
 /** Sessions whose last job failed, remembered per replica to space out retries. */
 
 const maxRememberedFailures = 10_000;
@@ -249,6 +271,12 @@ export function createSessionSummarizer(deps: {
   const thinkingCaps = new Map<string, number>();
   const answerCapOf = (upstreamName: string, model: string, policy: { summary_max_tokens: number }): number =>
     Math.max(policy.summary_max_tokens, thinkingCaps.get(`${upstreamName}\u0000${model}`) ?? 0);
+  const rememberThinkingCap = (upstreamName: string, model: string, asked: number): void => {
+    const key = `${upstreamName}\u0000${model}`;
+    if (!thinkingCaps.has(key) && thinkingCaps.size >= maxThinkingModels)
+      thinkingCaps.delete(thinkingCaps.keys().next().value as string);
+    thinkingCaps.set(key, Math.min(asked * 4, maxThinkingCap));
+  };
 
   function remember(name: string, failed: boolean): void {
     if (!failed) {
@@ -796,25 +824,20 @@ export function createSessionSummarizer(deps: {
         return { failure: `upstream_status_${sent.response.statusCode}` };
       }
       const whole = await readWholeAnswer(sent.response, { expectCompletion: true });
-      const choices = whole.completion?.choices;
-      const choice = (Array.isArray(choices) ? choices[0] : undefined) as
-        { message?: { content?: unknown }; finish_reason?: unknown } | undefined;
-      const content = choice?.message?.content;
-      const text = withoutThinking(chunkTexts(content).text);
-      if (choice?.finish_reason === 'length' && text.trim() === '' && thoughtOf(choice.message, whole)) {
+      const { text, finishReason, spentThinking } = summaryAnswerOf(whole);
+      if (spentThinking) {
         // It spent the answer's cap on its thinking: its next summary calls get four times the room.
-        const asked = sent.attempt.askedMaxTokens ?? input.policy.summary_max_tokens;
-        const capKey = `${target.name}\u0000${summaryModel}`;
-        if (!thinkingCaps.has(capKey) && thinkingCaps.size >= maxThinkingModels)
-          thinkingCaps.delete(thinkingCaps.keys().next().value as string);
-        thinkingCaps.set(capKey, Math.min(asked * 4, maxThinkingCap));
+        rememberThinkingCap(
+          target.name,
+          summaryModel,
+          sent.attempt.askedMaxTokens ?? input.policy.summary_max_tokens,
+        );
         return { failure: 'thinking_spent_cap' };
       }
       return {
         attempt: sent.attempt,
-        // What it wrote after any thinking: Magistral's text chunks, or what follows a <think> block.
         text,
-        finishReason: typeof choice?.finish_reason === 'string' ? choice.finish_reason : undefined,
+        finishReason,
         promptTokens: whole.usage.promptTokens,
         completionTokens: whole.usage.completionTokens,
       };
