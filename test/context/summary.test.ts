@@ -161,7 +161,11 @@ function conversation(turns: number, wordsPerMessage: number): ContextMessage[] 
 }
 
 /** The summarizer's request in an 8k window with 400 tokens of margin and 500 for the summary. */
-const requestFor = (messages: ContextMessage[], previousSummary?: string) =>
+const requestFor = (
+  messages: ContextMessage[],
+  previousSummary?: string,
+  more: { answerCapTokens?: number } = {},
+) =>
   buildSummaryRequest({
     previousSummary,
     messages,
@@ -170,6 +174,7 @@ const requestFor = (messages: ContextMessage[], previousSummary?: string) =>
     safetyMarginTokens: 400,
     maxSummaryTokens: 500,
     policy,
+    ...more,
   });
 
 describe('buildSummaryRequest', () => {
@@ -206,17 +211,8 @@ describe('buildSummaryRequest', () => {
 
   it("keeps a thinking model's answer cap free, and still asks for a summary of the summary's length", () => {
     const messages = conversation(40, 60);
-    const base = {
-      previousSummary: undefined,
-      messages,
-      tokenizer,
-      window: 8_192,
-      safetyMarginTokens: 400,
-      maxSummaryTokens: 500,
-      policy,
-    };
-    const plain = buildSummaryRequest(base);
-    const thinking = buildSummaryRequest(Object.assign({}, base, { answerCapTokens: 4_000 }));
+    const plain = requestFor(messages);
+    const thinking = requestFor(messages, undefined, { answerCapTokens: 4_000 });
     expect(thinking?.coveredMessages).toBeLessThan(plain?.coveredMessages ?? 0);
     expect((thinking?.inputTokens ?? Infinity) + 4_000 + 400).toBeLessThanOrEqual(8_192);
     expect(String(thinking?.messages[0]?.content)).toContain('At most about 500 tokens.');
