@@ -531,6 +531,8 @@ export function createSessionSummarizer(deps: {
     target: UpstreamConfig;
     summaryModel: string;
     tokenizer: Tokenizer;
+    /** The answer's cap the summary was asked with (room to think included, within the window). */
+    answerCap: number;
   }): Promise<{ text: string; stillMissing: number }> {
     const { input, job, covered, tokenizer } = options;
     const statements = new Map<string, string>();
@@ -547,7 +549,7 @@ export function createSessionSummarizer(deps: {
           (sum, message) => sum + countMessageTokens(message, tokenizer),
           0,
         ),
-        askedMaxTokens: answerCapOf(options.target.name, options.summaryModel, input.policy),
+        askedMaxTokens: options.answerCap,
       });
       if ('failure' in repair) metrics.summarizationFailures.inc({ reason: `repair_${repair.failure}` });
       else {
@@ -687,6 +689,7 @@ export function createSessionSummarizer(deps: {
           target: call.target,
           summaryModel,
           tokenizer,
+          answerCap: call.answer.attempt.askedMaxTokens ?? policy.summary_max_tokens,
         });
         text = repaired.text;
         Object.assign(details, {
