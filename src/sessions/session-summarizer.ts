@@ -185,8 +185,8 @@ function turnSummaryText(
 }
 
 /**
- * The most a thinking model's summary call may take, thinking included: four doublings of the default
- * 1,024 is 16,384 (within half the model's window, requestSummary).
+ * The most a thinking model's summary call may take, thinking included: the default 1,024 four times
+ * over, twice (within half the model's window, requestSummary).
  */
 const maxThinkingCap = 16_384;
 /** Summarizer models learned to think past their answer's cap, per replica (as field fixes are). */
