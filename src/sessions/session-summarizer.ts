@@ -7,6 +7,7 @@
 // that triggered it is never delayed; a job that fails or is refused changes nothing and the session
 // is tried again at a later turn.
 import { chunkTexts } from '../upstream/content-chunks.js';
+import { reasoningOf } from '../upstream/reasoning-field.js';
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from 'pino';
@@ -202,8 +203,7 @@ function thoughtOf(
   message: Record<string, unknown> | undefined,
   whole: { completion?: Record<string, unknown> | undefined },
 ): boolean {
-  const reasoning = message?.reasoning_content ?? message?.reasoning;
-  if (typeof reasoning === 'string' && reasoning !== '') return true;
+  if (reasoningOf(message) !== undefined) return true;
   if (chunkTexts(message?.content).thinking !== '') return true;
   if (typeof message?.content === 'string' && startsThinking(message.content)) return true;
   const usage = whole.completion?.usage as
