@@ -8,6 +8,8 @@
 // refused with a 400 naming the field. Tools in a namespace become chat tools named
 // `<namespace>__<name>`, a custom (freeform) tool a function tool of one string parameter, `input`; the
 // model's calls of them go back to the client as it named them (a `namespace`, a `custom_tool_call`).
+// A tool search the client runs (Codex's `tool_search`, `execution: "client"`) is a function tool the
+// model calls, given back as a `tool_search_call`; the tools a `tool_search_output` gives join the list.
 // What would change the answer's meaning (a prompt template, a stored conversation, a file input, a
 // tool_choice forcing a dropped tool) is always refused. A `compaction_trigger` item (Codex's remote
 // compaction) asks the model for a summary of the conversation, given back as a `compaction` item whose
@@ -54,6 +56,8 @@ export interface BridgedTool {
   namespace?: string;
   /** A custom (freeform) tool, called with its `input` as the chat function's one argument. */
   custom: boolean;
+  /** The client's tool search (`execution: "client"`): a call of it is a `tool_search_call`. */
+  search?: boolean;
 }
 
 /** The chat tool names that stand for a namespaced or a custom tool; the others are the tools' own. */
@@ -91,7 +95,7 @@ export interface BridgedRequest {
   dropped: string[];
   /** The chat tools that stand for a namespaced or a custom tool (answers name them as the client did). */
   toolNames: ToolNames;
-  /** Some chat tools came from `additional_tools` input items, not from `tools` alone. */
+  /** Some chat tools came from input items (`additional_tools`, `tool_search_output`), not from `tools` alone. */
   toolsFromInput: boolean;
 }
 
@@ -380,16 +384,19 @@ export function messagesOf(
       sources?.strings.push(undefined);
       return;
     }
-    if (type === 'function_call' || type === 'custom_tool_call') {
-      if (typeof item.call_id !== 'string' || typeof item.name !== 'string')
-        refuse(at, `'${at}': a ${type} needs call_id and name.`);
-      const name = chatToolName(item.namespace, item.name);
+    if (type === 'function_call' || type === 'custom_tool_call' || type === 'tool_search_call') {
+      const search = type === 'tool_search_call';
+      if (typeof item.call_id !== 'string' || (!search && typeof item.name !== 'string'))
+        refuse(at, `'${at}': a ${type} needs call_id${search ? '' : ' and name'}.`);
+      const name = search ? toolSearchName : chatToolName(item.namespace, String(item.name));
       const args =
         type === 'custom_tool_call'
           ? JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' })
           : typeof item.arguments === 'string'
             ? item.arguments
-            : '{}';
+            : search
+              ? JSON.stringify(item.arguments ?? {})
+              : '{}';
       const extra = extras?.get(item.call_id);
       const call =
         extra === undefined
@@ -416,13 +423,17 @@ export function messagesOf(
       }
       return;
     }
-    if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+    if (
+      type === 'function_call_output' ||
+      type === 'custom_tool_call_output' ||
+      type === 'tool_search_output'
+    ) {
       if (typeof item.call_id !== 'string') refuse(at, `'${at}': a ${type} needs call_id.`);
       const output = item.output;
       messages.push({
         role: 'tool',
         tool_call_id: item.call_id,
-        content: outputContent(output),
+        content: type === 'tool_search_output' ? toolsFoundText(item.tools) : outputContent(output),
       });
       sources?.origins.push(index);
       sources?.strings.push(
@@ -468,6 +479,37 @@ function agentMessageText(content: unknown, param: string): string {
 }
 
 type ChatTool = { type: 'function'; function: Record<string, unknown> };
+
+/** The chat name of the client's tool search (Codex's is named so too). */
+const toolSearchName = 'tool_search';
+
+/** A search with no parameters of its own is asked for a query, as OpenAI's hosted one is. */
+const toolSearchParameters = {
+  type: 'object',
+  properties: { query: { type: 'string', description: 'What the tools to find are for.' } },
+  required: ['query'],
+};
+
+/**
+ * What a client's tool search gave, as the model reads it in the tool message: the chat names of the tools
+ * found, which join the request's tool list (toolsOf) and can be called from the next answer on.
+ */
+function toolsFoundText(tools: unknown): string {
+  const names: string[] = [];
+  const collect = (list: unknown, namespace?: string): void => {
+    if (!Array.isArray(list)) return;
+    for (const tool of list) {
+      if (!isRecord(tool) || typeof tool.name !== 'string' || tool.name === '') continue;
+      if (tool.type === 'namespace' && namespace === undefined) collect(tool.tools, tool.name);
+      else if (tool.type === 'function' || tool.type === 'custom')
+        names.push(chatToolName(namespace, tool.name));
+    }
+  };
+  collect(tools);
+  return names.length === 0
+    ? 'No tools were found.'
+    : `Tools found, which can be called now: ${names.join(', ')}.`;
+}
 
 /** The chat name of a Responses tool, or of a call of it: `<namespace>__<name>` when it is in a namespace. */
 function chatToolName(namespace: unknown, name: string): string {
@@ -529,6 +571,22 @@ function addTools(
       addTools(tool.tools ?? [], `${at}.tools`, drops, kept, names, tool.name);
       return;
     }
+    if (
+      kind === 'tool_search' &&
+      tool.execution === 'client' &&
+      !kept.some((other) => other.function.name === toolSearchName)
+    ) {
+      names.set(toolSearchName, { name: toolSearchName, custom: false, search: true });
+      kept.push({
+        type: 'function',
+        function: {
+          name: toolSearchName,
+          ...(typeof tool.description === 'string' ? { description: tool.description } : {}),
+          parameters: isRecord(tool.parameters) ? tool.parameters : toolSearchParameters,
+        },
+      });
+      return;
+    }
     if (kind !== 'function' && kind !== 'custom') {
       const label = typeof tool.name === 'string' ? `${kind} ${tool.name}` : kind;
       drops.drop(at, `${at} (${label})`, `'${at}': only function and custom tools can be bridged (${kind}).`);
@@ -559,7 +617,10 @@ function addTools(
   });
 }
 
-/** The chat tools of `tools` and of the input's `additional_tools` items, in their order. */
+/**
+ * The chat tools of `tools`, of the input's `additional_tools` items and of the tools its client-run
+ * searches found (`tool_search_output`, each tool once: two searches may find the same), in their order.
+ */
 function toolsOf(
   tools: unknown,
   input: unknown,
@@ -571,9 +632,17 @@ function toolsOf(
   let fromInput = false;
   if (Array.isArray(input))
     input.forEach((item: unknown, index) => {
-      if (!isRecord(item) || item.type !== 'additional_tools') return;
-      fromInput = true;
-      addTools(item.tools ?? [], `input[${index}].tools`, drops, kept, names);
+      if (!isRecord(item)) return;
+      if (item.type === 'additional_tools') {
+        fromInput = true;
+        addTools(item.tools ?? [], `input[${index}].tools`, drops, kept, names);
+      } else if (item.type === 'tool_search_output' && isClientSearch(item)) {
+        fromInput = true;
+        const found: ChatTool[] = [];
+        addTools(item.tools ?? [], `input[${index}].tools`, drops, found, names);
+        const known = new Set(kept.map((tool) => tool.function.name));
+        for (const tool of found) if (!known.has(tool.function.name)) kept.push(tool);
+      }
     });
   return {
     tools: tools === undefined || tools === null ? (fromInput ? kept : undefined) : kept,
@@ -657,6 +726,8 @@ const itemFields: Record<string, readonly string[]> = {
   custom_tool_call: ['type', 'id', 'call_id', 'namespace', 'name', 'input', 'status'],
   custom_tool_call_output: ['type', 'id', 'call_id', 'output', 'status'],
   additional_tools: ['type', 'id', 'role', 'tools'],
+  tool_search_call: ['type', 'id', 'call_id', 'execution', 'arguments', 'status'],
+  tool_search_output: ['type', 'id', 'call_id', 'execution', 'tools', 'status'],
   agent_message: ['type', 'id', 'author', 'recipient', 'content'],
   item_reference: ['type', 'id'],
 };
@@ -746,9 +817,10 @@ function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputIte
     if (!isRecord(item)) refuse(`input[${index}]`, `Invalid 'input[${index}]': expected an object.`);
     const type = typeof item.type === 'string' ? item.type : 'message';
     if (
-      droppableItems.has(type) &&
-      !(type === 'reasoning' && (reasoningText(item) !== '' || isCarrier(item.encrypted_content))) &&
-      !(type === 'compaction' && isCompactionCarrier(item.encrypted_content))
+      (droppableItems.has(type) &&
+        !(type === 'reasoning' && (reasoningText(item) !== '' || isCarrier(item.encrypted_content))) &&
+        !(type === 'compaction' && isCompactionCarrier(item.encrypted_content))) ||
+      ((type === 'tool_search_call' || type === 'tool_search_output') && !isClientSearch(item))
     ) {
       drops.drop(
         `input[${index}].type`,
@@ -773,6 +845,14 @@ function inputItemsOf(input: unknown, drops: Drops, indexes: number[]): InputIte
 }
 
 /**
+ * A tool search item of the client's running (`execution: "client"`, with the call id that pairs the call
+ * and its output): a hosted search's items, run by OpenAI, cannot be read by another model.
+ */
+function isClientSearch(item: Record<string, unknown>): boolean {
+  return item.execution === 'client' && typeof item.call_id === 'string';
+}
+
+/**
  * Refuses an input that would make more chat messages or tool calls than one request may hold, before its
  * items are read: each message item and function call output makes one message (the instructions one
  * more), each function call one tool call. What the chat request holds is never less (a chain adds its
@@ -791,9 +871,14 @@ function checkInputSize(
   for (const item of input) {
     if (!isRecord(item)) continue;
     const type = typeof item.type === 'string' ? item.type : 'message';
-    if (type === 'message' || type === 'function_call_output' || type === 'custom_tool_call_output')
+    if (
+      type === 'message' ||
+      type === 'function_call_output' ||
+      type === 'custom_tool_call_output' ||
+      type === 'tool_search_output'
+    )
       messages++;
-    else if (type === 'function_call' || type === 'custom_tool_call') calls++;
+    else if (type === 'function_call' || type === 'custom_tool_call' || type === 'tool_search_call') calls++;
   }
   if (messages > limits.maxMessages) throw tooManyMessages(messages, limits.maxMessages);
   if (calls > limits.maxToolCalls) throw tooManyToolCalls(calls, limits.maxToolCalls);
@@ -959,6 +1044,15 @@ export function callItemOf(
   const tool = tools?.get(name);
   if (tool === undefined)
     return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
+  if (tool.search === true)
+    return {
+      id,
+      type: 'tool_search_call',
+      status,
+      call_id: callId,
+      execution: 'client',
+      arguments: status === 'completed' ? searchArguments(args) : {},
+    };
   const namespace = tool.namespace === undefined ? {} : { namespace: tool.namespace };
   if (!tool.custom)
     return {
@@ -979,6 +1073,22 @@ export function callItemOf(
     name: tool.name,
     input: customInput(args),
   };
+}
+
+/** The arguments of a tool search's call as the object they are (a query alone when not JSON). */
+function searchArguments(args: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (isRecord(parsed)) return parsed;
+  } catch {
+    // Not JSON: the model wrote its query.
+  }
+  return { query: args };
+}
+
+/** The prefix of the id of an output item that calls `tool` (OpenAI's: fc, ctc, tsc). */
+export function callIdPrefix(tool: BridgedTool | undefined): string {
+  return tool?.search === true ? 'tsc' : tool?.custom === true ? 'ctc' : 'fc';
 }
 
 /** The input of a custom tool's call: the `input` of the arguments the model wrote, else those as they are. */
@@ -1113,8 +1223,7 @@ export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?
     const fn = call.function as { name?: unknown; arguments?: unknown } | undefined;
     const name = typeof fn?.name === 'string' ? fn.name : '';
     const args = typeof fn?.arguments === 'string' ? fn.arguments : '';
-    const custom = tools?.get(name)?.custom === true;
-    items.push(callItemOf(newId(custom ? 'ctc' : 'fc'), call.id, name, args, 'completed', tools));
+    items.push(callItemOf(newId(callIdPrefix(tools?.get(name))), call.id, name, args, 'completed', tools));
   }
   return items;
 }

@@ -5,7 +5,8 @@
 // reasoning (`reasoning_content` or `reasoning`) is a reasoning item of reasoning_text, its text as
 // .reasoning_text.delta and .done. A call of a custom tool (bridge.ts customAsFunction) is a
 // custom_tool_call item whose input is known only once its arguments are whole: its
-// .custom_tool_call_input.delta and .done come with the closing events. What the provider gives to be
+// .custom_tool_call_input.delta and .done come with the closing events; a call of the client's tool
+// search is a tool_search_call item, its arguments given whole at its .output_item.done. What the provider gives to be
 // sent back — a call's `extra_content` (Gemini's thought signature), the message's `reasoning_details`
 // (OpenRouter's) — goes in a reasoning item of encrypted content only, opened where the first of it comes
 // and whole at its .output_item.done (bridge.ts carrierItemOf), and stays in the stored reply.
@@ -15,6 +16,7 @@ import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js
 import { addReasoningDetails } from '../upstream/reply-assembler.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
+  callIdPrefix,
   callItemOf,
   carrierItemOf,
   customInput,
@@ -56,6 +58,8 @@ interface CallItem {
   deltaHead: string;
   /** A custom tool's call: its arguments are not relayed as they come (they wrap its input). */
   custom: boolean;
+  /** A call of the client's tool search: its arguments are an object, given whole when it is done. */
+  search: boolean;
   /** What the provider attached to the call (`extra_content`: Gemini's thought signature). */
   extra?: unknown;
 }
@@ -226,8 +230,8 @@ export class ResponsesStreamTranslator {
     if (item === undefined) {
       const index = this.items.length;
       const name = typeof fn.name === 'string' ? fn.name : '';
-      const custom = this.meta.tools?.get(name)?.custom === true;
-      const id = newId(custom ? 'ctc' : 'fc');
+      const tool = this.meta.tools?.get(name);
+      const id = newId(callIdPrefix(tool));
       item = {
         kind: 'call',
         index,
@@ -236,7 +240,8 @@ export class ResponsesStreamTranslator {
         name,
         arguments: [],
         deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,
-        custom,
+        custom: tool?.custom === true,
+        search: tool?.search === true,
       };
       this.calls.set(position, item);
       this.items.push(item);
@@ -248,7 +253,7 @@ export class ResponsesStreamTranslator {
     if (call.extra_content !== undefined) item.extra = call.extra_content;
     if (typeof fn.arguments === 'string' && fn.arguments !== '') {
       item.arguments.push(fn.arguments);
-      if (!item.custom)
+      if (!item.custom && !item.search)
         out += this.deltaEvent('response.function_call_arguments.delta', item, fn.arguments, '');
     }
     return out;
@@ -381,7 +386,7 @@ export class ResponsesStreamTranslator {
           output_index: item.index,
           input,
         });
-      } else {
+      } else if (!item.search) {
         out += this.event('response.function_call_arguments.done', {
           item_id: item.id,
           output_index: item.index,

@@ -11,10 +11,13 @@
 // base URL of Codex's own OpenAI provider — Codex opens a WebSocket first (answered 426, so it goes over
 // HTTP at once) and compacts its history remotely (a compaction_trigger item the gateway answers with the
 // model's summary). A picture Codex's view_image tool returns reaches the model in a user message. With
-// multi-agent v2 on, a worker the model spawns gets its task (an agent_message item) and does it.
+// multi-agent v2 on, a worker the model spawns gets its task (an agent_message item) and does it. With
+// an MCP server of 40 tools, which Codex holds back behind its own tool search, the model searches, is
+// given the tools found and calls one.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callsSeen, FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
@@ -39,6 +42,8 @@ const countedTask = 'Run the counted steps.';
 const countedSteps = 14;
 /** What the parent agent asks the worker it spawns to do. */
 const workerTask = 'Write the worker note.';
+/** A task only a tool of the inventory MCP server can do: Codex defers those behind its tool search. */
+const lookupTask = 'Look up record X1 of kind 7.';
 
 /** A message's text, whether a string or parts. */
 const textOf = (message: ChatMessage | undefined): string => contentText(message?.content);
@@ -59,7 +64,9 @@ function isAskedToSummarize(messages: ReadonlyArray<ChatMessage>): boolean {
  * the steps." runs a command per step (each printing ~1,000 tokens) until it sees it made 40 calls (its
  * calls in the prompt, plus those a notice says were removed), then answers.
  */
-function respond(messages: ReadonlyArray<ChatMessage>) {
+function respond(messages: ReadonlyArray<ChatMessage>, body?: Record<string, unknown>) {
+  if (messages.some((message) => message.role === 'user' && textOf(message).endsWith(lookupTask)))
+    return lookUp(messages, body);
   // A sub-agent Codex spawned (multi-agent v2), handed its task: it writes its file, then reports.
   if (messages.some((message) => textOf(message).includes(`Payload:\n${workerTask}`)))
     return messages.some((message) => message.role === 'tool' && message.tool_call_id === 'call_worker')
@@ -147,6 +154,35 @@ function respond(messages: ReadonlyArray<ChatMessage>) {
   return undefined;
 }
 
+/**
+ * The model given the lookup task: the tool it needs is not among those it was given, so it searches
+ * for it (Codex's `tool_search`), calls it once it is given, and answers with what it returned.
+ */
+function lookUp(messages: ReadonlyArray<ChatMessage>, body: Record<string, unknown> | undefined) {
+  // Codex gives an MCP tool's answer after a line of its own (the call's wall time).
+  const result = messages
+    .filter((message) => message.role === 'tool')
+    .map((message) => /record \S+ of kind \d+: ACME-[\w-]+/.exec(textOf(message))?.[0])
+    .find((found) => found !== undefined);
+  if (result !== undefined) return { content: `Found ${result}.` };
+  const tools = ((body?.tools ?? []) as Array<{ function: { name: string } }>).map(
+    (tool) => tool.function.name,
+  );
+  if (tools.includes('mcp__inventory__lookup_7'))
+    return { toolCalls: [{ id: 'call_lookup', name: 'mcp__inventory__lookup_7', arguments: '{"id":"X1"}' }] };
+  if (tools.includes('tool_search') && callsSeen(messages) === 0)
+    return {
+      toolCalls: [
+        {
+          id: 'call_search',
+          name: 'tool_search',
+          arguments: '{"query":"inventory record kind 7","limit":3}',
+        },
+      ],
+    };
+  return { content: `No inventory tool among: ${tools.join(', ')}.` };
+}
+
 let fake: FakeUpstream;
 /** As Mistral's API: fields it does not know are refused with a 422. */
 let mistral: FakeUpstream;
@@ -232,7 +268,7 @@ interface RequestLine {
 async function codexExec(
   prompt: string,
   codexModel = model,
-  options: { builtin?: boolean; config?: string[]; files?: Record<string, Buffer> } = {},
+  options: { builtin?: boolean; config?: string[]; files?: Record<string, Buffer>; inventory?: boolean } = {},
 ) {
   const home = mkdtempSync(join(tmpdir(), 'ctxgate-codex-home-'));
   const work = mkdtempSync(join(tmpdir(), 'ctxgate-codex-work-'));
@@ -250,7 +286,19 @@ async function codexExec(
         ];
   writeFileSync(
     join(home, 'config.toml'),
-    [`model = "${codexModel}"`, ...(options.config ?? []), ...provider, ''].join('\n'),
+    [
+      `model = "${codexModel}"`,
+      ...(options.config ?? []),
+      ...provider,
+      ...(options.inventory === true
+        ? [
+            '[mcp_servers.inventory]',
+            `command = "${process.execPath}"`,
+            `args = ["${fileURLToPath(new URL('../clients/mcp-inventory.mjs', import.meta.url))}"]`,
+          ]
+        : []),
+      '',
+    ].join('\n'),
   );
   const from = harness.logLines.length;
   const finished = await runProgram(
@@ -429,6 +477,28 @@ describe('Codex through the gateway', () => {
       .map((request) => (request.body as { messages: ChatMessage[] }).messages.at(-1))
       .find((message) => textOf(message).endsWith(`Payload:\n${workerTask}`));
     expect(handed?.role).toBe('user');
+  });
+
+  // Codex shows the model an MCP server's tools only through its tool search (a `tool_search` tool run by
+  // the client: the model's tool_search_call, Codex's tool_search_output of the tools found). Dropped as a
+  // built-in tool, the model was never given a way to any MCP tool.
+  it("reaches an MCP server's tools through Codex's tool search: the model searches, calls the tool found, and answers", async () => {
+    const from = fake.chatRequests.length;
+    const { finished, requests } = await codexExec(lookupTask, 'gpt-5.5', { inventory: true });
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(requests.map((line) => line.status)).toEqual([200, 200, 200]);
+    expect(finished.stdout).toContain('Found record X1 of kind 7: ACME-X1-7.');
+    const [first, second] = fake.chatRequests
+      .slice(from)
+      .map((request) => request.body as Record<string, unknown>);
+    const names = (body: Record<string, unknown> | undefined) =>
+      ((body?.tools ?? []) as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
+    // None of the 40 tools is given upfront; the three the search found are given after it, and the
+    // model was told which they are.
+    expect(names(first).filter((name) => name.startsWith('mcp__inventory__'))).toEqual([]);
+    expect(names(second).filter((name) => name.startsWith('mcp__inventory__'))).toHaveLength(3);
+    const found = (second?.messages as ChatMessage[]).find((message) => message.role === 'tool');
+    expect(textOf(found)).toContain('mcp__inventory__lookup_7');
   });
 
   it('shows the model the picture its view_image tool returned (an input_image in the function output)', async () => {

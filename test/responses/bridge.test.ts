@@ -403,6 +403,251 @@ const codexLiteRequest = {
   text: { verbosity: 'low' },
 };
 
+/** An MCP tool as Codex 0.171 gives it in a tool_search_output: in a namespace of its server. */
+const inventoryTool = (kind: number) => ({
+  type: 'function',
+  name: `lookup_${kind}`,
+  description: `Looks up a record of kind ${kind}.`,
+  strict: false,
+  defer_loading: true,
+  parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+});
+
+/**
+ * Codex 0.171 with an MCP server (captured from `codex exec`, texts and most tools left out): the server's
+ * tools are in no list; Codex offers a `tool_search` it runs itself, and gives the tools it found in a
+ * `tool_search_output` item after the model's `tool_search_call`.
+ */
+const codexSearchRequest = {
+  model: 'gpt-5.5',
+  stream: true,
+  tools: [
+    execCommand,
+    {
+      type: 'tool_search',
+      execution: 'client',
+      description: '# Tool discovery\n\nSearches over deferred tool metadata with BM25.',
+      parameters: {
+        type: 'object',
+        properties: { limit: { type: 'number' }, query: { type: 'string' } },
+        required: ['query'],
+        additionalProperties: false,
+      },
+    },
+    { type: 'web_search', external_web_access: false },
+  ],
+  input: [
+    {
+      type: 'message',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'Look up record X1 of kind 7.' }],
+    },
+    {
+      type: 'tool_search_call',
+      id: 'tsc_1',
+      call_id: 'call_ts1',
+      status: 'completed',
+      execution: 'client',
+      arguments: { query: 'lookup kind 7', limit: 2 },
+    },
+    {
+      type: 'tool_search_output',
+      id: 'tso_1',
+      call_id: 'call_ts1',
+      status: 'completed',
+      execution: 'client',
+      tools: [
+        {
+          type: 'namespace',
+          name: 'mcp__inv',
+          description: 'Tools in the mcp__inv namespace.',
+          tools: [inventoryTool(7), inventoryTool(37)],
+        },
+      ],
+    },
+  ],
+  store: false,
+};
+
+describe("bridgeRequest: a tool search the client runs (Codex's, for its MCP servers' tools)", () => {
+  it('offers the search as a function tool, and the tools it found, under <namespace>__<name>, after the request’s', () => {
+    const bridged = bridgeRequest(codexSearchRequest, drop);
+    expect(bridged.dropped).toEqual(['tools[2] (web_search)']);
+    const tools = bridged.chatFields.tools as Array<{ function: Record<string, unknown> }>;
+    expect(tools.map((tool) => tool.function.name)).toEqual([
+      'exec_command',
+      'tool_search',
+      'mcp__inv__lookup_7',
+      'mcp__inv__lookup_37',
+    ]);
+    expect(tools[1]?.function).toEqual({
+      name: 'tool_search',
+      description: codexSearchRequest.tools[1]?.description,
+      parameters: codexSearchRequest.tools[1]?.parameters,
+    });
+    // The found tool as a chat tool: no defer_loading, which a chat provider does not know.
+    expect(tools[2]?.function).toEqual({
+      name: 'mcp__inv__lookup_7',
+      description: 'Looks up a record of kind 7.',
+      parameters: inventoryTool(7).parameters,
+      strict: false,
+    });
+    expect(bridged.toolsFromInput).toBe(true);
+    expect(bridged.toolNames.get('tool_search')).toEqual({
+      name: 'tool_search',
+      custom: false,
+      search: true,
+    });
+    expect(bridged.toolNames.get('mcp__inv__lookup_37')).toEqual({
+      name: 'lookup_37',
+      namespace: 'mcp__inv',
+      custom: false,
+    });
+    // The search and what it found, as a call and its result; the model is told what it can call now.
+    expect(bridged.messages.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_ts1',
+            type: 'function',
+            function: { name: 'tool_search', arguments: '{"query":"lookup kind 7","limit":2}' },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_ts1',
+        content: 'Tools found, which can be called now: mcp__inv__lookup_7, mcp__inv__lookup_37.',
+      },
+    ]);
+    expect(() =>
+      parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
+    ).not.toThrow();
+  });
+
+  it('gives each tool once when two searches found it, and says so when a search found none', () => {
+    const again = (callId: string, tools: unknown[]) => [
+      { type: 'tool_search_call', call_id: callId, execution: 'client', arguments: { query: 'kind' } },
+      { type: 'tool_search_output', call_id: callId, execution: 'client', tools },
+    ];
+    const bridged = bridgeRequest(
+      {
+        ...codexSearchRequest,
+        input: [
+          ...codexSearchRequest.input,
+          ...again('call_ts2', [
+            { type: 'namespace', name: 'mcp__inv', tools: [inventoryTool(7), inventoryTool(9)] },
+          ]),
+          ...again('call_ts3', []),
+        ],
+      },
+      drop,
+    );
+    const names = (bridged.chatFields.tools as Array<{ function: { name: string } }>).map(
+      (tool) => tool.function.name,
+    );
+    expect(names).toEqual([
+      'exec_command',
+      'tool_search',
+      'mcp__inv__lookup_7',
+      'mcp__inv__lookup_37',
+      'mcp__inv__lookup_9',
+    ]);
+    expect(bridged.messages.at(-1)).toEqual({
+      role: 'tool',
+      tool_call_id: 'call_ts3',
+      content: 'No tools were found.',
+    });
+    expect(() =>
+      parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
+    ).not.toThrow();
+  });
+
+  it("answers the model's call of the search as a tool_search_call, and of a found tool as a function_call in its namespace", () => {
+    const bridged = bridgeRequest(codexSearchRequest, drop);
+    const output = outputItemsOf(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'tool_search', arguments: '{"query":"kind 9"}' },
+          },
+          { id: 'call_2', type: 'function', function: { name: 'tool_search', arguments: 'kind 9' } },
+          {
+            id: 'call_3',
+            type: 'function',
+            function: { name: 'mcp__inv__lookup_7', arguments: '{"id":"X1"}' },
+          },
+        ],
+      },
+      bridged.toolNames,
+    );
+    expect(output).toEqual([
+      {
+        id: expect.stringMatching(/^tsc_/),
+        type: 'tool_search_call',
+        status: 'completed',
+        call_id: 'call_1',
+        execution: 'client',
+        arguments: { query: 'kind 9' },
+      },
+      // A model that wrote its query alone, not as JSON: the query.
+      expect.objectContaining({
+        type: 'tool_search_call',
+        call_id: 'call_2',
+        arguments: { query: 'kind 9' },
+      }),
+      {
+        id: expect.stringMatching(/^fc_/),
+        type: 'function_call',
+        status: 'completed',
+        call_id: 'call_3',
+        namespace: 'mcp__inv',
+        name: 'lookup_7',
+        arguments: '{"id":"X1"}',
+      },
+    ]);
+  });
+
+  it("drops (or refuses) OpenAI's hosted search and its items: no other model can run it or read them", () => {
+    const hosted = {
+      ...codexSearchRequest,
+      tools: [execCommand, { type: 'tool_search' }],
+      input: [
+        codexSearchRequest.input[0],
+        {
+          type: 'tool_search_call',
+          id: 'ts_1',
+          call_id: null,
+          execution: 'server',
+          arguments: { query: 'kind' },
+        },
+        {
+          type: 'tool_search_output',
+          id: 'tso_1',
+          call_id: null,
+          execution: 'server',
+          tools: [inventoryTool(7)],
+        },
+      ],
+    };
+    const bridged = bridgeRequest(hosted, drop);
+    expect(bridged.dropped).toEqual([
+      'input[1] (tool_search_call)',
+      'input[2] (tool_search_output)',
+      'tools[1] (tool_search)',
+    ]);
+    expect((bridged.chatFields.tools as unknown[]).length).toBe(1);
+    expect(bridged.messages).toHaveLength(1);
+    expect(refusal(() => bridgeRequest(hosted, reject)).param).toBe('input[1].type');
+  });
+});
+
 describe('bridgeRequest: namespaces, custom tools and tools given in the input (Codex on GPT-6)', () => {
   it("bridges the tools of an additional_tools item, a namespace's under <namespace>__<name>, a custom tool as a function of its input", () => {
     const bridged = bridgeRequest(codexLiteRequest, drop);

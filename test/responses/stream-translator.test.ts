@@ -344,6 +344,48 @@ describe('a chat stream as Responses events', () => {
     });
   });
 
+  it("turns a call of the client's tool search into a tool_search_call whose arguments come whole when it is done", () => {
+    const tools = new Map([['tool_search', { name: 'tool_search', custom: false, search: true }]]);
+    const translator = new ResponsesStreamTranslator({ ...meta, tools });
+    const call = (fields: Record<string, unknown>) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...fields }] } }] })}\n\n`;
+    let text = translator.start();
+    text += translator.push(
+      call({ id: 'c1', function: { name: 'tool_search', arguments: '{"query":"inv' } }),
+    );
+    text += translator.push(call({ function: { arguments: 'entory","limit":3}' } }));
+    text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
+    const { events: closing, response } = translator.finish();
+    const events = eventsWrittenAsJson(text + closing);
+    // No argument deltas: Codex reads a search's arguments, an object, from the item when it is done.
+    expect(events.map((event) => String(event.type))).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(events[2]).toMatchObject({
+      item: {
+        type: 'tool_search_call',
+        status: 'in_progress',
+        call_id: 'c1',
+        execution: 'client',
+        arguments: {},
+      },
+    });
+    const done = { type: 'tool_search_call', status: 'completed', call_id: 'c1', execution: 'client' };
+    expect(events[3]).toMatchObject({
+      item: { ...done, id: expect.stringMatching(/^tsc_/), arguments: { query: 'inventory', limit: 3 } },
+    });
+    expect(response.output).toEqual([(events[3] as { item: unknown }).item]);
+    expect(translator.reply()).toMatchObject({
+      tool_calls: [
+        { id: 'c1', function: { name: 'tool_search', arguments: '{"query":"inventory","limit":3}' } },
+      ],
+    });
+  });
+
   it('fails the response on an error event', () => {
     const translator = new ResponsesStreamTranslator(meta);
     translator.start();
