@@ -26,6 +26,11 @@ export interface BridgedMessages {
   native: boolean;
   /** The message of the request each chat message was made from, and where its content stands in it (chat-body.ts). */
   sources: BridgedSources;
+  /**
+   * Natively, when a tool is deferred (tool search): the tools the messages reference, in order — with
+   * the client's `tools`, what names the chat tools counted (toolsKeyOf).
+   */
+  referencedTools?: string[];
 }
 
 const invalid = (message: string, param: string): GatewayError =>
@@ -92,7 +97,8 @@ function partOf(block: Json): Json | undefined {
 
 /**
  * A tool result's content as a tool message's: a string as it is, text blocks as their text (another
- * block named by its type); with an image among them (Claude Code's Read of a PNG, a screenshot tool),
+ * block named by its type, a tool search's `tool_reference` as the tool it found, which the model is given
+ * among its tools); with an image among them (Claude Code's Read of a PNG, a screenshot tool),
  * as parts — its texts and its images — which go to a Chat Completions provider as tool-media.ts sends
  * them. An error's text starts with "Error: ".
  */
@@ -105,7 +111,12 @@ function toolResultContent(content: unknown, isError: boolean): string | Json[] 
     if (part !== undefined) return part;
     return {
       type: 'text',
-      text: record?.type === 'text' ? String(record.text ?? '') : `[${String(record?.type ?? 'block')}]`,
+      text:
+        record?.type === 'text'
+          ? String(record.text ?? '')
+          : record?.type === 'tool_reference' && typeof record.tool_name === 'string'
+            ? `Tool found: ${record.tool_name}`
+            : `[${String(record?.type ?? 'block')}]`,
     };
   });
   const text =
@@ -143,6 +154,38 @@ function functionTool(tool: Json, index: number): Json | undefined {
       parameters: tool.input_schema,
     },
   };
+}
+
+/**
+ * The tools a request's messages reference — a `tool_reference` in a tool result (what a client's own
+ * tool search gives, as Claude Code's ToolSearch does) or in a server search's `tool_search_tool_result`
+ * — when any of its tools is deferred (`defer_loading`); undefined when none is.
+ */
+function referencedTools(body: Json): Set<string> | undefined {
+  const tools = body.tools;
+  if (!Array.isArray(tools) || !tools.some((tool) => isObject(tool) && tool.defer_loading === true))
+    return undefined;
+  const names = new Set<string>();
+  const add = (references: unknown): void => {
+    if (!Array.isArray(references)) return;
+    for (const reference of references)
+      if (
+        isObject(reference) &&
+        reference.type === 'tool_reference' &&
+        typeof reference.tool_name === 'string'
+      )
+        names.add(reference.tool_name);
+  };
+  for (const message of Array.isArray(body.messages) ? body.messages : []) {
+    if (!isObject(message) || !Array.isArray(message.content)) continue;
+    for (const block of message.content) {
+      if (!isObject(block)) continue;
+      if (block.type === 'tool_result') add(block.content);
+      else if (block.type === 'tool_search_tool_result' && isObject(block.content))
+        add(block.content.tool_references);
+    }
+  }
+  return names;
 }
 
 function chatToolChoice(choice: Json): unknown {
@@ -370,7 +413,13 @@ const translated = new Set([
  * (`thinking`, `top_k`, `output_config`, `context_management`…) goes to an anthropic upstream as it
  * came; for any other it is dropped and named (metadata's user id is `user`).
  */
-function toolsAndFields(body: Json, chatBody: Json, native: boolean, dropped: Set<string>): Json {
+function toolsAndFields(
+  body: Json,
+  chatBody: Json,
+  native: boolean,
+  dropped: Set<string>,
+  referenced: ReadonlySet<string> | undefined,
+): Json {
   const extension: Json = {};
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) throw invalid('tools: Input should be a valid list', 'tools');
@@ -378,8 +427,10 @@ function toolsAndFields(body: Json, chatBody: Json, native: boolean, dropped: Se
     body.tools.forEach((tool: unknown, index) => {
       if (!isObject(tool)) throw invalid(`tools.${index}: Input should be an object`, `tools.${index}`);
       const mapped = functionTool(tool, index);
-      if (mapped !== undefined) tools.push(mapped);
-      else if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
+      if (mapped === undefined) {
+        if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
+      } else if (tool.defer_loading !== true || referenced?.has(tool.name as string) !== false)
+        tools.push(mapped);
     });
     if (tools.length > 0) chatBody.tools = tools;
     if (native) extension.tools = body.tools;
@@ -474,7 +525,11 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   for (const key of ['temperature', 'top_p'] as const) if (body[key] !== undefined) chatBody[key] = body[key];
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0)
     chatBody.stop = body.stop_sequences;
-  const extension = toolsAndFields(body, chatBody, native, dropped);
+  // Natively, a deferred tool (tool search) is not in Claude's prompt until a message references it: it
+  // is sent, but not counted, until then. A Chat Completions model has no tool search: it is given every
+  // tool.
+  const referenced = native ? referencedTools(body) : undefined;
+  const extension = toolsAndFields(body, chatBody, native, dropped, referenced);
   if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
   if (native)
     (chatBody as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages] = new WeakSet(
@@ -487,6 +542,7 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     stream,
     native,
     sources: { origins: Int32Array.from(origins), strings },
+    ...(referenced === undefined ? {} : { referencedTools: [...referenced] }),
   };
 }
 

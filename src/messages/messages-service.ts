@@ -149,8 +149,9 @@ export function createMessagesService(deps: {
         request.native && clientMessages !== undefined
           ? anthropicBodyWriter(clientMessages, input.body as Record<string, unknown>)
           : undefined,
-      // The chat tools are made of the client's `tools` alone (its function tools).
-      toolsKey: toolsKeyOf(clientMessages, 'messages', ['tools']),
+      // The chat tools are made of the client's `tools` (its function tools), and, when one is deferred,
+      // of the tools its messages reference: those alone are counted.
+      toolsKey: withReferences(toolsKeyOf(clientMessages, 'messages', ['tools']), request.referencedTools),
     });
   }
 
@@ -177,6 +178,14 @@ export function createMessagesService(deps: {
       return { body: { input_tokens: counted ?? Number(headers['x-context-input-tokens'] ?? 0) }, outcome };
     },
   };
+}
+
+/** A tools key (chat-body.ts toolsKeyOf) that names the referenced tools too, when some are deferred. */
+function withReferences(
+  key: string | undefined,
+  referenced: readonly string[] | undefined,
+): string | undefined {
+  return key === undefined || referenced === undefined ? key : [key, ...referenced].join('\u0000');
 }
 
 /**

@@ -13,7 +13,10 @@ import { prose } from '../helpers/text.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const anthropicWindow = 6_000;
+/** The window of a Claude the gateway is told of, for a catalog of deferred tools. */
+const catalogWindow = 30_000;
 let anthropic: FakeAnthropic;
+let catalogClaude: FakeAnthropic;
 let openai: FakeUpstream;
 let harness: GatewayHarness;
 let anthropicUrl: string;
@@ -29,6 +32,7 @@ beforeAll(async () => {
     noFiles: ['deepseek-chat'],
   });
   anthropicUrl = await anthropic.start();
+  catalogClaude = new FakeAnthropic({ window: catalogWindow, apiKey: 'sk-ant-operator' });
   const openaiUrl = await openai.start();
   harness = await startGateway({
     env: {
@@ -39,6 +43,11 @@ beforeAll(async () => {
     },
     configYaml: [
       'upstreams:',
+      '  - name: catalog',
+      `    base_url: ${await catalogClaude.start()}`,
+      '    kind: anthropic',
+      '    api_key_env: ANTHROPIC_KEY',
+      '    models: ["claude-catalog-*"]',
       '  - name: anthropic',
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
@@ -49,6 +58,8 @@ beforeAll(async () => {
       '    budgets:',
       '      max_request_tokens: { limit: 5, mode: hard }',
       'models:',
+      '  - match: claude-catalog-*',
+      `    window: ${catalogWindow}`,
       '  - match: local-model',
       '    window: 8192',
       '    output_reserve: 512',
@@ -61,6 +72,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await harness.close();
   await anthropic.stop();
+  await catalogClaude.stop();
   await openai.stop();
 });
 
@@ -385,6 +397,75 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
       .withResponse();
     expect(next.response.headers.get('x-context-retries')).toBe('0');
     expect(anthropic.messageRequests.length - afterFirst).toBe(1);
+  });
+});
+
+/** A catalog tool, deferred behind tool search: some 250 tokens of description each. */
+const catalogTool = (index: number) => ({
+  name: `catalog_${index}`,
+  description: `Catalog operation ${index}. ${prose(200, 500 + index)}`,
+  input_schema: { type: 'object' as const, properties: { id: { type: 'string' } } },
+  defer_loading: true,
+});
+
+// A catalog of tools behind Anthropic's tool search (`defer_loading`): Claude is shown a deferred tool
+// only once a message references it, and counts it only then. Counted whole, 120 tools (some 33,000
+// tokens) passed the window: the conversation, which fits, was cut (or the request refused).
+describe('a catalog of deferred tools (tool search), natively to Claude', () => {
+  it('counts a deferred tool only once a message references it: a conversation that fits is sent whole', async () => {
+    catalogClaude.respond = () => ({ text: 'Found it.' });
+    const tools = [
+      { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' },
+      weatherTool,
+      ...Array.from({ length: 120 }, (_unused, index) => catalogTool(index)),
+    ];
+    const messages: Anthropic.MessageParam[] = [];
+    for (let turn = 0; turn < 12; turn++)
+      messages.push(
+        { role: 'user', content: prose(500, turn) },
+        { role: 'assistant', content: prose(200, 100 + turn) },
+      );
+    messages.push({ role: 'user', content: 'Find the catalog tool for refunds.' });
+    const first = await client()
+      .messages.create({ model: 'claude-catalog-1', max_tokens: 1_000, messages, tools } as never)
+      .withResponse();
+    expect(first.data.content).toEqual([{ type: 'text', text: 'Found it.' }]);
+    expect(first.response.headers.get('x-context-dropped-messages')).toBe('0');
+    const sent = catalogClaude.messageRequests.at(-1);
+    expect(sent?.status).toBe(200);
+    expect((sent?.body.messages as unknown[]).length).toBe(messages.length);
+    expect((sent?.body.tools as unknown[]).length).toBe(tools.length);
+
+    // Two tools a search found are referenced, and count from now on: still whole.
+    const found = [
+      ...messages,
+      {
+        role: 'assistant' as const,
+        content: [{ type: 'tool_use' as const, id: 'toolu_s', name: 'tool_search_tool_regex', input: {} }],
+      },
+      {
+        role: 'user' as const,
+        content: [
+          {
+            type: 'tool_result' as const,
+            tool_use_id: 'toolu_s',
+            content: [
+              { type: 'tool_reference', tool_name: 'catalog_7' },
+              { type: 'tool_reference', tool_name: 'catalog_9' },
+            ],
+          },
+        ],
+      },
+    ];
+    const second = await client()
+      .messages.create({ model: 'claude-catalog-1', max_tokens: 1_000, messages: found, tools } as never)
+      .withResponse();
+    expect(second.response.headers.get('x-context-dropped-messages')).toBe('0');
+    // The two referenced tools (some 270 tokens each) count now, the 118 others still not.
+    const counted = (response: Response) => Number(response.headers.get('x-context-input-tokens'));
+    expect(counted(second.response) - counted(first.response)).toBeGreaterThan(400);
+    expect(counted(second.response) - counted(first.response)).toBeLessThan(1_000);
+    expect((catalogClaude.messageRequests.at(-1)?.body.messages as unknown[]).length).toBe(found.length);
   });
 });
 

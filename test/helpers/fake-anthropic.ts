@@ -100,7 +100,30 @@ export function documentPages(content: unknown): string[][] {
   });
 }
 
-/** The fake's count of a request's prompt: system, messages and tools. */
+/**
+ * The tools a request's messages reference (tool search: a `tool_reference` in a tool result, as a client's
+ * search returns them, or in a server search's `tool_search_tool_result`).
+ */
+function referencedTools(messages: unknown): Set<string> {
+  const names = new Set<string>();
+  const add = (references: unknown) => {
+    if (Array.isArray(references))
+      for (const reference of references as Json[])
+        if (reference?.type === 'tool_reference' && typeof reference.tool_name === 'string')
+          names.add(reference.tool_name);
+  };
+  for (const message of (messages as Json[] | undefined) ?? [])
+    for (const block of Array.isArray(message.content) ? (message.content as Json[]) : []) {
+      if (block.type === 'tool_result') add(block.content);
+      if (block.type === 'tool_search_tool_result') add((block.content as Json | undefined)?.tool_references);
+    }
+  return names;
+}
+
+/**
+ * The fake's count of a request's prompt: system, messages and tools — as Anthropic counts a deferred
+ * tool (`defer_loading`, tool search) only once a message references it.
+ */
 export function anthropicTokens(body: Json): number {
   let text = contentText(body.system);
   let images = 0;
@@ -111,7 +134,14 @@ export function anthropicTokens(body: Json): number {
     for (const pages of documentPages(message.content))
       for (const page of pages) images += encoding.encode(page).length + pdfPageImageTokens;
   }
-  if (Array.isArray(body.tools)) text += JSON.stringify(body.tools);
+  if (Array.isArray(body.tools)) {
+    const referenced = referencedTools(body.messages);
+    text += JSON.stringify(
+      (body.tools as Json[]).filter(
+        (tool) => tool.defer_loading !== true || referenced.has(String(tool.name)),
+      ),
+    );
+  }
   return Math.ceil(
     (encoding.encode(text).length + images + 4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) *
       countScale,

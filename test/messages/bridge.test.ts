@@ -650,3 +650,104 @@ describe('endUserId', () => {
     expect(endUserId(id)).toBe(expected);
   });
 });
+
+/** Claude Code 2.1.332's tool search (captured): a ToolSearch it runs, its found tool deferred, a placeholder. */
+const toolSearchRequest = {
+  tools: [
+    { name: 'Read', input_schema: { type: 'object', properties: {} } },
+    { name: 'ToolSearch', input_schema: { type: 'object', properties: { query: { type: 'string' } } } },
+    {
+      name: 'DeferredToolPlaceholder',
+      description: 'Reserved placeholder that keeps deferred tool loading active; never call this tool.',
+      input_schema: { type: 'object', properties: {} },
+      defer_loading: true,
+    },
+    {
+      name: 'mcp__inv__lookup_7',
+      input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+      defer_loading: true,
+    },
+    { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' },
+  ],
+  messages: [
+    { role: 'user', content: 'Look up record X1 of kind 7.' },
+    {
+      role: 'assistant',
+      content: [
+        {
+          type: 'tool_use',
+          id: 'toolu_1',
+          name: 'ToolSearch',
+          input: { query: 'select:mcp__inv__lookup_7' },
+        },
+      ],
+    },
+    {
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_1',
+          content: [{ type: 'tool_reference', tool_name: 'mcp__inv__lookup_7' }],
+        },
+        { type: 'text', text: 'Tool loaded.' },
+      ],
+    },
+  ],
+};
+
+describe('tool search (deferred tools, tool_reference)', () => {
+  const toolNames = (chatBody: Record<string, unknown>) =>
+    ((chatBody.tools ?? []) as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
+
+  it('counts natively only the deferred tools a message references, as Claude does, and sends them all', () => {
+    const native = bridged(toolSearchRequest, true);
+    expect(toolNames(native.chatBody)).toEqual(['Read', 'ToolSearch', 'mcp__inv__lookup_7']);
+    expect(native.referencedTools).toEqual(['mcp__inv__lookup_7']);
+    expect((native.chatBody.ctxgate_anthropic as { tools: unknown }).tools).toBe(toolSearchRequest.tools);
+    // A server search's result references its tools too.
+    const serverSearch = bridged(
+      {
+        ...toolSearchRequest,
+        messages: [
+          ...toolSearchRequest.messages.slice(0, 1),
+          {
+            role: 'assistant',
+            content: [
+              { type: 'server_tool_use', id: 'srvtoolu_1', name: 'tool_search_tool_regex', input: {} },
+              {
+                type: 'tool_search_tool_result',
+                tool_use_id: 'srvtoolu_1',
+                content: {
+                  type: 'tool_search_tool_search_result',
+                  tool_references: [{ type: 'tool_reference', tool_name: 'DeferredToolPlaceholder' }],
+                },
+              },
+            ],
+          },
+        ],
+      },
+      true,
+    );
+    expect(toolNames(serverSearch.chatBody)).toEqual(['Read', 'ToolSearch', 'DeferredToolPlaceholder']);
+    // No deferred tool: every tool counts, and nothing is read of the messages.
+    const plain = bridged({ ...toolSearchRequest, tools: toolSearchRequest.tools.slice(0, 2) }, true);
+    expect(toolNames(plain.chatBody)).toEqual(['Read', 'ToolSearch']);
+    expect(plain.referencedTools).toBeUndefined();
+  });
+
+  it('gives a Chat Completions model every tool, and a tool_reference as the tool it names', () => {
+    const chat = bridged(toolSearchRequest);
+    expect(toolNames(chat.chatBody)).toEqual([
+      'Read',
+      'ToolSearch',
+      'DeferredToolPlaceholder',
+      'mcp__inv__lookup_7',
+    ]);
+    expect(chat.referencedTools).toBeUndefined();
+    expect((chat.chatBody.messages as Array<Record<string, unknown>>).slice(2)).toEqual([
+      { role: 'tool', tool_call_id: 'toolu_1', content: 'Tool found: mcp__inv__lookup_7' },
+      { role: 'user', content: 'Tool loaded.' },
+    ]);
+  });
+});
