@@ -3,10 +3,12 @@
 // session id in ANTHROPIC_CUSTOM_HEADERS. Natively to the strict fake Anthropic, and bridged to the
 // strict fake Chat Completions provider (and to one that refuses the fields it does not know, as Mistral's
 // API does): a scripted task (read a file with the Read tool, then answer),
-// and a long scripted loop on a small window that finishes without "Prompt is too long".
+// and a long scripted loop on a small window that finishes without "Prompt is too long"; an MCP server's
+// tool reached through Claude Code's tool search.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentText, FakeAnthropic, imageBlocks } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
@@ -20,6 +22,8 @@ const claude = join(clientsDirectory, 'node_modules/.bin/claude');
 /** The fake's window for the long loop: Claude Code's own prompt and tools take a good part of it. */
 const smallWindow = 60_000;
 const loopSteps = 24;
+/** A task only a tool of the inventory MCP server can do (test/clients/mcp-inventory.mjs). */
+const lookupTask = 'Look up record X1 of kind 7.';
 /** Screenshots the picture session reads, 8 at a time: more than the 100 images Anthropic takes. */
 const screenshots = 104;
 
@@ -123,6 +127,7 @@ beforeAll(async () => {
       .map((message) => textOf(message.content))
       .join('\n');
     if (task.includes('How big is the picture chart.png')) return lookAtPicture(messages);
+    if (task.includes(lookupTask)) return lookUp(messages);
     if (task.includes('What does page 2 of report.pdf say')) return lookAtPdf(messages);
     const last = messages.at(-1);
     const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
@@ -133,6 +138,21 @@ beforeAll(async () => {
             { id: `call_${++callNumber}`, name: decision.tool, arguments: JSON.stringify(decision.input) },
           ],
         };
+  };
+  /**
+   * A model asked for a record only an MCP tool can look up, which Claude Code holds back behind its
+   * ToolSearch: it searches for the tool, calls it once the search's result names it, and answers.
+   */
+  const lookUp = (messages: ReadonlyArray<ChatMessage>) => {
+    const results = messages
+      .filter((message) => message.role === 'tool')
+      .map((message) => textOf(message.content));
+    const record = results.map((text) => /record X1 of kind 7: ACME-X1-7/.exec(text)?.[0]).find(Boolean);
+    if (record !== undefined) return { content: `Found ${record}.` };
+    const [name, input] = results.some((text) => text.includes('Tool found: mcp__inventory__lookup_7'))
+      ? ['mcp__inventory__lookup_7', { id: 'X1' }]
+      : ['ToolSearch', { query: 'select:mcp__inventory__lookup_7' }];
+    return { toolCalls: [{ id: `call_${++callNumber}`, name, arguments: JSON.stringify(input) }] };
   };
   /**
    * A vision model asked about a picture: it reads the file, then says the size of the picture it was
@@ -247,8 +267,22 @@ async function runClaude(
     home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-')),
     resume,
     quiet = true,
-  }: { home?: string; resume?: string; quiet?: boolean } = {},
+    inventory = false,
+  }: { home?: string; resume?: string; quiet?: boolean; inventory?: boolean } = {},
 ) {
+  const mcpConfig = join(home, 'mcp.json');
+  if (inventory)
+    writeFileSync(
+      mcpConfig,
+      JSON.stringify({
+        mcpServers: {
+          inventory: {
+            command: process.execPath,
+            args: [fileURLToPath(new URL('../clients/mcp-inventory.mjs', import.meta.url))],
+          },
+        },
+      }),
+    );
   const finished = await runProgram(
     claude,
     [
@@ -259,8 +293,9 @@ async function runClaude(
       model,
       '--output-format',
       'json',
+      ...(inventory ? ['--mcp-config', mcpConfig] : []),
       '--allowedTools',
-      'Read',
+      inventory ? 'Read,ToolSearch,mcp__inventory__lookup_7' : 'Read',
       '--max-turns',
       '60',
     ],
@@ -426,6 +461,16 @@ describe('Claude Code through ctxgate', () => {
         ),
       ),
     ).toBe(true);
+  }, 300_000);
+
+  // Claude Code holds an MCP server's tools back behind its ToolSearch, whose result names the tool found
+  // in a `tool_reference` block: a Chat Completions model was told only "[tool_reference]".
+  it("reaches an MCP server's tool through Claude Code's tool search bridged to a Chat Completions model", async () => {
+    const from = harness.logLines.length;
+    const { result } = await runClaude(lookupTask, 'local-coder', undefined, { inventory: true });
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('Found record X1 of kind 7: ACME-X1-7.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
   }, 300_000);
 
   it('shows a Chat Completions model the picture its Read tool returned (a PNG), which a tool message cannot carry', async () => {
