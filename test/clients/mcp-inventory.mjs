@@ -1,7 +1,7 @@
 // A stdio MCP server (JSON-RPC, one message a line) of 40 inventory tools, `lookup_<kind>` for kinds 0 to
 // 39: more than an agent shows its model at once. Codex and Claude Code defer such tools behind their tool
 // search. A call answers `record <id> of kind <kind>: ACME-<id>-<kind>`. Started by the agents' MCP
-// configuration in test/e2e/codex.test.ts.
+// configurations in test/e2e/codex.test.ts and test/e2e/claude-code.test.ts.
 import { createInterface } from 'node:readline';
 
 const tools = Array.from({ length: 40 }, (_unused, kind) => ({
