@@ -10,7 +10,7 @@ import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
 import { isCarrier, readCarrier } from '../upstream/carried-state.js';
-import { BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
+import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
 type Json = Record<string, unknown>;
@@ -530,7 +530,11 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   // tool.
   const referenced = native ? referencedTools(body) : undefined;
   const extension = toolsAndFields(body, chatBody, native, dropped, referenced);
-  if (native && Object.keys(extension).length > 0) chatBody.ctxgate_anthropic = extension;
+  if (native && Object.keys(extension).length > 0) {
+    if (typeof maxTokens === 'number')
+      Object.defineProperty(extension, askedMaxTokens, { value: maxTokens, enumerable: false });
+    chatBody.ctxgate_anthropic = extension;
+  }
   if (native)
     (chatBody as { [bridgedMessages]?: WeakSet<object> })[bridgedMessages] = new WeakSet(
       messages.filter((message) => message.ctxgate_anthropic !== undefined),

@@ -65,6 +65,12 @@ export class BridgedExtension implements AnthropicExtension {
  */
 export const bridgedMessages = Symbol('ctxgate.anthropic.bridgedMessages');
 
+/**
+ * The max_tokens a Messages client asked for, on the fields its request carries to Anthropic
+ * (`ctxgate_anthropic`): a symbol, not enumerable, so never written out nor compared.
+ */
+export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
+
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
@@ -318,7 +324,39 @@ export function toAnthropicRequest(chat: Json): Json {
   for (const [key, value] of Object.entries(extension))
     if (key !== 'tools' && key !== 'tool_choice' && value !== undefined) body[key] = value;
   if (body.metadata === undefined && typeof chat.user === 'string') body.metadata = { user_id: chat.user };
+  // A max_tokens the gateway lowered to what the window leaves (docs/budgeting.md) takes the client's
+  // thinking budget down with it.
+  const asked = (extension as { [askedMaxTokens]?: number })[askedMaxTokens];
+  if (asked !== undefined && (body.max_tokens as number) < asked) {
+    const thinking = thinkingWithin(body.thinking, body.max_tokens as number);
+    if (thinking === undefined) delete body.thinking;
+    else body.thinking = thinking;
+  }
   return body;
+}
+
+/** The least thinking budget Anthropic takes. */
+const minThinkingBudget = 1_024;
+
+/**
+ * A thinking budget (`thinking: {type: "enabled", budget_tokens}`) under `maxTokens`, as Anthropic
+ * requires ("`max_tokens` must be greater than `thinking.budget_tokens`"; but with interleaved
+ * thinking, which a client that asked for more chose): one token under; where no budget of at least 1,024
+ * fits, the answer is asked without thinking. Any other `thinking` (adaptive, disabled, a budget
+ * already under) as it came.
+ */
+function thinkingWithin(thinking: unknown, maxTokens: number): unknown {
+  if (
+    typeof thinking !== 'object' ||
+    thinking === null ||
+    (thinking as Json).type !== 'enabled' ||
+    typeof (thinking as Json).budget_tokens !== 'number' ||
+    ((thinking as Json).budget_tokens as number) < maxTokens
+  )
+    return thinking;
+  return maxTokens > minThinkingBudget
+    ? Object.assign({}, thinking, { budget_tokens: maxTokens - 1 })
+    : undefined;
 }
 
 const finishReasons: Record<string, string> = {

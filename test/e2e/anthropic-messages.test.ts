@@ -47,7 +47,7 @@ beforeAll(async () => {
       `    base_url: ${await catalogClaude.start()}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-catalog-*"]',
+      '    models: ["claude-catalog-*", "claude-untold-*"]',
       '  - name: anthropic',
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
@@ -397,6 +397,42 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
       .withResponse();
     expect(next.response.headers.get('x-context-retries')).toBe('0');
     expect(anthropic.messageRequests.length - afterFirst).toBe(1);
+  });
+});
+
+// A thinking budget (`thinking: {type: "enabled", budget_tokens}`) must be under max_tokens; the gateway
+// lowers max_tokens to what the fitted prompt leaves, and Anthropic refused every such request
+// ("`max_tokens` must be greater than `thinking.budget_tokens`", anthropics/claude-code#8756).
+describe('a thinking budget, natively to Claude, when the gateway lowers max_tokens', () => {
+  it('lowers the budget under the max_tokens it sends: the request is answered', async () => {
+    catalogClaude.respond = () => ({ thinking: 'Weighing it.', text: 'Thought it through.' });
+    const messages: Anthropic.MessageParam[] = [];
+    for (let turn = 0; turn < 20; turn++)
+      messages.push(
+        { role: 'user', content: prose(500, 40 + turn) },
+        { role: 'assistant', content: prose(200, 140 + turn) },
+      );
+    messages.push({ role: 'user', content: 'Think about it.' });
+    // A Claude whose window the gateway learns from its first refusal, then keeps the whole conversation
+    // and lowers max_tokens to what is left.
+    const { data, response } = await client()
+      .messages.create({
+        model: 'claude-untold-1',
+        max_tokens: 20_000,
+        thinking: { type: 'enabled', budget_tokens: 12_000 },
+        messages,
+      })
+      .withResponse();
+    expect(data.content.at(-1)).toEqual({ type: 'text', text: 'Thought it through.' });
+    expect(response.headers.get('x-context-dropped-messages')).toBe('0');
+    const sent = catalogClaude.messageRequests.at(-1);
+    expect(sent?.status).toBe(200);
+    expect((sent?.body.messages as unknown[]).length).toBe(messages.length);
+    const maxTokens = Number(sent?.body.max_tokens);
+    const budget = Number((sent?.body.thinking as { budget_tokens?: unknown }).budget_tokens);
+    // Lowered to what the window leaves, and the budget under it: the most it can be.
+    expect(maxTokens).toBeLessThan(12_000);
+    expect(budget).toBe(maxTokens - 1);
   });
 });
 

@@ -152,10 +152,24 @@ const errorBody = (type: string, message: string): string =>
   JSON.stringify({ type: 'error', error: { type, message } });
 
 /** Anthropic's refusal of a malformed conversation, or undefined. */
-export function findAnthropicRefusal(body: Json, perTurnControl = false): string | undefined {
+export function findAnthropicRefusal(
+  body: Json,
+  perTurnControl = false,
+  interleavedThinking = false,
+): string | undefined {
   const messages = body.messages;
   if (typeof body.model !== 'string') return 'model: Field required';
   if (!Array.isArray(messages)) return 'messages: Field required';
+  // A thinking budget: at least 1,024, and (but with interleaved thinking, where it spans a turn's
+  // answers) under max_tokens.
+  const thinking = body.thinking as Json | undefined;
+  if (thinking?.type === 'enabled') {
+    const budget = Number(thinking.budget_tokens);
+    if (!(budget >= 1_024))
+      return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+    if (!interleavedThinking && budget >= Number(body.max_tokens))
+      return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
+  }
   // Claude Sonnet 4.5 and the models after it take one of the two.
   if (
     /^claude-(?:sonnet|opus|haiku)-4-[5-9]/.test(body.model) &&
@@ -354,6 +368,7 @@ export class FakeAnthropic {
     const refusal = findAnthropicRefusal(
       path.endsWith('count_tokens') ? { max_tokens: 1, ...body } : body,
       typeof beta === 'string' && beta.includes('per-turn-control-'),
+      typeof beta === 'string' && beta.includes('interleaved-thinking-'),
     );
     if (refusal !== undefined) return send(400, errorBody('invalid_request_error', refusal));
     const inputTokens = anthropicTokens(body);

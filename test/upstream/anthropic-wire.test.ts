@@ -342,6 +342,45 @@ describe('a Messages request of the newest Claude models, written back for Anthr
   });
 });
 
+describe("a thinking budget, when the gateway lowered the client's max_tokens", () => {
+  const asked = (thinking: Record<string, unknown>, maxTokens = 20_000) =>
+    bridgeMessagesRequest(
+      {
+        model: 'claude-sonnet-4-5',
+        max_tokens: maxTokens,
+        thinking,
+        messages: [{ role: 'user', content: 'Go.' }],
+      },
+      { native: true, requireMaxTokens: true },
+    ).chatBody;
+  const sentWith = (chatBody: Record<string, unknown>, maxTokens: number) =>
+    toAnthropicRequest({ ...chatBody, max_tokens: maxTokens });
+
+  it('goes one token under the max_tokens sent, as Anthropic requires', () => {
+    expect(sentWith(asked({ type: 'enabled', budget_tokens: 12_000 }), 9_000).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 8_999,
+    });
+    // A budget already under it, and adaptive thinking, as they came.
+    expect(sentWith(asked({ type: 'enabled', budget_tokens: 4_000 }), 9_000).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 4_000,
+    });
+    expect(sentWith(asked({ type: 'adaptive' }), 9_000).thinking).toEqual({ type: 'adaptive' });
+  });
+
+  it('asks without thinking where no budget of 1,024 fits under it', () => {
+    const sent = sentWith(asked({ type: 'enabled', budget_tokens: 12_000 }), 1_024);
+    expect(sent.max_tokens).toBe(1_024);
+    expect(sent.thinking).toBeUndefined();
+  });
+
+  it('leaves a budget the client itself set over its max_tokens (interleaved thinking takes that)', () => {
+    const chatBody = asked({ type: 'enabled', budget_tokens: 63_999 }, 32_000);
+    expect(sentWith(chatBody, 32_000).thinking).toEqual({ type: 'enabled', budget_tokens: 63_999 });
+  });
+});
+
 describe('a stored bridged message, read back for every request of a session', () => {
   // Its blocks, which its text alone would not give back (the breakpoint).
   const original = [
