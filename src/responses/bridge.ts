@@ -19,6 +19,7 @@ import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
 import { GatewayError } from '../errors.js';
 import { flatText } from '../flat-string.js';
+import { sliceWhole } from '../text-slices.js';
 import {
   carriedStateOf,
   carrierOf,
@@ -58,6 +59,11 @@ export interface BridgedTool {
   custom: boolean;
   /** The client's tool search (`execution: "client"`): a call of it is a `tool_search_call`. */
   search?: boolean;
+  /**
+   * A deferred tool no search loaded yet, beside a search OpenAI runs: its definition, as the
+   * `tool_search_output` that loads it before its first call in an answer gives it (searchItemsOf).
+   */
+  loads?: Record<string, unknown>;
 }
 
 /** The chat tool names that stand for a namespaced or a custom tool; the others are the tools' own. */
@@ -483,18 +489,25 @@ type ChatTool = { type: 'function'; function: Record<string, unknown> };
 /** The chat name of the client's tool search (Codex's is named so too). */
 const toolSearchName = 'tool_search';
 
-/** A search with no parameters of its own is asked for a query, as OpenAI's hosted one is. */
+/**
+ * The parameters of a search the client runs that gives none of its own: OpenAI's built-in client schema,
+ * the paths of the deferred tools (or namespaces) to load, which the Agents SDK's runner loads.
+ */
 const toolSearchParameters = {
   type: 'object',
-  properties: { query: { type: 'string', description: 'What the tools to find are for.' } },
-  required: ['query'],
+  properties: {
+    paths: {
+      type: 'array',
+      items: { type: 'string' },
+      description: 'The names of the deferred tools, or of their namespaces, to load.',
+    },
+  },
+  required: ['paths'],
+  additionalProperties: false,
 };
 
-/**
- * What a client's tool search gave, as the model reads it in the tool message: the chat names of the tools
- * found, which join the request's tool list (toolsOf) and can be called from the next answer on.
- */
-function toolsFoundText(tools: unknown): string {
+/** The chat names of the function and custom tools of a list (a search's found tools), namespaces' members included. */
+function toolNamesIn(tools: unknown): string[] {
   const names: string[] = [];
   const collect = (list: unknown, namespace?: string): void => {
     if (!Array.isArray(list)) return;
@@ -506,6 +519,15 @@ function toolsFoundText(tools: unknown): string {
     }
   };
   collect(tools);
+  return names;
+}
+
+/**
+ * What a client's tool search gave, as the model reads it in the tool message: the chat names of the tools
+ * found, which join the request's tool list (toolsOf) and can be called from the next answer on.
+ */
+function toolsFoundText(tools: unknown): string {
+  const names = toolNamesIn(tools);
   return names.length === 0
     ? 'No tools were found.'
     : `Tools found, which can be called now: ${names.join(', ')}.`;
@@ -544,19 +566,46 @@ function customAsFunction(name: string, tool: Record<string, unknown>): ChatTool
 }
 
 /**
- * A list of Responses tools (`tools`, or an `additional_tools` item's) as chat tools, added to `kept`:
+ * How a request's deferred tools (`defer_loading`: tool search) reach a chat model, which has no tool
+ * search of its own. Beside a search the client runs, a deferred tool is held back until a search in the
+ * input loaded it, as OpenAI does (the Agents SDK refuses a call of one not loaded); the search's
+ * description names those held back, as the paths it can load. Beside a search OpenAI runs, which the
+ * gateway cannot, every deferred tool is given, and the first call of one no search loaded yet is
+ * answered after the `tool_search_call` and `tool_search_output` that load it (searchItemsOf).
+ */
+interface Deferral {
+  search: 'client' | 'hosted' | undefined;
+  /** The chat names of the tools the input's searches loaded. */
+  loaded: ReadonlySet<string>;
+  /** Beside the client's search: the deferred tools held back, as `path: description` lines. */
+  held: string[];
+}
+
+/** What addTools adds to: the chat tools, what their names stand for, and what it dropped. */
+interface ToolLists {
+  drops: Drops;
+  kept: ChatTool[];
+  names: Map<string, BridgedTool>;
+  deferral: Deferral;
+}
+
+/** The most characters of a held-back tool's description the search's description quotes. */
+const heldDescriptionChars = 160;
+
+/**
+ * A list of Responses tools (`tools`, or an `additional_tools` item's) as chat tools, added to `lists`:
  * function tools as they are, custom tools as functions (customAsFunction), the function and custom
- * tools of a namespace under `<namespace>__<name>` (noted in `names`, with custom tools); tools the
- * upstream cannot run (built-in ones) dropped.
+ * tools of a namespace under `<namespace>__<name>` (noted in `names`, with custom tools), the client's
+ * tool search as a function, deferred tools as `Deferral` says; tools the upstream cannot run (built-in
+ * ones) dropped.
  */
 function addTools(
   tools: unknown,
   param: string,
-  drops: Drops,
-  kept: ChatTool[],
-  names: Map<string, BridgedTool>,
-  namespace?: string,
+  lists: ToolLists,
+  namespace?: Record<string, unknown> & { name: string },
 ): void {
+  const { drops, kept, names, deferral } = lists;
   if (!Array.isArray(tools)) refuse(param, `Invalid '${param}': expected an array.`);
   tools.forEach((tool: unknown, index) => {
     const at = `${param}[${index}]`;
@@ -568,7 +617,7 @@ function addTools(
       typeof tool.name === 'string' &&
       tool.name !== ''
     ) {
-      addTools(tool.tools ?? [], `${at}.tools`, drops, kept, names, tool.name);
+      addTools(tool.tools ?? [], `${at}.tools`, lists, tool as Record<string, unknown> & { name: string });
       return;
     }
     if (
@@ -594,12 +643,27 @@ function addTools(
     }
     if (typeof tool.name !== 'string' || tool.name === '')
       refuse(`${at}.name`, `Missing required parameter: '${at}.name'.`);
-    const name = chatToolName(namespace, tool.name);
-    if (namespace !== undefined || kind === 'custom')
+    const name = chatToolName(namespace?.name, tool.name);
+    const deferred =
+      (tool.defer_loading === true || namespace?.defer_loading === true) && !deferral.loaded.has(name);
+    if (deferred && deferral.search === 'client') {
+      const path = namespace === undefined ? tool.name : `${namespace.name}.${tool.name}`;
+      const description = typeof tool.description === 'string' ? tool.description : '';
+      deferral.held.push(`${path}: ${sliceWhole(description.split('\n')[0] ?? '', 0, heldDescriptionChars)}`);
+      return;
+    }
+    const loads =
+      deferred && deferral.search === 'hosted'
+        ? namespace === undefined
+          ? tool
+          : Object.assign(pick(namespace, ['type', 'name', 'description']), { tools: [tool] })
+        : undefined;
+    if (namespace !== undefined || kind === 'custom' || loads !== undefined)
       names.set(name, {
         name: tool.name,
-        ...(namespace === undefined ? {} : { namespace }),
+        ...(namespace === undefined ? {} : { namespace: namespace.name }),
         custom: kind === 'custom',
+        ...(loads === undefined ? {} : { loads }),
       });
     if (kind === 'custom') {
       kept.push(customAsFunction(name, tool));
@@ -617,33 +681,67 @@ function addTools(
   });
 }
 
+/** The request's tool search, by the first `tool_search` tool in `tools` or an `additional_tools` item. */
+function searchOf(tools: unknown, input: unknown): Deferral['search'] {
+  const lists = [
+    tools,
+    ...(Array.isArray(input) ? input : []).map((item: unknown) =>
+      isRecord(item) && item.type === 'additional_tools' ? item.tools : undefined,
+    ),
+  ];
+  for (const list of lists)
+    for (const tool of Array.isArray(list) ? list : [])
+      if (isRecord(tool) && tool.type === 'tool_search')
+        return tool.execution === 'client' ? 'client' : 'hosted';
+  return undefined;
+}
+
 /**
  * The chat tools of `tools`, of the input's `additional_tools` items and of the tools its client-run
- * searches found (`tool_search_output`, each tool once: two searches may find the same), in their order.
+ * searches found (`tool_search_output`, each tool once: two searches may find the same), in their order;
+ * deferred tools as `Deferral` says.
  */
 function toolsOf(
   tools: unknown,
   input: unknown,
   drops: Drops,
 ): { tools: ChatTool[] | undefined; names: Map<string, BridgedTool>; fromInput: boolean } {
-  const names = new Map<string, BridgedTool>();
-  const kept: ChatTool[] = [];
-  if (tools !== undefined && tools !== null) addTools(tools, 'tools', drops, kept, names);
+  const loaded = new Set<string>();
+  if (Array.isArray(input))
+    for (const item of input)
+      if (isRecord(item) && item.type === 'tool_search_output')
+        for (const name of toolNamesIn(item.tools)) loaded.add(name);
+  const lists: ToolLists = {
+    drops,
+    kept: [],
+    names: new Map(),
+    deferral: { search: searchOf(tools, input), loaded, held: [] },
+  };
+  const { kept, names } = lists;
+  if (tools !== undefined && tools !== null) addTools(tools, 'tools', lists);
   let fromInput = false;
   if (Array.isArray(input))
     input.forEach((item: unknown, index) => {
       if (!isRecord(item)) return;
       if (item.type === 'additional_tools') {
         fromInput = true;
-        addTools(item.tools ?? [], `input[${index}].tools`, drops, kept, names);
+        addTools(item.tools ?? [], `input[${index}].tools`, lists);
       } else if (item.type === 'tool_search_output' && isClientSearch(item)) {
         fromInput = true;
         const found: ChatTool[] = [];
-        addTools(item.tools ?? [], `input[${index}].tools`, drops, found, names);
+        addTools(item.tools ?? [], `input[${index}].tools`, Object.assign({}, lists, { kept: found }));
         const known = new Set(kept.map((tool) => tool.function.name));
         for (const tool of found) if (!known.has(tool.function.name)) kept.push(tool);
       }
     });
+  // The tools held back, named in the search's description: what it can load.
+  const search = kept.find(
+    (tool) => tool.function.name === toolSearchName && names.get(toolSearchName)?.search,
+  );
+  if (search !== undefined && lists.deferral.held.length > 0) {
+    const own = typeof search.function.description === 'string' ? `${search.function.description}\n\n` : '';
+    search.function.description = `${own}Deferred tools it can load (path: description):\n${lists.deferral.held.join('\n')}`;
+  }
   return {
     tools: tools === undefined || tools === null ? (fromInput ? kept : undefined) : kept,
     names,
@@ -1075,6 +1173,21 @@ export function callItemOf(
   };
 }
 
+/**
+ * What OpenAI's tool search gives before the first call of a deferred tool it loaded: its call (the tool's
+ * path) and its output (the tool's definition, in its namespace), both run by the server. Beside a
+ * search OpenAI runs, a chat model is given every deferred tool; a client that keeps track of what was
+ * loaded (the Agents SDK refuses a call of a deferred tool no search loaded) reads these.
+ */
+export function searchItemsOf(tool: BridgedTool): InputItem[] {
+  const path = tool.namespace === undefined ? tool.name : `${tool.namespace}.${tool.name}`;
+  const fields = { status: 'completed', call_id: null, execution: 'server' };
+  return [
+    Object.assign({ id: newId('tsc'), type: 'tool_search_call' }, fields, { arguments: { paths: [path] } }),
+    Object.assign({ id: newId('tso'), type: 'tool_search_output' }, fields, { tools: [tool.loads] }),
+  ];
+}
+
 /** The arguments of a tool search's call as the object they are (a query alone when not JSON). */
 function searchArguments(args: string): Record<string, unknown> {
   try {
@@ -1219,11 +1332,18 @@ export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?
       role: 'assistant',
       content: [{ type: 'output_text', text, annotations: [] }],
     });
+  // Deferred tools loaded in this answer (BridgedTool.loads): once each.
+  const loading = new Set<string>();
   for (const call of (reply?.tool_calls as Array<Record<string, unknown>> | undefined) ?? []) {
     const fn = call.function as { name?: unknown; arguments?: unknown } | undefined;
     const name = typeof fn?.name === 'string' ? fn.name : '';
     const args = typeof fn?.arguments === 'string' ? fn.arguments : '';
-    items.push(callItemOf(newId(callIdPrefix(tools?.get(name))), call.id, name, args, 'completed', tools));
+    const tool = tools?.get(name);
+    if (tool?.loads !== undefined && !loading.has(name)) {
+      loading.add(name);
+      items.push(...searchItemsOf(tool));
+    }
+    items.push(callItemOf(newId(callIdPrefix(tool)), call.id, name, args, 'completed', tools));
   }
   return items;
 }

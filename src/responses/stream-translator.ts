@@ -23,6 +23,7 @@ import {
   newId,
   reasoningItemOf,
   responseObject,
+  searchItemsOf,
   usageOf,
   type InputItem,
   type ResponseMeta,
@@ -64,6 +65,13 @@ interface CallItem {
   extra?: unknown;
 }
 
+/** An item given whole as soon as it is known: a search that loads a deferred tool (bridge.ts searchItemsOf). */
+interface WholeItem {
+  kind: 'whole';
+  index: number;
+  item: InputItem;
+}
+
 /** The reasoning item that carries what the provider gave to be sent back (bridge.ts carrierItemOf). */
 interface CarrierItem {
   kind: 'carrier';
@@ -85,7 +93,7 @@ export class ResponsesStreamTranslator {
   private readonly utf8 = new StringDecoder('utf8');
   private readonly sse = new SseDecoder();
   private sequence = 0;
-  private readonly items: Array<TextItem | CallItem | ReasoningItem | CarrierItem> = [];
+  private readonly items: Array<TextItem | CallItem | ReasoningItem | CarrierItem | WholeItem> = [];
   private text: TextItem | undefined;
   private reasoning: ReasoningItem | undefined;
   /** The name the provider gives its reasoning: the stored reply keeps it, for the chain's next request. */
@@ -228,9 +236,14 @@ export class ResponsesStreamTranslator {
     // A call's extras come with its first delta: the item that carries them opens before the call's.
     if (call.extra_content !== undefined) out += this.openCarrier();
     if (item === undefined) {
-      const index = this.items.length;
       const name = typeof fn.name === 'string' ? fn.name : '';
       const tool = this.meta.tools?.get(name);
+      if (
+        tool?.loads !== undefined &&
+        !this.items.some((other) => other.kind === 'call' && other.name === name)
+      )
+        for (const whole of searchItemsOf(tool)) out += this.wholeItem(whole);
+      const index = this.items.length;
       const id = newId(callIdPrefix(tool));
       item = {
         kind: 'call',
@@ -259,6 +272,16 @@ export class ResponsesStreamTranslator {
     return out;
   }
 
+  /** An item given whole: added and done at once. */
+  private wholeItem(item: InputItem): string {
+    const index = this.items.length;
+    this.items.push({ kind: 'whole', index, item });
+    return (
+      this.event('response.output_item.added', { output_index: index, item }) +
+      this.event('response.output_item.done', { output_index: index, item })
+    );
+  }
+
   /** Opens the item that carries what the provider gave to be sent back, once. */
   private openCarrier(): string {
     if (this.carrier !== undefined) return '';
@@ -281,22 +304,24 @@ export class ResponsesStreamTranslator {
   /** What was produced, as Response output items. */
   output(): InputItem[] {
     return this.items.map((item) =>
-      item.kind === 'call'
-        ? this.callObject(item, 'completed')
-        : item.kind === 'reasoning'
-          ? reasoningItemOf(item.id, joined(item.text))
-          : item.kind === 'carrier'
-            ? (carrierItemOf(item.id, {
-                tool_calls: this.toolCalls(),
-                reasoning_details: this.details(),
-              }) as InputItem)
-            : {
-                id: item.id,
-                type: 'message',
-                status: 'completed',
-                role: 'assistant',
-                content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
-              },
+      item.kind === 'whole'
+        ? item.item
+        : item.kind === 'call'
+          ? this.callObject(item, 'completed')
+          : item.kind === 'reasoning'
+            ? reasoningItemOf(item.id, joined(item.text))
+            : item.kind === 'carrier'
+              ? (carrierItemOf(item.id, {
+                  tool_calls: this.toolCalls(),
+                  reasoning_details: this.details(),
+                }) as InputItem)
+              : {
+                  id: item.id,
+                  type: 'message',
+                  status: 'completed',
+                  role: 'assistant',
+                  content: [{ type: 'output_text', text: joined(item.text), annotations: [] }],
+                },
     );
   }
 
@@ -353,6 +378,7 @@ export class ResponsesStreamTranslator {
     const output = this.output();
     let out = '';
     for (const item of this.items) {
+      if (item.kind === 'whole') continue;
       if (item.kind === 'carrier') {
         // Nothing streamed: its content is whole only now.
       } else if (item.kind === 'reasoning') {

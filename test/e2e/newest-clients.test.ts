@@ -45,9 +45,13 @@ const textOf = (message: ChatMessage | undefined): string => contentText(message
  * until it sees it made 29 calls (its calls in the prompt, plus those a notice says were removed), then
  * answers; the Agents SDK's turns read the page the last user message asks for, then say so.
  */
-function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
+function respond(
+  messages: ReadonlyArray<ChatMessage>,
+  body?: Record<string, unknown>,
+): Behaviour | undefined {
   const users = messages.filter((message) => message.role === 'user').map(textOf);
   const lastUser = users.at(-1) ?? '';
+  if (lastUser === lookupTask) return lookUp(messages, body);
   const codeTurn = /^Turn (\d): name a code word\.$/.exec(lastUser);
   if (codeTurn !== null)
     return { content: ['Larkspur.', 'Juniper.', 'Larkspur and Juniper.'][Number(codeTurn[1]) - 1] ?? '' };
@@ -103,6 +107,27 @@ function respond(messages: ReadonlyArray<ChatMessage>): Behaviour | undefined {
     };
   }
   return undefined;
+}
+
+/** A task for a tool of a deferred catalog (the Agents SDK's tool search). */
+const lookupTask = 'Look up record X1 of kind 7.';
+
+/**
+ * The model given the lookup task: it calls the tool for kind 7 when it is among its tools, else loads it
+ * with the tool search whose description names it, and answers with what the tool returned.
+ */
+function lookUp(messages: ReadonlyArray<ChatMessage>, body: Record<string, unknown> | undefined): Behaviour {
+  const result = messages.map(textOf).find((text) => text.includes('ACME-'));
+  if (messages.at(-1)?.role === 'tool' && result !== undefined) return { content: `Found ${result}.` };
+  const tools = ((body?.tools ?? []) as Array<{ function: { name: string; description?: string } }>).map(
+    (tool) => tool.function,
+  );
+  if (tools.some((tool) => tool.name === 'lookup_7'))
+    return { toolCalls: [{ id: 'call_lookup', name: 'lookup_7', arguments: '{"id":"X1"}' }] };
+  const search = tools.find((tool) => tool.name === 'tool_search');
+  if (search?.description?.includes('lookup_7: ') === true)
+    return { toolCalls: [{ id: 'call_search', name: 'tool_search', arguments: '{"paths":["lookup_7"]}' }] };
+  return { content: 'I have no tool for that.' };
 }
 
 let fake: FakeUpstream;
@@ -320,6 +345,38 @@ describe('the Agents SDK over 25 turns', () => {
       api === 'responses' ? '/v1/responses' : '/v1/chat/completions',
     );
   });
+});
+
+// The Agents SDK refuses a call of a deferred tool no search loaded ("Model produced deferred function
+// call lookup_7 before it was loaded via tool_search"): the model, shown every tool, called it at once,
+// and the run failed — with OpenAI's search (dropped) and with its own (whose loader reads `paths`).
+describe("the Agents SDK's tool search over a catalog of deferred tools", () => {
+  it.each(['server', 'client'])(
+    'loads the tool the model needs, run by %s, and the run answers',
+    async (execution) => {
+      const from = fake.chatRequests.length;
+      const result = await runDriver<Failure & { answer: string; items: string[] }>(
+        'agents-tool-search.mjs',
+        {
+          baseURL: harness.baseUrl,
+          model,
+          execution,
+        },
+      );
+      expect(result.error).toBeUndefined();
+      expect(result.answer).toBe('Found record X1 of kind 7: ACME-X1-7.');
+      expect(result.items.slice(0, 3)).toEqual([
+        'tool_search_call_item',
+        'tool_search_output_item',
+        'tool_call_item',
+      ]);
+      const first = fake.chatRequests[from]?.body as { tools: Array<{ function: { name: string } }> };
+      const names = first.tools.map((tool) => tool.function.name);
+      // Run by the SDK: the catalog held back until loaded, named in the search; by OpenAI: every tool given.
+      if (execution === 'client') expect(names).toEqual(['tool_search']);
+      else expect(names).toHaveLength(12);
+    },
+  );
 });
 
 describe('the Agents SDK with a tool that returns a picture', () => {

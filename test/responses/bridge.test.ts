@@ -648,6 +648,103 @@ describe("bridgeRequest: a tool search the client runs (Codex's, for its MCP ser
   });
 });
 
+/** A catalog tool the Agents SDK defers (`deferLoading`), as it sends it. */
+const deferredTool = (kind: number) => ({
+  type: 'function',
+  name: `lookup_${kind}`,
+  description: `Looks up a record of kind ${kind}.\nBy its id.`,
+  parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+  strict: true,
+  defer_loading: true,
+});
+
+/** The Agents SDK's request: its tool search, a tool it does not defer, and a catalog it does. */
+const catalogRequest = (search: Record<string, unknown>, input: unknown[] = []) => ({
+  model: 'gpt-5.5',
+  tools: [
+    search,
+    execCommand,
+    deferredTool(1),
+    { type: 'namespace', name: 'crm', description: 'CRM tools.', tools: [deferredTool(2)] },
+  ],
+  input: [{ role: 'user', content: 'Look up record X1 of kind 2.' }, ...input],
+});
+
+describe('bridgeRequest: deferred tools (defer_loading), as the Agents SDK sends them', () => {
+  const names = (bridged: ReturnType<typeof bridgeRequest>) =>
+    (bridged.chatFields.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
+
+  it("holds a deferred tool back from the model beside the client's search, naming it in the search, until a search loads it", () => {
+    const bridged = bridgeRequest(catalogRequest({ type: 'tool_search', execution: 'client' }), drop);
+    expect(names(bridged)).toEqual(['tool_search', 'exec_command']);
+    const search = (bridged.chatFields.tools as Array<{ function: Record<string, unknown> }>)[0]?.function;
+    // OpenAI's built-in schema, which the Agents SDK's loader reads: the paths to load.
+    expect(search?.parameters).toMatchObject({ required: ['paths'] });
+    expect(search?.description).toBe(
+      'Deferred tools it can load (path: description):\nlookup_1: Looks up a record of kind 1.\ncrm.lookup_2: Looks up a record of kind 2.',
+    );
+    const loaded = bridgeRequest(
+      catalogRequest({ type: 'tool_search', execution: 'client' }, [
+        { type: 'tool_search_call', call_id: 'ts_1', execution: 'client', arguments: { paths: ['crm'] } },
+        {
+          type: 'tool_search_output',
+          call_id: 'ts_1',
+          execution: 'client',
+          tools: [{ type: 'namespace', name: 'crm', description: 'CRM tools.', tools: [deferredTool(2)] }],
+        },
+      ]),
+      drop,
+    );
+    expect(names(loaded)).toEqual(['tool_search', 'exec_command', 'crm__lookup_2']);
+    expect(
+      (loaded.chatFields.tools as Array<{ function: Record<string, unknown> }>)[0]?.function.description,
+    ).toBe('Deferred tools it can load (path: description):\nlookup_1: Looks up a record of kind 1.');
+  });
+
+  it("gives every deferred tool beside OpenAI's search, and answers a first call of one after the search items that load it", () => {
+    const bridged = bridgeRequest(catalogRequest({ type: 'tool_search' }), drop);
+    expect(bridged.dropped).toEqual(['tools[0] (tool_search)']);
+    expect(names(bridged)).toEqual(['exec_command', 'lookup_1', 'crm__lookup_2']);
+    const call = (id: string, name: string) => ({
+      id,
+      type: 'function',
+      function: { name, arguments: '{"id":"X1"}' },
+    });
+    const output = outputItemsOf(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [call('c1', 'crm__lookup_2'), call('c2', 'crm__lookup_2'), call('c3', 'exec_command')],
+      },
+      bridged.toolNames,
+    );
+    const server = { status: 'completed', call_id: null, execution: 'server' };
+    expect(output).toEqual([
+      {
+        id: expect.stringMatching(/^tsc_/),
+        type: 'tool_search_call',
+        ...server,
+        arguments: { paths: ['crm.lookup_2'] },
+      },
+      {
+        id: expect.stringMatching(/^tso_/),
+        type: 'tool_search_output',
+        ...server,
+        tools: [{ type: 'namespace', name: 'crm', description: 'CRM tools.', tools: [deferredTool(2)] }],
+      },
+      expect.objectContaining({ type: 'function_call', call_id: 'c1', namespace: 'crm', name: 'lookup_2' }),
+      // Loaded once in an answer; a tool not deferred needs no search.
+      expect.objectContaining({ type: 'function_call', call_id: 'c2' }),
+      expect.objectContaining({ type: 'function_call', call_id: 'c3', name: 'exec_command' }),
+    ]);
+    // Sent back, the search items load it: its next call has none before it.
+    const later = bridgeRequest(catalogRequest({ type: 'tool_search' }, output.slice(0, 2)), drop);
+    expect(later.toolNames.get('crm__lookup_2')?.loads).toBeUndefined();
+    expect(later.toolNames.get('lookup_1')?.loads).toEqual(deferredTool(1));
+    expect(later.messages).toHaveLength(1);
+  });
+});
+
 describe('bridgeRequest: namespaces, custom tools and tools given in the input (Codex on GPT-6)', () => {
   it("bridges the tools of an additional_tools item, a namespace's under <namespace>__<name>, a custom tool as a function of its input", () => {
     const bridged = bridgeRequest(codexLiteRequest, drop);

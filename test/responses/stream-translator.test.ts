@@ -386,6 +386,46 @@ describe('a chat stream as Responses events', () => {
     });
   });
 
+  it('gives the search items that load a deferred tool, whole, before its first call', () => {
+    const definition = { type: 'function', name: 'lookup_1', defer_loading: true };
+    const tools = new Map([['lookup_1', { name: 'lookup_1', custom: false, loads: definition }]]);
+    const translator = new ResponsesStreamTranslator({ ...meta, tools });
+    const call = (index: number, fields: Record<string, unknown>) =>
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] } }] })}\n\n`;
+    let text = translator.start();
+    text += translator.push(call(0, { id: 'c1', function: { name: 'lookup_1', arguments: '{"id":"X1"}' } }));
+    text += translator.push(call(1, { id: 'c2', function: { name: 'lookup_1', arguments: '{"id":"X2"}' } }));
+    text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
+    const { events: closing, response } = translator.finish();
+    const events = eventsWrittenAsJson(text + closing);
+    expect(events.map((event) => `${String(event.type)} ${String(event.output_index ?? '')}`)).toEqual([
+      'response.created ',
+      'response.in_progress ',
+      'response.output_item.added 0',
+      'response.output_item.done 0',
+      'response.output_item.added 1',
+      'response.output_item.done 1',
+      'response.output_item.added 2',
+      'response.function_call_arguments.delta 2',
+      'response.output_item.added 3',
+      'response.function_call_arguments.delta 3',
+      'response.function_call_arguments.done 2',
+      'response.output_item.done 2',
+      'response.function_call_arguments.done 3',
+      'response.output_item.done 3',
+      'response.completed ',
+    ]);
+    expect((response.output as Array<Record<string, unknown>>).map((item) => item.type)).toEqual([
+      'tool_search_call',
+      'tool_search_output',
+      'function_call',
+      'function_call',
+    ]);
+    expect((response.output as Array<Record<string, unknown>>)[1]).toMatchObject({ tools: [definition] });
+    // The stored reply is the model's: its two calls.
+    expect((translator.reply().tool_calls as unknown[]).length).toBe(2);
+  });
+
   it('fails the response on an error event', () => {
     const translator = new ResponsesStreamTranslator(meta);
     translator.start();
