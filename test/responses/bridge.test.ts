@@ -57,6 +57,18 @@ const codexFirstRequest = {
   client_metadata: { 'x-codex-installation-id': 'abc' },
 };
 
+/** The names of a bridged request's chat tools, in order. */
+const chatToolNames = (bridged: ReturnType<typeof bridgeRequest>): string[] =>
+  ((bridged.chatFields.tools ?? []) as Array<{ function: { name: string } }>).map(
+    (tool) => tool.function.name,
+  );
+
+/** A bridged request is a chat request the gateway's own check accepts. */
+const expectChatRequest = (bridged: ReturnType<typeof bridgeRequest>): void =>
+  expect(() =>
+    parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
+  ).not.toThrow();
+
 function refusal(run: () => unknown): { param: unknown; message: string } {
   try {
     run();
@@ -522,9 +534,7 @@ describe("bridgeRequest: a tool search the client runs (Codex's, for its MCP ser
         content: 'Tools found, which can be called now: mcp__inv__lookup_7, mcp__inv__lookup_37.',
       },
     ]);
-    expect(() =>
-      parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
-    ).not.toThrow();
+    expectChatRequest(bridged);
   });
 
   it('gives each tool once when two searches found it, and says so when a search found none', () => {
@@ -545,10 +555,7 @@ describe("bridgeRequest: a tool search the client runs (Codex's, for its MCP ser
       },
       drop,
     );
-    const names = (bridged.chatFields.tools as Array<{ function: { name: string } }>).map(
-      (tool) => tool.function.name,
-    );
-    expect(names).toEqual([
+    expect(chatToolNames(bridged)).toEqual([
       'exec_command',
       'tool_search',
       'mcp__inv__lookup_7',
@@ -560,9 +567,7 @@ describe("bridgeRequest: a tool search the client runs (Codex's, for its MCP ser
       tool_call_id: 'call_ts3',
       content: 'No tools were found.',
     });
-    expect(() =>
-      parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
-    ).not.toThrow();
+    expectChatRequest(bridged);
   });
 
   it("answers the model's call of the search as a tool_search_call, and of a found tool as a function_call in its namespace", () => {
@@ -671,12 +676,9 @@ const catalogRequest = (search: Record<string, unknown>, input: unknown[] = []) 
 });
 
 describe('bridgeRequest: deferred tools (defer_loading), as the Agents SDK sends them', () => {
-  const names = (bridged: ReturnType<typeof bridgeRequest>) =>
-    (bridged.chatFields.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
-
   it("holds a deferred tool back from the model beside the client's search, naming it in the search, until a search loads it", () => {
     const bridged = bridgeRequest(catalogRequest({ type: 'tool_search', execution: 'client' }), drop);
-    expect(names(bridged)).toEqual(['tool_search', 'exec_command']);
+    expect(chatToolNames(bridged)).toEqual(['tool_search', 'exec_command']);
     const search = (bridged.chatFields.tools as Array<{ function: Record<string, unknown> }>)[0]?.function;
     // OpenAI's built-in schema, which the Agents SDK's loader reads: the paths to load.
     expect(search?.parameters).toMatchObject({ required: ['paths'] });
@@ -695,7 +697,7 @@ describe('bridgeRequest: deferred tools (defer_loading), as the Agents SDK sends
       ]),
       drop,
     );
-    expect(names(loaded)).toEqual(['tool_search', 'exec_command', 'crm__lookup_2']);
+    expect(chatToolNames(loaded)).toEqual(['tool_search', 'exec_command', 'crm__lookup_2']);
     expect(
       (loaded.chatFields.tools as Array<{ function: Record<string, unknown> }>)[0]?.function.description,
     ).toBe('Deferred tools it can load (path: description):\nlookup_1: Looks up a record of kind 1.');
@@ -704,7 +706,7 @@ describe('bridgeRequest: deferred tools (defer_loading), as the Agents SDK sends
   it("gives every deferred tool beside OpenAI's search, and answers a first call of one after the search items that load it", () => {
     const bridged = bridgeRequest(catalogRequest({ type: 'tool_search' }), drop);
     expect(bridged.dropped).toEqual(['tools[0] (tool_search)']);
-    expect(names(bridged)).toEqual(['exec_command', 'lookup_1', 'crm__lookup_2']);
+    expect(chatToolNames(bridged)).toEqual(['exec_command', 'lookup_1', 'crm__lookup_2']);
     const call = (id: string, name: string) => ({
       id,
       type: 'function',
@@ -804,9 +806,7 @@ describe('bridgeRequest: namespaces, custom tools and tools given in the input (
       { role: 'user', content: [{ type: 'text', text: 'Write the note.' }] },
     ]);
     // A chat request the gateway's own check accepts.
-    expect(() =>
-      parseChatCompletionRequest({ ...bridged.chatFields, messages: bridged.messages }),
-    ).not.toThrow();
+    expectChatRequest(bridged);
   });
 
   it('replays calls of namespaced and custom tools as the chat calls the model made, and their outputs as tool messages', () => {

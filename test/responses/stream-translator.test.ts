@@ -3,7 +3,13 @@
 // response with usage; an error event fails the response. A response made whole (a compaction) as the
 // events of its items, all at once.
 import { describe, expect, it } from 'vitest';
-import { bridgeRequest, compactionItemOf, responseObject, usageOf } from '../../src/responses/bridge.js';
+import {
+  bridgeRequest,
+  compactionItemOf,
+  responseObject,
+  usageOf,
+  type ResponseMeta,
+} from '../../src/responses/bridge.js';
 import { ResponsesStreamTranslator, wholeResponseEvents } from '../../src/responses/stream-translator.js';
 import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
 
@@ -34,6 +40,25 @@ function translate(size: number) {
   for (let at = 0; at < wire.length; at += size) out += translator.push(wire.subarray(at, at + size));
   const { events, response } = translator.finish();
   return { events: sseEventData(out + events), response, reply: translator.reply() };
+}
+
+/**
+ * A chat stream of tool call deltas (each `[index, fields]`), ending in tool_calls, through a translator
+ * that knows `tools`: its events as JSON, its response and the translator.
+ */
+function streamCalls(
+  tools: NonNullable<ResponseMeta['tools']>,
+  deltas: Array<[number, Record<string, unknown>]>,
+) {
+  const translator = new ResponsesStreamTranslator({ ...meta, tools });
+  let text = translator.start();
+  for (const [index, fields] of deltas)
+    text += translator.push(
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] } }] })}\n\n`,
+    );
+  text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
+  const { events: closing, response } = translator.finish();
+  return { events: eventsWrittenAsJson(text + closing), response, translator };
 }
 
 describe('a chat stream as Responses events', () => {
@@ -280,20 +305,11 @@ describe('a chat stream as Responses events', () => {
       ['functions__exec', { name: 'exec', namespace: 'functions', custom: true }],
       ['collaboration__spawn_agent', { name: 'spawn_agent', namespace: 'collaboration', custom: false }],
     ]);
-    const translator = new ResponsesStreamTranslator({ ...meta, tools });
-    const call = (index: number, fields: Record<string, unknown>) =>
-      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] } }] })}\n\n`;
-    let text = translator.start();
-    text += translator.push(
-      call(0, { id: 'c1', function: { name: 'functions__exec', arguments: '{"input":"tex' } }),
-    );
-    text += translator.push(call(0, { function: { arguments: 't(\\"hi\\")"}' } }));
-    text += translator.push(
-      call(1, { id: 'c2', function: { name: 'collaboration__spawn_agent', arguments: '{}' } }),
-    );
-    text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
-    const { events: closing, response } = translator.finish();
-    const events = eventsWrittenAsJson(text + closing);
+    const { events, response, translator } = streamCalls(tools, [
+      [0, { id: 'c1', function: { name: 'functions__exec', arguments: '{"input":"tex' } }],
+      [0, { function: { arguments: 't(\\"hi\\")"}' } }],
+      [1, { id: 'c2', function: { name: 'collaboration__spawn_agent', arguments: '{}' } }],
+    ]);
     expect(events.map((event) => `${String(event.type)} ${String(event.output_index ?? '')}`)).toEqual([
       'response.created ',
       'response.in_progress ',
@@ -346,17 +362,10 @@ describe('a chat stream as Responses events', () => {
 
   it("turns a call of the client's tool search into a tool_search_call whose arguments come whole when it is done", () => {
     const tools = new Map([['tool_search', { name: 'tool_search', custom: false, search: true }]]);
-    const translator = new ResponsesStreamTranslator({ ...meta, tools });
-    const call = (fields: Record<string, unknown>) =>
-      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, ...fields }] } }] })}\n\n`;
-    let text = translator.start();
-    text += translator.push(
-      call({ id: 'c1', function: { name: 'tool_search', arguments: '{"query":"inv' } }),
-    );
-    text += translator.push(call({ function: { arguments: 'entory","limit":3}' } }));
-    text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
-    const { events: closing, response } = translator.finish();
-    const events = eventsWrittenAsJson(text + closing);
+    const { events, response, translator } = streamCalls(tools, [
+      [0, { id: 'c1', function: { name: 'tool_search', arguments: '{"query":"inv' } }],
+      [0, { function: { arguments: 'entory","limit":3}' } }],
+    ]);
     // No argument deltas: Codex reads a search's arguments, an object, from the item when it is done.
     expect(events.map((event) => String(event.type))).toEqual([
       'response.created',
@@ -389,15 +398,10 @@ describe('a chat stream as Responses events', () => {
   it('gives the search items that load a deferred tool, whole, before its first call', () => {
     const definition = { type: 'function', name: 'lookup_1', defer_loading: true };
     const tools = new Map([['lookup_1', { name: 'lookup_1', custom: false, loads: definition }]]);
-    const translator = new ResponsesStreamTranslator({ ...meta, tools });
-    const call = (index: number, fields: Record<string, unknown>) =>
-      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...fields }] } }] })}\n\n`;
-    let text = translator.start();
-    text += translator.push(call(0, { id: 'c1', function: { name: 'lookup_1', arguments: '{"id":"X1"}' } }));
-    text += translator.push(call(1, { id: 'c2', function: { name: 'lookup_1', arguments: '{"id":"X2"}' } }));
-    text += translator.push('data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n');
-    const { events: closing, response } = translator.finish();
-    const events = eventsWrittenAsJson(text + closing);
+    const { events, response, translator } = streamCalls(tools, [
+      [0, { id: 'c1', function: { name: 'lookup_1', arguments: '{"id":"X1"}' } }],
+      [1, { id: 'c2', function: { name: 'lookup_1', arguments: '{"id":"X2"}' } }],
+    ]);
     expect(events.map((event) => `${String(event.type)} ${String(event.output_index ?? '')}`)).toEqual([
       'response.created ',
       'response.in_progress ',
