@@ -62,6 +62,16 @@ function isBlankText(block: Json): boolean {
 }
 
 /** A text or image block as a chat content part; undefined for what chat cannot carry. */
+/** The text of a content that is a string or blocks: its text blocks' text, a line each. */
+function blocksText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .filter((block: unknown) => isObject(block) && block.type === 'text' && typeof block.text === 'string')
+    .map((block: Json) => block.text as string)
+    .join('\n');
+}
+
 function partOf(block: Json): Json | undefined {
   if (block.type === 'text') return { type: 'text', text: block.text };
   if (block.type === 'image' && isObject(block.source)) {
@@ -76,6 +86,22 @@ function partOf(block: Json): Json | undefined {
   }
   if (block.type === 'document' && isObject(block.source) && block.source.type === 'text')
     return { type: 'text', text: String(block.source.data ?? '') };
+  // Text a client gives with its origin, for citations: a search result (RAG), a document of content
+  // blocks — its title (and source) first, then its text blocks' text.
+  if (
+    block.type === 'search_result' ||
+    (block.type === 'document' && isObject(block.source) && block.source.type === 'content')
+  ) {
+    const content = block.type === 'search_result' ? block.content : (block.source as Json).content;
+    const heading =
+      typeof block.title === 'string' && block.title !== ''
+        ? typeof block.source === 'string'
+          ? `${block.title} (${block.source})`
+          : block.title
+        : undefined;
+    const texts = blocksText(content);
+    return { type: 'text', text: heading === undefined ? texts : `${heading}\n${texts}` };
+  }
   // A PDF (Claude Code's @file of one) as OpenAI's file part: its data URL and a name, which OpenAI
   // requires beside the data.
   if (
@@ -96,9 +122,9 @@ function partOf(block: Json): Json | undefined {
 }
 
 /**
- * A tool result's content as a tool message's: a string as it is, text blocks as their text (another
- * block named by its type, a tool search's `tool_reference` as the tool it found, which the model is given
- * among its tools); with an image among them (Claude Code's Read of a PNG, a screenshot tool),
+ * A tool result's content as a tool message's: a string as it is, text blocks as their text, search
+ * results as theirs (partOf; another block named by its type, a tool search's `tool_reference` as the tool
+ * it found, which the model is given among its tools); with an image among them (Claude Code's Read of a PNG, a screenshot tool),
  * as parts — its texts and its images — which go to a Chat Completions provider as tool-media.ts sends
  * them. An error's text starts with "Error: ".
  */
@@ -107,7 +133,10 @@ function toolResultContent(content: unknown, isError: boolean): string | Json[] 
   const parts = blocks.map((block: unknown): Json => {
     const record = block as Json | null;
     // An image, or a PDF (Claude Code's Read of one gives its text line, then the document).
-    const part = record?.type === 'image' || record?.type === 'document' ? partOf(record) : undefined;
+    const part =
+      record?.type === 'image' || record?.type === 'document' || record?.type === 'search_result'
+        ? partOf(record)
+        : undefined;
     if (part !== undefined) return part;
     return {
       type: 'text',

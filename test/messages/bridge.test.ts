@@ -751,3 +751,55 @@ describe('tool search (deferred tools, tool_reference)', () => {
     ]);
   });
 });
+
+// Anthropic's search results (RAG with citations) and documents of content blocks are text: a Chat
+// Completions model was shown nothing of them (the blocks dropped, "[search_result]" in a tool result),
+// and natively their words went uncounted.
+describe('search results and documents of content blocks', () => {
+  const searchResult = {
+    type: 'search_result',
+    source: 'https://docs.example.com/leave',
+    title: 'Leave policy',
+    content: [
+      { type: 'text', text: 'Staff get 30 days of leave.' },
+      { type: 'text', text: 'Unused days carry over once.' },
+    ],
+    citations: { enabled: true },
+  };
+  const asText =
+    'Leave policy (https://docs.example.com/leave)\nStaff get 30 days of leave.\nUnused days carry over once.';
+
+  it('gives a Chat Completions model their text, in a user message and in a tool result', () => {
+    const { chatBody, dropped } = bridged({
+      messages: [
+        { role: 'user', content: [searchResult, { type: 'text', text: 'How much leave?' }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 't1', name: 'search', input: { q: 'leave' } }],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [searchResult] }] },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'document',
+              title: 'Handbook',
+              source: { type: 'content', content: [{ type: 'text', text: 'Offices close at six.' }] },
+            },
+            { type: 'text', text: 'And the hours?' },
+          ],
+        },
+      ],
+    });
+    expect(dropped).toEqual([]);
+    const messages = chatBody.messages as Array<Record<string, unknown>>;
+    expect(messages[0]?.content).toBe(`${asText}\nHow much leave?`);
+    expect(messages[2]).toEqual({ role: 'tool', tool_call_id: 't1', content: asText });
+    expect(messages[3]?.content).toBe('Handbook\nOffices close at six.\nAnd the hours?');
+  });
+
+  it('counts their words natively, where they go to Claude as they came', () => {
+    const native = bridged({ messages: [{ role: 'user', content: [searchResult] }] }, true);
+    expect((native.chatBody.messages as Array<Record<string, unknown>>)[0]?.content).toBe(asText);
+  });
+});
