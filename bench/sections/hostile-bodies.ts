@@ -129,6 +129,40 @@ function manyTools(count: number): string {
   );
 }
 
+/**
+ * A Responses request of a catalog of `count` deferred tools of 3 KB (`defer_loading`) beside the client's
+ * tool search, and `searches` searches in its input, each finding one tool.
+ */
+function deferredCatalog(count: number, searches: number): string {
+  const text = 'Looks up the committee’s estimates for a proposal and returns them. '.repeat(45);
+  const tool = (index: number) => ({
+    type: 'function',
+    name: `tool_${index}`,
+    description: `${index} ${text}`,
+    parameters: { type: 'object', properties: { id: { type: 'string' } } },
+    defer_loading: true,
+  });
+  const input: unknown[] = [{ role: 'user', content: 'hi' }];
+  for (let index = 0; index < searches; index++)
+    input.push(
+      {
+        type: 'tool_search_call',
+        call_id: `s${index}`,
+        execution: 'client',
+        arguments: { paths: [`tool_${index}`] },
+      },
+      { type: 'tool_search_output', call_id: `s${index}`, execution: 'client', tools: [tool(index)] },
+    );
+  return JSON.stringify({
+    model: 'gpt-4o-mini',
+    input,
+    tools: [
+      { type: 'tool_search', execution: 'client' },
+      ...Array.from({ length: count }, (_unused, index) => tool(index)),
+    ],
+  });
+}
+
 function functionTool(name: string, parameters: unknown): unknown {
   return { type: 'function', function: { name, description: 'A tool.', parameters } };
 }
@@ -561,6 +595,16 @@ export const hostileCases: HostileCase[] = [
     label: 'chat: 10,000 tools of 3 KB',
     path: '/v1/chat/completions',
     body: () => manyTools(10_000),
+  },
+  {
+    label: "responses: 10,000 deferred tools of 3 KB beside the client's tool search",
+    path: '/v1/responses',
+    body: () => deferredCatalog(10_000, 0),
+  },
+  {
+    label: 'responses: 4,999 tool searches, each finding one of 4,999 deferred tools of 3 KB',
+    path: '/v1/responses',
+    body: () => deferredCatalog(4_999, 4_999),
   },
   {
     label: 'responses: a reasoning item carrying 150,000 call extras and reasoning details',

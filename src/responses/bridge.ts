@@ -620,11 +620,7 @@ function addTools(
       addTools(tool.tools ?? [], `${at}.tools`, lists, tool as Record<string, unknown> & { name: string });
       return;
     }
-    if (
-      kind === 'tool_search' &&
-      tool.execution === 'client' &&
-      !kept.some((other) => other.function.name === toolSearchName)
-    ) {
+    if (kind === 'tool_search' && tool.execution === 'client' && !names.has(toolSearchName)) {
       names.set(toolSearchName, { name: toolSearchName, custom: false, search: true });
       kept.push({
         type: 'function',
@@ -720,6 +716,9 @@ function toolsOf(
   const { kept, names } = lists;
   if (tools !== undefined && tools !== null) addTools(tools, 'tools', lists);
   let fromInput = false;
+  // The names of `kept`, brought up to date before a search's tools are added (each once).
+  const known = new Set<string>();
+  let knownUpTo = 0;
   if (Array.isArray(input))
     input.forEach((item: unknown, index) => {
       if (!isRecord(item)) return;
@@ -730,8 +729,14 @@ function toolsOf(
         fromInput = true;
         const found: ChatTool[] = [];
         addTools(item.tools ?? [], `input[${index}].tools`, Object.assign({}, lists, { kept: found }));
-        const known = new Set(kept.map((tool) => tool.function.name));
-        for (const tool of found) if (!known.has(tool.function.name)) kept.push(tool);
+        for (; knownUpTo < kept.length; knownUpTo++)
+          known.add((kept[knownUpTo] as ChatTool).function.name as string);
+        for (const tool of found)
+          if (!known.has(tool.function.name as string)) {
+            known.add(tool.function.name as string);
+            kept.push(tool);
+            knownUpTo++;
+          }
       }
     });
   // The tools held back, named in the search's description: what it can load.

@@ -98,6 +98,8 @@ export class ResponsesStreamTranslator {
   private reasoning: ReasoningItem | undefined;
   /** The name the provider gives its reasoning: the stored reply keeps it, for the chain's next request. */
   private reasoningField: ReasoningField = 'reasoning_content';
+  /** The deferred tools this answer loaded (bridge.ts searchItemsOf): once each. */
+  private readonly loading = new Set<string>();
   /** Tool calls by their index in the chat stream. */
   private readonly calls = new Map<number, CallItem>();
   /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts). */
@@ -238,11 +240,10 @@ export class ResponsesStreamTranslator {
     if (item === undefined) {
       const name = typeof fn.name === 'string' ? fn.name : '';
       const tool = this.meta.tools?.get(name);
-      if (
-        tool?.loads !== undefined &&
-        !this.items.some((other) => other.kind === 'call' && other.name === name)
-      )
+      if (tool?.loads !== undefined && !this.loading.has(name)) {
+        this.loading.add(name);
         for (const whole of searchItemsOf(tool)) out += this.wholeItem(whole);
+      }
       const index = this.items.length;
       const id = newId(callIdPrefix(tool));
       item = {
