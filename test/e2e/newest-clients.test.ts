@@ -354,7 +354,8 @@ describe("the Agents SDK's tool search over a catalog of deferred tools", () => 
   it.each(['server', 'client'])(
     'loads the tool the model needs, run by %s, and the run answers',
     async (execution) => {
-      const from = fake.chatRequests.length;
+      // Found by identity: the fake keeps only its newest requests (recordLimit).
+      const earlier = new Set(fake.chatRequests);
       const result = await runDriver<Failure & { answer: string; items: string[] }>(
         'agents-tool-search.mjs',
         {
@@ -370,7 +371,9 @@ describe("the Agents SDK's tool search over a catalog of deferred tools", () => 
         'tool_search_output_item',
         'tool_call_item',
       ]);
-      const first = fake.chatRequests[from]?.body as { tools: Array<{ function: { name: string } }> };
+      const first = fake.chatRequests.find((request) => !earlier.has(request))?.body as {
+        tools: Array<{ function: { name: string } }>;
+      };
       const names = first.tools.map((tool) => tool.function.name);
       // Run by the SDK: the catalog held back until loaded, named in the search; by OpenAI: every tool given.
       if (execution === 'client') expect(names).toEqual(['tool_search']);
