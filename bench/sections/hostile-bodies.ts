@@ -602,9 +602,9 @@ export const hostileCases: HostileCase[] = [
     body: () => deferredCatalog(10_000, 0),
   },
   {
-    label: 'responses: 4,999 tool searches, each finding one of 4,999 deferred tools of 3 KB',
+    label: 'responses: 4,500 tool searches, each finding one of 4,500 deferred tools of 3 KB',
     path: '/v1/responses',
-    body: () => deferredCatalog(4_999, 4_999),
+    body: () => deferredCatalog(4_500, 4_500),
   },
   {
     label: 'responses: a reasoning item carrying 150,000 call extras and reasoning details',
