@@ -5,7 +5,8 @@
 // Anthropic SDK bridged over 25 turns, and openai 7. The AI SDK's loop and the Agents SDK's Responses
 // turns run again on a model that thinks as DeepSeek V4 does and refuses a tool call sent back without its
 // reasoning. The Agents SDK's compaction session compacts through POST /v1/responses/compact, and a tool
-// of its that returns a picture has the model shown it. All but the Anthropic SDK need Node 22, so they
+// of its that returns a picture has the model shown it. The Agents SDK's tool search (run by OpenAI or by
+// the SDK) and the AI SDK's load a tool of a deferred catalog, and the run answers. All but the Anthropic SDK need Node 22, so they
 // all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -380,6 +381,20 @@ describe("the Agents SDK's tool search over a catalog of deferred tools", () => 
       else expect(names).toHaveLength(12);
     },
   );
+});
+
+// The AI SDK reads the search items the gateway gives before a deferred tool's first call as its
+// provider-run tool search's call and result.
+describe("the AI SDK's tool search (run by OpenAI) over a catalog of deferred tools", () => {
+  it('calls the tool the model needs, and the run answers', async () => {
+    const result = await runDriver<Failure & { text: string; steps: string[] }>('ai-sdk-tool-search.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.text).toBe('Found record X1 of kind 7: ACME-X1-7.');
+    expect(result.steps).toEqual(['tool-call,tool-result,tool-call,tool-result', 'text']);
+  });
 });
 
 describe('the Agents SDK with a tool that returns a picture', () => {
