@@ -20,6 +20,7 @@ import {
   type AttemptState,
   type PreparedContext,
 } from '../context/plan-send.js';
+import { answerFloorOf } from '../upstream/classify-upstream-error.js';
 import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
@@ -330,6 +331,7 @@ export function createAttemptLadder(input: {
       learned: plan.learned,
       promptTokens: prepared.report.inputTokens,
       askedMaxTokens,
+      answerFloor: answerFloorOf(askedMaxTokens, plan.thinks),
       sentSize: Math.ceil(prepared.report.inputTokens * (plan.learned.ratio ?? 1)) + sentMaxTokens,
       sentMaxTokens,
       tenant: input.tenant,

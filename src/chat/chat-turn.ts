@@ -15,6 +15,7 @@ import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionKey, SessionRequestReport } from '../store/session-store.js';
 import { recoveryLimitsFor, retryDefaults } from '../upstream/recovery-policy.js';
+import { reasoningOf } from '../upstream/reasoning-field.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
   beginSessionTurn,
@@ -165,6 +166,9 @@ function outcomeOfTurn(turn: Turn): RequestOutcome {
 const charsOf = (sources: readonly RecallSource[]): number =>
   sources.reduce((sum, source) => sum + source.text.length, 0);
 
+/** The most models whose thinking a process keeps in mind. */
+const maxThinkingModels = 1_000;
+
 /** The archive is read for the recall tool this many messages at a time, from its newest end. */
 const recallArchivePage = 250;
 
@@ -172,7 +176,16 @@ const errorCodeOf = (error: unknown): string => (isGatewayError(error) ? error.c
 
 export function createChatService(deps: ChatServiceDependencies): ChatService {
   const { config, metrics, budgets, learnedLimits } = deps;
-  const planner = createContextPlanner({ config, tokenizers: deps.tokenizers, learnedLimits });
+  // The models whose answers showed thinking (by upstream), this process's memory: their max_tokens is
+  // lowered less far (classify-upstream-error.ts answerFloorOf). At most 1,000, the oldest out first.
+  const thinkingModels = new Set<string>();
+  const thinkingKey = (upstream: string, model: string): string => `${upstream}\u0000${model}`;
+  const planner = createContextPlanner({
+    config,
+    tokenizers: deps.tokenizers,
+    learnedLimits,
+    thinks: (upstream, model) => thinkingModels.has(thinkingKey(upstream, model)),
+  });
   /** This gateway's requests for a busy session, in the order they came. */
   const holdQueue = createHoldQueue(() => metrics.sessionWaits.inc({}));
   const summaries: SummaryMessages = new WeakMap();
@@ -364,6 +377,12 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     dataEvents = 0,
   ): void {
     turn.answered = { attempt, promptTokens: usage.promptTokens };
+    if (reply !== undefined && (reasoningOf(reply)?.text ?? '') !== '') {
+      const key = thinkingKey(attempt.target.name, attempt.model);
+      if (!thinkingModels.has(key) && thinkingModels.size >= maxThinkingModels)
+        thinkingModels.delete(thinkingModels.values().next().value as string);
+      thinkingModels.add(key);
+    }
     // The recall rounds the client never saw are paid like the answer it got.
     const recall = turn.recall;
     const prompt =

@@ -28,6 +28,8 @@ export interface ContextPlan {
   toolSet: string | undefined;
   /** The gateway's own count of those definitions (what a learned cost stays near). */
   toolFormula: number | undefined;
+  /** The model's answers on this upstream showed thinking (this process saw it). */
+  thinks: boolean;
 }
 
 /** A tool set as the planner knows it: its key and the gateway's own count of its definitions. */
@@ -61,6 +63,8 @@ export function createContextPlanner(deps: {
   config: GatewayConfig;
   tokenizers: Tokenizers;
   learnedLimits: LearnedLimits;
+  /** Whether the model's answers on the upstream showed thinking (chat-turn.ts: this process's memory). */
+  thinks?: (upstream: string, model: string) => boolean;
 }): ContextPlanner {
   const { config, tokenizers, learnedLimits } = deps;
   // An agent sends the same definitions with every step: hashed and counted once, looked up after.
@@ -117,6 +121,7 @@ export function createContextPlanner(deps: {
               tenant,
               toolFormula as number,
             );
+      const thinks = deps.thinks?.(target.name, chatRequest.model) === true;
       const prepared = planSend({
         config,
         tokenizers,
@@ -128,13 +133,14 @@ export function createContextPlanner(deps: {
           probe: learned.probe,
           ratio: learned.ratio,
           toolTokens,
+          thinks,
         },
         toolFormula,
         attempt,
         precision,
       });
       const outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
-      return { prepared, outgoing, learned, toolSet, toolFormula };
+      return { prepared, outgoing, learned, toolSet, toolFormula, thinks };
     },
   };
 }

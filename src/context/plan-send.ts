@@ -13,7 +13,7 @@ import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizer
 import type { RequestOverrides } from './request-overrides.js';
 import type { SessionView } from './session-view.js';
 import { isSystemRole } from './turns.js';
-import { minimumAnswerTokens } from '../upstream/classify-upstream-error.js';
+import { answerFloorOf } from '../upstream/classify-upstream-error.js';
 import {
   findModelEntry,
   resolveContextSettings,
@@ -50,6 +50,8 @@ export interface LearnedInputs {
   ratio?: number | undefined;
   /** The tokens the upstream counts for this request's tool set, once learned (upstream units). */
   toolTokens?: number | undefined;
+  /** The model's answers show thinking, counted in max_tokens: max_tokens is lowered less far (answerFloorOf). */
+  thinks?: boolean | undefined;
 }
 
 /** The parts of a chat request that decide what is sent. */
@@ -171,6 +173,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
           request,
           settings: baseSettings,
           ratio,
+          thinks: learned.thinks === true,
           probe: probeFor(
             conversation,
             request,
@@ -490,6 +493,7 @@ function maxTokensThatFit(options: {
   request: SendRequest;
   settings: ContextSettings;
   ratio: number | undefined;
+  thinks: boolean;
   probe: RenderInput;
 }): number | undefined {
   const { request, settings, ratio } = options;
@@ -507,7 +511,9 @@ function maxTokensThatFit(options: {
   )
     return undefined;
   const left = Math.floor(settings.window - settings.safetyMarginTokens - report.inputTokens * (ratio ?? 1));
-  return left < requestedMaxTokens && left >= minimumAnswerTokens ? left : undefined;
+  return left < requestedMaxTokens && left >= answerFloorOf(requestedMaxTokens, options.thinks)
+    ? left
+    : undefined;
 }
 
 export function contextResponseHeaders({

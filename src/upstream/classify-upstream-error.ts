@@ -77,6 +77,23 @@ export type UpstreamAnswer =
 /** Below this many tokens left for the answer, lowering max_tokens is no remedy: compress instead. */
 export const minimumAnswerTokens = 1_024;
 
+/**
+ * A model whose answers show thinking counts it in max_tokens (DeepSeek, Kimi, GLM, Qwen as vLLM serves it;
+ * OpenAI's reasoning models in max_completion_tokens): lowered below this many tokens, its answer may be
+ * cut while it thinks — empty, `finish_reason: "length"`.
+ */
+export const thinkingAnswerTokens = 8_192;
+
+/**
+ * The least max_tokens the gateway lowers a request's to, to keep a conversation whole: 1,024, or for a
+ * model whose answers show thinking 8,192 — the max_tokens asked, when fewer: never lowered — below which
+ * the history gives way instead (docs/budgeting.md).
+ */
+export function answerFloorOf(asked: number | undefined, thinks: boolean): number {
+  if (!thinks) return minimumAnswerTokens;
+  return Math.max(minimumAnswerTokens, Math.min(asked ?? thinkingAnswerTokens, thinkingAnswerTokens));
+}
+
 export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClass {
   if ('transportError' in answer) return { kind: answer.transportError };
   const { status, body } = answer;

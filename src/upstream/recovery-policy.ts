@@ -29,6 +29,8 @@ export interface RecoveryState {
   promptTokens: number;
   /** The max_tokens that request asked for (the ladder's, else the client's), if any. */
   askedMaxTokens: number | undefined;
+  /** The least max_tokens to lower it to (classify-upstream-error.ts answerFloorOf); 1,024 when not given. */
+  answerFloor?: number | undefined;
   /** The fields this request already went again without (renamed or left out): each is fixed once. */
   fixedFields: readonly string[];
 }
@@ -206,7 +208,7 @@ function lowerMaxTokens(numbers: OverflowNumbers, state: RecoveryState): number 
   const asked = state.askedMaxTokens;
   const maxTokens =
     asked === undefined || room < asked ? room : asked - Math.max(1, Math.ceil(asked * blindStep));
-  return maxTokens >= minimumAnswerTokens ? maxTokens : undefined;
+  return maxTokens >= (state.answerFloor ?? minimumAnswerTokens) ? maxTokens : undefined;
 }
 
 function decideRetry(

@@ -13,6 +13,8 @@ import type { FieldFix } from './field-fixes.js';
 export interface SendAttempt {
   promptTokens: number;
   askedMaxTokens: number | undefined;
+  /** The least max_tokens the policy lowers it to (recovery-policy.ts RecoveryState). */
+  answerFloor?: number | undefined;
   /** The model it is sent to, when the loop may switch to another (a fallback) on the way. */
   model?: string;
 }
@@ -91,6 +93,7 @@ export async function sendWithRecovery<A extends SendAttempt>(
     elapsedMs: clock() - startedAtMs,
     promptTokens: current.promptTokens,
     askedMaxTokens: current.askedMaxTokens,
+    answerFloor: current.answerFloor,
     fixedFields,
   });
   for (;;) {

@@ -303,6 +303,46 @@ describe('what is sent, decided from explicit inputs', () => {
   });
 });
 
+// A thinking model counts its thinking in max_tokens (DeepSeek, Kimi, Qwen on vLLM): a max_tokens the
+// gateway lowered to keep the conversation whole came back cut while it thought — empty, at length.
+describe('a max_tokens the whole conversation leaves too little room for, under a learned window', () => {
+  const request = { ...longChat(10), max_tokens: 6_000 } as ChatCompletionRequest;
+  const planned = (thinks: boolean, window: number) =>
+    planSend({
+      config,
+      tokenizers,
+      request,
+      overrides: { historyMode: 'auto' },
+      learned: { window, thinks },
+    });
+
+  it('is lowered to what is left, keeping every message, for a model that does not think', () => {
+    const whole = planned(false, 100_000).report.inputTokens;
+    const prepared = planned(false, whole + 4_000);
+    expect(prepared.report.droppedMessages).toBe(0);
+    expect(prepared.loweredMaxTokens).toBe(whole + 4_000 - prepared.settings.safetyMarginTokens - whole);
+    expect(prepared.loweredMaxTokens).toBeLessThan(6_000);
+  });
+
+  it('is kept for a model whose answers show thinking, the oldest turns giving way', () => {
+    const whole = planned(true, 100_000).report.inputTokens;
+    const prepared = planned(true, whole + 4_000);
+    expect(prepared.loweredMaxTokens).toBeUndefined();
+    expect(prepared.report.droppedMessages).toBeGreaterThan(0);
+    // Lowered still, though not below 8,192 tokens, when more was asked.
+    const long = planSend({
+      config,
+      tokenizers,
+      request: { ...request, max_tokens: 20_000 },
+      overrides: { historyMode: 'auto' },
+      learned: { window: whole + 12_000, thinks: true },
+    });
+    expect(long.report.droppedMessages).toBe(0);
+    expect(long.loweredMaxTokens).toBeGreaterThanOrEqual(8_192);
+    expect(long.loweredMaxTokens).toBeLessThan(20_000);
+  });
+});
+
 describe('a max_tokens larger than the window leaves for it', () => {
   it('fits the prompt with a quarter of the window kept for the answer, and asks for what is left', () => {
     // An agent asking for its model's longest answer (128,000) on a window it does not know is 16,000.

@@ -134,6 +134,14 @@ const rows: Array<{
     state: { askedMaxTokens: 15_000 },
     expected: { action: 'lower_max_tokens', maxTokens: 13_221 },
   },
+  // The same for a model whose answers show thinking: 5,110 left of the 6,000 asked is under its floor
+  // (the 6,000 asked: it thinks within max_tokens), so the prompt is re-rendered smaller instead.
+  {
+    name: "a thinking model's answer is not lowered below its floor: re-render instead",
+    verdict: overflow('reduce_max_tokens', { maxContext: 8_192 }),
+    state: { askedMaxTokens: 6_000, answerFloor: 6_000 },
+    expected: { action: 're_render', reduction: 'none', promptCap: 2_400 },
+  },
   // The numbers say 2,000 fit, yet the provider refused: never the same again, 20% less (2000 − 400).
   {
     name: 'numbers that say the answer fits: a fixed step below what was asked',
