@@ -172,8 +172,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
       ? maxTokensThatFit({
           request,
           settings: baseSettings,
-          ratio,
-          thinks: learned.thinks === true,
+          learned,
           probe: probeFor(
             conversation,
             request,
@@ -492,11 +491,12 @@ function reducedConversation(
 function maxTokensThatFit(options: {
   request: SendRequest;
   settings: ContextSettings;
-  ratio: number | undefined;
-  thinks: boolean;
+  /** Its ratio scales the count; that the model thinks keeps more room for the answer (answerFloorOf). */
+  learned: LearnedInputs;
   probe: RenderInput;
 }): number | undefined {
-  const { request, settings, ratio } = options;
+  const { request, settings } = options;
+  const { ratio, thinks } = options.learned;
   const requestedMaxTokens = request.max_completion_tokens ?? request.max_tokens;
   if (requestedMaxTokens === undefined || requestedMaxTokens === null) return undefined;
   const probe = renderContext(options.probe);
@@ -511,7 +511,7 @@ function maxTokensThatFit(options: {
   )
     return undefined;
   const left = Math.floor(settings.window - settings.safetyMarginTokens - report.inputTokens * (ratio ?? 1));
-  return left < requestedMaxTokens && left >= answerFloorOf(requestedMaxTokens, options.thinks)
+  return left < requestedMaxTokens && left >= answerFloorOf(requestedMaxTokens, thinks === true)
     ? left
     : undefined;
 }
