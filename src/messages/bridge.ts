@@ -61,7 +61,6 @@ function isBlankText(block: Json): boolean {
   return block.type === 'text' && typeof block.text === 'string' && block.text.trim() === '';
 }
 
-/** A text or image block as a chat content part; undefined for what chat cannot carry. */
 /** The text of a content that is a string or blocks: its text blocks' text, a line each. */
 function blocksText(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -72,6 +71,10 @@ function blocksText(content: unknown): string {
     .join('\n');
 }
 
+/**
+ * A block as a chat content part: text, an image, a PDF, a text document, and a document of content blocks
+ * or a search result as its text; undefined for what chat cannot carry.
+ */
 function partOf(block: Json): Json | undefined {
   if (block.type === 'text') return { type: 'text', text: block.text };
   if (block.type === 'image' && isObject(block.source)) {
@@ -123,10 +126,10 @@ function partOf(block: Json): Json | undefined {
 
 /**
  * A tool result's content as a tool message's: a string as it is, text blocks as their text, search
- * results as theirs (partOf; another block named by its type, a tool search's `tool_reference` as the tool
- * it found, which the model is given among its tools); with an image among them (Claude Code's Read of a PNG, a screenshot tool),
- * as parts — its texts and its images — which go to a Chat Completions provider as tool-media.ts sends
- * them. An error's text starts with "Error: ".
+ * results as theirs (partOf), a tool search's `tool_reference` as the tool it found (which the model is
+ * given among its tools), another block named by its type; with an image among them (Claude Code's Read
+ * of a PNG, a screenshot tool), as parts — its texts and its images — which go to a Chat Completions
+ * provider as tool-media.ts sends them. An error's text starts with "Error: ".
  */
 function toolResultContent(content: unknown, isError: boolean): string | Json[] {
   const blocks = Array.isArray(content) ? (content as unknown[]) : [];

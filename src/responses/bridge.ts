@@ -10,6 +10,8 @@
 // model's calls of them go back to the client as it named them (a `namespace`, a `custom_tool_call`).
 // A tool search the client runs (Codex's `tool_search`, `execution: "client"`) is a function tool the
 // model calls, given back as a `tool_search_call`; the tools a `tool_search_output` gives join the list.
+// Deferred tools (`defer_loading`) are held back beside such a search until one loads them, and given
+// beside OpenAI's own search, a first call of one answered after the search items that load it (Deferral).
 // What would change the answer's meaning (a prompt template, a stored conversation, a file input, a
 // tool_choice forcing a dropped tool) is always refused. A `compaction_trigger` item (Codex's remote
 // compaction) asks the model for a summary of the conversation, given back as a `compaction` item whose

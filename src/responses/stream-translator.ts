@@ -6,8 +6,9 @@
 // .reasoning_text.delta and .done. A call of a custom tool (bridge.ts customAsFunction) is a
 // custom_tool_call item whose input is known only once its arguments are whole: its
 // .custom_tool_call_input.delta and .done come with the closing events; a call of the client's tool
-// search is a tool_search_call item, its arguments given whole at its .output_item.done. What the provider gives to be
-// sent back — a call's `extra_content` (Gemini's thought signature), the message's `reasoning_details`
+// search is a tool_search_call item, its arguments given whole at its .output_item.done, and the first
+// call of a deferred tool no search loaded comes after the search items that load it, each given whole.
+// What the provider gives to be sent back — a call's `extra_content` (Gemini's thought signature), the message's `reasoning_details`
 // (OpenRouter's) — goes in a reasoning item of encrypted content only, opened where the first of it comes
 // and whole at its .output_item.done (bridge.ts carrierItemOf), and stays in the stored reply.
 import { StringDecoder } from 'node:string_decoder';
