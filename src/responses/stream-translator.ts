@@ -8,9 +8,10 @@
 // .custom_tool_call_input.delta and .done come with the closing events; a call of the client's tool
 // search is a tool_search_call item, its arguments given whole at its .output_item.done, and the first
 // call of a deferred tool no search loaded comes after the search items that load it, each given whole.
-// What the provider gives to be sent back — a call's `extra_content` (Gemini's thought signature), the message's `reasoning_details`
-// (OpenRouter's) — goes in a reasoning item of encrypted content only, opened where the first of it comes
-// and whole at its .output_item.done (bridge.ts carrierItemOf), and stays in the stored reply.
+// What the provider gives to be sent back — a call's `extra_content` (Gemini's thought signature), the
+// message's `reasoning_details` (OpenRouter's) — goes in a reasoning item of encrypted content only,
+// opened where the first of it comes and whole at its .output_item.done (bridge.ts carrierItemOf), and
+// stays in the stored reply.
 import { StringDecoder } from 'node:string_decoder';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
