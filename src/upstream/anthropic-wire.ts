@@ -339,11 +339,11 @@ export function toAnthropicRequest(chat: Json): Json {
 const minThinkingBudget = 1_024;
 
 /**
- * A thinking budget (`thinking: {type: "enabled", budget_tokens}`) under `maxTokens`, as Anthropic
- * requires ("`max_tokens` must be greater than `thinking.budget_tokens`"; but with interleaved
- * thinking, which a client that asked for more chose): one token under; where no budget of at least 1,024
- * fits, the answer is asked without thinking. Any other `thinking` (adaptive, disabled, a budget
- * already under) as it came.
+ * A thinking budget (`thinking: {type: "enabled", budget_tokens}`) under a max_tokens the gateway
+ * lowered, as Anthropic requires ("`max_tokens` must be greater than `thinking.budget_tokens`"): one
+ * token under it; where no budget of at least 1,024 fits, the answer is asked without thinking. Any other
+ * `thinking` (adaptive, disabled, a budget already under) as it came — and so is a budget a client set
+ * over its own max_tokens, as interleaved thinking takes one (this is not called then).
  */
 function thinkingWithin(thinking: unknown, maxTokens: number): unknown {
   if (
