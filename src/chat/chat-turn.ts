@@ -15,6 +15,7 @@ import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
 import type { SessionKey, SessionRequestReport } from '../store/session-store.js';
 import { recoveryLimitsFor, retryDefaults } from '../upstream/recovery-policy.js';
+import { isOpenAIReasoningModel } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
@@ -184,7 +185,9 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     config,
     tokenizers: deps.tokenizers,
     learnedLimits,
-    thinks: (upstream, model) => thinkingModels.has(thinkingKey(upstream, model)),
+    // OpenAI's reasoning models think without showing it (their usage counts it): known by name.
+    thinks: (upstream, model) =>
+      isOpenAIReasoningModel(model) || thinkingModels.has(thinkingKey(upstream, model)),
   });
   /** This gateway's requests for a busy session, in the order they came. */
   const holdQueue = createHoldQueue(() => metrics.sessionWaits.inc({}));

@@ -409,41 +409,41 @@ describe('what a retry keeps', () => {
 // learned, the gateway kept a conversation whole by lowering max_tokens to what was left — and the model,
 // thinking 2,500 tokens, answered nothing, cut at length, turn after turn until the history gave way.
 describe('a thinking model near the window the gateway learned', () => {
-  it('keeps the max_tokens asked (the oldest turns give way): no answer comes back empty', async () => {
-    const thinking = new FakeUpstream({
-      windows: { 'thinking-16k': 16_384 },
-      thinkingSpends: { 'thinking-16k': 2_500 },
-      respond: () => ({ content: 'The answer.' }),
-    });
-    const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: await thinking.start() } });
-    try {
-      const client = new OpenAI({ baseURL: gateway.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
-      const messages: OpenAI.ChatCompletionMessageParam[] = [];
-      const answers: Array<{ content: string | null; finish: string | undefined }> = [];
-      for (let turn = 0; turn < 30; turn++) {
-        messages.push({ role: 'user', content: `Turn ${turn}: ${words(turn, 300)}` });
-        const completion = await client.chat.completions.create({
-          model: 'thinking-16k',
-          max_tokens: 4_000,
-          messages,
-        });
-        const choice = completion.choices[0];
-        answers.push({ content: choice?.message.content ?? null, finish: choice?.finish_reason });
-        messages.push({
-          role: 'assistant',
-          content: `${choice?.message.content ?? ''} ${words(turn + 50, 150)}`,
-        });
+  // One that shows its thinking (DeepSeek's reasoning_content), and one of OpenAI's, which never does.
+  it.each(['thinking-16k', 'gpt-5.5-16k'])(
+    '%s keeps the max_tokens asked (the oldest turns give way): no answer comes back empty',
+    async (model) => {
+      const thinking = new FakeUpstream({
+        windows: { [model]: 16_384 },
+        thinkingSpends: { [model]: 2_500 },
+        respond: () => ({ content: 'The answer.' }),
+      });
+      const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: await thinking.start() } });
+      try {
+        const client = new OpenAI({ baseURL: gateway.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
+        const messages: OpenAI.ChatCompletionMessageParam[] = [];
+        const answers: Array<{ content: string | null; finish: string | undefined }> = [];
+        for (let turn = 0; turn < 30; turn++) {
+          messages.push({ role: 'user', content: `Turn ${turn}: ${words(turn, 300)}` });
+          const completion = await client.chat.completions.create({ model, max_tokens: 4_000, messages });
+          const choice = completion.choices[0];
+          answers.push({ content: choice?.message.content ?? null, finish: choice?.finish_reason });
+          messages.push({
+            role: 'assistant',
+            content: `${choice?.message.content ?? ''} ${words(turn + 50, 150)}`,
+          });
+        }
+        expect(answers.filter((answer) => answer.content !== 'The answer.')).toEqual([]);
+        const sent = thinking.chatRequests.filter((request) => request.status === 200);
+        // Past the window: the oldest turns were left out, and the answer kept its room to think.
+        expect(sent.every((request) => (request.body as { max_tokens?: number }).max_tokens === 4_000)).toBe(
+          true,
+        );
+        expect((sent.at(-1)?.body as { messages: unknown[] }).messages.length).toBeLessThan(messages.length);
+      } finally {
+        await gateway.close();
+        await thinking.stop();
       }
-      expect(answers.filter((answer) => answer.content !== 'The answer.')).toEqual([]);
-      const sent = thinking.chatRequests.filter((request) => request.status === 200);
-      // Past the window: the oldest turns were left out, and the answer kept its room to think.
-      expect(sent.every((request) => (request.body as { max_tokens?: number }).max_tokens === 4_000)).toBe(
-        true,
-      );
-      expect((sent.at(-1)?.body as { messages: unknown[] }).messages.length).toBeLessThan(messages.length);
-    } finally {
-      await gateway.close();
-      await thinking.stop();
-    }
-  });
+    },
+  );
 });

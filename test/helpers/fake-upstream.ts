@@ -1273,7 +1273,8 @@ export class FakeUpstream {
         refusal: null,
         annotations: [],
       };
-      if (thinks !== undefined)
+      // OpenAI's reasoning models (o-series, GPT-5 and later) never show their reasoning: usage counts it.
+      if (thinks !== undefined && !/^(?:o\d|gpt-(?:[5-9]|\d\d))/.test(String(body.model)))
         message.reasoning_content = `Thinking about answer ${this.sequence} `.repeat(8);
       if (thinkingChunk !== undefined)
         message.content = [
