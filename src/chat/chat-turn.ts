@@ -17,6 +17,7 @@ import type { SessionKey, SessionRequestReport } from '../store/session-store.js
 import { recoveryLimitsFor, retryDefaults } from '../upstream/recovery-policy.js';
 import { isOpenAIReasoningModel } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
+import { startsThinking } from '../context/summary.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
   beginSessionTurn,
@@ -380,7 +381,13 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     dataEvents = 0,
   ): void {
     turn.answered = { attempt, promptTokens: usage.promptTokens };
-    if (reply !== undefined && (reasoningOf(reply)?.text ?? '') !== '') {
+    // Its reasoning, or its thinking between tags at the start of its text (a server without a
+    // reasoning parser): a model that thinks.
+    if (
+      reply !== undefined &&
+      ((reasoningOf(reply)?.text ?? '') !== '' ||
+        (typeof reply.content === 'string' && startsThinking(reply.content)))
+    ) {
       const key = thinkingKey(attempt.target.name, attempt.model);
       if (!thinkingModels.has(key) && thinkingModels.size >= maxThinkingModels)
         thinkingModels.delete(thinkingModels.values().next().value as string);

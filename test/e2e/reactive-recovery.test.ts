@@ -409,13 +409,15 @@ describe('what a retry keeps', () => {
 // learned, the gateway kept a conversation whole by lowering max_tokens to what was left — and the model,
 // thinking 2,500 tokens, answered nothing, cut at length, turn after turn until the history gave way.
 describe('a thinking model near the window the gateway learned', () => {
-  // One that shows its thinking (DeepSeek's reasoning_content), and one of OpenAI's, which never does.
-  it.each(['thinking-16k', 'gpt-5.5-16k'])(
+  // One that shows its thinking (DeepSeek's reasoning_content), one of OpenAI's, which never does, and one
+  // served without a reasoning parser, its thinking between <think> tags in its text (QwQ on llama.cpp).
+  it.each(['thinking-16k', 'gpt-5.5-16k', 'qwq-16k'])(
     '%s keeps the max_tokens asked (the oldest turns give way): no answer comes back empty',
     async (model) => {
       const thinking = new FakeUpstream({
         windows: { [model]: 16_384 },
         thinkingSpends: { [model]: 2_500 },
+        thinkTags: ['qwq-16k'],
         respond: () => ({ content: 'The answer.' }),
       });
       const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: await thinking.start() } });
@@ -433,7 +435,11 @@ describe('a thinking model near the window the gateway learned', () => {
             content: `${choice?.message.content ?? ''} ${words(turn + 50, 150)}`,
           });
         }
-        expect(answers.filter((answer) => answer.content !== 'The answer.')).toEqual([]);
+        expect(
+          answers.filter(
+            (answer) => answer.finish !== 'stop' || !String(answer.content).endsWith('The answer.'),
+          ),
+        ).toEqual([]);
         const sent = thinking.chatRequests.filter((request) => request.status === 200);
         // Past the window: the oldest turns were left out, and the answer kept its room to think.
         expect(sent.every((request) => (request.body as { max_tokens?: number }).max_tokens === 4_000)).toBe(

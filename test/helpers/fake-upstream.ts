@@ -1223,8 +1223,9 @@ export class FakeUpstream {
           this.options.answer?.(body.messages) ??
           `Answer ${this.sequence}.`)
         : null;
+    const thinksInContent = this.options.thinkTags?.includes(String(body.model)) === true;
     const thinkingInContent =
-      this.options.thinkTags?.includes(String(body.model)) === true && content !== null
+      thinksInContent && content !== null
         ? `<think>\nThe user wants this answered. Let me think about answer ${this.sequence} step by step: the earlier turns, what was asked, what to keep.\n</think>\n\n${content}`
         : content;
     const completionCount =
@@ -1269,12 +1270,18 @@ export class FakeUpstream {
     if (body.stream !== true) {
       const message: Record<string, unknown> = {
         role: 'assistant',
-        content: thinkingCut ? '' : thinkingInContent,
+        // Cut while thinking: nothing said, or, thinking in its content, its thinking never closed.
+        content: thinkingCut
+          ? thinksInContent
+            ? '<think>\nThe user wants this answered. Let me'
+            : ''
+          : thinkingInContent,
         refusal: null,
         annotations: [],
       };
-      // OpenAI's reasoning models (o-series, GPT-5 and later) never show their reasoning: usage counts it.
-      if (thinks !== undefined && !/^(?:o\d|gpt-(?:[5-9]|\d\d))/.test(String(body.model)))
+      // OpenAI's reasoning models (o-series, GPT-5 and later) never show their reasoning: usage counts it;
+      // a model that thinks in its content shows it there.
+      if (thinks !== undefined && !thinksInContent && !/^(?:o\d|gpt-(?:[5-9]|\d\d))/.test(String(body.model)))
         message.reasoning_content = `Thinking about answer ${this.sequence} `.repeat(8);
       if (thinkingChunk !== undefined)
         message.content = [
