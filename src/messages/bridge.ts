@@ -27,8 +27,9 @@ export interface BridgedMessages {
   /** The message of the request each chat message was made from, and where its content stands in it (chat-body.ts). */
   sources: BridgedSources;
   /**
-   * Natively, when a tool is deferred (tool search): the tools the messages reference, in order — with
-   * the client's `tools`, what names the chat tools counted (toolsKeyOf).
+   * When a tool is deferred (tool search) and Claude's search is not offered to a Chat Completions model:
+   * the tools the messages reference, in order — with the client's `tools`, what names the chat tools
+   * (toolsKeyOf).
    */
   referencedTools?: string[];
 }
@@ -218,6 +219,16 @@ function referencedTools(body: Json): Set<string> | undefined {
     }
   }
   return names;
+}
+
+/** Whether the request offers Anthropic's own tool search (`tool_search_tool_regex_…`, `…_bm25_…`). */
+function hasServerSearch(body: Json): boolean {
+  return (
+    Array.isArray(body.tools) &&
+    body.tools.some(
+      (tool) => isObject(tool) && typeof tool.type === 'string' && tool.type.startsWith('tool_search_tool_'),
+    )
+  );
 }
 
 function chatToolChoice(choice: Json): unknown {
@@ -557,10 +568,11 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   for (const key of ['temperature', 'top_p'] as const) if (body[key] !== undefined) chatBody[key] = body[key];
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0)
     chatBody.stop = body.stop_sequences;
-  // Natively, a deferred tool (tool search) is not in Claude's prompt until a message references it: it
-  // is sent, but not counted, until then. A Chat Completions model has no tool search: it is given every
-  // tool.
-  const referenced = native ? referencedTools(body) : undefined;
+  // A deferred tool (tool search) is not in Claude's prompt until a message references it: natively it is
+  // sent, but not counted, until then; to a Chat Completions model it is not given until then — but
+  // beside Anthropic's own search (a `tool_search_tool_…` server tool), which such a model cannot run:
+  // then every tool is.
+  const referenced = native || !hasServerSearch(body) ? referencedTools(body) : undefined;
   const extension = toolsAndFields(body, chatBody, native, dropped, referenced);
   if (native && Object.keys(extension).length > 0) {
     if (typeof maxTokens === 'number')

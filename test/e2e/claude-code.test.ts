@@ -467,10 +467,19 @@ describe('Claude Code through ctxgate', () => {
   // in a `tool_reference` block: a Chat Completions model was told only "[tool_reference]".
   it("reaches an MCP server's tool through Claude Code's tool search bridged to a Chat Completions model", async () => {
     const from = harness.logLines.length;
+    const earlier = new Set(openai.chatRequests);
     const { result } = await runClaude(lookupTask, 'local-coder', undefined, { inventory: true });
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('Found record X1 of kind 7: ACME-X1-7.');
     expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    // The deferred tools the model was given: those a search found, as Claude shows them — not Claude
+    // Code's placeholder ("never call this tool").
+    const given = openai.chatRequests
+      .filter((request) => !earlier.has(request))
+      .flatMap((request) => ((request.body as Json).tools ?? []) as Array<{ function: { name: string } }>)
+      .map((tool) => tool.function.name);
+    expect(given).toContain('mcp__inventory__lookup_7');
+    expect(given).not.toContain('DeferredToolPlaceholder');
   }, 300_000);
 
   it('shows a Chat Completions model the picture its Read tool returned (a PNG), which a tool message cannot carry', async () => {

@@ -667,7 +667,6 @@ const toolSearchRequest = {
       input_schema: { type: 'object', properties: { id: { type: 'string' } } },
       defer_loading: true,
     },
-    { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' },
   ],
   messages: [
     { role: 'user', content: 'Look up record X1 of kind 7.' },
@@ -736,15 +735,25 @@ describe('tool search (deferred tools, tool_reference)', () => {
     expect(plain.referencedTools).toBeUndefined();
   });
 
-  it('gives a Chat Completions model every tool, and a tool_reference as the tool it names', () => {
+  it("gives a Chat Completions model the deferred tools a message references, as Claude shows them (not Claude Code's placeholder), and a tool_reference as the tool it names", () => {
     const chat = bridged(toolSearchRequest);
-    expect(toolNames(chat.chatBody)).toEqual([
+    expect(toolNames(chat.chatBody)).toEqual(['Read', 'ToolSearch', 'mcp__inv__lookup_7']);
+    expect(chat.referencedTools).toEqual(['mcp__inv__lookup_7']);
+    // Beside Anthropic's own search, which a Chat Completions model cannot run: every tool.
+    const serverSearch = bridged({
+      ...toolSearchRequest,
+      tools: [
+        ...toolSearchRequest.tools,
+        { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' },
+      ],
+    });
+    expect(toolNames(serverSearch.chatBody)).toEqual([
       'Read',
       'ToolSearch',
       'DeferredToolPlaceholder',
       'mcp__inv__lookup_7',
     ]);
-    expect(chat.referencedTools).toBeUndefined();
+    expect(serverSearch.referencedTools).toBeUndefined();
     expect((chat.chatBody.messages as Array<Record<string, unknown>>).slice(2)).toEqual([
       { role: 'tool', tool_call_id: 'toolu_1', content: 'Tool found: mcp__inv__lookup_7' },
       { role: 'user', content: 'Tool loaded.' },
