@@ -18,6 +18,7 @@ import { recoveryLimitsFor, retryDefaults } from '../upstream/recovery-policy.js
 import { isOpenAIReasoningModel } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 import { startsThinking } from '../context/summary.js';
+import { setWithin } from '../bounded-memory.js';
 import type { SessionSummarizer } from '../sessions/session-summarizer.js';
 import {
   beginSessionTurn,
@@ -180,7 +181,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   const { config, metrics, budgets, learnedLimits } = deps;
   // The models whose answers showed thinking (by upstream), this process's memory: their max_tokens is
   // lowered less far (classify-upstream-error.ts answerFloorOf). At most 1,000, the oldest out first.
-  const thinkingModels = new Set<string>();
+  const thinkingModels = new Map<string, true>();
   const thinkingKey = (upstream: string, model: string): string => `${upstream}\u0000${model}`;
   const planner = createContextPlanner({
     config,
@@ -388,10 +389,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       ((reasoningOf(reply)?.text ?? '') !== '' ||
         (typeof reply.content === 'string' && startsThinking(reply.content)))
     ) {
-      const key = thinkingKey(attempt.target.name, attempt.model);
-      if (!thinkingModels.has(key) && thinkingModels.size >= maxThinkingModels)
-        thinkingModels.delete(thinkingModels.values().next().value as string);
-      thinkingModels.add(key);
+      setWithin(thinkingModels, thinkingKey(attempt.target.name, attempt.model), true, maxThinkingModels);
     }
     // The recall rounds the client never saw are paid like the answer it got.
     const recall = turn.recall;

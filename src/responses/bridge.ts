@@ -679,19 +679,26 @@ function addTools(
   });
 }
 
-/** The request's tool search, by the first `tool_search` tool in `tools` or an `additional_tools` item. */
-function searchOf(tools: unknown, input: unknown): Deferral['search'] {
-  const lists = [
-    tools,
-    ...(Array.isArray(input) ? input : []).map((item: unknown) =>
-      isRecord(item) && item.type === 'additional_tools' ? item.tools : undefined,
-    ),
-  ];
-  for (const list of lists)
-    for (const tool of Array.isArray(list) ? list : [])
-      if (isRecord(tool) && tool.type === 'tool_search')
-        return tool.execution === 'client' ? 'client' : 'hosted';
-  return undefined;
+/**
+ * A request's deferral (held tools aside), read in one pass over its input: its tool search, by the first
+ * `tool_search` tool in `tools` or an `additional_tools` item, and the tools its searches loaded.
+ */
+function deferralOf(tools: unknown, input: unknown): Deferral {
+  const loaded = new Set<string>();
+  let search: Deferral['search'];
+  const searchIn = (list: unknown): void => {
+    if (search !== undefined || !Array.isArray(list)) return;
+    const tool = list.find((entry: unknown) => isRecord(entry) && entry.type === 'tool_search') as
+      Record<string, unknown> | undefined;
+    if (tool !== undefined) search = tool.execution === 'client' ? 'client' : 'hosted';
+  };
+  searchIn(tools);
+  for (const item of Array.isArray(input) ? input : []) {
+    if (!isRecord(item)) continue;
+    if (item.type === 'additional_tools') searchIn(item.tools);
+    else if (item.type === 'tool_search_output') for (const name of toolNamesIn(item.tools)) loaded.add(name);
+  }
+  return { search, loaded, held: [] };
 }
 
 /**
@@ -704,17 +711,7 @@ function toolsOf(
   input: unknown,
   drops: Drops,
 ): { tools: ChatTool[] | undefined; names: Map<string, BridgedTool>; fromInput: boolean } {
-  const loaded = new Set<string>();
-  if (Array.isArray(input))
-    for (const item of input)
-      if (isRecord(item) && item.type === 'tool_search_output')
-        for (const name of toolNamesIn(item.tools)) loaded.add(name);
-  const lists: ToolLists = {
-    drops,
-    kept: [],
-    names: new Map(),
-    deferral: { search: searchOf(tools, input), loaded, held: [] },
-  };
+  const lists: ToolLists = { drops, kept: [], names: new Map(), deferral: deferralOf(tools, input) };
   const { kept, names } = lists;
   if (tools !== undefined && tools !== null) addTools(tools, 'tools', lists);
   let fromInput = false;

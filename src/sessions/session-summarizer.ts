@@ -7,6 +7,7 @@
 // that triggered it is never delayed; a job that fails or is refused changes nothing and the session
 // is tried again at a later turn.
 import { chunkTexts } from '../upstream/content-chunks.js';
+import { setWithin } from '../bounded-memory.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -273,9 +274,7 @@ export function createSessionSummarizer(deps: {
     Math.max(policy.summary_max_tokens, thinkingCaps.get(`${upstreamName}\u0000${model}`) ?? 0);
   const rememberThinkingCap = (upstreamName: string, model: string, asked: number): void => {
     const key = `${upstreamName}\u0000${model}`;
-    if (!thinkingCaps.has(key) && thinkingCaps.size >= maxThinkingModels)
-      thinkingCaps.delete(thinkingCaps.keys().next().value as string);
-    thinkingCaps.set(key, Math.min(asked * 4, maxThinkingCap));
+    setWithin(thinkingCaps, key, Math.min(asked * 4, maxThinkingCap), maxThinkingModels);
   };
 
   function remember(name: string, failed: boolean): void {

@@ -1,4 +1,5 @@
 // A thinking model's reasoning in Chat Completions, which no OpenAI spec names: `reasoning_content` as
+
 // DeepSeek first named it (DeepSeek, Kimi, SGLang, llama.cpp), or `reasoning` (vLLM 0.17 and later,
 // OpenRouter, Ollama). A provider reads it back under its own name — DeepSeek and Kimi refuse a tool call
 // sent back without it, vLLM passes `reasoning` to the chat template and ignores the other — so what the
@@ -6,6 +7,7 @@
 // answers last used, remembered per model by each gateway process (until an answer shows one:
 // `reasoning_content`). Pure but for the memory createReasoningNames makes.
 import type { ContextMessage } from '../context/types.js';
+import { setWithin } from '../bounded-memory.js';
 
 /** The two names a chat provider gives a thinking model's reasoning. */
 export type ReasoningField = 'reasoning_content' | 'reasoning';
@@ -54,8 +56,7 @@ export function createReasoningNames(): ReasoningNames {
     of: (model) => names.get(model) ?? 'reasoning_content',
     saw(model, field) {
       if (field === undefined || names.get(model) === field) return;
-      if (!names.has(model) && names.size >= maxModels) names.delete(names.keys().next().value as string);
-      names.set(model, field);
+      setWithin(names, model, field, maxModels);
     },
   };
 }
