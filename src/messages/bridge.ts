@@ -3,13 +3,14 @@
 // tools and tool_choice, sampling — so the same engine fits, sends, recovers and stores it. For an
 // `anthropic` upstream every message also carries its original blocks (`ctxgate_anthropic`), sent as
 // they came while the engine left the message unchanged (thinking signatures, cache_control and
-// documents survive); for any other upstream what chat cannot carry is dropped and named.
+// documents survive); for any other upstream what chat cannot carry is dropped and named. A conversation
+// Claude compacted is read as Claude reads it: from its last `compaction` summary on.
 import { createHash } from 'node:crypto';
 import { tooManyMessages } from '../chat/chat-request-schema.js';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
-import { isCarrier, readCarrier } from '../upstream/carried-state.js';
+import { compactedHistory, isCarrier, readCarrier } from '../upstream/carried-state.js';
 import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -73,11 +74,41 @@ function blocksText(content: unknown): string {
 }
 
 /**
+ * A `compaction` block that holds a summary: Claude's compaction (server-side `compact_20260112`, or on
+ * demand), which it reads in place of every block before it. One of no summary (`content: null`: the
+ * compaction failed) is a no-op to Claude.
+ */
+function isSummary(block: unknown): block is Json & { content: string } {
+  return (
+    isObject(block) &&
+    block.type === 'compaction' &&
+    typeof block.content === 'string' &&
+    block.content !== ''
+  );
+}
+
+/**
+ * Where Claude starts reading a conversation: the last compaction block with a summary, as [message,
+ * block]; undefined when there is none.
+ */
+function compactionStart(messages: readonly unknown[]): [number, number] | undefined {
+  for (let at = messages.length - 1; at >= 0; at--) {
+    const content = (messages[at] as Json | null)?.content;
+    if (!Array.isArray(content)) continue;
+    for (let block = content.length - 1; block >= 0; block--)
+      if (isSummary(content[block])) return [at, block];
+  }
+  return undefined;
+}
+
+/**
  * A block as a chat content part: text, an image, a PDF, a text document, and a document of content blocks
  * or a search result as its text; undefined for what chat cannot carry.
  */
 function partOf(block: Json): Json | undefined {
   if (block.type === 'text') return { type: 'text', text: block.text };
+  // Natively only (a summary in a user message, counted as Claude reads it); bridged it is a message of its own.
+  if (isSummary(block)) return { type: 'text', text: block.content };
   if (block.type === 'image' && isObject(block.source)) {
     const source = block.source;
     if (source.type === 'base64' && typeof source.data === 'string')
@@ -279,7 +310,8 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
   let extras: Map<string, Record<string, unknown>> | undefined;
   let carried: Record<string, unknown> | undefined;
   for (const block of blocks) {
-    if (block.type === 'text') text.push(String(block.text));
+    // Natively a summary is counted as the text it is (Claude reads it); bridged it is a message of its own.
+    if (block.type === 'text' || (native && isSummary(block))) text.push(String(block.text ?? block.content));
     else if (block.type === 'tool_use') {
       if (typeof block.id !== 'string' || typeof block.name !== 'string')
         throw invalid(`${param}: tool_use needs an id and a name`, param);
@@ -298,7 +330,8 @@ function assistantMessage(blocks: Json[], { param, native, dropped }: BridgeCont
           for (const [id, extra] of state.calls) (extras ??= new Map()).set(id, extra);
           if (state.message !== undefined) carried = Object.assign(carried ?? {}, state.message);
         }
-      } else dropped.add(String(block.type));
+        // A compaction that failed (no summary) is nothing to Claude: nothing is lost.
+      } else if (block.type !== 'compaction') dropped.add(String(block.type));
     }
   }
   if (extras !== undefined)
@@ -357,7 +390,7 @@ function userMessages(content: unknown, blocks: Json[], { param, native, dropped
       continue;
     }
     const part = partOf(block);
-    if (part === undefined && !native) dropped.add(String(block.type));
+    if (part === undefined && !native && block.type !== 'compaction') dropped.add(String(block.type));
     if (part !== undefined) rest.push(part);
     restBlocks.push(block);
   }
@@ -541,13 +574,25 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     origins.push(-1);
     strings.push(undefined);
   }
+  // Claude reads a conversation from its last compaction summary on (compactionStart): what is before it
+  // is neither sent nor counted, and to a Chat Completions model the summary is a user message of its own.
+  const start = compactionStart(body.messages);
   body.messages.forEach((raw: unknown, index) => {
+    if (start !== undefined && index < start[0]) return;
     const param = `messages.${index}`;
     if (!isObject(raw)) throw invalid(`${param}: Input should be an object`, param);
     const { role } = raw;
     if (role !== 'user' && role !== 'assistant' && role !== 'system')
       throw invalid(`${param}.role: Input should be 'user', 'assistant' or 'system'`, `${param}.role`);
-    const blocks = blocksOf(raw.content, `${param}.content`);
+    let blocks = blocksOf(raw.content, `${param}.content`);
+    if (index === start?.[0]) {
+      blocks = blocks.slice(start[1]);
+      if (!native) {
+        messages.push({ role: 'user', content: compactedHistory + String(blocks[0]?.content) });
+        blocks = blocks.slice(1);
+      }
+      if (blocks.length === 0) return recordSources({ origins, strings }, messages, index, undefined, []);
+    }
     const where = { param: `${param}.content`, native, dropped };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // Where it stood: for a model whose template takes one system message, first, the service moves it

@@ -25,6 +25,7 @@ import { sliceWhole } from '../text-slices.js';
 import {
   carriedStateOf,
   carrierOf,
+  compactedHistory,
   compactionCarrierOf,
   isCarrier,
   isCompactionCarrier,
@@ -157,10 +158,6 @@ const compactionRequest =
   "requests, constraints and preferences (in the user's words where they matter), what has been done " +
   'and found (files, commands, results, decisions, errors), where the work stands, and what remains to ' +
   'be done. Keep names, paths, identifiers and values exact. Answer with the summary only.';
-
-/** What a compaction's summary is introduced with when the client sends it back. */
-export const compactedHistory =
-  'The conversation before this point was compacted; this summary of it was written then:\n\n';
 
 /** Input items of built-in tools and of reasoning: history a Chat Completions upstream cannot read. */
 const droppableItems = new Set([

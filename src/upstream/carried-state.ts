@@ -86,6 +86,13 @@ export function readCarrier(value: string): CarriedState {
   return state;
 }
 
+/**
+ * What a compaction's summary is introduced with when a client sends it back and it goes to a model as
+ * text: the gateway's own (a Responses `compaction` item), or Claude's (a Messages `compaction` block).
+ */
+export const compactedHistory =
+  'The conversation before this point was compacted; this summary of it was written then:\n\n';
+
 /** What a compaction carrier starts with (a Responses `compaction` item's `encrypted_content`). */
 const compactionPrefix = 'ctxgate.compaction.v1:';
 

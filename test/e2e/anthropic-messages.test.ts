@@ -505,6 +505,74 @@ describe('a catalog of deferred tools (tool search), natively to Claude', () => 
   });
 });
 
+// Claude's compaction (`context_management` edit `compact_20260112`, as the AI SDK and the Anthropic SDK's
+// tool runner ask for it): past the trigger Claude answers a `compaction` block, the client keeps its whole
+// history and sends the block back in it, and Claude reads the conversation from its last summary on.
+// Counted whole, a history twice the window was cut by the gateway (an omission notice, summaries) and
+// every answer raised the truncation alarm, while Claude took each request whole; bridged to a Chat
+// Completions model the summary was dropped and what it summarized sent again.
+describe("Claude's compaction", () => {
+  const compactEdit = {
+    edits: [{ type: 'compact_20260112', trigger: { type: 'input_tokens', value: 9_000 } }],
+  };
+  const code = (turn: number) => `R${(turn * 7919) % 10_007}`;
+
+  it('sends Claude the conversation from its last summary on: nothing cut, no alarm; a Chat Completions model continues from the summary', async () => {
+    catalogClaude.respond = () => ({ text: 'Noted.' });
+    const before = catalogClaude.messageRequests.length;
+    const messages: Anthropic.MessageParam[] = [];
+    for (let turn = 0; turn < 40; turn++) {
+      messages.push({
+        role: 'user',
+        content: `Fact ${turn}: the code of room ${turn} is ${code(turn)}. ${prose(1_200, 700 + turn)}`,
+      });
+      const { data, response } = await client({ 'anthropic-beta': 'compact-2026-01-12' })
+        .messages.create({
+          model: 'claude-catalog-compact',
+          max_tokens: 1_000,
+          messages,
+          context_management: compactEdit,
+        } as never)
+        .withResponse();
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-context-dropped-messages')).toBe('0');
+      expect(response.headers.get('x-context-upstream-truncated')).toBeNull();
+      messages.push({ role: 'assistant', content: data.content as never });
+    }
+    // The history is over the window (30,000) twice over, and Claude compacted it more than once.
+    const sent = catalogClaude.messageRequests.slice(before);
+    expect(sent.every((request) => request.status === 200)).toBe(true);
+    const compactions = messages.filter(
+      (message) =>
+        Array.isArray(message.content) && (message.content[0] as { type: string }).type === 'compaction',
+    );
+    expect(compactions.length).toBeGreaterThan(1);
+    // What Claude was sent after its first compaction starts at its last one, which holds every fact.
+    const last = sent.at(-1)?.body.messages as Array<{
+      role: string;
+      content: Array<{ type: string; content?: string }>;
+    }>;
+    expect(last[0]?.content[0]?.type).toBe('compaction');
+    expect(last[0]?.content[0]).toEqual((compactions.at(-1) as { content: unknown[] }).content[0]);
+    expect(JSON.stringify(last)).not.toContain('omitted');
+
+    // The conversation goes on on a Chat Completions model: it is given the summary, not what it replaced.
+    const chatBefore = new Set(openai.chatRequests);
+    messages.push({ role: 'user', content: 'What is the code of room 3?' });
+    const bridged = await client()
+      .messages.create({ model: 'local-model', max_tokens: 500, messages } as never)
+      .withResponse();
+    expect(bridged.response.headers.get('x-ctxgate-dropped')).toBeNull();
+    const chat = openai.chatRequests.find((request) => !chatBefore.has(request));
+    const chatMessages = (chat?.body as { messages: ChatMessage[] }).messages;
+    expect(String(chatMessages[0]?.content)).toContain(`Fact 3: the code of room 3 is ${code(3)}`);
+    expect(String(chatMessages[0]?.content)).toMatch(/^The conversation before this point was compacted/);
+    expect(chatMessages.filter((message) => message.role === 'user').length).toBeLessThan(
+      messages.length / 2 - 1,
+    );
+  });
+});
+
 describe('a PDF a Chat Completions client attaches (OpenAI’s file part), to Claude', () => {
   it('reaches Claude as a document block, which it reads', async () => {
     const report = pdf(['Revenue grew.', 'The Lisbon office opens in May.']);

@@ -9,7 +9,11 @@
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
 // ("prompt is too long: N tokens > M maximum"), and the escape of a lone surrogate half ("The request body
 // is not valid JSON: no low surrogate in string: line 1 column N (char N-1)"). Its token count is its own (cl100k, scaled): not the
-// gateway's estimate. It answers by a script, whole or as Anthropic's event stream.
+// gateway's estimate. It answers by a script, whole or as Anthropic's event stream. It compacts as Claude
+// does (`context_management` edit `compact_20260112`): past the trigger, its answer starts with a
+// `compaction` block whose summary is every user message's first sentence; and it reads a conversation from its last
+// compaction block of a summary on, every block before it dropped (a signed one must be the first block:
+// `compaction_block_misplaced`).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
@@ -50,6 +54,7 @@ function blockText(block: unknown): string {
   if (typeof record.thinking === 'string') return record.thinking;
   if (record.type === 'tool_use') return `${String(record.name)} ${JSON.stringify(record.input ?? {})}`;
   if (record.type === 'tool_result') return contentText(record.content);
+  if (record.type === 'compaction') return typeof record.content === 'string' ? record.content : '';
   // An image is counted apart, by its size (imageTokens), and so is a PDF (documentTokens).
   if (record.type === 'image') return '';
   if (record.type === 'document') {
@@ -120,14 +125,34 @@ function referencedTools(messages: unknown): Set<string> {
   return names;
 }
 
+/** Whether a block is a compaction that holds a summary (one of `content: null` failed: a no-op). */
+const isSummary = (block: unknown): boolean =>
+  (block as Json | null)?.type === 'compaction' && typeof (block as Json).content === 'string';
+
 /**
- * The fake's count of a request's prompt: system, messages and tools — as Anthropic counts a deferred
+ * The messages Claude reads: from the last compaction block of a summary on (its message's blocks
+ * before it dropped too), all of them when there is none.
+ */
+export function readMessages(messages: unknown): Json[] {
+  const all = Array.isArray(messages) ? (messages as Json[]) : [];
+  for (let at = all.length - 1; at >= 0; at--) {
+    const content = all[at]?.content;
+    const block = Array.isArray(content) ? content.findLastIndex(isSummary) : -1;
+    if (block >= 0)
+      return [{ ...all[at], content: (content as unknown[]).slice(block) }, ...all.slice(at + 1)];
+  }
+  return all;
+}
+
+/**
+ * The fake's count of a request's prompt: system, messages (those Claude reads: readMessages) and tools — as Anthropic counts a deferred
  * tool (`defer_loading`, tool search) only once a message references it.
  */
 export function anthropicTokens(body: Json): number {
   let text = contentText(body.system);
   let images = 0;
-  for (const message of (body.messages as Json[] | undefined) ?? []) {
+  const messages = readMessages(body.messages);
+  for (const message of messages) {
     text += `\n${contentText(message.content)}`;
     for (const image of imageBlocks(message.content)) images += imageTokens(image);
     // Each page of a PDF: its text and a picture of it.
@@ -135,17 +160,14 @@ export function anthropicTokens(body: Json): number {
       for (const page of pages) images += encoding.encode(page).length + pdfPageImageTokens;
   }
   if (Array.isArray(body.tools)) {
-    const referenced = referencedTools(body.messages);
+    const referenced = referencedTools(messages);
     text += JSON.stringify(
       (body.tools as Json[]).filter(
         (tool) => tool.defer_loading !== true || referenced.has(String(tool.name)),
       ),
     );
   }
-  return Math.ceil(
-    (encoding.encode(text).length + images + 4 * ((body.messages as unknown[] | undefined)?.length ?? 0)) *
-      countScale,
-  );
+  return Math.ceil((encoding.encode(text).length + images + 4 * messages.length) * countScale);
 }
 
 const errorBody = (type: string, message: string): string =>
@@ -188,7 +210,18 @@ export function findAnthropicRefusal(
     if (message.role !== 'user' && message.role !== 'assistant')
       return `messages.${index}.role: Input should be 'user' or 'assistant'`;
   }
-  if ((messages[0] as Json | undefined)?.role !== 'user')
+  // A signed compaction (asked on demand) is sent back first, in place of what it summarizes.
+  for (const [index, message] of (messages as Json[]).entries())
+    for (const [position, block] of (Array.isArray(message.content)
+      ? (message.content as Json[])
+      : []
+    ).entries())
+      if (block.type === 'compaction' && typeof block.signature === 'string' && (index > 0 || position > 0))
+        return 'compaction_block_misplaced';
+  // The conversation as Claude reads it may start at an assistant message: the one of its compaction.
+  const read = readMessages(messages);
+  const opening = read[0];
+  if (opening?.role !== 'user' && !(Array.isArray(opening?.content) && isSummary(opening.content[0])))
     return 'messages: first message must use the "user" role';
   for (const [index, message] of (messages as Json[]).entries()) {
     const blocks = Array.isArray(message.content) ? (message.content as Json[]) : [];
@@ -370,6 +403,18 @@ export class FakeAnthropic {
       typeof beta === 'string' && beta.includes('per-turn-control-'),
       typeof beta === 'string' && beta.includes('interleaved-thinking-'),
     );
+    if (refusal === 'compaction_block_misplaced')
+      return send(
+        400,
+        JSON.stringify({
+          type: 'error',
+          error: {
+            type: 'invalid_request_error',
+            message: 'The `compaction` block must be the first block of the conversation.',
+            details: { error_code: refusal },
+          },
+        }),
+      );
     if (refusal !== undefined) return send(400, errorBody('invalid_request_error', refusal));
     const inputTokens = anthropicTokens(body);
     if (path.endsWith('count_tokens')) return send(200, JSON.stringify({ input_tokens: inputTokens }));
@@ -390,6 +435,24 @@ export class FakeAnthropic {
       );
     const reply = this.respond(body);
     const content: Json[] = [];
+    // Past the trigger of a compact edit, the answer starts with a summary of the conversation read.
+    const compact = ((body.context_management as Json | undefined)?.edits as Json[] | undefined)?.find(
+      (edit) => edit.type === 'compact_20260112',
+    );
+    const trigger = Number((compact?.trigger as Json | undefined)?.value ?? 150_000);
+    const compacted = compact !== undefined && inputTokens > trigger;
+    if (compacted)
+      content.push({
+        type: 'compaction',
+        content: readMessages(body.messages)
+          .map((message) =>
+            message.role === 'user'
+              ? (contentText(message.content).split('. ')[0] ?? '')
+              : contentText(Array.isArray(message.content) ? message.content.filter(isSummary) : []),
+          )
+          .filter((text) => text !== '')
+          .join('\n'),
+      });
     if (reply.thinking !== undefined)
       content.push({ type: 'thinking', thinking: reply.thinking, signature: `sig-${this.requests.length}` });
     if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
@@ -449,6 +512,19 @@ export class FakeAnthropic {
             response.write(
               event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }),
             );
+      } else if (block.type === 'compaction') {
+        response.write(
+          event('content_block_start', {
+            index,
+            content_block: { type: 'compaction', content: null, encrypted_content: null },
+          }),
+        );
+        response.write(
+          event('content_block_delta', {
+            index,
+            delta: { type: 'compaction_delta', content: block.content, encrypted_content: null },
+          }),
+        );
       } else if (block.type === 'thinking') {
         response.write(
           event('content_block_start', {

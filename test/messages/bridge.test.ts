@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { messageOf, MessagesStreamTranslator } from '../../src/messages/answer.js';
 import { bridgeMessagesRequest, endUserId } from '../../src/messages/bridge.js';
 import { isGatewayError } from '../../src/errors.js';
-import { readCarrier } from '../../src/upstream/carried-state.js';
+import { compactedHistory, readCarrier } from '../../src/upstream/carried-state.js';
 import { sseEventData } from '../helpers/sse-events.js';
 
 /** The content blocks an Anthropic event stream builds, as the SDK accumulates them. */
@@ -810,5 +810,92 @@ describe('search results and documents of content blocks', () => {
   it('counts their words natively, where they go to Claude as they came', () => {
     const native = bridged({ messages: [{ role: 'user', content: [searchResult] }] }, true);
     expect((native.chatBody.messages as Array<Record<string, unknown>>)[0]?.content).toBe(asText);
+  });
+});
+
+describe("Claude's compaction blocks", () => {
+  // Anthropic's compaction (server-side `compact_20260112`, or on demand): Claude answers a `compaction`
+  // block holding a summary, the client sends its whole history back with it, and Claude reads the
+  // conversation from the last such block on — every block before it is dropped.
+  const summary = 'The user is planning a trip to Lisbon in May; the budget is 1,800 euros.';
+  const history = [
+    { role: 'user', content: 'I want to plan a trip.' },
+    { role: 'assistant', content: 'Where to?' },
+    { role: 'user', content: 'Lisbon, in May, on 1,800 euros.' },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'compaction', content: summary },
+        { type: 'text', text: 'Noted: Lisbon in May.' },
+      ],
+    },
+    { role: 'user', content: 'Which district should I stay in?' },
+  ];
+  const originsOf = (result: ReturnType<typeof bridged>) => [...result.sources.origins];
+
+  it('gives a Chat Completions model the summary in place of what it summarizes, and nothing before it', () => {
+    const result = bridged({ messages: history });
+    expect(result.chatBody.messages).toEqual([
+      { role: 'user', content: `${compactedHistory}${summary}` },
+      { role: 'assistant', content: 'Noted: Lisbon in May.' },
+      { role: 'user', content: 'Which district should I stay in?' },
+    ]);
+    expect(result.dropped).toEqual([]);
+    expect(originsOf(result)).toEqual([3, 3, 4]);
+  });
+
+  it('sends Claude the conversation it reads, from the block on, and counts the summary', () => {
+    const result = bridged({ system: 'Be brief.', messages: history }, true);
+    const messages = result.chatBody.messages as Array<Record<string, unknown>>;
+    expect(messages.map((message) => message.role)).toEqual(['system', 'assistant', 'user']);
+    expect(messages[1]?.content).toContain(summary);
+    expect((messages[1]?.ctxgate_anthropic as { blocks: unknown[] }).blocks).toEqual(history[3]?.content);
+    expect(originsOf(result)).toEqual([-1, 3, 4]);
+  });
+
+  it('reads from the last summary, and leaves the blocks before it in its message out', () => {
+    const later = 'Lisbon in May, 1,800 euros; staying in Alfama.';
+    const messages = [
+      ...history,
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Alfama.' },
+          { type: 'compaction', content: later },
+        ],
+      },
+      { role: 'user', content: 'And the airport?' },
+    ];
+    expect(bridged({ messages }).chatBody.messages).toEqual([
+      { role: 'user', content: `${compactedHistory}${later}` },
+      { role: 'user', content: 'And the airport?' },
+    ]);
+    const native = bridged({ messages }, true).chatBody.messages as Array<Record<string, unknown>>;
+    expect((native[0]?.ctxgate_anthropic as { blocks: unknown[] }).blocks).toEqual([
+      { type: 'compaction', content: later },
+    ]);
+    expect(native).toHaveLength(2);
+  });
+
+  it('takes a compaction that failed (no summary: Claude ignores it) as nothing, and cuts nothing', () => {
+    const messages = [
+      { role: 'user', content: 'Hi' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'compaction', content: null },
+          { type: 'text', text: 'Hello.' },
+        ],
+      },
+      { role: 'user', content: 'Bye' },
+    ];
+    const result = bridged({ messages });
+    expect(result.chatBody.messages).toEqual([
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello.' },
+      { role: 'user', content: 'Bye' },
+    ]);
+    expect(result.dropped).toEqual([]);
+    expect(bridged({ messages }, true).chatBody.messages).toHaveLength(3);
   });
 });

@@ -10,13 +10,13 @@ import { parseChatCompletionRequest } from '../../src/chat/chat-request-schema.j
 import { isGatewayError } from '../../src/errors.js';
 import {
   bridgeRequest,
-  compactedHistory,
   compactionItemOf,
   newId,
   outputItemsOf,
   userItemsOf,
   type BridgeOptions,
 } from '../../src/responses/bridge.js';
+import { compactedHistory } from '../../src/upstream/carried-state.js';
 
 const drop: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'drop' };
 const reject: BridgeOptions = { defaultTruncation: 'auto', unbridgeable: 'reject' };
