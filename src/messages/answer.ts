@@ -132,27 +132,37 @@ export function messageOf(completion: Json, meta: { id: string; model: string })
   const choice = ((completion.choices as Json[] | undefined) ?? [])[0] ?? {};
   const reply = (choice.message ?? { role: 'assistant', content: '' }) as Json;
   const finish = typeof choice.finish_reason === 'string' ? choice.finish_reason : 'stop';
+  // Claude's own stop where chat has no word for it (anthropic-wire.ts): pause_turn, compaction…
+  const unsaid = choice.ctxgate_anthropic_stop as Json | undefined;
   return {
     id: meta.id,
     type: 'message',
     role: 'assistant',
     model: meta.model,
     content: blocksOfReply(reply),
-    stop_reason: stopReasons[finish] ?? 'end_turn',
-    stop_sequence: null,
+    stop_reason: unsaid?.stop_reason ?? stopReasons[finish] ?? 'end_turn',
+    stop_sequence: unsaid?.stop_sequence ?? null,
     usage: usageOf(completion.usage as Json | undefined),
   };
 }
 
-type OpenBlock = { kind: 'text' | 'thinking' | 'tool'; index: number; call?: number };
+type OpenBlock = { kind: 'text' | 'thinking' | 'tool' | 'unsaid'; index: number; call?: number };
 
-/** A chat completion stream as Anthropic's event sequence, event by event. */
+/**
+ * A chat completion stream as Anthropic's event sequence, event by event. From Claude, what chat has no
+ * word for comes as the events it was (`ctxgate_anthropic_event`: a server tool's use and result, a
+ * compaction, redacted thinking, a text's citations) and goes as it came, at this stream's block index;
+ * a stop chat cannot say (`ctxgate_anthropic_stop`: pause_turn, compaction, the stop sequence that matched)
+ * ends the message.
+ */
 export class MessagesStreamTranslator {
   private readonly utf8 = new StringDecoder('utf8');
   private readonly sse = new SseDecoder();
   private open: OpenBlock | undefined;
   private nextIndex = 0;
   private finish: string | undefined;
+  /** Claude's own stop, when chat has no word for it. */
+  private unsaidStop: Json | undefined;
   private usage: Json | undefined;
   private ended = false;
   /** True once an error event was sent: the stream ends without message_stop. */
@@ -247,6 +257,9 @@ export class MessagesStreamTranslator {
     if (choice === undefined) return '';
     if (typeof choice.finish_reason === 'string') this.finish = choice.finish_reason;
     const delta = (choice.delta ?? {}) as Json;
+    if (delta.ctxgate_anthropic_stop !== undefined) this.unsaidStop = delta.ctxgate_anthropic_stop as Json;
+    if (delta.ctxgate_anthropic_event !== undefined)
+      return this.unsaidEvent(delta.ctxgate_anthropic_event as Json);
     let out = '';
     const reasoning = reasoningOf(delta);
     if (reasoning !== undefined) {
@@ -291,6 +304,17 @@ export class MessagesStreamTranslator {
   }
 
   /**
+   * An event of Claude's stream as it came, at this stream's index: a block's start opens one of its own,
+   * its deltas and stop go to it; a delta of a block this stream opened (a text's citations) goes to that.
+   */
+  private unsaidEvent(event: Json): string {
+    if (event.type === 'content_block_start') return this.openBlock('unsaid', event.content_block as Json);
+    if (this.open === undefined) return '';
+    if (event.type === 'content_block_stop') return this.open.kind === 'unsaid' ? this.close() : '';
+    return this.event(String(event.type), { index: this.open.index, delta: event.delta });
+  }
+
+  /**
    * A thinking block of no text whose signature carries `calls`' extras and the reasoning details not
    * carried yet; '' when there is nothing to carry.
    */
@@ -322,7 +346,10 @@ export class MessagesStreamTranslator {
       // Reasoning details that came after the text and the calls.
       this.carrierBlock([]) +
       this.event('message_delta', {
-        delta: { stop_reason: stopReasons[this.finish ?? 'stop'] ?? 'end_turn', stop_sequence: null },
+        delta: {
+          stop_reason: this.unsaidStop?.stop_reason ?? stopReasons[this.finish ?? 'stop'] ?? 'end_turn',
+          stop_sequence: this.unsaidStop?.stop_sequence ?? null,
+        },
         usage: { output_tokens: usage.output_tokens, input_tokens: inputTokens },
       }) +
       this.event('message_stop', {})

@@ -369,6 +369,19 @@ const finishReasons: Record<string, string> = {
   refusal: 'content_filter',
 };
 
+/** The stop reasons a chat finish reason gives back as they were (answer.ts): others are carried. */
+const sayable = new Set(['end_turn', 'max_tokens', 'tool_use', 'refusal']);
+
+/**
+ * How Claude's answer stopped, when chat has no word for it — `pause_turn` (a server tool's turn to go
+ * on), `compaction`, `model_context_window_exceeded`, a `stop_sequence` and the one that matched: carried
+ * beside the finish reason (`ctxgate_anthropic_stop`) for a Messages client; undefined otherwise.
+ */
+function unsaidStop(reason: unknown, sequence: unknown): Json | undefined {
+  if (typeof reason !== 'string' || (sayable.has(reason) && typeof sequence !== 'string')) return undefined;
+  return { stop_reason: reason, stop_sequence: typeof sequence === 'string' ? sequence : null };
+}
+
 interface AnthropicUsage {
   input_tokens?: number;
   output_tokens?: number;
@@ -413,17 +426,30 @@ export function fromAnthropicMessage(message: Json): Json {
   if (reasoning !== '') reply.reasoning_content = reasoning;
   reply.ctxgate_anthropic = { blocks, made: madeKey(reply) } satisfies AnthropicExtension;
   const stop = typeof message.stop_reason === 'string' ? message.stop_reason : 'end_turn';
+  const choice: Json = {
+    index: 0,
+    message: reply,
+    finish_reason: finishReasons[stop] ?? 'stop',
+    logprobs: null,
+  };
+  const unsaid = unsaidStop(message.stop_reason, message.stop_sequence);
+  if (unsaid !== undefined) choice.ctxgate_anthropic_stop = unsaid;
   return {
     id: message.id,
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: message.model,
-    choices: [{ index: 0, message: reply, finish_reason: finishReasons[stop] ?? 'stop', logprobs: null }],
+    choices: [choice],
     usage: chatUsage((message.usage ?? {}) as AnthropicUsage),
   };
 }
 
-/** Anthropic's stream events as chat chunks, one for one as they arrive. */
+/**
+ * Anthropic's stream events as chat chunks, one for one as they arrive. A block chat has no word for (a
+ * server tool's use and result, a compaction, redacted thinking) and a delta of one (a text's citations)
+ * go as the event they are (`ctxgate_anthropic_event`), which a Messages client is given as it came
+ * (answer.ts), as is a stop chat cannot say (unsaidStop).
+ */
 export class AnthropicToChatStream {
   private readonly utf8 = new StringDecoder('utf8');
   private readonly sse = new SseDecoder();
@@ -434,6 +460,9 @@ export class AnthropicToChatStream {
   private readonly calls = new Map<number, number>();
   private readonly blocks = new Map<number, Json>();
   private stopReason: string | undefined;
+  private stopSequence: unknown;
+  /** Blocks chat has no word for, by index: their events go as they came. */
+  private readonly unsaid = new Set<number>();
 
   private chunk(delta: Json, finish: string | null = null): string {
     const chunk = {
@@ -475,6 +504,10 @@ export class AnthropicToChatStream {
         const index = Number(event.index ?? 0);
         const block = { ...((event.content_block ?? {}) as Json) };
         this.blocks.set(index, block);
+        if (block.type !== 'tool_use' && block.type !== 'text' && block.type !== 'thinking') {
+          this.unsaid.add(index);
+          return this.chunk({ ctxgate_anthropic_event: event });
+        }
         if (block.type !== 'tool_use') return '';
         const call = this.calls.size;
         this.calls.set(index, call);
@@ -489,6 +522,8 @@ export class AnthropicToChatStream {
         const index = Number(event.index ?? 0);
         const delta = (event.delta ?? {}) as Json;
         const block = this.blocks.get(index);
+        if (this.unsaid.has(index) || delta.type === 'citations_delta')
+          return this.chunk({ ctxgate_anthropic_event: event });
         if (delta.type === 'text_delta' && typeof delta.text === 'string') {
           if (block !== undefined) block.text = String(block.text ?? '') + delta.text;
           return this.chunk({ content: delta.text });
@@ -509,9 +544,14 @@ export class AnthropicToChatStream {
         }
         return '';
       }
+      case 'content_block_stop':
+        return this.unsaid.has(Number(event.index ?? 0))
+          ? this.chunk({ ctxgate_anthropic_event: event })
+          : '';
       case 'message_delta': {
         const delta = (event.delta ?? {}) as Json;
         if (typeof delta.stop_reason === 'string') this.stopReason = delta.stop_reason;
+        if (delta.stop_sequence !== undefined) this.stopSequence = delta.stop_sequence;
         Object.assign(this.usage, (event.usage ?? {}) as AnthropicUsage);
         return '';
       }
@@ -525,7 +565,9 @@ export class AnthropicToChatStream {
           choices: [],
           usage: chatUsage(this.usage),
         };
-        return `${this.chunk({}, finish)}data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`;
+        const unsaid = unsaidStop(this.stopReason, this.stopSequence);
+        const delta = unsaid === undefined ? {} : { ctxgate_anthropic_stop: unsaid };
+        return `${this.chunk(delta, finish)}data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`;
       }
       case 'error': {
         const error = (event.error ?? {}) as Json;

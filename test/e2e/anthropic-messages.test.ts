@@ -336,7 +336,7 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
     });
     expect(first.content[0]).toMatchObject({ type: 'thinking', thinking: 'I should look it up.' });
     expect((first.content[0] as { signature: string }).signature).toMatch(/^sig-/);
-    const use = first.content.find((block) => block.type === 'tool_use') as { id: string };
+    console.log('PROBE0', JSON.stringify(first.content), JSON.stringify(catalogClaude.messageRequests.at(-1)?.status)); const use = first.content.find((block) => block.type === 'tool_use') as { id: string };
     const answer = await client().messages.create({
       model: 'claude-sonnet-4-5',
       max_tokens: 2_000,
@@ -571,6 +571,97 @@ describe("Claude's compaction", () => {
       messages.length / 2 - 1,
     );
   });
+});
+
+// Natively Claude's answer went back to the client rebuilt from its chat form, which says only text,
+// thinking and tool calls: a stream lost every other block — a web search's server_tool_use (its query
+// became the arguments of a tool call of no name) and results, a compaction, redacted thinking — and,
+// whole or streamed, a stop reason chat has no word for became end_turn (pause_turn, which asks the client
+// to go on; compaction, which the AI SDK checks for) and the stop sequence that matched was lost.
+describe("Claude's answer, natively, as Claude gave it", () => {
+  const search = [
+    { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'ctxgate release' } },
+    {
+      type: 'web_search_tool_result',
+      tool_use_id: 'srvtoolu_1',
+      content: [
+        {
+          type: 'web_search_result',
+          url: 'https://example.com/ctxgate',
+          title: 'ctxgate 1.0',
+          encrypted_content: 'EqkBCioIBxgCIiQ4',
+          page_age: null,
+        },
+      ],
+    },
+  ];
+  const asks = {
+    model: 'claude-catalog-answers',
+    max_tokens: 1_000,
+    messages: [{ role: 'user', content: 'Search.' }],
+  };
+  const answer = async (stream: boolean) => {
+    if (!stream) return client().messages.create(asks as never);
+    return client()
+      .messages.stream(asks as never)
+      .finalMessage();
+  };
+  // A compaction is beta: its stream's `compaction_delta` is read by the SDK's beta stream.
+  const betaAnswer = async (stream: boolean) => {
+    if (!stream) return client().beta.messages.create(asks as never);
+    return client()
+      .beta.messages.stream(asks as never)
+      .finalMessage();
+  };
+
+  it.each([
+    ['streamed', true],
+    ['whole', false],
+  ])(
+    'gives back a web search paused (pause_turn), redacted thinking and a tool call, %s',
+    async (_name, stream) => {
+      catalogClaude.respond = () => ({
+        blocks: [{ type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' }, ...search],
+        text: 'Searching further.',
+        stopReason: 'pause_turn',
+      });
+      const message = await answer(stream);
+      expect(message.content).toEqual([
+        { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' },
+        ...search,
+        { type: 'text', text: 'Searching further.' },
+      ]);
+      expect(message.stop_reason).toBe('pause_turn');
+    },
+  );
+
+  it.each([
+    ['streamed', true],
+    ['whole', false],
+  ])(
+    'gives back a compaction asked on demand (stop_reason compaction) and the stop sequence that matched, %s',
+    async (_name, stream) => {
+      catalogClaude.respond = () => ({
+        blocks: [{ type: 'compaction', content: 'The user asked for a search.' }],
+        stopReason: 'compaction',
+      });
+      const compacted = await betaAnswer(stream);
+      // (A stream's compaction block starts with `encrypted_content: null`, which the SDK keeps.)
+      expect(compacted.content).toHaveLength(1);
+      expect(compacted.content[0]).toMatchObject({
+        type: 'compaction',
+        content: 'The user asked for a search.',
+      });
+      expect(compacted.stop_reason).toBe('compaction');
+      catalogClaude.respond = () => ({
+        text: 'One, two',
+        stopReason: 'stop_sequence',
+        stopSequence: 'three',
+      });
+      const stopped = await answer(stream);
+      expect([stopped.stop_reason, stopped.stop_sequence]).toEqual(['stop_sequence', 'three']);
+    },
+  );
 });
 
 describe('a PDF a Chat Completions client attaches (OpenAI’s file part), to Claude', () => {

@@ -34,6 +34,16 @@ export interface AnthropicReply {
   toolUses?: ReadonlyArray<{ name: string; input: Json }>;
   /** A thinking block before the answer (with its signature). */
   thinking?: string;
+  /**
+   * Blocks as Anthropic gives them, before the text: a server tool's use and result (web search), a
+   * `redacted_thinking`; streamed as Anthropic streams them (a `server_tool_use`'s input as JSON deltas,
+   * any other whole at its start).
+   */
+  blocks?: Json[];
+  /** The stop reason, when not the one the content makes (`pause_turn`, `stop_sequence`…). */
+  stopReason?: string;
+  /** The stop sequence that stopped it (`stopReason: 'stop_sequence'`). */
+  stopSequence?: string;
 }
 
 export interface RecordedAnthropicRequest {
@@ -455,6 +465,7 @@ export class FakeAnthropic {
       });
     if (reply.thinking !== undefined)
       content.push({ type: 'thinking', thinking: reply.thinking, signature: `sig-${this.requests.length}` });
+    content.push(...(reply.blocks ?? []));
     if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
     const uses = [...(reply.toolUse === undefined ? [] : [reply.toolUse]), ...(reply.toolUses ?? [])];
     uses.forEach((use, index) =>
@@ -466,7 +477,7 @@ export class FakeAnthropic {
       }),
     );
     const outputTokens = Math.max(1, encoding.encode(contentText(content)).length);
-    const stopReason = uses.length === 0 ? 'end_turn' : 'tool_use';
+    const stopReason = reply.stopReason ?? (uses.length === 0 ? 'end_turn' : 'tool_use');
     const message = {
       id: `msg_fake_${this.requests.length}`,
       type: 'message',
@@ -474,7 +485,7 @@ export class FakeAnthropic {
       model: body.model,
       content,
       stop_reason: stopReason,
-      stop_sequence: null,
+      stop_sequence: reply.stopSequence ?? null,
       usage: {
         input_tokens: inputTokens,
         output_tokens: outputTokens,
@@ -544,6 +555,8 @@ export class FakeAnthropic {
             delta: { type: 'signature_delta', signature: block.signature },
           }),
         );
+      } else if (block.type !== 'tool_use' && block.type !== 'server_tool_use') {
+        response.write(event('content_block_start', { index, content_block: block }));
       } else {
         response.write(event('content_block_start', { index, content_block: { ...block, input: {} } }));
         const json = JSON.stringify(block.input);
@@ -557,7 +570,7 @@ export class FakeAnthropic {
     });
     response.write(
       event('message_delta', {
-        delta: { stop_reason: stopReason, stop_sequence: null },
+        delta: { stop_reason: stopReason, stop_sequence: reply.stopSequence ?? null },
         usage: { output_tokens: outputTokens },
       }),
     );

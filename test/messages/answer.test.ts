@@ -226,6 +226,64 @@ describe('a chat stream as Anthropic events', () => {
     expect(Object.keys(deltas[0] as object)).toEqual(['type', 'index', 'delta']);
   });
 
+  it("writes Claude's events chat has no word for at its own block indexes, and its stop chat cannot say", () => {
+    const translator = new MessagesStreamTranslator(meta, 0);
+    const send = (delta: Record<string, unknown>, finish: string | null = null) =>
+      translator.push(
+        `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
+      );
+    const upstream = (event: Record<string, unknown>) => send({ ctxgate_anthropic_event: event });
+    let text = translator.start() + send({ reasoning_content: 'Look it up.' });
+    // Claude's block 3 (its index counts blocks this stream leaves out): this stream's second.
+    text += upstream({
+      type: 'content_block_start',
+      index: 3,
+      content_block: { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} },
+    });
+    text += upstream({
+      type: 'content_block_delta',
+      index: 3,
+      delta: { type: 'input_json_delta', partial_json: '{"query":"x"}' },
+    });
+    text += upstream({ type: 'content_block_stop', index: 3 });
+    text += send({ content: 'Found.' });
+    text += upstream({
+      type: 'content_block_delta',
+      index: 4,
+      delta: { type: 'citations_delta', citation: { type: 'web_search_result_location', url: 'u' } },
+    });
+    text += send({ ctxgate_anthropic_stop: { stop_reason: 'pause_turn', stop_sequence: null } }, 'stop');
+    text += translator.push('data: [DONE]\n\n');
+    const events = sseEventData(text).filter(
+      (event) => event.type !== 'ping' && event.type !== 'message_start',
+    );
+    expect(events.map((event) => [event.type, event.index ?? null])).toEqual([
+      ['content_block_start', 0],
+      ['content_block_delta', 0],
+      ['content_block_stop', 0],
+      ['content_block_start', 1],
+      ['content_block_delta', 1],
+      ['content_block_stop', 1],
+      ['content_block_start', 2],
+      ['content_block_delta', 2],
+      ['content_block_delta', 2],
+      ['content_block_stop', 2],
+      ['message_delta', null],
+      ['message_stop', null],
+    ]);
+    expect(events[3]?.content_block).toEqual({
+      type: 'server_tool_use',
+      id: 'srvtoolu_1',
+      name: 'web_search',
+      input: {},
+    });
+    expect(events[8]?.delta).toEqual({
+      type: 'citations_delta',
+      citation: { type: 'web_search_result_location', url: 'u' },
+    });
+    expect(events[10]?.delta).toEqual({ stop_reason: 'pause_turn', stop_sequence: null });
+  });
+
   it('keeps the gateway’s count of the prompt when the stream reports no usage', () => {
     const translator = new MessagesStreamTranslator(meta, 812);
     const withoutUsage = chunks.slice(0, -1);
