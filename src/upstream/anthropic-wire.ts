@@ -463,6 +463,8 @@ export class AnthropicToChatStream {
   private stopSequence: unknown;
   /** Blocks chat has no word for, by index: their events go as they came. */
   private readonly unsaid = new Set<number>();
+  /** The JSON of a block's input as its deltas give it (a tool's or a server tool's use), by index. */
+  private readonly inputs = new Map<number, string>();
 
   private chunk(delta: Json, finish: string | null = null): string {
     const chunk = {
@@ -491,6 +493,30 @@ export class AnthropicToChatStream {
     return out;
   }
 
+  /**
+   * The answer's blocks as Claude gave them, when its chat form would not give them back (signed or
+   * redacted thinking, a block chat has no word for, a text's citations): what a session stores of it
+   * (reply-assembler.ts), carried at the end of the stream (`ctxgate_anthropic_blocks`); undefined when the
+   * chat form says it all.
+   */
+  private answerBlocks(): Json[] | undefined {
+    const blocks = [...this.blocks.entries()].sort(([a], [b]) => a - b);
+    const needed = blocks.some(
+      ([index, block]) =>
+        this.unsaid.has(index) || block.type === 'thinking' || Array.isArray(block.citations),
+    );
+    if (!needed) return undefined;
+    return blocks.map(([index, block]) => {
+      const json = this.inputs.get(index);
+      if (json === undefined || json === '') return block;
+      try {
+        return Object.assign({}, block, { input: JSON.parse(json) as unknown });
+      } catch {
+        return block;
+      }
+    });
+  }
+
   private translate(event: Json): string {
     switch (event.type) {
       case 'message_start': {
@@ -504,6 +530,7 @@ export class AnthropicToChatStream {
         const index = Number(event.index ?? 0);
         const block = { ...((event.content_block ?? {}) as Json) };
         this.blocks.set(index, block);
+        if (block.input !== undefined) this.inputs.set(index, '');
         if (block.type !== 'tool_use' && block.type !== 'text' && block.type !== 'thinking') {
           this.unsaid.add(index);
           return this.chunk({ ctxgate_anthropic_event: event });
@@ -511,7 +538,6 @@ export class AnthropicToChatStream {
         if (block.type !== 'tool_use') return '';
         const call = this.calls.size;
         this.calls.set(index, call);
-        block.input = '';
         return this.chunk({
           tool_calls: [
             { index: call, id: block.id, type: 'function', function: { name: block.name, arguments: '' } },
@@ -522,14 +548,17 @@ export class AnthropicToChatStream {
         const index = Number(event.index ?? 0);
         const delta = (event.delta ?? {}) as Json;
         const block = this.blocks.get(index);
-        if (this.unsaid.has(index) || delta.type === 'citations_delta')
+        if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string')
+          this.inputs.set(index, (this.inputs.get(index) ?? '') + delta.partial_json);
+        if (this.unsaid.has(index) || delta.type === 'citations_delta') {
+          if (block !== undefined) addUnsaidDelta(block, delta);
           return this.chunk({ ctxgate_anthropic_event: event });
+        }
         if (delta.type === 'text_delta' && typeof delta.text === 'string') {
           if (block !== undefined) block.text = String(block.text ?? '') + delta.text;
           return this.chunk({ content: delta.text });
         }
         if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
-          if (block !== undefined) block.input = String(block.input ?? '') + delta.partial_json;
           return this.chunk({
             tool_calls: [{ index: this.calls.get(index) ?? 0, function: { arguments: delta.partial_json } }],
           });
@@ -566,7 +595,9 @@ export class AnthropicToChatStream {
           usage: chatUsage(this.usage),
         };
         const unsaid = unsaidStop(this.stopReason, this.stopSequence);
-        const delta = unsaid === undefined ? {} : { ctxgate_anthropic_stop: unsaid };
+        const delta: Json = unsaid === undefined ? {} : { ctxgate_anthropic_stop: unsaid };
+        const blocks = this.answerBlocks();
+        if (blocks !== undefined) delta.ctxgate_anthropic_blocks = blocks;
         return `${this.chunk(delta, finish)}data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`;
       }
       case 'error': {
@@ -577,6 +608,15 @@ export class AnthropicToChatStream {
         return '';
     }
   }
+}
+
+/** A delta of a block chat has no word for, added to the block: a compaction's summary, a text's citations. */
+function addUnsaidDelta(block: Json, delta: Json): void {
+  if (delta.type === 'compaction_delta') {
+    block.content = delta.content;
+    if (delta.encrypted_content !== undefined) block.encrypted_content = delta.encrypted_content;
+  } else if (delta.type === 'citations_delta' && delta.citation !== undefined)
+    block.citations = [...(Array.isArray(block.citations) ? block.citations : []), delta.citation];
 }
 
 function isEventStreamHeaders(headers: UpstreamResponse['headers']): boolean {

@@ -5,8 +5,11 @@
 // (reasoning-field.ts), as it is sent back to that provider; a tool call keeps its `extra_content`, where
 // Gemini gives the thought signature it refuses the call back without (docs/budgeting.md), and OpenRouter's
 // `reasoning_details` (Claude's thinking with its signature, which Anthropic refuses a tool loop back
-// without) are kept whole. Pure.
+// without) are kept whole, and so are Claude's own blocks where its answer's chat form would not give them
+// back (`ctxgate_anthropic`: its signed thinking, a server tool's use and results — anthropic-wire.ts).
+// Pure.
 import { flatText } from '../flat-string.js';
+import { madeKey } from './anthropic-wire.js';
 import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
@@ -25,6 +28,8 @@ interface ChoiceDelta {
   reasoning?: string | null;
   refusal?: string | null;
   reasoning_details?: unknown;
+  /** Claude's answer's blocks, at the end of its stream, when its chat form would not give them back. */
+  ctxgate_anthropic_blocks?: unknown[];
   tool_calls?: Array<{
     index?: number;
     id?: string;
@@ -49,7 +54,18 @@ export function replyFromCompletion(
   if (typeof message.refusal === 'string') reply.refusal = message.refusal;
   if (Array.isArray(message.reasoning_details) && message.reasoning_details.length > 0)
     reply.reasoning_details = message.reasoning_details;
+  // Claude's answer as it gave it, sent back to Claude as it came (its `made` is this reply's).
+  if (isAnthropicExtension(message.ctxgate_anthropic)) reply.ctxgate_anthropic = message.ctxgate_anthropic;
   return reply;
+}
+
+function isAnthropicExtension(value: unknown): value is { blocks: unknown[]; made: string } {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    Array.isArray((value as { blocks?: unknown }).blocks) &&
+    typeof (value as { made?: unknown }).made === 'string'
+  );
 }
 
 /**
@@ -95,6 +111,8 @@ export class StreamReplyAssembler {
   }> = [];
   private finished = false;
   private malformedEvents = 0;
+  /** Claude's blocks of the answer (ctxgate_anthropic_blocks), when its stream gave them. */
+  private anthropicBlocks: unknown[] | undefined;
 
   push(chunk: Uint8Array): void {
     for (const event of this.decoder.push(this.textDecoder.decode(chunk, { stream: true })))
@@ -123,6 +141,8 @@ export class StreamReplyAssembler {
     if (this.refusal !== '') message.refusal = flatText(this.refusal);
     const details = this.reasoningDetails.filter((entry) => entry !== undefined);
     if (details.length > 0) message.reasoning_details = details;
+    if (this.anthropicBlocks !== undefined)
+      message.ctxgate_anthropic = { blocks: this.anthropicBlocks, made: madeKey(message) };
     return { message, finished: this.finished, malformedEvents: this.malformedEvents };
   }
 
@@ -159,6 +179,7 @@ export class StreamReplyAssembler {
     if (typeof delta.refusal === 'string') this.refusal += delta.refusal;
     if (delta.reasoning_details !== undefined)
       addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
+    if (Array.isArray(delta.ctxgate_anthropic_blocks)) this.anthropicBlocks = delta.ctxgate_anthropic_blocks;
     for (const call of delta.tool_calls ?? []) {
       const index = call.index ?? this.toolCalls.length;
       const target = (this.toolCalls[index] ??= {

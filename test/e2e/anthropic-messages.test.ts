@@ -336,7 +336,12 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
     });
     expect(first.content[0]).toMatchObject({ type: 'thinking', thinking: 'I should look it up.' });
     expect((first.content[0] as { signature: string }).signature).toMatch(/^sig-/);
-    console.log('PROBE0', JSON.stringify(first.content), JSON.stringify(catalogClaude.messageRequests.at(-1)?.status)); const use = first.content.find((block) => block.type === 'tool_use') as { id: string };
+    console.log(
+      'PROBE0',
+      JSON.stringify(first.content),
+      JSON.stringify(catalogClaude.messageRequests.at(-1)?.status),
+    );
+    const use = first.content.find((block) => block.type === 'tool_use') as { id: string };
     const answer = await client().messages.create({
       model: 'claude-sonnet-4-5',
       max_tokens: 2_000,
@@ -1176,6 +1181,63 @@ describe('a Messages session', () => {
     });
     expect(second.content).toEqual([{ type: 'text', text: 'I have seen 3 messages.' }]);
   });
+
+  // The session stored Claude's answer from its chat form: text, tool calls and unsigned reasoning. Its
+  // thinking (signed) and server tool blocks were lost, and the next step of a tool loop with thinking on
+  // was refused: "Expected `thinking` or `redacted_thinking`, but found `tool_use`".
+  it.each([
+    ['whole', false],
+    ['streamed', true],
+  ])(
+    "goes on with Claude's tool loop with thinking on: its answer is stored as Claude gave it (%s)",
+    async (_name, stream) => {
+      const search = [
+        { type: 'server_tool_use', id: 'srvtoolu_s', name: 'web_search', input: { query: 'Oslo weather' } },
+        { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_s', content: [] },
+      ];
+      anthropic.respond = (body) =>
+        JSON.stringify((body.messages as Array<{ content: unknown }>).at(-1)?.content).includes('tool_result')
+          ? { text: 'Sunny in Oslo.' }
+          : {
+              thinking: 'The weather tool knows.',
+              blocks: search,
+              toolUse: { name: 'get_weather', input: { city: 'Oslo' } },
+            };
+      const sessionClient = client({ 'x-session-id': `messages-thinking-${randomUUID()}` });
+      const ask = (messages: Anthropic.MessageParam[]) => {
+        const body = {
+          model: 'claude-sonnet-4-5',
+          max_tokens: 2_000,
+          thinking: { type: 'enabled' as const, budget_tokens: 1_024 },
+          tools: [weatherTool],
+          messages,
+        };
+        return stream
+          ? sessionClient.messages.stream(body).finalMessage()
+          : sessionClient.messages.create(body);
+      };
+      const first = await ask([{ role: 'user', content: 'Weather in Oslo?' }]);
+      const use = first.content.find((block) => block.type === 'tool_use');
+      expect(use?.type).toBe('tool_use');
+      const before = anthropic.messageRequests.length;
+      const second = await ask([
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: String(use?.type === 'tool_use' && use.id),
+              content: 'Sunny',
+            },
+          ],
+        },
+      ]);
+      expect(second.content.at(-1)).toEqual({ type: 'text', text: 'Sunny in Oslo.' });
+      const sent = anthropic.messageRequests.slice(before);
+      expect(sent.map((request) => request.status)).toEqual([200]);
+      expect((sent[0]?.body.messages as Array<{ content: unknown }>)[1]?.content).toEqual(first.content);
+    },
+  );
 
   it('sends an agent’s stored steps, system blocks and breakpoints as they came, request after request', async () => {
     anthropic.respond = () => ({ text: 'Noted.' });

@@ -2,7 +2,8 @@
 // end-to-end tests. It refuses what Anthropic refuses, in Anthropic's words and shape: a key other than
 // the one it was given, a missing anthropic-version, a role other than user/assistant (and system,
 // right after a user message, for Claude Opus 4.8 and the 5 family, or any model with the
-// per-turn-control beta that Claude Code sends: mid-conversation system messages), a first message that
+// per-turn-control beta that Claude Code sends: mid-conversation system messages), with thinking on a tool
+// loop's last assistant message that does not start with its thinking, a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
 // whose result does not follow, a thinking block without its signature or with one it did not give, more
 // than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
@@ -272,6 +273,23 @@ export function findAnthropicRefusal(
       }
     }
   }
+  // With thinking on, the assistant message of the tool calls being answered starts with its thinking.
+  const lastAssistant = (messages as Json[]).findLastIndex((message) => message.role === 'assistant');
+  const answered = (messages as Json[])[lastAssistant];
+  const answerStart = Array.isArray(answered?.content) ? (answered.content as Json[])[0] : undefined;
+  if (
+    thinking?.type === 'enabled' &&
+    Array.isArray(answered?.content) &&
+    (answered.content as Json[]).some((block) => block.type === 'tool_use') &&
+    answerStart?.type !== 'thinking' &&
+    answerStart?.type !== 'redacted_thinking'
+  )
+    return (
+      `messages.${lastAssistant}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(answerStart?.type)}\`. ` +
+      'When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). ' +
+      'We recommend you include thinking blocks from previous turns. To avoid this requirement, disable `thinking`. ' +
+      'Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking'
+    );
   if (body.max_tokens === undefined) return 'max_tokens: Field required';
   // A text block, or a message's string content, of nothing or only whitespace.
   for (const message of messages as Json[]) {
@@ -463,8 +481,12 @@ export class FakeAnthropic {
           .filter((text) => text !== '')
           .join('\n'),
       });
-    if (reply.thinking !== undefined)
-      content.push({ type: 'thinking', thinking: reply.thinking, signature: `sig-${this.requests.length}` });
+    // With thinking on (a budget), Claude's answer starts with its thinking.
+    const thinks =
+      reply.thinking ??
+      ((body.thinking as Json | undefined)?.type === 'enabled' ? 'Let me think.' : undefined);
+    if (thinks !== undefined)
+      content.push({ type: 'thinking', thinking: thinks, signature: `sig-${this.requests.length}` });
     content.push(...(reply.blocks ?? []));
     if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
     const uses = [...(reply.toolUse === undefined ? [] : [reply.toolUse]), ...(reply.toolUses ?? [])];

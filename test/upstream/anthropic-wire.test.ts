@@ -598,3 +598,86 @@ describe('an Anthropic answer as chat', () => {
     expect(whole.endsWith('data: [DONE]\n\n')).toBe(true);
   });
 });
+
+// A session stores Claude's streamed answer from the chat chunks: where they cannot say it all (signed
+// thinking, a server tool's use and results), the stream carries Claude's blocks at its end.
+describe("a stream's blocks as Claude gave them", () => {
+  const wireOf = (events: Array<Record<string, unknown>>) =>
+    events.map((event) => `event: ${String(event.type)}\ndata: ${JSON.stringify(event)}\n\n`).join('');
+  const start = {
+    type: 'message_start',
+    message: { id: 'msg_1', model: 'claude-x', usage: { input_tokens: 3 } },
+  };
+  const block = (index: number, content_block: Record<string, unknown>) => ({
+    type: 'content_block_start',
+    index,
+    content_block,
+  });
+  const delta = (index: number, value: Record<string, unknown>) => ({
+    type: 'content_block_delta',
+    index,
+    delta: value,
+  });
+  const stop = (index: number) => ({ type: 'content_block_stop', index });
+  const end = [
+    { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 9 } },
+    { type: 'message_stop' },
+  ];
+  const finishDelta = (text: string) => {
+    const chunks = text
+      .split('\n\n')
+      .filter((part) => part.startsWith('data: {'))
+      .map(
+        (part) =>
+          JSON.parse(part.slice(6)) as {
+            choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>;
+          },
+      );
+    return chunks.find((chunk) => chunk.choices[0]?.finish_reason != null)?.choices[0]?.delta;
+  };
+
+  it('gives them at the end, inputs read from their deltas, when the chat chunks cannot say them', () => {
+    const events = [
+      start,
+      block(0, { type: 'thinking', thinking: '', signature: '' }),
+      delta(0, { type: 'thinking_delta', thinking: 'Search first.' }),
+      delta(0, { type: 'signature_delta', signature: 'sig-7' }),
+      stop(0),
+      block(1, { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} }),
+      delta(1, { type: 'input_json_delta', partial_json: '{"query":' }),
+      delta(1, { type: 'input_json_delta', partial_json: '"oslo"}' }),
+      stop(1),
+      block(2, { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] }),
+      stop(2),
+      block(3, { type: 'text', text: '' }),
+      delta(3, { type: 'text_delta', text: 'Sunny.' }),
+      delta(3, { type: 'citations_delta', citation: { type: 'web_search_result_location', url: 'u' } }),
+      stop(3),
+      block(4, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} }),
+      delta(4, { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' }),
+      stop(4),
+      ...end,
+    ];
+    expect(finishDelta(new AnthropicToChatStream().push(wireOf(events)))?.ctxgate_anthropic_blocks).toEqual([
+      { type: 'thinking', thinking: 'Search first.', signature: 'sig-7' },
+      { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'oslo' } },
+      { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] },
+      { type: 'text', text: 'Sunny.', citations: [{ type: 'web_search_result_location', url: 'u' }] },
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+    ]);
+  });
+
+  it('gives none when text and tool calls say it all', () => {
+    const events = [
+      start,
+      block(0, { type: 'text', text: '' }),
+      delta(0, { type: 'text_delta', text: 'Let me check.' }),
+      stop(0),
+      block(1, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} }),
+      delta(1, { type: 'input_json_delta', partial_json: '{"city":"Oslo"}' }),
+      stop(1),
+      ...end,
+    ];
+    expect(finishDelta(new AnthropicToChatStream().push(wireOf(events)))).toEqual({});
+  });
+});

@@ -235,6 +235,49 @@ describe('StreamReplyAssembler', () => {
   });
 });
 
+describe("Claude's blocks of an answer (anthropic-wire.ts)", () => {
+  const blocks = [
+    { type: 'thinking', thinking: 'Check.', signature: 'sig-1' },
+    { type: 'tool_use', id: 't1', name: 'w', input: {} },
+  ];
+
+  it('stores them with what the chat form was when they came at the end of a stream', () => {
+    const { message } = assemble(
+      event(delta({ reasoning_content: 'Check.' })) +
+        event(
+          delta({
+            tool_calls: [{ index: 0, id: 't1', type: 'function', function: { name: 'w', arguments: '{}' } }],
+          }),
+        ) +
+        event(delta({ ctxgate_anthropic_blocks: blocks }, 0, 'tool_calls')) +
+        event('[DONE]'),
+      7,
+    );
+    expect(message.ctxgate_anthropic).toEqual({
+      blocks,
+      made: JSON.stringify([message.content, message.tool_calls]),
+    });
+  });
+
+  it('keeps them from a whole answer, and nothing that is not them', () => {
+    const extension = { blocks, made: '[null,[{"id":"t1"}]]' };
+    const message = { content: null, tool_calls: [{ id: 't1' }] };
+    expect(
+      replyFromCompletion({ choices: [{ message: { ...message, ctxgate_anthropic: extension } }] }),
+    ).toEqual({
+      role: 'assistant',
+      ...message,
+      ctxgate_anthropic: extension,
+    });
+    expect(
+      replyFromCompletion({ choices: [{ message: { ...message, ctxgate_anthropic: { blocks: 'x' } } }] }),
+    ).toEqual({
+      role: 'assistant',
+      ...message,
+    });
+  });
+});
+
 describe('replyFromCompletion', () => {
   it.each<[string, Record<string, unknown>, Record<string, unknown> | undefined]>([
     [
