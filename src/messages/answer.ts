@@ -16,6 +16,7 @@ import { addReasoningDetails } from '../upstream/reply-assembler.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
+import { withoutThinking } from '../context/summary.js';
 
 type Json = Record<string, unknown>;
 
@@ -144,6 +145,52 @@ export function messageOf(completion: Json, meta: { id: string; model: string })
     stop_sequence: unsaid?.stop_sequence ?? null,
     usage: usageOf(completion.usage as Json | undefined),
   };
+}
+
+/**
+ * A bridged compaction's answer (bridge.ts BridgedMessages.compaction) as Claude answers one: the summary
+ * the model wrote (after any thinking) as one `compaction` block, stop reason `compaction`. An answer cut
+ * short or of no text is no summary: it goes as it is, and the client keeps its history (as Anthropic's
+ * own compaction that ends another way).
+ */
+export function compactionMessageOf(message: Json): Json {
+  const blocks = (message.content as Json[] | undefined) ?? [];
+  const summary = withoutThinking(
+    blocks
+      .filter((block) => block.type === 'text')
+      .map((block) => String(block.text))
+      .join(''),
+  ).trim();
+  if (summary === '' || message.stop_reason !== 'end_turn') return message;
+  return Object.assign({}, message, {
+    content: [{ type: 'compaction', content: summary }],
+    stop_reason: 'compaction',
+  });
+}
+
+/** A whole message as Anthropic streams one (a compaction asked for as a stream, read whole): its events. */
+export function messageEvents(message: Json): string {
+  const usage = (message.usage ?? {}) as Json;
+  let out = typedEvent('message_start', '', {
+    message: Object.assign({}, message, {
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: Object.assign({}, usage, { output_tokens: 0 }),
+    }),
+  });
+  ((message.content as Json[] | undefined) ?? []).forEach((block, index) => {
+    out += typedEvent('content_block_start', '', { index, content_block: block });
+    out += typedEvent('content_block_stop', '', { index });
+  });
+  return (
+    out +
+    typedEvent('message_delta', '', {
+      delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence ?? null },
+      usage: { output_tokens: usage.output_tokens ?? 0, input_tokens: usage.input_tokens ?? 0 },
+    }) +
+    typedEvent('message_stop', '', {})
+  );
 }
 
 type OpenBlock = { kind: 'text' | 'thinking' | 'tool' | 'unsaid'; index: number; call?: number };

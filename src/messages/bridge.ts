@@ -10,7 +10,7 @@ import { tooManyMessages } from '../chat/chat-request-schema.js';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
-import { compactedHistory, isCarrier, readCarrier } from '../upstream/carried-state.js';
+import { compactedHistory, compactionRequest, isCarrier, readCarrier } from '../upstream/carried-state.js';
 import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -27,6 +27,12 @@ export interface BridgedMessages {
   native: boolean;
   /** The message of the request each chat message was made from, and where its content stands in it (chat-body.ts). */
   sources: BridgedSources;
+  /**
+   * Bridged, the request asks for a compaction (`compaction: {"type": "summarize"}`): the model is asked
+   * for a summary of the conversation, whole and with no tool called, and it is answered as one
+   * `compaction` block (answer.ts compactionMessageOf), whole or as the stream the client asked for.
+   */
+  compaction?: true;
   /**
    * When a tool is deferred (tool search) and Claude's search is not offered to a Chat Completions model:
    * the tools the messages reference, in order — with the client's `tools`, what names the chat tools
@@ -521,9 +527,31 @@ function toolsAndFields(
   for (const [key, value] of Object.entries(body)) {
     if (translated.has(key) || value === undefined) continue;
     if (native) extension[key] = value;
-    else if (key !== 'metadata') dropped.add(key);
+    else if (key !== 'metadata' && !(key === 'compaction' && isCompaction(value))) dropped.add(key);
   }
   return extension;
+}
+
+/** A request's `compaction` that asks for one now (Anthropic's on-demand compaction). */
+function isCompaction(value: unknown): value is Json {
+  return isObject(value) && value.type === 'summarize';
+}
+
+/**
+ * A chat request asking for a compaction (BridgedMessages.compaction): the request for a summary — the
+ * client's `instructions` in place of the gateway's, when not blank — as the last user message, answered
+ * whole (the summary is read whole: answer.ts) and with no tool called.
+ */
+function askForCompaction(chatBody: Json, compaction: Json): void {
+  const { instructions } = compaction;
+  (chatBody.messages as Json[]).push({
+    role: 'user',
+    content:
+      typeof instructions === 'string' && instructions.trim() !== '' ? instructions : compactionRequest,
+  });
+  delete chatBody.stream;
+  delete chatBody.stream_options;
+  if (chatBody.tools !== undefined) chatBody.tool_choice = 'none';
 }
 
 export interface BridgeMessagesOptions {
@@ -619,6 +647,8 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   // then every tool is.
   const referenced = native || !hasServerSearch(body) ? referencedTools(body) : undefined;
   const extension = toolsAndFields(body, chatBody, native, dropped, referenced);
+  const compaction = !native && isCompaction(body.compaction);
+  if (compaction) askForCompaction(chatBody, body.compaction as Json);
   if (native && Object.keys(extension).length > 0) {
     if (typeof maxTokens === 'number')
       Object.defineProperty(extension, askedMaxTokens, { value: maxTokens, enumerable: false });
@@ -636,6 +666,7 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     native,
     sources: { origins: Int32Array.from(origins), strings },
     ...(referenced === undefined ? {} : { referencedTools: [...referenced] }),
+    ...(compaction ? { compaction: true as const } : {}),
   };
 }
 

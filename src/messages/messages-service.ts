@@ -11,7 +11,14 @@ import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import type { ClientStream } from '../upstream/relay.js';
-import { messageOf, MessagesStreamTranslator, newMessageId, toAnthropicErrorBody } from './answer.js';
+import {
+  compactionMessageOf,
+  messageEvents,
+  messageOf,
+  MessagesStreamTranslator,
+  newMessageId,
+  toAnthropicErrorBody,
+} from './answer.js';
 import { bridgeMessagesRequest, type BridgedMessages } from './bridge.js';
 import {
   bodyStringBytes,
@@ -164,8 +171,11 @@ export function createMessagesService(deps: {
         serve: (request) =>
           chat.complete(
             Object.assign({}, chatInputOf(input, request), { warn: input.warn, info: input.info }),
-            messagesClient(client, { id: newMessageId(), model: request.model }, (field) =>
-              reasoningNames.saw(request.model, field),
+            messagesClient(
+              client,
+              { id: newMessageId(), model: request.model },
+              (field) => reasoningNames.saw(request.model, field),
+              request.compaction && { stream: request.stream },
             ),
           ),
       });
@@ -196,6 +206,8 @@ function messagesClient(
   client: ClientStream,
   meta: { id: string; model: string },
   answered: (field: ReasoningField | undefined) => void,
+  /** A compaction asked for (bridge.ts), and whether as a stream: its answer is read whole. */
+  compaction: { stream: boolean } | undefined,
 ): ClientStream {
   let translator: MessagesStreamTranslator | undefined;
   return {
@@ -205,10 +217,23 @@ function messagesClient(
     async sendWhole(status, headers, body) {
       const completion =
         status >= 300 ? undefined : (JSON.parse(body.toString('utf8')) as Record<string, unknown>);
+      const message = completion === undefined ? undefined : messageOf(completion, meta);
       const answer =
-        completion === undefined ? toAnthropicErrorBody(status, body) : messageOf(completion, meta);
+        message === undefined
+          ? toAnthropicErrorBody(status, body)
+          : compaction === undefined
+            ? message
+            : compactionMessageOf(message);
       const choices = completion?.choices as Array<{ message?: Record<string, unknown> }> | undefined;
       answered(reasoningOf(choices?.[0]?.message)?.field);
+      if (compaction?.stream === true && message !== undefined) {
+        // Asked for as a stream, read whole: its events all at once.
+        client.openStream(
+          status,
+          Object.assign({}, headers, { 'content-type': 'text/event-stream; charset=utf-8' }),
+        );
+        return client.end(messageEvents(answer));
+      }
       await client.sendWhole(
         status,
         Object.assign({}, headers, { 'content-type': 'application/json' }),

@@ -27,6 +27,7 @@ import {
   carrierOf,
   compactedHistory,
   compactionCarrierOf,
+  compactionRequest,
   isCarrier,
   isCompactionCarrier,
   readCarrier,
@@ -147,17 +148,6 @@ const meaningful: Record<string, string> = {
   prompt: "'prompt' templates are kept by OpenAI and cannot be bridged by ctxgate",
   conversation: "'conversation' state is kept by OpenAI and cannot be bridged; use previous_response_id",
 };
-
-/**
- * What replaces a `compaction_trigger` item: the request for a summary that a `compaction` item gives back
- * in place of the conversation it summarizes.
- */
-const compactionRequest =
-  'Write a summary of this conversation so far, to be read in its place: whoever goes on from here will ' +
-  "see the summary instead of the messages above. Keep what is needed to continue: the task, the user's " +
-  "requests, constraints and preferences (in the user's words where they matter), what has been done " +
-  'and found (files, commands, results, decisions, errors), where the work stands, and what remains to ' +
-  'be done. Keep names, paths, identifiers and values exact. Answer with the summary only.';
 
 /** Input items of built-in tools and of reasoning: history a Chat Completions upstream cannot read. */
 const droppableItems = new Set([

@@ -93,6 +93,18 @@ export function readCarrier(value: string): CarriedState {
 export const compactedHistory =
   'The conversation before this point was compacted; this summary of it was written then:\n\n';
 
+/**
+ * The request for a summary that a compaction gives back in place of the conversation it summarizes: what
+ * replaces a Responses `compaction_trigger` item, and ends a Messages request that asks for a compaction
+ * (`compaction: {"type": "summarize"}`) bridged to a Chat Completions model.
+ */
+export const compactionRequest =
+  'Write a summary of this conversation so far, to be read in its place: whoever goes on from here will ' +
+  "see the summary instead of the messages above. Keep what is needed to continue: the task, the user's " +
+  "requests, constraints and preferences (in the user's words where they matter), what has been done " +
+  'and found (files, commands, results, decisions, errors), where the work stands, and what remains to ' +
+  'be done. Keep names, paths, identifiers and values exact. Answer with the summary only.';
+
 /** What a compaction carrier starts with (a Responses `compaction` item's `encrypted_content`). */
 const compactionPrefix = 'ctxgate.compaction.v1:';
 

@@ -522,6 +522,41 @@ describe("Claude's compaction", () => {
   };
   const code = (turn: number) => `R${(turn * 7919) % 10_007}`;
 
+  // Asked on a Chat Completions model, an on-demand compaction (the AI SDK's `compaction` option) was
+  // dropped and named: the model answered the conversation, the client got no summary and kept growing
+  // its history.
+  it.each([
+    ['whole', false],
+    ['streamed', true],
+  ])(
+    'answers a compaction asked on demand on a Chat Completions model with its summary, as Claude does (%s)',
+    async (_name, stream) => {
+      const summary = 'The user plans a trip to Lisbon in May on 1,800 euros.';
+      openai.enqueue({ content: summary });
+      const chatBefore = new Set(openai.chatRequests);
+      const body = {
+        model: 'local-model',
+        max_tokens: 1_000,
+        messages: [
+          { role: 'user' as const, content: 'I want to go to Lisbon in May, on 1,800 euros.' },
+          { role: 'assistant' as const, content: 'Noted.' },
+        ],
+        compaction: { type: 'summarize' },
+      };
+      const beta = client({ 'anthropic-beta': 'compact-2026-09-04' }).beta.messages;
+      const message = stream
+        ? await beta.stream(body as never).finalMessage()
+        : await beta.create(body as never);
+      expect(message.content).toEqual([{ type: 'compaction', content: summary }]);
+      expect(message.stop_reason).toBe('compaction');
+      const chat = openai.chatRequests.find((request) => !chatBefore.has(request));
+      const sent = chat?.body as { messages: ChatMessage[]; stream?: boolean };
+      expect(sent.messages.at(-1)?.role).toBe('user');
+      expect(String(sent.messages.at(-1)?.content)).toMatch(/^Write a summary of this conversation/);
+      expect(sent.stream).toBeUndefined();
+    },
+  );
+
   it('sends Claude the conversation from its last summary on: nothing cut, no alarm; a Chat Completions model continues from the summary', async () => {
     catalogClaude.respond = () => ({ text: 'Noted.' });
     const before = catalogClaude.messageRequests.length;

@@ -3,6 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   anthropicErrorType,
+  compactionMessageOf,
+  messageEvents,
   messageOf,
   MessagesStreamTranslator,
   toAnthropicErrorBody,
@@ -341,5 +343,32 @@ describe('errors in Anthropic’s shape', () => {
       type: 'error',
       error: { type: 'api_error', message: 'The upstream answered 502.' },
     });
+  });
+});
+
+describe("a bridged compaction's answer (compaction: {type: summarize})", () => {
+  const answered = (content: string | null, finish = 'stop') =>
+    messageOf({ choices: [{ message: { role: 'assistant', content }, finish_reason: finish }] }, meta);
+
+  it('is the summary the model wrote, after its thinking, as one compaction block', () => {
+    const message = compactionMessageOf(answered('<think>What matters?</think>\nLisbon in May.'));
+    expect(message.content).toEqual([{ type: 'compaction', content: 'Lisbon in May.' }]);
+    expect(message.stop_reason).toBe('compaction');
+    // Streamed as Anthropic streams an on-demand compaction: the block whole at its start.
+    const events = sseEventData(messageEvents(message));
+    expect(events.map((event) => event.type)).toEqual([
+      'message_start',
+      'content_block_start',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    expect(events[1]?.content_block).toEqual({ type: 'compaction', content: 'Lisbon in May.' });
+    expect(events[3]?.delta).toEqual({ stop_reason: 'compaction', stop_sequence: null });
+  });
+
+  it('is no summary when the answer was cut short or says nothing: it goes as it came', () => {
+    for (const message of [answered('Lisbon in', 'length'), answered('  '), answered(null)])
+      expect(compactionMessageOf(message)).toBe(message);
   });
 });

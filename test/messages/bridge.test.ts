@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { messageOf, MessagesStreamTranslator } from '../../src/messages/answer.js';
 import { bridgeMessagesRequest, endUserId } from '../../src/messages/bridge.js';
 import { isGatewayError } from '../../src/errors.js';
-import { compactedHistory, readCarrier } from '../../src/upstream/carried-state.js';
+import { compactedHistory, compactionRequest, readCarrier } from '../../src/upstream/carried-state.js';
 import { sseEventData } from '../helpers/sse-events.js';
 
 /** The content blocks an Anthropic event stream builds, as the SDK accumulates them. */
@@ -897,5 +897,45 @@ describe("Claude's compaction blocks", () => {
     ]);
     expect(result.dropped).toEqual([]);
     expect(bridged({ messages }, true).chatBody.messages).toHaveLength(3);
+  });
+});
+
+describe('a compaction asked on demand (`compaction: {"type": "summarize"}`), bridged', () => {
+  const messages = [
+    { role: 'user', content: 'Plan a trip to Lisbon.' },
+    { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'search', input: { q: 'Lisbon' } }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'Alfama, Baixa.' }] },
+  ];
+  const tools = [{ name: 'search', input_schema: { type: 'object' } }];
+
+  it('asks the model for a summary of the conversation, whole and with no tool called, and names nothing dropped', () => {
+    const result = bridged({ messages, tools, stream: true, compaction: { type: 'summarize' } });
+    expect(result.compaction).toBe(true);
+    expect(result.dropped).toEqual([]);
+    const chat = result.chatBody.messages as Array<Record<string, unknown>>;
+    expect(chat.at(-1)).toEqual({ role: 'user', content: compactionRequest });
+    expect(chat).toHaveLength(4);
+    expect(result.chatBody.tool_choice).toBe('none');
+    expect(result.chatBody.stream).toBeUndefined();
+    expect(result.stream).toBe(true);
+  });
+
+  it("asks with the client's instructions in place of the gateway's, when it gives some", () => {
+    const chat = bridged({
+      messages,
+      compaction: { type: 'summarize', instructions: 'Keep every district.' },
+    }).chatBody.messages as Array<Record<string, unknown>>;
+    expect(chat.at(-1)).toEqual({ role: 'user', content: 'Keep every district.' });
+    const blank = bridged({ messages, compaction: { type: 'summarize', instructions: '  ' } }).chatBody
+      .messages as Array<Record<string, unknown>>;
+    expect(blank.at(-1)).toEqual({ role: 'user', content: compactionRequest });
+  });
+
+  it('goes natively to Claude as it came, which compacts itself', () => {
+    const result = bridged({ messages, compaction: { type: 'summarize' } }, true);
+    expect(result.compaction).toBeUndefined();
+    expect((result.chatBody.ctxgate_anthropic as Record<string, unknown>).compaction).toEqual({
+      type: 'summarize',
+    });
   });
 });
