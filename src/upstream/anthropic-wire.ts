@@ -615,8 +615,10 @@ function addUnsaidDelta(block: Json, delta: Json): void {
   if (delta.type === 'compaction_delta') {
     block.content = delta.content;
     if (delta.encrypted_content !== undefined) block.encrypted_content = delta.encrypted_content;
-  } else if (delta.type === 'citations_delta' && delta.citation !== undefined)
-    block.citations = [...(Array.isArray(block.citations) ? block.citations : []), delta.citation];
+  } else if (delta.type === 'citations_delta' && delta.citation !== undefined) {
+    if (!Array.isArray(block.citations)) block.citations = [];
+    (block.citations as unknown[]).push(delta.citation);
+  }
 }
 
 function isEventStreamHeaders(headers: UpstreamResponse['headers']): boolean {
