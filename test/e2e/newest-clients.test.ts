@@ -6,7 +6,9 @@
 // turns run again on a model that thinks as DeepSeek V4 does and refuses a tool call sent back without its
 // reasoning. The Agents SDK's compaction session compacts through POST /v1/responses/compact, and a tool
 // of its that returns a picture has the model shown it. The Agents SDK's tool search (run by OpenAI or by
-// the SDK) and the AI SDK's load a tool of a deferred catalog, and the run answers. All but the Anthropic SDK need Node 22, so they
+// the SDK) and the AI SDK's load a tool of a deferred catalog, and the run answers. The AI SDK's Anthropic
+// provider, natively to a strict fake Claude: a conversation Claude compacts, and a tool loop with
+// thinking on, stateless and in a session. All but the Anthropic SDK need Node 22, so they
 // all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -17,6 +19,7 @@ import {
   type ChatMessage,
 } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
+import { FakeAnthropic, type AnthropicReply } from '../helpers/fake-anthropic.js';
 import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { pdf, pdfOfDataUrl, pdfPageTexts } from '../helpers/pdf.js';
 import { textOf as contentText } from '../helpers/text.js';
@@ -216,6 +219,26 @@ async function expectTwentyFiveTurns<T extends object>(
   return result;
 }
 
+/** Claude, natively (an `anthropic` upstream), with a window the gateway is told. */
+const claudeWindow = 30_000;
+let claude: FakeAnthropic;
+
+/**
+ * Claude, reading its prompt: it reads pages 1 and 2 with read_page, then says so (thinking first when
+ * thinking is on, as the fake does); any other prompt gets a line naming the facts it was told.
+ */
+function respondAsClaude(body: Record<string, unknown>): AnthropicReply {
+  const messages = body.messages as Array<{ role: string; content: unknown }>;
+  const text = JSON.stringify(messages);
+  if (text.includes('Task ai-sdk-thinking')) {
+    const read = (text.match(/Page \d+\./g) ?? []).length;
+    return read >= 2
+      ? { text: 'Pages 1 and 2 hold the log.' }
+      : { toolUse: { name: 'read_page', input: { page: read + 1 } } };
+  }
+  return { text: `Noted (${(text.match(/Fact \d+/g) ?? []).length} facts in view).` };
+}
+
 beforeAll(async () => {
   fake = new FakeUpstream({
     windows: {
@@ -232,18 +255,31 @@ beforeAll(async () => {
     recordLimit: 200,
     respond,
   });
+  claude = new FakeAnthropic({ window: claudeWindow });
+  claude.respond = respondAsClaude;
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-    configYaml: [model, thinkingModel, geminiModel, openRouterModel]
-      .map((name) => `  - match: "${name}"\n    window: ${window}\n`)
-      .join('')
-      .replace(/^/, 'models:\n'),
+    configYaml: [
+      'upstreams:',
+      '  - name: claude',
+      `    base_url: ${await claude.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
+      'models:',
+      ...[model, thinkingModel, geminiModel, openRouterModel].map(
+        (name) => `  - match: "${name}"\n    window: ${window}`,
+      ),
+      '  - match: "claude-*"',
+      `    window: ${claudeWindow}`,
+      '',
+    ].join('\n'),
   });
   await waitUntilReady(harness);
 });
 afterAll(async () => {
   await harness.close();
   await fake.stop();
+  await claude.stop();
 });
 
 describe('the AI SDK 7, default provider openai(model)', () => {
@@ -523,5 +559,43 @@ describe('openai 7', () => {
     // The second turn reached the model with the first.
     const last = fake.chatRequests.at(-1)?.body as { messages: ChatMessage[] };
     expect(last.messages.map(textOf)).toEqual(['Remember the word Larkspur.', 'Larkspur.', 'Which word?']);
+  });
+});
+
+describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
+  it('keeps a conversation Claude compacts (contextManagement compact_20260112), streamed, past the window', async () => {
+    const before = claude.messageRequests.length;
+    const result = await runDriver<Failure & { turns: Array<{ text: string; compacted: boolean }> }>(
+      'ai-sdk-anthropic.mjs',
+      {
+        baseURL: harness.baseUrl,
+        model: 'claude-compacting',
+        scenario: 'compaction',
+        turns: 30,
+        trigger: 9_000,
+      },
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.turns.filter((turn) => turn.compacted).length).toBeGreaterThan(1);
+    const sent = claude.messageRequests.slice(before);
+    expect(sent.every((request) => request.status === 200)).toBe(true);
+    // Every request after the first compaction reached Claude from a compaction on, nothing cut.
+    const last = sent.at(-1)?.body.messages as Array<{ content: Array<{ type: string }> }>;
+    expect(last[0]?.content[0]?.type).toBe('compaction');
+    expect(JSON.stringify(last)).not.toContain('omitted');
+  });
+
+  it.each([
+    ['stateless', {}],
+    ['in a session', { 'x-session-id': `ai-sdk-anthropic-${Date.now()}` }],
+  ])('runs a tool loop with thinking on (%s)', async (_name, headers) => {
+    const result = await runDriver<Failure & { steps: number; text: string }>('ai-sdk-anthropic.mjs', {
+      baseURL: harness.baseUrl,
+      model: 'claude-thinking',
+      scenario: 'thinking',
+      headers,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
   });
 });

@@ -1,0 +1,63 @@
+// The AI SDK 7 with @ai-sdk/anthropic 4, natively to Claude through the gateway as its users write it:
+// a conversation the app keeps whose earlier context Claude compacts (`contextManagement` edit
+// `compact_20260112`, streamText, the response messages appended every turn), and a tool loop with
+// thinking on (`thinking: {type: 'enabled'}`), optionally under a gateway session. Driven by
+// test/e2e/newest-clients.test.ts under Node 22.
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import { page, report } from './pages.mjs';
+
+const { baseURL, model, scenario, turns = 12, trigger = 9_000, headers = {} } = JSON.parse(process.argv[2]);
+const anthropic = createAnthropic({ baseURL, apiKey: 'sk-newest-clients', headers });
+
+/** Turns of a conversation the app keeps; Claude compacts its earlier context past the trigger. */
+async function compaction() {
+  const messages = [];
+  const seen = [];
+  for (let turn = 1; turn <= turns; turn++) {
+    messages.push({ role: 'user', content: `Fact ${turn}: room ${turn} has code R${turn * 7}. ${page(turn, 1_200)}` });
+    const result = streamText({
+      model: anthropic(model),
+      messages,
+      maxRetries: 0,
+      providerOptions: {
+        anthropic: {
+          contextManagement: {
+            edits: [{ type: 'compact_20260112', trigger: { type: 'input_tokens', value: trigger } }],
+          },
+        },
+      },
+    });
+    const text = await result.text;
+    const response = await result.response;
+    const compacted = response.messages.some(
+      (message) =>
+        Array.isArray(message.content) &&
+        message.content.some((part) => part.providerOptions?.anthropic?.type === 'compaction'),
+    );
+    seen.push({ text, compacted });
+    messages.push(...response.messages);
+  }
+  return { turns: seen };
+}
+
+/** A tool loop with thinking on: Claude thinks, calls read_page, and answers from what it read. */
+async function thinking() {
+  const result = await generateText({
+    model: anthropic(model),
+    prompt: 'Task ai-sdk-thinking: read pages 1 and 2 with read_page, then say what they hold.',
+    maxRetries: 0,
+    providerOptions: { anthropic: { thinking: { type: 'enabled', budgetTokens: 1_024 } } },
+    tools: {
+      read_page: tool({
+        description: 'Reads one page of the log.',
+        inputSchema: jsonSchema({ type: 'object', properties: { page: { type: 'number' } }, required: ['page'] }),
+        execute: async ({ page: number }) => page(number, 100),
+      }),
+    },
+    stopWhen: stepCountIs(5),
+  });
+  return { steps: result.steps.length, text: result.text };
+}
+
+await report({ compaction, thinking }[scenario] ?? thinking);
