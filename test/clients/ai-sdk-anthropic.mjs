@@ -1,7 +1,8 @@
 // The AI SDK 7 with @ai-sdk/anthropic 4, natively to Claude through the gateway as its users write it:
 // a conversation the app keeps whose earlier context Claude compacts (`contextManagement` edit
 // `compact_20260112`, streamText, the response messages appended every turn), and a tool loop with
-// thinking on (`thinking: {type: 'enabled'}`), optionally under a gateway session. Driven by
+// thinking on (`thinking: {type: 'enabled'}`), optionally under a gateway session; and, on any model, a
+// compaction asked on demand (the `compaction` option) and the conversation going on from it. Driven by
 // test/e2e/newest-clients.test.ts under Node 22.
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
@@ -60,4 +61,30 @@ async function thinking() {
   return { steps: result.steps.length, text: result.text };
 }
 
-await report({ compaction, thinking }[scenario] ?? thinking);
+/**
+ * A compaction asked on demand (the `compaction` option), then the conversation going on from the summary
+ * alone, as the provider's documentation writes it.
+ */
+async function onDemand() {
+  const history = [
+    { role: 'user', content: 'Task ai-sdk-on-demand: I plan a trip to Lisbon in May, on 1,800 euros.' },
+    { role: 'assistant', content: 'Noted: Lisbon in May.' },
+    { role: 'user', content: 'I prefer Alfama.' },
+  ];
+  const summary = await generateText({
+    model: anthropic(model),
+    messages: history,
+    maxRetries: 0,
+    providerOptions: { anthropic: { compaction: { type: 'summarize' } } },
+  });
+  if (summary.rawFinishReason !== 'compaction') return { finish: summary.rawFinishReason, text: summary.text };
+  const [compactionMessage] = summary.finalStep.response.messages;
+  const continuation = await generateText({
+    model: anthropic(model),
+    maxRetries: 0,
+    messages: [compactionMessage, { role: 'user', content: 'Task ai-sdk-on-demand: where do I stay?' }],
+  });
+  return { finish: summary.rawFinishReason, summary: summary.text, text: continuation.text };
+}
+
+await report({ compaction, thinking, onDemand }[scenario] ?? thinking);

@@ -56,6 +56,14 @@ function respond(
   const users = messages.filter((message) => message.role === 'user').map(textOf);
   const lastUser = users.at(-1) ?? '';
   if (lastUser === lookupTask) return lookUp(messages, body);
+  // The AI SDK's on-demand compaction: a summary when asked for one, else what the summary says.
+  // (Two user messages in a row are one for this model's template: the request joins the last.)
+  if (users.some((text) => text.includes('Task ai-sdk-on-demand'))) {
+    if (lastUser.includes('Write a summary of this conversation'))
+      return { content: 'Trip: Lisbon, May, 1,800 euros, Alfama.' };
+    const summary = users.find((text) => text.includes('this summary of it was written then'));
+    return { content: summary?.includes('Alfama') === true ? 'Stay in Alfama.' : 'I do not know.' };
+  }
   const codeTurn = /^Turn (\d): name a code word\.$/.exec(lastUser);
   if (codeTurn !== null)
     return { content: ['Larkspur.', 'Juniper.', 'Larkspur and Juniper.'][Number(codeTurn[1]) - 1] ?? '' };
@@ -597,5 +605,17 @@ describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
     });
     expect(result.error).toBeUndefined();
     expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
+  });
+
+  it('compacts on demand on a Chat Completions model, and goes on from the summary alone', async () => {
+    const result = await runDriver<Failure & { finish: string; summary?: string; text: string }>(
+      'ai-sdk-anthropic.mjs',
+      { baseURL: harness.baseUrl, model, scenario: 'onDemand' },
+    );
+    expect(result).toEqual({
+      finish: 'compaction',
+      summary: 'Trip: Lisbon, May, 1,800 euros, Alfama.',
+      text: 'Stay in Alfama.',
+    });
   });
 });
