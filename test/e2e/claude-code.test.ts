@@ -4,7 +4,8 @@
 // strict fake Chat Completions provider (and to one that refuses the fields it does not know, as Mistral's
 // API does): a scripted task (read a file with the Read tool, then answer),
 // and a long scripted loop on a small window that finishes without "Prompt is too long"; an MCP server's
-// tool reached through Claude Code's tool search.
+// tool reached through Claude Code's tool search; a web search (WebSearch, Anthropic's server tool). The
+// fake Claude thinks first when Claude Code turns thinking on, and refuses a tool loop sent back without.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +88,11 @@ function decide(
     const code = /CODE-\d+/.exec(toolResult)?.[0] ?? 'nothing';
     return { text: `The code is ${code}.` };
   }
+  if (task.includes('Search the web for the ctxgate release')) {
+    if (toolResult === undefined) return { tool: 'WebSearch', input: { query: 'ctxgate release' } };
+    const link = /https:\/\/example\.com\/[\w-]+/.exec(toolResult)?.[0];
+    return { text: link === undefined ? 'I found nothing.' : `It is out: ${link}` };
+  }
   if (task.includes('Read every chapter')) {
     if (stepsMade >= loopSteps) return { text: `Read ${stepsMade} chapters.` };
     stepsMade++;
@@ -109,6 +115,36 @@ beforeAll(async () => {
     const messages = body.messages as Array<{ role: string; content: unknown }>;
     // Claude Code's side requests (titles, summaries of its own) and the gateway's summarizer carry no
     // Read tool: they get text, and never move the loop on.
+    // Claude Code's WebSearch asks Claude with Anthropic's web search server tool: Claude searches (a
+    // server_tool_use and its results, which the API runs) and answers.
+    if (
+      Array.isArray(body.tools) &&
+      (body.tools as Json[]).some((tool) => tool.type === 'web_search_20250305')
+    )
+      return {
+        blocks: [
+          {
+            type: 'server_tool_use',
+            id: 'srvtoolu_01',
+            name: 'web_search',
+            input: { query: 'ctxgate release' },
+          },
+          {
+            type: 'web_search_tool_result',
+            tool_use_id: 'srvtoolu_01',
+            content: [
+              {
+                type: 'web_search_result',
+                url: 'https://example.com/ctxgate-1-0',
+                title: 'ctxgate 1.0 released',
+                encrypted_content: 'EqgfCioIARgBIiQ3YTQ',
+                page_age: '2 days ago',
+              },
+            ],
+          },
+        ],
+        text: 'ctxgate 1.0 was released two days ago.',
+      };
     const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');
     if (!hasRead) return { text: 'A summary: the assistant is reading files for the user.' };
     if (taskOf(messages).includes('Look at every screenshot')) return lookAtScreenshots(messages);
@@ -268,7 +304,8 @@ async function runClaude(
     resume,
     quiet = true,
     inventory = false,
-  }: { home?: string; resume?: string; quiet?: boolean; inventory?: boolean } = {},
+    allowedTools = inventory ? 'Read,ToolSearch,mcp__inventory__lookup_7' : 'Read',
+  }: { home?: string; resume?: string; quiet?: boolean; inventory?: boolean; allowedTools?: string } = {},
 ) {
   const mcpConfig = join(home, 'mcp.json');
   if (inventory)
@@ -295,7 +332,7 @@ async function runClaude(
       'json',
       ...(inventory ? ['--mcp-config', mcpConfig] : []),
       '--allowedTools',
-      inventory ? 'Read,ToolSearch,mcp__inventory__lookup_7' : 'Read',
+      allowedTools,
       '--max-turns',
       '60',
     ],
@@ -365,6 +402,22 @@ describe('Claude Code through ctxgate', () => {
     expect(statuses.length).toBeGreaterThan(1);
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
     expect(await hellos()).toBeGreaterThan(before);
+  }, 300_000);
+
+  // Claude Code's WebSearch asks Claude with Anthropic's web search server tool and reads what it found
+  // from the stream's blocks. Natively the stream lost them — the search's server_tool_use became a tool
+  // call of no name, its results were dropped — and Claude Code found nothing.
+  it('searches the web natively (WebSearch: the server tool web_search), and answers from what was found', async () => {
+    const { result } = await runClaude(
+      'Search the web for the ctxgate release.',
+      'claude-sonnet-4-5',
+      undefined,
+      {
+        allowedTools: 'WebSearch',
+      },
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('It is out: https://example.com/ctxgate-1-0');
   }, 300_000);
 
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {
