@@ -13,7 +13,8 @@
 // model's summary). A picture Codex's view_image tool returns reaches the model in a user message. With
 // multi-agent v2 on, a worker the model spawns gets its task (an agent_message item) and does it. With
 // an MCP server of 40 tools, which Codex holds back behind its own tool search, the model searches, is
-// given the tools found and calls one.
+// given the tools found and calls one. On Claude, natively (an `anthropic` upstream), it runs its shell
+// tool as on any model.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callsSeen, FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
+import { FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -189,8 +191,20 @@ let mistral: FakeUpstream;
 /** As vLLM 0.17 serves a thinking model (Qwen 3.5 with a local template). */
 let vllm: FakeUpstream;
 let harness: GatewayHarness;
+/** Claude, natively (an `anthropic` upstream): it runs the note's command, then answers. */
+let claude: FakeAnthropic;
 
 beforeAll(async () => {
+  claude = new FakeAnthropic();
+  claude.respond = (body) => {
+    const text = JSON.stringify(body.messages);
+    if (!text.includes('Write the note.')) return { text: 'ok' };
+    return text.includes('"tool_result"')
+      ? { text: 'Note written.' }
+      : {
+          toolUse: { name: 'exec_command', input: { cmd: "printf 'written through ctxgate\\n' > note.txt" } },
+        };
+  };
   // The local model is served with a template that takes one system message, first; GPT-6 as OpenAI serves it.
   fake = new FakeUpstream({
     windows: {
@@ -229,6 +243,10 @@ beforeAll(async () => {
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
       'upstreams:',
+      '  - name: claude',
+      `    base_url: ${await claude.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
       '    models: ["devstral-*", "magistral-*"]',
@@ -247,6 +265,7 @@ afterAll(async () => {
   await fake.stop();
   await mistral.stop();
   await vllm.stop();
+  await claude.stop();
 });
 
 /** A request line of the gateway's log. */
@@ -338,6 +357,14 @@ describe('Codex through the gateway', () => {
     expect(requests[0]?.dropped).toEqual(
       expect.arrayContaining(['client_metadata', 'include reasoning.encrypted_content']),
     );
+  });
+
+  it('runs the same task on Claude, natively (an anthropic upstream)', async () => {
+    const { finished, work, requests } = await codexExec('Write the note.', 'claude-sonnet-4-5');
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
 
   it('runs the same task on a provider that refuses the fields it does not know (Mistral)', async () => {

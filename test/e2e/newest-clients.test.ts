@@ -109,6 +109,14 @@ function respond(
         seen === undefined ? 'I see no picture.' : `The screenshot is ${seen.width}×${seen.height} pixels.`,
     };
   }
+  // The AI SDK's Anthropic provider's tool loop: pages 1 and 2, then what they hold.
+  if (users.some((text) => text.startsWith('Task ai-sdk-thinking'))) {
+    const read = messages.filter((message) => message.role === 'tool').length;
+    if (read >= 2) return { content: 'Pages 1 and 2 hold the log.' };
+    return {
+      toolCalls: [{ id: `call_thinking_${read + 1}`, name: 'read_page', arguments: `{"page":${read + 1}}` }],
+    };
+  }
   const asked = /^Task agents-(\w+): read page (\d+)\.$/.exec(lastUser);
   if (asked !== null) {
     if (messages.at(-1)?.role === 'tool') return { content: `I read page ${asked[2]}.` };
@@ -617,5 +625,18 @@ describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
       summary: 'Trip: Lisbon, May, 1,800 euros, Alfama.',
       text: 'Stay in Alfama.',
     });
+  });
+
+  it.each([
+    ['a model that thinks as DeepSeek V4 does (its reasoning back with each call)', thinkingModel],
+    ['a model served as Gemini 3 is (each call back with its thought signature)', geminiModel],
+  ])('runs its tool loop with thinking on, bridged to %s', async (_name, bridgedModel) => {
+    const result = await runDriver<Failure & { steps: number; text: string }>('ai-sdk-anthropic.mjs', {
+      baseURL: harness.baseUrl,
+      model: bridgedModel,
+      scenario: 'thinking',
+    });
+    expect(result.error).toBeUndefined();
+    expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
   });
 });
