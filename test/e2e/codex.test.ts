@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callsSeen, FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { codexLauncher, node22, runProgram } from '../helpers/newest-clients.js';
-import { FakeAnthropic } from '../helpers/fake-anthropic.js';
+import { anthropicUpstreamYaml, FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -243,10 +243,7 @@ beforeAll(async () => {
     env: { UPSTREAM_BASE_URL: await fake.start() },
     configYaml: [
       'upstreams:',
-      '  - name: claude',
-      `    base_url: ${await claude.start()}`,
-      '    kind: anthropic',
-      '    models: ["claude-*"]',
+      ...anthropicUpstreamYaml('claude', await claude.start(), ['claude-*']),
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
       '    models: ["devstral-*", "magistral-*"]',

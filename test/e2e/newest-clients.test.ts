@@ -19,7 +19,7 @@ import {
   type ChatMessage,
 } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
-import { FakeAnthropic, type AnthropicReply } from '../helpers/fake-anthropic.js';
+import { anthropicUpstreamYaml, FakeAnthropic, type AnthropicReply } from '../helpers/fake-anthropic.js';
 import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { pdf, pdfOfDataUrl, pdfPageTexts } from '../helpers/pdf.js';
 import { textOf as contentText } from '../helpers/text.js';
@@ -277,10 +277,7 @@ beforeAll(async () => {
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
     configYaml: [
       'upstreams:',
-      '  - name: claude',
-      `    base_url: ${await claude.start()}`,
-      '    kind: anthropic',
-      '    models: ["claude-*"]',
+      ...anthropicUpstreamYaml('claude', await claude.start(), ['claude-*']),
       'models:',
       ...[model, thinkingModel, geminiModel, openRouterModel].map(
         (name) => `  - match: "${name}"\n    window: ${window}`,

@@ -343,6 +343,16 @@ export function imageBlocks(content: unknown): Json[] {
   );
 }
 
+/** The gateway's configuration lines of an `anthropic` upstream at `baseUrl` serving `models` (YAML). */
+export function anthropicUpstreamYaml(name: string, baseUrl: string, models: readonly string[]): string[] {
+  return [
+    `  - name: ${name}`,
+    `    base_url: ${baseUrl}`,
+    '    kind: anthropic',
+    `    models: ${JSON.stringify(models)}`,
+  ];
+}
+
 export class FakeAnthropic {
   readonly requests: RecordedAnthropicRequest[] = [];
   private server: Server | undefined;
