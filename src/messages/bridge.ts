@@ -107,6 +107,62 @@ function compactionStart(messages: readonly unknown[]): [number, number] | undef
   return undefined;
 }
 
+/** The tool set's changes of a conversation (mid-conversation tool changes), as in effect at its end. */
+interface ToolChanges {
+  /** Tools defined by value (a `tool_definition`), by name: each replaces any earlier one of its name. */
+  defined: Map<string, Json>;
+  /** Tools added by reference: a deferred tool surfaced. */
+  surfaced: Set<string>;
+  removed: Set<string>;
+}
+
+const isToolChange = (block: Json): boolean =>
+  block.type === 'tool_addition' || block.type === 'tool_removal';
+
+/** One `tool_addition` or `tool_removal` block, applied to the changes so far. */
+function applyToolChange(block: unknown, changes: ToolChanges): void {
+  if (!isObject(block) || !isObject(block.tool)) return;
+  const { tool } = block;
+  const definition =
+    tool.type === 'tool_definition' && isObject(tool.definition) ? tool.definition : undefined;
+  const name = tool.type === 'tool_reference' ? tool.name : definition?.name;
+  if (typeof name !== 'string') return;
+  if (block.type === 'tool_removal') {
+    changes.removed.add(name);
+    changes.surfaced.delete(name);
+    changes.defined.delete(name);
+  } else if (block.type === 'tool_addition') {
+    changes.removed.delete(name);
+    if (definition !== undefined) changes.defined.set(name, definition);
+    else changes.surfaced.add(name);
+  }
+}
+
+/**
+ * The tool changes of the conversation Claude reads (mid-conversation tool changes: the `tool_addition`
+ * and `tool_removal` blocks of system messages, from that point on): a compaction's first — those of the
+ * range it summarized, its `tool_changes` — then each system message's, in order; undefined when there
+ * are none.
+ */
+function toolChangesOf(
+  messages: readonly unknown[],
+  start: [number, number] | undefined,
+): ToolChanges | undefined {
+  let changes: ToolChanges | undefined;
+  const apply = (blocks: unknown): void => {
+    if (!Array.isArray(blocks)) return;
+    for (const block of blocks)
+      if (isObject(block) && isToolChange(block))
+        applyToolChange(block, (changes ??= { defined: new Map(), surfaced: new Set(), removed: new Set() }));
+  };
+  if (start !== undefined) apply(((messages[start[0]] as Json).content as Json[])[start[1]]?.tool_changes);
+  for (let at = start?.[0] ?? 0; at < messages.length; at++) {
+    const message = messages[at];
+    if (isObject(message) && message.role === 'system') apply(message.content);
+  }
+  return changes;
+}
+
 /**
  * A block as a chat content part: text, an image, a PDF, a text document, and a document of content blocks
  * or a search result as its text; undefined for what chat cannot carry.
@@ -228,10 +284,11 @@ function functionTool(tool: Json, index: number): Json | undefined {
 
 /**
  * The tools a request's messages reference — a `tool_reference` in a tool result (what a client's own
- * tool search gives, as Claude Code's ToolSearch does) or in a server search's `tool_search_tool_result`
- * — when any of its tools is deferred (`defer_loading`); undefined when none is.
+ * tool search gives, as Claude Code's ToolSearch does) or in a server search's `tool_search_tool_result`,
+ * or one a tool change surfaced and none removed since — when any of its tools is deferred
+ * (`defer_loading`); undefined when none is.
  */
-function referencedTools(body: Json): Set<string> | undefined {
+function referencedTools(body: Json, changes: ToolChanges | undefined): Set<string> | undefined {
   const tools = body.tools;
   if (!Array.isArray(tools) || !tools.some((tool) => isObject(tool) && tool.defer_loading === true))
     return undefined;
@@ -255,6 +312,8 @@ function referencedTools(body: Json): Set<string> | undefined {
         add(block.content.tool_references);
     }
   }
+  for (const name of changes?.surfaced ?? []) names.add(name);
+  for (const name of changes?.removed ?? []) names.delete(name);
   return names;
 }
 
@@ -374,7 +433,12 @@ function systemMessage(blocks: Json[], { native, dropped }: BridgeContext): Json
   const text: string[] = [];
   for (const block of blocks)
     if (block.type === 'text') text.push(String(block.text));
-    else if (!native) dropped.add(String(block.type));
+    else if (isToolChange(block)) {
+      // The tool set's changes: bridged, they make the chat tools (toolsAndFields); natively a tool defined
+      // so is counted as its definition, which goes to Claude in the message.
+      const tool = block.tool as Json | undefined;
+      if (native && tool?.type === 'tool_definition') text.push(JSON.stringify(tool.definition));
+    } else if (!native) dropped.add(String(block.type));
   return withExtension({ role: 'system', content: text.join('\n\n') }, blocks, native);
 }
 
@@ -475,6 +539,24 @@ function recordSources(
   }
 }
 
+/**
+ * Bridged, the chat tools as the conversation's tool changes leave them (toolChangesOf): a removed one
+ * left out, one defined by value given as it was defined last (in place of one of its name), one Claude's
+ * own (a server tool, defined so) dropped and named.
+ */
+function changeTools(tools: Json[], changes: ToolChanges, dropped: Set<string>): void {
+  const kept = tools.filter((tool) => {
+    const name = (tool.function as Json).name as string;
+    return !changes.removed.has(name) && !changes.defined.has(name);
+  });
+  tools.splice(0, tools.length, ...kept);
+  for (const [name, definition] of changes.defined) {
+    const mapped = isObject(definition.input_schema) ? functionTool(definition, 0) : undefined;
+    if (mapped === undefined) dropped.add(`tool_addition (${name})`);
+    else tools.push(mapped);
+  }
+}
+
 /** The fields of a Messages request the bridge writes in chat terms; the others are carried (or dropped). */
 const translated = new Set([
   'model',
@@ -498,25 +580,25 @@ const translated = new Set([
 function toolsAndFields(
   body: Json,
   chatBody: Json,
-  native: boolean,
-  dropped: Set<string>,
+  { native, dropped }: { native: boolean; dropped: Set<string> },
   referenced: ReadonlySet<string> | undefined,
+  changes: ToolChanges | undefined,
 ): Json {
   const extension: Json = {};
-  if (body.tools !== undefined) {
-    if (!Array.isArray(body.tools)) throw invalid('tools: Input should be a valid list', 'tools');
-    const tools: Json[] = [];
-    body.tools.forEach((tool: unknown, index) => {
-      if (!isObject(tool)) throw invalid(`tools.${index}: Input should be an object`, `tools.${index}`);
-      const mapped = functionTool(tool, index);
-      if (mapped === undefined) {
-        if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
-      } else if (tool.defer_loading !== true || referenced?.has(tool.name as string) !== false)
-        tools.push(mapped);
-    });
-    if (tools.length > 0) chatBody.tools = tools;
-    if (native) extension.tools = body.tools;
-  }
+  if (body.tools !== undefined && !Array.isArray(body.tools))
+    throw invalid('tools: Input should be a valid list', 'tools');
+  const tools: Json[] = [];
+  (body.tools as unknown[] | undefined)?.forEach((tool: unknown, index) => {
+    if (!isObject(tool)) throw invalid(`tools.${index}: Input should be an object`, `tools.${index}`);
+    const mapped = functionTool(tool, index);
+    if (mapped === undefined) {
+      if (!native) dropped.add(`tools.${index} (${String(tool.type)})`);
+    } else if (tool.defer_loading !== true || referenced?.has(tool.name as string) !== false)
+      tools.push(mapped);
+  });
+  if (changes !== undefined && !native) changeTools(tools, changes, dropped);
+  if (tools.length > 0) chatBody.tools = tools;
+  if (native && body.tools !== undefined) extension.tools = body.tools;
   if (isObject(body.tool_choice)) {
     if (chatBody.tools !== undefined) chatBody.tool_choice = chatToolChoice(body.tool_choice);
     if (body.tool_choice.disable_parallel_tool_use === true) chatBody.parallel_tool_calls = false;
@@ -625,7 +707,11 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // Where it stood: for a model whose template takes one system message, first, the service moves it
     // (notice-placement.ts's forStrictTemplate).
-    else if (role === 'system') messages.push(systemMessage(blocks, where));
+    else if (role === 'system') {
+      const message = systemMessage(blocks, where);
+      // Bridged, a system message of only tool changes is no message: the changes are the chat tools.
+      if (native || message.content !== '' || !blocks.every(isToolChange)) messages.push(message);
+    }
     // One by one: a message of 150,000 tool results would overflow the stack as arguments.
     else for (const message of userMessages(raw.content, blocks, where)) messages.push(message);
     recordSources({ origins, strings }, messages, index, raw.content, blocks);
@@ -645,8 +731,9 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   // sent, but not counted, until then; to a Chat Completions model it is not given until then — but
   // beside Anthropic's own search (a `tool_search_tool_…` server tool), which such a model cannot run:
   // then every tool is.
-  const referenced = native || !hasServerSearch(body) ? referencedTools(body) : undefined;
-  const extension = toolsAndFields(body, chatBody, native, dropped, referenced);
+  const changes = toolChangesOf(body.messages, start);
+  const referenced = native || !hasServerSearch(body) ? referencedTools(body, changes) : undefined;
+  const extension = toolsAndFields(body, chatBody, { native, dropped }, referenced, changes);
   const compaction = !native && isCompaction(body.compaction);
   if (compaction) askForCompaction(chatBody, body.compaction as Json);
   if (native && Object.keys(extension).length > 0) {

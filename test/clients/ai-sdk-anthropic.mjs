@@ -2,7 +2,8 @@
 // a conversation the app keeps whose earlier context Claude compacts (`contextManagement` edit
 // `compact_20260112`, streamText, the response messages appended every turn), and a tool loop with
 // thinking on (`thinking: {type: 'enabled'}`), optionally under a gateway session; and, on any model, a
-// compaction asked on demand (the `compaction` option) and the conversation going on from it. Driven by
+// compaction asked on demand (the `compaction` option) and the conversation going on from it, and a
+// deferred tool a mid-conversation tool change surfaces (`toolChanges`). Driven by
 // test/e2e/newest-clients.test.ts under Node 22.
 import { createAnthropic } from '@ai-sdk/anthropic';
 import { generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
@@ -87,4 +88,34 @@ async function onDemand() {
   return { finish: summary.rawFinishReason, summary: summary.text, text: continuation.text };
 }
 
-await report({ compaction, thinking, onDemand }[scenario] ?? thinking);
+/**
+ * A deferred tool (`deferLoading`) surfaced by a mid-conversation tool change (the `toolChanges` of a
+ * system message, by reference), as the provider's documentation writes it; the model calls it.
+ */
+async function toolChanges() {
+  const result = await generateText({
+    model: anthropic(model),
+    maxRetries: 0,
+    allowSystemInMessages: true,
+    messages: [
+      { role: 'user', content: 'Task ai-sdk-tool-changes: look up record X1.' },
+      {
+        role: 'system',
+        content: '',
+        providerOptions: { anthropic: { toolChanges: [{ type: 'tool_addition', toolName: 'lookup' }] } },
+      },
+    ],
+    tools: {
+      lookup: tool({
+        description: 'Looks a record up by its id.',
+        inputSchema: jsonSchema({ type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }),
+        execute: async ({ id }) => `Record ${id}: ACME-7.`,
+        providerOptions: { anthropic: { deferLoading: true } },
+      }),
+    },
+    stopWhen: stepCountIs(3),
+  });
+  return { steps: result.steps.length, text: result.text };
+}
+
+await report({ compaction, thinking, onDemand, toolChanges }[scenario] ?? thinking);

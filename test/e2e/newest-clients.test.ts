@@ -109,6 +109,17 @@ function respond(
         seen === undefined ? 'I see no picture.' : `The screenshot is ${seen.width}×${seen.height} pixels.`,
     };
   }
+  // A deferred tool a tool change surfaced: called when it is among the model's tools.
+  if (users.some((text) => text.includes('Task ai-sdk-tool-changes'))) {
+    const result = messages.find((message) => message.role === 'tool');
+    if (result !== undefined) return { content: `Found ${textOf(result)}` };
+    const tools = ((body?.tools ?? []) as Array<{ function: { name: string } }>).map(
+      (tool) => tool.function.name,
+    );
+    return tools.includes('lookup')
+      ? { toolCalls: [{ id: 'call_lookup_x1', name: 'lookup', arguments: '{"id":"X1"}' }] }
+      : { content: `No lookup tool among: ${tools.join(', ')}.` };
+  }
   // The AI SDK's Anthropic provider's tool loop: pages 1 and 2, then what they hold.
   if (users.some((text) => text.startsWith('Task ai-sdk-thinking'))) {
     const read = messages.filter((message) => message.role === 'tool').length;
@@ -635,5 +646,16 @@ describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
     });
     expect(result.error).toBeUndefined();
     expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
+  });
+
+  // Bridged, the tool change was dropped and named and the deferred tool stayed held back: the model
+  // could not call it.
+  it('calls a deferred tool a mid-conversation tool change surfaced (toolChanges), on a Chat Completions model', async () => {
+    const result = await runDriver<Failure & { steps: number; text: string }>('ai-sdk-anthropic.mjs', {
+      baseURL: harness.baseUrl,
+      model,
+      scenario: 'toolChanges',
+    });
+    expect(result).toEqual({ steps: 2, text: 'Found Record X1: ACME-7.' });
   });
 });

@@ -118,7 +118,8 @@ export function documentPages(content: unknown): string[][] {
 
 /**
  * The tools a request's messages reference (tool search: a `tool_reference` in a tool result, as a client's
- * search returns them, or in a server search's `tool_search_tool_result`).
+ * search returns them, or in a server search's `tool_search_tool_result`; a mid-conversation tool change's
+ * `tool_addition` by reference).
  */
 function referencedTools(messages: unknown): Set<string> {
   const names = new Set<string>();
@@ -132,6 +133,14 @@ function referencedTools(messages: unknown): Set<string> {
     for (const block of Array.isArray(message.content) ? (message.content as Json[]) : []) {
       if (block.type === 'tool_result') add(block.content);
       if (block.type === 'tool_search_tool_result') add((block.content as Json | undefined)?.tool_references);
+      // A mid-conversation tool change that surfaces a deferred tool by reference.
+      const changed = block.tool as Json | undefined;
+      if (
+        block.type === 'tool_addition' &&
+        changed?.type === 'tool_reference' &&
+        typeof changed.name === 'string'
+      )
+        names.add(changed.name);
     }
   return names;
 }

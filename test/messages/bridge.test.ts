@@ -939,3 +939,120 @@ describe('a compaction asked on demand (`compaction: {"type": "summarize"}`), br
     });
   });
 });
+
+// Mid-conversation tool changes (Anthropic's `inline-tools` and `mid-conversation-tool-changes` betas: the
+// AI SDK's `toolChanges`, the Anthropic SDK tool runner's addTools): a system message of `tool_addition`
+// and `tool_removal` blocks changes the tool set from that point on. Bridged, the blocks were dropped and
+// named — a tool added so never reached the model, one surfaced by reference stayed held back — and
+// natively a tool defined so was not counted.
+describe('mid-conversation tool changes (tool_addition, tool_removal)', () => {
+  const toolNames = (chatBody: Record<string, unknown>) =>
+    ((chatBody.tools ?? []) as Array<{ function: { name: string } }>).map((tool) => tool.function.name);
+  const weather = {
+    name: 'get_weather',
+    input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+  };
+  const lookup = {
+    name: 'lookup',
+    description: 'Looks a record up.',
+    input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+    defer_loading: true,
+  };
+  const changes = (...blocks: Array<Record<string, unknown>>) => ({ role: 'system', content: blocks });
+  const add = (definition: Record<string, unknown>) => ({
+    type: 'tool_addition',
+    tool: { type: 'tool_definition', definition },
+  });
+  const surface = (name: string) => ({ type: 'tool_addition', tool: { type: 'tool_reference', name } });
+  const remove = (name: string) => ({ type: 'tool_removal', tool: { type: 'tool_reference', name } });
+  const forecast = { name: 'forecast', description: 'Five days ahead.', input_schema: { type: 'object' } };
+
+  it('gives a Chat Completions model the tool set in effect at the end: added, surfaced and removed in order', () => {
+    const result = bridged({
+      tools: [weather, lookup],
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        changes(add(forecast), surface('lookup')),
+        { role: 'assistant', content: 'Which city?' },
+        { role: 'user', content: 'Oslo.' },
+        changes(remove('get_weather')),
+      ],
+    });
+    expect(toolNames(result.chatBody)).toEqual(['lookup', 'forecast']);
+    expect((result.chatBody.tools as Array<{ function: Record<string, unknown> }>)[1]?.function).toEqual({
+      name: 'forecast',
+      description: 'Five days ahead.',
+      parameters: { type: 'object' },
+    });
+    // The system messages that carried only changes are no messages; nothing is named dropped.
+    expect((result.chatBody.messages as Array<{ role: string }>).map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+    ]);
+    expect(result.dropped).toEqual([]);
+  });
+
+  it('takes a definition by value under an existing name as the one in effect, and a removed tool added again', () => {
+    const newer = {
+      name: 'get_weather',
+      description: 'Weather, in Celsius.',
+      input_schema: { type: 'object' },
+    };
+    const result = bridged({
+      tools: [weather],
+      messages: [
+        { role: 'user', content: 'Weather?' },
+        changes(remove('get_weather')),
+        { role: 'assistant', content: 'One moment.' },
+        changes(add(newer)),
+      ],
+    });
+    expect(result.chatBody.tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'Weather, in Celsius.',
+          parameters: { type: 'object' },
+        },
+      },
+    ]);
+  });
+
+  it('natively sends the changes as they came, counts a tool defined so, and counts a deferred tool once it is surfaced', () => {
+    const result = bridged(
+      {
+        tools: [weather, lookup],
+        messages: [{ role: 'user', content: 'Hi' }, changes(add(forecast), surface('lookup'))],
+      },
+      true,
+    );
+    const messages = result.chatBody.messages as Array<Record<string, unknown>>;
+    expect((messages[1]?.ctxgate_anthropic as { blocks: unknown[] }).blocks).toEqual([
+      add(forecast),
+      surface('lookup'),
+    ]);
+    expect(String(messages[1]?.content)).toContain('Five days ahead.');
+    expect(toolNames(result.chatBody)).toEqual(['get_weather', 'lookup']);
+    expect((result.chatBody.ctxgate_anthropic as { tools: unknown[] }).tools).toEqual([weather, lookup]);
+  });
+
+  it("starts from a compaction's tool changes, those of the range it summarized", () => {
+    const result = bridged({
+      tools: [weather],
+      messages: [
+        { role: 'user', content: 'Hi' },
+        changes(add(forecast)),
+        {
+          role: 'assistant',
+          content: [
+            { type: 'compaction', content: 'Said hi.', tool_changes: [remove('get_weather'), add(forecast)] },
+          ],
+        },
+        { role: 'user', content: 'Forecast?' },
+      ],
+    });
+    expect(toolNames(result.chatBody)).toEqual(['forecast']);
+  });
+});
