@@ -130,6 +130,27 @@ function manyTools(count: number): string {
 }
 
 /**
+ * A Messages request of `count` mid-conversation tool changes, each a system message adding a tool of 3 KB
+ * by value after a user message, every other one removing the tool the one before added.
+ */
+function toolChanges(count: number): string {
+  const text = 'Looks up the committee’s estimates for a proposal and returns them. '.repeat(45);
+  const messages: unknown[] = [];
+  for (let index = 0; index < count; index++) {
+    const definition = {
+      name: `tool_${index}`,
+      description: `${index} ${text}`,
+      input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+    };
+    const blocks: unknown[] = [{ type: 'tool_addition', tool: { type: 'tool_definition', definition } }];
+    if (index % 2 === 1)
+      blocks.push({ type: 'tool_removal', tool: { type: 'tool_reference', name: `tool_${index - 1}` } });
+    messages.push({ role: 'user', content: `step ${index}` }, { role: 'system', content: blocks });
+  }
+  return JSON.stringify({ model: 'local-bench', max_tokens: 16, messages });
+}
+
+/**
  * A Responses request of a catalog of `count` deferred tools of 3 KB (`defer_loading`) beside the client's
  * tool search, and `searches` searches in its input, each finding one tool.
  */
@@ -600,6 +621,13 @@ export const hostileCases: HostileCase[] = [
     label: "responses: 10,000 deferred tools of 3 KB beside the client's tool search",
     path: '/v1/responses',
     body: () => deferredCatalog(10_000, 0),
+  },
+  {
+    label:
+      'messages → local model: 5,000 tool changes, each adding a tool of 3 KB, every other one removing one',
+    path: '/v1/messages',
+    body: () => toolChanges(5_000),
+    headers: { 'x-context-window': '999999999' },
   },
   {
     label: 'responses: 4,500 tool searches, each finding one of 4,500 deferred tools of 3 KB',
