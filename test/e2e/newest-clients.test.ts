@@ -8,7 +8,9 @@
 // of its that returns a picture has the model shown it. The Agents SDK's tool search (run by OpenAI or by
 // the SDK) and the AI SDK's load a tool of a deferred catalog, and the run answers. The AI SDK's Anthropic
 // provider, natively to a strict fake Claude: a conversation Claude compacts, and a tool loop with
-// thinking on, stateless and in a session. All but the Anthropic SDK need Node 22, so they
+// thinking on, stateless and in a session; bridged: an on-demand compaction, a deferred tool a tool change
+// surfaces. LangChain's ChatAnthropic, streaming natively: a tool loop with thinking on, stateless and in a
+// session, and a web search Claude runs and the next turn reads. All but the Anthropic SDK need Node 22, so they
 // all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -257,7 +259,38 @@ let claude: FakeAnthropic;
 function respondAsClaude(body: Record<string, unknown>): AnthropicReply {
   const messages = body.messages as Array<{ role: string; content: unknown }>;
   const text = JSON.stringify(messages);
-  if (text.includes('Task ai-sdk-thinking')) {
+  if (text.includes('Task langchain-search')) {
+    const asked = (text.match(/Task langchain-search/g) ?? []).length;
+    if (asked === 1)
+      return {
+        blocks: [
+          {
+            type: 'server_tool_use',
+            id: 'srvtoolu_lc',
+            name: 'web_search',
+            input: { query: 'ctxgate release' },
+          },
+          {
+            type: 'web_search_tool_result',
+            tool_use_id: 'srvtoolu_lc',
+            content: [
+              {
+                type: 'web_search_result',
+                url: 'https://example.com/ctxgate-1-0',
+                title: 'ctxgate 1.0',
+                encrypted_content: 'EqgfCioIARgBIiQ3YTQ',
+                page_age: null,
+              },
+            ],
+          },
+        ],
+        text: 'ctxgate 1.0 came out in May.',
+      };
+    // Asked where: what its search found, when the search is still in the conversation.
+    const url = /https:\/\/example\.com\/[\w-]+/.exec(text)?.[0];
+    return { text: url === undefined ? 'I do not remember.' : `I read it at ${url}.` };
+  }
+  if (text.includes('Task ai-sdk-thinking') || text.includes('Task langchain-thinking')) {
     const read = (text.match(/Page \d+\./g) ?? []).length;
     return read >= 2
       ? { text: 'Pages 1 and 2 hold the log.' }
@@ -657,5 +690,34 @@ describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
       scenario: 'toolChanges',
     });
     expect(result).toEqual({ steps: 2, text: 'Found Record X1: ACME-7.' });
+  });
+});
+
+describe('LangChain ChatAnthropic, newest, natively to Claude (streaming)', () => {
+  it.each([
+    ['stateless', {}],
+    ['in a session', { 'x-session-id': `langchain-anthropic-${Date.now()}` }],
+  ])('runs a tool loop with thinking on (%s)', async (_name, headers) => {
+    const result = await runDriver<Failure & { steps: number; text: string }>('langchain-anthropic.mjs', {
+      baseURL: harness.baseUrl,
+      model: 'claude-thinking',
+      scenario: 'thinking',
+      headers,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
+  });
+
+  it('keeps a web search Claude ran (its server tool blocks), and the next turn reads what it found', async () => {
+    const result = await runDriver<Failure & { blocks: string[]; text: string; second: string }>(
+      'langchain-anthropic.mjs',
+      { baseURL: harness.baseUrl, model: 'claude-search', scenario: 'search' },
+    );
+    expect(result.error).toBeUndefined();
+    // (LangChain's stream aggregation keeps an `input_json_delta` entry of its own beside the server tool's use.)
+    expect(result.blocks).toEqual(
+      expect.arrayContaining(['server_tool_use', 'web_search_tool_result', 'text']),
+    );
+    expect(result.second).toBe('I read it at https://example.com/ctxgate-1-0.');
   });
 });
