@@ -42,7 +42,7 @@ import {
   type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
-import { toAnthropicRequest } from '../upstream/anthropic-wire.js';
+import { toAnthropicRequest, withoutAnthropicBlocks } from '../upstream/anthropic-wire.js';
 import {
   withImagesAtMost,
   withImagesNoLargerThan,
@@ -282,12 +282,14 @@ export function createAttemptLadder(input: {
     const sent = (fixed: ContextMessage[]): { messages: ContextMessage[]; body: string | Buffer } => {
       // A tool result's images in a user message after it (a chat provider's tool message takes text
       // only), or named in it for a model that refused an image.
+      // Claude's blocks (a Messages client's, a session's copy of Claude's answers) go to Claude alone.
+      const chatOnly = wire === 'anthropic' ? fixed : withoutAnthropicBlocks(fixed);
       const onWire =
         wire === 'anthropic'
           ? fixed
           : fixes.some((fix) => fix.field === toolImagesField)
-            ? withToolMediaAsText(fixed)
-            : withToolMediaInUserMessages(fixed, prepared.settings.model.noticePlacement !== 'inline');
+            ? withToolMediaAsText(chatOnly)
+            : withToolMediaInUserMessages(chatOnly, prepared.settings.model.noticePlacement !== 'inline');
       // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
       const unchanged =
         choice.session === undefined &&

@@ -10,6 +10,7 @@ import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js'
 import { SseDecoder } from './sse.js';
 import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
+import { isCarrier } from './carried-state.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -54,6 +55,34 @@ export class BridgedExtension implements AnthropicExtension {
   toJSON(): AnthropicExtension {
     return { blocks: this.blocks, made: this.made };
   }
+}
+
+/**
+ * Messages as a Chat Completions upstream takes them: without the Anthropic blocks a message carries
+ * (`ctxgate_anthropic`: a Messages client's own, a session's copy of Claude's answer), which no other
+ * provider reads and OpenAI refuses ("Additional properties are not allowed ('ctxgate_anthropic' was
+ * unexpected)"), and — where they hold Claude's signed thinking — without that thinking, which is
+ * Claude's alone (the Messages bridge drops it so). The same array when no message carries blocks.
+ */
+export function withoutAnthropicBlocks<T extends Json>(messages: T[]): T[] {
+  if (!messages.some((message) => message.ctxgate_anthropic !== undefined)) return messages;
+  return messages.map((message) => {
+    const extension = message.ctxgate_anthropic as AnthropicExtension | undefined;
+    if (extension === undefined) return message;
+    const { ctxgate_anthropic: _blocks, ...rest } = message;
+    const claudes = (extension.blocks as Json[]).some(
+      (block) =>
+        block?.type === 'thinking' &&
+        typeof block.signature === 'string' &&
+        block.signature !== '' &&
+        !isCarrier(block.signature),
+    );
+    if (claudes) {
+      delete rest.reasoning_content;
+      delete rest.reasoning;
+    }
+    return rest as T;
+  });
 }
 
 /**

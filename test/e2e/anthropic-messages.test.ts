@@ -1274,6 +1274,33 @@ describe('a Messages session', () => {
     },
   );
 
+  // A session stores Claude's blocks beside each message (what goes back to Claude as it came). When the
+  // conversation went on on a Chat Completions model (Claude Code's /model, a fallback), they went to it
+  // too — Claude's signed thinking, the client's blocks — in a field OpenAI refuses ("Additional
+  // properties are not allowed ('ctxgate_anthropic' was unexpected) - 'messages.0'").
+  it("goes on on a Chat Completions model without Claude's blocks or Claude's thinking", async () => {
+    anthropic.respond = () => ({ thinking: 'Weighing the first question.', text: 'Noted.' });
+    const sessionClient = client({ 'x-session-id': `messages-switch-${randomUUID()}` });
+    await sessionClient.messages.create({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 2_000,
+      thinking: { type: 'enabled', budget_tokens: 1_024 },
+      messages: [{ role: 'user', content: 'One.' }],
+    });
+    const before = new Set(openai.chatRequests);
+    await sessionClient.messages.create({
+      model: 'local-model',
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Two.' }],
+    });
+    const chat = openai.chatRequests.find((request) => !before.has(request));
+    expect((chat?.body as { messages: ChatMessage[] }).messages).toEqual([
+      { role: 'user', content: 'One.' },
+      { role: 'assistant', content: 'Noted.' },
+      { role: 'user', content: 'Two.' },
+    ]);
+  });
+
   it('sends an agent’s stored steps, system blocks and breakpoints as they came, request after request', async () => {
     anthropic.respond = () => ({ text: 'Noted.' });
     const sessionClient = client({ 'x-session-id': `messages-agent-${randomUUID()}` });

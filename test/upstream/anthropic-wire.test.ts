@@ -12,7 +12,9 @@ import {
   madeKey,
   toAnthropicRequest,
   withAnthropicUpstreams,
+  withoutAnthropicBlocks,
 } from '../../src/upstream/anthropic-wire.js';
+import { carrierOf } from '../../src/upstream/carried-state.js';
 import { scriptedUpstream } from '../helpers/port-fakes.js';
 
 describe('a chat body as a Messages request', () => {
@@ -679,5 +681,51 @@ describe("a stream's blocks as Claude gave them", () => {
       ...end,
     ];
     expect(finishDelta(new AnthropicToChatStream().push(wireOf(events)))).toEqual({});
+  });
+});
+
+describe('withoutAnthropicBlocks (what a Chat Completions upstream is sent)', () => {
+  const blocksOf = (...blocks: Array<Record<string, unknown>>) => ({ blocks, made: '[]' });
+
+  it('is the same array when no message carries blocks', () => {
+    const messages = [{ role: 'user', content: 'Hi' }];
+    expect(withoutAnthropicBlocks(messages)).toBe(messages);
+  });
+
+  it("leaves the blocks out, and Claude's thinking where they hold Claude's signed thinking", () => {
+    const plain = { role: 'user', content: 'Hi' };
+    const messages = [
+      plain,
+      { role: 'user', content: 'One.', ctxgate_anthropic: blocksOf({ type: 'text', text: 'One.' }) },
+      {
+        role: 'assistant',
+        content: 'Noted.',
+        reasoning_content: 'Weighing it.',
+        ctxgate_anthropic: blocksOf({
+          type: 'thinking',
+          thinking: 'Weighing it.',
+          signature: 'EqQBCkYIBxgC',
+        }),
+      },
+      // A thinking block the gateway made (a chat model's reasoning; a carrier of its extras) is no Claude's.
+      {
+        role: 'assistant',
+        content: 'Done.',
+        reasoning_content: 'Chat reasoning.',
+        ctxgate_anthropic: blocksOf(
+          { type: 'thinking', thinking: 'Chat reasoning.', signature: '' },
+          { type: 'thinking', thinking: '', signature: carrierOf({ calls: [], message: { a: 1 } }) },
+        ),
+      },
+    ];
+    const sent = withoutAnthropicBlocks(messages);
+    expect(sent).toEqual([
+      plain,
+      { role: 'user', content: 'One.' },
+      { role: 'assistant', content: 'Noted.' },
+      { role: 'assistant', content: 'Done.', reasoning_content: 'Chat reasoning.' },
+    ]);
+    expect(sent[0]).toBe(plain);
+    expect(messages[2]).toHaveProperty('ctxgate_anthropic');
   });
 });
