@@ -6,7 +6,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FakeAnthropic, contentText, documentPages } from '../helpers/fake-anthropic.js';
+import { FakeAnthropic, contentText, documentPages, webSearchBlocks } from '../helpers/fake-anthropic.js';
 import { pdf } from '../helpers/pdf.js';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
@@ -619,22 +619,7 @@ describe("Claude's compaction", () => {
 // whole or streamed, a stop reason chat has no word for became end_turn (pause_turn, which asks the client
 // to go on; compaction, which the AI SDK checks for) and the stop sequence that matched was lost.
 describe("Claude's answer, natively, as Claude gave it", () => {
-  const search = [
-    { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'ctxgate release' } },
-    {
-      type: 'web_search_tool_result',
-      tool_use_id: 'srvtoolu_1',
-      content: [
-        {
-          type: 'web_search_result',
-          url: 'https://example.com/ctxgate',
-          title: 'ctxgate 1.0',
-          encrypted_content: 'EqkBCioIBxgCIiQ4',
-          page_age: null,
-        },
-      ],
-    },
-  ];
+  const search = webSearchBlocks('srvtoolu_1', 'https://example.com/ctxgate');
   const asks = {
     model: 'claude-catalog-answers',
     max_tokens: 1_000,

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentText, FakeAnthropic, imageBlocks } from '../helpers/fake-anthropic.js';
+import { contentText, FakeAnthropic, imageBlocks, webSearchBlocks } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type ChatMessage, mistralUnknownFields } from '../helpers/fake-upstream.js';
 import { clientsDirectory, runProgram } from '../helpers/newest-clients.js';
 import { pdf, pdfOfDataUrl, pdfPageTexts } from '../helpers/pdf.js';
@@ -122,27 +122,7 @@ beforeAll(async () => {
       (body.tools as Json[]).some((tool) => tool.type === 'web_search_20250305')
     )
       return {
-        blocks: [
-          {
-            type: 'server_tool_use',
-            id: 'srvtoolu_01',
-            name: 'web_search',
-            input: { query: 'ctxgate release' },
-          },
-          {
-            type: 'web_search_tool_result',
-            tool_use_id: 'srvtoolu_01',
-            content: [
-              {
-                type: 'web_search_result',
-                url: 'https://example.com/ctxgate-1-0',
-                title: 'ctxgate 1.0 released',
-                encrypted_content: 'EqgfCioIARgBIiQ3YTQ',
-                page_age: '2 days ago',
-              },
-            ],
-          },
-        ],
+        blocks: webSearchBlocks('srvtoolu_01', 'https://example.com/ctxgate-1-0', 'ctxgate 1.0 released'),
         text: 'ctxgate 1.0 was released two days ago.',
       };
     const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');

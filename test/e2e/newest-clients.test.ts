@@ -21,7 +21,12 @@ import {
   type ChatMessage,
 } from '../helpers/fake-upstream.js';
 import { runDriver } from '../helpers/newest-clients.js';
-import { anthropicUpstreamYaml, FakeAnthropic, type AnthropicReply } from '../helpers/fake-anthropic.js';
+import {
+  anthropicUpstreamYaml,
+  FakeAnthropic,
+  webSearchBlocks,
+  type AnthropicReply,
+} from '../helpers/fake-anthropic.js';
 import { pictureSeenSinceLastCall, png } from '../helpers/png.js';
 import { pdf, pdfOfDataUrl, pdfPageTexts } from '../helpers/pdf.js';
 import { textOf as contentText } from '../helpers/text.js';
@@ -263,27 +268,7 @@ function respondAsClaude(body: Record<string, unknown>): AnthropicReply {
     const asked = (text.match(/Task langchain-search/g) ?? []).length;
     if (asked === 1)
       return {
-        blocks: [
-          {
-            type: 'server_tool_use',
-            id: 'srvtoolu_lc',
-            name: 'web_search',
-            input: { query: 'ctxgate release' },
-          },
-          {
-            type: 'web_search_tool_result',
-            tool_use_id: 'srvtoolu_lc',
-            content: [
-              {
-                type: 'web_search_result',
-                url: 'https://example.com/ctxgate-1-0',
-                title: 'ctxgate 1.0',
-                encrypted_content: 'EqgfCioIARgBIiQ3YTQ',
-                page_age: null,
-              },
-            ],
-          },
-        ],
+        blocks: webSearchBlocks('srvtoolu_lc', 'https://example.com/ctxgate-1-0'),
         text: 'ctxgate 1.0 came out in May.',
       };
     // Asked where: what its search found, when the search is still in the conversation.
@@ -619,6 +604,21 @@ describe('openai 7', () => {
   });
 });
 
+/**
+ * Runs a driver's tool loop with thinking on natively (its `thinking` scenario, under `headers`): Claude
+ * reads pages 1 and 2, then answers — three steps, each after the first sent back with Claude's thinking.
+ */
+async function expectThinkingLoop(script: string, headers: Record<string, string>): Promise<void> {
+  const result = await runDriver<Failure & { steps: number; text: string }>(script, {
+    baseURL: harness.baseUrl,
+    model: 'claude-thinking',
+    scenario: 'thinking',
+    headers,
+  });
+  expect(result.error).toBeUndefined();
+  expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
+}
+
 describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
   it('keeps a conversation Claude compacts (contextManagement compact_20260112), streamed, past the window', async () => {
     const before = claude.messageRequests.length;
@@ -646,14 +646,7 @@ describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
     ['stateless', {}],
     ['in a session', { 'x-session-id': `ai-sdk-anthropic-${Date.now()}` }],
   ])('runs a tool loop with thinking on (%s)', async (_name, headers) => {
-    const result = await runDriver<Failure & { steps: number; text: string }>('ai-sdk-anthropic.mjs', {
-      baseURL: harness.baseUrl,
-      model: 'claude-thinking',
-      scenario: 'thinking',
-      headers,
-    });
-    expect(result.error).toBeUndefined();
-    expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
+    await expectThinkingLoop('ai-sdk-anthropic.mjs', headers);
   });
 
   it('compacts on demand on a Chat Completions model, and goes on from the summary alone', async () => {
@@ -698,14 +691,7 @@ describe('LangChain ChatAnthropic, newest, natively to Claude (streaming)', () =
     ['stateless', {}],
     ['in a session', { 'x-session-id': `langchain-anthropic-${Date.now()}` }],
   ])('runs a tool loop with thinking on (%s)', async (_name, headers) => {
-    const result = await runDriver<Failure & { steps: number; text: string }>('langchain-anthropic.mjs', {
-      baseURL: harness.baseUrl,
-      model: 'claude-thinking',
-      scenario: 'thinking',
-      headers,
-    });
-    expect(result.error).toBeUndefined();
-    expect(result).toMatchObject({ steps: 3, text: 'Pages 1 and 2 hold the log.' });
+    await expectThinkingLoop('langchain-anthropic.mjs', headers);
   });
 
   it('keeps a web search Claude ran (its server tool blocks), and the next turn reads what it found', async () => {

@@ -352,6 +352,23 @@ export function imageBlocks(content: unknown): Json[] {
   );
 }
 
+/**
+ * A web search Claude ran (Anthropic's `web_search` server tool), as its answer's blocks give it: the
+ * server tool's use, then its result of one page found at `url`.
+ */
+export function webSearchBlocks(id: string, url: string, title = 'ctxgate 1.0'): Json[] {
+  return [
+    { type: 'server_tool_use', id, name: 'web_search', input: { query: 'ctxgate release' } },
+    {
+      type: 'web_search_tool_result',
+      tool_use_id: id,
+      content: [
+        { type: 'web_search_result', url, title, encrypted_content: 'EqgfCioIARgBIiQ3YTQ', page_age: null },
+      ],
+    },
+  ];
+}
+
 /** The gateway's configuration lines of an `anthropic` upstream at `baseUrl` serving `models` (YAML). */
 export function anthropicUpstreamYaml(name: string, baseUrl: string, models: readonly string[]): string[] {
   return [
