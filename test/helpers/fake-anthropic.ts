@@ -10,7 +10,10 @@
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
 // ("prompt is too long: N tokens > M maximum"), and the escape of a lone surrogate half ("The request body
 // is not valid JSON: no low surrogate in string: line 1 column N (char N-1)"). Its token count is its own (cl100k, scaled): not the
-// gateway's estimate. It answers by a script, whole or as Anthropic's event stream. It compacts as Claude
+// gateway's estimate. It answers by a script, whole or as Anthropic's event stream (a server tool's blocks,
+// a compaction and the stop reason as Anthropic streams them), thinking first whenever thinking is on
+// (`thinking.type: enabled`), as Claude does; a deferred tool counts once a message references it (a tool
+// search's result, a mid-conversation tool change's `tool_addition`). It compacts as Claude
 // does (`context_management` edit `compact_20260112`): past the trigger, its answer starts with a
 // `compaction` block whose summary is every user message's first sentence; and it reads a conversation from its last
 // compaction block of a summary on, every block before it dropped (a signed one must be the first block:
