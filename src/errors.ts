@@ -43,11 +43,18 @@ export class GatewayError extends Error {
   readonly param: string | null;
   /** Response headers the answer carries (Retry-After, x-should-retry). */
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** Anthropic's machine-readable detail (`error.details`, its `error_code`), on a Messages route only. */
+  readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
     code: GatewayErrorCode,
     message: string,
-    options: { param?: string | null; cause?: unknown; headers?: Record<string, string> } = {},
+    options: {
+      param?: string | null;
+      cause?: unknown;
+      headers?: Record<string, string>;
+      details?: Record<string, unknown>;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
@@ -55,6 +62,7 @@ export class GatewayError extends Error {
     this.status = errorCodes[code].status;
     this.param = options.param ?? null;
     this.headers = options.headers;
+    this.details = options.details;
   }
 }
 

@@ -42,7 +42,7 @@ export function handleError(error: unknown, request: FastifyRequest, reply: Fast
   if (gatewayError.headers !== undefined) reply.headers(gatewayError.headers);
   // Anthropic's Messages routes answer in Anthropic's error shape (docs/anthropic.md#errors).
   const body = isMessagesRoute(request.url)
-    ? anthropicErrorBody(gatewayError.status, gatewayError.message)
+    ? anthropicErrorBody(gatewayError.status, gatewayError.message, undefined, gatewayError.details)
     : toOpenAIErrorBody(gatewayError);
   return reply.code(gatewayError.status).type('application/json').send(body);
 }

@@ -58,11 +58,16 @@ export function anthropicMessageText(message: string): string {
   return `prompt is too long: ${prompt} tokens > ${window} maximum. ${message}`;
 }
 
-export function anthropicErrorBody(status: number, message: string, type?: string): Json {
-  return {
-    type: 'error',
-    error: { type: type ?? anthropicErrorType(status), message: anthropicMessageText(message) },
-  };
+export function anthropicErrorBody(
+  status: number,
+  message: string,
+  type?: string,
+  details?: Readonly<Record<string, unknown>>,
+): Json {
+  const error: Json = { type: type ?? anthropicErrorType(status), message: anthropicMessageText(message) };
+  // Anthropic's machine-readable detail (`error_code`), which its SDK acts on (a Thread not found: replayed).
+  if (details !== undefined) error.details = details;
+  return { type: 'error', error };
 }
 
 /** An error body the engine relays (the gateway's, or the upstream's in either shape) in Anthropic's shape. */

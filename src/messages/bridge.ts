@@ -607,7 +607,8 @@ function toolsAndFields(
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
     chatBody.user = endUserId(body.metadata.user_id);
   for (const [key, value] of Object.entries(body)) {
-    if (translated.has(key) || value === undefined) continue;
+    // A Thread is not kept (noThreads): what creates one goes as a whole conversation, without `thread`.
+    if (translated.has(key) || value === undefined || key === 'thread') continue;
     if (native) extension[key] = value;
     else if (key !== 'metadata' && !(key === 'compaction' && isCompaction(value))) dropped.add(key);
   }
@@ -636,6 +637,22 @@ function askForCompaction(chatBody: Json, compaction: Json): void {
   if (chatBody.tools !== undefined) chatBody.tool_choice = 'none';
 }
 
+/**
+ * Anthropic's message Threads (`thread`: the Anthropic SDK's tool runner and message threads send a turn's
+ * new messages only, `{"type": "continue", "previous_message_id"}`, on a conversation the server keeps):
+ * the gateway keeps none — it fits whole conversations. A continued Thread is answered as Anthropic
+ * answers one it no longer has (404, `error_code: thread_not_found`), and the SDK replays the whole
+ * conversation with `{"type": "create"}`, which goes as any request, without `thread`.
+ */
+function noThreads(body: Json): void {
+  if (isObject(body.thread) && body.thread.type === 'continue')
+    throw new GatewayError(
+      'not_found',
+      'No usable Thread state was found for `previous_message_id`: ctxgate keeps no Threads. Replay the full conversation with `thread: {"type": "create"}`.',
+      { param: 'thread.previous_message_id', details: { error_code: 'thread_not_found' } },
+    );
+}
+
 export interface BridgeMessagesOptions {
   native: boolean;
   requireMaxTokens: boolean;
@@ -658,6 +675,7 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   }
   if (body.stream !== undefined && typeof body.stream !== 'boolean')
     throw invalid('stream: Input should be a valid boolean', 'stream');
+  noThreads(body);
   const dropped = new Set<string>();
   const messages: Json[] = [];
   // The index in body.messages each chat message was made from (the system prompt's: -1).

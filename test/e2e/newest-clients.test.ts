@@ -10,7 +10,9 @@
 // provider, natively to a strict fake Claude: a conversation Claude compacts, and a tool loop with
 // thinking on, stateless and in a session; bridged: an on-demand compaction, a deferred tool a tool change
 // surfaces. LangChain's ChatAnthropic, streaming natively: a tool loop with thinking on, stateless and in a
-// session, and a web search Claude runs and the next turn reads. All but the Anthropic SDK need Node 22, so they
+// session, and a web search Claude runs and the next turn reads. The Anthropic SDK's tool runner bridged (its
+// Threads refused as Anthropic refuses a lost one, so it sends each turn whole; a tool it adds; a compaction
+// it asks for). All but the Anthropic SDK need Node 22, so they
 // all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -70,6 +72,24 @@ function respond(
       return { content: 'Trip: Lisbon, May, 1,800 euros, Alfama.' };
     const summary = users.find((text) => text.includes('this summary of it was written then'));
     return { content: summary?.includes('Alfama') === true ? 'Stay in Alfama.' : 'I do not know.' };
+  }
+  // The Anthropic SDK's tool runner: note, then look up with the tool the runner added, then — compacted —
+  // answer from the summary alone.
+  if (users.some((text) => text.includes('Task tool-runner') || text.includes('record X1 looked up'))) {
+    // (The request for a summary joins the last tool result, for this model's template: it is read there.)
+    if (textOf(messages.at(-1)).includes('Write a summary of this conversation'))
+      return { content: 'The user had a request noted and record X1 looked up: ACME-7.' };
+    if (users.some((text) => text.includes('this summary of it was written then')))
+      return { content: /ACME-7/.test(users.join(' ')) ? 'Record X1 is ACME-7.' : 'I do not know.' };
+    const results = messages.filter((message) => message.role === 'tool').map(textOf);
+    const tools = ((body?.tools ?? []) as Array<{ function: { name: string } }>).map(
+      (tool) => tool.function.name,
+    );
+    if (results.length === 0)
+      return { toolCalls: [{ id: 'call_note', name: 'note', arguments: '{"text":"X1"}' }] };
+    if (results.length === 1 && tools.includes('lookup'))
+      return { toolCalls: [{ id: 'call_lookup', name: 'lookup', arguments: '{"id":"X1"}' }] };
+    return { content: `Tools: ${tools.join(', ')}; results: ${results.join(' ')}` };
   }
   const codeTurn = /^Turn (\d): name a code word\.$/.exec(lastUser);
   if (codeTurn !== null)
@@ -705,5 +725,24 @@ describe('LangChain ChatAnthropic, newest, natively to Claude (streaming)', () =
       expect.arrayContaining(['server_tool_use', 'web_search_tool_result', 'text']),
     );
     expect(result.second).toBe('I read it at https://example.com/ctxgate-1-0.');
+  });
+});
+
+// The Anthropic SDK's tool runner on a Chat Completions model: a tool it adds mid-conversation (addTools,
+// a system message of a tool_addition: dropped before, so the model never had it) and a compaction it asks
+// for (compactBeforeNextTurn, an on-demand compaction: dropped before, so the runner got no summary).
+describe("the Anthropic SDK's tool runner, newest, bridged onto a Chat Completions model", () => {
+  it('calls the tool it added, compacts, and answers from the summary alone', async () => {
+    const result = await runDriver<
+      Failure & { seen: Array<{ stop: string; calls: string[]; types: string[] }>; text: string }
+    >('anthropic-tool-runner.mjs', { baseURL: harness.baseUrl, model });
+    expect(result.error).toBeUndefined();
+    expect(result.seen.map((message) => [message.stop, message.calls])).toEqual([
+      ['tool_use', ['note']],
+      ['tool_use', ['lookup']],
+      ['compaction', []],
+      ['end_turn', []],
+    ]);
+    expect(result.text).toBe('Record X1 is ACME-7.');
   });
 });

@@ -1056,3 +1056,33 @@ describe('mid-conversation tool changes (tool_addition, tool_removal)', () => {
     expect(toolNames(result.chatBody)).toEqual(['forecast']);
   });
 });
+
+// Anthropic's message Threads: the SDK's tool runner sends a turn's new messages only, on a conversation
+// the server keeps. The gateway read them as the whole conversation — a tool result whose call it could not
+// see was removed as an orphan, and a Chat Completions model was given the new messages alone.
+describe('Threads (thread: create / continue)', () => {
+  it('answers a continued Thread as Anthropic answers one it does not have: not found, thread_not_found', () => {
+    let thrown: unknown;
+    try {
+      bridged({
+        thread: { type: 'continue', previous_message_id: 'msg_1' },
+        messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'Sunny' }] }],
+      });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isGatewayError(thrown)).toBe(true);
+    expect(thrown).toMatchObject({
+      code: 'not_found',
+      status: 404,
+      param: 'thread.previous_message_id',
+      details: { error_code: 'thread_not_found' },
+    });
+  });
+
+  it('takes a Thread created as a whole conversation, sent without `thread` and naming nothing dropped', () => {
+    const body = { thread: { type: 'create' }, messages: [{ role: 'user', content: 'Hi' }] };
+    expect(bridged(body).dropped).toEqual([]);
+    expect(bridged(body, true).chatBody.ctxgate_anthropic).toBeUndefined();
+  });
+});
