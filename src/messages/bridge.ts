@@ -10,7 +10,13 @@ import { tooManyMessages } from '../chat/chat-request-schema.js';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import type { JsonPath } from '../json-paths.js';
 import { GatewayError } from '../errors.js';
-import { compactedHistory, compactionRequest, isCarrier, readCarrier } from '../upstream/carried-state.js';
+import {
+  compactedHistory,
+  compactionRequest,
+  isCarrier,
+  isGatewayThinking,
+  readCarrier,
+} from '../upstream/carried-state.js';
 import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 
@@ -345,17 +351,6 @@ interface BridgeContext {
   param: string;
   native: boolean;
   dropped: Set<string>;
-}
-
-/**
- * A thinking block the gateway made: of no signature (a chat model's reasoning), or of its own (what a
- * provider gave to be sent back: carried-state.ts).
- */
-function isGatewayThinking(block: Json): boolean {
-  return (
-    block.type === 'thinking' &&
-    (typeof block.signature !== 'string' || block.signature === '' || isCarrier(block.signature))
-  );
 }
 
 /**

@@ -10,7 +10,7 @@ import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js'
 import { SseDecoder } from './sse.js';
 import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
-import { isCarrier } from './carried-state.js';
+import { isGatewayThinking } from './carried-state.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -71,11 +71,7 @@ export function withoutAnthropicBlocks<T extends Json>(messages: T[]): T[] {
     if (extension === undefined) return message;
     const { ctxgate_anthropic: _blocks, ...rest } = message;
     const claudes = (extension.blocks as Json[]).some(
-      (block) =>
-        block?.type === 'thinking' &&
-        typeof block.signature === 'string' &&
-        block.signature !== '' &&
-        !isCarrier(block.signature),
+      (block) => block?.type === 'thinking' && !isGatewayThinking(block),
     );
     if (claudes) {
       delete rest.reasoning_content;
@@ -529,7 +525,8 @@ export class AnthropicToChatStream {
    * chat form says it all.
    */
   private answerBlocks(): Json[] | undefined {
-    const blocks = [...this.blocks.entries()].sort(([a], [b]) => a - b);
+    // In the order their starts came, which is their index order.
+    const blocks = [...this.blocks.entries()];
     const needed = blocks.some(
       ([index, block]) =>
         this.unsaid.has(index) || block.type === 'thinking' || Array.isArray(block.citations),

@@ -87,6 +87,17 @@ export function readCarrier(value: string): CarriedState {
 }
 
 /**
+ * A thinking block the gateway made: of no signature (a chat model's reasoning), or of its own (what a
+ * provider gave to be sent back: a carrier). Any other is Claude's, signed, which Claude alone reads.
+ */
+export function isGatewayThinking(block: { type?: unknown; signature?: unknown }): boolean {
+  return (
+    block.type === 'thinking' &&
+    (typeof block.signature !== 'string' || block.signature === '' || isCarrier(block.signature))
+  );
+}
+
+/**
  * What a compaction's summary is introduced with when a client sends it back and it goes to a model as
  * text: the gateway's own (a Responses `compaction` item), or Claude's (a Messages `compaction` block).
  */
