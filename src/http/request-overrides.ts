@@ -28,10 +28,22 @@ function integer(
   return Number(trimmed);
 }
 
+/**
+ * An `X-Session-Id` sent for sticky routing, not for a session: OpenCode sends its own session id to every
+ * custom provider as both `X-Session-Id` and `x-session-affinity`, with the whole conversation each time and
+ * its title and summary requests under the same id (docs/sessions.md#affinity-ids). A client that asks
+ * for a session beside it says so with `X-Session-History`.
+ */
+function sentForAffinity(headers: IncomingHttpHeaders, sessionId: string): boolean {
+  return (
+    first(headers, 'x-session-affinity') === sessionId && first(headers, 'x-session-history') === undefined
+  );
+}
+
 export function parseRequestOverrides(headers: IncomingHttpHeaders): RequestOverrides {
   const overrides: RequestOverrides = { historyMode: 'auto' };
   const sessionId = first(headers, 'x-session-id');
-  if (sessionId !== undefined) {
+  if (sessionId !== undefined && !sentForAffinity(headers, sessionId)) {
     if (!sessionIdPattern.test(sessionId))
       throw invalid('x-session-id', '1-128 letters, digits, ".", "_", ":" or "-"');
     overrides.sessionId = sessionId;

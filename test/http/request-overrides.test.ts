@@ -27,6 +27,19 @@ describe('request headers', () => {
   it.each<[string, IncomingHttpHeaders, Record<string, unknown>]>([
     ['a session id', { 'x-session-id': 'user-42:chat_7.v2' }, { sessionId: 'user-42:chat_7.v2' }],
     ['a session id of 128 characters', { 'x-session-id': 's'.repeat(128) }, { sessionId: 's'.repeat(128) }],
+    // OpenCode sends its session id to a custom provider twice, for sticky routing: not a session.
+    ['an affinity id as OpenCode sends it', { 'x-session-id': 'ses_1a', 'x-session-affinity': 'ses_1a' }, {}],
+    ['an affinity id no session could take', { 'x-session-id': 'a/b', 'x-session-affinity': 'a/b' }, {}],
+    [
+      'an affinity id asked to be a session',
+      { 'x-session-id': 'ses_1a', 'x-session-affinity': 'ses_1a', 'x-session-history': 'auto' },
+      { sessionId: 'ses_1a' },
+    ],
+    [
+      'a session id beside another affinity id',
+      { 'x-session-id': 'project-7', 'x-session-affinity': 'ses_1a' },
+      { sessionId: 'project-7' },
+    ],
     ['delta history', { 'x-session-history': 'delta' }, { historyMode: 'delta' }],
     ['full history', { 'x-session-history': 'full' }, { historyMode: 'full' }],
     ['a window', { 'x-context-window': ' 8192 ' }, { contextWindow: 8_192 }],
