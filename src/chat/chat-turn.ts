@@ -271,11 +271,12 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     };
   }
 
+  /** The session's turn; undefined for another conversation under its id, served without it. */
   function openSession(
     input: ChatInput,
     chatRequest: ChatCompletionRequest,
     key: SessionKey,
-  ): Promise<SessionTurn> {
+  ): Promise<SessionTurn | undefined> {
     return beginSessionTurn(
       Object.assign({}, sessionInput(input, chatRequest, key), {
         holdQueue,

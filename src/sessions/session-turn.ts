@@ -238,6 +238,28 @@ function storedMessageBytes(
   return known;
 }
 
+/**
+ * Whether a request that does not continue the stored conversation is another conversation under the
+ * same id (docs/sessions.md#other-conversations) rather than new messages of this one: its client
+ * resends the whole conversation (`full`, or the session has seen it do so), so a request that does
+ * not continue it is not new messages of it — a sub-agent's, a side request's; or the stored
+ * conversation ends in tool calls the request leaves unanswered, which the next message of that
+ * conversation must answer.
+ */
+export function isOtherConversation(
+  snapshot: Pick<SessionSnapshot, 'resent'>,
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+  mode: HistoryMode,
+): boolean {
+  if (mode === 'delta' || stored.length === 0 || incomingHistory.length === 0) return false;
+  if (mode === 'full' || snapshot.resent === true) return true;
+  const calls = stored.at(-1)?.tool_calls ?? [];
+  if (calls.length === 0) return false;
+  const answered = new Set(incomingHistory.map((message) => message.tool_call_id));
+  return !calls.some((call) => answered.has(call.id));
+}
+
 interface ViewParts extends SessionView {
   systemCount: number;
   stored: ContextMessage[];
@@ -247,6 +269,10 @@ interface ViewParts extends SessionView {
   newTokens: number[];
   /** The system prompt to store, when the request brought one. */
   newSystemPrompt: Record<string, unknown> | undefined;
+  /** The request sent the stored messages again (SessionSnapshot.resent). */
+  resends: boolean;
+  /** The request is another conversation under the session's id: it is served without the session. */
+  otherConversation: boolean;
 }
 
 /**
@@ -292,7 +318,10 @@ function sessionView(
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
   // A retried turn is answered again in place of the stored one: the session as it was before it.
   const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
-  const newMessages = incomingHistory.slice(newMessagesStart(stored, incomingHistory, mode));
+  const continuesAt = newMessagesStart(stored, incomingHistory, mode);
+  const newMessages = incomingHistory.slice(continuesAt);
+  const otherConversation =
+    continuesAt === 0 && replaced === 0 && isOtherConversation(snapshot, stored, incomingHistory, mode);
 
   const systemCount = systemPrompt === undefined ? 0 : 1;
   const conversation = [
@@ -343,6 +372,8 @@ function sessionView(
     newMessages,
     newTokens,
     newSystemPrompt,
+    resends: continuesAt > 0,
+    otherConversation,
     conversation,
     conversationTokens,
     ...(estimated ? { estimatedCounts: true as const } : {}),
@@ -412,7 +443,10 @@ function turnSummaryEnd(
   return systemCount + until;
 }
 
-/** The session as this request would see it, read without holding it (for /v1/context/render). */
+/**
+ * The session as this request would see it, read without holding it (for /v1/context/render); undefined
+ * when the request is another conversation under its id, which is served without it.
+ */
 export async function previewSessionTurn(options: {
   store: SessionStore;
   key: SessionKey;
@@ -424,7 +458,7 @@ export async function previewSessionTurn(options: {
   retry?: TurnRetry;
   /** The summaries' messages made so far (see SummaryMessages); without it each is made anew. */
   summaries?: SummaryMessages;
-}): Promise<SessionView> {
+}): Promise<SessionView | undefined> {
   const mode = options.historyMode;
   let snapshot: SessionSnapshot;
   try {
@@ -432,7 +466,7 @@ export async function previewSessionTurn(options: {
   } catch (error) {
     throw storeUnavailable(error);
   }
-  return sessionView(
+  const view = sessionView(
     options.key.sessionId,
     snapshot,
     options.incoming,
@@ -442,6 +476,7 @@ export async function previewSessionTurn(options: {
     options.retry ?? noRetry,
     options.summaries,
   );
+  return view.otherConversation ? undefined : view;
 }
 
 /**
@@ -580,7 +615,7 @@ export async function beginSessionTurn(options: {
   commitCheckMs?: number;
   /** Wall-clock milliseconds (hold expiries). */
   now?: () => number;
-}): Promise<SessionTurn> {
+}): Promise<SessionTurn | undefined> {
   const { store, key, tokenizer } = options;
   const now = options.now ?? Date.now;
   const { hold, snapshot } = await holdAndLoad(
@@ -601,12 +636,19 @@ export async function beginSessionTurn(options: {
     retry,
     options.summaries,
   );
+  // Another conversation under this id (a sub-agent's, a side request's) is served without the session.
+  if (view.otherConversation) {
+    await releaseEventually(() => store.release(key, hold), hold.expiresAtMs);
+    options.holdQueue.sessionReleased(key);
+    return undefined;
+  }
   const { systemCount, stored, newMessages, newTokens } = view;
   // The current turn never moves to the archive (its user message stays in view), so it is what bounds
   // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
   const turnLength = Math.max(currentTurnLength(stored, newMessages), newMessages.length + 1);
   if (turnLength > options.maxTurnMessages) {
     await releaseEventually(() => store.release(key, hold), hold.expiresAtMs);
+    options.holdQueue.sessionReleased(key);
     throw new GatewayError(
       'session_turn_too_large',
       `This request would make one turn of the session ${turnLength} messages long; a turn may hold at most ${options.maxTurnMessages} (sessions.max_active_messages). Start a new turn with a user message, or send the conversation without X-Session-Id.`,
@@ -648,6 +690,7 @@ export async function beginSessionTurn(options: {
           headMessages: protectedHeadMessages(snapshot, stored, append, rendered.keepFirstTurns),
           replaceLast: view.replaced,
           turnKey: retry.key,
+          resent: view.resends && snapshot.resent !== true,
           report,
         },
         now,

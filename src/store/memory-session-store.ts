@@ -37,6 +37,8 @@ interface MemorySession {
   pastTurnSummaries: TurnSummary[];
   summaryLock: { token: string; expiresAtMs: number } | undefined;
   lastTurn: LastTurn | undefined;
+  /** SessionSnapshot.resent. */
+  resent: boolean;
   /** The inspector's reports of its requests, newest first (at most maxRequestReports). */
   reports: SessionRequestReport[];
   /** About the memory it holds: its messages as JSON, two bytes a character, plus bookkeeping. */
@@ -168,6 +170,7 @@ export function createMemorySessionStore({
         pastTurnSummaries: [],
         summaryLock: undefined,
         lastTurn: undefined,
+        resent: false,
         reports: [],
         bytes: 0,
       };
@@ -218,6 +221,7 @@ export function createMemorySessionStore({
             ? undefined
             : session.pastTurnSummaries.map((summary) => ({ ...summary })),
         lastTurn: session.lastTurn === undefined ? undefined : { ...session.lastTurn },
+        resent: session.resent,
       };
     },
     async acquireSummaryLock(key, ttlMs) {
@@ -321,6 +325,7 @@ export function createMemorySessionStore({
       if (input.systemPrompt !== undefined) session.systemPrompt = asStored(input.systemPrompt);
       session.historyStart = input.historyStart;
       session.lastTurn = { messages: input.append.length, key: input.turnKey };
+      if (input.resent === true) session.resent = true;
       session.version += 1;
       session.updatedAtMs = now();
       session.hold = undefined;

@@ -61,7 +61,7 @@ export const sessionHeldFields = ['summary', 'turnSummary', 'pastTurnSummaries',
 
 const sessionLoadScript = `
 local small = {'version', 'epoch', 'head', 'historyStart', 'updatedAtMs', 'lastTurnCount', 'lastTurnKey',
-  'summaryRev', 'turnSummaryRev', 'pastTurnSummariesRev', 'systemPromptRev'}
+  'resent', 'summaryRev', 'turnSummaryRev', 'pastTurnSummariesRev', 'systemPromptRev'}
 local values = redis.call('HMGET', KEYS[1], unpack(small))
 local fields, meta = {}, {}
 for index, field in ipairs(small) do
@@ -111,7 +111,7 @@ ${sessionLoadScript}`;
 // one a replica holds), activeTokenLimit, minActive, epoch (for a new session, or after a replacement),
 // head (0 = keep), appended tokens, messages to take off the end first (a retried turn), the turn's
 // idempotency key, the request's report ('' = none; kept as the record-request script keeps it), reports
-// kept, items… Spilling moves the oldest whole turns after the protected head to the archive (see
+// kept, whether the request sent the stored messages again ('1' marks the session resent), items… Spilling moves the oldest whole turns after the protected head to the archive (see
 // spillCount).
 const sessionCommitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
@@ -168,13 +168,14 @@ if replace > 0 then
   length = length - replace
 end
 if lastStart >= length then lastStart = -1 end
-for index = 17, #ARGV do
-  if startsTurn(ARGV[index]) then lastStart = length + index - 17 end
+for index = 18, #ARGV do
+  if startsTurn(ARGV[index]) then lastStart = length + index - 18 end
 end
-pushAll(KEYS[2], ARGV, 17, #ARGV)
-length = length + #ARGV - 16
-put('lastTurnCount', #ARGV - 16)
+pushAll(KEYS[2], ARGV, 18, #ARGV)
+length = length + #ARGV - 17
+put('lastTurnCount', #ARGV - 17)
 put('lastTurnKey', ARGV[14])
+if ARGV[17] == '1' then put('resent', '1') end
 tokens = tokens + tonumber(ARGV[12])
 local maxActive, limit, minActive = tonumber(ARGV[3]), tonumber(ARGV[8]), tonumber(ARGV[9])
 -- Whole turns move, oldest first after the head, never the last (current) one: see spillCount.

@@ -1,6 +1,6 @@
 // SessionStore on Redis (standalone, Sentinel or Cluster). Every key of one session shares a hash tag,
 // so each multi-key update is one Lua script on one node: atomic, and valid on a Cluster.
-//   ctxgate:{<tenant>:<session>}:meta     hash: version, systemPrompt, historyStart, updatedAtMs
+//   ctxgate:{<tenant>:<session>}:meta     hash: version, systemPrompt, historyStart, updatedAtMs, resent
 //   ctxgate:{<tenant>:<session>}:active   list of stored messages (JSON), oldest first, bounded
 //   ctxgate:{<tenant>:<session>}:archive  list of older messages moved out of the active list
 //   ctxgate:{<tenant>:<session>}:hold     the current holder's token, expiring by itself (PX)
@@ -245,6 +245,7 @@ function snapshotOf(meta: Record<string, string>, entry: CachedSession | undefin
             messages: Number(meta.lastTurnCount),
             key: meta.lastTurnKey === undefined || meta.lastTurnKey === '' ? undefined : meta.lastTurnKey,
           },
+    resent: meta.resent === '1',
   };
 }
 
@@ -521,6 +522,7 @@ export function createRedisSessionStore({
         input.turnKey ?? '',
         input.report === undefined ? '' : JSON.stringify(input.report),
         maxRequestReports,
+        input.resent === true ? '1' : '',
         ...input.append.map(serializeStored),
       )) as [number, number | string];
       if (result[0] !== 1)

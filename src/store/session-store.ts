@@ -68,6 +68,12 @@ export interface SessionSnapshot {
    * replaces them instead of appending them again (docs/sessions.md#retries).
    */
   lastTurn?: LastTurn | undefined;
+  /**
+   * The session's client has sent it again the messages it stores (it resends its whole conversation,
+   * as agents do): a request that does not continue them is another conversation under the same id
+   * (docs/sessions.md#other-conversations).
+   */
+  resent?: boolean | undefined;
 }
 
 export interface LastTurn {
@@ -150,6 +156,8 @@ export interface CommitInput {
   replaceLast?: number;
   /** The request's Idempotency-Key, kept with the turn so a retry carrying it is known. */
   turnKey?: string | undefined;
+  /** The request sent the stored messages again: marks the session `resent` (once marked, it stays). */
+  resent?: boolean | undefined;
   /**
    * The request's report for the inspector, kept with the turn in the same atomic step (as
    * recordRequest keeps it): a turn refused is not reported as stored, one stored always is.

@@ -23,6 +23,9 @@ const claude = join(clientsDirectory, 'node_modules/.bin/claude');
 /** The fake's window for the long loop: Claude Code's own prompt and tools take a good part of it. */
 const smallWindow = 60_000;
 const loopSteps = 24;
+/** A task Claude Code hands to a sub-agent of its own (its Agent tool), which runs in the background. */
+const helperTask = 'Ask a helper to count to three.';
+const helperPrompt = 'Count to three, then stop.';
 /** A task only a tool of the inventory MCP server can do (test/clients/mcp-inventory.mjs). */
 const lookupTask = 'Look up record X1 of kind 7.';
 /** Screenshots the picture session reads, 8 at a time: more than the 100 images Anthropic takes. */
@@ -77,6 +80,23 @@ function lookAtScreenshots(messages: Array<{ role: string; content: unknown }>) 
   return { text: `The widest screenshot is ${Math.max(0, ...widths)} pixels; I was shown ${images.length}.` };
 }
 
+/**
+ * The main agent of the helper task: it starts a sub-agent, says so, and once Claude Code tells it the
+ * sub-agent finished (a task notification), answers with what it found.
+ */
+function delegate(messages: Array<{ role: string; content: unknown }>) {
+  const last = contentText(messages.at(-1)?.content);
+  const found = /<result>([\s\S]*?)<\/result>/.exec(last)?.[1];
+  if (found !== undefined) return { text: `The helper said: ${found}` };
+  if (lastToolResult(messages) !== undefined) return { text: 'The helper is counting.' };
+  return {
+    toolUse: {
+      name: 'Agent',
+      input: { description: 'Count', prompt: helperPrompt, subagent_type: 'general-purpose' },
+    },
+  };
+}
+
 /** The fake model, deciding from the task in its prompt. */
 function decide(
   task: string,
@@ -125,6 +145,10 @@ beforeAll(async () => {
         blocks: webSearchBlocks('srvtoolu_01', 'https://example.com/ctxgate-1-0', 'ctxgate 1.0 released'),
         text: 'ctxgate 1.0 was released two days ago.',
       };
+    // A conversation is told by its first user message: the helper task's, or its sub-agent's.
+    const first = contentText(messages.find((message) => message.role === 'user')?.content);
+    if (first.endsWith(helperTask)) return delegate(messages);
+    if (first.endsWith(helperPrompt)) return { text: 'one two three' };
     const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');
     if (!hasRead) return { text: 'A summary: the assistant is reading files for the user.' };
     if (taskOf(messages).includes('Look at every screenshot')) return lookAtScreenshots(messages);
@@ -398,6 +422,35 @@ describe('Claude Code through ctxgate', () => {
     );
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('It is out: https://example.com/ctxgate-1-0');
+  }, 300_000);
+
+  // Claude Code sends ANTHROPIC_CUSTOM_HEADERS with every request, its sub-agents' too: each sub-agent
+  // is a conversation of its own under the session's id. Kept as the session's, the sub-agent was shown
+  // the main agent's conversation (and did its task), and the main agent's next request, which did not
+  // continue the sub-agent's messages, was stored again whole after them.
+  it('keeps a session of the main agent alone while a sub-agent of its own runs in the background', async () => {
+    const sessionId = `cc-helper-${Date.now()}`;
+    const before = new Set(anthropic.messageRequests);
+    const { result } = await runClaude(helperTask, 'claude-sonnet-4-5', sessionId, { allowedTools: 'Agent' });
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The helper said: one two three');
+    const firstUserText = (body: Json) =>
+      contentText((body.messages as Json[]).find((message) => message.role === 'user')?.content);
+    const requests = anthropic.messageRequests.filter((request) => !before.has(request));
+    const helper = requests.filter((request) => firstUserText(request.body).endsWith(helperPrompt));
+    expect(helper.length).toBeGreaterThan(0);
+    for (const request of helper) expect(JSON.stringify(request.body.messages)).not.toContain(helperTask);
+    // The session holds the main agent's conversation once, and nothing of the sub-agent's.
+    const history = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}/history`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      })
+    ).json()) as { data: Array<{ role: string; content: unknown }> };
+    const userTexts = history.data
+      .filter((message) => message.role === 'user')
+      .map((message) => contentText(message.content));
+    expect(userTexts.filter((text) => text.endsWith(helperTask))).toHaveLength(1);
+    expect(userTexts.filter((text) => text.endsWith(helperPrompt))).toEqual([]);
   }, 300_000);
 
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {

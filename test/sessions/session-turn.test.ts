@@ -3,6 +3,7 @@
 // that turn, must be the turn's own, its reply left out. And a stored summary as the session's view
 // shows it (a real redis-server): made once per summary, with the bytes the upstream body copies; the
 // system prompt an agent sends with every request, neither written nor read again while unchanged.
+import { inSession } from '../helpers/in-session.js';
 import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { HistoryMode } from '../../src/context/reconcile.js';
@@ -12,6 +13,7 @@ import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
   beginSessionTurn,
+  isOtherConversation,
   previewSessionTurn,
   retriedTurnLength,
   sameJson,
@@ -158,15 +160,20 @@ describe('a stored summary as the session shows it', () => {
     try {
       const key = await summarizedSession(store);
       const summaries: SummaryMessages = new WeakMap();
-      const view = (memo: SummaryMessages | undefined) =>
-        previewSessionTurn({
-          store,
-          key,
-          historyMode: 'delta',
-          incoming: [user('question 4')],
-          tokenizer: words,
-          ...(memo === undefined ? {} : { summaries: memo }),
-        });
+      const view = async (memo: SummaryMessages | undefined) => {
+        const seen = await inSession(
+          previewSessionTurn({
+            store,
+            key,
+            historyMode: 'delta',
+            incoming: [user('question 4')],
+            tokenizer: words,
+            ...(memo === undefined ? {} : { summaries: memo }),
+          }),
+        );
+        if (seen === undefined) throw new Error('the request was taken for another conversation');
+        return seen;
+      };
       const first = await view(summaries);
       const again = await view(summaries);
       const shown = first.summary?.message as ContextMessage;
@@ -217,13 +224,15 @@ describe('a session’s stored bytes for the upstream body', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'runs' };
       const view = () =>
-        previewSessionTurn({
-          store: reader,
-          key,
-          historyMode: 'delta',
-          incoming: [user('new — “ü”')],
-          tokenizer: words,
-        });
+        inSession(
+          previewSessionTurn({
+            store: reader,
+            key,
+            historyMode: 'delta',
+            incoming: [user('new — “ü”')],
+            tokenizer: words,
+          }),
+        );
       // The first turn is the protected head: the turns after it spill, leaving a gap in what this
       // replica holds between the head and the rest.
       const hold = await writer.acquire(key, 10_000);
@@ -298,13 +307,15 @@ describe('earlier turns’ in-turn summaries as the session shows them', () => {
       await store.storeTurnSummary(key, { lockToken, expectedToMessage: 0, summary: turnSummaryOf(turn) });
       await store.releaseSummaryLock(key, lockToken);
     }
-    const view = await previewSessionTurn({
-      store,
-      key,
-      historyMode: 'delta',
-      incoming: [user('question 3')],
-      tokenizer: words,
-    });
+    const view = await inSession(
+      previewSessionTurn({
+        store,
+        key,
+        historyMode: 'delta',
+        incoming: [user('question 3')],
+        tokenizer: words,
+      }),
+    );
     // Turn 0 at 0–1, turn 1 at 2–3, turn 2 (the latest summary's) at 4–5: each summary stands for its answer.
     expect(view.pastTurnSummaries?.map((summary) => [summary.message.content, summary.coversUntil])).toEqual([
       ["[ctxgate] Summary of this task's earlier steps, which are not shown:\nturn 0 so far", 2],
@@ -395,16 +406,18 @@ describe('the system prompt a request sends again', () => {
       };
       const key = { tenantId: 't-system', sessionId: 'agent' };
       const turn = async (incoming: ContextMessage[]) => {
-        const opened = await beginSessionTurn({
-          holdQueue: createHoldQueue(),
-          store,
-          key,
-          historyMode: 'delta',
-          incoming,
-          tokenizer: words,
-          holdMs: 30_000,
-          maxTurnMessages: 1_000,
-        });
+        const opened = await inSession(
+          beginSessionTurn({
+            holdQueue: createHoldQueue(),
+            store,
+            key,
+            historyMode: 'delta',
+            incoming,
+            tokenizer: words,
+            holdMs: 30_000,
+            maxTurnMessages: 1_000,
+          }),
+        );
         await opened.commit(assistant('done'), {
           window: 1_000_000,
           historyStartIndex: 0,
@@ -473,16 +486,18 @@ describe('a system message sent after the conversation began', () => {
     const instructions: ContextMessage = { role: 'system', content: 'You are Claude Code.' };
     const environment: ContextMessage = { role: 'system', content: '# Environment: /work' };
     const turn = async (incoming: ContextMessage[]) => {
-      const opened = await beginSessionTurn({
-        holdQueue: createHoldQueue(),
-        store,
-        key,
-        historyMode: 'auto',
-        incoming,
-        tokenizer: words,
-        holdMs: 30_000,
-        maxTurnMessages: 1_000,
-      });
+      const opened = await inSession(
+        beginSessionTurn({
+          holdQueue: createHoldQueue(),
+          store,
+          key,
+          historyMode: 'auto',
+          incoming,
+          tokenizer: words,
+          holdMs: 30_000,
+          maxTurnMessages: 1_000,
+        }),
+      );
       await opened.commit(assistant('done'), { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
       return opened;
     };
@@ -517,18 +532,20 @@ describe('new messages of a large body', () => {
     });
     let chars = 0;
     const tokenizer = createTiktokenTokenizers().forEncoding('o200k_base');
-    const view = await previewSessionTurn({
-      store,
-      key: { tenantId: 't-large', sessionId: randomUUID() },
-      historyMode: 'delta',
-      incoming: messages,
-      tokenizer: Object.assign({}, tokenizer, {
-        count: (text: string) => {
-          if (text.length > 64) chars += text.length;
-          return tokenizer.count(text);
-        },
+    const view = await inSession(
+      previewSessionTurn({
+        store,
+        key: { tenantId: 't-large', sessionId: randomUUID() },
+        historyMode: 'delta',
+        incoming: messages,
+        tokenizer: Object.assign({}, tokenizer, {
+          count: (text: string) => {
+            if (text.length > 64) chars += text.length;
+            return tokenizer.count(text);
+          },
+        }),
       }),
-    });
+    );
     await store.close();
     return { view, chars };
   };
@@ -549,5 +566,126 @@ describe('new messages of a large body', () => {
     const few = await viewOf(incoming.slice(0, 20));
     expect(few.view.estimatedCounts).toBeUndefined();
     expect(few.view.conversationTokens).toEqual(truth.slice(0, 20));
+  });
+});
+
+// A whole-history client (Claude Code) runs several conversations under one session id: its sub-agents'
+// and side requests'. Each is served without the session, never mixed into the session's conversation
+// (docs/sessions.md#other-conversations).
+describe('another conversation under the same id', () => {
+  const call = (id: string): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'Agent', arguments: '{}' } }],
+  });
+  const result = (id: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content: 'started' });
+  const waiting = [user('task'), call('call_a')];
+
+  it.each<[string, boolean, readonly ContextMessage[], ContextMessage[], HistoryMode, boolean]>([
+    ['a delta turn after an answer', false, stored, [user('three')], 'auto', false],
+    [
+      'a sub-agent while the call that started it is unanswered',
+      false,
+      waiting,
+      [user('count')],
+      'auto',
+      true,
+    ],
+    ['the call answered, a delta client', false, waiting, [result('call_a')], 'auto', false],
+    ['another call answered', false, waiting, [result('call_b'), user('go on')], 'auto', true],
+    ['anything, once the client has resent the conversation', true, stored, [user('count')], 'auto', true],
+    ['anything, in full mode', false, stored, [user('count')], 'full', true],
+    ['nothing, in delta mode', true, waiting, [user('count')], 'delta', false],
+    ['nothing, for a new session', true, [], [user('count')], 'full', false],
+  ])('is %s: %s', (_name, resent, storedMessages, incoming, mode, other) => {
+    expect(isOtherConversation({ resent }, storedMessages, incoming, mode)).toBe(other);
+  });
+
+  it.each([
+    [
+      'Redis',
+      () =>
+        createRedisSessionStore({
+          redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+        }),
+    ],
+    [
+      'memory',
+      () =>
+        createMemorySessionStore({
+          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+        }),
+    ],
+  ])('is served without the session, which stays as it was (%s)', async (_name, makeStore) => {
+    const store = makeStore();
+    const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'claude-code' };
+    const holdQueue = createHoldQueue();
+    const open = (incoming: ContextMessage[], mode: HistoryMode = 'auto') =>
+      beginSessionTurn({
+        holdQueue,
+        store,
+        key,
+        historyMode: mode,
+        incoming,
+        tokenizer: words,
+        holdMs: 30_000,
+        maxTurnMessages: 100,
+      });
+    const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
+      const opened = await inSession(open(incoming));
+      await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+    };
+    const roles = async () => (await store.load(key)).messages.map((entry) => entry.message.role);
+    try {
+      for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      await answer([user('task')], call('call_a'));
+      // The sub-agent the call started: its own conversation. The hold is given back at once.
+      expect(await open([user('count to three')])).toBeUndefined();
+      expect(await roles()).toEqual(['user', 'assistant']);
+      // The main agent goes on, resending its conversation: the session learns its client resends.
+      await answer([user('task'), call('call_a'), result('call_a')], assistant('started it'));
+      expect((await store.load(key)).resent).toBe(true);
+      // A background sub-agent, after the answer: its own conversation too.
+      expect(await open([user('count to three'), assistant('one two three'), user('again')])).toBeUndefined();
+      await answer(
+        [
+          user('task'),
+          call('call_a'),
+          result('call_a'),
+          assistant('started it'),
+          user('it said one two three'),
+        ],
+        assistant('done'),
+      );
+      expect(await roles()).toEqual(['user', 'assistant', 'tool', 'assistant', 'user', 'assistant']);
+      // A delta client's session learns nothing of the kind.
+      const delta = { tenantId: key.tenantId, sessionId: 'delta' };
+      for (const question of ['one', 'two']) {
+        const opened = await inSession(
+          beginSessionTurn({
+            holdQueue,
+            store,
+            key: delta,
+            historyMode: 'auto',
+            incoming: [user(question)],
+            tokenizer: words,
+            holdMs: 30_000,
+            maxTurnMessages: 100,
+          }),
+        );
+        await opened.commit(assistant(`${question} answered`), {
+          window: 1_000_000,
+          historyStartIndex: 0,
+          keepFirstTurns: 1,
+        });
+      }
+      const deltaSession = await store.load(delta);
+      expect(deltaSession.messages).toHaveLength(4);
+      expect(deltaSession.resent).not.toBe(true);
+    } finally {
+      await store.close();
+    }
   });
 });

@@ -3,6 +3,7 @@
 // active list, history summaries and in-turn summaries interleaved. Every request the renderer makes is
 // valid (no orphaned tool message or call), keeps the current turn's user message, and fits its budget;
 // the store loses and duplicates nothing. 2,000 loops on the in-process store, 150 on redis-server.
+import { inSession } from '../helpers/in-session.js';
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, inject, it } from 'vitest';
@@ -148,16 +149,18 @@ async function runLoop(store: SessionStore, generated: { window: number; actions
       incoming = [{ role: 'user', content: 'continue' }];
     }
     started = true;
-    const turn = await beginSessionTurn({
-      holdQueue: createHoldQueue(),
-      store,
-      key,
-      historyMode: 'delta',
-      incoming,
-      tokenizer: words,
-      holdMs: 10_000,
-      maxTurnMessages: 100_000,
-    });
+    const turn = await inSession(
+      beginSessionTurn({
+        holdQueue: createHoldQueue(),
+        store,
+        key,
+        historyMode: 'delta',
+        incoming,
+        tokenizer: words,
+        holdMs: 10_000,
+        maxTurnMessages: 100_000,
+      }),
+    );
     const outcome = renderContext({
       messages: turn.conversation,
       messageTokens: turn.conversationTokens,

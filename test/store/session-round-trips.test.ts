@@ -1,6 +1,7 @@
 // What a session request waits on before its turn is open: the hold and the read of the session go to
 // Redis together (one command), one round trip, not two. Seen through a TCP relay in front of the real redis-server
 // that holds every answer back a while and notes the order of what passes through it.
+import { inSession } from '../helpers/in-session.js';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -63,16 +64,18 @@ afterEach(async () => {
 });
 
 async function openTurn(store: SessionStore, key: { tenantId: string; sessionId: string }, text: string) {
-  return beginSessionTurn({
-    holdQueue: createHoldQueue(),
-    store,
-    key,
-    historyMode: 'delta',
-    incoming: [{ role: 'user', content: text }] as ContextMessage[],
-    tokenizer,
-    holdMs: 30_000,
-    maxTurnMessages: 1_000,
-  });
+  return inSession(
+    beginSessionTurn({
+      holdQueue: createHoldQueue(),
+      store,
+      key,
+      historyMode: 'delta',
+      incoming: [{ role: 'user', content: text }] as ContextMessage[],
+      tokenizer,
+      holdMs: 30_000,
+      maxTurnMessages: 1_000,
+    }),
+  );
 }
 
 describe('opening a session turn on Redis', () => {
