@@ -242,18 +242,22 @@ function storedMessageBytes(
  * Whether a request that does not continue the stored conversation is another conversation under the
  * same id (docs/sessions.md#other-conversations) rather than new messages of this one: its client
  * resends the whole conversation (`full`, or the session has seen it do so), so a request that does
- * not continue it is not new messages of it — a sub-agent's, a side request's; or the stored
- * conversation ends in tool calls the request leaves unanswered, which the next message of that
- * conversation must answer.
+ * not continue it is not new messages of it — a sub-agent's, a side request's; or the request brings
+ * instructions of its own (a system prompt other than the stored one) and leaves unanswered the tool
+ * calls the stored conversation ends in, which the next message of that conversation must answer (a
+ * sub-agent started by one of them; a client that sends only its new messages and sets a call aside
+ * keeps its instructions).
  */
 export function isOtherConversation(
   snapshot: Pick<SessionSnapshot, 'resent'>,
   stored: readonly ContextMessage[],
   incomingHistory: readonly ContextMessage[],
   mode: HistoryMode,
+  ownInstructions: boolean,
 ): boolean {
   if (mode === 'delta' || stored.length === 0 || incomingHistory.length === 0) return false;
   if (mode === 'full' || snapshot.resent === true) return true;
+  if (!ownInstructions) return false;
   const calls = stored.at(-1)?.tool_calls ?? [];
   if (calls.length === 0) return false;
   const answered = new Set(incomingHistory.map((message) => message.tool_call_id));
@@ -321,7 +325,9 @@ function sessionView(
   const continuesAt = newMessagesStart(stored, incomingHistory, mode);
   const newMessages = incomingHistory.slice(continuesAt);
   const otherConversation =
-    continuesAt === 0 && replaced === 0 && isOtherConversation(snapshot, stored, incomingHistory, mode);
+    continuesAt === 0 &&
+    replaced === 0 &&
+    isOtherConversation(snapshot, stored, incomingHistory, mode, newSystemPrompt !== undefined);
 
   const systemCount = systemPrompt === undefined ? 0 : 1;
   const conversation = [

@@ -581,8 +581,9 @@ describe('another conversation under the same id', () => {
   const result = (id: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content: 'started' });
   const waiting = [user('task'), call('call_a')];
 
-  it.each<[string, boolean, readonly ContextMessage[], ContextMessage[], HistoryMode, boolean]>([
-    ['a delta turn after an answer', false, stored, [user('three')], 'auto', false],
+  // [name, resent, stored, incoming, mode, the request brings instructions other than the stored ones, other]
+  it.each<[string, boolean, readonly ContextMessage[], ContextMessage[], HistoryMode, boolean, boolean]>([
+    ['a delta turn after an answer', false, stored, [user('three')], 'auto', true, false],
     [
       'a sub-agent while the call that started it is unanswered',
       false,
@@ -590,15 +591,25 @@ describe('another conversation under the same id', () => {
       [user('count')],
       'auto',
       true,
+      true,
     ],
-    ['the call answered, a delta client', false, waiting, [result('call_a')], 'auto', false],
-    ['another call answered', false, waiting, [result('call_b'), user('go on')], 'auto', true],
-    ['anything, once the client has resent the conversation', true, stored, [user('count')], 'auto', true],
-    ['anything, in full mode', false, stored, [user('count')], 'full', true],
-    ['nothing, in delta mode', true, waiting, [user('count')], 'delta', false],
-    ['nothing, for a new session', true, [], [user('count')], 'full', false],
-  ])('is %s: %s', (_name, resent, storedMessages, incoming, mode, other) => {
-    expect(isOtherConversation({ resent }, storedMessages, incoming, mode)).toBe(other);
+    ['a delta client setting the call aside', false, waiting, [user('something else')], 'auto', false, false],
+    ['the call answered, a delta client', false, waiting, [result('call_a')], 'auto', true, false],
+    ['another call answered', false, waiting, [result('call_b'), user('go on')], 'auto', true, true],
+    [
+      'anything, once the client has resent the conversation',
+      true,
+      stored,
+      [user('count')],
+      'auto',
+      false,
+      true,
+    ],
+    ['anything, in full mode', false, stored, [user('count')], 'full', false, true],
+    ['nothing, in delta mode', true, waiting, [user('count')], 'delta', true, false],
+    ['nothing, for a new session', true, [], [user('count')], 'full', true, false],
+  ])('is %s: %s', (_name, resent, storedMessages, incoming, mode, ownInstructions, other) => {
+    expect(isOtherConversation({ resent }, storedMessages, incoming, mode, ownInstructions)).toBe(other);
   });
 
   it.each([
@@ -642,7 +653,8 @@ describe('another conversation under the same id', () => {
         await new Promise((resolve) => setTimeout(resolve, 50));
       await answer([user('task')], call('call_a'));
       // The sub-agent the call started: its own conversation. The hold is given back at once.
-      expect(await open([user('count to three')])).toBeUndefined();
+      const helper: ContextMessage = { role: 'system', content: 'You are a helper agent.' };
+      expect(await open([helper, user('count to three')])).toBeUndefined();
       expect(await roles()).toEqual(['user', 'assistant']);
       // The main agent goes on, resending its conversation: the session learns its client resends.
       await answer([user('task'), call('call_a'), result('call_a')], assistant('started it'));
