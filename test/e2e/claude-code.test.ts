@@ -6,6 +6,7 @@
 // and a long scripted loop on a small window that finishes without "Prompt is too long"; an MCP server's
 // tool reached through Claude Code's tool search; a web search (WebSearch, Anthropic's server tool). The
 // fake Claude thinks first when Claude Code turns thinking on, and refuses a tool loop sent back without.
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,8 +24,12 @@ const claude = join(clientsDirectory, 'node_modules/.bin/claude');
 /** The fake's window for the long loop: Claude Code's own prompt and tools take a good part of it. */
 const smallWindow = 60_000;
 const loopSteps = 24;
-/** A task Claude Code hands to a sub-agent of its own (its Agent tool), which runs in the background. */
+/**
+ * A task Claude Code hands to a sub-agent of its own (its Agent tool), which runs in the background; or
+ * in the foreground, the call waiting for it, when the task says to wait.
+ */
 const helperTask = 'Ask a helper to count to three.';
+const waitingHelperTask = 'Ask a helper to count to three, and wait for it.';
 const helperPrompt = 'Count to three, then stop.';
 /** A task only a tool of the inventory MCP server can do (test/clients/mcp-inventory.mjs). */
 const lookupTask = 'Look up record X1 of kind 7.';
@@ -84,15 +89,23 @@ function lookAtScreenshots(messages: Array<{ role: string; content: unknown }>) 
  * The main agent of the helper task: it starts a sub-agent, says so, and once Claude Code tells it the
  * sub-agent finished (a task notification), answers with what it found.
  */
-function delegate(messages: Array<{ role: string; content: unknown }>) {
+function delegate(messages: Array<{ role: string; content: unknown }>, wait: boolean) {
   const last = contentText(messages.at(-1)?.content);
-  const found = /<result>([\s\S]*?)<\/result>/.exec(last)?.[1];
+  const toolResult = lastToolResult(messages);
+  const found =
+    /<result>([\s\S]*?)<\/result>/.exec(last)?.[1] ??
+    (wait ? /The report follows:\s*\n\s*(.+)/.exec(toolResult ?? '')?.[1]?.trim() : undefined);
   if (found !== undefined) return { text: `The helper said: ${found}` };
-  if (lastToolResult(messages) !== undefined) return { text: 'The helper is counting.' };
+  if (toolResult !== undefined) return { text: 'The helper is counting.' };
   return {
     toolUse: {
       name: 'Agent',
-      input: { description: 'Count', prompt: helperPrompt, subagent_type: 'general-purpose' },
+      input: {
+        description: 'Count',
+        prompt: helperPrompt,
+        subagent_type: 'general-purpose',
+        ...(wait ? { run_in_background: false } : {}),
+      },
     },
   };
 }
@@ -147,7 +160,8 @@ beforeAll(async () => {
       };
     // A conversation is told by its first user message: the helper task's, or its sub-agent's.
     const first = contentText(messages.find((message) => message.role === 'user')?.content);
-    if (first.endsWith(helperTask)) return delegate(messages);
+    if (first.endsWith(helperTask) || first.endsWith(waitingHelperTask))
+      return delegate(messages, first.endsWith(waitingHelperTask));
     if (first.endsWith(helperPrompt)) return { text: 'one two three' };
     const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');
     if (!hasRead) return { text: 'A summary: the assistant is reading files for the user.' };
@@ -428,30 +442,38 @@ describe('Claude Code through ctxgate', () => {
   // is a conversation of its own under the session's id. Kept as the session's, the sub-agent was shown
   // the main agent's conversation (and did its task), and the main agent's next request, which did not
   // continue the sub-agent's messages, was stored again whole after them.
-  it('keeps a session of the main agent alone while a sub-agent of its own runs in the background', async () => {
-    const sessionId = `cc-helper-${Date.now()}`;
-    const before = new Set(anthropic.messageRequests);
-    const { result } = await runClaude(helperTask, 'claude-sonnet-4-5', sessionId, { allowedTools: 'Agent' });
-    expect(result.is_error).toBe(false);
-    expect(result.result).toBe('The helper said: one two three');
-    const firstUserText = (body: Json) =>
-      contentText((body.messages as Json[]).find((message) => message.role === 'user')?.content);
-    const requests = anthropic.messageRequests.filter((request) => !before.has(request));
-    const helper = requests.filter((request) => firstUserText(request.body).endsWith(helperPrompt));
-    expect(helper.length).toBeGreaterThan(0);
-    for (const request of helper) expect(JSON.stringify(request.body.messages)).not.toContain(helperTask);
-    // The session holds the main agent's conversation once, and nothing of the sub-agent's.
-    const history = (await (
-      await fetch(`${harness.baseUrl}/sessions/${sessionId}/history`, {
-        headers: { authorization: 'Bearer gw-claude-code' },
-      })
-    ).json()) as { data: Array<{ role: string; content: unknown }> };
-    const userTexts = history.data
-      .filter((message) => message.role === 'user')
-      .map((message) => contentText(message.content));
-    expect(userTexts.filter((text) => text.endsWith(helperTask))).toHaveLength(1);
-    expect(userTexts.filter((text) => text.endsWith(helperPrompt))).toEqual([]);
-  }, 300_000);
+  it.each([
+    ['in the background', helperTask],
+    ['in the foreground, its call waiting', waitingHelperTask],
+  ])(
+    'keeps a session of the main agent alone while a sub-agent of its own runs %s',
+    async (_how, task) => {
+      const sessionId = `cc-helper-${randomUUID().slice(0, 8)}`;
+      const before = new Set(anthropic.messageRequests);
+      const { result } = await runClaude(task, 'claude-sonnet-4-5', sessionId, { allowedTools: 'Agent' });
+      expect(result.is_error).toBe(false);
+      expect(result.result).toBe('The helper said: one two three');
+      const firstUserText = (body: Json) =>
+        contentText((body.messages as Json[]).find((message) => message.role === 'user')?.content);
+      const requests = anthropic.messageRequests.filter((request) => !before.has(request));
+      const helper = requests.filter((request) => firstUserText(request.body).endsWith(helperPrompt));
+      expect(helper.length).toBeGreaterThan(0);
+      for (const request of helper)
+        expect(JSON.stringify(request.body.messages)).not.toContain('Ask a helper');
+      // The session holds the main agent's conversation once, and nothing of the sub-agent's.
+      const history = (await (
+        await fetch(`${harness.baseUrl}/sessions/${sessionId}/history`, {
+          headers: { authorization: 'Bearer gw-claude-code' },
+        })
+      ).json()) as { data: Array<{ role: string; content: unknown }> };
+      const userTexts = history.data
+        .filter((message) => message.role === 'user')
+        .map((message) => contentText(message.content));
+      expect(userTexts.filter((text) => text.endsWith(task))).toHaveLength(1);
+      expect(userTexts.filter((text) => text.endsWith(helperPrompt))).toEqual([]);
+    },
+    300_000,
+  );
 
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {
     const before = anthropic.messageRequests.length;
