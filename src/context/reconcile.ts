@@ -18,14 +18,30 @@ export function canonicalMessage(message: ContextMessage): string {
 }
 
 /**
+ * Where a session's stored list leaves out messages of its conversation: after its first `head`
+ * messages (the protected first turn), `archived` messages moved to the archive, which a request does
+ * not read.
+ */
+export interface StoredGap {
+  head: number;
+  archived: number;
+}
+
+const noGap: StoredGap = Object.freeze({ head: 0, archived: 0 });
+
+/**
  * The index in `incoming` where new messages start. In `auto` and `full`, when the incoming messages
  * contain the most recent stored messages (as many as overlap, up to the whole stored list), only what
- * follows them is new; otherwise every incoming message is new. In `delta`, every message is new.
+ * follows them is new; otherwise every incoming message is new. In `delta`, every message is new. The
+ * whole conversation resent past the archive (`gap`) holds the archived messages between the head and
+ * the rest of the stored list: it lines up when the head does, the rest does, and as many messages as
+ * the archive holds come between them.
  */
 export function newMessagesStart(
   stored: readonly ContextMessage[],
   incoming: readonly ContextMessage[],
   mode: HistoryMode,
+  gap: StoredGap = noGap,
 ): number {
   if (mode === 'delta' || stored.length === 0 || incoming.length === 0) return 0;
   // Keys are computed as the comparison reaches them: usually only the last few stored messages.
@@ -48,6 +64,34 @@ export function newMessagesStart(
       matched++;
     // The whole incoming prefix, or the whole stored list, must line up.
     if (matched === end + 1 || matched === stored.length) return end + 1;
+    if (
+      linesUpPastTheArchive(
+        matched,
+        end,
+        stored.length,
+        gap,
+        (index) => incomingKey(index) === storedKey(index),
+      )
+    )
+      return end + 1;
   }
   return 0;
+}
+
+/**
+ * The stored list after the head lined up (`matched` of it, ending at `end` in the request), preceded by
+ * exactly the head and the archived messages, and the head lines up with the request's first messages.
+ */
+function linesUpPastTheArchive(
+  matched: number,
+  end: number,
+  storedLength: number,
+  gap: StoredGap,
+  sameAt: (index: number) => boolean,
+): boolean {
+  const rest = storedLength - gap.head;
+  if (gap.archived === 0 || gap.head === 0 || rest <= 0 || matched < rest) return false;
+  if (end + 1 - rest !== gap.head + gap.archived) return false;
+  for (let index = 0; index < gap.head; index++) if (!sameAt(index)) return false;
+  return true;
 }

@@ -172,7 +172,8 @@ export function retriedTurnLength(
   if (turnSummaries.some((summary) => summary !== undefined && summary.toMessage > firstPosition)) return 0;
   const before = stored.slice(0, from);
   const asked = stored.slice(from, stored.length - 1);
-  const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode));
+  const gap = { head: snapshot.headMessages, archived: snapshot.archivedCount };
+  const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode, gap));
   if (fresh.length !== asked.length) return 0;
   return fresh.every(
     (message, index) => canonicalMessage(message) === canonicalMessage(asked[index] as ContextMessage),
@@ -322,7 +323,10 @@ function sessionView(
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
   // A retried turn is answered again in place of the stored one: the session as it was before it.
   const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
-  const continuesAt = newMessagesStart(stored, incomingHistory, mode);
+  const continuesAt = newMessagesStart(stored, incomingHistory, mode, {
+    head: snapshot.headMessages,
+    archived: snapshot.archivedCount,
+  });
   const newMessages = incomingHistory.slice(continuesAt);
   const otherConversation =
     continuesAt === 0 &&

@@ -67,6 +67,37 @@ describe('newMessagesStart', () => {
   });
 });
 
+describe('newMessagesStart past the archive', () => {
+  // The stored list is the head (the first turn) and the active rest; two messages between them moved to
+  // the archive.
+  const head = [user('first'), assistant('first answer')];
+  const archived = [user('second'), assistant('second answer')];
+  const rest = [user('third'), assistant('third answer')];
+  const gap = { head: 2, archived: 2 };
+  it.each<[string, readonly ContextMessage[], number]>([
+    ['the whole conversation resent', [...head, ...archived, ...rest, user('fourth')], 6],
+    ['the whole conversation resent, nothing new', [...head, ...archived, ...rest], 6],
+    [
+      'its first turn another',
+      [user('other'), assistant('first answer'), ...archived, ...rest, user('x')],
+      0,
+    ],
+    [
+      'fewer messages between than the archive holds',
+      [...head, archived[0] as ContextMessage, ...rest, user('x')],
+      0,
+    ],
+    [
+      'more messages between than the archive holds',
+      [...head, ...archived, user('extra'), ...rest, user('x')],
+      0,
+    ],
+    ['the tail resent, as before', [...rest, user('fourth')], 2],
+  ])('%s', (_name, incoming, expected) => {
+    expect(newMessagesStart([...head, ...rest], incoming, 'auto', gap)).toBe(expected);
+  });
+});
+
 describe('canonicalMessage', () => {
   it('compares role, text, calls and tool_call_id, not object identity or content shape', () => {
     expect(canonicalMessage(user('hi'))).toBe(

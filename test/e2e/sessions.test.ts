@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
 import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
+import { prose } from '../helpers/text.js';
 import {
   counterValue,
   metricsText,
@@ -152,6 +153,35 @@ describe('sessions', () => {
     );
     // Each upstream request carried the conversation once.
     expect((fake.chatRequests.at(-1)?.body as { messages: Message[] }).messages).toHaveLength(5);
+  });
+
+  // Past a window of tokens the oldest turns after the first move to the archive, which a request does
+  // not read: the whole conversation a client resends then holds messages the session's active list
+  // does not, between its first turn and the rest. It is still this conversation, read so.
+  it('stores no duplicates for a client that resends the whole conversation past the archive', async () => {
+    const sessionId = `full-long-${randomUUID()}`;
+    const client = clientFor(harness, sessionId, { 'x-context-window': '4096' });
+    const history: Message[] = [{ role: 'user', content: 'First question' }];
+    const turns = 70;
+    for (let turn = 0; turn < turns; turn++) {
+      const completion = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: history });
+      history.push({ role: 'assistant', content: completion.choices[0]?.message.content ?? '' });
+      history.push({ role: 'user', content: `Follow-up ${turn}: ${prose(60, turn)}` });
+    }
+    const stored = await sessionMessages(harness, sessionId);
+    expect(stored.map((message) => message.content)).toEqual(
+      history.map((message) => message.content).slice(0, 2 * turns),
+    );
+    const session = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+        headers: { authorization: 'Bearer sk-tenant-a' },
+      })
+    ).json()) as { counts?: { archived?: number } };
+    expect(session.counts?.archived).toBeGreaterThan(0);
+    // The last request carried its question once.
+    const last = (fake.chatRequests.at(-1)?.body as { messages: Message[] }).messages;
+    const question = history.at(-3)?.content;
+    expect(last.filter((message) => message.content === question)).toHaveLength(1);
   });
 
   it('assembles and stores a streamed reply with its tool calls, and only when the stream finished', async () => {
