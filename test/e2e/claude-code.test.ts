@@ -782,11 +782,8 @@ describe('Claude Code through ctxgate', () => {
   it('finishes the same loop bridged to a Chat Completions model whose window it was not told', async () => {
     stepsMade = 0;
     const before = openai.chatRequests.length;
-    const { result } = await runClaude(
-      'Read every chapter, one at a time.',
-      'local-coder-small',
-      `cc-loop-bridged-${Date.now()}`,
-    );
+    const sessionId = `cc-loop-bridged-${randomUUID().slice(0, 8)}`;
+    const { result } = await runClaude('Read every chapter, one at a time.', 'local-coder-small', sessionId);
     expect(result.is_error).toBe(false);
     expect(result.result).toBe(`Read ${loopSteps} chapters.`);
     expect(stepsMade).toBe(loopSteps);
@@ -798,5 +795,17 @@ describe('Claude Code through ctxgate', () => {
     // gateway learned the window and fitted the rest; the last request fitted it.
     expect(Math.max(...requests)).toBeGreaterThan(smallWindow);
     expect(requests.at(-1)).toBeLessThanOrEqual(smallWindow);
+    // The session holds the conversation Claude Code resent with each request once: its task, each
+    // step's call and result, the answer.
+    const history = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}/history?limit=1000`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      })
+    ).json()) as { data: Array<{ role: string; content: unknown }> };
+    expect(history.data.map((message) => message.role)).toEqual([
+      'user',
+      ...Array.from({ length: loopSteps }, () => ['assistant', 'tool']).flat(),
+      'assistant',
+    ]);
   }, 300_000);
 });

@@ -1,9 +1,10 @@
 // A strict fake OpenAI-compatible provider for tests and benchmarks. It refuses what the real API
 // refuses (orphaned tool messages, tool calls without results, images outside user messages, prompts
 // over the model's window, bad keys, the escape of a lone surrogate half as DeepSeek's serde parser
-// does), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]),
-// and can be scripted per request to delay, stall, break off or fail. Token counts use js-tiktoken
-// directly with the cookbook method, independently of the gateway's own accounting.
+// does), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]), and can be scripted per
+// request to delay, stall, break off or fail; a `respond` (a fake agent reading its own trajectory)
+// decides only on a request it answers, as a model never sees one refused before it. Token counts use
+// js-tiktoken directly with the cookbook method, independently of the gateway's own accounting.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
@@ -824,10 +825,6 @@ export class FakeUpstream {
       );
       return;
     }
-    if (!summaryRequest && this.options.respond !== undefined) {
-      const decided = this.options.respond(body.messages, body as unknown as Record<string, unknown>);
-      if (decided !== undefined) Object.assign(behaviour, decided);
-    }
     const pairingError = findToolPairingError(body.messages);
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
@@ -1209,6 +1206,11 @@ export class FakeUpstream {
       return;
     }
 
+    // The model decides only on a prompt it takes: a refused request leaves its plans as they were.
+    if (!summaryRequest && this.options.respond !== undefined) {
+      const decided = this.options.respond(body.messages, body as unknown as Record<string, unknown>);
+      if (decided !== undefined) Object.assign(behaviour, decided);
+    }
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const content =
