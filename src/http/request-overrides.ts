@@ -40,13 +40,26 @@ function sentForAffinity(headers: IncomingHttpHeaders, sessionId: string): boole
   );
 }
 
+/**
+ * Claude Code's name for the conversation a request belongs to (`X-Claude-Code-Session-Id`: one per run,
+ * kept by `--resume`, its sub-agents' requests under it too), when it can join the session id: a header
+ * of Claude Code's settings (`ANTHROPIC_CUSTOM_HEADERS`) is the same for every run, so each of its
+ * conversations gets a session of its own under the id set there (docs/sessions.md#claude-code).
+ */
+function claudeCodeConversation(headers: IncomingHttpHeaders, sessionId: string): string | undefined {
+  const conversation = first(headers, 'x-claude-code-session-id');
+  if (conversation === undefined || !/^[A-Za-z0-9-]{1,64}$/.test(conversation)) return undefined;
+  return sessionId.length + 1 + conversation.length <= 128 ? conversation : undefined;
+}
+
 export function parseRequestOverrides(headers: IncomingHttpHeaders): RequestOverrides {
   const overrides: RequestOverrides = { historyMode: 'auto' };
   const sessionId = first(headers, 'x-session-id');
   if (sessionId !== undefined && !sentForAffinity(headers, sessionId)) {
     if (!sessionIdPattern.test(sessionId))
       throw invalid('x-session-id', '1-128 letters, digits, ".", "_", ":" or "-"');
-    overrides.sessionId = sessionId;
+    const conversation = claudeCodeConversation(headers, sessionId);
+    overrides.sessionId = conversation === undefined ? sessionId : `${sessionId}:${conversation}`;
   }
   const history = first(headers, 'x-session-history');
   if (history !== undefined) {

@@ -462,7 +462,7 @@ describe('Claude Code through ctxgate', () => {
         expect(JSON.stringify(request.body.messages)).not.toContain('Ask a helper');
       // The session holds the main agent's conversation once, and nothing of the sub-agent's.
       const history = (await (
-        await fetch(`${harness.baseUrl}/sessions/${sessionId}/history`, {
+        await fetch(`${harness.baseUrl}/sessions/${sessionId}:${String(result.session_id)}/history`, {
           headers: { authorization: 'Bearer gw-claude-code' },
         })
       ).json()) as { data: Array<{ role: string; content: unknown }> };
@@ -483,7 +483,7 @@ describe('Claude Code through ctxgate', () => {
     expect(result.result).toBe('The code is CODE-4711.');
     // ANTHROPIC_CUSTOM_HEADERS carried the session id: the gateway kept the conversation under it.
     const session = (await (
-      await fetch(`${harness.baseUrl}/sessions/${sessionId}`, {
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}:${String(result.session_id)}`, {
         headers: { authorization: 'Bearer gw-claude-code' },
       })
     ).json()) as { counts?: { total?: number } };
@@ -493,6 +493,39 @@ describe('Claude Code through ctxgate', () => {
       .slice(before)
       .find((request) => request.status === 200 && JSON.stringify(request.body).includes('CODE-4711'));
     expect(answered).toBeDefined();
+  }, 300_000);
+
+  // ANTHROPIC_CUSTOM_HEADERS is the same for every run of Claude Code. Each run is a conversation of its
+  // own (X-Claude-Code-Session-Id, which --resume keeps): kept under the one id, a second run's
+  // conversation was mixed into the first's.
+  it('keeps each run in a session of its own under the id, and a resumed run goes on with its own', async () => {
+    const sessionId = `cc-runs-${randomUUID().slice(0, 8)}`;
+    const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+    const task = 'Tell me the code in notes.txt.';
+    const totalOf = async (run: unknown): Promise<number | undefined> => {
+      const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}:${String(run)}`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      });
+      return ((await response.json()) as { counts?: { total?: number } }).counts?.total;
+    };
+    const first = await runClaude(task, 'claude-sonnet-4-5', sessionId, { home });
+    const second = await runClaude(task, 'claude-sonnet-4-5', sessionId, { home });
+    expect([first.result.result, second.result.result]).toEqual([
+      'The code is CODE-4711.',
+      'The code is CODE-4711.',
+    ]);
+    expect(second.result.session_id).not.toBe(first.result.session_id);
+    const once = await totalOf(first.result.session_id);
+    expect(once).toBeGreaterThanOrEqual(4);
+    expect(await totalOf(second.result.session_id)).toBe(once);
+    const resumed = await runClaude(task, 'claude-sonnet-4-5', sessionId, {
+      home,
+      resume: String(first.result.session_id),
+    });
+    expect(resumed.result.result).toBe('The code is CODE-4711.');
+    expect(resumed.result.session_id).toBe(first.result.session_id);
+    expect(await totalOf(first.result.session_id)).toBeGreaterThan(once ?? 0);
+    expect(await totalOf(second.result.session_id)).toBe(once);
   }, 300_000);
 
   it('runs on Claude Opus 5.5 as Claude Code sends it there: its system message in the conversation, effort and context management reach Anthropic', async () => {
@@ -798,9 +831,12 @@ describe('Claude Code through ctxgate', () => {
     // The session holds the conversation Claude Code resent with each request once: its task, each
     // step's call and result, the answer.
     const history = (await (
-      await fetch(`${harness.baseUrl}/sessions/${sessionId}/history?limit=1000`, {
-        headers: { authorization: 'Bearer gw-claude-code' },
-      })
+      await fetch(
+        `${harness.baseUrl}/sessions/${sessionId}:${String(result.session_id)}/history?limit=1000`,
+        {
+          headers: { authorization: 'Bearer gw-claude-code' },
+        },
+      )
     ).json()) as { data: Array<{ role: string; content: unknown }> };
     expect(history.data.map((message) => message.role)).toEqual([
       'user',

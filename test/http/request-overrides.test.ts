@@ -40,6 +40,23 @@ describe('request headers', () => {
       { 'x-session-id': 'project-7', 'x-session-affinity': 'ses_1a' },
       { sessionId: 'project-7' },
     ],
+    // Claude Code names each conversation (a run, kept by --resume): a session of its own under the id.
+    [
+      "Claude Code's conversation under the session id",
+      { 'x-session-id': 'my-project', 'x-claude-code-session-id': '405607b3-5819-4404-809e-c33974f76635' },
+      { sessionId: 'my-project:405607b3-5819-4404-809e-c33974f76635' },
+    ],
+    [
+      "Claude Code's conversation beside a session id too long to join it",
+      { 'x-session-id': 's'.repeat(100), 'x-claude-code-session-id': '405607b3-5819-4404-809e-c33974f76635' },
+      { sessionId: 's'.repeat(100) },
+    ],
+    [
+      'a Claude Code conversation id no session could take',
+      { 'x-session-id': 'my-project', 'x-claude-code-session-id': 'a/b' },
+      { sessionId: 'my-project' },
+    ],
+    ["Claude Code's conversation alone", { 'x-claude-code-session-id': '405607b3' }, {}],
     ['delta history', { 'x-session-history': 'delta' }, { historyMode: 'delta' }],
     ['full history', { 'x-session-history': 'full' }, { historyMode: 'full' }],
     ['a window', { 'x-context-window': ' 8192 ' }, { contextWindow: 8_192 }],
