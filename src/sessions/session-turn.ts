@@ -1,7 +1,12 @@
 // One turn of a session (docs/sessions.md): hold the session, load it, work out which incoming messages are new,
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
-import { canonicalMessage, newMessagesStart, type HistoryMode } from '../context/reconcile.js';
+import {
+  canonicalMessage,
+  newMessagesStart,
+  type HistoryMode,
+  type StoredGap,
+} from '../context/reconcile.js';
 import { countingWorkLimitFor, countMessages, countMessageTokens } from '../context/token-accounting.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { leadingSystemCount, sourcePositions, splitTurns } from '../context/turns.js';
@@ -147,6 +152,12 @@ export interface TurnRetry {
 
 export const noRetry: TurnRetry = Object.freeze({ retried: false, key: undefined });
 
+/** Where the stored list leaves out the session's archive: after the head. */
+const gapOf = (snapshot: SessionSnapshot): StoredGap => ({
+  head: snapshot.headMessages,
+  archived: snapshot.archivedCount,
+});
+
 /**
  * How many of the stored messages a retry of the last turn replaces: all the last commit appended,
  * when the request says it is a retry (a retry marker, or the turn's own Idempotency-Key) and its new
@@ -172,8 +183,7 @@ export function retriedTurnLength(
   if (turnSummaries.some((summary) => summary !== undefined && summary.toMessage > firstPosition)) return 0;
   const before = stored.slice(0, from);
   const asked = stored.slice(from, stored.length - 1);
-  const gap = { head: snapshot.headMessages, archived: snapshot.archivedCount };
-  const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode, gap));
+  const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode, gapOf(snapshot)));
   if (fresh.length !== asked.length) return 0;
   return fresh.every(
     (message, index) => canonicalMessage(message) === canonicalMessage(asked[index] as ContextMessage),
@@ -323,10 +333,7 @@ function sessionView(
   const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
   // A retried turn is answered again in place of the stored one: the session as it was before it.
   const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
-  const continuesAt = newMessagesStart(stored, incomingHistory, mode, {
-    head: snapshot.headMessages,
-    archived: snapshot.archivedCount,
-  });
+  const continuesAt = newMessagesStart(stored, incomingHistory, mode, gapOf(snapshot));
   const newMessages = incomingHistory.slice(continuesAt);
   const otherConversation =
     continuesAt === 0 &&

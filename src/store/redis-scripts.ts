@@ -111,8 +111,8 @@ ${sessionLoadScript}`;
 // one a replica holds), activeTokenLimit, minActive, epoch (for a new session, or after a replacement),
 // head (0 = keep), appended tokens, messages to take off the end first (a retried turn), the turn's
 // idempotency key, the request's report ('' = none; kept as the record-request script keeps it), reports
-// kept, whether the request sent the stored messages again ('1' marks the session resent), items… Spilling moves the oldest whole turns after the protected head to the archive (see
-// spillCount).
+// kept, whether the request sent the stored messages again ('1' marks the session resent), items…
+// Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
 const sessionCommitScript = `
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return {0, 'hold_lost'} end
 local state = redis.call('HMGET', KEYS[1], 'version', 'head', 'lastTurnStart', 'activeTokens')
