@@ -808,6 +808,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             : await admitBudgets(planned, client);
         const session =
           sessionKey === undefined ? undefined : await openSession(input, chatRequest, sessionKey);
+        if (sessionKey !== undefined && session === undefined) asked.otherConversation = true;
         const turn: Turn = {
           input,
           client,
@@ -826,6 +827,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             model: asked.model,
             stream: asked.stream,
             session: asked.session,
+            otherConversation: asked.otherConversation,
             context: done.context,
             fallback: done.fallback,
             upstream: done.upstream,

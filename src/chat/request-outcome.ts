@@ -23,6 +23,8 @@ export interface RequestOutcome {
   stream?: boolean | undefined;
   /** Session mode: the session, hashed (logs never carry the id itself). */
   session?: string | undefined;
+  /** Another conversation under the session's id, served without it (docs/sessions.md#other-conversations). */
+  otherConversation?: boolean | undefined;
   /** What the context engine did to the conversation last sent (or previewed). */
   context?: RenderReport | undefined;
   /** The larger model the request went to instead of its own (models[].fallbacks). */

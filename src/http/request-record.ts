@@ -29,6 +29,8 @@ export interface RequestState {
   context: RenderReport | undefined;
   /** Session mode: the session, hashed (logs never carry the id itself). */
   session: string | undefined;
+  /** Another conversation under the session's id, served without it. */
+  otherConversation: boolean | undefined;
   /** What the gateway left out of the request rather than refuse it (X-Ctxgate-Dropped). */
   dropped: string[] | undefined;
   /** The request field a refusal names (its `param`). */
@@ -59,6 +61,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     rawBody: undefined,
     context: undefined,
     session: undefined,
+    otherConversation: undefined,
     dropped: undefined,
     errorParam: undefined,
     attempts: 0,
@@ -72,6 +75,7 @@ export function applyOutcome(record: RequestState, outcome: RequestOutcome): voi
   if (outcome.model !== undefined) record.model = outcome.model;
   if (outcome.stream !== undefined) record.stream = outcome.stream;
   if (outcome.session !== undefined) record.session = outcome.session;
+  if (outcome.otherConversation !== undefined) record.otherConversation = outcome.otherConversation;
   if (outcome.context !== undefined) record.context = outcome.context;
   if (outcome.fallback !== undefined) record.fallback = outcome.fallback;
   if (outcome.dropped !== undefined) record.dropped = outcome.dropped;

@@ -450,6 +450,7 @@ describe('Claude Code through ctxgate', () => {
     async (_how, task) => {
       const sessionId = `cc-helper-${randomUUID().slice(0, 8)}`;
       const before = new Set(anthropic.messageRequests);
+      const from = harness.logLines.length;
       const { result } = await runClaude(task, 'claude-sonnet-4-5', sessionId, { allowedTools: 'Agent' });
       expect(result.is_error).toBe(false);
       expect(result.result).toBe('The helper said: one two three');
@@ -460,6 +461,12 @@ describe('Claude Code through ctxgate', () => {
       expect(helper.length).toBeGreaterThan(0);
       for (const request of helper)
         expect(JSON.stringify(request.body.messages)).not.toContain('Ask a helper');
+      // Each of the sub-agent's requests is logged as another conversation under the session's id.
+      const others = harness.logLines
+        .slice(from)
+        .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean })
+        .filter((line) => line.route === '/v1/messages' && line.otherConversation === true);
+      expect(others).toHaveLength(helper.length);
       // The session holds the main agent's conversation once, and nothing of the sub-agent's.
       const history = (await (
         await fetch(`${harness.baseUrl}/sessions/${sessionId}:${String(result.session_id)}/history`, {

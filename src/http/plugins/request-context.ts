@@ -125,6 +125,7 @@ function logRequest(
     upstreamStatus: state.upstreamStatus,
     tenant: state.credential?.tenantId,
     session: state.session,
+    otherConversation: state.otherConversation,
     errorCode: state.errorCode,
     errorParam: state.errorParam,
     dropped: state.dropped,
