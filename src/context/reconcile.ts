@@ -95,3 +95,34 @@ function linesUpPastTheArchive(
   for (let index = 0; index < gap.head; index++) if (!sameAt(index)) return false;
   return true;
 }
+
+/**
+ * How many stored messages a request that resends the whole conversation keeps when it rewrites its end
+ * (a regenerated answer, an edited or rewound message): the first turn and the rest of the stored list
+ * up to where they part, past the archive (`gap`), whose messages it must hold as many of. Undefined when
+ * it does not start as the stored conversation does (another conversation), parts inside the archive,
+ * or does not part at all.
+ */
+export function branchPoint(
+  stored: readonly ContextMessage[],
+  incoming: readonly ContextMessage[],
+  gap: StoredGap = noGap,
+): number | undefined {
+  const { head, archived } = gap;
+  if (incoming.length < head + archived) return undefined;
+  for (let index = 0; index < head; index++)
+    if (
+      canonicalMessage(incoming[index] as ContextMessage) !==
+      canonicalMessage(stored[index] as ContextMessage)
+    )
+      return undefined;
+  let kept = head;
+  while (
+    kept < stored.length &&
+    kept + archived < incoming.length &&
+    canonicalMessage(incoming[kept + archived] as ContextMessage) ===
+      canonicalMessage(stored[kept] as ContextMessage)
+  )
+    kept++;
+  return kept === 0 || kept === stored.length ? undefined : kept;
+}

@@ -2,6 +2,7 @@
 // hand the whole conversation to the context engine (stored messages keep their stored token counts),
 // and after a successful answer append the new messages and the reply in one versioned write.
 import {
+  branchPoint,
   canonicalMessage,
   newMessagesStart,
   type HistoryMode,
@@ -249,6 +250,29 @@ function storedMessageBytes(
   return known;
 }
 
+/** The session's client sends its whole conversation: it says so (`full`), or the session saw it do so. */
+const resendsWhole = (snapshot: Pick<SessionSnapshot, 'resent'>, mode: HistoryMode): boolean =>
+  mode === 'full' || (mode === 'auto' && snapshot.resent === true);
+
+/**
+ * How many stored messages a whole conversation resent with its end rewritten keeps (branchPoint):
+ * undefined when it is not this conversation's, or when an in-turn summary stands for a message it
+ * would take off (the summary stays with its turn, as a retried turn's does).
+ */
+function keptOnRewrite(
+  snapshot: SessionSnapshot,
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+): number | undefined {
+  const kept = branchPoint(stored, incomingHistory, gapOf(snapshot));
+  if (kept === undefined) return undefined;
+  const firstTaken = snapshot.archivedCount + kept;
+  const turnSummaries = [...(snapshot.pastTurnSummaries ?? []), snapshot.turnSummary];
+  return turnSummaries.some((summary) => summary !== undefined && summary.toMessage > firstTaken)
+    ? undefined
+    : kept;
+}
+
 /**
  * Whether a request that does not continue the stored conversation is another conversation under the
  * same id (docs/sessions.md#other-conversations) rather than new messages of this one: its client
@@ -267,7 +291,7 @@ export function isOtherConversation(
   ownInstructions: boolean,
 ): boolean {
   if (mode === 'delta' || stored.length === 0 || incomingHistory.length === 0) return false;
-  if (mode === 'full' || snapshot.resent === true) return true;
+  if (resendsWhole(snapshot, mode)) return true;
   if (!ownInstructions) return false;
   const calls = stored.at(-1)?.tool_calls ?? [];
   if (calls.length === 0) return false;
@@ -330,11 +354,22 @@ function sessionView(
   const incomingHistory = incoming.slice(leadingSystemCount(incoming));
   const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
-  const replaced = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
-  // A retried turn is answered again in place of the stored one: the session as it was before it.
+  const retried = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
+  const continuesAt = newMessagesStart(
+    retried === 0 ? allStored : allStored.slice(0, allStored.length - retried),
+    incomingHistory,
+    mode,
+    gapOf(snapshot),
+  );
+  // A whole-history client that rewrote the end of its conversation goes on from where it parted.
+  const kept =
+    continuesAt === 0 && retried === 0 && resendsWhole(snapshot, mode)
+      ? keptOnRewrite(snapshot, allStored, incomingHistory)
+      : undefined;
+  // A retried turn, or the rewritten end, is answered again in place of the stored one.
+  const replaced = kept === undefined ? retried : allStored.length - kept;
   const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
-  const continuesAt = newMessagesStart(stored, incomingHistory, mode, gapOf(snapshot));
-  const newMessages = incomingHistory.slice(continuesAt);
+  const newMessages = incomingHistory.slice(kept === undefined ? continuesAt : kept + snapshot.archivedCount);
   const otherConversation =
     continuesAt === 0 &&
     replaced === 0 &&
@@ -389,7 +424,7 @@ function sessionView(
     newMessages,
     newTokens,
     newSystemPrompt,
-    resends: continuesAt > 0,
+    resends: continuesAt > 0 || kept !== undefined,
     otherConversation,
     conversation,
     conversationTokens,
@@ -415,7 +450,7 @@ function sessionView(
         }
       return known;
     },
-    historyStartHint: systemCount + localStart,
+    historyStartHint: systemCount + Math.min(localStart, stored.length),
     archivedMessages: archived,
     omittedBefore: Math.max(0, archived - summarized),
     summary:

@@ -2,7 +2,12 @@
 // a client resending the whole conversation, one sending only its new message, one that resends a
 // message the session already holds as new text, and tool calls compared by id, name and arguments.
 import { describe, expect, it } from 'vitest';
-import { canonicalMessage, newMessagesStart, type HistoryMode } from '../../src/context/reconcile.js';
+import {
+  branchPoint,
+  canonicalMessage,
+  newMessagesStart,
+  type HistoryMode,
+} from '../../src/context/reconcile.js';
 import type { ContextMessage } from '../../src/context/types.js';
 
 const user = (content: string): ContextMessage => ({ role: 'user', content });
@@ -95,6 +100,30 @@ describe('newMessagesStart past the archive', () => {
     ['the tail resent, as before', [...rest, user('fourth')], 2],
   ])('%s', (_name, incoming, expected) => {
     expect(newMessagesStart([...head, ...rest], incoming, 'auto', gap)).toBe(expected);
+  });
+});
+
+describe('branchPoint', () => {
+  // A whole-history client that rewrites the end of its conversation: a regenerated answer, an edited
+  // message. The first turn is the head; two messages after it moved to the archive.
+  const head = [user('first'), assistant('first answer')];
+  const archived = [user('second'), assistant('second answer')];
+  const rest = [user('third'), assistant('third answer'), user('fourth'), assistant('fourth answer')];
+  const gap = { head: 2, archived: 2 };
+  it.each<[string, readonly ContextMessage[], number | undefined]>([
+    ['the last answer regenerated', [...head, ...archived, ...rest.slice(0, 3)], 5],
+    ['the last question edited', [...head, ...archived, ...rest.slice(0, 2), user('fourth, edited')], 4],
+    ['rewound to the first message after the archive', [...head, ...archived, user('third, edited')], 2],
+    ['another first turn', [user('other'), ...archived.slice(1), ...rest], undefined],
+    ['parting inside the archive', [...head, user('second, edited')], undefined],
+    ['not parting at all', [...head, ...archived, ...rest], undefined],
+  ])('%s', (_name, incoming, expected) => {
+    expect(branchPoint([...head, ...rest], incoming, gap)).toBe(expected);
+  });
+
+  it('keeps nothing of a conversation that shares nothing with the stored one', () => {
+    expect(branchPoint(stored, [user('another'), assistant('conversation')])).toBeUndefined();
+    expect(branchPoint(stored, [user('hi'), assistant('hello'), user('edited')])).toBe(2);
   });
 });
 

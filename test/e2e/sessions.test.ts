@@ -184,6 +184,50 @@ describe('sessions', () => {
     expect(last.filter((message) => message.content === question)).toHaveLength(1);
   });
 
+  // A chat app that resends its conversation lets its user regenerate the last answer or edit an earlier
+  // question. The rewritten conversation does not continue what the session stores; taken as new
+  // messages it was stored again after it.
+  it('goes on from where a client that resends its conversation rewrote it: an answer regenerated, a question edited', async () => {
+    const sessionId = `rewrite-${randomUUID()}`;
+    const client = clientFor(harness, sessionId);
+    const ask = async (messages: Message[]) =>
+      (await client.chat.completions.create({ model: 'gpt-4o-mini', messages })).choices[0]?.message
+        .content ?? '';
+    const history: Message[] = [{ role: 'user', content: 'First question' }];
+    for (const question of ['Second question', 'Third question']) {
+      history.push({ role: 'assistant', content: await ask(history) }, { role: 'user', content: question });
+    }
+    history.push({ role: 'assistant', content: await ask(history) });
+    const contents = async () =>
+      (await sessionMessages(harness, sessionId)).map((message) => message.content);
+    expect(await contents()).toEqual(history.map((message) => message.content));
+    // The last answer regenerated: the conversation less it, sent again.
+    const regenerated = await ask(history.slice(0, -1));
+    expect(regenerated).not.toBe(history.at(-1)?.content);
+    history[history.length - 1] = { role: 'assistant', content: regenerated };
+    expect(await contents()).toEqual(history.map((message) => message.content));
+    // The second question edited: what followed it is gone, the edited question and its answer stored.
+    const edited: Message[] = [...history.slice(0, 2), { role: 'user', content: 'Second question, edited' }];
+    const answer = await ask(edited);
+    expect(await contents()).toEqual(
+      [...edited, { role: 'assistant', content: answer }].map((message) => message.content),
+    );
+    // And the conversation goes on from there.
+    const next: Message[] = [
+      ...edited,
+      { role: 'assistant', content: answer },
+      { role: 'user', content: 'Fourth' },
+    ];
+    const last = await ask(next);
+    expect(await contents()).toEqual(
+      [...next, { role: 'assistant', content: last }].map((message) => message.content),
+    );
+    // The model was shown each conversation as the client sent it, once.
+    expect(
+      (fake.chatRequests.at(-1)?.body as { messages: Message[] }).messages.map((message) => message.content),
+    ).toEqual(next.map((message) => message.content));
+  });
+
   it('assembles and stores a streamed reply with its tool calls, and only when the stream finished', async () => {
     const sessionId = `stream-${randomUUID()}`;
     const client = clientFor(harness, sessionId);
