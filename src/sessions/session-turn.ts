@@ -341,18 +341,24 @@ function systemPromptOf(
   return { systemPrompt: sent, newSystemPrompt: sent, systemPromptBytes: undefined };
 }
 
-function sessionView(
-  sessionId: string,
+/**
+ * Which of the session's messages this request goes on from and which of its own are new: what the
+ * stored conversation keeps (less a retried turn, or the end a rewrite takes off), the new messages,
+ * whether the request resent stored ones, and whether it is another conversation under the id.
+ */
+function messagesOfTurn(
   snapshot: SessionSnapshot,
-  incoming: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
   mode: HistoryMode,
-  tokenizer: Tokenizer,
-  precision: CountPrecision,
   retry: TurnRetry,
-  summaries: SummaryMessages | undefined,
-): ViewParts {
-  const incomingHistory = incoming.slice(leadingSystemCount(incoming));
-  const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
+  ownInstructions: boolean,
+): {
+  stored: ContextMessage[];
+  replaced: number;
+  newMessages: ContextMessage[];
+  resends: boolean;
+  otherConversation: boolean;
+} {
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
   const retried = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
   const continuesAt = newMessagesStart(
@@ -369,11 +375,37 @@ function sessionView(
   // A retried turn, or the rewritten end, is answered again in place of the stored one.
   const replaced = kept === undefined ? retried : allStored.length - kept;
   const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
-  const newMessages = incomingHistory.slice(kept === undefined ? continuesAt : kept + snapshot.archivedCount);
-  const otherConversation =
-    continuesAt === 0 &&
-    replaced === 0 &&
-    isOtherConversation(snapshot, stored, incomingHistory, mode, newSystemPrompt !== undefined);
+  return {
+    stored,
+    replaced,
+    newMessages: incomingHistory.slice(kept === undefined ? continuesAt : kept + snapshot.archivedCount),
+    resends: continuesAt > 0 || kept !== undefined,
+    otherConversation:
+      continuesAt === 0 &&
+      replaced === 0 &&
+      isOtherConversation(snapshot, stored, incomingHistory, mode, ownInstructions),
+  };
+}
+
+function sessionView(
+  sessionId: string,
+  snapshot: SessionSnapshot,
+  incoming: readonly ContextMessage[],
+  mode: HistoryMode,
+  tokenizer: Tokenizer,
+  precision: CountPrecision,
+  retry: TurnRetry,
+  summaries: SummaryMessages | undefined,
+): ViewParts {
+  const incomingHistory = incoming.slice(leadingSystemCount(incoming));
+  const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
+  const { stored, replaced, newMessages, resends, otherConversation } = messagesOfTurn(
+    snapshot,
+    incomingHistory,
+    mode,
+    retry,
+    newSystemPrompt !== undefined,
+  );
 
   const systemCount = systemPrompt === undefined ? 0 : 1;
   const conversation = [
@@ -424,7 +456,7 @@ function sessionView(
     newMessages,
     newTokens,
     newSystemPrompt,
-    resends: continuesAt > 0 || kept !== undefined,
+    resends,
     otherConversation,
     conversation,
     conversationTokens,
