@@ -535,6 +535,47 @@ describe('Claude Code through ctxgate', () => {
     expect(await totalOf(second.result.session_id)).toBe(once);
   }, 300_000);
 
+  // Claude Code's own compaction rewrites its conversation from the first message on (a summary of it,
+  // then what follows): no longer this session's conversation, it is served without the session, fitted
+  // as Claude Code sends it, and the session stays as it was at the compaction (docs/sessions.md).
+  it('goes on after Claude Code compacts its conversation: served as Claude Code sends it, the session left as it was', async () => {
+    const sessionId = `cc-compact-${randomUUID().slice(0, 8)}`;
+    const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+    const first = await runClaude('Say something.', 'claude-sonnet-4-5', sessionId, { home });
+    const resume = String(first.result.session_id);
+    const second = await runClaude('Say something else.', 'claude-sonnet-4-5', sessionId, { home, resume });
+    const compacted = await runClaude('/compact', 'claude-sonnet-4-5', sessionId, { home, resume });
+    const totalOf = async (): Promise<number | undefined> => {
+      const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}:${resume}`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      });
+      return ((await response.json()) as { counts?: { total?: number } }).counts?.total;
+    };
+    const atCompaction = await totalOf();
+    const before = anthropic.messageRequests.length;
+    const from = harness.logLines.length;
+    const third = await runClaude('Say a third thing.', 'claude-sonnet-4-5', sessionId, { home, resume });
+    expect([first, second, compacted, third].map((run) => run.result.is_error)).toEqual([
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(atCompaction).toBeGreaterThanOrEqual(6);
+    expect(await totalOf()).toBe(atCompaction);
+    // Anthropic was shown the compacted conversation once: its first message no longer the first task.
+    const sent = anthropic.messageRequests.slice(before).map((request) => request.body.messages as Json[]);
+    expect(sent).toHaveLength(1);
+    const texts = (sent[0] ?? []).map((message) => contentText(message.content));
+    expect(texts[0]).not.toContain('Say something.');
+    expect(texts.filter((text) => text.includes('Say a third thing.'))).toHaveLength(1);
+    const lines = harness.logLines
+      .slice(from)
+      .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean })
+      .filter((line) => line.route === '/v1/messages');
+    expect(lines.map((line) => line.otherConversation)).toEqual([true]);
+  }, 300_000);
+
   it('runs on Claude Opus 5.5 as Claude Code sends it there: its system message in the conversation, effort and context management reach Anthropic', async () => {
     const before = anthropic.messageRequests.length;
     const from = harness.logLines.length;
