@@ -40,6 +40,8 @@ function sentForAffinity(headers: IncomingHttpHeaders, sessionId: string): boole
   );
 }
 
+const claudeCodeIdPattern = /^[A-Za-z0-9-]{1,64}$/;
+
 /**
  * Claude Code's name for the conversation a request belongs to (`X-Claude-Code-Session-Id`: one per run,
  * kept by `--resume`, its sub-agents' requests under it too), when it can join the session id: a header
@@ -48,7 +50,7 @@ function sentForAffinity(headers: IncomingHttpHeaders, sessionId: string): boole
  */
 function claudeCodeConversation(headers: IncomingHttpHeaders, sessionId: string): string | undefined {
   const conversation = first(headers, 'x-claude-code-session-id');
-  if (conversation === undefined || !/^[A-Za-z0-9-]{1,64}$/.test(conversation)) return undefined;
+  if (conversation === undefined || !claudeCodeIdPattern.test(conversation)) return undefined;
   return sessionId.length + 1 + conversation.length <= 128 ? conversation : undefined;
 }
 

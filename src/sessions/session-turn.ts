@@ -160,6 +160,15 @@ const gapOf = (snapshot: SessionSnapshot): StoredGap => ({
 });
 
 /**
+ * Whether an in-turn summary (the current turn's or an earlier one's) stands for a message at or after
+ * `position` in the conversation: such messages stay, with the summary, and are not taken off the end.
+ */
+function turnSummaryCovers(snapshot: SessionSnapshot, position: number): boolean {
+  const turnSummaries = [...(snapshot.pastTurnSummaries ?? []), snapshot.turnSummary];
+  return turnSummaries.some((summary) => summary !== undefined && summary.toMessage > position);
+}
+
+/**
  * How many of the stored messages a retry of the last turn replaces: all the last commit appended,
  * when the request says it is a retry (a retry marker, or the turn's own Idempotency-Key) and its new
  * messages — found against the session as it was before that turn — are that turn's, its reply left
@@ -179,9 +188,7 @@ export function retriedTurnLength(
   // Only messages of the active list after the protected head, ending in the turn's reply.
   if (from < snapshot.headMessages || stored.at(-1)?.role !== 'assistant') return 0;
   // An in-turn summary standing for any of them keeps them.
-  const firstPosition = snapshot.archivedCount + from;
-  const turnSummaries = [...(snapshot.pastTurnSummaries ?? []), snapshot.turnSummary];
-  if (turnSummaries.some((summary) => summary !== undefined && summary.toMessage > firstPosition)) return 0;
+  if (turnSummaryCovers(snapshot, snapshot.archivedCount + from)) return 0;
   const before = stored.slice(0, from);
   const asked = stored.slice(from, stored.length - 1);
   const fresh = incomingHistory.slice(newMessagesStart(before, incomingHistory, mode, gapOf(snapshot)));
@@ -266,11 +273,7 @@ function keptOnRewrite(
 ): number | undefined {
   const kept = branchPoint(stored, incomingHistory, gapOf(snapshot));
   if (kept === undefined) return undefined;
-  const firstTaken = snapshot.archivedCount + kept;
-  const turnSummaries = [...(snapshot.pastTurnSummaries ?? []), snapshot.turnSummary];
-  return turnSummaries.some((summary) => summary !== undefined && summary.toMessage > firstTaken)
-    ? undefined
-    : kept;
+  return turnSummaryCovers(snapshot, snapshot.archivedCount + kept) ? undefined : kept;
 }
 
 /**
@@ -720,10 +723,14 @@ export async function beginSessionTurn(options: {
     retry,
     options.summaries,
   );
+  /** Gives the hold back (retrying until `untilMs` while Redis is away) and wakes this replica's waiters. */
+  const giveBack = async (untilMs: number): Promise<void> => {
+    await releaseEventually(() => store.release(key, hold), untilMs);
+    options.holdQueue.sessionReleased(key);
+  };
   // Another conversation under this id (a sub-agent's, a side request's) is served without the session.
   if (view.otherConversation) {
-    await releaseEventually(() => store.release(key, hold), hold.expiresAtMs);
-    options.holdQueue.sessionReleased(key);
+    await giveBack(hold.expiresAtMs);
     return undefined;
   }
   const { systemCount, stored, newMessages, newTokens } = view;
@@ -731,8 +738,7 @@ export async function beginSessionTurn(options: {
   // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
   const turnLength = Math.max(currentTurnLength(stored, newMessages), newMessages.length + 1);
   if (turnLength > options.maxTurnMessages) {
-    await releaseEventually(() => store.release(key, hold), hold.expiresAtMs);
-    options.holdQueue.sessionReleased(key);
+    await giveBack(hold.expiresAtMs);
     throw new GatewayError(
       'session_turn_too_large',
       `This request would make one turn of the session ${turnLength} messages long; a turn may hold at most ${options.maxTurnMessages} (sessions.max_active_messages). Start a new turn with a user message, or send the conversation without X-Session-Id.`,
@@ -788,8 +794,7 @@ export async function beginSessionTurn(options: {
       renewal.stop();
       if (released) return;
       released = true;
-      await releaseEventually(() => store.release(key, hold), renewal.knownUntilMs());
-      options.holdQueue.sessionReleased(key);
+      await giveBack(renewal.knownUntilMs());
     },
   });
 }
