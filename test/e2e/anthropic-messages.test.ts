@@ -1286,6 +1286,34 @@ describe('a Messages session', () => {
     ]);
   });
 
+  // A client that marks its newest message for caching, as Anthropic's docs show and Claude Code does:
+  // each stored message kept the breakpoint it came with, and from the fourth turn on Anthropic refused
+  // every request ("A maximum of 4 blocks with cache_control may be provided. Found 5.").
+  it('goes on past four turns of a client that marks its newest message for caching', async () => {
+    anthropic.respond = () => ({ text: 'Noted.' });
+    const sessionClient = client({ 'x-session-id': `messages-breakpoints-${randomUUID()}` });
+    const before = anthropic.messageRequests.length;
+    for (const turn of [1, 2, 3, 4, 5, 6])
+      await sessionClient.messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 50,
+        system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'text', text: `Turn ${turn}.`, cache_control: { type: 'ephemeral' } }],
+          },
+        ],
+      });
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    // The newest breakpoints are the ones kept: the system prompt's, this turn's and the two before.
+    const last = sent.at(-1)?.body as { messages: Array<{ content: Array<Record<string, unknown>> }> };
+    expect(last.messages.map((message) => message.content.some((block) => 'cache_control' in block))).toEqual(
+      [false, false, false, false, false, false, true, false, true, false, true],
+    );
+  });
+
   it('sends an agent’s stored steps, system blocks and breakpoints as they came, request after request', async () => {
     anthropic.respond = () => ({ text: 'Noted.' });
     const sessionClient = client({ 'x-session-id': `messages-agent-${randomUUID()}` });

@@ -8,7 +8,8 @@
 // whose result does not follow, a thinking block without its signature or with one it did not give, more
 // than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
-// ("prompt is too long: N tokens > M maximum"), and the escape of a lone surrogate half ("The request body
+// ("prompt is too long: N tokens > M maximum"), more than 4 cache breakpoints ("A maximum of 4 blocks with
+// cache_control may be provided. Found 5."), and the escape of a lone surrogate half ("The request body
 // is not valid JSON: no low surrogate in string: line 1 column N (char N-1)"). Its token count is its own (cl100k, scaled): not the
 // gateway's estimate. It answers by a script, whole or as Anthropic's event stream (a server tool's blocks,
 // a compaction and the stop reason as Anthropic streams them), thinking first whenever thinking is on
@@ -197,6 +198,29 @@ const errorBody = (type: string, message: string): string =>
   JSON.stringify({ type: 'error', error: { type, message } });
 
 /** Anthropic's refusal of a malformed conversation, or undefined. */
+/** The cache breakpoints of a request, as Anthropic counts them against its 4. */
+export function cacheBreakpoints(body: Json): number {
+  const marked = (blocks: unknown): number =>
+    Array.isArray(blocks)
+      ? (blocks as Json[]).reduce(
+          (total, block) =>
+            total +
+            (block?.cache_control === undefined || block.cache_control === null ? 0 : 1) +
+            (block?.type === 'tool_result' ? marked(block.content) : 0),
+          0,
+        )
+      : 0;
+  return (
+    (body.cache_control === undefined || body.cache_control === null ? 0 : 1) +
+    marked(body.tools) +
+    marked(body.system) +
+    (Array.isArray(body.messages) ? (body.messages as Json[]) : []).reduce(
+      (total, message) => total + marked(message?.content),
+      0,
+    )
+  );
+}
+
 export function findAnthropicRefusal(
   body: Json,
   perTurnControl = false,
@@ -303,6 +327,11 @@ export function findAnthropicRefusal(
       'Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking'
     );
   if (body.max_tokens === undefined) return 'max_tokens: Field required';
+  // At most 4 cache breakpoints in a request: on tools, system blocks, message blocks (a tool result's
+  // own blocks included) and the request's top-level (automatic) one.
+  const breakpoints = cacheBreakpoints(body);
+  if (breakpoints > 4)
+    return `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`;
   // A text block, or a message's string content, of nothing or only whitespace.
   for (const message of messages as Json[]) {
     const blocks =

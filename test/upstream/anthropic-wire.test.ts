@@ -437,6 +437,116 @@ describe('a stored bridged message, read back for every request of a session', (
   });
 });
 
+describe('cache breakpoints, at most the 4 Anthropic takes', () => {
+  const mark = { type: 'ephemeral' };
+  /** A Messages request as a client sends it, natively bridged: what the engine hands the wire. */
+  const sent = (request: Record<string, unknown>) =>
+    toAnthropicRequest(bridgeMessagesRequest(request, { native: true, requireMaxTokens: true }).chatBody);
+  /** Where the breakpoints are: `system.i`, `tools.i`, `messages.i.j` (and `.k` inside a tool result). */
+  const breakpoints = (body: Record<string, unknown>): string[] => {
+    const found: string[] = [];
+    const walk = (blocks: unknown, at: string): void => {
+      if (!Array.isArray(blocks)) return;
+      blocks.forEach((block: Record<string, unknown>, index) => {
+        if (block.cache_control !== undefined) found.push(`${at}.${index}`);
+        if (block.type === 'tool_result') walk(block.content, `${at}.${index}`);
+      });
+    };
+    if (body.cache_control !== undefined) found.push('top');
+    walk(body.tools, 'tools');
+    walk(body.system, 'system');
+    (body.messages as Array<{ content: unknown }>).forEach((message, index) =>
+      walk(message.content, `messages.${index}`),
+    );
+    return found;
+  };
+  const text = (words: string, marked = false) => ({
+    type: 'text',
+    text: words,
+    ...(marked ? { cache_control: mark } : {}),
+  });
+  const use = (id: string) => ({
+    role: 'assistant',
+    content: [{ type: 'tool_use', id, name: 'Read', input: {} }],
+  });
+  const result = (id: string, marked: boolean, inner?: unknown[]) => ({
+    role: 'user',
+    content: [
+      {
+        type: 'tool_result',
+        tool_use_id: id,
+        content: inner ?? 'output',
+        ...(marked ? { cache_control: mark } : {}),
+      },
+    ],
+  });
+  // A session's stored steps keep the breakpoint each had when it was the client's newest (Claude Code:
+  // two on its system prompt, one on its newest message).
+  const system = [text('You are Claude Code.', true), text('Work carefully.', true)];
+  const steps = [
+    { role: 'user', content: [text('Read the files.', true)] },
+    use('t1'),
+    result('t1', true),
+    use('t2'),
+    result('t2', true),
+  ];
+
+  it.each([
+    [
+      'five: the oldest in the conversation left out',
+      { system, messages: steps },
+      ['system.0', 'system.1', 'messages.2.0', 'messages.4.0'],
+    ],
+    [
+      'seven: the two newest in the conversation kept',
+      { system, messages: [...steps, use('t3'), result('t3', true), use('t4'), result('t4', true)] },
+      ['system.0', 'system.1', 'messages.6.0', 'messages.8.0'],
+    ],
+    [
+      "a tool result's inner blocks counted, the newest kept",
+      { system, messages: [...steps.slice(0, 4), result('t2', false, [text('a', true), text('b', true)])] },
+      ['system.0', 'system.1', 'messages.4.0.0', 'messages.4.0.1'],
+    ],
+    [
+      "the request's own (automatic caching) and its tools' stay",
+      {
+        cache_control: mark,
+        tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: mark }],
+        system,
+        messages: steps,
+      },
+      ['top', 'tools.0', 'system.0', 'system.1'],
+    ],
+    [
+      'four: as they came',
+      { system, messages: steps.slice(0, 3) },
+      ['system.0', 'system.1', 'messages.0.0', 'messages.2.0'],
+    ],
+  ])('%s', (_name, request, expected) => {
+    const body = sent({ model: 'claude-x', max_tokens: 50, ...request });
+    expect(breakpoints(body)).toEqual(expected);
+  });
+
+  it("leaves the client's blocks as they came where none is left out, and copies the ones it changes", () => {
+    const messages = [...steps, use('t3'), result('t3', true)];
+    const { chatBody } = bridgeMessagesRequest(
+      { model: 'claude-x', max_tokens: 50, system, messages },
+      { native: true, requireMaxTokens: true },
+    );
+    const body = toAnthropicRequest(chatBody) as { messages: Array<{ content: unknown[] }> };
+    // The oldest two left out, on copies: the client's own blocks keep their breakpoints.
+    expect(body.messages[0]?.content[0]).toEqual(text('Read the files.'));
+    expect(messages[0]?.content[0]).toEqual(text('Read the files.', true));
+    expect(body.messages[2]?.content[0]).toEqual({
+      type: 'tool_result',
+      tool_use_id: 't1',
+      content: 'output',
+    });
+    expect(body.messages[4]?.content[0]).toBe(messages[4]?.content[0]);
+    expect(body.messages[6]?.content[0]).toBe(messages[6]?.content[0]);
+  });
+});
+
 describe('the Upstream port for an anthropic upstream', () => {
   const claude: UpstreamConfig = {
     name: 'claude',
