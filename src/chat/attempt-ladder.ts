@@ -43,6 +43,7 @@ import {
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest, withoutAnthropicBlocks } from '../upstream/anthropic-wire.js';
+import { chatWithinCacheBreakpoints } from '../upstream/cache-breakpoints.js';
 import {
   withImagesAtMost,
   withImagesNoLargerThan,
@@ -284,12 +285,15 @@ export function createAttemptLadder(input: {
       // only), or named in it for a model that refused an image.
       // Claude's blocks (a Messages client's, a session's copy of Claude's answers) go to Claude alone.
       const chatOnly = wire === 'anthropic' ? fixed : withoutAnthropicBlocks(fixed);
+      // At most 4 cache breakpoints, which a Chat Completions endpoint in front of Claude sends on.
       const onWire =
         wire === 'anthropic'
           ? fixed
-          : fixes.some((fix) => fix.field === toolImagesField)
-            ? withToolMediaAsText(chatOnly)
-            : withToolMediaInUserMessages(chatOnly, prepared.settings.model.noticePlacement !== 'inline');
+          : chatWithinCacheBreakpoints(
+              fixes.some((fix) => fix.field === toolImagesField)
+                ? withToolMediaAsText(chatOnly)
+                : withToolMediaInUserMessages(chatOnly, prepared.settings.model.noticePlacement !== 'inline'),
+            );
       // Unchanged stateless conversations go upstream as the client's own bytes: no re-serialization.
       const unchanged =
         choice.session === undefined &&

@@ -11,6 +11,7 @@ import { SseDecoder } from './sse.js';
 import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
+import { withinCacheBreakpoints } from './cache-breakpoints.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -359,84 +360,6 @@ export function toAnthropicRequest(chat: Json): Json {
   }
   withinCacheBreakpoints(body);
   return body;
-}
-
-/** The cache breakpoints (`cache_control`) Anthropic takes in one request. */
-const maxCacheBreakpoints = 4;
-
-const isMarked = (block: unknown): boolean =>
-  typeof block === 'object' && block !== null && (block as Json).cache_control != null;
-
-/** Blocks marked with a cache breakpoint: each block's own, and a tool result's inner blocks'. */
-function breakpointsIn(blocks: unknown): number {
-  if (!Array.isArray(blocks)) return 0;
-  let count = 0;
-  for (const block of blocks as unknown[]) {
-    if (isMarked(block)) count++;
-    if ((block as Json | null)?.type === 'tool_result') count += breakpointsIn((block as Json).content);
-  }
-  return count;
-}
-
-/** `block` without its cache breakpoint, nor its inner blocks' past `keep` of them: a copy when changed. */
-function unmarked(block: Json, keep: { left: number }): Json {
-  const inner = block.type === 'tool_result' && Array.isArray(block.content) ? (block.content as Json[]) : [];
-  let content: Json[] | undefined;
-  for (let index = inner.length - 1; index >= 0; index--) {
-    const part = inner[index] as Json;
-    if (!isMarked(part)) continue;
-    if (keep.left > 0) {
-      keep.left--;
-      continue;
-    }
-    content ??= inner.slice();
-    content[index] = withoutKey(part, 'cache_control');
-  }
-  let out = content === undefined ? block : Object.assign({}, block, { content });
-  if (isMarked(block)) {
-    if (keep.left > 0) keep.left--;
-    else out = withoutKey(out, 'cache_control');
-  }
-  return out;
-}
-
-function withoutKey(object: Json, key: string): Json {
-  const copy = Object.assign({}, object);
-  delete copy[key];
-  return copy;
-}
-
-/**
- * At most 4 cache breakpoints, as Anthropic takes ("A maximum of 4 blocks with cache_control may be
- * provided. Found 5."): a session's stored messages keep the breakpoint each had when it was its
- * client's newest, and a client that moves its breakpoint to its newest message (Claude Code, the SDKs)
- * would be refused from its fourth turn on. Past 4, the oldest breakpoints in the conversation are left
- * out, so the newest ones (the longest cached prefixes) stay; the request's own (top level), its tools'
- * and its system blocks' are the client's and stay. Blocks changed are copies: no byte of a stored or
- * client message is copied for them (native-body.ts compares blocks by identity).
- */
-function withinCacheBreakpoints(body: Json): void {
-  const messages = body.messages as Array<{ content: Json[] }>;
-  const fixed =
-    (isMarked(body) ? 1 : 0) +
-    breakpointsIn(body.tools) +
-    (Array.isArray(body.system) ? breakpointsIn(body.system) : 0);
-  let inMessages = 0;
-  for (const message of messages) inMessages += breakpointsIn(message.content);
-  if (fixed + inMessages <= maxCacheBreakpoints) return;
-  const keep = { left: Math.max(0, maxCacheBreakpoints - fixed) };
-  for (let at = messages.length - 1; at >= 0; at--) {
-    const message = messages[at] as { content: Json[] };
-    let content: Json[] | undefined;
-    for (let index = message.content.length - 1; index >= 0; index--) {
-      const block = message.content[index] as Json;
-      const kept = unmarked(block, keep);
-      if (kept === block) continue;
-      content ??= message.content.slice();
-      content[index] = kept;
-    }
-    if (content !== undefined) messages[at] = Object.assign({}, message, { content });
-  }
 }
 
 /** The least thinking budget Anthropic takes. */

@@ -241,6 +241,45 @@ describe("OpenRouter's reasoning_details: Claude's thinking goes back with its t
   );
 });
 
+describe("OpenRouter's Claude: cache breakpoints on a client's messages", () => {
+  // OpenRouter's prompt caching for Claude, as its docs show it: a `cache_control` on the content part to
+  // cache up to, the system prompt's and the newest message's. A session's stored messages kept the one
+  // each came with, and from the fourth turn on OpenRouter passed on Claude's refusal: "A maximum of 4
+  // blocks with cache_control may be provided. Found 5."
+  it('goes on past four turns of a client that marks its newest message', async () => {
+    const chat = client({ 'x-session-id': `openrouter-cache-${randomUUID()}` });
+    const since = fake.chatRequests.length;
+    const marked = (text: string) => [
+      {
+        type: 'text' as const,
+        text,
+        cache_control: { type: 'ephemeral' },
+      } as OpenAI.ChatCompletionContentPartText,
+    ];
+    for (const turn of [1, 2, 3, 4, 5]) {
+      const answer = await chat.chat.completions.create({
+        model: claude,
+        messages: [
+          { role: 'system', content: marked('You review code.') },
+          { role: 'user', content: marked(`Look at part ${turn}.`) },
+        ],
+      });
+      expect(answer.choices[0]?.finish_reason).toBe('stop');
+    }
+    const requests = fake.chatRequests.slice(since);
+    expect(requests.map((request) => request.status)).toEqual([200, 200, 200, 200, 200]);
+    // The newest kept: the system prompt's, this turn's and the two turns' before it.
+    const last = (requests.at(-1)?.body as { messages: ChatMessage[] }).messages;
+    expect(
+      last.map((message) =>
+        Array.isArray(message.content) && message.content.some((part) => 'cache_control' in part)
+          ? message.role
+          : '-',
+      ),
+    ).toEqual(['system', '-', '-', '-', '-', 'user', '-', 'user', '-', 'user']);
+  });
+});
+
 describe("Mistral's reasoning models: an answer given as chunks of thinking and text", () => {
   it("keeps a session's streamed answer, its text and its thinking as Mistral gave them", async () => {
     const chat = client({ 'x-session-id': `magistral-${randomUUID()}` });

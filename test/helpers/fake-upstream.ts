@@ -228,7 +228,8 @@ export interface FakeUpstreamOptions {
    * `reasoning` and as `reasoning_details` (a `reasoning.text` entry with Claude's signature; in a stream,
    * the text in pieces and the signature last, each a delta of index 0), and a request whose last
    * assistant message with tool calls after the last user message has no `reasoning_details` with a
-   * signature this fake gave is refused as OpenRouter passes Anthropic's refusal on.
+   * signature this fake gave is refused as OpenRouter passes Anthropic's refusal on; so is a request of
+   * more than 4 content parts marked with `cache_control` (Claude's cache breakpoints).
    */
   reasoningDetails?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
@@ -1028,6 +1029,37 @@ export class FakeUpstream {
       }
     }
     if (this.options.reasoningDetails?.includes(String(body.model)) === true) {
+      // Claude takes at most 4 cache breakpoints (OpenRouter sends a content part's `cache_control` on).
+      const breakpoints = body.messages.reduce(
+        (total, message) =>
+          total +
+          (Array.isArray(message.content)
+            ? (message.content as Array<{ cache_control?: unknown }>).filter(
+                (part) => part?.cache_control != null,
+              ).length
+            : 0),
+        0,
+      );
+      if (breakpoints > 4) {
+        const anthropic = JSON.stringify({
+          type: 'error',
+          error: {
+            type: 'invalid_request_error',
+            message: `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`,
+          },
+        });
+        sendJson(
+          400,
+          JSON.stringify({
+            error: {
+              message: 'Provider returned error',
+              code: 400,
+              metadata: { raw: anthropic, provider_name: 'Anthropic' },
+            },
+          }),
+        );
+        return;
+      }
       const lastUser = body.messages.findLastIndex((message) => message.role === 'user');
       const index = body.messages.findLastIndex(
         (message, at) =>

@@ -1,0 +1,123 @@
+// At most 4 cache breakpoints in a request (docs/anthropic.md): the newest in the conversation kept, the
+// request's own, its tools' and its system prompt's always; what is left out is left out of copies.
+import { describe, expect, it } from 'vitest';
+import { chatWithinCacheBreakpoints, withinCacheBreakpoints } from '../../src/upstream/cache-breakpoints.js';
+
+type Json = Record<string, unknown>;
+
+const mark = { type: 'ephemeral' };
+const part = (text: string, marked = true) => ({
+  type: 'text',
+  text,
+  ...(marked ? { cache_control: mark } : {}),
+});
+/** Which messages (by index) carry a breakpoint, and how many. */
+const marksOf = (messages: ReadonlyArray<{ content?: unknown }>) =>
+  messages.map((message) =>
+    Array.isArray(message.content)
+      ? (message.content as Json[]).filter((block) => block.cache_control !== undefined).length
+      : 0,
+  );
+
+describe('chat messages (a content part marked as OpenRouter and LiteLLM send it on to Claude)', () => {
+  it.each([
+    ['none', [{ role: 'user', content: 'Hi.' }], [0]],
+    [
+      'four, as they came',
+      [
+        { role: 'system', content: [part('Rules.')] },
+        { role: 'user', content: [part('One.')] },
+        { role: 'assistant', content: 'Ok.' },
+        { role: 'user', content: [part('Two.'), part('Three.')] },
+      ],
+      [1, 1, 0, 2],
+    ],
+    [
+      "six: the system prompt's and the newest three",
+      [
+        { role: 'system', content: [part('Rules.')] },
+        { role: 'developer', content: [part('More rules.')] },
+        { role: 'user', content: [part('One.')] },
+        { role: 'assistant', content: 'Ok.' },
+        { role: 'user', content: [part('Two.'), part('Three.')] },
+      ],
+      [1, 1, 0, 0, 2],
+    ],
+    [
+      'the oldest parts of one message left out first',
+      [
+        { role: 'user', content: [part('a'), part('b'), part('c')] },
+        { role: 'assistant', content: 'Ok.' },
+        { role: 'user', content: [part('d'), part('e')] },
+      ],
+      [2, 0, 2],
+    ],
+    [
+      "a system prompt of more than four: the client's own, every other left out",
+      [
+        { role: 'system', content: [part('1'), part('2'), part('3'), part('4'), part('5')] },
+        { role: 'user', content: [part('One.')] },
+      ],
+      [5, 0],
+    ],
+  ])('%s', (_name, messages, expected) => {
+    const before = JSON.stringify(messages);
+    const out = chatWithinCacheBreakpoints(messages as Json[]);
+    expect(marksOf(out)).toEqual(expected);
+    // The client's messages are not changed; within four, the very array comes back.
+    expect(JSON.stringify(messages)).toBe(before);
+    if (marksOf(messages).reduce((total, count) => total + count, 0) <= 4) expect(out).toBe(messages);
+  });
+
+  it('keeps the unchanged messages themselves (their known bytes are copied by identity)', () => {
+    const newest = { role: 'user', content: [part('Two.')] };
+    const messages = [
+      { role: 'user', content: [part('a')] },
+      { role: 'user', content: [part('b')] },
+      { role: 'user', content: [part('c')] },
+      { role: 'user', content: [part('d')] },
+      newest,
+    ];
+    const out = chatWithinCacheBreakpoints(messages);
+    expect(out[0]).not.toBe(messages[0]);
+    expect(out[0]).toEqual({ role: 'user', content: [part('a', false)] });
+    expect(out.slice(1)).toEqual(messages.slice(1));
+    out.slice(1).forEach((message, index) => expect(message).toBe(messages[index + 1]));
+  });
+});
+
+describe('a Messages request', () => {
+  it("counts the request's own breakpoint, its tools' and its system blocks' before the conversation's", () => {
+    const result = (id: string, inner: Json[]) => ({
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: id, content: inner, cache_control: mark }],
+    });
+    const body: Json = {
+      cache_control: mark,
+      tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: mark }],
+      system: [part('Rules.')],
+      messages: [
+        { role: 'user', content: [part('Go.')] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+        result('t1', [part('inner a'), part('inner b')]),
+      ],
+    };
+    withinCacheBreakpoints(body);
+    // One left for the conversation: the tool result's own, which ends its inner blocks.
+    expect(body.messages).toEqual([
+      { role: 'user', content: [part('Go.', false)] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 't1',
+            content: [part('inner a', false), part('inner b', false)],
+            cache_control: mark,
+          },
+        ],
+      },
+    ]);
+  });
+});
