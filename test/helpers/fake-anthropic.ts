@@ -5,7 +5,8 @@
 // per-turn-control beta that Claude Code sends: mid-conversation system messages), with thinking on a tool
 // loop's last assistant message that does not start with its thinking, a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
-// whose result does not follow, a thinking block without its signature or with one it did not give, more
+// whose result does not follow, a tool_use id given twice, a message of no content, a thinking block
+// without its signature or with one it did not give for that thinking, more
 // than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
 // ("prompt is too long: N tokens > M maximum"), more than 4 cache breakpoints ("A maximum of 4 blocks with
@@ -19,6 +20,7 @@
 // `compaction` block whose summary is every user message's first sentence; and it reads a conversation from its last
 // compaction block of a summary on, every block before it dropped (a signed one must be the first block:
 // `compaction_block_misplaced`).
+import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding } from 'js-tiktoken';
@@ -198,6 +200,20 @@ const errorBody = (type: string, message: string): string =>
   JSON.stringify({ type: 'error', error: { type, message } });
 
 /** Anthropic's refusal of a malformed conversation, or undefined. */
+/**
+ * The signature of a thinking block: bound to its text, as Claude's are ("Invalid `signature` in
+ * `thinking` block" for one given with other text, another model's or one made up).
+ */
+export const signature = (answer: number, thinking: string): string =>
+  `sig-${answer}-${createHash('sha256').update(thinking).digest('hex').slice(0, 8)}`;
+
+const signs = (given: string, thinking: unknown): boolean => {
+  const answer = /^sig-(\d+)-[0-9a-f]{8}$/.exec(given)?.[1];
+  return (
+    answer !== undefined && typeof thinking === 'string' && given === signature(Number(answer), thinking)
+  );
+};
+
 /** The cache breakpoints of a request, as Anthropic counts them against its 4. */
 export function cacheBreakpoints(body: Json): number {
   const marked = (blocks: unknown): number =>
@@ -270,6 +286,7 @@ export function findAnthropicRefusal(
   const opening = read[0];
   if (opening?.role !== 'user' && !(Array.isArray(opening?.content) && isSummary(opening.content[0])))
     return 'messages: first message must use the "user" role';
+  const toolUseIds = new Set<unknown>();
   for (const [index, message] of (messages as Json[]).entries()) {
     const blocks = Array.isArray(message.content) ? (message.content as Json[]) : [];
     const previous = (messages as Json[])[index - 1];
@@ -288,8 +305,13 @@ export function findAnthropicRefusal(
         return `messages.${index}.content.${position}.thinking.signature: Field required`;
       // A signature is Claude's own, bound to what it signs: any other (another model's, one made up, an
       // empty one) is refused.
-      if (block.type === 'thinking' && !/^sig-\d+$/.test(String(block.signature)))
+      if (block.type === 'thinking' && !signs(String(block.signature), block.thinking))
         return `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`;
+      if (block.type === 'tool_use') {
+        if (toolUseIds.has(block.id))
+          return `messages.${index}.content.${position}: \`tool_use\` ids must be unique`;
+        toolUseIds.add(block.id);
+      }
     }
     if (message.role === 'assistant') {
       const uses = blocks.filter((block) => block.type === 'tool_use').map((block) => String(block.id));
@@ -332,6 +354,13 @@ export function findAnthropicRefusal(
   const breakpoints = cacheBreakpoints(body);
   if (breakpoints > 4)
     return `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`;
+  // A message of no content (but a final assistant message, which Claude goes on from).
+  for (const [index, message] of (messages as Json[]).entries())
+    if (
+      (message.content === '' || (Array.isArray(message.content) && message.content.length === 0)) &&
+      !(message.role === 'assistant' && index === messages.length - 1)
+    )
+      return `messages.${index}: all messages must have non-empty content except for the optional final assistant message`;
   // A text block, or a message's string content, of nothing or only whitespace.
   for (const message of messages as Json[]) {
     const blocks =
@@ -554,7 +583,11 @@ export class FakeAnthropic {
       reply.thinking ??
       ((body.thinking as Json | undefined)?.type === 'enabled' ? 'Let me think.' : undefined);
     if (thinks !== undefined)
-      content.push({ type: 'thinking', thinking: thinks, signature: `sig-${this.requests.length}` });
+      content.push({
+        type: 'thinking',
+        thinking: thinks,
+        signature: signature(this.requests.length, thinks),
+      });
     content.push(...(reply.blocks ?? []));
     if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
     const uses = [...(reply.toolUse === undefined ? [] : [reply.toolUse]), ...(reply.toolUses ?? [])];
