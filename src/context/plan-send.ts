@@ -198,11 +198,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
   // when it, not the window less the answer, left the turn no room.
   const inputRoom = inputRoomOf(settings, ratio ?? 1);
   const promptCap = Math.min(attempt.promptCap ?? Infinity, inputRoom ?? Infinity);
-  const capBinds = (reserve: number): boolean =>
-    promptCap + reserve + settings.safetyMarginTokens < windowFor(reserve);
-  const renderWindowFor = (reserve: number): number =>
-    (capBinds(reserve) ? promptCap + reserve + settings.safetyMarginTokens : windowFor(reserve)) -
-    (attempt.keepFreeTokens ?? 0);
+  const { capBinds, renderWindowFor } = renderWindows(promptCap, settings, windowFor, attempt);
   const render = renderInputFor({
     request,
     settings,
@@ -219,7 +215,9 @@ export function planSend(input: PlanSendInput): PreparedContext {
     outcome,
     outputReserve,
     maxTokens: leftForAnswer,
-  } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1);
+  } = renderGivingWay(render, settings, request.n ?? 1, renderWindowFor, ratio ?? 1, {
+    margin: promptCap === Infinity && attempt.reduction === 'none',
+  });
   const final =
     outputReserve === settings.outputReserve ? settings : Object.assign({}, settings, { outputReserve });
   if (!outcome.ok)
@@ -233,6 +231,24 @@ export function planSend(input: PlanSendInput): PreparedContext {
   if (ratio !== undefined) prepared.estimateRatio = ratio;
   if (counted?.estimated === true || session?.estimatedCounts === true) prepared.estimated = true;
   return prepared;
+}
+
+/**
+ * The window an attempt renders in for a reserve: the window (scaled for an estimated model), or where a
+ * cap on the prompt binds, the cap plus the reserve and margin; less what the attempt keeps free.
+ */
+function renderWindows(
+  promptCap: number,
+  settings: ContextSettings,
+  windowFor: (reserve: number) => number,
+  attempt: AttemptState,
+): { capBinds: (reserve: number) => boolean; renderWindowFor: (reserve: number) => number } {
+  const capBinds = (reserve: number): boolean =>
+    promptCap + reserve + settings.safetyMarginTokens < windowFor(reserve);
+  const renderWindowFor = (reserve: number): number =>
+    (capBinds(reserve) ? promptCap + reserve + settings.safetyMarginTokens : windowFor(reserve)) -
+    (attempt.keepFreeTokens ?? 0);
+  return { capBinds, renderWindowFor };
 }
 
 /**
@@ -358,9 +374,35 @@ export function withMaxTokens<R extends SendRequest>(request: R, value: number |
  * answers are short). A max_tokens the client asked for that takes more than half the window (an agent
  * asking for its model's longest answer, on a window smaller than it knows) leaves the prompt a quarter
  * of the window's room for the answer, and the answer then gets what the fitted prompt leaves
- * (`maxTokens`, never more than asked). Returns the outcome and the reserve it was rendered with.
+ * (`maxTokens`, never more than asked). Then the safety margin gives way, as far as the current turn
+ * needs (whole, or all of the margin), where `givesWay.margin` — not past a cap on the prompt (the
+ * model's own on its input, or what an overflow left room for), nor on a retry, where the provider has
+ * judged: a prompt and answer that fit the window by the gateway's count are sent, nothing of the
+ * history beside them, and the provider judges (an overflow is recovered from as any other).
+ * Returns the outcome and the reserve it was rendered with.
  */
 function renderGivingWay(
+  input: RenderInput,
+  settings: ContextSettings,
+  choices: number,
+  windowFor: (reserve: number) => number,
+  ratio: number,
+  givesWay: { margin: boolean },
+): { outcome: ReturnType<typeof renderContext>; outputReserve: number; maxTokens?: number } {
+  const rendered = renderGivingReserve(input, settings, choices, windowFor, ratio);
+  const failed = rendered.outcome;
+  if (failed.ok || !givesWay.margin) return rendered;
+  // As far as the whole turn needs, or all of it: the turn then fitted as it would be (its older
+  // results masked, its oldest steps left out) in what the window leaves.
+  if (failed.neededTokens - failed.rawBudgetTokens > input.safetyMarginTokens) return rendered;
+  const wanted = Math.max(failed.neededTokens, failed.wholeTurnTokens) - failed.rawBudgetTokens;
+  input.safetyMarginTokens -= Math.min(input.safetyMarginTokens, wanted);
+  const outcome = renderContext(input);
+  return outcome.ok ? Object.assign({}, rendered, { outcome }) : rendered;
+}
+
+/** Renders; the reserve gives way before the request is refused, once (renderGivingWay). */
+function renderGivingReserve(
   input: RenderInput,
   settings: ContextSettings,
   choices: number,

@@ -78,6 +78,8 @@ export type RenderOutcome =
       budgetTokens: number;
       /** The budget before it is floored at 0: negative when the fixed parts alone exceed the room. */
       rawBudgetTokens: number;
+      /** The current turn's tokens, whole: what it would take before anything in it is masked or dropped. */
+      wholeTurnTokens: number;
       window: number;
     };
 
@@ -814,6 +816,9 @@ function renderFitted(input: RenderInput): RenderOutcome {
       neededTokens: fitted.tokens,
       budgetTokens: Math.max(0, currentTurnBudget),
       rawBudgetTokens: currentTurnBudget,
+      wholeTurnTokens: messageTokens
+        .slice(current.start, current.end)
+        .reduce((total, tokens) => total + tokens, 0),
       window: input.window,
     };
   }

@@ -366,3 +366,41 @@ describe('a max_tokens larger than the window leaves for it', () => {
     expect(refusal({ contextWindow: 8_192, maxTokens: 4_000 }).message).toMatch(/4000 in the completion/);
   });
 });
+
+describe('a request that fits the window by its own count, but not beside the safety margin', () => {
+  // Qwen Code on a local model of 24,000 tokens: some 16,000 tokens of instructions and tools and
+  // max_tokens 6,000 — 22,000 in all, which the model takes; the gateway refused it ("maximum context
+  // length is 24000 tokens. However, you requested 22432 tokens"), for want of its 10% margin.
+  const agent = (turns: number, maxTokens: number) => {
+    const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: prose(8_500, 3) }];
+    for (let turn = 0; turn < turns; turn++)
+      messages.push(
+        { role: 'user', content: prose(200, 60 + turn) },
+        { role: 'assistant', content: prose(200, 80 + turn) },
+      );
+    messages.push({ role: 'user', content: 'Read the chapters, then say how many.' });
+    return { model: 'acme-large', messages, max_tokens: maxTokens } as ChatCompletionRequest;
+  };
+  const plan = (request: ChatCompletionRequest) =>
+    planSend({ config, tokenizers, request, overrides: { historyMode: 'auto' } });
+
+  it.each([
+    ['its first request', 0],
+    ['a later one: the earlier turns left out', 3],
+  ])('is sent, the margin giving way as far as the turn needs (%s)', (_name, turns) => {
+    const request = agent(turns, 6_000);
+    const prepared = plan(request);
+    const sent = prepared.messages as Array<{ role: string; content: string }>;
+    // The system prompt (with the notice of what was left out, where there was any) and the turn.
+    expect(sent.map((message) => message.role)).toEqual(['system', 'user']);
+    expect(sent[0]?.content.startsWith(String(request.messages[0]?.content))).toBe(true);
+    expect(sent[0]?.content.includes(`${turns * 2} earlier messages`)).toBe(turns > 0);
+    expect(sent[1]).toEqual(request.messages.at(-1));
+    // As asked: the answer's room is the client's; the prompt and it fit the window, by the provider's count too.
+    expect(prepared.loweredMaxTokens).toBeUndefined();
+    expect(prepared.report.droppedMessages).toBe(turns * 2);
+    expect(countPromptTokens(sent as never, undefined) + 6_000).toBeLessThanOrEqual(16_000);
+    // Without a margin to give, as it was: a window too small for the prompt and the answer.
+    expect(() => plan(agent(turns, 8_000))).toThrow(/maximum context length is 16000 tokens/);
+  });
+});

@@ -203,20 +203,32 @@ describe('render-time budgeting through the gateway', () => {
     expect(fake.chatRequests[0]?.promptTokens).toBe(full);
     expect(response.headers.get('x-context-dropped-messages')).toBe('0');
 
-    // What the client asked for is its own: max_tokens 2,048 is not lowered to make room.
-    const asked = await client.chat.completions
-      .create({ model: 'agent-model', messages: fits, max_tokens: 2_048 })
+    // What the client asked for is its own: max_tokens 2,048 is not lowered to make room. The prompt and
+    // it fit the window (8,048 of 8,192), so the margin gives way and it is sent as asked; past the
+    // window it is refused.
+    const asked = await client.chat.completions.create({
+      model: 'agent-model',
+      messages: fits,
+      max_tokens: 2_048,
+    });
+    expect(asked.choices[0]?.finish_reason).toBe('stop');
+    expect(fake.chatRequests).toHaveLength(2);
+    expect((fake.chatRequests[1]?.body as { max_tokens?: number }).max_tokens).toBe(2_048);
+    const tooMuch = await client.chat.completions
+      .create({ model: 'agent-model', messages: fits, max_tokens: 2_300 })
       .catch((error: unknown) => error);
-    expect(asked).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((asked as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/2048 in the completion/);
+    expect(tooMuch).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((tooMuch as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(
+      /2300 in the completion/,
+    );
 
-    // Beyond the eighth the request is refused as before, without an upstream call.
+    // Beyond the eighth (and the margin) the request is refused as before, without an upstream call.
     const tooBig = await client.chat.completions
-      .create({ model: 'agent-model', messages: [systemOf(6_900), user] })
+      .create({ model: 'agent-model', messages: [systemOf(7_300), user] })
       .catch((error: unknown) => error);
     expect(tooBig).toBeInstanceOf(OpenAI.BadRequestError);
     expect((tooBig as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
-    expect(fake.chatRequests).toHaveLength(1);
+    expect(fake.chatRequests).toHaveLength(2);
   });
 
   it('honours X-Context-Window and X-Context-Max-History-Tokens', async () => {
