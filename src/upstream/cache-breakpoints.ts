@@ -35,7 +35,8 @@ function withoutMark(object: Json): Json {
 
 /**
  * `blocks` with their breakpoints past the newest `keep.left` left out (a tool result's inner blocks
- * counted after the result's own, which ends them), `keep.left` lowered by those kept: the same array when none is left out.
+ * counted after the result's own, which ends them), `keep.left` lowered by those kept: the same array
+ * when none is left out.
  */
 function keptNewest(blocks: unknown[], keep: { left: number }): unknown[] {
   let out: unknown[] | undefined;
