@@ -519,7 +519,21 @@ function buildWithin(fitting: TurnFitting, budget: number): ReturnType<TurnFitti
   return built;
 }
 
+/**
+ * The current turn fitted in its budget. A summary of its older steps gives way before its newest step is
+ * cut: when the newest step fits whole only without the summary, the steps it stood for are left out
+ * (named in the notice) instead — an agent shown a summary of its earlier steps but not the result of its
+ * last call calls it again (on a small model's window the summary grows step by step and the newest
+ * result shrinks until it is masked: Qwen Code then stopped at "Duplicate provider tool call id").
+ */
 export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
+  const fit = fitWithSummary(input);
+  if (input.turnSummary === undefined || !fit.newestCut) return fit.fit;
+  const without = fitWithSummary(Object.assign({}, input, { turnSummary: undefined }));
+  return without.newestCut || without.fit.tooLarge ? fit.fit : without.fit;
+}
+
+function fitWithSummary(input: CurrentTurnInput): { fit: CurrentTurnFit; newestCut: boolean } {
   const fitting = new TurnFitting(input);
   fitting.replay();
   // The requests made before the turn summary saw the whole turn: its peak counts too, so a summary that
@@ -534,7 +548,10 @@ export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
   fitting.cutNewest();
   fitting.dropRest();
   fitting.cutUserMessage();
-  return fitOf(input, fitting, buildWithin(fitting, input.budget));
+  return {
+    fit: fitOf(input, fitting, buildWithin(fitting, input.budget)),
+    newestCut: fitting.lastResort !== undefined,
+  };
 }
 
 function fitOf(

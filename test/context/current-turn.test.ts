@@ -175,6 +175,34 @@ describe('fitting the current turn', () => {
     expect(summarized.peakTokens).toBe(373);
   });
 
+  it('lets the summary of older steps give way before the newest step is cut', () => {
+    // Five steps the summary (204 tokens) stands for, then the newest: a call (7) and a result of 104. On
+    // 250 tokens the user message (7), the summary and the newest step (322) do not fit: the result would
+    // be cut to 32 tokens and masked. Without the summary the newest fits whole, the older steps named.
+    const turn = loop([50, 50, 50, 50, 50, 100]);
+    const summary: ContextMessage = { role: 'system', content: text(200, 'summary') };
+    const input = (budget: number): CurrentTurnInput => ({
+      turn,
+      turnTokens: turn.map(count),
+      budget,
+      policy,
+      tokenizer: words,
+      count,
+      turnSummary: { message: summary, coversUntil: 11, tokens: count(summary) },
+    });
+    const fitted = fitCurrentTurn(input(250));
+    expect(fitted.messages.at(-1)).toBe(turn.at(-1));
+    expect(fitted.messages).not.toContain(summary);
+    expect(fitted.summarizedMessages).toBe(0);
+    expect(fitted.droppedGroups + fitted.masked).toBeGreaterThan(0);
+    expect(fitted.tokens).toBeLessThanOrEqual(250);
+    // Where the newest fits beside it, the summary stays.
+    const roomy = fitCurrentTurn(input(330));
+    expect(roomy.messages.slice(0, 2)).toEqual([turn[0], summary]);
+    expect(roomy.messages.at(-1)).toBe(turn.at(-1));
+    expect(roomy.summarizedMessages).toBe(10);
+  });
+
   it('keeps every call with its arguments when its result is masked', () => {
     const turn = loop([50, 50, 50, 50, 50, 50, 50]);
     const fitted = fit(turn, 400);
