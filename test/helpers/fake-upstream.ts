@@ -287,6 +287,18 @@ export interface ChatMessage {
   reasoning_content?: unknown;
 }
 
+/** Anthropic's refusal as OpenRouter passes it on: its own error around Claude's body. */
+function openRouterAnthropicRefusal(message: string): string {
+  const anthropic = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } });
+  return JSON.stringify({
+    error: {
+      message: 'Provider returned error',
+      code: 400,
+      metadata: { raw: anthropic, provider_name: 'Anthropic' },
+    },
+  });
+}
+
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
 }
@@ -1041,22 +1053,11 @@ export class FakeUpstream {
         0,
       );
       if (breakpoints > 4) {
-        const anthropic = JSON.stringify({
-          type: 'error',
-          error: {
-            type: 'invalid_request_error',
-            message: `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`,
-          },
-        });
         sendJson(
           400,
-          JSON.stringify({
-            error: {
-              message: 'Provider returned error',
-              code: 400,
-              metadata: { raw: anthropic, provider_name: 'Anthropic' },
-            },
-          }),
+          openRouterAnthropicRefusal(
+            `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`,
+          ),
         );
         return;
       }
@@ -1073,22 +1074,11 @@ export class FakeUpstream {
             typeof detail?.signature === 'string' && this.signaturesGiven.has(detail.signature),
         );
       if (index >= 0 && !signed) {
-        const anthropic = JSON.stringify({
-          type: 'error',
-          error: {
-            type: 'invalid_request_error',
-            message: `messages.${index}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`tool_use\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
-          },
-        });
         sendJson(
           400,
-          JSON.stringify({
-            error: {
-              message: 'Provider returned error',
-              code: 400,
-              metadata: { raw: anthropic, provider_name: 'Anthropic' },
-            },
-          }),
+          openRouterAnthropicRefusal(
+            `messages.${index}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`tool_use\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
+          ),
         );
         return;
       }
