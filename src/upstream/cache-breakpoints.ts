@@ -5,8 +5,11 @@
 // newest message every turn (Claude Code, the SDKs, OpenRouter's docs) would carry one more each turn:
 // refused from its fourth turn on. Past 4, the oldest breakpoints in the conversation are left out, so the
 // newest (the longest cached prefixes) stay; the request's own, its tools' and its system prompt's are
-// the client's and stay. Blocks and messages changed are copies: no byte of a stored or client message is
-// copied for them (the body writers compare by identity).
+// the client's and stay. Nor a 1-hour mark in the conversation after a 5-minute one, in the order Claude
+// reads them (tools, system, messages): Claude Code asks the hour in its main loop and 5 minutes in a
+// side question, and a stored message keeps the mark of its request; such a mark is made a 5-minute one.
+// Blocks and messages changed are copies: no byte of a stored or client message is copied for them (the
+// body writers compare by identity).
 
 type Json = Record<string, unknown>;
 
@@ -76,29 +79,93 @@ function newestBreakpoints<T extends { content?: unknown }>(messages: T[], allow
   return out;
 }
 
-/** A Messages request's `messages` within the breakpoints its own, its tools' and its system prompt's leave. */
-export function withinCacheBreakpoints(body: Json): void {
-  const fixed = (isMarked(body) ? 1 : 0) + breakpointsIn(body.tools) + breakpointsIn(body.system);
-  body.messages = newestBreakpoints(body.messages as Json[], maxCacheBreakpoints - fixed);
+/** Whether any of `blocks` (a tool result's inner blocks too) is marked for the 5-minute cache. */
+function hasShortMark(blocks: unknown): boolean {
+  if (!Array.isArray(blocks)) return false;
+  return (blocks as unknown[]).some(
+    (block) =>
+      (isMarked(block) && !isLong(block)) ||
+      ((block as Json | null)?.type === 'tool_result' && hasShortMark((block as Json).content)),
+  );
+}
+
+const isLong = (block: unknown): boolean => ((block as Json).cache_control as Json | undefined)?.ttl === '1h';
+
+/** `blocks` with a 1-hour mark after a 5-minute one (`short.seen`) made a 5-minute one: copies, as keptNewest. */
+function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
+  let out: unknown[] | undefined;
+  blocks.forEach((block, index) => {
+    if (typeof block !== 'object' || block === null) return;
+    let kept = block as Json;
+    if (kept.type === 'tool_result' && Array.isArray(kept.content)) {
+      const inner = inTtlOrder(kept.content as unknown[], short);
+      if (inner !== kept.content) kept = Object.assign({}, kept, { content: inner });
+    }
+    if (isMarked(kept)) {
+      if (isLong(kept) && short.seen) {
+        const mark = Object.assign({}, kept.cache_control as Json);
+        delete mark.ttl;
+        kept = Object.assign({}, kept, { cache_control: mark });
+      } else if (!isLong(kept)) short.seen = true;
+    }
+    if (kept === block) return;
+    out ??= blocks.slice();
+    out[index] = kept;
+  });
+  return out ?? blocks;
 }
 
 /**
- * Chat messages whose content parts carry no more than 4 breakpoints, the leading system prompt's kept:
- * the same array when they are within.
+ * `messages` with no 1-hour mark after a 5-minute one, in the order Anthropic reads them (tools, system,
+ * messages: "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"): a
+ * session's stored message keeps the 1-hour mark of the request it came in, and Claude Code asks for the
+ * 5-minute cache in some requests (a side question) and the hour in others. Such a mark is made a
+ * 5-minute one. The same array when none is.
+ */
+function messagesInTtlOrder<T extends { content?: unknown }>(messages: T[], shortBefore: boolean): T[] {
+  const short = { seen: shortBefore };
+  let out: T[] | undefined;
+  messages.forEach((message, at) => {
+    if (!Array.isArray(message.content)) return;
+    const content = inTtlOrder(message.content as unknown[], short);
+    if (content === message.content) return;
+    out ??= messages.slice();
+    out[at] = Object.assign({}, message, { content });
+  });
+  return out ?? messages;
+}
+
+/** A Messages request's `messages` within the breakpoints its own, its tools' and its system prompt's leave. */
+export function withinCacheBreakpoints(body: Json): void {
+  const fixed = (isMarked(body) ? 1 : 0) + breakpointsIn(body.tools) + breakpointsIn(body.system);
+  if (fixed === 0 && !(body.messages as Json[]).some((message) => breakpointsIn(message.content) > 0)) return;
+  const kept = newestBreakpoints(body.messages as Json[], maxCacheBreakpoints - fixed);
+  const shortBefore =
+    (isMarked(body) && !isLong(body)) || hasShortMark(body.tools) || hasShortMark(body.system);
+  body.messages = messagesInTtlOrder(kept, shortBefore);
+}
+
+/**
+ * Chat messages whose content parts carry no more than 4 breakpoints, the leading system prompt's kept,
+ * and no 1-hour one after a 5-minute one: the same array when they are so already.
  */
 export function chatWithinCacheBreakpoints<T extends { role?: unknown; content?: unknown }>(
   messages: T[],
 ): T[] {
   let count = 0;
   for (const message of messages) count += breakpointsIn(message.content);
-  if (count <= maxCacheBreakpoints) return messages;
+  if (count === 0) return messages;
   let leading = 0;
   while (leading < messages.length && isInstructions(messages[leading]?.role)) leading++;
   const system = messages.slice(0, leading);
   const rest = messages.slice(leading);
   let fixed = 0;
   for (const message of system) fixed += breakpointsIn(message.content);
-  const kept = newestBreakpoints(rest, maxCacheBreakpoints - fixed);
+  const capped = count <= maxCacheBreakpoints ? rest : newestBreakpoints(rest, maxCacheBreakpoints - fixed);
+  const kept = messagesInTtlOrder(
+    capped,
+    system.some((message) => hasShortMark(message.content)),
+  );
   return kept === rest ? messages : [...system, ...kept];
 }
 

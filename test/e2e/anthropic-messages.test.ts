@@ -1314,6 +1314,42 @@ describe('a Messages session', () => {
     );
   });
 
+  // Claude Code asks for the hour's cache in its main loop and the 5 minutes' in a side question; a
+  // stored message kept the 1-hour mark of the request it came in, after the side question's 5-minute
+  // system mark: "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
+  // (headroomlabs-ai/headroom#2939, a proxy that replays stored blocks).
+  it("goes on when a request asks the 5 minutes' cache after requests that asked the hour's", async () => {
+    anthropic.respond = () => ({ text: 'Noted.' });
+    const sessionClient = client({ 'x-session-id': `messages-ttl-${randomUUID()}` });
+    const before = anthropic.messageRequests.length;
+    const ask = (text: string, ttl: '1h' | undefined) =>
+      sessionClient.messages.create({
+        model: 'claude-sonnet-4-5',
+        max_tokens: 50,
+        system: [
+          { type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral', ...(ttl && { ttl }) } },
+        ],
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'text', text, cache_control: { type: 'ephemeral', ...(ttl && { ttl }) } }],
+          },
+        ],
+      });
+    await ask('Main task.', '1h');
+    await ask('A side question?', undefined);
+    await ask('Back to the task.', '1h');
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200, 200, 200]);
+    // The side question's request: the stored 1-hour mark now a 5-minute one, its own as it asked.
+    const side = sent[1]?.body as { messages: Array<{ content: Array<{ cache_control?: unknown }> }> };
+    expect(side.messages.map((message) => message.content[0]?.cache_control)).toEqual([
+      { type: 'ephemeral' },
+      undefined,
+      { type: 'ephemeral' },
+    ]);
+  });
+
   it('sends an agent’s stored steps, system blocks and breakpoints as they came, request after request', async () => {
     anthropic.respond = () => ({ text: 'Noted.' });
     const sessionClient = client({ 'x-session-id': `messages-agent-${randomUUID()}` });

@@ -10,7 +10,7 @@
 // than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
 // ("prompt is too long: N tokens > M maximum"), more than 4 cache breakpoints ("A maximum of 4 blocks with
-// cache_control may be provided. Found 5."), and the escape of a lone surrogate half ("The request body
+// cache_control may be provided. Found 5.") or a 1-hour one after a 5-minute one, and the escape of a lone surrogate half ("The request body
 // is not valid JSON: no low surrogate in string: line 1 column N (char N-1)"). Its token count is its own (cl100k, scaled): not the
 // gateway's estimate. It answers by a script, whole or as Anthropic's event stream (a server tool's blocks,
 // a compaction and the stop reason as Anthropic streams them), thinking first whenever thinking is on
@@ -214,6 +214,32 @@ const signs = (given: string, thinking: unknown): boolean => {
   );
 };
 
+/** Where a 1-hour cache mark follows a 5-minute one, in the order Anthropic reads them (tools, system, messages). */
+function longAfterShort(body: Json): string | undefined {
+  let short = false;
+  const walk = (blocks: unknown, at: string): string | undefined => {
+    if (!Array.isArray(blocks)) return undefined;
+    for (const [index, block] of (blocks as Json[]).entries()) {
+      if (block?.type === 'tool_result') {
+        const inner = walk(block.content, `${at}.${index}.content`);
+        if (inner !== undefined) return inner;
+      }
+      const mark = block?.cache_control as Json | undefined | null;
+      if (mark === undefined || mark === null) continue;
+      if (mark.ttl === '1h' && short) return `${at}.${index}`;
+      if (mark.ttl !== '1h') short = true;
+    }
+    return undefined;
+  };
+  const found = walk(body.tools, 'tools') ?? walk(body.system, 'system');
+  if (found !== undefined) return found;
+  for (const [index, message] of (Array.isArray(body.messages) ? (body.messages as Json[]) : []).entries()) {
+    const inMessage = walk(message?.content, `messages.${index}.content`);
+    if (inMessage !== undefined) return inMessage;
+  }
+  return undefined;
+}
+
 /** The cache breakpoints of a request, as Anthropic counts them against its 4. */
 export function cacheBreakpoints(body: Json): number {
   const marked = (blocks: unknown): number =>
@@ -354,6 +380,12 @@ export function findAnthropicRefusal(
   const breakpoints = cacheBreakpoints(body);
   if (breakpoints > 4)
     return `A maximum of 4 blocks with cache_control may be provided. Found ${breakpoints}.`;
+  const misordered = longAfterShort(body);
+  if (misordered !== undefined)
+    return (
+      `${misordered}.cache_control.ttl: a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block. ` +
+      'Note that blocks are processed in the following order: `tools`, `system`, `messages`.'
+    );
   // A message of no content (but a final assistant message, which Claude goes on from).
   for (const [index, message] of (messages as Json[]).entries())
     if (

@@ -1,5 +1,6 @@
 // At most 4 cache breakpoints in a request (docs/anthropic.md): the newest in the conversation kept, the
-// request's own, its tools' and its system prompt's always; what is left out is left out of copies.
+// request's own, its tools' and its system prompt's always; what is left out is left out of copies. No
+// 1-hour mark in the conversation after a 5-minute one.
 import { describe, expect, it } from 'vitest';
 import { chatWithinCacheBreakpoints, withinCacheBreakpoints } from '../../src/upstream/cache-breakpoints.js';
 
@@ -118,6 +119,73 @@ describe('a Messages request', () => {
           },
         ],
       },
+    ]);
+  });
+});
+
+describe("the cache's lifetimes, in the order Anthropic reads them (tools, system, messages)", () => {
+  const hour = { type: 'ephemeral', ttl: '1h' };
+  const long = (text: string) => ({ type: 'text', text, cache_control: hour });
+  const ttlsOf = (messages: ReadonlyArray<{ content?: unknown }>) =>
+    messages.flatMap((message) =>
+      Array.isArray(message.content)
+        ? (message.content as Json[])
+            .filter((block) => block.cache_control !== undefined)
+            .map((block) => (block.cache_control as Json).ttl ?? '5m')
+        : [],
+    );
+
+  it.each([
+    [
+      "a stored hour's mark after the system prompt's 5 minutes: made a 5 minutes' one",
+      [
+        { role: 'system', content: [part('Rules.')] },
+        { role: 'user', content: [long('One.')] },
+        { role: 'assistant', content: 'Ok.' },
+        { role: 'user', content: [part('Two.')] },
+      ],
+      ['5m', '5m', '5m'],
+    ],
+    [
+      'hours before minutes: as they came',
+      [
+        { role: 'system', content: [long('Rules.')] },
+        { role: 'user', content: [long('One.')] },
+        { role: 'user', content: [part('Two.')] },
+      ],
+      ['1h', '1h', '5m'],
+    ],
+    [
+      "an hour's mark after a message's 5 minutes",
+      [
+        { role: 'user', content: [part('One.')] },
+        { role: 'user', content: [long('Two.')] },
+      ],
+      ['5m', '5m'],
+    ],
+  ])('chat: %s', (_name, messages, expected) => {
+    const out = chatWithinCacheBreakpoints(messages as Json[]);
+    expect(ttlsOf(out)).toEqual(expected);
+    if (JSON.stringify(ttlsOf(messages)) === JSON.stringify(expected)) expect(out).toBe(messages);
+  });
+
+  it("Messages: a tool result's inner hour's mark after the tools' 5 minutes", () => {
+    const body: Json = {
+      tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: mark }],
+      system: [long('Rules.')],
+      messages: [
+        { role: 'user', content: [long('Go.')] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [long('inner')] }] },
+      ],
+    };
+    withinCacheBreakpoints(body);
+    // The system prompt's is the client's own, as it came (Anthropic refuses it); the conversation's follow.
+    expect(body.system).toEqual([long('Rules.')]);
+    expect(body.messages).toEqual([
+      { role: 'user', content: [part('Go.')] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [part('inner')] }] },
     ]);
   });
 });
