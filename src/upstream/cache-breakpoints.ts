@@ -140,9 +140,8 @@ export function withinCacheBreakpoints(body: Json): void {
   const fixed = (isMarked(body) ? 1 : 0) + breakpointsIn(body.tools) + breakpointsIn(body.system);
   if (fixed === 0 && !(body.messages as Json[]).some((message) => breakpointsIn(message.content) > 0)) return;
   const kept = newestBreakpoints(body.messages as Json[], maxCacheBreakpoints - fixed);
-  const shortBefore =
-    (isMarked(body) && !isLong(body)) || hasShortMark(body.tools) || hasShortMark(body.system);
-  body.messages = messagesInTtlOrder(kept, shortBefore);
+  // The request's own mark (automatic caching) falls on its last block: after every other.
+  body.messages = messagesInTtlOrder(kept, hasShortMark(body.tools) || hasShortMark(body.system));
 }
 
 /**

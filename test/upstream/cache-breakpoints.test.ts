@@ -169,6 +169,13 @@ describe("the cache's lifetimes, in the order Anthropic reads them (tools, syste
     if (JSON.stringify(ttlsOf(messages)) === JSON.stringify(expected)) expect(out).toBe(messages);
   });
 
+  it("Messages: the request's own mark (automatic caching, on its last block) comes after every other", () => {
+    const messages = [{ role: 'user', content: [long('Go.')] }];
+    const body: Json = { cache_control: mark, system: [long('Rules.')], messages };
+    withinCacheBreakpoints(body);
+    expect(body.messages).toBe(messages);
+  });
+
   it("Messages: a tool result's inner hour's mark after the tools' 5 minutes", () => {
     const body: Json = {
       tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: mark }],
