@@ -527,13 +527,13 @@ function buildWithin(fitting: TurnFitting, budget: number): ReturnType<TurnFitti
  * result shrinks until it is masked: Qwen Code then stopped at "Duplicate provider tool call id").
  */
 export function fitCurrentTurn(input: CurrentTurnInput): CurrentTurnFit {
-  const fit = fitWithSummary(input);
+  const fit = fitTurn(input);
   if (input.turnSummary === undefined || !fit.newestCut) return fit.fit;
-  const without = fitWithSummary(Object.assign({}, input, { turnSummary: undefined }));
+  const without = fitTurn(Object.assign({}, input, { turnSummary: undefined }));
   return without.newestCut || without.fit.tooLarge ? fit.fit : without.fit;
 }
 
-function fitWithSummary(input: CurrentTurnInput): { fit: CurrentTurnFit; newestCut: boolean } {
+function fitTurn(input: CurrentTurnInput): { fit: CurrentTurnFit; newestCut: boolean } {
   const fitting = new TurnFitting(input);
   fitting.replay();
   // The requests made before the turn summary saw the whole turn: its peak counts too, so a summary that
