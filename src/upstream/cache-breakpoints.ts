@@ -63,10 +63,22 @@ function keptNewest(blocks: unknown[], keep: { left: number }): unknown[] {
   return out ?? blocks;
 }
 
-/** `messages` with breakpoints past the newest `allowed` left out: the same array when they are within. */
-function newestBreakpoints<T extends { content?: unknown }>(messages: T[], allowed: number): T[] {
+/** The breakpoints of `messages`' blocks. */
+function breakpointsOf(messages: ReadonlyArray<{ content?: unknown }>): number {
   let count = 0;
   for (const message of messages) count += breakpointsIn(message.content);
+  return count;
+}
+
+/**
+ * `messages` (of `count` breakpoints) with those past the newest `allowed` left out: the same array when
+ * they are within.
+ */
+function newestBreakpoints<T extends { content?: unknown }>(
+  messages: T[],
+  count: number,
+  allowed: number,
+): T[] {
   if (count <= allowed) return messages;
   const keep = { left: Math.max(0, allowed) };
   const out = messages.slice();
@@ -138,8 +150,9 @@ function messagesInTtlOrder<T extends { content?: unknown }>(messages: T[], shor
 /** A Messages request's `messages` within the breakpoints its own, its tools' and its system prompt's leave. */
 export function withinCacheBreakpoints(body: Json): void {
   const fixed = (isMarked(body) ? 1 : 0) + breakpointsIn(body.tools) + breakpointsIn(body.system);
-  if (fixed === 0 && !(body.messages as Json[]).some((message) => breakpointsIn(message.content) > 0)) return;
-  const kept = newestBreakpoints(body.messages as Json[], maxCacheBreakpoints - fixed);
+  const inMessages = breakpointsOf(body.messages as Json[]);
+  if (fixed + inMessages === 0) return;
+  const kept = newestBreakpoints(body.messages as Json[], inMessages, maxCacheBreakpoints - fixed);
   // The request's own mark (automatic caching) falls on its last block: after every other.
   body.messages = messagesInTtlOrder(kept, hasShortMark(body.tools) || hasShortMark(body.system));
 }
@@ -151,16 +164,15 @@ export function withinCacheBreakpoints(body: Json): void {
 export function chatWithinCacheBreakpoints<T extends { role?: unknown; content?: unknown }>(
   messages: T[],
 ): T[] {
-  let count = 0;
-  for (const message of messages) count += breakpointsIn(message.content);
+  const count = breakpointsOf(messages);
   if (count === 0) return messages;
   let leading = 0;
   while (leading < messages.length && isInstructions(messages[leading]?.role)) leading++;
   const system = messages.slice(0, leading);
   const rest = messages.slice(leading);
-  let fixed = 0;
-  for (const message of system) fixed += breakpointsIn(message.content);
-  const capped = count <= maxCacheBreakpoints ? rest : newestBreakpoints(rest, maxCacheBreakpoints - fixed);
+  const fixed = breakpointsOf(system);
+  const capped =
+    count <= maxCacheBreakpoints ? rest : newestBreakpoints(rest, count - fixed, maxCacheBreakpoints - fixed);
   const kept = messagesInTtlOrder(
     capped,
     system.some((message) => hasShortMark(message.content)),
