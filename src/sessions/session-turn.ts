@@ -10,7 +10,7 @@ import {
 } from '../context/reconcile.js';
 import { countingWorkLimitFor, countMessages, countMessageTokens } from '../context/token-accounting.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
-import { leadingSystemCount, sourcePositions, splitTurns } from '../context/turns.js';
+import { leadingSystemCount, messageText, sourcePositions, splitTurns } from '../context/turns.js';
 import type { ContextMessage, Tokenizer } from '../context/types.js';
 import { summaryMessage, turnSummaryMessage } from '../context/summary.js';
 import type { SessionView } from '../context/session-view.js';
@@ -302,6 +302,85 @@ export function isOtherConversation(
   return !calls.some((call) => answered.has(call.id));
 }
 
+/**
+ * Whether a request that neither goes on from the stored conversation nor rewrites its end is that
+ * conversation compacted by its client (docs/sessions.md#compacted-conversations): it starts otherwise —
+ * with a summary of its own — and keeps the stored conversation's newest message after it (pi and Qwen
+ * Code keep the newest messages as they were), or starts with what the stored conversation's newest
+ * message, an answer, said (Claude Code asks the model for its summary through the session, as a last
+ * turn, and starts the compacted conversation with it). Only a client that resends its whole
+ * conversation, with the session's own instructions, is asked (isCompacting).
+ */
+export function isCompactedConversation(
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+): boolean {
+  const [first] = incomingHistory;
+  const last = stored.at(-1);
+  if (first === undefined || last === undefined || stored[0] === undefined) return false;
+  if (canonicalMessage(first) === canonicalMessage(stored[0])) return false;
+  const lastKey = canonicalMessage(last);
+  for (let at = 1; at < incomingHistory.length; at++)
+    if (canonicalMessage(incomingHistory[at] as ContextMessage) === lastKey) return true;
+  return last.role === 'assistant' && carriesPassage(messageText(first), messageText(last));
+}
+
+/** Passages of an answer looked for (the first ones, its lines or tagged parts of 24 characters or more). */
+const passagesLookedFor = 16;
+
+/** Whether `text` holds a line, or a part between tags, of `answer` of 24 characters or more. */
+function carriesPassage(text: string, answer: string): boolean {
+  let looked = 0;
+  for (const part of answer.split(/<[^<>\n]{1,64}>|\n/)) {
+    const passage = part.trim();
+    if (passage.length < 24) continue;
+    if (text.includes(passage)) return true;
+    if (++looked === passagesLookedFor) return false;
+  }
+  return false;
+}
+
+/**
+ * The first line of Claude Code's system prompt (`x-anthropic-billing-header: cc_version=2.1.332.857;
+ * …`), whose last part changes with the conversation's first message, as its compaction changes it: not
+ * instructions.
+ */
+const billingHeader = 'x-anthropic-billing-header:';
+
+/** A system prompt's instructions: its text, but the line of Claude Code's billing header it starts with. */
+function instructionsText(prompt: Record<string, unknown>): string {
+  const text = messageText(prompt as ContextMessage);
+  return text.startsWith(billingHeader) ? text.slice(text.indexOf('\n') + 1) : text;
+}
+
+/**
+ * Whether the request brings instructions of its own (a system prompt other than the stored one), the
+ * session's own (the stored one, or one that differs from it only in Claude Code's billing header) or none.
+ */
+function instructionsOf(
+  snapshot: SessionSnapshot,
+  newSystemPrompt: Record<string, unknown> | undefined,
+  sent: boolean,
+): 'own' | 'same' | 'none' {
+  if (newSystemPrompt === undefined) return sent ? 'same' : 'none';
+  if (snapshot.systemPrompt === undefined) return 'own';
+  return instructionsText(newSystemPrompt) === instructionsText(snapshot.systemPrompt) ? 'same' : 'own';
+}
+
+/** A session as it is once a compacted conversation starts it over: its version, nothing stored. */
+function startedOver(snapshot: SessionSnapshot): SessionSnapshot {
+  return {
+    version: snapshot.version,
+    systemPrompt: undefined,
+    messages: [],
+    archivedCount: 0,
+    headMessages: 0,
+    historyStart: 0,
+    updatedAtMs: snapshot.updatedAtMs,
+    resent: true,
+  };
+}
+
 interface ViewParts extends SessionView {
   systemCount: number;
   stored: ContextMessage[];
@@ -315,6 +394,10 @@ interface ViewParts extends SessionView {
   resends: boolean;
   /** The request is another conversation under the session's id: it is served without the session. */
   otherConversation: boolean;
+  /** The request is the conversation compacted by its client: it starts the session over. */
+  startsOver: boolean;
+  /** The session this is a view of: as loaded, or as it is started over. */
+  basis: SessionSnapshot;
 }
 
 /**
@@ -354,13 +437,14 @@ function messagesOfTurn(
   incomingHistory: readonly ContextMessage[],
   mode: HistoryMode,
   retry: TurnRetry,
-  ownInstructions: boolean,
+  instructions: 'own' | 'same' | 'none',
 ): {
   stored: ContextMessage[];
   replaced: number;
   newMessages: ContextMessage[];
   resends: boolean;
   otherConversation: boolean;
+  startsOver: boolean;
 } {
   const allStored = snapshot.messages.map((entry) => entry.message as ContextMessage);
   const retried = retriedTurnLength(snapshot, allStored, incomingHistory, mode, retry);
@@ -378,15 +462,22 @@ function messagesOfTurn(
   // A retried turn, or the rewritten end, is answered again in place of the stored one.
   const replaced = kept === undefined ? retried : allStored.length - kept;
   const stored = replaced === 0 ? allStored : allStored.slice(0, allStored.length - replaced);
+  const parted = continuesAt === 0 && replaced === 0;
+  const startsOver =
+    parted &&
+    instructions === 'same' &&
+    resendsWhole(snapshot, mode) &&
+    isCompactedConversation(stored, incomingHistory);
   return {
     stored,
     replaced,
     newMessages: incomingHistory.slice(kept === undefined ? continuesAt : kept + snapshot.archivedCount),
     resends: continuesAt > 0 || kept !== undefined,
     otherConversation:
-      continuesAt === 0 &&
-      replaced === 0 &&
-      isOtherConversation(snapshot, stored, incomingHistory, mode, ownInstructions),
+      parted &&
+      !startsOver &&
+      isOtherConversation(snapshot, stored, incomingHistory, mode, instructions === 'own'),
+    startsOver,
   };
 }
 
@@ -402,13 +493,19 @@ function sessionView(
 ): ViewParts {
   const incomingHistory = incoming.slice(leadingSystemCount(incoming));
   const { systemPrompt, newSystemPrompt, systemPromptBytes } = systemPromptOf(snapshot, incoming);
-  const { stored, replaced, newMessages, resends, otherConversation } = messagesOfTurn(
+  const { stored, replaced, newMessages, resends, otherConversation, startsOver } = messagesOfTurn(
     snapshot,
     incomingHistory,
     mode,
     retry,
-    newSystemPrompt !== undefined,
+    instructionsOf(snapshot, newSystemPrompt, incomingHistory.length < incoming.length),
   );
+  // The conversation its client compacted: the session starts over with it, as if nothing were stored.
+  if (startsOver)
+    return Object.assign(
+      sessionView(sessionId, startedOver(snapshot), incoming, mode, tokenizer, precision, retry, summaries),
+      { startsOver },
+    );
 
   const systemCount = systemPrompt === undefined ? 0 : 1;
   const conversation = [
@@ -461,6 +558,8 @@ function sessionView(
     newSystemPrompt,
     resends,
     otherConversation,
+    startsOver,
+    basis: snapshot,
     conversation,
     conversationTokens,
     ...(estimated ? { estimatedCounts: true as const } : {}),
@@ -705,7 +804,7 @@ export async function beginSessionTurn(options: {
 }): Promise<SessionTurn | undefined> {
   const { store, key, tokenizer } = options;
   const now = options.now ?? Date.now;
-  const { hold, snapshot } = await holdAndLoad(
+  const { hold, snapshot: loaded } = await holdAndLoad(
     store,
     options.holdQueue,
     key,
@@ -715,7 +814,7 @@ export async function beginSessionTurn(options: {
   const retry = options.retry ?? noRetry;
   const view = sessionView(
     key.sessionId,
-    snapshot,
+    loaded,
     options.incoming,
     options.historyMode,
     tokenizer,
@@ -733,7 +832,8 @@ export async function beginSessionTurn(options: {
     await giveBack(hold.expiresAtMs);
     return undefined;
   }
-  const { systemCount, stored, newMessages, newTokens } = view;
+  // The session as this turn goes on from it: as loaded, or started over by a compacted conversation.
+  const { systemCount, stored, newMessages, newTokens, basis: snapshot } = view;
   // The current turn never moves to the archive (its user message stays in view), so it is what bounds
   // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
   const turnLength = Math.max(currentTurnLength(stored, newMessages), newMessages.length + 1);
@@ -779,6 +879,7 @@ export async function beginSessionTurn(options: {
           activeTokenLimit: rendered.window,
           headMessages: protectedHeadMessages(snapshot, stored, append, rendered.keepFirstTurns),
           replaceLast: view.replaced,
+          startOver: view.startsOver,
           turnKey: retry.key,
           resent: view.resends && snapshot.resent !== true,
           report,

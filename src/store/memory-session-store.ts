@@ -121,6 +121,24 @@ export function createMemorySessionStore({
     return lock !== undefined && lock.token === token && lock.expiresAtMs > now();
   }
 
+  /** What a session stored of a conversation its client compacted comes off (CommitInput.startOver). */
+  function forgetConversation(session: MemorySession): void {
+    let freed = 0;
+    for (const stored of [...session.active, ...session.archive]) freed += messageBytes(stored);
+    for (const summary of [session.summary, session.turnSummary, ...session.pastTurnSummaries])
+      freed += (summary?.text.length ?? 0) * 2;
+    Object.assign(session, {
+      active: [],
+      archive: [],
+      head: 0,
+      summary: undefined,
+      turnSummary: undefined,
+      pastTurnSummaries: [],
+      summaryLock: undefined,
+    });
+    resize(session, session.bytes - freed);
+  }
+
   function resize(session: MemorySession, bytes: number): void {
     totalBytes += bytes - session.bytes;
     session.bytes = bytes;
@@ -301,6 +319,7 @@ export function createMemorySessionStore({
         return { ok: false, reason: 'hold_lost' };
       }
       if (session.version !== input.expectedVersion) return { ok: false, reason: 'version_conflict' };
+      if (input.startOver === true) forgetConversation(session);
       if (session.head === 0 && session.archive.length === 0 && (input.headMessages ?? 0) > 0)
         session.head = input.headMessages ?? 0;
       let added = 0;

@@ -106,10 +106,12 @@ const sessionAcquireLoadScript = `
 if not redis.call('SET', KEYS[4], ARGV[9], 'PX', ARGV[10], 'NX') then return 0 end
 ${sessionLoadScript}`;
 
-// KEYS: meta, active, archive, hold, requests. ARGV: token, expectedVersion, maxActive, ttlSeconds, nowMs,
-// historyStart, systemPrompt ('' = keep; a new one bumps systemPromptRev, so that loads can leave out the
-// one a replica holds), activeTokenLimit, minActive, epoch (for a new session, or after a replacement),
-// head (0 = keep), appended tokens, messages to take off the end first (a retried turn), the turn's
+// KEYS: meta, active, archive, hold, requests, summarizing. ARGV: token, expectedVersion, maxActive,
+// ttlSeconds, nowMs, historyStart, systemPrompt ('' = keep; a new one bumps systemPromptRev, so that loads
+// can leave out the one a replica holds), activeTokenLimit, minActive, epoch (for a new session, or after a
+// replacement), head (0 = keep), appended tokens, messages to take off the end first (a retried turn; -1:
+// the client compacted its conversation, and everything stored of it comes off — its messages, archived
+// ones, head and summaries, and the lock of a summary being made of it, which then is not stored), the turn's
 // idempotency key, the request's report ('' = none; kept as the record-request script keeps it), reports
 // kept, whether the request sent the stored messages again ('1' marks the session resent), items…
 // Spilling moves the oldest whole turns after the protected head to the archive (see spillCount).
@@ -126,6 +128,14 @@ local function put(field, value)
 end
 local tokens = tonumber(state[4] or '0')
 if version == 0 then
+  put('epoch', ARGV[10])
+  tokens = 0
+end
+if ARGV[13] == '-1' then
+  redis.call('DEL', KEYS[2], KEYS[3], KEYS[6])
+  redis.call('HDEL', KEYS[1], 'head', 'lastTurnStart', 'summary', 'summaryTo', 'summaryRev', 'turnSummary',
+    'turnSummaryRev', 'pastTurnSummaries', 'pastTurnSummariesRev')
+  state[2], state[3] = nil, nil
   put('epoch', ARGV[10])
   tokens = 0
 end
@@ -369,7 +379,7 @@ export const sessionScripts = {
   recordRequest: { name: 'ctxgateRecordRequest', numberOfKeys: 2, lua: sessionRecordRequestScript },
   touchIndex: { name: 'ctxgateTouchIndex', numberOfKeys: 2, lua: sessionTouchIndexScript },
   forgetSession: { name: 'ctxgateForgetSession', numberOfKeys: 2, lua: sessionForgetScript },
-  commit: { name: 'ctxgateCommit', numberOfKeys: 5, lua: sessionCommitScript },
+  commit: { name: 'ctxgateCommit', numberOfKeys: 6, lua: sessionCommitScript },
   history: { name: 'ctxgateHistory', numberOfKeys: 3, lua: sessionHistoryScript },
   summaryLock: { name: 'ctxgateSummaryLock', numberOfKeys: 2, lua: sessionSummaryLockScript },
   storeSummary: { name: 'ctxgateStoreSummary', numberOfKeys: 4, lua: sessionStoreSummaryScript },

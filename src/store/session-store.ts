@@ -154,6 +154,13 @@ export interface CommitInput {
    * of the active list before `append` goes on.
    */
   replaceLast?: number;
+  /**
+   * The client compacted its conversation (docs/sessions.md#compacted-conversations): what the session
+   * stored of the one before — its messages, archived ones included, its summaries and its head — comes
+   * off first, and a summary being made of it is not stored; `append` starts the session's conversation
+   * anew (`replaceLast` is not read).
+   */
+  startOver?: boolean | undefined;
   /** The request's Idempotency-Key, kept with the turn so a retry carrying it is known. */
   turnKey?: string | undefined;
   /** The request sent the stored messages again: marks the session `resent` (once marked, it stays). */

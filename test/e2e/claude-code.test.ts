@@ -131,6 +131,12 @@ function decide(
     stepsMade++;
     return { tool: 'Read', input: { file_path: join(workDirectory, `chapter-${stepsMade}.txt`) } };
   }
+  // Claude Code's compaction (`/compact`, or on its own near the window) asks for a summary as its
+  // model writes one: an analysis, then the summary, in tags, which Claude Code keeps.
+  if (task.includes('Your task is to create a detailed summary of the conversation so far'))
+    return {
+      text: '<analysis>\nThe user asked me to say things, one after the other.\n</analysis>\n\n<summary>\n1. Primary Request and Intent: the user asked me to say something, then something else.\n2. Pending Tasks: none.\n</summary>',
+    };
   return { text: 'ok' };
 }
 
@@ -535,23 +541,26 @@ describe('Claude Code through ctxgate', () => {
     expect(await totalOf(second.result.session_id)).toBe(once);
   }, 300_000);
 
-  // Claude Code's own compaction rewrites its conversation from the first message on (a summary of it,
-  // then what follows): no longer this session's conversation, it is served without the session, fitted
-  // as Claude Code sends it, and the session stays as it was at the compaction (docs/sessions.md).
-  it('goes on after Claude Code compacts its conversation: served as Claude Code sends it, the session left as it was', async () => {
+  // Claude Code's own compaction asks the model for a summary through the session (its instructions and
+  // tools, the conversation, then the request for a summary) and goes on with a conversation rewritten
+  // from its first message: the summary, then what follows. Served without the session, the session was
+  // left as it was at the compaction, and nothing Claude Code sent after it was stored or shown by the
+  // inspector; the session starts over with it (docs/sessions.md#compacted-conversations).
+  it('goes on after Claude Code compacts its conversation: the session starts over with the compacted conversation', async () => {
     const sessionId = `cc-compact-${randomUUID().slice(0, 8)}`;
     const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
     const first = await runClaude('Say something.', 'claude-sonnet-4-5', sessionId, { home });
     const resume = String(first.result.session_id);
     const second = await runClaude('Say something else.', 'claude-sonnet-4-5', sessionId, { home, resume });
     const compacted = await runClaude('/compact', 'claude-sonnet-4-5', sessionId, { home, resume });
-    const totalOf = async (): Promise<number | undefined> => {
-      const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}:${resume}`, {
+    const stored = async (): Promise<string[]> => {
+      const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}:${resume}/history`, {
         headers: { authorization: 'Bearer gw-claude-code' },
       });
-      return ((await response.json()) as { counts?: { total?: number } }).counts?.total;
+      const { data } = (await response.json()) as { data: Json[] };
+      return data.map((message) => contentText(message.content));
     };
-    const atCompaction = await totalOf();
+    const atCompaction = await stored();
     const before = anthropic.messageRequests.length;
     const from = harness.logLines.length;
     const third = await runClaude('Say a third thing.', 'claude-sonnet-4-5', sessionId, { home, resume });
@@ -561,19 +570,27 @@ describe('Claude Code through ctxgate', () => {
       false,
       false,
     ]);
-    expect(atCompaction).toBeGreaterThanOrEqual(6);
-    expect(await totalOf()).toBe(atCompaction);
+    expect(atCompaction.filter((text) => text.includes('Say something.'))).toHaveLength(1);
     // Anthropic was shown the compacted conversation once: its first message no longer the first task.
     const sent = anthropic.messageRequests.slice(before).map((request) => request.body.messages as Json[]);
     expect(sent).toHaveLength(1);
     const texts = (sent[0] ?? []).map((message) => contentText(message.content));
+    expect(texts[0]).toContain('Primary Request and Intent: the user asked me to say something');
     expect(texts[0]).not.toContain('Say something.');
     expect(texts.filter((text) => text.includes('Say a third thing.'))).toHaveLength(1);
+    // The session holds what Claude Code sent, and the answer: the conversation before it is gone.
+    const after = await stored();
+    expect(after[0]).toContain('This session is being continued from a previous conversation');
+    expect(after.filter((text) => text.includes('Say something.'))).toEqual([]);
+    expect(after.filter((text) => text.includes('Say a third thing.'))).toHaveLength(1);
+    expect(after.at(-1)).toBe('ok');
     const lines = harness.logLines
       .slice(from)
-      .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean })
+      .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean; session?: string })
       .filter((line) => line.route === '/v1/messages');
-    expect(lines.map((line) => line.otherConversation)).toEqual([true]);
+    expect(lines.map((line) => [line.otherConversation, typeof line.session])).toEqual([
+      [undefined, 'string'],
+    ]);
   }, 300_000);
 
   it('runs on Claude Opus 5.5 as Claude Code sends it there: its system message in the conversation, effort and context management reach Anthropic', async () => {

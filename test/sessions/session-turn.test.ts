@@ -13,6 +13,7 @@ import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 import { createHoldQueue } from '../../src/sessions/hold-queue.js';
 import {
   beginSessionTurn,
+  isCompactedConversation,
   isOtherConversation,
   previewSessionTurn,
   retriedTurnLength,
@@ -700,4 +701,153 @@ describe('another conversation under the same id', () => {
       await store.close();
     }
   });
+});
+
+describe('a conversation its client compacted', () => {
+  const read = (id: string): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: `{"path":"${id}.txt"}` } }],
+  });
+  const output = (id: string): ContextMessage => ({
+    role: 'tool',
+    tool_call_id: id,
+    content: `text of ${id}`,
+  });
+  const summaryAnswer = assistant(
+    '<analysis>The user reads files.</analysis>\n<summary>1. The user asked for the launch code; it is CODE-4711.\n2. Files read: a.txt, b.txt.</summary>',
+  );
+  const conversation = [
+    user('read a and b'),
+    read('a'),
+    output('a'),
+    read('b'),
+    output('b'),
+    assistant('read both'),
+  ];
+
+  // [name, stored, incoming, compacted]
+  it.each<[string, readonly ContextMessage[], ContextMessage[], boolean]>([
+    [
+      'led by a summary, keeping the newest messages as they were (pi, Qwen Code)',
+      conversation,
+      [user('Summary: the user reads files.'), read('b'), output('b'), assistant('read both'), user('now c')],
+      true,
+    ],
+    [
+      'starting with the summary the newest stored answer gave (Claude Code)',
+      [...conversation, user('Summarize the conversation.'), summaryAnswer],
+      [
+        user(
+          'This session is being continued from a previous conversation that ran out of context.\nSummary:\n1. The user asked for the launch code; it is CODE-4711.\n2. Files read: a.txt, b.txt.',
+        ),
+        user('go on'),
+      ],
+      true,
+    ],
+    ['a new conversation (a sub-agent, a side request)', conversation, [user('count to three')], false],
+    [
+      'a new conversation that quotes a short answer',
+      [...conversation, assistant('ok')],
+      [user('ok, count to three')],
+      false,
+    ],
+    [
+      'one that starts as the stored one does (a rewrite, not a compaction)',
+      conversation,
+      [user('read a and b'), read('b'), output('b'), assistant('read both')],
+      false,
+    ],
+    [
+      'the newest stored message first, nothing before it',
+      conversation,
+      [assistant('read both'), user('go on')],
+      false,
+    ],
+    ['nothing stored', [], [user('Summary.'), user('go on')], false],
+  ])('is %s: %s', (_name, storedMessages, incoming, compacted) => {
+    expect(isCompactedConversation(storedMessages, incoming)).toBe(compacted);
+  });
+
+  it.each([
+    [
+      'Redis',
+      () =>
+        createRedisSessionStore({
+          redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+        }),
+    ],
+    [
+      'memory',
+      () =>
+        createMemorySessionStore({
+          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+        }),
+    ],
+  ])(
+    'starts the session over with it, with the session’s own instructions only (%s)',
+    async (_name, makeStore) => {
+      const store = makeStore();
+      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'pi' };
+      const holdQueue = createHoldQueue();
+      const instructions: ContextMessage = { role: 'system', content: 'You are a coding agent.' };
+      const open = (incoming: ContextMessage[]) =>
+        beginSessionTurn({
+          holdQueue,
+          store,
+          key,
+          historyMode: 'auto',
+          incoming,
+          tokenizer: words,
+          holdMs: 30_000,
+          maxTurnMessages: 100,
+        });
+      const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
+        const opened = await inSession(open(incoming));
+        await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+        return opened;
+      };
+      const contents = async () =>
+        (await store.load(key)).messages.map((entry) => entry.message.content ?? entry.message.tool_calls);
+      try {
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        // The agent's loop, its whole conversation resent each time.
+        const sent: ContextMessage[] = [user('read a and b')];
+        for (const id of ['a', 'b']) {
+          await answer([instructions, ...sent], read(id));
+          sent.push(read(id), output(id));
+        }
+        await answer([instructions, ...sent], assistant('read both'));
+        sent.push(assistant('read both'));
+        expect(await contents()).toHaveLength(6);
+        // Its compaction call: instructions of its own, served without the session.
+        const compactor: ContextMessage = { role: 'system', content: 'You summarize conversations.' };
+        expect(await open([compactor, user(JSON.stringify(sent))])).toBeUndefined();
+        // Then the compacted conversation, with the agent's instructions: the session starts over with it.
+        const compacted = [user('Summary: the user reads files.'), ...sent.slice(-3), user('now c')];
+        const opened = await answer([instructions, ...compacted], read('c'));
+        expect(opened.conversation).toEqual([instructions, ...compacted]);
+        expect(await contents()).toEqual(
+          [...compacted, read('c')].map((message) => message.content ?? message.tool_calls),
+        );
+        // It goes on from there: the next request continues the conversation the session now holds.
+        await answer([instructions, ...compacted, read('c'), output('c')], assistant('read c'));
+        expect(await contents()).toHaveLength(compacted.length + 3);
+        // With instructions of its own, the same request would have been another conversation.
+        const other = await open([
+          { role: 'system', content: 'You are a helper.' },
+          user('Summary: a helper.'),
+          output('c'),
+          assistant('read c'),
+          user('go on'),
+        ]);
+        expect(other).toBeUndefined();
+        expect(await contents()).toHaveLength(compacted.length + 3);
+      } finally {
+        await store.close();
+      }
+    },
+  );
 });

@@ -570,6 +570,75 @@ export function describeSessionStoreContract(name: string, factory: StoreFactory
       updatedAtMs: 1_700_000_000_000,
     });
 
+    it('starts over with a compacted conversation: the one before comes off, archive, head and summaries with it, and a summary being made of it is not stored', async () => {
+      const { key } = await sessionOfTurns(3);
+      const lock = (await roomy.acquireSummaryLock(key, 10_000))!;
+      expect(
+        await roomy.storeSummary(key, { lockToken: lock, expectedToMessage: 0, summary: summaryOf(2, 4) }),
+      ).toEqual({ ok: true, archivedMessages: 2 });
+      const next = (await roomy.acquireSummaryLock(key, 10_000))!;
+      // Another replica read the session before it started over: its copy must not keep the old one.
+      const replica = await connected(
+        await factory({ maxActiveMessages: 50, minActiveMessages: 1, idleTtlSeconds: 3_600 }),
+      );
+      const shared = (await replica.load(key)).version === 3;
+      const before = await roomy.load(key);
+      expect([before.archivedCount, before.headMessages, before.summary?.toMessage]).toEqual([2, 2, 4]);
+      const compacted = [stored('user', 'summary of m0-m5', 8), stored('assistant', 'm5', 10)];
+      expect(
+        await roomy.commit(key, {
+          hold: (await roomy.acquire(key, 10_000))!,
+          expectedVersion: before.version,
+          append: [...compacted, stored('user', 'n0', 3), stored('assistant', 'n1', 3)],
+          systemPrompt: { role: 'system', content: 'same instructions' },
+          historyStart: 0,
+          activeTokenLimit: 1_000_000,
+          replaceLast: 1,
+          startOver: true,
+        }),
+      ).toEqual({ ok: true, version: 4 });
+      const after = await roomy.load(key);
+      expect(after.messages.map((entry) => entry.message.content)).toEqual([
+        'summary of m0-m5',
+        'm5',
+        'n0',
+        'n1',
+      ]);
+      expect([after.archivedCount, after.headMessages, after.historyStart]).toEqual([0, 0, 0]);
+      expect([after.summary, after.turnSummary, after.pastTurnSummaries]).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      expect(after.systemPrompt).toEqual({ role: 'system', content: 'same instructions' });
+      expect((await roomy.history(key, 0, 100)).total).toBe(4);
+      // The job that was summarizing the conversation before lost its lock: its summary is not stored.
+      expect(
+        await roomy.storeSummary(key, { lockToken: next, expectedToMessage: 4, summary: summaryOf(2, 6) }),
+      ).toEqual({ ok: false, reason: 'lock_lost' });
+      expect(await roomy.acquireSummaryLock(key, 10_000)).toBeDefined();
+      if (shared)
+        expect((await replica.load(key)).messages.map((entry) => entry.message.content)).toEqual([
+          'summary of m0-m5',
+          'm5',
+          'n0',
+          'n1',
+        ]);
+      await replica.close();
+      // Turns go on from the new conversation; its first turn becomes the head as any session's does.
+      await roomy.commit(key, {
+        hold: (await roomy.acquire(key, 10_000))!,
+        expectedVersion: 4,
+        append: [stored('user', 'n2', 3), stored('assistant', 'n3', 3)],
+        historyStart: 0,
+        activeTokenLimit: 1_000_000,
+        headMessages: 2,
+      });
+      const going = await roomy.load(key);
+      expect(going.messages).toHaveLength(6);
+      expect(going.headMessages).toBe(2);
+    });
+
     it('stores a summary and moves the messages it covers to the archive in one step; turns go on', async () => {
       const { key, all } = await sessionOfTurns(2);
       const loadedByTurn = await roomy.load(key);
