@@ -305,8 +305,8 @@ export function isOtherConversation(
 /**
  * Whether a request that neither goes on from the stored conversation nor rewrites its end is that
  * conversation compacted by its client (docs/sessions.md#compacted-conversations): it starts otherwise —
- * with a summary of its own — and keeps the stored conversation's newest message after it (pi and Qwen
- * Code keep the newest messages as they were), or starts with what the stored conversation's newest
+ * with a summary of its own — and keeps the stored conversation's newest message after it (pi keeps
+ * the newest messages as they were), or starts with what the stored conversation's newest
  * message, an answer, said (Claude Code asks the model for its summary through the session, as a last
  * turn, and starts the compacted conversation with it). Only a client that resends its whole
  * conversation, with the session's own instructions, is asked (isCompacting).

@@ -729,7 +729,7 @@ describe('a conversation its client compacted', () => {
   // [name, stored, incoming, compacted]
   it.each<[string, readonly ContextMessage[], ContextMessage[], boolean]>([
     [
-      'led by a summary, keeping the newest messages as they were (pi, Qwen Code)',
+      'led by a summary, keeping the newest messages as they were (pi)',
       conversation,
       [user('Summary: the user reads files.'), read('b'), output('b'), assistant('read both'), user('now c')],
       true,
