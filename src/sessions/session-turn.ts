@@ -396,7 +396,7 @@ interface ViewParts extends SessionView {
   otherConversation: boolean;
   /** The request is the conversation compacted by its client: it starts the session over. */
   startsOver: boolean;
-  /** The session this is a view of: as loaded, or as it is started over. */
+  /** The session this turn goes on from: as loaded, or as a compacted conversation starts it over. */
   basis: SessionSnapshot;
 }
 
@@ -481,6 +481,20 @@ function messagesOfTurn(
   };
 }
 
+/** The summaries' bytes where they are sent as they were made (not merged into another message). */
+function withSummaryBytes(
+  known: Array<Buffer | undefined>,
+  messages: readonly ContextMessage[],
+  shownSummaries: ReadonlyArray<{ message: ContextMessage; bytes: Buffer | undefined } | undefined>,
+): Array<Buffer | undefined> {
+  for (const shown of shownSummaries)
+    if (shown?.bytes !== undefined) {
+      const at = messages.indexOf(shown.message);
+      if (at >= 0) known[at] = shown.bytes;
+    }
+  return known;
+}
+
 function sessionView(
   sessionId: string,
   snapshot: SessionSnapshot,
@@ -563,27 +577,18 @@ function sessionView(
     conversation,
     conversationTokens,
     ...(estimated ? { estimatedCounts: true as const } : {}),
-    knownBytes(messages, joinRuns = false) {
-      const known = storedMessageBytes(snapshot, {
-        positions: sourcePositions(conversation, messages),
-        systemCount,
-        storedCount: stored.length,
-        systemPromptBytes,
-        joinRuns,
-      });
-      // The summaries, where they are sent as they were made (not merged into another message).
-      const shownSummaries = [
-        historySummary,
-        turnSummary?.shown,
-        ...pastTurnSummaries.map((past) => past.shown),
-      ];
-      for (const shown of shownSummaries)
-        if (shown?.bytes !== undefined) {
-          const at = messages.indexOf(shown.message);
-          if (at >= 0) known[at] = shown.bytes;
-        }
-      return known;
-    },
+    knownBytes: (messages, joinRuns = false) =>
+      withSummaryBytes(
+        storedMessageBytes(snapshot, {
+          positions: sourcePositions(conversation, messages),
+          systemCount,
+          storedCount: stored.length,
+          systemPromptBytes,
+          joinRuns,
+        }),
+        messages,
+        [historySummary, turnSummary?.shown, ...pastTurnSummaries.map((past) => past.shown)],
+      ),
     historyStartHint: systemCount + Math.min(localStart, stored.length),
     archivedMessages: archived,
     omittedBefore: Math.max(0, archived - summarized),
@@ -832,7 +837,6 @@ export async function beginSessionTurn(options: {
     await giveBack(hold.expiresAtMs);
     return undefined;
   }
-  // The session as this turn goes on from it: as loaded, or started over by a compacted conversation.
   const { systemCount, stored, newMessages, newTokens, basis: snapshot } = view;
   // The current turn never moves to the archive (its user message stays in view), so it is what bounds
   // the active list: a turn that would outgrow it is refused before the upstream is called (and billed).
