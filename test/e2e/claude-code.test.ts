@@ -39,6 +39,7 @@ const screenshots = 104;
 type Json = Record<string, unknown>;
 
 let anthropic: FakeAnthropic;
+let wideAnthropic: FakeAnthropic;
 let openai: FakeUpstream;
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
@@ -110,6 +111,19 @@ function delegate(messages: Array<{ role: string; content: unknown }>, wait: boo
   };
 }
 
+/** The task of the loop Claude Code compacts part-way, and how many parts it reads. */
+const partsTask = 'Read the chapters in order, part-1.txt onwards, one at a time';
+const parts = 14;
+
+/** The newest part a conversation shows read: by a Read result, or by its compaction's summary. */
+const partsRead = (text: string): number =>
+  Math.max(
+    0,
+    ...[...text.matchAll(/Chapter (\d+)\.|read up to chapter (\d+)/g)].map((match) =>
+      Number(match[1] ?? match[2]),
+    ),
+  );
+
 /** The fake model, deciding from the task in its prompt. */
 function decide(
   task: string,
@@ -135,8 +149,19 @@ function decide(
   // model writes one: an analysis, then the summary, in tags, which Claude Code keeps.
   if (task.includes('Your task is to create a detailed summary of the conversation so far'))
     return {
-      text: '<analysis>\nThe user asked me to say things, one after the other.\n</analysis>\n\n<summary>\n1. Primary Request and Intent: the user asked me to say something, then something else.\n2. Pending Tasks: none.\n</summary>',
+      text: `<analysis>\nThe user asked me to do things, one after the other.\n</analysis>\n\n<summary>\n1. Primary Request and Intent: ${
+        task.includes(partsTask)
+          ? `${partsTask}; I read up to chapter ${partsRead(task)}.`
+          : 'the user asked me to say something, then something else.'
+      }\n2. Pending Tasks: none.\n</summary>`,
     };
+  // A loop Claude Code compacts part-way: each step reads the part after the newest one shown, or after
+  // the one its compaction's summary says it read up to.
+  if (task.includes(partsTask)) {
+    const read = partsRead(task);
+    if (read >= parts) return { text: `Read ${parts} chapters.` };
+    return { tool: 'Read', input: { file_path: join(workDirectory, `part-${read + 1}.txt`) } };
+  }
   return { text: 'ok' };
 }
 
@@ -145,11 +170,15 @@ beforeAll(async () => {
   writeFileSync(join(workDirectory, 'notes.txt'), 'Shopping list.\nThe launch code is CODE-4711.\n');
   writeFileSync(join(workDirectory, 'chart.png'), png(37, 23));
   writeFileSync(join(workDirectory, 'report.pdf'), pdf(['Revenue grew.', 'The Lisbon office opens in May.']));
+  for (let part = 1; part <= parts; part++)
+    writeFileSync(join(workDirectory, `part-${part}.txt`), `Chapter ${part}.\n${prose(3_000, 50 + part)}\n`);
   for (let chapter = 1; chapter <= loopSteps; chapter++)
     writeFileSync(join(workDirectory, `chapter-${chapter}.txt`), `${prose(3_000, chapter)}\n`);
   for (let shot = 1; shot <= screenshots; shot++)
     writeFileSync(join(workDirectory, `shot-${shot}.png`), png(shot, 9, shot));
   anthropic = new FakeAnthropic({ window: smallWindow });
+  // Claude on its whole window, for a loop Claude Code compacts by itself before the gateway fits it.
+  wideAnthropic = new FakeAnthropic({ window: 200_000 });
   anthropic.respond = (body) => {
     const messages = body.messages as Array<{ role: string; content: unknown }>;
     // Claude Code's side requests (titles, summaries of its own) and the gateway's summarizer carry no
@@ -289,10 +318,15 @@ beforeAll(async () => {
     respond,
   });
   const anthropicUrl = await anthropic.start();
+  wideAnthropic.respond = anthropic.respond;
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await openai.start(), GATEWAY_API_KEYS: 'gw-claude-code' },
     configYaml: [
       'upstreams:',
+      '  - name: anthropic-wide',
+      `    base_url: ${await wideAnthropic.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-haiku-*"]',
       '  - name: anthropic',
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
@@ -311,6 +345,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await harness.close();
   await anthropic.stop();
+  await wideAnthropic.stop();
   await openai.stop();
   await mistral.stop();
 });
@@ -329,7 +364,15 @@ async function runClaude(
     quiet = true,
     inventory = false,
     allowedTools = inventory ? 'Read,ToolSearch,mcp__inventory__lookup_7' : 'Read',
-  }: { home?: string; resume?: string; quiet?: boolean; inventory?: boolean; allowedTools?: string } = {},
+    env = {},
+  }: {
+    home?: string;
+    resume?: string;
+    quiet?: boolean;
+    inventory?: boolean;
+    allowedTools?: string;
+    env?: Record<string, string>;
+  } = {},
 ) {
   const mcpConfig = join(home, 'mcp.json');
   if (inventory)
@@ -369,6 +412,7 @@ async function runClaude(
         ANTHROPIC_API_KEY: 'gw-claude-code',
         ...(sessionId === undefined ? {} : { ANTHROPIC_CUSTOM_HEADERS: `x-session-id: ${sessionId}` }),
         ANTHROPIC_SMALL_FAST_MODEL: model,
+        ...env,
         // Without them (`quiet: false`), as Claude Code runs by default.
         ...(quiet
           ? {
@@ -591,6 +635,43 @@ describe('Claude Code through ctxgate', () => {
     expect(lines.map((line) => [line.otherConversation, typeof line.session])).toEqual([
       [undefined, 'string'],
     ]);
+  }, 300_000);
+
+  // Near its window Claude Code compacts by itself, part-way through a task, and goes on with the task
+  // in the compacted conversation (its window made small, as its CLAUDE_CODE_AUTO_COMPACT_WINDOW does).
+  it('finishes a loop Claude Code compacts part-way, in a session that starts over with the compacted conversation', async () => {
+    const sessionId = `cc-autocompact-${randomUUID().slice(0, 8)}`;
+    const before = wideAnthropic.messageRequests.length;
+    const from = harness.logLines.length;
+    const run = await runClaude(`${partsTask}.`, 'claude-haiku-4-5', sessionId, {
+      env: { CLAUDE_CODE_AUTO_COMPACT_WINDOW: '40000' },
+    });
+    expect(run.result.result).toBe(`Read ${parts} chapters.`);
+    const sent = wideAnthropic.messageRequests
+      .slice(before)
+      .map((request) => request.body.messages as Json[]);
+    const compaction = sent.findIndex((messages) =>
+      contentText(messages.at(-1)?.content).includes('create a detailed summary of the conversation so far'),
+    );
+    expect(compaction).toBeGreaterThan(0);
+    expect(compaction).toBeLessThan(sent.length - 2);
+    const response = await fetch(
+      `${harness.baseUrl}/sessions/${sessionId}:${String(run.result.session_id)}/history`,
+      { headers: { authorization: 'Bearer gw-claude-code' } },
+    );
+    const stored = ((await response.json()) as { data: Json[] }).data.map((message) =>
+      contentText(message.content),
+    );
+    // The session holds the compacted conversation as Claude Code went on with it, and the answer.
+    expect(stored[0]).toContain('This session is being continued from a previous conversation');
+    expect(stored.filter((text) => text.startsWith('1\tChapter 1.'))).toEqual([]);
+    expect(stored.filter((text) => text.includes(`Chapter ${parts}.`))).toHaveLength(1);
+    expect(stored.at(-1)).toBe(`Read ${parts} chapters.`);
+    const lines = harness.logLines
+      .slice(from)
+      .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean })
+      .filter((line) => line.route === '/v1/messages');
+    expect(lines.filter((line) => line.otherConversation === true)).toEqual([]);
   }, 300_000);
 
   it('runs on Claude Opus 5.5 as Claude Code sends it there: its system message in the conversation, effort and context management reach Anthropic', async () => {
