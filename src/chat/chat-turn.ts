@@ -809,6 +809,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         const session =
           sessionKey === undefined ? undefined : await openSession(input, chatRequest, sessionKey);
         if (sessionKey !== undefined && session === undefined) asked.otherConversation = true;
+        if (session?.startsOver === true) asked.startedOver = true;
         const turn: Turn = {
           input,
           client,
@@ -828,6 +829,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             stream: asked.stream,
             session: asked.session,
             otherConversation: asked.otherConversation,
+            startedOver: asked.startedOver,
             context: done.context,
             fallback: done.fallback,
             upstream: done.upstream,

@@ -25,6 +25,8 @@ export interface RequestOutcome {
   session?: string | undefined;
   /** Another conversation under the session's id, served without it (docs/sessions.md#other-conversations). */
   otherConversation?: boolean | undefined;
+  /** The conversation its client compacted, which started the session over (docs/sessions.md#compacted-conversations). */
+  startedOver?: boolean | undefined;
   /** What the context engine did to the conversation last sent (or previewed). */
   context?: RenderReport | undefined;
   /** The larger model the request went to instead of its own (models[].fallbacks). */

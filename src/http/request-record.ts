@@ -31,6 +31,8 @@ export interface RequestState {
   session: string | undefined;
   /** Another conversation under the session's id, served without it. */
   otherConversation: boolean | undefined;
+  /** The conversation its client compacted, which started the session over. */
+  startedOver: boolean | undefined;
   /** What the gateway left out of the request rather than refuse it (X-Ctxgate-Dropped). */
   dropped: string[] | undefined;
   /** The request field a refusal names (its `param`). */
@@ -62,6 +64,7 @@ export function createRequestState(startedAtMs: number): RequestState {
     context: undefined,
     session: undefined,
     otherConversation: undefined,
+    startedOver: undefined,
     dropped: undefined,
     errorParam: undefined,
     attempts: 0,
@@ -76,6 +79,7 @@ export function applyOutcome(record: RequestState, outcome: RequestOutcome): voi
   if (outcome.stream !== undefined) record.stream = outcome.stream;
   if (outcome.session !== undefined) record.session = outcome.session;
   if (outcome.otherConversation !== undefined) record.otherConversation = outcome.otherConversation;
+  if (outcome.startedOver !== undefined) record.startedOver = outcome.startedOver;
   if (outcome.context !== undefined) record.context = outcome.context;
   if (outcome.fallback !== undefined) record.fallback = outcome.fallback;
   if (outcome.dropped !== undefined) record.dropped = outcome.dropped;

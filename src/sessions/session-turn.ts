@@ -98,6 +98,8 @@ export interface RenderedTurn {
 
 export interface SessionTurn extends SessionView {
   key: SessionKey;
+  /** The request is the conversation its client compacted: it starts the session over. */
+  startsOver: boolean;
   /**
    * Appends the new messages and the reply in one write, with the request's report for the inspector
    * when given; throws a GatewayError when it cannot. Returns the tokens of the active list with them

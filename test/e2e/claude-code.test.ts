@@ -630,10 +630,18 @@ describe('Claude Code through ctxgate', () => {
     expect(after.at(-1)).toBe('ok');
     const lines = harness.logLines
       .slice(from)
-      .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean; session?: string })
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            route?: string;
+            otherConversation?: boolean;
+            startedOver?: boolean;
+            session?: string;
+          },
+      )
       .filter((line) => line.route === '/v1/messages');
-    expect(lines.map((line) => [line.otherConversation, typeof line.session])).toEqual([
-      [undefined, 'string'],
+    expect(lines.map((line) => [line.otherConversation, line.startedOver, typeof line.session])).toEqual([
+      [undefined, true, 'string'],
     ]);
   }, 300_000);
 
@@ -669,9 +677,12 @@ describe('Claude Code through ctxgate', () => {
     expect(stored.at(-1)).toBe(`Read ${parts} chapters.`);
     const lines = harness.logLines
       .slice(from)
-      .map((line) => JSON.parse(line) as { route?: string; otherConversation?: boolean })
+      .map(
+        (line) => JSON.parse(line) as { route?: string; otherConversation?: boolean; startedOver?: boolean },
+      )
       .filter((line) => line.route === '/v1/messages');
     expect(lines.filter((line) => line.otherConversation === true)).toEqual([]);
+    expect(lines.filter((line) => line.startedOver === true)).toHaveLength(1);
   }, 300_000);
 
   it('runs on Claude Opus 5.5 as Claude Code sends it there: its system message in the conversation, effort and context management reach Anthropic', async () => {

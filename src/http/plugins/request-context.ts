@@ -126,6 +126,7 @@ function logRequest(
     tenant: state.credential?.tenantId,
     session: state.session,
     otherConversation: state.otherConversation,
+    startedOver: state.startedOver,
     errorCode: state.errorCode,
     errorParam: state.errorParam,
     dropped: state.dropped,
