@@ -327,6 +327,29 @@ export function isCompactedConversation(
   return last.role === 'assistant' && carriesPassage(messageText(first), messageText(last));
 }
 
+/**
+ * Whether a request that neither goes on from the stored conversation nor rewrites its end is that
+ * conversation rewritten where the session cannot take its end off — inside what an in-turn summary
+ * stands for (a rewind to an earlier step of a long task), or inside the archive: it starts with the
+ * stored conversation's first message (docs/sessions.md#compacted-conversations).
+ */
+function rewrittenPastItsEnd(
+  snapshot: SessionSnapshot,
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+): boolean {
+  const [first] = stored;
+  const [sent] = incomingHistory;
+  // With nothing kept as the head, the conversation's first message may be in the archive.
+  if (
+    first === undefined ||
+    sent === undefined ||
+    (snapshot.headMessages === 0 && snapshot.archivedCount > 0)
+  )
+    return false;
+  return canonicalMessage(first) === canonicalMessage(sent);
+}
+
 /** Passages of an answer looked for (the first ones, its lines or tagged parts of 24 characters or more). */
 const passagesLookedFor = 16;
 
@@ -469,7 +492,8 @@ function messagesOfTurn(
     parted &&
     instructions === 'same' &&
     resendsWhole(snapshot, mode) &&
-    isCompactedConversation(stored, incomingHistory);
+    (rewrittenPastItsEnd(snapshot, allStored, incomingHistory) ||
+      isCompactedConversation(stored, incomingHistory));
   return {
     stored,
     replaced,

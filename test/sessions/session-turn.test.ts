@@ -851,3 +851,77 @@ describe('a conversation its client compacted', () => {
     },
   );
 });
+
+describe('a conversation rewritten where the session cannot take its end off', () => {
+  const read = (id: string): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: `{"path":"${id}.txt"}` } }],
+  });
+  const output = (id: string, text = `text of ${id}`): ContextMessage => ({
+    role: 'tool',
+    tool_call_id: id,
+    content: text,
+  });
+
+  it('starts the session over with it: a rewind inside the steps an in-turn summary stands for', async () => {
+    const store = createMemorySessionStore({
+      limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+    });
+    const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'rewind' };
+    const holdQueue = createHoldQueue();
+    const instructions: ContextMessage = { role: 'system', content: 'You are a coding agent.' };
+    const open = (incoming: ContextMessage[]) =>
+      beginSessionTurn({
+        holdQueue,
+        store,
+        key,
+        historyMode: 'auto',
+        incoming,
+        tokenizer: words,
+        holdMs: 30_000,
+        maxTurnMessages: 100,
+      });
+    const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
+      const opened = await inSession(open(incoming));
+      await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+    };
+    // One task of four steps, its whole conversation resent each time.
+    const sent: ContextMessage[] = [user('read a to d')];
+    for (const id of ['a', 'b', 'c', 'd']) {
+      await answer([instructions, ...sent], read(id));
+      sent.push(read(id), output(id));
+    }
+    await answer([instructions, ...sent], read('e'));
+    // The session's summary of the task's first steps (what its summarizer stores as the loop grows).
+    const lockToken = (await store.acquireSummaryLock(key, 10_000))!;
+    const summary = {
+      text: 'Read a and b.',
+      tokens: 4,
+      turnStart: 0,
+      toMessage: 5,
+      steps: 2,
+      coveredTokens: 40,
+      updatedAtMs: 1_700_000_000_000,
+    };
+    expect(await store.storeTurnSummary(key, { lockToken, expectedToMessage: 0, summary })).toEqual({
+      ok: true,
+      archivedMessages: 0,
+    });
+    await store.releaseSummaryLock(key, lockToken);
+    // The user rewinds to the first step and says otherwise (Claude Code's rewind): the end it takes off
+    // is summarized, so it was served without the session from then on.
+    const rewound = [user('read a to d'), read('a'), output('a', 'a.txt is gone'), user('then read x')];
+    const opened = await open([instructions, ...rewound]);
+    expect(opened).toBeDefined();
+    expect(opened?.conversation).toEqual([instructions, ...rewound]);
+    await opened?.commit(read('x'), { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+    const after = await store.load(key);
+    expect(after.messages.map((entry) => entry.message)).toEqual([...rewound, read('x')]);
+    expect(after.turnSummary).toBeUndefined();
+    // And it goes on from there.
+    await answer([instructions, ...rewound, read('x'), output('x')], assistant('read x'));
+    expect((await store.load(key)).messages).toHaveLength(rewound.length + 3);
+    await store.close();
+  });
+});
