@@ -573,6 +573,62 @@ describe('new messages of a large body', () => {
 // A whole-history client (Claude Code) runs several conversations under one session id: its sub-agents'
 // and side requests'. Each is served without the session, never mixed into the session's conversation
 // (docs/sessions.md#other-conversations).
+/** A step of an agent's loop: its call to read `id`, and what the read returned. */
+const read = (id: string): ContextMessage => ({
+  role: 'assistant',
+  content: null,
+  tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: `{"path":"${id}.txt"}` } }],
+});
+const output = (id: string, text = `text of ${id}`): ContextMessage => ({
+  role: 'tool',
+  tool_call_id: id,
+  content: text,
+});
+/** The instructions a whole-history agent sends with every request. */
+const agentInstructions: ContextMessage = { role: 'system', content: 'You are a coding agent.' };
+
+/** A session of `store` as an agent that resends its whole conversation opens and answers its turns. */
+function agentTurns(store: SessionStore, sessionId: string) {
+  const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId };
+  const holdQueue = createHoldQueue();
+  const open = (incoming: ContextMessage[], historyMode: HistoryMode = 'auto') =>
+    beginSessionTurn({
+      holdQueue,
+      store,
+      key,
+      historyMode,
+      incoming,
+      tokenizer: words,
+      holdMs: 30_000,
+      maxTurnMessages: 100,
+    });
+  const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
+    const opened = await inSession(open(incoming));
+    await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
+    return opened;
+  };
+  return { key, holdQueue, open, answer };
+}
+
+/** A real Redis and the memory store, each with room for 100 active messages. */
+const bothStores: Array<[string, () => SessionStore]> = [
+  [
+    'Redis',
+    () =>
+      createRedisSessionStore({
+        redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
+        limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+      }),
+  ],
+  [
+    'memory',
+    () =>
+      createMemorySessionStore({
+        limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
+      }),
+  ],
+];
+
 describe('another conversation under the same id', () => {
   const call = (id: string): ContextMessage => ({
     role: 'assistant',
@@ -613,107 +669,70 @@ describe('another conversation under the same id', () => {
     expect(isOtherConversation({ resent }, storedMessages, incoming, mode, ownInstructions)).toBe(other);
   });
 
-  it.each([
-    [
-      'Redis',
-      () =>
-        createRedisSessionStore({
-          redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
-          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
-        }),
-    ],
-    [
-      'memory',
-      () =>
-        createMemorySessionStore({
-          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
-        }),
-    ],
-  ])('is served without the session, which stays as it was (%s)', async (_name, makeStore) => {
-    const store = makeStore();
-    const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'claude-code' };
-    const holdQueue = createHoldQueue();
-    const open = (incoming: ContextMessage[], mode: HistoryMode = 'auto') =>
-      beginSessionTurn({
-        holdQueue,
-        store,
-        key,
-        historyMode: mode,
-        incoming,
-        tokenizer: words,
-        holdMs: 30_000,
-        maxTurnMessages: 100,
-      });
-    const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
-      const opened = await inSession(open(incoming));
-      await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
-    };
-    const roles = async () => (await store.load(key)).messages.map((entry) => entry.message.role);
-    try {
-      for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      await answer([user('task')], call('call_a'));
-      // The sub-agent the call started: its own conversation. The hold is given back at once.
-      const helper: ContextMessage = { role: 'system', content: 'You are a helper agent.' };
-      expect(await open([helper, user('count to three')])).toBeUndefined();
-      expect(await roles()).toEqual(['user', 'assistant']);
-      // The main agent goes on, resending its conversation: the session learns its client resends.
-      await answer([user('task'), call('call_a'), result('call_a')], assistant('started it'));
-      expect((await store.load(key)).resent).toBe(true);
-      // A background sub-agent, after the answer: its own conversation too.
-      expect(await open([user('count to three'), assistant('one two three'), user('again')])).toBeUndefined();
-      await answer(
-        [
-          user('task'),
-          call('call_a'),
-          result('call_a'),
-          assistant('started it'),
-          user('it said one two three'),
-        ],
-        assistant('done'),
-      );
-      expect(await roles()).toEqual(['user', 'assistant', 'tool', 'assistant', 'user', 'assistant']);
-      // A delta client's session learns nothing of the kind.
-      const delta = { tenantId: key.tenantId, sessionId: 'delta' };
-      for (const question of ['one', 'two']) {
-        const opened = await inSession(
-          beginSessionTurn({
-            holdQueue,
-            store,
-            key: delta,
-            historyMode: 'auto',
-            incoming: [user(question)],
-            tokenizer: words,
-            holdMs: 30_000,
-            maxTurnMessages: 100,
-          }),
+  it.each(bothStores)(
+    'is served without the session, which stays as it was (%s)',
+    async (_name, makeStore) => {
+      const store = makeStore();
+      const { key, holdQueue, open, answer } = agentTurns(store, 'claude-code');
+      const roles = async () => (await store.load(key)).messages.map((entry) => entry.message.role);
+      try {
+        for (let attempt = 0; attempt < 100 && !(await store.ping()); attempt++)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        await answer([user('task')], call('call_a'));
+        // The sub-agent the call started: its own conversation. The hold is given back at once.
+        const helper: ContextMessage = { role: 'system', content: 'You are a helper agent.' };
+        expect(await open([helper, user('count to three')])).toBeUndefined();
+        expect(await roles()).toEqual(['user', 'assistant']);
+        // The main agent goes on, resending its conversation: the session learns its client resends.
+        await answer([user('task'), call('call_a'), result('call_a')], assistant('started it'));
+        expect((await store.load(key)).resent).toBe(true);
+        // A background sub-agent, after the answer: its own conversation too.
+        expect(
+          await open([user('count to three'), assistant('one two three'), user('again')]),
+        ).toBeUndefined();
+        await answer(
+          [
+            user('task'),
+            call('call_a'),
+            result('call_a'),
+            assistant('started it'),
+            user('it said one two three'),
+          ],
+          assistant('done'),
         );
-        await opened.commit(assistant(`${question} answered`), {
-          window: 1_000_000,
-          historyStartIndex: 0,
-          keepFirstTurns: 1,
-        });
+        expect(await roles()).toEqual(['user', 'assistant', 'tool', 'assistant', 'user', 'assistant']);
+        // A delta client's session learns nothing of the kind.
+        const delta = { tenantId: key.tenantId, sessionId: 'delta' };
+        for (const question of ['one', 'two']) {
+          const opened = await inSession(
+            beginSessionTurn({
+              holdQueue,
+              store,
+              key: delta,
+              historyMode: 'auto',
+              incoming: [user(question)],
+              tokenizer: words,
+              holdMs: 30_000,
+              maxTurnMessages: 100,
+            }),
+          );
+          await opened.commit(assistant(`${question} answered`), {
+            window: 1_000_000,
+            historyStartIndex: 0,
+            keepFirstTurns: 1,
+          });
+        }
+        const deltaSession = await store.load(delta);
+        expect(deltaSession.messages).toHaveLength(4);
+        expect(deltaSession.resent).not.toBe(true);
+      } finally {
+        await store.close();
       }
-      const deltaSession = await store.load(delta);
-      expect(deltaSession.messages).toHaveLength(4);
-      expect(deltaSession.resent).not.toBe(true);
-    } finally {
-      await store.close();
-    }
-  });
+    },
+  );
 });
 
 describe('a conversation its client compacted', () => {
-  const read = (id: string): ContextMessage => ({
-    role: 'assistant',
-    content: null,
-    tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: `{"path":"${id}.txt"}` } }],
-  });
-  const output = (id: string): ContextMessage => ({
-    role: 'tool',
-    tool_call_id: id,
-    content: `text of ${id}`,
-  });
   const summaryAnswer = assistant(
     '<analysis>The user reads files.</analysis>\n<summary>1. The user asked for the launch code; it is CODE-4711.\n2. Files read: a.txt, b.txt.</summary>',
   );
@@ -769,45 +788,12 @@ describe('a conversation its client compacted', () => {
     expect(isCompactedConversation(storedMessages, incoming)).toBe(compacted);
   });
 
-  it.each([
-    [
-      'Redis',
-      () =>
-        createRedisSessionStore({
-          redis: createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }),
-          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
-        }),
-    ],
-    [
-      'memory',
-      () =>
-        createMemorySessionStore({
-          limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
-        }),
-    ],
-  ])(
+  it.each(bothStores)(
     'starts the session over with it, with the session’s own instructions only (%s)',
     async (_name, makeStore) => {
       const store = makeStore();
-      const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'pi' };
-      const holdQueue = createHoldQueue();
-      const instructions: ContextMessage = { role: 'system', content: 'You are a coding agent.' };
-      const open = (incoming: ContextMessage[]) =>
-        beginSessionTurn({
-          holdQueue,
-          store,
-          key,
-          historyMode: 'auto',
-          incoming,
-          tokenizer: words,
-          holdMs: 30_000,
-          maxTurnMessages: 100,
-        });
-      const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
-        const opened = await inSession(open(incoming));
-        await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
-        return opened;
-      };
+      const { key, open, answer } = agentTurns(store, 'pi');
+      const instructions = agentInstructions;
       const contents = async () =>
         (await store.load(key)).messages.map((entry) => entry.message.content ?? entry.message.tool_calls);
       try {
@@ -853,39 +839,12 @@ describe('a conversation its client compacted', () => {
 });
 
 describe('a conversation rewritten where the session cannot take its end off', () => {
-  const read = (id: string): ContextMessage => ({
-    role: 'assistant',
-    content: null,
-    tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: `{"path":"${id}.txt"}` } }],
-  });
-  const output = (id: string, text = `text of ${id}`): ContextMessage => ({
-    role: 'tool',
-    tool_call_id: id,
-    content: text,
-  });
-
   it('starts the session over with it: a rewind inside the steps an in-turn summary stands for', async () => {
     const store = createMemorySessionStore({
       limits: { maxActiveMessages: 100, minActiveMessages: 1, idleTtlSeconds: 3_600 },
     });
-    const key = { tenantId: `t-${randomUUID().slice(0, 8)}`, sessionId: 'rewind' };
-    const holdQueue = createHoldQueue();
-    const instructions: ContextMessage = { role: 'system', content: 'You are a coding agent.' };
-    const open = (incoming: ContextMessage[]) =>
-      beginSessionTurn({
-        holdQueue,
-        store,
-        key,
-        historyMode: 'auto',
-        incoming,
-        tokenizer: words,
-        holdMs: 30_000,
-        maxTurnMessages: 100,
-      });
-    const answer = async (incoming: ContextMessage[], reply: ContextMessage) => {
-      const opened = await inSession(open(incoming));
-      await opened.commit(reply, { window: 1_000_000, historyStartIndex: 0, keepFirstTurns: 1 });
-    };
+    const { key, open, answer } = agentTurns(store, 'rewind');
+    const instructions = agentInstructions;
     // One task of four steps, its whole conversation resent each time.
     const sent: ContextMessage[] = [user('read a to d')];
     for (const id of ['a', 'b', 'c', 'd']) {
