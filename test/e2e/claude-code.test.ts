@@ -31,6 +31,8 @@ const loopSteps = 24;
 const helperTask = 'Ask a helper to count to three.';
 const waitingHelperTask = 'Ask a helper to count to three, and wait for it.';
 const helperPrompt = 'Count to three, then stop.';
+/** A task Claude Code hands to a fork of its own (its Agent tool's `fork`): a sub-agent shown its conversation. */
+const forkTask = 'Ask a fork of yourself to count to three, and wait for it.';
 /** A task only a tool of the inventory MCP server can do (test/clients/mcp-inventory.mjs). */
 const lookupTask = 'Look up record X1 of kind 7.';
 /** Screenshots the picture session reads, 8 at a time: more than the 100 images Anthropic takes. */
@@ -107,6 +109,24 @@ function delegate(messages: Array<{ role: string; content: unknown }>, wait: boo
         subagent_type: 'general-purpose',
         ...(wait ? { run_in_background: false } : {}),
       },
+    },
+  };
+}
+
+/**
+ * The main agent of the fork task: it starts a fork of itself, which is shown the conversation and then
+ * told it is the fork, and answers with what the fork reported once its call returns.
+ */
+function delegateToFork(messages: Array<{ role: string; content: unknown }>) {
+  const last = contentText(messages.at(-1)?.content);
+  if (last.includes('that fork is you')) return { text: 'one two three' };
+  const report = lastToolResult(messages);
+  if (report !== undefined)
+    return { text: `The fork said: ${/one two three/.exec(report)?.[0] ?? 'nothing'}` };
+  return {
+    toolUse: {
+      name: 'Agent',
+      input: { description: 'Count', prompt: helperPrompt, subagent_type: 'fork', run_in_background: false },
     },
   };
 }
@@ -198,6 +218,7 @@ beforeAll(async () => {
     if (first.endsWith(helperTask) || first.endsWith(waitingHelperTask))
       return delegate(messages, first.endsWith(waitingHelperTask));
     if (first.endsWith(helperPrompt)) return { text: 'one two three' };
+    if (first.endsWith(forkTask)) return delegateToFork(messages);
     const hasRead = Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read');
     if (!hasRead) return { text: 'A summary: the assistant is reading files for the user.' };
     if (taskOf(messages).includes('Look at every screenshot')) return lookAtScreenshots(messages);
@@ -531,6 +552,35 @@ describe('Claude Code through ctxgate', () => {
     },
     300_000,
   );
+
+  // A fork (the Agent tool's `fork`) is shown the main agent's whole conversation, then its task, in a
+  // request that goes on from the session's conversation (its system prompt differing only in the
+  // billing header's `cc_is_subagent=true`): it is served in the session, which shows the model the
+  // stored steps as they came — their thinking included, which the fork's copy leaves out and Claude
+  // refuses a tool loop without ("Expected `thinking` or `redacted_thinking`, but found `tool_use`") —
+  // and the main agent's next request, which does not go on from the fork's messages, takes them off.
+  it("runs a fork of Claude Code in a session: the fork answers, and the session keeps the main agent's conversation", async () => {
+    const sessionId = `cc-fork-${randomUUID().slice(0, 8)}`;
+    const before = new Set(anthropic.messageRequests);
+    const { result } = await runClaude(forkTask, 'claude-sonnet-4-5', sessionId, { allowedTools: 'Agent' });
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The fork said: one two three');
+    const fork = anthropic.messageRequests
+      .filter((request) => !before.has(request))
+      .filter((request) =>
+        contentText((request.body.messages as Json[]).at(-1)?.content).includes('that fork is you'),
+      );
+    expect(fork.map((request) => request.status)).toEqual([200]);
+    const history = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}:${String(result.session_id)}/history`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      })
+    ).json()) as { data: Array<{ role: string; content: unknown }> };
+    const texts = history.data.map((message) => contentText(message.content));
+    expect(texts.filter((text) => text.endsWith(forkTask))).toHaveLength(1);
+    expect(texts.filter((text) => text.includes('that fork is you'))).toEqual([]);
+    expect(texts.at(-1)).toBe('The fork said: one two three');
+  }, 300_000);
 
   it('runs a scripted task natively: a Read tool call, then the answer', async () => {
     const before = anthropic.messageRequests.length;
