@@ -311,7 +311,7 @@ export function isOtherConversation(
  * the newest messages as they were), or starts with what the stored conversation's newest
  * message, an answer, said (Claude Code asks the model for its summary through the session, as a last
  * turn, and starts the compacted conversation with it). Only a client that resends its whole
- * conversation, with the session's own instructions, is asked (isCompacting).
+ * conversation, with the session's own instructions, is asked (messagesOfTurn).
  */
 export function isCompactedConversation(
   stored: readonly ContextMessage[],
