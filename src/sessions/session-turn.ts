@@ -321,9 +321,14 @@ export function isCompactedConversation(
   const last = stored.at(-1);
   if (first === undefined || last === undefined || stored[0] === undefined) return false;
   if (canonicalMessage(first) === canonicalMessage(stored[0])) return false;
+  // Compared whole only where role and text length agree: a long conversation is read once, cheaply.
   const lastKey = canonicalMessage(last);
-  for (let at = 1; at < incomingHistory.length; at++)
-    if (canonicalMessage(incomingHistory[at] as ContextMessage) === lastKey) return true;
+  const lastLength = messageText(last).length;
+  for (let at = 1; at < incomingHistory.length; at++) {
+    const message = incomingHistory[at] as ContextMessage;
+    if (message.role !== last.role || messageText(message).length !== lastLength) continue;
+    if (canonicalMessage(message) === lastKey) return true;
+  }
   return last.role === 'assistant' && carriesPassage(messageText(first), messageText(last));
 }
 
