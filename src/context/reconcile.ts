@@ -52,8 +52,14 @@ export function newMessagesStart(
   const storedKey = lazyKeys(stored);
   const incomingKey = lazyKeys(incoming);
   const last = storedKey(stored.length - 1);
+  // A message whose role or text length differs cannot have the same canonical form: a conversation
+  // that does not go on from the stored one is read once, cheaply, not written out whole.
+  const lastMessage = stored[stored.length - 1] as ContextMessage;
+  const lastLength = messageText(lastMessage).length;
   // Try the latest occurrence of the last stored message first: the overlap ends there.
   for (let end = incoming.length - 1; end >= 0; end--) {
+    const candidate = incoming[end] as ContextMessage;
+    if (candidate.role !== lastMessage.role || messageText(candidate).length !== lastLength) continue;
     if (incomingKey(end) !== last) continue;
     let matched = 1;
     while (
