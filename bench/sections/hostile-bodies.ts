@@ -24,6 +24,8 @@ interface HostileCase {
   headers?: Record<string, string>;
   /** A new body every round (its first count is what costs: a body sent again is counted from the cache). */
   fresh?: boolean;
+  /** Readies what the round's request goes to (a session of its own), not measured; its headers. */
+  prepare?: (pool: Pool) => Promise<Record<string, string>>;
 }
 
 const user = (content: string) => ({ role: 'user', content });
@@ -795,6 +797,72 @@ export const hostileCases: HostileCase[] = [
 ];
 
 /** The chat bodies the floor proxy is given too: the largest accepted ones. */
+/** A session's instructions, and what the fake provider answers every request (its default content). */
+const agentSystem = { role: 'system', content: 'You are a coding agent.' };
+const fakeAnswer = { role: 'assistant', content: 'ok' };
+
+/**
+ * A new session of a client that resends its whole conversation: two turns, the second resending the
+ * first (the session learns that its client resends). Its id, as the measured request's header.
+ */
+async function resentSession(pool: Pool): Promise<Record<string, string>> {
+  const headers = {
+    'content-type': 'application/json',
+    authorization: 'Bearer sk-bench',
+    'x-session-id': `hostile-${Math.random().toString(36).slice(2)}`,
+  };
+  const turns = [
+    [agentSystem, user('the task')],
+    [agentSystem, user('the task'), fakeAnswer, user('go on')],
+  ];
+  for (const messages of turns) {
+    const response = await pool.request({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      headers,
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages }),
+    });
+    await response.body.text();
+    if (response.statusCode !== 200) throw new Error(`a session turn answered ${response.statusCode}`);
+  }
+  return { 'x-session-id': headers['x-session-id'] };
+}
+
+/**
+ * Session requests, with Redis: a new session's first request of 9,999 messages of 2 KB (the whole
+ * conversation written in one commit), and the same conversation sent by a client that compacted its
+ * own (a summary, the messages after it, the stored newest kept): the session starts over with it, its
+ * messages compared with the stored ones first (docs/sessions.md#compacted-conversations).
+ */
+const sessionCases: HostileCase[] = [
+  {
+    label: 'chat, a new session: 9,999 messages of 2 KB',
+    path: '/v1/chat/completions',
+    body: () => conversationOf(9_999, 'x'.repeat(2_000)),
+    prepare: async () => ({ 'x-session-id': `hostile-${Math.random().toString(36).slice(2)}` }),
+  },
+  {
+    label: 'chat, a session started over: 9,999 messages of 2 KB',
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: 'gpt-4o-mini',
+        messages: [
+          agentSystem,
+          user('Summary: the task so far.'),
+          ...Array.from({ length: 9_995 }, (_unused, index) =>
+            index % 2 === 0
+              ? { role: 'assistant', content: `${index} ${'x'.repeat(2_000)}` }
+              : user(`${index} ${'x'.repeat(2_000)}`),
+          ),
+          fakeAnswer,
+          user('go on'),
+        ],
+      }),
+    prepare: resentSession,
+  },
+];
+
 /** Responses requests (stored by default) measured again with Redis configured: the record is written too. */
 const storedCases = [
   'responses: 9,990 function calls + outputs',
@@ -825,6 +893,7 @@ async function measure(pool: Pool, pid: number, hostile: HostileCase, rounds: nu
   const measured: Measured = { samples: [], status: 0, code: '', message: '' };
   for (let round = -1; round < rounds; round++) {
     const body = same ?? hostile.body();
+    const prepared = hostile.prepare === undefined ? {} : await hostile.prepare(pool);
     const before = processCpuUs(pid);
     const response = await pool.request({
       method: 'POST',
@@ -833,6 +902,7 @@ async function measure(pool: Pool, pid: number, hostile: HostileCase, rounds: nu
         'content-type': 'application/json',
         authorization: 'Bearer sk-bench',
         ...hostile.headers,
+        ...prepared,
       },
       body,
     });
@@ -942,6 +1012,12 @@ export async function hostileBodiesSection(): Promise<void> {
     });
     servers.push(stored);
     await measureCases(stored, storedCases, (label) => `${label}, stored in Redis`);
+    const sessionPool = slowPool(stored.url);
+    for (const hostile of sessionCases) {
+      if (only !== undefined && !hostile.label.includes(only)) continue;
+      printRow(hostile, await measure(sessionPool, stored.child.pid as number, hostile, rounds));
+    }
+    await sessionPool.close();
   } finally {
     for (const server of servers.reverse()) await server.stop();
   }
