@@ -307,20 +307,50 @@ export function isOtherConversation(
 /**
  * Whether a request that neither goes on from the stored conversation nor rewrites its end is that
  * conversation compacted by its client (docs/sessions.md#compacted-conversations): it starts otherwise —
- * with a summary of its own — and keeps the stored conversation's newest message after it (pi keeps
- * the newest messages as they were), or starts with what the stored conversation's newest
- * message, an answer, said (Claude Code asks the model for its summary through the session, as a last
- * turn, and starts the compacted conversation with it). Only a client that resends its whole
- * conversation, with the session's own instructions, is asked (messagesOfTurn).
+ * with a summary of its own — and keeps the stored conversation's end (endsAsStored). Only a client that
+ * resends its whole conversation, with the session's own instructions, is asked (startsOverWith).
  */
 export function isCompactedConversation(
   stored: readonly ContextMessage[],
   incomingHistory: readonly ContextMessage[],
 ): boolean {
   const [first] = incomingHistory;
+  if (first === undefined || stored[0] === undefined) return false;
+  return canonicalMessage(first) !== canonicalMessage(stored[0]) && endsAsStored(stored, incomingHistory);
+}
+
+/**
+ * Whether a request that neither goes on from the stored conversation nor rewrites its end starts the
+ * session over (docs/sessions.md#compacted-conversations): the conversation compacted by its client
+ * (isCompactedConversation), or rewritten where the session cannot take its end off — inside what an
+ * in-turn summary stands for (a rewind to an earlier step of a long task), or inside the archive — which
+ * starts with the stored conversation's first message. The first messages are compared once.
+ */
+function startsOverWith(
+  snapshot: SessionSnapshot,
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+): boolean {
+  const [first] = incomingHistory;
+  if (first === undefined || stored[0] === undefined) return false;
+  if (canonicalMessage(first) !== canonicalMessage(stored[0])) return endsAsStored(stored, incomingHistory);
+  // With nothing kept as the head, the conversation's first message may be in the archive.
+  return snapshot.headMessages > 0 || snapshot.archivedCount === 0;
+}
+
+/**
+ * Whether a conversation led by a message of its own keeps the stored conversation's end: its newest
+ * message after that lead (pi keeps the newest messages as they were), or, the newest being an answer, a
+ * passage of it in the lead (Claude Code asks the model for its summary through the session, as a last
+ * turn, and starts the compacted conversation with it).
+ */
+function endsAsStored(
+  stored: readonly ContextMessage[],
+  incomingHistory: readonly ContextMessage[],
+): boolean {
+  const [first] = incomingHistory;
   const last = stored.at(-1);
-  if (first === undefined || last === undefined || stored[0] === undefined) return false;
-  if (canonicalMessage(first) === canonicalMessage(stored[0])) return false;
+  if (first === undefined || last === undefined) return false;
   // Compared whole only where role and text length agree: a long conversation is read once, cheaply.
   const lastKey = canonicalMessage(last);
   const lastLength = messageText(last).length;
@@ -330,29 +360,6 @@ export function isCompactedConversation(
     if (canonicalMessage(message) === lastKey) return true;
   }
   return last.role === 'assistant' && carriesPassage(messageText(first), messageText(last));
-}
-
-/**
- * Whether a request that neither goes on from the stored conversation nor rewrites its end is that
- * conversation rewritten where the session cannot take its end off — inside what an in-turn summary
- * stands for (a rewind to an earlier step of a long task), or inside the archive: it starts with the
- * stored conversation's first message (docs/sessions.md#compacted-conversations).
- */
-function rewrittenPastItsEnd(
-  snapshot: SessionSnapshot,
-  stored: readonly ContextMessage[],
-  incomingHistory: readonly ContextMessage[],
-): boolean {
-  const [first] = stored;
-  const [sent] = incomingHistory;
-  // With nothing kept as the head, the conversation's first message may be in the archive.
-  if (
-    first === undefined ||
-    sent === undefined ||
-    (snapshot.headMessages === 0 && snapshot.archivedCount > 0)
-  )
-    return false;
-  return canonicalMessage(first) === canonicalMessage(sent);
 }
 
 /** Passages of an answer looked for (the first ones, its lines or tagged parts of 24 characters or more). */
@@ -497,8 +504,7 @@ function messagesOfTurn(
     parted &&
     instructions === 'same' &&
     resendsWhole(snapshot, mode) &&
-    (rewrittenPastItsEnd(snapshot, allStored, incomingHistory) ||
-      isCompactedConversation(stored, incomingHistory));
+    startsOverWith(snapshot, allStored, incomingHistory);
   return {
     stored,
     replaced,
