@@ -531,12 +531,33 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
    * code a stream under way ended with, when it did not finish well.
    */
   async function deliverStream(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {
-    const { response, attempt } = sent;
-    const { client, session } = turn;
+    const { response } = sent;
+    const { client } = turn;
     const headers = buildClientHeaders(response.headers, answerHeaders(turn, sent));
     headers['cache-control'] = 'no-cache';
     headers['x-accel-buffering'] = 'no';
     client.openStream(response.statusCode, headers);
+    try {
+      return await relayAndStore(turn, sent);
+    } catch (error) {
+      // A failure of the gateway's own once the stream is open: the client is told with an error event
+      // and the stream ends, rather than waiting for an end that would not come; the edge logs the error.
+      const told = isGatewayError(error)
+        ? error
+        : new GatewayError('internal_error', 'The gateway failed to process the request.');
+      try {
+        client.end(errorEvent(toOpenAIErrorBody(told)));
+      } catch {
+        client.destroy();
+      }
+      throw error;
+    }
+  }
+
+  /** deliverStream's relay, once the client's stream is open: the code it ended with, if not well. */
+  async function relayAndStore(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {
+    const { response, attempt } = sent;
+    const { client, session } = turn;
     const outcome = await relayStream(response, client, {
       holdDone: session !== undefined,
       assemble: session !== undefined || turn.reservation !== undefined,

@@ -13,6 +13,7 @@ import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire
 import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { addReasoningDetails } from '../upstream/reply-assembler.js';
+import { toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
@@ -339,18 +340,20 @@ export class MessagesStreamTranslator {
         out += this.carrierBlock([]) + this.openBlock('text', { type: 'text', text: '' });
       out += this.blockDelta('text_delta', 'text', text);
     }
-    for (const call of (delta.tool_calls as Json[] | undefined) ?? []) {
-      const position = typeof call.index === 'number' ? call.index : 0;
-      const fn = (call.function ?? {}) as Json;
-      const id = this.callIds.get(position) ?? String(call.id ?? `toolu_${position}`);
+    // What each delta says of a call, as text; a null is what it did not say (tool-call-shape.ts).
+    for (const entry of Array.isArray(delta.tool_calls) ? (delta.tool_calls as unknown[]) : []) {
+      const call = toolCallDelta(entry);
+      if (call === undefined) continue;
+      const position = call.index ?? 0;
+      const id = this.callIds.get(position) ?? call.id ?? `toolu_${position}`;
       this.callIds.set(position, id);
       // What the provider gave to be sent back, in a block of its own before the call's: its extras come
       // with its first delta, the reasoning details came before it.
-      out += this.carrierBlock([{ id, extra_content: call.extra_content }]);
+      out += this.carrierBlock([{ id, extra_content: call.extraContent }]);
       if (this.open?.kind !== 'tool' || this.open.call !== position)
-        out += this.openBlock('tool', { type: 'tool_use', id, name: fn.name ?? '', input: {} }, position);
-      if (typeof fn.arguments === 'string' && fn.arguments !== '')
-        out += this.blockDelta('input_json_delta', 'partial_json', fn.arguments);
+        out += this.openBlock('tool', { type: 'tool_use', id, name: call.name ?? '', input: {} }, position);
+      if (call.arguments !== undefined && call.arguments !== '')
+        out += this.blockDelta('input_json_delta', 'partial_json', call.arguments);
     }
     return out;
   }

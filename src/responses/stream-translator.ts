@@ -16,6 +16,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { addReasoningDetails } from '../upstream/reply-assembler.js';
+import { toolCallDelta, type ToolCallDelta } from '../upstream/tool-call-shape.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callIdPrefix,
@@ -168,7 +169,7 @@ export class ResponsesStreamTranslator {
       this.finishReason = choice.finish_reason;
     const delta = (choice.delta ?? {}) as {
       content?: unknown;
-      tool_calls?: Array<Record<string, unknown>>;
+      tool_calls?: unknown;
       reasoning_details?: unknown;
     };
     let out = '';
@@ -188,7 +189,11 @@ export class ResponsesStreamTranslator {
       if (thinking !== '') out += this.reasoningDelta(thinking);
       if (text !== '') out += this.textDelta(text);
     }
-    for (const call of delta.tool_calls ?? []) out += this.callDelta(call);
+    if (Array.isArray(delta.tool_calls))
+      for (const entry of delta.tool_calls as unknown[]) {
+        const call = toolCallDelta(entry);
+        if (call !== undefined) out += this.callDelta(call);
+      }
     return out;
   }
 
@@ -232,15 +237,14 @@ export class ResponsesStreamTranslator {
     return out + this.deltaEvent('response.output_text.delta', this.text, delta, ',"logprobs":[]');
   }
 
-  private callDelta(call: Record<string, unknown>): string {
-    const position = typeof call.index === 'number' ? call.index : 0;
-    const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown };
+  private callDelta(call: ToolCallDelta): string {
+    const position = call.index ?? 0;
     let item = this.calls.get(position);
     let out = '';
     // A call's extras come with its first delta: the item that carries them opens before the call's.
-    if (call.extra_content !== undefined) out += this.openCarrier();
+    if (call.extraContent !== undefined) out += this.openCarrier();
     if (item === undefined) {
-      const name = typeof fn.name === 'string' ? fn.name : '';
+      const name = call.name ?? '';
       const tool = this.meta.tools?.get(name);
       if (tool?.loads !== undefined && !this.loading.has(name)) {
         this.loading.add(name);
@@ -252,7 +256,7 @@ export class ResponsesStreamTranslator {
         kind: 'call',
         index,
         id,
-        callId: typeof call.id === 'string' ? call.id : newId('call'),
+        callId: call.id ?? newId('call'),
         name,
         arguments: [],
         deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,
@@ -266,11 +270,11 @@ export class ResponsesStreamTranslator {
         item: this.callObject(item, 'in_progress'),
       });
     }
-    if (call.extra_content !== undefined) item.extra = call.extra_content;
-    if (typeof fn.arguments === 'string' && fn.arguments !== '') {
-      item.arguments.push(fn.arguments);
+    if (call.extraContent !== undefined) item.extra = call.extraContent;
+    if (call.arguments !== undefined && call.arguments !== '') {
+      item.arguments.push(call.arguments);
       if (!item.custom && !item.search)
-        out += this.deltaEvent('response.function_call_arguments.delta', item, fn.arguments, '');
+        out += this.deltaEvent('response.function_call_arguments.delta', item, call.arguments, '');
     }
     return out;
   }

@@ -17,6 +17,7 @@ import {
   StreamCompletionTracker,
   usageNumberIn,
 } from './sse.js';
+import { conformCompletion } from './tool-call-shape.js';
 import type { UpstreamResponse } from './upstream.js';
 
 /** The client's side of a response. */
@@ -64,7 +65,7 @@ export async function readWholeAnswer(
   response: UpstreamResponse,
   options: { expectCompletion: boolean },
 ): Promise<WholeAnswer> {
-  const body = await response.readAll();
+  let body = await response.readAll();
   const success = response.statusCode < 300;
   let completion: Record<string, unknown> | undefined;
   if (success && options.expectCompletion) {
@@ -79,6 +80,9 @@ export async function readWholeAnswer(
     }
     if (completion === undefined)
       throw badResponse('The upstream answered 2xx with a body that is not a JSON object.');
+    // Tool calls not in the API's shape (tool-call-shape.ts): the client is given them as the session
+    // stores them, written anew only then.
+    if (conformCompletion(completion)) body = Buffer.from(JSON.stringify(completion));
   }
   const usage = completion === undefined ? undefined : usageOf(completion);
   return {

@@ -13,6 +13,7 @@ import { madeKey } from './anthropic-wire.js';
 import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
+import { conformedToolCalls, toolCallDelta } from './tool-call-shape.js';
 
 export interface AssembledReply {
   message: Record<string, unknown>;
@@ -30,13 +31,8 @@ interface ChoiceDelta {
   reasoning_details?: unknown;
   /** Claude's answer's blocks, at the end of its stream, when its chat form would not give them back. */
   ctxgate_anthropic_blocks?: unknown[];
-  tool_calls?: Array<{
-    index?: number;
-    id?: string;
-    type?: string;
-    function?: { name?: string; arguments?: string };
-    extra_content?: unknown;
-  }>;
+  /** As the provider gave them: read through toolCallDelta. */
+  tool_calls?: unknown;
 }
 
 /** The assistant message of a parsed chat completion, as a session stores it; undefined when it has none. */
@@ -47,8 +43,8 @@ export function replyFromCompletion(
   const message = Array.isArray(choices) ? choices[0]?.message : undefined;
   if (message === undefined || typeof message !== 'object' || message === null) return undefined;
   const reply: Record<string, unknown> = { role: 'assistant', content: message.content ?? null };
-  if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0)
-    reply.tool_calls = message.tool_calls;
+  const calls = conformedToolCalls(message.tool_calls);
+  if (calls !== undefined) reply.tool_calls = calls;
   const reasoning = reasoningOf(message);
   if (reasoning !== undefined) reply[reasoning.field] = reasoning.text;
   if (typeof message.refusal === 'string') reply.refusal = message.refusal;
@@ -180,7 +176,10 @@ export class StreamReplyAssembler {
     if (delta.reasoning_details !== undefined)
       addReasoningDetails(this.reasoningDetails, delta.reasoning_details);
     if (Array.isArray(delta.ctxgate_anthropic_blocks)) this.anthropicBlocks = delta.ctxgate_anthropic_blocks;
-    for (const call of delta.tool_calls ?? []) {
+    // What each delta says of a call, as text; a null is what it did not say (tool-call-shape.ts).
+    for (const entry of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+      const call = toolCallDelta(entry);
+      if (call === undefined) continue;
       const index = call.index ?? this.toolCalls.length;
       const target = (this.toolCalls[index] ??= {
         id: '',
@@ -189,9 +188,9 @@ export class StreamReplyAssembler {
       });
       if (call.id !== undefined) target.id = call.id;
       if (call.type !== undefined) target.type = call.type;
-      if (call.function?.name !== undefined) target.function.name += call.function.name;
-      if (call.function?.arguments !== undefined) target.function.arguments += call.function.arguments;
-      if (call.extra_content !== undefined) target.extra_content = call.extra_content;
+      if (call.name !== undefined) target.function.name += call.name;
+      if (call.arguments !== undefined) target.function.arguments += call.arguments;
+      if (call.extraContent !== undefined) target.extra_content = call.extraContent;
     }
   }
 }

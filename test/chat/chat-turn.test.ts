@@ -14,7 +14,7 @@ import { isGatewayError } from '../../src/errors.js';
 import { createLogger } from '../../src/logger.js';
 import { createMetrics } from '../../src/metrics.js';
 import { createMemorySessionStore } from '../../src/store/memory-session-store.js';
-import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
+import { createTiktokenTokenizers, type Tokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
 import { chat } from '../helpers/chat-attempts.js';
 import { recordingClient, scriptedUpstream, type ScriptedAnswer } from '../helpers/port-fakes.js';
 import { captureLogs, writeConfigFile } from '../helpers/start-gateway.js';
@@ -22,7 +22,7 @@ import { prose } from '../helpers/text.js';
 
 const tokenizers = createTiktokenTokenizers();
 
-function chatService(script: ScriptedAnswer[], configYaml = '') {
+function chatService(script: ScriptedAnswer[], configYaml = '', counting: Tokenizers = tokenizers) {
   const config = loadConfig({
     env: {
       CTXGATE_CONFIG: writeConfigFile(
@@ -38,7 +38,7 @@ function chatService(script: ScriptedAnswer[], configYaml = '') {
     logger: createLogger({ level: 'info', destination }),
     metrics: createMetrics({ collectProcessMetrics: false }),
     upstream,
-    tokenizers,
+    tokenizers: counting,
     sessionStore: createMemorySessionStore({
       limits: { maxActiveMessages: 1_000, minActiveMessages: 100, idleTtlSeconds: 600 },
     }),
@@ -303,6 +303,50 @@ describe('a chat request', () => {
     expect(client.received).toBe(events.join(''));
     expect(client.ended).toBe(true);
     expect(outcome.stream).toBe(true);
+  });
+
+  it('ends a stream it opened with an error event when the gateway itself fails after opening it', async () => {
+    // A fault of the gateway's own once the stream is open — here counting the answer's text — must not
+    // leave the client waiting for an end that never comes: it gets an error event, and the stream ends.
+    const faulty: Tokenizers = {
+      forEncoding(encoding, precision) {
+        const tokenizer = tokenizers.forEncoding(encoding, precision);
+        return Object.assign(Object.create(tokenizer) as typeof tokenizer, {
+          count: (text: string) => {
+            if (text.includes('unlucky')) throw new TypeError('a fault in counting');
+            return tokenizer.count(text);
+          },
+        });
+      },
+    };
+    const events = [
+      'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"An unlucky answer"},"finish_reason":null}]}\n\n',
+      'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+      'data: [DONE]\n\n',
+    ];
+    const service = chatService(
+      [{ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events }],
+      '',
+      faulty,
+    );
+    const client = recordingClient();
+    const failed = await service.chat
+      .complete(
+        input({ ...short, stream: true }, { sessionId: 'unlucky-turn', historyMode: 'delta' }),
+        client,
+      )
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(failed).toBeInstanceOf(TypeError);
+    expect(client.ended).toBe(true);
+    const last = client.received.trimEnd().split('\n\n').at(-1) ?? '';
+    expect(JSON.parse(last.replace(/^data: /, ''))).toMatchObject({
+      error: { code: 'internal_error', message: 'The gateway failed to process the request.' },
+    });
+    expect(client.received).not.toContain('[DONE]');
+    expect(client.received).not.toContain('a fault in counting');
   });
 
   it('in a session, stores the turn: the next request sends the stored history and the new message', async () => {

@@ -232,6 +232,19 @@ export interface FakeUpstreamOptions {
    * more than 4 content parts marked with `cache_control` (Claude's cache breakpoints).
    */
   reasoningDetails?: readonly string[];
+  /**
+   * Models served as SGLang, Cloudflare Workers AI and OpenCode's Zen gateway stream tool calls
+   * (sgl-project/sglang#35542, anomalyco/opencode#43328): each continuation delta of a call repeats
+   * `id`, `type` and `function.name` as null instead of leaving them out, and the text-only deltas say
+   * `tool_calls: null`.
+   */
+  nullPaddedToolDeltas?: readonly string[];
+  /**
+   * Models served as llama-server builds of March 2026 served them (ggml-org/llama.cpp#20198, and
+   * `--tool-args-object` since): a whole answer's tool call gives its `arguments` as the decoded JSON
+   * object rather than its text. Requests may send either form, as llama-server accepts both.
+   */
+  decodedToolArguments?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -301,6 +314,36 @@ function openRouterAnthropicRefusal(message: string): string {
 
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
+}
+
+/** The first field of a call sent back that OpenAI refuses for its type (the id, name or arguments not text). */
+function mistypedCallField(
+  messages: ReadonlyArray<ChatMessage>,
+  decodedArguments = false,
+): { param: string; got: string } | undefined {
+  const typeName = (value: unknown): string =>
+    value === null
+      ? 'null'
+      : Array.isArray(value)
+        ? 'an array'
+        : typeof value === 'object'
+          ? 'an object'
+          : `a ${typeof value}`;
+  for (const [index, message] of messages.entries()) {
+    for (const [at, call] of (message.role === 'assistant' ? (message.tool_calls ?? []) : []).entries()) {
+      const fields: Array<[string, unknown]> = [
+        ['id', (call as { id?: unknown }).id],
+        ['function.name', call.function?.name],
+        ['function.arguments', call.function?.arguments],
+      ];
+      for (const [field, value] of fields) {
+        if (typeof value === 'string') continue;
+        if (field === 'function.arguments' && decodedArguments && typeof value === 'object') continue;
+        return { param: `messages[${index}].tool_calls[${at}].${field}`, got: typeName(value) };
+      }
+    }
+  }
+  return undefined;
 }
 
 /** The fields Mistral's chat completions API takes in a message of each role, and in a tool call. */
@@ -438,7 +481,11 @@ export function countPromptTokens(messages: ChatMessage[], tools: unknown, image
         3 +
         countText(call.id) +
         countText(call.function?.name ?? '') +
-        countText(call.function?.arguments ?? '');
+        countText(
+          typeof call.function?.arguments === 'string'
+            ? call.function.arguments
+            : JSON.stringify(call.function?.arguments ?? ''),
+        );
     }
   }
   if (Array.isArray(tools) && tools.length > 0) total += countText(JSON.stringify(tools));
@@ -835,6 +882,24 @@ export class FakeUpstream {
       sendJson(
         400,
         openAIError("Invalid 'messages': empty array.", 'invalid_request_error', 'messages', 'empty_array'),
+      );
+      return;
+    }
+    // OpenAI's types for a call sent back: text, each (a llama-server that gives decoded arguments also
+    // takes them back).
+    const mistyped = mistypedCallField(
+      body.messages,
+      this.options.decodedToolArguments?.includes(body.model),
+    );
+    if (mistyped !== undefined) {
+      sendJson(
+        400,
+        openAIError(
+          `Invalid type for '${mistyped.param}': expected a string, but got ${mistyped.got} instead.`,
+          'invalid_request_error',
+          mistyped.param,
+          'invalid_type',
+        ),
       );
       return;
     }
@@ -1326,10 +1391,14 @@ export class FakeUpstream {
         ];
       }
       if (behaviour.toolCalls !== undefined) {
+        const decoded = this.options.decodedToolArguments?.includes(String(body.model)) === true;
         message.tool_calls = behaviour.toolCalls.map((call, index) => ({
           id: this.answerId(call.id),
           type: 'function',
-          function: { name: call.name, arguments: call.arguments },
+          function: {
+            name: call.name,
+            arguments: decoded ? (JSON.parse(call.arguments) as unknown) : call.arguments,
+          },
           ...this.signatureOf(String(body.model), call.id, index),
         }));
       }
@@ -1357,11 +1426,14 @@ export class FakeUpstream {
     });
     const frame = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
       `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...extra })}\n\n`;
+    const padded = this.options.nullPaddedToolDeltas?.includes(String(body.model)) === true;
     const frames: string[] = [
       frame([
         {
           index: 0,
-          delta: { role: 'assistant', content: '', refusal: null },
+          delta: padded
+            ? { role: 'assistant', content: '', refusal: null, tool_calls: null }
+            : { role: 'assistant', content: '', refusal: null },
           logprobs: null,
           finish_reason: null,
         },
@@ -1441,7 +1513,13 @@ export class FakeUpstream {
             frame([
               {
                 index: 0,
-                delta: { tool_calls: [{ index, function: { arguments: piece } }] },
+                delta: {
+                  tool_calls: [
+                    padded
+                      ? { index, id: null, type: null, function: { name: null, arguments: piece } }
+                      : { index, function: { arguments: piece } },
+                  ],
+                },
                 logprobs: null,
                 finish_reason: null,
               },

@@ -57,6 +57,35 @@ describe('a whole answer', () => {
     );
   });
 
+  it('is handed on as it came when its tool calls are in the shape, written anew when they are not', async () => {
+    const call = (args: unknown) => ({
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read', arguments: args } }],
+          },
+          finish_reason: 'tool_calls',
+        },
+      ],
+    });
+    // Spaced as a server may space it: handed on byte for byte.
+    const inShape = JSON.stringify(call('{"path":"a.ts"}'), null, 1);
+    const kept = await readWholeAnswer(answerOf({ status: 200, headers: json, chunks: [inShape] }), {
+      expectCompletion: true,
+    });
+    expect(kept.body.toString()).toBe(inShape);
+    // As llama-server gave it (ggml-org/llama.cpp#20198): the client gets what the session stores.
+    const decoded = JSON.stringify(call({ path: 'a.ts' }), null, 1);
+    const conformed = await readWholeAnswer(answerOf({ status: 200, headers: json, chunks: [decoded] }), {
+      expectCompletion: true,
+    });
+    expect(JSON.parse(conformed.body.toString())).toEqual(call('{"path":"a.ts"}'));
+    expect(conformed.reply?.tool_calls).toEqual(call('{"path":"a.ts"}').choices[0]?.message.tool_calls);
+  });
+
   it('hands an error body on as it came, without parsing it or reading usage into it', async () => {
     const body = '<html>502 Bad Gateway "prompt_tokens": 12</html>';
     const answer = await readWholeAnswer(answerOf({ status: 502, chunks: [body] }), {

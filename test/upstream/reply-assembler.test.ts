@@ -92,6 +92,55 @@ describe('StreamReplyAssembler', () => {
     ]);
   });
 
+  it("assembles a call whose continuation deltas repeat its id, type and name as null (SGLang, Cloudflare's, Zen)", () => {
+    // As sgl-project/sglang#35542 quotes the wire: the id and name on the first delta, null on the rest,
+    // and `tool_calls: null` on the deltas without a call.
+    const padded =
+      event(delta({ role: 'assistant', content: null, tool_calls: null })) +
+      event(
+        delta({
+          role: null,
+          content: '',
+          tool_calls: [
+            { id: 'call_abc', index: 0, type: 'function', function: { name: 'get_weather', arguments: '' } },
+          ],
+        }),
+      ) +
+      event(
+        delta({
+          tool_calls: [{ id: null, index: 0, type: null, function: { name: null, arguments: '{"city":' } }],
+        }),
+      ) +
+      event(
+        delta({
+          tool_calls: [{ id: null, index: 0, type: null, function: { name: null, arguments: '"Paris"}' } }],
+        }),
+      ) +
+      event(delta({}, 0, 'tool_calls'));
+    expect(assemble(padded, 13).message).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_abc',
+          type: 'function',
+          function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+        },
+      ],
+    });
+  });
+
+  it('writes arguments a delta gives as the decoded object as their JSON text', () => {
+    const decoded = event(
+      delta({
+        tool_calls: [{ index: 0, id: 'c', type: 'function', function: { name: 'f', arguments: { a: [1] } } }],
+      }),
+    );
+    expect(assemble(decoded, 7).message.tool_calls).toEqual([
+      { id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":[1]}' } },
+    ]);
+  });
+
   it("keeps a tool call's extra_content: Gemini's thought signature, which Gemini 3 refuses the call without", () => {
     // As Google's OpenAI-compatible endpoint streams a call: whole, its signature beside it (first call only).
     const signature = { google: { thought_signature: 'CrICAdHtim827fQ==' } };
@@ -261,7 +310,10 @@ describe("Claude's blocks of an answer (anthropic-wire.ts)", () => {
 
   it('keeps them from a whole answer, and nothing that is not them', () => {
     const extension = { blocks, made: '[null,[{"id":"t1"}]]' };
-    const message = { content: null, tool_calls: [{ id: 't1' }] };
+    const message = {
+      content: null,
+      tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+    };
     expect(
       replyFromCompletion({ choices: [{ message: { ...message, ctxgate_anthropic: extension } }] }),
     ).toEqual({
@@ -287,8 +339,41 @@ describe('replyFromCompletion', () => {
     ],
     [
       'tool calls, content null',
-      { choices: [{ message: { role: 'assistant', content: null, tool_calls: [{ id: 'c' }] } }] },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c' }] },
+      {
+        choices: [
+          {
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+            },
+          },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
+    ],
+    [
+      'tool calls not in the shape (tool-call-shape.ts): arguments as an object, a null entry',
+      {
+        choices: [
+          {
+            message: {
+              role: 'assistant',
+              content: null,
+              tool_calls: [null, { id: 'c', function: { name: 'f', arguments: { a: 1 } } }],
+            },
+          },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+      },
     ],
     [
       'reasoning and refusal kept, other fields not',
@@ -309,7 +394,7 @@ describe('replyFromCompletion', () => {
               content: null,
               reasoning: 'r',
               reasoning_details: [{ type: 'reasoning.text', text: 'r', signature: 's', index: 0 }],
-              tool_calls: [{ id: 'c' }],
+              tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
             },
           },
         ],
@@ -319,7 +404,7 @@ describe('replyFromCompletion', () => {
         content: null,
         reasoning: 'r',
         reasoning_details: [{ type: 'reasoning.text', text: 'r', signature: 's', index: 0 }],
-        tool_calls: [{ id: 'c' }],
+        tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }],
       },
     ],
     ['no choices', { object: 'chat.completion' }, undefined],

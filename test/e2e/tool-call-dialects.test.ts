@@ -1,0 +1,159 @@
+// End to end: tool calls as OpenAI-compatible servers give them, not as OpenAI does
+// (docs/budgeting.md#tool-calls-as-providers-give-them). SGLang, Cloudflare Workers AI and OpenCode's Zen
+// gateway stream each continuation delta of a call with `id`, `type` and `function.name` repeated as null
+// (sgl-project/sglang#35542, anomalyco/opencode#43328); llama-server builds of March 2026 gave a whole
+// answer's arguments as the decoded object (ggml-org/llama.cpp#20198, `--tool-args-object` since). Through
+// the official OpenAI and Anthropic clients, with a strict fake that refuses a call sent back with an id,
+// name or arguments that are not text: a session's loop goes on with each call as the model made it, and
+// every API the gateway speaks gives the call's arguments as its own shape says.
+import { randomUUID } from 'node:crypto';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+/** A model as SGLang serves it (null-padded continuation deltas). */
+const sglang = 'Qwen/Qwen3-Coder-30B-A3B-Instruct';
+/** A model as llama-server with object arguments serves it. */
+const llama = 'qwen3-coder-30b-a3b-instruct-q4_k_m.gguf';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ nullPaddedToolDeltas: [sglang], decodedToolArguments: [llama] });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
+  });
+  await waitUntilReady(harness);
+});
+// Each test its own answers: one that failed leaves none queued for the next.
+beforeEach(() => fake.clearQueue());
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const client = (headers: Record<string, string> = {}) =>
+  new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-dialects', maxRetries: 0, defaultHeaders: headers });
+
+const weather = { id: 'call_weather_1', name: 'get_weather', arguments: '{"city":"Paris","unit":"C"}' };
+const tools: OpenAI.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } },
+    },
+  },
+];
+/** The assistant message with tool calls of a request the provider received. */
+const callsSent = (request: { body?: unknown } | undefined) =>
+  ((request?.body as { messages?: ChatMessage[] } | undefined)?.messages ?? []).find(
+    (message) => (message.tool_calls?.length ?? 0) > 0,
+  )?.tool_calls;
+
+describe('a stream whose continuation deltas repeat a call’s id and name as null (SGLang)', () => {
+  it("a session's loop sends the call back as the model made it, and the model is shown the result", async () => {
+    const chat = client({ 'x-session-id': `sglang-${randomUUID()}` });
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const stream = await chat.chat.completions.create({
+      model: sglang,
+      stream: true,
+      tools,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    });
+    // The client reads the deltas as the provider gave them: the id and name on the call's first.
+    let callId = '';
+    for await (const chunk of stream)
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) callId ||= call.id ?? '';
+    expect(callId).toBe(weather.id);
+    const since = fake.chatRequests.length;
+    const answer = await chat.chat.completions.create({
+      model: sglang,
+      stream: true,
+      tools,
+      messages: [{ role: 'tool', tool_call_id: callId, content: '18 °C, clear' }],
+    });
+    let text = '';
+    for await (const chunk of answer) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('It is 18 °C in Paris.');
+    const sent = fake.chatRequests[since]?.body as { messages: ChatMessage[] };
+    expect(callsSent({ body: sent })).toEqual([
+      {
+        id: weather.id,
+        type: 'function',
+        function: { name: weather.name, arguments: weather.arguments },
+      },
+    ]);
+    expect(sent.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: weather.id, content: '18 °C, clear' });
+  });
+});
+
+describe('a whole answer whose call gives its arguments as an object (llama-server)', () => {
+  it('a session answers, gives the arguments as their JSON text, and sends them back as such', async () => {
+    const chat = client({ 'x-session-id': `llama-${randomUUID()}` });
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const first = await chat.chat.completions.create({
+      model: llama,
+      tools,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    });
+    const call = first.choices[0]?.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.function.arguments).toBe(weather.arguments);
+    const since = fake.chatRequests.length;
+    const second = await chat.chat.completions.create({
+      model: llama,
+      tools,
+      messages: [{ role: 'tool', tool_call_id: call.id, content: '18 °C, clear' }],
+    });
+    expect(second.choices[0]?.message.content).toBe('It is 18 °C in Paris.');
+    expect(callsSent(fake.chatRequests[since])?.[0]?.function).toEqual({
+      name: weather.name,
+      arguments: weather.arguments,
+    });
+  });
+
+  it('a client that keeps the conversation sends back the call it was given, and is answered', async () => {
+    const chat = client();
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'What is the weather in Paris?' },
+    ];
+    const first = await chat.chat.completions.create({ model: llama, tools, messages });
+    const reply = first.choices[0]?.message as OpenAI.ChatCompletionMessage;
+    const callId = reply.tool_calls?.[0]?.id ?? '';
+    messages.push(reply, { role: 'tool', tool_call_id: callId, content: '18 °C, clear' });
+    const second = await chat.chat.completions.create({ model: llama, tools, messages });
+    expect(second.choices[0]?.message.content).toBe('It is 18 °C in Paris.');
+  });
+
+  it('the Responses API gives a function_call item with the arguments as text', async () => {
+    fake.enqueue({ toolCalls: [weather] });
+    const response = await client().responses.create({
+      model: llama,
+      store: false,
+      input: 'What is the weather in Paris?',
+      tools: [{ type: 'function', name: 'get_weather', parameters: null, strict: false }],
+    });
+    const item = response.output.find((entry) => entry.type === 'function_call');
+    expect(item).toMatchObject({ call_id: weather.id, name: weather.name, arguments: weather.arguments });
+  });
+
+  it("Anthropic's Messages API gives a tool_use block with the arguments as its input", async () => {
+    fake.enqueue({ toolCalls: [weather] });
+    const anthropic = new Anthropic({ baseURL: harness.baseUrl.replace(/\/v1$/, ''), apiKey: 'sk-dialects' });
+    const message = await anthropic.messages.create({
+      model: llama,
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: {} } }],
+    });
+    expect(message.content.find((block) => block.type === 'tool_use')).toMatchObject({
+      id: weather.id,
+      name: weather.name,
+      input: { city: 'Paris', unit: 'C' },
+    });
+  });
+});

@@ -1,0 +1,205 @@
+// A provider's tool calls in the API's shape (tool-call-shape.ts), as tables: the shapes servers give
+// (SGLang's null-padded deltas, llama-server's decoded arguments, ids as numbers, entries that are not
+// calls) and what the gateway counts, stores and passes on of each.
+import { describe, expect, it } from 'vitest';
+import { conformCompletion, conformedToolCalls, toolCallDelta } from '../../src/upstream/tool-call-shape.js';
+
+describe('toolCallDelta: what one streamed delta says of a call', () => {
+  it.each([
+    [
+      "OpenAI's first delta",
+      { index: 0, id: 'call_1', type: 'function', function: { name: 'read', arguments: '' } },
+      { index: 0, id: 'call_1', type: 'function', name: 'read', arguments: '', extraContent: undefined },
+    ],
+    [
+      "OpenAI's continuation",
+      { index: 0, function: { arguments: '{"pa' } },
+      {
+        index: 0,
+        id: undefined,
+        type: undefined,
+        name: undefined,
+        arguments: '{"pa',
+        extraContent: undefined,
+      },
+    ],
+    [
+      "SGLang's continuation, its id, type and name repeated as null",
+      { index: 0, id: null, type: null, function: { name: null, arguments: 'th":1}' } },
+      {
+        index: 0,
+        id: undefined,
+        type: undefined,
+        name: undefined,
+        arguments: 'th":1}',
+        extraContent: undefined,
+      },
+    ],
+    [
+      'arguments as the decoded object',
+      { index: 1, id: 'call_2', function: { name: 'read', arguments: { path: 'a.ts' } } },
+      {
+        index: 1,
+        id: 'call_2',
+        type: undefined,
+        name: 'read',
+        arguments: '{"path":"a.ts"}',
+        extraContent: undefined,
+      },
+    ],
+    [
+      'an id and a name as numbers, arguments as a number',
+      { id: 7, function: { name: 42, arguments: 3 } },
+      { index: undefined, id: '7', type: undefined, name: '42', arguments: '3', extraContent: undefined },
+    ],
+    [
+      "Gemini's thought signature",
+      { index: 0, id: 'c', extra_content: { google: { thought_signature: 'sig' } }, function: null },
+      {
+        index: 0,
+        id: 'c',
+        type: undefined,
+        name: undefined,
+        arguments: undefined,
+        extraContent: { google: { thought_signature: 'sig' } },
+      },
+    ],
+  ])('%s', (_name, delta, said) => {
+    expect(toolCallDelta(delta)).toEqual(said);
+  });
+
+  it.each([[null], [42], ['call_1'], [[{ id: 'call_1' }]]])('%j is not a call', (entry) => {
+    expect(toolCallDelta(entry)).toBeUndefined();
+  });
+});
+
+describe("conformedToolCalls: a whole message's calls", () => {
+  it('gives back the very array when every call is in the shape already', () => {
+    const calls = [
+      { id: 'call_1', type: 'function', function: { name: 'read', arguments: '{}' }, extra_content: {} },
+    ];
+    expect(conformedToolCalls(calls)).toBe(calls);
+  });
+
+  it.each([
+    [
+      'arguments as the decoded object (llama-server)',
+      [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'read', arguments: { path: 'a.ts', n: [1, 2] } },
+        },
+      ],
+      [
+        {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'read', arguments: '{"path":"a.ts","n":[1,2]}' },
+        },
+      ],
+    ],
+    [
+      'null arguments, no type',
+      [{ id: 'call_1', function: { name: 'now', arguments: null } }],
+      [{ id: 'call_1', type: 'function', function: { name: 'now', arguments: '' } }],
+    ],
+    [
+      'an id as a number; the call’s other fields kept',
+      [
+        {
+          id: 3,
+          index: 0,
+          type: 'function',
+          function: { name: 'read', arguments: '{}' },
+          extra_content: { a: 1 },
+        },
+      ],
+      [
+        {
+          id: '3',
+          index: 0,
+          type: 'function',
+          function: { name: 'read', arguments: '{}' },
+          extra_content: { a: 1 },
+        },
+      ],
+    ],
+    [
+      'entries that are not calls left out',
+      [null, 'call_1', { id: 'call_2', type: 'function', function: { name: 'read', arguments: '{}' } }, 4],
+      [{ id: 'call_2', type: 'function', function: { name: 'read', arguments: '{}' } }],
+    ],
+    [
+      'a call without a function',
+      [{ id: 'call_1', type: 'function', function: 'read' }],
+      [{ id: 'call_1', type: 'function', function: { name: '', arguments: '' } }],
+    ],
+  ])('%s', (_name, calls, conformed) => {
+    expect(conformedToolCalls(calls)).toEqual(conformed);
+  });
+
+  it.each([[undefined], [null], [[]], [42], [{ id: 'call_1' }], [[null, 'x']]])(
+    '%j holds no call',
+    (calls) => {
+      expect(conformedToolCalls(calls)).toBeUndefined();
+    },
+  );
+});
+
+describe('conformCompletion: a parsed whole answer, in place', () => {
+  const completionOf = (message: unknown) => ({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    choices: [{ index: 0, message, finish_reason: 'tool_calls' }],
+  });
+
+  it('changes nothing, and says so, in an answer in the shape', () => {
+    const message = {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read', arguments: '{}' } }],
+    };
+    const completion = completionOf(structuredClone(message));
+    expect(conformCompletion(completion)).toBe(false);
+    expect(completion).toEqual(completionOf(message));
+  });
+
+  it.each([
+    ['no tool_calls', { role: 'assistant', content: 'Hi' }],
+    ['tool_calls null', { role: 'assistant', content: 'Hi', tool_calls: null }],
+    ['tool_calls empty', { role: 'assistant', content: 'Hi', tool_calls: [] }],
+  ])('leaves an answer with %s as it is', (_name, message) => {
+    const completion = completionOf(structuredClone(message));
+    expect(conformCompletion(completion)).toBe(false);
+    expect(completion).toEqual(completionOf(message));
+  });
+
+  it('writes decoded arguments as text and takes out tool_calls that hold no call', () => {
+    const completion = {
+      choices: [
+        {
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', function: { name: 'f', arguments: { a: 1 } } }],
+          },
+        },
+        { message: { role: 'assistant', content: 'Hi', tool_calls: 42 } },
+      ],
+    };
+    expect(conformCompletion(completion)).toBe(true);
+    expect(completion).toEqual({
+      choices: [
+        {
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
+          },
+        },
+        { message: { role: 'assistant', content: 'Hi' } },
+      ],
+    });
+  });
+});
