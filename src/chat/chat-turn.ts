@@ -40,7 +40,13 @@ import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-r
 import { createContextPlanner } from './context-planner.js';
 import { isUnknownModel } from '../context/context-settings.js';
 import { countPrecisionFor, promptRoomOf, tokenizerFor } from '../context/plan-send.js';
-import { readWholeAnswer, relayStream, type ClientStream, type Usage } from '../upstream/relay.js';
+import {
+  endWithFailure,
+  readWholeAnswer,
+  relayStream,
+  type ClientStream,
+  type Usage,
+} from '../upstream/relay.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import { withOutcome, type RequestOutcome, type UpstreamTally } from './request-outcome.js';
 import {
@@ -540,16 +546,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     try {
       return await relayAndStore(turn, sent);
     } catch (error) {
-      // A failure of the gateway's own once the stream is open: the client is told with an error event
-      // and the stream ends, rather than waiting for an end that would not come; the edge logs the error.
-      const told = isGatewayError(error)
-        ? error
-        : new GatewayError('internal_error', 'The gateway failed to process the request.');
-      try {
-        client.end(errorEvent(toOpenAIErrorBody(told)));
-      } catch {
-        client.destroy();
-      }
+      // A failure of the gateway's own once the stream is open: the edge logs it.
+      endWithFailure(client, error);
       throw error;
     }
   }

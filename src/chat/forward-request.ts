@@ -11,7 +11,7 @@ import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { errorEvent, isEventStream, StreamCompletionTracker } from '../upstream/sse.js';
 import type { Readable } from 'node:stream';
 import type { Upstream, UpstreamMethod, UpstreamResponse } from '../upstream/upstream.js';
-import { readWholeAnswer, relayStream, type ClientStream } from '../upstream/relay.js';
+import { endWithFailure, readWholeAnswer, relayStream, type ClientStream } from '../upstream/relay.js';
 import type { UpstreamTally } from './request-outcome.js';
 import { measuredExchange } from './upstream-call.js';
 
@@ -68,6 +68,10 @@ export function createForwarder(deps: {
               holdDone: false,
               assemble: false,
               expectFinish: false,
+            }).catch((error: unknown) => {
+              // A failure of the gateway's own once the stream is open: the edge logs it.
+              endWithFailure(client, error);
+              throw error;
             });
             const { promptTokens, completionTokens } = relayed.usage;
             const totalTokens =

@@ -12,7 +12,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
 import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
-import { addReasoningDetails } from '../upstream/reply-assembler.js';
+import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
 import { toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
@@ -277,7 +277,7 @@ export class MessagesStreamTranslator {
       } catch {
         continue;
       }
-      out += this.translate(chunk);
+      if (typeof chunk === 'object' && chunk !== null && !Array.isArray(chunk)) out += this.translate(chunk);
     }
     return out;
   }
@@ -306,10 +306,10 @@ export class MessagesStreamTranslator {
       return this.event('error', { error: { type, message: anthropicMessageText(message) } });
     }
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage as Json;
-    const choice = ((chunk.choices as Json[] | undefined) ?? [])[0];
+    const choice = firstChoice(chunk);
     if (choice === undefined) return '';
     if (typeof choice.finish_reason === 'string') this.finish = choice.finish_reason;
-    const delta = (choice.delta ?? {}) as Json;
+    const delta = choice.delta as Json;
     if (delta.ctxgate_anthropic_stop !== undefined) this.unsaidStop = delta.ctxgate_anthropic_stop as Json;
     if (delta.ctxgate_anthropic_event !== undefined)
       return this.unsaidEvent(delta.ctxgate_anthropic_event as Json);

@@ -15,7 +15,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
-import { addReasoningDetails } from '../upstream/reply-assembler.js';
+import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
 import { toolCallDelta, type ToolCallDelta } from '../upstream/tool-call-shape.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
@@ -144,13 +144,14 @@ export class ResponsesStreamTranslator {
     let out = '';
     for (const { data } of this.sse.push(text)) {
       if (data === '[DONE]' || data === '') continue;
-      let chunk: Record<string, unknown>;
+      let chunk: unknown;
       try {
-        chunk = JSON.parse(data) as Record<string, unknown>;
+        chunk = JSON.parse(data);
       } catch {
         continue;
       }
-      out += this.translate(chunk);
+      if (typeof chunk === 'object' && chunk !== null && !Array.isArray(chunk))
+        out += this.translate(chunk as Record<string, unknown>);
     }
     return out;
   }
@@ -163,11 +164,11 @@ export class ResponsesStreamTranslator {
     }
     const usage = chunk.usage as { prompt_tokens?: number; completion_tokens?: number } | undefined | null;
     if (usage) this.usage = { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
-    const choice = (chunk.choices as Array<Record<string, unknown>> | undefined)?.[0];
+    const choice = firstChoice(chunk);
     if (choice === undefined) return '';
     if (choice.finish_reason !== undefined && choice.finish_reason !== null)
       this.finishReason = choice.finish_reason;
-    const delta = (choice.delta ?? {}) as {
+    const delta = choice.delta as {
       content?: unknown;
       tool_calls?: unknown;
       reasoning_details?: unknown;

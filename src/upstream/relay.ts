@@ -5,12 +5,13 @@
 // whether the client gets the [DONE] or an error event. The client is a port (ClientStream): no
 // fastify here.
 import type { EventEmitter } from 'node:events';
-import { GatewayError, isGatewayError } from '../errors.js';
+import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import { replyFromCompletion, StreamReplyAssembler } from './reply-assembler.js';
 import {
   completionTokensKey,
   countDataEvents,
   doneMarkerAt,
+  errorEvent,
   EventBoundaryBuffer,
   isEventStream,
   promptTokensIn,
@@ -18,6 +19,7 @@ import {
   usageNumberIn,
 } from './sse.js';
 import { conformCompletion } from './tool-call-shape.js';
+import { isAbortError } from './undici-upstream.js';
 import type { UpstreamResponse } from './upstream.js';
 
 /** The client's side of a response. */
@@ -108,6 +110,22 @@ function usageOf(completion: Record<string, unknown>): Usage | undefined {
   };
 }
 
+/**
+ * Ends a stream the gateway opened when the gateway itself failed while serving it: the client gets an
+ * error event — a gateway error's code, else `internal_error` and nothing of the failure — instead of
+ * waiting for an end that would not come; a stream that cannot take one is dropped.
+ */
+export function endWithFailure(client: ClientStream, error: unknown): void {
+  const told = isGatewayError(error)
+    ? error
+    : new GatewayError('internal_error', 'The gateway failed to process the request.');
+  try {
+    client.end(errorEvent(toOpenAIErrorBody(told)));
+  } catch {
+    client.destroy();
+  }
+}
+
 export type StreamOutcome =
   /** The client left: the connection is dropped; usage and reply are what had arrived. */
   | { kind: 'client_left'; usage: Usage; reply: Record<string, unknown> | undefined; dataEvents: number }
@@ -176,6 +194,9 @@ export async function relayStream(
       client.destroy();
       return { kind: 'client_left', usage: usage(), reply: assembler?.end().message, dataEvents };
     }
+    // A failure of the gateway's own reading (not the upstream's, not a cancelled call): the caller's to
+    // end the stream with (endWithFailure) and the edge's to log.
+    if (!isGatewayError(error) && !isAbortError(error)) throw error;
     failure = isGatewayError(error)
       ? error
       : new GatewayError('upstream_unreachable', 'The upstream stream broke off.', { cause: error });

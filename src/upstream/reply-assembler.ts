@@ -55,6 +55,23 @@ export function replyFromCompletion(
   return reply;
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The first choice (index 0) of a parsed chat stream chunk, its delta an object ({} when it has none);
+ * undefined when the chunk holds no such choice — what is not shaped as one says nothing.
+ */
+export function firstChoice(
+  chunk: unknown,
+): { delta: Record<string, unknown>; finish_reason: unknown } | undefined {
+  const choices = isRecord(chunk) && Array.isArray(chunk.choices) ? (chunk.choices as unknown[]) : [];
+  const choice = choices.find((candidate) => isRecord(candidate) && (candidate.index ?? 0) === 0);
+  if (!isRecord(choice)) return undefined;
+  return { delta: isRecord(choice.delta) ? choice.delta : {}, finish_reason: choice.finish_reason };
+}
+
 function isAnthropicExtension(value: unknown): value is { blocks: unknown[]; made: string } {
   return (
     typeof value === 'object' &&
@@ -64,16 +81,26 @@ function isAnthropicExtension(value: unknown): value is { blocks: unknown[]; mad
   );
 }
 
+/** How far past the entries held a reasoning detail's index may point. */
+const maxIndexSkip = 8;
+
 /**
  * OpenRouter's structured reasoning as a stream gives it: entries in pieces, a piece's `index` saying
  * which entry it continues (its text, summary or data added on, any other field taken as the latest).
+ * An index a few past the entries (a provider numbering from 1) leaves holes, which readers skip; one
+ * that is not a whole number, or far past them (a billion), starts the next entry instead: an array
+ * indexed by whatever a provider says could hold a billion holes.
  */
 export function addReasoningDetails(into: Array<Record<string, unknown>>, pieces: unknown): void {
   if (!Array.isArray(pieces)) return;
   for (const piece of pieces as unknown[]) {
     if (typeof piece !== 'object' || piece === null || Array.isArray(piece)) continue;
     const fields = piece as Record<string, unknown>;
-    const index = typeof fields.index === 'number' ? fields.index : into.length;
+    const said = fields.index;
+    const index =
+      typeof said === 'number' && Number.isInteger(said) && said >= 0 && said <= into.length + maxIndexSkip
+        ? said
+        : into.length;
     const entry = into[index];
     if (entry === undefined) {
       into[index] = { ...fields };
@@ -98,13 +125,17 @@ export class StreamReplyAssembler {
   private refusal = '';
   /** OpenRouter's `reasoning_details`, by index (addReasoningDetails). */
   private readonly reasoningDetails: Array<Record<string, unknown>> = [];
-  private readonly toolCalls: Array<{
-    id: string;
-    type: string;
-    function: { name: string; arguments: string };
-    /** Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call. */
-    extra_content?: unknown;
-  }> = [];
+  /** By the index the deltas give (any number: a Map, so an index of a billion makes no billion holes). */
+  private readonly toolCalls = new Map<
+    number,
+    {
+      id: string;
+      type: string;
+      function: { name: string; arguments: string };
+      /** Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call. */
+      extra_content?: unknown;
+    }
+  >();
   private finished = false;
   private malformedEvents = 0;
   /** Claude's blocks of the answer (ctxgate_anthropic_blocks), when its stream gave them. */
@@ -125,12 +156,15 @@ export class StreamReplyAssembler {
       content:
         this.thinking !== ''
           ? thinkingChunks(flatText(this.thinking), flatText(this.content))
-          : this.sawContent || !this.toolCalls.some((call) => call !== undefined)
+          : this.sawContent || this.toolCalls.size === 0
             ? flatText(this.content)
             : null,
     };
-    // By index as the deltas said; a provider whose indexes skip (starting at 1) leaves no hole.
-    const toolCalls = this.toolCalls.filter((call) => call !== undefined);
+    // In the order of the indexes the deltas said; a provider whose indexes skip (starting at 1) leaves
+    // no hole.
+    const toolCalls = [...this.toolCalls.entries()]
+      .sort(([one], [other]) => one - other)
+      .map(([, call]) => call);
     for (const call of toolCalls) call.function.arguments = flatText(call.function.arguments);
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (this.reasoning !== '') message[this.reasoningField] = flatText(this.reasoning);
@@ -147,17 +181,17 @@ export class StreamReplyAssembler {
       this.finished = true;
       return;
     }
-    let chunk: { choices?: Array<{ index?: number; delta?: ChoiceDelta; finish_reason?: string | null }> };
+    let chunk: unknown;
     try {
-      chunk = JSON.parse(data) as typeof chunk;
+      chunk = JSON.parse(data);
     } catch {
       this.malformedEvents++;
       return;
     }
-    const choice = chunk.choices?.find((candidate) => (candidate.index ?? 0) === 0);
+    const choice = firstChoice(chunk);
     if (choice === undefined) return;
     if (typeof choice.finish_reason === 'string') this.finished = true;
-    const delta = choice.delta ?? {};
+    const delta: ChoiceDelta = choice.delta;
     if (typeof delta.content === 'string') {
       this.content += delta.content;
       if (delta.content !== '') this.sawContent = true;
@@ -180,12 +214,12 @@ export class StreamReplyAssembler {
     for (const entry of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
       const call = toolCallDelta(entry);
       if (call === undefined) continue;
-      const index = call.index ?? this.toolCalls.length;
-      const target = (this.toolCalls[index] ??= {
-        id: '',
-        type: 'function',
-        function: { name: '', arguments: '' },
-      });
+      const index = call.index ?? this.toolCalls.size;
+      let target = this.toolCalls.get(index);
+      if (target === undefined) {
+        target = { id: '', type: 'function', function: { name: '', arguments: '' } };
+        this.toolCalls.set(index, target);
+      }
       if (call.id !== undefined) target.id = call.id;
       if (call.type !== undefined) target.type = call.type;
       if (call.name !== undefined) target.function.name += call.name;

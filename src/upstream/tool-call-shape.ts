@@ -4,11 +4,12 @@
 // `id`, `type` and `function.name` as null (SGLang, Cloudflare Workers AI, OpenCode's Zen gateway) where
 // OpenAI leaves them out, and arguments as a decoded JSON object rather than its text (llama-server,
 // ggml-org/llama.cpp#20198). A null is what was not said; arguments that are not text are written as
-// JSON text; an id or name given as a number is its digits; anything else that is not a call is left out.
+// JSON text; an id or name given as a number is its digits, one not given is empty; anything else that
+// is not a call is left out.
 // Pure.
 
 export interface ToolCallShape {
-  id?: string;
+  id: string;
   type: string;
   function: { name: string; arguments: string };
   [field: string]: unknown;
@@ -58,7 +59,7 @@ export function toolCallDelta(call: unknown): ToolCallDelta | undefined {
 function isConforming(call: unknown): boolean {
   if (!isRecord(call) || !isRecord(call.function)) return false;
   return (
-    (call.id === undefined || typeof call.id === 'string') &&
+    typeof call.id === 'string' &&
     typeof call.type === 'string' &&
     typeof call.function.name === 'string' &&
     typeof call.function.arguments === 'string'
@@ -78,12 +79,14 @@ export function conformedToolCalls(value: unknown): ToolCallShape[] | undefined 
     const delta = toolCallDelta(entry);
     if (delta === undefined) continue;
     const { function: _function, id: _id, type: _type, ...rest } = entry as Record<string, unknown>;
-    const call: ToolCallShape = Object.assign(rest, {
-      type: delta.type ?? 'function',
-      function: { name: delta.name ?? '', arguments: delta.arguments ?? '' },
-    });
-    if (delta.id !== undefined) call.id = delta.id;
-    calls.push(call);
+    // What was not said is empty, as a stream's call without it is (reply-assembler.ts).
+    calls.push(
+      Object.assign(rest, {
+        id: delta.id ?? '',
+        type: delta.type ?? 'function',
+        function: { name: delta.name ?? '', arguments: delta.arguments ?? '' },
+      }),
+    );
   }
   return calls.length === 0 ? undefined : calls;
 }

@@ -142,16 +142,28 @@ export function createUndiciUpstream({
           for (const chunk of takePeeked()) await onChunk(chunk);
           if (ended) return;
           return new Promise<void>((resolve, reject) => {
-            body.on('data', (chunk: Buffer) => {
-              const pending = onChunk(chunk);
+            // What the reader of the chunks fails with, thrown or rejected, is its own failure, not the
+            // upstream's: the body is dropped and the failure handed back as it is. (Thrown inside the
+            // body's 'data' event, it would have been no one's to catch: the process would have ended.)
+            const readerFailed = (error: unknown): void => {
+              body.off('data', onData);
+              body.on('error', () => undefined);
+              body.destroy();
+              reject(error);
+            };
+            const onData = (chunk: Buffer): void => {
+              let pending: void | Promise<void>;
+              try {
+                pending = onChunk(chunk);
+              } catch (error) {
+                return readerFailed(error);
+              }
               if (pending !== undefined) {
                 body.pause();
-                pending.then(
-                  () => body.resume(),
-                  (error: unknown) => body.destroy(error as Error),
-                );
+                pending.then(() => body.resume(), readerFailed);
               }
-            });
+            };
+            body.on('data', onData);
             body.once('end', resolve);
             body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
             body.resume();

@@ -2,7 +2,11 @@
 // however the bytes were split (inside an event, inside a multi-byte character), with tool calls
 // assembled by index, reasoning and refusals kept, other choices ignored, and malformed events counted.
 import { describe, expect, it } from 'vitest';
-import { replyFromCompletion, StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
+import {
+  addReasoningDetails,
+  replyFromCompletion,
+  StreamReplyAssembler,
+} from '../../src/upstream/reply-assembler.js';
 
 const event = (value: unknown): string =>
   `data: ${typeof value === 'string' ? value : JSON.stringify(value)}\n\n`;
@@ -128,6 +132,30 @@ describe('StreamReplyAssembler', () => {
         },
       ],
     });
+  });
+
+  it('takes what is not shaped as a chunk, a choice or a delta as saying nothing', () => {
+    const odd =
+      event(delta({ role: 'assistant', content: 'Hi' })) +
+      event({ choices: { a: 1 } }) +
+      event({ choices: [null, 'x'] }) +
+      event(delta(null as unknown as Record<string, unknown>)) +
+      event('null') +
+      event('[1,2]') +
+      event(delta({ content: ' there' }, 0, 'stop'));
+    const assembled = assemble(odd, 5);
+    expect(assembled.message).toEqual({ role: 'assistant', content: 'Hi there' });
+    expect(assembled.finished).toBe(true);
+  });
+
+  it('orders calls by the index their deltas give, whatever number it is, without a hole for each', () => {
+    const calls =
+      event(delta({ tool_calls: [{ index: 1e9, id: 'c2', function: { name: 'g', arguments: '{}' } }] })) +
+      event(delta({ tool_calls: [{ index: -1, id: 'c1', function: { name: 'f', arguments: '{}' } }] }));
+    expect(assemble(calls, 11).message.tool_calls).toEqual([
+      { id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } },
+      { id: 'c2', type: 'function', function: { name: 'g', arguments: '{}' } },
+    ]);
   });
 
   it('writes arguments a delta gives as the decoded object as their JSON text', () => {
@@ -411,5 +439,25 @@ describe('replyFromCompletion', () => {
     ['a choice without a message', { choices: [{}] }, undefined],
   ])('%s', (_name, completion, expected) => {
     expect(replyFromCompletion(completion)).toEqual(expected);
+  });
+});
+
+describe('addReasoningDetails', () => {
+  it('joins pieces by their index; an index far past the entries, or not whole, starts the next entry', () => {
+    const into: Array<Record<string, unknown>> = [];
+    addReasoningDetails(into, [{ type: 'reasoning.text', text: 'Think', index: 1 }]);
+    addReasoningDetails(into, [
+      { text: ' more', index: 1 },
+      { signature: 'sig', index: 1 },
+    ]);
+    addReasoningDetails(into, [{ type: 'reasoning.encrypted', data: 'x', index: 1e9 }]);
+    addReasoningDetails(into, [{ type: 'reasoning.summary', summary: 's', index: 0.5 }, 'not a piece']);
+    // A provider that numbers from 1 leaves one hole, which readers skip; a billion leaves none.
+    expect(into.length).toBe(4);
+    expect(into.filter((entry) => entry !== undefined)).toEqual([
+      { type: 'reasoning.text', text: 'Think more', index: 1, signature: 'sig' },
+      { type: 'reasoning.encrypted', data: 'x', index: 1e9 },
+      { type: 'reasoning.summary', summary: 's', index: 0.5 },
+    ]);
   });
 });

@@ -106,6 +106,26 @@ describe('the undici upstream', () => {
     expect(all).toBe('data: one\n\ndata: two\n\ndata: [DONE]\n\n');
   });
 
+  it.each([
+    [
+      'throws',
+      (): undefined => {
+        throw new TypeError('the reader failed');
+      },
+    ],
+    ['rejects', () => Promise.reject(new TypeError('the reader failed'))],
+  ])('hands back what the chunk reader %s with, as it is, and drops the body', async (_name, onChunk) => {
+    // The stream that stalls after its first event: only dropping it ends the read. (A reader that
+    // threw inside the body's 'data' event was no one's to catch, and the process ended.)
+    const stalled = await send('/stall');
+    const failed = await stalled.forEachChunk(onChunk).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(TypeError);
+    expect((failed as Error).message).toBe('the reader failed');
+  });
+
   it('says when a body has been read to its end, and not for one that stalls', async () => {
     const ends: string[] = [];
     const whole = await send('/whole', baseUrl, 'u', () => ends.push('whole'));
