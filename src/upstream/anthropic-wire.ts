@@ -509,13 +509,15 @@ export class AnthropicToChatStream {
     let out = '';
     for (const { data } of this.sse.push(text)) {
       if (data === '') continue;
-      let event: Json;
+      let event: unknown;
       try {
-        event = JSON.parse(data) as Json;
+        event = JSON.parse(data);
       } catch {
         continue;
       }
-      out += this.translate(event);
+      // What is not an event object says nothing.
+      if (typeof event === 'object' && event !== null && !Array.isArray(event))
+        out += this.translate(event as Json);
     }
     return out;
   }

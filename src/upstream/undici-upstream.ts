@@ -180,7 +180,20 @@ export function createUndiciUpstream({
             };
             const onData = (chunk: Buffer): void => {
               peeked.push(chunk);
-              if (enough(Buffer.concat(peeked))) done();
+              // As forEachChunk's reader: what the judge of `enough` fails with is handed back.
+              let seen: boolean;
+              try {
+                seen = enough(Buffer.concat(peeked));
+              } catch (error) {
+                body.off('data', onData);
+                body.off('end', done);
+                body.off('error', onError);
+                body.on('error', () => undefined);
+                body.destroy();
+                reject(error);
+                return;
+              }
+              if (seen) done();
             };
             const onError = (error: Error): void => {
               body.off('data', onData);

@@ -1,13 +1,16 @@
 // Fuzzing what the provider answers, against the real gateway process (src/main.ts): a 2xx chat answer,
 // whole or streamed, whose chunks, choices, deltas, messages and tool calls hold JSON of any type where
 // the API puts a particular one — the shapes OpenAI-compatible servers were seen to send (null-padded
-// tool-call deltas, decoded arguments, `tool_calls: null`, `role: null`) among them — relayed to a chat
+// tool-call deltas, decoded arguments, `tool_calls: null`, `role: null`) among them — or Claude's answer
+// (Anthropic's events and blocks, as loosely typed) from an upstream of kind anthropic — relayed to a chat
 // client in a session, to a Responses client and to a Messages client. Whatever the provider sends: every
 // request gets an answer that ends (a stream its end or an error event: a stream left open is a client
 // hung), no 5xx but the documented upstream ones, no stack trace, every tool call a session stores in the
 // API's shape (text id, name and arguments), and the process still up at the end. (A chunk whose
-// `choices` was an object once ended the process: an exception thrown inside the upstream body's 'data'
-// event.) Bounded in runs; each answer has a generous bound only so that a hang fails rather than stalls.
+// `choices` was an object once ended the process, and so did a Claude event of `data: null`: exceptions
+// thrown inside the upstream body's 'data' event.) Bounded in runs; each answer has a generous bound only so that a hang fails rather than stalls.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
@@ -101,7 +104,64 @@ const chunk = fc.oneof(
   { weight: 1, arbitrary: fc.record({ error: anyValue }) },
   { weight: 1, arbitrary: anyValue },
 );
+/** Claude's blocks and events (Anthropic's Messages API), each field typed as the API says, or not. */
+const block = either(
+  fc.oneof(
+    fc.record({ type: fc.constant('text'), text: either(text) }),
+    fc.record({ type: fc.constant('thinking'), thinking: either(text), signature: either(text) }),
+    fc.record({
+      type: fc.constantFrom('tool_use', 'server_tool_use'),
+      id: either(fc.constantFrom('toolu_1', 'srvtoolu_1')),
+      name: either(fc.constantFrom('read', 'web_search')),
+      input: either(fc.constant({ path: 'a.ts' })),
+    }),
+    fc.record({ type: fc.constant('redacted_thinking'), data: either(text) }),
+  ),
+);
+const blockDelta = either(
+  fc.oneof(
+    fc.record({ type: fc.constant('text_delta'), text: either(text) }),
+    fc.record({ type: fc.constant('input_json_delta'), partial_json: either(text) }),
+    fc.record({ type: fc.constant('thinking_delta'), thinking: either(text) }),
+    fc.record({ type: fc.constant('signature_delta'), signature: either(text) }),
+  ),
+);
+const usage = either(fc.record({ input_tokens: either(fc.nat()), output_tokens: either(fc.nat()) }));
+const claudeEvent = fc.oneof(
+  fc.record({
+    type: fc.constant('message_start'),
+    message: either(
+      fc.record({ id: either(fc.constant('msg_1')), model: either(fc.constant('claude-x')), usage }),
+    ),
+  }),
+  fc.record({ type: fc.constant('content_block_start'), index: either(fc.nat(3)), content_block: block }),
+  fc.record({ type: fc.constant('content_block_delta'), index: either(fc.nat(3)), delta: blockDelta }),
+  fc.record({ type: fc.constant('content_block_stop'), index: either(fc.nat(3)) }),
+  fc.record({
+    type: fc.constant('message_delta'),
+    delta: either(fc.record({ stop_reason: either(fc.constantFrom('end_turn', 'tool_use', 'max_tokens')) })),
+    usage,
+  }),
+  fc.record({ type: fc.constant('error'), error: anyValue }),
+  anyValue,
+);
+const claudeWhole = either(
+  fc.record(
+    {
+      id: fc.constant('msg_1'),
+      type: fc.constant('message'),
+      role: either(fc.constant('assistant')),
+      content: either(fc.array(block, { maxLength: 3 })),
+      stop_reason: either(fc.constantFrom('end_turn', 'tool_use')),
+      usage,
+    },
+    { requiredKeys: [] },
+  ),
+);
 const answer = fc.record({
+  claude: fc.boolean(),
+  events: fc.array(claudeEvent, { minLength: 1, maxLength: 6 }),
+  claudeWhole,
   streamed: fc.boolean(),
   chunks: fc.array(chunk, { minLength: 1, maxLength: 6 }),
   whole: either(
@@ -120,11 +180,26 @@ const answer = fc.record({
   route: fc.constantFrom('chat', 'responses', 'messages'),
 });
 
-/** The provider's body for an answer: an event stream of its chunks, or the whole answer. */
-function bodyOf(drawn: { streamed: boolean; chunks: unknown[]; whole: unknown; finished: boolean }): {
-  type: string;
-  body: string;
-} {
+/** The provider's body for an answer: an event stream of its chunks (Claude's events), or the whole answer. */
+function bodyOf(drawn: {
+  claude: boolean;
+  events: unknown[];
+  claudeWhole: unknown;
+  streamed: boolean;
+  chunks: unknown[];
+  whole: unknown;
+  finished: boolean;
+}): { type: string; body: string } {
+  if (drawn.claude) {
+    if (!drawn.streamed) return { type: 'application/json', body: JSON.stringify(drawn.claudeWhole) };
+    const named = (value: unknown): string =>
+      typeof value === 'object' && value !== null && typeof (value as { type?: unknown }).type === 'string'
+        ? (value as { type: string }).type
+        : 'message';
+    const events = drawn.events.map((value) => `event: ${named(value)}\ndata: ${JSON.stringify(value)}\n\n`);
+    if (drawn.finished) events.push('event: message_stop\ndata: {"type":"message_stop"}\n\n');
+    return { type: 'text/event-stream', body: events.join('') };
+  }
   if (!drawn.streamed) return { type: 'application/json', body: JSON.stringify(drawn.whole) };
   const events = drawn.chunks.map((value) => `data: ${JSON.stringify(value)}\n\n`);
   if (drawn.finished)
@@ -135,20 +210,42 @@ function bodyOf(drawn: { streamed: boolean; chunks: unknown[]; whole: unknown; f
 describe('fuzzed provider answers against the gateway process', () => {
   let fake: FakeUpstream;
   let gateway: ServerProcess;
+  /** Anthropic's API, as far as this test needs it: it answers every request with the drawn body. */
+  let claude: Server;
+  let claudeAnswer = { type: 'application/json', body: '{}' };
   const base = () => gateway.url.replace(/\/v1$/, '');
 
   beforeAll(async () => {
     fake = new FakeUpstream({ recordLimit: 20 });
+    claude = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        response.writeHead(200, { 'content-type': claudeAnswer.type });
+        response.end(claudeAnswer.body);
+      });
+    });
+    await new Promise<void>((resolve) => claude.listen(0, '127.0.0.1', resolve));
+    const claudeUrl = `http://127.0.0.1:${(claude.address() as AddressInfo).port}`;
+    const config = [
+      'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${claudeUrl}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
+      '',
+    ].join('\n');
     gateway = await startServerProcess([process.execPath, '--import', 'tsx', 'src/main.ts'], {
       PORT: '0',
       UPSTREAM_BASE_URL: await fake.start(),
-      CTXGATE_CONFIG: writeConfigFile('{}\n'),
+      CTXGATE_CONFIG: writeConfigFile(config),
       LOG_LEVEL: 'info',
     });
   }, 60_000);
   afterAll(async () => {
     await gateway.stop();
     await fake.stop();
+    claude.closeAllConnections();
+    await new Promise((resolve) => claude.close(resolve));
   });
 
   it('answers every request with an end, no undocumented 5xx, no stack, and stores calls in shape', async () => {
@@ -159,20 +256,22 @@ describe('fuzzed provider answers against the gateway process', () => {
         const sessionId = `fuzz-${runs}`;
         const { type, body } = bodyOf(drawn);
         fake.clearQueue();
-        fake.enqueue({ status: 200, headers: { 'content-type': type }, body });
+        if (drawn.claude) claudeAnswer = { type, body };
+        else fake.enqueue({ status: 200, headers: { 'content-type': type }, body });
+        const model = drawn.claude ? 'claude-fuzz' : 'gpt-4o-mini';
         const stream = drawn.streamed;
         const request =
           drawn.route === 'chat'
             ? {
                 path: 'chat/completions',
-                body: { model: 'gpt-4o-mini', stream, messages: [{ role: 'user', content: 'hi' }] },
+                body: { model, stream, messages: [{ role: 'user', content: 'hi' }] },
               }
             : drawn.route === 'responses'
-              ? { path: 'responses', body: { model: 'gpt-4o-mini', stream, store: false, input: 'hi' } }
+              ? { path: 'responses', body: { model, stream, store: false, input: 'hi' } }
               : {
                   path: 'messages',
                   body: {
-                    model: 'gpt-4o-mini',
+                    model,
                     stream,
                     max_tokens: 64,
                     messages: [{ role: 'user', content: 'hi' }],

@@ -655,6 +655,24 @@ describe('an Anthropic answer as chat', () => {
     });
   });
 
+  it('takes an event that is not an object as saying nothing', () => {
+    // `data: null` once threw inside the upstream body's 'data' event, and the process ended.
+    const wire =
+      'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1","model":"claude-x"}}\n\n' +
+      'event: content_block_start\ndata: null\n\n' +
+      'event: content_block_start\ndata: [1,2]\n\n' +
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n' +
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n';
+    const text = new AnthropicToChatStream()
+      .push(wire)
+      .split('\n\n')
+      .filter((block) => block.startsWith('data: {'))
+      .map((block) => JSON.parse(block.slice(6)) as { choices: Array<{ delta: { content?: string } }> })
+      .map((chunk) => chunk.choices[0]?.delta.content ?? '')
+      .join('');
+    expect(text).toBe('Hi');
+  });
+
   it('translates a stream split at every byte into the same chat chunks', () => {
     const events = [
       {

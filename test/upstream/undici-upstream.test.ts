@@ -1,7 +1,8 @@
 // The undici adapter (docs/operations.md): real HTTP on loopback to a scripted server. The base URL's
 // path is kept; bodies are read whole, chunk by chunk or peeked and then replayed; transport failures
 // become the gateway's codes — nothing listening, no first byte in time, a body that stalls, a body
-// larger than it reads whole.
+// larger than it reads whole; what the reader of the chunks (or the judge of a peek) fails with is handed
+// back as it is.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EventEmitter } from 'node:events';
@@ -124,6 +125,20 @@ describe('the undici upstream', () => {
     );
     expect(failed).toBeInstanceOf(TypeError);
     expect((failed as Error).message).toBe('the reader failed');
+  });
+
+  it('hands back what the judge of a peek throws, as it is, and drops the body', async () => {
+    const stalled = await send('/stall');
+    const failed = await stalled
+      .peek(() => {
+        throw new TypeError('the judge failed');
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(failed).toBeInstanceOf(TypeError);
+    expect((failed as Error).message).toBe('the judge failed');
   });
 
   it('says when a body has been read to its end, and not for one that stalls', async () => {
