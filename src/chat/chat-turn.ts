@@ -353,6 +353,15 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   /** What the attempt did to the session's messages, found once per attempt. */
+  /** Runs `work` in the background, where what it throws has no one to catch it: dropped. */
+  function attemptQuietly(work: () => unknown): void {
+    try {
+      work();
+    } catch {
+      // Found again, and handled, where the request needs it.
+    }
+  }
+
   function fatesOf(turn: Turn, session: SessionTurn, attempt: ChatAttempt): SessionRequestReport['fates'] {
     if (turn.fates?.attempt !== attempt)
       turn.fates = { attempt, runs: historyFates(session, attempt.prepared.messages) };
@@ -760,8 +769,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
               target: attempt.target,
             });
             // The report's costly part, found while the upstream works rather than before the commit.
+            // Nothing thrown here may escape (it would end the process): should it fail, the commit
+            // finds it again where the request's own failure is handled.
             const { session } = turn;
-            if (session !== undefined) setImmediate(() => fatesOf(turn, session, attempt));
+            if (session !== undefined)
+              setImmediate(() => void attemptQuietly(() => fatesOf(turn, session, attempt)));
             return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),

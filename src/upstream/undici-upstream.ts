@@ -1,5 +1,6 @@
 // Upstream adapter on undici: one keep-alive Pool per configured upstream. Connect, first-byte and
 // idle-body timeouts are enforced here, and transport failures become GatewayErrors with stable codes.
+import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 import { GatewayError } from '../errors.js';
@@ -50,6 +51,48 @@ export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unk
         { cause: error },
       );
   }
+}
+
+/** Stops reading a body and drops it, its last error (the abort the drop causes) caught. */
+function dropBody(body: Readable, onData: (chunk: Buffer) => void): void {
+  body.off('data', onData);
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+/**
+ * Hands each chunk of a body to `onChunk` as it arrives, waiting on the promise it returns (backpressure).
+ * What `onChunk` fails with, thrown or rejected, is its own failure, not the upstream's: the body is
+ * dropped and the failure handed back as it is. (Thrown inside the body's 'data' event, it would have
+ * been no one's to catch: the process would have ended.)
+ */
+function readChunks(
+  body: Readable,
+  onChunk: (chunk: Buffer) => void | Promise<void>,
+  timeouts: UpstreamTimeouts,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const readerFailed = (error: unknown): void => {
+      dropBody(body, onData);
+      reject(error);
+    };
+    const onData = (chunk: Buffer): void => {
+      let pending: void | Promise<void>;
+      try {
+        pending = onChunk(chunk);
+      } catch (error) {
+        return readerFailed(error);
+      }
+      if (pending !== undefined) {
+        body.pause();
+        pending.then(() => body.resume(), readerFailed);
+      }
+    };
+    body.on('data', onData);
+    body.once('end', resolve);
+    body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
+    body.resume();
+  });
 }
 
 /** An answer past the bytes the gateway reads whole. */
@@ -141,33 +184,7 @@ export function createUndiciUpstream({
         async forEachChunk(onChunk) {
           for (const chunk of takePeeked()) await onChunk(chunk);
           if (ended) return;
-          return new Promise<void>((resolve, reject) => {
-            // What the reader of the chunks fails with, thrown or rejected, is its own failure, not the
-            // upstream's: the body is dropped and the failure handed back as it is. (Thrown inside the
-            // body's 'data' event, it would have been no one's to catch: the process would have ended.)
-            const readerFailed = (error: unknown): void => {
-              body.off('data', onData);
-              body.on('error', () => undefined);
-              body.destroy();
-              reject(error);
-            };
-            const onData = (chunk: Buffer): void => {
-              let pending: void | Promise<void>;
-              try {
-                pending = onChunk(chunk);
-              } catch (error) {
-                return readerFailed(error);
-              }
-              if (pending !== undefined) {
-                body.pause();
-                pending.then(() => body.resume(), readerFailed);
-              }
-            };
-            body.on('data', onData);
-            body.once('end', resolve);
-            body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
-            body.resume();
-          });
+          return readChunks(body, onChunk, timeouts);
         },
         peek(enough) {
           return new Promise<Buffer>((resolve, reject) => {
@@ -185,11 +202,9 @@ export function createUndiciUpstream({
               try {
                 seen = enough(Buffer.concat(peeked));
               } catch (error) {
-                body.off('data', onData);
                 body.off('end', done);
                 body.off('error', onError);
-                body.on('error', () => undefined);
-                body.destroy();
+                dropBody(body, onData);
                 reject(error);
                 return;
               }
