@@ -352,7 +352,6 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     });
   }
 
-  /** What the attempt did to the session's messages, found once per attempt. */
   /** Runs `work` in the background, where what it throws has no one to catch it: dropped. */
   function attemptQuietly(work: () => unknown): void {
     try {
@@ -362,6 +361,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     }
   }
 
+  /** What the attempt did to the session's messages, found once per attempt. */
   function fatesOf(turn: Turn, session: SessionTurn, attempt: ChatAttempt): SessionRequestReport['fates'] {
     if (turn.fates?.attempt !== attempt)
       turn.fates = { attempt, runs: historyFates(session, attempt.prepared.messages) };
@@ -773,7 +773,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             // finds it again where the request's own failure is handled.
             const { session } = turn;
             if (session !== undefined)
-              setImmediate(() => void attemptQuietly(() => fatesOf(turn, session, attempt)));
+              setImmediate(() => attemptQuietly(() => fatesOf(turn, session, attempt)));
             return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
