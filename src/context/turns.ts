@@ -51,20 +51,28 @@ export function messageText(message: ContextMessage): string {
  */
 export function findOrphans(messages: readonly ContextMessage[]): number[] {
   const orphans: number[] = [];
+  // Calls not answered yet, by id: how many (a provider that gives every call the same id, or none,
+  // is answered once for each — docs/budgeting.md#tool-calls-as-providers-give-them).
   let pending = new Map<string, number>();
+  let callsAt = -1;
   const flushPending = (): void => {
-    for (const index of pending.values()) if (!orphans.includes(index)) orphans.push(index);
+    if (pending.size > 0 && !orphans.includes(callsAt)) orphans.push(callsAt);
     pending = new Map();
   };
   for (const [index, message] of messages.entries()) {
     if (message.role === 'tool') {
-      if (message.tool_call_id === undefined || !pending.has(message.tool_call_id)) orphans.push(index);
-      else pending.delete(message.tool_call_id);
+      const id = message.tool_call_id;
+      const left = id === undefined ? undefined : pending.get(id);
+      if (id === undefined || left === undefined) orphans.push(index);
+      else if (left > 1) pending.set(id, left - 1);
+      else pending.delete(id);
       continue;
     }
     flushPending();
-    if (message.role === 'assistant')
-      for (const call of message.tool_calls ?? []) pending.set(call.id, index);
+    if (message.role === 'assistant') {
+      callsAt = index;
+      for (const call of message.tool_calls ?? []) pending.set(call.id, (pending.get(call.id) ?? 0) + 1);
+    }
   }
   flushPending();
   return orphans;
@@ -159,20 +167,31 @@ export function repairToolPairing(messages: readonly ContextMessage[]): PairingR
     }
     let end = index + 1;
     while (end < messages.length && (messages[end] as ContextMessage).role === 'tool') end++;
-    const callIds = new Set(calls.map((call) => call.id));
-    const answered = new Set<string>();
+    // By id, how many calls and how many answered: each call is answered once, also where a provider
+    // gave several calls the same id (or all an empty one), as the results then follow in their order.
+    const callCount = new Map<string, number>();
+    for (const call of calls) callCount.set(call.id, (callCount.get(call.id) ?? 0) + 1);
+    const answered = new Map<string, number>();
     const results: ContextMessage[] = [];
     for (let position = index + 1; position < end; position++) {
       const toolMessage = messages[position] as ContextMessage;
       const id = toolMessage.tool_call_id;
-      if (id === undefined || !callIds.has(id) || answered.has(id)) {
+      const done = id === undefined ? 0 : (answered.get(id) ?? 0);
+      if (id === undefined || done >= (callCount.get(id) ?? 0)) {
         removedToolMessages++;
         continue;
       }
-      answered.add(id);
+      answered.set(id, done + 1);
       results.push(toolMessage);
     }
-    const keptCalls = calls.filter((call) => answered.has(call.id));
+    // The first calls of each id, as many as were answered.
+    const keptOf = new Map<string, number>();
+    const keptCalls = calls.filter((call) => {
+      const kept = keptOf.get(call.id) ?? 0;
+      if (kept >= (answered.get(call.id) ?? 0)) return false;
+      keptOf.set(call.id, kept + 1);
+      return true;
+    });
     removedToolCalls += calls.length - keptCalls.length;
     if (keptCalls.length === calls.length) result.push(message);
     else if (keptCalls.length > 0) result.push(Object.assign({}, message, { tool_calls: keptCalls }));

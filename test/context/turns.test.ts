@@ -120,6 +120,22 @@ describe('tool pairing', () => {
     { input: 'U A(x) T(z) A', orphans: [2, 1], repaired: 'U A', toolMessages: 1, toolCalls: 1 },
     // A result after other messages answers nothing: its call was left unanswered before them.
     { input: 'U A(x) U T(x)', orphans: [1, 3], repaired: 'U U', toolMessages: 1, toolCalls: 1 },
+    // A provider that gives its calls one id (an empty one, as some do): one result for each, in order.
+    {
+      input: 'U A(e,e) T(e) T(e) A',
+      orphans: [],
+      repaired: 'U A(e,e) T(e) T(e) A',
+      toolMessages: 0,
+      toolCalls: 0,
+    },
+    { input: 'U A(e,e) T(e) U', orphans: [1], repaired: 'U A(e) T(e) U', toolMessages: 0, toolCalls: 1 },
+    {
+      input: 'U A(e,e) T(e) T(e) T(e) A',
+      orphans: [4],
+      repaired: 'U A(e,e) T(e) T(e) A',
+      toolMessages: 1,
+      toolCalls: 0,
+    },
   ])(
     '$input: orphans at $orphans, repaired to $repaired',
     ({ input, orphans, repaired, toolMessages, toolCalls }) => {
@@ -148,6 +164,8 @@ describe('tool pairing', () => {
       fc.constantFrom('S', 'U', 'A'),
       fc.constantFrom('x', 'y', 'z').map((id) => `T(${id})`),
       fc.subarray(['x', 'y', 'z'], { minLength: 1 }).map((ids) => `A(${ids.join(',')})`),
+      // Calls that share an id.
+      fc.array(fc.constantFrom('x', 'e'), { minLength: 2, maxLength: 3 }).map((ids) => `A(${ids.join(',')})`),
     );
     fc.assert(
       fc.property(fc.array(token, { maxLength: 14 }), (tokens) => {

@@ -245,6 +245,12 @@ export interface FakeUpstreamOptions {
    * object rather than its text. Requests may send either form, as llama-server accepts both.
    */
   decodedToolArguments?: readonly string[];
+  /**
+   * Models served as some OpenAI-compatible endpoints serve them (openai/openai-dotnet#428,
+   * pydantic/pydantic-ai#1879): every tool call's id is empty, and each result answers the calls in
+   * their order.
+   */
+  emptyToolCallIds?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -536,35 +542,31 @@ export function findFileRefusal(messages: ChatMessage[]): string | undefined {
 export function findToolPairingError(
   messages: ChatMessage[],
 ): { message: string; param: string } | undefined {
-  let pending = new Set<string>();
+  // Calls waiting for a result, by id: how many (a server that gives its calls one id, or none, takes
+  // one result for each, in their order).
+  let pending = new Map<string, number>();
+  const unanswered = (): string =>
+    `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...pending.keys()].join(', ')}`;
   for (const [index, message] of messages.entries()) {
     if (message.role === 'tool') {
-      if (message.tool_call_id === undefined || !pending.has(message.tool_call_id)) {
+      const left = message.tool_call_id === undefined ? undefined : pending.get(message.tool_call_id);
+      if (left === undefined) {
         return {
           message:
             "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
           param: `messages.[${index}].role`,
         };
       }
-      pending.delete(message.tool_call_id);
+      if (left > 1) pending.set(message.tool_call_id as string, left - 1);
+      else pending.delete(message.tool_call_id as string);
       continue;
     }
-    if (pending.size > 0) {
-      return {
-        message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...pending].join(', ')}`,
-        param: 'messages',
-      };
-    }
-    pending = new Set(
-      (message.role === 'assistant' ? (message.tool_calls ?? []) : []).map((call) => call.id),
-    );
+    if (pending.size > 0) return { message: unanswered(), param: 'messages' };
+    pending = new Map();
+    for (const call of message.role === 'assistant' ? (message.tool_calls ?? []) : [])
+      pending.set(call.id, (pending.get(call.id) ?? 0) + 1);
   }
-  if (pending.size > 0) {
-    return {
-      message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...pending].join(', ')}`,
-      param: 'messages',
-    };
-  }
+  if (pending.size > 0) return { message: unanswered(), param: 'messages' };
   return undefined;
 }
 
@@ -590,7 +592,8 @@ export class FakeUpstream {
   private readonly cachedPrompts = new Map<string, { messages: string; tokens: number }>();
 
   /** A scripted call's id as this provider gives it: Mistral's are 9 letters and digits. */
-  private answerId(id: string): string {
+  private answerId(id: string, model: unknown): string {
+    if (this.options.emptyToolCallIds?.includes(String(model)) === true) return '';
     if (this.options.mistralToolCallIds !== true) return id;
     const letters = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
     let hash = 7;
@@ -1393,7 +1396,7 @@ export class FakeUpstream {
       if (behaviour.toolCalls !== undefined) {
         const decoded = this.options.decodedToolArguments?.includes(String(body.model)) === true;
         message.tool_calls = behaviour.toolCalls.map((call, index) => ({
-          id: this.answerId(call.id),
+          id: this.answerId(call.id, body.model),
           type: 'function',
           function: {
             name: call.name,
@@ -1495,7 +1498,7 @@ export class FakeUpstream {
                 tool_calls: [
                   {
                     index,
-                    id: this.answerId(call.id),
+                    id: this.answerId(call.id, body.model),
                     type: 'function',
                     function: { name: call.name, arguments: '' },
                     ...this.signatureOf(String(body.model), call.id, index),
