@@ -524,7 +524,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     if (answer.status < 300) {
       // Counted first: the upstream's answer is billed even when storing the session's turn fails.
       settle(turn, attempt, answer.usage, answer.reply);
-      if (turn.session !== undefined) {
+      // An answer that reports an error of its own is passed on as it came, and not stored.
+      if (turn.session !== undefined && !answer.erred) {
         if (answer.reply === undefined)
           throw new GatewayError(
             'upstream_bad_response',
@@ -595,7 +596,13 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       turn.lessons.usage(outcome.usage.promptTokens, attempt);
     settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
     client.end(failure === undefined ? outcome.heldDone : errorEvent(toOpenAIErrorBody(failure)));
-    return failure?.code ?? (commitError === undefined ? undefined : errorCodeOf(commitError));
+    // A stream the provider ended with an error of its own reached the client as it came; nothing of it
+    // was stored (docs/sessions.md).
+    return (
+      failure?.code ??
+      (commitError === undefined ? undefined : errorCodeOf(commitError)) ??
+      (outcome.upstreamErred ? 'upstream_stream_error' : undefined)
+    );
   }
 
   async function deliver(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {

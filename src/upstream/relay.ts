@@ -53,6 +53,12 @@ export interface WholeAnswer {
   usage: Usage;
   /** The assistant's message of a successful completion. */
   reply: Record<string, unknown> | undefined;
+  /**
+   * A 2xx answer that reports an error of its own — an `error` beside or instead of its choices, or a
+   * `finish_reason` of "error" (OpenRouter's errors during generation): a failed answer, whatever
+   * it holds.
+   */
+  erred: boolean;
 }
 
 function badResponse(message: string): GatewayError {
@@ -98,7 +104,22 @@ export async function readWholeAnswer(
         : undefined,
     },
     reply: completion === undefined ? undefined : replyFromCompletion(completion),
+    erred: completion !== undefined && answerErred(completion),
   };
+}
+
+function answerErred(completion: Record<string, unknown>): boolean {
+  if (completion.error !== undefined && completion.error !== null) return true;
+  const choices = completion.choices;
+  return (
+    Array.isArray(choices) &&
+    choices.some(
+      (choice: unknown) =>
+        typeof choice === 'object' &&
+        choice !== null &&
+        (choice as { finish_reason?: unknown }).finish_reason === 'error',
+    )
+  );
 }
 
 function usageOf(completion: Record<string, unknown>): Usage | undefined {
@@ -136,8 +157,10 @@ export type StreamOutcome =
       usage: Usage;
       /** The assistant's reply, assembled from the deltas (when asked for). */
       reply: Record<string, unknown> | undefined;
-      /** The reply was finished (a finish_reason arrived) and every event was JSON. */
+      /** The reply was finished (a finish_reason arrived), every event was JSON, and none was an error. */
       replyComplete: boolean;
+      /** The provider reported an error within the stream (when the reply was assembled). */
+      upstreamErred: boolean;
       /** The `data: [DONE]` held back (with `holdDone`): the caller writes it, or an error instead. */
       heldDone: Buffer | undefined;
       /** Data events relayed: about one token each, the completion's estimate when there is no usage. */
@@ -209,7 +232,9 @@ export async function relayStream(
     failure,
     usage: usage(),
     reply: assembled?.message,
-    replyComplete: assembled !== undefined && assembled.finished && assembled.malformedEvents === 0,
+    replyComplete:
+      assembled !== undefined && assembled.finished && assembled.malformedEvents === 0 && !assembled.erred,
+    upstreamErred: assembled?.erred === true,
     heldDone,
     dataEvents,
   };

@@ -20,6 +20,12 @@ export interface AssembledReply {
   finished: boolean;
   /** Data events that were neither JSON nor [DONE]: the stream is not what it claims. */
   malformedEvents: number;
+  /**
+   * The provider reported an error within the stream — an event with an `error` (OpenRouter's, vLLM's,
+   * SGLang's, OpenAI's own mid-stream errors) or a `finish_reason` of "error": the answer failed,
+   * whatever came after.
+   */
+  erred: boolean;
 }
 
 interface ChoiceDelta {
@@ -138,6 +144,7 @@ export class StreamReplyAssembler {
   >();
   private finished = false;
   private malformedEvents = 0;
+  private erred = false;
   /** Claude's blocks of the answer (ctxgate_anthropic_blocks), when its stream gave them. */
   private anthropicBlocks: unknown[] | undefined;
 
@@ -173,7 +180,7 @@ export class StreamReplyAssembler {
     if (details.length > 0) message.reasoning_details = details;
     if (this.anthropicBlocks !== undefined)
       message.ctxgate_anthropic = { blocks: this.anthropicBlocks, made: madeKey(message) };
-    return { message, finished: this.finished, malformedEvents: this.malformedEvents };
+    return { message, finished: this.finished, malformedEvents: this.malformedEvents, erred: this.erred };
   }
 
   private take(data: string): void {
@@ -188,9 +195,14 @@ export class StreamReplyAssembler {
       this.malformedEvents++;
       return;
     }
+    // An error in the stream: `{"error": {…}}` beside or instead of the choices, or vLLM's
+    // `{"object": "error", …}`.
+    if (isRecord(chunk) && ((chunk.error !== undefined && chunk.error !== null) || chunk.object === 'error'))
+      this.erred = true;
     const choice = firstChoice(chunk);
     if (choice === undefined) return;
-    if (typeof choice.finish_reason === 'string') this.finished = true;
+    if (choice.finish_reason === 'error') this.erred = true;
+    else if (typeof choice.finish_reason === 'string') this.finished = true;
     const delta: ChoiceDelta = choice.delta;
     if (typeof delta.content === 'string') {
       this.content += delta.content;

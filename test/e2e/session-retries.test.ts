@@ -3,7 +3,8 @@
 // turn's Idempotency-Key, whose new messages are that turn's, is answered afresh and its reply
 // replaces the stored one; the same question asked again without a mark is a turn of its own. A write
 // whose acknowledgement Redis held back is found stored before the client hears anything, and the
-// SDK's own retry after a refusal replaces instead of appending.
+// SDK's own retry after a refusal replaces instead of appending. An answer the provider ends with an
+// error of its own is not stored, so the client's retry of it is the turn's only answer.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import OpenAI from 'openai';
@@ -243,4 +244,80 @@ describe('a commit whose acknowledgement Redis held back', () => {
       await setup.close();
     }
   }, 30_000);
+});
+
+describe('an answer the provider ends with an error of its own (OpenRouter during generation)', () => {
+  // As OpenRouter documents its errors during generation: a 200 whose stream carries, after what was
+  // generated, a chunk with `error` and `finish_reason: "error"` (or a whole answer saying so).
+  const cut = (id: string) =>
+    [
+      {
+        id,
+        object: 'chat.completion.chunk',
+        model: 'openai/gpt-4o',
+        choices: [{ index: 0, delta: { role: 'assistant', content: 'The answer beg' }, finish_reason: null }],
+      },
+      {
+        id,
+        object: 'chat.completion.chunk',
+        model: 'openai/gpt-4o',
+        provider: 'OpenAI',
+        error: { code: 'server_error', message: 'Provider disconnected unexpectedly' },
+        choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
+      },
+    ]
+      .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+      .join('');
+
+  it('is not stored: the client sees the error, and its retry leaves the turn there once', async () => {
+    const sessionId = `errored-stream-${answers}`;
+    const client = new OpenAI({
+      baseURL: harness.baseUrl,
+      apiKey: key,
+      maxRetries: 0,
+      defaultHeaders: { 'x-session-id': sessionId },
+    });
+    fake.enqueue({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream' },
+      body: `${cut('gen-1')}data: [DONE]\n\n`,
+    });
+    const ask = async () => {
+      let text = '';
+      const stream = await client.chat.completions.create({
+        model: 'gpt-4o-mini',
+        stream: true,
+        messages: [{ role: 'user', content: 'Explain the retry budget.' }],
+      });
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      return text;
+    };
+    const failed = await ask().catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(OpenAI.APIError);
+    expect((failed as Error).message).toContain('Provider disconnected unexpectedly');
+    const retried = await ask();
+    expect(await history(sessionId)).toEqual([
+      user('Explain the retry budget.'),
+      { role: 'assistant', content: retried },
+    ]);
+  });
+
+  it('whole, is passed on as it came and not stored', async () => {
+    const sessionId = `errored-whole-${answers}`;
+    const body = JSON.stringify({
+      id: 'gen-2',
+      object: 'chat.completion',
+      model: 'openai/gpt-4o',
+      error: { code: 502, message: 'Provider returned error' },
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Half an ans' }, finish_reason: 'error' }],
+    });
+    fake.enqueue({ status: 200, headers: { 'content-type': 'application/json' }, body });
+    const failed = await chat(sessionId, [user('Explain the retry budget.')]);
+    expect(failed).toEqual({ status: 200, content: 'Half an ans' });
+    const retried = await chat(sessionId, [user('Explain the retry budget.')]);
+    expect(await history(sessionId)).toEqual([
+      user('Explain the retry budget.'),
+      { role: 'assistant', content: retried.content },
+    ]);
+  });
 });

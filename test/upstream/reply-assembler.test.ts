@@ -55,6 +55,7 @@ describe('StreamReplyAssembler', () => {
       },
       finished: true,
       malformedEvents: 1,
+      erred: false,
     });
   });
 
@@ -84,6 +85,7 @@ describe('StreamReplyAssembler', () => {
       },
       finished: false,
       malformedEvents: 0,
+      erred: false,
     });
   });
 
@@ -156,6 +158,36 @@ describe('StreamReplyAssembler', () => {
       { id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } },
       { id: 'c2', type: 'function', function: { name: 'g', arguments: '{}' } },
     ]);
+  });
+
+  it.each([
+    [
+      "OpenRouter's error during generation",
+      event(delta({ role: 'assistant', content: 'The answer beg' })) +
+        event({
+          error: { code: 'server_error', message: 'x' },
+          choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }],
+        }) +
+        event('[DONE]'),
+    ],
+    [
+      'an error chunk alone, then [DONE] (vLLM, SGLang, OpenAI)',
+      event(delta({ content: 'Hi' })) + event({ error: { message: 'x' } }) + event('[DONE]'),
+    ],
+    [
+      "vLLM's own error object",
+      event(delta({ content: 'Hi' })) +
+        event({ object: 'error', message: 'x' }) +
+        event(delta({}, 0, 'stop')),
+    ],
+  ])('says the answer failed when the provider reports an error in the stream: %s', (_name, stream) => {
+    expect(assemble(stream, 9).erred).toBe(true);
+  });
+
+  it('says nothing failed in a stream without an error', () => {
+    expect(
+      assemble(event(delta({ content: 'Hi', refusal: null })) + event(delta({}, 0, 'stop')), 9).erred,
+    ).toBe(false);
   });
 
   it('writes arguments a delta gives as the decoded object as their JSON text', () => {
