@@ -1,7 +1,7 @@
 // A strict fake OpenAI-compatible provider for tests and benchmarks. It refuses what the real API
-// refuses (orphaned tool messages, tool calls without results, images outside user messages, prompts
-// over the model's window, bad keys, the escape of a lone surrogate half as DeepSeek's serde parser
-// does), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]), and can be scripted per
+// refuses (orphaned tool messages, tool calls without results, a call sent back whose id, name or
+// arguments are not text, images outside user messages, prompts over the model's window, bad keys, the
+// escape of a lone surrogate half as DeepSeek's serde parser does), answers like OpenAI (chat.completion objects, SSE chunks, [DONE]), and can be scripted per
 // request to delay, stall, break off or fail; a `respond` (a fake agent reading its own trajectory)
 // decides only on a request it answers, as a model never sees one refused before it. Token counts use
 // js-tiktoken directly with the cookbook method, independently of the gateway's own accounting.
