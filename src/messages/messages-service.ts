@@ -10,8 +10,9 @@ import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
-import type { ClientStream } from '../upstream/relay.js';
+import { reportedFailureOf, type ClientStream } from '../upstream/relay.js';
 import {
+  anthropicErrorBody,
   compactionMessageOf,
   messageEvents,
   messageOf,
@@ -217,6 +218,14 @@ function messagesClient(
     async sendWhole(status, headers, body) {
       const completion =
         status >= 300 ? undefined : (JSON.parse(body.toString('utf8')) as Record<string, unknown>);
+      // An answer that failed as it was generated is no message: the client is told so.
+      const failed = completion === undefined ? undefined : reportedFailureOf(completion);
+      if (failed !== undefined)
+        return client.sendWhole(
+          failed.status,
+          headers,
+          Buffer.from(JSON.stringify(anthropicErrorBody(failed.status, failed.message))),
+        );
       const message = completion === undefined ? undefined : messageOf(completion, meta);
       const answer =
         message === undefined

@@ -25,7 +25,7 @@ import { forStrictTemplate } from '../context/notice-placement.js';
 import { createReasoningNames, reasoningNamed, reasoningOf } from '../upstream/reasoning-field.js';
 import type { CountPrecision } from '../tokenizer/tiktoken-tokenizers.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
-import type { ClientStream } from '../upstream/relay.js';
+import { reportedFailureOf, type ClientStream } from '../upstream/relay.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { GatewayError, toOpenAIErrorBody } from '../errors.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
@@ -536,6 +536,14 @@ function responsesClient(
         choices?: Array<{ message?: Record<string, unknown>; finish_reason?: unknown }>;
         usage?: { prompt_tokens?: number; completion_tokens?: number };
       };
+      // An answer that failed as it was generated is no Response: the client is told so.
+      const failed = reportedFailureOf(completion);
+      if (failed !== undefined)
+        return client.sendWhole(
+          failed.status,
+          headers,
+          Buffer.from(JSON.stringify(toOpenAIErrorBody(failed))),
+        );
       const choice = completion.choices?.[0];
       const reply = choice?.message ?? { role: 'assistant', content: '' };
       // What the model wrote after any thinking (its chunks', or a <think> block left in its text).

@@ -108,6 +108,21 @@ export async function readWholeAnswer(
   };
 }
 
+/**
+ * What a bridged client is told of a 2xx answer that reports an error of its own (WholeAnswer.erred):
+ * a 502 `upstream_bad_response` in its API's shape, with the provider's words when it gave some;
+ * undefined for an answer that does not.
+ */
+export function reportedFailureOf(completion: Record<string, unknown>): GatewayError | undefined {
+  if (!answerErred(completion)) return undefined;
+  const said = (completion.error as { message?: unknown } | null | undefined)?.message;
+  return badResponse(
+    typeof said === 'string' && said !== ''
+      ? `The upstream answer reported an error: ${said.slice(0, 500)}`
+      : 'The upstream answer reported an error.',
+  );
+}
+
 function answerErred(completion: Record<string, unknown>): boolean {
   if (completion.error !== undefined && completion.error !== null) return true;
   const choices = completion.choices;

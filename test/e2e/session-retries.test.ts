@@ -7,6 +7,7 @@
 // error of its own is not stored, so the client's retry of it is the turn's only answer.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
@@ -300,6 +301,40 @@ describe('an answer the provider ends with an error of its own (OpenRouter durin
       user('Explain the retry budget.'),
       { role: 'assistant', content: retried },
     ]);
+  });
+
+  it('whole, bridged to a Responses or a Messages client, is an error in its API, not a finished answer', async () => {
+    const body = JSON.stringify({
+      id: 'gen-3',
+      object: 'chat.completion',
+      model: 'openai/gpt-4o',
+      error: { code: 502, message: 'Provider returned error' },
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Half an ans' }, finish_reason: 'error' }],
+    });
+    fake.enqueue({ status: 200, headers: { 'content-type': 'application/json' }, body });
+    const responses = new OpenAI({ baseURL: harness.baseUrl, apiKey: key, maxRetries: 0 });
+    const failed = await responses.responses
+      .create({ model: 'gpt-4o-mini', store: false, input: 'Explain the retry budget.' })
+      .catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(OpenAI.APIError);
+    expect((failed as InstanceType<typeof OpenAI.APIError>).status).toBe(502);
+    expect((failed as Error).message).toContain('Provider returned error');
+    fake.enqueue({ status: 200, headers: { 'content-type': 'application/json' }, body });
+    const anthropic = new Anthropic({
+      baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+      apiKey: key,
+      maxRetries: 0,
+    });
+    const refused = await anthropic.messages
+      .create({
+        model: 'gpt-4o-mini',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'Explain the retry budget.' }],
+      })
+      .catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(Anthropic.APIError);
+    expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
+    expect((refused as Error).message).toContain('Provider returned error');
   });
 
   it('whole, is passed on as it came and not stored', async () => {
