@@ -270,6 +270,16 @@ describe('an answer the provider ends with an error of its own (OpenRouter durin
       .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
       .join('');
 
+  /** A whole answer saying so, cut text and all. */
+  const erredWhole = (id: string) =>
+    JSON.stringify({
+      id,
+      object: 'chat.completion',
+      model: 'openai/gpt-4o',
+      error: { code: 502, message: 'Provider returned error' },
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Half an ans' }, finish_reason: 'error' }],
+    });
+
   it('is not stored: the client sees the error, and its retry leaves the turn there once', async () => {
     const sessionId = `errored-stream-${answers}`;
     const client = new OpenAI({
@@ -304,13 +314,7 @@ describe('an answer the provider ends with an error of its own (OpenRouter durin
   });
 
   it('whole, bridged to a Responses or a Messages client, is an error in its API, not a finished answer', async () => {
-    const body = JSON.stringify({
-      id: 'gen-3',
-      object: 'chat.completion',
-      model: 'openai/gpt-4o',
-      error: { code: 502, message: 'Provider returned error' },
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Half an ans' }, finish_reason: 'error' }],
-    });
+    const body = erredWhole('gen-3');
     fake.enqueue({ status: 200, headers: { 'content-type': 'application/json' }, body });
     const responses = new OpenAI({ baseURL: harness.baseUrl, apiKey: key, maxRetries: 0 });
     const failed = await responses.responses
@@ -339,13 +343,7 @@ describe('an answer the provider ends with an error of its own (OpenRouter durin
 
   it('whole, is passed on as it came and not stored', async () => {
     const sessionId = `errored-whole-${answers}`;
-    const body = JSON.stringify({
-      id: 'gen-2',
-      object: 'chat.completion',
-      model: 'openai/gpt-4o',
-      error: { code: 502, message: 'Provider returned error' },
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Half an ans' }, finish_reason: 'error' }],
-    });
+    const body = erredWhole('gen-2');
     fake.enqueue({ status: 200, headers: { 'content-type': 'application/json' }, body });
     const failed = await chat(sessionId, [user('Explain the retry budget.')]);
     expect(failed).toEqual({ status: 200, content: 'Half an ans' });
