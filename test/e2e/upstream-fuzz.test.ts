@@ -14,6 +14,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { anthropicUpstreamYaml } from '../helpers/fake-anthropic.js';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { startServerProcess, type ServerProcess } from '../helpers/server-process.js';
 import { writeConfigFile } from '../helpers/start-gateway.js';
@@ -242,14 +243,9 @@ describe('fuzzed provider answers against the gateway process', () => {
     });
     await new Promise<void>((resolve) => claude.listen(0, '127.0.0.1', resolve));
     const claudeUrl = `http://127.0.0.1:${(claude.address() as AddressInfo).port}`;
-    const config = [
-      'upstreams:',
-      '  - name: anthropic',
-      `    base_url: ${claudeUrl}`,
-      '    kind: anthropic',
-      '    models: ["claude-*"]',
-      '',
-    ].join('\n');
+    const config = ['upstreams:', ...anthropicUpstreamYaml('anthropic', claudeUrl, ['claude-*']), ''].join(
+      '\n',
+    );
     gateway = await startServerProcess([process.execPath, '--import', 'tsx', 'src/main.ts'], {
       PORT: '0',
       UPSTREAM_BASE_URL: await fake.start(),
