@@ -12,7 +12,6 @@ import type { GatewayConfig } from '../config/gateway-config.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
 import { reportedFailureOf, type ClientStream } from '../upstream/relay.js';
 import {
-  anthropicErrorBody,
   compactionMessageOf,
   messageEvents,
   messageOf,
@@ -220,12 +219,8 @@ function messagesClient(
         status >= 300 ? undefined : (JSON.parse(body.toString('utf8')) as Record<string, unknown>);
       // An answer that failed as it was generated is no message: the client is told so.
       const failed = completion === undefined ? undefined : reportedFailureOf(completion);
-      if (failed !== undefined)
-        return client.sendWhole(
-          failed.status,
-          headers,
-          Buffer.from(JSON.stringify(anthropicErrorBody(failed.status, failed.message))),
-        );
+      // Thrown: the route answers it in its API's shape, and the request line names its code.
+      if (failed !== undefined) throw failed;
       const message = completion === undefined ? undefined : messageOf(completion, meta);
       const answer =
         message === undefined

@@ -538,12 +538,8 @@ function responsesClient(
       };
       // An answer that failed as it was generated is no Response: the client is told so.
       const failed = reportedFailureOf(completion);
-      if (failed !== undefined)
-        return client.sendWhole(
-          failed.status,
-          headers,
-          Buffer.from(JSON.stringify(toOpenAIErrorBody(failed))),
-        );
+      // Thrown: the route answers it in its API's shape, and the request line names its code.
+      if (failed !== undefined) throw failed;
       const choice = completion.choices?.[0];
       const reply = choice?.message ?? { role: 'assistant', content: '' };
       // What the model wrote after any thinking (its chunks', or a <think> block left in its text).

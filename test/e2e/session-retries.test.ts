@@ -339,6 +339,13 @@ describe('an answer the provider ends with an error of its own (OpenRouter durin
     expect(refused).toBeInstanceOf(Anthropic.APIError);
     expect((refused as InstanceType<typeof Anthropic.APIError>).status).toBe(502);
     expect((refused as Error).message).toContain('Provider returned error');
+    // The request lines name the code.
+    const codes = harness.logLines
+      .filter((line) => line.includes('"msg":"request"') && line.includes('"status":502'))
+      .map((line) => JSON.parse(line) as { errorCode?: string; route?: string })
+      .filter((line) => line.route === '/v1/responses' || line.route === '/v1/messages')
+      .map((line) => line.errorCode);
+    expect(codes.slice(-2)).toEqual(['upstream_bad_response', 'upstream_bad_response']);
   });
 
   it('whole, is passed on as it came and not stored', async () => {
