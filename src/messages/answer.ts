@@ -13,7 +13,7 @@ import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire
 import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
-import { toolCallDelta } from '../upstream/tool-call-shape.js';
+import { isRecord, toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
@@ -277,7 +277,7 @@ export class MessagesStreamTranslator {
       } catch {
         continue;
       }
-      if (typeof chunk === 'object' && chunk !== null && !Array.isArray(chunk)) out += this.translate(chunk);
+      if (isRecord(chunk)) out += this.translate(chunk);
     }
     return out;
   }

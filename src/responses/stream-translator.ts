@@ -16,7 +16,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
-import { toolCallDelta, type ToolCallDelta } from '../upstream/tool-call-shape.js';
+import { isRecord, toolCallDelta, type ToolCallDelta } from '../upstream/tool-call-shape.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callIdPrefix,
@@ -150,8 +150,7 @@ export class ResponsesStreamTranslator {
       } catch {
         continue;
       }
-      if (typeof chunk === 'object' && chunk !== null && !Array.isArray(chunk))
-        out += this.translate(chunk as Record<string, unknown>);
+      if (isRecord(chunk)) out += this.translate(chunk);
     }
     return out;
   }

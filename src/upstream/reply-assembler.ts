@@ -13,7 +13,7 @@ import { madeKey } from './anthropic-wire.js';
 import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
-import { conformedToolCalls, toolCallDelta } from './tool-call-shape.js';
+import { conformedToolCalls, isRecord, toolCallDelta } from './tool-call-shape.js';
 
 export interface AssembledReply {
   message: Record<string, unknown>;
@@ -59,10 +59,6 @@ export function replyFromCompletion(
   // Claude's answer as it gave it, sent back to Claude as it came (its `made` is this reply's).
   if (isAnthropicExtension(message.ctxgate_anthropic)) reply.ctxgate_anthropic = message.ctxgate_anthropic;
   return reply;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

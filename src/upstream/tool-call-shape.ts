@@ -25,7 +25,8 @@ export interface ToolCallDelta {
   extraContent: unknown;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+/** A JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
