@@ -570,6 +570,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       holdDone: session !== undefined,
       assemble: session !== undefined || turn.reservation !== undefined,
       expectFinish: true,
+      shapeCalls: true,
     });
     // The upstream generated (and bills) what was streamed, finished or not.
     if (outcome.kind === 'client_left') {

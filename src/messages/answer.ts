@@ -13,7 +13,7 @@ import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire
 import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
-import { isRecord, toolCallDelta } from '../upstream/tool-call-shape.js';
+import { isRecord, StreamedToolCalls, toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
@@ -222,7 +222,9 @@ export class MessagesStreamTranslator {
   failed = false;
   /** The name the provider gave its reasoning, once some came. */
   reasoningField: ReasoningField | undefined;
-  /** Each tool call's id, by its index in the chat stream (its later deltas carry none). */
+  /** The provider's calls, however its deltas say them (tool-call-shape.ts). */
+  private readonly calls = new StreamedToolCalls();
+  /** Each tool call's id, by its position among the calls (its later deltas carry none). */
   private readonly callIds = new Map<number, string>();
   /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts); true while some came since last carried. */
   private readonly reasoningDetails: Json[] = [];
@@ -342,18 +344,18 @@ export class MessagesStreamTranslator {
     }
     // What each delta says of a call, as text; a null is what it did not say (tool-call-shape.ts).
     for (const entry of Array.isArray(delta.tool_calls) ? (delta.tool_calls as unknown[]) : []) {
-      const call = toolCallDelta(entry);
-      if (call === undefined) continue;
-      const position = call.index ?? 0;
+      const said = toolCallDelta(entry);
+      if (said === undefined) continue;
+      const { call, arguments: added } = this.calls.take(said);
+      const { position } = call;
       const id = this.callIds.get(position) ?? call.id ?? `toolu_${position}`;
       this.callIds.set(position, id);
       // What the provider gave to be sent back, in a block of its own before the call's: its extras come
       // with its first delta, the reasoning details came before it.
-      out += this.carrierBlock([{ id, extra_content: call.extraContent }]);
+      out += this.carrierBlock([{ id, extra_content: said.extraContent }]);
       if (this.open?.kind !== 'tool' || this.open.call !== position)
-        out += this.openBlock('tool', { type: 'tool_use', id, name: call.name ?? '', input: {} }, position);
-      if (call.arguments !== undefined && call.arguments !== '')
-        out += this.blockDelta('input_json_delta', 'partial_json', call.arguments);
+        out += this.openBlock('tool', { type: 'tool_use', id, name: call.name, input: {} }, position);
+      if (added !== '') out += this.blockDelta('input_json_delta', 'partial_json', added);
     }
     return out;
   }

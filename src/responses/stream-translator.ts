@@ -16,7 +16,12 @@ import { StringDecoder } from 'node:string_decoder';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
-import { isRecord, toolCallDelta, type ToolCallDelta } from '../upstream/tool-call-shape.js';
+import {
+  isRecord,
+  StreamedToolCalls,
+  toolCallDelta,
+  type ToolCallDelta,
+} from '../upstream/tool-call-shape.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import {
   callIdPrefix,
@@ -104,6 +109,8 @@ export class ResponsesStreamTranslator {
   /** The deferred tools this answer loaded (bridge.ts searchItemsOf): once each. */
   private readonly loading = new Set<string>();
   /** Tool calls by their index in the chat stream. */
+  /** The provider's calls, however its deltas say them (tool-call-shape.ts); each call's item by position. */
+  private readonly streamedCalls = new StreamedToolCalls();
   private readonly calls = new Map<number, CallItem>();
   /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts). */
   private readonly reasoningDetails: Array<Record<string, unknown>> = [];
@@ -237,14 +244,14 @@ export class ResponsesStreamTranslator {
     return out + this.deltaEvent('response.output_text.delta', this.text, delta, ',"logprobs":[]');
   }
 
-  private callDelta(call: ToolCallDelta): string {
-    const position = call.index ?? 0;
-    let item = this.calls.get(position);
+  private callDelta(delta: ToolCallDelta): string {
+    const { call, arguments: added } = this.streamedCalls.take(delta);
+    let item = this.calls.get(call.position);
     let out = '';
     // A call's extras come with its first delta: the item that carries them opens before the call's.
-    if (call.extraContent !== undefined) out += this.openCarrier();
+    if (delta.extraContent !== undefined) out += this.openCarrier();
     if (item === undefined) {
-      const name = call.name ?? '';
+      const name = call.name;
       const tool = this.meta.tools?.get(name);
       if (tool?.loads !== undefined && !this.loading.has(name)) {
         this.loading.add(name);
@@ -263,18 +270,20 @@ export class ResponsesStreamTranslator {
         custom: tool?.custom === true,
         search: tool?.search === true,
       };
-      this.calls.set(position, item);
+      this.calls.set(call.position, item);
       this.items.push(item);
       out += this.event('response.output_item.added', {
         output_index: item.index,
         item: this.callObject(item, 'in_progress'),
       });
     }
-    if (call.extraContent !== undefined) item.extra = call.extraContent;
-    if (call.arguments !== undefined && call.arguments !== '') {
-      item.arguments.push(call.arguments);
+    // A name given in pieces (tool-call-shape.ts) is whole by the item's end.
+    item.name = call.name;
+    if (delta.extraContent !== undefined) item.extra = delta.extraContent;
+    if (added !== '') {
+      item.arguments.push(added);
       if (!item.custom && !item.search)
-        out += this.deltaEvent('response.function_call_arguments.delta', item, call.arguments, '');
+        out += this.deltaEvent('response.function_call_arguments.delta', item, added, '');
     }
     return out;
   }

@@ -6,6 +6,7 @@
 // fastify here.
 import type { EventEmitter } from 'node:events';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
+import { ChatStreamCallNormalizer } from './chat-stream-calls.js';
 import { replyFromCompletion, StreamReplyAssembler } from './reply-assembler.js';
 import {
   completionTokensKey,
@@ -191,10 +192,17 @@ export type StreamOutcome =
 export async function relayStream(
   response: UpstreamResponse,
   client: ClientStream,
-  options: { holdDone: boolean; assemble: boolean; expectFinish: boolean },
+  options: {
+    holdDone: boolean;
+    assemble: boolean;
+    expectFinish: boolean;
+    /** A chat stream: its tool calls are given in OpenAI's shape (chat-stream-calls.ts). */
+    shapeCalls?: boolean;
+  },
 ): Promise<StreamOutcome> {
   const tracker = new StreamCompletionTracker();
   const events = new EventBoundaryBuffer();
+  const calls = options.shapeCalls === true ? new ChatStreamCallNormalizer() : undefined;
   const assembler = options.assemble ? new StreamReplyAssembler() : undefined;
   let failure: GatewayError | undefined;
   let heldDone: Buffer | undefined;
@@ -204,12 +212,12 @@ export async function relayStream(
     completionTokens: tracker.completionTokens(),
   });
   const pass = (complete: Buffer): Promise<void> | undefined => {
-    let toWrite = complete;
+    let toWrite = calls === undefined ? complete : calls.rewrite(complete);
     if (options.holdDone) {
-      const marker = doneMarkerAt(complete);
+      const marker = doneMarkerAt(toWrite);
       if (marker >= 0) {
-        heldDone = complete.subarray(marker);
-        toWrite = complete.subarray(0, marker);
+        heldDone = toWrite.subarray(marker);
+        toWrite = toWrite.subarray(0, marker);
       }
     }
     return toWrite.length > 0 ? client.write(toWrite) : undefined;
@@ -226,7 +234,10 @@ export async function relayStream(
     if (options.expectFinish && !tracker.isComplete())
       failure = badResponse('The upstream stream ended before the answer was finished.');
     // A complete answer whose last event had no blank line after it: sent as it came.
-    else if (events.heldBytes > 0) await client.write(events.flush() as Buffer);
+    else if (events.heldBytes > 0) {
+      const last = events.flush() as Buffer;
+      await client.write(calls === undefined ? last : calls.rewrite(last));
+    }
   } catch (error) {
     if (client.cancellation.aborted) {
       client.destroy();

@@ -13,7 +13,7 @@ import { madeKey } from './anthropic-wire.js';
 import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
-import { conformedToolCalls, isRecord, toolCallDelta } from './tool-call-shape.js';
+import { conformedToolCalls, isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
 
 export interface AssembledReply {
   message: Record<string, unknown>;
@@ -127,17 +127,8 @@ export class StreamReplyAssembler {
   private refusal = '';
   /** OpenRouter's `reasoning_details`, by index (addReasoningDetails). */
   private readonly reasoningDetails: Array<Record<string, unknown>> = [];
-  /** By the index the deltas give (any number: a Map, so an index of a billion makes no billion holes). */
-  private readonly toolCalls = new Map<
-    number,
-    {
-      id: string;
-      type: string;
-      function: { name: string; arguments: string };
-      /** Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call. */
-      extra_content?: unknown;
-    }
-  >();
+  /** The calls, however the provider's deltas say them (tool-call-shape.ts). */
+  private readonly toolCalls = new StreamedToolCalls();
   private finished = false;
   private malformedEvents = 0;
   private erred = false;
@@ -159,16 +150,21 @@ export class StreamReplyAssembler {
       content:
         this.thinking !== ''
           ? thinkingChunks(flatText(this.thinking), flatText(this.content))
-          : this.sawContent || this.toolCalls.size === 0
+          : this.sawContent || this.toolCalls.calls.length === 0
             ? flatText(this.content)
             : null,
     };
-    // In the order of the indexes the deltas said; a provider whose indexes skip (starting at 1) leaves
-    // no hole.
-    const toolCalls = [...this.toolCalls.entries()]
-      .sort(([one], [other]) => one - other)
-      .map(([, call]) => call);
-    for (const call of toolCalls) call.function.arguments = flatText(call.function.arguments);
+    // In the order of the indexes the deltas said (any number: a call of index 1e9 makes no holes); a
+    // provider whose indexes skip (starting at 1) leaves no hole.
+    const toolCalls = [...this.toolCalls.calls]
+      .sort((one, other) => one.index - other.index || one.position - other.position)
+      .map(({ id, type, name, arguments: text, extraContent }) => ({
+        id: id ?? '',
+        type,
+        function: { name, arguments: flatText(text) },
+        // Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call.
+        ...(extraContent === undefined ? {} : { extra_content: extraContent }),
+      }));
     if (toolCalls.length > 0) message.tool_calls = toolCalls;
     if (this.reasoning !== '') message[this.reasoningField] = flatText(this.reasoning);
     if (this.refusal !== '') message.refusal = flatText(this.refusal);
@@ -221,18 +217,7 @@ export class StreamReplyAssembler {
     // What each delta says of a call, as text; a null is what it did not say (tool-call-shape.ts).
     for (const entry of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
       const call = toolCallDelta(entry);
-      if (call === undefined) continue;
-      const index = call.index ?? this.toolCalls.size;
-      let target = this.toolCalls.get(index);
-      if (target === undefined) {
-        target = { id: '', type: 'function', function: { name: '', arguments: '' } };
-        this.toolCalls.set(index, target);
-      }
-      if (call.id !== undefined) target.id = call.id;
-      if (call.type !== undefined) target.type = call.type;
-      if (call.name !== undefined) target.function.name += call.name;
-      if (call.arguments !== undefined) target.function.arguments += call.arguments;
-      if (call.extraContent !== undefined) target.extra_content = call.extraContent;
+      if (call !== undefined) this.toolCalls.take(call);
     }
   }
 }

@@ -114,3 +114,142 @@ export function conformCompletion(completion: Record<string, unknown>): boolean 
   }
   return changed;
 }
+
+/** One call of a streamed answer, as its deltas have said it so far. */
+export interface StreamedCall {
+  /** Its place among the answer's calls, in the order they began. */
+  readonly position: number;
+  /** The index its first delta said (its position when the delta said none): the order of a whole answer. */
+  readonly index: number;
+  /** Undefined until a delta says one. */
+  id: string | undefined;
+  type: string;
+  name: string;
+  arguments: string;
+  /** Gemini's thought signature (`extra_content`), as the last delta that gave it gave it. */
+  extraContent?: unknown;
+}
+
+/** What a delta added: the call it belongs to, whether the call began with it, the arguments it added. */
+export interface StreamedCallStep {
+  call: StreamedCall;
+  began: boolean;
+  arguments: string;
+}
+
+/** A streamed call with where the JSON value of its arguments stands (StreamedToolCalls's scan). */
+interface ScannedCall extends StreamedCall {
+  depth: number;
+  inString: boolean;
+  escaped: boolean;
+  /** 1: an object or array opened; -1: the arguments do not start as one (never whole to the scan). */
+  opened: 0 | 1 | -1;
+  /** A name (and id) a delta said once the arguments were whole: the next call's, when its arguments come. */
+  nameAfter: string | undefined;
+  idAfter: string | undefined;
+}
+
+const nonEmpty = (text: string | undefined): text is string => text !== undefined && text !== '';
+
+/**
+ * The calls of a streamed answer, from its deltas. OpenAI gives each call an `index`, and its id, type
+ * and name on the first delta only; providers depart from it (docs/budgeting.md#tool-calls-as-providers-
+ * give-them), and a reader that follows the index alone merges calls and doubles names:
+ * - parallel calls all at index 0, each beginning with its own id and name (Gemini's OpenAI-compatible
+ *   endpoint, NousResearch/hermes-agent#62937; SGLang, sgl-project/sglang#6310), or as whole calls
+ *   without an index (a gateway that translates Gemini's or Bedrock's: QuantumNous/new-api#672,
+ *   envoyproxy/ai-gateway#1468): a delta with an id other than its call's, and a name, begins another
+ *   call, and so do arguments after the call's arguments made a whole JSON object, under a name said for
+ *   them;
+ * - the id, type and name repeated on every delta (MiniMax on NVIDIA NIM, NousResearch/hermes-agent#8259;
+ *   Fireworks, SillyTavern/SillyTavern#5948): a name the call already has is not added again; a name
+ *   given in pieces (continuedev/continue#5849) is joined.
+ * A delta without an index belongs to the last call unless it begins another.
+ */
+export class StreamedToolCalls {
+  /** In the order they began. */
+  readonly calls: StreamedCall[] = [];
+  /** The call each index said last went to. */
+  private readonly byIndex = new Map<number, ScannedCall>();
+
+  take(delta: ToolCallDelta): StreamedCallStep {
+    const said = delta.index;
+    let call = (said === undefined ? this.calls.at(-1) : this.byIndex.get(said)) as ScannedCall | undefined;
+    let began = false;
+    if (call === undefined || this.beginsAnother(call, delta)) {
+      const name = nonEmpty(delta.name) ? delta.name : (call?.nameAfter ?? '');
+      const id = nonEmpty(delta.name) ? undefined : call?.idAfter;
+      if (call !== undefined) call.nameAfter = call.idAfter = undefined;
+      const position = this.calls.length;
+      call = {
+        position,
+        index: said ?? position,
+        id,
+        type: 'function',
+        name,
+        arguments: '',
+        depth: 0,
+        inString: false,
+        escaped: false,
+        opened: 0,
+        nameAfter: undefined,
+        idAfter: undefined,
+      };
+      this.calls.push(call);
+      began = true;
+    }
+    if (said !== undefined) this.byIndex.set(said, call);
+    if (nonEmpty(delta.name) && !began && whole(call)) {
+      call.nameAfter = delta.name;
+      call.idAfter = delta.id;
+    } else {
+      if (delta.id !== undefined && !nonEmpty(call.id)) call.id = delta.id;
+      if (nonEmpty(delta.name) && delta.name !== call.name) call.name += delta.name;
+    }
+    if (nonEmpty(delta.type)) call.type = delta.type;
+    if (delta.extraContent !== undefined) call.extraContent = delta.extraContent;
+    const added = delta.arguments ?? '';
+    if (added !== '') {
+      call.arguments += added;
+      scan(call, added);
+    }
+    return { call, began, arguments: added };
+  }
+
+  private beginsAnother(call: ScannedCall, delta: ToolCallDelta): boolean {
+    if (nonEmpty(delta.id) && nonEmpty(call.id))
+      return delta.id !== call.id && (nonEmpty(delta.name) || whole(call));
+    return (
+      delta.arguments !== undefined &&
+      delta.arguments.trim() !== '' &&
+      whole(call) &&
+      (nonEmpty(delta.name) || call.nameAfter !== undefined)
+    );
+  }
+}
+
+/** True when a call's arguments so far are one whole JSON object or array. */
+function whole(call: ScannedCall): boolean {
+  return call.opened === 1 && call.depth === 0 && !call.inString;
+}
+
+/** Follows the JSON value of a call's arguments through `added`: strings, escapes and nesting. */
+function scan(call: ScannedCall, added: string): void {
+  if (call.opened === -1) return;
+  for (let position = 0; position < added.length; position++) {
+    const code = added.charCodeAt(position);
+    if (call.inString) {
+      if (call.escaped) call.escaped = false;
+      else if (code === 0x5c) call.escaped = true;
+      else if (code === 0x22) call.inString = false;
+    } else if (code === 0x22) call.inString = true;
+    else if (code === 0x7b || code === 0x5b) {
+      call.depth++;
+      call.opened = 1;
+    } else if (code === 0x7d || code === 0x5d) call.depth--;
+    else if (call.opened === 0 && code > 0x20) {
+      call.opened = -1;
+      return;
+    }
+  }
+}

@@ -22,6 +22,16 @@ const llama = 'qwen3-coder-30b-a3b-instruct-q4_k_m.gguf';
 /** A model served by an endpoint that gives every tool call an empty id. */
 const idless = 'local-idless-model';
 
+/** Models whose streamed calls depart from OpenAI's deltas, each as FakeUpstream's toolDeltaDialects says. */
+const dialects = {
+  // Gemini's OpenAI-compatible endpoint: parallel calls all at index 0.
+  'gemini-3-flash-preview': 'same-index',
+  // MiniMax on NVIDIA NIM: the id, type and whole name on every delta.
+  'minimaxai/minimax-m2.7': 'repeated-fields',
+  // A gateway that translates Bedrock's answers: each call whole, without an index.
+  'bedrock-claude-via-gateway': 'indexless-whole',
+} as const;
+
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 
@@ -30,6 +40,7 @@ beforeAll(async () => {
     nullPaddedToolDeltas: [sglang],
     decodedToolArguments: [llama],
     emptyToolCallIds: [idless],
+    toolDeltaDialects: dialects,
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
@@ -194,5 +205,88 @@ describe('parallel calls that all have an empty id (openai/openai-dotnet#428, py
       'Lyon: 21 °C',
     ]);
     expect(callsSent({ body: { messages: sent } })).toHaveLength(2);
+  });
+});
+
+describe.each(Object.entries(dialects))('two parallel calls streamed by %s (%s)', (model) => {
+  const lyon = { id: 'call_weather_2', name: 'get_weather', arguments: '{"city":"Lyon","unit":"C"}' };
+  const made = [weather, lyon];
+  const asMade = made.map((call) => ({
+    id: call.id,
+    type: 'function',
+    function: { name: call.name, arguments: call.arguments },
+  }));
+
+  it("a session's loop: the client reads each call, and both go back as the model made them", async () => {
+    const chat = client({ 'x-session-id': `dialect-${randomUUID()}` });
+    fake.enqueue({ toolCalls: made }, { content: 'Paris 18 °C, Lyon 21 °C.' });
+    // The official client joins a stream's deltas by their index and takes each name whole.
+    const first = await chat.chat.completions
+      .stream({ model, tools, messages: [{ role: 'user', content: 'The weather in Paris and in Lyon?' }] })
+      .finalChatCompletion();
+    expect(first.choices[0]?.message.tool_calls).toEqual(asMade);
+    const since = fake.chatRequests.length;
+    const answer = await chat.chat.completions.create({
+      model,
+      tools,
+      messages: [
+        { role: 'tool', tool_call_id: weather.id, content: 'Paris: 18 °C' },
+        { role: 'tool', tool_call_id: lyon.id, content: 'Lyon: 21 °C' },
+      ],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Paris 18 °C, Lyon 21 °C.');
+    const sent = (fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages;
+    expect(callsSent({ body: { messages: sent } })).toEqual(asMade);
+    expect(sent.slice(-2)).toEqual([
+      { role: 'tool', tool_call_id: weather.id, content: 'Paris: 18 °C' },
+      { role: 'tool', tool_call_id: lyon.id, content: 'Lyon: 21 °C' },
+    ]);
+  });
+
+  it('a client that keeps the conversation reads each call, its arguments whole JSON', async () => {
+    fake.enqueue({ toolCalls: made });
+    const stream = client().chat.completions.stream({
+      model,
+      tools,
+      messages: [{ role: 'user', content: 'The weather in Paris and in Lyon?' }],
+    });
+    const calls = (await stream.finalChatCompletion()).choices[0]?.message.tool_calls ?? [];
+    expect(calls).toEqual(asMade);
+  });
+
+  it('a Responses stream gives a function_call item for each call, its arguments whole', async () => {
+    fake.enqueue({ toolCalls: made });
+    const stream = await client().responses.create({
+      model,
+      stream: true,
+      store: false,
+      input: 'The weather in Paris and in Lyon?',
+      tools: [{ type: 'function', name: 'get_weather', parameters: null, strict: false }],
+    });
+    let output: OpenAI.Responses.ResponseOutputItem[] = [];
+    for await (const event of stream) if (event.type === 'response.completed') output = event.response.output;
+    expect(
+      output
+        .filter((item) => item.type === 'function_call')
+        .map(({ call_id, name, arguments: text }) => ({ call_id, name, arguments: text })),
+    ).toEqual(made.map((call) => ({ call_id: call.id, name: call.name, arguments: call.arguments })));
+  });
+
+  it('a Messages stream gives a tool_use block for each call, with its input', async () => {
+    fake.enqueue({ toolCalls: made });
+    const anthropic = new Anthropic({ baseURL: harness.baseUrl.replace(/\/v1$/, ''), apiKey: 'sk-dialects' });
+    const message = await anthropic.messages
+      .stream({
+        model,
+        max_tokens: 256,
+        messages: [{ role: 'user', content: 'The weather in Paris and in Lyon?' }],
+        tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: {} } }],
+      })
+      .finalMessage();
+    expect(
+      message.content
+        .filter((block) => block.type === 'tool_use')
+        .map(({ id, name, input }) => ({ id, name, input })),
+    ).toEqual(made.map((call) => ({ id: call.id, name: call.name, input: JSON.parse(call.arguments) })));
   });
 });

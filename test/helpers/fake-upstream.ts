@@ -251,6 +251,17 @@ export interface FakeUpstreamOptions {
    * their order.
    */
   emptyToolCallIds?: readonly string[];
+  /**
+   * Models whose streamed tool calls depart from OpenAI's deltas as some servers' do
+   * (docs/budgeting.md#tool-calls-as-providers-give-them):
+   * - `same-index`: every call at index 0, each beginning with its own id and name (Gemini's
+   *   OpenAI-compatible endpoint, NousResearch/hermes-agent#62937; SGLang, sgl-project/sglang#6310);
+   * - `repeated-fields`: every delta of a call repeats its index, id, type and whole name (MiniMax on
+   *   NVIDIA NIM, NousResearch/hermes-agent#8259; Fireworks, SillyTavern/SillyTavern#5948);
+   * - `indexless-whole`: each call whole in one delta without an index (a gateway translating Gemini's
+   *   or Bedrock's answers, QuantumNous/new-api#672, envoyproxy/ai-gateway#1468).
+   */
+  toolDeltaDialects?: Readonly<Record<string, 'same-index' | 'repeated-fields' | 'indexless-whole'>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1489,46 +1500,39 @@ export class FakeUpstream {
         );
     }
     if (behaviour.toolCalls !== undefined) {
-      for (const [index, call] of behaviour.toolCalls.entries()) {
+      const dialect = this.options.toolDeltaDialects?.[String(body.model)];
+      const callFrame = (call: Record<string, unknown>): string =>
+        frame([{ index: 0, delta: { tool_calls: [call] }, logprobs: null, finish_reason: null }]);
+      for (const [position, call] of behaviour.toolCalls.entries()) {
+        const id = this.answerId(call.id, body.model);
+        const signature = this.signatureOf(String(body.model), call.id, position);
+        if (dialect === 'indexless-whole') {
+          frames.push(
+            callFrame({ id, type: 'function', function: { name: call.name, arguments: call.arguments } }),
+          );
+          continue;
+        }
+        const index = dialect === 'same-index' ? 0 : position;
         frames.push(
-          frame([
-            {
-              index: 0,
-              delta: {
-                tool_calls: [
-                  {
-                    index,
-                    id: this.answerId(call.id, body.model),
-                    type: 'function',
-                    function: { name: call.name, arguments: '' },
-                    ...this.signatureOf(String(body.model), call.id, index),
-                  },
-                ],
-              },
-              logprobs: null,
-              finish_reason: null,
-            },
-          ]),
+          callFrame({
+            index,
+            id,
+            type: 'function',
+            function: { name: call.name, arguments: '' },
+            ...signature,
+          }),
         );
         const half = Math.ceil(call.arguments.length / 2);
-        for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)]) {
+        for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)])
           frames.push(
-            frame([
-              {
-                index: 0,
-                delta: {
-                  tool_calls: [
-                    padded
-                      ? { index, id: null, type: null, function: { name: null, arguments: piece } }
-                      : { index, function: { arguments: piece } },
-                  ],
-                },
-                logprobs: null,
-                finish_reason: null,
-              },
-            ]),
+            callFrame(
+              padded
+                ? { index, id: null, type: null, function: { name: null, arguments: piece } }
+                : dialect === 'repeated-fields'
+                  ? { index, id, type: 'function', function: { name: call.name, arguments: piece } }
+                  : { index, function: { arguments: piece } },
+            ),
           );
-        }
       }
     } else {
       const text = thinkingInContent ?? '';

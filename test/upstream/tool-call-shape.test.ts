@@ -2,7 +2,12 @@
 // (SGLang's null-padded deltas, llama-server's decoded arguments, ids as numbers, entries that are not
 // calls) and what the gateway counts, stores and passes on of each.
 import { describe, expect, it } from 'vitest';
-import { conformCompletion, conformedToolCalls, toolCallDelta } from '../../src/upstream/tool-call-shape.js';
+import {
+  conformCompletion,
+  conformedToolCalls,
+  StreamedToolCalls,
+  toolCallDelta,
+} from '../../src/upstream/tool-call-shape.js';
 
 describe('toolCallDelta: what one streamed delta says of a call', () => {
   it.each([
@@ -201,5 +206,152 @@ describe('conformCompletion: a parsed whole answer, in place', () => {
         { message: { role: 'assistant', content: 'Hi' } },
       ],
     });
+  });
+});
+
+describe("StreamedToolCalls: a stream's calls, however a provider's deltas say them", () => {
+  /** A delta's call: index, id, name and arguments as a provider sends them (undefined: left out). */
+  const said = (index?: number, id?: string, name?: string, args?: string) => ({
+    ...(index === undefined ? {} : { index }),
+    ...(id === undefined ? {} : { id, type: 'function' }),
+    function: { ...(name === undefined ? {} : { name }), ...(args === undefined ? {} : { arguments: args }) },
+  });
+  const callsOf = (deltas: unknown[]) => {
+    const calls = new StreamedToolCalls();
+    for (const delta of deltas) {
+      const read = toolCallDelta(delta);
+      if (read !== undefined) calls.take(read);
+    }
+    return calls.calls.map(({ id, name, arguments: text }) => [id ?? null, name, text]);
+  };
+
+  it.each([
+    [
+      "OpenAI's: an index per call, the id and name on its first delta",
+      [
+        said(0, 'a', 'f', ''),
+        said(0, undefined, undefined, '{"x":'),
+        said(0, undefined, undefined, '1}'),
+        said(1, 'b', 'g', '{}'),
+      ],
+      [
+        ['a', 'f', '{"x":1}'],
+        ['b', 'g', '{}'],
+      ],
+    ],
+    [
+      "Gemini's OpenAI-compatible endpoint: parallel calls all at index 0, each with its id and name",
+      [
+        said(0, 'a', 'f', ''),
+        said(0, undefined, undefined, '{"c":"P"}'),
+        said(0, 'b', 'f', ''),
+        said(0, undefined, undefined, '{"c":"L"}'),
+      ],
+      [
+        ['a', 'f', '{"c":"P"}'],
+        ['b', 'f', '{"c":"L"}'],
+      ],
+    ],
+    [
+      'parallel calls whole at index 0',
+      [said(0, 'a', 'f', '{"c":"P"}'), said(0, 'b', 'g', '{"c":"L"}')],
+      [
+        ['a', 'f', '{"c":"P"}'],
+        ['b', 'g', '{"c":"L"}'],
+      ],
+    ],
+    [
+      'parallel calls at index 0 with empty ids, each named before its arguments',
+      [
+        said(0, '', 'f', ''),
+        said(0, undefined, undefined, '{"c":"P"}'),
+        said(0, '', 'g', ''),
+        said(0, undefined, undefined, '{"c":"L"}'),
+      ],
+      [
+        ['', 'f', '{"c":"P"}'],
+        ['', 'g', '{"c":"L"}'],
+      ],
+    ],
+    [
+      'parallel calls at index 0 without ids, each whole with its name',
+      [said(0, undefined, 'f', '{"c":"P"}'), said(0, undefined, 'f', '{"c":"L"}')],
+      [
+        [null, 'f', '{"c":"P"}'],
+        [null, 'f', '{"c":"L"}'],
+      ],
+    ],
+    [
+      'MiniMax on NVIDIA NIM and Fireworks: the id, type and whole name on every delta',
+      [said(0, 'a', 'f', '{"c":'), said(0, 'a', 'f', '"P"}'), said(0, 'a', 'f', '')],
+      [['a', 'f', '{"c":"P"}']],
+    ],
+    [
+      'the whole name on every delta, no id',
+      [said(0, undefined, 'f', '{"c":'), said(0, undefined, 'f', '"P"}')],
+      [[null, 'f', '{"c":"P"}']],
+    ],
+    [
+      'a name given in pieces',
+      [said(0, 'a', 'edit_ex', ''), said(0, undefined, 'isting_file', '{}')],
+      [['a', 'edit_existing_file', '{}']],
+    ],
+    [
+      'calls whole without an index (a gateway that translates Gemini or Bedrock)',
+      [said(undefined, 'a', 'f', '{}'), said(undefined, 'b', 'g', '{}')],
+      [
+        ['a', 'f', '{}'],
+        ['b', 'g', '{}'],
+      ],
+    ],
+    [
+      "a call's continuations without an index",
+      [
+        said(undefined, 'a', 'f', ''),
+        said(undefined, undefined, undefined, '{"x":'),
+        said(undefined, undefined, undefined, '1}'),
+      ],
+      [['a', 'f', '{"x":1}']],
+    ],
+    [
+      'braces and quotes inside strings do not end the arguments early',
+      [
+        said(0, 'a', 'f', '{"s":"}{"'),
+        said(0, undefined, 'f', ',"t":"\\"}"}'),
+        said(0, undefined, 'f', '{"u":1}'),
+      ],
+      [
+        ['a', 'f', '{"s":"}{","t":"\\"}"}'],
+        [null, 'f', '{"u":1}'],
+      ],
+    ],
+    [
+      'white space after whole arguments, with the name again',
+      [said(0, 'a', 'f', '{}'), said(0, undefined, 'f', '\n')],
+      [['a', 'f', '{}\n']],
+    ],
+    [
+      'arguments that are not JSON, with the name on every delta',
+      [said(0, undefined, 'f', 'hello'), said(0, undefined, 'f', ' world')],
+      [[null, 'f', 'hello world']],
+    ],
+    [
+      'another id, without a name, before the arguments are whole',
+      [said(0, 'a', 'f', '{"x":'), said(0, 'b', undefined, '1}')],
+      [['a', 'f', '{"x":1}']],
+    ],
+  ])('%s', (_name, deltas, expected) => {
+    expect(callsOf(deltas)).toEqual(expected);
+  });
+
+  it('says which call each delta went to, whether it began, and the arguments it added', () => {
+    const calls = new StreamedToolCalls();
+    const take = (delta: unknown) => {
+      const step = calls.take(toolCallDelta(delta) ?? expect.fail('a call'));
+      return [step.call.position, step.began, step.arguments];
+    };
+    expect(take(said(0, 'a', 'f', ''))).toEqual([0, true, '']);
+    expect(take(said(0, undefined, undefined, '{}'))).toEqual([0, false, '{}']);
+    expect(take(said(0, 'b', 'g', '{"x":1}'))).toEqual([1, true, '{"x":1}']);
   });
 });

@@ -1,0 +1,85 @@
+// A chat stream's tool calls given to the client in OpenAI's shape, whatever dialect the provider streams
+// them in (docs/budgeting.md#tool-calls-as-providers-give-them): each call at an index of its own, its
+// id, type and name on its first delta only, its arguments on the rest. Gemini's OpenAI-compatible
+// endpoint puts parallel calls all at index 0 and MiniMax on NVIDIA NIM repeats the whole name on every
+// delta: the official clients join the one and double the other, so an agent on such a provider ran one
+// call with arguments that are not JSON, or a tool it does not have. Only events that carry
+// `tool_calls` are read; one already in OpenAI's shape is passed on byte for byte.
+
+import { isRecord, StreamedToolCalls, toolCallDelta, type StreamedCall } from './tool-call-shape.js';
+
+const toolCallsKey = Buffer.from('"tool_calls"');
+
+/** Rewrites the tool calls of a chat stream's events, event by event, keeping each choice's calls. */
+export class ChatStreamCallNormalizer {
+  /** Each choice's calls so far, by the choice's index. */
+  private readonly choices = new Map<number, StreamedToolCalls>();
+  /** The calls whose id the client was given (a provider may say it after the call's first delta). */
+  private readonly announced = new WeakSet<StreamedCall>();
+
+  /** `events`: whole events (relay.ts's EventBoundaryBuffer). The same buffer when nothing changed. */
+  rewrite(events: Buffer): Buffer {
+    if (events.indexOf(toolCallsKey) === -1) return events;
+    const lines = events.toString('utf8').split('\n');
+    let changed = false;
+    for (let position = 0; position < lines.length; position++) {
+      const line = lines[position] as string;
+      if (!line.startsWith('data:') || !line.includes('"tool_calls"')) continue;
+      const rewritten = this.rewriteData(line.slice(5).trim());
+      if (rewritten === undefined) continue;
+      lines[position] = `data: ${rewritten}${line.endsWith('\r') ? '\r' : ''}`;
+      changed = true;
+    }
+    return changed ? Buffer.from(lines.join('\n')) : events;
+  }
+
+  /** One event's data written anew, or undefined when its calls are in OpenAI's shape already. */
+  private rewriteData(data: string): string | undefined {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      return undefined;
+    }
+    if (!isRecord(chunk) || !Array.isArray(chunk.choices)) return undefined;
+    let changed = false;
+    for (const choice of chunk.choices as unknown[]) {
+      if (!isRecord(choice) || !isRecord(choice.delta) || !Array.isArray(choice.delta.tool_calls)) continue;
+      const key = typeof choice.index === 'number' ? choice.index : 0;
+      let calls = this.choices.get(key);
+      if (calls === undefined) {
+        calls = new StreamedToolCalls();
+        this.choices.set(key, calls);
+      }
+      const given = choice.delta.tool_calls as unknown[];
+      const shaped: unknown[] = [];
+      for (const entry of given) {
+        const said = toolCallDelta(entry);
+        if (said === undefined) continue;
+        const step = calls.take(said);
+        const {
+          index: _index,
+          id: _id,
+          type: _type,
+          function: _function,
+          ...rest
+        } = entry as Record<string, unknown>;
+        const { call } = step;
+        const openAI: Record<string, unknown> = { index: call.position };
+        if (call.id !== undefined && !this.announced.has(call)) {
+          openAI.id = call.id;
+          this.announced.add(call);
+        }
+        if (step.began) {
+          openAI.type = call.type;
+          openAI.function = { name: call.name, arguments: step.arguments };
+        } else openAI.function = { arguments: step.arguments };
+        shaped.push(Object.assign(openAI, rest));
+      }
+      if (JSON.stringify(shaped) === JSON.stringify(given)) continue;
+      choice.delta.tool_calls = shaped;
+      changed = true;
+    }
+    return changed ? JSON.stringify(chunk) : undefined;
+  }
+}

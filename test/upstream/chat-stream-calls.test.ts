@@ -1,0 +1,87 @@
+// A chat stream's tool calls given in OpenAI's shape (chat-stream-calls.ts), as tables of the dialects
+// providers stream them in and what the client is given of each.
+import { describe, expect, it } from 'vitest';
+import { ChatStreamCallNormalizer } from '../../src/upstream/chat-stream-calls.js';
+
+/** One chat chunk's event, its first choice's delta carrying `calls`. */
+const event = (calls: unknown[], choice = 0, newline = '\n'): string =>
+  `data: ${JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: choice, delta: { tool_calls: calls }, finish_reason: null }] })}${newline}${newline}`;
+/** The tool calls of each event the client is given. */
+const givenCalls = (events: Buffer): unknown[] =>
+  events
+    .toString()
+    .split('\n')
+    .filter((line) => line.startsWith('data: {') && line.includes('"tool_calls"'))
+    .map(
+      (line) =>
+        (JSON.parse(line.slice(6)) as { choices: [{ delta: { tool_calls: unknown } }] }).choices[0].delta
+          .tool_calls,
+    );
+
+const first = (index: number | undefined, id: string, name: string, args = '') => ({
+  ...(index === undefined ? {} : { index }),
+  id,
+  type: 'function',
+  function: { name, arguments: args },
+});
+const more = (index: number, args: string) => ({ index, function: { arguments: args } });
+
+describe('ChatStreamCallNormalizer', () => {
+  it("passes OpenAI's own deltas on byte for byte", () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    for (const text of [
+      event([first(0, 'a', 'f')]),
+      event([more(0, '{"x":1}')]),
+      event([first(1, 'b', 'g', '{}')]),
+    ]) {
+      const bytes = Buffer.from(text);
+      expect(normalizer.rewrite(bytes)).toBe(bytes);
+    }
+  });
+
+  it.each([
+    [
+      "Gemini's OpenAI-compatible endpoint: parallel calls all at index 0",
+      [[first(0, 'a', 'f')], [more(0, '{"c":"P"}')], [first(0, 'b', 'f')], [more(0, '{"c":"L"}')]],
+      [[first(0, 'a', 'f')], [more(0, '{"c":"P"}')], [first(1, 'b', 'f')], [more(1, '{"c":"L"}')]],
+    ],
+    [
+      'MiniMax on NVIDIA NIM: the id, type and whole name on every delta',
+      [[first(0, 'a', 'f', '{"c":')], [first(0, 'a', 'f', '"P"}')], [first(0, 'a', 'f')]],
+      [[first(0, 'a', 'f', '{"c":')], [more(0, '"P"}')], [more(0, '')]],
+    ],
+    [
+      'calls whole without an index',
+      [[first(undefined, 'a', 'f', '{}')], [first(undefined, 'b', 'g', '{}')]],
+      [[first(0, 'a', 'f', '{}')], [first(1, 'b', 'g', '{}')]],
+    ],
+    [
+      "SGLang: a call's continuations repeat its id, type and name as null",
+      [[first(0, 'a', 'f')], [{ index: 0, id: null, type: null, function: { name: null, arguments: '{}' } }]],
+      [[first(0, 'a', 'f')], [more(0, '{}')]],
+    ],
+  ])('%s: each call at an index of its own, its id and name once', (_name, deltas, expected) => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const given = deltas.flatMap((calls) => givenCalls(normalizer.rewrite(Buffer.from(event(calls)))));
+    expect(given).toEqual(expected);
+  });
+
+  it('keeps each choice’s calls apart, the events without calls as they are, and CRLF lines', () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const text =
+      'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n\r\n' +
+      event([first(0, 'a', 'f', '{}')], 0, '\r\n') +
+      event([first(0, 'b', 'g', '{}')], 1, '\r\n') +
+      event([first(0, 'c', 'h', '{}')], 0, '\r\n') +
+      'data: not json "tool_calls"\r\n\r\n';
+    const out = normalizer.rewrite(Buffer.from(text)).toString();
+    expect(out.startsWith('data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n\r\n')).toBe(true);
+    expect(out.endsWith('data: not json "tool_calls"\r\n\r\n')).toBe(true);
+    expect(out.split('\r\n\r\n')).toHaveLength(6);
+    expect(givenCalls(Buffer.from(out.replaceAll('\r', '')))).toEqual([
+      [first(0, 'a', 'f', '{}')],
+      [first(0, 'b', 'g', '{}')],
+      [first(1, 'c', 'h', '{}')],
+    ]);
+  });
+});
