@@ -10,6 +10,16 @@ import { isRecord, StreamedToolCalls, toolCallDelta, type StreamedCall } from '.
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 
+/** How OpenAI begins the first choice's delta of one call's arguments, up to the call's index. */
+const continuationHead = '"choices":[{"index":0,"delta":{"tool_calls":[{"index":';
+/**
+ * The first choice's delta of one call's arguments, as OpenAI writes it (most events of a call): read
+ * without parsing the chunk. Groups: the call's index, the arguments' JSON string.
+ */
+const openAIContinuation = new RegExp(
+  `${continuationHead.replace(/[[\]{}]/g, '\\$&')}(\\d{1,9}),"function":\\{"arguments":("(?:[^"\\\\]|\\\\.)*")\\}\\}\\]`,
+);
+
 /** Rewrites the tool calls of a chat stream's events, event by event, keeping each choice's calls. */
 export class ChatStreamCallNormalizer {
   /** Each choice's calls so far, by the choice's index. */
@@ -25,12 +35,57 @@ export class ChatStreamCallNormalizer {
     for (let position = 0; position < lines.length; position++) {
       const line = lines[position] as string;
       if (!line.startsWith('data:') || !line.includes('"tool_calls"')) continue;
+      const continued = this.rewriteContinuation(line);
+      if (continued !== null) {
+        if (continued === undefined) continue;
+        lines[position] = continued;
+        changed = true;
+        continue;
+      }
       const rewritten = this.rewriteData(line.slice(5).trim());
       if (rewritten === undefined) continue;
       lines[position] = `data: ${rewritten}${line.endsWith('\r') ? '\r' : ''}`;
       changed = true;
     }
     return changed ? Buffer.from(lines.join('\n')) : events;
+  }
+
+  /**
+   * An event of OpenAI's shape that carries a piece of one call's arguments, taken without parsing the
+   * chunk: undefined when its index is the call's (the line stays as it is), the line with the call's
+   * index otherwise; null when the event is not of that shape (rewriteData reads it).
+   */
+  private rewriteContinuation(line: string): string | undefined | null {
+    const match = openAIContinuation.exec(line);
+    if (match === null || line.indexOf('"tool_calls"', match.index + continuationHead.length) !== -1)
+      return null;
+    const said = match[1] as string;
+    let added: string;
+    try {
+      added = JSON.parse(match[2] as string) as string;
+    } catch {
+      return null;
+    }
+    const { call } = this.callsOf(0).take({
+      index: Number(said),
+      id: undefined,
+      type: undefined,
+      name: undefined,
+      arguments: added,
+      extraContent: undefined,
+    });
+    if (call.position === Number(said)) return undefined;
+    const at = match.index + continuationHead.length;
+    return line.slice(0, at) + String(call.position) + line.slice(at + said.length);
+  }
+
+  private callsOf(choice: number): StreamedToolCalls {
+    let calls = this.choices.get(choice);
+    if (calls === undefined) {
+      calls = new StreamedToolCalls();
+      this.choices.set(choice, calls);
+    }
+    return calls;
   }
 
   /** One event's data written anew, or undefined when its calls are in OpenAI's shape already. */
@@ -45,12 +100,7 @@ export class ChatStreamCallNormalizer {
     let changed = false;
     for (const choice of chunk.choices as unknown[]) {
       if (!isRecord(choice) || !isRecord(choice.delta) || !Array.isArray(choice.delta.tool_calls)) continue;
-      const key = typeof choice.index === 'number' ? choice.index : 0;
-      let calls = this.choices.get(key);
-      if (calls === undefined) {
-        calls = new StreamedToolCalls();
-        this.choices.set(key, calls);
-      }
+      const calls = this.callsOf(typeof choice.index === 'number' ? choice.index : 0);
       const given = choice.delta.tool_calls as unknown[];
       const shaped: unknown[] = [];
       for (const entry of given) {
