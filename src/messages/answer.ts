@@ -31,6 +31,16 @@ const stopReasons: Record<string, string> = {
   content_filter: 'refusal',
 };
 
+/**
+ * Claude's stop reason for a chat finish: an answer that ends in tool calls stops for `tool_use`, as Claude
+ * says it, also when the provider said `stop` (vLLM with a named tool_choice, OpenVINO's server, mlx-vlm,
+ * OpenAI's own named tool_choice: vllm-project/vllm#25054, openvinotoolkit/model_server#3927).
+ */
+function stopReasonOf(finish: string, calls: boolean): string {
+  const reason = stopReasons[finish] ?? 'end_turn';
+  return calls && reason === 'end_turn' ? 'tool_use' : reason;
+}
+
 /** Anthropic's error type for a status. */
 export function anthropicErrorType(status: number): string {
   if (status === 401) return 'authentication_error';
@@ -147,7 +157,9 @@ export function messageOf(completion: Json, meta: { id: string; model: string })
     role: 'assistant',
     model: meta.model,
     content: blocksOfReply(reply),
-    stop_reason: unsaid?.stop_reason ?? stopReasons[finish] ?? 'end_turn',
+    stop_reason:
+      unsaid?.stop_reason ??
+      stopReasonOf(finish, Array.isArray(reply.tool_calls) && reply.tool_calls.length > 0),
     stop_sequence: unsaid?.stop_sequence ?? null,
     usage: usageOf(completion.usage as Json | undefined),
   };
@@ -404,7 +416,8 @@ export class MessagesStreamTranslator {
       this.carrierBlock([]) +
       this.event('message_delta', {
         delta: {
-          stop_reason: this.unsaidStop?.stop_reason ?? stopReasons[this.finish ?? 'stop'] ?? 'end_turn',
+          stop_reason:
+            this.unsaidStop?.stop_reason ?? stopReasonOf(this.finish ?? 'stop', this.calls.calls.length > 0),
           stop_sequence: this.unsaidStop?.stop_sequence ?? null,
         },
         usage: { output_tokens: usage.output_tokens, input_tokens: inputTokens },

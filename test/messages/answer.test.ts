@@ -72,6 +72,46 @@ describe('a whole chat completion as a message', () => {
   });
 });
 
+describe("Claude's stop reason for an answer that ends in tool calls", () => {
+  // vLLM with a named tool_choice, OpenVINO's model server and mlx-vlm say `stop` (vllm-project/vllm#25054,
+  // openvinotoolkit/model_server#3927); Claude says `tool_use` whenever the answer ends in a call.
+  const call = { id: 'c1', type: 'function', function: { name: 'w', arguments: '{}' } };
+
+  it.each([
+    ['stop', [call], 'tool_use'],
+    ['tool_calls', [call], 'tool_use'],
+    ['length', [call], 'max_tokens'],
+    ['stop', [], 'end_turn'],
+  ])('finish %s with %j calls: %s, whole and streamed', (finish, calls, expected) => {
+    const message = messageOf(
+      {
+        choices: [
+          {
+            message: { role: 'assistant', content: null, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+            finish_reason: finish,
+          },
+        ],
+      },
+      meta,
+    );
+    expect(message.stop_reason).toBe(expected);
+    const translator = new MessagesStreamTranslator(meta, 0);
+    const choices = [
+      ...calls.map((entry, index) => ({ delta: { tool_calls: [{ index, ...entry }] }, finish_reason: null })),
+      { delta: {}, finish_reason: finish },
+    ];
+    let out = translator.start();
+    for (const choice of choices)
+      out += translator.push(
+        Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, ...choice }] })}\n\n`),
+      );
+    out += translator.push(Buffer.from('data: [DONE]\n\n')) + translator.end();
+    const stop = sseEventData(out).find((event) => event.type === 'message_delta') as
+      { delta: { stop_reason: string } } | undefined;
+    expect(stop?.delta.stop_reason).toBe(expected);
+  });
+});
+
 describe('a chat stream as Anthropic events', () => {
   const chunks = [
     { choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] },
