@@ -12,6 +12,7 @@ import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
 import { withinCacheBreakpoints } from './cache-breakpoints.js';
+import { isRecord } from './tool-call-shape.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -603,10 +604,19 @@ export class AnthropicToChatStream {
         }
         return '';
       }
-      case 'content_block_stop':
-        return this.unsaid.has(Number(event.index ?? 0))
-          ? this.chunk({ ctxgate_anthropic_event: event })
-          : '';
+      case 'content_block_stop': {
+        const index = Number(event.index ?? 0);
+        if (this.unsaid.has(index)) return this.chunk({ ctxgate_anthropic_event: event });
+        // A call whose input came whole in its start and no delta after (Anthropic-compatible endpoints
+        // that do not stream it: yannikzz/narracat-novel-agent#16): that input is its arguments.
+        const block = this.blocks.get(index);
+        const call = this.calls.get(index);
+        if (call === undefined || this.inputs.get(index) !== '' || !isRecord(block?.input)) return '';
+        if (Object.keys(block.input).length === 0) return '';
+        return this.chunk({
+          tool_calls: [{ index: call, function: { arguments: JSON.stringify(block.input) } }],
+        });
+      }
       case 'message_delta': {
         const delta = (event.delta ?? {}) as Json;
         if (typeof delta.stop_reason === 'string') this.stopReason = delta.stop_reason;

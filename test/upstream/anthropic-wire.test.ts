@@ -15,6 +15,7 @@ import {
   withoutAnthropicBlocks,
 } from '../../src/upstream/anthropic-wire.js';
 import { carrierOf } from '../../src/upstream/carried-state.js';
+import { StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
 import { scriptedUpstream } from '../helpers/port-fakes.js';
 
 describe('a chat body as a Messages request', () => {
@@ -671,6 +672,42 @@ describe('an Anthropic answer as chat', () => {
       .map((chunk) => chunk.choices[0]?.delta.content ?? '')
       .join('');
     expect(text).toBe('Hi');
+  });
+
+  it('gives a tool call the input its start gave whole, when no input_json_delta follows', () => {
+    // Anthropic-compatible endpoints that give a call's input whole in content_block_start and send no
+    // input_json_delta (yannikzz/narracat-novel-agent#16): the call had no arguments.
+    const events = [
+      { type: 'message_start', message: { id: 'msg_1', model: 'glm-x', usage: { input_tokens: 3 } } },
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'tool_use', id: 't1', name: 'w', input: { city: 'Paris' } },
+      },
+      { type: 'content_block_stop', index: 0 },
+      {
+        type: 'content_block_start',
+        index: 1,
+        content_block: { type: 'tool_use', id: 't2', name: 'w', input: { city: 'Oslo' } },
+      },
+      {
+        type: 'content_block_delta',
+        index: 1,
+        delta: { type: 'input_json_delta', partial_json: '{"city":"Lyon"}' },
+      },
+      { type: 'content_block_stop', index: 1 },
+      { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 5 } },
+      { type: 'message_stop' },
+    ];
+    const out = new AnthropicToChatStream().push(
+      events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join(''),
+    );
+    const assembler = new StreamReplyAssembler();
+    assembler.push(Buffer.from(out));
+    expect(assembler.end().message.tool_calls).toEqual([
+      { id: 't1', type: 'function', function: { name: 'w', arguments: '{"city":"Paris"}' } },
+      { id: 't2', type: 'function', function: { name: 'w', arguments: '{"city":"Lyon"}' } },
+    ]);
   });
 
   it('translates a stream split at every byte into the same chat chunks', () => {
