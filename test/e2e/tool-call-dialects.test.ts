@@ -9,6 +9,8 @@
 // every API the gateway speaks gives the call's arguments as its own shape says.
 import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -252,6 +254,36 @@ describe.each(Object.entries(dialects))('two parallel calls streamed by %s (%s)'
     });
     const calls = (await stream.finalChatCompletion()).choices[0]?.message.tool_calls ?? [];
     expect(calls).toEqual(asMade);
+  });
+
+  it("the AI SDK's OpenAI-compatible provider runs each call with its input, then answers", async () => {
+    fake.enqueue({ toolCalls: made }, { content: 'Paris 18 °C, Lyon 21 °C.' });
+    const provider = createOpenAICompatible({
+      name: 'gateway',
+      baseURL: harness.baseUrl,
+      apiKey: 'sk-dialects',
+    });
+    const ran: unknown[] = [];
+    const result = streamText({
+      model: provider.chatModel(model),
+      prompt: 'The weather in Paris and in Lyon?',
+      maxRetries: 0,
+      tools: {
+        get_weather: tool({
+          inputSchema: jsonSchema<{ city: string; unit: string }>({
+            type: 'object',
+            properties: { city: { type: 'string' }, unit: { type: 'string' } },
+          }),
+          execute: async (input) => {
+            ran.push(input);
+            return `${input.city}: ${input.city === 'Paris' ? 18 : 21} °C`;
+          },
+        }),
+      },
+      stopWhen: stepCountIs(3),
+    });
+    expect(await result.text).toBe('Paris 18 °C, Lyon 21 °C.');
+    expect(ran).toEqual(made.map((call) => JSON.parse(call.arguments)));
   });
 
   it('a Responses stream gives a function_call item for each call, its arguments whole', async () => {
