@@ -158,9 +158,9 @@ const nonEmpty = (text: string | undefined): text is string => text !== undefine
  * - parallel calls all at index 0, each beginning with its own id and name (Gemini's OpenAI-compatible
  *   endpoint, NousResearch/hermes-agent#62937; SGLang, sgl-project/sglang#6310), or as whole calls
  *   without an index (a gateway that translates Gemini's or Bedrock's: QuantumNous/new-api#672,
- *   envoyproxy/ai-gateway#1468): a delta with an id other than its call's, and a name, begins another
- *   call, and so do arguments after the call's arguments made a whole JSON object, under a name said for
- *   them;
+ *   envoyproxy/ai-gateway#1468): a delta with an id other than its call's begins another call when it
+ *   names a tool or the call's arguments already make a whole JSON object or array, and so do arguments
+ *   that come after whole ones, under a name said for them;
  * - the id, type and name repeated on every delta (MiniMax on NVIDIA NIM, NousResearch/hermes-agent#8259;
  *   Fireworks, SillyTavern/SillyTavern#5948): a name the call already has is not added again; a name
  *   given in pieces (continuedev/continue#5849) is joined.
@@ -220,10 +220,10 @@ export class StreamedToolCalls {
     if (nonEmpty(delta.id) && nonEmpty(call.id))
       return delta.id !== call.id && (nonEmpty(delta.name) || whole(call));
     return (
-      delta.arguments !== undefined &&
-      delta.arguments.trim() !== '' &&
       whole(call) &&
-      (nonEmpty(delta.name) || call.nameAfter !== undefined)
+      (nonEmpty(delta.name) || call.nameAfter !== undefined) &&
+      delta.arguments !== undefined &&
+      delta.arguments.trim() !== ''
     );
   }
 }
