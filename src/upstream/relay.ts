@@ -233,7 +233,7 @@ export async function relayStream(
     });
     if (options.expectFinish && !tracker.isComplete())
       failure = badResponse('The upstream stream ended before the answer was finished.');
-    // A complete answer whose last event had no blank line after it: sent as it came.
+    // A complete answer whose last event had no blank line after it: sent as it came (its calls shaped).
     else if (events.heldBytes > 0) {
       const last = events.flush() as Buffer;
       await client.write(calls === undefined ? last : calls.rewrite(last));
