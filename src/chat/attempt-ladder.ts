@@ -38,11 +38,13 @@ import {
   filesField,
   withoutMessageFields,
   withThoughtSignatures,
+  withToolCallIdsAsKimiTakes,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest, withoutAnthropicBlocks } from '../upstream/anthropic-wire.js';
+import { isKimiModel } from '../upstream/model-family.js';
 import { chatWithinCacheBreakpoints } from '../upstream/cache-breakpoints.js';
 import {
   withImagesAtMost,
@@ -275,6 +277,10 @@ export function createAttemptLadder(input: {
     let messages = withoutMessageFields(prepared.messages, fixes);
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
+    // Kimi K2 and later on Chat Completions, by name: another model's ids in its history make it end its
+    // turn with nothing.
+    else if (choice.target.kind !== 'anthropic' && isKimiModel(choice.model))
+      messages = withToolCallIdsAsKimiTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);

@@ -371,3 +371,46 @@ export function withThoughtSignatures(messages: ContextMessage[]): ContextMessag
   });
   return out ?? messages;
 }
+
+/** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */
+const kimiId = /^functions\.[^:]*:\d+$/;
+
+/**
+ * The messages with every tool call id written as Kimi's chat template writes an id it is not given:
+ * `functions.<name>:<n>`, n counting the calls from the first (moonshotai/Kimi-K2's tool_call_guidance).
+ * Kimi K2 models put off their training by other ids in their history — another model's `call_…`, after
+ * a client switched models or a fallback — end the turn at once with nothing (getkimchi/kimchi#1063: 1
+ * turn in 10 acted, 12 in 12 with the ids rewritten). Each result gets the id its call got, in the order
+ * its message gave them; a history of Kimi's own ids only is the same array.
+ */
+export function withToolCallIdsAsKimiTakes(messages: ContextMessage[]): ContextMessage[] {
+  const foreign = messages.some(
+    (message) =>
+      Array.isArray(message.tool_calls) &&
+      message.tool_calls.some(
+        (call: { id?: unknown }) => typeof call?.id !== 'string' || !kimiId.test(call.id),
+      ),
+  );
+  if (!foreign) return messages;
+  const out = [...messages];
+  let counter = 0;
+  // The ids the last message of calls gave, each to the results that answer them, in order.
+  let given = new Map<string, string[]>();
+  out.forEach((message, index) => {
+    const calls = message.tool_calls;
+    if (Array.isArray(calls) && calls.length > 0) {
+      given = new Map();
+      out[index] = Object.assign({}, message, {
+        tool_calls: calls.map((call: { id?: unknown; function?: { name?: unknown } }) => {
+          const id = `functions.${String(call?.function?.name ?? '')}:${counter++}`;
+          if (typeof call?.id === 'string') given.set(call.id, [...(given.get(call.id) ?? []), id]);
+          return Object.assign({}, call, { id });
+        }),
+      });
+    } else if (message.role === 'tool' && typeof message.tool_call_id === 'string') {
+      const id = given.get(message.tool_call_id)?.shift();
+      if (id !== undefined) out[index] = Object.assign({}, message, { tool_call_id: id });
+    }
+  });
+  return out;
+}

@@ -15,3 +15,12 @@ export function isOpenAIReasoningModel(model: string): boolean {
 export function outputCapField(model: string): 'max_tokens' | 'max_completion_tokens' {
   return isOpenAIReasoningModel(model) ? 'max_completion_tokens' : 'max_tokens';
 }
+
+/**
+ * True for Moonshot's Kimi K2 and later models, by name (a routing prefix such as `moonshotai/` aside):
+ * their chat template writes tool call ids as `functions.<name>:<n>`, and a history of other ids puts
+ * them off their training (field-fixes.ts withToolCallIdsAsKimiTakes).
+ */
+export function isKimiModel(model: string): boolean {
+  return /^kimi-k\d/i.test(model.slice(model.lastIndexOf('/') + 1));
+}

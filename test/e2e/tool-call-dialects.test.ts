@@ -24,6 +24,9 @@ const llama = 'qwen3-coder-30b-a3b-instruct-q4_k_m.gguf';
 /** A model served by an endpoint that gives every tool call an empty id. */
 const idless = 'local-idless-model';
 
+/** A model served as Kimi K2 is: its own kind of tool call ids, and none other in its history. */
+const kimi = 'moonshotai/kimi-k2.7';
+
 /** Models whose streamed calls depart from OpenAI's deltas, each as FakeUpstream's toolDeltaDialects says. */
 const dialects = {
   // Gemini's OpenAI-compatible endpoint: parallel calls all at index 0.
@@ -43,6 +46,7 @@ beforeAll(async () => {
     decodedToolArguments: [llama],
     emptyToolCallIds: [idless],
     toolDeltaDialects: dialects,
+    kimiToolCallIds: [kimi],
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
@@ -320,5 +324,81 @@ describe.each(Object.entries(dialects))('two parallel calls streamed by %s (%s)'
         .filter((block) => block.type === 'tool_use')
         .map(({ id, name, input }) => ({ id, name, input })),
     ).toEqual(made.map((call) => ({ id: call.id, name: call.name, input: JSON.parse(call.arguments) })));
+  });
+});
+
+describe('a conversation that moves to Kimi K2, whose history holds another model’s tool call ids', () => {
+  const mixed: OpenAI.ChatCompletionMessageParam[] = [
+    { role: 'user', content: 'What is the weather in Paris?' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: weather.id, type: 'function', function: { name: weather.name, arguments: weather.arguments } },
+      ],
+    },
+    { role: 'tool', tool_call_id: weather.id, content: '18 °C, clear' },
+    { role: 'assistant', content: 'It is 18 °C in Paris.' },
+    { role: 'user', content: 'And tomorrow?' },
+  ];
+  const asKimiTakes = (sent: ChatMessage[]) =>
+    sent.flatMap((message) =>
+      message.role === 'tool' ? [message.tool_call_id] : (message.tool_calls ?? []).map((call) => call.id),
+    );
+
+  it('a session whose client switches to Kimi: Kimi is sent its own kind of ids, and answers', async () => {
+    const chat = client({ 'x-session-id': `kimi-${randomUUID()}` });
+    fake.enqueue(
+      { toolCalls: [weather] },
+      { content: 'It is 18 °C in Paris.' },
+      { content: 'Tomorrow 20 °C.' },
+    );
+    await chat.chat.completions.create({
+      model: 'gpt-4o-mini',
+      tools,
+      messages: [mixed[0] as OpenAI.ChatCompletionMessageParam],
+    });
+    await chat.chat.completions.create({
+      model: 'gpt-4o-mini',
+      tools,
+      messages: [{ role: 'tool', tool_call_id: weather.id, content: '18 °C, clear' }],
+    });
+    const since = fake.chatRequests.length;
+    const answer = await chat.chat.completions.create({
+      model: kimi,
+      tools,
+      messages: [{ role: 'user', content: 'And tomorrow?' }],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Tomorrow 20 °C.');
+    const sent = (fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages;
+    expect(asKimiTakes(sent)).toEqual(['functions.get_weather:0', 'functions.get_weather:0']);
+  });
+
+  it('a client that keeps the conversation, another model’s ids in it: Kimi is sent its own kind, and answers', async () => {
+    fake.enqueue({ content: 'Tomorrow 20 °C.' });
+    const since = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: kimi, tools, messages: mixed });
+    expect(answer.choices[0]?.message.content).toBe('Tomorrow 20 °C.');
+    expect(asKimiTakes((fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages)).toEqual([
+      'functions.get_weather:0',
+      'functions.get_weather:0',
+    ]);
+  });
+
+  it('a history of Kimi’s own ids goes as the client sent it', async () => {
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const chat = client();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [mixed[0] as OpenAI.ChatCompletionMessageParam];
+    const first = await chat.chat.completions.create({ model: kimi, tools, messages });
+    const reply = first.choices[0]?.message as OpenAI.ChatCompletionMessage;
+    expect(reply.tool_calls?.[0]?.id).toBe('functions.get_weather:0');
+    messages.push(reply, { role: 'tool', tool_call_id: 'functions.get_weather:0', content: '18 °C, clear' });
+    const since = fake.chatRequests.length;
+    const second = await chat.chat.completions.create({ model: kimi, tools, messages });
+    expect(second.choices[0]?.message.content).toBe('It is 18 °C in Paris.');
+    expect(asKimiTakes((fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages)).toEqual([
+      'functions.get_weather:0',
+      'functions.get_weather:0',
+    ]);
   });
 });

@@ -262,6 +262,13 @@ export interface FakeUpstreamOptions {
    *   or Bedrock's answers, QuantumNous/new-api#672, envoyproxy/ai-gateway#1468).
    */
   toolDeltaDialects?: Readonly<Record<string, 'same-index' | 'repeated-fields' | 'indexless-whole'>>;
+  /**
+   * Models served as Kimi K2 is: its tool call ids are `functions.<name>:<n>`, n counting the calls of
+   * the conversation (moonshotai/Kimi-K2's chat template), and a history holding another id (another
+   * model's `call_…`, after a client switched models) puts it off its training: it ends the turn at once
+   * with nothing (getkimchi/kimchi#1063: 1 turn in 10 acted).
+   */
+  kimiToolCallIds?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1312,6 +1319,20 @@ export class FakeUpstream {
       const decided = this.options.respond(body.messages, body as unknown as Record<string, unknown>);
       if (decided !== undefined) Object.assign(behaviour, decided);
     }
+    // As Kimi K2 takes a history holding another model's tool call ids: the turn ends with nothing.
+    const kimi = this.options.kimiToolCallIds?.includes(String(body.model)) === true;
+    const callsBefore = body.messages.flatMap((message) => message.tool_calls ?? []);
+    if (
+      !summaryRequest &&
+      kimi &&
+      callsBefore.some((call) => !/^functions\.[^:]*:\d+$/.test(String(call.id)))
+    ) {
+      delete behaviour.toolCalls;
+      behaviour.content = '';
+    }
+    /** A scripted call's id as this provider gives it: Kimi's count the conversation's calls. */
+    const idOf = (call: { id: string; name: string }, position: number): string =>
+      kimi ? `functions.${call.name}:${callsBefore.length + position}` : this.answerId(call.id, body.model);
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const content =
@@ -1407,7 +1428,7 @@ export class FakeUpstream {
       if (behaviour.toolCalls !== undefined) {
         const decoded = this.options.decodedToolArguments?.includes(String(body.model)) === true;
         message.tool_calls = behaviour.toolCalls.map((call, index) => ({
-          id: this.answerId(call.id, body.model),
+          id: idOf(call, index),
           type: 'function',
           function: {
             name: call.name,
@@ -1504,7 +1525,7 @@ export class FakeUpstream {
       const callFrame = (call: Record<string, unknown>): string =>
         frame([{ index: 0, delta: { tool_calls: [call] }, logprobs: null, finish_reason: null }]);
       for (const [position, call] of behaviour.toolCalls.entries()) {
-        const id = this.answerId(call.id, body.model);
+        const id = idOf(call, position);
         const signature = this.signatureOf(String(body.model), call.id, position);
         if (dialect === 'indexless-whole') {
           frames.push(

@@ -11,6 +11,7 @@ import {
   thoughtSignaturesField,
   withoutMessageFields,
   withThoughtSignatures,
+  withToolCallIdsAsKimiTakes,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -286,5 +287,53 @@ describe('leftovers of another answer in messages', () => {
     expect(messages[1]).toHaveProperty('reasoning_content', 'r');
     expect(withoutMessageFields([plain], fixes)).toEqual([plain]);
     expect(withoutMessageFields(messages, [{ field: 'max_tokens' }])).toBe(messages);
+  });
+});
+
+describe('withToolCallIdsAsKimiTakes', () => {
+  const call = (...calls: Array<[string, string]>): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: calls.map(([id, name]) => ({ id, type: 'function', function: { name, arguments: '{}' } })),
+  });
+  const result = (id: string): ContextMessage => ({ role: 'tool', tool_call_id: id, content: 'ok' });
+  const idsOf = (messages: ContextMessage[]) =>
+    messages.flatMap((message) => [
+      ...(message.tool_calls ?? []).map((one) => one.id as string),
+      ...(message.tool_call_id === undefined ? [] : [message.tool_call_id]),
+    ]);
+
+  it("writes every id as Kimi's template counts calls once another model's are in the history", () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Go.' },
+      call(['functions.read:0', 'read']),
+      result('functions.read:0'),
+      call(['call_a', 'grep'], ['call_b', 'read']),
+      result('call_b'),
+      result('call_a'),
+      // Two calls of one id (an endpoint that gives every call an empty id): answered in their order.
+      call(['', 'ls'], ['', 'ls']),
+      result(''),
+      result(''),
+    ];
+    expect(idsOf(withToolCallIdsAsKimiTakes(messages))).toEqual([
+      'functions.read:0',
+      'functions.read:0',
+      'functions.grep:1',
+      'functions.read:2',
+      'functions.read:2',
+      'functions.grep:1',
+      'functions.ls:3',
+      'functions.ls:4',
+      'functions.ls:3',
+      'functions.ls:4',
+    ]);
+    // The client's messages are not changed.
+    expect(idsOf(messages).slice(2, 4)).toEqual(['call_a', 'call_b']);
+  });
+
+  it("leaves a history of Kimi's own ids as it is", () => {
+    const messages = [call(['functions.read:0', 'read']), result('functions.read:0')];
+    expect(withToolCallIdsAsKimiTakes(messages)).toBe(messages);
   });
 });

@@ -1,7 +1,7 @@
 // Which models take their answer's cap as max_completion_tokens and no temperature but 1
 // (model-family.ts): OpenAI's reasoning models, by name, and no other.
 import { describe, expect, it } from 'vitest';
-import { isOpenAIReasoningModel, outputCapField } from '../../src/upstream/model-family.js';
+import { isKimiModel, isOpenAIReasoningModel, outputCapField } from '../../src/upstream/model-family.js';
 
 describe('isOpenAIReasoningModel', () => {
   it.each([
@@ -26,5 +26,19 @@ describe('isOpenAIReasoningModel', () => {
   ])('%s: %s', (model, reasoning) => {
     expect(isOpenAIReasoningModel(model)).toBe(reasoning);
     expect(outputCapField(model)).toBe(reasoning ? 'max_completion_tokens' : 'max_tokens');
+  });
+});
+
+describe('isKimiModel', () => {
+  it.each([
+    ['kimi-k2-0905-preview', true],
+    ['moonshotai/Kimi-K2-Instruct', true],
+    ['kimi-k2.7', true],
+    ['accounts/fireworks/models/kimi-k3', true],
+    ['kimi-latest', false],
+    ['moonshot-v1-8k', false],
+    ['gpt-4o-mini', false],
+  ])('%s: %s', (model, expected) => {
+    expect(isKimiModel(model)).toBe(expected);
   });
 });
