@@ -6,7 +6,9 @@
 // are found by their refusal: the request goes again with the field renamed or left out, and the model's
 // fix is kept for its later requests. Mistral's refusal of another provider's tool call ids is fixed so
 // too (toolCallIdsField), Gemini's of a tool call without its thought signature
-// (thoughtSignaturesField), and a text-only model's of a tool result's image (toolImagesField).
+// (thoughtSignaturesField), and a text-only model's of a tool result's image (toolImagesField). Kimi K2,
+// which refuses no id but goes silent on another model's, is given its own kind by name
+// (withToolCallIdsAsKimiTakes).
 
 import type { ContextMessage } from '../context/types.js';
 
