@@ -28,20 +28,16 @@ export function messageFates(
   // Which of the conversation's own messages went as they were (the same objects, in order).
   const sent = new Uint8Array(conversation.length);
   const positions = sourcePositions(conversation, rendered);
-  const toolResults = new Map<string, ContextMessage>();
-  const callIds = new Set<string>();
   // User messages the engine rewrote (a notice merged in): few, and only their texts are read.
   const rewrittenUserTexts: string[] = [];
   rendered.forEach((message, at) => {
     const position = positions[at] as number;
     if (position >= 0) sent[position] = 1;
-    if (message.role === 'tool' && typeof message.tool_call_id === 'string')
-      toolResults.set(message.tool_call_id, message);
-    for (const call of message.tool_calls ?? []) if (call.id !== undefined) callIds.add(call.id);
     if (message.role === 'user' && position < 0) rewrittenUserTexts.push(messageText(message));
   });
   const systemCount = conversation.findIndex((message) => !isSystemRole(message.role));
   const start = systemCount < 0 ? conversation.length : systemCount;
+  const rewritten = rewrittenFates(conversation, rendered, positions, sent, start);
   const fates: MessageFate[] = [];
   for (let index = start; index < conversation.length; index++) {
     const message = conversation[index] as ContextMessage;
@@ -49,30 +45,89 @@ export function messageFates(
       fates.push('sent');
       continue;
     }
-    const result =
-      message.role === 'tool' && typeof message.tool_call_id === 'string'
-        ? toolResults.get(message.tool_call_id)
-        : undefined;
-    if (result !== undefined) {
-      fates.push(
-        isMaskedResult(result)
-          ? 'masked'
-          : messageText(result).includes(truncationMark)
-            ? 'truncated'
-            : 'sent',
-      );
+    const fate = rewritten.get(index);
+    if (fate !== undefined) {
+      fates.push(fate);
       continue;
     }
-    const firstCall = message.tool_calls?.[0]?.id;
     // A message the engine rewrote (a notice merged into a user message) still went.
-    const rewritten =
-      (firstCall !== undefined && callIds.has(firstCall)) ||
-      (message.role === 'user' &&
-        rewrittenUserTexts.length > 0 &&
-        rewrittenUserTexts.some((text) => text.includes(messageText(message))));
-    if (rewritten) fates.push('sent');
+    const merged =
+      message.role === 'user' &&
+      rewrittenUserTexts.length > 0 &&
+      rewrittenUserTexts.some((text) => text.includes(messageText(message)));
+    if (merged) fates.push('sent');
     else if (standsFor[index] === 1) fates.push('summarized');
     else fates.push('dropped');
+  }
+  return fates;
+}
+
+/** A tool result's or a call message's key: its kind and (first) call id; undefined for other messages. */
+function callKeyOf(message: ContextMessage): string | undefined {
+  if (message.role === 'tool')
+    return typeof message.tool_call_id === 'string' ? `r\u0000${message.tool_call_id}` : undefined;
+  const id = message.tool_calls?.[0]?.id;
+  return typeof id === 'string' ? `c\u0000${id}` : undefined;
+}
+
+/**
+ * The fates of the tool results and call messages the engine sent rewritten (truncated, masked, copied),
+ * by their index in `conversation`. Each stands for a message of its kind and call id between the
+ * messages sent as they were around it — the newest such not taken by a later one: a provider that gives
+ * an id again in a later turn (Kimi K3's turn-scoped ids, an endpoint's empty ids) has older messages of
+ * that id, which the engine dropped first. One walk back, each key's indexes taken from their end.
+ */
+function rewrittenFates(
+  conversation: readonly ContextMessage[],
+  rendered: readonly ContextMessage[],
+  positions: ArrayLike<number>,
+  sent: Uint8Array,
+  start: number,
+): Map<number, MessageFate> {
+  const fates = new Map<number, MessageFate>();
+  const byKey = new Map<string, number[]>();
+  for (let index = start; index < conversation.length; index++) {
+    if (sent[index] === 1) continue;
+    const key = callKeyOf(conversation[index] as ContextMessage);
+    if (key === undefined) continue;
+    const indexes = byKey.get(key);
+    if (indexes === undefined) byKey.set(key, [index]);
+    else indexes.push(index);
+  }
+  if (byKey.size === 0) return fates;
+  // The conversation's index of the last message sent as it was before each rendered one.
+  const lowerBounds = new Int32Array(rendered.length);
+  let lower = -1;
+  rendered.forEach((_message, at) => {
+    lowerBounds[at] = lower;
+    if ((positions[at] as number) >= 0) lower = positions[at] as number;
+  });
+  let upper = conversation.length;
+  for (let at = rendered.length - 1; at >= 0; at--) {
+    const position = positions[at] as number;
+    if (position >= 0) {
+      upper = position;
+      continue;
+    }
+    const message = rendered[at] as ContextMessage;
+    const key = callKeyOf(message);
+    const indexes = key === undefined ? undefined : byKey.get(key);
+    if (indexes === undefined) continue;
+    while (indexes.length > 0 && (indexes.at(-1) as number) >= upper) indexes.pop();
+    const index = indexes.at(-1);
+    if (index === undefined || index <= (lowerBounds[at] as number)) continue;
+    indexes.pop();
+    upper = index;
+    fates.set(
+      index,
+      message.role !== 'tool'
+        ? 'sent'
+        : isMaskedResult(message)
+          ? 'masked'
+          : messageText(message).includes(truncationMark)
+            ? 'truncated'
+            : 'sent',
+    );
   }
   return fates;
 }

@@ -78,6 +78,56 @@ describe('message fates', () => {
   });
 });
 
+describe('message fates when a provider gives the same call id again in a later turn', () => {
+  // Kimi K3's ids are turn-scoped by design (`search:0` in turn after turn: fw-ai/fireconnect#16), and
+  // some endpoints give every call an empty id.
+  const conversation = [
+    user('first'),
+    call('search:0'),
+    result('search:0', 'A'.repeat(50)),
+    assistant('one'),
+    user('second'),
+    call('search:0'),
+    result('search:0', 'B'.repeat(50)),
+  ];
+
+  it('marks the masked result of the later turn, and the older turn dropped', () => {
+    const rendered = [
+      conversation[4] as ContextMessage,
+      // A rewritten call message (as the engine copies one it changes) and the masked result.
+      { ...(conversation[5] as ContextMessage) },
+      result('search:0', maskedResultText(40)),
+    ];
+    expect(messageFates(conversation, rendered, [])).toEqual([
+      'dropped',
+      'dropped',
+      'dropped',
+      'dropped',
+      'sent',
+      'sent',
+      'masked',
+    ]);
+  });
+
+  it('marks the masked result of the older turn, the later one sent as it was', () => {
+    const rendered = [
+      conversation[0] as ContextMessage,
+      conversation[1] as ContextMessage,
+      result('search:0', maskedResultText(40)),
+      ...conversation.slice(3),
+    ];
+    expect(messageFates(conversation, rendered, [])).toEqual([
+      'sent',
+      'sent',
+      'masked',
+      'sent',
+      'sent',
+      'sent',
+      'sent',
+    ]);
+  });
+});
+
 describe('message fates with a past turn’s in-turn summary', () => {
   it('counts the messages each summary stands for in its own turn', () => {
     const system: ContextMessage = { role: 'system', content: 'S' };
