@@ -108,9 +108,9 @@ export class ResponsesStreamTranslator {
   private reasoningField: ReasoningField = 'reasoning_content';
   /** The deferred tools this answer loaded (bridge.ts searchItemsOf): once each. */
   private readonly loading = new Set<string>();
-  /** Tool calls by their index in the chat stream. */
-  /** The provider's calls, however its deltas say them (tool-call-shape.ts); each call's item by position. */
+  /** The provider's calls, however its deltas say them (tool-call-shape.ts). */
   private readonly streamedCalls = new StreamedToolCalls();
+  /** Each call's item, by the call's position among them. */
   private readonly calls = new Map<number, CallItem>();
   /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts). */
   private readonly reasoningDetails: Array<Record<string, unknown>> = [];

@@ -19,7 +19,7 @@ import {
   StreamCompletionTracker,
   usageNumberIn,
 } from './sse.js';
-import { conformCompletion } from './tool-call-shape.js';
+import { conformCompletion, isRecord } from './tool-call-shape.js';
 import { isAbortError } from './undici-upstream.js';
 import type { UpstreamResponse } from './upstream.js';
 
@@ -129,12 +129,7 @@ function answerErred(completion: Record<string, unknown>): boolean {
   const choices = completion.choices;
   return (
     Array.isArray(choices) &&
-    choices.some(
-      (choice: unknown) =>
-        typeof choice === 'object' &&
-        choice !== null &&
-        (choice as { finish_reason?: unknown }).finish_reason === 'error',
-    )
+    choices.some((choice: unknown) => isRecord(choice) && choice.finish_reason === 'error')
   );
 }
 
