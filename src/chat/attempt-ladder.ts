@@ -39,6 +39,7 @@ import {
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
+  withToolCallIdsEveryProviderTakes,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
   type FieldFixes,
@@ -281,6 +282,9 @@ export function createAttemptLadder(input: {
     // turn with nothing.
     else if (choice.target.kind !== 'anthropic' && isKimiModel(choice.model))
       messages = withToolCallIdsAsKimiTakes(messages);
+    // Any other: an id some provider refuses (empty, too long, another's kind, given twice) written as
+    // one every provider takes; Claude's wire does so itself (anthropic-wire.ts).
+    else if (choice.target.kind !== 'anthropic') messages = withToolCallIdsEveryProviderTakes(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);

@@ -358,9 +358,9 @@ export class MessagesStreamTranslator {
     for (const entry of Array.isArray(delta.tool_calls) ? (delta.tool_calls as unknown[]) : []) {
       const said = toolCallDelta(entry);
       if (said === undefined) continue;
-      const { call, arguments: added } = this.calls.take(said);
+      const { call, arguments: added } = this.calls.take(said, chunk);
       const { position } = call;
-      const id = this.callIds.get(position) ?? call.id ?? `toolu_${position}`;
+      const id = this.callIds.get(position) ?? call.id;
       this.callIds.set(position, id);
       // What the provider gave to be sent back, in a block of its own before the call's: its extras come
       // with its first delta, the reasoning details came before it.

@@ -199,7 +199,7 @@ export class ResponsesStreamTranslator {
     if (Array.isArray(delta.tool_calls))
       for (const entry of delta.tool_calls as unknown[]) {
         const call = toolCallDelta(entry);
-        if (call !== undefined) out += this.callDelta(call);
+        if (call !== undefined) out += this.callDelta(call, chunk);
       }
     return out;
   }
@@ -244,8 +244,8 @@ export class ResponsesStreamTranslator {
     return out + this.deltaEvent('response.output_text.delta', this.text, delta, ',"logprobs":[]');
   }
 
-  private callDelta(delta: ToolCallDelta): string {
-    const { call, arguments: added } = this.streamedCalls.take(delta);
+  private callDelta(delta: ToolCallDelta, chunk: Record<string, unknown>): string {
+    const { call, arguments: added } = this.streamedCalls.take(delta, chunk);
     let item = this.calls.get(call.position);
     let out = '';
     // A call's extras come with its first delta: the item that carries them opens before the call's.
@@ -263,7 +263,7 @@ export class ResponsesStreamTranslator {
         kind: 'call',
         index,
         id,
-        callId: call.id ?? newId('call'),
+        callId: call.id,
         name,
         arguments: [],
         deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,

@@ -5,6 +5,7 @@
 // messages cannot say (thinking signatures, cache_control, documents) travels on the messages as
 // `ctxgate_anthropic` — the original blocks and the content they were bridged to — and is sent as it
 // came when the message reached here unchanged.
+import { withPortableCallIds, type CallIdSlots } from './tool-call-ids.js';
 import { StringDecoder } from 'node:string_decoder';
 import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js';
 import { SseDecoder } from './sse.js';
@@ -251,6 +252,46 @@ function toolResultBlock(message: Json, bridged: Bridged): Json {
   };
 }
 
+/** A Messages message as toAnthropicRequest writes it: its blocks in an array of its own. */
+interface WireMessage {
+  role: 'user' | 'assistant' | 'system';
+  content: Json[];
+  regroup?: true;
+}
+
+/** How many blocks of one type a message holds. */
+function blockCount(message: WireMessage, type: string): number {
+  let count = 0;
+  for (const block of message.content) if (block.type === type) count++;
+  return count;
+}
+
+/** The block of one type at `at` among them. */
+function blockAt(message: WireMessage, type: string, at: number): Json | undefined {
+  let seen = 0;
+  for (const block of message.content) if (block.type === type && seen++ === at) return block;
+  return undefined;
+}
+
+/** The message with the blocks of one type given these members in turn: a copy, the blocks too. */
+function withBlocksGiven(message: WireMessage, type: string, member: string, values: readonly unknown[]) {
+  let at = 0;
+  const content = message.content.map((block) =>
+    block.type === type ? Object.assign({}, block, { [member]: values[at++] }) : block,
+  );
+  return Object.assign({}, message, { content });
+}
+
+/** Where Claude's messages hold call ids: an assistant message's tool_use blocks, a user message's tool_result blocks. */
+const toolUseSlots: CallIdSlots<WireMessage> = {
+  callCount: (message) => (message.role === 'assistant' ? blockCount(message, 'tool_use') : 0),
+  callId: (message, at) => blockAt(message, 'tool_use', at)?.id,
+  resultCount: (message) => (message.role === 'user' ? blockCount(message, 'tool_result') : 0),
+  resultId: (message, at) => blockAt(message, 'tool_result', at)?.tool_use_id,
+  withCallIds: (message, ids) => withBlocksGiven(message, 'tool_use', 'id', ids),
+  withResultIds: (message, ids) => withBlocksGiven(message, 'tool_result', 'tool_use_id', ids),
+};
+
 /** A Chat Completions body as the Messages API takes it. */
 export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
@@ -258,7 +299,7 @@ export function toAnthropicRequest(chat: Json): Json {
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
-  const out: Array<{ role: 'user' | 'assistant' | 'system'; content: Json[]; regroup?: true }> = [];
+  const out: WireMessage[] = [];
   const push = (role: 'user' | 'assistant', blocks: Json[]): void => {
     if (blocks.length === 0) return;
     const last = out.at(-1);
@@ -309,7 +350,9 @@ export function toAnthropicRequest(chat: Json): Json {
     ];
     delete entry.regroup;
   }
-  const body: Json = { model: chat.model, messages: out };
+  // A tool_use id Claude refuses (another provider's: empty, of other characters, given twice) as one it
+  // takes, each tool_result following (tool-call-ids.ts).
+  const body: Json = { model: chat.model, messages: withPortableCallIds(out, toolUseSlots) };
   const allSystem = [...(systemBlocks ?? []), ...system];
   if (allSystem.length > 0)
     body.system =

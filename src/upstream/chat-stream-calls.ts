@@ -3,10 +3,11 @@
 // id, type and name on its first delta only, its arguments on the rest. Gemini's OpenAI-compatible
 // endpoint puts parallel calls all at index 0 and MiniMax on NVIDIA NIM repeats the whole name on every
 // delta: the official clients join the one and double the other, so an agent on such a provider ran one
-// call with arguments that are not JSON, or a tool it does not have. Only events that carry
-// `tool_calls` are read; one already in OpenAI's shape is passed on byte for byte.
+// call with arguments that are not JSON, or a tool it does not have. A call the provider gave no id is
+// given the one the session stores (tool-call-ids.ts answerCallId). Only events that carry `tool_calls`
+// are read; one already in OpenAI's shape is passed on byte for byte.
 
-import { isRecord, StreamedToolCalls, toolCallDelta, type StreamedCall } from './tool-call-shape.js';
+import { isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 
@@ -24,8 +25,6 @@ const openAIContinuation = new RegExp(
 export class ChatStreamCallNormalizer {
   /** Each choice's calls so far, by the choice's index. */
   private readonly choices = new Map<number, StreamedToolCalls>();
-  /** The calls whose id the client was given (a provider may say it after the call's first delta). */
-  private readonly announced = new WeakSet<StreamedCall>();
 
   /** `events`: whole events (relay.ts's EventBoundaryBuffer). The same buffer when nothing changed. */
   rewrite(events: Buffer): Buffer {
@@ -66,14 +65,18 @@ export class ChatStreamCallNormalizer {
     } catch {
       return null;
     }
-    const { call } = this.callsOf(0).take({
+    const delta = {
       index: Number(said),
       id: undefined,
       type: undefined,
       name: undefined,
       arguments: added,
       extraContent: undefined,
-    });
+    };
+    const calls = this.callsOf(0);
+    // A call it begins is given an id made from the chunk: read whole.
+    if (calls.wouldBegin(delta)) return null;
+    const { call } = calls.take(delta);
     if (call.position === Number(said)) return undefined;
     const at = match.index + continuationHead.length;
     return line.slice(0, at) + String(call.position) + line.slice(at + said.length);
@@ -82,7 +85,7 @@ export class ChatStreamCallNormalizer {
   private callsOf(choice: number): StreamedToolCalls {
     let calls = this.choices.get(choice);
     if (calls === undefined) {
-      calls = new StreamedToolCalls();
+      calls = new StreamedToolCalls(choice);
       this.choices.set(choice, calls);
     }
     return calls;
@@ -106,7 +109,7 @@ export class ChatStreamCallNormalizer {
       for (const entry of given) {
         const said = toolCallDelta(entry);
         if (said === undefined) continue;
-        const step = calls.take(said);
+        const step = calls.take(said, chunk);
         const {
           index: _index,
           id: _id,
@@ -116,11 +119,8 @@ export class ChatStreamCallNormalizer {
         } = entry as Record<string, unknown>;
         const { call } = step;
         const openAI: Record<string, unknown> = { index: call.position };
-        if (call.id !== undefined && !this.announced.has(call)) {
-          openAI.id = call.id;
-          this.announced.add(call);
-        }
         if (step.began) {
+          openAI.id = call.id;
           openAI.type = call.type;
           openAI.function = { name: call.name, arguments: step.arguments };
         } else openAI.function = { arguments: step.arguments };

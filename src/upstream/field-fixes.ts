@@ -10,6 +10,7 @@
 // which refuses no id but goes silent on another model's, is given its own kind by name
 // (withToolCallIdsAsKimiTakes).
 
+import { withCallIdsGiven, withPortableCallIds, type CallIdSlots } from './tool-call-ids.js';
 import type { ContextMessage } from '../context/types.js';
 
 /**
@@ -377,6 +378,23 @@ export function withThoughtSignatures(messages: ContextMessage[]): ContextMessag
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */
 const kimiId = /^functions\.[^:]*:\d+$/;
 
+type ToolCallLike = { id?: unknown; function?: { name?: unknown } } | null | undefined;
+
+/** Where chat messages hold call ids: an assistant message's `tool_calls`, a tool message's `tool_call_id`. */
+const chatSlots: CallIdSlots<ContextMessage> = {
+  callCount: (message) => message.tool_calls?.length ?? 0,
+  callId: (message, at) => (message.tool_calls as readonly ToolCallLike[])[at]?.id,
+  resultCount: (message) => (message.role === 'tool' && 'tool_call_id' in message ? 1 : 0),
+  resultId: (message) => message.tool_call_id,
+  withCallIds: (message, ids) =>
+    Object.assign({}, message, {
+      tool_calls: (message.tool_calls as readonly ToolCallLike[]).map((call, at) =>
+        Object.assign({}, call, { id: ids[at] }),
+      ),
+    }),
+  withResultIds: (message, ids) => Object.assign({}, message, { tool_call_id: ids[0] }),
+};
+
 /**
  * The messages with every tool call id written as Kimi's chat template writes an id it is not given:
  * `functions.<name>:<n>`, n counting the calls from the first (moonshotai/Kimi-K2's tool_call_guidance).
@@ -394,25 +412,19 @@ export function withToolCallIdsAsKimiTakes(messages: ContextMessage[]): ContextM
       ),
   );
   if (!foreign) return messages;
-  const out = [...messages];
-  let counter = 0;
-  // The ids the last message of calls gave, each to the results that answer them, in order.
-  let given = new Map<string, string[]>();
-  out.forEach((message, index) => {
-    const calls = message.tool_calls;
-    if (Array.isArray(calls) && calls.length > 0) {
-      given = new Map();
-      out[index] = Object.assign({}, message, {
-        tool_calls: calls.map((call: { id?: unknown; function?: { name?: unknown } }) => {
-          const id = `functions.${String(call?.function?.name ?? '')}:${counter++}`;
-          if (typeof call?.id === 'string') given.set(call.id, [...(given.get(call.id) ?? []), id]);
-          return Object.assign({}, call, { id });
-        }),
-      });
-    } else if (message.role === 'tool' && typeof message.tool_call_id === 'string') {
-      const id = given.get(message.tool_call_id)?.shift();
-      if (id !== undefined) out[index] = Object.assign({}, message, { tool_call_id: id });
-    }
-  });
-  return out;
+  return withCallIdsGiven(
+    messages,
+    chatSlots,
+    (_id, ordinal, message, at) =>
+      `functions.${String((message.tool_calls as readonly ToolCallLike[])[at]?.function?.name ?? '')}:${ordinal}`,
+  ) as ContextMessage[];
+}
+
+/**
+ * The messages with every tool call id some provider would refuse — empty, of more than 40 characters,
+ * of anything but letters, digits, `_` and `-`, or given before — written as one every provider takes
+ * (tool-call-ids.ts), each result following its call; the same array when every id is one.
+ */
+export function withToolCallIdsEveryProviderTakes(messages: ContextMessage[]): ContextMessage[] {
+  return withPortableCallIds(messages, chatSlots) as ContextMessage[];
 }

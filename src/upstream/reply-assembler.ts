@@ -49,7 +49,7 @@ export function replyFromCompletion(
   const message = Array.isArray(choices) ? choices[0]?.message : undefined;
   if (message === undefined || typeof message !== 'object' || message === null) return undefined;
   const reply: Record<string, unknown> = { role: 'assistant', content: message.content ?? null };
-  const calls = conformedToolCalls(message.tool_calls);
+  const calls = conformedToolCalls(message.tool_calls, completion);
   if (calls !== undefined) reply.tool_calls = calls;
   const reasoning = reasoningOf(message);
   if (reasoning !== undefined) reply[reasoning.field] = reasoning.text;
@@ -159,7 +159,7 @@ export class StreamReplyAssembler {
     const toolCalls = [...this.toolCalls.calls]
       .sort((one, other) => one.index - other.index || one.position - other.position)
       .map(({ id, type, name, arguments: text, extraContent }) => ({
-        id: id ?? '',
+        id,
         type,
         function: { name, arguments: flatText(text) },
         // Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call.
@@ -217,7 +217,7 @@ export class StreamReplyAssembler {
     // What each delta says of a call, as text; a null is what it did not say (tool-call-shape.ts).
     for (const entry of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
       const call = toolCallDelta(entry);
-      if (call !== undefined) this.toolCalls.take(call);
+      if (call !== undefined) this.toolCalls.take(call, chunk);
     }
   }
 }

@@ -8,6 +8,8 @@
 // is not a call is left out.
 // Pure.
 
+import { answerCallId } from './tool-call-ids.js';
+
 export interface ToolCallShape {
   id: string;
   type: string;
@@ -61,6 +63,7 @@ function isConforming(call: unknown): boolean {
   if (!isRecord(call) || !isRecord(call.function)) return false;
   return (
     typeof call.id === 'string' &&
+    call.id !== '' &&
     typeof call.type === 'string' &&
     typeof call.function.name === 'string' &&
     typeof call.function.arguments === 'string'
@@ -70,9 +73,14 @@ function isConforming(call: unknown): boolean {
 /**
  * A whole message's `tool_calls` in the API's shape: the same array when it is already (nothing
  * copied), a new one otherwise — entries that are not calls left out, a call's other fields (Gemini's
- * `extra_content`) kept; undefined when the value holds no call.
+ * `extra_content`) kept, a call without an id given one made from `answer`, the completion, and the
+ * choice (tool-call-ids.ts answerCallId); undefined when the value holds no call.
  */
-export function conformedToolCalls(value: unknown): ToolCallShape[] | undefined {
+export function conformedToolCalls(
+  value: unknown,
+  answer?: unknown,
+  choice = 0,
+): ToolCallShape[] | undefined {
   if (!Array.isArray(value) || value.length === 0) return undefined;
   if (value.every(isConforming)) return value as ToolCallShape[];
   const calls: ToolCallShape[] = [];
@@ -80,10 +88,10 @@ export function conformedToolCalls(value: unknown): ToolCallShape[] | undefined 
     const delta = toolCallDelta(entry);
     if (delta === undefined) continue;
     const { function: _function, id: _id, type: _type, ...rest } = entry as Record<string, unknown>;
-    // What was not said is empty, as a stream's call without it is (reply-assembler.ts).
+    // A name or arguments not said are empty, as a stream's call without them is (reply-assembler.ts).
     calls.push(
       Object.assign(rest, {
-        id: delta.id ?? '',
+        id: nonEmpty(delta.id) ? delta.id : answerCallId(answer, choice, calls.length),
         type: delta.type ?? 'function',
         function: { name: delta.name ?? '', arguments: delta.arguments ?? '' },
       }),
@@ -100,13 +108,13 @@ export function conformCompletion(completion: Record<string, unknown>): boolean 
   const choices = completion.choices;
   if (!Array.isArray(choices)) return false;
   let changed = false;
-  for (const choice of choices as unknown[]) {
+  for (const [place, choice] of (choices as unknown[]).entries()) {
     const message = isRecord(choice) ? choice.message : undefined;
     if (!isRecord(message) || !('tool_calls' in message)) continue;
     const calls = message.tool_calls;
     // No call at all: OpenAI's own answers say `tool_calls` only when there are some, or leave it out.
     if (calls === null || (Array.isArray(calls) && calls.length === 0)) continue;
-    const conformed = conformedToolCalls(calls);
+    const conformed = conformedToolCalls(calls, completion, place);
     if (conformed === calls) continue;
     changed = true;
     if (conformed === undefined) delete message.tool_calls;
@@ -121,8 +129,11 @@ export interface StreamedCall {
   readonly position: number;
   /** The index its first delta said (its position when the delta said none): the order of a whole answer. */
   readonly index: number;
-  /** Undefined until a delta says one. */
-  id: string | undefined;
+  /**
+   * The provider's, as the delta that began the call (or a delta before it) said it; one made from the
+   * answer when none did (tool-call-ids.ts answerCallId), and a later one not taken.
+   */
+  id: string;
   type: string;
   name: string;
   arguments: string;
@@ -147,6 +158,8 @@ interface ScannedCall extends StreamedCall {
   /** A name (and id) a delta said once the arguments were whole: the next call's, when its arguments come. */
   nameAfter: string | undefined;
   idAfter: string | undefined;
+  /** The id was made (the provider said none): what a delta says of an id is not this call's. */
+  made: boolean;
 }
 
 const nonEmpty = (text: string | undefined): text is string => text !== undefined && text !== '';
@@ -172,9 +185,27 @@ export class StreamedToolCalls {
   /** The call each index said last went to. */
   private readonly byIndex = new Map<number, ScannedCall>();
 
-  take(delta: ToolCallDelta): StreamedCallStep {
+  /** `choice`: the index of the choice whose calls these are. */
+  constructor(private readonly choice = 0) {}
+
+  /** True when `delta` would begin a call (take it with the chunk it came in, for the call's id). */
+  wouldBegin(delta: ToolCallDelta): boolean {
+    const call = this.callOf(delta);
+    return call === undefined || this.beginsAnother(call, delta);
+  }
+
+  private callOf(delta: ToolCallDelta): ScannedCall | undefined {
+    return (delta.index === undefined ? this.calls.at(-1) : this.byIndex.get(delta.index)) as
+      ScannedCall | undefined;
+  }
+
+  /**
+   * What `delta` says, from `chunk`, the stream's event it came in: a call it begins without an id is
+   * given one made from the chunk (every reader of the stream makes the same).
+   */
+  take(delta: ToolCallDelta, chunk?: unknown): StreamedCallStep {
     const said = delta.index;
-    let call = (said === undefined ? this.calls.at(-1) : this.byIndex.get(said)) as ScannedCall | undefined;
+    let call = this.callOf(delta);
     let began = false;
     if (call === undefined || this.beginsAnother(call, delta)) {
       const name = nonEmpty(delta.name) ? delta.name : (call?.nameAfter ?? '');
@@ -184,7 +215,7 @@ export class StreamedToolCalls {
       call = {
         position,
         index: said ?? position,
-        id,
+        id: id ?? '',
         type: 'function',
         name,
         arguments: '',
@@ -194,6 +225,7 @@ export class StreamedToolCalls {
         opened: 0,
         nameAfter: undefined,
         idAfter: undefined,
+        made: false,
       };
       this.calls.push(call);
       began = true;
@@ -206,6 +238,10 @@ export class StreamedToolCalls {
       if (delta.id !== undefined && !nonEmpty(call.id)) call.id = delta.id;
       if (nonEmpty(delta.name) && delta.name !== call.name) call.name += delta.name;
     }
+    if (began && !nonEmpty(call.id)) {
+      call.id = answerCallId(chunk, this.choice, call.position);
+      call.made = true;
+    }
     if (nonEmpty(delta.type)) call.type = delta.type;
     if (delta.extraContent !== undefined) call.extraContent = delta.extraContent;
     const added = delta.arguments ?? '';
@@ -217,7 +253,7 @@ export class StreamedToolCalls {
   }
 
   private beginsAnother(call: ScannedCall, delta: ToolCallDelta): boolean {
-    if (nonEmpty(delta.id) && nonEmpty(call.id))
+    if (nonEmpty(delta.id) && !call.made && nonEmpty(call.id))
       return delta.id !== call.id && (nonEmpty(delta.name) || whole(call));
     return (
       whole(call) &&

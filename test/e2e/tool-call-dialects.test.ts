@@ -2,8 +2,8 @@
 // (docs/budgeting.md#tool-calls-as-providers-give-them). SGLang, Cloudflare Workers AI and OpenCode's Zen
 // gateway stream each continuation delta of a call with `id`, `type` and `function.name` repeated as null
 // (sgl-project/sglang#35542, anomalyco/opencode#43328); llama-server builds of March 2026 gave a whole
-// answer's arguments as the decoded object (ggml-org/llama.cpp#20198, `--tool-args-object` since); some
-// endpoints give parallel calls all an empty id (openai/openai-dotnet#428). Through
+// answer's arguments as the decoded object (ggml-org/llama.cpp#20198, `--tool-args-object` since)
+// (calls without ids: tool-call-ids.test.ts). Through
 // the official OpenAI and Anthropic clients, with a strict fake that refuses a call sent back with an id,
 // name or arguments that are not text: a session's loop goes on with each call as the model made it, and
 // every API the gateway speaks gives the call's arguments as its own shape says.
@@ -20,9 +20,6 @@ import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/st
 const sglang = 'Qwen/Qwen3-Coder-30B-A3B-Instruct';
 /** A model as llama-server with object arguments serves it. */
 const llama = 'qwen3-coder-30b-a3b-instruct-q4_k_m.gguf';
-
-/** A model served by an endpoint that gives every tool call an empty id. */
-const idless = 'local-idless-model';
 
 /** A model served as Kimi K2 is: its own kind of tool call ids, and none other in its history. */
 const kimi = 'moonshotai/kimi-k2.7';
@@ -44,7 +41,6 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     nullPaddedToolDeltas: [sglang],
     decodedToolArguments: [llama],
-    emptyToolCallIds: [idless],
     toolDeltaDialects: dialects,
     kimiToolCallIds: [kimi],
   });
@@ -180,37 +176,6 @@ describe('a whole answer whose call gives its arguments as an object (llama-serv
       name: weather.name,
       input: { city: 'Paris', unit: 'C' },
     });
-  });
-});
-
-describe('parallel calls that all have an empty id (openai/openai-dotnet#428, pydantic/pydantic-ai#1879)', () => {
-  it("a session's loop sends each result back, in order, and the model answers", async () => {
-    const chat = client({ 'x-session-id': `idless-${randomUUID()}` });
-    const other = { id: 'call_weather_2', name: 'get_weather', arguments: '{"city":"Lyon","unit":"C"}' };
-    fake.enqueue({ toolCalls: [weather, other] }, { content: 'Paris 18 °C, Lyon 21 °C.' });
-    const first = await chat.chat.completions.create({
-      model: idless,
-      tools,
-      messages: [{ role: 'user', content: 'The weather in Paris and in Lyon?' }],
-    });
-    const calls = first.choices[0]?.message.tool_calls ?? [];
-    expect(calls.map((call) => call.id)).toEqual(['', '']);
-    const since = fake.chatRequests.length;
-    const second = await chat.chat.completions.create({
-      model: idless,
-      tools,
-      messages: [
-        { role: 'tool', tool_call_id: '', content: 'Paris: 18 °C' },
-        { role: 'tool', tool_call_id: '', content: 'Lyon: 21 °C' },
-      ],
-    });
-    expect(second.choices[0]?.message.content).toBe('Paris 18 °C, Lyon 21 °C.');
-    const sent = (fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages;
-    expect(sent.filter((message) => message.role === 'tool').map((message) => message.content)).toEqual([
-      'Paris: 18 °C',
-      'Lyon: 21 °C',
-    ]);
-    expect(callsSent({ body: { messages: sent } })).toHaveLength(2);
   });
 });
 

@@ -5,7 +5,7 @@
 // per-turn-control beta that Claude Code sends: mid-conversation system messages), with thinking on a tool
 // loop's last assistant message that does not start with its thinking, a first message that
 // is not the user's, a tool_result whose tool_use is not in the previous assistant message, a tool_use
-// whose result does not follow, a tool_use id given twice, a message of no content, a thinking block
+// whose result does not follow, a tool_use id given twice or not of letters, digits, _ and -, a message of no content, a thinking block
 // without its signature or with one it did not give for that thinking, more
 // than 100 images ("Too much media: 0 document pages + 103 images > 100"), an image over 8000 pixels a
 // side or 5 MB of base64 (or, past 20 images, over 2000 pixels), and a prompt over its window
@@ -334,6 +334,9 @@ export function findAnthropicRefusal(
       if (block.type === 'thinking' && !signs(String(block.signature), block.thinking))
         return `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`;
       if (block.type === 'tool_use') {
+        // Another provider's ids (Kimi's functions.<name>:<n>) are refused: farion1231/cc-switch#1181.
+        if (typeof block.id !== 'string' || !/^[a-zA-Z0-9_-]+$/.test(block.id))
+          return `messages.${index}.content.${position}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`;
         if (toolUseIds.has(block.id))
           return `messages.${index}.content.${position}: \`tool_use\` ids must be unique`;
         toolUseIds.add(block.id);

@@ -269,6 +269,12 @@ export interface FakeUpstreamOptions {
    * with nothing (getkimchi/kimchi#1063: 1 turn in 10 acted).
    */
   kimiToolCallIds?: readonly string[];
+  /**
+   * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
+   * of anything but letters, digits, `_` and `-` is refused as Anthropic refuses it, passed on in
+   * OpenAI's shape (farion1231/cc-switch#1181: Kimi's `functions.<name>:<n>` after a switch to Claude).
+   */
+  claudeToolCallIds?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -365,6 +371,43 @@ function mistypedCallField(
         if (field === 'function.arguments' && decodedArguments && typeof value === 'object') continue;
         return { param: `messages[${index}].tool_calls[${at}].${field}`, got: typeName(value) };
       }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The first tool call id of the messages that OpenAI refuses — an empty one, or one of more than 40
+ * characters (openai/openai-dotnet#428, Portkey-AI/gateway#1062) — or, for a model served as Claude is,
+ * one Anthropic's pattern refuses; as each words it.
+ */
+function refusedCallId(
+  messages: ReadonlyArray<ChatMessage>,
+  claude: boolean,
+): { message: string; param: string | null; code: string | null } | undefined {
+  for (const [index, message] of messages.entries()) {
+    for (const [at, call] of (message.role === 'assistant' ? (message.tool_calls ?? []) : []).entries()) {
+      const id = (call as { id?: unknown }).id;
+      if (typeof id !== 'string') continue;
+      const param = `messages[${index}].tool_calls[${at}].id`;
+      if (id === '')
+        return {
+          message: `Invalid '${param}': empty string. Expected a string with minimum length 1, but got an empty string instead.`,
+          param,
+          code: 'empty_string',
+        };
+      if (id.length > 40)
+        return {
+          message: `Invalid '${param}': string too long. Expected a string with maximum length 40, but got a string with length ${id.length} instead.`,
+          param,
+          code: 'string_above_max_length',
+        };
+      if (claude && !/^[a-zA-Z0-9_-]+$/.test(id))
+        return {
+          message: `messages.${index}.content.${at + (message.content ? 1 : 0)}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'`,
+          param: null,
+          code: null,
+        };
     }
   }
   return undefined;
@@ -922,6 +965,14 @@ export class FakeUpstream {
           'invalid_type',
         ),
       );
+      return;
+    }
+    const refusedId = refusedCallId(
+      body.messages,
+      this.options.claudeToolCallIds?.includes(body.model) === true,
+    );
+    if (refusedId !== undefined) {
+      sendJson(400, openAIError(refusedId.message, 'invalid_request_error', refusedId.param, refusedId.code));
       return;
     }
     const pairingError = findToolPairingError(body.messages);

@@ -1,3 +1,5 @@
+import { StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
+
 // The events of an SSE text as the gateway's translators write them: each event's name and its data.
 export function sseEvents(text: string): Array<{ event: string; data: Record<string, unknown> }> {
   return text
@@ -30,4 +32,26 @@ export function eventsWrittenAsJson(text: string): Array<Record<string, unknown>
     events.push(event);
   }
   return events;
+}
+
+/**
+ * A chat stream of two parallel calls the provider gave no id (the first's empty, the second's not
+ * said), ending in tool_calls, and the ids a session stores of it (reply-assembler.ts).
+ */
+export function idlessCallsStream(): { events: string; stored: string[] } {
+  const delta = (call: Record<string, unknown>) => ({
+    id: 'chatcmpl-9',
+    choices: [{ index: 0, delta: { tool_calls: [call] } }],
+  });
+  const events = [
+    delta({ index: 0, id: '', function: { name: 'w', arguments: '{}' } }),
+    delta({ index: 1, function: { name: 'w', arguments: '{}' } }),
+    { id: 'chatcmpl-9', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+  ]
+    .map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+    .join('');
+  const assembler = new StreamReplyAssembler();
+  assembler.push(Buffer.from(events));
+  const stored = (assembler.end().message.tool_calls as Array<{ id: string }>).map((call) => call.id);
+  return { events, stored };
 }

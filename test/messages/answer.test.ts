@@ -9,7 +9,7 @@ import {
   MessagesStreamTranslator,
   toAnthropicErrorBody,
 } from '../../src/messages/answer.js';
-import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
+import { eventsWrittenAsJson, idlessCallsStream, sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'msg_1', model: 'm' };
 
@@ -410,5 +410,22 @@ describe("a bridged compaction's answer (compaction: {type: summarize})", () => 
   it('is no summary when the answer was cut short or says nothing: it goes as it came', () => {
     for (const message of [answered('Lisbon in', 'length'), answered('  '), answered(null)])
       expect(compactionMessageOf(message)).toBe(message);
+  });
+});
+
+describe('calls the provider gave no id', () => {
+  it("each tool_use's id is its own, the one a session stores of the same stream", () => {
+    const { events, stored } = idlessCallsStream();
+    const translator = new MessagesStreamTranslator(meta, 0);
+    const out =
+      translator.start() + translator.push(Buffer.from(`${events}data: [DONE]\n\n`)) + translator.end();
+    const given = sseEventData(out)
+      .filter((event) => event.type === 'content_block_start')
+      .map((event) => (event as { content_block: { type: string; id?: string } }).content_block)
+      .filter((block) => block.type === 'tool_use')
+      .map((block) => block.id);
+    expect(given).toEqual(stored);
+    expect(new Set(stored).size).toBe(2);
+    expect(stored.every((id) => /^[a-zA-Z0-9_-]+$/.test(id))).toBe(true);
   });
 });

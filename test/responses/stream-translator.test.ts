@@ -11,7 +11,7 @@ import {
   type ResponseMeta,
 } from '../../src/responses/bridge.js';
 import { ResponsesStreamTranslator, wholeResponseEvents } from '../../src/responses/stream-translator.js';
-import { eventsWrittenAsJson, sseEventData } from '../helpers/sse-events.js';
+import { eventsWrittenAsJson, idlessCallsStream, sseEventData } from '../helpers/sse-events.js';
 
 const meta = { id: 'resp_1', createdAt: 1, model: 'm', echo: {} };
 const chunks = [
@@ -468,5 +468,21 @@ describe('a response made whole as Responses events (a compaction asked for as a
     expect(events[4]).toMatchObject({
       response: { status, output: [item], usage: { input_tokens: 900, output_tokens: 40 } },
     });
+  });
+});
+
+describe('calls the provider gave no id', () => {
+  it("each function_call's call_id is its own, the one a session stores of the same stream", () => {
+    const { events, stored } = idlessCallsStream();
+    const translator = new ResponsesStreamTranslator(meta);
+    translator.start();
+    translator.push(events);
+    const { response } = translator.finish();
+    const given = (response.output as Array<{ type: string; call_id?: string }>)
+      .filter((item) => item.type === 'function_call')
+      .map((item) => item.call_id);
+    expect(given).toEqual(stored);
+    expect(new Set(stored).size).toBe(2);
+    expect(stored.every((id) => /^[A-Za-z0-9_-]{1,40}$/.test(id))).toBe(true);
   });
 });

@@ -293,6 +293,52 @@ describe('a chat body as a Messages request', () => {
   });
 });
 
+describe("tool call ids Claude refuses, in a chat body's history", () => {
+  const turn = (id: string, text: string) => [
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: 'read', arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: id, content: text },
+  ];
+  const idsOf = (body: Record<string, unknown>) =>
+    (body.messages as Array<{ content: Array<Record<string, unknown>> }>).flatMap((message) =>
+      message.content.flatMap((block) =>
+        block.type === 'tool_use' ? [block.id] : block.type === 'tool_result' ? [block.tool_use_id] : [],
+      ),
+    );
+
+  it("Kimi's ids, one given in two turns: each tool_use an id Claude takes, once, its result with it", () => {
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'Read it.' },
+        ...turn('functions.read:0', 'one'),
+        ...turn('functions.read:0', 'two'),
+        ...turn('toolu_01ok', 'three'),
+      ],
+    });
+    const ids = idsOf(body) as string[];
+    const [first, , second, , third] = ids;
+    expect(ids).toEqual([first, first, second, second, 'toolu_01ok', 'toolu_01ok']);
+    expect(first).not.toBe(second);
+    expect([first, second, third].every((id) => /^[a-zA-Z0-9_-]+$/.test(id as string))).toBe(true);
+  });
+
+  it('ids Claude takes go as they are', () => {
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      messages: [
+        { role: 'user', content: 'Read it.' },
+        ...turn('toolu_01a', 'one'),
+        ...turn('call_b-2', 'two'),
+      ],
+    });
+    expect(idsOf(body)).toEqual(['toolu_01a', 'toolu_01a', 'call_b-2', 'call_b-2']);
+  });
+});
+
 describe('a Messages request of the newest Claude models, written back for Anthropic', () => {
   const body = {
     model: 'claude-opus-5-5',

@@ -2,6 +2,7 @@
 // providers stream them in and what the client is given of each.
 import { describe, expect, it } from 'vitest';
 import { ChatStreamCallNormalizer } from '../../src/upstream/chat-stream-calls.js';
+import { StreamReplyAssembler } from '../../src/upstream/reply-assembler.js';
 
 /** One chat chunk's event, its first choice's delta carrying `calls`. */
 const event = (calls: unknown[], choice = 0, newline = '\n'): string =>
@@ -83,5 +84,35 @@ describe('ChatStreamCallNormalizer', () => {
       [first(0, 'b', 'g', '{}')],
       [first(1, 'c', 'h', '{}')],
     ]);
+  });
+});
+
+describe('calls the provider gave no id (Gemini, LM Studio, StepFun)', () => {
+  /** A stream's events: two parallel calls, the first's id empty, the second's not said, then a late id. */
+  const stream = [
+    event([{ index: 0, id: '', type: 'function', function: { name: 'f', arguments: '' } }]),
+    event([more(0, '{"x":1}')]),
+    event([{ index: 1, type: 'function', function: { name: 'g', arguments: '{}' } }]),
+    event([{ index: 1, id: 'late', function: { arguments: '' } }]),
+  ];
+
+  it('gives each an id of its own on its first delta: the one the session stores', () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const assembler = new StreamReplyAssembler();
+    const given: Array<{ index: number; id?: string }> = [];
+    for (const text of stream) {
+      assembler.push(Buffer.from(text));
+      for (const calls of givenCalls(normalizer.rewrite(Buffer.from(text))))
+        for (const call of calls as Array<{ index: number; id?: string }>) given.push(call);
+    }
+    const stored = (assembler.end().message.tool_calls as Array<{ id: string }>).map((call) => call.id);
+    // The client (the official one keeps a call's id from the delta that says one) is given each once.
+    const ids = given.filter((call) => call.id !== undefined).map((call) => [call.index, call.id]);
+    expect(ids).toEqual([
+      [0, stored[0]],
+      [1, stored[1]],
+    ]);
+    expect(new Set(stored).size).toBe(2);
+    expect(stored.every((id) => /^[A-Za-z0-9_-]{1,40}$/.test(id))).toBe(true);
   });
 });

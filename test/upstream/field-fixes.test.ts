@@ -12,6 +12,7 @@ import {
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
+  withToolCallIdsEveryProviderTakes,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -335,5 +336,54 @@ describe('withToolCallIdsAsKimiTakes', () => {
   it("leaves a history of Kimi's own ids as it is", () => {
     const messages = [call(['functions.read:0', 'read']), result('functions.read:0')];
     expect(withToolCallIdsAsKimiTakes(messages)).toBe(messages);
+  });
+});
+
+describe('withToolCallIdsEveryProviderTakes', () => {
+  const calls = (...ids: string[]): ContextMessage => ({
+    role: 'assistant',
+    content: 'Looking.',
+    tool_calls: ids.map((id) => ({
+      id,
+      type: 'function',
+      function: { name: 'read', arguments: '{}' },
+      extra_content: { google: { thought_signature: 'sig' } },
+    })),
+  });
+  const result = (id: string, content: string): ContextMessage => ({
+    role: 'tool',
+    tool_call_id: id,
+    content,
+  });
+
+  it('gives the calls of empty ids an id each that every provider takes, each result its call’s', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Go.' },
+      calls('', ''),
+      result('', 'first'),
+      result('', 'second'),
+    ];
+    const out = withToolCallIdsEveryProviderTakes(messages);
+    const ids = (out[1]?.tool_calls ?? []).map((call) => call.id as string);
+    expect(ids.every((id) => /^[A-Za-z0-9_-]{1,40}$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(2);
+    expect(out.slice(2)).toEqual([result(ids[0] as string, 'first'), result(ids[1] as string, 'second')]);
+    // All but the id as it was: the message's content, the call's name, arguments and signature.
+    expect(out[1]).toEqual({
+      ...calls('', ''),
+      tool_calls: ids.map((id) => ({ ...(calls(id).tool_calls?.[0] as object) })),
+    });
+    // The client's messages are not changed; the user's message is the same object.
+    expect(messages[1]?.tool_calls?.map((call) => call.id)).toEqual(['', '']);
+    expect(out[0]).toBe(messages[0]);
+  });
+
+  it('is the same array when every id is one every provider takes, given once', () => {
+    const messages = [
+      calls('call_a', 'toolu_01A09q90qw90lq917835lq9'),
+      result('call_a', 'a'),
+      result('toolu_01A09q90qw90lq917835lq9', 'b'),
+    ];
+    expect(withToolCallIdsEveryProviderTakes(messages)).toBe(messages);
   });
 });
