@@ -259,18 +259,11 @@ interface WireMessage {
   regroup?: true;
 }
 
-/** How many blocks of one type a message holds. */
-function blockCount(message: WireMessage, type: string): number {
-  let count = 0;
-  for (const block of message.content) if (block.type === type) count++;
-  return count;
-}
-
-/** The block of one type at `at` among them. */
-function blockAt(message: WireMessage, type: string, at: number): Json | undefined {
-  let seen = 0;
-  for (const block of message.content) if (block.type === type && seen++ === at) return block;
-  return undefined;
+/** A member of each block of one type in a message, in order. */
+function blockMembers(message: WireMessage, type: string, member: string): unknown[] {
+  const values: unknown[] = [];
+  for (const block of message.content) if (block.type === type) values.push(block[member]);
+  return values;
 }
 
 /** The message with the blocks of one type given these members in turn: a copy, the blocks too. */
@@ -284,10 +277,9 @@ function withBlocksGiven(message: WireMessage, type: string, member: string, val
 
 /** Where Claude's messages hold call ids: an assistant message's tool_use blocks, a user message's tool_result blocks. */
 const toolUseSlots: CallIdSlots<WireMessage> = {
-  callCount: (message) => (message.role === 'assistant' ? blockCount(message, 'tool_use') : 0),
-  callId: (message, at) => blockAt(message, 'tool_use', at)?.id,
-  resultCount: (message) => (message.role === 'user' ? blockCount(message, 'tool_result') : 0),
-  resultId: (message, at) => blockAt(message, 'tool_result', at)?.tool_use_id,
+  callIds: (message) => (message.role === 'assistant' ? blockMembers(message, 'tool_use', 'id') : undefined),
+  resultIds: (message) =>
+    message.role === 'user' ? blockMembers(message, 'tool_result', 'tool_use_id') : undefined,
   withCallIds: (message, ids) => withBlocksGiven(message, 'tool_use', 'id', ids),
   withResultIds: (message, ids) => withBlocksGiven(message, 'tool_result', 'tool_use_id', ids),
 };

@@ -10,7 +10,13 @@
 // which refuses no id but goes silent on another model's, is given its own kind by name
 // (withToolCallIdsAsKimiTakes).
 
-import { withCallIdsGiven, withPortableCallIds, type CallIdSlots } from './tool-call-ids.js';
+import {
+  fnv1a,
+  hashDigits,
+  withCallIdsGiven,
+  withPortableCallIds,
+  type CallIdSlots,
+} from './tool-call-ids.js';
 import type { ContextMessage } from '../context/types.js';
 
 /**
@@ -296,34 +302,11 @@ export function createFieldFixes(options: {
 }
 
 const mistralId = /^[A-Za-z0-9]{9}$/;
-const digits62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-/** FNV-1a of `text` from `seed`, 32 bits. */
-function fnv1a(text: string, seed: number): number {
-  let hash = seed >>> 0;
-  for (let at = 0; at < text.length; at++) {
-    hash ^= text.charCodeAt(at);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash;
-}
-
 /** An id as Mistral takes it: itself when it is one, else 9 letters and digits made from it. */
 function asMistralId(id: string): string {
   if (mistralId.test(id)) return id;
-  let out = '';
   // 5 digits of one hash and 4 of another: 62^5 and 62^4 both under 2^32.
-  for (const [seed, count] of [
-    [0x811c9dc5, 5],
-    [0x01000193, 4],
-  ] as const) {
-    let hash = fnv1a(id, seed);
-    for (let digit = 0; digit < count; digit++) {
-      out += digits62[hash % 62];
-      hash = Math.floor(hash / 62);
-    }
-  }
-  return out;
+  return hashDigits(fnv1a(id, 0x811c9dc5), 5) + hashDigits(fnv1a(id, 0x01000193), 4);
 }
 
 /**
@@ -382,10 +365,9 @@ type ToolCallLike = { id?: unknown; function?: { name?: unknown } } | null | und
 
 /** Where chat messages hold call ids: an assistant message's `tool_calls`, a tool message's `tool_call_id`. */
 const chatSlots: CallIdSlots<ContextMessage> = {
-  callCount: (message) => message.tool_calls?.length ?? 0,
-  callId: (message, at) => (message.tool_calls as readonly ToolCallLike[])[at]?.id,
-  resultCount: (message) => (message.role === 'tool' && 'tool_call_id' in message ? 1 : 0),
-  resultId: (message) => message.tool_call_id,
+  callIds: (message) => (message.tool_calls as readonly ToolCallLike[] | undefined)?.map((call) => call?.id),
+  resultIds: (message) =>
+    message.role === 'tool' && 'tool_call_id' in message ? [message.tool_call_id] : undefined,
   withCallIds: (message, ids) =>
     Object.assign({}, message, {
       tool_calls: (message.tool_calls as readonly ToolCallLike[]).map((call, at) =>

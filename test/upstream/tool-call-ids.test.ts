@@ -34,7 +34,7 @@ describe('isPortableCallId', () => {
 describe('madeCallId and answerCallId', () => {
   it('makes an id every provider takes, the same from the same seed and another from another', () => {
     const made = madeCallId('seed');
-    expect(made).toMatch(/^call_[A-Za-z0-9_-]{24}$/);
+    expect(made).toMatch(/^call_[A-Za-z0-9]{20}$/);
     expect(isPortableCallId(made)).toBe(true);
     expect(madeCallId('seed')).toBe(made);
     expect(madeCallId('seed2')).not.toBe(made);
@@ -64,10 +64,8 @@ describe('madeCallId and answerCallId', () => {
 /** A conversation as pairs: a message of calls (`calls`) or of results (`results`), ids only. */
 type Message = { calls?: unknown[]; results?: unknown[] };
 const slots: CallIdSlots<Message> = {
-  callCount: (message) => message.calls?.length ?? 0,
-  callId: (message, at) => message.calls?.[at],
-  resultCount: (message) => message.results?.length ?? 0,
-  resultId: (message, at) => message.results?.[at],
+  callIds: (message) => message.calls,
+  resultIds: (message) => message.results,
   withCallIds: (message, ids) => ({ calls: [...ids] }),
   withResultIds: (message, ids) => ({ results: [...ids] }),
 };
@@ -124,5 +122,15 @@ describe('withCallIdsGiven with portableIds', () => {
     expect(withCallIdsGiven(messages, slots, portableIds())).toEqual(
       withCallIdsGiven(messages, slots, portableIds()),
     );
+  });
+});
+
+describe('withCallIdsGiven on a body built to cost', () => {
+  it('is linear in the ids when 100,000 calls and results share one', () => {
+    const ids = Array.from({ length: 100_000 }, () => '');
+    const out = withCallIdsGiven([{ calls: ids }, { results: ids }], slots, portableIds());
+    const made = out[0]?.calls ?? [];
+    expect(new Set(made).size).toBe(100_000);
+    expect(out[1]?.results).toEqual(made);
   });
 });

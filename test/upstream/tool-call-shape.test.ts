@@ -225,7 +225,7 @@ describe("StreamedToolCalls: a stream's calls, however a provider's deltas say t
     // An id no delta said shows as 'made' when it is one made for the call (tool-call-ids.ts).
     const given = new Set(deltas.map((delta) => (delta as { id?: unknown }).id));
     return calls.calls.map(({ id, name, arguments: text }) => [
-      !given.has(id) && /^call_[A-Za-z0-9_-]{24}$/.test(id) ? 'made' : id,
+      !given.has(id) && /^call_[A-Za-z0-9]{20}$/.test(id) ? 'made' : id,
       name,
       text,
     ]);
