@@ -24,6 +24,7 @@ import { answerFloorOf } from '../upstream/classify-upstream-error.js';
 import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
+import { wireToolNames, withWireToolNames } from '../upstream/tool-names.js';
 import { recallAllowed, recallTool } from '../context/recall.js';
 import {
   applyFieldFixes,
@@ -67,6 +68,8 @@ export interface ChatAttempt extends SendAttempt {
   body: string | Buffer;
   /** The format of `body` when it is not chat's: what the Upstream port is told (upstream.ts). */
   wire: 'anthropic' | undefined;
+  /** The client's name of each tool sent by another (tool-names.ts), for the answer's calls; undefined when none was. */
+  toolNames: ReadonlyMap<string, string> | undefined;
   /** The request as sent, in chat terms (its fitted messages in it): what a recall round adds to. */
   request: Readonly<Record<string, unknown>>;
   /** The context headers of this attempt (README.md). */
@@ -269,7 +272,7 @@ export function createAttemptLadder(input: {
       toolsKey: recall ? undefined : input.toolsKey,
     });
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
-    const outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
+    let outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
     const { prepared } = plan;
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes
@@ -288,6 +291,11 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
+    // A tool name some provider refuses (MCP's `calendar.read`) as one they take; the answer's calls are
+    // given their names back (tool-names.ts).
+    const toolNames = wireToolNames(outgoing.tools);
+    if (toolNames !== undefined)
+      ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
     /** The body of `fixed` messages as sent, and those messages in chat terms. */
     const sent = (fixed: ContextMessage[]): { messages: ContextMessage[]; body: string | Buffer } => {
@@ -356,6 +364,7 @@ export function createAttemptLadder(input: {
       fallback,
       recall,
       precision: prepared.estimated === true ? 'sampled' : input.precision,
+      toolNames: toolNames?.toClient,
     };
   };
 

@@ -55,6 +55,7 @@ import {
   type SendEvent,
   type SendResult,
 } from '../upstream/send-with-recovery.js';
+import { withClientToolNames } from '../upstream/tool-names.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
@@ -740,8 +741,16 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           tokenizer,
           maxTokens,
         }).text,
-      send: (body) =>
-        exchange.send({ method: 'POST', path: '/chat/completions', body, target: attempt.target }),
+      send: async (body) => {
+        const response = await exchange.send({
+          method: 'POST',
+          path: '/chat/completions',
+          body,
+          target: attempt.target,
+        });
+        const names = attempt.toolNames;
+        return names === undefined ? response : withClientToolNames(response, names);
+      },
     });
     turn.recall = Object.assign({}, outcome.usage, { calls: outcome.calls });
     if (outcome.calls > 0)
@@ -769,13 +778,17 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           first: ladder.first,
           send: (attempt) => {
             turn.lastAttempt = attempt;
-            const answer = exchange.send({
+            const sent = exchange.send({
               method: 'POST',
               path: '/chat/completions',
               body: attempt.body,
               wire: attempt.wire,
               target: attempt.target,
             });
+            // Tools sent under other names: the answer's calls read with the client's (tool-names.ts).
+            const names = attempt.toolNames;
+            const answer =
+              names === undefined ? sent : sent.then((response) => withClientToolNames(response, names));
             // The report's costly part, found while the upstream works rather than before the commit.
             // Nothing thrown here may escape (it would end the process): should it fail, the commit
             // finds it again where the request's own failure is handled.

@@ -10,9 +10,9 @@ import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
-import { anthropicUpstreamYaml, FakeAnthropic } from '../helpers/fake-anthropic.js';
+import { FakeAnthropic, startGatewayWithClaude } from '../helpers/fake-anthropic.js';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import type { GatewayHarness } from '../helpers/start-gateway.js';
 
 /** A model served by an endpoint that gives every tool call an empty id, and refuses one sent back. */
 const idless = 'local-idless-model';
@@ -28,15 +28,7 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   fake = new FakeUpstream({ emptyToolCallIds: [idless], claudeToolCallIds: [routedClaude] });
   claude = new FakeAnthropic();
-  harness = await startGateway({
-    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-    configYaml: [
-      'upstreams:',
-      ...anthropicUpstreamYaml('claude', await claude.start(), ['claude-*']),
-      '',
-    ].join('\n'),
-  });
-  await waitUntilReady(harness);
+  harness = await startGatewayWithClaude(fake, claude, inject('redisUrl'));
 });
 beforeEach(() => fake.clearQueue());
 afterAll(async () => {

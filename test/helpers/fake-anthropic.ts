@@ -27,6 +27,7 @@ import { getEncoding } from 'js-tiktoken';
 import { firstLoneHalf } from './lone-surrogates.js';
 import { pngSizeOf } from './png.js';
 import { pdfPageTexts } from './pdf.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from './start-gateway.js';
 
 type Json = Record<string, unknown>;
 
@@ -308,6 +309,14 @@ export function findAnthropicRefusal(
       if (block.type === 'compaction' && typeof block.signature === 'string' && (index > 0 || position > 0))
         return 'compaction_block_misplaced';
   // The conversation as Claude reads it may start at an assistant message: the one of its compaction.
+  // Anthropic's rule for a tool's name (github/copilot-cli#2581: an MCP tool named with a dot).
+  const tools = Array.isArray(body.tools) ? (body.tools as Json[]) : [];
+  const badTool = tools.findIndex(
+    (tool) =>
+      typeof tool.name === 'string' && tool.type === undefined && !/^[a-zA-Z0-9_-]{1,128}$/.test(tool.name),
+  );
+  if (badTool !== -1)
+    return `tools.${badTool}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
   const read = readMessages(messages);
   const opening = read[0];
   if (opening?.role !== 'user' && !(Array.isArray(opening?.content) && isSummary(opening.content[0])))
@@ -734,4 +743,25 @@ export class FakeAnthropic {
     );
     response.end(event('message_stop', {}));
   }
+}
+
+/**
+ * A gateway in front of `chat` (any model) and `claude` (models `claude-*`, an upstream of kind
+ * anthropic), with the tests' Redis, started and ready; stop it, and the fakes, after.
+ */
+export async function startGatewayWithClaude(
+  chat: { start(): Promise<string> },
+  claude: FakeAnthropic,
+  redisUrl: string,
+): Promise<GatewayHarness> {
+  const harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await chat.start(), REDIS_URL: redisUrl },
+    configYaml: [
+      'upstreams:',
+      ...anthropicUpstreamYaml('claude', await claude.start(), ['claude-*']),
+      '',
+    ].join('\n'),
+  });
+  await waitUntilReady(harness);
+  return harness;
 }

@@ -967,6 +967,28 @@ export class FakeUpstream {
       );
       return;
     }
+    // OpenAI's rule for a tool's name (openai/codex#8174: an MCP tool named with a dot).
+    const badTool = (
+      Array.isArray(body.tools) ? (body.tools as Array<{ function?: { name?: unknown } }>) : []
+    ).findIndex(
+      (tool) => typeof tool?.function?.name === 'string' && !/^[a-zA-Z0-9_-]{1,64}$/.test(tool.function.name),
+    );
+    if (badTool !== -1) {
+      const name = String((body.tools as Array<{ function: { name: string } }>)[badTool]?.function.name);
+      const param = `tools[${badTool}].function.name`;
+      sendJson(
+        400,
+        openAIError(
+          name.length > 64
+            ? `Invalid '${param}': string too long. Expected a string with maximum length 64, but got a string with length ${name.length} instead.`
+            : `Invalid '${param}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+          'invalid_request_error',
+          param,
+          name.length > 64 ? 'string_above_max_length' : 'invalid_value',
+        ),
+      );
+      return;
+    }
     const refusedId = refusedCallId(
       body.messages,
       this.options.claudeToolCallIds?.includes(body.model) === true,

@@ -1,0 +1,186 @@
+// Tool names as providers take them (docs/budgeting.md#tool-names). MCP allows a dot in a tool's name
+// (`calendar.read`, `github.create_issue`), and so do Gemini and the clients that pass MCP tools on;
+// OpenAI and Anthropic refuse any name of other characters than letters, digits, `_` and `-`, or of
+// more than 64 ("Invalid 'tools[48].name': string does not match pattern. Expected a string that matches
+// the pattern '^[a-zA-Z0-9_-]+$'", openai/codex#8174; "tools.19.custom.name: String should match pattern",
+// github/copilot-cli#2581): one such tool fails every request. On the wire such a name is written as one
+// they take, in the tools, the tool choice and the calls of the history; the answer's calls are given
+// their names back before anything reads them (the client, a session, a bridge).
+
+import { EventBoundaryBuffer } from './sse.js';
+import { fnv1a, hashDigits } from './tool-call-ids.js';
+import { isRecord } from './tool-call-shape.js';
+import type { UpstreamResponse } from './upstream.js';
+
+/** A name OpenAI and Anthropic take: 1 to 64 letters, digits, `_` and `-`. */
+const portableName = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The names of a request's tools that go otherwise, both ways. */
+export interface WireToolNames {
+  /** The client's name → the name sent. */
+  toWire: ReadonlyMap<string, string>;
+  /** The name sent → the client's. */
+  toClient: ReadonlyMap<string, string>;
+}
+
+/** The name of a chat tool definition: a function's, or a custom tool's. */
+function toolNameOf(tool: unknown): string | undefined {
+  if (!isRecord(tool)) return undefined;
+  const named = isRecord(tool.function) ? tool.function : isRecord(tool.custom) ? tool.custom : undefined;
+  return typeof named?.name === 'string' ? named.name : undefined;
+}
+
+/**
+ * The wire names of a chat request's tools whose names some provider refuses: each disallowed character
+ * as `_`, and, when that is too long or another tool's name, 55 characters and `_` and 8 of a hash of
+ * the name. Undefined when every name is one they take (the usual request: nothing changes).
+ */
+export function wireToolNames(tools: unknown): WireToolNames | undefined {
+  if (!Array.isArray(tools)) return undefined;
+  const names = tools.map(toolNameOf).filter((name): name is string => name !== undefined);
+  if (names.every((name) => portableName.test(name))) return undefined;
+  const taken = new Set(names.filter((name) => portableName.test(name)));
+  const toWire = new Map<string, string>();
+  const toClient = new Map<string, string>();
+  for (const name of names) {
+    if (portableName.test(name) || toWire.has(name)) continue;
+    let wire = name.replace(/[^A-Za-z0-9_-]/g, '_') || 'tool';
+    if (wire.length > 64 || taken.has(wire))
+      wire = `${wire.slice(0, 55)}_${hashDigits(fnv1a(name, 0x811c9dc5), 4)}${hashDigits(fnv1a(name, 0x01000193), 4)}`;
+    taken.add(wire);
+    toWire.set(name, wire);
+    toClient.set(wire, name);
+  }
+  return { toWire, toClient };
+}
+
+/** A chat tool definition, a tool choice or a call with its name written as `names` says: a copy, or itself. */
+function renamed<T>(value: T, names: ReadonlyMap<string, string>): T {
+  if (!isRecord(value)) return value;
+  for (const key of ['function', 'custom'] as const) {
+    const named = value[key];
+    if (!isRecord(named) || typeof named.name !== 'string') continue;
+    const name = names.get(named.name);
+    if (name !== undefined)
+      return Object.assign({}, value, { [key]: Object.assign({}, named, { name }) }) as T;
+  }
+  return value;
+}
+
+/**
+ * A chat request's tools, tool choice and history calls with the wire names (the body's other members
+ * as they are); the messages that hold no such call are the same objects.
+ */
+export function withWireToolNames<R extends Record<string, unknown>, M extends { tool_calls?: unknown }>(
+  request: R,
+  messages: readonly M[],
+  names: WireToolNames,
+): { request: R; messages: M[] } {
+  const out: Record<string, unknown> = Object.assign({}, request);
+  if (Array.isArray(request.tools))
+    out.tools = (request.tools as unknown[]).map((tool) => renamed(tool, names.toWire));
+  if (request.tool_choice !== undefined) out.tool_choice = renamed(request.tool_choice, names.toWire);
+  const sent = messages.map((message) => {
+    const calls = message.tool_calls;
+    if (!Array.isArray(calls)) return message;
+    const wire = calls.map((call) => renamed(call, names.toWire));
+    return wire.every((call, at) => call === calls[at])
+      ? message
+      : Object.assign({}, message, { tool_calls: wire });
+  });
+  return { request: out as R, messages: sent };
+}
+
+/** The calls of a parsed completion or chunk given their client's names, in place; true when any was. */
+function restoreNames(answer: unknown, names: ReadonlyMap<string, string>): boolean {
+  if (!isRecord(answer) || !Array.isArray(answer.choices)) return false;
+  let changed = false;
+  for (const choice of answer.choices as unknown[]) {
+    if (!isRecord(choice)) continue;
+    for (const holder of [choice.message, choice.delta]) {
+      if (!isRecord(holder) || !Array.isArray(holder.tool_calls)) continue;
+      for (const call of holder.tool_calls as unknown[]) {
+        const fn = isRecord(call) ? call.function : undefined;
+        const name = isRecord(fn) && typeof fn.name === 'string' ? names.get(fn.name) : undefined;
+        if (name === undefined || !isRecord(fn)) continue;
+        fn.name = name;
+        changed = true;
+      }
+    }
+  }
+  return changed;
+}
+
+/** Events of a chat stream with their calls' names given back; the same bytes when none was. */
+function restoreEvents(events: Buffer, names: ReadonlyMap<string, string>): Buffer {
+  const lines = events.toString('utf8').split('\n');
+  let changed = false;
+  lines.forEach((line, at) => {
+    if (!line.startsWith('data:') || !line.includes('"tool_calls"')) return;
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(line.slice(5));
+    } catch {
+      return;
+    }
+    if (!restoreNames(chunk, names)) return;
+    lines[at] = `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}`;
+    changed = true;
+  });
+  return changed ? Buffer.from(lines.join('\n')) : events;
+}
+
+/**
+ * A chat answer (a whole completion or an event stream) whose calls name tools by their wire names, read
+ * with the client's names. Any other status, and an answer that is not JSON, as it came.
+ */
+export function withClientToolNames(
+  response: UpstreamResponse,
+  names: ReadonlyMap<string, string>,
+): UpstreamResponse {
+  if (response.statusCode >= 300) return response;
+  const type = response.headers['content-type'];
+  const streamed = (Array.isArray(type) ? type.join(',') : (type ?? '')).includes('text/event-stream');
+  if (!streamed) {
+    const restore = (body: Buffer): Buffer => {
+      try {
+        const completion: unknown = JSON.parse(body.toString('utf8'));
+        return restoreNames(completion, names) ? Buffer.from(JSON.stringify(completion)) : body;
+      } catch {
+        return body;
+      }
+    };
+    let whole: Promise<Buffer> | undefined;
+    const all = (): Promise<Buffer> => (whole ??= response.readAll().then(restore));
+    return {
+      statusCode: response.statusCode,
+      headers: response.headers,
+      readAll: all,
+      forEachChunk: async (onChunk) => onChunk(await all()),
+      discard: () => response.discard(),
+      peek: all,
+    };
+  }
+  const events = new EventBoundaryBuffer();
+  const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
+    await response.forEachChunk((chunk) => {
+      const complete = events.push(chunk);
+      return complete === undefined ? undefined : onChunk(restoreEvents(complete, names));
+    });
+    const rest = events.flush();
+    if (rest !== undefined) await onChunk(restoreEvents(rest, names));
+  };
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    async readAll() {
+      const parts: Buffer[] = [];
+      await forEachChunk((chunk) => void parts.push(chunk));
+      return Buffer.concat(parts);
+    },
+    forEachChunk,
+    discard: () => response.discard(),
+    // The first events, for a look (relay reads them again from forEachChunk).
+    peek: async (enough) => restoreEvents(await response.peek(enough), names),
+  };
+}
