@@ -293,7 +293,7 @@ export function createAttemptLadder(input: {
     messages = withImageFixes(messages, fixes);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take; the answer's calls are
     // given their names back (tool-names.ts).
-    const toolNames = wireToolNames(outgoing.tools);
+    const toolNames = wireToolNames(outgoing.tools, messages);
     if (toolNames !== undefined)
       ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;

@@ -31,13 +31,25 @@ function toolNameOf(tool: unknown): string | undefined {
 }
 
 /**
- * The wire names of a chat request's tools whose names some provider refuses: each disallowed character
- * as `_`, and, when that is too long or another tool's name, 55 characters and `_` and 8 of a hash of
- * the name. Undefined when every name is one they take (the usual request: nothing changes).
+ * The wire names of the tools a chat request names — its tools', and those its history's calls (and
+ * tool messages' `name`) give, which OpenAI refuses as well ("Invalid
+ * 'messages[9].tool_calls[0].function.name': string does not match pattern", mcp-use/mcp-use#90) —
+ * whose names some provider refuses: each disallowed character as `_`, and, when that is too long or
+ * another tool's name, 55 characters and `_` and 8 of a hash of the name. Undefined when every name is
+ * one they take (the usual request: nothing changes).
  */
-export function wireToolNames(tools: unknown): WireToolNames | undefined {
-  if (!Array.isArray(tools)) return undefined;
-  const names = tools.map(toolNameOf).filter((name): name is string => name !== undefined);
+export function wireToolNames(tools: unknown, messages: readonly unknown[] = []): WireToolNames | undefined {
+  // Each name once: a loop calls its few tools many times.
+  const named = new Set<string>();
+  const add = (name: string | undefined): void => void (name !== undefined && named.add(name));
+  if (Array.isArray(tools)) for (const tool of tools as unknown[]) add(toolNameOf(tool));
+  for (const message of messages) {
+    if (!isRecord(message)) continue;
+    if (Array.isArray(message.tool_calls))
+      for (const call of message.tool_calls as unknown[]) add(toolNameOf(call));
+    if (message.role === 'tool' && typeof message.name === 'string') add(message.name);
+  }
+  const names = [...named];
   if (names.every((name) => portableName.test(name))) return undefined;
   const taken = new Set(names.filter((name) => portableName.test(name)));
   const toWire = new Map<string, string>();
@@ -68,8 +80,8 @@ function renamed<T>(value: T, names: ReadonlyMap<string, string>): T {
 }
 
 /**
- * A chat request's tools, tool choice and history calls with the wire names (the body's other members
- * as they are); the messages that hold no such call are the same objects.
+ * A chat request's tools, tool choice, history calls and messages' `name` with the wire names (the
+ * body's other members as they are); the messages that hold no such name are the same objects.
  */
 export function withWireToolNames<R extends Record<string, unknown>, M extends { tool_calls?: unknown }>(
   request: R,
@@ -81,12 +93,15 @@ export function withWireToolNames<R extends Record<string, unknown>, M extends {
     out.tools = (request.tools as unknown[]).map((tool) => renamed(tool, names.toWire));
   if (request.tool_choice !== undefined) out.tool_choice = renamed(request.tool_choice, names.toWire);
   const sent = messages.map((message) => {
+    const named = (message as { name?: unknown }).name;
+    const name = typeof named === 'string' ? names.toWire.get(named) : undefined;
+    const withName = name === undefined ? message : Object.assign({}, message, { name });
     const calls = message.tool_calls;
-    if (!Array.isArray(calls)) return message;
+    if (!Array.isArray(calls)) return withName;
     const wire = calls.map((call) => renamed(call, names.toWire));
     return wire.every((call, at) => call === calls[at])
-      ? message
-      : Object.assign({}, message, { tool_calls: wire });
+      ? withName
+      : Object.assign({}, withName, { tool_calls: wire });
   });
   return { request: out as R, messages: sent };
 }

@@ -100,6 +100,23 @@ describe('tools named with a dot, to a provider that refuses such a name', () =>
     expect(second.choices[0]?.message.content).toBe('Read: Standup at 10:00');
   });
 
+  it('a history that calls a tool named so, no longer offered: the call goes under a name OpenAI takes', async () => {
+    const answer = await client().chat.completions.create({
+      model: 'gpt-5.2',
+      tools: [tools[2] as OpenAI.ChatCompletionTool],
+      messages: [
+        { role: 'user', content: 'What is on today?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calendar.read', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'Standup at 10:00' },
+      ],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Read: Standup at 10:00');
+  });
+
   it('the Responses API (Codex) gives the function_call under the client’s name', async () => {
     const response = await client().responses.create({
       model: 'gpt-5.2',

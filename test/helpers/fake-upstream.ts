@@ -989,6 +989,26 @@ export class FakeUpstream {
       );
       return;
     }
+    // And for the name of a call in the history (mcp-use/mcp-use#90).
+    const badCall = body.messages.flatMap((message, index) =>
+      (message.role === 'assistant' ? (message.tool_calls ?? []) : []).flatMap((call, at) =>
+        typeof call.function?.name === 'string' && !/^[a-zA-Z0-9_-]{1,64}$/.test(call.function.name)
+          ? [`messages[${index}].tool_calls[${at}].function.name`]
+          : [],
+      ),
+    )[0];
+    if (badCall !== undefined) {
+      sendJson(
+        400,
+        openAIError(
+          `Invalid '${badCall}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+          'invalid_request_error',
+          badCall,
+          'invalid_value',
+        ),
+      );
+      return;
+    }
     const refusedId = refusedCallId(
       body.messages,
       this.options.claudeToolCallIds?.includes(body.model) === true,

@@ -30,6 +30,27 @@ describe('wireToolNames', () => {
     expect(names?.toClient.get('calendar_read')).toBe('calendar.read');
   });
 
+  it("takes the names the history's calls and tool messages give, of tools no longer offered too", () => {
+    const names = wireToolNames(
+      [fn('read_file')],
+      [
+        { role: 'user', content: 'Go.' },
+        {
+          role: 'assistant',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'gmail.send', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', name: 'drive.search', content: 'ok' },
+      ],
+    );
+    expect([...(names?.toWire ?? [])]).toEqual([
+      ['gmail.send', 'gmail_send'],
+      ['drive.search', 'drive_search'],
+    ]);
+    expect(
+      wireToolNames([fn('read_file')], [{ role: 'tool', tool_call_id: 'c1', name: 'read_file' }]),
+    ).toBeUndefined();
+  });
+
   it("gives a name that would be another tool's, or too long, one of its own", () => {
     const long = `${'x'.repeat(60)}.y`;
     const names = wireToolNames([
@@ -57,6 +78,7 @@ describe('withWireToolNames', () => {
       tool_choice: { type: 'function', function: { name: 'calendar.read' } },
     };
     const question = { role: 'user', content: 'Today?' };
+    const result = { role: 'tool', tool_call_id: 'c1', name: 'calendar.read', content: 'ok' };
     const call = (name: string) => ({
       id: `c_${name}`,
       type: 'function',
@@ -65,6 +87,7 @@ describe('withWireToolNames', () => {
     const messages: Array<{ role: string; content: string | null; tool_calls?: unknown[] }> = [
       question,
       { role: 'assistant', content: null, tool_calls: [call('calendar.read'), call('read_file')] },
+      result,
     ];
     const out = withWireToolNames(request, messages, names);
     expect(out.request).toEqual({
@@ -77,6 +100,7 @@ describe('withWireToolNames', () => {
       { id: 'c_calendar.read', type: 'function', function: { name: 'calendar_read', arguments: '{}' } },
       call('read_file'),
     ]);
+    expect(out.messages[2]).toEqual({ ...result, name: 'calendar_read' });
     // The client's request is as it came.
     expect(request.tools[0]?.function.name).toBe('calendar.read');
   });
