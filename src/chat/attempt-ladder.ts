@@ -279,6 +279,11 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it).
     let messages = withoutMessageFields(prepared.messages, fixes);
+    // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
+    // name the call); the answer's calls are given their names back (tool-names.ts).
+    const toolNames = wireToolNames(outgoing.tools, messages);
+    if (toolNames !== undefined)
+      ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
     if (fixes.some((fix) => fix.field === toolCallIdsField))
       messages = withToolCallIdsAsMistralTakes(messages);
     // Kimi K2 and later on Chat Completions, by name: another model's ids in its history make it end its
@@ -291,11 +296,6 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
-    // A tool name some provider refuses (MCP's `calendar.read`) as one they take; the answer's calls are
-    // given their names back (tool-names.ts).
-    const toolNames = wireToolNames(outgoing.tools, messages);
-    if (toolNames !== undefined)
-      ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
     /** The body of `fixed` messages as sent, and those messages in chat terms. */
     const sent = (fixed: ContextMessage[]): { messages: ContextMessage[]; body: string | Buffer } => {

@@ -236,8 +236,6 @@ export class MessagesStreamTranslator {
   reasoningField: ReasoningField | undefined;
   /** The provider's calls, however its deltas say them (tool-call-shape.ts). */
   private readonly calls = new StreamedToolCalls();
-  /** Each tool call's id, by its position among the calls (its later deltas carry none). */
-  private readonly callIds = new Map<number, string>();
   /** OpenRouter's `reasoning_details`, joined as they come (reply-assembler.ts); true while some came since last carried. */
   private readonly reasoningDetails: Json[] = [];
   private detailsPending = false;
@@ -359,9 +357,7 @@ export class MessagesStreamTranslator {
       const said = toolCallDelta(entry);
       if (said === undefined) continue;
       const { call, arguments: added } = this.calls.take(said, chunk);
-      const { position } = call;
-      const id = this.callIds.get(position) ?? call.id;
-      this.callIds.set(position, id);
+      const { position, id } = call;
       // What the provider gave to be sent back, in a block of its own before the call's: its extras come
       // with its first delta, the reasoning details came before it.
       out += this.carrierBlock([{ id, extra_content: said.extraContent }]);

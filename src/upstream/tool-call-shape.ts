@@ -4,8 +4,8 @@
 // `id`, `type` and `function.name` as null (SGLang, Cloudflare Workers AI, OpenCode's Zen gateway) where
 // OpenAI leaves them out, and arguments as a decoded JSON object rather than its text (llama-server,
 // ggml-org/llama.cpp#20198). A null is what was not said; arguments that are not text are written as
-// JSON text; an id or name given as a number is its digits, one not given is empty; anything else that
-// is not a call is left out.
+// JSON text; an id or name given as a number is its digits, a name not given is empty and an id not
+// given is made (tool-call-ids.ts); anything else that is not a call is left out.
 // Pure.
 
 import { answerCallId } from './tool-call-ids.js';
