@@ -41,6 +41,8 @@ import {
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
   withToolCallIdsEveryProviderTakes,
+  withToolDescriptionsWithin,
+  toolDescriptionsField,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
   type FieldFixes,
@@ -273,6 +275,8 @@ export function createAttemptLadder(input: {
     });
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
     let outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
+    const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
+    if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
     const { prepared } = plan;
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes

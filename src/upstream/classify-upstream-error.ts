@@ -13,6 +13,7 @@ import {
   imageCountField,
   imageSizeField,
   imageSideField,
+  toolDescriptionsField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -187,6 +188,12 @@ function refusedFields(text: string, body: string): FieldFix[] {
     )
   )
     add({ field: filesField });
+  // A tool's description longer than the provider takes (GitHub Copilot, Azure OpenAI): its length.
+  const described =
+    /tools\[\d+\]\.function\.description\W{0,3}:?\s*string too long\. expected a string with maximum length (\d+)/i.exec(
+      text,
+    );
+  if (described !== null) add({ field: toolDescriptionsField, atMost: Number(described[1]) });
   // More images than the model takes in one request: how many fit, as the refusal says.
   const images = imageCap(text);
   if (images !== undefined) add({ field: imageCountField, atMost: images });

@@ -17,6 +17,7 @@ import {
   withPortableCallIds,
   type CallIdSlots,
 } from './tool-call-ids.js';
+import { isRecord } from './tool-call-shape.js';
 import type { ContextMessage } from '../context/types.js';
 
 /**
@@ -169,6 +170,17 @@ export function withoutMessageFields(
   });
   return out ?? messages;
 }
+
+/**
+ * A tool's description longer than the provider takes: GitHub Copilot's chat endpoint and Azure OpenAI
+ * take 1,024 characters ("Invalid 'tools[13].function.description': string too long. Expected a string
+ * with maximum length 1024, but got a string with length 1103 instead.": an MCP server's tools,
+ * getsentry/sentry-mcp#106, higebu/3gpp-mcp#238), and one such tool fails every request. The fix says
+ * the length (`atMost`): a longer description is cut at the last white space before it, and the rest is
+ * given as the description of the tool's parameters, which has no such limit
+ * (withToolDescriptionsWithin).
+ */
+export const toolDescriptionsField = 'tools[].function.description';
 
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
@@ -356,6 +368,43 @@ export function withThoughtSignatures(messages: ContextMessage[]): ContextMessag
     out[index] = Object.assign({}, message, { tool_calls: [signed, ...(calls as unknown[]).slice(1)] });
   });
   return out ?? messages;
+}
+
+/** Where to cut `text` to at most `atMost` characters: at its last white space past half of them, else there. */
+function cutAt(text: string, atMost: number): number {
+  const space = text.slice(0, atMost + 1).search(/\s\S*$/);
+  if (space >= atMost / 2) return space;
+  // Not inside a character of two UTF-16 units.
+  const code = text.charCodeAt(atMost - 1);
+  return code >= 0xd800 && code <= 0xdbff ? atMost - 1 : atMost;
+}
+
+/**
+ * The request with each tool description longer than `atMost` cut there (toolDescriptionsField), the
+ * rest given as the description of the tool's parameters (after one it had); the same request when
+ * none is longer, the client's tools untouched.
+ */
+export function withToolDescriptionsWithin<R extends Record<string, unknown>>(request: R, atMost: number): R {
+  if (!Array.isArray(request.tools)) return request;
+  let changed = false;
+  const tools = (request.tools as unknown[]).map((tool) => {
+    const fn = isRecord(tool) && isRecord(tool.function) ? tool.function : undefined;
+    const text = fn?.description;
+    if (fn === undefined || typeof text !== 'string' || text.length <= atMost) return tool;
+    changed = true;
+    const at = cutAt(text, atMost);
+    const schema = isRecord(fn.parameters) ? fn.parameters : { type: 'object', properties: {} };
+    const rest = text.slice(at).trim();
+    const described =
+      typeof schema.description === 'string' && schema.description !== ''
+        ? `${schema.description}\n\n${rest}`
+        : rest;
+    const parameters = Object.assign({}, schema, { description: described });
+    return Object.assign({}, tool, {
+      function: Object.assign({}, fn, { description: text.slice(0, at).trimEnd(), parameters }),
+    });
+  });
+  return changed ? Object.assign({}, request, { tools }) : request;
 }
 
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */

@@ -209,7 +209,9 @@ describe('the session inspector in Chromium', () => {
     const page = await signedIn();
     await page.click(`#sessions-table a:text-is("${sessionId}")`);
     await page.waitForSelector('#messages-table tbody tr');
-    await page.waitForFunction("document.getElementById('preview').textContent !== 'Computing…'");
+    // A locator's wait, not waitForFunction: a predicate polled in the page is evaluated as a string,
+    // which the inspector's CSP (no 'unsafe-eval') refuses once the first look did not find it done.
+    await page.locator('#preview').filter({ hasNotText: 'Computing…' }).waitFor();
     const requests = await api<{ data: Report[] }>(`/sessions/${sessionId}/requests`);
     const last = requests.data[0] as Report;
     const history = await api<{ total: number }>(`/sessions/${sessionId}/history?limit=1`);

@@ -20,12 +20,15 @@ function callThenAnswer(messages: ReadonlyArray<ChatMessage>, body: Record<strin
     : { toolCalls: [{ id: 'call_cal_1', name: shown, arguments: '{"day":"today"}' }] };
 }
 
+/** A model as GitHub Copilot's chat endpoint serves it: tool descriptions of at most 1,024 characters. */
+const copilot = 'gpt-4.1';
+
 let fake: FakeUpstream;
 let claude: FakeAnthropic;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ respond: callThenAnswer });
+  fake = new FakeUpstream({ respond: callThenAnswer, toolDescriptionLimit: { [copilot]: 1024 } });
   claude = new FakeAnthropic();
   claude.respond = (body) => {
     const messages = body.messages as Array<{ content: unknown }>;
@@ -144,5 +147,42 @@ describe('tools named with a dot, to a provider that refuses such a name', () =>
     expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({
       function: { name: 'calendar.read', arguments: '{"day":"today"}' },
     });
+  });
+});
+
+describe('a tool described at more length than the provider takes (GitHub Copilot, Azure OpenAI)', () => {
+  // As Sentry's MCP server describes list_issues (getsentry/sentry-mcp#106): some 1,100 characters.
+  const description = Array.from({ length: 160 }, (_, at) => `note${at}`).join(' ');
+  const described: OpenAI.ChatCompletionTool[] = [
+    {
+      type: 'function',
+      function: { name: 'list_issues', description, parameters: { type: 'object', properties: {} } },
+    },
+  ];
+
+  it('is answered, the description cut and its rest in the parameters; the next request goes so at once', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: copilot,
+      tools: described,
+      messages: [{ role: 'user', content: 'Any new issues?' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'list_issues' } });
+    // One refused call, then the one answered.
+    expect(fake.chatRequests.length - before).toBe(2);
+    const sent = (
+      fake.chatRequests.at(-1)?.body as {
+        tools: Array<{ function: { description: string; parameters: { description: string } } }>;
+      }
+    ).tools[0]?.function;
+    expect(sent?.description.length).toBeLessThanOrEqual(1024);
+    expect(`${sent?.description} ${sent?.parameters.description}`).toBe(description);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: copilot,
+      tools: described,
+      messages: [{ role: 'user', content: 'And now?' }],
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });

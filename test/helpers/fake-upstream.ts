@@ -275,6 +275,11 @@ export interface FakeUpstreamOptions {
    * OpenAI's shape (farion1231/cc-switch#1181: Kimi's `functions.<name>:<n>` after a switch to Claude).
    */
   claudeToolCallIds?: readonly string[];
+  /**
+   * Models served as GitHub Copilot's chat endpoint and Azure OpenAI serve them: a tool description
+   * longer than this many characters is refused in OpenAI's words (getsentry/sentry-mcp#106).
+   */
+  toolDescriptionLimit?: Readonly<Record<string, number>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -985,6 +990,36 @@ export class FakeUpstream {
           'invalid_request_error',
           param,
           name.length > 64 ? 'string_above_max_length' : 'invalid_value',
+        ),
+      );
+      return;
+    }
+    const describedUpTo = this.options.toolDescriptionLimit?.[String(body.model)];
+    const tooLong =
+      describedUpTo === undefined
+        ? -1
+        : (Array.isArray(body.tools)
+            ? (body.tools as Array<{ function?: { description?: unknown } }>)
+            : []
+          ).findIndex(
+            (tool) =>
+              typeof tool?.function?.description === 'string' &&
+              [...tool.function.description].length > describedUpTo,
+          );
+    if (tooLong !== -1) {
+      const length = [
+        ...String(
+          (body.tools as Array<{ function: { description: string } }>)[tooLong]?.function.description,
+        ),
+      ].length;
+      const param = `tools[${tooLong}].function.description`;
+      sendJson(
+        400,
+        openAIError(
+          `Invalid '${param}': string too long. Expected a string with maximum length ${describedUpTo}, but got a string with length ${length} instead.`,
+          'invalid_request_error',
+          param,
+          'string_above_max_length',
         ),
       );
       return;

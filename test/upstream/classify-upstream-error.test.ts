@@ -480,6 +480,15 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
   },
   {
+    // OpenAI's wording, as GitHub Copilot's chat endpoint and Azure OpenAI answer it (getsentry/sentry-mcp#106).
+    name: "a tool's description longer than the provider takes (400 string_above_max_length)",
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"Invalid \'tools[13].function.description\': string too long. Expected a string with maximum length 1024, but got a string with length 1103 instead.","type":"invalid_request_error","param":"tools[13].function.description","code":"string_above_max_length"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.description', atMost: 1024 }] },
+  },
+  {
     // Mistral's API, 2026 (as reported in nearai/ironclaw#1241): another provider's tool call id.
     name: "Mistral: another provider's tool call id (400 invalid_function_call)",
     answer: {

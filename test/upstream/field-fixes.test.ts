@@ -13,6 +13,7 @@ import {
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
   withToolCallIdsEveryProviderTakes,
+  withToolDescriptionsWithin,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -385,5 +386,55 @@ describe('withToolCallIdsEveryProviderTakes', () => {
       result('toolu_01A09q90qw90lq917835lq9', 'b'),
     ];
     expect(withToolCallIdsEveryProviderTakes(messages)).toBe(messages);
+  });
+});
+
+describe('withToolDescriptionsWithin', () => {
+  const words = (count: number) => Array.from({ length: count }, (_, at) => `word${at}`).join(' ');
+  const tool = (description: string, parameters?: Record<string, unknown>) => ({
+    type: 'function',
+    function: { name: 'list_issues', description, ...(parameters === undefined ? {} : { parameters }) },
+  });
+
+  it('cuts a longer description at white space and gives the rest as its parameters’ description', () => {
+    const long = words(300);
+    const request = {
+      model: 'm',
+      tools: [tool(long, { type: 'object', properties: { q: { type: 'string' } } })],
+    };
+    const out = withToolDescriptionsWithin(request, 1024);
+    const fn = (out.tools[0] as unknown as { function: unknown }).function as {
+      description: string;
+      parameters: { description: string; properties: unknown };
+    };
+    expect(fn.description.length).toBeLessThanOrEqual(1024);
+    expect(fn.description.length).toBeGreaterThan(512);
+    expect(`${fn.description} ${fn.parameters.description}`).toBe(long);
+    expect(fn.parameters.properties).toEqual({ q: { type: 'string' } });
+    // The client's tool is as it came.
+    expect(request.tools[0]?.function.description).toBe(long);
+  });
+
+  it('keeps a description the parameters had, first, and makes a schema for a tool without one', () => {
+    const long = 'x'.repeat(1500);
+    const out = withToolDescriptionsWithin(
+      { tools: [tool(long, { type: 'object', description: 'Filters.' }), tool(long)] },
+      1024,
+    );
+    const [first, second] = out.tools as Array<{
+      function: { description: string; parameters: Record<string, unknown> };
+    }>;
+    expect(first?.function.description).toBe('x'.repeat(1024));
+    expect(first?.function.parameters.description).toBe(`Filters.\n\n${'x'.repeat(476)}`);
+    expect(second?.function.parameters).toEqual({
+      type: 'object',
+      properties: {},
+      description: 'x'.repeat(476),
+    });
+  });
+
+  it('is the same request when no description is longer', () => {
+    const request = { tools: [tool(words(10))] };
+    expect(withToolDescriptionsWithin(request, 1024)).toBe(request);
   });
 });
