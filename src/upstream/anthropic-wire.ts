@@ -7,7 +7,7 @@
 // came when the message reached here unchanged.
 import { withPortableCallIds, type CallIdSlots } from './tool-call-ids.js';
 import { StringDecoder } from 'node:string_decoder';
-import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js';
+import { withWholeBody, type Upstream, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
 import { SseDecoder } from './sse.js';
 import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
@@ -712,16 +712,7 @@ function chatResponseOf(response: UpstreamResponse): UpstreamResponse {
         return body;
       }
     };
-    let whole: Promise<Buffer> | undefined;
-    const all = (): Promise<Buffer> => (whole ??= response.readAll().then(translate));
-    return {
-      statusCode: 200,
-      headers: response.headers,
-      readAll: all,
-      forEachChunk: async (onChunk) => onChunk(await all()),
-      discard: () => response.discard(),
-      peek: all,
-    };
+    return withWholeBody(response, translate);
   }
   const stream = new AnthropicToChatStream();
   return {

@@ -10,7 +10,7 @@
 import { EventBoundaryBuffer } from './sse.js';
 import { fnv1a, hashDigits } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
-import type { UpstreamResponse } from './upstream.js';
+import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
 /** A name OpenAI and Anthropic take: 1 to 64 letters, digits, `_` and `-`. */
 const portableName = /^[A-Za-z0-9_-]{1,64}$/;
@@ -165,16 +165,7 @@ export function withClientToolNames(
         return body;
       }
     };
-    let whole: Promise<Buffer> | undefined;
-    const all = (): Promise<Buffer> => (whole ??= response.readAll().then(restore));
-    return {
-      statusCode: response.statusCode,
-      headers: response.headers,
-      readAll: all,
-      forEachChunk: async (onChunk) => onChunk(await all()),
-      discard: () => response.discard(),
-      peek: all,
-    };
+    return withWholeBody(response, restore);
   }
   const events = new EventBoundaryBuffer();
   const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {

@@ -48,3 +48,23 @@ export interface Upstream {
   send(request: UpstreamRequest): Promise<UpstreamResponse>;
   close(): Promise<void>;
 }
+
+/**
+ * A whole (not streamed) answer read through `transform`: its body read once, transformed, and given
+ * to readAll, forEachChunk (as one chunk) and peek alike.
+ */
+export function withWholeBody(
+  response: UpstreamResponse,
+  transform: (body: Buffer) => Buffer,
+): UpstreamResponse {
+  let whole: Promise<Buffer> | undefined;
+  const all = (): Promise<Buffer> => (whole ??= response.readAll().then(transform));
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    readAll: all,
+    forEachChunk: async (onChunk) => onChunk(await all()),
+    discard: () => response.discard(),
+    peek: all,
+  };
+}
