@@ -24,7 +24,12 @@ import { answerFloorOf } from '../upstream/classify-upstream-error.js';
 import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
-import { wireToolNames, withWireToolNames } from '../upstream/tool-names.js';
+import {
+  answerToolNames,
+  wireToolNames,
+  withWireToolNames,
+  type AnswerToolNames,
+} from '../upstream/tool-names.js';
 import { recallAllowed, recallTool } from '../context/recall.js';
 import {
   applyFieldFixes,
@@ -70,8 +75,8 @@ export interface ChatAttempt extends SendAttempt {
   body: string | Buffer;
   /** The format of `body` when it is not chat's: what the Upstream port is told (upstream.ts). */
   wire: 'anthropic' | undefined;
-  /** The client's name of each tool sent by another (tool-names.ts), for the answer's calls; undefined when none was. */
-  toolNames: ReadonlyMap<string, string> | undefined;
+  /** What the answer's calls are read with (tool-names.ts); undefined when no tool was sent or renamed. */
+  toolNames: AnswerToolNames | undefined;
   /** The request as sent, in chat terms (its fitted messages in it): what a recall round adds to. */
   request: Readonly<Record<string, unknown>>;
   /** The context headers of this attempt (README.md). */
@@ -368,7 +373,7 @@ export function createAttemptLadder(input: {
       fallback,
       recall,
       precision: prepared.estimated === true ? 'sampled' : input.precision,
-      toolNames: toolNames?.toClient,
+      toolNames: answerToolNames(outgoing.tools, toolNames?.toClient),
     };
   };
 

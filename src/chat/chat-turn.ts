@@ -55,7 +55,7 @@ import {
   type SendEvent,
   type SendResult,
 } from '../upstream/send-with-recovery.js';
-import { withClientToolNames } from '../upstream/tool-names.js';
+import { withAnswerToolNames } from '../upstream/tool-names.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
@@ -749,7 +749,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           target: attempt.target,
         });
         const names = attempt.toolNames;
-        return names === undefined ? response : withClientToolNames(response, names);
+        return names === undefined ? response : withAnswerToolNames(response, names);
       },
     });
     turn.recall = Object.assign({}, outcome.usage, { calls: outcome.calls });
@@ -785,10 +785,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
               wire: attempt.wire,
               target: attempt.target,
             });
-            // Tools sent under other names: the answer's calls read with the client's (tool-names.ts).
+            // The answer's calls each opened with its whole name, the client's (tool-names.ts).
             const names = attempt.toolNames;
             const answer =
-              names === undefined ? sent : sent.then((response) => withClientToolNames(response, names));
+              names === undefined ? sent : sent.then((response) => withAnswerToolNames(response, names));
             // The report's costly part, found while the upstream works rather than before the commit.
             // Nothing thrown here may escape (it would end the process): should it fail, the commit
             // finds it again where the request's own failure is handled.

@@ -8,6 +8,7 @@
 // their names back before anything reads them (the client, a session, a bridge).
 
 import { EventBoundaryBuffer } from './sse.js';
+import { StreamedToolNames } from './streamed-tool-names.js';
 import { fnv1a, hashDigits } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
 import { withWholeBody, type UpstreamResponse } from './upstream.js';
@@ -126,55 +127,69 @@ function restoreNames(answer: unknown, names: ReadonlyMap<string, string>): bool
   return changed;
 }
 
-/** Events of a chat stream with their calls' names given back; the same bytes when none was. */
-function restoreEvents(events: Buffer, names: ReadonlyMap<string, string>): Buffer {
-  const lines = events.toString('utf8').split('\n');
-  let changed = false;
-  lines.forEach((line, at) => {
-    if (!line.startsWith('data:') || !line.includes('"tool_calls"')) return;
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(line.slice(5));
-    } catch {
-      return;
-    }
-    if (!restoreNames(chunk, names)) return;
-    lines[at] = `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}`;
-    changed = true;
-  });
-  return changed ? Buffer.from(lines.join('\n')) : events;
+/** What an answer's calls are read with (streamed-tool-names.ts). */
+export interface AnswerToolNames {
+  /** The names of the tools sent. */
+  offered: ReadonlySet<string>;
+  /** The client's name of each tool sent under another; undefined when none was. */
+  toClient: ReadonlyMap<string, string> | undefined;
 }
 
 /**
- * A chat answer (a whole completion or an event stream) whose calls name tools by their wire names, read
- * with the client's names. Any other status, and an answer that is not JSON, as it came.
+ * What the answer to a chat request whose `tools` are as sent is read with; undefined when it sends no
+ * tool and renamed none (no call of the answer needs it).
  */
-export function withClientToolNames(
-  response: UpstreamResponse,
-  names: ReadonlyMap<string, string>,
-): UpstreamResponse {
+export function answerToolNames(
+  tools: unknown,
+  toClient: ReadonlyMap<string, string> | undefined,
+): AnswerToolNames | undefined {
+  const offered = new Set<string>();
+  if (Array.isArray(tools))
+    for (const tool of tools as unknown[]) {
+      const name = toolNameOf(tool);
+      if (name !== undefined) offered.add(name);
+    }
+  return offered.size === 0 && toClient === undefined ? undefined : { offered, toClient };
+}
+
+/**
+ * A chat answer (a whole completion or an event stream) whose calls are read as the client named its
+ * tools, each streamed call opened with its whole name (streamed-tool-names.ts). Any other status, and
+ * an answer that is not JSON, as it came.
+ */
+export function withAnswerToolNames(response: UpstreamResponse, names: AnswerToolNames): UpstreamResponse {
   if (response.statusCode >= 300) return response;
   const type = response.headers['content-type'];
   const streamed = (Array.isArray(type) ? type.join(',') : (type ?? '')).includes('text/event-stream');
+  const { toClient } = names;
   if (!streamed) {
+    if (toClient === undefined) return response;
     const restore = (body: Buffer): Buffer => {
       try {
         const completion: unknown = JSON.parse(body.toString('utf8'));
-        return restoreNames(completion, names) ? Buffer.from(JSON.stringify(completion)) : body;
+        return restoreNames(completion, toClient) ? Buffer.from(JSON.stringify(completion)) : body;
       } catch {
         return body;
       }
     };
     return withWholeBody(response, restore);
   }
-  const events = new EventBoundaryBuffer();
+  const fresh = (): StreamedToolNames => new StreamedToolNames(names.offered, toClient);
+  // A look at the first events sees them as the client will: its whole events, read afresh each time.
+  const view = (received: Buffer): Buffer =>
+    fresh().rewrite(new EventBoundaryBuffer().push(received) ?? Buffer.alloc(0));
   const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
+    const events = new EventBoundaryBuffer();
+    const calls = fresh();
     await response.forEachChunk((chunk) => {
       const complete = events.push(chunk);
-      return complete === undefined ? undefined : onChunk(restoreEvents(complete, names));
+      if (complete === undefined) return undefined;
+      const rewritten = calls.rewrite(complete);
+      return rewritten.length === 0 ? undefined : onChunk(rewritten);
     });
     const rest = events.flush();
-    if (rest !== undefined) await onChunk(restoreEvents(rest, names));
+    const last = Buffer.concat([calls.rewrite(rest ?? Buffer.alloc(0)), calls.end() ?? Buffer.alloc(0)]);
+    if (last.length > 0) await onChunk(last);
   };
   return {
     statusCode: response.statusCode,
@@ -186,7 +201,6 @@ export function withClientToolNames(
     },
     forEachChunk,
     discard: () => response.discard(),
-    // The first events, for a look (relay reads them again from forEachChunk).
-    peek: async (enough) => restoreEvents(await response.peek(enough), names),
+    peek: async (enough) => view(await response.peek((received) => enough(view(received)))),
   };
 }

@@ -32,6 +32,9 @@ const dialects = {
   'minimaxai/minimax-m2.7': 'repeated-fields',
   // A gateway that translates Bedrock's answers: each call whole, without an index.
   'bedrock-claude-via-gateway': 'indexless-whole',
+  // Gemini (continuedev/continue#5849) and Mistral (openclaw/openclaw#130532): a name in pieces, as
+  // arguments are streamed ('edit_ex', 'isting_file').
+  'mistral-medium-latest': 'name-in-pieces',
 } as const;
 
 let fake: FakeUpstream;

@@ -261,7 +261,9 @@ export interface FakeUpstreamOptions {
    * - `indexless-whole`: each call whole in one delta without an index (a gateway translating Gemini's
    *   or Bedrock's answers, QuantumNous/new-api#672, envoyproxy/ai-gateway#1468).
    */
-  toolDeltaDialects?: Readonly<Record<string, 'same-index' | 'repeated-fields' | 'indexless-whole'>>;
+  toolDeltaDialects?: Readonly<
+    Record<string, 'same-index' | 'repeated-fields' | 'indexless-whole' | 'name-in-pieces'>
+  >;
   /**
    * Models served as Kimi K2 is: its tool call ids are `functions.<name>:<n>`, n counting the calls of
    * the conversation (moonshotai/Kimi-K2's chat template), and a history holding another id (another
@@ -1662,24 +1664,31 @@ export class FakeUpstream {
           continue;
         }
         const index = dialect === 'same-index' ? 0 : position;
+        // Gemini and Mistral may stream a name in pieces, as they stream arguments: the first piece
+        // opens the call, the next comes alone, the last with the arguments' first piece.
+        const third = Math.ceil(call.name.length / 3);
+        const split = dialect === 'name-in-pieces';
         frames.push(
           callFrame({
             index,
             id,
             type: 'function',
-            function: { name: call.name, arguments: '' },
+            function: { name: split ? call.name.slice(0, third) : call.name, arguments: '' },
             ...signature,
           }),
         );
+        if (split) frames.push(callFrame({ index, function: { name: call.name.slice(third, 2 * third) } }));
         const half = Math.ceil(call.arguments.length / 2);
-        for (const piece of [call.arguments.slice(0, half), call.arguments.slice(half)])
+        for (const [at, piece] of [call.arguments.slice(0, half), call.arguments.slice(half)].entries())
           frames.push(
             callFrame(
               padded
                 ? { index, id: null, type: null, function: { name: null, arguments: piece } }
                 : dialect === 'repeated-fields'
                   ? { index, id, type: 'function', function: { name: call.name, arguments: piece } }
-                  : { index, function: { arguments: piece } },
+                  : split && at === 0
+                    ? { index, function: { name: call.name.slice(2 * third), arguments: piece } }
+                    : { index, function: { arguments: piece } },
             ),
           );
       }

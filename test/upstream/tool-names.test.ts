@@ -1,7 +1,12 @@
 // Tool names as providers take them (tool-names.ts): the wire names of tools named as MCP allows, the
 // request written with them, and the answer's calls read back under the client's names.
 import { describe, expect, it } from 'vitest';
-import { wireToolNames, withClientToolNames, withWireToolNames } from '../../src/upstream/tool-names.js';
+import {
+  answerToolNames,
+  wireToolNames,
+  withAnswerToolNames,
+  withWireToolNames,
+} from '../../src/upstream/tool-names.js';
 import type { UpstreamRequest } from '../../src/upstream/upstream.js';
 import { scriptedUpstream } from '../helpers/port-fakes.js';
 
@@ -106,8 +111,26 @@ describe('withWireToolNames', () => {
   });
 });
 
-describe('withClientToolNames', () => {
-  const names = new Map([['calendar_read', 'calendar.read']]);
+describe('answerToolNames', () => {
+  it('is undefined when no tool is sent and none renamed', () => {
+    expect(answerToolNames(undefined, undefined)).toBeUndefined();
+    expect(answerToolNames([], undefined)).toBeUndefined();
+  });
+
+  it("holds the names of the tools sent, functions' and custom tools'", () => {
+    const custom = { type: 'custom', custom: { name: 'apply_patch' } };
+    expect([...(answerToolNames([fn('read_file'), custom], undefined)?.offered ?? [])]).toEqual([
+      'read_file',
+      'apply_patch',
+    ]);
+  });
+});
+
+describe('withAnswerToolNames', () => {
+  const names = {
+    offered: new Set(['calendar_read']),
+    toClient: new Map([['calendar_read', 'calendar.read']]),
+  };
   const completion = {
     id: 'x',
     choices: [
@@ -124,7 +147,7 @@ describe('withClientToolNames', () => {
 
   it("gives a whole answer's calls their client's names", async () => {
     const upstream = scriptedUpstream([{ status: 200, chunks: [JSON.stringify(completion)] }]);
-    const response = withClientToolNames(await upstream.send(request), names);
+    const response = withAnswerToolNames(await upstream.send(request), names);
     const read = JSON.parse((await response.readAll()).toString()) as typeof completion;
     expect(read.choices[0]?.message.tool_calls[0]?.function.name).toBe('calendar.read');
   });
@@ -146,7 +169,7 @@ describe('withClientToolNames', () => {
       const upstream = scriptedUpstream([
         { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: pieces },
       ]);
-      const response = withClientToolNames(await upstream.send(request), names);
+      const response = withAnswerToolNames(await upstream.send(request), names);
       const out: Buffer[] = [];
       await response.forEachChunk((bytes) => void out.push(bytes));
       expect(Buffer.concat(out).toString()).toBe(text.replace('calendar_read', 'calendar.read'));
@@ -159,10 +182,10 @@ describe('withClientToolNames', () => {
       { status: 400, chunks: [refusal] },
       { status: 200, chunks: ['{"choices":[{"message":{"content":"calendar_read"}}]}'] },
     ]);
-    expect((await withClientToolNames(await upstream.send(request), names).readAll()).toString()).toBe(
+    expect((await withAnswerToolNames(await upstream.send(request), names).readAll()).toString()).toBe(
       refusal,
     );
-    expect((await withClientToolNames(await upstream.send(request), names).readAll()).toString()).toBe(
+    expect((await withAnswerToolNames(await upstream.send(request), names).readAll()).toString()).toBe(
       '{"choices":[{"message":{"content":"calendar_read"}}]}',
     );
   });
