@@ -7,7 +7,7 @@
 // given the one the session stores (tool-call-ids.ts answerCallId). Only events that carry `tool_calls`
 // are read; one already in OpenAI's shape is passed on byte for byte.
 
-import { isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
+import { chatChunkOf, isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 
@@ -93,15 +93,10 @@ export class ChatStreamCallNormalizer {
 
   /** One event's data written anew, or undefined when its calls are in OpenAI's shape already. */
   private rewriteData(data: string): string | undefined {
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return undefined;
-    }
-    if (!isRecord(chunk) || !Array.isArray(chunk.choices)) return undefined;
+    const chunk = chatChunkOf(data);
+    if (chunk === undefined) return undefined;
     let changed = false;
-    for (const choice of chunk.choices as unknown[]) {
+    for (const choice of chunk.choices) {
       if (!isRecord(choice) || !isRecord(choice.delta) || !Array.isArray(choice.delta.tool_calls)) continue;
       const calls = this.callsOf(typeof choice.index === 'number' ? choice.index : 0);
       const given = choice.delta.tool_calls as unknown[];

@@ -9,7 +9,7 @@
 // the name its pieces make; the name the client gave its tool is given back at the same time
 // (tool-names.ts). The usual stream, each call named whole on its first delta, passes as it came.
 
-import { isRecord } from './tool-call-shape.js';
+import { chatChunkOf, isRecord } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 /** A delta that names a call (the name of a whole call, or a piece of it). */
@@ -102,16 +102,11 @@ export class StreamedToolNames {
 
   /** A chunk's data written anew; undefined when it is as it was, null when nothing of it is left. */
   private rewriteData(data: string): string | undefined | null {
-    let chunk: unknown;
-    try {
-      chunk = JSON.parse(data);
-    } catch {
-      return undefined;
-    }
-    if (!isRecord(chunk) || !Array.isArray(chunk.choices)) return undefined;
+    const chunk = chatChunkOf(data);
+    if (chunk === undefined) return undefined;
     let changed = false;
     let said = false;
-    for (const choice of chunk.choices as unknown[]) {
+    for (const choice of chunk.choices) {
       if (!isRecord(choice)) continue;
       const at = typeof choice.index === 'number' ? choice.index : 0;
       const delta = isRecord(choice.delta) ? choice.delta : undefined;

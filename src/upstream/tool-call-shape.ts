@@ -32,6 +32,19 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A chat chunk's data read as a chunk with a list of choices; undefined when it is not one. */
+export function chatChunkOf(data: string): (Record<string, unknown> & { choices: unknown[] }) | undefined {
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  return isRecord(chunk) && Array.isArray(chunk.choices)
+    ? (chunk as Record<string, unknown> & { choices: unknown[] })
+    : undefined;
+}
+
 /** A name or id: text as it is, a number or boolean as its digits; null and anything else unsaid. */
 function textOf(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
