@@ -46,6 +46,8 @@ function withSaid(into: Record<string, unknown>, entry: Record<string, unknown>)
 /** Rewrites a chat stream's events so that each call opens with its whole name, given as the client named it. */
 export class StreamedToolNames {
   private held: HeldCall[] = [];
+  /** The names of the tools sent, in order (made when first needed). */
+  private sorted: string[] | undefined;
 
   /**
    * `offered`: the names of the tools sent (a first name that is one of them, and the beginning of no
@@ -180,8 +182,16 @@ export class StreamedToolNames {
   /** True when a call's first name is a tool sent and the beginning of no other's name. */
   private isWhole(name: string): boolean {
     if (!this.offered.has(name)) return false;
-    for (const other of this.offered) if (other !== name && other.startsWith(name)) return false;
-    return true;
+    // In order, the names that begin with `name` come right after it: one look, however many tools.
+    const sorted = (this.sorted ??= [...this.offered].sort());
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((sorted[middle] as string) <= name) low = middle + 1;
+      else high = middle;
+    }
+    return !(sorted[low]?.startsWith(name) ?? false);
   }
 
   /** The held calls `which` picks, each as the delta that opens it with its whole name, in the order held. */
