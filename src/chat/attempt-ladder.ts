@@ -24,6 +24,7 @@ import { answerFloorOf } from '../upstream/classify-upstream-error.js';
 import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
+import { withToolSchemasEveryProviderTakes } from '../upstream/tool-schemas.js';
 import {
   answerToolNames,
   wireToolNames,
@@ -48,6 +49,7 @@ import {
   withToolCallIdsEveryProviderTakes,
   withToolDescriptionsWithin,
   toolDescriptionsField,
+  toolSchemasField,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
   type FieldFixes,
@@ -282,6 +284,8 @@ export function createAttemptLadder(input: {
     let outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
     const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
     if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
+    if (fixes.some((fix) => fix.field === toolSchemasField))
+      outgoing = withToolSchemasEveryProviderTakes(outgoing);
     const { prepared } = plan;
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes

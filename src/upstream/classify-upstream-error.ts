@@ -14,6 +14,7 @@ import {
   imageSizeField,
   imageSideField,
   toolDescriptionsField,
+  toolSchemasField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -194,6 +195,15 @@ function refusedFields(text: string, body: string): FieldFix[] {
       text,
     );
   if (described !== null) add({ field: toolDescriptionsField, atMost: Number(described[1]) });
+  // A tool's parameters in JSON Schema the provider does not take: OpenAI's, Anthropic's and Gemini's
+  // wordings (the last also through its OpenAI-compatible endpoint and gateways in front of it).
+  if (
+    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function_declarations\[\d+\]\.parameters/i.test(
+      text,
+    ) ||
+    body.includes('invalid_function_parameters')
+  )
+    add({ field: toolSchemasField });
   // More images than the model takes in one request: how many fit, as the refusal says.
   const images = imageCap(text);
   if (images !== undefined) add({ field: imageCountField, atMost: images });

@@ -182,6 +182,18 @@ export function withoutMessageFields(
  */
 export const toolDescriptionsField = 'tools[].function.description';
 
+/**
+ * Not a field of the body: the JSON schemas of the tools' parameters, of which each provider takes its
+ * own subset — OpenAI refuses an array without `items` ("Invalid schema for function 'X': In
+ * context=('properties', 'values'), array schema missing items."), Anthropic alternatives at the top
+ * ("input_schema does not support oneOf, allOf, or anyOf at the top level"), Gemini `$schema`,
+ * `additionalProperties`, `const` and lists of types ("Unknown name \"additionalProperties\" at
+ * 'tools[0].function_declarations[0].parameters': Cannot find field."). An MCP server's tools fail every
+ * request so; once refused, the model's schemas are written in the subset all three take
+ * (tool-schemas.ts withToolSchemasEveryProviderTakes).
+ */
+export const toolSchemasField = 'tools[].function.parameters';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;

@@ -20,6 +20,7 @@
 // `compaction` block whose summary is every user message's first sentence; and it reads a conversation from its last
 // compaction block of a summary on, every block before it dropped (a signed one must be the first block:
 // `compaction_block_misplaced`).
+import { anthropicSchemaRefusal } from './tool-schema-rules.js';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -317,6 +318,11 @@ export function findAnthropicRefusal(
   );
   if (badTool !== -1)
     return `tools.${badTool}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`;
+  // And for its input schema (aliargun/mcp-server-gemini#8: alternatives at the top).
+  for (const [index, tool] of tools.entries()) {
+    const refusal = tool.type === undefined ? anthropicSchemaRefusal(index, tool.input_schema) : undefined;
+    if (refusal !== undefined) return refusal;
+  }
   const read = readMessages(messages);
   const opening = read[0];
   if (opening?.role !== 'user' && !(Array.isArray(opening?.content) && isSummary(opening.content[0])))

@@ -5,6 +5,7 @@
 // request to delay, stall, break off or fail; a `respond` (a fake agent reading its own trajectory)
 // decides only on a request it answers, as a model never sees one refused before it. Token counts use
 // js-tiktoken directly with the cookbook method, independently of the gateway's own accounting.
+import { geminiSchemaRefusal, openAISchemaRefusal } from './tool-schema-rules.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
@@ -282,6 +283,12 @@ export interface FakeUpstreamOptions {
    * longer than this many characters is refused in OpenAI's words (getsentry/sentry-mcp#106).
    */
   toolDescriptionLimit?: Readonly<Record<string, number>>;
+  /**
+   * Models served as Gemini serves them, behind its OpenAI-compatible endpoint or a gateway: a tool whose
+   * parameters hold a keyword outside Gemini's Schema object (`$schema`, `additionalProperties`, `const`),
+   * a list of types or an enum of other than text is refused in Gemini's words (zed-industries/zed#45552).
+   */
+  geminiSchemas?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -993,6 +1000,27 @@ export class FakeUpstream {
           param,
           name.length > 64 ? 'string_above_max_length' : 'invalid_value',
         ),
+      );
+      return;
+    }
+    // OpenAI's rules for a function's parameters (opencode#20273: an MCP tool's array without items),
+    // and Gemini's for its Schema object.
+    const gemini = this.options.geminiSchemas?.includes(String(body.model)) === true;
+    for (const [index, tool] of (Array.isArray(body.tools)
+      ? (body.tools as Array<{ function?: { name?: unknown; parameters?: unknown } }>)
+      : []
+    ).entries()) {
+      const fn = tool?.function;
+      if (fn === undefined) continue;
+      const refusal = gemini
+        ? geminiSchemaRefusal(index, fn.parameters)
+        : openAISchemaRefusal(String(fn.name), fn.parameters);
+      if (refusal === undefined) continue;
+      sendJson(
+        400,
+        gemini
+          ? JSON.stringify([{ error: { code: 400, message: refusal, status: 'INVALID_ARGUMENT' } }])
+          : openAIError(refusal, 'invalid_request_error', null, 'invalid_function_parameters'),
       );
       return;
     }

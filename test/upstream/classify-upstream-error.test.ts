@@ -920,6 +920,58 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'server' },
   },
+  // A tool's parameters in JSON Schema the provider does not take: an MCP server's, on every request.
+  ...[
+    [
+      'OpenAI: an array without items (Automattic/wordpress-mcp#103)',
+      `{"error":{"message":"Invalid schema for function 'mcp_wordpress-mcp_wc_update_product': In context=('properties', 'meta_data', 'items', 'properties', 'value', 'type', '6'), array schema missing items.","code":"invalid_function_parameters"}}`,
+    ],
+    [
+      'OpenAI: parameters that are not an object',
+      openAIError(
+        `Invalid schema for function 'list_things': schema must be a JSON Schema of 'type: "object"', got 'type: "None"'.`,
+        'invalid_function_parameters',
+      ),
+    ],
+    [
+      'Anthropic: alternatives at the top (aliargun/mcp-server-gemini#8)',
+      '{"type":"error","error":{"type":"invalid_request_error","message":"tools.80.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level"}}',
+    ],
+    [
+      'Gemini: a keyword outside its Schema object (zed-industries/zed#45552)',
+      JSON.stringify({
+        error: {
+          code: 400,
+          message:
+            'Invalid JSON payload received. Unknown name "const" at \'tools[0].function_declarations[9].parameters.properties[1].value.any_of[0].properties[0].value\': Cannot find field.',
+          status: 'INVALID_ARGUMENT',
+        },
+      }),
+    ],
+    [
+      'Gemini through a gateway: an enum of other than text (anomalyco/opencode#2687)',
+      openAIError(
+        "Invalid value at 'tools.function_declarations[16].parameters.properties[1].value.any_of[1].properties[2].value.enum[0]' (TYPE_STRING), true",
+        null,
+      ),
+    ],
+  ].map(([name, body]) => ({
+    name: name as string,
+    answer: { status: 400, body: body as string },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'tools[].function.parameters' }] },
+  })),
+  {
+    // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
+    name: "OpenAI on a call's arguments in the history: not a schema refusal",
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Invalid 'messages[2].tool_calls[0].function.arguments': string too long. Expected a string with maximum length 10485760.",
+        'string_above_max_length',
+      ),
+    },
+    expected: { kind: 'bad_request' },
+  },
 ];
 
 describe('classifyUpstreamError on cases from provider documentation and server source', () => {

@@ -1,0 +1,215 @@
+// End to end: MCP tools whose input schemas a provider refuses — OpenAI an array without `items`
+// ("Invalid schema for function 'google-docs_writeSpreadsheet': In context=('properties', 'values',
+// 'items'), array schema missing items.", anomalyco/opencode#20273), Anthropic alternatives at the top
+// ("input_schema does not support oneOf, allOf, or anyOf at the top level", aliargun/mcp-server-gemini#8),
+// Gemini `$schema`, `additionalProperties`, `const` and lists of types ("Unknown name
+// \"additionalProperties\" at 'tools[0].function_declarations[9].parameters…'", zed-industries/zed#45552).
+// Through the official clients, with strict fakes that refuse such schemas in the providers' words: the
+// request is answered after one refusal, the model is shown every property, and the next request of the
+// model goes at once (docs/budgeting.md#refused-fields).
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeAnthropic, startGatewayWithClaude } from '../helpers/fake-anthropic.js';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import type { GatewayHarness } from '../helpers/start-gateway.js';
+
+const gemini = 'gemini-3-pro-preview';
+
+let fake: FakeUpstream;
+let claude: FakeAnthropic;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    geminiSchemas: [gemini],
+    // A model that calls the first tool it was shown.
+    respond: (_messages, body) => {
+      const shown = (body.tools as Array<{ function: { name: string } }> | undefined)?.[0]?.function.name;
+      return shown === undefined
+        ? undefined
+        : { toolCalls: [{ id: 'call_1', name: shown, arguments: '{"values":[["a"]]}' }] };
+    },
+  });
+  claude = new FakeAnthropic();
+  claude.respond = (body) => ({
+    toolUse: { name: (body.tools as Array<{ name: string }>)[0]?.name ?? 'none', input: { query: 'x' } },
+  });
+  harness = await startGatewayWithClaude(fake, claude, inject('redisUrl'));
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+  await claude.stop();
+});
+
+const client = () => new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-schemas', maxRetries: 0 });
+
+/** google-docs-mcp's writeSpreadsheet as OpenCode sends it (anomalyco/opencode#20273). */
+const writeSpreadsheet: OpenAI.ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'google-docs_writeSpreadsheet',
+    parameters: {
+      type: 'object',
+      properties: {
+        spreadsheetId: { type: 'string' },
+        range: { type: 'string', description: 'A1 notation' },
+        values: { type: 'array', items: { type: 'array' }, description: 'Rows of cells' },
+      },
+      required: ['spreadsheetId', 'values'],
+    },
+  },
+};
+
+/** Parameters as zod-to-json-schema and pydantic write them for an MCP server. */
+const mcpSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    mode: { const: 'append' },
+    limit: { type: ['integer', 'null'], exclusiveMinimum: 0 },
+    filter: { $ref: '#/$defs/Filter' },
+  },
+  required: ['mode'],
+  $defs: {
+    Filter: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { field: { type: 'string' }, value: { type: 'string' } },
+    },
+  },
+};
+
+type SentTool = { function: { name: string; parameters: Record<string, unknown> } };
+const toolsSent = () => (fake.chatRequests.at(-1)?.body as { tools: SentTool[] }).tools;
+
+describe('an MCP tool whose schema OpenAI refuses: an array without items', () => {
+  it('is answered after one refusal, every property shown; the next request goes at once', async () => {
+    const model = 'gpt-5.2';
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model,
+      tools: [writeSpreadsheet],
+      messages: [{ role: 'user', content: 'Write a cell.' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      function: { name: 'google-docs_writeSpreadsheet' },
+    });
+    expect(fake.chatRequests.length - before).toBe(2);
+    const parameters = toolsSent()[0]?.function.parameters as {
+      properties: Record<string, { items?: { items?: unknown } }>;
+      required: string[];
+    };
+    expect(Object.keys(parameters.properties)).toEqual(['spreadsheetId', 'range', 'values']);
+    expect(parameters.properties.values?.items?.items).toEqual({});
+    expect(parameters.required).toEqual(['spreadsheetId', 'values']);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model,
+      tools: [writeSpreadsheet],
+      messages: [{ role: 'user', content: 'And another.' }],
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('from a Responses client (Codex’s shape), bridged onto chat', async () => {
+    const response = await client().responses.create({
+      model: 'gpt-5.1-codex',
+      store: false,
+      input: 'Write a cell.',
+      tools: [
+        {
+          type: 'function',
+          name: 'google-docs_writeSpreadsheet',
+          parameters: writeSpreadsheet.function.parameters as Record<string, unknown>,
+          strict: false,
+        },
+      ],
+    });
+    expect(response.output.find((item) => item.type === 'function_call')).toMatchObject({
+      name: 'google-docs_writeSpreadsheet',
+    });
+  });
+});
+
+describe('an MCP tool whose schema Gemini refuses: $schema, additionalProperties, const, a list of types, $ref', () => {
+  it('is answered after one refusal, with each property as Gemini reads it', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: gemini,
+      tools: [{ type: 'function', function: { name: 'search_rows', parameters: mcpSchema } }],
+      messages: [{ role: 'user', content: 'Find the rows.' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'search_rows' } });
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(toolsSent()[0]?.function.parameters).toEqual({
+      type: 'object',
+      properties: {
+        mode: { enum: ['append'] },
+        limit: { type: 'integer', nullable: true },
+        filter: { type: 'object', properties: { field: { type: 'string' }, value: { type: 'string' } } },
+      },
+      required: ['mode'],
+    });
+  });
+});
+
+describe('an MCP tool whose schema Anthropic refuses: alternatives at the top', () => {
+  it('Claude, from a chat client: answered, the alternatives one object of their properties', async () => {
+    const before = claude.messageRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'claude-sonnet-4-6',
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'lookup',
+            parameters: {
+              anyOf: [
+                { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+                { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] },
+              ],
+            },
+          },
+        },
+      ],
+      messages: [{ role: 'user', content: 'Look it up.' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'lookup' } });
+    expect(claude.messageRequests.length - before).toBe(2);
+    const schema = (claude.messageRequests.at(-1)?.body as { tools: Array<{ input_schema: unknown }> })
+      .tools[0]?.input_schema as { type: string; properties: Record<string, unknown>; required?: string[] };
+    expect(schema.type).toBe('object');
+    expect(Object.keys(schema.properties)).toEqual(['query', 'id']);
+    expect(schema.required).toBeUndefined();
+  });
+
+  it('Claude, from a Messages client (Claude Code’s shape): answered after one refusal', async () => {
+    const before = claude.messageRequests.length;
+    const anthropic = new Anthropic({ baseURL: harness.baseUrl.replace(/\/v1$/, ''), apiKey: 'sk-schemas' });
+    const message = await anthropic.messages.create({
+      model: 'claude-opus-4-6',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'Look it up.' }],
+      tools: [
+        {
+          name: 'lookup',
+          input_schema: {
+            type: 'object',
+            anyOf: [
+              { properties: { query: { type: 'string' } } },
+              { properties: { id: { type: 'integer' } } },
+            ],
+          },
+        },
+      ],
+    });
+    expect(message.content.find((block) => block.type === 'tool_use')).toMatchObject({ name: 'lookup' });
+    expect(claude.messageRequests.length - before).toBe(2);
+    const schema = (claude.messageRequests.at(-1)?.body as { tools: Array<{ input_schema: unknown }> })
+      .tools[0]?.input_schema as { type: string; properties: Record<string, unknown> };
+    expect(Object.keys(schema.properties)).toEqual(['query', 'id']);
+  });
+});

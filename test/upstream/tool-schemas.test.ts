@@ -1,0 +1,221 @@
+// Tool parameter schemas in the subset every provider takes (tool-schemas.ts), as a table of schemas MCP
+// servers send: each written form is taken by the rules of OpenAI, Anthropic and Gemini as the strict
+// fakes hold them (test/helpers/tool-schema-rules.ts), and keeps what the model must know.
+import { describe, expect, it } from 'vitest';
+import { portableParameters, withToolSchemasEveryProviderTakes } from '../../src/upstream/tool-schemas.js';
+import {
+  anthropicSchemaRefusal,
+  geminiSchemaRefusal,
+  openAISchemaRefusal,
+} from '../helpers/tool-schema-rules.js';
+
+/** A cycle of references (a tree node whose children are nodes). */
+const tree = {
+  type: 'object',
+  properties: { root: { $ref: '#/definitions/Node' } },
+  definitions: {
+    Node: {
+      type: 'object',
+      properties: {
+        label: { type: 'string' },
+        children: { type: 'array', items: { $ref: '#/definitions/Node' } },
+      },
+    },
+  },
+};
+
+/** References that double at each level: 2^40 schemas if each were followed to its end. */
+const doubling: Record<string, unknown> = { $defs: {} as Record<string, unknown>, type: 'object' };
+for (let level = 0; level < 40; level++)
+  (doubling.$defs as Record<string, unknown>)[`L${level}`] = {
+    type: 'object',
+    properties: { a: { $ref: `#/$defs/L${level + 1}` }, b: { $ref: `#/$defs/L${level + 1}` } },
+  };
+doubling.properties = { top: { $ref: '#/$defs/L0' } };
+
+const cases: ReadonlyArray<{ name: string; parameters: unknown; properties: string[]; required?: string[] }> =
+  [
+    {
+      name: 'an array without items, nested too (opencode#20273, wordpress-mcp#103)',
+      parameters: {
+        type: 'object',
+        properties: {
+          values: { type: 'array', items: { type: 'array' } },
+          tags: { type: ['array', 'null'] },
+        },
+        required: ['values'],
+      },
+      properties: ['values', 'tags'],
+      required: ['values'],
+    },
+    {
+      name: "zod-to-json-schema's draft-07 output: $schema, additionalProperties, const, exclusiveMinimum",
+      parameters: {
+        $schema: 'http://json-schema.org/draft-07/schema#',
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          mode: { const: 'append' },
+          count: { type: 'number', exclusiveMinimum: 0 },
+          url: { type: 'string', format: 'uri' },
+        },
+        required: ['mode', 'missing'],
+      },
+      properties: ['mode', 'count', 'url'],
+      required: ['mode'],
+    },
+    {
+      name: 'alternatives at the top (aliargun/mcp-server-gemini#8)',
+      parameters: {
+        oneOf: [
+          {
+            type: 'object',
+            properties: { query: { type: 'string' }, limit: { type: 'integer' } },
+            required: ['query', 'limit'],
+          },
+          {
+            type: 'object',
+            properties: { id: { type: 'integer' }, limit: { type: 'integer' } },
+            required: ['limit'],
+          },
+        ],
+      },
+      properties: ['query', 'limit', 'id'],
+      required: ['limit'],
+    },
+    {
+      name: 'allOf: every branch holds',
+      parameters: {
+        allOf: [
+          { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] },
+          { properties: { b: { type: 'boolean', enum: [true, false] } }, required: ['b'] },
+        ],
+      },
+      properties: ['a', 'b'],
+      required: ['a', 'b'],
+    },
+    {
+      name: 'a list of types with an object among them, and a union of types',
+      parameters: {
+        type: 'object',
+        properties: {
+          either: { type: ['string', 'object'], properties: { x: { type: 'string' } } },
+          anything: { type: ['string', 'number', 'boolean', 'null'] },
+        },
+      },
+      properties: ['either', 'anything'],
+    },
+    { name: 'a reference cycle (a tree)', parameters: tree, properties: ['root'] },
+    { name: 'references that double at each level', parameters: doubling, properties: ['top'] },
+    { name: 'no type at the top', parameters: { properties: { q: { type: 'string' } } }, properties: ['q'] },
+    { name: 'not a schema', parameters: 'string', properties: [] },
+  ];
+
+describe('portableParameters over the schemas MCP servers send', () => {
+  it.each(cases)('$name: taken by OpenAI, Anthropic and Gemini', ({ parameters, properties, required }) => {
+    const written = portableParameters(parameters);
+    expect(openAISchemaRefusal('tool', written)).toBeUndefined();
+    expect(anthropicSchemaRefusal(0, written)).toBeUndefined();
+    expect(geminiSchemaRefusal(0, written)).toBeUndefined();
+    expect(Object.keys(written.properties as object)).toEqual(properties);
+    expect(written.required).toEqual(required);
+  });
+
+  it("keeps a property's description, its type and a constant's value", () => {
+    expect(
+      portableParameters({
+        type: 'object',
+        properties: {
+          range: { type: 'string', description: 'A1 notation', format: 'uri', examples: ['A1'] },
+          mode: { const: 'append', description: 'Always append' },
+          level: { enum: [1, 2, 3] },
+        },
+      }).properties,
+    ).toEqual({
+      range: { type: 'string', description: 'A1 notation' },
+      mode: { enum: ['append'], description: 'Always append' },
+      // Gemini takes only text as an enum's values: the numbers are told in the description.
+      level: { description: 'One of: 1, 2, 3.' },
+    });
+  });
+
+  it("follows a reference, keeping the referrer's description", () => {
+    expect(
+      portableParameters({
+        type: 'object',
+        properties: { filter: { $ref: '#/$defs/Filter', description: 'Which rows' } },
+        $defs: { Filter: { type: 'object', properties: { field: { type: 'string' } } } },
+      }).properties,
+    ).toEqual({
+      filter: { type: 'object', properties: { field: { type: 'string' } }, description: 'Which rows' },
+    });
+  });
+
+  it('tells the model the alternatives were joined', () => {
+    const written = portableParameters(cases[2]?.parameters);
+    expect(written.description).toBe('Give the properties of one of 2 forms.');
+  });
+});
+
+describe('withToolSchemasEveryProviderTakes', () => {
+  it("rewrites each function's parameters and leaves a custom tool and the client's request as they were", () => {
+    const request = {
+      model: 'm',
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'a', parameters: { type: 'object', properties: { l: { type: 'array' } } } },
+        },
+        { type: 'custom', custom: { name: 'apply_patch' } },
+      ],
+    };
+    const copy = structuredClone(request);
+    const written = withToolSchemasEveryProviderTakes(request);
+    expect(request).toEqual(copy);
+    expect(written.tools[1]).toBe(request.tools[1]);
+    expect(openAISchemaRefusal('a', request.tools[0]?.function?.parameters)).toBeDefined();
+    expect(
+      openAISchemaRefusal('a', (written.tools[0] as (typeof request.tools)[0]).function?.parameters),
+    ).toBeUndefined();
+  });
+
+  it("bounds a request's work: tools past 40,000 schemas are each an object of any input", () => {
+    const wide = {
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: 2_000 }, (_, at) => [`p${at}`, { type: 'string' }]),
+      ),
+    };
+    const tools = Array.from({ length: 30 }, (_, at) => ({
+      type: 'function',
+      function: { name: `t${at}`, parameters: wide },
+    }));
+    const written = withToolSchemasEveryProviderTakes({ tools }).tools.map(
+      (tool) => Object.keys((tool.function.parameters as { properties: object }).properties).length,
+    );
+    // 2,001 schemas a tool: 19 whole, the 20th cut, the rest none.
+    expect(written.slice(0, 19)).toEqual(Array(19).fill(2_000));
+    expect(written.slice(20)).toEqual(Array(10).fill(0));
+  });
+
+  it("writes a Messages request's own custom tools' input_schema, not a server tool", () => {
+    const search = { type: 'web_search_20250305', name: 'web_search' };
+    const request: { ctxgate_anthropic: { tools: Array<Record<string, unknown>> } } = {
+      ctxgate_anthropic: {
+        tools: [
+          { name: 'lookup', input_schema: { anyOf: [{ properties: { q: { type: 'string' } } }] } },
+          search,
+        ],
+      },
+    };
+    const written = withToolSchemasEveryProviderTakes(request).ctxgate_anthropic.tools;
+    expect(anthropicSchemaRefusal(0, request.ctxgate_anthropic.tools[0]?.input_schema)).toBeDefined();
+    expect(anthropicSchemaRefusal(0, written[0]?.input_schema)).toBeUndefined();
+    expect(written[1]).toBe(search);
+  });
+
+  it('is the same request when it has no tools', () => {
+    const request = { model: 'm', messages: [] };
+    expect(withToolSchemasEveryProviderTakes(request)).toBe(request);
+  });
+});
