@@ -50,6 +50,8 @@ import {
   withToolDescriptionsWithin,
   toolDescriptionsField,
   toolSchemasField,
+  toolCountField,
+  withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
   type FieldFixes,
@@ -286,6 +288,15 @@ export function createAttemptLadder(input: {
     if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
     if (fixes.some((fix) => fix.field === toolSchemasField))
       outgoing = withToolSchemasEveryProviderTakes(outgoing);
+    const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
+    // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
+    if (toolCount !== undefined)
+      outgoing = withToolsAtMost(
+        outgoing,
+        plan.prepared.messages,
+        toolCount,
+        recall ? [recallTool.function.name] : [],
+      );
     const { prepared } = plan;
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes

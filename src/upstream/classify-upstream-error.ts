@@ -15,6 +15,7 @@ import {
   imageSideField,
   toolDescriptionsField,
   toolSchemasField,
+  toolCountField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -204,6 +205,10 @@ function refusedFields(text: string, body: string): FieldFix[] {
     body.includes('invalid_function_parameters')
   )
     add({ field: toolSchemasField });
+  // More tools than the provider takes in one request (OpenAI: 128).
+  const tools =
+    /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
+  if (tools !== null) add({ field: toolCountField, atMost: Number(tools[1]) });
   // More images than the model takes in one request: how many fit, as the refusal says.
   const images = imageCap(text);
   if (images !== undefined) add({ field: imageCountField, atMost: images });

@@ -194,6 +194,17 @@ export const toolDescriptionsField = 'tools[].function.description';
  */
 export const toolSchemasField = 'tools[].function.parameters';
 
+/**
+ * Not a field of the body: how many tools it offers, which OpenAI caps at 128 ("Invalid 'tools': array too
+ * long. Expected an array with maximum length 128, but got an array with length 142 instead." — GitHub
+ * Copilot's GPT-5.1 in OpenCode, anomalyco/opencode#4909; Claude Code's tools and MCP servers on GPT-5
+ * through a router, musistudio/claude-code-router#686). An agent with many MCP servers failed every
+ * request so. The fix says how many (`atMost`): the tool the request's `tool_choice` names, the gateway's
+ * recall tool and the tools the conversation called, newest first, are kept, then the others in the
+ * client's order (withToolsAtMost).
+ */
+export const toolCountField = 'tools.length';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
@@ -417,6 +428,49 @@ export function withToolDescriptionsWithin<R extends Record<string, unknown>>(re
     });
   });
   return changed ? Object.assign({}, request, { tools }) : request;
+}
+
+/**
+ * The request with at most `atMost` tools (toolCountField): the one `tool_choice` names, the tools named
+ * `kept`, and those the messages' calls name, newest first, then the rest in order — each in its place
+ * among the client's. The same request when it has no more.
+ */
+export function withToolsAtMost<R extends Record<string, unknown>>(
+  request: R,
+  messages: readonly { tool_calls?: unknown }[],
+  atMost: number,
+  kept: readonly string[] = [],
+): R {
+  const tools = request.tools;
+  if (!Array.isArray(tools) || tools.length <= atMost) return request;
+  const nameOf = (tool: unknown): string | undefined => {
+    const fn =
+      isRecord(tool) && isRecord(tool.function) ? tool.function : isRecord(tool) ? tool.custom : undefined;
+    return isRecord(fn) && typeof fn.name === 'string' ? fn.name : undefined;
+  };
+  const wanted: string[] = [];
+  const chosen = isRecord(request.tool_choice) ? nameOf(request.tool_choice) : undefined;
+  if (chosen !== undefined) wanted.push(chosen);
+  wanted.push(...kept);
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const calls = messages[index]?.tool_calls;
+    if (Array.isArray(calls)) for (const call of calls as unknown[]) wanted.push(nameOf(call) ?? '');
+  }
+  const keep = new Set<number>();
+  const positions = new Map<string, number>();
+  (tools as unknown[]).forEach((tool, position) => {
+    const name = nameOf(tool);
+    if (name !== undefined && !positions.has(name)) positions.set(name, position);
+  });
+  for (const name of wanted) {
+    if (keep.size >= atMost) break;
+    const position = positions.get(name);
+    if (position !== undefined) keep.add(position);
+  }
+  for (let position = 0; position < tools.length && keep.size < atMost; position++) keep.add(position);
+  return Object.assign({}, request, {
+    tools: (tools as unknown[]).filter((_, position) => keep.has(position)),
+  });
 }
 
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */

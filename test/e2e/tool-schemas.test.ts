@@ -213,3 +213,58 @@ describe('an MCP tool whose schema Anthropic refuses: alternatives at the top', 
     expect(Object.keys(schema.properties)).toEqual(['query', 'id']);
   });
 });
+
+describe('more tools than OpenAI takes in one request (128): an agent with many MCP servers', () => {
+  // Claude Code's own tools, then its MCP servers' (musistudio/claude-code-router#686; opencode#4909).
+  const many: OpenAI.ChatCompletionTool[] = Array.from({ length: 142 }, (_, at) => ({
+    type: 'function',
+    function: {
+      name: at < 20 ? `builtin_${at}` : `mcp__server__tool_${at}`,
+      parameters: { type: 'object', properties: { values: { type: 'string' } } },
+    },
+  }));
+  const called = 'mcp__server__tool_141';
+  const history: OpenAI.ChatCompletionMessageParam[] = [
+    { role: 'user', content: 'Use the last tool.' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_9', type: 'function', function: { name: called, arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: 'call_9', content: 'done' },
+    { role: 'user', content: 'Again.' },
+  ];
+
+  it('is answered after one refusal with 128 tools, the one the conversation called among them', async () => {
+    const model = 'gpt-5-mini';
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model, tools: many, messages: history });
+    expect(answer.choices[0]?.message.tool_calls?.[0]?.type).toBe('function');
+    expect(fake.chatRequests.length - before).toBe(2);
+    const names = toolsSent().map((tool) => tool.function.name);
+    expect(names).toHaveLength(128);
+    expect(names).toContain(called);
+    // The rest in the client's order: its own tools first.
+    expect(names.slice(0, 20)).toEqual(
+      many.slice(0, 20).map((tool) => (tool as { function: { name: string } }).function.name),
+    );
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model, tools: many, messages: history });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('from a Messages client (Claude Code’s shape) on an OpenAI model', async () => {
+    const anthropic = new Anthropic({ baseURL: harness.baseUrl.replace(/\/v1$/, ''), apiKey: 'sk-schemas' });
+    const message = await anthropic.messages.create({
+      model: 'gpt-5',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'Go.' }],
+      tools: many.map((tool) => ({
+        name: (tool as { function: { name: string } }).function.name,
+        input_schema: { type: 'object' as const, properties: {} },
+      })),
+    });
+    expect(message.content.some((block) => block.type === 'tool_use')).toBe(true);
+    expect(toolsSent()).toHaveLength(128);
+  });
+});

@@ -1003,6 +1003,19 @@ export class FakeUpstream {
       );
       return;
     }
+    // OpenAI's cap on the tools of a request (anomalyco/opencode#4909: many MCP servers' tools).
+    if (Array.isArray(body.tools) && body.tools.length > 128) {
+      sendJson(
+        400,
+        openAIError(
+          `Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length ${body.tools.length} instead.`,
+          'invalid_request_error',
+          'tools',
+          'array_above_max_length',
+        ),
+      );
+      return;
+    }
     // OpenAI's rules for a function's parameters (opencode#20273: an MCP tool's array without items),
     // and Gemini's for its Schema object.
     const gemini = this.options.geminiSchemas?.includes(String(body.model)) === true;

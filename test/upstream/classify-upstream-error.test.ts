@@ -961,6 +961,23 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'tools[].function.parameters' }] },
   })),
   {
+    // anomalyco/opencode#4909 (GitHub Copilot's GPT-5.1), musistudio/claude-code-router#686.
+    name: "OpenAI: more tools than it takes in one request ('tools': array too long)",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array with length 142 instead.",
+          type: 'invalid_request_error',
+          param: 'tools',
+          code: 'array_above_max_length',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools.length', atMost: 128 }] },
+  },
+  {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",
     answer: {

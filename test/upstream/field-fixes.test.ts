@@ -14,6 +14,7 @@ import {
   withToolCallIdsAsKimiTakes,
   withToolCallIdsEveryProviderTakes,
   withToolDescriptionsWithin,
+  withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -436,5 +437,58 @@ describe('withToolDescriptionsWithin', () => {
   it('is the same request when no description is longer', () => {
     const request = { tools: [tool(words(10))] };
     expect(withToolDescriptionsWithin(request, 1024)).toBe(request);
+  });
+});
+
+describe('withToolsAtMost', () => {
+  const tool = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object' } } });
+  const names = (request: { tools?: unknown }) =>
+    (request.tools as Array<{ function: { name: string } }>).map((entry) => entry.function.name);
+  const tools = ['a', 'b', 'c', 'd', 'e', 'f'].map(tool);
+  const calls = (...called: string[]) => ({
+    tool_calls: called.map((name, at) => ({
+      id: `c${at}`,
+      type: 'function',
+      function: { name, arguments: '{}' },
+    })),
+  });
+
+  it.each([
+    {
+      name: 'none called: the first in the client’s order',
+      messages: [],
+      kept: [],
+      expected: ['a', 'b', 'c'],
+    },
+    {
+      name: 'the newest called first, each in its place',
+      messages: [calls('f'), calls('e', 'd'), calls('b')],
+      kept: [],
+      expected: ['b', 'd', 'e'],
+    },
+    {
+      name: 'a tool kept by name (the recall tool)',
+      messages: [calls('e')],
+      kept: ['f'],
+      expected: ['a', 'e', 'f'],
+    },
+    {
+      name: 'a call of a tool no longer offered counts for none',
+      messages: [calls('zzz')],
+      kept: [],
+      expected: ['a', 'b', 'c'],
+    },
+  ])('$name', ({ messages, kept, expected }) => {
+    expect(names(withToolsAtMost({ tools }, messages, 3, kept))).toEqual(expected);
+  });
+
+  it('keeps the tool that tool_choice names', () => {
+    const request = { tools, tool_choice: { type: 'function', function: { name: 'f' } } };
+    expect(names(withToolsAtMost(request, [calls('e', 'd')], 2))).toEqual(['e', 'f']);
+  });
+
+  it('is the same request within the cap', () => {
+    const request = { tools };
+    expect(withToolsAtMost(request, [], 6)).toBe(request);
   });
 });
