@@ -17,6 +17,7 @@ import {
   contextResponseHeaders,
   firstAttempt,
   tokenizerFor,
+  withMaxTokens,
   type AttemptState,
   type PreparedContext,
 } from '../context/plan-send.js';
@@ -51,6 +52,7 @@ import {
   toolDescriptionsField,
   toolSchemasField,
   toolCountField,
+  answerTokensField,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -146,6 +148,44 @@ interface Choice {
 function hidSomething(attempt: ChatAttempt): boolean {
   const { report } = attempt.prepared;
   return leftOut(attempt) || report.summarizedMessages > 0 || report.summaryUsed;
+}
+
+/**
+ * The fixes learned for the model's tools applied to the request as planned (docs/budgeting.md#refused-fields):
+ * fields renamed or left out, descriptions cut, schemas written portably, and no more tools than it takes
+ * (the recall tool, when offered, among them).
+ */
+function withFieldFixes(
+  planned: ChatCompletionRequest,
+  fixes: readonly FieldFix[],
+  messages: readonly ContextMessage[],
+  recall: boolean,
+): ChatCompletionRequest {
+  let outgoing = fixes.length === 0 ? planned : applyFieldFixes(planned, fixes);
+  const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
+  if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
+  if (fixes.some((fix) => fix.field === toolSchemasField))
+    outgoing = withToolSchemasEveryProviderTakes(outgoing);
+  const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
+  // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
+  if (toolCount !== undefined)
+    outgoing = withToolsAtMost(outgoing, messages, toolCount, recall ? [recallTool.function.name] : []);
+  return outgoing;
+}
+
+/**
+ * The request asking for no longer an answer than the model gives (answerTokensField): planned so, its
+ * prompt is given the room the answer does not take.
+ */
+function withAnswerTokensWithin(
+  request: ChatCompletionRequest,
+  fixes: readonly FieldFix[],
+): ChatCompletionRequest {
+  const cap = fixes.find((fix) => fix.field === answerTokensField)?.atMost;
+  const asked = request.max_completion_tokens ?? request.max_tokens;
+  return cap !== undefined && typeof asked === 'number' && asked > cap
+    ? withMaxTokens(request, cap)
+    : request;
 }
 
 /** The request with the recall tool added to its tools. */
@@ -270,8 +310,10 @@ export function createAttemptLadder(input: {
   /** Prompt tokens an attempt that offers the tool keeps free for its calls and their results. */
   let recallRoom = 0;
   const render = (state: AttemptState, choice: Choice): ChatAttempt => {
+    const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
+    const asked = withAnswerTokensWithin(choice.chatRequest, fixes);
     const plan = input.planner.plan({
-      chatRequest: recall ? withRecallTool(choice.chatRequest) : choice.chatRequest,
+      chatRequest: recall ? withRecallTool(asked) : asked,
       attempt: recall ? Object.assign({}, state, { keepFreeTokens: recallRoom }) : state,
       overrides: input.overrides,
       session: choice.session,
@@ -282,21 +324,7 @@ export function createAttemptLadder(input: {
       // The recall tool is not the client's: that tool set is known by its definitions.
       toolsKey: recall ? undefined : input.toolsKey,
     });
-    const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
-    let outgoing = fixes.length === 0 ? plan.outgoing : applyFieldFixes(plan.outgoing, fixes);
-    const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
-    if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
-    if (fixes.some((fix) => fix.field === toolSchemasField))
-      outgoing = withToolSchemasEveryProviderTakes(outgoing);
-    const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
-    // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
-    if (toolCount !== undefined)
-      outgoing = withToolsAtMost(
-        outgoing,
-        plan.prepared.messages,
-        toolCount,
-        recall ? [recallTool.function.name] : [],
-      );
+    let outgoing = withFieldFixes(plan.outgoing, fixes, plan.prepared.messages, recall);
     const { prepared } = plan;
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes

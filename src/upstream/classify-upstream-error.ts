@@ -16,6 +16,7 @@ import {
   toolDescriptionsField,
   toolSchemasField,
   toolCountField,
+  answerTokensField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -205,6 +206,10 @@ function refusedFields(text: string, body: string): FieldFix[] {
     body.includes('invalid_function_parameters')
   )
     add({ field: toolSchemasField });
+  // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
+  // Groq's and Bedrock's wordings, each with the longest.
+  const answer = answerCap(text);
+  if (answer !== undefined) add({ field: answerTokensField, atMost: answer });
   // More tools than the provider takes in one request (OpenAI: 128).
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
@@ -241,6 +246,23 @@ function refusedFields(text: string, body: string): FieldFix[] {
     for (const name of (match[1] as string).matchAll(/'(\w+)'/g))
       add(fixForMessageField([name[1] as string]));
   return [...fixes.values()];
+}
+
+/** The longest answer a model gives, from a refusal of a longer `max_tokens`; undefined for any other. */
+function answerCap(text: string): number | undefined {
+  const said =
+    /valid range of max_tokens is \[\s*\d+\s*,\s*(\d+)\s*\]/i.exec(text) ??
+    /max_tokens\W{0,3}:?\s*\d+ > (\d+), which is the maximum allowed number of output tokens/i.exec(text) ??
+    /(?:max_tokens|max_completion_tokens)\W{0,3} is too large: \d+\. this model supports at most (\d+) completion tokens/i.exec(
+      text,
+    ) ??
+    /max_(?:completion_)?tokens\W{0,3} specified in the request are not valid: integer above maximum value, expected a value <= (\d+)/i.exec(
+      text,
+    ) ??
+    /max_(?:completion_)?tokens\W{0,3} must be less than or equal to \W{0,3}(\d+)/i.exec(text) ??
+    /maximum tokens you requested exceeds the model limit of (\d+)/i.exec(text);
+  const cap = said === null ? 0 : Number(said[1]);
+  return cap >= 1 ? cap : undefined;
 }
 
 /**

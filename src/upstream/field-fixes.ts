@@ -205,6 +205,17 @@ export const toolSchemasField = 'tools[].function.parameters';
  */
 export const toolCountField = 'tools.length';
 
+/**
+ * Not a field of the body: the longest answer the model gives, which a request's `max_tokens` (or
+ * `max_completion_tokens`) may not pass — DeepSeek's 8,192 ("Invalid max_tokens value, the valid range of
+ * max_tokens is [1, 8192]"), OpenAI's 16,384 for GPT-4o ("max_tokens is too large: 32000. This model
+ * supports at most 16384 completion tokens"), Anthropic's per model ("max_tokens: 128001 > 64000, which is
+ * the maximum allowed number of output tokens for claude-opus-4-5"). Claude Code asks for 32,000 on any
+ * model, and every request of it failed so (Gitlawb/openclaude#35, mnfst/llm-gateway#1177). The fix says
+ * the longest (`atMost`): a request asking for more asks for that, planned so (attempt-ladder.ts).
+ */
+export const answerTokensField = 'max_tokens.value';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;

@@ -502,6 +502,8 @@ export class FakeAnthropic {
       apiKey?: string;
       /** The most bytes a Messages request may have: Anthropic's 32 MB (docs: request size limits). */
       maxRequestBytes?: number;
+      /** The longest answer the model gives: a larger `max_tokens` is refused in Anthropic's words. */
+      maxOutputTokens?: number;
     } = {},
   ) {}
 
@@ -600,6 +602,16 @@ export class FakeAnthropic {
         errorBody('invalid_request_error', `prompt is too long: ${inputTokens} tokens > ${window} maximum`),
       );
     const maxTokens = Number(body.max_tokens);
+    // The model's longest answer (anthropics/claude-code#24451: 128001 asked of Opus 4.5's 64000).
+    const longest = this.options.maxOutputTokens;
+    if (longest !== undefined && maxTokens > longest)
+      return send(
+        400,
+        errorBody(
+          'invalid_request_error',
+          `max_tokens: ${maxTokens} > ${longest}, which is the maximum allowed number of output tokens for ${String(body.model)}`,
+        ),
+      );
     if (inputTokens + maxTokens > window)
       return send(
         400,

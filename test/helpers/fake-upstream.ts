@@ -289,6 +289,11 @@ export interface FakeUpstreamOptions {
    * a list of types or an enum of other than text is refused in Gemini's words (zed-industries/zed#45552).
    */
   geminiSchemas?: readonly string[];
+  /**
+   * Models' longest answers: a larger `max_tokens` (or `max_completion_tokens`) is refused in DeepSeek's
+   * words for a `deepseek-` model (Gitlawb/openclaude#35), in OpenAI's for any other.
+   */
+  maxAnswerTokens?: Readonly<Record<string, number>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1000,6 +1005,28 @@ export class FakeUpstream {
           param,
           name.length > 64 ? 'string_above_max_length' : 'invalid_value',
         ),
+      );
+      return;
+    }
+    const longest = this.options.maxAnswerTokens?.[String(body.model)];
+    const asked = body.max_completion_tokens ?? body.max_tokens;
+    if (longest !== undefined && asked !== undefined && asked > longest) {
+      const field = body.max_completion_tokens === undefined ? 'max_tokens' : 'max_completion_tokens';
+      sendJson(
+        400,
+        String(body.model).startsWith('deepseek-')
+          ? openAIError(
+              `Invalid max_tokens value, the valid range of max_tokens is [1, ${longest}]`,
+              'invalid_request_error',
+              null,
+              'invalid_request_error',
+            )
+          : openAIError(
+              `${field} is too large: ${asked}. This model supports at most ${longest} completion tokens, whereas you provided ${asked}.`,
+              'invalid_request_error',
+              field,
+              'invalid_value',
+            ),
       );
       return;
     }

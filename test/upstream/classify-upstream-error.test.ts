@@ -166,7 +166,8 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'bad_request' },
   },
   {
-    name: 'look-alike: Groq output cap mentioning context_window',
+    // Not an overflow though it names the window: the model's longest answer, learned as a field fix.
+    name: 'Groq output cap mentioning context_window',
     answer: {
       status: 400,
       body: openAIError(
@@ -174,7 +175,7 @@ const ownCases: ReadonlyArray<{
         null,
       ),
     },
-    expected: { kind: 'bad_request' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'max_tokens.value', atMost: 32_768 }] },
   },
   {
     name: 'look-alike: Groq 413 on tokens per minute',
@@ -977,6 +978,41 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'tools.length', atMost: 128 }] },
   },
+  // A longer answer asked for than the model gives: each provider's words, with the longest.
+  ...(
+    [
+      [
+        'DeepSeek (Gitlawb/openclaude#35)',
+        openAIError(
+          'Invalid max_tokens value, the valid range of max_tokens is [1, 8192]',
+          'invalid_request_error',
+        ),
+        8_192,
+      ],
+      [
+        'Anthropic (anthropics/claude-code#24451)',
+        '{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 128001 > 64000, which is the maximum allowed number of output tokens for claude-opus-4-5-20251101"},"request_id":"req_011CXxg3eqF8ZMvqtkKHNjKQ"}',
+        64_000,
+      ],
+      [
+        'OpenAI GPT-4o',
+        openAIError(
+          'max_tokens is too large: 32000. This model supports at most 16384 completion tokens, whereas you provided 32000.',
+          'invalid_value',
+        ),
+        16_384,
+      ],
+      [
+        'Volcano Engine (Gitlawb/openclaude#331)',
+        '{"error":{"code":"InvalidParameter","message":"The parameter `max_completion_tokens` specified in the request are not valid: integer above maximum value, expected a value <= 12288, but got 32000 instead. Request id: 0217752964393142fa50af54af66c5cfb922304bfd59ea286af93","param":"max_completion_tokens","type":"BadRequest"}}',
+        12_288,
+      ],
+    ] as const
+  ).map(([name, body, atMost]) => ({
+    name: `a longer answer than the model gives: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'max_tokens.value', atMost }] },
+  })),
   {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",
