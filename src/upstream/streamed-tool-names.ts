@@ -29,6 +29,12 @@ interface HeldCall {
   envelope: Record<string, unknown>;
 }
 
+/**
+ * Calls held at once, across choices: a stream that opens more (a choice index per chunk) has the rest
+ * go as they came, so that no stream's calls cost more than a look each.
+ */
+const maxHeld = 64;
+
 const nonEmpty = (value: unknown): value is string => typeof value === 'string' && value !== '';
 
 /** Arguments that begin the call's value (a piece of JSON text, or an object some servers give). */
@@ -163,7 +169,13 @@ export class StreamedToolNames {
       out.push(...this.release((call) => call.choice === choice));
       changed = true;
     }
-    if (name !== undefined && index !== undefined && !argumentsGiven(fn) && !this.isWhole(name)) {
+    if (
+      name !== undefined &&
+      index !== undefined &&
+      this.held.length < maxHeld &&
+      !argumentsGiven(fn) &&
+      !this.isWhole(name)
+    ) {
       const envelope: Record<string, unknown> = {};
       for (const key of ['id', 'object', 'created', 'model'])
         if (chunk[key] !== undefined) envelope[key] = chunk[key];

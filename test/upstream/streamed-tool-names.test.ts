@@ -190,6 +190,23 @@ describe('StreamedToolNames over the streams servers write', () => {
     expect(out).not.toMatch(/\n\n\n/);
   });
 
+  it('holds no more than 64 calls at once: a stream of a choice per chunk goes as it came past them', () => {
+    const chunk = (choice: number) =>
+      `data: ${JSON.stringify({ id: 'x', choices: [{ index: choice, delta: { tool_calls: [opening(0, `c${choice}`, 'get_')] }, finish_reason: null }] })}\n\n`;
+    const names = new StreamedToolNames(new Set(['get_weather']), undefined);
+    const out = names
+      .rewrite(Buffer.from(Array.from({ length: 100 }, (_, choice) => chunk(choice)).join('')))
+      .toString();
+    // 64 held (their events left out), 36 as they came; the 64 opened at the end.
+    expect(out.match(/^data: /gm)).toHaveLength(36);
+    expect(
+      names
+        .end()
+        ?.toString()
+        .match(/^data: /gm),
+    ).toHaveLength(64);
+  });
+
   it("gives a name sent under another the client's, once whole", () => {
     const toClient = new Map([['calendar_read', 'calendar.read']]);
     const stream =
