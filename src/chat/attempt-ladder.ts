@@ -53,6 +53,8 @@ import {
   toolSchemasField,
   toolCountField,
   answerTokensField,
+  emptyTextField,
+  withEmptyTextsFilled,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -331,6 +333,7 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it).
     let messages = withoutMessageFields(prepared.messages, fixes);
+    if (fixes.some((fix) => fix.field === emptyTextField)) messages = withEmptyTextsFilled(messages);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);

@@ -17,6 +17,7 @@ import {
   toolSchemasField,
   toolCountField,
   answerTokensField,
+  emptyTextField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -210,6 +211,13 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // Groq's and Bedrock's wordings, each with the longest.
   const answer = answerCap(text);
   if (answer !== undefined) add({ field: answerTokensField, atMost: answer });
+  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
+  if (
+    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field/i.test(
+      text,
+    )
+  )
+    add({ field: emptyTextField });
   // More tools than the provider takes in one request (OpenAI: 128).
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);

@@ -216,6 +216,16 @@ export const toolCountField = 'tools.length';
  */
 export const answerTokensField = 'max_tokens.value';
 
+/**
+ * Not a field of the body: messages of no text, which Gemini refuses ("Unable to submit request because
+ * it has an empty text parameter. Add a value to the parameter and try again." on its OpenAI-compatible
+ * endpoint: microsoft/autogen#5762, FoundationAgents/OpenManus#913; "contents.parts must not be empty").
+ * An agent's command that printed nothing (`mkdir`, `git add`) gives a tool result of `""`, and every
+ * later request of the conversation was refused. Each such message is given text instead
+ * (withEmptyTextsFilled).
+ */
+export const emptyTextField = 'messages[].content.empty';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
@@ -482,6 +492,43 @@ export function withToolsAtMost<R extends Record<string, unknown>>(
   return Object.assign({}, request, {
     tools: (tools as unknown[]).filter((_, position) => keep.has(position)),
   });
+}
+
+/** What a tool result of no text is sent as, to a provider that refuses none (emptyTextField). */
+export const noOutputText = '(no output)';
+/** And any other message of no text. */
+const emptyText = '(empty)';
+
+const blank = (text: unknown): boolean => typeof text === 'string' && text.trim() === '';
+
+/** A message of no text (blank text parts left out) as one with text, or itself. */
+function filledMessage(message: ContextMessage): ContextMessage {
+  const { content } = message;
+  const calls = Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+  if (Array.isArray(content)) {
+    const parts = (content as unknown[]).filter(
+      (part) => !(isRecord(part) && part.type === 'text' && blank(part.text)),
+    );
+    if (parts.length === content.length) return message;
+    if (parts.length > 0) return Object.assign({}, message, { content: parts });
+  } else if (!(blank(content) || (content == null && message.role === 'assistant' && !calls))) return message;
+  // A call's message says nothing beside its calls; anything else says it had nothing.
+  if (message.role === 'assistant' && calls) return Object.assign({}, message, { content: null });
+  return Object.assign({}, message, { content: message.role === 'tool' ? noOutputText : emptyText });
+}
+
+/**
+ * The messages with each of no text given text (emptyTextField): a tool result `(no output)`, an
+ * assistant message with calls no content, any other `(empty)`; blank text parts left out. The same
+ * array when none is empty.
+ */
+export function withEmptyTextsFilled(messages: ContextMessage[]): ContextMessage[] {
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    const filled = filledMessage(message);
+    if (filled !== message) (out ??= messages.slice())[index] = filled;
+  });
+  return out ?? messages;
 }
 
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */

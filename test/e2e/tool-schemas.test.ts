@@ -22,7 +22,7 @@ let harness: GatewayHarness;
 
 beforeAll(async () => {
   fake = new FakeUpstream({
-    geminiSchemas: [gemini],
+    geminiRules: [gemini],
     // A model that calls the first tool it was shown.
     respond: (_messages, body) => {
       const shown = (body.tools as Array<{ function: { name: string } }> | undefined)?.[0]?.function.name;

@@ -286,9 +286,10 @@ export interface FakeUpstreamOptions {
   /**
    * Models served as Gemini serves them, behind its OpenAI-compatible endpoint or a gateway: a tool whose
    * parameters hold a keyword outside Gemini's Schema object (`$schema`, `additionalProperties`, `const`),
-   * a list of types or an enum of other than text is refused in Gemini's words (zed-industries/zed#45552).
+   * a list of types or an enum of other than text is refused in Gemini's words (zed-industries/zed#45552),
+   * and so is a message of no text (a tool result of `""`: microsoft/autogen#5762).
    */
-  geminiSchemas?: readonly string[];
+  geminiRules?: readonly string[];
   /**
    * Models' longest answers: a larger `max_tokens` (or `max_completion_tokens`) is refused in DeepSeek's
    * words for a `deepseek-` model (Gitlawb/openclaude#35), in OpenAI's for any other.
@@ -1045,7 +1046,31 @@ export class FakeUpstream {
     }
     // OpenAI's rules for a function's parameters (opencode#20273: an MCP tool's array without items),
     // and Gemini's for its Schema object.
-    const gemini = this.options.geminiSchemas?.includes(String(body.model)) === true;
+    const gemini = this.options.geminiRules?.includes(String(body.model)) === true;
+    const textless = (message: ChatMessage): boolean =>
+      Array.isArray(message.content)
+        ? (message.content as Array<{ type?: string; text?: unknown }>).every(
+            (part) => part.type === 'text' && part.text === '',
+          )
+        : message.content === '' ||
+          (message.content == null &&
+            !(message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0));
+    if (gemini && (body.messages ?? []).some(textless)) {
+      sendJson(
+        400,
+        JSON.stringify([
+          {
+            error: {
+              code: 400,
+              message:
+                'Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini',
+              status: 'INVALID_ARGUMENT',
+            },
+          },
+        ]),
+      );
+      return;
+    }
     for (const [index, tool] of (Array.isArray(body.tools)
       ? (body.tools as Array<{ function?: { name?: unknown; parameters?: unknown } }>)
       : []

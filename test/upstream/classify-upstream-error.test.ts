@@ -1014,6 +1014,39 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'max_tokens.value', atMost }] },
   })),
   {
+    // microsoft/autogen#5762: Gemini's OpenAI-compatible endpoint, its error in a list.
+    name: 'Gemini: a message of no text ("empty text parameter")',
+    answer: {
+      status: 400,
+      body: JSON.stringify([
+        {
+          error: {
+            code: 400,
+            message:
+              'Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini',
+            status: 'INVALID_ARGUMENT',
+          },
+        },
+      ]),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
+  },
+  {
+    // coze-dev/coze-studio#46: Gemini's own API.
+    name: 'Gemini: "contents.parts must not be empty"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          code: 400,
+          message: '* GenerateContentRequest.contents[0].parts: contents.parts must not be empty.\n',
+          status: 'INVALID_ARGUMENT',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
+  },
+  {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",
     answer: {

@@ -15,6 +15,7 @@ import {
   withToolCallIdsEveryProviderTakes,
   withToolDescriptionsWithin,
   withToolsAtMost,
+  withEmptyTextsFilled,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -490,5 +491,60 @@ describe('withToolsAtMost', () => {
   it('is the same request within the cap', () => {
     const request = { tools };
     expect(withToolsAtMost(request, [], 6)).toBe(request);
+  });
+});
+
+describe('withEmptyTextsFilled', () => {
+  const call = { id: 'c1', type: 'function', function: { name: 'shell', arguments: '{}' } };
+  it.each([
+    {
+      name: 'a tool result of ""',
+      message: { role: 'tool', tool_call_id: 'c1', content: '' },
+      content: '(no output)',
+    },
+    {
+      name: 'a tool result of white space',
+      message: { role: 'tool', tool_call_id: 'c1', content: ' \n' },
+      content: '(no output)',
+    },
+    {
+      name: 'calls with "" beside them',
+      message: { role: 'assistant', content: '', tool_calls: [call] },
+      content: null,
+    },
+    { name: 'an empty answer', message: { role: 'assistant', content: '' }, content: '(empty)' },
+    {
+      name: 'an answer of no content and no calls',
+      message: { role: 'assistant', content: null },
+      content: '(empty)',
+    },
+    {
+      name: 'blank text parts beside a picture: left out',
+      message: {
+        role: 'user',
+        content: [
+          { type: 'text', text: '' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } },
+        ],
+      },
+      content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } }],
+    },
+    {
+      name: 'only blank text parts',
+      message: { role: 'user', content: [{ type: 'text', text: '' }] },
+      content: '(empty)',
+    },
+  ])('$name', ({ message, content }) => {
+    const [filled] = withEmptyTextsFilled([message as ContextMessage]);
+    expect(filled?.content).toEqual(content);
+  });
+
+  it('is the same array when every message has text, calls with null content among them', () => {
+    const messages = [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+    ] as ContextMessage[];
+    expect(withEmptyTextsFilled(messages)).toBe(messages);
   });
 });
