@@ -55,6 +55,8 @@ import {
   answerTokensField,
   emptyTextField,
   withEmptyTextsFilled,
+  developerRoleField,
+  withDeveloperAsSystem,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -334,6 +336,7 @@ export function createAttemptLadder(input: {
     // signature on the calls that have none (another model's, or a client's that dropped it).
     let messages = withoutMessageFields(prepared.messages, fixes);
     if (fixes.some((fix) => fix.field === emptyTextField)) messages = withEmptyTextsFilled(messages);
+    if (fixes.some((fix) => fix.field === developerRoleField)) messages = withDeveloperAsSystem(messages);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);

@@ -18,6 +18,7 @@ import {
   toolCountField,
   answerTokensField,
   emptyTextField,
+  developerRoleField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -218,6 +219,13 @@ function refusedFields(text: string, body: string): FieldFix[] {
     )
   )
     add({ field: emptyTextField });
+  // The `developer` role, which DeepSeek's API (a serde enum) and some servers do not know.
+  if (
+    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer/i.test(
+      text,
+    )
+  )
+    add({ field: developerRoleField });
   // More tools than the provider takes in one request (OpenAI: 128).
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);

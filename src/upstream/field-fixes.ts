@@ -226,6 +226,15 @@ export const answerTokensField = 'max_tokens.value';
  */
 export const emptyTextField = 'messages[].content.empty';
 
+/**
+ * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
+ * and which Codex and the AI SDK send them — and which DeepSeek's API refuses ("messages[1].role: unknown
+ * variant `developer`, expected one of `system`, `user`, `assistant`, `tool`": Codex on DeepSeek V4,
+ * icebear0828/codex-proxy#589, earendil-works/pi#1048). Every request of such a client failed. Each
+ * developer message is sent as a system message where it stood (withDeveloperAsSystem).
+ */
+export const developerRoleField = 'messages[].role.developer';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
@@ -529,6 +538,14 @@ export function withEmptyTextsFilled(messages: ContextMessage[]): ContextMessage
     if (filled !== message) (out ??= messages.slice())[index] = filled;
   });
   return out ?? messages;
+}
+
+/** The messages with each `developer` message a `system` one (developerRoleField); the same array when none is. */
+export function withDeveloperAsSystem(messages: ContextMessage[]): ContextMessage[] {
+  if (!messages.some((message) => message.role === 'developer')) return messages;
+  return messages.map((message) =>
+    message.role === 'developer' ? Object.assign({}, message, { role: 'system' }) : message,
+  );
 }
 
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */

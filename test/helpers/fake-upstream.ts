@@ -295,6 +295,11 @@ export interface FakeUpstreamOptions {
    * words for a `deepseek-` model (Gitlawb/openclaude#35), in OpenAI's for any other.
    */
   maxAnswerTokens?: Readonly<Record<string, number>>;
+  /**
+   * Models served as DeepSeek's API serves them: a `developer` message is refused in its words (serde's
+   * enum of roles: icebear0828/codex-proxy#589).
+   */
+  noDeveloperRole?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1005,6 +1010,19 @@ export class FakeUpstream {
           'invalid_request_error',
           param,
           name.length > 64 ? 'string_above_max_length' : 'invalid_value',
+        ),
+      );
+      return;
+    }
+    const developer = (body.messages ?? []).findIndex((message) => message.role === 'developer');
+    if (developer !== -1 && this.options.noDeveloperRole?.includes(String(body.model)) === true) {
+      sendJson(
+        400,
+        openAIError(
+          `Failed to deserialize the JSON body into the target type: messages[${developer}].role: unknown variant \`developer\`, expected one of \`system\`, \`user\`, \`assistant\`, \`tool\`, \`latest_reminder\` at line 1 column 120`,
+          'invalid_request_error',
+          null,
+          'invalid_request_error',
         ),
       );
       return;

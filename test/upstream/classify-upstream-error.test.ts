@@ -1047,6 +1047,18 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
   },
   {
+    // icebear0828/codex-proxy#589: Codex on DeepSeek V4.
+    name: 'DeepSeek: the developer role (a serde enum of roles)',
+    answer: {
+      status: 400,
+      body: openAIError(
+        'Failed to deserialize the JSON body into the target type: messages[1].role: unknown variant `developer`, expected one of `system`, `user`, `assistant`, `tool`, `latest_reminder` at line 1 column 38767',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.developer' }] },
+  },
+  {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",
     answer: {

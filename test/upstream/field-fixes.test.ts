@@ -16,6 +16,7 @@ import {
   withToolDescriptionsWithin,
   withToolsAtMost,
   withEmptyTextsFilled,
+  withDeveloperAsSystem,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -546,5 +547,25 @@ describe('withEmptyTextsFilled', () => {
       { role: 'tool', tool_call_id: 'c1', content: 'ok' },
     ] as ContextMessage[];
     expect(withEmptyTextsFilled(messages)).toBe(messages);
+  });
+});
+
+describe('withDeveloperAsSystem', () => {
+  it('writes each developer message as a system one where it stood', () => {
+    const messages = [
+      { role: 'developer', content: 'Be terse.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'developer', content: [{ type: 'text', text: 'Now in French.' }] },
+    ] as ContextMessage[];
+    expect(withDeveloperAsSystem(messages)).toEqual([
+      { role: 'system', content: 'Be terse.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'system', content: [{ type: 'text', text: 'Now in French.' }] },
+    ]);
+  });
+
+  it('is the same array when none is', () => {
+    const messages = [{ role: 'system', content: 'x' }] as ContextMessage[];
+    expect(withDeveloperAsSystem(messages)).toBe(messages);
   });
 });
