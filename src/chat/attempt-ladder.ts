@@ -57,6 +57,8 @@ import {
   withEmptyTextsFilled,
   developerRoleField,
   withDeveloperAsSystem,
+  textPartsField,
+  withTextPartsAsText,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -337,6 +339,7 @@ export function createAttemptLadder(input: {
     let messages = withoutMessageFields(prepared.messages, fixes);
     if (fixes.some((fix) => fix.field === emptyTextField)) messages = withEmptyTextsFilled(messages);
     if (fixes.some((fix) => fix.field === developerRoleField)) messages = withDeveloperAsSystem(messages);
+    if (fixes.some((fix) => fix.field === textPartsField)) messages = withTextPartsAsText(messages);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);

@@ -19,6 +19,7 @@ import {
   answerTokensField,
   emptyTextField,
   developerRoleField,
+  textPartsField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -226,6 +227,13 @@ function refusedFields(text: string, body: string): FieldFix[] {
     )
   )
     add({ field: developerRoleField });
+  // A message's content as parts, where the server takes only a string.
+  if (
+    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i.test(
+      text,
+    )
+  )
+    add({ field: textPartsField });
   // More tools than the provider takes in one request (OpenAI: 128).
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);

@@ -235,6 +235,16 @@ export const emptyTextField = 'messages[].content.empty';
  */
 export const developerRoleField = 'messages[].role.developer';
 
+/**
+ * Not a field of the body: a message's content given as text parts (`[{type: "text", text}]`), which
+ * OpenAI's spec allows and some servers refuse ("messages[0].content: invalid type: sequence, expected a
+ * string" from a serde server, 0x676e67/duckai#16; Azure's "Invalid type for 'messages[0].content':
+ * expected a string, but got an array instead", danny-avila/LibreChat#3111; "tool messages must contain
+ * string content", Neroued/ninfer#57 — Qwen Code sends its tool results so). Every request of such a
+ * client failed. A content of text parts only is sent as their texts, one per line (withTextPartsAsText).
+ */
+export const textPartsField = 'messages[].content[]';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
@@ -538,6 +548,20 @@ export function withEmptyTextsFilled(messages: ContextMessage[]): ContextMessage
     if (filled !== message) (out ??= messages.slice())[index] = filled;
   });
   return out ?? messages;
+}
+
+/** The messages with each content of text parts only as their texts, one per line (textPartsField); the same array when none is. */
+export function withTextPartsAsText(messages: ContextMessage[]): ContextMessage[] {
+  const textOnly = (content: unknown): content is Array<{ text: string }> =>
+    Array.isArray(content) &&
+    content.length > 0 &&
+    content.every((part) => isRecord(part) && part.type === 'text' && typeof part.text === 'string');
+  if (!messages.some((message) => textOnly(message.content))) return messages;
+  return messages.map((message) =>
+    textOnly(message.content)
+      ? Object.assign({}, message, { content: message.content.map((part) => part.text).join('\n') })
+      : message,
+  );
 }
 
 /** The messages with each `developer` message a `system` one (developerRoleField); the same array when none is. */

@@ -300,6 +300,11 @@ export interface FakeUpstreamOptions {
    * enum of roles: icebear0828/codex-proxy#589).
    */
   noDeveloperRole?: readonly string[];
+  /**
+   * Models served by a server that takes a message's content only as a string: text parts are refused
+   * in serde's words (0x676e67/duckai#16).
+   */
+  stringContentOnly?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1010,6 +1015,19 @@ export class FakeUpstream {
           'invalid_request_error',
           param,
           name.length > 64 ? 'string_above_max_length' : 'invalid_value',
+        ),
+      );
+      return;
+    }
+    const parts = (body.messages ?? []).findIndex((message) => Array.isArray(message.content));
+    if (parts !== -1 && this.options.stringContentOnly?.includes(String(body.model)) === true) {
+      sendJson(
+        400,
+        openAIError(
+          `Failed to deserialize the JSON body into the target type: messages[${parts}].content: invalid type: sequence, expected a string at line 1 column 80`,
+          'invalid_request_error',
+          null,
+          null,
         ),
       );
       return;

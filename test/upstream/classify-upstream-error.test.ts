@@ -1058,6 +1058,32 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.developer' }] },
   },
+  ...(
+    [
+      [
+        'a serde server (0x676e67/duckai#16)',
+        openAIError(
+          'Failed to deserialize the JSON body into the target type: messages[0].content: invalid type: sequence, expected a string at line 5 column 19',
+          null,
+        ),
+      ],
+      [
+        'Azure (danny-avila/LibreChat#3111)',
+        openAIError(
+          "Invalid type for 'messages[0].content': expected a string, but got an array instead.",
+          'invalid_type',
+        ),
+      ],
+      [
+        'a tool message of parts (Neroued/ninfer#57)',
+        '{"error":{"message":"tool messages must contain string content"}}',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a content of text parts refused: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].content[]' }] },
+  })),
   {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",

@@ -17,6 +17,7 @@ import {
   withToolsAtMost,
   withEmptyTextsFilled,
   withDeveloperAsSystem,
+  withTextPartsAsText,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -567,5 +568,36 @@ describe('withDeveloperAsSystem', () => {
   it('is the same array when none is', () => {
     const messages = [{ role: 'system', content: 'x' }] as ContextMessage[];
     expect(withDeveloperAsSystem(messages)).toBe(messages);
+  });
+});
+
+describe('withTextPartsAsText', () => {
+  it('writes a content of text parts only as their texts, one per line; one with a picture as it was', () => {
+    const picture = [
+      { type: 'text', text: 'see' },
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,AA==' } },
+    ];
+    const messages = [
+      {
+        role: 'tool',
+        tool_call_id: 'c1',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      },
+      { role: 'user', content: picture },
+      { role: 'user', content: 'plain' },
+    ] as ContextMessage[];
+    expect(withTextPartsAsText(messages).map((message) => message.content)).toEqual([
+      'a\nb',
+      picture,
+      'plain',
+    ]);
+  });
+
+  it('is the same array when no content is of text parts only', () => {
+    const messages = [{ role: 'user', content: 'x' }] as ContextMessage[];
+    expect(withTextPartsAsText(messages)).toBe(messages);
   });
 });

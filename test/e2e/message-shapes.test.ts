@@ -1,0 +1,168 @@
+// End to end: messages shaped as one provider takes and another refuses, each refusal learned once
+// (docs/budgeting.md#refused-fields), through the official clients and the AI SDK with a strict fake that
+// refuses in each provider's words:
+// - a tool result of no text (a command that printed nothing: `mkdir -p src`, `git add .`), which Gemini
+//   refuses ("Unable to submit request because it has an empty text parameter. Add a value to the
+//   parameter and try again.", microsoft/autogen#5762, FoundationAgents/OpenManus#913): sent as
+//   `(no output)`;
+// - the `developer` role, which the official clients send OpenAI's newer models and DeepSeek's API
+//   refuses ("messages[1].role: unknown variant `developer`, expected one of `system`, `user`,
+//   `assistant`, `tool`, `latest_reminder`": icebear0828/codex-proxy#589, BenedictKing/ccx#149): sent as
+//   a system message where it stood (a Responses request's developer items are system messages already);
+// - a content of text parts (Qwen Code's tool results), which a server that takes only strings refuses
+//   ("messages[3].content: invalid type: sequence, expected a string", 0x676e67/duckai#16): sent as text.
+// Each is answered after one refusal, and the model's next request goes at once.
+import { randomUUID } from 'node:crypto';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const gemini = 'gemini-2.5-flash';
+const flash = 'gemini-3-flash-preview';
+/** A model served by a server that takes a message's content only as a string. */
+const local = 'qwen3-coder-local';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    geminiRules: [gemini, flash],
+    noDeveloperRole: ['deepseek-v4-flash', 'deepseek-chat'],
+    stringContentOnly: [local],
+    // A model that runs the shell once, then says it is done.
+    respond: (messages) =>
+      messages.at(-1)?.role === 'tool'
+        ? { content: 'Created src.' }
+        : { toolCalls: [{ id: 'call_sh', name: 'shell', arguments: '{"command":"mkdir -p src"}' }] },
+  });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
+  });
+  await waitUntilReady(harness);
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const client = () => new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-shapes', maxRetries: 0 });
+const shell: OpenAI.ChatCompletionTool = {
+  type: 'function',
+  function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
+};
+const sentMessages = () => (fake.chatRequests.at(-1)?.body as { messages: ChatMessage[] }).messages;
+const lastToolMessage = () => sentMessages().findLast((message) => message.role === 'tool');
+const rolesSent = () => sentMessages().map((message) => message.role);
+
+describe('a tool result of no text, to Gemini', () => {
+  it('a client that keeps the conversation is answered after one refusal, then at once', async () => {
+    const chat = client();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Make a src folder.' }];
+    const first = await chat.chat.completions.create({ model: gemini, tools: [shell], messages });
+    const reply = first.choices[0]?.message as OpenAI.ChatCompletionMessage;
+    messages.push(reply, { role: 'tool', tool_call_id: reply.tool_calls?.[0]?.id ?? '', content: '' });
+    const before = fake.chatRequests.length;
+    const second = await chat.chat.completions.create({ model: gemini, tools: [shell], messages });
+    expect(second.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(lastToolMessage()?.content).toBe('(no output)');
+    const again = fake.chatRequests.length;
+    await chat.chat.completions.create({ model: gemini, tools: [shell], messages });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it("the AI SDK's loop, its tool returning nothing, in a session", async () => {
+    const provider = createOpenAICompatible({
+      name: 'gateway',
+      baseURL: harness.baseUrl,
+      apiKey: 'sk-shapes',
+      headers: { 'x-session-id': `empty-${randomUUID()}` },
+    });
+    const result = streamText({
+      model: provider.chatModel(flash),
+      prompt: 'Make a src folder.',
+      maxRetries: 0,
+      tools: {
+        shell: tool({
+          inputSchema: jsonSchema<{ command: string }>({
+            type: 'object',
+            properties: { command: { type: 'string' } },
+          }),
+          execute: async () => '',
+        }),
+      },
+      stopWhen: stepCountIs(3),
+    });
+    expect(await result.text).toBe('Created src.');
+    expect(lastToolMessage()?.content).toBe('(no output)');
+  });
+});
+
+describe('developer messages to DeepSeek, which knows no such role', () => {
+  it('a Responses request as Codex sends it goes at once: the bridge writes its developer items as system', async () => {
+    const before = fake.chatRequests.length;
+    const response = await client().responses.create({
+      model: 'deepseek-v4-flash',
+      store: false,
+      instructions: 'You are Codex.',
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: '<permissions>…' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'List the files.' }] },
+      ],
+    });
+    expect(response.output.length).toBeGreaterThan(0);
+    expect(fake.chatRequests.length - before).toBe(1);
+    expect(rolesSent()).not.toContain('developer');
+  });
+
+  it('a chat client’s developer message goes as a system message where it stood, after one refusal', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'deepseek-chat',
+      messages: [
+        { role: 'developer', content: 'Answer tersely.' },
+        { role: 'user', content: 'Hello' },
+      ],
+    });
+    expect(answer.choices[0]?.message.tool_calls).toHaveLength(1);
+    expect(rolesSent()).toEqual(['system', 'user']);
+    expect(fake.chatRequests.length - before).toBe(2);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: 'deepseek-chat',
+      messages: [
+        { role: 'developer', content: 'Answer tersely.' },
+        { role: 'user', content: 'Again' },
+      ],
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('a content of text parts, to a server that takes only strings', () => {
+  it('a tool result given as parts (Qwen Code) is answered after one refusal, sent as text', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Make a src folder.' }];
+    const first = await client().chat.completions.create({ model: local, tools: [shell], messages });
+    const reply = first.choices[0]?.message as OpenAI.ChatCompletionMessage;
+    messages.push(reply, {
+      role: 'tool',
+      tool_call_id: reply.tool_calls?.[0]?.id ?? '',
+      content: [
+        { type: 'text', text: 'exit code 0' },
+        { type: 'text', text: 'created src' },
+      ],
+    });
+    const before = fake.chatRequests.length;
+    const second = await client().chat.completions.create({ model: local, tools: [shell], messages });
+    expect(second.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(lastToolMessage()?.content).toBe('exit code 0\ncreated src');
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: local, tools: [shell], messages });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
