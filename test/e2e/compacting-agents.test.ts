@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import { FakeUpstream, isSummaryRequest, type ChatMessage } from '../helpers/fake-upstream.js';
 import { prose, textOf } from '../helpers/text.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
 
 /**
  * The part of langchain's agents API used here. Its own types do not check under this project's
@@ -79,10 +79,7 @@ beforeAll(async () => {
       };
     },
   });
-  harness = await startGateway({
-    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-  });
-  await waitUntilReady(harness);
+  harness = await startGatewayOn(fake, inject('redisUrl'));
 });
 
 afterAll(async () => {

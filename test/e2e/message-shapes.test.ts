@@ -18,7 +18,7 @@ import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
 
 const gemini = 'gemini-2.5-flash';
 const flash = 'gemini-3-flash-preview';
@@ -39,10 +39,7 @@ beforeAll(async () => {
         ? { content: 'Created src.' }
         : { toolCalls: [{ id: 'call_sh', name: 'shell', arguments: '{"command":"mkdir -p src"}' }] },
   });
-  harness = await startGateway({
-    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-  });
-  await waitUntilReady(harness);
+  harness = await startGatewayOn(fake, inject('redisUrl'));
 });
 afterAll(async () => {
   await harness.close();

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
 
 const gemini = 'gemini-3-flash-preview';
 const stand = 'skip_thought_signature_validator';
@@ -31,10 +31,7 @@ beforeAll(async () => {
     reasoningDetails: [claude],
     mistralThinking: [magistral],
   });
-  harness = await startGateway({
-    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-  });
-  await waitUntilReady(harness);
+  harness = await startGatewayOn(fake, inject('redisUrl'));
 });
 afterAll(async () => {
   await harness.close();

@@ -14,7 +14,7 @@ import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
-import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
+import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
 
 /** A model as SGLang serves it (null-padded continuation deltas). */
 const sglang = 'Qwen/Qwen3-Coder-30B-A3B-Instruct';
@@ -47,10 +47,7 @@ beforeAll(async () => {
     toolDeltaDialects: dialects,
     kimiToolCallIds: [kimi],
   });
-  harness = await startGateway({
-    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
-  });
-  await waitUntilReady(harness);
+  harness = await startGatewayOn(fake, inject('redisUrl'));
 });
 // Each test its own answers: one that failed leaves none queued for the next.
 beforeEach(() => fake.clearQueue());

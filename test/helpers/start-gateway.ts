@@ -56,6 +56,18 @@ export async function startGateway(
   };
 }
 
+/** A gateway in front of one upstream (a fake, started here) and a Redis, ready (its Redis connection up). */
+export async function startGatewayOn(
+  upstream: { start(): Promise<string> },
+  redisUrl: string,
+): Promise<GatewayHarness> {
+  const harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await upstream.start(), REDIS_URL: redisUrl },
+  });
+  await waitUntilReady(harness);
+  return harness;
+}
+
 /** Waits until the gateway's /readyz answers 200 (its Redis connection is up); throws after 5 s. */
 export async function waitUntilReady(gateway: GatewayHarness): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
