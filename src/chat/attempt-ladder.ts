@@ -59,6 +59,8 @@ import {
   withDeveloperAsSystem,
   textPartsField,
   withTextPartsAsText,
+  jsonSchemaField,
+  withJsonSchemaAsJsonMode,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -340,6 +342,13 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === emptyTextField)) messages = withEmptyTextsFilled(messages);
     if (fixes.some((fix) => fix.field === developerRoleField)) messages = withDeveloperAsSystem(messages);
     if (fixes.some((fix) => fix.field === textPartsField)) messages = withTextPartsAsText(messages);
+    const jsonMode = fixes.some((fix) => fix.field === jsonSchemaField)
+      ? withJsonSchemaAsJsonMode(outgoing.response_format, messages)
+      : undefined;
+    if (jsonMode !== undefined) {
+      messages = jsonMode.messages;
+      outgoing = Object.assign({}, outgoing, { response_format: jsonMode.responseFormat });
+    }
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);

@@ -20,6 +20,7 @@ import {
   emptyTextField,
   developerRoleField,
   textPartsField,
+  jsonSchemaField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -200,44 +201,7 @@ function refusedFields(text: string, body: string): FieldFix[] {
       text,
     );
   if (described !== null) add({ field: toolDescriptionsField, atMost: Number(described[1]) });
-  // A tool's parameters in JSON Schema the provider does not take: OpenAI's, Anthropic's and Gemini's
-  // wordings (the last also through its OpenAI-compatible endpoint and gateways in front of it).
-  if (
-    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function_declarations\[\d+\]\.parameters/i.test(
-      text,
-    ) ||
-    body.includes('invalid_function_parameters')
-  )
-    add({ field: toolSchemasField });
-  // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
-  // Groq's and Bedrock's wordings, each with the longest.
-  const answer = answerCap(text);
-  if (answer !== undefined) add({ field: answerTokensField, atMost: answer });
-  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
-  if (
-    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field/i.test(
-      text,
-    )
-  )
-    add({ field: emptyTextField });
-  // The `developer` role, which DeepSeek's API (a serde enum) and some servers do not know.
-  if (
-    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer/i.test(
-      text,
-    )
-  )
-    add({ field: developerRoleField });
-  // A message's content as parts, where the server takes only a string.
-  if (
-    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i.test(
-      text,
-    )
-  )
-    add({ field: textPartsField });
-  // More tools than the provider takes in one request (OpenAI: 128).
-  const tools =
-    /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
-  if (tools !== null) add({ field: toolCountField, atMost: Number(tools[1]) });
+  for (const fix of requestShapeFixes(text, body)) add(fix);
   // More images than the model takes in one request: how many fit, as the refusal says.
   const images = imageCap(text);
   if (images !== undefined) add({ field: imageCountField, atMost: images });
@@ -287,6 +251,61 @@ function answerCap(text: string): number | undefined {
     /maximum tokens you requested exceeds the model limit of (\d+)/i.exec(text);
   const cap = said === null ? 0 : Number(said[1]);
   return cap >= 1 ? cap : undefined;
+}
+
+/**
+ * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
+ * tools and how long an answer a model takes, messages of no text, the developer role, text parts, and
+ * structured output by a schema (docs/budgeting.md#refused-fields).
+ */
+function requestShapeFixes(text: string, body: string): FieldFix[] {
+  const fixes: FieldFix[] = [];
+  // A tool's parameters in JSON Schema the provider does not take: OpenAI's, Anthropic's and Gemini's
+  // wordings (the last also through its OpenAI-compatible endpoint and gateways in front of it).
+  if (
+    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function_declarations\[\d+\]\.parameters/i.test(
+      text,
+    ) ||
+    body.includes('invalid_function_parameters')
+  )
+    fixes.push({ field: toolSchemasField });
+  // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
+  // Groq's and Bedrock's wordings, each with the longest.
+  const answer = answerCap(text);
+  if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
+  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
+  if (
+    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: emptyTextField });
+  // The `developer` role, which DeepSeek's API (a serde enum) and some servers do not know.
+  if (
+    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: developerRoleField });
+  // A message's content as parts, where the server takes only a string.
+  if (
+    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: textPartsField });
+  // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
+  if (
+    /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: jsonSchemaField });
+  // More tools than the provider takes in one request (OpenAI: 128).
+  const tools =
+    /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
+  if (tools !== null) fixes.push({ field: toolCountField, atMost: Number(tools[1]) });
+  return fixes;
 }
 
 /**

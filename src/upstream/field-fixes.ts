@@ -245,6 +245,16 @@ export const developerRoleField = 'messages[].role.developer';
  */
 export const textPartsField = 'messages[].content[]';
 
+/**
+ * Not a field of the body: structured output by a JSON Schema (`response_format: {type: "json_schema"}`),
+ * which the AI SDK's and LangChain's structured output and Codex's `--output-schema` ask for, and which
+ * DeepSeek's API refuses ("This response_format type is unavailable now": llm-exe/llm-exe#662,
+ * UKGovernmentBEIS/inspect_ai#4916) — it takes JSON mode (`json_object`) only, with the word "json" in
+ * the prompt. Every such request failed. It is asked in JSON mode with the schema in its system message
+ * (withJsonSchemaAsJsonMode): the answer is JSON the schema describes, no longer enforced by the provider.
+ */
+export const jsonSchemaField = 'response_format.json_schema';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
@@ -562,6 +572,33 @@ export function withTextPartsAsText(messages: ContextMessage[]): ContextMessage[
       ? Object.assign({}, message, { content: message.content.map((part) => part.text).join('\n') })
       : message,
   );
+}
+
+/**
+ * A request for structured output by a JSON Schema asked in JSON mode instead (jsonSchemaField): its
+ * `response_format` `{type: "json_object"}` and its messages' first system message told the schema (a
+ * system message of it first when there is none). Undefined when the request asks for no schema.
+ */
+export function withJsonSchemaAsJsonMode<M extends { role: string; content?: unknown }>(
+  responseFormat: unknown,
+  messages: M[],
+): { responseFormat: Record<string, unknown>; messages: M[] } | undefined {
+  if (!isRecord(responseFormat) || responseFormat.type !== 'json_schema') return undefined;
+  const given = isRecord(responseFormat.json_schema) ? responseFormat.json_schema : {};
+  const schema = JSON.stringify(given.schema ?? {});
+  const named = typeof given.name === 'string' ? ` (${given.name})` : '';
+  const told = `Answer with one JSON object${named} that follows this JSON Schema, and nothing else:\n${schema}`;
+  const first = messages.findIndex((message) => message.role === 'system' || message.role === 'developer');
+  const out = messages.slice();
+  const system = out[first];
+  if (system !== undefined && typeof system.content === 'string')
+    out[first] = Object.assign({}, system, { content: `${system.content}\n\n${told}` });
+  else if (system !== undefined && Array.isArray(system.content))
+    out[first] = Object.assign({}, system, {
+      content: [...(system.content as unknown[]), { type: 'text', text: told }],
+    });
+  else out.unshift({ role: 'system', content: told } as M);
+  return { responseFormat: { type: 'json_object' }, messages: out };
 }
 
 /** The messages with each `developer` message a `system` one (developerRoleField); the same array when none is. */

@@ -10,7 +10,10 @@
 //   `assistant`, `tool`, `latest_reminder`": icebear0828/codex-proxy#589, BenedictKing/ccx#149): sent as
 //   a system message where it stood (a Responses request's developer items are system messages already);
 // - a content of text parts (Qwen Code's tool results), which a server that takes only strings refuses
-//   ("messages[3].content: invalid type: sequence, expected a string", 0x676e67/duckai#16): sent as text.
+//   ("messages[3].content: invalid type: sequence, expected a string", 0x676e67/duckai#16): sent as text;
+// - structured output by a JSON Schema (the AI SDK's generateObject, Codex's --output-schema), which
+//   DeepSeek's API refuses ("This response_format type is unavailable now", llm-exe/llm-exe#662): asked
+//   in JSON mode, the schema in the system message.
 // Each is answered after one refusal, and the model's next request goes at once.
 import { randomUUID } from 'node:crypto';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -33,6 +36,7 @@ beforeAll(async () => {
     geminiRules: [gemini, flash],
     noDeveloperRole: ['deepseek-v4-flash', 'deepseek-chat'],
     stringContentOnly: [local],
+    jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
       messages.at(-1)?.role === 'tool'
@@ -161,5 +165,50 @@ describe('a content of text parts, to a server that takes only strings', () => {
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: local, tools: [shell], messages });
     expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('structured output by a JSON Schema, to DeepSeek (JSON mode only)', () => {
+  const schema = {
+    type: 'object',
+    properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+    required: ['city', 'celsius'],
+  };
+  const formatSent = () => (fake.chatRequests.at(-1)?.body as { response_format?: unknown }).response_format;
+
+  it('a chat request is answered after one refusal, in JSON mode told the schema; the next at once', async () => {
+    const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+      model: 'deepseek-chat',
+      messages: [
+        { role: 'system', content: 'You report the weather.' },
+        { role: 'user', content: 'Paris?' },
+      ],
+      response_format: { type: 'json_schema', json_schema: { name: 'weather', schema, strict: true } },
+    };
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create(request);
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(formatSent()).toEqual({ type: 'json_object' });
+    const system = sentMessages()[0];
+    expect(system?.role).toBe('system');
+    expect(String(system?.content)).toContain('You report the weather.');
+    expect(String(system?.content)).toContain(JSON.stringify(schema));
+    expect(rolesSent()).toEqual(['system', 'user']);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create(request);
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('a Responses request with a text format (Codex’s --output-schema), no system message of its own', async () => {
+    const response = await client().responses.create({
+      model: 'deepseek-v4-flash',
+      store: false,
+      input: 'Paris?',
+      text: { format: { type: 'json_schema', name: 'weather', schema, strict: true } },
+    });
+    expect(response.status).toBe('completed');
+    expect(formatSent()).toEqual({ type: 'json_object' });
+    expect(sentMessages()[0]?.role).toBe('system');
   });
 });

@@ -305,6 +305,11 @@ export interface FakeUpstreamOptions {
    * in serde's words (0x676e67/duckai#16).
    */
   stringContentOnly?: readonly string[];
+  /**
+   * Models served as DeepSeek's API serves them: structured output by a JSON Schema is refused, and JSON
+   * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
+   */
+  jsonModeOnly?: readonly string[];
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1018,6 +1023,19 @@ export class FakeUpstream {
         ),
       );
       return;
+    }
+    const format = (body as { response_format?: { type?: unknown } }).response_format?.type;
+    if (format !== undefined && this.options.jsonModeOnly?.includes(String(body.model)) === true) {
+      const refusal =
+        format === 'json_schema'
+          ? 'This response_format type is unavailable now'
+          : format === 'json_object' && !/json/i.test(JSON.stringify(body.messages ?? []))
+            ? "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'."
+            : undefined;
+      if (refusal !== undefined) {
+        sendJson(400, openAIError(refusal, 'invalid_request_error', null, 'invalid_request_error'));
+        return;
+      }
     }
     const parts = (body.messages ?? []).findIndex((message) => Array.isArray(message.content));
     if (parts !== -1 && this.options.stringContentOnly?.includes(String(body.model)) === true) {

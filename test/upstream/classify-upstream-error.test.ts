@@ -1084,6 +1084,25 @@ const ownCases: ReadonlyArray<{
     answer: { status: 400, body },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].content[]' }] },
   })),
+  ...(
+    [
+      [
+        'DeepSeek V4 (llm-exe/llm-exe#662)',
+        openAIError('This response_format type is unavailable now', 'invalid_request_error'),
+      ],
+      [
+        'DeepSeek V3 in 2025 (browser-use/browser-use#215)',
+        openAIError(
+          'Failed to deserialize the JSON body into the target type: response_format: response_format.type `json_schema` is unavailable now at line 1 column 12440',
+          null,
+        ),
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `structured output by a JSON Schema refused: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'response_format.json_schema' }] },
+  })),
   {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",

@@ -18,6 +18,7 @@ import {
   withEmptyTextsFilled,
   withDeveloperAsSystem,
   withTextPartsAsText,
+  withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -599,5 +600,44 @@ describe('withTextPartsAsText', () => {
   it('is the same array when no content is of text parts only', () => {
     const messages = [{ role: 'user', content: 'x' }] as ContextMessage[];
     expect(withTextPartsAsText(messages)).toBe(messages);
+  });
+});
+
+describe('withJsonSchemaAsJsonMode', () => {
+  const format = { type: 'json_schema', json_schema: { name: 'weather', schema: { type: 'object' } } };
+  const told =
+    'Answer with one JSON object (weather) that follows this JSON Schema, and nothing else:\n{"type":"object"}';
+
+  it('asks in JSON mode and tells the first system message the schema', () => {
+    const out = withJsonSchemaAsJsonMode(format, [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Paris?' },
+    ]);
+    expect(out).toEqual({
+      responseFormat: { type: 'json_object' },
+      messages: [
+        { role: 'system', content: `Be brief.\n\n${told}` },
+        { role: 'user', content: 'Paris?' },
+      ],
+    });
+  });
+
+  it('puts a system message of it first when there is none, and a part after a system message of parts', () => {
+    expect(withJsonSchemaAsJsonMode(format, [{ role: 'user', content: 'Paris?' }])?.messages).toEqual([
+      { role: 'system', content: told },
+      { role: 'user', content: 'Paris?' },
+    ]);
+    expect(
+      withJsonSchemaAsJsonMode(format, [{ role: 'system', content: [{ type: 'text', text: 'Be brief.' }] }])
+        ?.messages[0]?.content,
+    ).toEqual([
+      { type: 'text', text: 'Be brief.' },
+      { type: 'text', text: told },
+    ]);
+  });
+
+  it('is undefined for JSON mode, plain text and none', () => {
+    for (const other of [{ type: 'json_object' }, { type: 'text' }, undefined])
+      expect(withJsonSchemaAsJsonMode(other, [])).toBeUndefined();
   });
 });
