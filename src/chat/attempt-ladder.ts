@@ -25,7 +25,7 @@ import { answerFloorOf } from '../upstream/classify-upstream-error.js';
 import type { RecoveryDecision } from '../upstream/recovery-policy.js';
 import type { RequestOverrides } from '../context/request-overrides.js';
 import type { SendAttempt } from '../upstream/send-with-recovery.js';
-import { withToolSchemasEveryProviderTakes } from '../upstream/tool-schemas.js';
+import { withToolSchemasAs } from '../upstream/tool-schemas.js';
 import {
   answerToolNames,
   wireToolNames,
@@ -51,6 +51,7 @@ import {
   withToolDescriptionsWithin,
   toolDescriptionsField,
   toolSchemasField,
+  toolSchemaKeywordsField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -172,8 +173,11 @@ function withFieldFixes(
   let outgoing = fixes.length === 0 ? planned : applyFieldFixes(planned, fixes);
   const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
   if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
-  if (fixes.some((fix) => fix.field === toolSchemasField))
-    outgoing = withToolSchemasEveryProviderTakes(outgoing);
+  // Gemini's subset holds what the repair gives as well.
+  if (fixes.some((fix) => fix.field === toolSchemaKeywordsField))
+    outgoing = withToolSchemasAs(outgoing, 'gemini');
+  else if (fixes.some((fix) => fix.field === toolSchemasField))
+    outgoing = withToolSchemasAs(outgoing, 'repaired');
   const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
   // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
   if (toolCount !== undefined)

@@ -15,6 +15,7 @@ import {
   imageSideField,
   toolDescriptionsField,
   toolSchemasField,
+  toolSchemaKeywordsField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -260,15 +261,16 @@ function answerCap(text: string): number | undefined {
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
-  // A tool's parameters in JSON Schema the provider does not take: OpenAI's, Anthropic's and Gemini's
-  // wordings (the last also through its OpenAI-compatible endpoint and gateways in front of it).
+  // A tool's parameters in JSON Schema the provider does not take: OpenAI's and Anthropic's wordings, and
+  // Gemini's of a keyword (its own API's, and through its OpenAI-compatible endpoint or a gateway).
   if (
-    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function_declarations\[\d+\]\.parameters/i.test(
+    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b/i.test(
       text,
     ) ||
     body.includes('invalid_function_parameters')
   )
     fixes.push({ field: toolSchemasField });
+  if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
   // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
   // Groq's and Bedrock's wordings, each with the longest.
   const answer = answerCap(text);

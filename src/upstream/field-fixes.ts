@@ -184,15 +184,21 @@ export const toolDescriptionsField = 'tools[].function.description';
 
 /**
  * Not a field of the body: the JSON schemas of the tools' parameters, of which each provider takes its
- * own subset — OpenAI refuses an array without `items` ("Invalid schema for function 'X': In
+ * own — OpenAI refuses an array without `items` ("Invalid schema for function 'X': In
  * context=('properties', 'values'), array schema missing items."), Anthropic alternatives at the top
- * ("input_schema does not support oneOf, allOf, or anyOf at the top level"), Gemini `$schema`,
- * `additionalProperties`, `const` and lists of types ("Unknown name \"additionalProperties\" at
- * 'tools[0].function_declarations[0].parameters': Cannot find field."). An MCP server's tools fail every
- * request so; once refused, the model's schemas are written in the subset all three take
- * (tool-schemas.ts withToolSchemasEveryProviderTakes).
+ * ("input_schema does not support oneOf, allOf, or anyOf at the top level"). An MCP server's tools fail
+ * every request so; once refused, the model's schemas have what they refuse repaired, all else as it
+ * was (tool-schemas.ts repairedParameters).
  */
 export const toolSchemasField = 'tools[].function.parameters';
+
+/**
+ * Not a field of the body: the keywords of the tools' schemas, of which Gemini takes those of its Schema
+ * object only ("Unknown name \"additionalProperties\" at 'tools[0].function_declarations[0].parameters':
+ * Cannot find field."; a list of types, an enum of numbers). Once refused, the model's schemas are
+ * written in that subset (tool-schemas.ts portableParameters).
+ */
+export const toolSchemaKeywordsField = 'tools[].function.parameters.keywords';
 
 /**
  * Not a field of the body: how many tools it offers, which OpenAI caps at 128 ("Invalid 'tools': array too

@@ -1,19 +1,20 @@
-// Tool parameter schemas as every provider takes them (docs/budgeting.md#refused-fields). MCP servers
-// describe their tools' input in full JSON Schema, and providers take less of it, each its own subset:
-// OpenAI refuses an array without `items` ("Invalid schema for function 'google-docs_writeSpreadsheet':
-// In context=('properties', 'values', 'items'), array schema missing items.", anomalyco/opencode#20273)
-// and parameters that are not an object; Anthropic `anyOf`, `oneOf` or `allOf` at the top ("tools.80.
-// custom.input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level",
+// Tool parameter schemas as providers take them (docs/budgeting.md#refused-fields). MCP servers describe
+// their tools' input in full JSON Schema, and providers take less of it, each its own: OpenAI refuses an
+// array without `items` ("Invalid schema for function 'google-docs_writeSpreadsheet': In
+// context=('properties', 'values', 'items'), array schema missing items.", anomalyco/opencode#20273) and
+// parameters that are not an object; Anthropic `anyOf`, `oneOf` or `allOf` at the top ("tools.80.custom.
+// input_schema: input_schema does not support oneOf, allOf, or anyOf at the top level",
 // aliargun/mcp-server-gemini#8); Gemini any keyword outside its own Schema object (`$schema`,
 // `additionalProperties`, `const`, a list of types: "Unknown name \"additionalProperties\" at
 // 'tools[0].function_declarations[9].parameters…': Cannot find field.", zed-industries/zed#45552). One
-// such tool fails every request of the conversation. Once a model has refused one, its requests' schemas
-// are written in the subset all of them take (withToolSchemasEveryProviderTakes): what a model is told
-// of a tool's input is the same, less what no provider of the three reads alike.
+// such tool fails every request of the conversation. A fix learned from one client's tool applies to
+// every request of the model, so each form leaves a schema the provider takes as it was: OpenAI's and
+// Anthropic's refusals are met by repairing only what they refuse (repairedParameters: a strict tool's
+// `additionalProperties: false` kept), Gemini's by writing the schema in its subset (portableParameters).
 
 import { isRecord } from './tool-call-shape.js';
 
-/** The keywords of Gemini's Schema object that OpenAI and Anthropic read alike. */
+/** The keywords of Gemini's Schema object that OpenAI and Anthropic read alike: Gemini's subset. */
 const portableKeywords = new Set([
   'type',
   'title',
@@ -154,8 +155,111 @@ function merged(into: Schema, from: Schema): void {
   if (into.description === undefined && from.description !== undefined) into.description = from.description;
 }
 
+/** Where a schema holds schemas by name: its properties, and the definitions its references name. */
+const namedSchemas = ['properties', '$defs', 'definitions', 'patternProperties'] as const;
+/** Where it holds one, or a list of them. */
+const heldSchemas = [
+  'items',
+  'additionalProperties',
+  'not',
+  'contains',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'prefixItems',
+] as const;
+
+/** `schema` with what OpenAI and Anthropic refuse inside it repaired — an array given `items` — or itself. */
+function repaired(schema: unknown, walk: Walk, depth: number): unknown {
+  if (!isRecord(schema) || depth > maxDepth || walk.budget <= 0) return schema;
+  walk.budget--;
+  let out: Schema | undefined;
+  const set = (key: string, value: unknown): void => {
+    if (value !== schema[key]) (out ??= Object.assign({}, schema))[key] = value;
+  };
+  for (const key of namedSchemas) {
+    const held = schema[key];
+    if (!isRecord(held)) continue;
+    let named: Schema | undefined;
+    for (const [name, inner] of Object.entries(held)) {
+      const written = repaired(inner, walk, depth + 1);
+      if (written !== inner) (named ??= Object.assign({}, held))[name] = written;
+    }
+    if (named !== undefined) set(key, named);
+  }
+  for (const key of heldSchemas) {
+    const held = schema[key];
+    if (Array.isArray(held)) {
+      const written = held.map((inner: unknown) => repaired(inner, walk, depth + 1));
+      if (written.some((inner, at) => inner !== held[at])) set(key, written);
+    } else if (held !== undefined) set(key, repaired(held, walk, depth + 1));
+  }
+  const types = Array.isArray(schema.type) ? (schema.type as unknown[]) : [schema.type];
+  if (types.includes('array') && schema.items === undefined && schema.prefixItems === undefined)
+    set('items', {});
+  return out ?? schema;
+}
+
 /**
- * A tool's parameters in the portable subset, an object of properties at the top: alternatives there
+ * A tool's parameters with what OpenAI and Anthropic refuse repaired, all else as it was (the same object
+ * when nothing is): an array without `items` given `items: {}`, no `type` at the top `object` (with
+ * `properties`), and alternatives at the top joined into one object of every alternative's properties,
+ * required only where every alternative requires them.
+ */
+export function repairedParameters(
+  parameters: unknown,
+  left: { schemas: number } = { schemas: schemaBudget },
+): unknown {
+  const walk: Walk = { definitions: {}, budget: Math.min(schemaBudget, left.schemas), following: [] };
+  const given = walk.budget;
+  const written = repaired(parameters, walk, 0);
+  left.schemas -= given - walk.budget;
+  if (!isRecord(written)) return { type: 'object', properties: {} };
+  let schema: Schema = written;
+  const alternatives = (['anyOf', 'oneOf', 'allOf'] as const).filter((key) => Array.isArray(schema[key]));
+  if (alternatives.length > 0) {
+    const top: Schema = Object.assign({}, schema);
+    const branches: Schema[] = [];
+    for (const key of alternatives) {
+      branches.push(...(top[key] as unknown[]).filter(isRecord));
+      delete top[key];
+    }
+    const properties: Schema = Object.assign({}, isRecord(top.properties) ? top.properties : {});
+    for (const branch of branches)
+      if (isRecord(branch.properties)) Object.assign(properties, branch.properties);
+    const requiredOf = (branch: Schema): string[] =>
+      Array.isArray(branch.required)
+        ? (branch.required as unknown[]).filter((name) => typeof name === 'string')
+        : [];
+    // Every branch of `allOf` holds; of the others one does: a name required by all of them is.
+    const required = new Set([
+      ...requiredOf(top),
+      ...(alternatives.includes('allOf') ? branches.flatMap(requiredOf) : []),
+      ...(branches
+        .map(requiredOf)
+        .reduce<string[] | undefined>(
+          (all, names) => (all === undefined ? names : all.filter((name) => names.includes(name))),
+          undefined,
+        ) ?? []),
+    ]);
+    top.properties = properties;
+    if (required.size > 0) top.required = [...required];
+    else delete top.required;
+    if (!alternatives.includes('allOf') && branches.length > 1)
+      described(top, `Give the properties of one of ${branches.length} forms.`);
+    schema = top;
+  }
+  if (schema.type === undefined || !isRecord(schema.properties)) {
+    const top: Schema = Object.assign({}, schema);
+    top.type ??= 'object';
+    if (top.type === 'object' && !isRecord(top.properties)) top.properties = {};
+    schema = top;
+  }
+  return schema;
+}
+
+/**
+ * A tool's parameters in Gemini's subset (which OpenAI and Anthropic take too), an object of properties at the top: alternatives there
  * (Anthropic refuses them) become one object of every alternative's properties, required only where
  * every alternative requires them.
  */
@@ -190,11 +294,15 @@ export function portableParameters(
   return top;
 }
 
-/** `tools` with the schema each holds under `key` (of the tools `holds` picks) written portably; undefined when none changed. */
-function portableTools(
+/** How a schema is written: with what OpenAI and Anthropic refuse repaired, or in Gemini's subset. */
+export type SchemaForm = 'repaired' | 'gemini';
+
+/** `tools` with the schema each holds under `key` (of the tools `holds` picks) written in `form`; undefined when none changed. */
+function toolsWritten(
   tools: unknown,
   holds: (tool: Schema) => Schema | undefined,
   key: string,
+  form: SchemaForm,
   left: { schemas: number },
 ): unknown[] | undefined {
   if (!Array.isArray(tools)) return undefined;
@@ -202,32 +310,37 @@ function portableTools(
   const out = (tools as unknown[]).map((tool) => {
     const holder = isRecord(tool) ? holds(tool) : undefined;
     if (holder === undefined || holder[key] === undefined) return tool;
+    const schema =
+      form === 'gemini' ? portableParameters(holder[key], left) : repairedParameters(holder[key], left);
+    if (schema === holder[key]) return tool;
     changed = true;
-    const written = Object.assign({}, holder, { [key]: portableParameters(holder[key], left) });
+    const written = Object.assign({}, holder, { [key]: schema });
     return holder === tool ? written : Object.assign({}, tool, { function: written });
   });
   return changed ? out : undefined;
 }
 
 /**
- * The request with each function tool's parameters in the portable subset (toolSchemasField) — and,
- * for a Messages request bridged onto it, each of the client's own tools' `input_schema`, which is what
- * Claude is sent; the same request when it sends no such tool.
+ * The request with each function tool's parameters written in `form` (toolSchemasField,
+ * toolSchemaKeywordsField) — and, for a Messages request bridged onto it, each of the client's own tools'
+ * `input_schema`, which is what Claude is sent; the same request when none changes.
  */
-export function withToolSchemasEveryProviderTakes<R extends Record<string, unknown>>(request: R): R {
+export function withToolSchemasAs<R extends Record<string, unknown>>(request: R, form: SchemaForm): R {
   const left = { schemas: requestBudget };
-  const tools = portableTools(
+  const tools = toolsWritten(
     request.tools,
     (tool) => (isRecord(tool.function) ? tool.function : undefined),
     'parameters',
+    form,
     left,
   );
   const extension = isRecord(request.ctxgate_anthropic) ? request.ctxgate_anthropic : undefined;
   // Claude's own custom tools (a server tool has a versioned type and no schema).
-  const claudes = portableTools(
+  const claudes = toolsWritten(
     extension?.tools,
     (tool) => (tool.type === undefined || tool.type === 'custom' ? tool : undefined),
     'input_schema',
+    form,
     left,
   );
   if (tools === undefined && claudes === undefined) return request;

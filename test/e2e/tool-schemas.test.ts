@@ -114,6 +114,21 @@ describe('an MCP tool whose schema OpenAI refuses: an array without items', () =
     expect(fake.chatRequests.length - again).toBe(1);
   });
 
+  it('the model learned so, another client’s strict tool still goes as it wrote it', async () => {
+    const strict = {
+      type: 'object',
+      additionalProperties: false,
+      properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['C', 'F'] } },
+      required: ['city', 'unit'],
+    };
+    await client().chat.completions.create({
+      model: 'gpt-5.2',
+      tools: [{ type: 'function', function: { name: 'weather', strict: true, parameters: strict } }],
+      messages: [{ role: 'user', content: 'Weather?' }],
+    });
+    expect(toolsSent()[0]?.function.parameters).toEqual(strict);
+  });
+
   it('from a Responses client (Codex’s shape), bridged onto chat', async () => {
     const response = await client().responses.create({
       model: 'gpt-5.1-codex',

@@ -1,8 +1,14 @@
-// Tool parameter schemas in the subset every provider takes (tool-schemas.ts), as a table of schemas MCP
-// servers send: each written form is taken by the rules of OpenAI, Anthropic and Gemini as the strict
-// fakes hold them (test/helpers/tool-schema-rules.ts), and keeps what the model must know.
+// Tool parameter schemas as providers take them (tool-schemas.ts), as a table of schemas MCP servers send:
+// repaired, each is taken by the rules of OpenAI and Anthropic as the strict fakes hold them
+// (test/helpers/tool-schema-rules.ts) and a schema they take already is left as it was (a fix learned
+// from one client applies to every client's request); in Gemini's subset, by Gemini's rules too. Each
+// keeps what the model must know.
 import { describe, expect, it } from 'vitest';
-import { portableParameters, withToolSchemasEveryProviderTakes } from '../../src/upstream/tool-schemas.js';
+import {
+  portableParameters,
+  repairedParameters,
+  withToolSchemasAs,
+} from '../../src/upstream/tool-schemas.js';
 import {
   anthropicSchemaRefusal,
   geminiSchemaRefusal,
@@ -157,7 +163,57 @@ describe('portableParameters over the schemas MCP servers send', () => {
   });
 });
 
-describe('withToolSchemasEveryProviderTakes', () => {
+describe('repairedParameters over the schemas MCP servers send', () => {
+  it.each(cases)('$name: taken by OpenAI and Anthropic', ({ parameters, properties, required }) => {
+    const written = repairedParameters(parameters) as { properties: object; required?: string[] };
+    expect(openAISchemaRefusal('tool', written)).toBeUndefined();
+    expect(anthropicSchemaRefusal(0, written)).toBeUndefined();
+    // The repair keeps every property the schema names (one required where it names none: as it was).
+    expect(Object.keys(written.properties)).toEqual(expect.arrayContaining(properties));
+    if (required !== undefined) expect(written.required).toEqual(expect.arrayContaining(required));
+  });
+
+  it('leaves a schema OpenAI and Anthropic take as it was: a strict tool’s, with references', () => {
+    const strict = {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        mode: { const: 'append' },
+        url: { type: 'string', format: 'uri' },
+        filter: { $ref: '#/$defs/Filter' },
+      },
+      required: ['mode', 'url', 'filter'],
+      $defs: {
+        Filter: { type: 'object', additionalProperties: false, properties: { f: { type: 'string' } } },
+      },
+    };
+    expect(repairedParameters(strict)).toBe(strict);
+  });
+
+  it('gives an array without items, inside a definition too, items of any value; all else as it was', () => {
+    const schema = {
+      type: 'object',
+      additionalProperties: false,
+      properties: { rows: { $ref: '#/$defs/Rows' } },
+      $defs: { Rows: { type: 'array', description: 'rows' } },
+    };
+    expect(repairedParameters(schema)).toEqual({
+      type: 'object',
+      additionalProperties: false,
+      properties: { rows: { $ref: '#/$defs/Rows' } },
+      $defs: { Rows: { type: 'array', description: 'rows', items: {} } },
+    });
+  });
+});
+
+describe('withToolSchemasAs', () => {
+  it('is the same request when each schema is taken as it is (repaired)', () => {
+    const request = {
+      tools: [{ type: 'function', function: { name: 'a', parameters: { type: 'object', properties: {} } } }],
+    };
+    expect(withToolSchemasAs(request, 'repaired')).toBe(request);
+  });
+
   it("rewrites each function's parameters and leaves a custom tool and the client's request as they were", () => {
     const request = {
       model: 'm',
@@ -170,7 +226,7 @@ describe('withToolSchemasEveryProviderTakes', () => {
       ],
     };
     const copy = structuredClone(request);
-    const written = withToolSchemasEveryProviderTakes(request);
+    const written = withToolSchemasAs(request, 'gemini');
     expect(request).toEqual(copy);
     expect(written.tools[1]).toBe(request.tools[1]);
     expect(openAISchemaRefusal('a', request.tools[0]?.function?.parameters)).toBeDefined();
@@ -190,7 +246,7 @@ describe('withToolSchemasEveryProviderTakes', () => {
       type: 'function',
       function: { name: `t${at}`, parameters: wide },
     }));
-    const written = withToolSchemasEveryProviderTakes({ tools }).tools.map(
+    const written = withToolSchemasAs({ tools }, 'gemini').tools.map(
       (tool) => Object.keys((tool.function.parameters as { properties: object }).properties).length,
     );
     // 2,001 schemas a tool: 19 whole, the 20th cut, the rest none.
@@ -208,7 +264,7 @@ describe('withToolSchemasEveryProviderTakes', () => {
         ],
       },
     };
-    const written = withToolSchemasEveryProviderTakes(request).ctxgate_anthropic.tools;
+    const written = withToolSchemasAs(request, 'gemini').ctxgate_anthropic.tools;
     expect(anthropicSchemaRefusal(0, request.ctxgate_anthropic.tools[0]?.input_schema)).toBeDefined();
     expect(anthropicSchemaRefusal(0, written[0]?.input_schema)).toBeUndefined();
     expect(written[1]).toBe(search);
@@ -216,6 +272,6 @@ describe('withToolSchemasEveryProviderTakes', () => {
 
   it('is the same request when it has no tools', () => {
     const request = { model: 'm', messages: [] };
-    expect(withToolSchemasEveryProviderTakes(request)).toBe(request);
+    expect(withToolSchemasAs(request, 'gemini')).toBe(request);
   });
 });
