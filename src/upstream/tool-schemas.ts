@@ -156,9 +156,9 @@ function merged(into: Schema, from: Schema): void {
 }
 
 /** Where a schema holds schemas by name: its properties, and the definitions its references name. */
-const namedSchemas = ['properties', '$defs', 'definitions', 'patternProperties'] as const;
+const namedSchemas = new Set(['properties', '$defs', 'definitions', 'patternProperties']);
 /** Where it holds one, or a list of them. */
-const heldSchemas = [
+const heldSchemas = new Set([
   'items',
   'additionalProperties',
   'not',
@@ -167,36 +167,51 @@ const heldSchemas = [
   'oneOf',
   'allOf',
   'prefixItems',
-] as const;
+]);
 
-/** `schema` with what OpenAI and Anthropic refuse inside it repaired — an array given `items` — or itself. */
+/** Each of a list of schemas repaired: the same list when none changed. */
+function repairedList(list: readonly unknown[], walk: Walk, depth: number): readonly unknown[] {
+  let out: unknown[] | undefined;
+  for (let at = 0; at < list.length; at++) {
+    const written = repaired(list[at], walk, depth);
+    if (written !== list[at]) (out ??= list.slice())[at] = written;
+  }
+  return out ?? list;
+}
+
+/** Each of a map of schemas by name repaired: the same map when none changed. */
+function repairedNamed(named: Schema, walk: Walk, depth: number): Schema {
+  let out: Schema | undefined;
+  for (const name in named) {
+    const written = repaired(named[name], walk, depth);
+    if (written !== named[name]) (out ??= Object.assign({}, named))[name] = written;
+  }
+  return out ?? named;
+}
+
+/**
+ * `schema` with what OpenAI and Anthropic refuse inside it repaired — an array given `items` — or itself.
+ * Its keys are read once (most schemas have two or three), not looked up by every name that may hold one.
+ */
 function repaired(schema: unknown, walk: Walk, depth: number): unknown {
   if (!isRecord(schema) || depth > maxDepth || walk.budget <= 0) return schema;
   walk.budget--;
   let out: Schema | undefined;
-  const set = (key: string, value: unknown): void => {
-    if (value !== schema[key]) (out ??= Object.assign({}, schema))[key] = value;
-  };
-  for (const key of namedSchemas) {
+  for (const key in schema) {
     const held = schema[key];
-    if (!isRecord(held)) continue;
-    let named: Schema | undefined;
-    for (const [name, inner] of Object.entries(held)) {
-      const written = repaired(inner, walk, depth + 1);
-      if (written !== inner) (named ??= Object.assign({}, held))[name] = written;
-    }
-    if (named !== undefined) set(key, named);
+    let written = held;
+    if (namedSchemas.has(key)) written = isRecord(held) ? repairedNamed(held, walk, depth + 1) : held;
+    else if (heldSchemas.has(key))
+      written = Array.isArray(held) ? repairedList(held, walk, depth + 1) : repaired(held, walk, depth + 1);
+    if (written !== held) (out ??= Object.assign({}, schema))[key] = written;
   }
-  for (const key of heldSchemas) {
-    const held = schema[key];
-    if (Array.isArray(held)) {
-      const written = held.map((inner: unknown) => repaired(inner, walk, depth + 1));
-      if (written.some((inner, at) => inner !== held[at])) set(key, written);
-    } else if (held !== undefined) set(key, repaired(held, walk, depth + 1));
-  }
-  const types = Array.isArray(schema.type) ? (schema.type as unknown[]) : [schema.type];
-  if (types.includes('array') && schema.items === undefined && schema.prefixItems === undefined)
-    set('items', {});
+  const type = schema.type;
+  if (
+    (type === 'array' || (Array.isArray(type) && type.includes('array'))) &&
+    schema.items === undefined &&
+    schema.prefixItems === undefined
+  )
+    (out ??= Object.assign({}, schema)).items = {};
   return out ?? schema;
 }
 
@@ -259,6 +274,36 @@ export function repairedParameters(
 }
 
 /**
+ * Whether `schema` is in Gemini's subset already: its keywords among it, its type one, its enum of text,
+ * an array's items given, each name it requires a property, and so each schema inside it.
+ */
+function inSubset(schema: unknown, left: { schemas: number }, depth: number): boolean {
+  if (!isRecord(schema) || depth > maxDepth || left.schemas-- <= 0) return false;
+  for (const key in schema) if (!portableKeywords.has(key)) return false;
+  const { type, enum: values, properties, items, required, anyOf } = schema;
+  if (type !== undefined && typeof type !== 'string') return false;
+  if (values !== undefined && !(Array.isArray(values) && values.every((value) => typeof value === 'string')))
+    return false;
+  if (type === 'array' && items === undefined) return false;
+  if (properties !== undefined) {
+    if (!isRecord(properties)) return false;
+    for (const name in properties) if (!inSubset(properties[name], left, depth + 1)) return false;
+  }
+  if (required !== undefined) {
+    if (!Array.isArray(required)) return false;
+    for (const name of required)
+      if (typeof name !== 'string' || !isRecord(properties) || !Object.hasOwn(properties, name)) return false;
+  }
+  if (items !== undefined && !inSubset(items, left, depth + 1)) return false;
+  if (
+    anyOf !== undefined &&
+    !(Array.isArray(anyOf) && anyOf.every((branch) => inSubset(branch, left, depth + 1)))
+  )
+    return false;
+  return true;
+}
+
+/**
  * A tool's parameters in Gemini's subset (which OpenAI and Anthropic take too), an object of properties at the top: alternatives there
  * (Anthropic refuses them) become one object of every alternative's properties, required only where
  * every alternative requires them.
@@ -267,6 +312,17 @@ export function portableParameters(
   parameters: unknown,
   left: { schemas: number } = { schemas: schemaBudget },
 ): Schema {
+  // A schema in the subset already (another client's, once the model learned the fix) goes as it is.
+  const checked = { schemas: Math.min(schemaBudget, left.schemas) };
+  if (
+    isRecord(parameters) &&
+    parameters.type === 'object' &&
+    parameters.anyOf === undefined &&
+    inSubset(parameters, checked, 0)
+  ) {
+    left.schemas -= Math.min(schemaBudget, left.schemas) - checked.schemas;
+    return parameters;
+  }
   const definitions: Schema = {};
   if (isRecord(parameters))
     for (const key of ['definitions', '$defs'] as const)

@@ -127,6 +127,23 @@ describe('portableParameters over the schemas MCP servers send', () => {
     expect(written.required).toEqual(required);
   });
 
+  it('leaves a schema in the subset already as it was (another client’s, once the model learned)', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        city: { type: 'string', description: 'A city' },
+        days: { type: 'array', items: { type: 'integer', minimum: 1 } },
+        unit: { type: 'string', enum: ['C', 'F'], nullable: true },
+      },
+      required: ['city'],
+    };
+    expect(portableParameters(schema)).toBe(schema);
+    // One keyword outside it: written anew.
+    const other = structuredClone(schema);
+    Object.assign(other.properties.city, { format: 'city' });
+    expect(portableParameters(other)).not.toBe(other);
+  });
+
   it("keeps a property's description, its type and a constant's value", () => {
     expect(
       portableParameters({
