@@ -160,9 +160,9 @@ function hidSomething(attempt: ChatAttempt): boolean {
 }
 
 /**
- * The fixes learned for the model's tools applied to the request as planned (docs/budgeting.md#refused-fields):
- * fields renamed or left out, descriptions cut, schemas written portably, and no more tools than it takes
- * (the recall tool, when offered, among them).
+ * The fixes learned for the model applied to the request as planned (docs/budgeting.md#refused-fields):
+ * fields renamed or left out, tool descriptions cut, tool schemas repaired or in Gemini's subset, and no
+ * more tools than it takes (the recall tool, when offered, among them).
  */
 function withFieldFixes(
   planned: ChatCompletionRequest,
@@ -413,8 +413,8 @@ export function createAttemptLadder(input: {
     const headers = contextResponseHeaders(prepared);
     if (fallback !== undefined) headers['x-context-fallback'] = fallback;
     if (recall) headers['x-ctxgate-recall'] = '0';
-    const askedMaxTokens =
-      state.maxTokens ?? chatRequest.max_completion_tokens ?? chatRequest.max_tokens ?? undefined;
+    // What this attempt asks for: the client's, under the model's longest answer once known.
+    const askedMaxTokens = state.maxTokens ?? asked.max_completion_tokens ?? asked.max_tokens ?? undefined;
     const sentMaxTokens = prepared.loweredMaxTokens ?? askedMaxTokens ?? 0;
     const request = Object.assign({}, outgoing, { messages });
     return {

@@ -13,6 +13,8 @@ import { fnv1a, hashDigits } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
 import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
+const toolCallsKey = Buffer.from('"tool_calls"');
+
 /** A name OpenAI and Anthropic take: 1 to 64 letters, digits, `_` and `-`. */
 const portableName = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -175,9 +177,18 @@ export function withAnswerToolNames(response: UpstreamResponse, names: AnswerToo
     return withWholeBody(response, restore);
   }
   const fresh = (): StreamedToolNames => new StreamedToolNames(names.offered, toClient);
-  // A look at the first events sees them as the client will: its whole events, read afresh each time.
-  const view = (received: Buffer): Buffer =>
-    fresh().rewrite(new EventBoundaryBuffer().push(received) ?? Buffer.alloc(0));
+  // A look at the first events sees them as the client will: its whole events, read afresh each time a
+  // call is among them. The look grows by a chunk at a time (up to 256 KB of an answer's reasoning before
+  // a recall round knows its lead): what was seen to hold no call is not searched again.
+  let callFree = 0;
+  const view = (received: Buffer): Buffer => {
+    const whole = new EventBoundaryBuffer().push(received) ?? Buffer.alloc(0);
+    if (whole.indexOf(toolCallsKey, Math.max(0, callFree - toolCallsKey.length)) === -1) {
+      callFree = whole.length;
+      return whole;
+    }
+    return fresh().rewrite(whole);
+  };
   const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
     const events = new EventBoundaryBuffer();
     const calls = fresh();
