@@ -44,7 +44,7 @@ import {
   imageBytesField,
   requestBytesField,
   filesField,
-  withoutMessageFields,
+  withMessageFixes,
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
   withToolCallIdsEveryProviderTakes,
@@ -54,12 +54,6 @@ import {
   toolSchemaKeywordsField,
   toolCountField,
   answerTokensField,
-  emptyTextField,
-  withEmptyTextsFilled,
-  developerRoleField,
-  withDeveloperAsSystem,
-  textPartsField,
-  withTextPartsAsText,
   jsonSchemaField,
   withJsonSchemaAsJsonMode,
   withToolsAtMost,
@@ -341,11 +335,9 @@ export function createAttemptLadder(input: {
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
-    // signature on the calls that have none (another model's, or a client's that dropped it).
-    let messages = withoutMessageFields(prepared.messages, fixes);
-    if (fixes.some((fix) => fix.field === emptyTextField)) messages = withEmptyTextsFilled(messages);
-    if (fixes.some((fix) => fix.field === developerRoleField)) messages = withDeveloperAsSystem(messages);
-    if (fixes.some((fix) => fix.field === textPartsField)) messages = withTextPartsAsText(messages);
+    // signature on the calls that have none (another model's, or a client's that dropped it); the
+    // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
+    let messages = withMessageFixes(prepared.messages, fixes);
     const jsonMode = fixes.some((fix) => fix.field === jsonSchemaField)
       ? withJsonSchemaAsJsonMode(outgoing.response_format, messages)
       : undefined;

@@ -615,6 +615,25 @@ export function withDeveloperAsSystem(messages: ContextMessage[]): ContextMessag
   );
 }
 
+/** The fixes that write the messages anew, each with its field. */
+const messageRewrites: ReadonlyArray<readonly [string, (messages: ContextMessage[]) => ContextMessage[]]> = [
+  [emptyTextField, withEmptyTextsFilled],
+  [developerRoleField, withDeveloperAsSystem],
+  [textPartsField, withTextPartsAsText],
+];
+
+/**
+ * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
+ * messages of no text given text, developer messages as system ones, text parts as text, as its fixes
+ * say; the same array when none applies.
+ */
+export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
+  let out = withoutMessageFields(messages, fixes);
+  for (const [field, rewrite] of messageRewrites)
+    if (fixes.some((fix) => fix.field === field)) out = rewrite(out);
+  return out;
+}
+
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */
 const kimiId = /^functions\.[^:]*:\d+$/;
 
