@@ -21,6 +21,7 @@ import {
   emptyTextField,
   developerRoleField,
   textPartsField,
+  nullContentField,
   jsonSchemaField,
   imageBytesField,
   requestBytesField,
@@ -256,8 +257,8 @@ function answerCap(text: string): number | undefined {
 
 /**
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
- * tools and how long an answer a model takes, messages of no text, the developer role, text parts, and
- * structured output by a schema (docs/budgeting.md#refused-fields).
+ * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
+ * parts, and structured output by a schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -296,6 +297,15 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: textPartsField });
+  // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
+  // llama.cpp's server's and a serde server's. A refusal of another type of content (a number, an object)
+  // reads alike: its fix then changes nothing, and the refusal goes back as it came.
+  if (
+    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|messages\[\d+\]\W{0,3}:?\s*missing field `content`/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: nullContentField });
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   if (
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(

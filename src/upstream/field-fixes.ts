@@ -233,6 +233,18 @@ export const answerTokensField = 'max_tokens.value';
 export const emptyTextField = 'messages[].content.empty';
 
 /**
+ * Not a field of the body: a message whose content is null or left out. OpenAI takes that beside tool
+ * calls only, and refuses it elsewhere ("Invalid value for 'content': expected a string, got null.":
+ * docker-agent#63) — an answer of a refusal (`refusal` beside no content) or of reasoning only, replayed by
+ * the client or from a session, failed every later request, on OpenAI itself; Ollama refuses it likewise
+ * ("invalid message content type: <nil>"), LM Studio beside calls too ("'content' field must be a string
+ * or an array of objects": lmstudio-bug-tracker#261, the OpenAI client's own answer to a tool call sent
+ * back), a serde server a content left out ("missing field `content`": lablup/mlxcel#91). Each such
+ * content is sent as the empty text (withNullContentsAsText).
+ */
+export const nullContentField = 'messages[].content.null';
+
+/**
  * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
  * and which Codex and the AI SDK send them — and which DeepSeek's API refuses ("messages[1].role: unknown
  * variant `developer`, expected one of `system`, `user`, `assistant`, `tool`": Codex on DeepSeek V4,
@@ -536,8 +548,11 @@ const emptyText = '(empty)';
 
 const blank = (text: unknown): boolean => typeof text === 'string' && text.trim() === '';
 
-/** A message of no text (blank text parts left out) as one with text, or itself. */
-function filledMessage(message: ContextMessage): ContextMessage {
+/**
+ * A message of no text (blank text parts left out) as one with text, or itself. A call's message says
+ * nothing beside its calls: its content null, or left out when the model refuses null too (`noNull`).
+ */
+function filledMessage(message: ContextMessage, noNull: boolean): ContextMessage {
   const { content } = message;
   const calls = Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
   if (Array.isArray(content)) {
@@ -547,23 +562,35 @@ function filledMessage(message: ContextMessage): ContextMessage {
     if (parts.length === content.length) return message;
     if (parts.length > 0) return Object.assign({}, message, { content: parts });
   } else if (!(blank(content) || (content == null && message.role === 'assistant' && !calls))) return message;
-  // A call's message says nothing beside its calls; anything else says it had nothing.
-  if (message.role === 'assistant' && calls) return Object.assign({}, message, { content: null });
+  if (message.role === 'assistant' && calls) {
+    if (!noNull) return Object.assign({}, message, { content: null });
+    const said: Record<string, unknown> = Object.assign({}, message);
+    delete said.content;
+    return said as ContextMessage;
+  }
   return Object.assign({}, message, { content: message.role === 'tool' ? noOutputText : emptyText });
 }
 
 /**
  * The messages with each of no text given text (emptyTextField): a tool result `(no output)`, an
- * assistant message with calls no content, any other `(empty)`; blank text parts left out. The same
- * array when none is empty.
+ * assistant message with calls no content (null, or none with `noNull`), any other `(empty)`; blank text
+ * parts left out. The same array when none is empty.
  */
-export function withEmptyTextsFilled(messages: ContextMessage[]): ContextMessage[] {
+export function withEmptyTextsFilled(messages: ContextMessage[], noNull = false): ContextMessage[] {
   let out: ContextMessage[] | undefined;
   messages.forEach((message, index) => {
-    const filled = filledMessage(message);
+    const filled = filledMessage(message, noNull);
     if (filled !== message) (out ??= messages.slice())[index] = filled;
   });
   return out ?? messages;
+}
+
+/** The messages with each null or left-out content the empty text (nullContentField); the same array when none is. */
+export function withNullContentsAsText(messages: ContextMessage[]): ContextMessage[] {
+  if (!messages.some((message) => message.content == null)) return messages;
+  return messages.map((message) =>
+    message.content == null ? Object.assign({}, message, { content: '' }) : message,
+  );
 }
 
 /** The messages with each content of text parts only as their texts, one per line (textPartsField); the same array when none is. */
@@ -615,22 +642,35 @@ export function withDeveloperAsSystem(messages: ContextMessage[]): ContextMessag
   );
 }
 
-/** The fixes that write the messages anew, each with its field. */
-const messageRewrites: ReadonlyArray<readonly [string, (messages: ContextMessage[]) => ContextMessage[]]> = [
-  [emptyTextField, withEmptyTextsFilled],
+/**
+ * The fixes that write the messages anew, each with its field, in order: a null content is given the empty
+ * text before texts are filled, which then leaves a call's message without content (neither taken).
+ */
+const messageRewrites: ReadonlyArray<
+  readonly [string, (messages: ContextMessage[], fixes: readonly FieldFix[]) => ContextMessage[]]
+> = [
+  [nullContentField, withNullContentsAsText],
+  [
+    emptyTextField,
+    (messages, fixes) =>
+      withEmptyTextsFilled(
+        messages,
+        fixes.some((fix) => fix.field === nullContentField),
+      ),
+  ],
   [developerRoleField, withDeveloperAsSystem],
   [textPartsField, withTextPartsAsText],
 ];
 
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
- * messages of no text given text, developer messages as system ones, text parts as text, as its fixes
- * say; the same array when none applies.
+ * null contents as empty texts, messages of no text given text, developer messages as system ones, text
+ * parts as text, as its fixes say; the same array when none applies.
  */
 export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);
   for (const [field, rewrite] of messageRewrites)
-    if (fixes.some((fix) => fix.field === field)) out = rewrite(out);
+    if (fixes.some((fix) => fix.field === field)) out = rewrite(out, fixes);
   return out;
 }
 

@@ -13,7 +13,11 @@
 //   ("messages[3].content: invalid type: sequence, expected a string", 0x676e67/duckai#16): sent as text;
 // - structured output by a JSON Schema (the AI SDK's generateObject, Codex's --output-schema), which
 //   DeepSeek's API refuses ("This response_format type is unavailable now", llm-exe/llm-exe#662): asked
-//   in JSON mode, the schema in the system message.
+//   in JSON mode, the schema in the system message;
+// - a null content — OpenAI's answer of a refusal replayed from a session, which OpenAI itself refuses
+//   ("Invalid value for 'content': expected a string, got null.", docker-agent#63), and a tool call's
+//   message as the OpenAI client gives it back, which LM Studio refused ("'content' field must be a
+//   string or an array of objects", lmstudio-bug-tracker#261): sent as an empty text.
 // Each is answered after one refusal, and the model's next request goes at once.
 import { randomUUID } from 'node:crypto';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -27,6 +31,9 @@ const gemini = 'gemini-2.5-flash';
 const flash = 'gemini-3-flash-preview';
 /** A model served by a server that takes a message's content only as a string. */
 const local = 'qwen3-coder-local';
+/** Models served as LM Studio served them: no null content, beside tool calls either. */
+const lmStudio = 'qwen2.5-7b-instruct';
+const lmStudioToo = 'qwen2.5-coder-7b-instruct';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -36,6 +43,7 @@ beforeAll(async () => {
     geminiRules: [gemini, flash],
     noDeveloperRole: ['deepseek-v4-flash', 'deepseek-chat'],
     stringContentOnly: [local],
+    noNullContent: [lmStudio, lmStudioToo],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
@@ -210,5 +218,95 @@ describe('structured output by a JSON Schema, to DeepSeek (JSON mode only)', () 
     expect(response.status).toBe('completed');
     expect(formatSent()).toEqual({ type: 'json_object' });
     expect(sentMessages()[0]?.role).toBe('system');
+  });
+});
+
+describe('a null content, to a provider that takes none there', () => {
+  const refusal = "I'm sorry, I can't help with that.";
+  /** OpenAI's answer of a refusal: no content, the refusal beside it. */
+  const refused = {
+    status: 200,
+    body: JSON.stringify({
+      id: 'chatcmpl-refused',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: 'gpt-4o-mini',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: null, refusal },
+          finish_reason: 'stop',
+        },
+      ],
+      usage: { prompt_tokens: 12, completion_tokens: 9, total_tokens: 21 },
+    }),
+  };
+
+  it("a session whose stored answer was OpenAI's refusal goes on, on OpenAI itself, after one refusal", async () => {
+    const chat = new OpenAI({
+      baseURL: harness.baseUrl,
+      apiKey: 'sk-shapes',
+      maxRetries: 0,
+      defaultHeaders: { 'x-session-id': `refusal-${randomUUID()}` },
+    });
+    fake.enqueue(refused);
+    const first = await chat.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Tell me how to pick a lock.' }],
+    });
+    expect(first.choices[0]?.message.refusal).toBe(refusal);
+    const before = fake.chatRequests.length;
+    const second = await chat.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Then how do locks work?' }],
+    });
+    expect(second.choices[0]?.message.tool_calls).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    const replayed = sentMessages().find((message) => message.role === 'assistant');
+    expect(replayed).toMatchObject({ content: '', refusal });
+    const again = fake.chatRequests.length;
+    await chat.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'And padlocks?' }],
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it("the OpenAI client's own tool-call answer, sent back to LM Studio, goes with an empty text", async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Make a src folder.' }];
+    const first = await client().chat.completions.create({ model: lmStudio, tools: [shell], messages });
+    const reply = first.choices[0]?.message as OpenAI.ChatCompletionMessage;
+    expect(reply.content).toBeNull();
+    messages.push(reply, { role: 'tool', tool_call_id: reply.tool_calls?.[0]?.id ?? '', content: 'done' });
+    const before = fake.chatRequests.length;
+    const second = await client().chat.completions.create({ model: lmStudio, tools: [shell], messages });
+    expect(second.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()[1]).toMatchObject({ role: 'assistant', content: '' });
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: lmStudio, tools: [shell], messages });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('a Responses request as Codex sends its calls back, bridged to LM Studio', async () => {
+    const response = await client().responses.create({
+      model: lmStudioToo,
+      store: false,
+      input: [
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Make a src folder.' }] },
+        { type: 'function_call', call_id: 'call_sh', name: 'shell', arguments: '{"command":"mkdir -p src"}' },
+        { type: 'function_call_output', call_id: 'call_sh', output: '' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          name: 'shell',
+          strict: false,
+          parameters: { type: 'object', properties: { command: { type: 'string' } } },
+        },
+      ],
+    });
+    expect(response.output_text).toBe('Created src.');
+    expect(sentMessages().find((message) => message.role === 'assistant')?.content).toBe('');
   });
 });

@@ -306,6 +306,11 @@ export interface FakeUpstreamOptions {
    */
   stringContentOnly?: readonly string[];
   /**
+   * Models served as LM Studio served them: a null content is refused beside tool calls too, in its words
+   * (lmstudio-ai/lmstudio-bug-tracker#261).
+   */
+  noNullContent?: readonly string[];
+  /**
    * Models served as DeepSeek's API serves them: structured output by a JSON Schema is refused, and JSON
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
@@ -446,6 +451,38 @@ function refusedCallId(
     }
   }
   return undefined;
+}
+
+/**
+ * OpenAI's refusal of a message whose content is null or left out with no tool calls beside it (an
+ * assistant message of a refusal or of reasoning only, replayed); with `everywhere`, LM Studio's of a
+ * null content beside calls too. Undefined when every message has its content.
+ */
+function nullContentAt(messages: ReadonlyArray<ChatMessage>, everywhere: boolean): string | undefined {
+  const index = messages.findIndex(
+    (message) =>
+      (message.content === null || message.content === undefined) &&
+      (everywhere || !(message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0)),
+  );
+  const message = messages[index];
+  if (message === undefined) return undefined;
+  if (everywhere && message.content === null)
+    return JSON.stringify({
+      error: "Invalid 'content': 'content' field must be a string or an array of objects.",
+    });
+  return message.content === null
+    ? openAIError(
+        "Invalid value for 'content': expected a string, got null.",
+        'invalid_request_error',
+        `messages.[${index}].content`,
+        null,
+      )
+    : openAIError(
+        `Missing required parameter: 'messages[${index}].content'.`,
+        'invalid_request_error',
+        `messages[${index}].content`,
+        'missing_required_parameter',
+      );
 }
 
 /** The fields Mistral's chat completions API takes in a message of each role, and in a tool call. */
@@ -982,6 +1019,16 @@ export class FakeUpstream {
         400,
         openAIError("Invalid 'messages': empty array.", 'invalid_request_error', 'messages', 'empty_array'),
       );
+      return;
+    }
+    // OpenAI's rule for a message's content: null or left out only beside tool calls (docker-agent#63,
+    // vercel/ai#13744); a server as LM Studio's refuses null even there (lmstudio-bug-tracker#261).
+    const nullContent = nullContentAt(
+      body.messages,
+      this.options.noNullContent?.includes(body.model) === true,
+    );
+    if (nullContent !== undefined) {
+      sendJson(400, nullContent);
       return;
     }
     // OpenAI's types for a call sent back: text, each (a llama-server that gives decoded arguments also

@@ -1097,6 +1097,45 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        "OpenAI, of an answer's null content replayed (docker-agent#63, vercel/ai#13744)",
+        JSON.stringify({
+          error: {
+            message: "Invalid value for 'content': expected a string, got null.",
+            type: 'invalid_request_error',
+            param: 'messages.[2].content',
+            code: null,
+          },
+        }),
+      ],
+      [
+        'OpenAI, of a content left out',
+        openAIError("Missing required parameter: 'messages[3].content'.", 'missing_required_parameter'),
+      ],
+      [
+        'Ollama (its Go middleware: `%T` of nil)',
+        '{"error":{"message":"invalid message content type: <nil>"}}',
+      ],
+      [
+        'LM Studio, beside tool calls (lmstudio-bug-tracker#261)',
+        `{"error":"Invalid 'content': 'content' field must be a string or an array of objects."}`,
+      ],
+      [
+        "llama.cpp's server (ggml-org/llama.cpp#13471)",
+        '{"error":{"code":400,"message":"Expected \'content\' to be a string or an array","type":"invalid_request_error"}}',
+      ],
+      [
+        'a serde server, of a content left out (lablup/mlxcel#91)',
+        'Failed to deserialize the JSON body into the target type: messages[2]: missing field `content` at line 1 column 311',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a null content refused: ${name}`,
+    answer: { status: name.startsWith('a serde') ? 422 : 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].content.null' }] },
+  })),
+  ...(
+    [
+      [
         'DeepSeek V4 (llm-exe/llm-exe#662)',
         openAIError('This response_format type is unavailable now', 'invalid_request_error'),
       ],

@@ -18,6 +18,8 @@ import {
   withEmptyTextsFilled,
   withDeveloperAsSystem,
   withTextPartsAsText,
+  withNullContentsAsText,
+  withMessageFixes,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -600,6 +602,57 @@ describe('withTextPartsAsText', () => {
   it('is the same array when no content is of text parts only', () => {
     const messages = [{ role: 'user', content: 'x' }] as ContextMessage[];
     expect(withTextPartsAsText(messages)).toBe(messages);
+  });
+});
+
+describe('withNullContentsAsText', () => {
+  const call = { id: 'c1', type: 'function', function: { name: 'shell', arguments: '{}' } };
+
+  it('gives each null or left-out content the empty text, beside calls too', () => {
+    const messages = [
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: null, refusal: "I'm sorry, I can't help with that." },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      { role: 'assistant', tool_calls: [call] },
+    ] as ContextMessage[];
+    expect(withNullContentsAsText(messages).map((message) => message.content)).toEqual([
+      'Hi',
+      '',
+      '',
+      'ok',
+      '',
+    ]);
+    expect(messages[1]?.content).toBeNull();
+  });
+
+  it('is the same array when every message has its content', () => {
+    const messages = [{ role: 'user', content: '' }] as ContextMessage[];
+    expect(withNullContentsAsText(messages)).toBe(messages);
+  });
+});
+
+describe('withMessageFixes', () => {
+  const call = { id: 'c1', type: 'function', function: { name: 'shell', arguments: '{}' } };
+  const messages = [
+    { role: 'assistant', content: null },
+    { role: 'assistant', content: null, tool_calls: [call] },
+    { role: 'tool', tool_call_id: 'c1', content: '' },
+  ] as ContextMessage[];
+
+  it('a model that refuses null contents and empty texts alike: calls with no content beside them', () => {
+    const out = withMessageFixes(messages, [
+      { field: 'messages[].content.null' },
+      { field: 'messages[].content.empty' },
+    ]);
+    expect(out[0]?.content).toBe('(empty)');
+    expect(out[1]).toEqual({ role: 'assistant', tool_calls: [call] });
+    expect(out[2]?.content).toBe('(no output)');
+  });
+
+  it('one that refuses empty texts only keeps null beside calls', () => {
+    const out = withMessageFixes(messages, [{ field: 'messages[].content.empty' }]);
+    expect(out[1]?.content).toBeNull();
   });
 });
 
