@@ -22,6 +22,7 @@ import {
   developerRoleField,
   textPartsField,
   nullContentField,
+  strictTemplateField,
   jsonSchemaField,
   imageBytesField,
   requestBytesField,
@@ -258,7 +259,7 @@ function answerCap(text: string): number | undefined {
 /**
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
- * parts, and structured output by a schema (docs/budgeting.md#refused-fields).
+ * parts, system messages where a template takes one first, and structured output by a schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -306,6 +307,14 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: nullContentField });
+  // System messages where a chat template takes one, first: Qwen 3.5's and 3.6's, Qwen 3's of a role it
+  // does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and llama.cpp give them.
+  if (
+    /system message must be at the beginning|unexpected message role|conversation roles must alternate/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: strictTemplateField });
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   if (
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(

@@ -18,6 +18,7 @@ import {
   type CallIdSlots,
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
+import { forStrictTemplate } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
 
 /**
@@ -243,6 +244,19 @@ export const emptyTextField = 'messages[].content.empty';
  * content is sent as the empty text (withNullContentsAsText).
  */
 export const nullContentField = 'messages[].content.null';
+
+/**
+ * Not a field of the body: system messages anywhere but first, one of them. Chat templates of open models
+ * as vLLM and llama.cpp serve them take one system message, first — Qwen 3.5's and 3.6's ("System message
+ * must be at the beginning.": vllm-project/vllm#41114, a second system message first too), Qwen 3's no
+ * developer role ("Unexpected message role."), Mistral's and Devstral's user and assistant messages
+ * alternating ("After the optional system message, conversation roles must alternate
+ * user/assistant/user/assistant/..."). Clients send them so — two system prompts first (oh-my-pi#958), a
+ * task instruction mid-conversation (Hermes Agent), Dify's agents — and every request failed. The
+ * messages are sent as such a template takes them (notice-placement.ts's forStrictTemplate), as a bridged
+ * request to such a model already is.
+ */
+export const strictTemplateField = 'messages[].role.system';
 
 /**
  * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
@@ -660,12 +674,13 @@ const messageRewrites: ReadonlyArray<
   ],
   [developerRoleField, withDeveloperAsSystem],
   [textPartsField, withTextPartsAsText],
+  [strictTemplateField, forStrictTemplate],
 ];
 
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
- * parts as text, as its fixes say; the same array when none applies.
+ * parts as text, system messages one and first, as its fixes say; the same array when none applies.
  */
 export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);

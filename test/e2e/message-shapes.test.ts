@@ -17,7 +17,12 @@
 // - a null content — OpenAI's answer of a refusal replayed from a session, which OpenAI itself refuses
 //   ("Invalid value for 'content': expected a string, got null.", docker-agent#63), and a tool call's
 //   message as the OpenAI client gives it back, which LM Studio refused ("'content' field must be a
-//   string or an array of objects", lmstudio-bug-tracker#261): sent as an empty text.
+//   string or an array of objects", lmstudio-bug-tracker#261): sent as an empty text;
+// - system messages a chat template takes only first — two of them first (oh-my-pi#958), one mid-
+//   conversation (Hermes Agent's task instruction, vllm-project/vllm#41114), a developer message — which
+//   Qwen 3.6's template refuses as vLLM serves it ("System message must be at the beginning."), Qwen 3's
+//   ("Unexpected message role.") and Mistral's ("After the optional system message, conversation roles
+//   must alternate…"): sent as such templates take them, one system message first.
 // Each is answered after one refusal, and the model's next request goes at once.
 import { randomUUID } from 'node:crypto';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -34,6 +39,10 @@ const local = 'qwen3-coder-local';
 /** Models served as LM Studio served them: no null content, beside tool calls either. */
 const lmStudio = 'qwen2.5-7b-instruct';
 const lmStudioToo = 'qwen2.5-coder-7b-instruct';
+/** Models as vLLM serves them with their own chat templates: one system message, first. */
+const qwen = 'Qwen/Qwen3.6-27B-FP8';
+const qwen3 = 'Qwen/Qwen3-32B';
+const devstral = 'mistralai/Devstral-Small-2507';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -44,6 +53,8 @@ beforeAll(async () => {
     noDeveloperRole: ['deepseek-v4-flash', 'deepseek-chat'],
     stringContentOnly: [local],
     noNullContent: [lmStudio, lmStudioToo],
+    systemOnlyFirst: [qwen, qwen3, devstral],
+    alternating: [devstral],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
@@ -308,5 +319,63 @@ describe('a null content, to a provider that takes none there', () => {
     });
     expect(response.output_text).toBe('Created src.');
     expect(sentMessages().find((message) => message.role === 'assistant')?.content).toBe('');
+  });
+});
+
+describe('system messages where a chat template takes one, first', () => {
+  it('two system messages first (oh-my-pi#958), to Qwen 3.6: one, after one refusal; the next at once', async () => {
+    const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+      model: qwen,
+      messages: [
+        { role: 'system', content: 'You are a coding agent.' },
+        { role: 'system', content: 'The workspace is /repo.' },
+        { role: 'user', content: 'List the files.' },
+      ],
+    };
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create(request);
+    expect(answer.choices[0]?.message.tool_calls).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()).toEqual([
+      { role: 'system', content: 'You are a coding agent.\n\nThe workspace is /repo.' },
+      { role: 'user', content: 'List the files.' },
+    ]);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create(request);
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it("a system message mid-conversation (Hermes Agent's task), to Devstral: in the user message after it", async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: devstral,
+      messages: [
+        { role: 'user', content: 'prior conversation context' },
+        { role: 'assistant', content: 'prior response' },
+        { role: 'system', content: 'Task instruction: summarize the above.' },
+        { role: 'user', content: 'New user query' },
+      ],
+    });
+    expect(answer.choices[0]?.message.tool_calls).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(rolesSent()).toEqual(['user', 'assistant', 'user']);
+    expect(String(sentMessages()[2]?.content)).toContain('Task instruction: summarize the above.');
+    expect(String(sentMessages()[2]?.content)).toContain('New user query');
+  });
+
+  it('a developer message from the OpenAI client, to Qwen 3: the system message', async () => {
+    const before = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: qwen3,
+      messages: [
+        { role: 'developer', content: 'Answer tersely.' },
+        { role: 'user', content: 'Hello' },
+      ],
+    });
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()).toEqual([
+      { role: 'system', content: 'Answer tersely.' },
+      { role: 'user', content: 'Hello' },
+    ]);
   });
 });

@@ -1436,14 +1436,24 @@ export class FakeUpstream {
       const refusal = body.messages.some((message) => message.role === 'developer')
         ? { error: { message: 'Unexpected message role.', type: 'BadRequestError', param: null, code: 400 } }
         : body.messages.some((message, index) => index > 0 && message.role === 'system')
-          ? {
-              object: 'error',
-              message:
-                'After the optional system message, conversation roles must alternate user/assistant/user/assistant/...',
-              type: 'BadRequestError',
-              param: null,
-              code: 400,
-            }
+          ? /qwen3\.[5-9]/i.test(String(body.model))
+            ? // Qwen 3.5's and 3.6's template (vllm-project/vllm#41114): a second system message too.
+              {
+                error: {
+                  message: 'System message must be at the beginning.',
+                  type: 'BadRequestError',
+                  param: null,
+                  code: 400,
+                },
+              }
+            : {
+                object: 'error',
+                message:
+                  'After the optional system message, conversation roles must alternate user/assistant/user/assistant/...',
+                type: 'BadRequestError',
+                param: null,
+                code: 400,
+              }
           : undefined;
       if (refusal !== undefined) {
         sendJson(400, JSON.stringify(refusal));

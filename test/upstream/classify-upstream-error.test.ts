@@ -1136,6 +1136,33 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        "Qwen 3.6's template in vLLM (vllm-project/vllm#41114)",
+        '{"error":{"message":"System message must be at the beginning.","type":"BadRequestError","param":null,"code":400}}',
+      ],
+      [
+        "Qwen 3's template, of the developer role",
+        '{"error":{"message":"Unexpected message role.","type":"BadRequestError","param":null,"code":400}}',
+      ],
+      [
+        "Mistral's template in vLLM",
+        '{"object":"error","message":"After the optional system message, conversation roles must alternate user/assistant/user/assistant/...","type":"BadRequestError","param":null,"code":400}',
+      ],
+      [
+        'through LiteLLM (langgenius/dify#39467)',
+        openAIError(
+          'litellm.BadRequestError: OpenAIException - System message must be at the beginning.. Received Model Group=Qwen3.6-35B',
+          '400',
+        ),
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a system message where a template takes one, first: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].role.system' }] },
+  })),
+  ...(
+    [
+      [
         'DeepSeek V4 (llm-exe/llm-exe#662)',
         openAIError('This response_format type is unavailable now', 'invalid_request_error'),
       ],

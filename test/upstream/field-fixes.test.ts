@@ -650,6 +650,26 @@ describe('withMessageFixes', () => {
     expect(out[2]?.content).toBe('(no output)');
   });
 
+  it('one whose template takes one system message, first: the system messages so', () => {
+    const out = withMessageFixes(
+      [
+        { role: 'system', content: 'Agent.' },
+        { role: 'developer', content: 'Terse.' },
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello' },
+        { role: 'system', content: 'Summarize now.' },
+        { role: 'user', content: 'Go' },
+      ] as ContextMessage[],
+      [{ field: 'messages[].role.system' }],
+    );
+    expect(out).toEqual([
+      { role: 'system', content: 'Agent.\n\nTerse.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello' },
+      { role: 'user', content: 'Summarize now.\n\nGo' },
+    ]);
+  });
+
   it('one that refuses empty texts only keeps null beside calls', () => {
     const out = withMessageFixes(messages, [{ field: 'messages[].content.empty' }]);
     expect(out[1]?.content).toBeNull();
