@@ -23,6 +23,7 @@ import {
   textPartsField,
   nullContentField,
   strictTemplateField,
+  toolArgumentsField,
   jsonSchemaField,
   imageBytesField,
   requestBytesField,
@@ -140,6 +141,10 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   const relayedCap = status >= 500 ? imageCap(text) : undefined;
   if (relayedCap !== undefined)
     return { kind: 'refused_field', fixes: [{ field: imageCountField, atMost: relayedCap }] };
+  // llama.cpp's server answers a call sent back whose arguments are not JSON with a 500 (before
+  // ggml-org/llama.cpp#25583): retried, it is refused the same.
+  if (status >= 500 && /failed to parse tool call arguments as json/i.test(text))
+    return { kind: 'refused_field', fixes: [{ field: toolArgumentsField }] };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
   // A body larger than the provider takes in bytes (not tokens: looksLikeOverflow): Anthropic's
   // "request_too_large", GitHub Copilot's "failed to parse request", a proxy's page.
@@ -259,7 +264,8 @@ function answerCap(text: string): number | undefined {
 /**
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
- * parts, system messages where a template takes one first, and structured output by a schema (docs/budgeting.md#refused-fields).
+ * parts, system messages where a template takes one first, calls' arguments that are not JSON, and
+ * structured output by a schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -315,6 +321,14 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: strictTemplateField });
+  // A call sent back whose arguments are not JSON: Python's json.loads as vLLM passes its words on (the body
+  // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's.
+  if (
+    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: toolArgumentsField });
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   if (
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(

@@ -259,6 +259,18 @@ export const nullContentField = 'messages[].content.null';
 export const strictTemplateField = 'messages[].role.system';
 
 /**
+ * Not a field of the body: a call sent back whose arguments are not a JSON object. A model's answer cut at
+ * its max_tokens in the middle of a call, or one that wrote a quote unescaped, leaves such a call in the
+ * conversation — stored in a session, replayed by the client — and vLLM reads every call's arguments as
+ * JSON before its template runs ("Unterminated string starting at: line 1 column 14 (char 13)":
+ * vllm-project/vllm#43995, #48922), as llama.cpp's server does ("Failed to parse tool call arguments as
+ * JSON", a 500 until ggml-org/llama.cpp#25583), Kimi ("arguments must be a valid JSON object string") and
+ * NEAR AI: every later request of the conversation failed. Such a call is sent with the arguments `{}`
+ * (withToolArgumentsAsObjects); its result, which says what became of it, goes as it was.
+ */
+export const toolArgumentsField = 'messages[].tool_calls[].function.arguments';
+
+/**
  * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
  * and which Codex and the AI SDK send them — and which DeepSeek's API refuses ("messages[1].role: unknown
  * variant `developer`, expected one of `system`, `user`, `assistant`, `tool`": Codex on DeepSeek V4,
@@ -607,6 +619,43 @@ export function withNullContentsAsText(messages: ContextMessage[]): ContextMessa
   );
 }
 
+/** Whether a call's arguments are a JSON object's text (white space around it allowed). */
+function isObjectText(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{') || !trimmed.endsWith('}')) return false;
+  try {
+    const value: unknown = JSON.parse(trimmed);
+    return isRecord(value);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The messages with each call whose arguments are not a JSON object's text sent with `{}`
+ * (toolArgumentsField); the same message when all of its calls' are, the same array when every call's are.
+ */
+export function withToolArgumentsAsObjects(messages: ContextMessage[]): ContextMessage[] {
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    const calls = message.tool_calls;
+    if (!Array.isArray(calls)) return;
+    const bad = (call: unknown): boolean =>
+      isRecord(call) && isRecord(call.function) && !isObjectText(call.function.arguments);
+    if (!calls.some(bad)) return;
+    const fixed = calls.map((call: unknown) =>
+      bad(call)
+        ? Object.assign({}, call, {
+            function: Object.assign({}, (call as { function: object }).function, { arguments: '{}' }),
+          })
+        : call,
+    );
+    (out ??= messages.slice())[index] = Object.assign({}, message, { tool_calls: fixed });
+  });
+  return out ?? messages;
+}
+
 /** The messages with each content of text parts only as their texts, one per line (textPartsField); the same array when none is. */
 export function withTextPartsAsText(messages: ContextMessage[]): ContextMessage[] {
   const textOnly = (content: unknown): content is Array<{ text: string }> =>
@@ -675,12 +724,14 @@ const messageRewrites: ReadonlyArray<
   [developerRoleField, withDeveloperAsSystem],
   [textPartsField, withTextPartsAsText],
   [strictTemplateField, forStrictTemplate],
+  [toolArgumentsField, withToolArgumentsAsObjects],
 ];
 
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
- * parts as text, system messages one and first, as its fixes say; the same array when none applies.
+ * parts as text, system messages one and first, calls' arguments objects, as its fixes say; the same
+ * array when none applies.
  */
 export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);

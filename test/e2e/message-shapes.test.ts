@@ -22,7 +22,10 @@
 //   conversation (Hermes Agent's task instruction, vllm-project/vllm#41114), a developer message — which
 //   Qwen 3.6's template refuses as vLLM serves it ("System message must be at the beginning."), Qwen 3's
 //   ("Unexpected message role.") and Mistral's ("After the optional system message, conversation roles
-//   must alternate…"): sent as such templates take them, one system message first.
+//   must alternate…"): sent as such templates take them, one system message first;
+// - a call sent back whose arguments are not JSON — an answer cut at its max_tokens mid-arguments, stored
+//   in a session or replayed by Codex — which vLLM refuses ("Unterminated string starting at: line 1
+//   column 14 (char 13)", vllm-project/vllm#48922): sent with the arguments `{}`.
 // Each is answered after one refusal, and the model's next request goes at once.
 import { randomUUID } from 'node:crypto';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -43,6 +46,8 @@ const lmStudioToo = 'qwen2.5-coder-7b-instruct';
 const qwen = 'Qwen/Qwen3.6-27B-FP8';
 const qwen3 = 'Qwen/Qwen3-32B';
 const devstral = 'mistralai/Devstral-Small-2507';
+/** A model as vLLM serves it: the arguments of each call sent back read as JSON. */
+const vllmQwen = 'Qwen/Qwen3.6-35B-A3B-FP8';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -55,6 +60,7 @@ beforeAll(async () => {
     noNullContent: [lmStudio, lmStudioToo],
     systemOnlyFirst: [qwen, qwen3, devstral],
     alternating: [devstral],
+    jsonToolArguments: [vllmQwen],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
@@ -74,6 +80,21 @@ const shell: OpenAI.ChatCompletionTool = {
   type: 'function',
   function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
 };
+/** The shell tool as a Responses request gives it. */
+const responsesShell: OpenAI.Responses.FunctionTool = {
+  type: 'function',
+  name: 'shell',
+  strict: false,
+  parameters: { type: 'object', properties: { command: { type: 'string' } } },
+};
+/** An official client whose requests carry a session of their own. */
+const sessionClient = (name: string) =>
+  new OpenAI({
+    baseURL: harness.baseUrl,
+    apiKey: 'sk-shapes',
+    maxRetries: 0,
+    defaultHeaders: { 'x-session-id': `${name}-${randomUUID()}` },
+  });
 const sentMessages = () => (fake.chatRequests.at(-1)?.body as { messages: ChatMessage[] }).messages;
 const lastToolMessage = () => sentMessages().findLast((message) => message.role === 'tool');
 const rolesSent = () => sentMessages().map((message) => message.role);
@@ -254,12 +275,7 @@ describe('a null content, to a provider that takes none there', () => {
   };
 
   it("a session whose stored answer was OpenAI's refusal goes on, on OpenAI itself, after one refusal", async () => {
-    const chat = new OpenAI({
-      baseURL: harness.baseUrl,
-      apiKey: 'sk-shapes',
-      maxRetries: 0,
-      defaultHeaders: { 'x-session-id': `refusal-${randomUUID()}` },
-    });
+    const chat = sessionClient('refusal');
     fake.enqueue(refused);
     const first = await chat.chat.completions.create({
       model: 'gpt-4o-mini',
@@ -308,14 +324,7 @@ describe('a null content, to a provider that takes none there', () => {
         { type: 'function_call', call_id: 'call_sh', name: 'shell', arguments: '{"command":"mkdir -p src"}' },
         { type: 'function_call_output', call_id: 'call_sh', output: '' },
       ],
-      tools: [
-        {
-          type: 'function',
-          name: 'shell',
-          strict: false,
-          parameters: { type: 'object', properties: { command: { type: 'string' } } },
-        },
-      ],
+      tools: [responsesShell],
     });
     expect(response.output_text).toBe('Created src.');
     expect(sentMessages().find((message) => message.role === 'assistant')?.content).toBe('');
@@ -377,5 +386,85 @@ describe('system messages where a chat template takes one, first', () => {
       { role: 'system', content: 'Answer tersely.' },
       { role: 'user', content: 'Hello' },
     ]);
+  });
+});
+
+describe('a call sent back whose arguments are not JSON, to vLLM', () => {
+  const cut = '{"path": "src/app.ts", "content": "export const';
+  /** An answer cut at its max_tokens in the middle of a call's arguments. */
+  const cutShort = {
+    status: 200,
+    body: JSON.stringify({
+      id: 'chatcmpl-cut',
+      object: 'chat.completion',
+      created: 1_700_000_000,
+      model: vllmQwen,
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'call_write', type: 'function', function: { name: 'write', arguments: cut } }],
+          },
+          finish_reason: 'length',
+        },
+      ],
+      usage: { prompt_tokens: 30, completion_tokens: 16, total_tokens: 46 },
+    }),
+  };
+  const callsSent = () =>
+    sentMessages()
+      .flatMap((message) => message.tool_calls ?? [])
+      .map((call) => call.function?.arguments);
+
+  it('a session whose stored answer was cut in a call goes on after one refusal, the call sent as {}', async () => {
+    const chat = sessionClient('cut');
+    const write: OpenAI.ChatCompletionTool = {
+      type: 'function',
+      function: { name: 'write', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
+    };
+    fake.enqueue(cutShort);
+    const first = await chat.chat.completions.create({
+      model: vllmQwen,
+      tools: [write],
+      messages: [{ role: 'user', content: 'Write src/app.ts.' }],
+    });
+    expect(first.choices[0]?.finish_reason).toBe('length');
+    const before = fake.chatRequests.length;
+    await chat.chat.completions.create({
+      model: vllmQwen,
+      tools: [write],
+      messages: [{ role: 'tool', tool_call_id: 'call_write', content: 'error: the arguments are not JSON' }],
+    });
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(callsSent()).toEqual(['{}']);
+    const again = fake.chatRequests.length;
+    await chat.chat.completions.create({
+      model: vllmQwen,
+      tools: [write],
+      messages: [{ role: 'user', content: 'Try again, in two parts.' }],
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('a Responses request as Codex replays a call cut short (local-inference-lab/vllm#684)', async () => {
+    const response = await client().responses.create({
+      model: vllmQwen,
+      store: false,
+      input: [
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Run the check.' }] },
+        { type: 'function_call', call_id: 'call_incomplete', name: 'shell', arguments: '{"value": ' },
+        {
+          type: 'function_call_output',
+          call_id: 'call_incomplete',
+          output: 'The tool was not executed because its arguments were invalid.',
+        },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Continue.' }] },
+      ],
+      tools: [responsesShell],
+    });
+    expect(response.status).toBe('completed');
+    expect(callsSent()).toEqual(['{}']);
   });
 });

@@ -311,6 +311,11 @@ export interface FakeUpstreamOptions {
    */
   noNullContent?: readonly string[];
   /**
+   * Models served as vLLM serves them: every call sent back has its arguments read as JSON before the
+   * template runs, and one that is not JSON is refused with Python's words (vllm-project/vllm#43995).
+   */
+  jsonToolArguments?: readonly string[];
+  /**
    * Models served as DeepSeek's API serves them: structured output by a JSON Schema is refused, and JSON
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
@@ -483,6 +488,31 @@ function nullContentAt(messages: ReadonlyArray<ChatMessage>, everywhere: boolean
         `messages[${index}].content`,
         'missing_required_parameter',
       );
+}
+
+/**
+ * What Python's json.loads says of the first call sent back whose arguments are not JSON, as vLLM passes
+ * it on: "Expecting value" for none, "Unterminated string starting at" for a string cut short (an answer
+ * cut at its max_tokens), "Expecting ',' delimiter" for anything else. Undefined when every call's are.
+ */
+function pythonDecodeError(messages: ReadonlyArray<ChatMessage>): string | undefined {
+  for (const message of messages)
+    for (const call of message.tool_calls ?? []) {
+      const text = call.function?.arguments;
+      if (typeof text !== 'string') continue;
+      try {
+        JSON.parse(text);
+        continue;
+      } catch {
+        // Worded below.
+      }
+      const at = (position: number): string => `line 1 column ${position + 1} (char ${position})`;
+      if (text.trim() === '') return `Expecting value: ${at(0)}`;
+      const quotes = [...text.matchAll(/(?<!\\)"/g)];
+      if (quotes.length % 2 === 1) return `Unterminated string starting at: ${at(quotes.at(-1)?.index ?? 0)}`;
+      return `Expecting ',' delimiter: ${at(text.length)}`;
+    }
+  return undefined;
 }
 
 /** The fields Mistral's chat completions API takes in a message of each role, and in a tool call. */
@@ -1030,6 +1060,18 @@ export class FakeUpstream {
     if (nullContent !== undefined) {
       sendJson(400, nullContent);
       return;
+    }
+    if (this.options.jsonToolArguments?.includes(body.model) === true) {
+      const decodeError = pythonDecodeError(body.messages);
+      if (decodeError !== undefined) {
+        sendJson(
+          400,
+          JSON.stringify({
+            error: { message: decodeError, type: 'BadRequestError', param: null, code: 400 },
+          }),
+        );
+        return;
+      }
     }
     // OpenAI's types for a call sent back: text, each (a llama-server that gives decoded arguments also
     // takes them back).

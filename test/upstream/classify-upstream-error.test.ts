@@ -1163,6 +1163,58 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        'vLLM, a call cut short (vllm-project/vllm#48922)',
+        400,
+        '{"error":{"message":"Unterminated string starting at: line 1 column 14 (char 13)","type":"BadRequestError","param":null,"code":400}}',
+      ],
+      [
+        'vLLM, a quote not escaped (vllm-project/vllm#43995)',
+        400,
+        '{"error":{"message":"Expecting \',\' delimiter: line 1 column 54 (char 53)","type":"BadRequestError","param":null,"code":400}}',
+      ],
+      [
+        'vLLM, arguments of nothing (vllm-project/vllm#19419)',
+        400,
+        '{"error":{"message":"Expecting value: line 1 column 1 (char 0)","type":"BadRequestError","param":null,"code":400}}',
+      ],
+      [
+        "llama.cpp's server, as a 500 (ggml-org/llama.cpp#25510)",
+        500,
+        '{"error":{"code":500,"message":"Failed to parse tool call arguments as JSON","type":"server_error"}}',
+      ],
+      [
+        'Kimi (justrach/codegraff#752)',
+        400,
+        openAIError(
+          'Invalid request: messages.70.tool_calls.0.function.arguments: arguments must be a valid JSON object string',
+          'invalid_prompt',
+        ),
+      ],
+      [
+        'NEAR AI (petersalomonsen/javascriptmusic#208)',
+        400,
+        '{"error":{"message":"Assistant tool call function.arguments must be valid JSON."}}',
+      ],
+    ] as const
+  ).map(([name, status, body]) => ({
+    name: `a call's arguments sent back that are not JSON: ${name}`,
+    answer: { status, body },
+    expected: {
+      kind: 'refused_field' as const,
+      fixes: [{ field: 'messages[].tool_calls[].function.arguments' }],
+    },
+  })),
+  {
+    name: "a 500 of Python's words alone is a server error",
+    answer: {
+      status: 500,
+      body: '{"error":{"message":"Expecting value: line 1 column 1 (char 0)","type":"InternalServerError"}}',
+    },
+    expected: { kind: 'server' },
+  },
+  ...(
+    [
+      [
         'DeepSeek V4 (llm-exe/llm-exe#662)',
         openAIError('This response_format type is unavailable now', 'invalid_request_error'),
       ],

@@ -19,6 +19,7 @@ import {
   withDeveloperAsSystem,
   withTextPartsAsText,
   withNullContentsAsText,
+  withToolArgumentsAsObjects,
   withMessageFixes,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
@@ -629,6 +630,51 @@ describe('withNullContentsAsText', () => {
   it('is the same array when every message has its content', () => {
     const messages = [{ role: 'user', content: '' }] as ContextMessage[];
     expect(withNullContentsAsText(messages)).toBe(messages);
+  });
+});
+
+describe('withToolArgumentsAsObjects', () => {
+  const call = (id: string, args: unknown) => ({
+    id,
+    type: 'function',
+    function: { name: 'write', arguments: args },
+  });
+
+  it.each([
+    { name: 'cut short at max_tokens', args: '{"path": "a.ts", "content": "export const', sent: '{}' },
+    { name: 'of nothing', args: '', sent: '{}' },
+    { name: 'a quote not escaped', args: '{"s": "He said "hi""}', sent: '{}' },
+    { name: 'JSON, not an object', args: '["a"]', sent: '{}' },
+    { name: 'an object', args: '{"path":"a.ts"}', sent: '{"path":"a.ts"}' },
+    { name: 'an object with white space around', args: ' {"a": 1}\n', sent: ' {"a": 1}\n' },
+  ])('a call whose arguments are $name', ({ args, sent }) => {
+    const [message] = withToolArgumentsAsObjects([
+      { role: 'assistant', content: null, tool_calls: [call('c1', args)] },
+    ] as ContextMessage[]);
+    const calls = message?.tool_calls as unknown as Array<{ function: { arguments: unknown } }>;
+    expect(calls[0]?.function.arguments).toBe(sent);
+  });
+
+  it('leaves the other calls of the message, and the message itself when all are objects, as they were', () => {
+    const good = call('c1', '{"a":1}');
+    const messages = [
+      { role: 'assistant', content: null, tool_calls: [good, call('c2', '{"b":')] },
+      { role: 'assistant', content: null, tool_calls: [call('c3', '{}')] },
+    ] as ContextMessage[];
+    const out = withToolArgumentsAsObjects(messages);
+    expect((out[0]?.tool_calls as unknown[])[0]).toBe(good);
+    expect(out[1]).toBe(messages[1]);
+    expect(
+      (messages[0]?.tool_calls as unknown as Array<{ function: { arguments: string } }>)[1]?.function
+        .arguments,
+    ).toBe('{"b":');
+  });
+
+  it('is the same array when every call is sent back with an object', () => {
+    const messages = [
+      { role: 'assistant', content: null, tool_calls: [call('c1', '{}')] },
+    ] as ContextMessage[];
+    expect(withToolArgumentsAsObjects(messages)).toBe(messages);
   });
 });
 
