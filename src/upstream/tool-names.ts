@@ -3,7 +3,8 @@
 // OpenAI and Anthropic refuse any name of other characters than letters, digits, `_` and `-`, or of
 // more than 64 ("Invalid 'tools[48].name': string does not match pattern. Expected a string that matches
 // the pattern '^[a-zA-Z0-9_-]+$'", openai/codex#8174; "tools.19.custom.name: String should match pattern",
-// github/copilot-cli#2581): one such tool fails every request. On the wire such a name is written as one
+// github/copilot-cli#2581), and Gemini one whose first character is not a letter or `_`: one such tool
+// fails every request. On the wire such a name is written as one
 // they take, in the tools, the tool choice and the calls of the history; the answer's calls are given
 // their names back before anything reads them (the client, a session, a bridge).
 
@@ -15,8 +16,12 @@ import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 
-/** A name OpenAI and Anthropic take: 1 to 64 letters, digits, `_` and `-`. */
-const portableName = /^[A-Za-z0-9_-]{1,64}$/;
+/**
+ * A name OpenAI, Anthropic and Gemini all take: 1 to 64 letters, digits, `_` and `-`, the first a letter
+ * or `_` (Gemini's "Invalid function name. Must start with a letter or an underscore": an MCP server named
+ * with a digit first, 21st.dev's `21st_magic_component_builder`, SuperClaude-Org/SuperGemini_Framework#12).
+ */
+const portableName = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 /** The names of a request's tools that go otherwise, both ways. */
 export interface WireToolNames {
@@ -37,7 +42,8 @@ function toolNameOf(tool: unknown): string | undefined {
  * The wire names of the tools a chat request names — its tools', and those its history's calls (and
  * tool messages' `name`) give, which OpenAI refuses as well ("Invalid
  * 'messages[9].tool_calls[0].function.name': string does not match pattern", mcp-use/mcp-use#90) —
- * whose names some provider refuses: each disallowed character as `_`, and, when that is too long or
+ * whose names some provider refuses: each disallowed character as `_` (and `_` before a first digit or
+ * `-`), and, when that is too long or
  * another tool's name, 55 characters and `_` and 8 of a hash of the name. Undefined when every name is
  * one they take (the usual request: nothing changes).
  */
@@ -59,7 +65,7 @@ export function wireToolNames(tools: unknown, messages: readonly unknown[] = [])
   const toClient = new Map<string, string>();
   for (const name of names) {
     if (portableName.test(name) || toWire.has(name)) continue;
-    let wire = name.replace(/[^A-Za-z0-9_-]/g, '_') || 'tool';
+    let wire = name.replace(/[^A-Za-z0-9_-]/g, '_').replace(/^(?=[0-9-])/, '_') || 'tool';
     if (wire.length > 64 || taken.has(wire))
       wire = `${wire.slice(0, 55)}_${hashDigits(fnv1a(name, 0x811c9dc5), 4)}${hashDigits(fnv1a(name, 0x01000193), 4)}`;
     taken.add(wire);

@@ -22,13 +22,19 @@ function callThenAnswer(messages: ReadonlyArray<ChatMessage>, body: Record<strin
 
 /** A model as GitHub Copilot's chat endpoint serves it: tool descriptions of at most 1,024 characters. */
 const copilot = 'gpt-4.1';
+/** A model as Gemini's OpenAI-compatible endpoint serves it: a function's name begins with a letter or _. */
+const gemini = 'gemini-2.5-pro';
 
 let fake: FakeUpstream;
 let claude: FakeAnthropic;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ respond: callThenAnswer, toolDescriptionLimit: { [copilot]: 1024 } });
+  fake = new FakeUpstream({
+    respond: callThenAnswer,
+    toolDescriptionLimit: { [copilot]: 1024 },
+    geminiRules: [gemini],
+  });
   claude = new FakeAnthropic();
   claude.respond = (body) => {
     const messages = body.messages as Array<{ content: unknown }>;
@@ -184,5 +190,31 @@ describe('a tool described at more length than the provider takes (GitHub Copilo
       messages: [{ role: 'user', content: 'And now?' }],
     });
     expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('a tool named with a digit first, to Gemini (21st.dev Magic MCP: SuperClaude-Org/SuperGemini_Framework#12)', () => {
+  const magic: OpenAI.ChatCompletionTool[] = [
+    '21st_magic_component_builder',
+    '21st_magic_component_refiner',
+  ].map((name) => ({
+    type: 'function',
+    function: { name, parameters: { type: 'object', properties: { day: { type: 'string' } } } },
+  }));
+
+  it('goes at once under a name Gemini takes; the call comes back under the client’s, its result answered', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Build a navbar.' }];
+    const before = fake.chatRequests.length;
+    const first = await client().chat.completions.create({ model: gemini, tools: magic, messages });
+    expect(fake.chatRequests.length - before).toBe(1);
+    const call = first.choices[0]?.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call.function.name).toBe('21st_magic_component_builder');
+    messages.push(first.choices[0]?.message as OpenAI.ChatCompletionMessage, {
+      role: 'tool',
+      tool_call_id: call.id,
+      content: '<nav/>',
+    });
+    const second = await client().chat.completions.create({ model: gemini, tools: magic, messages });
+    expect(second.choices[0]?.message.content).toBe('Read: <nav/>');
   });
 });

@@ -1220,9 +1220,14 @@ export class FakeUpstream {
     ).entries()) {
       const fn = tool?.function;
       if (fn === undefined) continue;
-      const refusal = gemini
-        ? geminiSchemaRefusal(index, fn.parameters)
-        : openAISchemaRefusal(String(fn.name), fn.parameters);
+      // Gemini's rule for a function's name (its own API's words, as its OpenAI-compatible endpoint and
+      // gateways pass them on: CherryHQ/cherry-studio#4087; 21st.dev's `21st_magic_component_builder`).
+      const badName = gemini && !/^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$/.test(String(fn.name));
+      const refusal = badName
+        ? `* GenerateContentRequest.tools[0].function_declarations[${index}].name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 64.\n`
+        : gemini
+          ? geminiSchemaRefusal(index, fn.parameters)
+          : openAISchemaRefusal(String(fn.name), fn.parameters);
       if (refusal === undefined) continue;
       sendJson(
         400,

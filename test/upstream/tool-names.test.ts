@@ -13,8 +13,8 @@ import { scriptedUpstream } from '../helpers/port-fakes.js';
 const request = {} as UpstreamRequest;
 
 const fn = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object' } } });
-/** An id OpenAI and Anthropic take as a tool's name. */
-const taken = /^[A-Za-z0-9_-]{1,64}$/;
+/** A name OpenAI, Anthropic and Gemini all take as a tool's. */
+const taken = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 describe('wireToolNames', () => {
   it('is undefined when every name is one OpenAI and Anthropic take', () => {
@@ -54,6 +54,16 @@ describe('wireToolNames', () => {
     expect(
       wireToolNames([fn('read_file')], [{ role: 'tool', tool_call_id: 'c1', name: 'read_file' }]),
     ).toBeUndefined();
+  });
+
+  it('begins a name that Gemini refuses for its first character (a digit, a dash) with _', () => {
+    const names = wireToolNames([fn('21st_magic_component_builder'), fn('-x'), fn('read_file')]);
+    expect([...(names?.toWire ?? [])]).toEqual([
+      ['21st_magic_component_builder', '_21st_magic_component_builder'],
+      ['-x', '_-x'],
+    ]);
+    const long = wireToolNames([fn(`9${'x'.repeat(63)}`)])?.toWire.get(`9${'x'.repeat(63)}`) ?? '';
+    expect(long).toMatch(taken);
   });
 
   it("gives a name that would be another tool's, or too long, one of its own", () => {
