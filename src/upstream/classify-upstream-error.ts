@@ -313,10 +313,11 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: nullContentField });
-  // System messages where a chat template takes one, first: Qwen 3.5's and 3.6's, Qwen 3's of a role it
-  // does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and llama.cpp give them.
+  // Messages in an order a chat template refuses: Qwen 3.5's and 3.6's system message past the first, Qwen
+  // 3's role it does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and
+  // llama.cpp give them, and Mistral's API's user message after tool results.
   if (
-    /system message must be at the beginning|unexpected message role|conversation roles must alternate/i.test(
+    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'/i.test(
       text,
     )
   )

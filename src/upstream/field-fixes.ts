@@ -246,17 +246,19 @@ export const emptyTextField = 'messages[].content.empty';
 export const nullContentField = 'messages[].content.null';
 
 /**
- * Not a field of the body: system messages anywhere but first, one of them. Chat templates of open models
- * as vLLM and llama.cpp serve them take one system message, first — Qwen 3.5's and 3.6's ("System message
- * must be at the beginning.": vllm-project/vllm#41114, a second system message first too), Qwen 3's no
- * developer role ("Unexpected message role."), Mistral's and Devstral's user and assistant messages
- * alternating ("After the optional system message, conversation roles must alternate
- * user/assistant/user/assistant/..."). Clients send them so — two system prompts first (oh-my-pi#958), a
- * task instruction mid-conversation (Hermes Agent), Dify's agents — and every request failed. The
- * messages are sent as such a template takes them (notice-placement.ts's forStrictTemplate), as a bridged
- * request to such a model already is.
+ * Not a field of the body: the messages' roles in an order a chat template refuses. Chat templates of
+ * open models as vLLM and llama.cpp serve them take one system message, first — Qwen 3.5's and 3.6's
+ * ("System message must be at the beginning.": vllm-project/vllm#41114, a second system message first
+ * too), Qwen 3's no developer role ("Unexpected message role."), Mistral's and Devstral's user and
+ * assistant messages alternating ("After the optional system message, conversation roles must alternate
+ * user/assistant/user/assistant/..."), and Mistral's API no user message right after tool results
+ * ("Unexpected role 'user' after role 'tool'": zed-industries/zed#37021, a call the user cancelled).
+ * Clients send them so — two system prompts first (oh-my-pi#958), a task instruction mid-conversation
+ * (Hermes Agent), Dify's agents, Zed's agent panel — and every request failed. The messages are sent as
+ * such a template takes them (notice-placement.ts's forStrictTemplate), as a bridged request to such a
+ * model already is.
  */
-export const strictTemplateField = 'messages[].role.system';
+export const strictTemplateField = 'messages[].roles';
 
 /**
  * Not a field of the body: a call sent back whose arguments are not a JSON object. A model's answer cut at

@@ -293,6 +293,29 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
       [null, 256],
     ]);
   });
+
+  it("takes a user's message right after tool results (a cancelled call: mistral-vibe#578, zed#37021) with the last result", async () => {
+    const model = 'devstral-medium-latest';
+    const conversation: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Run the unit tests.' },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'aB3dE5gH7', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'aB3dE5gH7', content: 'Skipped: User cancelled the operation.' },
+      { role: 'user', content: 'Use the .venv first.' },
+    ];
+    const { data, response } = await openai.chat.completions
+      .create({ model, messages: conversation })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = sentTo(model, 0, mistral).at(-1)?.messages as ChatMessage[];
+    expect(sent.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(String(sent[2]?.content)).toContain('Skipped: User cancelled the operation.');
+    expect(String(sent[2]?.content)).toContain('Use the .venv first.');
+  });
 });
 
 /** A screenshot of `width`×`height` as a data URL. */

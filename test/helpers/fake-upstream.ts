@@ -191,7 +191,8 @@ export interface FakeUpstreamOptions {
    * Messages as Mistral's API takes them: a field its schema does not have for the message's role (a
    * thinking model's `reasoning_content`, OpenRouter's `reasoning_details`, a user's `name`, even when
    * null) or for a tool call (Gemini's `extra_content`) is refused with the 422 `extra_forbidden` it
-   * gives for a top-level field (with `forbiddenFields`), located in the message.
+   * gives for a top-level field (with `forbiddenFields`), located in the message; and a user message right
+   * after tool results is refused as out of order.
    */
   mistralMessages?: boolean;
   /**
@@ -1428,6 +1429,23 @@ export class FakeUpstream {
           type: 'invalid_request_error',
           param: null,
           code: null,
+        }),
+      );
+      return;
+    }
+    // Mistral's API: no user message right after tool results (zed-industries/zed#37021).
+    const afterTool = body.messages.findIndex(
+      (message, index) => message.role === 'user' && body.messages?.[index - 1]?.role === 'tool',
+    );
+    if (this.options.mistralMessages === true && afterTool !== -1) {
+      sendJson(
+        400,
+        JSON.stringify({
+          object: 'error',
+          message: "Unexpected role 'user' after role 'tool'",
+          type: 'invalid_request_message_order',
+          param: null,
+          code: '3230',
         }),
       );
       return;

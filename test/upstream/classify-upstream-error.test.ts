@@ -1148,6 +1148,14 @@ const ownCases: ReadonlyArray<{
         '{"object":"error","message":"After the optional system message, conversation roles must alternate user/assistant/user/assistant/...","type":"BadRequestError","param":null,"code":400}',
       ],
       [
+        "Mistral's API, a user message after tool results (zed-industries/zed#37021)",
+        '{"object":"error","message":"Unexpected role \'user\' after role \'tool\'","type":"invalid_request_message_order","param":null,"code":"3230"}',
+      ],
+      [
+        'Mistral Small 4 on vLLM (mistralai/mistral-vibe#578)',
+        '{"error":{"message":"Unexpected role \'user\' after role \'tool\'","type":"BadRequestError","param":null,"code":400}}',
+      ],
+      [
         'through LiteLLM (langgenius/dify#39467)',
         openAIError(
           'litellm.BadRequestError: OpenAIException - System message must be at the beginning.. Received Model Group=Qwen3.6-35B',
@@ -1156,9 +1164,9 @@ const ownCases: ReadonlyArray<{
       ],
     ] as const
   ).map(([name, body]) => ({
-    name: `a system message where a template takes one, first: ${name}`,
+    name: `messages in an order a chat template refuses: ${name}`,
     answer: { status: 400, body },
-    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].role.system' }] },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].roles' }] },
   })),
   ...(
     [

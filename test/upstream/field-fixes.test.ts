@@ -706,7 +706,7 @@ describe('withMessageFixes', () => {
         { role: 'system', content: 'Summarize now.' },
         { role: 'user', content: 'Go' },
       ] as ContextMessage[],
-      [{ field: 'messages[].role.system' }],
+      [{ field: 'messages[].roles' }],
     );
     expect(out).toEqual([
       { role: 'system', content: 'Agent.\n\nTerse.' },
