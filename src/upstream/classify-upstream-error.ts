@@ -290,9 +290,9 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: emptyTextField });
-  // The `developer` role, which DeepSeek's API (a serde enum) and some servers do not know.
+  // The `developer` role, which DeepSeek's API (a serde enum), Gemini's and some servers do not know.
   if (
-    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer/i.test(
+    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer|support author role\W{0,3}developer/i.test(
       text,
     )
   )

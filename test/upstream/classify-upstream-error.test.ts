@@ -1057,6 +1057,15 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
   },
   {
+    // microsoft/semantic-kernel#13872: Gemini's API, and gateways that pass its words on.
+    name: 'Gemini: the developer role',
+    answer: {
+      status: 400,
+      body: openAIError("Gemini API doesn't support author role: developer", null),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.developer' }] },
+  },
+  {
     // icebear0828/codex-proxy#589: Codex on DeepSeek V4.
     name: 'DeepSeek: the developer role (a serde enum of roles)',
     answer: {
