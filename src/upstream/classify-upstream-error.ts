@@ -264,8 +264,8 @@ function answerCap(text: string): number | undefined {
 /**
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
- * parts, system messages where a template takes one first, calls' arguments that are not JSON, and
- * structured output by a schema (docs/budgeting.md#refused-fields).
+ * parts, messages in an order a chat template refuses, calls' arguments that are not JSON, and structured
+ * output by a schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -305,10 +305,10 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   )
     fixes.push({ field: textPartsField });
   // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
-  // llama.cpp's server's and a serde server's. A refusal of another type of content (a number, an object)
-  // reads alike: its fix then changes nothing, and the refusal goes back as it came.
+  // llama.cpp's server's (of either) and a serde server's. A refusal of another type of content (a number,
+  // an object) reads alike: its fix then changes nothing, and the refusal goes back as it came.
   if (
-    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|messages\[\d+\]\W{0,3}:?\s*missing field `content`/i.test(
+    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|assistant message must contain either 'content' or 'tool_calls'|messages\[\d+\]\W{0,3}:?\s*missing field `content`/i.test(
       text,
     )
   )

@@ -622,7 +622,7 @@ export function withNullContentsAsText(messages: ContextMessage[]): ContextMessa
 }
 
 /** Whether a call's arguments are a JSON object's text (white space around it allowed). */
-function isObjectText(text: unknown): boolean {
+function isObjectText(text: unknown): text is string {
   if (typeof text !== 'string') return false;
   const trimmed = text.trim();
   if (!trimmed.startsWith('{') || !trimmed.endsWith('}')) return false;
@@ -635,24 +635,24 @@ function isObjectText(text: unknown): boolean {
 }
 
 /**
- * The messages with each call whose arguments are not a JSON object's text sent with `{}`
- * (toolArgumentsField); the same message when all of its calls' are, the same array when every call's are.
+ * The messages with each call whose arguments are not a JSON object's text sent with `{}` — or, given as
+ * an object (decoded, as some servers give them), with its text (toolArgumentsField); the same message when
+ * all of its calls' are, the same array when every call's are.
  */
 export function withToolArgumentsAsObjects(messages: ContextMessage[]): ContextMessage[] {
   let out: ContextMessage[] | undefined;
   messages.forEach((message, index) => {
     const calls = message.tool_calls;
     if (!Array.isArray(calls)) return;
-    const bad = (call: unknown): boolean =>
+    const bad = (call: unknown): call is { function: Record<string, unknown> } =>
       isRecord(call) && isRecord(call.function) && !isObjectText(call.function.arguments);
     if (!calls.some(bad)) return;
-    const fixed = calls.map((call: unknown) =>
-      bad(call)
-        ? Object.assign({}, call, {
-            function: Object.assign({}, (call as { function: object }).function, { arguments: '{}' }),
-          })
-        : call,
-    );
+    const fixed = calls.map((call: unknown) => {
+      if (!bad(call)) return call;
+      const given = call.function.arguments;
+      const text = isRecord(given) ? JSON.stringify(given) : '{}';
+      return Object.assign({}, call, { function: Object.assign({}, call.function, { arguments: text }) });
+    });
     (out ??= messages.slice())[index] = Object.assign({}, message, { tool_calls: fixed });
   });
   return out ?? messages;
@@ -732,8 +732,8 @@ const messageRewrites: ReadonlyArray<
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
- * parts as text, system messages one and first, calls' arguments objects, as its fixes say; the same
- * array when none applies.
+ * parts as text, the messages in the order a strict chat template takes, calls' arguments JSON objects,
+ * as its fixes say; the same array when none applies.
  */
 export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);

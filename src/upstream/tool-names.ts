@@ -4,9 +4,9 @@
 // more than 64 ("Invalid 'tools[48].name': string does not match pattern. Expected a string that matches
 // the pattern '^[a-zA-Z0-9_-]+$'", openai/codex#8174; "tools.19.custom.name: String should match pattern",
 // github/copilot-cli#2581), and Gemini one whose first character is not a letter or `_`: one such tool
-// fails every request. On the wire such a name is written as one
-// they take, in the tools, the tool choice and the calls of the history; the answer's calls are given
-// their names back before anything reads them (the client, a session, a bridge).
+// fails every request. On the wire such a name is written as one they all take, in the tools, the tool
+// choice and the calls of the history; the answer's calls are given their names back before anything
+// reads them (the client, a session, a bridge).
 
 import { EventBoundaryBuffer } from './sse.js';
 import { StreamedToolNames } from './streamed-tool-names.js';
@@ -43,9 +43,8 @@ function toolNameOf(tool: unknown): string | undefined {
  * tool messages' `name`) give, which OpenAI refuses as well ("Invalid
  * 'messages[9].tool_calls[0].function.name': string does not match pattern", mcp-use/mcp-use#90) —
  * whose names some provider refuses: each disallowed character as `_` (and `_` before a first digit or
- * `-`), and, when that is too long or
- * another tool's name, 55 characters and `_` and 8 of a hash of the name. Undefined when every name is
- * one they take (the usual request: nothing changes).
+ * `-`), and, when that is too long or another tool's name, 55 characters and `_` and 8 of a hash of the
+ * name. Undefined when every name is one they take (the usual request: nothing changes).
  */
 export function wireToolNames(tools: unknown, messages: readonly unknown[] = []): WireToolNames | undefined {
   // Each name once: a loop calls its few tools many times.

@@ -1133,6 +1133,10 @@ const ownCases: ReadonlyArray<{
         '{"error":{"code":400,"message":"Expected \'content\' to be a string or an array","type":"invalid_request_error"}}',
       ],
       [
+        "llama.cpp's server, of an answer of reasoning only, its content left out",
+        '{"error":{"code":400,"message":"Assistant message must contain either \'content\' or \'tool_calls\'!","type":"invalid_request_error"}}',
+      ],
+      [
         'a serde server, of a content left out (lablup/mlxcel#91)',
         'Failed to deserialize the JSON body into the target type: messages[2]: missing field `content` at line 1 column 311',
       ],

@@ -645,6 +645,8 @@ describe('withToolArgumentsAsObjects', () => {
     { name: 'of nothing', args: '', sent: '{}' },
     { name: 'a quote not escaped', args: '{"s": "He said "hi""}', sent: '{}' },
     { name: 'JSON, not an object', args: '["a"]', sent: '{}' },
+    { name: 'an object, not its text (decoded)', args: { path: 'a.ts' }, sent: '{"path":"a.ts"}' },
+    { name: 'left out', args: undefined, sent: '{}' },
     { name: 'an object', args: '{"path":"a.ts"}', sent: '{"path":"a.ts"}' },
     { name: 'an object with white space around', args: ' {"a": 1}\n', sent: ' {"a": 1}\n' },
   ])('a call whose arguments are $name', ({ args, sent }) => {
