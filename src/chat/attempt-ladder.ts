@@ -53,6 +53,8 @@ import {
   toolSchemasField,
   toolSchemaKeywordsField,
   toolCountField,
+  toolChoiceField,
+  withToolChoiceUnforced,
   answerTokensField,
   jsonSchemaField,
   withJsonSchemaAsJsonMode,
@@ -155,8 +157,9 @@ function hidSomething(attempt: ChatAttempt): boolean {
 
 /**
  * The fixes learned for the model applied to the request as planned (docs/budgeting.md#refused-fields):
- * fields renamed or left out, tool descriptions cut, tool schemas repaired or in Gemini's subset, and no
- * more tools than it takes (the recall tool, when offered, among them).
+ * fields renamed or left out, tool descriptions cut, tool schemas repaired or in Gemini's subset, a forced
+ * tool choice left to the model, and no more tools than it takes (the recall tool, when offered, among
+ * them).
  */
 function withFieldFixes(
   planned: ChatCompletionRequest,
@@ -172,6 +175,7 @@ function withFieldFixes(
     outgoing = withToolSchemasAs(outgoing, 'gemini');
   else if (fixes.some((fix) => fix.field === toolSchemasField))
     outgoing = withToolSchemasAs(outgoing, 'repaired');
+  if (fixes.some((fix) => fix.field === toolChoiceField)) outgoing = withToolChoiceUnforced(outgoing);
   const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
   // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
   if (toolCount !== undefined)

@@ -24,6 +24,7 @@ import {
   nullContentField,
   strictTemplateField,
   toolArgumentsField,
+  toolChoiceField,
   jsonSchemaField,
   imageBytesField,
   requestBytesField,
@@ -183,6 +184,12 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // Anthropic advises changing).
   if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))
     add({ field: 'top_p' });
+  // A sampling setting the model holds at one value, Kimi's thinking models' ("invalid temperature: only 1
+  // is allowed for this model"; 0.6 without thinking): left out, the model takes its own.
+  for (const match of text.matchAll(
+    /invalid (temperature|top_p|presence_penalty|frequency_penalty)\W{0,3}:?\s*only -?[\d.]+ is allowed/gi,
+  ))
+    add({ field: (match[1] as string).toLowerCase() });
   // Mistral's API (and a Mistral template in vLLM or mlx) on another provider's tool call ids.
   if (/tool call id was [^\n]{0,300}? but must be a-z, a-z, 0-9, with a length of 9/i.test(text))
     add({ field: toolCallIdsField });
@@ -264,8 +271,8 @@ function answerCap(text: string): number | undefined {
 /**
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
- * parts, messages in an order a chat template refuses, calls' arguments that are not JSON, and structured
- * output by a schema (docs/budgeting.md#refused-fields).
+ * parts, messages in an order a chat template refuses, calls' arguments that are not JSON, a forced tool
+ * choice, and structured output by a schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -330,6 +337,14 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: toolArgumentsField });
+  // A forced tool choice, which a model that thinks does not take: DeepSeek V4's, DashScope's, Kimi's and
+  // Anthropic's wordings.
+  if (
+    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|thinking may not be enabled when tool_choice forces tool use|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: toolChoiceField });
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   if (
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(

@@ -18,6 +18,7 @@ import {
   type CallIdSlots,
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
+import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
 
@@ -271,6 +272,17 @@ export const strictTemplateField = 'messages[].roles';
  * (withToolArgumentsAsObjects); its result, which says what became of it, goes as it was.
  */
 export const toolArgumentsField = 'messages[].tool_calls[].function.arguments';
+
+/**
+ * Not a field of the body: a forced tool choice (`required`, a named tool), which a model that thinks on
+ * every request does not take — DeepSeek V4 ("Thinking mode does not support this tool_choice":
+ * deepseek-ai/DeepSeek-V3#1376, BerriAI/litellm#37470), Qwen on Alibaba DashScope ("The tool_choice
+ * parameter does not support being set to required or object in thinking mode": cloudwego/eino#994),
+ * Claude with thinking on ("Thinking may not be enabled when tool_choice forces tool use."). Agent
+ * frameworks force one for structured output and to make an agent act, and every such request failed. The
+ * choice is left to the model: `auto`, a named tool offered alone (withToolChoiceUnforced).
+ */
+export const toolChoiceField = 'tool_choice.forced';
 
 /**
  * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
@@ -527,6 +539,31 @@ export function withToolDescriptionsWithin<R extends Record<string, unknown>>(re
 }
 
 /**
+ * The request with its forced tool choice left to the model (toolChoiceField): `required` as `auto`; a named
+ * function or custom tool as `auto` with that tool alone offered, when the tools hold it; allowed tools
+ * required as allowed tools in `auto` mode. The same request when nothing is forced.
+ */
+export function withToolChoiceUnforced<R extends Record<string, unknown>>(request: R): R {
+  const choice = request.tool_choice;
+  if (choice === 'required') return Object.assign({}, request, { tool_choice: 'auto' });
+  if (!isRecord(choice)) return request;
+  if (choice.type === 'allowed_tools' && isRecord(choice.allowed_tools))
+    return choice.allowed_tools.mode === 'required'
+      ? Object.assign({}, request, {
+          tool_choice: Object.assign({}, choice, {
+            allowed_tools: Object.assign({}, choice.allowed_tools, { mode: 'auto' }),
+          }),
+        })
+      : request;
+  const name = toolNameOf(choice);
+  if (name === undefined) return request;
+  const alone = Array.isArray(request.tools)
+    ? (request.tools as unknown[]).filter((tool) => toolNameOf(tool) === name)
+    : [];
+  return Object.assign({}, request, { tool_choice: 'auto' }, alone.length > 0 ? { tools: alone } : {});
+}
+
+/**
  * The request with at most `atMost` tools (toolCountField): the one `tool_choice` names, the tools named
  * `kept`, and those the messages' calls name, newest first, then the rest in order — each in its place
  * among the client's. The same request when it has no more.
@@ -539,23 +576,18 @@ export function withToolsAtMost<R extends Record<string, unknown>>(
 ): R {
   const tools = request.tools;
   if (!Array.isArray(tools) || tools.length <= atMost) return request;
-  const nameOf = (tool: unknown): string | undefined => {
-    const fn =
-      isRecord(tool) && isRecord(tool.function) ? tool.function : isRecord(tool) ? tool.custom : undefined;
-    return isRecord(fn) && typeof fn.name === 'string' ? fn.name : undefined;
-  };
   const wanted: string[] = [];
-  const chosen = isRecord(request.tool_choice) ? nameOf(request.tool_choice) : undefined;
+  const chosen = isRecord(request.tool_choice) ? toolNameOf(request.tool_choice) : undefined;
   if (chosen !== undefined) wanted.push(chosen);
   wanted.push(...kept);
   for (let index = messages.length - 1; index >= 0; index--) {
     const calls = messages[index]?.tool_calls;
-    if (Array.isArray(calls)) for (const call of calls as unknown[]) wanted.push(nameOf(call) ?? '');
+    if (Array.isArray(calls)) for (const call of calls as unknown[]) wanted.push(toolNameOf(call) ?? '');
   }
   const keep = new Set<number>();
   const positions = new Map<string, number>();
   (tools as unknown[]).forEach((tool, position) => {
-    const name = nameOf(tool);
+    const name = toolNameOf(tool);
     if (name !== undefined && !positions.has(name)) positions.set(name, position);
   });
   for (const name of wanted) {

@@ -31,8 +31,8 @@ export interface WireToolNames {
   toClient: ReadonlyMap<string, string>;
 }
 
-/** The name of a chat tool definition: a function's, or a custom tool's. */
-function toolNameOf(tool: unknown): string | undefined {
+/** The name of a chat tool definition (or tool choice, or call): a function's, or a custom tool's. */
+export function toolNameOf(tool: unknown): string | undefined {
   if (!isRecord(tool)) return undefined;
   const named = isRecord(tool.function) ? tool.function : isRecord(tool.custom) ? tool.custom : undefined;
   return typeof named?.name === 'string' ? named.name : undefined;

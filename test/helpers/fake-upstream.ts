@@ -317,6 +317,14 @@ export interface FakeUpstreamOptions {
    */
   jsonToolArguments?: readonly string[];
   /**
+   * Models that think on every request and then take no forced tool choice (`required`, a named tool):
+   * refused in DeepSeek V4's words for a `deepseek-` model (deepseek-ai/DeepSeek-V3#1376), in Alibaba
+   * DashScope's for any other (cloudwego/eino#994).
+   */
+  thinkingToolChoice?: readonly string[];
+  /** Models that hold their temperature at one value (Kimi's thinking models: 1): any other is refused in Kimi's words. */
+  fixedTemperature?: Readonly<Record<string, number>>;
+  /**
    * Models served as DeepSeek's API serves them: structured output by a JSON Schema is refused, and JSON
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
@@ -1060,6 +1068,43 @@ export class FakeUpstream {
     );
     if (nullContent !== undefined) {
       sendJson(400, nullContent);
+      return;
+    }
+    const fixedTemperature = this.options.fixedTemperature?.[body.model];
+    const temperature = (body as { temperature?: unknown }).temperature;
+    if (fixedTemperature !== undefined && temperature !== undefined && temperature !== fixedTemperature) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message: `invalid temperature: only ${fixedTemperature} is allowed for this model`,
+            type: 'invalid_request_error',
+          },
+        }),
+      );
+      return;
+    }
+    const choice = (body as { tool_choice?: unknown }).tool_choice;
+    if (
+      this.options.thinkingToolChoice?.includes(body.model) === true &&
+      (choice === 'required' || (typeof choice === 'object' && choice !== null))
+    ) {
+      sendJson(
+        400,
+        body.model.startsWith('deepseek-')
+          ? openAIError(
+              'Thinking mode does not support this tool_choice',
+              'invalid_request_error',
+              null,
+              'invalid_request_error',
+            )
+          : openAIError(
+              '<400> InternalError.Algo.InvalidParameter: The tool_choice parameter does not support being set to required or object in thinking mode',
+              'invalid_request_error',
+              null,
+              'invalid_parameter_error',
+            ),
+      );
       return;
     }
     if (this.options.jsonToolArguments?.includes(body.model) === true) {

@@ -1236,6 +1236,67 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        'DeepSeek V4, thinking by default (deepseek-ai/DeepSeek-V3#1376)',
+        openAIError('Thinking mode does not support this tool_choice', 'invalid_request_error'),
+      ],
+      [
+        "Alibaba DashScope's Qwen, thinking (cloudwego/eino#994)",
+        openAIError(
+          '<400> InternalError.Algo.InvalidParameter: The tool_choice parameter does not support being set to required or object in thinking mode',
+          'invalid_parameter_error',
+        ),
+      ],
+      [
+        'through a gateway (matiasbattocchia/open-bsp-api#20)',
+        openAIError(
+          'Upstream request failed: [invalidrequesterror] Thinking mode does not support this tool_choice',
+          null,
+        ),
+      ],
+      [
+        'Kimi K2.6, thinking by default, a named tool (can1357/oh-my-pi#1077)',
+        openAIError('tool_choice specified is incompatible with thinking enabled', 'invalid_request_error'),
+      ],
+      [
+        'Kimi K2.6, required (AstrBotDevs/AstrBot#7805)',
+        openAIError("tool_choice 'required' is incompatible with thinking enabled", 'invalid_request_error'),
+      ],
+      [
+        'Anthropic, thinking on',
+        '{"type":"error","error":{"type":"invalid_request_error","message":"Thinking may not be enabled when tool_choice forces tool use."}}',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a forced tool choice refused while the model thinks: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'tool_choice.forced' }] },
+  })),
+  ...(
+    [
+      [
+        'Kimi K2.6, thinking (NoFxAiOS/nofx#1415)',
+        '{"error":{"message":"invalid temperature: only 1 is allowed for this model","type":"invalid_request_error"}}',
+        'temperature',
+      ],
+      [
+        'Kimi without thinking (arcsin1/oh-my-ppt#45)',
+        '{"error":{"message":"invalid temperature: only 0.6 is allowed for this model","type":"invalid_request_error"}}',
+        'temperature',
+      ],
+      [
+        'Kimi, top_p',
+        '{"error":{"message":"invalid top_p: only 0.95 is allowed for this model","type":"invalid_request_error"}}',
+        'top_p',
+      ],
+    ] as const
+  ).map(([name, body, field]) => ({
+    name: `a sampling setting the model holds at one value: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field }] },
+  })),
+  ...(
+    [
+      [
         'DeepSeek V4 (llm-exe/llm-exe#662)',
         openAIError('This response_format type is unavailable now', 'invalid_request_error'),
       ],

@@ -20,6 +20,7 @@ import {
   withTextPartsAsText,
   withNullContentsAsText,
   withToolArgumentsAsObjects,
+  withToolChoiceUnforced,
   withMessageFixes,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
@@ -677,6 +678,55 @@ describe('withToolArgumentsAsObjects', () => {
       { role: 'assistant', content: null, tool_calls: [call('c1', '{}')] },
     ] as ContextMessage[];
     expect(withToolArgumentsAsObjects(messages)).toBe(messages);
+  });
+});
+
+describe('withToolChoiceUnforced', () => {
+  const tool = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object' } } });
+  const tools = [tool('search'), tool('emit_answer')];
+
+  it.each([
+    {
+      name: 'required: auto, every tool',
+      choice: 'required',
+      sent: 'auto',
+      offered: ['search', 'emit_answer'],
+    },
+    {
+      name: 'a named function (structured output by a tool): auto, that tool alone',
+      choice: { type: 'function', function: { name: 'emit_answer' } },
+      sent: 'auto',
+      offered: ['emit_answer'],
+    },
+    {
+      name: 'a named function the tools do not hold: auto, every tool',
+      choice: { type: 'function', function: { name: 'gone' } },
+      sent: 'auto',
+      offered: ['search', 'emit_answer'],
+    },
+    {
+      name: 'allowed tools, required: their mode auto',
+      choice: {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'required', tools: [{ type: 'function', name: 'search' }] },
+      },
+      sent: {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'auto', tools: [{ type: 'function', name: 'search' }] },
+      },
+      offered: ['search', 'emit_answer'],
+    },
+  ])('$name', ({ choice, sent, offered }) => {
+    const out = withToolChoiceUnforced({ model: 'm', tools, tool_choice: choice });
+    expect(out.tool_choice).toEqual(sent);
+    expect((out.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(offered);
+  });
+
+  it('is the same request when nothing is forced', () => {
+    for (const choice of ['auto', 'none', undefined]) {
+      const request = { model: 'm', tools, tool_choice: choice };
+      expect(withToolChoiceUnforced(request)).toBe(request);
+    }
   });
 });
 

@@ -1,0 +1,110 @@
+// End to end: a forced tool choice to a model that thinks on every request and then takes none — DeepSeek
+// V4 ("Thinking mode does not support this tool_choice": deepseek-ai/DeepSeek-V3#1376) and Qwen on Alibaba
+// DashScope ("The tool_choice parameter does not support being set to required or object in thinking
+// mode": cloudwego/eino#994). Agent frameworks force one for structured output and to make an agent act
+// (LangChain's withStructuredOutput, the Agents SDK's and the AI SDK's `required`), and every such request
+// failed. Each is answered after one refusal, with the choice left to the model (a named tool offered
+// alone), and the model's next request goes at once (docs/budgeting.md#refused-fields). And a temperature
+// the model holds at one value (Kimi's thinking models: "invalid temperature: only 1 is allowed for this
+// model", NoFxAiOS/nofx#1415), left out.
+import { ChatOpenAI } from '@langchain/openai';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
+
+const deepseek = 'deepseek-v4-flash';
+const qwen = 'qwen3.6-plus';
+const kimi = 'kimi-k2.6';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    thinkingToolChoice: [deepseek, qwen, kimi],
+    fixedTemperature: { [kimi]: 1 },
+    // A model that calls the first tool it is offered, as structured output asks it to.
+    respond: (_messages, body) => {
+      const offered = (body.tools as Array<{ function: { name: string } }> | undefined)?.[0]?.function.name;
+      return offered === undefined
+        ? undefined
+        : { toolCalls: [{ id: 'call_1', name: offered, arguments: '{"city":"Paris","celsius":21}' }] };
+    },
+  });
+  harness = await startGatewayOn(fake, inject('redisUrl'));
+});
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const sent = () =>
+  fake.chatRequests.at(-1)?.body as { tool_choice?: unknown; tools?: Array<{ function: { name: string } }> };
+
+describe('a forced tool choice, to a model that thinks and then takes none', () => {
+  it("LangChain's structured output (a named tool) from DeepSeek V4: answered after one refusal, the next at once", async () => {
+    const model = new ChatOpenAI({
+      model: deepseek,
+      apiKey: 'sk-choice',
+      maxRetries: 0,
+      configuration: { baseURL: harness.baseUrl },
+    }).withStructuredOutput(
+      {
+        type: 'object',
+        title: 'weather',
+        description: 'The weather in a city.',
+        properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+        required: ['city', 'celsius'],
+      },
+      { method: 'functionCalling' },
+    );
+    const before = fake.chatRequests.length;
+    expect(await model.invoke('Weather in Paris?')).toEqual({ city: 'Paris', celsius: 21 });
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sent().tool_choice).toBe('auto');
+    expect(sent().tools?.map((tool) => tool.function.name)).toEqual(['weather']);
+    const again = fake.chatRequests.length;
+    await model.invoke('Weather in Lyon?');
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it("the OpenAI client's `required` to Qwen on DashScope: auto, every tool offered", async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });
+    const tool = (name: string): OpenAI.ChatCompletionTool => ({
+      type: 'function',
+      function: { name, parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    });
+    const answer = await client.chat.completions.create({
+      model: qwen,
+      tools: [tool('get_weather'), tool('get_time')],
+      tool_choice: 'required',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } });
+    expect(sent().tool_choice).toBe('auto');
+    expect(sent().tools?.map((tool) => tool.function.name)).toEqual(['get_weather', 'get_time']);
+  });
+});
+
+describe('a temperature the model holds at one value (Kimi K2.6: 1)', () => {
+  it("a client's 0.2 with a forced tool: answered after a refusal of each, both left to the model; the next at once", async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });
+    const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+      model: kimi,
+      temperature: 0.2,
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+      tool_choice: 'required',
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    };
+    const before = fake.chatRequests.length;
+    const answer = await client.chat.completions.create(request);
+    expect(answer.choices[0]?.message.tool_calls).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(3);
+    expect(sent()).not.toHaveProperty('temperature');
+    expect(sent().tool_choice).toBe('auto');
+    const again = fake.chatRequests.length;
+    await client.chat.completions.create(request);
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
