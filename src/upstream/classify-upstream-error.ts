@@ -25,6 +25,7 @@ import {
   strictTemplateField,
   toolArgumentsField,
   toolChoiceField,
+  reasoningStandInField,
   jsonSchemaField,
   imageBytesField,
   requestBytesField,
@@ -161,7 +162,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * "Unrecognized request argument supplied: user"), Gemini's "Unknown name \"parallel_tool_calls\": Cannot
  * find field.", a serde "unknown field `user`", Gemini 3's "Function call is missing a thought_signature",
  * a text-only model's refusal of an image ("… is not a multimodal model", toolImagesField),
- * OpenAI's "Additional properties are not allowed" in a message, and Mistral's validation errors
+ * OpenAI's "Additional properties are not allowed" in a message, Groq's "property 'store' is
+ * unsupported" (in a message too), and Mistral's validation errors
  * (`extra_forbidden` at `["body", "<field>", …]` or in a message, `["body", "messages", N, "<role>",
  * "<field>"]`, its JSON sometimes nested as a string); and Anthropic's refusal of `temperature` with
  * `top_p`. Also when a proxy such as LiteLLM passes
@@ -241,6 +243,16 @@ function refusedFields(text: string, body: string): FieldFix[] {
         add(fixForMessageField(loc.slice(3).filter((part) => part !== '#')));
       else if (loc[0] !== undefined && loc[0] !== '#') add(fixForUnknownField(loc[0]));
     }
+  // Groq's on a field of a message ("'messages.2' : for 'role:assistant' the following must be
+  // satisfied[('messages.2' : property 'reasoning_content' is unsupported)]") or of the body ("property
+  // 'store' is unsupported, did you mean 'stop'?").
+  for (const match of text.matchAll(
+    /('messages\.\d+(\.tool_calls\.\d+)?'\s*:\s*)?property '(\w+)' is unsupported/gi,
+  )) {
+    const field = match[3] as string;
+    if (match[1] === undefined) add(fixForUnknownField(field));
+    else add(fixForMessageField(match[2] === undefined ? [field] : ['tool_calls', field]));
+  }
   // OpenAI's older models on a field of a message ("Additional properties are not allowed ('refusal',
   // 'parsed' were unexpected) - 'messages.2'").
   for (const match of text.matchAll(
@@ -272,7 +284,7 @@ function answerCap(text: string): number | undefined {
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
  * parts, messages in an order a chat template refuses, calls' arguments that are not JSON, a forced tool
- * choice, and structured output by a schema (docs/budgeting.md#refused-fields).
+ * choice, reasoning not sent back, and structured output by a schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -345,6 +357,13 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: toolChoiceField });
+  // An answer sent back without the reasoning a thinking model wants back: DeepSeek's and Kimi's wordings.
+  if (
+    /reasoning_content\W{0,3} in the thinking mode must be passed back|missing \W{0,3}reasoning_content\W{0,3} field in the assistant message|reasoning_content is missing in assistant|must include reasoning_content/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: reasoningStandInField });
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   if (
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(

@@ -285,6 +285,19 @@ export const toolArgumentsField = 'messages[].tool_calls[].function.arguments';
 export const toolChoiceField = 'tool_choice.forced';
 
 /**
+ * Not a field of the body: an answer sent back without the reasoning a thinking model wants back with it.
+ * DeepSeek V4 ("The `reasoning_content` in the thinking mode must be passed back to the API.":
+ * earendil-works/pi#3636), its reasoner before it ("Missing `reasoning_content` field in the assistant
+ * message at message index 4": continuedev/continue#10193) and Kimi ("reasoning_content is missing in
+ * assistant tool call message": continuedev/continue#11600) refuse a tool loop whose answers come back
+ * without it, and a client that keeps only OpenAI's fields of an answer drops it: every request of its
+ * tool loops failed. A session and the bridges give the reasoning back; what none holds is sent with a
+ * stand-in of one space (which they take, and not an empty one: NousResearch/hermes-agent#17341)
+ * (withReasoningStandIns).
+ */
+export const reasoningStandInField = 'messages[].reasoning_content.missing';
+
+/**
  * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
  * and which Codex and the AI SDK send them — and which DeepSeek's API refuses ("messages[1].role: unknown
  * variant `developer`, expected one of `system`, `user`, `assistant`, `tool`": Codex on DeepSeek V4,
@@ -690,6 +703,20 @@ export function withToolArgumentsAsObjects(messages: ContextMessage[]): ContextM
   return out ?? messages;
 }
 
+/**
+ * The messages with each assistant message of no reasoning (`reasoning_content` or `reasoning` absent or
+ * empty) given `reasoning_content: " "` (reasoningStandInField); the same array when every one has some.
+ */
+export function withReasoningStandIns(messages: ContextMessage[]): ContextMessage[] {
+  const given = (text: unknown): boolean => typeof text === 'string' && text !== '';
+  const lacks = (message: ContextMessage): boolean =>
+    message.role === 'assistant' && !given(message.reasoning_content) && !given(message.reasoning);
+  if (!messages.some(lacks)) return messages;
+  return messages.map((message) =>
+    lacks(message) ? Object.assign({}, message, { reasoning_content: ' ' }) : message,
+  );
+}
+
 /** The messages with each content of text parts only as their texts, one per line (textPartsField); the same array when none is. */
 export function withTextPartsAsText(messages: ContextMessage[]): ContextMessage[] {
   const textOnly = (content: unknown): content is Array<{ text: string }> =>
@@ -759,13 +786,14 @@ const messageRewrites: ReadonlyArray<
   [textPartsField, withTextPartsAsText],
   [strictTemplateField, forStrictTemplate],
   [toolArgumentsField, withToolArgumentsAsObjects],
+  [reasoningStandInField, withReasoningStandIns],
 ];
 
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
  * parts as text, the messages in the order a strict chat template takes, calls' arguments JSON objects,
- * as its fixes say; the same array when none applies.
+ * a stand-in for reasoning not sent back, as its fixes say; the same array when none applies.
  */
 export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);

@@ -25,7 +25,10 @@
 //   must alternate…"): sent as such templates take them, one system message first;
 // - a call sent back whose arguments are not JSON — an answer cut at its max_tokens mid-arguments, stored
 //   in a session or replayed by Codex — which vLLM refuses ("Unterminated string starting at: line 1
-//   column 14 (char 13)", vllm-project/vllm#48922): sent with the arguments `{}`.
+//   column 14 (char 13)", vllm-project/vllm#48922): sent with the arguments `{}`;
+// - another model's answers (DeepSeek's reasoning_content) continued on Groq, which refuses a message
+//   field outside its schema ("property 'reasoning_content' is unsupported", SimonSchubert/Kai#265): left
+//   out.
 // Each is answered after one refusal, and the model's next request goes at once.
 import { randomUUID } from 'node:crypto';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -48,6 +51,8 @@ const qwen3 = 'Qwen/Qwen3-32B';
 const devstral = 'mistralai/Devstral-Small-2507';
 /** A model as vLLM serves it: the arguments of each call sent back read as JSON. */
 const vllmQwen = 'Qwen/Qwen3.6-35B-A3B-FP8';
+/** A model as Groq serves it: message fields outside its schema refused. */
+const groq = 'moonshotai/kimi-k2-instruct-0905';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -61,6 +66,7 @@ beforeAll(async () => {
     systemOnlyFirst: [qwen, qwen3, devstral],
     alternating: [devstral],
     jsonToolArguments: [vllmQwen],
+    groqRules: [groq],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
@@ -466,5 +472,23 @@ describe('a call sent back whose arguments are not JSON, to vLLM', () => {
     });
     expect(response.status).toBe('completed');
     expect(callsSent()).toEqual(['{}']);
+  });
+});
+
+describe("another model's answers, continued on Groq", () => {
+  it('a conversation DeepSeek answered (reasoning_content) goes on, after one refusal, without it', async () => {
+    const messages = [
+      { role: 'user', content: 'Which file computes the retry budget?' },
+      { role: 'assistant', content: 'src/budget.ts', reasoning_content: 'The user asks about retries…' },
+      { role: 'user', content: 'And the backoff?' },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: groq, messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()[1]).toEqual({ role: 'assistant', content: 'src/budget.ts' });
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: groq, messages });
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });

@@ -8,7 +8,10 @@
 // refused call, and the model's later requests go right the first time. OpenRouter serving Claude with
 // reasoning on gives the reasoning as `reasoning_details` with Claude's signature, and passes on
 // Anthropic's refusal of a tool loop whose last step comes back without its thinking
-// (docs/budgeting.md#a-thinking-models-reasoning): a session's streamed loop sends it back whole.
+// (docs/budgeting.md#a-thinking-models-reasoning): a session's streamed loop sends it back whole. DeepSeek
+// V4 refuses a tool loop sent back without its `reasoning_content` ("The `reasoning_content` in the thinking
+// mode must be passed back to the API.") — which a client that keeps only OpenAI's fields drops: it gets
+// its answer after one refused call, each answer of no reasoning sent with a stand-in.
 import { randomUUID } from 'node:crypto';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -21,6 +24,8 @@ const stand = 'skip_thought_signature_validator';
 const magistral = 'magistral-medium-2509';
 /** Claude with reasoning on, as OpenRouter serves it. */
 const claude = 'anthropic/claude-sonnet-5';
+/** DeepSeek V4, which thinks by default and wants its reasoning back with each call. */
+const deepseek = 'deepseek-v4-pro';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -30,6 +35,7 @@ beforeAll(async () => {
     thoughtSignatures: [gemini, 'gemini-3-pro-preview'],
     reasoningDetails: [claude],
     mistralThinking: [magistral],
+    thinking: [deepseek],
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -302,5 +308,37 @@ describe("Mistral's reasoning models: an answer given as chunks of thinking and 
       },
       { type: 'text', text: 'The budget is 3.' },
     ]);
+  });
+});
+
+describe('DeepSeek V4, its reasoning dropped by the client', () => {
+  it('answers a tool loop sent back without reasoning_content after one refused call, the next at once', async () => {
+    const chat = client();
+    // As Continue or Crush send a step back: OpenAI's fields of the answer only.
+    const step: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Where is the retry budget computed?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: 'export const budget = 3;' },
+    ];
+    const since = fake.chatRequests.length;
+    fake.enqueue({}, { content: 'In a.' });
+    const { data, response } = await chat.chat.completions
+      .create({ model: deepseek, messages: step })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe('In a.');
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const fixed = sent(deepseek, since).at(-1);
+    expect(fixed?.[1]?.reasoning_content).toBe(' ');
+    expect(fixed?.map((message) => message.content)).toEqual(step.map((message) => message.content));
+    const again = fake.chatRequests.length;
+    fake.enqueue({ content: 'In a, line 1.' });
+    await chat.chat.completions.create({ model: deepseek, messages: step });
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });

@@ -325,6 +325,12 @@ export interface FakeUpstreamOptions {
   /** Models that hold their temperature at one value (Kimi's thinking models: 1): any other is refused in Kimi's words. */
   fixedTemperature?: Readonly<Record<string, number>>;
   /**
+   * Models served as Groq serves them: `store` and a message field its schema does not have (a thinking
+   * model's `reasoning_content`, OpenAI's `refusal` and `annotations`) are refused in its words
+   * (SimonSchubert/Kai#265, fanenr/chatbot#21).
+   */
+  groqRules?: readonly string[];
+  /**
    * Models served as DeepSeek's API serves them: structured output by a JSON Schema is refused, and JSON
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
@@ -521,6 +527,17 @@ function pythonDecodeError(messages: ReadonlyArray<ChatMessage>): string | undef
       if (quotes.length % 2 === 1) return `Unterminated string starting at: ${at(quotes.at(-1)?.index ?? 0)}`;
       return `Expecting ',' delimiter: ${at(text.length)}`;
     }
+  return undefined;
+}
+
+/** Groq's refusal of `store` or of a message field its schema does not have; undefined when it takes the body. */
+function groqRefusalOf(body: { messages?: ChatMessage[]; store?: unknown }): string | undefined {
+  if (body.store !== undefined) return "property 'store' is unsupported, did you mean 'stop'?";
+  const known = new Set(['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'reasoning']);
+  for (const [index, message] of (body.messages ?? []).entries())
+    for (const field of Object.keys(message))
+      if (!known.has(field))
+        return `'messages.${index}' : for 'role:${message.role}' the following must be satisfied[('messages.${index}' : property '${field}' is unsupported)]`;
   return undefined;
 }
 
@@ -1068,6 +1085,12 @@ export class FakeUpstream {
     );
     if (nullContent !== undefined) {
       sendJson(400, nullContent);
+      return;
+    }
+    const groqRefusal =
+      this.options.groqRules?.includes(body.model) === true ? groqRefusalOf(body) : undefined;
+    if (groqRefusal !== undefined) {
+      sendJson(400, JSON.stringify({ error: { message: groqRefusal, type: 'invalid_request_error' } }));
       return;
     }
     const fixedTemperature = this.options.fixedTemperature?.[body.model];

@@ -1297,6 +1297,68 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        "Groq, a thinking model's reasoning in a message (SimonSchubert/Kai#265)",
+        "'messages.2' : for 'role:assistant' the following must be satisfied[('messages.2' : property 'reasoning_content' is unsupported)]",
+        'messages[].reasoning_content',
+      ],
+      [
+        "Groq, OpenAI's refusal beside an answer",
+        "'messages.2' : for 'role:assistant' the following must be satisfied[('messages.2' : property 'refusal' is unsupported, did you mean 'role'?)]",
+        'messages[].refusal',
+      ],
+      ['Groq, store (fanenr/chatbot#21)', "property 'store' is unsupported, did you mean 'stop'?", 'store'],
+    ] as const
+  ).map(([name, message, field]) => ({
+    name: `a field Groq does not know: ${name}`,
+    answer: { status: 400, body: JSON.stringify({ error: { message, type: 'invalid_request_error' } }) },
+    expected: { kind: 'refused_field' as const, fixes: [{ field }] },
+  })),
+  {
+    name: "Groq, a message field the client made up (llama_index#14701): the client's to fix",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "'messages.2' : for 'role:assistant' the following must be satisfied[('messages.2' : property 'status' is unsupported, did you mean 'name'?)]",
+          type: 'invalid_request_error',
+        },
+      }),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  ...(
+    [
+      [
+        'DeepSeek V4 (earendil-works/pi#3636)',
+        openAIError(
+          'The `reasoning_content` in the thinking mode must be passed back to the API.',
+          'invalid_request_error',
+        ),
+      ],
+      [
+        'DeepSeek V3.2 and the reasoner (continuedev/continue#10193)',
+        openAIError(
+          'Missing `reasoning_content` field in the assistant message at message index 4. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls',
+          'invalid_request_error',
+        ),
+      ],
+      [
+        'Kimi K2.5 (continuedev/continue#11600)',
+        openAIError(
+          'thinking is enabled but reasoning_content is missing in assistant tool call message at index 2',
+          'invalid_request_error',
+        ),
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a thinking model's reasoning not sent back: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].reasoning_content.missing' }] },
+  })),
+  ...(
+    [
+      [
         'DeepSeek V4 (llm-exe/llm-exe#662)',
         openAIError('This response_format type is unavailable now', 'invalid_request_error'),
       ],

@@ -21,6 +21,7 @@ import {
   withNullContentsAsText,
   withToolArgumentsAsObjects,
   withToolChoiceUnforced,
+  withReasoningStandIns,
   withMessageFixes,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
@@ -727,6 +728,37 @@ describe('withToolChoiceUnforced', () => {
       const request = { model: 'm', tools, tool_choice: choice };
       expect(withToolChoiceUnforced(request)).toBe(request);
     }
+  });
+});
+
+describe('withReasoningStandIns', () => {
+  const call = { id: 'c1', type: 'function', function: { name: 'read', arguments: '{}' } };
+
+  it('gives each answer of no reasoning a stand-in of one space, and leaves the reasoning given', () => {
+    const messages = [
+      { role: 'user', content: 'Go.' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      { role: 'assistant', content: 'Done.', reasoning_content: '' },
+      { role: 'assistant', content: 'Again.', reasoning_content: 'I looked.' },
+      { role: 'assistant', content: 'Other.', reasoning: 'Under the other name.' },
+    ] as ContextMessage[];
+    const out = withReasoningStandIns(messages);
+    expect(out.map((message) => message.reasoning_content)).toEqual([
+      undefined,
+      ' ',
+      undefined,
+      ' ',
+      'I looked.',
+      undefined,
+    ]);
+    expect(out[4]).toBe(messages[4]);
+    expect(out[5]).toBe(messages[5]);
+  });
+
+  it('is the same array when every answer has its reasoning', () => {
+    const messages = [{ role: 'assistant', content: 'x', reasoning_content: 'y' }] as ContextMessage[];
+    expect(withReasoningStandIns(messages)).toBe(messages);
   });
 });
 
