@@ -27,6 +27,19 @@ const claude = 'anthropic/claude-sonnet-5';
 /** DeepSeek V4, which thinks by default and wants its reasoning back with each call. */
 const deepseek = 'deepseek-v4-pro';
 
+/** A step sent back as a client that keeps only OpenAI's fields of an answer sends it (Continue, Crush). */
+const openAIStep: OpenAI.ChatCompletionMessageParam[] = [
+  { role: 'user', content: 'Where is the retry budget computed?' },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+    ],
+  },
+  { role: 'tool', tool_call_id: 'call_1', content: 'export const budget = 3;' },
+];
+
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 
@@ -110,18 +123,7 @@ describe('Gemini 3: a tool call goes back with its thought signature', () => {
   it('answers a client that dropped the signature after one refused call, and its next request at once', async () => {
     const chat = client();
     const model = 'gemini-3-pro-preview';
-    // As a client that keeps only OpenAI's fields of a tool call sends the step back.
-    const step: OpenAI.ChatCompletionMessageParam[] = [
-      { role: 'user', content: 'Where is the retry budget computed?' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
-        ],
-      },
-      { role: 'tool', tool_call_id: 'call_1', content: 'export const budget = 3;' },
-    ];
+    const step = openAIStep;
     const since = fake.chatRequests.length;
     // The refused call takes the first scripted answer.
     fake.enqueue({}, { content: 'In a.' });
@@ -314,18 +316,7 @@ describe("Mistral's reasoning models: an answer given as chunks of thinking and 
 describe('DeepSeek V4, its reasoning dropped by the client', () => {
   it('answers a tool loop sent back without reasoning_content after one refused call, the next at once', async () => {
     const chat = client();
-    // As Continue or Crush send a step back: OpenAI's fields of the answer only.
-    const step: OpenAI.ChatCompletionMessageParam[] = [
-      { role: 'user', content: 'Where is the retry budget computed?' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          { id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
-        ],
-      },
-      { role: 'tool', tool_call_id: 'call_1', content: 'export const budget = 3;' },
-    ];
+    const step = openAIStep;
     const since = fake.chatRequests.length;
     fake.enqueue({}, { content: 'In a.' });
     const { data, response } = await chat.chat.completions
