@@ -26,6 +26,7 @@ import {
   toolArgumentsField,
   toolChoiceField,
   reasoningStandInField,
+  prefillField,
   jsonSchemaField,
   imageBytesField,
   requestBytesField,
@@ -284,7 +285,8 @@ function answerCap(text: string): number | undefined {
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
  * parts, messages in an order a chat template refuses, calls' arguments that are not JSON, a forced tool
- * choice, reasoning not sent back, and structured output by a schema (docs/budgeting.md#refused-fields).
+ * choice, reasoning not sent back, a conversation that ends with an answer, and structured output by a
+ * schema (docs/budgeting.md#refused-fields).
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
@@ -364,6 +366,14 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     )
   )
     fixes.push({ field: reasoningStandInField });
+  // A conversation that ends with an answer, where the model takes no prefill: Anthropic's wording (also
+  // through OpenRouter and GitHub Copilot) and Mistral's.
+  if (
+    /does not support assistant message prefill|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: prefillField });
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   if (
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(

@@ -298,6 +298,20 @@ export const toolChoiceField = 'tool_choice.forced';
 export const reasoningStandInField = 'messages[].reasoning_content.missing';
 
 /**
+ * Not a field of the body: a conversation that ends with an answer (a prefill: the client asks the model
+ * to go on from it), which Claude Sonnet and Opus 4.6 and later refuse ("This model does not support
+ * assistant message prefill. The conversation must end with a user message.": through OpenRouter and
+ * GitHub Copilot too, NousResearch/hermes-agent#50055, aj47/SpeakMCP#1037; an OpenCode subagent's history
+ * after context pruning, cortexkit/magic-context#511), as Mistral's API does ("Expected last role User or
+ * Tool (or Assistant with prefix True) for serving but got assistant"). A user message asking the model to
+ * go on from its answer is sent after it (withContinueAfterPrefill).
+ */
+export const prefillField = 'messages[].prefill';
+
+/** What the model is asked after an answer a conversation ends with, where it takes no prefill. */
+export const continueText = 'Continue your last message from exactly where it ends, without repeating it.';
+
+/**
  * Not a field of the body: the `developer` role, which OpenAI's newer models take in place of `system`
  * and which Codex and the AI SDK send them — and which DeepSeek's API refuses ("messages[1].role: unknown
  * variant `developer`, expected one of `system`, `user`, `assistant`, `tool`": Codex on DeepSeek V4,
@@ -717,6 +731,17 @@ export function withReasoningStandIns(messages: ContextMessage[]): ContextMessag
   );
 }
 
+/**
+ * The messages with a user message asking to go on after a last answer that calls no tool (prefillField);
+ * the same array when the conversation ends otherwise.
+ */
+export function withContinueAfterPrefill(messages: ContextMessage[]): ContextMessage[] {
+  const last = messages.at(-1);
+  const calls = last?.tool_calls;
+  if (last?.role !== 'assistant' || (Array.isArray(calls) && calls.length > 0)) return messages;
+  return [...messages, { role: 'user', content: continueText }];
+}
+
 /** The messages with each content of text parts only as their texts, one per line (textPartsField); the same array when none is. */
 export function withTextPartsAsText(messages: ContextMessage[]): ContextMessage[] {
   const textOnly = (content: unknown): content is Array<{ text: string }> =>
@@ -787,13 +812,15 @@ const messageRewrites: ReadonlyArray<
   [strictTemplateField, forStrictTemplate],
   [toolArgumentsField, withToolArgumentsAsObjects],
   [reasoningStandInField, withReasoningStandIns],
+  [prefillField, withContinueAfterPrefill],
 ];
 
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
  * parts as text, the messages in the order a strict chat template takes, calls' arguments JSON objects,
- * a stand-in for reasoning not sent back, as its fixes say; the same array when none applies.
+ * a stand-in for reasoning not sent back, a user message after a last answer, as its fixes say; the same
+ * array when none applies.
  */
 export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);

@@ -28,7 +28,11 @@
 //   column 14 (char 13)", vllm-project/vllm#48922): sent with the arguments `{}`;
 // - another model's answers (DeepSeek's reasoning_content) continued on Groq, which refuses a message
 //   field outside its schema ("property 'reasoning_content' is unsupported", SimonSchubert/Kai#265): left
-//   out.
+//   out;
+// - a conversation that ends with an answer (a prefill, an OpenCode subagent's pruned history), which
+//   Claude 4.6 and later refuse ("This model does not support assistant message prefill. The
+//   conversation must end with a user message.", cortexkit/magic-context#511): a user message asking the
+//   model to go on is sent after it.
 // Each is answered after one refusal, and the model's next request goes at once.
 import { randomUUID } from 'node:crypto';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
@@ -53,6 +57,8 @@ const devstral = 'mistralai/Devstral-Small-2507';
 const vllmQwen = 'Qwen/Qwen3.6-35B-A3B-FP8';
 /** A model as Groq serves it: message fields outside its schema refused. */
 const groq = 'moonshotai/kimi-k2-instruct-0905';
+/** Claude Sonnet 4.6 as GitHub Copilot's chat endpoint serves it: no prefill. */
+const copilotClaude = 'claude-sonnet-4.6';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -67,6 +73,7 @@ beforeAll(async () => {
     alternating: [devstral],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
+    noPrefill: [copilotClaude],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
@@ -489,6 +496,24 @@ describe("another model's answers, continued on Groq", () => {
     expect(sentMessages()[1]).toEqual({ role: 'assistant', content: 'src/budget.ts' });
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: groq, messages });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('a conversation that ends with an answer, to Claude 4.6 on GitHub Copilot (no prefill)', () => {
+  it('is answered after one refusal, the model asked to go on; the next request at once', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Write the release notes.' },
+      { role: 'assistant', content: '## Release notes\n\n- ' },
+    ];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: copilotClaude, messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(rolesSent()).toEqual(['user', 'assistant', 'user']);
+    expect(sentMessages()[1]?.content).toBe('## Release notes\n\n- ');
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: copilotClaude, messages });
     expect(fake.chatRequests.length - again).toBe(1);
   });
 });

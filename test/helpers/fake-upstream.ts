@@ -331,6 +331,11 @@ export interface FakeUpstreamOptions {
    */
   groqRules?: readonly string[];
   /**
+   * Models that take no prefill, as GitHub Copilot's chat endpoint serves Claude Sonnet 4.6: a conversation
+   * that ends with an answer calling no tool is refused in Anthropic's words (NousResearch/hermes-agent#50055).
+   */
+  noPrefill?: readonly string[];
+  /**
    * Models served as DeepSeek's API serves them: structured output by a JSON Schema is refused, and JSON
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
@@ -1091,6 +1096,24 @@ export class FakeUpstream {
       this.options.groqRules?.includes(body.model) === true ? groqRefusalOf(body) : undefined;
     if (groqRefusal !== undefined) {
       sendJson(400, JSON.stringify({ error: { message: groqRefusal, type: 'invalid_request_error' } }));
+      return;
+    }
+    const ending = body.messages.at(-1);
+    if (
+      this.options.noPrefill?.includes(body.model) === true &&
+      ending?.role === 'assistant' &&
+      (ending.tool_calls?.length ?? 0) === 0
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message:
+              'This model does not support assistant message prefill. The conversation must end with a user message.',
+            code: 'invalid_request_body',
+          },
+        }),
+      );
       return;
     }
     const fixedTemperature = this.options.fixedTemperature?.[body.model];

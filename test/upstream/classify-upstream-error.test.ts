@@ -1359,6 +1359,26 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        'Anthropic, Claude Sonnet 4.6 (cortexkit/magic-context#511)',
+        '{"type":"error","error":{"type":"invalid_request_error","message":"This model does not support assistant message prefill. The conversation must end with a user message."}}',
+      ],
+      [
+        "GitHub Copilot's chat endpoint (NousResearch/hermes-agent#50055)",
+        '{"error":{"message":"This model does not support assistant message prefill. The conversation must end with a user message.","code":"invalid_request_body"}}',
+      ],
+      [
+        "Mistral's API (0xPlaygrounds/rig#708)",
+        '{"object":"error","message":"Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant","type":"invalid_request_message_order","param":null,"code":"3230"}',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a conversation that ends with an answer, to a model that takes no prefill: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].prefill' }] },
+  })),
+  ...(
+    [
+      [
         'DeepSeek V4 (llm-exe/llm-exe#662)',
         openAIError('This response_format type is unavailable now', 'invalid_request_error'),
       ],

@@ -22,6 +22,8 @@ import {
   withToolArgumentsAsObjects,
   withToolChoiceUnforced,
   withReasoningStandIns,
+  withContinueAfterPrefill,
+  continueText,
   withMessageFixes,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
@@ -759,6 +761,32 @@ describe('withReasoningStandIns', () => {
   it('is the same array when every answer has its reasoning', () => {
     const messages = [{ role: 'assistant', content: 'x', reasoning_content: 'y' }] as ContextMessage[];
     expect(withReasoningStandIns(messages)).toBe(messages);
+  });
+});
+
+describe('withContinueAfterPrefill', () => {
+  const call = { id: 'c1', type: 'function', function: { name: 'read', arguments: '{}' } };
+
+  it('asks the model to go on after a last answer that calls no tool', () => {
+    const messages = [
+      { role: 'user', content: 'Write a haiku.' },
+      { role: 'assistant', content: 'Autumn wind —' },
+    ] as ContextMessage[];
+    expect(withContinueAfterPrefill(messages)).toEqual([
+      ...messages,
+      { role: 'user', content: continueText },
+    ]);
+  });
+
+  it('is the same array when the conversation ends with a user message, a tool result or a call', () => {
+    for (const last of [
+      { role: 'user', content: 'Hi' },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+      { role: 'assistant', content: null, tool_calls: [call] },
+    ]) {
+      const messages = [{ role: 'user', content: 'Go.' }, last] as ContextMessage[];
+      expect(withContinueAfterPrefill(messages)).toBe(messages);
+    }
   });
 });
 
