@@ -282,6 +282,70 @@ function answerCap(text: string): number | undefined {
 }
 
 /**
+ * Refusals of a request's shape read by their wording alone, each with the field its fix goes by, in the
+ * order their fixes are given (requestShapeFixes).
+ */
+const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
+  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
+  [
+    emptyTextField,
+    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field/i,
+  ],
+  // The `developer` role, which DeepSeek's API (a serde enum), Gemini's and some servers do not know.
+  [
+    developerRoleField,
+    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer|support author role\W{0,3}developer/i,
+  ],
+  // A message's content as parts, where the server takes only a string.
+  [
+    textPartsField,
+    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i,
+  ],
+  // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
+  // llama.cpp's server's (of either) and a serde server's. A refusal of another type of content (a number,
+  // an object) reads alike: its fix then changes nothing, and the refusal goes back as it came.
+  [
+    nullContentField,
+    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|assistant message must contain either 'content' or 'tool_calls'|messages\[\d+\]\W{0,3}:?\s*missing field `content`/i,
+  ],
+  // Messages in an order a chat template refuses: Qwen 3.5's and 3.6's system message past the first, Qwen
+  // 3's role it does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and
+  // llama.cpp give them, and Mistral's API's user message after tool results.
+  [
+    strictTemplateField,
+    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'/i,
+  ],
+  // A call sent back whose arguments are not JSON: Python's json.loads as vLLM passes its words on (the body
+  // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's.
+  [
+    toolArgumentsField,
+    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json/i,
+  ],
+  // A forced tool choice, which a model that thinks does not take: DeepSeek V4's, DashScope's, Kimi's and
+  // Anthropic's wordings.
+  [
+    toolChoiceField,
+    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|thinking may not be enabled when tool_choice forces tool use|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking/i,
+  ],
+  // An answer sent back without the reasoning a thinking model wants back: DeepSeek's and Kimi's wordings.
+  [
+    reasoningStandInField,
+    /reasoning_content\W{0,3} in the thinking mode must be passed back|missing \W{0,3}reasoning_content\W{0,3} field in the assistant message|reasoning_content is missing in assistant|must include reasoning_content/i,
+  ],
+  // A conversation that ends with an answer, where the model takes no prefill: Anthropic's wording (also
+  // through OpenRouter and GitHub Copilot) and Mistral's.
+  [
+    prefillField,
+    /does not support assistant message prefill|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)/i,
+  ],
+  // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
+  [
+    jsonSchemaField,
+    /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i,
+  ],
+];
+
+/**
  * What a refusal says of the request's shape that the gateway can write otherwise: tools' schemas, how many
  * tools and how long an answer a model takes, messages of no text, null contents, the developer role, text
  * parts, messages in an order a chat template refuses, calls' arguments that are not JSON, a forced tool
@@ -304,83 +368,7 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   // Groq's and Bedrock's wordings, each with the longest.
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
-  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
-  if (
-    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: emptyTextField });
-  // The `developer` role, which DeepSeek's API (a serde enum), Gemini's and some servers do not know.
-  if (
-    /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer|support author role\W{0,3}developer/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: developerRoleField });
-  // A message's content as parts, where the server takes only a string.
-  if (
-    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: textPartsField });
-  // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
-  // llama.cpp's server's (of either) and a serde server's. A refusal of another type of content (a number,
-  // an object) reads alike: its fix then changes nothing, and the refusal goes back as it came.
-  if (
-    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|assistant message must contain either 'content' or 'tool_calls'|messages\[\d+\]\W{0,3}:?\s*missing field `content`/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: nullContentField });
-  // Messages in an order a chat template refuses: Qwen 3.5's and 3.6's system message past the first, Qwen
-  // 3's role it does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and
-  // llama.cpp give them, and Mistral's API's user message after tool results.
-  if (
-    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: strictTemplateField });
-  // A call sent back whose arguments are not JSON: Python's json.loads as vLLM passes its words on (the body
-  // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's.
-  if (
-    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: toolArgumentsField });
-  // A forced tool choice, which a model that thinks does not take: DeepSeek V4's, DashScope's, Kimi's and
-  // Anthropic's wordings.
-  if (
-    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|thinking may not be enabled when tool_choice forces tool use|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: toolChoiceField });
-  // An answer sent back without the reasoning a thinking model wants back: DeepSeek's and Kimi's wordings.
-  if (
-    /reasoning_content\W{0,3} in the thinking mode must be passed back|missing \W{0,3}reasoning_content\W{0,3} field in the assistant message|reasoning_content is missing in assistant|must include reasoning_content/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: reasoningStandInField });
-  // A conversation that ends with an answer, where the model takes no prefill: Anthropic's wording (also
-  // through OpenRouter and GitHub Copilot) and Mistral's.
-  if (
-    /does not support assistant message prefill|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: prefillField });
-  // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
-  if (
-    /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: jsonSchemaField });
+  for (const [field, wording] of shapeWordings) if (wording.test(text)) fixes.push({ field });
   // More tools than the provider takes in one request (OpenAI: 128).
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
