@@ -121,9 +121,9 @@ function partsOf(content: unknown): unknown[] {
 /** Messages of one role as one: their texts (or parts) one after the other, joined once. */
 function joined(messages: readonly ContextMessage[]): ContextMessage {
   const first = messages[0] as ContextMessage;
-  const content = messages.every((message) => typeof message.content === 'string')
+  const content = messages.every((message) => typeof message.content === 'string' || message.content == null)
     ? messages
-        .map((message) => message.content as string)
+        .map((message) => (message.content as string | null | undefined) ?? '')
         .filter((text) => text !== '')
         .join('\n\n')
     : messages.flatMap((message) => partsOf(message.content));
@@ -147,6 +147,8 @@ function isText(message: ContextMessage): boolean {
 function alternating(messages: readonly ContextMessage[], from: number): ContextMessage[] {
   const out = messages.slice(0, from);
   let last: string | undefined;
+  /** The role last had before the last turn message was sent. */
+  let lastBefore: string | undefined;
   /** Messages that join out's last message, and how: as one of its role, or as text after a result. */
   let run: ContextMessage[] = [];
   let into: 'message' | 'result' = 'message';
@@ -162,6 +164,20 @@ function alternating(messages: readonly ContextMessage[], from: number): Context
   for (let index = from; index < messages.length; index++) {
     const message = messages[index] as ContextMessage;
     const previous = out.at(-1);
+    if (
+      previous !== undefined &&
+      run.length === 0 &&
+      message.role === 'assistant' &&
+      previous.role === 'assistant' &&
+      isTurnMessage(previous) &&
+      !isTurnMessage(message)
+    ) {
+      // The model's text, then its calls, as two messages: one message, its text beside the calls (a
+      // message a template sets aside, as the turn before it was the last).
+      out[out.length - 1] = Object.assign({}, message, { content: joined([previous, message]).content });
+      last = lastBefore;
+      continue;
+    }
     if (isTurnMessage(message) && message.role === last && previous !== undefined) {
       const kind =
         previous.role === message.role && isTurnMessage(previous)
@@ -177,11 +193,20 @@ function alternating(messages: readonly ContextMessage[], from: number): Context
     }
     flush();
     out.push(message);
-    if (isTurnMessage(message)) last = message.role;
+    if (isTurnMessage(message)) {
+      lastBefore = last;
+      last = message.role;
+    }
   }
   flush();
   return out;
 }
+
+/**
+ * The user message put before a conversation that starts with the model (a chat widget's greeting, an
+ * agent's history that starts with its call): strict templates and Gemini take the user's turn first.
+ */
+export const modelFirstText = "[ctxgate] The conversation starts with the assistant's message that follows.";
 
 /**
  * A conversation the gateway made from another API (a Responses request's `instructions` and developer
@@ -193,9 +218,12 @@ function alternating(messages: readonly ContextMessage[], from: number): Context
  * message (after a run of tool results: the last of them), or else becomes a user message of its own.
  * Mistral's and Devstral's templates also make user and assistant messages alternate, tool calls and
  * results aside: two user messages in a row (Codex sends its environment, then the task) are one, and so
- * are two assistant answers; a user message right after tool results joins the last of them. A message
- * left as it was is the same object (its bytes are copied from the client's, chat-body.ts).
- * Deterministic: the next request of a conversation gets the same prefix. Pure.
+ * are two assistant answers, and an answer's text and its calls given as two messages; a user message
+ * right after tool results joins the last of them. A conversation that starts with the model gets a user
+ * message before it (modelFirstText): Mistral's and Gemma's templates, and Gemini ("Please ensure that
+ * function call turn comes immediately after a user turn or after a function response turn."), take the
+ * user's turn first. A message left as it was is the same object (its bytes are copied from the
+ * client's, chat-body.ts). Deterministic: the next request of a conversation gets the same prefix. Pure.
  */
 export function forStrictTemplate(messages: readonly ContextMessage[]): ContextMessage[] {
   const leading = leadingSystemCount(messages);
@@ -243,5 +271,25 @@ export function forStrictTemplate(messages: readonly ContextMessage[]): ContextM
     }
   }
   if (pending.length > 0) flush();
-  return alternating(out, leading === 0 ? 0 : 1);
+  const from = leading === 0 ? 0 : 1;
+  if (out[from]?.role === 'assistant') out.splice(from, 0, { role: 'user', content: modelFirstText });
+  return alternating(out, from);
+}
+
+/**
+ * A conversation as a model with no system role takes it — Gemma's templates ("System role not supported"
+ * as vLLM serves Gemma 2) and Gemma on Google's API ("Developer instruction is not enabled for
+ * models/gemma-3-27b-it") — the way Google's own Gemma integration sends one: as forStrictTemplate
+ * writes it, the one system message's text then at the start of the first user message (a user message
+ * of its own when there is none). Pure.
+ */
+export function withoutSystemRole(messages: readonly ContextMessage[]): ContextMessage[] {
+  const strict = forStrictTemplate(messages);
+  const first = strict[0];
+  if (first === undefined || !isSystemRole(first.role)) return strict;
+  const text = messageText(first);
+  const next = strict[1];
+  if (text === '') return strict.slice(1);
+  if (next?.role === 'user') return [withText(next, text, 'before'), ...strict.slice(2)];
+  return [{ role: 'user', content: text }, ...strict.slice(1)];
 }

@@ -23,6 +23,7 @@ import {
   textPartsField,
   nullContentField,
   strictTemplateField,
+  systemRoleField,
   toolArgumentsField,
   toolChoiceField,
   reasoningStandInField,
@@ -310,11 +311,14 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   ],
   // Messages in an order a chat template refuses: Qwen 3.5's and 3.6's system message past the first, Qwen
   // 3's role it does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and
-  // llama.cpp give them, and Mistral's API's user message after tool results.
+  // llama.cpp give them, Mistral's API's user message after tool results, and Gemini's call that does not
+  // follow the user's turn or a function's response.
   [
     strictTemplateField,
-    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'/i,
+    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn/i,
   ],
+  // No system role at all: Gemma's templates as vLLM and SGLang give it, and Gemma on Google's API.
+  [systemRoleField, /system role not supported|developer instruction is not enabled for models\//i],
   // A call sent back whose arguments are not JSON: Python's json.loads as vLLM passes its words on (the body
   // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's.
   [

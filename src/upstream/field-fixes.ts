@@ -19,7 +19,7 @@ import {
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
 import { toolNameOf } from './tool-names.js';
-import { forStrictTemplate } from '../context/notice-placement.js';
+import { forStrictTemplate, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
 
 /**
@@ -319,6 +319,16 @@ export const continueText = 'Continue your last message from exactly where it en
  * developer message is sent as a system message where it stood (withDeveloperAsSystem).
  */
 export const developerRoleField = 'messages[].role.developer';
+
+/**
+ * Not a field of the body: the system role, which Gemma's templates do not have ("System role not
+ * supported" as vLLM and SGLang serve Gemma 2, huggingface/chat-ui#1386) nor Gemma on Google's API
+ * ("Developer instruction is not enabled for models/gemma-3-27b-it": lobehub/lobehub#7128,
+ * google/adk-python#3900 — every agent framework sends a system prompt). Every request with one failed.
+ * The system prompt is sent at the start of the first user message, as Google's Gemma integration does
+ * (notice-placement.ts's withoutSystemRole).
+ */
+export const systemRoleField = 'messages[].role.system';
 
 /**
  * Not a field of the body: a message's content given as text parts (`[{type: "text", text}]`), which
@@ -810,6 +820,7 @@ const messageRewrites: ReadonlyArray<
   [developerRoleField, withDeveloperAsSystem],
   [textPartsField, withTextPartsAsText],
   [strictTemplateField, forStrictTemplate],
+  [systemRoleField, withoutSystemRole],
   [toolArgumentsField, withToolArgumentsAsObjects],
   [reasoningStandInField, withReasoningStandIns],
   [prefillField, withContinueAfterPrefill],
@@ -818,7 +829,8 @@ const messageRewrites: ReadonlyArray<
 /**
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
- * parts as text, the messages in the order a strict chat template takes, calls' arguments JSON objects,
+ * parts as text, the messages in the order a strict chat template takes (the system prompt in the first
+ * user message where there is no system role), calls' arguments JSON objects,
  * a stand-in for reasoning not sent back, a user message after a last answer, as its fixes say; the same
  * array when none applies.
  */

@@ -2,7 +2,13 @@
 // leading system message — for chat templates that take a system message only first — with the
 // current turn's user message always sent as the client wrote it, and the token change counted.
 import { describe, expect, it } from 'vitest';
-import { placeNotices, forStrictTemplate, type NoticePlacement } from '../../src/context/notice-placement.js';
+import {
+  placeNotices,
+  forStrictTemplate,
+  modelFirstText,
+  withoutSystemRole,
+  type NoticePlacement,
+} from '../../src/context/notice-placement.js';
 import { countMessageTokens } from '../../src/context/token-accounting.js';
 import type { ContextMessage } from '../../src/context/types.js';
 import { createTiktokenTokenizers } from '../../src/tokenizer/tiktoken-tokenizers.js';
@@ -202,6 +208,27 @@ describe('forStrictTemplate', () => {
       [own('S'), user('One.'), assistant('A.\n\nB.'), user('Two.')],
     ],
     [
+      "the model's text, then its calls, as two messages: one message",
+      [own('S'), user('One.'), assistant('Reading it.'), calls('a'), tool('a', 'x'), assistant('Done.')],
+      [
+        own('S'),
+        user('One.'),
+        Object.assign({}, calls('a'), { content: 'Reading it.' }),
+        tool('a', 'x'),
+        assistant('Done.'),
+      ],
+    ],
+    [
+      "a greeting first (a chat widget's): a user message before it",
+      [own('S'), assistant('Hi! How can I help?'), user('Where is my order?')],
+      [own('S'), user(modelFirstText), assistant('Hi! How can I help?'), user('Where is my order?')],
+    ],
+    [
+      'a call first, none leading: a user message before it',
+      [calls('a'), tool('a', 'x'), assistant('Done.')],
+      [user(modelFirstText), calls('a'), tool('a', 'x'), assistant('Done.')],
+    ],
+    [
       'none leading: the conversation as it was',
       [user('One.'), own('X.'), assistant('A.')],
       [user('One.\n\nX.'), assistant('A.')],
@@ -253,6 +280,24 @@ describe('forStrictTemplate', () => {
     const out = forStrictTemplate([developer('D'), first, answer, own('X.'), user('Two.')]);
     expect(out[1]).toBe(first);
     expect(out[2]).toBe(answer);
+  });
+
+  it('no system role (Gemma): the system prompt at the start of the first user message', () => {
+    expect(withoutSystemRole([own('Answer in French.'), user('Hi.'), assistant('Salut.')])).toEqual([
+      user('Answer in French.\n\nHi.'),
+      assistant('Salut.'),
+    ]);
+    expect(withoutSystemRole([own('A.'), developer('B.'), assistant('Hello!'), user('Hi.')])).toEqual([
+      user(`A.\n\nB.\n\n${modelFirstText}`),
+      assistant('Hello!'),
+      user('Hi.'),
+    ]);
+    expect(withoutSystemRole([own('Only this.')])).toEqual([user('Only this.')]);
+    expect(withoutSystemRole([own(''), user('Hi.')])).toEqual([user('Hi.')]);
+    expect(withoutSystemRole([user('Hi.'), own('Later.'), assistant('A.')])).toEqual([
+      user('Hi.\n\nLater.'),
+      assistant('A.'),
+    ]);
   });
 
   it('adds to parts as a part', () => {

@@ -53,12 +53,16 @@ const lmStudioToo = 'qwen2.5-coder-7b-instruct';
 const qwen = 'Qwen/Qwen3.6-27B-FP8';
 const qwen3 = 'Qwen/Qwen3-32B';
 const devstral = 'mistralai/Devstral-Small-2507';
+const mistralSmall = 'mistralai/Mistral-Small-3.2-24B-Instruct-2506';
 /** A model as vLLM serves it: the arguments of each call sent back read as JSON. */
 const vllmQwen = 'Qwen/Qwen3.6-35B-A3B-FP8';
 /** A model as Groq serves it: message fields outside its schema refused. */
 const groq = 'moonshotai/kimi-k2-instruct-0905';
 /** Claude Sonnet 4.6 as GitHub Copilot's chat endpoint serves it: no prefill. */
 const copilotClaude = 'claude-sonnet-4.6';
+/** Gemma 3 as Google's API serves it, and Gemma 2 as vLLM serves it with its own template: no system role. */
+const gemma3 = 'gemma-3-27b-it';
+const gemma2 = 'google/gemma-2-9b-it';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -69,8 +73,9 @@ beforeAll(async () => {
     noDeveloperRole: ['deepseek-v4-flash', 'deepseek-chat'],
     stringContentOnly: [local],
     noNullContent: [lmStudio, lmStudioToo],
-    systemOnlyFirst: [qwen, qwen3, devstral],
-    alternating: [devstral],
+    systemOnlyFirst: [qwen, qwen3, devstral, mistralSmall],
+    alternating: [devstral, mistralSmall, gemma2],
+    noSystemRole: [gemma3, gemma2],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
     noPrefill: [copilotClaude],
@@ -515,5 +520,88 @@ describe('a conversation that ends with an answer, to Claude 4.6 on GitHub Copil
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: copilotClaude, messages });
     expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('a conversation that starts with the model, where the first turn must be the user’s', () => {
+  it("a background worker's history that starts with a call (lbjlaq/Antigravity-Manager#3396), to Gemini", async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'You are a background worker. Check the build.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_bg', type: 'function', function: { name: 'shell', arguments: '{"command":"make"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_bg', content: 'make: Nothing to be done.' },
+    ];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: gemini, tools: [shell], messages });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(rolesSent()).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(sentMessages()[2]?.tool_calls).toEqual(
+      messages[1] && 'tool_calls' in messages[1] ? messages[1].tool_calls : [],
+    );
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: gemini, tools: [shell], messages });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it("a chat widget's greeting first, to Mistral Small: a user message before it, after one refusal", async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: mistralSmall,
+      messages: [
+        { role: 'system', content: 'You are the shop assistant.' },
+        { role: 'assistant', content: 'Hi! How can I help you today?' },
+        { role: 'user', content: 'Where is my order?' },
+      ],
+    });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(rolesSent()).toEqual(['system', 'user', 'assistant', 'user']);
+    expect(sentMessages()[2]?.content).toBe('Hi! How can I help you today?');
+    expect(sentMessages()[3]?.content).toBe('Where is my order?');
+  });
+});
+
+describe('a system prompt, to Gemma (no system role)', () => {
+  it('Gemma 3 on Google’s API: the system prompt at the start of the first user message, after one refusal', async () => {
+    const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+      model: gemma3,
+      messages: [
+        { role: 'system', content: 'Answer in French.' },
+        { role: 'user', content: 'What is the capital of Italy?' },
+      ],
+    };
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create(request);
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()).toEqual([
+      { role: 'user', content: 'Answer in French.\n\nWhat is the capital of Italy?' },
+    ]);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create(request);
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('a Responses request with instructions and a greeting first, to Gemma 2 on vLLM: user and assistant alternate', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().responses.create({
+      model: gemma2,
+      instructions: 'You are the shop assistant.',
+      input: [
+        { role: 'assistant', content: 'Hi! How can I help you today?' },
+        { role: 'user', content: 'Where is my order?' },
+      ],
+    });
+    expect(answer.status).toBe('completed');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(rolesSent()).toEqual(['user', 'assistant', 'user']);
+    expect(String(sentMessages()[0]?.content)).toContain('You are the shop assistant.');
+    expect(sentMessages()[2]?.content).toBe('Where is my order?');
   });
 });

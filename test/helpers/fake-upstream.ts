@@ -134,6 +134,13 @@ export interface FakeUpstreamOptions {
    * but first as Mistral's and Gemma's templates refuse it.
    */
   systemOnlyFirst?: readonly string[] | true;
+  /**
+   * Models served with no system role at all, as Gemma's: a system or developer message anywhere is
+   * refused — a Gemma 3 model (`gemma-3…`) as Google's API serves it ("Developer instruction is not
+   * enabled for models/gemma-3-27b-it", lobehub/lobehub#7128, google/adk-python#3900), any other as vLLM
+   * serves Gemma 2 with its own template ("System role not supported", huggingface/chat-ui#1386).
+   */
+  noSystemRole?: readonly string[];
   /** Models served as vLLM serves one that takes no images: a request holding an image is refused. */
   textOnly?: readonly string[];
   /**
@@ -1306,6 +1313,35 @@ export class FakeUpstream {
       );
       return;
     }
+    // Gemini's rule for a call's turn: right after a user turn or a function response (its system messages
+    // are its system instruction, not turns): a history that starts with the model's call (Hermes Agent's
+    // background workers, lbjlaq/Antigravity-Manager#3396) or a call after the model's text is refused.
+    const turns = (body.messages ?? []).filter(
+      (message) => message.role !== 'system' && message.role !== 'developer',
+    );
+    const callOutOfTurn = turns.findIndex(
+      (message, index) =>
+        message.role === 'assistant' &&
+        (message.tool_calls?.length ?? 0) > 0 &&
+        turns[index - 1]?.role !== 'user' &&
+        turns[index - 1]?.role !== 'tool',
+    );
+    if (gemini && callOutOfTurn !== -1) {
+      sendJson(
+        400,
+        JSON.stringify([
+          {
+            error: {
+              code: 400,
+              message:
+                'Please ensure that function call turn comes immediately after a user turn or after a function response turn.',
+              status: 'INVALID_ARGUMENT',
+            },
+          },
+        ]),
+      );
+      return;
+    }
     for (const [index, tool] of (Array.isArray(body.tools)
       ? (body.tools as Array<{ function?: { name?: unknown; parameters?: unknown } }>)
       : []
@@ -1583,6 +1619,32 @@ export class FakeUpstream {
         sendJson(400, JSON.stringify({ error: { ...refusal, type: 'invalid_request_error' } }));
         return;
       }
+    }
+    if (
+      this.options.noSystemRole?.includes(String(body.model)) === true &&
+      body.messages.some((message) => message.role === 'system' || message.role === 'developer')
+    ) {
+      sendJson(
+        400,
+        /gemma-3/i.test(String(body.model))
+          ? JSON.stringify([
+              {
+                error: {
+                  code: 400,
+                  message: `Developer instruction is not enabled for models/${String(body.model)}`,
+                  status: 'INVALID_ARGUMENT',
+                },
+              },
+            ])
+          : JSON.stringify({
+              object: 'error',
+              message: 'System role not supported',
+              type: 'BadRequestError',
+              param: null,
+              code: 400,
+            }),
+      );
+      return;
     }
     // A chat template that takes one system message, first (Qwen's, Mistral's, Gemma's… as vLLM serves
     // them): a developer message is a role it does not know; a system message anywhere else breaks the

@@ -1175,11 +1175,39 @@ const ownCases: ReadonlyArray<{
           '400',
         ),
       ],
+      [
+        "Gemini, a call that is not after the user's turn (google-gemini/gemini-cli#11814)",
+        '[{"error":{"code":400,"message":"Please ensure that function call turn comes immediately after a user turn or after a function response turn.","status":"INVALID_ARGUMENT"}}]',
+      ],
+      [
+        'Gemini through a gateway (continuedev/continue#11164)',
+        '{"error":{"message":"{\\n  \\"error\\": {\\n    \\"code\\": 400,\\n    \\"message\\": \\"Please ensure that function call turn comes immediately after a user turn or after a function response turn.\\",\\n    \\"status\\": \\"INVALID_ARGUMENT\\"\\n  }\\n}\\n","code":400,"status":"Bad Request"}}',
+      ],
     ] as const
   ).map(([name, body]) => ({
     name: `messages in an order a chat template refuses: ${name}`,
     answer: { status: 400, body },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].roles' }] },
+  })),
+  ...(
+    [
+      [
+        'Gemma 3 on Google’s API (lobehub/lobehub#7128)',
+        '[{"error":{"code":400,"message":"Developer instruction is not enabled for models/gemma-3-27b-it","status":"INVALID_ARGUMENT"}}]',
+      ],
+      [
+        'Gemma 2 on vLLM (huggingface/chat-ui#1386)',
+        '{"object":"error","message":"System role not supported","type":"BadRequestError","param":null,"code":400}',
+      ],
+      [
+        'Gemma 2 on SGLang, the template’s exception in its words (sgl-project/sglang#1342)',
+        '{"object":"error","message":"jinja2.exceptions.TemplateError: System role not supported","type":"BadRequestError","param":null,"code":400}',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `no system role: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].role.system' }] },
   })),
   ...(
     [
