@@ -141,7 +141,7 @@ function isText(message: ContextMessage): boolean {
  * User and assistant messages made to alternate, tool calls and results aside: a message of the role
  * the last one had joins it when it is right after it; a user message right after tool results (a tool
  * call and nothing the assistant said since the last user message) is added to the last result when it
- * is text. What cannot be so (an image after tool results) is left as it is. Each run is joined once: a
+ * is text; one that cannot be (an image) comes after a word of the model's (afterResultsText). Each run is joined once: a
  * request of 10,000 user messages in a row costs one pass, not one copy per message.
  */
 function alternating(messages: readonly ContextMessage[], from: number): ContextMessage[] {
@@ -192,6 +192,9 @@ function alternating(messages: readonly ContextMessage[], from: number): Context
       }
     }
     flush();
+    if (message.role === 'user' && last === 'user' && previous?.role === 'tool')
+      // A user's picture right after tool results, which no result can carry: a word of the model's first.
+      out.push({ role: 'assistant', content: afterResultsText });
     out.push(message);
     if (isTurnMessage(message)) {
       lastBefore = last;
@@ -208,6 +211,9 @@ function alternating(messages: readonly ContextMessage[], from: number): Context
  */
 export const modelFirstText = "[ctxgate] The conversation starts with the assistant's message that follows.";
 
+/** What the model says between tool results and a user's message no result can carry (an image). */
+export const afterResultsText = '[ctxgate] The tool results are above; the user’s message follows.';
+
 /**
  * A conversation the gateway made from another API (a Responses request's `instructions` and developer
  * items, a Messages request's mid-conversation system messages) as a chat template that takes one
@@ -219,7 +225,8 @@ export const modelFirstText = "[ctxgate] The conversation starts with the assist
  * Mistral's and Devstral's templates also make user and assistant messages alternate, tool calls and
  * results aside: two user messages in a row (Codex sends its environment, then the task) are one, and so
  * are two assistant answers, and an answer's text and its calls given as two messages; a user message
- * right after tool results joins the last of them. A conversation that starts with the model gets a user
+ * right after tool results joins the last of them (one holding an image, which no result can carry, comes
+ * after a word of the model's, afterResultsText). A conversation that starts with the model gets a user
  * message before it (modelFirstText): Mistral's and Gemma's templates, and Gemini ("Please ensure that
  * function call turn comes immediately after a user turn or after a function response turn."), take the
  * user's turn first. A message left as it was is the same object (its bytes are copied from the

@@ -311,11 +311,12 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   ],
   // Messages in an order a chat template refuses: Qwen 3.5's and 3.6's system message past the first, Qwen
   // 3's role it does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and
-  // llama.cpp give them, Mistral's API's user message after tool results, and Gemini's call that does not
-  // follow the user's turn or a function's response.
+  // llama.cpp give them, Mistral's API's user message after tool results, Gemini's call that does not
+  // follow the user's turn or a function's response, Perplexity's alternation, Bedrock's (and Anthropic's
+  // older words) and Bedrock's user's turn first.
   [
     strictTemplateField,
-    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn/i,
+    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn|user and assistant roles should be alternating|roles must alternate between \W{0,2}user\W{0,2} and \W{0,2}assistant|conversation must (?:alternate between user and assistant roles|start with a user message)/i,
   ],
   // No system role at all: Gemma's templates as vLLM and SGLang give it, and Gemma on Google's API.
   [systemRoleField, /system role not supported|developer instruction is not enabled for models\//i],

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import {
   placeNotices,
   forStrictTemplate,
+  afterResultsText,
   modelFirstText,
   withoutSystemRole,
   type NoticePlacement,
@@ -254,7 +255,7 @@ describe('forStrictTemplate', () => {
     );
   });
 
-  it('joins parts as parts, and leaves an image after tool results where it is', () => {
+  it("joins parts as parts, and puts a word of the model's before an image after tool results", () => {
     const image: ContextMessage = {
       role: 'user',
       content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }],
@@ -271,7 +272,13 @@ describe('forStrictTemplate', () => {
       },
     ]);
     const afterResults = [own('S'), user('One.'), calls('a'), tool('a', 'x'), image];
-    expect(forStrictTemplate(afterResults)).toEqual(afterResults);
+    expect(forStrictTemplate(afterResults)).toEqual([
+      ...afterResults.slice(0, 4),
+      assistant(afterResultsText),
+      image,
+    ]);
+    const answered = [own('S'), user('One.'), calls('a'), tool('a', 'x'), assistant('Done.'), image];
+    expect(forStrictTemplate(answered)).toEqual(answered);
   });
 
   it("leaves the messages it keeps as the same objects (their bytes are copied from the client's)", () => {

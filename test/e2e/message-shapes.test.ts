@@ -63,6 +63,8 @@ const copilotClaude = 'claude-sonnet-4.6';
 /** Gemma 3 as Google's API serves it, and Gemma 2 as vLLM serves it with its own template: no system role. */
 const gemma3 = 'gemma-3-27b-it';
 const gemma2 = 'google/gemma-2-9b-it';
+/** A model as Perplexity's API serves it: system messages first, then user and assistant alternating. */
+const sonar = 'sonar-pro';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -76,6 +78,7 @@ beforeAll(async () => {
     systemOnlyFirst: [qwen, qwen3, devstral, mistralSmall],
     alternating: [devstral, mistralSmall, gemma2],
     noSystemRole: [gemma3, gemma2],
+    perplexityRules: [sonar],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
     noPrefill: [copilotClaude],
@@ -564,6 +567,31 @@ describe('a conversation that starts with the model, where the first turn must b
     expect(rolesSent()).toEqual(['system', 'user', 'assistant', 'user']);
     expect(sentMessages()[2]?.content).toBe('Hi! How can I help you today?');
     expect(sentMessages()[3]?.content).toBe('Where is my order?');
+  });
+});
+
+describe('user messages in a row, to Perplexity (user and assistant alternate)', () => {
+  it('a note with the current file, then the question (glowingjade/obsidian-smart-composer#305): one message', async () => {
+    const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+      model: sonar,
+      messages: [
+        { role: 'system', content: 'You are an intelligent assistant.' },
+        { role: 'user', content: '# Inputs\n## Current File\nmeeting-notes.md' },
+        { role: 'user', content: [{ type: 'text', text: 'Summarize the decisions.' }] },
+      ],
+    };
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create(request);
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(rolesSent()).toEqual(['system', 'user']);
+    expect(sentMessages()[1]?.content).toEqual([
+      { type: 'text', text: '# Inputs\n## Current File\nmeeting-notes.md' },
+      { type: 'text', text: 'Summarize the decisions.' },
+    ]);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create(request);
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });
 

@@ -316,6 +316,35 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
     expect(String(sent[2]?.content)).toContain('Skipped: User cancelled the operation.');
     expect(String(sent[2]?.content)).toContain('Use the .venv first.');
   });
+
+  it("takes a user's screenshot right after tool results, which no tool result can carry, after a word of the model's", async () => {
+    const model = 'mistral-medium-latest';
+    const conversation: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Fix the layout.' },
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [{ id: 'cD4eF6gH8', type: 'function', function: { name: 'bash', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'cD4eF6gH8', content: 'Skipped: User cancelled the operation.' },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'This is how it looks now.' },
+          { type: 'image_url', image_url: { url: shot(64, 64) } },
+        ],
+      },
+    ];
+    const { data, response } = await openai.chat.completions
+      .create({ model, messages: conversation })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toEqual(expect.any(String));
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = sentTo(model, 0, mistral).at(-1)?.messages as ChatMessage[];
+    expect(sent.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'user']);
+    expect(sent[2]?.content).toBe('Skipped: User cancelled the operation.');
+    expect(sent[4]?.content).toEqual(conversation[3]?.content);
+  });
 });
 
 /** A screenshot of `width`×`height` as a data URL. */

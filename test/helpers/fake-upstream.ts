@@ -168,6 +168,12 @@ export interface FakeUpstreamOptions {
    */
   alternating?: readonly string[] | true;
   /**
+   * Models as Perplexity's API serves them: system messages only first, then user and assistant messages
+   * alternating from a user message, refused in its words ("After the (optional) system message(s), user
+   * and assistant roles should be alternating.": perplexityai/api-discussion#265).
+   */
+  perplexityRules?: readonly string[];
+  /**
    * Models that think as DeepSeek's V4 and Kimi's K2 do, thinking on by default: every answer carries
    * `reasoning_content` (streamed before the answer), and an assistant message with tool calls sent back
    * without its `reasoning_content` is refused with DeepSeek's 400.
@@ -1753,10 +1759,12 @@ export class FakeUpstream {
       return;
     }
     const alternating = this.options.alternating;
-    if (alternating === true || alternating?.includes(String(body.model)) === true) {
+    const perplexity = this.options.perplexityRules?.includes(String(body.model)) === true;
+    if (alternating === true || alternating?.includes(String(body.model)) === true || perplexity) {
+      const leading = perplexity ? body.messages.findIndex((message) => message.role !== 'system') : 1;
       const turns = body.messages.filter(
         (message, index) =>
-          !(index === 0 && message.role === 'system') &&
+          !(index < leading && message.role === 'system') &&
           message.role !== 'tool' &&
           !(
             message.role === 'assistant' &&
@@ -1764,17 +1772,28 @@ export class FakeUpstream {
             message.tool_calls.length > 0
           ),
       );
-      if (turns.some((message, index) => (message.role === 'user') !== (index % 2 === 0))) {
+      const systemLater =
+        perplexity && body.messages.some((message, index) => index >= leading && message.role === 'system');
+      if (systemLater || turns.some((message, index) => (message.role === 'user') !== (index % 2 === 0))) {
         sendJson(
           400,
-          JSON.stringify({
-            object: 'error',
-            message:
-              'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.',
-            type: 'BadRequestError',
-            param: null,
-            code: 400,
-          }),
+          perplexity
+            ? JSON.stringify({
+                error: {
+                  message:
+                    'After the (optional) system message(s), user and assistant roles should be alternating.',
+                  type: 'invalid_message',
+                  code: 400,
+                },
+              })
+            : JSON.stringify({
+                object: 'error',
+                message:
+                  'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.',
+                type: 'BadRequestError',
+                param: null,
+                code: 400,
+              }),
         );
         return;
       }

@@ -1180,6 +1180,25 @@ const ownCases: ReadonlyArray<{
         '[{"error":{"code":400,"message":"Please ensure that function call turn comes immediately after a user turn or after a function response turn.","status":"INVALID_ARGUMENT"}}]',
       ],
       [
+        'Perplexity (perplexityai/api-discussion#265)',
+        '{"error":{"message":"After the (optional) system message(s), user and assistant roles should be alternating.","type":"invalid_message","code":400}}',
+      ],
+      [
+        'Bedrock through LiteLLM, a conversation that starts with the model (aws-solutions-library-samples/guidance-for-multi-provider-generative-ai-gateway-on-aws#123)',
+        openAIError(
+          'litellm.BadRequestError: BedrockException - {"message":"A conversation must start with a user message. Try again with a conversation that starts with a user message."}\n. Received Model Group=us.anthropic.claude-3-5-sonnet-20241022-v2:0',
+          '400',
+        ),
+      ],
+      [
+        'Bedrock, two messages of one role (microsoft/semantic-kernel#10281)',
+        '{"message":"A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again."}',
+      ],
+      [
+        "Anthropic's older words, through an OpenAI-compatible gateway (coaidev/coai#209)",
+        '{"error":{"message":"messages: roles must alternate between \\"user\\" and \\"assistant\\", but found multiple \\"user\\" roles in a row","type":"invalid_request_error"}}',
+      ],
+      [
         'Gemini through a gateway (continuedev/continue#11164)',
         '{"error":{"message":"{\\n  \\"error\\": {\\n    \\"code\\": 400,\\n    \\"message\\": \\"Please ensure that function call turn comes immediately after a user turn or after a function response turn.\\",\\n    \\"status\\": \\"INVALID_ARGUMENT\\"\\n  }\\n}\\n","code":400,"status":"Bad Request"}}',
       ],
