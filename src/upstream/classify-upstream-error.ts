@@ -321,10 +321,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // No system role at all: Gemma's templates as vLLM and SGLang give it, and Gemma on Google's API.
   [systemRoleField, /system role not supported|developer instruction is not enabled for models\//i],
   // A call sent back whose arguments are not JSON: Python's json.loads as vLLM passes its words on (the body
-  // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's.
+  // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's,
+  // MiniMax's.
   [
     toolArgumentsField,
-    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json/i,
+    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string/i,
   ],
   // A forced tool choice, which a model that thinks does not take: DeepSeek V4's, DashScope's, Kimi's and
   // Anthropic's wordings.
@@ -359,10 +360,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
-  // A tool's parameters in JSON Schema the provider does not take: OpenAI's and Anthropic's wordings, and
-  // Gemini's of a keyword (its own API's, and through its OpenAI-compatible endpoint or a gateway).
+  // A tool's parameters in JSON Schema the provider does not take: OpenAI's and Anthropic's wordings,
+  // MiniMax's of none at all, and Gemini's of a keyword (its own API's, and through its OpenAI-compatible
+  // endpoint or a gateway).
   if (
-    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b/i.test(
+    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function parameters is empty/i.test(
       text,
     ) ||
     body.includes('invalid_function_parameters')

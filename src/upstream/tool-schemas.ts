@@ -365,9 +365,15 @@ function toolsWritten(
   let changed = false;
   const out = (tools as unknown[]).map((tool) => {
     const holder = isRecord(tool) ? holds(tool) : undefined;
-    if (holder === undefined || holder[key] === undefined) return tool;
+    // A function that takes nothing, given no parameters (Qwen Code leaves them out), which MiniMax refuses:
+    // an object of no properties (Gemini's subset has no such object, and it takes none left out).
+    if (holder === undefined || (holder[key] === undefined && form === 'gemini')) return tool;
     const schema =
-      form === 'gemini' ? portableParameters(holder[key], left) : repairedParameters(holder[key], left);
+      holder[key] === undefined
+        ? { type: 'object', properties: {} }
+        : form === 'gemini'
+          ? portableParameters(holder[key], left)
+          : repairedParameters(holder[key], left);
     if (schema === holder[key]) return tool;
     changed = true;
     const written = Object.assign({}, holder, { [key]: schema });

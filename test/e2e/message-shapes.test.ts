@@ -65,6 +65,8 @@ const gemma3 = 'gemma-3-27b-it';
 const gemma2 = 'google/gemma-2-9b-it';
 /** A model as Perplexity's API serves it: system messages first, then user and assistant alternating. */
 const sonar = 'sonar-pro';
+/** A model as MiniMax's API serves it: every tool with parameters, every call's arguments a JSON object. */
+const minimax = 'MiniMax-M2.7';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -79,6 +81,7 @@ beforeAll(async () => {
     alternating: [devstral, mistralSmall, gemma2],
     noSystemRole: [gemma3, gemma2],
     perplexityRules: [sonar],
+    minimaxRules: [minimax],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
     noPrefill: [copilotClaude],
@@ -631,5 +634,66 @@ describe('a system prompt, to Gemma (no system role)', () => {
     expect(rolesSent()).toEqual(['user', 'assistant', 'user']);
     expect(String(sentMessages()[0]?.content)).toContain('You are the shop assistant.');
     expect(sentMessages()[2]?.content).toBe('Where is my order?');
+  });
+});
+
+describe('MiniMax, which wants every tool’s parameters and every call’s arguments as an object', () => {
+  it('a tool that takes nothing, sent without parameters (QwenLM/qwen-code#11905): given an empty object', async () => {
+    const tools: OpenAI.ChatCompletionTool[] = [
+      shell,
+      { type: 'function', function: { name: 'list_agents', description: 'Lists the running agents.' } },
+    ];
+    const request: OpenAI.ChatCompletionCreateParamsNonStreaming = {
+      model: minimax,
+      tools,
+      messages: [{ role: 'user', content: '你好' }],
+    };
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create(request);
+    expect(answer.choices[0]?.message.tool_calls).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    const sentTools = (fake.chatRequests.at(-1)?.body as { tools: OpenAI.ChatCompletionTool[] }).tools;
+    expect(sentTools[1]).toEqual({
+      type: 'function',
+      function: {
+        name: 'list_agents',
+        description: 'Lists the running agents.',
+        parameters: { type: 'object', properties: {} },
+      },
+    });
+    expect(sentTools[0]).toEqual(shell);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create(request);
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('a call cut short in the history (NousResearch/hermes-agent#12167): sent with {}, after one refusal', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: minimax,
+      tools: [shell],
+      messages: [
+        { role: 'user', content: 'Make a src folder.' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_function_60llhpv7vhhb_1',
+              type: 'function',
+              function: { name: 'shell', arguments: '{"command":"mkd' },
+            },
+          ],
+        },
+        {
+          role: 'tool',
+          tool_call_id: 'call_function_60llhpv7vhhb_1',
+          content: 'Error: the call was cut short.',
+        },
+      ],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()[1]?.tool_calls?.[0]?.function?.arguments).toBe('{}');
   });
 });

@@ -335,6 +335,13 @@ export interface FakeUpstreamOptions {
    * DashScope's for any other (cloudwego/eino#994).
    */
   thinkingToolChoice?: readonly string[];
+  /**
+   * Models as MiniMax's OpenAI-compatible API serves them: a function tool without `parameters` is refused
+   * ("invalid params, function parameters is empty (2013)": QwenLM/qwen-code#11905, which leaves them out
+   * of a tool that takes none), and so is a call sent back whose arguments are not a JSON object ("invalid
+   * params, invalid function arguments json string, tool_call_id: … (2013)": NousResearch/hermes-agent#12167).
+   */
+  minimaxRules?: readonly string[];
   /** Models that hold their temperature at one value (Kimi's thinking models: 1): any other is refused in Kimi's words. */
   fixedTemperature?: Readonly<Record<string, number>>;
   /**
@@ -1165,6 +1172,39 @@ export class FakeUpstream {
             ),
       );
       return;
+    }
+    if (this.options.minimaxRules?.includes(body.model) === true) {
+      const bare = (
+        Array.isArray(body.tools) ? (body.tools as Array<{ function?: { parameters?: unknown } }>) : []
+      ).some((tool) => tool.function !== undefined && tool.function.parameters === undefined);
+      const notObject = (text: unknown): boolean => {
+        try {
+          const value: unknown = typeof text === 'string' ? JSON.parse(text) : undefined;
+          return typeof value !== 'object' || value === null || Array.isArray(value);
+        } catch {
+          return true;
+        }
+      };
+      const badCall = body.messages
+        .flatMap((message) => message.tool_calls ?? [])
+        .find((call: { function?: { arguments?: unknown } }) => notObject(call.function?.arguments));
+      if (bare || badCall !== undefined) {
+        sendJson(
+          400,
+          JSON.stringify({
+            type: 'error',
+            error: {
+              type: 'bad_request_error',
+              message: bare
+                ? 'invalid params, function parameters is empty (2013)'
+                : `invalid params, invalid function arguments json string, tool_call_id: ${String((badCall as { id?: unknown }).id)} (2013)`,
+              http_code: '400',
+            },
+            request_id: '060fd231159a0f4f773989e10d60dc4c',
+          }),
+        );
+        return;
+      }
     }
     if (this.options.jsonToolArguments?.includes(body.model) === true) {
       const decodeError = pythonDecodeError(body.messages);

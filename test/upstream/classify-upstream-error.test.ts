@@ -950,6 +950,10 @@ const ownCases: ReadonlyArray<{
       }),
     ],
     [
+      'MiniMax: a tool without parameters (QwenLM/qwen-code#11905)',
+      '{"type":"error","error":{"type":"bad_request_error","message":"invalid params, function parameters is empty (2013)","http_code":"400"},"request_id":"060fd231159a0f4f773989e10d60dc4c"}',
+    ],
+    [
       'Gemini through a gateway: an enum of other than text (anomalyco/opencode#2687)',
       openAIError(
         "Invalid value at 'tools.function_declarations[16].parameters.properties[1].value.any_of[1].properties[2].value.enum[0]' (TYPE_STRING), true",
@@ -1230,6 +1234,16 @@ const ownCases: ReadonlyArray<{
   })),
   ...(
     [
+      [
+        'MiniMax (NousResearch/hermes-agent#12167)',
+        400,
+        '{"type":"error","error":{"type":"bad_request_error","message":"invalid params, invalid function arguments json string, tool_call_id: call_function_60llhpv7vhhb_1 (2013)","http_code":"400"},"request_id":"060fd231159a0f4f773989e10d60dc4c"}',
+      ],
+      [
+        'MiniMax through LiteLLM (HKUDS/nanobot#2373)',
+        400,
+        'litellm.APIConnectionError: MinimaxException - {"type":"error","error":{"type":"badrequesterror","message":"invalid params, invalid function arguments json string, toolcallid: 5LJlV4a2z (2013)","httpcode":"400"},"requestid":"060fd231159a0f4f773989e10d60dc4c"}',
+      ],
       [
         'vLLM, a call cut short (vllm-project/vllm#48922)',
         400,

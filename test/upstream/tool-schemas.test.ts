@@ -231,6 +231,24 @@ describe('withToolSchemasAs', () => {
     expect(withToolSchemasAs(request, 'repaired')).toBe(request);
   });
 
+  it('gives a function of no parameters an object of none (MiniMax refuses it), and leaves it so for Gemini', () => {
+    const request = {
+      tools: [{ type: 'function', function: { name: 'list_agents', description: 'Lists.' } }],
+    };
+    expect(withToolSchemasAs(request, 'repaired').tools).toEqual([
+      {
+        type: 'function',
+        function: {
+          name: 'list_agents',
+          description: 'Lists.',
+          parameters: { type: 'object', properties: {} },
+        },
+      },
+    ]);
+    expect(request.tools[0]?.function).toEqual({ name: 'list_agents', description: 'Lists.' });
+    expect(withToolSchemasAs(request, 'gemini')).toBe(request);
+  });
+
   it("rewrites each function's parameters and leaves a custom tool and the client's request as they were", () => {
     const request = {
       model: 'm',
