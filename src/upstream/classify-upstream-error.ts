@@ -167,7 +167,8 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * OpenAI's "Additional properties are not allowed" in a message, Groq's "property 'store' is
  * unsupported" (in a message too), and Mistral's validation errors
  * (`extra_forbidden` at `["body", "<field>", …]` or in a message, `["body", "messages", N, "<role>",
- * "<field>"]`, its JSON sometimes nested as a string); and Anthropic's refusal of `temperature` with
+ * "<field>"]`, its JSON sometimes nested as a string); xAI's of a field by its camelCase name ("does not
+ * support parameter reasoningEffort"); and Anthropic's refusal of `temperature` with
  * `top_p`. Also when a proxy such as LiteLLM passes
  * the wording on inside its own message.
  */
@@ -184,6 +185,17 @@ function refusedFields(text: string, body: string): FieldFix[] {
     /(?:unknown parameter|unrecognized request arguments? supplied|unknown field|unknown name):?\s*['"`]?(\w+)/gi,
   ))
     add(fixForUnknownField(match[1] as string));
+  // xAI's words, of a field by its camelCase name ("Model grok-4-1-fast-reasoning does not support parameter
+  // reasoningEffort.", "Argument not supported on this model: presencePenalty").
+  for (const match of text.matchAll(
+    /(?:does not support parameter|argument not supported on this model):?\s*['"`]?([A-Za-z]\w*)/gi,
+  ))
+    add(
+      fixForUnsupportedField(
+        (match[1] as string).replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`),
+        undefined,
+      ),
+    );
   // Claude Sonnet 4.5 and later take `temperature` or `top_p`, not both: temperature is kept (what
   // Anthropic advises changing).
   if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))
@@ -303,11 +315,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i,
   ],
   // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
-  // llama.cpp's server's (of either) and a serde server's. A refusal of another type of content (a number,
+  // llama.cpp's server's (of either), a serde server's and xAI's (beside calls too). A refusal of another type of content (a number,
   // an object) reads alike: its fix then changes nothing, and the refusal goes back as it came.
   [
     nullContentField,
-    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|assistant message must contain either 'content' or 'tool_calls'|messages\[\d+\]\W{0,3}:?\s*missing field `content`/i,
+    /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|assistant message must contain either 'content' or 'tool_calls'|messages\[\d+\]\W{0,3}:?\s*missing field `content`|each message must have at least one content element/i,
   ],
   // Messages in an order a chat template refuses: Qwen 3.5's and 3.6's system message past the first, Qwen
   // 3's role it does not know (the developer role), Mistral's and Gemma's alternation, as vLLM and

@@ -386,8 +386,11 @@ const besideTheAnswer = new Set([
   'parallel_tool_calls',
 ]);
 
-/** Sampling settings OpenAI's reasoning models take only at their defaults: left out when refused. */
-const defaultsOnly = new Set(['temperature', 'top_p']);
+/**
+ * Sampling settings reasoning models take only at their defaults (OpenAI's: temperature, top_p; xAI's: the
+ * penalties): left out when refused, the model's own then.
+ */
+const defaultsOnly = new Set(['temperature', 'top_p', 'presence_penalty', 'frequency_penalty']);
 
 /** What to send instead of a top-level field the provider does not know; undefined: the client's to fix. */
 export function fixForUnknownField(field: string): FieldFix | undefined {

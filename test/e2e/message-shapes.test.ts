@@ -67,6 +67,8 @@ const gemma2 = 'google/gemma-2-9b-it';
 const sonar = 'sonar-pro';
 /** A model as MiniMax's API serves it: every tool with parameters, every call's arguments a JSON object. */
 const minimax = 'MiniMax-M2.7';
+/** A reasoning model as xAI's API serves it: no reasoning effort, and a content in every message. */
+const grok = 'grok-4-1-fast-reasoning';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -82,6 +84,7 @@ beforeAll(async () => {
     noSystemRole: [gemma3, gemma2],
     perplexityRules: [sonar],
     minimaxRules: [minimax],
+    xaiRules: [grok],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
     noPrefill: [copilotClaude],
@@ -695,5 +698,28 @@ describe('MiniMax, which wants every tool’s parameters and every call’s argu
     expect(answer.choices[0]?.message.content).toBe('Created src.');
     expect(fake.chatRequests.length - before).toBe(2);
     expect(sentMessages()[1]?.tool_calls?.[0]?.function?.arguments).toBe('{}');
+  });
+});
+
+describe('xAI’s reasoning models, which take no reasoning effort and want a content in every message', () => {
+  it("an agent's loop (JetBrains/junie#39, langchain-ai/langchain#34140): answered after two refusals, then at once", async () => {
+    const chat = client();
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Make a src folder.' }];
+    const request = () => ({ model: grok, tools: [shell], reasoning_effort: 'low' as const, messages });
+    const before = fake.chatRequests.length;
+    const first = await chat.chat.completions.create(request());
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(fake.chatRequests.at(-1)?.body).not.toHaveProperty('reasoning_effort');
+    const reply = first.choices[0]?.message as OpenAI.ChatCompletionMessage;
+    expect(reply.content).toBeNull();
+    messages.push(reply, { role: 'tool', tool_call_id: reply.tool_calls?.[0]?.id ?? '', content: 'done' });
+    const during = fake.chatRequests.length;
+    const second = await chat.chat.completions.create(request());
+    expect(second.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.length - during).toBe(2);
+    expect(sentMessages()[1]?.content).toBe('');
+    const again = fake.chatRequests.length;
+    await chat.chat.completions.create(request());
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });

@@ -342,6 +342,13 @@ export interface FakeUpstreamOptions {
    * params, invalid function arguments json string, tool_call_id: … (2013)": NousResearch/hermes-agent#12167).
    */
   minimaxRules?: readonly string[];
+  /**
+   * Models as xAI's API serves its reasoning models: `reasoning_effort` is refused in its words ("Model
+   * grok-4-1-fast-reasoning does not support parameter reasoningEffort.": JetBrains/junie#39), and so is a
+   * message of no content, a call's included ("Invalid request content: Each message must have at least
+   * one content element.": langchain-ai/langchain#34140).
+   */
+  xaiRules?: readonly string[];
   /** Models that hold their temperature at one value (Kimi's thinking models: 1): any other is refused in Kimi's words. */
   fixedTemperature?: Readonly<Record<string, number>>;
   /**
@@ -1172,6 +1179,18 @@ export class FakeUpstream {
             ),
       );
       return;
+    }
+    if (this.options.xaiRules?.includes(body.model) === true) {
+      const refusal =
+        (body as { reasoning_effort?: unknown }).reasoning_effort !== undefined
+          ? `Model ${String(body.model)} does not support parameter reasoningEffort.`
+          : body.messages.some((message) => message.content == null)
+            ? 'Invalid request content: Each message must have at least one content element.'
+            : undefined;
+      if (refusal !== undefined) {
+        sendJson(400, JSON.stringify({ code: 'Client specified an invalid argument', error: refusal }));
+        return;
+      }
     }
     if (this.options.minimaxRules?.includes(body.model) === true) {
       const bare = (

@@ -853,6 +853,38 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'stream_options' }] },
   },
+  ...(
+    [
+      [
+        'xAI: a reasoning model, of its effort (JetBrains/junie#39)',
+        '{"code":"Client specified an invalid argument","error":"Model grok-4-1-fast-reasoning does not support parameter reasoningEffort."}',
+        [{ field: 'reasoning_effort' }],
+      ],
+      [
+        'xAI: its other wording (charmbracelet/crush#386)',
+        'Argument not supported on this model: reasoningEffort',
+        [{ field: 'reasoning_effort' }],
+      ],
+      [
+        'xAI: the penalties a reasoning model does not take, the model’s own then',
+        '{"code":"Client specified an invalid argument","error":"Argument not supported on this model: presencePenalty"}',
+        [{ field: 'presence_penalty' }],
+      ],
+    ] as const
+  ).map(([name, body, fixes]) => ({
+    name,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [...fixes] },
+  })),
+  {
+    // A field the client chose that the gateway cannot stand in for: the client's to fix.
+    name: 'xAI: a field that is not the gateway’s to leave out stays a bad request',
+    answer: {
+      status: 400,
+      body: '{"code":"Client specified an invalid argument","error":"Argument not supported on this model: logprobs"}',
+    },
+    expected: { kind: 'bad_request' },
+  },
   {
     name: "Gemini's OpenAI-compatible endpoint: a field it cannot find (its array of errors)",
     answer: {
@@ -1143,6 +1175,10 @@ const ownCases: ReadonlyArray<{
       [
         'a serde server, of a content left out (lablup/mlxcel#91)',
         'Failed to deserialize the JSON body into the target type: messages[2]: missing field `content` at line 1 column 311',
+      ],
+      [
+        'xAI, a call’s message of no content (langchain-ai/langchain#34140)',
+        '{"code":"Client specified an invalid argument","error":"Invalid request content: Each message must have at least one content element."}',
       ],
     ] as const
   ).map(([name, body]) => ({
