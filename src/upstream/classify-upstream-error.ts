@@ -309,10 +309,10 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     developerRoleField,
     /unknown variant `developer`|(?:message )?role\W{0,3}developer\W{0,3} (?:is )?not supported|invalid (?:message )?role\W{0,3}developer|support author role\W{0,3}developer/i,
   ],
-  // A message's content as parts, where the server takes only a string.
+  // A message's content as parts, where the server takes only a string (or one text part, as xAI's).
   [
     textPartsField,
-    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content/i,
+    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content|expects a single `text` element per message/i,
   ],
   // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
   // llama.cpp's server's (of either), a serde server's and xAI's (beside calls too). A refusal of another type of content (a number,
@@ -330,8 +330,12 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     strictTemplateField,
     /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn|user and assistant roles should be alternating|roles must alternate between \W{0,2}user\W{0,2} and \W{0,2}assistant|conversation must (?:alternate between user and assistant roles|start with a user message)/i,
   ],
-  // No system role at all: Gemma's templates as vLLM and SGLang give it, and Gemma on Google's API.
-  [systemRoleField, /system role not supported|developer instruction is not enabled for models\//i],
+  // No system role at all: Gemma's templates as vLLM and SGLang give it, Gemma on Google's API, and Mistral
+  // 7B's first templates.
+  [
+    systemRoleField,
+    /system role not supported|developer instruction is not enabled for models\/|only user and assistant roles are supported/i,
+  ],
   // A call sent back whose arguments are not JSON: Python's json.loads as vLLM passes its words on (the body
   // the gateway sends is JSON, so what is not is a text inside it), llama.cpp's server's, Kimi's, NEAR AI's,
   // MiniMax's.

@@ -1133,6 +1133,10 @@ const ownCases: ReadonlyArray<{
         'a tool message of parts (Neroued/ninfer#57)',
         '{"error":{"message":"tool messages must contain string content"}}',
       ],
+      [
+        'xAI, more than one text part (nocmt/LLMSearchPlus#2)',
+        '{"code":"Client specified an invalid argument","error":"The model expects a single `text` element per message."}',
+      ],
     ] as const
   ).map(([name, body]) => ({
     name: `a content of text parts refused: ${name}`,
@@ -1261,6 +1265,10 @@ const ownCases: ReadonlyArray<{
       [
         'Gemma 2 on SGLang, the template’s exception in its words (sgl-project/sglang#1342)',
         '{"object":"error","message":"jinja2.exceptions.TemplateError: System role not supported","type":"BadRequestError","param":null,"code":400}',
+      ],
+      [
+        'Mistral 7B v0.2’s template in MLC (mlc-ai/mlc-llm#1681)',
+        '{"object":"error","message":"Only user and assistant roles are supported!","type":"BadRequestError","param":null,"code":400}',
       ],
     ] as const
   ).map(([name, body]) => ({
