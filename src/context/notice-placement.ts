@@ -141,8 +141,9 @@ function isText(message: ContextMessage): boolean {
  * User and assistant messages made to alternate, tool calls and results aside: a message of the role
  * the last one had joins it when it is right after it; a user message right after tool results (a tool
  * call and nothing the assistant said since the last user message) is added to the last result when it
- * is text; one that cannot be (an image) comes after a word of the model's (afterResultsText). Each run is joined once: a
- * request of 10,000 user messages in a row costs one pass, not one copy per message.
+ * is text; one that cannot be (an image) comes after a word of the model's (afterResultsText). The
+ * model's text and then its calls, as two messages, are one. Each run is joined once: a request of 10,000
+ * user messages in a row costs one pass, not one copy per message.
  */
 function alternating(messages: readonly ContextMessage[], from: number): ContextMessage[] {
   const out = messages.slice(0, from);
@@ -163,21 +164,18 @@ function alternating(messages: readonly ContextMessage[], from: number): Context
   };
   for (let index = from; index < messages.length; index++) {
     const message = messages[index] as ContextMessage;
-    const previous = out.at(-1);
-    if (
-      previous !== undefined &&
-      run.length === 0 &&
-      message.role === 'assistant' &&
-      previous.role === 'assistant' &&
-      isTurnMessage(previous) &&
-      !isTurnMessage(message)
-    ) {
-      // The model's text, then its calls, as two messages: one message, its text beside the calls (a
-      // message a template sets aside, as the turn before it was the last).
-      out[out.length - 1] = Object.assign({}, message, { content: joined([previous, message]).content });
-      last = lastBefore;
-      continue;
+    if (message.role === 'assistant' && !isTurnMessage(message)) {
+      flush();
+      const answer = out.at(-1);
+      if (answer?.role === 'assistant' && isTurnMessage(answer)) {
+        // The model's text, then its calls, as two messages: one message, its text beside the calls (a
+        // message a template sets aside, as the turn before it was the last).
+        out[out.length - 1] = Object.assign({}, message, { content: joined([answer, message]).content });
+        last = lastBefore;
+        continue;
+      }
     }
+    const previous = out.at(-1);
     if (isTurnMessage(message) && message.role === last && previous !== undefined) {
       const kind =
         previous.role === message.role && isTurnMessage(previous)

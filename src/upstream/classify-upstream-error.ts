@@ -315,8 +315,9 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content|expects a single `text` element per message/i,
   ],
   // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
-  // llama.cpp's server's (of either), a serde server's and xAI's (beside calls too). A refusal of another type of content (a number,
-  // an object) reads alike: its fix then changes nothing, and the refusal goes back as it came.
+  // llama.cpp's server's (of either), a serde server's and xAI's (beside calls too). A refusal of another
+  // type of content (a number, an object) reads alike: its fix then changes nothing, and the refusal goes
+  // back as it came.
   [
     nullContentField,
     /invalid value for 'content'\W{0,3}:?\s*expected a string, got null|missing required parameter\W{0,3}:?\s*'messages\[\d+\]\.content'|invalid message content type: <nil>|'content' field must be a string or an array of objects|expected 'content' to be a string or an array|assistant message must contain either 'content' or 'tool_calls'|messages\[\d+\]\W{0,3}:?\s*missing field `content`|each message must have at least one content element/i,

@@ -220,6 +220,25 @@ describe('forStrictTemplate', () => {
       ],
     ],
     [
+      "two answers, then the model's calls: one message, the texts beside the calls",
+      [
+        own('S'),
+        user('One.'),
+        assistant('A.'),
+        assistant('B.'),
+        calls('a'),
+        tool('a', 'x'),
+        assistant('Done.'),
+      ],
+      [
+        own('S'),
+        user('One.'),
+        Object.assign({}, calls('a'), { content: 'A.\n\nB.' }),
+        tool('a', 'x'),
+        assistant('Done.'),
+      ],
+    ],
+    [
       "a greeting first (a chat widget's): a user message before it",
       [own('S'), assistant('Hi! How can I help?'), user('Where is my order?')],
       [own('S'), user(modelFirstText), assistant('Hi! How can I help?'), user('Where is my order?')],
