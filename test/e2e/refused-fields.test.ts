@@ -83,6 +83,17 @@ const sentTo = (model: string, since = 0, provider = fake) =>
 
 const question = [{ role: 'user' as const, content: 'Which file computes the retry budget?' }];
 
+/** A task, the agent's call to bash for it (a Mistral id), and the result of the user cancelling it. */
+const cancelledCall = (task: string, id: string): OpenAI.ChatCompletionMessageParam[] => [
+  { role: 'user', content: task },
+  {
+    role: 'assistant',
+    content: '',
+    tool_calls: [{ id, type: 'function', function: { name: 'bash', arguments: '{}' } }],
+  },
+  { role: 'tool', tool_call_id: id, content: 'Skipped: User cancelled the operation.' },
+];
+
 describe('a reasoning model the gateway knows only by its refusal', () => {
   it('answers a chat request that asked for max_tokens, and sends the next one right the first time', async () => {
     const { data: completion, response } = await openai.chat.completions
@@ -296,15 +307,9 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
 
   it("takes a user's message right after tool results (a cancelled call: mistral-vibe#578, zed#37021) with the last result", async () => {
     const model = 'devstral-medium-latest';
-    const conversation: OpenAI.ChatCompletionMessageParam[] = [
-      { role: 'user', content: 'Run the unit tests.' },
-      {
-        role: 'assistant',
-        content: '',
-        tool_calls: [{ id: 'aB3dE5gH7', type: 'function', function: { name: 'bash', arguments: '{}' } }],
-      },
-      { role: 'tool', tool_call_id: 'aB3dE5gH7', content: 'Skipped: User cancelled the operation.' },
-      { role: 'user', content: 'Use the .venv first.' },
+    const conversation = [
+      ...cancelledCall('Run the unit tests.', 'aB3dE5gH7'),
+      { role: 'user' as const, content: 'Use the .venv first.' },
     ];
     const { data, response } = await openai.chat.completions
       .create({ model, messages: conversation })
@@ -320,13 +325,7 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
   it("takes a user's screenshot right after tool results, which no tool result can carry, after a word of the model's", async () => {
     const model = 'mistral-medium-latest';
     const conversation: OpenAI.ChatCompletionMessageParam[] = [
-      { role: 'user', content: 'Fix the layout.' },
-      {
-        role: 'assistant',
-        content: '',
-        tool_calls: [{ id: 'cD4eF6gH8', type: 'function', function: { name: 'bash', arguments: '{}' } }],
-      },
-      { role: 'tool', tool_call_id: 'cD4eF6gH8', content: 'Skipped: User cancelled the operation.' },
+      ...cancelledCall('Fix the layout.', 'cD4eF6gH8'),
       {
         role: 'user',
         content: [

@@ -434,6 +434,11 @@ function openRouterAnthropicRefusal(message: string): string {
   });
 }
 
+/** Gemini's refusal (its own API's, as its OpenAI-compatible endpoint gives it): a list of one error. */
+function geminiError(message: string): string {
+  return JSON.stringify([{ error: { code: 400, message, status: 'INVALID_ARGUMENT' } }]);
+}
+
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
 }
@@ -862,8 +867,7 @@ export class FakeUpstream {
                 signature === 'context_engineering_is_the_way_to_go')
             ? undefined
             : 'Corrupted thought signature.';
-      if (error !== undefined)
-        return JSON.stringify([{ error: { code: 400, message: error, status: 'INVALID_ARGUMENT' } }]);
+      if (error !== undefined) return geminiError(error);
     }
     return undefined;
   }
@@ -1365,16 +1369,9 @@ export class FakeUpstream {
     if (gemini && (body.messages ?? []).some(textless)) {
       sendJson(
         400,
-        JSON.stringify([
-          {
-            error: {
-              code: 400,
-              message:
-                'Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini',
-              status: 'INVALID_ARGUMENT',
-            },
-          },
-        ]),
+        geminiError(
+          'Unable to submit request because it has an empty text parameter. Add a value to the parameter and try again. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini',
+        ),
       );
       return;
     }
@@ -1394,16 +1391,9 @@ export class FakeUpstream {
     if (gemini && callOutOfTurn !== -1) {
       sendJson(
         400,
-        JSON.stringify([
-          {
-            error: {
-              code: 400,
-              message:
-                'Please ensure that function call turn comes immediately after a user turn or after a function response turn.',
-              status: 'INVALID_ARGUMENT',
-            },
-          },
-        ]),
+        geminiError(
+          'Please ensure that function call turn comes immediately after a user turn or after a function response turn.',
+        ),
       );
       return;
     }
@@ -1425,7 +1415,7 @@ export class FakeUpstream {
       sendJson(
         400,
         gemini
-          ? JSON.stringify([{ error: { code: 400, message: refusal, status: 'INVALID_ARGUMENT' } }])
+          ? geminiError(refusal)
           : openAIError(refusal, 'invalid_request_error', null, 'invalid_function_parameters'),
       );
       return;
@@ -1692,15 +1682,7 @@ export class FakeUpstream {
       sendJson(
         400,
         /gemma-3/i.test(String(body.model))
-          ? JSON.stringify([
-              {
-                error: {
-                  code: 400,
-                  message: `Developer instruction is not enabled for models/${String(body.model)}`,
-                  status: 'INVALID_ARGUMENT',
-                },
-              },
-            ])
+          ? geminiError(`Developer instruction is not enabled for models/${String(body.model)}`)
           : JSON.stringify({
               object: 'error',
               message: 'System role not supported',
