@@ -1134,6 +1134,10 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"tool messages must contain string content"}}',
       ],
       [
+        'a server written in Go (aurora-develop/aurora#50)',
+        '{"error":{"code":"json: cannot unmarshal array into Go struct field api_message.messages.content of type string","message":"Request must be proper JSON","param":null,"type":"invalid_request_error"}}',
+      ],
+      [
         'xAI, more than one text part (nocmt/LLMSearchPlus#2)',
         '{"code":"Client specified an invalid argument","error":"The model expects a single `text` element per message."}',
       ],
