@@ -227,7 +227,8 @@ export const afterResultsText = '[ctxgate] The tool results are above; the userâ
  * after a word of the model's, afterResultsText). A conversation that starts with the model gets a user
  * message before it (modelFirstText): Mistral's and Gemma's templates, and Gemini ("Please ensure that
  * function call turn comes immediately after a user turn or after a function response turn."), take the
- * user's turn first. A message left as it was is the same object (its bytes are copied from the
+ * user's turn first (Bedrock too: "A conversation must start with a user message"), and system messages
+ * and nothing else are the user's message. A message left as it was is the same object (its bytes are copied from the
  * client's, chat-body.ts). Deterministic: the next request of a conversation gets the same prefix. Pure.
  */
 export function forStrictTemplate(messages: readonly ContextMessage[]): ContextMessage[] {
@@ -277,6 +278,8 @@ export function forStrictTemplate(messages: readonly ContextMessage[]): ContextM
   }
   if (pending.length > 0) flush();
   const from = leading === 0 ? 0 : 1;
+  // Instructions and nothing else (an agent run with no prompt): they are what the user asks.
+  if (from === 1 && out.length === 1) return [Object.assign({}, out[0], { role: 'user' })];
   if (out[from]?.role === 'assistant') out.splice(from, 0, { role: 'user', content: modelFirstText });
   return alternating(out, from);
 }

@@ -249,6 +249,11 @@ describe('forStrictTemplate', () => {
       [user(modelFirstText), calls('a'), tool('a', 'x'), assistant('Done.')],
     ],
     [
+      'system messages only (instructions, no prompt): the user’s message',
+      [own('Choose one.'), developer('Be brief.')],
+      [user('Choose one.\n\nBe brief.')],
+    ],
+    [
       'none leading: the conversation as it was',
       [user('One.'), own('X.'), assistant('A.')],
       [user('One.\n\nX.'), assistant('A.')],

@@ -65,6 +65,8 @@ const gemma3 = 'gemma-3-27b-it';
 const gemma2 = 'google/gemma-2-9b-it';
 /** A model as Perplexity's API serves it: system messages first, then user and assistant alternating. */
 const sonar = 'sonar-pro';
+/** Claude on Bedrock behind LiteLLM: the user's turn first. */
+const bedrock = 'us.anthropic.claude-haiku-4-5-20251001-v1:0';
 /** A model as MiniMax's API serves it: every tool with parameters, every call's arguments a JSON object. */
 const minimax = 'MiniMax-M2.7';
 /** A reasoning model as xAI's API serves it: no reasoning effort, and a content in every message. */
@@ -83,6 +85,7 @@ beforeAll(async () => {
     alternating: [devstral, mistralSmall, gemma2],
     noSystemRole: [gemma3, gemma2],
     perplexityRules: [sonar],
+    userFirst: [bedrock],
     minimaxRules: [minimax],
     xaiRules: [grok],
     jsonToolArguments: [vllmQwen],
@@ -573,6 +576,20 @@ describe('a conversation that starts with the model, where the first turn must b
     expect(rolesSent()).toEqual(['system', 'user', 'assistant', 'user']);
     expect(sentMessages()[2]?.content).toBe('Hi! How can I help you today?');
     expect(sentMessages()[3]?.content).toBe('Where is my order?');
+  });
+});
+
+describe('instructions only, to Claude on Bedrock (the user’s turn first)', () => {
+  it('an agent run with no user prompt (pydantic/pydantic-ai#4495): its instructions as the user’s message', async () => {
+    const instructions = 'Choose one of: retry, escalate, close. Ticket 4411 failed twice.';
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: bedrock,
+      messages: [{ role: 'system', content: instructions }],
+    });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(sentMessages()).toEqual([{ role: 'user', content: instructions }]);
   });
 });
 

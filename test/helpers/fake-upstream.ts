@@ -174,6 +174,13 @@ export interface FakeUpstreamOptions {
    */
   perplexityRules?: readonly string[];
   /**
+   * Models as Bedrock's Converse API serves them behind LiteLLM: a conversation must start with a user
+   * message after its system messages (one of system messages only too), refused in Bedrock's words as
+   * LiteLLM passes them on (pydantic/pydantic-ai#4495, aws-solutions-library-samples/guidance-for-multi-
+   * provider-generative-ai-gateway-on-aws#123).
+   */
+  userFirst?: readonly string[];
+  /**
    * Models that think as DeepSeek's V4 and Kimi's K2 do, thinking on by default: every answer carries
    * `reasoning_content` (streamed before the answer), and an assistant message with tool calls sent back
    * without its `reasoning_content` is refused with DeepSeek's 400.
@@ -1796,6 +1803,22 @@ export class FakeUpstream {
             code: 'invalid_request_error',
           },
         }),
+      );
+      return;
+    }
+    if (
+      this.options.userFirst?.includes(String(body.model)) === true &&
+      body.messages.find((message) => message.role !== 'system' && message.role !== 'developer')?.role !==
+        'user'
+    ) {
+      sendJson(
+        400,
+        openAIError(
+          `litellm.BadRequestError: BedrockException - {"message":"A conversation must start with a user message. Try again with a conversation that starts with a user message."}\n. Received Model Group=${String(body.model)}`,
+          'invalid_request_error',
+          null,
+          '400',
+        ),
       );
       return;
     }
