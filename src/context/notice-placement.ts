@@ -228,8 +228,9 @@ export const afterResultsText = '[ctxgate] The tool results are above; the userâ
  * message before it (modelFirstText): Mistral's and Gemma's templates, and Gemini ("Please ensure that
  * function call turn comes immediately after a user turn or after a function response turn."), take the
  * user's turn first (Bedrock too: "A conversation must start with a user message"), and system messages
- * and nothing else are the user's message. A message left as it was is the same object (its bytes are copied from the
- * client's, chat-body.ts). Deterministic: the next request of a conversation gets the same prefix. Pure.
+ * and nothing else are the user's message. A message left as it was is the same object (its bytes are
+ * copied from the client's, chat-body.ts). Deterministic: the next request of a conversation gets the
+ * same prefix. Pure.
  */
 export function forStrictTemplate(messages: readonly ContextMessage[]): ContextMessage[] {
   const leading = leadingSystemCount(messages);
