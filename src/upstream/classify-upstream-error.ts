@@ -557,6 +557,7 @@ const overflowPhrases: readonly RegExp[] = [
   /\b(?:prompt|input|request)s? exceed(?:s|ed)? (?:the )?(?:model(?:'s)? )?(?:max(?:imum)? (?:length|context|tokens?)|token limit|context)/i,
   /\bexceed(?:s|ed)? (?:the )?model(?:'s)? (?:token|context) limit\b|\bmodel max length exceeded\b/i,
   /\brange of input length should be\b/i,
+  /\bprompt_tokens \(\d+\) must be less than max_seq_len\b/i,
   /\bn_keep\b[^.]{0,200}\bn_ctx\b/i,
   /context[ _-]?(?:length|window|size|limit)[^.]{0,200}?(?:exceed|longer|too|only|greater|larger|overflow|maximum|must be|not enough)/i,
   /(?:exceed|longer than|greater than|larger than|too (?:long|large|big) for)[^.]{0,200}?(?:context|kv size)/i,
@@ -755,6 +756,11 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     fields: ['maxContext', 'requested'],
   },
   { pattern: new RegExp(`max length: ?${number}`, 'i'), fields: ['maxContext'] },
+  // SiliconFlow: "length of prompt_tokens (P) must be less than max_seq_len (M)".
+  {
+    pattern: new RegExp(`prompt_tokens \\(${number}\\) must be less than max_seq_len \\(${number}`, 'i'),
+    fields: ['promptTokens', 'maxContext'],
+  },
   // DashScope: "Range of input length should be [1, M]".
   { pattern: new RegExp(`range of input length should be \\[1, ${number}\\]`, 'i'), fields: ['maxContext'] },
   // vLLM renderer: "You passed P input tokens and requested C output tokens. However, the model's
