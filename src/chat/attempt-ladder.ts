@@ -57,6 +57,7 @@ import {
   withToolChoiceUnforced,
   answerTokensField,
   jsonSchemaField,
+  withJsonModeTold,
   withJsonSchemaAsJsonMode,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
@@ -341,14 +342,16 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it); the
     // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
-    let messages = withMessageFixes(prepared.messages, fixes);
+    // Told first what JSON mode needs, so that the fixes of roles write it as the model takes them.
     const jsonMode = fixes.some((fix) => fix.field === jsonSchemaField)
-      ? withJsonSchemaAsJsonMode(outgoing.response_format, messages)
+      ? withJsonSchemaAsJsonMode(outgoing.response_format, prepared.messages)
       : undefined;
-    if (jsonMode !== undefined) {
-      messages = jsonMode.messages;
+    if (jsonMode !== undefined)
       outgoing = Object.assign({}, outgoing, { response_format: jsonMode.responseFormat });
-    }
+    let messages = withMessageFixes(
+      withJsonModeTold(outgoing.response_format, jsonMode?.messages ?? prepared.messages),
+      fixes,
+    );
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);

@@ -770,6 +770,27 @@ export function withTextPartsAsText(messages: ContextMessage[]): ContextMessage[
 }
 
 /**
+ * The messages with `line` at the end of the first system (or developer) message, after a blank line (a
+ * system message of it first when there is none). Pure.
+ */
+function withSystemLine<M extends { role: string; content?: unknown }>(
+  messages: readonly M[],
+  line: string,
+): M[] {
+  const first = messages.findIndex((message) => message.role === 'system' || message.role === 'developer');
+  const out = messages.slice();
+  const system = out[first];
+  if (system !== undefined && typeof system.content === 'string')
+    out[first] = Object.assign({}, system, { content: `${system.content}\n\n${line}` });
+  else if (system !== undefined && Array.isArray(system.content))
+    out[first] = Object.assign({}, system, {
+      content: [...(system.content as unknown[]), { type: 'text', text: line }],
+    });
+  else out.unshift({ role: 'system', content: line } as M);
+  return out;
+}
+
+/**
  * A request for structured output by a JSON Schema asked in JSON mode instead (jsonSchemaField): its
  * `response_format` `{type: "json_object"}` and its messages' first system message told the schema (a
  * system message of it first when there is none). Undefined when the request asks for no schema.
@@ -783,17 +804,36 @@ export function withJsonSchemaAsJsonMode<M extends { role: string; content?: unk
   const schema = JSON.stringify(given.schema ?? {});
   const named = typeof given.name === 'string' ? ` (${given.name})` : '';
   const told = `Answer with one JSON object${named} that follows this JSON Schema, and nothing else:\n${schema}`;
-  const first = messages.findIndex((message) => message.role === 'system' || message.role === 'developer');
-  const out = messages.slice();
-  const system = out[first];
-  if (system !== undefined && typeof system.content === 'string')
-    out[first] = Object.assign({}, system, { content: `${system.content}\n\n${told}` });
-  else if (system !== undefined && Array.isArray(system.content))
-    out[first] = Object.assign({}, system, {
-      content: [...(system.content as unknown[]), { type: 'text', text: told }],
-    });
-  else out.unshift({ role: 'system', content: told } as M);
-  return { responseFormat: { type: 'json_object' }, messages: out };
+  return { responseFormat: { type: 'json_object' }, messages: withSystemLine(messages, told) };
+}
+
+/** What JSON mode's messages are told when none of the client's says "json" (withJsonModeTold). */
+export const jsonModeText = 'Answer with one JSON object, and nothing else.';
+
+/**
+ * JSON mode (`response_format: {type: "json_object"}`) whose system, developer and user messages never
+ * say "json" (in any case, as part of any word) — a client's prompt that does not (mem0's custom ones),
+ * or the only message that did left out to fit the window — told so at the end of the first system
+ * message (jsonModeText). OpenAI, Azure, DashScope and DeepSeek refuse it otherwise ("'messages' must
+ * contain the word 'json' in some form, to use 'response_format' of type 'json_object'."): a model never
+ * told to answer in JSON may write whitespace up to its max_tokens. The same array when nothing is told.
+ */
+export function withJsonModeTold<M extends { role: string; content?: unknown }>(
+  responseFormat: unknown,
+  messages: M[],
+): M[] {
+  if (!isRecord(responseFormat) || responseFormat.type !== 'json_object') return messages;
+  const saysJson = (content: unknown): boolean =>
+    typeof content === 'string'
+      ? /json/i.test(content)
+      : Array.isArray(content) &&
+        content.some((part) => isRecord(part) && typeof part.text === 'string' && /json/i.test(part.text));
+  const told = messages.some(
+    (message) =>
+      (message.role === 'system' || message.role === 'developer' || message.role === 'user') &&
+      saysJson(message.content),
+  );
+  return told ? messages : withSystemLine(messages, jsonModeText);
 }
 
 /** The messages with each `developer` message a `system` one (developerRoleField); the same array when none is. */

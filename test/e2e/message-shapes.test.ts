@@ -283,6 +283,80 @@ describe('structured output by a JSON Schema, to DeepSeek (JSON mode only)', () 
   });
 });
 
+describe('JSON mode with no message that says "json", which OpenAI refuses', () => {
+  /** OpenAI's, Azure's and DashScope's rule: a model never told to answer in JSON may write whitespace. */
+  const saysJson = (messages: readonly ChatMessage[]) => /json/i.test(JSON.stringify(messages));
+  const filler = 'The quarterly numbers were reviewed line by line with the finance team. '.repeat(12);
+
+  it("a client's prompt that never says it (mem0's custom prompts) is sent with the word, in one call", async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'Extract the facts the user states.' },
+        { role: 'user', content: 'I moved to Lyon in May.' },
+      ],
+      response_format: { type: 'json_object' },
+    });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(1);
+    expect(rolesSent()).toEqual(['system', 'user']);
+    expect(String(sentMessages()[0]?.content)).toMatch(/^Extract the facts the user states\.\n\n.*JSON/s);
+    expect(sentMessages()[1]?.content).toBe('I moved to Lyon in May.');
+  });
+
+  it('the only message that said it, left out to fit the window, is said again: one call', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Hello.' },
+      { role: 'assistant', content: 'Hello! What shall I extract?' },
+      { role: 'user', content: `From now on, answer with a JSON object of the names and ages. ${filler}` },
+      { role: 'assistant', content: `{"people": []} ${filler}` },
+      { role: 'user', content: `Ann is 34. ${filler}` },
+      { role: 'assistant', content: `{"people": [{"name": "Ann", "age": 34}]} ${filler}` },
+      { role: 'user', content: 'Bob is 41.' },
+    ];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create(
+      { model: 'gpt-4o-mini', messages, response_format: { type: 'json_object' } },
+      { headers: { 'X-Context-Window': '700' } },
+    );
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(1);
+    // The messages that said it were left out: the window could not hold them.
+    expect(sentMessages().some((message) => String(message.content).startsWith('From now on'))).toBe(false);
+    expect(sentMessages().at(-1)?.content).toBe('Bob is 41.');
+    expect(saysJson(sentMessages())).toBe(true);
+  });
+
+  it('a prompt that says it is sent as it came', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'Extract the facts the user states, as json.' },
+      { role: 'user', content: 'I moved to Lyon in May.' },
+    ];
+    await client().chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages,
+      response_format: { type: 'json_object' },
+    });
+    expect(sentMessages()).toEqual(messages);
+  });
+
+  it('a Responses request in JSON mode with no instructions, bridged: one call', async () => {
+    const before = fake.chatRequests.length;
+    const response = await client().responses.create({
+      model: 'gpt-4o-mini',
+      store: false,
+      input: 'I moved to Lyon in May.',
+      text: { format: { type: 'json_object' } },
+    });
+    expect(response.status).toBe('completed');
+    expect(fake.chatRequests.length - before).toBe(1);
+    expect(rolesSent()).toEqual(['system', 'user']);
+    expect(String(sentMessages()[0]?.content)).toMatch(/JSON/);
+    expect(JSON.stringify(sentMessages()[1]?.content)).toContain('I moved to Lyon in May.');
+  });
+});
+
 describe('a null content, to a provider that takes none there', () => {
   const refusal = "I'm sorry, I can't help with that.";
   /** OpenAI's answer of a refusal: no content, the refusal beside it. */
@@ -637,6 +711,19 @@ describe('a system prompt, to Gemma (no system role)', () => {
     const again = fake.chatRequests.length;
     await client().chat.completions.create(request);
     expect(fake.chatRequests.length - again).toBe(1);
+  });
+
+  it('JSON mode to Gemma 3 (its refusal learned above): told so in the first user message, in one call', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: gemma3,
+      messages: [{ role: 'user', content: 'What is the capital of Italy?' }],
+      response_format: { type: 'json_object' },
+    });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.length - before).toBe(1);
+    expect(rolesSent()).toEqual(['user']);
+    expect(String(sentMessages()[0]?.content)).toMatch(/JSON.*\n\nWhat is the capital of Italy\?$/s);
   });
 
   it('a Responses request with instructions and a greeting first, to Gemma 2 on vLLM: user and assistant alternate', async () => {

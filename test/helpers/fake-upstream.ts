@@ -1289,17 +1289,39 @@ export class FakeUpstream {
       return;
     }
     const format = (body as { response_format?: { type?: unknown } }).response_format?.type;
-    if (format !== undefined && this.options.jsonModeOnly?.includes(String(body.model)) === true) {
-      const refusal =
-        format === 'json_schema'
-          ? 'This response_format type is unavailable now'
-          : format === 'json_object' && !/json/i.test(JSON.stringify(body.messages ?? []))
-            ? "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'."
-            : undefined;
-      if (refusal !== undefined) {
-        sendJson(400, openAIError(refusal, 'invalid_request_error', null, 'invalid_request_error'));
-        return;
-      }
+    const jsonModeOnly = this.options.jsonModeOnly?.includes(String(body.model)) === true;
+    if (jsonModeOnly && format === 'json_schema') {
+      sendJson(
+        400,
+        openAIError(
+          'This response_format type is unavailable now',
+          'invalid_request_error',
+          null,
+          'invalid_request_error',
+        ),
+      );
+      return;
+    }
+    // JSON mode asks for the word in the messages, as OpenAI, Azure, DashScope and DeepSeek do (each in its
+    // own words): a model never told to answer in JSON may write whitespace until its max_tokens.
+    if (format === 'json_object' && !/json/i.test(JSON.stringify(body.messages ?? []))) {
+      sendJson(
+        400,
+        jsonModeOnly
+          ? openAIError(
+              "Prompt must contain the word 'json' in some form to use 'response_format' of type 'json_object'.",
+              'invalid_request_error',
+              null,
+              'invalid_request_error',
+            )
+          : openAIError(
+              "'messages' must contain the word 'json' in some form, to use 'response_format' of type 'json_object'.",
+              'invalid_request_error',
+              'messages',
+              null,
+            ),
+      );
+      return;
     }
     const parts = (body.messages ?? []).findIndex((message) => Array.isArray(message.content));
     if (parts !== -1 && this.options.stringContentOnly?.includes(String(body.model)) === true) {

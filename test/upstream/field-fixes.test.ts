@@ -25,6 +25,7 @@ import {
   withContinueAfterPrefill,
   continueText,
   withMessageFixes,
+  withJsonModeTold,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -870,5 +871,60 @@ describe('withJsonSchemaAsJsonMode', () => {
   it('is undefined for JSON mode, plain text and none', () => {
     for (const other of [{ type: 'json_object' }, { type: 'text' }, undefined])
       expect(withJsonSchemaAsJsonMode(other, [])).toBeUndefined();
+  });
+});
+
+describe('withJsonModeTold', () => {
+  const jsonMode = { type: 'json_object' };
+  const toldLine = /^Answer with one JSON object/;
+
+  it('tells the first system message when no system, developer or user message says "json"', () => {
+    const messages = [
+      { role: 'system', content: 'Extract the facts.' },
+      { role: 'user', content: 'I moved to Lyon.' },
+      // A result or an answer that says it is not an instruction to the model.
+      { role: 'assistant', content: 'Saved to facts.json.' },
+    ];
+    const out = withJsonModeTold(jsonMode, messages);
+    expect(out.slice(1)).toEqual(messages.slice(1));
+    expect(out[0]?.content).toMatch(/^Extract the facts\.\n\nAnswer with one JSON object/);
+    expect(messages[0]?.content).toBe('Extract the facts.');
+  });
+
+  it('tells a developer message, or a system message of it first when there is none', () => {
+    expect(
+      String(withJsonModeTold(jsonMode, [{ role: 'developer', content: 'Be brief.' }])[0]?.content),
+    ).toMatch(/^Be brief\.\n\nAnswer with one JSON object/);
+    const out = withJsonModeTold(jsonMode, [{ role: 'user', content: 'Paris?' }]);
+    expect(out.map((message) => message.role)).toEqual(['system', 'user']);
+    expect(String(out[0]?.content)).toMatch(toldLine);
+  });
+
+  it('leaves messages that say it in any case, in a word or a text part, as they are', () => {
+    for (const messages of <Array<Array<{ role: string; content: unknown }>>>[
+      [{ role: 'user', content: 'Reply as Json.' }],
+      [{ role: 'system', content: 'Write JSONL lines.' }],
+      [
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: 'x' } },
+            { type: 'text', text: 'as json' },
+          ],
+        },
+      ],
+    ])
+      expect(withJsonModeTold(jsonMode, messages)).toBe(messages);
+  });
+
+  it('leaves a request not in JSON mode as it is', () => {
+    const messages = [{ role: 'user', content: 'Paris?' }];
+    for (const other of [
+      { type: 'text' },
+      { type: 'json_schema', json_schema: {} },
+      undefined,
+      'json_object',
+    ])
+      expect(withJsonModeTold(other, messages)).toBe(messages);
   });
 });
