@@ -596,7 +596,9 @@ function toolsAndFields(
   if (native && body.tools !== undefined) extension.tools = body.tools;
   if (isObject(body.tool_choice)) {
     if (chatBody.tools !== undefined) chatBody.tool_choice = chatToolChoice(body.tool_choice);
-    if (body.tool_choice.disable_parallel_tool_use === true) chatBody.parallel_tool_calls = false;
+    // With the tools only: OpenAI refuses it with none (a server tool alone, left out).
+    if (chatBody.tools !== undefined && body.tool_choice.disable_parallel_tool_use === true)
+      chatBody.parallel_tool_calls = false;
     if (native) extension.tool_choice = body.tool_choice;
   }
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')

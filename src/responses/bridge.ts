@@ -1032,7 +1032,7 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   const copy = (from: string, to = from): void => {
     if (body[from] !== undefined && body[from] !== null) chatFields[to] = body[from];
   };
-  for (const name of ['temperature', 'top_p', 'parallel_tool_calls', 'user', 'seed', 'stop']) copy(name);
+  for (const name of ['temperature', 'top_p', 'user', 'seed', 'stop']) copy(name);
   for (const name of ['frequency_penalty', 'presence_penalty', 'logit_bias', 'service_tier']) copy(name);
   // Prompt caching's directives: Chat Completions takes the same fields (GPT-5.6's options, 24h retention).
   for (const name of [
@@ -1048,8 +1048,11 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   if (choice.tools !== undefined && choice.tools.length > 0) chatFields.tools = choice.tools;
   else if (choice.toolChoice === 'required')
     refuse('tool_choice', "'tool_choice' requires a tool, and none of this request's tools can be bridged.");
+  // Tool calling's settings go with the tools: OpenAI refuses them with none ("'parallel_tool_calls' is only
+  // allowed when 'tools' are specified"), as when the only tool was a hosted one, left out.
   if (choice.toolChoice !== undefined && chatFields.tools !== undefined)
     chatFields.tool_choice = choice.toolChoice;
+  if (chatFields.tools !== undefined) copy('parallel_tool_calls');
   // Asked for a summary: the tools stay (a provider may refuse calls in the history without them), none
   // is called; the answer is read whole (it is one item, given at once).
   const compaction = inputItems.at(-1)?.type === 'compaction_trigger';

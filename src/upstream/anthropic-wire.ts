@@ -365,7 +365,10 @@ export function toAnthropicRequest(chat: Json): Json {
       };
     });
   if (extension.tool_choice !== undefined) body.tool_choice = extension.tool_choice;
-  else if (chat.tool_choice !== undefined && body.tools !== undefined) {
+  else if (
+    (chat.tool_choice !== undefined || chat.parallel_tool_calls === false) &&
+    body.tools !== undefined
+  ) {
     const choice = chat.tool_choice;
     const named = (choice as { function?: { name?: unknown } } | null)?.function?.name;
     body.tool_choice =

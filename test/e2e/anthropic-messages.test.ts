@@ -920,6 +920,29 @@ describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
     });
   });
 
+  it('a server tool alone, left out, takes parallel calls off with it (OpenAI refuses that with no tools)', async () => {
+    openai.setDefault({ content: 'Bridged hello.' });
+    const before = openai.chatRequests.length;
+    const { data, response } = await client()
+      .messages.create({
+        model: 'local-model',
+        max_tokens: 100,
+        tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 2 }],
+        tool_choice: { type: 'auto', disable_parallel_tool_use: true },
+        messages: [{ role: 'user', content: 'Hi?' }],
+      })
+      .withResponse();
+    expect(data.content).toEqual([{ type: 'text', text: 'Bridged hello.' }]);
+    expect(response.headers.get('x-ctxgate-dropped')).toBe('tools.0 (web_search_20250305)');
+    expect(openai.chatRequests.length - before).toBe(1);
+    const sent = openai.chatRequests[before]?.body as Record<string, unknown>;
+    expect([sent.tools, sent.tool_choice, sent.parallel_tool_calls]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
   it('answers whole and streamed, tools as function tools and tool results as tool messages', async () => {
     openai.setDefault({ content: 'Bridged hello.' });
     const before = openai.chatRequests.length;

@@ -289,6 +289,29 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect(logged.at(-1)?.dropped).toEqual(['include reasoning.encrypted_content', 'tools[0] (web_search)']);
   });
 
+  it('a hosted tool alone, left out, takes the settings of tool calling with it (OpenAI refuses them with no tools)', async () => {
+    // The Agents SDK's WebSearchTool alone, with parallel tool calls off in its model settings.
+    fake.setDefault({ content: 'Answered without searching.' });
+    const before = fake.chatRequests.length;
+    const response = await client().responses.create({
+      model: 'gpt-4o-mini',
+      input: 'Search.',
+      tools: [{ type: 'web_search' }],
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
+    });
+    expect(response.output_text).toBe('Answered without searching.');
+    expect(fake.chatRequests.length - before).toBe(1);
+    const sent = fake.chatRequests[before]?.body as Record<string, unknown>;
+    expect([sent.tools, sent.tool_choice, sent.parallel_tool_calls]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    // As the client asked it: the response says so.
+    expect(response.parallel_tool_calls).toBe(false);
+  });
+
   it('refuses a tool_choice that forces a tool it cannot run, and logs the param it names', async () => {
     const refused = await client()
       .responses.create({

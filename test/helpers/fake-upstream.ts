@@ -1288,6 +1288,23 @@ export class FakeUpstream {
       );
       return;
     }
+    // OpenAI's: the settings of tool calling with no tool to call.
+    const noTools = !Array.isArray(body.tools) || body.tools.length === 0;
+    const toolSetting = (['parallel_tool_calls', 'tool_choice'] as const).find(
+      (name) => noTools && (body as Record<string, unknown>)[name] !== undefined,
+    );
+    if (toolSetting !== undefined) {
+      sendJson(
+        400,
+        openAIError(
+          `Invalid value for '${toolSetting}': '${toolSetting}' is only allowed when 'tools' are specified.`,
+          'invalid_request_error',
+          toolSetting,
+          null,
+        ),
+      );
+      return;
+    }
     const format = (body as { response_format?: { type?: unknown } }).response_format?.type;
     const jsonModeOnly = this.options.jsonModeOnly?.includes(String(body.model)) === true;
     if (jsonModeOnly && format === 'json_schema') {

@@ -61,6 +61,24 @@ describe('a chat body as a Messages request', () => {
     });
   });
 
+  it('takes parallel tool use off as the chat request asks, with or without a tool_choice, and only with tools', () => {
+    const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }];
+    const base = { model: 'claude-x', max_tokens: 50, messages: [{ role: 'user', content: 'Weather?' }] };
+    const choiceOf = (chat: Record<string, unknown>) =>
+      toAnthropicRequest(Object.assign({}, base, chat)).tool_choice;
+    expect(choiceOf({ tools, parallel_tool_calls: false })).toEqual({
+      type: 'auto',
+      disable_parallel_tool_use: true,
+    });
+    expect(choiceOf({ tools, tool_choice: 'required', parallel_tool_calls: false })).toEqual({
+      type: 'any',
+      disable_parallel_tool_use: true,
+    });
+    expect(choiceOf({ tools, parallel_tool_calls: true })).toBeUndefined();
+    // Anthropic refuses a tool_choice with no tools ("tool_choice may only be specified while providing tools").
+    expect(choiceOf({ parallel_tool_calls: false })).toBeUndefined();
+  });
+
   it('leaves out text of only whitespace, which Anthropic refuses, and a message left with none', () => {
     const request = toAnthropicRequest({
       model: 'claude-x',
