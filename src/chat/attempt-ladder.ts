@@ -58,6 +58,7 @@ import {
   answerTokensField,
   jsonSchemaField,
   withJsonModeTold,
+  betaFixesOf,
   withJsonSchemaAsJsonMode,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
@@ -93,6 +94,8 @@ export interface ChatAttempt extends SendAttempt {
   request: Readonly<Record<string, unknown>>;
   /** The context headers of this attempt (README.md). */
   headers: Record<string, string>;
+  /** The `anthropic-beta` flags the model refused, left out of the upstream request's headers; undefined for none. */
+  betaFixes: readonly FieldFix[] | undefined;
   /** The hash of the request's tool definitions, when it has any. */
   toolSet: string | undefined;
   /** The gateway's own count of those definitions. */
@@ -148,6 +151,24 @@ interface Choice {
   /** The request as that model is asked it. */
   chatRequest: ChatCompletionRequest;
   session: SessionView | undefined;
+}
+
+/**
+ * JSON mode as the model takes it, told before the fixes of roles write the messages (so that a model with
+ * no system role gets it in the first user message): a schema it refused asked in JSON mode and told in the
+ * system message (jsonSchemaField), and JSON mode told "json" when no message says it (withJsonModeTold).
+ */
+function withJsonModeAsTaken<R extends Record<string, unknown>>(
+  request: R,
+  messages: ContextMessage[],
+  fixes: readonly FieldFix[],
+): { request: R; messages: ContextMessage[] } {
+  const schema = fixes.some((fix) => fix.field === jsonSchemaField)
+    ? withJsonSchemaAsJsonMode(request.response_format, messages)
+    : undefined;
+  const asked =
+    schema === undefined ? request : Object.assign({}, request, { response_format: schema.responseFormat });
+  return { request: asked, messages: withJsonModeTold(asked.response_format, schema?.messages ?? messages) };
 }
 
 /** Whether fitting left anything out that the recall tool could find: cut, masked, dropped or summarized. */
@@ -342,16 +363,9 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it); the
     // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
-    // Told first what JSON mode needs, so that the fixes of roles write it as the model takes them.
-    const jsonMode = fixes.some((fix) => fix.field === jsonSchemaField)
-      ? withJsonSchemaAsJsonMode(outgoing.response_format, prepared.messages)
-      : undefined;
-    if (jsonMode !== undefined)
-      outgoing = Object.assign({}, outgoing, { response_format: jsonMode.responseFormat });
-    let messages = withMessageFixes(
-      withJsonModeTold(outgoing.response_format, jsonMode?.messages ?? prepared.messages),
-      fixes,
-    );
+    const jsonMode = withJsonModeAsTaken(outgoing, prepared.messages, fixes);
+    outgoing = jsonMode.request;
+    let messages = withMessageFixes(jsonMode.messages, fixes);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);
@@ -438,6 +452,7 @@ export function createAttemptLadder(input: {
       recall,
       precision: prepared.estimated === true ? 'sampled' : input.precision,
       toolNames: answerToolNames(outgoing.tools, toolNames?.toClient),
+      betaFixes: betaFixesOf(fixes),
     };
   };
 
@@ -526,7 +541,10 @@ export function createAttemptLadder(input: {
     first,
     again(current) {
       const next = render(current.state, current.fallback === undefined ? own : choiceFor(current.fallback));
-      return next.body.length === current.body.length && next.body.toString() === current.body.toString()
+      // The same request again is refused again: a fix changes its body or the flags of its headers.
+      return next.body.length === current.body.length &&
+        next.body.toString() === current.body.toString() &&
+        next.betaFixes?.length === current.betaFixes?.length
         ? undefined
         : next;
     },

@@ -747,6 +747,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           path: '/chat/completions',
           body,
           target: attempt.target,
+          betaFixes: attempt.betaFixes,
         });
         const names = attempt.toolNames;
         return names === undefined ? response : withAnswerToolNames(response, names);
@@ -784,6 +785,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
               body: attempt.body,
               wire: attempt.wire,
               target: attempt.target,
+              betaFixes: attempt.betaFixes,
             });
             // The answer's calls each opened with its whole name, the client's (tool-names.ts).
             const names = attempt.toolNames;

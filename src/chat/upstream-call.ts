@@ -6,6 +6,7 @@ import type { UpstreamConfig } from '../config/gateway-config.js';
 import { isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
+import { withBetaFixes, type FieldFix } from '../upstream/field-fixes.js';
 import type { Readable } from 'node:stream';
 import type { Upstream, UpstreamMethod, UpstreamResponse } from '../upstream/upstream.js';
 import type { ClientStream } from '../upstream/relay.js';
@@ -25,6 +26,8 @@ export interface UpstreamExchange {
     bodyHeaders?: Record<string, string>;
     /** The body's wire format when it is not chat's (UpstreamRequest). */
     wire?: 'anthropic' | undefined;
+    /** The `anthropic-beta` flags the model refused: left out of the forwarded headers (field-fixes.ts). */
+    betaFixes?: readonly FieldFix[] | undefined;
   }): Promise<UpstreamResponse>;
 }
 
@@ -60,12 +63,13 @@ export async function measuredExchange<T>(
   };
   const headersFor = new Map<string, Record<string, string>>();
   const upstream: UpstreamExchange = {
-    async send({ method, path, body, target: to = target, bodyHeaders, wire }) {
+    async send({ method, path, body, target: to = target, bodyHeaders, wire, betaFixes }) {
       let headers = headersFor.get(to.name);
       if (headers === undefined) {
         headers = buildUpstreamHeaders(context.clientHeaders, to, context.credential);
         headersFor.set(to.name, headers);
       }
+      if (betaFixes !== undefined) headers = withBetaFixes(headers, betaFixes);
       if (bodyHeaders !== undefined) {
         const { 'content-type': _json, ...rest } = headers;
         headers = Object.assign({}, rest, bodyHeaders);

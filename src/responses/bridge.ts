@@ -1045,16 +1045,14 @@ export function bridgeRequest(body: unknown, options: BridgeOptions = defaultBri
   copy('max_output_tokens', outputCapField(String(body.model)));
   const bridgedTools = toolsOf(body.tools, body.input, drops);
   const choice = toolChoiceOf(body.tool_choice, bridgedTools.tools);
-  if (choice.tools !== undefined && choice.tools.length > 0) chatFields.tools = choice.tools;
-  else if (choice.toolChoice === 'required')
+  // Tool calling's settings go with tools only (OpenAI refuses them without), as a hosted tool alone is not.
+  if (choice.tools !== undefined && choice.tools.length > 0) {
+    chatFields.tools = choice.tools;
+    if (choice.toolChoice !== undefined) chatFields.tool_choice = choice.toolChoice;
+    copy('parallel_tool_calls');
+  } else if (choice.toolChoice === 'required')
     refuse('tool_choice', "'tool_choice' requires a tool, and none of this request's tools can be bridged.");
-  // Tool calling's settings go with the tools: OpenAI refuses them with none ("'parallel_tool_calls' is only
-  // allowed when 'tools' are specified"), as when the only tool was a hosted one, left out.
-  if (choice.toolChoice !== undefined && chatFields.tools !== undefined)
-    chatFields.tool_choice = choice.toolChoice;
-  if (chatFields.tools !== undefined) copy('parallel_tool_calls');
-  // Asked for a summary: the tools stay (a provider may refuse calls in the history without them), none
-  // is called; the answer is read whole (it is one item, given at once).
+  // Asked for a summary: tools stay (calls in the history need them), none is called, the answer read whole.
   const compaction = inputItems.at(-1)?.type === 'compaction_trigger';
   if (compaction && chatFields.tools !== undefined) chatFields.tool_choice = 'none';
   const responseFormat = responseFormatOf(body.text);

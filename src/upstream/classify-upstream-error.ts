@@ -4,6 +4,7 @@
 // schema errors) by the shapes and phrasing families providers use, not by exact strings, and the
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
 import {
+  anthropicBetaField,
   fixForMessageField,
   fixForUnknownField,
   fixForUnsupportedField,
@@ -175,8 +176,12 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
 function refusedFields(text: string, body: string): FieldFix[] {
   const fixes = new Map<string, FieldFix>();
   const add = (fix: FieldFix | undefined): void => {
-    if (fix !== undefined && !fixes.has(fix.field)) fixes.set(fix.field, fix);
+    const key = fix === undefined ? '' : `${fix.field}\u0000${fix.value ?? ''}`;
+    if (fix !== undefined && !fixes.has(key)) fixes.set(key, fix);
   };
+  // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
+  for (const flag of refusedBetas(text)) add({ field: anthropicBetaField, value: flag });
+  if (/\binvalid beta flag\b/i.test(text)) add({ field: anthropicBetaField });
   for (const match of text.matchAll(/unsupported (?:parameter|value):?\s*['"`]?(\w+)['"`]?([^\n]*)/gi)) {
     const replacement = /\buse\s*['"`]?(\w+)/i.exec(match[2] ?? '')?.[1];
     add(fixForUnsupportedField(match[1] as string, replacement));
@@ -275,6 +280,25 @@ function refusedFields(text: string, body: string): FieldFix[] {
     for (const name of (match[1] as string).matchAll(/'(\w+)'/g))
       add(fixForMessageField([name[1] as string]));
   return [...fixes.values()];
+}
+
+/**
+ * The `anthropic-beta` flags a refusal names: Anthropic's own wording, as Vertex and the proxies before it
+ * pass it on ("Unexpected value(s) `a`, `b` for the `anthropic-beta` header."), and a relay's ("尚未验证或
+ * 不支持的 anthropic-beta：effort-2025-11-24", TokenRhythm/opensquilla#1102; "unsupported anthropic-beta: …").
+ */
+function refusedBetas(text: string): string[] {
+  const listed =
+    /unexpected values?(?:\(s\))? ((?:`[^`\n]{1,100}`[,\s]*(?:and\s+)?){1,30})for the `?anthropic-beta`? header/i.exec(
+      text,
+    );
+  if (listed !== null)
+    return [...(listed[1] as string).matchAll(/`([^`\n]+)`/g)].map((flag) => flag[1] as string);
+  const named =
+    /(?:不支持的|unsupported|unknown|invalid) anthropic-beta(?: header)?\s*[：:]\s*([\w.-]+(?:\s*,\s*[\w.-]+){0,29})/i.exec(
+      text,
+    );
+  return named === null ? [] : (named[1] as string).split(',').map((flag) => flag.trim());
 }
 
 /** The longest answer a model gives, from a refusal of a longer `max_tokens`; undefined for any other. */

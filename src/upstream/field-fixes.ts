@@ -356,6 +356,47 @@ export interface FieldFix {
   renameTo?: string;
   /** A number the provider caps (images in a request, pixels a side, bytes: the image fields above). */
   atMost?: number;
+  /** The one value of the field refused (an `anthropic-beta` flag: anthropicBetaField); none: all of them. */
+  value?: string;
+}
+
+/**
+ * Not a field of the body: the `anthropic-beta` header's flags an Anthropic-compatible upstream refuses —
+ * Vertex and LiteLLM before it ("Unexpected value(s) `prompt-caching-scope-2026-01-05` for the
+ * `anthropic-beta` header. … try again without the header.": QuantumNous/new-api#2975), Bedrock ("invalid
+ * beta flag", every flag but a few: anthropics/claude-code#49370), relays in their own words. Claude Code
+ * sends its flags with every request, so every request failed. The flags named are left out (FieldFix.value),
+ * or the whole header when the refusal names none (withBetaFixes).
+ */
+export const anthropicBetaField = 'anthropic-beta';
+
+/** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */
+export function betaFixesOf(fixes: readonly FieldFix[]): readonly FieldFix[] | undefined {
+  return fixes.some((fix) => fix.field === anthropicBetaField)
+    ? fixes.filter((fix) => fix.field === anthropicBetaField)
+    : undefined;
+}
+
+/**
+ * The upstream request's headers without the `anthropic-beta` flags the model refused (anthropicBetaField):
+ * the header left out when a fix names no flag or none is left; the same object when nothing changes.
+ */
+export function withBetaFixes(
+  headers: Record<string, string>,
+  fixes: readonly FieldFix[],
+): Record<string, string> {
+  const given = headers['anthropic-beta'];
+  if (given === undefined || !fixes.some((fix) => fix.field === anthropicBetaField)) return headers;
+  const refused = new Set<string | undefined>();
+  for (const fix of fixes) if (fix.field === anthropicBetaField) refused.add(fix.value);
+  const kept = refused.has(undefined)
+    ? []
+    : given
+        .split(',')
+        .map((flag) => flag.trim())
+        .filter((flag) => flag !== '' && !refused.has(flag));
+  const { 'anthropic-beta': _refused, ...rest } = headers;
+  return kept.length === 0 ? rest : Object.assign(rest, { 'anthropic-beta': kept.join(',') });
 }
 
 /** The same setting under each provider's name for it: the one a provider does not take is renamed. */
@@ -446,7 +487,14 @@ export function loggedFieldFixes(logger: {
     maxEntries: fieldFixEntries,
     onLearned: (upstream, model, fix) =>
       logger.info(
-        { upstream, model, field: fix.field, renamedTo: fix.renameTo ?? null, atMost: fix.atMost ?? null },
+        {
+          upstream,
+          model,
+          field: fix.field,
+          renamedTo: fix.renameTo ?? null,
+          atMost: fix.atMost ?? null,
+          value: fix.value ?? null,
+        },
         'model refuses a request field',
       ),
   });
@@ -472,7 +520,7 @@ export function createFieldFixes(options: {
       const key = keyOf(upstream, model);
       const known = byModel.get(key) ?? none;
       // A cap already known is lowered by a refusal that gives a lower one (documents beside the images).
-      const same = known.find((kept) => kept.field === fix.field);
+      const same = known.find((kept) => kept.field === fix.field && kept.value === fix.value);
       if (same !== undefined && !(fix.atMost !== undefined && fix.atMost < (same.atMost ?? Infinity)))
         return false;
       byModel.delete(key);

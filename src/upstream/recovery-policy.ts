@@ -76,6 +76,14 @@ export const retryDefaults = {
   requestBytesFixes: 4,
 } as const;
 
+/**
+ * What a fix is fixed once as: its field, or one value of it (an `anthropic-beta` flag) — so a refusal of
+ * the whole header after its named flags were left out is fixed too.
+ */
+export function fixedFieldOf(fix: FieldFix): string {
+  return fix.value === undefined ? fix.field : `${fix.field}=${fix.value}`;
+}
+
 /** The limits a request's retry loop works within, from its policy and the config. */
 export function recoveryLimitsFor(
   policy: { max_retries: number; upstream_retries: number },
@@ -126,7 +134,7 @@ export function decide(
       const fixes = verdict.fixes.filter((fix) =>
         fix.field === requestBytesField
           ? state.fixedFields.filter((field) => field === fix.field).length < retryDefaults.requestBytesFixes
-          : !state.fixedFields.includes(fix.field),
+          : !state.fixedFields.includes(fixedFieldOf(fix)),
       );
       return fixes.length === 0 ? { action: 'accept' } : { action: 'fix_fields', fixes };
     }

@@ -6,7 +6,7 @@ import type { UpstreamErrorClass } from './classify-upstream-error.js';
 import { inspectAnswer } from './inspect-answer.js';
 import type { UpstreamResponse } from './upstream.js';
 import { isGatewayError } from '../errors.js';
-import { decide, type RecoveryDecision, type RecoveryLimits } from './recovery-policy.js';
+import { decide, fixedFieldOf, type RecoveryDecision, type RecoveryLimits } from './recovery-policy.js';
 import type { FieldFix } from './field-fixes.js';
 
 /** One request as sent: what the policy needs to know of it. */
@@ -145,7 +145,7 @@ export async function sendWithRecovery<A extends SendAttempt>(
       case 'fix_fields': {
         const next = options.fixFields?.(decision.fixes, attempt);
         if (next === undefined) return { response, attempt, overflowRetries, upstreamRetries, fieldResends };
-        fixedFields.push(...decision.fixes.map((fix) => fix.field));
+        fixedFields.push(...decision.fixes.map(fixedFieldOf));
         fieldResends++;
         response.discard();
         attempt = next;

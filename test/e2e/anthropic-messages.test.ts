@@ -17,6 +17,9 @@ const anthropicWindow = 6_000;
 const catalogWindow = 30_000;
 let anthropic: FakeAnthropic;
 let catalogClaude: FakeAnthropic;
+/** Claude behind Vertex (the flags it does not know refused by name) and behind Bedrock ("invalid beta flag"). */
+let vertexClaude: FakeAnthropic;
+let bedrockClaude: FakeAnthropic;
 let openai: FakeUpstream;
 let harness: GatewayHarness;
 let anthropicUrl: string;
@@ -33,6 +36,15 @@ beforeAll(async () => {
   });
   anthropicUrl = await anthropic.start();
   catalogClaude = new FakeAnthropic({ window: catalogWindow, apiKey: 'sk-ant-operator' });
+  const interleaved = ['interleaved-thinking-2025-05-14'];
+  vertexClaude = new FakeAnthropic({
+    apiKey: 'sk-ant-operator',
+    betas: { accepted: interleaved, refusal: 'named' },
+  });
+  bedrockClaude = new FakeAnthropic({
+    apiKey: 'sk-ant-operator',
+    betas: { accepted: interleaved, refusal: 'bare' },
+  });
   const openaiUrl = await openai.start();
   harness = await startGateway({
     env: {
@@ -48,6 +60,16 @@ beforeAll(async () => {
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
       '    models: ["claude-catalog-*", "claude-untold-*"]',
+      '  - name: vertex',
+      `    base_url: ${await vertexClaude.start()}`,
+      '    kind: anthropic',
+      '    api_key_env: ANTHROPIC_KEY',
+      '    models: ["claude-vertex-*"]',
+      '  - name: bedrock',
+      `    base_url: ${await bedrockClaude.start()}`,
+      '    kind: anthropic',
+      '    api_key_env: ANTHROPIC_KEY',
+      '    models: ["claude-bedrock-*"]',
       '  - name: anthropic',
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
@@ -73,6 +95,8 @@ afterAll(async () => {
   await harness.close();
   await anthropic.stop();
   await catalogClaude.stop();
+  await vertexClaude.stop();
+  await bedrockClaude.stop();
   await openai.stop();
 });
 
@@ -408,6 +432,53 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
 // A thinking budget (`thinking: {type: "enabled", budget_tokens}`) must be under max_tokens; the gateway
 // lowers max_tokens to what the fitted prompt leaves, and Anthropic refused every such request
 // ("`max_tokens` must be greater than `thinking.budget_tokens`", anthropics/claude-code#8756).
+describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex, Bedrock)', () => {
+  // Claude Code's flags with every request (anthropics/claude-code#70563, QuantumNous/new-api#2975).
+  const flags = [
+    'interleaved-thinking-2025-05-14',
+    'prompt-caching-scope-2026-01-05',
+    'advisor-tool-2026-03-01',
+  ];
+  const ask = (model: string) =>
+    client().beta.messages.create({
+      model,
+      max_tokens: 100,
+      betas: flags,
+      messages: [{ role: 'user', content: 'Hi?' }],
+    });
+
+  it('Vertex: the flags it named are left out after its one refusal; the next request goes at once', async () => {
+    vertexClaude.respond = () => ({ text: 'Hello from Vertex.' });
+    const before = vertexClaude.messageRequests.length;
+    const answer = await ask('claude-vertex-sonnet-4-6');
+    expect(answer.content).toEqual([{ type: 'text', text: 'Hello from Vertex.' }]);
+    const sent = vertexClaude.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    expect(sent.map((request) => request.headers['anthropic-beta'])).toEqual([
+      flags.join(','),
+      'interleaved-thinking-2025-05-14',
+    ]);
+    const again = vertexClaude.messageRequests.length;
+    await ask('claude-vertex-sonnet-4-6');
+    expect(vertexClaude.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('Bedrock: the header is left out after its one refusal, which names no flag; the next request goes at once', async () => {
+    bedrockClaude.respond = () => ({ text: 'Hello from Bedrock.' });
+    const before = bedrockClaude.messageRequests.length;
+    const answer = await ask('claude-bedrock-opus-4-7');
+    expect(answer.content).toEqual([{ type: 'text', text: 'Hello from Bedrock.' }]);
+    const sent = bedrockClaude.messageRequests.slice(before);
+    expect(sent.map((request) => [request.status, request.headers['anthropic-beta']])).toEqual([
+      [400, flags.join(',')],
+      [200, undefined],
+    ]);
+    const again = bedrockClaude.messageRequests.length;
+    await ask('claude-bedrock-opus-4-7');
+    expect(bedrockClaude.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
 describe('a thinking budget, natively to Claude, when the gateway lowers max_tokens', () => {
   it('lowers the budget under the max_tokens it sends: the request is answered', async () => {
     catalogClaude.respond = () => ({ thinking: 'Weighing it.', text: 'Thought it through.' });

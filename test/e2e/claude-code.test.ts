@@ -42,6 +42,8 @@ type Json = Record<string, unknown>;
 
 let anthropic: FakeAnthropic;
 let wideAnthropic: FakeAnthropic;
+/** Claude behind Bedrock (a gateway or LiteLLM before it): every anthropic-beta flag but one refused, naming none. */
+let bedrockClaude: FakeAnthropic;
 let openai: FakeUpstream;
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
@@ -199,6 +201,10 @@ beforeAll(async () => {
   anthropic = new FakeAnthropic({ window: smallWindow });
   // Claude on its whole window, for a loop Claude Code compacts by itself before the gateway fits it.
   wideAnthropic = new FakeAnthropic({ window: 200_000 });
+  bedrockClaude = new FakeAnthropic({
+    window: 200_000,
+    betas: { accepted: ['interleaved-thinking-2025-05-14'], refusal: 'bare' },
+  });
   anthropic.respond = (body) => {
     const messages = body.messages as Array<{ role: string; content: unknown }>;
     // Claude Code's side requests (titles, summaries of its own) and the gateway's summarizer carry no
@@ -340,6 +346,7 @@ beforeAll(async () => {
   });
   const anthropicUrl = await anthropic.start();
   wideAnthropic.respond = anthropic.respond;
+  bedrockClaude.respond = anthropic.respond;
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await openai.start(), GATEWAY_API_KEYS: 'gw-claude-code' },
     configYaml: [
@@ -348,6 +355,10 @@ beforeAll(async () => {
       `    base_url: ${await wideAnthropic.start()}`,
       '    kind: anthropic',
       '    models: ["claude-haiku-*"]',
+      '  - name: bedrock',
+      `    base_url: ${await bedrockClaude.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-opus-4-7*"]',
       '  - name: anthropic',
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
@@ -367,6 +378,7 @@ afterAll(async () => {
   await harness.close();
   await anthropic.stop();
   await wideAnthropic.stop();
+  await bedrockClaude.stop();
   await openai.stop();
   await mistral.stop();
 });
@@ -600,6 +612,22 @@ describe('Claude Code through ctxgate', () => {
       .slice(before)
       .find((request) => request.status === 200 && JSON.stringify(request.body).includes('CODE-4711'));
     expect(answered).toBeDefined();
+  }, 300_000);
+
+  // Claude Code sends its anthropic-beta flags with every request; Bedrock refuses all but a few ("invalid
+  // beta flag", anthropics/claude-code#49370), and every request failed through a gateway.
+  it('runs the scripted task on Claude behind Bedrock, which refuses its beta flags: one refusal, then none sent', async () => {
+    const before = bedrockClaude.messageRequests.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'claude-opus-4-7', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = bedrockClaude.messageRequests.slice(before);
+    expect(sent.filter((request) => request.status === 400)).toHaveLength(1);
+    expect(sent[0]?.status).toBe(400);
+    expect(sent.slice(1).every((request) => request.status === 200)).toBe(true);
+    expect(sent.slice(1).map((request) => request.headers['anthropic-beta'])).toEqual(
+      sent.slice(1).map(() => undefined),
+    );
   }, 300_000);
 
   // ANTHROPIC_CUSTOM_HEADERS is the same for every run of Claude Code. Each run is a conversation of its

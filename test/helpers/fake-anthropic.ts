@@ -504,6 +504,12 @@ export class FakeAnthropic {
       maxRequestBytes?: number;
       /** The longest answer the model gives: a larger `max_tokens` is refused in Anthropic's words. */
       maxOutputTokens?: number;
+      /**
+       * The `anthropic-beta` flags the upstream takes; any other is refused — `named` as Vertex does (and
+       * LiteLLM before it passes on: "Unexpected value(s) `x` for the `anthropic-beta` header."), `bare` as
+       * Bedrock does ("invalid beta flag"). Anthropic's own API takes them all.
+       */
+      betas?: { accepted: readonly string[]; refusal: 'named' | 'bare' };
     } = {},
   ) {}
 
@@ -575,6 +581,24 @@ export class FakeAnthropic {
     if (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')
       return send(404, errorBody('not_found_error', 'Not Found'));
     const beta = request.headers['anthropic-beta'];
+    const betas = this.options.betas;
+    const unknownFlags =
+      betas === undefined || typeof beta !== 'string'
+        ? []
+        : beta
+            .split(',')
+            .map((flag) => flag.trim())
+            .filter((flag) => flag !== '' && !betas.accepted.includes(flag));
+    if (betas !== undefined && unknownFlags.length > 0)
+      return send(
+        400,
+        errorBody(
+          'invalid_request_error',
+          betas.refusal === 'bare'
+            ? 'invalid beta flag'
+            : `Unexpected value(s) ${unknownFlags.map((flag) => `\`${flag}\``).join(', ')} for the \`anthropic-beta\` header. Please consult our documentation at docs.anthropic.com or try again without the header.`,
+        ),
+      );
     const refusal = findAnthropicRefusal(
       path.endsWith('count_tokens') ? { max_tokens: 1, ...body } : body,
       typeof beta === 'string' && beta.includes('per-turn-control-'),

@@ -113,6 +113,60 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // Vertex, as LiteLLM and relays pass it on (QuantumNous/new-api#2975): Claude Code's newer flags.
+    name: 'Anthropic on Vertex: "Unexpected value(s) `…`, `…` for the `anthropic-beta` header"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message:
+            'Unexpected value(s) `prompt-caching-scope-2026-01-05`, `structured-outputs-2025-12-15` for the `anthropic-beta` header. Please consult our documentation at docs.anthropic.com or try again without the header.',
+        },
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [
+        { field: 'anthropic-beta', value: 'prompt-caching-scope-2026-01-05' },
+        { field: 'anthropic-beta', value: 'structured-outputs-2025-12-15' },
+      ],
+    },
+  },
+  {
+    // Bedrock names no flag (anthropics/claude-code#49370), here inside LiteLLM's own message (#21676).
+    name: 'Bedrock: "invalid beta flag", as LiteLLM passes it on',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            '{"message":"invalid beta flag"}. Received Model Group=claude-opus-4-5-20251101\nAvailable Model Group Fallbacks=None',
+          type: 'None',
+          param: 'None',
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta' }] },
+  },
+  {
+    // A relay's own words (TokenRhythm/opensquilla#1102).
+    name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: '尚未验证或不支持的 anthropic-beta：effort-2025-11-24',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'effort-2025-11-24' }] },
+  },
+  {
     // ChatGPT's Codex backend (router-for-me/CLIProxyAPI#897): a FastAPI `detail`, the field named bare.
     name: 'a provider that does not keep prompt caches for 24 hours: "Unsupported parameter: prompt_cache_retention"',
     answer: { status: 400, body: '{"detail":"Unsupported parameter: prompt_cache_retention"}' },

@@ -26,6 +26,7 @@ import {
   continueText,
   withMessageFixes,
   withJsonModeTold,
+  withBetaFixes,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -89,6 +90,19 @@ describe('createFieldFixes', () => {
       rename,
       { field: 'messages[].images', atMost: 99 },
     ]);
+  });
+
+  it('keeps each anthropic-beta flag refused, and the whole header, as fixes of their own', () => {
+    const fixes = createFieldFixes({ maxEntries: 10 });
+    const effort = { field: 'anthropic-beta', value: 'effort-2025-11-24' };
+    const advisor = { field: 'anthropic-beta', value: 'advisor-tool-2026-03-01' };
+    expect(fixes.remember('vertex', 'claude', effort)).toBe(true);
+    expect(fixes.remember('vertex', 'claude', advisor)).toBe(true);
+    expect(fixes.remember('vertex', 'claude', { field: 'anthropic-beta', value: 'effort-2025-11-24' })).toBe(
+      false,
+    );
+    expect(fixes.remember('vertex', 'claude', { field: 'anthropic-beta' })).toBe(true);
+    expect(fixes.fixesFor('vertex', 'claude')).toEqual([effort, advisor, { field: 'anthropic-beta' }]);
   });
 
   it('forgets the least recently learned model beyond maxEntries', () => {
@@ -926,5 +940,37 @@ describe('withJsonModeTold', () => {
       'json_object',
     ])
       expect(withJsonModeTold(other, messages)).toBe(messages);
+  });
+});
+
+describe('withBetaFixes', () => {
+  const headers = {
+    'x-api-key': 'k',
+    'anthropic-beta': 'claude-code-20250219, effort-2025-11-24,advisor-tool-2026-03-01',
+  };
+
+  it('leaves out the flags refused, the others kept in their order', () => {
+    expect(
+      withBetaFixes(headers, [
+        { field: 'anthropic-beta', value: 'effort-2025-11-24' },
+        { field: 'anthropic-beta', value: 'advisor-tool-2026-03-01' },
+      ]),
+    ).toEqual({ 'x-api-key': 'k', 'anthropic-beta': 'claude-code-20250219' });
+    expect(headers['anthropic-beta']).toContain('effort-2025-11-24');
+  });
+
+  it('leaves out the header when a refusal named no flag, or when no flag is left', () => {
+    expect(withBetaFixes(headers, [{ field: 'anthropic-beta' }])).toEqual({ 'x-api-key': 'k' });
+    expect(
+      withBetaFixes({ 'anthropic-beta': 'effort-2025-11-24' }, [
+        { field: 'anthropic-beta', value: 'effort-2025-11-24' },
+      ]),
+    ).toEqual({});
+  });
+
+  it('is the same headers without a flag refused or without the header', () => {
+    expect(withBetaFixes(headers, [{ field: 'temperature' }])).toBe(headers);
+    const none = { 'x-api-key': 'k' };
+    expect(withBetaFixes(none, [{ field: 'anthropic-beta' }])).toBe(none);
   });
 });

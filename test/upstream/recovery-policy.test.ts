@@ -252,6 +252,18 @@ const rows: Array<{
     expected: { action: 'accept' },
   },
   {
+    name: 'anthropic-beta flags refused by name, then the header (Bedrock after a proxy): each is fixed once',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta' }] },
+    state: { fixedFields: ['anthropic-beta=effort-2025-11-24'] },
+    expected: { action: 'fix_fields', fixes: [{ field: 'anthropic-beta' }] },
+  },
+  {
+    name: 'an anthropic-beta flag refused again after it was left out: the client gets the refusal',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'effort-2025-11-24' }] },
+    state: { fixedFields: ['anthropic-beta=effort-2025-11-24'] },
+    expected: { action: 'accept' },
+  },
+  {
     name: 'a field refused again after it was fixed: the client gets the refusal',
     verdict: { kind: 'refused_field', fixes: [{ field: 'max_tokens', renameTo: 'max_completion_tokens' }] },
     state: { fixedFields: ['temperature', 'max_tokens'] },
