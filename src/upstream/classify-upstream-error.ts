@@ -5,6 +5,7 @@
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
 import {
   anthropicBetaField,
+  fixForAnthropicMember,
   fixForMessageField,
   fixForUnknownField,
   fixForUnsupportedField,
@@ -179,6 +180,12 @@ function refusedFields(text: string, body: string): FieldFix[] {
     const key = fix === undefined ? '' : `${fix.field}\u0000${fix.value ?? ''}`;
     if (fix !== undefined && !fixes.has(key)) fixes.set(key, fix);
   };
+  // Members of a Messages request an Anthropic-compatible upstream does not know (Claude on Vertex or
+  // Bedrock): "context_management: Extra inputs are not permitted", "tools.11.custom.defer_loading: …".
+  for (const match of text.matchAll(
+    /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
+  ))
+    add(fixForAnthropicMember(match[1] as string));
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) add({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) add({ field: anthropicBetaField });

@@ -370,6 +370,67 @@ export interface FieldFix {
  */
 export const anthropicBetaField = 'anthropic-beta';
 
+/**
+ * Members of a Messages request, and of its tool definitions, that an Anthropic-compatible upstream
+ * without the feature refuses ("context_management: Extra inputs are not permitted", Claude on Vertex and
+ * Bedrock: anthropics/claude-code#21612, #49548; "tools.11.custom.defer_loading: Extra inputs are not
+ * permitted", #82549; "tools.3.custom.input_examples: …", #11678) — Claude Code sends them with every
+ * request, and with their `anthropic-beta` flags left out (anthropicBetaField) Bedrock refuses them so
+ * (Wei-Shaw/sub2api#2726). Each asks for something the answer can do without: clearing old thinking or
+ * tool results, tools loaded on demand, examples of a tool's input. Left out when refused, of the request
+ * and of every tool (withAnthropicMembersLeftOut); the fields are `context_management` and
+ * `tools[].<member>`.
+ */
+const anthropicOptionalMembers = new Set(['context_management']);
+const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
+
+/** The fix for a member of a Messages request (`tools.N.custom.M` for one of a tool) an upstream refused as extra. */
+export function fixForAnthropicMember(path: string): FieldFix | undefined {
+  const tool = /^tools\.\d+\.(?:custom\.)?(\w+)$/.exec(path)?.[1];
+  if (tool !== undefined)
+    return anthropicOptionalToolMembers.has(tool) ? { field: `tools[].${tool}` } : undefined;
+  return anthropicOptionalMembers.has(path) ? { field: path } : undefined;
+}
+
+/**
+ * A chat request bound for an `anthropic` upstream (its Messages members in `ctxgate_anthropic`, as the
+ * Messages service carries them) without the members the model refused (fixForAnthropicMember); the same
+ * object when none is there.
+ */
+export function withAnthropicMembersLeftOut<R extends Record<string, unknown>>(
+  request: R,
+  fixes: readonly FieldFix[],
+): R {
+  const extension = request.ctxgate_anthropic;
+  if (!isRecord(extension)) return request;
+  const members = fixes.filter((fix) => anthropicOptionalMembers.has(fix.field));
+  const toolMembers = fixes
+    .filter((fix) => fix.field.startsWith('tools[].'))
+    .map((fix) => fix.field.slice('tools[].'.length));
+  const refusedIn = (value: unknown, names: readonly string[]) =>
+    isRecord(value) && names.some((name) => value[name] !== undefined);
+  const tools = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : undefined;
+  const toolsChange = tools !== undefined && tools.some((tool) => refusedIn(tool, toolMembers));
+  if (
+    !refusedIn(
+      extension,
+      members.map((fix) => fix.field),
+    ) &&
+    !toolsChange
+  )
+    return request;
+  const kept: Record<string, unknown> = Object.assign({}, extension);
+  for (const fix of members) delete kept[fix.field];
+  if (toolsChange)
+    kept.tools = tools.map((tool) => {
+      if (!refusedIn(tool, toolMembers)) return tool;
+      const without = Object.assign({}, tool as Record<string, unknown>);
+      for (const name of toolMembers) delete without[name];
+      return without;
+    });
+  return Object.assign({}, request, { ctxgate_anthropic: kept });
+}
+
 /** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */
 export function betaFixesOf(fixes: readonly FieldFix[]): readonly FieldFix[] | undefined {
   return fixes.some((fix) => fix.field === anthropicBetaField)

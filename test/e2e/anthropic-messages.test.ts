@@ -463,6 +463,37 @@ describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex,
     expect(vertexClaude.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 
+  it('Vertex: the members the flags it refused turn on are left out too, each after its one refusal', async () => {
+    vertexClaude.respond = () => ({ text: 'Hello from Vertex.' });
+    const request = {
+      model: 'claude-vertex-opus-4-6',
+      max_tokens: 100,
+      betas: ['context-management-2025-06-27', 'advanced-tool-use-2025-11-20'],
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      tools: [
+        { name: 'list_files', description: 'Lists files.', input_schema: { type: 'object' as const } },
+        Object.assign({}, weatherTool, { defer_loading: true }),
+      ],
+      messages: [{ role: 'user' as const, content: 'Hi?' }],
+    };
+    const before = vertexClaude.messageRequests.length;
+    const answer = await client().beta.messages.create(request as never);
+    expect((answer as { content: unknown }).content).toEqual([{ type: 'text', text: 'Hello from Vertex.' }]);
+    const sent = vertexClaude.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual([
+      'Unexpected value(s) `context-management-2025-06-27`, `advanced-tool-use-2025-11-20` for the `anthropic-beta` header. Please consult our documentation at docs.anthropic.com or try again without the header.',
+      'context_management: Extra inputs are not permitted',
+      'tools.1.custom.defer_loading: Extra inputs are not permitted',
+      200,
+    ]);
+    const last = sent.at(-1)?.body as { tools: unknown[]; context_management?: unknown };
+    expect(last.context_management).toBeUndefined();
+    expect(last.tools).toEqual([request.tools[0], weatherTool]);
+    const again = vertexClaude.messageRequests.length;
+    await client().beta.messages.create(request as never);
+    expect(vertexClaude.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+
   it('Bedrock: the header is left out after its one refusal, which names no flag; the next request goes at once', async () => {
     bedrockClaude.respond = () => ({ text: 'Hello from Bedrock.' });
     const before = bedrockClaude.messageRequests.length;

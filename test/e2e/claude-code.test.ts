@@ -614,20 +614,31 @@ describe('Claude Code through ctxgate', () => {
     expect(answered).toBeDefined();
   }, 300_000);
 
-  // Claude Code sends its anthropic-beta flags with every request; Bedrock refuses all but a few ("invalid
-  // beta flag", anthropics/claude-code#49370), and every request failed through a gateway.
-  it('runs the scripted task on Claude behind Bedrock, which refuses its beta flags: one refusal, then none sent', async () => {
+  // Claude Code sends its anthropic-beta flags with every request, and the members they turn on; Bedrock
+  // refuses all flags but a few ("invalid beta flag", anthropics/claude-code#49370), then the members
+  // ("context_management: Extra inputs are not permitted", "tools.N.custom.defer_loading: …"), and every
+  // request failed through a gateway.
+  it('runs the scripted task on Claude behind Bedrock, which refuses its beta flags and what they turn on: each refused once', async () => {
     const before = bedrockClaude.messageRequests.length;
     const { result } = await runClaude('Tell me the code in notes.txt.', 'claude-opus-4-7', undefined);
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('The code is CODE-4711.');
     const sent = bedrockClaude.messageRequests.slice(before);
-    expect(sent.filter((request) => request.status === 400)).toHaveLength(1);
-    expect(sent[0]?.status).toBe(400);
-    expect(sent.slice(1).every((request) => request.status === 200)).toBe(true);
-    expect(sent.slice(1).map((request) => request.headers['anthropic-beta'])).toEqual(
-      sent.slice(1).map(() => undefined),
-    );
+    const refusals = sent.filter((request) => request.status === 400);
+    expect(refusals.map((request) => request.refusal)).toEqual([
+      'invalid beta flag',
+      'context_management: Extra inputs are not permitted',
+      expect.stringMatching(/^tools\.\d+\.custom\.defer_loading: Extra inputs are not permitted$/),
+    ]);
+    expect(sent.slice(0, 3)).toEqual(refusals);
+    const answered = sent.slice(3);
+    expect(answered.length).toBeGreaterThan(1);
+    expect(answered.every((request) => request.status === 200)).toBe(true);
+    for (const request of answered) {
+      expect(request.headers['anthropic-beta']).toBeUndefined();
+      expect(request.body.context_management).toBeUndefined();
+      expect(JSON.stringify(request.body.tools)).not.toContain('defer_loading');
+    }
   }, 300_000);
 
   // ANTHROPIC_CUSTOM_HEADERS is the same for every run of Claude Code. Each run is a conversation of its

@@ -64,6 +64,18 @@ export interface RecordedAnthropicRequest {
   /** The fake's own count of the prompt. */
   inputTokens: number;
   status: number;
+  /** A refusal's message (`error.message`), as the fake answered it. */
+  refusal?: string | undefined;
+}
+
+/** The message of an error body the fake answered. */
+function refusalOf(text: string): string | undefined {
+  try {
+    const message = (JSON.parse(text) as { error?: { message?: unknown } }).error?.message;
+    return typeof message === 'string' ? message : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function blockText(block: unknown): string {
@@ -541,6 +553,7 @@ export class FakeAnthropic {
         rawBody: Buffer.concat(chunks).toString('utf8'),
         inputTokens: anthropicTokens(body),
         status,
+        refusal: status >= 400 ? refusalOf(text) : undefined,
       });
       response.writeHead(status, {
         'content-type': 'application/json',
@@ -589,6 +602,23 @@ export class FakeAnthropic {
             .split(',')
             .map((flag) => flag.trim())
             .filter((flag) => flag !== '' && !betas.accepted.includes(flag));
+    // Without its flag, a feature's member is one the host does not know (Wei-Shaw/sub2api#2726).
+    const flagged = (flag: string) =>
+      typeof beta === 'string' && beta.split(',').some((given) => given.trim() === flag);
+    const unflagged =
+      betas === undefined
+        ? undefined
+        : body.context_management !== undefined && !flagged('context-management-2025-06-27')
+          ? 'context_management'
+          : (Array.isArray(body.tools) ? (body.tools as Json[]) : [])
+              .map((tool, index) =>
+                tool.defer_loading !== undefined && !flagged('advanced-tool-use-2025-11-20')
+                  ? `tools.${index}.custom.defer_loading`
+                  : undefined,
+              )
+              .find((path) => path !== undefined);
+    if (betas !== undefined && unknownFlags.length === 0 && unflagged !== undefined)
+      return send(400, errorBody('invalid_request_error', `${unflagged}: Extra inputs are not permitted`));
     if (betas !== undefined && unknownFlags.length > 0)
       return send(
         400,

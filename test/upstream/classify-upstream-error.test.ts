@@ -152,6 +152,51 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta' }] },
   },
   {
+    // Claude on Vertex or Bedrock without the feature's flag (anthropics/claude-code#21612, #49548).
+    name: 'Claude on Vertex: "context_management: Extra inputs are not permitted"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'context_management: Extra inputs are not permitted',
+        },
+        request_id: 'req_vrtx_011CYSfBejG6JC8wpMay8JFs',
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'context_management' }] },
+  },
+  {
+    // A member of one tool, as LiteLLM passes Bedrock's words on (anthropics/claude-code#11678, #82549).
+    name: 'Bedrock: "tools.3.custom.input_examples: Extra inputs are not permitted", through LiteLLM',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            '{"message":"tools.3.custom.input_examples: Extra inputs are not permitted"}. Received Model Group=claude-sonnet-4-5-20250929\nAvailable Model Group Fallbacks=None',
+          type: 'None',
+          param: 'None',
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].input_examples' }] },
+  },
+  {
+    // A member the gateway does not leave out: the client's to fix.
+    name: 'Bedrock: "messages.0.name: Extra inputs are not permitted" (not a member the gateway leaves out)',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'messages.0.name: Extra inputs are not permitted' },
+      }),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
     // A relay's own words (TokenRhythm/opensquilla#1102).
     name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
     answer: {

@@ -27,6 +27,8 @@ import {
   withMessageFixes,
   withJsonModeTold,
   withBetaFixes,
+  withAnthropicMembersLeftOut,
+  fixForAnthropicMember,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -972,5 +974,51 @@ describe('withBetaFixes', () => {
     expect(withBetaFixes(headers, [{ field: 'temperature' }])).toBe(headers);
     const none = { 'x-api-key': 'k' };
     expect(withBetaFixes(none, [{ field: 'anthropic-beta' }])).toBe(none);
+  });
+});
+
+describe('fixForAnthropicMember and withAnthropicMembersLeftOut', () => {
+  it('leaves out context management and the on-demand members of tools, nothing else', () => {
+    expect(fixForAnthropicMember('context_management')).toEqual({ field: 'context_management' });
+    expect(fixForAnthropicMember('tools.11.custom.defer_loading')).toEqual({
+      field: 'tools[].defer_loading',
+    });
+    expect(fixForAnthropicMember('tools.0.input_examples')).toEqual({ field: 'tools[].input_examples' });
+    for (const other of ['thinking', 'messages', 'tools.2.custom.input_schema', 'system'])
+      expect(fixForAnthropicMember(other)).toBeUndefined();
+  });
+
+  it('takes them out of the Messages members a request carries, and of every tool that has them', () => {
+    const plain = { name: 'list_files', input_schema: { type: 'object' } };
+    const deferred = { name: 'weather', input_schema: { type: 'object' }, defer_loading: true };
+    const request = {
+      model: 'claude',
+      ctxgate_anthropic: {
+        thinking: { type: 'adaptive' },
+        context_management: { edits: [] },
+        tools: [plain, deferred],
+      },
+    };
+    const out = withAnthropicMembersLeftOut(request, [
+      { field: 'context_management' },
+      { field: 'tools[].defer_loading' },
+    ]);
+    expect(out).toEqual({
+      model: 'claude',
+      ctxgate_anthropic: {
+        thinking: { type: 'adaptive' },
+        tools: [plain, { name: 'weather', input_schema: { type: 'object' } }],
+      },
+    });
+    expect(out.ctxgate_anthropic.tools[0]).toBe(plain);
+    expect(request.ctxgate_anthropic.context_management).toEqual({ edits: [] });
+    expect(deferred.defer_loading).toBe(true);
+  });
+
+  it('is the same request when nothing refused is there, or for a chat request', () => {
+    const request = { model: 'claude', ctxgate_anthropic: { thinking: { type: 'adaptive' } } };
+    expect(withAnthropicMembersLeftOut(request, [{ field: 'context_management' }])).toBe(request);
+    const chat = { model: 'gpt', context_management: { edits: [] } };
+    expect(withAnthropicMembersLeftOut(chat, [{ field: 'context_management' }])).toBe(chat);
   });
 });
