@@ -163,6 +163,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
           countingWorkLimitFor(precision) / 6,
         ).tokens.reduce((sum, tokens) => sum + tokens, 0),
     }),
-    messages: createMessagesService({ chat, config, upstream }),
+    messages: createMessagesService({ chat, config, upstream, fieldFixes }),
   };
 }

@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import { anthropicHeaders, toAnthropicRequest } from '../upstream/anthropic-wire.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
+import { withAnthropicMembersLeftOut, withBetaFixes, type FieldFixes } from '../upstream/field-fixes.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
@@ -53,6 +54,8 @@ export function createMessagesService(deps: {
   config: GatewayConfig;
   /** For count_tokens on an `anthropic` upstream: the provider counts what would be sent. */
   upstream: Upstream;
+  /** What each model refused (its `anthropic-beta` flags, members): left out of what it is asked to count. */
+  fieldFixes: FieldFixes;
 }): MessagesService {
   const { chat, config } = deps;
   /** The name each model's answers give their reasoning (reasoning-field.ts). */
@@ -68,8 +71,9 @@ export function createMessagesService(deps: {
     messages: unknown,
   ): Promise<number | undefined> {
     const target = config.routing.upstreamFor(request.model);
+    const fixes = deps.fieldFixes.fixesFor(target.name, request.model);
     const { max_tokens: _unused, ...body } = toAnthropicRequest(
-      Object.assign({}, request.chatBody, { messages }),
+      Object.assign({}, withAnthropicMembersLeftOut(request.chatBody, fixes), { messages }),
     );
     const signal = new EventEmitter();
     const timer = setTimeout(() => signal.emit('abort'), config.timeouts.upstream_first_byte_ms);
@@ -79,7 +83,7 @@ export function createMessagesService(deps: {
         method: 'POST',
         path: '/messages/count_tokens',
         headers: anthropicHeaders(
-          buildUpstreamHeaders(input.clientHeaders, target, input.credential),
+          withBetaFixes(buildUpstreamHeaders(input.clientHeaders, target, input.credential), fixes),
           target,
         ),
         body: JSON.stringify(body),

@@ -4,6 +4,7 @@
 // a request the bridge refuses never reaches the engine, and count_tokens asks an `anthropic` upstream
 // for its own count (falling back to the gateway's estimate when it cannot say). The chat engine is
 // replaced by one that answers from a script and records what it was asked (it is tested on its own).
+import { createFieldFixes } from '../../src/upstream/field-fixes.js';
 import { describe, expect, it } from 'vitest';
 import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
 import { outcomeOf } from '../../src/chat/request-outcome.js';
@@ -100,7 +101,12 @@ const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
 describe('the Messages service: create', () => {
   it('hands the engine the chat request the Messages request stands for', async () => {
     const chat = scriptedChat({ whole: 200, body: completion });
-    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    const service = createMessagesService({
+      chat,
+      config,
+      upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     await service.create(input(request('gpt-4o-mini', { stop_sequences: ['END'] })), recordingClient());
     expect(chat.asked).toHaveLength(1);
     expect(chat.asked[0]?.body).toMatchObject({
@@ -143,7 +149,12 @@ describe('the Messages service: create', () => {
     const text = JSON.stringify(request('gpt-4o-mini', { system })).replaceAll('/', '\\/');
     const body = JSON.parse(text) as Record<string, unknown>;
     const chat = scriptedChat({ whole: 200, body: completion });
-    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    const service = createMessagesService({
+      chat,
+      config,
+      upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     await service.create(Object.assign(input(body), { rawBody: Buffer.from(text) }), recordingClient());
     const asked = chat.asked[0] as ChatInput;
     const messages = (asked.body as { messages: Array<Record<string, unknown>> }).messages;
@@ -184,7 +195,12 @@ describe('the Messages service: create', () => {
     'hands the engine a system message in the conversation as the model takes it: %s',
     async (_name, model, sent) => {
       const chat = scriptedChat({ whole: 200, body: completion });
-      const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+      const service = createMessagesService({
+        chat,
+        config,
+        upstream: scriptedUpstream([]),
+        fieldFixes: createFieldFixes({ maxEntries: 10 }),
+      });
       const body = {
         model,
         max_tokens: 256,
@@ -221,7 +237,12 @@ describe('the Messages service: create', () => {
       ],
     };
     const chat = scriptedChat({ whole: 200, body: thinking });
-    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    const service = createMessagesService({
+      chat,
+      config,
+      upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     const client = recordingClient();
     await service.create(input(request('qwen3.5')), client);
     const answer = JSON.parse(client.received) as { content: Array<Record<string, unknown>> };
@@ -265,7 +286,12 @@ describe('the Messages service: create', () => {
     ],
   ])('%s', async (_name, model, headers, expected) => {
     const chat = scriptedChat({ whole: 200, body: completion });
-    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    const service = createMessagesService({
+      chat,
+      config,
+      upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     await service.create(input(request(model), headers), recordingClient());
     const sent = chat.asked[0]?.clientHeaders ?? {};
     for (const [name, value] of Object.entries(expected)) expect(sent[name], name).toBe(value);
@@ -277,6 +303,7 @@ describe('the Messages service: create', () => {
       chat: scriptedChat({ whole: 200, body: completion }),
       config,
       upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
     });
     await service.create(input(request('gpt-4o-mini')), client);
     const message = JSON.parse(client.received);
@@ -298,6 +325,7 @@ describe('the Messages service: create', () => {
       chat: scriptedChat({ whole: 429, body: refusal }),
       config,
       upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
     });
     await service.create(input(request('gpt-4o-mini')), client);
     expect(client.statuses).toEqual([429]);
@@ -321,6 +349,7 @@ describe('the Messages service: create', () => {
       chat: scriptedChat({ stream }),
       config,
       upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
     });
     await service.create(input(request('gpt-4o-mini', { stream: true })), client);
     const received = sseEvents(client.received);
@@ -357,7 +386,12 @@ describe('the Messages service: create', () => {
     ['a body that is not an object', [1, 2, 3], 'object'],
   ])('refuses %s before the engine is asked', async (_name, body, wording) => {
     const chat = scriptedChat({ whole: 200, body: completion });
-    const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+    const service = createMessagesService({
+      chat,
+      config,
+      upstream: scriptedUpstream([]),
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     const failure = await service.create(input(body), recordingClient()).catch((error: unknown) => error);
     expect(isGatewayError(failure) && failure.status).toBe(400);
     expect((failure as Error).message).toContain(wording);
@@ -392,7 +426,12 @@ describe('the Messages service: the name of a request’s tool set', () => {
     const asked: ChatInput[] = [];
     for (const [, text] of bodies) {
       const chat = scriptedChat({ whole: 200, body: completion });
-      const service = createMessagesService({ chat, config, upstream: scriptedUpstream([]) });
+      const service = createMessagesService({
+        chat,
+        config,
+        upstream: scriptedUpstream([]),
+        fieldFixes: createFieldFixes({ maxEntries: 10 }),
+      });
       const body = JSON.parse(text) as unknown;
       await service.create(Object.assign(input(body), { rawBody: Buffer.from(text) }), recordingClient());
       asked.push(chat.asked[0] as ChatInput);
@@ -429,7 +468,12 @@ describe('the Messages service: count_tokens', () => {
 
   it("answers a Chat Completions model's count with the gateway's estimate, asking no upstream", async () => {
     const upstream = scriptedUpstream([]);
-    const service = createMessagesService({ chat: scriptedChat({ previewTokens: '137' }), config, upstream });
+    const service = createMessagesService({
+      chat: scriptedChat({ previewTokens: '137' }),
+      config,
+      upstream,
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     const { body } = await service.countTokens(input(request('gpt-4o-mini', { max_tokens: undefined })));
     expect(body).toEqual({ input_tokens: 137 });
     expect(upstream.sent).toEqual([]);
@@ -437,7 +481,12 @@ describe('the Messages service: count_tokens', () => {
 
   it('asks an anthropic upstream for its own count of what would be sent, without max_tokens', async () => {
     const upstream = scriptedUpstream([count(200, { input_tokens: 151 })]);
-    const service = createMessagesService({ chat: scriptedChat({ previewTokens: '137' }), config, upstream });
+    const service = createMessagesService({
+      chat: scriptedChat({ previewTokens: '137' }),
+      config,
+      upstream,
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     const { body } = await service.countTokens(
       input(request('claude-sonnet-4-5'), { authorization: 'Bearer gk-test' }),
     );
@@ -453,6 +502,33 @@ describe('the Messages service: count_tokens', () => {
     expect(sentBody.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'hello' }] }]);
   });
 
+  it('asks it without the anthropic-beta flags and the members that model refused', async () => {
+    const upstream = scriptedUpstream([count(200, { input_tokens: 151 })]);
+    const fieldFixes = createFieldFixes({ maxEntries: 10 });
+    fieldFixes.remember('claude', 'claude-sonnet-4-5', {
+      field: 'anthropic-beta',
+      value: 'effort-2025-11-24',
+    });
+    fieldFixes.remember('claude', 'claude-sonnet-4-5', { field: 'context_management' });
+    const service = createMessagesService({
+      chat: scriptedChat({ previewTokens: '137' }),
+      config,
+      upstream,
+      fieldFixes,
+    });
+    const { body } = await service.countTokens(
+      input(
+        request('claude-sonnet-4-5', {
+          context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+        }),
+        { 'anthropic-beta': 'claude-code-20250219,effort-2025-11-24' },
+      ),
+    );
+    expect(body).toEqual({ input_tokens: 151 });
+    expect(upstream.sent[0]?.headers['anthropic-beta']).toBe('claude-code-20250219');
+    expect(JSON.parse(String(upstream.sent[0]?.body))).not.toHaveProperty('context_management');
+  });
+
   it.each<[string, ScriptedAnswer]>([
     ['a refusal', count(429, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } })],
     ['a count that is not a number', count(200, { input_tokens: 'many' })],
@@ -461,7 +537,12 @@ describe('the Messages service: count_tokens', () => {
     ['no connection at all', { status: 0, refused: true }],
   ])("falls back to the gateway's estimate on %s from the upstream", async (_name, answer) => {
     const upstream = scriptedUpstream([answer]);
-    const service = createMessagesService({ chat: scriptedChat({ previewTokens: '137' }), config, upstream });
+    const service = createMessagesService({
+      chat: scriptedChat({ previewTokens: '137' }),
+      config,
+      upstream,
+      fieldFixes: createFieldFixes({ maxEntries: 10 }),
+    });
     const { body } = await service.countTokens(input(request('claude-sonnet-4-5')));
     expect(body).toEqual({ input_tokens: 137 });
     expect(upstream.sent).toHaveLength(1);
