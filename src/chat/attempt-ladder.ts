@@ -59,7 +59,7 @@ import {
   jsonSchemaField,
   withJsonModeTold,
   betaFixesOf,
-  withAnthropicMembersLeftOut,
+  withAnthropicFixes,
   withJsonSchemaAsJsonMode,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
@@ -190,8 +190,7 @@ function withFieldFixes(
   messages: readonly ContextMessage[],
   recall: boolean,
 ): ChatCompletionRequest {
-  let outgoing =
-    fixes.length === 0 ? planned : withAnthropicMembersLeftOut(applyFieldFixes(planned, fixes), fixes);
+  let outgoing = fixes.length === 0 ? planned : withAnthropicFixes(applyFieldFixes(planned, fixes), fixes);
   const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
   if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
   // Gemini's subset holds what the repair gives as well.

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import { anthropicHeaders, toAnthropicRequest } from '../upstream/anthropic-wire.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
-import { withAnthropicMembersLeftOut, withBetaFixes, type FieldFixes } from '../upstream/field-fixes.js';
+import { withAnthropicFixes, withBetaFixes, type FieldFixes } from '../upstream/field-fixes.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
@@ -73,7 +73,7 @@ export function createMessagesService(deps: {
     const target = config.routing.upstreamFor(request.model);
     const fixes = deps.fieldFixes.fixesFor(target.name, request.model);
     const { max_tokens: _unused, ...body } = toAnthropicRequest(
-      Object.assign({}, withAnthropicMembersLeftOut(request.chatBody, fixes), { messages }),
+      Object.assign({}, withAnthropicFixes(request.chatBody, fixes), { messages }),
     );
     const signal = new EventEmitter();
     const timer = setTimeout(() => signal.emit('abort'), config.timeouts.upstream_first_byte_ms);

@@ -6,6 +6,8 @@
 import {
   anthropicBetaField,
   fixForAnthropicMember,
+  thinkingAdaptiveField,
+  thinkingEnabledField,
   fixForMessageField,
   fixForUnknownField,
   fixForUnsupportedField,
@@ -186,6 +188,12 @@ function refusedFields(text: string, body: string): FieldFix[] {
     /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
   ))
     add(fixForAnthropicMember(match[1] as string));
+  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later), or adaptive thinking
+  // (Sonnet 4.5, Haiku 4.5).
+  if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
+    add({ field: thinkingEnabledField });
+  if (/adaptive thinking is not supported (?:on|for|by) this model/i.test(text))
+    add({ field: thinkingAdaptiveField });
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) add({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) add({ field: anthropicBetaField });

@@ -393,42 +393,66 @@ export function fixForAnthropicMember(path: string): FieldFix | undefined {
 }
 
 /**
- * A chat request bound for an `anthropic` upstream (its Messages members in `ctxgate_anthropic`, as the
- * Messages service carries them) without the members the model refused (fixForAnthropicMember); the same
- * object when none is there.
+ * Thinking a Claude model takes in one mode only: Opus 4.7 and later refuse a budget ("\"thinking.type.enabled\"
+ * is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" …":
+ * zhukunpenglinyutong/jetbrains-cc-gui#1003, AAswordman/Operit#568), Sonnet 4.5 and Haiku 4.5 refuse
+ * adaptive thinking ("adaptive thinking is not supported on this model": mnfst/llm-gateway#1928). A
+ * client asks the mode of the model it names; a fallback to a model of the other kind — Sonnet 4.5's
+ * 200,000 tokens to Opus 4.8's million — was refused. The fields name the mode refused.
  */
-export function withAnthropicMembersLeftOut<R extends Record<string, unknown>>(
+export const thinkingEnabledField = 'thinking.type.enabled';
+export const thinkingAdaptiveField = 'thinking.type.adaptive';
+
+/**
+ * `thinking` as the model takes it: a budget as adaptive thinking (thinkingEnabledField; the effort the
+ * client gave, if any, stays in `output_config`), adaptive thinking as a budget of half the answer
+ * (thinkingAdaptiveField; none under 1,024 tokens, Anthropic's least, leaves thinking out: undefined).
+ */
+function thinkingAsTaken(thinking: unknown, fixes: readonly FieldFix[], maxTokens: unknown): unknown {
+  if (!isRecord(thinking)) return thinking;
+  if (thinking.type === 'enabled' && fixes.some((fix) => fix.field === thinkingEnabledField))
+    return { type: 'adaptive' };
+  if (thinking.type !== 'adaptive' || !fixes.some((fix) => fix.field === thinkingAdaptiveField))
+    return thinking;
+  const budget = typeof maxTokens === 'number' ? Math.floor(maxTokens / 2) : 0;
+  return budget >= 1_024 ? { type: 'enabled', budget_tokens: budget } : undefined;
+}
+
+/**
+ * A chat request bound for an `anthropic` upstream (its Messages members in `ctxgate_anthropic`, as the
+ * Messages service carries them) as the model takes it: without the members it refused
+ * (fixForAnthropicMember), its thinking in the mode it takes (thinkingAsTaken); the same object when
+ * nothing changes.
+ */
+export function withAnthropicFixes<R extends Record<string, unknown>>(
   request: R,
   fixes: readonly FieldFix[],
 ): R {
   const extension = request.ctxgate_anthropic;
-  if (!isRecord(extension)) return request;
-  const members = fixes.filter((fix) => anthropicOptionalMembers.has(fix.field));
+  if (!isRecord(extension) || fixes.length === 0) return request;
+  let kept: Record<string, unknown> | undefined;
+  const edited = (): Record<string, unknown> => (kept ??= Object.assign({}, extension));
+  for (const fix of fixes)
+    if (anthropicOptionalMembers.has(fix.field) && extension[fix.field] !== undefined)
+      delete edited()[fix.field];
   const toolMembers = fixes
     .filter((fix) => fix.field.startsWith('tools[].'))
     .map((fix) => fix.field.slice('tools[].'.length));
-  const refusedIn = (value: unknown, names: readonly string[]) =>
-    isRecord(value) && names.some((name) => value[name] !== undefined);
-  const tools = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : undefined;
-  const toolsChange = tools !== undefined && tools.some((tool) => refusedIn(tool, toolMembers));
-  if (
-    !refusedIn(
-      extension,
-      members.map((fix) => fix.field),
-    ) &&
-    !toolsChange
-  )
-    return request;
-  const kept: Record<string, unknown> = Object.assign({}, extension);
-  for (const fix of members) delete kept[fix.field];
-  if (toolsChange)
-    kept.tools = tools.map((tool) => {
-      if (!refusedIn(tool, toolMembers)) return tool;
+  const refusedIn = (tool: unknown) => isRecord(tool) && toolMembers.some((name) => tool[name] !== undefined);
+  const tools = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];
+  if (tools.some(refusedIn))
+    edited().tools = tools.map((tool) => {
+      if (!refusedIn(tool)) return tool;
       const without = Object.assign({}, tool as Record<string, unknown>);
       for (const name of toolMembers) delete without[name];
       return without;
     });
-  return Object.assign({}, request, { ctxgate_anthropic: kept });
+  const thinking = thinkingAsTaken(extension.thinking, fixes, request.max_tokens);
+  if (thinking !== extension.thinking) {
+    if (thinking === undefined) delete edited().thinking;
+    else edited().thinking = thinking;
+  }
+  return kept === undefined ? request : Object.assign({}, request, { ctxgate_anthropic: kept });
 }
 
 /** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */

@@ -25,7 +25,16 @@ let harness: GatewayHarness;
 let anthropicUrl: string;
 
 beforeAll(async () => {
-  anthropic = new FakeAnthropic({ window: anthropicWindow, apiKey: 'sk-ant-operator' });
+  anthropic = new FakeAnthropic({
+    window: anthropicWindow,
+    apiKey: 'sk-ant-operator',
+    // Claude models that take thinking in one mode only.
+    thinkingModes: {
+      'claude-opus-4-8': 'adaptive',
+      'claude-opus-4-7': 'adaptive',
+      'claude-haiku-4-5-20251001': 'enabled',
+    },
+  });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
     windows: { 'local-model': 8_192 },
@@ -80,6 +89,12 @@ beforeAll(async () => {
       '    budgets:',
       '      max_request_tokens: { limit: 5, mode: hard }',
       'models:',
+      // Sonnet 4.5's window, small here, and a fallback to Opus 4.7's, larger: a model of the other thinking mode.
+      '  - match: claude-sonnet-4-5-20250929',
+      '    window: 3000',
+      '    fallbacks: [claude-opus-4-7]',
+      '  - match: claude-opus-4-7',
+      `    window: ${anthropicWindow}`,
       '  - match: claude-catalog-*',
       `    window: ${catalogWindow}`,
       '  - match: local-model',
@@ -507,6 +522,68 @@ describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex,
     const again = bedrockClaude.messageRequests.length;
     await ask('claude-bedrock-opus-4-7');
     expect(bedrockClaude.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+describe('thinking in the mode the Claude model takes', () => {
+  const question = { role: 'user' as const, content: 'Hi?' };
+
+  it('a budget to Opus 4.8, which takes adaptive thinking only (an older client): adaptive after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    const ask = () =>
+      client().messages.create({
+        model: 'claude-opus-4-8',
+        max_tokens: 4_000,
+        thinking: { type: 'enabled', budget_tokens: 2_000 },
+        messages: [question],
+      });
+    expect((await ask()).content.at(-1)).toEqual({ type: 'text', text: 'Hello.' });
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => [request.status, request.body.thinking])).toEqual([
+      [400, { type: 'enabled', budget_tokens: 2_000 }],
+      [200, { type: 'adaptive' }],
+    ]);
+    const again = anthropic.messageRequests.length;
+    await ask();
+    expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('adaptive thinking to Haiku 4.5, which takes a budget only: half of max_tokens after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    await client().messages.create({
+      model: 'claude-haiku-4-5-20251001',
+      max_tokens: 4_000,
+      thinking: { type: 'adaptive' } as never,
+      messages: [question],
+    });
+    expect(
+      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.thinking]),
+    ).toEqual([
+      [400, { type: 'adaptive' }],
+      [200, { type: 'enabled', budget_tokens: 2_000 }],
+    ]);
+  });
+
+  it("Sonnet 4.5's request too long for it goes to its fallback, Opus 4.7, in the mode Opus takes: one refusal", async () => {
+    anthropic.respond = () => ({ text: 'Read it all.' });
+    const before = anthropic.messageRequests.length;
+    const { data, response } = await client()
+      .messages.create({
+        model: 'claude-sonnet-4-5-20250929',
+        max_tokens: 1_500,
+        thinking: { type: 'enabled', budget_tokens: 1_024 },
+        messages: [{ role: 'user', content: `Summarize this. ${prose(2_600, 7)}` }],
+      })
+      .withResponse();
+    expect(data.content.at(-1)).toEqual({ type: 'text', text: 'Read it all.' });
+    expect(response.headers.get('x-context-fallback')).toBe('claude-opus-4-7');
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => [request.body.model, request.status, request.body.thinking])).toEqual([
+      ['claude-opus-4-7', 400, { type: 'enabled', budget_tokens: 1_024 }],
+      ['claude-opus-4-7', 200, { type: 'adaptive' }],
+    ]);
   });
 });
 

@@ -522,6 +522,8 @@ export class FakeAnthropic {
        * Bedrock does ("invalid beta flag"). Anthropic's own API takes them all.
        */
       betas?: { accepted: readonly string[]; refusal: 'named' | 'bare' };
+      /** Models that take thinking in one mode only: adaptive (Opus 4.7 and later), or a budget (Sonnet 4.5, Haiku 4.5). */
+      thinkingModes?: Readonly<Record<string, 'adaptive' | 'enabled'>>;
     } = {},
   ) {}
 
@@ -602,6 +604,22 @@ export class FakeAnthropic {
             .split(',')
             .map((flag) => flag.trim())
             .filter((flag) => flag !== '' && !betas.accepted.includes(flag));
+    // As Anthropic answers a thinking mode the model does not take (AAswordman/Operit#568, mnfst/llm-gateway#1928).
+    const onlyMode = this.options.thinkingModes?.[String(body.model)];
+    const mode = (body.thinking as Json | undefined)?.type;
+    if (onlyMode === 'adaptive' && mode === 'enabled')
+      return send(
+        400,
+        errorBody(
+          'invalid_request_error',
+          '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
+        ),
+      );
+    if (onlyMode === 'enabled' && mode === 'adaptive')
+      return send(
+        400,
+        errorBody('invalid_request_error', 'adaptive thinking is not supported on this model'),
+      );
     // Without its flag, a feature's member is one the host does not know (Wei-Shaw/sub2api#2726).
     const flagged = (flag: string) =>
       typeof beta === 'string' && beta.split(',').some((given) => given.trim() === flag);

@@ -1288,18 +1288,17 @@ export class FakeUpstream {
       );
       return;
     }
-    // OpenAI's: the settings of tool calling with no tool to call.
-    const noTools = !Array.isArray(body.tools) || body.tools.length === 0;
-    const toolSetting = (['parallel_tool_calls', 'tool_choice'] as const).find(
-      (name) => noTools && (body as Record<string, unknown>)[name] !== undefined,
-    );
-    if (toolSetting !== undefined) {
+    // OpenAI's: parallel tool calls with no tool to call (Upsonic/Upsonic#323, camel-ai/camel#3706).
+    if (
+      (body as Record<string, unknown>).parallel_tool_calls !== undefined &&
+      (!Array.isArray(body.tools) || body.tools.length === 0)
+    ) {
       sendJson(
         400,
         openAIError(
-          `Invalid value for '${toolSetting}': '${toolSetting}' is only allowed when 'tools' are specified.`,
+          "Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is only allowed when 'tools' are specified.",
           'invalid_request_error',
-          toolSetting,
+          'parallel_tool_calls',
           null,
         ),
       );

@@ -197,6 +197,34 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'bad_request' },
   },
   {
+    // Opus 4.7 and later take adaptive thinking only (zhukunpenglinyutong/jetbrains-cc-gui#1003).
+    name: 'Claude Opus 4.7: "\\"thinking.type.enabled\\" is not supported for this model"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message:
+            '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.enabled' }] },
+  },
+  {
+    // Haiku 4.5 takes a budget only (mnfst/llm-gateway#1928).
+    name: 'Claude Haiku 4.5: "adaptive thinking is not supported on this model"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'adaptive thinking is not supported on this model' },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.adaptive' }] },
+  },
+  {
     // A relay's own words (TokenRhythm/opensquilla#1102).
     name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
     answer: {

@@ -27,7 +27,7 @@ import {
   withMessageFixes,
   withJsonModeTold,
   withBetaFixes,
-  withAnthropicMembersLeftOut,
+  withAnthropicFixes,
   fixForAnthropicMember,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
@@ -977,7 +977,7 @@ describe('withBetaFixes', () => {
   });
 });
 
-describe('fixForAnthropicMember and withAnthropicMembersLeftOut', () => {
+describe('fixForAnthropicMember and withAnthropicFixes', () => {
   it('leaves out context management and the on-demand members of tools, nothing else', () => {
     expect(fixForAnthropicMember('context_management')).toEqual({ field: 'context_management' });
     expect(fixForAnthropicMember('tools.11.custom.defer_loading')).toEqual({
@@ -999,7 +999,7 @@ describe('fixForAnthropicMember and withAnthropicMembersLeftOut', () => {
         tools: [plain, deferred],
       },
     };
-    const out = withAnthropicMembersLeftOut(request, [
+    const out = withAnthropicFixes(request, [
       { field: 'context_management' },
       { field: 'tools[].defer_loading' },
     ]);
@@ -1017,8 +1017,42 @@ describe('fixForAnthropicMember and withAnthropicMembersLeftOut', () => {
 
   it('is the same request when nothing refused is there, or for a chat request', () => {
     const request = { model: 'claude', ctxgate_anthropic: { thinking: { type: 'adaptive' } } };
-    expect(withAnthropicMembersLeftOut(request, [{ field: 'context_management' }])).toBe(request);
+    expect(withAnthropicFixes(request, [{ field: 'context_management' }])).toBe(request);
     const chat = { model: 'gpt', context_management: { edits: [] } };
-    expect(withAnthropicMembersLeftOut(chat, [{ field: 'context_management' }])).toBe(chat);
+    expect(withAnthropicFixes(chat, [{ field: 'context_management' }])).toBe(chat);
+  });
+});
+
+describe('withAnthropicFixes: thinking in the mode the model takes', () => {
+  const request = (thinking: unknown, maxTokens = 8_000) => ({
+    model: 'claude',
+    max_tokens: maxTokens,
+    ctxgate_anthropic: { thinking, output_config: { effort: 'high' } },
+  });
+
+  it('asks a budget as adaptive thinking of a model that refused a budget, the effort kept', () => {
+    expect(
+      withAnthropicFixes(request({ type: 'enabled', budget_tokens: 4_000 }), [
+        { field: 'thinking.type.enabled' },
+      ]).ctxgate_anthropic,
+    ).toEqual({ thinking: { type: 'adaptive' }, output_config: { effort: 'high' } });
+  });
+
+  it('asks adaptive thinking as a budget of half the answer of a model that refused it; none under 1,024 tokens', () => {
+    const fix = [{ field: 'thinking.type.adaptive' }];
+    expect(withAnthropicFixes(request({ type: 'adaptive' }), fix).ctxgate_anthropic.thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 4_000,
+    });
+    expect(withAnthropicFixes(request({ type: 'adaptive' }, 2_000), fix).ctxgate_anthropic).toEqual({
+      output_config: { effort: 'high' },
+    });
+  });
+
+  it('leaves a mode the model takes, and disabled thinking, as they are', () => {
+    const adaptive = request({ type: 'adaptive' });
+    expect(withAnthropicFixes(adaptive, [{ field: 'thinking.type.enabled' }])).toBe(adaptive);
+    const disabled = request({ type: 'disabled' });
+    expect(withAnthropicFixes(disabled, [{ field: 'thinking.type.adaptive' }])).toBe(disabled);
   });
 });
