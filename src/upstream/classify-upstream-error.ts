@@ -6,6 +6,8 @@
 import {
   anthropicBetaField,
   fixForAnthropicMember,
+  effortField,
+  effortInstead,
   thinkingAdaptiveField,
   thinkingEnabledField,
   fixForMessageField,
@@ -182,21 +184,7 @@ function refusedFields(text: string, body: string): FieldFix[] {
     const key = fix === undefined ? '' : `${fix.field}\u0000${fix.value ?? ''}`;
     if (fix !== undefined && !fixes.has(key)) fixes.set(key, fix);
   };
-  // Members of a Messages request an Anthropic-compatible upstream does not know (Claude on Vertex or
-  // Bedrock): "context_management: Extra inputs are not permitted", "tools.11.custom.defer_loading: …".
-  for (const match of text.matchAll(
-    /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
-  ))
-    add(fixForAnthropicMember(match[1] as string));
-  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later), or adaptive thinking
-  // (Sonnet 4.5, Haiku 4.5).
-  if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
-    add({ field: thinkingEnabledField });
-  if (/adaptive thinking is not supported (?:on|for|by) this model/i.test(text))
-    add({ field: thinkingAdaptiveField });
-  // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
-  for (const flag of refusedBetas(text)) add({ field: anthropicBetaField, value: flag });
-  if (/\binvalid beta flag\b/i.test(text)) add({ field: anthropicBetaField });
+  for (const fix of anthropicRefusals(text)) add(fix);
   for (const match of text.matchAll(/unsupported (?:parameter|value):?\s*['"`]?(\w+)['"`]?([^\n]*)/gi)) {
     const replacement = /\buse\s*['"`]?(\w+)/i.exec(match[2] ?? '')?.[1];
     add(fixForUnsupportedField(match[1] as string, replacement));
@@ -314,6 +302,46 @@ function refusedBetas(text: string): string[] {
       text,
     );
   return named === null ? [] : (named[1] as string).split(',').map((flag) => flag.trim());
+}
+
+/**
+ * What an Anthropic-compatible upstream refuses of a Messages request that the gateway can fix: members
+ * it does not know, an effort or a thinking mode the model does not take, `anthropic-beta` flags.
+ */
+function anthropicRefusals(text: string): FieldFix[] {
+  const fixes: Array<FieldFix | undefined> = [];
+  // Members of a Messages request an Anthropic-compatible upstream does not know (Claude on Vertex or
+  // Bedrock): "context_management: Extra inputs are not permitted", "tools.11.custom.defer_loading: …".
+  for (const match of text.matchAll(
+    /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
+  ))
+    fixes.push(fixForAnthropicMember(match[1] as string));
+  // An effort the Claude model does not take: GitHub Copilot's list of those it does, Anthropic's ceiling
+  // without thinking.
+  const effort =
+    /output_config\.effort\W{0,3}(\w+)\W{0,3} is not supported by model [^;\n]{1,100}; supported values: \[([^\]]{1,200})\]/i.exec(
+      text,
+    );
+  const instead =
+    effort === null
+      ? /output_config\.effort\W{0,3}\w+\W{0,3} is not supported when thinking is disabled[^.]{0,40}\. use effort \W?(\w+)\W? or below/i.exec(
+          text,
+        )?.[1]
+      : effortInstead(
+          effort[1] as string,
+          [...(effort[2] as string).matchAll(/\w+/g)].map((value) => value[0]),
+        );
+  if (instead !== undefined) fixes.push({ field: effortField, value: instead.toLowerCase() });
+  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later), or adaptive thinking
+  // (Sonnet 4.5, Haiku 4.5).
+  if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
+    fixes.push({ field: thinkingEnabledField });
+  if (/adaptive thinking is not supported (?:on|for|by) this model/i.test(text))
+    fixes.push({ field: thinkingAdaptiveField });
+  // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
+  for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
+  if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
+  return fixes.filter((fix): fix is FieldFix => fix !== undefined);
 }
 
 /** The longest answer a model gives, from a refusal of a longer `max_tokens`; undefined for any other. */

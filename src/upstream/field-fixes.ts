@@ -376,12 +376,13 @@ export const anthropicBetaField = 'anthropic-beta';
  * Bedrock: anthropics/claude-code#21612, #49548; "tools.11.custom.defer_loading: Extra inputs are not
  * permitted", #82549; "tools.3.custom.input_examples: …", #11678) — Claude Code sends them with every
  * request, and with their `anthropic-beta` flags left out (anthropicBetaField) Bedrock refuses them so
- * (Wei-Shaw/sub2api#2726). Each asks for something the answer can do without: clearing old thinking or
- * tool results, tools loaded on demand, examples of a tool's input. Left out when refused, of the request
+ * (Wei-Shaw/sub2api#2726); GitHub Copilot's refuses `output_config` (anomalyco/opencode#24527). Each asks
+ * for something the answer can do without: clearing old thinking or tool results, how hard to think,
+ * tools loaded on demand, examples of a tool's input. Left out when refused, of the request
  * and of every tool (withAnthropicMembersLeftOut); the fields are `context_management` and
  * `tools[].<member>`.
  */
-const anthropicOptionalMembers = new Set(['context_management']);
+const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
 
 /** The fix for a member of a Messages request (`tools.N.custom.M` for one of a tool) an upstream refused as extra. */
@@ -402,6 +403,30 @@ export function fixForAnthropicMember(path: string): FieldFix | undefined {
  */
 export const thinkingEnabledField = 'thinking.type.enabled';
 export const thinkingAdaptiveField = 'thinking.type.adaptive';
+
+/**
+ * An effort (`output_config.effort`) the model refused, asked as one it takes (FieldFix.value): GitHub
+ * Copilot's Opus 4.7 takes `medium` only ("output_config.effort \"high\" is not supported by model
+ * claude-opus-4.7; supported values: [medium]": caozhiyuan/copilot-api#190, microsoft/vscode#310826), and
+ * Claude without thinking `high` at most ("output_config.effort 'xhigh' is not supported when thinking is
+ * disabled on this model. Use effort 'high' or below": anthropics/claude-code#90721).
+ */
+export const effortField = 'output_config.effort';
+
+/** The efforts Claude takes, least first. */
+const efforts = ['low', 'medium', 'high', 'xhigh', 'max'];
+
+/**
+ * The effort to ask instead of `refused`: the highest of `supported` not above it (the lowest supported
+ * when all are above); undefined when none is an effort Claude knows.
+ */
+export function effortInstead(refused: string, supported: readonly string[]): string | undefined {
+  const known = supported.filter((effort) => efforts.includes(effort));
+  const under = known.filter((effort) => efforts.indexOf(effort) <= efforts.indexOf(refused));
+  const pick = (list: string[], best: (a: number, b: number) => number) =>
+    list.sort((a, b) => best(efforts.indexOf(a), efforts.indexOf(b)))[0];
+  return pick(under, (a, b) => b - a) ?? pick(known, (a, b) => a - b);
+}
 
 /**
  * `thinking` as the model takes it: a budget as adaptive thinking (thinkingEnabledField; the effort the
@@ -447,6 +472,12 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
       for (const name of toolMembers) delete without[name];
       return without;
     });
+  // The last learned: a model that later refused that one too.
+  const effort = fixes.filter((fix) => fix.field === effortField).at(-1)?.value;
+  // The effort within what is left of `output_config` (none when it was refused whole).
+  const config = (kept ?? extension).output_config;
+  if (effort !== undefined && isRecord(config) && config.effort !== undefined && config.effort !== effort)
+    edited().output_config = Object.assign({}, config, { effort });
   const thinking = thinkingAsTaken(extension.thinking, fixes, request.max_tokens);
   if (thinking !== extension.thinking) {
     if (thinking === undefined) delete edited().thinking;

@@ -34,6 +34,7 @@ beforeAll(async () => {
       'claude-opus-4-7': 'adaptive',
       'claude-haiku-4-5-20251001': 'enabled',
     },
+    efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none' },
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -583,6 +584,43 @@ describe('thinking in the mode the Claude model takes', () => {
     expect(sent.map((request) => [request.body.model, request.status, request.body.thinking])).toEqual([
       ['claude-opus-4-7', 400, { type: 'enabled', budget_tokens: 1_024 }],
       ['claude-opus-4-7', 200, { type: 'adaptive' }],
+    ]);
+  });
+});
+
+describe("an effort the Claude model does not take, as GitHub Copilot's Messages endpoint serves Claude", () => {
+  const ask = (model: string) =>
+    client().messages.create({
+      model,
+      max_tokens: 1_000,
+      output_config: { effort: 'high' },
+      messages: [{ role: 'user', content: 'Hi?' }],
+    } as never);
+
+  it('an effort Opus 4.7 does not take there is asked as one it does, after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    await ask('claude-opus-4.7');
+    expect(
+      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.output_config]),
+    ).toEqual([
+      [400, { effort: 'high' }],
+      [200, { effort: 'medium' }],
+    ]);
+    const again = anthropic.messageRequests.length;
+    await ask('claude-opus-4.7');
+    expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('a model that takes no effort at all gets none, after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    await ask('claude-sonnet-4.5');
+    expect(
+      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.output_config]),
+    ).toEqual([
+      [400, { effort: 'high' }],
+      [200, undefined],
     ]);
   });
 });

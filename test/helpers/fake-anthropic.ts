@@ -524,6 +524,11 @@ export class FakeAnthropic {
       betas?: { accepted: readonly string[]; refusal: 'named' | 'bare' };
       /** Models that take thinking in one mode only: adaptive (Opus 4.7 and later), or a budget (Sonnet 4.5, Haiku 4.5). */
       thinkingModes?: Readonly<Record<string, 'adaptive' | 'enabled'>>;
+      /**
+       * As GitHub Copilot's Messages endpoint serves Claude: the efforts each model takes (another refused in
+       * its words, caozhiyuan/copilot-api#190), or none at all (`output_config` refused, anomalyco/opencode#24527).
+       */
+      efforts?: Readonly<Record<string, readonly string[] | 'none'>>;
     } = {},
   ) {}
 
@@ -604,6 +609,20 @@ export class FakeAnthropic {
             .split(',')
             .map((flag) => flag.trim())
             .filter((flag) => flag !== '' && !betas.accepted.includes(flag));
+    const efforts = this.options.efforts?.[String(body.model)];
+    const effort = (body.output_config as Json | undefined)?.effort;
+    if (efforts === 'none' && body.output_config !== undefined)
+      return send(400, errorBody('invalid_request_error', 'output_config: Extra inputs are not permitted'));
+    if (Array.isArray(efforts) && typeof effort === 'string' && !efforts.includes(effort))
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            message: `output_config.effort "${effort}" is not supported by model ${String(body.model)}; supported values: [${efforts.join(' ')}]`,
+            code: 'invalid_reasoning_effort',
+          },
+        }),
+      );
     // As Anthropic answers a thinking mode the model does not take (AAswordman/Operit#568, mnfst/llm-gateway#1928).
     const onlyMode = this.options.thinkingModes?.[String(body.model)];
     const mode = (body.thinking as Json | undefined)?.type;

@@ -225,6 +225,37 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.adaptive' }] },
   },
   {
+    // GitHub Copilot's Messages endpoint (caozhiyuan/copilot-api#190): the efforts it takes, listed.
+    name: 'GitHub Copilot: "output_config.effort \\"high\\" is not supported by model claude-opus-4.7; supported values: [medium]"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'output_config.effort "high" is not supported by model claude-opus-4.7; supported values: [medium]',
+          code: 'invalid_reasoning_effort',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort', value: 'medium' }] },
+  },
+  {
+    // Anthropic, thinking off (anthropics/claude-code#90721): the ceiling named.
+    name: 'Claude without thinking: "output_config.effort \'xhigh\' is not supported when thinking is disabled"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message:
+            "output_config.effort 'xhigh' is not supported when thinking is disabled on this model. Use effort 'high' or below, or enable thinking.",
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort', value: 'high' }] },
+  },
+  {
     // A relay's own words (TokenRhythm/opensquilla#1102).
     name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
     answer: {

@@ -27,6 +27,7 @@ import {
   withMessageFixes,
   withJsonModeTold,
   withBetaFixes,
+  effortInstead,
   withAnthropicFixes,
   fixForAnthropicMember,
   withJsonSchemaAsJsonMode,
@@ -1054,5 +1055,31 @@ describe('withAnthropicFixes: thinking in the mode the model takes', () => {
     expect(withAnthropicFixes(adaptive, [{ field: 'thinking.type.enabled' }])).toBe(adaptive);
     const disabled = request({ type: 'disabled' });
     expect(withAnthropicFixes(disabled, [{ field: 'thinking.type.adaptive' }])).toBe(disabled);
+  });
+});
+
+describe('effortInstead and the effort fix', () => {
+  it('asks the highest effort taken that is not above the one refused, else the lowest taken', () => {
+    expect(effortInstead('high', ['medium'])).toBe('medium');
+    expect(effortInstead('xhigh', ['low', 'medium', 'high'])).toBe('high');
+    expect(effortInstead('low', ['high', 'medium'])).toBe('medium');
+    expect(effortInstead('high', ['turbo'])).toBeUndefined();
+  });
+
+  it('writes the effort learned last into output_config, and none into one refused whole', () => {
+    const request = {
+      model: 'claude',
+      ctxgate_anthropic: { output_config: { effort: 'xhigh', format: { type: 'json' } } },
+    };
+    const fixes = [
+      { field: 'output_config.effort', value: 'high' },
+      { field: 'output_config.effort', value: 'medium' },
+    ];
+    expect(withAnthropicFixes(request, fixes).ctxgate_anthropic).toEqual({
+      output_config: { effort: 'medium', format: { type: 'json' } },
+    });
+    expect(withAnthropicFixes(request, [...fixes, { field: 'output_config' }]).ctxgate_anthropic).toEqual({});
+    const taken = { model: 'claude', ctxgate_anthropic: { output_config: { effort: 'medium' } } };
+    expect(withAnthropicFixes(taken, fixes)).toBe(taken);
   });
 });
