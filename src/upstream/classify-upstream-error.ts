@@ -316,6 +316,9 @@ function anthropicRefusals(text: string): FieldFix[] {
     /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
   ))
     fixes.push(fixForAnthropicMember(match[1] as string));
+  // OpenRouter's Messages endpoint for a model not Anthropic's: no tool loaded on demand.
+  if (/deferred custom tools are only supported on anthropic models/i.test(text))
+    fixes.push({ field: 'tools[].defer_loading' });
   // An effort the Claude model does not take: GitHub Copilot's list of those it does, Anthropic's ceiling
   // without thinking.
   const effort =

@@ -376,7 +376,9 @@ export const anthropicBetaField = 'anthropic-beta';
  * Bedrock: anthropics/claude-code#21612, #49548; "tools.11.custom.defer_loading: Extra inputs are not
  * permitted", #82549; "tools.3.custom.input_examples: …", #11678) — Claude Code sends them with every
  * request, and with their `anthropic-beta` flags left out (anthropicBetaField) Bedrock refuses them so
- * (Wei-Shaw/sub2api#2726); GitHub Copilot's refuses `output_config` (anomalyco/opencode#24527). Each asks
+ * (Wei-Shaw/sub2api#2726); GitHub Copilot's refuses `output_config` (anomalyco/opencode#24527), and
+ * OpenRouter's tools loaded on demand for a model not Anthropic's ("Deferred custom tools are only supported
+ * on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral."). Each asks
  * for something the answer can do without: clearing old thinking or tool results, how hard to think,
  * tools loaded on demand, examples of a tool's input. Left out when refused, of the request
  * and of every tool (withAnthropicMembersLeftOut); the fields are `context_management` and
@@ -464,8 +466,12 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
     .filter((fix) => fix.field.startsWith('tools[].'))
     .map((fix) => fix.field.slice('tools[].'.length));
   const refusedIn = (tool: unknown) => isRecord(tool) && toolMembers.some((name) => tool[name] !== undefined);
-  const tools = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];
-  if (tools.some(refusedIn))
+  const given = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];
+  // With no tool loaded on demand, Anthropic's tool search tool has nothing to search: left out too.
+  const tools = toolMembers.includes('defer_loading')
+    ? given.filter((tool) => !(isRecord(tool) && String(tool.type).startsWith('tool_search_tool')))
+    : given;
+  if (tools.length < given.length || tools.some(refusedIn))
     edited().tools = tools.map((tool) => {
       if (!refusedIn(tool)) return tool;
       const without = Object.assign({}, tool as Record<string, unknown>);

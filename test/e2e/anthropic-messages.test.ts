@@ -35,6 +35,7 @@ beforeAll(async () => {
       'claude-haiku-4-5-20251001': 'enabled',
     },
     efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none' },
+    noDeferral: ['z-ai/glm-5.3'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -84,7 +85,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*"]',
+      '    models: ["claude-*", "z-ai/*"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -622,6 +623,31 @@ describe("an effort the Claude model does not take, as GitHub Copilot's Messages
       [400, { effort: 'high' }],
       [200, undefined],
     ]);
+  });
+});
+
+describe("tools loaded on demand, to OpenRouter's Messages endpoint for a model not Anthropic's", () => {
+  it('are sent whole, and the tool search tool left out, after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Hello from GLM.' });
+    const searchTool = { type: 'tool_search_tool_regex_20251119', name: 'tool_search_tool_regex' };
+    const request = {
+      model: 'z-ai/glm-5.3',
+      max_tokens: 500,
+      tools: [
+        searchTool,
+        weatherTool,
+        Object.assign({}, weatherTool, { name: 'get_tide', defer_loading: true }),
+      ],
+      messages: [{ role: 'user' as const, content: 'Hi?' }],
+    };
+    const before = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.status)).toEqual([400, 200]);
+    expect(sent[1]?.body.tools).toEqual([weatherTool, Object.assign({}, weatherTool, { name: 'get_tide' })]);
+    const again = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
 });
 

@@ -529,6 +529,8 @@ export class FakeAnthropic {
        * its words, caozhiyuan/copilot-api#190), or none at all (`output_config` refused, anomalyco/opencode#24527).
        */
       efforts?: Readonly<Record<string, readonly string[] | 'none'>>;
+      /** Models served as OpenRouter's Messages endpoint serves a model not Anthropic's: no tool loaded on demand. */
+      noDeferral?: readonly string[];
     } = {},
   ) {}
 
@@ -609,6 +611,19 @@ export class FakeAnthropic {
             .split(',')
             .map((flag) => flag.trim())
             .filter((flag) => flag !== '' && !betas.accepted.includes(flag));
+    if (
+      this.options.noDeferral?.includes(String(body.model)) === true &&
+      (Array.isArray(body.tools) ? (body.tools as Json[]) : []).some((tool) => tool.defer_loading === true)
+    )
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            message: `Deferred custom tools are only supported on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral. Other endpoints cannot call tools omitted from tools[]. Received ${String(body.model)}.`,
+            code: 400,
+          },
+        }),
+      );
     const efforts = this.options.efforts?.[String(body.model)];
     const effort = (body.output_config as Json | undefined)?.effort;
     if (efforts === 'none' && body.output_config !== undefined)

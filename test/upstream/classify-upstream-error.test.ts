@@ -256,6 +256,21 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort', value: 'high' }] },
   },
   {
+    // OpenRouter's Messages endpoint, a model not Anthropic's (Claude Code's tool search on GLM).
+    name: 'OpenRouter: "Deferred custom tools are only supported on Anthropic models …"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Deferred custom tools are only supported on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral. Other endpoints cannot call tools omitted from tools[]. Received z-ai/glm-5.3-flash-20260826.',
+          code: 400,
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].defer_loading' }] },
+  },
+  {
     // A relay's own words (TokenRhythm/opensquilla#1102).
     name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
     answer: {
