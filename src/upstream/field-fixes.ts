@@ -356,7 +356,10 @@ export interface FieldFix {
   renameTo?: string;
   /** A number the provider caps (images in a request, pixels a side, bytes: the image fields above). */
   atMost?: number;
-  /** The one value of the field refused (an `anthropic-beta` flag: anthropicBetaField); none: all of them. */
+  /**
+   * One value of the field: the `anthropic-beta` flag refused (anthropicBetaField; none: all of them), the
+   * effort asked instead of the one refused (effortField).
+   */
   value?: string;
 }
 
@@ -380,9 +383,8 @@ export const anthropicBetaField = 'anthropic-beta';
  * OpenRouter's tools loaded on demand for a model not Anthropic's ("Deferred custom tools are only supported
  * on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral."). Each asks
  * for something the answer can do without: clearing old thinking or tool results, how hard to think,
- * tools loaded on demand, examples of a tool's input. Left out when refused, of the request
- * and of every tool (withAnthropicMembersLeftOut); the fields are `context_management` and
- * `tools[].<member>`.
+ * tools loaded on demand, examples of a tool's input. Left out when refused, of the request and of every
+ * tool (withAnthropicFixes); the fields are `context_management`, `output_config` and `tools[].<member>`.
  */
 const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
@@ -423,11 +425,9 @@ const efforts = ['low', 'medium', 'high', 'xhigh', 'max'];
  * when all are above); undefined when none is an effort Claude knows.
  */
 export function effortInstead(refused: string, supported: readonly string[]): string | undefined {
-  const known = supported.filter((effort) => efforts.includes(effort));
-  const under = known.filter((effort) => efforts.indexOf(effort) <= efforts.indexOf(refused));
-  const pick = (list: string[], best: (a: number, b: number) => number) =>
-    list.sort((a, b) => best(efforts.indexOf(a), efforts.indexOf(b)))[0];
-  return pick(under, (a, b) => b - a) ?? pick(known, (a, b) => a - b);
+  const rank = (effort: string) => efforts.indexOf(effort);
+  const known = supported.filter((effort) => rank(effort) >= 0).sort((a, b) => rank(a) - rank(b));
+  return known.filter((effort) => rank(effort) <= rank(refused)).at(-1) ?? known[0];
 }
 
 /**
