@@ -449,10 +449,10 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
   // A tool's parameters in JSON Schema the provider does not take: OpenAI's and Anthropic's wordings,
-  // MiniMax's of none at all, and Gemini's of a keyword (its own API's, and through its OpenAI-compatible
+  // MiniMax's of none at all, Moonshot's of no `type` at the top (cc-switch#5046), and Gemini's of a keyword (its own API's, and through its OpenAI-compatible
   // endpoint or a gateway).
   if (
-    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function parameters is empty/i.test(
+    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function parameters is empty|tools\.function\.parameters\.type is required/i.test(
       text,
     ) ||
     body.includes('invalid_function_parameters')

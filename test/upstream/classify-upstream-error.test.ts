@@ -271,6 +271,20 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].defer_loading' }] },
   },
   {
+    // Moonshot on a tool whose parameters give no type (farion1231/cc-switch#5046: Codex's tools on Kimi K2.7).
+    name: 'Moonshot: "tools.function.parameters.type is required and must be \\"object\\""',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: 'Invalid request: tools.function.parameters.type is required and must be "object"',
+          type: 'invalid_request_error',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.parameters' }] },
+  },
+  {
     // A relay's own words (TokenRhythm/opensquilla#1102).
     name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
     answer: {
