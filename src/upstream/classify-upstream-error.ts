@@ -7,7 +7,7 @@ import {
   anthropicBetaField,
   fixForAnthropicMember,
   effortField,
-  effortInstead,
+  effortsUpTo,
   thinkingAdaptiveField,
   thinkingEnabledField,
   fixForMessageField,
@@ -185,10 +185,13 @@ function refusedFields(text: string, body: string): FieldFix[] {
     if (fix !== undefined && !fixes.has(key)) fixes.set(key, fix);
   };
   for (const fix of anthropicRefusals(text)) add(fix);
-  for (const match of text.matchAll(/unsupported (?:parameter|value):?\s*['"`]?(\w+)['"`]?([^\n]*)/gi)) {
-    const replacement = /\buse\s*['"`]?(\w+)/i.exec(match[2] ?? '')?.[1];
-    add(fixForUnsupportedField(match[1] as string, replacement));
-  }
+  const effort = reasoningEffortFix(text);
+  if (effort !== undefined) add(effort);
+  else
+    for (const match of text.matchAll(/unsupported (?:parameter|value):?\s*['"`]?(\w+)['"`]?([^\n]*)/gi)) {
+      const replacement = /\buse\s*['"`]?(\w+)/i.exec(match[2] ?? '')?.[1];
+      add(fixForUnsupportedField(match[1] as string, replacement));
+    }
   for (const match of text.matchAll(
     /(?:unknown parameter|unrecognized request arguments? supplied|unknown field|unknown name):?\s*['"`]?(\w+)/gi,
   ))
@@ -322,19 +325,18 @@ function anthropicRefusals(text: string): FieldFix[] {
   // An effort the Claude model does not take: GitHub Copilot's list of those it does, Anthropic's ceiling
   // without thinking.
   const effort =
-    /output_config\.effort\W{0,3}(\w+)\W{0,3} is not supported by model [^;\n]{1,100}; supported values: \[([^\]]{1,200})\]/i.exec(
+    /output_config\.effort\W{0,3}\w+\W{0,3} is not supported by model [^;\n]{1,100}; supported values: \[([^\]]{1,200})\]/i.exec(
       text,
     );
-  const instead =
+  const ceiling =
+    /output_config\.effort\W{0,3}\w+\W{0,3} is not supported when thinking is disabled[^.]{0,40}\. use effort \W?(\w+)\W? or below/i.exec(
+      text,
+    )?.[1];
+  const taken =
     effort === null
-      ? /output_config\.effort\W{0,3}\w+\W{0,3} is not supported when thinking is disabled[^.]{0,40}\. use effort \W?(\w+)\W? or below/i.exec(
-          text,
-        )?.[1]
-      : effortInstead(
-          effort[1] as string,
-          [...(effort[2] as string).matchAll(/\w+/g)].map((value) => value[0]),
-        );
-  if (instead !== undefined) fixes.push({ field: effortField, value: instead.toLowerCase() });
+      ? effortsUpTo(ceiling?.toLowerCase())
+      : [...(effort[1] as string).matchAll(/\w+/g)].map((value) => value[0]);
+  if (taken.length > 0) fixes.push({ field: effortField, value: taken.join(',') });
   // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later), or adaptive thinking
   // (Sonnet 4.5, Haiku 4.5).
   if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
@@ -345,6 +347,20 @@ function anthropicRefusals(text: string): FieldFix[] {
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
+}
+
+/**
+ * A reasoning effort the model does not take, with those it does (Codex's `xhigh`, a client's `none` to Kimi:
+ * Kilo-Org/cloud#3807): the efforts it takes, so that each request asks the nearest (effortInstead).
+ */
+function reasoningEffortFix(text: string): FieldFix | undefined {
+  const refused =
+    /unsupported value:?\s*'reasoning_effort' does not support '\w+' with this model\. supported values are:([^\n]{1,200})/i.exec(
+      text,
+    );
+  const taken =
+    refused === null ? [] : [...(refused[1] as string).matchAll(/'(\w+)'/g)].map((value) => value[1]);
+  return taken.length === 0 ? undefined : { field: 'reasoning_effort', value: taken.join(',') };
 }
 
 /** The longest answer a model gives, from a refusal of a longer `max_tokens`; undefined for any other. */

@@ -357,8 +357,8 @@ export interface FieldFix {
   /** A number the provider caps (images in a request, pixels a side, bytes: the image fields above). */
   atMost?: number;
   /**
-   * One value of the field: the `anthropic-beta` flag refused (anthropicBetaField; none: all of them), the
-   * effort asked instead of the one refused (effortField).
+   * One value of the field: the `anthropic-beta` flag refused (anthropicBetaField; none: all of them); for
+   * an effort (effortField, `reasoning_effort`) those the model takes, comma-separated.
    */
   value?: string;
 }
@@ -417,17 +417,33 @@ export const thinkingAdaptiveField = 'thinking.type.adaptive';
  */
 export const effortField = 'output_config.effort';
 
-/** The efforts Claude takes, least first. */
-const efforts = ['low', 'medium', 'high', 'xhigh', 'max'];
+/** The efforts Claude and OpenAI's models take (`reasoning_effort`, `output_config.effort`), least first. */
+const efforts = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
+
+/** Claude's efforts up to `ceiling` (none when it is not one). */
+export function effortsUpTo(ceiling: string | undefined): string[] {
+  const at = ceiling === undefined ? -1 : efforts.indexOf(ceiling);
+  return at < 0 ? [] : efforts.slice(efforts.indexOf('low'), at + 1);
+}
 
 /**
- * The effort to ask instead of `refused`: the highest of `supported` not above it (the lowest supported
- * when all are above); undefined when none is an effort Claude knows.
+ * The effort to ask instead of `refused` of a model that takes `supported`: `refused` itself when it is
+ * one of them, else the highest of them not above it (the lowest when all are above); undefined when none
+ * is an effort.
  */
 export function effortInstead(refused: string, supported: readonly string[]): string | undefined {
   const rank = (effort: string) => efforts.indexOf(effort);
   const known = supported.filter((effort) => rank(effort) >= 0).sort((a, b) => rank(a) - rank(b));
   return known.filter((effort) => rank(effort) <= rank(refused)).at(-1) ?? known[0];
+}
+
+/** `asked` as a model takes it, by each of its fixes of `field` in turn (the efforts each found it to take). */
+function effortTaken(asked: string, fixes: readonly FieldFix[], field: string): string {
+  let effort = asked;
+  for (const fix of fixes)
+    if (fix.field === field && fix.value !== undefined)
+      effort = effortInstead(effort, fix.value.split(',')) ?? effort;
+  return effort;
 }
 
 /**
@@ -478,11 +494,13 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
       for (const name of toolMembers) delete without[name];
       return without;
     });
-  // The last learned: a model that later refused that one too.
-  const effort = fixes.filter((fix) => fix.field === effortField).at(-1)?.value;
-  // The effort within what is left of `output_config` (none when it was refused whole).
+  // The effort within what is left of `output_config` (none when it was refused whole), as the model takes it.
   const config = (kept ?? extension).output_config;
-  if (effort !== undefined && isRecord(config) && config.effort !== undefined && config.effort !== effort)
+  const effort =
+    isRecord(config) && typeof config.effort === 'string'
+      ? effortTaken(config.effort, fixes, effortField)
+      : undefined;
+  if (isRecord(config) && effort !== undefined && effort !== config.effort)
     edited().output_config = Object.assign({}, config, { effort });
   const thinking = thinkingAsTaken(extension.thinking, fixes, request.max_tokens);
   if (thinking !== extension.thinking) {
@@ -578,9 +596,17 @@ export function fixForUnsupportedField(field: string, replacement: string | unde
  */
 export function applyFieldFixes<B extends object>(body: B, fixes: readonly FieldFix[]): B {
   let fixed: Record<string, unknown> | undefined;
-  for (const { field, renameTo } of fixes) {
+  for (const { field, renameTo, value } of fixes) {
     const current = fixed ?? (body as Record<string, unknown>);
     if (current[field] === undefined || current[field] === null) continue;
+    if (field === 'reasoning_effort' && value !== undefined) {
+      // An effort the model does not take: the nearest of those it was found to take.
+      const asked = current[field];
+      const taken = typeof asked === 'string' ? effortInstead(asked, value.split(',')) : undefined;
+      if (taken !== undefined && taken !== asked)
+        (fixed ??= Object.assign({}, body) as Record<string, unknown>)[field] = taken;
+      continue;
+    }
     fixed ??= Object.assign({}, body) as Record<string, unknown>;
     if (renameTo !== undefined && (fixed[renameTo] === undefined || fixed[renameTo] === null))
       fixed[renameTo] = fixed[field];

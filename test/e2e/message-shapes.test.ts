@@ -92,6 +92,7 @@ beforeAll(async () => {
     groqRules: [groq],
     noPrefill: [copilotClaude],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
+    reasoningEfforts: { 'kimi-k2.7-code': ['minimal', 'low', 'medium', 'high'] },
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
       messages.at(-1)?.role === 'tool'
@@ -354,6 +355,38 @@ describe('JSON mode with no message that says "json", which OpenAI refuses', () 
     expect(rolesSent()).toEqual(['system', 'user']);
     expect(String(sentMessages()[0]?.content)).toMatch(/JSON/);
     expect(JSON.stringify(sentMessages()[1]?.content)).toContain('I moved to Lyon in May.');
+  });
+});
+
+describe('a reasoning effort the model does not take', () => {
+  const effortSent = () =>
+    (fake.chatRequests.at(-1)?.body as { reasoning_effort?: unknown }).reasoning_effort;
+
+  it("Codex's xhigh, bridged to Kimi K2.7: the nearest it takes after one refusal; a client's none at once", async () => {
+    const before = fake.chatRequests.length;
+    const response = await client().responses.create({
+      model: 'kimi-k2.7-code',
+      store: false,
+      input: 'Plan the refactor.',
+      reasoning: { effort: 'xhigh' },
+    });
+    expect(response.status).toBe('completed');
+    expect(fake.chatRequests.length - before).toBe(2);
+    expect(effortSent()).toBe('high');
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: 'kimi-k2.7-code',
+      messages: [{ role: 'user', content: 'Hi.' }],
+      reasoning_effort: 'none' as never,
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
+    expect(effortSent()).toBe('minimal');
+    await client().chat.completions.create({
+      model: 'kimi-k2.7-code',
+      messages: [{ role: 'user', content: 'Hi.' }],
+      reasoning_effort: 'low',
+    });
+    expect(effortSent()).toBe('low');
   });
 });
 

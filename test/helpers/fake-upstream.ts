@@ -374,6 +374,8 @@ export interface FakeUpstreamOptions {
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
   jsonModeOnly?: readonly string[];
+  /** The reasoning efforts each model takes: another refused in OpenAI's words, those taken listed (Kilo-Org/cloud#3807). */
+  reasoningEfforts?: Readonly<Record<string, readonly string[]>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
@@ -1284,6 +1286,21 @@ export class FakeUpstream {
           'invalid_request_error',
           param,
           name.length > 64 ? 'string_above_max_length' : 'invalid_value',
+        ),
+      );
+      return;
+    }
+    const efforts = this.options.reasoningEfforts?.[String(body.model)];
+    const effort = (body as Record<string, unknown>).reasoning_effort;
+    if (efforts !== undefined && typeof effort === 'string' && !efforts.includes(effort)) {
+      const listed = efforts.map((value) => `'${value}'`);
+      sendJson(
+        400,
+        openAIError(
+          `Unsupported value: 'reasoning_effort' does not support '${effort}' with this model. Supported values are: ${listed.slice(0, -1).join(', ')}, and ${String(listed.at(-1))}.`,
+          'invalid_request_error',
+          'reasoning_effort',
+          'unsupported_value',
         ),
       );
       return;

@@ -253,7 +253,7 @@ const ownCases: ReadonlyArray<{
         },
       }),
     },
-    expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort', value: 'high' }] },
+    expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort', value: 'low,medium,high' }] },
   },
   {
     // OpenRouter's Messages endpoint, a model not Anthropic's (Claude Code's tool search on GLM).
@@ -283,6 +283,24 @@ const ownCases: ReadonlyArray<{
       }),
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.parameters' }] },
+  },
+  {
+    // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
+    name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "Unsupported value: 'reasoning_effort' does not support 'none' with this model. Supported values are: 'minimal', 'low', 'medium', and 'high'.",
+          type: 'invalid_request_error',
+        },
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'reasoning_effort', value: 'minimal,low,medium,high' }],
+    },
   },
   {
     // A relay's own words (TokenRhythm/opensquilla#1102).

@@ -1058,28 +1058,40 @@ describe('withAnthropicFixes: thinking in the mode the model takes', () => {
   });
 });
 
-describe('effortInstead and the effort fix', () => {
-  it('asks the highest effort taken that is not above the one refused, else the lowest taken', () => {
+describe('effortInstead and the effort fixes', () => {
+  it('asks an effort taken as it is, else the highest taken not above it, else the lowest taken', () => {
+    expect(effortInstead('medium', ['low', 'medium'])).toBe('medium');
     expect(effortInstead('high', ['medium'])).toBe('medium');
     expect(effortInstead('xhigh', ['low', 'medium', 'high'])).toBe('high');
+    expect(effortInstead('none', ['minimal', 'low', 'medium', 'high'])).toBe('minimal');
     expect(effortInstead('low', ['high', 'medium'])).toBe('medium');
     expect(effortInstead('high', ['turbo'])).toBeUndefined();
   });
 
-  it('writes the effort learned last into output_config, and none into one refused whole', () => {
-    const request = {
+  it("writes output_config's effort as the model takes it, and none into one refused whole", () => {
+    const request = (effort: string) => ({
       model: 'claude',
-      ctxgate_anthropic: { output_config: { effort: 'xhigh', format: { type: 'json' } } },
-    };
+      ctxgate_anthropic: { output_config: { effort, format: { type: 'json' } } },
+    });
     const fixes = [
-      { field: 'output_config.effort', value: 'high' },
+      { field: 'output_config.effort', value: 'low,medium,high' },
       { field: 'output_config.effort', value: 'medium' },
     ];
-    expect(withAnthropicFixes(request, fixes).ctxgate_anthropic).toEqual({
+    expect(withAnthropicFixes(request('xhigh'), fixes).ctxgate_anthropic).toEqual({
       output_config: { effort: 'medium', format: { type: 'json' } },
     });
-    expect(withAnthropicFixes(request, [...fixes, { field: 'output_config' }]).ctxgate_anthropic).toEqual({});
-    const taken = { model: 'claude', ctxgate_anthropic: { output_config: { effort: 'medium' } } };
+    expect(
+      withAnthropicFixes(request('xhigh'), [...fixes, { field: 'output_config' }]).ctxgate_anthropic,
+    ).toEqual({});
+    const taken = request('medium');
     expect(withAnthropicFixes(taken, fixes)).toBe(taken);
+  });
+
+  it('writes reasoning_effort as the nearest the model takes; an effort it takes is left as it is', () => {
+    const fix = [{ field: 'reasoning_effort', value: 'low,medium,high' }];
+    expect(applyFieldFixes({ reasoning_effort: 'xhigh' }, fix)).toEqual({ reasoning_effort: 'high' });
+    expect(applyFieldFixes({ reasoning_effort: 'minimal' }, fix)).toEqual({ reasoning_effort: 'low' });
+    const taken = { reasoning_effort: 'medium' };
+    expect(applyFieldFixes(taken, fix)).toBe(taken);
   });
 });
