@@ -332,11 +332,20 @@ function anthropicRefusals(text: string): FieldFix[] {
     /output_config\.effort\W{0,3}\w+\W{0,3} is not supported when thinking is disabled[^.]{0,40}\. use effort \W?(\w+)\W? or below/i.exec(
       text,
     )?.[1];
+  // Volcano Engine's: "… `output_config.effort` specified in the request are not valid: expected `low`,
+  // `medium`, `high` or `max`, but got `xhigh` instead." (farion1231/cc-switch#2851).
+  const expected =
+    /output_config\.effort`? specified in the request (?:are|is) not valid: expected ([^\n]{1,120}?), but got/i.exec(
+      text,
+    )?.[1];
+  const listed = effort?.[1] ?? expected;
   const taken =
-    effort === null
+    listed === undefined
       ? effortsUpTo(ceiling?.toLowerCase())
-      : [...(effort[1] as string).matchAll(/\w+/g)].map((value) => value[0]);
+      : [...listed.matchAll(/\w+/g)].map((value) => value[0]).filter((word) => word !== 'or');
   if (taken.length > 0) fixes.push({ field: effortField, value: taken.join(',') });
+  // A model that takes no effort at all (Haiku 4.5: anthropics/claude-code#30760).
+  else if (/this model does not support the effort parameter/i.test(text)) fixes.push({ field: effortField });
   // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later), or adaptive thinking
   // (Sonnet 4.5, Haiku 4.5).
   if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))

@@ -358,7 +358,7 @@ export interface FieldFix {
   atMost?: number;
   /**
    * One value of the field: the `anthropic-beta` flag refused (anthropicBetaField; none: all of them); for
-   * an effort (effortField, `reasoning_effort`) those the model takes, comma-separated.
+   * an effort (effortField, `reasoning_effort`) those the model takes, comma-separated (none: no effort).
    */
   value?: string;
 }
@@ -494,14 +494,25 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
       for (const name of toolMembers) delete without[name];
       return without;
     });
-  // The effort within what is left of `output_config` (none when it was refused whole), as the model takes it.
+  // The effort within what is left of `output_config` (none when it was refused whole), as the model takes
+  // it; none for a model that takes no effort, and no `output_config` when nothing else is in it.
   const config = (kept ?? extension).output_config;
+  if (
+    isRecord(config) &&
+    config.effort !== undefined &&
+    fixes.some((fix) => fix.field === effortField && fix.value === undefined)
+  ) {
+    const { effort: _refused, ...rest } = config;
+    if (Object.keys(rest).length === 0) delete edited().output_config;
+    else edited().output_config = rest;
+  }
+  const left = (kept ?? extension).output_config;
   const effort =
-    isRecord(config) && typeof config.effort === 'string'
-      ? effortTaken(config.effort, fixes, effortField)
+    isRecord(left) && typeof left.effort === 'string'
+      ? effortTaken(left.effort, fixes, effortField)
       : undefined;
-  if (isRecord(config) && effort !== undefined && effort !== config.effort)
-    edited().output_config = Object.assign({}, config, { effort });
+  if (isRecord(left) && effort !== undefined && effort !== left.effort)
+    edited().output_config = Object.assign({}, left, { effort });
   const thinking = thinkingAsTaken(extension.thinking, fixes, request.max_tokens);
   if (thinking !== extension.thinking) {
     if (thinking === undefined) delete edited().thinking;

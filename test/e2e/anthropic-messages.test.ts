@@ -34,7 +34,7 @@ beforeAll(async () => {
       'claude-opus-4-7': 'adaptive',
       'claude-haiku-4-5-20251001': 'enabled',
     },
-    efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none' },
+    efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none', 'claude-haiku-4-5': 'no effort' },
     noDeferral: ['z-ai/glm-5.3'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
@@ -611,6 +611,23 @@ describe("an effort the Claude model does not take, as GitHub Copilot's Messages
     const again = anthropic.messageRequests.length;
     await ask('claude-opus-4.7');
     expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('Haiku 4.5, which takes no effort parameter (Anthropic): the effort left out, the rest of output_config kept', async () => {
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    await client().messages.create({
+      model: 'claude-haiku-4-5',
+      max_tokens: 1_000,
+      output_config: { effort: 'high', format: { type: 'json_schema', schema: { type: 'object' } } },
+      messages: [{ role: 'user', content: 'Hi?' }],
+    } as never);
+    expect(
+      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.output_config]),
+    ).toEqual([
+      [400, { effort: 'high', format: { type: 'json_schema', schema: { type: 'object' } } }],
+      [200, { format: { type: 'json_schema', schema: { type: 'object' } } }],
+    ]);
   });
 
   it('a model that takes no effort at all gets none, after one refusal', async () => {

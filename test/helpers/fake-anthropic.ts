@@ -526,9 +526,10 @@ export class FakeAnthropic {
       thinkingModes?: Readonly<Record<string, 'adaptive' | 'enabled'>>;
       /**
        * As GitHub Copilot's Messages endpoint serves Claude: the efforts each model takes (another refused in
-       * its words, caozhiyuan/copilot-api#190), or none at all (`output_config` refused, anomalyco/opencode#24527).
+       * its words, caozhiyuan/copilot-api#190), or none at all (`output_config` refused, anomalyco/opencode#24527);
+       * `no effort` as Anthropic serves Haiku 4.5 ("This model does not support the effort parameter.").
        */
-      efforts?: Readonly<Record<string, readonly string[] | 'none'>>;
+      efforts?: Readonly<Record<string, readonly string[] | 'none' | 'no effort'>>;
       /** Models served as OpenRouter's Messages endpoint serves a model not Anthropic's: no tool loaded on demand. */
       noDeferral?: readonly string[];
     } = {},
@@ -626,6 +627,11 @@ export class FakeAnthropic {
       );
     const efforts = this.options.efforts?.[String(body.model)];
     const effort = (body.output_config as Json | undefined)?.effort;
+    if (efforts === 'no effort' && effort !== undefined)
+      return send(
+        400,
+        errorBody('invalid_request_error', 'This model does not support the effort parameter.'),
+      );
     if (efforts === 'none' && body.output_config !== undefined)
       return send(400, errorBody('invalid_request_error', 'output_config: Extra inputs are not permitted'));
     if (Array.isArray(efforts) && typeof effort === 'string' && !efforts.includes(effort))

@@ -303,6 +303,39 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // Haiku 4.5 takes no effort at all (anthropics/claude-code#30760).
+    name: 'Claude Haiku 4.5: "This model does not support the effort parameter."',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'This model does not support the effort parameter.',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort' }] },
+  },
+  {
+    // Volcano Engine's coding plan (farion1231/cc-switch#2851): Claude Code's default xhigh.
+    name: 'Volcano Engine: "The parameter `output_config.effort` … expected `low`, `medium`, `high` or `max`, but got `xhigh`"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'The parameter `output_config.effort` specified in the request are not valid: expected `low`, `medium`, `high` or `max`, but got `xhigh` instead. Request id: 021778996796425d54a2e8b6146550b9b78e5e06cf50b223556ee',
+          type: 'BadRequest',
+        },
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'output_config.effort', value: 'low,medium,high,max' }],
+    },
+  },
+  {
     // A relay's own words (TokenRhythm/opensquilla#1102).
     name: 'a relay: "尚未验证或不支持的 anthropic-beta：effort-2025-11-24"',
     answer: {
