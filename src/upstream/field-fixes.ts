@@ -462,6 +462,22 @@ function thinkingAsTaken(thinking: unknown, fixes: readonly FieldFix[], maxToken
 }
 
 /**
+ * `output_config` with its effort as the model takes it (effortTaken), or without one for a model that
+ * takes none (an effort fix of no value) — undefined when nothing else is in it; the same object when
+ * nothing changes.
+ */
+function outputConfigAsTaken(config: unknown, fixes: readonly FieldFix[]): unknown {
+  if (!isRecord(config) || config.effort === undefined) return config;
+  if (fixes.some((fix) => fix.field === effortField && fix.value === undefined)) {
+    const { effort: _refused, ...rest } = config;
+    return Object.keys(rest).length === 0 ? undefined : rest;
+  }
+  if (typeof config.effort !== 'string') return config;
+  const effort = effortTaken(config.effort, fixes, effortField);
+  return effort === config.effort ? config : Object.assign({}, config, { effort });
+}
+
+/**
  * A chat request bound for an `anthropic` upstream (its Messages members in `ctxgate_anthropic`, as the
  * Messages service carries them) as the model takes it: without the members it refused
  * (fixForAnthropicMember), its thinking in the mode it takes (thinkingAsTaken); the same object when
@@ -494,25 +510,13 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
       for (const name of toolMembers) delete without[name];
       return without;
     });
-  // The effort within what is left of `output_config` (none when it was refused whole), as the model takes
-  // it; none for a model that takes no effort, and no `output_config` when nothing else is in it.
+  // What is left of `output_config` (none when it was refused whole), its effort as the model takes it.
   const config = (kept ?? extension).output_config;
-  if (
-    isRecord(config) &&
-    config.effort !== undefined &&
-    fixes.some((fix) => fix.field === effortField && fix.value === undefined)
-  ) {
-    const { effort: _refused, ...rest } = config;
-    if (Object.keys(rest).length === 0) delete edited().output_config;
-    else edited().output_config = rest;
+  const taken = outputConfigAsTaken(config, fixes);
+  if (taken !== config) {
+    if (taken === undefined) delete edited().output_config;
+    else edited().output_config = taken;
   }
-  const left = (kept ?? extension).output_config;
-  const effort =
-    isRecord(left) && typeof left.effort === 'string'
-      ? effortTaken(left.effort, fixes, effortField)
-      : undefined;
-  if (isRecord(left) && effort !== undefined && effort !== left.effort)
-    edited().output_config = Object.assign({}, left, { effort });
   const thinking = thinkingAsTaken(extension.thinking, fixes, request.max_tokens);
   if (thinking !== extension.thinking) {
     if (thinking === undefined) delete edited().thinking;
