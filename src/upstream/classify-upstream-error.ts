@@ -6,6 +6,7 @@
 import {
   anthropicBetaField,
   fixForAnthropicMember,
+  toolMemberField,
   effortField,
   effortsUpTo,
   thinkingAdaptiveField,
@@ -321,7 +322,7 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push(fixForAnthropicMember(match[1] as string));
   // OpenRouter's Messages endpoint for a model not Anthropic's: no tool loaded on demand.
   if (/deferred custom tools are only supported on anthropic models/i.test(text))
-    fixes.push({ field: 'tools[].defer_loading' });
+    fixes.push({ field: toolMemberField('defer_loading') });
   // An effort the Claude model does not take: GitHub Copilot's list of those it does, Anthropic's ceiling
   // without thinking.
   const effort =

@@ -389,11 +389,15 @@ export const anthropicBetaField = 'anthropic-beta';
 const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
 
+/** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
+const toolMemberPrefix = 'tools[].';
+export const toolMemberField = (member: string): string => `${toolMemberPrefix}${member}`;
+
 /** The fix for a member of a Messages request (`tools.N.custom.M` for one of a tool) an upstream refused as extra. */
 export function fixForAnthropicMember(path: string): FieldFix | undefined {
   const tool = /^tools\.\d+\.(?:custom\.)?(\w+)$/.exec(path)?.[1];
   if (tool !== undefined)
-    return anthropicOptionalToolMembers.has(tool) ? { field: `tools[].${tool}` } : undefined;
+    return anthropicOptionalToolMembers.has(tool) ? { field: toolMemberField(tool) } : undefined;
   return anthropicOptionalMembers.has(path) ? { field: path } : undefined;
 }
 
@@ -495,8 +499,8 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
     if (anthropicOptionalMembers.has(fix.field) && extension[fix.field] !== undefined)
       delete edited()[fix.field];
   const toolMembers = fixes
-    .filter((fix) => fix.field.startsWith('tools[].'))
-    .map((fix) => fix.field.slice('tools[].'.length));
+    .filter((fix) => fix.field.startsWith(toolMemberPrefix))
+    .map((fix) => fix.field.slice(toolMemberPrefix.length));
   const refusedIn = (tool: unknown) => isRecord(tool) && toolMembers.some((name) => tool[name] !== undefined);
   const given = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];
   // With no tool loaded on demand, Anthropic's tool search tool has nothing to search: left out too.
