@@ -52,6 +52,7 @@ import {
   toolDescriptionsField,
   toolSchemasField,
   toolSchemaKeywordsField,
+  toolSchemaMfjsField,
   toolCountField,
   toolChoiceField,
   withToolChoiceUnforced,
@@ -193,9 +194,11 @@ function withFieldFixes(
   let outgoing = fixes.length === 0 ? planned : withAnthropicFixes(applyFieldFixes(planned, fixes), fixes);
   const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
   if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
-  // Gemini's subset holds what the repair gives as well.
+  // Gemini's subset and Moonshot's hold what the repair gives as well.
   if (fixes.some((fix) => fix.field === toolSchemaKeywordsField))
     outgoing = withToolSchemasAs(outgoing, 'gemini');
+  else if (fixes.some((fix) => fix.field === toolSchemaMfjsField))
+    outgoing = withToolSchemasAs(outgoing, 'moonshot');
   else if (fixes.some((fix) => fix.field === toolSchemasField))
     outgoing = withToolSchemasAs(outgoing, 'repaired');
   if (fixes.some((fix) => fix.field === toolChoiceField)) outgoing = withToolChoiceUnforced(outgoing);

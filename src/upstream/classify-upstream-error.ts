@@ -23,6 +23,7 @@ import {
   toolDescriptionsField,
   toolSchemasField,
   toolSchemaKeywordsField,
+  toolSchemaMfjsField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -475,16 +476,19 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
   // A tool's parameters in JSON Schema the provider does not take: OpenAI's and Anthropic's wordings,
-  // MiniMax's of none at all, Moonshot's of no `type` at the top (cc-switch#5046), and Gemini's of a keyword (its own API's, and through its OpenAI-compatible
-  // endpoint or a gateway).
+  // MiniMax's of none at all, Gemini's of a keyword (its own API's, and through its OpenAI-compatible
+  // endpoint or a gateway), and Moonshot's of any fault its validator finds — no `type` at the top
+  // included (cc-switch#5046, kimi-code#2661).
   if (
-    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function parameters is empty|tools\.function\.parameters\.type is required/i.test(
+    /invalid schema for function\b|"code"\s*:\s*"invalid_function_parameters"|input_schema does not support (?:oneof|allof|anyof)|tools\.\d+\.(?:custom\.)?input_schema\b|function parameters is empty/i.test(
       text,
     ) ||
     body.includes('invalid_function_parameters')
   )
     fixes.push({ field: toolSchemasField });
   if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
+  if (/not a valid moonshot flavored json schema|tools\.function\.parameters\.type is required/i.test(text))
+    fixes.push({ field: toolSchemaMfjsField });
   // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
   // Groq's and Bedrock's wordings, each with the longest.
   const answer = answerCap(text);

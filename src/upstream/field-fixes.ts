@@ -203,6 +203,15 @@ export const toolSchemasField = 'tools[].function.parameters';
 export const toolSchemaKeywordsField = 'tools[].function.parameters.keywords';
 
 /**
+ * Not a field of the body: the tools' schemas in Moonshot's flavored JSON Schema, which its validator
+ * holds Kimi's tools to ("tools.function.parameters is not a valid moonshot flavored json schema,
+ * details: <At path 'root': when using anyOf, type should be defined in anyOf items instead of the
+ * parent schema>"; an enum of no type, a schema of `true`, references into `definitions`). Once refused,
+ * the model's schemas are written so, each fault at once (tool-schemas.ts mfjsParameters).
+ */
+export const toolSchemaMfjsField = 'tools[].function.parameters.mfjs';
+
+/**
  * Not a field of the body: how many tools it offers, which OpenAI caps at 128 ("Invalid 'tools': array too
  * long. Expected an array with maximum length 128, but got an array with length 142 instead." — GitHub
  * Copilot's GPT-5.1 in OpenCode, anomalyco/opencode#4909; Claude Code's tools and MCP servers on GPT-5

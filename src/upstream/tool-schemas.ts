@@ -273,6 +273,169 @@ export function repairedParameters(
   return schema;
 }
 
+/** A JSON value's type as a schema names it; a whole number is an `integer`. */
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/**
+ * The type an enum's values are all of, as Moonshot takes it with an enum (one type, or one and `null`;
+ * whole numbers among others are `number`s); undefined when they are of more (or of objects or lists).
+ */
+function typeOfValues(values: readonly unknown[]): string | string[] | undefined {
+  const kinds = new Set(values.map(kindOf));
+  if (kinds.has('number')) kinds.delete('integer');
+  const nullable = kinds.delete('null');
+  if (kinds.size !== 1) return undefined;
+  const kind = [...kinds][0] as string;
+  if (kind === 'object' || kind === 'array') return undefined;
+  return nullable ? [kind, 'null'] : kind;
+}
+
+/** Whether an enum's values are all of `type` (a name or a list of them). */
+const valuesOfType = (values: readonly unknown[], type: unknown): boolean => {
+  const types: unknown[] = Array.isArray(type) ? type : [type];
+  return values.every((value) => {
+    const kind = kindOf(value);
+    return types.includes(kind) || (kind === 'integer' && types.includes('number'));
+  });
+};
+
+/** The keywords by which an alternative says what value it is (not only what an object must hold). */
+const shapingKeywords = ['type', 'properties', 'items', 'enum', 'const', '$ref', 'anyOf', 'oneOf', 'allOf'];
+
+/**
+ * Alternatives that only say which of an object's properties it requires ("either `id` or `url`"), which
+ * Moonshot refuses beside the object's type and each as requiring properties it does not have: told in
+ * the description instead (in `out`, a copy).
+ */
+function withRequirementsTold(out: Schema): void {
+  const branches = out.anyOf;
+  if (!Array.isArray(branches) || branches.length === 0) return;
+  if (
+    !branches.every((branch) => isRecord(branch) && !shapingKeywords.some((key) => branch[key] !== undefined))
+  )
+    return;
+  const forms = branches.map((branch) => ((branch as Schema).required as unknown[] | undefined) ?? []);
+  // An alternative that requires nothing leaves nothing to tell.
+  if (forms.every((names) => Array.isArray(names) && names.length > 0))
+    described(out, `Give one of: ${forms.map((names) => names.join(' and ')).join('; ')}.`);
+  delete out.anyOf;
+}
+
+/**
+ * `schema`'s `type` and `enum` as Moonshot takes them (in `out`, a copy): a type beside alternatives moved
+ * into those that have none; a type beside a reference left out; an enum of no type (or of
+ * values not of its type) typed by its values, or told in the description when they are of several.
+ */
+function mfjsTyped(out: Schema): void {
+  if (Array.isArray(out.anyOf) && out.type !== undefined) {
+    const type = out.type;
+    out.anyOf = (out.anyOf as unknown[]).map((branch) =>
+      isRecord(branch) && branch.type === undefined && branch.$ref === undefined && branch.anyOf === undefined
+        ? Object.assign({ type }, branch)
+        : branch,
+    );
+    delete out.type;
+  }
+  if (typeof out.$ref === 'string') delete out.type;
+  const values = Array.isArray(out.enum)
+    ? (out.enum as unknown[])
+    : out.const !== undefined
+      ? [out.const]
+      : undefined;
+  if (values === undefined || out.anyOf !== undefined || out.$ref !== undefined) return;
+  if (out.type !== undefined && valuesOfType(values, out.type)) return;
+  const type = typeOfValues(values);
+  if (type !== undefined) out.type = type;
+  else if (Array.isArray(out.enum)) {
+    described(out, `One of: ${values.map((value) => JSON.stringify(value)).join(', ')}.`);
+    delete out.enum;
+    delete out.type;
+  }
+}
+
+/** `original` when `written` holds the same values under the same keys (nothing inside it changed), else `written`. */
+function sameOr<T extends Schema | unknown[]>(original: T, written: T): T {
+  const keys = Object.keys(written);
+  return keys.length === Object.keys(original).length &&
+    keys.every((key) => (written as Schema)[key] === (original as Schema)[key])
+    ? original
+    : written;
+}
+
+/** A schema where Moonshot takes only an object: `true` (any value) as `{}`. */
+const asSchema = (value: unknown): unknown => (value === true ? {} : value);
+
+/**
+ * `schema` in Moonshot's flavored JSON Schema (MFJS, github.com/MoonshotAI/walle), or itself when it is:
+ * each schema inside an object (`true` as `{}`, a property of `false` left out), a tuple's `items` as one
+ * schema of its alternatives, `definitions` and references into it as `$defs`, a reference elsewhere
+ * left out, and each schema's type and enum as mfjsTyped writes them, its requirements only of its
+ * properties.
+ */
+function mfjs(schema: unknown, walk: Walk, depth: number, root: boolean): unknown {
+  if (!isRecord(schema) || depth > maxDepth || walk.budget <= 0) return schema;
+  walk.budget--;
+  const out: Schema = Object.assign({}, schema);
+  withRequirementsTold(out);
+  const each = (value: unknown): unknown => mfjs(asSchema(value), walk, depth + 1, false);
+  for (const key of ['properties', '$defs', 'definitions', 'patternProperties'] as const) {
+    if (!isRecord(out[key])) continue;
+    const named: Schema = {};
+    for (const [name, held] of Object.entries(out[key] as Schema))
+      if (held !== false) named[name] = each(held);
+    out[key] = sameOr(out[key] as Schema, named);
+  }
+  if (root && isRecord(out.definitions)) {
+    out.$defs = Object.assign({}, out.definitions, isRecord(out.$defs) ? out.$defs : {});
+    delete out.definitions;
+  }
+  if (Array.isArray(out.items)) {
+    const items = (out.items as unknown[]).map(each);
+    out.items = items.length === 0 ? {} : items.length === 1 ? items[0] : { anyOf: items };
+  } else if (out.items === false) delete out.items;
+  else if (out.items !== undefined) out.items = each(out.items);
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const)
+    if (Array.isArray(out[key])) out[key] = sameOr(out[key] as unknown[], (out[key] as unknown[]).map(each));
+  for (const key of ['additionalProperties', 'not', 'contains', 'if', 'then', 'else'] as const)
+    if (isRecord(out[key])) out[key] = each(out[key]);
+  if (typeof out.$ref === 'string') {
+    const named = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(out.$ref);
+    if (named !== null) out.$ref = `#/$defs/${named[1] as string}`;
+    else if (out.$ref !== '#') delete out.$ref;
+  }
+  mfjsTyped(out);
+  if (Array.isArray(out.required)) {
+    const properties = isRecord(out.properties) ? out.properties : {};
+    const required = (out.required as unknown[]).filter(
+      (name) => typeof name === 'string' && Object.hasOwn(properties, name),
+    );
+    if (required.length === 0) delete out.required;
+    else if (required.length < (out.required as unknown[]).length) out.required = required;
+  }
+  return sameOr(schema, out);
+}
+
+/**
+ * A tool's parameters in Moonshot's flavored JSON Schema (mfjs), and then repaired as OpenAI and
+ * Anthropic take them: an object at the top, its alternatives joined (Moonshot takes no type beside
+ * them, and an object's type at the top only).
+ */
+export function mfjsParameters(
+  parameters: unknown,
+  left: { schemas: number } = { schemas: schemaBudget },
+): unknown {
+  const walk: Walk = { definitions: {}, budget: Math.min(schemaBudget, left.schemas), following: [] };
+  const given = walk.budget;
+  const written = mfjs(parameters, walk, 0, true);
+  left.schemas -= given - walk.budget;
+  return repairedParameters(written, left);
+}
+
 /**
  * Whether `schema` is in Gemini's subset already: its keywords among it, its type one, its enum of text,
  * an array's items given, each name it requires a property, and so each schema inside it.
@@ -350,8 +513,8 @@ export function portableParameters(
   return top;
 }
 
-/** How a schema is written: with what OpenAI and Anthropic refuse repaired, or in Gemini's subset. */
-export type SchemaForm = 'repaired' | 'gemini';
+/** How a schema is written: with what OpenAI and Anthropic refuse repaired, in Gemini's subset, or in Moonshot's. */
+export type SchemaForm = 'repaired' | 'gemini' | 'moonshot';
 
 /** `tools` with the schema each holds under `key` (of the tools `holds` picks) written in `form`; undefined when none changed. */
 function toolsWritten(
@@ -373,7 +536,9 @@ function toolsWritten(
         ? { type: 'object', properties: {} }
         : form === 'gemini'
           ? portableParameters(holder[key], left)
-          : repairedParameters(holder[key], left);
+          : form === 'moonshot'
+            ? mfjsParameters(holder[key], left)
+            : repairedParameters(holder[key], left);
     if (schema === holder[key]) return tool;
     changed = true;
     const written = Object.assign({}, holder, { [key]: schema });

@@ -15,6 +15,7 @@ import { FakeUpstream } from '../helpers/fake-upstream.js';
 import type { GatewayHarness } from '../helpers/start-gateway.js';
 
 const gemini = 'gemini-3-pro-preview';
+const kimi = 'kimi-k2.7-code';
 
 let fake: FakeUpstream;
 let claude: FakeAnthropic;
@@ -23,6 +24,7 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   fake = new FakeUpstream({
     geminiRules: [gemini],
+    moonshotRules: [kimi],
     // A model that calls the first tool it was shown.
     respond: (_messages, body) => {
       const shown = (body.tools as Array<{ function: { name: string } }> | undefined)?.[0]?.function.name;
@@ -168,6 +170,145 @@ describe('an MCP tool whose schema Gemini refuses: $schema, additionalProperties
       },
       required: ['mode'],
     });
+  });
+});
+
+/**
+ * Tools as agents sent them to Kimi, each refused by Moonshot's validator and failing every request: the
+ * Notion MCP server's `notion-create-attachment`, a type beside alternatives at the top
+ * (MoonshotAI/kimi-code#2661); pi-subagents' `subagent`, a type beside alternatives in a property
+ * (nicobailon/pi-subagents#127); JetBrains' `execute_terminal_command`, an enum of no type
+ * (MoonshotAI/kimi-cli#2030); oh-my-pi's `task`, a schema of `true` (can1357/oh-my-pi#5952); and a
+ * draft-07 MCP server's references into `definitions` (NousResearch/hermes-agent#14804).
+ */
+const kimiTools: OpenAI.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'notion-create-attachment',
+      parameters: {
+        type: 'object',
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        description: 'Provide exactly one of the documented input variants.',
+        anyOf: [
+          {
+            type: 'object',
+            properties: { filename: { type: 'string' }, content: { type: 'string' } },
+            required: ['filename', 'content'],
+          },
+          {
+            type: 'object',
+            properties: { filename: { type: 'string' }, source_url: { type: 'string' } },
+            required: ['filename', 'source_url'],
+          },
+        ],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'subagent',
+      parameters: {
+        type: 'object',
+        properties: {
+          task: { type: 'string' },
+          skill: { type: 'string', anyOf: [{ enum: ['review', 'plan'] }, { pattern: '^custom:' }] },
+        },
+        required: ['task'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'execute_terminal_command',
+      parameters: {
+        type: 'object',
+        properties: {
+          command: { type: 'string' },
+          truncateMode: { enum: ['START', 'MIDDLE', 'END', 'NONE'] },
+        },
+        required: ['command'],
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'task',
+      parameters: {
+        type: 'object',
+        properties: {
+          tasks: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { prompt: { type: 'string' }, outputSchema: true },
+              required: ['prompt'],
+            },
+          },
+        },
+      },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'dataforseo_serp',
+      parameters: {
+        type: 'object',
+        properties: { location: { $ref: '#/definitions/Location' } },
+        definitions: {
+          Location: { type: 'object', properties: { code: { type: 'integer' }, name: { type: 'string' } } },
+        },
+      },
+    },
+  },
+];
+
+describe('MCP tools whose schemas Moonshot refuses (Kimi): each of its faults', () => {
+  it('is answered after one refusal, every property shown; the next request goes at once', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: kimi,
+      tools: kimiTools,
+      messages: [{ role: 'user', content: 'Attach the file.' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      function: { name: 'notion-create-attachment' },
+    });
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const sent = toolsSent().map((tool) => tool.function.parameters);
+    const propertiesOf = (schema: unknown) =>
+      Object.keys((schema as { properties: Record<string, unknown> }).properties);
+    expect(sent.map(propertiesOf)).toEqual([
+      ['filename', 'content', 'source_url'],
+      ['task', 'skill'],
+      ['command', 'truncateMode'],
+      ['tasks'],
+      ['location'],
+    ]);
+    // What each said is kept: the variants' one shared requirement, the skill's alternatives, the enum.
+    expect(sent[0]?.required).toEqual(['filename']);
+    expect(sent[1]?.properties).toMatchObject({
+      skill: {
+        anyOf: [
+          { type: 'string', enum: ['review', 'plan'] },
+          { type: 'string', pattern: '^custom:' },
+        ],
+      },
+    });
+    expect(sent[2]?.properties).toMatchObject({
+      truncateMode: { type: 'string', enum: ['START', 'MIDDLE', 'END', 'NONE'] },
+    });
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: kimi,
+      tools: kimiTools,
+      messages: [{ role: 'user', content: 'And another.' }],
+    });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 });
 

@@ -5,7 +5,7 @@
 // request to delay, stall, break off or fail; a `respond` (a fake agent reading its own trajectory)
 // decides only on a request it answers, as a model never sees one refused before it. Token counts use
 // js-tiktoken directly with the cookbook method, independently of the gateway's own accounting.
-import { geminiSchemaRefusal, openAISchemaRefusal } from './tool-schema-rules.js';
+import { geminiSchemaRefusal, moonshotSchemaRefusal, openAISchemaRefusal } from './tool-schema-rules.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
@@ -311,6 +311,11 @@ export interface FakeUpstreamOptions {
    * and so is a message of no text (a tool result of `""`: microsoft/autogen#5762).
    */
   geminiRules?: readonly string[];
+  /**
+   * Models served as Moonshot serves Kimi: a tool's parameters are held to its flavored JSON Schema and the
+   * first fault refused in its words, with its place (test/helpers/tool-schema-rules.ts).
+   */
+  moonshotRules?: readonly string[];
   /**
    * Models' longest answers: a larger `max_tokens` (or `max_completion_tokens`) is refused in DeepSeek's
    * words for a `deepseek-` model (Gitlawb/openclaude#35), in OpenAI's for any other.
@@ -1420,6 +1425,7 @@ export class FakeUpstream {
     // OpenAI's rules for a function's parameters (opencode#20273: an MCP tool's array without items),
     // and Gemini's for its Schema object.
     const gemini = this.options.geminiRules?.includes(String(body.model)) === true;
+    const moonshot = this.options.moonshotRules?.includes(String(body.model)) === true;
     const textless = (message: ChatMessage): boolean =>
       Array.isArray(message.content)
         ? (message.content as Array<{ type?: string; text?: unknown }>).every(
@@ -1472,13 +1478,17 @@ export class FakeUpstream {
         ? `* GenerateContentRequest.tools[0].function_declarations[${index}].name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 64.\n`
         : gemini
           ? geminiSchemaRefusal(index, fn.parameters)
-          : openAISchemaRefusal(String(fn.name), fn.parameters);
+          : moonshot
+            ? moonshotSchemaRefusal(fn.parameters)
+            : openAISchemaRefusal(String(fn.name), fn.parameters);
       if (refusal === undefined) continue;
       sendJson(
         400,
         gemini
           ? geminiError(refusal)
-          : openAIError(refusal, 'invalid_request_error', null, 'invalid_function_parameters'),
+          : moonshot
+            ? JSON.stringify({ error: { message: refusal, type: 'invalid_request_error' } })
+            : openAIError(refusal, 'invalid_request_error', null, 'invalid_function_parameters'),
       );
       return;
     }

@@ -96,3 +96,102 @@ export function geminiSchemaRefusal(index: number, parameters: unknown): string 
   }
   return lines.length === 0 ? undefined : lines.join('\n');
 }
+
+/** A JSON value's type as Moonshot's validator names it (a whole number is an `integer`, and a `number` too). */
+const kindOf = (value: unknown): string =>
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'array'
+      : typeof value === 'number'
+        ? Number.isInteger(value)
+          ? 'integer'
+          : 'number'
+        : typeof value;
+
+/** Moonshot's first objection to one schema at `at` (its place as the validator names it), and then to those inside it. */
+function moonshotObjection(schema: Schema, at: string[]): string | undefined {
+  const place = at.length === 0 ? 'root' : at.join('.');
+  const say = (where: string, what: string) => `<At path '${where}': ${what}>`;
+  if (schema.type !== undefined && schema.anyOf !== undefined)
+    return say(place, 'when using anyOf, type should be defined in anyOf items instead of the parent schema');
+  if (schema.type !== undefined && schema.$ref !== undefined)
+    return say(
+      place,
+      'when using $ref, type should be defined in the referenced schema instead of the parent schema',
+    );
+  if (typeof schema.$ref === 'string' && schema.$ref !== '#' && !schema.$ref.startsWith('#/$defs/'))
+    return say([...at, '$ref'].join('.'), 'references must start with #/$defs/');
+  if (Array.isArray(schema.enum)) {
+    if (schema.type === undefined) return say(place, 'type is not defined');
+    const types = typesOf(schema);
+    if (types.length > 2 || (types.length === 2 && !types.includes('null')))
+      return say(
+        place,
+        'when type is array and enum is specified, currently only 2 types are supported, one must be null, and the other can be string/integer/number/boolean',
+      );
+    for (const value of schema.enum as unknown[])
+      if (!types.some((type) => type === kindOf(value) || (type === 'number' && kindOf(value) === 'integer')))
+        return say(
+          [...at, 'enum'].join('.'),
+          `enum value (${String(value)}) does not match any type in [${types.join(' ')}]`,
+        );
+  }
+  if (schema.items !== undefined && !isSchema(schema.items))
+    return say([...at, 'items'].join('.'), 'items must be an object');
+  const properties = isSchema(schema.properties) ? schema.properties : {};
+  for (const [name, property] of Object.entries(properties))
+    if (!isSchema(property))
+      return say([...at, 'properties'].join('.'), `property schema for '${name}' must be an object`);
+  for (const name of Array.isArray(schema.required) ? (schema.required as unknown[]) : [])
+    if (!Object.hasOwn(properties, String(name)))
+      return say(
+        [...at, 'required'].join('.'),
+        `required property '${String(name)}' is not defined in properties`,
+      );
+  if (Array.isArray(schema.anyOf))
+    for (const branch of schema.anyOf as unknown[]) {
+      if (!isSchema(branch)) return say([...at, 'anyOf'].join('.'), 'schema in anyOf must be an object');
+      // The keywords a branch shares with its parent (a description aside) are refused.
+      const shared = Object.keys(branch).filter(
+        (key) => key !== 'description' && key !== 'title' && key in schema && key !== 'anyOf',
+      );
+      if (shared.length > 0)
+        return say(
+          place,
+          `conflicting keywords found in anyOf with parent: keywords (${shared.sort().join(', ')}) are defined on the parent schema and inside anyOf; remove them from the parent or from anyOf branches`,
+        );
+      const inner = moonshotObjection(branch, [...at, 'anyOf']);
+      if (inner !== undefined) return inner;
+    }
+  for (const [name, property] of Object.entries(properties)) {
+    const inner = moonshotObjection(property as Schema, [...at, 'properties', name]);
+    if (inner !== undefined) return inner;
+  }
+  if (isSchema(schema.items)) return moonshotObjection(schema.items, [...at, 'items']);
+  if (isSchema(schema.additionalProperties))
+    return moonshotObjection(schema.additionalProperties, [...at, 'additionalProperties']);
+  return undefined;
+}
+
+/**
+ * Moonshot's refusal of a function's parameters, in its words (a subset of its validator's rules,
+ * github.com/MoonshotAI/walle: MoonshotAI/kimi-code#2661, nicobailon/pi-subagents#127,
+ * earendil-works/pi#5822, can1357/oh-my-pi#5952, farion1231/cc-switch#5046); undefined when it takes them.
+ */
+export function moonshotSchemaRefusal(parameters: unknown): string | undefined {
+  if (!isSchema(parameters) || parameters.type !== 'object')
+    return 'Invalid request: tools.function.parameters.type is required and must be "object"';
+  const objection = moonshotObjection(parameters, []);
+  if (objection === undefined) {
+    for (const [name, definition] of Object.entries(isSchema(parameters.$defs) ? parameters.$defs : {})) {
+      if (!isSchema(definition))
+        return `Invalid request: tools.function.parameters is not a valid moonshot flavored json schema, details: <At path '$defs': $defs schema must be object: ${name}>`;
+      const inner = moonshotObjection(definition, ['$defs', name]);
+      if (inner !== undefined)
+        return `Invalid request: tools.function.parameters is not a valid moonshot flavored json schema, details: ${inner}`;
+    }
+    return undefined;
+  }
+  return `Invalid request: tools.function.parameters is not a valid moonshot flavored json schema, details: ${objection}`;
+}

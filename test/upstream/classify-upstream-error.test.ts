@@ -282,8 +282,32 @@ const ownCases: ReadonlyArray<{
         },
       }),
     },
-    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.parameters' }] },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.parameters.mfjs' }] },
   },
+  ...(
+    [
+      // The Notion MCP server's tool on Kimi (MoonshotAI/kimi-code#2661).
+      "<At path 'root': when using anyOf, type should be defined in anyOf items instead of the parent schema>",
+      // pi-subagents through OpenRouter (nicobailon/pi-subagents#127).
+      "<At path 'properties.skill': when using anyOf, type should be defined in anyOf items instead of the parent schema>",
+      // Pi's TypeBox schemas on Kimi K2.7 Code (earendil-works/pi#5822).
+      "<At path 'properties.task': type is not defined>",
+      // oh-my-pi's `outputSchema: true` on Kimi K3 (can1357/oh-my-pi#5952).
+      "<At path 'properties.tasks.items.properties': property schema for 'outputSchema' must be an object>",
+    ] as const
+  ).map((details) => ({
+    name: `Moonshot: "tools.function.parameters is not a valid moonshot flavored json schema, details: ${details}"`,
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: `Invalid request: tools.function.parameters is not a valid moonshot flavored json schema, details: ${details}`,
+          type: 'invalid_request_error',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'tools[].function.parameters.mfjs' }] },
+  })),
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",

@@ -5,6 +5,7 @@
 // keeps what the model must know.
 import { describe, expect, it } from 'vitest';
 import {
+  mfjsParameters,
   portableParameters,
   repairedParameters,
   withToolSchemasAs,
@@ -12,6 +13,7 @@ import {
 import {
   anthropicSchemaRefusal,
   geminiSchemaRefusal,
+  moonshotSchemaRefusal,
   openAISchemaRefusal,
 } from '../helpers/tool-schema-rules.js';
 
@@ -219,6 +221,176 @@ describe('repairedParameters over the schemas MCP servers send', () => {
       additionalProperties: false,
       properties: { rows: { $ref: '#/$defs/Rows' } },
       $defs: { Rows: { type: 'array', description: 'rows', items: {} } },
+    });
+  });
+});
+
+/** Schemas Moonshot's validator refused, each failing every request of the agent that sent it to Kimi. */
+const moonshotCases: ReadonlyArray<{
+  name: string;
+  parameters: unknown;
+  properties: string[];
+  required?: string[];
+}> = [
+  {
+    name: "a type beside alternatives at the top (Notion's notion-create-attachment, MoonshotAI/kimi-code#2661)",
+    parameters: {
+      type: 'object',
+      anyOf: [
+        {
+          type: 'object',
+          properties: { filename: { type: 'string' }, content: { type: 'string' } },
+          required: ['filename', 'content'],
+        },
+        {
+          type: 'object',
+          properties: { filename: { type: 'string' }, url: { type: 'string' } },
+          required: ['filename', 'url'],
+        },
+      ],
+    },
+    properties: ['filename', 'content', 'url'],
+    required: ['filename'],
+  },
+  {
+    name: 'a type beside alternatives in a property (nicobailon/pi-subagents#127)',
+    parameters: {
+      type: 'object',
+      properties: {
+        skill: { type: 'string', anyOf: [{ enum: ['review'] }, { pattern: '^x' }, { type: 'null' }] },
+      },
+    },
+    properties: ['skill'],
+  },
+  {
+    name: "an enum of no type (JetBrains' truncateMode, MoonshotAI/kimi-cli#2030), of numbers, with null",
+    parameters: {
+      type: 'object',
+      properties: {
+        mode: { enum: ['START', 'END'] },
+        level: { enum: [1, 2.5] },
+        maybe: { enum: ['a', null] },
+        kind: { type: 'object', enum: ['file', 'dir'] },
+      },
+    },
+    properties: ['mode', 'level', 'maybe', 'kind'],
+  },
+  {
+    name: 'a schema of true, a property of false, a tuple (can1357/oh-my-pi#5952)',
+    parameters: {
+      type: 'object',
+      properties: {
+        outputSchema: true,
+        never: false,
+        point: { type: 'array', items: [{ type: 'number' }, { type: 'string' }] },
+      },
+      required: ['never', 'point'],
+    },
+    properties: ['outputSchema', 'point'],
+    required: ['point'],
+  },
+  {
+    name: 'draft-07 definitions and references into them (NousResearch/hermes-agent#14804)',
+    parameters: {
+      type: 'object',
+      properties: {
+        location: { $ref: '#/definitions/Location', type: 'object' },
+        other: { $ref: 'https://x.dev/s.json' },
+      },
+      definitions: { Location: { type: 'object', properties: { code: { enum: [1, 2] } } } },
+    },
+    properties: ['location', 'other'],
+  },
+  {
+    name: 'alternatives that only say which properties are required, and requirements of no property',
+    parameters: {
+      type: 'object',
+      properties: {
+        target: {
+          type: 'object',
+          properties: { id: { type: 'string' }, url: { type: 'string' } },
+          anyOf: [{ required: ['id'] }, { required: ['url'] }],
+          required: ['name'],
+        },
+      },
+    },
+    properties: ['target'],
+  },
+];
+
+describe('mfjsParameters over the schemas MCP servers send', () => {
+  it.each([...moonshotCases, ...cases])(
+    '$name: taken by Moonshot, OpenAI and Anthropic',
+    ({ parameters, properties, required }) => {
+      const written = mfjsParameters(parameters) as { properties: object; required?: string[] };
+      expect(moonshotSchemaRefusal(written)).toBeUndefined();
+      expect(openAISchemaRefusal('tool', written)).toBeUndefined();
+      expect(anthropicSchemaRefusal(0, written)).toBeUndefined();
+      expect(Object.keys(written.properties)).toEqual(expect.arrayContaining(properties));
+      if (required !== undefined) expect(written.required).toEqual(expect.arrayContaining(required));
+    },
+  );
+
+  it.each(moonshotCases)('$name: refused by Moonshot as it was', ({ parameters }) => {
+    expect(moonshotSchemaRefusal(parameters)).toMatch(/moonshot flavored json schema|type is required/);
+  });
+
+  it('leaves a schema Moonshot takes as it was: references, an enum of its type, a nullable one', () => {
+    const schema = {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        unit: { type: 'string', enum: ['C', 'F'] },
+        day: { type: ['integer', 'null'], enum: [1, 2, null] },
+        filter: { $ref: '#/$defs/Filter' },
+        either: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+      },
+      required: ['unit'],
+      $defs: { Filter: { type: 'object', properties: { f: { type: 'string' } } } },
+    };
+    expect(mfjsParameters(schema)).toBe(schema);
+  });
+
+  it('keeps what each said: the type in each alternative, the enum typed, the requirement told', () => {
+    const [, skill, enums, , refs, requiring] = moonshotCases.map((row) =>
+      mfjsParameters(row.parameters),
+    ) as Array<{
+      properties: Record<string, unknown>;
+      $defs?: unknown;
+    }>;
+    expect(skill?.properties.skill).toEqual({
+      anyOf: [{ type: 'string', enum: ['review'] }, { type: 'string', pattern: '^x' }, { type: 'null' }],
+    });
+    expect(enums?.properties).toEqual({
+      mode: { type: 'string', enum: ['START', 'END'] },
+      level: { type: 'number', enum: [1, 2.5] },
+      maybe: { type: ['string', 'null'], enum: ['a', null] },
+      kind: { type: 'string', enum: ['file', 'dir'] },
+    });
+    expect(refs?.properties).toEqual({ location: { $ref: '#/$defs/Location' }, other: {} });
+    expect(refs?.$defs).toEqual({
+      Location: { type: 'object', properties: { code: { type: 'integer', enum: [1, 2] } } },
+    });
+    expect(requiring?.properties.target).toEqual({
+      type: 'object',
+      properties: { id: { type: 'string' }, url: { type: 'string' } },
+      description: 'Give one of: id; url.',
+    });
+  });
+
+  it('tells an enum of values of several types in the description (Moonshot takes one type, and null)', () => {
+    expect(mfjsParameters({ type: 'object', properties: { v: { enum: ['a', 1, true] } } })).toEqual({
+      type: 'object',
+      properties: { v: { description: 'One of: "a", 1, true.' } },
+    });
+  });
+
+  it('writes a tuple as one schema of its alternatives', () => {
+    expect(
+      (mfjsParameters(moonshotCases[3]?.parameters) as { properties: Record<string, unknown> }).properties,
+    ).toEqual({
+      outputSchema: {},
+      point: { type: 'array', items: { anyOf: [{ type: 'number' }, { type: 'string' }] } },
     });
   });
 });
