@@ -344,7 +344,8 @@ export const systemRoleField = 'messages[].role.system';
  * OpenAI's spec allows and some servers refuse ("messages[0].content: invalid type: sequence, expected a
  * string" from a serde server, 0x676e67/duckai#16; Azure's "Invalid type for 'messages[0].content':
  * expected a string, but got an array instead", danny-avila/LibreChat#3111; "tool messages must contain
- * string content", Neroued/ninfer#57 — Qwen Code sends its tool results so). Every request of such a
+ * string content", Neroued/ninfer#57 — Qwen Code sends its tool results so; Groq's "('messages.0.content' :
+ * value must be a string)" of any message but the user's, OpenHands/OpenHands#4643). Every request of such a
  * client failed. A content of text parts only is sent as their texts, one per line (withTextPartsAsText).
  */
 export const textPartsField = 'messages[].content[]';

@@ -624,6 +624,40 @@ describe("another model's answers, continued on Groq", () => {
   });
 });
 
+describe('a system prompt and a tool result as text parts, to Groq (a string only but in a user message)', () => {
+  it('is answered after one refusal, each content its text; the next request at once', async () => {
+    // OpenHands through LiteLLM with prompt caching (OpenHands/OpenHands#4643), Qwen Code's tool results.
+    const messages = [
+      {
+        role: 'system',
+        content: [{ type: 'text', text: 'You are OpenHands agent.', cache_control: { type: 'ephemeral' } }],
+      },
+      { role: 'user', content: 'Make the src directory.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_sh',
+            type: 'function',
+            function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_sh', content: [{ type: 'text', text: 'exit 0' }] },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: groq, tools: [shell], messages });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages()[0]).toEqual({ role: 'system', content: 'You are OpenHands agent.' });
+    expect(sentMessages()[3]).toMatchObject({ role: 'tool', content: 'exit 0' });
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: groq, tools: [shell], messages });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
 describe('a conversation that ends with an answer, to Claude 4.6 on GitHub Copilot (no prefill)', () => {
   it('is answered after one refusal, the model asked to go on; the next request at once', async () => {
     const messages: OpenAI.ChatCompletionMessageParam[] = [

@@ -364,9 +364,10 @@ export interface FakeUpstreamOptions {
   /** Models that hold their temperature at one value (Kimi's thinking models: 1): any other is refused in Kimi's words. */
   fixedTemperature?: Readonly<Record<string, number>>;
   /**
-   * Models served as Groq serves them: `store` and a message field its schema does not have (a thinking
-   * model's `reasoning_content`, OpenAI's `refusal` and `annotations`) are refused in its words
-   * (SimonSchubert/Kai#265, fanenr/chatbot#21).
+   * Models served as Groq serves them: `store`, a message field its schema does not have (a thinking
+   * model's `reasoning_content`, OpenAI's `refusal` and `annotations`) and the content of a message other
+   * than the user's as parts are refused in its words (SimonSchubert/Kai#265, fanenr/chatbot#21,
+   * OpenHands/OpenHands#4643).
    */
   groqRules?: readonly string[];
   /**
@@ -585,10 +586,14 @@ function pythonDecodeError(messages: ReadonlyArray<ChatMessage>): string | undef
 function groqRefusalOf(body: { messages?: ChatMessage[]; store?: unknown }): string | undefined {
   if (body.store !== undefined) return "property 'store' is unsupported, did you mean 'stop'?";
   const known = new Set(['role', 'content', 'name', 'tool_calls', 'tool_call_id', 'reasoning']);
-  for (const [index, message] of (body.messages ?? []).entries())
+  for (const [index, message] of (body.messages ?? []).entries()) {
     for (const field of Object.keys(message))
       if (!known.has(field))
         return `'messages.${index}' : for 'role:${message.role}' the following must be satisfied[('messages.${index}' : property '${field}' is unsupported)]`;
+    // Parts only in a user message (a picture); any other role's content is a string.
+    if (message.role !== 'user' && Array.isArray(message.content))
+      return `'messages.${index}' : for 'role:${message.role}' the following must be satisfied[('messages.${index}.content' : value must be a string)]`;
+  }
   return undefined;
 }
 

@@ -1400,6 +1400,14 @@ const ownCases: ReadonlyArray<{
         '{"error":{"code":"json: cannot unmarshal array into Go struct field api_message.messages.content of type string","message":"Request must be proper JSON","param":null,"type":"invalid_request_error"}}',
       ],
       [
+        "Groq, a system prompt's (OpenHands/OpenHands#4643)",
+        `{"error":{"message":"'messages.0' : for 'role:system' the following must be satisfied[('messages.0.content' : value must be a string)]","type":"invalid_request_error"}}`,
+      ],
+      [
+        "Groq, a tool result's",
+        `{"error":{"message":"'messages.3' : for 'role:tool' the following must be satisfied[('messages.3.content' : value must be a string)]","type":"invalid_request_error"}}`,
+      ],
+      [
         'xAI, more than one text part (nocmt/LLMSearchPlus#2)',
         '{"code":"Client specified an invalid argument","error":"The model expects a single `text` element per message."}',
       ],
