@@ -14,6 +14,7 @@ import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
 import { withinCacheBreakpoints } from './cache-breakpoints.js';
 import { isRecord } from './tool-call-shape.js';
+import { blockTypesTaken, blocksAsTaken } from './block-stand-ins.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -288,11 +289,15 @@ const toolUseSlots: CallIdSlots<WireMessage> = {
 export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
   const bridged = (chat as { [bridgedMessages]?: Bridged })[bridgedMessages];
+  // The block types the upstream takes, once it refused another: each other told as text.
+  const taken = (chat as { [blockTypesTaken]?: ReadonlySet<string> })[blockTypesTaken];
+  const asTaken = (blocks: Json[]): Json[] => (taken === undefined ? blocks : blocksAsTaken(blocks, taken));
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
   const out: WireMessage[] = [];
-  const push = (role: 'user' | 'assistant', blocks: Json[]): void => {
+  const push = (role: 'user' | 'assistant', given: Json[]): void => {
+    const blocks = asTaken(given);
     if (blocks.length === 0) return;
     const last = out.at(-1);
     // Anthropic takes alternating roles: consecutive messages of one role are one message. Blocks are
@@ -314,14 +319,14 @@ export function toAnthropicRequest(chat: Json): Json {
         const kept = extensionOf(message, bridged);
         if (kept !== undefined) {
           systemBlocks ??= [];
-          for (const block of kept.blocks) systemBlocks.push(block);
+          for (const block of asTaken(kept.blocks as Json[])) systemBlocks.push(block);
         } else for (const block of blocksOfContent(message.content)) system.push(block);
         continue;
       }
       // The client's own system message after the conversation began (Anthropic's mid-conversation
       // system messages) goes where it stood; any other (a notice placed inline) as user text.
       const kept = role === 'system' ? extensionOf(message, bridged) : undefined;
-      if (kept !== undefined) out.push({ role: 'system', content: (kept.blocks as Json[]).slice() });
+      if (kept !== undefined) out.push({ role: 'system', content: asTaken(kept.blocks as Json[]).slice() });
       else push('user', blocksOfContent(message.content));
       continue;
     }

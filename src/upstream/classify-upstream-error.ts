@@ -24,6 +24,7 @@ import {
   toolSchemasField,
   toolSchemaKeywordsField,
   toolSchemaMfjsField,
+  blockTypesField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -354,10 +355,38 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push({ field: thinkingEnabledField });
   if (/adaptive thinking is not supported (?:on|for|by) this model/i.test(text))
     fixes.push({ field: thinkingAdaptiveField });
+  const blocks = blockTypesFix(text);
+  if (blocks !== undefined) fixes.push(blocks);
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
+}
+
+/** The block types Volcano Engine's Ark takes, as it lists them. */
+const arksBlockTypes = 'text,thinking,image,tool_use,tool_result';
+
+/**
+ * A content block type an Anthropic-compatible upstream does not take, with those it does: Volcano Engine's
+ * Ark lists them (its list as it is when a refusal gives none), a proxy's pydantic schema names them
+ * (`list[union[ClaudeContentBlockText,ClaudeContentBlockImage,…]]`: ModelScope's).
+ */
+function blockTypesFix(text: string): FieldFix | undefined {
+  const ark =
+    /messages\.content\.type\W{0,3} specified in the request (?:are|is) not valid: invalid value(?:\W{0,3}\w+\W{0,3}, supported values are: ([^\n]{1,200}?)(?:\.\s*request id|\.?\s*$|"))?/im.exec(
+      text,
+    );
+  if (ark !== null) {
+    const listed = ark[1] === undefined ? [] : [...ark[1].matchAll(/\w+/g)].map((word) => word[0]);
+    const taken = listed.filter((word) => word !== 'and');
+    return { field: blockTypesField, value: taken.length > 0 ? taken.join(',') : arksBlockTypes };
+  }
+  const union = /list\[union\[((?:ClaudeContentBlock\w+,?\s*)+)\]\]/.exec(text)?.[1];
+  if (union === undefined) return undefined;
+  const taken = [...union.matchAll(/ClaudeContentBlock(\w+)/g)].map((name) =>
+    (name[1] as string).replace(/(?<=.)([A-Z])/g, '_$1').toLowerCase(),
+  );
+  return { field: blockTypesField, value: taken.join(',') };
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   type CallIdSlots,
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
+import { blockTypesTaken } from './block-stand-ins.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -368,7 +369,8 @@ export interface FieldFix {
   atMost?: number;
   /**
    * One value of the field: the `anthropic-beta` flag refused (anthropicBetaField; none: all of them); for
-   * an effort (effortField, `reasoning_effort`) those the model takes, comma-separated (none: no effort).
+   * an effort (effortField, `reasoning_effort`) those the model takes, comma-separated (none: no effort);
+   * for content blocks (blockTypesField) the types the upstream takes, comma-separated.
    */
   value?: string;
 }
@@ -397,6 +399,17 @@ export const anthropicBetaField = 'anthropic-beta';
  * tool (withAnthropicFixes); the fields are `context_management`, `output_config` and `tools[].<member>`.
  */
 const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
+
+/**
+ * Not a field of the body: the types of content block an Anthropic-compatible upstream takes, which
+ * Volcano Engine's Ark lists when it refuses another ("invalid value: `document`, supported values are:
+ * `text`, `thinking`, `image`, 'tool_use' and `tool_result`": a PDF Claude Code read, farion1231/cc-switch#1519;
+ * a web search Claude ran, Wei-Shaw/sub2api#3677; a tool search's result, anthropics/claude-code#30912) and
+ * a proxy's schema names (its pydantic union of `ClaudeContentBlockText`, …: ModelScope). Every later
+ * request of the conversation failed. The fix says the types taken (FieldFix.value, comma-separated):
+ * each block of another type is told as text where it stood (block-stand-ins.ts).
+ */
+export const blockTypesField = 'messages[].content[].type';
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
 
 /** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
@@ -498,9 +511,10 @@ function outputConfigAsTaken(config: unknown, fixes: readonly FieldFix[]): unkno
  * nothing changes.
  */
 export function withAnthropicFixes<R extends Record<string, unknown>>(
-  request: R,
+  asked: R,
   fixes: readonly FieldFix[],
 ): R {
+  const request = withBlockTypesTaken(asked, fixes);
   const extension = request.ctxgate_anthropic;
   if (!isRecord(extension) || fixes.length === 0) return request;
   let kept: Record<string, unknown> | undefined;
@@ -537,6 +551,20 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
     else edited().thinking = thinking;
   }
   return kept === undefined ? request : Object.assign({}, request, { ctxgate_anthropic: kept });
+}
+
+/**
+ * The request marked with the block types the upstream takes (blockTypesField: those every refusal named
+ * taken), which anthropic-wire.ts writes each other block of as text; the same object with no such fix.
+ */
+function withBlockTypesTaken<R extends Record<string, unknown>>(request: R, fixes: readonly FieldFix[]): R {
+  let taken: Set<string> | undefined;
+  for (const fix of fixes) {
+    if (fix.field !== blockTypesField || fix.value === undefined) continue;
+    const types = fix.value.split(',');
+    taken = taken === undefined ? new Set(types) : new Set(types.filter((type) => taken?.has(type)));
+  }
+  return taken === undefined ? request : Object.assign({}, request, { [blockTypesTaken]: taken });
 }
 
 /** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */

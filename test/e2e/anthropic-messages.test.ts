@@ -36,6 +36,7 @@ beforeAll(async () => {
     },
     efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none', 'claude-haiku-4-5': 'no effort' },
     noDeferral: ['z-ai/glm-5.3'],
+    blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -85,7 +86,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*"]',
+      '    models: ["claude-*", "z-ai/*", "doubao-*"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -662,6 +663,77 @@ describe("tools loaded on demand, to OpenRouter's Messages endpoint for a model 
     const sent = anthropic.messageRequests.slice(before);
     expect(sent.map((each) => each.status)).toEqual([400, 200]);
     expect(sent[1]?.body.tools).toEqual([weatherTool, Object.assign({}, weatherTool, { name: 'get_tide' })]);
+    const again = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
+describe("content blocks Volcano Engine's Ark does not take (Claude Code on its coding plan)", () => {
+  it('are sent as text after one refusal: a PDF read, a web search, a tool search; the next request at once', async () => {
+    anthropic.respond = () => ({ text: 'Summarized.' });
+    const lookup = Object.assign({}, weatherTool, { name: 'mcp__inventory__lookup' });
+    const request = {
+      model: 'doubao-seed-2.0-code',
+      max_tokens: 500,
+      tools: [weatherTool, lookup],
+      messages: [
+        { role: 'user', content: 'Read report.pdf, search the release, find the inventory tool.' },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_read', name: 'Read', input: { file_path: 'report.pdf' } }],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_read',
+              content: [
+                { type: 'text', text: 'PDF file read: report.pdf (1 page)' },
+                {
+                  type: 'document',
+                  source: {
+                    type: 'base64',
+                    media_type: 'application/pdf',
+                    data: pdf(['Q3 revenue']).toString('base64'),
+                  },
+                  title: 'report.pdf',
+                },
+              ],
+            },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [
+            ...webSearchBlocks('srvtoolu_1', 'https://example.com/ctxgate-1.0'),
+            { type: 'tool_use', id: 'toolu_search', name: 'ToolSearch', input: { query: 'inventory' } },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_search',
+              content: [{ type: 'tool_reference', tool_name: 'mcp__inventory__lookup' }],
+            },
+          ],
+        },
+      ],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().messages.create(request as never);
+    expect(answer.content).toEqual([{ type: 'text', text: 'Summarized.' }]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.status)).toEqual([400, 200]);
+    // Each block Ark does not take is told as text where it stood: nothing of the conversation is lost.
+    const said = JSON.stringify(sent[1]?.body.messages);
+    expect(said).toContain('report.pdf');
+    expect(said).toContain('https://example.com/ctxgate-1.0');
+    expect(said).toContain('Tool found: mcp__inventory__lookup');
+    expect(said).toContain('PDF file read: report.pdf (1 page)');
     const again = anthropic.messageRequests.length;
     await client().messages.create(request as never);
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);

@@ -475,6 +475,19 @@ export function imageBlocks(content: unknown): Json[] {
   );
 }
 
+/** The first type of content block, in the messages or in their tool results, that is not among `taken`. */
+function blockTypeNotIn(messages: unknown, taken: readonly string[]): string | undefined {
+  for (const message of Array.isArray(messages) ? (messages as Json[]) : [])
+    for (const block of Array.isArray(message.content) ? (message.content as Json[]) : []) {
+      if (!taken.includes(String(block?.type))) return String(block?.type);
+      if (block.type === 'tool_result' && Array.isArray(block.content)) {
+        const inner = blockTypeNotIn([{ content: block.content }], taken);
+        if (inner !== undefined) return inner;
+      }
+    }
+  return undefined;
+}
+
 /**
  * A web search Claude ran (Anthropic's `web_search` server tool), as its answer's blocks give it: the
  * server tool's use, then its result of one page found at `url`.
@@ -532,6 +545,12 @@ export class FakeAnthropic {
       efforts?: Readonly<Record<string, readonly string[] | 'none' | 'no effort'>>;
       /** Models served as OpenRouter's Messages endpoint serves a model not Anthropic's: no tool loaded on demand. */
       noDeferral?: readonly string[];
+      /**
+       * Models served as Volcano Engine's Ark serves them (its coding plan's Messages endpoint): a content
+       * block of a type not among these, in a message or a tool result, is refused in its words, which name
+       * the types it takes (farion1231/cc-switch#1519, Wei-Shaw/sub2api#3677, anthropics/claude-code#30912).
+       */
+      blockTypes?: Readonly<Record<string, readonly string[]>>;
     } = {},
   ) {}
 
@@ -622,6 +641,26 @@ export class FakeAnthropic {
           error: {
             message: `Deferred custom tools are only supported on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral. Other endpoints cannot call tools omitted from tools[]. Received ${String(body.model)}.`,
             code: 400,
+          },
+        }),
+      );
+    const taken = this.options.blockTypes?.[String(body.model)];
+    const untaken = taken === undefined ? undefined : blockTypeNotIn(body.messages, taken);
+    if (taken !== undefined && untaken !== undefined)
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            code: 'InvalidParameter',
+            message: `The parameter \`messages.content.type\` specified in the request are not valid: invalid value: \`${untaken}\`, supported values are: ${taken
+              .slice(0, -1)
+              // Ark's own quoting: one type in single quotes.
+              .map((type) => (type === 'tool_use' ? `'${type}'` : `\`${type}\``))
+              .join(
+                ', ',
+              )} and \`${String(taken.at(-1))}\`. Request id: 0217736355560584bb2d320cfcd0d3dcaa0804120ace3f94d4c42`,
+            param: '',
+            type: 'BadRequest',
           },
         }),
       );

@@ -308,6 +308,37 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'tools[].function.parameters.mfjs' }] },
   })),
+  ...(
+    [
+      [
+        "Volcano Engine's Ark, a PDF Claude Code read (farion1231/cc-switch#1519)",
+        '{"error":{"code":"InvalidParameter","message":"The parameter `messages.content.type` specified in the request are not valid: invalid value: `document`, supported values are: `text`, `thinking`, `image`, \'tool_use\' and `tool_result`. Request id: 0217736355560584bb2d320cfcd0d3dcaa0804120ace3f94d4c42","param":"","type":"BadRequest"}}',
+        'text,thinking,image,tool_use,tool_result',
+      ],
+      [
+        "Ark, a tool search's result, unquoted (anthropics/claude-code#30912)",
+        '{"error":{"code":"InvalidParameter","message":"The parameter messages.content.type specified in the request are not valid: invalid value: tool_reference, supported values are: text, thinking, image, \'tool_use\' and tool_result. Request id: 021772678016895c256f59b15888350023d38d3a642b0bfa2d673","param":"","type":"BadRequest"}}',
+        'text,thinking,image,tool_use,tool_result',
+      ],
+      [
+        'Ark, as Claude Code showed it cut short (anthropics/claude-code#69738): its list as it is',
+        '{"type":"error","error":{"type":"invalid_request_error","message":"The parameter messages.content.type specified in the request are not valid: invalid value"}}',
+        'text,thinking,image,tool_use,tool_result',
+      ],
+      [
+        "ModelScope's proxy schema, Claude Code's thinking (modelscope/modelscope#1616)",
+        '{"detail":[{"type":"literal_error","loc":["body","messages",1,"content","list[union[ClaudeContentBlockText,ClaudeContentBlockImage,ClaudeContentBlockToolUse,ClaudeContentBlockToolResult]]",1,"ClaudeContentBlockText","type"],"msg":"Input should be \'text\'","input":"thinking","ctx":{"expected":"\'text\'"}}]}',
+        'text,image,tool_use,tool_result',
+      ],
+    ] as const
+  ).map(([name, body, taken]) => ({
+    name: `content blocks refused: ${name}`,
+    answer: { status: body.startsWith('{"detail"') ? 422 : 400, body },
+    expected: {
+      kind: 'refused_field' as const,
+      fixes: [{ field: 'messages[].content[].type', value: taken }],
+    },
+  })),
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
