@@ -100,6 +100,13 @@ export const bridgedMessages = Symbol('ctxgate.anthropic.bridgedMessages');
  */
 export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
 
+/**
+ * On a chat request bound for an `anthropic` upstream that refused a system message in the conversation
+ * (field-fixes.ts systemMessagesField): each is sent as user text where it stood. A symbol, never written
+ * out, carried by Object.assign.
+ */
+export const systemMessagesRefused = Symbol('ctxgate.anthropic.systemMessagesRefused');
+
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
@@ -292,6 +299,7 @@ export function toAnthropicRequest(chat: Json): Json {
   // The block types the upstream takes, once it refused another: each other told as text.
   const taken = (chat as { [blockTypesTaken]?: ReadonlySet<string> })[blockTypesTaken];
   const asTaken = (blocks: Json[]): Json[] => (taken === undefined ? blocks : blocksAsTaken(blocks, taken));
+  const systemRefused = (chat as { [systemMessagesRefused]?: true })[systemMessagesRefused] === true;
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
@@ -325,9 +333,11 @@ export function toAnthropicRequest(chat: Json): Json {
       }
       // The client's own system message after the conversation began (Anthropic's mid-conversation
       // system messages) goes where it stood; any other (a notice placed inline) as user text.
+      // An upstream that takes none there (systemMessagesRefused) is sent its blocks as user text.
       const kept = role === 'system' ? extensionOf(message, bridged) : undefined;
-      if (kept !== undefined) out.push({ role: 'system', content: asTaken(kept.blocks as Json[]).slice() });
-      else push('user', blocksOfContent(message.content));
+      if (kept !== undefined && !systemRefused)
+        out.push({ role: 'system', content: asTaken(kept.blocks as Json[]).slice() });
+      else push('user', kept !== undefined ? (kept.blocks as Json[]) : blocksOfContent(message.content));
       continue;
     }
     leading = false;
@@ -359,6 +369,32 @@ export function toAnthropicRequest(chat: Json): Json {
   const maxTokens = chat.max_completion_tokens ?? chat.max_tokens;
   body.max_tokens = typeof maxTokens === 'number' ? maxTokens : 4_096;
   const extension = (chat.ctxgate_anthropic ?? {}) as Json;
+  writeTools(body, chat, extension);
+  if (chat.stop !== undefined && chat.stop !== null)
+    body.stop_sequences = Array.isArray(chat.stop) ? chat.stop : [chat.stop];
+  for (const key of ['temperature', 'top_p', 'stream'] as const)
+    if (chat[key] !== undefined && chat[key] !== null) body[key] = chat[key];
+  // What the client sent that chat has no word for (thinking, top_k, output_config…), as it came.
+  for (const [key, value] of Object.entries(extension))
+    if (key !== 'tools' && key !== 'tool_choice' && value !== undefined) body[key] = value;
+  if (body.metadata === undefined && typeof chat.user === 'string') body.metadata = { user_id: chat.user };
+  // A max_tokens the gateway lowered to what the window leaves (docs/budgeting.md) takes the client's
+  // thinking budget down with it.
+  const asked = (extension as { [askedMaxTokens]?: number })[askedMaxTokens];
+  if (asked !== undefined && (body.max_tokens as number) < asked) {
+    const thinking = thinkingWithin(body.thinking, body.max_tokens as number);
+    if (thinking === undefined) delete body.thinking;
+    else body.thinking = thinking;
+  }
+  withinCacheBreakpoints(body);
+  return body;
+}
+
+/**
+ * `body`'s tools and tool choice: a Messages client's own as it sent them (`extension`), or the chat
+ * request's function tools as Anthropic's, its choice (and `parallel_tool_calls: false`) as Anthropic's.
+ */
+function writeTools(body: Json, chat: Json, extension: Json): void {
   if (Array.isArray(extension.tools)) body.tools = extension.tools;
   else if (Array.isArray(chat.tools) && chat.tools.length > 0)
     body.tools = (chat.tools as Json[]).map((tool) => {
@@ -386,24 +422,6 @@ export function toAnthropicRequest(chat: Json): Json {
             : { type: 'auto' };
     if (chat.parallel_tool_calls === false) (body.tool_choice as Json).disable_parallel_tool_use = true;
   }
-  if (chat.stop !== undefined && chat.stop !== null)
-    body.stop_sequences = Array.isArray(chat.stop) ? chat.stop : [chat.stop];
-  for (const key of ['temperature', 'top_p', 'stream'] as const)
-    if (chat[key] !== undefined && chat[key] !== null) body[key] = chat[key];
-  // What the client sent that chat has no word for (thinking, top_k, output_config…), as it came.
-  for (const [key, value] of Object.entries(extension))
-    if (key !== 'tools' && key !== 'tool_choice' && value !== undefined) body[key] = value;
-  if (body.metadata === undefined && typeof chat.user === 'string') body.metadata = { user_id: chat.user };
-  // A max_tokens the gateway lowered to what the window leaves (docs/budgeting.md) takes the client's
-  // thinking budget down with it.
-  const asked = (extension as { [askedMaxTokens]?: number })[askedMaxTokens];
-  if (asked !== undefined && (body.max_tokens as number) < asked) {
-    const thinking = thinkingWithin(body.thinking, body.max_tokens as number);
-    if (thinking === undefined) delete body.thinking;
-    else body.thinking = thinking;
-  }
-  withinCacheBreakpoints(body);
-  return body;
 }
 
 /** The least thinking budget Anthropic takes. */

@@ -25,6 +25,7 @@ import {
   toolSchemaKeywordsField,
   toolSchemaMfjsField,
   blockTypesField,
+  systemMessagesField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -357,6 +358,7 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push({ field: thinkingAdaptiveField });
   const blocks = blockTypesFix(text);
   if (blocks !== undefined) fixes.push(blocks);
+
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
@@ -516,6 +518,16 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   )
     fixes.push({ field: toolSchemasField });
   if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
+  // A system message in the conversation, which an Anthropic-compatible endpoint that predates them
+  // refuses: DeepSeek's serde words, Anthropic's older ones, a FastAPI proxy's (the role's place in the
+  // body, then its words).
+  if (
+    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter/i.test(
+      text,
+    ) ||
+    /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)
+  )
+    fixes.push({ field: systemMessagesField });
   if (/not a valid moonshot flavored json schema|tools\.function\.parameters\.type is required/i.test(text))
     fixes.push({ field: toolSchemaMfjsField });
   // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,

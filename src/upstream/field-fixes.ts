@@ -19,6 +19,7 @@ import {
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
 import { blockTypesTaken } from './block-stand-ins.js';
+import { systemMessagesRefused } from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -410,6 +411,16 @@ const anthropicOptionalMembers = new Set(['context_management', 'output_config']
  * each block of another type is told as text where it stood (block-stand-ins.ts).
  */
 export const blockTypesField = 'messages[].content[].type';
+
+/**
+ * Not a field of the body: a system message in the conversation (Anthropic's mid-conversation system
+ * messages, which Claude Code sends with a model it knows as recent), which Anthropic-compatible endpoints
+ * that predate them refuse — DeepSeek's ("messages[1].role: unknown variant `system`, expected `user` or
+ * `assistant`": deepseek-ai/DeepSeek-V3#1369), a FastAPI proxy's ("Input should be 'user' or 'assistant'":
+ * Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), Anthropic's own older words ("Unexpected role
+ * \"system\""). Every request failed. Each is sent as user text where it stood (anthropic-wire.ts).
+ */
+export const systemMessagesField = 'messages[].role.system.mid_conversation';
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
 
 /** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
@@ -514,7 +525,7 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
   asked: R,
   fixes: readonly FieldFix[],
 ): R {
-  const request = withBlockTypesTaken(asked, fixes);
+  const request = withConversationAsTaken(asked, fixes);
   const extension = request.ctxgate_anthropic;
   if (!isRecord(extension) || fixes.length === 0) return request;
   let kept: Record<string, unknown> | undefined;
@@ -555,16 +566,25 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
 
 /**
  * The request marked with the block types the upstream takes (blockTypesField: those every refusal named
- * taken), which anthropic-wire.ts writes each other block of as text; the same object with no such fix.
+ * taken), which anthropic-wire.ts writes each other block of as text, and with its refusal of system
+ * messages in the conversation (systemMessagesField); the same object with no such fix.
  */
-function withBlockTypesTaken<R extends Record<string, unknown>>(request: R, fixes: readonly FieldFix[]): R {
+function withConversationAsTaken<R extends Record<string, unknown>>(
+  request: R,
+  fixes: readonly FieldFix[],
+): R {
   let taken: Set<string> | undefined;
   for (const fix of fixes) {
     if (fix.field !== blockTypesField || fix.value === undefined) continue;
     const types = fix.value.split(',');
     taken = taken === undefined ? new Set(types) : new Set(types.filter((type) => taken?.has(type)));
   }
-  return taken === undefined ? request : Object.assign({}, request, { [blockTypesTaken]: taken });
+  const noSystem = fixes.some((fix) => fix.field === systemMessagesField);
+  if (taken === undefined && !noSystem) return request;
+  const marked: Record<string | symbol, unknown> = Object.assign({}, request);
+  if (taken !== undefined) marked[blockTypesTaken] = taken;
+  if (noSystem) marked[systemMessagesRefused] = true;
+  return marked as R;
 }
 
 /** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */

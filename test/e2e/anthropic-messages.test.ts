@@ -37,6 +37,7 @@ beforeAll(async () => {
     efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none', 'claude-haiku-4-5': 'no effort' },
     noDeferral: ['z-ai/glm-5.3'],
     blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
+    noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic' },
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -86,7 +87,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*", "doubao-*"]',
+      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -738,6 +739,42 @@ describe("content blocks Volcano Engine's Ark does not take (Claude Code on its 
     await client().messages.create(request as never);
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
+});
+
+describe('a system message in the conversation (Claude Code), to an endpoint that takes none there', () => {
+  it.each(['deepseek-v4-flash', 'glm-5.2'])(
+    '%s: answered after one refusal, the instruction a user text where it stood; the next request at once',
+    async (model) => {
+      anthropic.respond = () => ({ text: 'Concise.' });
+      const request = {
+        model,
+        max_tokens: 300,
+        system: [{ type: 'text', text: 'You are Claude Code.', cache_control: { type: 'ephemeral' } }],
+        messages: [
+          { role: 'user', content: 'Explain the retry budget.' },
+          { role: 'assistant', content: 'It caps retries per minute.' },
+          { role: 'user', content: 'And the backoff?' },
+          {
+            role: 'system',
+            content: [{ type: 'text', text: '<system-reminder>Be brief.</system-reminder>' }],
+          },
+        ],
+      };
+      const before = anthropic.messageRequests.length;
+      const answer = await client().messages.create(request as never);
+      expect(answer.content).toEqual([{ type: 'text', text: 'Concise.' }]);
+      const sent = anthropic.messageRequests.slice(before);
+      expect(sent.map((each) => each.status)).toEqual([model === 'glm-5.2' ? 422 : 400, 200]);
+      const messages = sent[1]?.body.messages as Array<{ role: string; content: unknown }>;
+      expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
+      expect(JSON.stringify(messages[2]?.content)).toContain('<system-reminder>Be brief.</system-reminder>');
+      // The system prompt stays the system prompt (its cache breakpoint with it).
+      expect(sent[1]?.body.system).toEqual(request.system);
+      const again = anthropic.messageRequests.length;
+      await client().messages.create(request as never);
+      expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+    },
+  );
 });
 
 describe('a thinking budget, natively to Claude, when the gateway lowers max_tokens', () => {

@@ -551,6 +551,13 @@ export class FakeAnthropic {
        * the types it takes (farion1231/cc-switch#1519, Wei-Shaw/sub2api#3677, anthropics/claude-code#30912).
        */
       blockTypes?: Readonly<Record<string, readonly string[]>>;
+      /**
+       * Models served by an Anthropic-compatible endpoint that takes no system message in the conversation
+       * (Anthropic's mid-conversation system messages, which Claude Code sends): refused in DeepSeek's words
+       * (`serde`: deepseek-ai/DeepSeek-V3#1369) or a FastAPI proxy's (`pydantic`, a 422:
+       * Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982).
+       */
+      noSystemMessages?: Readonly<Record<string, 'serde' | 'pydantic'>>;
     } = {},
   ) {}
 
@@ -642,6 +649,37 @@ export class FakeAnthropic {
             message: `Deferred custom tools are only supported on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral. Other endpoints cannot call tools omitted from tools[]. Received ${String(body.model)}.`,
             code: 400,
           },
+        }),
+      );
+    const systemRule = this.options.noSystemMessages?.[String(body.model)];
+    const systemAt = (Array.isArray(body.messages) ? (body.messages as Json[]) : []).findIndex(
+      (message) => message.role === 'system',
+    );
+    if (systemRule === 'serde' && systemAt !== -1)
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            message: `Failed to deserialize the JSON body into the target type: messages[${systemAt}].role: unknown variant \`system\`, expected \`user\` or \`assistant\` at line 1 column 2034`,
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_request_error',
+          },
+        }),
+      );
+    if (systemRule === 'pydantic' && systemAt !== -1)
+      return send(
+        422,
+        JSON.stringify({
+          detail: [
+            {
+              type: 'literal_error',
+              loc: ['body', 'messages', systemAt, 'role'],
+              msg: "Input should be 'user' or 'assistant'",
+              input: 'system',
+              ctx: { expected: "'user' or 'assistant'" },
+            },
+          ],
         }),
       );
     const taken = this.options.blockTypes?.[String(body.model)];

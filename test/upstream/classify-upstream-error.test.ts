@@ -339,6 +339,37 @@ const ownCases: ReadonlyArray<{
       fixes: [{ field: 'messages[].content[].type', value: taken }],
     },
   })),
+  ...(
+    [
+      [
+        "DeepSeek's Anthropic endpoint, serde (deepseek-ai/DeepSeek-V3#1369)",
+        400,
+        '{"error":{"message":"Failed to deserialize the JSON body into the target type: messages[1].role: unknown variant `system`, expected `user` or `assistant` at line 1 column 2034","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
+      ],
+      [
+        "a FastAPI proxy's 422 (Alishahryar1/free-claude-code#1041)",
+        422,
+        '{"detail":[{"type":"literal_error","loc":["body","messages",1,"role"],"msg":"Input should be \'user\' or \'assistant\'","input":"system","ctx":{"expected":"\'user\' or \'assistant\'"}}]}',
+      ],
+      [
+        "Llama Stack's, in Python's quoting (ogx-ai/ogx#5982)",
+        400,
+        "{'errors': [{'loc': ['body', 'messages', 1, 'role'], 'msg': \"Input should be 'user' or 'assistant'\", 'type': 'literal_error'}]}",
+      ],
+      [
+        "Anthropic's older words, as a relay passes them on",
+        400,
+        '{"type":"error","error":{"type":"invalid_request_error","message":"messages: Unexpected role \\"system\\". The Messages API accepts a top-level `system` parameter, not \\"system\\" as an input message role."}}',
+      ],
+    ] as const
+  ).map(([name, status, body]) => ({
+    name: `a system message in the conversation refused: ${name}`,
+    answer: { status, body },
+    expected: {
+      kind: 'refused_field' as const,
+      fixes: [{ field: 'messages[].role.system.mid_conversation' }],
+    },
+  })),
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
