@@ -370,8 +370,8 @@ const arksBlockTypes = 'text,thinking,image,tool_use,tool_result';
 
 /**
  * A content block type an Anthropic-compatible upstream does not take, with those it does: Volcano Engine's
- * Ark lists them (its list as it is when a refusal gives none), a proxy's pydantic schema names them
- * (`list[union[ClaudeContentBlockText,ClaudeContentBlockImage,…]]`: ModelScope's).
+ * Ark lists them (its list as it is when a refusal gives none), DeepSeek's serde words list them, a proxy's
+ * pydantic schema names them (`list[union[ClaudeContentBlockText,ClaudeContentBlockImage,…]]`: ModelScope's).
  */
 function blockTypesFix(text: string): FieldFix | undefined {
   const ark =
@@ -383,6 +383,16 @@ function blockTypesFix(text: string): FieldFix | undefined {
     const taken = listed.filter((word) => word !== 'and');
     return { field: blockTypesField, value: taken.length > 0 ? taken.join(',') : arksBlockTypes };
   }
+  // DeepSeek's Anthropic endpoint (serde): "messages[66].content: unknown variant `image`, expected one of
+  // `text`, `tool_use`, `tool_result`, `thinking`" (deepseek-ai/DeepSeek-V3#1026) — a list of blocks, not
+  // of a chat content's parts.
+  const serde = /\.content: unknown variant `\w+`, expected one of ((?:`\w+`(?:,\s*|\s+or\s+)?)+)/i.exec(
+    text,
+  )?.[1];
+  const variants =
+    serde === undefined ? [] : [...serde.matchAll(/`(\w+)`/g)].map((name) => name[1] as string);
+  if (variants.includes('tool_use') || variants.includes('tool_result'))
+    return { field: blockTypesField, value: variants.join(',') };
   const union = /list\[union\[((?:ClaudeContentBlock\w+,?\s*)+)\]\]/.exec(text)?.[1];
   if (union === undefined) return undefined;
   const taken = [...union.matchAll(/ClaudeContentBlock(\w+)/g)].map((name) =>

@@ -326,6 +326,11 @@ const ownCases: ReadonlyArray<{
         'text,thinking,image,tool_use,tool_result',
       ],
       [
+        "DeepSeek's Anthropic endpoint, a picture Claude Code attached (deepseek-ai/DeepSeek-V3#1026)",
+        '{"error":{"message":"Failed to deserialize the JSON body into the target type: messages[66].content: unknown variant `image`, expected one of `text`, `tool_use`, `tool_result`, `thinking` at line 1 column 971539","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
+        'text,tool_use,tool_result,thinking',
+      ],
+      [
         "ModelScope's proxy schema, Claude Code's thinking (modelscope/modelscope#1616)",
         '{"detail":[{"type":"literal_error","loc":["body","messages",1,"content","list[union[ClaudeContentBlockText,ClaudeContentBlockImage,ClaudeContentBlockToolUse,ClaudeContentBlockToolResult]]",1,"ClaudeContentBlockText","type"],"msg":"Input should be \'text\'","input":"thinking","ctx":{"expected":"\'text\'"}}]}',
         'text,image,tool_use,tool_result',
