@@ -416,8 +416,8 @@ export const blockTypesField = 'messages[].content[].type';
  * Not a field of the body: a system message in the conversation (Anthropic's mid-conversation system
  * messages, which Claude Code sends with a model it knows as recent), which Anthropic-compatible endpoints
  * that predate them refuse — DeepSeek's ("messages[1].role: unknown variant `system`, expected `user` or
- * `assistant`": deepseek-ai/DeepSeek-V3#1369), a FastAPI proxy's ("Input should be 'user' or 'assistant'":
- * Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), Anthropic's own older words ("Unexpected role
+ * `assistant`": deepseek-ai/DeepSeek-V3#1369), a FastAPI one's ("Input should be 'user' or 'assistant'":
+ * Zhipu's GLM endpoint, zai-org/GLM-5#74; Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), Anthropic's own older words ("Unexpected role
  * \"system\""). Every request failed. Each is sent as user text where it stood (anthropic-wire.ts).
  */
 export const systemMessagesField = 'messages[].role.system.mid_conversation';
