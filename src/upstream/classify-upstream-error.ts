@@ -529,10 +529,10 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     fixes.push({ field: toolSchemasField });
   if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
   // A system message in the conversation, which an Anthropic-compatible endpoint that predates them
-  // refuses: DeepSeek's serde words, Anthropic's older ones, a FastAPI proxy's (the role's place in the
-  // body, then its words).
+  // refuses: DeepSeek's serde words, Anthropic's older ones and its own for a model that takes none (the
+  // message's place, then its words), a FastAPI proxy's (the role's place in the body, then its words).
   if (
-    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter/i.test(
+    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'/i.test(
       text,
     ) ||
     /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)

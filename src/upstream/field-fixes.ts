@@ -417,7 +417,8 @@ export const blockTypesField = 'messages[].content[].type';
  * messages, which Claude Code sends with a model it knows as recent), which Anthropic-compatible endpoints
  * that predate them refuse — DeepSeek's ("messages[1].role: unknown variant `system`, expected `user` or
  * `assistant`": deepseek-ai/DeepSeek-V3#1369), a FastAPI one's ("Input should be 'user' or 'assistant'":
- * Zhipu's GLM endpoint, zai-org/GLM-5#74; Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), Anthropic's own older words ("Unexpected role
+ * Zhipu's GLM endpoint, zai-org/GLM-5#74; Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), Anthropic's
+ * for a model that takes none ("messages.1.role: Input should be 'user' or 'assistant'"), Anthropic's own older words ("Unexpected role
  * \"system\""). Every request failed. Each is sent as user text where it stood (anthropic-wire.ts).
  */
 export const systemMessagesField = 'messages[].role.system.mid_conversation';

@@ -44,6 +44,8 @@ let anthropic: FakeAnthropic;
 let wideAnthropic: FakeAnthropic;
 /** Claude behind Bedrock (a gateway or LiteLLM before it): every anthropic-beta flag but one refused, naming none. */
 let bedrockClaude: FakeAnthropic;
+/** A model on Volcano Engine's Ark coding plan: no content block beyond text, thinking, images and tools. */
+let ark: FakeAnthropic;
 let openai: FakeUpstream;
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
@@ -205,6 +207,20 @@ beforeAll(async () => {
     window: 200_000,
     betas: { accepted: ['interleaved-thinking-2025-05-14'], refusal: 'bare' },
   });
+  ark = new FakeAnthropic({
+    window: 200_000,
+    blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
+  });
+  // Reads the PDF it is asked about, then says what the tool's result told it.
+  ark.respond = (body) => {
+    const messages = body.messages as Array<{ role: string; content: unknown }>;
+    if (!(Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'Read')))
+      return { text: 'A summary: the assistant is reading files for the user.' };
+    const result = lastToolResult(messages);
+    return result === undefined
+      ? { toolUse: { name: 'Read', input: { file_path: join(workDirectory, 'report.pdf') } } }
+      : { text: `Read: ${result.split('\n')[0] ?? ''}` };
+  };
   anthropic.respond = (body) => {
     const messages = body.messages as Array<{ role: string; content: unknown }>;
     // Claude Code's side requests (titles, summaries of its own) and the gateway's summarizer carry no
@@ -355,6 +371,10 @@ beforeAll(async () => {
       `    base_url: ${await wideAnthropic.start()}`,
       '    kind: anthropic',
       '    models: ["claude-haiku-*"]',
+      '  - name: ark',
+      `    base_url: ${await ark.start()}`,
+      '    kind: anthropic',
+      '    models: ["doubao-*"]',
       '  - name: bedrock',
       `    base_url: ${await bedrockClaude.start()}`,
       '    kind: anthropic',
@@ -379,6 +399,7 @@ afterAll(async () => {
   await anthropic.stop();
   await wideAnthropic.stop();
   await bedrockClaude.stop();
+  await ark.stop();
   await openai.stop();
   await mistral.stop();
 });
@@ -639,6 +660,29 @@ describe('Claude Code through ctxgate', () => {
       expect(request.body.context_management).toBeUndefined();
       expect(JSON.stringify(request.body.tools)).not.toContain('defer_loading');
     }
+  }, 300_000);
+
+  // Volcano Engine's Ark takes no `document` block ("invalid value: `document`, supported values are: …",
+  // farion1231/cc-switch#1519): once Claude Code read a PDF, every later request of the conversation failed.
+  it('reads a PDF on a model of Volcano Engine’s Ark, which refuses the document block: refused once, the PDF told as text', async () => {
+    const before = ark.messageRequests.length;
+    const { result } = await runClaude('Read report.pdf.', 'doubao-seed-2.0-code', undefined);
+    expect(result.is_error).toBe(false);
+    const sent = ark.messageRequests.slice(before);
+    // Claude Code sends a system message in the conversation, which the model refuses in Anthropic's words
+    // for one that takes none; then the PDF. Each once, and never again.
+    expect(sent.filter((request) => request.status !== 200).map((request) => request.refusal)).toEqual([
+      "messages.1.role: Input should be 'user' or 'assistant'",
+      expect.stringContaining('invalid value: `document`'),
+    ]);
+    // Each refusal is followed by the request as the model takes it.
+    sent.forEach((request, index) => {
+      if (request.status !== 200) expect(sent[index + 1]?.status).toBe(200);
+    });
+    // The model was shown where the PDF stood, and what Claude Code said of it.
+    const last = JSON.stringify(sent.at(-1)?.body.messages);
+    expect(last).toContain('[document');
+    expect(result.result).toMatch(/^Read: .*report\.pdf/);
   }, 300_000);
 
   // ANTHROPIC_CUSTOM_HEADERS is the same for every run of Claude Code. Each run is a conversation of its

@@ -362,6 +362,11 @@ const ownCases: ReadonlyArray<{
         "{'errors': [{'loc': ['body', 'messages', 1, 'role'], 'msg': \"Input should be 'user' or 'assistant'\", 'type': 'literal_error'}]}",
       ],
       [
+        "Anthropic's for a model that takes none (Claude Code's, as a relay maps the model to an older one)",
+        400,
+        '{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.role: Input should be \'user\' or \'assistant\'"}}',
+      ],
+      [
         "Anthropic's older words, as a relay passes them on",
         400,
         '{"type":"error","error":{"type":"invalid_request_error","message":"messages: Unexpected role \\"system\\". The Messages API accepts a top-level `system` parameter, not \\"system\\" as an input message role."}}',
