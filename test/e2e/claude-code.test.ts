@@ -664,9 +664,13 @@ describe('Claude Code through ctxgate', () => {
 
   // Volcano Engine's Ark takes no `document` block ("invalid value: `document`, supported values are: …",
   // farion1231/cc-switch#1519): once Claude Code read a PDF, every later request of the conversation failed.
-  it('reads a PDF on a model of Volcano Engine’s Ark, which refuses the document block: refused once, the PDF told as text', async () => {
+  it('reads a PDF on a model of Volcano Engine’s Ark, which refuses its system message and the document block: each refused once, never to Claude Code', async () => {
     const before = ark.messageRequests.length;
+    const logFrom = harness.logLines.length;
     const { result } = await runClaude('Read report.pdf.', 'doubao-seed-2.0-code', undefined);
+    // Claude Code was answered every time: neither refusal reached it (it would retry a refused system
+    // message by itself, one more request each time).
+    expect(messagesStatuses(logFrom).every((status) => status === 200)).toBe(true);
     expect(result.is_error).toBe(false);
     const sent = ark.messageRequests.slice(before);
     // Claude Code sends a system message in the conversation, which the model refuses in Anthropic's words
