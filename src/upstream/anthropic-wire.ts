@@ -107,6 +107,12 @@ export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
  */
 export const systemMessagesRefused = Symbol('ctxgate.anthropic.systemMessagesRefused');
 
+/**
+ * On a chat request bound for an `anthropic` upstream that refused a cache breakpoint's `ttl`
+ * (field-fixes.ts cacheTtlField): every breakpoint asks the 5-minute cache.
+ */
+export const cacheTtlRefused = Symbol('ctxgate.anthropic.cacheTtlRefused');
+
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
@@ -386,7 +392,7 @@ export function toAnthropicRequest(chat: Json): Json {
     if (thinking === undefined) delete body.thinking;
     else body.thinking = thinking;
   }
-  withinCacheBreakpoints(body);
+  withinCacheBreakpoints(body, (chat as { [cacheTtlRefused]?: true })[cacheTtlRefused] === true);
   return body;
 }
 

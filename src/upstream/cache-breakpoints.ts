@@ -103,6 +103,13 @@ function hasShortMark(blocks: unknown): boolean {
 
 const isLong = (block: unknown): boolean => ((block as Json).cache_control as Json | undefined)?.ttl === '1h';
 
+/** A cache breakpoint's mark as a 5-minute one: without its `ttl`. */
+function shortMark(mark: Json): Json {
+  const copy = Object.assign({}, mark);
+  delete copy.ttl;
+  return copy;
+}
+
 /** `blocks` with a 1-hour mark after a 5-minute one (`short.seen`) made a 5-minute one: copies, as keptNewest. */
 function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
   let out: unknown[] | undefined;
@@ -114,11 +121,9 @@ function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
       if (inner !== kept.content) kept = Object.assign({}, kept, { content: inner });
     }
     if (isMarked(kept)) {
-      if (isLong(kept) && short.seen) {
-        const mark = Object.assign({}, kept.cache_control as Json);
-        delete mark.ttl;
-        kept = Object.assign({}, kept, { cache_control: mark });
-      } else if (!isLong(kept)) short.seen = true;
+      if (isLong(kept) && short.seen)
+        kept = Object.assign({}, kept, { cache_control: shortMark(kept.cache_control as Json) });
+      else if (!isLong(kept)) short.seen = true;
     }
     if (kept === block) return;
     out ??= blocks.slice();
@@ -147,14 +152,51 @@ function messagesInTtlOrder<T extends { content?: unknown }>(messages: T[], shor
   return out ?? messages;
 }
 
-/** A Messages request's `messages` within the breakpoints its own, its tools' and its system prompt's leave. */
-export function withinCacheBreakpoints(body: Json): void {
+/**
+ * A Messages request's `messages` within the breakpoints its own, its tools' and its system prompt's
+ * leave; with `noHour` (an upstream that refused a breakpoint's `ttl`: Bedrock before its hour-long
+ * cache), every breakpoint a 5-minute one.
+ */
+export function withinCacheBreakpoints(body: Json, noHour = false): void {
   const fixed = (isMarked(body) ? 1 : 0) + breakpointsIn(body.tools) + breakpointsIn(body.system);
   const inMessages = breakpointsOf(body.messages as Json[]);
   if (fixed + inMessages === 0) return;
   const kept = newestBreakpoints(body.messages as Json[], inMessages, maxCacheBreakpoints - fixed);
+  if (noHour) {
+    for (const key of ['tools', 'system'] as const)
+      if (Array.isArray(body[key])) body[key] = withoutTtls(body[key] as unknown[]);
+    if (hasTtl(body)) body.cache_control = shortMark(body.cache_control as Json);
+    body.messages = kept.map((message) => {
+      if (!Array.isArray(message.content)) return message;
+      const content = withoutTtls(message.content as unknown[]);
+      return content === message.content ? message : Object.assign({}, message, { content });
+    });
+    return;
+  }
   // The request's own mark (automatic caching) falls on its last block: after every other.
   body.messages = messagesInTtlOrder(kept, hasShortMark(body.tools) || hasShortMark(body.system));
+}
+
+const hasTtl = (block: unknown): boolean =>
+  ((block as Json | null)?.cache_control as Json | undefined)?.ttl !== undefined;
+
+/** `blocks` (a tool result's inner ones too) with every breakpoint a 5-minute one: copies, as keptNewest. */
+function withoutTtls(blocks: unknown[]): unknown[] {
+  let out: unknown[] | undefined;
+  blocks.forEach((block, index) => {
+    if (typeof block !== 'object' || block === null) return;
+    let kept = block as Json;
+    if (kept.type === 'tool_result' && Array.isArray(kept.content)) {
+      const inner = withoutTtls(kept.content as unknown[]);
+      if (inner !== kept.content) kept = Object.assign({}, kept, { content: inner });
+    }
+    if (hasTtl(kept))
+      kept = Object.assign({}, kept, { cache_control: shortMark(kept.cache_control as Json) });
+    if (kept === block) return;
+    out ??= blocks.slice();
+    out[index] = kept;
+  });
+  return out ?? blocks;
 }
 
 /**

@@ -26,6 +26,7 @@ import {
   toolSchemaMfjsField,
   blockTypesField,
   systemMessagesField,
+  cacheTtlField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -358,6 +359,10 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push({ field: thinkingAdaptiveField });
   const blocks = blockTypesFix(text);
   if (blocks !== undefined) fixes.push(blocks);
+  // A cache breakpoint's `ttl`, which Claude on Bedrock before its hour-long cache refuses (by the
+  // breakpoint's place: "tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted").
+  if (/cache_control(?:\.ephemeral)?\.ttl\W{0,3}:?\s*extra inputs are not permitted/i.test(text))
+    fixes.push({ field: cacheTtlField });
 
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });

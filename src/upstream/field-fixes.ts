@@ -19,7 +19,7 @@ import {
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
 import { blockTypesTaken } from './block-stand-ins.js';
-import { systemMessagesRefused } from './anthropic-wire.js';
+import { cacheTtlRefused, systemMessagesRefused } from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -422,6 +422,14 @@ export const blockTypesField = 'messages[].content[].type';
  * \"system\""). Every request failed. Each is sent as user text where it stood (anthropic-wire.ts).
  */
 export const systemMessagesField = 'messages[].role.system.mid_conversation';
+
+/**
+ * Not a field of the body: a cache breakpoint's `ttl` (`cache_control: {type: "ephemeral", ttl: "1h"}`,
+ * which Claude Code asks in its main loop), which Claude on Bedrock before its hour-long cache refuses
+ * ("tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted": BerriAI/litellm#15880).
+ * Every request failed. Each breakpoint then asks the 5-minute cache, where it stood (cache-breakpoints.ts).
+ */
+export const cacheTtlField = 'cache_control.ttl';
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
 
 /** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
@@ -567,8 +575,9 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
 
 /**
  * The request marked with the block types the upstream takes (blockTypesField: those every refusal named
- * taken), which anthropic-wire.ts writes each other block of as text, and with its refusal of system
- * messages in the conversation (systemMessagesField); the same object with no such fix.
+ * taken), which anthropic-wire.ts writes each other block of as text, and with its refusals of system
+ * messages in the conversation (systemMessagesField) and of a breakpoint's `ttl` (cacheTtlField); the same
+ * object with no such fix.
  */
 function withConversationAsTaken<R extends Record<string, unknown>>(
   request: R,
@@ -581,10 +590,12 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
     taken = taken === undefined ? new Set(types) : new Set(types.filter((type) => taken?.has(type)));
   }
   const noSystem = fixes.some((fix) => fix.field === systemMessagesField);
-  if (taken === undefined && !noSystem) return request;
+  const noTtl = fixes.some((fix) => fix.field === cacheTtlField);
+  if (taken === undefined && !noSystem && !noTtl) return request;
   const marked: Record<string | symbol, unknown> = Object.assign({}, request);
   if (taken !== undefined) marked[blockTypesTaken] = taken;
   if (noSystem) marked[systemMessagesRefused] = true;
+  if (noTtl) marked[cacheTtlRefused] = true;
   return marked as R;
 }
 

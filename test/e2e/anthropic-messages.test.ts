@@ -38,6 +38,7 @@ beforeAll(async () => {
     noDeferral: ['z-ai/glm-5.3'],
     blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
     noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic' },
+    noCacheTtl: ['claude-sonnet-4-20250514'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -775,6 +776,40 @@ describe('a system message in the conversation (Claude Code), to an endpoint tha
       expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
     },
   );
+});
+
+describe('hour-long cache breakpoints (Claude Code asks them), to Claude on Bedrock before it had them', () => {
+  it('are asked for the 5-minute cache after one refusal; the next request at once', async () => {
+    anthropic.respond = () => ({ text: 'Cached.' });
+    const hour = { type: 'ephemeral', ttl: '1h' };
+    const request = {
+      model: 'claude-sonnet-4-20250514',
+      max_tokens: 300,
+      tools: [Object.assign({}, weatherTool, { cache_control: hour })],
+      system: [{ type: 'text', text: 'You are Claude Code.', cache_control: hour }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather?', cache_control: hour }] }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().messages.create(request as never);
+    expect(answer.content).toEqual([{ type: 'text', text: 'Cached.' }]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual([
+      'tools.0.custom.cache_control.ttl: Extra inputs are not permitted',
+      200,
+    ]);
+    // Every breakpoint stays where the client put it, the 5-minute kind.
+    const body = sent[1]?.body as {
+      tools: Array<{ cache_control?: unknown }>;
+      system: Array<{ cache_control?: unknown }>;
+      messages: Array<{ content: Array<{ cache_control?: unknown }> }>;
+    };
+    expect(
+      [body.tools[0], body.system[0], body.messages[0]?.content[0]].map((block) => block?.cache_control),
+    ).toEqual([{ type: 'ephemeral' }, { type: 'ephemeral' }, { type: 'ephemeral' }]);
+    const again = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
 });
 
 describe('a thinking budget, natively to Claude, when the gateway lowers max_tokens', () => {

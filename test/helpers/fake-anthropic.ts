@@ -475,6 +475,29 @@ export function imageBlocks(content: unknown): Json[] {
   );
 }
 
+/** Where the first cache breakpoint with a `ttl` is, as Anthropic names a place (`tools.2.custom`, `messages.3.content.0`). */
+function cacheTtlPlace(body: Json): string | undefined {
+  const hasTtl = (block: unknown) =>
+    ((block as Json | null)?.cache_control as Json | undefined)?.ttl !== undefined;
+  const tools = Array.isArray(body.tools) ? (body.tools as Json[]) : [];
+  const tool = tools.findIndex(hasTtl);
+  if (tool !== -1) return `tools.${tool}.custom`;
+  const system = Array.isArray(body.system) ? (body.system as Json[]) : [];
+  const block = system.findIndex(hasTtl);
+  if (block !== -1) return `system.${block}`;
+  for (const [index, message] of (Array.isArray(body.messages) ? (body.messages as Json[]) : []).entries()) {
+    const content = Array.isArray(message.content) ? (message.content as Json[]) : [];
+    for (const [at, part] of content.entries()) {
+      if (hasTtl(part)) return `messages.${index}.content.${at}`;
+      const inner =
+        part.type === 'tool_result' && Array.isArray(part.content) ? (part.content as Json[]) : [];
+      const innerAt = inner.findIndex(hasTtl);
+      if (innerAt !== -1) return `messages.${index}.content.${at}.content.${innerAt}`;
+    }
+  }
+  return undefined;
+}
+
 /** The first type of content block, in the messages or in their tool results, that is not among `taken`. */
 function blockTypeNotIn(messages: unknown, taken: readonly string[]): string | undefined {
   for (const message of Array.isArray(messages) ? (messages as Json[]) : [])
@@ -558,6 +581,11 @@ export class FakeAnthropic {
        * Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982).
        */
       noSystemMessages?: Readonly<Record<string, 'serde' | 'pydantic'>>;
+      /**
+       * Models served as Bedrock serves Claude before its hour-long cache: a cache breakpoint's `ttl` is
+       * refused in its words, by its place (BerriAI/litellm#15880).
+       */
+      noCacheTtl?: readonly string[];
     } = {},
   ) {}
 
@@ -650,6 +678,13 @@ export class FakeAnthropic {
             code: 400,
           },
         }),
+      );
+    const ttlAt =
+      this.options.noCacheTtl?.includes(String(body.model)) === true ? cacheTtlPlace(body) : undefined;
+    if (ttlAt !== undefined)
+      return send(
+        400,
+        errorBody('invalid_request_error', `${ttlAt}.cache_control.ttl: Extra inputs are not permitted`),
       );
     const systemRule = this.options.noSystemMessages?.[String(body.model)];
     const systemAt = (Array.isArray(body.messages) ? (body.messages as Json[]) : []).findIndex(

@@ -196,3 +196,36 @@ describe("the cache's lifetimes, in the order Anthropic reads them (tools, syste
     ]);
   });
 });
+
+describe('to an upstream that refused a breakpoint’s ttl (Claude on Bedrock before its hour-long cache)', () => {
+  it('asks the 5-minute cache at every breakpoint, where it stood, the client’s blocks untouched', () => {
+    const hour = { type: 'ephemeral', ttl: '1h' };
+    const minutes = { type: 'ephemeral', ttl: '5m' };
+    const stored = { type: 'text', text: 'Go.', cache_control: hour };
+    const inner = { type: 'text', text: 'inner', cache_control: minutes };
+    const body: Json = {
+      cache_control: hour,
+      tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: hour }],
+      system: [{ type: 'text', text: 'Rules.' }],
+      messages: [
+        { role: 'user', content: [stored] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [inner] }] },
+      ],
+    };
+    withinCacheBreakpoints(body, true);
+    expect(body).toEqual({
+      cache_control: mark,
+      tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: mark }],
+      system: [part('Rules.', false)],
+      messages: [
+        { role: 'user', content: [part('Go.')] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [part('inner')] }] },
+      ],
+    });
+    // A session's stored block is the session's: copied, not changed.
+    expect(stored.cache_control).toBe(hour);
+    expect(inner.cache_control).toBe(minutes);
+  });
+});

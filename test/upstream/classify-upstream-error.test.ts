@@ -380,6 +380,22 @@ const ownCases: ReadonlyArray<{
       fixes: [{ field: 'messages[].role.system.mid_conversation' }],
     },
   })),
+  ...(
+    [
+      [
+        'Bedrock through LiteLLM (BerriAI/litellm#15880)',
+        '{"error":{"message":"{\\n      \\"message\\": \\"tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted\\"\\n    }. Received Model Group=bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0\\n    Available Model Group Fallbacks=None","type":"None","param":"None","code":"400"}}',
+      ],
+      [
+        "Bedrock's own words, a message's breakpoint",
+        '{"message":"messages.3.content.0.cache_control.ttl: Extra inputs are not permitted"}',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a cache breakpoint's ttl refused: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'cache_control.ttl' }] },
+  })),
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
