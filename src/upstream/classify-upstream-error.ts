@@ -355,7 +355,13 @@ function anthropicRefusals(text: string): FieldFix[] {
   // (Sonnet 4.5, Haiku 4.5).
   if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
     fixes.push({ field: thinkingEnabledField });
-  if (/adaptive thinking is not supported (?:on|for|by) this model/i.test(text))
+  // Vertex's and Bedrock's schema, older than adaptive thinking (anthropics/claude-code#33506: "thinking: Input
+  // tag 'adaptive' found using 'type' does not match any of the expected tags: 'disabled', 'enabled'").
+  if (
+    /adaptive thinking is not supported (?:on|for|by) this model|thinking\W{0,3}:?\s*input tag \W?adaptive\W? found using \W?type\W? does not match any of the expected tags/i.test(
+      text,
+    )
+  )
     fixes.push({ field: thinkingAdaptiveField });
   const blocks = blockTypesFix(text);
   if (blocks !== undefined) fixes.push(blocks);

@@ -225,6 +225,23 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.adaptive' }] },
   },
   {
+    // Sonnet 4.5 on Vertex behind LiteLLM, Claude Code 2.1.74 on (anthropics/claude-code#33506).
+    name: "Vertex: \"thinking: Input tag 'adaptive' found using 'type' does not match any of the expected tags\"",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            '{"type":"error","error":{"type":"invalid_request_error","message":"thinking: Input tag \'adaptive\' found using \'type\' does not match any of the expected tags: \'disabled\', \'enabled\'"},"request_id":"req_vrtx_011CYxgzty4JMfWjn9HrqoX3"}. Received Model Group=claude-4.5-sonnet\nAvailable Model Group Fallbacks=None',
+          type: 'None',
+          param: 'None',
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.adaptive' }] },
+  },
+  {
     // GitHub Copilot's Messages endpoint (caozhiyuan/copilot-api#190): the efforts it takes, listed.
     name: 'GitHub Copilot: "output_config.effort \\"high\\" is not supported by model claude-opus-4.7; supported values: [medium]"',
     answer: {
@@ -360,6 +377,11 @@ const ownCases: ReadonlyArray<{
         "Llama Stack's, in Python's quoting (ogx-ai/ogx#5982)",
         400,
         "{'errors': [{'loc': ['body', 'messages', 1, 'role'], 'msg': \"Input should be 'user' or 'assistant'\", 'type': 'literal_error'}]}",
+      ],
+      [
+        'a pydantic error list inside an OpenAI-shaped error, as vLLM gives its validation errors (vllm-project/vllm#44576: Claude Code 2.1.154 on)',
+        400,
+        "{\"error\":{\"message\":\"[{'type': 'literal_error', 'loc': ('body', 'messages', 1, 'role'), 'msg': \\\"Input should be 'user' or 'assistant'\\\", 'input': 'system'}]\",\"type\":\"BadRequestError\",\"param\":null,\"code\":400}}",
       ],
       [
         "Anthropic's for a model that takes none (Claude Code's, as a relay maps the model to an older one)",
