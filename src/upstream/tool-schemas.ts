@@ -381,6 +381,8 @@ function mfjs(schema: unknown, walk: Walk, depth: number, root: boolean): unknow
   if (!isRecord(schema) || depth > maxDepth || walk.budget <= 0) return schema;
   walk.budget--;
   const out: Schema = Object.assign({}, schema);
+  // Properties written as a list (an empty one, as PHP encodes an empty map): Moonshot takes a map only.
+  if (out.properties !== undefined && !isRecord(out.properties)) out.properties = {};
   withRequirementsTold(out);
   const each = (value: unknown): unknown => mfjs(asSchema(value), walk, depth + 1, false);
   for (const key of ['properties', '$defs', 'definitions', 'patternProperties'] as const) {

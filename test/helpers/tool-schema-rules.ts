@@ -137,6 +137,8 @@ function moonshotObjection(schema: Schema, at: string[]): string | undefined {
           `enum value (${String(value)}) does not match any type in [${types.join(' ')}]`,
         );
   }
+  if (schema.properties !== undefined && !isSchema(schema.properties))
+    return say([...at, 'properties'].join('.'), 'properties must be an object');
   if (schema.items !== undefined && !isSchema(schema.items))
     return say([...at, 'items'].join('.'), 'items must be an object');
   const properties = isSchema(schema.properties) ? schema.properties : {};

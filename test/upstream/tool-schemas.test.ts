@@ -302,6 +302,18 @@ const moonshotCases: ReadonlyArray<{
     properties: ['location', 'other'],
   },
   {
+    name: 'properties as an empty list, a type beside a reference, a boolean enum typed as text (QwenLM/qwen-code#10227)',
+    parameters: {
+      type: 'object',
+      properties: {
+        options: { type: 'object', properties: [] },
+        lane: { type: 'object', $ref: '#/$defs/Lane' },
+      },
+      $defs: { Lane: { type: 'object', properties: { enabled: { type: 'string', enum: [true, false] } } } },
+    },
+    properties: ['options', 'lane'],
+  },
+  {
     name: 'alternatives that only say which properties are required, and requirements of no property',
     parameters: {
       type: 'object',
@@ -352,7 +364,7 @@ describe('mfjsParameters over the schemas MCP servers send', () => {
   });
 
   it('keeps what each said: the type in each alternative, the enum typed, the requirement told', () => {
-    const [, skill, enums, , refs, requiring] = moonshotCases.map((row) =>
+    const [, skill, enums, , refs, , requiring] = moonshotCases.map((row) =>
       mfjsParameters(row.parameters),
     ) as Array<{
       properties: Record<string, unknown>;
@@ -382,6 +394,17 @@ describe('mfjsParameters over the schemas MCP servers send', () => {
     expect(mfjsParameters({ type: 'object', properties: { v: { enum: ['a', 1, true] } } })).toEqual({
       type: 'object',
       properties: { v: { description: 'One of: "a", 1, true.' } },
+    });
+  });
+
+  it('writes properties given as a list as a map, a referrer without its type, an enum by its values’ type', () => {
+    const written = mfjsParameters(moonshotCases[5]?.parameters) as { properties: unknown; $defs: unknown };
+    expect(written.properties).toEqual({
+      options: { type: 'object', properties: {} },
+      lane: { $ref: '#/$defs/Lane' },
+    });
+    expect(written.$defs).toEqual({
+      Lane: { type: 'object', properties: { enabled: { type: 'boolean', enum: [true, false] } } },
     });
   });
 
