@@ -108,10 +108,10 @@ export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
 export const systemMessagesRefused = Symbol('ctxgate.anthropic.systemMessagesRefused');
 
 /**
- * On a chat request bound for an `anthropic` upstream that refused a cache breakpoint's `ttl`
- * (field-fixes.ts cacheTtlField): every breakpoint asks the 5-minute cache.
+ * On a chat request bound for an `anthropic` upstream: the members of a cache breakpoint's mark it refused
+ * (field-fixes.ts cacheMemberField: `ttl`, `scope`), which no mark is sent with.
  */
-export const cacheTtlRefused = Symbol('ctxgate.anthropic.cacheTtlRefused');
+export const cacheMembersRefused = Symbol('ctxgate.anthropic.cacheMembersRefused');
 
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
@@ -392,7 +392,10 @@ export function toAnthropicRequest(chat: Json): Json {
     if (thinking === undefined) delete body.thinking;
     else body.thinking = thinking;
   }
-  withinCacheBreakpoints(body, (chat as { [cacheTtlRefused]?: true })[cacheTtlRefused] === true);
+  withinCacheBreakpoints(
+    body,
+    (chat as { [cacheMembersRefused]?: ReadonlySet<string> })[cacheMembersRefused],
+  );
   return body;
 }
 

@@ -103,12 +103,14 @@ function hasShortMark(blocks: unknown): boolean {
 
 const isLong = (block: unknown): boolean => ((block as Json).cache_control as Json | undefined)?.ttl === '1h';
 
-/** A cache breakpoint's mark as a 5-minute one: without its `ttl`. */
-function shortMark(mark: Json): Json {
+/** A cache breakpoint's mark without `members` (without its `ttl`: a 5-minute one). */
+function markWithout(mark: Json, members: ReadonlySet<string>): Json {
   const copy = Object.assign({}, mark);
-  delete copy.ttl;
+  for (const member of members) delete copy[member];
   return copy;
 }
+
+const ttl: ReadonlySet<string> = new Set(['ttl']);
 
 /** `blocks` with a 1-hour mark after a 5-minute one (`short.seen`) made a 5-minute one: copies, as keptNewest. */
 function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
@@ -122,7 +124,7 @@ function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
     }
     if (isMarked(kept)) {
       if (isLong(kept) && short.seen)
-        kept = Object.assign({}, kept, { cache_control: shortMark(kept.cache_control as Json) });
+        kept = Object.assign({}, kept, { cache_control: markWithout(kept.cache_control as Json, ttl) });
       else if (!isLong(kept)) short.seen = true;
     }
     if (kept === block) return;
@@ -154,44 +156,47 @@ function messagesInTtlOrder<T extends { content?: unknown }>(messages: T[], shor
 
 /**
  * A Messages request's `messages` within the breakpoints its own, its tools' and its system prompt's
- * leave; with `noHour` (an upstream that refused a breakpoint's `ttl`: Bedrock before its hour-long
- * cache), every breakpoint a 5-minute one.
+ * leave; without the members of a breakpoint's mark an upstream refused (`refused`: its `ttl` — Claude on
+ * Bedrock before its hour-long cache — or its `scope`, GitHub Copilot's), every mark without them (no
+ * `ttl`: the 5-minute cache).
  */
-export function withinCacheBreakpoints(body: Json, noHour = false): void {
+export function withinCacheBreakpoints(body: Json, refused: ReadonlySet<string> = new Set()): void {
   const fixed = (isMarked(body) ? 1 : 0) + breakpointsIn(body.tools) + breakpointsIn(body.system);
   const inMessages = breakpointsOf(body.messages as Json[]);
   if (fixed + inMessages === 0) return;
-  const kept = newestBreakpoints(body.messages as Json[], inMessages, maxCacheBreakpoints - fixed);
-  if (noHour) {
+  let kept = newestBreakpoints(body.messages as Json[], inMessages, maxCacheBreakpoints - fixed);
+  if (refused.size > 0) {
     for (const key of ['tools', 'system'] as const)
-      if (Array.isArray(body[key])) body[key] = withoutTtls(body[key] as unknown[]);
-    if (hasTtl(body)) body.cache_control = shortMark(body.cache_control as Json);
-    body.messages = kept.map((message) => {
+      if (Array.isArray(body[key])) body[key] = withoutMembers(body[key] as unknown[], refused);
+    if (hasMember(body, refused)) body.cache_control = markWithout(body.cache_control as Json, refused);
+    kept = kept.map((message) => {
       if (!Array.isArray(message.content)) return message;
-      const content = withoutTtls(message.content as unknown[]);
+      const content = withoutMembers(message.content as unknown[], refused);
       return content === message.content ? message : Object.assign({}, message, { content });
     });
-    return;
   }
   // The request's own mark (automatic caching) falls on its last block: after every other.
   body.messages = messagesInTtlOrder(kept, hasShortMark(body.tools) || hasShortMark(body.system));
 }
 
-const hasTtl = (block: unknown): boolean =>
-  ((block as Json | null)?.cache_control as Json | undefined)?.ttl !== undefined;
+/** Whether a block's mark has one of `members`. */
+function hasMember(block: unknown, members: ReadonlySet<string>): boolean {
+  const mark = (block as Json | null)?.cache_control as Json | undefined;
+  return mark !== undefined && mark !== null && [...members].some((member) => mark[member] !== undefined);
+}
 
-/** `blocks` (a tool result's inner ones too) with every breakpoint a 5-minute one: copies, as keptNewest. */
-function withoutTtls(blocks: unknown[]): unknown[] {
+/** `blocks` (a tool result's inner ones too) with their marks without `members`: copies, as keptNewest. */
+function withoutMembers(blocks: unknown[], members: ReadonlySet<string>): unknown[] {
   let out: unknown[] | undefined;
   blocks.forEach((block, index) => {
     if (typeof block !== 'object' || block === null) return;
     let kept = block as Json;
     if (kept.type === 'tool_result' && Array.isArray(kept.content)) {
-      const inner = withoutTtls(kept.content as unknown[]);
+      const inner = withoutMembers(kept.content as unknown[], members);
       if (inner !== kept.content) kept = Object.assign({}, kept, { content: inner });
     }
-    if (hasTtl(kept))
-      kept = Object.assign({}, kept, { cache_control: shortMark(kept.cache_control as Json) });
+    if (hasMember(kept, members))
+      kept = Object.assign({}, kept, { cache_control: markWithout(kept.cache_control as Json, members) });
     if (kept === block) return;
     out ??= blocks.slice();
     out[index] = kept;

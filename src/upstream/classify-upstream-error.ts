@@ -26,7 +26,7 @@ import {
   toolSchemaMfjsField,
   blockTypesField,
   systemMessagesField,
-  cacheTtlField,
+  cacheMemberField,
   toolCountField,
   answerTokensField,
   emptyTextField,
@@ -365,10 +365,18 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push({ field: thinkingAdaptiveField });
   const blocks = blockTypesFix(text);
   if (blocks !== undefined) fixes.push(blocks);
-  // A cache breakpoint's `ttl`, which Claude on Bedrock before its hour-long cache refuses (by the
-  // breakpoint's place: "tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted").
-  if (/cache_control(?:\.ephemeral)?\.ttl\W{0,3}:?\s*extra inputs are not permitted/i.test(text))
-    fixes.push({ field: cacheTtlField });
+  // A member of a cache breakpoint's mark, by the breakpoint's place: its `ttl` (Claude on Bedrock before its
+  // hour-long cache: "tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted"), its
+  // `scope` (GitHub Copilot's).
+  for (const match of text.matchAll(
+    /cache_control(?:\.ephemeral)?\.(\w+)\W{0,3}:?\s*extra inputs are not permitted/gi,
+  )) {
+    const field = cacheMemberField((match[1] as string).toLowerCase());
+    if (field !== undefined) fixes.push({ field });
+  }
+  // Effort on an upstream that does not know it (Bedrock's Sonnet 4.5: anthropics/claude-code-action#1005).
+  if (/output_config\.effort\W{0,3}:?\s*extra inputs are not permitted/i.test(text))
+    fixes.push({ field: effortField });
 
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });

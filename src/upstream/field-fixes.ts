@@ -19,7 +19,7 @@ import {
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
 import { blockTypesTaken } from './block-stand-ins.js';
-import { cacheTtlRefused, systemMessagesRefused } from './anthropic-wire.js';
+import { cacheMembersRefused, systemMessagesRefused } from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -424,12 +424,19 @@ export const blockTypesField = 'messages[].content[].type';
 export const systemMessagesField = 'messages[].role.system.mid_conversation';
 
 /**
- * Not a field of the body: a cache breakpoint's `ttl` (`cache_control: {type: "ephemeral", ttl: "1h"}`,
- * which Claude Code asks in its main loop), which Claude on Bedrock before its hour-long cache refuses
- * ("tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted": BerriAI/litellm#15880).
- * Every request failed. Each breakpoint then asks the 5-minute cache, where it stood (cache-breakpoints.ts).
+ * Not fields of the body: members of a cache breakpoint's mark an Anthropic-compatible upstream does not
+ * know — its `ttl` (`{"type": "ephemeral", "ttl": "1h"}`, which Claude Code asks in its main loop), which
+ * Claude on Bedrock before its hour-long cache refuses ("messages.0.content.3.text.cache_control.ephemeral.ttl:
+ * Extra inputs are not permitted": anthropics/claude-code#12122, BerriAI/litellm#15880), and its `scope`
+ * (Claude Code's with its `prompt-caching-scope` flag), which GitHub Copilot's endpoint refuses
+ * ("system.1.cache_control.ephemeral.scope: Extra inputs are not permitted": caozhiyuan/copilot-api#145).
+ * Every request failed. Each mark is then sent without it, where it stood (cache-breakpoints.ts): without
+ * its `ttl`, the 5-minute cache.
  */
-export const cacheTtlField = 'cache_control.ttl';
+const cacheMembers = new Set(['ttl', 'scope']);
+const cacheMemberPrefix = 'cache_control.';
+export const cacheMemberField = (member: string): string | undefined =>
+  cacheMembers.has(member) ? `${cacheMemberPrefix}${member}` : undefined;
 const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
 
 /** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
@@ -576,7 +583,7 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
 /**
  * The request marked with the block types the upstream takes (blockTypesField: those every refusal named
  * taken), which anthropic-wire.ts writes each other block of as text, and with its refusals of system
- * messages in the conversation (systemMessagesField) and of a breakpoint's `ttl` (cacheTtlField); the same
+ * messages in the conversation (systemMessagesField) and of members of a breakpoint's mark (cacheMemberField); the same
  * object with no such fix.
  */
 function withConversationAsTaken<R extends Record<string, unknown>>(
@@ -590,12 +597,16 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
     taken = taken === undefined ? new Set(types) : new Set(types.filter((type) => taken?.has(type)));
   }
   const noSystem = fixes.some((fix) => fix.field === systemMessagesField);
-  const noTtl = fixes.some((fix) => fix.field === cacheTtlField);
-  if (taken === undefined && !noSystem && !noTtl) return request;
+  const cacheRefused = new Set(
+    fixes
+      .filter((fix) => fix.field.startsWith(cacheMemberPrefix))
+      .map((fix) => fix.field.slice(cacheMemberPrefix.length)),
+  );
+  if (taken === undefined && !noSystem && cacheRefused.size === 0) return request;
   const marked: Record<string | symbol, unknown> = Object.assign({}, request);
   if (taken !== undefined) marked[blockTypesTaken] = taken;
   if (noSystem) marked[systemMessagesRefused] = true;
-  if (noTtl) marked[cacheTtlRefused] = true;
+  if (cacheRefused.size > 0) marked[cacheMembersRefused] = cacheRefused;
   return marked as R;
 }
 

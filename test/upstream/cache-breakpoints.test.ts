@@ -213,7 +213,7 @@ describe('to an upstream that refused a breakpoint’s ttl (Claude on Bedrock be
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [inner] }] },
       ],
     };
-    withinCacheBreakpoints(body, true);
+    withinCacheBreakpoints(body, new Set(['ttl']));
     expect(body).toEqual({
       cache_control: mark,
       tools: [{ name: 'Read', input_schema: { type: 'object' }, cache_control: mark }],
@@ -227,5 +227,21 @@ describe('to an upstream that refused a breakpoint’s ttl (Claude on Bedrock be
     // A session's stored block is the session's: copied, not changed.
     expect(stored.cache_control).toBe(hour);
     expect(inner.cache_control).toBe(minutes);
+  });
+});
+
+describe("to an upstream that refused a breakpoint's scope (GitHub Copilot's, of Claude Code's)", () => {
+  it('sends every mark without it, its lifetime kept', () => {
+    const scoped = { type: 'ephemeral', ttl: '1h', scope: 'global' };
+    const body: Json = {
+      system: [{ type: 'text', text: 'Rules.', cache_control: scoped }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Go.', cache_control: scoped }] }],
+    };
+    withinCacheBreakpoints(body, new Set(['scope']));
+    const hour = { type: 'ephemeral', ttl: '1h' };
+    expect(body).toEqual({
+      system: [{ type: 'text', text: 'Rules.', cache_control: hour }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Go.', cache_control: hour }] }],
+    });
   });
 });

@@ -409,8 +409,8 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"{\\n      \\"message\\": \\"tools.20.custom.cache_control.ephemeral.ttl: Extra inputs are not permitted\\"\\n    }. Received Model Group=bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0\\n    Available Model Group Fallbacks=None","type":"None","param":"None","code":"400"}}',
       ],
       [
-        "Bedrock's own words, a message's breakpoint",
-        '{"message":"messages.3.content.0.cache_control.ttl: Extra inputs are not permitted"}',
+        'Bedrock through LiteLLM, a message’s breakpoint (anthropics/claude-code#12122)',
+        '{"error":{"message":"{\\"message\\":\\"messages.0.content.3.text.cache_control.ephemeral.ttl: Extra inputs are not permitted\\"}. Received Model Group=claude-sonnet-4-5\\nAvailable Model Group Fallbacks=None","type":"None","param":"None","code":"400"}}',
       ],
     ] as const
   ).map(([name, body]) => ({
@@ -418,6 +418,30 @@ const ownCases: ReadonlyArray<{
     answer: { status: 400, body },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'cache_control.ttl' }] },
   })),
+  {
+    // GitHub Copilot's Messages endpoint, Claude Code 2.1.88's scoped breakpoint (caozhiyuan/copilot-api#145).
+    name: 'GitHub Copilot: "system.1.cache_control.ephemeral.scope: Extra inputs are not permitted"',
+    answer: {
+      status: 400,
+      body: '{"message":"system.1.cache_control.ephemeral.scope: Extra inputs are not permitted"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'cache_control.scope' }] },
+  },
+  {
+    // Bedrock's Sonnet 4.5, Claude Code's effort (anthropics/claude-code-action#1005): the effort left out.
+    name: 'Bedrock: "output_config.effort: Extra inputs are not permitted"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'output_config.effort: Extra inputs are not permitted',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort' }] },
+  },
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
