@@ -286,6 +286,21 @@ export function forStrictTemplate(messages: readonly ContextMessage[]): ContextM
 }
 
 /**
+ * A conversation with no user message — the system prompt, then the model's calls and their results, the
+ * user's prompt left out by the client's own compaction — as GLM's API takes it (which refuses one: "The
+ * messages parameter is illegal", verified live by diegosouzapw/OmniRoute#11209): a user message before
+ * the model's first (modelFirstText). The same array when it has a user message. Pure.
+ */
+export function withUserTurn(messages: readonly ContextMessage[]): ContextMessage[] {
+  if (messages.some((message) => message.role === 'user')) return messages as ContextMessage[];
+  const first = messages.findIndex((message) => message.role !== 'system' && message.role !== 'developer');
+  if (first === -1) return messages as ContextMessage[];
+  const out = messages.slice();
+  out.splice(first, 0, { role: 'user', content: modelFirstText });
+  return out;
+}
+
+/**
  * A conversation as a model with no system role takes it — Gemma's templates ("System role not supported"
  * as vLLM serves Gemma 2) and Gemma on Google's API ("Developer instruction is not enabled for
  * models/gemma-3-27b-it") — the way Google's own Gemma integration sends one: as forStrictTemplate

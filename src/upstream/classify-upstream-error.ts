@@ -26,6 +26,7 @@ import {
   toolSchemaMfjsField,
   blockTypesField,
   systemMessagesField,
+  userTurnField,
   cacheMemberField,
   toolCountField,
   answerTokensField,
@@ -489,6 +490,9 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     strictTemplateField,
     /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn|user and assistant roles should be alternating|roles must alternate between \W{0,2}user\W{0,2} and \W{0,2}assistant|conversation must (?:alternate between user and assistant roles|start with a user message)/i,
   ],
+  // No user message (GLM's API, in English and Chinese): a conversation with none is given one; one that has
+  // one goes as it was (the refusal back as it came).
+  [userTurnField, /the messages parameter is illegal|messages\s*参数非法/i],
   // No system role at all: Gemma's templates as vLLM and SGLang give it, Gemma on Google's API, and Mistral
   // 7B's first templates.
   [
@@ -549,9 +553,10 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
   // A system message in the conversation, which an Anthropic-compatible endpoint that predates them
   // refuses: DeepSeek's serde words, Anthropic's older ones and its own for a model that takes none (the
-  // message's place, then its words), a FastAPI proxy's (the role's place in the body, then its words).
+  // message's place, then its words), a relay's, MiniMax's, a FastAPI proxy's (the role's place in the
+  // body, then its words).
   if (
-    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'/i.test(
+    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system/i.test(
       text,
     ) ||
     /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)

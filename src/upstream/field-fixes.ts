@@ -21,7 +21,7 @@ import { isRecord } from './tool-call-shape.js';
 import { blockTypesTaken } from './block-stand-ins.js';
 import { cacheMembersRefused, systemMessagesRefused } from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
-import { forStrictTemplate, withoutSystemRole } from '../context/notice-placement.js';
+import { forStrictTemplate, withUserTurn, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
 
 /**
@@ -271,6 +271,15 @@ export const nullContentField = 'messages[].content.null';
  * model already is.
  */
 export const strictTemplateField = 'messages[].roles';
+
+/**
+ * Not a field of the body: a user message, which GLM's API refuses a conversation without ("[1214] The
+ * messages parameter is illegal. Please check the documentation.": a Claude Code conversation whose
+ * prompt the client's compaction left out is the system prompt, then calls and their results only —
+ * diegosouzapw/OmniRoute#11209 verified it live). A conversation with none is given one before the model's
+ * first message (notice-placement.ts's withUserTurn); one that has one goes as it was.
+ */
+export const userTurnField = 'messages[].role.user';
 
 /**
  * Not a field of the body: a call sent back whose arguments are not a JSON object. A model's answer cut at
@@ -1160,6 +1169,7 @@ const messageRewrites: ReadonlyArray<
   [textPartsField, withTextPartsAsText],
   [strictTemplateField, forStrictTemplate],
   [systemRoleField, withoutSystemRole],
+  [userTurnField, withUserTurn],
   [toolArgumentsField, withToolArgumentsAsObjects],
   [reasoningStandInField, withReasoningStandIns],
   [prefillField, withContinueAfterPrefill],
@@ -1169,7 +1179,7 @@ const messageRewrites: ReadonlyArray<
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
  * parts as text, the messages in the order a strict chat template takes (the system prompt in the first
- * user message where there is no system role), calls' arguments JSON objects,
+ * user message where there is no system role), a user message where there is none, calls' arguments JSON objects,
  * a stand-in for reasoning not sent back, a user message after a last answer, as its fixes say; the same
  * array when none applies.
  */

@@ -3,6 +3,7 @@
 // current turn's user message always sent as the client wrote it, and the token change counted.
 import { describe, expect, it } from 'vitest';
 import {
+  withUserTurn,
   placeNotices,
   forStrictTemplate,
   afterResultsText,
@@ -343,5 +344,34 @@ describe('forStrictTemplate', () => {
         ],
       },
     ]);
+  });
+});
+
+describe('withUserTurn', () => {
+  it('gives a conversation of no user message one before the model’s first, its system prompt first', () => {
+    const messages: ContextMessage[] = [
+      { role: 'system', content: 'Rules.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'sh', arguments: '{}' } }],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'ok' },
+    ];
+    const written = withUserTurn(messages);
+    expect(written.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(written[1]?.content).toBe(modelFirstText);
+    expect(messages).toHaveLength(3);
+  });
+
+  it('is the same array when a user message is there, or nothing but instructions is', () => {
+    const asked: ContextMessage[] = [
+      { role: 'system', content: 'Rules.' },
+      { role: 'assistant', content: 'Earlier answer.' },
+      { role: 'user', content: 'Go on.' },
+    ];
+    expect(withUserTurn(asked)).toBe(asked);
+    const instructions: ContextMessage[] = [{ role: 'system', content: 'Rules.' }];
+    expect(withUserTurn(instructions)).toBe(instructions);
   });
 });

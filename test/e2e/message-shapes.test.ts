@@ -90,6 +90,7 @@ beforeAll(async () => {
     xaiRules: [grok],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
+    userTurnRequired: ['glm-5.2'],
     noPrefill: [copilotClaude],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     reasoningEfforts: { 'kimi-k2.7-code': ['minimal', 'low', 'medium', 'high'] },
@@ -655,6 +656,45 @@ describe('a system prompt and a tool result as text parts, to Groq (a string onl
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: groq, tools: [shell], messages });
     expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+describe('a conversation with no user message (its prompt compacted away by the client), to GLM', () => {
+  it('is answered after one refusal, a user message before the model’s first; one with a user message at once', async () => {
+    const messages = [
+      { role: 'system', content: 'You are a coding agent.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_sh',
+            type: 'function',
+            function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: 'glm-5.2', tools: [shell], messages });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages().map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: 'glm-5.2',
+      tools: [shell],
+      messages: [
+        messages[0],
+        { role: 'user', content: 'Make src.' },
+        ...messages.slice(1),
+      ] as OpenAI.ChatCompletionMessageParam[],
+    });
+    // A conversation that has its user message goes as it came.
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+    expect(sentMessages().map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(sentMessages()[1]).toEqual({ role: 'user', content: 'Make src.' });
   });
 });
 

@@ -371,6 +371,11 @@ export interface FakeUpstreamOptions {
    */
   groqRules?: readonly string[];
   /**
+   * Models served as GLM's API serves them: a conversation with no user message is refused in its words
+   * (diegosouzapw/OmniRoute#11209, continuedev/continue#13259).
+   */
+  userTurnRequired?: readonly string[];
+  /**
    * Models that take no prefill, as GitHub Copilot's chat endpoint serves Claude Sonnet 4.6: a conversation
    * that ends with an answer calling no tool is refused in Anthropic's words (NousResearch/hermes-agent#50055).
    */
@@ -1363,6 +1368,21 @@ export class FakeUpstream {
               'messages',
               null,
             ),
+      );
+      return;
+    }
+    if (
+      this.options.userTurnRequired?.includes(String(body.model)) === true &&
+      !(body.messages ?? []).some((message) => message.role === 'user')
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            code: '1214',
+            message: 'The messages parameter is illegal. Please check the documentation.',
+          },
+        }),
       );
       return;
     }

@@ -389,6 +389,16 @@ const ownCases: ReadonlyArray<{
         '{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.role: Input should be \'user\' or \'assistant\'"}}',
       ],
       [
+        "MiniMax's Anthropic endpoint, Claude Code 2.1.156 (MiniMax-AI/MiniMax-M2.7#43)",
+        400,
+        '{"type":"error","error":{"type":"bad_request_error","message":"invalid params, chat content has invalid message role: system (2013)","http_code":"400"},"request_id":"0660b098aa1e9dd5a6773a48c479fc89"}',
+      ],
+      [
+        "a relay's (anthropics/claude-code#63469)",
+        400,
+        '{"type":"error","error":{"type":"invalid_request_error","message":"messages[1].role must be either \'user\' or \'assistant\', but got \'system\'"}}',
+      ],
+      [
         "Anthropic's older words, as a relay passes them on",
         400,
         '{"type":"error","error":{"type":"invalid_request_error","message":"messages: Unexpected role \\"system\\". The Messages API accepts a top-level `system` parameter, not \\"system\\" as an input message role."}}',
@@ -442,6 +452,23 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'output_config.effort' }] },
   },
+  ...(
+    [
+      [
+        "GLM's API (continuedev/continue#13259)",
+        '{"error":{"code":"1214","message":"The messages parameter is illegal. Please check the documentation."}}',
+      ],
+      [
+        'GLM behind OpenCode Go, as a router passes it on (diegosouzapw/OmniRoute#11209)',
+        '{"error":{"message":"Error from provider (Console Go): Upstream request failed: [1214] The messages parameter is illegal. Please check the documentation.","type":"invalid_request_error"}}',
+      ],
+      ["GLM's API in Chinese", '{"error":{"code":"1214","message":"messages 参数非法。请检查文档。"}}'],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a conversation with no user message refused: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].role.user' }] },
+  })),
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
