@@ -112,26 +112,36 @@ function markWithout(mark: Json, members: ReadonlySet<string>): Json {
 
 const ttl: ReadonlySet<string> = new Set(['ttl']);
 
-/** `blocks` with a 1-hour mark after a 5-minute one (`short.seen`) made a 5-minute one: copies, as keptNewest. */
-function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
+/**
+ * `blocks` with `edit` applied to each, in order (a tool result's inner blocks before the result itself):
+ * copies of those it changed, as keptNewest; the same array when it changed none.
+ */
+function eachBlock(blocks: unknown[], edit: (block: Json) => Json): unknown[] {
   let out: unknown[] | undefined;
   blocks.forEach((block, index) => {
     if (typeof block !== 'object' || block === null) return;
     let kept = block as Json;
     if (kept.type === 'tool_result' && Array.isArray(kept.content)) {
-      const inner = inTtlOrder(kept.content as unknown[], short);
+      const inner = eachBlock(kept.content as unknown[], edit);
       if (inner !== kept.content) kept = Object.assign({}, kept, { content: inner });
     }
-    if (isMarked(kept)) {
-      if (isLong(kept) && short.seen)
-        kept = Object.assign({}, kept, { cache_control: markWithout(kept.cache_control as Json, ttl) });
-      else if (!isLong(kept)) short.seen = true;
-    }
+    kept = edit(kept);
     if (kept === block) return;
     out ??= blocks.slice();
     out[index] = kept;
   });
   return out ?? blocks;
+}
+
+/** `blocks` with a 1-hour mark after a 5-minute one (`short.seen`) made a 5-minute one. */
+function inTtlOrder(blocks: unknown[], short: { seen: boolean }): unknown[] {
+  return eachBlock(blocks, (block) => {
+    if (!isMarked(block)) return block;
+    if (isLong(block) && short.seen)
+      return Object.assign({}, block, { cache_control: markWithout(block.cache_control as Json, ttl) });
+    if (!isLong(block)) short.seen = true;
+    return block;
+  });
 }
 
 /**
@@ -185,23 +195,13 @@ function hasMember(block: unknown, members: ReadonlySet<string>): boolean {
   return mark !== undefined && mark !== null && [...members].some((member) => mark[member] !== undefined);
 }
 
-/** `blocks` (a tool result's inner ones too) with their marks without `members`: copies, as keptNewest. */
+/** `blocks` (a tool result's inner ones too) with their marks without `members`. */
 function withoutMembers(blocks: unknown[], members: ReadonlySet<string>): unknown[] {
-  let out: unknown[] | undefined;
-  blocks.forEach((block, index) => {
-    if (typeof block !== 'object' || block === null) return;
-    let kept = block as Json;
-    if (kept.type === 'tool_result' && Array.isArray(kept.content)) {
-      const inner = withoutMembers(kept.content as unknown[], members);
-      if (inner !== kept.content) kept = Object.assign({}, kept, { content: inner });
-    }
-    if (hasMember(kept, members))
-      kept = Object.assign({}, kept, { cache_control: markWithout(kept.cache_control as Json, members) });
-    if (kept === block) return;
-    out ??= blocks.slice();
-    out[index] = kept;
-  });
-  return out ?? blocks;
+  return eachBlock(blocks, (block) =>
+    hasMember(block, members)
+      ? Object.assign({}, block, { cache_control: markWithout(block.cache_control as Json, members) })
+      : block,
+  );
 }
 
 /**

@@ -409,13 +409,19 @@ export const anthropicBetaField = 'anthropic-beta';
  * tool (withAnthropicFixes); the fields are `context_management`, `output_config` and `tools[].<member>`.
  */
 const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
+const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
+
+/** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
+const toolMemberPrefix = 'tools[].';
+export const toolMemberField = (member: string): string => `${toolMemberPrefix}${member}`;
 
 /**
  * Not a field of the body: the types of content block an Anthropic-compatible upstream takes, which
  * Volcano Engine's Ark lists when it refuses another ("invalid value: `document`, supported values are:
- * `text`, `thinking`, `image`, 'tool_use' and `tool_result`": a PDF Claude Code read, farion1231/cc-switch#1519;
- * a web search Claude ran, Wei-Shaw/sub2api#3677; a tool search's result, anthropics/claude-code#30912) and
- * a proxy's schema names (its pydantic union of `ClaudeContentBlockText`, …: ModelScope). Every later
+ * `text`, `thinking`, `image`, 'tool_use' and `tool_result`": a PDF Claude Code read,
+ * farion1231/cc-switch#1519; a web search Claude ran, Wei-Shaw/sub2api#3677; a tool search's result,
+ * anthropics/claude-code#30912), DeepSeek's too, and a proxy's schema names (its pydantic union of
+ * `ClaudeContentBlockText`, …: ModelScope). Every later
  * request of the conversation failed. The fix says the types taken (FieldFix.value, comma-separated):
  * each block of another type is told as text where it stood (block-stand-ins.ts).
  */
@@ -426,8 +432,9 @@ export const blockTypesField = 'messages[].content[].type';
  * messages, which Claude Code sends with a model it knows as recent), which Anthropic-compatible endpoints
  * that predate them refuse — DeepSeek's ("messages[1].role: unknown variant `system`, expected `user` or
  * `assistant`": deepseek-ai/DeepSeek-V3#1369), a FastAPI one's ("Input should be 'user' or 'assistant'":
- * Zhipu's GLM endpoint, zai-org/GLM-5#74; Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), Anthropic's
- * for a model that takes none ("messages.1.role: Input should be 'user' or 'assistant'"), Anthropic's own older words ("Unexpected role
+ * Zhipu's GLM endpoint, zai-org/GLM-5#74; Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), MiniMax's
+ * ("chat content has invalid message role: system (2013)"), Anthropic's for a model that takes none
+ * ("messages.1.role: Input should be 'user' or 'assistant'") and its older words ("Unexpected role
  * \"system\""). Every request failed. Each is sent as user text where it stood (anthropic-wire.ts).
  */
 export const systemMessagesField = 'messages[].role.system.mid_conversation';
@@ -446,11 +453,6 @@ const cacheMembers = new Set(['ttl', 'scope']);
 const cacheMemberPrefix = 'cache_control.';
 export const cacheMemberField = (member: string): string | undefined =>
   cacheMembers.has(member) ? `${cacheMemberPrefix}${member}` : undefined;
-const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
-
-/** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
-const toolMemberPrefix = 'tools[].';
-export const toolMemberField = (member: string): string => `${toolMemberPrefix}${member}`;
 
 /** The fix for a member of a Messages request (`tools.N.custom.M` for one of a tool) an upstream refused as extra. */
 export function fixForAnthropicMember(path: string): FieldFix | undefined {
@@ -592,8 +594,8 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
 /**
  * The request marked with the block types the upstream takes (blockTypesField: those every refusal named
  * taken), which anthropic-wire.ts writes each other block of as text, and with its refusals of system
- * messages in the conversation (systemMessagesField) and of members of a breakpoint's mark (cacheMemberField); the same
- * object with no such fix.
+ * messages in the conversation (systemMessagesField) and of members of a breakpoint's mark
+ * (cacheMemberField); the same object with no such fix.
  */
 function withConversationAsTaken<R extends Record<string, unknown>>(
   request: R,
@@ -1179,7 +1181,8 @@ const messageRewrites: ReadonlyArray<
  * The messages as the model's learned fixes have them on the wire: the fields it refuses left out, and
  * null contents as empty texts, messages of no text given text, developer messages as system ones, text
  * parts as text, the messages in the order a strict chat template takes (the system prompt in the first
- * user message where there is no system role), a user message where there is none, calls' arguments JSON objects,
+ * user message where there is no system role), a user message where there is none, calls' arguments JSON
+ * objects,
  * a stand-in for reasoning not sent back, a user message after a last answer, as its fixes say; the same
  * array when none applies.
  */

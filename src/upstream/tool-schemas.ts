@@ -53,6 +53,18 @@ interface Walk {
   following: string[];
 }
 
+/**
+ * What `write` makes of one tool's parameters within a tool's budget and what is `left` of the request's,
+ * which it lowers by the schemas it made.
+ */
+function withinBudget<T>(left: { schemas: number }, definitions: Schema, write: (walk: Walk) => T): T {
+  const walk: Walk = { definitions, budget: Math.min(schemaBudget, left.schemas), following: [] };
+  const given = walk.budget;
+  const written = write(walk);
+  left.schemas -= given - walk.budget;
+  return written;
+}
+
 /** The schema a `$ref` of this document names (`#/$defs/X`, `#/definitions/X`); undefined for any other. */
 function referenced(ref: string, walk: Walk): unknown {
   const match = /^#\/(?:\$defs|definitions)\/(.+)$/.exec(ref);
@@ -225,10 +237,7 @@ export function repairedParameters(
   parameters: unknown,
   left: { schemas: number } = { schemas: schemaBudget },
 ): unknown {
-  const walk: Walk = { definitions: {}, budget: Math.min(schemaBudget, left.schemas), following: [] };
-  const given = walk.budget;
-  const written = repaired(parameters, walk, 0);
-  left.schemas -= given - walk.budget;
+  const written = withinBudget(left, {}, (walk) => repaired(parameters, walk, 0));
   if (!isRecord(written)) return { type: 'object', properties: {} };
   let schema: Schema = written;
   const alternatives = (['anyOf', 'oneOf', 'allOf'] as const).filter((key) => Array.isArray(schema[key]));
@@ -358,7 +367,10 @@ function mfjsTyped(out: Schema): void {
   }
 }
 
-/** `original` when `written` holds the same values under the same keys (nothing inside it changed), else `written`. */
+/**
+ * `original` when `written` holds the same values under the same keys (nothing in it changed), else
+ * `written`.
+ */
 function sameOr<T extends Schema | unknown[]>(original: T, written: T): T {
   const keys = Object.keys(written);
   return keys.length === Object.keys(original).length &&
@@ -431,10 +443,7 @@ export function mfjsParameters(
   parameters: unknown,
   left: { schemas: number } = { schemas: schemaBudget },
 ): unknown {
-  const walk: Walk = { definitions: {}, budget: Math.min(schemaBudget, left.schemas), following: [] };
-  const given = walk.budget;
-  const written = mfjs(parameters, walk, 0, true);
-  left.schemas -= given - walk.budget;
+  const written = withinBudget(left, {}, (walk) => mfjs(parameters, walk, 0, true));
   return repairedParameters(written, left);
 }
 
@@ -492,10 +501,7 @@ export function portableParameters(
   if (isRecord(parameters))
     for (const key of ['definitions', '$defs'] as const)
       if (isRecord(parameters[key])) Object.assign(definitions, parameters[key]);
-  const walk: Walk = { definitions, budget: Math.min(schemaBudget, left.schemas), following: [] };
-  const given = walk.budget;
-  const schema = portable(parameters, walk, 0);
-  left.schemas -= given - walk.budget;
+  const schema = withinBudget(left, definitions, (walk) => portable(parameters, walk, 0));
   const top: Schema = { type: 'object', properties: isRecord(schema.properties) ? schema.properties : {} };
   if (typeof schema.description === 'string') top.description = schema.description;
   let required = Array.isArray(schema.required) ? (schema.required as string[]) : [];
@@ -515,7 +521,7 @@ export function portableParameters(
   return top;
 }
 
-/** How a schema is written: with what OpenAI and Anthropic refuse repaired, in Gemini's subset, or in Moonshot's. */
+/** How a schema is written: what OpenAI and Anthropic refuse repaired, in Gemini's subset, or in Moonshot's. */
 export type SchemaForm = 'repaired' | 'gemini' | 'moonshot';
 
 /** `tools` with the schema each holds under `key` (of the tools `holds` picks) written in `form`; undefined when none changed. */
