@@ -165,7 +165,11 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // A body larger than the provider takes in bytes (not tokens: looksLikeOverflow): Anthropic's
   // "request_too_large", GitHub Copilot's "failed to parse request", a proxy's page.
   if (status === 413) return { kind: 'refused_field', fixes: [{ field: requestBytesField }] };
-  const fixes = status === 400 || status === 422 ? refusedFields(text, body) : [];
+  // OpenRouter (and routers like it: GitHub Copilot's, Xiaomi's) refuse what no endpoint of the model takes
+  // with a 404 ("No endpoints found that support image input", "… the provided 'tool_choice' value"): a
+  // field to fix, not a missing model.
+  const routed = status === 404 && /no endpoints found that support/i.test(text);
+  const fixes = status === 400 || status === 422 || routed ? refusedFields(text, body) : [];
   return fixes.length === 0 ? { kind: 'bad_request' } : { kind: 'refused_field', fixes };
 }
 
@@ -510,7 +514,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // Anthropic's wordings.
   [
     toolChoiceField,
-    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|thinking may not be enabled when tool_choice forces tool use|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking/i,
+    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|thinking may not be enabled when tool_choice forces tool use|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking|no endpoints found that support the provided \W?tool_choice\W? value/i,
   ],
   // An answer sent back without the reasoning a thinking model wants back: DeepSeek's and Kimi's wordings.
   [

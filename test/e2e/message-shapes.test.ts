@@ -40,6 +40,7 @@ import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { png } from '../helpers/png.js';
 import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
 
 const gemini = 'gemini-2.5-flash';
@@ -91,6 +92,7 @@ beforeAll(async () => {
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
     userTurnRequired: ['glm-5.2'],
+    openRouterRouting: ['z-ai/glm-4.5-air'],
     noPrefill: [copilotClaude],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     reasoningEfforts: { 'kimi-k2.7-code': ['minimal', 'low', 'medium', 'high'] },
@@ -656,6 +658,51 @@ describe('a system prompt and a tool result as text parts, to Groq (a string onl
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: groq, tools: [shell], messages });
     expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+describe("OpenRouter's 404s for what no endpoint of the model takes (not a missing model)", () => {
+  const routed = 'z-ai/glm-4.5-air';
+  it('a tool result’s picture: answered after one refusal, the picture named where it stood', async () => {
+    const messages = [
+      { role: 'user', content: 'Take a screenshot.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_shot', type: 'function', function: { name: 'shell', arguments: '{"command":"shot"}' } },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_shot',
+        content: [
+          { type: 'text', text: 'Captured.' },
+          { type: 'image_url', image_url: { url: `data:image/png;base64,${png(4, 4).toString('base64')}` } },
+        ],
+      },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: routed, tools: [shell], messages });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([404, 200]);
+    expect(JSON.stringify(sentMessages())).toContain('[image: not shown, the model takes no images]');
+  });
+
+  it('a forced tool choice (Zed’s edit_file): answered after one refusal, the choice left to the model', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: routed,
+      tools: [shell],
+      tool_choice: { type: 'function', function: { name: 'shell' } },
+      messages: [{ role: 'user', content: 'Make the src directory.' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'shell' } });
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([404, 200]);
+    expect((fake.chatRequests.at(-1)?.body as { tool_choice?: unknown }).tool_choice).not.toEqual({
+      type: 'function',
+      function: { name: 'shell' },
+    });
   });
 });
 

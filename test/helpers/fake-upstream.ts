@@ -144,6 +144,12 @@ export interface FakeUpstreamOptions {
   /** Models served as vLLM serves one that takes no images: a request holding an image is refused. */
   textOnly?: readonly string[];
   /**
+   * Models as OpenRouter routes them when no endpoint has what a request asks: a request holding an image,
+   * or forcing a tool (`required`, a named one), is refused with a 404 in its words (openclaw/openclaw#99078,
+   * zed-industries/zed#36094).
+   */
+  openRouterRouting?: readonly string[];
+  /**
    * Models served as DeepSeek's API serves its own, which takes no file part: a request holding one is
    * refused ("Failed to deserialize the JSON body into the target type: messages[1]: unknown variant
    * `file`, expected `text`").
@@ -1579,6 +1585,29 @@ export class FakeUpstream {
     if (pairingError !== undefined) {
       sendJson(400, openAIError(pairingError.message, 'invalid_request_error', pairingError.param, null));
       return;
+    }
+    // As OpenRouter routes a model none of whose endpoints takes images, or a forced tool choice.
+    if (this.options.openRouterRouting?.includes(String(body.model)) === true) {
+      const image = body.messages.some(
+        (message) =>
+          Array.isArray(message.content) &&
+          (message.content as Array<{ type?: unknown }>).some((part) => part?.type === 'image_url'),
+      );
+      const choice = (body as { tool_choice?: unknown }).tool_choice;
+      const forced = choice === 'required' || (typeof choice === 'object' && choice !== null);
+      if (image || forced) {
+        const what = image ? 'image input' : "the provided 'tool_choice' value";
+        sendJson(
+          404,
+          JSON.stringify({
+            error: {
+              message: `No endpoints found that support ${what}. To learn more about provider routing, visit: https://openrouter.ai/docs/guides/routing/provider-selection`,
+              code: 404,
+            },
+          }),
+        );
+        return;
+      }
     }
     // As vLLM serves a model that takes no images: any image refused.
     if (

@@ -470,6 +470,40 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].role.user' }] },
   })),
   {
+    // OpenRouter's routing, a text model given a tool result's picture, as a 404 (openclaw/openclaw#99078).
+    name: 'OpenRouter, 404: "No endpoints found that support image input"',
+    answer: {
+      status: 404,
+      body: '{"error":{"code":"404","message":"No endpoints found that support image input","param":"","type":""}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool.images' }] },
+  },
+  {
+    // Zed's forced edit_file on GLM 4.5 Air through OpenRouter (zed-industries/zed#36094).
+    name: 'OpenRouter, 404: "No endpoints found that support the provided \'tool_choice\' value"',
+    answer: {
+      status: 404,
+      body: JSON.stringify({
+        error: {
+          message:
+            "No endpoints found that support the provided 'tool_choice' value. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing",
+          code: 404,
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.forced' }] },
+  },
+  ...(
+    [
+      'No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing',
+      'No endpoints found for acme/missing-model.',
+    ] as const
+  ).map((message) => ({
+    name: `OpenRouter, 404, nothing the gateway can write otherwise: "${message.slice(0, 50)}…"`,
+    answer: { status: 404, body: JSON.stringify({ error: { message, code: 404 } }) },
+    expected: { kind: 'bad_request' as const },
+  })),
+  {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
     answer: {
