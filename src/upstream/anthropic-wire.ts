@@ -14,7 +14,7 @@ import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
 import { withinCacheBreakpoints } from './cache-breakpoints.js';
 import { isRecord } from './tool-call-shape.js';
-import { blockTypesTaken, blocksAsTaken } from './block-stand-ins.js';
+import { blockTypesTaken, blocksAsTaken, type BlockTypes } from './block-stand-ins.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -303,7 +303,7 @@ export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
   const bridged = (chat as { [bridgedMessages]?: Bridged })[bridgedMessages];
   // The block types the upstream takes, once it refused another: each other told as text.
-  const taken = (chat as { [blockTypesTaken]?: ReadonlySet<string> })[blockTypesTaken];
+  const taken = (chat as { [blockTypesTaken]?: BlockTypes })[blockTypesTaken];
   const asTaken = (blocks: Json[]): Json[] => (taken === undefined ? blocks : blocksAsTaken(blocks, taken));
   const systemRefused = (chat as { [systemMessagesRefused]?: true })[systemMessagesRefused] === true;
   const system: Json[] = [];

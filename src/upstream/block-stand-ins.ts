@@ -12,10 +12,19 @@ type Json = Record<string, unknown>;
 
 /**
  * On a chat request bound for an `anthropic` upstream: the block types the model takes (a symbol, never
- * written out, carried by Object.assign), set once the upstream refused another (field-fixes.ts
- * blockTypesField).
+ * written out, carried by Object.assign) — in a message (`blocks`, field-fixes.ts blockTypesField) and in
+ * a tool result (`inResults`, resultBlockTypesField) — set once the upstream refused another.
  */
 export const blockTypesTaken = Symbol('ctxgate.anthropic.blockTypesTaken');
+
+/** The block types an upstream takes, where it said: in a message, in a tool result. */
+export interface BlockTypes {
+  blocks?: ReadonlySet<string>;
+  inResults?: ReadonlySet<string>;
+}
+
+/** A tool's call and its result, which the conversation is made of: kept whatever a list leaves out. */
+const structural = new Set(['tool_use', 'tool_result']);
 
 /** The texts of blocks (a search result's, a tool result's content), one per line. */
 function textsOf(content: unknown): string {
@@ -63,6 +72,14 @@ function toolOutputText(block: Json): string {
   return printed === '' ? `[${String(block.type)}]` : `[${String(block.type)}]\n${printed}`;
 }
 
+/** A mid-conversation tool change (Claude Code's deferred tools, an MCP server's) by the tool it names. */
+function toolChangeText(block: Json): string {
+  const tool = isRecord(block.tool) ? block.tool : {};
+  const definition = isRecord(tool.definition) ? tool.definition : {};
+  const name = typeof tool.name === 'string' ? tool.name : definition.name;
+  return `${block.type === 'tool_removal' ? 'Tool removed' : 'Tool added'}: ${String(name ?? 'a tool')}`;
+}
+
 /** A block of a type the upstream does not take, as text (undefined: left out — thinking). */
 function standIn(block: Json): Json | undefined {
   const type = String(block.type);
@@ -78,22 +95,27 @@ function standIn(block: Json): Json | undefined {
     text = `[${String(block.name)}: ${JSON.stringify(block.input ?? {})}]`;
   else if (type === 'mcp_tool_result') text = textsOf(block.content) || '[mcp_tool_result]';
   else if (type === 'compaction' && typeof block.content === 'string') text = block.content;
+  else if (type === 'tool_addition' || type === 'tool_removal') text = toolChangeText(block);
   else if (type.endsWith('_tool_result')) text = toolOutputText(block);
   else text = `[${type}]`;
   return { type: 'text', text: text.trim() === '' ? `[${type}]` : text };
 }
 
 /**
- * `blocks` with each of a type not in `taken` told as text where it stood (thinking left out), and a
- * tool result's content so; the same array when every block is taken.
+ * `blocks` with each of a type the upstream does not take (not in `taken.blocks`; in a tool result, not in
+ * `taken.inResults` either) told as text where it stood (thinking left out); a tool's call and its result
+ * kept. The same array when every block is taken.
  */
-export function blocksAsTaken(blocks: readonly Json[], taken: ReadonlySet<string>): Json[] {
+export function blocksAsTaken(blocks: readonly Json[], taken: BlockTypes, inResult = false): Json[] {
+  const takes = (type: string): boolean =>
+    (!inResult && structural.has(type)) ||
+    ((taken.blocks?.has(type) ?? true) && (!inResult || (taken.inResults?.has(type) ?? true)));
   let out: Json[] | undefined;
   blocks.forEach((block, index) => {
     let written: Json | undefined = block;
-    if (!taken.has(String(block.type))) written = standIn(block);
+    if (!takes(String(block.type))) written = standIn(block);
     else if (block.type === 'tool_result' && Array.isArray(block.content) && block.content.every(isRecord)) {
-      const content = blocksAsTaken(block.content as Json[], taken);
+      const content = blocksAsTaken(block.content as Json[], taken, true);
       if (content !== block.content) written = Object.assign({}, block, { content });
     }
     if (written === block && out === undefined) return;

@@ -25,6 +25,7 @@ import {
   toolSchemaKeywordsField,
   toolSchemaMfjsField,
   blockTypesField,
+  resultBlockTypesField,
   systemMessagesField,
   userTurnField,
   cacheMemberField,
@@ -395,7 +396,8 @@ const arksBlockTypes = 'text,thinking,image,tool_use,tool_result';
 /**
  * A content block type an Anthropic-compatible upstream does not take, with those it does: Volcano Engine's
  * Ark lists them (its list as it is when a refusal gives none), DeepSeek's serde words list them, a proxy's
- * pydantic schema names them (`list[union[ClaudeContentBlockText,ClaudeContentBlockImage,…]]`: ModelScope's).
+ * pydantic schema names them (`list[union[ClaudeContentBlockText,ClaudeContentBlockImage,…]]`: ModelScope's;
+ * `ContentBlockText, …`: a local server's), OpenCode Zen those of a tool result.
  */
 function blockTypesFix(text: string): FieldFix | undefined {
   const ark =
@@ -417,9 +419,21 @@ function blockTypesFix(text: string): FieldFix | undefined {
     serde === undefined ? [] : [...serde.matchAll(/`(\w+)`/g)].map((name) => name[1] as string);
   if (variants.includes('tool_use') || variants.includes('tool_result'))
     return { field: blockTypesField, value: variants.join(',') };
-  const union = /list\[union\[((?:ClaudeContentBlock\w+,?\s*)+)\]\]/.exec(text)?.[1];
+  // OpenCode Zen's, of a tool result's (anomalyco/opencode#43502): the types it takes there.
+  const inResult = /tool_result content type must be ((?:\W?\w+\W?(?:,\s*|\s+or\s+)?)+), got/i.exec(
+    text,
+  )?.[1];
+  if (inResult !== undefined)
+    return {
+      field: resultBlockTypesField,
+      value: [...inResult.matchAll(/\w+/g)]
+        .map((word) => word[0])
+        .filter((word) => word !== 'or')
+        .join(','),
+    };
+  const union = /list\[union\[((?:(?:Claude)?ContentBlock\w+,?\s*)+)\]\]/.exec(text)?.[1];
   if (union === undefined) return undefined;
-  const taken = [...union.matchAll(/ClaudeContentBlock(\w+)/g)].map((name) =>
+  const taken = [...union.matchAll(/ContentBlock(\w+)/g)].map((name) =>
     (name[1] as string).replace(/(?<=.)([A-Z])/g, '_$1').toLowerCase(),
   );
   return { field: blockTypesField, value: taken.join(',') };

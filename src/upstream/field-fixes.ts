@@ -428,6 +428,14 @@ export const toolMemberField = (member: string): string => `${toolMemberPrefix}$
 export const blockTypesField = 'messages[].content[].type';
 
 /**
+ * Not a field of the body: the types of block a tool result may hold, where an upstream takes fewer than
+ * in a message (OpenCode Zen's: "tool_result content type must be \"text\" or \"image\", got
+ * \"document\"" — a PDF a `read` tool gave, anomalyco/opencode#43502). Each other block in a result is
+ * told as text; a message's own go as they were.
+ */
+export const resultBlockTypesField = 'messages[].content[].content[].type';
+
+/**
  * Not a field of the body: a system message in the conversation (Anthropic's mid-conversation system
  * messages, which Claude Code sends with a model it knows as recent), which Anthropic-compatible endpoints
  * that predate them refuse — DeepSeek's ("messages[1].role: unknown variant `system`, expected `user` or
@@ -601,12 +609,18 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
   request: R,
   fixes: readonly FieldFix[],
 ): R {
-  let taken: Set<string> | undefined;
-  for (const fix of fixes) {
-    if (fix.field !== blockTypesField || fix.value === undefined) continue;
-    const types = fix.value.split(',');
-    taken = taken === undefined ? new Set(types) : new Set(types.filter((type) => taken?.has(type)));
-  }
+  const takenIn = (field: string): Set<string> | undefined => {
+    let taken: Set<string> | undefined;
+    for (const fix of fixes) {
+      if (fix.field !== field || fix.value === undefined) continue;
+      const types = fix.value.split(',');
+      taken = taken === undefined ? new Set(types) : new Set(types.filter((type) => taken?.has(type)));
+    }
+    return taken;
+  };
+  const blocks = takenIn(blockTypesField);
+  const inResults = takenIn(resultBlockTypesField);
+  const taken = blocks === undefined && inResults === undefined ? undefined : { blocks, inResults };
   const noSystem = fixes.some((fix) => fix.field === systemMessagesField);
   const cacheRefused = new Set(
     fixes

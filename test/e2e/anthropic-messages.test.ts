@@ -39,6 +39,7 @@ beforeAll(async () => {
     blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
     noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic' },
     noCacheTtl: ['claude-sonnet-4-20250514'],
+    zenResults: ['claude-sonnet-4-6-zen'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -736,6 +737,53 @@ describe("content blocks Volcano Engine's Ark does not take (Claude Code on its 
     expect(said).toContain('https://example.com/ctxgate-1.0');
     expect(said).toContain('Tool found: mcp__inventory__lookup');
     expect(said).toContain('PDF file read: report.pdf (1 page)');
+    const again = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
+describe("a PDF a tool read, to OpenCode Zen's Claude (a tool result of text and images only)", () => {
+  it("is told as text after one refusal; the user's own PDF goes as it was; the next request at once", async () => {
+    anthropic.respond = () => ({ text: 'Read both.' });
+    const report = pdf(['Q3 revenue']);
+    const document = {
+      type: 'document',
+      source: { type: 'base64', media_type: 'application/pdf', data: report.toString('base64') },
+      title: 'report.pdf',
+    };
+    const request = {
+      model: 'claude-sonnet-4-6-zen',
+      max_tokens: 300,
+      tools: [weatherTool],
+      messages: [
+        pdfMessage(report, 'Compare it with the one the tool reads.'),
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_r', name: 'get_weather', input: { city: 'a.pdf' } }],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_r',
+              content: [{ type: 'text', text: 'PDF read.' }, document],
+            },
+          ],
+        },
+      ],
+    };
+    const before = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.status)).toEqual([400, 200]);
+    const messages = sent[1]?.body.messages as Array<{ content: Array<{ type: string; content?: unknown }> }>;
+    expect(messages[0]?.content[0]?.type).toBe('document');
+    expect(messages[2]?.content[0]?.content).toEqual([
+      { type: 'text', text: 'PDF read.' },
+      { type: 'text', text: '[document report.pdf: not shown, the model takes no documents]' },
+    ]);
     const again = anthropic.messageRequests.length;
     await client().messages.create(request as never);
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);

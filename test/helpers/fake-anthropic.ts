@@ -498,6 +498,20 @@ function cacheTtlPlace(body: Json): string | undefined {
   return undefined;
 }
 
+/** Where the first block of a tool result not of a type among `taken` is, and its type. */
+function resultBlockPlace(
+  messages: unknown,
+  taken: readonly string[],
+): { message: number; block: number; inner: number; type: string } | undefined {
+  for (const [message, entry] of (Array.isArray(messages) ? (messages as Json[]) : []).entries())
+    for (const [block, part] of (Array.isArray(entry.content) ? (entry.content as Json[]) : []).entries()) {
+      if (part.type !== 'tool_result' || !Array.isArray(part.content)) continue;
+      const inner = (part.content as Json[]).findIndex((item) => !taken.includes(String(item.type)));
+      if (inner !== -1) return { message, block, inner, type: String((part.content as Json[])[inner]?.type) };
+    }
+  return undefined;
+}
+
 /** The first type of content block, in the messages or in their tool results, that is not among `taken`. */
 function blockTypeNotIn(messages: unknown, taken: readonly string[]): string | undefined {
   for (const message of Array.isArray(messages) ? (messages as Json[]) : [])
@@ -574,6 +588,11 @@ export class FakeAnthropic {
        * the types it takes (farion1231/cc-switch#1519, Wei-Shaw/sub2api#3677, anthropics/claude-code#30912).
        */
       blockTypes?: Readonly<Record<string, readonly string[]>>;
+      /**
+       * Models served as OpenCode Zen serves Claude: a tool result holding a block of a type other than
+       * text or an image is refused in its words (anomalyco/opencode#43502); a message's own go.
+       */
+      zenResults?: readonly string[];
       /**
        * Models served by an Anthropic-compatible endpoint that takes no system message in the conversation
        * (Anthropic's mid-conversation system messages, which Claude Code sends): refused in DeepSeek's words
@@ -717,6 +736,19 @@ export class FakeAnthropic {
           ],
         }),
       );
+    if (this.options.zenResults?.includes(String(body.model)) === true) {
+      const place = resultBlockPlace(body.messages, ['text', 'image']);
+      if (place !== undefined)
+        return send(
+          400,
+          JSON.stringify({
+            error: {
+              message: `Error from provider (Console): Upstream request failed: [invalid_request_error] messages[${place.message}]: content[${place.block}]: tool_result: content[${place.inner}]: tool_result content type must be "text" or "image", got "${place.type}"`,
+              type: 'invalid_request_error',
+            },
+          }),
+        );
+    }
     const taken = this.options.blockTypes?.[String(body.model)];
     const untaken = taken === undefined ? undefined : blockTypeNotIn(body.messages, taken);
     if (taken !== undefined && untaken !== undefined)

@@ -5,7 +5,7 @@ import { blocksAsTaken } from '../../src/upstream/block-stand-ins.js';
 import { webSearchBlocks } from '../helpers/fake-anthropic.js';
 
 /** What Volcano Engine's Ark takes, as it lists them. */
-const ark = new Set(['text', 'thinking', 'image', 'tool_use', 'tool_result']);
+const ark = { blocks: new Set(['text', 'thinking', 'image', 'tool_use', 'tool_result']) };
 
 describe('blocksAsTaken', () => {
   it('is the same array when every block is taken, a tool result of text and an image included', () => {
@@ -104,7 +104,8 @@ describe('blocksAsTaken', () => {
   });
 
   it('leaves thinking out where the upstream takes none, and names a block it has no words for', () => {
-    const taken = new Set(['text', 'image', 'tool_use', 'tool_result']);
+    // A proxy's list that leaves out a tool's call and result too: those are the conversation, kept.
+    const taken = { blocks: new Set(['text', 'image']) };
     expect(
       blocksAsTaken(
         [
@@ -112,12 +113,14 @@ describe('blocksAsTaken', () => {
           { type: 'redacted_thinking', data: 'xyz' },
           { type: 'container_upload', file_id: 'file_1' },
           { type: 'text', text: 'Done.' },
+          { type: 'tool_use', id: 't1', name: 'Read', input: {} },
         ],
         taken,
       ),
     ).toEqual([
       { type: 'text', text: '[container_upload]' },
       { type: 'text', text: 'Done.' },
+      { type: 'tool_use', id: 't1', name: 'Read', input: {} },
     ]);
   });
 
@@ -141,6 +144,57 @@ describe('blocksAsTaken', () => {
     ).toEqual([
       { type: 'text', text: '[bash_code_execution_tool_result]\n4\n' },
       { type: 'text', text: '[web search failed: max_uses_exceeded]' },
+    ]);
+  });
+});
+
+describe('blocksAsTaken, an upstream that takes fewer types in a tool result (OpenCode Zen: text and images)', () => {
+  const zen = { inResults: new Set(['text', 'image']) };
+  const pdfBlock = {
+    type: 'document',
+    source: { type: 'base64', media_type: 'application/pdf', data: 'JVBER' },
+    title: 'a.pdf',
+  };
+
+  it("tells a tool result's PDF as text, and leaves the user's own PDF (a message's block) as it was", () => {
+    const userPdf = {
+      type: 'document',
+      source: { type: 'base64', media_type: 'application/pdf', data: 'JVBER' },
+      title: 'mine.pdf',
+    };
+    expect(
+      blocksAsTaken(
+        [
+          userPdf,
+          { type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'Read.' }, pdfBlock] },
+        ],
+        zen,
+      ),
+    ).toEqual([
+      userPdf,
+      {
+        type: 'tool_result',
+        tool_use_id: 't1',
+        content: [
+          { type: 'text', text: 'Read.' },
+          { type: 'text', text: '[document a.pdf: not shown, the model takes no documents]' },
+        ],
+      },
+    ]);
+  });
+
+  it("tells a mid-conversation tool change by the tool it names (a local server's pydantic union has none)", () => {
+    expect(
+      blocksAsTaken(
+        [
+          { type: 'tool_addition', tool: { type: 'tool_reference', name: 'mcp__db__query' } },
+          { type: 'tool_removal', tool: { type: 'tool_definition', definition: { name: 'old_tool' } } },
+        ],
+        { blocks: new Set(['text']) },
+      ),
+    ).toEqual([
+      { type: 'text', text: 'Tool added: mcp__db__query' },
+      { type: 'text', text: 'Tool removed: old_tool' },
     ]);
   });
 });

@@ -352,6 +352,11 @@ const ownCases: ReadonlyArray<{
         '{"detail":[{"type":"literal_error","loc":["body","messages",1,"content","list[union[ClaudeContentBlockText,ClaudeContentBlockImage,ClaudeContentBlockToolUse,ClaudeContentBlockToolResult]]",1,"ClaudeContentBlockText","type"],"msg":"Input should be \'text\'","input":"thinking","ctx":{"expected":"\'text\'"}}]}',
         'text,image,tool_use,tool_result',
       ],
+      [
+        "a local server's pydantic union, Claude Code's mid-conversation tool change (jundot/omlx#3754)",
+        '{"detail":[{"type":"literal_error","loc":["body","messages",4,"content","list[union[ContentBlockText,ContentBlockImage,ContentBlockToolUse,ContentBlockToolResult,ContentBlockThinking]]",0,"ContentBlockText","type"],"msg":"Input should be \'text\'","input":"tool_addition"}]}',
+        'text,image,tool_use,tool_result,thinking',
+      ],
     ] as const
   ).map(([name, body, taken]) => ({
     name: `content blocks refused: ${name}`,
@@ -503,6 +508,24 @@ const ownCases: ReadonlyArray<{
     answer: { status: 404, body: JSON.stringify({ error: { message, code: 404 } }) },
     expected: { kind: 'bad_request' as const },
   })),
+  {
+    // OpenCode Zen's Claude, a PDF in a tool result (anomalyco/opencode#43502): what a tool result takes.
+    name: 'OpenCode Zen: "tool_result content type must be \\"text\\" or \\"image\\", got \\"document\\""',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Error from provider (Console): Upstream request failed: [invalid_request_error] messages[18]: content[0]: tool_result: content[1]: tool_result content type must be "text" or "image", got "document"',
+          type: 'invalid_request_error',
+        },
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'messages[].content[].content[].type', value: 'text,image' }],
+    },
+  },
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
