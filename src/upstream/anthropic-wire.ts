@@ -145,6 +145,10 @@ function blockOfPart(part: unknown): Json | undefined {
   return text === '' ? undefined : { type: 'text', text };
 }
 
+/** A media type of text: `text/*`, and JSON, XML and YAML. */
+const isTextMedia = (mediaType: string): boolean =>
+  mediaType.startsWith('text/') || /^application\/(?:json|xml|(?:x-)?yaml)$/.test(mediaType);
+
 /**
  * A chat file part (OpenAI's: a PDF's data URL and its name) as an Anthropic document block: a PDF as
  * base64, a text file as text. Anything else — a file by id, another type — is named, as Anthropic
@@ -160,7 +164,10 @@ function documentOf(part: Json): Json {
       source: { type: 'base64', media_type: 'application/pdf', data: url.base64 },
       ...titled,
     };
-  if (url?.mediaType === 'text/plain')
+  // A text file of any kind (HTML, code, JSON) as the plain text Anthropic takes: it refuses another
+  // media type ("…document.source.base64.media_type: Input should be 'application/pdf'",
+  // danny-avila/LibreChat#16054).
+  if (url !== undefined && isTextMedia(url.mediaType))
     return {
       type: 'document',
       source: {

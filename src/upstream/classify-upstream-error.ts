@@ -241,9 +241,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
     )
   )
     add({ field: toolImagesField });
-  // A model that takes no file part (DeepSeek's API, vLLM).
+  // A model that takes no file part (DeepSeek's API, vLLM, Qwen on DashScope: QwenLM/qwen-code#1888).
   if (
-    /unknown variant `?file`?|unsupported chat content part type: '?file\b|unknown part type: '?file\b|file must have a file_id or file_data/i.test(
+    /unknown variant `?file`?|unsupported chat content part type: '?file\b|unknown part type: '?file\b|file must have a file_id or file_data|invalid value: '?file'?\. supported values are/i.test(
       text,
     )
   )

@@ -958,3 +958,45 @@ describe('withoutAnthropicBlocks (what a Chat Completions upstream is sent)', ()
     expect(messages[2]).toHaveProperty('ctxgate_anthropic');
   });
 });
+
+describe("a chat client's file part, for Claude", () => {
+  const filePart = (filename: string, mediaType: string, text: string) => ({
+    type: 'file',
+    file: { filename, file_data: `data:${mediaType};base64,${Buffer.from(text).toString('base64')}` },
+  });
+
+  it.each([
+    ['page.html', 'text/html', '<p>Hi</p>'],
+    ['main.py', 'text/x-python', 'print(1)'],
+    ['data.json', 'application/json', '{"a":1}'],
+  ])(
+    'sends %s (%s) as a plain-text document, which Anthropic takes (LibreChat#16054)',
+    (filename, mediaType, text) => {
+      const body = toAnthropicRequest({
+        model: 'claude-sonnet-4-6',
+        messages: [
+          {
+            role: 'user',
+            content: [filePart(filename, mediaType, text), { type: 'text', text: 'Read it.' }],
+          },
+        ],
+      });
+      expect((body.messages as Array<{ content: unknown[] }>)[0]?.content[0]).toEqual({
+        type: 'document',
+        source: { type: 'text', media_type: 'text/plain', data: text },
+        title: filename,
+      });
+    },
+  );
+
+  it('names a file of another kind, which Anthropic cannot be sent', () => {
+    const body = toAnthropicRequest({
+      model: 'claude-sonnet-4-6',
+      messages: [{ role: 'user', content: [filePart('a.zip', 'application/zip', 'PK')] }],
+    });
+    expect((body.messages as Array<{ content: unknown[] }>)[0]?.content[0]).toEqual({
+      type: 'text',
+      text: '[file a.zip: not sent, Anthropic takes PDFs and text files sent as data]',
+    });
+  });
+});

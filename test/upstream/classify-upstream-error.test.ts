@@ -1048,6 +1048,21 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].files' }] },
   },
   {
+    // Qwen on DashScope, a file Qwen Code read (QwenLM/qwen-code#1888).
+    name: "DashScope: \"Invalid value: file. Supported values are: 'text','image_url','video_url' and 'video'.\"",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: "Invalid value: file. Supported values are: 'text','image_url','video_url' and 'video'.",
+          type: 'invalid_request_error',
+          code: 'invalid_value',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].files' }] },
+  },
+  {
     // DeepSeek's API later in 2026, on a PDF (danny-avila/LibreChat#16235).
     name: 'DeepSeek: a PDF (400 ".messages[1]: file must have a file_id or file_data")',
     answer: {
