@@ -420,9 +420,8 @@ function blockTypesFix(text: string): FieldFix | undefined {
   if (variants.includes('tool_use') || variants.includes('tool_result'))
     return { field: blockTypesField, value: variants.join(',') };
   // OpenCode Zen's, of a tool result's (anomalyco/opencode#43502): the types it takes there.
-  const inResult = /tool_result content type must be ((?:\W?\w+\W?(?:,\s*|\s+or\s+)?)+), got/i.exec(
-    text,
-  )?.[1];
+  // (Each pattern here reads a bounded run of text once: an upstream's text is not to cost the CPU.)
+  const inResult = /tool_result content type must be ([^\n]{1,200}?), got/i.exec(text)?.[1];
   if (inResult !== undefined)
     return {
       field: resultBlockTypesField,
@@ -431,12 +430,13 @@ function blockTypesFix(text: string): FieldFix | undefined {
         .filter((word) => word !== 'or')
         .join(','),
     };
-  const union = /list\[union\[((?:(?:Claude)?ContentBlock\w+,?\s*)+)\]\]/.exec(text)?.[1];
-  if (union === undefined) return undefined;
-  const taken = [...union.matchAll(/ContentBlock(\w+)/g)].map((name) =>
-    (name[1] as string).replace(/(?<=.)([A-Z])/g, '_$1').toLowerCase(),
-  );
-  return { field: blockTypesField, value: taken.join(',') };
+  const union = /list\[union\[([\w, ]{1,500})\]\]/.exec(text)?.[1];
+  const taken = (union ?? '')
+    .split(',')
+    .map((name) => /^\s*(?:Claude)?ContentBlock(\w+)\s*$/.exec(name)?.[1])
+    .filter((name): name is string => name !== undefined)
+    .map((name) => name.replace(/(?<=.)([A-Z])/g, '_$1').toLowerCase());
+  return taken.length === 0 ? undefined : { field: blockTypesField, value: taken.join(',') };
 }
 
 /**

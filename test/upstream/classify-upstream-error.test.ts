@@ -2061,3 +2061,19 @@ describe('classifyUpstreamError on bodies that quote the request back', () => {
     });
   });
 });
+
+describe('refusals built of what the patterns look for, long (a provider’s text is read once, whatever it holds)', () => {
+  // Each a run of a fragment some pattern repeats, ending where that pattern cannot match: a pattern that
+  // tries every way to split such a run (a repeated group of words) never ends on it.
+  const runs: ReadonlyArray<readonly [string, string]> = [
+    ['a tool result’s types', `tool_result content type must be ${'a'.repeat(60)}!`],
+    ['a pydantic union', `list[union[${'ContentBlockA'.repeat(60)}!`],
+    ['a list of block types', `supported values are: ${'a, '.repeat(2_000)}`],
+    ['a schema’s place', `not a valid moonshot flavored json schema ${"'properties.".repeat(2_000)}`],
+    ['a cache mark', 'cache_control.ephemeral.'.repeat(2_000)],
+  ];
+  it.each(runs)('%s: classified', (_name, message) => {
+    const answer = classifyUpstreamError({ status: 400, body: JSON.stringify({ error: { message } }) });
+    expect(['bad_request', 'refused_field']).toContain(answer.kind);
+  });
+});
