@@ -570,11 +570,11 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     fixes.push({ field: toolSchemasField });
   if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
   // A system message in the conversation, which an Anthropic-compatible endpoint that predates them
-  // refuses: DeepSeek's serde words, Anthropic's older ones and its own for a model that takes none (the
-  // message's place, then its words), a relay's, MiniMax's, a FastAPI proxy's (the role's place in the
-  // body, then its words).
+  // refuses: DeepSeek's serde words, Anthropic's older ones and its own for a model that takes none (now
+  // "role 'system' is not supported on this model"; before, the message's place, then its words), a
+  // relay's, MiniMax's, LM Studio's (zod's), a FastAPI proxy's (the role's place in the body, then its words).
   if (
-    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system/i.test(
+    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'/i.test(
       text,
     ) ||
     /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)

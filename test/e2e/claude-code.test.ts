@@ -674,9 +674,9 @@ describe('Claude Code through ctxgate', () => {
     expect(result.is_error).toBe(false);
     const sent = ark.messageRequests.slice(before);
     // Claude Code sends a system message in the conversation, which the model refuses in Anthropic's words
-    // for one that takes none; then the PDF. Each once, and never again.
+    // for one that takes none (decolua/9router#1603); then the PDF. Each once, and never again.
     expect(sent.filter((request) => request.status !== 200).map((request) => request.refusal)).toEqual([
-      "messages.1.role: Input should be 'user' or 'assistant'",
+      "role 'system' is not supported on this model",
       expect.stringContaining('invalid value: `document`'),
     ]);
     // Each refusal is followed by the request as the model takes it.

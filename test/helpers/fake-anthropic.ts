@@ -310,6 +310,9 @@ export function findAnthropicRefusal(
         return `messages.${index}: a system message must immediately follow a user message`;
       continue;
     }
+    // A system message to a model that takes none there, in Anthropic's words (decolua/9router#1603, a
+    // request id of Anthropic's own); any other role as its schema refuses it.
+    if (message.role === 'system') return "role 'system' is not supported on this model";
     if (message.role !== 'user' && message.role !== 'assistant')
       return `messages.${index}.role: Input should be 'user' or 'assistant'`;
   }

@@ -394,6 +394,16 @@ const ownCases: ReadonlyArray<{
         '{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.role: Input should be \'user\' or \'assistant\'"}}',
       ],
       [
+        "Anthropic's own for a model that takes none, as a router passes it on (decolua/9router#1603)",
+        400,
+        '{"type":"error","error":{"type":"invalid_request_error","message":"role \'system\' is not supported on this model"},"request_id":"req_011CbcALbQefSYwgXDEWEqsW"}',
+      ],
+      [
+        "LM Studio's standalone server, zod's words (lmstudio-ai/lmstudio-bug-tracker#2204)",
+        400,
+        '{"error":{"message":"Invalid discriminator value. Expected \'user\' | \'assistant\'","type":"invalid_request_error"}}',
+      ],
+      [
         "MiniMax's Anthropic endpoint, Claude Code 2.1.156 (MiniMax-AI/MiniMax-M2.7#43)",
         400,
         '{"type":"error","error":{"type":"bad_request_error","message":"invalid params, chat content has invalid message role: system (2013)","http_code":"400"},"request_id":"0660b098aa1e9dd5a6773a48c479fc89"}',
