@@ -162,6 +162,11 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // ggml-org/llama.cpp#25583): retried, it is refused the same.
   if (status >= 500 && /failed to parse tool call arguments as json/i.test(text))
     return { kind: 'refused_field', fixes: [{ field: toolArgumentsField }] };
+  // Ollama answers a chat template's refusal of a later system message with a 500 (its Anthropic endpoint
+  // and Claude Code's mid-conversation system message: ollama/ollama#17774): retried, it is refused the same.
+  // (The strict template's fix puts its text in the user's turn: on an `anthropic` upstream too.)
+  if (status >= 500 && /system message must be at the beginning/i.test(text))
+    return { kind: 'refused_field', fixes: [{ field: strictTemplateField }] };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
   // A body larger than the provider takes in bytes (not tokens: looksLikeOverflow): Anthropic's
   // "request_too_large", GitHub Copilot's "failed to parse request", a proxy's page.
@@ -570,11 +575,12 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     fixes.push({ field: toolSchemasField });
   if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
   // A system message in the conversation, which an Anthropic-compatible endpoint that predates them
-  // refuses: DeepSeek's serde words, Anthropic's older ones and its own for a model that takes none (now
+  // refuses: DeepSeek's, Qwen's and Ollama's serde words, Anthropic's older ones and its own for a model
+  // that takes none (now
   // "role 'system' is not supported on this model"; before, the message's place, then its words), a
   // relay's, MiniMax's, LM Studio's (zod's), a FastAPI proxy's (the role's place in the body, then its words).
   if (
-    /messages\[\d+\]\.role: unknown variant `system`|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'/i.test(
+    /unknown variant [`']system[`'], expected [`']user[`'] or [`']assistant[`']|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'/i.test(
       text,
     ) ||
     /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)

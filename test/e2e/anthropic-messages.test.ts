@@ -38,6 +38,7 @@ beforeAll(async () => {
     noDeferral: ['z-ai/glm-5.3'],
     blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
     noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic' },
+    templateSystemFirst: ['qwen3.8:27b'],
     noCacheTtl: ['claude-sonnet-4-20250514'],
     zenResults: ['claude-sonnet-4-6-zen'],
   });
@@ -89,7 +90,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2"]',
+      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2", "qwen3.8:27b"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -791,7 +792,7 @@ describe("a PDF a tool read, to OpenCode Zen's Claude (a tool result of text and
 });
 
 describe('a system message in the conversation (Claude Code), to an endpoint that takes none there', () => {
-  it.each(['deepseek-v4-flash', 'glm-5.2'])(
+  it.each(['deepseek-v4-flash', 'glm-5.2', 'qwen3.8:27b'])(
     '%s: answered after one refusal, the instruction a user text where it stood; the next request at once',
     async (model) => {
       anthropic.respond = () => ({ text: 'Concise.' });
@@ -813,7 +814,10 @@ describe('a system message in the conversation (Claude Code), to an endpoint tha
       const answer = await client().messages.create(request as never);
       expect(answer.content).toEqual([{ type: 'text', text: 'Concise.' }]);
       const sent = anthropic.messageRequests.slice(before);
-      expect(sent.map((each) => each.status)).toEqual([model === 'glm-5.2' ? 422 : 400, 200]);
+      expect(sent.map((each) => each.status)).toEqual([
+        model === 'glm-5.2' ? 422 : model === 'qwen3.8:27b' ? 500 : 400,
+        200,
+      ]);
       const messages = sent[1]?.body.messages as Array<{ role: string; content: unknown }>;
       expect(messages.map((message) => message.role)).toEqual(['user', 'assistant', 'user']);
       expect(JSON.stringify(messages[2]?.content)).toContain('<system-reminder>Be brief.</system-reminder>');

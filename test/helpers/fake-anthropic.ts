@@ -608,6 +608,11 @@ export class FakeAnthropic {
        * refused in its words, by its place (BerriAI/litellm#15880).
        */
       noCacheTtl?: readonly string[];
+      /**
+       * Models served as Ollama's Anthropic endpoint serves Qwen 3.8, whose chat template takes a system
+       * message first only: one in the conversation is refused with a 500 (ollama/ollama#17774).
+       */
+      templateSystemFirst?: readonly string[];
     } = {},
   ) {}
 
@@ -708,6 +713,13 @@ export class FakeAnthropic {
         400,
         errorBody('invalid_request_error', `${ttlAt}.cache_control.ttl: Extra inputs are not permitted`),
       );
+    if (
+      this.options.templateSystemFirst?.includes(String(body.model)) === true &&
+      (Array.isArray(body.messages) ? (body.messages as Json[]) : []).some(
+        (message) => message.role === 'system',
+      )
+    )
+      return send(500, errorBody('api_error', 'system message must be at the beginning'));
     const systemRule = this.options.noSystemMessages?.[String(body.model)];
     const systemAt = (Array.isArray(body.messages) ? (body.messages as Json[]) : []).findIndex(
       (message) => message.role === 'system',

@@ -404,6 +404,11 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"Invalid discriminator value. Expected \'user\' | \'assistant\'","type":"invalid_request_error"}}',
       ],
       [
+        "Ollama's Anthropic endpoint (ollama/ollama#16372)",
+        400,
+        '{"type":"error","error":{"type":"invalid_request_error","message":"unknown variant \'system\', expected \'user\' or \'assistant\'"}}',
+      ],
+      [
         "MiniMax's Anthropic endpoint, Claude Code 2.1.156 (MiniMax-AI/MiniMax-M2.7#43)",
         400,
         '{"type":"error","error":{"type":"bad_request_error","message":"invalid params, chat content has invalid message role: system (2013)","http_code":"400"},"request_id":"0660b098aa1e9dd5a6773a48c479fc89"}',
@@ -536,6 +541,24 @@ const ownCases: ReadonlyArray<{
       fixes: [{ field: 'messages[].content[].content[].type', value: 'text,image' }],
     },
   },
+  ...(
+    [
+      [
+        "Ollama's Anthropic endpoint, Qwen 3.8's template, a 500 (ollama/ollama#17774)",
+        500,
+        '{"type":"error","error":{"type":"api_error","message":"system message must be at the beginning"}}',
+      ],
+      [
+        "llama.cpp's server, a Qwen template's Jinja exception (ggml-org/llama.cpp#21954)",
+        400,
+        '{"error":{"code":400,"message":"Unable to generate parser for this template. Automatic parser generation failed: While executing CallExpression at line 92, column 32 in source: ... raise_exception(\'System message must be at the beginning.\') ... Error: Jinja Exception: System message must be at the beginning.","type":"invalid_request_error"}}',
+      ],
+    ] as const
+  ).map(([name, status, body]) => ({
+    name: `a later system message a chat template refuses: ${name}`,
+    answer: { status, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].roles' }] },
+  })),
   {
     // Kimi through Kilo (Kilo-Org/cloud#3807): an effort refused, those it takes listed.
     name: "Kimi: \"'reasoning_effort' does not support 'none' with this model. Supported values are: …\"",
