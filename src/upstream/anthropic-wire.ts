@@ -14,7 +14,7 @@ import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
 import { withinCacheBreakpoints } from './cache-breakpoints.js';
 import { isRecord } from './tool-call-shape.js';
-import { blockTypesTaken, blocksAsTaken, type BlockTypes } from './block-stand-ins.js';
+import { blocksAsTaken, type BlockTypes } from './block-stand-ins.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -100,18 +100,21 @@ export const bridgedMessages = Symbol('ctxgate.anthropic.bridgedMessages');
  */
 export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
 
-/**
- * On a chat request bound for an `anthropic` upstream that refused a system message in the conversation
- * (field-fixes.ts systemMessagesField): each is sent as user text where it stood. A symbol, never written
- * out, carried by Object.assign.
- */
-export const systemMessagesRefused = Symbol('ctxgate.anthropic.systemMessagesRefused');
+/** What an `anthropic` upstream refused of a conversation, as its learned fixes say (field-fixes.ts). */
+export interface ConversationFixes {
+  /** The block types it takes: each other block is told as text where it stood (block-stand-ins.ts). */
+  blockTypes?: BlockTypes;
+  /** It takes no system message in the conversation: each is sent as user text where it stood. */
+  noSystemMessages?: true;
+  /** Members of a cache breakpoint's mark it refused (`ttl`, `scope`), which no mark is sent with. */
+  cacheMembers?: ReadonlySet<string>;
+}
 
 /**
- * On a chat request bound for an `anthropic` upstream: the members of a cache breakpoint's mark it refused
- * (field-fixes.ts cacheMemberField: `ttl`, `scope`), which no mark is sent with.
+ * On a chat request bound for an `anthropic` upstream: its ConversationFixes. A symbol, never written out,
+ * carried by Object.assign.
  */
-export const cacheMembersRefused = Symbol('ctxgate.anthropic.cacheMembersRefused');
+export const conversationFixes = Symbol('ctxgate.anthropic.conversationFixes');
 
 const textOf = (content: unknown): string => {
   if (typeof content === 'string') return content;
@@ -310,9 +313,10 @@ export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
   const bridged = (chat as { [bridgedMessages]?: Bridged })[bridgedMessages];
   // The block types the upstream takes, once it refused another: each other told as text.
-  const taken = (chat as { [blockTypesTaken]?: BlockTypes })[blockTypesTaken];
+  const fixed = (chat as { [conversationFixes]?: ConversationFixes })[conversationFixes] ?? {};
+  const taken = fixed.blockTypes;
   const asTaken = (blocks: Json[]): Json[] => (taken === undefined ? blocks : blocksAsTaken(blocks, taken));
-  const systemRefused = (chat as { [systemMessagesRefused]?: true })[systemMessagesRefused] === true;
+  const systemRefused = fixed.noSystemMessages === true;
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;
   // `regroup`: merged from several messages, some with tool results, which go first (below).
@@ -346,7 +350,7 @@ export function toAnthropicRequest(chat: Json): Json {
       }
       // The client's own system message after the conversation began (Anthropic's mid-conversation
       // system messages) goes where it stood; any other (a notice placed inline) as user text.
-      // An upstream that takes none there (systemMessagesRefused) is sent its blocks as user text.
+      // An upstream that takes none there (noSystemMessages) is sent its blocks as user text.
       const kept = role === 'system' ? extensionOf(message, bridged) : undefined;
       if (kept !== undefined && !systemRefused)
         out.push({ role: 'system', content: asTaken(kept.blocks as Json[]).slice() });
@@ -399,10 +403,7 @@ export function toAnthropicRequest(chat: Json): Json {
     if (thinking === undefined) delete body.thinking;
     else body.thinking = thinking;
   }
-  withinCacheBreakpoints(
-    body,
-    (chat as { [cacheMembersRefused]?: ReadonlySet<string> })[cacheMembersRefused],
-  );
+  withinCacheBreakpoints(body, fixed.cacheMembers);
   return body;
 }
 

@@ -11,16 +11,12 @@ import { isRecord } from './tool-call-shape.js';
 type Json = Record<string, unknown>;
 
 /**
- * On a chat request bound for an `anthropic` upstream: the block types the model takes (a symbol, never
- * written out, carried by Object.assign) — in a message (`blocks`, field-fixes.ts blockTypesField) and in
- * a tool result (`inResults`, resultBlockTypesField) — set once the upstream refused another.
+ * The block types an upstream takes, where it said — in a message (`blocks`, field-fixes.ts
+ * blockTypesField), in a tool result (`inResults`, resultBlockTypesField) — once it refused another.
  */
-export const blockTypesTaken = Symbol('ctxgate.anthropic.blockTypesTaken');
-
-/** The block types an upstream takes, where it said: in a message, in a tool result. */
 export interface BlockTypes {
-  blocks?: ReadonlySet<string>;
-  inResults?: ReadonlySet<string>;
+  blocks?: ReadonlySet<string> | undefined;
+  inResults?: ReadonlySet<string> | undefined;
 }
 
 /** A tool's call and its result, which the conversation is made of: kept whatever a list leaves out. */

@@ -18,8 +18,7 @@ import {
   type CallIdSlots,
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
-import { blockTypesTaken } from './block-stand-ins.js';
-import { cacheMembersRefused, systemMessagesRefused } from './anthropic-wire.js';
+import { conversationFixes, type ConversationFixes } from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withUserTurn, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -568,9 +567,7 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
   for (const fix of fixes)
     if (anthropicOptionalMembers.has(fix.field) && extension[fix.field] !== undefined)
       delete edited()[fix.field];
-  const toolMembers = fixes
-    .filter((fix) => fix.field.startsWith(toolMemberPrefix))
-    .map((fix) => fix.field.slice(toolMemberPrefix.length));
+  const toolMembers = membersUnder(fixes, toolMemberPrefix);
   const refusedIn = (tool: unknown) => isRecord(tool) && toolMembers.some((name) => tool[name] !== undefined);
   const given = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];
   // With no tool loaded on demand, Anthropic's tool search tool has nothing to search: left out too.
@@ -600,10 +597,10 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
 }
 
 /**
- * The request marked with the block types the upstream takes (blockTypesField: those every refusal named
- * taken), which anthropic-wire.ts writes each other block of as text, and with its refusals of system
- * messages in the conversation (systemMessagesField) and of members of a breakpoint's mark
- * (cacheMemberField); the same object with no such fix.
+ * The request marked with what the upstream refused of the conversation (anthropic-wire.ts
+ * ConversationFixes): the block types it takes (blockTypesField, resultBlockTypesField: those every
+ * refusal named taken), a system message in the conversation (systemMessagesField), members of a
+ * breakpoint's mark (cacheMemberField); the same object with no such fix.
  */
 function withConversationAsTaken<R extends Record<string, unknown>>(
   request: R,
@@ -618,22 +615,21 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
     }
     return taken;
   };
+  const found: ConversationFixes = {};
   const blocks = takenIn(blockTypesField);
   const inResults = takenIn(resultBlockTypesField);
-  const taken = blocks === undefined && inResults === undefined ? undefined : { blocks, inResults };
-  const noSystem = fixes.some((fix) => fix.field === systemMessagesField);
-  const cacheRefused = new Set(
-    fixes
-      .filter((fix) => fix.field.startsWith(cacheMemberPrefix))
-      .map((fix) => fix.field.slice(cacheMemberPrefix.length)),
-  );
-  if (taken === undefined && !noSystem && cacheRefused.size === 0) return request;
-  const marked: Record<string | symbol, unknown> = Object.assign({}, request);
-  if (taken !== undefined) marked[blockTypesTaken] = taken;
-  if (noSystem) marked[systemMessagesRefused] = true;
-  if (cacheRefused.size > 0) marked[cacheMembersRefused] = cacheRefused;
-  return marked as R;
+  if (blocks !== undefined || inResults !== undefined) found.blockTypes = { blocks, inResults };
+  if (fixes.some((fix) => fix.field === systemMessagesField)) found.noSystemMessages = true;
+  const cacheMembers = membersUnder(fixes, cacheMemberPrefix);
+  if (cacheMembers.length > 0) found.cacheMembers = new Set(cacheMembers);
+  return Object.keys(found).length === 0
+    ? request
+    : Object.assign({}, request, { [conversationFixes]: found });
 }
+
+/** The members whose fields sit under `prefix` among the fixes (`tools[].defer_loading` → `defer_loading`). */
+const membersUnder = (fixes: readonly FieldFix[], prefix: string): string[] =>
+  fixes.filter((fix) => fix.field.startsWith(prefix)).map((fix) => fix.field.slice(prefix.length));
 
 /** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */
 export function betaFixesOf(fixes: readonly FieldFix[]): readonly FieldFix[] | undefined {
