@@ -402,13 +402,20 @@ export const anthropicBetaField = 'anthropic-beta';
  * request, and with their `anthropic-beta` flags left out (anthropicBetaField) Bedrock refuses them so
  * (Wei-Shaw/sub2api#2726); GitHub Copilot's refuses `output_config` (anomalyco/opencode#24527), and
  * OpenRouter's tools loaded on demand for a model not Anthropic's ("Deferred custom tools are only supported
- * on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral."). Each asks
- * for something the answer can do without: clearing old thinking or tool results, how hard to think,
- * tools loaded on demand, examples of a tool's input. Left out when refused, of the request and of every
+ * on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral."); Bedrock
+ * refuses strict tool use for some models ("tools.0.custom.strict: …": Sonnet 5, Opus 5.5,
+ * BerriAI/litellm#33193, lobehub/lobehub#19876). Each asks for something the answer can do without:
+ * clearing old thinking or tool results, how hard to think, tools loaded on demand, examples of a tool's
+ * input, a tool's input held to its schema by the sampler (the schema is still given). Left out when refused, of the request and of every
  * tool (withAnthropicFixes); the fields are `context_management`, `output_config` and `tools[].<member>`.
  */
 const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
-const anthropicOptionalToolMembers = new Set(['defer_loading', 'input_examples', 'eager_input_streaming']);
+const anthropicOptionalToolMembers = new Set([
+  'defer_loading',
+  'input_examples',
+  'eager_input_streaming',
+  'strict',
+]);
 
 /** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
 const toolMemberPrefix = 'tools[].';

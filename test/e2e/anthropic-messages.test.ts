@@ -40,6 +40,7 @@ beforeAll(async () => {
     noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic' },
     templateSystemFirst: ['qwen3.8:27b'],
     noCacheTtl: ['claude-sonnet-4-20250514'],
+    noStrictTools: ['claude-sonnet-5-bedrock'],
     zenResults: ['claude-sonnet-4-6-zen'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
@@ -860,6 +861,48 @@ describe('hour-long cache breakpoints (Claude Code asks them), to Claude on Bedr
     ).toEqual([{ type: 'ephemeral' }, { type: 'ephemeral' }, { type: 'ephemeral' }]);
     const again = anthropic.messageRequests.length;
     await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
+// Strict tool use: the AI SDK's and pi's Anthropic providers send `strict` on tools (the AI SDK's
+// generateObject with a schema always), which Claude on Bedrock refuses for some models — Sonnet 5, Opus
+// 4.7, 4.8 and 5.5 (BerriAI/litellm#33193, lobehub/lobehub#19876) — so every request with tools failed.
+describe('strict tool use, to Claude on Bedrock where the model refuses it', () => {
+  it('every tool is sent without `strict` after one refusal; the next request at once', async () => {
+    anthropic.respond = () => ({ toolUse: { name: 'get_weather', input: { city: 'Oslo' } } });
+    const strictWeather = Object.assign({}, weatherTool, { strict: true });
+    const listFiles = {
+      name: 'list_files',
+      description: 'Lists files.',
+      input_schema: { type: 'object' as const },
+    };
+    const request = {
+      model: 'claude-sonnet-5-bedrock',
+      max_tokens: 300,
+      tools: [listFiles, strictWeather, Object.assign({}, listFiles, { name: 'read_file', strict: false })],
+      messages: [{ role: 'user' as const, content: 'Weather in Oslo?' }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().messages.create(request as never);
+    expect(answer.content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'get_weather', input: { city: 'Oslo' } }),
+    ]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual([
+      'tools.1.custom.strict: Extra inputs are not permitted',
+      200,
+    ]);
+    // Each tool otherwise as the client wrote it, in its order.
+    expect(sent[1]?.body.tools).toEqual([
+      listFiles,
+      weatherTool,
+      Object.assign({}, listFiles, { name: 'read_file' }),
+    ]);
+    const again = anthropic.messageRequests.length;
+    await client()
+      .messages.stream(request as never)
+      .finalMessage();
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
 });

@@ -609,6 +609,11 @@ export class FakeAnthropic {
        */
       noCacheTtl?: readonly string[];
       /**
+       * Models served as Bedrock serves Sonnet 5 and Opus 5.5: a tool's `strict` (strict tool use) is
+       * refused in its words, by its place (BerriAI/litellm#33193, lobehub/lobehub#19876).
+       */
+      noStrictTools?: readonly string[];
+      /**
        * Models served as Ollama's Anthropic endpoint serves Qwen 3.8, whose chat template takes a system
        * message first only: one in the conversation is refused with a 500 (ollama/ollama#17774).
        */
@@ -712,6 +717,17 @@ export class FakeAnthropic {
       return send(
         400,
         errorBody('invalid_request_error', `${ttlAt}.cache_control.ttl: Extra inputs are not permitted`),
+      );
+    const strictAt =
+      this.options.noStrictTools?.includes(String(body.model)) === true
+        ? (Array.isArray(body.tools) ? (body.tools as Json[]) : []).findIndex(
+            (tool) => tool.strict !== undefined,
+          )
+        : -1;
+    if (strictAt >= 0)
+      return send(
+        400,
+        errorBody('invalid_request_error', `tools.${strictAt}.custom.strict: Extra inputs are not permitted`),
       );
     if (
       this.options.templateSystemFirst?.includes(String(body.model)) === true &&

@@ -185,6 +185,15 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].input_examples' }] },
   },
   {
+    // Strict tool use, which Bedrock refuses for Sonnet 5 and Opus 5.5 (lobehub/lobehub#19876), in its own words.
+    name: 'Bedrock: "tools.0.custom.strict: Extra inputs are not permitted"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({ message: 'tools.0.custom.strict: Extra inputs are not permitted' }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].strict' }] },
+  },
+  {
     // A member the gateway does not leave out: the client's to fix.
     name: 'Bedrock: "messages.0.name: Extra inputs are not permitted" (not a member the gateway leaves out)',
     answer: {
