@@ -37,6 +37,13 @@ import {
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
+import {
+  localCallArguments,
+  localCallItem,
+  localOutputContent,
+  localToolOf,
+  type LocalToolKind,
+} from './local-tools.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
 export type InputItem = Record<string, unknown>;
@@ -68,6 +75,8 @@ export interface BridgedTool {
    * `tool_search_output` that loads it before its first call in an answer gives it (searchItemsOf).
    */
   loads?: Record<string, unknown>;
+  /** A tool the client runs that the Responses API defines (local-tools.ts): a call of it is its item. */
+  local?: LocalToolKind;
 }
 
 /** The chat tool names that stand for a namespaced or a custom tool; the others are the tools' own. */
@@ -379,19 +388,29 @@ export function messagesOf(
       sources?.strings.push(undefined);
       return;
     }
-    if (type === 'function_call' || type === 'custom_tool_call' || type === 'tool_search_call') {
+    if (
+      type === 'function_call' ||
+      type === 'custom_tool_call' ||
+      type === 'tool_search_call' ||
+      type === 'shell_call' ||
+      type === 'apply_patch_call'
+    ) {
       const search = type === 'tool_search_call';
-      if (typeof item.call_id !== 'string' || (!search && typeof item.name !== 'string'))
-        refuse(at, `'${at}': a ${type} needs call_id${search ? '' : ' and name'}.`);
-      const name = search ? toolSearchName : chatToolName(item.namespace, String(item.name));
+      const local = type === 'shell_call' ? 'shell' : type === 'apply_patch_call' ? 'apply_patch' : undefined;
+      const named = search || local !== undefined;
+      if (typeof item.call_id !== 'string' || (!named && typeof item.name !== 'string'))
+        refuse(at, `'${at}': a ${type} needs call_id${named ? '' : ' and name'}.`);
+      const name = search ? toolSearchName : (local ?? chatToolName(item.namespace, String(item.name)));
       const args =
-        type === 'custom_tool_call'
-          ? JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' })
-          : typeof item.arguments === 'string'
-            ? item.arguments
-            : search
-              ? JSON.stringify(item.arguments ?? {})
-              : '{}';
+        local !== undefined
+          ? localCallArguments(item)
+          : type === 'custom_tool_call'
+            ? JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' })
+            : typeof item.arguments === 'string'
+              ? item.arguments
+              : search
+                ? JSON.stringify(item.arguments ?? {})
+                : '{}';
       const extra = extras?.get(item.call_id);
       const call =
         extra === undefined
@@ -421,14 +440,21 @@ export function messagesOf(
     if (
       type === 'function_call_output' ||
       type === 'custom_tool_call_output' ||
-      type === 'tool_search_output'
+      type === 'tool_search_output' ||
+      type === 'shell_call_output' ||
+      type === 'apply_patch_call_output'
     ) {
       if (typeof item.call_id !== 'string') refuse(at, `'${at}': a ${type} needs call_id.`);
       const output = item.output;
       messages.push({
         role: 'tool',
         tool_call_id: item.call_id,
-        content: type === 'tool_search_output' ? toolsFoundText(item.tools) : outputContent(output),
+        content:
+          type === 'tool_search_output'
+            ? toolsFoundText(item.tools)
+            : type === 'shell_call_output' || type === 'apply_patch_call_output'
+              ? localOutputContent(item)
+              : outputContent(output),
       });
       sources?.origins.push(index);
       sources?.strings.push(
@@ -621,6 +647,13 @@ function addTools(
       });
       return;
     }
+    // A shell or apply_patch the client runs, unless a function of the client's has its name.
+    const local = namespace === undefined ? localToolOf(tool) : undefined;
+    if (local !== undefined && !names.has(local.kind) && !namesFunction(tools, local.kind)) {
+      names.set(local.kind, { name: local.kind, custom: false, local: local.kind });
+      kept.push(local.chat);
+      return;
+    }
     if (kind !== 'function' && kind !== 'custom') {
       const label = typeof tool.name === 'string' ? `${kind} ${tool.name}` : kind;
       drops.drop(at, `${at} (${label})`, `'${at}': only function and custom tools can be bridged (${kind}).`);
@@ -664,6 +697,13 @@ function addTools(
       },
     });
   });
+}
+
+/** Whether a list of Responses tools holds a function or custom tool of this name. */
+function namesFunction(tools: readonly unknown[], name: string): boolean {
+  return tools.some(
+    (tool) => isRecord(tool) && (tool.type === 'function' || tool.type === 'custom') && tool.name === name,
+  );
 }
 
 /**
@@ -740,6 +780,13 @@ function toolsOf(
   };
 }
 
+/** The chat name of the tool a tool choice names: a function or custom tool, or a client-run shell or apply_patch. */
+function choiceName(choice: Record<string, unknown>): string | undefined {
+  if ((choice.type === 'function' || choice.type === 'custom') && typeof choice.name === 'string')
+    return chatToolName(choice.namespace, choice.name);
+  return choice.type === 'shell' || choice.type === 'apply_patch' ? choice.type : undefined;
+}
+
 /**
  * The chat tool_choice: auto, none and required as they are; a function only when it is among the
  * bridged tools (forcing a dropped tool would change the answer: refused); `allowed_tools` narrows the
@@ -752,28 +799,19 @@ function toolChoiceOf(
   const names = new Set((tools ?? []).map((tool) => tool.function.name));
   if (choice === undefined || choice === null || typeof choice === 'string')
     return { toolChoice: choice ?? undefined, tools };
-  if (
-    isRecord(choice) &&
-    (choice.type === 'function' || choice.type === 'custom') &&
-    typeof choice.name === 'string'
-  ) {
-    const name = chatToolName(choice.namespace, choice.name);
-    if (!names.has(name))
-      refuse(
-        'tool_choice',
-        `'tool_choice' forces '${choice.name}', which is not a tool this request bridges.`,
-      );
-    return { toolChoice: { type: 'function', function: { name } }, tools };
+  const forced = isRecord(choice) ? choiceName(choice) : undefined;
+  if (forced !== undefined) {
+    const named = isRecord(choice) && typeof choice.name === 'string' ? choice.name : forced;
+    if (!names.has(forced))
+      refuse('tool_choice', `'tool_choice' forces '${named}', which is not a tool this request bridges.`);
+    return { toolChoice: { type: 'function', function: { name: forced } }, tools };
   }
   if (isRecord(choice) && choice.type === 'allowed_tools' && Array.isArray(choice.tools)) {
     const allowed = new Set(
-      choice.tools
-        .filter(isRecord)
-        .flatMap((tool) =>
-          (tool.type === 'function' || tool.type === 'custom') && typeof tool.name === 'string'
-            ? [chatToolName(tool.namespace, tool.name)]
-            : [],
-        ),
+      choice.tools.filter(isRecord).flatMap((tool) => {
+        const name = choiceName(tool);
+        return name === undefined ? [] : [name];
+      }),
     );
     const mode = choice.mode === 'required' ? 'required' : 'auto';
     if (mode === 'required' && ![...allowed].some((name) => names.has(name)))
@@ -818,6 +856,10 @@ const itemFields: Record<string, readonly string[]> = {
   tool_search_call: ['type', 'id', 'call_id', 'execution', 'arguments', 'status'],
   tool_search_output: ['type', 'id', 'call_id', 'execution', 'tools', 'status'],
   agent_message: ['type', 'id', 'author', 'recipient', 'content'],
+  shell_call: ['type', 'id', 'call_id', 'action', 'environment', 'status'],
+  shell_call_output: ['type', 'id', 'call_id', 'output', 'max_output_length', 'status'],
+  apply_patch_call: ['type', 'id', 'call_id', 'operation', 'status'],
+  apply_patch_call_output: ['type', 'id', 'call_id', 'output', 'status'],
   item_reference: ['type', 'id'],
 };
 const partFields: Record<string, readonly string[]> = {
@@ -964,10 +1006,19 @@ function checkInputSize(
       type === 'message' ||
       type === 'function_call_output' ||
       type === 'custom_tool_call_output' ||
-      type === 'tool_search_output'
+      type === 'tool_search_output' ||
+      type === 'shell_call_output' ||
+      type === 'apply_patch_call_output'
     )
       messages++;
-    else if (type === 'function_call' || type === 'custom_tool_call' || type === 'tool_search_call') calls++;
+    else if (
+      type === 'function_call' ||
+      type === 'custom_tool_call' ||
+      type === 'tool_search_call' ||
+      type === 'shell_call' ||
+      type === 'apply_patch_call'
+    )
+      calls++;
   }
   if (messages > limits.maxMessages) throw tooManyMessages(messages, limits.maxMessages);
   if (calls > limits.maxToolCalls) throw tooManyToolCalls(calls, limits.maxToolCalls);
@@ -1134,6 +1185,7 @@ export function callItemOf(
   const tool = tools?.get(name);
   if (tool === undefined)
     return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
+  if (tool.local !== undefined) return localCallItem(tool.local, id, callId, args, status);
   if (tool.search === true)
     return {
       id,
@@ -1191,8 +1243,9 @@ function searchArguments(args: string): Record<string, unknown> {
   return { query: args };
 }
 
-/** The prefix of the id of an output item that calls `tool` (OpenAI's: fc, ctc, tsc). */
+/** The prefix of the id of an output item that calls `tool` (OpenAI's: fc, ctc, tsc, sh, apc). */
 export function callIdPrefix(tool: BridgedTool | undefined): string {
+  if (tool?.local !== undefined) return tool.local === 'shell' ? 'sh' : 'apc';
   return tool?.search === true ? 'tsc' : tool?.custom === true ? 'ctc' : 'fc';
 }
 

@@ -67,7 +67,10 @@ interface CallItem {
   deltaHead: string;
   /** A custom tool's call: its arguments are not relayed as they come (they wrap its input). */
   custom: boolean;
-  /** A call of the client's tool search: its arguments are an object, given whole when it is done. */
+  /**
+   * A call of the client's tool search, or of a tool it runs (shell, apply_patch): its arguments are
+   * an object, given whole when it is done.
+   */
   search: boolean;
   /** What the provider attached to the call (`extra_content`: Gemini's thought signature). */
   extra?: unknown;
@@ -268,7 +271,7 @@ export class ResponsesStreamTranslator {
         arguments: [],
         deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,
         custom: tool?.custom === true,
-        search: tool?.search === true,
+        search: tool?.search === true || tool?.local !== undefined,
       };
       this.calls.set(call.position, item);
       this.items.push(item);

@@ -5,7 +5,8 @@
 // Anthropic SDK bridged over 25 turns, and openai 7. The AI SDK's loop and the Agents SDK's Responses
 // turns run again on a model that thinks as DeepSeek V4 does and refuses a tool call sent back without its
 // reasoning. The Agents SDK's compaction session compacts through POST /v1/responses/compact, and a tool
-// of its that returns a picture has the model shown it. The Agents SDK's tool search (run by OpenAI or by
+// of its that returns a picture has the model shown it; its coding agent's shell and apply_patch, which
+// it runs itself, run what the model asks. The Agents SDK's tool search (run by OpenAI or by
 // the SDK) and the AI SDK's load a tool of a deferred catalog, and the run answers. The AI SDK's Anthropic
 // provider, natively to a strict fake Claude: a conversation Claude compacts, and a tool loop with
 // thinking on, stateless and in a session; bridged: an on-demand compaction, a deferred tool a tool change
@@ -126,6 +127,9 @@ function respond(
       content: pdf === undefined ? 'I see no PDF.' : `Page 3 says: ${pdfPageTexts(pdf)[2] ?? 'nothing'}`,
     };
   }
+  // The Agents SDK's coding agent: it lists the files with its shell, then fixes the README and writes a
+  // note of what it listed with apply_patch (two calls at once), then says what the editor answered.
+  if (users.some((text) => text.startsWith('Task agents-shell'))) return codingAgent(messages, body);
   // Asked about a screenshot: it takes one, then says the size of the picture it was shown.
   if (users.some((text) => text.startsWith('Task agents-picture'))) {
     if (!messages.some((message) => (message.tool_calls?.length ?? 0) > 0))
@@ -165,6 +169,46 @@ function respond(
     };
   }
   return undefined;
+}
+
+/** The fake model as a coding agent with a shell and apply_patch (the Agents SDK's, run by the client). */
+function codingAgent(messages: ReadonlyArray<ChatMessage>, body?: Record<string, unknown>): Behaviour {
+  const tools = ((body?.tools ?? []) as Array<{ function: { name: string; parameters?: unknown } }>).map(
+    (tool) => tool.function,
+  );
+  const shell = tools.find((tool) => tool.name === 'shell');
+  const patch = tools.find((tool) => tool.name === 'apply_patch');
+  if (shell === undefined || patch === undefined)
+    return { content: `I cannot: my tools are ${tools.map((tool) => tool.name).join(', ') || 'none'}.` };
+  const results = messages.filter((message) => message.role === 'tool').map(textOf);
+  if (results.length === 0)
+    return {
+      toolCalls: [{ id: 'call_shell_1', name: 'shell', arguments: '{"commands":["ls","cat README.md"]}' }],
+    };
+  if (results.length === 1) {
+    // What `ls` printed, up to how it ended.
+    const listing = (results[0] ?? '').split('\n\n')[0] ?? '';
+    const notes = listing
+      .split('\n')
+      .map((line) => `+${line}`)
+      .join('\n');
+    const fix = '@@\n-Run the tests with npm test.\n+Run the tests with npm run test.\n';
+    return {
+      toolCalls: [
+        {
+          id: 'call_patch_readme',
+          name: 'apply_patch',
+          arguments: JSON.stringify({ type: 'update_file', path: 'README.md', diff: fix }),
+        },
+        {
+          id: 'call_patch_notes',
+          name: 'apply_patch',
+          arguments: JSON.stringify({ type: 'create_file', path: 'notes.txt', diff: `${notes}\n` }),
+        },
+      ],
+    };
+  }
+  return { content: results.slice(1).join(' | ') };
 }
 
 /** A task for a tool of a deferred catalog (the Agents SDK's tool search). */
@@ -509,6 +553,31 @@ describe('the Agents SDK with a tool that returns a picture', () => {
     expect(lines).toHaveLength(2);
     expect(lines.every((line) => line.status === 200)).toBe(true);
   });
+});
+
+// The Agents SDK's coding agent, as OpenAI's guide builds it: a local shell and apply_patch, tools the
+// Responses API defines and the client runs. They were dropped as built-in tools OpenAI runs: the model
+// was never given them, and the agent could do nothing.
+describe("the Agents SDK's coding agent (shellTool and applyPatchTool)", () => {
+  it.each([false, true])(
+    'runs the commands and applies the patches the model asks (stream: %s)',
+    async (stream) => {
+      const from = harness.logLines.length;
+      const result = await runDriver<
+        Failure & { answer: string; commands: string[]; files: Record<string, string> }
+      >('agents-shell.mjs', { baseURL: harness.baseUrl, model, stream });
+      expect(result.error).toBeUndefined();
+      expect(result.commands).toEqual(['ls', 'cat README.md']);
+      expect(result.files).toEqual({
+        'README.md': 'Run the tests with npm run test.\n',
+        // (The SDK's applyDiff writes a created file without a last newline.)
+      'notes.txt': 'README.md',
+      });
+      expect(result.answer).toBe('Done: Updated README.md | Done: Created notes.txt');
+      const lines = requestLines(from, '/v1/responses');
+      expect(lines.map((line) => line.status)).toEqual([200, 200, 200]);
+    },
+  );
 });
 
 describe("the Agents SDK's compaction session (OpenAIResponsesCompactionSession)", () => {

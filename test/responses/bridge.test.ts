@@ -985,6 +985,189 @@ describe('bridgeRequest: namespaces, custom tools and tools given in the input (
   });
 });
 
+// The Agents SDK's coding agent: `shellTool({ shell })` and `applyPatchTool({ editor })`, as its Responses
+// model sends them (openaiResponsesModel.js), and the items its run loop sends back.
+describe("bridgeRequest: tools the client runs (the Agents SDK's shell and apply_patch)", () => {
+  const codingAgent = {
+    model: 'deepseek-chat',
+    instructions: 'You are a coding agent.',
+    tools: [
+      { type: 'shell', environment: { type: 'local' } },
+      { type: 'apply_patch' },
+      { type: 'shell', environment: { type: 'container_auto' } },
+    ],
+    input: [{ type: 'message', role: 'user', content: 'Fix the README.' }],
+  };
+
+  it("gives the model each as a function of its name; a shell in OpenAI's container is dropped and named", () => {
+    const bridged = bridgeRequest(codingAgent, drop);
+    const tools = bridged.chatFields.tools as Array<{ function: { name: string; parameters: unknown } }>;
+    expect(tools.map((tool) => tool.function.name)).toEqual(['shell', 'apply_patch']);
+    expect(tools[0]?.function.parameters).toMatchObject({ required: ['commands'] });
+    expect(tools[1]?.function.parameters).toMatchObject({
+      properties: { type: { enum: ['create_file', 'update_file', 'delete_file'] } },
+      required: ['type', 'path'],
+    });
+    expect(bridged.dropped).toEqual(['tools[2] (shell)']);
+  });
+
+  it("leaves a function of the client's named shell as it is, the built-in dropped beside it", () => {
+    const own = { type: 'function', name: 'shell', parameters: { type: 'object', properties: {} } };
+    const bridged = bridgeRequest(
+      Object.assign({}, codingAgent, { tools: [codingAgent.tools[0], own] }),
+      drop,
+    );
+    expect(bridged.chatFields.tools).toEqual([
+      { type: 'function', function: { name: 'shell', parameters: own.parameters } },
+    ]);
+    expect(bridged.dropped).toEqual(['tools[0] (shell)']);
+  });
+
+  it('replays the calls as the chat calls they stand for, and their outputs as what the model reads', () => {
+    const bridged = bridgeRequest(
+      Object.assign({}, codingAgent, {
+        input: [
+          ...codingAgent.input,
+          {
+            type: 'shell_call',
+            id: 'sh_1',
+            call_id: 'call_sh',
+            status: 'completed',
+            action: { commands: ['ls', 'cat README'], timeout_ms: 5000, max_output_length: null },
+          },
+          {
+            type: 'shell_call_output',
+            call_id: 'call_sh',
+            output: [
+              { stdout: 'README\n', stderr: '', outcome: { type: 'exit', exit_code: 0 } },
+              {
+                stdout: '',
+                stderr: 'cat: README: Permission denied\n',
+                outcome: { type: 'exit', exit_code: 1 },
+              },
+            ],
+          },
+          {
+            type: 'apply_patch_call',
+            id: 'apc_1',
+            call_id: 'call_ap',
+            status: 'completed',
+            operation: { type: 'update_file', path: 'README', diff: '@@\n-a\n+b\n' },
+          },
+          { type: 'apply_patch_call_output', call_id: 'call_ap', status: 'failed', output: 'No such file' },
+        ],
+      }),
+      drop,
+    );
+    expect(bridged.messages.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_sh',
+            type: 'function',
+            function: { name: 'shell', arguments: '{"commands":["ls","cat README"],"timeout_ms":5000}' },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_sh',
+        content: 'README\n\n[exit code 0]\n\n\n[stderr]\ncat: README: Permission denied\n\n[exit code 1]',
+      },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_ap',
+            type: 'function',
+            function: {
+              name: 'apply_patch',
+              arguments: '{"type":"update_file","path":"README","diff":"@@\\n-a\\n+b\\n"}',
+            },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_ap', content: 'Failed: No such file' },
+    ]);
+    expect(bridged.dropped).toEqual(['tools[2] (shell)']);
+  });
+
+  it("answers the model's calls as the items the client runs", () => {
+    const bridged = bridgeRequest(codingAgent, drop);
+    const output = outputItemsOf(
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'shell', arguments: '{"commands":["npm test"]}' },
+          },
+          {
+            id: 'call_2',
+            type: 'function',
+            function: {
+              name: 'apply_patch',
+              arguments: '{"type":"create_file","path":"a.txt","diff":"+hi"}',
+            },
+          },
+        ],
+      },
+      bridged.toolNames,
+    );
+    expect(output).toEqual([
+      {
+        id: expect.stringMatching(/^sh_[0-9a-f]{48}$/),
+        type: 'shell_call',
+        status: 'completed',
+        call_id: 'call_1',
+        action: { commands: ['npm test'], timeout_ms: null, max_output_length: null },
+        environment: { type: 'local' },
+      },
+      {
+        id: expect.stringMatching(/^apc_[0-9a-f]{48}$/),
+        type: 'apply_patch_call',
+        status: 'completed',
+        call_id: 'call_2',
+        operation: { type: 'create_file', path: 'a.txt', diff: '+hi' },
+      },
+    ]);
+  });
+
+  it('forces either by its type; refuses forcing one not bridged', () => {
+    const forced = bridgeRequest(
+      Object.assign({}, codingAgent, { tool_choice: { type: 'apply_patch' } }),
+      drop,
+    );
+    expect(forced.chatFields.tool_choice).toEqual({ type: 'function', function: { name: 'apply_patch' } });
+    const allowed = bridgeRequest(
+      Object.assign({}, codingAgent, {
+        tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'shell' }] },
+      }),
+      drop,
+    );
+    expect(
+      (allowed.chatFields.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name),
+    ).toEqual(['shell']);
+    let refusal: unknown;
+    try {
+      bridgeRequest(
+        Object.assign({}, codingAgent, { tools: [{ type: 'apply_patch' }], tool_choice: { type: 'shell' } }),
+        drop,
+      );
+    } catch (error) {
+      refusal = error;
+    }
+    expect(isGatewayError(refusal) && refusal.message).toBe(
+      "'tool_choice' forces 'shell', which is not a tool this request bridges.",
+    );
+  });
+});
+
 describe('bridgeRequest: truncation', () => {
   it('fits a request that does not say (responses.default_truncation: auto) and honours an explicit disabled', () => {
     expect(bridgeRequest({ model: 'm', input: 'x' }, drop).truncation).toBe('auto');
