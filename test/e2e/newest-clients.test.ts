@@ -571,7 +571,7 @@ describe("the Agents SDK's coding agent (shellTool and applyPatchTool)", () => {
       expect(result.files).toEqual({
         'README.md': 'Run the tests with npm run test.\n',
         // (The SDK's applyDiff writes a created file without a last newline.)
-      'notes.txt': 'README.md',
+        'notes.txt': 'README.md',
       });
       expect(result.answer).toBe('Done: Updated README.md | Done: Created notes.txt');
       const lines = requestLines(from, '/v1/responses');
