@@ -327,6 +327,41 @@ function outputContent(output: unknown): string | Array<Record<string, unknown>>
     : parts.map((part) => part.text as string).join('');
 }
 
+/** Input items of a tool's call, and of its output: each one tool call, and one tool message. */
+const callItemTypes = new Set([
+  'function_call',
+  'custom_tool_call',
+  'tool_search_call',
+  'shell_call',
+  'apply_patch_call',
+]);
+const outputItemTypes = new Set([
+  'function_call_output',
+  'custom_tool_call_output',
+  'tool_search_output',
+  'shell_call_output',
+  'apply_patch_call_output',
+]);
+
+/**
+ * The chat function a call item calls and its arguments: a function's as they are, a custom tool's input
+ * as its one argument, the client's search's arguments as JSON, a shell's or apply_patch's action as
+ * their function's arguments (local-tools.ts).
+ */
+function chatCallOf(item: InputItem, type: string, at: string): { name: string; args: string } {
+  const search = type === 'tool_search_call';
+  const local = type === 'shell_call' ? 'shell' : type === 'apply_patch_call' ? 'apply_patch' : undefined;
+  const named = search || local !== undefined;
+  if (typeof item.call_id !== 'string' || (!named && typeof item.name !== 'string'))
+    refuse(at, `'${at}': a ${type} needs call_id${named ? '' : ' and name'}.`);
+  if (local !== undefined) return { name: local, args: localCallArguments(item) };
+  if (search) return { name: toolSearchName, args: JSON.stringify(item.arguments ?? {}) };
+  const name = chatToolName(item.namespace, String(item.name));
+  if (type === 'custom_tool_call')
+    return { name, args: JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' }) };
+  return { name, args: typeof item.arguments === 'string' ? item.arguments : '{}' };
+}
+
 /**
  * Input items as chat messages: consecutive function calls join the assistant message before them.
  * `sources`, when given, gets the index of the item each message was made from (-1 for a call), and
@@ -347,7 +382,7 @@ export function messagesOf(
   let carried: Record<string, unknown> | undefined;
   items.forEach((item, index) => {
     const at = `input[${index}]`;
-    const type = item.type ?? 'message';
+    const type = String(item.type ?? 'message');
     if (type === 'reasoning') {
       reasoning += reasoningText(item);
       const fields = states?.get(item)?.message;
@@ -388,30 +423,9 @@ export function messagesOf(
       sources?.strings.push(undefined);
       return;
     }
-    if (
-      type === 'function_call' ||
-      type === 'custom_tool_call' ||
-      type === 'tool_search_call' ||
-      type === 'shell_call' ||
-      type === 'apply_patch_call'
-    ) {
-      const search = type === 'tool_search_call';
-      const local = type === 'shell_call' ? 'shell' : type === 'apply_patch_call' ? 'apply_patch' : undefined;
-      const named = search || local !== undefined;
-      if (typeof item.call_id !== 'string' || (!named && typeof item.name !== 'string'))
-        refuse(at, `'${at}': a ${type} needs call_id${named ? '' : ' and name'}.`);
-      const name = search ? toolSearchName : (local ?? chatToolName(item.namespace, String(item.name)));
-      const args =
-        local !== undefined
-          ? localCallArguments(item)
-          : type === 'custom_tool_call'
-            ? JSON.stringify({ input: typeof item.input === 'string' ? item.input : '' })
-            : typeof item.arguments === 'string'
-              ? item.arguments
-              : search
-                ? JSON.stringify(item.arguments ?? {})
-                : '{}';
-      const extra = extras?.get(item.call_id);
+    if (callItemTypes.has(type)) {
+      const { name, args } = chatCallOf(item, type, at);
+      const extra = extras?.get(item.call_id as string);
       const call =
         extra === undefined
           ? { id: item.call_id, type: 'function', function: { name, arguments: args } }
@@ -437,13 +451,7 @@ export function messagesOf(
       }
       return;
     }
-    if (
-      type === 'function_call_output' ||
-      type === 'custom_tool_call_output' ||
-      type === 'tool_search_output' ||
-      type === 'shell_call_output' ||
-      type === 'apply_patch_call_output'
-    ) {
+    if (outputItemTypes.has(type)) {
       if (typeof item.call_id !== 'string') refuse(at, `'${at}': a ${type} needs call_id.`);
       const output = item.output;
       messages.push({
@@ -1002,23 +1010,8 @@ function checkInputSize(
   for (const item of input) {
     if (!isRecord(item)) continue;
     const type = typeof item.type === 'string' ? item.type : 'message';
-    if (
-      type === 'message' ||
-      type === 'function_call_output' ||
-      type === 'custom_tool_call_output' ||
-      type === 'tool_search_output' ||
-      type === 'shell_call_output' ||
-      type === 'apply_patch_call_output'
-    )
-      messages++;
-    else if (
-      type === 'function_call' ||
-      type === 'custom_tool_call' ||
-      type === 'tool_search_call' ||
-      type === 'shell_call' ||
-      type === 'apply_patch_call'
-    )
-      calls++;
+    if (type === 'message' || outputItemTypes.has(type)) messages++;
+    else if (callItemTypes.has(type)) calls++;
   }
   if (messages > limits.maxMessages) throw tooManyMessages(messages, limits.maxMessages);
   if (calls > limits.maxToolCalls) throw tooManyToolCalls(calls, limits.maxToolCalls);
