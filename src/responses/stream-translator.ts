@@ -7,7 +7,9 @@
 // custom_tool_call item whose input is known only once its arguments are whole: its
 // .custom_tool_call_input.delta and .done come with the closing events; a call of the client's tool
 // search is a tool_search_call item, its arguments given whole at its .output_item.done, and the first
-// call of a deferred tool no search loaded comes after the search items that load it, each given whole.
+// call of a deferred tool no search loaded comes after the search items that load it, each given whole;
+// a call of a tool the client runs (shell, apply_patch: local-tools.ts) is added only with the closing
+// events, whole, as its shell_call or apply_patch_call.
 // What the provider gives to be sent back — a call's `extra_content` (Gemini's thought signature), the
 // message's `reasoning_details` (OpenRouter's) — goes in a reasoning item of encrypted content only,
 // opened where the first of it comes and whole at its .output_item.done (bridge.ts carrierItemOf), and
@@ -72,6 +74,11 @@ interface CallItem {
    * an object, given whole when it is done.
    */
   search: boolean;
+  /**
+   * A call of a tool the client runs (shell, apply_patch): added only when done, whole, as a client
+   * reads the operation's path and type from the item it is added as.
+   */
+  local: boolean;
   /** What the provider attached to the call (`extra_content`: Gemini's thought signature). */
   extra?: unknown;
 }
@@ -272,13 +279,15 @@ export class ResponsesStreamTranslator {
         deltaHead: `,"item_id":${JSON.stringify(id)},"output_index":${index},"delta":`,
         custom: tool?.custom === true,
         search: tool?.search === true || tool?.local !== undefined,
+        local: tool?.local !== undefined,
       };
       this.calls.set(call.position, item);
       this.items.push(item);
-      out += this.event('response.output_item.added', {
-        output_index: item.index,
-        item: this.callObject(item, 'in_progress'),
-      });
+      if (!item.local)
+        out += this.event('response.output_item.added', {
+          output_index: item.index,
+          item: this.callObject(item, 'in_progress'),
+        });
     }
     // A name given in pieces (tool-call-shape.ts) is whole by the item's end.
     item.name = call.name;
@@ -422,6 +431,11 @@ export class ResponsesStreamTranslator {
           output_index: item.index,
           content_index: 0,
           part,
+        });
+      } else if (item.local) {
+        out += this.event('response.output_item.added', {
+          output_index: item.index,
+          item: output[item.index],
         });
       } else if (item.custom) {
         const input = customInput(joined(item.arguments));

@@ -129,7 +129,7 @@ function respond(
   }
   // The Agents SDK's coding agent: it lists the files with its shell, then fixes the README and writes a
   // note of what it listed with apply_patch (two calls at once), then says what the editor answered.
-  if (users.some((text) => text.startsWith('Task agents-shell'))) return codingAgent(messages, body);
+  if (users.some((text) => /^Task (agents|ai-sdk)-shell/.test(text))) return codingAgent(messages, body);
   // Asked about a screenshot: it takes one, then says the size of the picture it was shown.
   if (users.some((text) => text.startsWith('Task agents-picture'))) {
     if (!messages.some((message) => (message.tool_calls?.length ?? 0) > 0))
@@ -578,6 +578,21 @@ describe("the Agents SDK's coding agent (shellTool and applyPatchTool)", () => {
       expect(lines.map((line) => line.status)).toEqual([200, 200, 200]);
     },
   );
+
+  it("the AI SDK's openai.tools.shell and applyPatch, streamed: run what the model asks", async () => {
+    const from = harness.logLines.length;
+    const result = await runDriver<
+      Failure & { text: string; commands: string[]; files: Record<string, string> }
+    >('ai-sdk-shell.mjs', { baseURL: harness.baseUrl, model });
+    expect(result.error).toBeUndefined();
+    expect(result.commands).toEqual(['ls', 'cat README.md']);
+    expect(result.files).toEqual({
+      'README.md': 'Run the tests with npm run test.\n',
+      'notes.txt': 'README.md',
+    });
+    expect(result.text).toBe('Done: Updated README.md | Done: Created notes.txt');
+    expect(requestLines(from, '/v1/responses').map((line) => line.status)).toEqual([200, 200, 200]);
+  });
 });
 
 describe("the Agents SDK's compaction session (OpenAIResponsesCompactionSession)", () => {

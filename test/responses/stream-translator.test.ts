@@ -395,6 +395,42 @@ describe('a chat stream as Responses events', () => {
     });
   });
 
+  it('adds a call of a tool the client runs only when it is done, whole (the AI SDK reads its path and type from the added item)', () => {
+    const tools = new Map([
+      ['apply_patch', { name: 'apply_patch', custom: false, local: 'apply_patch' as const }],
+      ['shell', { name: 'shell', custom: false, local: 'shell' as const }],
+    ]);
+    const { events, response } = streamCalls(tools, [
+      [0, { id: 'c1', function: { name: 'apply_patch', arguments: '{"type":"create_file",' } }],
+      [0, { function: { arguments: '"path":"a.txt","diff":"+hi"}' } }],
+      [1, { id: 'c2', function: { name: 'shell', arguments: '{"commands":["ls"]}' } }],
+    ]);
+    expect(events.map((event) => `${String(event.type)} ${String(event.output_index ?? '')}`)).toEqual([
+      'response.created ',
+      'response.in_progress ',
+      'response.output_item.added 0',
+      'response.output_item.done 0',
+      'response.output_item.added 1',
+      'response.output_item.done 1',
+      'response.completed ',
+    ]);
+    const patch = {
+      type: 'apply_patch_call',
+      status: 'completed',
+      call_id: 'c1',
+      operation: { type: 'create_file', path: 'a.txt', diff: '+hi' },
+    };
+    expect(events[2]).toMatchObject({ item: patch });
+    expect(events[3]).toMatchObject({ item: patch });
+    expect(events[4]).toMatchObject({
+      item: { type: 'shell_call', call_id: 'c2', action: { commands: ['ls'] } },
+    });
+    expect(response.output).toEqual([
+      (events[3] as { item: unknown }).item,
+      (events[5] as { item: unknown }).item,
+    ]);
+  });
+
   it('gives the search items that load a deferred tool, whole, before its first call', () => {
     const definition = { type: 'function', name: 'lookup_1', defer_loading: true };
     const tools = new Map([['lookup_1', { name: 'lookup_1', custom: false, loads: definition }]]);
