@@ -19,6 +19,7 @@ import {
 } from '../upstream/carried-state.js';
 import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
+import { clientToolOf } from './client-tools.js';
 
 type Json = Record<string, unknown>;
 
@@ -273,8 +274,15 @@ function withExtension(message: Json, blocks: unknown[], native: boolean): Json 
 function functionTool(tool: Json, index: number): Json | undefined {
   if (typeof tool.name !== 'string' || tool.name === '')
     throw invalid(`tools.${index}.name: Field required`, `tools.${index}.name`);
-  // Anthropic's own server tools (web search, code execution, computer use) have a versioned type and
-  // no schema: a Chat Completions model cannot run them.
+  // Anthropic's client tools (bash, the text editor, memory) have a versioned type and no schema: a
+  // function of the schema Claude knows (client-tools.ts). Its server tools (web search, code execution)
+  // and computer use: a Chat Completions model cannot run them.
+  const client = typeof tool.type === 'string' ? clientToolOf(tool.type) : undefined;
+  if (client !== undefined)
+    return {
+      type: 'function',
+      function: { name: tool.name, description: client.description, parameters: client.parameters },
+    };
   if (tool.type !== undefined && tool.type !== 'custom') return undefined;
   if (!isObject(tool.input_schema))
     throw invalid(`tools.${index}.input_schema: Field required`, `tools.${index}.input_schema`);

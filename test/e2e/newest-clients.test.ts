@@ -13,7 +13,7 @@
 // surfaces. LangChain's ChatAnthropic, streaming natively: a tool loop with thinking on, stateless and in a
 // session, and a web search Claude runs and the next turn reads. The Anthropic SDK's tool runner bridged (its
 // Threads refused as Anthropic refuses a lost one, so it sends each turn whole; a tool it adds; a compaction
-// it asks for). All but the Anthropic SDK need Node 22, so they
+// it asks for), and with Anthropic's client tools (bash, the text editor, its memory tool). All but the Anthropic SDK need Node 22, so they
 // all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -130,6 +130,7 @@ function respond(
   // The Agents SDK's coding agent: it lists the files with its shell, then fixes the README and writes a
   // note of what it listed with apply_patch (two calls at once), then says what the editor answered.
   if (users.some((text) => /^Task (agents|ai-sdk)-shell/.test(text))) return codingAgent(messages, body);
+  if (users.some((text) => text.startsWith('Task client-tools'))) return clientToolsAgent(messages, body);
   // Asked about a screenshot: it takes one, then says the size of the picture it was shown.
   if (users.some((text) => text.startsWith('Task agents-picture'))) {
     if (!messages.some((message) => (message.tool_calls?.length ?? 0) > 0))
@@ -209,6 +210,55 @@ function codingAgent(messages: ReadonlyArray<ChatMessage>, body?: Record<string,
     };
   }
   return { content: results.slice(1).join(' | ') };
+}
+
+/**
+ * The fake model with Anthropic's client tools (bash, the text editor, memory: the client runs them),
+ * reading each tool's parameters as it is given them: it lists the files, then fixes the README and
+ * records it in memory at once, then says what the tools answered.
+ */
+function clientToolsAgent(messages: ReadonlyArray<ChatMessage>, body?: Record<string, unknown>): Behaviour {
+  const tools = ((body?.tools ?? []) as Array<{ function: { name: string; parameters?: unknown } }>).map(
+    (tool) => tool.function,
+  );
+  const takes = (name: string, parameter: string) =>
+    JSON.stringify(tools.find((tool) => tool.name === name)?.parameters ?? {}).includes(`"${parameter}"`);
+  if (
+    !takes('bash', 'command') ||
+    !takes('str_replace_based_edit_tool', 'old_str') ||
+    !takes('memory', 'file_text')
+  )
+    return { content: `I cannot: my tools are ${tools.map((tool) => tool.name).join(', ') || 'none'}.` };
+  const results = messages.filter((message) => message.role === 'tool').map(textOf);
+  if (results.length === 0)
+    return { toolCalls: [{ id: 'toolu_bash', name: 'bash', arguments: '{"command":"ls"}' }] };
+  if (results.length === 1) {
+    const readme = (results[0] ?? '').split('\n').find((name) => name.startsWith('README')) ?? 'README';
+    return {
+      toolCalls: [
+        {
+          id: 'toolu_edit',
+          name: 'str_replace_based_edit_tool',
+          arguments: JSON.stringify({
+            command: 'str_replace',
+            path: readme,
+            old_str: 'npm test',
+            new_str: 'npm run test',
+          }),
+        },
+        {
+          id: 'toolu_memory',
+          name: 'memory',
+          arguments: JSON.stringify({
+            command: 'create',
+            path: '/memories/progress.md',
+            file_text: `Fixed ${readme}.`,
+          }),
+        },
+      ],
+    };
+  }
+  return { content: results.slice(1).join(' ') };
 }
 
 /** A task for a tool of a deferred catalog (the Agents SDK's tool search). */
@@ -815,6 +865,26 @@ describe('LangChain ChatAnthropic, newest, natively to Claude (streaming)', () =
 // The Anthropic SDK's tool runner on a Chat Completions model: a tool it adds mid-conversation (addTools,
 // a system message of a tool_addition: dropped before, so the model never had it) and a compaction it asks
 // for (compactBeforeNextTurn, an on-demand compaction: dropped before, so the runner got no summary).
+// Anthropic's client tools (bash, the text editor, the SDK's memory tool) have a versioned type and no
+// schema: they were dropped as server tools, so a model behind the bridge was never given them.
+describe("Anthropic's client tools in the SDK's tool runner, bridged onto a Chat Completions model", () => {
+  it('runs the bash command, the edit and the memory the model asks, and answers', async () => {
+    const result = await runDriver<
+      Failure & {
+        commands: string[];
+        files: Record<string, string>;
+        memories: Record<string, string>;
+        text: string;
+      }
+    >('anthropic-client-tools.mjs', { baseURL: harness.baseUrl, model });
+    expect(result.error).toBeUndefined();
+    expect(result.commands).toEqual(['ls']);
+    expect(result.files).toEqual({ 'README.md': 'Run the tests with npm run test.\n' });
+    expect(result.memories).toEqual({ '/memories/progress.md': 'Fixed README.md.' });
+    expect(result.text).toBe('Replaced in README.md. Saved /memories/progress.md.');
+  });
+});
+
 describe("the Anthropic SDK's tool runner, newest, bridged onto a Chat Completions model", () => {
   it('calls the tool it added, compacts, and answers from the summary alone', async () => {
     const result = await runDriver<

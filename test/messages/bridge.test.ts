@@ -238,6 +238,46 @@ describe('a Messages request as a chat request', () => {
     expect(chatBody).not.toHaveProperty('ctxgate_anthropic');
   });
 
+  it("gives Anthropic's client tools (bash, the text editor, memory) as functions of their names; computer use is dropped", () => {
+    const { chatBody, dropped } = bridged({
+      messages: [{ role: 'user', content: 'Hi' }],
+      tools: [
+        { type: 'bash_20250124', name: 'bash' },
+        { type: 'text_editor_20250728', name: 'str_replace_based_edit_tool', max_characters: 10_000 },
+        { type: 'memory_20250818', name: 'memory' },
+        { type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 },
+      ],
+      tool_choice: { type: 'tool', name: 'bash' },
+    });
+    const tools = chatBody.tools as Array<{ function: { name: string; parameters: { properties: object } } }>;
+    expect(
+      tools.map((tool) => [tool.function.name, Object.keys(tool.function.parameters.properties)]),
+    ).toEqual([
+      ['bash', ['command', 'restart']],
+      [
+        'str_replace_based_edit_tool',
+        ['command', 'path', 'file_text', 'old_str', 'new_str', 'insert_line', 'view_range'],
+      ],
+      [
+        'memory',
+        [
+          'command',
+          'path',
+          'file_text',
+          'old_str',
+          'new_str',
+          'insert_line',
+          'insert_text',
+          'view_range',
+          'old_path',
+          'new_path',
+        ],
+      ],
+    ]);
+    expect(chatBody.tool_choice).toEqual({ type: 'function', function: { name: 'bash' } });
+    expect(dropped).toEqual(['tools.3 (computer_20250124)']);
+  });
+
   it("sends a chat provider's thinking back as reasoning_content, and drops and names Claude's own", () => {
     const assistant = (signature: string | undefined) => ({
       role: 'assistant',
