@@ -5,16 +5,13 @@
 // `apply_patch_call`), and the client's results (`shell_call_output`, `apply_patch_call_output`) go to
 // the model as the tool messages of those calls. A shell in one of OpenAI's containers runs there, not
 // at the client: it stays a built-in tool the gateway drops. docs/responses.md tells the mapping.
+import { isRecord } from '../upstream/tool-call-shape.js';
 /** A client-run tool of the Responses API, by its chat function's name (which is its type). */
 export type LocalToolKind = 'shell' | 'apply_patch';
 
 interface ChatFunctionTool {
   type: 'function';
   function: { name: string; description: string; parameters: Record<string, unknown> };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 const shellDescription =
