@@ -406,8 +406,9 @@ export const anthropicBetaField = 'anthropic-beta';
  * refuses strict tool use for some models ("tools.0.custom.strict: …": Sonnet 5, Opus 5.5,
  * BerriAI/litellm#33193, lobehub/lobehub#19876). Each asks for something the answer can do without:
  * clearing old thinking or tool results, how hard to think, tools loaded on demand, examples of a tool's
- * input, a tool's input held to its schema by the sampler (the schema is still given). Left out when refused, of the request and of every
- * tool (withAnthropicFixes); the fields are `context_management`, `output_config` and `tools[].<member>`.
+ * input, a tool's input held to its schema by the sampler (the schema is still given). Left out when
+ * refused, of the request and of every tool (withAnthropicFixes); the fields are `context_management`,
+ * `output_config` and `tools[].<member>`.
  */
 const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
 const anthropicOptionalToolMembers = new Set([
