@@ -62,7 +62,20 @@ import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js'
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
 import { isSystemRole } from '../context/turns.js';
 import { clientMessageBytes, type KnownBytes, type KnownMessageBytes } from './chat-body.js';
-import { requestBytesField, type FieldFix, type FieldFixes } from '../upstream/field-fixes.js';
+import {
+  conservativeAnthropicFixes,
+  requestBytesField,
+  unexplainedRefusalField,
+  type FieldFix,
+  type FieldFixes,
+} from '../upstream/field-fixes.js';
+
+/** A fix tried for a model on a refusal that named nothing (chat-turn.ts fixingFields). */
+interface TriedFix {
+  upstream: string;
+  model: string;
+  fix: FieldFix;
+}
 
 export interface ChatServiceDependencies {
   config: GatewayConfig;
@@ -654,19 +667,30 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   }
 
   /** Fields the attempt's model refused: kept for its later requests, and this one made again fixed. */
-  function fixingFields(ladder: ReturnType<typeof ladderFor>) {
+  /**
+   * The attempt again with the fixes of a refusal learned for its model. A refusal that names nothing
+   * (field-fixes.ts unexplainedRefusalField) is tried in the form every Anthropic-compatible endpoint
+   * takes: the fixes that adds are noted in `tried`, to be forgotten if that is refused too.
+   */
+  function fixingFields(ladder: ReturnType<typeof ladderFor>, tried: TriedFix[]) {
     return (fixes: FieldFix[], current: ChatAttempt): ChatAttempt | undefined => {
+      const { name } = current.target;
       for (const fix of fixes)
-        deps.fieldFixes.remember(
-          current.target.name,
-          current.model,
-          // A refusal of the body's size gives no number: a share of the body refused.
-          fix.field === requestBytesField && fix.atMost === undefined
-            ? Object.assign({}, fix, {
-                atMost: Math.floor(byteLengthOf(current.body) * retryDefaults.requestBytesShare),
-              })
-            : fix,
-        );
+        if (fix.field !== unexplainedRefusalField)
+          deps.fieldFixes.remember(
+            name,
+            current.model,
+            // A refusal of the body's size gives no number: a share of the body refused.
+            fix.field === requestBytesField && fix.atMost === undefined
+              ? Object.assign({}, fix, {
+                  atMost: Math.floor(byteLengthOf(current.body) * retryDefaults.requestBytesShare),
+                })
+              : fix,
+          );
+        else if (current.target.kind === 'anthropic')
+          for (const each of conservativeAnthropicFixes)
+            if (deps.fieldFixes.remember(name, current.model, each))
+              tried.push({ upstream: name, model: current.model, fix: each });
       return ladder.again(current);
     };
   }
@@ -766,6 +790,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     turn.lastAttempt = ladder.first;
     if (plan !== undefined) turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
+    // The fixes tried on a refusal that named nothing: kept only if an attempt with them is answered.
+    const tried: TriedFix[] = [];
     const { value, tally } = await measuredExchange(
       deps,
       {
@@ -800,7 +826,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
-          fixFields: fixingFields(ladder),
+          fixFields: fixingFields(ladder, tried),
           streaming: chatRequest.stream === true,
           sentBytes: (attempt) => byteLengthOf(attempt.body),
           limits: recoveryLimitsFor(policy, config.timeouts.upstream_retry_deadline_ms),
@@ -810,6 +836,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           cancelled: () => client.cancellation.aborted,
           observe: observe(turn),
         });
+        if (tried.length > 0 && sent.response.statusCode >= 300)
+          for (const { upstream, model, fix } of tried) deps.fieldFixes.forget(upstream, model, fix);
         const answered = sent.attempt.recall ? await withRecallAnswered(turn, sent, exchange) : sent;
         return deliver(turn, answered);
       },

@@ -80,6 +80,8 @@ import {
   applyFieldFixes,
   loggedFieldFixes,
   requestBytesField,
+  unexplainedRefusalField,
+  type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 
@@ -191,6 +193,13 @@ function turnSummaryText(
  * over, twice (within half the model's window, requestSummary).
  */
 const maxThinkingCap = 16_384;
+/**
+ * What a summarizer's refusal teaches about its model: not a body too large for the provider (a summary
+ * request is text), nor a refusal that names nothing.
+ */
+const isSummaryLesson = (fix: FieldFix): boolean =>
+  fix.field !== requestBytesField && fix.field !== unexplainedRefusalField;
+
 /** Summarizer models learned to think past their answer's cap, per replica (as field fixes are). */
 const maxThinkingModels = 1_000;
 
@@ -797,9 +806,8 @@ export function createSessionSummarizer(deps: {
           }),
         fixFields: (fixes, current) => {
           const before = JSON.stringify(settingsNow(current));
-          // A summary request is text: a body too large for the provider is not the model's to learn.
-          for (const fix of fixes)
-            if (fix.field !== requestBytesField) fieldFixes.remember(target.name, summaryModel, fix);
+          for (const fix of fixes.filter(isSummaryLesson))
+            fieldFixes.remember(target.name, summaryModel, fix);
           return JSON.stringify(settingsNow(current)) === before ? undefined : Object.assign({}, current);
         },
         smaller: recovery?.smaller ?? (() => undefined),

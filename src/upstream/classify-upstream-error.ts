@@ -7,6 +7,7 @@ import {
   anthropicBetaField,
   fixForAnthropicMember,
   toolMemberField,
+  unexplainedRefusalField,
   effortField,
   effortsUpTo,
   thinkingAdaptiveField,
@@ -176,8 +177,16 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // field to fix, not a missing model.
   const routed = status === 404 && /no endpoints found that support/i.test(text);
   const fixes = status === 400 || status === 422 || routed ? refusedFields(text, body) : [];
-  return fixes.length === 0 ? { kind: 'bad_request' } : { kind: 'refused_field', fixes };
+  if (fixes.length > 0) return { kind: 'refused_field', fixes };
+  // A refusal that names nothing (Kimi's Anthropic endpoint: "Invalid request Error"): sent once more in
+  // the form every such endpoint takes, kept only if answered (field-fixes.ts unexplainedRefusalField).
+  if (status === 400 && content.texts.some((each) => unexplainedRefusal.test(each)))
+    return { kind: 'refused_field', fixes: [{ field: unexplainedRefusalField }] };
+  return { kind: 'bad_request' };
 }
+
+/** Kimi's whole answer to a Messages request it does not take. */
+const unexplainedRefusal = /^\s*invalid request error\s*$/i;
 
 /**
  * The fields a refusal names that the gateway can fix: OpenAI's and Azure's wording for a field a model

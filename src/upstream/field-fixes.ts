@@ -469,6 +469,39 @@ const cacheMemberPrefix = 'cache_control.';
 export const cacheMemberField = (member: string): string | undefined =>
   cacheMembers.has(member) ? `${cacheMemberPrefix}${member}` : undefined;
 
+/**
+ * Not a field of the body: a refusal that names nothing — Kimi's Anthropic endpoint answers every
+ * request it does not take with a 400 of one message, "Invalid request Error": Claude Code's tool search
+ * (a deferred tool, a `tool_reference` in a tool result: MoonshotAI/kimi-cli#1449, farion1231/cc-switch#2941),
+ * its beta features (MoonshotAI/Kimi-K2.5#5, fixed by CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS), and the
+ * conversation goes no further. Sent again once in the form every Anthropic-compatible endpoint takes
+ * (conservativeAnthropicFixes); those fixes are kept for the model only if that is answered
+ * (FieldFixes.forget: chat-turn.ts), else the client gets the refusal and nothing is learned.
+ */
+export const unexplainedRefusalField = 'request.unexplained';
+
+/**
+ * What an `anthropic` upstream is sent again after a refusal that names nothing: the Messages API as its
+ * compatible endpoints first took it — no `anthropic-beta` flag, no `context_management` or
+ * `output_config`, no member of a tool but its name, description and schema (deferred tools sent whole,
+ * Anthropic's tool search left out), blocks of the types of the API's first years only (a tool search's
+ * result, a server tool's blocks told as text where they stood; text and images in a tool result), a
+ * system message in the conversation as user text, cache marks of no `ttl` or `scope`.
+ */
+export const conservativeAnthropicFixes: readonly FieldFix[] = [
+  { field: anthropicBetaField },
+  { field: 'context_management' },
+  { field: 'output_config' },
+  ...[...anthropicOptionalToolMembers].map((member) => ({ field: toolMemberField(member) })),
+  {
+    field: blockTypesField,
+    value: 'text,image,document,thinking,redacted_thinking,tool_use,tool_result',
+  },
+  { field: resultBlockTypesField, value: 'text,image' },
+  { field: systemMessagesField },
+  ...[...cacheMembers].map((member) => ({ field: `${cacheMemberPrefix}${member}` })),
+];
+
 /** The fix for a member of a Messages request (`tools.N.custom.M` for one of a tool) an upstream refused as extra. */
 export function fixForAnthropicMember(path: string): FieldFix | undefined {
   const tool = /^tools\.\d+\.(?:custom\.)?(\w+)$/.exec(path)?.[1];
@@ -749,6 +782,8 @@ export interface FieldFixes {
   fixesFor(upstream: string, model: string): readonly FieldFix[];
   /** Keeps a fix for the model; true when it was not known yet. */
   remember(upstream: string, model: string, fix: FieldFix): boolean;
+  /** Forgets a fix kept for the model (one tried on a refusal that named nothing, and refused again). */
+  forget(upstream: string, model: string, fix: FieldFix): void;
 }
 
 const none: readonly FieldFix[] = [];
@@ -774,6 +809,12 @@ export function loggedFieldFixes(logger: {
         },
         'model refuses a request field',
       ),
+    // A fix tried on a refusal that named nothing, refused again: the model was not shown to refuse it.
+    onForgotten: (upstream, model, fix) =>
+      logger.info(
+        { upstream, model, field: fix.field, value: fix.value ?? null },
+        'request field fix forgotten',
+      ),
   });
 }
 
@@ -785,6 +826,8 @@ export function createFieldFixes(options: {
   maxEntries: number;
   /** Told each fix the first time it is learned (the log line `model refuses a request field`). */
   onLearned?: (upstream: string, model: string, fix: FieldFix) => void;
+  /** Told each fix forgotten (the log line `request field fix forgotten`). */
+  onForgotten?: (upstream: string, model: string, fix: FieldFix) => void;
 }): FieldFixes {
   const byModel = new Map<string, readonly FieldFix[]>();
   const keyOf = (upstream: string, model: string) => `${upstream}\u0000${model}`;
@@ -805,6 +848,16 @@ export function createFieldFixes(options: {
       if (byModel.size > options.maxEntries) byModel.delete(byModel.keys().next().value as string);
       options.onLearned?.(upstream, model, fix);
       return true;
+    },
+    forget(upstream, model, fix) {
+      const key = keyOf(upstream, model);
+      const known = byModel.get(key);
+      if (known === undefined) return;
+      const kept = known.filter((each) => !(each.field === fix.field && each.value === fix.value));
+      if (kept.length === known.length) return;
+      if (kept.length === 0) byModel.delete(key);
+      else byModel.set(key, kept);
+      options.onForgotten?.(upstream, model, fix);
     },
   };
 }

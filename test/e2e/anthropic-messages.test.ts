@@ -41,6 +41,7 @@ beforeAll(async () => {
     templateSystemFirst: ['qwen3.8:27b'],
     noCacheTtl: ['claude-sonnet-4-20250514'],
     noStrictTools: ['claude-sonnet-5-bedrock'],
+    unexplained: ['kimi-for-coding', 'kimi-k3'],
     zenResults: ['claude-sonnet-4-6-zen'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
@@ -91,7 +92,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2", "qwen3.8:27b"]',
+      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2", "qwen3.8:27b", "kimi-*"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -904,6 +905,96 @@ describe('strict tool use, to Claude on Bedrock where the model refuses it', () 
       .messages.stream(request as never)
       .finalMessage();
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
+// Kimi's Anthropic endpoint answers a request it does not take with one message, "Invalid request Error",
+// naming nothing: Claude Code's tool search (a deferred tool, a tool_reference in a tool result) and its
+// beta features failed every request (MoonshotAI/kimi-cli#1449, farion1231/cc-switch#2941).
+describe("Kimi's refusal that names nothing ('Invalid request Error')", () => {
+  const toolSearch = {
+    name: 'ToolSearch',
+    description: 'Searches the deferred tools.',
+    input_schema: { type: 'object' as const, properties: { query: { type: 'string' } }, required: ['query'] },
+  };
+  /** What Claude Code sends once its ToolSearch found a deferred tool. */
+  const afterToolSearch = (model: string, extra: Record<string, unknown> = {}) =>
+    Object.assign(
+      {
+        model,
+        max_tokens: 300,
+        betas: ['context-management-2025-06-27', 'advanced-tool-use-2025-11-20'],
+        context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+        tools: [toolSearch, Object.assign({}, weatherTool, { defer_loading: true })],
+        messages: [
+          { role: 'user', content: 'Weather in Oslo?' },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'tool_use', id: 'toolu_search', name: 'ToolSearch', input: { query: 'weather' } },
+            ],
+          },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_search',
+                content: [{ type: 'tool_reference', tool_name: 'get_weather' }],
+              },
+            ],
+          },
+        ],
+      },
+      extra,
+    );
+
+  it('is sent again once in the form every such endpoint takes, which is then kept: the next request at once', async () => {
+    anthropic.respond = () => ({ toolUse: { name: 'get_weather', input: { city: 'Oslo' } } });
+    const before = anthropic.messageRequests.length;
+    const answer = await client().beta.messages.create(afterToolSearch('kimi-for-coding') as never);
+    expect((answer as { content: unknown[] }).content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'get_weather', input: { city: 'Oslo' } }),
+    ]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual(['Invalid request Error', 200]);
+    const body = sent[1]?.body as {
+      context_management?: unknown;
+      tools: unknown[];
+      messages: Array<{ content: unknown }>;
+    };
+    expect(sent[1]?.headers['anthropic-beta']).toBeUndefined();
+    expect(body.context_management).toBeUndefined();
+    // The deferred tool sent whole; the search's result told as the tool it found.
+    expect(body.tools).toEqual([toolSearch, weatherTool]);
+    expect(JSON.stringify(body.messages[2]?.content)).toContain('Tool found: get_weather');
+    const again = anthropic.messageRequests.length;
+    await client().beta.messages.create(afterToolSearch('kimi-for-coding') as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+
+  it('refused again in that form: the client gets the refusal, and nothing is learned', async () => {
+    anthropic.respond = () => ({ text: 'Sunny.' });
+    const before = anthropic.messageRequests.length;
+    // A genuine fault the form does not touch (a temperature Kimi does not take).
+    const refused = await client()
+      .beta.messages.create(afterToolSearch('kimi-k3', { temperature: 1.5 }) as never)
+      .then(
+        () => undefined,
+        (error: unknown) => error as { status?: number; message?: string },
+      );
+    expect(refused?.status).toBe(400);
+    expect(refused?.message).toContain('Invalid request Error');
+    expect(anthropic.messageRequests.slice(before).map((each) => each.refusal ?? each.status)).toEqual([
+      'Invalid request Error',
+      'Invalid request Error',
+    ]);
+    // Nothing was kept: the next request goes as the client wrote it, and is fixed on its own refusal.
+    const next = anthropic.messageRequests.length;
+    await client().beta.messages.create(afterToolSearch('kimi-k3') as never);
+    const sent = anthropic.messageRequests.slice(next);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual(['Invalid request Error', 200]);
+    expect(sent[0]?.body.context_management).toBeDefined();
   });
 });
 

@@ -555,6 +555,23 @@ export function anthropicUpstreamYaml(name: string, baseUrl: string, models: rea
   ];
 }
 
+/** What Kimi's Anthropic endpoint does not take, of what Claude Code sends (FakeAnthropic `unexplained`). */
+function kimiRefuses(body: Json): boolean {
+  const tools = Array.isArray(body.tools) ? (body.tools as Json[]) : [];
+  const blocks = (Array.isArray(body.messages) ? (body.messages as Json[]) : []).flatMap((message) =>
+    Array.isArray(message.content) ? (message.content as Json[]) : [],
+  );
+  const inResults = blocks.flatMap((block) =>
+    block.type === 'tool_result' && Array.isArray(block.content) ? (block.content as Json[]) : [],
+  );
+  return (
+    tools.some((tool) => tool.defer_loading !== undefined) ||
+    [...blocks, ...inResults].some((block) => block.type === 'tool_reference') ||
+    body.context_management !== undefined ||
+    (typeof body.temperature === 'number' && body.temperature > 1)
+  );
+}
+
 export class FakeAnthropic {
   readonly requests: RecordedAnthropicRequest[] = [];
   private server: Server | undefined;
@@ -613,6 +630,13 @@ export class FakeAnthropic {
        * refused in its words, by its place (BerriAI/litellm#33193, lobehub/lobehub#19876).
        */
       noStrictTools?: readonly string[];
+      /**
+       * Models served as Kimi's Anthropic endpoint serves them: a request it does not take — a tool loaded
+       * on demand, a tool search's `tool_reference` block, `context_management`, a temperature above 1 —
+       * answered with its one message, "Invalid request Error" (MoonshotAI/kimi-cli#1449,
+       * farion1231/cc-switch#2941, MoonshotAI/Kimi-K2.5#5).
+       */
+      unexplained?: readonly string[];
       /**
        * Models served as Ollama's Anthropic endpoint serves Qwen 3.8, whose chat template takes a system
        * message first only: one in the conversation is refused with a 500 (ollama/ollama#17774).
@@ -717,6 +741,14 @@ export class FakeAnthropic {
       return send(
         400,
         errorBody('invalid_request_error', `${ttlAt}.cache_control.ttl: Extra inputs are not permitted`),
+      );
+    if (this.options.unexplained?.includes(String(body.model)) === true && kimiRefuses(body))
+      return send(
+        400,
+        JSON.stringify({
+          error: { type: 'invalid_request_error', message: 'Invalid request Error' },
+          type: 'error',
+        }),
       );
     const strictAt =
       this.options.noStrictTools?.includes(String(body.model)) === true

@@ -185,6 +185,24 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].input_examples' }] },
   },
   {
+    // Kimi's Anthropic endpoint, which names nothing (MoonshotAI/kimi-cli#1449): tried in a conservative form.
+    name: 'Kimi: "Invalid request Error", the whole of its message',
+    answer: {
+      status: 400,
+      body: '{"error":{"type":"invalid_request_error","message":"Invalid request Error"},"type":"error"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'request.unexplained' }] },
+  },
+  {
+    // A message that says more is not one that names nothing.
+    name: 'a refusal that begins so and says what: "Invalid request Error: max_tokens must be positive"',
+    answer: {
+      status: 400,
+      body: '{"error":{"type":"invalid_request_error","message":"Invalid request Error: max_tokens must be positive"},"type":"error"}',
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
     // Strict tool use, which Bedrock refuses for Sonnet 5 and Opus 5.5 (lobehub/lobehub#19876), in its own words.
     name: 'Bedrock: "tools.0.custom.strict: Extra inputs are not permitted"',
     answer: {

@@ -82,6 +82,27 @@ describe('createFieldFixes', () => {
     expect(fixes.fixesFor('azure', 'prod-gpt4o')).toEqual([]);
   });
 
+  it('forgets a fix of one model (tried on a refusal that named nothing), and tells it once', () => {
+    const forgotten: string[] = [];
+    const fixes = createFieldFixes({
+      maxEntries: 10,
+      onForgotten: (upstream, model, fix) => forgotten.push(`${upstream} ${model} ${fix.field}`),
+    });
+    fixes.remember('kimi', 'k3', rename);
+    fixes.remember('kimi', 'k3', drop);
+    fixes.remember('kimi', 'k2', drop);
+    fixes.forget('kimi', 'k3', drop);
+    fixes.forget('kimi', 'k3', drop);
+    fixes.forget('kimi', 'k9', drop);
+    expect(fixes.fixesFor('kimi', 'k3')).toEqual([rename]);
+    expect(fixes.fixesFor('kimi', 'k2')).toEqual([drop]);
+    expect(forgotten).toEqual([`kimi k3 ${drop.field}`]);
+    fixes.forget('kimi', 'k3', rename);
+    expect(fixes.fixesFor('kimi', 'k3')).toEqual([]);
+    // Forgotten, it is learned again from the next refusal.
+    expect(fixes.remember('kimi', 'k3', drop)).toBe(true);
+  });
+
   it('keeps the lowest cap a model refused above (documents beside the images lower it)', () => {
     const fixes = createFieldFixes({ maxEntries: 10 });
     expect(fixes.remember('anthropic', 'claude', { field: 'messages[].images', atMost: 100 })).toBe(true);
