@@ -46,6 +46,8 @@ let wideAnthropic: FakeAnthropic;
 let bedrockClaude: FakeAnthropic;
 /** A model on Volcano Engine's Ark coding plan: no content block beyond text, thinking, images and tools. */
 let ark: FakeAnthropic;
+/** Kimi's Anthropic endpoint: what it does not take (a deferred tool, a tool_reference) refused naming nothing. */
+let kimi: FakeAnthropic;
 let openai: FakeUpstream;
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
@@ -221,6 +223,24 @@ beforeAll(async () => {
       ? { toolUse: { name: 'Read', input: { file_path: join(workDirectory, 'report.pdf') } } }
       : { text: `Read: ${result.split('\n')[0] ?? ''}` };
   };
+  kimi = new FakeAnthropic({ window: 200_000, unexplained: ['kimi-for-coding'] });
+  // Looks a record up with an MCP tool it finds through Claude Code's ToolSearch, then says what it found.
+  kimi.respond = (body) => {
+    if (!(Array.isArray(body.tools) && (body.tools as Json[]).some((tool) => tool.name === 'ToolSearch')))
+      return { text: 'A summary: the assistant is looking a record up.' };
+    const results = (body.messages as Array<{ content: unknown }>).flatMap((message) =>
+      Array.isArray(message.content)
+        ? (message.content as Json[])
+            .filter((block) => block.type === 'tool_result')
+            .map((block) => contentText(block.content))
+        : [],
+    );
+    const record = results.map((text) => /record X1 of kind 7: ACME-X1-7/.exec(text)?.[0]).find(Boolean);
+    if (record !== undefined) return { text: `Found ${record}.` };
+    return results.some((text) => text.includes('Tool found: mcp__inventory__lookup_7'))
+      ? { toolUse: { name: 'mcp__inventory__lookup_7', input: { id: 'X1' } } }
+      : { toolUse: { name: 'ToolSearch', input: { query: 'select:mcp__inventory__lookup_7' } } };
+  };
   anthropic.respond = (body) => {
     const messages = body.messages as Array<{ role: string; content: unknown }>;
     // Claude Code's side requests (titles, summaries of its own) and the gateway's summarizer carry no
@@ -375,6 +395,10 @@ beforeAll(async () => {
       `    base_url: ${await ark.start()}`,
       '    kind: anthropic',
       '    models: ["doubao-*"]',
+      '  - name: kimi',
+      `    base_url: ${await kimi.start()}`,
+      '    kind: anthropic',
+      '    models: ["kimi-*"]',
       '  - name: bedrock',
       `    base_url: ${await bedrockClaude.start()}`,
       '    kind: anthropic',
@@ -400,6 +424,7 @@ afterAll(async () => {
   await wideAnthropic.stop();
   await bedrockClaude.stop();
   await ark.stop();
+  await kimi.stop();
   await openai.stop();
   await mistral.stop();
 });
@@ -687,6 +712,25 @@ describe('Claude Code through ctxgate', () => {
     const last = JSON.stringify(sent.at(-1)?.body.messages);
     expect(last).toContain('[document');
     expect(result.result).toMatch(/^Read: .*report\.pdf/);
+  }, 300_000);
+
+  // Kimi's Anthropic endpoint refuses Claude Code's tool search with one message that names nothing
+  // ("Invalid request Error": MoonshotAI/kimi-cli#1449, farion1231/cc-switch#2941): every request of a
+  // Claude Code with an MCP server failed.
+  it("reaches an MCP tool through Claude Code's tool search on Kimi's Anthropic endpoint, which refuses it naming nothing", async () => {
+    const before = kimi.messageRequests.length;
+    const from = harness.logLines.length;
+    const { result } = await runClaude(lookupTask, 'kimi-for-coding', undefined, { inventory: true });
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('Found record X1 of kind 7: ACME-X1-7.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    const sent = kimi.messageRequests.slice(before);
+    // Refused once, answered in the form every such endpoint takes, and that form kept.
+    expect(sent.filter((request) => request.status !== 200).map((request) => request.refusal)).toEqual([
+      'Invalid request Error',
+    ]);
+    expect(sent[0]?.status).toBe(400);
+    expect(sent.slice(1).every((request) => request.status === 200)).toBe(true);
   }, 300_000);
 
   // ANTHROPIC_CUSTOM_HEADERS is the same for every run of Claude Code. Each run is a conversation of its
