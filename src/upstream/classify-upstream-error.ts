@@ -602,9 +602,11 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
   for (const [field, wording] of shapeWordings) if (wording.test(text)) fixes.push({ field });
-  // More tools than the provider takes in one request (OpenAI: 128).
+  // More tools than the provider takes in one request (OpenAI: 128; Kimi's Anthropic endpoint, in its
+  // words "a max of 128 tools can be supported": Claude Code with its MCP servers' tools, MoonshotAI/Kimi-K2#90).
   const tools =
-    /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
+    /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text) ??
+    /\ba max of (\d{1,6}) tools can be supported\b/i.exec(text);
   if (tools !== null) fixes.push({ field: toolCountField, atMost: Number(tools[1]) });
   return fixes;
 }

@@ -612,9 +612,19 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
   const refusedIn = (tool: unknown) => isRecord(tool) && toolMembers.some((name) => tool[name] !== undefined);
   const given = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];
   // With no tool loaded on demand, Anthropic's tool search tool has nothing to search: left out too.
-  const tools = toolMembers.includes('defer_loading')
+  let tools = toolMembers.includes('defer_loading')
     ? given.filter((tool) => !(isRecord(tool) && String(tool.type).startsWith('tool_search_tool')))
     : given;
+  // No more tools than the model takes (Kimi's 128): the client's, as the chat ones are (withToolsAtMost).
+  const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
+  if (toolCount !== undefined && tools.length > toolCount)
+    tools = withToolsAtMost(
+      { tools, tool_choice: extension.tool_choice },
+      Array.isArray(request.messages) ? (request.messages as { tool_calls?: unknown }[]) : [],
+      toolCount,
+      [],
+      messagesToolName,
+    ).tools;
   if (tools.length < given.length || tools.some(refusedIn))
     edited().tools = tools.map((tool) => {
       if (!refusedIn(tool)) return tool;
@@ -991,11 +1001,12 @@ export function withToolsAtMost<R extends Record<string, unknown>>(
   messages: readonly { tool_calls?: unknown }[],
   atMost: number,
   kept: readonly string[] = [],
+  nameOf: (tool: unknown) => string | undefined = toolNameOf,
 ): R {
   const tools = request.tools;
   if (!Array.isArray(tools) || tools.length <= atMost) return request;
   const wanted: string[] = [];
-  const chosen = isRecord(request.tool_choice) ? toolNameOf(request.tool_choice) : undefined;
+  const chosen = isRecord(request.tool_choice) ? nameOf(request.tool_choice) : undefined;
   if (chosen !== undefined) wanted.push(chosen);
   wanted.push(...kept);
   for (let index = messages.length - 1; index >= 0; index--) {
@@ -1005,7 +1016,7 @@ export function withToolsAtMost<R extends Record<string, unknown>>(
   const keep = new Set<number>();
   const positions = new Map<string, number>();
   (tools as unknown[]).forEach((tool, position) => {
-    const name = toolNameOf(tool);
+    const name = nameOf(tool);
     if (name !== undefined && !positions.has(name)) positions.set(name, position);
   });
   for (const name of wanted) {
@@ -1018,6 +1029,10 @@ export function withToolsAtMost<R extends Record<string, unknown>>(
     tools: (tools as unknown[]).filter((_, position) => keep.has(position)),
   });
 }
+
+/** The name of a Messages tool, or of the one a Messages `tool_choice` names. */
+const messagesToolName = (tool: unknown): string | undefined =>
+  isRecord(tool) && typeof tool.name === 'string' ? tool.name : undefined;
 
 /** What a tool result of no text is sent as, to a provider that refuses none (emptyTextField). */
 export const noOutputText = '(no output)';

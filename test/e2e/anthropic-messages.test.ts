@@ -973,6 +973,30 @@ describe("Kimi's refusal that names nothing ('Invalid request Error')", () => {
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
 
+  it('more than the 128 tools it takes ("a max of 128 tools can be supported"): the first 128 after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Done.' });
+    const tools = Array.from({ length: 140 }, (_unused, index) =>
+      Object.assign({}, weatherTool, { name: `mcp__server__tool_${index}` }),
+    );
+    const request = {
+      model: 'kimi-for-coding',
+      max_tokens: 100,
+      tools,
+      messages: [{ role: 'user', content: 'Hi?' }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().messages.create(request as never);
+    expect(answer.content).toEqual([{ type: 'text', text: 'Done.' }]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual([
+      'a max of 128 tools can be supported',
+      200,
+    ]);
+    expect((sent[1]?.body.tools as Array<{ name: string }>).map((tool) => tool.name)).toEqual(
+      tools.slice(0, 128).map((tool) => tool.name),
+    );
+  });
+
   it('refused again in that form: the client gets the refusal, and nothing is learned', async () => {
     anthropic.respond = () => ({ text: 'Sunny.' });
     const before = anthropic.messageRequests.length;

@@ -634,7 +634,7 @@ export class FakeAnthropic {
        * Models served as Kimi's Anthropic endpoint serves them: a request it does not take — a tool loaded
        * on demand, a tool search's `tool_reference` block, `context_management`, a temperature above 1 —
        * answered with its one message, "Invalid request Error" (MoonshotAI/kimi-cli#1449,
-       * farion1231/cc-switch#2941, MoonshotAI/Kimi-K2.5#5).
+       * farion1231/cc-switch#2941, MoonshotAI/Kimi-K2.5#5); more than 128 tools in its words for them.
        */
       unexplained?: readonly string[];
       /**
@@ -742,6 +742,13 @@ export class FakeAnthropic {
         400,
         errorBody('invalid_request_error', `${ttlAt}.cache_control.ttl: Extra inputs are not permitted`),
       );
+    // Kimi's one refusal that says what: more tools than it takes (MoonshotAI/Kimi-K2#90).
+    if (
+      this.options.unexplained?.includes(String(body.model)) === true &&
+      Array.isArray(body.tools) &&
+      body.tools.length > 128
+    )
+      return send(400, errorBody('invalid_request_error', 'a max of 128 tools can be supported'));
     if (this.options.unexplained?.includes(String(body.model)) === true && kimiRefuses(body))
       return send(
         400,

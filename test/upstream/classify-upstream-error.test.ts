@@ -194,6 +194,15 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'request.unexplained' }] },
   },
   {
+    // Kimi's Anthropic endpoint on more tools than it takes (MoonshotAI/Kimi-K2#90: Claude Code's MCP tools).
+    name: 'Kimi: "a max of 128 tools can be supported"',
+    answer: {
+      status: 400,
+      body: '{"error":{"type":"invalid_request_error","message":"a max of 128 tools can be supported"},"type":"error"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools.length', atMost: 128 }] },
+  },
+  {
     // A message that says more is not one that names nothing.
     name: 'a refusal that begins so and says what: "Invalid request Error: max_tokens must be positive"',
     answer: {
