@@ -625,6 +625,22 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
       [],
       messagesToolName,
     ).tools;
+  // A tool forced with thinking on, which Claude does not take: the choice left to it, the tool alone.
+  const choice = extension.tool_choice;
+  if (
+    fixes.some((fix) => fix.field === toolChoiceField) &&
+    isRecord(choice) &&
+    (choice.type === 'any' || choice.type === 'tool') &&
+    isRecord(extension.thinking) &&
+    (extension.thinking.type === 'enabled' || extension.thinking.type === 'adaptive')
+  ) {
+    edited().tool_choice = Object.assign(
+      { type: 'auto' },
+      choice.disable_parallel_tool_use === true ? { disable_parallel_tool_use: true } : {},
+    );
+    const alone = tools.filter((tool) => choice.type === 'tool' && messagesToolName(tool) === choice.name);
+    if (alone.length > 0) tools = alone;
+  }
   if (tools.length < given.length || tools.some(refusedIn))
     edited().tools = tools.map((tool) => {
       if (!refusedIn(tool)) return tool;

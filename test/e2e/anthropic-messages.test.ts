@@ -908,6 +908,44 @@ describe('strict tool use, to Claude on Bedrock where the model refuses it', () 
   });
 });
 
+// Anthropic refuses a forced tool with thinking on ("Thinking may not be enabled when tool_choice forces
+// tool use."): the AI SDK's structured output with thinking (mastra-ai/mastra#7507), oh-my-pi's todo tool
+// (can1357/oh-my-pi#341) failed every such request.
+describe('a forced tool with thinking on, natively to Claude', () => {
+  it('is asked with the choice left to Claude, the forced tool alone, after one refusal; the next at once', async () => {
+    anthropic.respond = () => ({ toolUse: { name: 'get_weather', input: { city: 'Oslo' } } });
+    const listFiles = {
+      name: 'list_files',
+      description: 'Lists files.',
+      input_schema: { type: 'object' as const },
+    };
+    const request = {
+      model: 'claude-sonnet-4-6',
+      max_tokens: 4_000,
+      thinking: { type: 'enabled', budget_tokens: 2_000 },
+      tools: [listFiles, weatherTool],
+      tool_choice: { type: 'tool', name: 'get_weather' },
+      messages: [{ role: 'user' as const, content: 'Weather in Oslo?' }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().messages.create(request as never);
+    // Claude thought, then called the tool.
+    expect(answer.content.map((block) => block.type)).toEqual(['thinking', 'tool_use']);
+    expect(answer.content[1]).toMatchObject({ name: 'get_weather', input: { city: 'Oslo' } });
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual([
+      'Thinking may not be enabled when tool_choice forces tool use.',
+      200,
+    ]);
+    expect(sent[1]?.body.tool_choice).toEqual({ type: 'auto' });
+    expect(sent[1]?.body.tools).toEqual([weatherTool]);
+    expect(sent[1]?.body.thinking).toEqual(request.thinking);
+    const again = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
 // Kimi's Anthropic endpoint answers a request it does not take with one message, "Invalid request Error",
 // naming nothing: Claude Code's tool search (a deferred tool, a tool_reference in a tool result) and its
 // beta features failed every request (MoonshotAI/kimi-cli#1449, farion1231/cc-switch#2941).

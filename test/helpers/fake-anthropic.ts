@@ -295,6 +295,14 @@ export function findAnthropicRefusal(
     if (!interleavedThinking && budget >= Number(body.max_tokens))
       return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
   }
+  // Thinking (a budget, or adaptive) and a tool forced are not taken together (Anthropic's extended thinking
+  // docs; mastra-ai/mastra#7507, can1357/oh-my-pi#341).
+  const forced = (body.tool_choice as Json | undefined)?.type;
+  if (
+    (thinking?.type === 'enabled' || thinking?.type === 'adaptive') &&
+    (forced === 'any' || forced === 'tool')
+  )
+    return 'Thinking may not be enabled when tool_choice forces tool use.';
   // Claude Sonnet 4.5 and the models after it take one of the two.
   if (
     /^claude-(?:sonnet|opus|haiku)-4-[5-9]/.test(body.model) &&

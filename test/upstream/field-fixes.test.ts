@@ -1045,6 +1045,58 @@ describe('fixForAnthropicMember and withAnthropicFixes', () => {
   });
 });
 
+describe('withAnthropicFixes: a tool forced with thinking on, and more tools than the model takes', () => {
+  const tool = (name: string) => ({ name, input_schema: { type: 'object' } });
+  const request = (toolChoice: unknown, thinking: unknown) => ({
+    model: 'claude',
+    messages: [
+      { role: 'user', content: 'Hi' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', function: { name: 't7', arguments: '{}' } }],
+      },
+    ],
+    ctxgate_anthropic: { tools: [tool('t1'), tool('t2'), tool('t7')], tool_choice: toolChoice, thinking },
+  });
+  const forced = [{ field: 'tool_choice.forced' }];
+
+  it.each([
+    [
+      'a named tool, a budget',
+      { type: 'tool', name: 't2' },
+      { type: 'enabled', budget_tokens: 2000 },
+      { type: 'auto' },
+      ['t2'],
+    ],
+    [
+      'any, adaptive thinking',
+      { type: 'any', disable_parallel_tool_use: true },
+      { type: 'adaptive' },
+      { type: 'auto', disable_parallel_tool_use: true },
+      ['t1', 't2', 't7'],
+    ],
+  ])('%s: the choice left to Claude', (_name, choice, thinking, taken, tools) => {
+    const out = withAnthropicFixes(request(choice, thinking), forced);
+    expect(out.ctxgate_anthropic.tool_choice).toEqual(taken);
+    expect(out.ctxgate_anthropic.tools.map((each) => each.name)).toEqual(tools);
+  });
+
+  it('leaves a forced tool as it is without thinking, or thinking disabled', () => {
+    for (const thinking of [undefined, { type: 'disabled' }]) {
+      const asked = request({ type: 'tool', name: 't2' }, thinking);
+      expect(withAnthropicFixes(asked, forced)).toBe(asked);
+    }
+  });
+
+  it('keeps at most the tools the model takes: the forced one and those the conversation called first', () => {
+    const out = withAnthropicFixes(request({ type: 'tool', name: 't2' }, undefined), [
+      { field: 'tools.length', atMost: 2 },
+    ]);
+    expect(out.ctxgate_anthropic.tools.map((each) => each.name)).toEqual(['t2', 't7']);
+  });
+});
+
 describe('withAnthropicFixes: thinking in the mode the model takes', () => {
   const request = (thinking: unknown, maxTokens = 8_000) => ({
     model: 'claude',
