@@ -582,7 +582,11 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     body.includes('invalid_function_parameters')
   )
     fixes.push({ field: toolSchemasField });
-  if (/function_declarations\[\d+\]\.parameters/i.test(text)) fixes.push({ field: toolSchemaKeywordsField });
+  // Gemini's of a keyword outside its subset; Fireworks' of conditionals it merges across an `allOf`
+  // ("Conflict in schema definitions for key 'if'": Kimi K2.6, nicobailon/pi-subagents#265, #325), which
+  // the subset has none of.
+  if (/function_declarations\[\d+\]\.parameters|conflict in schema definitions for key\b/i.test(text))
+    fixes.push({ field: toolSchemaKeywordsField });
   // A system message in the conversation, which an Anthropic-compatible endpoint that predates them
   // refuses: DeepSeek's, Qwen's and Ollama's serde words, Anthropic's older ones and its own for a model
   // that takes none (now

@@ -16,6 +16,8 @@ import type { GatewayHarness } from '../helpers/start-gateway.js';
 
 const gemini = 'gemini-3-pro-preview';
 const kimi = 'kimi-k2.7-code';
+/** Kimi as Fireworks serves it: the branches of an allOf merged, a keyword given twice a conflict. */
+const fireworksKimi = 'accounts/fireworks/models/kimi-k2p7-code';
 
 let fake: FakeUpstream;
 let claude: FakeAnthropic;
@@ -25,6 +27,7 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     geminiRules: [gemini],
     moonshotRules: [kimi],
+    fireworksRules: [fireworksKimi],
     // A model that calls the first tool it was shown.
     respond: (_messages, body) => {
       const shown = (body.tools as Array<{ function: { name: string } }> | undefined)?.[0]?.function.name;
@@ -307,6 +310,70 @@ describe('MCP tools whose schemas Moonshot refuses (Kimi): each of its faults', 
       model: kimi,
       tools: kimiTools,
       messages: [{ role: 'user', content: 'And another.' }],
+    });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+// Fireworks merges an `allOf`'s branches and refuses two conditionals' `if` as a conflict: pi-subagents'
+// chain step (nicobailon/pi-subagents#265, #325) failed every request of a Kimi session on Fireworks.
+describe('an MCP tool whose schema Fireworks refuses: conditionals under allOf (Kimi K2.6)', () => {
+  const subagent = {
+    type: 'function' as const,
+    function: {
+      name: 'subagent',
+      description: 'Runs a chain of agents.',
+      parameters: {
+        type: 'object',
+        properties: {
+          // pi-subagents' chain step: its dynamic fan-out's fields required together, by conditionals.
+          chain: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                agent: { type: 'string' },
+                expand: { type: 'string' },
+                collect: { type: 'string' },
+                parallel: { type: 'object' },
+              },
+              required: ['agent'],
+              allOf: [
+                { if: { required: ['expand'] }, then: { required: ['parallel', 'collect'] } },
+                { if: { required: ['collect'] }, then: { required: ['expand', 'parallel'] } },
+              ],
+            },
+          },
+        },
+        required: ['chain'],
+      },
+    },
+  };
+
+  it('is answered after one refusal, its properties and requirement kept; the next request at once', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: fireworksKimi,
+      tools: [subagent],
+      messages: [{ role: 'user', content: 'Run the chain.' }],
+    });
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'subagent' } });
+    const sent = fake.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    const parameters = toolsSent()[0]?.function.parameters as {
+      required: unknown;
+      properties: { chain: { items: Record<string, unknown> } };
+    };
+    const step = parameters.properties.chain.items;
+    expect(parameters.required).toEqual(['chain']);
+    expect(Object.keys(step.properties as object)).toEqual(['agent', 'expand', 'collect', 'parallel']);
+    expect(step.required).toEqual(['agent']);
+    expect(step.allOf).toBeUndefined();
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: fireworksKimi,
+      tools: [subagent],
+      messages: [{ role: 'user', content: 'Again.' }],
     });
     expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });

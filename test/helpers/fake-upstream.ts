@@ -5,7 +5,12 @@
 // request to delay, stall, break off or fail; a `respond` (a fake agent reading its own trajectory)
 // decides only on a request it answers, as a model never sees one refused before it. Token counts use
 // js-tiktoken directly with the cookbook method, independently of the gateway's own accounting.
-import { geminiSchemaRefusal, moonshotSchemaRefusal, openAISchemaRefusal } from './tool-schema-rules.js';
+import {
+  fireworksSchemaRefusal,
+  geminiSchemaRefusal,
+  moonshotSchemaRefusal,
+  openAISchemaRefusal,
+} from './tool-schema-rules.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getEncoding, type Tiktoken } from 'js-tiktoken';
@@ -322,6 +327,11 @@ export interface FakeUpstreamOptions {
    * first fault refused in its words, with its place (test/helpers/tool-schema-rules.ts).
    */
   moonshotRules?: readonly string[];
+  /**
+   * Models served as Fireworks serves Kimi: the branches of a tool's `allOf` merged into one schema, a
+   * keyword two of them give differently refused in its words (test/helpers/tool-schema-rules.ts).
+   */
+  fireworksRules?: readonly string[];
   /**
    * Models' longest answers: a larger `max_tokens` (or `max_completion_tokens`) is refused in DeepSeek's
    * words for a `deepseek-` model (Gitlawb/openclaude#35), in OpenAI's for any other.
@@ -1457,6 +1467,7 @@ export class FakeUpstream {
     // and Gemini's for its Schema object.
     const gemini = this.options.geminiRules?.includes(String(body.model)) === true;
     const moonshot = this.options.moonshotRules?.includes(String(body.model)) === true;
+    const fireworks = this.options.fireworksRules?.includes(String(body.model)) === true;
     const textless = (message: ChatMessage): boolean =>
       Array.isArray(message.content)
         ? (message.content as Array<{ type?: string; text?: unknown }>).every(
@@ -1511,13 +1522,15 @@ export class FakeUpstream {
           ? geminiSchemaRefusal(index, fn.parameters)
           : moonshot
             ? moonshotSchemaRefusal(fn.parameters)
-            : openAISchemaRefusal(String(fn.name), fn.parameters);
+            : fireworks
+              ? fireworksSchemaRefusal(fn.parameters)
+              : openAISchemaRefusal(String(fn.name), fn.parameters);
       if (refusal === undefined) continue;
       sendJson(
         400,
         gemini
           ? geminiError(refusal)
-          : moonshot
+          : moonshot || fireworks
             ? JSON.stringify({ error: { message: refusal, type: 'invalid_request_error' } })
             : openAIError(refusal, 'invalid_request_error', null, 'invalid_function_parameters'),
       );

@@ -197,3 +197,44 @@ export function moonshotSchemaRefusal(parameters: unknown): string | undefined {
   }
   return `Invalid request: tools.function.parameters is not a valid moonshot flavored json schema, details: ${objection}`;
 }
+
+/** A keyword's value as Python prints it in Fireworks' refusal (`{'required': ['expand']}`). */
+function pythonRepr(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (Array.isArray(value)) return `[${value.map(pythonRepr).join(', ')}]`;
+  if (typeof value === 'object' && value !== null)
+    return `{${Object.entries(value)
+      .map(([key, entry]) => `'${key}': ${pythonRepr(entry)}`)
+      .join(', ')}}`;
+  return value === true ? 'True' : value === false ? 'False' : value === null ? 'None' : String(value);
+}
+
+/**
+ * Fireworks' rule for a function's parameters, as it serves Kimi: it merges the branches of an `allOf` into
+ * one schema, and two branches giving one keyword different values (two conditionals' `if`) are refused in
+ * its words (nicobailon/pi-subagents#265, #325). Anywhere in the schema.
+ */
+export function fireworksSchemaRefusal(parameters: unknown): string | undefined {
+  if (typeof parameters !== 'object' || parameters === null) return undefined;
+  const schema = parameters as Record<string, unknown>;
+  if (Array.isArray(schema.allOf)) {
+    const merged = new Map<string, unknown>();
+    for (const branch of schema.allOf as unknown[])
+      for (const [key, value] of Object.entries((branch ?? {}) as Record<string, unknown>)) {
+        const previous = merged.get(key);
+        if (previous !== undefined && JSON.stringify(previous) !== JSON.stringify(value))
+          return `Conflict in schema definitions for key '${key}'. Previous: ${pythonRepr(previous)}, New: ${pythonRepr(value)}`;
+        merged.set(key, value);
+      }
+  }
+  const nested = [
+    ...Object.values((schema.properties ?? {}) as Record<string, unknown>),
+    schema.items,
+    ...((schema.anyOf ?? []) as unknown[]),
+  ];
+  for (const each of nested) {
+    const refusal = fireworksSchemaRefusal(each);
+    if (refusal !== undefined) return refusal;
+  }
+  return undefined;
+}

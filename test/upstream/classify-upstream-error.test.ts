@@ -194,6 +194,22 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'request.unexplained' }] },
   },
   {
+    // Fireworks' schema check as it serves Kimi K2.6: conditionals merged across allOf (pi-subagents#325).
+    name: 'Fireworks: "Conflict in schema definitions for key \'if\'"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          type: 'invalid_request_error',
+          message:
+            "Conflict in schema definitions for key 'if'. Previous: {'required': ['expand']}, New: {'required': ['collect']}",
+        },
+        type: 'error',
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.parameters.keywords' }] },
+  },
+  {
     // Kimi's Anthropic endpoint on more tools than it takes (MoonshotAI/Kimi-K2#90: Claude Code's MCP tools).
     name: 'Kimi: "a max of 128 tools can be supported"',
     answer: {
