@@ -54,6 +54,7 @@ import {
   toolSchemaKeywordsField,
   toolSchemaMfjsField,
   toolCountField,
+  cacheMarksField,
   toolChoiceField,
   withToolChoiceUnforced,
   answerTokensField,
@@ -69,7 +70,7 @@ import {
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest, withoutAnthropicBlocks } from '../upstream/anthropic-wire.js';
 import { isKimiModel } from '../upstream/model-family.js';
-import { chatWithinCacheBreakpoints } from '../upstream/cache-breakpoints.js';
+import { chatWithinCacheBreakpoints, chatWithoutCacheMarks } from '../upstream/cache-breakpoints.js';
 import {
   withImagesAtMost,
   withImagesNoLargerThan,
@@ -388,17 +389,19 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
+    const uncached = fixes.some((fix) => fix.field === cacheMarksField);
     /** The body of `fixed` messages as sent, and those messages in chat terms. */
     const sent = (fixed: ContextMessage[]): { messages: ContextMessage[]; body: string | Buffer } => {
       // A tool result's images in a user message after it (a chat provider's tool message takes text
       // only), or named in it for a model that refused an image.
       // Claude's blocks (a Messages client's, a session's copy of Claude's answers) go to Claude alone.
       const chatOnly = wire === 'anthropic' ? fixed : withoutAnthropicBlocks(fixed);
-      // At most 4 cache breakpoints, which a Chat Completions endpoint in front of Claude sends on.
+      // At most 4 cache breakpoints, which a Chat Completions endpoint in front of Claude sends on; none
+      // to a model that takes none (OpenRouter's 404).
       const onWire =
         wire === 'anthropic'
           ? fixed
-          : chatWithinCacheBreakpoints(
+          : (uncached ? chatWithoutCacheMarks : chatWithinCacheBreakpoints)(
               fixes.some((fix) => fix.field === toolImagesField)
                 ? withToolMediaAsText(chatOnly)
                 : withToolMediaInUserMessages(chatOnly, prepared.settings.model.noticePlacement !== 'inline'),

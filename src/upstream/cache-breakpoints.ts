@@ -228,3 +228,20 @@ export function chatWithinCacheBreakpoints<T extends { role?: unknown; content?:
 }
 
 const isInstructions = (role: unknown): boolean => role === 'system' || role === 'developer';
+
+/**
+ * Chat messages with no cache breakpoint on any content part (field-fixes.ts cacheMarksField): a provider
+ * that caches by itself or not at all. The same array when none has one.
+ */
+export function chatWithoutCacheMarks<T extends { content?: unknown }>(messages: T[]): T[] {
+  if (breakpointsOf(messages) === 0) return messages;
+  return messages.map((message) =>
+    breakpointsIn(message.content) === 0
+      ? message
+      : Object.assign({}, message, {
+          content: eachBlock(message.content as unknown[], (block) =>
+            isMarked(block) ? withoutMark(block) : block,
+          ),
+        }),
+  );
+}

@@ -8,6 +8,7 @@ import {
   fixForAnthropicMember,
   toolMemberField,
   unexplainedRefusalField,
+  cacheMarksField,
   effortField,
   effortsUpTo,
   thinkingAdaptiveField,
@@ -489,6 +490,8 @@ function answerCap(text: string): number | undefined {
  * order their fixes are given (requestShapeFixes).
  */
 const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
+  // A content part marked for caching, which no endpoint of the model takes (OpenRouter's 404).
+  [cacheMarksField, /no endpoints found that support cache control/i],
   // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
   [
     emptyTextField,

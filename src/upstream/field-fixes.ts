@@ -98,6 +98,16 @@ export const imageBytesField = 'messages[].images.bytes';
  */
 export const requestBytesField = 'request.bytes';
 
+/**
+ * Not a field of the body: the cache breakpoints of a chat request's content parts (`cache_control`, which
+ * OpenRouter and LiteLLM send on to Claude), which OpenRouter refuses for a model none of whose endpoints
+ * caches so, with a 404 ("No endpoints found that support cache control": Kimi K2 and Gemini 2.5 from
+ * Roo Code and Claude Code's routers, musistudio/claude-code-router#207, RooCodeInc/Roo-Code#2913,
+ * BerriAI/litellm#12787). Every request failed. Each mark is left out, on the wire only
+ * (cache-breakpoints.ts chatWithoutCacheMarks): such a model caches by itself or not at all.
+ */
+export const cacheMarksField = 'messages[].content[].cache_control';
+
 /** Google's stand-in for the signature of a call Gemini did not make (ai.google.dev thought signatures). */
 const noThoughtSignature = 'skip_thought_signature_validator';
 

@@ -704,6 +704,27 @@ describe("OpenRouter's 404s for what no endpoint of the model takes (not a missi
       function: { name: 'shell' },
     });
   });
+  // Roo Code and Claude Code's routers mark content parts for caching (Claude's prompt caching through
+  // OpenRouter), which OpenRouter refuses for a model none of whose endpoints caches so
+  // (musistudio/claude-code-router#207, RooCodeInc/Roo-Code#2913): every request failed.
+  it('content parts marked for caching: answered after one refusal, no mark sent; the next request at once', async () => {
+    const mark = { type: 'ephemeral' };
+    const messages = [
+      { role: 'system', content: [{ type: 'text', text: 'You are Roo.', cache_control: mark }] },
+      { role: 'user', content: [{ type: 'text', text: 'Make the src directory.', cache_control: mark }] },
+    ] as unknown as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: routed, tools: [shell], messages });
+    expect(answer.choices[0]?.message).toBeDefined();
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([404, 200]);
+    expect(sentMessages().map((message) => message.content)).toEqual([
+      [{ type: 'text', text: 'You are Roo.' }],
+      [{ type: 'text', text: 'Make the src directory.' }],
+    ]);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: routed, tools: [shell], messages });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
 });
 
 describe('a conversation with no user message (its prompt compacted away by the client), to GLM', () => {

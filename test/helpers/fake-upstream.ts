@@ -150,8 +150,9 @@ export interface FakeUpstreamOptions {
   textOnly?: readonly string[];
   /**
    * Models as OpenRouter routes them when no endpoint has what a request asks: a request holding an image,
-   * or forcing a tool (`required`, a named one), is refused with a 404 in its words (openclaw/openclaw#99078,
-   * zed-industries/zed#36094).
+   * forcing a tool (`required`, a named one), or marking a content part for caching (`cache_control`), is
+   * refused with a 404 in its words (openclaw/openclaw#99078, zed-industries/zed#36094,
+   * musistudio/claude-code-router#207).
    */
   openRouterRouting?: readonly string[];
   /**
@@ -1608,8 +1609,13 @@ export class FakeUpstream {
       );
       const choice = (body as { tool_choice?: unknown }).tool_choice;
       const forced = choice === 'required' || (typeof choice === 'object' && choice !== null);
-      if (image || forced) {
-        const what = image ? 'image input' : "the provided 'tool_choice' value";
+      const cached = body.messages.some(
+        (message) =>
+          Array.isArray(message.content) &&
+          (message.content as Array<{ cache_control?: unknown }>).some((part) => part?.cache_control != null),
+      );
+      if (image || forced || cached) {
+        const what = image ? 'image input' : forced ? "the provided 'tool_choice' value" : 'cache control';
         sendJson(
           404,
           JSON.stringify({

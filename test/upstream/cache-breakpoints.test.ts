@@ -2,7 +2,11 @@
 // request's own, its tools' and its system prompt's always; what is left out is left out of copies. No
 // 1-hour mark in the conversation after a 5-minute one.
 import { describe, expect, it } from 'vitest';
-import { chatWithinCacheBreakpoints, withinCacheBreakpoints } from '../../src/upstream/cache-breakpoints.js';
+import {
+  chatWithinCacheBreakpoints,
+  chatWithoutCacheMarks,
+  withinCacheBreakpoints,
+} from '../../src/upstream/cache-breakpoints.js';
 
 type Json = Record<string, unknown>;
 
@@ -243,5 +247,37 @@ describe("to an upstream that refused a breakpoint's scope (GitHub Copilot's, of
       system: [{ type: 'text', text: 'Rules.', cache_control: hour }],
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Go.', cache_control: hour }] }],
     });
+  });
+});
+
+describe('to a model none of whose endpoints caches so (OpenRouter\'s "No endpoints found that support cache control")', () => {
+  it('leaves every mark out, the parts that had none and the messages with none the same objects', () => {
+    const plain = { type: 'text', text: 'Read it.' };
+    const untouched = { role: 'user', content: [plain] };
+    const messages = [
+      {
+        role: 'system',
+        content: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+      },
+      untouched,
+      {
+        role: 'user',
+        content: [plain, { type: 'text', text: 'Now.', cache_control: { type: 'ephemeral', ttl: '1h' } }],
+      },
+    ];
+    const out = chatWithoutCacheMarks(messages);
+    expect(out).toEqual([
+      { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+      untouched,
+      { role: 'user', content: [plain, { type: 'text', text: 'Now.' }] },
+    ]);
+    expect(out[1]).toBe(untouched);
+    expect((out[2]?.content as unknown[])[0]).toBe(plain);
+    expect(messages[0]?.content[0]).toHaveProperty('cache_control');
+  });
+
+  it('is the same array when no part is marked', () => {
+    const messages = [{ role: 'user', content: 'Hi' }];
+    expect(chatWithoutCacheMarks(messages)).toBe(messages);
   });
 });

@@ -210,6 +210,15 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].function.parameters.keywords' }] },
   },
   {
+    // OpenRouter for a model none of whose endpoints caches so (musistudio/claude-code-router#207).
+    name: 'OpenRouter: 404 "No endpoints found that support cache control"',
+    answer: {
+      status: 404,
+      body: '{"error":{"message":"No endpoints found that support cache control","code":404}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content[].cache_control' }] },
+  },
+  {
     // Kimi's Anthropic endpoint on more tools than it takes (MoonshotAI/Kimi-K2#90: Claude Code's MCP tools).
     name: 'Kimi: "a max of 128 tools can be supported"',
     answer: {
