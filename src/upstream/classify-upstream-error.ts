@@ -594,9 +594,10 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   // refuses: DeepSeek's, Qwen's and Ollama's serde words, Anthropic's older ones and its own for a model
   // that takes none (now
   // "role 'system' is not supported on this model"; before, the message's place, then its words), a
-  // relay's, MiniMax's, LM Studio's (zod's), a FastAPI proxy's (the role's place in the body, then its words).
+  // relay's, MiniMax's, LM Studio's (zod's), a FastAPI proxy's (the role's place in the body, then its words),
+  // a relay's before ChatGPT's Codex backend ("System messages are not allowed": router-for-me/CLIProxyAPI#3625).
   if (
-    /unknown variant [`']system[`'], expected [`']user[`'] or [`']assistant[`']|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'/i.test(
+    /unknown variant [`']system[`'], expected [`']user[`'] or [`']assistant[`']|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'|\bsystem messages are not allowed\b/i.test(
       text,
     ) ||
     /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)

@@ -37,7 +37,7 @@ beforeAll(async () => {
     efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none', 'claude-haiku-4-5': 'no effort' },
     noDeferral: ['z-ai/glm-5.3'],
     blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
-    noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic' },
+    noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic', 'gpt-5.5-via-relay': 'relay' },
     templateSystemFirst: ['qwen3.8:27b'],
     noCacheTtl: ['claude-sonnet-4-20250514'],
     noStrictTools: ['claude-sonnet-5-bedrock'],
@@ -92,7 +92,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2", "qwen3.8:27b", "kimi-*"]',
+      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -794,7 +794,8 @@ describe("a PDF a tool read, to OpenCode Zen's Claude (a tool result of text and
 });
 
 describe('a system message in the conversation (Claude Code), to an endpoint that takes none there', () => {
-  it.each(['deepseek-v4-flash', 'glm-5.2', 'qwen3.8:27b'])(
+  // (A relay of the Messages API before ChatGPT's Codex backend refuses it in its words.)
+  it.each(['deepseek-v4-flash', 'glm-5.2', 'qwen3.8:27b', 'gpt-5.5-via-relay'])(
     '%s: answered after one refusal, the instruction a user text where it stood; the next request at once',
     async (model) => {
       anthropic.respond = () => ({ text: 'Concise.' });

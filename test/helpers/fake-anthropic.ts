@@ -625,9 +625,10 @@ export class FakeAnthropic {
        * Models served by an Anthropic-compatible endpoint that takes no system message in the conversation
        * (Anthropic's mid-conversation system messages, which Claude Code sends): refused in DeepSeek's words
        * (`serde`: deepseek-ai/DeepSeek-V3#1369) or a FastAPI proxy's (`pydantic`, a 422:
-       * Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982).
+       * Alishahryar1/free-claude-code#1041, ogx-ai/ogx#5982), or a relay's before ChatGPT's Codex backend
+       * (`relay`: "System messages are not allowed", router-for-me/CLIProxyAPI#3625).
        */
-      noSystemMessages?: Readonly<Record<string, 'serde' | 'pydantic'>>;
+      noSystemMessages?: Readonly<Record<string, 'serde' | 'pydantic' | 'relay'>>;
       /**
        * Models served as Bedrock serves Claude before its hour-long cache: a cache breakpoint's `ttl` is
        * refused in its words, by its place (BerriAI/litellm#15880).
@@ -799,6 +800,8 @@ export class FakeAnthropic {
           },
         }),
       );
+    if (systemRule === 'relay' && systemAt !== -1)
+      return send(400, JSON.stringify({ detail: 'System messages are not allowed' }));
     if (systemRule === 'pydantic' && systemAt !== -1)
       return send(
         422,

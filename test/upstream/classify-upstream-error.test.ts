@@ -219,6 +219,12 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content[].cache_control' }] },
   },
   {
+    // A relay of the Messages API before ChatGPT's Codex backend (router-for-me/CLIProxyAPI#3625).
+    name: 'a relay: "System messages are not allowed" (Claude Code\'s system message in the conversation)',
+    answer: { status: 400, body: '{"detail":"System messages are not allowed"}' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.system.mid_conversation' }] },
+  },
+  {
     // Kimi's Anthropic endpoint on more tools than it takes (MoonshotAI/Kimi-K2#90: Claude Code's MCP tools).
     name: 'Kimi: "a max of 128 tools can be supported"',
     answer: {
