@@ -41,6 +41,8 @@ import {
   systemRoleField,
   toolArgumentsField,
   toolChoiceField,
+  thinkingToolChoice,
+  thinkingDisabledField,
   reasoningStandInField,
   prefillField,
   jsonSchemaField,
@@ -376,6 +378,12 @@ function anthropicRefusals(text: string): FieldFix[] {
   // (Sonnet 4.5, Haiku 4.5).
   if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
     fixes.push({ field: thinkingEnabledField });
+  // Thinking turned off beside an effort (DeepSeek's Anthropic endpoint: deepseek-ai/DeepSeek-V3#1397).
+  if (/thinking options type cannot be disabled when reasoning_effort is set/i.test(text))
+    fixes.push({ field: thinkingDisabledField });
+  // A user id of characters the endpoint does not take (DeepSeek's: Claude Code's `metadata.user_id`,
+  // deepseek-ai/awesome-deepseek-agent#67): the metadata left out.
+  if (/invalid \W?user_id\W?: string does not match pattern/i.test(text)) fixes.push({ field: 'metadata' });
   // Vertex's and Bedrock's schema, older than adaptive thinking (anthropics/claude-code#33506: "thinking: Input
   // tag 'adaptive' found using 'type' does not match any of the expected tags: 'disabled', 'enabled'").
   if (
@@ -541,11 +549,12 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     toolArgumentsField,
     /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string/i,
   ],
-  // A forced tool choice, which a model that thinks does not take: DeepSeek V4's, DashScope's, Kimi's and
-  // Anthropic's wordings.
+  // A forced tool choice, which a model that thinks does not take: DeepSeek V4's (its Anthropic endpoint's
+  // too, which names the model it routes to: "deepseek-reasoner does not support this tool_choice"),
+  // DashScope's, Kimi's wordings (Anthropic's, refused only while thinking is on: thinkingToolChoice).
   [
     toolChoiceField,
-    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|thinking may not be enabled when tool_choice forces tool use|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking|no endpoints found that support the provided \W?tool_choice\W? value/i,
+    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking|no endpoints found that support the provided \W?tool_choice\W? value|deepseek-reasoner does not support (?:this )?tool_choice/i,
   ],
   // An answer sent back without the reasoning a thinking model wants back: DeepSeek's and Kimi's wordings.
   [
@@ -610,6 +619,9 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
   for (const [field, wording] of shapeWordings) if (wording.test(text)) fixes.push({ field });
+  // Claude's refusal of a tool forced with thinking on: the choice left to it only while thinking is on.
+  if (/thinking may not be enabled when tool_choice forces tool use/i.test(text))
+    fixes.push({ field: toolChoiceField, value: thinkingToolChoice });
   // More tools than the provider takes in one request (OpenAI: 128; Kimi's Anthropic endpoint, in its
   // words "a max of 128 tools can be supported": Claude Code with its MCP servers' tools, MoonshotAI/Kimi-K2#90).
   const tools =

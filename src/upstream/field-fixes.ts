@@ -312,6 +312,11 @@ export const toolArgumentsField = 'messages[].tool_calls[].function.arguments';
  * choice is left to the model: `auto`, a named tool offered alone (withToolChoiceUnforced).
  */
 export const toolChoiceField = 'tool_choice.forced';
+/**
+ * The value of a forced choice's fix learned from Claude's refusal, which is of a tool forced with thinking
+ * on only: natively to Claude, the choice is left to it only while thinking is on (withAnthropicFixes).
+ */
+export const thinkingToolChoice = 'thinking';
 
 /**
  * Not a field of the body: an answer sent back without the reasoning a thinking model wants back with it.
@@ -420,7 +425,7 @@ export const anthropicBetaField = 'anthropic-beta';
  * refused, of the request and of every tool (withAnthropicFixes); the fields are `context_management`,
  * `output_config` and `tools[].<member>`.
  */
-const anthropicOptionalMembers = new Set(['context_management', 'output_config']);
+const anthropicOptionalMembers = new Set(['context_management', 'output_config', 'metadata']);
 const anthropicOptionalToolMembers = new Set([
   'defer_loading',
   'input_examples',
@@ -530,6 +535,13 @@ export function fixForAnthropicMember(path: string): FieldFix | undefined {
  */
 export const thinkingEnabledField = 'thinking.type.enabled';
 export const thinkingAdaptiveField = 'thinking.type.adaptive';
+/**
+ * Thinking turned off, which DeepSeek's Anthropic endpoint refuses beside an effort ("thinking options type
+ * cannot be disabled when reasoning_effort is set": Claude Code 2.1.166 and later turn it off for every
+ * sub-agent, and `CLAUDE_CODE_EFFORT_LEVEL` sets the effort: deepseek-ai/DeepSeek-V3#1397). Left out: the
+ * model thinks as it does by default, at the effort asked, as before Claude Code turned it off.
+ */
+export const thinkingDisabledField = 'thinking.type.disabled';
 
 /**
  * An effort (`output_config.effort`) the model refused, asked as one it takes (FieldFix.value): GitHub
@@ -576,6 +588,8 @@ function effortTaken(asked: string, fixes: readonly FieldFix[], field: string): 
  */
 function thinkingAsTaken(thinking: unknown, fixes: readonly FieldFix[], maxTokens: unknown): unknown {
   if (!isRecord(thinking)) return thinking;
+  if (thinking.type === 'disabled' && fixes.some((fix) => fix.field === thinkingDisabledField))
+    return undefined;
   if (thinking.type === 'enabled' && fixes.some((fix) => fix.field === thinkingEnabledField))
     return { type: 'adaptive' };
   if (thinking.type !== 'adaptive' || !fixes.some((fix) => fix.field === thinkingAdaptiveField))
@@ -635,14 +649,16 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
       [],
       messagesToolName,
     ).tools;
-  // A tool forced with thinking on, which Claude does not take: the choice left to it, the tool alone.
+  // A forced tool the model does not take (DeepSeek's endpoint, a tool forced with thinking on to Claude —
+  // only while thinking is on): the choice left to it, the tool alone.
   const choice = extension.tool_choice;
-  if (
-    fixes.some((fix) => fix.field === toolChoiceField) &&
-    isRecord(choice) &&
-    (choice.type === 'any' || choice.type === 'tool') &&
+  const thinks =
     isRecord(extension.thinking) &&
-    (extension.thinking.type === 'enabled' || extension.thinking.type === 'adaptive')
+    (extension.thinking.type === 'enabled' || extension.thinking.type === 'adaptive');
+  if (
+    fixes.some((fix) => fix.field === toolChoiceField && (fix.value !== thinkingToolChoice || thinks)) &&
+    isRecord(choice) &&
+    (choice.type === 'any' || choice.type === 'tool')
   ) {
     edited().tool_choice = Object.assign(
       { type: 'auto' },
@@ -670,7 +686,11 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
     if (thinking === undefined) delete edited().thinking;
     else edited().thinking = thinking;
   }
-  return kept === undefined ? request : Object.assign({}, request, { ctxgate_anthropic: kept });
+  const out = kept === undefined ? request : Object.assign({}, request, { ctxgate_anthropic: kept });
+  // The metadata refused: its user id too, which the chat request carries as `user` (anthropic-wire.ts).
+  if (out.user === undefined || !fixes.some((fix) => fix.field === 'metadata')) return out;
+  const { user: _userId, ...withoutUser } = out;
+  return withoutUser as R;
 }
 
 /**

@@ -42,6 +42,7 @@ beforeAll(async () => {
     noCacheTtl: ['claude-sonnet-4-20250514'],
     noStrictTools: ['claude-sonnet-5-bedrock'],
     unexplained: ['kimi-for-coding', 'kimi-k3'],
+    deepseekEndpoint: ['deepseek-v4-pro[1m]'],
     zenResults: ['claude-sonnet-4-6-zen'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
@@ -92,7 +93,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
+      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "deepseek-v4-pro[1m]", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -943,6 +944,52 @@ describe('a forced tool with thinking on, natively to Claude', () => {
     expect(sent[1]?.body.thinking).toEqual(request.thinking);
     const again = anthropic.messageRequests.length;
     await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
+// DeepSeek's Anthropic endpoint refuses three things Claude Code sends: a forced tool (its WebSearch's and
+// WebFetch's side requests: "deepseek-reasoner does not support this tool_choice", even for V4 Pro), a
+// sub-agent's thinking turned off beside the effort CLAUDE_CODE_EFFORT_LEVEL sets (deepseek-ai/DeepSeek-V3#1397),
+// and its metadata's user id (a JSON text: deepseek-ai/awesome-deepseek-agent#67).
+describe("DeepSeek's Anthropic endpoint and what Claude Code sends it", () => {
+  it('each refusal learned once, the request then as the endpoint takes it; the next at once', async () => {
+    anthropic.respond = () => ({ toolUse: { name: 'WebSearch', input: { query: 'ctxgate' } } });
+    const webSearch = {
+      name: 'WebSearch',
+      description: 'Searches the web.',
+      input_schema: { type: 'object' as const, properties: { query: { type: 'string' } } },
+    };
+    const request = {
+      model: 'deepseek-v4-pro[1m]',
+      max_tokens: 300,
+      metadata: { user_id: JSON.stringify({ device_id: 'a1b2', session_id: 'c3d4' }) },
+      thinking: { type: 'disabled' },
+      output_config: { effort: 'max' },
+      tools: [webSearch, weatherTool],
+      tool_choice: { type: 'tool', name: 'WebSearch' },
+      messages: [{ role: 'user' as const, content: 'Search for ctxgate.' }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().beta.messages.create(request as never);
+    expect((answer as { content: unknown[] }).content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'WebSearch', input: { query: 'ctxgate' } }),
+    ]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.refusal ?? each.status)).toEqual([
+      "Invalid 'user_id': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+      'thinking options type cannot be disabled when reasoning_effort is set',
+      'deepseek-reasoner does not support this tool_choice',
+      200,
+    ]);
+    const body = sent[3]?.body as Record<string, unknown>;
+    expect(body.metadata).toBeUndefined();
+    expect(body.thinking).toBeUndefined();
+    expect(body.output_config).toEqual({ effort: 'max' });
+    expect(body.tool_choice).toEqual({ type: 'auto' });
+    expect(body.tools).toEqual([webSearch]);
+    const again = anthropic.messageRequests.length;
+    await client().beta.messages.create(request as never);
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
 });

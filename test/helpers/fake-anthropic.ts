@@ -563,6 +563,21 @@ export function anthropicUpstreamYaml(name: string, baseUrl: string, models: rea
   ];
 }
 
+/** What DeepSeek's Anthropic endpoint refuses of what Claude Code sends, in its words (FakeAnthropic `deepseekEndpoint`). */
+function deepseekRefuses(body: Json): string | undefined {
+  const userId = (body.metadata as Json | undefined)?.user_id;
+  if (typeof userId === 'string' && !/^[a-zA-Z0-9_-]+$/.test(userId))
+    return "Invalid 'user_id': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.";
+  if (
+    (body.thinking as Json | undefined)?.type === 'disabled' &&
+    (body.output_config as Json | undefined)?.effort !== undefined
+  )
+    return 'thinking options type cannot be disabled when reasoning_effort is set';
+  const forced = (body.tool_choice as Json | undefined)?.type;
+  if (forced === 'tool' || forced === 'any') return 'deepseek-reasoner does not support this tool_choice';
+  return undefined;
+}
+
 /** What Kimi's Anthropic endpoint does not take, of what Claude Code sends (FakeAnthropic `unexplained`). */
 function kimiRefuses(body: Json): boolean {
   const tools = Array.isArray(body.tools) ? (body.tools as Json[]) : [];
@@ -646,6 +661,13 @@ export class FakeAnthropic {
        * farion1231/cc-switch#2941, MoonshotAI/Kimi-K2.5#5); more than 128 tools in its words for them.
        */
       unexplained?: readonly string[];
+      /**
+       * Models served as DeepSeek's Anthropic endpoint serves V4: a forced tool refused in the words of the
+       * model it routes to (deepseek-ai/awesome-deepseek-integration#598, #606), thinking turned off beside an
+       * effort (deepseek-ai/DeepSeek-V3#1397), a `metadata.user_id` of other than letters, digits, `_` and `-`
+       * (deepseek-ai/awesome-deepseek-agent#67).
+       */
+      deepseekEndpoint?: readonly string[];
       /**
        * Models served as Ollama's Anthropic endpoint serves Qwen 3.8, whose chat template takes a system
        * message first only: one in the conversation is refused with a 500 (ollama/ollama#17774).
@@ -764,6 +786,22 @@ export class FakeAnthropic {
         JSON.stringify({
           error: { type: 'invalid_request_error', message: 'Invalid request Error' },
           type: 'error',
+        }),
+      );
+    const deepseekRefusal =
+      this.options.deepseekEndpoint?.includes(String(body.model)) === true
+        ? deepseekRefuses(body)
+        : undefined;
+    if (deepseekRefusal !== undefined)
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            message: deepseekRefusal,
+            type: 'invalid_request_error',
+            param: null,
+            code: 'invalid_request_error',
+          },
         }),
       );
     const strictAt =

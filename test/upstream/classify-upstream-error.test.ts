@@ -224,6 +224,49 @@ const ownCases: ReadonlyArray<{
     answer: { status: 400, body: '{"detail":"System messages are not allowed"}' },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.system.mid_conversation' }] },
   },
+  ...(
+    [
+      [
+        'deepseek-reasoner does not support this tool_choice',
+        { field: 'tool_choice.forced' },
+        'a forced tool (awesome-deepseek-integration#598)',
+      ],
+      [
+        'thinking options type cannot be disabled when reasoning_effort is set',
+        { field: 'thinking.type.disabled' },
+        "a sub-agent's thinking turned off beside an effort (DeepSeek-V3#1397)",
+      ],
+      [
+        "Invalid 'user_id': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        { field: 'metadata' },
+        "Claude Code's user id (awesome-deepseek-agent#67)",
+      ],
+    ] as const
+  ).map(([message, fix, what]) => ({
+    name: `DeepSeek's Anthropic endpoint: ${what}`,
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: { message, type: 'invalid_request_error', param: null, code: 'invalid_request_error' },
+      }),
+    },
+    expected: { kind: 'refused_field' as const, fixes: [fix] },
+  })),
+  {
+    // Claude's own refusal: the choice left to it only while thinking is on.
+    name: 'Anthropic: "Thinking may not be enabled when tool_choice forces tool use."',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'Thinking may not be enabled when tool_choice forces tool use.',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.forced', value: 'thinking' }] },
+  },
   {
     // Kimi's Anthropic endpoint on more tools than it takes (MoonshotAI/Kimi-K2#90: Claude Code's MCP tools).
     name: 'Kimi: "a max of 128 tools can be supported"',
@@ -1972,10 +2015,6 @@ const ownCases: ReadonlyArray<{
       [
         'Kimi K2.6, required (AstrBotDevs/AstrBot#7805)',
         openAIError("tool_choice 'required' is incompatible with thinking enabled", 'invalid_request_error'),
-      ],
-      [
-        'Anthropic, thinking on',
-        '{"type":"error","error":{"type":"invalid_request_error","message":"Thinking may not be enabled when tool_choice forces tool use."}}',
       ],
     ] as const
   ).map(([name, body]) => ({

@@ -1059,7 +1059,8 @@ describe('withAnthropicFixes: a tool forced with thinking on, and more tools tha
     ],
     ctxgate_anthropic: { tools: [tool('t1'), tool('t2'), tool('t7')], tool_choice: toolChoice, thinking },
   });
-  const forced = [{ field: 'tool_choice.forced' }];
+  // As learned from Claude's refusal, of a tool forced with thinking on.
+  const forced = [{ field: 'tool_choice.forced', value: 'thinking' }];
 
   it.each([
     [
@@ -1087,6 +1088,22 @@ describe('withAnthropicFixes: a tool forced with thinking on, and more tools tha
       const asked = request({ type: 'tool', name: 't2' }, thinking);
       expect(withAnthropicFixes(asked, forced)).toBe(asked);
     }
+  });
+
+  it("leaves the choice to the model whatever its thinking after another's refusal (DeepSeek's endpoint)", () => {
+    const out = withAnthropicFixes(request({ type: 'tool', name: 't2' }, undefined), [
+      { field: 'tool_choice.forced' },
+    ]);
+    expect(out.ctxgate_anthropic.tool_choice).toEqual({ type: 'auto' });
+  });
+
+  it('leaves out thinking turned off, and metadata with the user id the chat request carries', () => {
+    const asked = Object.assign(request(undefined, { type: 'disabled' }), { user: 'u-1' });
+    (asked.ctxgate_anthropic as Record<string, unknown>).metadata = { user_id: '{"device_id":"a"}' };
+    const out = withAnthropicFixes(asked, [{ field: 'thinking.type.disabled' }, { field: 'metadata' }]);
+    expect(out.ctxgate_anthropic).not.toHaveProperty('thinking');
+    expect(out.ctxgate_anthropic).not.toHaveProperty('metadata');
+    expect(out).not.toHaveProperty('user');
   });
 
   it('keeps at most the tools the model takes: the forced one and those the conversation called first', () => {
