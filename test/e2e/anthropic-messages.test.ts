@@ -868,9 +868,9 @@ describe('hour-long cache breakpoints (Claude Code asks them), to Claude on Bedr
   });
 });
 
-// Strict tool use: the AI SDK's and pi's Anthropic providers send `strict` on tools (the AI SDK's
-// generateObject with a schema always), which Claude on Bedrock refuses for some models — Sonnet 5, Opus
-// 4.7, 4.8 and 5.5 (BerriAI/litellm#33193, lobehub/lobehub#19876) — so every request with tools failed.
+// Strict tool use: LobeHub's structured output and pi's Anthropic provider send `strict` on tools, which
+// Claude on Bedrock refuses for some models — Sonnet 5, Opus 4.7, 4.8 and 5.5 (BerriAI/litellm#33193,
+// lobehub/lobehub#19876, earendil-works/pi#9261) — so every request with such tools failed.
 describe('strict tool use, to Claude on Bedrock where the model refuses it', () => {
   it('every tool is sent without `strict` after one refusal; the next request at once', async () => {
     anthropic.respond = () => ({ toolUse: { name: 'get_weather', input: { city: 'Oslo' } } });
