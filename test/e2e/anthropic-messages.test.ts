@@ -43,6 +43,7 @@ beforeAll(async () => {
     noStrictTools: ['claude-sonnet-5-bedrock'],
     unexplained: ['kimi-for-coding', 'kimi-k3'],
     deepseekEndpoint: ['deepseek-v4-pro[1m]'],
+    moonshotSchemas: ['kimi-for-coding'],
     zenResults: ['claude-sonnet-4-6-zen'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
@@ -1081,6 +1082,46 @@ describe("Kimi's refusal that names nothing ('Invalid request Error')", () => {
     expect((sent[1]?.body.tools as Array<{ name: string }>).map((tool) => tool.name)).toEqual(
       tools.slice(0, 128).map((tool) => tool.name),
     );
+  });
+
+  // Its validator of Moonshot Flavored JSON Schema holds an MCP tool's input_schema to it too (a type beside
+  // anyOf: the Notion MCP server, MoonshotAI/kimi-code#2661), in the words its Chat Completions API uses.
+  it("an MCP tool's schema its validator refuses: every tool written in its form after one refusal", async () => {
+    anthropic.respond = () => ({
+      toolUse: { name: 'notion-create-attachment', input: { filename: 'a.txt' } },
+    });
+    const notion = {
+      name: 'notion-create-attachment',
+      description: 'Attaches a file.',
+      input_schema: {
+        type: 'object' as const,
+        anyOf: [
+          { type: 'object', properties: { filename: { type: 'string' }, content: { type: 'string' } } },
+          { type: 'object', properties: { filename: { type: 'string' }, source_url: { type: 'string' } } },
+        ],
+      },
+    };
+    const request = {
+      model: 'kimi-for-coding',
+      max_tokens: 300,
+      tools: [weatherTool, notion],
+      messages: [{ role: 'user' as const, content: 'Attach a.txt.' }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().messages.create(request as never);
+    expect(answer.content).toEqual([
+      expect.objectContaining({ type: 'tool_use', name: 'notion-create-attachment' }),
+    ]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.status)).toEqual([400, 200]);
+    expect(sent[0]?.refusal).toContain('is not a valid moonshot flavored json schema');
+    const tools = sent[1]?.body.tools as Array<{ name: string; input_schema: Record<string, unknown> }>;
+    expect(tools.map((tool) => tool.name)).toEqual(['get_weather', 'notion-create-attachment']);
+    // The alternatives written so the validator takes them; each property still there.
+    expect(JSON.stringify(tools[1]?.input_schema)).toContain('source_url');
+    const again = anthropic.messageRequests.length;
+    await client().messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
 
   it('refused again in that form: the client gets the refusal, and nothing is learned', async () => {

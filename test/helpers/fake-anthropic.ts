@@ -20,7 +20,7 @@
 // `compaction` block whose summary is every user message's first sentence; and it reads a conversation from its last
 // compaction block of a summary on, every block before it dropped (a signed one must be the first block:
 // `compaction_block_misplaced`).
-import { anthropicSchemaRefusal } from './tool-schema-rules.js';
+import { anthropicSchemaRefusal, moonshotSchemaRefusal } from './tool-schema-rules.js';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -669,6 +669,11 @@ export class FakeAnthropic {
        */
       deepseekEndpoint?: readonly string[];
       /**
+       * Models served as Kimi's Anthropic endpoint holds a tool's `input_schema` to Moonshot Flavored JSON
+       * Schema: the first fault refused in its validator's words (test/helpers/tool-schema-rules.ts).
+       */
+      moonshotSchemas?: readonly string[];
+      /**
        * Models served as Ollama's Anthropic endpoint serves Qwen 3.8, whose chat template takes a system
        * message first only: one in the conversation is refused with a 500 (ollama/ollama#17774).
        */
@@ -787,6 +792,19 @@ export class FakeAnthropic {
           error: { type: 'invalid_request_error', message: 'Invalid request Error' },
           type: 'error',
         }),
+      );
+    const mfjs =
+      this.options.moonshotSchemas?.includes(String(body.model)) === true
+        ? (Array.isArray(body.tools) ? (body.tools as Json[]) : [])
+            .map((tool) =>
+              tool.input_schema === undefined ? undefined : moonshotSchemaRefusal(tool.input_schema),
+            )
+            .find((refusal) => refusal !== undefined)
+        : undefined;
+    if (mfjs !== undefined)
+      return send(
+        400,
+        JSON.stringify({ error: { type: 'invalid_request_error', message: mfjs }, type: 'error' }),
       );
     const deepseekRefusal =
       this.options.deepseekEndpoint?.includes(String(body.model)) === true
