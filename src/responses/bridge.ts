@@ -38,6 +38,7 @@ import { chunkTexts } from '../upstream/content-chunks.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { reasoningOf } from '../upstream/reasoning-field.js';
 import {
+  argumentsObject,
   localCallArguments,
   localCallItem,
   localOutputContent,
@@ -1227,13 +1228,8 @@ export function searchItemsOf(tool: BridgedTool): InputItem[] {
 
 /** The arguments of a tool search's call as the object they are (a query alone when not JSON). */
 function searchArguments(args: string): Record<string, unknown> {
-  try {
-    const parsed: unknown = JSON.parse(args);
-    if (isRecord(parsed)) return parsed;
-  } catch {
-    // Not JSON: the model wrote its query.
-  }
-  return { query: args };
+  // Not a JSON object: the model wrote its query.
+  return argumentsObject(args) ?? { query: args };
 }
 
 /** The prefix of the id of an output item that calls `tool` (OpenAI's: fc, ctc, tsc, sh, apc). */
@@ -1244,13 +1240,9 @@ export function callIdPrefix(tool: BridgedTool | undefined): string {
 
 /** The input of a custom tool's call: the `input` of the arguments the model wrote, else those as they are. */
 export function customInput(args: string): string {
-  try {
-    const parsed: unknown = JSON.parse(args);
-    if (isRecord(parsed) && typeof parsed.input === 'string') return parsed.input;
-  } catch {
-    // Not JSON: the model wrote the input itself.
-  }
-  return args;
+  // Not a JSON object of an input: the model wrote the input itself.
+  const input = argumentsObject(args)?.input;
+  return typeof input === 'string' ? input : args;
 }
 
 /**

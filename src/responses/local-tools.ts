@@ -153,13 +153,13 @@ export function localOutputContent(item: Record<string, unknown>): string {
     .join('\n\n');
 }
 
-/** The JSON object the model wrote as a call's arguments, or none. */
-function argumentsObject(args: string): Record<string, unknown> {
+/** The JSON object the model wrote as a call's arguments; undefined when it wrote no JSON object. */
+export function argumentsObject(args: string): Record<string, unknown> | undefined {
   try {
     const parsed: unknown = JSON.parse(args);
-    return isRecord(parsed) ? parsed : {};
+    return isRecord(parsed) ? parsed : undefined;
   } catch {
-    return {};
+    return undefined;
   }
 }
 
@@ -178,7 +178,7 @@ export function localCallItem(
   args: string,
   status: string,
 ): Record<string, unknown> {
-  const given = status === 'completed' ? argumentsObject(args) : {};
+  const given = (status === 'completed' ? argumentsObject(args) : undefined) ?? {};
   const common = { id, status, call_id: callId };
   if (kind === 'shell') {
     const commands = Array.isArray(given.commands)
