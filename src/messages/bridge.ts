@@ -20,6 +20,7 @@ import {
 import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { clientToolOf } from './client-tools.js';
+import { chatReasoningEffort, chatResponseFormat } from '../upstream/output-format.js';
 
 type Json = Record<string, unknown>;
 
@@ -611,13 +612,39 @@ function toolsAndFields(
   }
   if (isObject(body.metadata) && typeof body.metadata.user_id === 'string')
     chatBody.user = endUserId(body.metadata.user_id);
+  if (!native) outputConfigAsChat(body, chatBody, dropped);
   for (const [key, value] of Object.entries(body)) {
     // A Thread is not kept (noThreads): what creates one goes as a whole conversation, without `thread`.
     if (translated.has(key) || value === undefined || key === 'thread') continue;
     if (native) extension[key] = value;
+    else if (key === 'output_config' || key === 'output_format') continue;
     else if (key !== 'metadata' && !(key === 'compaction' && isCompaction(value))) dropped.add(key);
   }
   return extension;
+}
+
+/**
+ * A Messages request's `output_config` (and the beta's `output_format`) in chat terms, for a Chat
+ * Completions model (output-format.ts): its schema for the answer as `response_format`, its effort as
+ * `reasoning_effort`; what chat has no word for dropped and named (`output_config.task_budget`).
+ */
+function outputConfigAsChat(body: Json, chatBody: Json, dropped: Set<string>): void {
+  const given = body.output_config;
+  if (given !== undefined && !isObject(given)) dropped.add('output_config');
+  const config = isObject(given) ? given : {};
+  const format = config.format ?? body.output_format;
+  if (format !== undefined) {
+    const responseFormat = chatResponseFormat(format);
+    if (responseFormat !== undefined) chatBody.response_format = responseFormat;
+    else dropped.add(config.format === undefined ? 'output_format' : 'output_config.format');
+  }
+  if (config.effort !== undefined) {
+    const effort = chatReasoningEffort(config.effort);
+    if (effort !== undefined) chatBody.reasoning_effort = effort;
+    else dropped.add('output_config.effort');
+  }
+  for (const key of Object.keys(config))
+    if (key !== 'format' && key !== 'effort') dropped.add(`output_config.${key}`);
 }
 
 /** A request's `compaction` that asks for one now (Anthropic's on-demand compaction). */

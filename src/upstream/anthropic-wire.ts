@@ -15,6 +15,7 @@ import { isGatewayThinking } from './carried-state.js';
 import { withinCacheBreakpoints } from './cache-breakpoints.js';
 import { isRecord } from './tool-call-shape.js';
 import { blocksAsTaken, type BlockTypes } from './block-stand-ins.js';
+import { anthropicOutputFormat } from './output-format.js';
 
 /** The Anthropic API version sent when the client named none. */
 export const defaultAnthropicVersion = '2023-06-01';
@@ -394,6 +395,12 @@ export function toAnthropicRequest(chat: Json): Json {
   // What the client sent that chat has no word for (thinking, top_k, output_config…), as it came.
   for (const [key, value] of Object.entries(extension))
     if (key !== 'tools' && key !== 'tool_choice' && value !== undefined) body[key] = value;
+  // A chat client's schema for the answer as Claude's structured output (output-format.ts), unless its
+  // own Messages request said one.
+  const format = anthropicOutputFormat(chat.response_format);
+  const config = (body.output_config ?? {}) as Json;
+  if (format !== undefined && config.format === undefined)
+    body.output_config = Object.assign({}, config, { format });
   if (body.metadata === undefined && typeof chat.user === 'string') body.metadata = { user_id: chat.user };
   // A max_tokens the gateway lowered to what the window leaves (docs/budgeting.md) takes the client's
   // thinking budget down with it.

@@ -345,8 +345,24 @@ function anthropicRefusals(text: string): FieldFix[] {
   // Bedrock): "context_management: Extra inputs are not permitted", "tools.11.custom.defer_loading: …".
   for (const match of text.matchAll(
     /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
-  ))
-    fixes.push(fixForAnthropicMember(match[1] as string));
+  )) {
+    const fix = fixForAnthropicMember(match[1] as string);
+    fixes.push(fix);
+    // With `output_config`, the structured output a chat client asked goes too: its schema told instead.
+    if (fix?.field === 'output_config') fixes.push({ field: jsonSchemaField });
+  }
+  // Structured output Claude does not take: a schema it refuses ("output_config.format.schema: For
+  // 'integer' type, properties maximum, minimum are not supported"; `output_format` in the beta), or one
+  // past what it compiles ("Schemas contains too many optional parameters (28), which would make grammar
+  // compilation inefficient … (limit: 24)", "too many parameters with union types", "too complex for
+  // grammar compilation"), which counts strict tools too: the schema told instead, the tools not strict.
+  if (/\boutput_(?:config\.)?format\b/i.test(text)) fixes.push({ field: jsonSchemaField });
+  if (
+    /schemas? contains? too many (?:optional )?parameters|too many parameters with union types|too complex for grammar compilation/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: jsonSchemaField }, { field: toolMemberField('strict') });
   // OpenRouter's Messages endpoint for a model not Anthropic's: no tool loaded on demand.
   if (/deferred custom tools are only supported on anthropic models/i.test(text))
     fixes.push({ field: toolMemberField('defer_loading') });

@@ -4,6 +4,10 @@
 // trip, thinking signatures kept, count_tokens, errors in Anthropic's shape with its overflow wording,
 // recovery from "prompt is too long", and a session by X-Session-Id.
 import Anthropic from '@anthropic-ai/sdk';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
+import OpenAI from 'openai';
+import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeAnthropic, contentText, documentPages, webSearchBlocks } from '../helpers/fake-anthropic.js';
@@ -22,6 +26,15 @@ let vertexClaude: FakeAnthropic;
 let bedrockClaude: FakeAnthropic;
 let openai: FakeUpstream;
 let harness: GatewayHarness;
+
+/** A Chat Completions model of the strict fake that follows a schema for its answer when asked one. */
+const structuredChatModel = 'gpt-structured';
+/** The trip a model plans, as JSON; and as the prose a model writes when asked no schema. */
+const trip = { city: 'Lisbon', days: 3, stops: ['Alfama', 'Belém'] };
+const tripProse = 'Here is a plan: three days in Lisbon, Alfama first, then Belém.';
+/** The answer of a model asked `format` (chat's response_format, or Claude's output_config.format). */
+const structuredAnswer = (format: unknown): string =>
+  (format as { type?: unknown } | undefined)?.type === 'json_schema' ? JSON.stringify(trip) : tripProse;
 let anthropicUrl: string;
 
 beforeAll(async () => {
@@ -53,6 +66,9 @@ beforeAll(async () => {
     thoughtSignatures: ['gemini-3-pro-preview'],
     // As DeepSeek's API: no file part.
     noFiles: ['deepseek-chat'],
+    // A model that answers in JSON only when asked a schema, prose otherwise.
+    respond: (_messages, body) =>
+      body.model === structuredChatModel ? { content: structuredAnswer(body.response_format) } : undefined,
   });
   anthropicUrl = await anthropic.start();
   catalogClaude = new FakeAnthropic({ window: catalogWindow, apiKey: 'sk-ant-operator' });
@@ -628,14 +644,23 @@ describe("an effort the Claude model does not take, as GitHub Copilot's Messages
     await client().messages.create({
       model: 'claude-haiku-4-5',
       max_tokens: 1_000,
-      output_config: { effort: 'high', format: { type: 'json_schema', schema: { type: 'object' } } },
+      output_config: {
+        effort: 'high',
+        format: { type: 'json_schema', schema: { type: 'object', additionalProperties: false } },
+      },
       messages: [{ role: 'user', content: 'Hi?' }],
     } as never);
     expect(
       anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.output_config]),
     ).toEqual([
-      [400, { effort: 'high', format: { type: 'json_schema', schema: { type: 'object' } } }],
-      [200, { format: { type: 'json_schema', schema: { type: 'object' } } }],
+      [
+        400,
+        {
+          effort: 'high',
+          format: { type: 'json_schema', schema: { type: 'object', additionalProperties: false } },
+        },
+      ],
+      [200, { format: { type: 'json_schema', schema: { type: 'object', additionalProperties: false } } }],
     ]);
   });
 
@@ -2172,5 +2197,101 @@ describe('a Messages session', () => {
       { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
       { role: 'user', content: [{ type: 'text', text: 'Et enfin?' }] },
     ]);
+  });
+});
+
+describe('structured output across the wires', () => {
+  const tripSchema = z.object({
+    city: z.string().min(2),
+    days: z.int().min(1).max(14),
+    stops: z.array(z.string()).max(6),
+  });
+
+  it("the OpenAI SDK's parse on Claude: its schema goes as Claude's output_config.format, in the subset Claude takes", async () => {
+    anthropic.respond = (body) => ({
+      text: structuredAnswer((body.output_config as { format?: unknown } | undefined)?.format),
+    });
+    const before = anthropic.messageRequests.length;
+    const openaiClient = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'gw-anthropic-test', maxRetries: 0 });
+    const completion = await openaiClient.chat.completions.parse({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 300,
+      messages: [{ role: 'user', content: 'Plan three days in Lisbon.' }],
+      response_format: zodResponseFormat(tripSchema, 'trip'),
+    });
+    expect(completion.choices[0]?.message.parsed).toEqual(trip);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200]);
+    const format = (sent[0]?.body.output_config as { format: { schema: Record<string, unknown> } }).format;
+    expect(format.schema).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      properties: { days: { type: 'integer', description: '{minimum: 1, maximum: 14}' } },
+    });
+  });
+
+  it("the OpenAI SDK's Responses parse on Claude: text.format goes the same way", async () => {
+    anthropic.respond = (body) => ({
+      text: structuredAnswer((body.output_config as { format?: unknown } | undefined)?.format),
+    });
+    const openaiClient = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'gw-anthropic-test', maxRetries: 0 });
+    const response = await openaiClient.responses.parse({
+      model: 'claude-sonnet-4-5',
+      max_output_tokens: 300,
+      input: 'Plan three days in Lisbon.',
+      text: { format: zodTextFormat(tripSchema, 'trip') },
+    });
+    expect(response.output_parsed).toEqual(trip);
+  });
+
+  it('a schema past what Claude compiles: told in the system prompt after one refusal; the next request at once', async () => {
+    // Thirty optional answers: Claude compiles a grammar for 24 at most.
+    const properties = Object.fromEntries(
+      Array.from({ length: 30 }, (_, index) => [`q${index}`, { type: 'string' }]),
+    );
+    anthropic.respond = (body) => ({
+      text: JSON.stringify(body.system).includes('follows this JSON Schema')
+        ? '{"q0":"yes"}'
+        : 'Yes to the first.',
+    });
+    const ask = () =>
+      postChat({
+        model: 'claude-opus-4-7',
+        max_tokens: 300,
+        messages: [{ role: 'user', content: 'Answer the survey.' }],
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'survey', schema: { type: 'object', properties } },
+        },
+      });
+    const before = anthropic.messageRequests.length;
+    const first = await ask();
+    expect(first.status).toBe(200);
+    const answer = (await first.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(JSON.parse(answer.choices[0]?.message.content ?? '')).toEqual({ q0: 'yes' });
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    expect(sent[0]?.refusal).toMatch(/^Schemas contains too many optional parameters \(30\)/);
+    expect(sent[1]?.body.output_config).toBeUndefined();
+    expect(JSON.stringify(sent[1]?.body.system)).toContain('(survey) that follows this JSON Schema');
+    expect((await ask()).status).toBe(200);
+    expect(anthropic.messageRequests.slice(before).map((request) => request.status)).toEqual([400, 200, 200]);
+  });
+
+  it("the Anthropic SDK's parse on a Chat Completions model: output_config.format goes as response_format, its effort as reasoning_effort", async () => {
+    const before = openai.requests.length;
+    const message = await client().messages.parse({
+      model: structuredChatModel,
+      max_tokens: 300,
+      messages: [{ role: 'user', content: 'Plan three days in Lisbon.' }],
+      output_config: { format: zodOutputFormat(tripSchema), effort: 'max' },
+    });
+    expect(message.parsed_output).toEqual(trip);
+    const sent = openai.requests.slice(before).map((request) => request.body as Record<string, unknown>);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({
+      response_format: { type: 'json_schema', json_schema: { name: 'response' } },
+      reasoning_effort: 'xhigh',
+    });
   });
 });

@@ -277,6 +277,88 @@ export function cacheBreakpoints(body: Json): number {
   );
 }
 
+/** What Claude's structured outputs do not constrain, by type: refused in its words. */
+const unconstrained: Readonly<Record<string, readonly string[]>> = {
+  integer: ['exclusiveMaximum', 'exclusiveMinimum', 'maximum', 'minimum', 'multipleOf'],
+  number: ['exclusiveMaximum', 'exclusiveMinimum', 'maximum', 'minimum', 'multipleOf'],
+  string: ['maxLength', 'minLength'],
+  array: ['maxItems', 'uniqueItems'],
+};
+
+/** The most optional properties Claude compiles a grammar for, over a request's schemas. */
+const optionalLimit = 24;
+
+/** The first fault Claude refuses in a structured-output schema, in its words (ax-llm/ax#458, BerriAI/litellm#35808). */
+function schemaFault(schema: unknown): string | undefined {
+  if (typeof schema !== 'object' || schema === null) return undefined;
+  const node = schema as Json;
+  const type = typeof node.type === 'string' ? node.type : undefined;
+  if (type === 'object' || (type === undefined && node.properties !== undefined)) {
+    if (node.additionalProperties === true)
+      return "For 'object' type, 'additionalProperties: true' is not supported. Please set 'additionalProperties' to false";
+    if (node.additionalProperties !== false)
+      return "For 'object' type, 'additionalProperties' must be explicitly set to false";
+  }
+  const refused = (unconstrained[type ?? ''] ?? []).filter((key) => node[key] !== undefined);
+  if (type === 'array' && typeof node.minItems === 'number' && node.minItems > 1) refused.push('minItems');
+  if (refused.length === 1) return `For '${type}' type, property '${refused[0]}' is not supported`;
+  if (refused.length > 1)
+    return `For '${type}' type, properties ${refused.sort().join(', ')} are not supported`;
+  const inner = [
+    ...Object.values((node.properties ?? {}) as Json),
+    ...Object.values((node.$defs ?? {}) as Json),
+    ...(Array.isArray(node.anyOf) ? node.anyOf : []),
+    ...(Array.isArray(node.allOf) ? node.allOf : []),
+    node.items,
+  ];
+  for (const each of inner) {
+    const fault = schemaFault(each);
+    if (fault !== undefined) return fault;
+  }
+  return undefined;
+}
+
+/** Properties a schema leaves optional, counted through every object in it. */
+function optionalProperties(schema: unknown): number {
+  if (typeof schema !== 'object' || schema === null) return 0;
+  const node = schema as Json;
+  const properties = Object.keys((node.properties ?? {}) as Json);
+  const required = new Set(Array.isArray(node.required) ? (node.required as string[]) : []);
+  let count = properties.filter((name) => !required.has(name)).length;
+  for (const each of [
+    ...Object.values((node.properties ?? {}) as Json),
+    ...(Array.isArray(node.anyOf) ? node.anyOf : []),
+    node.items,
+  ])
+    count += optionalProperties(each);
+  return count;
+}
+
+/**
+ * What Claude refuses of structured output (`output_config.format`, the beta's `output_format`): a schema
+ * outside its subset, and over the request's schemas held to a grammar (the format's, strict tools'),
+ * more optional properties than it compiles.
+ */
+function outputFormatRefusal(body: Json): string | undefined {
+  const config = body.output_config as Json | undefined;
+  const [where, format] =
+    config?.format !== undefined
+      ? ['output_config.format', config.format]
+      : ['output_format', body.output_format];
+  const schema = (format as Json | undefined)?.schema;
+  const fault = format === undefined ? undefined : schemaFault(schema);
+  if (fault !== undefined) return `${where}.schema: ${fault}`;
+  const strict = (Array.isArray(body.tools) ? (body.tools as Json[]) : []).filter(
+    (tool) => tool.strict === true,
+  );
+  const optional =
+    (format === undefined ? 0 : optionalProperties(schema)) +
+    strict.reduce((total, tool) => total + optionalProperties(tool.input_schema), 0);
+  if (optional > optionalLimit)
+    return `Schemas contains too many optional parameters (${optional}), which would make grammar compilation inefficient. Reduce the number of optional parameters in your tool schemas (limit: ${optionalLimit}).`;
+  return undefined;
+}
+
 export function findAnthropicRefusal(
   body: Json,
   perTurnControl = false,
@@ -295,6 +377,8 @@ export function findAnthropicRefusal(
     if (!interleavedThinking && budget >= Number(body.max_tokens))
       return '`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size';
   }
+  const format = outputFormatRefusal(body);
+  if (format !== undefined) return format;
   // Thinking (a budget, or adaptive) and a tool forced are not taken together (Anthropic's extended thinking
   // docs; mastra-ai/mastra#7507, can1357/oh-my-pi#341).
   const forced = (body.tool_choice as Json | undefined)?.type;

@@ -841,6 +841,44 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * OpenAI's refusal of a `response_format` of a JSON Schema: one without a name ("Missing required
+ * parameter"), and under `strict` an object not closed or not requiring every property, in its words.
+ */
+function responseSchemaRefusal(body: object): { message: string; param: string } | undefined {
+  const given = (body as { response_format?: { json_schema?: Record<string, unknown> } }).response_format
+    ?.json_schema;
+  if (typeof given?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(given.name))
+    return {
+      message: "Missing required parameter: 'response_format.json_schema.name'.",
+      param: 'response_format.json_schema.name',
+    };
+  if (given.strict !== true) return undefined;
+  const fault = (schema: unknown, context: string[]): string | undefined => {
+    if (typeof schema !== 'object' || schema === null) return undefined;
+    const node = schema as Record<string, unknown>;
+    const properties = (node.properties ?? {}) as Record<string, unknown>;
+    const where = `In context=(${context.map((part) => `'${part}'`).join(', ')})`;
+    if (node.type === 'object') {
+      if (node.additionalProperties !== false)
+        return `${where}, 'additionalProperties' is required to be supplied and to be false.`;
+      const required = Array.isArray(node.required) ? (node.required as string[]) : [];
+      const missing = Object.keys(properties).find((name) => !required.includes(name));
+      if (missing !== undefined)
+        return `${where}, 'required' is required to be supplied and to be an array including every key in properties. Missing '${missing}'.`;
+    }
+    for (const [name, inner] of Object.entries(properties)) {
+      const found = fault(inner, [...context, 'properties', name]);
+      if (found !== undefined) return found;
+    }
+    return fault(node.items, [...context, 'items']);
+  };
+  const found = fault(given.schema, []);
+  return found === undefined
+    ? undefined
+    : { message: `Invalid schema for response_format '${given.name}': ${found}`, param: 'response_format' };
+}
+
 export class FakeUpstream {
   readonly requests: RecordedRequest[] = [];
   private readonly queue: Behaviour[] = [];
@@ -1365,6 +1403,12 @@ export class FakeUpstream {
           'invalid_request_error',
         ),
       );
+      return;
+    }
+    // A schema for the answer as OpenAI takes one: named, and under `strict` closed with every property required.
+    const schemaRefusal = format === 'json_schema' ? responseSchemaRefusal(body) : undefined;
+    if (schemaRefusal !== undefined) {
+      sendJson(400, openAIError(schemaRefusal.message, 'invalid_request_error', schemaRefusal.param, null));
       return;
     }
     // JSON mode asks for the word in the messages, as OpenAI, Azure, DashScope and DeepSeek do (each in its

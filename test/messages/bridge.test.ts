@@ -580,7 +580,7 @@ describe('a Messages request of the newest Claude models (Claude Code on Opus 5.
     ]);
   });
 
-  it('carries every field it does not translate to an anthropic upstream, and names them for any other', () => {
+  it('carries every field it does not translate to an anthropic upstream, and names them for any other (the effort translated)', () => {
     const native = bridgeMessagesRequest(claudeCodeOpus5, { native: true, requireMaxTokens: true });
     expect(native.dropped).toEqual([]);
     expect(native.chatBody.ctxgate_anthropic).toEqual({
@@ -589,13 +589,62 @@ describe('a Messages request of the newest Claude models (Claude Code on Opus 5.
       output_config: claudeCodeOpus5.output_config,
     });
     const chat = bridgeMessagesRequest(claudeCodeOpus5, { native: false, requireMaxTokens: true });
-    expect(chat.dropped).toEqual(['thinking', 'context_management', 'output_config']);
+    // The effort is chat's `reasoning_effort` (test/upstream/output-format.test.ts).
+    expect(chat.dropped).toEqual(['thinking', 'context_management']);
+    expect(chat.chatBody.reasoning_effort).toBe('medium');
     expect(chat.chatBody).not.toHaveProperty('ctxgate_anthropic');
     expect((chat.chatBody.messages as Array<{ role: string }>).map((message) => message.role)).toEqual([
       'system',
       'user',
       'system',
     ]);
+  });
+});
+
+describe("a Messages request's structured output and effort, for a Chat Completions model", () => {
+  const schema = { type: 'object', properties: { city: { type: 'string' } }, additionalProperties: false };
+  const request = (fields: Record<string, unknown>) =>
+    bridgeMessagesRequest(
+      { model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'Plan it.' }], ...fields },
+      { native: false, requireMaxTokens: true },
+    );
+
+  it.each([
+    [
+      'a format and an effort, a task budget beside them',
+      {
+        output_config: {
+          format: { type: 'json_schema', schema },
+          effort: 'low',
+          task_budget: { type: 'tokens', total: 9 },
+        },
+      },
+      {
+        response_format: { type: 'json_schema', json_schema: { name: 'response', schema } },
+        reasoning_effort: 'low',
+      },
+      ['output_config.task_budget'],
+    ],
+    [
+      "the beta's output_format",
+      { output_format: { type: 'json_schema', schema } },
+      { response_format: { type: 'json_schema', json_schema: { name: 'response', schema } } },
+      [],
+    ],
+    [
+      'a format of another type and an effort chat has no word for',
+      { output_config: { format: { type: 'text' }, effort: 'ultra' } },
+      {},
+      ['output_config.format', 'output_config.effort'],
+    ],
+    ['an output_config that is not an object', { output_config: 'high' }, {}, ['output_config']],
+  ])('%s', (_case, fields, chatFields, dropped) => {
+    const bridged = request(fields);
+    expect(bridged.dropped).toEqual(dropped);
+    expect({
+      response_format: bridged.chatBody.response_format,
+      reasoning_effort: bridged.chatBody.reasoning_effort,
+    }).toEqual({ response_format: undefined, reasoning_effort: undefined, ...chatFields });
   });
 });
 

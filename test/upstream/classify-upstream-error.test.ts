@@ -2146,6 +2146,47 @@ const ownCases: ReadonlyArray<{
     answer: { status: 400, body },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'response_format.json_schema' }] },
   })),
+  ...(
+    [
+      [
+        "Claude on a schema outside its subset (OpenRouter's words passed on)",
+        "output_config.format.schema: For 'array' type, property 'maxItems' is not supported",
+        [{ field: 'response_format.json_schema' }],
+      ],
+      [
+        "Claude's beta field on an open object (ax-llm/ax#458)",
+        "output_format.schema: For 'object' type, 'additionalProperties' must be explicitly set to false",
+        [{ field: 'response_format.json_schema' }],
+      ],
+      [
+        'Claude past the optional properties it compiles (strict tools counted)',
+        'Schemas contains too many optional parameters (28), which would make grammar compilation inefficient. Reduce the number of optional parameters in your tool schemas (limit: 24).',
+        [{ field: 'response_format.json_schema' }, { field: 'tools[].strict' }],
+      ],
+      [
+        'Claude past the unions it compiles',
+        'Schemas contains too many parameters with union types (24 parameters with type arrays or anyOf). Reduce the number of parameters with unions (limit: 16 parameters with unions).',
+        [{ field: 'response_format.json_schema' }, { field: 'tools[].strict' }],
+      ],
+      [
+        'Claude on Vertex without structured outputs (anthropics/anthropic-sdk-csharp#132)',
+        'output_config: Extra inputs are not permitted',
+        [{ field: 'output_config' }, { field: 'response_format.json_schema' }],
+      ],
+      [
+        'an effort alone: not the structured output',
+        'output_config.effort: Extra inputs are not permitted',
+        [{ field: 'output_config.effort' }],
+      ],
+    ] as const
+  ).map(([name, message, fixes]) => ({
+    name: `structured output Claude does not take: ${name}`,
+    answer: {
+      status: 400,
+      body: JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } }),
+    },
+    expected: { kind: 'refused_field' as const, fixes: fixes.map((fix) => ({ ...fix })) },
+  })),
   {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",
