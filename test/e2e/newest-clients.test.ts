@@ -13,7 +13,9 @@
 // surfaces. LangChain's ChatAnthropic, streaming natively: a tool loop with thinking on, stateless and in a
 // session, and a web search Claude runs and the next turn reads. The Anthropic SDK's tool runner bridged (its
 // Threads refused as Anthropic refuses a lost one, so it sends each turn whole; a tool it adds; a compaction
-// it asks for), and with Anthropic's client tools (bash, the text editor, its memory tool). All but the Anthropic SDK need Node 22, so they
+// it asks for), and with Anthropic's client tools (bash, the text editor, its memory tool). Structured output on a
+// model of the other wire: the Agents SDK's outputType and LangChain's withStructuredOutput on Claude, the AI
+// SDK's Anthropic provider's Output.object on a Chat Completions model. All but the Anthropic SDK need Node 22, so they
 // all run under the Node 22 of test/clients/runtime (see test/helpers/newest-clients.ts).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
@@ -47,6 +49,14 @@ const loopSteps = 30;
 /** A model the Agents SDK compacts for (it asks only for OpenAI's names), with room for every turn. */
 const compactingModel = 'gpt-5.4-mini';
 
+/** The prompt of test/clients/structured.mjs, and the trip a model plans: JSON when asked a schema, else prose. */
+const structuredTask = 'Task structured-trip';
+const plannedTrip = { city: 'Lisbon', days: 3, stops: ['Alfama', 'Belém'] };
+const tripAnswer = (format: unknown): string =>
+  (format as { type?: unknown } | undefined)?.type === 'json_schema'
+    ? JSON.stringify(plannedTrip)
+    : 'Three days in Lisbon: Alfama first, then Belém.';
+
 interface Failure {
   error?: { kind: string; status?: number; message: string };
 }
@@ -66,6 +76,7 @@ function respond(
   const users = messages.filter((message) => message.role === 'user').map(textOf);
   const lastUser = users.at(-1) ?? '';
   if (lastUser === lookupTask) return lookUp(messages, body);
+  if (lastUser.startsWith(structuredTask)) return { content: tripAnswer(body?.response_format) };
   // The AI SDK's on-demand compaction: a summary when asked for one, else what the summary says.
   // (Two user messages in a row are one for this model's template: the request joins the last.)
   if (users.some((text) => text.includes('Task ai-sdk-on-demand'))) {
@@ -378,6 +389,8 @@ let claude: FakeAnthropic;
 function respondAsClaude(body: Record<string, unknown>): AnthropicReply {
   const messages = body.messages as Array<{ role: string; content: unknown }>;
   const text = JSON.stringify(messages);
+  if (text.includes(structuredTask))
+    return { text: tripAnswer((body.output_config as { format?: unknown } | undefined)?.format) };
   if (text.includes('Task langchain-search')) {
     const asked = (text.match(/Task langchain-search/g) ?? []).length;
     if (asked === 1)
@@ -837,6 +850,37 @@ describe('the AI SDK 7 with @ai-sdk/anthropic, natively to Claude', () => {
       scenario: 'toolChanges',
     });
     expect(result).toEqual({ steps: 2, text: 'Found Record X1: ACME-7.' });
+  });
+});
+
+// Before: the schema was dropped on the way to the model's wire, the model wrote prose, and each client
+// failed to parse its answer.
+describe('structured output, the newest clients, on a model of the other wire', () => {
+  it.each([
+    [
+      "the Agents SDK's outputType with its Responses model, on Claude",
+      'agents-responses',
+      'claude-structured',
+    ],
+    [
+      "the Agents SDK's outputType with its Chat Completions model, on Claude",
+      'agents-chat',
+      'claude-structured',
+    ],
+    ["LangChain's withStructuredOutput (JSON Schema), on Claude", 'langchain', 'claude-structured'],
+    [
+      "the AI SDK's Anthropic provider (Output.object), on a Chat Completions model",
+      'ai-sdk-anthropic',
+      model,
+    ],
+  ])('%s', async (_name, scenario, asked) => {
+    const result = await runDriver<Failure & { output: unknown }>('structured.mjs', {
+      baseURL: harness.baseUrl,
+      model: asked,
+      scenario,
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.output).toEqual(plannedTrip);
   });
 });
 
