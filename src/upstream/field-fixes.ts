@@ -422,10 +422,36 @@ export const anthropicBetaField = 'anthropic-beta';
  * BerriAI/litellm#33193, lobehub/lobehub#19876). Each asks for something the answer can do without:
  * clearing old thinking or tool results, how hard to think, tools loaded on demand, examples of a tool's
  * input, a tool's input held to its schema by the sampler (the schema is still given). Left out when
- * refused, of the request and of every tool (withAnthropicFixes); the fields are `context_management`,
- * `output_config` and `tools[].<member>`.
+ * refused, of the request and of every tool (withAnthropicFixes); the fields are the member's name
+ * (`context_management`, `output_config`) and `tools[].<member>`. So is any other member of the request
+ * but those it cannot do without (anthropicCoreMembers): a feature the upstream does not offer (Claude
+ * Code's `diagnostics` on Vertex, anthropics/claude-code#82539; an `instructions` a proxy sent,
+ * anomalyco/opencode#4282).
  */
-const anthropicOptionalMembers = new Set(['context_management', 'output_config', 'metadata']);
+
+/**
+ * The members of a Messages request it cannot do without, or that the gateway writes from the chat
+ * request (and those of a chat request the answer cannot do without, where a server words its refusal so):
+ * never left out as refused.
+ */
+const anthropicCoreMembers = new Set([
+  'model',
+  'messages',
+  'max_tokens',
+  'system',
+  'tools',
+  'tool_choice',
+  'stream',
+  'temperature',
+  'top_p',
+  'stop_sequences',
+  'stop',
+  'n',
+  'response_format',
+]);
+
+/** A member of the request (not of a tool, a block or a header) a refusal may leave out. */
+const isRefusableMember = (field: string): boolean => /^\w+$/.test(field) && !anthropicCoreMembers.has(field);
 const anthropicOptionalToolMembers = new Set([
   'defer_loading',
   'input_examples',
@@ -522,7 +548,7 @@ export function fixForAnthropicMember(path: string): FieldFix | undefined {
   const tool = /^tools\.\d+\.(?:custom\.)?(\w+)$/.exec(path)?.[1];
   if (tool !== undefined)
     return anthropicOptionalToolMembers.has(tool) ? { field: toolMemberField(tool) } : undefined;
-  return anthropicOptionalMembers.has(path) ? { field: path } : undefined;
+  return isRefusableMember(path) ? { field: path } : undefined;
 }
 
 /**
@@ -630,8 +656,7 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
   let kept: Record<string, unknown> | undefined;
   const edited = (): Record<string, unknown> => (kept ??= Object.assign({}, extension));
   for (const fix of fixes)
-    if (anthropicOptionalMembers.has(fix.field) && extension[fix.field] !== undefined)
-      delete edited()[fix.field];
+    if (isRefusableMember(fix.field) && extension[fix.field] !== undefined) delete edited()[fix.field];
   const toolMembers = membersUnder(fixes, toolMemberPrefix);
   const refusedIn = (tool: unknown) => isRecord(tool) && toolMembers.some((name) => tool[name] !== undefined);
   const given = Array.isArray(extension.tools) ? (extension.tools as unknown[]) : [];

@@ -76,6 +76,7 @@ beforeAll(async () => {
   vertexClaude = new FakeAnthropic({
     apiKey: 'sk-ant-operator',
     betas: { accepted: interleaved, refusal: 'named' },
+    unknownMembers: ['diagnostics'],
   });
   bedrockClaude = new FakeAnthropic({
     apiKey: 'sk-ant-operator',
@@ -534,6 +535,27 @@ describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex,
     const again = vertexClaude.messageRequests.length;
     await client().beta.messages.create(request as never);
     expect(vertexClaude.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+
+  it("Vertex: Claude Code's diagnostics, a member it does not know, is left out after its one refusal; the next at once", async () => {
+    vertexClaude.respond = () => ({ text: 'Hello from Vertex.' });
+    const before = vertexClaude.messageRequests.length;
+    const ask = () =>
+      client().messages.create({
+        model: 'claude-vertex-fable-5',
+        max_tokens: 100,
+        messages: [{ role: 'user', content: 'Hi?' }],
+        // As Claude Code 2.1.220 sends it (anthropics/claude-code#82539).
+        diagnostics: { previous_message_id: 'msg_01ABC' },
+      } as never);
+    expect((await ask()).content).toEqual([expect.objectContaining({ text: 'Hello from Vertex.' })]);
+    expect((await ask()).content).toEqual([expect.objectContaining({ text: 'Hello from Vertex.' })]);
+    const sent = vertexClaude.messageRequests.slice(before);
+    expect(sent.map((request) => [request.status, request.body.diagnostics])).toEqual([
+      [400, { previous_message_id: 'msg_01ABC' }],
+      [200, undefined],
+      [200, undefined],
+    ]);
   });
 
   it('Bedrock: the header is left out after its one refusal, which names no flag; the next request goes at once', async () => {

@@ -699,6 +699,11 @@ export class FakeAnthropic {
        * Bedrock does ("invalid beta flag"). Anthropic's own API takes them all.
        */
       betas?: { accepted: readonly string[]; refusal: 'named' | 'bare' };
+      /**
+       * Members of a request the upstream does not know, refused as Vertex refuses them ("diagnostics: Extra
+       * inputs are not permitted": Claude Code's, anthropics/claude-code#82539).
+       */
+      unknownMembers?: readonly string[];
       /** Models that take thinking in one mode only: adaptive (Opus 4.7 and later), or a budget (Sonnet 4.5, Haiku 4.5). */
       thinkingModes?: Readonly<Record<string, 'adaptive' | 'enabled'>>;
       /**
@@ -854,6 +859,12 @@ export class FakeAnthropic {
             code: 400,
           },
         }),
+      );
+    const unknownMember = this.options.unknownMembers?.find((member) => body[member] !== undefined);
+    if (unknownMember !== undefined)
+      return send(
+        400,
+        errorBody('invalid_request_error', `${unknownMember}: Extra inputs are not permitted`),
       );
     const ttlAt =
       this.options.noCacheTtl?.includes(String(body.model)) === true ? cacheTtlPlace(body) : undefined;

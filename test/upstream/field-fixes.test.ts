@@ -1000,13 +1000,16 @@ describe('withBetaFixes', () => {
 });
 
 describe('fixForAnthropicMember and withAnthropicFixes', () => {
-  it('leaves out context management and the on-demand members of tools, nothing else', () => {
+  it('leaves out a member the request can do without and the on-demand members of tools, nothing else', () => {
     expect(fixForAnthropicMember('context_management')).toEqual({ field: 'context_management' });
+    // Claude Code's, which Vertex refuses (anthropics/claude-code#82539); a thinking it does not offer.
+    expect(fixForAnthropicMember('diagnostics')).toEqual({ field: 'diagnostics' });
+    expect(fixForAnthropicMember('thinking')).toEqual({ field: 'thinking' });
     expect(fixForAnthropicMember('tools.11.custom.defer_loading')).toEqual({
       field: 'tools[].defer_loading',
     });
     expect(fixForAnthropicMember('tools.0.input_examples')).toEqual({ field: 'tools[].input_examples' });
-    for (const other of ['thinking', 'messages', 'tools.2.custom.input_schema', 'system'])
+    for (const other of ['model', 'messages', 'max_tokens', 'tools.2.custom.input_schema', 'system', 'tools'])
       expect(fixForAnthropicMember(other)).toBeUndefined();
   });
 
