@@ -109,6 +109,24 @@ export interface ConversationFixes {
   noSystemMessages?: true;
   /** Members of a cache breakpoint's mark it refused (`ttl`, `scope`), which no mark is sent with. */
   cacheMembers?: ReadonlySet<string>;
+  /** Members of a block it refused, by the block's type (a tool call's `caller`), which no block is sent with. */
+  blockMembers?: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/**
+ * `blocks` without the members the upstream refused of blocks of their type (ConversationFixes
+ * blockMembers): a block changed is a copy; the same array when none is.
+ */
+function withoutRefusedMembers(blocks: Json[], refused: ReadonlyMap<string, ReadonlySet<string>>): Json[] {
+  let out: Json[] | undefined;
+  blocks.forEach((block, index) => {
+    const members = refused.get(block.type as string);
+    if (members === undefined || ![...members].some((member) => block[member] !== undefined)) return;
+    const copy = Object.assign({}, block);
+    for (const member of members) delete copy[member];
+    (out ??= blocks.slice())[index] = copy;
+  });
+  return out ?? blocks;
 }
 
 /**
@@ -316,7 +334,11 @@ export function toAnthropicRequest(chat: Json): Json {
   // The block types the upstream takes, once it refused another: each other told as text.
   const fixed = (chat as { [conversationFixes]?: ConversationFixes })[conversationFixes] ?? {};
   const taken = fixed.blockTypes;
-  const asTaken = (blocks: Json[]): Json[] => (taken === undefined ? blocks : blocksAsTaken(blocks, taken));
+  const refusedMembers = fixed.blockMembers;
+  const asTaken = (given: Json[]): Json[] => {
+    const blocks = taken === undefined ? given : blocksAsTaken(given, taken);
+    return refusedMembers === undefined ? blocks : withoutRefusedMembers(blocks, refusedMembers);
+  };
   const systemRefused = fixed.noSystemMessages === true;
   const system: Json[] = [];
   let systemBlocks: unknown[] | undefined;

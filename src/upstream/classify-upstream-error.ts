@@ -6,6 +6,7 @@
 import {
   anthropicBetaField,
   fixForAnthropicMember,
+  fixForBlockMember,
   toolMemberField,
   unexplainedRefusalField,
   cacheMarksField,
@@ -363,6 +364,11 @@ function anthropicRefusals(text: string): FieldFix[] {
     )
   )
     fixes.push({ field: jsonSchemaField }, { field: toolMemberField('strict') });
+  // Members of a block it does not know, by the block's type: "messages.7.content.1.tool_use.caller: …".
+  for (const match of text.matchAll(
+    /\bmessages\.\d+\.content\.\d+\.(\w+)\.(\w+): extra inputs are not permitted/gi,
+  ))
+    fixes.push(fixForBlockMember(match[1] as string, match[2] as string));
   // OpenRouter's Messages endpoint for a model not Anthropic's: no tool loaded on demand.
   if (/deferred custom tools are only supported on anthropic models/i.test(text))
     fixes.push({ field: toolMemberField('defer_loading') });

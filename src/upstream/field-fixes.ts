@@ -722,7 +722,8 @@ export function withAnthropicFixes<R extends Record<string, unknown>>(
  * The request marked with what the upstream refused of the conversation (anthropic-wire.ts
  * ConversationFixes): the block types it takes (blockTypesField, resultBlockTypesField: those every
  * refusal named taken), a system message in the conversation (systemMessagesField), members of a
- * breakpoint's mark (cacheMemberField); the same object with no such fix.
+ * breakpoint's mark (cacheMemberField), members of a block by its type (fixForBlockMember); the same
+ * object with no such fix.
  */
 function withConversationAsTaken<R extends Record<string, unknown>>(
   request: R,
@@ -744,6 +745,12 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
   if (fixes.some((fix) => fix.field === systemMessagesField)) found.noSystemMessages = true;
   const cacheMembers = membersUnder(fixes, cacheMemberPrefix);
   if (cacheMembers.length > 0) found.cacheMembers = new Set(cacheMembers);
+  const blockMembers = new Map<string, Set<string>>();
+  for (const path of membersUnder(fixes, blockMemberPrefix)) {
+    const [type = '', member = ''] = path.split('.');
+    blockMembers.set(type, (blockMembers.get(type) ?? new Set()).add(member));
+  }
+  if (blockMembers.size > 0) found.blockMembers = blockMembers;
   return Object.keys(found).length === 0
     ? request
     : Object.assign({}, request, { [conversationFixes]: found });
@@ -752,6 +759,34 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
 /** The members whose fields sit under `prefix` among the fixes (`tools[].defer_loading` → `defer_loading`). */
 const membersUnder = (fixes: readonly FieldFix[], prefix: string): string[] =>
   fixes.filter((fix) => fix.field.startsWith(prefix)).map((fix) => fix.field.slice(prefix.length));
+
+/**
+ * A member of a content block an Anthropic-compatible upstream does not know, by the block's type
+ * (`blocks[].<type>.<member>`): Claude's answers carry members Vertex and Bedrock refuse when the client
+ * sends the block back — a tool call's `caller` ("messages.7.content.1.tool_use.caller: Extra inputs are
+ * not permitted": langchain-ai/langchain-google#1446), a text's `citations` (anthropics/claude-code#146) —
+ * and a client may add one (#4378, a tool call's `text`), and every later request of the conversation was
+ * refused. Left out of every block of that type; what makes the block (blockCoreMembers) never is.
+ */
+const blockMemberPrefix = 'blocks[].';
+
+/** The members each block type cannot do without. */
+const blockCoreMembers: Readonly<Record<string, readonly string[]>> = {
+  text: ['text'],
+  tool_use: ['id', 'name', 'input'],
+  server_tool_use: ['id', 'name', 'input'],
+  tool_result: ['tool_use_id', 'content'],
+  thinking: ['thinking', 'signature'],
+  redacted_thinking: ['data'],
+  image: ['source'],
+  document: ['source'],
+};
+
+/** The fix for a member of a block a refusal names; undefined for what makes the block. */
+export function fixForBlockMember(type: string, member: string): FieldFix | undefined {
+  if (member === 'type' || blockCoreMembers[type]?.includes(member) === true) return undefined;
+  return { field: `${blockMemberPrefix}${type}.${member}` };
+}
 
 /** The `anthropic-beta` flags among a model's fixes (anthropicBetaField); undefined when there is none. */
 export function betaFixesOf(fixes: readonly FieldFix[]): readonly FieldFix[] | undefined {

@@ -77,6 +77,7 @@ beforeAll(async () => {
     apiKey: 'sk-ant-operator',
     betas: { accepted: interleaved, refusal: 'named' },
     unknownMembers: ['diagnostics'],
+    unknownBlockMembers: ['tool_use.caller', 'text.citations'],
   });
   bedrockClaude = new FakeAnthropic({
     apiKey: 'sk-ant-operator',
@@ -555,6 +556,42 @@ describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex,
       [400, { previous_message_id: 'msg_01ABC' }],
       [200, undefined],
       [200, undefined],
+    ]);
+  });
+
+  it("Vertex: Claude's tool call sent back with its caller, which it does not know, goes without after one refusal; the next at once", async () => {
+    vertexClaude.respond = () => ({ text: 'It rains in Oslo.' });
+    const before = vertexClaude.messageRequests.length;
+    const ask = () =>
+      client().messages.create({
+        model: 'claude-vertex-opus-5',
+        max_tokens: 100,
+        tools: [weatherTool],
+        messages: [
+          { role: 'user', content: 'Weather in Oslo?' },
+          {
+            role: 'assistant',
+            content: [
+              // As Claude answers a tool call (its programmatic tool calling's caller).
+              {
+                type: 'tool_use',
+                id: 'toolu_1',
+                name: 'get_weather',
+                input: { city: 'Oslo' },
+                caller: { type: 'direct' },
+              },
+            ],
+          },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'rain' }] },
+        ],
+      } as never);
+    expect((await ask()).content).toEqual([expect.objectContaining({ text: 'It rains in Oslo.' })]);
+    await ask();
+    const sent = vertexClaude.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200, 200]);
+    expect(sent[0]?.refusal).toBe('messages.1.content.0.tool_use.caller: Extra inputs are not permitted');
+    expect((sent[1]?.body.messages as Array<{ content: unknown }>)[1]?.content).toEqual([
+      { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
     ]);
   });
 

@@ -662,6 +662,21 @@ function deepseekRefuses(body: Json): string | undefined {
   return undefined;
 }
 
+/** Where the first block holding a member of `unknown` (`<type>.<member>`) is: `messages.N.content.M.<type>.<member>`. */
+function unknownBlockMemberPlace(messages: unknown, unknown: readonly string[]): string | undefined {
+  if (unknown.length === 0 || !Array.isArray(messages)) return undefined;
+  for (const [index, message] of (messages as Json[]).entries()) {
+    if (!Array.isArray(message.content)) continue;
+    for (const [at, block] of (message.content as Json[]).entries())
+      for (const each of unknown) {
+        const [type, member = ''] = each.split('.');
+        if (block.type === type && block[member] !== undefined)
+          return `messages.${index}.content.${at}.${each}`;
+      }
+  }
+  return undefined;
+}
+
 /** What Kimi's Anthropic endpoint does not take, of what Claude Code sends (FakeAnthropic `unexplained`). */
 function kimiRefuses(body: Json): boolean {
   const tools = Array.isArray(body.tools) ? (body.tools as Json[]) : [];
@@ -704,6 +719,12 @@ export class FakeAnthropic {
        * inputs are not permitted": Claude Code's, anthropics/claude-code#82539).
        */
       unknownMembers?: readonly string[];
+      /**
+       * Members of a content block the upstream does not know, as `<type>.<member>`, refused by their place
+       * as Vertex and Bedrock refuse them ("messages.7.content.1.tool_use.caller: Extra inputs are not
+       * permitted": langchain-ai/langchain-google#1446; a text's citations, anthropics/claude-code#146).
+       */
+      unknownBlockMembers?: readonly string[];
       /** Models that take thinking in one mode only: adaptive (Opus 4.7 and later), or a budget (Sonnet 4.5, Haiku 4.5). */
       thinkingModes?: Readonly<Record<string, 'adaptive' | 'enabled'>>;
       /**
@@ -859,6 +880,12 @@ export class FakeAnthropic {
             code: 400,
           },
         }),
+      );
+    const blockMemberAt = unknownBlockMemberPlace(body.messages, this.options.unknownBlockMembers ?? []);
+    if (blockMemberAt !== undefined)
+      return send(
+        400,
+        errorBody('invalid_request_error', `${blockMemberAt}: Extra inputs are not permitted`),
       );
     const unknownMember = this.options.unknownMembers?.find((member) => body[member] !== undefined);
     if (unknownMember !== undefined)

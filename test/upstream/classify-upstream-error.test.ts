@@ -294,6 +294,52 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].strict' }] },
   },
+  ...(
+    [
+      [
+        "Vertex on Claude's tool call sent back with its caller (langchain-ai/langchain-google#1446)",
+        'messages.7.content.1.tool_use.caller: Extra inputs are not permitted',
+        [{ field: 'blocks[].tool_use.caller' }],
+      ],
+      [
+        "Bedrock on a text's citations (anthropics/claude-code#146)",
+        'messages.27.content.0.text.citations: Extra inputs are not permitted',
+        [{ field: 'blocks[].text.citations' }],
+      ],
+      [
+        'a mark on a thinking block (a proxy before Claude)',
+        'messages.21.content.0.thinking.cache_control: Extra inputs are not permitted',
+        [{ field: 'blocks[].thinking.cache_control' }],
+      ],
+      [
+        "Claude Code's diagnostics on Vertex (anthropics/claude-code#82539)",
+        'diagnostics: Extra inputs are not permitted',
+        [{ field: 'diagnostics' }],
+      ],
+    ] as const
+  ).map(([name, message, fixes]) => ({
+    name: `a member Claude's host does not know: ${name}`,
+    answer: {
+      status: 400,
+      body: JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message } }),
+    },
+    expected: { kind: 'refused_field' as const, fixes: fixes.map((fix) => ({ ...fix })) },
+  })),
+  {
+    // What makes the block is not left out: the client's to fix.
+    name: "a tool call's input refused as extra (not a member the gateway leaves out)",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'messages.3.content.0.tool_use.input: Extra inputs are not permitted',
+        },
+      }),
+    },
+    expected: { kind: 'bad_request' },
+  },
   {
     // A member the gateway does not leave out: the client's to fix.
     name: 'Bedrock: "messages.0.name: Extra inputs are not permitted" (not a member the gateway leaves out)',

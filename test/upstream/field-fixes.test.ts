@@ -30,11 +30,14 @@ import {
   effortInstead,
   withAnthropicFixes,
   fixForAnthropicMember,
+  fixForBlockMember,
   withJsonSchemaAsJsonMode,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
 import type { ContextMessage } from '../../src/context/types.js';
+import { toAnthropicRequest } from '../../src/upstream/anthropic-wire.js';
+import { bridgeMessagesRequest } from '../../src/messages/bridge.js';
 
 const rename: FieldFix = { field: 'max_tokens', renameTo: 'max_completion_tokens' };
 const drop: FieldFix = { field: 'temperature' };
@@ -1038,6 +1041,38 @@ describe('fixForAnthropicMember and withAnthropicFixes', () => {
     expect(out.ctxgate_anthropic.tools[0]).toBe(plain);
     expect(request.ctxgate_anthropic.context_management).toEqual({ edits: [] });
     expect(deferred.defer_loading).toBe(true);
+  });
+
+  it("sends every block of a type without a member refused of it, and the rest as they were (Claude's tool call's caller)", () => {
+    expect(fixForBlockMember('tool_use', 'caller')).toEqual({ field: 'blocks[].tool_use.caller' });
+    for (const [type, member] of [
+      ['tool_use', 'input'],
+      ['text', 'text'],
+      ['thinking', 'signature'],
+      ['image', 'type'],
+    ])
+      expect(fixForBlockMember(type as string, member as string)).toBeUndefined();
+    const call = { type: 'tool_use', id: 'toolu_1', name: 'w', input: {}, caller: { type: 'direct' } };
+    const text = { type: 'text', text: 'Checking.', citations: null };
+    const { chatBody } = bridgeMessagesRequest(
+      {
+        model: 'claude',
+        max_tokens: 10,
+        tools: [{ name: 'w', input_schema: { type: 'object' } }],
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          { role: 'assistant', content: [text, call] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'rain' }] },
+        ],
+      },
+      { native: true, requireMaxTokens: true },
+    );
+    const sent = toAnthropicRequest(withAnthropicFixes(chatBody, [{ field: 'blocks[].tool_use.caller' }]));
+    expect((sent.messages as Array<{ content: unknown }>)[1]?.content).toEqual([
+      text,
+      { type: 'tool_use', id: 'toolu_1', name: 'w', input: {} },
+    ]);
+    expect(call.caller).toEqual({ type: 'direct' });
   });
 
   it('is the same request when nothing refused is there, or for a chat request', () => {
