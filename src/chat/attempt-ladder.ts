@@ -48,6 +48,8 @@ import {
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
   withToolCallIdsEveryProviderTakes,
+  withoutEmptyToolCalls,
+  withoutToolFieldsWhenNoTools,
   withToolDescriptionsWithin,
   toolDescriptionsField,
   toolSchemasField,
@@ -362,6 +364,8 @@ export function createAttemptLadder(input: {
       toolsKey: recall ? undefined : input.toolsKey,
     });
     let outgoing = withFieldFixes(plan.outgoing, fixes, plan.prepared.messages, recall);
+    // No word of tools in a request of none, which OpenAI and others refuse (Claude's wire writes its own).
+    if (choice.target.kind !== 'anthropic') outgoing = withoutToolFieldsWhenNoTools(outgoing);
     const { prepared } = plan;
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes
@@ -385,6 +389,7 @@ export function createAttemptLadder(input: {
     // Any other: an id some provider refuses (empty, too long, another's kind, given twice) written as
     // one every provider takes; Claude's wire does so itself (anthropic-wire.ts).
     else if (choice.target.kind !== 'anthropic') messages = withToolCallIdsEveryProviderTakes(messages);
+    if (choice.target.kind !== 'anthropic') messages = withoutEmptyToolCalls(messages);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);

@@ -573,10 +573,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   ],
   // A forced tool choice, which a model that thinks does not take: DeepSeek V4's (its Anthropic endpoint's
   // too, which names the model it routes to: "deepseek-reasoner does not support this tool_choice"),
-  // DashScope's, Kimi's wordings (Anthropic's, refused only while thinking is on: thinkingToolChoice).
+  // DashScope's, Kimi's wordings (Anthropic's, refused only while thinking is on: thinkingToolChoice); and
+  // Z.AI's for GLM, which takes `auto` only ("Tool choice must be auto": vectorize-io/hindsight#4246).
   [
     toolChoiceField,
-    /thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking|no endpoints found that support the provided \W?tool_choice\W? value|deepseek-reasoner does not support (?:this )?tool_choice/i,
+    /tool choice must be auto|thinking mode does not support (?:this )?tool_choice|tool_choice parameter does not support being set to required|tool_choice\W{0,3}(?:required|specified)\W{0,3} is incompatible with thinking|no endpoints found that support the provided \W?tool_choice\W? value|deepseek-reasoner does not support (?:this )?tool_choice/i,
   ],
   // An answer sent back without the reasoning a thinking model wants back: DeepSeek's and Kimi's wordings.
   [

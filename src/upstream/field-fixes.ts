@@ -1098,6 +1098,41 @@ export function withToolChoiceUnforced<R extends Record<string, unknown>>(reques
 }
 
 /**
+ * The request without what speaks of tools when it gives none: `tools` as an empty list, and with no tools
+ * a `tool_choice` or `parallel_tool_calls`, which mean nothing then and which OpenAI refuses ("Invalid
+ * 'tools': empty array …": continuedev/continue#3370; "'tool_choice' is only allowed when 'tools' are
+ * specified."), as DeepSeek (runebookai/tome#87) and Z.AI do ("Invalid API parameter", code 1210: the AI SDK's
+ * OpenAI-compatible provider with every tool its own, code-yeongyu/oh-my-openagent#6753). Sent so to every
+ * Chat Completions provider, as it means the same. The same request when it has tools, or none of these.
+ */
+export function withoutToolFieldsWhenNoTools<R extends Record<string, unknown>>(request: R): R {
+  const { tools } = request;
+  if (Array.isArray(tools) && tools.length > 0) return request;
+  if (tools === undefined && request.tool_choice === undefined && request.parallel_tool_calls === undefined)
+    return request;
+  const { tools: _none, tool_choice: _choice, parallel_tool_calls: _parallel, ...rest } = request;
+  return rest as R;
+}
+
+/**
+ * The messages without a tool call list that is empty (`tool_calls: []`, which OpenAI's SDK once wrote back:
+ * "Invalid 'messages[1].tool_calls': empty array", openai/openai-node#1341), a message of no content then
+ * given the empty text; the same array when none has one.
+ */
+export function withoutEmptyToolCalls(messages: ContextMessage[]): ContextMessage[] {
+  const empty = (message: ContextMessage): boolean =>
+    Array.isArray(message.tool_calls) && message.tool_calls.length === 0;
+  if (!messages.some(empty)) return messages;
+  return messages.map((message) => {
+    if (!empty(message)) return message;
+    const { tool_calls: _none, ...rest } = message;
+    return (
+      rest.content === null || rest.content === undefined ? Object.assign(rest, { content: '' }) : rest
+    ) as ContextMessage;
+  });
+}
+
+/**
  * The request with at most `atMost` tools (toolCountField): the one `tool_choice` names, the tools named
  * `kept`, and those the messages' calls name, newest first, then the rest in order — each in its place
  * among the client's. The same request when it has no more.

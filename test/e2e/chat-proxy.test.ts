@@ -156,6 +156,9 @@ describe('chat completions through the gateway', () => {
         type: 'json_schema',
         json_schema: { name: 'answer', schema: { type: 'object', properties: { a: { type: 'string' } } } },
       },
+      tools: [
+        { type: 'function', function: { name: 'look', parameters: { type: 'object', properties: {} } } },
+      ],
       tool_choice: 'none',
       seed: 42,
       metadata: { purpose: 'test' },

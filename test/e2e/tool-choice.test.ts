@@ -16,6 +16,8 @@ import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js
 const deepseek = 'deepseek-v4-flash';
 const qwen = 'qwen3.6-plus';
 const kimi = 'kimi-k2.6';
+/** GLM as Z.AI serves it (through OpenRouter): `auto` is the only tool choice it takes. */
+const glm = 'z-ai/glm-5.3-flash';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -23,6 +25,7 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   fake = new FakeUpstream({
     thinkingToolChoice: [deepseek, qwen, kimi],
+    autoToolChoiceOnly: [glm],
     fixedTemperature: { [kimi]: 1 },
     // A model that calls the first tool it is offered, as structured output asks it to.
     respond: (_messages, body) => {
@@ -84,6 +87,90 @@ describe('a forced tool choice, to a model that thinks and then takes none', () 
     expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } });
     expect(sent().tool_choice).toBe('auto');
     expect(sent().tools?.map((tool) => tool.function.name)).toEqual(['get_weather', 'get_time']);
+  });
+});
+
+describe("Z.AI's GLM, which takes no tool choice but auto", () => {
+  it("LangChain's structured output (a named tool): answered after one refusal, the tool offered alone; the next at once", async () => {
+    const model = new ChatOpenAI({
+      model: glm,
+      apiKey: 'sk-choice',
+      maxRetries: 0,
+      configuration: { baseURL: harness.baseUrl },
+    }).withStructuredOutput(
+      {
+        type: 'object',
+        title: 'weather',
+        description: 'The weather in a city.',
+        properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+        required: ['city', 'celsius'],
+      },
+      { method: 'functionCalling' },
+    );
+    const before = fake.chatRequests.length;
+    expect(await model.invoke('Weather in Paris?')).toEqual({ city: 'Paris', celsius: 21 });
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sent().tool_choice).toBe('auto');
+    const again = fake.chatRequests.length;
+    await model.invoke('Weather in Lyon?');
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+// A request that gives no tools but speaks of them — an empty list, a tool choice — which OpenAI refuses
+// (continuedev/continue#3370) and Z.AI with its code 1210 (code-yeongyu/oh-my-openagent#6753): sent without
+// them, as it means the same; and a history whose answer has an empty list of calls (openai/openai-node#1341).
+describe('a request of no tools that speaks of tools', () => {
+  it('an empty tool list, a tool choice and parallel_tool_calls: sent without them, answered at once', async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });
+    const before = fake.chatRequests.length;
+    const answer = await client.chat.completions.create({
+      model: 'local-model',
+      tools: [],
+      tool_choice: 'auto',
+      parallel_tool_calls: false,
+      messages: [{ role: 'user', content: 'Hello?' }],
+    });
+    expect(answer.choices[0]?.message.role).toBe('assistant');
+    const sentNow = fake.chatRequests.slice(before);
+    expect(sentNow.map((request) => request.status)).toEqual([200]);
+    expect(Object.keys(sentNow[0]?.body ?? {})).not.toEqual(expect.arrayContaining(['tools']));
+    expect(sentNow[0]?.body).not.toHaveProperty('tool_choice');
+    expect(sentNow[0]?.body).not.toHaveProperty('parallel_tool_calls');
+  });
+
+  it('a tool choice with no tools at all, streamed: sent without it', async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });
+    const before = fake.chatRequests.length;
+    const stream = await client.chat.completions.create({
+      model: 'local-model',
+      stream: true,
+      tool_choice: 'none',
+      messages: [{ role: 'user', content: 'Hello?' }],
+    });
+    for await (const _chunk of stream) void _chunk;
+    const sentNow = fake.chatRequests.slice(before);
+    expect(sentNow.map((request) => request.status)).toEqual([200]);
+    expect(sentNow[0]?.body).not.toHaveProperty('tool_choice');
+  });
+
+  it('an answer in the history with an empty list of calls: sent without the list', async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });
+    const before = fake.chatRequests.length;
+    await client.chat.completions.create({
+      model: 'local-model',
+      messages: [
+        { role: 'user', content: 'Hi.' },
+        { role: 'assistant', content: 'Hello.', tool_calls: [] },
+        { role: 'user', content: 'How are you?' },
+      ],
+    });
+    const sentNow = fake.chatRequests.slice(before);
+    expect(sentNow.map((request) => request.status)).toEqual([200]);
+    expect((sentNow[0]?.body as { messages: Array<Record<string, unknown>> }).messages[1]).toEqual({
+      role: 'assistant',
+      content: 'Hello.',
+    });
   });
 });
 

@@ -365,6 +365,11 @@ export interface FakeUpstreamOptions {
    */
   thinkingToolChoice?: readonly string[];
   /**
+   * Models served as Z.AI serves GLM: a tool choice other than `auto` refused in its words, as OpenRouter
+   * passes them on ("Tool choice must be auto": vectorize-io/hindsight#4246).
+   */
+  autoToolChoiceOnly?: readonly string[];
+  /**
    * Models as MiniMax's OpenAI-compatible API serves them: a function tool without `parameters` is refused
    * ("invalid params, function parameters is empty (2013)": QwenLM/qwen-code#11905, which leaves them out
    * of a tool that takes none), and so is a call sent back whose arguments are not a JSON object ("invalid
@@ -1202,6 +1207,22 @@ export class FakeUpstream {
       sendJson(400, nullContent);
       return;
     }
+    // OpenAI's: a message's tool calls as an empty list (openai/openai-node#1341, which its parse helper wrote).
+    const noCalls = body.messages.findIndex(
+      (message) => Array.isArray(message.tool_calls) && message.tool_calls.length === 0,
+    );
+    if (noCalls !== -1) {
+      sendJson(
+        400,
+        openAIError(
+          `Invalid 'messages[${noCalls}].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.`,
+          'invalid_request_error',
+          `messages[${noCalls}].tool_calls`,
+          'empty_array',
+        ),
+      );
+      return;
+    }
     const groqRefusal =
       this.options.groqRules?.includes(body.model) === true ? groqRefusalOf(body) : undefined;
     if (groqRefusal !== undefined) {
@@ -1241,6 +1262,45 @@ export class FakeUpstream {
       return;
     }
     const choice = (body as { tool_choice?: unknown }).tool_choice;
+    // OpenAI's: tools given as an empty list (continuedev/continue#3370), a tool choice with no tools.
+    const tools = (body as { tools?: unknown }).tools;
+    if (Array.isArray(tools) && tools.length === 0) {
+      sendJson(
+        400,
+        openAIError(
+          "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+          'invalid_request_error',
+          'tools',
+          'empty_array',
+        ),
+      );
+      return;
+    }
+    if (choice !== undefined && tools === undefined) {
+      sendJson(
+        400,
+        openAIError(
+          "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+          'invalid_request_error',
+          'tool_choice',
+          null,
+        ),
+      );
+      return;
+    }
+    if (
+      this.options.autoToolChoiceOnly?.includes(body.model) === true &&
+      choice !== undefined &&
+      choice !== 'auto'
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: { message: 'Tool choice must be auto', code: 400, metadata: { provider_name: 'Z.AI' } },
+        }),
+      );
+      return;
+    }
     if (
       this.options.thinkingToolChoice?.includes(body.model) === true &&
       (choice === 'required' || (typeof choice === 'object' && choice !== null))

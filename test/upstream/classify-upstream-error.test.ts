@@ -2234,6 +2234,17 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: fixes.map((fix) => ({ ...fix })) },
   })),
   {
+    // Z.AI's GLM through OpenRouter (vectorize-io/hindsight#4246): auto is the only tool choice it takes.
+    name: 'Z.AI on a forced tool choice: "Tool choice must be auto"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: { message: 'Tool choice must be auto', code: 400, metadata: { provider_name: 'Z.AI' } },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.forced' }] },
+  },
+  {
     // A call's arguments the client sent wrong are the client's to fix: not the tools' schemas.
     name: "OpenAI on a call's arguments in the history: not a schema refusal",
     answer: {

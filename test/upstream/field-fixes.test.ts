@@ -21,6 +21,8 @@ import {
   withNullContentsAsText,
   withToolArgumentsAsObjects,
   withToolChoiceUnforced,
+  withoutEmptyToolCalls,
+  withoutToolFieldsWhenNoTools,
   withReasoningStandIns,
   withContinueAfterPrefill,
   continueText,
@@ -723,6 +725,40 @@ describe('withToolArgumentsAsObjects', () => {
       { role: 'assistant', content: null, tool_calls: [call('c1', '{}')] },
     ] as ContextMessage[];
     expect(withToolArgumentsAsObjects(messages)).toBe(messages);
+  });
+});
+
+describe('withoutToolFieldsWhenNoTools and withoutEmptyToolCalls', () => {
+  const tool = { type: 'function', function: { name: 'w', parameters: { type: 'object' } } };
+  it.each([
+    ['an empty tool list with a choice', { tools: [], tool_choice: 'auto' }, {}],
+    ['a choice and parallel calls of no tools', { tool_choice: 'none', parallel_tool_calls: false }, {}],
+    ['an empty tool list alone', { tools: [], temperature: 0 }, { temperature: 0 }],
+  ])('%s: left out', (_case, fields, kept) => {
+    expect(withoutToolFieldsWhenNoTools({ model: 'm', ...fields })).toEqual({ model: 'm', ...kept });
+  });
+
+  it('is the same request with tools, or with nothing of them', () => {
+    const withTools = { model: 'm', tools: [tool], tool_choice: 'required', parallel_tool_calls: false };
+    expect(withoutToolFieldsWhenNoTools(withTools)).toBe(withTools);
+    const plain = { model: 'm', temperature: 1 };
+    expect(withoutToolFieldsWhenNoTools(plain)).toBe(plain);
+  });
+
+  it('sends an answer with an empty list of calls without it (the empty text for no content); else the same array', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Hi.' },
+      { role: 'assistant', content: 'Hello.', tool_calls: [] },
+      { role: 'assistant', content: null, tool_calls: [] },
+    ];
+    expect(withoutEmptyToolCalls(messages)).toEqual([
+      { role: 'user', content: 'Hi.' },
+      { role: 'assistant', content: 'Hello.' },
+      { role: 'assistant', content: '' },
+    ]);
+    expect(messages[1]).toHaveProperty('tool_calls');
+    const plain: ContextMessage[] = [{ role: 'user', content: 'Hi.' }];
+    expect(withoutEmptyToolCalls(plain)).toBe(plain);
   });
 });
 
