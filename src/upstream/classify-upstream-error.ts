@@ -536,7 +536,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // server's words, Azure's, a Go server's (encoding/json's), Groq's (a message not the user's), and others'.
   [
     textPartsField,
-    /messages\[\d+\]\.content\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\('messages\.\d+\.content' : value must be a string\)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content|expects a single `text` element per message|cannot unmarshal array into go struct field [\w.]{0,80}messages\.content of type string/i,
+    /messages\[\d+\](?:\.content)?\W{0,3}:?\s*(?:invalid type: sequence, expected a string|expected a string, but got an array)|\('messages\.\d+\.content' : value must be a string\)|\b(?:tool|system|assistant|user) messages? must (?:contain|have|be) (?:a )?string content|expects a single `text` element per message|cannot unmarshal array into go struct field [\w.]{0,80}messages\.content of type string/i,
   ],
   // A null content, or one left out: OpenAI's wordings (where no call is beside it), Ollama's, LM Studio's,
   // llama.cpp's server's (of either), a serde server's and xAI's (beside calls too). A refusal of another

@@ -81,6 +81,7 @@ beforeAll(async () => {
     geminiRules: [gemini, flash],
     noDeveloperRole: ['deepseek-v4-flash', 'deepseek-chat'],
     stringContentOnly: [local],
+    stringToolContent: ['deepseek-chat'],
     noNullContent: [lmStudio, lmStudioToo],
     systemOnlyFirst: [qwen, qwen3, devstral, mistralSmall],
     alternating: [devstral, mistralSmall, gemma2],
@@ -238,6 +239,40 @@ describe('a content of text parts, to a server that takes only strings', () => {
     expect(lastToolMessage()?.content).toBe('exit code 0\ncreated src');
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: local, tools: [shell], messages });
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe("a tool result given as parts, to DeepSeek's API (its words name the message)", () => {
+  // Gitlawb/openclaude#806: "messages[N]: invalid type: sequence, expected a string", a sub-agent's result.
+  it('is answered after one refusal, sent as text; the next request at once', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Make a src folder.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_sh', type: 'function', function: { name: 'shell', arguments: '{}' } }],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_sh',
+        content: [
+          { type: 'text', text: 'exit code 0' },
+          { type: 'text', text: 'created src' },
+        ],
+      },
+    ];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'deepseek-chat',
+      tools: [shell],
+      messages,
+    });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(lastToolMessage()?.content).toBe('exit code 0\ncreated src');
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: 'deepseek-chat', tools: [shell], messages });
     expect(fake.chatRequests.length - again).toBe(1);
   });
 });

@@ -349,6 +349,11 @@ export interface FakeUpstreamOptions {
    */
   stringContentOnly?: readonly string[];
   /**
+   * Models served as DeepSeek's API serves them: a tool message's content given as parts is refused at the
+   * message, in serde's words ("messages[5]: invalid type: sequence, expected a string": Gitlawb/openclaude#806).
+   */
+  stringToolContent?: readonly string[];
+  /**
    * Models served as LM Studio served them: a null content is refused beside tool calls too, in its words
    * (lmstudio-ai/lmstudio-bug-tracker#261).
    */
@@ -1516,6 +1521,21 @@ export class FakeUpstream {
           'invalid_request_error',
           null,
           null,
+        ),
+      );
+      return;
+    }
+    const toolParts = (body.messages ?? []).findIndex(
+      (message) => message.role === 'tool' && Array.isArray(message.content),
+    );
+    if (toolParts !== -1 && this.options.stringToolContent?.includes(String(body.model)) === true) {
+      sendJson(
+        400,
+        openAIError(
+          `Failed to deserialize the JSON body into the target type: messages[${toolParts}]: invalid type: sequence, expected a string at line 1 column 412`,
+          'invalid_request_error',
+          null,
+          'invalid_request_error',
         ),
       );
       return;

@@ -1807,6 +1807,13 @@ const ownCases: ReadonlyArray<{
         ),
       ],
       [
+        "DeepSeek's API, its words naming the message (Gitlawb/openclaude#806, cline/cline#230)",
+        openAIError(
+          'Failed to deserialize the JSON body into the target type: messages[1]: invalid type: sequence, expected a string at line 17 column 3',
+          'invalid_request_error',
+        ),
+      ],
+      [
         'Azure (danny-avila/LibreChat#3111)',
         openAIError(
           "Invalid type for 'messages[0].content': expected a string, but got an array instead.",
