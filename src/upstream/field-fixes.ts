@@ -285,7 +285,8 @@ export const strictTemplateField = 'messages[].roles';
  * Not a field of the body: a user message, which GLM's API refuses a conversation without ("[1214] The
  * messages parameter is illegal. Please check the documentation.": a Claude Code conversation whose
  * prompt the client's compaction left out is the system prompt, then calls and their results only —
- * diegosouzapw/OmniRoute#11209 verified it live). A conversation with none is given one before the model's
+ * diegosouzapw/OmniRoute#11209 verified it live), nor Qwen on Alibaba's DashScope ("The input messages do not
+ * contain elements with the role of user": coze-dev/coze-studio#2557). A conversation with none is given one before the model's
  * first message (notice-placement.ts's withUserTurn); one that has one goes as it was.
  */
 export const userTurnField = 'messages[].role.user';

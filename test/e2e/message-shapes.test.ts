@@ -92,7 +92,7 @@ beforeAll(async () => {
     xaiRules: [grok],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
-    userTurnRequired: ['glm-5.2'],
+    userTurnRequired: ['glm-5.2', 'qwen3.7-plus'],
     openRouterRouting: ['z-ai/glm-4.5-air'],
     noPrefill: [copilotClaude],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
@@ -759,6 +759,34 @@ describe("OpenRouter's 404s for what no endpoint of the model takes (not a missi
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: routed, tools: [shell], messages });
     expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+describe("a conversation with no user message, to Qwen on Alibaba's DashScope", () => {
+  it('is answered after one refusal in its words, a user message before the model’s first', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'qwen3.7-plus',
+      tools: [shell],
+      messages: [
+        { role: 'system', content: 'You are a coding agent.' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_sh',
+              type: 'function',
+              function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
+      ],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages().map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
   });
 });
 

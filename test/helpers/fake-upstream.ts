@@ -399,7 +399,8 @@ export interface FakeUpstreamOptions {
   groqRules?: readonly string[];
   /**
    * Models served as GLM's API serves them: a conversation with no user message is refused in its words
-   * (diegosouzapw/OmniRoute#11209, continuedev/continue#13259).
+   * (diegosouzapw/OmniRoute#11209, continuedev/continue#13259); a `qwen` one as Alibaba's DashScope serves it,
+   * in its words (coze-dev/coze-studio#2557).
    */
   userTurnRequired?: readonly string[];
   /**
@@ -1503,12 +1504,19 @@ export class FakeUpstream {
     ) {
       sendJson(
         400,
-        JSON.stringify({
-          error: {
-            code: '1214',
-            message: 'The messages parameter is illegal. Please check the documentation.',
-          },
-        }),
+        String(body.model).startsWith('qwen')
+          ? openAIError(
+              '<400> InternalError.Algo.InvalidParameter: The input messages do not contain elements with the role of user',
+              'invalid_request_error',
+              null,
+              'invalid_parameter_error',
+            )
+          : JSON.stringify({
+              error: {
+                code: '1214',
+                message: 'The messages parameter is illegal. Please check the documentation.',
+              },
+            }),
       );
       return;
     }

@@ -2241,6 +2241,18 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: fixes.map((fix) => ({ ...fix })) },
   })),
   {
+    // Alibaba's DashScope for Qwen (coze-dev/coze-studio#2557).
+    name: 'DashScope on a conversation of no user message: a user turn given',
+    answer: {
+      status: 400,
+      body: openAIError(
+        '<400> InternalError.Algo.InvalidParameter: The input messages do not contain elements with the role of user',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
+  },
+  {
     // Z.AI's GLM through OpenRouter (vectorize-io/hindsight#4246): auto is the only tool choice it takes.
     name: 'Z.AI on a forced tool choice: "Tool choice must be auto"',
     answer: {
