@@ -789,12 +789,35 @@ export const hostileCases: HostileCase[] = [
         },
       }),
   },
+  ...[4_900, 240_000].map((count) => ({
+    // Written in the subset Claude's structured outputs take (src/upstream/output-format.ts), every
+    // property's bounds told in its description, up to 5,000 schemas; one of more goes as it came.
+    label: `chat → anthropic: a response schema of ${count.toLocaleString('en-US')} bounded properties`,
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: anthropicModel,
+        messages: [user('hi')],
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name: 'answer', schema: boundedSchema(count) },
+        },
+      }),
+  })),
   {
     label: 'messages: 40,000 text blocks',
     path: '/v1/messages',
     body: () => oneMessageOf(40_000, (index) => ({ type: 'text', text: `p${index}` }), { max_tokens: 16 }),
   },
 ];
+
+/** An object schema of `count` integer properties, each bounded (what Claude's structured outputs do not constrain). */
+function boundedSchema(count: number): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (let index = 0; index < count; index++)
+    properties[`p${index}`] = { type: 'integer', minimum: 0, maximum: index, description: 'A count.' };
+  return { type: 'object', properties, required: ['p0'] };
+}
 
 /** The chat bodies the floor proxy is given too: the largest accepted ones. */
 /** A session's instructions, and what the fake provider answers every request (its default content). */

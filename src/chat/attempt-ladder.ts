@@ -65,6 +65,7 @@ import {
   betaFixesOf,
   withAnthropicFixes,
   withJsonSchemaAsJsonMode,
+  jsonSchemaTold,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
@@ -167,9 +168,10 @@ function withJsonModeAsTaken<R extends Record<string, unknown>>(
   request: R,
   messages: ContextMessage[],
   fixes: readonly FieldFix[],
+  toldOf: (responseFormat: unknown) => string | undefined,
 ): { request: R; messages: ContextMessage[] } {
   const schema = fixes.some((fix) => fix.field === jsonSchemaField)
-    ? withJsonSchemaAsJsonMode(request.response_format, messages)
+    ? withJsonSchemaAsJsonMode(request.response_format, messages, toldOf(request.response_format))
     : undefined;
   const asked =
     schema === undefined ? request : Object.assign({}, request, { response_format: schema.responseFormat });
@@ -348,6 +350,14 @@ export function createAttemptLadder(input: {
   let recall = false;
   /** Prompt tokens an attempt that offers the tool keeps free for its calls and their results. */
   let recallRoom = 0;
+  // A schema told in JSON mode (withJsonModeAsTaken), written once for every attempt of the request.
+  let told: { format: unknown; text: string | undefined } | undefined;
+  const toldSchema = (format: unknown): string | undefined => {
+    const known =
+      told !== undefined && told.format === format ? told : { format, text: jsonSchemaTold(format) };
+    told = known;
+    return known.text;
+  };
   const render = (state: AttemptState, choice: Choice): ChatAttempt => {
     const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
     const asked = withAnswerTokensWithin(choice.chatRequest, fixes);
@@ -372,7 +382,7 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it); the
     // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
-    const jsonMode = withJsonModeAsTaken(outgoing, prepared.messages, fixes);
+    const jsonMode = withJsonModeAsTaken(outgoing, prepared.messages, fixes, toldSchema);
     outgoing = jsonMode.request;
     let messages = withMessageFixes(jsonMode.messages, fixes);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's

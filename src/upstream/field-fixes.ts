@@ -1326,19 +1326,29 @@ function withSystemLine<M extends { role: string; content?: unknown }>(
 }
 
 /**
- * A request for structured output by a JSON Schema asked in JSON mode instead (jsonSchemaField): its
- * `response_format` `{type: "json_object"}` and its messages' first system message told the schema (a
- * system message of it first when there is none). Undefined when the request asks for no schema.
+ * What a request for structured output by a JSON Schema is told in JSON mode (withJsonSchemaAsJsonMode):
+ * the schema, whole. Undefined when the request asks for no schema.
  */
-export function withJsonSchemaAsJsonMode<M extends { role: string; content?: unknown }>(
-  responseFormat: unknown,
-  messages: M[],
-): { responseFormat: Record<string, unknown>; messages: M[] } | undefined {
+export function jsonSchemaTold(responseFormat: unknown): string | undefined {
   if (!isRecord(responseFormat) || responseFormat.type !== 'json_schema') return undefined;
   const given = isRecord(responseFormat.json_schema) ? responseFormat.json_schema : {};
   const schema = JSON.stringify(given.schema ?? {});
   const named = typeof given.name === 'string' ? ` (${given.name})` : '';
-  const told = `Answer with one JSON object${named} that follows this JSON Schema, and nothing else:\n${schema}`;
+  return `Answer with one JSON object${named} that follows this JSON Schema, and nothing else:\n${schema}`;
+}
+
+/**
+ * A request for structured output by a JSON Schema asked in JSON mode instead (jsonSchemaField): its
+ * `response_format` `{type: "json_object"}` and its messages' first system message told the schema (a
+ * system message of it first when there is none), as `told` says it — written once for a request's every
+ * attempt: a schema can be megabytes. Undefined when the request asks for no schema.
+ */
+export function withJsonSchemaAsJsonMode<M extends { role: string; content?: unknown }>(
+  responseFormat: unknown,
+  messages: M[],
+  told: string | undefined = jsonSchemaTold(responseFormat),
+): { responseFormat: Record<string, unknown>; messages: M[] } | undefined {
+  if (told === undefined) return undefined;
   return { responseFormat: { type: 'json_object' }, messages: withSystemLine(messages, told) };
 }
 

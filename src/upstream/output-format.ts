@@ -87,13 +87,39 @@ export function anthropicOutputSchema(schema: unknown): unknown {
 }
 
 /**
+ * The most schemas a response schema may hold to go to Claude (written in its subset, some 5 µs each).
+ * Claude compiles a grammar of far fewer — it refuses more than 24 optional properties — so one past it
+ * is not sent, and the answer is not held to it: sent, its refusal would be learned for the model and
+ * every later request's schema told instead of held to, and telling megabytes of schema costs a second of
+ * CPU for a prompt no window takes.
+ */
+const outputSchemaBudget = 5_000;
+
+/** Whether `schema` holds at most `left.count` schemas (its properties, definitions, alternatives, items). */
+function schemasWithin(schema: unknown, left: { count: number }): boolean {
+  if (!isRecord(schema)) return true;
+  if (--left.count < 0) return false;
+  for (const key in schema) {
+    const value = schema[key];
+    if (schemaMaps.has(key) && isRecord(value)) {
+      for (const name in value) if (!schemasWithin(value[name], left)) return false;
+    } else if ((key === 'anyOf' || key === 'allOf' || key === 'oneOf') && Array.isArray(value)) {
+      for (const each of value) if (!schemasWithin(each, left)) return false;
+    } else if (key === 'items' && !schemasWithin(value, left)) return false;
+  }
+  return true;
+}
+
+/**
  * Chat's `response_format` of a JSON Schema as Claude's `output_config.format`, its schema in Claude's
- * subset; undefined for any other (JSON mode has no counterpart: the client's messages ask for JSON).
+ * subset; undefined for any other (JSON mode has no counterpart: the client's messages ask for JSON), and
+ * for a schema past outputSchemaBudget.
  */
 export function anthropicOutputFormat(responseFormat: unknown): Json | undefined {
   if (!isRecord(responseFormat) || responseFormat.type !== 'json_schema') return undefined;
   const given = responseFormat.json_schema;
   if (!isRecord(given) || !isRecord(given.schema)) return undefined;
+  if (!schemasWithin(given.schema, { count: outputSchemaBudget })) return undefined;
   return { type: 'json_schema', schema: anthropicOutputSchema(given.schema) };
 }
 

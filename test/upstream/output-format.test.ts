@@ -107,6 +107,23 @@ describe('a chat schema for the answer, as Claude takes it', () => {
     expect(JSON.stringify(schema)).toBe(before);
   });
 
+  it('sends no schema of more than Claude compiles (5,000 schemas): neither written nor as it came', () => {
+    const wide = (count: number) => ({
+      type: 'json_schema',
+      json_schema: {
+        name: 'wide',
+        schema: {
+          type: 'object',
+          properties: Object.fromEntries(
+            Array.from({ length: count }, (_, index) => [`p${index}`, { type: 'integer' }]),
+          ),
+        },
+      },
+    });
+    expect(anthropicOutputFormat(wide(4_999))?.schema).toMatchObject({ additionalProperties: false });
+    expect(anthropicOutputFormat(wide(5_000))).toBeUndefined();
+  });
+
   it.each([
     ['JSON mode', { type: 'json_object' }],
     ['text', { type: 'text' }],
