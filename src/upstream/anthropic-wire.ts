@@ -121,10 +121,11 @@ function withoutRefusedMembers(blocks: Json[], refused: ReadonlyMap<string, Read
   let out: Json[] | undefined;
   blocks.forEach((block, index) => {
     const members = refused.get(block.type as string);
-    if (members === undefined || ![...members].some((member) => block[member] !== undefined)) return;
-    const copy = Object.assign({}, block);
-    for (const member of members) delete copy[member];
-    (out ??= blocks.slice())[index] = copy;
+    if (members === undefined) return;
+    let copy: Json | undefined;
+    for (const member of members)
+      if (block[member] !== undefined) delete (copy ??= Object.assign({}, block))[member];
+    if (copy !== undefined) (out ??= blocks.slice())[index] = copy;
   });
   return out ?? blocks;
 }

@@ -411,26 +411,6 @@ export interface FieldFix {
 export const anthropicBetaField = 'anthropic-beta';
 
 /**
- * Members of a Messages request, and of its tool definitions, that an Anthropic-compatible upstream
- * without the feature refuses ("context_management: Extra inputs are not permitted", Claude on Vertex and
- * Bedrock: anthropics/claude-code#21612, #49548; "tools.11.custom.defer_loading: Extra inputs are not
- * permitted", #82549; "tools.3.custom.input_examples: …", #11678) — Claude Code sends them with every
- * request, and with their `anthropic-beta` flags left out (anthropicBetaField) Bedrock refuses them so
- * (Wei-Shaw/sub2api#2726); GitHub Copilot's refuses `output_config` (anomalyco/opencode#24527), and
- * OpenRouter's tools loaded on demand for a model not Anthropic's ("Deferred custom tools are only supported
- * on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral."); Bedrock
- * refuses strict tool use for some models ("tools.0.custom.strict: …": Sonnet 5, Opus 5.5,
- * BerriAI/litellm#33193, lobehub/lobehub#19876). Each asks for something the answer can do without:
- * clearing old thinking or tool results, how hard to think, tools loaded on demand, examples of a tool's
- * input, a tool's input held to its schema by the sampler (the schema is still given). Left out when
- * refused, of the request and of every tool (withAnthropicFixes); the fields are the member's name
- * (`context_management`, `output_config`) and `tools[].<member>`. So is any other member of the request
- * but those it cannot do without (anthropicCoreMembers): a feature the upstream does not offer (Claude
- * Code's `diagnostics` on Vertex, anthropics/claude-code#82539; an `instructions` a proxy sent,
- * anomalyco/opencode#4282).
- */
-
-/**
  * The members of a Messages request it cannot do without, or that the gateway writes from the chat
  * request (and those of a chat request the answer cannot do without, where a server words its refusal so):
  * never left out as refused.
@@ -451,8 +431,28 @@ const anthropicCoreMembers = new Set([
   'response_format',
 ]);
 
-/** A member of the request (not of a tool, a block or a header) a refusal may leave out. */
+/**
+ * Members of a Messages request, and of its tool definitions, that an Anthropic-compatible upstream
+ * without the feature refuses ("context_management: Extra inputs are not permitted", Claude on Vertex and
+ * Bedrock: anthropics/claude-code#21612, #49548; "tools.11.custom.defer_loading: Extra inputs are not
+ * permitted", #82549; "tools.3.custom.input_examples: …", #11678) — Claude Code sends them with every
+ * request, and with their `anthropic-beta` flags left out (anthropicBetaField) Bedrock refuses them so
+ * (Wei-Shaw/sub2api#2726); GitHub Copilot's refuses `output_config` (anomalyco/opencode#24527), and
+ * OpenRouter's tools loaded on demand for a model not Anthropic's ("Deferred custom tools are only supported
+ * on Anthropic models and on Anthropic-compatible provider endpoints that implement deferral."); Bedrock
+ * refuses strict tool use for some models ("tools.0.custom.strict: …": Sonnet 5, Opus 5.5,
+ * BerriAI/litellm#33193, lobehub/lobehub#19876). Each asks for something the answer can do without:
+ * clearing old thinking or tool results, how hard to think, tools loaded on demand, examples of a tool's
+ * input, a tool's input held to its schema by the sampler (the schema is still given). Left out when
+ * refused, of the request and of every tool (withAnthropicFixes); the fields are the member's name
+ * (`context_management`, `output_config`) and `tools[].<member>`. So is any other member of the request
+ * but those it cannot do without (anthropicCoreMembers): a feature the upstream does not offer (Claude
+ * Code's `diagnostics` on Vertex, anthropics/claude-code#82539; an `instructions` a proxy sent,
+ * anomalyco/opencode#4282).
+ */
 const isRefusableMember = (field: string): boolean => /^\w+$/.test(field) && !anthropicCoreMembers.has(field);
+
+/** The members of a tool definition left out when refused (above): the rest of a tool is what makes it. */
 const anthropicOptionalToolMembers = new Set([
   'defer_loading',
   'input_examples',

@@ -762,27 +762,26 @@ describe("OpenRouter's 404s for what no endpoint of the model takes (not a missi
   });
 });
 
+/** A conversation of no user message: the system prompt, then a call and its result (the prompt compacted away). */
+const withoutUserTurn: OpenAI.ChatCompletionMessageParam[] = [
+  { role: 'system', content: 'You are a coding agent.' },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [
+      { id: 'call_sh', type: 'function', function: { name: 'shell', arguments: '{"command":"mkdir src"}' } },
+    ],
+  },
+  { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
+];
+
 describe("a conversation with no user message, to Qwen on Alibaba's DashScope", () => {
   it('is answered after one refusal in its words, a user message before the model’s first', async () => {
     const before = fake.chatRequests.length;
     const answer = await client().chat.completions.create({
       model: 'qwen3.7-plus',
       tools: [shell],
-      messages: [
-        { role: 'system', content: 'You are a coding agent.' },
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [
-            {
-              id: 'call_sh',
-              type: 'function',
-              function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
-            },
-          ],
-        },
-        { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
-      ],
+      messages: withoutUserTurn,
     });
     expect(answer.choices[0]?.message.content).toBe('Created src.');
     expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
@@ -792,21 +791,7 @@ describe("a conversation with no user message, to Qwen on Alibaba's DashScope", 
 
 describe('a conversation with no user message (its prompt compacted away by the client), to GLM', () => {
   it('is answered after one refusal, a user message before the model’s first; one with a user message at once', async () => {
-    const messages = [
-      { role: 'system', content: 'You are a coding agent.' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          {
-            id: 'call_sh',
-            type: 'function',
-            function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
-          },
-        ],
-      },
-      { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
-    ] as OpenAI.ChatCompletionMessageParam[];
+    const messages = withoutUserTurn;
     const before = fake.chatRequests.length;
     const answer = await client().chat.completions.create({ model: 'glm-5.2', tools: [shell], messages });
     expect(answer.choices[0]?.message.content).toBe('Created src.');

@@ -42,26 +42,30 @@ afterAll(async () => {
   await fake.stop();
 });
 
+/** LangChain's structured output of `model` by a named tool (its `functionCalling` method): the weather in a city. */
+const structuredWeather = (model: string) =>
+  new ChatOpenAI({
+    model,
+    apiKey: 'sk-choice',
+    maxRetries: 0,
+    configuration: { baseURL: harness.baseUrl },
+  }).withStructuredOutput(
+    {
+      type: 'object',
+      title: 'weather',
+      description: 'The weather in a city.',
+      properties: { city: { type: 'string' }, celsius: { type: 'number' } },
+      required: ['city', 'celsius'],
+    },
+    { method: 'functionCalling' },
+  );
+
 const sent = () =>
   fake.chatRequests.at(-1)?.body as { tool_choice?: unknown; tools?: Array<{ function: { name: string } }> };
 
 describe('a forced tool choice, to a model that thinks and then takes none', () => {
   it("LangChain's structured output (a named tool) from DeepSeek V4: answered after one refusal, the next at once", async () => {
-    const model = new ChatOpenAI({
-      model: deepseek,
-      apiKey: 'sk-choice',
-      maxRetries: 0,
-      configuration: { baseURL: harness.baseUrl },
-    }).withStructuredOutput(
-      {
-        type: 'object',
-        title: 'weather',
-        description: 'The weather in a city.',
-        properties: { city: { type: 'string' }, celsius: { type: 'number' } },
-        required: ['city', 'celsius'],
-      },
-      { method: 'functionCalling' },
-    );
+    const model = structuredWeather(deepseek);
     const before = fake.chatRequests.length;
     expect(await model.invoke('Weather in Paris?')).toEqual({ city: 'Paris', celsius: 21 });
     expect(fake.chatRequests.length - before).toBe(2);
@@ -92,21 +96,7 @@ describe('a forced tool choice, to a model that thinks and then takes none', () 
 
 describe("Z.AI's GLM, which takes no tool choice but auto", () => {
   it("LangChain's structured output (a named tool): answered after one refusal, the tool offered alone; the next at once", async () => {
-    const model = new ChatOpenAI({
-      model: glm,
-      apiKey: 'sk-choice',
-      maxRetries: 0,
-      configuration: { baseURL: harness.baseUrl },
-    }).withStructuredOutput(
-      {
-        type: 'object',
-        title: 'weather',
-        description: 'The weather in a city.',
-        properties: { city: { type: 'string' }, celsius: { type: 'number' } },
-        required: ['city', 'celsius'],
-      },
-      { method: 'functionCalling' },
-    );
+    const model = structuredWeather(glm);
     const before = fake.chatRequests.length;
     expect(await model.invoke('Weather in Paris?')).toEqual({ city: 'Paris', celsius: 21 });
     expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
