@@ -30,7 +30,10 @@ const anthropicStringFormats = new Set([
 ]);
 
 /** Keywords Claude takes as they are, whatever the type. */
-const keptKeywords = new Set(['type', 'enum', 'const', 'required', 'description', 'title', '$ref']);
+const keptKeywords = new Set(['type', 'required', 'description', 'title', '$ref']);
+
+/** A value of an enum or a const Claude takes: a string, a number, a boolean or null. */
+const isPrimitive = (value: unknown): boolean => value === null || typeof value !== 'object';
 
 /** Keywords holding a map of schemas by name. */
 const schemaMaps = new Set(['properties', '$defs', 'definitions']);
@@ -53,7 +56,8 @@ function eachSchema(map: Json): Json {
 /**
  * `schema` in the subset Claude's structured outputs take: every object closed (`additionalProperties:
  * false`, which Claude requires; a schema for further properties told), `oneOf` as `anyOf`, a string's
- * `format` only among those Claude constrains, an array's `minItems` only 0 or 1; every other keyword
+ * `format` only among those Claude constrains, an array's `minItems` only 0 or 1, an enum or a const of
+ * strings, numbers, booleans and null only (Claude takes no complex value there); every other keyword
  * (`minimum`, `maxLength`, `pattern`, `uniqueItems`, `default`…) told at the end of the description,
  * `{minimum: 0, maximum: 10}`, and `$schema` left out. A copy; what is not an object as it is.
  */
@@ -64,6 +68,8 @@ export function anthropicOutputSchema(schema: unknown): unknown {
   const tell = (key: string, value: unknown) => told.push(`${key}: ${JSON.stringify(value)}`);
   for (const [key, value] of Object.entries(schema)) {
     if (keptKeywords.has(key)) out[key] = value;
+    else if (key === 'enum' && Array.isArray(value) && value.every(isPrimitive)) out.enum = value;
+    else if (key === 'const' && isPrimitive(value)) out.const = value;
     else if (schemaMaps.has(key)) out[key] = isRecord(value) ? eachSchema(value) : value;
     else if ((key === 'anyOf' || key === 'allOf' || key === 'oneOf') && Array.isArray(value)) {
       const alternatives = value.map(anthropicOutputSchema);

@@ -87,6 +87,22 @@ describe('a chat schema for the answer, as Claude takes it', () => {
       },
     ],
     [
+      'an enum of objects and a const of an array (Claude takes primitive values only)',
+      {
+        type: 'object',
+        properties: { a: { enum: [{ x: 1 }, 'b'] }, b: { const: [1] }, c: { enum: ['x', 1, null] } },
+      },
+      {
+        type: 'object',
+        properties: {
+          a: { description: '{enum: [{"x":1},"b"]}' },
+          b: { description: '{const: [1]}' },
+          c: { enum: ['x', 1, null] },
+        },
+        additionalProperties: false,
+      },
+    ],
+    [
       'a format Claude does not know, a default, an array of at least one',
       { type: 'array', minItems: 1, items: { type: 'string', format: 'color', default: 'red' } },
       {
