@@ -31,10 +31,11 @@ interface HostileCase {
 const user = (content: string) => ({ role: 'user', content });
 
 /**
- * A field the gateway passes on and has no fix for, which the fake provider refuses as Mistral refuses
- * what it does not take: a 422 that quotes the value back, every time.
+ * A field the gateway passes on and has no fix for (vLLM's `guided_json`, a schema for the answer), which
+ * the fake provider refuses as Mistral refuses what it does not take: a 422 that quotes the value back,
+ * every time.
  */
-const quotedBackField = 'response_format';
+const quotedBackField = 'guided_json';
 
 /** Routed to the fake Anthropic (`kind: anthropic`): the request is written in its wire format. */
 const anthropicModel = 'claude-bench';
@@ -773,22 +774,16 @@ export const hostileCases: HostileCase[] = [
     path: '/v1/messages',
     body: () => messagesToolUses(9_998, 'with_results', anthropicModel),
   },
-  {
-    label: 'chat: 300 KB field the provider quotes back',
+  ...[20_000, 1_300_000].map((repeats) => ({
+    label: `chat: ${repeats === 20_000 ? '300 KB' : '20 MB'} field the provider quotes back`,
     path: '/v1/chat/completions',
     body: () =>
       JSON.stringify({
         model: 'gpt-4o-mini',
         messages: [user('hi')],
-        [quotedBackField]: {
-          type: 'json_schema',
-          json_schema: {
-            name: 'answer',
-            schema: { type: 'object', description: 'context length '.repeat(20_000) },
-          },
-        },
+        [quotedBackField]: { type: 'object', description: 'context length '.repeat(repeats) },
       }),
-  },
+  })),
   ...[4_900, 240_000].map((count) => ({
     // Written in the subset Claude's structured outputs take (src/upstream/output-format.ts), every
     // property's bounds told in its description, up to 5,000 schemas; one of more goes as it came.

@@ -60,11 +60,11 @@ import {
   toolChoiceField,
   withToolChoiceUnforced,
   answerTokensField,
-  jsonSchemaField,
   withJsonModeTold,
   betaFixesOf,
   withAnthropicFixes,
-  withJsonSchemaAsJsonMode,
+  withResponseFormatAsTaken,
+  formatsTakenWith,
   jsonSchemaTold,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
@@ -160,22 +160,27 @@ interface Choice {
 }
 
 /**
- * JSON mode as the model takes it, told before the fixes of roles write the messages (so that a model with
- * no system role gets it in the first user message): a schema it refused asked in JSON mode and told in the
- * system message (jsonSchemaField), and JSON mode told "json" when no message says it (withJsonModeTold).
+ * Structured output as the model takes it, told before the fixes of roles write the messages (so that a
+ * model with no system role gets it in the first user message): what the client asked (`asked`: the
+ * planned request's `response_format`, before the fixes left it out) in a form the model takes, or told
+ * in the system message (withResponseFormatAsTaken), and JSON mode told "json" when no message says it
+ * (withJsonModeTold).
  */
 function withJsonModeAsTaken<R extends Record<string, unknown>>(
   request: R,
+  asked: unknown,
   messages: ContextMessage[],
   fixes: readonly FieldFix[],
   toldOf: (responseFormat: unknown) => string | undefined,
 ): { request: R; messages: ContextMessage[] } {
-  const schema = fixes.some((fix) => fix.field === jsonSchemaField)
-    ? withJsonSchemaAsJsonMode(request.response_format, messages, toldOf(request.response_format))
-    : undefined;
-  const asked =
-    schema === undefined ? request : Object.assign({}, request, { response_format: schema.responseFormat });
-  return { request: asked, messages: withJsonModeTold(asked.response_format, schema?.messages ?? messages) };
+  const taken =
+    fixes.length === 0
+      ? undefined
+      : withResponseFormatAsTaken(asked, messages, formatsTakenWith(fixes), toldOf);
+  if (taken === undefined) return { request, messages: withJsonModeTold(request.response_format, messages) };
+  const sent: Record<string, unknown> = Object.assign({}, request, { response_format: taken.responseFormat });
+  if (taken.responseFormat === undefined) delete sent.response_format;
+  return { request: sent as R, messages: withJsonModeTold(sent.response_format, taken.messages) };
 }
 
 /** Whether fitting left anything out that the recall tool could find: cut, masked, dropped or summarized. */
@@ -382,7 +387,13 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it); the
     // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
-    const jsonMode = withJsonModeAsTaken(outgoing, prepared.messages, fixes, toldSchema);
+    const jsonMode = withJsonModeAsTaken(
+      outgoing,
+      plan.outgoing.response_format,
+      prepared.messages,
+      fixes,
+      toldSchema,
+    );
     outgoing = jsonMode.request;
     let messages = withMessageFixes(jsonMode.messages, fixes);
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's

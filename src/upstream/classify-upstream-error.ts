@@ -47,6 +47,8 @@ import {
   reasoningStandInField,
   prefillField,
   jsonSchemaField,
+  jsonModeField,
+  responseFormatField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -598,6 +600,14 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     jsonSchemaField,
     /response_format type is unavailable|response_format\.type\W{0,3}json_schema\W{0,3} is unavailable|json_schema\W{0,3} (?:response[_ ]format )?is not supported/i,
   ],
+  // JSON mode, where the provider takes a JSON Schema only (LM Studio) or not that either (OpenAI's and
+  // Azure's older models); and `response_format` in no form (GPT4All's words; the others' for a field they
+  // do not know go by fixForUnknownField).
+  [
+    jsonModeField,
+    /response_format\.type\W{0,3} must be \W{0,3}json_schema\b|response_format\W{0,3} of type \W{0,3}json_object\W{0,3} is not supported/i,
+  ],
+  [responseFormatField, /\bresponse_format\W{0,3} is not supported\b/i],
 ];
 
 /**

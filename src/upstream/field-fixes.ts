@@ -382,9 +382,30 @@ export const textPartsField = 'messages[].content[]';
  * DeepSeek's API refuses ("This response_format type is unavailable now": llm-exe/llm-exe#662,
  * UKGovernmentBEIS/inspect_ai#4916) — it takes JSON mode (`json_object`) only, with the word "json" in
  * the prompt. Every such request failed. It is asked in JSON mode with the schema in its system message
- * (withJsonSchemaAsJsonMode): the answer is JSON the schema describes, no longer enforced by the provider.
+ * (withResponseFormatAsTaken): the answer is JSON the schema describes, no longer enforced by the provider.
  */
 export const jsonSchemaField = 'response_format.json_schema';
+
+/**
+ * Not a field of the body: JSON mode (`response_format: {type: "json_object"}`, which the AI SDK's
+ * OpenAI-compatible provider sends for structured output, and LangChain's JSON mode), which LM Studio
+ * refuses — it takes a JSON Schema only ("'response_format.type' must be 'json_schema' or 'text'":
+ * lmstudio-ai/lmstudio-bug-tracker#189, LoadShine/tada#16, lfnovo/esperanto#46) — as OpenAI's and Azure's
+ * older models do ("Invalid parameter: 'response_format' of type 'json_object' is not supported with this
+ * model."). Every such request failed. JSON mode is asked as a JSON Schema of any object, and a `text`
+ * format (the default, which LM Studio's earlier versions refused too) left out
+ * (withResponseFormatAsTaken). With jsonSchemaField learned too, neither is taken: as responseFormatField.
+ */
+export const jsonModeField = 'response_format.json_object';
+
+/**
+ * `response_format` itself, which some servers take in no form ("'response_format' is not supported":
+ * GPT4All, rspamd/rspamd#5276; "Unsupported parameter: response_format": the ChatGPT Codex backend behind
+ * a relay, router-for-me/CLIProxyAPI#2352): left out, and what it asked told at the end of the system
+ * message instead — the schema (jsonSchemaTold), or to answer in JSON (jsonModeText) when no message says
+ * "json" (withResponseFormatAsTaken).
+ */
+export const responseFormatField = 'response_format';
 
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
@@ -856,7 +877,8 @@ const defaultsOnly = new Set(['temperature', 'top_p', 'presence_penalty', 'frequ
 export function fixForUnknownField(field: string): FieldFix | undefined {
   const other = otherNameOf[field];
   if (other !== undefined) return { field, renameTo: other };
-  return besideTheAnswer.has(field) ? { field } : undefined;
+  // Structured output: left out, what it asked told in the system message (withResponseFormatAsTaken).
+  return besideTheAnswer.has(field) || field === responseFormatField ? { field } : undefined;
 }
 
 /**
@@ -1326,7 +1348,7 @@ function withSystemLine<M extends { role: string; content?: unknown }>(
 }
 
 /**
- * What a request for structured output by a JSON Schema is told in JSON mode (withJsonSchemaAsJsonMode):
+ * What a request for structured output by a JSON Schema is told in JSON mode (withResponseFormatAsTaken):
  * the schema, whole. Undefined when the request asks for no schema.
  */
 export function jsonSchemaTold(responseFormat: unknown): string | undefined {
@@ -1337,19 +1359,54 @@ export function jsonSchemaTold(responseFormat: unknown): string | undefined {
   return `Answer with one JSON object${named} that follows this JSON Schema, and nothing else:\n${schema}`;
 }
 
+/** What a model takes of `response_format` (withResponseFormatAsTaken): a JSON Schema, JSON mode. */
+export interface FormatsTaken {
+  schema: boolean;
+  jsonMode: boolean;
+}
+
+/** The forms of `response_format` a model takes, by its learned fixes (jsonSchemaField, jsonModeField, responseFormatField). */
+export function formatsTakenWith(fixes: readonly FieldFix[]): FormatsTaken {
+  const learned = (field: string): boolean => fixes.some((fix) => fix.field === field);
+  const none = learned(responseFormatField);
+  return { schema: !none && !learned(jsonSchemaField), jsonMode: !none && !learned(jsonModeField) };
+}
+
+/** JSON mode asked as a JSON Schema (jsonModeField): any object, what JSON mode holds the answer to. */
+const anyObjectFormat = {
+  type: 'json_schema',
+  json_schema: { name: 'response', schema: { type: 'object' } },
+};
+
 /**
- * A request for structured output by a JSON Schema asked in JSON mode instead (jsonSchemaField): its
- * `response_format` `{type: "json_object"}` and its messages' first system message told the schema (a
- * system message of it first when there is none), as `told` says it — written once for a request's every
- * attempt: a schema can be megabytes. Undefined when the request asks for no schema.
+ * Structured output as a model takes it (`taken`: formatsTakenWith): the `response_format` to send
+ * (undefined: none) and the messages. A JSON Schema the model does not take is asked in JSON mode, or
+ * not at all, its schema told at the end of the first system message (a system message of it first when
+ * there is none), as `toldOf` says it — written once for a request's every attempt: a schema can be
+ * megabytes; JSON mode the model does not take is asked as a JSON Schema of any object, or not at all,
+ * told to answer in JSON when no message says so (withJsonModeTold); a `text` format, the default, left
+ * out where either is not taken. Undefined when nothing changes.
  */
-export function withJsonSchemaAsJsonMode<M extends { role: string; content?: unknown }>(
+export function withResponseFormatAsTaken<M extends { role: string; content?: unknown }>(
   responseFormat: unknown,
   messages: M[],
-  told: string | undefined = jsonSchemaTold(responseFormat),
-): { responseFormat: Record<string, unknown>; messages: M[] } | undefined {
-  if (told === undefined) return undefined;
-  return { responseFormat: { type: 'json_object' }, messages: withSystemLine(messages, told) };
+  taken: FormatsTaken,
+  toldOf: (responseFormat: unknown) => string | undefined = jsonSchemaTold,
+): { responseFormat: Record<string, unknown> | undefined; messages: M[] } | undefined {
+  if (!isRecord(responseFormat)) return undefined;
+  const told = responseFormat.type === 'json_schema' && !taken.schema ? toldOf(responseFormat) : undefined;
+  if (told !== undefined)
+    return {
+      responseFormat: taken.jsonMode ? { type: 'json_object' } : undefined,
+      messages: withSystemLine(messages, told),
+    };
+  if (responseFormat.type === 'json_object' && !taken.jsonMode)
+    return taken.schema
+      ? { responseFormat: anyObjectFormat, messages }
+      : { responseFormat: undefined, messages: withJsonModeTold(responseFormat, messages) };
+  if (responseFormat.type === 'text' && !(taken.schema && taken.jsonMode))
+    return { responseFormat: undefined, messages };
+  return undefined;
 }
 
 /** What JSON mode's messages are told when none of the client's says "json" (withJsonModeTold). */

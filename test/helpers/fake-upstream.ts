@@ -413,6 +413,18 @@ export interface FakeUpstreamOptions {
    * mode without the word "json" in the prompt too, in its words (llm-exe/llm-exe#662).
    */
   jsonModeOnly?: readonly string[];
+  /**
+   * Models served as LM Studio serves them: JSON mode refused, in its words — it takes a JSON Schema only
+   * ("'response_format.type' must be 'json_schema' or 'text'": lmstudio-ai/lmstudio-bug-tracker#189).
+   */
+  schemaFormatOnly?: readonly string[];
+  /**
+   * Models as OpenAI and Azure serve their older ones (gpt-4-0613): JSON mode and a JSON Schema both
+   * refused ("Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.").
+   */
+  noJsonFormats?: readonly string[];
+  /** Models served as GPT4All serves them: a `response_format` in any form refused ("'response_format' is not supported"). */
+  noResponseFormat?: readonly string[];
   /** The reasoning efforts each model takes: another refused in OpenAI's words, those taken listed (Kilo-Org/cloud#3807). */
   reasoningEfforts?: Readonly<Record<string, readonly string[]>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
@@ -489,6 +501,35 @@ function geminiError(message: string): string {
 
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
+}
+
+/**
+ * The refusal of a `response_format` the model takes in no form (GPT4All's words), or not of its type:
+ * JSON mode where only a JSON Schema is taken (LM Studio's), either JSON format on an older OpenAI model
+ * (OpenAI's). Undefined when the model takes it.
+ */
+function responseFormatRefusal(
+  options: FakeUpstreamOptions,
+  model: string,
+  body: object,
+): string | undefined {
+  const given = (body as { response_format?: { type?: unknown } }).response_format;
+  if (given === undefined) return undefined;
+  if (options.noResponseFormat?.includes(model) === true)
+    return openAIError("'response_format' is not supported", 'invalid_request_error', null, null);
+  if (given.type === 'json_object' && options.schemaFormatOnly?.includes(model) === true)
+    return JSON.stringify({ error: "'response_format.type' must be 'json_schema' or 'text'" });
+  if (
+    (given.type === 'json_object' || given.type === 'json_schema') &&
+    options.noJsonFormats?.includes(model)
+  )
+    return openAIError(
+      `Invalid parameter: 'response_format' of type '${given.type}' is not supported with this model.`,
+      'invalid_request_error',
+      'response_format',
+      null,
+    );
+  return undefined;
 }
 
 /** The first field of a call sent back that OpenAI refuses for its type (the id, name or arguments not text). */
@@ -1458,6 +1499,11 @@ export class FakeUpstream {
       return;
     }
     const format = (body as { response_format?: { type?: unknown } }).response_format?.type;
+    const formatRefusal = responseFormatRefusal(this.options, String(body.model), body);
+    if (formatRefusal !== undefined) {
+      sendJson(400, formatRefusal);
+      return;
+    }
     const jsonModeOnly = this.options.jsonModeOnly?.includes(String(body.model)) === true;
     if (jsonModeOnly && format === 'json_schema') {
       sendJson(

@@ -2202,6 +2202,80 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        'LM Studio on JSON mode (lmstudio-ai/lmstudio-bug-tracker#189, LoadShine/tada#16)',
+        400,
+        JSON.stringify({ error: "'response_format.type' must be 'json_schema' or 'text'" }),
+        [{ field: 'response_format.json_object' }],
+      ],
+      [
+        "LM Studio's earlier words, which refused `text` too (n8n-io/self-hosted-ai-starter-kit#9)",
+        400,
+        JSON.stringify({ error: "'response_format.type' must be 'json_schema'" }),
+        [{ field: 'response_format.json_object' }],
+      ],
+      [
+        'an older OpenAI model on Azure on JSON mode (mrwadams/stride-gpt#19)',
+        400,
+        openAIError(
+          "Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.",
+          null,
+        ),
+        [{ field: 'response_format.json_object' }],
+      ],
+      [
+        'the same model on a JSON Schema',
+        400,
+        openAIError(
+          "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model. Learn more about supported models at the Structured Outputs guide: https://platform.openai.com/docs/guides/structured-outputs",
+          null,
+        ),
+        [{ field: 'response_format.json_schema' }],
+      ],
+      [
+        'GPT4All on any format (rspamd/rspamd#5276)',
+        400,
+        openAIError("'response_format' is not supported", null),
+        [{ field: 'response_format' }],
+      ],
+      [
+        "ChatGPT's Codex backend behind a relay (router-for-me/CLIProxyAPI#2352)",
+        400,
+        JSON.stringify({ detail: 'Unsupported parameter: response_format' }),
+        [{ field: 'response_format' }],
+      ],
+      [
+        "Azure's older API versions' words",
+        400,
+        openAIError('Unrecognized request argument supplied: response_format', null),
+        [{ field: 'response_format' }],
+      ],
+      [
+        "a server that validates as Mistral's does",
+        422,
+        JSON.stringify({
+          object: 'error',
+          message: {
+            detail: [
+              {
+                type: 'extra_forbidden',
+                loc: ['body', 'response_format'],
+                msg: 'Extra inputs are not permitted',
+                input: { type: 'json_object' },
+              },
+            ],
+          },
+        }),
+        [{ field: 'response_format' }],
+      ],
+    ] as const
+  ).map(([name, status, body, fixes]) => ({
+    name: `structured output in a form the server does not take: ${name}`,
+    answer: { status, body },
+    expected: { kind: 'refused_field' as const, fixes: [...fixes] },
+  })),
+  ...(
+    [
+      [
         "Claude on a schema outside its subset (OpenRouter's words passed on)",
         "output_config.format.schema: For 'array' type, property 'maxItems' is not supported",
         [{ field: 'response_format.json_schema' }],

@@ -33,7 +33,8 @@ import {
   withAnthropicFixes,
   fixForAnthropicMember,
   fixForBlockMember,
-  withJsonSchemaAsJsonMode,
+  withResponseFormatAsTaken,
+  formatsTakenWith,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -167,6 +168,9 @@ describe('what is sent instead of a refused field', () => {
     ['unknown', 'frequency_penalty', undefined, undefined],
     ['unknown', 'tools', undefined, undefined],
     ['unknown', 'temperature', undefined, undefined],
+    // Structured output a server takes in no form: left out, what it asked told in the system message.
+    ['unknown', 'response_format', undefined, { field: 'response_format' }],
+    ['unsupported', 'response_format', undefined, { field: 'response_format' }],
     // The model does not support the field (OpenAI's reasoning models).
     [
       'unsupported',
@@ -912,16 +916,37 @@ describe('withMessageFixes', () => {
   });
 });
 
-describe('withJsonSchemaAsJsonMode', () => {
+describe('withResponseFormatAsTaken', () => {
   const format = { type: 'json_schema', json_schema: { name: 'weather', schema: { type: 'object' } } };
   const told =
     'Answer with one JSON object (weather) that follows this JSON Schema, and nothing else:\n{"type":"object"}';
+  /** DeepSeek's: JSON mode only. */
+  const jsonModeOnly = formatsTakenWith([{ field: 'response_format.json_schema' }]);
+  /** LM Studio's: a JSON Schema only. */
+  const schemaOnly = formatsTakenWith([{ field: 'response_format.json_object' }]);
+  /** GPT4All's, and an older OpenAI model's once both refusals are learned: neither. */
+  const neither = formatsTakenWith([{ field: 'response_format' }]);
+  const both = formatsTakenWith([{ field: 'top_p' }]);
 
-  it('asks in JSON mode and tells the first system message the schema', () => {
-    const out = withJsonSchemaAsJsonMode(format, [
-      { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: 'Paris?' },
-    ]);
+  it('reads what a model takes from its learned fixes', () => {
+    expect(jsonModeOnly).toEqual({ schema: false, jsonMode: true });
+    expect(schemaOnly).toEqual({ schema: true, jsonMode: false });
+    expect(neither).toEqual({ schema: false, jsonMode: false });
+    expect(
+      formatsTakenWith([{ field: 'response_format.json_schema' }, { field: 'response_format.json_object' }]),
+    ).toEqual({ schema: false, jsonMode: false });
+    expect(both).toEqual({ schema: true, jsonMode: true });
+  });
+
+  it('a schema the model does not take: asked in JSON mode, the first system message told the schema', () => {
+    const out = withResponseFormatAsTaken(
+      format,
+      [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Paris?' },
+      ],
+      jsonModeOnly,
+    );
     expect(out).toEqual({
       responseFormat: { type: 'json_object' },
       messages: [
@@ -932,22 +957,73 @@ describe('withJsonSchemaAsJsonMode', () => {
   });
 
   it('puts a system message of it first when there is none, and a part after a system message of parts', () => {
-    expect(withJsonSchemaAsJsonMode(format, [{ role: 'user', content: 'Paris?' }])?.messages).toEqual([
+    expect(
+      withResponseFormatAsTaken(format, [{ role: 'user', content: 'Paris?' }], jsonModeOnly)?.messages,
+    ).toEqual([
       { role: 'system', content: told },
       { role: 'user', content: 'Paris?' },
     ]);
     expect(
-      withJsonSchemaAsJsonMode(format, [{ role: 'system', content: [{ type: 'text', text: 'Be brief.' }] }])
-        ?.messages[0]?.content,
+      withResponseFormatAsTaken(
+        format,
+        [{ role: 'system', content: [{ type: 'text', text: 'Be brief.' }] }],
+        jsonModeOnly,
+      )?.messages[0]?.content,
     ).toEqual([
       { type: 'text', text: 'Be brief.' },
       { type: 'text', text: told },
     ]);
   });
 
-  it('is undefined for JSON mode, plain text and none', () => {
-    for (const other of [{ type: 'json_object' }, { type: 'text' }, undefined])
-      expect(withJsonSchemaAsJsonMode(other, [])).toBeUndefined();
+  it('a schema to a model that takes neither: no format, the schema told', () => {
+    expect(withResponseFormatAsTaken(format, [{ role: 'user', content: 'Paris?' }], neither)).toEqual({
+      responseFormat: undefined,
+      messages: [
+        { role: 'system', content: told },
+        { role: 'user', content: 'Paris?' },
+      ],
+    });
+  });
+
+  it('JSON mode to a model that takes a schema only: a schema of any object, the messages as they were', () => {
+    const messages = [{ role: 'user', content: 'Paris, in JSON?' }];
+    const out = withResponseFormatAsTaken({ type: 'json_object' }, messages, schemaOnly);
+    expect(out?.responseFormat).toEqual({
+      type: 'json_schema',
+      json_schema: { name: 'response', schema: { type: 'object' } },
+    });
+    expect(out?.messages).toBe(messages);
+  });
+
+  it('JSON mode to a model that takes neither: no format, told to answer in JSON unless a message says so', () => {
+    expect(
+      withResponseFormatAsTaken({ type: 'json_object' }, [{ role: 'user', content: 'Paris?' }], neither),
+    ).toEqual({
+      responseFormat: undefined,
+      messages: [
+        { role: 'system', content: 'Answer with one JSON object, and nothing else.' },
+        { role: 'user', content: 'Paris?' },
+      ],
+    });
+    const saysJson = [{ role: 'user', content: 'Paris, as json?' }];
+    expect(withResponseFormatAsTaken({ type: 'json_object' }, saysJson, neither)?.messages).toBe(saysJson);
+  });
+
+  it('a text format (the default) is left out where either JSON format is not taken', () => {
+    for (const taken of [jsonModeOnly, schemaOnly, neither])
+      expect(withResponseFormatAsTaken({ type: 'text' }, [], taken)).toEqual({
+        responseFormat: undefined,
+        messages: [],
+      });
+    expect(withResponseFormatAsTaken({ type: 'text' }, [], both)).toBeUndefined();
+  });
+
+  it('is undefined where the model takes what is asked, and for no format', () => {
+    expect(withResponseFormatAsTaken(format, [], both)).toBeUndefined();
+    expect(withResponseFormatAsTaken(format, [], schemaOnly)).toBeUndefined();
+    expect(withResponseFormatAsTaken({ type: 'json_object' }, [], jsonModeOnly)).toBeUndefined();
+    for (const taken of [jsonModeOnly, schemaOnly, neither, both])
+      expect(withResponseFormatAsTaken(undefined, [], taken)).toBeUndefined();
   });
 });
 
