@@ -65,6 +65,8 @@ import {
   withAnthropicFixes,
   withResponseFormatAsTaken,
   formatsTakenWith,
+  heldStopsOf,
+  withStopsAtMost,
   jsonSchemaTold,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
@@ -96,6 +98,8 @@ export interface ChatAttempt extends SendAttempt {
   wire: 'anthropic' | undefined;
   /** What the answer's calls are read with (tool-names.ts); undefined when no tool was sent or renamed. */
   toolNames: AnswerToolNames | undefined;
+  /** The client's stop sequences the answer is cut at by the gateway (answer-stops.ts); undefined: by the model. */
+  heldStops: readonly string[] | undefined;
   /** The request as sent, in chat terms (its fitted messages in it): what a recall round adds to. */
   request: Readonly<Record<string, unknown>>;
   /** The context headers of this attempt (README.md). */
@@ -183,6 +187,27 @@ function withJsonModeAsTaken<R extends Record<string, unknown>>(
   return { request: sent as R, messages: withJsonModeTold(sent.response_format, taken.messages) };
 }
 
+/**
+ * The history's calls as the model takes them: of Mistral's kind of ids where it refused others; for Kimi K2
+ * and later on Chat Completions, by name, Kimi's (another model's ids in its history make it end its turn
+ * with nothing); any other id some provider refuses (empty, too long, another's kind, given twice) written
+ * as one every provider takes, and no empty list of calls — Claude's wire does so itself (anthropic-wire.ts).
+ */
+function withToolCallsAsTaken(
+  messages: ContextMessage[],
+  fixes: readonly FieldFix[],
+  choice: Pick<Choice, 'target' | 'model'>,
+): ContextMessage[] {
+  const mistral = fixes.some((fix) => fix.field === toolCallIdsField);
+  if (!mistral && choice.target.kind === 'anthropic') return messages;
+  const ids = mistral
+    ? withToolCallIdsAsMistralTakes(messages)
+    : isKimiModel(choice.model)
+      ? withToolCallIdsAsKimiTakes(messages)
+      : withToolCallIdsEveryProviderTakes(messages);
+  return choice.target.kind === 'anthropic' ? ids : withoutEmptyToolCalls(ids);
+}
+
 /** Whether fitting left anything out that the recall tool could find: cut, masked, dropped or summarized. */
 function hidSomething(attempt: ChatAttempt): boolean {
   const { report } = attempt.prepared;
@@ -212,6 +237,7 @@ function withFieldFixes(
   else if (fixes.some((fix) => fix.field === toolSchemasField))
     outgoing = withToolSchemasAs(outgoing, 'repaired');
   if (fixes.some((fix) => fix.field === toolChoiceField)) outgoing = withToolChoiceUnforced(outgoing);
+  outgoing = withStopsAtMost(outgoing, fixes);
   const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
   // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
   if (toolCount !== undefined)
@@ -401,16 +427,7 @@ export function createAttemptLadder(input: {
     const toolNames = wireToolNames(outgoing.tools, messages);
     if (toolNames !== undefined)
       ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
-    if (fixes.some((fix) => fix.field === toolCallIdsField))
-      messages = withToolCallIdsAsMistralTakes(messages);
-    // Kimi K2 and later on Chat Completions, by name: another model's ids in its history make it end its
-    // turn with nothing.
-    else if (choice.target.kind !== 'anthropic' && isKimiModel(choice.model))
-      messages = withToolCallIdsAsKimiTakes(messages);
-    // Any other: an id some provider refuses (empty, too long, another's kind, given twice) written as
-    // one every provider takes; Claude's wire does so itself (anthropic-wire.ts).
-    else if (choice.target.kind !== 'anthropic') messages = withToolCallIdsEveryProviderTakes(messages);
-    if (choice.target.kind !== 'anthropic') messages = withoutEmptyToolCalls(messages);
+    messages = withToolCallsAsTaken(messages, fixes, choice);
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
@@ -485,6 +502,7 @@ export function createAttemptLadder(input: {
       recall,
       precision: prepared.estimated === true ? 'sampled' : input.precision,
       toolNames: answerToolNames(outgoing.tools, toolNames?.toClient),
+      heldStops: heldStopsOf(plan.outgoing.stop, fixes),
       betaFixes: betaFixesOf(fixes),
     };
   };

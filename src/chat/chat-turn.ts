@@ -34,7 +34,7 @@ import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
 import { errorEvent, isEventStream } from '../upstream/sse.js';
 import { chatTextsOf, upstreamMessageForLog } from '../upstream/upstream-message.js';
-import type { Upstream } from '../upstream/upstream.js';
+import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { byteLengthOf, createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
 import { parseChatCompletionRequest, type ChatCompletionRequest } from './chat-request-schema.js';
 import { createContextPlanner } from './context-planner.js';
@@ -56,6 +56,7 @@ import {
   type SendResult,
 } from '../upstream/send-with-recovery.js';
 import { withAnswerToolNames } from '../upstream/tool-names.js';
+import { withAnswerStops } from '../upstream/answer-stops.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
@@ -176,6 +177,15 @@ interface Turn {
 }
 
 /** What a turn did, as far as it went. */
+/**
+ * An attempt's answer read as the client asked it: each call opened with its whole name, the client's
+ * (tool-names.ts), and its text cut at the stop sequences the model was not sent (answer-stops.ts).
+ */
+function asAsked(response: UpstreamResponse, attempt: ChatAttempt): UpstreamResponse {
+  const named = attempt.toolNames === undefined ? response : withAnswerToolNames(response, attempt.toolNames);
+  return attempt.heldStops === undefined ? named : withAnswerStops(named, attempt.heldStops);
+}
+
 function outcomeOfTurn(turn: Turn): RequestOutcome {
   return {
     context: turn.lastAttempt?.prepared.report,
@@ -765,17 +775,17 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           tokenizer,
           maxTokens,
         }).text,
-      send: async (body) => {
-        const response = await exchange.send({
-          method: 'POST',
-          path: '/chat/completions',
-          body,
-          target: attempt.target,
-          betaFixes: attempt.betaFixes,
-        });
-        const names = attempt.toolNames;
-        return names === undefined ? response : withAnswerToolNames(response, names);
-      },
+      send: async (body) =>
+        asAsked(
+          await exchange.send({
+            method: 'POST',
+            path: '/chat/completions',
+            body,
+            target: attempt.target,
+            betaFixes: attempt.betaFixes,
+          }),
+          attempt,
+        ),
     });
     turn.recall = Object.assign({}, outcome.usage, { calls: outcome.calls });
     if (outcome.calls > 0)
@@ -813,10 +823,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
               target: attempt.target,
               betaFixes: attempt.betaFixes,
             });
-            // The answer's calls each opened with its whole name, the client's (tool-names.ts).
-            const names = attempt.toolNames;
-            const answer =
-              names === undefined ? sent : sent.then((response) => withAnswerToolNames(response, names));
+            const answer = sent.then((response) => asAsked(response, attempt));
             // The report's costly part, found while the upstream works rather than before the commit.
             // Nothing thrown here may escape (it would end the process): should it fail, the commit
             // finds it again where the request's own failure is handled.

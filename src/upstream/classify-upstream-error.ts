@@ -49,6 +49,7 @@ import {
   jsonSchemaField,
   jsonModeField,
   responseFormatField,
+  stopCountField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -660,6 +661,10 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     fixes.push({ field: toolChoiceField, value: thinkingToolChoice });
   // More tools than the provider takes in one request (OpenAI: 128; Kimi's Anthropic endpoint, in its
   // words "a max of 128 tools can be supported": Claude Code with its MCP servers' tools, MoonshotAI/Kimi-K2#90).
+  // More stop sequences than OpenAI takes (4): the first that many sent, all held by the gateway.
+  const stops =
+    /invalid 'stop'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
+  if (stops !== null) fixes.push({ field: stopCountField, atMost: Number(stops[1]) });
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text) ??
     /\ba max of (\d{1,6}) tools can be supported\b/i.exec(text);

@@ -407,6 +407,24 @@ export const jsonModeField = 'response_format.json_object';
  */
 export const responseFormatField = 'response_format';
 
+/**
+ * Stop sequences, which OpenAI's reasoning models take none of ("Unsupported parameter: 'stop' is not
+ * supported with this model.": GPT-5 and later, o3, o4-mini — smolagents' CodeAgent, LangChain's ReAct
+ * agents, CrewAI, Flowise and Dify sent them, and every request failed: huggingface/smolagents#1893,
+ * crewAIInc/crewAI#2738, FlowiseAI/Flowise#5046), nor xAI's ("Argument not supported on this model: stop").
+ * Left out, and held by the gateway: each choice's text cut where the first of them begins
+ * (answer-stops.ts, heldStopsOf).
+ */
+export const stopField = 'stop';
+
+/**
+ * More stop sequences than the provider takes: OpenAI takes 4 ("Invalid 'stop': array too long. Expected
+ * an array with maximum length 4, but got an array with length 5 instead."; a Messages client's
+ * `stop_sequences`, of which Anthropic takes more). The first that many sent, every one held by the
+ * gateway (heldStopsOf).
+ */
+export const stopCountField = 'stop[]';
+
 /** A field to rename (its value kept), or to leave out when `renameTo` is undefined. */
 export interface FieldFix {
   field: string;
@@ -877,8 +895,11 @@ const defaultsOnly = new Set(['temperature', 'top_p', 'presence_penalty', 'frequ
 export function fixForUnknownField(field: string): FieldFix | undefined {
   const other = otherNameOf[field];
   if (other !== undefined) return { field, renameTo: other };
-  // Structured output: left out, what it asked told in the system message (withResponseFormatAsTaken).
-  return besideTheAnswer.has(field) || field === responseFormatField ? { field } : undefined;
+  // Structured output: left out, what it asked told in the system message (withResponseFormatAsTaken);
+  // stop sequences: left out, held by the gateway (heldStopsOf).
+  return besideTheAnswer.has(field) || field === responseFormatField || field === stopField
+    ? { field }
+    : undefined;
 }
 
 /**
@@ -1357,6 +1378,43 @@ export function jsonSchemaTold(responseFormat: unknown): string | undefined {
   const schema = JSON.stringify(given.schema ?? {});
   const named = typeof given.name === 'string' ? ` (${given.name})` : '';
   return `Answer with one JSON object${named} that follows this JSON Schema, and nothing else:\n${schema}`;
+}
+
+/**
+ * The longest stop sequence the gateway holds an answer to (heldStopsOf): a stream's text is held back by
+ * as much, and looked through for each sequence as it comes. A stop of more is not held.
+ */
+export const maxHeldStopChars = 256;
+
+/** A request's stop sequences (`stop`: one string, or a list) the gateway would hold: text, not too long. */
+function stopsOf(stop: unknown): string[] {
+  const given = Array.isArray(stop) ? (stop as unknown[]) : [stop];
+  return given.filter(
+    (one): one is string => typeof one === 'string' && one !== '' && one.length <= maxHeldStopChars,
+  );
+}
+
+/**
+ * The client's stop sequences the gateway holds the answer to (answer-stops.ts): every one of them, where
+ * the model refused them (stopField) or more of them than it takes (stopCountField); undefined where the
+ * model is sent them all.
+ */
+export function heldStopsOf(stop: unknown, fixes: readonly FieldFix[]): readonly string[] | undefined {
+  if (stop === undefined || stop === null || fixes.length === 0) return undefined;
+  const cap = fixes.find((fix) => fix.field === stopCountField)?.atMost;
+  if (cap === undefined && !fixes.some((fix) => fix.field === stopField)) return undefined;
+  const stops = stopsOf(stop);
+  if (stops.length === 0) return undefined;
+  return fixes.some((fix) => fix.field === stopField) || (cap !== undefined && stops.length > cap)
+    ? stops
+    : undefined;
+}
+
+/** The request with no more stop sequences than the model takes (stopCountField): the first of them. */
+export function withStopsAtMost<R extends { stop?: unknown }>(request: R, fixes: readonly FieldFix[]): R {
+  const cap = fixes.find((fix) => fix.field === stopCountField)?.atMost;
+  if (cap === undefined || !Array.isArray(request.stop) || request.stop.length <= cap) return request;
+  return Object.assign({}, request, { stop: (request.stop as unknown[]).slice(0, cap) });
 }
 
 /** What a model takes of `response_format` (withResponseFormatAsTaken): a JSON Schema, JSON mode. */

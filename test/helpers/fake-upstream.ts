@@ -423,6 +423,12 @@ export interface FakeUpstreamOptions {
    * refused ("Invalid parameter: 'response_format' of type 'json_object' is not supported with this model.").
    */
   noJsonFormats?: readonly string[];
+  /**
+   * Models that take no stop sequences, as OpenAI's reasoning models (GPT-5 and later, o3, o4-mini): any
+   * refused in OpenAI's words (huggingface/smolagents#1893). Every other model takes up to 4, as OpenAI's do,
+   * and ends its answer where the first of them begins.
+   */
+  noStop?: readonly string[];
   /** Models served as GPT4All serves them: a `response_format` in any form refused ("'response_format' is not supported"). */
   noResponseFormat?: readonly string[];
   /** The reasoning efforts each model takes: another refused in OpenAI's words, those taken listed (Kilo-Org/cloud#3807). */
@@ -528,6 +534,38 @@ function responseFormatRefusal(
       'invalid_request_error',
       'response_format',
       null,
+    );
+  return undefined;
+}
+
+/** `text` cut where the first of `stop` (one string, or a list) begins: as a provider ends its answer there. */
+function cutAtStop(text: string, stop: unknown): string {
+  const stops = (Array.isArray(stop) ? (stop as unknown[]) : [stop]).filter(
+    (one): one is string => typeof one === 'string' && one !== '',
+  );
+  const at = Math.min(...stops.map((one) => text.indexOf(one)).filter((index) => index !== -1));
+  return Number.isFinite(at) ? text.slice(0, at) : text;
+}
+
+/**
+ * OpenAI's refusal of stop sequences: any, to a model that takes none (its reasoning models: `noStop`), or
+ * more than 4. Undefined when they are taken.
+ */
+function stopRefusal(options: FakeUpstreamOptions, model: string, stop: unknown): string | undefined {
+  if (stop === undefined || stop === null) return undefined;
+  if (options.noStop?.includes(model) === true)
+    return openAIError(
+      "Unsupported parameter: 'stop' is not supported with this model.",
+      'invalid_request_error',
+      'stop',
+      'unsupported_parameter',
+    );
+  if (Array.isArray(stop) && stop.length > 4)
+    return openAIError(
+      `Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length ${stop.length} instead.`,
+      'invalid_request_error',
+      'stop',
+      'array_above_max_length',
     );
   return undefined;
 }
@@ -1499,7 +1537,9 @@ export class FakeUpstream {
       return;
     }
     const format = (body as { response_format?: { type?: unknown } }).response_format?.type;
-    const formatRefusal = responseFormatRefusal(this.options, String(body.model), body);
+    const formatRefusal =
+      responseFormatRefusal(this.options, String(body.model), body) ??
+      stopRefusal(this.options, String(body.model), (body as { stop?: unknown }).stop);
     if (formatRefusal !== undefined) {
       sendJson(400, formatRefusal);
       return;
@@ -2286,7 +2326,7 @@ export class FakeUpstream {
       kimi ? `functions.${call.name}:${callsBefore.length + position}` : this.answerId(call.id, body.model);
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
-    const content =
+    const written =
       behaviour.toolCalls === undefined
         ? (behaviour.content ??
           (summaryRequest
@@ -2298,6 +2338,8 @@ export class FakeUpstream {
           this.options.answer?.(body.messages) ??
           `Answer ${this.sequence}.`)
         : null;
+    // Stop sequences taken as OpenAI takes them: the answer ends where the first of them begins.
+    const content = written === null ? null : cutAtStop(written, (body as { stop?: unknown }).stop);
     const thinksInContent = this.options.thinkTags?.includes(String(body.model)) === true;
     const thinkingInContent =
       thinksInContent && content !== null

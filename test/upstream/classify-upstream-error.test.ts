@@ -2276,6 +2276,42 @@ const ownCases: ReadonlyArray<{
   ...(
     [
       [
+        "OpenAI's reasoning models (huggingface/smolagents#1893, crewAIInc/crewAI#2738)",
+        JSON.stringify({
+          error: {
+            message: "Unsupported parameter: 'stop' is not supported with this model.",
+            type: 'invalid_request_error',
+            param: 'stop',
+            code: 'unsupported_parameter',
+          },
+        }),
+        [{ field: 'stop' }],
+      ],
+      [
+        "xAI's reasoning models",
+        JSON.stringify({
+          code: 'Client specified an invalid argument',
+          error: 'Argument not supported on this model: stop',
+        }),
+        [{ field: 'stop' }],
+      ],
+      [
+        "OpenAI's cap of 4",
+        openAIError(
+          "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length 5 instead.",
+          'array_above_max_length',
+        ),
+        [{ field: 'stop[]', atMost: 4 }],
+      ],
+    ] as const
+  ).map(([name, body, fixes]) => ({
+    name: `stop sequences the model does not take: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [...fixes] },
+  })),
+  ...(
+    [
+      [
         "Claude on a schema outside its subset (OpenRouter's words passed on)",
         "output_config.format.schema: For 'array' type, property 'maxItems' is not supported",
         [{ field: 'response_format.json_schema' }],

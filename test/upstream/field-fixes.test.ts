@@ -35,6 +35,8 @@ import {
   fixForBlockMember,
   withResponseFormatAsTaken,
   formatsTakenWith,
+  heldStopsOf,
+  withStopsAtMost,
   withToolCallIdsAsMistralTakes,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
@@ -171,6 +173,8 @@ describe('what is sent instead of a refused field', () => {
     // Structured output a server takes in no form: left out, what it asked told in the system message.
     ['unknown', 'response_format', undefined, { field: 'response_format' }],
     ['unsupported', 'response_format', undefined, { field: 'response_format' }],
+    // Stop sequences a model takes none of: left out, held by the gateway.
+    ['unsupported', 'stop', undefined, { field: 'stop' }],
     // The model does not support the field (OpenAI's reasoning models).
     [
       'unsupported',
@@ -913,6 +917,34 @@ describe('withMessageFixes', () => {
   it('one that refuses empty texts only keeps null beside calls', () => {
     const out = withMessageFixes(messages, [{ field: 'messages[].content.empty' }]);
     expect(out[1]?.content).toBeNull();
+  });
+});
+
+describe('heldStopsOf and withStopsAtMost', () => {
+  const five = ['a', 'b', 'c', 'd', 'e'];
+  const capped = [{ field: 'stop[]', atMost: 4 }];
+
+  it('holds every stop of a model that takes none, one given as a string too, and leaves the request to the fix', () => {
+    expect(heldStopsOf(five, [{ field: 'stop' }])).toEqual(five);
+    expect(heldStopsOf('Observation:', [{ field: 'stop' }])).toEqual(['Observation:']);
+    expect(applyFieldFixes({ model: 'gpt-5.2', stop: five }, [{ field: 'stop' }])).toEqual({
+      model: 'gpt-5.2',
+    });
+  });
+
+  it('holds every stop of more than a model takes, and sends the first that many', () => {
+    expect(heldStopsOf(five, capped)).toEqual(five);
+    expect(withStopsAtMost({ stop: five }, capped)).toEqual({ stop: ['a', 'b', 'c', 'd'] });
+  });
+
+  it('holds none where the model is sent them all, none of no text, and none without a fix', () => {
+    expect(heldStopsOf(['a', 'b'], capped)).toBeUndefined();
+    expect(heldStopsOf(five, [{ field: 'top_p' }])).toBeUndefined();
+    expect(heldStopsOf(five, [])).toBeUndefined();
+    expect(heldStopsOf(['', null], [{ field: 'stop' }])).toBeUndefined();
+    expect(heldStopsOf(undefined, [{ field: 'stop' }])).toBeUndefined();
+    const request = { stop: ['a'] };
+    expect(withStopsAtMost(request, capped)).toBe(request);
   });
 });
 
