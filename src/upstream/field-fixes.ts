@@ -866,7 +866,8 @@ const otherNameOf: Readonly<Record<string, string>> = {
 /**
  * Fields that ask the provider for something beside the answer — usage in a stream, an end user's id,
  * storage, a service tier, cache routing and retention — or give a hint only some models take — how hard to reason,
- * how long to write, whether tool calls may come in parallel (Codex sends these on every request). A
+ * how long to write, whether tool calls may come in parallel (Codex sends these on every request), a seed for
+ * sampling that is deterministic at best (an evaluation harness's). A
  * bridge or a client adds them and a provider may not know them: left out when refused, as a provider
  * that does not know them could not act on them.
  */
@@ -883,6 +884,9 @@ const besideTheAnswer = new Set([
   'reasoning_effort',
   'verbosity',
   'parallel_tool_calls',
+  // Sampling deterministically, at best: Gemini's OpenAI-compatible endpoint knows none ("Invalid JSON
+  // payload received. Unknown name \"seed\": Cannot find field.": mcpchecker/mcpchecker#188).
+  'seed',
 ]);
 
 /**

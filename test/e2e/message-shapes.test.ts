@@ -178,6 +178,27 @@ describe('a tool result of no text, to Gemini', () => {
   });
 });
 
+describe('a seed, to Gemini (its OpenAI-compatible endpoint knows none)', () => {
+  it("an evaluation harness's seeded request is answered after one refusal, without it; the next at once", async () => {
+    const ask = () =>
+      client().chat.completions.create({
+        model: gemini,
+        seed: 42,
+        temperature: 0,
+        messages: [{ role: 'user', content: 'Grade this answer.' }],
+      });
+    const before = fake.chatRequests.length;
+    expect((await ask()).choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const sent = fake.chatRequests.at(-1)?.body as { seed?: unknown; temperature?: unknown };
+    expect(sent.seed).toBeUndefined();
+    expect(sent.temperature).toBe(0);
+    const again = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
 describe('developer messages to DeepSeek, which knows no such role', () => {
   it('a Responses request as Codex sends it goes at once: the bridge writes its developer items as system', async () => {
     const before = fake.chatRequests.length;

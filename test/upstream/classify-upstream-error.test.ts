@@ -2273,6 +2273,22 @@ const ownCases: ReadonlyArray<{
     answer: { status, body },
     expected: { kind: 'refused_field' as const, fixes: [...fixes] },
   })),
+  {
+    name: "a seed, to Gemini's OpenAI-compatible endpoint (mcpchecker/mcpchecker#188)",
+    answer: {
+      status: 400,
+      body: JSON.stringify([
+        {
+          error: {
+            code: 400,
+            message: 'Invalid JSON payload received. Unknown name "seed": Cannot find field.',
+            status: 'INVALID_ARGUMENT',
+          },
+        },
+      ]),
+    },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'seed' }] },
+  },
   ...(
     [
       [
