@@ -502,7 +502,7 @@ export function createAttemptLadder(input: {
       recall,
       precision: prepared.estimated === true ? 'sampled' : input.precision,
       toolNames: answerToolNames(outgoing.tools, toolNames?.toClient),
-      heldStops: heldStopsOf(plan.outgoing.stop, fixes),
+      heldStops: heldStopsOf(plan.outgoing.stop, fixes, wire),
       betaFixes: betaFixesOf(fixes),
     };
   };

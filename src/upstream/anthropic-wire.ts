@@ -411,8 +411,12 @@ export function toAnthropicRequest(chat: Json): Json {
   body.max_tokens = typeof maxTokens === 'number' ? maxTokens : 4_096;
   const extension = (chat.ctxgate_anthropic ?? {}) as Json;
   writeTools(body, chat, extension);
-  if (chat.stop !== undefined && chat.stop !== null)
-    body.stop_sequences = Array.isArray(chat.stop) ? chat.stop : [chat.stop];
+  // Stop sequences of some text: Claude refuses one of whitespace only, which the gateway holds the answer
+  // to itself instead (field-fixes.ts heldStopsOf).
+  const stops = (Array.isArray(chat.stop) ? (chat.stop as unknown[]) : [chat.stop]).filter(
+    (stop) => typeof stop === 'string' && /\S/.test(stop),
+  );
+  if (stops.length > 0) body.stop_sequences = stops;
   for (const key of ['temperature', 'top_p', 'stream'] as const)
     if (chat[key] !== undefined && chat[key] !== null) body[key] = chat[key];
   // What the client sent that chat has no word for (thinking, top_k, output_config…), as it came.

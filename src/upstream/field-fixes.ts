@@ -1400,15 +1400,22 @@ function stopsOf(stop: unknown): string[] {
 
 /**
  * The client's stop sequences the gateway holds the answer to (answer-stops.ts): every one of them, where
- * the model refused them (stopField) or more of them than it takes (stopCountField); undefined where the
- * model is sent them all.
+ * the model refused them (stopField) or more of them than it takes (stopCountField), or, to Claude's wire,
+ * where one is of whitespace only, which Claude refuses ("stop_sequences: each stop sequence must contain
+ * non-whitespace": a chat client's "\n", BerriAI/litellm#3286; an autocompleter's "\n\n",
+ * continuedev/continue#1660) and the wire does not send (anthropic-wire.ts); undefined where the model is
+ * sent them all.
  */
-export function heldStopsOf(stop: unknown, fixes: readonly FieldFix[]): readonly string[] | undefined {
-  if (stop === undefined || stop === null || fixes.length === 0) return undefined;
-  const cap = fixes.find((fix) => fix.field === stopCountField)?.atMost;
-  if (cap === undefined && !fixes.some((fix) => fix.field === stopField)) return undefined;
+export function heldStopsOf(
+  stop: unknown,
+  fixes: readonly FieldFix[],
+  wire: 'anthropic' | undefined,
+): readonly string[] | undefined {
+  if (stop === undefined || stop === null) return undefined;
   const stops = stopsOf(stop);
   if (stops.length === 0) return undefined;
+  if (wire === 'anthropic') return stops.some((one) => !/\S/.test(one)) ? stops : undefined;
+  const cap = fixes.find((fix) => fix.field === stopCountField)?.atMost;
   return fixes.some((fix) => fix.field === stopField) || (cap !== undefined && stops.length > cap)
     ? stops
     : undefined;

@@ -10,8 +10,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ChatOpenAI } from '@langchain/openai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { FakeAnthropic } from '../helpers/fake-anthropic.js';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
-import { type GatewayHarness, startGatewayOn } from '../helpers/start-gateway.js';
+import { type GatewayHarness, startGateway, waitUntilReady } from '../helpers/start-gateway.js';
 
 /** A reasoning model as OpenAI serves it: no stop sequences. */
 const gpt5 = 'gpt-5.2';
@@ -21,15 +22,31 @@ const unstopped =
 const untilObservation = 'Thought: I should look it up.\nAction: search[capital of France]\n';
 
 let fake: FakeUpstream;
+/** Claude itself (`kind: anthropic`), which takes no stop sequence of whitespace only. */
+let claude: FakeAnthropic;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
   fake = new FakeUpstream({ noStop: [gpt5], respond: () => ({ content: unstopped, chunks: 9 }) });
-  harness = await startGatewayOn(fake, inject('redisUrl'));
+  claude = new FakeAnthropic({ apiKey: 'sk-stops' });
+  claude.respond = () => ({ text: 'Paris\n\nThe capital of France is Paris. END of answer.' });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start(), REDIS_URL: inject('redisUrl') },
+    configYaml: [
+      'upstreams:',
+      '  - name: anthropic',
+      `    base_url: ${await claude.start()}`,
+      '    kind: anthropic',
+      '    models: ["claude-*"]',
+      '',
+    ].join('\n'),
+  });
+  await waitUntilReady(harness);
 });
 afterAll(async () => {
   await harness.close();
   await fake.stop();
+  await claude.stop();
 });
 
 const statusesSince = (before: number) => fake.chatRequests.slice(before).map((request) => request.status);
@@ -109,5 +126,40 @@ describe('more stop sequences than OpenAI takes (4)', () => {
     expect(message.content[0]).toMatchObject({ type: 'text', text: 'Thought: I should look it up.\n' });
     expect(statusesSince(before)).toEqual([400, 200]);
     expect(stopSent()).toEqual(late.slice(0, 4));
+  });
+});
+
+// Claude takes no stop sequence of whitespace only ("stop_sequences: each stop sequence must contain
+// non-whitespace"): a chat client's "\n" (BerriAI/litellm#3286), an autocompleter's "\n\n"
+// (continuedev/continue#1660) failed every request. Claude is sent the others, and the gateway holds the
+// answer to all of them: in one call.
+describe('a stop sequence of whitespace only, to Claude', () => {
+  const client = () => new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-stops', maxRetries: 0 });
+  const claudeSent = () => claude.requests.at(-1)?.body as { stop_sequences?: unknown } | undefined;
+
+  it('the OpenAI client asking for one line: answered at once, cut at the line’s end', async () => {
+    const before = claude.requests.length;
+    const answer = await client().chat.completions.create({
+      model: 'claude-sonnet-4-6',
+      stop: ['\n'],
+      messages: [{ role: 'user', content: 'The capital of France, one word.' }],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Paris');
+    expect(answer.choices[0]?.finish_reason).toBe('stop');
+    expect(claude.requests.slice(before).map((request) => request.status)).toEqual([200]);
+    expect(claudeSent()?.stop_sequences).toBeUndefined();
+  });
+
+  it('streamed, beside one Claude takes: Claude stops at its own, the gateway at the blank line', async () => {
+    const stream = await client().chat.completions.create({
+      model: 'claude-sonnet-4-6',
+      stop: ['\n\n', 'END'],
+      stream: true,
+      messages: [{ role: 'user', content: 'The capital of France?' }],
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('Paris');
+    expect(claudeSent()?.stop_sequences).toEqual(['END']);
   });
 });

@@ -359,6 +359,18 @@ function outputFormatRefusal(body: Json): string | undefined {
   return undefined;
 }
 
+/** Where the first of a request's stop sequences begins in `text`: the text before it, and the sequence. */
+function stoppedAt(text: string, stops: unknown): { text: string; stop: string } | undefined {
+  let found: { text: string; stop: string } | undefined;
+  for (const stop of Array.isArray(stops) ? (stops as unknown[]) : []) {
+    if (typeof stop !== 'string' || stop === '') continue;
+    const at = text.indexOf(stop);
+    if (at !== -1 && (found === undefined || at < found.text.length))
+      found = { text: text.slice(0, at), stop };
+  }
+  return found;
+}
+
 export function findAnthropicRefusal(
   body: Json,
   perTurnControl = false,
@@ -379,6 +391,13 @@ export function findAnthropicRefusal(
   }
   const format = outputFormatRefusal(body);
   if (format !== undefined) return format;
+  // Stop sequences: each of some text (litellm#3286: a chat client's "\n"; mcp-web-ui#5: an empty one).
+  if (Array.isArray(body.stop_sequences)) {
+    const stops = body.stop_sequences as unknown[];
+    if (stops.some((stop) => stop === '')) return 'stop_sequences: each stop sequence must be non-empty';
+    if (stops.some((stop) => typeof stop === 'string' && !/\S/.test(stop)))
+      return 'stop_sequences: each stop sequence must contain non-whitespace';
+  }
   // Thinking (a budget, or adaptive) and a tool forced are not taken together (Anthropic's extended thinking
   // docs; mastra-ai/mastra#7507, can1357/oh-my-pi#341).
   const forced = (body.tool_choice as Json | undefined)?.type;
@@ -1166,8 +1185,14 @@ export class FakeAnthropic {
         signature: signature(this.requests.length, thinks),
       });
     content.push(...(reply.blocks ?? []));
-    if (reply.text !== undefined) content.push({ type: 'text', text: reply.text });
-    const uses = [...(reply.toolUse === undefined ? [] : [reply.toolUse]), ...(reply.toolUses ?? [])];
+    // Claude ends its answer where the first of the request's stop sequences begins.
+    const stopped = reply.text === undefined ? undefined : stoppedAt(reply.text, body.stop_sequences);
+    if (reply.text !== undefined) content.push({ type: 'text', text: stopped?.text ?? reply.text });
+    // Stopped, it wrote nothing after the sequence: no call.
+    const uses =
+      stopped === undefined
+        ? [...(reply.toolUse === undefined ? [] : [reply.toolUse]), ...(reply.toolUses ?? [])]
+        : [];
     uses.forEach((use, index) =>
       content.push({
         type: 'tool_use',
@@ -1177,7 +1202,10 @@ export class FakeAnthropic {
       }),
     );
     const outputTokens = Math.max(1, encoding.encode(contentText(content)).length);
-    const stopReason = reply.stopReason ?? (uses.length === 0 ? 'end_turn' : 'tool_use');
+    const stopReason =
+      stopped === undefined
+        ? (reply.stopReason ?? (uses.length === 0 ? 'end_turn' : 'tool_use'))
+        : 'stop_sequence';
     const message = {
       id: `msg_fake_${this.requests.length}`,
       type: 'message',
@@ -1185,7 +1213,7 @@ export class FakeAnthropic {
       model: body.model,
       content,
       stop_reason: stopReason,
-      stop_sequence: reply.stopSequence ?? null,
+      stop_sequence: stopped?.stop ?? reply.stopSequence ?? null,
       usage: {
         input_tokens: inputTokens,
         output_tokens: outputTokens,
@@ -1270,7 +1298,7 @@ export class FakeAnthropic {
     });
     response.write(
       event('message_delta', {
-        delta: { stop_reason: stopReason, stop_sequence: reply.stopSequence ?? null },
+        delta: { stop_reason: stopReason, stop_sequence: stopped?.stop ?? reply.stopSequence ?? null },
         usage: { output_tokens: outputTokens },
       }),
     );

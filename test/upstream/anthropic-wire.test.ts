@@ -61,6 +61,14 @@ describe('a chat body as a Messages request', () => {
     });
   });
 
+  it('sends Claude the stop sequences of some text only: one of whitespace only, or empty, it refuses', () => {
+    const base = { model: 'claude-x', max_tokens: 50, messages: [{ role: 'user', content: 'Weather?' }] };
+    const stopsOf = (stop: unknown) => toAnthropicRequest(Object.assign({}, base, { stop })).stop_sequences;
+    expect(stopsOf(['\n\n', 'END', '', ' \t'])).toEqual(['END']);
+    expect(stopsOf('\n')).toBeUndefined();
+    expect(stopsOf(null)).toBeUndefined();
+  });
+
   it('takes parallel tool use off as the chat request asks, with or without a tool_choice, and only with tools', () => {
     const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }];
     const base = { model: 'claude-x', max_tokens: 50, messages: [{ role: 'user', content: 'Weather?' }] };

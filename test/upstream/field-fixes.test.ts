@@ -925,24 +925,35 @@ describe('heldStopsOf and withStopsAtMost', () => {
   const capped = [{ field: 'stop[]', atMost: 4 }];
 
   it('holds every stop of a model that takes none, one given as a string too, and leaves the request to the fix', () => {
-    expect(heldStopsOf(five, [{ field: 'stop' }])).toEqual(five);
-    expect(heldStopsOf('Observation:', [{ field: 'stop' }])).toEqual(['Observation:']);
+    expect(heldStopsOf(five, [{ field: 'stop' }], undefined)).toEqual(five);
+    expect(heldStopsOf('Observation:', [{ field: 'stop' }], undefined)).toEqual(['Observation:']);
     expect(applyFieldFixes({ model: 'gpt-5.2', stop: five }, [{ field: 'stop' }])).toEqual({
       model: 'gpt-5.2',
     });
   });
 
   it('holds every stop of more than a model takes, and sends the first that many', () => {
-    expect(heldStopsOf(five, capped)).toEqual(five);
+    expect(heldStopsOf(five, capped, undefined)).toEqual(five);
     expect(withStopsAtMost({ stop: five }, capped)).toEqual({ stop: ['a', 'b', 'c', 'd'] });
   });
 
+  it("holds every stop, to Claude's wire, where one is of whitespace only; none where none is", () => {
+    expect(heldStopsOf(['\n\n', 'END'], [], 'anthropic')).toEqual(['\n\n', 'END']);
+    expect(heldStopsOf('\n', [], 'anthropic')).toEqual(['\n']);
+    expect(heldStopsOf(['END'], [], 'anthropic')).toBeUndefined();
+  });
+
+  it('holds no stop longer than it looks for', () => {
+    expect(heldStopsOf(['x'.repeat(257), 'ok'], [{ field: 'stop' }], undefined)).toEqual(['ok']);
+    expect(heldStopsOf(['x'.repeat(256)], [{ field: 'stop' }], undefined)).toEqual(['x'.repeat(256)]);
+  });
+
   it('holds none where the model is sent them all, none of no text, and none without a fix', () => {
-    expect(heldStopsOf(['a', 'b'], capped)).toBeUndefined();
-    expect(heldStopsOf(five, [{ field: 'top_p' }])).toBeUndefined();
-    expect(heldStopsOf(five, [])).toBeUndefined();
-    expect(heldStopsOf(['', null], [{ field: 'stop' }])).toBeUndefined();
-    expect(heldStopsOf(undefined, [{ field: 'stop' }])).toBeUndefined();
+    expect(heldStopsOf(['a', 'b'], capped, undefined)).toBeUndefined();
+    expect(heldStopsOf(five, [{ field: 'top_p' }], undefined)).toBeUndefined();
+    expect(heldStopsOf(five, [], undefined)).toBeUndefined();
+    expect(heldStopsOf(['', null], [{ field: 'stop' }], undefined)).toBeUndefined();
+    expect(heldStopsOf(undefined, [{ field: 'stop' }], undefined)).toBeUndefined();
     const request = { stop: ['a'] };
     expect(withStopsAtMost(request, capped)).toBe(request);
   });
