@@ -23,13 +23,13 @@ export class StopMatcher {
   private readonly edges = new Map<number, number>();
   private readonly fail: number[] = [0];
   private readonly depth: number[] = [0];
-  /** The longest sequence that ends at each state (its own, or a shorter one's through its fail link); 0: none. */
-  private readonly ends: number[] = [0];
+  /** The longest sequence that ends at each state (its own, or a shorter one's through its fail link). */
+  private readonly ends: Array<string | undefined> = [undefined];
 
   constructor(stops: readonly string[]) {
     const parent: number[] = [0];
     const unit: number[] = [0];
-    const terminal: boolean[] = [false];
+    const own: Array<string | undefined> = [undefined];
     for (const stop of stops) {
       let state = 0;
       for (let index = 0; index < stop.length; index++) {
@@ -40,12 +40,12 @@ export class StopMatcher {
           this.edges.set(key, next);
           parent.push(state);
           unit.push(stop.charCodeAt(index));
-          terminal.push(false);
+          own.push(undefined);
           this.depth.push(index + 1);
         }
         state = next;
       }
-      terminal[state] = stop.length > 0;
+      if (stop.length > 0) own[state] = stop;
     }
     // Shallower states first: each state's fail link is to a shallower one.
     const order = Array.from({ length: parent.length }, (_unused, state) => state).sort(
@@ -57,9 +57,7 @@ export class StopMatcher {
         parent[state] === 0
           ? 0
           : this.step(this.fail[parent[state] as number] as number, unit[state] as number);
-      this.ends[state] = terminal[state]
-        ? (this.depth[state] as number)
-        : (this.ends[this.fail[state] as number] as number);
+      this.ends[state] = own[state] ?? this.ends[this.fail[state] as number];
     }
   }
 
@@ -74,15 +72,15 @@ export class StopMatcher {
 
   /**
    * Reads `text` on from `state`: where in it the first sequence to end there begins (negative: that many
-   * characters before `text`, in what was read earlier; undefined when none ends in it), and the state
-   * after it (or after the whole text).
+   * characters before `text`, in what was read earlier; undefined when none ends in it) and which it is,
+   * and the state after it (or after the whole text).
    */
-  read(text: string, state: number): { state: number; stopAt: number | undefined } {
+  read(text: string, state: number): { state: number; stopAt: number | undefined; stop?: string } {
     let at = state;
     for (let index = 0; index < text.length; index++) {
       at = this.step(at, text.charCodeAt(index));
-      const length = this.ends[at] as number;
-      if (length > 0) return { state: at, stopAt: index + 1 - length };
+      const stop = this.ends[at];
+      if (stop !== undefined) return { state: at, stopAt: index + 1 - stop.length, stop };
     }
     return { state: at, stopAt: undefined };
   }
@@ -93,6 +91,15 @@ export class StopMatcher {
   }
 }
 
+/**
+ * The stop as a Messages client is told it (messages/answer.ts): `stop_sequence`, and the one that matched,
+ * as Claude says it — chat has no word for it (a Chat Completions client ignores the member, as it does
+ * Claude's own: docs/anthropic.md).
+ */
+function stoppedBy(stop: string | undefined): { stop_reason: string; stop_sequence: string | null } {
+  return { stop_reason: 'stop_sequence', stop_sequence: stop ?? null };
+}
+
 /** A whole completion's choices cut at their first stop; whether any was. */
 function cutCompletion(completion: unknown, stops: StopMatcher): boolean {
   if (!isRecord(completion) || !Array.isArray(completion.choices)) return false;
@@ -100,11 +107,12 @@ function cutCompletion(completion: unknown, stops: StopMatcher): boolean {
   for (const choice of completion.choices as unknown[]) {
     if (!isRecord(choice) || !isRecord(choice.message) || typeof choice.message.content !== 'string')
       continue;
-    const at = stops.read(choice.message.content, 0).stopAt;
-    if (at === undefined) continue;
-    choice.message.content = choice.message.content.slice(0, at);
+    const { stopAt, stop } = stops.read(choice.message.content, 0);
+    if (stopAt === undefined) continue;
+    choice.message.content = choice.message.content.slice(0, stopAt);
     delete choice.message.tool_calls;
     choice.finish_reason = 'stop';
+    choice.ctxgate_anthropic_stop = stoppedBy(stop);
     cut = true;
   }
   return cut;
@@ -214,6 +222,7 @@ export class StreamStops {
     if (read.stopAt !== undefined) {
       delta.content = text.slice(0, state.held.length + read.stopAt);
       delete delta.tool_calls;
+      delta.ctxgate_anthropic_stop = stoppedBy(read.stop);
       choice.finish_reason = 'stop';
       state.held = '';
       state.stopped = true;

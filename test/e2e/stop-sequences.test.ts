@@ -124,8 +124,27 @@ describe('more stop sequences than OpenAI takes (4)', () => {
     });
     expect(message.content).toHaveLength(1);
     expect(message.content[0]).toMatchObject({ type: 'text', text: 'Thought: I should look it up.\n' });
+    // As Claude says it: stopped by a sequence, and which.
+    expect([message.stop_reason, message.stop_sequence]).toEqual(['stop_sequence', 'Action:']);
     expect(statusesSince(before)).toEqual([400, 200]);
     expect(stopSent()).toEqual(late.slice(0, 4));
+  });
+
+  it('the Anthropic client streaming: the text up to the stop, and the stop as Claude says it', async () => {
+    const anthropic = new Anthropic({
+      baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+      apiKey: 'sk-stops',
+      maxRetries: 0,
+    });
+    const stream = anthropic.messages.stream({
+      model: 'gpt-4.1-mini',
+      max_tokens: 512,
+      stop_sequences: ['Question:', 'Answer:', 'Note:', 'Thought: I know', '\nObservation'],
+      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+    });
+    const message = await stream.finalMessage();
+    expect(message.content[0]).toMatchObject({ type: 'text', text: untilObservation.slice(0, -1) });
+    expect([message.stop_reason, message.stop_sequence]).toEqual(['stop_sequence', '\nObservation']);
   });
 });
 

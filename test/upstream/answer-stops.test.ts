@@ -206,6 +206,11 @@ describe('withAnswerStops, a whole completion', () => {
       content: 'Thought: I should look it up.\nAction: search[capital of France]\n',
     });
     expect(out.choices[0]?.finish_reason).toBe('stop');
+    // A Messages client is told the stop as Claude tells it (messages/answer.ts).
+    expect((out.choices[0] as Record<string, unknown>).ctxgate_anthropic_stop).toEqual({
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'Observation:',
+    });
     expect(out.usage.completion_tokens).toBe(30);
   });
 
