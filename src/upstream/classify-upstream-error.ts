@@ -239,6 +239,11 @@ function refusedFields(text: string, body: string): FieldFix[] {
         undefined,
       ),
     );
+  // Sampling settings a model takes none of: Claude Opus 4.7 and later ("`temperature` is deprecated for
+  // this model.", natively, through Bedrock and the relays that pass it on: sipeed/picoclaw#2939,
+  // RooCodeInc/Roo-Code#12162, The-PR-Agent/pr-agent#2456): left out, the model's own.
+  for (const match of text.matchAll(/\b(temperature|top_p|top_k)\W{0,2} is deprecated for this model/gi))
+    add({ field: (match[1] as string).toLowerCase() });
   // Claude Sonnet 4.5 and later take `temperature` or `top_p`, not both: temperature is kept (what
   // Anthropic advises changing).
   if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))

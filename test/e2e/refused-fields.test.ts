@@ -30,7 +30,7 @@ const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-message
 beforeAll(async () => {
   // `local-vision` as vLLM serves a model started with --limit-mm-per-prompt '{"image": 4}'.
   fake = new FakeUpstream({ reasoningModels: deployments, imageLimits: { 'local-vision': 4 } });
-  claude = new FakeAnthropic({ apiKey: 'sk-test' });
+  claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
   mistral = new FakeUpstream({
     forbiddenFields: mistralUnknownFields,
     mistralMessages: true,
@@ -207,6 +207,55 @@ describe('a reasoning model the gateway knows only by its refusal', () => {
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/bogus_field/);
     expect(fake.chatRequests.length - before).toBe(1);
+  });
+});
+
+// Claude Opus 4.7 and later take no sampling settings ("`temperature` is deprecated for this model.":
+// sipeed/picoclaw#2939, RooCodeInc/Roo-Code#12162): every request of a client that sends one failed.
+describe('sampling settings to a Claude that takes none (Opus 4.7 and later)', () => {
+  const sentToClaude = (since: number) =>
+    claude.requests
+      .slice(since)
+      .map((request) => [request.status, request.body.temperature, request.body.top_k]);
+
+  it("the Anthropic client's temperature and top_k: answered after one refusal of each, the next at once", async () => {
+    // The SDK's own types no longer name them (Anthropic deprecated them); its earlier versions, and the
+    // clients that write their own bodies (OpenCode's, picoclaw's), send them.
+    const params = {
+      model: 'claude-opus-4-8',
+      max_tokens: 256,
+      temperature: 0.7,
+      top_k: 40,
+      messages: question,
+    } as unknown as Anthropic.MessageCreateParamsNonStreaming;
+    const ask = () => anthropic.messages.create(params);
+    const before = claude.requests.length;
+    expect((await ask()).content[0]).toMatchObject({ type: 'text' });
+    expect(sentToClaude(before)).toEqual([
+      [400, 0.7, 40],
+      [400, undefined, 40],
+      [200, undefined, undefined],
+    ]);
+    const again = claude.requests.length;
+    await ask();
+    expect(sentToClaude(again)).toEqual([[200, undefined, undefined]]);
+  });
+
+  it("a Chat Completions client's temperature (an OpenAI-compatible agent's), streamed: one refusal", async () => {
+    const before = claude.requests.length;
+    const stream = await openai.chat.completions.create({
+      model: 'claude-opus-4-7',
+      temperature: 0,
+      stream: true,
+      messages: question,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('Hello from the fake Anthropic.');
+    expect(sentToClaude(before)).toEqual([
+      [400, 0, undefined],
+      [200, undefined, undefined],
+    ]);
   });
 });
 

@@ -752,6 +752,12 @@ export class FakeAnthropic {
        * `no effort` as Anthropic serves Haiku 4.5 ("This model does not support the effort parameter.").
        */
       efforts?: Readonly<Record<string, readonly string[] | 'none' | 'no effort'>>;
+      /**
+       * Models that take no sampling settings, as Anthropic serves Claude Opus 4.7 and later: a `temperature`,
+       * `top_p` or `top_k` refused in its words ("`temperature` is deprecated for this model.":
+       * sipeed/picoclaw#2939, RooCodeInc/Roo-Code#12162).
+       */
+      noSampling?: readonly string[];
       /** Models served as OpenRouter's Messages endpoint serves a model not Anthropic's: no tool loaded on demand. */
       noDeferral?: readonly string[];
       /**
@@ -1047,6 +1053,9 @@ export class FakeAnthropic {
           },
         }),
       );
+    const sampling = ['temperature', 'top_p', 'top_k'].find((name) => body[name] !== undefined);
+    if (sampling !== undefined && this.options.noSampling?.includes(String(body.model)) === true)
+      return send(400, errorBody('invalid_request_error', `\`${sampling}\` is deprecated for this model.`));
     const efforts = this.options.efforts?.[String(body.model)];
     const effort = (body.output_config as Json | undefined)?.effort;
     if (efforts === 'no effort' && effort !== undefined)

@@ -2273,6 +2273,43 @@ const ownCases: ReadonlyArray<{
     answer: { status, body },
     expected: { kind: 'refused_field' as const, fixes: [...fixes] },
   })),
+  ...(
+    [
+      [
+        'Claude Opus 4.7 natively (sipeed/picoclaw#2939)',
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: '`temperature` is deprecated for this model.' },
+        }),
+        [{ field: 'temperature' }],
+      ],
+      [
+        'Claude Opus 4.7 on Bedrock behind LiteLLM (RooCodeInc/Roo-Code#12162)',
+        openAIError(
+          'litellm.BadRequestError: BedrockException - {"message":"The model returned the following errors: {\\"type\\":\\"error\\",\\"error\\":{\\"type\\":\\"invalid_request_error\\",\\"message\\":\\"`temperature` is deprecated for this model.\\"}}"}',
+          null,
+        ),
+        [{ field: 'temperature' }],
+      ],
+      [
+        'Claude Opus 4.8 on OpenCode Zen (ltmoerdani/opencode-copilot-chat#20)',
+        JSON.stringify({ message: 'temperature is deprecated for this model.' }),
+        [{ field: 'temperature' }],
+      ],
+      [
+        'its top_k',
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: '`top_k` is deprecated for this model.' },
+        }),
+        [{ field: 'top_k' }],
+      ],
+    ] as const
+  ).map(([name, body, fixes]) => ({
+    name: `a sampling setting the model takes none of: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [...fixes] },
+  })),
   {
     name: "a seed, to Gemini's OpenAI-compatible endpoint (mcpchecker/mcpchecker#188)",
     answer: {
