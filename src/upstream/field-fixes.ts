@@ -887,6 +887,19 @@ const besideTheAnswer = new Set([
   // Sampling deterministically, at best: Gemini's OpenAI-compatible endpoint knows none ("Invalid JSON
   // payload received. Unknown name \"seed\": Cannot find field.": mcpchecker/mcpchecker#188).
   'seed',
+  // Servers' own hints, for thinking (Qwen's, GLM's, Kimi's and DeepSeek's switches, vLLM's and llama.cpp's
+  // template arguments, OpenRouter's reasoning) and sampling (vLLM's and OpenRouter's), which a client
+  // sends its model and OpenAI refuses ("Unrecognized request argument supplied: enable_thinking": a
+  // fallback from Qwen to GPT-5, LianjiaTech/bella-openapi#331; Cherry Studio, CherryHQ/cherry-studio#6155;
+  // "… thinking", nashsu/llm_wiki#336; "… top_k"): a model that does not know them could not act on them.
+  'thinking',
+  'enable_thinking',
+  'chat_template_kwargs',
+  'reasoning',
+  'include_reasoning',
+  'top_k',
+  'min_p',
+  'repetition_penalty',
 ]);
 
 /**

@@ -178,6 +178,33 @@ describe('a tool result of no text, to Gemini', () => {
   });
 });
 
+describe("a server's own hints (Qwen's thinking switch, vLLM's sampling), to an OpenAI model", () => {
+  it('a request written for Qwen on vLLM is answered after one refusal of each, without them; the next at once', async () => {
+    // As evalscope's Qwen 3 settings and Cherry Studio send them (OpenAI's client passes them as extra body).
+    const hints = { top_k: 20, chat_template_kwargs: { enable_thinking: false }, enable_thinking: false };
+    const ask = () =>
+      client().chat.completions.create(
+        Object.assign(
+          {
+            model: 'gpt-4o-mini',
+            top_p: 0.8,
+            messages: [{ role: 'user' as const, content: 'Summarize the plan.' }],
+          },
+          hints,
+        ),
+      );
+    const before = fake.chatRequests.length;
+    expect((await ask()).choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 400, 400, 200]);
+    const sent = fake.chatRequests.at(-1)?.body as Record<string, unknown>;
+    expect(Object.keys(hints).filter((name) => sent[name] !== undefined)).toEqual([]);
+    expect(sent.top_p).toBe(0.8);
+    const again = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
 describe('a seed, to Gemini (its OpenAI-compatible endpoint knows none)', () => {
   it("an evaluation harness's seeded request is answered after one refusal, without it; the next at once", async () => {
     const ask = () =>

@@ -175,6 +175,10 @@ describe('what is sent instead of a refused field', () => {
     ['unsupported', 'response_format', undefined, { field: 'response_format' }],
     // Stop sequences a model takes none of: left out, held by the gateway.
     ['unsupported', 'stop', undefined, { field: 'stop' }],
+    // A server's own hints a model that does not know them could not act on.
+    ['unknown', 'enable_thinking', undefined, { field: 'enable_thinking' }],
+    ['unknown', 'chat_template_kwargs', undefined, { field: 'chat_template_kwargs' }],
+    ['unknown', 'top_k', undefined, { field: 'top_k' }],
     // The model does not support the field (OpenAI's reasoning models).
     [
       'unsupported',
