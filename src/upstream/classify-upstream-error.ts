@@ -50,6 +50,7 @@ import {
   jsonModeField,
   responseFormatField,
   stopCountField,
+  stopField,
   imageBytesField,
   requestBytesField,
   filesField,
@@ -666,10 +667,22 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
     fixes.push({ field: toolChoiceField, value: thinkingToolChoice });
   // More tools than the provider takes in one request (OpenAI: 128; Kimi's Anthropic endpoint, in its
   // words "a max of 128 tools can be supported": Claude Code with its MCP servers' tools, MoonshotAI/Kimi-K2#90).
-  // More stop sequences than OpenAI takes (4): the first that many sent, all held by the gateway.
+  // More stop sequences than the provider takes: the first that many sent, all held by the gateway —
+  // OpenAI's words (4), Groq's (letta-ai/letta#1272), Zhipu's (QwenLM/Qwen-Agent#370), FastDeploy's; where
+  // no number is said (DeepSeek: continuedev/continue#1513; an older Azure API's "'$.stop' is invalid",
+  // langchain-ai/langchain#20234; one stop too long for FastDeploy), none sent, all held.
   const stops =
-    /invalid 'stop'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text);
+    /invalid 'stop'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text) ??
+    /\blen\(stop\) > (\d+) is not supported/i.exec(text) ??
+    /\bstop\s*[:：]\s*最大只能有\s*(\d+)\s*个停止词/.exec(text) ??
+    /\blength of stop \(\[[\d, ]{0,400}\]\) exceeds the limit max_model_len\((\d+)\)/i.exec(text);
   if (stops !== null) fixes.push({ field: stopCountField, atMost: Number(stops[1]) });
+  else if (
+    /stop string array too long|'\$\.stop' is invalid|length of stop_seqs\(\d+\) exceeds the limit/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: stopField });
   const tools =
     /invalid 'tools'\W{0,3}:?\s*array too long\. expected an array with maximum length (\d+)/i.exec(text) ??
     /\ba max of (\d{1,6}) tools can be supported\b/i.exec(text);

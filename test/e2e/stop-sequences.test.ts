@@ -27,7 +27,13 @@ let claude: FakeAnthropic;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ noStop: [gpt5], respond: () => ({ content: unstopped, chunks: 9 }) });
+  fake = new FakeUpstream({
+    noStop: [gpt5],
+    stopLimits: {
+      'deepseek-chat': { max: 16, refusal: JSON.stringify({ detail: 'Stop string array too long' }) },
+    },
+    respond: () => ({ content: unstopped, chunks: 9 }),
+  });
   claude = new FakeAnthropic({ apiKey: 'sk-stops' });
   claude.respond = () => ({ text: 'Paris\n\nThe capital of France is Paris. END of answer.' });
   harness = await startGateway({
@@ -106,6 +112,26 @@ describe('more stop sequences than OpenAI takes (4)', () => {
     expect(answer.choices[0]?.message.content).toBe(untilObservation);
     expect(statusesSince(before)).toEqual([400, 200]);
     expect(stopSent()).toEqual(stops.slice(0, 4));
+  });
+
+  it('an autocompleter’s 20 stops to DeepSeek, whose refusal names no number: none sent, all held', async () => {
+    // As Continue builds them for a completion: the language's keywords at a line's start, and more.
+    const stops = [
+      '\n\n\n',
+      '```',
+      'Final Answer:',
+      ...Array.from({ length: 16 }, (_unused, index) => `\nkw${index} `),
+      'Action:',
+    ];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'deepseek-chat',
+      stop: stops,
+      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Thought: I should look it up.\n');
+    expect(statusesSince(before)).toEqual([400, 200]);
+    expect(stopSent()).toBeUndefined();
   });
 
   it("the Anthropic client's stop_sequences to a chat model: the fifth held by the gateway", async () => {

@@ -429,6 +429,11 @@ export interface FakeUpstreamOptions {
    * and ends its answer where the first of them begins.
    */
   noStop?: readonly string[];
+  /**
+   * Models served with another cap on stop sequences than OpenAI's 4, and the body of its refusal in the
+   * provider's words (DeepSeek's 16: `{"detail":"Stop string array too long"}`, continuedev/continue#1513).
+   */
+  stopLimits?: Readonly<Record<string, { max: number; refusal: string }>>;
   /** Models served as GPT4All serves them: a `response_format` in any form refused ("'response_format' is not supported"). */
   noResponseFormat?: readonly string[];
   /** The reasoning efforts each model takes: another refused in OpenAI's words, those taken listed (Kilo-Org/cloud#3807). */
@@ -560,6 +565,8 @@ function stopRefusal(options: FakeUpstreamOptions, model: string, stop: unknown)
       'stop',
       'unsupported_parameter',
     );
+  const limit = options.stopLimits?.[model];
+  if (limit !== undefined) return Array.isArray(stop) && stop.length > limit.max ? limit.refusal : undefined;
   if (Array.isArray(stop) && stop.length > 4)
     return openAIError(
       `Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length ${stop.length} instead.`,

@@ -2356,6 +2356,58 @@ const ownCases: ReadonlyArray<{
         ),
         [{ field: 'stop[]', atMost: 4 }],
       ],
+      [
+        "Groq's cap of 4 (letta-ai/letta#1272)",
+        JSON.stringify({
+          error: { message: 'len(stop) > 4 is not supported', type: 'invalid_request_error' },
+        }),
+        [{ field: 'stop[]', atMost: 4 }],
+      ],
+      [
+        "Zhipu's cap of 4, in its words (QwenLM/Qwen-Agent#370)",
+        JSON.stringify({
+          error: {
+            message: 'stop:最大只能有4个停止词 (request id: 2024092911495580)',
+            type: '',
+            param: '',
+            code: '1214',
+          },
+        }),
+        [{ field: 'stop[]', atMost: 4 }],
+      ],
+      [
+        "FastDeploy's cap",
+        JSON.stringify({
+          object: 'error',
+          message:
+            'Length of stop ([2, 16, 2, 1, 3, 3]) exceeds the limit max_model_len(5).Please reduce the number of stop or set a lager max_stop_seqs_num by `FD_MAX_STOP_SEQS_NUM`',
+          code: 400,
+        }),
+        [{ field: 'stop[]', atMost: 5 }],
+      ],
+      [
+        "DeepSeek's, which names no number (continuedev/continue#1513)",
+        JSON.stringify({ detail: 'Stop string array too long' }),
+        [{ field: 'stop' }],
+      ],
+      [
+        "an older Azure API's (langchain-ai/langchain#20234)",
+        openAIError(
+          "'$.stop' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+          null,
+        ),
+        [{ field: 'stop' }],
+      ],
+      [
+        "FastDeploy's on one stop too long",
+        JSON.stringify({
+          object: 'error',
+          message:
+            'Length of stop_seqs(16) exceeds the limit max_model_len(8).Please reduce the length of stop sequences or set a larger stop_seqs_max_len by `FD_STOP_SEQS_MAX_LEN`',
+          code: 400,
+        }),
+        [{ field: 'stop' }],
+      ],
     ] as const
   ).map(([name, body, fixes]) => ({
     name: `stop sequences the model does not take: ${name}`,
