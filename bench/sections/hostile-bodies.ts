@@ -37,6 +37,12 @@ const user = (content: string) => ({ role: 'user', content });
  */
 const quotedBackField = 'guided_json';
 
+/**
+ * A model that takes no stop sequences (the fake refuses them as OpenAI refuses its reasoning models') and
+ * answers 200 KB in 2,000 chunks: the gateway holds the answer to the client's stops itself.
+ */
+const stoplessModel = 'gpt-5.2-bench';
+
 /** Routed to the fake Anthropic (`kind: anthropic`): the request is written in its wire format. */
 const anthropicModel = 'claude-bench';
 
@@ -402,6 +408,25 @@ export const hostileCases: HostileCase[] = [
         stop: Array.from({ length: 1_000_000 }, () => 'x'),
       }),
   },
+  ...(['no stop', '256 stops of 256 characters'] as const).map((stops) => ({
+    // Each stop begins as the answer does (250 q's): every character of the answer is a step of each.
+    label: `chat → a model that takes no stops, 200 KB streamed: ${stops}`,
+    path: '/v1/chat/completions',
+    body: () =>
+      JSON.stringify({
+        model: stoplessModel,
+        messages: [user('hi')],
+        stream: true,
+        ...(stops === 'no stop'
+          ? {}
+          : {
+              stop: Array.from(
+                { length: 256 },
+                (_unused, index) => `${'q'.repeat(250)}${String(index).padStart(6, '0')}`,
+              ),
+            }),
+      }),
+  })),
   {
     label: 'chat: n = 1,000,000',
     path: '/v1/chat/completions',
@@ -974,6 +999,7 @@ export async function hostileBodiesSection(): Promise<void> {
     const fake = await startServerProcess([...tsx, 'bench/servers/fake-upstream-server.ts'], {
       FAKE_WINDOW: '100000000',
       FAKE_FORBIDDEN_FIELDS: quotedBackField,
+      FAKE_NO_STOP: stoplessModel,
     });
     servers.push(fake);
     const anthropic = await startServerProcess([...tsx, 'bench/servers/fake-anthropic-server.ts'], {

@@ -9,7 +9,22 @@ const fake = new FakeUpstream({
   // Fields refused as Mistral refuses them: a 422 that quotes each one's value back.
   ...(process.env.FAKE_FORBIDDEN_FIELDS === undefined
     ? {}
-    : { forbiddenFields: process.env.FAKE_FORBIDDEN_FIELDS.split(',') }),
+    : // Refused as Mistral refuses them (a 422 quoting each), not as OpenAI refuses a field it does not know.
+      {
+        forbiddenFields: process.env.FAKE_FORBIDDEN_FIELDS.split(','),
+        extraFields: process.env.FAKE_FORBIDDEN_FIELDS.split(','),
+      }),
+  // A model that takes no stop sequences (as OpenAI's reasoning models), whose answer is long and streamed
+  // in many chunks: what the gateway reads when it holds the answer to the client's stops itself.
+  ...(process.env.FAKE_NO_STOP === undefined
+    ? {}
+    : {
+        noStop: [process.env.FAKE_NO_STOP],
+        respond: (_messages: unknown, body: Record<string, unknown>) =>
+          body.model === process.env.FAKE_NO_STOP
+            ? { content: 'q'.repeat(200_000), chunks: 2_000 }
+            : undefined,
+      }),
   // Pass-through paths (embeddings) answered as OpenAI does, with their usage.
   otherRoutes: (request) =>
     request.path === '/v1/embeddings'

@@ -177,6 +177,9 @@ interface Turn {
 }
 
 /** What a turn did, as far as it went. */
+/** The largest upstream error body whose type, code and message the request's log line tells. */
+const maxLoggedErrorBytes = 1_048_576;
+
 /**
  * An attempt's answer read as the client asked it: each call opened with its whole name, the client's
  * (tool-names.ts), and its text cut at the stop sequences the model was not sent (answer-stops.ts).
@@ -517,11 +520,13 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
    */
   function upstreamRefused(turn: Turn, sent: SendResult<ChatAttempt>, body: Buffer): void {
     let error: { type?: unknown; code?: unknown; message?: unknown } | undefined;
-    try {
-      error = (JSON.parse(body.toString('utf8')) as { error?: typeof error }).error;
-    } catch {
-      // Not JSON: only the status is told.
-    }
+    // A provider's error is short; one of megabytes is the request quoted back, not read again for the log.
+    if (body.length <= maxLoggedErrorBytes)
+      try {
+        error = (JSON.parse(body.toString('utf8')) as { error?: typeof error }).error;
+      } catch {
+        // Not JSON: only the status is told.
+      }
     turn.input.warn(
       {
         upstream: sent.attempt.target.name,

@@ -296,9 +296,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
   const heaviest = /image exceeds [\w. ]{0,20}maximum: \d+ bytes > (\d+) bytes/i.exec(text);
   if (heaviest !== null) add({ field: imageBytesField, atMost: Number(heaviest[1]) });
   if (body.includes('extra_forbidden'))
-    for (const match of body
-      .replace(/\\+"/g, '"')
-      .matchAll(/"extra_forbidden"\s*,\s*"loc"\s*:\s*\[\s*"body"\s*,\s*([^\]]{1,200})\]/g)) {
+    for (const match of (body.includes('\\"') ? body.replace(/\\+"/g, '"') : body).matchAll(
+      /"extra_forbidden"\s*,\s*"loc"\s*:\s*\[\s*"body"\s*,\s*([^\]]{1,200})\]/g,
+    )) {
       // The location in the body: a top-level field, or in a message (its index and role, then the field,
       // or `tool_calls`, the call's index and its field).
       const loc = [...(match[1] as string).matchAll(/"(\w+)"|\d+/g)].map((part) => part[1] ?? '#');
@@ -724,6 +724,8 @@ function imageCap(text: string): number | undefined {
  */
 const maxStringChars = 4_096;
 const maxBodyChars = 16_384;
+/** The longest string read for upstream JSON nested in it: a provider's message nests its upstream's, short. */
+const maxNestedChars = 1_048_576;
 
 interface BodyContent {
   /** Every string found (the head of each, within maxBodyChars): messages, codes, types, nested JSON's strings; or the plain text. */
@@ -808,9 +810,10 @@ function collect(value: unknown, content: BodyContent, depth: number): void {
     const head = value.slice(0, Math.min(maxStringChars, maxBodyChars - content.chars));
     content.texts.push(head);
     content.chars += head.length;
-    // Upstream JSON nested as an escaped string inside a message ("AiError: {…} (id)").
-    const start = value.indexOf('{');
-    const end = value.lastIndexOf('}');
+    // Upstream JSON nested as an escaped string inside a message ("AiError: {…} (id)"); not in a string of
+    // more than maxNestedChars, which is the request quoted back, not a provider's message.
+    const start = value.length > maxNestedChars ? -1 : value.indexOf('{');
+    const end = start === -1 ? -1 : value.lastIndexOf('}');
     if (start >= 0 && end > start) {
       const nested = tryParse(value.slice(start, end + 1));
       if (nested !== undefined) collect(nested, content, depth + 1);

@@ -2531,6 +2531,21 @@ describe('classifyUpstreamError on bodies that quote the request back', () => {
       fixes: [{ field: 'user' }],
     });
   });
+
+  it('reads the same of 20 MB quoted back, braces and escaped quotes in it too', () => {
+    // A client's schema of 20 MB: a string with JSON in it, which is no provider's message to read further.
+    const huge = `{"type":"object","description":"${'context length \\"x\\" '.repeat(1_000_000)}"}`;
+    const detail = [
+      { type: 'extra_forbidden', loc: ['body', 'user'], msg: 'Extra inputs are not permitted', input: huge },
+    ];
+    const refused = JSON.stringify({ object: 'error', message: { detail }, type: 'invalid_request_error' });
+    expect(classifyUpstreamError({ status: 422, body: refused })).toEqual({
+      kind: 'refused_field',
+      fixes: [{ field: 'user' }],
+    });
+    const overflowed = JSON.stringify({ error: { message: overflow, input: huge } });
+    expect(classifyUpstreamError({ status: 400, body: overflowed }).kind).toBe('context_overflow');
+  });
 });
 
 describe('refusals built of what the patterns look for, long (a provider’s text is read once, whatever it holds)', () => {
