@@ -74,6 +74,7 @@ import {
   type FieldFixes,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest, withoutAnthropicBlocks } from '../upstream/anthropic-wire.js';
+import { withEffortAsClaudes } from '../upstream/output-format.js';
 import { isKimiModel } from '../upstream/model-family.js';
 import { chatWithinCacheBreakpoints, chatWithoutCacheMarks } from '../upstream/cache-breakpoints.js';
 import {
@@ -225,8 +226,11 @@ function withFieldFixes(
   fixes: readonly FieldFix[],
   messages: readonly ContextMessage[],
   recall: boolean,
+  kind: UpstreamConfig['kind'],
 ): ChatCompletionRequest {
-  let outgoing = fixes.length === 0 ? planned : withAnthropicFixes(applyFieldFixes(planned, fixes), fixes);
+  // Claude's effort where a chat client asked one (to Claude's wire), then the model's refusals of it.
+  const asked = kind === 'anthropic' ? withEffortAsClaudes(planned) : planned;
+  let outgoing = fixes.length === 0 ? asked : withAnthropicFixes(applyFieldFixes(asked, fixes), fixes);
   const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
   if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
   // Gemini's subset and Moonshot's hold what the repair gives as well.
@@ -404,7 +408,7 @@ export function createAttemptLadder(input: {
       // The recall tool is not the client's: that tool set is known by its definitions.
       toolsKey: recall ? undefined : input.toolsKey,
     });
-    let outgoing = withFieldFixes(plan.outgoing, fixes, plan.prepared.messages, recall);
+    let outgoing = withFieldFixes(plan.outgoing, fixes, plan.prepared.messages, recall, choice.target.kind);
     // No word of tools in a request of none, which OpenAI and others refuse (Claude's wire writes its own).
     if (choice.target.kind !== 'anthropic') outgoing = withoutToolFieldsWhenNoTools(outgoing);
     const { prepared } = plan;

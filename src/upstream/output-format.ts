@@ -156,3 +156,37 @@ const chatEfforts: Readonly<Record<string, string>> = {
 export function chatReasoningEffort(effort: unknown): string | undefined {
   return typeof effort === 'string' && Object.hasOwn(chatEfforts, effort) ? chatEfforts[effort] : undefined;
 }
+
+/** Chat's `reasoning_effort` as Claude's effort: its least (`none`, `minimal`) as Claude's, `low`. */
+const claudeEfforts: Readonly<Record<string, string>> = {
+  none: 'low',
+  minimal: 'low',
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'xhigh',
+};
+
+/**
+ * A chat request bound for Claude with its `reasoning_effort` (Codex's reasoning effort through the
+ * Responses bridge, an OpenAI client's) as Claude's `output_config.effort`, among the Messages members it
+ * carries (`ctxgate_anthropic`, where the model's refusals of an effort are applied: field-fixes.ts
+ * withAnthropicFixes): dropped before, Claude spent as it would by default. A Messages client's own effort
+ * stays; a value chat does not define is left out. The same object when there is none.
+ */
+export function withEffortAsClaudes<R extends Record<string, unknown>>(request: R): R {
+  if (request.reasoning_effort === undefined || request.reasoning_effort === null) return request;
+  const out: Record<string, unknown> = Object.assign({}, request);
+  delete out.reasoning_effort;
+  const effort =
+    typeof request.reasoning_effort === 'string' && Object.hasOwn(claudeEfforts, request.reasoning_effort)
+      ? claudeEfforts[request.reasoning_effort]
+      : undefined;
+  const extension = isRecord(request.ctxgate_anthropic) ? request.ctxgate_anthropic : {};
+  const config = isRecord(extension.output_config) ? extension.output_config : {};
+  if (effort !== undefined && config.effort === undefined)
+    out.ctxgate_anthropic = Object.assign({}, extension, {
+      output_config: Object.assign({}, config, { effort }),
+    });
+  return out as R;
+}

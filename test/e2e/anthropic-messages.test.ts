@@ -47,7 +47,14 @@ beforeAll(async () => {
       'claude-opus-4-7': 'adaptive',
       'claude-haiku-4-5-20251001': 'enabled',
     },
-    efforts: { 'claude-opus-4.7': ['medium'], 'claude-sonnet-4.5': 'none', 'claude-haiku-4-5': 'no effort' },
+    efforts: {
+      'claude-opus-4.7': ['medium'],
+      'claude-sonnet-4.5': 'none',
+      'claude-haiku-4-5': 'no effort',
+      // As GitHub Copilot serves Opus (efforts up to high), and a Claude that takes no effort.
+      'claude-opus-4-7-copilot': ['low', 'medium', 'high'],
+      'claude-sonnet-4-5-effortless': 'no effort',
+    },
     noDeferral: ['z-ai/glm-5.3'],
     blockTypes: { 'doubao-seed-2.0-code': ['text', 'thinking', 'image', 'tool_use', 'tool_result'] },
     noSystemMessages: { 'deepseek-v4-flash': 'serde', 'glm-5.2': 'pydantic', 'gpt-5.5-via-relay': 'relay' },
@@ -2255,6 +2262,74 @@ describe('a Messages session', () => {
       { role: 'user', content: [{ type: 'text', text: 'Et ensuite?' }] },
       { role: 'assistant', content: [{ type: 'text', text: 'Noted.' }] },
       { role: 'user', content: [{ type: 'text', text: 'Et enfin?' }] },
+    ]);
+  });
+});
+
+// A chat client's reasoning effort (Codex's, through the Responses bridge; an OpenAI client's) was dropped on
+// its way to Claude, which then spent as it would by default: it goes as Claude's output_config.effort, and
+// a model that takes none, or not that one, is learned from its refusal as a Messages client's effort is.
+describe("a chat client's reasoning effort, to Claude", () => {
+  const openaiClient = () =>
+    new OpenAI({ baseURL: harness.baseUrl, apiKey: 'gw-anthropic-test', maxRetries: 0 });
+  const sentConfigs = (since: number) =>
+    anthropic.messageRequests.slice(since).map((request) => [request.status, request.body.output_config]);
+
+  it("a Codex-shaped Responses request's reasoning effort: Claude's effort, in one call", async () => {
+    anthropic.respond = () => ({ text: 'Thought it through.' });
+    const before = anthropic.messageRequests.length;
+    const response = await openaiClient().responses.create({
+      model: 'claude-opus-4-8',
+      store: false,
+      reasoning: { effort: 'high' },
+      input: 'Plan the migration.',
+    });
+    expect(response.output_text).toBe('Thought it through.');
+    expect(sentConfigs(before)).toEqual([[200, { effort: 'high' }]]);
+  });
+
+  it('an effort past what the model takes: the nearest it takes, after one refusal; the next at once', async () => {
+    const ask = () =>
+      openaiClient().chat.completions.create({
+        model: 'claude-opus-4-7-copilot',
+        reasoning_effort: 'xhigh',
+        messages: [{ role: 'user', content: 'Plan the migration.' }],
+      });
+    const before = anthropic.messageRequests.length;
+    expect((await ask()).choices).toHaveLength(1);
+    expect(sentConfigs(before)).toEqual([
+      [400, { effort: 'xhigh' }],
+      [200, { effort: 'high' }],
+    ]);
+    const again = anthropic.messageRequests.length;
+    await ask();
+    expect(sentConfigs(again)).toEqual([[200, { effort: 'high' }]]);
+  });
+
+  it('a model that takes no effort: asked without, after one refusal; beside a schema, the schema stays', async () => {
+    const before = anthropic.messageRequests.length;
+    await openaiClient().chat.completions.create({
+      model: 'claude-sonnet-4-5-effortless',
+      reasoning_effort: 'minimal',
+      messages: [{ role: 'user', content: 'Plan the migration.' }],
+    });
+    expect(sentConfigs(before)).toEqual([
+      [400, { effort: 'low' }],
+      [200, undefined],
+    ]);
+    const again = anthropic.messageRequests.length;
+    const schema = { type: 'object', properties: { step: { type: 'string' } }, required: ['step'] };
+    await openaiClient().chat.completions.create({
+      model: 'claude-sonnet-4-5-effortless',
+      reasoning_effort: 'high',
+      response_format: { type: 'json_schema', json_schema: { name: 'plan', schema } },
+      messages: [{ role: 'user', content: 'Plan the migration.' }],
+    });
+    expect(sentConfigs(again)).toEqual([
+      [
+        200,
+        { format: { type: 'json_schema', schema: Object.assign({ additionalProperties: false }, schema) } },
+      ],
     ]);
   });
 });

@@ -9,6 +9,7 @@ import {
   anthropicOutputFormat,
   anthropicOutputSchema,
   chatReasoningEffort,
+  withEffortAsClaudes,
   chatResponseFormat,
 } from '../../src/upstream/output-format.js';
 import { findAnthropicRefusal } from '../helpers/fake-anthropic.js';
@@ -170,5 +171,55 @@ describe("Claude's format and effort in chat's words", () => {
     [3, undefined],
   ])('effort %s as reasoning_effort %s', (effort, expected) => {
     expect(chatReasoningEffort(effort)).toBe(expected);
+  });
+});
+
+describe('withEffortAsClaudes', () => {
+  const messages = [{ role: 'user', content: 'Plan it.' }];
+
+  it.each([
+    ['none', 'low'],
+    ['minimal', 'low'],
+    ['low', 'low'],
+    ['medium', 'medium'],
+    ['high', 'high'],
+    ['xhigh', 'xhigh'],
+  ])(
+    "a chat request's reasoning_effort %s goes as Claude's effort %s, beside what output_config holds",
+    (given, effort) => {
+      const format = { type: 'json_schema', schema: { type: 'object' } };
+      expect(
+        withEffortAsClaudes({
+          model: 'claude-x',
+          messages,
+          reasoning_effort: given,
+          ctxgate_anthropic: { top_k: 5, output_config: { format } },
+        }),
+      ).toEqual({
+        model: 'claude-x',
+        messages,
+        ctxgate_anthropic: { top_k: 5, output_config: { format, effort } },
+      });
+    },
+  );
+
+  it("keeps a Messages client's own effort, leaves out a value chat does not define, and changes nothing of none", () => {
+    const own = {
+      model: 'claude-x',
+      messages,
+      reasoning_effort: 'high',
+      ctxgate_anthropic: { output_config: { effort: 'max' } },
+    };
+    expect(withEffortAsClaudes(own)).toEqual({
+      model: 'claude-x',
+      messages,
+      ctxgate_anthropic: { output_config: { effort: 'max' } },
+    });
+    expect(withEffortAsClaudes({ model: 'claude-x', messages, reasoning_effort: 'turbo' })).toEqual({
+      model: 'claude-x',
+      messages,
+    });
+    const none = { model: 'claude-x', messages };
+    expect(withEffortAsClaudes(none)).toBe(none);
   });
 });
