@@ -531,10 +531,12 @@ function answerCap(text: string): number | undefined {
 const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // A content part marked for caching, which no endpoint of the model takes (OpenRouter's 404).
   [cacheMarksField, /no endpoints found that support cache control/i],
-  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API).
+  // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API); an answer
+  // of neither text nor calls (an empty turn kept in the history), which Mistral refuses (OpenHands#8685)
+  // and Zhipu (BerriAI/litellm#3736, in its English and its Chinese words).
   [
     emptyTextField,
-    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field/i,
+    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field|assistant message must have either content or tool_calls|content and tool_calls fields can't both be empty|content\s*和\s*tool_calls\s*字段不能同时为空/i,
   ],
   // The `developer` role, which DeepSeek's API (a serde enum), Gemini's and some servers do not know.
   [

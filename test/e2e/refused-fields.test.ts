@@ -283,6 +283,27 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
     expect(sent.every((body) => body.max_tokens === 2_048)).toBe(true);
   });
 
+  it('takes a conversation holding an answer of nothing (a model’s empty turn) with it said as empty, after one refusal', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Which file computes the retry budget?' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'Please answer: which file?' },
+    ];
+    const before = mistral.chatRequests.length;
+    const answer = await openai.chat.completions.create({ model: 'mistral-large-2512', messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(mistral.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const sent = sentTo('mistral-large-2512', before, mistral).at(-1)?.messages as ChatMessage[];
+    expect(sent.map((message) => [message.role, message.content])).toEqual([
+      ['user', 'Which file computes the retry budget?'],
+      ['assistant', '(empty)'],
+      ['user', 'Please answer: which file?'],
+    ]);
+    const again = mistral.chatRequests.length;
+    await openai.chat.completions.create({ model: 'mistral-large-2512', messages });
+    expect(mistral.chatRequests.length - again).toBe(1);
+  });
+
   it('streams a Codex-shaped Responses request: reasoning effort, verbosity and cache directives left out', async () => {
     // Codex sends these on every request (and GPT-5.6's cache options, the 24h retention); a provider
     // that does not know them cannot act on them.

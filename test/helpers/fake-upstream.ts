@@ -2007,6 +2007,28 @@ export class FakeUpstream {
       );
       return;
     }
+    // Mistral's API: an answer of neither text nor calls (an empty turn kept in the history: OpenHands#8685).
+    const said = (content: unknown): boolean =>
+      typeof content === 'string' ? content !== '' : Array.isArray(content) && content.length > 0;
+    if (
+      this.options.mistralMessages === true &&
+      body.messages.some(
+        (message) =>
+          message.role === 'assistant' && !said(message.content) && (message.tool_calls?.length ?? 0) === 0,
+      )
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          object: 'error',
+          message: 'Assistant message must have either content or tool_calls, but not none.',
+          type: 'invalid_request_message_order',
+          param: null,
+          code: '3230',
+        }),
+      );
+      return;
+    }
     if (this.options.mistralToolCallIds === true) {
       const ids = body.messages.flatMap((message) => [
         ...(message.tool_calls ?? []).map((call) => call.id),

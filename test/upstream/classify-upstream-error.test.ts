@@ -2310,6 +2310,36 @@ const ownCases: ReadonlyArray<{
     answer: { status: 400, body },
     expected: { kind: 'refused_field' as const, fixes: [...fixes] },
   })),
+  ...(
+    [
+      [
+        'Mistral (OpenHands/OpenHands#8685)',
+        JSON.stringify({
+          object: 'error',
+          message: 'Assistant message must have either content or tool_calls, but not none.',
+          type: 'invalid_request_message_order',
+          param: null,
+          code: '3230',
+        }),
+      ],
+      [
+        'Zhipu (BerriAI/litellm#3736)',
+        JSON.stringify({
+          error: { code: '1214', message: "messages[4]:content and tool_calls fields can't both be empty" },
+        }),
+      ],
+      [
+        'Zhipu, in its Chinese words (songquanpeng/one-api#1153)',
+        JSON.stringify({
+          error: { code: '1214', message: 'messages[2]:content和tool_calls 字段不能同时为空' },
+        }),
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `an answer of neither text nor calls: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].content.empty' }] },
+  })),
   {
     name: "a seed, to Gemini's OpenAI-compatible endpoint (mcpchecker/mcpchecker#188)",
     answer: {
