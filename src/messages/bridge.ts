@@ -618,6 +618,8 @@ function toolsAndFields(
     if (translated.has(key) || value === undefined || key === 'thread') continue;
     if (native) extension[key] = value;
     else if (key === 'output_config' || key === 'output_format') continue;
+    // A budget goes as the effort (outputConfigAsChat), unless the client named one.
+    else if (key === 'thinking' && budgetIsEffort(body)) continue;
     else if (key !== 'metadata' && !(key === 'compaction' && isCompaction(value))) dropped.add(key);
   }
   return extension;
@@ -642,9 +644,29 @@ function outputConfigAsChat(body: Json, chatBody: Json, dropped: Set<string>): v
     const effort = chatReasoningEffort(config.effort);
     if (effort !== undefined) chatBody.reasoning_effort = effort;
     else dropped.add('output_config.effort');
+  } else {
+    const effort = effortOfBudget(body.thinking);
+    if (effort !== undefined) chatBody.reasoning_effort = effort;
   }
   for (const key of Object.keys(config))
     if (key !== 'format' && key !== 'effort') dropped.add(`output_config.${key}`);
+}
+
+/**
+ * A thinking budget (`thinking: {type: "enabled", budget_tokens}`: Claude Code's "think" 4,000, "think
+ * hard" 10,000, "ultrathink" 31,999) as a chat model's reasoning effort — under 4,096 tokens `low`, under
+ * 16,384 `medium`, more `high`; undefined for none, adaptive thinking (the model's own) and thinking off.
+ */
+function effortOfBudget(thinking: unknown): string | undefined {
+  if (!isObject(thinking) || thinking.type !== 'enabled' || typeof thinking.budget_tokens !== 'number')
+    return undefined;
+  return thinking.budget_tokens < 4_096 ? 'low' : thinking.budget_tokens < 16_384 ? 'medium' : 'high';
+}
+
+/** Whether a Messages request's thinking budget is what its chat request asks as the effort. */
+function budgetIsEffort(body: Json): boolean {
+  const named = isObject(body.output_config) && body.output_config.effort !== undefined;
+  return !named && effortOfBudget(body.thinking) !== undefined;
 }
 
 /** A request's `compaction` that asks for one now (Anthropic's on-demand compaction). */

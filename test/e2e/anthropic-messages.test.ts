@@ -2334,6 +2334,32 @@ describe("a chat client's reasoning effort, to Claude", () => {
   });
 });
 
+// Claude Code's thinking budgets ("think" 4,000, "think hard" 10,000, "ultrathink" 31,999) were dropped on
+// their way to a Chat Completions model, which then reasoned at its default: each goes as the effort.
+describe("a Messages client's thinking budget, to a Chat Completions model", () => {
+  it.each([
+    [4_000, 'low'],
+    [31_999, 'high'],
+  ])(
+    'a budget of %i as the reasoning effort %s, the thinking not named as dropped',
+    async (budget, effort) => {
+      // As Claude Code streams it.
+      const stream = client().messages.stream({
+        model: 'gpt-5.2',
+        max_tokens: 40_000,
+        thinking: { type: 'enabled', budget_tokens: budget },
+        messages: [{ role: 'user', content: 'Plan the migration.' }],
+      });
+      const { response } = await stream.withResponse();
+      await stream.finalMessage();
+      expect((openai.chatRequests.at(-1)?.body as { reasoning_effort?: unknown }).reasoning_effort).toBe(
+        effort,
+      );
+      expect(response.headers.get('x-ctxgate-dropped') ?? '').not.toContain('thinking');
+    },
+  );
+});
+
 describe('structured output across the wires', () => {
   const tripSchema = z.object({
     city: z.string().min(2),

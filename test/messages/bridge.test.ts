@@ -638,6 +638,33 @@ describe("a Messages request's structured output and effort, for a Chat Completi
       ['output_config.format', 'output_config.effort'],
     ],
     ['an output_config that is not an object', { output_config: 'high' }, {}, ['output_config']],
+    // Claude Code's thinking budgets ("think", "think hard", "ultrathink") as the effort a chat model takes.
+    [
+      'a thinking budget of 4,000',
+      { thinking: { type: 'enabled', budget_tokens: 4_000 } },
+      { reasoning_effort: 'low' },
+      [],
+    ],
+    [
+      'a thinking budget of 10,000',
+      { thinking: { type: 'enabled', budget_tokens: 10_000 } },
+      { reasoning_effort: 'medium' },
+      [],
+    ],
+    [
+      'a thinking budget of 31,999',
+      { thinking: { type: 'enabled', budget_tokens: 31_999 } },
+      { reasoning_effort: 'high' },
+      [],
+    ],
+    [
+      'a budget beside an effort: the effort',
+      { thinking: { type: 'enabled', budget_tokens: 31_999 }, output_config: { effort: 'low' } },
+      { reasoning_effort: 'low' },
+      ['thinking'],
+    ],
+    ['adaptive thinking: the model’s own', { thinking: { type: 'adaptive' } }, {}, ['thinking']],
+    ['thinking off', { thinking: { type: 'disabled' } }, {}, ['thinking']],
   ])('%s', (_case, fields, chatFields, dropped) => {
     const bridged = request(fields);
     expect(bridged.dropped).toEqual(dropped);
