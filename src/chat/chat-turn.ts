@@ -176,7 +176,6 @@ interface Turn {
   recall?: RecallRoundsOutcome['usage'] & { calls: number };
 }
 
-/** What a turn did, as far as it went. */
 /** The largest upstream error body whose type, code and message the request's log line tells. */
 const maxLoggedErrorBytes = 1_048_576;
 
@@ -189,6 +188,7 @@ function asAsked(response: UpstreamResponse, attempt: ChatAttempt): UpstreamResp
   return attempt.heldStops === undefined ? named : withAnswerStops(named, attempt.heldStops);
 }
 
+/** What a turn did, as far as it went. */
 function outcomeOfTurn(turn: Turn): RequestOutcome {
   return {
     context: turn.lastAttempt?.prepared.report,

@@ -8,7 +8,7 @@
 // it) and nothing more of the choice given. The first sequence is the first to end, as a provider that
 // writes token by token stops at it.
 
-import { EventBoundaryBuffer } from './sse.js';
+import { withDataRewritten, withEventsRewritten } from './sse.js';
 import { chatChunkOf, isRecord } from './tool-call-shape.js';
 import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
@@ -137,54 +137,26 @@ export class StreamStops {
 
   /** `events`: whole events. The same buffer when nothing in them changed. */
   rewrite(events: Buffer): Buffer {
-    const lines = events.toString('utf8').split('\n');
-    let changed = false;
-    const out: string[] = [];
-    let dropped = false;
-    for (const line of lines) {
-      // The blank line that ended an event left out goes with it.
-      if (dropped && (line === '' || line === '\r')) {
-        dropped = false;
-        continue;
-      }
-      dropped = false;
-      if (!line.startsWith('data:')) {
-        out.push(line);
-        continue;
-      }
-      const data = line.slice(5).trim();
-      if (data === '[DONE]') {
-        // Text still held goes before the stream's end.
-        const rest = this.heldEvent();
-        if (rest !== undefined) {
-          out.push(rest);
-          changed = true;
-        }
-        out.push(line);
-        continue;
-      }
-      const chunk = chatChunkOf(data);
-      // A chunk of no choice (the usage at the end) passes as it came.
-      const written = chunk === undefined || chunk.choices.length === 0 ? line : this.rewriteChunk(chunk);
-      if (written === line) {
-        out.push(line);
-        continue;
-      }
-      changed = true;
-      if (written === undefined) dropped = true;
-      else out.push(written);
-    }
-    return changed ? Buffer.from(out.join('\n')) : events;
+    return withDataRewritten(
+      events,
+      (data) => {
+        const chunk = chatChunkOf(data);
+        // A chunk of no choice (the usage at the end) passes as it came.
+        return chunk === undefined || chunk.choices.length === 0 ? undefined : this.rewriteChunk(chunk);
+      },
+      // Text still held goes before the stream's end.
+      () => this.heldLines(),
+    );
   }
 
   /** At the stream's end: an event of the text still held, when a stream ended without finishing it. */
   end(): Buffer | undefined {
-    const rest = this.heldEvent();
-    return rest === undefined ? undefined : Buffer.from(`${rest}\n\n`);
+    const rest = this.heldLines();
+    return rest.length === 0 ? undefined : Buffer.from(`${rest.join('\n')}\n`);
   }
 
-  /** A chunk's line as given on: written anew, or undefined when nothing of it is left to give. */
-  private rewriteChunk(chunk: Record<string, unknown> & { choices: unknown[] }): string | undefined {
+  /** A chunk's data as given on: written anew, or null when nothing of it is left to give. */
+  private rewriteChunk(chunk: Record<string, unknown> & { choices: unknown[] }): string | null {
     this.envelope = {
       id: chunk.id,
       object: chunk.object ?? 'chat.completion.chunk',
@@ -202,9 +174,9 @@ export class StreamStops {
       if (state === undefined) this.choices.set(index, (state = { held: '', state: 0, stopped: false }));
       if (this.rewriteChoice(choice, state)) kept.push(choice);
     }
-    if (kept.length === 0 && chunk.usage === undefined) return undefined;
+    if (kept.length === 0 && chunk.usage === undefined) return null;
     chunk.choices = kept;
-    return `data: ${JSON.stringify(chunk)}`;
+    return JSON.stringify(chunk);
   }
 
   /** One choice of a chunk, rewritten in place; whether anything of it is left to give. */
@@ -239,16 +211,16 @@ export class StreamStops {
     return true;
   }
 
-  /** An event of every choice's held text, or undefined when none is held. */
-  private heldEvent(): string | undefined {
+  /** The lines of an event of every choice's held text (its data and the blank line ending it); none when none is held. */
+  private heldLines(): string[] {
     const choices: unknown[] = [];
     for (const [index, state] of this.choices) {
       if (state.stopped || state.held === '') continue;
       choices.push({ index, delta: { content: state.held }, logprobs: null, finish_reason: null });
       state.held = '';
     }
-    if (choices.length === 0) return undefined;
-    return `data: ${JSON.stringify(Object.assign({}, this.envelope, { choices }))}\n`;
+    if (choices.length === 0) return [];
+    return [`data: ${JSON.stringify(Object.assign({}, this.envelope, { choices }))}`, ''];
   }
 }
 
@@ -274,30 +246,6 @@ export function withAnswerStops(response: UpstreamResponse, stops: readonly stri
         return body;
       }
     });
-  const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
-    const events = new EventBoundaryBuffer();
-    const cut = new StreamStops(matcher);
-    await response.forEachChunk((chunk) => {
-      const complete = events.push(chunk);
-      if (complete === undefined) return undefined;
-      const rewritten = cut.rewrite(complete);
-      return rewritten.length === 0 ? undefined : onChunk(rewritten);
-    });
-    const rest = events.flush();
-    const last = Buffer.concat([cut.rewrite(rest ?? Buffer.alloc(0)), cut.end() ?? Buffer.alloc(0)]);
-    if (last.length > 0) await onChunk(last);
-  };
-  return {
-    statusCode: response.statusCode,
-    headers: response.headers,
-    async readAll() {
-      const parts: Buffer[] = [];
-      await forEachChunk((chunk) => void parts.push(chunk));
-      return Buffer.concat(parts);
-    },
-    forEachChunk,
-    discard: () => response.discard(),
-    // A look at the first events sees them as the upstream gave them (an error, a recall call's lead).
-    peek: (enough) => response.peek(enough),
-  };
+  // A look at the first events sees them as the upstream gave them (an error, a recall call's lead).
+  return withEventsRewritten(response, () => new StreamStops(matcher));
 }

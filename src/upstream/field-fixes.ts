@@ -1401,7 +1401,7 @@ export function jsonSchemaTold(responseFormat: unknown): string | undefined {
  * The longest stop sequence the gateway holds an answer to (heldStopsOf): a stream's text is held back by
  * as much, and looked through for each sequence as it comes. A stop of more is not held.
  */
-export const maxHeldStopChars = 256;
+const maxHeldStopChars = 256;
 
 /** A request's stop sequences (`stop`: one string, or a list) the gateway would hold: text, not too long. */
 function stopsOf(stop: unknown): string[] {
@@ -1417,7 +1417,7 @@ function stopsOf(stop: unknown): string[] {
  * where one is of whitespace only, which Claude refuses ("stop_sequences: each stop sequence must contain
  * non-whitespace": a chat client's "\n", BerriAI/litellm#3286; an autocompleter's "\n\n",
  * continuedev/continue#1660) and the wire does not send (anthropic-wire.ts); undefined where the model is
- * sent them all.
+ * sent them all. A stop of no text, or of more than maxHeldStopChars, is not held.
  */
 export function heldStopsOf(
   stop: unknown,

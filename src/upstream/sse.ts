@@ -1,11 +1,14 @@
 // Everything the gateway knows about text/event-stream, in one place: the incremental decoder (text in,
 // whole events out), event boundaries in raw bytes (so what reaches a client always ends at an event),
-// the end of an OpenAI-style chat stream and its usage, a stream's first data event, and the error
-// event the gateway writes itself. Pure (Buffer is the only Node global it uses).
+// the end of an OpenAI-style chat stream and its usage, a stream's first data event, the error event the
+// gateway writes itself, and an upstream's stream read through a rewriter of its events. Pure (Buffer is
+// the only Node global it uses).
 //
 // The decoder is linear in what it is fed: each piece of text is scanned once, and a line that spans
 // many pieces is collected as its pieces and joined once when it ends (a 16 MB event costs one pass,
 // not one pass per chunk).
+
+import type { UpstreamResponse } from './upstream.js';
 
 export interface ServerSentEvent {
   event: string | undefined;
@@ -343,4 +346,86 @@ export function firstDataEvent(received: Buffer): string | undefined {
     start = match.index + match[0].length;
   }
   return undefined;
+}
+
+/**
+ * Whole events with the data of each `data:` line written anew by `rewrite` (given the data and its line;
+ * undefined: as it was; null: the event left out, the blank line that ended it with it), and the lines
+ * `beforeDone` gives put before a `data: [DONE]`. The same buffer when nothing changed.
+ */
+export function withDataRewritten(
+  events: Buffer,
+  rewrite: (data: string, line: string) => string | null | undefined,
+  beforeDone: () => string[],
+): Buffer {
+  const out: string[] = [];
+  let changed = false;
+  let dropped = false;
+  for (const line of events.toString('utf8').split('\n')) {
+    if (dropped && (line === '' || line === '\r')) {
+      dropped = false;
+      continue;
+    }
+    dropped = false;
+    const data = line.startsWith('data:') ? line.slice(5).trim() : undefined;
+    if (data === '[DONE]') {
+      const before = beforeDone();
+      out.push(...before, line);
+      changed ||= before.length > 0;
+      continue;
+    }
+    const rewritten = data === undefined ? undefined : rewrite(data, line);
+    if (rewritten === undefined) out.push(line);
+    else if (rewritten === null) dropped = true;
+    else out.push(`data: ${rewritten}${line.endsWith('\r') ? '\r' : ''}`);
+    changed ||= rewritten !== undefined;
+  }
+  return changed ? Buffer.from(out.join('\n')) : events;
+}
+
+/** Rewrites a chat stream's whole events as they come, and gives what it still holds at the stream's end. */
+export interface EventRewriter {
+  /** `events`: whole events. */
+  rewrite(events: Buffer): Buffer;
+  end(): Buffer | undefined;
+}
+
+/**
+ * An event stream read through a rewriter (`fresh`, one per reading): each chunk's whole events rewritten
+ * as they arrive (an event split across chunks is held until whole), what is left at the end after them.
+ * `peek` looks at the first events as the caller wants them seen (as the upstream gave them, by default).
+ */
+export function withEventsRewritten(
+  response: UpstreamResponse,
+  fresh: () => EventRewriter,
+  peek: UpstreamResponse['peek'] = (enough) => response.peek(enough),
+): UpstreamResponse {
+  const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
+    const events = new EventBoundaryBuffer();
+    const rewriter = fresh();
+    await response.forEachChunk((chunk) => {
+      const complete = events.push(chunk);
+      if (complete === undefined) return undefined;
+      const rewritten = rewriter.rewrite(complete);
+      return rewritten.length === 0 ? undefined : onChunk(rewritten);
+    });
+    const rest = events.flush();
+    const last = Buffer.concat([
+      rewriter.rewrite(rest ?? Buffer.alloc(0)),
+      rewriter.end() ?? Buffer.alloc(0),
+    ]);
+    if (last.length > 0) await onChunk(last);
+  };
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    async readAll() {
+      const parts: Buffer[] = [];
+      await forEachChunk((chunk) => void parts.push(chunk));
+      return Buffer.concat(parts);
+    },
+    forEachChunk,
+    discard: () => response.discard(),
+    peek,
+  };
 }

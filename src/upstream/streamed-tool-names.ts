@@ -9,6 +9,7 @@
 // the name its pieces make; the name the client gave its tool is given back at the same time
 // (tool-names.ts). The usual stream, each call named whole on its first delta, passes as it came.
 
+import { withDataRewritten } from './sse.js';
 import { chatChunkOf, isRecord } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
@@ -67,34 +68,11 @@ export class StreamedToolNames {
   /** `events`: whole events (relay.ts's EventBoundaryBuffer). The same buffer when nothing changed. */
   rewrite(events: Buffer): Buffer {
     if (this.held.length === 0 && events.indexOf(toolCallsKey) === -1) return events;
-    const lines = events.toString('utf8').split('\n');
-    const out: string[] = [];
-    let changed = false;
-    // The blank line that ended an event left out goes with it.
-    let dropped = false;
-    for (const line of lines) {
-      if (dropped && (line === '' || line === '\r')) {
-        dropped = false;
-        continue;
-      }
-      dropped = false;
-      const ending = line.endsWith('\r') ? '\r' : '';
-      const data = line.startsWith('data:') ? line.slice(5).trim() : undefined;
-      if (data === '[DONE]' && this.held.length > 0) {
-        out.push(...this.releaseAll());
-        changed = true;
-      }
-      if (data === undefined || data === '[DONE]' || !this.mayChange(line)) {
-        out.push(line);
-        continue;
-      }
-      const rewritten = this.rewriteData(data);
-      if (rewritten === undefined) out.push(line);
-      else if (rewritten !== null) out.push(`data: ${rewritten}${ending}`);
-      else dropped = true;
-      changed ||= rewritten !== undefined;
-    }
-    return changed ? Buffer.from(out.join('\n')) : events;
+    return withDataRewritten(
+      events,
+      (data, line) => (this.mayChange(line) ? this.rewriteData(data) : undefined),
+      () => (this.held.length > 0 ? this.releaseAll() : []),
+    );
   }
 
   /** What is still held when the stream ended: an event of its own; undefined when nothing is. */

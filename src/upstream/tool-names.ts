@@ -8,7 +8,7 @@
 // choice and the calls of the history; the answer's calls are given their names back before anything
 // reads them (the client, a session, a bridge).
 
-import { EventBoundaryBuffer } from './sse.js';
+import { EventBoundaryBuffer, withEventsRewritten } from './sse.js';
 import { StreamedToolNames } from './streamed-tool-names.js';
 import { fnv1a, hashDigits } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
@@ -194,29 +194,7 @@ export function withAnswerToolNames(response: UpstreamResponse, names: AnswerToo
     }
     return fresh().rewrite(whole);
   };
-  const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
-    const events = new EventBoundaryBuffer();
-    const calls = fresh();
-    await response.forEachChunk((chunk) => {
-      const complete = events.push(chunk);
-      if (complete === undefined) return undefined;
-      const rewritten = calls.rewrite(complete);
-      return rewritten.length === 0 ? undefined : onChunk(rewritten);
-    });
-    const rest = events.flush();
-    const last = Buffer.concat([calls.rewrite(rest ?? Buffer.alloc(0)), calls.end() ?? Buffer.alloc(0)]);
-    if (last.length > 0) await onChunk(last);
-  };
-  return {
-    statusCode: response.statusCode,
-    headers: response.headers,
-    async readAll() {
-      const parts: Buffer[] = [];
-      await forEachChunk((chunk) => void parts.push(chunk));
-      return Buffer.concat(parts);
-    },
-    forEachChunk,
-    discard: () => response.discard(),
-    peek: async (enough) => view(await response.peek((received) => enough(view(received)))),
-  };
+  return withEventsRewritten(response, fresh, async (enough) =>
+    view(await response.peek((received) => enough(view(received)))),
+  );
 }

@@ -13,6 +13,7 @@ import {
   StreamCompletionTracker,
   typedEvent,
   usageNumberIn,
+  withDataRewritten,
 } from '../../src/upstream/sse.js';
 
 const sample =
@@ -303,5 +304,38 @@ describe('typedEvent', () => {
     expect(typedEvent(type, leading, fields)).toBe(
       `event: ${type}\ndata: ${JSON.stringify({ type, ...leadingFields, ...fields })}\n\n`,
     );
+  });
+});
+
+describe('withDataRewritten', () => {
+  const events = Buffer.from(
+    'event: x\ndata: {"a":1}\n\ndata: {"b":2}\r\n\r\ndata: {"c":3}\n\ndata: [DONE]\n\n',
+  );
+
+  it('writes each data anew, leaves out an event with its blank line, and puts lines before [DONE]', () => {
+    const out = withDataRewritten(
+      events,
+      (data) => (data.includes('"a"') ? '{"a":9}' : data.includes('"c"') ? null : undefined),
+      () => ['data: {"held":true}', ''],
+    );
+    expect(out.toString()).toBe(
+      'event: x\ndata: {"a":9}\n\ndata: {"b":2}\r\n\r\ndata: {"held":true}\n\ndata: [DONE]\n\n',
+    );
+  });
+
+  it('keeps a line ending in CR as it ended, and gives the same buffer back when nothing changed', () => {
+    const crlf = withDataRewritten(
+      events,
+      (data) => (data.includes('"b"') ? '{"b":0}' : undefined),
+      () => [],
+    );
+    expect(crlf.toString()).toContain('data: {"b":0}\r\n\r\n');
+    expect(
+      withDataRewritten(
+        events,
+        () => undefined,
+        () => [],
+      ),
+    ).toBe(events);
   });
 });
