@@ -1912,7 +1912,8 @@ describe('POST /v1/messages bridged to a Chat Completions upstream', () => {
       .messages.create({
         model: 'local-model',
         max_tokens: 2_000,
-        thinking: { type: 'enabled', budget_tokens: 1_024 },
+        // Adaptive thinking has no word in chat (a budget goes as the effort: below).
+        thinking: { type: 'adaptive' },
         messages: [{ role: 'user', content: 'Hi' }],
       })
       .withResponse();
