@@ -171,7 +171,7 @@ interface Choice {
  * in the system message (withResponseFormatAsTaken), and JSON mode told "json" when no message says it
  * (withJsonModeTold).
  */
-function withJsonModeAsTaken<R extends Record<string, unknown>>(
+function withStructuredOutputAsTaken<R extends Record<string, unknown>>(
   request: R,
   asked: unknown,
   messages: ContextMessage[],
@@ -385,7 +385,7 @@ export function createAttemptLadder(input: {
   let recall = false;
   /** Prompt tokens an attempt that offers the tool keeps free for its calls and their results. */
   let recallRoom = 0;
-  // A schema told in JSON mode (withJsonModeAsTaken), written once for every attempt of the request.
+  // A schema told in JSON mode (withStructuredOutputAsTaken), written once for every attempt of the request.
   let told: { format: unknown; text: string | undefined } | undefined;
   const toldSchema = (format: unknown): string | undefined => {
     const known =
@@ -417,7 +417,7 @@ export function createAttemptLadder(input: {
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
     // signature on the calls that have none (another model's, or a client's that dropped it); the
     // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
-    const jsonMode = withJsonModeAsTaken(
+    const jsonMode = withStructuredOutputAsTaken(
       outgoing,
       plan.outgoing.response_format,
       prepared.messages,

@@ -1428,10 +1428,9 @@ export function heldStopsOf(
   const stops = stopsOf(stop);
   if (stops.length === 0) return undefined;
   if (wire === 'anthropic') return stops.some((one) => !/\S/.test(one)) ? stops : undefined;
+  const refused = fixes.some((fix) => fix.field === stopField);
   const cap = fixes.find((fix) => fix.field === stopCountField)?.atMost;
-  return fixes.some((fix) => fix.field === stopField) || (cap !== undefined && stops.length > cap)
-    ? stops
-    : undefined;
+  return refused || (cap !== undefined && stops.length > cap) ? stops : undefined;
 }
 
 /** The request with no more stop sequences than the model takes (stopCountField): the first of them. */
