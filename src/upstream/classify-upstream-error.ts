@@ -1097,6 +1097,12 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     fields: ['promptTokens', 'maxContext'],
   },
   { pattern: new RegExp(`model maximum context length: ${number}`, 'i'), fields: ['maxContext'] },
+  // Cerebras: "Please reduce the length of the messages or completion. Current length is R while limit
+  // is M" — R the prompt and the answer asked for together, as OpenAI's same sentence counts them.
+  {
+    pattern: new RegExp(`current length is ${number} while limit is ${number}`, 'i'),
+    fields: ['requested', 'maxContext'],
+  },
 ];
 
 function toNumber(text: string): number {
