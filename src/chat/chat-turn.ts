@@ -506,6 +506,10 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     headers['x-context-retries'] = String(sent.overflowRetries);
     headers['x-ctxgate-attempts'] = String(callsMade(sent));
     if (sent.exhausted === true) headers['x-should-retry'] = 'false';
+    // A wait the upstream stated only in its words (a relay that drops its headers): in the header the
+    // client's SDK reads before it retries.
+    if (sent.retryAfterMs !== undefined && sent.response.headers['retry-after'] === undefined)
+      headers['retry-after'] = String(Math.ceil(sent.retryAfterMs / 1000));
     if (turn.recall !== undefined) headers['x-ctxgate-recall'] = String(turn.recall.calls);
     if (turn.session !== undefined) {
       headers['x-session-id'] = turn.session.sessionId;

@@ -1175,7 +1175,10 @@ function headerValue(
   return typeof value === 'string' ? value : value?.[0];
 }
 
-/** From `retry-after-ms`, `retry-after` (seconds or an HTTP date) or "retry in 20.04s" in the text. */
+/**
+ * From `retry-after-ms`, `retry-after` (seconds or an HTTP date) or the text's "retry in 20.04s", "try
+ * again in 9m38.016s", "retry after 6 seconds" (a relay may pass on the body without the headers).
+ */
 function retryAfterFrom(
   headers: Readonly<Record<string, string | readonly string[] | undefined>> | undefined,
   text: string,
@@ -1196,7 +1199,25 @@ function retryAfterFrom(
     const date = Date.parse(retryAfter);
     if (receivedAtMs !== undefined && Number.isFinite(date)) return Math.max(0, date - receivedAtMs);
   }
-  const inText = /(?:retry|try again) in (\d+(?:\.\d+)?) ?(ms|s|seconds?)\b/i.exec(text);
-  if (inText !== null) return Number(inText[1]) * (inText[2] === 'ms' ? 1 : 1000);
-  return undefined;
+  const inText =
+    /(?:retry|try again) (?:in|after) ((?:\d+(?:\.\d+)?(?:h|ms|m|s))+\b|\d+(?:\.\d+)? ?(?:seconds?|minutes?)\b)/i.exec(
+      text,
+    );
+  return inText === null ? undefined : durationMs(inText[1] as string);
+}
+
+const durationUnitsMs: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+
+/**
+ * A wait as providers write it: Go's durations (Groq's "9m38.016s" for a day's tokens, "650ms", OpenAI's
+ * "1.2s", Gemini's "29.330403857s") or in words (Azure's "retry after 6 seconds").
+ */
+function durationMs(text: string): number {
+  const words = /^(\d+(?:\.\d+)?) ?(second|minute)/i.exec(text);
+  if (words !== null)
+    return Number(words[1]) * ((words[2] as string).toLowerCase() === 'minute' ? 60_000 : 1000);
+  let total = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s)/gi))
+    total += Number(amount) * (durationUnitsMs[(unit as string).toLowerCase()] ?? 0);
+  return total;
 }

@@ -49,6 +49,11 @@ export interface SendResult<A> {
    * multiply the gateway's.
    */
   exhausted?: true;
+  /**
+   * The wait the upstream asked for when it is longer than the gateway waits (the gateway gave up at
+   * once): the client is told it (`retry-after`), read from the headers or the error's own words.
+   */
+  retryAfterMs?: number;
 }
 
 export interface SendWithRecoveryOptions<A extends SendAttempt> {
@@ -163,6 +168,15 @@ export async function sendWithRecovery<A extends SendAttempt>(
             upstreamRetries,
             fieldResends,
             exhausted: true,
+          };
+        if (decision.action === 'give_up' && 'retryAfterMs' in classification)
+          return {
+            response,
+            attempt,
+            overflowRetries,
+            upstreamRetries,
+            fieldResends,
+            retryAfterMs: classification.retryAfterMs,
           };
         return { response, attempt, overflowRetries, upstreamRetries, fieldResends };
     }

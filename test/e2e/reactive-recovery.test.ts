@@ -379,6 +379,32 @@ describe('upstream retries', () => {
     expect(calls[1]?.rawBody).toBe(calls[0]?.rawBody);
     expect(answer.retries).toBe('0');
   });
+
+  it('does not wait out a day limit stated only in words, and tells the client the wait', async () => {
+    // Groq's tokens-per-day refusal as a relay passes it on: the wait in the text, no retry-after header.
+    fake.enqueue({
+      status: 429,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01kjh7p9n8f1qs6nz2bz77vy6b` service tier `on_demand` on tokens per day (TPD): Limit 100000, Used 97050, Requested 3619. Please try again in 9m38.016s. Need more tokens%3F Upgrade to Dev Tier today at https://console.groq.com/settings/billing',
+          type: 'tokens',
+          code: 'rate_limit_exceeded',
+        },
+      }),
+    });
+    const before = fake.chatRequests.length;
+    const refused = await client()
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: conversation(2), max_tokens: 50 })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    // One call: a wait of minutes is the client's to decide on, not the gateway's to sit through.
+    expect(fake.chatRequests.length - before).toBe(1);
+    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('579');
+  });
 });
 
 describe('what a retry keeps', () => {

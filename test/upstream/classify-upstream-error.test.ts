@@ -968,6 +968,37 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'rate_limited', retryAfterMs: 20_500 },
   },
   {
+    // continuedev/continue#10920: a day's tokens spent, the wait in Go's duration form.
+    name: 'Groq tokens per day, "try again in 9m38.016s"',
+    answer: {
+      status: 429,
+      body: openAIError(
+        'Rate limit reached for model `llama-3.3-70b-versatile` in organization `org_01kjh7p9n8f1qs6nz2bz77vy6b` service tier `on_demand` on tokens per day (TPD): Limit 100000, Used 97050, Requested 3619. Please try again in 9m38.016s. Need more tokens%3F Upgrade to Dev Tier today at https://console.groq.com/settings/billing',
+        'rate_limit_exceeded',
+        'tokens',
+      ),
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 578_016 },
+  },
+  {
+    name: 'a wait of hours, minutes and seconds ("try again in 1h2m3.5s")',
+    answer: { status: 429, body: openAIError('Please try again in 1h2m3.5s.', 'rate_limit_exceeded') },
+    expected: { kind: 'rate_limited', retryAfterMs: 3_723_500 },
+  },
+  {
+    name: 'a wait of milliseconds',
+    answer: { status: 429, body: openAIError('Please try again in 650ms.', 'rate_limit_exceeded') },
+    expected: { kind: 'rate_limited', retryAfterMs: 650 },
+  },
+  {
+    name: 'Azure OpenAI, "Please retry after 6 seconds" (a relay that drops its retry-after header)',
+    answer: {
+      status: 429,
+      body: '{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-02-01 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."}}',
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 6_000 },
+  },
+  {
     name: 'OpenAI insufficient_quota: billing, not a rate (never retried)',
     answer: {
       status: 429,
