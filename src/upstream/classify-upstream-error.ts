@@ -140,7 +140,9 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   const content = readBody(body);
   if (status >= 200 && status < 300 && !content.isError) return { kind: 'none' };
   const text = content.texts.join('\n');
-  const retryAfterMs = retryAfterFrom(answer.headers, text, answer.receivedAtMs);
+  const retryAfterMs =
+    retryAfterFrom(answer.headers, text, answer.receivedAtMs) ??
+    untilReset(content.fields.get(resetField), answer.receivedAtMs);
   const shouldRetry = headerValue(answer.headers, 'x-should-retry')?.trim().toLowerCase();
   const noRetry = shouldRetry === 'false';
   const retryFields = (): { retryAfterMs?: number; noRetry?: true } =>
@@ -829,6 +831,10 @@ function collect(value: unknown, content: BodyContent, depth: number): void {
   if (typeof value !== 'object' || value === null) return;
   for (const [key, item] of Object.entries(value)) {
     if (typeof item === 'number' && Number.isFinite(item)) content.fields.set(key, item);
+    // OpenRouter's rate limits quote their headers in the body (`metadata.headers`), the reset as a
+    // string of epoch milliseconds.
+    else if (typeof item === 'string' && /^x-ratelimit-reset$/i.test(key) && /^\d{10,13}$/.test(item))
+      content.fields.set(resetField, Number(item));
     else collect(item, content, depth + 1);
   }
 }
@@ -1204,6 +1210,18 @@ function retryAfterFrom(
       text,
     );
   return inText === null ? undefined : durationMs(inText[1] as string);
+}
+
+/** The field readBody keeps a rate limit's reset stamp in (an `X-RateLimit-Reset` the body quotes). */
+const resetField = 'x-ratelimit-reset';
+
+/**
+ * The wait until a reset stamp (epoch seconds, or milliseconds as OpenRouter writes them): a day's free
+ * requests spent ("Rate limit exceeded: free-models-per-day") resets at midnight, not in a few seconds.
+ */
+function untilReset(stamp: number | undefined, receivedAtMs: number | undefined): number | undefined {
+  if (stamp === undefined || receivedAtMs === undefined) return undefined;
+  return Math.max(0, (stamp < 1e12 ? stamp * 1000 : stamp) - receivedAtMs);
 }
 
 const durationUnitsMs: Readonly<Record<string, number>> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };

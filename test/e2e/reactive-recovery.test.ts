@@ -405,6 +405,43 @@ describe('upstream retries', () => {
     expect(fake.chatRequests.length - before).toBe(1);
     expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('579');
   });
+
+  it("does not retry OpenRouter's spent day of free requests, and tells the client when it resets", async () => {
+    const resetAt = Date.now() + 6 * 3_600_000;
+    fake.enqueue({
+      status: 429,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day',
+          code: 429,
+          metadata: {
+            headers: {
+              'X-RateLimit-Limit': '50',
+              'X-RateLimit-Remaining': '0',
+              'X-RateLimit-Reset': `${resetAt}`,
+            },
+            provider_name: null,
+          },
+        },
+      }),
+    });
+    const before = fake.chatRequests.length;
+    const refused = await client()
+      .chat.completions.create({ model: 'gpt-4o-mini', messages: conversation(2), max_tokens: 50 })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(fake.chatRequests.length - before).toBe(1);
+    // Six hours, less the moments the call took.
+    const seconds = Number(
+      (refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'),
+    );
+    expect(seconds).toBeGreaterThan(6 * 3600 - 120);
+    expect(seconds).toBeLessThanOrEqual(6 * 3600);
+  });
 });
 
 describe('what a retry keeps', () => {

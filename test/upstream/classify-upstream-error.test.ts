@@ -991,6 +991,41 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'rate_limited', retryAfterMs: 650 },
   },
   {
+    // Gitlawb/openclaude#936, cline/cline#5301: a day's free requests spent; the reset the body quotes
+    // from OpenRouter's headers (epoch milliseconds) is hours away.
+    name: "OpenRouter's free-models-per-day, its reset quoted in the body",
+    answer: {
+      status: 429,
+      receivedAtMs: 1_777_334_400_000 - 5 * 3_600_000,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day',
+          code: 429,
+          metadata: {
+            headers: {
+              'X-RateLimit-Limit': '50',
+              'X-RateLimit-Remaining': '0',
+              'X-RateLimit-Reset': '1777334400000',
+            },
+            provider_name: null,
+          },
+        },
+        user_id: 'user_2x',
+      }),
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 5 * 3_600_000 },
+  },
+  {
+    name: 'a reset stamp in epoch seconds, already past: no wait',
+    answer: {
+      status: 429,
+      receivedAtMs: 1_777_334_460_000,
+      body: '{"error":{"message":"Rate limit exceeded","metadata":{"headers":{"x-ratelimit-reset":"1777334400"}}}}',
+    },
+    expected: { kind: 'rate_limited', retryAfterMs: 0 },
+  },
+  {
     name: 'Azure OpenAI, "Please retry after 6 seconds" (a relay that drops its retry-after header)',
     answer: {
       status: 429,
