@@ -181,7 +181,12 @@ function withStructuredOutputAsTaken<R extends Record<string, unknown>>(
   const taken =
     fixes.length === 0
       ? undefined
-      : withResponseFormatAsTaken(asked, messages, formatsTakenWith(fixes), toldOf);
+      : withResponseFormatAsTaken(
+          asked,
+          messages,
+          formatsTakenWith(fixes, Array.isArray(request.tools) && request.tools.length > 0),
+          toldOf,
+        );
   if (taken === undefined) return { request, messages: withJsonModeTold(request.response_format, messages) };
   const sent: Record<string, unknown> = Object.assign({}, request, { response_format: taken.responseFormat });
   if (taken.responseFormat === undefined) delete sent.response_format;

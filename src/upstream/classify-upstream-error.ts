@@ -49,6 +49,7 @@ import {
   jsonSchemaField,
   jsonModeField,
   responseFormatField,
+  responseFormatWithToolsField,
   stopCountField,
   stopField,
   imageBytesField,
@@ -619,6 +620,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     /response_format\.type\W{0,3} must be \W{0,3}json_schema\b|response_format\W{0,3} of type \W{0,3}json_object\W{0,3} is not supported/i,
   ],
   [responseFormatField, /\bresponse_format\W{0,3} is not supported\b/i],
+  // Structured output beside tools (Gemini's words).
+  [
+    responseFormatWithToolsField,
+    /(?:function calling|tool use) with a response mime type\W{0,4}application\/json\W{0,3} is unsupported/i,
+  ],
 ];
 
 /**

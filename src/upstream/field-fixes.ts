@@ -408,6 +408,16 @@ export const jsonModeField = 'response_format.json_object';
 export const responseFormatField = 'response_format';
 
 /**
+ * Not a field of the body: structured output beside tools, which Gemini refuses ("Function calling with a
+ * response mime type: 'application/json' is unsupported", also "Tool use with…": openai/openai-agents-python#656,
+ * googleapis/python-genai#867, Simpleyyt/ai-manus#101) — the Agents SDK sends both for an agent with tools
+ * and an output type, as does the AI SDK's structured output with tools. A request with tools sends no
+ * `response_format`, what it asked told at the end of the system message (as responseFormatField); one
+ * without tools sends it as it was (formatsTakenWith).
+ */
+export const responseFormatWithToolsField = 'response_format.with_tools';
+
+/**
  * Stop sequences, which OpenAI's reasoning models take none of ("Unsupported parameter: 'stop' is not
  * supported with this model.": GPT-5 and later, o3, o4-mini — smolagents' CodeAgent, LangChain's ReAct
  * agents, CrewAI, Flowise and Dify sent them, and every request failed: huggingface/smolagents#1893,
@@ -1446,10 +1456,13 @@ export interface FormatsTaken {
   jsonMode: boolean;
 }
 
-/** The forms of `response_format` a model takes, by its learned fixes (jsonSchemaField, jsonModeField, responseFormatField). */
-export function formatsTakenWith(fixes: readonly FieldFix[]): FormatsTaken {
+/**
+ * The forms of `response_format` a model takes, by its learned fixes (jsonSchemaField, jsonModeField,
+ * responseFormatField; responseFormatWithToolsField for a request with tools).
+ */
+export function formatsTakenWith(fixes: readonly FieldFix[], withTools = false): FormatsTaken {
   const learned = (field: string): boolean => fixes.some((fix) => fix.field === field);
-  const none = learned(responseFormatField);
+  const none = learned(responseFormatField) || (withTools && learned(responseFormatWithToolsField));
   return { schema: !none && !learned(jsonSchemaField), jsonMode: !none && !learned(jsonModeField) };
 }
 

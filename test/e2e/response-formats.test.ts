@@ -12,7 +12,7 @@
 // Every such request failed before; each is answered after its refusals, and the model's next at once.
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
-import { generateText, jsonSchema, Output } from 'ai';
+import { generateText, jsonSchema, Output, stepCountIs, tool } from 'ai';
 import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -26,6 +26,8 @@ const lmStudio = 'qwen/qwen3-8b';
 const olderOpenAI = 'gpt-4-0613';
 /** A model as GPT4All's local server serves it. */
 const gpt4all = 'Llama 3.2 3B Instruct';
+/** A model as Gemini's OpenAI-compatible endpoint serves it: structured output or tools, not both at once. */
+const gemini = 'gemini-2.5-flash';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -35,8 +37,23 @@ beforeAll(async () => {
     schemaFormatOnly: [lmStudio],
     noJsonFormats: [olderOpenAI],
     noResponseFormat: [gpt4all],
-    // A model that answers as it was asked: the weather, in JSON.
-    respond: () => ({ content: '{"city":"Paris","celsius":21}' }),
+    noFormatWithTools: [gemini],
+    // A model that answers as it was asked: the weather, in JSON. Gemini, given a tool, looks the weather
+    // up first, and answers in JSON only when asked to (a format, or a schema in its instructions).
+    respond: (messages, body) => {
+      const weather = '{"city":"Paris","celsius":21}';
+      if (body.model !== gemini) return { content: weather };
+      const looked = messages.some((message) => message.role === 'tool');
+      if (Array.isArray(body.tools) && !looked)
+        return { toolCalls: [{ id: 'call_weather_1', name: 'weather', arguments: '{"city":"Paris"}' }] };
+      const asked =
+        body.response_format !== undefined ||
+        messages.some(
+          (message) =>
+            message.role === 'system' && String(message.content).includes('follows this JSON Schema'),
+        );
+      return { content: asked ? weather : 'It is 21 degrees in Paris.' };
+    },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -150,5 +167,61 @@ describe('structured output to GPT4All, which takes no response_format', () => {
     expect(sent()?.response_format).toBeUndefined();
     expect(sent()?.messages[0]?.role).toBe('system');
     expect(String(sent()?.messages[0]?.content)).toContain(JSON.stringify(weatherSchema));
+  });
+});
+
+describe('structured output beside tools to Gemini, which takes either but not both at once', () => {
+  const model = () =>
+    createOpenAICompatible({
+      name: 'gemini',
+      baseURL: harness.baseUrl,
+      apiKey: 'sk-formats',
+      supportsStructuredOutputs: true,
+    })(gemini);
+  const output = Output.object({ schema: jsonSchema<{ city: string; celsius: number }>(weatherSchema) });
+
+  it("the AI SDK's structured output with a tool: answered after one refusal, the schema told while tools are sent; the model's next at once", async () => {
+    const ask = () =>
+      generateText({
+        model: model(),
+        maxRetries: 0,
+        output,
+        tools: {
+          weather: tool({
+            description: 'The weather in a city.',
+            inputSchema: jsonSchema<{ city: string }>({
+              type: 'object',
+              properties: { city: { type: 'string' } },
+              required: ['city'],
+            }),
+            execute: async ({ city }) => `${city}: 21 degrees`,
+          }),
+        },
+        stopWhen: stepCountIs(3),
+        prompt: 'Weather in Paris?',
+      });
+    const before = fake.chatRequests.length;
+    expect((await ask()).output).toEqual({ city: 'Paris', celsius: 21 });
+    // The refusal, the tool call, the answer.
+    expect(statusesSince(before)).toEqual([400, 200, 200]);
+    expect(formatOf(fake.chatRequests[before]?.body)).toMatchObject({ type: 'json_schema' });
+    for (const call of fake.chatRequests.slice(before + 1)) {
+      expect(formatOf(call.body)).toBeUndefined();
+      const system = (call.body as { messages: ChatMessage[] }).messages[0];
+      expect(system?.role).toBe('system');
+      expect(String(system?.content)).toContain(JSON.stringify(weatherSchema));
+    }
+    const again = fake.chatRequests.length;
+    expect((await ask()).output).toEqual({ city: 'Paris', celsius: 21 });
+    expect(statusesSince(again)).toEqual([200, 200]);
+  });
+
+  it('the same model asked for structured output without tools: the format sent as it came, at once', async () => {
+    const before = fake.chatRequests.length;
+    const result = await generateText({ model: model(), maxRetries: 0, output, prompt: 'Weather in Paris?' });
+    expect(result.output).toEqual({ city: 'Paris', celsius: 21 });
+    expect(statusesSince(before)).toEqual([200]);
+    expect(sent()?.response_format).toMatchObject({ type: 'json_schema' });
+    expect(sent()?.messages).toEqual([{ role: 'user', content: 'Weather in Paris?' }]);
   });
 });

@@ -436,6 +436,12 @@ export interface FakeUpstreamOptions {
   stopLimits?: Readonly<Record<string, { max: number; refusal: string }>>;
   /** Models served as GPT4All serves them: a `response_format` in any form refused ("'response_format' is not supported"). */
   noResponseFormat?: readonly string[];
+  /**
+   * Models as Gemini serves them: a `response_format` beside tools refused in its words, in the array its
+   * OpenAI-compatible endpoint answers with ("Function calling with a response mime type: 'application/json'
+   * is unsupported": openai/openai-agents-python#656); either alone taken.
+   */
+  noFormatWithTools?: readonly string[];
   /** The reasoning efforts each model takes: another refused in OpenAI's words, those taken listed (Kilo-Org/cloud#3807). */
   reasoningEfforts?: Readonly<Record<string, readonly string[]>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
@@ -515,9 +521,9 @@ function openAIError(message: string, type: string, param: string | null, code: 
 }
 
 /**
- * The refusal of a `response_format` the model takes in no form (GPT4All's words), or not of its type:
- * JSON mode where only a JSON Schema is taken (LM Studio's), either JSON format on an older OpenAI model
- * (OpenAI's). Undefined when the model takes it.
+ * The refusal of a `response_format` the model takes in no form (GPT4All's words), or not beside tools
+ * (Gemini's), or not of its type: JSON mode where only a JSON Schema is taken (LM Studio's), either JSON
+ * format on an older OpenAI model (OpenAI's). Undefined when the model takes it.
  */
 function responseFormatRefusal(
   options: FakeUpstreamOptions,
@@ -528,6 +534,22 @@ function responseFormatRefusal(
   if (given === undefined) return undefined;
   if (options.noResponseFormat?.includes(model) === true)
     return openAIError("'response_format' is not supported", 'invalid_request_error', null, null);
+  const tools = (body as { tools?: unknown }).tools;
+  if (
+    (given.type === 'json_object' || given.type === 'json_schema') &&
+    Array.isArray(tools) &&
+    tools.length > 0 &&
+    options.noFormatWithTools?.includes(model) === true
+  )
+    return JSON.stringify([
+      {
+        error: {
+          code: 400,
+          message: "Function calling with a response mime type: 'application/json' is unsupported",
+          status: 'INVALID_ARGUMENT',
+        },
+      },
+    ]);
   if (given.type === 'json_object' && options.schemaFormatOnly?.includes(model) === true)
     return JSON.stringify({ error: "'response_format.type' must be 'json_schema' or 'text'" });
   if (

@@ -2333,6 +2333,32 @@ const ownCases: ReadonlyArray<{
         }),
         [{ field: 'response_format' }],
       ],
+      [
+        "Gemini's OpenAI-compatible endpoint beside tools, in its array (openai/openai-agents-python#656)",
+        400,
+        JSON.stringify([
+          {
+            error: {
+              code: 400,
+              message: "Function calling with a response mime type: 'application/json' is unsupported",
+              status: 'INVALID_ARGUMENT',
+            },
+          },
+        ]),
+        [{ field: 'response_format.with_tools' }],
+      ],
+      [
+        "Gemini's other words for it (snailyp/gemini-balance#264)",
+        400,
+        JSON.stringify({
+          error: {
+            code: 400,
+            message: "Tool use with a response mime type: 'application/json' is unsupported",
+            status: 'INVALID_ARGUMENT',
+          },
+        }),
+        [{ field: 'response_format.with_tools' }],
+      ],
     ] as const
   ).map(([name, status, body, fixes]) => ({
     name: `structured output in a form the server does not take: ${name}`,

@@ -983,6 +983,11 @@ describe('withResponseFormatAsTaken', () => {
       formatsTakenWith([{ field: 'response_format.json_schema' }, { field: 'response_format.json_object' }]),
     ).toEqual({ schema: false, jsonMode: false });
     expect(both).toEqual({ schema: true, jsonMode: true });
+    // Gemini's: either, but not beside tools.
+    const gemini = [{ field: 'response_format.with_tools' }];
+    expect(formatsTakenWith(gemini)).toEqual({ schema: true, jsonMode: true });
+    expect(formatsTakenWith(gemini, true)).toEqual({ schema: false, jsonMode: false });
+    expect(formatsTakenWith([{ field: 'response_format.json_schema' }], true)).toEqual(jsonModeOnly);
   });
 
   it('a schema the model does not take: asked in JSON mode, the first system message told the schema', () => {
