@@ -289,12 +289,19 @@ export function forStrictTemplate(messages: readonly ContextMessage[]): ContextM
  * A conversation with no user message — the system prompt, then the model's calls and their results, the
  * user's prompt left out by the client's own compaction — as GLM's API takes it (which refuses one: "The
  * messages parameter is illegal", verified live by diegosouzapw/OmniRoute#11209): a user message before
- * the model's first (modelFirstText). The same array when it has a user message. Pure.
+ * the model's first (modelFirstText). Instructions and nothing else (an LLM-as-a-judge prompt, which
+ * Gemini refuses too: "contents is not specified"): the last of them is what the user asks, sent as the
+ * user's message. The same array when it has a user message. Pure.
  */
 export function withUserTurn(messages: readonly ContextMessage[]): ContextMessage[] {
   if (messages.some((message) => message.role === 'user')) return messages as ContextMessage[];
   const first = messages.findIndex((message) => message.role !== 'system' && message.role !== 'developer');
-  if (first === -1) return messages as ContextMessage[];
+  if (first === -1) {
+    const last = messages.at(-1);
+    return last === undefined
+      ? (messages as ContextMessage[])
+      : [...messages.slice(0, -1), Object.assign({}, last, { role: 'user' })];
+  }
   const out = messages.slice();
   out.splice(first, 0, { role: 'user', content: modelFirstText });
   return out;

@@ -400,9 +400,13 @@ export function toAnthropicRequest(chat: Json): Json {
   }
   // A tool_use id Claude refuses (another provider's: empty, of other characters, given twice) as one it
   // takes, each tool_result following (tool-call-ids.ts).
-  const body: Json = { model: chat.model, messages: withPortableCallIds(out, toolUseSlots) };
   const allSystem = [...(systemBlocks ?? []), ...system];
-  if (allSystem.length > 0)
+  // Instructions and nothing else (an LLM-as-a-judge prompt, one SystemMessage): they are what the user
+  // asks — Claude refuses a request of no message ("messages: at least one message is required").
+  const instructionsOnly = out.length === 0 && allSystem.length > 0;
+  if (instructionsOnly) out.push({ role: 'user', content: asTaken(allSystem as Json[]) });
+  const body: Json = { model: chat.model, messages: withPortableCallIds(out, toolUseSlots) };
+  if (allSystem.length > 0 && !instructionsOnly)
     body.system =
       systemBlocks === undefined && system.every((block) => block.type === 'text')
         ? system.map((block) => block.text as string).join('\n\n')

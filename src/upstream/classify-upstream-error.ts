@@ -569,11 +569,12 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     strictTemplateField,
     /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn|user and assistant roles should be alternating|roles must alternate between \W{0,2}user\W{0,2} and \W{0,2}assistant|conversation must (?:alternate between user and assistant roles|start with a user message)/i,
   ],
-  // No user message (GLM's API, in English and Chinese; Alibaba's DashScope for Qwen, coze-dev/coze-studio#2557):
-  // a conversation with none is given one; one that has one goes as it was (the refusal back as it came).
+  // No user message (GLM's API, in English and Chinese; Alibaba's DashScope for Qwen, coze-dev/coze-studio#2557),
+  // or no message but instructions (Gemini's words; Claude's, behind a relay): a conversation with none is
+  // given one; one that has one goes as it was (the refusal back as it came).
   [
     userTurnField,
-    /the messages parameter is illegal|messages\s*参数非法|input messages do not contain elements with the role of user/i,
+    /the messages parameter is illegal|messages\s*参数非法|input messages do not contain elements with the role of user|contents is not specified|messages: at least one message is required/i,
   ],
   // No system role at all: Gemma's templates as vLLM and SGLang give it, Gemma on Google's API, and Mistral
   // 7B's first templates.

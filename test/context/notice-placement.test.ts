@@ -364,14 +364,26 @@ describe('withUserTurn', () => {
     expect(messages).toHaveLength(3);
   });
 
-  it('is the same array when a user message is there, or nothing but instructions is', () => {
+  it('is the same array when a user message is there, or no message at all', () => {
     const asked: ContextMessage[] = [
       { role: 'system', content: 'Rules.' },
       { role: 'assistant', content: 'Earlier answer.' },
       { role: 'user', content: 'Go on.' },
     ];
     expect(withUserTurn(asked)).toBe(asked);
-    const instructions: ContextMessage[] = [{ role: 'system', content: 'Rules.' }];
-    expect(withUserTurn(instructions)).toBe(instructions);
+    const none: ContextMessage[] = [];
+    expect(withUserTurn(none)).toBe(none);
+  });
+
+  it('sends the last of instructions and nothing else as what the user asks (an LLM-as-a-judge prompt)', () => {
+    const instructions: ContextMessage[] = [
+      { role: 'system', content: 'Rules.' },
+      { role: 'developer', content: 'Grade: Paris. Reply PASS or FAIL.' },
+    ];
+    expect(withUserTurn(instructions)).toEqual([
+      { role: 'system', content: 'Rules.' },
+      { role: 'user', content: 'Grade: Paris. Reply PASS or FAIL.' },
+    ]);
+    expect(instructions[1]?.role).toBe('developer');
   });
 });

@@ -451,6 +451,8 @@ export function findAnthropicRefusal(
   }
   const read = readMessages(messages);
   const opening = read[0];
+  // Instructions and nothing else (langchain-ai/langchain#31657: a system message alone, which OpenAI takes).
+  if (opening === undefined) return 'messages: at least one message is required';
   if (opening?.role !== 'user' && !(Array.isArray(opening?.content) && isSummary(opening.content[0])))
     return 'messages: first message must use the "user" role';
   const toolUseIds = new Set<unknown>();

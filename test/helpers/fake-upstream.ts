@@ -400,7 +400,8 @@ export interface FakeUpstreamOptions {
   /**
    * Models served as GLM's API serves them: a conversation with no user message is refused in its words
    * (diegosouzapw/OmniRoute#11209, continuedev/continue#13259); a `qwen` one as Alibaba's DashScope serves it,
-   * in its words (coze-dev/coze-studio#2557).
+   * in its words (coze-dev/coze-studio#2557); a `gemini` one as Gemini's OpenAI-compatible endpoint serves
+   * it: a request of system messages only refused ("contents is not specified": langchain-ai/langchain#33940).
    */
   userTurnRequired?: readonly string[];
   /**
@@ -1613,25 +1614,38 @@ export class FakeUpstream {
       );
       return;
     }
+    const geminiServed = String(body.model).startsWith('gemini');
     if (
       this.options.userTurnRequired?.includes(String(body.model)) === true &&
-      !(body.messages ?? []).some((message) => message.role === 'user')
+      !(body.messages ?? []).some((message) =>
+        geminiServed ? message.role !== 'system' && message.role !== 'developer' : message.role === 'user',
+      )
     ) {
       sendJson(
         400,
-        String(body.model).startsWith('qwen')
-          ? openAIError(
-              '<400> InternalError.Algo.InvalidParameter: The input messages do not contain elements with the role of user',
-              'invalid_request_error',
-              null,
-              'invalid_parameter_error',
-            )
-          : JSON.stringify({
-              error: {
-                code: '1214',
-                message: 'The messages parameter is illegal. Please check the documentation.',
+        geminiServed
+          ? JSON.stringify([
+              {
+                error: {
+                  code: 400,
+                  message: '* GenerateContentRequest.contents: contents is not specified\n',
+                  status: 'INVALID_ARGUMENT',
+                },
               },
-            }),
+            ])
+          : String(body.model).startsWith('qwen')
+            ? openAIError(
+                '<400> InternalError.Algo.InvalidParameter: The input messages do not contain elements with the role of user',
+                'invalid_request_error',
+                null,
+                'invalid_parameter_error',
+              )
+            : JSON.stringify({
+                error: {
+                  code: '1214',
+                  message: 'The messages parameter is illegal. Please check the documentation.',
+                },
+              }),
       );
       return;
     }

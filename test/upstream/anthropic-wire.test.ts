@@ -69,6 +69,38 @@ describe('a chat body as a Messages request', () => {
     expect(stopsOf(null)).toBeUndefined();
   });
 
+  it('sends instructions and nothing else as the user message, which Claude refuses as no message', () => {
+    const body = toAnthropicRequest({
+      model: 'claude-x',
+      max_tokens: 5,
+      messages: [
+        { role: 'system', content: 'Grade strictly.' },
+        { role: 'system', content: 'Paris is the capital of France: PASS or FAIL?' },
+      ],
+    });
+    expect(body.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Grade strictly.' },
+          { type: 'text', text: 'Paris is the capital of France: PASS or FAIL?' },
+        ],
+      },
+    ]);
+    expect(body.system).toBeUndefined();
+    // With a message of the conversation, the instructions stay the system prompt.
+    const asked = toAnthropicRequest({
+      model: 'claude-x',
+      max_tokens: 5,
+      messages: [
+        { role: 'system', content: 'Grade strictly.' },
+        { role: 'user', content: 'Paris?' },
+      ],
+    });
+    expect(asked.system).toBe('Grade strictly.');
+    expect(asked.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'Paris?' }] }]);
+  });
+
   it('takes parallel tool use off as the chat request asks, with or without a tool_choice, and only with tools', () => {
     const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }];
     const base = { model: 'claude-x', max_tokens: 50, messages: [{ role: 'user', content: 'Weather?' }] };

@@ -2590,6 +2590,42 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
   },
   {
+    // langchain-ai/langchain#33940: a request of one system message, in the array Gemini's
+    // OpenAI-compatible endpoint answers with.
+    name: "Gemini on instructions only: 'contents is not specified'",
+    answer: {
+      status: 400,
+      body: JSON.stringify([
+        {
+          error: {
+            code: 400,
+            message: '* GenerateContentRequest.contents: contents is not specified\n',
+            status: 'INVALID_ARGUMENT',
+          },
+        },
+      ]),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
+  },
+  {
+    // langchain-ai/langchain#31657: Claude's words, as a relay in front of it passes them on.
+    name: "Claude behind a relay on instructions only: 'messages: at least one message is required'",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: 'Provider returned error',
+          code: 400,
+          metadata: {
+            raw: '{"type":"error","error":{"type":"invalid_request_error","message":"messages: at least one message is required"}}',
+            provider_name: 'Anthropic',
+          },
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
+  },
+  {
     // Z.AI's GLM through OpenRouter (vectorize-io/hindsight#4246): auto is the only tool choice it takes.
     name: 'Z.AI on a forced tool choice: "Tool choice must be auto"',
     answer: {
