@@ -894,6 +894,10 @@ const besideTheAnswer = new Set([
   'reasoning_effort',
   'verbosity',
   'parallel_tool_calls',
+  // Predicted Outputs (`prediction`: the text an edit will mostly repeat, to write it faster), which
+  // Continue's edit mode sends and Azure's API versions and other providers refuse ("Unrecognized request
+  // argument supplied: prediction": continuedev/continue#2981): the answer is the same without it.
+  'prediction',
   // Sampling deterministically, at best: Gemini's OpenAI-compatible endpoint knows none ("Invalid JSON
   // payload received. Unknown name \"seed\": Cannot find field.": mcpchecker/mcpchecker#188).
   'seed',

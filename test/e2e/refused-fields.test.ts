@@ -29,7 +29,12 @@ const deployments = ['prod-chat', 'prod-stream', 'prod-responses', 'prod-message
 
 beforeAll(async () => {
   // `local-vision` as vLLM serves a model started with --limit-mm-per-prompt '{"image": 4}'.
-  fake = new FakeUpstream({ reasoningModels: deployments, imageLimits: { 'local-vision': 4 } });
+  // `azure-gpt-4o` as an older Azure API version serves it: no Predicted Outputs (continuedev/continue#2981).
+  fake = new FakeUpstream({
+    reasoningModels: deployments,
+    imageLimits: { 'local-vision': 4 },
+    unknownFields: { 'azure-gpt-4o': ['prediction'] },
+  });
   claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
   mistral = new FakeUpstream({
     forbiddenFields: mistralUnknownFields,
@@ -212,6 +217,28 @@ describe('a reasoning model the gateway knows only by its refusal', () => {
 
 // Claude Opus 4.7 and later take no sampling settings ("`temperature` is deprecated for this model.":
 // sipeed/picoclaw#2939, RooCodeInc/Roo-Code#12162): every request of a client that sends one failed.
+describe("Predicted Outputs to a model's API that does not know them (Continue's edit mode)", () => {
+  it('answered after one refusal, sent without the prediction; the next at once', async () => {
+    const file = 'export function add(a: number, b: number) {\n  return a + b;\n}\n';
+    const edit = () =>
+      openai.chat.completions.create({
+        model: 'azure-gpt-4o',
+        messages: [{ role: 'user', content: `Rename add to sum:\n${file}` }],
+        prediction: { type: 'content', content: file },
+      });
+    fake.setDefault({ content: file.replace('add', 'sum') });
+    const before = fake.chatRequests.length;
+    const answer = await edit();
+    expect(answer.choices[0]?.message.content).toBe(file.replace('add', 'sum'));
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentTo('azure-gpt-4o', before)[0]?.prediction).toEqual({ type: 'content', content: file });
+    expect(sentTo('azure-gpt-4o', before)[1]).not.toHaveProperty('prediction');
+    const again = fake.chatRequests.length;
+    await edit();
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
 describe('sampling settings to a Claude that takes none (Opus 4.7 and later)', () => {
   const sentToClaude = (since: number) =>
     claude.requests

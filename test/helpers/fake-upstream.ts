@@ -447,6 +447,11 @@ export interface FakeUpstreamOptions {
   reasoningEfforts?: Readonly<Record<string, readonly string[]>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
+  /**
+   * OpenAI's fields a model's API does not know, refused in Azure's words ("Unrecognized request argument
+   * supplied: prediction", an older API version: continuedev/continue#2981), by model.
+   */
+  unknownFields?: Readonly<Record<string, readonly string[]>>;
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -1290,8 +1295,11 @@ export class FakeUpstream {
       return;
     }
     recorded.body = body;
+    const unknownHere = this.options.unknownFields?.[String(body?.model)] ?? [];
     const unrecognized = Object.keys(body ?? {}).find(
-      (field) => !chatFields.has(field) && this.options.extraFields?.includes(field) !== true,
+      (field) =>
+        unknownHere.includes(field) ||
+        (!chatFields.has(field) && this.options.extraFields?.includes(field) !== true),
     );
     if (unrecognized !== undefined) {
       sendJson(
