@@ -310,14 +310,18 @@ function refusedFields(text: string, body: string): FieldFix[] {
       else if (loc[0] !== undefined && loc[0] !== '#') add(fixForUnknownField(loc[0]));
     }
   // Groq's on a field of a message ("'messages.2' : for 'role:assistant' the following must be
-  // satisfied[('messages.2' : property 'reasoning_content' is unsupported)]") or of the body ("property
-  // 'store' is unsupported, did you mean 'stop'?").
+  // satisfied[('messages.2' : property 'reasoning_content' is unsupported)]", or "('messages.1.reasoning_content'
+  // : property …)") or of the body ("property 'store' is unsupported, did you mean 'stop'?"); Cerebras's,
+  // the property named by its path ("messages.2.assistant.reasoning_content: property
+  // 'messages.2.assistant.reasoning_content' is unsupported": Kilo-Org/kilocode#10375). Paths are bounded,
+  // so that a body of "messages.1" over and over is not read again from each.
   for (const match of text.matchAll(
-    /('messages\.\d+(\.tool_calls\.\d+)?'\s*:\s*)?property '(\w+)' is unsupported/gi,
+    /(?:'?(messages\.\d+[\w.]{0,80})'?\s*:\s*)?property '([\w.]{1,120})' is unsupported/gi,
   )) {
-    const field = match[3] as string;
-    if (match[1] === undefined) add(fixForUnknownField(field));
-    else add(fixForMessageField(match[2] === undefined ? [field] : ['tool_calls', field]));
+    const where = `${match[1] ?? ''} ${match[2] as string}`;
+    const field = (match[2] as string).split('.').at(-1) as string;
+    if (!/messages\.\d+/.test(where)) add(fixForUnknownField(field));
+    else add(fixForMessageField(/\.tool_calls\.\d+/.test(where) ? ['tool_calls', field] : [field]));
   }
   // OpenAI's older models on a field of a message ("Additional properties are not allowed ('refusal',
   // 'parsed' were unexpected) - 'messages.2'").

@@ -59,6 +59,8 @@ const mistralSmall = 'mistralai/Mistral-Small-3.2-24B-Instruct-2506';
 const vllmQwen = 'Qwen/Qwen3.6-35B-A3B-FP8';
 /** A model as Groq serves it: message fields outside its schema refused. */
 const groq = 'moonshotai/kimi-k2-instruct-0905';
+/** A thinking model as Cerebras serves it: no reasoning sent back (Kilo-Org/kilocode#10375). */
+const cerebras = 'zai-glm-4.7';
 /** Claude Sonnet 4.6 as GitHub Copilot's chat endpoint serves it: no prefill. */
 const copilotClaude = 'claude-sonnet-4.6';
 /** Gemma 3 as Google's API serves it, and Gemma 2 as vLLM serves it with its own template: no system role. */
@@ -92,6 +94,7 @@ beforeAll(async () => {
     xaiRules: [grok],
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
+    cerebrasRules: [cerebras],
     userTurnRequired: ['glm-5.2', 'qwen3.7-plus'],
     openRouterRouting: ['z-ai/glm-4.5-air'],
     noPrefill: [copilotClaude],
@@ -707,6 +710,36 @@ describe("another model's answers, continued on Groq", () => {
     const again = fake.chatRequests.length;
     await client().chat.completions.create({ model: groq, messages });
     expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('a thinking model’s reasoning sent back, to Cerebras, which refuses it naming its path', () => {
+  it("Kilo Code's tool loop with reasoning_content goes on, after one refusal, without it; the next at once", async () => {
+    const messages = [
+      { role: 'user', content: 'Make the src directory.' },
+      {
+        role: 'assistant',
+        content: null,
+        reasoning_content: 'I should run mkdir.',
+        tool_calls: [
+          {
+            id: 'call_sh',
+            type: 'function',
+            function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: cerebras, tools: [shell], messages });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages()[1]).not.toHaveProperty('reasoning_content');
+    expect(sentMessages()[1]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'call_sh' }] });
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: cerebras, tools: [shell], messages });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 });
 

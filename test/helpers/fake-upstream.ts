@@ -398,6 +398,12 @@ export interface FakeUpstreamOptions {
    */
   groqRules?: readonly string[];
   /**
+   * Models served as Cerebras serves them: a message field its schema does not have (a thinking model's
+   * `reasoning_content`, which Kilo Code and Qwen Code send back) refused in its words, the property named
+   * by its path (Kilo-Org/kilocode#10375).
+   */
+  cerebrasRules?: readonly string[];
+  /**
    * Models served as GLM's API serves them: a conversation with no user message is refused in its words
    * (diegosouzapw/OmniRoute#11209, continuedev/continue#13259); a `qwen` one as Alibaba's DashScope serves it,
    * in its words (coze-dev/coze-studio#2557); a `gemini` one as Gemini's OpenAI-compatible endpoint serves
@@ -741,6 +747,23 @@ function groqRefusalOf(body: { messages?: ChatMessage[]; store?: unknown }): str
     if (message.role !== 'user' && Array.isArray(message.content))
       return `'messages.${index}' : for 'role:${message.role}' the following must be satisfied[('messages.${index}.content' : value must be a string)]`;
   }
+  return undefined;
+}
+
+/** Cerebras's refusal of a message field it does not know, in its words; undefined when there is none. */
+function cerebrasRefusalOf(body: { messages?: ChatMessage[] }): string | undefined {
+  const known = new Set(['role', 'content', 'name', 'tool_calls', 'tool_call_id']);
+  for (const [index, message] of (body.messages ?? []).entries())
+    for (const field of Object.keys(message))
+      if (!known.has(field)) {
+        const path = `messages.${index}.${message.role}.${field}`;
+        return JSON.stringify({
+          message: `${path}: property '${path}' is unsupported`,
+          type: 'invalid_request_error',
+          param: 'validation_error',
+          code: 'wrong_api_format',
+        });
+      }
   return undefined;
 }
 
@@ -1344,6 +1367,12 @@ export class FakeUpstream {
           'empty_array',
         ),
       );
+      return;
+    }
+    const cerebrasRefusal =
+      this.options.cerebrasRules?.includes(body.model) === true ? cerebrasRefusalOf(body) : undefined;
+    if (cerebrasRefusal !== undefined) {
+      sendJson(400, cerebrasRefusal);
       return;
     }
     const groqRefusal =

@@ -2589,6 +2589,45 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
   },
+  ...(
+    [
+      [
+        'Cerebras, the property named by its path (Kilo-Org/kilocode#10375)',
+        "messages.2.assistant.reasoning_content: property 'messages.2.assistant.reasoning_content' is unsupported",
+      ],
+      [
+        'Cerebras, the property by its name',
+        "messages.3.assistant.reasoning_content: property 'reasoning_content' is unsupported",
+      ],
+      [
+        'Groq, the path in the location',
+        "'messages.1' : for 'role':'assistant' the following must be satisfied[('messages.1.reasoning_content' : property 'reasoning_content' is unsupported)]",
+      ],
+    ] as const
+  ).map(([name, message]) => ({
+    name: `a thinking model's reasoning sent back: ${name}`,
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        message,
+        type: 'invalid_request_error',
+        param: 'validation_error',
+        code: 'wrong_api_format',
+      }),
+    },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].reasoning_content' }] },
+  })),
+  {
+    name: "Cerebras on a call's field, by its path",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        message:
+          "messages.2.assistant.tool_calls.0.extra_content: property 'messages.2.assistant.tool_calls.0.extra_content' is unsupported",
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].extra_content' }] },
+  },
   {
     // langchain-ai/langchain#33940: a request of one system message, in the array Gemini's
     // OpenAI-compatible endpoint answers with.
