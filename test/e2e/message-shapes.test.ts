@@ -61,6 +61,8 @@ const vllmQwen = 'Qwen/Qwen3.6-35B-A3B-FP8';
 const groq = 'moonshotai/kimi-k2-instruct-0905';
 /** A thinking model as Cerebras serves it: no reasoning sent back (Kilo-Org/kilocode#10375). */
 const cerebras = 'zai-glm-4.7';
+/** A model as NVIDIA's NIM serves it: the fields it does not know named together. */
+const nim = 'minimaxai/minimax-m2.7';
 /** Claude Sonnet 4.6 as GitHub Copilot's chat endpoint serves it: no prefill. */
 const copilotClaude = 'claude-sonnet-4.6';
 /** Gemma 3 as Google's API serves it, and Gemma 2 as vLLM serves it with its own template: no system role. */
@@ -95,6 +97,7 @@ beforeAll(async () => {
     jsonToolArguments: [vllmQwen],
     groqRules: [groq],
     cerebrasRules: [cerebras],
+    nimRules: [nim],
     userTurnRequired: ['glm-5.2', 'qwen3.7-plus'],
     openRouterRouting: ['z-ai/glm-4.5-air'],
     noPrefill: [copilotClaude],
@@ -202,6 +205,27 @@ describe("a server's own hints (Qwen's thinking switch, vLLM's sampling), to an 
     const sent = fake.chatRequests.at(-1)?.body as Record<string, unknown>;
     expect(Object.keys(hints).filter((name) => sent[name] !== undefined)).toEqual([]);
     expect(sent.top_p).toBe(0.8);
+    const again = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe("thinking switches, to NVIDIA's NIM, which names every field it does not know at once", () => {
+  it('answered after one refusal, without any of them; the next at once', async () => {
+    const ask = () =>
+      client().chat.completions.create(
+        Object.assign(
+          { model: nim, messages: [{ role: 'user' as const, content: 'Summarize the plan.' }] },
+          { thinking: { type: 'enabled' }, enable_thinking: true },
+        ),
+      );
+    const before = fake.chatRequests.length;
+    expect((await ask()).choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const sent = fake.chatRequests.at(-1)?.body as Record<string, unknown>;
+    expect(sent).not.toHaveProperty('thinking');
+    expect(sent).not.toHaveProperty('enable_thinking');
     const again = fake.chatRequests.length;
     await ask();
     expect(fake.chatRequests.length - again).toBe(1);

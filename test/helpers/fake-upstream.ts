@@ -458,6 +458,11 @@ export interface FakeUpstreamOptions {
    * supplied: prediction", an older API version: continuedev/continue#2981), by model.
    */
   unknownFields?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Models as NVIDIA's NIM serves them: every field it does not know named in one refusal, in its words
+   * ("Validation: Unsupported parameter(s): thinking": decolua/9router#2268).
+   */
+  nimRules?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -1318,6 +1323,22 @@ export class FakeUpstream {
       return;
     }
     recorded.body = body;
+    if (this.options.nimRules?.includes(String(body?.model)) === true) {
+      const unsupported = Object.keys(body ?? {}).filter((field) => !chatFields.has(field));
+      if (unsupported.length > 0) {
+        sendJson(
+          400,
+          JSON.stringify({
+            error: {
+              message: `Validation: Unsupported parameter(s): ${unsupported.join(', ')}`,
+              type: 'Bad Request',
+              code: 400,
+            },
+          }),
+        );
+        return;
+      }
+    }
     const unknownHere = this.options.unknownFields?.[String(body?.model)] ?? [];
     const unrecognized = Object.keys(body ?? {}).find(
       (field) =>

@@ -2618,6 +2618,22 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].reasoning_content' }] },
   })),
   {
+    // decolua/9router#2268: Claude Code's request to MiniMax on NVIDIA's NIM.
+    name: "NVIDIA's NIM naming the fields it does not know, a list",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: 'Validation: Unsupported parameter(s): thinking, chat_template_kwargs, tools',
+          type: 'Bad Request',
+          code: 400,
+        },
+      }),
+    },
+    // What shapes the answer (tools) is the client's: only the hints are left out.
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking' }, { field: 'chat_template_kwargs' }] },
+  },
+  {
     name: "Cerebras on a call's field, by its path",
     answer: {
       status: 400,
