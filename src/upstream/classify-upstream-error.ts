@@ -582,7 +582,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // given one; one that has one goes as it was (the refusal back as it came).
   [
     userTurnField,
-    /the messages parameter is illegal|messages\s*参数非法|input messages do not contain elements with the role of user|contents is not specified|messages: at least one message is required/i,
+    /the messages parameter is illegal|messages\s*参数非法|input messages do not contain elements with the role of user|contents is not specified|messages: at least one message is required|messages list should not contain only one message with role \W{0,2}system/i,
   ],
   // No system role at all: Gemma's templates as vLLM and SGLang give it, Gemma on Google's API, and Mistral
   // 7B's first templates.
@@ -595,7 +595,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // MiniMax's.
   [
     toolArgumentsField,
-    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string/i,
+    /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string|function\.arguments\W{1,3} parameter of the code model must be in json format/i,
   ],
   // A forced tool choice, which a model that thinks does not take: DeepSeek V4's (its Anthropic endpoint's
   // too, which names the model it routes to: "deepseek-reasoner does not support this tool_choice"),

@@ -2,7 +2,8 @@
 // a LangChain call of one SystemMessage or an agent run with no prompt send it — which OpenAI answers and
 // other providers refuse: Claude ("messages: at least one message is required": langchain-ai/langchain#31657,
 // arthur-ai/arthur-engine#1302, Helicone/helicone#5257), Gemini's OpenAI-compatible endpoint ("contents is
-// not specified": langchain-ai/langchain#33940) and GLM's API ("The messages parameter is illegal"). Every
+// not specified": langchain-ai/langchain#33940), GLM's API ("The messages parameter is illegal") and Qwen on
+// DashScope ("The messages list should not contain only one message with role \"system\"": agentscope#425). Every
 // such request failed through the gateway. The instructions are sent as what the user asks: to Claude from
 // the first request, to a chat model after its refusal, learned once (docs/budgeting.md#refused-fields).
 import { ChatOpenAI } from '@langchain/openai';
@@ -22,7 +23,7 @@ let harness: GatewayHarness;
 
 beforeAll(async () => {
   fake = new FakeUpstream({
-    userTurnRequired: ['gemini-2.5-flash', 'glm-4.6'],
+    userTurnRequired: ['gemini-2.5-flash', 'glm-4.6', 'qwen-plus'],
     respond: () => ({ content: 'PASS' }),
   });
   claude = new FakeAnthropic({ apiKey: 'sk-judge' });
@@ -78,26 +79,29 @@ describe('instructions only, to Claude', () => {
   });
 });
 
-describe.each(['gemini-2.5-flash', 'glm-4.6'])('instructions only, to %s, which refuses them', (model) => {
-  it('answered after one refusal, the last instruction sent as the user message; the next at once', async () => {
-    const messages = [
-      { role: 'system' as const, content: 'Grade answers about geography.' },
-      { role: 'system' as const, content: judge },
-    ];
-    const before = fake.chatRequests.length;
-    const answer = await client().chat.completions.create({ model, messages });
-    expect(answer.choices[0]?.message.content).toBe('PASS');
-    expect(statusesSince(before)).toEqual([400, 200]);
-    expect(sentMessages()).toEqual([messages[0], { role: 'user', content: judge }]);
-    const again = fake.chatRequests.length;
-    await client().chat.completions.create({ model, messages });
-    expect(statusesSince(again)).toEqual([200]);
-    // A conversation with a user message goes as it came.
-    const asked = [
-      messages[1] as (typeof messages)[number],
-      { role: 'user' as const, content: 'Grade: Lyon.' },
-    ];
-    await client().chat.completions.create({ model, messages: asked });
-    expect(sentMessages()).toEqual(asked);
-  });
-});
+describe.each(['gemini-2.5-flash', 'glm-4.6', 'qwen-plus'])(
+  'instructions only, to %s, which refuses them',
+  (model) => {
+    it('answered after one refusal, the last instruction sent as the user message; the next at once', async () => {
+      const messages = [
+        { role: 'system' as const, content: 'Grade answers about geography.' },
+        { role: 'system' as const, content: judge },
+      ];
+      const before = fake.chatRequests.length;
+      const answer = await client().chat.completions.create({ model, messages });
+      expect(answer.choices[0]?.message.content).toBe('PASS');
+      expect(statusesSince(before)).toEqual([400, 200]);
+      expect(sentMessages()).toEqual([messages[0], { role: 'user', content: judge }]);
+      const again = fake.chatRequests.length;
+      await client().chat.completions.create({ model, messages });
+      expect(statusesSince(again)).toEqual([200]);
+      // A conversation with a user message goes as it came.
+      const asked = [
+        messages[1] as (typeof messages)[number],
+        { role: 'user' as const, content: 'Grade: Lyon.' },
+      ];
+      await client().chat.completions.create({ model, messages: asked });
+      expect(sentMessages()).toEqual(asked);
+    });
+  },
+);

@@ -1693,7 +1693,10 @@ export class FakeUpstream {
             ])
           : String(body.model).startsWith('qwen')
             ? openAIError(
-                '<400> InternalError.Algo.InvalidParameter: The input messages do not contain elements with the role of user',
+                (body.messages ?? []).every((message) => message.role === 'system')
+                  ? // agentscope-ai/agentscope#425: instructions only.
+                    '<400> InternalError.Algo.InvalidParameter: The messages list should not contain only one message with role "system". Please include at least one other role in the messages.'
+                  : '<400> InternalError.Algo.InvalidParameter: The input messages do not contain elements with the role of user',
                 'invalid_request_error',
                 null,
                 'invalid_parameter_error',

@@ -2663,6 +2663,30 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
   },
   {
+    // agentscope-ai/agentscope#425: one system message to qwen-plus on DashScope.
+    name: 'DashScope on instructions only',
+    answer: {
+      status: 400,
+      body: openAIError(
+        '<400> InternalError.Algo.InvalidParameter: The messages list should not contain only one message with role "system". Please include at least one other role in the messages.',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
+  },
+  {
+    // HKUDS/nanobot#2469: Qwen 3.5 on DashScope, a call's arguments not JSON.
+    name: "DashScope on a call's arguments: 'must be in JSON format'",
+    answer: {
+      status: 400,
+      body: openAIError(
+        '<400> InternalError.Algo.InvalidParameter: The "function.arguments" parameter of the code model must be in JSON format.',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].function.arguments' }] },
+  },
+  {
     // langchain-ai/langchain#31657: Claude's words, as a relay in front of it passes them on.
     name: "Claude behind a relay on instructions only: 'messages: at least one message is required'",
     answer: {
