@@ -547,7 +547,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // and Zhipu (BerriAI/litellm#3736, in its English and its Chinese words).
   [
     emptyTextField,
-    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field|assistant message must have either content or tool_calls|content and tool_calls fields can't both be empty|content\s*和\s*tool_calls\s*字段不能同时为空/i,
+    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field|assistant message must have either content or tool_calls|content and tool_calls fields can't both be empty|content\s*和\s*tool_calls\s*字段不能同时为空|message at position \d+ with role 'assistant' must not be empty|agent message content is empty/i,
   ],
   // The `developer` role, which DeepSeek's API (a serde enum), Gemini's and some servers do not know.
   [

@@ -34,6 +34,7 @@ beforeAll(async () => {
     reasoningModels: deployments,
     imageLimits: { 'local-vision': 4 },
     unknownFields: { 'azure-gpt-4o': ['prediction'] },
+    moonshotRules: ['moonshot-v1-auto'],
   });
   claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
   mistral = new FakeUpstream({
@@ -329,6 +330,24 @@ describe('a provider that refuses the fields it does not know (Mistral)', () => 
     const again = mistral.chatRequests.length;
     await openai.chat.completions.create({ model: 'mistral-large-2512', messages });
     expect(mistral.chatRequests.length - again).toBe(1);
+  });
+
+  it('takes the same conversation to Moonshot, which names the empty turn by its position', async () => {
+    // CherryHQ/cherry-studio#1313, labring/FastGPT#3575: "the message at position 4 with role 'assistant' must not be empty".
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'Which file computes the retry budget?' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'Please answer: which file?' },
+    ];
+    const before = fake.chatRequests.length;
+    const answer = await openai.chat.completions.create({ model: 'moonshot-v1-auto', messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const sent = sentTo('moonshot-v1-auto', before).at(-1)?.messages as ChatMessage[];
+    expect(sent[1]).toEqual({ role: 'assistant', content: '(empty)' });
+    const again = fake.chatRequests.length;
+    await openai.chat.completions.create({ model: 'moonshot-v1-auto', messages });
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 
   it('streams a Codex-shaped Responses request: reasoning effort, verbosity and cache directives left out', async () => {

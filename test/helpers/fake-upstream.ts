@@ -325,7 +325,8 @@ export interface FakeUpstreamOptions {
   geminiRules?: readonly string[];
   /**
    * Models served as Moonshot serves Kimi: a tool's parameters are held to its flavored JSON Schema and the
-   * first fault refused in its words, with its place (test/helpers/tool-schema-rules.ts).
+   * first fault refused in its words, with its place (test/helpers/tool-schema-rules.ts), and an answer of
+   * neither text nor calls in the history refused in its words, with its position (CherryHQ/cherry-studio#1313).
    */
   moonshotRules?: readonly string[];
   /**
@@ -2107,6 +2108,22 @@ export class FakeUpstream {
     // Mistral's API: an answer of neither text nor calls (an empty turn kept in the history: OpenHands#8685).
     const said = (content: unknown): boolean =>
       typeof content === 'string' ? content !== '' : Array.isArray(content) && content.length > 0;
+    const emptyTurn = body.messages.findIndex(
+      (message) =>
+        message.role === 'assistant' && !said(message.content) && (message.tool_calls?.length ?? 0) === 0,
+    );
+    if (emptyTurn !== -1 && this.options.moonshotRules?.includes(String(body.model)) === true) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message: `Invalid request: the message at position ${emptyTurn} with role 'assistant' must not be empty`,
+            type: 'invalid_request_error',
+          },
+        }),
+      );
+      return;
+    }
     if (
       this.options.mistralMessages === true &&
       body.messages.some(

@@ -2618,6 +2618,18 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].reasoning_content' }] },
   })),
   {
+    // CherryHQ/cherry-studio#1313: a model's empty turn in the history, to Moonshot.
+    name: 'Moonshot on an empty answer in the history, by its position',
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Invalid request: the message at position 4 with role 'assistant' must not be empty",
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
+  },
+  {
     // decolua/9router#2268: Claude Code's request to MiniMax on NVIDIA's NIM.
     name: "NVIDIA's NIM naming the fields it does not know, a list",
     answer: {
