@@ -512,10 +512,20 @@ function reasoningEffortFix(text: string): FieldFix | undefined {
   const refused =
     /unsupported value:?\s*'reasoning_effort' does not support '\w+' with this model\. supported values are:([^\n]{1,200})/i.exec(
       text,
-    );
+    ) ??
+    // Ollama's, of Codex's xhigh or minimal: 'invalid reasoning value: "xhigh" (must be "high", "medium",
+    // "low", "max", or "none")' (ollama/ollama#17252).
+    /invalid reasoning value:?\s*\W{0,2}\w+\W{0,2}\s*\(must be ([^)\n]{1,200})\)/i.exec(text);
   const taken =
-    refused === null ? [] : [...(refused[1] as string).matchAll(/'(\w+)'/g)].map((value) => value[1]);
-  return taken.length === 0 ? undefined : { field: 'reasoning_effort', value: taken.join(',') };
+    refused === null ? [] : [...(refused[1] as string).matchAll(/['"](\w+)['"]/g)].map((value) => value[1]);
+  if (taken.length > 0) return { field: 'reasoning_effort', value: taken.join(',') };
+  // A model of Ollama's that does not think ('"llama3.1:8b" does not support thinking': Gitlawb/openclaude#1371),
+  // or not at that effort ('think value "medium" is not supported for this model': ollama/ollama#12561): none.
+  return /"[^"\n]{1,200}" does not support thinking|think value \W{0,2}\w+\W{0,2} is not supported for this model/i.test(
+    text,
+  )
+    ? { field: 'reasoning_effort' }
+    : undefined;
 }
 
 /** The longest answer a model gives, from a refusal of a longer `max_tokens`; undefined for any other. */

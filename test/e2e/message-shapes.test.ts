@@ -103,6 +103,7 @@ beforeAll(async () => {
     noPrefill: [copilotClaude],
     jsonModeOnly: ['deepseek-chat', 'deepseek-v4-flash'],
     reasoningEfforts: { 'kimi-k2.7-code': ['minimal', 'low', 'medium', 'high'] },
+    ollamaEfforts: { 'glm-5.2:cloud': ['high', 'medium', 'low', 'max', 'none'], 'llama3.1:8b': [] },
     // A model that runs the shell once, then says it is done.
     respond: (messages) =>
       messages.at(-1)?.role === 'tool'
@@ -471,10 +472,10 @@ describe('JSON mode with no message that says "json", which OpenAI refuses', () 
   });
 });
 
-describe('a reasoning effort the model does not take', () => {
-  const effortSent = () =>
-    (fake.chatRequests.at(-1)?.body as { reasoning_effort?: unknown }).reasoning_effort;
+/** The reasoning effort the provider was last sent. */
+const effortSent = () => (fake.chatRequests.at(-1)?.body as { reasoning_effort?: unknown }).reasoning_effort;
 
+describe('a reasoning effort the model does not take', () => {
   it("Codex's xhigh, bridged to Kimi K2.7: the nearest it takes after one refusal; a client's none at once", async () => {
     const before = fake.chatRequests.length;
     const response = await client().responses.create({
@@ -500,6 +501,37 @@ describe('a reasoning effort the model does not take', () => {
       reasoning_effort: 'low',
     });
     expect(effortSent()).toBe('low');
+  });
+});
+
+describe("Codex's reasoning effort, to Ollama", () => {
+  it('xhigh to a model that takes up to max asked as high, and an effort to a model that does not think left out', async () => {
+    const before = fake.chatRequests.length;
+    const response = await client().responses.create({
+      model: 'glm-5.2:cloud',
+      store: false,
+      input: 'Plan the refactor.',
+      reasoning: { effort: 'xhigh' },
+    });
+    expect(response.status).toBe('completed');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(effortSent()).toBe('high');
+    const plain = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: 'llama3.1:8b',
+      messages: [{ role: 'user', content: 'Hi.' }],
+      reasoning_effort: 'medium',
+    });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(plain).map((request) => request.status)).toEqual([400, 200]);
+    expect(effortSent()).toBeUndefined();
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({
+      model: 'llama3.1:8b',
+      messages: [{ role: 'user', content: 'Hi.' }],
+      reasoning_effort: 'low',
+    });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 });
 

@@ -452,6 +452,12 @@ export interface FakeUpstreamOptions {
   noFormatWithTools?: readonly string[];
   /** The reasoning efforts each model takes: another refused in OpenAI's words, those taken listed (Kilo-Org/cloud#3807). */
   reasoningEfforts?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The efforts each model takes as Ollama serves it (none: a model that does not think), another refused
+   * in Ollama's words ('invalid reasoning value: "xhigh" (must be …)': ollama/ollama#17252; '"llama3.1:8b"
+   * does not support thinking': Gitlawb/openclaude#1371).
+   */
+  ollamaEfforts?: Readonly<Record<string, readonly string[]>>;
   /** Request fields this provider accepts beyond OpenAI's (a vendor's or vLLM's extensions). */
   extraFields?: readonly string[];
   /**
@@ -1594,8 +1600,24 @@ export class FakeUpstream {
       );
       return;
     }
-    const efforts = this.options.reasoningEfforts?.[String(body.model)];
     const effort = (body as Record<string, unknown>).reasoning_effort;
+    const ollama = this.options.ollamaEfforts?.[String(body.model)];
+    if (ollama !== undefined && typeof effort === 'string' && !ollama.includes(effort)) {
+      const listed = ollama.map((value) => `"${value}"`);
+      sendJson(
+        400,
+        openAIError(
+          ollama.length === 0
+            ? `"${String(body.model)}" does not support thinking`
+            : `invalid reasoning value: "${effort}" (must be ${listed.slice(0, -1).join(', ')}, or ${String(listed.at(-1))})`,
+          'invalid_request_error',
+          null,
+          null,
+        ),
+      );
+      return;
+    }
+    const efforts = this.options.reasoningEfforts?.[String(body.model)];
     if (efforts !== undefined && typeof effort === 'string' && !efforts.includes(effort)) {
       const listed = efforts.map((value) => `'${value}'`);
       sendJson(

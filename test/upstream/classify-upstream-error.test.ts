@@ -2617,6 +2617,29 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].reasoning_content' }] },
   })),
+  ...(
+    [
+      [
+        'Ollama on a model that does not think (Gitlawb/openclaude#1371)',
+        '"llama3.1:8b" does not support thinking',
+        { field: 'reasoning_effort' },
+      ],
+      [
+        'Ollama on an effort a model does not take (ollama/ollama#12561)',
+        'think value "medium" is not supported for this model',
+        { field: 'reasoning_effort' },
+      ],
+      [
+        "Ollama on Codex's xhigh (ollama/ollama#17252)",
+        'invalid reasoning value: "xhigh" (must be "high", "medium", "low", "max", or "none")',
+        { field: 'reasoning_effort', value: 'high,medium,low,max,none' },
+      ],
+    ] as const
+  ).map(([name, message, fix]) => ({
+    name,
+    answer: { status: 400, body: openAIError(message, 'invalid_request_error') },
+    expected: { kind: 'refused_field' as const, fixes: [{ ...fix }] },
+  })),
   {
     // CherryHQ/cherry-studio#1313: a model's empty turn in the history, to Moonshot.
     name: 'Moonshot on an empty answer in the history, by its position',
