@@ -160,25 +160,17 @@ export async function sendWithRecovery<A extends SendAttempt>(
       default:
         if (classification.kind === 'none' && response.statusCode < 300)
           options.observe?.({ type: 'accepted', attempt });
-        if (decision.action === 'give_up' && decision.reason !== 'retry_after_too_long')
-          return {
-            response,
-            attempt,
-            overflowRetries,
-            upstreamRetries,
-            fieldResends,
-            exhausted: true,
-          };
-        if (decision.action === 'give_up' && 'retryAfterMs' in classification)
-          return {
-            response,
-            attempt,
-            overflowRetries,
-            upstreamRetries,
-            fieldResends,
-            retryAfterMs: classification.retryAfterMs,
-          };
-        return { response, attempt, overflowRetries, upstreamRetries, fieldResends };
+        // Given up: the client told not to retry (exhausted), or the wait the upstream asked for.
+        return Object.assign(
+          { response, attempt, overflowRetries, upstreamRetries, fieldResends },
+          decision.action !== 'give_up'
+            ? {}
+            : decision.reason !== 'retry_after_too_long'
+              ? { exhausted: true as const }
+              : 'retryAfterMs' in classification && classification.retryAfterMs !== undefined
+                ? { retryAfterMs: classification.retryAfterMs }
+                : {},
+        );
     }
   }
 }

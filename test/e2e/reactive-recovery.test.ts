@@ -360,6 +360,18 @@ describe('calibration and silent truncation', () => {
   });
 });
 
+/** A small request the gateway answers with the upstream's rate limit: the client's error. */
+async function rateLimited(): Promise<InstanceType<typeof OpenAI.RateLimitError>> {
+  const refused = await client()
+    .chat.completions.create({ model: 'gpt-4o-mini', messages: conversation(2), max_tokens: 50 })
+    .then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+  expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+  return refused as InstanceType<typeof OpenAI.RateLimitError>;
+}
+
 describe('upstream retries', () => {
   it('retries a 429 after its retry-after-ms, before any byte reached the client, and answers', async () => {
     fake.setDefault({ content: 'after the wait' });
@@ -394,16 +406,10 @@ describe('upstream retries', () => {
       }),
     });
     const before = fake.chatRequests.length;
-    const refused = await client()
-      .chat.completions.create({ model: 'gpt-4o-mini', messages: conversation(2), max_tokens: 50 })
-      .then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    const refused = await rateLimited();
     // One call: a wait of minutes is the client's to decide on, not the gateway's to sit through.
     expect(fake.chatRequests.length - before).toBe(1);
-    expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('579');
+    expect(refused.headers?.get('retry-after')).toBe('579');
   });
 
   it("does not retry OpenRouter's spent day of free requests, and tells the client when it resets", async () => {
@@ -427,18 +433,10 @@ describe('upstream retries', () => {
       }),
     });
     const before = fake.chatRequests.length;
-    const refused = await client()
-      .chat.completions.create({ model: 'gpt-4o-mini', messages: conversation(2), max_tokens: 50 })
-      .then(
-        () => undefined,
-        (error: unknown) => error,
-      );
-    expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+    const refused = await rateLimited();
     expect(fake.chatRequests.length - before).toBe(1);
     // Six hours, less the moments the call took.
-    const seconds = Number(
-      (refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'),
-    );
+    const seconds = Number(refused.headers?.get('retry-after'));
     expect(seconds).toBeGreaterThan(6 * 3600 - 120);
     expect(seconds).toBeLessThanOrEqual(6 * 3600);
   });
