@@ -232,8 +232,8 @@ function refusedFields(text: string, body: string): FieldFix[] {
     /(?:unknown parameter|unrecognized request arguments? supplied|unknown field|unknown name):?\s*['"`]?(\w+)/gi,
   ))
     add(fixForUnknownField(match[1] as string));
-  // NVIDIA's NIM, a list of them ("Validation: Unsupported parameter(s): thinking": Claude Code's request
-  // to MiniMax there, decolua/9router#2268).
+  // NVIDIA's NIM, a list of them ("Validation: Unsupported parameter(s): thinking": a relay passing Claude
+  // Code's thinking on to MiniMax there, decolua/9router#2268).
   for (const match of text.matchAll(/unsupported parameter\(s\):?\s*([\w ,'"`]{1,200})/gi))
     for (const name of (match[1] as string).matchAll(/\w+/g)) add(fixForUnknownField(name[0]));
   // xAI's words, of a field by its camelCase name ("Model grok-4-1-fast-reasoning does not support parameter

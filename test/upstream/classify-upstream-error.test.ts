@@ -2653,7 +2653,7 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
   },
   {
-    // decolua/9router#2268: Claude Code's request to MiniMax on NVIDIA's NIM.
+    // decolua/9router#2268: a relay passing Claude Code's thinking on to MiniMax on NVIDIA's NIM.
     name: "NVIDIA's NIM naming the fields it does not know, a list",
     answer: {
       status: 400,
