@@ -164,6 +164,11 @@ interface Choice {
   session: SessionView | undefined;
 }
 
+/** Whether a chat request offers the model tools. */
+function offersTools(request: Record<string, unknown>): boolean {
+  return Array.isArray(request.tools) && request.tools.length > 0;
+}
+
 /**
  * Structured output as the model takes it, told before the fixes of roles write the messages (so that a
  * model with no system role gets it in the first user message): what the client asked (`asked`: the
@@ -181,12 +186,7 @@ function withStructuredOutputAsTaken<R extends Record<string, unknown>>(
   const taken =
     fixes.length === 0
       ? undefined
-      : withResponseFormatAsTaken(
-          asked,
-          messages,
-          formatsTakenWith(fixes, Array.isArray(request.tools) && request.tools.length > 0),
-          toldOf,
-        );
+      : withResponseFormatAsTaken(asked, messages, formatsTakenWith(fixes, offersTools(request)), toldOf);
   if (taken === undefined) return { request, messages: withJsonModeTold(request.response_format, messages) };
   const sent: Record<string, unknown> = Object.assign({}, request, { response_format: taken.responseFormat });
   if (taken.responseFormat === undefined) delete sent.response_format;
@@ -430,7 +430,7 @@ export function createAttemptLadder(input: {
       toldSchema,
     );
     outgoing = jsonMode.request;
-    let messages = withMessageFixes(jsonMode.messages, fixes);
+    let messages = withMessageFixes(jsonMode.messages, fixes, offersTools(outgoing));
     // A tool name some provider refuses (MCP's `calendar.read`) as one they take (before the ids: Kimi's
     // name the call); the answer's calls are given their names back (tool-names.ts).
     const toolNames = wireToolNames(outgoing.tools, messages);

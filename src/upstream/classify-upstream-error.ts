@@ -31,6 +31,7 @@ import {
   resultBlockTypesField,
   systemMessagesField,
   userTurnField,
+  toolHistoryField,
   cacheMemberField,
   toolCountField,
   answerTokensField,
@@ -302,6 +303,18 @@ function refusedFields(text: string, body: string): FieldFix[] {
   if (largest !== null) add({ field: imageSideField, atMost: Number(largest[1]) });
   const heaviest = /image exceeds [\w. ]{0,20}maximum: \d+ bytes > (\d+) bytes/i.exec(text);
   if (heaviest !== null) add({ field: imageBytesField, atMost: Number(heaviest[1]) });
+  for (const fix of fieldsOfRefusedShapes(text, body)) add(fix);
+  return [...fixes.values()];
+}
+
+/**
+ * The fields a refusal names by their place in the body, top-level or in a message: Mistral's validation
+ * errors (`extra_forbidden` at `["body", "<field>", …]` or `["body", "messages", N, "<role>", "<field>"]`,
+ * its JSON sometimes nested as a string), Groq's and Cerebras's "property … is unsupported", OpenAI's
+ * older models' "Additional properties are not allowed" (refusedFields).
+ */
+function fieldsOfRefusedShapes(text: string, body: string): Array<FieldFix | undefined> {
+  const found: Array<FieldFix | undefined> = [];
   if (body.includes('extra_forbidden'))
     for (const match of (body.includes('\\"') ? body.replace(/\\+"/g, '"') : body).matchAll(
       /"extra_forbidden"\s*,\s*"loc"\s*:\s*\[\s*"body"\s*,\s*([^\]]{1,200})\]/g,
@@ -310,8 +323,8 @@ function refusedFields(text: string, body: string): FieldFix[] {
       // or `tool_calls`, the call's index and its field).
       const loc = [...(match[1] as string).matchAll(/"(\w+)"|\d+/g)].map((part) => part[1] ?? '#');
       if (loc[0] === 'messages' && loc[1] === '#')
-        add(fixForMessageField(loc.slice(3).filter((part) => part !== '#')));
-      else if (loc[0] !== undefined && loc[0] !== '#') add(fixForUnknownField(loc[0]));
+        found.push(fixForMessageField(loc.slice(3).filter((part) => part !== '#')));
+      else if (loc[0] !== undefined && loc[0] !== '#') found.push(fixForUnknownField(loc[0]));
     }
   // Groq's on a field of a message ("'messages.2' : for 'role:assistant' the following must be
   // satisfied[('messages.2' : property 'reasoning_content' is unsupported)]", or "('messages.1.reasoning_content'
@@ -324,8 +337,8 @@ function refusedFields(text: string, body: string): FieldFix[] {
   )) {
     const where = `${match[1] ?? ''} ${match[2] as string}`;
     const field = (match[2] as string).split('.').at(-1) as string;
-    if (!/messages\.\d+/.test(where)) add(fixForUnknownField(field));
-    else add(fixForMessageField(/\.tool_calls\.\d+/.test(where) ? ['tool_calls', field] : [field]));
+    if (!/messages\.\d+/.test(where)) found.push(fixForUnknownField(field));
+    else found.push(fixForMessageField(/\.tool_calls\.\d+/.test(where) ? ['tool_calls', field] : [field]));
   }
   // OpenAI's older models on a field of a message ("Additional properties are not allowed ('refusal',
   // 'parsed' were unexpected) - 'messages.2'").
@@ -333,8 +346,8 @@ function refusedFields(text: string, body: string): FieldFix[] {
     /additional properties are not allowed \(([^)]{1,300})\) - '?messages\.\d+'?/gi,
   ))
     for (const name of (match[1] as string).matchAll(/'(\w+)'/g))
-      add(fixForMessageField([name[1] as string]));
-  return [...fixes.values()];
+      found.push(fixForMessageField([name[1] as string]));
+  return found;
 }
 
 /**
@@ -593,6 +606,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   [
     userTurnField,
     /the messages parameter is illegal|messages\s*参数非法|input messages do not contain elements with the role of user|contents is not specified|messages: at least one message is required|messages list should not contain only one message with role \W{0,2}system/i,
+  ],
+  // Tool calls and results in a request of no tools: Bedrock's words (Claude's earlier ones).
+  [
+    toolHistoryField,
+    /toolconfig field must be defined when using (?:the )?tooluse and toolresult|requests which include \W?tool_use\W? or \W?tool_result\W? blocks must define tools/i,
   ],
   // No system role at all: Gemma's templates as vLLM and SGLang give it, Gemma on Google's API, and Mistral
   // 7B's first templates.

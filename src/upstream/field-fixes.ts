@@ -292,6 +292,17 @@ export const strictTemplateField = 'messages[].roles';
 export const userTurnField = 'messages[].role.user';
 
 /**
+ * Not a field of the body: a conversation's tool calls and results in a request that offers no tools,
+ * which Bedrock refuses ("The toolConfig field must be defined when using toolUse and toolResult content
+ * blocks.": as Claude is served behind LiteLLM or aws-samples/bedrock-access-gateway, #239; langgenius/dify#17545)
+ * and Claude did ("Requests which include tool_use or tool_result blocks must define tools."). A client's
+ * compaction or summary of its conversation (OpenCode's, a side chat's), or an agent's last step without
+ * tools, sends one. The calls are told in their answers' text and the results as user text where they
+ * stood, on the wire only, when the request offers no tools (withToolHistoryAsText).
+ */
+export const toolHistoryField = 'messages[].tool_calls.without_tools';
+
+/**
  * Not a field of the body: a call sent back whose arguments are not a JSON object. A model's answer cut at
  * its max_tokens in the middle of a call, or one that wrote a quote unescaped, leaves such a call in the
  * conversation — stored in a session, replayed by the client — and vLLM reads every call's arguments as
@@ -1579,11 +1590,78 @@ const messageRewrites: ReadonlyArray<
  * a stand-in for reasoning not sent back, a user message after a last answer, as its fixes say; the same
  * array when none applies.
  */
-export function withMessageFixes(messages: ContextMessage[], fixes: readonly FieldFix[]): ContextMessage[] {
+export function withMessageFixes(
+  messages: ContextMessage[],
+  fixes: readonly FieldFix[],
+  offersTools = true,
+): ContextMessage[] {
   let out = withoutMessageFields(messages, fixes);
   for (const [field, rewrite] of messageRewrites)
     if (fixes.some((fix) => fix.field === field)) out = rewrite(out, fixes);
+  if (!offersTools && fixes.some((fix) => fix.field === toolHistoryField)) out = withToolHistoryAsText(out);
   return out;
+}
+
+/**
+ * A conversation's tool calls and results as text (toolHistoryField): each call told at the end of its
+ * answer's text ("[called read_file({"path":"a.ts"})]"), each result a user message where it stood
+ * ("[result of read_file]" and its content, parts kept), joined with the user messages after it so that
+ * the roles still alternate. The same array when it holds neither. Pure.
+ */
+export function withToolHistoryAsText(messages: ContextMessage[]): ContextMessage[] {
+  if (!messages.some((message) => message.role === 'tool' || (message.tool_calls?.length ?? 0) > 0))
+    return messages;
+  const names = new Map<string, string>();
+  const out: ContextMessage[] = [];
+  // The contents of the user message being made of results (and the user messages beside them).
+  let joined: unknown[] | undefined;
+  const flush = (): void => {
+    if (joined !== undefined) out.push({ role: 'user', content: joinedContents(joined) });
+    joined = undefined;
+  };
+  for (const message of messages) {
+    const calls = message.tool_calls ?? [];
+    if (message.role === 'tool' || (message.role === 'user' && joined !== undefined)) {
+      const name = names.get(String(message.tool_call_id)) ?? message.name ?? 'tool';
+      (joined ??= []).push(
+        message.role === 'tool' ? withTextBefore(message.content, `[result of ${name}]`) : message.content,
+      );
+      continue;
+    }
+    flush();
+    if (message.role !== 'assistant' || calls.length === 0) {
+      out.push(message);
+      continue;
+    }
+    for (const call of calls) names.set(call.id, call.function?.name ?? 'tool');
+    const told = calls
+      .map((call) => `[called ${call.function?.name ?? 'tool'}(${call.function?.arguments ?? ''})]`)
+      .join('\n');
+    const { tool_calls: _calls, ...rest } = message;
+    out.push(Object.assign(rest, { content: withTextAfter(message.content, told) }));
+  }
+  flush();
+  return out;
+}
+
+/** A message's content with `text` after it: a string joined, parts given a text part. */
+function withTextAfter(content: unknown, text: string): unknown {
+  if (Array.isArray(content)) return [...(content as unknown[]), { type: 'text', text }];
+  return typeof content === 'string' && content !== '' ? `${content}\n${text}` : text;
+}
+
+/** A message's content with `text` before it. */
+function withTextBefore(content: unknown, text: string): unknown {
+  if (Array.isArray(content)) return [{ type: 'text', text }, ...(content as unknown[])];
+  return typeof content === 'string' && content !== '' ? `${text}\n${content}` : text;
+}
+
+/** Contents as one: strings joined by a blank line, else all as parts. */
+function joinedContents(contents: readonly unknown[]): unknown {
+  if (contents.every((content) => typeof content === 'string')) return contents.join('\n\n');
+  return contents.flatMap((content) =>
+    Array.isArray(content) ? (content as unknown[]) : [{ type: 'text', text: String(content ?? '') }],
+  );
 }
 
 /** A tool call id as Kimi's chat template writes one: `functions.<name>:<n>`, n counting the calls. */

@@ -63,6 +63,8 @@ const groq = 'moonshotai/kimi-k2-instruct-0905';
 const cerebras = 'zai-glm-4.7';
 /** A model as NVIDIA's NIM serves it: the fields it does not know named together. */
 const nim = 'minimaxai/minimax-m2.7';
+/** Claude as Bedrock serves it behind LiteLLM: no tool history without tools, roles alternating. */
+const bedrockClaude = 'bedrock/claude-opus-4-7';
 /** Claude Sonnet 4.6 as GitHub Copilot's chat endpoint serves it: no prefill. */
 const copilotClaude = 'claude-sonnet-4.6';
 /** Gemma 3 as Google's API serves it, and Gemma 2 as vLLM serves it with its own template: no system role. */
@@ -98,6 +100,7 @@ beforeAll(async () => {
     groqRules: [groq],
     cerebrasRules: [cerebras],
     nimRules: [nim],
+    bedrockRules: [bedrockClaude],
     userTurnRequired: ['glm-5.2', 'qwen3.7-plus'],
     openRouterRouting: ['z-ai/glm-4.5-air'],
     noPrefill: [copilotClaude],
@@ -209,6 +212,58 @@ describe("a server's own hints (Qwen's thinking switch, vLLM's sampling), to an 
     const again = fake.chatRequests.length;
     await ask();
     expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
+describe('a conversation with tool calls, summarized without tools, to Bedrock', () => {
+  const history = [
+    { role: 'system', content: 'You are a coding agent.' },
+    { role: 'user', content: 'Make the src directory.' },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: 'call_sh',
+          type: 'function',
+          function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
+        },
+      ],
+    },
+    { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
+  ] as OpenAI.ChatCompletionMessageParam[];
+
+  it("a client's compaction (no tools offered) answered after one refusal, the calls told as text; the next at once", async () => {
+    // OpenCode's compaction, a side chat: the history as it is, asked for a summary, no tools.
+    const messages = [
+      ...history,
+      { role: 'user', content: 'Summarize the conversation so far.' },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: bedrockClaude, messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages()).toEqual([
+      { role: 'system', content: 'You are a coding agent.' },
+      { role: 'user', content: 'Make the src directory.' },
+      { role: 'assistant', content: '[called shell({"command":"mkdir src"})]' },
+      { role: 'user', content: '[result of shell]\nexit 0\n\nSummarize the conversation so far.' },
+    ]);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: bedrockClaude, messages });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('the same conversation with its tools offered goes as it came', async () => {
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({
+      model: bedrockClaude,
+      tools: [shell],
+      messages: history,
+    });
+    expect(answer.choices[0]?.message.content).toBe('Created src.');
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([200]);
+    expect(sentMessages()[3]).toMatchObject({ role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' });
   });
 });
 

@@ -470,6 +470,13 @@ export interface FakeUpstreamOptions {
    * ("Validation: Unsupported parameter(s): thinking": decolua/9router#2268).
    */
   nimRules?: readonly string[];
+  /**
+   * Models as Bedrock serves them behind LiteLLM: tool calls or results in a request that offers no tools
+   * refused in Bedrock's words ("The toolConfig field must be defined when using toolUse and toolResult
+   * content blocks.": langgenius/dify#17545, aws-samples/bedrock-access-gateway#239), and messages whose
+   * roles do not alternate ("A conversation must alternate between user and assistant roles.").
+   */
+  bedrockRules?: readonly string[];
   /** The content of an ordinary answer, from the messages it answers (a fake model that can look things up). */
   answer?: (messages: ReadonlyArray<{ role: string; content?: unknown }>) => string;
 }
@@ -1330,6 +1337,37 @@ export class FakeUpstream {
       return;
     }
     recorded.body = body;
+    if (this.options.bedrockRules?.includes(String(body?.model)) === true) {
+      const messages = Array.isArray(body?.messages) ? body.messages : [];
+      const history = messages.some(
+        (message) => message.role === 'tool' || (message.tool_calls?.length ?? 0) > 0,
+      );
+      const tools = Array.isArray(body?.tools) && body.tools.length > 0;
+      const turns = messages.filter((message) => message.role !== 'system');
+      const repeats = turns.some(
+        (message, at) => at > 0 && message.role !== 'tool' && message.role === turns[at - 1]?.role,
+      );
+      const refusal =
+        history && !tools
+          ? 'The toolConfig field must be defined when using toolUse and toolResult content blocks.'
+          : repeats
+            ? 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.'
+            : undefined;
+      if (refusal !== undefined) {
+        sendJson(
+          400,
+          JSON.stringify({
+            error: {
+              message: `litellm.BadRequestError: BedrockException - ${JSON.stringify({ message: refusal })}`,
+              type: null,
+              param: null,
+              code: '400',
+            },
+          }),
+        );
+        return;
+      }
+    }
     if (this.options.nimRules?.includes(String(body?.model)) === true) {
       const unsupported = Object.keys(body ?? {}).filter((field) => !chatFields.has(field));
       if (unsupported.length > 0) {

@@ -2641,6 +2641,38 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ ...fix }] },
   })),
   {
+    // aws-samples/bedrock-access-gateway#239, langgenius/dify#17545: a compaction's history of calls, no tools.
+    name: 'Bedrock behind LiteLLM on tool calls in a request of no tools',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'litellm.BadRequestError: BedrockException - {"message":"The toolConfig field must be defined when using toolUse and toolResult content blocks."}',
+          type: null,
+          param: null,
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls.without_tools' }] },
+  },
+  {
+    // anthropics/anthropic-sdk-python#494: Claude's words for it.
+    name: 'Claude on tool blocks in a request of no tools',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'Requests which include tool_use or tool_result blocks must define tools.',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls.without_tools' }] },
+  },
+  {
     // CherryHQ/cherry-studio#1313: a model's empty turn in the history, to Moonshot.
     name: 'Moonshot on an empty answer in the history, by its position',
     answer: {

@@ -35,6 +35,7 @@ import {
   fixForBlockMember,
   withResponseFormatAsTaken,
   formatsTakenWith,
+  withToolHistoryAsText,
   heldStopsOf,
   withStopsAtMost,
   withToolCallIdsAsMistralTakes,
@@ -1388,5 +1389,67 @@ describe('effortInstead and the effort fixes', () => {
     expect(applyFieldFixes({ reasoning_effort: 'minimal' }, fix)).toEqual({ reasoning_effort: 'low' });
     const taken = { reasoning_effort: 'medium' };
     expect(applyFieldFixes(taken, fix)).toBe(taken);
+  });
+});
+
+describe('withToolHistoryAsText', () => {
+  const call = (id: string, name: string, args: string) => ({
+    id,
+    type: 'function',
+    function: { name, arguments: args },
+  });
+
+  it('tells calls in their answers and results as user text, joined so that the roles alternate', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Read both files.' },
+      {
+        role: 'assistant',
+        content: 'Reading.',
+        tool_calls: [call('c1', 'read', '{"path":"a.ts"}'), call('c2', 'read', '{"path":"b.ts"}')],
+      },
+      { role: 'tool', tool_call_id: 'c1', content: 'A' },
+      { role: 'tool', tool_call_id: 'c2', content: [{ type: 'text', text: 'B' }] },
+      { role: 'user', content: 'Summarize.' },
+    ];
+    expect(withToolHistoryAsText(messages)).toEqual([
+      { role: 'user', content: 'Read both files.' },
+      {
+        role: 'assistant',
+        content: 'Reading.\n[called read({"path":"a.ts"})]\n[called read({"path":"b.ts"})]',
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: '[result of read]\nA' },
+          { type: 'text', text: '[result of read]' },
+          { type: 'text', text: 'B' },
+          { type: 'text', text: 'Summarize.' },
+        ],
+      },
+    ]);
+    expect(messages[1]?.tool_calls).toHaveLength(2);
+  });
+
+  it('is the same array for a conversation of no calls', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Hi.' },
+      { role: 'assistant', content: 'Hello.' },
+    ];
+    expect(withToolHistoryAsText(messages)).toBe(messages);
+  });
+
+  it('leaves a user message after an answer as it was (only results join)', () => {
+    const messages: ContextMessage[] = [
+      { role: 'assistant', content: null, tool_calls: [call('c1', 'ls', '{}')] },
+      { role: 'tool', tool_call_id: 'c1', content: 'a.ts' },
+      { role: 'assistant', content: 'Done.' },
+      { role: 'user', content: 'Thanks.' },
+    ];
+    expect(withToolHistoryAsText(messages)).toEqual([
+      { role: 'assistant', content: '[called ls({})]' },
+      { role: 'user', content: '[result of ls]\na.ts' },
+      { role: 'assistant', content: 'Done.' },
+      { role: 'user', content: 'Thanks.' },
+    ]);
   });
 });
