@@ -125,6 +125,13 @@ const shell: OpenAI.ChatCompletionTool = {
   type: 'function',
   function: { name: 'shell', parameters: { type: 'object', properties: { command: { type: 'string' } } } },
 };
+/** The agent's call to make the src directory, as the model answered it. */
+const mkdirCall: OpenAI.ChatCompletionMessageToolCall = {
+  id: 'call_sh',
+  type: 'function',
+  function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
+};
+
 /** The shell tool as a Responses request gives it. */
 const responsesShell: OpenAI.Responses.FunctionTool = {
   type: 'function',
@@ -222,13 +229,7 @@ describe('a conversation with tool calls, summarized without tools, to Bedrock',
     {
       role: 'assistant',
       content: null,
-      tool_calls: [
-        {
-          id: 'call_sh',
-          type: 'function',
-          function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
-        },
-      ],
+      tool_calls: [mkdirCall],
     },
     { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
   ] as OpenAI.ChatCompletionMessageParam[];
@@ -832,13 +833,7 @@ describe('a thinking model’s reasoning sent back, to Cerebras, which refuses i
         role: 'assistant',
         content: null,
         reasoning_content: 'I should run mkdir.',
-        tool_calls: [
-          {
-            id: 'call_sh',
-            type: 'function',
-            function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
-          },
-        ],
+        tool_calls: [mkdirCall],
       },
       { role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' },
     ] as OpenAI.ChatCompletionMessageParam[];
@@ -866,13 +861,7 @@ describe('a system prompt and a tool result as text parts, to Groq (a string onl
       {
         role: 'assistant',
         content: null,
-        tool_calls: [
-          {
-            id: 'call_sh',
-            type: 'function',
-            function: { name: 'shell', arguments: '{"command":"mkdir src"}' },
-          },
-        ],
+        tool_calls: [mkdirCall],
       },
       { role: 'tool', tool_call_id: 'call_sh', content: [{ type: 'text', text: 'exit 0' }] },
     ] as OpenAI.ChatCompletionMessageParam[];
