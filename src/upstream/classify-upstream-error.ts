@@ -598,7 +598,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // older words) and Bedrock's user's turn first.
   [
     strictTemplateField,
-    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn|user and assistant roles should be alternating|roles must alternate between \W{0,2}user\W{0,2} and \W{0,2}assistant|conversation must (?:alternate between user and assistant roles|start with a user message)/i,
+    /system message must be at the beginning|unexpected message role|conversation roles must alternate|unexpected role '\w+' after role '\w+'|function call turn comes immediately after a user turn|user and assistant roles should be alternating|roles must alternate between \W{0,2}user\W{0,2} and \W{0,2}assistant|conversation must (?:alternate between user and assistant roles|start with a user message)|does not support successive user or assistant messages/i,
   ],
   // No user message (GLM's API, in English and Chinese; Alibaba's DashScope for Qwen, coze-dev/coze-studio#2557),
   // or no message but instructions (Gemini's words; Claude's, behind a relay): a conversation with none is
@@ -642,7 +642,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // through OpenRouter and GitHub Copilot) and Mistral's.
   [
     prefillField,
-    /does not support assistant message prefill|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)/i,
+    /does not support assistant message prefill|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)|last message of [\w.-]{1,80} must be a user message, or an assistant message with prefix mode on/i,
   ],
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   [

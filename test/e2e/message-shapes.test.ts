@@ -90,7 +90,7 @@ beforeAll(async () => {
     stringToolContent: ['deepseek-chat'],
     noNullContent: [lmStudio, lmStudioToo],
     systemOnlyFirst: [qwen, qwen3, devstral, mistralSmall],
-    alternating: [devstral, mistralSmall, gemma2],
+    alternating: [devstral, mistralSmall, gemma2, 'deepseek-reasoner'],
     noSystemRole: [gemma3, gemma2],
     perplexityRules: [sonar],
     userFirst: [bedrock],
@@ -265,6 +265,24 @@ describe('a conversation with tool calls, summarized without tools, to Bedrock',
     expect(answer.choices[0]?.message.content).toBe('Created src.');
     expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([200]);
     expect(sentMessages()[3]).toMatchObject({ role: 'tool', tool_call_id: 'call_sh', content: 'exit 0' });
+  });
+});
+
+describe('two user messages in a row, to DeepSeek R1, which takes them alternating only', () => {
+  it('a chat app that sends a note before the question is answered after one refusal, the two joined', async () => {
+    // Cherry Studio, Open WebUI, bolt.diy: a note and the question, or a question sent again after a failure.
+    const messages = [
+      { role: 'user', content: 'Here is my code: const a = 1;' },
+      { role: 'user', content: 'What does it do?' },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: 'deepseek-reasoner', messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages().map((message) => message.role)).toEqual(['user']);
+    const again = fake.chatRequests.length;
+    await client().chat.completions.create({ model: 'deepseek-reasoner', messages });
+    expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 });
 

@@ -2402,26 +2402,36 @@ export class FakeUpstream {
       );
       const systemLater =
         perplexity && body.messages.some((message, index) => index >= leading && message.role === 'system');
-      if (systemLater || turns.some((message, index) => (message.role === 'user') !== (index % 2 === 0))) {
+      const broken = turns.findIndex((message, index) => (message.role === 'user') !== (index % 2 === 0));
+      if (systemLater || broken !== -1) {
+        const deepseek = String(body.model).startsWith('deepseek-reasoner');
         sendJson(
           400,
-          perplexity
-            ? JSON.stringify({
-                error: {
+          deepseek
+            ? openAIError(
+                // Its words (open-webui/open-webui#9266, Aider-AI/aider#2974): the two messages by their place.
+                `deepseek-reasoner does not support successive user or assistant messages (messages[${broken - 1}] and messages[${broken}] in your input). You should interleave the user/assistant messages in the message sequence.`,
+                'invalid_request_error',
+                null,
+                'invalid_request_error',
+              )
+            : perplexity
+              ? JSON.stringify({
+                  error: {
+                    message:
+                      'After the (optional) system message(s), user and assistant roles should be alternating.',
+                    type: 'invalid_message',
+                    code: 400,
+                  },
+                })
+              : JSON.stringify({
+                  object: 'error',
                   message:
-                    'After the (optional) system message(s), user and assistant roles should be alternating.',
-                  type: 'invalid_message',
+                    'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.',
+                  type: 'BadRequestError',
+                  param: null,
                   code: 400,
-                },
-              })
-            : JSON.stringify({
-                object: 'error',
-                message:
-                  'After the optional system message, conversation roles must alternate user and assistant roles except for tool calls and results.',
-                type: 'BadRequestError',
-                param: null,
-                code: 400,
-              }),
+                }),
         );
         return;
       }

@@ -2673,6 +2673,29 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls.without_tools' }] },
   },
   {
+    // open-webui/open-webui#9266, Aider-AI/aider#2974, CherryHQ/cherry-studio#2580: DeepSeek R1.
+    name: 'DeepSeek R1 on two messages of one role in a row',
+    answer: {
+      status: 400,
+      body: openAIError(
+        'deepseek-reasoner does not support successive user or assistant messages (messages[10] and messages[11] in your input). You should interleave the user/assistant messages in the message sequence.',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].roles' }] },
+  },
+  {
+    name: 'DeepSeek R1 on a conversation that ends with an answer',
+    answer: {
+      status: 400,
+      body: openAIError(
+        'The last message of deepseek-reasoner must be a user message, or an assistant message with prefix mode on (refer to https://api-docs.deepseek.com/guides/chat_prefix_completion).',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].prefill' }] },
+  },
+  {
     // CherryHQ/cherry-studio#1313: a model's empty turn in the history, to Moonshot.
     name: 'Moonshot on an empty answer in the history, by its position',
     answer: {
