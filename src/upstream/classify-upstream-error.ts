@@ -567,10 +567,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   [cacheMarksField, /no endpoints found that support cache control/i],
   // A message of no text, which Gemini refuses (its OpenAI-compatible endpoint and its own API); an answer
   // of neither text nor calls (an empty turn kept in the history), which Mistral refuses (OpenHands#8685)
-  // and Zhipu (BerriAI/litellm#3736, in its English and its Chinese words).
+  // and Zhipu (BerriAI/litellm#3736, in its English and its Chinese words), Moonshot and Bedrock (a blank
+  // text field, as LiteLLM passes its words on).
   [
     emptyTextField,
-    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field|assistant message must have either content or tool_calls|content and tool_calls fields can't both be empty|content\s*和\s*tool_calls\s*字段不能同时为空|message at position \d+ with role 'assistant' must not be empty|agent message content is empty/i,
+    /empty text parameter|contents\.parts must not be empty|required oneof field 'data' must have one initialized field|assistant message must have either content or tool_calls|content and tool_calls fields can't both be empty|content\s*和\s*tool_calls\s*字段不能同时为空|message at position \d+ with role 'assistant' must not be empty|agent message content is empty|text field in the contentblock object at [\w.]{1,80} is blank/i,
   ],
   // The `developer` role, which DeepSeek's API (a serde enum), Gemini's and some servers do not know.
   [

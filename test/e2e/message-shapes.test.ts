@@ -255,6 +255,19 @@ describe('a conversation with tool calls, summarized without tools, to Bedrock',
     expect(fake.chatRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 
+  it("an empty answer in the history (a model's empty turn) said as (empty) after one refusal", async () => {
+    const messages = [
+      { role: 'user', content: 'Which file computes the retry budget?' },
+      { role: 'assistant', content: '' },
+      { role: 'user', content: 'Please answer: which file?' },
+    ] as OpenAI.ChatCompletionMessageParam[];
+    const before = fake.chatRequests.length;
+    const answer = await client().chat.completions.create({ model: bedrockClaude, messages });
+    expect(answer.choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentMessages()[1]).toEqual({ role: 'assistant', content: '(empty)' });
+  });
+
   it('the same conversation with its tools offered goes as it came', async () => {
     const before = fake.chatRequests.length;
     const answer = await client().chat.completions.create({

@@ -473,7 +473,8 @@ export interface FakeUpstreamOptions {
   /**
    * Models as Bedrock serves them behind LiteLLM: tool calls or results in a request that offers no tools
    * refused in Bedrock's words ("The toolConfig field must be defined when using toolUse and toolResult
-   * content blocks.": langgenius/dify#17545, aws-samples/bedrock-access-gateway#239), and messages whose
+   * content blocks.": langgenius/dify#17545, aws-samples/bedrock-access-gateway#239), a message of blank
+   * text ("The text field in the ContentBlock object at messages.1.content.0 is blank."), and messages whose
    * roles do not alternate ("A conversation must alternate between user and assistant roles.").
    */
   bedrockRules?: readonly string[];
@@ -1347,12 +1348,21 @@ export class FakeUpstream {
       const repeats = turns.some(
         (message, at) => at > 0 && message.role !== 'tool' && message.role === turns[at - 1]?.role,
       );
+      const blankAt = messages.findIndex(
+        (message) =>
+          message.role !== 'system' &&
+          typeof message.content === 'string' &&
+          message.content.trim() === '' &&
+          (message.tool_calls?.length ?? 0) === 0,
+      );
       const refusal =
-        history && !tools
-          ? 'The toolConfig field must be defined when using toolUse and toolResult content blocks.'
-          : repeats
-            ? 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.'
-            : undefined;
+        blankAt !== -1
+          ? `The text field in the ContentBlock object at messages.${blankAt}.content.0 is blank. Add text to the text field, and try again.`
+          : history && !tools
+            ? 'The toolConfig field must be defined when using toolUse and toolResult content blocks.'
+            : repeats
+              ? 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.'
+              : undefined;
       if (refusal !== undefined) {
         sendJson(
           400,

@@ -2658,6 +2658,23 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls.without_tools' }] },
   },
   {
+    // A blank answer in the history, to Bedrock behind LiteLLM.
+    name: 'Bedrock on a blank text field',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'litellm.BadRequestError: BedrockException - {"message":"The text field in the ContentBlock object at messages.1.content.0 is blank. Add text to the text field, and try again."}',
+          type: null,
+          param: null,
+          code: '400',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content.empty' }] },
+  },
+  {
     // anthropics/anthropic-sdk-python#494: Claude's words for it.
     name: 'Claude on tool blocks in a request of no tools',
     answer: {
