@@ -47,6 +47,8 @@ import {
   thinkingDisabledField,
   reasoningStandInField,
   prefillField,
+  messageNameField,
+  messageNamePatternField,
   jsonSchemaField,
   jsonModeField,
   responseFormatField,
@@ -658,6 +660,17 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     /response_format\.type\W{0,3} must be \W{0,3}json_schema\b|response_format\W{0,3} of type \W{0,3}json_object\W{0,3} is not supported/i,
   ],
   [responseFormatField, /\bresponse_format\W{0,3} is not supported\b/i],
+  // A message's name not of OpenAI's pattern (an agent's name of spaces): its words, and its older ones.
+  [
+    messageNamePatternField,
+    /invalid 'messages\[\d+\]\.name': string does not match pattern|does not match '[^'\n]{1,60}' - 'messages\.\d+\.name'/i,
+  ],
+  // A message's name where the provider takes none: xAI's words (for any message but the user's), a strict
+  // gateway's, Perplexity's (pydantic's); Mistral's and Groq's name the field by its place (fieldsOfRefusedShapes).
+  [
+    messageNameField,
+    /only message of role user can have a name|messages\[\d+\]\W{1,6}name\W{1,4}is not supported|messages -> \d+: \w+\.__init__\(\) got an unexpected keyword argument \W{0,2}name\b/i,
+  ],
   // Structured output beside tools (Gemini's words).
   [
     responseFormatWithToolsField,

@@ -136,6 +136,7 @@ const leftoverFields = new Set([
  */
 export function fixForMessageField(path: readonly string[]): FieldFix | undefined {
   const field = path.at(-1);
+  if (path.length === 1 && field === 'name') return { field: messageNameField };
   if (field === undefined || !leftoverFields.has(field)) return undefined;
   if (path.length === 1) return { field: `messages[].${field}` };
   return path.length === 2 && path[0] === 'tool_calls'
@@ -157,7 +158,8 @@ export function withoutMessageFields(
     if (field.startsWith('messages[].tool_calls[].')) {
       const name = field.slice('messages[].tool_calls[].'.length);
       if (leftoverFields.has(name)) ofCalls.add(name);
-    } else if (field.startsWith('messages[].') && leftoverFields.has(field.slice('messages[].'.length)))
+    } else if (field === messageNameField) own.add('name');
+    else if (field.startsWith('messages[].') && leftoverFields.has(field.slice('messages[].'.length)))
       own.add(field.slice('messages[].'.length));
   if (own.size === 0 && ofCalls.size === 0) return messages;
   const ownNames = [...own];
@@ -353,6 +355,24 @@ export const reasoningStandInField = 'messages[].reasoning_content.missing';
  * go on from its answer is sent after it (withContinueAfterPrefill).
  */
 export const prefillField = 'messages[].prefill';
+
+/**
+ * A message's `name` (who spoke: an agent's name, which LangChain's agents, AutoGen and Semantic Kernel
+ * give each answer, langchain-ai/langchain#34254), which a provider does not take: xAI's on any message but
+ * the user's ("Only message of role user can have a name.": pipecat-ai/pipecat#2274), Mistral's on any
+ * but a tool result, Perplexity's and strict gateways' at all (TencentCloud/Octop#807: every request after
+ * an agent's first answer failed). Left out of every message (withoutMessageFields): such a provider does
+ * not read them.
+ */
+export const messageNameField = 'messages[].name';
+
+/**
+ * Not a field of the body: a message's `name` of other than letters, digits, `_` and `-`, which OpenAI
+ * refuses ("Invalid 'messages[2].name': string does not match pattern. Expected a string that matches the
+ * pattern '^[a-zA-Z0-9_-]+$'.": an agent named "Research Agent", microsoft/semantic-kernel#9340,
+ * microsoft/autogen#3582). Each name is written to fit (withNamesFitted), so that speakers stay told apart.
+ */
+export const messageNamePatternField = 'messages[].name.pattern';
 
 /** What the model is asked after an answer a conversation ends with, where it takes no prefill. */
 export const continueText = 'Continue your last message from exactly where it ends, without repeating it.';
@@ -1555,6 +1575,33 @@ export function withDeveloperAsSystem(messages: ContextMessage[]): ContextMessag
   );
 }
 
+/** A name as OpenAI takes it: 1 to 64 letters, digits, `_` and `-`. */
+const fittingName = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * `name` written to fit OpenAI's pattern: each run of other characters one `_` ("Research Agent" is
+ * "Research_Agent"), at most 64; a name of no letter or digit it takes ("研究员") is `name_` and five of
+ * its hash, so that two such names stay apart.
+ */
+export function fittedName(name: string): string {
+  if (fittingName.test(name)) return name;
+  const kept = name.replace(/[^A-Za-z0-9_-]+/g, '_').slice(0, 64);
+  return /[A-Za-z0-9]/.test(kept) ? kept : `name_${hashDigits(fnv1a(name, 0x811c9dc5), 5)}`;
+}
+
+/**
+ * The messages with each `name` OpenAI refuses written to fit (messageNamePatternField); the messages whose
+ * names fit (or that have none) are the same objects, and the same array when all are.
+ */
+function withNamesFitted(messages: ContextMessage[]): ContextMessage[] {
+  let out: ContextMessage[] | undefined;
+  messages.forEach((message, index) => {
+    if (typeof message.name !== 'string' || fittingName.test(message.name)) return;
+    (out ??= messages.slice())[index] = Object.assign({}, message, { name: fittedName(message.name) });
+  });
+  return out ?? messages;
+}
+
 /**
  * The fixes that write the messages anew, each with its field, in order: a null content is given the empty
  * text before texts are filled, which then leaves a call's message without content (neither taken).
@@ -1579,6 +1626,7 @@ const messageRewrites: ReadonlyArray<
   [toolArgumentsField, withToolArgumentsAsObjects],
   [reasoningStandInField, withReasoningStandIns],
   [prefillField, withContinueAfterPrefill],
+  [messageNamePatternField, withNamesFitted],
 ];
 
 /**

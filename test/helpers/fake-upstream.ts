@@ -386,9 +386,15 @@ export interface FakeUpstreamOptions {
    * Models as xAI's API serves its reasoning models: `reasoning_effort` is refused in its words ("Model
    * grok-4-1-fast-reasoning does not support parameter reasoningEffort.": JetBrains/junie#39), and so is a
    * message of no content, a call's included ("Invalid request content: Each message must have at least
-   * one content element.": langchain-ai/langchain#34140).
+   * one content element.": langchain-ai/langchain#34140), and a `name` on a message not the user's
+   * ("Invalid request content: Only message of role user can have a name.": pipecat-ai/pipecat#2274).
    */
   xaiRules?: readonly string[];
+  /**
+   * Models served as OpenAI serves them: a message's `name` of other than letters, digits, `_` and `-` (an
+   * agent named "Research Agent") refused in OpenAI's words (microsoft/semantic-kernel#9340).
+   */
+  openaiNames?: readonly string[];
   /** Models that hold their temperature at one value (Kimi's thinking models: 1): any other is refused in Kimi's words. */
   fixedTemperature?: Readonly<Record<string, number>>;
   /**
@@ -1557,11 +1563,30 @@ export class FakeUpstream {
           ? `Model ${String(body.model)} does not support parameter reasoningEffort.`
           : body.messages.some((message) => message.content == null)
             ? 'Invalid request content: Each message must have at least one content element.'
-            : undefined;
+            : body.messages.some((message) => message.role !== 'user' && message.name !== undefined)
+              ? 'Invalid request content: Only message of role user can have a name.'
+              : undefined;
       if (refusal !== undefined) {
         sendJson(400, JSON.stringify({ code: 'Client specified an invalid argument', error: refusal }));
         return;
       }
+    }
+    const misnamed = body.messages.findIndex(
+      (message) => message.name !== undefined && !/^[a-zA-Z0-9_-]+$/.test(String(message.name)),
+    );
+    if (misnamed !== -1 && this.options.openaiNames?.includes(body.model) === true) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message: `Invalid 'messages[${misnamed}].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+            type: 'invalid_request_error',
+            param: `messages[${misnamed}].name`,
+            code: 'invalid_value',
+          },
+        }),
+      );
+      return;
     }
     if (this.options.minimaxRules?.includes(body.model) === true) {
       const bare = (

@@ -1507,13 +1507,13 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].extra_content' }] },
   },
   {
-    // A user's name is the client's to decide (it says who spoke); only another answer's leftovers are fixed.
-    name: "Mistral: a user message's name (422 at body.messages.0.user.name) is the client's to fix",
+    // A user's name, which Mistral's user message has no field for (nor does it read one): left out.
+    name: "Mistral: a user message's name (422 at body.messages.0.user.name)",
     answer: {
       status: 422,
       body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",0,"user","name"],"msg":"Extra inputs are not permitted","input":"ana"}]},"type":"invalid_request_error","param":null,"code":null}',
     },
-    expected: { kind: 'bad_request' },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].name' }] },
   },
   {
     // OpenAI's older models on what openai-node's parse helper leaves on a message (openai/openai-node#1161).
@@ -1573,10 +1573,10 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'bad_request' },
   },
   {
-    name: 'Mistral: a field inside a message (messages.0.user.name) is not a request field',
+    name: 'Mistral: a field inside a message (messages.0.user.metadata) is not a request field',
     answer: {
       status: 422,
-      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",0,"user","name"],"msg":"Extra inputs are not permitted","input":"","url":"https://errors.pydantic.dev/2.6/v/extra_forbidden"}]},"type":"invalid_request_error","param":null,"code":null}',
+      body: '{"object":"error","message":{"detail":[{"type":"extra_forbidden","loc":["body","messages",0,"user","metadata"],"msg":"Extra inputs are not permitted","input":"","url":"https://errors.pydantic.dev/2.6/v/extra_forbidden"}]},"type":"invalid_request_error","param":null,"code":null}',
     },
     expected: { kind: 'bad_request' },
   },
@@ -2589,6 +2589,65 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.user' }] },
   },
+  ...(
+    [
+      [
+        // microsoft/semantic-kernel#9340, microsoft/autogen#3582: an agent's name of spaces, to OpenAI.
+        'OpenAI on a name not of its pattern',
+        openAIError(
+          "Invalid 'messages[2].name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+          'invalid_value',
+        ),
+        'messages[].name.pattern',
+      ],
+      [
+        // microsoft/autogen#941: its older wording.
+        'OpenAI on a name not of its pattern, in its older words',
+        openAIError("' Content_Generator' does not match '^[a-zA-Z0-9_-]{1,64}$' - 'messages.3.name'", null),
+        'messages[].name.pattern',
+      ],
+      [
+        // pipecat-ai/pipecat#2274: an assistant's name, to Grok.
+        "xAI on a name of a message not the user's",
+        JSON.stringify({
+          code: 'Client specified an invalid argument',
+          error: 'Invalid request content: Only message of role user can have a name.',
+        }),
+        'messages[].name',
+      ],
+      [
+        // TencentCloud/Octop#807: an agent's answer with its name, to a strict OpenAI-compatible gateway.
+        'a gateway that takes no name in a message',
+        openAIError('messages[2]: "name" is not supported', null),
+        'messages[].name',
+      ],
+      [
+        // BerriAI/litellm#2373: a user's name, to Perplexity.
+        "Perplexity on a name, in pydantic's words",
+        JSON.stringify({
+          error: {
+            message:
+              '["At body -> messages -> 1: ChatMessage.__init__() got an unexpected keyword argument \'name\'"]',
+            type: 'bad_request',
+            code: 400,
+          },
+        }),
+        'messages[].name',
+      ],
+      [
+        'Groq on a name it does not take in a message',
+        openAIError(
+          "'messages.1' : for 'role:user' the following must be satisfied[('messages.1' : property 'name' is unsupported)]",
+          null,
+        ),
+        'messages[].name',
+      ],
+    ] as const
+  ).map(([name, body, field]) => ({
+    name: `a message's name: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field }] },
+  })),
   ...(
     [
       [

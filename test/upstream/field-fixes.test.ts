@@ -39,6 +39,7 @@ import {
   heldStopsOf,
   withStopsAtMost,
   withToolCallIdsAsMistralTakes,
+  fittedName,
   type FieldFix,
 } from '../../src/upstream/field-fixes.js';
 import type { ContextMessage } from '../../src/context/types.js';
@@ -314,8 +315,9 @@ describe('leftovers of another answer in messages', () => {
     [['reasoning_details'], { field: 'messages[].reasoning_details' }],
     [['annotations'], { field: 'messages[].annotations' }],
     [['tool_calls', 'extra_content'], { field: 'messages[].tool_calls[].extra_content' }],
-    // What the conversation says, or who said it, is the client's.
-    [['name'], undefined],
+    // Who said it, where the provider does not read it (below); what the conversation says is the client's.
+    [['name'], { field: 'messages[].name' }],
+    [['tool_calls', 'name'], undefined],
     [['content'], undefined],
     [['tool_calls'], undefined],
     [['tool_calls', 'function'], undefined],
@@ -925,6 +927,66 @@ describe('withMessageFixes', () => {
   it('one that refuses empty texts only keeps null beside calls', () => {
     const out = withMessageFixes(messages, [{ field: 'messages[].content.empty' }]);
     expect(out[1]?.content).toBeNull();
+  });
+});
+
+describe("a message's name", () => {
+  // What LangChain's createAgent sends for an agent named "Research Agent": its answer with its name, then
+  // the tool's result with the tool's.
+  const conversation = [
+    { role: 'system', content: 'You research.' },
+    { role: 'user', content: 'Find the retry budget.', name: 'ada' },
+    {
+      role: 'assistant',
+      content: '',
+      name: 'Research Agent',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'grep', arguments: '{}' } }],
+    },
+    { role: 'tool', tool_call_id: 'c1', content: 'src/retry.ts', name: 'grep' },
+  ] as ContextMessage[];
+
+  it('where the provider takes none: left out of every message, the rest as it was', () => {
+    expect(fixForMessageField(['name'])).toEqual({ field: 'messages[].name' });
+    const out = withMessageFixes(conversation, [{ field: 'messages[].name' }]);
+    expect(out.map((message) => 'name' in message)).toEqual([false, false, false, false]);
+    expect(out[0]).toBe(conversation[0]);
+    expect(out[2]).toEqual({
+      role: 'assistant',
+      content: '',
+      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'grep', arguments: '{}' } }],
+    });
+    expect(conversation[2]?.name).toBe('Research Agent');
+  });
+
+  it("where OpenAI's pattern holds: each name written to fit, the names that fit the same objects", () => {
+    const out = withMessageFixes(conversation, [{ field: 'messages[].name.pattern' }]);
+    expect(out.map((message) => message.name)).toEqual([undefined, 'ada', 'Research_Agent', 'grep']);
+    expect(out[1]).toBe(conversation[1]);
+    expect(out[3]).toBe(conversation[3]);
+    expect(conversation[2]?.name).toBe('Research Agent');
+    const fitting = conversation.slice(0, 2);
+    expect(withMessageFixes(fitting, [{ field: 'messages[].name.pattern' }])).toBe(fitting);
+  });
+
+  it.each([
+    ['Research Agent', 'Research_Agent'],
+    ['reviewer <2>', 'reviewer_2_'],
+    ['a/b\\c|d', 'a_b_c_d'],
+    ['x'.repeat(80), 'x'.repeat(64)],
+    ['Zoë', 'Zo_'],
+  ])('fittedName(%j) is %j', (name, fitted) => {
+    expect(fittedName(name)).toBe(fitted);
+    expect(fittedName(name)).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+  });
+
+  it('names of no letter OpenAI takes stay apart', () => {
+    const researcher = fittedName('研究员');
+    const reviewer = fittedName('审稿人');
+    expect(researcher).toMatch(/^name_[a-zA-Z0-9]{5}$/);
+    expect(reviewer).toMatch(/^name_[a-zA-Z0-9]{5}$/);
+    expect(researcher).not.toBe(reviewer);
+    expect(fittedName('研究员')).toBe(researcher);
+    expect(fittedName('  ')).toMatch(/^name_[a-zA-Z0-9]{5}$/);
   });
 });
 
