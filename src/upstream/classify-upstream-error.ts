@@ -431,9 +431,14 @@ function anthropicRefusals(text: string): FieldFix[] {
   if (taken.length > 0) fixes.push({ field: effortField, value: taken.join(',') });
   // A model that takes no effort at all (Haiku 4.5: anthropics/claude-code#30760).
   else if (/this model does not support the effort parameter/i.test(text)) fixes.push({ field: effortField });
-  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later), or adaptive thinking
-  // (Sonnet 4.5, Haiku 4.5).
-  if (/thinking\.type\.enabled\W{0,3} is not supported for this model/i.test(text))
+  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later; MiniMax-M3 on its
+  // Anthropic-compatible API: "invalid thinking.type: \"enabled\" (allowed: adaptive, disabled) (2013)"), or
+  // adaptive thinking (Sonnet 4.5, Haiku 4.5).
+  if (
+    /thinking\.type\.enabled\W{0,3} is not supported for this model|invalid thinking\.type\W{0,4}enabled\W{0,4} \(allowed: [\w ,]{0,40}\badaptive\b/i.test(
+      text,
+    )
+  )
     fixes.push({ field: thinkingEnabledField });
   // Thinking turned off beside an effort (DeepSeek's Anthropic endpoint: deepseek-ai/DeepSeek-V3#1397).
   if (/thinking options type cannot be disabled when reasoning_effort is set/i.test(text))
@@ -442,9 +447,10 @@ function anthropicRefusals(text: string): FieldFix[] {
   // deepseek-ai/awesome-deepseek-agent#67): the metadata left out.
   if (/invalid \W?user_id\W?: string does not match pattern/i.test(text)) fixes.push({ field: 'metadata' });
   // Vertex's and Bedrock's schema, older than adaptive thinking (anthropics/claude-code#33506: "thinking: Input
-  // tag 'adaptive' found using 'type' does not match any of the expected tags: 'disabled', 'enabled'").
+  // tag 'adaptive' found using 'type' does not match any of the expected tags: 'disabled', 'enabled'"), and
+  // a MiniMax M3 endpoint's words for it (anomalyco/opencode#35138).
   if (
-    /adaptive thinking is not supported (?:on|for|by) this model|thinking\W{0,3}:?\s*input tag \W?adaptive\W? found using \W?type\W? does not match any of the expected tags/i.test(
+    /adaptive thinking is not supported (?:on|for|by) this model|thinking\.type must be enabled or disabled|thinking\W{0,3}:?\s*input tag \W?adaptive\W? found using \W?type\W? does not match any of the expected tags/i.test(
       text,
     )
   )

@@ -46,6 +46,8 @@ beforeAll(async () => {
       'claude-opus-4-8': 'adaptive',
       'claude-opus-4-7': 'adaptive',
       'claude-haiku-4-5-20251001': 'enabled',
+      'MiniMax-M3': 'adaptive',
+      'MiniMax-M3-budget': 'enabled',
     },
     efforts: {
       'claude-opus-4.7': ['medium'],
@@ -119,7 +121,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "deepseek-v4-pro[1m]", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
+      '    models: ["claude-*", "MiniMax-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "deepseek-v4-pro[1m]", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -640,6 +642,46 @@ describe('thinking in the mode the Claude model takes', () => {
     const again = anthropic.messageRequests.length;
     await ask();
     expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it("Claude Code's budget to MiniMax-M3, which takes adaptive thinking only, in MiniMax's words: adaptive after one refusal", async () => {
+    // CherryHQ/cherry-studio#16431: "invalid params, invalid thinking.type: \"enabled\" (allowed: adaptive, disabled) (2013)".
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    const ask = () =>
+      client().messages.create({
+        model: 'MiniMax-M3',
+        max_tokens: 4_000,
+        thinking: { type: 'enabled', budget_tokens: 2_000 },
+        messages: [question],
+      });
+    expect((await ask()).content.at(-1)).toEqual({ type: 'text', text: 'Hello.' });
+    expect(
+      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.thinking]),
+    ).toEqual([
+      [400, { type: 'enabled', budget_tokens: 2_000 }],
+      [200, { type: 'adaptive' }],
+    ]);
+    const again = anthropic.messageRequests.length;
+    await ask();
+    expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  it('adaptive thinking to a MiniMax M3 that takes a budget only (anomalyco/opencode#35138): a budget after one refusal', async () => {
+    anthropic.respond = () => ({ text: 'Hello.' });
+    const before = anthropic.messageRequests.length;
+    await client().messages.create({
+      model: 'MiniMax-M3-budget',
+      max_tokens: 4_000,
+      thinking: { type: 'adaptive' } as never,
+      messages: [question],
+    });
+    expect(
+      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.thinking]),
+    ).toEqual([
+      [400, { type: 'adaptive' }],
+      [200, { type: 'enabled', budget_tokens: 2_000 }],
+    ]);
   });
 
   it('adaptive thinking to Haiku 4.5, which takes a budget only: half of max_tokens after one refusal', async () => {

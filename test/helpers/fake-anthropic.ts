@@ -746,7 +746,11 @@ export class FakeAnthropic {
        * permitted": langchain-ai/langchain-google#1446; a text's citations, anthropics/claude-code#146).
        */
       unknownBlockMembers?: readonly string[];
-      /** Models that take thinking in one mode only: adaptive (Opus 4.7 and later), or a budget (Sonnet 4.5, Haiku 4.5). */
+      /**
+       * Models that take thinking in one mode only: adaptive (Opus 4.7 and later; MiniMax-M3 on MiniMax's API,
+       * refused in its words for a `MiniMax-` model), or a budget (Sonnet 4.5, Haiku 4.5; MiniMax M3 behind
+       * another endpoint, anomalyco/opencode#35138).
+       */
       thinkingModes?: Readonly<Record<string, 'adaptive' | 'enabled'>>;
       /**
        * As GitHub Copilot's Messages endpoint serves Claude: the efforts each model takes (another refused in
@@ -1080,18 +1084,36 @@ export class FakeAnthropic {
     // As Anthropic answers a thinking mode the model does not take (AAswordman/Operit#568, mnfst/llm-gateway#1928).
     const onlyMode = this.options.thinkingModes?.[String(body.model)];
     const mode = (body.thinking as Json | undefined)?.type;
+    // MiniMax-M3 on MiniMax's Anthropic-compatible API, in its words (CherryHQ/cherry-studio#16431).
+    const minimax = String(body.model).startsWith('MiniMax-');
     if (onlyMode === 'adaptive' && mode === 'enabled')
       return send(
         400,
-        errorBody(
-          'invalid_request_error',
-          '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
-        ),
+        minimax
+          ? JSON.stringify({
+              type: 'error',
+              error: {
+                type: 'bad_request_error',
+                message:
+                  'invalid params, invalid thinking.type: "enabled" (allowed: adaptive, disabled) (2013)',
+                http_code: '400',
+              },
+              request_id: '068a807bc9c47de0db57062e',
+            })
+          : errorBody(
+              'invalid_request_error',
+              '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.',
+            ),
       );
     if (onlyMode === 'enabled' && mode === 'adaptive')
       return send(
         400,
-        errorBody('invalid_request_error', 'adaptive thinking is not supported on this model'),
+        errorBody(
+          'invalid_request_error',
+          minimax
+            ? 'Validation: thinking.type must be enabled or disabled'
+            : 'adaptive thinking is not supported on this model',
+        ),
       );
     // Without its flag, a feature's member is one the host does not know (Wei-Shaw/sub2api#2726).
     const flagged = (flag: string) =>

@@ -369,6 +369,40 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.enabled' }] },
   },
   {
+    // MiniMax-M3's Anthropic-compatible API takes adaptive thinking only (CherryHQ/cherry-studio#16431), also
+    // as a relay passes it on (HenriGrimm/Minnow#364).
+    name: 'MiniMax-M3: "invalid thinking.type: \\"enabled\\" (allowed: adaptive, disabled) (2013)"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'bad_request_error',
+          message:
+            'Error from provider (MiniMax): invalid params, invalid thinking.type: "enabled" (allowed: adaptive, disabled) (2013)',
+          http_code: '400',
+        },
+        request_id: '068a807bc9c47de0db57062e',
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.enabled' }] },
+  },
+  {
+    // A MiniMax M3 endpoint that takes a budget only (anomalyco/opencode#35138).
+    name: 'MiniMax M3 elsewhere: "Validation: thinking.type must be enabled or disabled"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message: 'Validation: thinking.type must be enabled or disabled',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.adaptive' }] },
+  },
+  {
     // Haiku 4.5 takes a budget only (mnfst/llm-gateway#1928).
     name: 'Claude Haiku 4.5: "adaptive thinking is not supported on this model"',
     answer: {
