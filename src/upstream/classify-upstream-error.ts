@@ -693,6 +693,13 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
  */
 function requestShapeFixes(text: string, body: string): FieldFix[] {
   const fixes: FieldFix[] = [];
+  // Penalties the model does not take (Gemini behind OpenRouter or Vertex, and its own API before them).
+  if (/penalty is not enabled for (?:this model|models\/)/i.test(text))
+    fixes.push(
+      { field: 'frequency_penalty' },
+      { field: 'presence_penalty' },
+      { field: 'repetition_penalty' },
+    );
   // A tool's parameters in JSON Schema the provider does not take: OpenAI's and Anthropic's wordings,
   // MiniMax's of none at all, Gemini's of a keyword (its own API's, and through its OpenAI-compatible
   // endpoint or a gateway), and Moonshot's of any fault its validator finds — no `type` at the top

@@ -945,6 +945,13 @@ const besideTheAnswer = new Set([
   'top_k',
   'min_p',
   'repetition_penalty',
+  // The penalties on repetition, which chat apps send by default (NextChat, Page Assist: n4ze3m/page-assist#418)
+  // and Gemini's OpenAI-compatible endpoint does not know ("Invalid JSON payload received. Unknown name
+  // \"frequency_penalty\": Cannot find field.": versun/RSSBox#132, sleepydeer666/RPGBox#2; "Penalty is not
+  // enabled for this model" behind OpenRouter and Vertex): every request failed, where the model answers
+  // as it would unpenalized.
+  'frequency_penalty',
+  'presence_penalty',
 ]);
 
 /**

@@ -341,6 +341,30 @@ describe('a seed, to Gemini (its OpenAI-compatible endpoint knows none)', () => 
   });
 });
 
+describe("a chat app's penalties, to Gemini (its OpenAI-compatible endpoint knows none)", () => {
+  // n4ze3m/page-assist#418, versun/RSSBox#132, sleepydeer666/RPGBox#2: apps that send them by default.
+  it('answered after one refusal naming both, without them, the rest as it came; the next at once', async () => {
+    const ask = () =>
+      client().chat.completions.create({
+        model: gemini,
+        temperature: 0.7,
+        frequency_penalty: 0.5,
+        presence_penalty: 0.3,
+        messages: [{ role: 'user', content: 'Write a haiku about rain.' }],
+      });
+    const before = fake.chatRequests.length;
+    expect((await ask()).choices).toHaveLength(1);
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const sent = fake.chatRequests.at(-1)?.body as Record<string, unknown>;
+    expect(sent).not.toHaveProperty('frequency_penalty');
+    expect(sent).not.toHaveProperty('presence_penalty');
+    expect(sent.temperature).toBe(0.7);
+    const again = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - again).toBe(1);
+  });
+});
+
 describe('developer messages to DeepSeek, which knows no such role', () => {
   it('a Responses request as Codex sends it goes at once: the bridge writes its developer items as system', async () => {
     const before = fake.chatRequests.length;

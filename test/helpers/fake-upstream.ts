@@ -320,7 +320,7 @@ export interface FakeUpstreamOptions {
    * Models served as Gemini serves them, behind its OpenAI-compatible endpoint or a gateway: a tool whose
    * parameters hold a keyword outside Gemini's Schema object (`$schema`, `additionalProperties`, `const`),
    * a list of types or an enum of other than text is refused in Gemini's words (zed-industries/zed#45552),
-   * and so is a message of no text (a tool result of `""`: microsoft/autogen#5762) and a `seed`.
+   * and so is a message of no text (a tool result of `""`: microsoft/autogen#5762), a `seed` and the penalties.
    */
   geminiRules?: readonly string[];
   /**
@@ -1895,9 +1895,20 @@ export class FakeUpstream {
         : message.content === '' ||
           (message.content == null &&
             !(message.role === 'assistant' && (message.tool_calls?.length ?? 0) > 0));
-    // Gemini's OpenAI-compatible endpoint knows no `seed` (mcpchecker/mcpchecker#188).
-    if (gemini && (body as { seed?: unknown }).seed !== undefined) {
-      sendJson(400, geminiError('Invalid JSON payload received. Unknown name "seed": Cannot find field.'));
+    // Gemini's OpenAI-compatible endpoint knows no `seed` (mcpchecker/mcpchecker#188) nor penalties
+    // (n4ze3m/page-assist#418): each named, one line each.
+    const unknownToGemini = ['seed', 'frequency_penalty', 'presence_penalty'].filter(
+      (field) => (body as Record<string, unknown>)[field] !== undefined,
+    );
+    if (gemini && unknownToGemini.length > 0) {
+      sendJson(
+        400,
+        geminiError(
+          unknownToGemini
+            .map((field) => `Invalid JSON payload received. Unknown name "${field}": Cannot find field.`)
+            .join('\n'),
+        ),
+      );
       return;
     }
     if (gemini && (body.messages ?? []).some(textless)) {

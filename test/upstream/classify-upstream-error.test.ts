@@ -403,6 +403,46 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.adaptive' }] },
   },
   {
+    // A chat app's penalties, to Gemini's OpenAI-compatible endpoint (RSSBox#132, sleepydeer666/RPGBox#2): its
+    // message names each field it does not know.
+    name: 'Gemini on the penalties it does not know',
+    answer: {
+      status: 400,
+      body: JSON.stringify([
+        {
+          error: {
+            code: 400,
+            message:
+              'Invalid JSON payload received. Unknown name "frequency_penalty": Cannot find field.\nInvalid JSON payload received. Unknown name "presence_penalty": Cannot find field.',
+            status: 'INVALID_ARGUMENT',
+          },
+        },
+      ]),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'frequency_penalty' }, { field: 'presence_penalty' }],
+    },
+  },
+  ...['Penalty is not enabled for this model', 'Penalty is not enabled for models/gemini-1.5-pro'].map(
+    (message) => ({
+      // Gemini behind OpenRouter or Vertex (Ikalus1988/MisakaNet#1473), and its own API (SillyTavern/SillyTavern#3015).
+      name: `Gemini elsewhere: "${message}"`,
+      answer: {
+        status: 400,
+        body: JSON.stringify({ error: { code: 400, message, status: 'INVALID_ARGUMENT' } }),
+      },
+      expected: {
+        kind: 'refused_field' as const,
+        fixes: [
+          { field: 'frequency_penalty' },
+          { field: 'presence_penalty' },
+          { field: 'repetition_penalty' },
+        ],
+      },
+    }),
+  ),
+  {
     // Haiku 4.5 takes a budget only (mnfst/llm-gateway#1928).
     name: 'Claude Haiku 4.5: "adaptive thinking is not supported on this model"',
     answer: {
@@ -1599,10 +1639,19 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'user' }, { field: 'stream_options' }] },
   },
   {
-    name: "Mistral: a sampling setting the client chose (frequency_penalty) is the client's to fix",
+    // A penalty the model cannot apply: left out, the model answering unpenalized.
+    name: 'Mistral behind a proxy: a penalty it does not take (frequency_penalty)',
     answer: {
       status: 422,
       body: '{"object":"error","message":"{\\"detail\\":[{\\"type\\":\\"extra_forbidden\\",\\"loc\\":[\\"body\\",\\"frequency_penalty\\"],\\"msg\\":\\"Extra inputs are not permitted\\",\\"input\\":0.0}]}","type":"internal_error_proxy","param":null,"code":"1000"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'frequency_penalty' }] },
+  },
+  {
+    name: "Mistral: a sampling setting the client chose (logit_bias) is the client's to fix",
+    answer: {
+      status: 422,
+      body: '{"object":"error","message":"{\\"detail\\":[{\\"type\\":\\"extra_forbidden\\",\\"loc\\":[\\"body\\",\\"logit_bias\\"],\\"msg\\":\\"Extra inputs are not permitted\\",\\"input\\":{}}]}","type":"internal_error_proxy","param":null,"code":"1000"}',
     },
     expected: { kind: 'bad_request' },
   },

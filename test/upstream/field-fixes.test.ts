@@ -168,10 +168,12 @@ describe('what is sent instead of a refused field', () => {
       { field: 'max_completion_tokens', renameTo: 'max_tokens' },
     ],
     ['unknown', 'max_tokens', undefined, { field: 'max_tokens', renameTo: 'max_completion_tokens' }],
-    // What shapes the answer is the client's to decide.
-    ['unknown', 'frequency_penalty', undefined, undefined],
+    // What shapes the answer is the client's to decide…
     ['unknown', 'tools', undefined, undefined],
     ['unknown', 'temperature', undefined, undefined],
+    // …but the penalties a provider cannot apply (Gemini's OpenAI-compatible endpoint: n4ze3m/page-assist#418).
+    ['unknown', 'frequency_penalty', undefined, { field: 'frequency_penalty' }],
+    ['unknown', 'presence_penalty', undefined, { field: 'presence_penalty' }],
     // Structured output a server takes in no form: left out, what it asked told in the system message.
     ['unknown', 'response_format', undefined, { field: 'response_format' }],
     ['unsupported', 'response_format', undefined, { field: 'response_format' }],
