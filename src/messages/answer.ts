@@ -34,10 +34,12 @@ const stopReasons: Record<string, string> = {
 /**
  * Claude's stop reason for a chat finish: an answer that ends in tool calls stops for `tool_use`, as Claude
  * says it, also when the provider said `stop` (vLLM with a named tool_choice, OpenVINO's server, mlx-vlm,
- * OpenAI's own named tool_choice: vllm-project/vllm#25054, openvinotoolkit/model_server#3927).
+ * OpenAI's own named tool_choice: vllm-project/vllm#25054, openvinotoolkit/model_server#3927), and one that
+ * calls nothing never does (a proxy's "tool_use" with no call: mastra-ai/mastra#14187).
  */
 function stopReasonOf(finish: string, calls: boolean): string {
   const reason = stopReasons[finish] ?? 'end_turn';
+  if (reason === 'tool_use' && !calls) return 'end_turn';
   return calls && reason === 'end_turn' ? 'tool_use' : reason;
 }
 

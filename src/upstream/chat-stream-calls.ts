@@ -7,9 +7,12 @@
 // given the one the session stores (tool-call-ids.ts answerCallId). Only events that carry `tool_calls`
 // are read; one already in OpenAI's shape is passed on byte for byte.
 
-import { chatChunkOf, isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
+import { chatChunkOf, finishOfCalls, isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
+const finishKey = Buffer.from('"finish_reason"');
+/** A finish `stop` or `tool_calls`, as compact JSON writes it and as some servers write it with a space. */
+const finishNamed = /"finish_reason":\s?"(?:stop|tool_calls)"/;
 
 /** How OpenAI begins the first choice's delta of one call's arguments, up to the call's index. */
 const continuationHead = '"choices":[{"index":0,"delta":{"tool_calls":[{"index":';
@@ -26,27 +29,57 @@ export class ChatStreamCallNormalizer {
   /** Each choice's calls so far, by the choice's index. */
   private readonly choices = new Map<number, StreamedToolCalls>();
 
-  /** `events`: whole events (relay.ts's EventBoundaryBuffer). The same buffer when nothing changed. */
+  /**
+   * `events`: whole events (relay.ts's EventBoundaryBuffer), their calls in OpenAI's shape and each
+   * choice's finish as its calls say it (tool-call-shape.ts finishOfCalls). The same buffer when nothing
+   * changed.
+   */
   rewrite(events: Buffer): Buffer {
-    if (events.indexOf(toolCallsKey) === -1) return events;
+    if (events.indexOf(toolCallsKey) === -1 && (this.choices.size === 0 || events.indexOf(finishKey) === -1))
+      return events;
     const lines = events.toString('utf8').split('\n');
     let changed = false;
     for (let position = 0; position < lines.length; position++) {
       const line = lines[position] as string;
-      if (!line.startsWith('data:') || !line.includes('"tool_calls"')) continue;
-      const continued = this.rewriteContinuation(line);
-      if (continued !== null) {
-        if (continued === undefined) continue;
-        lines[position] = continued;
-        changed = true;
-        continue;
-      }
-      const rewritten = this.rewriteData(line.slice(5).trim());
+      if (!line.startsWith('data:')) continue;
+      const rewritten = this.rewriteLine(line);
       if (rewritten === undefined) continue;
-      lines[position] = `data: ${rewritten}${line.endsWith('\r') ? '\r' : ''}`;
+      lines[position] = rewritten;
       changed = true;
     }
     return changed ? Buffer.from(lines.join('\n')) : events;
+  }
+
+  /** One event's line written anew: its calls, then its finish; undefined when it stays as it is. */
+  private rewriteLine(line: string): string | undefined {
+    let out: string | undefined;
+    if (line.includes('"tool_calls"')) {
+      const continued = this.rewriteContinuation(line);
+      if (continued !== null) out = continued;
+      else {
+        const rewritten = this.rewriteData(line.slice(5).trim());
+        if (rewritten !== undefined) out = `data: ${rewritten}${line.endsWith('\r') ? '\r' : ''}`;
+      }
+    }
+    const current = out ?? line;
+    if (!finishNamed.test(current)) return out;
+    return this.rewriteFinish(current) ?? out;
+  }
+
+  /** An event's line with each choice's finish as its calls say it; undefined when none changes. */
+  private rewriteFinish(line: string): string | undefined {
+    const chunk = chatChunkOf(line.slice(5).trim());
+    if (chunk === undefined) return undefined;
+    let changed = false;
+    for (const choice of chunk.choices) {
+      if (!isRecord(choice)) continue;
+      const calls = this.choices.get(typeof choice.index === 'number' ? choice.index : 0);
+      const finish = finishOfCalls(choice.finish_reason, (calls?.calls.length ?? 0) > 0);
+      if (finish === undefined) continue;
+      choice.finish_reason = finish;
+      changed = true;
+    }
+    return changed ? `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}` : undefined;
   }
 
   /**

@@ -114,8 +114,21 @@ export function conformedToolCalls(
 }
 
 /**
- * Puts each choice's message of a parsed completion in the API's shape, in place; true when anything
- * changed (the caller then writes the body anew, so the client is given what the session stores).
+ * The finish an answer's calls say (docs/budgeting.md#tool-calls-as-providers-give-them): calls that end as
+ * `stop` end as `tool_calls` (Gemini's OpenAI-compatible endpoint, LiteLLM before Ollama: an agent that
+ * reads the finish stopped after its first call, anomalyco/opencode#14972, #20719, vercel/workflow#1387),
+ * and `tool_calls` with no call as `stop` (Claude behind a proxy: the agent called the model again and
+ * again, mastra-ai/mastra#14187); undefined when the finish says what the calls do.
+ */
+export function finishOfCalls(finish: unknown, calls: boolean): string | undefined {
+  if (finish === 'stop' && calls) return 'tool_calls';
+  return finish === 'tool_calls' && !calls ? 'stop' : undefined;
+}
+
+/**
+ * Puts each choice's message of a parsed completion in the API's shape, in place, its finish as its calls
+ * say it (finishOfCalls); true when anything changed (the caller then writes the body anew, so the client
+ * is given what the session stores).
  */
 export function conformCompletion(completion: Record<string, unknown>): boolean {
   const choices = completion.choices;
@@ -123,15 +136,24 @@ export function conformCompletion(completion: Record<string, unknown>): boolean 
   let changed = false;
   for (const [place, choice] of (choices as unknown[]).entries()) {
     const message = isRecord(choice) ? choice.message : undefined;
-    if (!isRecord(message) || !('tool_calls' in message)) continue;
+    if (!isRecord(message)) continue;
     const calls = message.tool_calls;
     // No call at all: OpenAI's own answers say `tool_calls` only when there are some, or leave it out.
-    if (calls === null || (Array.isArray(calls) && calls.length === 0)) continue;
-    const conformed = conformedToolCalls(calls, completion, place);
-    if (conformed === calls) continue;
+    if (calls !== undefined && calls !== null && !(Array.isArray(calls) && calls.length === 0)) {
+      const conformed = conformedToolCalls(calls, completion, place);
+      if (conformed !== calls) {
+        changed = true;
+        if (conformed === undefined) delete message.tool_calls;
+        else message.tool_calls = conformed;
+      }
+    }
+    const finish = finishOfCalls(
+      (choice as Record<string, unknown>).finish_reason,
+      Array.isArray(message.tool_calls) && message.tool_calls.length > 0,
+    );
+    if (finish === undefined) continue;
+    (choice as Record<string, unknown>).finish_reason = finish;
     changed = true;
-    if (conformed === undefined) delete message.tool_calls;
-    else message.tool_calls = conformed;
   }
   return changed;
 }

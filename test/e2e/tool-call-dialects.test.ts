@@ -37,6 +37,11 @@ const dialects = {
   'mistral-medium-latest': 'name-in-pieces',
 } as const;
 
+/** A model whose answers finish as `stop`, its calls' too (Gemini's OpenAI-compatible endpoint, LiteLLM). */
+const saysStop = 'gemini-3-flash-via-litellm';
+/** A model whose answers finish as `tool_calls`, its text's too (a proxy before Claude). */
+const saysCalls = 'sonnet-via-proxy';
+
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 
@@ -46,6 +51,7 @@ beforeAll(async () => {
     decodedToolArguments: [llama],
     toolDeltaDialects: dialects,
     kimiToolCallIds: [kimi],
+    finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -365,5 +371,58 @@ describe('a conversation that moves to Kimi K2, whose history holds another mode
       'functions.get_weather:0',
       'functions.get_weather:0',
     ]);
+  });
+});
+
+describe('a finish that does not say what the answer holds', () => {
+  // anomalyco/opencode#14972, #20719, vercel/workflow#1387: an agent that reads the finish stopped after its
+  // first call; mastra-ai/mastra#14187, open-webui/open-webui#23095: one called the model again and again.
+  const weatherTool = tool({
+    inputSchema: jsonSchema<{ city: string; unit: string }>({
+      type: 'object',
+      properties: { city: { type: 'string' }, unit: { type: 'string' } },
+    }),
+    execute: async (input) => `${input.city}: 18 °C`,
+  });
+  const provider = () =>
+    createOpenAICompatible({ name: 'gateway', baseURL: harness.baseUrl, apiKey: 'sk-dialects' });
+
+  it("calls that finish as stop: the AI SDK's step finishes for its tool calls, whole and streamed", async () => {
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const result = streamText({
+      model: provider().chatModel(saysStop),
+      prompt: 'The weather in Paris?',
+      maxRetries: 0,
+      tools: { get_weather: weatherTool },
+      stopWhen: stepCountIs(3),
+    });
+    expect(await result.text).toBe('It is 18 °C in Paris.');
+    expect((await result.steps).map((step) => step.finishReason)).toEqual(['tool-calls', 'stop']);
+    fake.enqueue({ toolCalls: [weather] });
+    const whole = await client().chat.completions.create({
+      model: saysStop,
+      tools,
+      messages: [{ role: 'user', content: 'The weather in Paris?' }],
+    });
+    expect(whole.choices[0]?.finish_reason).toBe('tool_calls');
+    expect(whole.choices[0]?.message.tool_calls).toHaveLength(1);
+  });
+
+  it('text that finishes as tool_calls: the OpenAI client is told it stopped, whole and streamed', async () => {
+    fake.enqueue({ content: 'Hello.' }, { content: 'Hello again.' });
+    const whole = await client().chat.completions.create({
+      model: saysCalls,
+      tools,
+      messages: [{ role: 'user', content: 'Hi.' }],
+    });
+    expect(whole.choices[0]?.finish_reason).toBe('stop');
+    const stream = client().chat.completions.stream({
+      model: saysCalls,
+      tools,
+      messages: [{ role: 'user', content: 'Hi.' }],
+    });
+    const final = await stream.finalChatCompletion();
+    expect(final.choices[0]?.finish_reason).toBe('stop');
+    expect(final.choices[0]?.message.content).toBe('Hello again.');
   });
 });

@@ -306,6 +306,12 @@ export interface FakeUpstreamOptions {
    */
   kimiToolCallIds?: readonly string[];
   /**
+   * Models whose every answer finishes for one reason whatever it holds: `stop`, as Gemini's
+   * OpenAI-compatible endpoint and LiteLLM before Ollama say it after calls too (anomalyco/opencode#14972,
+   * #20719); `tool_calls`, as a proxy before Claude said it of an answer of no call (mastra-ai/mastra#14187).
+   */
+  finishReasons?: Readonly<Record<string, 'stop' | 'tool_calls'>>;
+  /**
    * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
    * of anything but letters, digits, `_` and `-` is refused as Anthropic refuses it, passed on in
    * OpenAI's shape (farion1231/cc-switch#1181: Kimi's `functions.<name>:<n>` after a switch to Claude).
@@ -2630,7 +2636,10 @@ export class FakeUpstream {
         ? {}
         : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
     };
-    const finishReason = thinkingCut ? 'length' : behaviour.toolCalls === undefined ? 'stop' : 'tool_calls';
+    const finishReason = thinkingCut
+      ? 'length'
+      : (this.options.finishReasons?.[String(body.model)] ??
+        (behaviour.toolCalls === undefined ? 'stop' : 'tool_calls'));
     const reasoning =
       this.options.thinking?.includes(String(body.model)) === true
         ? `Thinking before answer ${this.sequence}.`

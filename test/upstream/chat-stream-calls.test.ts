@@ -87,6 +87,58 @@ describe('ChatStreamCallNormalizer', () => {
   });
 });
 
+describe("a stream's finish as its calls say it", () => {
+  const finish = (reason: string, choice = 0, spaced = false): string => {
+    const json = JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      choices: [{ index: choice, delta: {}, finish_reason: reason }],
+    });
+    return `data: ${spaced ? json.replace('"finish_reason":', '"finish_reason": ') : json}\n\n`;
+  };
+  const finishOf = (bytes: Buffer): unknown =>
+    (JSON.parse(bytes.toString().slice(6)) as { choices: [{ finish_reason: unknown }] }).choices[0]
+      .finish_reason;
+
+  it.each([false, true])(
+    'calls that finish as "stop" (Gemini, LiteLLM: anomalyco/opencode#14972) finish as "tool_calls" (spaced: %s)',
+    (spaced) => {
+      const normalizer = new ChatStreamCallNormalizer();
+      normalizer.rewrite(Buffer.from(event([first(0, 'a', 'f', '{}')])));
+      expect(finishOf(normalizer.rewrite(Buffer.from(finish('stop', 0, spaced))))).toBe('tool_calls');
+    },
+  );
+
+  it('a call and its finish in one event', () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const chunk = {
+      id: 'chatcmpl-1',
+      choices: [{ index: 0, delta: { tool_calls: [first(0, 'a', 'f', '{}')] }, finish_reason: 'stop' }],
+    };
+    const out = normalizer.rewrite(Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`));
+    expect(finishOf(out)).toBe('tool_calls');
+    expect(givenCalls(out)).toEqual([[first(0, 'a', 'f', '{}')]]);
+  });
+
+  it('"tool_calls" with no call (mastra-ai/mastra#14187) finishes as "stop"', () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    expect(finishOf(normalizer.rewrite(Buffer.from(finish('tool_calls'))))).toBe('stop');
+  });
+
+  it("each choice by its own calls; OpenAI's own finishes byte for byte", () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const text = Buffer.from(finish('stop'));
+    expect(normalizer.rewrite(text)).toBe(text);
+    normalizer.rewrite(Buffer.from(event([first(0, 'a', 'f', '{}')], 1)));
+    const other = Buffer.from(finish('stop', 0));
+    expect(normalizer.rewrite(other)).toBe(other);
+    const calls = Buffer.from(finish('tool_calls', 1));
+    expect(normalizer.rewrite(calls)).toBe(calls);
+    const cut = Buffer.from(finish('length', 1));
+    expect(normalizer.rewrite(cut)).toBe(cut);
+  });
+});
+
 describe('calls the provider gave no id (Gemini, LM Studio, StepFun)', () => {
   /** A stream's events: two parallel calls, the first's id empty, the second's not said, then a late id. */
   const stream = [

@@ -153,10 +153,10 @@ describe("conformedToolCalls: a whole message's calls", () => {
 });
 
 describe('conformCompletion: a parsed whole answer, in place', () => {
-  const completionOf = (message: unknown) => ({
+  const completionOf = (message: unknown, finish = 'tool_calls') => ({
     id: 'chatcmpl-1',
     object: 'chat.completion',
-    choices: [{ index: 0, message, finish_reason: 'tool_calls' }],
+    choices: [{ index: 0, message, finish_reason: finish }],
   });
 
   it('changes nothing, and says so, in an answer in the shape', () => {
@@ -175,9 +175,9 @@ describe('conformCompletion: a parsed whole answer, in place', () => {
     ['tool_calls null', { role: 'assistant', content: 'Hi', tool_calls: null }],
     ['tool_calls empty', { role: 'assistant', content: 'Hi', tool_calls: [] }],
   ])('leaves an answer with %s as it is', (_name, message) => {
-    const completion = completionOf(structuredClone(message));
+    const completion = completionOf(structuredClone(message), 'stop');
     expect(conformCompletion(completion)).toBe(false);
-    expect(completion).toEqual(completionOf(message));
+    expect(completion).toEqual(completionOf(message, 'stop'));
   });
 
   it('writes decoded arguments as text and takes out tool_calls that hold no call', () => {
@@ -206,6 +206,44 @@ describe('conformCompletion: a parsed whole answer, in place', () => {
         { message: { role: 'assistant', content: 'Hi' } },
       ],
     });
+  });
+});
+
+describe("conformCompletion: an answer's finish as its calls say it", () => {
+  const call = { id: 'call_1', type: 'function', function: { name: 'read', arguments: '{}' } };
+  const answer = (finish: string, calls?: unknown[]) => ({
+    choices: [
+      {
+        index: 0,
+        message: Object.assign(
+          { role: 'assistant', content: null },
+          calls === undefined ? {} : { tool_calls: calls },
+        ),
+        finish_reason: finish,
+      },
+    ],
+  });
+
+  it.each([
+    // Gemini's OpenAI-compatible endpoint, LiteLLM before Ollama (anomalyco/opencode#14972, #20719).
+    ['calls that finish as "stop"', answer('stop', [call]), 'tool_calls'],
+    // Claude behind a proxy: "tool_use" and no call (mastra-ai/mastra#14187), which loops an agent.
+    ['"tool_calls" and no call', answer('tool_calls'), 'stop'],
+    ['"tool_calls" and an empty list', answer('tool_calls', []), 'stop'],
+  ])('%s: the finish its calls say', (_name, completion, finish) => {
+    expect(conformCompletion(completion)).toBe(true);
+    expect(completion.choices[0]?.finish_reason).toBe(finish);
+  });
+
+  it.each([
+    ['calls that finish as "tool_calls"', answer('tool_calls', [call])],
+    ['text that finishes as "stop"', answer('stop')],
+    // A call cut short by the cap says so: the client is not told it may run it.
+    ['calls cut at the cap', answer('length', [call])],
+  ])('%s: as it came', (_name, completion) => {
+    const before = structuredClone(completion);
+    expect(conformCompletion(completion)).toBe(false);
+    expect(completion).toEqual(before);
   });
 });
 
