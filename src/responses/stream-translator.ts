@@ -403,8 +403,21 @@ export class ResponsesStreamTranslator {
 
   /** The closing events: every item done, then response.completed (or .incomplete / .failed). */
   finish(): { events: string; response: Record<string, unknown> } {
-    const output = this.output();
     let out = '';
+    // A function call of no arguments is given them as OpenAI gives them, `{}` (tool-call-shape.ts
+    // argumentsText).
+    for (const item of this.items)
+      if (
+        item.kind === 'call' &&
+        !item.custom &&
+        !item.search &&
+        !item.local &&
+        joined(item.arguments).trim() === ''
+      ) {
+        item.arguments.push('{}');
+        out += this.deltaEvent('response.function_call_arguments.delta', item, '{}', '');
+      }
+    const output = this.output();
     for (const item of this.items) {
       if (item.kind === 'whole') continue;
       if (item.kind === 'carrier') {

@@ -7,7 +7,14 @@
 // given the one the session stores (tool-call-ids.ts answerCallId). Only events that carry `tool_calls`
 // are read; one already in OpenAI's shape is passed on byte for byte.
 
-import { chatChunkOf, finishOfCalls, isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
+import {
+  argumentsText,
+  chatChunkOf,
+  finishOfCalls,
+  isRecord,
+  StreamedToolCalls,
+  toolCallDelta,
+} from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 const finishKey = Buffer.from('"finish_reason"');
@@ -74,6 +81,18 @@ export class ChatStreamCallNormalizer {
     for (const choice of chunk.choices) {
       if (!isRecord(choice)) continue;
       const calls = this.choices.get(typeof choice.index === 'number' ? choice.index : 0);
+      // A call of no arguments is given them as OpenAI gives them, `{}` (tool-call-shape.ts argumentsText),
+      // in the event that finishes its choice.
+      const filled = (calls?.calls ?? [])
+        .filter((call) => call.arguments.trim() === '')
+        .map((call) => ({ index: call.position, function: { arguments: argumentsText(call.arguments) } }));
+      if (filled.length > 0) {
+        const delta = isRecord(choice.delta) ? choice.delta : (choice.delta = {});
+        const given = Array.isArray(delta.tool_calls) ? (delta.tool_calls as unknown[]) : [];
+        delta.tool_calls = [...given, ...filled];
+        for (const call of calls?.calls ?? []) if (call.arguments.trim() === '') call.arguments += '{}';
+        changed = true;
+      }
       const finish = finishOfCalls(choice.finish_reason, (calls?.calls.length ?? 0) > 0);
       if (finish === undefined) continue;
       choice.finish_reason = finish;

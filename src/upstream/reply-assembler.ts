@@ -13,7 +13,13 @@ import { madeKey } from './anthropic-wire.js';
 import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
-import { conformedToolCalls, isRecord, StreamedToolCalls, toolCallDelta } from './tool-call-shape.js';
+import {
+  argumentsText,
+  conformedToolCalls,
+  isRecord,
+  StreamedToolCalls,
+  toolCallDelta,
+} from './tool-call-shape.js';
 
 export interface AssembledReply {
   message: Record<string, unknown>;
@@ -161,7 +167,7 @@ export class StreamReplyAssembler {
       .map(({ id, type, name, arguments: text, extraContent }) => ({
         id,
         type,
-        function: { name, arguments: flatText(text) },
+        function: { name, arguments: argumentsText(flatText(text)) },
         // Gemini's thought signature (`extra_content.google.thought_signature`), sent back with the call.
         ...(extraContent === undefined ? {} : { extra_content: extraContent }),
       }));

@@ -71,6 +71,16 @@ export function toolCallDelta(call: unknown): ToolCallDelta | undefined {
   };
 }
 
+/**
+ * A call's arguments as OpenAI gives them: a call of none as `{}`, where OpenRouter's and Bedrock's Claude,
+ * Ollama and vLLM give `""` (or nothing), which clients parse as JSON — the OpenAI Agents SDK told the model
+ * "An error occurred while parsing tool arguments" and never ran the tool (openai/openai-agents-js#664;
+ * simonw/llm#1164, sigoden/aichat#1213).
+ */
+export function argumentsText(text: string | undefined): string {
+  return text === undefined || text.trim() === '' ? '{}' : text;
+}
+
 /** True when a whole message's call is already in the API's shape (the usual case: nothing made anew). */
 function isConforming(call: unknown): boolean {
   if (!isRecord(call) || !isRecord(call.function)) return false;
@@ -79,7 +89,8 @@ function isConforming(call: unknown): boolean {
     call.id !== '' &&
     typeof call.type === 'string' &&
     typeof call.function.name === 'string' &&
-    typeof call.function.arguments === 'string'
+    typeof call.function.arguments === 'string' &&
+    call.function.arguments.trim() !== ''
   );
 }
 
@@ -101,12 +112,13 @@ export function conformedToolCalls(
     const delta = toolCallDelta(entry);
     if (delta === undefined) continue;
     const { function: _function, id: _id, type: _type, ...rest } = entry as Record<string, unknown>;
-    // A name or arguments not said are empty, as a stream's call without them is (reply-assembler.ts).
+    // A name not said is empty, as a stream's call without one is (reply-assembler.ts); arguments not
+    // said, none.
     calls.push(
       Object.assign(rest, {
         id: nonEmpty(delta.id) ? delta.id : answerCallId(answer, choice, calls.length),
         type: delta.type ?? 'function',
-        function: { name: delta.name ?? '', arguments: delta.arguments ?? '' },
+        function: { name: delta.name ?? '', arguments: argumentsText(delta.arguments) },
       }),
     );
   }

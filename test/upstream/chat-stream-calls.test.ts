@@ -120,6 +120,28 @@ describe("a stream's finish as its calls say it", () => {
     expect(givenCalls(out)).toEqual([[first(0, 'a', 'f', '{}')]]);
   });
 
+  it('a call of no arguments ("" from OpenRouter\'s Claude, Ollama) is given "{}" in its finishing event', () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    normalizer.rewrite(Buffer.from(event([first(0, 'a', 'list')])));
+    normalizer.rewrite(Buffer.from(event([first(1, 'b', 'read', '{"path":')])));
+    normalizer.rewrite(Buffer.from(event([more(1, '"a.ts"}')])));
+    const out = normalizer.rewrite(Buffer.from(finish('tool_calls')));
+    expect(finishOf(out)).toBe('tool_calls');
+    expect(givenCalls(out)).toEqual([[{ index: 0, function: { arguments: '{}' } }]]);
+    const assembler = new StreamReplyAssembler();
+    for (const text of [
+      event([first(0, 'a', 'list')]),
+      event([first(1, 'b', 'read', '{"path":"a.ts"}')]),
+      finish('tool_calls'),
+    ])
+      assembler.push(Buffer.from(text));
+    expect(
+      (assembler.end().message.tool_calls as Array<{ function: { arguments: string } }>).map(
+        (call) => call.function.arguments,
+      ),
+    ).toEqual(['{}', '{"path":"a.ts"}']);
+  });
+
   it('"tool_calls" with no call (mastra-ai/mastra#14187) finishes as "stop"', () => {
     const normalizer = new ChatStreamCallNormalizer();
     expect(finishOf(normalizer.rewrite(Buffer.from(finish('tool_calls'))))).toBe('stop');

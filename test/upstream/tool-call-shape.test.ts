@@ -105,9 +105,22 @@ describe("conformedToolCalls: a whole message's calls", () => {
       ],
     ],
     [
+      // No arguments are none, as OpenAI gives them: `{}` (openai/openai-agents-js#664).
       'null arguments, no type',
       [{ id: 'call_1', function: { name: 'now', arguments: null } }],
-      [{ id: 'call_1', type: 'function', function: { name: 'now', arguments: '' } }],
+      [{ id: 'call_1', type: 'function', function: { name: 'now', arguments: '{}' } }],
+    ],
+    [
+      // OpenRouter's and Bedrock's Claude, Ollama, vLLM (simonw/llm#1164, sigoden/aichat#1213).
+      'arguments of nothing',
+      [
+        { id: 'call_1', type: 'function', function: { name: 'now', arguments: '' } },
+        { id: 'call_2', type: 'function', function: { name: 'list', arguments: ' \n' } },
+      ],
+      [
+        { id: 'call_1', type: 'function', function: { name: 'now', arguments: '{}' } },
+        { id: 'call_2', type: 'function', function: { name: 'list', arguments: '{}' } },
+      ],
     ],
     [
       'an id as a number; the call’s other fields kept',
@@ -138,7 +151,7 @@ describe("conformedToolCalls: a whole message's calls", () => {
     [
       'a call without a function',
       [{ id: 'call_1', type: 'function', function: 'read' }],
-      [{ id: 'call_1', type: 'function', function: { name: '', arguments: '' } }],
+      [{ id: 'call_1', type: 'function', function: { name: '', arguments: '{}' } }],
     ],
   ])('%s', (_name, calls, conformed) => {
     expect(conformedToolCalls(calls)).toEqual(conformed);
