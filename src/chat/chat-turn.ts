@@ -2,6 +2,7 @@
 // → open the session turn → render → send with recovery → relay → commit → settle. Each step is a
 // function below; this module knows no fastify: the client is a ClientStream, the request's own headers
 // arrive as RequestOverrides.
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
 import type { BudgetPlan, BudgetReservation, BudgetService } from '../budget/budget-service.js';
@@ -32,7 +33,7 @@ import type { LearnedLimits } from '../store/learned-limits.js';
 import { hashedSessionId, type SessionStore } from '../store/session-store.js';
 import type { Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 import { buildClientHeaders } from '../upstream/forward-headers.js';
-import { errorEvent, isEventStream } from '../upstream/sse.js';
+import { errorEvent, isEventStream, usageEvent } from '../upstream/sse.js';
 import { chatTextsOf, upstreamMessageForLog } from '../upstream/upstream-message.js';
 import type { Upstream, UpstreamResponse } from '../upstream/upstream.js';
 import { byteLengthOf, createAttemptLadder, type ChatAttempt } from './attempt-ladder.js';
@@ -423,7 +424,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     reply: Record<string, unknown> | undefined,
     /** A relayed stream's data events: the estimate when neither usage nor the reply is at hand. */
     dataEvents = 0,
-  ): void {
+  ): { prompt: number; completion: number } {
     turn.answered = { attempt, promptTokens: usage.promptTokens };
     // Its reasoning, or its thinking between tags at the start of its text (a server without a
     // reasoning parser): a model that thinks.
@@ -459,6 +460,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
         usage.completionTokens === undefined ||
         recall?.estimated === true,
     });
+    return { prompt, completion };
   }
 
   /**
@@ -554,9 +556,20 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     const { response, attempt } = sent;
     const answer = await readWholeAnswer(response, { expectCompletion: true });
     const headers = answerHeaders(turn, sent);
+    let body = answer.body;
     if (answer.status < 300) {
       // Counted first: the upstream's answer is billed even when storing the session's turn fails.
-      settle(turn, attempt, answer.usage, answer.reply);
+      const counted = settle(turn, attempt, answer.usage, answer.reply);
+      // An answer with no usage (a provider that reports none) is given the gateway's count, as OpenAI
+      // gives every answer one (docs/budgeting.md#usage-a-provider-does-not-report).
+      if (answer.completion !== undefined && answer.completion.usage == null && !answer.erred) {
+        answer.completion.usage = {
+          prompt_tokens: counted.prompt,
+          completion_tokens: counted.completion,
+          total_tokens: counted.prompt + counted.completion,
+        };
+        body = Buffer.from(JSON.stringify(answer.completion));
+      }
       // An answer that reports an error of its own is passed on as it came, and not stored.
       if (turn.session !== undefined && !answer.erred) {
         if (answer.reply === undefined)
@@ -570,7 +583,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       if (turn.recall === undefined && turn.lessons.usage(answer.usage.promptTokens, attempt))
         headers['x-context-upstream-truncated'] = 'true';
     } else upstreamRefused(turn, sent, answer.body);
-    await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), answer.body);
+    await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), body);
     return undefined;
   }
 
@@ -599,8 +612,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
   async function relayAndStore(turn: Turn, sent: SendResult<ChatAttempt>): Promise<string | undefined> {
     const { response, attempt } = sent;
     const { client, session } = turn;
+    // A client that asked for usage gets it when the provider gives none: the [DONE] held to write it.
+    const asksUsage =
+      (turn.chatRequest.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     const outcome = await relayStream(response, client, {
-      holdDone: session !== undefined,
+      holdDone: session !== undefined || asksUsage,
       assemble: session !== undefined || turn.reservation !== undefined,
       expectFinish: true,
       shapeCalls: true,
@@ -628,8 +644,21 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           : new GatewayError('session_store_unavailable', 'The turn could not be stored.'));
     if (failure === undefined && turn.recall === undefined)
       turn.lessons.usage(outcome.usage.promptTokens, attempt);
-    settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
-    client.end(failure === undefined ? outcome.heldDone : errorEvent(toOpenAIErrorBody(failure)));
+    const counted = settle(turn, attempt, outcome.usage, outcome.reply, outcome.dataEvents);
+    const unreported =
+      asksUsage && outcome.usage.promptTokens === undefined && outcome.usage.completionTokens === undefined;
+    client.end(
+      failure !== undefined
+        ? errorEvent(toOpenAIErrorBody(failure))
+        : unreported
+          ? Buffer.concat([
+              Buffer.from(
+                usageEvent(`chatcmpl-${randomUUID()}`, attempt.model, Math.floor(Date.now() / 1000), counted),
+              ),
+              outcome.heldDone ?? Buffer.alloc(0),
+            ])
+          : outcome.heldDone,
+    );
     // A stream the provider ended with an error of its own reached the client as it came; nothing of it
     // was stored (docs/sessions.md).
     return (

@@ -516,6 +516,12 @@ function compactedClient(client: ClientStream, userItems: InputItem[]): ClientSt
   };
 }
 
+/** The gateway's count of the prompt it sent (its `x-context-input-tokens`); undefined without one. */
+function countedPrompt(headers: Record<string, string | string[] | number | undefined>): number | undefined {
+  const counted = Number(headers['x-context-input-tokens']);
+  return Number.isFinite(counted) && counted > 0 ? counted : undefined;
+}
+
 /**
  * The ClientStream the chat service answers into: a whole chat completion becomes a Response object,
  * a chat stream becomes the Responses event sequence; the response is stored before its last event.
@@ -559,7 +565,8 @@ function responsesClient(
         output,
         choice?.finish_reason,
         usageOf({
-          promptTokens: completion.usage?.prompt_tokens,
+          // A provider that reports none: the gateway's count of the prompt it sent, not 0.
+          promptTokens: completion.usage?.prompt_tokens ?? countedPrompt(headers),
           completionTokens: completion.usage?.completion_tokens,
         }),
       );
@@ -579,6 +586,7 @@ function responsesClient(
       );
     },
     openStream(status, headers) {
+      translator.countedPrompt = countedPrompt(headers);
       client.openStream(
         status,
         Object.assign({}, headers, { 'content-type': 'text/event-stream; charset=utf-8' }),

@@ -127,6 +127,8 @@ export class ResponsesStreamTranslator {
   private carrier: CarrierItem | undefined;
   private finishReason: unknown;
   private usage: { promptTokens?: number | undefined; completionTokens?: number | undefined } = {};
+  /** The gateway's count of the prompt sent: the usage's input where the provider reports none. */
+  countedPrompt: number | undefined;
   private failed = false;
 
   constructor(private readonly meta: ResponseMeta) {}
@@ -392,13 +394,20 @@ export class ResponsesStreamTranslator {
   fail(code: string, message: string): string {
     const failed = Object.assign(
       {},
-      responseObject(this.meta, this.output(), this.finishReason, usageOf(this.usage)),
+      responseObject(this.meta, this.output(), this.finishReason, usageOf(this.reportedUsage())),
       { status: 'failed', error: { code, message } },
     );
     return (
       this.event('error', { code, message, param: null }) +
       this.event('response.failed', { response: failed })
     );
+  }
+
+  /** The usage the provider reported, its prompt counted by the gateway when it reported none. */
+  private reportedUsage(): { promptTokens?: number | undefined; completionTokens?: number | undefined } {
+    return this.usage.promptTokens === undefined
+      ? { promptTokens: this.countedPrompt, completionTokens: this.usage.completionTokens }
+      : this.usage;
   }
 
   /** The closing events: every item done, then response.completed (or .incomplete / .failed). */
@@ -470,7 +479,7 @@ export class ResponsesStreamTranslator {
         item: output[item.index],
       });
     }
-    const response = responseObject(this.meta, output, this.finishReason, usageOf(this.usage));
+    const response = responseObject(this.meta, output, this.finishReason, usageOf(this.reportedUsage()));
     if (this.failed || this.finishReason === undefined) {
       const failed = Object.assign({}, response, {
         status: 'failed',

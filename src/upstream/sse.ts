@@ -298,6 +298,25 @@ export function errorEvent(body: unknown): string {
 }
 
 /**
+ * The usage chunk a chat stream ends with when its client asked for one (`stream_options.include_usage`),
+ * as OpenAI writes it: no choices, the tokens counted. For a provider that reports none
+ * (docs/budgeting.md#usage-a-provider-does-not-report), of the gateway's count.
+ */
+export function usageEvent(
+  id: string,
+  model: string,
+  createdSeconds: number,
+  tokens: { prompt: number; completion: number },
+): string {
+  const usage = {
+    prompt_tokens: tokens.prompt,
+    completion_tokens: tokens.completion,
+    total_tokens: tokens.prompt + tokens.completion,
+  };
+  return `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: createdSeconds, model, choices: [], usage })}\n\n`;
+}
+
+/**
  * Data events in whole events' bytes, counted without decoding them: the number of lines that start
  * with `data:` (one per event in every chat stream the gateway has met), `[DONE]` included.
  */

@@ -306,6 +306,11 @@ export interface FakeUpstreamOptions {
    */
   kimiToolCallIds?: readonly string[];
   /**
+   * Models served as some OpenAI-compatible servers serve them: an answer reports no `usage`, whole or
+   * streamed, whatever `stream_options` asks (anomalyco/opencode#13141, charmbracelet/crush#2891).
+   */
+  noUsage?: readonly string[];
+  /**
    * Models whose every answer finishes for one reason whatever it holds: `stop`, as Gemini's
    * OpenAI-compatible endpoint and LiteLLM before Ollama say it after calls too (anomalyco/opencode#14972,
    * #20719); `tool_calls`, as a proxy before Claude said it of an answer of no call (mastra-ai/mastra#14187).
@@ -2711,7 +2716,7 @@ export class FakeUpstream {
           created,
           model: body.model,
           choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
-          usage,
+          usage: this.options.noUsage?.includes(String(body.model)) === true ? undefined : usage,
           system_fingerprint: 'fp_fake',
         }),
         behaviour.headers,
@@ -2847,7 +2852,11 @@ export class FakeUpstream {
       }
     }
     frames.push(frame([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason }]));
-    if (body.stream_options?.include_usage === true) frames.push(frame([], { usage }));
+    if (
+      body.stream_options?.include_usage === true &&
+      this.options.noUsage?.includes(String(body.model)) !== true
+    )
+      frames.push(frame([], { usage }));
     if (behaviour.omitDone !== true) frames.push('data: [DONE]\n\n');
 
     for (const [index, text] of frames.entries()) {

@@ -103,13 +103,10 @@ describe('a chat stream as Responses events', () => {
 
   it('gives a call of no arguments ("" from OpenRouter\'s Claude, Ollama) its arguments as "{}"', () => {
     // openai/openai-agents-js#664: the Agents SDK parses them as JSON.
-    const { events, response, translator } = streamCalls(
-      new Map(),
-      [
-        [0, { id: 'c1', type: 'function', function: { name: 'list_files', arguments: '' } }],
-        [1, { id: 'c2', type: 'function', function: { name: 'read', arguments: '{"p":1}' } }],
-      ],
-    );
+    const { events, response, translator } = streamCalls(new Map(), [
+      [0, { id: 'c1', type: 'function', function: { name: 'list_files', arguments: '' } }],
+      [1, { id: 'c2', type: 'function', function: { name: 'read', arguments: '{"p":1}' } }],
+    ]);
     const added = events
       .filter((event) => event.type === 'response.function_call_arguments.delta')
       .map((event) => [event.output_index, event.delta]);
