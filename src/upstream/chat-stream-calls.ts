@@ -17,9 +17,9 @@ import {
 } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
-const finishKey = Buffer.from('"finish_reason"');
-/** A finish `stop` or `tool_calls`, as compact JSON writes it and as some servers write it with a space. */
-const finishNamed = /"finish_reason":\s?"(?:stop|tool_calls)"/;
+/** A finish said (not null), as compact JSON writes it and as some servers write it with a space. */
+const finishSaid = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
+const finishNamed = /"finish_reason":\s?"(\w{1,40})"/;
 
 /** How OpenAI begins the first choice's delta of one call's arguments, up to the call's index. */
 const continuationHead = '"choices":[{"index":0,"delta":{"tool_calls":[{"index":';
@@ -42,7 +42,7 @@ export class ChatStreamCallNormalizer {
    * changed.
    */
   rewrite(events: Buffer): Buffer {
-    if (events.indexOf(toolCallsKey) === -1 && (this.choices.size === 0 || events.indexOf(finishKey) === -1))
+    if (events.indexOf(toolCallsKey) === -1 && finishSaid.every((key) => events.indexOf(key) === -1))
       return events;
     const lines = events.toString('utf8').split('\n');
     let changed = false;
@@ -69,7 +69,15 @@ export class ChatStreamCallNormalizer {
       }
     }
     const current = out ?? line;
-    if (!finishNamed.test(current)) return out;
+    const said = finishNamed.exec(current)?.[1];
+    // OpenAI's own (a text that stops, an answer cut or filtered) is not read again.
+    if (
+      said === undefined ||
+      said === 'length' ||
+      said === 'content_filter' ||
+      (said === 'stop' && this.choices.size === 0)
+    )
+      return out;
     return this.rewriteFinish(current) ?? out;
   }
 

@@ -133,9 +133,30 @@ export function conformedToolCalls(
  * again, mastra-ai/mastra#14187); undefined when the finish says what the calls do.
  */
 export function finishOfCalls(finish: unknown, calls: boolean): string | undefined {
-  if (finish === 'stop' && calls) return 'tool_calls';
-  return finish === 'tool_calls' && !calls ? 'stop' : undefined;
+  const said = typeof finish === 'string' ? (otherFinishes.get(finish.toLowerCase()) ?? finish) : finish;
+  const given = said === 'stop' && calls ? 'tool_calls' : said === 'tool_calls' && !calls ? 'stop' : said;
+  return given === finish ? undefined : (given as string);
 }
+
+/**
+ * Other servers' words for OpenAI's finishes: Together's `eos` (vespa-engine/vespa#33327), TGI's
+ * `eos_token` (huggingface/text-generation-inference#2296), Claude's and Gemini's own words as relays
+ * pass them on (aws-samples/bedrock-access-gateway#11). Strongly typed clients refuse a finish they do
+ * not know (async-openai, Spring AI: spring-projects/spring-ai#4900), and the AI SDK reads it as `other`,
+ * which ended an agent's loop (vercel/workflow#1387). A word not among them goes as it came.
+ */
+const otherFinishes: ReadonlyMap<string, string> = new Map([
+  // OpenAI's own, in capitals (Gemini's `STOP`, `MAX_TOKENS`).
+  ['stop', 'stop'],
+  ['length', 'length'],
+  ['eos', 'stop'],
+  ['eos_token', 'stop'],
+  ['end_turn', 'stop'],
+  ['stop_sequence', 'stop'],
+  ['max_tokens', 'length'],
+  ['tool_use', 'tool_calls'],
+  ['safety', 'content_filter'],
+]);
 
 /**
  * Puts each choice's message of a parsed completion in the API's shape, in place, its finish as its calls

@@ -41,6 +41,8 @@ const dialects = {
 const saysStop = 'gemini-3-flash-via-litellm';
 /** A model whose answers finish as `tool_calls`, its text's too (a proxy before Claude). */
 const saysCalls = 'sonnet-via-proxy';
+/** A model whose answers finish as `eos` (Together's open models: vespa-engine/vespa#33327). */
+const saysEos = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -51,7 +53,7 @@ beforeAll(async () => {
     decodedToolArguments: [llama],
     toolDeltaDialects: dialects,
     kimiToolCallIds: [kimi],
-    finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls' },
+    finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls', [saysEos]: 'eos' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -424,5 +426,18 @@ describe('a finish that does not say what the answer holds', () => {
     const final = await stream.finalChatCompletion();
     expect(final.choices[0]?.finish_reason).toBe('stop');
     expect(final.choices[0]?.message.content).toBe('Hello again.');
+  });
+
+  it('a finish of another server\'s word ("eos"): the AI SDK is told its answer stopped, not "other"', async () => {
+    // vercel/workflow#1387: an agent that took "other" for an end it did not know.
+    fake.enqueue({ content: 'Hello.' }, { content: 'Hello again.' });
+    const result = streamText({ model: provider().chatModel(saysEos), prompt: 'Hi.', maxRetries: 0 });
+    expect(await result.text).toBe('Hello.');
+    expect(await result.finishReason).toBe('stop');
+    const whole = await client().chat.completions.create({
+      model: saysEos,
+      messages: [{ role: 'user', content: 'Hi.' }],
+    });
+    expect(whole.choices[0]?.finish_reason).toBe('stop');
   });
 });

@@ -313,9 +313,10 @@ export interface FakeUpstreamOptions {
   /**
    * Models whose every answer finishes for one reason whatever it holds: `stop`, as Gemini's
    * OpenAI-compatible endpoint and LiteLLM before Ollama say it after calls too (anomalyco/opencode#14972,
-   * #20719); `tool_calls`, as a proxy before Claude said it of an answer of no call (mastra-ai/mastra#14187).
+   * #20719); `tool_calls`, as a proxy before Claude said it of an answer of no call (mastra-ai/mastra#14187);
+   * another server's word, as Together says `eos` (vespa-engine/vespa#33327).
    */
-  finishReasons?: Readonly<Record<string, 'stop' | 'tool_calls'>>;
+  finishReasons?: Readonly<Record<string, string>>;
   /**
    * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
    * of anything but letters, digits, `_` and `-` is refused as Anthropic refuses it, passed on in

@@ -147,6 +147,16 @@ describe("a stream's finish as its calls say it", () => {
     expect(finishOf(normalizer.rewrite(Buffer.from(finish('tool_calls'))))).toBe('stop');
   });
 
+  it.each([
+    ['eos', 'stop'],
+    ['end_turn', 'stop'],
+    ['MAX_TOKENS', 'length'],
+    ['tool_use', 'stop'],
+  ])('a finish of "%s" (another server\'s word) is given as "%s"', (said, given) => {
+    const normalizer = new ChatStreamCallNormalizer();
+    expect(finishOf(normalizer.rewrite(Buffer.from(finish(said))))).toBe(given);
+  });
+
   it("each choice by its own calls; OpenAI's own finishes byte for byte", () => {
     const normalizer = new ChatStreamCallNormalizer();
     const text = Buffer.from(finish('stop'));

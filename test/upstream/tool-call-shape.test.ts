@@ -243,6 +243,18 @@ describe("conformCompletion: an answer's finish as its calls say it", () => {
     // Claude behind a proxy: "tool_use" and no call (mastra-ai/mastra#14187), which loops an agent.
     ['"tool_calls" and no call', answer('tool_calls'), 'stop'],
     ['"tool_calls" and an empty list', answer('tool_calls', []), 'stop'],
+    // Other servers' words for OpenAI's (Together's "eos", TGI's "eos_token", Claude's and Gemini's through a
+    // relay): strongly typed clients refuse a finish they do not know, the AI SDK reads it as "other".
+    ['"eos" (Together)', answer('eos'), 'stop'],
+    ['"eos_token" (TGI)', answer('eos_token'), 'stop'],
+    ['"end_turn" (Claude through a relay)', answer('end_turn'), 'stop'],
+    ['"stop_sequence"', answer('stop_sequence'), 'stop'],
+    ['"STOP" (Gemini through a relay)', answer('STOP'), 'stop'],
+    ['"max_tokens"', answer('max_tokens', [call]), 'length'],
+    ['"MAX_TOKENS"', answer('MAX_TOKENS'), 'length'],
+    ['"tool_use" with a call', answer('tool_use', [call]), 'tool_calls'],
+    ['"tool_use" with none', answer('tool_use'), 'stop'],
+    ['"SAFETY"', answer('SAFETY'), 'content_filter'],
   ])('%s: the finish its calls say', (_name, completion, finish) => {
     expect(conformCompletion(completion)).toBe(true);
     expect(completion.choices[0]?.finish_reason).toBe(finish);
@@ -253,6 +265,9 @@ describe("conformCompletion: an answer's finish as its calls say it", () => {
     ['text that finishes as "stop"', answer('stop')],
     // A call cut short by the cap says so: the client is not told it may run it.
     ['calls cut at the cap', answer('length', [call])],
+    ['a filtered answer', answer('content_filter')],
+    // A word nobody is known to mean anything by: as it came.
+    ['"banana"', answer('banana')],
   ])('%s: as it came', (_name, completion) => {
     const before = structuredClone(completion);
     expect(conformCompletion(completion)).toBe(false);
