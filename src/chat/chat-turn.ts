@@ -562,7 +562,12 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       const counted = settle(turn, attempt, answer.usage, answer.reply);
       // An answer with no usage (a provider that reports none) is given the gateway's count, as OpenAI
       // gives every answer one (docs/budgeting.md#usage-a-provider-does-not-report).
-      if (answer.completion !== undefined && answer.completion.usage == null && !answer.erred) {
+      if (
+        answer.completion !== undefined &&
+        Array.isArray(answer.completion.choices) &&
+        answer.completion.usage == null &&
+        !answer.erred
+      ) {
         answer.completion.usage = {
           prompt_tokens: counted.prompt,
           completion_tokens: counted.completion,
