@@ -7,6 +7,7 @@
 // message's `reasoning_details` (OpenRouter's) — goes to the client as the signature of a thinking block
 // of no text before the calls (carried-state.ts), which it sends back as it got it and the bridge puts
 // back on the message and its calls.
+import { cachedTokensOf } from '../upstream/usage-details.js';
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
@@ -114,7 +115,7 @@ export function usageOf(usage: Json | undefined): AnthropicUsage {
   const own = usage?.ctxgate_anthropic as AnthropicUsage | undefined;
   if (own !== undefined) return own;
   const prompt = Number(usage?.prompt_tokens ?? 0);
-  const cached = Number((usage?.prompt_tokens_details as Json | undefined)?.cached_tokens ?? 0);
+  const cached = cachedTokensOf(usage) ?? 0;
   return {
     input_tokens: Math.max(0, prompt - cached),
     output_tokens: Number(usage?.completion_tokens ?? 0),

@@ -16,6 +16,7 @@
 // tool_choice forcing a dropped tool) is always refused. A `compaction_trigger` item (Codex's remote
 // compaction) asks the model for a summary of the conversation, given back as a `compaction` item whose
 // content the gateway reads as that summary when the client sends it in place of the history.
+import { cachedTokensOf, reasoningTokensOf } from '../upstream/usage-details.js';
 import { randomFillSync } from 'node:crypto';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
@@ -1378,15 +1379,34 @@ export function outputItemsOf(reply: Record<string, unknown> | undefined, tools?
   return items;
 }
 
-export function usageOf(usage: { promptTokens?: number | undefined; completionTokens?: number | undefined }) {
+export function usageOf(usage: ResponseUsageCounts) {
   const input = usage.promptTokens ?? 0;
   const output = usage.completionTokens ?? 0;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: usage.cachedTokens ?? 0 },
     output_tokens: output,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: input + output,
+  };
+}
+
+/** What a Response's usage is made of: the chat usage's counts, and what its cache held and it reasoned. */
+export interface ResponseUsageCounts {
+  promptTokens?: number | undefined;
+  completionTokens?: number | undefined;
+  cachedTokens?: number | undefined;
+  reasoningTokens?: number | undefined;
+}
+
+/** A chat answer's usage as a Response's counts (usage-details.ts for the provider's names). */
+export function responseUsageCounts(usage: unknown, countedPrompt?: number): ResponseUsageCounts {
+  const counts = (usage ?? {}) as { prompt_tokens?: unknown; completion_tokens?: unknown };
+  return {
+    promptTokens: typeof counts.prompt_tokens === 'number' ? counts.prompt_tokens : countedPrompt,
+    completionTokens: typeof counts.completion_tokens === 'number' ? counts.completion_tokens : undefined,
+    cachedTokens: cachedTokensOf(usage),
+    reasoningTokens: reasoningTokensOf(usage),
   };
 }
 

@@ -43,6 +43,7 @@ import {
   outputItemsOf,
   responseObject,
   usageOf,
+  responseUsageCounts,
   userItemsOf,
   type BridgedRequest,
   type InputItem,
@@ -564,11 +565,8 @@ function responsesClient(
         meta,
         output,
         choice?.finish_reason,
-        usageOf({
-          // A provider that reports none: the gateway's count of the prompt it sent, not 0.
-          promptTokens: completion.usage?.prompt_tokens ?? countedPrompt(headers),
-          completionTokens: completion.usage?.completion_tokens,
-        }),
+        // A provider that reports none: the gateway's count of the prompt it sent, not 0.
+        usageOf(responseUsageCounts(completion.usage, countedPrompt(headers))),
       );
       await save(reply, response);
       if (meta.compaction?.stream === true) {

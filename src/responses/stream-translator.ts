@@ -35,6 +35,8 @@ import {
   responseObject,
   searchItemsOf,
   usageOf,
+  responseUsageCounts,
+  type ResponseUsageCounts,
   type InputItem,
   type ResponseMeta,
 } from './bridge.js';
@@ -126,7 +128,7 @@ export class ResponsesStreamTranslator {
   private readonly reasoningDetails: Array<Record<string, unknown>> = [];
   private carrier: CarrierItem | undefined;
   private finishReason: unknown;
-  private usage: { promptTokens?: number | undefined; completionTokens?: number | undefined } = {};
+  private usage: ResponseUsageCounts = {};
   /** The gateway's count of the prompt sent: the usage's input where the provider reports none. */
   countedPrompt: number | undefined;
   private failed = false;
@@ -181,7 +183,7 @@ export class ResponsesStreamTranslator {
       return this.event('error', { code: error.code ?? null, message: error.message ?? '', param: null });
     }
     const usage = chunk.usage as { prompt_tokens?: number; completion_tokens?: number } | undefined | null;
-    if (usage) this.usage = { promptTokens: usage.prompt_tokens, completionTokens: usage.completion_tokens };
+    if (usage) this.usage = responseUsageCounts(usage);
     const choice = firstChoice(chunk);
     if (choice === undefined) return '';
     if (choice.finish_reason !== undefined && choice.finish_reason !== null)
@@ -404,9 +406,9 @@ export class ResponsesStreamTranslator {
   }
 
   /** The usage the provider reported, its prompt counted by the gateway when it reported none. */
-  private reportedUsage(): { promptTokens?: number | undefined; completionTokens?: number | undefined } {
+  private reportedUsage(): ResponseUsageCounts {
     return this.usage.promptTokens === undefined
-      ? { promptTokens: this.countedPrompt, completionTokens: this.usage.completionTokens }
+      ? Object.assign({}, this.usage, { promptTokens: this.countedPrompt })
       : this.usage;
   }
 

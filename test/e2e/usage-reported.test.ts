@@ -6,7 +6,7 @@
 // client (which always gets usage) the same, not zeros. Through the AI SDK and the official OpenAI
 // client, against a strict fake that reports no usage; its own count of each prompt is the reference.
 import { createOpenAI } from '@ai-sdk/openai';
-import { streamText } from 'ai';
+import { generateText, streamText } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
@@ -14,13 +14,20 @@ import { type GatewayHarness, startGateway } from '../helpers/start-gateway.js';
 
 /** A model served with no usage reported. */
 const model = 'qwen3.8-27b-local';
+/** A model that thinks (120 tokens an answer) and whose usage says what its prompt cache held (DeepSeek's). */
+const cachingModel = 'deepseek-v4-pro';
 const question = `Summarize the release notes. ${'The gateway fits every request into the window. '.repeat(60)}`;
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ noUsage: [model], respond: () => ({ content: 'The gateway fits requests.' }) });
+  fake = new FakeUpstream({
+    noUsage: [model],
+    reportsCachedTokens: [cachingModel],
+    thinkingSpends: { [cachingModel]: 120 },
+    respond: () => ({ content: 'The gateway fits requests.' }),
+  });
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
 });
 afterAll(async () => {
@@ -100,5 +107,31 @@ describe('a Responses client, from a provider that reports none', () => {
     } else usage = (await client().responses.create({ model, input: question, store: false })).usage;
     nearCounted(usage?.input_tokens);
     expect(usage?.total_tokens).toBe((usage?.input_tokens ?? 0) + (usage?.output_tokens ?? 0));
+  });
+});
+
+describe('a Responses client, from a provider that says what its cache held and what its model thought', () => {
+  // The AI SDK's Responses provider reads cachedInputTokens and reasoningTokens from them (costs, and the
+  // share of a prompt a cache holds); they were always 0 through the bridge.
+  it.each([false, true])("the AI SDK's usage carries them (streamed: %s)", async (stream) => {
+    const provider = createOpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-usage' });
+    const first = await generateText({
+      model: provider.responses(cachingModel),
+      prompt: question,
+      maxRetries: 0,
+    });
+    const held = counted();
+    const messages = [
+      { role: 'user' as const, content: question },
+      { role: 'assistant' as const, content: first.text },
+      { role: 'user' as const, content: 'And in one line?' },
+    ];
+    const usage = stream
+      ? await streamText({ model: provider.responses(cachingModel), messages, maxRetries: 0 }).usage
+      : (await generateText({ model: provider.responses(cachingModel), messages, maxRetries: 0 })).usage;
+    expect(held).toBeGreaterThan(500);
+    expect(usage.cachedInputTokens).toBe(held);
+    expect(usage.reasoningTokens).toBe(120);
+    expect(usage.inputTokens).toBe(counted());
   });
 });

@@ -306,6 +306,12 @@ export interface FakeUpstreamOptions {
    */
   kimiToolCallIds?: readonly string[];
   /**
+   * Models whose usage says what the provider's prompt cache held, as OpenAI and DeepSeek say it: the
+   * tokens of the previous request to the model when this one begins with its messages, as
+   * `prompt_tokens_details.cached_tokens` (and DeepSeek's `prompt_cache_hit_tokens` for a `deepseek-` model).
+   */
+  reportsCachedTokens?: readonly string[];
+  /**
    * Models served as some OpenAI-compatible servers serve them: an answer reports no `usage`, whole or
    * streamed, whatever `stream_options` asks (anomalyco/opencode#13141, charmbracelet/crush#2891).
    */
@@ -1081,6 +1087,8 @@ export class FakeUpstream {
   private sequence = 0;
   /** The previous prompt of each model that counts only uncached tokens: its messages' JSON and count. */
   private readonly cachedPrompts = new Map<string, { messages: string; tokens: number }>();
+  /** What each model's last request left in the provider's prompt cache, for reportsCachedTokens. */
+  private readonly reportedCaches = new Map<string, { messages: string; tokens: number }>();
 
   /** A scripted call's id as this provider gives it: Mistral's are 9 letters and digits. */
   private answerId(id: string, model: unknown): string {
@@ -2512,6 +2520,14 @@ export class FakeUpstream {
       if (cached !== undefined && messages.startsWith(cached.messages.slice(0, -1)))
         uncached = Math.max(0, promptTokens - cached.tokens);
     }
+    let cachedTokens: number | undefined;
+    if (typeof body.model === 'string' && this.options.reportsCachedTokens?.includes(body.model)) {
+      const messages = JSON.stringify(body.messages);
+      const previous = this.reportedCaches.get(body.model);
+      this.reportedCaches.set(body.model, { messages, tokens: promptTokens });
+      cachedTokens =
+        previous !== undefined && messages.startsWith(previous.messages.slice(0, -1)) ? previous.tokens : 0;
+    }
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;
     // Servers that cut an over-long prompt instead of refusing it (Ollama's default): the answer
@@ -2641,6 +2657,10 @@ export class FakeUpstream {
       ...(reasoningTokens === undefined
         ? {}
         : { completion_tokens_details: { reasoning_tokens: reasoningTokens } }),
+      ...(cachedTokens === undefined ? {} : { prompt_tokens_details: { cached_tokens: cachedTokens } }),
+      ...(cachedTokens === undefined || !String(body.model).startsWith('deepseek-')
+        ? {}
+        : { prompt_cache_hit_tokens: cachedTokens, prompt_cache_miss_tokens: promptTokens - cachedTokens }),
     };
     const finishReason = thinkingCut
       ? 'length'
