@@ -7,6 +7,7 @@
 // given the one the session stores (tool-call-ids.ts answerCallId). Only events that carry `tool_calls`
 // are read; one already in OpenAI's shape is passed on byte for byte.
 
+import { randomUUID } from 'node:crypto';
 import {
   argumentsText,
   chatChunkOf,
@@ -35,6 +36,12 @@ const openAIContinuation = new RegExp(
 export class ChatStreamCallNormalizer {
   /** Each choice's calls so far, by the choice's index. */
   private readonly choices = new Map<number, StreamedToolCalls>();
+  /**
+   * The id the stream's chunks are given when its first chunk has none (OpenVINO's model server:
+   * openvinotoolkit/model_server#3553), which strict clients refuse (64bit/async-openai#408,
+   * spring-projects/spring-ai#6928); '' when it has its own, undefined until its first chunk came.
+   */
+  private madeId: string | undefined;
 
   /**
    * `events`: whole events (relay.ts's EventBoundaryBuffer), their calls in OpenAI's shape and each
@@ -42,14 +49,21 @@ export class ChatStreamCallNormalizer {
    * changed.
    */
   rewrite(events: Buffer): Buffer {
-    if (events.indexOf(toolCallsKey) === -1 && finishSaid.every((key) => events.indexOf(key) === -1))
+    if (this.madeId === undefined) this.madeId = madeIdFor(events);
+    const madeId = this.madeId ?? '';
+    if (
+      madeId === '' &&
+      events.indexOf(toolCallsKey) === -1 &&
+      finishSaid.every((key) => events.indexOf(key) === -1)
+    )
       return events;
     const lines = events.toString('utf8').split('\n');
     let changed = false;
     for (let position = 0; position < lines.length; position++) {
       const line = lines[position] as string;
       if (!line.startsWith('data:')) continue;
-      const rewritten = this.rewriteLine(line);
+      const shaped = this.rewriteLine(line);
+      const rewritten = madeId === '' ? shaped : (withIdGiven(shaped ?? line, madeId) ?? shaped);
       if (rewritten === undefined) continue;
       lines[position] = rewritten;
       changed = true;
@@ -187,4 +201,24 @@ export class ChatStreamCallNormalizer {
     }
     return changed ? JSON.stringify(chunk) : undefined;
   }
+}
+
+/**
+ * The id to give a stream's chunks, decided on its first chunk: '' when it says one (the usual case: the
+ * line is not parsed), a made one when it says none, undefined while no chunk has come.
+ */
+function madeIdFor(events: Buffer): string | undefined {
+  const at = events.indexOf('data: {');
+  if (at === -1) return undefined;
+  const end = events.indexOf('\n', at);
+  const line = events.toString('utf8', at, end === -1 ? events.length : end);
+  return line.includes('"id"') ? '' : `chatcmpl-${randomUUID()}`;
+}
+
+/** An event's line with the stream's id (and OpenAI's `object`) where its chunk says none; undefined when it says one. */
+function withIdGiven(line: string, id: string): string | undefined {
+  const chunk = chatChunkOf(line.slice(5).trim());
+  if (chunk === undefined || typeof chunk.id === 'string') return undefined;
+  const given = Object.assign({ id, object: 'chat.completion.chunk' }, chunk, { id });
+  return `data: ${JSON.stringify(given)}${line.endsWith('\r') ? '\r' : ''}`;
 }

@@ -41,6 +41,8 @@ const dialects = {
 const saysStop = 'gemini-3-flash-via-litellm';
 /** A model whose answers finish as `tool_calls`, its text's too (a proxy before Claude). */
 const saysCalls = 'sonnet-via-proxy';
+/** A model as OpenVINO's model server streams it: chunks without an id (openvinotoolkit/model_server#3553). */
+const openvino = 'OpenVINO/Qwen3-8B-int4-ov';
 /** A model whose answers finish as `eos` (Together's open models: vespa-engine/vespa#33327). */
 const saysEos = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 
@@ -54,6 +56,7 @@ beforeAll(async () => {
     toolDeltaDialects: dialects,
     kimiToolCallIds: [kimi],
     finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls', [saysEos]: 'eos' },
+    idlessChunks: [openvino],
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -439,5 +442,29 @@ describe('a finish that does not say what the answer holds', () => {
       messages: [{ role: 'user', content: 'Hi.' }],
     });
     expect(whole.choices[0]?.finish_reason).toBe('stop');
+  });
+});
+
+describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
+  // Strict clients refuse a chunk without one: async-openai (64bit/async-openai#408), Spring AI
+  // (spring-projects/spring-ai#6928), openai-kotlin.
+  it('the client is given one id for every chunk, a call among them', async () => {
+    fake.enqueue({ toolCalls: [weather] });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of await client().chat.completions.create({
+      model: openvino,
+      stream: true,
+      tools,
+      messages: [{ role: 'user', content: 'The weather in Paris?' }],
+    }))
+      chunks.push(chunk);
+    expect(chunks.length).toBeGreaterThan(2);
+    const ids = new Set(chunks.map((chunk) => chunk.id));
+    expect(ids.size).toBe(1);
+    expect([...ids][0]).toMatch(/^chatcmpl-[\w-]{8,}$/);
+    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk')).toBe(true);
+    expect(
+      chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []).map((call) => call.id),
+    ).toContain(weather.id);
   });
 });

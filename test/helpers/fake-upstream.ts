@@ -306,6 +306,11 @@ export interface FakeUpstreamOptions {
    */
   kimiToolCallIds?: readonly string[];
   /**
+   * Models served as OpenVINO's model server streams them: chunks without an `id`
+   * (openvinotoolkit/model_server#3553), which strict clients refuse (64bit/async-openai#408).
+   */
+  idlessChunks?: readonly string[];
+  /**
    * Models whose usage says what the provider's prompt cache held, as OpenAI and DeepSeek say it: the
    * tokens of the previous request to the model when this one begins with its messages, as
    * `prompt_tokens_details.cached_tokens` (and DeepSeek's `prompt_cache_hit_tokens` for a `deepseek-` model).
@@ -2751,8 +2756,9 @@ export class FakeUpstream {
       'cache-control': 'no-cache',
       ...behaviour.headers,
     });
+    const idless = this.options.idlessChunks?.includes(String(body.model)) === true;
     const frame = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
-      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...extra })}\n\n`;
+      `data: ${JSON.stringify({ ...(idless ? {} : { id }), object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...extra })}\n\n`;
     const padded = this.options.nullPaddedToolDeltas?.includes(String(body.model)) === true;
     const frames: string[] = [
       frame([

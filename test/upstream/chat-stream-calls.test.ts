@@ -70,13 +70,15 @@ describe('ChatStreamCallNormalizer', () => {
   it('keeps each choice’s calls apart, the events without calls as they are, and CRLF lines', () => {
     const normalizer = new ChatStreamCallNormalizer();
     const text =
-      'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n\r\n' +
+      'data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n\r\n' +
       event([first(0, 'a', 'f', '{}')], 0, '\r\n') +
       event([first(0, 'b', 'g', '{}')], 1, '\r\n') +
       event([first(0, 'c', 'h', '{}')], 0, '\r\n') +
       'data: not json "tool_calls"\r\n\r\n';
     const out = normalizer.rewrite(Buffer.from(text)).toString();
-    expect(out.startsWith('data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n\r\n')).toBe(true);
+    expect(
+      out.startsWith('data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":"Hi"}}]}\r\n\r\n'),
+    ).toBe(true);
     expect(out.endsWith('data: not json "tool_calls"\r\n\r\n')).toBe(true);
     expect(out.split('\r\n\r\n')).toHaveLength(6);
     expect(givenCalls(Buffer.from(out.replaceAll('\r', '')))).toEqual([
@@ -84,6 +86,41 @@ describe('ChatStreamCallNormalizer', () => {
       [first(0, 'b', 'g', '{}')],
       [first(1, 'c', 'h', '{}')],
     ]);
+  });
+});
+
+describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
+  const idless = (delta: unknown, finish: string | null = null) =>
+    `data: ${JSON.stringify({ object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const idsOf = (bytes: Buffer) =>
+    bytes
+      .toString()
+      .split('\n')
+      .filter((line) => line.startsWith('data: {'))
+      .map((line) => (JSON.parse(line.slice(6)) as { id?: unknown }).id);
+
+  it('gives every chunk one id, as OpenAI gives a stream one', () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const ids = [
+      ...idsOf(normalizer.rewrite(Buffer.from(': keep-alive\n\n'))),
+      ...idsOf(
+        normalizer.rewrite(
+          Buffer.from(idless({ role: 'assistant', content: '' }) + idless({ content: 'Hi' })),
+        ),
+      ),
+      ...idsOf(normalizer.rewrite(Buffer.from(idless({}, 'stop')))),
+    ];
+    expect(ids).toHaveLength(3);
+    expect(new Set(ids).size).toBe(1);
+    expect(ids[0]).toMatch(/^chatcmpl-[\w-]{8,}$/);
+  });
+
+  it("a stream whose first chunk has one is not read for it (a later chunk's own goes as it came)", () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const first = Buffer.from(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n`);
+    expect(normalizer.rewrite(first)).toBe(first);
+    const later = Buffer.from(idless({ content: 'there' }));
+    expect(normalizer.rewrite(later)).toBe(later);
   });
 });
 
