@@ -289,9 +289,9 @@ describe('a chat request', () => {
 
   it('relays a stream as it came and ends it with [DONE]', async () => {
     const events = [
-      'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\n',
-      'data: {"choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}\n\n',
-      'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+      'data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"role":"assistant","content":"Hi"},"finish_reason":null}]}\n\n',
+      'data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}\n\n',
+      'data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
       'data: [DONE]\n\n',
     ];
     const service = chatService([
