@@ -623,12 +623,17 @@ describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex,
 describe('thinking in the mode the Claude model takes', () => {
   const question = { role: 'user' as const, content: 'Hi?' };
 
-  it('a budget to Opus 4.8, which takes adaptive thinking only (an older client): adaptive after one refusal', async () => {
+  it.each([
+    ['Opus 4.8, which takes adaptive thinking only (an older client)', 'claude-opus-4-8'],
+    // CherryHQ/cherry-studio#16431: "invalid params, invalid thinking.type: \"enabled\" (allowed: adaptive,
+    // disabled) (2013)" — Claude Code's budget to a model it does not know.
+    ["MiniMax-M3, which takes adaptive thinking only, in MiniMax's words", 'MiniMax-M3'],
+  ])('a budget to %s: adaptive after one refusal', async (_name, model) => {
     anthropic.respond = () => ({ text: 'Hello.' });
     const before = anthropic.messageRequests.length;
     const ask = () =>
       client().messages.create({
-        model: 'claude-opus-4-8',
+        model,
         max_tokens: 4_000,
         thinking: { type: 'enabled', budget_tokens: 2_000 },
         messages: [question],
@@ -644,51 +649,14 @@ describe('thinking in the mode the Claude model takes', () => {
     expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 
-  it("Claude Code's budget to MiniMax-M3, which takes adaptive thinking only, in MiniMax's words: adaptive after one refusal", async () => {
-    // CherryHQ/cherry-studio#16431: "invalid params, invalid thinking.type: \"enabled\" (allowed: adaptive, disabled) (2013)".
-    anthropic.respond = () => ({ text: 'Hello.' });
-    const before = anthropic.messageRequests.length;
-    const ask = () =>
-      client().messages.create({
-        model: 'MiniMax-M3',
-        max_tokens: 4_000,
-        thinking: { type: 'enabled', budget_tokens: 2_000 },
-        messages: [question],
-      });
-    expect((await ask()).content.at(-1)).toEqual({ type: 'text', text: 'Hello.' });
-    expect(
-      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.thinking]),
-    ).toEqual([
-      [400, { type: 'enabled', budget_tokens: 2_000 }],
-      [200, { type: 'adaptive' }],
-    ]);
-    const again = anthropic.messageRequests.length;
-    await ask();
-    expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
-  });
-
-  it('adaptive thinking to a MiniMax M3 that takes a budget only (anomalyco/opencode#35138): a budget after one refusal', async () => {
+  it.each([
+    ['Haiku 4.5, which takes a budget only', 'claude-haiku-4-5-20251001'],
+    ['a MiniMax M3 that takes a budget only (anomalyco/opencode#35138)', 'MiniMax-M3-budget'],
+  ])('adaptive thinking to %s: half of max_tokens after one refusal', async (_name, model) => {
     anthropic.respond = () => ({ text: 'Hello.' });
     const before = anthropic.messageRequests.length;
     await client().messages.create({
-      model: 'MiniMax-M3-budget',
-      max_tokens: 4_000,
-      thinking: { type: 'adaptive' } as never,
-      messages: [question],
-    });
-    expect(
-      anthropic.messageRequests.slice(before).map((request) => [request.status, request.body.thinking]),
-    ).toEqual([
-      [400, { type: 'adaptive' }],
-      [200, { type: 'enabled', budget_tokens: 2_000 }],
-    ]);
-  });
-
-  it('adaptive thinking to Haiku 4.5, which takes a budget only: half of max_tokens after one refusal', async () => {
-    anthropic.respond = () => ({ text: 'Hello.' });
-    const before = anthropic.messageRequests.length;
-    await client().messages.create({
-      model: 'claude-haiku-4-5-20251001',
+      model,
       max_tokens: 4_000,
       thinking: { type: 'adaptive' } as never,
       messages: [question],

@@ -12,6 +12,7 @@ import {
   SseDecoder,
   StreamCompletionTracker,
   typedEvent,
+  usageEvent,
   usageNumberIn,
   withDataRewritten,
 } from '../../src/upstream/sse.js';
@@ -337,5 +338,24 @@ describe('withDataRewritten', () => {
         () => [],
       ),
     ).toBe(events);
+  });
+});
+
+describe('usageEvent', () => {
+  it("is OpenAI's last chunk of a stream that asked for usage: no choices, the counts and their sum", () => {
+    const event = usageEvent('chatcmpl-1', 'qwen3', 1_700_000_000, { prompt: 555, completion: 12 });
+    expect(event.endsWith('\n\n')).toBe(true);
+    expect(JSON.parse(event.slice('data: '.length))).toEqual({
+      id: 'chatcmpl-1',
+      object: 'chat.completion.chunk',
+      created: 1_700_000_000,
+      model: 'qwen3',
+      choices: [],
+      usage: { prompt_tokens: 555, completion_tokens: 12, total_tokens: 567 },
+    });
+    // What the gateway reads of a stream's usage reads it too.
+    const tracker = new StreamCompletionTracker();
+    tracker.push(Buffer.from(event));
+    expect(tracker.promptTokens()).toBe(555);
   });
 });
