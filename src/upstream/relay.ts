@@ -4,6 +4,7 @@
 // the assembled reply) is returned before the stream's last bytes are written, so the caller decides
 // whether the client gets the [DONE] or an error event. The client is a port (ClientStream): no
 // fastify here.
+import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import { ChatStreamCallNormalizer } from './chat-stream-calls.js';
@@ -89,9 +90,10 @@ export async function readWholeAnswer(
     }
     if (completion === undefined)
       throw badResponse('The upstream answered 2xx with a body that is not a JSON object.');
-    // Tool calls not in the API's shape (tool-call-shape.ts): the client is given them as the session
-    // stores them, written anew only then.
-    if (conformCompletion(completion)) body = Buffer.from(JSON.stringify(completion));
+    // Tool calls not in the API's shape (tool-call-shape.ts), an answer without its id: the client is given
+    // them as the session stores them, written anew only then.
+    const conformed = conformCompletion(completion);
+    if (withEnvelope(completion) || conformed) body = Buffer.from(JSON.stringify(completion));
   }
   const usage = completion === undefined ? undefined : usageOf(completion);
   return {
@@ -107,6 +109,19 @@ export async function readWholeAnswer(
     reply: completion === undefined ? undefined : replyFromCompletion(completion),
     erred: completion !== undefined && answerErred(completion),
   };
+}
+
+/**
+ * A chat completion given the `id` OpenAI gives every one (and a `created` when it has none either), where
+ * its server gave none (some OpenAI-compatible servers: dongri/openai-api-rs#146), which strict clients
+ * refuse (64bit/async-openai#408); true when it was given one. Only a body shaped as a completion (its `choices`): another server's goes as
+ * it came.
+ */
+function withEnvelope(completion: Record<string, unknown>): boolean {
+  if (!Array.isArray(completion.choices) || typeof completion.id === 'string') return false;
+  completion.id = `chatcmpl-${randomUUID()}`;
+  if (completion.created === undefined) completion.created = Math.floor(Date.now() / 1000);
+  return true;
 }
 
 /**

@@ -467,4 +467,16 @@ describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
       chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []).map((call) => call.id),
     ).toContain(weather.id);
   });
+
+  it('a whole answer without an id or a time of its own is given both', async () => {
+    fake.enqueue({ content: 'Sunny.' });
+    const whole = await client().chat.completions.create({
+      model: openvino,
+      messages: [{ role: 'user', content: 'The weather in Paris?' }],
+    });
+    expect(whole.id).toMatch(/^chatcmpl-[\w-]{8,}$/);
+    expect(Math.abs(whole.created - Date.now() / 1000)).toBeLessThan(3_600);
+    expect(whole.object).toBe('chat.completion');
+    expect(whole.choices[0]?.message.content).toBe('Sunny.');
+  });
 });

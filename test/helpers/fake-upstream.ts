@@ -307,7 +307,8 @@ export interface FakeUpstreamOptions {
   kimiToolCallIds?: readonly string[];
   /**
    * Models served as OpenVINO's model server streams them: chunks without an `id`
-   * (openvinotoolkit/model_server#3553), which strict clients refuse (64bit/async-openai#408).
+   * (openvinotoolkit/model_server#3553), which strict clients refuse (64bit/async-openai#408); and a whole
+   * answer without its `id` and `created`, as some OpenAI-compatible servers give one (dongri/openai-api-rs#146).
    */
   idlessChunks?: readonly string[];
   /**
@@ -2737,9 +2738,8 @@ export class FakeUpstream {
       sendJson(
         200,
         JSON.stringify({
-          id,
+          ...(this.options.idlessChunks?.includes(String(body.model)) === true ? {} : { id, created }),
           object: 'chat.completion',
-          created,
           model: body.model,
           choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
           usage: this.options.noUsage?.includes(String(body.model)) === true ? undefined : usage,

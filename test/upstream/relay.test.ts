@@ -57,8 +57,28 @@ describe('a whole answer', () => {
     );
   });
 
+  it('is given an id (and a time) where its server gave none; only a completion', async () => {
+    // Some OpenAI-compatible servers give none (dongri/openai-api-rs#146); strict clients refuse it.
+    const { id: _id, ...idless } = completion;
+    const given = await readWholeAnswer(
+      answerOf({ status: 200, headers: json, chunks: [JSON.stringify(idless)] }),
+      { expectCompletion: true },
+    );
+    const written = JSON.parse(given.body.toString()) as { id: unknown; created: unknown };
+    expect(written.id).toMatch(/^chatcmpl-[\w-]{8,}$/);
+    expect(Number.isInteger(written.created)).toBe(true);
+    expect(given.usage).toEqual({ promptTokens: 31, completionTokens: 4 });
+    // Another server's own body (no choices) goes as it came.
+    const own = '{"model":"qwen3","message":{"role":"assistant","content":"Hi"},"done":true}';
+    const kept = await readWholeAnswer(answerOf({ status: 200, headers: json, chunks: [own] }), {
+      expectCompletion: true,
+    });
+    expect(kept.body.toString()).toBe(own);
+  });
+
   it('is handed on as it came when its tool calls are in the shape, written anew when they are not', async () => {
     const call = (args: unknown) => ({
+      id: 'chatcmpl-1',
       choices: [
         {
           index: 0,
