@@ -105,14 +105,16 @@ export class ChatStreamCallNormalizer {
       const calls = this.choices.get(typeof choice.index === 'number' ? choice.index : 0);
       // A call of no arguments is given them as OpenAI gives them, `{}` (tool-call-shape.ts argumentsText),
       // in the event that finishes its choice.
-      const filled = (calls?.calls ?? [])
-        .filter((call) => call.arguments.trim() === '')
-        .map((call) => ({ index: call.position, function: { arguments: argumentsText(call.arguments) } }));
-      if (filled.length > 0) {
+      const blank = (calls?.calls ?? []).filter((call) => call.arguments.trim() === '');
+      if (blank.length > 0) {
         const delta = isRecord(choice.delta) ? choice.delta : (choice.delta = {});
         const given = Array.isArray(delta.tool_calls) ? (delta.tool_calls as unknown[]) : [];
-        delta.tool_calls = [...given, ...filled];
-        for (const call of calls?.calls ?? []) if (call.arguments.trim() === '') call.arguments += '{}';
+        const none = argumentsText(undefined);
+        delta.tool_calls = [
+          ...given,
+          ...blank.map((call) => ({ index: call.position, function: { arguments: none } })),
+        ];
+        for (const call of blank) call.arguments += none;
         changed = true;
       }
       const finish = finishOfCalls(choice.finish_reason, (calls?.calls.length ?? 0) > 0);
