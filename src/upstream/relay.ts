@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import { ChatStreamCallNormalizer } from './chat-stream-calls.js';
+import { CumulativeDeltas } from './cumulative-deltas.js';
 import { replyFromCompletion, StreamReplyAssembler } from './reply-assembler.js';
 import {
   completionTokensKey,
@@ -213,6 +214,7 @@ export async function relayStream(
   const tracker = new StreamCompletionTracker();
   const events = new EventBoundaryBuffer();
   const calls = options.shapeCalls === true ? new ChatStreamCallNormalizer() : undefined;
+  const deltas = options.shapeCalls === true ? new CumulativeDeltas() : undefined;
   const assembler = options.assemble ? new StreamReplyAssembler() : undefined;
   let failure: GatewayError | undefined;
   let heldDone: Buffer | undefined;
@@ -222,7 +224,10 @@ export async function relayStream(
     completionTokens: tracker.completionTokens(),
   });
   const pass = (complete: Buffer): Promise<void> | undefined => {
-    let toWrite = calls === undefined ? complete : calls.rewrite(complete);
+    // Each delta as what it adds (cumulative-deltas.ts): what the client is given and the session keeps.
+    const added = deltas === undefined ? complete : deltas.rewrite(complete);
+    assembler?.push(added);
+    let toWrite = calls === undefined ? added : calls.rewrite(added);
     if (options.holdDone) {
       const marker = doneMarkerAt(toWrite);
       if (marker >= 0) {
@@ -235,7 +240,6 @@ export async function relayStream(
   try {
     await response.forEachChunk((chunk) => {
       tracker.push(chunk);
-      assembler?.push(chunk);
       const complete = events.push(chunk);
       if (complete === undefined) return undefined;
       dataEvents += countDataEvents(complete);
@@ -245,7 +249,9 @@ export async function relayStream(
       failure = badResponse('The upstream stream ended before the answer was finished.');
     // A complete answer whose last event had no blank line after it: sent as it came (its calls shaped).
     else if (events.heldBytes > 0) {
-      const last = events.flush() as Buffer;
+      const flushed = events.flush() as Buffer;
+      const last = deltas === undefined ? flushed : deltas.rewrite(flushed);
+      assembler?.push(last);
       await client.write(calls === undefined ? last : calls.rewrite(last));
     }
   } catch (error) {

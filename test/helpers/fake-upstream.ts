@@ -312,6 +312,12 @@ export interface FakeUpstreamOptions {
    */
   idlessChunks?: readonly string[];
   /**
+   * Models served as DashScope's Coding Plan paths and QwenLM's chat API stream them: each delta of the
+   * text and of the reasoning is the whole of it so far, not what is new (QwenLM/qwen-code#3896,
+   * CherryHQ/cherry-studio#833) — clients that join deltas show and keep every prefix again.
+   */
+  cumulativeDeltas?: readonly string[];
+  /**
    * Models whose usage says what the provider's prompt cache held, as OpenAI and DeepSeek say it: the
    * tokens of the previous request to the model when this one begins with its messages, as
    * `prompt_tokens_details.cached_tokens` (and DeepSeek's `prompt_cache_hit_tokens` for a `deepseek-` model).
@@ -2772,17 +2778,20 @@ export class FakeUpstream {
         },
       ]),
     ];
+    const cumulative = this.options.cumulativeDeltas?.includes(String(body.model)) === true;
     if (reasoning !== undefined)
-      frames.push(
-        frame([
-          {
-            index: 0,
-            delta: { [this.options.reasoningField ?? 'reasoning_content']: reasoning },
-            logprobs: null,
-            finish_reason: null,
-          },
-        ]),
-      );
+      // A cumulative model's reasoning in three deltas, each the whole of it so far.
+      for (const end of cumulative ? [9, 20, reasoning.length] : [reasoning.length])
+        frames.push(
+          frame([
+            {
+              index: 0,
+              delta: { [this.options.reasoningField ?? 'reasoning_content']: reasoning.slice(0, end) },
+              logprobs: null,
+              finish_reason: null,
+            },
+          ]),
+        );
     if (thinkingChunk !== undefined) {
       const half = Math.ceil(thinkingChunk.length / 2);
       for (const piece of [thinkingChunk.slice(0, half), thinkingChunk.slice(half)])
@@ -2865,7 +2874,7 @@ export class FakeUpstream {
       const count = Math.max(1, behaviour.chunks ?? 5);
       const size = Math.ceil(text.length / count) || 1;
       for (let start = 0; start < text.length; start += size) {
-        const piece = text.slice(start, start + size);
+        const piece = text.slice(cumulative ? 0 : start, start + size);
         frames.push(
           frame([
             {
