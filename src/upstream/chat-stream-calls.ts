@@ -152,10 +152,20 @@ export class ChatStreamCallNormalizer {
     const calls = this.callsOf(0);
     // A call it begins is given an id made from the chunk: read whole.
     if (calls.wouldBegin(delta)) return null;
-    const { call } = calls.take(delta);
-    if (call.position === Number(said)) return undefined;
+    const step = calls.take(delta);
+    const { position } = step.call;
+    if (position === Number(said) && step.arguments === added) return undefined;
     const at = match.index + continuationHead.length;
-    return line.slice(0, at) + String(call.position) + line.slice(at + said.length);
+    // The arguments as they add to the call's (tool-call-shape.ts addedArguments): the group's place.
+    const argumentsEnd = match.index + match[0].length - '}}]'.length;
+    const argumentsAt = argumentsEnd - (match[2] as string).length;
+    return (
+      line.slice(0, at) +
+      String(position) +
+      line.slice(at + said.length, argumentsAt) +
+      JSON.stringify(step.arguments) +
+      line.slice(argumentsEnd)
+    );
   }
 
   private callsOf(choice: number): StreamedToolCalls {

@@ -244,7 +244,8 @@ const nonEmpty = (text: string | undefined): text is string => text !== undefine
  *   that come after whole ones, under a name said for them;
  * - the id, type and name repeated on every delta (MiniMax on NVIDIA NIM, NousResearch/hermes-agent#8259;
  *   Fireworks, SillyTavern/SillyTavern#5948): a name the call already has is not added again; a name
- *   given in pieces (continuedev/continue#5849) is joined.
+ *   given in pieces (continuedev/continue#5849) is joined;
+ * - the arguments so far on every delta, or whole arguments given again (addedArguments).
  * A delta without an index belongs to the last call unless it begins another.
  */
 export class StreamedToolCalls {
@@ -312,7 +313,7 @@ export class StreamedToolCalls {
     }
     if (nonEmpty(delta.type)) call.type = delta.type;
     if (delta.extraContent !== undefined) call.extraContent = delta.extraContent;
-    const added = delta.arguments ?? '';
+    const added = began ? (delta.arguments ?? '') : addedArguments(call, delta.arguments ?? '');
     if (added !== '') {
       call.arguments += added;
       scan(call, added);
@@ -330,6 +331,21 @@ export class StreamedToolCalls {
       delta.arguments.trim() !== ''
     );
   }
+}
+
+/**
+ * What a delta's arguments add to its call's: all of them, as OpenAI streams them; what follows the
+ * call's arguments so far when the delta begins with them and goes on — DeepSeek and Baidu Qianfan in
+ * cumulative mode, and some llama.cpp builds, give each delta as the whole so far
+ * (NousResearch/hermes-agent#35718, openclaw/openclaw#89070) — and nothing when it repeats them once
+ * whole, as a proxy before Claude or Gemini re-sends them (mudler/cogito#66). Arguments that open an
+ * object or array followed by themselves are JSON only where an object nests one that begins as it does,
+ * cut just there: not a stream met.
+ */
+function addedArguments(call: ScannedCall, said: string): string {
+  const before = call.arguments;
+  if (call.opened !== 1 || said.length < before.length || !said.startsWith(before)) return said;
+  return said.length > before.length || whole(call) ? said.slice(before.length) : said;
 }
 
 /** True when a call's arguments so far are one whole JSON object or array. */

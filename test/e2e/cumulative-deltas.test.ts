@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { streamText } from 'ai';
+import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
@@ -18,6 +18,8 @@ import { type GatewayHarness, startGateway } from '../helpers/start-gateway.js';
 const cumulative = 'qwen3.6-coder-plus';
 /** The same model thinking first, its reasoning streamed the same way. */
 const thinking = 'qwen3.6-plus-thinking';
+/** A model whose calls' arguments are streamed each whole so far, then whole again (DeepSeek, Baidu Qianfan). */
+const qianfan = 'ernie-5.0-thinking';
 /** A model streamed as OpenAI streams it. */
 const incremental = 'qwen3.6-coder-flash';
 
@@ -34,7 +36,11 @@ let fake: FakeUpstream;
 let harness: GatewayHarness;
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ cumulativeDeltas: [cumulative, thinking], thinking: [thinking] });
+  fake = new FakeUpstream({
+    cumulativeDeltas: [cumulative, thinking],
+    thinking: [thinking],
+    cumulativeArguments: [qianfan],
+  });
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
 });
 beforeEach(() => fake.clearQueue());
@@ -119,5 +125,66 @@ describe('the bridges, before such a provider', () => {
     });
     const message = await stream.finalMessage();
     expect(message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')).toBe(table);
+  });
+});
+
+describe("a stream whose calls' arguments repeat them so far", () => {
+  const weather = { id: 'call_weather_1', name: 'get_weather', arguments: '{"city":"Paris","unit":"C"}' };
+  const tools: OpenAI.ChatCompletionTool[] = [
+    {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } } },
+      },
+    },
+  ];
+
+  it("the OpenAI client's call has the model's arguments, and a session sends them back so", async () => {
+    const headers = { 'x-session-id': `qianfan-${randomUUID()}` };
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C.' });
+    const stream = client(headers).chat.completions.stream({
+      model: qianfan,
+      tools,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
+    const call = (await stream.finalChatCompletion()).choices[0]?.message.tool_calls?.[0];
+    expect(call?.type === 'function' ? call.function.arguments : undefined).toBe(weather.arguments);
+    const since = fake.chatRequests.length;
+    await client(headers).chat.completions.create({
+      model: qianfan,
+      tools,
+      messages: [{ role: 'tool', tool_call_id: call?.id ?? '', content: '18 °C' }],
+    });
+    const sent = (fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages;
+    expect(
+      sent.flatMap((message) => message.tool_calls ?? []).map((entry) => entry.function?.arguments),
+    ).toEqual([weather.arguments]);
+  });
+
+  it('the AI SDK runs the tool with the arguments the model gave', async () => {
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C.' });
+    const provider = createOpenAICompatible({ name: 'qianfan', baseURL: harness.baseUrl, apiKey: 'sk-c' });
+    const inputs: unknown[] = [];
+    const result = streamText({
+      model: provider(qianfan),
+      prompt: 'Weather in Paris?',
+      maxRetries: 0,
+      stopWhen: stepCountIs(3),
+      tools: {
+        get_weather: tool({
+          inputSchema: jsonSchema<{ city: string; unit: string }>({
+            type: 'object',
+            properties: { city: { type: 'string' }, unit: { type: 'string' } },
+          }),
+          execute: async (input) => {
+            inputs.push(input);
+            return '18 °C';
+          },
+        }),
+      },
+    });
+    expect(await result.text).toBe('It is 18 °C.');
+    expect(inputs).toEqual([{ city: 'Paris', unit: 'C' }]);
   });
 });

@@ -318,6 +318,13 @@ export interface FakeUpstreamOptions {
    */
   cumulativeDeltas?: readonly string[];
   /**
+   * Models whose streamed calls' arguments come as DeepSeek's and Baidu Qianfan's in cumulative mode, and
+   * some llama.cpp builds', do: each delta the whole of them so far (NousResearch/hermes-agent#35718,
+   * openclaw/openclaw#89070), and once whole, the whole again, as a proxy before Claude or Gemini
+   * re-sends them (mudler/cogito#66). A client that joins them has `{…}{…}`, which is not JSON.
+   */
+  cumulativeArguments?: readonly string[];
+  /**
    * Models whose usage says what the provider's prompt cache held, as OpenAI and DeepSeek say it: the
    * tokens of the previous request to the model when this one begins with its messages, as
    * `prompt_tokens_details.cached_tokens` (and DeepSeek's `prompt_cache_hit_tokens` for a `deepseek-` model).
@@ -2856,7 +2863,10 @@ export class FakeUpstream {
         );
         if (split) frames.push(callFrame({ index, function: { name: call.name.slice(third, 2 * third) } }));
         const half = Math.ceil(call.arguments.length / 2);
-        for (const [at, piece] of [call.arguments.slice(0, half), call.arguments.slice(half)].entries())
+        const argumentPieces = this.options.cumulativeArguments?.includes(String(body.model))
+          ? [call.arguments.slice(0, half), call.arguments, call.arguments]
+          : [call.arguments.slice(0, half), call.arguments.slice(half)];
+        for (const [at, piece] of argumentPieces.entries())
           frames.push(
             callFrame(
               padded

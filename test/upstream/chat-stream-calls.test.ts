@@ -61,6 +61,21 @@ describe('ChatStreamCallNormalizer', () => {
       [[first(0, 'a', 'f')], [{ index: 0, id: null, type: null, function: { name: null, arguments: '{}' } }]],
       [[first(0, 'a', 'f')], [more(0, '{}')]],
     ],
+    [
+      'DeepSeek and Baidu Qianfan in cumulative mode: each delta the arguments so far',
+      [[first(0, 'a', 'f', '{"c":')], [more(0, '{"c":"P"')], [more(0, '{"c":"P", "u":{"d":1}}')]],
+      [[first(0, 'a', 'f', '{"c":')], [more(0, '"P"')], [more(0, ', "u":{"d":1}}')]],
+    ],
+    [
+      'a proxy that sends whole arguments again',
+      [[first(0, 'a', 'f', '{"c":"P"}')], [more(0, '{"c":"P"}')], [first(0, 'a', 'f', '{"c":"P"}')]],
+      [[first(0, 'a', 'f', '{"c":"P"}')], [more(0, '')], [more(0, '')]],
+    ],
+    [
+      "OpenAI's, an object that nests one: as they came",
+      [[first(0, 'a', 'f', '{"c":')], [more(0, '{"c":')], [more(0, '"P"}}')]],
+      [[first(0, 'a', 'f', '{"c":')], [more(0, '{"c":')], [more(0, '"P"}}')]],
+    ],
   ])('%s: each call at an index of its own, its id and name once', (_name, deltas, expected) => {
     const normalizer = new ChatStreamCallNormalizer();
     const given = deltas.flatMap((calls) => givenCalls(normalizer.rewrite(Buffer.from(event(calls)))));
