@@ -14,7 +14,7 @@ import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire
 import { carriedStateOf, carrierOf } from '../upstream/carried-state.js';
 import { chunkTexts } from '../upstream/content-chunks.js';
 import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
-import { isRecord, StreamedToolCalls, toolCallDelta } from '../upstream/tool-call-shape.js';
+import { isRecord, saysFinish, StreamedToolCalls, toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
@@ -323,7 +323,7 @@ export class MessagesStreamTranslator {
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage as Json;
     const choice = firstChoice(chunk);
     if (choice === undefined) return '';
-    if (typeof choice.finish_reason === 'string') this.finish = choice.finish_reason;
+    if (saysFinish(choice.finish_reason)) this.finish = choice.finish_reason;
     const delta = choice.delta as Json;
     if (delta.ctxgate_anthropic_stop !== undefined) this.unsaidStop = delta.ctxgate_anthropic_stop as Json;
     if (delta.ctxgate_anthropic_event !== undefined)

@@ -20,6 +20,7 @@ import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js
 import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js';
 import {
   isRecord,
+  saysFinish,
   StreamedToolCalls,
   toolCallDelta,
   type ToolCallDelta,
@@ -186,8 +187,7 @@ export class ResponsesStreamTranslator {
     if (usage) this.usage = responseUsageCounts(usage);
     const choice = firstChoice(chunk);
     if (choice === undefined) return '';
-    if (choice.finish_reason !== undefined && choice.finish_reason !== null)
-      this.finishReason = choice.finish_reason;
+    if (saysFinish(choice.finish_reason)) this.finishReason = choice.finish_reason;
     const delta = choice.delta as {
       content?: unknown;
       tool_calls?: unknown;

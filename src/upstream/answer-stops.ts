@@ -9,7 +9,7 @@
 // writes token by token stops at it.
 
 import { withDataRewritten, withEventsRewritten } from './sse.js';
-import { chatChunkOf, isRecord } from './tool-call-shape.js';
+import { chatChunkOf, isRecord, saysFinish } from './tool-call-shape.js';
 import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
 /**
@@ -183,7 +183,7 @@ export class StreamStops {
   private rewriteChoice(choice: Record<string, unknown>, state: ChoiceText): boolean {
     const delta = isRecord(choice.delta) ? choice.delta : undefined;
     if (state.stopped) return false;
-    const finishing = choice.finish_reason !== null && choice.finish_reason !== undefined;
+    const finishing = saysFinish(choice.finish_reason);
     if (delta === undefined) return true;
     const given = typeof delta.content === 'string' ? delta.content : undefined;
     // Text held goes before calls, and at the choice's end; an answer of parts passes as it came.

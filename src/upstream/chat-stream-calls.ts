@@ -13,6 +13,7 @@ import {
   chatChunkOf,
   finishOfCalls,
   isRecord,
+  saysFinish,
   StreamedToolCalls,
   toolCallDelta,
 } from './tool-call-shape.js';
@@ -20,7 +21,7 @@ import {
 const toolCallsKey = Buffer.from('"tool_calls"');
 /** A finish said (not null), as compact JSON writes it and as some servers write it with a space. */
 const finishSaid = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
-const finishNamed = /"finish_reason":\s?"(\w{1,40})"/;
+const finishNamed = /"finish_reason":\s?"(\w{0,40})"/;
 
 /** How OpenAI begins the first choice's delta of one call's arguments, up to the call's index. */
 const continuationHead = '"choices":[{"index":0,"delta":{"tool_calls":[{"index":';
@@ -102,6 +103,13 @@ export class ChatStreamCallNormalizer {
     let changed = false;
     for (const choice of chunk.choices) {
       if (!isRecord(choice)) continue;
+      // `""` or `"null"` before the last chunk (tool-call-shape.ts saysFinish): null, as OpenAI says it.
+      if (!saysFinish(choice.finish_reason)) {
+        if (typeof choice.finish_reason !== 'string') continue;
+        choice.finish_reason = null;
+        changed = true;
+        continue;
+      }
       const calls = this.choices.get(typeof choice.index === 'number' ? choice.index : 0);
       // A call of no arguments is given them as OpenAI gives them, `{}` (tool-call-shape.ts argumentsText),
       // in the event that finishes its choice.

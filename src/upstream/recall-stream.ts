@@ -4,6 +4,7 @@
 // answer. The client never sees a call to the tool. Pure (Buffer is the only Node global it uses).
 import { isRecallCall } from '../context/recall.js';
 import { EventBoundaryBuffer, SseDecoder } from './sse.js';
+import { saysFinish } from './tool-call-shape.js';
 
 interface DeltaToolCall {
   index?: number;
@@ -57,7 +58,7 @@ function leadOf(data: string): StreamLead['lead'] {
     }
     if ((typeof delta.content === 'string' && delta.content !== '') || typeof delta.refusal === 'string')
       return 'client';
-    if (typeof choice.finish_reason === 'string') return 'client';
+    if (saysFinish(choice.finish_reason)) return 'client';
   }
   return 'undecided';
 }

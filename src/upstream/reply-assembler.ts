@@ -17,6 +17,7 @@ import {
   argumentsText,
   conformedToolCalls,
   isRecord,
+  saysFinish,
   StreamedToolCalls,
   toolCallDelta,
 } from './tool-call-shape.js';
@@ -200,7 +201,7 @@ export class StreamReplyAssembler {
     const choice = firstChoice(chunk);
     if (choice === undefined) return;
     if (choice.finish_reason === 'error') this.erred = true;
-    else if (typeof choice.finish_reason === 'string') this.finished = true;
+    else if (saysFinish(choice.finish_reason)) this.finished = true;
     const delta: ChoiceDelta = choice.delta;
     if (typeof delta.content === 'string') {
       this.content += delta.content;

@@ -99,6 +99,20 @@ const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_re
 const tailBytes = 8192;
 
 /**
+ * Whether `bytes` hold `marker` (a finish_reason's opening) followed by a word: `""` and `"null"` are not
+ * one (tool-call-shape.ts saysFinish), and a stream of them says them on every chunk, so the search goes
+ * on back past them.
+ */
+function finishSaidIn(bytes: Buffer, marker: Buffer): boolean {
+  for (let at = bytes.lastIndexOf(marker); at >= 0; at = at === 0 ? -1 : bytes.lastIndexOf(marker, at - 1)) {
+    const value = at + marker.length;
+    if (bytes[value] !== 0x22 && !bytes.subarray(value, value + 5).equals(nullWord)) return true;
+  }
+  return false;
+}
+const nullWord = Buffer.from('null"');
+
+/**
  * Tells whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null
  * finish_reason. Both sit at the end of a stream, so only the last few kilobytes are kept (as
  * references to the chunks, without copying) and scanned once when the upstream body ends: relaying
@@ -158,7 +172,7 @@ export class StreamCompletionTracker {
   isComplete(): boolean {
     const end = this.end();
     // Searched from the end, where both markers stand: a forward search would read the whole tail.
-    return end.lastIndexOf(doneMarker) >= 0 || finishMarkers.some((marker) => end.lastIndexOf(marker) >= 0);
+    return end.lastIndexOf(doneMarker) >= 0 || finishMarkers.some((marker) => finishSaidIn(end, marker));
   }
 
   private end(): Buffer {

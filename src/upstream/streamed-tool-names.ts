@@ -10,7 +10,7 @@
 // (tool-names.ts). The usual stream, each call named whole on its first delta, passes as it came.
 
 import { withDataRewritten } from './sse.js';
-import { chatChunkOf, isRecord } from './tool-call-shape.js';
+import { chatChunkOf, isRecord, saysFinish } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
 /** A delta that names a call (the name of a whole call, or a piece of it). */
@@ -100,7 +100,7 @@ export class StreamedToolNames {
       const out: unknown[] = [];
       for (const entry of given ?? []) changed = this.take(at, entry, chunk, out) || changed;
       // A choice that finishes opens what it holds first.
-      const finishes = choice.finish_reason !== null && choice.finish_reason !== undefined;
+      const finishes = saysFinish(choice.finish_reason);
       if (finishes && this.held.some((call) => call.choice === at)) {
         out.unshift(...this.release((call) => call.choice === at));
         changed = true;

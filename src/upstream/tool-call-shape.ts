@@ -126,6 +126,16 @@ export function conformedToolCalls(
 }
 
 /**
+ * Whether a choice's `finish_reason` says it finished: a word, not null — nor `""`, which SGLang 0.4.3 and
+ * Ollama's OpenAI-compatible endpoint of 2024 said on every chunk before the last (sgl-project/sglang#3912,
+ * ollama/ollama#4357), nor the string `"null"`, KoboldCpp's (PowerShell/AIShell#350). Every reader of a
+ * stream asks this, so that a stream of them that ended early is not taken for a whole answer.
+ */
+export function saysFinish(finish: unknown): finish is string {
+  return typeof finish === 'string' && finish !== '' && finish !== 'null';
+}
+
+/**
  * The finish an answer's calls say (docs/budgeting.md#tool-calls-as-providers-give-them): calls that end as
  * `stop` end as `tool_calls` (Gemini's OpenAI-compatible endpoint, LiteLLM before Ollama: an agent that
  * reads the finish stopped after its first call, anomalyco/opencode#14972, #20719, vercel/workflow#1387),
@@ -180,10 +190,11 @@ export function conformCompletion(completion: Record<string, unknown>): boolean 
         else message.tool_calls = conformed;
       }
     }
-    const finish = finishOfCalls(
-      (choice as Record<string, unknown>).finish_reason,
-      Array.isArray(message.tool_calls) && message.tool_calls.length > 0,
-    );
+    const said = (choice as Record<string, unknown>).finish_reason;
+    const calling = Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+    // A whole answer that says no finish (KoboldCpp's) finishes as OpenAI's always say: strongly typed
+    // clients refuse one without (openai/openai-dotnet reads it as an error).
+    const finish = saysFinish(said) ? finishOfCalls(said, calling) : calling ? 'tool_calls' : 'stop';
     if (finish === undefined) continue;
     (choice as Record<string, unknown>).finish_reason = finish;
     changed = true;

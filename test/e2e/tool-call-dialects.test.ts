@@ -43,6 +43,10 @@ const saysStop = 'gemini-3-flash-via-litellm';
 const saysCalls = 'sonnet-via-proxy';
 /** A model as OpenVINO's model server streams it: chunks without an id (openvinotoolkit/model_server#3553). */
 const openvino = 'OpenVINO/Qwen3-8B-int4-ov';
+/** A model whose stream says `finish_reason: ""` before its last chunk (SGLang 0.4.3: sgl-project/sglang#3912). */
+const saysBlank = 'deepseek-r1:70b';
+/** A model whose stream says `finish_reason: "null"` (KoboldCpp: PowerShell/AIShell#350), its whole answer none. */
+const saysNull = 'koboldcpp/Mistral-Small-24B';
 /** A model whose answers finish as `eos` (Together's open models: vespa-engine/vespa#33327). */
 const saysEos = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 
@@ -57,6 +61,7 @@ beforeAll(async () => {
     kimiToolCallIds: [kimi],
     finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls', [saysEos]: 'eos' },
     idlessChunks: [openvino],
+    blankFinishes: { [saysBlank]: '', [saysNull]: 'null' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -478,5 +483,76 @@ describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
     expect(Math.abs(whole.created - Date.now() / 1000)).toBeLessThan(3_600);
     expect(whole.object).toBe('chat.completion');
     expect(whole.choices[0]?.message.content).toBe('Sunny.');
+  });
+});
+
+describe('a stream that says a finish of "" or "null" before its last chunk (SGLang 0.4.3, Ollama 2024, KoboldCpp)', () => {
+  // Strongly typed clients refuse either ("Unknown ChatFinishReason value.": openai/openai-dotnet#389;
+  // async-openai, sgl-project/sglang#3912), and every reader of the stream took the first chunk's as the
+  // answer's end: a stream cut after it passed for a whole answer.
+  it.each([saysBlank, saysNull])(
+    '%s: every chunk but the last says null, the last says stop, as OpenAI streams',
+    async (model) => {
+      fake.enqueue({ content: 'One two three four.', chunks: 4 });
+      const finishes: unknown[] = [];
+      for await (const chunk of await client().chat.completions.create({
+        model,
+        stream: true,
+        messages: [{ role: 'user', content: 'Count.' }],
+      }))
+        finishes.push(chunk.choices[0]?.finish_reason);
+      expect(finishes.length).toBeGreaterThan(4);
+      expect(finishes.slice(0, -1).every((finish) => finish === null)).toBe(true);
+      expect(finishes.at(-1)).toBe('stop');
+    },
+  );
+
+  it("ended before its finish in a session: the client's stream fails, and the session keeps no half answer", async () => {
+    const sessionId = `sglang-old-${randomUUID()}`;
+    const chat = client({ 'x-session-id': sessionId });
+    fake.enqueue({ content: 'One two three four five six.', chunks: 6, endAfterChunks: 3 });
+    await expect(
+      (async () => {
+        for await (const _chunk of await chat.chat.completions.create({
+          model: saysBlank,
+          stream: true,
+          messages: [{ role: 'user', content: 'Count.' }],
+        })) {
+          // drain
+        }
+      })(),
+    ).rejects.toThrow();
+    const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}/history?limit=100`, {
+      headers: { authorization: 'Bearer sk-dialects' },
+    });
+    const stored = ((await response.json()) as { data?: Array<{ role: string }> }).data ?? [];
+    expect(stored.filter((message) => message.role === 'assistant')).toEqual([]);
+  });
+
+  it('a whole answer that says no finish is given stop, and tool_calls beside calls', async () => {
+    fake.enqueue({ content: 'Sunny.' }, { toolCalls: [weather] });
+    const text = await client().chat.completions.create({
+      model: saysNull,
+      messages: [{ role: 'user', content: 'The weather in Paris?' }],
+    });
+    expect(text.choices[0]?.finish_reason).toBe('stop');
+    const calls = await client().chat.completions.create({
+      model: saysNull,
+      tools,
+      messages: [{ role: 'user', content: 'The weather in Paris?' }],
+    });
+    expect(calls.choices[0]?.finish_reason).toBe('tool_calls');
+  });
+
+  it("a Responses client's stream ended before its finish is not a completed response", async () => {
+    fake.enqueue({ content: 'One two three four five six.', chunks: 6, endAfterChunks: 3 });
+    const types: string[] = [];
+    await client()
+      .responses.create({ model: saysBlank, input: 'Count.', store: false, stream: true })
+      .then(async (stream) => {
+        for await (const event of stream) types.push(event.type);
+      })
+      .catch(() => undefined);
+    expect(types).not.toContain('response.completed');
   });
 });

@@ -343,6 +343,13 @@ export interface FakeUpstreamOptions {
    */
   finishReasons?: Readonly<Record<string, string>>;
   /**
+   * Models served as SGLang 0.4.3 and Ollama's OpenAI-compatible endpoint of 2024 stream them: every chunk
+   * before the last says `finish_reason: ""`, not null (sgl-project/sglang#3912, ollama/ollama#4357), or
+   * the string `"null"` as KoboldCpp did (PowerShell/AIShell#350), which strongly typed clients refuse
+   * ("Unknown ChatFinishReason value."); and a whole answer says no finish at all, as KoboldCpp's did.
+   */
+  blankFinishes?: Readonly<Record<string, '' | 'null'>>;
+  /**
    * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
    * of anything but letters, digits, `_` and `-` is refused as Anthropic refuses it, passed on in
    * OpenAI's shape (farion1231/cc-switch#1181: Kimi's `functions.<name>:<n>` after a switch to Claude).
@@ -2754,7 +2761,15 @@ export class FakeUpstream {
           ...(this.options.idlessChunks?.includes(String(body.model)) === true ? {} : { id, created }),
           object: 'chat.completion',
           model: body.model,
-          choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+          choices: [
+            {
+              index: 0,
+              message,
+              logprobs: null,
+              finish_reason:
+                this.options.blankFinishes?.[String(body.model)] === undefined ? finishReason : null,
+            },
+          ],
           usage: this.options.noUsage?.includes(String(body.model)) === true ? undefined : usage,
           system_fingerprint: 'fp_fake',
         }),
@@ -2897,6 +2912,10 @@ export class FakeUpstream {
         );
       }
     }
+    const blank = this.options.blankFinishes?.[String(body.model)];
+    if (blank !== undefined)
+      for (const [at, text] of frames.entries())
+        frames[at] = text.replaceAll('"finish_reason":null', `"finish_reason":"${blank}"`);
     frames.push(frame([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason }]));
     if (
       body.stream_options?.include_usage === true &&

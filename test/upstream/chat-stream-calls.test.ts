@@ -194,6 +194,21 @@ describe("a stream's finish as its calls say it", () => {
     ).toEqual(['{}', '{"path":"a.ts"}']);
   });
 
+  it.each(['', 'null'])(
+    'a finish of "%s" before the last chunk (SGLang 0.4.3, KoboldCpp) is null, and a call is not given "{}" there',
+    (blank) => {
+      const normalizer = new ChatStreamCallNormalizer();
+      const withBlank = (text: string) => text.replace('"finish_reason":null', `"finish_reason":"${blank}"`);
+      const opened = normalizer.rewrite(Buffer.from(withBlank(event([first(0, 'a', 'read')]))));
+      expect(finishOf(opened)).toBeNull();
+      expect(givenCalls(opened)).toEqual([[first(0, 'a', 'read')]]);
+      normalizer.rewrite(Buffer.from(withBlank(event([more(0, '{"path":"a.ts"}')]))));
+      const out = normalizer.rewrite(Buffer.from(finish('tool_calls')));
+      expect(finishOf(out)).toBe('tool_calls');
+      expect(out.toString()).not.toContain('"arguments"');
+    },
+  );
+
   it('"tool_calls" with no call (mastra-ai/mastra#14187) finishes as "stop"', () => {
     const normalizer = new ChatStreamCallNormalizer();
     expect(finishOf(normalizer.rewrite(Buffer.from(finish('tool_calls'))))).toBe('stop');

@@ -199,6 +199,16 @@ describe('StreamCompletionTracker', () => {
     );
   });
 
+  it.each(['', 'null'])(
+    'does not take "%s" on every chunk (SGLang 0.4.3, KoboldCpp) for a finish; the last chunk\'s word is one',
+    (blank) => {
+      const blanks = chunk('Hel', blank) + chunk('lo', blank);
+      expect(track(blanks, [40]).isComplete()).toBe(false);
+      expect(track(blanks + chunk('', 'stop'), [40]).isComplete()).toBe(true);
+      expect(track(chunk('Hel', 'stop') + chunk('lo', blank), []).isComplete()).toBe(true);
+    },
+  );
+
   it('calls a stream with a finish_reason but no [DONE] complete', () => {
     expect(track(finished, [17, 90]).isComplete()).toBe(true);
   });

@@ -193,7 +193,7 @@ describe('conformCompletion: a parsed whole answer, in place', () => {
     expect(completion).toEqual(completionOf(message, 'stop'));
   });
 
-  it('writes decoded arguments as text and takes out tool_calls that hold no call', () => {
+  it('writes decoded arguments as text and takes out tool_calls that hold no call (each given its finish)', () => {
     const completion = {
       choices: [
         {
@@ -215,8 +215,9 @@ describe('conformCompletion: a parsed whole answer, in place', () => {
             content: null,
             tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }],
           },
+          finish_reason: 'tool_calls',
         },
-        { message: { role: 'assistant', content: 'Hi' } },
+        { message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' },
       ],
     });
   });
@@ -224,7 +225,7 @@ describe('conformCompletion: a parsed whole answer, in place', () => {
 
 describe("conformCompletion: an answer's finish as its calls say it", () => {
   const call = { id: 'call_1', type: 'function', function: { name: 'read', arguments: '{}' } };
-  const answer = (finish: string, calls?: unknown[]) => ({
+  const answer = (finish: string | null, calls?: unknown[]) => ({
     choices: [
       {
         index: 0,
@@ -255,6 +256,11 @@ describe("conformCompletion: an answer's finish as its calls say it", () => {
     ['"tool_use" with a call', answer('tool_use', [call]), 'tool_calls'],
     ['"tool_use" with none', answer('tool_use'), 'stop'],
     ['"SAFETY"', answer('SAFETY'), 'content_filter'],
+    // No finish said (KoboldCpp), or SGLang's and KoboldCpp's words for none: OpenAI's always say one.
+    ['no finish', answer(null), 'stop'],
+    ['no finish, with a call', answer(null, [call]), 'tool_calls'],
+    ['""', answer(''), 'stop'],
+    ['"null" with a call', answer('null', [call]), 'tool_calls'],
   ])('%s: the finish its calls say', (_name, completion, finish) => {
     expect(conformCompletion(completion)).toBe(true);
     expect(completion.choices[0]?.finish_reason).toBe(finish);
