@@ -58,6 +58,7 @@ import {
 } from '../upstream/send-with-recovery.js';
 import { withAnswerToolNames } from '../upstream/tool-names.js';
 import { withAnswerStops } from '../upstream/answer-stops.js';
+import { offeredTools, withTextToolCalls } from '../upstream/text-tool-calls.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
@@ -181,11 +182,14 @@ interface Turn {
 const maxLoggedErrorBytes = 1_048_576;
 
 /**
- * An attempt's answer read as the client asked it: each call opened with its whole name, the client's
- * (tool-names.ts), and its text cut at the stop sequences the model was not sent (answer-stops.ts).
+ * An attempt's answer read as the client asked it: calls the model wrote as text given as calls
+ * (text-tool-calls.ts), each call opened with its whole name, the client's (tool-names.ts), and its text
+ * cut at the stop sequences the model was not sent (answer-stops.ts).
  */
 function asAsked(response: UpstreamResponse, attempt: ChatAttempt): UpstreamResponse {
-  const named = attempt.toolNames === undefined ? response : withAnswerToolNames(response, attempt.toolNames);
+  const tools = attempt.wire === undefined ? offeredTools(attempt.request) : undefined;
+  const called = tools === undefined ? response : withTextToolCalls(response, tools);
+  const named = attempt.toolNames === undefined ? called : withAnswerToolNames(called, attempt.toolNames);
   return attempt.heldStops === undefined ? named : withAnswerStops(named, attempt.heldStops);
 }
 

@@ -350,6 +350,14 @@ export interface FakeUpstreamOptions {
    */
   blankFinishes?: Readonly<Record<string, '' | 'null'>>;
   /**
+   * Models served without their tool parser, which write a call as their template does, in `content`,
+   * and give no `tool_calls` (finishing `stop`): Hermes' and Qwen's `<tool_call>{json}</tool_call>` (LM
+   * Studio, vLLM without --enable-auto-tool-choice), Qwen3-Coder's `<tool_call><function=…>` form
+   * (lmstudio-ai/lmstudio-bug-tracker#2115), or the call's JSON alone (Ollama's qwen2.5-coder,
+   * ollama/ollama#13519). `lead` puts a sentence before the calls.
+   */
+  textToolCalls?: Readonly<Record<string, { form: 'hermes' | 'qwen3-coder' | 'json'; lead?: string }>>;
+  /**
    * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
    * of anything but letters, digits, `_` and `-` is refused as Anthropic refuses it, passed on in
    * OpenAI's shape (farion1231/cc-switch#1181: Kimi's `functions.<name>:<n>` after a switch to Claude).
@@ -927,6 +935,32 @@ let encoding: Tiktoken | undefined;
 function countText(text: string): number {
   encoding ??= getEncoding('o200k_base');
   return encoding.encode(text).length;
+}
+
+/** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
+function callsAsText(
+  calls: ReadonlyArray<{ name: string; arguments: string }>,
+  form: 'hermes' | 'qwen3-coder' | 'json',
+): string {
+  if (form === 'json') {
+    const [call] = calls;
+    return call === undefined
+      ? ''
+      : JSON.stringify({ name: call.name, arguments: JSON.parse(call.arguments) });
+  }
+  return calls
+    .map((call) => {
+      if (form === 'hermes')
+        return `<tool_call>\n${JSON.stringify({ name: call.name, arguments: JSON.parse(call.arguments) })}\n</tool_call>`;
+      const parameters = Object.entries(JSON.parse(call.arguments) as Record<string, unknown>)
+        .map(
+          ([key, value]) =>
+            `<parameter=${key}>\n${typeof value === 'string' ? value : JSON.stringify(value)}\n</parameter>`,
+        )
+        .join('\n');
+      return `<tool_call>\n<function=${call.name}>\n${parameters}\n</function>\n</tool_call>`;
+    })
+    .join('\n');
 }
 
 function contentText(content: unknown): string {
@@ -2642,6 +2676,11 @@ export class FakeUpstream {
     /** A scripted call's id as this provider gives it: Kimi's count the conversation's calls. */
     const idOf = (call: { id: string; name: string }, position: number): string =>
       kimi ? `functions.${call.name}:${callsBefore.length + position}` : this.answerId(call.id, body.model);
+    const asText = this.options.textToolCalls?.[String(body.model)];
+    if (asText !== undefined && behaviour.toolCalls !== undefined) {
+      behaviour.content = (asText.lead ?? '') + callsAsText(behaviour.toolCalls, asText.form);
+      delete behaviour.toolCalls;
+    }
     const id = `chatcmpl-fake${++this.sequence}`;
     const created = Math.floor(Date.now() / 1000);
     const written =

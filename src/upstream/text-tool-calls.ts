@@ -1,0 +1,334 @@
+// Tool calls a model wrote as text (docs/budgeting.md#tool-calls-written-as-text). Servers that run a model
+// without its tool parser — Ollama with Qwen2.5-Coder (ollama/ollama#13519), LM Studio with Qwen3.6
+// (lmstudio-ai/lmstudio-bug-tracker#2115), oMLX (jundot/omlx#2565), vLLM without
+// `--enable-auto-tool-choice` — give the model's call in `content`, as its template writes it, and no
+// `tool_calls`: every agent printed the call and never ran it (earendil-works/pi#6635,
+// ollama/ollama-vscode#20). When the request offered tools, an answer without calls whose text holds
+// calls in the forms such models write — Hermes' and Qwen's `<tool_call>{"name": …, "arguments": …}</tool_call>`,
+// Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`, or a
+// text that is nothing but `{"name": …, "arguments": …}` — is given those calls, in OpenAI's shape, whole
+// and streamed: each naming one of the offered tools, with arguments that are a JSON object; otherwise the
+// answer goes as it came. A stream's text is held only where a call may begin in it (at most the
+// marker's length less one character), a text that opens as JSON until it ends.
+
+import { randomUUID } from 'node:crypto';
+import { withEventsRewritten } from './sse.js';
+import { chatChunkOf, isRecord, saysFinish } from './tool-call-shape.js';
+import { withWholeBody, type UpstreamResponse } from './upstream.js';
+
+/** The offered tools, by name: each one's parameters' schema (what a Qwen3-Coder value is read as). */
+export type OfferedTools = ReadonlyMap<string, Record<string, unknown> | undefined>;
+
+interface TextCall {
+  name: string;
+  /** JSON text of an object. */
+  arguments: string;
+}
+
+const open = '<tool_call>';
+const toolCallsKey = Buffer.from('"tool_calls"');
+const close = '</tool_call>';
+
+/** The tools a chat request offers the model, when it offers some and lets it call them; else undefined. */
+export function offeredTools(request: Readonly<Record<string, unknown>>): OfferedTools | undefined {
+  if (!Array.isArray(request.tools) || request.tool_choice === 'none') return undefined;
+  const tools = new Map<string, Record<string, unknown> | undefined>();
+  for (const tool of request.tools as unknown[]) {
+    const fn = isRecord(tool) && isRecord(tool.function) ? tool.function : undefined;
+    if (fn !== undefined && typeof fn.name === 'string')
+      tools.set(fn.name, isRecord(fn.parameters) ? fn.parameters : undefined);
+  }
+  return tools.size === 0 ? undefined : tools;
+}
+
+/** One block's inside (between the markers) as a call of an offered tool; undefined when it is not one. */
+function blockCall(inside: string, tools: OfferedTools): TextCall | undefined {
+  const trimmed = inside.trim();
+  return trimmed.startsWith('<function=') ? xmlCall(trimmed, tools) : jsonCall(trimmed, tools);
+}
+
+/** `{"name": …, "arguments": {…}}` (or `parameters`), of an offered tool. */
+function jsonCall(text: string, tools: OfferedTools): TextCall | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(value) || typeof value.name !== 'string' || !tools.has(value.name)) return undefined;
+  const given = value.arguments ?? value.parameters ?? {};
+  const parsed = typeof given === 'string' ? parsedObject(given) : given;
+  return isRecord(parsed) ? { name: value.name, arguments: JSON.stringify(parsed) } : undefined;
+}
+
+function parsedObject(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Qwen3-Coder's `<function=NAME><parameter=KEY>VALUE</parameter>…</function>`, of an offered tool. */
+function xmlCall(text: string, tools: OfferedTools): TextCall | undefined {
+  const head = /^<function=([^>\n]{1,200})>/.exec(text);
+  const name = head?.[1]?.trim();
+  if (head === null || name === undefined || !tools.has(name)) return undefined;
+  const body = text.slice(head[0].length).replace(/<\/function>\s*$/, '');
+  const properties = tools.get(name)?.properties;
+  const args: Record<string, unknown> = {};
+  const parameter = /<parameter=([^>\n]{1,200})>([\s\S]*?)<\/parameter>/g;
+  let end = 0;
+  for (let match = parameter.exec(body); match !== null; match = parameter.exec(body)) {
+    if (body.slice(end, match.index).trim() !== '') return undefined;
+    const key = (match[1] as string).trim();
+    const schema = isRecord(properties) && isRecord(properties[key]) ? properties[key] : undefined;
+    args[key] = valueOf((match[2] as string).replace(/^\n/, '').replace(/\n$/, ''), schema);
+    end = match.index + match[0].length;
+  }
+  return body.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
+}
+
+/** A parameter's text as its schema's type says (a string's as it is; JSON's read, else as text). */
+function valueOf(text: string, schema: Record<string, unknown> | undefined): unknown {
+  const type = schema?.type;
+  if (type === 'string' || type === undefined) return text;
+  const parsed = parsedObject(text.trim());
+  return parsed === undefined ? text : parsed;
+}
+
+/**
+ * The calls a whole text holds — its blocks, or itself as one JSON call — and the text around them; undefined
+ * when it holds none, or a block that is not a call of an offered tool.
+ */
+export function callsInText(
+  text: string,
+  tools: OfferedTools,
+): { calls: TextCall[]; text: string } | undefined {
+  const bare = text.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, '$1');
+  if (bare.startsWith('{')) {
+    const call = jsonCall(bare, tools);
+    return call === undefined ? undefined : { calls: [call], text: '' };
+  }
+  const calls: TextCall[] = [];
+  let rest = '';
+  let at = 0;
+  for (let start = text.indexOf(open); start !== -1; start = text.indexOf(open, at)) {
+    rest += text.slice(at, start);
+    const end = text.indexOf(close, start + open.length);
+    const call = blockCall(text.slice(start + open.length, end === -1 ? text.length : end), tools);
+    if (call === undefined) return undefined;
+    calls.push(call);
+    at = end === -1 ? text.length : end + close.length;
+  }
+  rest += text.slice(at);
+  return calls.length === 0 ? undefined : { calls, text: rest.trim() };
+}
+
+const callOf = (call: TextCall, index: number) => ({
+  index,
+  id: `call_${randomUUID().replaceAll('-', '').slice(0, 24)}`,
+  type: 'function',
+  function: { name: call.name, arguments: call.arguments },
+});
+
+/** A whole completion's first choice given the calls its text holds; true when it changed. */
+function callsOfCompletion(completion: unknown, tools: OfferedTools): boolean {
+  const choice =
+    isRecord(completion) && Array.isArray(completion.choices) ? completion.choices[0] : undefined;
+  const message = isRecord(choice) ? choice.message : undefined;
+  if (!isRecord(choice) || !isRecord(message) || typeof message.content !== 'string') return false;
+  if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) return false;
+  const found = callsInText(message.content, tools);
+  if (found === undefined) return false;
+  message.content = found.text === '' ? null : found.text;
+  message.tool_calls = found.calls.map((call, index) => {
+    const { index: _index, ...whole } = callOf(call, index);
+    return whole;
+  });
+  choice.finish_reason = 'tool_calls';
+  return true;
+}
+
+/** One stream's first choice: its text passed on, held where a call may begin, its calls given as calls. */
+class StreamTextCalls {
+  private mode: 'text' | 'call' | 'json' = 'text';
+  /** Text not yet given: held in `text` mode, a block's inside in `call`, all of it in `json`. */
+  private held = '';
+  private saidText = false;
+  private calls = 0;
+  /** The native calls of the answer: then its text is left as it is. */
+  private native = false;
+  private envelope: Record<string, unknown> = {};
+
+  constructor(private readonly tools: OfferedTools) {}
+
+  rewrite(events: Buffer): Buffer {
+    if (this.native) return events;
+    // Text that cannot begin a call, once the answer said some and holds nothing: as it came, unparsed.
+    if (
+      this.saidText &&
+      this.mode === 'text' &&
+      this.held === '' &&
+      this.calls === 0 &&
+      events.indexOf(0x3c) === -1 &&
+      events.indexOf(toolCallsKey) === -1
+    )
+      return events;
+    const text = events.toString('utf8');
+    if (!text.includes('"content"') && !text.includes('"finish_reason"') && this.held === '') return events;
+    let changed = false;
+    const lines = text.split('\n');
+    for (let position = 0; position < lines.length; position++) {
+      const line = lines[position] as string;
+      if (!line.startsWith('data:')) continue;
+      // A stream that says [DONE] without a finish: what is held goes before it.
+      const rewritten = /^data: ?\[DONE\]/.test(line) ? this.beforeDone(line) : this.rewriteLine(line);
+      if (rewritten === undefined) continue;
+      lines[position] = rewritten;
+      changed = true;
+    }
+    return changed ? Buffer.from(lines.join('\n')) : events;
+  }
+
+  private beforeDone(line: string): string | undefined {
+    const held = this.end();
+    return held === undefined ? undefined : `${held.toString('utf8')}${line}`;
+  }
+
+  /** What is still held, when the stream ended without a finish: an event of its own. */
+  end(): Buffer | undefined {
+    const delta = this.flush();
+    if (delta === undefined) return undefined;
+    const chunk = Object.assign({}, this.envelope, { choices: [{ index: 0, delta, finish_reason: null }] });
+    return Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`);
+  }
+
+  private rewriteLine(line: string): string | undefined {
+    const chunk = chatChunkOf(line.slice(5).trim());
+    if (chunk === undefined) return undefined;
+    const choice = chunk.choices.find((entry) => isRecord(entry) && (entry.index ?? 0) === 0);
+    if (!isRecord(choice)) return undefined;
+    this.envelope = { id: chunk.id, object: chunk.object, created: chunk.created, model: chunk.model };
+    const delta = isRecord(choice.delta) ? choice.delta : undefined;
+    if (Array.isArray(delta?.tool_calls) && delta.tool_calls.length > 0) this.native = true;
+    if (this.native) {
+      if (this.held === '' && this.mode === 'text') return undefined;
+      // Calls of its own after held text: the text goes as it came, before them.
+      const before = this.mode === 'text' ? this.held : this.raw();
+      this.held = '';
+      this.mode = 'text';
+      if (delta !== undefined)
+        delta.content = before + (typeof delta.content === 'string' ? delta.content : '');
+      return `data: ${JSON.stringify(chunk)}`;
+    }
+    const given = typeof delta?.content === 'string' ? delta.content : '';
+    const out = this.take(given);
+    const finishing = saysFinish(choice.finish_reason);
+    const flushed = finishing ? this.flush() : undefined;
+    const content = out.content + (typeof flushed?.content === 'string' ? flushed.content : '');
+    const calls = [...out.calls, ...((flushed?.tool_calls as unknown[] | undefined) ?? [])];
+    const callsFinish = finishing && this.calls > 0 && choice.finish_reason === 'stop';
+    if (content === given && calls.length === 0 && !callsFinish) return undefined;
+    const written = delta ?? (choice.delta = {});
+    if (content !== '' || typeof written.content === 'string') written.content = content;
+    if (calls.length > 0) written.tool_calls = calls;
+    if (callsFinish) choice.finish_reason = 'tool_calls';
+    return `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}`;
+  }
+
+  /** A delta's text taken: what of it, and of what was held, goes now, and the calls that closed. */
+  private take(given: string): { content: string; calls: unknown[] } {
+    this.held += given;
+    let content = '';
+    const calls: unknown[] = [];
+    for (;;) {
+      if (this.mode === 'json') return { content, calls };
+      if (this.mode === 'call') {
+        const end = this.held.indexOf(close);
+        if (end === -1) return { content, calls };
+        const inside = this.held.slice(0, end);
+        this.held = this.held.slice(end + close.length);
+        this.mode = 'text';
+        const call = blockCall(inside, this.tools);
+        if (call === undefined) content += open + inside + close;
+        else calls.push(callOf(call, this.calls++));
+        continue;
+      }
+      if (!this.saidText && this.calls === 0) {
+        const start = this.held.trimStart();
+        if (start === '') return { content, calls };
+        if (start.startsWith('{') || start.startsWith('```')) {
+          this.mode = 'json';
+          return { content, calls };
+        }
+      }
+      const begins = this.held.indexOf(open);
+      if (begins !== -1) {
+        content += this.held.slice(0, begins);
+        this.held = this.held.slice(begins + open.length);
+        this.mode = 'call';
+        continue;
+      }
+      const keep = heldTail(this.held);
+      const now = this.held.slice(0, this.held.length - keep);
+      if (now.trim() !== '') this.saidText = true;
+      content += now;
+      this.held = this.held.slice(this.held.length - keep);
+      return { content, calls };
+    }
+  }
+
+  /** All that is held, given at the answer's end: calls where it holds them, else as it came. */
+  private flush(): Record<string, unknown> | undefined {
+    if (this.held === '' && this.mode === 'text') return undefined;
+    let content = '';
+    const calls: unknown[] = [];
+    if (this.mode === 'json') {
+      const found = callsInText(this.held, this.tools);
+      if (found === undefined) content = this.held;
+      else for (const call of found.calls) calls.push(callOf(call, this.calls++));
+    } else if (this.mode === 'call') {
+      // A block the model ended without its closing marker (its end of turn cut it).
+      const call = blockCall(this.held, this.tools);
+      if (call === undefined) content = open + this.held;
+      else calls.push(callOf(call, this.calls++));
+    } else content = this.held;
+    this.held = '';
+    this.mode = 'text';
+    return calls.length > 0 ? { content, tool_calls: calls } : { content };
+  }
+
+  /** What is held, as the model wrote it. */
+  private raw(): string {
+    return this.mode === 'call' ? open + this.held : this.held;
+  }
+}
+
+/** How much of `text`'s end may begin the opening marker: held until the next text says. */
+function heldTail(text: string): number {
+  for (let keep = Math.min(open.length - 1, text.length); keep > 0; keep--)
+    if (open.startsWith(text.slice(text.length - keep))) return keep;
+  return 0;
+}
+
+/**
+ * A chat answer (a whole completion or an event stream) to a request that offered `tools`, given the calls
+ * its text holds. Any other status, and an answer that is not JSON, as it came.
+ */
+export function withTextToolCalls(response: UpstreamResponse, tools: OfferedTools): UpstreamResponse {
+  if (response.statusCode >= 300) return response;
+  const type = response.headers['content-type'];
+  const streamed = (Array.isArray(type) ? type.join(',') : (type ?? '')).includes('text/event-stream');
+  if (!streamed)
+    return withWholeBody(response, (body) => {
+      if (body.indexOf('"content"') === -1) return body;
+      try {
+        const completion: unknown = JSON.parse(body.toString('utf8'));
+        return callsOfCompletion(completion, tools) ? Buffer.from(JSON.stringify(completion)) : body;
+      } catch {
+        return body;
+      }
+    });
+  return withEventsRewritten(response, () => new StreamTextCalls(tools));
+}

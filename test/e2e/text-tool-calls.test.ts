@@ -1,0 +1,225 @@
+// End to end: tool calls a model wrote as text. Servers that run a model without its tool parser give the
+// model's call in `content`, as its template writes it, and no `tool_calls` — Ollama with Qwen2.5-Coder
+// (the call's JSON alone: ollama/ollama#13519), LM Studio with Qwen3.6 (Qwen3-Coder's
+// `<tool_call><function=…>` form: lmstudio-ai/lmstudio-bug-tracker#2115), vLLM without its parser
+// (Hermes' `<tool_call>{json}</tool_call>`) — and every agent printed the call and never ran it
+// (earendil-works/pi#6635, ollama/ollama-vscode#20). Through the AI SDK, the OpenAI client and the
+// Responses API, against a fake that answers as such a server does: the client is given the calls as
+// calls, a session keeps them so (the strict fake refuses a tool result that answers no call), and text
+// that is not a call of an offered tool goes as it came.
+import { randomUUID } from 'node:crypto';
+import Anthropic from '@anthropic-ai/sdk';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { jsonSchema, stepCountIs, streamText, generateText, tool } from 'ai';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
+import { type GatewayHarness, startGateway } from '../helpers/start-gateway.js';
+
+/** Qwen3.6 on LM Studio: Qwen3-Coder's form. */
+const lmStudio = 'qwen/qwen3.6-35b-a3b';
+/** A Hermes-style model on vLLM without its parser, a sentence before its calls. */
+const hermes = 'NousResearch/Hermes-4-14B';
+/** Qwen2.5-Coder on Ollama: the call's JSON alone. */
+const ollama = 'qwen2.5-coder:14b';
+
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({
+    textToolCalls: {
+      [lmStudio]: { form: 'qwen3-coder' },
+      [hermes]: { form: 'hermes', lead: 'I will look both up.\n' },
+      [ollama]: { form: 'json' },
+    },
+  });
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+});
+beforeEach(() => fake.clearQueue());
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const client = (headers: Record<string, string> = {}) =>
+  new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-text-calls', maxRetries: 0, defaultHeaders: headers });
+
+const weather = { id: 'call_w', name: 'get_weather', arguments: '{"city":"Paris","days":3}' };
+const rome = { id: 'call_r', name: 'get_weather', arguments: '{"city":"Rome","days":1}' };
+const parameters = {
+  type: 'object',
+  properties: { city: { type: 'string' }, days: { type: 'integer' } },
+  required: ['city'],
+};
+const tools: OpenAI.ChatCompletionTool[] = [
+  { type: 'function', function: { name: 'get_weather', parameters } },
+];
+
+const sdkTools = (inputs: unknown[]) => ({
+  get_weather: tool({
+    inputSchema: jsonSchema<{ city: string; days?: number }>(parameters as never),
+    execute: async (input) => {
+      inputs.push(input);
+      return '18 °C';
+    },
+  }),
+});
+
+describe('a call the model wrote as text', () => {
+  it.each([lmStudio, hermes, ollama])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
+    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
+    for (const stream of [true, false]) {
+      fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+      const inputs: unknown[] = [];
+      const options = {
+        model: provider(model),
+        prompt: 'Weather in Paris for three days?',
+        maxRetries: 0,
+        stopWhen: stepCountIs(3),
+        tools: sdkTools(inputs),
+      };
+      const text = stream ? await streamText(options).text : (await generateText(options)).text;
+      expect(text).toBe('It is 18 °C in Paris.');
+      expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
+    }
+  });
+
+  it("the OpenAI client gets two calls and the model's sentence, streamed and whole", async () => {
+    fake.enqueue({ toolCalls: [weather, rome] }, { toolCalls: [weather, rome] });
+    const whole = await client().chat.completions.create({
+      model: hermes,
+      tools,
+      messages: [{ role: 'user', content: 'Paris and Rome?' }],
+    });
+    const streamed = await client()
+      .chat.completions.stream({
+        model: hermes,
+        tools,
+        messages: [{ role: 'user', content: 'Paris and Rome?' }],
+      })
+      .finalChatCompletion();
+    for (const answer of [whole, streamed]) {
+      const [choice] = answer.choices;
+      expect(choice?.finish_reason).toBe('tool_calls');
+      expect(choice?.message.content?.trim()).toBe('I will look both up.');
+      expect(
+        choice?.message.tool_calls?.map((call) =>
+          call.type === 'function' ? [call.function.name, JSON.parse(call.function.arguments)] : undefined,
+        ),
+      ).toEqual([
+        ['get_weather', { city: 'Paris', days: 3 }],
+        ['get_weather', { city: 'Rome', days: 1 }],
+      ]);
+    }
+  });
+
+  it('a session keeps the call as a call: its result reaches the model', async () => {
+    const chat = client({ 'x-session-id': `lmstudio-${randomUUID()}` });
+    fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C.' });
+    const first = await chat.chat.completions.create({
+      model: lmStudio,
+      stream: false,
+      tools,
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
+    const call = first.choices[0]?.message.tool_calls?.[0];
+    expect(call?.id).toMatch(/^call_\w+$/);
+    const since = fake.chatRequests.length;
+    await chat.chat.completions.create({
+      model: lmStudio,
+      tools,
+      messages: [{ role: 'tool', tool_call_id: call?.id ?? '', content: '18 °C' }],
+    });
+    const sent = (fake.chatRequests[since]?.body as { messages: ChatMessage[] }).messages;
+    expect(sent.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(sent[1]?.tool_calls?.[0]?.function?.arguments).toBe('{"city":"Paris","days":3}');
+    expect(sent[2]?.tool_call_id).toBe(call?.id);
+  });
+
+  it('a Responses client is given a function_call item', async () => {
+    fake.enqueue({ toolCalls: [weather] });
+    const response = await client().responses.create({
+      model: lmStudio,
+      input: 'Weather in Paris?',
+      store: false,
+      tools: [{ type: 'function', name: 'get_weather', parameters, strict: false }],
+    });
+    const item = response.output.find((entry) => entry.type === 'function_call');
+    expect(item?.type === 'function_call' ? [item.name, JSON.parse(item.arguments)] : undefined).toEqual([
+      'get_weather',
+      { city: 'Paris', days: 3 },
+    ]);
+  });
+});
+
+describe('an Anthropic client (Claude Code before a local model)', () => {
+  it('is given a tool_use block, streamed and whole', async () => {
+    const anthropic = new Anthropic({
+      baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+      apiKey: 'sk-text-calls',
+      maxRetries: 0,
+    });
+    const request = {
+      model: lmStudio,
+      max_tokens: 512,
+      tools: [{ name: 'get_weather', input_schema: parameters as Anthropic.Tool.InputSchema }],
+      messages: [{ role: 'user' as const, content: 'Weather in Paris?' }],
+    };
+    fake.enqueue({ toolCalls: [weather] }, { toolCalls: [weather] });
+    for (const message of [
+      await anthropic.messages.create(request),
+      await anthropic.messages.stream(request).finalMessage(),
+    ]) {
+      expect(message.stop_reason).toBe('tool_use');
+      const use = message.content.find((block) => block.type === 'tool_use');
+      expect(use?.type === 'tool_use' ? [use.name, use.input] : undefined).toEqual([
+        'get_weather',
+        { city: 'Paris', days: 3 },
+      ]);
+    }
+  });
+});
+
+describe('text that is not a call of an offered tool', () => {
+  it.each([
+    ['a call of a tool not offered', '<tool_call>\n{"name": "rm_rf", "arguments": {}}\n</tool_call>'],
+    ['JSON that is not a call', '{"city": "Paris", "days": 3}'],
+    ['prose that names the marker', 'Models write <tool_call> blocks; this is not one.'],
+  ])('%s goes as it came, streamed and whole', async (_name, content) => {
+    for (const stream of [false, true]) {
+      fake.enqueue({ content, chunks: 7 });
+      let text = '';
+      if (stream)
+        for await (const chunk of await client().chat.completions.create({
+          model: hermes,
+          tools,
+          stream: true,
+          messages: [{ role: 'user', content: 'Hi' }],
+        })) {
+          expect(chunk.choices[0]?.delta.tool_calls ?? []).toEqual([]);
+          text += chunk.choices[0]?.delta.content ?? '';
+        }
+      else {
+        const answer = await client().chat.completions.create({
+          model: hermes,
+          tools,
+          messages: [{ role: 'user', content: 'Hi' }],
+        });
+        expect(answer.choices[0]?.message.tool_calls ?? []).toEqual([]);
+        text = answer.choices[0]?.message.content ?? '';
+      }
+      expect(text).toBe(content);
+    }
+  });
+
+  it('a request that offered no tools: the JSON of a call goes as it came', async () => {
+    const content = '{"name": "get_weather", "arguments": {"city": "Paris"}}';
+    fake.enqueue({ content });
+    const answer = await client().chat.completions.create({
+      model: ollama,
+      messages: [{ role: 'user', content: 'Write a call as JSON.' }],
+    });
+    expect(answer.choices[0]?.message.content).toBe(content);
+  });
+});

@@ -1,0 +1,200 @@
+// Tool calls a model wrote as text (text-tool-calls.ts), as tables of the forms servers without a tool
+// parser give — Hermes' and Qwen's JSON blocks, Qwen3-Coder's XML, a call's JSON alone — and of text that
+// is not a call, whole and streamed however the stream is cut.
+import { describe, expect, it } from 'vitest';
+import {
+  callsInText,
+  offeredTools,
+  withTextToolCalls,
+  type OfferedTools,
+} from '../../src/upstream/text-tool-calls.js';
+import type { UpstreamRequest } from '../../src/upstream/upstream.js';
+import { scriptedUpstream } from '../helpers/port-fakes.js';
+
+const tools = offeredTools({
+  tools: [
+    {
+      type: 'function',
+      function: {
+        name: 'edit',
+        parameters: {
+          type: 'object',
+          properties: { path: { type: 'string' }, line: { type: 'integer' }, flags: { type: 'array' } },
+        },
+      },
+    },
+    { type: 'function', function: { name: 'list' } },
+  ],
+}) as OfferedTools;
+
+const hermes = '<tool_call>\n{"name": "edit", "arguments": {"path": "a.ts", "line": 3}}\n</tool_call>';
+const qwenCoder =
+  '<tool_call>\n<function=edit>\n<parameter=path>\nsrc/a b.ts\n</parameter>\n<parameter=line>\n3\n</parameter>\n<parameter=flags>\n["x"]\n</parameter>\n</function>\n</tool_call>';
+
+describe('offeredTools', () => {
+  it('is the tools a request offers, none when it offers none or lets the model call none', () => {
+    expect([...(tools.keys() as Iterable<string>)]).toEqual(['edit', 'list']);
+    expect(offeredTools({})).toBeUndefined();
+    expect(offeredTools({ tools: [] })).toBeUndefined();
+    expect(
+      offeredTools({ tools: [{ type: 'function', function: { name: 'x' } }], tool_choice: 'none' }),
+    ).toBeUndefined();
+  });
+});
+
+describe('callsInText', () => {
+  it.each([
+    ["Hermes' and Qwen's block", hermes, [['edit', { path: 'a.ts', line: 3 }]], ''],
+    [
+      "Qwen3-Coder's block, each value as its schema's type says",
+      qwenCoder,
+      [['edit', { path: 'src/a b.ts', line: 3, flags: ['x'] }]],
+      '',
+    ],
+    [
+      'a sentence, then two blocks',
+      `Let me edit.\n${hermes}\n${hermes}`,
+      [
+        ['edit', { path: 'a.ts', line: 3 }],
+        ['edit', { path: 'a.ts', line: 3 }],
+      ],
+      'Let me edit.',
+    ],
+    [
+      'a block its end of turn cut before its closing marker',
+      '<tool_call>\n{"name": "list", "arguments": {}}',
+      [['list', {}]],
+      '',
+    ],
+    ['the JSON alone', '{"name": "edit", "arguments": {"path": "a.ts"}}', [['edit', { path: 'a.ts' }]], ''],
+    [
+      'the JSON in a fence, arguments as text',
+      '```json\n{"name": "list", "parameters": "{}"}\n```',
+      [['list', {}]],
+      '',
+    ],
+  ])('%s: its calls', (_name, text, calls, rest) => {
+    const found = callsInText(text, tools);
+    expect(found?.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual(calls);
+    expect(found?.text).toBe(rest);
+  });
+
+  it.each([
+    ['a tool not offered', '<tool_call>\n{"name": "rm", "arguments": {}}\n</tool_call>'],
+    ['a block beside one not offered', `${hermes}<tool_call>{"name": "rm"}</tool_call>`],
+    ['arguments that are not an object', '<tool_call>{"name": "edit", "arguments": [1]}</tool_call>'],
+    ['a block that is not JSON', '<tool_call>edit a.ts</tool_call>'],
+    ['JSON that is not a call', '{"path": "a.ts"}'],
+    ['prose', 'Models write <tool_call> blocks.'],
+    ['text of no marker', 'Hello.'],
+  ])('%s: none', (_name, text) => {
+    expect(callsInText(text, tools)).toBeUndefined();
+  });
+});
+
+/** A stream of `text`'s characters cut into `size`-long deltas, its chunks cut at `cut` bytes. */
+function streamOf(text: string, size: number): string {
+  const events: string[] = [];
+  for (let at = 0; at < text.length; at += size)
+    events.push(
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: text.slice(at, at + size) }, finish_reason: null }] })}\n\n`,
+    );
+  events.push(
+    `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
+  );
+  return `${events.join('')}data: [DONE]\n\n`;
+}
+
+/** What a client joins of a stream read through withTextToolCalls: its text, its calls, its finish. */
+async function readStream(body: string, cut: number) {
+  const chunks: string[] = [];
+  for (let at = 0; at < body.length; at += cut) chunks.push(body.slice(at, at + cut));
+  const upstream = scriptedUpstream([
+    { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks },
+  ]);
+  const out = (
+    await withTextToolCalls(await upstream.send({} as UpstreamRequest), tools).readAll()
+  ).toString();
+  let text = '';
+  let finish: unknown;
+  const calls: Array<[string, unknown]> = [];
+  for (const event of out.split('\n\n')) {
+    const data = event.replace(/^data: /, '');
+    if (data === '' || data === '[DONE]') continue;
+    const choice = (JSON.parse(data) as { choices: Array<Record<string, never>> }).choices[0];
+    const delta = (choice?.delta ?? {}) as {
+      content?: string;
+      tool_calls?: Array<{ function: { name: string; arguments: string } }>;
+    };
+    text += delta.content ?? '';
+    for (const call of delta.tool_calls ?? [])
+      calls.push([call.function.name, JSON.parse(call.function.arguments)]);
+    finish = choice?.finish_reason ?? finish;
+  }
+  expect(out.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  return { text, calls, finish };
+}
+
+describe('withTextToolCalls, streamed', () => {
+  it.each([1, 3, 11])(
+    'a sentence and a block, in deltas of %i characters: the sentence, then the call',
+    async (size) => {
+      for (const cut of [7, 64, 100_000]) {
+        const read = await readStream(streamOf(`Let me edit.\n${qwenCoder}`, size), cut);
+        expect(read.text.trim()).toBe('Let me edit.');
+        expect(read.calls).toEqual([['edit', { path: 'src/a b.ts', line: 3, flags: ['x'] }]]);
+        expect(read.finish).toBe('tool_calls');
+      }
+    },
+  );
+
+  it.each([2, 9])('the JSON alone, in deltas of %i characters: the call', async (size) => {
+    const read = await readStream(streamOf('{"name": "list", "arguments": {}}', size), 50);
+    expect(read).toEqual({ text: '', calls: [['list', {}]], finish: 'tool_calls' });
+  });
+
+  it.each([
+    ['prose that names the marker', 'Models write <tool_call> blocks, and <tool_ too.'],
+    ['a block of a tool not offered', '<tool_call>{"name": "rm", "arguments": {}}</tool_call>'],
+    ['JSON that is not a call', '{"path": "a.ts"}'],
+    ['text ending as the marker begins', 'a <tool_'],
+  ])('%s: as it came', async (_name, text) => {
+    for (const size of [1, 4])
+      expect(await readStream(streamOf(text, size), 33)).toEqual({ text, calls: [], finish: 'stop' });
+  });
+});
+
+describe('withTextToolCalls, whole', () => {
+  it('an answer of a block: the call, no text, finishing tool_calls; one of calls already: as it came', async () => {
+    const whole = (message: Record<string, unknown>) =>
+      scriptedUpstream([
+        {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          chunks: [JSON.stringify({ id: 'c', choices: [{ index: 0, message, finish_reason: 'stop' }] })],
+        },
+      ]);
+    const read = async (message: Record<string, unknown>) =>
+      JSON.parse(
+        (
+          await withTextToolCalls(await whole(message).send({} as UpstreamRequest), tools).readAll()
+        ).toString(),
+      ) as { choices: [{ message: Record<string, unknown>; finish_reason: string }] };
+    const given = (await read({ role: 'assistant', content: hermes })).choices[0];
+    expect(given.finish_reason).toBe('tool_calls');
+    expect(given.message.content).toBeNull();
+    expect(given.message.tool_calls).toEqual([
+      {
+        id: expect.stringMatching(/^call_\w+$/),
+        type: 'function',
+        function: { name: 'edit', arguments: '{"path":"a.ts","line":3}' },
+      },
+    ]);
+    const native = {
+      role: 'assistant',
+      content: hermes,
+      tool_calls: [{ id: 'x', type: 'function', function: { name: 'list', arguments: '{}' } }],
+    };
+    expect((await read(native)).choices[0].message).toEqual(native);
+  });
+});
