@@ -74,19 +74,31 @@ function xmlCall(text: string, tools: OfferedTools): TextCall | undefined {
   const head = /^<function=([^>\n]{1,200})>/.exec(text);
   const name = head?.[1]?.trim();
   if (head === null || name === undefined || !tools.has(name)) return undefined;
-  const body = text.slice(head[0].length).replace(/<\/function>\s*$/, '');
+  const rest = text.slice(head[0].length).trimEnd();
+  const body = rest.endsWith('</function>') ? rest.slice(0, -'</function>'.length) : rest;
   const properties = tools.get(name)?.properties;
   const args: Record<string, unknown> = {};
-  const parameter = /<parameter=([^>\n]{1,200})>([\s\S]*?)<\/parameter>/g;
+  // Read with indexOf, each parameter's end found once: a body of openings without ends costs its length.
   let end = 0;
-  for (let match = parameter.exec(body); match !== null; match = parameter.exec(body)) {
-    if (body.slice(end, match.index).trim() !== '') return undefined;
-    const key = (match[1] as string).trim();
+  for (let start = body.indexOf(parameterOpen); start !== -1; start = body.indexOf(parameterOpen, end)) {
+    const keyEnd = body.indexOf('>', start);
+    const valueEnd = keyEnd === -1 ? -1 : body.indexOf(parameterClose, keyEnd);
+    if (valueEnd === -1 || body.slice(end, start).trim() !== '') return undefined;
+    const key = body.slice(start + parameterOpen.length, keyEnd).trim();
     const schema = isRecord(properties) && isRecord(properties[key]) ? properties[key] : undefined;
-    args[key] = valueOf((match[2] as string).replace(/^\n/, '').replace(/\n$/, ''), schema);
-    end = match.index + match[0].length;
+    args[key] = valueOf(withoutEdgeNewlines(body.slice(keyEnd + 1, valueEnd)), schema);
+    end = valueEnd + parameterClose.length;
   }
   return body.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
+}
+
+const parameterOpen = '<parameter=';
+const parameterClose = '</parameter>';
+
+/** A value as Qwen3-Coder writes it, a newline after its opening and before its end taken off. */
+function withoutEdgeNewlines(text: string): string {
+  const from = text.startsWith('\n') ? 1 : 0;
+  return text.slice(from, text.endsWith('\n') && text.length > from ? -1 : undefined);
 }
 
 /** A parameter's text as its schema's type says (a string's as it is; JSON's read, else as text). */
@@ -105,7 +117,7 @@ export function callsInText(
   text: string,
   tools: OfferedTools,
 ): { calls: TextCall[]; text: string } | undefined {
-  const bare = text.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/, '$1');
+  const bare = unfenced(text.trim());
   if (bare.startsWith('{')) {
     const call = jsonCall(bare, tools);
     return call === undefined ? undefined : { calls: [call], text: '' };
@@ -123,6 +135,13 @@ export function callsInText(
   }
   rest += text.slice(at);
   return calls.length === 0 ? undefined : { calls, text: rest.trim() };
+}
+
+/** A text in a ``` fence (```json), its inside; else as it is. */
+function unfenced(text: string): string {
+  if (!text.startsWith('```') || !text.endsWith('```') || text.length < 6) return text;
+  const inside = text.slice(3, -3);
+  return (inside.startsWith('json') ? inside.slice(4) : inside).trim();
 }
 
 const callOf = (call: TextCall, index: number) => ({
@@ -156,6 +175,9 @@ class StreamTextCalls {
   /** Text not yet given: held in `text` mode, a block's inside in `call`, all of it in `json`. */
   private held = '';
   private saidText = false;
+  /** In `call` mode: the block's inside so far, in pieces, and its last characters (a marker may begin there). */
+  private block: string[] = [];
+  private blockTail = '';
   private calls = 0;
   /** The native calls of the answer: then its text is left as it is. */
   private native = false;
@@ -215,12 +237,12 @@ class StreamTextCalls {
     if (this.native) {
       if (this.held === '' && this.mode === 'text') return undefined;
       // Calls of its own after held text: the text goes as it came, before them.
-      const before = this.mode === 'text' ? this.held : this.raw();
+      const before = this.raw();
       this.held = '';
       this.mode = 'text';
       if (delta !== undefined)
         delta.content = before + (typeof delta.content === 'string' ? delta.content : '');
-      return `data: ${JSON.stringify(chunk)}`;
+      return `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}`;
     }
     const given = typeof delta?.content === 'string' ? delta.content : '';
     const out = this.take(given);
@@ -239,22 +261,26 @@ class StreamTextCalls {
 
   /** A delta's text taken: what of it, and of what was held, goes now, and the calls that closed. */
   private take(given: string): { content: string; calls: unknown[] } {
-    this.held += given;
     let content = '';
     const calls: unknown[] = [];
+    let fresh = given;
     for (;;) {
-      if (this.mode === 'json') return { content, calls };
+      if (this.mode === 'json') {
+        this.held += fresh;
+        return { content, calls };
+      }
       if (this.mode === 'call') {
-        const end = this.held.indexOf(close);
-        if (end === -1) return { content, calls };
-        const inside = this.held.slice(0, end);
-        this.held = this.held.slice(end + close.length);
+        const closed = this.closeIn(fresh);
+        if (closed === undefined) return { content, calls };
         this.mode = 'text';
-        const call = blockCall(inside, this.tools);
-        if (call === undefined) content += open + inside + close;
+        const call = blockCall(closed.inside, this.tools);
+        if (call === undefined) content += open + closed.inside + close;
         else calls.push(callOf(call, this.calls++));
+        fresh = closed.rest;
         continue;
       }
+      this.held += fresh;
+      fresh = '';
       if (!this.saidText && this.calls === 0) {
         const start = this.held.trimStart();
         if (start === '') return { content, calls };
@@ -266,7 +292,8 @@ class StreamTextCalls {
       const begins = this.held.indexOf(open);
       if (begins !== -1) {
         content += this.held.slice(0, begins);
-        this.held = this.held.slice(begins + open.length);
+        fresh = this.held.slice(begins + open.length);
+        this.held = '';
         this.mode = 'call';
         continue;
       }
@@ -277,6 +304,34 @@ class StreamTextCalls {
       this.held = this.held.slice(this.held.length - keep);
       return { content, calls };
     }
+  }
+
+  /**
+   * A block's next text read for its closing marker: the block's inside and what follows the marker when
+   * it closes. Only the text that came and the end of the block before it are searched — a block of many
+   * deltas costs its length — and the block is kept in pieces, joined once.
+   */
+  private closeIn(fresh: string): { inside: string; rest: string } | undefined {
+    const probe = this.blockTail + fresh;
+    const at = probe.indexOf(close);
+    if (at === -1) {
+      this.block.push(fresh);
+      this.blockTail = probe.slice(-(close.length - 1));
+      return undefined;
+    }
+    // Where the marker begins in `fresh`: below 0 when it began in the block's tail.
+    const before = at - this.blockTail.length;
+    const sofar = this.takeBlock();
+    const inside = before >= 0 ? sofar + fresh.slice(0, before) : sofar.slice(0, sofar.length + before);
+    return { inside, rest: fresh.slice(before + close.length) };
+  }
+
+  /** The block's inside so far, no longer held. */
+  private takeBlock(): string {
+    const inside = this.block.join('');
+    this.block = [];
+    this.blockTail = '';
+    return inside;
   }
 
   /** All that is held, given at the answer's end: calls where it holds them, else as it came. */
@@ -290,8 +345,9 @@ class StreamTextCalls {
       else for (const call of found.calls) calls.push(callOf(call, this.calls++));
     } else if (this.mode === 'call') {
       // A block the model ended without its closing marker (its end of turn cut it).
-      const call = blockCall(this.held, this.tools);
-      if (call === undefined) content = open + this.held;
+      const inside = this.takeBlock();
+      const call = blockCall(inside, this.tools);
+      if (call === undefined) content = open + inside;
       else calls.push(callOf(call, this.calls++));
     } else content = this.held;
     this.held = '';
@@ -299,9 +355,11 @@ class StreamTextCalls {
     return calls.length > 0 ? { content, tool_calls: calls } : { content };
   }
 
-  /** What is held, as the model wrote it. */
+  /** What is held, as the model wrote it, no longer held. */
   private raw(): string {
-    return this.mode === 'call' ? open + this.held : this.held;
+    const held = this.mode === 'call' ? open + this.takeBlock() : this.held;
+    this.held = '';
+    return held;
   }
 }
 
