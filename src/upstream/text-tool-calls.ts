@@ -5,11 +5,12 @@
 // `tool_calls`: every agent printed the call and never ran it (earendil-works/pi#6635,
 // ollama/ollama-vscode#20). When the request offered tools, an answer without calls whose text holds
 // calls in the forms such models write — Hermes' and Qwen's `<tool_call>{"name": …, "arguments": …}</tool_call>`,
-// Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`, or a
-// text that is nothing but `{"name": …, "arguments": …}` — is given those calls, in OpenAI's shape, whole
+// Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`,
+// Mistral's `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, or a text that is nothing but
+// `{"name": …, "arguments": …}` — is given those calls, in OpenAI's shape, whole
 // and streamed: each naming one of the offered tools, with arguments that are a JSON object; otherwise the
-// answer goes as it came. A stream's text is held only where a call may begin in it (at most the
-// marker's length less one character), a text that opens as JSON until it ends.
+// answer goes as it came. A stream's text is held only where a call may begin in it (at most a marker's
+// length less one character), Mistral's calls and a text that opens as JSON until it ends.
 
 import { randomUUID } from 'node:crypto';
 import { withEventsRewritten } from './sse.js';
@@ -26,7 +27,10 @@ interface TextCall {
 }
 
 const open = '<tool_call>';
+/** Mistral's: its calls follow it to the text's end. */
+const mistral = '[TOOL_CALLS]';
 const toolCallsKey = Buffer.from('"tool_calls"');
+const mistralKey = Buffer.from(mistral);
 const close = '</tool_call>';
 
 /** The tools a chat request offers the model, when it offers some and lets it call them; else undefined. */
@@ -122,6 +126,12 @@ export function callsInText(
     const call = jsonCall(bare, tools);
     return call === undefined ? undefined : { calls: [call], text: '' };
   }
+  const section = text.indexOf(mistral);
+  const block = text.indexOf(open);
+  if (section !== -1 && (block === -1 || section < block)) {
+    const calls = mistralCalls(text.slice(section + mistral.length), tools);
+    return calls === undefined ? undefined : { calls, text: text.slice(0, section).trim() };
+  }
   const calls: TextCall[] = [];
   let rest = '';
   let at = 0;
@@ -135,6 +145,34 @@ export function callsInText(
   }
   rest += text.slice(at);
   return calls.length === 0 ? undefined : { calls, text: rest.trim() };
+}
+
+/**
+ * Mistral's calls, all that follows its first `[TOOL_CALLS]`: `NAME[ARGS]{…}` (Mistral Small 3.2, Devstral,
+ * Magistral; `NAME[CALL_ID]ID[ARGS]{…}` in some), or a JSON list of `{"name": …, "arguments": …}` (Mistral
+ * 7B v0.3, Nemo), each after a marker of its own; undefined when any is not a call of an offered tool.
+ */
+function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined {
+  const calls: TextCall[] = [];
+  for (const part of text.split(mistral)) {
+    const segment = part.trim();
+    if (segment.startsWith('[')) {
+      const list = parsedObject(segment);
+      if (!Array.isArray(list) || list.length === 0) return undefined;
+      for (const entry of list) {
+        const call = isRecord(entry) ? jsonCall(JSON.stringify(entry), tools) : undefined;
+        if (call === undefined) return undefined;
+        calls.push(call);
+      }
+      continue;
+    }
+    const args = segment.indexOf('[ARGS]');
+    const name = args === -1 ? '' : segment.slice(0, args).split('[CALL_ID]')[0]?.trim();
+    const given = args === -1 ? undefined : parsedObject(segment.slice(args + '[ARGS]'.length).trim());
+    if (name === undefined || !tools.has(name) || !isRecord(given)) return undefined;
+    calls.push({ name, arguments: JSON.stringify(given) });
+  }
+  return calls.length === 0 ? undefined : calls;
 }
 
 /** A text in a ``` fence (```json), its inside; else as it is. */
@@ -194,6 +232,8 @@ class StreamTextCalls {
       this.held === '' &&
       this.calls === 0 &&
       events.indexOf(0x3c) === -1 &&
+      // Mistral's marker is one token of its model's: it comes whole in a delta.
+      events.indexOf(mistralKey) === -1 &&
       events.indexOf(toolCallsKey) === -1
     )
       return events;
@@ -289,6 +329,14 @@ class StreamTextCalls {
           return { content, calls };
         }
       }
+      const section = this.held.indexOf(mistral);
+      if (section !== -1) {
+        // Mistral's calls run to the answer's end: all of it held, read there (as a text that opens as JSON).
+        content += this.held.slice(0, section);
+        this.held = this.held.slice(section);
+        this.mode = 'json';
+        return { content, calls };
+      }
       const begins = this.held.indexOf(open);
       if (begins !== -1) {
         content += this.held.slice(0, begins);
@@ -342,7 +390,10 @@ class StreamTextCalls {
     if (this.mode === 'json') {
       const found = callsInText(this.held, this.tools);
       if (found === undefined) content = this.held;
-      else for (const call of found.calls) calls.push(callOf(call, this.calls++));
+      else {
+        content = found.text;
+        for (const call of found.calls) calls.push(callOf(call, this.calls++));
+      }
     } else if (this.mode === 'call') {
       // A block the model ended without its closing marker (its end of turn cut it).
       const inside = this.takeBlock();
@@ -363,10 +414,12 @@ class StreamTextCalls {
   }
 }
 
-/** How much of `text`'s end may begin the opening marker: held until the next text says. */
+/** How much of `text`'s end may begin a marker (`<tool_call>`, `[TOOL_CALLS]`): held until the next text says. */
 function heldTail(text: string): number {
-  for (let keep = Math.min(open.length - 1, text.length); keep > 0; keep--)
-    if (open.startsWith(text.slice(text.length - keep))) return keep;
+  for (let keep = Math.min(mistral.length - 1, text.length); keep > 0; keep--) {
+    const end = text.slice(text.length - keep);
+    if (open.startsWith(end) || mistral.startsWith(end)) return keep;
+  }
   return 0;
 }
 

@@ -20,6 +20,10 @@ import { type GatewayHarness, startGateway } from '../helpers/start-gateway.js';
 const lmStudio = 'qwen/qwen3.6-35b-a3b';
 /** A Hermes-style model on vLLM without its parser, a sentence before its calls. */
 const hermes = 'NousResearch/Hermes-4-14B';
+/** Devstral on LM Studio: Mistral's `[TOOL_CALLS]name[ARGS]{…}`, a sentence before. */
+const devstral = 'mistralai/devstral-small-2-2512';
+/** Mistral 7B v0.3 on llama.cpp: `[TOOL_CALLS]` and a JSON list. */
+const mistral7b = 'mistral-7b-instruct-v0.3.Q4_K_M.gguf';
 /** Qwen2.5-Coder on Ollama: the call's JSON alone. */
 const ollama = 'qwen2.5-coder:14b';
 
@@ -32,6 +36,8 @@ beforeAll(async () => {
       [lmStudio]: { form: 'qwen3-coder' },
       [hermes]: { form: 'hermes', lead: 'I will look both up.\n' },
       [ollama]: { form: 'json' },
+      [devstral]: { form: 'mistral', lead: 'Checking.' },
+      [mistral7b]: { form: 'mistral-list' },
     },
   });
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
@@ -67,23 +73,26 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, ollama])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
-    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
-    for (const stream of [true, false]) {
-      fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
-      const inputs: unknown[] = [];
-      const options = {
-        model: provider(model),
-        prompt: 'Weather in Paris for three days?',
-        maxRetries: 0,
-        stopWhen: stepCountIs(3),
-        tools: sdkTools(inputs),
-      };
-      const text = stream ? await streamText(options).text : (await generateText(options)).text;
-      expect(text).toBe('It is 18 °C in Paris.');
-      expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
-    }
-  });
+  it.each([lmStudio, hermes, ollama, devstral, mistral7b])(
+    'the AI SDK runs it, streamed and whole (%s)',
+    async (model) => {
+      const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
+      for (const stream of [true, false]) {
+        fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+        const inputs: unknown[] = [];
+        const options = {
+          model: provider(model),
+          prompt: 'Weather in Paris for three days?',
+          maxRetries: 0,
+          stopWhen: stepCountIs(3),
+          tools: sdkTools(inputs),
+        };
+        const text = stream ? await streamText(options).text : (await generateText(options)).text;
+        expect(text).toBe('It is 18 °C in Paris.');
+        expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
+      }
+    },
+  );
 
   it("the OpenAI client gets two calls and the model's sentence, streamed and whole", async () => {
     fake.enqueue({ toolCalls: [weather, rome] }, { toolCalls: [weather, rome] });

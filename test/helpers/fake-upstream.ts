@@ -353,10 +353,14 @@ export interface FakeUpstreamOptions {
    * Models served without their tool parser, which write a call as their template does, in `content`,
    * and give no `tool_calls` (finishing `stop`): Hermes' and Qwen's `<tool_call>{json}</tool_call>` (LM
    * Studio, vLLM without --enable-auto-tool-choice), Qwen3-Coder's `<tool_call><function=…>` form
-   * (lmstudio-ai/lmstudio-bug-tracker#2115), or the call's JSON alone (Ollama's qwen2.5-coder,
-   * ollama/ollama#13519). `lead` puts a sentence before the calls.
+   * (lmstudio-ai/lmstudio-bug-tracker#2115), the call's JSON alone (Ollama's qwen2.5-coder,
+   * ollama/ollama#13519), or Mistral's `[TOOL_CALLS]name[ARGS]{…}` (Mistral Small 3.2, Devstral:
+   * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3). `lead` puts a
+   * sentence before the calls.
    */
-  textToolCalls?: Readonly<Record<string, { form: 'hermes' | 'qwen3-coder' | 'json'; lead?: string }>>;
+  textToolCalls?: Readonly<
+    Record<string, { form: 'hermes' | 'qwen3-coder' | 'json' | 'mistral' | 'mistral-list'; lead?: string }>
+  >;
   /**
    * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
    * of anything but letters, digits, `_` and `-` is refused as Anthropic refuses it, passed on in
@@ -940,8 +944,12 @@ function countText(text: string): number {
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(
   calls: ReadonlyArray<{ name: string; arguments: string }>,
-  form: 'hermes' | 'qwen3-coder' | 'json',
+  form: 'hermes' | 'qwen3-coder' | 'json' | 'mistral' | 'mistral-list',
 ): string {
+  if (form === 'mistral')
+    return calls.map((call) => `[TOOL_CALLS]${call.name}[ARGS]${call.arguments}`).join('');
+  if (form === 'mistral-list')
+    return `[TOOL_CALLS] ${JSON.stringify(calls.map((call) => ({ name: call.name, arguments: JSON.parse(call.arguments) })))}`;
   if (form === 'json') {
     const [call] = calls;
     return call === undefined
@@ -2937,8 +2945,13 @@ export class FakeUpstream {
       const text = thinkingInContent ?? '';
       const count = Math.max(1, behaviour.chunks ?? 5);
       const size = Math.ceil(text.length / count) || 1;
-      for (let start = 0; start < text.length; start += size) {
-        const piece = text.slice(cumulative ? 0 : start, start + size);
+      const pieces: string[] = [];
+      for (let start = 0; start < text.length; start += size)
+        pieces.push(text.slice(cumulative ? 0 : start, start + size));
+      // Mistral's markers are tokens of its model's: each a delta of its own, the text between them split.
+      const tokens =
+        asText?.form.startsWith('mistral') === true ? text.split(/(\[TOOL_CALLS\]|\[ARGS\])/) : undefined;
+      for (const piece of tokens?.filter((token) => token !== '') ?? pieces) {
         frames.push(
           frame([
             {

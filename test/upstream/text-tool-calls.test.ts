@@ -68,6 +68,21 @@ describe('callsInText', () => {
     ],
     ['the JSON alone', '{"name": "edit", "arguments": {"path": "a.ts"}}', [['edit', { path: 'a.ts' }]], ''],
     [
+      "Mistral's, a sentence first (Devstral, Mistral Small 3.2)",
+      'I will list.[TOOL_CALLS]list[ARGS]{}[TOOL_CALLS]edit[CALL_ID]a1b2c3d4e[ARGS]{"line": 2}',
+      [
+        ['list', {}],
+        ['edit', { line: 2 }],
+      ],
+      'I will list.',
+    ],
+    [
+      "Mistral's list (Mistral 7B v0.3)",
+      '[TOOL_CALLS] [{"name": "list", "arguments": {}}]',
+      [['list', {}]],
+      '',
+    ],
+    [
       'the JSON in a fence, arguments as text',
       '```json\n{"name": "list", "parameters": "{}"}\n```',
       [['list', {}]],
@@ -84,6 +99,8 @@ describe('callsInText', () => {
     ['a block beside one not offered', `${hermes}<tool_call>{"name": "rm"}</tool_call>`],
     ['arguments that are not an object', '<tool_call>{"name": "edit", "arguments": [1]}</tool_call>'],
     ['a block that is not JSON', '<tool_call>edit a.ts</tool_call>'],
+    ["Mistral's of a tool not offered", '[TOOL_CALLS]rm[ARGS]{}'],
+    ["Mistral's without arguments", '[TOOL_CALLS]list'],
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
     ['text of no marker', 'Hello.'],
@@ -92,13 +109,19 @@ describe('callsInText', () => {
   });
 });
 
-/** A stream of `text`'s characters cut into `size`-long deltas, its chunks cut at `cut` bytes. */
+/** A stream of `text`'s characters cut into `size`-long deltas. */
 function streamOf(text: string, size: number): string {
-  const events: string[] = [];
-  for (let at = 0; at < text.length; at += size)
-    events.push(
-      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: text.slice(at, at + size) }, finish_reason: null }] })}\n\n`,
-    );
+  const deltas: string[] = [];
+  for (let at = 0; at < text.length; at += size) deltas.push(text.slice(at, at + size));
+  return streamOfDeltas(deltas);
+}
+
+/** A stream of these deltas, then its finish and [DONE]. */
+function streamOfDeltas(deltas: string[]): string {
+  const events = deltas.map(
+    (content) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`,
+  );
   events.push(
     `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
   );
@@ -147,6 +170,32 @@ describe('withTextToolCalls, streamed', () => {
       }
     },
   );
+
+  it("Mistral's, a sentence first: the sentence, then the calls", async () => {
+    // The marker is one token of Mistral's: a delta of its own.
+    const deltas = [
+      'List',
+      'ing.',
+      '[TOOL_CALLS]',
+      'list',
+      '[ARGS]',
+      '{}',
+      '[TOOL_CALLS]',
+      'list',
+      '[ARGS]',
+      '{',
+      '}',
+    ];
+    const read = await readStream(streamOfDeltas(deltas), 40);
+    expect(read).toEqual({
+      text: 'Listing.',
+      calls: [
+        ['list', {}],
+        ['list', {}],
+      ],
+      finish: 'tool_calls',
+    });
+  });
 
   it.each([2, 9])('the JSON alone, in deltas of %i characters: the call', async (size) => {
     const read = await readStream(streamOf('{"name": "list", "arguments": {}}', size), 50);
