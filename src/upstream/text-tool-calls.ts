@@ -6,14 +6,14 @@
 // ollama/ollama-vscode#20). When the request offered tools, an answer without calls whose text holds
 // calls in the forms such models write — Hermes' and Qwen's `<tool_call>{"name": …, "arguments": …}</tool_call>`,
 // Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`,
-// Mistral's `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, or a text that is nothing but
-// `{"name": …, "arguments": …}` — is given those calls, in OpenAI's shape, whole
-// and streamed: each naming one of the offered tools, with arguments that are a JSON object; otherwise the
-// answer goes as it came. A stream's text is held only where a call may begin in it (at most a marker's
+// GLM's `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
+// `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, or a text that is nothing but `{"name": …,
+// "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed: each naming one of the
+// offered tools, with arguments that are a JSON object; otherwise the answer goes as it came. A stream's text is held only where a call may begin in it (at most a marker's
 // length less one character), Mistral's calls and a text that opens as JSON until it ends.
 
 import { randomUUID } from 'node:crypto';
-import { withEventsRewritten } from './sse.js';
+import { isEventStream, withEventsRewritten } from './sse.js';
 import { chatChunkOf, isRecord, saysFinish } from './tool-call-shape.js';
 import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
@@ -48,7 +48,33 @@ export function offeredTools(request: Readonly<Record<string, unknown>>): Offere
 /** One block's inside (between the markers) as a call of an offered tool; undefined when it is not one. */
 function blockCall(inside: string, tools: OfferedTools): TextCall | undefined {
   const trimmed = inside.trim();
-  return trimmed.startsWith('<function=') ? xmlCall(trimmed, tools) : jsonCall(trimmed, tools);
+  if (trimmed.startsWith('<function=')) return xmlCall(trimmed, tools);
+  return trimmed.startsWith('{') ? jsonCall(trimmed, tools) : keyValueCall(trimmed, tools);
+}
+
+/**
+ * GLM-4.5's and later's `NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>…` (whitespace between),
+ * of an offered tool (lmstudio-ai/lmstudio-bug-tracker#829); each value as its schema's type says.
+ */
+function keyValueCall(text: string, tools: OfferedTools): TextCall | undefined {
+  const first = text.indexOf('<arg_key>');
+  const name = (first === -1 ? text : text.slice(0, first)).trim();
+  if (!tools.has(name)) return undefined;
+  const properties = tools.get(name)?.properties;
+  const args: Record<string, unknown> = {};
+  let end = first === -1 ? text.length : first;
+  for (let key = first; key !== -1; key = text.indexOf('<arg_key>', end)) {
+    if (text.slice(end, key).trim() !== '') return undefined;
+    const keyEnd = text.indexOf('</arg_key>', key);
+    const value = keyEnd === -1 ? -1 : text.indexOf('<arg_value>', keyEnd);
+    const valueEnd = value === -1 ? -1 : text.indexOf('</arg_value>', value);
+    if (valueEnd === -1 || text.slice(keyEnd + '</arg_key>'.length, value).trim() !== '') return undefined;
+    const argument = text.slice(key + '<arg_key>'.length, keyEnd).trim();
+    const schema = isRecord(properties) && isRecord(properties[argument]) ? properties[argument] : undefined;
+    args[argument] = valueOf(text.slice(value + '<arg_value>'.length, valueEnd), schema);
+    end = valueEnd + '</arg_value>'.length;
+  }
+  return text.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
 }
 
 /** `{"name": …, "arguments": {…}}` (or `parameters`), of an offered tool. */
@@ -429,9 +455,7 @@ function heldTail(text: string): number {
  */
 export function withTextToolCalls(response: UpstreamResponse, tools: OfferedTools): UpstreamResponse {
   if (response.statusCode >= 300) return response;
-  const type = response.headers['content-type'];
-  const streamed = (Array.isArray(type) ? type.join(',') : (type ?? '')).includes('text/event-stream');
-  if (!streamed)
+  if (!isEventStream(response.headers))
     return withWholeBody(response, (body) => {
       if (body.indexOf('"content"') === -1) return body;
       try {

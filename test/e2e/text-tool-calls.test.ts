@@ -24,6 +24,8 @@ const hermes = 'NousResearch/Hermes-4-14B';
 const devstral = 'mistralai/devstral-small-2-2512';
 /** Mistral 7B v0.3 on llama.cpp: `[TOOL_CALLS]` and a JSON list. */
 const mistral7b = 'mistral-7b-instruct-v0.3.Q4_K_M.gguf';
+/** GLM-4.7 on LM Studio: GLM's `<tool_call>NAME<arg_key>…` form. */
+const glm = 'zai-org/glm-4.7-flash';
 /** Qwen2.5-Coder on Ollama: the call's JSON alone. */
 const ollama = 'qwen2.5-coder:14b';
 
@@ -36,6 +38,7 @@ beforeAll(async () => {
       [lmStudio]: { form: 'qwen3-coder' },
       [hermes]: { form: 'hermes', lead: 'I will look both up.\n' },
       [ollama]: { form: 'json' },
+      [glm]: { form: 'glm' },
       [devstral]: { form: 'mistral', lead: 'Checking.' },
       [mistral7b]: { form: 'mistral-list' },
     },
@@ -73,7 +76,7 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, ollama, devstral, mistral7b])(
+  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b])(
     'the AI SDK runs it, streamed and whole (%s)',
     async (model) => {
       const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });

@@ -353,13 +353,17 @@ export interface FakeUpstreamOptions {
    * Models served without their tool parser, which write a call as their template does, in `content`,
    * and give no `tool_calls` (finishing `stop`): Hermes' and Qwen's `<tool_call>{json}</tool_call>` (LM
    * Studio, vLLM without --enable-auto-tool-choice), Qwen3-Coder's `<tool_call><function=…>` form
-   * (lmstudio-ai/lmstudio-bug-tracker#2115), the call's JSON alone (Ollama's qwen2.5-coder,
+   * (lmstudio-ai/lmstudio-bug-tracker#2115), GLM's `<tool_call>NAME<arg_key>…` form
+   * (lmstudio-ai/lmstudio-bug-tracker#829), the call's JSON alone (Ollama's qwen2.5-coder,
    * ollama/ollama#13519), or Mistral's `[TOOL_CALLS]name[ARGS]{…}` (Mistral Small 3.2, Devstral:
    * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3). `lead` puts a
    * sentence before the calls.
    */
   textToolCalls?: Readonly<
-    Record<string, { form: 'hermes' | 'qwen3-coder' | 'json' | 'mistral' | 'mistral-list'; lead?: string }>
+    Record<
+      string,
+      { form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list'; lead?: string }
+    >
   >;
   /**
    * Models served as Claude is behind an OpenAI-compatible endpoint (OpenRouter, LiteLLM): a tool call id
@@ -944,7 +948,7 @@ function countText(text: string): number {
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(
   calls: ReadonlyArray<{ name: string; arguments: string }>,
-  form: 'hermes' | 'qwen3-coder' | 'json' | 'mistral' | 'mistral-list',
+  form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list',
 ): string {
   if (form === 'mistral')
     return calls.map((call) => `[TOOL_CALLS]${call.name}[ARGS]${call.arguments}`).join('');
@@ -958,6 +962,15 @@ function callsAsText(
   }
   return calls
     .map((call) => {
+      if (form === 'glm')
+        return `<tool_call>${call.name}\n${Object.entries(
+          JSON.parse(call.arguments) as Record<string, unknown>,
+        )
+          .map(
+            ([key, value]) =>
+              `<arg_key>${key}</arg_key>\n<arg_value>${typeof value === 'string' ? value : JSON.stringify(value)}</arg_value>`,
+          )
+          .join('\n')}\n</tool_call>`;
       if (form === 'hermes')
         return `<tool_call>\n${JSON.stringify({ name: call.name, arguments: JSON.parse(call.arguments) })}\n</tool_call>`;
       const parameters = Object.entries(JSON.parse(call.arguments) as Record<string, unknown>)

@@ -68,6 +68,15 @@ describe('callsInText', () => {
     ],
     ['the JSON alone', '{"name": "edit", "arguments": {"path": "a.ts"}}', [['edit', { path: 'a.ts' }]], ''],
     [
+      "GLM's block, each value as its schema's type says; one of no arguments",
+      '<tool_call>edit\n<arg_key>path</arg_key>\n<arg_value>a.ts</arg_value>\n<arg_key>line</arg_key>\n<arg_value>7</arg_value>\n</tool_call><tool_call>list</tool_call>',
+      [
+        ['edit', { path: 'a.ts', line: 7 }],
+        ['list', {}],
+      ],
+      '',
+    ],
+    [
       "Mistral's, a sentence first (Devstral, Mistral Small 3.2)",
       'I will list.[TOOL_CALLS]list[ARGS]{}[TOOL_CALLS]edit[CALL_ID]a1b2c3d4e[ARGS]{"line": 2}',
       [
@@ -101,6 +110,7 @@ describe('callsInText', () => {
     ['a block that is not JSON', '<tool_call>edit a.ts</tool_call>'],
     ["Mistral's of a tool not offered", '[TOOL_CALLS]rm[ARGS]{}'],
     ["Mistral's without arguments", '[TOOL_CALLS]list'],
+    ["GLM's with a key and no value", '<tool_call>edit\n<arg_key>path</arg_key>\n</tool_call>'],
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
     ['text of no marker', 'Hello.'],
