@@ -1,10 +1,11 @@
 // End to end: tool calls a model wrote as text. Servers that run a model without its tool parser give the
 // model's call in `content`, as its template writes it, and no `tool_calls` — Ollama with Qwen2.5-Coder
 // (the call's JSON alone: ollama/ollama#13519), LM Studio with Qwen3.6 (Qwen3-Coder's
-// `<tool_call><function=…>` form: lmstudio-ai/lmstudio-bug-tracker#2115), vLLM without its parser
-// (Hermes' `<tool_call>{json}</tool_call>`) — and every agent printed the call and never ran it
-// (earendil-works/pi#6635, ollama/ollama-vscode#20). Through the AI SDK, the OpenAI client and the
-// Responses API, against a fake that answers as such a server does: the client is given the calls as
+// `<tool_call><function=…>` form: lmstudio-ai/lmstudio-bug-tracker#2115), GLM-4.7 (#829) and Devstral
+// (Mistral's `[TOOL_CALLS]`: #797), vLLM without its parser (Hermes' `<tool_call>{json}</tool_call>`) —
+// and every agent printed the call and never ran it
+// (earendil-works/pi#6635, ollama/ollama-vscode#20). Through the AI SDK, the OpenAI client (chat and
+// Responses) and the Anthropic SDK, against a fake that answers as such a server does: the client is given the calls as
 // calls, a session keeps them so (the strict fake refuses a tool result that answers no call), and text
 // that is not a call of an offered tool goes as it came.
 import { randomUUID } from 'node:crypto';
