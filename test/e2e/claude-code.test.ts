@@ -2,7 +2,7 @@
 // gateway as its users configure it: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (the gateway key), a
 // session id in ANTHROPIC_CUSTOM_HEADERS. Natively to the strict fake Anthropic, and bridged to the
 // strict fake Chat Completions provider (and to one that refuses the fields it does not know, as Mistral's
-// API does): a scripted task (read a file with the Read tool, then answer),
+// API does, and to a local model whose server writes its calls as text, GLM-4.7 on LM Studio): a scripted task (read a file with the Read tool, then answer),
 // and a long scripted loop on a small window that finishes without "Prompt is too long"; an MCP server's
 // tool reached through Claude Code's tool search; a web search (WebSearch, Anthropic's server tool). The
 // fake Claude thinks first when Claude Code turns thinking on, and refuses a tool loop sent back without.
@@ -356,6 +356,7 @@ beforeAll(async () => {
       'local-coder': 131_072,
       'local-coder-small': smallWindow,
       'local-coder-text': 131_072,
+      'glm-4.7-lmstudio': 131_072,
       'deepseek-v4-pro': 131_072,
       'gemini-3.1-pro-preview': 131_072,
       'anthropic/claude-sonnet-5': 131_072,
@@ -365,6 +366,8 @@ beforeAll(async () => {
     alternating: true,
     // As vLLM serves a model that takes no images.
     textOnly: ['local-coder-text'],
+    // As LM Studio serves GLM-4.7 without its tool parser: its calls written as text, in GLM's form.
+    textToolCalls: { 'glm-4.7-lmstudio': { form: 'glm' } },
     // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
     thinking: ['deepseek-v4-pro'],
     // As Gemini 3 is served: each call must come back with its thought signature.
@@ -1016,6 +1019,14 @@ describe('Claude Code through ctxgate', () => {
     const again = openai.chatRequests.length;
     await runClaude('How big is the picture chart.png?', 'local-coder-text', undefined);
     expect(openai.chatRequests.slice(again).map((request) => request.status)).not.toContain(400);
+  }, 300_000);
+
+  it('runs the same task bridged to a local model whose server writes its calls as text (GLM-4.7 on LM Studio)', async () => {
+    const from = harness.logLines.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'glm-4.7-lmstudio', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
   }, 300_000);
 
   it('runs the same task bridged to a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {

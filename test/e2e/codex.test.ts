@@ -14,7 +14,8 @@
 // multi-agent v2 on, a worker the model spawns gets its task (an agent_message item) and does it. With
 // an MCP server of 40 tools, which Codex holds back behind its own tool search, the model searches, is
 // given the tools found and calls one. On Claude, natively (an `anthropic` upstream), it runs its shell
-// tool as on any model.
+// tool as on any model. On a local model whose server writes its calls as text (LM Studio's Qwen3.6),
+// Codex is given them as calls and runs them.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,8 @@ const model = 'codex-16k';
 const thinkingModel = 'deepseek-v4-flash';
 /** A thinking model as vLLM 0.17 and later serve it: its reasoning named `reasoning`, read back so only. */
 const vllmModel = 'qwen3.5-vllm';
+/** Qwen3.6 as LM Studio serves it without its tool parser: its calls written as text (Qwen3-Coder's form). */
+const textCallsModel = 'qwen/qwen3.6-35b-a3b';
 /** Gemini 3 as Google's OpenAI-compatible endpoint serves it: a call goes back with its thought signature. */
 const geminiModel = 'gemini-3.1-pro-preview';
 /** Claude with reasoning on as OpenRouter serves it: a step goes back with its reasoning_details. */
@@ -213,7 +216,9 @@ beforeAll(async () => {
       [geminiModel]: 131_072,
       [openRouterModel]: 131_072,
       'gpt-5.5': 131_072,
+      [textCallsModel]: 131_072,
     },
+    textToolCalls: { [textCallsModel]: { form: 'qwen3-coder' } },
     systemOnlyFirst: [model],
     alternating: [model],
     thinking: [thinkingModel],
@@ -395,6 +400,14 @@ describe('Codex through the gateway', () => {
       .filter((request) => !earlier.has(request))
       .map((request) => request.status);
     expect(sent.at(-1)).toBe(200);
+  });
+
+  it('runs on a local model whose server writes its calls as text (LM Studio): Codex runs them', async () => {
+    const { finished, work, requests } = await codexExec('Write the note.', textCallsModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
 
   it('runs on a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {
