@@ -188,7 +188,7 @@ const maxLoggedErrorBytes = 1_048_576;
  */
 function asAsked(response: UpstreamResponse, attempt: ChatAttempt): UpstreamResponse {
   const tools = attempt.wire === undefined ? offeredTools(attempt.request) : undefined;
-  const called = tools === undefined ? response : withTextToolCalls(response, tools);
+  const called = tools === undefined ? response : withTextToolCalls(response, tools, attempt.request);
   const named = attempt.toolNames === undefined ? called : withAnswerToolNames(called, attempt.toolNames);
   return attempt.heldStops === undefined ? named : withAnswerStops(named, attempt.heldStops);
 }

@@ -17,14 +17,20 @@
 /** The fields whose text a delta carries. */
 type Channel = 'content' | 'reasoning_content' | 'reasoning';
 
-/** A delta's text, as the provider escaped it (its bytes as latin1 characters): the field, and the JSON string's inside. */
+/**
+ * A delta's text, as the provider escaped it (its bytes as latin1 characters): the field, and the JSON
+ * string's inside.
+ */
 const deltaText = /"(content|reasoning_content|reasoning)":\s?"((?:[^"\\]|\\.)*)"/g;
 
 const deltaKey = Buffer.from('"delta"');
 
 /** An exact repeat of the text so far this long is a cumulative stream's, not a model repeating itself. */
 const repeatAtLeast = 64;
-/** A channel's text this long, or this many deltas of text after each channel's first, without a sign: a stream as OpenAI's. */
+/**
+ * A channel's text this long, or this many deltas of text after each channel's first, without a sign: a
+ * stream as OpenAI's.
+ */
 const watchedChars = 1024;
 const watchedDeltas = 2;
 

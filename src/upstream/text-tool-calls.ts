@@ -9,8 +9,9 @@
 // GLM's `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
 // `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, or a text that is nothing but `{"name": …,
 // "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed: each naming one of the
-// offered tools, with arguments that are a JSON object; otherwise the answer goes as it came. A stream's text is held only where a call may begin in it (at most a marker's
-// length less one character), Mistral's calls and a text that opens as JSON until it ends.
+// offered tools, with arguments that are a JSON object; otherwise the answer goes as it came. A stream's
+// text is held only where a call may begin in it (at most a marker's length less one character), Mistral's
+// calls and a text that opens as JSON until it ends.
 
 import { randomUUID } from 'node:crypto';
 import { isEventStream, withEventsRewritten } from './sse.js';
@@ -146,9 +147,10 @@ function valueOf(text: string, schema: Record<string, unknown> | undefined): unk
 export function callsInText(
   text: string,
   tools: OfferedTools,
+  jsonAlone = true,
 ): { calls: TextCall[]; text: string } | undefined {
   const bare = unfenced(text.trim());
-  if (bare.startsWith('{')) {
+  if (jsonAlone && bare.startsWith('{')) {
     const call = jsonCall(bare, tools);
     return call === undefined ? undefined : { calls: [call], text: '' };
   }
@@ -216,13 +218,13 @@ const callOf = (call: TextCall, index: number) => ({
 });
 
 /** A whole completion's first choice given the calls its text holds; true when it changed. */
-function callsOfCompletion(completion: unknown, tools: OfferedTools): boolean {
+function callsOfCompletion(completion: unknown, tools: OfferedTools, jsonAlone: boolean): boolean {
   const choice =
     isRecord(completion) && Array.isArray(completion.choices) ? completion.choices[0] : undefined;
   const message = isRecord(choice) ? choice.message : undefined;
   if (!isRecord(choice) || !isRecord(message) || typeof message.content !== 'string') return false;
   if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) return false;
-  const found = callsInText(message.content, tools);
+  const found = callsInText(message.content, tools, jsonAlone);
   if (found === undefined) return false;
   message.content = found.text === '' ? null : found.text;
   message.tool_calls = found.calls.map((call, index) => {
@@ -245,9 +247,13 @@ class StreamTextCalls {
   private calls = 0;
   /** The native calls of the answer: then its text is left as it is. */
   private native = false;
-  private envelope: Record<string, unknown> = {};
+  /** The last chunk read: what an event of the stream's own is written like. */
+  private lastChunk: Record<string, unknown> = {};
 
-  constructor(private readonly tools: OfferedTools) {}
+  constructor(
+    private readonly tools: OfferedTools,
+    private readonly jsonAlone: boolean,
+  ) {}
 
   rewrite(events: Buffer): Buffer {
     if (this.native) return events;
@@ -288,7 +294,8 @@ class StreamTextCalls {
   end(): Buffer | undefined {
     const delta = this.flush();
     if (delta === undefined) return undefined;
-    const chunk = Object.assign({}, this.envelope, { choices: [{ index: 0, delta, finish_reason: null }] });
+    const { id, object, created, model } = this.lastChunk;
+    const chunk = { id, object, created, model, choices: [{ index: 0, delta, finish_reason: null }] };
     return Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`);
   }
 
@@ -297,7 +304,7 @@ class StreamTextCalls {
     if (chunk === undefined) return undefined;
     const choice = chunk.choices.find((entry) => isRecord(entry) && (entry.index ?? 0) === 0);
     if (!isRecord(choice)) return undefined;
-    this.envelope = { id: chunk.id, object: chunk.object, created: chunk.created, model: chunk.model };
+    this.lastChunk = chunk;
     const delta = isRecord(choice.delta) ? choice.delta : undefined;
     if (Array.isArray(delta?.tool_calls) && delta.tool_calls.length > 0) this.native = true;
     if (this.native) {
@@ -350,7 +357,7 @@ class StreamTextCalls {
       if (!this.saidText && this.calls === 0) {
         const start = this.held.trimStart();
         if (start === '') return { content, calls };
-        if (start.startsWith('{') || start.startsWith('```')) {
+        if (this.jsonAlone && (start.startsWith('{') || start.startsWith('```'))) {
           this.mode = 'json';
           return { content, calls };
         }
@@ -414,7 +421,7 @@ class StreamTextCalls {
     let content = '';
     const calls: unknown[] = [];
     if (this.mode === 'json') {
-      const found = callsInText(this.held, this.tools);
+      const found = callsInText(this.held, this.tools, this.jsonAlone);
       if (found === undefined) content = this.held;
       else {
         content = found.text;
@@ -451,19 +458,28 @@ function heldTail(text: string): number {
 
 /**
  * A chat answer (a whole completion or an event stream) to a request that offered `tools`, given the calls
- * its text holds. Any other status, and an answer that is not JSON, as it came.
+ * its text holds. Any other status, and an answer that is not JSON, as it came. To a request that asked
+ * for a JSON answer (`response_format`), a text of JSON alone is its answer, not a call: not held.
  */
-export function withTextToolCalls(response: UpstreamResponse, tools: OfferedTools): UpstreamResponse {
+export function withTextToolCalls(
+  response: UpstreamResponse,
+  tools: OfferedTools,
+  request: Readonly<Record<string, unknown>> = {},
+): UpstreamResponse {
+  const format = isRecord(request.response_format) ? request.response_format.type : undefined;
+  const jsonAlone = format !== 'json_object' && format !== 'json_schema';
   if (response.statusCode >= 300) return response;
   if (!isEventStream(response.headers))
     return withWholeBody(response, (body) => {
       if (body.indexOf('"content"') === -1) return body;
       try {
         const completion: unknown = JSON.parse(body.toString('utf8'));
-        return callsOfCompletion(completion, tools) ? Buffer.from(JSON.stringify(completion)) : body;
+        return callsOfCompletion(completion, tools, jsonAlone)
+          ? Buffer.from(JSON.stringify(completion))
+          : body;
       } catch {
         return body;
       }
     });
-  return withEventsRewritten(response, () => new StreamTextCalls(tools));
+  return withEventsRewritten(response, () => new StreamTextCalls(tools, jsonAlone));
 }

@@ -223,6 +223,38 @@ describe('withTextToolCalls, streamed', () => {
   });
 });
 
+describe('withTextToolCalls, to a request that asked for a JSON answer', () => {
+  it('a text of JSON alone is the answer: not held, and not a call, streamed and whole', async () => {
+    const json = '{"name": "list", "arguments": {}}';
+    const asked = { response_format: { type: 'json_object' } };
+    const streamed = scriptedUpstream([
+      { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [streamOf(json, 8)] },
+    ]);
+    const events: string[] = [];
+    await withTextToolCalls(await streamed.send({} as UpstreamRequest), tools, asked).forEachChunk(
+      (chunk) => {
+        events.push(chunk.toString());
+      },
+    );
+    const first = JSON.parse(events.join('').split('\n\n')[0]?.slice(6) ?? '{}') as {
+      choices: [{ delta: { content: string } }];
+    };
+    expect(first.choices[0].delta.content).toBe(json.slice(0, 8));
+    expect(events.join('')).not.toContain('"tool_calls"');
+    const whole = scriptedUpstream([
+      {
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        chunks: [JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: json } }] })],
+      },
+    ]);
+    const body = (
+      await withTextToolCalls(await whole.send({} as UpstreamRequest), tools, asked).readAll()
+    ).toString();
+    expect(body).not.toContain('"tool_calls"');
+  });
+});
+
 describe('withTextToolCalls, whole', () => {
   it('an answer of a block: the call, no text, finishing tool_calls; one of calls already: as it came', async () => {
     const whole = (message: Record<string, unknown>) =>
