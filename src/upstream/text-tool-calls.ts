@@ -7,7 +7,8 @@
 // calls in the forms such models write — Hermes' and Qwen's `<tool_call>{"name": …, "arguments": …}</tool_call>`,
 // Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`,
 // GLM's `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
-// `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, or a text that is nothing but `{"name": …,
+// `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, GPT-OSS's Harmony markup (`… to=functions.NAME
+// <|constrain|>json<|message|>{…}<|call|>`), or a text that is nothing but `{"name": …,
 // "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed: each naming one of the
 // offered tools, with arguments that are a JSON object; otherwise the answer goes as it came. A stream's
 // text is held only where a call may begin in it (at most a marker's length less one character), Mistral's
@@ -154,6 +155,7 @@ export function callsInText(
     const call = jsonCall(bare, tools);
     return call === undefined ? undefined : { calls: [call], text: '' };
   }
+  if (text.includes(recipient)) return harmonyCalls(text, tools);
   const section = text.indexOf(mistral);
   const block = text.indexOf(open);
   if (section !== -1 && (block === -1 || section < block)) {
@@ -201,6 +203,60 @@ function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined
     calls.push({ name, arguments: JSON.stringify(given) });
   }
   return calls.length === 0 ? undefined : calls;
+}
+
+/**
+ * GPT-OSS's Harmony markup left in the text (lablup/mlxcel#654, kekzl/imp#1716): each
+ * `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>` a call (`json` glued to
+ * the name tolerated, as llama.cpp met it: ggml-org/llama.cpp#15158), and the `final` channel's message the
+ * answer's text; the analysis channel is the model's reasoning, not its answer, and is left out.
+ */
+function harmonyCalls(text: string, tools: OfferedTools): { calls: TextCall[]; text: string } | undefined {
+  const calls: TextCall[] = [];
+  const endAfter = harmonyEnds(text);
+  for (let at = text.indexOf(recipient); at !== -1; at = text.indexOf(recipient, at + 1)) {
+    let end = at + recipient.length;
+    while (end < text.length && !/[\s<]/.test(text[end] as string)) end++;
+    const said = text.slice(at + recipient.length, end);
+    const name = tools.has(said) || !said.endsWith('json') ? said : said.slice(0, -'json'.length);
+    const message = text.indexOf(harmonyMessage, end);
+    if (!tools.has(name) || message === -1) return undefined;
+    const from = message + harmonyMessage.length;
+    const stop = endAfter(from);
+    const args = parsedObject(text.slice(from, stop).trim());
+    if (!isRecord(args)) return undefined;
+    calls.push({ name, arguments: JSON.stringify(args) });
+    at = stop - 1;
+  }
+  const final = text.indexOf(harmonyFinal);
+  const answer =
+    final === -1
+      ? ''
+      : text.slice(final + harmonyFinal.length, harmonyEnds(text)(final + harmonyFinal.length));
+  return calls.length === 0 ? undefined : { calls, text: answer.trim() };
+}
+
+const recipient = 'to=functions.';
+const harmonyMessage = '<|message|>';
+const harmonyFinal = '<|channel|>final<|message|>';
+
+/**
+ * Where a Harmony message that begins at `from` ends — its `<|call|>`, `<|end|>`, `<|return|>` or the next
+ * `<|start|>`, or the text's end — asked with `from` growing: each marker's next place is searched for
+ * again only once passed, so all the calls of a text cost its length.
+ */
+function harmonyEnds(text: string): (from: number) => number {
+  const markers = ['<|call|>', '<|end|>', '<|return|>', '<|start|>'];
+  const next = markers.map(() => -2);
+  return (from) => {
+    let end = text.length;
+    for (const [position, marker] of markers.entries()) {
+      let at = next[position] as number;
+      if (at === -2 || (at !== -1 && at < from)) next[position] = at = text.indexOf(marker, from);
+      if (at !== -1 && at < end) end = at;
+    }
+    return end;
+  };
 }
 
 /** A text in a ``` fence (```json), its inside; else as it is. */
@@ -357,7 +413,9 @@ class StreamTextCalls {
       if (!this.saidText && this.calls === 0) {
         const start = this.held.trimStart();
         if (start === '') return { content, calls };
-        if (this.jsonAlone && (start.startsWith('{') || start.startsWith('```'))) {
+        // GPT-OSS's markup from the answer's start: all of it held, read at its end.
+        const harmony = start.startsWith('<|channel|>') || start.startsWith('<|start|>');
+        if (harmony || (this.jsonAlone && (start.startsWith('{') || start.startsWith('```')))) {
           this.mode = 'json';
           return { content, calls };
         }

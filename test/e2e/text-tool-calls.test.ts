@@ -27,6 +27,8 @@ const devstral = 'mistralai/devstral-small-2-2512';
 const mistral7b = 'mistral-7b-instruct-v0.3.Q4_K_M.gguf';
 /** GLM-4.7 on LM Studio: GLM's `<tool_call>NAME<arg_key>…` form. */
 const glm = 'zai-org/glm-4.7-flash';
+/** GPT-OSS on an MLX server that leaves its Harmony markup in the text. */
+const gptOss = 'mlx-community/gpt-oss-20b-MXFP4-Q8';
 /** Qwen2.5-Coder on Ollama: the call's JSON alone. */
 const ollama = 'qwen2.5-coder:14b';
 
@@ -40,6 +42,7 @@ beforeAll(async () => {
       [hermes]: { form: 'hermes', lead: 'I will look both up.\n' },
       [ollama]: { form: 'json' },
       [glm]: { form: 'glm' },
+      [gptOss]: { form: 'harmony' },
       [devstral]: { form: 'mistral', lead: 'Checking.' },
       [mistral7b]: { form: 'mistral-list' },
     },
@@ -77,7 +80,7 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b])(
+  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss])(
     'the AI SDK runs it, streamed and whole (%s)',
     async (model) => {
       const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });

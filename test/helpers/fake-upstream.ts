@@ -356,13 +356,16 @@ export interface FakeUpstreamOptions {
    * (lmstudio-ai/lmstudio-bug-tracker#2115), GLM's `<tool_call>NAME<arg_key>…` form
    * (lmstudio-ai/lmstudio-bug-tracker#829), the call's JSON alone (Ollama's qwen2.5-coder,
    * ollama/ollama#13519), or Mistral's `[TOOL_CALLS]name[ARGS]{…}` (Mistral Small 3.2, Devstral:
-   * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3). `lead` puts a
-   * sentence before the calls.
+   * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3), or GPT-OSS's Harmony
+   * markup (lablup/mlxcel#654). `lead` puts a sentence before the calls.
    */
   textToolCalls?: Readonly<
     Record<
       string,
-      { form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list'; lead?: string }
+      {
+        form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony';
+        lead?: string;
+      }
     >
   >;
   /**
@@ -948,8 +951,15 @@ function countText(text: string): number {
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(
   calls: ReadonlyArray<{ name: string; arguments: string }>,
-  form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list',
+  form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony',
 ): string {
+  if (form === 'harmony')
+    return `<|channel|>analysis<|message|>Need to use the tool.<|end|>${calls
+      .map(
+        (call) =>
+          `<|start|>assistant<|channel|>commentary to=functions.${call.name} <|constrain|>json<|message|>${call.arguments}<|call|>`,
+      )
+      .join('')}`;
   if (form === 'mistral')
     return calls.map((call) => `[TOOL_CALLS]${call.name}[ARGS]${call.arguments}`).join('');
   if (form === 'mistral-list')

@@ -86,6 +86,15 @@ describe('callsInText', () => {
       'I will list.',
     ],
     [
+      "GPT-OSS's Harmony markup: its calls (json glued to one name), its final channel the text",
+      '<|channel|>analysis<|message|>Need to edit.<|end|><|start|>assistant<|channel|>commentary to=functions.edit <|constrain|>json<|message|>{"line": 1}<|call|><|start|>assistant<|channel|>commentary to=functions.listjson<|message|>{}<|call|><|start|>assistant<|channel|>final<|message|>Done.<|return|>',
+      [
+        ['edit', { line: 1 }],
+        ['list', {}],
+      ],
+      'Done.',
+    ],
+    [
       "Mistral's list (Mistral 7B v0.3)",
       '[TOOL_CALLS] [{"name": "list", "arguments": {}}]',
       [['list', {}]],
@@ -110,6 +119,14 @@ describe('callsInText', () => {
     ['a block that is not JSON', '<tool_call>edit a.ts</tool_call>'],
     ["Mistral's of a tool not offered", '[TOOL_CALLS]rm[ARGS]{}'],
     ["Mistral's without arguments", '[TOOL_CALLS]list'],
+    [
+      "GPT-OSS's of a tool not offered",
+      '<|channel|>commentary to=functions.rm <|constrain|>json<|message|>{}<|call|>',
+    ],
+    [
+      "GPT-OSS's of arguments that are not JSON",
+      '<|channel|>commentary to=functions.list<|message|>ls -la<|call|>',
+    ],
     ["GLM's with a key and no value", '<tool_call>edit\n<arg_key>path</arg_key>\n</tool_call>'],
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
@@ -205,6 +222,31 @@ describe('withTextToolCalls, streamed', () => {
       ],
       finish: 'tool_calls',
     });
+  });
+
+  it("GPT-OSS's Harmony markup, in its tokens: the call, no markup", async () => {
+    const deltas = [
+      '<|channel|>',
+      'analysis',
+      '<|message|>',
+      'Need',
+      ' to list.',
+      '<|end|>',
+      '<|start|>',
+      'assistant',
+    ];
+    deltas.push(
+      '<|channel|>',
+      'commentary to=functions.list',
+      ' <|constrain|>',
+      'json',
+      '<|message|>',
+      '{',
+      '}',
+      '<|call|>',
+    );
+    const read = await readStream(streamOfDeltas(deltas), 60);
+    expect(read).toEqual({ text: '', calls: [['list', {}]], finish: 'tool_calls' });
   });
 
   it.each([2, 9])('the JSON alone, in deltas of %i characters: the call', async (size) => {
