@@ -155,7 +155,10 @@ export function callsInText(
     const call = jsonCall(bare, tools);
     return call === undefined ? undefined : { calls: [call], text: '' };
   }
-  if (text.includes(recipient)) return harmonyCalls(text, tools);
+  // Harmony's first: its messages hold no other form's markers; a text that only names its recipient is
+  // read for the others.
+  const harmony = text.includes(recipient) ? harmonyCalls(text, tools) : undefined;
+  if (harmony !== undefined) return harmony;
   const section = text.indexOf(mistral);
   const block = text.indexOf(open);
   if (section !== -1 && (block === -1 || section < block)) {

@@ -95,6 +95,12 @@ describe('callsInText', () => {
       'Done.',
     ],
     [
+      "a block whose sentence names Harmony's recipient",
+      `Calls go to=functions.list in GPT-OSS.\n${hermes}`,
+      [['edit', { path: 'a.ts', line: 3 }]],
+      'Calls go to=functions.list in GPT-OSS.',
+    ],
+    [
       "Mistral's list (Mistral 7B v0.3)",
       '[TOOL_CALLS] [{"name": "list", "arguments": {}}]',
       [['list', {}]],
