@@ -7,7 +7,6 @@
 // message's `reasoning_details` (OpenRouter's) — goes to the client as the signature of a thinking block
 // of no text before the calls (carried-state.ts), which it sends back as it got it and the bridge puts
 // back on the message and its calls.
-import { cachedTokensOf } from '../upstream/usage-details.js';
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import { toolInputOf, type AnthropicExtension } from '../upstream/anthropic-wire.js';
@@ -19,6 +18,7 @@ import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
 import { withoutThinking } from '../context/summary.js';
+import { cachedTokensOf } from '../upstream/usage-details.js';
 
 type Json = Record<string, unknown>;
 

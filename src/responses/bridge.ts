@@ -16,7 +16,6 @@
 // tool_choice forcing a dropped tool) is always refused. A `compaction_trigger` item (Codex's remote
 // compaction) asks the model for a summary of the conversation, given back as a `compaction` item whose
 // content the gateway reads as that summary when the client sends it in place of the history.
-import { cachedTokensOf, reasoningTokensOf } from '../upstream/usage-details.js';
 import { randomFillSync } from 'node:crypto';
 import type { BridgedSources, StringSource } from '../chat/chat-body.js';
 import { tooManyMessages, tooManyToolCalls, type RequestLimits } from '../chat/chat-request-schema.js';
@@ -46,6 +45,7 @@ import {
   localToolOf,
   type LocalToolKind,
 } from './local-tools.js';
+import { cachedTokensOf, reasoningTokensOf } from '../upstream/usage-details.js';
 
 export type ChatMessage = Record<string, unknown> & { role: string };
 export type InputItem = Record<string, unknown>;

@@ -115,8 +115,8 @@ export async function readWholeAnswer(
 /**
  * A chat completion given the `id` OpenAI gives every one (and a `created` when it has none either), where
  * its server gave none (some OpenAI-compatible servers: dongri/openai-api-rs#146), which strict clients
- * refuse (64bit/async-openai#408); true when it was given one. Only a body shaped as a completion (its `choices`): another server's goes as
- * it came.
+ * refuse (64bit/async-openai#408); true when it was given one. Only a body shaped as a completion (its
+ * `choices`): another server's goes as it came.
  */
 function withEnvelope(completion: Record<string, unknown>): boolean {
   if (!Array.isArray(completion.choices) || typeof completion.id === 'string') return false;
@@ -223,11 +223,15 @@ export async function relayStream(
     promptTokens: tracker.promptTokens(),
     completionTokens: tracker.completionTokens(),
   });
-  const pass = (complete: Buffer): Promise<void> | undefined => {
-    // Each delta as what it adds (cumulative-deltas.ts): what the client is given and the session keeps.
+  // Whole events as the client is given them: each delta as what it adds (cumulative-deltas.ts) — what the
+  // session keeps — then their calls in OpenAI's shape.
+  const shaped = (complete: Buffer): Buffer => {
     const added = deltas === undefined ? complete : deltas.rewrite(complete);
     assembler?.push(added);
-    let toWrite = calls === undefined ? added : calls.rewrite(added);
+    return calls === undefined ? added : calls.rewrite(added);
+  };
+  const pass = (complete: Buffer): Promise<void> | undefined => {
+    let toWrite = shaped(complete);
     if (options.holdDone) {
       const marker = doneMarkerAt(toWrite);
       if (marker >= 0) {
@@ -249,10 +253,7 @@ export async function relayStream(
       failure = badResponse('The upstream stream ended before the answer was finished.');
     // A complete answer whose last event had no blank line after it: sent as it came (its calls shaped).
     else if (events.heldBytes > 0) {
-      const flushed = events.flush() as Buffer;
-      const last = deltas === undefined ? flushed : deltas.rewrite(flushed);
-      assembler?.push(last);
-      await client.write(calls === undefined ? last : calls.rewrite(last));
+      await client.write(shaped(events.flush() as Buffer));
     }
   } catch (error) {
     if (client.cancellation.aborted) {

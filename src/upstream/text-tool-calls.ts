@@ -72,8 +72,7 @@ function keyValueCall(text: string, tools: OfferedTools): TextCall | undefined {
     const valueEnd = value === -1 ? -1 : text.indexOf('</arg_value>', value);
     if (valueEnd === -1 || text.slice(keyEnd + '</arg_key>'.length, value).trim() !== '') return undefined;
     const argument = text.slice(key + '<arg_key>'.length, keyEnd).trim();
-    const schema = isRecord(properties) && isRecord(properties[argument]) ? properties[argument] : undefined;
-    args[argument] = valueOf(text.slice(value + '<arg_value>'.length, valueEnd), schema);
+    args[argument] = valueOf(text.slice(value + '<arg_value>'.length, valueEnd), properties, argument);
     end = valueEnd + '</arg_value>'.length;
   }
   return text.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
@@ -81,19 +80,19 @@ function keyValueCall(text: string, tools: OfferedTools): TextCall | undefined {
 
 /** `{"name": …, "arguments": {…}}` (or `parameters`), of an offered tool. */
 function jsonCall(text: string, tools: OfferedTools): TextCall | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+  return callOfValue(parsedJson(text), tools);
+}
+
+/** A decoded `{"name": …, "arguments": {…}}` as a call of an offered tool. */
+function callOfValue(value: unknown, tools: OfferedTools): TextCall | undefined {
   if (!isRecord(value) || typeof value.name !== 'string' || !tools.has(value.name)) return undefined;
   const given = value.arguments ?? value.parameters ?? {};
-  const parsed = typeof given === 'string' ? parsedObject(given) : given;
+  const parsed = typeof given === 'string' ? parsedJson(given) : given;
   return isRecord(parsed) ? { name: value.name, arguments: JSON.stringify(parsed) } : undefined;
 }
 
-function parsedObject(text: string): unknown {
+/** A text's JSON value; undefined when it is not JSON. */
+function parsedJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -117,8 +116,7 @@ function xmlCall(text: string, tools: OfferedTools): TextCall | undefined {
     const valueEnd = keyEnd === -1 ? -1 : body.indexOf(parameterClose, keyEnd);
     if (valueEnd === -1 || body.slice(end, start).trim() !== '') return undefined;
     const key = body.slice(start + parameterOpen.length, keyEnd).trim();
-    const schema = isRecord(properties) && isRecord(properties[key]) ? properties[key] : undefined;
-    args[key] = valueOf(withoutEdgeNewlines(body.slice(keyEnd + 1, valueEnd)), schema);
+    args[key] = valueOf(withoutEdgeNewlines(body.slice(keyEnd + 1, valueEnd)), properties, key);
     end = valueEnd + parameterClose.length;
   }
   return body.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
@@ -133,11 +131,15 @@ function withoutEdgeNewlines(text: string): string {
   return text.slice(from, text.endsWith('\n') && text.length > from ? -1 : undefined);
 }
 
-/** A parameter's text as its schema's type says (a string's as it is; JSON's read, else as text). */
-function valueOf(text: string, schema: Record<string, unknown> | undefined): unknown {
-  const type = schema?.type;
+/**
+ * A parameter's text as the tool's schema (its `properties`) types `key`: a string's as it is; another's
+ * read as JSON, else as text.
+ */
+function valueOf(text: string, properties: unknown, key: string): unknown {
+  const schema = isRecord(properties) ? properties[key] : undefined;
+  const type = isRecord(schema) ? schema.type : undefined;
   if (type === 'string' || type === undefined) return text;
-  const parsed = parsedObject(text.trim());
+  const parsed = parsedJson(text.trim());
   return parsed === undefined ? text : parsed;
 }
 
@@ -190,10 +192,10 @@ function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined
   for (const part of text.split(mistral)) {
     const segment = part.trim();
     if (segment.startsWith('[')) {
-      const list = parsedObject(segment);
+      const list = parsedJson(segment);
       if (!Array.isArray(list) || list.length === 0) return undefined;
       for (const entry of list) {
-        const call = isRecord(entry) ? jsonCall(JSON.stringify(entry), tools) : undefined;
+        const call = callOfValue(entry, tools);
         if (call === undefined) return undefined;
         calls.push(call);
       }
@@ -201,7 +203,7 @@ function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined
     }
     const args = segment.indexOf('[ARGS]');
     const name = args === -1 ? '' : segment.slice(0, args).split('[CALL_ID]')[0]?.trim();
-    const given = args === -1 ? undefined : parsedObject(segment.slice(args + '[ARGS]'.length).trim());
+    const given = args === -1 ? undefined : parsedJson(segment.slice(args + '[ARGS]'.length).trim());
     if (name === undefined || !tools.has(name) || !isRecord(given)) return undefined;
     calls.push({ name, arguments: JSON.stringify(given) });
   }
@@ -226,7 +228,7 @@ function harmonyCalls(text: string, tools: OfferedTools): { calls: TextCall[]; t
     if (!tools.has(name) || message === -1) return undefined;
     const from = message + harmonyMessage.length;
     const stop = endAfter(from);
-    const args = parsedObject(text.slice(from, stop).trim());
+    const args = parsedJson(text.slice(from, stop).trim());
     if (!isRecord(args)) return undefined;
     calls.push({ name, arguments: JSON.stringify(args) });
     at = stop - 1;
