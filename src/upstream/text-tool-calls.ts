@@ -12,7 +12,8 @@
 // "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed: each naming one of the
 // offered tools, with arguments that are a JSON object; otherwise the answer goes as it came. A stream's
 // text is held only where a call may begin in it (at most a marker's length less one character), Mistral's
-// calls and a text that opens as JSON until it ends.
+// calls and a text that opens as JSON until it ends. A call drafted in the model's reasoning left in the
+// text (before its `</think>`) is not made.
 
 import { randomUUID } from 'node:crypto';
 import { isEventStream, withEventsRewritten } from './sse.js';
@@ -145,12 +146,87 @@ function valueOf(text: string, properties: unknown, key: string): unknown {
 
 /**
  * The calls a whole text holds — its blocks, or itself as one JSON call — and the text around them; undefined
- * when it holds none, or a block that is not a call of an offered tool.
+ * when it holds none, or a block that is not a call of an offered tool. A text that holds the model's
+ * reasoning (up to its first `</think>` or `[/THINK]` outside a block — the opening marker is the
+ * template's in many, not the text's) is read for calls after it; a call drafted in the reasoning is not
+ * made (PrimeIntellect-ai/renderers#78, verl-project/verl#4757: made twice, or made when the model then
+ * decided against it), unless the answer is nothing else and the reasoning ends in it
+ * (vllm-project/vllm#39056: Qwen3.5 writes its call before `</think>`).
  */
 export function callsInText(
   text: string,
   tools: OfferedTools,
   jsonAlone = true,
+): { calls: TextCall[]; text: string } | undefined {
+  const end = reasoningEnd(text);
+  if (end === undefined) return callsInAnswer(text, tools, jsonAlone);
+  const reasoning = text.slice(0, end.at);
+  const answer = text.slice(end.at + end.marker.length);
+  const found = callsInAnswer(answer, tools, jsonAlone);
+  if (found !== undefined) {
+    const space = answer.slice(0, answer.length - answer.trimStart().length);
+    return {
+      calls: found.calls,
+      text: reasoning + end.marker + (found.text === '' ? '' : space + found.text),
+    };
+  }
+  if (answer.trim() !== '') return undefined;
+  const tail = callsEnding(reasoning, tools);
+  return tail === undefined ? undefined : { calls: tail.calls, text: (tail.text + end.marker).trim() };
+}
+
+/** The markers that end a model's reasoning: Qwen's, DeepSeek's and most others', and Magistral's. */
+const reasoningEnds = ['</think>', '[/THINK]'];
+const longestReasoningEnd = Math.max(...reasoningEnds.map((marker) => marker.length));
+const magistralEndKey = Buffer.from('[/THINK]');
+
+/**
+ * Where the reasoning a text begins with ends: its first closing marker outside a `<tool_call>` block (a
+ * call's arguments may hold one); undefined when it has none. Each block is passed once: linear.
+ */
+function reasoningEnd(text: string): { at: number; marker: string } | undefined {
+  let from = 0;
+  // Each marker's next place, searched for again only once passed.
+  const next = reasoningEnds.map((marker) => text.indexOf(marker));
+  for (;;) {
+    let end: { at: number; marker: string } | undefined;
+    for (const [position, marker] of reasoningEnds.entries()) {
+      let at = next[position] as number;
+      if (at !== -1 && at < from) next[position] = at = text.indexOf(marker, from);
+      if (at !== -1 && (end === undefined || at < end.at)) end = { at, marker };
+    }
+    if (end === undefined) return undefined;
+    const block = text.indexOf(open, from);
+    if (block === -1 || block > end.at) return end;
+    const closed = text.indexOf(close, block + open.length);
+    if (closed === -1) return undefined;
+    from = closed + close.length;
+  }
+}
+
+/** The blocks a reasoning ends in (only space after and between them): its calls, and the text before. */
+function callsEnding(
+  reasoning: string,
+  tools: OfferedTools,
+): { calls: TextCall[]; text: string } | undefined {
+  const calls: TextCall[] = [];
+  let rest = reasoning.trimEnd();
+  while (rest.endsWith(close)) {
+    const start = rest.lastIndexOf(open, rest.length - close.length);
+    if (start === -1) return undefined;
+    const call = blockCall(rest.slice(start + open.length, rest.length - close.length), tools);
+    if (call === undefined) return undefined;
+    calls.unshift(call);
+    rest = rest.slice(0, start).trimEnd();
+  }
+  return calls.length === 0 ? undefined : { calls, text: `${rest}\n` };
+}
+
+/** The calls of an answer that holds no reasoning: as callsInText says. */
+function callsInAnswer(
+  text: string,
+  tools: OfferedTools,
+  jsonAlone: boolean,
 ): { calls: TextCall[]; text: string } | undefined {
   const bare = unfenced(text.trim());
   if (jsonAlone && bare.startsWith('{')) {
@@ -306,6 +382,13 @@ class StreamTextCalls {
   private block: string[] = [];
   private blockTail = '';
   private calls = 0;
+  /**
+   * Whether the model's reasoning ended in the text given (a block after it is the answer's: a call when it
+   * closes); until then a block is held with all that follows, read at the answer's end (callsInText).
+   */
+  private reasoningClosed = false;
+  /** The given text's last characters: a reasoning's closing marker may begin there. */
+  private givenTail = '';
   /** The native calls of the answer: then its text is left as it is. */
   private native = false;
   /** The last chunk read: what an event of the stream's own is written like. */
@@ -322,11 +405,14 @@ class StreamTextCalls {
     if (
       this.saidText &&
       this.mode === 'text' &&
+      // A reasoning's closing marker may have begun in the text given: it is read whole.
+      (this.reasoningClosed || !/[<[]/.test(this.givenTail)) &&
       this.held === '' &&
       this.calls === 0 &&
       events.indexOf(0x3c) === -1 &&
       // Mistral's marker is one token of its model's: it comes whole in a delta.
       events.indexOf(mistralKey) === -1 &&
+      events.indexOf(magistralEndKey) === -1 &&
       events.indexOf(toolCallsKey) === -1
     )
       return events;
@@ -415,6 +501,18 @@ class StreamTextCalls {
       }
       this.held += fresh;
       fresh = '';
+      const answerFrom = this.reasoningClosed ? undefined : this.answerStart();
+      if (answerFrom !== undefined) {
+        // The reasoning ended: the answer begins after it, read as an answer's start is.
+        const said = this.held.slice(0, answerFrom);
+        this.given(said);
+        content += said;
+        fresh = this.held.slice(answerFrom);
+        this.held = '';
+        this.reasoningClosed = true;
+        if (this.calls === 0) this.saidText = false;
+        continue;
+      }
       if (!this.saidText && this.calls === 0) {
         const start = this.held.trimStart();
         if (start === '') return { content, calls };
@@ -436,6 +534,12 @@ class StreamTextCalls {
       const begins = this.held.indexOf(open);
       if (begins !== -1) {
         content += this.held.slice(0, begins);
+        if (!this.reasoningClosed) {
+          // Perhaps a draft in the model's reasoning: all of it held, read at the answer's end.
+          this.held = this.held.slice(begins);
+          this.mode = 'json';
+          return { content, calls };
+        }
         fresh = this.held.slice(begins + open.length);
         this.held = '';
         this.mode = 'call';
@@ -444,10 +548,34 @@ class StreamTextCalls {
       const keep = heldTail(this.held);
       const now = this.held.slice(0, this.held.length - keep);
       if (now.trim() !== '') this.saidText = true;
+      this.given(now);
       content += now;
       this.held = this.held.slice(this.held.length - keep);
       return { content, calls };
     }
+  }
+
+  /** Text given as it came: its last characters kept, where a reasoning's closing marker may begin. */
+  private given(now: string): void {
+    if (!this.reasoningClosed) this.givenTail = (this.givenTail + now).slice(-(longestReasoningEnd - 1));
+  }
+
+  /**
+   * Where in the held text the model's reasoning ends (after its closing marker, which may have begun in
+   * the text given), when it ends before any call's marker; else undefined.
+   */
+  private answerStart(): number | undefined {
+    const probe = this.givenTail + this.held;
+    const block = probe.indexOf(open);
+    const section = probe.indexOf(mistral);
+    let end: number | undefined;
+    for (const marker of reasoningEnds) {
+      const at = probe.indexOf(marker);
+      if (at === -1 || (block !== -1 && block < at) || (section !== -1 && section < at)) continue;
+      const after = at + marker.length - this.givenTail.length;
+      if (end === undefined || after < end) end = after;
+    }
+    return end;
   }
 
   /**

@@ -35,6 +35,11 @@ const thinkingModel = 'deepseek-v4-flash';
 const vllmModel = 'qwen3.5-vllm';
 /** Qwen3.6 as LM Studio serves it without its tool parser: its calls written as text (Qwen3-Coder's form). */
 const textCallsModel = 'qwen/qwen3.6-35b-a3b';
+/**
+ * Qwen3.5 served with neither its reasoning nor its tool parser: its reasoning, opened by its template, in
+ * the text, a draft of its call in it, then the call (PrimeIntellect-ai/renderers#78).
+ */
+const draftingModel = 'qwen/qwen3.5-27b';
 /** Gemini 3 as Google's OpenAI-compatible endpoint serves it: a call goes back with its thought signature. */
 const geminiModel = 'gemini-3.1-pro-preview';
 /** Claude with reasoning on as OpenRouter serves it: a step goes back with its reasoning_details. */
@@ -86,6 +91,7 @@ function respond(messages: ReadonlyArray<ChatMessage>, body?: Record<string, unk
       [
         'Write the note.',
         'Run the steps.',
+        'Log the run.',
         'Write it with exec.',
         'How big is pic.png?',
         'Delegate the note.',
@@ -152,6 +158,8 @@ function respond(messages: ReadonlyArray<ChatMessage>, body?: Record<string, unk
       ? { content: `Finished after ${done} steps.` }
       : shell(`call_counted_${done + 1}`, `echo step ${done + 1} >> steps.txt; seq 1 600`);
   }
+  if (task === 'Log the run.')
+    return seen === 0 ? shell('call_log', "printf 'ran\\n' >> run.log") : { content: 'Logged.' };
   if (task === 'Run the steps.')
     return seen >= longLoop
       ? { content: `Finished after ${seen} steps.` }
@@ -217,8 +225,12 @@ beforeAll(async () => {
       [openRouterModel]: 131_072,
       'gpt-5.5': 131_072,
       [textCallsModel]: 131_072,
+      [draftingModel]: 131_072,
     },
-    textToolCalls: { [textCallsModel]: { form: 'qwen3-coder' } },
+    textToolCalls: {
+      [textCallsModel]: { form: 'qwen3-coder' },
+      [draftingModel]: { form: 'qwen3-coder', draft: 'template' },
+    },
     systemOnlyFirst: [model],
     alternating: [model],
     thinking: [thinkingModel],
@@ -407,6 +419,14 @@ describe('Codex through the gateway', () => {
     expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
     expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
     expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+  });
+
+  it('runs a call once when the model drafted it in its reasoning first (Qwen3.5 without parsers)', async () => {
+    const { finished, work, requests } = await codexExec('Log the run.', draftingModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'run.log'), 'utf8')).toBe('ran\n');
+    expect(finished.stdout).toContain('Logged.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
 

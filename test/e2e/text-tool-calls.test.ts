@@ -3,9 +3,10 @@
 // (the call's JSON alone: ollama/ollama#13519), LM Studio with Qwen3.6 (Qwen3-Coder's
 // `<tool_call><function=…>` form: lmstudio-ai/lmstudio-bug-tracker#2115), GLM-4.7 (#829) and Devstral
 // (Mistral's `[TOOL_CALLS]`: #797), vLLM without its parser (Hermes' `<tool_call>{json}</tool_call>`) —
-// and every agent printed the call and never ran it
-// (earendil-works/pi#6635, ollama/ollama-vscode#20). Through the AI SDK, the OpenAI client (chat and
-// Responses) and the Anthropic SDK, against a fake that answers as such a server does: the client is given the calls as
+// and every agent printed the call and never ran it (earendil-works/pi#6635, ollama/ollama-vscode#20).
+// A call the model drafted in its reasoning is made once, or not at all when it then decided against it
+// (PrimeIntellect-ai/renderers#78). Through the AI SDK, the OpenAI client (chat and Responses) and the
+// Anthropic SDK, against a fake that answers as such a server does: the client is given the calls as
 // calls, a session keeps them so (the strict fake refuses a tool result that answers no call), and text
 // that is not a call of an offered tool goes as it came.
 import { randomUUID } from 'node:crypto';
@@ -31,6 +32,10 @@ const glm = 'zai-org/glm-4.7-flash';
 const gptOss = 'mlx-community/gpt-oss-20b-MXFP4-Q8';
 /** Qwen2.5-Coder on Ollama: the call's JSON alone. */
 const ollama = 'qwen2.5-coder:14b';
+/** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
+const qwen3 = 'Qwen/Qwen3-32B';
+/** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
+const qwen35 = 'Qwen/Qwen3.5-27B';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -45,6 +50,8 @@ beforeAll(async () => {
       [gptOss]: { form: 'harmony' },
       [devstral]: { form: 'mistral', lead: 'Checking.' },
       [mistral7b]: { form: 'mistral-list' },
+      [qwen3]: { form: 'hermes', draft: 'opened' },
+      [qwen35]: { form: 'qwen3-coder', draft: 'template' },
     },
   });
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
@@ -80,7 +87,7 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss])(
+  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss, qwen3, qwen35])(
     'the AI SDK runs it, streamed and whole (%s)',
     async (model) => {
       const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
@@ -202,6 +209,10 @@ describe('text that is not a call of an offered tool', () => {
     ['a call of a tool not offered', '<tool_call>\n{"name": "rm_rf", "arguments": {}}\n</tool_call>'],
     ['JSON that is not a call', '{"city": "Paris", "days": 3}'],
     ['prose that names the marker', 'Models write <tool_call> blocks; this is not one.'],
+    [
+      'a call the model drafted in its reasoning and then decided against',
+      '<think>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\nNo: it was given.\n</think>\n\nIt is 18 °C, as you said.',
+    ],
   ])('%s goes as it came, streamed and whole', async (_name, content) => {
     for (const stream of [false, true]) {
       fake.enqueue({ content, chunks: 7 });

@@ -357,7 +357,10 @@ export interface FakeUpstreamOptions {
    * (lmstudio-ai/lmstudio-bug-tracker#829), the call's JSON alone (Ollama's qwen2.5-coder,
    * ollama/ollama#13519), or Mistral's `[TOOL_CALLS]name[ARGS]{…}` (Mistral Small 3.2, Devstral:
    * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3), or GPT-OSS's Harmony
-   * markup (lablup/mlxcel#654). `lead` puts a sentence before the calls.
+   * markup (lablup/mlxcel#654). `lead` puts a sentence before the calls. `draft` writes the model's
+   * reasoning first, in which it drafts the same calls before it makes them, as Qwen's thinking models do
+   * (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its template (the text
+   * begins inside the reasoning and only closes it).
    */
   textToolCalls?: Readonly<
     Record<
@@ -365,6 +368,7 @@ export interface FakeUpstreamOptions {
       {
         form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony';
         lead?: string;
+        draft?: 'opened' | 'template';
       }
     >
   >;
@@ -2709,7 +2713,12 @@ export class FakeUpstream {
       kimi ? `functions.${call.name}:${callsBefore.length + position}` : this.answerId(call.id, body.model);
     const asText = this.options.textToolCalls?.[String(body.model)];
     if (asText !== undefined && behaviour.toolCalls !== undefined) {
-      behaviour.content = (asText.lead ?? '') + callsAsText(behaviour.toolCalls, asText.form);
+      const calls = callsAsText(behaviour.toolCalls, asText.form);
+      const reasoning =
+        asText.draft === undefined
+          ? ''
+          : `${asText.draft === 'opened' ? '<think>\n' : ''}The user asked for this. The call:\n${calls}\nThat is it.\n</think>\n\n`;
+      behaviour.content = reasoning + (asText.lead ?? '') + calls;
       delete behaviour.toolCalls;
     }
     const id = `chatcmpl-fake${++this.sequence}`;

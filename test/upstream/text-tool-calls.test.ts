@@ -42,6 +42,24 @@ describe('offeredTools', () => {
   });
 });
 
+/**
+ * Answers whose reasoning drafts a call before the answer makes it (PrimeIntellect-ai/renderers#78,
+ * verl-project/verl#4757): the reasoning opened by the model, or by its template (the text begins inside
+ * it), then the call once — and what the client is given as text.
+ */
+const drafted: Array<[string, string, string]> = [
+  [
+    'the model opened its reasoning',
+    `<think>\nThe user wants a.ts at line 3.\n${hermes}\nThat is the call.\n</think>\n\n${hermes}`,
+    `<think>\nThe user wants a.ts at line 3.\n${hermes}\nThat is the call.\n</think>`,
+  ],
+  [
+    'its template opened its reasoning',
+    `Line 3 of a.ts.\n${qwenCoder}\nGood.\n</think>\n\nEditing.\n${hermes}`,
+    `Line 3 of a.ts.\n${qwenCoder}\nGood.\n</think>\n\nEditing.`,
+  ],
+];
+
 describe('callsInText', () => {
   it.each([
     ["Hermes' and Qwen's block", hermes, [['edit', { path: 'a.ts', line: 3 }]], ''],
@@ -112,9 +130,41 @@ describe('callsInText', () => {
       [['list', {}]],
       '',
     ],
+    [
+      "a reasoning that ends in the answer's call, nothing after (vllm-project/vllm#39056)",
+      `<think>\nNeed the list.\n<tool_call>{"name": "list", "arguments": {}}</tool_call>\n</think>\n`,
+      [['list', {}]],
+      '<think>\nNeed the list.\n</think>',
+    ],
+    [
+      "a call whose arguments hold the reasoning's closing marker",
+      '<tool_call>{"name": "edit", "arguments": {"path": "</think>"}}</tool_call>',
+      [['edit', { path: '</think>' }]],
+      '',
+    ],
+    [
+      "Magistral's: the call drafted in [THINK] left, the answer's taken",
+      '[THINK]Maybe [TOOL_CALLS]edit[ARGS]{}, no.[/THINK]Listing.[TOOL_CALLS]list[ARGS]{}',
+      [['list', {}]],
+      '[THINK]Maybe [TOOL_CALLS]edit[ARGS]{}, no.[/THINK]Listing.',
+    ],
+    [
+      "the JSON alone after the model's reasoning",
+      '<think>A list.</think>\n\n{"name": "list", "arguments": {}}',
+      [['list', {}]],
+      '<think>A list.</think>',
+    ],
   ])('%s: its calls', (_name, text, calls, rest) => {
     const found = callsInText(text, tools);
     expect(found?.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual(calls);
+    expect(found?.text).toBe(rest);
+  });
+
+  it.each(drafted)('a call drafted in the reasoning, then made (%s): made once', (_name, text, rest) => {
+    const found = callsInText(text, tools);
+    expect(found?.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual([
+      ['edit', { path: 'a.ts', line: 3 }],
+    ]);
     expect(found?.text).toBe(rest);
   });
 
@@ -137,6 +187,10 @@ describe('callsInText', () => {
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
     ['text of no marker', 'Hello.'],
+    [
+      'a call drafted in the reasoning, then an answer of text (a rehearsal, not a call)',
+      `<think>I could run ${hermes} but it is not needed.</think>The file is fine as it is.`,
+    ],
   ])('%s: none', (_name, text) => {
     expect(callsInText(text, tools)).toBeUndefined();
   });
@@ -203,6 +257,48 @@ describe('withTextToolCalls, streamed', () => {
       }
     },
   );
+
+  it.each(drafted)(
+    'a call drafted in the reasoning, then made (%s): made once, however the stream is cut',
+    async (_name, text, rest) => {
+      for (const size of [1, 5, 40]) {
+        const read = await readStream(streamOf(text, size), 70);
+        expect(read.calls).toEqual([['edit', { path: 'a.ts', line: 3 }]]);
+        expect(read.text.trim()).toBe(rest);
+        expect(read.finish).toBe('tool_calls');
+      }
+    },
+  );
+
+  it.each([
+    [
+      'a rehearsal in the reasoning, then an answer of text',
+      `<think>Run ${hermes}? No need.</think>It is fine.`,
+    ],
+    ['the same, its template opened the reasoning', `Run ${hermes}? No need.</think>It is fine.`],
+  ])('%s: as it came', async (_name, text) => {
+    for (const size of [1, 6])
+      expect(await readStream(streamOf(text, size), 50)).toEqual({ text, calls: [], finish: 'stop' });
+  });
+
+  it.each([
+    [
+      "a reasoning that ends in the answer's call",
+      `<think>Need it.\n${hermes}\n</think>`,
+      '<think>Need it.\n</think>',
+    ],
+    [
+      "the JSON alone after the model's reasoning",
+      '<think>A list.</think>\n\n{"name": "edit", "arguments": {"path": "a.ts", "line": 3}}',
+      '<think>A list.</think>',
+    ],
+  ])('%s: the call', async (_name, text, rest) => {
+    for (const size of [1, 7]) {
+      const read = await readStream(streamOf(text, size), 45);
+      expect(read.calls).toEqual([['edit', { path: 'a.ts', line: 3 }]]);
+      expect(read.text.trim()).toBe(rest);
+    }
+  });
 
   it("Mistral's, a sentence first: the sentence, then the calls", async () => {
     // The marker is one token of Mistral's: a delta of its own.
