@@ -187,7 +187,8 @@ const maxLoggedErrorBytes = 1_048_576;
  * cut at the stop sequences the model was not sent (answer-stops.ts).
  */
 function asAsked(response: UpstreamResponse, attempt: ChatAttempt): UpstreamResponse {
-  const tools = attempt.wire === undefined ? offeredTools(attempt.request) : undefined;
+  const readsText = attempt.wire === undefined && attempt.prepared.settings.model.textToolCalls !== 'off';
+  const tools = readsText ? offeredTools(attempt.request) : undefined;
   const called = tools === undefined ? response : withTextToolCalls(response, tools, attempt.request);
   const named = attempt.toolNames === undefined ? called : withAnswerToolNames(called, attempt.toolNames);
   return attempt.heldStops === undefined ? named : withAnswerStops(named, attempt.heldStops);

@@ -99,6 +99,11 @@ export const modelEntrySchema = z.strictObject({
    */
   notice_placement: z.enum(['inline', 'user', 'leading_system']).optional(),
   /**
+   * Whether calls the model wrote as text, to a request that offered tools, are given as calls (`read`,
+   * the default) or its text passed as it came (`off`): docs/budgeting.md#tool-calls-written-as-text.
+   */
+  text_tool_calls: z.enum(['read', 'off']).optional(),
+  /**
    * Larger-window models (possibly on other upstreams) a request goes to, the first that fits, when it
    * cannot fit this one or its retries would drop too much of its history (policy fallback_when_dropping).
    */

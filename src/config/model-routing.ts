@@ -51,6 +51,7 @@ function modelEntryOf(entry: ModelEntryConfig): ModelEntry {
     exactTokenizer: entry.exact_tokenizer,
     toolFormat: entry.tool_format ?? (entry.exact_tokenizer ? 'typescript' : 'json'),
     noticePlacement: entry.notice_placement ?? (entry.exact_tokenizer ? 'inline' : 'user'),
+    textToolCalls: entry.text_tool_calls ?? 'read',
     calibration: entry.calibration,
     fallbacks: entry.fallbacks,
   });

@@ -23,6 +23,8 @@ export interface ModelEntry {
    * anywhere), or `user` / `leading_system` for chat templates that accept a system message only first.
    */
   noticePlacement: NoticePlacement;
+  /** `off`: calls the model wrote as text are left as text (config `text_tool_calls`); else read. */
+  textToolCalls?: 'read' | 'off';
   /** Scale estimates by the ratio learned from the upstream's usage (estimated models only); default on. */
   calibration?: boolean;
   /** Larger-window models to send a request to when it does not fit this one (config `fallbacks`). */

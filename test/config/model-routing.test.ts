@@ -101,6 +101,12 @@ describe('model routing: model entries', () => {
     expect(routing.entryFor(name)).toMatchObject({ window, exactTokenizer: exact });
   });
 
+  it('reads calls written as text unless an entry says `text_tool_calls: off`', () => {
+    const off = createModelRouting(upstreams, [model('raw-*', 8_192, { text_tool_calls: 'off' })]);
+    expect(off.entryFor('raw-qwen').textToolCalls).toBe('off');
+    expect(routing.entryFor('local-7b').textToolCalls).toBe('read');
+  });
+
   it('hands out entries nobody can change', () => {
     const entry = routing.entryFor('gpt-4o-mini');
     expect(Object.isFrozen(entry)).toBe(true);

@@ -36,6 +36,8 @@ const ollama = 'qwen2.5-coder:14b';
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
 const qwen35 = 'Qwen/Qwen3.5-27B';
+/** Qwen3.6 on a server whose operator set `text_tool_calls: off` for it: its text is passed as it came. */
+const untouched = 'raw/qwen3.6-35b-a3b';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -52,9 +54,19 @@ beforeAll(async () => {
       [mistral7b]: { form: 'mistral-list' },
       [qwen3]: { form: 'hermes', draft: 'opened' },
       [qwen35]: { form: 'qwen3-coder', draft: 'template' },
+      [untouched]: { form: 'qwen3-coder' },
     },
   });
-  harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+  harness = await startGateway({
+    env: { UPSTREAM_BASE_URL: await fake.start() },
+    configYaml: [
+      'models:',
+      '  - match: "raw/*"',
+      '    window: 131072',
+      '    text_tool_calls: "off"',
+      '',
+    ].join('\n'),
+  });
 });
 beforeEach(() => fake.clearQueue());
 afterAll(async () => {
@@ -237,6 +249,18 @@ describe('text that is not a call of an offered tool', () => {
         text = answer.choices[0]?.message.content ?? '';
       }
       expect(text).toBe(content);
+    }
+  });
+
+  it("a model set `text_tool_calls: off`: its call's text goes as it came, streamed and whole", async () => {
+    fake.enqueue({ toolCalls: [weather] }, { toolCalls: [weather] });
+    const request = { model: untouched, tools, messages: [{ role: 'user' as const, content: 'Paris?' }] };
+    const whole = await client().chat.completions.create(request);
+    const streamed = await client().chat.completions.stream(request).finalChatCompletion();
+    for (const answer of [whole, streamed]) {
+      expect(answer.choices[0]?.message.tool_calls ?? []).toEqual([]);
+      expect(answer.choices[0]?.message.content).toContain('<function=get_weather>');
+      expect(answer.choices[0]?.finish_reason).toBe('stop');
     }
   });
 
