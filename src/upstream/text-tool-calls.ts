@@ -8,12 +8,12 @@
 // Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`,
 // GLM's `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
 // `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, GPT-OSS's Harmony markup (`… to=functions.NAME
-// <|constrain|>json<|message|>{…}<|call|>`), or a text that is nothing but `{"name": …,
-// "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed: each naming one of the
-// offered tools, with arguments that are a JSON object; otherwise the answer goes as it came. A stream's
-// text is held only where a call may begin in it (at most a marker's length less one character), Mistral's
-// calls and a text that opens as JSON until it ends. A call drafted in the model's reasoning left in the
-// text (before its `</think>`) is not made.
+// <|constrain|>json<|message|>{…}<|call|>`), Kimi K2's `<|tool_calls_section_begin|>…`, or a text that is
+// nothing but `{"name": …, "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed:
+// each naming one of the offered tools, with arguments that are a JSON object; otherwise the answer goes as
+// it came. A stream's text is held only where a call may begin in it (at most a marker's length less one
+// character), Mistral's and Kimi's calls and a text that opens as JSON until it ends. A call drafted in the
+// model's reasoning left in the text (before its `</think>`) is not made.
 
 import { randomUUID } from 'node:crypto';
 import { isEventStream, withEventsRewritten } from './sse.js';
@@ -239,7 +239,11 @@ function callsInAnswer(
   if (harmony !== undefined) return harmony;
   const section = text.indexOf(mistral);
   const block = text.indexOf(open);
-  if (section !== -1 && (block === -1 || section < block)) {
+  const kimi = kimiSection(text);
+  const before = (at: number, other: number) => at !== -1 && (other === -1 || at < other);
+  if (kimi !== undefined && before(kimi.at, section) && before(kimi.at, block))
+    return kimiCalls(text, kimi, tools);
+  if (before(section, block)) {
     const calls = mistralCalls(text.slice(section + mistral.length), tools);
     return calls === undefined ? undefined : { calls, text: text.slice(0, section).trim() };
   }
@@ -284,6 +288,61 @@ function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined
     calls.push({ name, arguments: JSON.stringify(given) });
   }
   return calls.length === 0 ? undefined : calls;
+}
+
+/** Kimi K2's markers (each one token of its model's); the section's in the singular too (vLLM reads both). */
+const kimiBegins = ['<|tool_calls_section_begin|>', '<|tool_call_section_begin|>'];
+const kimiEnds = ['<|tool_calls_section_end|>', '<|tool_call_section_end|>'];
+const kimiCall = '<|tool_call_begin|>';
+const kimiArguments = '<|tool_call_argument_begin|>';
+const kimiCallEnd = '<|tool_call_end|>';
+
+/** Where a text's first Kimi section begins, and its marker; undefined when it has none. */
+function kimiSection(text: string): { at: number; marker: string } | undefined {
+  let found: { at: number; marker: string } | undefined;
+  for (const marker of kimiBegins) {
+    const at = text.indexOf(marker);
+    if (at !== -1 && (found === undefined || at < found.at)) found = { at, marker };
+  }
+  return found;
+}
+
+/**
+ * Kimi K2's section, as Moonshot's and OpenRouter's endpoints give it in the text with few tools
+ * (NousResearch/hermes-agent#24534): `<|tool_calls_section_begin|>`, then each call's
+ * `<|tool_call_begin|>functions.NAME:N<|tool_call_argument_begin|>{…}<|tool_call_end|>`, then
+ * `<|tool_calls_section_end|>`; the text before and after it the answer's. Undefined when a call is not one
+ * of an offered tool, or the section holds none.
+ */
+function kimiCalls(
+  text: string,
+  section: { at: number; marker: string },
+  tools: OfferedTools,
+): { calls: TextCall[]; text: string } | undefined {
+  const from = section.at + section.marker.length;
+  let end = text.length;
+  let after = text.length;
+  for (const marker of kimiEnds) {
+    const at = text.indexOf(marker, from);
+    if (at !== -1 && at < end) [end, after] = [at, at + marker.length];
+  }
+  const calls: TextCall[] = [];
+  for (const part of text.slice(from, end).split(kimiCall)) {
+    if (part.trim() === '') continue;
+    const args = part.indexOf(kimiArguments);
+    if (args === -1) return undefined;
+    const name = /^(?:functions\.)?(.+?):\d+$/.exec(part.slice(0, args).trim())?.[1];
+    const given = parsedJson(
+      part
+        .slice(args + kimiArguments.length)
+        .split(kimiCallEnd)[0]
+        ?.trim() ?? '',
+    );
+    if (name === undefined || !tools.has(name) || !isRecord(given)) return undefined;
+    calls.push({ name, arguments: JSON.stringify(given) });
+  }
+  const rest = `${text.slice(0, section.at).trim()} ${text.slice(after).trim()}`.trim();
+  return calls.length === 0 ? undefined : { calls, text: rest };
 }
 
 /**
@@ -523,9 +582,10 @@ class StreamTextCalls {
           return { content, calls };
         }
       }
-      const section = this.held.indexOf(mistral);
+      const section = sectionStart(this.held);
       if (section !== -1) {
-        // Mistral's calls run to the answer's end: all of it held, read there (as a text that opens as JSON).
+        // Mistral's and Kimi's calls run to the answer's end (Kimi's may have text after its section, said
+        // there): all of it held, read there (as a text that opens as JSON).
         content += this.held.slice(0, section);
         this.held = this.held.slice(section);
         this.mode = 'json';
@@ -567,7 +627,7 @@ class StreamTextCalls {
   private answerStart(): number | undefined {
     const probe = this.givenTail + this.held;
     const block = probe.indexOf(open);
-    const section = probe.indexOf(mistral);
+    const section = sectionStart(probe);
     let end: number | undefined;
     for (const marker of reasoningEnds) {
       const at = probe.indexOf(marker);
@@ -636,6 +696,13 @@ class StreamTextCalls {
     this.held = '';
     return held;
   }
+}
+
+/** Where the first Mistral or Kimi marker in `text` begins (each one token of its model's, met whole); or -1. */
+function sectionStart(text: string): number {
+  const mistralAt = text.indexOf(mistral);
+  const kimiAt = kimiSection(text)?.at ?? -1;
+  return mistralAt === -1 || (kimiAt !== -1 && kimiAt < mistralAt) ? kimiAt : mistralAt;
 }
 
 /** How much of `text`'s end may begin a marker (`<tool_call>`, `[TOOL_CALLS]`): held until the next text says. */

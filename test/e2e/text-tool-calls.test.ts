@@ -32,6 +32,8 @@ const glm = 'zai-org/glm-4.7-flash';
 const gptOss = 'mlx-community/gpt-oss-20b-MXFP4-Q8';
 /** Qwen2.5-Coder on Ollama: the call's JSON alone. */
 const ollama = 'qwen2.5-coder:14b';
+/** Kimi K2.6 through OpenRouter with few tools: its section in the text (NousResearch/hermes-agent#24534). */
+const kimi = 'moonshotai/kimi-k2.6';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -55,6 +57,7 @@ beforeAll(async () => {
       [qwen3]: { form: 'hermes', draft: 'opened' },
       [qwen35]: { form: 'qwen3-coder', draft: 'template' },
       [untouched]: { form: 'qwen3-coder' },
+      [kimi]: { form: 'kimi', lead: 'Looking it up.' },
     },
   });
   harness = await startGateway({
@@ -99,7 +102,7 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss, qwen3, qwen35])(
+  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss, qwen3, qwen35, kimi])(
     'the AI SDK runs it, streamed and whole (%s)',
     async (model) => {
       const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });

@@ -357,7 +357,8 @@ export interface FakeUpstreamOptions {
    * (lmstudio-ai/lmstudio-bug-tracker#829), the call's JSON alone (Ollama's qwen2.5-coder,
    * ollama/ollama#13519), or Mistral's `[TOOL_CALLS]name[ARGS]{…}` (Mistral Small 3.2, Devstral:
    * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3), or GPT-OSS's Harmony
-   * markup (lablup/mlxcel#654). `lead` puts a sentence before the calls. `draft` writes the model's
+   * markup (lablup/mlxcel#654), or Kimi K2's section (`<|tool_calls_section_begin|>…`: Kimi K2.6 through
+   * OpenRouter, NousResearch/hermes-agent#24534). `lead` puts a sentence before the calls. `draft` writes the model's
    * reasoning first, in which it drafts the same calls before it makes them, as Qwen's thinking models do
    * (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its template (the text
    * begins inside the reasoning and only closes it).
@@ -366,7 +367,7 @@ export interface FakeUpstreamOptions {
     Record<
       string,
       {
-        form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony';
+        form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi';
         lead?: string;
         draft?: 'opened' | 'template';
       }
@@ -955,8 +956,15 @@ function countText(text: string): number {
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(
   calls: ReadonlyArray<{ name: string; arguments: string }>,
-  form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony',
+  form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi',
 ): string {
+  if (form === 'kimi')
+    return `<|tool_calls_section_begin|>${calls
+      .map(
+        (call, index) =>
+          `<|tool_call_begin|>functions.${call.name}:${index}<|tool_call_argument_begin|>${call.arguments}<|tool_call_end|>`,
+      )
+      .join('')}<|tool_calls_section_end|>`;
   if (form === 'harmony')
     return `<|channel|>analysis<|message|>Need to use the tool.<|end|>${calls
       .map(
@@ -2980,9 +2988,14 @@ export class FakeUpstream {
       const pieces: string[] = [];
       for (let start = 0; start < text.length; start += size)
         pieces.push(text.slice(cumulative ? 0 : start, start + size));
-      // Mistral's markers are tokens of its model's: each a delta of its own, the text between them split.
+      // Mistral's and Kimi's markers are tokens of their models': each a delta of its own, the text between
+      // them split.
       const tokens =
-        asText?.form.startsWith('mistral') === true ? text.split(/(\[TOOL_CALLS\]|\[ARGS\])/) : undefined;
+        asText?.form.startsWith('mistral') === true
+          ? text.split(/(\[TOOL_CALLS\]|\[ARGS\])/)
+          : asText?.form === 'kimi'
+            ? text.split(/(<\|tool_call[a-z_]*\|>)/)
+            : undefined;
       for (const piece of tokens?.filter((token) => token !== '') ?? pieces) {
         frames.push(
           frame([

@@ -119,6 +119,21 @@ describe('callsInText', () => {
       'Calls go to=functions.list in GPT-OSS.',
     ],
     [
+      "Kimi K2's section, a sentence first (moonshotai/kimi-k2.6 through OpenRouter)",
+      'I will edit.<|tool_calls_section_begin|><|tool_call_begin|>functions.edit:0<|tool_call_argument_begin|>{"path": "a.ts"}<|tool_call_end|> <|tool_call_begin|> functions.list:1 <|tool_call_argument_begin|> {} <|tool_call_end|><|tool_calls_section_end|>',
+      [
+        ['edit', { path: 'a.ts' }],
+        ['list', {}],
+      ],
+      'I will edit.',
+    ],
+    [
+      "Kimi's singular markers, a name without `functions.`",
+      '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
+      [['list', {}]],
+      '',
+    ],
+    [
       "Mistral's list (Mistral 7B v0.3)",
       '[TOOL_CALLS] [{"name": "list", "arguments": {}}]',
       [['list', {}]],
@@ -183,6 +198,15 @@ describe('callsInText', () => {
       "GPT-OSS's of arguments that are not JSON",
       '<|channel|>commentary to=functions.list<|message|>ls -la<|call|>',
     ],
+    [
+      "Kimi's of a tool not offered",
+      '<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>',
+    ],
+    [
+      "Kimi's of arguments that are not JSON",
+      '<|tool_calls_section_begin|><|tool_call_begin|>functions.list:0<|tool_call_argument_begin|>ls<|tool_call_end|><|tool_calls_section_end|>',
+    ],
+    ["Kimi's section of no call", '<|tool_calls_section_begin|><|tool_calls_section_end|>'],
     ["GLM's with a key and no value", '<tool_call>edit\n<arg_key>path</arg_key>\n</tool_call>'],
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
@@ -324,6 +348,43 @@ describe('withTextToolCalls, streamed', () => {
       ],
       finish: 'tool_calls',
     });
+  });
+
+  it("Kimi K2's section, in its tokens: the sentence, then the calls", async () => {
+    // Each marker is one token of Kimi's: a delta of its own.
+    const deltas = [
+      'Edit',
+      'ing.',
+      '<|tool_calls_section_begin|>',
+      '<|tool_call_begin|>',
+      'functions',
+      '.edit',
+      ':',
+      '0',
+    ];
+    deltas.push(
+      '<|tool_call_argument_begin|>',
+      '{"path',
+      '": "a.ts"}',
+      '<|tool_call_end|>',
+      '<|tool_call_begin|>',
+    );
+    deltas.push(
+      'functions.list:1',
+      '<|tool_call_argument_begin|>',
+      '{}',
+      '<|tool_call_end|>',
+      '<|tool_calls_section_end|>',
+    );
+    for (const cut of [30, 4_000])
+      expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({
+        text: 'Editing.',
+        calls: [
+          ['edit', { path: 'a.ts' }],
+          ['list', {}],
+        ],
+        finish: 'tool_calls',
+      });
   });
 
   it("GPT-OSS's Harmony markup, in its tokens: the call, no markup", async () => {
