@@ -179,6 +179,8 @@ export function callsInText(
 const reasoningEnds = ['</think>', '[/THINK]'];
 const longestReasoningEnd = Math.max(...reasoningEnds.map((marker) => marker.length));
 const magistralEndKey = Buffer.from('[/THINK]');
+/** What `<` (and `=`, `>`, `?` and the digits) are escaped to in JSON, in either case: `\u003c`. */
+const escapedLess = Buffer.from('\\u003');
 
 /**
  * Where the reasoning a text begins with ends: its first closing marker outside a `<tool_call>` block (a
@@ -469,6 +471,8 @@ class StreamTextCalls {
       this.held === '' &&
       this.calls === 0 &&
       events.indexOf(0x3c) === -1 &&
+      // `<` as Go's encoding/json writes it (`\u003c`: Ollama's endpoint), or `\u003C`.
+      events.indexOf(escapedLess) === -1 &&
       // Mistral's marker is one token of its model's: it comes whole in a delta.
       events.indexOf(mistralKey) === -1 &&
       events.indexOf(magistralEndKey) === -1 &&

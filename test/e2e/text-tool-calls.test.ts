@@ -32,6 +32,11 @@ const glm = 'zai-org/glm-4.7-flash';
 const gptOss = 'mlx-community/gpt-oss-20b-MXFP4-Q8';
 /** Qwen2.5-Coder on Ollama: the call's JSON alone. */
 const ollama = 'qwen2.5-coder:14b';
+/**
+ * Hermes 3 on Ollama, whose parser missed the call under an agent's prompt (NVIDIA/NemoClaw#2731): a
+ * sentence, then the block — the JSON written by Go, `<` as `\u003c`.
+ */
+const ollamaHermes = 'hermes3:8b';
 /** Kimi K2.6 through OpenRouter with few tools: its section in the text (NousResearch/hermes-agent#24534). */
 const kimi = 'moonshotai/kimi-k2.6';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
@@ -58,7 +63,9 @@ beforeAll(async () => {
       [qwen35]: { form: 'qwen3-coder', draft: 'template' },
       [untouched]: { form: 'qwen3-coder' },
       [kimi]: { form: 'kimi', lead: 'Looking it up.' },
+      [ollamaHermes]: { form: 'hermes', lead: 'Let me check the weather.\n' },
     },
+    goJson: [ollamaHermes],
   });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fake.start() },
@@ -102,7 +109,7 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss, qwen3, qwen35, kimi])(
+  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss, qwen3, qwen35, kimi, ollamaHermes])(
     'the AI SDK runs it, streamed and whole (%s)',
     async (model) => {
       const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });

@@ -350,6 +350,11 @@ export interface FakeUpstreamOptions {
    */
   blankFinishes?: Readonly<Record<string, '' | 'null'>>;
   /**
+   * Models served as Ollama's OpenAI-compatible endpoint writes its JSON, with Go's encoding/json: `<`, `>`
+   * and `&` in strings as `\u003c`, `\u003e` and `\u0026` (`"content":"\u003ctool_call\u003e …"`).
+   */
+  goJson?: readonly string[];
+  /**
    * Models served without their tool parser, which write a call as their template does, in `content`,
    * and give no `tool_calls` (finishing `stop`): Hermes' and Qwen's `<tool_call>{json}</tool_call>` (LM
    * Studio, vLLM without --enable-auto-tool-choice), Qwen3-Coder's `<tool_call><function=…>` form
@@ -1006,6 +1011,11 @@ function callsAsText(
     .join('\n');
 }
 
+/** JSON text as Go's encoding/json writes it: `<`, `>` and `&` escaped (FakeUpstreamOptions.goJson). */
+function goEscaped(json: string): string {
+  return json.replaceAll('<', '\\u003c').replaceAll('>', '\\u003e').replaceAll('&', '\\u0026');
+}
+
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
@@ -1194,6 +1204,12 @@ export class FakeUpstream {
   private readonly reportedCaches = new Map<string, { messages: string; tokens: number }>();
 
   /** A scripted call's id as this provider gives it: Mistral's are 9 letters and digits. */
+  /** A whole answer's JSON as the model's server writes it (goJson: escaped as Go escapes). */
+  private asServed(model: string, answer: unknown): string {
+    const json = JSON.stringify(answer);
+    return this.options.goJson?.includes(model) === true ? goEscaped(json) : json;
+  }
+
   private answerId(id: string, model: unknown): string {
     if (this.options.emptyToolCallIds?.includes(String(model)) === true) return '';
     if (this.options.mistralToolCallIds !== true) return id;
@@ -2844,7 +2860,7 @@ export class FakeUpstream {
       }
       sendJson(
         200,
-        JSON.stringify({
+        this.asServed(String(body.model), {
           ...(this.options.idlessChunks?.includes(String(body.model)) === true ? {} : { id, created }),
           object: 'chat.completion',
           model: body.model,
@@ -3014,6 +3030,8 @@ export class FakeUpstream {
       for (const [at, text] of frames.entries())
         frames[at] = text.replaceAll('"finish_reason":null', `"finish_reason":"${blank}"`);
     frames.push(frame([{ index: 0, delta: {}, logprobs: null, finish_reason: finishReason }]));
+    if (this.options.goJson?.includes(String(body.model)) === true)
+      for (const [at, text] of frames.entries()) frames[at] = goEscaped(text);
     if (
       body.stream_options?.include_usage === true &&
       this.options.noUsage?.includes(String(body.model)) !== true

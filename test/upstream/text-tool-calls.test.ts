@@ -324,6 +324,21 @@ describe('withTextToolCalls, streamed', () => {
     }
   });
 
+  it("a sentence and a block, its JSON escaped as Go escapes it (Ollama's `\\u003c`): the call", async () => {
+    // Go's encoding/json writes <, > and & as \u003c, \u003e and \u0026 (Ollama's OpenAI endpoint).
+    const goJson = (body: string) =>
+      body.replaceAll('<', '\\u003c').replaceAll('>', '\\u003e').replaceAll('&', '\\u0026');
+    const kimi = ['Let me edit.', '<|tool_calls_section_begin|>', '<|tool_call_begin|>', 'edit:0'];
+    kimi.push('<|tool_call_argument_begin|>', '{"path": "a.ts", "line": 3}', '<|tool_call_end|>');
+    for (const stream of [streamOf(`Let me edit.\n${hermes}`, 4), streamOfDeltas(kimi)]) {
+      const body = goJson(stream);
+      expect(body).not.toContain('<');
+      const read = await readStream(body, 90);
+      expect(read.calls).toEqual([['edit', { path: 'a.ts', line: 3 }]]);
+      expect(read.text.trim()).toBe('Let me edit.');
+    }
+  });
+
   it("Mistral's, a sentence first: the sentence, then the calls", async () => {
     // The marker is one token of Mistral's: a delta of its own.
     const deltas = [
