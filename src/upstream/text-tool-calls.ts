@@ -17,6 +17,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isEventStream, withEventsRewritten } from './sse.js';
+import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { chatChunkOf, isRecord, saysFinish } from './tool-call-shape.js';
 import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
@@ -178,7 +179,6 @@ export function callsInText(
 /** The markers that end a model's reasoning: Qwen's, DeepSeek's and most others', and Magistral's. */
 const reasoningEnds = ['</think>', '[/THINK]'];
 const longestReasoningEnd = Math.max(...reasoningEnds.map((marker) => marker.length));
-const magistralEndKey = Buffer.from('[/THINK]');
 /** What `<` (and `=`, `>`, `?` and the digits) are escaped to in JSON, in either case: `\u003c`. */
 const escapedLess = Buffer.from('\\u003');
 
@@ -213,12 +213,24 @@ function callsEnding(
 ): { calls: TextCall[]; text: string } | undefined {
   const calls: TextCall[] = [];
   let rest = reasoning.trimEnd();
-  while (rest.endsWith(close)) {
-    const start = rest.lastIndexOf(open, rest.length - close.length);
-    if (start === -1) return undefined;
-    const call = blockCall(rest.slice(start + open.length, rest.length - close.length), tools);
-    if (call === undefined) return undefined;
-    calls.unshift(call);
+  for (;;) {
+    if (rest.endsWith(close)) {
+      const start = rest.lastIndexOf(open, rest.length - close.length);
+      if (start === -1) return undefined;
+      const call = blockCall(rest.slice(start + open.length, rest.length - close.length), tools);
+      if (call === undefined) return undefined;
+      calls.unshift(call);
+      rest = rest.slice(0, start).trimEnd();
+      continue;
+    }
+    // Kimi K2 Thinking's section at the reasoning's end (vybestack/llxprt-code#749).
+    if (!kimiEnds.some((marker) => rest.endsWith(marker))) break;
+    // Its opening, the nearest before (both spellings end so): each section costs its own length.
+    const start = rest.lastIndexOf('<|', rest.lastIndexOf(kimiBeginEnd));
+    const marker = kimiBegins.find((begin) => rest.startsWith(begin, start));
+    const found = marker === undefined ? undefined : kimiCalls(rest.slice(start), { at: 0, marker }, tools);
+    if (found === undefined) return undefined;
+    calls.unshift(...found.calls);
     rest = rest.slice(0, start).trimEnd();
   }
   return calls.length === 0 ? undefined : { calls, text: `${rest}\n` };
@@ -295,6 +307,7 @@ function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined
 /** Kimi K2's markers (each one token of its model's); the section's in the singular too (vLLM reads both). */
 const kimiBegins = ['<|tool_calls_section_begin|>', '<|tool_call_section_begin|>'];
 const kimiEnds = ['<|tool_calls_section_end|>', '<|tool_call_section_end|>'];
+const kimiBeginEnd = '_section_begin|>';
 const kimiCall = '<|tool_call_begin|>';
 const kimiArguments = '<|tool_call_argument_begin|>';
 const kimiCallEnd = '<|tool_call_end|>';
@@ -420,17 +433,111 @@ function callsOfCompletion(completion: unknown, tools: OfferedTools, jsonAlone: 
   const choice =
     isRecord(completion) && Array.isArray(completion.choices) ? completion.choices[0] : undefined;
   const message = isRecord(choice) ? choice.message : undefined;
-  if (!isRecord(choice) || !isRecord(message) || typeof message.content !== 'string') return false;
+  if (!isRecord(choice) || !isRecord(message)) return false;
   if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) return false;
-  const found = callsInText(message.content, tools, jsonAlone);
+  const content = message.content ?? '';
+  if (typeof content !== 'string') return false;
+  const found = callsInText(content, tools, jsonAlone) ?? callsEndingReasoning(message, content, tools);
   if (found === undefined) return false;
-  message.content = found.text === '' ? null : found.text;
+  if (found.text !== undefined) message.content = found.text === '' ? null : found.text;
   message.tool_calls = found.calls.map((call, index) => {
     const { index: _index, ...whole } = callOf(call, index);
     return whole;
   });
   choice.finish_reason = 'tool_calls';
   return true;
+}
+
+/**
+ * The calls a whole answer of no text wrote at the end of its reasoning, which its server gave under its
+ * reasoning field (vllm-project/vllm#39056: vLLM 0.19's Qwen3.5 parsers), the reasoning before them left
+ * there; undefined when it holds none, or the answer said some text.
+ */
+function callsEndingReasoning(
+  message: Record<string, unknown>,
+  content: string,
+  tools: OfferedTools,
+): { calls: TextCall[]; text?: string } | undefined {
+  const thought = content.trim() === '' ? reasoningOf(message) : undefined;
+  const tail = thought === undefined ? undefined : callsEnding(thought.text, tools);
+  if (thought === undefined || tail === undefined) return undefined;
+  message[thought.field] = tail.text.trim();
+  return { calls: tail.calls };
+}
+
+/**
+ * A stream's reasoning (under the name its provider gives it), held from where a call's marker begins in
+ * it — each marker one token of its model's, met whole — until the reasoning goes on past its calls or the
+ * answer says text (a draft: all of it given back), or the answer ends (calls, when it ends in them).
+ */
+class HeldReasoning {
+  private pieces: string[] = [];
+  private field: ReasoningField = 'reasoning_content';
+  /** Inside a block or section of what is held: its text is the call's, not more reasoning. */
+  private inside = false;
+
+  get holding(): boolean {
+    return this.pieces.length > 0;
+  }
+
+  /** A delta's reasoning read: from a marker on, taken out of it and held; true when the delta changed. */
+  take(delta: Record<string, unknown> | undefined): boolean {
+    const thought = reasoningOf(delta);
+    if (delta === undefined || thought === undefined) return false;
+    const at = this.holding ? 0 : markerIn(thought.text);
+    if (at === -1) return false;
+    if (!this.holding) this.field = thought.field;
+    const piece = thought.text.slice(at);
+    this.pieces.push(piece);
+    if (at === 0) delete delta[thought.field];
+    else delta[thought.field] = thought.text.slice(0, at);
+    // Reasoning said after the calls so far: they were drafts.
+    if (this.reasoningAfterCalls(piece)) this.release(delta);
+    return true;
+  }
+
+  /** Whether `piece` (held) goes on with reasoning past a closed block or section, its calls' state kept. */
+  private reasoningAfterCalls(piece: string): boolean {
+    const opened = Math.max(...[open, ...kimiBegins].map((marker) => piece.lastIndexOf(marker)));
+    let closed = -1;
+    for (const marker of [close, ...kimiEnds]) {
+      const at = piece.lastIndexOf(marker);
+      if (at !== -1 && at + marker.length > closed) closed = at + marker.length;
+    }
+    if (opened !== -1 && opened >= closed) this.inside = true;
+    else if (closed !== -1) this.inside = false;
+    const after = closed !== -1 && closed > opened ? piece.slice(closed) : opened === -1 ? piece : '';
+    return !this.inside && after.trim() !== '';
+  }
+
+  /** All that is held, given back in `delta` after its own reasoning (what `take` left of it came before). */
+  release(delta: Record<string, unknown>): void {
+    const own = delta[this.field];
+    delta[this.field] = (typeof own === 'string' ? own : '') + this.pieces.join('');
+    this.pieces = [];
+    this.inside = false;
+  }
+
+  /** At the answer's end: the calls the reasoning ends in, what of it is left given in `delta`. */
+  callsAtEnd(delta: Record<string, unknown>, tools: OfferedTools): TextCall[] {
+    const tail = callsEnding(this.pieces.join(''), tools);
+    if (tail === undefined) {
+      this.release(delta);
+      return [];
+    }
+    this.pieces = [];
+    this.inside = false;
+    const own = delta[this.field];
+    if (tail.text.trim() !== '') delta[this.field] = (typeof own === 'string' ? own : '') + tail.text;
+    return tail.calls;
+  }
+}
+
+/** Where a call's first marker (`<tool_call>`, Kimi's section) begins in a reasoning's text; or -1. */
+function markerIn(text: string): number {
+  const block = text.indexOf(open);
+  const kimi = kimiSection(text)?.at ?? -1;
+  return block === -1 || (kimi !== -1 && kimi < block) ? kimi : block;
 }
 
 /** One stream's first choice: its text passed on, held where a call may begin, its calls given as calls. */
@@ -450,8 +557,12 @@ class StreamTextCalls {
   private reasoningClosed = false;
   /** The given text's last characters: a reasoning's closing marker may begin there. */
   private givenTail = '';
+  /** Whether `givenTail` holds a `<` or `[`, where a reasoning's closing marker may have begun. */
+  private endMayBegin = false;
   /** The native calls of the answer: then its text is left as it is. */
   private native = false;
+  /** The reasoning held from a call's marker in it (calls written there, vllm-project/vllm#39056). */
+  private readonly thought = new HeldReasoning();
   /** The last chunk read: what an event of the stream's own is written like. */
   private lastChunk: Record<string, unknown> = {};
 
@@ -466,8 +577,9 @@ class StreamTextCalls {
     if (
       this.saidText &&
       this.mode === 'text' &&
+      !this.thought.holding &&
       // A reasoning's closing marker may have begun in the text given: it is read whole.
-      (this.reasoningClosed || !/[<[]/.test(this.givenTail)) &&
+      (this.reasoningClosed || !this.endMayBegin) &&
       this.held === '' &&
       this.calls === 0 &&
       events.indexOf(0x3c) === -1 &&
@@ -475,12 +587,19 @@ class StreamTextCalls {
       events.indexOf(escapedLess) === -1 &&
       // Mistral's marker is one token of its model's: it comes whole in a delta.
       events.indexOf(mistralKey) === -1 &&
-      events.indexOf(magistralEndKey) === -1 &&
       events.indexOf(toolCallsKey) === -1
     )
       return events;
     const text = events.toString('utf8');
-    if (!text.includes('"content"') && !text.includes('"finish_reason"') && this.held === '') return events;
+    if (
+      !text.includes('"content"') &&
+      !text.includes('"finish_reason"') &&
+      this.held === '' &&
+      // A reasoning that may hold a call's marker (`<tool_call>`, Kimi's `<|tool_calls_section_begin|>`).
+      !this.thought.holding &&
+      !text.includes('tool_call')
+    )
+      return events;
     let changed = false;
     const lines = text.split('\n');
     for (let position = 0; position < lines.length; position++) {
@@ -502,8 +621,9 @@ class StreamTextCalls {
 
   /** What is still held, when the stream ended without a finish: an event of its own. */
   end(): Buffer | undefined {
-    const delta = this.flush();
+    const delta = this.flush() ?? (this.thought.holding ? {} : undefined);
     if (delta === undefined) return undefined;
+    if (this.thought.holding) this.thought.release(delta);
     const { id, object, created, model } = this.lastChunk;
     const chunk = { id, object, created, model, choices: [{ index: 0, delta, finish_reason: null }] };
     return Buffer.from(`data: ${JSON.stringify(chunk)}\n\n`);
@@ -518,7 +638,13 @@ class StreamTextCalls {
     const delta = isRecord(choice.delta) ? choice.delta : undefined;
     if (Array.isArray(delta?.tool_calls) && delta.tool_calls.length > 0) this.native = true;
     if (this.native) {
-      if (this.held === '' && this.mode === 'text') return undefined;
+      const holding = this.thought.holding;
+      if (holding && delta !== undefined) {
+        this.thought.take(delta);
+        this.thought.release(delta);
+      }
+      if (this.held === '' && this.mode === 'text')
+        return holding ? `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}` : undefined;
       // Calls of its own after held text: the text goes as it came, before them.
       const before = this.raw();
       this.held = '';
@@ -528,13 +654,28 @@ class StreamTextCalls {
       return `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}`;
     }
     const given = typeof delta?.content === 'string' ? delta.content : '';
+    let thoughtChanged = this.thought.take(delta);
+    // Text said after a call in the reasoning: that call was a draft.
+    if (this.thought.holding && given.trim() !== '' && delta !== undefined) {
+      this.thought.release(delta);
+      thoughtChanged = true;
+    }
     const out = this.take(given);
     const finishing = saysFinish(choice.finish_reason);
     const flushed = finishing ? this.flush() : undefined;
     const content = out.content + (typeof flushed?.content === 'string' ? flushed.content : '');
     const calls = [...out.calls, ...((flushed?.tool_calls as unknown[] | undefined) ?? [])];
+    if (finishing && this.thought.holding) {
+      const written = delta ?? (choice.delta = {});
+      thoughtChanged = true;
+      if (calls.length > 0 || this.calls > 0 || this.saidText || content.trim() !== '')
+        this.thought.release(written);
+      else
+        for (const call of this.thought.callsAtEnd(written, this.tools))
+          calls.push(callOf(call, this.calls++));
+    }
     const callsFinish = finishing && this.calls > 0 && choice.finish_reason === 'stop';
-    if (content === given && calls.length === 0 && !callsFinish) return undefined;
+    if (content === given && calls.length === 0 && !callsFinish && !thoughtChanged) return undefined;
     const written = delta ?? (choice.delta = {});
     if (content !== '' || typeof written.content === 'string') written.content = content;
     if (calls.length > 0) written.tool_calls = calls;
@@ -621,7 +762,9 @@ class StreamTextCalls {
 
   /** Text given as it came: its last characters kept, where a reasoning's closing marker may begin. */
   private given(now: string): void {
-    if (!this.reasoningClosed) this.givenTail = (this.givenTail + now).slice(-(longestReasoningEnd - 1));
+    if (this.reasoningClosed || now === '') return;
+    this.givenTail = (this.givenTail + now).slice(-(longestReasoningEnd - 1));
+    this.endMayBegin = this.givenTail.includes('<') || this.givenTail.includes('[');
   }
 
   /**

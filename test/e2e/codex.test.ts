@@ -40,6 +40,11 @@ const textCallsModel = 'qwen/qwen3.6-35b-a3b';
  * the text, a draft of its call in it, then the call (PrimeIntellect-ai/renderers#78).
  */
 const draftingModel = 'qwen/qwen3.5-27b';
+/**
+ * Qwen3.5 as vLLM 0.19 serves it with both its parsers: a call the model wrote inside its reasoning comes
+ * in `reasoning`, with no text and no call (vllm-project/vllm#39056).
+ */
+const callsInReasoningModel = 'qwen3.5-35b-a3b-fp8';
 /** Gemini 3 as Google's OpenAI-compatible endpoint serves it: a call goes back with its thought signature. */
 const geminiModel = 'gemini-3.1-pro-preview';
 /** Claude with reasoning on as OpenRouter serves it: a step goes back with its reasoning_details. */
@@ -249,7 +254,8 @@ beforeAll(async () => {
     mistralToolCallIds: true,
   });
   vllm = new FakeUpstream({
-    windows: { [vllmModel]: 131_072 },
+    windows: { [vllmModel]: 131_072, [callsInReasoningModel]: 131_072 },
+    textToolCalls: { [callsInReasoningModel]: { form: 'qwen3-coder', inReasoning: true } },
     systemOnlyFirst: true,
     thinking: [vllmModel],
     reasoningField: 'reasoning',
@@ -427,6 +433,14 @@ describe('Codex through the gateway', () => {
     expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
     expect(readFileSync(join(work, 'run.log'), 'utf8')).toBe('ran\n');
     expect(finished.stdout).toContain('Logged.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+  });
+
+  it('runs a call the model wrote in its reasoning (Qwen3.5 on vLLM 0.19 with both parsers)', async () => {
+    const { finished, work, requests } = await codexExec('Write the note.', callsInReasoningModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
 

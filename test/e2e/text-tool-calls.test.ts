@@ -39,6 +39,11 @@ const ollama = 'qwen2.5-coder:14b';
 const ollamaHermes = 'hermes3:8b';
 /** Kimi K2.6 through OpenRouter with few tools: its section in the text (NousResearch/hermes-agent#24534). */
 const kimi = 'moonshotai/kimi-k2.6';
+/**
+ * Kimi K2 Thinking as Chutes serves it: its calls, in Kimi's section, at the end of its reasoning
+ * (`reasoning_content`), no text and no call (vybestack/llxprt-code#749).
+ */
+const kimiThinking = 'moonshotai/Kimi-K2-Thinking';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -64,6 +69,7 @@ beforeAll(async () => {
       [untouched]: { form: 'qwen3-coder' },
       [kimi]: { form: 'kimi', lead: 'Looking it up.' },
       [ollamaHermes]: { form: 'hermes', lead: 'Let me check the weather.\n' },
+      [kimiThinking]: { form: 'kimi', inReasoning: true },
     },
     goJson: [ollamaHermes],
   });
@@ -109,26 +115,36 @@ const sdkTools = (inputs: unknown[]) => ({
 });
 
 describe('a call the model wrote as text', () => {
-  it.each([lmStudio, hermes, glm, ollama, devstral, mistral7b, gptOss, qwen3, qwen35, kimi, ollamaHermes])(
-    'the AI SDK runs it, streamed and whole (%s)',
-    async (model) => {
-      const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
-      for (const stream of [true, false]) {
-        fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
-        const inputs: unknown[] = [];
-        const options = {
-          model: provider(model),
-          prompt: 'Weather in Paris for three days?',
-          maxRetries: 0,
-          stopWhen: stepCountIs(3),
-          tools: sdkTools(inputs),
-        };
-        const text = stream ? await streamText(options).text : (await generateText(options)).text;
-        expect(text).toBe('It is 18 °C in Paris.');
-        expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
-      }
-    },
-  );
+  it.each([
+    lmStudio,
+    hermes,
+    glm,
+    ollama,
+    devstral,
+    mistral7b,
+    gptOss,
+    qwen3,
+    qwen35,
+    kimi,
+    ollamaHermes,
+    kimiThinking,
+  ])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
+    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
+    for (const stream of [true, false]) {
+      fake.enqueue({ toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+      const inputs: unknown[] = [];
+      const options = {
+        model: provider(model),
+        prompt: 'Weather in Paris for three days?',
+        maxRetries: 0,
+        stopWhen: stepCountIs(3),
+        tools: sdkTools(inputs),
+      };
+      const text = stream ? await streamText(options).text : (await generateText(options)).text;
+      expect(text).toBe('It is 18 °C in Paris.');
+      expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
+    }
+  });
 
   it("the OpenAI client gets two calls and the model's sentence, streamed and whole", async () => {
     fake.enqueue({ toolCalls: [weather, rome] }, { toolCalls: [weather, rome] });

@@ -366,7 +366,9 @@ export interface FakeUpstreamOptions {
    * OpenRouter, NousResearch/hermes-agent#24534). `lead` puts a sentence before the calls. `draft` writes the model's
    * reasoning first, in which it drafts the same calls before it makes them, as Qwen's thinking models do
    * (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its template (the text
-   * begins inside the reasoning and only closes it).
+   * begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
+   * model's reasoning, which its server gives under its reasoning field, with no text and no call (vLLM
+   * 0.19's parsers with Qwen3.5: vllm-project/vllm#39056).
    */
   textToolCalls?: Readonly<
     Record<
@@ -375,6 +377,7 @@ export interface FakeUpstreamOptions {
         form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi';
         lead?: string;
         draft?: 'opened' | 'template';
+        inReasoning?: boolean;
       }
     >
   >;
@@ -2736,6 +2739,12 @@ export class FakeUpstream {
     const idOf = (call: { id: string; name: string }, position: number): string =>
       kimi ? `functions.${call.name}:${callsBefore.length + position}` : this.answerId(call.id, body.model);
     const asText = this.options.textToolCalls?.[String(body.model)];
+    let calledInReasoning: string | undefined;
+    if (asText?.inReasoning === true && behaviour.toolCalls !== undefined) {
+      calledInReasoning = `The user asked for this.\n${callsAsText(behaviour.toolCalls, asText.form)}\n`;
+      behaviour.content = '';
+      delete behaviour.toolCalls;
+    }
     if (asText !== undefined && behaviour.toolCalls !== undefined) {
       const calls = callsAsText(behaviour.toolCalls, asText.form);
       const reasoning =
@@ -2796,9 +2805,10 @@ export class FakeUpstream {
       : (this.options.finishReasons?.[String(body.model)] ??
         (behaviour.toolCalls === undefined ? 'stop' : 'tool_calls'));
     const reasoning =
-      this.options.thinking?.includes(String(body.model)) === true
+      calledInReasoning ??
+      (this.options.thinking?.includes(String(body.model)) === true
         ? `Thinking before answer ${this.sequence}.`
-        : undefined;
+        : undefined);
     const details =
       this.options.reasoningDetails?.includes(String(body.model)) === true
         ? {
@@ -2905,13 +2915,18 @@ export class FakeUpstream {
     ];
     const cumulative = this.options.cumulativeDeltas?.includes(String(body.model)) === true;
     if (reasoning !== undefined)
-      // A cumulative model's reasoning in three deltas, each the whole of it so far.
-      for (const end of cumulative ? [9, 20, reasoning.length] : [reasoning.length])
+      // A cumulative model's reasoning in three deltas, each the whole of it so far; calls written in it, as
+      // its tokens (each marker a delta of its own).
+      for (const piece of cumulative
+        ? [9, 20, reasoning.length].map((end) => reasoning.slice(0, end))
+        : calledInReasoning === undefined
+          ? [reasoning]
+          : reasoning.split(/(<\/?tool_call>|<\|tool_call[a-z_]*\|>)/).filter((token) => token !== ''))
         frames.push(
           frame([
             {
               index: 0,
-              delta: { [this.options.reasoningField ?? 'reasoning_content']: reasoning.slice(0, end) },
+              delta: { [this.options.reasoningField ?? 'reasoning_content']: piece },
               logprobs: null,
               finish_reason: null,
             },

@@ -227,11 +227,14 @@ function streamOf(text: string, size: number): string {
   return streamOfDeltas(deltas);
 }
 
-/** A stream of these deltas, then its finish and [DONE]. */
-function streamOfDeltas(deltas: string[]): string {
+/** A stream of these deltas (text, or `{ reasoning }` under `field`), then its finish and [DONE]. */
+function streamOfDeltas(
+  deltas: Array<string | { reasoning: string }>,
+  field: 'reasoning' | 'reasoning_content' = 'reasoning',
+): string {
   const events = deltas.map(
-    (content) =>
-      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`,
+    (given) =>
+      `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: typeof given === 'string' ? { content: given } : { [field]: given.reasoning }, finish_reason: null }] })}\n\n`,
   );
   events.push(
     `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
@@ -250,6 +253,7 @@ async function readStream(body: string, cut: number) {
     await withTextToolCalls(await upstream.send({} as UpstreamRequest), tools).readAll()
   ).toString();
   let text = '';
+  let reasoning = '';
   let finish: unknown;
   const calls: Array<[string, unknown]> = [];
   for (const event of out.split('\n\n')) {
@@ -258,15 +262,18 @@ async function readStream(body: string, cut: number) {
     const choice = (JSON.parse(data) as { choices: Array<Record<string, never>> }).choices[0];
     const delta = (choice?.delta ?? {}) as {
       content?: string;
+      reasoning?: string;
+      reasoning_content?: string;
       tool_calls?: Array<{ function: { name: string; arguments: string } }>;
     };
     text += delta.content ?? '';
+    reasoning += delta.reasoning ?? delta.reasoning_content ?? '';
     for (const call of delta.tool_calls ?? [])
       calls.push([call.function.name, JSON.parse(call.function.arguments)]);
     finish = choice?.finish_reason ?? finish;
   }
   expect(out.trimEnd().endsWith('data: [DONE]')).toBe(true);
-  return { text, calls, finish };
+  return reasoning === '' ? { text, calls, finish } : { text, calls, finish, reasoning };
 }
 
 describe('withTextToolCalls, streamed', () => {
@@ -472,6 +479,94 @@ describe('withTextToolCalls, to a request that asked for a JSON answer', () => {
       await withTextToolCalls(await whole.send({} as UpstreamRequest), tools, asked).readAll()
     ).toString();
     expect(body).not.toContain('"tool_calls"');
+  });
+});
+
+/**
+ * A reasoning model's calls written in its reasoning, which its server gives under its reasoning field with
+ * no content and no call: vLLM 0.19 with Qwen3.5 and both parsers (vllm-project/vllm#39056), Kimi K2
+ * Thinking's section (vybestack/llxprt-code#749).
+ */
+describe('withTextToolCalls, calls that end the reasoning', () => {
+  const tokens = (text: string) =>
+    text
+      .split(/(<tool_call>|<\/tool_call>|<\|tool_call[a-z_]*\|>)/)
+      .filter((token) => token !== '')
+      .map((reasoning) => ({ reasoning }));
+  const kimiSection =
+    '<|tool_calls_section_begin|><|tool_call_begin|>functions.list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>';
+
+  it.each([
+    [
+      'Qwen3.5 on vLLM 0.19',
+      `Need line 3.\n${qwenCoder}\n`,
+      [['edit', { path: 'src/a b.ts', line: 3, flags: ['x'] }]],
+    ],
+    ['Kimi K2 Thinking', `Listing first. ${kimiSection}`, [['list', {}]]],
+  ])(
+    '%s, streamed under either name: the calls, the reasoning before them',
+    async (_name, thought, calls) => {
+      for (const field of ['reasoning', 'reasoning_content'] as const) {
+        const read = await readStream(streamOfDeltas([...tokens(thought), '\n\n'], field), 60);
+        expect(read.calls).toEqual(calls);
+        expect(read.reasoning?.trim()).toBe(thought.slice(0, thought.indexOf('<')).trim());
+        expect(read.finish).toBe('tool_calls');
+      }
+    },
+  );
+
+  it('a call drafted in the reasoning, then an answer of text: as it came, the reasoning whole', async () => {
+    const thought = `Maybe ${hermes} — no, it is fine.`;
+    const read = await readStream(streamOfDeltas([...tokens(thought), 'It is fine.']), 50);
+    expect(read).toEqual({ text: 'It is fine.', calls: [], finish: 'stop', reasoning: thought });
+  });
+
+  it('a call drafted in the reasoning, then more reasoning: the reasoning as it came, in order', async () => {
+    const deltas = [
+      'Need it.\n<tool_call>',
+      '\n{"name": "list", "arguments": {}}\n',
+      '</tool_call>\nMore',
+      ' thought.',
+    ];
+    const thought = deltas.join('');
+    for (const field of ['reasoning', 'reasoning_content'] as const) {
+      const stream = streamOfDeltas([...deltas.map((reasoning) => ({ reasoning })), 'Done.'], field);
+      expect(await readStream(stream, 45)).toEqual({
+        text: 'Done.',
+        calls: [],
+        finish: 'stop',
+        reasoning: thought,
+      });
+    }
+  });
+
+  it('whole: the calls, the reasoning before them; with text said, as it came', async () => {
+    const answer = (message: Record<string, unknown>) =>
+      scriptedUpstream([
+        {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+          chunks: [JSON.stringify({ id: 'c', choices: [{ index: 0, message, finish_reason: 'stop' }] })],
+        },
+      ]);
+    const read = async (message: Record<string, unknown>) =>
+      (
+        JSON.parse(
+          (
+            await withTextToolCalls(await answer(message).send({} as UpstreamRequest), tools).readAll()
+          ).toString(),
+        ) as { choices: [{ message: Record<string, unknown>; finish_reason: string }] }
+      ).choices[0];
+    for (const content of [null, '', '\n\n']) {
+      const given = await read({ role: 'assistant', content, reasoning: `Need it.\n${hermes}` });
+      expect(given.finish_reason).toBe('tool_calls');
+      expect(given.message.reasoning).toBe('Need it.');
+      expect((given.message.tool_calls as Array<{ function: unknown }>).map((call) => call.function)).toEqual(
+        [{ name: 'edit', arguments: '{"path":"a.ts","line":3}' }],
+      );
+    }
+    const answered = { role: 'assistant', content: 'Done.', reasoning_content: `Need it.\n${hermes}` };
+    expect((await read(answered)).message).toEqual(answered);
   });
 });
 
