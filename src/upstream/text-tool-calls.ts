@@ -8,12 +8,13 @@
 // Qwen3-Coder's `<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>`,
 // GLM's `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
 // `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, GPT-OSS's Harmony markup (`… to=functions.NAME
-// <|constrain|>json<|message|>{…}<|call|>`), Kimi K2's `<|tool_calls_section_begin|>…`, or a text that is
-// nothing but `{"name": …, "arguments": …}` — is given those calls, in OpenAI's shape, whole and streamed:
-// each naming one of the offered tools, with arguments that are a JSON object; otherwise the answer goes as
-// it came. A stream's text is held only where a call may begin in it (at most a marker's length less one
-// character), Mistral's and Kimi's calls and a text that opens as JSON until it ends. A call drafted in the
-// model's reasoning left in the text (before its `</think>`) is not made.
+// <|constrain|>json<|message|>{…}<|call|>`), Kimi K2's `<|tool_calls_section_begin|>…`, MiniMax-M2's
+// `<minimax:tool_call><invoke name=…>…`, or a text that is nothing but `{"name": …, "arguments": …}` — is
+// given those calls, in OpenAI's shape, whole and streamed: each naming one of the offered tools, with
+// arguments that are a JSON object; otherwise the answer goes as it came. A stream's text is held only where
+// a call may begin in it (at most a marker's length less one character), Mistral's, Kimi's and MiniMax's
+// calls and a text that opens as JSON until it ends. A call drafted in the model's reasoning left in the
+// text (before its `</think>`) is not made; calls that end a reasoning given under its own field are made.
 
 import { randomUUID } from 'node:crypto';
 import { isEventStream, withEventsRewritten } from './sse.js';
@@ -109,22 +110,96 @@ function xmlCall(text: string, tools: OfferedTools): TextCall | undefined {
   if (head === null || name === undefined || !tools.has(name)) return undefined;
   const rest = text.slice(head[0].length).trimEnd();
   const body = rest.endsWith('</function>') ? rest.slice(0, -'</function>'.length) : rest;
-  const properties = tools.get(name)?.properties;
+  const args = parametersOf(body, parameterOpen, tools.get(name)?.properties);
+  return args === undefined ? undefined : { name, arguments: JSON.stringify(args) };
+}
+
+/**
+ * A body of nothing but `OPENKEY>VALUE</parameter>` elements (space between), as an object: each key
+ * unquoted, each value as its schema's type says; undefined when anything else is in it. Read with
+ * indexOf, each parameter's end found once: a body of openings without ends costs its length.
+ */
+function parametersOf(
+  body: string,
+  opening: string,
+  properties: unknown,
+): Record<string, unknown> | undefined {
   const args: Record<string, unknown> = {};
-  // Read with indexOf, each parameter's end found once: a body of openings without ends costs its length.
   let end = 0;
-  for (let start = body.indexOf(parameterOpen); start !== -1; start = body.indexOf(parameterOpen, end)) {
+  for (let start = body.indexOf(opening); start !== -1; start = body.indexOf(opening, end)) {
     const keyEnd = body.indexOf('>', start);
     const valueEnd = keyEnd === -1 ? -1 : body.indexOf(parameterClose, keyEnd);
     if (valueEnd === -1 || body.slice(end, start).trim() !== '') return undefined;
-    const key = body.slice(start + parameterOpen.length, keyEnd).trim();
+    const key = unquoted(body.slice(start + opening.length, keyEnd).trim());
     args[key] = valueOf(withoutEdgeNewlines(body.slice(keyEnd + 1, valueEnd)), properties, key);
     end = valueEnd + parameterClose.length;
   }
-  return body.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
+  return body.slice(end).trim() === '' ? args : undefined;
+}
+
+/** An attribute's value without the quotes around it. */
+function unquoted(text: string): string {
+  const quote = text[0];
+  return text.length >= 2 && (quote === '"' || quote === "'") && text.endsWith(quote)
+    ? text.slice(1, -1)
+    : text;
+}
+
+const minimaxOpen = '<minimax:tool_call>';
+const minimaxClose = '</minimax:tool_call>';
+const invokeOpen = '<invoke name=';
+const invokeClose = '</invoke>';
+
+/**
+ * One MiniMax-M2 block's inside: `<invoke name="NAME"><parameter name="KEY">VALUE</parameter>…</invoke>`,
+ * one or more (space between), each value as its schema's type says (vLLM's minimax_m2 parser reads them
+ * so); undefined when any is not a call of an offered tool, or the block holds anything else.
+ */
+function minimaxBlockCalls(inside: string, tools: OfferedTools): TextCall[] | undefined {
+  const calls: TextCall[] = [];
+  let end = 0;
+  for (let start = inside.indexOf(invokeOpen); start !== -1; start = inside.indexOf(invokeOpen, end)) {
+    const nameEnd = inside.indexOf('>', start);
+    if (nameEnd === -1 || inside.slice(end, start).trim() !== '') return undefined;
+    const name = unquoted(inside.slice(start + invokeOpen.length, nameEnd).trim());
+    const close = inside.indexOf(invokeClose, nameEnd);
+    const body = inside.slice(nameEnd + 1, close === -1 ? inside.length : close);
+    const args = tools.has(name)
+      ? parametersOf(body, parameterNamed, tools.get(name)?.properties)
+      : undefined;
+    if (args === undefined) return undefined;
+    calls.push({ name, arguments: JSON.stringify(args) });
+    end = close === -1 ? inside.length : close + invokeClose.length;
+  }
+  return calls.length === 0 || inside.slice(end).trim() !== '' ? undefined : calls;
+}
+
+/**
+ * MiniMax-M2's blocks in a text whose first marker is theirs (llama.cpp and Ollama without its parser:
+ * ggml-org/llama.cpp#16904, ollama/ollama#13582), and the text around them; undefined when one is not
+ * calls of offered tools.
+ */
+function minimaxCalls(text: string, tools: OfferedTools): { calls: TextCall[]; text: string } | undefined {
+  const calls: TextCall[] = [];
+  let rest = '';
+  let at = 0;
+  for (let start = text.indexOf(minimaxOpen); start !== -1; start = text.indexOf(minimaxOpen, at)) {
+    rest += text.slice(at, start);
+    const end = text.indexOf(minimaxClose, start + minimaxOpen.length);
+    const found = minimaxBlockCalls(
+      text.slice(start + minimaxOpen.length, end === -1 ? text.length : end),
+      tools,
+    );
+    if (found === undefined) return undefined;
+    calls.push(...found);
+    at = end === -1 ? text.length : end + minimaxClose.length;
+  }
+  rest += text.slice(at);
+  return calls.length === 0 ? undefined : { calls, text: rest.trim() };
 }
 
 const parameterOpen = '<parameter=';
+const parameterNamed = '<parameter name=';
 const parameterClose = '</parameter>';
 
 /** A value as Qwen3-Coder writes it, a newline after its opening and before its end taken off. */
@@ -223,6 +298,21 @@ function callsEnding(
       rest = rest.slice(0, start).trimEnd();
       continue;
     }
+    // MiniMax-M2's block (waybarrios/vllm-mlx#98: its reasoning parser takes the block in).
+    if (rest.endsWith(minimaxClose)) {
+      const start = rest.lastIndexOf(minimaxOpen);
+      const found =
+        start === -1
+          ? undefined
+          : minimaxBlockCalls(
+              rest.slice(start + minimaxOpen.length, rest.length - minimaxClose.length),
+              tools,
+            );
+      if (found === undefined) return undefined;
+      calls.unshift(...found);
+      rest = rest.slice(0, start).trimEnd();
+      continue;
+    }
     // Kimi K2 Thinking's section at the reasoning's end (vybestack/llxprt-code#749).
     if (!kimiEnds.some((marker) => rest.endsWith(marker))) break;
     // Its opening, the nearest before (both spellings end so): each section costs its own length.
@@ -254,7 +344,10 @@ function callsInAnswer(
   const section = text.indexOf(mistral);
   const block = text.indexOf(open);
   const kimi = kimiSection(text);
+  const minimax = text.indexOf(minimaxOpen);
   const before = (at: number, other: number) => at !== -1 && (other === -1 || at < other);
+  if (before(minimax, section) && before(minimax, block) && before(minimax, kimi?.at ?? -1))
+    return minimaxCalls(text, tools);
   if (kimi !== undefined && before(kimi.at, section) && before(kimi.at, block))
     return kimiCalls(text, kimi, tools);
   if (before(section, block)) {
@@ -498,9 +591,9 @@ class HeldReasoning {
 
   /** Whether `piece` (held) goes on with reasoning past a closed block or section, its calls' state kept. */
   private reasoningAfterCalls(piece: string): boolean {
-    const opened = Math.max(...[open, ...kimiBegins].map((marker) => piece.lastIndexOf(marker)));
+    const opened = Math.max(...[open, minimaxOpen, ...kimiBegins].map((marker) => piece.lastIndexOf(marker)));
     let closed = -1;
-    for (const marker of [close, ...kimiEnds]) {
+    for (const marker of [close, minimaxClose, ...kimiEnds]) {
       const at = piece.lastIndexOf(marker);
       if (at !== -1 && at + marker.length > closed) closed = at + marker.length;
     }
@@ -536,8 +629,8 @@ class HeldReasoning {
 /** Where a call's first marker (`<tool_call>`, Kimi's section) begins in a reasoning's text; or -1. */
 function markerIn(text: string): number {
   const block = text.indexOf(open);
-  const kimi = kimiSection(text)?.at ?? -1;
-  return block === -1 || (kimi !== -1 && kimi < block) ? kimi : block;
+  const section = sectionStart(text);
+  return block === -1 || (section !== -1 && section < block) ? section : block;
 }
 
 /** One stream's first choice: its text passed on, held where a call may begin, its calls given as calls. */
@@ -845,11 +938,15 @@ class StreamTextCalls {
   }
 }
 
-/** Where the first Mistral or Kimi marker in `text` begins (each one token of its model's, met whole); or -1. */
+/**
+ * Where the first Mistral, Kimi or MiniMax marker in `text` begins (each one token of its model's, met
+ * whole); or -1.
+ */
 function sectionStart(text: string): number {
-  const mistralAt = text.indexOf(mistral);
-  const kimiAt = kimiSection(text)?.at ?? -1;
-  return mistralAt === -1 || (kimiAt !== -1 && kimiAt < mistralAt) ? kimiAt : mistralAt;
+  let first = -1;
+  for (const at of [text.indexOf(mistral), kimiSection(text)?.at ?? -1, text.indexOf(minimaxOpen)])
+    if (at !== -1 && (first === -1 || at < first)) first = at;
+  return first;
 }
 
 /** How much of `text`'s end may begin a marker (`<tool_call>`, `[TOOL_CALLS]`): held until the next text says. */

@@ -357,6 +357,7 @@ beforeAll(async () => {
       'local-coder-small': smallWindow,
       'local-coder-text': 131_072,
       'glm-4.7-lmstudio': 131_072,
+      'minimax-m2-llamacpp': 131_072,
       'deepseek-v4-pro': 131_072,
       'gemini-3.1-pro-preview': 131_072,
       'anthropic/claude-sonnet-5': 131_072,
@@ -367,7 +368,8 @@ beforeAll(async () => {
     // As vLLM serves a model that takes no images.
     textOnly: ['local-coder-text'],
     // As LM Studio serves GLM-4.7 without its tool parser: its calls written as text, in GLM's form.
-    textToolCalls: { 'glm-4.7-lmstudio': { form: 'glm' } },
+    // MiniMax-M2 as llama.cpp served it without its parser (ggml-org/llama.cpp#16904): its XML blocks.
+    textToolCalls: { 'glm-4.7-lmstudio': { form: 'glm' }, 'minimax-m2-llamacpp': { form: 'minimax' } },
     // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
     thinking: ['deepseek-v4-pro'],
     // As Gemini 3 is served: each call must come back with its thought signature.
@@ -1021,13 +1023,20 @@ describe('Claude Code through ctxgate', () => {
     expect(openai.chatRequests.slice(again).map((request) => request.status)).not.toContain(400);
   }, 300_000);
 
-  it('runs the same task bridged to a local model whose server writes its calls as text (GLM-4.7 on LM Studio)', async () => {
-    const from = harness.logLines.length;
-    const { result } = await runClaude('Tell me the code in notes.txt.', 'glm-4.7-lmstudio', undefined);
-    expect(result.is_error).toBe(false);
-    expect(result.result).toBe('The code is CODE-4711.');
-    expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
-  }, 300_000);
+  it.each([
+    ['GLM-4.7 on LM Studio', 'glm-4.7-lmstudio'],
+    ['MiniMax-M2 on llama.cpp', 'minimax-m2-llamacpp'],
+  ])(
+    'runs the same task bridged to a local model whose server writes its calls as text (%s)',
+    async (_name, model) => {
+      const from = harness.logLines.length;
+      const { result } = await runClaude('Tell me the code in notes.txt.', model, undefined);
+      expect(result.is_error).toBe(false);
+      expect(result.result).toBe('The code is CODE-4711.');
+      expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
+    },
+    300_000,
+  );
 
   it('runs the same task bridged to a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {
     const before = openai.chatRequests.length;

@@ -44,6 +44,8 @@ const kimi = 'moonshotai/kimi-k2.6';
  * (`reasoning_content`), no text and no call (vybestack/llxprt-code#749).
  */
 const kimiThinking = 'moonshotai/Kimi-K2-Thinking';
+/** MiniMax-M2 on llama.cpp without its parser: `<minimax:tool_call><invoke name=…>` (ggml-org/llama.cpp#16904). */
+const minimax = 'MiniMax-M2-UD-Q5_K_XL';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -70,6 +72,7 @@ beforeAll(async () => {
       [kimi]: { form: 'kimi', lead: 'Looking it up.' },
       [ollamaHermes]: { form: 'hermes', lead: 'Let me check the weather.\n' },
       [kimiThinking]: { form: 'kimi', inReasoning: true },
+      [minimax]: { form: 'minimax' },
     },
     goJson: [ollamaHermes],
   });
@@ -128,6 +131,7 @@ describe('a call the model wrote as text', () => {
     kimi,
     ollamaHermes,
     kimiThinking,
+    minimax,
   ])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
     const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
     for (const stream of [true, false]) {

@@ -363,10 +363,11 @@ export interface FakeUpstreamOptions {
    * ollama/ollama#13519), or Mistral's `[TOOL_CALLS]name[ARGS]{…}` (Mistral Small 3.2, Devstral:
    * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3), or GPT-OSS's Harmony
    * markup (lablup/mlxcel#654), or Kimi K2's section (`<|tool_calls_section_begin|>…`: Kimi K2.6 through
-   * OpenRouter, NousResearch/hermes-agent#24534). `lead` puts a sentence before the calls. `draft` writes the model's
-   * reasoning first, in which it drafts the same calls before it makes them, as Qwen's thinking models do
-   * (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its template (the text
-   * begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
+   * OpenRouter, NousResearch/hermes-agent#24534), or MiniMax-M2's `<minimax:tool_call><invoke name=…>`
+   * (llama.cpp without its parser: ggml-org/llama.cpp#16904). `lead` puts a sentence before the calls.
+   * `draft` writes the model's reasoning first, in which it drafts the same calls before it makes them, as
+   * Qwen's thinking models do (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its
+   * template (the text begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
    * model's reasoning, which its server gives under its reasoning field, with no text and no call (vLLM
    * 0.19's parsers with Qwen3.5: vllm-project/vllm#39056).
    */
@@ -374,7 +375,16 @@ export interface FakeUpstreamOptions {
     Record<
       string,
       {
-        form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi';
+        form:
+          | 'hermes'
+          | 'qwen3-coder'
+          | 'glm'
+          | 'json'
+          | 'mistral'
+          | 'mistral-list'
+          | 'harmony'
+          | 'kimi'
+          | 'minimax';
         lead?: string;
         draft?: 'opened' | 'template';
         inReasoning?: boolean;
@@ -964,8 +974,23 @@ function countText(text: string): number {
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(
   calls: ReadonlyArray<{ name: string; arguments: string }>,
-  form: 'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi',
+  form:
+    'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi' | 'minimax',
 ): string {
+  if (form === 'minimax')
+    return `<minimax:tool_call>\n${calls
+      .map(
+        (call) =>
+          `<invoke name="${call.name}">\n${Object.entries(
+            JSON.parse(call.arguments) as Record<string, unknown>,
+          )
+            .map(
+              ([key, value]) =>
+                `<parameter name="${key}">${typeof value === 'string' ? value : JSON.stringify(value)}</parameter>`,
+            )
+            .join('\n')}\n</invoke>`,
+      )
+      .join('\n')}\n</minimax:tool_call>`;
   if (form === 'kimi')
     return `<|tool_calls_section_begin|>${calls
       .map(
@@ -3024,8 +3049,8 @@ export class FakeUpstream {
       const tokens =
         asText?.form.startsWith('mistral') === true
           ? text.split(/(\[TOOL_CALLS\]|\[ARGS\])/)
-          : asText?.form === 'kimi'
-            ? text.split(/(<\|tool_call[a-z_]*\|>)/)
+          : asText?.form === 'kimi' || asText?.form === 'minimax'
+            ? text.split(/(<\|tool_call[a-z_]*\|>|<\/?minimax:tool_call>)/)
             : undefined;
       for (const piece of tokens?.filter((token) => token !== '') ?? pieces) {
         frames.push(

@@ -128,6 +128,15 @@ describe('callsInText', () => {
       'I will edit.',
     ],
     [
+      "MiniMax-M2's block of two invokes, each value as its schema's type says (llama.cpp, ggml-org/llama.cpp#16904)",
+      '<think>Two edits.</think>\n<minimax:tool_call>\n<invoke name="edit">\n<parameter name="path">a b.ts</parameter>\n<parameter name="line">3</parameter>\n</invoke>\n<invoke name="list">\n</invoke>\n</minimax:tool_call>',
+      [
+        ['edit', { path: 'a b.ts', line: 3 }],
+        ['list', {}],
+      ],
+      '<think>Two edits.</think>',
+    ],
+    [
       "Kimi's singular markers, a name without `functions.`",
       '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
       [['list', {}]],
@@ -207,6 +216,15 @@ describe('callsInText', () => {
       '<|tool_calls_section_begin|><|tool_call_begin|>functions.list:0<|tool_call_argument_begin|>ls<|tool_call_end|><|tool_calls_section_end|>',
     ],
     ["Kimi's section of no call", '<|tool_calls_section_begin|><|tool_calls_section_end|>'],
+    [
+      "MiniMax's of a tool not offered",
+      '<minimax:tool_call><invoke name="rm"><parameter name="path">/</parameter></invoke></minimax:tool_call>',
+    ],
+    [
+      "MiniMax's with text between its invokes",
+      '<minimax:tool_call><invoke name="list"></invoke> and <invoke name="list"></invoke></minimax:tool_call>',
+    ],
+    ["MiniMax's block of no invoke", '<minimax:tool_call>\n</minimax:tool_call>'],
     ["GLM's with a key and no value", '<tool_call>edit\n<arg_key>path</arg_key>\n</tool_call>'],
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
@@ -409,6 +427,33 @@ describe('withTextToolCalls, streamed', () => {
       });
   });
 
+  it("MiniMax-M2's block, in its tokens: the sentence, then the calls", async () => {
+    // Its markers are tokens of its model's: each a delta of its own.
+    const deltas = [
+      'Listing',
+      ' twice.\n',
+      '<minimax:tool_call>',
+      '\n<invoke name="',
+      'list',
+      '">\n</invoke>',
+    ];
+    deltas.push(
+      '\n<invoke name="edit">\n<parameter name="line">',
+      '7',
+      '</parameter>\n</invoke>\n',
+      '</minimax:tool_call>',
+    );
+    for (const cut of [25, 4_000])
+      expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({
+        text: 'Listing twice.\n',
+        calls: [
+          ['list', {}],
+          ['edit', { line: 7 }],
+        ],
+        finish: 'tool_calls',
+      });
+  });
+
   it("GPT-OSS's Harmony markup, in its tokens: the call, no markup", async () => {
     const deltas = [
       '<|channel|>',
@@ -490,7 +535,7 @@ describe('withTextToolCalls, to a request that asked for a JSON answer', () => {
 describe('withTextToolCalls, calls that end the reasoning', () => {
   const tokens = (text: string) =>
     text
-      .split(/(<tool_call>|<\/tool_call>|<\|tool_call[a-z_]*\|>)/)
+      .split(/(<tool_call>|<\/tool_call>|<\/?minimax:tool_call>|<\|tool_call[a-z_]*\|>)/)
       .filter((token) => token !== '')
       .map((reasoning) => ({ reasoning }));
   const kimiSection =
@@ -503,6 +548,11 @@ describe('withTextToolCalls, calls that end the reasoning', () => {
       [['edit', { path: 'src/a b.ts', line: 3, flags: ['x'] }]],
     ],
     ['Kimi K2 Thinking', `Listing first. ${kimiSection}`, [['list', {}]]],
+    [
+      'MiniMax-M2.1 on vllm-mlx with its reasoning parser',
+      'Line 2.\n<minimax:tool_call>\n<invoke name="edit">\n<parameter name="line">2</parameter>\n</invoke>\n</minimax:tool_call>',
+      [['edit', { line: 2 }]],
+    ],
   ])(
     '%s, streamed under either name: the calls, the reasoning before them',
     async (_name, thought, calls) => {
