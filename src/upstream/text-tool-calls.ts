@@ -31,7 +31,8 @@ interface TextCall {
   arguments: string;
 }
 
-const open = '<tool_call>';
+/** A block's opening, then `>` or its attributes (DeepSeek V4's `<tool_call id="…" name="…">`). */
+const open = '<tool_call';
 /** Mistral's: its calls follow it to the text's end. */
 const mistral = '[TOOL_CALLS]';
 const toolCallsKey = Buffer.from('"tool_calls"');
@@ -50,11 +51,50 @@ export function offeredTools(request: Readonly<Record<string, unknown>>): Offere
   return tools.size === 0 ? undefined : tools;
 }
 
-/** One block's inside (between the markers) as a call of an offered tool; undefined when it is not one. */
-function blockCall(inside: string, tools: OfferedTools): TextCall | undefined {
-  const trimmed = inside.trim();
+/**
+ * Where the first block in `text` from `from` opens: `<tool_call` then `>` or a space (not `<tool_calls>`);
+ * -1 when none does (nor may yet: an opening at the text's end is not one until the next text says).
+ */
+function blockStart(text: string, from = 0): number {
+  for (let at = text.indexOf(open, from); at !== -1; at = text.indexOf(open, at + 1)) {
+    const next = text[at + open.length];
+    if (next === '>' || next === ' ' || next === '\n' || next === '\t') return at;
+  }
+  return -1;
+}
+
+/**
+ * One block's inside (after `<tool_call`, up to its closing marker) as a call of an offered tool; undefined
+ * when it is not one. A block of attributes names its tool and holds the call's arguments (DeepSeek V4 on
+ * its own API, now and then: felinics/Memoh#435); any other opens with `>`.
+ */
+function blockCall(block: string, tools: OfferedTools): TextCall | undefined {
+  const headEnd = block.indexOf('>');
+  if (headEnd === -1) return undefined;
+  if (headEnd > 0) return attributedCall(block.slice(0, headEnd), block.slice(headEnd + 1), tools);
+  const trimmed = block.slice(1).trim();
   if (trimmed.startsWith('<function=')) return xmlCall(trimmed, tools);
   return trimmed.startsWith('{') ? jsonCall(trimmed, tools) : keyValueCall(trimmed, tools);
+}
+
+/** A block of attributes: the tool its `name` names, called with the JSON object inside. */
+function attributedCall(attributes: string, inside: string, tools: OfferedTools): TextCall | undefined {
+  const name = attributeOf(attributes, 'name');
+  const args = parsedJson(unfenced(inside.trim()));
+  return name !== undefined && tools.has(name) && isRecord(args)
+    ? { name, arguments: JSON.stringify(args) }
+    : undefined;
+}
+
+/** A quoted attribute's value in `attributes` (`key="…"` or `key='…'`, after a space); read with indexOf. */
+function attributeOf(attributes: string, key: string): string | undefined {
+  for (let at = attributes.indexOf(`${key}=`); at !== -1; at = attributes.indexOf(`${key}=`, at + 1)) {
+    const quote = attributes[at + key.length + 1];
+    if (!/\s/.test(attributes[at - 1] ?? '') || (quote !== '"' && quote !== "'")) continue;
+    const end = attributes.indexOf(quote, at + key.length + 2);
+    return end === -1 ? undefined : attributes.slice(at + key.length + 2, end);
+  }
+  return undefined;
 }
 
 /**
@@ -273,7 +313,7 @@ function reasoningEnd(text: string): { at: number; marker: string } | undefined 
       if (at !== -1 && (end === undefined || at < end.at)) end = { at, marker };
     }
     if (end === undefined) return undefined;
-    const block = text.indexOf(open, from);
+    const block = blockStart(text, from);
     if (block === -1 || block > end.at) return end;
     const closed = text.indexOf(close, block + open.length);
     if (closed === -1) return undefined;
@@ -342,7 +382,7 @@ function callsInAnswer(
   const harmony = text.includes(recipient) ? harmonyCalls(text, tools) : undefined;
   if (harmony !== undefined) return harmony;
   const section = text.indexOf(mistral);
-  const block = text.indexOf(open);
+  const block = blockStart(text);
   const kimi = kimiSection(text);
   const minimax = text.indexOf(minimaxOpen);
   const before = (at: number, other: number) => at !== -1 && (other === -1 || at < other);
@@ -357,7 +397,7 @@ function callsInAnswer(
   const calls: TextCall[] = [];
   let rest = '';
   let at = 0;
-  for (let start = text.indexOf(open); start !== -1; start = text.indexOf(open, at)) {
+  for (let start = blockStart(text); start !== -1; start = blockStart(text, at)) {
     rest += text.slice(at, start);
     const end = text.indexOf(close, start + open.length);
     const call = blockCall(text.slice(start + open.length, end === -1 ? text.length : end), tools);
@@ -628,7 +668,7 @@ class HeldReasoning {
 
 /** Where a call's first marker (`<tool_call>`, Kimi's section) begins in a reasoning's text; or -1. */
 function markerIn(text: string): number {
-  const block = text.indexOf(open);
+  const block = blockStart(text);
   const section = sectionStart(text);
   return block === -1 || (section !== -1 && section < block) ? section : block;
 }
@@ -829,7 +869,7 @@ class StreamTextCalls {
         this.mode = 'json';
         return { content, calls };
       }
-      const begins = this.held.indexOf(open);
+      const begins = blockStart(this.held);
       if (begins !== -1) {
         content += this.held.slice(0, begins);
         if (!this.reasoningClosed) {
@@ -866,7 +906,7 @@ class StreamTextCalls {
    */
   private answerStart(): number | undefined {
     const probe = this.givenTail + this.held;
-    const block = probe.indexOf(open);
+    const block = blockStart(probe);
     const section = sectionStart(probe);
     let end: number | undefined;
     for (const marker of reasoningEnds) {

@@ -46,6 +46,8 @@ const kimi = 'moonshotai/kimi-k2.6';
 const kimiThinking = 'moonshotai/Kimi-K2-Thinking';
 /** MiniMax-M2 on llama.cpp without its parser: `<minimax:tool_call><invoke name=…>` (ggml-org/llama.cpp#16904). */
 const minimax = 'MiniMax-M2-UD-Q5_K_XL';
+/** DeepSeek V4 Pro on DeepSeek's API, now and then: `<tool_call id="…" name="…">{…}` (felinics/Memoh#435). */
+const deepseek = 'deepseek-v4-pro';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -73,6 +75,7 @@ beforeAll(async () => {
       [ollamaHermes]: { form: 'hermes', lead: 'Let me check the weather.\n' },
       [kimiThinking]: { form: 'kimi', inReasoning: true },
       [minimax]: { form: 'minimax' },
+      [deepseek]: { form: 'attributes', lead: 'Let me look that up.\n' },
     },
     goJson: [ollamaHermes],
   });
@@ -132,6 +135,7 @@ describe('a call the model wrote as text', () => {
     ollamaHermes,
     kimiThinking,
     minimax,
+    deepseek,
   ])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
     const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
     for (const stream of [true, false]) {

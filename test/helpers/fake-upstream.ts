@@ -364,7 +364,8 @@ export interface FakeUpstreamOptions {
    * lmstudio-ai/lmstudio-bug-tracker#797) and `[TOOL_CALLS][{…}]` (Mistral 7B v0.3), or GPT-OSS's Harmony
    * markup (lablup/mlxcel#654), or Kimi K2's section (`<|tool_calls_section_begin|>…`: Kimi K2.6 through
    * OpenRouter, NousResearch/hermes-agent#24534), or MiniMax-M2's `<minimax:tool_call><invoke name=…>`
-   * (llama.cpp without its parser: ggml-org/llama.cpp#16904). `lead` puts a sentence before the calls.
+   * (llama.cpp without its parser: ggml-org/llama.cpp#16904), or DeepSeek V4's `<tool_call id="…" name="…">{…}`
+   * (its own API, now and then: felinics/Memoh#435). `lead` puts a sentence before the calls.
    * `draft` writes the model's reasoning first, in which it drafts the same calls before it makes them, as
    * Qwen's thinking models do (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its
    * template (the text begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
@@ -375,16 +376,7 @@ export interface FakeUpstreamOptions {
     Record<
       string,
       {
-        form:
-          | 'hermes'
-          | 'qwen3-coder'
-          | 'glm'
-          | 'json'
-          | 'mistral'
-          | 'mistral-list'
-          | 'harmony'
-          | 'kimi'
-          | 'minimax';
+        form: TextCallForm;
         lead?: string;
         draft?: 'opened' | 'template';
         inReasoning?: boolean;
@@ -971,12 +963,28 @@ function countText(text: string): number {
   return encoding.encode(text).length;
 }
 
+/** The forms of FakeUpstreamOptions.textToolCalls. */
+type TextCallForm =
+  | 'hermes'
+  | 'qwen3-coder'
+  | 'glm'
+  | 'json'
+  | 'mistral'
+  | 'mistral-list'
+  | 'harmony'
+  | 'kimi'
+  | 'minimax'
+  | 'attributes';
+
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
-function callsAsText(
-  calls: ReadonlyArray<{ name: string; arguments: string }>,
-  form:
-    'hermes' | 'qwen3-coder' | 'glm' | 'json' | 'mistral' | 'mistral-list' | 'harmony' | 'kimi' | 'minimax',
-): string {
+function callsAsText(calls: ReadonlyArray<{ name: string; arguments: string }>, form: TextCallForm): string {
+  if (form === 'attributes')
+    return calls
+      .map(
+        (call, index) =>
+          `<tool_call id="call_0${index}_fake" name="${call.name}">\n${call.arguments}\n</tool_call>`,
+      )
+      .join('\n');
   if (form === 'minimax')
     return `<minimax:tool_call>\n${calls
       .map(

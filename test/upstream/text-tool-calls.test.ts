@@ -137,6 +137,15 @@ describe('callsInText', () => {
       '<think>Two edits.</think>',
     ],
     [
+      "DeepSeek V4's blocks of attributes, its arguments inside (the hosted API, now and then: felinics/Memoh#435)",
+      'Checking.\n<tool_call id="call_00_ab12" name="edit">\n{"path": "a.ts", "line": 3}\n</tool_call>\n<tool_call name=\'list\'>{}</tool_call>',
+      [
+        ['edit', { path: 'a.ts', line: 3 }],
+        ['list', {}],
+      ],
+      'Checking.',
+    ],
+    [
       "Kimi's singular markers, a name without `functions.`",
       '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
       [['list', {}]],
@@ -225,6 +234,12 @@ describe('callsInText', () => {
       '<minimax:tool_call><invoke name="list"></invoke> and <invoke name="list"></invoke></minimax:tool_call>',
     ],
     ["MiniMax's block of no invoke", '<minimax:tool_call>\n</minimax:tool_call>'],
+    ["DeepSeek's of a tool not offered", '<tool_call id="c1" name="rm">{"path": "/"}</tool_call>'],
+    ["DeepSeek's without a name", '<tool_call id="c1">{"path": "a.ts"}</tool_call>'],
+    [
+      'a marker that only begins as a block does',
+      '<tool_calls>{"name": "list", "arguments": {}}</tool_calls>',
+    ],
     ["GLM's with a key and no value", '<tool_call>edit\n<arg_key>path</arg_key>\n</tool_call>'],
     ['JSON that is not a call', '{"path": "a.ts"}'],
     ['prose', 'Models write <tool_call> blocks.'],
@@ -426,6 +441,20 @@ describe('withTextToolCalls, streamed', () => {
         finish: 'tool_calls',
       });
   });
+
+  it.each([1, 4, 13])(
+    "DeepSeek V4's block of attributes after a sentence, in deltas of %i characters: the sentence, then the call",
+    async (size) => {
+      const text =
+        'Checking.\n<tool_call id="call_00_ab12" name="edit">\n{"path": "a.ts", "line": 3}\n</tool_call>';
+      for (const cut of [40, 100_000])
+        expect(await readStream(streamOf(text, size), cut)).toEqual({
+          text: 'Checking.\n',
+          calls: [['edit', { path: 'a.ts', line: 3 }]],
+          finish: 'tool_calls',
+        });
+    },
+  );
 
   it("MiniMax-M2's block, in its tokens: the sentence, then the calls", async () => {
     // Its markers are tokens of its model's: each a delta of its own.
