@@ -9,7 +9,8 @@
 // GLM's `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
 // `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, GPT-OSS's Harmony markup (`… to=functions.NAME
 // <|constrain|>json<|message|>{…}<|call|>`), Kimi K2's `<|tool_calls_section_begin|>…`, MiniMax-M2's
-// `<minimax:tool_call><invoke name=…>…`, or a text that is nothing but `{"name": …, "arguments": …}` — is
+// `<minimax:tool_call><invoke name=…>…`, DeepSeek's DSML (`<｜DSML｜tool_calls>…`) and V4's
+// `<tool_call id=… name=…>{…}`, or a text that is nothing but `{"name": …, "arguments": …}` — is
 // given those calls, in OpenAI's shape, whole and streamed: each naming one of the offered tools, with
 // arguments that are a JSON object; otherwise the answer goes as it came. A stream's text is held only where
 // a call may begin in it (at most a marker's length less one character), Mistral's, Kimi's and MiniMax's
@@ -150,96 +151,187 @@ function xmlCall(text: string, tools: OfferedTools): TextCall | undefined {
   if (head === null || name === undefined || !tools.has(name)) return undefined;
   const rest = text.slice(head[0].length).trimEnd();
   const body = rest.endsWith('</function>') ? rest.slice(0, -'</function>'.length) : rest;
-  const args = parametersOf(body, parameterOpen, tools.get(name)?.properties);
+  const args = parametersOf(body, tools.get(name)?.properties);
   return args === undefined ? undefined : { name, arguments: JSON.stringify(args) };
 }
 
 /**
- * A body of nothing but `OPENKEY>VALUE</parameter>` elements (space between), as an object: each key
- * unquoted, each value as its schema's type says; undefined when anything else is in it. Read with
- * indexOf, each parameter's end found once: a body of openings without ends costs its length.
+ * A body of nothing but `OPENING KEY>VALUE CLOSING` elements (space between), as an object: each key
+ * unquoted, each value as its `string` attribute says (DSML's `string="true"` the text, `"false"` JSON) or
+ * else as its schema's type does; undefined when anything else is in it, or a value said to be JSON is not.
+ * Read with indexOf, each parameter's end found once: a body of openings without ends costs its length.
  */
 function parametersOf(
   body: string,
-  opening: string,
   properties: unknown,
+  opening = parameterOpen,
+  closing = parameterClose,
 ): Record<string, unknown> | undefined {
   const args: Record<string, unknown> = {};
   let end = 0;
   for (let start = body.indexOf(opening); start !== -1; start = body.indexOf(opening, end)) {
     const keyEnd = body.indexOf('>', start);
-    const valueEnd = keyEnd === -1 ? -1 : body.indexOf(parameterClose, keyEnd);
+    const valueEnd = keyEnd === -1 ? -1 : body.indexOf(closing, keyEnd);
     if (valueEnd === -1 || body.slice(end, start).trim() !== '') return undefined;
-    const key = unquoted(body.slice(start + opening.length, keyEnd).trim());
-    args[key] = valueOf(withoutEdgeNewlines(body.slice(keyEnd + 1, valueEnd)), properties, key);
-    end = valueEnd + parameterClose.length;
+    const attributes = body.slice(start + opening.length, keyEnd).trim();
+    const key = leadingValue(attributes);
+    const text = withoutEdgeNewlines(body.slice(keyEnd + 1, valueEnd));
+    const literal = attributeOf(attributes, 'string');
+    const value =
+      literal === 'false'
+        ? parsedJson(text.trim())
+        : literal === 'true'
+          ? text
+          : valueOf(text, properties, key);
+    if (value === undefined) return undefined;
+    args[key] = value;
+    end = valueEnd + closing.length;
   }
   return body.slice(end).trim() === '' ? args : undefined;
 }
 
-/** An attribute's value without the quotes around it. */
-function unquoted(text: string): string {
-  const quote = text[0];
-  return text.length >= 2 && (quote === '"' || quote === "'") && text.endsWith(quote)
-    ? text.slice(1, -1)
-    : text;
+/** The first value of attributes that begin with it: quoted (`"city" string="true"`), or all of them. */
+function leadingValue(attributes: string): string {
+  const quote = attributes[0];
+  if (quote !== '"' && quote !== "'") return attributes;
+  const end = attributes.indexOf(quote, 1);
+  return end === -1 ? attributes : attributes.slice(1, end);
 }
 
-const minimaxOpen = '<minimax:tool_call>';
-const minimaxClose = '</minimax:tool_call>';
-const invokeOpen = '<invoke name=';
-const invokeClose = '</invoke>';
+/** Markup of `<invoke name="NAME">` elements of `<parameter name="KEY">VALUE</parameter>` in blocks. */
+interface InvokeMarkup {
+  /** Each block's opening and closing marker. */
+  blocks: ReadonlyArray<readonly [string, string]>;
+  invoke: string;
+  invokeEnd: string;
+  parameter: string;
+  parameterEnd: string;
+  /** What every one of its markers begins with. */
+  prefix: string;
+  /** Its invokes may stand outside a block. */
+  bare: boolean;
+}
+
+/** MiniMax-M2's (llama.cpp and Ollama without its parser: ggml-org/llama.cpp#16904, ollama/ollama#13582). */
+const minimaxMarkup: InvokeMarkup = {
+  blocks: [['<minimax:tool_call>', '</minimax:tool_call>']],
+  invoke: '<invoke name=',
+  invokeEnd: '</invoke>',
+  parameter: '<parameter name=',
+  parameterEnd: '</parameter>',
+  prefix: '<minimax:tool_call>',
+  bare: false,
+};
 
 /**
- * One MiniMax-M2 block's inside: `<invoke name="NAME"><parameter name="KEY">VALUE</parameter>…</invoke>`,
- * one or more (space between), each value as its schema's type says (vLLM's minimax_m2 parser reads them
- * so); undefined when any is not a call of an offered tool, or the block holds anything else.
+ * DeepSeek V3.2's and V4's DSML, left in the text by servers whose parser missed it (vllm-project/vllm#54686,
+ * sgl-project/sglang#40236 — invokes without a block among them — and a hosted provider: cline/cline#14156).
  */
-function minimaxBlockCalls(inside: string, tools: OfferedTools): TextCall[] | undefined {
+const dsmlMarkup: InvokeMarkup = {
+  blocks: [
+    ['<｜DSML｜tool_calls>', '</｜DSML｜tool_calls>'],
+    ['<｜DSML｜function_calls>', '</｜DSML｜function_calls>'],
+  ],
+  invoke: '<｜DSML｜invoke name=',
+  invokeEnd: '</｜DSML｜invoke>',
+  parameter: '<｜DSML｜parameter name=',
+  parameterEnd: '</｜DSML｜parameter>',
+  prefix: '<｜DSML｜',
+  bare: true,
+};
+
+const invokeMarkups = [minimaxMarkup, dsmlMarkup];
+const blockOpenings = invokeMarkups.flatMap((markup) => markup.blocks.map(([opening]) => opening));
+const blockClosings = invokeMarkups.flatMap((markup) => markup.blocks.map(([, closing]) => closing));
+
+/** The invoke markup block `text` ends with (its markers), if it ends with one's closing marker. */
+function invokeBlockEnding(
+  text: string,
+): { markup: InvokeMarkup; opening: string; closing: string } | undefined {
+  for (const markup of invokeMarkups)
+    for (const [opening, closing] of markup.blocks)
+      if (text.endsWith(closing)) return { markup, opening, closing };
+  return undefined;
+}
+
+/**
+ * A block's inside: its invokes, one or more (space between), each naming an offered tool; undefined when
+ * one does not, or the block holds anything else. An invoke the answer's end cut is read to the end.
+ */
+function invokedCalls(inside: string, markup: InvokeMarkup, tools: OfferedTools): TextCall[] | undefined {
   const calls: TextCall[] = [];
   let end = 0;
-  for (let start = inside.indexOf(invokeOpen); start !== -1; start = inside.indexOf(invokeOpen, end)) {
+  for (let start = inside.indexOf(markup.invoke); start !== -1; start = inside.indexOf(markup.invoke, end)) {
     const nameEnd = inside.indexOf('>', start);
     if (nameEnd === -1 || inside.slice(end, start).trim() !== '') return undefined;
-    const name = unquoted(inside.slice(start + invokeOpen.length, nameEnd).trim());
-    const close = inside.indexOf(invokeClose, nameEnd);
+    const name = leadingValue(inside.slice(start + markup.invoke.length, nameEnd).trim());
+    const close = inside.indexOf(markup.invokeEnd, nameEnd);
     const body = inside.slice(nameEnd + 1, close === -1 ? inside.length : close);
+    const properties = tools.get(name)?.properties;
     const args = tools.has(name)
-      ? parametersOf(body, parameterNamed, tools.get(name)?.properties)
+      ? parametersOf(body, properties, markup.parameter, markup.parameterEnd)
       : undefined;
     if (args === undefined) return undefined;
     calls.push({ name, arguments: JSON.stringify(args) });
-    end = close === -1 ? inside.length : close + invokeClose.length;
+    end = close === -1 ? inside.length : close + markup.invokeEnd.length;
   }
   return calls.length === 0 || inside.slice(end).trim() !== '' ? undefined : calls;
 }
 
 /**
- * MiniMax-M2's blocks in a text whose first marker is theirs (llama.cpp and Ollama without its parser:
- * ggml-org/llama.cpp#16904, ollama/ollama#13582), and the text around them; undefined when one is not
- * calls of offered tools.
+ * The calls of a text whose first marker is this markup's — its blocks, and its invokes outside a block
+ * where it allows them — and the text around them; undefined when one is not a call of an offered tool.
  */
-function minimaxCalls(text: string, tools: OfferedTools): { calls: TextCall[]; text: string } | undefined {
+function markupCalls(
+  text: string,
+  markup: InvokeMarkup,
+  tools: OfferedTools,
+): { calls: TextCall[]; text: string } | undefined {
   const calls: TextCall[] = [];
+  const blocks = invokeBlocksOf(text, markup);
   let rest = '';
   let at = 0;
-  for (let start = text.indexOf(minimaxOpen); start !== -1; start = text.indexOf(minimaxOpen, at)) {
-    rest += text.slice(at, start);
-    const end = text.indexOf(minimaxClose, start + minimaxOpen.length);
-    const found = minimaxBlockCalls(
-      text.slice(start + minimaxOpen.length, end === -1 ? text.length : end),
-      tools,
-    );
+  for (;;) {
+    const next = blocks(at);
+    if (next === undefined) break;
+    rest += text.slice(at, next.at);
+    const end = next.closing === '' ? -1 : text.indexOf(next.closing, next.at + next.opening.length);
+    // An invoke outside a block is read to its own end.
+    const stop = next.closing === '' ? text.indexOf(markup.invokeEnd, next.at) : end;
+    const through = stop === -1 ? text.length : stop + (next.closing === '' ? markup.invokeEnd.length : 0);
+    const inside = text.slice(next.at + (next.closing === '' ? 0 : next.opening.length), through);
+    const found = invokedCalls(inside, markup, tools);
     if (found === undefined) return undefined;
     calls.push(...found);
-    at = end === -1 ? text.length : end + minimaxClose.length;
+    at = next.closing === '' || end === -1 ? through : end + next.closing.length;
   }
   rest += text.slice(at);
   return calls.length === 0 ? undefined : { calls, text: rest.trim() };
 }
 
+/**
+ * The markup's blocks (and invokes outside one: no closing) in `text`, asked for with `from` growing: each
+ * marker's next place is searched for again only once passed, so all of a text's blocks cost its length.
+ */
+function invokeBlocksOf(
+  text: string,
+  markup: InvokeMarkup,
+): (from: number) => { at: number; opening: string; closing: string } | undefined {
+  const candidates: Array<readonly [string, string]> = [...markup.blocks];
+  if (markup.bare) candidates.push([markup.invoke, '']);
+  const next = candidates.map(() => -2);
+  return (from) => {
+    let found: { at: number; opening: string; closing: string } | undefined;
+    for (const [position, [opening, closing]] of candidates.entries()) {
+      let at = next[position] as number;
+      if (at === -2 || (at !== -1 && at < from)) next[position] = at = text.indexOf(opening, from);
+      if (at !== -1 && (found === undefined || at < found.at)) found = { at, opening, closing };
+    }
+    return found;
+  };
+}
+
 const parameterOpen = '<parameter=';
-const parameterNamed = '<parameter name=';
 const parameterClose = '</parameter>';
 
 /** A value as Qwen3-Coder writes it, a newline after its opening and before its end taken off. */
@@ -338,16 +430,12 @@ function callsEnding(
       rest = rest.slice(0, start).trimEnd();
       continue;
     }
-    // MiniMax-M2's block (waybarrios/vllm-mlx#98: its reasoning parser takes the block in).
-    if (rest.endsWith(minimaxClose)) {
-      const start = rest.lastIndexOf(minimaxOpen);
-      const found =
-        start === -1
-          ? undefined
-          : minimaxBlockCalls(
-              rest.slice(start + minimaxOpen.length, rest.length - minimaxClose.length),
-              tools,
-            );
+    // MiniMax-M2's and DSML's blocks (waybarrios/vllm-mlx#98: MiniMax's reasoning parser takes the block in).
+    const ending = invokeBlockEnding(rest);
+    if (ending !== undefined) {
+      const start = rest.lastIndexOf(ending.opening);
+      const inside = rest.slice(start + ending.opening.length, rest.length - ending.closing.length);
+      const found = start === -1 ? undefined : invokedCalls(inside, ending.markup, tools);
       if (found === undefined) return undefined;
       calls.unshift(...found);
       rest = rest.slice(0, start).trimEnd();
@@ -384,10 +472,12 @@ function callsInAnswer(
   const section = text.indexOf(mistral);
   const block = blockStart(text);
   const kimi = kimiSection(text);
-  const minimax = text.indexOf(minimaxOpen);
   const before = (at: number, other: number) => at !== -1 && (other === -1 || at < other);
-  if (before(minimax, section) && before(minimax, block) && before(minimax, kimi?.at ?? -1))
-    return minimaxCalls(text, tools);
+  for (const markup of invokeMarkups) {
+    const at = invokeBlocksOf(text, markup)(0)?.at ?? -1;
+    if (before(at, section) && before(at, block) && before(at, kimi?.at ?? -1))
+      return markupCalls(text, markup, tools);
+  }
   if (kimi !== undefined && before(kimi.at, section) && before(kimi.at, block))
     return kimiCalls(text, kimi, tools);
   if (before(section, block)) {
@@ -631,9 +721,11 @@ class HeldReasoning {
 
   /** Whether `piece` (held) goes on with reasoning past a closed block or section, its calls' state kept. */
   private reasoningAfterCalls(piece: string): boolean {
-    const opened = Math.max(...[open, minimaxOpen, ...kimiBegins].map((marker) => piece.lastIndexOf(marker)));
+    const opened = Math.max(
+      ...[open, ...blockOpenings, ...kimiBegins].map((marker) => piece.lastIndexOf(marker)),
+    );
     let closed = -1;
-    for (const marker of [close, minimaxClose, ...kimiEnds]) {
+    for (const marker of [close, ...blockClosings, ...kimiEnds]) {
       const at = piece.lastIndexOf(marker);
       if (at !== -1 && at + marker.length > closed) closed = at + marker.length;
     }
@@ -979,12 +1071,13 @@ class StreamTextCalls {
 }
 
 /**
- * Where the first Mistral, Kimi or MiniMax marker in `text` begins (each one token of its model's, met
- * whole); or -1.
+ * Where the first Mistral, Kimi, MiniMax or DSML marker in `text` begins (each but DSML's one token of its
+ * model's, met whole; DSML's prefix is held while it may begin); or -1.
  */
 function sectionStart(text: string): number {
   let first = -1;
-  for (const at of [text.indexOf(mistral), kimiSection(text)?.at ?? -1, text.indexOf(minimaxOpen)])
+  const markups = invokeMarkups.map((markup) => text.indexOf(markup.prefix));
+  for (const at of [text.indexOf(mistral), kimiSection(text)?.at ?? -1, ...markups])
     if (at !== -1 && (first === -1 || at < first)) first = at;
   return first;
 }
@@ -993,7 +1086,7 @@ function sectionStart(text: string): number {
 function heldTail(text: string): number {
   for (let keep = Math.min(mistral.length - 1, text.length); keep > 0; keep--) {
     const end = text.slice(text.length - keep);
-    if (open.startsWith(end) || mistral.startsWith(end)) return keep;
+    if (open.startsWith(end) || mistral.startsWith(end) || dsmlMarkup.prefix.startsWith(end)) return keep;
   }
   return 0;
 }

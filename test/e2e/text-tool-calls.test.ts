@@ -48,6 +48,8 @@ const kimiThinking = 'moonshotai/Kimi-K2-Thinking';
 const minimax = 'MiniMax-M2-UD-Q5_K_XL';
 /** DeepSeek V4 Pro on DeepSeek's API, now and then: `<tool_call id="…" name="…">{…}` (felinics/Memoh#435). */
 const deepseek = 'deepseek-v4-pro';
+/** DeepSeek V4 Flash on vLLM, whose parser missed its DSML (vllm-project/vllm#54686): split as it streams. */
+const dsml = 'deepseek-v4-flash-0731';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -76,6 +78,7 @@ beforeAll(async () => {
       [kimiThinking]: { form: 'kimi', inReasoning: true },
       [minimax]: { form: 'minimax' },
       [deepseek]: { form: 'attributes', lead: 'Let me look that up.\n' },
+      [dsml]: { form: 'dsml', lead: 'Checking the weather.\n\n' },
     },
     goJson: [ollamaHermes],
   });
@@ -136,6 +139,7 @@ describe('a call the model wrote as text', () => {
     kimiThinking,
     minimax,
     deepseek,
+    dsml,
   ])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
     const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
     for (const stream of [true, false]) {

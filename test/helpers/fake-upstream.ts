@@ -365,7 +365,8 @@ export interface FakeUpstreamOptions {
    * markup (lablup/mlxcel#654), or Kimi K2's section (`<|tool_calls_section_begin|>…`: Kimi K2.6 through
    * OpenRouter, NousResearch/hermes-agent#24534), or MiniMax-M2's `<minimax:tool_call><invoke name=…>`
    * (llama.cpp without its parser: ggml-org/llama.cpp#16904), or DeepSeek V4's `<tool_call id="…" name="…">{…}`
-   * (its own API, now and then: felinics/Memoh#435). `lead` puts a sentence before the calls.
+   * (its own API, now and then: felinics/Memoh#435), or DeepSeek V4's DSML (`<｜DSML｜tool_calls>…`: vLLM's
+   * parser missed it, vllm-project/vllm#54686). `lead` puts a sentence before the calls.
    * `draft` writes the model's reasoning first, in which it drafts the same calls before it makes them, as
    * Qwen's thinking models do (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its
    * template (the text begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
@@ -974,10 +975,25 @@ type TextCallForm =
   | 'harmony'
   | 'kimi'
   | 'minimax'
-  | 'attributes';
+  | 'attributes'
+  | 'dsml';
 
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(calls: ReadonlyArray<{ name: string; arguments: string }>, form: TextCallForm): string {
+  if (form === 'dsml')
+    return `<｜DSML｜tool_calls>\n${calls
+      .map(
+        (call) =>
+          `<｜DSML｜invoke name="${call.name}">\n${Object.entries(
+            JSON.parse(call.arguments) as Record<string, unknown>,
+          )
+            .map(
+              ([key, value]) =>
+                `<｜DSML｜parameter name="${key}" string="${typeof value === 'string'}">${typeof value === 'string' ? value : JSON.stringify(value)}</｜DSML｜parameter>`,
+            )
+            .join('\n')}\n</｜DSML｜invoke>`,
+      )
+      .join('\n')}\n</｜DSML｜tool_calls>`;
   if (form === 'attributes')
     return calls
       .map(

@@ -27,6 +27,8 @@ const tools = offeredTools({
   ],
 }) as OfferedTools;
 
+/** DeepSeek V3.2's and V4's markup (DSML), its markers joined to `｜DSML｜`. */
+const dsml = (text: string) => text.replaceAll('<D|', '<｜DSML｜').replaceAll('</D|', '</｜DSML｜');
 const hermes = '<tool_call>\n{"name": "edit", "arguments": {"path": "a.ts", "line": 3}}\n</tool_call>';
 const qwenCoder =
   '<tool_call>\n<function=edit>\n<parameter=path>\nsrc/a b.ts\n</parameter>\n<parameter=line>\n3\n</parameter>\n<parameter=flags>\n["x"]\n</parameter>\n</function>\n</tool_call>';
@@ -146,6 +148,36 @@ describe('callsInText', () => {
       'Checking.',
     ],
     [
+      "DeepSeek V4's DSML, each value as its `string` attribute says (vllm-project/vllm#54686, cline/cline#14156)",
+      dsml(
+        'Editing.\n\n<D|tool_calls>\n<D|invoke name="edit">\n<D|parameter name="path" string="true">7</D|parameter>\n<D|parameter name="line" string="false">3</D|parameter>\n</D|invoke>\n<D|invoke name="list">\n</D|invoke>\n</D|tool_calls>',
+      ),
+      [
+        ['edit', { path: '7', line: 3 }],
+        ['list', {}],
+      ],
+      'Editing.',
+    ],
+    [
+      "DeepSeek V3.2's DSML block (`function_calls`), its values typed by the schema without the attribute",
+      dsml(
+        '<D|function_calls><D|invoke name="edit"><D|parameter name="line">4</D|parameter></D|invoke></D|function_calls>',
+      ),
+      [['edit', { line: 4 }]],
+      '',
+    ],
+    [
+      "DSML's invokes without a block, the last cut (sgl-project/sglang#40236)",
+      dsml(
+        '<D|invoke name="list"></D|invoke>\n<D|invoke name="edit"><D|parameter name="path" string="true">a.ts</D|parameter>',
+      ),
+      [
+        ['list', {}],
+        ['edit', { path: 'a.ts' }],
+      ],
+      '',
+    ],
+    [
       "Kimi's singular markers, a name without `functions.`",
       '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
       [['list', {}]],
@@ -234,6 +266,13 @@ describe('callsInText', () => {
       '<minimax:tool_call><invoke name="list"></invoke> and <invoke name="list"></invoke></minimax:tool_call>',
     ],
     ["MiniMax's block of no invoke", '<minimax:tool_call>\n</minimax:tool_call>'],
+    ["DSML's of a tool not offered", dsml('<D|tool_calls><D|invoke name="rm"></D|invoke></D|tool_calls>')],
+    [
+      "DSML's of a value that is not JSON where it says so",
+      dsml(
+        '<D|tool_calls><D|invoke name="edit"><D|parameter name="line" string="false">three</D|parameter></D|invoke></D|tool_calls>',
+      ),
+    ],
     ["DeepSeek's of a tool not offered", '<tool_call id="c1" name="rm">{"path": "/"}</tool_call>'],
     ["DeepSeek's without a name", '<tool_call id="c1">{"path": "a.ts"}</tool_call>'],
     [
@@ -451,6 +490,21 @@ describe('withTextToolCalls, streamed', () => {
         expect(await readStream(streamOf(text, size), cut)).toEqual({
           text: 'Checking.\n',
           calls: [['edit', { path: 'a.ts', line: 3 }]],
+          finish: 'tool_calls',
+        });
+    },
+  );
+
+  it.each([1, 3, 10])(
+    'DSML after a sentence, in deltas of %i characters: the sentence, then the calls',
+    async (size) => {
+      const text = dsml(
+        'Editing.\n<D|tool_calls>\n<D|invoke name="edit">\n<D|parameter name="line" string="false">3</D|parameter>\n</D|invoke>\n</D|tool_calls>',
+      );
+      for (const cut of [33, 100_000])
+        expect(await readStream(streamOf(text, size), cut)).toEqual({
+          text: 'Editing.\n',
+          calls: [['edit', { line: 3 }]],
           finish: 'tool_calls',
         });
     },
