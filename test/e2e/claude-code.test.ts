@@ -358,6 +358,7 @@ beforeAll(async () => {
       'local-coder-text': 131_072,
       'glm-4.7-lmstudio': 131_072,
       'minimax-m2-llamacpp': 131_072,
+      'deepseek-v4-flash': 131_072,
       'deepseek-v4-pro': 131_072,
       'gemini-3.1-pro-preview': 131_072,
       'anthropic/claude-sonnet-5': 131_072,
@@ -369,7 +370,12 @@ beforeAll(async () => {
     textOnly: ['local-coder-text'],
     // As LM Studio serves GLM-4.7 without its tool parser: its calls written as text, in GLM's form.
     // MiniMax-M2 as llama.cpp served it without its parser (ggml-org/llama.cpp#16904): its XML blocks.
-    textToolCalls: { 'glm-4.7-lmstudio': { form: 'glm' }, 'minimax-m2-llamacpp': { form: 'minimax' } },
+    // DeepSeek V4 on its own API writes a call as `<tool_call id=… name=…>` now and then (felinics/Memoh#435).
+    textToolCalls: {
+      'glm-4.7-lmstudio': { form: 'glm' },
+      'minimax-m2-llamacpp': { form: 'minimax' },
+      'deepseek-v4-flash': { form: 'attributes' },
+    },
     // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
     thinking: ['deepseek-v4-pro'],
     // As Gemini 3 is served: each call must come back with its thought signature.
@@ -1026,8 +1032,9 @@ describe('Claude Code through ctxgate', () => {
   it.each([
     ['GLM-4.7 on LM Studio', 'glm-4.7-lmstudio'],
     ['MiniMax-M2 on llama.cpp', 'minimax-m2-llamacpp'],
+    ["DeepSeek V4 on DeepSeek's API", 'deepseek-v4-flash'],
   ])(
-    'runs the same task bridged to a local model whose server writes its calls as text (%s)',
+    'runs the same task bridged to a model whose calls come written as text (%s)',
     async (_name, model) => {
       const from = harness.logLines.length;
       const { result } = await runClaude('Tell me the code in notes.txt.', model, undefined);
