@@ -1,0 +1,237 @@
+// The forms in which models write tool calls as text (text-call-forms.ts), as tables of the forms servers
+// without a tool parser give — Hermes' and Qwen's JSON blocks, Qwen3-Coder's XML, GLM's, Mistral's, Kimi's,
+// MiniMax's, DeepSeek's, GPT-OSS's, a call's JSON alone — of calls drafted in a reasoning, and of text that
+// is not a call.
+import { describe, expect, it } from 'vitest';
+import { callsInText } from '../../src/upstream/text-call-forms.js';
+import { drafted, dsml, hermes, qwenCoder, tools } from '../helpers/text-call-fixtures.js';
+
+describe('callsInText', () => {
+  it.each([
+    ["Hermes' and Qwen's block", hermes, [['edit', { path: 'a.ts', line: 3 }]], ''],
+    [
+      "Qwen3-Coder's block, each value as its schema's type says",
+      qwenCoder,
+      [['edit', { path: 'src/a b.ts', line: 3, flags: ['x'] }]],
+      '',
+    ],
+    [
+      'a sentence, then two blocks',
+      `Let me edit.\n${hermes}\n${hermes}`,
+      [
+        ['edit', { path: 'a.ts', line: 3 }],
+        ['edit', { path: 'a.ts', line: 3 }],
+      ],
+      'Let me edit.',
+    ],
+    [
+      'a block its end of turn cut before its closing marker',
+      '<tool_call>\n{"name": "list", "arguments": {}}',
+      [['list', {}]],
+      '',
+    ],
+    ['the JSON alone', '{"name": "edit", "arguments": {"path": "a.ts"}}', [['edit', { path: 'a.ts' }]], ''],
+    [
+      "GLM's block, each value as its schema's type says; one of no arguments",
+      '<tool_call>edit\n<arg_key>path</arg_key>\n<arg_value>a.ts</arg_value>\n<arg_key>line</arg_key>\n<arg_value>7</arg_value>\n</tool_call><tool_call>list</tool_call>',
+      [
+        ['edit', { path: 'a.ts', line: 7 }],
+        ['list', {}],
+      ],
+      '',
+    ],
+    [
+      "Mistral's, a sentence first (Devstral, Mistral Small 3.2)",
+      'I will list.[TOOL_CALLS]list[ARGS]{}[TOOL_CALLS]edit[CALL_ID]a1b2c3d4e[ARGS]{"line": 2}',
+      [
+        ['list', {}],
+        ['edit', { line: 2 }],
+      ],
+      'I will list.',
+    ],
+    [
+      "GPT-OSS's Harmony markup: its calls (json glued to one name), its final channel the text",
+      '<|channel|>analysis<|message|>Need to edit.<|end|><|start|>assistant<|channel|>commentary to=functions.edit <|constrain|>json<|message|>{"line": 1}<|call|><|start|>assistant<|channel|>commentary to=functions.listjson<|message|>{}<|call|><|start|>assistant<|channel|>final<|message|>Done.<|return|>',
+      [
+        ['edit', { line: 1 }],
+        ['list', {}],
+      ],
+      'Done.',
+    ],
+    [
+      "a block whose sentence names Harmony's recipient",
+      `Calls go to=functions.list in GPT-OSS.\n${hermes}`,
+      [['edit', { path: 'a.ts', line: 3 }]],
+      'Calls go to=functions.list in GPT-OSS.',
+    ],
+    [
+      "Kimi K2's section, a sentence first (moonshotai/kimi-k2.6 through OpenRouter)",
+      'I will edit.<|tool_calls_section_begin|><|tool_call_begin|>functions.edit:0<|tool_call_argument_begin|>{"path": "a.ts"}<|tool_call_end|> <|tool_call_begin|> functions.list:1 <|tool_call_argument_begin|> {} <|tool_call_end|><|tool_calls_section_end|>',
+      [
+        ['edit', { path: 'a.ts' }],
+        ['list', {}],
+      ],
+      'I will edit.',
+    ],
+    [
+      "MiniMax-M2's block of two invokes, each value as its schema's type says (llama.cpp, ggml-org/llama.cpp#16904)",
+      '<think>Two edits.</think>\n<minimax:tool_call>\n<invoke name="edit">\n<parameter name="path">a b.ts</parameter>\n<parameter name="line">3</parameter>\n</invoke>\n<invoke name="list">\n</invoke>\n</minimax:tool_call>',
+      [
+        ['edit', { path: 'a b.ts', line: 3 }],
+        ['list', {}],
+      ],
+      '<think>Two edits.</think>',
+    ],
+    [
+      "DeepSeek V4's blocks of attributes, its arguments inside (the hosted API, now and then: felinics/Memoh#435)",
+      'Checking.\n<tool_call id="call_00_ab12" name="edit">\n{"path": "a.ts", "line": 3}\n</tool_call>\n<tool_call name=\'list\'>{}</tool_call>',
+      [
+        ['edit', { path: 'a.ts', line: 3 }],
+        ['list', {}],
+      ],
+      'Checking.',
+    ],
+    [
+      "DeepSeek V4's DSML, each value as its `string` attribute says (vllm-project/vllm#54686, cline/cline#14156)",
+      dsml(
+        'Editing.\n\n<D|tool_calls>\n<D|invoke name="edit">\n<D|parameter name="path" string="true">7</D|parameter>\n<D|parameter name="line" string="false">3</D|parameter>\n</D|invoke>\n<D|invoke name="list">\n</D|invoke>\n</D|tool_calls>',
+      ),
+      [
+        ['edit', { path: '7', line: 3 }],
+        ['list', {}],
+      ],
+      'Editing.',
+    ],
+    [
+      "DeepSeek V3.2's DSML block (`function_calls`), its values typed by the schema without the attribute",
+      dsml(
+        '<D|function_calls><D|invoke name="edit"><D|parameter name="line">4</D|parameter></D|invoke></D|function_calls>',
+      ),
+      [['edit', { line: 4 }]],
+      '',
+    ],
+    [
+      "DSML's invokes without a block, the last cut (sgl-project/sglang#40236)",
+      dsml(
+        '<D|invoke name="list"></D|invoke>\n<D|invoke name="edit"><D|parameter name="path" string="true">a.ts</D|parameter>',
+      ),
+      [
+        ['list', {}],
+        ['edit', { path: 'a.ts' }],
+      ],
+      '',
+    ],
+    [
+      "Kimi's singular markers, a name without `functions.`",
+      '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
+      [['list', {}]],
+      '',
+    ],
+    [
+      "Mistral's list (Mistral 7B v0.3)",
+      '[TOOL_CALLS] [{"name": "list", "arguments": {}}]',
+      [['list', {}]],
+      '',
+    ],
+    [
+      'the JSON in a fence, arguments as text',
+      '```json\n{"name": "list", "parameters": "{}"}\n```',
+      [['list', {}]],
+      '',
+    ],
+    [
+      "a reasoning that ends in the answer's call, nothing after (vllm-project/vllm#39056)",
+      `<think>\nNeed the list.\n<tool_call>{"name": "list", "arguments": {}}</tool_call>\n</think>\n`,
+      [['list', {}]],
+      '<think>\nNeed the list.\n</think>',
+    ],
+    [
+      "a call whose arguments hold the reasoning's closing marker",
+      '<tool_call>{"name": "edit", "arguments": {"path": "</think>"}}</tool_call>',
+      [['edit', { path: '</think>' }]],
+      '',
+    ],
+    [
+      "Magistral's: the call drafted in [THINK] left, the answer's taken",
+      '[THINK]Maybe [TOOL_CALLS]edit[ARGS]{}, no.[/THINK]Listing.[TOOL_CALLS]list[ARGS]{}',
+      [['list', {}]],
+      '[THINK]Maybe [TOOL_CALLS]edit[ARGS]{}, no.[/THINK]Listing.',
+    ],
+    [
+      "the JSON alone after the model's reasoning",
+      '<think>A list.</think>\n\n{"name": "list", "arguments": {}}',
+      [['list', {}]],
+      '<think>A list.</think>',
+    ],
+  ])('%s: its calls', (_name, text, calls, rest) => {
+    const found = callsInText(text, tools);
+    expect(found?.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual(calls);
+    expect(found?.text).toBe(rest);
+  });
+
+  it.each(drafted)('a call drafted in the reasoning, then made (%s): made once', (_name, text, rest) => {
+    const found = callsInText(text, tools);
+    expect(found?.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual([
+      ['edit', { path: 'a.ts', line: 3 }],
+    ]);
+    expect(found?.text).toBe(rest);
+  });
+
+  it.each([
+    ['a tool not offered', '<tool_call>\n{"name": "rm", "arguments": {}}\n</tool_call>'],
+    ['a block beside one not offered', `${hermes}<tool_call>{"name": "rm"}</tool_call>`],
+    ['arguments that are not an object', '<tool_call>{"name": "edit", "arguments": [1]}</tool_call>'],
+    ['a block that is not JSON', '<tool_call>edit a.ts</tool_call>'],
+    ["Mistral's of a tool not offered", '[TOOL_CALLS]rm[ARGS]{}'],
+    ["Mistral's without arguments", '[TOOL_CALLS]list'],
+    [
+      "GPT-OSS's of a tool not offered",
+      '<|channel|>commentary to=functions.rm <|constrain|>json<|message|>{}<|call|>',
+    ],
+    [
+      "GPT-OSS's of arguments that are not JSON",
+      '<|channel|>commentary to=functions.list<|message|>ls -la<|call|>',
+    ],
+    [
+      "Kimi's of a tool not offered",
+      '<|tool_calls_section_begin|><|tool_call_begin|>functions.rm:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>',
+    ],
+    [
+      "Kimi's of arguments that are not JSON",
+      '<|tool_calls_section_begin|><|tool_call_begin|>functions.list:0<|tool_call_argument_begin|>ls<|tool_call_end|><|tool_calls_section_end|>',
+    ],
+    ["Kimi's section of no call", '<|tool_calls_section_begin|><|tool_calls_section_end|>'],
+    [
+      "MiniMax's of a tool not offered",
+      '<minimax:tool_call><invoke name="rm"><parameter name="path">/</parameter></invoke></minimax:tool_call>',
+    ],
+    [
+      "MiniMax's with text between its invokes",
+      '<minimax:tool_call><invoke name="list"></invoke> and <invoke name="list"></invoke></minimax:tool_call>',
+    ],
+    ["MiniMax's block of no invoke", '<minimax:tool_call>\n</minimax:tool_call>'],
+    ["DSML's of a tool not offered", dsml('<D|tool_calls><D|invoke name="rm"></D|invoke></D|tool_calls>')],
+    [
+      "DSML's of a value that is not JSON where it says so",
+      dsml(
+        '<D|tool_calls><D|invoke name="edit"><D|parameter name="line" string="false">three</D|parameter></D|invoke></D|tool_calls>',
+      ),
+    ],
+    ["DeepSeek's of a tool not offered", '<tool_call id="c1" name="rm">{"path": "/"}</tool_call>'],
+    ["DeepSeek's without a name", '<tool_call id="c1">{"path": "a.ts"}</tool_call>'],
+    [
+      'a marker that only begins as a block does',
+      '<tool_calls>{"name": "list", "arguments": {}}</tool_calls>',
+    ],
+    ["GLM's with a key and no value", '<tool_call>edit\n<arg_key>path</arg_key>\n</tool_call>'],
+    ['JSON that is not a call', '{"path": "a.ts"}'],
+    ['prose', 'Models write <tool_call> blocks.'],
+    ['text of no marker', 'Hello.'],
+    [
+      'a call drafted in the reasoning, then an answer of text (a rehearsal, not a call)',
+      `<think>I could run ${hermes} but it is not needed.</think>The file is fine as it is.`,
+    ],
+  ])('%s: none', (_name, text) => {
+    expect(callsInText(text, tools)).toBeUndefined();
+  });
+});
