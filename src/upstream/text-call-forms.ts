@@ -5,7 +5,8 @@
 // `<tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>`, Mistral's
 // `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, GPT-OSS's Harmony markup (`… to=functions.NAME
 // <|constrain|>json<|message|>{…}<|call|>`), Kimi K2's `<|tool_calls_section_begin|>…`, MiniMax-M2's
-// `<minimax:tool_call><invoke name=…>…`, DeepSeek's DSML (`<｜DSML｜tool_calls>…`), or a text that is
+// `<minimax:tool_call><invoke name=…>…`, DeepSeek's DSML (`<｜DSML｜tool_calls>…`), LFM2's Python calls
+// (`<|tool_call_start|>[NAME(KEY=VALUE)]<|tool_call_end|>`), or a text that is
 // nothing but `{"name": …, "arguments": …}` — each call naming an offered tool, with arguments that are a
 // JSON object. A text that holds the model's reasoning is read for calls after it; calls drafted in it are
 // not made. And where in a text a call may begin: what a stream holds (text-tool-calls.ts). Pure.
@@ -442,21 +443,33 @@ function callsInAnswer(
   // read for the others.
   const harmony = text.includes(recipient) ? harmonyCalls(text, tools) : undefined;
   if (harmony !== undefined) return harmony;
+  // The form whose marker comes first reads the text.
   const section = text.indexOf(mistral);
-  const block = blockStart(text);
   const kimi = kimiSection(text);
-  const before = (at: number, other: number) => at !== -1 && (other === -1 || at < other);
-  for (const markup of invokeMarkups) {
-    const at = invokeBlocksOf(text, markup)(0)?.at ?? -1;
-    if (before(at, section) && before(at, block) && before(at, kimi?.at ?? -1))
-      return markupCalls(text, markup, tools);
-  }
-  if (kimi !== undefined && before(kimi.at, section) && before(kimi.at, block))
-    return kimiCalls(text, kimi, tools);
-  if (before(section, block)) {
-    const calls = mistralCalls(text.slice(section + mistral.length), tools);
-    return calls === undefined ? undefined : { calls, text: text.slice(0, section).trim() };
-  }
+  const python = text.indexOf(pythonStart);
+  const forms: Array<{ at: number; read: () => { calls: TextCall[]; text: string } | undefined }> = [
+    { at: blockStart(text), read: () => blockCalls(text, tools) },
+    { at: kimi?.at ?? -1, read: () => (kimi === undefined ? undefined : kimiCalls(text, kimi, tools)) },
+    { at: python, read: () => pythonCalls(text, python, tools) },
+    {
+      at: section,
+      read: () => {
+        const calls = mistralCalls(text.slice(section + mistral.length), tools);
+        return calls === undefined ? undefined : { calls, text: text.slice(0, section).trim() };
+      },
+    },
+    ...invokeMarkups.map((markup) => ({
+      at: invokeBlocksOf(text, markup)(0)?.at ?? -1,
+      read: () => markupCalls(text, markup, tools),
+    })),
+  ];
+  let first: (typeof forms)[number] | undefined;
+  for (const form of forms) if (form.at !== -1 && (first === undefined || form.at < first.at)) first = form;
+  return first?.read();
+}
+
+/** A text's `<tool_call>` blocks and the text around them; undefined when one is not a call of an offered tool. */
+function blockCalls(text: string, tools: OfferedTools): { calls: TextCall[]; text: string } | undefined {
   const calls: TextCall[] = [];
   let rest = '';
   let at = 0;
@@ -556,6 +569,161 @@ function kimiCalls(
   return calls.length === 0 ? undefined : { calls, text: rest };
 }
 
+const pythonStart = '<|tool_call_start|>';
+const pythonEnd = '<|tool_call_end|>';
+
+/**
+ * LFM2's calls: a Python list of calls between its markers, `<|tool_call_start|>[NAME(KEY=VALUE, …), …]
+ * <|tool_call_end|>` (LM Studio, mlx and vLLM before its parser: lmstudio-ai/lmstudio-bug-tracker#1979,
+ * vllm-project/vllm#39243), each argument named, each value a Python literal; the text around them the
+ * answer's. Undefined when any is not a call of an offered tool, or the list is not such calls alone.
+ */
+function pythonCalls(
+  text: string,
+  start: number,
+  tools: OfferedTools,
+): { calls: TextCall[]; text: string } | undefined {
+  const from = start + pythonStart.length;
+  const end = text.indexOf(pythonEnd, from);
+  const calls = new PythonCalls(text.slice(from, end === -1 ? text.length : end).trim()).calls();
+  if (calls === undefined || calls.some((call) => !tools.has(call.name))) return undefined;
+  const after = end === -1 ? '' : text.slice(end + pythonEnd.length).trim();
+  return { calls, text: `${text.slice(0, start).trim()} ${after}`.trim() };
+}
+
+/**
+ * A Python list of calls with named arguments, read in one pass (no `eval`): strings in either quote with
+ * their escapes, numbers, `True`/`False`/`None` (JSON's words too), lists and dicts, at most 64 deep.
+ */
+class PythonCalls {
+  private at = 0;
+
+  constructor(private readonly text: string) {}
+
+  /** The calls, when the text is nothing but their list; else undefined. */
+  calls(): TextCall[] | undefined {
+    const calls: TextCall[] = [];
+    if (!this.take('[')) return undefined;
+    while (!this.take(']')) {
+      if (calls.length > 0 && !this.take(',')) return undefined;
+      this.space();
+      const name = /^[A-Za-z_][\w.-]*/.exec(this.rest())?.[0];
+      if (name === undefined) return undefined;
+      this.at += name.length;
+      const args = this.arguments();
+      if (args === undefined) return undefined;
+      calls.push({ name, arguments: JSON.stringify(args) });
+    }
+    this.space();
+    return calls.length > 0 && this.at === this.text.length ? calls : undefined;
+  }
+
+  /** `(KEY=VALUE, …)`: an object; undefined when an argument has no name. */
+  private arguments(): Record<string, unknown> | undefined {
+    const args: Record<string, unknown> = {};
+    if (!this.take('(')) return undefined;
+    for (let count = 0; !this.take(')'); count++) {
+      if (count > 0 && !this.take(',')) return undefined;
+      this.space();
+      const key = /^[A-Za-z_]\w*/.exec(this.rest())?.[0];
+      if (key === undefined) return undefined;
+      this.at += key.length;
+      if (!this.take('=')) return undefined;
+      const value = this.value(0);
+      if (value === undefined) return undefined;
+      args[key] = value;
+    }
+    return args;
+  }
+
+  /** One literal; undefined when there is none here (None is null). */
+  private value(depth: number): unknown {
+    this.space();
+    if (depth > 64) return undefined;
+    const head = this.text[this.at];
+    if (head === '"' || head === "'") return this.string(head);
+    if (head === '[') return this.sequence(depth);
+    if (head === '{') return this.mapping(depth);
+    const word = /^(?:True|False|None|true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(
+      this.rest(),
+    )?.[0];
+    if (word === undefined) return undefined;
+    this.at += word.length;
+    const words: Record<string, unknown> = { True: true, true: true, False: false, false: false, None: null };
+    return word in words ? words[word] : word === 'null' ? null : Number(word);
+  }
+
+  private sequence(depth: number): unknown[] | undefined {
+    const list: unknown[] = [];
+    this.at++;
+    while (!this.take(']')) {
+      if (list.length > 0 && !this.take(',')) return undefined;
+      if (this.take(']')) break;
+      const value = this.value(depth + 1);
+      if (value === undefined) return undefined;
+      list.push(value);
+    }
+    return list;
+  }
+
+  private mapping(depth: number): Record<string, unknown> | undefined {
+    const map: Record<string, unknown> = {};
+    this.at++;
+    for (let count = 0; !this.take('}'); count++) {
+      if (count > 0 && !this.take(',')) return undefined;
+      this.space();
+      const quote = this.text[this.at];
+      const key = quote === '"' || quote === "'" ? this.string(quote) : undefined;
+      if (key === undefined || !this.take(':')) return undefined;
+      const value = this.value(depth + 1);
+      if (value === undefined) return undefined;
+      map[key] = value;
+    }
+    return map;
+  }
+
+  /** A quoted string from here, its escapes read as Python reads them; undefined when it never closes. */
+  private string(quote: string): string | undefined {
+    let out = '';
+    for (let at = this.at + 1; at < this.text.length; at++) {
+      const char = this.text[at] as string;
+      if (char === quote) {
+        this.at = at + 1;
+        return out;
+      }
+      if (char !== '\\') {
+        out += char;
+        continue;
+      }
+      const next = this.text[++at] ?? '';
+      const escapes: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', "'": "'", '"': '"' };
+      if (next in escapes) out += escapes[next];
+      else if (next === 'u' && /^[0-9a-fA-F]{4}$/.test(this.text.slice(at + 1, at + 5))) {
+        out += String.fromCharCode(Number.parseInt(this.text.slice(at + 1, at + 5), 16));
+        at += 4;
+      } else out += `\\${next}`;
+    }
+    return undefined;
+  }
+
+  /** Skips space, then `token` if it is next: whether it was. */
+  private take(token: string): boolean {
+    this.space();
+    if (!this.text.startsWith(token, this.at)) return false;
+    this.at += token.length;
+    return true;
+  }
+
+  private space(): void {
+    while (/\s/.test(this.text[this.at] ?? '')) this.at++;
+  }
+
+  /** The text from here (a view for the anchored regexes, which read only its start). */
+  private rest(): string {
+    return this.text.slice(this.at, this.at + 256);
+  }
+}
+
 /**
  * GPT-OSS's Harmony markup left in the text (lablup/mlxcel#654, kekzl/imp#1716): each
  * `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}<|call|>` a call (`json` glued to
@@ -625,13 +793,18 @@ export function markerIn(text: string): number {
 }
 
 /**
- * Where the first Mistral, Kimi, MiniMax or DSML marker in `text` begins (each but DSML's one token of its
- * model's, met whole; DSML's prefix is held while it may begin); or -1.
+ * Where the first Mistral, Kimi, LFM2, MiniMax or DSML marker in `text` begins (each but DSML's one token of
+ * its model's, met whole; DSML's prefix is held while it may begin); or -1.
  */
 export function sectionStart(text: string): number {
   let first = -1;
   const markups = invokeMarkups.map((markup) => text.indexOf(markup.prefix));
-  for (const at of [text.indexOf(mistral), kimiSection(text)?.at ?? -1, ...markups])
+  for (const at of [
+    text.indexOf(mistral),
+    kimiSection(text)?.at ?? -1,
+    text.indexOf(pythonStart),
+    ...markups,
+  ])
     if (at !== -1 && (first === -1 || at < first)) first = at;
   return first;
 }

@@ -6,7 +6,7 @@
 // ran it (earendil-works/pi#6635, ollama/ollama-vscode#20). When the request offered tools, an answer
 // without calls whose text holds calls in the forms text-call-forms.ts reads is given those calls, in
 // OpenAI's shape, whole and streamed; otherwise the answer goes as it came. A stream's text is held only
-// where a call may begin in it (at most a marker's length less one character), Mistral's, Kimi's,
+// where a call may begin in it (at most a marker's length less one character), Mistral's, Kimi's, LFM2's,
 // MiniMax's and DSML's calls and a text that opens as JSON until it ends. Calls that end a reasoning given
 // under its own field, with no text, are made too.
 

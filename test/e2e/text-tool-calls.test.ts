@@ -50,6 +50,8 @@ const minimax = 'MiniMax-M2-UD-Q5_K_XL';
 const deepseek = 'deepseek-v4-pro';
 /** DeepSeek V4 Flash on vLLM, whose parser missed its DSML (vllm-project/vllm#54686): split as it streams. */
 const dsml = 'deepseek-v4-flash-0731';
+/** LFM2.5 on LM Studio: Python calls between its markers (lmstudio-ai/lmstudio-bug-tracker#1979). */
+const lfm = 'liquid/lfm2.5-8b-a1b';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -79,6 +81,7 @@ beforeAll(async () => {
       [minimax]: { form: 'minimax' },
       [deepseek]: { form: 'attributes', lead: 'Let me look that up.\n' },
       [dsml]: { form: 'dsml', lead: 'Checking the weather.\n\n' },
+      [lfm]: { form: 'lfm2' },
     },
     goJson: [ollamaHermes],
   });
@@ -140,6 +143,7 @@ describe('a call the model wrote as text', () => {
     minimax,
     deepseek,
     dsml,
+    lfm,
   ])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
     const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
     for (const stream of [true, false]) {

@@ -366,7 +366,8 @@ export interface FakeUpstreamOptions {
    * OpenRouter, NousResearch/hermes-agent#24534), or MiniMax-M2's `<minimax:tool_call><invoke name=…>`
    * (llama.cpp without its parser: ggml-org/llama.cpp#16904), or DeepSeek V4's `<tool_call id="…" name="…">{…}`
    * (its own API, now and then: felinics/Memoh#435), or DeepSeek V4's DSML (`<｜DSML｜tool_calls>…`: vLLM's
-   * parser missed it, vllm-project/vllm#54686). `lead` puts a sentence before the calls.
+   * parser missed it, vllm-project/vllm#54686), or LFM2's Python calls (`<|tool_call_start|>[f(k='v')]…`:
+   * lmstudio-ai/lmstudio-bug-tracker#1979). `lead` puts a sentence before the calls.
    * `draft` writes the model's reasoning first, in which it drafts the same calls before it makes them, as
    * Qwen's thinking models do (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its
    * template (the text begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
@@ -976,10 +977,22 @@ type TextCallForm =
   | 'kimi'
   | 'minimax'
   | 'attributes'
-  | 'dsml';
+  | 'dsml'
+  | 'lfm2';
 
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(calls: ReadonlyArray<{ name: string; arguments: string }>, form: TextCallForm): string {
+  if (form === 'lfm2')
+    return `<|tool_call_start|>[${calls
+      .map(
+        (call) =>
+          `${call.name}(${Object.entries(JSON.parse(call.arguments) as Record<string, unknown>)
+            .map(
+              ([key, value]) => `${key}=${typeof value === 'string' ? `'${value}'` : JSON.stringify(value)}`,
+            )
+            .join(', ')})`,
+      )
+      .join(', ')}]<|tool_call_end|>`;
   if (form === 'dsml')
     return `<｜DSML｜tool_calls>\n${calls
       .map(
@@ -3073,7 +3086,7 @@ export class FakeUpstream {
       const tokens =
         asText?.form.startsWith('mistral') === true
           ? text.split(/(\[TOOL_CALLS\]|\[ARGS\])/)
-          : asText?.form === 'kimi' || asText?.form === 'minimax'
+          : asText?.form === 'kimi' || asText?.form === 'minimax' || asText?.form === 'lfm2'
             ? text.split(/(<\|tool_call[a-z_]*\|>|<\/?minimax:tool_call>)/)
             : undefined;
       for (const piece of tokens?.filter((token) => token !== '') ?? pieces) {

@@ -122,6 +122,21 @@ describe('callsInText', () => {
       '',
     ],
     [
+      "LFM2's Python calls between its markers (lmstudio-ai/lmstudio-bug-tracker#1979, vllm-project/vllm#39243)",
+      'Looking.\n<|tool_call_start|>[edit(path="a b.ts", line=3), list()]<|tool_call_end|>',
+      [
+        ['edit', { path: 'a b.ts', line: 3 }],
+        ['list', {}],
+      ],
+      'Looking.',
+    ],
+    [
+      "LFM2's values as Python writes them: quotes, escapes, True, None, lists and dicts",
+      `<|tool_call_start|>[edit(path='it\\'s "x"\\n', line=-2, flags=[True, None, 1.5, {'k': False}])]<|tool_call_end|>`,
+      [['edit', { path: 'it\'s "x"\n', line: -2, flags: [true, null, 1.5, { k: false }] }]],
+      '',
+    ],
+    [
       "Kimi's singular markers, a name without `functions.`",
       '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
       [['list', {}]],
@@ -210,6 +225,10 @@ describe('callsInText', () => {
       '<minimax:tool_call><invoke name="list"></invoke> and <invoke name="list"></invoke></minimax:tool_call>',
     ],
     ["MiniMax's block of no invoke", '<minimax:tool_call>\n</minimax:tool_call>'],
+    ["LFM2's of a tool not offered", '<|tool_call_start|>[rm(path="/")]<|tool_call_end|>'],
+    ["LFM2's of an argument without its name", '<|tool_call_start|>[edit("a.ts")]<|tool_call_end|>'],
+    ["LFM2's of a string never closed", '<|tool_call_start|>[edit(path="a.ts)]<|tool_call_end|>'],
+    ["LFM2's of text after its list", '<|tool_call_start|>[list()] and more<|tool_call_end|>'],
     ["DSML's of a tool not offered", dsml('<D|tool_calls><D|invoke name="rm"></D|invoke></D|tool_calls>')],
     [
       "DSML's of a value that is not JSON where it says so",

@@ -236,6 +236,28 @@ describe('withTextToolCalls, streamed', () => {
     },
   );
 
+  it("LFM2's Python calls, in its tokens: the sentence, then the calls", async () => {
+    const deltas = [
+      'Listing',
+      ' first.',
+      '<|tool_call_start|>',
+      '[list',
+      '(),',
+      ' edit(line',
+      '=7)]',
+      '<|tool_call_end|>',
+    ];
+    for (const cut of [30, 4_000])
+      expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({
+        text: 'Listing first.',
+        calls: [
+          ['list', {}],
+          ['edit', { line: 7 }],
+        ],
+        finish: 'tool_calls',
+      });
+  });
+
   it("MiniMax-M2's block, in its tokens: the sentence, then the calls", async () => {
     // Its markers are tokens of its model's: each a delta of its own.
     const deltas = [
