@@ -359,8 +359,8 @@ class StreamTextCalls {
       }
       const section = sectionStart(this.held);
       if (section !== -1) {
-        // Mistral's and Kimi's calls run to the answer's end (Kimi's may have text after its section, said
-        // there): all of it held, read there (as a text that opens as JSON).
+        // Mistral's, Kimi's, LFM2's, MiniMax's and DSML's calls: all that follows held to the answer's end,
+        // read there (as a text that opens as JSON) — the text after a section is said there too.
         content += this.held.slice(0, section);
         this.held = this.held.slice(section);
         this.mode = 'json';
