@@ -366,7 +366,7 @@ describe('withTextToolCalls, to a request that asked for a JSON answer', () => {
 describe('withTextToolCalls, calls that end the reasoning', () => {
   const tokens = (text: string) =>
     text
-      .split(/(<tool_call>|<\/tool_call>|<\/?minimax:tool_call>|<\|tool_call[a-z_]*\|>)/)
+      .split(/(<tool_call>|<\/tool_call>|<\/?minimax:tool_call>|<\/?｜DSML｜[a-z_]+>|<\|tool_call[a-z_]*\|>)/)
       .filter((token) => token !== '')
       .map((reasoning) => ({ reasoning }));
   const kimiSection =
@@ -383,6 +383,13 @@ describe('withTextToolCalls, calls that end the reasoning', () => {
       'MiniMax-M2.1 on vllm-mlx with its reasoning parser',
       'Line 2.\n<minimax:tool_call>\n<invoke name="edit">\n<parameter name="line">2</parameter>\n</invoke>\n</minimax:tool_call>',
       [['edit', { line: 2 }]],
+    ],
+    [
+      'DeepSeek V4 in DSML',
+      dsml(
+        'Line 5.\n\n<D|tool_calls>\n<D|invoke name="edit">\n<D|parameter name="line" string="false">5</D|parameter>\n</D|invoke>\n</D|tool_calls>',
+      ),
+      [['edit', { line: 5 }]],
     ],
   ])(
     '%s, streamed under either name: the calls, the reasoning before them',
