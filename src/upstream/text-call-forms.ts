@@ -6,7 +6,8 @@
 // `[TOOL_CALLS]NAME[ARGS]{…}` and `[TOOL_CALLS] [{…}]`, GPT-OSS's Harmony markup (`… to=functions.NAME
 // <|constrain|>json<|message|>{…}<|call|>`), Kimi K2's `<|tool_calls_section_begin|>…`, MiniMax-M2's
 // `<minimax:tool_call><invoke name=…>…`, DeepSeek's DSML (`<｜DSML｜tool_calls>…`), LFM2's Python calls
-// (`<|tool_call_start|>[NAME(KEY=VALUE)]<|tool_call_end|>`), or a text that is
+// (`<|tool_call_start|>[NAME(KEY=VALUE)]<|tool_call_end|>`), Llama's (`<|python_start|>{…}`,
+// `<|python_tag|>{…}`, `<function=NAME>{…}</function>`), or a text that is
 // nothing but `{"name": …, "arguments": …}` — each call naming an offered tool, with arguments that are a
 // JSON object. A text that holds the model's reasoning is read for calls after it; calls drafted in it are
 // not made. And where in a text a call may begin: what a stream holds (text-tool-calls.ts). Pure.
@@ -447,7 +448,13 @@ function callsInAnswer(
   const section = text.indexOf(mistral);
   const kimi = kimiSection(text);
   const python = text.indexOf(pythonStart);
+  const llama = llamaForms.map((form) => text.indexOf(form.start));
   const forms: Array<{ at: number; read: () => { calls: TextCall[]; text: string } | undefined }> = [
+    ...llamaForms.map((form, position) => ({
+      at: llama[position] as number,
+      read: () => llamaCalls(text, llama[position] as number, form, tools),
+    })),
+    { at: text.indexOf(functionOpen), read: () => functionCalls(text, tools) },
     { at: blockStart(text), read: () => blockCalls(text, tools) },
     { at: kimi?.at ?? -1, read: () => (kimi === undefined ? undefined : kimiCalls(text, kimi, tools)) },
     { at: python, read: () => pythonCalls(text, python, tools) },
@@ -567,6 +574,109 @@ function kimiCalls(
   }
   const rest = `${text.slice(0, section.at).trim()} ${text.slice(after).trim()}`.trim();
   return calls.length === 0 ? undefined : { calls, text: rest };
+}
+
+/**
+ * Llama's JSON calls after a marker of its own: 3.1's and 3.2's `<|python_tag|>` (ipython mode, several
+ * separated by `;`: raullenchai/Rapid-MLX#703) to its `<|eom_id|>`, and 4's and 3.3's between
+ * `<|python_start|>` and `<|python_end|>` (Bedrock: pydantic/pydantic-ai#2033).
+ */
+const llamaForms = [
+  { start: '<|python_start|>', ends: ['<|python_end|>'] },
+  { start: '<|python_tag|>', ends: ['<|eom_id|>', '<|eot_id|>'] },
+];
+
+/**
+ * Llama's `{"name": …, "parameters": {…}}` objects (a list of them too) after its marker at `start`, to
+ * its end, and the text around them; undefined when they are not calls of offered tools alone.
+ */
+function llamaCalls(
+  text: string,
+  start: number,
+  form: { start: string; ends: readonly string[] },
+  tools: OfferedTools,
+): { calls: TextCall[]; text: string } | undefined {
+  const from = start + form.start.length;
+  let end = text.length;
+  let after = text.length;
+  for (const marker of form.ends) {
+    const at = text.indexOf(marker, from);
+    if (at !== -1 && at < end) [end, after] = [at, at + marker.length];
+  }
+  const values = jsonSequence(text.slice(from, end));
+  const calls = values?.flatMap((value) => (Array.isArray(value) ? value : [value]));
+  const read = calls?.map((value) => callOfValue(value, tools));
+  if (read === undefined || read.length === 0 || read.some((call) => call === undefined)) return undefined;
+  return { calls: read as TextCall[], text: around(text, start, after) };
+}
+
+/**
+ * JSON objects and lists one after another, `;`, `,` or space between; undefined when anything else is
+ * there. Each value's end is found by counting brackets outside strings: the text is read once.
+ */
+function jsonSequence(text: string): unknown[] | undefined {
+  const values: unknown[] = [];
+  let at = 0;
+  for (;;) {
+    while (at < text.length && /[\s;,]/.test(text[at] as string)) at++;
+    if (at === text.length) return values;
+    if (text[at] !== '{' && text[at] !== '[') return undefined;
+    let depth = 0;
+    let end = -1;
+    for (let position = at; position < text.length && end === -1; position++) {
+      const char = text[position];
+      if (char === '"') {
+        for (position++; position < text.length && text[position] !== '"'; position++)
+          if (text[position] === '\\') position++;
+      } else if (char === '{' || char === '[') {
+        // No call nests so deep: a hostile text is refused before JSON.parse meets it.
+        if (++depth > 256) return undefined;
+      } else if ((char === '}' || char === ']') && --depth === 0) end = position;
+    }
+    const value = end === -1 ? undefined : parsedJson(text.slice(at, end + 1));
+    if (value === undefined) return undefined;
+    values.push(value);
+    at = end + 1;
+  }
+}
+
+const functionOpen = '<function=';
+const functionClose = '</function>';
+
+/**
+ * Calls written as `<function=NAME>…</function>` outside a block: Llama 3.1's custom tools, its arguments
+ * the JSON object inside, or Qwen3-Coder's whose server took out its `<tool_call>` markers, its
+ * `<parameter=…>` elements inside; the text around them the answer's.
+ */
+function functionCalls(text: string, tools: OfferedTools): { calls: TextCall[]; text: string } | undefined {
+  const calls: TextCall[] = [];
+  let rest = '';
+  let at = 0;
+  for (let start = text.indexOf(functionOpen); start !== -1; start = text.indexOf(functionOpen, at)) {
+    rest += text.slice(at, start);
+    const end = text.indexOf(functionClose, start);
+    const element = text.slice(start, end === -1 ? text.length : end + functionClose.length);
+    const head = element.indexOf('>');
+    const name = head === -1 ? undefined : element.slice(functionOpen.length, head).trim();
+    const inside = head === -1 ? '' : element.slice(head + 1, end === -1 ? undefined : -functionClose.length);
+    const args = inside.trim().startsWith('{') ? parsedJson(inside.trim()) : undefined;
+    const call =
+      args === undefined
+        ? xmlCall(element.trim(), tools)
+        : name !== undefined && tools.has(name) && isRecord(args)
+          ? { name, arguments: JSON.stringify(args) }
+          : undefined;
+    if (call === undefined) return undefined;
+    calls.push(call);
+    at = end === -1 ? text.length : end + functionClose.length;
+  }
+  rest += text.slice(at);
+  return calls.length === 0 ? undefined : { calls, text: rest.trim() };
+}
+
+/** The text before `start` and from `after` on, each trimmed, a blank line between: what calls leave. */
+function around(text: string, start: number, after: number): string {
+  return [text.slice(0, start).trim(), text.slice(after).trim()].filter((part) => part !== '').join('\n\n');
 }
 
 const pythonStart = '<|tool_call_start|>';
@@ -804,16 +914,22 @@ export function sectionStart(text: string): number {
     kimiSection(text)?.at ?? -1,
     text.indexOf(pythonStart),
     ...markups,
+    ...llamaForms.map((form) => text.indexOf(form.start)),
+    text.indexOf(functionOpen),
   ])
     if (at !== -1 && (first === -1 || at < first)) first = at;
   return first;
 }
 
-/** How much of `text`'s end may begin a marker (`<tool_call>`, `[TOOL_CALLS]`): held until the next text says. */
+/**
+ * How much of `text`'s end may begin a marker (`<tool_call`, `[TOOL_CALLS]`, `<｜DSML｜`, `<function=`): held
+ * until the next text says.
+ */
 export function heldTail(text: string): number {
   for (let keep = Math.min(mistral.length - 1, text.length); keep > 0; keep--) {
     const end = text.slice(text.length - keep);
-    if (open.startsWith(end) || mistral.startsWith(end) || dsmlMarkup.prefix.startsWith(end)) return keep;
+    if ([open, mistral, dsmlMarkup.prefix, functionOpen].some((marker) => marker.startsWith(end)))
+      return keep;
   }
   return 0;
 }

@@ -6,9 +6,9 @@
 // ran it (earendil-works/pi#6635, ollama/ollama-vscode#20). When the request offered tools, an answer
 // without calls whose text holds calls in the forms text-call-forms.ts reads is given those calls, in
 // OpenAI's shape, whole and streamed; otherwise the answer goes as it came. A stream's text is held only
-// where a call may begin in it (at most a marker's length less one character), Mistral's, Kimi's, LFM2's,
-// MiniMax's and DSML's calls and a text that opens as JSON until it ends. Calls that end a reasoning given
-// under its own field, with no text, are made too.
+// where a call may begin in it (at most a marker's length less one character); once one begins, every
+// form's calls but a `<tool_call>` block's after the reasoning, and a text that opens as JSON, until the
+// answer ends. Calls that end a reasoning given under its own field, with no text, are made too.
 
 import { randomUUID } from 'node:crypto';
 import { isEventStream, withEventsRewritten } from './sse.js';
@@ -359,8 +359,8 @@ class StreamTextCalls {
       }
       const section = sectionStart(this.held);
       if (section !== -1) {
-        // Mistral's, Kimi's, LFM2's, MiniMax's and DSML's calls: all that follows held to the answer's end,
-        // read there (as a text that opens as JSON) — the text after a section is said there too.
+        // Every other form's calls: all that follows held to the answer's end, read there (as a text that
+        // opens as JSON) — the text after a section is said there too.
         content += this.held.slice(0, section);
         this.held = this.held.slice(section);
         this.mode = 'json';

@@ -52,6 +52,8 @@ const deepseek = 'deepseek-v4-pro';
 const dsml = 'deepseek-v4-flash-0731';
 /** LFM2.5 on LM Studio: Python calls between its markers (lmstudio-ai/lmstudio-bug-tracker#1979). */
 const lfm = 'liquid/lfm2.5-8b-a1b';
+/** Llama 4 Maverick on Bedrock: its JSON between its markers, a sentence first (pydantic/pydantic-ai#2033). */
+const llama4 = 'us.meta.llama4-maverick-17b-instruct-v1:0';
 /** Qwen3 on vLLM with neither parser: it opens its reasoning, drafts the call there, then makes it. */
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
@@ -82,6 +84,7 @@ beforeAll(async () => {
       [deepseek]: { form: 'attributes', lead: 'Let me look that up.\n' },
       [dsml]: { form: 'dsml', lead: 'Checking the weather.\n\n' },
       [lfm]: { form: 'lfm2' },
+      [llama4]: { form: 'llama4', lead: "I'll check the forecast.\n\n" },
     },
     goJson: [ollamaHermes],
   });
@@ -144,6 +147,7 @@ describe('a call the model wrote as text', () => {
     deepseek,
     dsml,
     lfm,
+    llama4,
   ])('the AI SDK runs it, streamed and whole (%s)', async (model) => {
     const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
     for (const stream of [true, false]) {

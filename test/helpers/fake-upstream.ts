@@ -367,7 +367,8 @@ export interface FakeUpstreamOptions {
    * (llama.cpp without its parser: ggml-org/llama.cpp#16904), or DeepSeek V4's `<tool_call id="…" name="…">{…}`
    * (its own API, now and then: felinics/Memoh#435), or DeepSeek V4's DSML (`<｜DSML｜tool_calls>…`: vLLM's
    * parser missed it, vllm-project/vllm#54686), or LFM2's Python calls (`<|tool_call_start|>[f(k='v')]…`:
-   * lmstudio-ai/lmstudio-bug-tracker#1979). `lead` puts a sentence before the calls.
+   * lmstudio-ai/lmstudio-bug-tracker#1979), or Llama 4's JSON between `<|python_start|>` and `<|python_end|>`
+   * (Bedrock: pydantic/pydantic-ai#2033). `lead` puts a sentence before the calls.
    * `draft` writes the model's reasoning first, in which it drafts the same calls before it makes them, as
    * Qwen's thinking models do (PrimeIntellect-ai/renderers#78): its `<think>` opened by the model, or by its
    * template (the text begins inside the reasoning and only closes it). `inReasoning` writes the calls at the end of the
@@ -978,10 +979,18 @@ type TextCallForm =
   | 'minimax'
   | 'attributes'
   | 'dsml'
-  | 'lfm2';
+  | 'lfm2'
+  | 'llama4';
 
 /** Scripted calls written as a model without its tool parser writes them (FakeUpstreamOptions.textToolCalls). */
 function callsAsText(calls: ReadonlyArray<{ name: string; arguments: string }>, form: TextCallForm): string {
+  if (form === 'llama4')
+    return calls
+      .map(
+        (call) =>
+          `<|python_start|>${JSON.stringify({ name: call.name, parameters: JSON.parse(call.arguments) })}<|python_end|>`,
+      )
+      .join('');
   if (form === 'lfm2')
     return `<|tool_call_start|>[${calls
       .map(
@@ -3086,8 +3095,11 @@ export class FakeUpstream {
       const tokens =
         asText?.form.startsWith('mistral') === true
           ? text.split(/(\[TOOL_CALLS\]|\[ARGS\])/)
-          : asText?.form === 'kimi' || asText?.form === 'minimax' || asText?.form === 'lfm2'
-            ? text.split(/(<\|tool_call[a-z_]*\|>|<\/?minimax:tool_call>)/)
+          : asText?.form === 'kimi' ||
+              asText?.form === 'minimax' ||
+              asText?.form === 'lfm2' ||
+              asText?.form === 'llama4'
+            ? text.split(/(<\|tool_call[a-z_]*\|>|<\/?minimax:tool_call>|<\|python_(?:start|end)\|>)/)
             : undefined;
       for (const piece of tokens?.filter((token) => token !== '') ?? pieces) {
         frames.push(

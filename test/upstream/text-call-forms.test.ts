@@ -137,6 +137,33 @@ describe('callsInText', () => {
       '',
     ],
     [
+      "Llama 4's JSON between its markers, text around it (on Bedrock: pydantic/pydantic-ai#2033)",
+      'I\'ll look.\n\n<|python_start|>{"name": "edit", "parameters": {"path": "a.ts"}}<|python_end|>\n\nLet me see.',
+      [['edit', { path: 'a.ts' }]],
+      "I'll look.\n\nLet me see.",
+    ],
+    [
+      "Llama 3.1's after its tag, two separated by `;` (raullenchai/Rapid-MLX#703)",
+      '<|python_tag|>{"name": "list", "parameters": {}}; {"name": "edit", "parameters": {"line": 2, "path": "a;{b}.ts"}}<|eom_id|>',
+      [
+        ['list', {}],
+        ['edit', { line: 2, path: 'a;{b}.ts' }],
+      ],
+      '',
+    ],
+    [
+      "Llama 3.1's custom tool form, `<function=NAME>{…}</function>`",
+      'Editing: <function=edit>{"path": "a.ts", "line": 9}</function>',
+      [['edit', { path: 'a.ts', line: 9 }]],
+      'Editing:',
+    ],
+    [
+      "Qwen3-Coder's block whose server took out its `<tool_call>` markers",
+      '<function=edit>\n<parameter=line>\n4\n</parameter>\n</function>\n',
+      [['edit', { line: 4 }]],
+      '',
+    ],
+    [
       "Kimi's singular markers, a name without `functions.`",
       '<|tool_call_section_begin|><|tool_call_begin|>list:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_call_section_end|>',
       [['list', {}]],
@@ -225,6 +252,9 @@ describe('callsInText', () => {
       '<minimax:tool_call><invoke name="list"></invoke> and <invoke name="list"></invoke></minimax:tool_call>',
     ],
     ["MiniMax's block of no invoke", '<minimax:tool_call>\n</minimax:tool_call>'],
+    ["Llama 3.1's built-in tool call", '<|python_tag|>brave_search.call(query="weather")'],
+    ["Llama's custom form of a tool not offered", '<function=rm>{"path": "/"}</function>'],
+    ["Llama's JSON of a tool not offered", '<|python_start|>{"name": "rm", "parameters": {}}<|python_end|>'],
     ["LFM2's of a tool not offered", '<|tool_call_start|>[rm(path="/")]<|tool_call_end|>'],
     ["LFM2's of an argument without its name", '<|tool_call_start|>[edit("a.ts")]<|tool_call_end|>'],
     ["LFM2's of a string never closed", '<|tool_call_start|>[edit(path="a.ts)]<|tool_call_end|>'],

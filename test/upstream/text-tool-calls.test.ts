@@ -236,6 +236,31 @@ describe('withTextToolCalls, streamed', () => {
     },
   );
 
+  it.each([1, 4])(
+    "Llama's forms, `<function=` in deltas of %i characters: the sentence, then the call",
+    async (size) => {
+      const text = 'Editing.\n<function=edit>{"path": "a.ts", "line": 3}</function>';
+      for (const cut of [50, 100_000])
+        expect(await readStream(streamOf(text, size), cut)).toEqual({
+          text: 'Editing.\n',
+          calls: [['edit', { path: 'a.ts', line: 3 }]],
+          finish: 'tool_calls',
+        });
+      const tokens = [
+        'Looking.',
+        '<|python_start|>',
+        '{"name": "edit", ',
+        '"parameters": {"line": 3}}',
+        '<|python_end|>',
+      ];
+      expect(await readStream(streamOfDeltas(tokens), 40)).toEqual({
+        text: 'Looking.',
+        calls: [['edit', { line: 3 }]],
+        finish: 'tool_calls',
+      });
+    },
+  );
+
   it("LFM2's Python calls, in its tokens: the sentence, then the calls", async () => {
     const deltas = [
       'Listing',
