@@ -187,7 +187,9 @@ const maxLoggedErrorBytes = 1_048_576;
  * cut at the stop sequences the model was not sent (answer-stops.ts).
  */
 function asAsked(response: UpstreamResponse, attempt: ChatAttempt): UpstreamResponse {
-  const readsText = attempt.wire === undefined && attempt.prepared.settings.model.textToolCalls !== 'off';
+  // An `anthropic` upstream's answer comes back as chat too (anthropic-wire.ts): MiniMax's Anthropic
+  // endpoint writes its calls as text in it (MiniMax-AI/MiniMax-M2.5#10).
+  const readsText = attempt.prepared.settings.model.textToolCalls !== 'off';
   const tools = readsText ? offeredTools(attempt.request) : undefined;
   const called = tools === undefined ? response : withTextToolCalls(response, tools, attempt.request);
   const named = attempt.toolNames === undefined ? called : withAnswerToolNames(called, attempt.toolNames);

@@ -48,6 +48,11 @@ let bedrockClaude: FakeAnthropic;
 let ark: FakeAnthropic;
 /** Kimi's Anthropic endpoint: what it does not take (a deferred tool, a tool_reference) refused naming nothing. */
 let kimi: FakeAnthropic;
+/**
+ * MiniMax's Anthropic endpoint: the model's call written in a text block, as MiniMax-M2.5 gives it there
+ * (MiniMax-AI/MiniMax-M2.5#10), `end_turn` and no tool_use.
+ */
+let minimax: FakeAnthropic;
 let openai: FakeUpstream;
 let mistral: FakeUpstream;
 let harness: GatewayHarness;
@@ -394,6 +399,17 @@ beforeAll(async () => {
   const anthropicUrl = await anthropic.start();
   wideAnthropic.respond = anthropic.respond;
   bedrockClaude.respond = anthropic.respond;
+  minimax = new FakeAnthropic({ window: 200_000 });
+  minimax.respond = (body) => {
+    const reply = anthropic.respond?.(body);
+    if (reply === undefined || !('toolUse' in reply) || reply.toolUse === undefined) return reply;
+    const parameters = Object.entries(reply.toolUse.input as Record<string, unknown>)
+      .map(([key, value]) => `<parameter name="${key}">${String(value)}</parameter>`)
+      .join('\n');
+    return {
+      text: `<minimax:tool_call>\n<invoke name="${reply.toolUse.name}">\n${parameters}\n</invoke>\n</minimax:tool_call>`,
+    };
+  };
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await openai.start(), GATEWAY_API_KEYS: 'gw-claude-code' },
     configYaml: [
@@ -410,6 +426,10 @@ beforeAll(async () => {
       `    base_url: ${await kimi.start()}`,
       '    kind: anthropic',
       '    models: ["kimi-*"]',
+      '  - name: minimax',
+      `    base_url: ${await minimax.start()}`,
+      '    kind: anthropic',
+      '    models: ["MiniMax-*"]',
       '  - name: bedrock',
       `    base_url: ${await bedrockClaude.start()}`,
       '    kind: anthropic',
@@ -436,6 +456,7 @@ afterAll(async () => {
   await bedrockClaude.stop();
   await ark.stop();
   await kimi.stop();
+  await minimax.stop();
   await openai.stop();
   await mistral.stop();
 });
@@ -1033,6 +1054,7 @@ describe('Claude Code through ctxgate', () => {
     ['GLM-4.7 on LM Studio', 'glm-4.7-lmstudio'],
     ['MiniMax-M2 on llama.cpp', 'minimax-m2-llamacpp'],
     ["DeepSeek V4 on DeepSeek's API", 'deepseek-v4-flash'],
+    ["MiniMax-M2.5 on MiniMax's Anthropic endpoint", 'MiniMax-M2.5'],
   ])(
     'runs the same task bridged to a model whose calls come written as text (%s)',
     async (_name, model) => {
