@@ -144,68 +144,90 @@ describe('withTextToolCalls, streamed', () => {
     }
   });
 
-  it("Mistral's, a sentence first: the sentence, then the calls", async () => {
-    // The marker is one token of Mistral's: a delta of its own.
-    const deltas = [
-      'List',
-      'ing.',
-      '[TOOL_CALLS]',
-      'list',
-      '[ARGS]',
-      '{}',
-      '[TOOL_CALLS]',
-      'list',
-      '[ARGS]',
-      '{',
-      '}',
-    ];
-    const read = await readStream(streamOfDeltas(deltas), 40);
-    expect(read).toEqual({
-      text: 'Listing.',
-      calls: [
+  // Each form's markers are tokens of its model's: each a delta of its own.
+  it.each<[string, string[], string, Array<[string, unknown]>]>([
+    [
+      "Mistral's",
+      ['List', 'ing.', '[TOOL_CALLS]', 'list', '[ARGS]', '{}', '[TOOL_CALLS]', 'list', '[ARGS]', '{', '}'],
+      'Listing.',
+      [
         ['list', {}],
         ['list', {}],
       ],
-      finish: 'tool_calls',
-    });
-  });
-
-  it("Kimi K2's section, in its tokens: the sentence, then the calls", async () => {
-    // Each marker is one token of Kimi's: a delta of its own.
-    const deltas = [
-      'Edit',
-      'ing.',
-      '<|tool_calls_section_begin|>',
-      '<|tool_call_begin|>',
-      'functions',
-      '.edit',
-      ':',
-      '0',
-    ];
-    deltas.push(
-      '<|tool_call_argument_begin|>',
-      '{"path',
-      '": "a.ts"}',
-      '<|tool_call_end|>',
-      '<|tool_call_begin|>',
-    );
-    deltas.push(
-      'functions.list:1',
-      '<|tool_call_argument_begin|>',
-      '{}',
-      '<|tool_call_end|>',
-      '<|tool_calls_section_end|>',
-    );
-    for (const cut of [30, 4_000])
-      expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({
-        text: 'Editing.',
-        calls: [
-          ['edit', { path: 'a.ts' }],
-          ['list', {}],
-        ],
-        finish: 'tool_calls',
-      });
-  });
+    ],
+    [
+      "Kimi K2's section",
+      [
+        'Edit',
+        'ing.',
+        '<|tool_calls_section_begin|>',
+        '<|tool_call_begin|>',
+        'functions',
+        '.edit',
+        ':',
+        '0',
+        '<|tool_call_argument_begin|>',
+        '{"path',
+        '": "a.ts"}',
+        '<|tool_call_end|>',
+        '<|tool_call_begin|>',
+        'functions.list:1',
+        '<|tool_call_argument_begin|>',
+        '{}',
+        '<|tool_call_end|>',
+        '<|tool_calls_section_end|>',
+      ],
+      'Editing.',
+      [
+        ['edit', { path: 'a.ts' }],
+        ['list', {}],
+      ],
+    ],
+    [
+      "LFM2's Python calls",
+      [
+        'Listing',
+        ' first.',
+        '<|tool_call_start|>',
+        '[list',
+        '(),',
+        ' edit(line',
+        '=7)]',
+        '<|tool_call_end|>',
+      ],
+      'Listing first.',
+      [
+        ['list', {}],
+        ['edit', { line: 7 }],
+      ],
+    ],
+    [
+      "MiniMax-M2's block",
+      [
+        'Listing',
+        ' twice.\n',
+        '<minimax:tool_call>',
+        '\n<invoke name="',
+        'list',
+        '">\n</invoke>',
+        '\n<invoke name="edit">\n<parameter name="line">',
+        '7',
+        '</parameter>\n</invoke>\n',
+        '</minimax:tool_call>',
+      ],
+      'Listing twice.\n',
+      [
+        ['list', {}],
+        ['edit', { line: 7 }],
+      ],
+    ],
+  ])(
+    '%s, in its tokens, a sentence first: the sentence, then the calls',
+    async (_name, deltas, text, calls) => {
+      for (const cut of [25, 40, 4_000])
+        expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({ text, calls, finish: 'tool_calls' });
+    },
+  );
 
   it.each([1, 4, 13])(
     "DeepSeek V4's block of attributes after a sentence, in deltas of %i characters: the sentence, then the call",
@@ -260,55 +282,6 @@ describe('withTextToolCalls, streamed', () => {
       });
     },
   );
-
-  it("LFM2's Python calls, in its tokens: the sentence, then the calls", async () => {
-    const deltas = [
-      'Listing',
-      ' first.',
-      '<|tool_call_start|>',
-      '[list',
-      '(),',
-      ' edit(line',
-      '=7)]',
-      '<|tool_call_end|>',
-    ];
-    for (const cut of [30, 4_000])
-      expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({
-        text: 'Listing first.',
-        calls: [
-          ['list', {}],
-          ['edit', { line: 7 }],
-        ],
-        finish: 'tool_calls',
-      });
-  });
-
-  it("MiniMax-M2's block, in its tokens: the sentence, then the calls", async () => {
-    // Its markers are tokens of its model's: each a delta of its own.
-    const deltas = [
-      'Listing',
-      ' twice.\n',
-      '<minimax:tool_call>',
-      '\n<invoke name="',
-      'list',
-      '">\n</invoke>',
-    ];
-    deltas.push(
-      '\n<invoke name="edit">\n<parameter name="line">',
-      '7',
-      '</parameter>\n</invoke>\n',
-      '</minimax:tool_call>',
-    );
-    for (const cut of [25, 4_000])
-      expect(await readStream(streamOfDeltas(deltas), cut)).toEqual({
-        text: 'Listing twice.\n',
-        calls: [
-          ['list', {}],
-          ['edit', { line: 7 }],
-        ],
-        finish: 'tool_calls',
-      });
-  });
 
   it("GPT-OSS's Harmony markup, in its tokens: the call, no markup", async () => {
     const deltas = [
