@@ -40,6 +40,22 @@ function streamOfDeltas(
   return `${events.join('')}data: [DONE]\n\n`;
 }
 
+/** A whole answer of this message, read through withTextToolCalls: its first choice. */
+async function readWhole(message: Record<string, unknown>) {
+  const upstream = scriptedUpstream([
+    {
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      chunks: [JSON.stringify({ id: 'c', choices: [{ index: 0, message, finish_reason: 'stop' }] })],
+    },
+  ]);
+  const out = await withTextToolCalls(await upstream.send({} as UpstreamRequest), tools).readAll();
+  const answer = JSON.parse(out.toString()) as {
+    choices: [{ message: Record<string, unknown>; finish_reason: string }];
+  };
+  return answer.choices[0];
+}
+
 /** What a client joins of a stream read through withTextToolCalls: its text, its calls, its finish. */
 async function readStream(body: string, cut: number) {
   const chunks: string[] = [];
@@ -427,24 +443,8 @@ describe('withTextToolCalls, calls that end the reasoning', () => {
   });
 
   it('whole: the calls, the reasoning before them; with text said, as it came', async () => {
-    const answer = (message: Record<string, unknown>) =>
-      scriptedUpstream([
-        {
-          status: 200,
-          headers: { 'content-type': 'application/json' },
-          chunks: [JSON.stringify({ id: 'c', choices: [{ index: 0, message, finish_reason: 'stop' }] })],
-        },
-      ]);
-    const read = async (message: Record<string, unknown>) =>
-      (
-        JSON.parse(
-          (
-            await withTextToolCalls(await answer(message).send({} as UpstreamRequest), tools).readAll()
-          ).toString(),
-        ) as { choices: [{ message: Record<string, unknown>; finish_reason: string }] }
-      ).choices[0];
     for (const content of [null, '', '\n\n']) {
-      const given = await read({ role: 'assistant', content, reasoning: `Need it.\n${hermes}` });
+      const given = await readWhole({ role: 'assistant', content, reasoning: `Need it.\n${hermes}` });
       expect(given.finish_reason).toBe('tool_calls');
       expect(given.message.reasoning).toBe('Need it.');
       expect((given.message.tool_calls as Array<{ function: unknown }>).map((call) => call.function)).toEqual(
@@ -452,27 +452,13 @@ describe('withTextToolCalls, calls that end the reasoning', () => {
       );
     }
     const answered = { role: 'assistant', content: 'Done.', reasoning_content: `Need it.\n${hermes}` };
-    expect((await read(answered)).message).toEqual(answered);
+    expect((await readWhole(answered)).message).toEqual(answered);
   });
 });
 
 describe('withTextToolCalls, whole', () => {
   it('an answer of a block: the call, no text, finishing tool_calls; one of calls already: as it came', async () => {
-    const whole = (message: Record<string, unknown>) =>
-      scriptedUpstream([
-        {
-          status: 200,
-          headers: { 'content-type': 'application/json' },
-          chunks: [JSON.stringify({ id: 'c', choices: [{ index: 0, message, finish_reason: 'stop' }] })],
-        },
-      ]);
-    const read = async (message: Record<string, unknown>) =>
-      JSON.parse(
-        (
-          await withTextToolCalls(await whole(message).send({} as UpstreamRequest), tools).readAll()
-        ).toString(),
-      ) as { choices: [{ message: Record<string, unknown>; finish_reason: string }] };
-    const given = (await read({ role: 'assistant', content: hermes })).choices[0];
+    const given = await readWhole({ role: 'assistant', content: hermes });
     expect(given.finish_reason).toBe('tool_calls');
     expect(given.message.content).toBeNull();
     expect(given.message.tool_calls).toEqual([
@@ -487,6 +473,6 @@ describe('withTextToolCalls, whole', () => {
       content: hermes,
       tool_calls: [{ id: 'x', type: 'function', function: { name: 'list', arguments: '{}' } }],
     };
-    expect((await read(native)).choices[0].message).toEqual(native);
+    expect((await readWhole(native)).message).toEqual(native);
   });
 });
