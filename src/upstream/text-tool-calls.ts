@@ -328,7 +328,11 @@ class StreamTextCalls {
         if (closed === undefined) return { content, calls };
         this.mode = 'text';
         const call = blockCall(closed.inside, this.tools);
-        if (call === undefined) content += open + closed.inside + close;
+        if (call !== undefined && !this.reasoningClosed) {
+          // A call before any reasoning ended may be a draft in it: all that follows held, read at the end.
+          this.held = open + closed.inside + close;
+          this.mode = 'json';
+        } else if (call === undefined) content += open + closed.inside + close;
         else calls.push(callOf(call, this.calls++));
         fresh = closed.rest;
         continue;
@@ -369,12 +373,6 @@ class StreamTextCalls {
       const begins = blockStart(this.held);
       if (begins !== -1) {
         content += this.held.slice(0, begins);
-        if (!this.reasoningClosed) {
-          // Perhaps a draft in the model's reasoning: all of it held, read at the answer's end.
-          this.held = this.held.slice(begins);
-          this.mode = 'json';
-          return { content, calls };
-        }
         fresh = this.held.slice(begins + open.length);
         this.held = '';
         this.mode = 'call';

@@ -324,6 +324,24 @@ describe('withTextToolCalls, streamed', () => {
     expect(read).toEqual({ text: '', calls: [['list', {}]], finish: 'tool_calls' });
   });
 
+  it('a block that is no call of an offered tool: the text after it goes on as it comes', async () => {
+    const deltas = ['Models write ', '<tool_call>', '{"name": "rm"}', '</tool_call>', ' blocks.', ' More.'];
+    const upstream = scriptedUpstream([
+      { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [streamOfDeltas(deltas)] },
+    ]);
+    const out = (
+      await withTextToolCalls(await upstream.send({} as UpstreamRequest), tools).readAll()
+    ).toString();
+    const contents = out
+      .split('\n\n')
+      .filter((event) => event.startsWith('data: {'))
+      .map((event) => JSON.parse(event.slice(6)) as { choices: Array<{ delta: { content?: string } }> })
+      .map((chunk) => chunk.choices[0]?.delta.content ?? '');
+    // The sentence's end in its own event, not held to the finish.
+    expect(contents).toContain(' More.');
+    expect(contents.join('')).toBe(deltas.join(''));
+  });
+
   it.each([2, 9])('the JSON alone, in deltas of %i characters: the call', async (size) => {
     const read = await readStream(streamOf('{"name": "list", "arguments": {}}', size), 50);
     expect(read).toEqual({ text: '', calls: [['list', {}]], finish: 'tool_calls' });
