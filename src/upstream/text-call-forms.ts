@@ -218,8 +218,6 @@ const dsmlMarkup: InvokeMarkup = {
 };
 
 const invokeMarkups = [minimaxMarkup, dsmlMarkup];
-export const blockOpenings = invokeMarkups.flatMap((markup) => markup.blocks.map(([opening]) => opening));
-export const blockClosings = invokeMarkups.flatMap((markup) => markup.blocks.map(([, closing]) => closing));
 
 /** The invoke markup block `text` ends with (its markers), if it ends with one's closing marker. */
 function invokeBlockEnding(
@@ -521,8 +519,8 @@ function mistralCalls(text: string, tools: OfferedTools): TextCall[] | undefined
 }
 
 /** Kimi K2's markers (each one token of its model's); the section's in the singular too (vLLM reads both). */
-export const kimiBegins = ['<|tool_calls_section_begin|>', '<|tool_call_section_begin|>'];
-export const kimiEnds = ['<|tool_calls_section_end|>', '<|tool_call_section_end|>'];
+const kimiBegins = ['<|tool_calls_section_begin|>', '<|tool_call_section_begin|>'];
+const kimiEnds = ['<|tool_calls_section_end|>', '<|tool_call_section_end|>'];
 const kimiBeginEnd = '_section_begin|>';
 const kimiCall = '<|tool_call_begin|>';
 const kimiArguments = '<|tool_call_argument_begin|>';
@@ -894,6 +892,18 @@ function unfenced(text: string): string {
   const inside = text.slice(3, -3);
   return (inside.startsWith('json') ? inside.slice(4) : inside).trim();
 }
+
+/** The markers that open a block or section of calls, and those that close one (a reasoning field's calls). */
+export const callOpenings = [
+  open,
+  ...invokeMarkups.flatMap((markup) => markup.blocks.map(([opening]) => opening)),
+  ...kimiBegins,
+];
+export const callClosings = [
+  close,
+  ...invokeMarkups.flatMap((markup) => markup.blocks.map(([, closing]) => closing)),
+  ...kimiEnds,
+];
 
 /** Where a call's first marker (`<tool_call>`, Kimi's section) begins in a reasoning's text; or -1. */
 export function markerIn(text: string): number {

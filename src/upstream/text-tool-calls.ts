@@ -18,15 +18,13 @@ import { withWholeBody, type UpstreamResponse } from './upstream.js';
 
 import {
   blockCall,
-  blockClosings,
-  blockOpenings,
   blockStart,
   callsEnding,
+  callClosings,
+  callOpenings,
   callsInText,
   close,
   heldTail,
-  kimiBegins,
-  kimiEnds,
   longestReasoningEnd,
   markerIn,
   mistral,
@@ -133,11 +131,9 @@ class HeldReasoning {
 
   /** Whether `piece` (held) goes on with reasoning past a closed block or section, its calls' state kept. */
   private reasoningAfterCalls(piece: string): boolean {
-    const opened = Math.max(
-      ...[open, ...blockOpenings, ...kimiBegins].map((marker) => piece.lastIndexOf(marker)),
-    );
+    const opened = Math.max(...callOpenings.map((marker) => piece.lastIndexOf(marker)));
     let closed = -1;
-    for (const marker of [close, ...blockClosings, ...kimiEnds]) {
+    for (const marker of callClosings) {
       const at = piece.lastIndexOf(marker);
       if (at !== -1 && at + marker.length > closed) closed = at + marker.length;
     }
