@@ -2,6 +2,9 @@
 // the same run, reported as ratios and percentiles. Nothing here asserts on time; it prints figures.
 // Each section lives in bench/sections/; what they share, in bench/lib/.
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { abortSection } from './sections/abort.js';
 import { agentsSection } from './sections/agents.js';
 import { budgetsSection } from './sections/budgets.js';
@@ -55,6 +58,14 @@ if (unknown.length > 0) {
 execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
   stdio: 'inherit',
 });
-for (const [name, section] of Object.entries(sections)) {
-  if (selected.length === 0 || selected.includes(name)) await section();
+// What the sections and the servers they start write under os.tmpdir() lands in the run's own
+// directory (children inherit TMPDIR), removed when the run ends.
+const runDirectory = mkdtempSync(join(tmpdir(), 'ctxgate-bench-run-'));
+process.env.TMPDIR = runDirectory;
+try {
+  for (const [name, section] of Object.entries(sections)) {
+    if (selected.length === 0 || selected.includes(name)) await section();
+  }
+} finally {
+  rmSync(runDirectory, { recursive: true, force: true });
 }
