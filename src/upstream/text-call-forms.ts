@@ -93,7 +93,11 @@ function keyValueCall(text: string, tools: OfferedTools): TextCall | undefined {
     const valueEnd = value === -1 ? -1 : text.indexOf('</arg_value>', value);
     if (valueEnd === -1 || text.slice(keyEnd + '</arg_key>'.length, value).trim() !== '') return undefined;
     const argument = text.slice(key + '<arg_key>'.length, keyEnd).trim();
-    args[argument] = valueOf(text.slice(value + '<arg_value>'.length, valueEnd), properties, argument);
+    setMember(
+      args,
+      argument,
+      valueOf(text.slice(value + '<arg_value>'.length, valueEnd), properties, argument),
+    );
     end = valueEnd + '</arg_value>'.length;
   }
   return text.slice(end).trim() === '' ? { name, arguments: JSON.stringify(args) } : undefined;
@@ -161,7 +165,7 @@ function parametersOf(
           ? text
           : valueOf(text, properties, key);
     if (value === undefined) return undefined;
-    args[key] = value;
+    setMember(args, key, value);
     end = valueEnd + closing.length;
   }
   return body.slice(end).trim() === '' ? args : undefined;
@@ -316,11 +320,20 @@ function withoutEdgeNewlines(text: string): string {
 }
 
 /**
+ * Sets a member of arguments read from a model's text as its own, whatever its name: an assignment to
+ * `__proto__` would set the object's prototype instead, and the argument would not be sent (JSON.parse, which
+ * reads the JSON forms, defines members so too).
+ */
+function setMember(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/**
  * A parameter's text as the tool's schema (its `properties`) types `key`: a string's as it is; another's
  * read as JSON, else as text.
  */
 function valueOf(text: string, properties: unknown, key: string): unknown {
-  const schema = isRecord(properties) ? properties[key] : undefined;
+  const schema = isRecord(properties) && Object.hasOwn(properties, key) ? properties[key] : undefined;
   const type = isRecord(schema) ? schema.type : undefined;
   if (type === 'string' || type === undefined) return text;
   const parsed = parsedJson(text.trim());
@@ -739,7 +752,7 @@ class PythonCalls {
       if (!this.take('=')) return undefined;
       const value = this.value(0);
       if (value === undefined) return undefined;
-      args[key] = value;
+      setMember(args, key, value);
     }
     return args;
   }
@@ -785,7 +798,7 @@ class PythonCalls {
       if (key === undefined || !this.take(':')) return undefined;
       const value = this.value(depth + 1);
       if (value === undefined) return undefined;
-      map[key] = value;
+      setMember(map, key, value);
     }
     return map;
   }

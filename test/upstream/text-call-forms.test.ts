@@ -211,6 +211,37 @@ describe('callsInText', () => {
     expect(found?.text).toBe(rest);
   });
 
+  it.each([
+    [
+      "Qwen3-Coder's",
+      '<tool_call>\n<function=edit>\n<parameter=__proto__>\na\n</parameter>\n<parameter=constructor>\nb\n</parameter>\n</function>\n</tool_call>',
+    ],
+    [
+      "GLM's",
+      '<tool_call>edit\n<arg_key>__proto__</arg_key>\n<arg_value>a</arg_value>\n<arg_key>constructor</arg_key>\n<arg_value>b</arg_value>\n</tool_call>',
+    ],
+    [
+      "MiniMax-M2's",
+      '<minimax:tool_call>\n<invoke name="edit">\n<parameter name="__proto__">a</parameter>\n<parameter name="constructor">b</parameter>\n</invoke>\n</minimax:tool_call>',
+    ],
+    ["LFM2's", `<|tool_call_start|>[edit(__proto__='a', constructor='b')]<|tool_call_end|>`],
+    [
+      "Hermes' JSON",
+      '<tool_call>{"name": "edit", "arguments": {"__proto__": "a", "constructor": "b"}}</tool_call>',
+    ],
+  ])('%s call of arguments named `__proto__` and `constructor`: both sent, as written', (_name, text) => {
+    expect(callsInText(text, tools)?.calls.map((call) => call.arguments)).toEqual([
+      '{"__proto__":"a","constructor":"b"}',
+    ]);
+  });
+
+  it('a Python dict of a `__proto__` key (LFM2): the key is kept, not made the prototype of the value', () => {
+    const text = `<|tool_call_start|>[edit(flags=[{'__proto__': {'path': 'x'}}])]<|tool_call_end|>`;
+    expect(callsInText(text, tools)?.calls.map((call) => call.arguments)).toEqual([
+      '{"flags":[{"__proto__":{"path":"x"}}]}',
+    ]);
+  });
+
   it.each(drafted)('a call drafted in the reasoning, then made (%s): made once', (_name, text, rest) => {
     const found = callsInText(text, tools);
     expect(found?.calls.map((call) => [call.name, JSON.parse(call.arguments)])).toEqual([
