@@ -1173,6 +1173,12 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     fields: ['promptTokens', 'maxContext'],
   },
   { pattern: new RegExp(`model maximum context length: ${number}`, 'i'), fields: ['maxContext'] },
+  // GitHub Models (413, `tokens_limit_reached`): "Request body too large for gpt-4o model. Max size: 8000
+  // tokens." — its tier's cap on the prompt, whatever the answer asked for.
+  {
+    pattern: new RegExp(`too large for \\S{1,100} model\\. max size: ${number} tokens`, 'i'),
+    fields: ['maxInputTokens'],
+  },
   // Cerebras: "Please reduce the length of the messages or completion. Current length is R while limit
   // is M" — R the prompt and the answer asked for together, as OpenAI's same sentence counts them.
   {
