@@ -43,6 +43,8 @@ const saysStop = 'gemini-3-flash-via-litellm';
 const saysCalls = 'sonnet-via-proxy';
 /** A model as OpenVINO's model server streams it: chunks without an id (openvinotoolkit/model_server#3553). */
 const openvino = 'OpenVINO/Qwen3-8B-int4-ov';
+/** A model as OpenCode's Zen streams it: a last event of its cost alone, without an id (anomalyco/opencode#39061). */
+const zen = 'opencode/kimi-k2.6';
 /** A model whose stream says `finish_reason: ""` before its last chunk (SGLang 0.4.3: sgl-project/sglang#3912). */
 const saysBlank = 'deepseek-r1:70b';
 /** A model whose stream says `finish_reason: "null"` (KoboldCpp: PowerShell/AIShell#350), its whole answer none. */
@@ -61,6 +63,7 @@ beforeAll(async () => {
     kimiToolCallIds: [kimi],
     finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls', [saysEos]: 'eos' },
     idlessChunks: [openvino],
+    costChunks: [zen],
     blankFinishes: { [saysBlank]: '', [saysNull]: 'null' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
@@ -471,6 +474,29 @@ describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
     expect(
       chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []).map((call) => call.id),
     ).toContain(weather.id);
+  });
+
+  it("a stream whose last event is Zen's cost alone: that chunk too has the stream's id, time and model", async () => {
+    fake.enqueue({ content: 'Sunny in Paris.', chunks: 3 });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of await client().chat.completions.create({
+      model: zen,
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'The weather in Paris?' }],
+    }))
+      chunks.push(chunk);
+    const [first] = chunks;
+    expect(chunks.length).toBeGreaterThan(4);
+    expect(first?.id).toMatch(/^chatcmpl-/);
+    for (const chunk of chunks) {
+      expect(chunk.id).toBe(first?.id);
+      expect(chunk.object).toBe('chat.completion.chunk');
+      expect(chunk.created).toBe(first?.created);
+      expect(chunk.model).toBe(zen);
+    }
+    expect((chunks.at(-1) as unknown as { cost?: unknown }).cost).toBe('0');
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('Sunny in Paris.');
   });
 
   it('a whole answer without an id or a time of its own is given both', async () => {

@@ -312,6 +312,12 @@ export interface FakeUpstreamOptions {
    */
   idlessChunks?: readonly string[];
   /**
+   * Models served as OpenCode's Zen gateway streams them: after the answer's chunks, an event of its cost
+   * alone, `{"choices":[],"cost":"0"}`, without the `id`, `object`, `created` and `model` every chunk has
+   * (anomalyco/opencode#39061: strict decoders fail on it with "missing field id").
+   */
+  costChunks?: readonly string[];
+  /**
    * Models served as DashScope's Coding Plan paths and QwenLM's chat API stream them: each delta of the
    * text and of the reasoning is the whole of it so far, not what is new (QwenLM/qwen-code#3896,
    * CherryHQ/cherry-studio#833) — clients that join deltas show and keep every prefix again.
@@ -3126,6 +3132,8 @@ export class FakeUpstream {
       this.options.noUsage?.includes(String(body.model)) !== true
     )
       frames.push(frame([], { usage }));
+    if (this.options.costChunks?.includes(String(body.model)) === true)
+      frames.push(`data: ${JSON.stringify({ choices: [], cost: '0' })}\n\n`);
     if (behaviour.omitDone !== true) frames.push('data: [DONE]\n\n');
 
     for (const [index, text] of frames.entries()) {

@@ -130,12 +130,38 @@ describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
     expect(ids[0]).toMatch(/^chatcmpl-[\w-]{8,}$/);
   });
 
-  it("a stream whose first chunk has one is not read for it (a later chunk's own goes as it came)", () => {
+  it('a stream whose chunks have theirs goes as it came', () => {
     const normalizer = new ChatStreamCallNormalizer();
-    const first = Buffer.from(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n`);
+    const first = Buffer.from(
+      `data: {"choices":[{"index":0,"delta":{"content":"Hi"}}],"created":7,"id":"x","model":"m"}\n\n`,
+    );
     expect(normalizer.rewrite(first)).toBe(first);
-    const later = Buffer.from(idless({ content: 'there' }));
+    const later = Buffer.from(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"there"}}]}\n\n`);
     expect(normalizer.rewrite(later)).toBe(later);
+  });
+
+  it("a later chunk without one (Zen's cost, anomalyco/opencode#39061) is given the stream's envelope", () => {
+    const normalizer = new ChatStreamCallNormalizer();
+    const first = Buffer.from(
+      `data: {"id":"chatcmpl-7","object":"chat.completion.chunk","created":1700000000,"model":"kimi-k2.6","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}\n\n`,
+    );
+    normalizer.rewrite(first);
+    const later = normalizer.rewrite(
+      Buffer.from(
+        `data: {"choices":[{"index":0,"delta":{"content":"!"}}],"id":"chatcmpl-7"}\n\ndata: {"choices":[],"cost":"0"}\n\ndata: [DONE]\n\n`,
+      ),
+    );
+    const lines = later.toString().split('\n');
+    expect(lines[0]).toBe('data: {"choices":[{"index":0,"delta":{"content":"!"}}],"id":"chatcmpl-7"}');
+    expect(JSON.parse(lines[2]?.slice(6) ?? '')).toEqual({
+      id: 'chatcmpl-7',
+      object: 'chat.completion.chunk',
+      created: 1700000000,
+      model: 'kimi-k2.6',
+      choices: [],
+      cost: '0',
+    });
+    expect(lines[4]).toBe('data: [DONE]');
   });
 });
 
