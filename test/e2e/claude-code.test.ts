@@ -207,7 +207,9 @@ beforeAll(async () => {
     writeFileSync(join(workDirectory, `chapter-${chapter}.txt`), `${prose(3_000, chapter)}\n`);
   for (let shot = 1; shot <= screenshots; shot++)
     writeFileSync(join(workDirectory, `shot-${shot}.png`), png(shot, 9, shot));
-  anthropic = new FakeAnthropic({ window: smallWindow });
+  // The pictures' model has room for all 104 and Claude Code's prompt (with this run's paths, whatever their
+  // length): what refuses the request is Anthropic's limit of 100 pictures, not the window.
+  anthropic = new FakeAnthropic({ window: smallWindow, windows: { 'claude-sonnet-5': 131_072 } });
   // Claude on its whole window, for a loop Claude Code compacts by itself before the gateway fits it.
   wideAnthropic = new FakeAnthropic({ window: 200_000 });
   bedrockClaude = new FakeAnthropic({
@@ -937,8 +939,8 @@ describe('Claude Code through ctxgate', () => {
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('The widest screenshot is 104 pixels; I was shown 100.');
     expect(messagesStatuses(from).filter((status) => status !== 200)).toEqual([]);
-    // Anthropic refused one request for its pictures, the first that held more than 100 (Claude Code's
-    // first request is refused too, for its max_tokens past the window); every one it took held at most 100.
+    // Anthropic refused one request for its pictures, the first that held more than 100; every one it took
+    // held at most 100.
     const sent = anthropic.messageRequests.slice(before).map((request) => ({
       status: request.status,
       images: (request.body.messages as Json[]).flatMap((message) => imageBlocks(message.content)).length,

@@ -724,6 +724,8 @@ export class FakeAnthropic {
   constructor(
     private readonly options: {
       window?: number;
+      /** Windows of their own, by model name: the rest have `window`. */
+      windows?: Readonly<Record<string, number>>;
       apiKey?: string;
       /** The most bytes a Messages request may have: Anthropic's 32 MB (docs: request size limits). */
       maxRequestBytes?: number;
@@ -1162,7 +1164,7 @@ export class FakeAnthropic {
     if (refusal !== undefined) return send(400, errorBody('invalid_request_error', refusal));
     const inputTokens = anthropicTokens(body);
     if (path.endsWith('count_tokens')) return send(200, JSON.stringify({ input_tokens: inputTokens }));
-    const window = this.options.window ?? 200_000;
+    const window = this.options.windows?.[String(body.model)] ?? this.options.window ?? 200_000;
     if (inputTokens > window)
       return send(
         400,
