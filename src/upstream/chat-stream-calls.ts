@@ -7,7 +7,7 @@
 // given the one the session stores (tool-call-ids.ts answerCallId). Only events that carry `tool_calls`
 // are read; one already in OpenAI's shape is passed on byte for byte.
 
-import { randomUUID } from 'node:crypto';
+import { ChunkEnvelope } from './chunk-envelope.js';
 import {
   argumentsText,
   chatChunkOf,
@@ -19,8 +19,16 @@ import {
 } from './tool-call-shape.js';
 
 const toolCallsKey = Buffer.from('"tool_calls"');
-/** A finish said (not null), as compact JSON writes it and as some servers write it with a space. */
-const finishSaid = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
+const finishKey = Buffer.from('"finish_reason":');
+
+/** Whether whole events say a finish (not null), as compact JSON writes it or with a space. */
+function saysAnyFinish(events: Buffer): boolean {
+  for (let at = events.indexOf(finishKey); at !== -1; at = events.indexOf(finishKey, at + finishKey.length)) {
+    const next = at + finishKey.length;
+    if (events[next] === 0x22 || (events[next] === 0x20 && events[next + 1] === 0x22)) return true;
+  }
+  return false;
+}
 const finishNamed = /"finish_reason":\s?"(\w{0,40})"/;
 
 /** How OpenAI begins the first choice's delta of one call's arguments, up to the call's index. */
@@ -37,49 +45,26 @@ const openAIContinuation = new RegExp(
 export class ChatStreamCallNormalizer {
   /** Each choice's calls so far, by the choice's index. */
   private readonly choices = new Map<number, StreamedToolCalls>();
-  /**
-   * The id the stream's chunks are given when its first chunk has none (OpenVINO's model server:
-   * openvinotoolkit/model_server#3553), which strict clients refuse (64bit/async-openai#408,
-   * spring-projects/spring-ai#6928); '' when it has its own, undefined until its first chunk came.
-   */
-  private madeId: string | undefined;
-  /**
-   * The first chunk's line when it has its own id: what a later chunk without one is given (its id,
-   * `object`, `created` and `model`), read only then — OpenCode's Zen ends its streams with an event of
-   * its cost alone, `{"choices":[],"cost":"0"}` (anomalyco/opencode#39061).
-   */
-  private firstLine: string | undefined;
+  /** Each chunk's envelope (id, `object`, role, `choices`) as strict clients take it. */
+  private readonly envelope = new ChunkEnvelope();
 
   /**
-   * `events`: whole events (relay.ts's EventBoundaryBuffer), their calls in OpenAI's shape and each
-   * choice's finish as its calls say it (tool-call-shape.ts finishOfCalls). The same buffer when nothing
-   * changed.
+   * `events`: whole events (relay.ts's EventBoundaryBuffer), their calls in OpenAI's shape, each
+   * choice's finish as its calls say it (tool-call-shape.ts finishOfCalls) and each chunk in the envelope
+   * strict clients take (chunk-envelope.ts). The same buffer when nothing changed.
    */
   rewrite(events: Buffer): Buffer {
-    if (this.madeId === undefined) {
-      this.madeId = madeIdFor(events);
-      if (this.madeId === '') this.firstLine = firstDataLine(events);
-    }
-    const madeId = this.madeId ?? '';
-    if (
-      madeId === '' &&
-      events.indexOf(toolCallsKey) === -1 &&
-      finishSaid.every((key) => events.indexOf(key) === -1) &&
-      everyChunkSaysId(events)
-    )
-      return events;
+    this.envelope.see(events);
+    const finishes = saysAnyFinish(events);
+    if (finishes) this.envelope.finish();
+    if (events.indexOf(toolCallsKey) === -1 && !finishes && this.envelope.fits(events)) return events;
     const lines = events.toString('utf8').split('\n');
     let changed = false;
     for (let position = 0; position < lines.length; position++) {
       const line = lines[position] as string;
       if (!line.startsWith('data:') || line.slice(5).trim() === '[DONE]') continue;
       const shaped = this.rewriteLine(line);
-      const current = shaped ?? line;
-      const rewritten =
-        madeId === '' && current.includes('"id"')
-          ? shaped
-          : (withIdGiven(current, () => (madeId === '' ? envelopeOf(this.firstLine) : { id: madeId })) ??
-            shaped);
+      const rewritten = this.envelope.conform(shaped ?? line) ?? shaped;
       if (rewritten === undefined) continue;
       lines[position] = rewritten;
       changed = true;
@@ -236,91 +221,4 @@ export class ChatStreamCallNormalizer {
     }
     return changed ? JSON.stringify(chunk) : undefined;
   }
-}
-
-/**
- * The id to give a stream's chunks, decided on its first chunk: '' when it says one (the usual case: the
- * line is not parsed), a made one when it says none, undefined while no chunk has come.
- */
-function madeIdFor(events: Buffer): string | undefined {
-  const at = events.indexOf('data: {');
-  if (at === -1) return undefined;
-  const end = events.indexOf('\n', at);
-  const line = events.toString('utf8', at, end === -1 ? events.length : end);
-  return line.includes('"id"') ? '' : `chatcmpl-${randomUUID()}`;
-}
-
-const dataField = Buffer.from('data:');
-const lineDataField = Buffer.from('\ndata:');
-const idKey = Buffer.from('"id"');
-const doneKey = Buffer.from('[DONE]');
-
-/**
- * Whether every chunk of whole events says `"id"` on its line (a chunk without one names no id at all):
- * a few indexOf per event, no parse; `[DONE]` is no chunk.
- */
-function everyChunkSaysId(events: Buffer): boolean {
-  // Most often one event, its id first (OpenAI, vLLM, SGLang): read without a search.
-  const end = events.indexOf(0x0a);
-  if (end !== -1 && events.length - end <= 4 && startsWithId(events)) return true;
-  for (let at = events.indexOf(dataField) === 0 ? 0 : nextDataLine(events, 0); at !== -1;) {
-    const end = events.indexOf(0x0a, at);
-    const id = events.indexOf(idKey, at);
-    const saysId = id !== -1 && (end === -1 || id < end);
-    if (!saysId && !events.subarray(at, at + 16).includes(doneKey)) return false;
-    if (end === -1) return true;
-    at = nextDataLine(events, end);
-  }
-  return true;
-}
-
-const idFirst = Buffer.from('data: {"id"');
-
-/** Whether whole events begin with a chunk whose first member is its id (`data:` and a space or not). */
-function startsWithId(events: Buffer): boolean {
-  const skip = events[5] === 0x20 ? 0 : 1;
-  if (events.length < idFirst.length - skip) return false;
-  for (let at = 0; at < idFirst.length; at++) {
-    if (at === 5 && skip === 1) continue;
-    if (events[at - (at > 5 ? skip : 0)] !== idFirst[at]) return false;
-  }
-  return true;
-}
-
-/** Where the next `data:` line of whole events begins, from `from` on; -1 when none does. */
-function nextDataLine(events: Buffer, from: number): number {
-  const at = events.indexOf(lineDataField, from);
-  return at === -1 ? -1 : at + 1;
-}
-
-/** The first `data:` line of whole events. */
-function firstDataLine(events: Buffer): string | undefined {
-  const at = events.indexOf('data: {');
-  if (at === -1) return undefined;
-  const end = events.indexOf('\n', at);
-  return events.toString('utf8', at, end === -1 ? events.length : end);
-}
-
-/** What every chunk of a stream says as its first chunk said it: its id, `object`, `created` and `model`. */
-function envelopeOf(firstLine: string | undefined): Record<string, unknown> {
-  const first = chatChunkOf(firstLine?.slice(5).trim() ?? '');
-  const envelope: Record<string, unknown> = { object: 'chat.completion.chunk' };
-  for (const key of ['id', 'object', 'created', 'model'])
-    if (first?.[key] !== undefined && first[key] !== null) envelope[key] = first[key];
-  return envelope;
-}
-
-/**
- * An event's line with the stream's envelope (its id, OpenAI's `object`, and `created` and `model` when
- * known) where its chunk says no id; the chunk's own members are kept. Undefined when it says one.
- */
-function withIdGiven(line: string, envelopeOfStream: () => Record<string, unknown>): string | undefined {
-  const chunk = chatChunkOf(line.slice(5).trim());
-  if (chunk === undefined || typeof chunk.id === 'string') return undefined;
-  const envelope = envelopeOfStream();
-  if (typeof envelope.id !== 'string') return undefined;
-  const given = Object.assign({ id: envelope.id, object: 'chat.completion.chunk' }, envelope, chunk, {
-    id: envelope.id,
-  });
-  return `data: ${JSON.stringify(given)}${line.endsWith('\r') ? '\r' : ''}`;
 }

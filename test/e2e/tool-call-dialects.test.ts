@@ -9,6 +9,7 @@
 // every API the gateway speaks gives the call's arguments as its own shape says.
 import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
+import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { jsonSchema, stepCountIs, streamText, tool } from 'ai';
 import OpenAI from 'openai';
@@ -45,6 +46,10 @@ const saysCalls = 'sonnet-via-proxy';
 const openvino = 'OpenVINO/Qwen3-8B-int4-ov';
 /** A model as OpenCode's Zen streams it: a last event of its cost alone, without an id (anomalyco/opencode#39061). */
 const zen = 'opencode/kimi-k2.6';
+/** A model as MiniMax's API streams it: `role: ""` on every delta (Th0rgal/sandboxed.sh#143). */
+const emptyRoles = 'MiniMax-M2.5';
+/** A model whose stream's usage chunk has no `choices` (Vercel's v0 API: vercel/ai#7417). */
+const bareUsage = 'v0-1.5-lg';
 /** A model whose stream says `finish_reason: ""` before its last chunk (SGLang 0.4.3: sgl-project/sglang#3912). */
 const saysBlank = 'deepseek-r1:70b';
 /** A model whose stream says `finish_reason: "null"` (KoboldCpp: PowerShell/AIShell#350), its whole answer none. */
@@ -64,6 +69,8 @@ beforeAll(async () => {
     finishReasons: { [saysStop]: 'stop', [saysCalls]: 'tool_calls', [saysEos]: 'eos' },
     idlessChunks: [openvino],
     costChunks: [zen],
+    emptyRoles: [emptyRoles],
+    usageWithoutChoices: [bareUsage],
     blankFinishes: { [saysBlank]: '', [saysNull]: 'null' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
@@ -509,6 +516,31 @@ describe("a stream whose chunks have no id (OpenVINO's model server)", () => {
     expect(Math.abs(whole.created - Date.now() / 1000)).toBeLessThan(3_600);
     expect(whole.object).toBe('chat.completion');
     expect(whole.choices[0]?.message.content).toBe('Sunny.');
+  });
+});
+
+describe("chunks a strict client refuses, in OpenAI's shape for the AI SDK's OpenAI provider", () => {
+  // The provider validates every chunk: `delta.role` must be "assistant" or absent, `choices` a list. One
+  // chunk that is not ends the answer in an error (vercel/ai#7417, Th0rgal/sandboxed.sh#143).
+  it.each([
+    ['MiniMax\'s `role: ""` on every delta', emptyRoles],
+    ["v0's usage chunk without `choices`", bareUsage],
+  ])('%s: the answer is read whole, its usage too', async (_name, model) => {
+    fake.enqueue({ content: 'Sunny in Paris today.', chunks: 4 });
+    const provider = createOpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-dialects' });
+    const errors: unknown[] = [];
+    const result = streamText({
+      model: provider.chat(model),
+      prompt: 'The weather in Paris?',
+      maxRetries: 0,
+      onError: ({ error }) => {
+        errors.push(error);
+      },
+    });
+    expect(await result.text).toBe('Sunny in Paris today.');
+    expect(errors).toEqual([]);
+    expect(await result.finishReason).toBe('stop');
+    expect((await result.usage).outputTokens).toBeGreaterThan(0);
   });
 });
 

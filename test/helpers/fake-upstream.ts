@@ -318,6 +318,17 @@ export interface FakeUpstreamOptions {
    */
   costChunks?: readonly string[];
   /**
+   * Models served as MiniMax's API, Baidu Qianfan and Snowflake Cortex stream them: every delta says
+   * `role: ""` (Th0rgal/sandboxed.sh#143), which the AI SDK's OpenAI provider refuses (it takes
+   * `"assistant"` or none).
+   */
+  emptyRoles?: readonly string[];
+  /**
+   * Models whose stream's usage chunk has no `choices` (Vercel's v0 API: vercel/ai#7417; ROCm/ATOM#1711),
+   * which the AI SDK refuses ("expected array, received undefined").
+   */
+  usageWithoutChoices?: readonly string[];
+  /**
    * Models served as DashScope's Coding Plan paths and QwenLM's chat API stream them: each delta of the
    * text and of the reasoning is the whole of it so far, not what is new (QwenLM/qwen-code#3896,
    * CherryHQ/cherry-studio#833) — clients that join deltas show and keep every prefix again.
@@ -3132,6 +3143,14 @@ export class FakeUpstream {
       this.options.noUsage?.includes(String(body.model)) !== true
     )
       frames.push(frame([], { usage }));
+    if (this.options.usageWithoutChoices?.includes(String(body.model)) === true)
+      for (const [at, text] of frames.entries())
+        if (text.includes('"usage":{')) frames[at] = text.replace('"choices":[],', '');
+    if (this.options.emptyRoles?.includes(String(body.model)) === true)
+      for (const [at, text] of frames.entries())
+        frames[at] = text
+          .replace('"role":"assistant"', '"role":""')
+          .replace('"delta":{"', '"delta":{"role":"","');
     if (this.options.costChunks?.includes(String(body.model)) === true)
       frames.push(`data: ${JSON.stringify({ choices: [], cost: '0' })}\n\n`);
     if (behaviour.omitDone !== true) frames.push('data: [DONE]\n\n');
