@@ -113,16 +113,22 @@ export async function readWholeAnswer(
 }
 
 /**
- * A chat completion given the `id` OpenAI gives every one (and a `created` when it has none either), where
- * its server gave none (some OpenAI-compatible servers: dongri/openai-api-rs#146), which strict clients
- * refuse (64bit/async-openai#408); true when it was given one. Only a body shaped as a completion (its
- * `choices`): another server's goes as it came.
+ * A chat completion given the `id`, `object` and `created` OpenAI gives every one where its server gave
+ * none — some OpenAI-compatible servers give no id (dongri/openai-api-rs#146), GitHub Copilot's API and
+ * Azure-flavored endpoints no `object` or `created` (0xPlaygrounds/rig#1451, spring-projects/spring-ai#6010)
+ * — which strict clients refuse (64bit/async-openai#408); true when it was given any. Only a body shaped as
+ * a completion (its `choices`): another server's goes as it came.
  */
 function withEnvelope(completion: Record<string, unknown>): boolean {
-  if (!Array.isArray(completion.choices) || typeof completion.id === 'string') return false;
-  completion.id = `chatcmpl-${randomUUID()}`;
-  if (completion.created === undefined) completion.created = Math.floor(Date.now() / 1000);
-  return true;
+  if (!Array.isArray(completion.choices)) return false;
+  const given =
+    typeof completion.id !== 'string' ||
+    completion.object === undefined ||
+    typeof completion.created !== 'number';
+  if (typeof completion.id !== 'string') completion.id = `chatcmpl-${randomUUID()}`;
+  if (completion.object === undefined) completion.object = 'chat.completion';
+  if (typeof completion.created !== 'number') completion.created = Math.floor(Date.now() / 1000);
+  return given;
 }
 
 /**

@@ -50,6 +50,8 @@ const zen = 'opencode/kimi-k2.6';
 const emptyRoles = 'MiniMax-M2.5';
 /** A model whose stream's usage chunk has no `choices` (Vercel's v0 API: vercel/ai#7417). */
 const bareUsage = 'v0-1.5-lg';
+/** A model answered as GitHub Copilot's API answers: an id, but no `object` or `created` (0xPlaygrounds/rig#1451). */
+const copilot = 'copilot/gpt-4.1';
 /** A model whose stream says `finish_reason: ""` before its last chunk (SGLang 0.4.3: sgl-project/sglang#3912). */
 const saysBlank = 'deepseek-r1:70b';
 /** A model whose stream says `finish_reason: "null"` (KoboldCpp: PowerShell/AIShell#350), its whole answer none. */
@@ -71,6 +73,7 @@ beforeAll(async () => {
     costChunks: [zen],
     emptyRoles: [emptyRoles],
     usageWithoutChoices: [bareUsage],
+    noCreated: [copilot],
     blankFinishes: { [saysBlank]: '', [saysNull]: 'null' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
@@ -541,6 +544,24 @@ describe("chunks a strict client refuses, in OpenAI's shape for the AI SDK's Ope
     expect(errors).toEqual([]);
     expect(await result.finishReason).toBe('stop');
     expect((await result.usage).outputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe('a whole answer with an id but no time (GitHub Copilot, Azure-flavored endpoints)', () => {
+  // Strict clients refuse it: Spring AI (spring-projects/spring-ai#6010), rig (0xPlaygrounds/rig#1451),
+  // Koog; the AI SDK 6.0.86 behind a proxy that left it out threw "Invalid time value" (0xzr/freellmpool#112).
+  it('the client is given its `object` and a `created`, its id as it came', async () => {
+    fake.enqueue({ content: 'Reviewed.' });
+    const { data, response } = await client()
+      .chat.completions.create({ model: copilot, messages: [{ role: 'user', content: 'Review this.' }] })
+      .withResponse();
+    const raw = data as unknown as Record<string, unknown>;
+    expect(raw.object).toBe('chat.completion');
+    expect(typeof raw.created).toBe('number');
+    expect(Math.abs(Number(raw.created) - Date.now() / 1000)).toBeLessThan(3_600);
+    expect(data.id).toMatch(/^chatcmpl-/);
+    expect(data.choices[0]?.message.content).toBe('Reviewed.');
+    expect(response.status).toBe(200);
   });
 });
 

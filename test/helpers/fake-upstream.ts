@@ -318,6 +318,11 @@ export interface FakeUpstreamOptions {
    */
   costChunks?: readonly string[];
   /**
+   * Models answered as GitHub Copilot's API and Azure-flavored endpoints answer: a whole answer with its
+   * `id` but without `object` and `created` (0xPlaygrounds/rig#1451, spring-projects/spring-ai#6010).
+   */
+  noCreated?: readonly string[];
+  /**
    * Models served as MiniMax's API, Baidu Qianfan and Snowflake Cortex stream them: every delta says
    * `role: ""` (Th0rgal/sandboxed.sh#143), which the AI SDK's OpenAI provider refuses (it takes
    * `"assistant"` or none).
@@ -1297,6 +1302,8 @@ export class FakeUpstream {
   /** A scripted call's id as this provider gives it: Mistral's are 9 letters and digits. */
   /** A whole answer's JSON as the model's server writes it (goJson: escaped as Go escapes). */
   private asServed(model: string, answer: unknown): string {
+    if (this.options.noCreated?.includes(model) === true && typeof answer === 'object' && answer !== null)
+      for (const key of ['object', 'created']) Reflect.deleteProperty(answer, key);
     const json = JSON.stringify(answer);
     return this.options.goJson?.includes(model) === true ? goEscaped(json) : json;
   }

@@ -15,6 +15,7 @@ const sse = { 'content-type': 'text/event-stream' };
 const completion = {
   id: 'chatcmpl-1',
   object: 'chat.completion',
+  created: 1_700_000_000,
   choices: [{ index: 0, message: { role: 'assistant', content: 'Hello there.' }, finish_reason: 'stop' }],
   usage: { prompt_tokens: 31, completion_tokens: 4, total_tokens: 35 },
 };
@@ -76,9 +77,27 @@ describe('a whole answer', () => {
     expect(kept.body.toString()).toBe(own);
   });
 
+  it('is given its `object` and a time where its server gave only an id (GitHub Copilot, Azure-flavored)', async () => {
+    // 0xPlaygrounds/rig#1451, spring-projects/spring-ai#6010: strict clients refuse it.
+    const { object: _object, created: _created, ...timeless } = completion;
+    const given = await readWholeAnswer(
+      answerOf({ status: 200, headers: json, chunks: [JSON.stringify(timeless)] }),
+      { expectCompletion: true },
+    );
+    const written = JSON.parse(given.body.toString()) as Record<string, unknown>;
+    expect(written).toMatchObject({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      choices: completion.choices,
+    });
+    expect(Number.isInteger(written.created)).toBe(true);
+  });
+
   it('is handed on as it came when its tool calls are in the shape, written anew when they are not', async () => {
     const call = (args: unknown) => ({
       id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1_700_000_000,
       choices: [
         {
           index: 0,
