@@ -99,18 +99,20 @@ const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_re
 const tailBytes = 8192;
 
 /**
- * Whether `bytes` hold `marker` (a finish_reason's opening) followed by a word: `""` and `"null"` are not
- * one (tool-call-shape.ts saysFinish), and a stream of them says them on every chunk, so the search goes
- * on back past them.
+ * Whether `bytes` hold `marker` (a finish_reason's opening) followed by a word: `""`, `"null"` and `"None"`
+ * are not one (tool-call-shape.ts saysFinish), and a stream of them says them on every chunk, so the search
+ * goes on back past them.
  */
 function finishSaidIn(bytes: Buffer, marker: Buffer): boolean {
   for (let at = bytes.lastIndexOf(marker); at >= 0; at = at === 0 ? -1 : bytes.lastIndexOf(marker, at - 1)) {
     const value = at + marker.length;
-    if (bytes[value] !== 0x22 && !bytes.subarray(value, value + 5).equals(nullWord)) return true;
+    const word = bytes.subarray(value, value + 5);
+    if (bytes[value] !== 0x22 && !word.equals(nullWord) && !word.equals(noneWord)) return true;
   }
   return false;
 }
 const nullWord = Buffer.from('null"');
+const noneWord = Buffer.from('None"');
 
 /**
  * Tells whether an OpenAI-style chat stream reached its end: `data: [DONE]`, or a non-null

@@ -128,11 +128,12 @@ export function conformedToolCalls(
 /**
  * Whether a choice's `finish_reason` says it finished: a word, not null — nor `""`, which SGLang 0.4.3 and
  * Ollama's OpenAI-compatible endpoint of 2024 said on every chunk before the last (sgl-project/sglang#3912,
- * ollama/ollama#4357), nor the string `"null"`, KoboldCpp's (PowerShell/AIShell#350). Every reader of a
- * stream asks this, so that a stream of them that ended early is not taken for a whole answer.
+ * ollama/ollama#4357), nor the string `"null"`, KoboldCpp's (PowerShell/AIShell#350), nor `"None"`, SGLang's
+ * of August 2024 (vercel/ai#2548). Every reader of a stream asks this, so that a stream of them that ended
+ * early is not taken for a whole answer.
  */
 export function saysFinish(finish: unknown): finish is string {
-  return typeof finish === 'string' && finish !== '' && finish !== 'null';
+  return typeof finish === 'string' && finish !== '' && finish !== 'null' && finish !== 'None';
 }
 
 /**

@@ -56,6 +56,8 @@ const copilot = 'copilot/gpt-4.1';
 const saysBlank = 'deepseek-r1:70b';
 /** A model whose stream says `finish_reason: "null"` (KoboldCpp: PowerShell/AIShell#350), its whole answer none. */
 const saysNull = 'koboldcpp/Mistral-Small-24B';
+/** A model whose stream says `finish_reason: "None"` on every chunk (SGLang of August 2024: vercel/ai#2548). */
+const saysNone = 'sglang-2024/Qwen2-72B-Instruct';
 /** A model whose answers finish as `eos` (Together's open models: vespa-engine/vespa#33327). */
 const saysEos = 'meta-llama/Llama-3.3-70B-Instruct-Turbo';
 
@@ -74,7 +76,7 @@ beforeAll(async () => {
     emptyRoles: [emptyRoles],
     usageWithoutChoices: [bareUsage],
     noCreated: [copilot],
-    blankFinishes: { [saysBlank]: '', [saysNull]: 'null' },
+    blankFinishes: { [saysBlank]: '', [saysNull]: 'null', [saysNone]: 'None' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
 });
@@ -565,11 +567,11 @@ describe('a whole answer with an id but no time (GitHub Copilot, Azure-flavored 
   });
 });
 
-describe('a stream that says a finish of "" or "null" before its last chunk (SGLang 0.4.3, Ollama 2024, KoboldCpp)', () => {
+describe('a stream that says a finish of "", "null" or "None" before its last chunk (SGLang, Ollama 2024, KoboldCpp)', () => {
   // Strongly typed clients refuse either ("Unknown ChatFinishReason value.": openai/openai-dotnet#389;
   // async-openai, sgl-project/sglang#3912), and every reader of the stream took the first chunk's as the
   // answer's end: a stream cut after it passed for a whole answer.
-  it.each([saysBlank, saysNull])(
+  it.each([saysBlank, saysNull, saysNone])(
     '%s: every chunk but the last says null, the last says stop, as OpenAI streams',
     async (model) => {
       fake.enqueue({ content: 'One two three four.', chunks: 4 });
@@ -586,27 +588,30 @@ describe('a stream that says a finish of "" or "null" before its last chunk (SGL
     },
   );
 
-  it("ended before its finish in a session: the client's stream fails, and the session keeps no half answer", async () => {
-    const sessionId = `sglang-old-${randomUUID()}`;
-    const chat = client({ 'x-session-id': sessionId });
-    fake.enqueue({ content: 'One two three four five six.', chunks: 6, endAfterChunks: 3 });
-    await expect(
-      (async () => {
-        for await (const _chunk of await chat.chat.completions.create({
-          model: saysBlank,
-          stream: true,
-          messages: [{ role: 'user', content: 'Count.' }],
-        })) {
-          // drain
-        }
-      })(),
-    ).rejects.toThrow();
-    const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}/history?limit=100`, {
-      headers: { authorization: 'Bearer sk-dialects' },
-    });
-    const stored = ((await response.json()) as { data?: Array<{ role: string }> }).data ?? [];
-    expect(stored.filter((message) => message.role === 'assistant')).toEqual([]);
-  });
+  it.each([saysBlank, saysNone])(
+    "%s, ended before its finish in a session: the client's stream fails, and the session keeps no half answer",
+    async (model) => {
+      const sessionId = `sglang-old-${randomUUID()}`;
+      const chat = client({ 'x-session-id': sessionId });
+      fake.enqueue({ content: 'One two three four five six.', chunks: 6, endAfterChunks: 3 });
+      await expect(
+        (async () => {
+          for await (const _chunk of await chat.chat.completions.create({
+            model,
+            stream: true,
+            messages: [{ role: 'user', content: 'Count.' }],
+          })) {
+            // drain
+          }
+        })(),
+      ).rejects.toThrow();
+      const response = await fetch(`${harness.baseUrl}/sessions/${sessionId}/history?limit=100`, {
+        headers: { authorization: 'Bearer sk-dialects' },
+      });
+      const stored = ((await response.json()) as { data?: Array<{ role: string }> }).data ?? [];
+      expect(stored.filter((message) => message.role === 'assistant')).toEqual([]);
+    },
+  );
 
   it('a whole answer that says no finish is given stop, and tool_calls beside calls', async () => {
     fake.enqueue({ content: 'Sunny.' }, { toolCalls: [weather] });

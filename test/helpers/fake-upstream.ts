@@ -367,10 +367,11 @@ export interface FakeUpstreamOptions {
   /**
    * Models served as SGLang 0.4.3 and Ollama's OpenAI-compatible endpoint of 2024 stream them: every chunk
    * before the last says `finish_reason: ""`, not null (sgl-project/sglang#3912, ollama/ollama#4357), or
-   * the string `"null"` as KoboldCpp did (PowerShell/AIShell#350), which strongly typed clients refuse
+   * the string `"null"` as KoboldCpp did (PowerShell/AIShell#350), or `"None"` as SGLang did in August 2024
+   * (vercel/ai#2548), which strongly typed clients refuse
    * ("Unknown ChatFinishReason value."); and a whole answer says no finish at all, as KoboldCpp's did.
    */
-  blankFinishes?: Readonly<Record<string, '' | 'null'>>;
+  blankFinishes?: Readonly<Record<string, '' | 'null' | 'None'>>;
   /**
    * Models served as Ollama's OpenAI-compatible endpoint writes its JSON, with Go's encoding/json: `<`, `>`
    * and `&` in strings as `\u003c`, `\u003e` and `\u0026` (`"content":"\u003ctool_call\u003e …"`).

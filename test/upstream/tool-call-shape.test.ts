@@ -261,6 +261,7 @@ describe("conformCompletion: an answer's finish as its calls say it", () => {
     ['no finish, with a call', answer(null, [call]), 'tool_calls'],
     ['""', answer(''), 'stop'],
     ['"null" with a call', answer('null', [call]), 'tool_calls'],
+    ['"None" (SGLang, August 2024)', answer('None'), 'stop'],
   ])('%s: the finish its calls say', (_name, completion, finish) => {
     expect(conformCompletion(completion)).toBe(true);
     expect(completion.choices[0]?.finish_reason).toBe(finish);
