@@ -365,15 +365,18 @@ function chatCallOf(item: InputItem, type: string, at: string): { name: string; 
 }
 
 /**
- * Input items as chat messages: consecutive function calls join the assistant message before them.
- * `sources`, when given, gets the index of the item each message was made from (-1 for a call), and
- * where in it the message's content stands when it is a string of the item as it came.
+ * Input items as chat messages: consecutive function calls join the assistant message before them, and a
+ * call's outputs follow it — the messages that came between (a user steering while the call ran, a
+ * developer message: Codex sends them there, and the Responses API pairs by call_id wherever an output
+ * stands) follow its outputs, in their order. `sources`, when given, gets the index of the item each
+ * message was made from (-1 for a call), and where in it the message's content stands when it is a
+ * string of the item as it came.
  */
 export function messagesOf(
   items: readonly InputItem[],
   sources?: { origins: number[]; strings: Array<readonly StringSource[] | undefined> },
 ): ChatMessage[] {
-  const messages: ChatMessage[] = [];
+  const order = new ChatOrder(sources);
   // A reasoning item's text, for the assistant message its next items make (DeepSeek and Kimi refuse a
   // tool call sent back without the reasoning that came with it).
   let reasoning = '';
@@ -402,9 +405,8 @@ export function messagesOf(
       const message: ChatMessage = { role, content: contentOf(item.content, `${at}.content`) };
       if (role === 'assistant' && thought !== '') message.reasoning_content = thought;
       if (role === 'assistant' && fields !== undefined) Object.assign(message, fields);
-      messages.push(message);
-      sources?.origins.push(index);
-      sources?.strings.push(contentSources(item.content));
+      if (role === 'assistant') order.model(message, index, contentSources(item.content));
+      else order.between(message, index, contentSources(item.content));
       return;
     }
     // Tools given in the input: they join the request's tool list (bridgeRequest), as no message.
@@ -420,19 +422,18 @@ export function messagesOf(
             ? compactedHistory + (readCompactionCarrier(item.encrypted_content) ?? '')
             : compactionRequest;
       if (content === '') return;
-      messages.push({ role: 'user', content });
-      sources?.origins.push(index);
-      sources?.strings.push(undefined);
+      order.between({ role: 'user', content }, index, undefined);
       return;
     }
     if (callItemTypes.has(type)) {
+      order.call(item.call_id);
       const { name, args } = chatCallOf(item, type, at);
       const extra = extras?.get(item.call_id as string);
       const call =
         extra === undefined
           ? { id: item.call_id, type: 'function', function: { name, arguments: args } }
           : { id: item.call_id, type: 'function', function: { name, arguments: args }, extra_content: extra };
-      const last = messages.at(-1);
+      const last = order.messages.at(-1);
       if (last?.role === 'assistant') {
         // Appended in place: copying the list for every call made N calls cost N² (40,000 calls: 17 s).
         const calls = last.tool_calls as unknown[] | undefined;
@@ -447,27 +448,26 @@ export function messagesOf(
         const message: ChatMessage = { role: 'assistant', content: null, tool_calls: [call] };
         if (thought !== '') message.reasoning_content = thought;
         if (fields !== undefined) Object.assign(message, fields);
-        messages.push(message);
-        sources?.origins.push(-1);
-        sources?.strings.push(undefined);
+        order.emit(message, -1, undefined);
       }
       return;
     }
     if (outputItemTypes.has(type)) {
       if (typeof item.call_id !== 'string') refuse(at, `'${at}': a ${type} needs call_id.`);
       const output = item.output;
-      messages.push({
-        role: 'tool',
-        tool_call_id: item.call_id,
-        content:
-          type === 'tool_search_output'
-            ? toolsFoundText(item.tools)
-            : type === 'shell_call_output' || type === 'apply_patch_call_output'
-              ? localOutputContent(item)
-              : outputContent(output),
-      });
-      sources?.origins.push(index);
-      sources?.strings.push(
+      order.output(
+        item.call_id,
+        {
+          role: 'tool',
+          tool_call_id: item.call_id,
+          content:
+            type === 'tool_search_output'
+              ? toolsFoundText(item.tools)
+              : type === 'shell_call_output' || type === 'apply_patch_call_output'
+                ? localOutputContent(item)
+                : outputContent(output),
+        },
+        index,
         typeof output === 'string' ? [{ inMessage: ['content'], inElement: ['output'] }] : undefined,
       );
       return;
@@ -477,7 +477,73 @@ export function messagesOf(
       `'${at}': input items of type '${String(type)}' cannot be bridged to Chat Completions.`,
     );
   });
-  return messages;
+  return order.end();
+}
+
+/**
+ * Chat messages in the order Chat Completions takes them: a call's outputs right after it. The messages
+ * that came while calls waited for their outputs (not the model's) are held until the outputs are in;
+ * the model's next message or call sends them on where they came, as does the end.
+ */
+class ChatOrder {
+  readonly messages: ChatMessage[] = [];
+  /** The last assistant message's calls still waiting for their outputs, by id: how many. */
+  private readonly pending = new Map<string, number>();
+  private held: Array<[ChatMessage, number, readonly StringSource[] | undefined]> = [];
+
+  constructor(
+    private readonly sources?: { origins: number[]; strings: Array<readonly StringSource[] | undefined> },
+  ) {}
+
+  emit(message: ChatMessage, origin: number, strings: readonly StringSource[] | undefined): void {
+    this.messages.push(message);
+    this.sources?.origins.push(origin);
+    this.sources?.strings.push(strings);
+  }
+
+  /** The model's message: the calls before it are answered, or never will be. */
+  model(message: ChatMessage, origin: number, strings: readonly StringSource[] | undefined): void {
+    this.release();
+    this.emit(message, origin, strings);
+  }
+
+  /** A message that is not the model's: held while calls wait for their outputs. */
+  between(message: ChatMessage, origin: number, strings: readonly StringSource[] | undefined): void {
+    if (this.pending.size > 0) this.held.push([message, origin, strings]);
+    else this.emit(message, origin, strings);
+  }
+
+  /** A call, before it joins a message: made after messages held, it sends them on first, as they came. */
+  call(id: unknown): void {
+    if (this.held.length > 0) this.release();
+    if (typeof id === 'string') this.pending.set(id, (this.pending.get(id) ?? 0) + 1);
+  }
+
+  /** A call's output; the last of those waited for sends on the messages held. */
+  output(
+    id: string,
+    message: ChatMessage,
+    origin: number,
+    strings: readonly StringSource[] | undefined,
+  ): void {
+    this.emit(message, origin, strings);
+    const left = this.pending.get(id);
+    if (left === undefined) return;
+    if (left > 1) this.pending.set(id, left - 1);
+    else this.pending.delete(id);
+    if (this.pending.size === 0) this.release();
+  }
+
+  end(): ChatMessage[] {
+    this.release();
+    return this.messages;
+  }
+
+  private release(): void {
+    for (const [message, origin, strings] of this.held) this.emit(message, origin, strings);
+    this.held = [];
+    this.pending.clear();
+  }
 }
 
 /**

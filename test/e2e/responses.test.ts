@@ -147,6 +147,39 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     expect(sentMessages(before).map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
   });
 
+  it("takes a user's message between a call and its output, as Codex sends one that steered while the call ran", async () => {
+    // The Responses API pairs a call and its output by call_id wherever the output stands
+    // (deepseek-ai/awesome-deepseek-integration#740); Chat Completions takes them only next to each other.
+    // Before, the gateway took the call and its output out as counterparts of none: the model never saw
+    // what the command printed.
+    fake.setDefault({ content: 'The build passed; now the logs.' });
+    const before = fake.chatRequests.length;
+    const answer = await client().responses.create({
+      model: 'gpt-4o-mini',
+      store: false,
+      input: [
+        { type: 'message', role: 'user', content: 'Run the build.' },
+        { type: 'function_call', call_id: 'call_b1', name: 'shell', arguments: '{"cmd":"make"}' },
+        { type: 'message', role: 'user', content: 'Also check the logs afterwards.' },
+        { type: 'function_call_output', call_id: 'call_b1', output: 'build passed' },
+      ],
+      tools: [{ type: 'function', name: 'shell', parameters: { type: 'object' }, strict: false }],
+    });
+    expect(answer.output_text).toBe('The build passed; now the logs.');
+    expect(sentMessages(before)).toEqual([
+      { role: 'user', content: 'Run the build.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_b1', type: 'function', function: { name: 'shell', arguments: '{"cmd":"make"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_b1', content: 'build passed' },
+      { role: 'user', content: 'Also check the logs afterwards.' },
+    ]);
+  });
+
   it('keeps a 20-turn chain that never says truncation inside an 8,192-token window, and refuses it whole with truncation disabled', async () => {
     fake.setDefault({ content: `Noted. ${prose(120, 5)}` });
     let previous: string | undefined;

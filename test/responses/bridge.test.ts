@@ -1312,6 +1312,68 @@ describe('bridgeRequest: origins', () => {
   });
 });
 
+describe('bridgeRequest: items between a call and its output', () => {
+  // The Responses API pairs a call with its output by call_id wherever the output stands, and Codex
+  // sends what came meanwhile between them — a user's message steering mid-turn, a developer message, a
+  // reasoning item (deepseek-ai/awesome-deepseek-integration#740, MiniMax-AI/MiniMax-M2#69). Chat
+  // Completions takes a call's results only right after it: the outputs go there, what came between
+  // after them, in its order.
+  const call = (id: string) => ({ type: 'function_call', call_id: id, name: 'f', arguments: '{}' });
+  const output = (id: string) => ({ type: 'function_call_output', call_id: id, output: `out ${id}` });
+  const user = (text: string) => ({ type: 'message', role: 'user', content: text });
+  const developer = (text: string) => ({ type: 'message', role: 'developer', content: text });
+  const shape = (input: unknown[]) =>
+    bridgeRequest({ model: 'm', input }).messages.map((message) =>
+      message.role === 'tool'
+        ? `tool ${String(message.tool_call_id)}`
+        : message.role === 'assistant'
+          ? `assistant ${((message.tool_calls ?? []) as Array<{ id: string }>).map((entry) => entry.id).join(',')}`
+          : `${message.role} ${String(message.content)}`,
+    );
+
+  it.each([
+    [
+      "a user's message steering while the call ran",
+      [user('Go.'), call('c1'), user('Also the logs.'), output('c1')],
+      ['user Go.', 'assistant c1', 'tool c1', 'user Also the logs.'],
+    ],
+    [
+      'two calls, a developer message and a user message between them and their outputs, a reasoning item too',
+      [
+        user('Go.'),
+        call('c1'),
+        call('c2'),
+        developer('Approved.'),
+        { type: 'reasoning', summary: [] },
+        output('c2'),
+        user('Hurry.'),
+        output('c1'),
+      ],
+      ['user Go.', 'assistant c1,c2', 'tool c2', 'tool c1', 'developer Approved.', 'user Hurry.'],
+    ],
+    [
+      'a call whose output never came: what followed stays where it was',
+      [user('Go.'), call('c1'), user('Never mind.')],
+      ['user Go.', 'assistant c1', 'user Never mind.'],
+    ],
+    [
+      'the next step made before the output came: the message goes first, as it came',
+      [user('Go.'), call('c1'), user('Also the logs.'), call('c2'), output('c1'), output('c2')],
+      ['user Go.', 'assistant c1', 'user Also the logs.', 'assistant c2', 'tool c1', 'tool c2'],
+    ],
+  ])('%s', (_name, input, expected) => {
+    expect(shape(input)).toEqual(expected);
+  });
+
+  it("keeps each message's origin beside it", () => {
+    const bridged = bridgeRequest({
+      model: 'm',
+      input: [user('Go.'), call('c1'), user('Also.'), output('c1')],
+    });
+    expect([...bridged.sources.origins]).toEqual([0, -1, 3, 2]);
+  });
+});
+
 describe('bridgeRequest: files (input_file)', () => {
   const pdfData = 'data:application/pdf;base64,JVBERi0xLjQK';
   const bridgedFile = (part: Record<string, unknown>) =>
