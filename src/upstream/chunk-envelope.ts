@@ -1,14 +1,17 @@
 // A chat stream's chunks in the envelope strict clients take (docs/budgeting.md#tool-calls-as-providers-give-them):
 // every chunk with the stream's one id (OpenVINO's model server gives none, OpenCode's Zen closes with a cost
 // event without one), `delta.role` "assistant" or none (MiniMax, Baidu Qianfan and Snowflake Cortex say ""
-// on every delta), and `choices` a list (Vercel's v0 API gives its usage chunk none). Strict decoders
-// (async-openai, Spring AI) and the AI SDK refuse such a chunk, and the answer with it. Streams already in
-// shape are read without a parse: a few byte searches per event.
+// on every delta), `choices` a list (Vercel's v0 API gives its usage chunk none), each choice with its
+// `index` (Cloudflare Workers AI gives none). Strict decoders (async-openai, Spring AI) and the AI SDK
+// refuse such a chunk, and the answer with it. Streams already in shape are read without a parse: a few
+// byte searches per event.
 
 import { randomUUID } from 'node:crypto';
 import { chatChunkOf, isRecord } from './tool-call-shape.js';
 
 const emptyRole = Buffer.from('"role":""');
+const choiceOpen = Buffer.from('"choices":[{');
+const indexKey = Buffer.from('"index"');
 const usageGiven = Buffer.from('"usage":{');
 
 /** One stream's chunk envelope: what its first chunk said, and each later chunk put in shape. */
@@ -30,6 +33,8 @@ export class ChunkEnvelope {
    * every delta, or on every one after the first (Qianfan). True once one did: every event is read then.
    */
   private roleChecks: number | true = 4;
+  /** The same for choices without their `index` (Cloudflare Workers AI: vercel/ai#4031). */
+  private indexChecks: number | true = 4;
   /** A finish was said: a usage chunk may come, the stream's last (a search an event, only then). */
   private finished = false;
 
@@ -55,6 +60,14 @@ export class ChunkEnvelope {
       }
       if (this.roleChecks !== true) this.roleChecks--;
     }
+    if (this.indexChecks === true) return false;
+    if (this.indexChecks > 0) {
+      if (events.indexOf(choiceOpen) !== -1 && events.indexOf(indexKey) === -1) {
+        this.indexChecks = true;
+        return false;
+      }
+      this.indexChecks--;
+    }
     return !this.finished || events.indexOf(usageGiven) === -1;
   }
 
@@ -70,8 +83,27 @@ export class ChunkEnvelope {
       out = (out ?? line).replaceAll('"role":""', '"role":"assistant"');
     const current = out ?? line;
     if (current.includes('"usage":{') && !current.includes('"choices":[')) out = withChoices(current) ?? out;
+    const now = out ?? line;
+    if ((this.indexChecks === true || !now.includes('"index"')) && now.includes('"choices":[{'))
+      out = withChoiceIndexes(now) ?? out;
     return out;
   }
+}
+
+/**
+ * A chunk whose choices say no `index` (Cloudflare Workers AI: vercel/ai#4031) with each given its
+ * place, as OpenAI numbers them; undefined when every choice has its own.
+ */
+function withChoiceIndexes(line: string): string | undefined {
+  const chunk = chatChunkOf(line.slice(5).trim());
+  if (chunk === undefined) return undefined;
+  let changed = false;
+  chunk.choices.forEach((choice, place) => {
+    if (!isRecord(choice) || typeof choice.index === 'number') return;
+    choice.index = place;
+    changed = true;
+  });
+  return changed ? `data: ${JSON.stringify(chunk)}${line.endsWith('\r') ? '\r' : ''}` : undefined;
 }
 
 /**

@@ -52,6 +52,8 @@ const emptyRoles = 'MiniMax-M2.5';
 const bareUsage = 'v0-1.5-lg';
 /** A model answered as GitHub Copilot's API answers: an id, but no `object` or `created` (0xPlaygrounds/rig#1451). */
 const copilot = 'copilot/gpt-4.1';
+/** A model streamed as Cloudflare Workers AI streams it: choices without their index (vercel/ai#4031). */
+const workersAi = '@cf/meta/llama-3.1-8b-instruct-fast';
 /** A model whose stream says `finish_reason: ""` before its last chunk (SGLang 0.4.3: sgl-project/sglang#3912). */
 const saysBlank = 'deepseek-r1:70b';
 /** A model whose stream says `finish_reason: "null"` (KoboldCpp: PowerShell/AIShell#350), its whole answer none. */
@@ -76,6 +78,7 @@ beforeAll(async () => {
     emptyRoles: [emptyRoles],
     usageWithoutChoices: [bareUsage],
     noCreated: [copilot],
+    choicesWithoutIndex: [workersAi],
     blankFinishes: { [saysBlank]: '', [saysNull]: 'null', [saysNone]: 'None' },
   });
   harness = await startGatewayOn(fake, inject('redisUrl'));
@@ -530,6 +533,7 @@ describe("chunks a strict client refuses, in OpenAI's shape for the AI SDK's Ope
   it.each([
     ['MiniMax\'s `role: ""` on every delta', emptyRoles],
     ["v0's usage chunk without `choices`", bareUsage],
+    ["Cloudflare Workers AI's choices without their `index`", workersAi],
   ])('%s: the answer is read whole, its usage too', async (_name, model) => {
     fake.enqueue({ content: 'Sunny in Paris today.', chunks: 4 });
     const provider = createOpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-dialects' });

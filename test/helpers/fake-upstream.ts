@@ -334,6 +334,11 @@ export interface FakeUpstreamOptions {
    */
   usageWithoutChoices?: readonly string[];
   /**
+   * Models streamed as Cloudflare Workers AI's OpenAI-compatible endpoint streams them: choices without
+   * their `index` (vercel/ai#4031), which the AI SDK's OpenAI provider refuses ("expected number").
+   */
+  choicesWithoutIndex?: readonly string[];
+  /**
    * Models served as DashScope's Coding Plan paths and QwenLM's chat API stream them: each delta of the
    * text and of the reasoning is the whole of it so far, not what is new (QwenLM/qwen-code#3896,
    * CherryHQ/cherry-studio#833) — clients that join deltas show and keep every prefix again.
@@ -3154,6 +3159,9 @@ export class FakeUpstream {
     if (this.options.usageWithoutChoices?.includes(String(body.model)) === true)
       for (const [at, text] of frames.entries())
         if (text.includes('"usage":{')) frames[at] = text.replace('"choices":[],', '');
+    if (this.options.choicesWithoutIndex?.includes(String(body.model)) === true)
+      for (const [at, text] of frames.entries())
+        frames[at] = text.replace('"choices":[{"index":0,', '"choices":[{');
     if (this.options.emptyRoles?.includes(String(body.model)) === true)
       for (const [at, text] of frames.entries())
         frames[at] = text

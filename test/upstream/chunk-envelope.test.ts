@@ -46,6 +46,10 @@ describe('ChunkEnvelope.fits', () => {
       "MiniMax's empty role",
       'data: {"id":"a","choices":[{"index":0,"delta":{"role":"","content":"Hi"}}]}\n\n',
     ],
+    [
+      "Cloudflare Workers AI's choice without its index",
+      'data: {"id":"a","choices":[{"delta":{"content":"Hi"}}]}\n\n',
+    ],
   ])('%s: read', (_name, events) => {
     const envelope = new ChunkEnvelope();
     envelope.see(Buffer.from(openAIFirst));
@@ -110,6 +114,24 @@ describe('ChunkEnvelope.conform', () => {
 
   it('an error event stays as it came: it is no chunk', () => {
     expect(conformed('data: {"error":{"message":"overloaded"},"usage":{"prompt_tokens":3}}')).toBeUndefined();
+  });
+
+  it("gives Cloudflare Workers AI's choices without an index their places (vercel/ai#4031)", () => {
+    const envelope = new ChunkEnvelope();
+    envelope.see(Buffer.from(openAIFirst));
+    const line = 'data: {"id":"a","choices":[{"delta":{"content":"Hi"}}]}';
+    expect(envelope.fits(Buffer.from(`${line}\n\n`))).toBe(false);
+    expect(JSON.parse(envelope.conform(line)?.slice(6) ?? '')).toEqual({
+      id: 'a',
+      choices: [{ delta: { content: 'Hi' }, index: 0 }],
+    });
+    // Once a stream gave one, each of its chunks is read: a call's delta has an index of its own.
+    const call = 'data: {"id":"a","choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1"}]}}]}';
+    expect(envelope.fits(Buffer.from(`${call}\n\n`))).toBe(false);
+    expect(JSON.parse(envelope.conform(call)?.slice(6) ?? '')).toEqual({
+      id: 'a',
+      choices: [{ delta: { tool_calls: [{ index: 0, id: 'c1' }] }, index: 0 }],
+    });
   });
 
   it("a chunk in OpenAI's shape stays as it is", () => {
