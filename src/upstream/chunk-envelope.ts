@@ -127,10 +127,8 @@ function withChoices(line: string): string | undefined {
  * line is not parsed), a made one when it says none, undefined while no chunk has come.
  */
 function madeIdFor(events: Buffer): string | undefined {
-  const at = events.indexOf('data: {');
-  if (at === -1) return undefined;
-  const end = events.indexOf('\n', at);
-  const line = events.toString('utf8', at, end === -1 ? events.length : end);
+  const line = firstDataLine(events);
+  if (line === undefined) return undefined;
   return line.includes('"id"') ? '' : `chatcmpl-${randomUUID()}`;
 }
 
@@ -177,12 +175,16 @@ function nextDataLine(events: Buffer, from: number): number {
   return at === -1 ? -1 : at + 1;
 }
 
-/** The first `data:` line of whole events. */
+/** The first `data:` line of whole events that holds an object (`data: {` or `data:{`). */
 function firstDataLine(events: Buffer): string | undefined {
-  const at = events.indexOf('data: {');
-  if (at === -1) return undefined;
-  const end = events.indexOf('\n', at);
-  return events.toString('utf8', at, end === -1 ? events.length : end);
+  for (let at = events.indexOf(dataField) === 0 ? 0 : nextDataLine(events, 0); at !== -1;) {
+    const end = events.indexOf(0x0a, at);
+    const open = events[at + 5] === 0x20 ? at + 6 : at + 5;
+    if (events[open] === 0x7b) return events.toString('utf8', at, end === -1 ? events.length : end);
+    if (end === -1) return undefined;
+    at = nextDataLine(events, end);
+  }
+  return undefined;
 }
 
 /** What every chunk of a stream says as its first chunk said it: its id, `object`, `created` and `model`. */

@@ -74,6 +74,16 @@ describe('ChunkEnvelope.fits', () => {
     );
   });
 
+  it('a stream written `data:{` without a space is read as one written with it', () => {
+    const envelope = new ChunkEnvelope();
+    const first = 'data:{"id":"chatcmpl-7","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n';
+    envelope.see(Buffer.from(first));
+    expect(envelope.fits(Buffer.from(first))).toBe(true);
+    expect(envelope.conform('data:{"choices":[],"cost":"0"}')).toBe(
+      'data: {"id":"chatcmpl-7","object":"chat.completion.chunk","choices":[],"cost":"0"}',
+    );
+  });
+
   it('a stream whose first chunk has no id is always read (each chunk is given one)', () => {
     const envelope = new ChunkEnvelope();
     const idless = Buffer.from('data: {"object":"chat.completion.chunk","choices":[]}\n\n');
