@@ -3164,9 +3164,9 @@ export class FakeUpstream {
         frames[at] = text.replace('"choices":[{"index":0,', '"choices":[{');
     if (this.options.emptyRoles?.includes(String(body.model)) === true)
       for (const [at, text] of frames.entries())
-        frames[at] = text
-          .replace('"role":"assistant"', '"role":""')
-          .replace('"delta":{"', '"delta":{"role":"","');
+        frames[at] = text.includes('"role":"assistant"')
+          ? text.replace('"role":"assistant"', '"role":""')
+          : text.replace('"delta":{"', '"delta":{"role":"","');
     if (this.options.costChunks?.includes(String(body.model)) === true)
       frames.push(`data: ${JSON.stringify({ choices: [], cost: '0' })}\n\n`);
     if (behaviour.omitDone !== true) frames.push('data: [DONE]\n\n');
