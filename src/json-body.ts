@@ -175,7 +175,13 @@ export interface JsonText {
  */
 export function readJsonText(
   payload: Readable,
-  options: { limitBytes: number; shape: JsonShapeLimits; contentLength: number },
+  options: {
+    limitBytes: number;
+    shape: JsonShapeLimits;
+    contentLength: number;
+    /** The error a failure of `payload` is told as (a decompressing stream's: request-encoding.ts). */
+    unreadable?: (cause: Error) => GatewayError;
+  },
 ): Promise<JsonText> {
   const { limitBytes, contentLength } = options;
   if (contentLength > limitBytes) return Promise.reject(tooLarge());
@@ -204,7 +210,12 @@ export function readJsonText(
       chunks.push(piece);
     };
     const onError = (error: Error): void =>
-      fail(new GatewayError('invalid_request', 'The request body could not be read.', { cause: error }));
+      fail(
+        error instanceof GatewayError
+          ? error
+          : (options.unreadable?.(error) ??
+              new GatewayError('invalid_request', 'The request body could not be read.', { cause: error })),
+      );
     const onEnd = (): void => {
       stop();
       if (!Number.isNaN(contentLength) && received !== contentLength)

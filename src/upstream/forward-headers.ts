@@ -18,6 +18,8 @@ const neverUpstream = new Set([
   ...hopByHop,
   'host',
   'content-length',
+  // The gateway sends the body as it writes it: a compressed one it was sent is read decompressed.
+  'content-encoding',
   'accept-encoding',
   'cookie',
   'authorization',

@@ -7,6 +7,7 @@ import { gzipSync, deflateSync, brotliCompressSync } from 'node:zlib';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { zstdCompress } from '../helpers/zstd.js';
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../helpers/redis-server.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
@@ -207,14 +208,28 @@ describe('what a client sends', () => {
   });
 
   it.each([
+    // Codex signed in with ChatGPT sends its requests zstd-compressed at level 3.
+    ['zstd', zstdCompress],
     ['gzip', gzipSync],
     ['deflate', deflateSync],
     ['br', brotliCompressSync],
-  ])('refuses a %s body with 415 unsupported_media_type', async (encoding, compress) => {
+  ])('reads a %s body and forwards it uncompressed', async (encoding, compress) => {
     const before = fake.chatRequests.length;
-    const response = await post(harness, compress(Buffer.from(JSON.stringify(chat('hi')))), {
+    const response = await post(harness, compress(Buffer.from(JSON.stringify(chat(`hi in ${encoding}`)))), {
       'content-encoding': encoding,
     });
+    expect(response.status).toBe(200);
+    const forwarded = fake.chatRequests.slice(before);
+    expect(forwarded).toHaveLength(1);
+    expect(forwarded[0]?.headers['content-encoding']).toBeUndefined();
+    expect(JSON.parse(forwarded[0]?.rawBody ?? '')).toMatchObject({
+      messages: [{ role: 'user', content: `hi in ${encoding}` }],
+    });
+  });
+
+  it('refuses a body of a coding it does not read with 415 unsupported_media_type, and forwards nothing', async () => {
+    const before = fake.chatRequests.length;
+    const response = await post(harness, JSON.stringify(chat('hi')), { 'content-encoding': 'compress' });
     expect(response.status).toBe(415);
     expect(errorOf(response.text).code).toBe('unsupported_media_type');
     expect(fake.chatRequests.length).toBe(before);

@@ -13,6 +13,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FakeUpstream, gate, type ChatMessage } from '../helpers/fake-upstream.js';
 import { prose } from '../helpers/text.js';
+import { zstdCompress } from '../helpers/zstd.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const window = 8_192;
@@ -145,6 +146,39 @@ describe('POST /v1/responses over a Chat Completions provider', () => {
     });
     expect(second.output_text).toBe('Sunny in Paris.');
     expect(sentMessages(before).map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+
+  it('reads a request body zstd-compressed as Codex signed in with ChatGPT sends it (enable_request_compression)', async () => {
+    // Before, the gateway answered such a body 415 unsupported_media_type: Codex could do nothing through it.
+    fake.setDefault({ content: 'Read it.' });
+    const before = fake.chatRequests.length;
+    const response = await fetch(`${harness.baseUrl}/responses`, {
+      method: 'POST',
+      headers: {
+        authorization: 'Bearer sk-responses',
+        'content-type': 'application/json',
+        'content-encoding': 'zstd',
+      },
+      body: zstdCompress(
+        JSON.stringify({
+          model: 'gpt-4o-mini',
+          instructions: 'You are Codex.',
+          input: [
+            { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Read the log.' }] },
+          ],
+          store: false,
+          stream: false,
+        }),
+      ),
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { output_text?: string; output: unknown[] }).output).toEqual([
+      expect.objectContaining({ type: 'message', content: [expect.objectContaining({ text: 'Read it.' })] }),
+    ]);
+    expect(sentMessages(before).at(-1)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: 'Read the log.' }],
+    });
   });
 
   it("takes a user's message between a call and its output, as Codex sends one that steered while the call ran", async () => {

@@ -1,7 +1,8 @@
 // The one body parser: every Content-Type is read as JSON (`curl -d` sends form encoding by default),
 // with prototype-poisoning protection, a nesting limit and a limit on objects and arrays — both checked
 // on the bytes as they arrive, so a hostile body is refused before it is all read or parsed
-// (src/json-body.ts). A compressed body is refused with 415 rather than misread as JSON, a leading
+// (src/json-body.ts). A compressed body (zstd, gzip, deflate, br) is read decompressed, those limits
+// counted on what it holds (src/request-encoding.ts); another coding is refused with 415, a leading
 // byte-order mark is dropped, and an empty body is no body at all (a DELETE sent with a JSON
 // Content-Type and nothing in it). What is left of a refused body is read and dropped by the
 // early-refusal drain, so the client still gets its answer.
@@ -10,6 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fastifyPlugin from 'fastify-plugin';
 import { GatewayError } from '../../errors.js';
 import { bytesAsRead, parseJsonBody, readJsonText, type JsonShapeLimits } from '../../json-body.js';
+import { decompressed, readsEncoding } from '../../request-encoding.js';
 
 export interface JsonBodyOptions {
   bodyLimitBytes: number;
@@ -29,19 +31,26 @@ function jsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
     done: (error: Error | null, value?: unknown) => void,
   ): void => {
     const encoding = contentEncodingOf(request);
-    if (encoding !== undefined) {
+    if (encoding !== undefined && !readsEncoding(encoding)) {
       done(
         new GatewayError(
           'unsupported_media_type',
-          `Compressed request bodies are not accepted (Content-Encoding: ${encoding.slice(0, 40)}); send the JSON body uncompressed.`,
+          `Request bodies of Content-Encoding ${encoding.slice(0, 40)} are not accepted: send the JSON body uncompressed, or as zstd, gzip, deflate or br.`,
         ),
       );
       return;
     }
-    readJsonText(payload, {
+    const contentLength = Number(request.headers['content-length']);
+    const decoding =
+      encoding === undefined || contentLength > options.bodyLimitBytes
+        ? undefined
+        : decompressed(payload, encoding, options.bodyLimitBytes);
+    readJsonText(decoding?.body ?? payload, {
       limitBytes: options.bodyLimitBytes,
       shape: options.shape,
-      contentLength: Number(request.headers['content-length']),
+      // What the client's Content-Length counts is the compressed body.
+      contentLength: decoding === undefined ? contentLength : Number.NaN,
+      ...(decoding === undefined ? {} : { unreadable: decoding.undecodable }),
     }).then(
       (body) => {
         if (body.text.trim() === '') return done(null, undefined);
@@ -54,7 +63,10 @@ function jsonBodyParser(app: FastifyInstance, options: JsonBodyOptions): void {
         request.gateway.rawBody = bytesAsRead(body, value);
         done(null, value);
       },
-      (error: Error) => done(error),
+      (error: Error) => {
+        decoding?.abandon();
+        done(error);
+      },
     );
   };
   app.removeAllContentTypeParsers();

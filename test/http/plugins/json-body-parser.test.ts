@@ -1,10 +1,12 @@
-// The one body parser: every Content-Type read as JSON, an empty body as no body, a compressed one
-// refused with 415, the bytes kept for a request forwarded as it came, and a hostile body refused with
-// the gateway's own error.
+// The one body parser: every Content-Type read as JSON, an empty body as no body, a compressed one read
+// decompressed (zstd as Codex sends it, gzip, deflate, br) and any other coding refused with 415, the bytes
+// kept for a request forwarded as it came, and a hostile body refused with the gateway's own error.
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { jsonBodyParserPlugin } from '../../../src/http/plugins/json-body-parser.js';
 import { pluginApp } from '../../helpers/plugin-app.js';
+import { zstdCompress } from '../../helpers/zstd.js';
 
 let app: FastifyInstance;
 
@@ -65,22 +67,57 @@ describe('the JSON body parser', () => {
     expect(response.json()).toEqual({ body: { a: 1 }, rawBody: '{"a":1}' });
   });
 
-  it.each<[string, string]>([
-    ['gzip', 'gzip'],
-    ['br', 'br'],
-    ['a list of encodings', 'gzip, deflate'],
-    ['an upper-case one', 'GZIP'],
-  ])('refuses a body compressed with %s with 415', async (_name, encoding) => {
-    const response = await post('{"a":1}', {
-      'content-type': 'application/json',
-      'content-encoding': encoding,
-    });
-    expect(response.statusCode).toBe(415);
-    expect(response.json().error).toMatchObject({
-      code: 'unsupported_media_type',
-      type: 'invalid_request_error',
-    });
-    expect(response.json().error.message).toContain('Compressed request bodies are not accepted');
+  it.each<[string, string, (body: Buffer) => Buffer]>([
+    ['zstd (Codex signed in with ChatGPT)', 'zstd', zstdCompress],
+    ['gzip', 'gzip', gzipSync],
+    ['x-gzip', 'x-gzip', gzipSync],
+    ['deflate', 'deflate', deflateSync],
+    ['br', 'br', brotliCompressSync],
+    ['an upper-case coding', 'GZIP', gzipSync],
+  ])(
+    'reads a body compressed with %s, and keeps its bytes decompressed',
+    async (_name, encoding, compress) => {
+      const response = await post(compress(Buffer.from('{"model":"m","n":2}')), {
+        'content-type': 'application/json',
+        'content-encoding': encoding,
+      });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ body: { model: 'm', n: 2 }, rawBody: '{"model":"m","n":2}' });
+    },
+  );
+
+  it.each<[string, string, () => Buffer, number, string]>([
+    ['a list of codings', 'gzip, deflate', () => gzipSync(deflateSync('{}')), 415, 'unsupported_media_type'],
+    ['an unknown coding', 'compress', () => Buffer.from('{}'), 415, 'unsupported_media_type'],
+    ['gzip that is not gzip', 'gzip', () => Buffer.from('{"a":1}'), 400, 'invalid_request'],
+    ['zstd that is not zstd', 'zstd', () => Buffer.from('{"a":1} and more'), 400, 'invalid_request'],
+    [
+      'a gzip bomb past the byte limit',
+      'gzip',
+      () => gzipSync(Buffer.from(`{"a":"${' '.repeat(1_000_000)}"}`)),
+      413,
+      'request_too_large',
+    ],
+    [
+      'a zstd bomb past the byte limit',
+      'zstd',
+      () => zstdCompress(`{"a":"${' '.repeat(1_000_000)}"}`),
+      413,
+      'request_too_large',
+    ],
+    [
+      'a zstd frame that asks for a 2 GB window (what a decoder would allocate)',
+      'zstd',
+      // Magic, a descriptor of no content size, a window of 2^31, then a last raw block of nothing.
+      () => Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xa8, 0x01, 0x00, 0x00]),
+      413,
+      'request_too_large',
+    ],
+    ['compressed JSON past the nesting limit', 'gzip', () => gzipSync('[[[[[1]]]]]'), 400, 'json_too_deep'],
+  ])('refuses %s', async (_name, encoding, body, status, code) => {
+    const response = await post(body(), { 'content-type': 'application/json', 'content-encoding': encoding });
+    expect(response.statusCode).toBe(status);
+    expect(response.json().error).toMatchObject({ code, type: 'invalid_request_error' });
   });
 
   it.each<[string, string]>([
