@@ -54,6 +54,12 @@ export function decompressed(
   limitBytes: number,
 ): { body: Readable; abandon: () => void; undecodable: (cause: Error) => GatewayError } {
   const decoder = (decoders[encoding] as (limitBytes: number) => Transform)(limitBytes);
+  // A body cut off (the client gone, its stream failed) ends the decoding with it: pipe carries no error.
+  const cut = (error?: Error): void => {
+    if (!payload.readableEnded) decoder.destroy(error ?? new Error('The request body was cut off.'));
+  };
+  payload.once('error', cut);
+  payload.once('close', () => cut());
   payload.pipe(decoder);
   return {
     body: decoder,

@@ -86,6 +86,20 @@ describe('decompressed', () => {
     );
   });
 
+  it.each(['zstd', 'gzip'])('fails a %s body cut off before its end (the client gone)', async (encoding) => {
+    const whole = encoding === 'zstd' ? zstdCompress(json) : gzipSync(json);
+    const payload = new Readable({ read: () => undefined });
+    payload.push(whole.subarray(0, 10));
+    const { body } = decompressed(payload, encoding, 1_000_000);
+    const reading = (async () => {
+      for await (const _piece of body) {
+        // drain
+      }
+    })();
+    payload.destroy(new Error('aborted'));
+    await expect(reading).rejects.toThrow();
+  });
+
   it('reads no other coding', () => {
     for (const encoding of ['compress', 'gzip, br', 'identity', 'toString'])
       expect(readsEncoding(encoding)).toBe(false);
