@@ -53,6 +53,22 @@ describe('zstdFramesFault', () => {
     ['a frame cut in its blocks', () => zstdCompress(json).subarray(0, 20), 'invalid_request'],
     ['bytes that are no frame', () => Buffer.from('{"model":"m"} is JSON'), 'invalid_request'],
     [
+      'more blocks than an encoder writes (340,000 empty ones: 100 ms of decoding)',
+      () =>
+        Buffer.concat([
+          Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00]),
+          Buffer.alloc(3 * 340_000),
+          Buffer.from([1, 0, 0]),
+        ]),
+      'invalid_request',
+    ],
+    [
+      'more frames than an encoder writes (116,000 empty ones overflowed the decoder’s stack)',
+      () => Buffer.concat(Array.from({ length: 116_000 }, () => windowFrame(0))),
+      'invalid_request',
+    ],
+    ['1,024 frames', () => Buffer.concat(Array.from({ length: 1_024 }, () => windowFrame(0))), undefined],
+    [
       'a reserved block type',
       () => Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00, 0x07, 0x00, 0x00]),
       'invalid_request',
