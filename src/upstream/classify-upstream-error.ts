@@ -7,6 +7,7 @@ import {
   anthropicBetaField,
   fixForAnthropicMember,
   fixForBlockMember,
+  fixForExtraInput,
   toolMemberField,
   unexplainedRefusalField,
   cacheMarksField,
@@ -224,6 +225,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
     if (fix !== undefined && !fixes.has(key)) fixes.set(key, fix);
   };
   for (const fix of anthropicRefusals(text)) add(fix);
+  // Fireworks' words, by the field's place in brackets (fixForExtraInput), one or several in a refusal.
+  for (const match of text.matchAll(/extra inputs are not permitted, field: '?([\w.[\]]{1,200})/gi))
+    add(fixForExtraInput(match[1] as string));
   const effort = reasoningEffortFix(text);
   if (effort !== undefined) add(effort);
   else
@@ -378,9 +382,11 @@ function refusedBetas(text: string): string[] {
 function anthropicRefusals(text: string): FieldFix[] {
   const fixes: Array<FieldFix | undefined> = [];
   // Members of a Messages request an Anthropic-compatible upstream does not know (Claude on Vertex or
-  // Bedrock): "context_management: Extra inputs are not permitted", "tools.11.custom.defer_loading: …".
+  // Bedrock): "context_management: Extra inputs are not permitted", "tools.11.custom.defer_loading: …" —
+  // not the word before Fireworks' sentence, which names its field after it ("Error from provider: Extra
+  // inputs are not permitted, field: …", "2 request validation errors: …": refusedFields).
   for (const match of text.matchAll(
-    /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted/gi,
+    /(?<![\w.])((?:tools\.\d+\.(?:custom\.)?)?\w+): extra inputs are not permitted(?!, field:)/gi,
   )) {
     const fix = fixForAnthropicMember(match[1] as string);
     fixes.push(fix);

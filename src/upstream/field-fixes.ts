@@ -509,6 +509,16 @@ const anthropicCoreMembers = new Set([
   'stop',
   'n',
   'response_format',
+  // Fields of Chat Completions that ask for part of the answer (its log probabilities, its audio, the
+  // legacy functions a model calls): the client asked them, and an answer without them is not what it asked.
+  'functions',
+  'function_call',
+  'logprobs',
+  'top_logprobs',
+  'logit_bias',
+  'modalities',
+  'audio',
+  'web_search_options',
 ]);
 
 /**
@@ -538,6 +548,9 @@ const anthropicOptionalToolMembers = new Set([
   'input_examples',
   'eager_input_streaming',
   'strict',
+  // A tool's cache breakpoint, which Fireworks' Anthropic-compatible endpoint refuses ("Extra inputs are not
+  // permitted, field: 'tools[4].cache_control'"): the tools are then not cached apart, as there.
+  'cache_control',
 ]);
 
 /** The field of a fix that leaves `member` out of every tool (withAnthropicFixes reads it back). */
@@ -630,6 +643,34 @@ export function fixForAnthropicMember(path: string): FieldFix | undefined {
   if (tool !== undefined)
     return anthropicOptionalToolMembers.has(tool) ? { field: toolMemberField(tool) } : undefined;
   return isRefusableMember(path) ? { field: path } : undefined;
+}
+
+/**
+ * The fix for a field refused by its place, as Fireworks words it — "Extra inputs are not permitted, field:
+ * '<path>'", pydantic's error with the place in brackets — on its chat and Anthropic-compatible endpoints,
+ * as OpenCode Zen and Go pass it on (of Kimi, GLM, MiniMax), and Venice and Azure AI: a top-level field
+ * (`workspace`; one of those above), a member of a message (`messages[2].reasoning`: a leftover), of a call
+ * (`messages[3].tool_calls[0].extra_content`) or of a tool (`tools[0].eager_input_streaming`), a content
+ * part's cache breakpoint. Undefined: the client's to fix (a member of a message or of a tool of its own).
+ */
+export function fixForExtraInput(path: string): FieldFix | undefined {
+  const parts = path.split(/[.[\]]+/).filter((part) => part !== '');
+  const [head, index] = parts;
+  if (head === undefined) return undefined;
+  if (parts.length === 1) return fixForUnknownField(head) ?? fixForAnthropicMember(head);
+  if (index === undefined || !/^\d+$/.test(index)) return undefined;
+  const rest = parts.slice(2);
+  if (head === 'tools' && rest.length === 1)
+    return fixForAnthropicMember(`tools.${index}.${rest[0] as string}`);
+  if (head !== 'messages') return undefined;
+  if (
+    rest.length === 3 &&
+    rest[0] === 'content' &&
+    /^\d+$/.test(rest[1] as string) &&
+    rest[2] === 'cache_control'
+  )
+    return { field: cacheMarksField };
+  return fixForMessageField(rest.filter((part) => !/^\d+$/.test(part)));
 }
 
 /**

@@ -798,6 +798,13 @@ export class FakeAnthropic {
        */
       noStrictTools?: readonly string[];
       /**
+       * Models served as Fireworks' Anthropic-compatible endpoint serves them (and OpenCode Zen's for a model
+       * not Claude): a member of a tool other than its name, description, schema and type is refused by its
+       * place, every one in one 400, in Fireworks' words ("Extra inputs are not permitted, field:
+       * 'tools[0].eager_input_streaming'; …": anomalyco/opencode#24975).
+       */
+      extraToolMembers?: readonly string[];
+      /**
        * Models served as Kimi's Anthropic endpoint serves them: a request it does not take — a tool loaded
        * on demand, a tool search's `tool_reference` block, `context_management`, a temperature above 1 —
        * answered with its one message, "Invalid request Error" (MoonshotAI/kimi-cli#1449,
@@ -975,6 +982,22 @@ export class FakeAnthropic {
             param: null,
             code: 'invalid_request_error',
           },
+        }),
+      );
+    const extraMembers =
+      this.options.extraToolMembers?.includes(String(body.model)) === true
+        ? (Array.isArray(body.tools) ? (body.tools as Json[]) : []).flatMap((tool, at) =>
+            Object.keys(tool)
+              .filter((member) => !['name', 'description', 'input_schema', 'type'].includes(member))
+              .map((member) => `Extra inputs are not permitted, field: 'tools[${at}].${member}'`),
+          )
+        : [];
+    if (extraMembers.length > 0)
+      return send(
+        400,
+        JSON.stringify({
+          error: { type: 'invalid_request_error', message: extraMembers.join('; ') },
+          type: 'error',
         }),
       );
     const strictAt =

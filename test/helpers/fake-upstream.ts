@@ -586,6 +586,13 @@ export interface FakeUpstreamOptions {
    */
   nimRules?: readonly string[];
   /**
+   * Models as Fireworks serves them (and OpenCode Zen and Go pass its refusals on): a field its schema does
+   * not have — top-level, of a message for its role, of a tool call — refused by its place, every one in
+   * one 400 ("Extra inputs are not permitted, field: 'messages[2].reasoning'": anomalyco/opencode#27852,
+   * #40462).
+   */
+  extraInputs?: readonly string[];
+  /**
    * Models as Bedrock serves them behind LiteLLM: tool calls or results in a request that offers no tools
    * refused in Bedrock's words ("The toolConfig field must be defined when using toolUse and toolResult
    * content blocks.": langgenius/dify#17545, aws-samples/bedrock-access-gateway#239), a message of blank
@@ -927,6 +934,41 @@ function mistralMessageExtras(
     });
   });
   return extras;
+}
+
+/** The fields of a chat message OpenAI's schema has, by role; and of a tool call. */
+const openAIMessageFields: Readonly<Record<string, readonly string[]>> = {
+  system: ['role', 'content', 'name'],
+  developer: ['role', 'content', 'name'],
+  user: ['role', 'content', 'name'],
+  assistant: ['role', 'content', 'name', 'tool_calls', 'refusal', 'audio', 'function_call'],
+  tool: ['role', 'content', 'tool_call_id'],
+};
+const openAIToolCallFields = ['id', 'type', 'function'];
+
+/** What a Fireworks-like schema refuses of a chat request (`extraInputs`), each by its place. */
+function extraInputsOf(body: { messages?: ChatMessage[] }): Array<{ place: string; value: unknown }> {
+  const extras: Array<{ place: string; value: unknown }> = [];
+  for (const [field, value] of Object.entries(body))
+    if (!chatFields.has(field)) extras.push({ place: field, value });
+  (body.messages ?? []).forEach((message, index) => {
+    const allowed = openAIMessageFields[message.role] ?? [];
+    for (const [field, value] of Object.entries(message))
+      if (!allowed.includes(field)) extras.push({ place: `messages[${index}].${field}`, value });
+    (message.role === 'assistant' ? (message.tool_calls ?? []) : []).forEach((call, at) => {
+      for (const [field, value] of Object.entries(call as object))
+        if (!openAIToolCallFields.includes(field))
+          extras.push({ place: `messages[${index}].tool_calls[${at}].${field}`, value });
+    });
+  });
+  return extras;
+}
+
+/** A value as pydantic's message shows it after the field (`, value: 'build'`, `, value: True`), or nothing. */
+function pythonValue(value: unknown): string {
+  if (typeof value === 'string') return `, value: '${value}'`;
+  if (typeof value === 'boolean') return `, value: ${value ? 'True' : 'False'}`;
+  return typeof value === 'number' ? `, value: ${value}` : '';
 }
 
 /**
@@ -1626,6 +1668,26 @@ export class FakeUpstream {
         );
         return;
       }
+    }
+    const extras =
+      this.options.extraInputs?.includes(String(body?.model)) === true ? extraInputsOf(body) : [];
+    if (extras.length > 0) {
+      const each = extras.map(
+        ({ place, value }) => `Extra inputs are not permitted, field: '${place}'${pythonValue(value)}`,
+      );
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            object: 'error',
+            type: 'invalid_request_error',
+            code: 'invalid_request_error',
+            message:
+              each.length === 1 ? each[0] : `${each.length} request validation errors: ${each.join('; ')}`,
+          },
+        }),
+      );
+      return;
     }
     if (this.options.nimRules?.includes(String(body?.model)) === true) {
       const unsupported = Object.keys(body ?? {}).filter((field) => !chatFields.has(field));

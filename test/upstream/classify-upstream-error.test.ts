@@ -2976,6 +2976,132 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'bad_request' },
   },
+  // Fireworks' words for a field its schema does not have ("Extra inputs are not permitted, field: '<path>'",
+  // pydantic's error by its place in brackets), which OpenCode Zen and Go, Venice and Azure AI give too.
+  {
+    // OpenCode's tools on Zen's Messages endpoint for MiniMax (anomalyco/opencode#24975): every tool refused.
+    name: "OpenCode Zen's Messages endpoint: \"Extra inputs are not permitted, field: 'tools[0].eager_input_streaming'\"",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        type: 'error',
+        error: {
+          type: 'invalid_request_error',
+          message:
+            "Error from provider: 3 request validation errors:\nExtra inputs are not permitted, field: 'tools[0].eager_input_streaming', value: True;\nExtra inputs are not permitted, field: 'tools[1].eager_input_streaming', value: True;\nExtra inputs are not permitted, field: 'tools[2].eager_input_streaming', value: True;",
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tools[].eager_input_streaming' }] },
+  },
+  {
+    // Fireworks' Anthropic-compatible endpoint on a tool's cache breakpoint too (pi's Fireworks provider).
+    name: "Fireworks' Messages endpoint: two members of tools, one refusal",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          type: 'invalid_request_error',
+          message:
+            "Extra inputs are not permitted, field: 'tools[0].eager_input_streaming'; Extra inputs are not permitted, field: 'tools[4].cache_control'",
+        },
+        type: 'error',
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'tools[].eager_input_streaming' }, { field: 'tools[].cache_control' }],
+    },
+  },
+  {
+    // Kimi through OpenCode Go, on the reasoning a client sends back (anomalyco/opencode#27852): every
+    // conversation failed at its second request.
+    name: 'OpenCode Go: "Extra inputs are not permitted, field: \'messages[2].reasoning\'"',
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Error from provider: Extra inputs are not permitted, field: 'messages[2].reasoning'",
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].reasoning' }] },
+  },
+  {
+    // Gemini's thought signature on a call sent on to Fireworks after a switch of models.
+    name: 'Fireworks: "Extra inputs are not permitted, field: \'messages[3].tool_calls[0].extra_content\'"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          object: 'error',
+          type: 'invalid_request_error',
+          code: 'invalid_request_error',
+          message: "Extra inputs are not permitted, field: 'messages[3].tool_calls[0].extra_content'",
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].tool_calls[].extra_content' }] },
+  },
+  {
+    // Venice (a Rust client's test of a real body): a field that asks for something beside the answer.
+    name: "Venice: \"Extra inputs are not permitted, field: 'prompt_cache_retention', value: 'default'\"",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: "Extra inputs are not permitted, field: 'prompt_cache_retention', value: 'default'",
+        request_id: 'qM_DmKSXKF07wRxmQJ-hc',
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_retention' }] },
+  },
+  {
+    // A client's own field that no API defines (OpenCode's agent delegation, anomalyco/opencode#40462; its
+    // `workspace`, #45101): no provider could act on it.
+    name: "OpenCode Zen: \"Extra inputs are not permitted, field: 'delegateTo', value: 'build'\"",
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Error from provider (Console): Upstream request failed: [invalid_request_error] Extra inputs are not permitted, field: 'delegateTo', value: 'build'",
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'delegateTo' }] },
+  },
+  {
+    // Unquoted, of a content part's cache breakpoint: the marks left out, as for OpenRouter's 404.
+    name: 'A strict server: "Extra inputs are not permitted, field: messages[1].content[0].cache_control"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: { message: 'Extra inputs are not permitted, field: messages[1].content[0].cache_control' },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].content[].cache_control' }] },
+  },
+  {
+    // A field of the chat API that asks for part of the answer: the client asked it, the client's to fix.
+    name: "Fireworks: \"Extra inputs are not permitted, field: 'logprobs'\" (the client's to fix)",
+    answer: {
+      status: 400,
+      body: openAIError("Extra inputs are not permitted, field: 'logprobs'", 'invalid_request_error'),
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
+    // A client's own member of a tool (Azure AI on GitHub Copilot's MCP tools, through LiteLLM) and of a
+    // message (Hermes's `tool_name`): what it meant is the client's to know.
+    name: "Azure AI: \"Extra inputs are not permitted, field: 'tools[0].copilot_mcp_server_name'\" (the client's to fix)",
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "2 request validation errors: Extra inputs are not permitted, field: 'tools[0].copilot_mcp_server_name', value: 'github-mcp-server'; Extra inputs are not permitted, field: 'messages[3].tool_name', value: 'ide'",
+        },
+      }),
+    },
+    expected: { kind: 'bad_request' },
+  },
 ];
 
 describe('classifyUpstreamError on cases from provider documentation and server source', () => {
@@ -3043,6 +3169,8 @@ describe('refusals built of what the patterns look for, long (a provider’s tex
     ['a list of block types', `supported values are: ${'a, '.repeat(2_000)}`],
     ['a schema’s place', `not a valid moonshot flavored json schema ${"'properties.".repeat(2_000)}`],
     ['a cache mark', 'cache_control.ephemeral.'.repeat(2_000)],
+    ['a place in brackets', `Extra inputs are not permitted, field: '${'messages[1].'.repeat(2_000)}`],
+    ['a refusal of many places', "Extra inputs are not permitted, field: 'messages[1].a'; ".repeat(2_000)],
   ];
   it.each(runs)('%s: classified', (_name, message) => {
     const answer = classifyUpstreamError({ status: 400, body: JSON.stringify({ error: { message } }) });
