@@ -100,7 +100,8 @@ export function createServices(parts: ServiceParts): GatewayServices {
   const now = parts.now ?? (() => performance.now());
   const learnedLimits =
     parts.learnedLimits ?? createMemoryLearnedLimits(learnedLimitsOptions(config, logger, metrics));
-  const fieldFixes = loggedFieldFixes(logger);
+  // Kept with the learned limits, which replicas share through Redis: a model's refusal is paid for once.
+  const fieldFixes = loggedFieldFixes(logger, learnedLimits);
   const budgetStore = parts.budgetStore ?? createMemoryBudgetStore();
   const budgets = createBudgetService({
     config,

@@ -30,6 +30,7 @@ import {
   type RatioSample,
   type ToolSetLessons,
 } from '../context/learned-limit-rules.js';
+import type { FieldFix, FieldFixStore } from '../upstream/field-fixes.js';
 import type { RedisConnection } from './redis-client.js';
 import { defineScripts, learnedLimitScripts } from './redis-scripts.js';
 
@@ -38,7 +39,7 @@ export type { LearnedLimit } from '../context/learned-limit-rules.js';
 /** One entry as the admin endpoint shows it. */
 export interface LearnedEntryView {
   id: string;
-  kind: 'model' | 'tool_set';
+  kind: 'model' | 'tool_set' | 'field_fixes';
   upstream: string;
   model: string;
   toolSet?: string;
@@ -63,6 +64,8 @@ export interface LearnedEntryView {
     shared: number | undefined;
     tenants: Array<{ tenant: string; value: number; samples: number }>;
   };
+  /** The request fields the model refused, and what each became (docs/budgeting.md#refused-fields). */
+  fieldFixes?: readonly FieldFix[];
 }
 
 /** A change an entry went through, for the log line and the metrics. */
@@ -76,7 +79,7 @@ export interface LearnedChange {
   tenantsWithEvidence: number;
 }
 
-export interface LearnedLimits {
+export interface LearnedLimits extends FieldFixStore {
   /**
    * What a tenant's request uses for a model; never waits on a store. May grant one probe per interval;
    * a preview is shown the probe the next request would get, and does not take it.
@@ -132,19 +135,24 @@ type Entry =
       toolSet: string;
       lessons: ToolSetLessons;
       updatedAtMs: number;
-    };
+    }
+  | { kind: 'field_fixes'; upstream: string; model: string; fixes: readonly FieldFix[]; updatedAtMs: number };
 
 type Update = (entry: Entry) => Entry;
 
 const modelId = (upstream: string, model: string) => `m:${upstream}\u0000${model}`;
 const toolSetId = (upstream: string, model: string, toolSet: string) =>
   `t:${upstream}\u0000${model}\u0000${toolSet}`;
+const fixesId = (upstream: string, model: string) => `f:${upstream}\u0000${model}`;
 
 function newEntry(id: string, upstream: string, model: string, toolSet?: string): Entry {
+  if (id.startsWith('f:')) return { kind: 'field_fixes', upstream, model, fixes: [], updatedAtMs: 0 };
   return id.startsWith('t:')
     ? { kind: 'tool_set', upstream, model, toolSet: toolSet ?? '', lessons: { costs: [] }, updatedAtMs: 0 }
     : { kind: 'model', upstream, model, lessons: emptyModelLessons(), updatedAtMs: 0 };
 }
+
+const noFixes: readonly FieldFix[] = [];
 
 /** The entries one replica holds, least recently used first, and what its requests observed. */
 function createTable(options: LearnedLimitsOptions) {
@@ -155,11 +163,17 @@ function createTable(options: LearnedLimitsOptions) {
 
   /** The entry used last: most requests ask for the one the request before asked for. */
   let newest: string | undefined;
+  /** How many entries hold field fixes: none for most deployments, and then no lookup is made. */
+  let fixEntries = 0;
   const put = (id: string, entry: Entry): void => {
-    if (!entries.has(id)) newest = id;
+    if (!entries.has(id)) {
+      newest = id;
+      if (entry.kind === 'field_fixes') fixEntries++;
+    }
     entries.set(id, entry);
   };
   const remove = (id: string): void => {
+    if (entries.get(id)?.kind === 'field_fixes') fixEntries--;
     entries.delete(id);
     if (newest === id) newest = undefined;
   };
@@ -187,7 +201,7 @@ function createTable(options: LearnedLimitsOptions) {
 
   /** What a change is told by: the window evidence and the tenants with values (not every sample). */
   const outline = (entry: Entry | undefined): string =>
-    entry === undefined
+    entry === undefined || entry.kind === 'field_fixes'
       ? ''
       : entry.kind === 'model'
         ? JSON.stringify([
@@ -213,7 +227,8 @@ function createTable(options: LearnedLimitsOptions) {
 
   const report = (before: Entry | undefined, after: Entry | undefined, kind: LearnedChange['kind']) => {
     const subject = after ?? before;
-    if (subject === undefined || options.onChange === undefined) return;
+    // A field fix learned or forgotten is told by its own log line (field-fixes.ts loggedFieldFixes).
+    if (subject === undefined || subject.kind === 'field_fixes' || options.onChange === undefined) return;
     if (kind !== 'reset' && sameOutline(before, after)) return;
     options.onChange({
       kind,
@@ -242,7 +257,7 @@ function createTable(options: LearnedLimitsOptions) {
       if (after === before) return undefined;
       put(id, after);
       while (entries.size > options.maxEntries) remove(entries.keys().next().value as string);
-      report(before, after, after.kind);
+      if (after.kind !== 'field_fixes') report(before, after, after.kind);
       return after;
     },
     /** Replaces an entry with what the store holds (undefined: gone). */
@@ -268,6 +283,13 @@ function createTable(options: LearnedLimitsOptions) {
       }
       return limit;
     },
+    /** A model's field fixes: an empty list, at once, while no model has any. */
+    fixes(upstream: string, model: string): { id: string; fixes: readonly FieldFix[] } | undefined {
+      if (fixEntries === 0) return undefined;
+      const id = fixesId(upstream, model);
+      const entry = touch(id);
+      return entry?.kind === 'field_fixes' ? { id, fixes: entry.fixes } : undefined;
+    },
     toolTokens(upstream: string, model: string, toolSet: string, tenant: string, formula: number) {
       const entry = touch(toolSetId(upstream, model, toolSet));
       return entry?.kind === 'tool_set' ? toolTokensFor(entry.lessons, tenant, formula) : undefined;
@@ -282,6 +304,7 @@ function createTable(options: LearnedLimitsOptions) {
         model: entry.model,
         updatedAt: iso(entry.updatedAtMs),
       };
+      if (entry.kind === 'field_fixes') return Object.assign({}, base, { fieldFixes: entry.fixes });
       if (entry.kind === 'tool_set') {
         const costs = entry.lessons.costs;
         return Object.assign({}, base, {
@@ -350,6 +373,13 @@ const updates = {
             updatedAtMs: nowMs,
           })
         : entry,
+  fixes:
+    (update: (fixes: readonly FieldFix[]) => readonly FieldFix[], nowMs: number): Update =>
+    (entry) => {
+      if (entry.kind !== 'field_fixes') return entry;
+      const fixes = update(entry.fixes);
+      return fixes === entry.fixes ? entry : Object.assign({}, entry, { fixes, updatedAtMs: nowMs });
+    },
   toolTokens:
     (tenant: string, tokens: number, formula: number, nowMs: number): Update =>
     (entry) =>
@@ -486,6 +516,15 @@ function learnedApi(table: Table, record: (id: string, make: () => Entry, update
     recordOverflow(upstream: string, model: string, tenant: string, observation: OverflowObservation) {
       const id = table.modelId(upstream, model);
       record(id, () => newEntry(id, upstream, model), updates.overflow(tenant, observation, table.now()));
+    },
+    fixesOf: (upstream: string, model: string) => table.fixes(upstream, model)?.fixes ?? noFixes,
+    updateFixes(
+      upstream: string,
+      model: string,
+      update: (fixes: readonly FieldFix[]) => readonly FieldFix[],
+    ) {
+      const id = fixesId(upstream, model);
+      record(id, () => newEntry(id, upstream, model), updates.fixes(update, table.now()));
     },
     list: () => [...table.entries].map(([id, entry]) => table.view(id, entry)),
   };
@@ -844,6 +883,12 @@ export function createRedisLearnedLimits(
     get(upstream, model, tenant, use) {
       used.add(table.modelId(upstream, model));
       return api.get(upstream, model, tenant, use);
+    },
+    fixesOf(upstream, model) {
+      const found = table.fixes(upstream, model);
+      if (found === undefined) return noFixes;
+      used.add(found.id);
+      return found.fixes;
     },
     recordSuccess(upstream, model, tenant, size) {
       const id = table.modelId(upstream, model);

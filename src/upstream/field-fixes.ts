@@ -1058,15 +1058,67 @@ export interface FieldFixes {
 
 const none: readonly FieldFix[] = [];
 
-/** Models whose fixes a process keeps: far more than any deployment serves. */
-const fieldFixEntries = 1_000;
+/**
+ * Where the fixes of each model are kept: the learned limits (store/learned-limits.ts), which replicas share
+ * through Redis, or a map of the process's own (memoryFixStore).
+ */
+export interface FieldFixStore {
+  /** A model's fixes; an empty list for most. Never waits on a store. */
+  fixesOf(upstream: string, model: string): readonly FieldFix[];
+  /**
+   * Changes a model's fixes to what `update` makes of them — applied here at once, and again to what
+   * another replica wrote when its write came first: `update` must make the same of any list.
+   */
+  updateFixes(
+    upstream: string,
+    model: string,
+    update: (fixes: readonly FieldFix[]) => readonly FieldFix[],
+  ): void;
+}
+
+const sameFix = (a: FieldFix, b: FieldFix): boolean => a.field === b.field && a.value === b.value;
+
+/** The fixes with `fix` among them: the same list when it is there already, with no higher cap. */
+export function withFix(fixes: readonly FieldFix[], fix: FieldFix): readonly FieldFix[] {
+  // A cap already known is lowered by a refusal that gives a lower one (documents beside the images).
+  const same = fixes.find((kept) => sameFix(kept, fix));
+  if (same !== undefined && !(fix.atMost !== undefined && fix.atMost < (same.atMost ?? Infinity)))
+    return fixes;
+  return [...fixes.filter((kept) => kept !== same), fix];
+}
+
+/** The fixes without `fix`; the same list when it is not among them. */
+export function withoutFix(fixes: readonly FieldFix[], fix: FieldFix): readonly FieldFix[] {
+  const kept = fixes.filter((each) => !sameFix(each, fix));
+  return kept.length === fixes.length ? fixes : kept;
+}
+
+/** The fixes of at most `maxEntries` models, kept in the process (the least recently changed go first). */
+export function memoryFixStore(maxEntries: number): FieldFixStore {
+  const byModel = new Map<string, readonly FieldFix[]>();
+  const keyOf = (upstream: string, model: string) => `${upstream}\u0000${model}`;
+  return {
+    fixesOf(upstream, model) {
+      if (byModel.size === 0) return none;
+      return byModel.get(keyOf(upstream, model)) ?? none;
+    },
+    updateFixes(upstream, model, update) {
+      const key = keyOf(upstream, model);
+      const fixes = update(byModel.get(key) ?? none);
+      byModel.delete(key);
+      if (fixes.length > 0) byModel.set(key, fixes);
+      if (byModel.size > maxEntries) byModel.delete(byModel.keys().next().value as string);
+    },
+  };
+}
 
 /** Each fix learned, told to the log once: upstream, model, the field and what it became. */
-export function loggedFieldFixes(logger: {
-  info: (fields: Record<string, unknown>, message: string) => void;
-}): FieldFixes {
+export function loggedFieldFixes(
+  logger: { info: (fields: Record<string, unknown>, message: string) => void },
+  store: FieldFixStore = memoryFixStore(1_000),
+): FieldFixes {
   return createFieldFixes({
-    maxEntries: fieldFixEntries,
+    store,
     onLearned: (upstream, model, fix) =>
       logger.info(
         {
@@ -1089,44 +1141,31 @@ export function loggedFieldFixes(logger: {
 }
 
 /**
- * Fixes kept in the process, for at most `maxEntries` models (the least recently learned forgotten
- * first). Each replica learns a model's fix from its own first refusal: one extra upstream call.
+ * The fixes learned, kept in `store`: the learned limits, which replicas share, so a model's refusal is paid
+ * for once, not once per replica; or, without one, the process's own for at most `maxEntries` models.
  */
 export function createFieldFixes(options: {
-  maxEntries: number;
-  /** Told each fix the first time it is learned (the log line `model refuses a request field`). */
+  store?: FieldFixStore;
+  maxEntries?: number;
+  /** Told each fix the first time this replica learns it (the log line `model refuses a request field`). */
   onLearned?: (upstream: string, model: string, fix: FieldFix) => void;
-  /** Told each fix forgotten (the log line `request field fix forgotten`). */
+  /** Told each fix this replica forgets (the log line `request field fix forgotten`). */
   onForgotten?: (upstream: string, model: string, fix: FieldFix) => void;
 }): FieldFixes {
-  const byModel = new Map<string, readonly FieldFix[]>();
-  const keyOf = (upstream: string, model: string) => `${upstream}\u0000${model}`;
+  const store = options.store ?? memoryFixStore(options.maxEntries ?? 1_000);
   return {
-    fixesFor(upstream, model) {
-      if (byModel.size === 0) return none;
-      return byModel.get(keyOf(upstream, model)) ?? none;
-    },
+    fixesFor: (upstream, model) => store.fixesOf(upstream, model),
     remember(upstream, model, fix) {
-      const key = keyOf(upstream, model);
-      const known = byModel.get(key) ?? none;
-      // A cap already known is lowered by a refusal that gives a lower one (documents beside the images).
-      const same = known.find((kept) => kept.field === fix.field && kept.value === fix.value);
-      if (same !== undefined && !(fix.atMost !== undefined && fix.atMost < (same.atMost ?? Infinity)))
-        return false;
-      byModel.delete(key);
-      byModel.set(key, [...known.filter((kept) => kept !== same), fix]);
-      if (byModel.size > options.maxEntries) byModel.delete(byModel.keys().next().value as string);
+      const known = store.fixesOf(upstream, model);
+      if (withFix(known, fix) === known) return false;
+      store.updateFixes(upstream, model, (fixes) => withFix(fixes, fix));
       options.onLearned?.(upstream, model, fix);
       return true;
     },
     forget(upstream, model, fix) {
-      const key = keyOf(upstream, model);
-      const known = byModel.get(key);
-      if (known === undefined) return;
-      const kept = known.filter((each) => !(each.field === fix.field && each.value === fix.value));
-      if (kept.length === known.length) return;
-      if (kept.length === 0) byModel.delete(key);
-      else byModel.set(key, kept);
+      const known = store.fixesOf(upstream, model);
+      if (withoutFix(known, fix) === known) return;
+      store.updateFixes(upstream, model, (fixes) => withoutFix(fixes, fix));
       options.onForgotten?.(upstream, model, fix);
     },
   };

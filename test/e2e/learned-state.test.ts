@@ -33,6 +33,8 @@ const noNumbers = () => ({
 const templated = `templated-${Date.now()}`;
 /** A local model whose usage counts only what its prompt cache did not hold (Ollama 0.30's did). */
 const cacheCounted = `cache-counted-${Date.now()}`;
+/** An OpenAI reasoning model deployed under a name the gateway cannot tell it by: it refuses max_tokens. */
+const deployment = `deployment-${Date.now()}`;
 /** A model whose prompt alone is capped below its window, as GPT-5's 272,000 of 400,000 tokens. */
 const inputCapped = `input-capped-${Date.now()}`;
 const inputCap = 2_720;
@@ -45,6 +47,7 @@ beforeAll(async () => {
     inputLimits: { [inputCapped]: inputCap },
     // The provider sizes a low-detail image at 765 tokens; the gateway's tile formula says 85.
     imageTokens: 765,
+    reasoningModels: [deployment],
     overflowAnswer: (facts) => (overflowAnswer ?? noNumbers)(facts),
   });
   upstreamUrl = await fake.start();
@@ -234,6 +237,51 @@ describe('one tenant cannot shrink a model for everyone', () => {
     const metrics = await (await fetch(`${harness.baseUrl.replace(/\/v1$/, '')}/metrics`)).text();
     expect(metrics).toMatch(/ctxgate_learned_changes_total\{kind="model"\} [1-9]/);
     expect(harness.logLines.some((line) => line.includes('"learned limit changed"'))).toBe(true);
+  });
+});
+
+describe('a field a model refuses, on two replicas of one Redis', () => {
+  it('is paid for by one refusal, not one per replica; listed, and forgotten on both by the admin', async () => {
+    const [first, second] = [await gateway(deployment), await gateway(deployment)] as const;
+    const ask = async (harness: GatewayHarness) => {
+      const since = fake.chatRequests.length;
+      const { response } = await client(harness, 'a')
+        .chat.completions.create({
+          model: deployment,
+          max_tokens: 200,
+          messages: [{ role: 'user', content: 'hi' }],
+        })
+        .withResponse();
+      return {
+        attempts: response.headers.get('x-ctxgate-attempts'),
+        caps: fake.chatRequests.slice(since).map((request) => {
+          const body = request.body as Record<string, unknown>;
+          return [body.max_tokens ?? null, body.max_completion_tokens ?? null];
+        }),
+      };
+    };
+    expect(await ask(first)).toEqual({
+      attempts: '2',
+      caps: [
+        [200, null],
+        [null, 200],
+      ],
+    });
+    const listed = async (harness: GatewayHarness) =>
+      (await learned(harness)).find((entry) => entry.kind === 'field_fixes' && entry.model === deployment);
+    await expect
+      .poll(async () => (await listed(second))?.fieldFixes, { timeout: 5_000 })
+      .toEqual([{ field: 'max_tokens', renameTo: 'max_completion_tokens' }]);
+    expect(await ask(second)).toEqual({ attempts: '1', caps: [[null, 200]] });
+
+    const id = (await listed(second))?.id as string;
+    const reset = await fetch(`${second.baseUrl}/admin/learned?id=${encodeURIComponent(id)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
+    expect(((await reset.json()) as { reset: number }).reset).toBe(1);
+    await expect.poll(async () => (await listed(first))?.fieldFixes ?? [], { timeout: 5_000 }).toEqual([]);
+    expect((await ask(first)).attempts).toBe('2');
   });
 });
 

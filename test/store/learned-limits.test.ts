@@ -15,6 +15,7 @@ import {
   type LearnedLimits,
 } from '../../src/store/learned-limits.js';
 import { createRedisConnection, type RedisConnection } from '../../src/store/redis-client.js';
+import { createFieldFixes } from '../../src/upstream/field-fixes.js';
 import { startRedisCluster, type RunningCluster } from '../helpers/redis-cluster.js';
 import { findFreePort, startRedisServer } from '../helpers/redis-server.js';
 
@@ -176,6 +177,54 @@ function describeLearnedLimits(name: string, create: (maxEntries?: number) => Pr
         learn(third);
         expect(limits.get('default', first, 'z').window).toBe(5_000);
         expect(limits.get('default', second, 'z')).toEqual({});
+      } finally {
+        await close();
+      }
+    });
+
+    it('keeps the fields a model refused for every replica: each one learned, none overwritten, forgotten everywhere', async () => {
+      const { limits, replica, changes, close } = await create();
+      try {
+        const model = `model-${randomUUID()}`;
+        const here = createFieldFixes({ store: limits });
+        const there = createFieldFixes({ store: replica });
+        const renamed = { field: 'max_tokens', renameTo: 'max_completion_tokens' };
+        const flag = { field: 'anthropic-beta', value: 'context-management-2025-06-27' };
+        expect(here.remember('default', model, renamed)).toBe(true);
+        expect(here.remember('default', model, renamed)).toBe(false);
+        // The other replica learns another of the same model before or after the first write reaches it.
+        expect(there.remember('default', model, flag)).toBe(true);
+        const byField = (fixes: readonly object[]) =>
+          [...fixes].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+        for (const each of [limits, replica])
+          await expect
+            .poll(() => byField(each.fixesOf('default', model)), { timeout: 5_000 })
+            .toEqual(byField([renamed, flag]));
+        // A cap learned lower by one replica is the lower on both.
+        here.remember('default', model, { field: 'messages[].images', atMost: 10 });
+        there.remember('default', model, { field: 'messages[].images', atMost: 4 });
+        for (const each of [limits, replica])
+          await expect
+            .poll(
+              () => each.fixesOf('default', model).find((fix) => fix.field === 'messages[].images')?.atMost,
+              {
+                timeout: 5_000,
+              },
+            )
+            .toBe(4);
+        there.forget('default', model, flag);
+        await expect
+          .poll(() => limits.fixesOf('default', model).some((fix) => fix.field === flag.field), {
+            timeout: 5_000,
+          })
+          .toBe(false);
+        // Listed with what was learned, forgotten with it on every replica; not told as a learned limit.
+        const view = limits.list().find((each) => each.kind === 'field_fixes' && each.model === model);
+        expect(view?.fieldFixes).toContainEqual(renamed);
+        expect(changes.filter((change) => change.model === model)).toEqual([]);
+        expect(await replica.reset(view?.id)).toBe(1);
+        await expect.poll(() => limits.fixesOf('default', model), { timeout: 5_000 }).toEqual([]);
+        expect(here.remember('default', model, renamed)).toBe(true);
       } finally {
         await close();
       }
