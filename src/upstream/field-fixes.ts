@@ -1078,13 +1078,24 @@ export interface FieldFixStore {
 
 const sameFix = (a: FieldFix, b: FieldFix): boolean => a.field === b.field && a.value === b.value;
 
-/** The fixes with `fix` among them: the same list when it is there already, with no higher cap. */
+/**
+ * The most fixes a model keeps: far more than the fields any provider refuses (some 30 are known). A
+ * client's own fields are learned by name, and a client that sent a new one with every request would
+ * otherwise grow the list — and the work of every later request of the model — without end.
+ */
+export const fixesPerModel = 128;
+
+/**
+ * The fixes with `fix` among them: the same list when it is there already, with no higher cap; past
+ * `fixesPerModel`, the one learned first goes.
+ */
 export function withFix(fixes: readonly FieldFix[], fix: FieldFix): readonly FieldFix[] {
   // A cap already known is lowered by a refusal that gives a lower one (documents beside the images).
   const same = fixes.find((kept) => sameFix(kept, fix));
   if (same !== undefined && !(fix.atMost !== undefined && fix.atMost < (same.atMost ?? Infinity)))
     return fixes;
-  return [...fixes.filter((kept) => kept !== same), fix];
+  const kept = [...fixes.filter((each) => each !== same), fix];
+  return kept.length > fixesPerModel ? kept.slice(kept.length - fixesPerModel) : kept;
 }
 
 /** The fixes without `fix`; the same list when it is not among them. */

@@ -139,6 +139,19 @@ describe('createFieldFixes', () => {
     expect(fixes.fixesFor('vertex', 'claude')).toEqual([effort, advisor, { field: 'anthropic-beta' }]);
   });
 
+  it('keeps the 128 fixes of a model learned last, however many of its own fields a client sends', () => {
+    const fixes = createFieldFixes({ maxEntries: 10 });
+    fixes.remember('fireworks', 'glm', rename);
+    for (let index = 0; index < 300; index++)
+      fixes.remember('fireworks', 'glm', { field: `ownField${index}` });
+    const kept = fixes.fixesFor('fireworks', 'glm');
+    expect(kept).toHaveLength(128);
+    expect(kept[0]).toEqual({ field: 'ownField172' });
+    expect(kept.at(-1)).toEqual({ field: 'ownField299' });
+    // One learned before them went first, and is learned again from its next refusal.
+    expect(fixes.remember('fireworks', 'glm', rename)).toBe(true);
+  });
+
   it('forgets the least recently learned model beyond maxEntries', () => {
     const fixes = createFieldFixes({ maxEntries: 3 });
     for (const model of ['a', 'b', 'c']) fixes.remember('u', model, rename);
