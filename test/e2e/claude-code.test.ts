@@ -44,6 +44,8 @@ let anthropic: FakeAnthropic;
 let wideAnthropic: FakeAnthropic;
 /** Claude behind Bedrock (a gateway or LiteLLM before it): every anthropic-beta flag but one refused, naming none. */
 let bedrockClaude: FakeAnthropic;
+/** Kimi on Fireworks' Anthropic-compatible endpoint: a member of a tool beyond its name, description and schema refused. */
+let fireworks: FakeAnthropic;
 /** A model on Volcano Engine's Ark coding plan: no content block beyond text, thinking, images and tools. */
 let ark: FakeAnthropic;
 /** Kimi's Anthropic endpoint: what it does not take (a deferred tool, a tool_reference) refused naming nothing. */
@@ -401,6 +403,8 @@ beforeAll(async () => {
   const anthropicUrl = await anthropic.start();
   wideAnthropic.respond = anthropic.respond;
   bedrockClaude.respond = anthropic.respond;
+  fireworks = new FakeAnthropic({ window: 200_000, extraToolMembers: ['fireworks-kimi-k2p5-turbo'] });
+  fireworks.respond = anthropic.respond;
   minimax = new FakeAnthropic({ window: 200_000 });
   minimax.respond = (body) => {
     const reply = anthropic.respond?.(body);
@@ -424,6 +428,10 @@ beforeAll(async () => {
       `    base_url: ${await ark.start()}`,
       '    kind: anthropic',
       '    models: ["doubao-*"]',
+      '  - name: fireworks',
+      `    base_url: ${await fireworks.start()}`,
+      '    kind: anthropic',
+      '    models: ["fireworks-*"]',
       '  - name: kimi',
       `    base_url: ${await kimi.start()}`,
       '    kind: anthropic',
@@ -456,6 +464,7 @@ afterAll(async () => {
   await anthropic.stop();
   await wideAnthropic.stop();
   await bedrockClaude.stop();
+  await fireworks.stop();
   await ark.stop();
   await kimi.stop();
   await minimax.stop();
@@ -719,6 +728,32 @@ describe('Claude Code through ctxgate', () => {
       expect(request.body.context_management).toBeUndefined();
       expect(JSON.stringify(request.body.tools)).not.toContain('defer_loading');
     }
+  }, 300_000);
+
+  // Fireworks' Anthropic-compatible endpoint refuses a member of a tool it does not have, in its words and by
+  // its place ("Extra inputs are not permitted, field: 'tools[0].eager_input_streaming'"); Claude Code
+  // loads some of its tools on demand (`defer_loading`), so every request failed through a gateway.
+  it("runs the scripted task on Kimi on Fireworks' Anthropic-compatible endpoint, which refuses its deferred tools: refused once", async () => {
+    const before = fireworks.messageRequests.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'fireworks-kimi-k2p5-turbo',
+      undefined,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = fireworks.messageRequests.slice(before);
+    const refusals = sent.filter((request) => request.status === 400);
+    // (Its system message in the conversation refused too, as the fake does for a model it does not know.)
+    expect(refusals.map((request) => request.refusal)).toEqual([
+      expect.stringMatching(/^Extra inputs are not permitted, field: 'tools\[\d+\]\.defer_loading'/),
+      "role 'system' is not supported on this model",
+    ]);
+    expect(sent.slice(0, 2)).toEqual(refusals);
+    const answered = sent.slice(2);
+    expect(answered.length).toBeGreaterThan(1);
+    expect(answered.every((request) => request.status === 200)).toBe(true);
+    for (const request of answered) expect(JSON.stringify(request.body.tools)).not.toContain('defer_loading');
   }, 300_000);
 
   // Volcano Engine's Ark takes no `document` block ("invalid value: `document`, supported values are: …",
