@@ -175,7 +175,9 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     registerChatRoutes(api, {
       chat: services.chat,
       forwarder: services.forwarder,
+      models: services.models,
       defaultUpstream: config.defaultUpstream,
+      upstreamCount: config.upstreams.length,
     });
     registerSessionRoutes(api, { sessionStore: services.sessionStore });
     registerResponsesRoutes(api, { responses: services.responses });

@@ -2,6 +2,7 @@
 // limits, budgets and summarizer it works with), the pass-through forwarder, and the stores the
 // sessions and admin routes read. Part of the composition root: createGateway builds the parts from
 // the config; tests bring their own.
+import { createModelListService, type ModelListService } from './chat/model-list.js';
 import { loggedFieldFixes } from './upstream/field-fixes.js';
 import type { Logger } from 'pino';
 import { createBudgetService, type BudgetService } from './budget/budget-service.js';
@@ -59,6 +60,7 @@ export interface GatewayServices {
   learnedLimits: LearnedLimits;
   responses: ResponsesService;
   messages: MessagesService;
+  models: ModelListService;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -75,6 +77,7 @@ export function learnedLimitsOptions(
       reprobeAfterMs: config.learning.reprobe_after_seconds * 1000,
     },
     maxEntries: config.learning.max_entries,
+    upstreamUrls: new Map(config.upstreams.map((upstream) => [upstream.name, upstream.baseUrl])),
     onChange(change) {
       metrics.learnedChanges.inc({ kind: change.kind });
       const labels = { upstream: change.upstream, model: metrics.modelLabel(change.model) };
@@ -165,5 +168,6 @@ export function createServices(parts: ServiceParts): GatewayServices {
         ).tokens.reduce((sum, tokens) => sum + tokens, 0),
     }),
     messages: createMessagesService({ chat, config, upstream, fieldFixes }),
+    models: createModelListService({ config, upstream, now }),
   };
 }

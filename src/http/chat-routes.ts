@@ -1,10 +1,12 @@
 // The OpenAI-compatible routes (README.md): chat completions and their preview (the gateway's work, done
-// by the chat service), and the model list (forwarded as is). A route reads the request's headers into
+// by the chat service), and the model list (one upstream's forwarded as is; several upstreams' gathered
+// by the model list service). A route reads the request's headers into
 // typed overrides once, hands the chat service a ClientStream, and nothing more.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { noCredential } from '../auth/authenticate.js';
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import type { Forwarder } from '../chat/forward-request.js';
+import type { ModelListService } from '../chat/model-list.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 import { countingBytesOf } from '../json-body.js';
 import { clientStreamFor } from './client-stream.js';
@@ -14,7 +16,10 @@ import { parseRequestOverrides } from './request-overrides.js';
 export interface ChatRouteDependencies {
   chat: ChatService;
   forwarder: Forwarder;
+  models: ModelListService;
   defaultUpstream: UpstreamConfig;
+  /** The upstreams the gateway routes to, the default one included. */
+  upstreamCount: number;
 }
 
 /** What a chat (or Responses) route hands its service: the request's body, headers and state. */
@@ -46,6 +51,11 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependen
   });
 
   app.get('/v1/models', async (request, reply) => {
+    if (deps.upstreamCount > 1) {
+      const input = { headers: request.headers, credential: request.gateway.credential ?? noCredential };
+      await served(request.gateway, () => deps.models.list(input, clientStreamFor(request, reply)));
+      return reply;
+    }
     await served(request.gateway, async () => {
       const forwarded = await deps.forwarder.forward(
         {

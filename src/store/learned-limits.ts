@@ -120,6 +120,12 @@ export interface LearnedLimits extends FieldFixStore {
 
 export interface LearnedLimitsOptions {
   settings: LearningSettings;
+  /**
+   * Each upstream's base URL, by its name: a model's field fixes are kept for the upstream at that URL, so
+   * an upstream whose URL changed (another provider under the same name), or another deployment's upstream
+   * of the same name sharing the Redis, does not take them.
+   */
+  upstreamUrls?: ReadonlyMap<string, string>;
   /** Entries kept at most (models and tool sets together); past it the least recently used go. */
   maxEntries: number;
   now?: () => number;
@@ -143,7 +149,7 @@ type Update = (entry: Entry) => Entry;
 const modelId = (upstream: string, model: string) => `m:${upstream}\u0000${model}`;
 const toolSetId = (upstream: string, model: string, toolSet: string) =>
   `t:${upstream}\u0000${model}\u0000${toolSet}`;
-const fixesId = (upstream: string, model: string) => `f:${upstream}\u0000${model}`;
+const urlTagOf = (url: string) => createHash('sha256').update(url).digest('base64url').slice(0, 16);
 
 function newEntry(id: string, upstream: string, model: string, toolSet?: string): Entry {
   if (id.startsWith('f:')) return { kind: 'field_fixes', upstream, model, fixes: [], updatedAtMs: 0 };
@@ -194,6 +200,22 @@ function createTable(options: LearnedLimitsOptions) {
     entries.set(id, entry);
     newest = id;
     return entry;
+  };
+
+  /** Each upstream's URL, hashed once: what a model's field fixes are kept under beside its name. */
+  const urlTags = new Map<string, string>();
+  let lastFixes: { upstream: string; model: string; id: string } | undefined;
+  /** The id of a model's field fixes on an upstream at its URL (LearnedLimitsOptions.upstreamUrls). */
+  const fixesIdOf = (upstream: string, model: string): string => {
+    if (lastFixes !== undefined && lastFixes.upstream === upstream && lastFixes.model === model)
+      return lastFixes.id;
+    let tag = urlTags.get(upstream);
+    if (tag === undefined) {
+      tag = urlTagOf(options.upstreamUrls?.get(upstream) ?? '');
+      urlTags.set(upstream, tag);
+    }
+    lastFixes = { upstream, model, id: `f:${upstream}\u0000${tag}\u0000${model}` };
+    return lastFixes.id;
   };
 
   const sharedOf = (entry: Entry | undefined): number | undefined =>
@@ -247,6 +269,7 @@ function createTable(options: LearnedLimitsOptions) {
     entries,
     now,
     modelId: modelIdOf,
+    fixesId: fixesIdOf,
     get(id: string): Entry | undefined {
       return touch(id);
     },
@@ -286,7 +309,7 @@ function createTable(options: LearnedLimitsOptions) {
     /** A model's field fixes: an empty list, at once, while no model has any. */
     fixes(upstream: string, model: string): { id: string; fixes: readonly FieldFix[] } | undefined {
       if (fixEntries === 0) return undefined;
-      const id = fixesId(upstream, model);
+      const id = fixesIdOf(upstream, model);
       const entry = touch(id);
       return entry?.kind === 'field_fixes' ? { id, fixes: entry.fixes } : undefined;
     },
@@ -523,7 +546,7 @@ function learnedApi(table: Table, record: (id: string, make: () => Entry, update
       model: string,
       update: (fixes: readonly FieldFix[]) => readonly FieldFix[],
     ) {
-      const id = fixesId(upstream, model);
+      const id = table.fixesId(upstream, model);
       record(id, () => newEntry(id, upstream, model), updates.fixes(update, table.now()));
     },
     list: () => [...table.entries].map(([id, entry]) => table.view(id, entry)),

@@ -805,6 +805,11 @@ export class FakeAnthropic {
        */
       extraToolMembers?: readonly string[];
       /**
+       * The models `GET /v1/models` lists, newest first, as Anthropic lists them: 20 a page unless `limit`
+       * asks for more (up to 1,000), with `has_more`. None by default.
+       */
+      listedModels?: readonly string[];
+      /**
        * Models served as Kimi's Anthropic endpoint serves them: a request it does not take — a tool loaded
        * on demand, a tool search's `tool_reference` block, `context_management`, a temperature above 1 —
        * answered with its one message, "Invalid request Error" (MoonshotAI/kimi-cli#1449,
@@ -875,6 +880,28 @@ export class FakeAnthropic {
         413,
         JSON.stringify({ error: { type: 'request_too_large', message: 'Request exceeds the maximum size' } }),
       );
+    if (request.method === 'GET' && path === '/v1/models') {
+      if (this.options.apiKey !== undefined && request.headers['x-api-key'] !== this.options.apiKey)
+        return send(401, errorBody('authentication_error', 'invalid x-api-key'));
+      const asked = Number(new URL(request.url ?? '', 'http://fake').searchParams.get('limit') ?? '20');
+      const limit = Number.isInteger(asked) && asked >= 1 && asked <= 1_000 ? asked : 20;
+      const listed = this.options.listedModels ?? [];
+      const page = listed.slice(0, limit).map((id, index) => ({
+        type: 'model',
+        id,
+        display_name: id.replace(/^claude-/, 'Claude ').replace(/-/g, ' '),
+        created_at: new Date(Date.UTC(2026, 10, 1) - index * 86_400_000).toISOString(),
+      }));
+      return send(
+        200,
+        JSON.stringify({
+          data: page,
+          has_more: listed.length > limit,
+          first_id: page[0]?.id ?? null,
+          last_id: page.at(-1)?.id ?? null,
+        }),
+      );
+    }
     const text = Buffer.concat(chunks).toString('utf8');
     const loneHalf = firstLoneHalf(text);
     if (loneHalf !== undefined)

@@ -592,6 +592,8 @@ export interface FakeUpstreamOptions {
    * #40462).
    */
   extraInputs?: readonly string[];
+  /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
+  listedModels?: readonly string[];
   /**
    * Models as Bedrock serves them behind LiteLLM: tool calls or results in a request that offers no tools
    * refused in Bedrock's words ("The toolConfig field must be defined when using toolUse and toolResult
@@ -1567,7 +1569,12 @@ export class FakeUpstream {
         200,
         JSON.stringify({
           object: 'list',
-          data: [{ id: 'gpt-4o-mini', object: 'model', created: 1_700_000_000, owned_by: 'fake' }],
+          data: (this.options.listedModels ?? ['gpt-4o-mini']).map((id) => ({
+            id,
+            object: 'model',
+            created: 1_700_000_000,
+            owned_by: 'fake',
+          })),
         }),
       );
       return;

@@ -1,11 +1,12 @@
 // The chat routes between the edge and the services (stand-ins that record what they were asked): the
 // request's headers read into overrides once (a malformed one refused before any service runs), the
 // caller's credential or none, the preview's headers and body answered as the service gives them, and
-// the model list forwarded to the default upstream.
+// the model list forwarded to the one upstream, or gathered by the model list service from several.
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatInput, ChatService } from '../../src/chat/chat-turn.js';
 import type { ForwardInput, Forwarder } from '../../src/chat/forward-request.js';
+import type { ModelListInput, ModelListService } from '../../src/chat/model-list.js';
 import { registerChatRoutes } from '../../src/http/chat-routes.js';
 import { pluginApp } from '../helpers/plugin-app.js';
 import { upstreamConfig } from '../helpers/port-fakes.js';
@@ -46,7 +47,18 @@ const forwarder: Forwarder = {
   },
 };
 
+const listed: ModelListInput[] = [];
+const models: ModelListService = {
+  async list(input, client) {
+    listed.push(input);
+    await client.sendWhole(200, {}, Buffer.from('{"object":"list","data":[{"id":"gathered"}]}'));
+    return { upstream: { name: 'a,b', status: 200, ms: 1, attempts: 2, errorCause: undefined } };
+  },
+};
+
 let app: FastifyInstance;
+/** The same routes in front of two upstreams. */
+let routed: FastifyInstance;
 let logLines: string[];
 
 beforeAll(async () => {
@@ -56,11 +68,30 @@ beforeAll(async () => {
         request.gateway.credential = { mode: 'gateway_key', tenantId: 'acme', mayHoldSessions: true };
       done();
     });
-    registerChatRoutes(scope, { chat, forwarder, defaultUpstream: upstreamConfig('default') });
+    registerChatRoutes(scope, {
+      chat,
+      forwarder,
+      models,
+      defaultUpstream: upstreamConfig('default'),
+      upstreamCount: 1,
+    });
   }));
+  ({ app: routed } = pluginApp((scope) =>
+    registerChatRoutes(scope, {
+      chat,
+      forwarder,
+      models,
+      defaultUpstream: upstreamConfig('default'),
+      upstreamCount: 2,
+    }),
+  ));
   await app.ready();
+  await routed.ready();
 });
-afterAll(() => app.close());
+afterAll(async () => {
+  await app.close();
+  await routed.close();
+});
 
 const body = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 const post = (url: string, headers: Record<string, string> = {}) => {
@@ -126,5 +157,19 @@ describe('the chat routes', () => {
     expect(forwarded[0]?.credential).toMatchObject({ tenantId: 'acme' });
     const line = logLines.map((text) => JSON.parse(text)).findLast((entry) => entry.route === '/v1/models');
     expect(line).toMatchObject({ status: 200, upstream: 'default' });
+    expect(listed).toEqual([]);
+  });
+
+  it('ask the model list service for the list of several upstreams, with the caller’s headers', async () => {
+    forwarded.length = 0;
+    const response = await routed.inject({
+      method: 'GET',
+      url: '/v1/models?limit=1000',
+      headers: { 'anthropic-version': '2023-06-01' },
+    });
+    expect(response.json()).toEqual({ object: 'list', data: [{ id: 'gathered' }] });
+    expect(forwarded).toEqual([]);
+    expect(listed).toHaveLength(1);
+    expect(listed[0]?.headers['anthropic-version']).toBe('2023-06-01');
   });
 });

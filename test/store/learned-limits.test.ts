@@ -348,6 +348,47 @@ describe('learned limits in Redis, written by two replicas at once', () => {
   });
 });
 
+describe('field fixes in Redis, of an upstream name at two URLs', () => {
+  it('are kept to the upstream at its URL: another provider under the same name does not take them', async () => {
+    const server = await startRedisServer();
+    const connections = [
+      await connected(createRedisConnection({ mode: 'standalone', url: server.url })),
+      await connected(createRedisConnection({ mode: 'standalone', url: server.url })),
+      await connected(createRedisConnection({ mode: 'standalone', url: server.url })),
+    ];
+    const [azure, azureReplica, mistral] = connections.map((redis, index) =>
+      createRedisLearnedLimits({
+        settings,
+        maxEntries: 1_000,
+        redis,
+        refreshMs: 100,
+        upstreamUrls: new Map([
+          ['default', index < 2 ? 'https://azure.example/v1' : 'https://mistral.example/v1'],
+        ]),
+      }),
+    ) as [LearnedLimits, LearnedLimits, LearnedLimits];
+    try {
+      await expect
+        .poll(() => azure.loaded() && azureReplica.loaded() && mistral.loaded(), { timeout: 5_000 })
+        .toBe(true);
+      createFieldFixes({ store: azure }).remember('default', 'gpt-5', {
+        field: 'max_tokens',
+        renameTo: 'max_completion_tokens',
+      });
+      await expect.poll(() => azureReplica.fixesOf('default', 'gpt-5').length, { timeout: 5_000 }).toBe(1);
+      // Once it has read that write, the other deployment's upstream of the same name still has none.
+      await expect
+        .poll(() => mistral.list().some((entry) => entry.kind === 'field_fixes'), { timeout: 5_000 })
+        .toBe(true);
+      expect(mistral.fixesOf('default', 'gpt-5')).toEqual([]);
+    } finally {
+      for (const each of [azure, azureReplica, mistral]) await each.close();
+      for (const redis of connections) redis.disconnect();
+      await server.stop();
+    }
+  });
+});
+
 describe('learned limits in Redis, learned while a write is on the way', () => {
   it('never loses a lesson this replica learned while its last one was being written or read back', async () => {
     const redis = await connected(createRedisConnection({ mode: 'standalone', url: inject('redisUrl') }));

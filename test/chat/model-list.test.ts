@@ -1,0 +1,212 @@
+// The model list of several upstreams: what each upstream's list is read as (OpenAI's shape and
+// Anthropic's; anything else is no list), the list written in the client's API's shape, and the service
+// over a scripted Upstream — each model under the upstream it is routed to, an upstream that breaks or
+// refuses left out and named, and the default upstream's answer when none lists.
+import { describe, expect, it } from 'vitest';
+import { noCredential } from '../../src/auth/authenticate.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { createModelListService, listedModels, modelListBody } from '../../src/chat/model-list.js';
+import { recordingClient, scriptedUpstream, type ScriptedAnswer } from '../helpers/port-fakes.js';
+import { writeConfigFile } from '../helpers/start-gateway.js';
+
+const json = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
+
+describe('listedModels', () => {
+  it.each([
+    [
+      "OpenAI's list",
+      json({
+        object: 'list',
+        data: [{ id: 'gpt-4o', object: 'model', created: 1_715_367_049, owned_by: 'system' }],
+      }),
+      [{ id: 'gpt-4o', created: 1_715_367_049, ownedBy: 'system', displayName: undefined }],
+    ],
+    [
+      "Anthropic's page",
+      json({
+        data: [
+          {
+            type: 'model',
+            id: 'claude-opus-4-8',
+            display_name: 'Claude Opus 4.8',
+            created_at: '2026-05-20T00:00:00Z',
+          },
+        ],
+        has_more: false,
+      }),
+      [{ id: 'claude-opus-4-8', created: 1_779_235_200, ownedBy: undefined, displayName: 'Claude Opus 4.8' }],
+    ],
+    [
+      'entries without a usable id left out',
+      json({ data: [{ id: '' }, { id: 7 }, null, 'gpt', { id: 'x'.repeat(513) }, { id: 'kept' }] }),
+      [{ id: 'kept', created: undefined, ownedBy: undefined, displayName: undefined }],
+    ],
+  ])('%s', (_name, body, expected) => {
+    expect(listedModels(body)).toEqual(expected);
+  });
+
+  it.each([
+    ['not JSON', Buffer.from('<html>Bad Gateway</html>')],
+    ['no data', json({ models: [{ name: 'llama3' }] })],
+    ['an error', json({ error: { message: 'Incorrect API key provided.' } })],
+    ['null', Buffer.from('null')],
+  ])('reads %s as no list', (_name, body) => {
+    expect(listedModels(body)).toBeUndefined();
+  });
+});
+
+describe('modelListBody', () => {
+  const models = [
+    {
+      id: 'claude-opus-4-8',
+      created: 1_779_235_200,
+      ownedBy: undefined,
+      displayName: 'Claude Opus 4.8',
+      upstream: 'claude',
+    },
+    { id: 'gpt-4o', created: undefined, ownedBy: 'system', displayName: undefined, upstream: 'default' },
+  ];
+
+  it("writes OpenAI's list, the upstream as the owner where the model named none", () => {
+    expect(JSON.parse(modelListBody(models, 'openai'))).toEqual({
+      object: 'list',
+      data: [
+        { id: 'claude-opus-4-8', object: 'model', created: 1_779_235_200, owned_by: 'claude' },
+        { id: 'gpt-4o', object: 'model', created: 0, owned_by: 'system' },
+      ],
+    });
+  });
+
+  it("writes Anthropic's page, whole, the id as the name where the model had none", () => {
+    expect(JSON.parse(modelListBody(models, 'anthropic'))).toEqual({
+      data: [
+        {
+          type: 'model',
+          id: 'claude-opus-4-8',
+          display_name: 'Claude Opus 4.8',
+          created_at: '2026-05-20T00:00:00.000Z',
+        },
+        { type: 'model', id: 'gpt-4o', display_name: 'gpt-4o', created_at: '1970-01-01T00:00:00.000Z' },
+      ],
+      has_more: false,
+      first_id: 'claude-opus-4-8',
+      last_id: 'gpt-4o',
+    });
+    expect(JSON.parse(modelListBody([], 'anthropic'))).toEqual({
+      data: [],
+      has_more: false,
+      first_id: null,
+      last_id: null,
+    });
+  });
+});
+
+describe('createModelListService', () => {
+  const config = loadConfig({
+    env: {
+      UPSTREAM_BASE_URL: 'http://default.invalid/v1',
+      CTXGATE_CONFIG: writeConfigFile(
+        [
+          'upstreams:',
+          '  - name: claude',
+          '    base_url: http://claude.invalid/v1',
+          '    kind: anthropic',
+          '    models: ["claude-*"]',
+          '  - name: local',
+          '    base_url: http://local.invalid/v1',
+          '    models: ["qwen*"]',
+          '',
+        ].join('\n'),
+      ),
+    },
+  });
+  const list = async (script: ScriptedAnswer[], headers: Record<string, string> = {}) => {
+    const upstream = scriptedUpstream(script);
+    const client = recordingClient();
+    const outcome = await createModelListService({ config, upstream, now: () => 0 }).list(
+      { headers, credential: noCredential },
+      client,
+    );
+    return { upstream, client, outcome };
+  };
+  const openAIList = (...ids: string[]): ScriptedAnswer => ({
+    status: 200,
+    chunks: [
+      JSON.stringify({
+        object: 'list',
+        data: ids.map((id) => ({ id, object: 'model', created: 1, owned_by: 'x' })),
+      }),
+    ],
+  });
+
+  it('lists each model under the upstream it is routed to, in the order of the upstreams', async () => {
+    const { upstream, client, outcome } = await list([
+      {
+        status: 200,
+        chunks: [
+          JSON.stringify({
+            data: [{ type: 'model', id: 'claude-opus-4-8', created_at: '2026-05-20T00:00:00Z' }],
+          }),
+        ],
+      },
+      openAIList('qwen3-coder', 'gpt-4o'),
+      openAIList('gpt-4o', 'claude-relay', 'qwen3-coder', 'o3'),
+    ]);
+    expect(JSON.parse(client.received).data.map((model: { id: string }) => model.id)).toEqual([
+      'claude-opus-4-8',
+      'qwen3-coder',
+      'gpt-4o',
+      'o3',
+    ]);
+    expect(client.statuses).toEqual([200]);
+    expect(client.headers['x-ctxgate-upstreams-unlisted']).toBeUndefined();
+    expect(upstream.sent.map((request) => [request.upstream.name, request.method, request.path])).toEqual([
+      ['claude', 'GET', '/models?limit=1000'],
+      ['local', 'GET', '/models'],
+      ['default', 'GET', '/models'],
+    ]);
+    expect(upstream.sent[0]?.headers['anthropic-version']).toBe('2023-06-01');
+    expect(outcome.upstream).toMatchObject({ status: 200, attempts: 3 });
+  });
+
+  it('leaves out and names an upstream that breaks, is unreachable or answers no list', async () => {
+    const { client } = await list(
+      [
+        { status: 200, chunks: ['{"data":[{"id":"claude-haiku'], breaks: true },
+        { status: 0, refused: true },
+        openAIList('gpt-4o'),
+      ],
+      { 'anthropic-version': '2023-06-01' },
+    );
+    expect(JSON.parse(client.received)).toMatchObject({
+      data: [{ type: 'model', id: 'gpt-4o' }],
+      has_more: false,
+    });
+    expect(client.headers['x-ctxgate-upstreams-unlisted']).toBe('claude, local');
+  });
+
+  it("answers the default upstream's answer as it came when no upstream lists", async () => {
+    const refusal = JSON.stringify({
+      error: { message: 'Incorrect API key provided.', code: 'invalid_api_key' },
+    });
+    const { client } = await list([
+      { status: 401, chunks: ['{"type":"error"}'] },
+      { status: 404, chunks: ['Not Found'] },
+      { status: 401, headers: { 'content-type': 'application/json' }, chunks: [refusal] },
+    ]);
+    expect(client.statuses).toEqual([401]);
+    expect(client.received).toBe(refusal);
+  });
+
+  it('refuses with a 502 when no upstream answered at all', async () => {
+    await expect(
+      list([
+        { status: 0, refused: true },
+        { status: 0, refused: true },
+        { status: 0, refused: true },
+      ]),
+    ).rejects.toMatchObject({
+      code: 'upstream_unreachable',
+    });
+  });
+});
