@@ -56,6 +56,21 @@ const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Blocks of a content that is a string or an array of blocks; anything else is a 400 naming it. */
+/**
+ * Claude Code's billing attribution, the first text of its system prompt (`x-anthropic-billing-header:
+ * cc_version=2.1.332.857; cc_entrypoint=cli;`, and `cch=` where it attests): Anthropic's to read, noise to
+ * any other model, and a line that changes with each conversation's first message and each sub-agent's
+ * (with `cch`, each request) at the very start of the prompt — where it kept a Chat Completions provider
+ * from reusing its prefix cache for the instructions and tools after it. Left out of a bridged request's
+ * system prompt: the text without that line (nothing, when the text was the line alone).
+ */
+function withoutBillingAttribution(text: string): string[] {
+  if (!text.startsWith('x-anthropic-billing-header:')) return [text];
+  const end = text.indexOf('\n');
+  const rest = end === -1 ? '' : text.slice(end + 1).replace(/^\n+/, '');
+  return rest === '' ? [] : [rest];
+}
+
 function blocksOf(content: unknown, param: string): Json[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   if (!Array.isArray(content)) throw invalid(`${param}: Input should be a valid string or list`, param);
@@ -737,10 +752,8 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
 
   if (body.system !== undefined) {
     const blocks = blocksOf(body.system, 'system');
-    const text = blocks
-      .filter((block) => block.type === 'text')
-      .map((block) => block.text)
-      .join('\n\n');
+    const texts = blocks.filter((block) => block.type === 'text').map((block) => block.text as string);
+    const text = (native ? texts : texts.flatMap(withoutBillingAttribution)).join('\n\n');
     // A string stays a string; blocks (cache_control on them) go back as they came.
     if (text !== '')
       messages.push(

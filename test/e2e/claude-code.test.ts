@@ -1011,6 +1011,29 @@ describe('Claude Code through ctxgate', () => {
     ).toBe(true);
   }, 300_000);
 
+  // Claude Code starts its system prompt with a billing line for Anthropic (`x-anthropic-billing-header:
+  // cc_version=2.1.332.857; …`) whose last part follows the conversation's first message: bridged, every
+  // conversation's and sub-agent's prompt differed from its first bytes, and no provider could reuse its
+  // prefix cache for the instructions and tools after it.
+  it('sends a Chat Completions model the same system prompt from one conversation to the next, without the billing line', async () => {
+    const systemPrompts: string[] = [];
+    // One user's two conversations: the same home (its memory's path is in the prompt).
+    const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+    for (const task of ['Tell me the code in notes.txt.', 'Please, tell me what the code in notes.txt is.']) {
+      const before = openai.chatRequests.length;
+      const { result } = await runClaude(task, 'local-coder', undefined, { home });
+      expect(result.is_error).toBe(false);
+      const first = openai.chatRequests
+        .slice(before)
+        .map((request) => request.body as { messages: ChatMessage[]; tools?: unknown[] })
+        .find((body) => (body.tools?.length ?? 0) > 0);
+      systemPrompts.push(textOf(first?.messages.find((message) => message.role === 'system')?.content));
+    }
+    expect(systemPrompts[0]).not.toContain('x-anthropic-billing-header');
+    expect(systemPrompts[0]?.length).toBeGreaterThan(1_000);
+    expect(systemPrompts[1]).toBe(systemPrompts[0]);
+  }, 300_000);
+
   // Claude Code holds an MCP server's tools back behind its ToolSearch, whose result names the tool found
   // in a `tool_reference` block: a Chat Completions model was told only "[tool_reference]".
   it("reaches an MCP server's tool through Claude Code's tool search bridged to a Chat Completions model", async () => {

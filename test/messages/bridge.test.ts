@@ -60,6 +60,37 @@ describe('a Messages request as a chat request', () => {
       ],
     ],
     [
+      // Claude Code's first system block (2.1.332, captured), a string prompt starting with the line (an SDK
+      // caller's), and one that is the line alone.
+      "Claude Code's billing attribution left out",
+      {
+        system: [
+          {
+            type: 'text',
+            text: 'x-anthropic-billing-header: cc_version=2.1.332.857; cc_entrypoint=sdk-cli;',
+          },
+          { type: 'text', text: 'You are a Claude agent.', cache_control: { type: 'ephemeral' } },
+          {
+            type: 'text',
+            text: 'x-anthropic-billing-header: cc_version=2.1.332.a3f; cch=97bd6;\n\nBe brief.',
+          },
+        ],
+        messages: [{ role: 'user', content: 'Hi' }],
+      },
+      [
+        { role: 'system', content: 'You are a Claude agent.\n\nBe brief.' },
+        { role: 'user', content: 'Hi' },
+      ],
+    ],
+    [
+      'a system prompt of the billing attribution alone: none',
+      {
+        system: 'x-anthropic-billing-header: cc_version=2.1.332.857; cc_entrypoint=cli;',
+        messages: [{ role: 'user', content: 'Hi' }],
+      },
+      [{ role: 'user', content: 'Hi' }],
+    ],
+    [
       'an image block, as a data URL',
       {
         messages: [
@@ -188,6 +219,18 @@ describe('a Messages request as a chat request', () => {
     ],
   ])('%s', (_name, body, messages) => {
     expect(bridged(body).chatBody.messages).toEqual(messages);
+  });
+
+  it("keeps Claude Code's billing attribution for an anthropic upstream, whose key it is", () => {
+    const system = [
+      { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.332.857; cc_entrypoint=sdk-cli;' },
+      { type: 'text', text: 'You are a Claude agent.' },
+    ];
+    const [message] = bridged({ system, messages: [{ role: 'user', content: 'Hi' }] }, true).chatBody
+      .messages as Array<{ content: string }>;
+    expect(message?.content).toBe(
+      'x-anthropic-billing-header: cc_version=2.1.332.857; cc_entrypoint=sdk-cli;\n\nYou are a Claude agent.',
+    );
   });
 
   it.each([
