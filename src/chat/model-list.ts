@@ -49,7 +49,10 @@ interface UpstreamList {
   body: Buffer | undefined;
 }
 
-/** The models of a list in OpenAI's shape (`data` of `{id, created, owned_by}`) or Anthropic's; undefined when it is neither. */
+/**
+ * The models of a list in OpenAI's shape (`data` of `{id, created, owned_by}`) or Anthropic's; undefined
+ * when it is neither.
+ */
 export function listedModels(body: Buffer): ListedModel[] | undefined {
   let parsed: unknown;
   try {

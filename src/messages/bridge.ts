@@ -55,7 +55,6 @@ const invalid = (message: string, param: string): GatewayError =>
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** Blocks of a content that is a string or an array of blocks; anything else is a 400 naming it. */
 /**
  * Claude Code's billing attribution, the first text of its system prompt (`x-anthropic-billing-header:
  * cc_version=2.1.332.857; cc_entrypoint=cli;`, and `cch=` where it attests): Anthropic's to read, noise to
@@ -71,6 +70,7 @@ function withoutBillingAttribution(text: string): string[] {
   return rest === '' ? [] : [rest];
 }
 
+/** Blocks of a content that is a string or an array of blocks; anything else is a 400 naming it. */
 function blocksOf(content: unknown, param: string): Json[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   if (!Array.isArray(content)) throw invalid(`${param}: Input should be a valid string or list`, param);

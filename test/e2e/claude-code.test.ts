@@ -44,7 +44,10 @@ let anthropic: FakeAnthropic;
 let wideAnthropic: FakeAnthropic;
 /** Claude behind Bedrock (a gateway or LiteLLM before it): every anthropic-beta flag but one refused, naming none. */
 let bedrockClaude: FakeAnthropic;
-/** Kimi on Fireworks' Anthropic-compatible endpoint: a member of a tool beyond its name, description and schema refused. */
+/**
+ * Kimi on Fireworks' Anthropic-compatible endpoint: a member of a tool beyond its name, description and
+ * schema refused.
+ */
 let fireworks: FakeAnthropic;
 /** A model on Volcano Engine's Ark coding plan: no content block beyond text, thinking, images and tools. */
 let ark: FakeAnthropic;
