@@ -17,7 +17,12 @@ import {
   isGatewayThinking,
   readCarrier,
 } from '../upstream/carried-state.js';
-import { askedMaxTokens, BridgedExtension, bridgedMessages } from '../upstream/anthropic-wire.js';
+import {
+  askedMaxTokens,
+  BridgedExtension,
+  bridgedMessages,
+  withoutBillingAttribution,
+} from '../upstream/anthropic-wire.js';
 import { outputCapField } from '../upstream/model-family.js';
 import { clientToolOf } from './client-tools.js';
 import { chatReasoningEffort, chatResponseFormat } from '../upstream/output-format.js';
@@ -54,21 +59,6 @@ const invalid = (message: string, param: string): GatewayError =>
 
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/**
- * Claude Code's billing attribution, the first text of its system prompt (`x-anthropic-billing-header:
- * cc_version=2.1.332.857; cc_entrypoint=cli;`, and `cch=` where it attests): Anthropic's to read, noise to
- * any other model, and a line that changes with each conversation's first message and each sub-agent's
- * (with `cch`, each request) at the very start of the prompt — where it kept a Chat Completions provider
- * from reusing its prefix cache for the instructions and tools after it. Left out of a bridged request's
- * system prompt: the text without that line (nothing, when the text was the line alone).
- */
-function withoutBillingAttribution(text: string): string[] {
-  if (!text.startsWith('x-anthropic-billing-header:')) return [text];
-  const end = text.indexOf('\n');
-  const rest = end === -1 ? '' : text.slice(end + 1).replace(/^\n+/, '');
-  return rest === '' ? [] : [rest];
-}
 
 /** Blocks of a content that is a string or an array of blocks; anything else is a 400 naming it. */
 function blocksOf(content: unknown, param: string): Json[] {

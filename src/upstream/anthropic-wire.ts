@@ -102,6 +102,35 @@ export const bridgedMessages = Symbol('ctxgate.anthropic.bridgedMessages');
 export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
 
 /** What an `anthropic` upstream refused of a conversation, as its learned fixes say (field-fixes.ts). */
+/**
+ * Claude Code's billing attribution, the first text of its system prompt (`x-anthropic-billing-header:
+ * cc_version=2.1.332.857; cc_entrypoint=cli;`, and `cch=` where it attests): Anthropic's to read, noise to
+ * any other model, and a line that changes with each conversation's first message and each sub-agent's
+ * (with `cch`, each request) at the very start of the prompt — where it kept a Chat Completions provider
+ * from reusing its prefix cache for the instructions and tools after it; Bedrock and GitHub Copilot's
+ * Messages endpoint refuse it (ConversationFixes noBillingAttribution). Left out of a bridged request's
+ * system prompt, and of one to such an upstream: the text without that line (nothing, when the text was
+ * the line alone).
+ */
+const billingLine = 'x-anthropic-billing-header:';
+export function withoutBillingAttribution(text: string): string[] {
+  if (!text.startsWith(billingLine)) return [text];
+  const end = text.indexOf('\n');
+  const rest = end === -1 ? '' : text.slice(end + 1).replace(/^\n+/, '');
+  return rest === '' ? [] : [rest];
+}
+
+/** `blocks` with the billing attribution left out of their texts (withoutBillingAttribution). */
+function withoutBillingBlocks(blocks: Json[]): Json[] {
+  if (!blocks.some((block) => typeof block.text === 'string' && block.text.startsWith(billingLine)))
+    return blocks;
+  return blocks.flatMap((block) =>
+    typeof block.text === 'string' && block.text.startsWith(billingLine)
+      ? withoutBillingAttribution(block.text).map((text) => Object.assign({}, block, { text }))
+      : [block],
+  );
+}
+
 export interface ConversationFixes {
   /** The block types it takes: each other block is told as text where it stood (block-stand-ins.ts). */
   blockTypes?: BlockTypes;
@@ -111,6 +140,8 @@ export interface ConversationFixes {
   cacheMembers?: ReadonlySet<string>;
   /** Members of a block it refused, by the block's type (a tool call's `caller`), which no block is sent with. */
   blockMembers?: ReadonlyMap<string, ReadonlySet<string>>;
+  /** It refuses Claude Code's billing attribution in the system prompt: the line is left out there. */
+  noBillingAttribution?: true;
 }
 
 /**
@@ -366,10 +397,12 @@ export function toAnthropicRequest(chat: Json): Json {
     if (role === 'system' || role === 'developer') {
       if (leading) {
         const kept = extensionOf(message, bridged);
+        const given = kept !== undefined ? asTaken(kept.blocks as Json[]) : blocksOfContent(message.content);
+        const blocks = fixed.noBillingAttribution === true ? withoutBillingBlocks(given) : given;
         if (kept !== undefined) {
           systemBlocks ??= [];
-          for (const block of asTaken(kept.blocks as Json[])) systemBlocks.push(block);
-        } else for (const block of blocksOfContent(message.content)) system.push(block);
+          for (const block of blocks) systemBlocks.push(block);
+        } else for (const block of blocks) system.push(block);
         continue;
       }
       // The client's own system message after the conversation began (Anthropic's mid-conversation

@@ -5,6 +5,7 @@
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
 import {
   anthropicBetaField,
+  billingAttributionField,
   fixForAnthropicMember,
   fixForBlockMember,
   fixForExtraInput,
@@ -410,6 +411,9 @@ function anthropicRefusals(text: string): FieldFix[] {
     /\bmessages\.\d+\.content\.\d+\.(\w+)\.(\w+): extra inputs are not permitted/gi,
   ))
     fixes.push(fixForBlockMember(match[1] as string, match[2] as string));
+  // Claude Code's billing attribution, refused by Bedrock and GitHub Copilot's endpoint.
+  if (/x-anthropic-billing-header\W{0,3} is a reserved keyword/i.test(text))
+    fixes.push({ field: billingAttributionField });
   // OpenRouter's Messages endpoint for a model not Anthropic's: no tool loaded on demand.
   if (/deferred custom tools are only supported on anthropic models/i.test(text))
     fixes.push({ field: toolMemberField('defer_loading') });

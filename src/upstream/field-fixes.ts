@@ -590,6 +590,17 @@ export const resultBlockTypesField = 'messages[].content[].content[].type';
 export const systemMessagesField = 'messages[].role.system.mid_conversation';
 
 /**
+ * Not a field of the body: Claude Code's billing attribution, the first line of its system prompt
+ * (`x-anthropic-billing-header: cc_version=…`), which Claude on Bedrock — behind a relay such as LiteLLM or
+ * claude-code-router — and GitHub Copilot's Messages endpoint refuse ("x-anthropic-billing-header is a
+ * reserved keyword and may not be used in the system prompt.": musistudio/claude-code-router#1161,
+ * ericc-ch/copilot-api#174, anthropics/claude-code#24168). Every request of Claude Code failed. The line is
+ * then left out of the system prompt (anthropic-wire.ts withoutBillingAttribution); Anthropic itself,
+ * which reads it, keeps getting it.
+ */
+export const billingAttributionField = 'system.billing_attribution';
+
+/**
  * Not fields of the body: members of a cache breakpoint's mark an Anthropic-compatible upstream does not
  * know — its `ttl` (`{"type": "ephemeral", "ttl": "1h"}`, which Claude Code asks in its main loop), which
  * Claude on Bedrock before its hour-long cache refuses ("messages.0.content.3.text.cache_control.ephemeral.ttl:
@@ -865,6 +876,7 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
   const inResults = takenIn(resultBlockTypesField);
   if (blocks !== undefined || inResults !== undefined) found.blockTypes = { blocks, inResults };
   if (fixes.some((fix) => fix.field === systemMessagesField)) found.noSystemMessages = true;
+  if (fixes.some((fix) => fix.field === billingAttributionField)) found.noBillingAttribution = true;
   const cacheMembers = membersUnder(fixes, cacheMemberPrefix);
   if (cacheMembers.length > 0) found.cacheMembers = new Set(cacheMembers);
   const blockMembers = new Map<string, Set<string>>();

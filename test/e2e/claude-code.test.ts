@@ -406,7 +406,11 @@ beforeAll(async () => {
   const anthropicUrl = await anthropic.start();
   wideAnthropic.respond = anthropic.respond;
   bedrockClaude.respond = anthropic.respond;
-  fireworks = new FakeAnthropic({ window: 200_000, extraToolMembers: ['fireworks-kimi-k2p5-turbo'] });
+  fireworks = new FakeAnthropic({
+    window: 200_000,
+    extraToolMembers: ['fireworks-kimi-k2p5-turbo'],
+    reservedBilling: ['copilot-claude-sonnet-4.6'],
+  });
   fireworks.respond = anthropic.respond;
   minimax = new FakeAnthropic({ window: 200_000 });
   minimax.respond = (body) => {
@@ -434,7 +438,7 @@ beforeAll(async () => {
       '  - name: fireworks',
       `    base_url: ${await fireworks.start()}`,
       '    kind: anthropic',
-      '    models: ["fireworks-*"]',
+      '    models: ["fireworks-*", "copilot-*"]',
       '  - name: kimi',
       `    base_url: ${await kimi.start()}`,
       '    kind: anthropic',
@@ -757,6 +761,31 @@ describe('Claude Code through ctxgate', () => {
     expect(answered.length).toBeGreaterThan(1);
     expect(answered.every((request) => request.status === 200)).toBe(true);
     for (const request of answered) expect(JSON.stringify(request.body.tools)).not.toContain('defer_loading');
+  }, 300_000);
+
+  // GitHub Copilot's Messages endpoint (and Claude on Bedrock behind a relay) refuses Claude Code's first
+  // system line, its billing attribution ("x-anthropic-billing-header is a reserved keyword and may not be
+  // used in the system prompt."): every request failed through a gateway (ericc-ch/copilot-api#174).
+  it("runs the scripted task on GitHub Copilot's Claude, which refuses Claude Code's billing line: refused once", async () => {
+    const before = fireworks.messageRequests.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'copilot-claude-sonnet-4.6',
+      undefined,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = fireworks.messageRequests.slice(before);
+    expect(sent.filter((request) => request.status !== 200).map((request) => request.refusal)).toEqual([
+      'x-anthropic-billing-header is a reserved keyword and may not be used in the system prompt.',
+    ]);
+    expect(sent[0]?.status).toBe(400);
+    expect(sent.length).toBeGreaterThan(2);
+    for (const request of sent.slice(1)) {
+      expect(JSON.stringify(request.body.system)).not.toContain('x-anthropic-billing-header');
+      // The instructions after the line went as they were.
+      expect(JSON.stringify(request.body.system)).toContain('You are a Claude agent');
+    }
   }, 300_000);
 
   // Volcano Engine's Ark takes no `document` block ("invalid value: `document`, supported values are: …",

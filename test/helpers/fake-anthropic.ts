@@ -805,6 +805,11 @@ export class FakeAnthropic {
        */
       extraToolMembers?: readonly string[];
       /**
+       * Models served as GitHub Copilot's Messages endpoint (and Claude on Bedrock) serve them: a system prompt
+       * holding Claude Code's billing line is refused in their words (ericc-ch/copilot-api#174).
+       */
+      reservedBilling?: readonly string[];
+      /**
        * The models `GET /v1/models` lists, newest first, as Anthropic lists them: 20 a page unless `limit`
        * asks for more (up to 1,000), with `has_more`. None by default.
        */
@@ -1008,6 +1013,20 @@ export class FakeAnthropic {
             type: 'invalid_request_error',
             param: null,
             code: 'invalid_request_error',
+          },
+        }),
+      );
+    if (
+      this.options.reservedBilling?.includes(String(body.model)) === true &&
+      JSON.stringify(body.system ?? '').includes('x-anthropic-billing-header')
+    )
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            message:
+              'x-anthropic-billing-header is a reserved keyword and may not be used in the system prompt.',
+            code: 'invalid_request_body',
           },
         }),
       );

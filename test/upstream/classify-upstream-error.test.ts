@@ -2976,6 +2976,35 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'bad_request' },
   },
+  {
+    // GitHub Copilot's Messages endpoint on Claude Code's first system line (ericc-ch/copilot-api#174).
+    name: 'GitHub Copilot: "x-anthropic-billing-header is a reserved keyword and may not be used in the system prompt."',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'x-anthropic-billing-header is a reserved keyword and may not be used in the system prompt.',
+          code: 'invalid_request_body',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'system.billing_attribution' }] },
+  },
+  {
+    // Claude on Bedrock through claude-code-router (musistudio/claude-code-router#1161).
+    name: 'Bedrock through a router: "ValidationException: x-anthropic-billing-header is a reserved keyword …"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            'Error from provider(jk,claude-sonnet-4-5-20250929: 400): {"error":{"message":"Provider API error: InvokeModelWithResponseStream: operation error Bedrock Runtime: InvokeModelWithResponseStream, https response error StatusCode: 400, RequestID: d529ab16-da2c-4500-a93e-78b37334acdb, ValidationException: x-anthropic-billing-header is a reserved keyword and may not be used in the system prompt.","type":"system_error"}}',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'system.billing_attribution' }] },
+  },
   // Fireworks' words for a field its schema does not have ("Extra inputs are not permitted, field: '<path>'",
   // pydantic's error by its place in brackets), which OpenCode Zen and Go, Venice and Azure AI give too.
   {

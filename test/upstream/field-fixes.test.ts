@@ -1320,6 +1320,26 @@ describe('fixForAnthropicMember and withAnthropicFixes', () => {
     expect(call.caller).toEqual({ type: 'direct' });
   });
 
+  it("leaves Claude Code's billing line out of the system prompt of an upstream that refused it, the rest as it was", () => {
+    const billing = 'x-anthropic-billing-header: cc_version=2.1.332.857; cc_entrypoint=cli;';
+    const system = [
+      { type: 'text', text: billing },
+      { type: 'text', text: 'You are a Claude agent.', cache_control: { type: 'ephemeral' } },
+    ];
+    const bridge = (prompt: unknown) =>
+      bridgeMessagesRequest(
+        { model: 'claude', max_tokens: 10, system: prompt, messages: [{ role: 'user', content: 'Hi' }] },
+        { native: true, requireMaxTokens: true },
+      ).chatBody;
+    const fix = [{ field: 'system.billing_attribution' }];
+    expect(toAnthropicRequest(withAnthropicFixes(bridge(system), fix)).system).toEqual([system[1]]);
+    expect(toAnthropicRequest(withAnthropicFixes(bridge(`${billing}\n\nBe brief.`), fix)).system).toBe(
+      'Be brief.',
+    );
+    // Anthropic itself, which refused nothing, is sent it.
+    expect(toAnthropicRequest(withAnthropicFixes(bridge(system), [])).system).toEqual(system);
+  });
+
   it('is the same request when nothing refused is there, or for a chat request', () => {
     const request = { model: 'claude', ctxgate_anthropic: { thinking: { type: 'adaptive' } } };
     expect(withAnthropicFixes(request, [{ field: 'context_management' }])).toBe(request);
