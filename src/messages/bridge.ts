@@ -365,6 +365,18 @@ interface BridgeContext {
   param: string;
   native: boolean;
   dropped: Set<string>;
+  /** The client's cache breakpoints go on the chat content parts they marked (BridgeMessagesOptions). */
+  cacheMarks?: boolean;
+}
+
+/** A block's cache breakpoint (`cache_control`), or undefined. */
+const markOf = (block: Json): Json | undefined =>
+  isObject(block.cache_control) ? block.cache_control : undefined;
+
+/** `part` with `block`'s cache breakpoint on it, when there is one to carry. */
+function marked(part: Json, block: Json, carry: boolean | undefined): Json {
+  const mark = carry === true ? markOf(block) : undefined;
+  return mark === undefined ? part : Object.assign({}, part, { cache_control: mark });
 }
 
 /**
@@ -452,7 +464,11 @@ function systemMessage(blocks: Json[], { native, dropped }: BridgeContext): Json
 }
 
 /** A user message's blocks as chat messages: its tool results first (each a tool message), then the rest. */
-function userMessages(content: unknown, blocks: Json[], { param, native, dropped }: BridgeContext): Json[] {
+function userMessages(
+  content: unknown,
+  blocks: Json[],
+  { param, native, dropped, cacheMarks }: BridgeContext,
+): Json[] {
   const messages: Json[] = [];
   const rest: Json[] = [];
   const restBlocks: Json[] = [];
@@ -460,23 +476,38 @@ function userMessages(content: unknown, blocks: Json[], { param, native, dropped
     if (block.type === 'tool_result') {
       if (typeof block.tool_use_id !== 'string')
         throw invalid(`${param}: tool_result needs a tool_use_id`, param);
+      const result = toolResultContent(block.content, block.is_error === true);
+      const mark = cacheMarks === true ? markOf(block) : undefined;
       const tool: Json = {
         role: 'tool',
         tool_call_id: block.tool_use_id,
-        content: toolResultContent(block.content, block.is_error === true),
+        // Its cache breakpoint on its (last) part.
+        content:
+          mark === undefined
+            ? result
+            : typeof result === 'string'
+              ? [{ type: 'text', text: result, cache_control: mark }]
+              : result.map((part, at) =>
+                  at === result.length - 1 ? Object.assign({}, part, { cache_control: mark }) : part,
+                ),
       };
       messages.push(withExtension(tool, [block], native));
       continue;
     }
     const part = partOf(block);
     if (part === undefined && !native && block.type !== 'compaction') dropped.add(String(block.type));
-    if (part !== undefined) rest.push(part);
+    if (part !== undefined) rest.push(marked(part, block, cacheMarks));
     restBlocks.push(block);
   }
   if (restBlocks.length > 0) {
     const message: Json = {
       role: 'user',
-      content: typeof content === 'string' ? content : chatContent(rest),
+      content:
+        typeof content === 'string'
+          ? content
+          : rest.some((part) => part.cache_control !== undefined)
+            ? rest
+            : chatContent(rest),
     };
     // Blank text left out of what goes to Anthropic: the message too when it holds nothing else beside
     // tool results; a message of nothing else alone is the client's.
@@ -714,6 +745,11 @@ function noThreads(body: Json): void {
 
 export interface BridgeMessagesOptions {
   native: boolean;
+  /**
+   * Claude behind a Chat Completions endpoint (OpenRouter, LiteLLM), which caches only up to the parts a
+   * client marks: the client's cache breakpoints go on the content parts they marked (docs/anthropic.md).
+   */
+  cacheMarks?: boolean;
   requireMaxTokens: boolean;
   maxMessages?: number;
 }
@@ -742,14 +778,24 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
 
   if (body.system !== undefined) {
     const blocks = blocksOf(body.system, 'system');
-    const texts = blocks.filter((block) => block.type === 'text').map((block) => block.text as string);
+    const textBlocks = blocks.filter((block) => block.type === 'text');
+    const texts = textBlocks.map((block) => block.text as string);
     const text = (native ? texts : texts.flatMap(withoutBillingAttribution)).join('\n\n');
+    // Bridged to Claude through a Chat Completions endpoint: its texts as parts, each with its mark.
+    const parts =
+      !native && options.cacheMarks === true && textBlocks.some((block) => markOf(block) !== undefined)
+        ? textBlocks.flatMap((block) =>
+            withoutBillingAttribution(block.text as string).map((each) =>
+              marked({ type: 'text', text: each }, block, true),
+            ),
+          )
+        : undefined;
     // A string stays a string; blocks (cache_control on them) go back as they came.
     if (text !== '')
       messages.push(
         typeof body.system === 'string'
           ? { role: 'system', content: text }
-          : withExtension({ role: 'system', content: text }, blocks, native),
+          : withExtension({ role: 'system', content: parts ?? text }, blocks, native),
       );
   }
 
@@ -778,7 +824,7 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
       }
       if (blocks.length === 0) return recordSources({ origins, strings }, messages, index, undefined, []);
     }
-    const where = { param: `${param}.content`, native, dropped };
+    const where = { param: `${param}.content`, native, dropped, cacheMarks: options.cacheMarks === true };
     if (role === 'assistant') messages.push(assistantMessage(blocks, where));
     // Where it stood: for a model whose template takes one system message, first, the service moves it
     // (notice-placement.ts's forStrictTemplate).

@@ -106,6 +106,8 @@ export function createMessagesService(deps: {
     const native = named && config.routing.upstreamFor(model).kind === 'anthropic';
     return bridgeMessagesRequest(input.body, {
       native,
+      // Claude served through a Chat Completions endpoint caches only up to the marks it is given.
+      cacheMarks: named && !native && /claude/i.test(model),
       requireMaxTokens,
       maxMessages: config.server.max_messages,
     });

@@ -1066,6 +1066,39 @@ describe('Claude Code through ctxgate', () => {
     expect(systemPrompts[1]).toBe(systemPrompts[0]);
   }, 300_000);
 
+  // Claude through a Chat Completions endpoint (OpenRouter's, LiteLLM's) caches only up to the parts a
+  // client marks `cache_control`: bridged, Claude Code's marks were dropped with its blocks, and every
+  // request of its loop paid for its whole prompt again.
+  it("keeps Claude Code's cache breakpoints on the parts they marked, bridged to Claude behind a Chat Completions endpoint", async () => {
+    const before = openai.chatRequests.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt.',
+      'anthropic/claude-sonnet-4.6',
+      undefined,
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = openai.chatRequests
+      .slice(before)
+      .map((request) => request.body as { messages: ChatMessage[]; tools?: unknown[] })
+      .filter((body) => (body.tools?.length ?? 0) > 0);
+    expect(sent.length).toBeGreaterThan(1);
+    const marksIn = (message: ChatMessage | undefined) =>
+      Array.isArray(message?.content)
+        ? (message.content as Array<{ cache_control?: unknown }>).filter(
+            (part) => part.cache_control !== undefined,
+          ).length
+        : 0;
+    for (const body of sent) {
+      const system = body.messages.find((message) => message.role === 'system');
+      expect(marksIn(system)).toBeGreaterThan(0);
+      expect(JSON.stringify(system?.content)).not.toContain('x-anthropic-billing-header');
+      // The newest message marked too (Claude Code marks its last block), and no more than Claude takes.
+      expect(marksIn(body.messages.at(-1))).toBe(1);
+      expect(body.messages.reduce((count, message) => count + marksIn(message), 0)).toBeLessThanOrEqual(4);
+    }
+  }, 300_000);
+
   // Claude Code holds an MCP server's tools back behind its ToolSearch, whose result names the tool found
   // in a `tool_reference` block: a Chat Completions model was told only "[tool_reference]".
   it("reaches an MCP server's tool through Claude Code's tool search bridged to a Chat Completions model", async () => {

@@ -221,6 +221,55 @@ describe('a Messages request as a chat request', () => {
     expect(bridged(body).chatBody.messages).toEqual(messages);
   });
 
+  it("keeps the client's cache breakpoints on the parts they marked for Claude behind a Chat Completions endpoint", () => {
+    const mark = { type: 'ephemeral' };
+    const body = {
+      model: 'anthropic/claude-sonnet-4.6',
+      max_tokens: 100,
+      system: [
+        { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.332.857;' },
+        { type: 'text', text: 'You are a Claude agent.', cache_control: mark },
+        { type: 'text', text: 'Be brief.' },
+      ],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Read it.' }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'CODE-4711', cache_control: mark },
+            { type: 'text', text: 'And now?', cache_control: mark },
+          ],
+        },
+      ],
+    };
+    const marked = bridgeMessagesRequest(body, { native: false, cacheMarks: true, requireMaxTokens: true });
+    expect(marked.chatBody.messages).toEqual([
+      {
+        role: 'system',
+        content: [
+          { type: 'text', text: 'You are a Claude agent.', cache_control: mark },
+          { type: 'text', text: 'Be brief.' },
+        ],
+      },
+      { role: 'user', content: 'Read it.' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 't1', type: 'function', function: { name: 'Read', arguments: '{}' } }],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 't1',
+        content: [{ type: 'text', text: 'CODE-4711', cache_control: mark }],
+      },
+      { role: 'user', content: [{ type: 'text', text: 'And now?', cache_control: mark }] },
+    ]);
+    // Another model caches by prefix on its own: plain strings, as before.
+    const plain = bridgeMessagesRequest(body, { native: false, requireMaxTokens: true });
+    expect(JSON.stringify(plain.chatBody.messages)).not.toContain('cache_control');
+  });
+
   it("keeps Claude Code's billing attribution for an anthropic upstream, whose key it is", () => {
     const system = [
       { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.332.857; cc_entrypoint=sdk-cli;' },
