@@ -137,6 +137,9 @@ const leftoverFields = new Set([
 export function fixForMessageField(path: readonly string[]): FieldFix | undefined {
   const field = path.at(-1);
   if (path.length === 1 && field === 'name') return { field: messageNameField };
+  // A content part's cache breakpoint (a client's, or one the Messages bridge carries for Claude), refused
+  // wherever it stood: no mark is sent, as for OpenRouter's 404 (cacheMarksField).
+  if (field === 'cache_control') return { field: cacheMarksField };
   if (field === undefined || !leftoverFields.has(field)) return undefined;
   if (path.length === 1) return { field: `messages[].${field}` };
   return path.length === 2 && path[0] === 'tool_calls'
@@ -1015,6 +1018,8 @@ const defaultsOnly = new Set(['temperature', 'top_p', 'presence_penalty', 'frequ
 
 /** What to send instead of a top-level field the provider does not know; undefined: the client's to fix. */
 export function fixForUnknownField(field: string): FieldFix | undefined {
+  // A serde server names a content part's field without its place ("unknown field `cache_control`").
+  if (field === 'cache_control') return { field: cacheMarksField };
   const other = otherNameOf[field];
   if (other !== undefined) return { field, renameTo: other };
   // Structured output: left out, what it asked told in the system message (withResponseFormatAsTaken);

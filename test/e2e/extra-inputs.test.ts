@@ -19,7 +19,7 @@ let harness: GatewayHarness;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
-const chatModels = ['kimi-k2p6', 'glm-5p2', 'minimax-m2p5'];
+const chatModels = ['kimi-k2p6', 'glm-5p2', 'minimax-m2p5', 'claude-behind-a-strict-proxy'];
 
 beforeAll(async () => {
   fireworks = new FakeUpstream({ extraInputs: chatModels });
@@ -156,6 +156,30 @@ describe('a conversation whose answers carry their reasoning, to Kimi as OpenCod
       "Extra inputs are not permitted, field: 'messages[2].tool_name'",
     );
     expect(sentTo('minimax-m2p5', before)).toHaveLength(1);
+  });
+});
+
+describe('cache breakpoints to Claude behind a Chat Completions endpoint that takes none', () => {
+  it('the Anthropic client is answered after one refusal, its marks left out; the next at once', async () => {
+    const ask = () =>
+      anthropic.messages
+        .create({
+          model: 'claude-behind-a-strict-proxy',
+          max_tokens: 256,
+          system: [{ type: 'text', text: 'You are a coding agent.', cache_control: { type: 'ephemeral' } }],
+          messages: [
+            { role: 'user', content: [{ type: 'text', text: 'Hi', cache_control: { type: 'ephemeral' } }] },
+          ],
+        })
+        .withResponse();
+    const before = fireworks.chatRequests.length;
+    const { data, response } = await ask();
+    expect(data.content[0]).toMatchObject({ type: 'text' });
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const [refused, answered] = sentTo('claude-behind-a-strict-proxy', before);
+    expect(JSON.stringify(refused?.messages)).toContain('cache_control');
+    expect(JSON.stringify(answered?.messages)).not.toContain('cache_control');
+    expect((await ask()).response.headers.get('x-ctxgate-attempts')).toBe('1');
   });
 });
 

@@ -947,6 +947,14 @@ const openAIMessageFields: Readonly<Record<string, readonly string[]>> = {
   tool: ['role', 'content', 'tool_call_id'],
 };
 const openAIToolCallFields = ['id', 'type', 'function'];
+/** The fields of a content part OpenAI's schema has, by its type. */
+const openAIPartFields: Readonly<Record<string, readonly string[]>> = {
+  text: ['type', 'text'],
+  image_url: ['type', 'image_url'],
+  input_audio: ['type', 'input_audio'],
+  file: ['type', 'file'],
+  refusal: ['type', 'refusal'],
+};
 
 /** What a Fireworks-like schema refuses of a chat request (`extraInputs`), each by its place. */
 function extraInputsOf(body: { messages?: ChatMessage[] }): Array<{ place: string; value: unknown }> {
@@ -957,6 +965,14 @@ function extraInputsOf(body: { messages?: ChatMessage[] }): Array<{ place: strin
     const allowed = openAIMessageFields[message.role] ?? [];
     for (const [field, value] of Object.entries(message))
       if (!allowed.includes(field)) extras.push({ place: `messages[${index}].${field}`, value });
+    (Array.isArray(message.content) ? (message.content as Array<Record<string, unknown>>) : []).forEach(
+      (part, at) => {
+        const fields = openAIPartFields[String(part.type)] ?? [];
+        for (const [field, value] of Object.entries(part))
+          if (!fields.includes(field))
+            extras.push({ place: `messages[${index}].content[${at}].${field}`, value });
+      },
+    );
     (message.role === 'assistant' ? (message.tool_calls ?? []) : []).forEach((call, at) => {
       for (const [field, value] of Object.entries(call as object))
         if (!openAIToolCallFields.includes(field))

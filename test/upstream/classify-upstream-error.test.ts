@@ -3005,6 +3005,47 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'system.billing_attribution' }] },
   },
+  // A content part's cache breakpoint refused (a Chat Completions endpoint serving Claude that takes none):
+  // no mark is sent, in each wording of a field refused.
+  ...[
+    [
+      "OpenAI's schema words",
+      JSON.stringify({
+        error: {
+          message:
+            "Additional properties are not allowed ('cache_control' was unexpected) - 'messages.0.content.0'",
+          type: 'invalid_request_error',
+        },
+      }),
+    ],
+    [
+      "Mistral's validation error, by its place",
+      JSON.stringify({
+        object: 'error',
+        message: {
+          detail: [
+            {
+              type: 'extra_forbidden',
+              loc: ['body', 'messages', 0, 'system', 'content', 0, 'text', 'cache_control'],
+              msg: 'Extra inputs are not permitted',
+              input: { type: 'ephemeral' },
+            },
+          ],
+        },
+        type: 'invalid_request_error',
+      }),
+    ],
+    [
+      "a serde server's",
+      JSON.stringify({
+        error: { message: 'Failed to deserialize the JSON body: unknown field `cache_control`' },
+      }),
+    ],
+  ].map(([wording, body]) => ({
+    name: `a content part's cache_control refused: ${wording as string}`,
+    answer: { status: 400, body: body as string },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'messages[].content[].cache_control' }] },
+  })),
   // Fireworks' words for a field its schema does not have ("Extra inputs are not permitted, field: '<path>'",
   // pydantic's error by its place in brackets), which OpenCode Zen and Go, Venice and Azure AI give too.
   {
