@@ -101,7 +101,9 @@ export const bridgedMessages = Symbol('ctxgate.anthropic.bridgedMessages');
  */
 export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
 
-/** What an `anthropic` upstream refused of a conversation, as its learned fixes say (field-fixes.ts). */
+/** How Claude Code's billing attribution starts. */
+const billingLine = 'x-anthropic-billing-header:';
+
 /**
  * Claude Code's billing attribution, the first text of its system prompt (`x-anthropic-billing-header:
  * cc_version=2.1.332.857; cc_entrypoint=cli;`, and `cch=` where it attests): Anthropic's to read, noise to
@@ -112,7 +114,6 @@ export const askedMaxTokens = Symbol('ctxgate.anthropic.askedMaxTokens');
  * system prompt, and of one to such an upstream: the text without that line (nothing, when the text was
  * the line alone).
  */
-const billingLine = 'x-anthropic-billing-header:';
 export function withoutBillingAttribution(text: string): string[] {
   if (!text.startsWith(billingLine)) return [text];
   const end = text.indexOf('\n');
@@ -131,6 +132,7 @@ function withoutBillingBlocks(blocks: Json[]): Json[] {
   );
 }
 
+/** What an `anthropic` upstream refused of a conversation, as its learned fixes say (field-fixes.ts). */
 export interface ConversationFixes {
   /** The block types it takes: each other block is told as text where it stood (block-stand-ins.ts). */
   blockTypes?: BlockTypes;

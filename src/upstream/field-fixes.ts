@@ -677,13 +677,6 @@ export function fixForExtraInput(path: string): FieldFix | undefined {
   if (head === 'tools' && rest.length === 1)
     return fixForAnthropicMember(`tools.${index}.${rest[0] as string}`);
   if (head !== 'messages') return undefined;
-  if (
-    rest.length === 3 &&
-    rest[0] === 'content' &&
-    /^\d+$/.test(rest[1] as string) &&
-    rest[2] === 'cache_control'
-  )
-    return { field: cacheMarksField };
   return fixForMessageField(rest.filter((part) => !/^\d+$/.test(part)));
 }
 
