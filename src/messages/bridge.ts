@@ -267,6 +267,25 @@ function toolResultContent(content: unknown, isError: boolean): string | Json[] 
   return isError ? [{ type: 'text', text: 'Error:' }, ...parts] : parts;
 }
 
+/**
+ * A chat content made of parts, a cache breakpoint among them (BridgeContext cacheMarks): text only, one text
+ * part — the text chatContent would give, marked with the last mark — so that the message reads the same as
+ * when the client sends it again unmarked (a session lines the two up by their text: reconcile.ts); with
+ * an image or a file, the parts as they are. Without a mark, chatContent.
+ */
+function markedContent(parts: Json[]): string | Json[] {
+  const mark = parts.findLast((part) => part.cache_control !== undefined)?.cache_control;
+  if (mark === undefined) return chatContent(parts);
+  if (!parts.every((part) => part.type === 'text')) return parts;
+  return [
+    {
+      type: 'text',
+      text: chatContent(parts.map(({ cache_control: _mark, ...part }) => part)),
+      cache_control: mark,
+    },
+  ];
+}
+
 /** A chat content made of parts: a plain string when it is text only (what most templates take). */
 function chatContent(parts: Json[]): string | Json[] {
   return parts.every((part) => part.type === 'text') ? parts.map((part) => part.text).join('\n') : parts;
@@ -502,12 +521,7 @@ function userMessages(
   if (restBlocks.length > 0) {
     const message: Json = {
       role: 'user',
-      content:
-        typeof content === 'string'
-          ? content
-          : rest.some((part) => part.cache_control !== undefined)
-            ? rest
-            : chatContent(rest),
+      content: typeof content === 'string' ? content : markedContent(rest),
     };
     // Blank text left out of what goes to Anthropic: the message too when it holds nothing else beside
     // tool results; a message of nothing else alone is the client's.
@@ -781,14 +795,20 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
     const textBlocks = blocks.filter((block) => block.type === 'text');
     const texts = textBlocks.map((block) => block.text as string);
     const text = (native ? texts : texts.flatMap(withoutBillingAttribution)).join('\n\n');
-    // Bridged to Claude through a Chat Completions endpoint: its texts as parts, each with its mark.
+    // Bridged to Claude through a Chat Completions endpoint: its texts as parts, each with its mark, each
+    // after the first starting with the blank line that joins them, so that the parts read as the one text
+    // does (a session compares the two: reconcile.ts).
     const parts =
       !native && options.cacheMarks === true && textBlocks.some((block) => markOf(block) !== undefined)
-        ? textBlocks.flatMap((block) =>
-            withoutBillingAttribution(block.text as string).map((each) =>
-              marked({ type: 'text', text: each }, block, true),
-            ),
-          )
+        ? textBlocks
+            .flatMap((block) =>
+              withoutBillingAttribution(block.text as string).map((each) =>
+                marked({ type: 'text', text: each }, block, true),
+              ),
+            )
+            .map((part, at) =>
+              at === 0 ? part : Object.assign({}, part, { text: `\n\n${part.text as string}` }),
+            )
         : undefined;
     // A string stays a string; blocks (cache_control on them) go back as they came.
     if (text !== '')

@@ -1071,13 +1071,21 @@ describe('Claude Code through ctxgate', () => {
   // request of its loop paid for its whole prompt again.
   it("keeps Claude Code's cache breakpoints on the parts they marked, bridged to Claude behind a Chat Completions endpoint", async () => {
     const before = openai.chatRequests.length;
+    const sessionId = `cc-marks-${Date.now()}`;
     const { result } = await runClaude(
       'Tell me the code in notes.txt.',
       'anthropic/claude-sonnet-4.6',
-      undefined,
+      sessionId,
     );
     expect(result.is_error).toBe(false);
     expect(result.result).toBe('The code is CODE-4711.');
+    // In a session, each turn's messages lined up with those stored, marked or not: none stored twice.
+    const history = (await (
+      await fetch(`${harness.baseUrl}/sessions/${sessionId}:${String(result.session_id)}/history`, {
+        headers: { authorization: 'Bearer gw-claude-code' },
+      })
+    ).json()) as { data: Array<{ role: string; content: unknown }> };
+    expect(history.data.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     const sent = openai.chatRequests
       .slice(before)
       .map((request) => request.body as { messages: ChatMessage[]; tools?: unknown[] })

@@ -1,6 +1,8 @@
 // The Messages → Chat Completions bridge (docs/anthropic.md): what each part of a Messages request
 // becomes, what is dropped for a Chat Completions upstream, what is kept for an Anthropic one, and the
 // field errors in Anthropic's words.
+import { canonicalMessage } from '../../src/context/reconcile.js';
+import type { ContextMessage } from '../../src/context/types.js';
 import { describe, expect, it } from 'vitest';
 import { messageOf, MessagesStreamTranslator } from '../../src/messages/answer.js';
 import { bridgeMessagesRequest, endUserId } from '../../src/messages/bridge.js';
@@ -249,7 +251,7 @@ describe('a Messages request as a chat request', () => {
         role: 'system',
         content: [
           { type: 'text', text: 'You are a Claude agent.', cache_control: mark },
-          { type: 'text', text: 'Be brief.' },
+          { type: 'text', text: '\n\nBe brief.' },
         ],
       },
       { role: 'user', content: 'Read it.' },
@@ -268,6 +270,39 @@ describe('a Messages request as a chat request', () => {
     // Another model caches by prefix on its own: plain strings, as before.
     const plain = bridgeMessagesRequest(body, { native: false, requireMaxTokens: true });
     expect(JSON.stringify(plain.chatBody.messages)).not.toContain('cache_control');
+    // Each marked message reads as its plain form does: a session lines them up.
+    (marked.chatBody.messages as ContextMessage[]).forEach((message, index) =>
+      expect(canonicalMessage(message)).toBe(
+        canonicalMessage((plain.chatBody.messages as ContextMessage[])[index]!),
+      ),
+    );
+  });
+
+  it('marks a message of several texts as one part, which a session lines up with the same message unmarked', () => {
+    const mark = { type: 'ephemeral' };
+    const message = (marked: boolean) => ({
+      role: 'user',
+      content: [
+        { type: 'text', text: '<system-reminder>Today is Monday.</system-reminder>' },
+        { type: 'text', text: 'Fix the test.', ...(marked ? { cache_control: mark } : {}) },
+      ],
+    });
+    const bridge = (marked: boolean) =>
+      bridgeMessagesRequest(
+        { model: 'anthropic/claude-sonnet-4.6', max_tokens: 100, messages: [message(marked)] },
+        { native: false, cacheMarks: true, requireMaxTokens: true },
+      ).chatBody.messages as ContextMessage[];
+    const [marked] = bridge(true);
+    const [unmarked] = bridge(false);
+    expect(marked?.content).toEqual([
+      {
+        type: 'text',
+        text: '<system-reminder>Today is Monday.</system-reminder>\nFix the test.',
+        cache_control: mark,
+      },
+    ]);
+    expect(unmarked?.content).toBe('<system-reminder>Today is Monday.</system-reminder>\nFix the test.');
+    expect(canonicalMessage(marked as ContextMessage)).toBe(canonicalMessage(unmarked as ContextMessage));
   });
 
   it("keeps Claude Code's billing attribution for an anthropic upstream, whose key it is", () => {
