@@ -4,8 +4,9 @@
 // default upstream takes the rest): a list a model picker can use — Claude Code's gateway model discovery,
 // Open WebUI's, LibreChat's — of Claude from an `anthropic` upstream beside the default upstream's models.
 // Written in the client's API's shape: Anthropic's when the request carries `anthropic-version`, OpenAI's
-// otherwise. An upstream that does not answer a list in time is left out and named
-// (X-Ctxgate-Upstreams-Unlisted); when none does, the default upstream's answer goes as it came.
+// otherwise. An upstream that does not answer a list in time is left out and counted
+// (X-Ctxgate-Upstreams-Unlisted; its name goes to the log, not to the client: upstream names are the
+// operator's); when none does, the default upstream's answer goes as it came.
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
@@ -20,6 +21,8 @@ import type { RequestOutcome } from './request-outcome.js';
 export interface ModelListInput {
   headers: IncomingHttpHeaders;
   credential: Credential;
+  /** Told each upstream whose list could not be read (the log line `upstream model list unread`). */
+  warn?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 export interface ModelListService {
@@ -91,7 +94,7 @@ export function listedModels(body: Buffer): ListedModel[] | undefined {
 
 /** The models as the client's API writes a list: Anthropic's, or OpenAI's. */
 export function modelListBody(
-  models: ReadonlyArray<ListedModel & { upstream: string }>,
+  models: ReadonlyArray<ListedModel & { kind: UpstreamConfig['kind'] }>,
   shape: 'anthropic' | 'openai',
 ): string {
   if (shape === 'openai')
@@ -101,7 +104,8 @@ export function modelListBody(
         id: model.id,
         object: 'model',
         created: model.created ?? 0,
-        owned_by: model.ownedBy ?? model.upstream,
+        // Anthropic's models name no owner; OpenAI's own list says `system` of many.
+        owned_by: model.ownedBy ?? (model.kind === 'anthropic' ? 'anthropic' : 'system'),
       })),
     });
   return JSON.stringify({
@@ -188,21 +192,23 @@ export function createModelListService(deps: {
         return { upstream: tally };
       }
       const seen = new Set<string>();
-      const models: Array<ListedModel & { upstream: string }> = [];
+      const models: Array<ListedModel & { kind: UpstreamConfig['kind'] }> = [];
       for (const { upstream, models: each } of listed)
         for (const model of each ?? [])
           if (!seen.has(model.id) && config.routing.upstreamFor(model.id).name === upstream.name) {
             seen.add(model.id);
-            models.push(Object.assign({}, model, { upstream: upstream.name }));
+            models.push(Object.assign({}, model, { kind: upstream.kind }));
           }
-      const unlisted = lists.filter((list) => list.models === undefined).map((list) => list.upstream.name);
+      const unlisted = lists.filter((list) => list.models === undefined);
+      for (const { upstream, status } of unlisted)
+        input.warn?.({ upstream: upstream.name, status: status ?? null }, 'upstream model list unread');
       const shape = input.headers['anthropic-version'] === undefined ? 'openai' : 'anthropic';
       tally.status = 200;
       await client.sendWhole(
         200,
         Object.assign(
           { 'content-type': 'application/json' },
-          unlisted.length === 0 ? {} : { 'x-ctxgate-upstreams-unlisted': unlisted.join(', ') },
+          unlisted.length === 0 ? {} : { 'x-ctxgate-upstreams-unlisted': String(unlisted.length) },
         ),
         Buffer.from(modelListBody(models, shape)),
       );

@@ -52,7 +52,11 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependen
 
   app.get('/v1/models', async (request, reply) => {
     if (deps.upstreamCount > 1) {
-      const input = { headers: request.headers, credential: request.gateway.credential ?? noCredential };
+      const input = {
+        headers: request.headers,
+        credential: request.gateway.credential ?? noCredential,
+        warn: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
+      };
       await served(request.gateway, () => deps.models.list(input, clientStreamFor(request, reply)));
       return reply;
     }

@@ -757,6 +757,35 @@ function noThreads(body: Json): void {
     );
 }
 
+/**
+ * The system prompt as the leading chat system message, none when it holds no text: a string stays a
+ * string; blocks (cache_control on them) go back natively as they came. Bridged, without Claude Code's
+ * billing attribution; to Claude through a Chat Completions endpoint (`cacheMarks`), as its texts in parts,
+ * each with its mark, each after the first starting with the blank line that joins them, so that the
+ * parts read as the one text does (a session compares the two: reconcile.ts).
+ */
+function systemPromptMessage(system: unknown, native: boolean, cacheMarks: boolean): Json | undefined {
+  const blocks = blocksOf(system, 'system');
+  const textBlocks = blocks.filter((block) => block.type === 'text');
+  const texts = textBlocks.map((block) => block.text as string);
+  const text = (native ? texts : texts.flatMap(withoutBillingAttribution)).join('\n\n');
+  if (text === '') return undefined;
+  if (typeof system === 'string') return { role: 'system', content: text };
+  const parts =
+    !native && cacheMarks && textBlocks.some((block) => markOf(block) !== undefined)
+      ? textBlocks
+          .flatMap((block) =>
+            withoutBillingAttribution(block.text as string).map((each) =>
+              marked({ type: 'text', text: each }, block, true),
+            ),
+          )
+          .map((part, at) =>
+            at === 0 ? part : Object.assign({}, part, { text: `\n\n${part.text as string}` }),
+          )
+      : undefined;
+  return withExtension({ role: 'system', content: parts ?? text }, blocks, native);
+}
+
 export interface BridgeMessagesOptions {
   native: boolean;
   /**
@@ -791,32 +820,8 @@ export function bridgeMessagesRequest(body: unknown, options: BridgeMessagesOpti
   const origins: number[] = [];
 
   if (body.system !== undefined) {
-    const blocks = blocksOf(body.system, 'system');
-    const textBlocks = blocks.filter((block) => block.type === 'text');
-    const texts = textBlocks.map((block) => block.text as string);
-    const text = (native ? texts : texts.flatMap(withoutBillingAttribution)).join('\n\n');
-    // Bridged to Claude through a Chat Completions endpoint: its texts as parts, each with its mark, each
-    // after the first starting with the blank line that joins them, so that the parts read as the one text
-    // does (a session compares the two: reconcile.ts).
-    const parts =
-      !native && options.cacheMarks === true && textBlocks.some((block) => markOf(block) !== undefined)
-        ? textBlocks
-            .flatMap((block) =>
-              withoutBillingAttribution(block.text as string).map((each) =>
-                marked({ type: 'text', text: each }, block, true),
-              ),
-            )
-            .map((part, at) =>
-              at === 0 ? part : Object.assign({}, part, { text: `\n\n${part.text as string}` }),
-            )
-        : undefined;
-    // A string stays a string; blocks (cache_control on them) go back as they came.
-    if (text !== '')
-      messages.push(
-        typeof body.system === 'string'
-          ? { role: 'system', content: text }
-          : withExtension({ role: 'system', content: parts ?? text }, blocks, native),
-      );
+    const message = systemPromptMessage(body.system, native, options.cacheMarks === true);
+    if (message !== undefined) messages.push(message);
   }
 
   // Where each chat message's content stands in its message, when it is a string there (chat-body.ts).

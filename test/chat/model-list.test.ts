@@ -62,16 +62,16 @@ describe('modelListBody', () => {
       created: 1_779_235_200,
       ownedBy: undefined,
       displayName: 'Claude Opus 4.8',
-      upstream: 'claude',
+      kind: 'anthropic' as const,
     },
-    { id: 'gpt-4o', created: undefined, ownedBy: 'system', displayName: undefined, upstream: 'default' },
+    { id: 'gpt-4o', created: undefined, ownedBy: 'system', displayName: undefined, kind: 'openai' as const },
   ];
 
-  it("writes OpenAI's list, the upstream as the owner where the model named none", () => {
+  it("writes OpenAI's list, Anthropic as the owner of its models, which name none", () => {
     expect(JSON.parse(modelListBody(models, 'openai'))).toEqual({
       object: 'list',
       data: [
-        { id: 'claude-opus-4-8', object: 'model', created: 1_779_235_200, owned_by: 'claude' },
+        { id: 'claude-opus-4-8', object: 'model', created: 1_779_235_200, owned_by: 'anthropic' },
         { id: 'gpt-4o', object: 'model', created: 0, owned_by: 'system' },
       ],
     });
@@ -120,11 +120,13 @@ describe('createModelListService', () => {
       ),
     },
   });
+  const warned: unknown[][] = [];
   const list = async (script: ScriptedAnswer[], headers: Record<string, string> = {}) => {
+    warned.length = 0;
     const upstream = scriptedUpstream(script);
     const client = recordingClient();
     const outcome = await createModelListService({ config, upstream, now: () => 0 }).list(
-      { headers, credential: noCredential },
+      { headers, credential: noCredential, warn: (fields, message) => warned.push([fields, message]) },
       client,
     );
     return { upstream, client, outcome };
@@ -169,7 +171,7 @@ describe('createModelListService', () => {
     expect(outcome.upstream).toMatchObject({ status: 200, attempts: 3 });
   });
 
-  it('leaves out and names an upstream that breaks, is unreachable or answers no list', async () => {
+  it('leaves out and counts an upstream that breaks, is unreachable or answers no list; names it to the log', async () => {
     const { client } = await list(
       [
         { status: 200, chunks: ['{"data":[{"id":"claude-haiku'], breaks: true },
@@ -182,7 +184,11 @@ describe('createModelListService', () => {
       data: [{ type: 'model', id: 'gpt-4o' }],
       has_more: false,
     });
-    expect(client.headers['x-ctxgate-upstreams-unlisted']).toBe('claude, local');
+    expect(client.headers['x-ctxgate-upstreams-unlisted']).toBe('2');
+    expect(warned).toEqual([
+      [{ upstream: 'claude', status: null }, 'upstream model list unread'],
+      [{ upstream: 'local', status: null }, 'upstream model list unread'],
+    ]);
   });
 
   it("answers the default upstream's answer as it came when no upstream lists", async () => {

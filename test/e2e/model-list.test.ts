@@ -73,8 +73,15 @@ describe('the model list of a gateway in front of several upstreams', () => {
       created: 1_700_000_000,
       owned_by: 'fake',
     });
-    expect(page.data[0]).toMatchObject({ object: 'model', owned_by: 'claude' });
-    expect(response.headers.get('x-ctxgate-upstreams-unlisted')).toBe('mistral');
+    expect(page.data[0]).toMatchObject({ object: 'model', owned_by: 'anthropic' });
+    // Counted to the client; named only in the log (upstream names are the operator's).
+    expect(response.headers.get('x-ctxgate-upstreams-unlisted')).toBe('1');
+    expect(JSON.stringify(page)).not.toContain('mistral');
+    expect(
+      harness.logLines.some(
+        (line) => line.includes('"upstream model list unread"') && line.includes('"mistral"'),
+      ),
+    ).toBe(true);
     // Anthropic was asked as it takes it: its key, its version, every model at once.
     const asked = claude.requests.filter((request) => request.path === '/v1/models').at(-1);
     expect(asked?.headers['x-api-key']).toBe('sk-ant-gateway');
