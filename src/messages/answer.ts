@@ -18,7 +18,7 @@ import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
 import { flatText } from '../flat-string.js';
 import { withoutThinking } from '../context/summary.js';
-import { cachedTokensOf } from '../upstream/usage-details.js';
+import { cacheWriteTokensOf, cachedTokensOf } from '../upstream/usage-details.js';
 
 type Json = Record<string, unknown>;
 
@@ -116,11 +116,13 @@ export function usageOf(usage: Json | undefined): AnthropicUsage {
   if (own !== undefined) return own;
   const prompt = Number(usage?.prompt_tokens ?? 0);
   const cached = cachedTokensOf(usage) ?? 0;
+  // What the provider wrote to its cache (Claude behind OpenRouter): Anthropic counts it apart from the input.
+  const written = Math.min(cacheWriteTokensOf(usage) ?? 0, Math.max(0, prompt - cached));
   return {
-    input_tokens: Math.max(0, prompt - cached),
+    input_tokens: Math.max(0, prompt - cached - written),
     output_tokens: Number(usage?.completion_tokens ?? 0),
     cache_read_input_tokens: cached,
-    cache_creation_input_tokens: 0,
+    cache_creation_input_tokens: written,
   };
 }
 

@@ -19,6 +19,17 @@ export function cachedTokensOf(usage: unknown): number | undefined {
   return countOf(details?.cached_tokens) ?? countOf(usage.prompt_cache_hit_tokens);
 }
 
+/**
+ * The prompt tokens written to the provider's cache, as its usage says them — OpenRouter's
+ * `prompt_tokens_details.cache_write_tokens` (Claude and Gemini behind it), `cache_creation_tokens` where a
+ * relay names it after Anthropic's; undefined when it says none.
+ */
+export function cacheWriteTokensOf(usage: unknown): number | undefined {
+  if (!isJson(usage)) return undefined;
+  const details = isJson(usage.prompt_tokens_details) ? usage.prompt_tokens_details : undefined;
+  return countOf(details?.cache_write_tokens) ?? countOf(details?.cache_creation_tokens);
+}
+
 /** The answer's reasoning tokens, as its usage says them; undefined when it says none. */
 export function reasoningTokensOf(usage: unknown): number | undefined {
   if (!isJson(usage)) return undefined;

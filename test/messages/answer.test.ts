@@ -72,6 +72,29 @@ describe('a whole chat completion as a message', () => {
   });
 });
 
+describe("a provider's cache writes as Anthropic's usage says them", () => {
+  // OpenRouter's usage of Claude behind it: what the request wrote to the cache, what it read, the rest.
+  it('counts what was written to the cache apart from the input, as Claude does', () => {
+    const message = messageOf(
+      {
+        choices: [{ message: { role: 'assistant', content: 'Done.' }, finish_reason: 'stop' }],
+        usage: {
+          prompt_tokens: 9_000,
+          completion_tokens: 12,
+          prompt_tokens_details: { cached_tokens: 400, cache_write_tokens: 8_500 },
+        },
+      },
+      meta,
+    );
+    expect(message.usage).toEqual({
+      input_tokens: 100,
+      output_tokens: 12,
+      cache_read_input_tokens: 400,
+      cache_creation_input_tokens: 8_500,
+    });
+  });
+});
+
 describe("Claude's stop reason for an answer that ends in tool calls", () => {
   // vLLM with a named tool_choice, OpenVINO's model server and mlx-vlm say `stop` (vllm-project/vllm#25054,
   // openvinotoolkit/model_server#3927); Claude says `tool_use` whenever the answer ends in a call.

@@ -1,6 +1,6 @@
 // What a chat usage says beyond its two counts, under each provider's name for it (usage-details.ts).
 import { describe, expect, it } from 'vitest';
-import { cachedTokensOf, reasoningTokensOf } from '../../src/upstream/usage-details.js';
+import { cacheWriteTokensOf, cachedTokensOf, reasoningTokensOf } from '../../src/upstream/usage-details.js';
 
 describe('cachedTokensOf and reasoningTokensOf', () => {
   it.each([
@@ -13,6 +13,20 @@ describe('cachedTokensOf and reasoningTokensOf', () => {
     ['no usage', null, undefined],
   ])('cached tokens, %s', (_name, usage, cached) => {
     expect(cachedTokensOf(usage)).toBe(cached);
+  });
+
+  it.each([
+    // OpenRouter's, of Claude behind it: a first request writes what later ones read.
+    [
+      "OpenRouter's",
+      { prompt_tokens: 9_000, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 8_500 } },
+      8_500,
+    ],
+    ["a relay's, in Anthropic's word", { prompt_tokens_details: { cache_creation_tokens: 300 } }, 300],
+    ['none said', { prompt_tokens_details: { cached_tokens: 768 } }, undefined],
+    ['not a count', { prompt_tokens_details: { cache_write_tokens: '8500' } }, undefined],
+  ])('cache writes, %s', (_name, usage, written) => {
+    expect(cacheWriteTokensOf(usage)).toBe(written);
   });
 
   it.each([
