@@ -70,6 +70,7 @@ import {
   jsonSchemaTold,
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
+  billingAttributionField,
   type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
@@ -220,21 +221,31 @@ function hidSomething(attempt: ChatAttempt): boolean {
   return leftOut(attempt) || report.summarizedMessages > 0 || report.summaryUsed;
 }
 
+/** Claude Code's billing line left out, as if refused (docs/anthropic.md#claude-codes-billing-line). */
+const billingLineDropped: readonly FieldFix[] = [{ field: billingAttributionField }];
+
 /**
  * The fixes learned for the model applied to the request as planned (docs/budgeting.md#refused-fields):
  * fields renamed or left out, tool descriptions cut, tool schemas repaired or in Gemini's subset, a forced
  * tool choice left to the model, and no more tools than it takes (the recall tool, when offered, among
- * them).
+ * them). To an `anthropic` upstream that is not Anthropic, Claude Code's billing line is left out too.
  */
 function withFieldFixes(
   planned: ChatCompletionRequest,
-  fixes: readonly FieldFix[],
+  learned: readonly FieldFix[],
   messages: readonly ContextMessage[],
   recall: boolean,
-  kind: UpstreamConfig['kind'],
+  target: UpstreamConfig,
 ): ChatCompletionRequest {
+  const anthropic = target.kind === 'anthropic';
+  const fixes =
+    anthropic && target.billingLine === 'drop'
+      ? learned.length === 0
+        ? billingLineDropped
+        : [...learned, ...billingLineDropped]
+      : learned;
   // Claude's effort where a chat client asked one (to Claude's wire), then the model's refusals of it.
-  const asked = kind === 'anthropic' ? withEffortAsClaudes(planned) : planned;
+  const asked = anthropic ? withEffortAsClaudes(planned) : planned;
   let outgoing = fixes.length === 0 ? asked : withAnthropicFixes(applyFieldFixes(asked, fixes), fixes);
   const described = fixes.find((fix) => fix.field === toolDescriptionsField)?.atMost;
   if (described !== undefined) outgoing = withToolDescriptionsWithin(outgoing, described);
@@ -413,7 +424,7 @@ export function createAttemptLadder(input: {
       // The recall tool is not the client's: that tool set is known by its definitions.
       toolsKey: recall ? undefined : input.toolsKey,
     });
-    let outgoing = withFieldFixes(plan.outgoing, fixes, plan.prepared.messages, recall, choice.target.kind);
+    let outgoing = withFieldFixes(plan.outgoing, fixes, plan.prepared.messages, recall, choice.target);
     // No word of tools in a request of none, which OpenAI and others refuse (Claude's wire writes its own).
     if (choice.target.kind !== 'anthropic') outgoing = withoutToolFieldsWhenNoTools(outgoing);
     const { prepared } = plan;

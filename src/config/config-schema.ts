@@ -23,6 +23,12 @@ export const upstreamEntrySchema = z.strictObject({
    * (the Messages API; its key is sent as `x-api-key`). docs/anthropic.md.
    */
   kind: z.enum(['openai', 'anthropic']).default('openai'),
+  /**
+   * Claude Code's billing line (`x-anthropic-billing-header: …`) in the system prompt sent to an
+   * `anthropic` upstream: kept for Anthropic's own host, dropped for any other unless set.
+   * docs/anthropic.md#claude-codes-billing-line.
+   */
+  billing_line: z.enum(['keep', 'drop'], { error: 'must be keep or drop' }).optional(),
 });
 
 export const serverSectionSchema = z.strictObject({

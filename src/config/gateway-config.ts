@@ -13,6 +13,11 @@ export interface UpstreamConfig {
   maxConnections: number;
   /** The wire format it speaks: Chat Completions, or Anthropic's Messages API (docs/anthropic.md). */
   kind: 'openai' | 'anthropic';
+  /**
+   * Whether Claude Code's billing line goes to it in the system prompt (an `anthropic` upstream's):
+   * docs/anthropic.md#claude-codes-billing-line.
+   */
+  billingLine: 'keep' | 'drop';
 }
 
 export type RedisConfig =

@@ -159,6 +159,15 @@ function parseRedis(env: Environment, problems: string[]): RedisConfig {
   return { mode: 'standalone', url };
 }
 
+/**
+ * Whether a base URL is Anthropic's own API (`api.anthropic.com`, or another host under `anthropic.com`):
+ * the one reader of Claude Code's billing line, whose subscription sign-in needs it (BerriAI/litellm#29701).
+ */
+function isAnthropicsOwn(baseUrl: string): boolean {
+  const host = new URL(baseUrl).hostname.toLowerCase();
+  return host === 'anthropic.com' || host.endsWith('.anthropic.com');
+}
+
 /** The default upstream (from the environment) and the routed ones (from the file), their keys read. */
 function parseUpstreams(
   env: Environment,
@@ -178,6 +187,7 @@ function parseUpstreams(
     modelGlobs: ['*'],
     maxConnections: 256,
     kind: 'openai',
+    billingLine: 'drop',
   };
   const routed: UpstreamConfig[] = [];
   const seenNames = new Set(['default']);
@@ -194,6 +204,10 @@ function parseUpstreams(
         );
       }
     }
+    if (entry.billing_line !== undefined && entry.kind !== 'anthropic')
+      problems.push(
+        `${configPath}: upstreams[${index}].billing_line: applies to kind: anthropic alone (a bridged request never carries the line)`,
+      );
     routed.push({
       name: entry.name,
       baseUrl: entry.base_url.replace(/\/+$/, ''),
@@ -201,6 +215,7 @@ function parseUpstreams(
       modelGlobs: entry.models,
       maxConnections: entry.max_connections,
       kind: entry.kind,
+      billingLine: entry.billing_line ?? (isAnthropicsOwn(entry.base_url) ? 'keep' : 'drop'),
     });
   }
   const upstreamWithKey = [defaultUpstream, ...routed].find((upstream) => upstream.apiKey !== undefined);

@@ -139,6 +139,40 @@ describe('loadConfig', () => {
     ]);
   });
 
+  // Claude Code's billing line is Anthropic's to read; to any other Anthropic-compatible endpoint (Kimi's,
+  // DeepSeek's, Fireworks', vLLM's) it is a line that changes with each request at the very start of the
+  // prompt, and their prefix caches missed everything after it (anthropics/claude-code#68900).
+  it("keeps Claude Code's billing line for Anthropic's own host alone, unless an upstream says otherwise", () => {
+    const path = writeConfigFile(
+      [
+        'upstreams:',
+        '  - { name: claude, base_url: "https://api.anthropic.com/v1", kind: anthropic, models: ["claude-*"] }',
+        '  - { name: kimi, base_url: "https://api.moonshot.ai/anthropic/v1", kind: anthropic, models: ["kimi-*"] }',
+        '  - { name: evil, base_url: "https://api.anthropic.com.example.net/v1", kind: anthropic, models: ["e-*"] }',
+        '  - name: relay',
+        '    base_url: http://litellm.internal:4000/v1',
+        '    kind: anthropic',
+        '    billing_line: keep',
+        '    models: ["relay-*"]',
+        '  - name: drops',
+        '    base_url: https://api.anthropic.com/v1',
+        '    kind: anthropic',
+        '    billing_line: drop',
+        '    models: ["drops-*"]',
+        '',
+      ].join('\n'),
+    );
+    const config = loadConfig({ env: { CTXGATE_CONFIG: path } });
+    expect(config.upstreams.map((upstream) => [upstream.name, upstream.billingLine])).toEqual([
+      ['claude', 'keep'],
+      ['kimi', 'drop'],
+      ['evil', 'drop'],
+      ['relay', 'keep'],
+      ['drops', 'drop'],
+      ['default', 'drop'],
+    ]);
+  });
+
   it("reads a model entry's fallbacks and the policy's fallback share", () => {
     const path = writeConfigFile(
       'models:\n  - match: small-*\n    window: 8000\n    fallbacks: ["large-a", "large-b"]\n  - match: large-*\n    window: 128000\ncontext:\n  fallback_when_dropping: 0.3\n',
@@ -236,6 +270,18 @@ describe('loadConfig', () => {
       yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    api_key_env: X_KEY\n    models: ["*"]\n',
       env: { GATEWAY_API_KEYS: 'gk' },
       problems: (path) => [`${path}: upstreams[0].api_key_env: environment variable X_KEY is not set`],
+    },
+    {
+      name: 'a billing line neither kept nor dropped',
+      yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    kind: anthropic\n    billing_line: strip\n    models: ["*"]\n',
+      problems: (path) => [`${path}: upstreams[0].billing_line: must be keep or drop`],
+    },
+    {
+      name: 'a billing line for a Chat Completions upstream',
+      yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    billing_line: keep\n    models: ["*"]\n',
+      problems: (path) => [
+        `${path}: upstreams[0].billing_line: applies to kind: anthropic alone (a bridged request never carries the line)`,
+      ],
     },
     {
       name: 'a duplicate upstream name',

@@ -14,6 +14,7 @@ const upstream = (name: string, modelGlobs: string[]): UpstreamConfig => ({
   modelGlobs,
   maxConnections: 8,
   kind: 'openai',
+  billingLine: 'drop',
 });
 const upstreams = [
   upstream('local', ['llama*', 'qwen*']),

@@ -423,6 +423,7 @@ beforeAll(async () => {
       text: `<minimax:tool_call>\n<invoke name="${reply.toolUse.name}">\n${parameters}\n</invoke>\n</minimax:tool_call>`,
     };
   };
+  const fireworksUrl = await fireworks.start();
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await openai.start(), GATEWAY_API_KEYS: 'gw-claude-code' },
     configYaml: [
@@ -436,9 +437,15 @@ beforeAll(async () => {
       '    kind: anthropic',
       '    models: ["doubao-*"]',
       '  - name: fireworks',
-      `    base_url: ${await fireworks.start()}`,
+      `    base_url: ${fireworksUrl}`,
       '    kind: anthropic',
-      '    models: ["fireworks-*", "copilot-*"]',
+      '    models: ["fireworks-*"]',
+      // A relay an operator keeps Claude Code's billing line for (one in front of Anthropic too).
+      '  - name: copilot',
+      `    base_url: ${fireworksUrl}`,
+      '    kind: anthropic',
+      '    billing_line: keep',
+      '    models: ["copilot-*"]',
       '  - name: kimi',
       `    base_url: ${await kimi.start()}`,
       '    kind: anthropic',
@@ -451,9 +458,11 @@ beforeAll(async () => {
       `    base_url: ${await bedrockClaude.start()}`,
       '    kind: anthropic',
       '    models: ["claude-opus-4-7*"]',
+      // Anthropic itself, which reads Claude Code's billing line (its host is api.anthropic.com).
       '  - name: anthropic',
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
+      '    billing_line: keep',
       '    models: ["claude-*"]',
       '  - name: mistral',
       `    base_url: ${await mistral.start()}`,
@@ -786,6 +795,35 @@ describe('Claude Code through ctxgate', () => {
       // The instructions after the line went as they were.
       expect(JSON.stringify(request.body.system)).toContain('You are a Claude agent');
     }
+  }, 300_000);
+
+  // Claude Code's billing line changes with each request (`cch=`) and each conversation's first message, at
+  // the very start of the prompt: an Anthropic-compatible provider that caches by prefix (Fireworks, Kimi,
+  // DeepSeek, vLLM, SGLang) reused nothing after it (anthropics/claude-code#68900, vllm-project/vllm#36829).
+  // Anthropic itself reads the line, and gets it.
+  it('sends an Anthropic-compatible provider the same system prompt from one conversation to the next, without the billing line; Anthropic gets it', async () => {
+    const systems: string[] = [];
+    const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+    for (const task of ['Tell me the code in notes.txt.', 'Tell me the code in notes.txt, please.']) {
+      const before = fireworks.messageRequests.length;
+      const { result } = await runClaude(task, 'fireworks-glm-5', undefined, { home });
+      expect(result.is_error).toBe(false);
+      expect(result.result).toBe('The code is CODE-4711.');
+      // (The model refuses a system message in the conversation, once: the fake's GLM as Anthropic's do.)
+      const sent = fireworks.messageRequests.slice(before).filter((request) => request.status === 200);
+      const first = sent.find((request) => ((request.body.tools as unknown[] | undefined)?.length ?? 0) > 0);
+      systems.push(JSON.stringify(first?.body.system));
+    }
+    expect(systems[0]).not.toContain('x-anthropic-billing-header');
+    expect(systems[0]).toContain('You are a Claude agent');
+    expect(systems[1]).toBe(systems[0]);
+    const before = anthropic.messageRequests.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'claude-sonnet-4-5', undefined, {
+      home,
+    });
+    expect(result.is_error).toBe(false);
+    const system = anthropic.messageRequests.slice(before).at(-1)?.body.system as Array<{ text: string }>;
+    expect(system[0]?.text).toMatch(/^x-anthropic-billing-header: cc_version=/);
   }, 300_000);
 
   // Volcano Engine's Ark takes no `document` block ("invalid value: `document`, supported values are: …",

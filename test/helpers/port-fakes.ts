@@ -83,6 +83,7 @@ export function upstreamConfig(name: string, apiKey?: string): UpstreamConfig {
     modelGlobs: ['*'],
     maxConnections: 8,
     kind: 'openai',
+    billingLine: 'drop',
   };
 }
 

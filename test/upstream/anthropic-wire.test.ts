@@ -660,6 +660,7 @@ describe('the Upstream port for an anthropic upstream', () => {
     modelGlobs: ['claude-*'],
     maxConnections: 1,
     kind: 'anthropic',
+    billingLine: 'drop',
   };
   const answer = {
     status: 200,

@@ -14,6 +14,7 @@ const upstream = (apiKey: string | undefined): UpstreamConfig => ({
   modelGlobs: ['*'],
   maxConnections: 8,
   kind: 'openai',
+  billingLine: 'drop',
 });
 const credential = (mode: Credential['mode']): Credential => ({ mode, tenantId: 't', mayHoldSessions: true });
 

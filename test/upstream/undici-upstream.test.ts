@@ -55,6 +55,7 @@ const upstreamAt = (url: string, name = 'u'): UpstreamConfig => ({
   modelGlobs: ['*'],
   maxConnections: 4,
   kind: 'openai',
+  billingLine: 'drop',
 });
 const timeouts = { connectMs: 1_000, firstByteMs: 300, idleMs: 300 };
 const send = (path: string, url = baseUrl, name = 'u', onBodyEnd?: () => void) =>
