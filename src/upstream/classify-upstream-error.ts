@@ -571,7 +571,16 @@ function answerCap(text: string): number | undefined {
       text,
     ) ??
     /max_(?:completion_)?tokens\W{0,3} must be less than or equal to \W{0,3}(\d+)/i.exec(text) ??
-    /maximum tokens you requested exceeds the model limit of (\d+)/i.exec(text);
+    /maximum tokens you requested exceeds the model limit of (\d+)/i.exec(text) ??
+    // Alibaba's DashScope (Qwen), and Zhipu's GLM in its Chinese words ("max_tokens参数非法：限制数值范围[1,131072]").
+    /range of max_tokens should be \[\s*\d+\s*,\s*(\d+)\s*\]/i.exec(text) ??
+    /max_tokens\s*参数非法[^\n\d]{0,20}\[\s*\d+\s*,\s*(\d+)\s*\]/.exec(text) ??
+    // Ollama Cloud's and relays' ("max_tokens (131072) exceeds model's maximum output tokens (65536)").
+    /max_(?:completion_)?tokens\W{0,3} \(\d+\) exceeds model\W{0,3}s maximum output tokens \((\d+)\)/i.exec(
+      text,
+    ) ??
+    // TokenRouter's ("max_tokens must be at most 131072, got 943717").
+    /max_(?:completion_)?tokens\W{0,3} must be at most (\d+), got \d+/i.exec(text);
   const cap = said === null ? 0 : Number(said[1]);
   return cap >= 1 ? cap : undefined;
 }
@@ -742,7 +751,7 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   if (/not a valid moonshot flavored json schema|tools\.function\.parameters\.type is required/i.test(text))
     fixes.push({ field: toolSchemaMfjsField });
   // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
-  // Groq's and Bedrock's wordings, each with the longest.
+  // Groq's, Bedrock's, DashScope's, Zhipu's, Ollama Cloud's wordings, each with the longest.
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
   for (const [field, wording] of shapeWordings) if (wording.test(text)) fixes.push({ field });

@@ -1886,6 +1886,35 @@ const ownCases: ReadonlyArray<{
         '{"error":{"code":"InvalidParameter","message":"The parameter `max_completion_tokens` specified in the request are not valid: integer above maximum value, expected a value <= 12288, but got 32000 instead. Request id: 0217752964393142fa50af54af66c5cfb922304bfd59ea286af93","param":"max_completion_tokens","type":"BadRequest"}}',
         12_288,
       ],
+      // Claude Code asks 32,000 or more: bridged to Qwen on Alibaba's DashScope, every request failed.
+      [
+        "Alibaba's DashScope (qwencloud error codes: Range of max_tokens should be [1, xxx])",
+        '{"error":{"code":"invalid_parameter_error","param":null,"message":"<400> InternalError.Algo.InvalidParameter: Range of max_tokens should be [1, 8192]","type":"invalid_request_error"},"id":"chatcmpl-6f1c","request_id":"6f1c0b52-0a5e-9d43-8b0e-4c1f2a7d9e31"}',
+        8_192,
+      ],
+      [
+        "Zhipu's GLM, in its Chinese words (code 1210)",
+        '{"error":{"code":"1210","message":"max_tokens参数非法：限制数值范围[1,131072]"}}',
+        131_072,
+      ],
+      [
+        "Ollama Cloud, a body captured for Claude Code's 131,072",
+        '{"error":"max_tokens (131072) exceeds model\'s maximum output tokens (65536) for model nemotron-3-ultra (ref: 5348158a-1407-4608)"}',
+        65_536,
+      ],
+      [
+        'a relay naming max_completion_tokens so',
+        openAIError(
+          "max_completion_tokens (384000) exceeds model's maximum output tokens (65536)",
+          'invalid_request_error',
+        ),
+        65_536,
+      ],
+      [
+        "TokenRouter's GLM (its catalog's 943,717 refused on every request)",
+        openAIError('max_tokens must be at most 131072, got 943717', 'invalid_request_error'),
+        131_072,
+      ],
     ] as const
   ).map(([name, body, atMost]) => ({
     name: `a longer answer than the model gives: ${name}`,
