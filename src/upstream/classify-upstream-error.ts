@@ -670,7 +670,7 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
   // through OpenRouter and GitHub Copilot) and Mistral's.
   [
     prefillField,
-    /does not support assistant message prefill|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)|last message of [\w.-]{1,80} must be a user message, or an assistant message with prefix mode on/i,
+    /does not support assistant message prefill|prefilling assistant messages is not supported|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)|last message of [\w.-]{1,80} must be a user message, or an assistant message with prefix mode on/i,
   ],
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   [

@@ -2345,6 +2345,10 @@ const ownCases: ReadonlyArray<{
         '{"type":"error","error":{"type":"invalid_request_error","message":"This model does not support assistant message prefill. The conversation must end with a user message."}}',
       ],
       [
+        "Anthropic, Claude Opus 4.6 and later, in its errors page's words",
+        '{"type":"error","error":{"type":"invalid_request_error","message":"Prefilling assistant messages is not supported for this model."},"request_id":"req_011CZk4mP8vQn2Rr7sYtW3aB"}',
+      ],
+      [
         "GitHub Copilot's chat endpoint (NousResearch/hermes-agent#50055)",
         '{"error":{"message":"This model does not support assistant message prefill. The conversation must end with a user message.","code":"invalid_request_body"}}',
       ],
