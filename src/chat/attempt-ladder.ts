@@ -71,6 +71,7 @@ import {
   withToolsAtMost,
   withToolCallIdsAsMistralTakes,
   billingAttributionField,
+  temperatureRangeField,
   type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
@@ -258,6 +259,9 @@ function withFieldFixes(
     outgoing = withToolSchemasAs(outgoing, 'repaired');
   if (fixes.some((fix) => fix.field === toolChoiceField)) outgoing = withToolChoiceUnforced(outgoing);
   outgoing = withStopsAtMost(outgoing, fixes);
+  const hottest = fixes.find((fix) => fix.field === temperatureRangeField)?.atMost;
+  if (hottest !== undefined && typeof outgoing.temperature === 'number' && outgoing.temperature > hottest)
+    outgoing = Object.assign({}, outgoing, { temperature: hottest });
   const toolCount = fixes.find((fix) => fix.field === toolCountField)?.atMost;
   // The recall tool is the gateway's: kept, as what fitting hid is only found with it.
   if (toolCount !== undefined)

@@ -49,6 +49,7 @@ import {
   thinkingDisabledField,
   reasoningStandInField,
   prefillField,
+  temperatureRangeField,
   messageNameField,
   messageNamePatternField,
   jsonSchemaField,
@@ -754,6 +755,9 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   // Groq's, Bedrock's, DashScope's, Zhipu's, Ollama Cloud's wordings, each with the longest.
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
+  // A hotter temperature than the model takes: Claude's words ("temperature: range: 0..1"), with the hottest.
+  const hottest = /\btemperature\W{0,3}:\s*range:\s*-?\d+(?:\.\d+)?\s*\.\.\s*(\d+(?:\.\d+)?)\b/i.exec(text);
+  if (hottest !== null) fixes.push({ field: temperatureRangeField, atMost: Number(hottest[1]) });
   for (const [field, wording] of shapeWordings) if (wording.test(text)) fixes.push({ field });
   // Claude's refusal of a tool forced with thinking on: the choice left to it only while thinking is on.
   if (/thinking may not be enabled when tool_choice forces tool use/i.test(text))

@@ -239,6 +239,14 @@ export const toolSchemaMfjsField = 'tools[].function.parameters.mfjs';
 export const toolCountField = 'tools.length';
 
 /**
+ * Not a field of the body: the hottest temperature the model takes. OpenAI's API takes up to 2, and chat
+ * clients send 1.2 or 1.5 (a preset, an app's creative mode); Claude takes up to 1 and refuses more
+ * ("temperature: range: 0..1", and so Claude on Bedrock behind a relay): routed to Claude, every request of
+ * such a client failed. The fix says the hottest (`atMost`): a request asking for more asks for that.
+ */
+export const temperatureRangeField = 'temperature.value';
+
+/**
  * Not a field of the body: the longest answer the model gives, which a request's `max_tokens` (or
  * `max_completion_tokens`) may not pass — DeepSeek's 8,192 ("Invalid max_tokens value, the valid range of
  * max_tokens is [1, 8192]"), OpenAI's 16,384 for GPT-4o ("max_tokens is too large: 32000. This model

@@ -391,6 +391,8 @@ export function findAnthropicRefusal(
   }
   const format = outputFormatRefusal(body);
   if (format !== undefined) return format;
+  // A temperature past 1, which OpenAI's API takes up to 2: refused for every model.
+  if (typeof body.temperature === 'number' && body.temperature > 1) return 'temperature: range: 0..1';
   // Stop sequences: each of some text (litellm#3286: a chat client's "\n"; mcp-web-ui#5: an empty one).
   if (Array.isArray(body.stop_sequences)) {
     const stops = body.stop_sequences as unknown[];

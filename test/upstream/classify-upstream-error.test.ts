@@ -1921,6 +1921,23 @@ const ownCases: ReadonlyArray<{
     answer: { status: 400, body },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'max_tokens.value', atMost }] },
   })),
+  // A hotter temperature than the model takes: OpenAI's API takes up to 2, Claude up to 1.
+  ...(
+    [
+      [
+        'Anthropic',
+        '{"type":"error","error":{"type":"invalid_request_error","message":"temperature: range: 0..1"},"request_id":"req_011CZk9pQ2wLm5Tn8vXyR4cD"}',
+      ],
+      [
+        "Claude on Bedrock behind a relay, in the relay's shape",
+        '{"error":{"message":"temperature: range: 0..1","type":"upstream_error","param":null,"code":"400"}}',
+      ],
+    ] as const
+  ).map(([name, body]) => ({
+    name: `a hotter temperature than the model takes: ${name}`,
+    answer: { status: 400, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'temperature.value', atMost: 1 }] },
+  })),
   {
     // microsoft/autogen#5762: Gemini's OpenAI-compatible endpoint, its error in a list.
     name: 'Gemini: a message of no text ("empty text parameter")',
