@@ -210,7 +210,7 @@ export function messageEvents(message: Json): string {
     out +
     typedEvent('message_delta', '', {
       delta: { stop_reason: message.stop_reason, stop_sequence: message.stop_sequence ?? null },
-      usage: { output_tokens: usage.output_tokens ?? 0, input_tokens: usage.input_tokens ?? 0 },
+      usage: Object.assign({ input_tokens: 0, output_tokens: 0 }, usage),
     }) +
     typedEvent('message_stop', '', {})
   );
@@ -407,10 +407,12 @@ export class MessagesStreamTranslator {
   private finishEvents(): string {
     if (this.ended || this.failed) return '';
     this.ended = true;
-    const usage = usageOf(this.usage);
     // A stream that reported no usage (a provider that takes no stream_options) keeps the gateway's
-    // count of the prompt that message_start gave: the SDKs take the last input_tokens they see.
-    const inputTokens = this.usage === undefined ? this.inputTokens : usage.input_tokens;
+    // count of the prompt that message_start gave: the SDKs take the last input_tokens they see. One that
+    // did says what the prompt cache held and was written here, as Anthropic's does: Claude Code takes a
+    // turn's usage from this event, and counted no cache read at all without them (BerriAI/litellm#24850).
+    const usage =
+      this.usage === undefined ? { input_tokens: this.inputTokens, output_tokens: 0 } : usageOf(this.usage);
     return (
       this.close() +
       // Reasoning details that came after the text and the calls.
@@ -421,7 +423,7 @@ export class MessagesStreamTranslator {
             this.unsaidStop?.stop_reason ?? stopReasonOf(this.finish ?? 'stop', this.calls.calls.length > 0),
           stop_sequence: this.unsaidStop?.stop_sequence ?? null,
         },
-        usage: { output_tokens: usage.output_tokens, input_tokens: inputTokens },
+        usage,
       }) +
       this.event('message_stop', {})
     );

@@ -376,6 +376,8 @@ beforeAll(async () => {
       'anthropic/claude-sonnet-5': 131_072,
     },
     respond,
+    // As Alibaba's DashScope serves Qwen: its usage says what the prompt cache held.
+    reportsCachedTokens: ['qwen3-coder-plus'],
     systemOnlyFirst: true,
     alternating: true,
     // As vLLM serves a model that takes no images.
@@ -1102,6 +1104,24 @@ describe('Claude Code through ctxgate', () => {
     expect(systemPrompts[0]).not.toContain('x-anthropic-billing-header');
     expect(systemPrompts[0]?.length).toBeGreaterThan(1_000);
     expect(systemPrompts[1]).toBe(systemPrompts[0]);
+  }, 300_000);
+
+  // Claude Code streams, and reads a turn's usage from the stream's message_delta (LiteLLM's Bedrock stream
+  // had to be made to carry it there: BerriAI/litellm#24850): bridged, it carried the input and the output
+  // alone, so Claude Code counted no cache read at all, and a context of cached tokens as if it were small.
+  it("tells Claude Code what the provider's prompt cache held, bridged to a Chat Completions model that says so", async () => {
+    const before = openai.chatRequests.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'qwen3-coder-plus', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = openai.chatRequests.slice(before);
+    const held = sent.reduce((sum, request) => sum + (request.cachedTokens ?? 0), 0);
+    // The loop's second request begins with its first: the provider held it.
+    expect(held).toBeGreaterThan(1_000);
+    const usage = result.usage as { cache_read_input_tokens?: number; input_tokens?: number };
+    expect(usage.cache_read_input_tokens).toBe(held);
+    const prompts = sent.reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
+    expect(usage.input_tokens).toBe(prompts - held);
   }, 300_000);
 
   // Claude through a Chat Completions endpoint (OpenRouter's, LiteLLM's) caches only up to the parts a

@@ -71,6 +71,8 @@ export interface RecordedRequest {
   query: string;
   body: unknown;
   promptTokens: number | undefined;
+  /** What the usage said the prompt cache held (reportsCachedTokens). */
+  cachedTokens?: number;
   receivedAtMs: number;
   /** Resolves with the time the client side closed the connection before the answer was complete. */
   closedEarly: Promise<number>;
@@ -2835,6 +2837,7 @@ export class FakeUpstream {
       this.reportedCaches.set(body.model, { messages, tokens: promptTokens });
       cachedTokens =
         previous !== undefined && messages.startsWith(previous.messages.slice(0, -1)) ? previous.tokens : 0;
+      recorded.cachedTokens = cachedTokens;
     }
     const window = this.options.windows?.[body.model] ?? this.options.defaultWindow ?? 128_000;
     const completionTokens = body.max_completion_tokens ?? body.max_tokens ?? 0;

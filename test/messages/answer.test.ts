@@ -364,6 +364,32 @@ describe('a chat stream as Anthropic events', () => {
     expect(delta).toMatchObject({ usage: { input_tokens: 812, output_tokens: 0 } });
   });
 
+  // Claude Code takes a turn's usage from message_delta (BerriAI/litellm#24850): the cache read and written
+  // go there, as Anthropic's own stream gives them, apart from the input.
+  it('says in message_delta what the prompt cache held and was written, apart from the input', () => {
+    const translator = new MessagesStreamTranslator(meta, 812);
+    const usage = {
+      prompt_tokens: 9_000,
+      completion_tokens: 40,
+      prompt_tokens_details: { cached_tokens: 7_000, cache_write_tokens: 1_500 },
+    };
+    const out =
+      translator.start() +
+      translator.push(
+        `${[...chunks.slice(0, -1), { choices: [], usage }].map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join('')}data: [DONE]\n\n`,
+      ) +
+      translator.end();
+    const delta = sseEventData(out).find((event) => event.type === 'message_delta');
+    expect(delta).toMatchObject({
+      usage: {
+        input_tokens: 500,
+        output_tokens: 40,
+        cache_read_input_tokens: 7_000,
+        cache_creation_input_tokens: 1_500,
+      },
+    });
+  });
+
   it('ends with an error event, and no message_stop, when the chat stream carries an error', () => {
     const translator = new MessagesStreamTranslator(meta, 0);
     translator.start();
