@@ -481,6 +481,17 @@ function anthropicRefusals(text: string): FieldFix[] {
   if (/output_config\.effort\W{0,3}:?\s*extra inputs are not permitted/i.test(text))
     fixes.push({ field: effortField });
 
+  // OpenRouter's Messages endpoint for a model not Anthropic's: no context management, its member nor its
+  // flag ("No endpoints available that support Anthropic's context management features
+  // (context-management-2025-06-27)": multica-ai/multica#450).
+  const management =
+    /no endpoints (?:available|found) that support anthropic\W{0,3}s context management features(?: \(([\w.-]{1,100})\))?/i.exec(
+      text,
+    );
+  if (management !== null) {
+    fixes.push(fixForAnthropicMember('context_management'));
+    fixes.push({ field: anthropicBetaField, value: management[1] ?? 'context-management-2025-06-27' });
+  }
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });

@@ -778,6 +778,31 @@ describe("tools loaded on demand, to OpenRouter's Messages endpoint for a model 
   });
 });
 
+describe("context management, to OpenRouter's Messages endpoint for a model not Anthropic's", () => {
+  // "No endpoints available that support Anthropic's context management features
+  // (context-management-2025-06-27)": every request of Claude Code failed so (multica-ai/multica#450).
+  it('is left out, member and flag, after one refusal; the next request at once', async () => {
+    anthropic.respond = () => ({ text: 'Hello from GLM.' });
+    const request = {
+      model: 'z-ai/glm-5.3',
+      max_tokens: 500,
+      betas: ['context-management-2025-06-27', 'interleaved-thinking-2025-05-14'],
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      messages: [{ role: 'user' as const, content: 'Hi?' }],
+    };
+    const before = anthropic.messageRequests.length;
+    const answer = await client().beta.messages.create(request as never);
+    expect((answer as { content: unknown }).content).toEqual([{ type: 'text', text: 'Hello from GLM.' }]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.status)).toEqual([400, 200]);
+    expect(sent[1]?.body.context_management).toBeUndefined();
+    expect(sent[1]?.headers['anthropic-beta']).toBe('interleaved-thinking-2025-05-14');
+    const again = anthropic.messageRequests.length;
+    await client().beta.messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
 describe("content blocks Volcano Engine's Ark does not take (Claude Code on its coding plan)", () => {
   it('are sent as text after one refusal: a PDF read, a web search, a tool search; the next request at once', async () => {
     anthropic.respond = () => ({ text: 'Summarized.' });

@@ -768,7 +768,11 @@ export class FakeAnthropic {
        * sipeed/picoclaw#2939, RooCodeInc/Roo-Code#12162).
        */
       noSampling?: readonly string[];
-      /** Models served as OpenRouter's Messages endpoint serves a model not Anthropic's: no tool loaded on demand. */
+      /**
+       * Models served as OpenRouter's Messages endpoint serves a model not Anthropic's: no tool loaded on
+       * demand, and no context management (its member or its beta flag) in its words, which name the flag
+       * (multica-ai/multica#450).
+       */
       noDeferral?: readonly string[];
       /**
        * Models served as Volcano Engine's Ark serves them (its coding plan's Messages endpoint): a content
@@ -942,6 +946,20 @@ export class FakeAnthropic {
             .split(',')
             .map((flag) => flag.trim())
             .filter((flag) => flag !== '' && !betas.accepted.includes(flag));
+    if (
+      this.options.noDeferral?.includes(String(body.model)) === true &&
+      (body.context_management !== undefined || String(beta).includes('context-management-2025-06-27'))
+    )
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            message:
+              "No endpoints available that support Anthropic's context management features (context-management-2025-06-27). Context management requires a supported provider (Anthropic).",
+            code: 400,
+          },
+        }),
+      );
     if (
       this.options.noDeferral?.includes(String(body.model)) === true &&
       (Array.isArray(body.tools) ? (body.tools as Json[]) : []).some((tool) => tool.defer_loading === true)

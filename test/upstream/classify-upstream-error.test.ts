@@ -518,6 +518,28 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tools[].defer_loading' }] },
   },
   {
+    // OpenRouter's Messages endpoint, a model not Anthropic's: Claude Code's context management
+    // (multica-ai/multica#450).
+    name: 'OpenRouter: "No endpoints available that support Anthropic\'s context management features …"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message:
+            "No endpoints available that support Anthropic's context management features (context-management-2025-06-27). Context management requires a supported provider (Anthropic).",
+          code: 400,
+        },
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [
+        { field: 'context_management' },
+        { field: 'anthropic-beta', value: 'context-management-2025-06-27' },
+      ],
+    },
+  },
+  {
     // Moonshot on a tool whose parameters give no type (farion1231/cc-switch#5046: Codex's tools on Kimi K2.7).
     name: 'Moonshot: "tools.function.parameters.type is required and must be \\"object\\""',
     answer: {
