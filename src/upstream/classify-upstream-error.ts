@@ -237,9 +237,16 @@ function refusedFields(text: string, body: string): FieldFix[] {
       const replacement = /\buse\s*['"`]?(\w+)/i.exec(match[2] ?? '')?.[1];
       add(fixForUnsupportedField(match[1] as string, replacement));
     }
+  // OpenAI's words (and Azure's older ones) read as Fireworks' are, by the field's place: "Unknown parameter:
+  // 'messages[2].reasoning'.", "… 'messages[2].tool_calls[0].index'." — or a client's own field by its name.
+  for (const match of text.matchAll(/unknown parameter:?\s*['"`]([\w.[\]]{1,200})['"`]/gi))
+    add(fixForExtraInput(match[1] as string));
   for (const match of text.matchAll(
-    /(?:unknown parameter|unrecognized request arguments? supplied|unknown field|unknown name):?\s*['"`]?(\w+)/gi,
+    /unrecognized request arguments? supplied:?\s*(\w+(?:\s*,\s*\w+){0,29})/gi,
   ))
+    for (const name of (match[1] as string).matchAll(/\w+/g)) add(fixForExtraInput(name[0]));
+  // A serde server's words, and Gemini's: a top-level field by its name.
+  for (const match of text.matchAll(/(?:unknown parameter|unknown field|unknown name):?\s*['"`]?(\w+)/gi))
     add(fixForUnknownField(match[1] as string));
   // NVIDIA's NIM, a list of them ("Validation: Unsupported parameter(s): thinking": a relay passing Claude
   // Code's thinking on to MiniMax there, decolua/9router#2268).

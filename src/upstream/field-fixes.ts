@@ -115,9 +115,9 @@ const noThoughtSignature = 'skip_thought_signature_validator';
  * Fields of a message, or of a tool call, that are another answer's leftovers rather than the
  * conversation: what a thinking model gave (its reasoning under either name, OpenRouter's details),
  * what OpenAI's answers carry beside the text (`refusal`, `annotations`, `audio`), the OpenAI SDK's
- * parse helper's `parsed`, and Gemini's `extra_content` on a call. A provider whose schema has no place
- * for them (Mistral's API refuses every field it does not know, in messages too) could not read them:
- * left out when refused, as `messages[].<field>` (or `messages[].tool_calls[].<field>`).
+ * parse helper's `parsed`, Gemini's `extra_content` on a call, a stream's `index` of a call. A provider
+ * whose schema has no place for them (Mistral's API refuses every field it does not know, in messages too)
+ * could not read them: left out when refused, as `messages[].<field>` (or `messages[].tool_calls[].<field>`).
  */
 const leftoverFields = new Set([
   'reasoning_content',
@@ -128,6 +128,9 @@ const leftoverFields = new Set([
   'audio',
   'parsed',
   'extra_content',
+  // A stream's call index, which a client that joins a stream's calls keeps on them (FastGPT: OpenAI refuses
+  // it, "Unknown parameter: 'messages[2].tool_calls[0].index'.").
+  'index',
 ]);
 
 /**

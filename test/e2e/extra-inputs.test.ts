@@ -20,9 +20,11 @@ let openai: OpenAI;
 let anthropic: Anthropic;
 
 const chatModels = ['kimi-k2p6', 'glm-5p2', 'minimax-m2p5', 'claude-behind-a-strict-proxy'];
+/** A model as OpenAI's API serves it: a field its schema lacks refused by its place, in its words. */
+const openAIModel = 'gpt-5.5';
 
 beforeAll(async () => {
-  fireworks = new FakeUpstream({ extraInputs: chatModels });
+  fireworks = new FakeUpstream({ extraInputs: chatModels, unknownParameters: [openAIModel] });
   fireworksMessages = new FakeAnthropic({ apiKey: 'sk-test', extraToolMembers: ['kimi-k2p5-turbo'] });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await fireworks.start() },
@@ -232,5 +234,62 @@ describe("OpenCode's tools to Fireworks' Anthropic-compatible endpoint", () => {
     const again = fireworksMessages.requests.length;
     expect((await ask()).response.headers.get('x-ctxgate-attempts')).toBe('1');
     expect(fireworksMessages.requests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+// OpenAI's API refuses the same by its place in its own words ("Unknown parameter:
+// 'messages[2].reasoning'."): a conversation that went on from a model that thinks, a client that keeps a
+// stream's call indexes on its calls (FastGPT's "Unknown parameter: 'messages[2].tool_calls[0].index'."), a
+// client's own field; every later request of the conversation failed so.
+describe("fields OpenAI's schema lacks, refused in its words by their place", () => {
+  it('a reasoning left on an answer, a call index, a client field: each left out after one refusal', async () => {
+    const before = fireworks.chatRequests.length;
+    const messages = [
+      ...withReasoning,
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          {
+            index: 0,
+            id: 'call_1',
+            type: 'function',
+            function: { name: 'read_file', arguments: '{"path":"a"}' },
+          },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: 'export const budget = 3;' },
+    ] as unknown as OpenAI.ChatCompletionMessageParam[];
+    const request = {
+      model: openAIModel,
+      messages,
+      tools: [
+        {
+          type: 'function' as const,
+          function: {
+            name: 'read_file',
+            parameters: { type: 'object', properties: { path: { type: 'string' } } },
+          },
+        },
+      ],
+      delegateTo: 'build',
+    };
+    const { data, response } = await openai.chat.completions.create(request as never).withResponse();
+    expect((data as OpenAI.ChatCompletion).choices[0]?.message).toBeDefined();
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('4');
+    const sent = sentTo(openAIModel, before);
+    expect(sent).toHaveLength(4);
+    const last = sent.at(-1) as { messages: Array<Record<string, unknown>>; delegateTo?: unknown };
+    expect(last.delegateTo).toBeUndefined();
+    expect(last.messages[1]).not.toHaveProperty('reasoning');
+    expect((last.messages[3]?.tool_calls as Array<Record<string, unknown>>)[0]).toEqual({
+      id: 'call_1',
+      type: 'function',
+      function: { name: 'read_file', arguments: '{"path":"a"}' },
+    });
+    // The next request of the conversation goes right the first time.
+    const again = fireworks.chatRequests.length;
+    await openai.chat.completions.create(request as never);
+    expect(sentTo(openAIModel, again)).toHaveLength(1);
   });
 });

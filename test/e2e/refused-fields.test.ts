@@ -33,7 +33,7 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     reasoningModels: deployments,
     imageLimits: { 'local-vision': 4 },
-    unknownFields: { 'azure-gpt-4o': ['prediction'] },
+    unknownFields: { 'azure-gpt-4o': ['prediction'], 'prod-chat-plain': ['logprobs'] },
     moonshotRules: ['moonshot-v1-auto'],
   });
   claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
@@ -205,14 +205,38 @@ describe('a reasoning model the gateway knows only by its refusal', () => {
   });
 
   it('relays a refusal it cannot fix as the provider worded it', async () => {
-    // A field the gateway does not rewrite: the provider's own 400 reaches the client, sent once.
+    // A field that asks for part of the answer (its log probabilities): the provider's own 400 reaches the
+    // client, sent once — an answer without them is not what it asked.
     const before = fake.chatRequests.length;
     const error = await openai.chat.completions
-      .create({ model: 'prod-chat', messages: question, max_tokens: 10, ...{ bogus_field: 1 } })
+      .create({ model: 'prod-chat-plain', messages: question, max_tokens: 10, logprobs: true })
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/bogus_field/);
+    expect((error as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/logprobs/);
     expect(fake.chatRequests.length - before).toBe(1);
+  });
+
+  // A client's own field, which no API defines and so no provider could act on (OpenCode's `delegateTo`):
+  // every request of such a client failed.
+  it("leaves a client's own field out after one refusal; the next request at once", async () => {
+    const before = fake.chatRequests.length;
+    const answer = await openai.chat.completions.create({
+      model: 'local-own-fields',
+      messages: question,
+      max_tokens: 10,
+      ...{ bogus_field: 1 },
+    });
+    expect(answer.choices[0]?.message).toBeDefined();
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(sentTo('local-own-fields', before)[1]).not.toHaveProperty('bogus_field');
+    const again = fake.chatRequests.length;
+    await openai.chat.completions.create({
+      model: 'local-own-fields',
+      messages: question,
+      max_tokens: 10,
+      ...{ bogus_field: 1 },
+    });
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });
 

@@ -594,6 +594,13 @@ export interface FakeUpstreamOptions {
    * #40462).
    */
   extraInputs?: readonly string[];
+  /**
+   * Models as OpenAI's API serves them: the first field its schema does not have — top-level, of a message
+   * for its role, of a content part, of a tool call — refused by its place, in its words ("Unknown
+   * parameter: 'messages[2].reasoning'.", the place as `param`; "… 'messages[2].tool_calls[0].index'.", a
+   * client that keeps a stream's call indexes: FastGPT).
+   */
+  unknownParameters?: readonly string[];
   /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
   listedModels?: readonly string[];
   /**
@@ -1693,6 +1700,24 @@ export class FakeUpstream {
         );
         return;
       }
+    }
+    const unknown =
+      this.options.unknownParameters?.includes(String(body?.model)) === true
+        ? extraInputsOf(body)[0]
+        : undefined;
+    if (unknown !== undefined) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message: `Unknown parameter: '${unknown.place}'.`,
+            type: 'invalid_request_error',
+            param: unknown.place,
+            code: 'unknown_parameter',
+          },
+        }),
+      );
+      return;
     }
     const extras =
       this.options.extraInputs?.includes(String(body?.model)) === true ? extraInputsOf(body) : [];

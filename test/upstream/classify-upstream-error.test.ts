@@ -3168,6 +3168,55 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].reasoning' }] },
   },
+  // OpenAI's API, in its words by the field's place (its `param` too): read as Fireworks' are.
+  ...(
+    [
+      ['messages[2].reasoning', 'messages[].reasoning'],
+      ['messages[4].reasoning_details', 'messages[].reasoning_details'],
+      // FastGPT's calls, which keep a stream's call index.
+      ['messages[2].tool_calls[0].index', 'messages[].tool_calls[].index'],
+      // OpenCode's own field.
+      ['delegateTo', 'delegateTo'],
+    ] as const
+  ).map(([place, field]) => ({
+    name: `OpenAI: "Unknown parameter: '${place}'."`,
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: `Unknown parameter: '${place}'.`,
+          type: 'invalid_request_error',
+          param: place,
+          code: 'unknown_parameter',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field' as const, fixes: [{ field }] },
+  })),
+  {
+    // Azure's older words list several (a relay's prompt cache key beside OpenCode's own field).
+    name: 'Azure: "Unrecognized request arguments supplied: prompt_cache_key, workspace"',
+    answer: {
+      status: 400,
+      body: openAIError(
+        'Unrecognized request arguments supplied: prompt_cache_key, workspace',
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_key' }, { field: 'workspace' }] },
+  },
+  {
+    // A member of a message of the client's own, and a field asking for part of the answer: the client's.
+    name: "OpenAI: \"Unknown parameter: 'messages[0].id'.\" and Azure's of logprobs are relayed",
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Unknown parameter: 'messages[0].id'. Unrecognized request argument supplied: logprobs",
+        'invalid_request_error',
+      ),
+    },
+    expected: { kind: 'bad_request' },
+  },
   {
     // Gemini's thought signature on a call sent on to Fireworks after a switch of models.
     name: 'Fireworks: "Extra inputs are not permitted, field: \'messages[3].tool_calls[0].extra_content\'"',
