@@ -600,7 +600,13 @@ function answerCap(text: string): number | undefined {
     ) ??
     // TokenRouter's ("max_tokens must be at most 131072, got 943717").
     /max_(?:completion_)?tokens\W{0,3} must be at most (\d+), got \d+/i.exec(text);
-  const cap = said === null ? 0 : Number(said[1]);
+  // Gemini on Vertex, its range's end not in it ("a maxOutputTokens value of 131072 but the supported range
+  // is from 1 (inclusive) to 65537 (exclusive)"), as the relays before it pass it on.
+  const vertex =
+    /maxOutputTokens value of \d+ but the supported range is from \d+ \(inclusive\)\s*to (\d+) \(exclusive\)/i.exec(
+      text,
+    );
+  const cap = said !== null ? Number(said[1]) : vertex !== null ? Number(vertex[1]) - 1 : 0;
   return cap >= 1 ? cap : undefined;
 }
 
@@ -770,7 +776,7 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   if (/not a valid moonshot flavored json schema|tools\.function\.parameters\.type is required/i.test(text))
     fixes.push({ field: toolSchemaMfjsField });
   // A longer answer asked for than the model gives: DeepSeek's, OpenAI's, Anthropic's, Volcano Engine's,
-  // Groq's, Bedrock's, DashScope's, Zhipu's, Ollama Cloud's wordings, each with the longest.
+  // Groq's, Bedrock's, DashScope's, Zhipu's, Ollama Cloud's, Vertex's Gemini's wordings, each with the longest.
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
   // A hotter temperature than the model takes: Claude's words ("temperature: range: 0..1"), with the hottest.

@@ -1933,6 +1933,11 @@ const ownCases: ReadonlyArray<{
         65_536,
       ],
       [
+        "Gemini on Vertex, its range's end not in it",
+        '[{"error":{"code":400,"message":"Unable to submit request because it has a maxOutputTokens value of 131072 but the supported range is from 1 (inclusive) to 65537 (exclusive). Update the value and try again.","status":"INVALID_ARGUMENT"}}]',
+        65_536,
+      ],
+      [
         "TokenRouter's GLM (its catalog's 943,717 refused on every request)",
         openAIError('max_tokens must be at most 131072, got 943717', 'invalid_request_error'),
         131_072,
