@@ -105,11 +105,9 @@ function portable(schema: unknown, walk: Walk, depth: number): Schema {
   else delete out.anyOf;
   if (schema.const !== undefined) out.enum = [schema.const];
   typed(out, walk, depth);
-  if (
-    out.enum !== undefined &&
-    !(Array.isArray(out.enum) && out.enum.every((value) => typeof value === 'string'))
-  ) {
-    // Gemini takes only text as an enum's values ("Invalid value at '…enum[0]' (TYPE_STRING), true").
+  if (out.enum !== undefined && !(Array.isArray(out.enum) && out.enum.every(isGeminiEnumValue))) {
+    // Gemini takes only text as an enum's values ("Invalid value at '…enum[0]' (TYPE_STRING), true"), and
+    // no empty one ("…properties[permission].enum[3]: cannot be empty").
     if (Array.isArray(out.enum))
       described(out, `One of: ${out.enum.map((value) => JSON.stringify(value)).join(', ')}.`);
     delete out.enum;
@@ -447,6 +445,9 @@ export function mfjsParameters(
   return repairedParameters(written, left);
 }
 
+/** Whether Gemini takes `value` among an enum's values: a text, not empty. */
+const isGeminiEnumValue = (value: unknown): boolean => typeof value === 'string' && value !== '';
+
 /**
  * Whether `schema` is in Gemini's subset already: its keywords among it, its type one, its enum of text,
  * an array's items given, each name it requires a property, and so each schema inside it.
@@ -456,8 +457,7 @@ function inSubset(schema: unknown, left: { schemas: number }, depth: number): bo
   for (const key in schema) if (!portableKeywords.has(key)) return false;
   const { type, enum: values, properties, items, required, anyOf } = schema;
   if (type !== undefined && typeof type !== 'string') return false;
-  if (values !== undefined && !(Array.isArray(values) && values.every((value) => typeof value === 'string')))
-    return false;
+  if (values !== undefined && !(Array.isArray(values) && values.every(isGeminiEnumValue))) return false;
   if (type === 'array' && items === undefined) return false;
   if (properties !== undefined) {
     if (!isRecord(properties)) return false;

@@ -25,7 +25,7 @@ let harness: GatewayHarness;
 
 beforeAll(async () => {
   fake = new FakeUpstream({
-    geminiRules: [gemini],
+    geminiRules: [gemini, 'gemini-3.1-flash-preview'],
     moonshotRules: [kimi],
     fireworksRules: [fireworksKimi],
     // A model that calls the first tool it was shown.
@@ -173,6 +173,44 @@ describe('an MCP tool whose schema Gemini refuses: $schema, additionalProperties
       },
       required: ['mode'],
     });
+  });
+});
+
+// Gemini refuses an empty text among an enum's values ("…properties[permission].enum[3]: cannot be empty"):
+// Cline's tools on Gemini, every request failed.
+describe('a tool whose enum holds an empty text, which Gemini refuses', () => {
+  it('is answered after one refusal, the values told in the description; the next request at once', async () => {
+    const tool: OpenAI.ChatCompletionTool = {
+      type: 'function',
+      function: {
+        name: 'set_permission',
+        parameters: {
+          type: 'object',
+          properties: { permission: { type: 'string', enum: ['read', 'write', 'admin', ''] } },
+          required: ['permission'],
+        },
+      },
+    };
+    const ask = () =>
+      client().chat.completions.create({
+        model: 'gemini-3.1-flash-preview',
+        tools: [tool],
+        messages: [{ role: 'user', content: 'Make it read-only.' }],
+      });
+    const before = fake.chatRequests.length;
+    const answer = await ask();
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({
+      function: { name: 'set_permission' },
+    });
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    expect(toolsSent()[0]?.function.parameters).toEqual({
+      type: 'object',
+      properties: { permission: { type: 'string', description: 'One of: "read", "write", "admin", "".' } },
+      required: ['permission'],
+    });
+    const again = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });
 

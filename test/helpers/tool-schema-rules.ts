@@ -93,6 +93,13 @@ export function geminiSchemaRefusal(index: number, parameters: unknown): string 
       );
     if (Array.isArray(schema.enum) && schema.enum.some((value) => typeof value !== 'string'))
       lines.push(`Invalid value at '${place}.enum[0]' (TYPE_STRING), ${JSON.stringify(schema.enum[0])}`);
+    // An empty text among the values: "* GenerateContentRequest.tools[0].function_declarations[34].parameters
+    // .properties[permission].enum[3]: cannot be empty" (its place by the property's name, here).
+    const empty = Array.isArray(schema.enum) ? schema.enum.indexOf('') : -1;
+    if (empty !== -1)
+      lines.push(
+        `* GenerateContentRequest.tools[0].function_declarations[${index}].parameters${at.map((part) => `.${part}`).join('')}.enum[${empty}]: cannot be empty`,
+      );
   }
   return lines.length === 0 ? undefined : lines.join('\n');
 }

@@ -164,6 +164,18 @@ describe('portableParameters over the schemas MCP servers send', () => {
     });
   });
 
+  // Gemini refuses an empty text among an enum's values ("tools[0].function_declarations[34].parameters
+  // .properties[permission].enum[3]: cannot be empty": Cline's tools on Gemini, every request failed).
+  it('tells the values of an enum holding an empty text in the description, as Gemini refuses one', () => {
+    const parameters = {
+      type: 'object',
+      properties: { permission: { type: 'string', enum: ['read', 'write', 'admin', ''] } },
+    };
+    expect(portableParameters(parameters).properties).toEqual({
+      permission: { type: 'string', description: 'One of: "read", "write", "admin", "".' },
+    });
+  });
+
   it("follows a reference, keeping the referrer's description", () => {
     expect(
       portableParameters({
