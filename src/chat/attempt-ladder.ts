@@ -72,6 +72,7 @@ import {
   withToolCallIdsAsMistralTakes,
   billingAttributionField,
   temperatureRangeField,
+  autoToolChoiceField,
   type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
@@ -88,6 +89,7 @@ import {
   withToolMediaAsText,
   withToolMediaInUserMessages,
 } from '../upstream/tool-media.js';
+import { callsReadFromText } from '../upstream/text-tool-calls.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -259,6 +261,14 @@ function withFieldFixes(
     outgoing = withToolSchemasAs(outgoing, 'repaired');
   if (fixes.some((fix) => fix.field === toolChoiceField)) outgoing = withToolChoiceUnforced(outgoing);
   outgoing = withStopsAtMost(outgoing, fixes);
+  // A choice of tools left to a model whose server takes none (vLLM without its auto tool choice): "none",
+  // the calls it writes as text read as calls.
+  if (
+    fixes.some((fix) => fix.field === autoToolChoiceField) &&
+    offersTools(outgoing) &&
+    (outgoing.tool_choice === undefined || outgoing.tool_choice === 'auto')
+  )
+    outgoing = Object.assign({}, outgoing, { tool_choice: 'none', [callsReadFromText]: true });
   const hottest = fixes.find((fix) => fix.field === temperatureRangeField)?.atMost;
   if (hottest !== undefined && typeof outgoing.temperature === 'number' && outgoing.temperature > hottest)
     outgoing = Object.assign({}, outgoing, { temperature: hottest });

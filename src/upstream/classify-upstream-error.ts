@@ -50,6 +50,7 @@ import {
   reasoningStandInField,
   prefillField,
   temperatureRangeField,
+  autoToolChoiceField,
   messageNameField,
   messageNamePatternField,
   jsonSchemaField,
@@ -779,6 +780,9 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   // Groq's, Bedrock's, DashScope's, Zhipu's, Ollama Cloud's, Vertex's Gemini's wordings, each with the longest.
   const answer = answerCap(text);
   if (answer !== undefined) fixes.push({ field: answerTokensField, atMost: answer });
+  // vLLM started without its auto tool choice, which takes a choice left to the model as "auto".
+  if (/\Wauto\W{1,3}tool choice requires --enable-auto-tool-choice/i.test(text))
+    fixes.push({ field: autoToolChoiceField });
   // A hotter temperature than the model takes: Claude's words ("temperature: range: 0..1"), with the hottest.
   const hottest = /\btemperature\W{0,3}:\s*range:\s*-?\d+(?:\.\d+)?\s*\.\.\s*(\d+(?:\.\d+)?)\b/i.exec(text);
   if (hottest !== null) fixes.push({ field: temperatureRangeField, atMost: Number(hottest[1]) });

@@ -242,6 +242,15 @@ export const toolSchemaMfjsField = 'tools[].function.parameters.mfjs';
 export const toolCountField = 'tools.length';
 
 /**
+ * Not a field of the body: a choice of tools left to the model, which vLLM started without
+ * `--enable-auto-tool-choice` refuses ("\"auto\" tool choice requires --enable-auto-tool-choice and
+ * --tool-call-parser to be set": vllm-project/vllm#9986) — and it takes `tool_choice` absent as "auto", so
+ * every request that offered tools failed. Asked with "none" instead: the model's template still shows it
+ * the tools, and the calls it writes as text are read as calls (text-tool-calls.ts, `text_tool_calls`).
+ */
+export const autoToolChoiceField = 'tool_choice.auto';
+
+/**
  * Not a field of the body: the hottest temperature the model takes. OpenAI's API takes up to 2, and chat
  * clients send 1.2 or 1.5 (a preset, an app's creative mode); Claude takes up to 1 and refuses more
  * ("temperature: range: 0..1", and so Claude on Bedrock behind a relay): routed to Claude, every request of

@@ -42,9 +42,17 @@ const mistralKey = Buffer.from(mistral);
 /** What `<` (and `=`, `>`, `?` and the digits) are escaped to in JSON, in either case: `\u003c`. */
 const escapedLess = Buffer.from('\\u003');
 
+/**
+ * On a chat request the gateway sent with `tool_choice: "none"` in place of a choice left to the model
+ * (field-fixes.ts autoToolChoiceField): its calls are read from its text all the same. A symbol, never
+ * written out.
+ */
+export const callsReadFromText = Symbol('ctxgate.callsReadFromText');
+
 /** The tools a chat request offers the model, when it offers some and lets it call them; else undefined. */
-export function offeredTools(request: Readonly<Record<string, unknown>>): OfferedTools | undefined {
-  if (!Array.isArray(request.tools) || request.tool_choice === 'none') return undefined;
+export function offeredTools(request: Readonly<Record<string | symbol, unknown>>): OfferedTools | undefined {
+  if (!Array.isArray(request.tools)) return undefined;
+  if (request.tool_choice === 'none' && request[callsReadFromText] !== true) return undefined;
   const tools = new Map<string, Record<string, unknown> | undefined>();
   for (const tool of request.tools as unknown[]) {
     const fn = isRecord(tool) && isRecord(tool.function) ? tool.function : undefined;

@@ -58,6 +58,11 @@ const llama4 = 'us.meta.llama4-maverick-17b-instruct-v1:0';
 const qwen3 = 'Qwen/Qwen3-32B';
 /** Qwen3.5 the same way, its reasoning opened by its template: the text begins inside it. */
 const qwen35 = 'Qwen/Qwen3.5-27B';
+/**
+ * Qwen3 on vLLM started without `--enable-auto-tool-choice`: a request that lets it choose its tools is
+ * refused, and with `tool_choice: "none"` it is shown them and writes its calls as text (Hermes' form).
+ */
+const vllmPlain = 'Qwen/Qwen3-14B-vllm';
 /** Qwen3.6 on a server whose operator set `text_tool_calls: off` for it: its text is passed as it came. */
 const untouched = 'raw/qwen3.6-35b-a3b';
 
@@ -85,7 +90,9 @@ beforeAll(async () => {
       [dsml]: { form: 'dsml', lead: 'Checking the weather.\n\n' },
       [lfm]: { form: 'lfm2' },
       [llama4]: { form: 'llama4', lead: "I'll check the forecast.\n\n" },
+      [vllmPlain]: { form: 'hermes' },
     },
+    noAutoToolChoice: [vllmPlain],
     goJson: [ollamaHermes],
   });
   harness = await startGateway({
@@ -259,6 +266,46 @@ describe('an Anthropic client (Claude Code before a local model)', () => {
         { city: 'Paris', days: 3 },
       ]);
     }
+  });
+});
+
+// vLLM started without `--enable-auto-tool-choice` refuses every request that lets the model choose its
+// tools ("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set":
+// vllm-project/vllm#9986): every agent request failed.
+describe('a vLLM server without its auto tool choice', () => {
+  it('is asked with tool_choice "none" after one refusal, and the calls the model writes as text are run', async () => {
+    const before = fake.chatRequests.length;
+    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
+    // The first request, refused, takes a behaviour of the queue too.
+    fake.enqueue({}, { toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const inputs: unknown[] = [];
+    const text = await streamText({
+      model: provider(vllmPlain),
+      prompt: 'Weather in Paris for three days?',
+      maxRetries: 0,
+      stopWhen: stepCountIs(3),
+      tools: sdkTools(inputs),
+    }).text;
+    expect(text).toBe('It is 18 °C in Paris.');
+    expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
+    const sent = fake.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200, 200]);
+    expect(sent.slice(1).map((request) => (request.body as { tool_choice?: unknown }).tool_choice)).toEqual([
+      'none',
+      'none',
+    ]);
+  });
+
+  it('a client that forbade calls (tool_choice "none") gets its text as it came', async () => {
+    fake.enqueue({ toolCalls: [weather] });
+    const whole = await client().chat.completions.create({
+      model: vllmPlain,
+      tools,
+      tool_choice: 'none',
+      messages: [{ role: 'user', content: 'Paris?' }],
+    });
+    expect(whole.choices[0]?.message.tool_calls).toBeUndefined();
+    expect(whole.choices[0]?.message.content).toContain('<tool_call>');
   });
 });
 

@@ -601,6 +601,14 @@ export interface FakeUpstreamOptions {
    * client that keeps a stream's call indexes: FastGPT).
    */
   unknownParameters?: readonly string[];
+  /**
+   * Models as vLLM serves them without `--enable-auto-tool-choice`: a request that offers tools and lets the
+   * model choose (`tool_choice` absent or "auto") refused in its words ("\"auto\" tool choice requires
+   * --enable-auto-tool-choice and --tool-call-parser to be set": vllm-project/vllm#9986); with "none" the
+   * model is shown the tools by its template, and no parser reads its calls (with `textToolCalls`, written
+   * as text).
+   */
+  noAutoToolChoice?: readonly string[];
   /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
   listedModels?: readonly string[];
   /**
@@ -1700,6 +1708,25 @@ export class FakeUpstream {
         );
         return;
       }
+    }
+    if (
+      this.options.noAutoToolChoice?.includes(String(body?.model)) === true &&
+      Array.isArray(body?.tools) &&
+      (body.tools as unknown[]).length > 0 &&
+      ((body as { tool_choice?: unknown }).tool_choice === undefined ||
+        (body as { tool_choice?: unknown }).tool_choice === 'auto')
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          object: 'error',
+          message: '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+          type: 'BadRequestError',
+          param: null,
+          code: 400,
+        }),
+      );
+      return;
     }
     const unknown =
       this.options.unknownParameters?.includes(String(body?.model)) === true

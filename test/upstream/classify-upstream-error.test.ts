@@ -268,6 +268,15 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.forced', value: 'thinking' }] },
   },
   {
+    // vLLM started without --enable-auto-tool-choice (vllm-project/vllm#9986): every request offering tools.
+    name: 'vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"',
+    answer: {
+      status: 400,
+      body: '{"object":"error","message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.auto' }] },
+  },
+  {
     // Kimi's Anthropic endpoint on more tools than it takes (MoonshotAI/Kimi-K2#90: Claude Code's MCP tools).
     name: 'Kimi: "a max of 128 tools can be supported"',
     answer: {
