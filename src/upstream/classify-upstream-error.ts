@@ -186,6 +186,16 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // (The strict template's fix puts its text in the user's turn: on an `anthropic` upstream too.)
   if (status >= 500 && /system message must be at the beginning/i.test(text))
     return { kind: 'refused_field', fixes: [{ field: strictTemplateField }] };
+  // llama.cpp's server before gpt-oss's template, of an answer with reasoning and text beside its calls
+  // (ggml-org/llama.cpp#19703): a 500, refused the same when retried. The answers' reasoning left out.
+  if (
+    status >= 500 &&
+    /cannot pass both content and thinking in an assistant message with tool calls/i.test(text)
+  )
+    return {
+      kind: 'refused_field',
+      fixes: [{ field: 'messages[].reasoning_content' }, { field: 'messages[].reasoning' }],
+    };
   if (status >= 500 || (status >= 200 && status < 300)) return { kind: 'server', ...retryFields() };
   // A body larger than the provider takes in bytes (not tokens: looksLikeOverflow): Anthropic's
   // "request_too_large", GitHub Copilot's "failed to parse request", a proxy's page.
@@ -693,10 +703,10 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     /reasoning_content\W{0,3} in the thinking mode must be passed back|missing \W{0,3}reasoning_content\W{0,3} field in the assistant message|reasoning_content is missing in assistant|must include reasoning_content/i,
   ],
   // A conversation that ends with an answer, where the model takes no prefill: Anthropic's wording (also
-  // through OpenRouter and GitHub Copilot) and Mistral's.
+  // through OpenRouter and GitHub Copilot), Mistral's, and llama.cpp's of two answers at the end.
   [
     prefillField,
-    /does not support assistant message prefill|prefilling assistant messages is not supported|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)|last message of [\w.-]{1,80} must be a user message, or an assistant message with prefix mode on/i,
+    /does not support assistant message prefill|prefilling assistant messages is not supported|cannot have 2 or more assistant messages at the end of the list|conversation must end with a user message|expected last role user or tool \(or assistant with prefix true\)|last message of [\w.-]{1,80} must be a user message, or an assistant message with prefix mode on/i,
   ],
   // Structured output by a JSON Schema, where the provider has JSON mode only (DeepSeek's API).
   [

@@ -268,6 +268,26 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.forced', value: 'thinking' }] },
   },
   {
+    // llama.cpp's server before gpt-oss's template, a 500 (ggml-org/llama.cpp#19703: OpenCode's answers,
+    // reasoning and text beside their calls): retried, it is refused the same; the reasoning left out.
+    name: 'llama.cpp: "Cannot pass both content and thinking in an assistant message with tool calls!"',
+    answer: {
+      status: 500,
+      body: JSON.stringify({
+        error: {
+          code: 500,
+          message:
+            '\n------------\nWhile executing CallExpression at line 290, column 178 in source:\n...{%- if message.content and message.thinking %}\nError: Jinja Exception: Cannot pass both content and thinking in an assistant message with tool calls! Put the analysis message in one or the other, but not both.',
+          type: 'server_error',
+        },
+      }),
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'messages[].reasoning_content' }, { field: 'messages[].reasoning' }],
+    },
+  },
+  {
     // vLLM started without --enable-auto-tool-choice (vllm-project/vllm#9986): every request offering tools.
     name: 'vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"',
     answer: {
@@ -2408,6 +2428,10 @@ const ownCases: ReadonlyArray<{
       [
         "Mistral's API (0xPlaygrounds/rig#708)",
         '{"object":"error","message":"Expected last role User or Tool (or Assistant with prefix True) for serving but got assistant","type":"invalid_request_message_order","param":null,"code":"3230"}',
+      ],
+      [
+        "llama.cpp's server, two answers at the end (co-l/openfox#367: Qwen through LiteLLM)",
+        '{"error":{"code":400,"message":"Cannot have 2 or more assistant messages at the end of the list.","type":"invalid_request_error"}}',
       ],
     ] as const
   ).map(([name, body]) => ({
