@@ -59,6 +59,8 @@ import {
   cacheMarksField,
   toolChoiceField,
   withToolChoiceUnforced,
+  toolChoiceObjectField,
+  withToolChoiceAsString,
   answerTokensField,
   withJsonModeTold,
   betaFixesOf,
@@ -260,6 +262,8 @@ function withFieldFixes(
   else if (fixes.some((fix) => fix.field === toolSchemasField))
     outgoing = withToolSchemasAs(outgoing, 'repaired');
   if (fixes.some((fix) => fix.field === toolChoiceField)) outgoing = withToolChoiceUnforced(outgoing);
+  else if (fixes.some((fix) => fix.field === toolChoiceObjectField))
+    outgoing = withToolChoiceAsString(outgoing);
   outgoing = withStopsAtMost(outgoing, fixes);
   // A choice of tools left to a model whose server takes none (vLLM without its auto tool choice): "none",
   // the calls it writes as text read as calls.

@@ -45,6 +45,7 @@ import {
   systemRoleField,
   toolArgumentsField,
   toolChoiceField,
+  toolChoiceObjectField,
   thinkingToolChoice,
   thinkingDisabledField,
   reasoningStandInField,
@@ -689,6 +690,8 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     toolArgumentsField,
     /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string|function\.arguments\W{1,3} parameter of the code model must be in json format/i,
   ],
+  // A tool choice as an object, which LM Studio's server does not take (only `none`, `auto`, `required`).
+  [toolChoiceObjectField, /invalid tool_choice type:?\s*\W?object\W?/i],
   // A forced tool choice, which a model that thinks does not take: DeepSeek V4's (its Anthropic endpoint's
   // too, which names the model it routes to: "deepseek-reasoner does not support this tool_choice"),
   // DashScope's, Kimi's wordings (Anthropic's, refused only while thinking is on: thinkingToolChoice); and

@@ -340,6 +340,15 @@ export const toolHistoryField = 'messages[].tool_calls.without_tools';
 export const toolArgumentsField = 'messages[].tool_calls[].function.arguments';
 
 /**
+ * Not a field of the body: a tool choice given as an object — a named tool, allowed tools — which LM Studio's
+ * server refuses, taking only `none`, `auto` and `required` ("Invalid tool_choice type: 'object'. Supported
+ * string values: none, auto, required"): structured output by a tool (instructor, LangChain's
+ * with_structured_output) and an agent's forced step failed on every request. Asked as `required` with that
+ * tool (or those allowed) alone offered: the call is still forced (withToolChoiceAsString).
+ */
+export const toolChoiceObjectField = 'tool_choice.object';
+
+/**
  * Not a field of the body: a forced tool choice (`required`, a named tool), which a model that thinks on
  * every request does not take — DeepSeek V4 ("Thinking mode does not support this tool_choice":
  * deepseek-ai/DeepSeek-V3#1376, BerriAI/litellm#37470), Qwen on Alibaba DashScope ("The tool_choice
@@ -1329,6 +1338,32 @@ export function withToolChoiceUnforced<R extends Record<string, unknown>>(reques
     ? (request.tools as unknown[]).filter((tool) => toolNameOf(tool) === name)
     : [];
   return Object.assign({}, request, { tool_choice: 'auto' }, alone.length > 0 ? { tools: alone } : {});
+}
+
+/**
+ * The request with its tool choice given as a string (toolChoiceObjectField): a named function or custom
+ * tool as `required` with that tool alone offered (when the tools hold it); allowed tools as their mode with
+ * those tools alone offered. The same request when the choice is a string already.
+ */
+export function withToolChoiceAsString<R extends Record<string, unknown>>(request: R): R {
+  const choice = request.tool_choice;
+  if (!isRecord(choice)) return request;
+  const tools = Array.isArray(request.tools) ? (request.tools as unknown[]) : [];
+  if (choice.type === 'allowed_tools' && isRecord(choice.allowed_tools)) {
+    const { mode, tools: allowed } = choice.allowed_tools;
+    // Chat's `{type, function: {name}}`, or the Responses API's `{type, name}`.
+    const nameIn = (entry: unknown) =>
+      toolNameOf(entry) ?? (isRecord(entry) && typeof entry.name === 'string' ? entry.name : undefined);
+    const names = new Set((Array.isArray(allowed) ? (allowed as unknown[]) : []).map(nameIn));
+    const kept = tools.filter((tool) => names.has(toolNameOf(tool) as string));
+    return Object.assign({}, request, {
+      tool_choice: mode === 'required' ? 'required' : 'auto',
+      ...(kept.length > 0 ? { tools: kept } : {}),
+    });
+  }
+  const name = toolNameOf(choice);
+  const alone = name === undefined ? [] : tools.filter((tool) => toolNameOf(tool) === name);
+  return Object.assign({}, request, { tool_choice: 'required' }, alone.length > 0 ? { tools: alone } : {});
 }
 
 /**

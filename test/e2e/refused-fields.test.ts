@@ -35,6 +35,7 @@ beforeAll(async () => {
     imageLimits: { 'local-vision': 4 },
     unknownFields: { 'azure-gpt-4o': ['prediction'], 'prod-chat-plain': ['logprobs'] },
     moonshotRules: ['moonshot-v1-auto'],
+    stringToolChoice: ['qwen/qwen3.6-35b-a3b'],
   });
   claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
   mistral = new FakeUpstream({
@@ -772,5 +773,36 @@ describe('a request larger than the provider takes, in bytes', () => {
       named,
       ...Array.from({ length: 12 }, () => 'image'),
     ]);
+  });
+});
+
+// LM Studio's server takes a tool choice as a string only ("Invalid tool_choice type: 'object'. Supported
+// string values: none, auto, required"): structured output by a tool (instructor, LangChain's
+// with_structured_output) and an agent's forced step failed on every request.
+describe("a named tool choice, to LM Studio's server (a string only)", () => {
+  it('is asked as required with that tool alone after one refusal; the next request at once', async () => {
+    const tool = (name: string): OpenAI.ChatCompletionTool => ({
+      type: 'function',
+      function: { name, parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+    });
+    const ask = () =>
+      openai.chat.completions.create({
+        model: 'qwen/qwen3.6-35b-a3b',
+        messages: question,
+        tools: [tool('search'), tool('extract_city')],
+        tool_choice: { type: 'function', function: { name: 'extract_city' } },
+      });
+    const before = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.slice(before).map((request) => request.status)).toEqual([400, 200]);
+    const fixed = sentTo('qwen/qwen3.6-35b-a3b', before)[1] as {
+      tool_choice: unknown;
+      tools: Array<{ function: { name: string } }>;
+    };
+    expect(fixed.tool_choice).toBe('required');
+    expect(fixed.tools.map((each) => each.function.name)).toEqual(['extract_city']);
+    const again = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - again).toBe(1);
   });
 });

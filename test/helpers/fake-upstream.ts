@@ -609,6 +609,11 @@ export interface FakeUpstreamOptions {
    * as text).
    */
   noAutoToolChoice?: readonly string[];
+  /**
+   * Models as LM Studio's server serves them: a `tool_choice` given as an object (a named tool) refused in its
+   * words ("Invalid tool_choice type: 'object'. Supported string values: none, auto, required").
+   */
+  stringToolChoice?: readonly string[];
   /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
   listedModels?: readonly string[];
   /**
@@ -1724,6 +1729,19 @@ export class FakeUpstream {
           type: 'BadRequestError',
           param: null,
           code: 400,
+        }),
+      );
+      return;
+    }
+    if (
+      this.options.stringToolChoice?.includes(String(body?.model)) === true &&
+      typeof (body as { tool_choice?: unknown }).tool_choice === 'object' &&
+      (body as { tool_choice?: unknown }).tool_choice !== null
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: "Invalid tool_choice type: 'object'. Supported string values: none, auto, required",
         }),
       );
       return;

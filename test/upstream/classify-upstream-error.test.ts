@@ -288,6 +288,15 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // LM Studio's server: a tool choice as a string only (instructor's and LangChain's structured output).
+    name: 'LM Studio: "Invalid tool_choice type: \'object\'. Supported string values: none, auto, required"',
+    answer: {
+      status: 400,
+      body: '{"error":"Invalid tool_choice type: \'object\'. Supported string values: none, auto, required"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.object' }] },
+  },
+  {
     // vLLM started without --enable-auto-tool-choice (vllm-project/vllm#9986): every request offering tools.
     name: 'vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"',
     answer: {

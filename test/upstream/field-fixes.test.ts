@@ -21,6 +21,7 @@ import {
   withNullContentsAsText,
   withToolArgumentsAsObjects,
   withToolChoiceUnforced,
+  withToolChoiceAsString,
   withoutEmptyToolCalls,
   withoutToolFieldsWhenNoTools,
   withReasoningStandIns,
@@ -840,6 +841,61 @@ describe('withToolChoiceUnforced', () => {
     for (const choice of ['auto', 'none', undefined]) {
       const request = { model: 'm', tools, tool_choice: choice };
       expect(withToolChoiceUnforced(request)).toBe(request);
+    }
+  });
+});
+
+describe('withToolChoiceAsString', () => {
+  const tool = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object' } } });
+  const tools = [tool('search'), tool('emit_answer'), tool('read')];
+
+  it.each([
+    {
+      name: 'a named function: required, that tool alone',
+      choice: { type: 'function', function: { name: 'emit_answer' } },
+      sent: 'required',
+      offered: ['emit_answer'],
+    },
+    {
+      name: 'a named function the tools do not hold: required, every tool',
+      choice: { type: 'function', function: { name: 'gone' } },
+      sent: 'required',
+      offered: ['search', 'emit_answer', 'read'],
+    },
+    {
+      name: 'allowed tools, required: required, those tools alone',
+      choice: {
+        type: 'allowed_tools',
+        allowed_tools: {
+          mode: 'required',
+          tools: [
+            { type: 'function', name: 'search' },
+            { type: 'function', name: 'read' },
+          ],
+        },
+      },
+      sent: 'required',
+      offered: ['search', 'read'],
+    },
+    {
+      name: 'allowed tools in chat terms, auto: auto, those tools alone',
+      choice: {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'auto', tools: [{ type: 'function', function: { name: 'read' } }] },
+      },
+      sent: 'auto',
+      offered: ['read'],
+    },
+  ])('$name', ({ choice, sent, offered }) => {
+    const out = withToolChoiceAsString({ model: 'm', tools, tool_choice: choice });
+    expect(out.tool_choice).toEqual(sent);
+    expect((out.tools as Array<{ function: { name: string } }>).map((t) => t.function.name)).toEqual(offered);
+  });
+
+  it('is the same request when the choice is a string already, or none', () => {
+    for (const choice of ['auto', 'none', 'required', undefined]) {
+      const request = { model: 'm', tools, tool_choice: choice };
+      expect(withToolChoiceAsString(request)).toBe(request);
     }
   });
 });
