@@ -298,7 +298,7 @@ const ownCases: ReadonlyArray<{
   },
   {
     // vLLM started without --enable-auto-tool-choice (vllm-project/vllm#9986): every request offering tools.
-    name: 'vLLM: "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"',
+    name: 'vLLM: "auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
     answer: {
       status: 400,
       body: '{"object":"error","message":"\\"auto\\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","param":null,"code":400}',
