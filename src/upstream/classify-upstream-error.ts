@@ -1004,6 +1004,10 @@ const overflowPhrases: readonly RegExp[] = [
   /tokens? \+ `?max_new_tokens`? must be/i,
   /\bexceeds budget\b|\binput_too_large\b/i,
   /context_length_exceeded|context_window_exceeded|exceed_context_size|ContextWindowExceeded/i,
+  // TensorRT-LLM's server before it took OpenAI's wording: a prompt past max_num_tokens, or past max_seq_len
+  // (what is left for the answer below 0).
+  /\bsum of prompt length\b[\s\S]{0,80}?\bshould not exceed max_num_tokens\b/i,
+  /\bdefault_max_tokens\W{0,3} \(-?\d+\) must be greater than 0\b[\s\S]{0,80}?\bmax_seq_len\b/i,
 ];
 
 /** Limits that are about something else: output caps, string or byte sizes, images. */
@@ -1086,6 +1090,19 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
       'i',
     ),
     fields: ['promptTokens', 'promptTokens'],
+  },
+  // TensorRT-LLM: "The sum of prompt length (P.0), query length (Q) should not exceed max_num_tokens (M)"
+  // (a cap on the prompt alone); "… = max_seq_len (M) - `splited_prompt_len` (P)".
+  {
+    pattern: new RegExp(
+      `prompt length \\(${number}(?:\\.\\d+)?\\), query length \\(${number}(?:\\.\\d+)?\\) should not exceed max_num_tokens \\(${number}\\)`,
+      'i',
+    ),
+    fields: ['promptTokens', 'prompt2', 'maxInputTokens'],
+  },
+  {
+    pattern: new RegExp(`max_seq_len \\(${number}\\) - \`?splited_prompt_len\`? \\(${number}\\)`, 'i'),
+    fields: ['maxContext', 'promptTokens'],
   },
   // Prompt and answer together, not split.
   { pattern: new RegExp(`you requested (?:about )?${number} tokens(?! \\()`, 'i'), fields: ['requested'] },
