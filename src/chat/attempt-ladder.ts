@@ -92,6 +92,7 @@ import {
   withToolMediaInUserMessages,
 } from '../upstream/tool-media.js';
 import { callsReadFromText } from '../upstream/text-tool-calls.js';
+import { toolsAsTextField, withToolsAsText } from '../upstream/tools-as-text.js';
 
 export interface ChatAttempt extends SendAttempt {
   state: AttemptState;
@@ -470,6 +471,9 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
     const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
+    // Tools told in the prompt, to a model whose server takes none (tools-as-text.ts).
+    if (wire === undefined && fixes.some((fix) => fix.field === toolsAsTextField))
+      ({ request: outgoing, messages } = withToolsAsText(outgoing, messages));
     const uncached = fixes.some((fix) => fix.field === cacheMarksField);
     /** The body of `fixed` messages as sent, and those messages in chat terms. */
     const sent = (fixed: ContextMessage[]): { messages: ContextMessage[]; body: string | Buffer } => {

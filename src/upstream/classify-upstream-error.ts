@@ -65,6 +65,7 @@ import {
   filesField,
   type FieldFix,
 } from './field-fixes.js';
+import { toolsAsTextField } from './tools-as-text.js';
 
 export interface OverflowNumbers {
   /** The model's context window. */
@@ -187,6 +188,9 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // (The strict template's fix puts its text in the user's turn: on an `anthropic` upstream too.)
   if (status >= 500 && /system message must be at the beginning/i.test(text))
     return { kind: 'refused_field', fixes: [{ field: strictTemplateField }] };
+  // llama.cpp's server without `--jinja`, which takes no tools, with a 500: the tools told in the prompt.
+  if (status >= 500 && /tools param requires --jinja flag|unsupported param:?\s*tools\b/i.test(text))
+    return { kind: 'refused_field', fixes: [{ field: toolsAsTextField }] };
   // llama.cpp's server before gpt-oss's template, of an answer with reasoning and text beside its calls
   // (ggml-org/llama.cpp#19703): a 500, refused the same when retried. The answers' reasoning left out.
   if (
@@ -690,6 +694,8 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     toolArgumentsField,
     /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string|function\.arguments\W{1,3} parameter of the code model must be in json format/i,
   ],
+  // Tools, which Ollama takes none of for a model whose template has none: told in the prompt.
+  [toolsAsTextField, /\bdoes not support tools\b/i],
   // A tool choice as an object, which LM Studio's server does not take (only `none`, `auto`, `required`).
   [toolChoiceObjectField, /invalid tool_choice type:?\s*\W?object\W?/i],
   // A forced tool choice, which a model that thinks does not take: DeepSeek V4's (its Anthropic endpoint's

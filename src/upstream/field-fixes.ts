@@ -1813,13 +1813,30 @@ export function withMessageFixes(
   return out;
 }
 
+/** How a conversation's calls and results are told as text (withToolHistoryAsText). */
+export interface ToolHistoryWords {
+  /** A call, told at the end of its answer's text. */
+  call(name: string, argumentsText: string): string;
+  /** What a result's text is put after, naming the tool it came from. */
+  result(name: string): string;
+}
+
+/** The words of toolHistoryField: "[called read_file({"path":"a.ts"})]", "[result of read_file]". */
+const bracketWords: ToolHistoryWords = {
+  call: (name, argumentsText) => `[called ${name}(${argumentsText})]`,
+  result: (name) => `[result of ${name}]`,
+};
+
 /**
  * A conversation's tool calls and results as text (toolHistoryField): each call told at the end of its
  * answer's text ("[called read_file({"path":"a.ts"})]"), each result a user message where it stood
  * ("[result of read_file]" and its content, parts kept), joined with the user messages after it so that
- * the roles still alternate. The same array when it holds neither. Pure.
+ * the roles still alternate; in other `words` when given. The same array when it holds neither. Pure.
  */
-export function withToolHistoryAsText(messages: ContextMessage[]): ContextMessage[] {
+export function withToolHistoryAsText(
+  messages: ContextMessage[],
+  words: ToolHistoryWords = bracketWords,
+): ContextMessage[] {
   if (!messages.some((message) => message.role === 'tool' || (message.tool_calls?.length ?? 0) > 0))
     return messages;
   const names = new Map<string, string>();
@@ -1835,7 +1852,7 @@ export function withToolHistoryAsText(messages: ContextMessage[]): ContextMessag
     if (message.role === 'tool' || (message.role === 'user' && joined !== undefined)) {
       const name = names.get(String(message.tool_call_id)) ?? message.name ?? 'tool';
       (joined ??= []).push(
-        message.role === 'tool' ? withTextBefore(message.content, `[result of ${name}]`) : message.content,
+        message.role === 'tool' ? withTextBefore(message.content, words.result(name)) : message.content,
       );
       continue;
     }
@@ -1846,7 +1863,7 @@ export function withToolHistoryAsText(messages: ContextMessage[]): ContextMessag
     }
     for (const call of calls) names.set(call.id, call.function?.name ?? 'tool');
     const told = calls
-      .map((call) => `[called ${call.function?.name ?? 'tool'}(${call.function?.arguments ?? ''})]`)
+      .map((call) => words.call(call.function?.name ?? 'tool', call.function?.arguments ?? ''))
       .join('\n');
     const { tool_calls: _calls, ...rest } = message;
     out.push(Object.assign(rest, { content: withTextAfter(message.content, told) }));

@@ -49,12 +49,20 @@ const escapedLess = Buffer.from('\\u003');
  */
 export const callsReadFromText = Symbol('ctxgate.callsReadFromText');
 
+/**
+ * On a chat request sent without its tools, told in its prompt instead (tools-as-text.ts): those tools, whose
+ * calls the model writes as text. A symbol, never written out.
+ */
+export const toolsToldAsText = Symbol('ctxgate.toolsToldAsText');
+
 /** The tools a chat request offers the model, when it offers some and lets it call them; else undefined. */
 export function offeredTools(request: Readonly<Record<string | symbol, unknown>>): OfferedTools | undefined {
-  if (!Array.isArray(request.tools)) return undefined;
+  const told = request[toolsToldAsText];
+  const given = Array.isArray(request.tools) ? request.tools : Array.isArray(told) ? told : undefined;
+  if (given === undefined) return undefined;
   if (request.tool_choice === 'none' && request[callsReadFromText] !== true) return undefined;
   const tools = new Map<string, Record<string, unknown> | undefined>();
-  for (const tool of request.tools as unknown[]) {
+  for (const tool of given as unknown[]) {
     const fn = isRecord(tool) && isRecord(tool.function) ? tool.function : undefined;
     if (fn !== undefined && typeof fn.name === 'string')
       tools.set(fn.name, isRecord(fn.parameters) ? fn.parameters : undefined);

@@ -63,6 +63,11 @@ const qwen35 = 'Qwen/Qwen3.5-27B';
  * refused, and with `tool_choice: "none"` it is shown them and writes its calls as text (Hermes' form).
  */
 const vllmPlain = 'Qwen/Qwen3-14B-vllm';
+/**
+ * Llama 3 on Ollama, whose template has no tools: a request offering them is refused; told them in its
+ * prompt, it writes its calls in Hermes' form.
+ */
+const noTools = 'llama3:8b';
 /** Qwen3.6 on a server whose operator set `text_tool_calls: off` for it: its text is passed as it came. */
 const untouched = 'raw/qwen3.6-35b-a3b';
 
@@ -91,8 +96,10 @@ beforeAll(async () => {
       [lfm]: { form: 'lfm2' },
       [llama4]: { form: 'llama4', lead: "I'll check the forecast.\n\n" },
       [vllmPlain]: { form: 'hermes' },
+      [noTools]: { form: 'hermes' },
     },
     noAutoToolChoice: [vllmPlain],
+    noTools: [noTools],
     goJson: [ollamaHermes],
   });
   harness = await startGateway({
@@ -306,6 +313,48 @@ describe('a vLLM server without its auto tool choice', () => {
     });
     expect(whole.choices[0]?.message.tool_calls).toBeUndefined();
     expect(whole.choices[0]?.message.content).toContain('<tool_call>');
+  });
+});
+
+// Ollama refuses tools for a model whose template has none ("registry.ollama.ai/library/llama3:8b does not
+// support tools": langgenius/dify#13538, pydantic/pydantic-ai#703, cline/cline#460): every agent request failed.
+describe('a model whose server takes no tools', () => {
+  it('is told its tools in the prompt after one refusal, the calls it writes run, the loop finished', async () => {
+    const before = fake.chatRequests.length;
+    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
+    // The first request, refused, takes a behaviour of the queue too.
+    fake.enqueue({}, { toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+    const inputs: unknown[] = [];
+    const text = await streamText({
+      model: provider(noTools),
+      system: 'You are a weather assistant.',
+      prompt: 'Weather in Paris for three days?',
+      maxRetries: 0,
+      stopWhen: stepCountIs(3),
+      tools: sdkTools(inputs),
+    }).text;
+    expect(text).toBe('It is 18 °C in Paris.');
+    expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
+    const sent = fake.chatRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([400, 200, 200]);
+    const bodies = sent
+      .slice(1)
+      .map((request) => request.body as { tools?: unknown; messages: ChatMessage[] });
+    for (const body of bodies) {
+      expect(body.tools).toBeUndefined();
+      // The client's system prompt, then the tools told: their schema and the form of a call.
+      const system = String(bodies[0]?.messages[0]?.content);
+      expect(system.startsWith('You are a weather assistant.')).toBe(true);
+      expect(system).toContain('"name":"get_weather"');
+      expect(system).toContain('<tool_call>');
+    }
+    // The call made and its result, as the model was told to write and read them.
+    const last = bodies[1]?.messages ?? [];
+    expect(last.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    expect(String(last[2]?.content)).toContain(
+      '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris","days":3}}\n</tool_call>',
+    );
+    expect(String(last[3]?.content)).toContain('<tool_response name="get_weather">\n18 °C');
   });
 });
 

@@ -614,6 +614,12 @@ export interface FakeUpstreamOptions {
    * words ("Invalid tool_choice type: 'object'. Supported string values: none, auto, required").
    */
   stringToolChoice?: readonly string[];
+  /**
+   * Models as Ollama serves one whose template has no tools: a request that offers tools refused in its
+   * words ("registry.ollama.ai/library/llama3:8b does not support tools": langgenius/dify#13538), and a
+   * tool message, which such a template cannot show, refused the same.
+   */
+  noTools?: readonly string[];
   /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
   listedModels?: readonly string[];
   /**
@@ -1729,6 +1735,26 @@ export class FakeUpstream {
           type: 'BadRequestError',
           param: null,
           code: 400,
+        }),
+      );
+      return;
+    }
+    if (
+      this.options.noTools?.includes(String(body?.model)) === true &&
+      ((Array.isArray(body?.tools) && (body.tools as unknown[]).length > 0) ||
+        (body?.messages ?? []).some(
+          (message) => message.role === 'tool' || (message.tool_calls?.length ?? 0) > 0,
+        ))
+    ) {
+      sendJson(
+        400,
+        JSON.stringify({
+          error: {
+            message: `registry.ollama.ai/library/${String(body?.model)} does not support tools`,
+            type: 'api_error',
+            param: null,
+            code: null,
+          },
         }),
       );
       return;

@@ -287,6 +287,30 @@ const ownCases: ReadonlyArray<{
       fixes: [{ field: 'messages[].reasoning_content' }, { field: 'messages[].reasoning' }],
     },
   },
+  // A model whose server takes no tools: told them in its prompt.
+  ...(
+    [
+      [
+        'Ollama, a model whose template has none (langgenius/dify#13538)',
+        400,
+        '{"error":{"message":"registry.ollama.ai/library/llama3:8b does not support tools","type":"api_error","param":null,"code":null}}',
+      ],
+      [
+        "llama.cpp's server without --jinja (defilantech/LLMKube#126)",
+        500,
+        '{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}',
+      ],
+      [
+        "llama.cpp's server before --jinja took tools (ggml-org/llama.cpp#10920)",
+        500,
+        '{"code":500,"message":"Unsupported param: tools","type":"server_error"}',
+      ],
+    ] as const
+  ).map(([name, status, body]) => ({
+    name: `tools its server takes none of: ${name}`,
+    answer: { status, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'tools.as_text' }] },
+  })),
   {
     // LM Studio's server: a tool choice as a string only (instructor's and LangChain's structured output).
     name: 'LM Studio: "Invalid tool_choice type: \'object\'. Supported string values: none, auto, required"',
