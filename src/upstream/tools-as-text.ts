@@ -63,22 +63,27 @@ export function toolsPrompt(tools: readonly unknown[], choice: unknown): string 
  * The request without its tools, and the messages telling them (toolsAsTextField): the tools' text after
  * the leading system message's (or in one of its own, first), the history's calls and results written as
  * the model is told to write them. The request keeps its tools under a symbol, so that the calls the model
- * writes are read (text-tool-calls.ts). The same request and messages when it offers no function tool.
+ * writes are read (text-tool-calls.ts). With no function tool, or a client's `none`, none is told and the
+ * history still goes as text; the same request and messages when there is nothing to change.
  */
 export function withToolsAsText<R extends Record<string, unknown>>(
   request: R,
   messages: ContextMessage[],
 ): { request: R; messages: ContextMessage[] } {
   const tools = Array.isArray(request.tools) ? (request.tools as unknown[]) : [];
-  const prompt = toolsPrompt(tools, request.tool_choice);
-  if (prompt === undefined) return { request, messages };
+  // A client that forbade calls is told no tools; its history goes as text all the same.
+  const prompt = request.tool_choice === 'none' ? undefined : toolsPrompt(tools, request.tool_choice);
+  const told = withToolHistoryAsText(messages, hermesWords);
   const {
     tools: _tools,
     tool_choice: _choice,
     parallel_tool_calls: _parallel,
     ...rest
   } = request as Record<string, unknown>;
-  const told = withToolHistoryAsText(messages, hermesWords);
+  if (prompt === undefined)
+    return Object.keys(rest).length === Object.keys(request).length && told === messages
+      ? { request, messages }
+      : { request: rest as R, messages: told };
   const first = told[0];
   const content = first?.role === 'system' ? withPromptAfter(first.content, prompt) : undefined;
   const withPrompt: ContextMessage[] =

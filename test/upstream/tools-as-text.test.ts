@@ -81,10 +81,24 @@ describe('withToolsAsText', () => {
     expect(content[1]?.text).toMatch(/^\n\n# Tools\n/);
   });
 
-  it('is the same request and messages when it offers no function tool', () => {
-    const request = { model: 'm', tools: [{ type: 'web_search' }] };
-    const out = withToolsAsText(request, messages);
+  it('tells no tool to a client that forbade calls, or of none that is a function; the history still as text', () => {
+    for (const request of [
+      { model: 'm', tools: [weather], tool_choice: 'none' },
+      { model: 'm', tools: [{ type: 'web_search' }] },
+    ]) {
+      const out = withToolsAsText(request, messages);
+      expect(out.request).toEqual({ model: 'm' });
+      expect(offeredTools(out.request)).toBeUndefined();
+      expect(out.messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
+      expect(out.messages[2]?.content).toContain('<tool_call>');
+    }
+  });
+
+  it('is the same request and messages when there is nothing to change', () => {
+    const request = { model: 'm' };
+    const plain: ContextMessage[] = [{ role: 'user', content: 'Hi' }];
+    const out = withToolsAsText(request, plain);
     expect(out.request).toBe(request);
-    expect(out.messages).toBe(messages);
+    expect(out.messages).toBe(plain);
   });
 });
