@@ -296,6 +296,26 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"registry.ollama.ai/library/llama3:8b does not support tools","type":"api_error","param":null,"code":null}}',
       ],
       [
+        "Google's Gemma 3 (langchain-ai/langchainjs's Google tests)",
+        400,
+        '{"error":{"code":400,"message":"Function calling is not enabled for models/gemma-3-27b-it","status":"INVALID_ARGUMENT"}}',
+      ],
+      [
+        "Mistral's Voxtral (code 3051)",
+        400,
+        '{"object":"Error","message":"Function calling is not enabled for this model","type":"invalid_request_error","code":3051}',
+      ],
+      [
+        "DeepSeek R1 on DeepSeek's API",
+        400,
+        '{"error":{"message":"deepseek-reasoner does not support Function Calling","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
+      ],
+      [
+        "Zhipu's GLM-3",
+        400,
+        '{"error":{"message":"\'tools\' is not supported for model glm-3","type":"invalid_request_error"}}',
+      ],
+      [
         "llama.cpp's server without --jinja (defilantech/LLMKube#126)",
         500,
         '{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}',
