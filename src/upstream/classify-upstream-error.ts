@@ -695,10 +695,11 @@ const shapeWordings: ReadonlyArray<readonly [string, RegExp]> = [
     /(?:expecting [a-z ',:]{1,40}|unterminated string starting at|invalid (?:\\escape|control character at)|extra data): line \d+ column \d+ \(char \d+\)|failed to parse tool call arguments as json|function\.arguments\W{1,3}(?:arguments )?must be (?:a )?valid json|invalid function arguments json string|function\.arguments\W{1,3} parameter of the code model must be in json format/i,
   ],
   // Tools, which the model takes none of, told in the prompt: Ollama's words for a model whose template has
-  // none, Google's and Mistral's (Gemma, Voxtral), DeepSeek R1's, Zhipu's of GLM-3.
+  // none, Google's and Mistral's (Gemma, Voxtral), DeepSeek R1's, Zhipu's of GLM-3; OpenRouter's 404 for a
+  // model none of whose endpoints takes tools.
   [
     toolsAsTextField,
-    /\bdoes not support tools\b|function calling is not enabled for|does not support function calling|\Wtools\W{1,3} is not supported for model/i,
+    /\bdoes not support tools\b|no endpoints found that support tool use|function calling is not enabled for|does not support function calling|\Wtools\W{1,3} is not supported for model/i,
   ],
   // A tool choice as an object, which LM Studio's server does not take (only `none`, `auto`, `required`).
   [toolChoiceObjectField, /invalid tool_choice type:?\s*\W?object\W?/i],

@@ -311,6 +311,11 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"deepseek-reasoner does not support Function Calling","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}',
       ],
       [
+        'OpenRouter, a model none of whose endpoints takes tools (a 404)',
+        404,
+        '{"error":{"message":"No endpoints found that support tool use. To learn more about provider routing, visit: https://openrouter.ai/docs/provider-routing","code":404}}',
+      ],
+      [
         "Zhipu's GLM-3",
         400,
         '{"error":{"message":"\'tools\' is not supported for model glm-3","type":"invalid_request_error"}}',
