@@ -284,7 +284,9 @@ beforeAll(async () => {
   /** The fake Chat Completions model: tool calls from the task, text for Claude Code's side requests. */
   let callNumber = 0;
   const respond = (messages: ReadonlyArray<ChatMessage>, body?: Json) => {
-    if (!(Array.isArray(body?.tools) && JSON.stringify(body.tools).includes('"Read"')))
+    // Offered as tools, or told in the system prompt (a model whose server takes no tools).
+    const told = messages[0]?.role === 'system' && textOf(messages[0].content).includes('{"name":"Read"');
+    if (!(Array.isArray(body?.tools) && JSON.stringify(body.tools).includes('"Read"')) && !told)
       return { content: 'A summary: the assistant is reading files for the user.' };
     const task = messages
       .filter((message) => message.role === 'user')
@@ -294,7 +296,12 @@ beforeAll(async () => {
     if (task.includes(lookupTask)) return lookUp(messages);
     if (task.includes('What does page 2 of report.pdf say')) return lookAtPdf(messages);
     const last = messages.at(-1);
-    const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : undefined);
+    // Told its tools in its prompt, the model has their results as user text.
+    const toldResult =
+      told && last?.role === 'user' && textOf(last.content).includes('<tool_response')
+        ? textOf(last.content)
+        : undefined;
+    const decision = decide(task, last?.role === 'tool' ? textOf(last.content) : toldResult);
     return 'text' in decision
       ? { content: decision.text }
       : {
@@ -378,6 +385,8 @@ beforeAll(async () => {
     respond,
     // As Alibaba's DashScope serves Qwen: its usage says what the prompt cache held.
     reportsCachedTokens: ['qwen3-coder-plus'],
+    // As Ollama serves a model whose template has no tools; told them, it writes its calls in Hermes' form.
+    noTools: ['llama3.3-notools'],
     systemOnlyFirst: true,
     alternating: true,
     // As vLLM serves a model that takes no images.
@@ -389,6 +398,7 @@ beforeAll(async () => {
       'glm-4.7-lmstudio': { form: 'glm' },
       'minimax-m2-llamacpp': { form: 'minimax' },
       'deepseek-v4-flash': { form: 'attributes' },
+      'llama3.3-notools': { form: 'hermes' },
     },
     // As DeepSeek V4 thinks: its reasoning must come back with its tool calls.
     thinking: ['deepseek-v4-pro'],
@@ -1122,6 +1132,31 @@ describe('Claude Code through ctxgate', () => {
     expect(usage.cache_read_input_tokens).toBe(held);
     const prompts = sent.reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
     expect(usage.input_tokens).toBe(prompts - held);
+  }, 300_000);
+
+  // Ollama refuses tools for a model whose template has none ("registry.ollama.ai/library/llama3:8b does not
+  // support tools"): every request of Claude Code failed.
+  it('runs the scripted task on a model whose server takes no tools: told them in its prompt, after one refusal', async () => {
+    const before = openai.chatRequests.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'llama3.3-notools', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = openai.chatRequests
+      .slice(before)
+      .filter((request) => (request.body as { model?: string }).model === 'llama3.3-notools');
+    expect(sent.filter((request) => request.status !== 200)).toHaveLength(1);
+    const answered = sent.filter((request) => request.status === 200);
+    for (const request of answered) expect((request.body as Json).tools).toBeUndefined();
+    // The Read call Claude Code ran, and its result, went back as the model was told to write them.
+    const last = answered.at(-1)?.body as { messages: ChatMessage[] };
+    expect(
+      last.messages.some((message) => textOf(message.content).includes('<tool_call>\n{"name": "Read"')),
+    ).toBe(true);
+    expect(
+      last.messages.some(
+        (message) => message.role === 'user' && textOf(message.content).includes('CODE-4711'),
+      ),
+    ).toBe(true);
   }, 300_000);
 
   // Claude through a Chat Completions endpoint (OpenRouter's, LiteLLM's) caches only up to the parts a
