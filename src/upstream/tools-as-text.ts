@@ -1,8 +1,10 @@
 // Tools told in the prompt, for a model whose server takes none (docs/budgeting.md#refused-fields): Ollama
 // for a model whose template has no tools ("registry.ollama.ai/library/llama3:8b does not support tools":
 // langgenius/dify#13538, pydantic/pydantic-ai#703, cline/cline#460), llama.cpp's server without `--jinja`
-// ("tools param requires --jinja flag", LLMKube#126; "Unsupported param: tools", ggml-org/llama.cpp#10920).
-// Every request of an agent failed so. The request goes without `tools`: the system prompt tells them and
+// ("tools param requires --jinja flag", defilantech/LLMKube#126; "Unsupported param: tools",
+// ggml-org/llama.cpp#10920), Google's Gemma and Mistral's Voxtral ("Function calling is not enabled for …"),
+// DeepSeek R1, GLM-3, OpenRouter for a model none of whose endpoints takes tools (a 404). Every request of
+// an agent failed so. The request goes without `tools`: the system prompt tells them and
 // the form a call is written in — Hermes' `<tool_call>{"name": …, "arguments": …}</tool_call>`, which the
 // gateway reads as a call in the answer (text-tool-calls.ts) — the conversation's calls are written in that
 // form and their results given as user text, so the model sees how it is done. Pure.
