@@ -276,27 +276,37 @@ describe('an Anthropic client (Claude Code before a local model)', () => {
   });
 });
 
+/**
+ * The AI SDK's loop on `model`, whose first request is refused: the weather call the model makes (as text)
+ * run, and its answer given. Returns the requests the provider had, after checking what the loop did.
+ */
+async function weatherLoopAfterRefusal(model: string, system?: string) {
+  const before = fake.chatRequests.length;
+  const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
+  // The first request, refused, takes a behaviour of the queue too.
+  fake.enqueue({}, { toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
+  const inputs: unknown[] = [];
+  const text = await streamText({
+    model: provider(model),
+    ...(system === undefined ? {} : { system }),
+    prompt: 'Weather in Paris for three days?',
+    maxRetries: 0,
+    stopWhen: stepCountIs(3),
+    tools: sdkTools(inputs),
+  }).text;
+  expect(text).toBe('It is 18 °C in Paris.');
+  expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
+  const sent = fake.chatRequests.slice(before);
+  expect(sent.map((request) => request.status)).toEqual([400, 200, 200]);
+  return sent;
+}
+
 // vLLM started without `--enable-auto-tool-choice` refuses every request that lets the model choose its
 // tools ("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set":
 // vllm-project/vllm#9986): every agent request failed.
 describe('a vLLM server without its auto tool choice', () => {
   it('is asked with tool_choice "none" after one refusal, and the calls the model writes as text are run', async () => {
-    const before = fake.chatRequests.length;
-    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
-    // The first request, refused, takes a behaviour of the queue too.
-    fake.enqueue({}, { toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
-    const inputs: unknown[] = [];
-    const text = await streamText({
-      model: provider(vllmPlain),
-      prompt: 'Weather in Paris for three days?',
-      maxRetries: 0,
-      stopWhen: stepCountIs(3),
-      tools: sdkTools(inputs),
-    }).text;
-    expect(text).toBe('It is 18 °C in Paris.');
-    expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
-    const sent = fake.chatRequests.slice(before);
-    expect(sent.map((request) => request.status)).toEqual([400, 200, 200]);
+    const sent = await weatherLoopAfterRefusal(vllmPlain);
     expect(sent.slice(1).map((request) => (request.body as { tool_choice?: unknown }).tool_choice)).toEqual([
       'none',
       'none',
@@ -320,23 +330,7 @@ describe('a vLLM server without its auto tool choice', () => {
 // support tools": langgenius/dify#13538, pydantic/pydantic-ai#703, cline/cline#460): every agent request failed.
 describe('a model whose server takes no tools', () => {
   it('is told its tools in the prompt after one refusal, the calls it writes run, the loop finished', async () => {
-    const before = fake.chatRequests.length;
-    const provider = createOpenAICompatible({ name: 'local', baseURL: harness.baseUrl, apiKey: 'sk-t' });
-    // The first request, refused, takes a behaviour of the queue too.
-    fake.enqueue({}, { toolCalls: [weather] }, { content: 'It is 18 °C in Paris.' });
-    const inputs: unknown[] = [];
-    const text = await streamText({
-      model: provider(noTools),
-      system: 'You are a weather assistant.',
-      prompt: 'Weather in Paris for three days?',
-      maxRetries: 0,
-      stopWhen: stepCountIs(3),
-      tools: sdkTools(inputs),
-    }).text;
-    expect(text).toBe('It is 18 °C in Paris.');
-    expect(inputs).toEqual([{ city: 'Paris', days: 3 }]);
-    const sent = fake.chatRequests.slice(before);
-    expect(sent.map((request) => request.status)).toEqual([400, 200, 200]);
+    const sent = await weatherLoopAfterRefusal(noTools, 'You are a weather assistant.');
     const bodies = sent
       .slice(1)
       .map((request) => request.body as { tools?: unknown; messages: ChatMessage[] });
