@@ -6,7 +6,9 @@
 // Written in the client's API's shape: Anthropic's when the request carries `anthropic-version`, OpenAI's
 // otherwise. An upstream that does not answer a list in time is left out and counted
 // (X-Ctxgate-Upstreams-Unlisted; its name goes to the log, not to the client: upstream names are the
-// operator's); when none does, the default upstream's answer goes as it came.
+// operator's); when none does, the default upstream's answer goes as it came. One model (`GET
+// /v1/models/{model}`, with several upstreams) is asked of the upstream its name is routed to and written in
+// the client's shape the same way; a refusal goes as it came.
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Credential } from '../auth/authenticate.js';
@@ -14,6 +16,7 @@ import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js'
 import { GatewayError } from '../errors.js';
 import { anthropicHeaders } from '../upstream/anthropic-wire.js';
 import { buildClientHeaders, buildUpstreamHeaders } from '../upstream/forward-headers.js';
+import { forwardedPath } from '../upstream/forwarded-path.js';
 import type { ClientStream } from '../upstream/relay.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { RequestOutcome } from './request-outcome.js';
@@ -27,6 +30,11 @@ export interface ModelListInput {
 
 export interface ModelListService {
   list(input: ModelListInput, client: ClientStream): Promise<RequestOutcome>;
+  /**
+   * `GET /v1/models/{model}` (`target`: the request target as the client sent it): asked of the upstream
+   * the model is routed to, its model written in the client's API's shape.
+   */
+  retrieve(input: ModelListInput & { target: string }, client: ClientStream): Promise<RequestOutcome>;
 }
 
 /** How long each upstream has to answer its list: Claude Code gives discovery 3 seconds in all. */
@@ -67,58 +75,72 @@ export function listedModels(body: Buffer): ListedModel[] | undefined {
   if (!Array.isArray(data)) return undefined;
   const models: ListedModel[] = [];
   for (const item of data.slice(0, modelsPerUpstream)) {
-    if (typeof item !== 'object' || item === null) continue;
-    const {
-      id,
-      created,
-      created_at: createdAt,
-      owned_by: ownedBy,
-      display_name: displayName,
-    } = item as Record<string, unknown>;
-    if (typeof id !== 'string' || id === '' || id.length > 512) continue;
-    const at = typeof createdAt === 'string' ? Date.parse(createdAt) : Number.NaN;
-    models.push({
-      id,
-      created:
-        typeof created === 'number' && Number.isFinite(created)
-          ? Math.floor(created)
-          : Number.isNaN(at)
-            ? undefined
-            : Math.floor(at / 1000),
-      ownedBy: typeof ownedBy === 'string' ? ownedBy : undefined,
-      displayName: typeof displayName === 'string' ? displayName : undefined,
-    });
+    const model = listedModelOf(item);
+    if (model !== undefined) models.push(model);
   }
   return models;
 }
 
-/** The models as the client's API writes a list: Anthropic's, or OpenAI's. */
-export function modelListBody(
-  models: ReadonlyArray<ListedModel & { kind: UpstreamConfig['kind'] }>,
-  shape: 'anthropic' | 'openai',
-): string {
+/** One model object in OpenAI's shape (`id`, `created`, `owned_by`) or Anthropic's; undefined otherwise. */
+function listedModelOf(item: unknown): ListedModel | undefined {
+  if (typeof item !== 'object' || item === null) return undefined;
+  const {
+    id,
+    created,
+    created_at: createdAt,
+    owned_by: ownedBy,
+    display_name: displayName,
+  } = item as Record<string, unknown>;
+  if (typeof id !== 'string' || id === '' || id.length > 512) return undefined;
+  const at = typeof createdAt === 'string' ? Date.parse(createdAt) : Number.NaN;
+  return {
+    id,
+    created:
+      typeof created === 'number' && Number.isFinite(created)
+        ? Math.floor(created)
+        : Number.isNaN(at)
+          ? undefined
+          : Math.floor(at / 1000),
+    ownedBy: typeof ownedBy === 'string' ? ownedBy : undefined,
+    displayName: typeof displayName === 'string' ? displayName : undefined,
+  };
+}
+
+type RoutedModel = ListedModel & { kind: UpstreamConfig['kind'] };
+
+/** One model as the client's API writes it: Anthropic's object, or OpenAI's. */
+function modelObject(model: RoutedModel, shape: 'anthropic' | 'openai'): Record<string, unknown> {
   if (shape === 'openai')
-    return JSON.stringify({
-      object: 'list',
-      data: models.map((model) => ({
-        id: model.id,
-        object: 'model',
-        created: model.created ?? 0,
-        // Anthropic's models name no owner; OpenAI's own list says `system` of many.
-        owned_by: model.ownedBy ?? (model.kind === 'anthropic' ? 'anthropic' : 'system'),
-      })),
-    });
-  return JSON.stringify({
-    data: models.map((model) => ({
-      type: 'model',
+    return {
       id: model.id,
-      display_name: model.displayName ?? model.id,
-      created_at: new Date((model.created ?? 0) * 1000).toISOString(),
-    })),
+      object: 'model',
+      created: model.created ?? 0,
+      // Anthropic's models name no owner; OpenAI's own list says `system` of many.
+      owned_by: model.ownedBy ?? (model.kind === 'anthropic' ? 'anthropic' : 'system'),
+    };
+  return {
+    type: 'model',
+    id: model.id,
+    display_name: model.displayName ?? model.id,
+    created_at: new Date((model.created ?? 0) * 1000).toISOString(),
+  };
+}
+
+/** The models as the client's API writes a list: Anthropic's, or OpenAI's. */
+export function modelListBody(models: readonly RoutedModel[], shape: 'anthropic' | 'openai'): string {
+  const data = models.map((model) => modelObject(model, shape));
+  if (shape === 'openai') return JSON.stringify({ object: 'list', data });
+  return JSON.stringify({
+    data,
     has_more: false,
     first_id: models[0]?.id ?? null,
     last_id: models.at(-1)?.id ?? null,
   });
+}
+
+/** The API whose shape the client reads: Anthropic's when it sent `anthropic-version`. */
+function shapeOf(headers: IncomingHttpHeaders): 'anthropic' | 'openai' {
+  return headers['anthropic-version'] === undefined ? 'openai' : 'anthropic';
 }
 
 export function createModelListService(deps: {
@@ -140,13 +162,12 @@ export function createModelListService(deps: {
     const timer = setTimeout(abort, modelListTimeoutMs);
     cancel.once('abort', abort);
     try {
-      const headers = buildUpstreamHeaders(input.headers, upstream, input.credential);
       const response = await deps.upstream.send({
         upstream,
         method: 'GET',
         // Anthropic lists 20 a page unless asked for more (1,000 at most).
         path: upstream.kind === 'anthropic' ? '/models?limit=1000' : '/models',
-        headers: upstream.kind === 'anthropic' ? anthropicHeaders(headers, upstream) : headers,
+        headers: headersFor(upstream, input),
         signal,
       });
       const body = await response.readAll();
@@ -165,7 +186,63 @@ export function createModelListService(deps: {
     }
   }
 
-  return {
+  /** The headers an upstream is asked with: an `anthropic` one's as Anthropic takes them. */
+  function headersFor(upstream: UpstreamConfig, input: ModelListInput): Record<string, string> {
+    const headers = buildUpstreamHeaders(input.headers, upstream, input.credential);
+    return upstream.kind === 'anthropic' ? anthropicHeaders(headers, upstream) : headers;
+  }
+
+  const service: ModelListService = {
+    async retrieve(input, client) {
+      const path = forwardedPath('GET', input.target);
+      if (path.kind !== 'forward')
+        throw new GatewayError(
+          'not_found',
+          `Unknown request URL: GET ${input.target.split('?')[0]?.slice(0, 200)}.`,
+        );
+      // `/v1/models/` is the list.
+      if (path.segments.length < 2) return service.list(input, client);
+      // A router's name holds a slash (`mistralai/mistral-7b-instruct`), sent as it is or encoded.
+      const model = path.segments.slice(1).join('/');
+      const upstream = config.routing.upstreamFor(model);
+      const startedAtMs = deps.now();
+      const tally = { name: upstream.name, status: undefined as number | undefined, ms: 0, attempts: 1 };
+      const response = await deps.upstream.send({
+        upstream,
+        method: 'GET',
+        path: path.path,
+        headers: headersFor(upstream, input),
+        signal: client.cancellation,
+      });
+      const body = await response.readAll();
+      tally.status = response.statusCode;
+      tally.ms = deps.now() - startedAtMs;
+      // The name as the log line carries a chat request's, at most 256 characters.
+      const outcome = {
+        model: model.slice(0, 256),
+        upstream: Object.assign(tally, { errorCause: undefined }),
+      };
+      let found: ListedModel | undefined;
+      if (response.statusCode < 300)
+        try {
+          found = listedModelOf(JSON.parse(body.toString('utf8')));
+        } catch {
+          found = undefined;
+        }
+      // A refusal (a model the upstream does not serve: its 404), or an answer not a model: as it came.
+      if (found === undefined) {
+        await client.sendWhole(response.statusCode, buildClientHeaders(response.headers), body);
+        return outcome;
+      }
+      const written = modelObject(Object.assign(found, { kind: upstream.kind }), shapeOf(input.headers));
+      await client.sendWhole(
+        200,
+        { 'content-type': 'application/json' },
+        Buffer.from(JSON.stringify(written)),
+      );
+      return outcome;
+    },
+
     async list(input, client) {
       const startedAtMs = deps.now();
       const lists = await Promise.all(
@@ -192,7 +269,7 @@ export function createModelListService(deps: {
         return { upstream: tally };
       }
       const seen = new Set<string>();
-      const models: Array<ListedModel & { kind: UpstreamConfig['kind'] }> = [];
+      const models: RoutedModel[] = [];
       for (const { upstream, models: each } of listed)
         for (const model of each ?? [])
           if (!seen.has(model.id) && config.routing.upstreamFor(model.id).name === upstream.name) {
@@ -202,7 +279,7 @@ export function createModelListService(deps: {
       const unlisted = lists.filter((list) => list.models === undefined);
       for (const { upstream, status } of unlisted)
         input.warn?.({ upstream: upstream.name, status: status ?? null }, 'upstream model list unread');
-      const shape = input.headers['anthropic-version'] === undefined ? 'openai' : 'anthropic';
+      const shape = shapeOf(input.headers);
       tally.status = 200;
       await client.sendWhole(
         200,
@@ -215,4 +292,5 @@ export function createModelListService(deps: {
       return { upstream: tally };
     },
   };
+  return service;
 }

@@ -50,13 +50,23 @@ export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependen
     return reply.headers(headers).send(body);
   });
 
+  const listInput = (request: FastifyRequest) => ({
+    headers: request.headers,
+    credential: request.gateway.credential ?? noCredential,
+    warn: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
+  });
+  // One model, of several upstreams: asked of the one its name is routed to (with one, the pass-through
+  // forwards it to the default upstream, as the list).
+  if (deps.upstreamCount > 1)
+    app.get('/v1/models/*', async (request, reply) => {
+      const input = Object.assign(listInput(request), { target: request.url });
+      await served(request.gateway, () => deps.models.retrieve(input, clientStreamFor(request, reply)));
+      return reply;
+    });
+
   app.get('/v1/models', async (request, reply) => {
     if (deps.upstreamCount > 1) {
-      const input = {
-        headers: request.headers,
-        credential: request.gateway.credential ?? noCredential,
-        warn: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
-      };
+      const input = listInput(request);
       await served(request.gateway, () => deps.models.list(input, clientStreamFor(request, reply)));
       return reply;
     }

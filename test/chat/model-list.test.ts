@@ -204,6 +204,86 @@ describe('createModelListService', () => {
     expect(client.received).toBe(refusal);
   });
 
+  const retrieve = async (target: string, script: ScriptedAnswer[], headers: Record<string, string> = {}) => {
+    const upstream = scriptedUpstream(script);
+    const client = recordingClient();
+    const outcome = await createModelListService({ config, upstream, now: () => 0 }).retrieve(
+      { headers, credential: noCredential, target },
+      client,
+    );
+    return { upstream, client, outcome };
+  };
+
+  it.each([
+    ['claude-opus-4-8', 'claude', '/models/claude-opus-4-8'],
+    ['qwen3-coder?x=1', 'local', '/models/qwen3-coder?x=1'],
+    ['gpt-4o', 'default', '/models/gpt-4o'],
+    ['qwen%2Fqwen3', 'local', '/models/qwen/qwen3'],
+    ['gpt-4o/', 'default', '/models/gpt-4o'],
+  ])('asks for %s the upstream its name is routed to, at its path', async (asked, name, path) => {
+    const { upstream, outcome } = await retrieve(`/v1/models/${asked}`, [
+      { status: 200, chunks: [JSON.stringify({ id: 'm', object: 'model', created: 1, owned_by: 'x' })] },
+    ]);
+    expect(upstream.sent.map((request) => [request.upstream.name, request.method, request.path])).toEqual([
+      [name, 'GET', path],
+    ]);
+    expect(outcome.upstream).toMatchObject({ name, status: 200, attempts: 1 });
+  });
+
+  it("writes the model in the client's API's shape, an Anthropic upstream asked with its key header", async () => {
+    const claudeModel = { type: 'model', id: 'claude-opus-4-8', created_at: '2026-05-20T00:00:00Z' };
+    const asOpenAI = await retrieve(
+      '/v1/models/claude-opus-4-8',
+      [{ status: 200, chunks: [JSON.stringify(claudeModel)] }],
+      { authorization: 'Bearer sk-client' },
+    );
+    expect(JSON.parse(asOpenAI.client.received)).toEqual({
+      id: 'claude-opus-4-8',
+      object: 'model',
+      created: 1_779_235_200,
+      owned_by: 'anthropic',
+    });
+    expect(asOpenAI.upstream.sent[0]?.headers).toMatchObject({
+      'x-api-key': 'sk-client',
+      'anthropic-version': '2023-06-01',
+    });
+    expect(asOpenAI.upstream.sent[0]?.headers.authorization).toBeUndefined();
+    const asAnthropic = await retrieve(
+      '/v1/models/gpt-4o',
+      [
+        {
+          status: 200,
+          chunks: [JSON.stringify({ id: 'gpt-4o', object: 'model', created: 1, owned_by: 'x' })],
+        },
+      ],
+      { 'anthropic-version': '2023-06-01' },
+    );
+    expect(JSON.parse(asAnthropic.client.received)).toEqual({
+      type: 'model',
+      id: 'gpt-4o',
+      display_name: 'gpt-4o',
+      created_at: '1970-01-01T00:00:01.000Z',
+    });
+  });
+
+  it('relays a refusal, or an answer that is no model, as it came; /v1/models/ is the list', async () => {
+    const refusal = '{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}';
+    const refused = await retrieve('/v1/models/claude-nope', [{ status: 404, chunks: [refusal] }]);
+    expect([refused.client.statuses, refused.client.received]).toEqual([[404], refusal]);
+    const odd = await retrieve('/v1/models/gpt-4o', [{ status: 200, chunks: ['{"models":[]}'] }]);
+    expect([odd.client.statuses, odd.client.received]).toEqual([[200], '{"models":[]}']);
+    const listed = await retrieve('/v1/models/', [openAIList(), openAIList('qwen3'), openAIList('o3')]);
+    expect(JSON.parse(listed.client.received).data.map((model: { id: string }) => model.id)).toEqual([
+      'qwen3',
+      'o3',
+    ]);
+    // Paths the pass-through refuses too: not decodable, or climbing out of the models.
+    await expect(retrieve('/v1/models/%zz', [])).rejects.toMatchObject({ code: 'not_found' });
+    await expect(retrieve('/v1/models/claude-x/../../chat/completions', [])).rejects.toMatchObject({
+      code: 'not_found',
+    });
+  });
+
   it('refuses with a 502 when no upstream answered at all', async () => {
     await expect(
       list([

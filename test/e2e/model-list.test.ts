@@ -139,6 +139,91 @@ describe('the model list of a gateway in front of several upstreams', () => {
   }, 180_000);
 });
 
+describe('one model of a gateway in front of several upstreams', () => {
+  // The OpenAI client's models.retrieve and the Anthropic client's (Llama Stack checks a model so before
+  // using it: BerriAI/litellm#13128) went to the default upstream whatever the name: a model of another
+  // upstream was the default's 404, or its own model of that name (a relay's Claude), never Claude's.
+  it('gives the OpenAI client the model of the upstream its name is routed to, in OpenAI’s shape', async () => {
+    const openai = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-caller', maxRetries: 0 });
+    // Anthropic's model (not the default upstream's model of that name), and one only Anthropic serves.
+    expect(await openai.models.retrieve('claude-sonnet-4-6')).toEqual({
+      id: 'claude-sonnet-4-6',
+      object: 'model',
+      created: Date.UTC(2026, 10, 1) / 1000,
+      owned_by: 'anthropic',
+    });
+    expect(await openai.models.retrieve('claude-model-24')).toMatchObject({ id: 'claude-model-24' });
+    expect(await openai.models.retrieve('qwen3-coder')).toEqual({
+      id: 'qwen3-coder',
+      object: 'model',
+      created: 1_700_000_000,
+      owned_by: 'fake',
+    });
+    // Anthropic was asked as it takes it: its key, its path.
+    const asked = claude.requests.filter((request) => request.path === '/v1/models/claude-model-24').at(-1);
+    expect(asked?.headers['x-api-key']).toBe('sk-ant-gateway');
+    expect(asked?.headers.authorization).toBeUndefined();
+    // A model the upstream it is routed to does not serve: that upstream's 404, as it came.
+    const missing = await openai.models.retrieve('claude-relay-only').catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((missing as InstanceType<typeof OpenAI.NotFoundError>).message).toContain(
+      'model: claude-relay-only',
+    );
+  });
+
+  it('gives the Anthropic client any routed model in Anthropic’s shape', async () => {
+    const anthropic = new Anthropic({
+      baseURL: harness.baseUrl.replace(/\/v1$/, ''),
+      apiKey: 'sk-caller',
+      maxRetries: 0,
+    });
+    expect(await anthropic.models.retrieve('gpt-4o-mini')).toEqual({
+      type: 'model',
+      id: 'gpt-4o-mini',
+      display_name: 'gpt-4o-mini',
+      created_at: new Date(1_700_000_000_000).toISOString(),
+    });
+    expect(await anthropic.models.retrieve('claude-sonnet-4-6')).toEqual({
+      type: 'model',
+      id: 'claude-sonnet-4-6',
+      display_name: 'Claude sonnet 4 6',
+      created_at: new Date(Date.UTC(2026, 10, 1)).toISOString(),
+    });
+    const missing = await anthropic.models.retrieve('gpt-none').catch((error: unknown) => error);
+    expect(missing).toBeInstanceOf(Anthropic.NotFoundError);
+  });
+
+  it('takes a router’s name with its slash, encoded or not', async () => {
+    const routerModel = 'mistralai/mistral-7b-instruct';
+    const served = new FakeUpstream({ listedModels: [routerModel] });
+    const other = new FakeUpstream();
+    const gateway = await startGateway({
+      env: { UPSTREAM_BASE_URL: await other.start() },
+      configYaml: [
+        'upstreams:',
+        '  - name: router',
+        `    base_url: ${await served.start()}`,
+        '    models: ["mistralai/*"]',
+        '',
+      ].join('\n'),
+    });
+    try {
+      const openai = new OpenAI({ baseURL: gateway.baseUrl, apiKey: 'sk-any', maxRetries: 0 });
+      // The OpenAI client encodes the slash (`mistralai%2Fmistral-7b-instruct`); curl users write it.
+      expect(await openai.models.retrieve(routerModel)).toMatchObject({ id: routerModel, owned_by: 'fake' });
+      const plain = await fetch(`${gateway.baseUrl}/models/${routerModel}`, {
+        headers: { authorization: 'Bearer sk-any' },
+      });
+      expect(plain.status).toBe(200);
+      expect(((await plain.json()) as { id: string }).id).toBe(routerModel);
+    } finally {
+      await gateway.close();
+      await served.stop();
+      await other.stop();
+    }
+  });
+});
+
 describe('the model list when no upstream lists', () => {
   it('answers what the default upstream answered, as it came', async () => {
     const refusing = new FakeUpstream({ requiredApiKey: 'sk-default' });

@@ -891,18 +891,28 @@ export class FakeAnthropic {
         413,
         JSON.stringify({ error: { type: 'request_too_large', message: 'Request exceeds the maximum size' } }),
       );
+    const listed = this.options.listedModels ?? [];
+    const modelObject = (id: string, index: number) => ({
+      type: 'model',
+      id,
+      display_name: id.replace(/^claude-/, 'Claude ').replace(/-/g, ' '),
+      created_at: new Date(Date.UTC(2026, 10, 1) - index * 86_400_000).toISOString(),
+    });
+    // One model, as Anthropic's `GET /v1/models/{model_id}` gives it; a model it does not serve is a 404.
+    if (request.method === 'GET' && path.startsWith('/v1/models/')) {
+      if (this.options.apiKey !== undefined && request.headers['x-api-key'] !== this.options.apiKey)
+        return send(401, errorBody('authentication_error', 'invalid x-api-key'));
+      const id = decodeURIComponent(path.slice('/v1/models/'.length));
+      const index = listed.indexOf(id);
+      if (index === -1) return send(404, errorBody('not_found_error', `model: ${id}`));
+      return send(200, JSON.stringify(modelObject(id, index)));
+    }
     if (request.method === 'GET' && path === '/v1/models') {
       if (this.options.apiKey !== undefined && request.headers['x-api-key'] !== this.options.apiKey)
         return send(401, errorBody('authentication_error', 'invalid x-api-key'));
       const asked = Number(new URL(request.url ?? '', 'http://fake').searchParams.get('limit') ?? '20');
       const limit = Number.isInteger(asked) && asked >= 1 && asked <= 1_000 ? asked : 20;
-      const listed = this.options.listedModels ?? [];
-      const page = listed.slice(0, limit).map((id, index) => ({
-        type: 'model',
-        id,
-        display_name: id.replace(/^claude-/, 'Claude ').replace(/-/g, ' '),
-        created_at: new Date(Date.UTC(2026, 10, 1) - index * 86_400_000).toISOString(),
-      }));
+      const page = listed.slice(0, limit).map(modelObject);
       return send(
         200,
         JSON.stringify({

@@ -1608,19 +1608,27 @@ export class FakeUpstream {
       );
       return;
     }
+    const listed = this.options.listedModels ?? ['gpt-4o-mini'];
+    const modelObject = (id: string) => ({ id, object: 'model', created: 1_700_000_000, owned_by: 'fake' });
     if (recorded.method === 'GET' && recorded.path === '/v1/models') {
-      sendJson(
-        200,
-        JSON.stringify({
-          object: 'list',
-          data: (this.options.listedModels ?? ['gpt-4o-mini']).map((id) => ({
-            id,
-            object: 'model',
-            created: 1_700_000_000,
-            owned_by: 'fake',
-          })),
-        }),
-      );
+      sendJson(200, JSON.stringify({ object: 'list', data: listed.map(modelObject) }));
+      return;
+    }
+    // One model, as OpenAI's `GET /v1/models/{model}` gives it (a name with a slash, a router's, whole);
+    // one it does not serve is a 404 in OpenAI's words.
+    if (recorded.method === 'GET' && recorded.path.startsWith('/v1/models/')) {
+      const id = decodeURIComponent(recorded.path.slice('/v1/models/'.length));
+      if (listed.includes(id)) sendJson(200, JSON.stringify(modelObject(id)));
+      else
+        sendJson(
+          404,
+          openAIError(
+            `The model '${id}' does not exist`,
+            'invalid_request_error',
+            'model',
+            'model_not_found',
+          ),
+        );
       return;
     }
     const other = this.options.otherRoutes?.(recorded);

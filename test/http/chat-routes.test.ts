@@ -48,11 +48,17 @@ const forwarder: Forwarder = {
 };
 
 const listed: ModelListInput[] = [];
+const retrieved: Array<ModelListInput & { target: string }> = [];
 const models: ModelListService = {
   async list(input, client) {
     listed.push(input);
     await client.sendWhole(200, {}, Buffer.from('{"object":"list","data":[{"id":"gathered"}]}'));
     return { upstream: { name: 'a,b', status: 200, ms: 1, attempts: 2, errorCause: undefined } };
+  },
+  async retrieve(input, client) {
+    retrieved.push(input);
+    await client.sendWhole(200, {}, Buffer.from('{"id":"found","object":"model"}'));
+    return { upstream: { name: 'b', status: 200, ms: 1, attempts: 1, errorCause: undefined } };
   },
 };
 
@@ -171,5 +177,24 @@ describe('the chat routes', () => {
     expect(forwarded).toEqual([]);
     expect(listed).toHaveLength(1);
     expect(listed[0]?.headers['anthropic-version']).toBe('2023-06-01');
+  });
+
+  it('ask the model list service for one model of several upstreams, by the target as it came', async () => {
+    forwarded.length = 0;
+    retrieved.length = 0;
+    const response = await routed.inject({
+      method: 'GET',
+      url: '/v1/models/mistralai%2Fmistral-7b-instruct?x=1',
+      headers: { 'x-tenant': 'acme' },
+    });
+    expect(response.json()).toEqual({ id: 'found', object: 'model' });
+    expect(retrieved.map((input) => input.target)).toEqual([
+      '/v1/models/mistralai%2Fmistral-7b-instruct?x=1',
+    ]);
+    expect(forwarded).toEqual([]);
+    // With one upstream the route is not the gateway's: the pass-through forwards it (not registered here).
+    retrieved.length = 0;
+    expect((await app.inject({ method: 'GET', url: '/v1/models/gpt-4o-mini' })).statusCode).toBe(404);
+    expect(retrieved).toEqual([]);
   });
 });
