@@ -32,6 +32,7 @@ import { freshRequestId, requestContextPlugin, requestIdFrom } from './http/plug
 import { jsonBodyParserPlugin } from './http/plugins/json-body-parser.js';
 import { jsonShapeLimits } from './json-body.js';
 import { earlyRefusalDrainPlugin } from './http/plugins/early-refusal-drain.js';
+import { corsPlugin } from './http/plugins/cors.js';
 import { shutdownGatePlugin } from './http/plugins/shutdown-gate.js';
 import { addClientAuthentication } from './http/plugins/client-auth.js';
 
@@ -140,6 +141,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     for (const method of [route.method].flat()) routes.push({ method, url: route.url });
   });
   app.register(requestContextPlugin, { logger, metrics, now });
+  app.register(corsPlugin, { origins: config.server.cors_origins });
   app.register(shutdownGatePlugin, { isClosing: () => closing });
   app.register(jsonBodyParserPlugin, {
     bodyLimitBytes: config.server.body_limit_bytes,

@@ -63,6 +63,18 @@ export const serverSectionSchema = z.strictObject({
     .int()
     .positive()
     .default(256 * 1024 * 1024),
+  /**
+   * Origins whose pages may call the gateway from a browser (`https://chat.example.com`, `*` for any):
+   * preflights answered, the gateway's headers readable (http/plugins/cors.ts). None by default.
+   */
+  cors_origins: z
+    .array(
+      z.string().regex(/^(?:\*|[a-z][a-z0-9+.-]*:\/\/[^\s/?#]+)$/, {
+        error: 'must be * or an origin: scheme://host[:port], no path',
+      }),
+    )
+    .max(100)
+    .default([]),
 });
 
 export const timeoutsSectionSchema = z.strictObject({

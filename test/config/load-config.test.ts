@@ -35,6 +35,7 @@ describe('loadConfig', () => {
       max_tool_calls: 20_000,
       max_json_containers: 250_000,
       max_upstream_answer_bytes: 268_435_456,
+      cors_origins: [],
     });
     expect(config.responses).toEqual({ default_truncation: 'auto', unbridgeable: 'drop', memory_mb: 64 });
     expect(config.passthrough).toEqual({ provider_state_endpoints: [] });
@@ -270,6 +271,13 @@ describe('loadConfig', () => {
       yaml: 'upstreams:\n  - name: x\n    base_url: http://host/v1\n    api_key_env: X_KEY\n    models: ["*"]\n',
       env: { GATEWAY_API_KEYS: 'gk' },
       problems: (path) => [`${path}: upstreams[0].api_key_env: environment variable X_KEY is not set`],
+    },
+    {
+      name: 'a CORS origin with a path',
+      yaml: 'server:\n  cors_origins: ["https://chat.example.com/app"]\n',
+      problems: (path) => [
+        `${path}: server.cors_origins[0]: must be * or an origin: scheme://host[:port], no path`,
+      ],
     },
     {
       name: 'a billing line neither kept nor dropped',
