@@ -12,6 +12,7 @@ import { createRedisConnection, type RedisConnection } from './store/redis-clien
 import { createTiktokenTokenizers } from './tokenizer/tiktoken-tokenizers.js';
 import { createUndiciUpstream } from './upstream/undici-upstream.js';
 import { withAnthropicUpstreams } from './upstream/anthropic-wire.js';
+import { withResponsesWire } from './upstream/responses-wire.js';
 import { createMemorySessionStore } from './store/memory-session-store.js';
 import { createRedisSessionStore } from './store/redis-session-store.js';
 import { createMemoryResponseStore, createRedisResponseStore } from './store/response-store.js';
@@ -87,15 +88,18 @@ export function createGateway(options: {
   const { config, logger } = options;
   const redis = connectRedis(config, logger);
   // Chat bodies to an `anthropic` upstream go in its own wire format (docs/anthropic.md).
-  const upstream = withAnthropicUpstreams(
-    createUndiciUpstream({
-      timeouts: {
-        connectMs: config.timeouts.upstream_connect_ms,
-        firstByteMs: config.timeouts.upstream_first_byte_ms,
-        idleMs: config.timeouts.upstream_idle_ms,
-      },
-      maxAnswerBytes: config.server.max_upstream_answer_bytes,
-    }),
+  // A model served by the Responses API alone is asked there (responses-wire.ts).
+  const upstream = withResponsesWire(
+    withAnthropicUpstreams(
+      createUndiciUpstream({
+        timeouts: {
+          connectMs: config.timeouts.upstream_connect_ms,
+          firstByteMs: config.timeouts.upstream_first_byte_ms,
+          idleMs: config.timeouts.upstream_idle_ms,
+        },
+        maxAnswerBytes: config.server.max_upstream_answer_bytes,
+      }),
+    ),
   );
   const tokenizers = createTiktokenTokenizers();
   const limits = {

@@ -92,6 +92,7 @@ import {
   withToolMediaInUserMessages,
 } from '../upstream/tool-media.js';
 import { callsReadFromText } from '../upstream/text-tool-calls.js';
+import { responsesWireField } from '../upstream/responses-wire.js';
 import { toolsAsTextField, withToolsAsText } from '../upstream/tools-as-text.js';
 
 export interface ChatAttempt extends SendAttempt {
@@ -103,7 +104,7 @@ export interface ChatAttempt extends SendAttempt {
    */
   body: string | Buffer;
   /** The format of `body` when it is not chat's: what the Upstream port is told (upstream.ts). */
-  wire: 'anthropic' | undefined;
+  wire: 'anthropic' | 'responses' | undefined;
   /** What the answer's calls are read with (tool-names.ts); undefined when no tool was sent or renamed. */
   toolNames: AnswerToolNames | undefined;
   /** The client's stop sequences the answer is cut at by the gateway (answer-stops.ts); undefined: by the model. */
@@ -379,6 +380,15 @@ function fitsNowhere(error: unknown): boolean {
   return isGatewayError(error) && error.code === 'context_length_exceeded';
 }
 
+/**
+ * How an attempt goes on the wire: an `anthropic` upstream's Messages format, the Responses API for a
+ * model served there alone (learned: responses-wire.ts), else the chat body as it is.
+ */
+function wireOf(target: UpstreamConfig, fixes: readonly FieldFix[]): ChatAttempt['wire'] {
+  if (target.kind === 'anthropic') return 'anthropic';
+  return fixes.some((fix) => fix.field === responsesWireField) ? 'responses' : undefined;
+}
+
 export function createAttemptLadder(input: {
   planner: ContextPlanner;
   config: GatewayConfig;
@@ -470,7 +480,7 @@ export function createAttemptLadder(input: {
     if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
-    const wire = choice.target.kind === 'anthropic' ? 'anthropic' : undefined;
+    const wire = wireOf(choice.target, fixes);
     // Tools told in the prompt, to a model whose server takes none (tools-as-text.ts).
     if (wire === undefined && fixes.some((fix) => fix.field === toolsAsTextField))
       ({ request: outgoing, messages } = withToolsAsText(outgoing, messages));
@@ -634,10 +644,11 @@ export function createAttemptLadder(input: {
     first,
     again(current) {
       const next = render(current.state, current.fallback === undefined ? own : choiceFor(current.fallback));
-      // The same request again is refused again: a fix changes its body or the flags of its headers.
+      // The same request again is refused again: a fix changes its body, the flags of its headers or its wire.
       return next.body.length === current.body.length &&
         next.body.toString() === current.body.toString() &&
-        next.betaFixes?.length === current.betaFixes?.length
+        next.betaFixes?.length === current.betaFixes?.length &&
+        next.wire === current.wire
         ? undefined
         : next;
     },

@@ -25,7 +25,7 @@ export interface UpstreamExchange {
     /** Replaces the JSON content type (and adds a length) for a body forwarded as the client sent it. */
     bodyHeaders?: Record<string, string>;
     /** The body's wire format when it is not chat's (UpstreamRequest). */
-    wire?: 'anthropic' | undefined;
+    wire?: 'anthropic' | 'responses' | undefined;
     /** The `anthropic-beta` flags the model refused: left out of the forwarded headers (field-fixes.ts). */
     betaFixes?: readonly FieldFix[] | undefined;
   }): Promise<UpstreamResponse>;

@@ -65,6 +65,7 @@ import {
   filesField,
   type FieldFix,
 } from './field-fixes.js';
+import { responsesWireField } from './responses-wire.js';
 import { toolsAsTextField } from './tools-as-text.js';
 
 export interface OverflowNumbers {
@@ -173,6 +174,10 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // The upstream's own word, which the OpenAI SDKs obey whatever the status: what it marks
   // `x-should-retry: true` is retried like a server error.
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
+  // A model served through the Responses API alone (OpenAI's Codex and pro models: a 404; Bedrock's
+  // Mantle; relays that took Chat Completions away): asked there after one refusal (responses-wire.ts).
+  if (status >= 400 && status < 500 && responsesOnly.test(text))
+    return { kind: 'refused_field', fixes: [{ field: responsesWireField }] };
   if (status === 408 || status === 504) return { kind: 'timeout' };
   // A relay that answers a model's image cap with a 500 (new-api before Gemini: "too many images in the
   // message, max allowed is 16"): retried, it is refused the same; it is the cap.
@@ -217,6 +222,10 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
     return { kind: 'refused_field', fixes: [{ field: unexplainedRefusalField }] };
   return { kind: 'bad_request' };
 }
+
+/** A refusal of Chat Completions for a model the Responses API serves: OpenAI's, Bedrock Mantle's, a relay's. */
+const responsesOnly =
+  /only supported in v1\/responses\b|does not support the \W?\/v1\/chat\/completions\W? api|\/v1\/chat\/completions is not supported\. please use \/v1\/responses/i;
 
 /** Kimi's whole answer to a Messages request it does not take. */
 const unexplainedRefusal = /^\s*invalid request error\s*$/i;

@@ -1630,12 +1630,14 @@ function stopsOf(stop: unknown): string[] {
 export function heldStopsOf(
   stop: unknown,
   fixes: readonly FieldFix[],
-  wire: 'anthropic' | undefined,
+  wire: 'anthropic' | 'responses' | undefined,
 ): readonly string[] | undefined {
   if (stop === undefined || stop === null) return undefined;
   const stops = stopsOf(stop);
   if (stops.length === 0) return undefined;
   if (wire === 'anthropic') return stops.some((one) => !/\S/.test(one)) ? stops : undefined;
+  // The Responses API takes no stop sequences: the gateway holds them all.
+  if (wire === 'responses') return stops;
   const refused = fixes.some((fix) => fix.field === stopField);
   const cap = fixes.find((fix) => fix.field === stopCountField)?.atMost;
   return refused || (cap !== undefined && stops.length > cap) ? stops : undefined;

@@ -17,8 +17,10 @@ export interface UpstreamRequest {
   /**
    * `anthropic`: a chat completion's `body` is already written in an anthropic upstream's Messages format
    * (the attempt ladder writes it so); else a chat body to one is translated (anthropic-wire.ts).
+   * `responses`: a chat completion asked of the upstream's Responses API, for a model served there alone
+   * (responses-wire.ts).
    */
-  wire?: 'anthropic';
+  wire?: 'anthropic' | 'responses';
   /** Emits 'abort' to cancel the call (an EventEmitter: far cheaper per request than an AbortController). */
   signal: EventEmitter;
   /** Called when the answer's body has been read to its end (not when it breaks or is discarded). */

@@ -31,6 +31,8 @@ import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 const model = 'codex-16k';
 /** A model that thinks as DeepSeek's V4 does: its reasoning must come back with its tool calls. */
 const thinkingModel = 'deepseek-v4-flash';
+/** A Codex model as OpenAI serves it: through the Responses API alone. */
+const responsesOnlyModel = 'gpt-5.3-codex';
 /** A thinking model as vLLM 0.17 and later serve it: its reasoning named `reasoning`, read back so only. */
 const vllmModel = 'qwen3.5-vllm';
 /** Qwen3.6 as LM Studio serves it without its tool parser: its calls written as text (Qwen3-Coder's form). */
@@ -238,6 +240,7 @@ beforeAll(async () => {
     },
     systemOnlyFirst: [model],
     alternating: [model],
+    responsesOnly: [responsesOnlyModel],
     thinking: [thinkingModel],
     thoughtSignatures: [geminiModel],
     reasoningDetails: [openRouterModel],
@@ -377,6 +380,30 @@ describe('Codex through the gateway', () => {
     expect(requests[0]?.dropped).toEqual(
       expect.arrayContaining(['client_metadata', 'include reasoning.encrypted_content']),
     );
+  });
+
+  it('runs on a model OpenAI serves through the Responses API alone (a Codex model): asked there after one refusal', async () => {
+    const before = fake.requests.length;
+    const { finished, work, requests } = await codexExec('Write the note.', responsesOnlyModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    // One chat completion refused in OpenAI's words, then the Responses API alone: the call's output
+    // after the call, as it takes them.
+    const asked = fake.requests.slice(before).map((request) => [request.path, request.status]);
+    expect(asked).toEqual([
+      ['/v1/chat/completions', 404],
+      ['/v1/responses', 200],
+      ['/v1/responses', 200],
+    ]);
+    const last = fake.requests.at(-1)?.body as { input: Array<{ type?: string; call_id?: string }> };
+    expect(
+      last.input.filter((item) => item.type !== undefined).map((item) => [item.type, item.call_id]),
+    ).toEqual([
+      ['function_call', 'call_note'],
+      ['function_call_output', 'call_note'],
+    ]);
   });
 
   it('runs the same task on Claude, natively (an anthropic upstream)', async () => {

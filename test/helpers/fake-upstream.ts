@@ -620,6 +620,12 @@ export interface FakeUpstreamOptions {
    * tool message, which such a template cannot show, refused the same.
    */
   noTools?: readonly string[];
+  /**
+   * Models as OpenAI serves its Codex and pro models: a chat completion refused with its 404 ("This model is
+   * only supported in v1/responses and not in v1/chat/completions."), the Responses API answering
+   * (answerResponses: its parameters alone, every call output after its call).
+   */
+  responsesOnly?: readonly string[];
   /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
   listedModels?: readonly string[];
   /**
@@ -702,6 +708,193 @@ function geminiError(message: string): string {
 
 function openAIError(message: string, type: string, param: string | null, code: string | null): string {
   return JSON.stringify({ error: { message, type, param, code } });
+}
+
+/** The parameters OpenAI's Responses API takes; any other is refused ("Unknown parameter: 'stop'."). */
+const responsesParameters = new Set([
+  'model',
+  'input',
+  'instructions',
+  'stream',
+  'store',
+  'temperature',
+  'top_p',
+  'user',
+  'metadata',
+  'parallel_tool_calls',
+  'service_tier',
+  'safety_identifier',
+  'prompt_cache_key',
+  'prompt_cache_retention',
+  'top_logprobs',
+  'max_output_tokens',
+  'tools',
+  'tool_choice',
+  'reasoning',
+  'text',
+  'include',
+  'previous_response_id',
+  'truncation',
+]);
+
+/** A Responses input as the chat messages it stands for: calls on the assistant message, outputs as tool messages. */
+function messagesOfInput(input: unknown): ChatMessage[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  const messages: ChatMessage[] = [];
+  for (const item of Array.isArray(input) ? (input as Array<Record<string, unknown>>) : []) {
+    if (item.type === 'function_call') {
+      const call = {
+        id: String(item.call_id),
+        type: 'function',
+        function: { name: String(item.name), arguments: String(item.arguments) },
+      };
+      const last = messages.at(-1);
+      if (last?.role === 'assistant') last.tool_calls = [...(last.tool_calls ?? []), call];
+      else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+    } else if (item.type === 'function_call_output')
+      messages.push({ role: 'tool', tool_call_id: String(item.call_id), content: String(item.output) });
+    else if (typeof item.role === 'string') {
+      const content = Array.isArray(item.content)
+        ? (item.content as Array<Record<string, unknown>>).map((part) =>
+            typeof part.text === 'string' ? { type: 'text', text: part.text } : part,
+          )
+        : item.content;
+      messages.push({ role: item.role, content } as ChatMessage);
+    }
+  }
+  return messages;
+}
+
+/** What OpenAI's Responses API refuses of a body, in its words; undefined when it takes it. */
+function responsesRefusal(body: Record<string, unknown>): string | undefined {
+  for (const key of Object.keys(body))
+    if (!responsesParameters.has(key)) return `Unknown parameter: '${key}'.`;
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  for (const [index, tool] of tools.entries())
+    if (typeof (tool as { name?: unknown }).name !== 'string')
+      return `Missing required parameter: 'tools[${index}].name'.`;
+  const calls = new Set<unknown>();
+  for (const item of Array.isArray(body.input) ? (body.input as Array<Record<string, unknown>>) : []) {
+    if (item.type === 'function_call') calls.add(item.call_id);
+    if (item.type === 'function_call_output' && !calls.has(item.call_id))
+      return `No tool call found for function call output with call_id ${String(item.call_id)}.`;
+    if (item.type === undefined && !['user', 'assistant', 'system', 'developer'].includes(String(item.role)))
+      return `Invalid value: '${String(item.role)}'. Supported values are: 'assistant', 'system', 'developer', and 'user'.`;
+  }
+  return undefined;
+}
+
+/**
+ * The Responses API's answer to `recorded` (OpenAI's shape): the behaviour's tool calls as function_call
+ * items, else its content as a message; streamed as OpenAI streams it when asked.
+ */
+function answerResponses(
+  recorded: RecordedRequest,
+  behaviour: Behaviour,
+  response: ServerResponse,
+  sendJson: (status: number, body: string) => void,
+  respond: FakeUpstreamOptions['respond'],
+): void {
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(recorded.rawBody) as Record<string, unknown>;
+  } catch {
+    sendJson(
+      400,
+      openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null),
+    );
+    return;
+  }
+  recorded.body = body;
+  const refusal = responsesRefusal(body);
+  if (refusal !== undefined) {
+    sendJson(400, openAIError(refusal, 'invalid_request_error', null, null));
+    return;
+  }
+  // The model decides as it does on a chat completion: from the conversation the input stands for.
+  const decided = respond?.(messagesOfInput(body.input), body);
+  if (decided !== undefined) Object.assign(behaviour, decided);
+  const text = behaviour.content ?? 'Hello from the Responses API.';
+  const output =
+    behaviour.toolCalls === undefined
+      ? [
+          {
+            type: 'message',
+            id: 'msg_fake',
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', text, annotations: [] }],
+          },
+        ]
+      : behaviour.toolCalls.map((call, index) => ({
+          type: 'function_call',
+          id: `fc_fake${index}`,
+          status: 'completed',
+          call_id: call.id,
+          name: call.name,
+          arguments: call.arguments,
+        }));
+  const usage = {
+    input_tokens: Math.ceil(recorded.rawBody.length / 4),
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 7,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: Math.ceil(recorded.rawBody.length / 4) + 7,
+  };
+  const answered = {
+    id: 'resp_fake',
+    object: 'response',
+    created_at: 1_700_000_000,
+    status: 'completed',
+    model: body.model,
+    output,
+    usage,
+  };
+  if (body.stream !== true) {
+    sendJson(200, JSON.stringify(answered));
+    return;
+  }
+  recorded.status = 200;
+  response.writeHead(200, { 'content-type': 'text/event-stream' });
+  let sequence = 0;
+  const event = (type: string, data: Record<string, unknown>): void =>
+    void response.write(
+      `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`,
+    );
+  const started = Object.assign({}, answered, { status: 'in_progress', output: [], usage: null });
+  event('response.created', { response: started });
+  event('response.in_progress', { response: started });
+  for (const [index, item] of output.entries()) {
+    if (item.type === 'message') {
+      event('response.output_item.added', {
+        output_index: index,
+        item: Object.assign({}, item, { content: [] }),
+      });
+      for (const piece of text.match(/.{1,5}/gs) ?? [])
+        event('response.output_text.delta', {
+          item_id: item.id,
+          output_index: index,
+          content_index: 0,
+          delta: piece,
+        });
+    } else {
+      event('response.output_item.added', {
+        output_index: index,
+        item: Object.assign({}, item, { arguments: '' }),
+      });
+      const args = String((item as { arguments: string }).arguments);
+      for (const piece of args.match(/.{1,8}/gs) ?? [])
+        event('response.function_call_arguments.delta', {
+          item_id: item.id,
+          output_index: index,
+          delta: piece,
+        });
+    }
+    event('response.output_item.done', { output_index: index, item });
+  }
+  event('response.completed', { response: answered });
+  response.end();
+  recorded.completed = true;
 }
 
 /**
@@ -1638,10 +1831,33 @@ export class FakeUpstream {
       recorded.completed = true;
       return;
     }
+    if (recorded.method === 'POST' && recorded.path === '/v1/responses') {
+      answerResponses(recorded, behaviour, response, sendJson, this.options.respond);
+      return;
+    }
     if (recorded.method !== 'POST' || recorded.path !== '/v1/chat/completions') {
       sendJson(
         404,
         openAIError(`Invalid URL (${recorded.method} ${recorded.path})`, 'invalid_request_error', null, null),
+      );
+      return;
+    }
+    const chatModel = (() => {
+      try {
+        return (JSON.parse(rawBody) as { model?: unknown }).model;
+      } catch {
+        return undefined;
+      }
+    })();
+    if (typeof chatModel === 'string' && this.options.responsesOnly?.includes(chatModel) === true) {
+      sendJson(
+        404,
+        openAIError(
+          'This model is only supported in v1/responses and not in v1/chat/completions.',
+          'invalid_request_error',
+          'model',
+          null,
+        ),
       );
       return;
     }

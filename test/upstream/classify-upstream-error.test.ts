@@ -336,6 +336,30 @@ const ownCases: ReadonlyArray<{
     answer: { status, body },
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'tools.as_text' }] },
   })),
+  // A model served through the Responses API alone: asked there (responses-wire.ts).
+  ...(
+    [
+      [
+        "OpenAI, a Codex or pro model (a 404: BerriAI/litellm's and RubyLLM's fallbacks read it)",
+        404,
+        '{"error":{"message":"This model is only supported in v1/responses and not in v1/chat/completions.","type":"invalid_request_error","param":"model","code":null}}',
+      ],
+      [
+        "Bedrock's Mantle",
+        400,
+        '{"error":{"message":"The model \'openai.gpt-oss-120b\' does not support the \'/v1/chat/completions\' API","type":"invalid_request_error"}}',
+      ],
+      [
+        'a relay that took Chat Completions away (RhythmicWave/NovelForge#103)',
+        400,
+        '{"error":{"message":"Provider API error: Unsupported legacy protocol: /v1/chat/completions is not supported. Please use /v1/responses. (request id: 2026031017460545047272d8iBfaXx)","type":"invalid_request_error"}}',
+      ],
+    ] as const
+  ).map(([name, status, body]) => ({
+    name: `a model served by the Responses API alone: ${name}`,
+    answer: { status, body },
+    expected: { kind: 'refused_field' as const, fixes: [{ field: 'wire.responses' }] },
+  })),
   {
     // LM Studio's server: a tool choice as a string only (instructor's and LangChain's structured output).
     name: 'LM Studio: "Invalid tool_choice type: \'object\'. Supported string values: none, auto, required"',

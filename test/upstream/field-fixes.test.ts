@@ -1084,6 +1084,12 @@ describe('heldStopsOf and withStopsAtMost', () => {
     expect(heldStopsOf(['END'], [], 'anthropic')).toBeUndefined();
   });
 
+  it('holds every stop to the Responses API, which takes none (responses-wire.ts leaves them out)', () => {
+    expect(heldStopsOf(['Observation:', '\n\n'], [], 'responses')).toEqual(['Observation:', '\n\n']);
+    expect(heldStopsOf('END', [], 'responses')).toEqual(['END']);
+    expect(heldStopsOf(undefined, [], 'responses')).toBeUndefined();
+  });
+
   it('holds no stop longer than it looks for', () => {
     expect(heldStopsOf(['x'.repeat(257), 'ok'], [{ field: 'stop' }], undefined)).toEqual(['ok']);
     expect(heldStopsOf(['x'.repeat(256)], [{ field: 'stop' }], undefined)).toEqual(['x'.repeat(256)]);

@@ -1,0 +1,113 @@
+// A model OpenAI serves through the Responses API alone (its Codex and pro models), asked by the official
+// OpenAI client's chat completions (docs/budgeting.md#models-served-by-the-responses-api-alone): the
+// gateway's chat completion was refused ("This model is only supported in v1/responses and not in
+// v1/chat/completions.", a 404) on every request. Now the first is asked again of the Responses API, and
+// every later one there at once: answers whole and streamed, a tool loop, the usage counted.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+
+const model = 'gpt-5.1-codex-mini';
+let fake: FakeUpstream;
+let harness: GatewayHarness;
+let client: OpenAI;
+
+beforeAll(async () => {
+  fake = new FakeUpstream({ responsesOnly: [model] });
+  harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
+  client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await harness.close();
+  await fake.stop();
+});
+
+const paths = (from: number) => fake.requests.slice(from).map((request) => [request.path, request.status]);
+
+describe('a model served by the Responses API alone, asked by chat completions', () => {
+  it('answers after one refusal, and asks the Responses API at once from then on, streamed too', async () => {
+    let from = fake.requests.length;
+    fake.enqueue({});
+    fake.enqueue({ content: 'First answer.' });
+    const first = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'Hello.' }],
+      max_completion_tokens: 500,
+    });
+    expect(first.choices[0]?.message.content).toBe('First answer.');
+    expect(first.choices[0]?.finish_reason).toBe('stop');
+    expect(first.usage?.completion_tokens).toBe(7);
+    expect(paths(from)).toEqual([
+      ['/v1/chat/completions', 404],
+      ['/v1/responses', 200],
+    ]);
+    expect(fake.requests.at(-1)?.body).toMatchObject({ max_output_tokens: 500, store: false });
+
+    from = fake.requests.length;
+    fake.enqueue({ content: 'Streamed answer.' });
+    const stream = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'Again.' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      usage ??= chunk.usage;
+    }
+    expect(text).toBe('Streamed answer.');
+    expect(usage?.completion_tokens).toBe(7);
+    expect(paths(from)).toEqual([['/v1/responses', 200]]);
+  });
+
+  it('cuts the answer at a stop sequence itself: the Responses API takes none', async () => {
+    fake.enqueue({ content: 'Thought: look it up.\nObservation: it rains.' });
+    const answer = await client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'Think, then stop.' }],
+      stop: ['Observation:'],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Thought: look it up.\n');
+    expect(answer.choices[0]?.finish_reason).toBe('stop');
+    expect(Object.keys(fake.requests.at(-1)?.body as object)).not.toContain('stop');
+  });
+
+  it('runs a tool loop: the call comes back as a tool call, its result goes as the call’s output', async () => {
+    const tools: OpenAI.ChatCompletionTool[] = [
+      {
+        type: 'function',
+        function: {
+          name: 'weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      },
+    ];
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Oslo?' }];
+    fake.enqueue({ toolCalls: [{ id: 'call_w', name: 'weather', arguments: '{"city":"Oslo"}' }] });
+    const asked = await client.chat.completions.create({ model, messages, tools });
+    const call = asked.choices[0]?.message.tool_calls?.[0];
+    expect(asked.choices[0]?.finish_reason).toBe('tool_calls');
+    expect(call).toMatchObject({ id: 'call_w', function: { name: 'weather', arguments: '{"city":"Oslo"}' } });
+    messages.push(asked.choices[0]?.message as OpenAI.ChatCompletionMessageParam, {
+      role: 'tool',
+      tool_call_id: 'call_w',
+      content: 'Sunny, 4 °C.',
+    });
+    fake.enqueue({ content: 'Sunny in Oslo.' });
+    const answered = await client.chat.completions.create({ model, messages, tools });
+    expect(answered.choices[0]?.message.content).toBe('Sunny in Oslo.');
+    // The Responses API took the tool (flattened) and the output after its call.
+    expect(fake.requests.at(-1)?.body).toMatchObject({
+      tools: [{ type: 'function', name: 'weather' }],
+      input: [
+        { role: 'user', content: 'Weather in Oslo?' },
+        { type: 'function_call', call_id: 'call_w', name: 'weather' },
+        { type: 'function_call_output', call_id: 'call_w', output: 'Sunny, 4 °C.' },
+      ],
+    });
+  });
+});
