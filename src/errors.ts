@@ -66,6 +66,19 @@ export class GatewayError extends Error {
   }
 }
 
+/**
+ * The innermost cause of a failure, as "CODE: message" (a network error's, Redis's own words: never a
+ * request's text), cut short; undefined when it has none.
+ */
+export function causeOf(error: Error): string | undefined {
+  let inner: unknown = error.cause;
+  while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause;
+  if (!(inner instanceof Error)) return undefined;
+  const code = (inner as { code?: unknown }).code;
+  const text = typeof code === 'string' ? `${code}: ${inner.message}` : inner.message;
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
 /** Checks by `code`, not `instanceof`, so errors that crossed a module or realm boundary still match. */
 export function isGatewayError(value: unknown): value is GatewayError {
   return (

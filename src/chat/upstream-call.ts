@@ -3,7 +3,7 @@
 // tally (on the error, when it failed). A client that left is not an error: the exchange is dropped quietly.
 import type { Credential } from '../auth/authenticate.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
-import { isGatewayError } from '../errors.js';
+import { causeOf, isGatewayError } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
 import { withBetaFixes, type FieldFix } from '../upstream/field-fixes.js';
@@ -110,14 +110,4 @@ export async function measuredExchange<T>(
     const status = tally.status === undefined ? 'error' : String(tally.status);
     deps.metrics.upstreamDuration.observe({ upstream: target.name, status }, elapsedMs / 1000);
   }
-}
-
-/** The innermost cause of a failed call, as "CODE: message" (a network error's own words, cut short). */
-function causeOf(error: Error): string | undefined {
-  let inner: unknown = error.cause;
-  while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause;
-  if (!(inner instanceof Error)) return undefined;
-  const code = (inner as { code?: unknown }).code;
-  const text = typeof code === 'string' ? `${code}: ${inner.message}` : inner.message;
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }

@@ -2,7 +2,7 @@
 // Gateway errors carry their own code; fastify's parser errors are mapped; anything else is a 500 whose
 // details go to the log, never to the client.
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
+import { causeOf, GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import { anthropicErrorBody } from '../messages/answer.js';
 import { isMessagesRoute } from './messages-routes.js';
 
@@ -34,6 +34,9 @@ export function toGatewayError(error: unknown): GatewayError {
 export function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const gatewayError = toGatewayError(error);
   request.gateway.errorCode = gatewayError.code;
+  // Why the session store failed, in Redis's own words (OOM past maxmemory, READONLY after a failover, a
+  // refused connection), on the request's line: the client is told only to retry.
+  if (gatewayError.code === 'session_store_unavailable') request.gateway.errorCause ??= causeOf(gatewayError);
   if (gatewayError.param !== null) request.gateway.errorParam = gatewayError.param;
   if (gatewayError.code === 'internal_error') {
     // The one place an unexpected error is logged, with its stack; the client gets only the code.

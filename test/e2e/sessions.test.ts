@@ -648,6 +648,57 @@ describe('sessions with Redis paused', () => {
   });
 });
 
+describe('sessions with Redis full', () => {
+  // The gateway asks for noeviction (above): past maxmemory Redis then refuses every write ("OOM command not
+  // allowed when used memory > 'maxmemory'"), and every session request answered 503 with nothing in the
+  // log to say why while Redis answered PING.
+  it('answers 503 with Redis’s own words on the request’s line, stateless requests unharmed, and recovers', async () => {
+    const redis = await startRedisServer(['--maxmemory', '4mb', '--maxmemory-policy', 'noeviction']);
+    const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: redis.url } });
+    const ask = (sessionId: string) =>
+      clientFor(gateway, sessionId)
+        .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
+    try {
+      await waitUntilReady(gateway);
+      expect(await ask('full-1')).toMatchObject({ object: 'chat.completion' });
+      execFileSync('redis-cli', [
+        '-p',
+        String(redis.port),
+        'EVAL',
+        "for i = 1, 6000 do redis.call('SET', 'filler:' .. i, string.rep('x', 1000)) end return 1",
+        '0',
+      ]).toString();
+      const from = gateway.logLines.length;
+      const failure = await ask('full-1');
+      expect(failure).toMatchObject({ status: 503, code: 'session_store_unavailable' });
+      const line = gateway.logLines
+        .slice(from)
+        .map((text) => JSON.parse(text) as { msg?: string; status?: number; errorCause?: string })
+        .find((entry) => entry.msg === 'request' && entry.status === 503);
+      expect(line?.errorCause).toMatch(/^OOM command not allowed when used memory > 'maxmemory'/);
+      // Without a session, nothing is written to Redis.
+      const stateless = await new OpenAI({
+        baseURL: gateway.baseUrl,
+        apiKey: 'sk-test',
+        maxRetries: 0,
+      }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
+      expect(stateless.choices).toHaveLength(1);
+      execFileSync('redis-cli', [
+        '-p',
+        String(redis.port),
+        'EVAL',
+        "return redis.call('DEL', unpack(redis.call('KEYS', 'filler:*')))",
+        '0',
+      ]);
+      expect(await ask('full-1')).toMatchObject({ object: 'chat.completion' });
+    } finally {
+      await gateway.close();
+      await redis.stop();
+    }
+  });
+});
+
 describe('sessions with Redis down', () => {
   it('answers 503 session_store_unavailable, keeps stateless requests working, and recovers', async () => {
     const port = await findFreePort();
