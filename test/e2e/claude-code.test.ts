@@ -387,6 +387,8 @@ beforeAll(async () => {
     reportsCachedTokens: ['qwen3-coder-plus'],
     // As Ollama serves a model whose template has no tools; told them, it writes its calls in Hermes' form.
     noTools: ['llama3.3-notools'],
+    // As OpenAI serves its Codex models: through the Responses API alone.
+    responsesOnly: ['gpt-5.3-codex'],
     systemOnlyFirst: true,
     alternating: true,
     // As vLLM serves a model that takes no images.
@@ -1132,6 +1134,25 @@ describe('Claude Code through ctxgate', () => {
     expect(usage.cache_read_input_tokens).toBe(held);
     const prompts = sent.reduce((sum, request) => sum + (request.promptTokens ?? 0), 0);
     expect(usage.input_tokens).toBe(prompts - held);
+  }, 300_000);
+
+  // OpenAI serves its Codex models through the Responses API alone ("This model is only supported in
+  // v1/responses and not in v1/chat/completions."): every request of Claude Code bridged to one failed.
+  it('runs the scripted task on a Codex model OpenAI serves through the Responses API alone', async () => {
+    const before = openai.requests.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'gpt-5.3-codex', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const asked = openai.requests.slice(before).filter((request) => request.path.startsWith('/v1/'));
+    // One chat completion refused, then the Responses API alone: Claude Code's Read and its result there.
+    expect(asked[0]?.path).toBe('/v1/chat/completions');
+    expect(asked[0]?.status).toBe(404);
+    expect(asked.slice(1).every((request) => request.path === '/v1/responses')).toBe(true);
+    const last = asked.at(-1)?.body as { input: Array<{ type?: string; name?: string }> };
+    expect(last.input.filter((item) => item.type === 'function_call').map((item) => item.name)).toEqual([
+      'Read',
+    ]);
+    expect(last.input.some((item) => item.type === 'function_call_output')).toBe(true);
   }, 300_000);
 
   // Ollama refuses tools for a model whose template has none ("registry.ollama.ai/library/llama3:8b does not
