@@ -7,8 +7,14 @@
 // came when the message reached here unchanged.
 import { withPortableCallIds, type CallIdSlots } from './tool-call-ids.js';
 import { StringDecoder } from 'node:string_decoder';
-import { withWholeBody, type Upstream, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
-import { SseDecoder } from './sse.js';
+import {
+  withTranslatedStream,
+  withWholeBody,
+  type Upstream,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from './upstream.js';
+import { jsonEventsOf, SseDecoder } from './sse.js';
 import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
@@ -659,18 +665,7 @@ export class AnthropicToChatStream {
   push(bytes: Buffer | string): string {
     const text = typeof bytes === 'string' ? bytes : this.utf8.write(bytes);
     let out = '';
-    for (const { data } of this.sse.push(text)) {
-      if (data === '') continue;
-      let event: unknown;
-      try {
-        event = JSON.parse(data);
-      } catch {
-        continue;
-      }
-      // What is not an event object says nothing.
-      if (typeof event === 'object' && event !== null && !Array.isArray(event))
-        out += this.translate(event as Json);
-    }
+    for (const event of jsonEventsOf(this.sse, text)) out += this.translate(event);
     return out;
   }
 
@@ -830,31 +825,7 @@ function chatResponseOf(response: UpstreamResponse): UpstreamResponse {
     };
     return withWholeBody(response, translate);
   }
-  const stream = new AnthropicToChatStream();
-  return {
-    statusCode: 200,
-    headers: response.headers,
-    async readAll() {
-      let out = '';
-      await response.forEachChunk((chunk) => void (out += stream.push(chunk)));
-      return Buffer.from(out);
-    },
-    forEachChunk(onChunk) {
-      return response.forEachChunk((chunk) => {
-        const text = stream.push(chunk);
-        return text === '' ? undefined : onChunk(Buffer.from(text));
-      });
-    },
-    discard: () => response.discard(),
-    async peek(enough) {
-      // The first events, translated by a translator of their own: readAll and forEachChunk start
-      // again from the same bytes.
-      const raw = await response.peek((received) =>
-        enough(Buffer.from(new AnthropicToChatStream().push(received))),
-      );
-      return Buffer.from(new AnthropicToChatStream().push(raw));
-    },
-  };
+  return withTranslatedStream(response, () => new AnthropicToChatStream());
 }
 
 /** Upstream headers as Anthropic takes them: the key as `x-api-key`, an `anthropic-version`. */

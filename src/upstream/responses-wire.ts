@@ -7,8 +7,14 @@
 // port, `/responses` asked, and the answer — whole or streamed — read back as the chat answer it stands for,
 // so fitting, recovery, sessions and every bridge work on it as on any chat answer.
 import { StringDecoder } from 'node:string_decoder';
-import { isEventStream, SseDecoder } from './sse.js';
-import { withWholeBody, type Upstream, type UpstreamRequest, type UpstreamResponse } from './upstream.js';
+import { isEventStream, jsonEventsOf, SseDecoder } from './sse.js';
+import {
+  withTranslatedStream,
+  withWholeBody,
+  type Upstream,
+  type UpstreamRequest,
+  type UpstreamResponse,
+} from './upstream.js';
 
 type Json = Record<string, unknown>;
 
@@ -242,16 +248,7 @@ export class ResponsesToChatStream {
   push(bytes: Buffer | string): string {
     const text = typeof bytes === 'string' ? bytes : this.utf8.write(bytes);
     let out = '';
-    for (const { data } of this.sse.push(text)) {
-      if (data === '' || data === '[DONE]') continue;
-      let event: unknown;
-      try {
-        event = JSON.parse(data);
-      } catch {
-        continue;
-      }
-      if (isRecord(event)) out += this.translate(event);
-    }
+    for (const event of jsonEventsOf(this.sse, text)) out += this.translate(event);
     return out;
   }
 
@@ -330,30 +327,7 @@ function chatAnswerOf(response: UpstreamResponse): UpstreamResponse {
     };
     return withWholeBody(response, translate);
   }
-  const stream = new ResponsesToChatStream();
-  return {
-    statusCode: 200,
-    headers: response.headers,
-    async readAll() {
-      let out = '';
-      await response.forEachChunk((chunk) => void (out += stream.push(chunk)));
-      return Buffer.from(out);
-    },
-    forEachChunk(onChunk) {
-      return response.forEachChunk((chunk) => {
-        const text = stream.push(chunk);
-        return text === '' ? undefined : onChunk(Buffer.from(text));
-      });
-    },
-    discard: () => response.discard(),
-    async peek(enough) {
-      // The first events, translated by a translator of their own: readAll and forEachChunk start again.
-      const raw = await response.peek((received) =>
-        enough(Buffer.from(new ResponsesToChatStream().push(received))),
-      );
-      return Buffer.from(new ResponsesToChatStream().push(raw));
-    },
-  };
+  return withTranslatedStream(response, () => new ResponsesToChatStream());
 }
 
 /** The Upstream port with chat completions marked `wire: 'responses'` asked of `/responses` and read back. */

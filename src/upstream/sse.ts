@@ -15,6 +15,27 @@ export interface ServerSentEvent {
   data: string;
 }
 
+/**
+ * The objects the complete events of `text` carry as JSON, read through `decoder` (which keeps an event
+ * cut between two texts until it is whole); what is not a JSON object (`[DONE]`, a comment's empty data)
+ * says nothing and is skipped.
+ */
+export function jsonEventsOf(decoder: SseDecoder, text: string): Array<Record<string, unknown>> {
+  const events: Array<Record<string, unknown>> = [];
+  for (const { data } of decoder.push(text)) {
+    if (data === '') continue;
+    let event: unknown;
+    try {
+      event = JSON.parse(data);
+    } catch {
+      continue;
+    }
+    if (typeof event === 'object' && event !== null && !Array.isArray(event))
+      events.push(event as Record<string, unknown>);
+  }
+  return events;
+}
+
 export class SseDecoder {
   /** The pieces of the line not yet ended. */
   private partial: string[] = [];

@@ -55,6 +55,38 @@ export interface Upstream {
  * A whole (not streamed) answer read through `transform`: its body read once, transformed, and given
  * to readAll, forEachChunk (as one chunk) and peek alike.
  */
+/**
+ * `response`, an event stream, read through a translator of its events (another wire's stream as chat's):
+ * each chunk as the translator writes it, nothing passed on for a chunk it wrote nothing of. A peek reads
+ * the first events through a translator of its own, so reading starts again from the same bytes.
+ */
+export function withTranslatedStream(
+  response: UpstreamResponse,
+  translator: () => { push(bytes: Buffer | string): string },
+): UpstreamResponse {
+  const stream = translator();
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    async readAll() {
+      let out = '';
+      await response.forEachChunk((chunk) => void (out += stream.push(chunk)));
+      return Buffer.from(out);
+    },
+    forEachChunk(onChunk) {
+      return response.forEachChunk((chunk) => {
+        const text = stream.push(chunk);
+        return text === '' ? undefined : onChunk(Buffer.from(text));
+      });
+    },
+    discard: () => response.discard(),
+    async peek(enough) {
+      const raw = await response.peek((received) => enough(Buffer.from(translator().push(received))));
+      return Buffer.from(translator().push(raw));
+    },
+  };
+}
+
 export function withWholeBody(
   response: UpstreamResponse,
   transform: (body: Buffer) => Buffer,

@@ -9,6 +9,7 @@ import {
   countDataEvents,
   EventBoundaryBuffer,
   promptTokensIn,
+  jsonEventsOf,
   SseDecoder,
   StreamCompletionTracker,
   typedEvent,
@@ -54,6 +55,20 @@ describe('SseDecoder', () => {
 
   it('flushes a final event that has no blank line after it', () => {
     expect(decodeInPieces('data: last', [])).toEqual([{ event: undefined, data: 'last' }]);
+  });
+});
+
+describe('jsonEventsOf', () => {
+  it('gives the JSON objects of whole events, an event cut between texts once whole, and skips the rest', () => {
+    const decoder = new SseDecoder();
+    const first = jsonEventsOf(
+      decoder,
+      'event: a\ndata: {"type":"a"}\n\ndata: [DONE]\n\n: ping\n\ndata: {"ty',
+    );
+    expect(first).toEqual([{ type: 'a' }]);
+    expect(jsonEventsOf(decoder, 'pe":"b"}\n\ndata: [1,2]\n\ndata: "text"\n\ndata: {broken\n\n')).toEqual([
+      { type: 'b' },
+    ]);
   });
 });
 
