@@ -174,7 +174,7 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // The upstream's own word, which the OpenAI SDKs obey whatever the status: what it marks
   // `x-should-retry: true` is retried like a server error.
   if (shouldRetry === 'true') return { kind: 'server', ...retryFields() };
-  // A model served through the Responses API alone (OpenAI's Codex and pro models: a 404; Bedrock's
+  // A model served through the Responses API alone (OpenAI's Codex and pro models: a 404; Azure's; Bedrock's
   // Mantle; relays that took Chat Completions away): asked there after one refusal (responses-wire.ts).
   if (status >= 400 && status < 500 && responsesOnly.test(text))
     return { kind: 'refused_field', fixes: [{ field: responsesWireField }] };
@@ -223,9 +223,13 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   return { kind: 'bad_request' };
 }
 
-/** A refusal of Chat Completions for a model the Responses API serves: OpenAI's, Bedrock Mantle's, a relay's. */
+/**
+ * A refusal of Chat Completions for a model the Responses API serves: OpenAI's, Azure's (its v1 API:
+ * OperationNotSupported, "The chatCompletion operation does not work with the specified model, gpt-5.4-pro"),
+ * Bedrock Mantle's, a relay's.
+ */
 const responsesOnly =
-  /only supported in v1\/responses\b|does not support the \W?\/v1\/chat\/completions\W? api|\/v1\/chat\/completions is not supported\. please use \/v1\/responses/i;
+  /only supported in v1\/responses\b|the chatcompletion operation does not work with the specified model|does not support the \W?\/v1\/chat\/completions\W? api|\/v1\/chat\/completions is not supported\. please use \/v1\/responses/i;
 
 /** Kimi's whole answer to a Messages request it does not take. */
 const unexplainedRefusal = /^\s*invalid request error\s*$/i;

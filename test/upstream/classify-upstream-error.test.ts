@@ -345,6 +345,11 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"This model is only supported in v1/responses and not in v1/chat/completions.","type":"invalid_request_error","param":"model","code":null}}',
       ],
       [
+        "Azure OpenAI's v1 API, a pro model (OperationNotSupported)",
+        400,
+        '{"error":{"code":"OperationNotSupported","message":"The chatCompletion operation does not work with the specified model, gpt-5.4-pro. Please choose different model and try again. You can learn more about which models can be used with each operation here: https://go.microsoft.com/fwlink/?linkid=2197993."}}',
+      ],
+      [
         "Bedrock's Mantle",
         400,
         '{"error":{"message":"The model \'openai.gpt-oss-120b\' does not support the \'/v1/chat/completions\' API","type":"invalid_request_error"}}',
