@@ -10,7 +10,7 @@ import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js'
 import { fallbackModelEntry } from '../config/model-table.js';
 import { countMessageTokens } from '../context/token-accounting.js';
 import type { ContextMessage } from '../context/types.js';
-import { GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
+import { causeOf, GatewayError, isGatewayError, toOpenAIErrorBody } from '../errors.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { createHoldQueue } from '../sessions/hold-queue.js';
 import { sessionKeyFor } from '../sessions/session-keys.js';
@@ -176,6 +176,8 @@ interface Turn {
   fates?: { attempt: ChatAttempt; runs: SessionRequestReport['fates'] };
   /** The recall tool's calls the gateway answered, and what those rounds cost (docs/budgeting.md#recall). */
   recall?: RecallRoundsOutcome['usage'] & { calls: number };
+  /** Why a streamed turn could not be stored, in the store's words (Redis's OOM…): the log line's cause. */
+  storeErrorCause?: string | undefined;
 }
 
 /** The largest upstream error body whose type, code and message the request's log line tells. */
@@ -645,6 +647,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             (error: unknown) => error ?? new Error('commit failed'),
           )
         : undefined;
+    if (commitError instanceof Error) turn.storeErrorCause = causeOf(commitError);
     // A turn that could not be stored: the client has the answer but not its [DONE], and learns it
     // from an error event instead. Without a held [DONE] (the stream had none) it can only be logged.
     const failure =
@@ -974,6 +977,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             upstream: done.upstream,
             recallCalls: done.recallCalls,
             streamErrorCode,
+            errorCause: turn.storeErrorCause,
           };
         } catch (error) {
           throw withOutcome(error, outcomeOfTurn(turn));

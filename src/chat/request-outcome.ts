@@ -38,6 +38,8 @@ export interface RequestOutcome {
   streamErrorCode?: string | undefined;
   /** Calls of the recall tool the gateway answered (docs/budgeting.md#recall). */
   recallCalls?: number | undefined;
+  /** Why the request failed where no upstream call did: the session store's own words (a streamed turn not stored). */
+  errorCause?: string | undefined;
 }
 
 const outcomeKey = Symbol('ctxgate.requestOutcome');

@@ -85,6 +85,7 @@ export function applyOutcome(record: RequestState, outcome: RequestOutcome): voi
   if (outcome.dropped !== undefined) record.dropped = outcome.dropped;
   if (outcome.streamErrorCode !== undefined) record.streamErrorCode = outcome.streamErrorCode;
   if (outcome.recallCalls !== undefined) record.recallCalls = outcome.recallCalls;
+  if (outcome.errorCause !== undefined) record.errorCause = outcome.errorCause;
   const upstream = outcome.upstream;
   if (upstream === undefined) return;
   record.upstreamName = upstream.name;

@@ -684,14 +684,55 @@ describe('sessions with Redis full', () => {
         maxRetries: 0,
       }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
       expect(stateless.choices).toHaveLength(1);
+      const emptied = () =>
+        execFileSync('redis-cli', [
+          '-p',
+          String(redis.port),
+          'EVAL',
+          "return redis.call('DEL', unpack(redis.call('KEYS', 'filler:*')))",
+          '0',
+        ]);
+      emptied();
+      expect(await ask('full-1')).toMatchObject({ object: 'chat.completion' });
+      // Full while a streamed turn is upstream: the answer streams, its turn cannot be stored, and the
+      // client's error event and the request's line say so — the line in Redis's words.
+      const upstreamAnswers = gate();
+      const asked = fake.requests.length;
+      fake.enqueue({ content: 'Streamed before the store filled.', answerWhen: upstreamAnswers.opened });
+      const streamed = clientFor(gateway, 'full-2').chat.completions.create({
+        model: 'gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x' }],
+        stream: true,
+      });
+      const before = gateway.logLines.length;
+      await expect.poll(() => fake.requests.length).toBe(asked + 1);
       execFileSync('redis-cli', [
         '-p',
         String(redis.port),
         'EVAL',
-        "return redis.call('DEL', unpack(redis.call('KEYS', 'filler:*')))",
+        "for i = 1, 6000 do redis.call('SET', 'filler:' .. i, string.rep('x', 1000)) end return 1",
         '0',
       ]);
-      expect(await ask('full-1')).toMatchObject({ object: 'chat.completion' });
+      upstreamAnswers.open();
+      let text = '';
+      const broken = await (async () => {
+        for await (const chunk of await streamed) text += chunk.choices[0]?.delta.content ?? '';
+      })().catch((error: unknown) => error);
+      expect(text).toBe('Streamed before the store filled.');
+      expect(broken).toBeInstanceOf(Error);
+      await expect
+        .poll(() =>
+          gateway.logLines
+            .slice(before)
+            .map(
+              (line) => JSON.parse(line) as { msg?: string; streamErrorCode?: string; errorCause?: string },
+            )
+            .find(
+              (entry) => entry.msg === 'request' && entry.streamErrorCode === 'session_store_unavailable',
+            ),
+        )
+        .toMatchObject({ errorCause: expect.stringMatching(/^OOM command not allowed/) });
+      emptied();
     } finally {
       await gateway.close();
       await redis.stop();
