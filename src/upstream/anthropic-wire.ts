@@ -14,7 +14,7 @@ import {
   type UpstreamRequest,
   type UpstreamResponse,
 } from './upstream.js';
-import { jsonEventsOf, SseDecoder } from './sse.js';
+import { chatChunkEvent, jsonEventsOf, SseDecoder } from './sse.js';
 import { fileNameOf } from './tool-media.js';
 import { base64DataUrl } from '../context/file-tokens.js';
 import { isGatewayThinking } from './carried-state.js';
@@ -652,14 +652,7 @@ export class AnthropicToChatStream {
   private readonly inputs = new Map<number, string>();
 
   private chunk(delta: Json, finish: string | null = null): string {
-    const chunk = {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: 0,
-      model: this.model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
-    };
-    return `data: ${JSON.stringify(chunk)}\n\n`;
+    return chatChunkEvent(this.id, 0, this.model, [{ index: 0, delta, finish_reason: finish }]);
   }
 
   push(bytes: Buffer | string): string {

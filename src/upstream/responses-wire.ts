@@ -7,7 +7,7 @@
 // port, `/responses` asked, and the answer — whole or streamed — read back as the chat answer it stands for,
 // so fitting, recovery, sessions and every bridge work on it as on any chat answer.
 import { StringDecoder } from 'node:string_decoder';
-import { isEventStream, jsonEventsOf, SseDecoder } from './sse.js';
+import { chatChunkEvent, isEventStream, jsonEventsOf, SseDecoder } from './sse.js';
 import {
   withTranslatedStream,
   withWholeBody,
@@ -235,14 +235,7 @@ export class ResponsesToChatStream {
   private ended = false;
 
   private chunk(delta: Json, finish: string | null = null): string {
-    const chunk = {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
-    };
-    return `data: ${JSON.stringify(chunk)}\n\n`;
+    return chatChunkEvent(this.id, this.created, this.model, [{ index: 0, delta, finish_reason: finish }]);
   }
 
   push(bytes: Buffer | string): string {
@@ -295,9 +288,7 @@ export class ResponsesToChatStream {
         const usage = usageOf(response?.usage);
         const last = this.chunk({}, finish);
         const usageChunk =
-          usage === undefined
-            ? ''
-            : `data: ${JSON.stringify({ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage })}\n\n`;
+          usage === undefined ? '' : chatChunkEvent(this.id, this.created, this.model, [], usage);
         return `${last}${usageChunk}data: [DONE]\n\n`;
       }
       case 'response.failed':

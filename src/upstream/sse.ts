@@ -350,7 +350,22 @@ export function usageEvent(
     completion_tokens: tokens.completion,
     total_tokens: tokens.prompt + tokens.completion,
   };
-  return `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: createdSeconds, model, choices: [], usage })}\n\n`;
+  return chatChunkEvent(id, createdSeconds, model, [], usage);
+}
+
+/**
+ * One chat completion chunk as an event: `choices` (one with its delta and finish, or none beside the
+ * usage), with the stream's id, creation time and model. What another wire's stream is read back as.
+ */
+export function chatChunkEvent(
+  id: string,
+  createdSeconds: number,
+  model: unknown,
+  choices: unknown[],
+  usage?: Record<string, unknown>,
+): string {
+  const chunk = { id, object: 'chat.completion.chunk', created: createdSeconds, model, choices };
+  return `data: ${JSON.stringify(usage === undefined ? chunk : Object.assign(chunk, { usage }))}\n\n`;
 }
 
 /**

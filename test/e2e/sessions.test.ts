@@ -655,6 +655,12 @@ describe('sessions with Redis full', () => {
   it('answers 503 with Redis’s own words on the request’s line, stateless requests unharmed, and recovers', async () => {
     const redis = await startRedisServer(['--maxmemory', '4mb', '--maxmemory-policy', 'noeviction']);
     const gateway = await startGateway({ env: { UPSTREAM_BASE_URL: upstreamUrl, REDIS_URL: redis.url } });
+    /** Redis past its maxmemory with keys of its own, and back under it. */
+    const redisEval = (script: string) =>
+      execFileSync('redis-cli', ['-p', String(redis.port), 'EVAL', script, '0']);
+    const filled = () =>
+      redisEval("for i = 1, 6000 do redis.call('SET', 'filler:' .. i, string.rep('x', 1000)) end return 1");
+    const emptied = () => redisEval("return redis.call('DEL', unpack(redis.call('KEYS', 'filler:*')))");
     const ask = (sessionId: string) =>
       clientFor(gateway, sessionId)
         .chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
@@ -662,13 +668,7 @@ describe('sessions with Redis full', () => {
     try {
       await waitUntilReady(gateway);
       expect(await ask('full-1')).toMatchObject({ object: 'chat.completion' });
-      execFileSync('redis-cli', [
-        '-p',
-        String(redis.port),
-        'EVAL',
-        "for i = 1, 6000 do redis.call('SET', 'filler:' .. i, string.rep('x', 1000)) end return 1",
-        '0',
-      ]).toString();
+      filled();
       const from = gateway.logLines.length;
       const failure = await ask('full-1');
       expect(failure).toMatchObject({ status: 503, code: 'session_store_unavailable' });
@@ -684,14 +684,6 @@ describe('sessions with Redis full', () => {
         maxRetries: 0,
       }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] });
       expect(stateless.choices).toHaveLength(1);
-      const emptied = () =>
-        execFileSync('redis-cli', [
-          '-p',
-          String(redis.port),
-          'EVAL',
-          "return redis.call('DEL', unpack(redis.call('KEYS', 'filler:*')))",
-          '0',
-        ]);
       emptied();
       expect(await ask('full-1')).toMatchObject({ object: 'chat.completion' });
       // Full while a streamed turn is upstream: the answer streams, its turn cannot be stored, and the
@@ -706,13 +698,7 @@ describe('sessions with Redis full', () => {
       });
       const before = gateway.logLines.length;
       await expect.poll(() => fake.requests.length).toBe(asked + 1);
-      execFileSync('redis-cli', [
-        '-p',
-        String(redis.port),
-        'EVAL',
-        "for i = 1, 6000 do redis.call('SET', 'filler:' .. i, string.rep('x', 1000)) end return 1",
-        '0',
-      ]);
+      filled();
       upstreamAnswers.open();
       let text = '';
       const broken = await (async () => {
