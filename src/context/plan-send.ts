@@ -166,9 +166,11 @@ export function planSend(input: PlanSendInput): PreparedContext {
       : undefined;
   const messageTokens = counted?.tokens ?? reduced.messageTokens;
   // With a learned window, when the whole conversation fits but not with the max_tokens asked for,
-  // what is left is asked for instead (before the upstream refuses).
+  // what is left is asked for instead (before the upstream refuses) — on a retry that lowered max_tokens
+  // too (nothing compressed), whose answer would otherwise take the margin's room from the prompt the
+  // provider has just taken.
   const loweredMaxTokens =
-    learnedWindow !== undefined && attempt.maxTokens === undefined
+    learnedWindow !== undefined && attempt.reduction === 'none'
       ? maxTokensThatFit({
           request,
           settings: baseSettings,

@@ -1290,6 +1290,21 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     pattern: new RegExp(`current length is ${number} while limit is ${number}`, 'i'),
     fields: ['requested', 'maxContext'],
   },
+  // Cloudflare Workers AI (5021, or 3010 as a 413): "The estimated number of input and maximum output
+  // tokens (R) exceeded this model context window limit (M)".
+  {
+    pattern: new RegExp(
+      `input and maximum output tokens \\(${number}\\) exceeded this model context window limit \\(${number}`,
+      'i',
+    ),
+    fields: ['requested', 'maxContext'],
+  },
+  // SiliconFlow: "number of input tokens (P) have exceeded max_prompt_tokens (I) limit" — a cap on the
+  // prompt alone.
+  {
+    pattern: new RegExp(`input tokens \\(${number}\\) have exceeded max_prompt_tokens \\(${number}`, 'i'),
+    fields: ['promptTokens', 'maxInputTokens'],
+  },
 ];
 
 function toNumber(text: string): number {
@@ -1333,6 +1348,41 @@ function overflowNumbers(
     numbers.requested = numbers.promptTokens + numbers.completionTokens;
   }
   return { numbers, evidence };
+}
+
+/**
+ * The verdict of a text that states the window and only the total — the prompt and the answer asked for
+ * together (Cerebras's "Current length is R", Cloudflare's "input and maximum output tokens (R)",
+ * OpenRouter's "requested about R tokens") — with the provider's count of the prompt: the total less the
+ * max_tokens the refused attempt asked for, and the remedy those counts call for (a prompt that fits
+ * keeps its history; the answer shrinks). Unchanged when the attempt asked for no max_tokens (the
+ * provider's default is not known), or when the difference is no count of this prompt: not within
+ * `agreement` of the gateway's own count (`estimatedPrompt`) — a total that left the answer out.
+ */
+export function withPromptFromTotal<
+  Verdict extends Extract<UpstreamErrorClass, { kind: 'context_overflow' }>,
+>(
+  verdict: Verdict,
+  askedMaxTokens: number | undefined,
+  estimatedPrompt: number,
+  agreement: { min: number; max: number },
+): Verdict {
+  const { numbers } = verdict;
+  if (
+    numbers.promptTokens !== undefined ||
+    numbers.requested === undefined ||
+    numbers.maxContext === undefined ||
+    askedMaxTokens === undefined
+  )
+    return verdict;
+  const promptTokens = numbers.requested - askedMaxTokens;
+  const share = promptTokens / Math.max(1, estimatedPrompt);
+  if (promptTokens <= 0 || share < agreement.min || share > agreement.max) return verdict;
+  const counted: OverflowNumbers = Object.assign({}, numbers, {
+    promptTokens,
+    completionTokens: askedMaxTokens,
+  });
+  return Object.assign({}, verdict, { numbers: counted, remedy: remedyFor(counted, '') });
 }
 
 function remedyFor(numbers: OverflowNumbers, text: string): 'compress' | 'reduce_max_tokens' {

@@ -2,7 +2,8 @@
 // reaches the client, asks the recovery policy what to do and does it — wait and resend, or send the
 // smaller attempt the ladder makes. Time, randomness and sleeping are parameters, so every path of the
 // loop runs in a unit test without a clock.
-import type { UpstreamErrorClass } from './classify-upstream-error.js';
+import { withPromptFromTotal, type UpstreamErrorClass } from './classify-upstream-error.js';
+import { agreementBounds } from '../context/learned-limit-rules.js';
 import { inspectAnswer } from './inspect-answer.js';
 import type { UpstreamResponse } from './upstream.js';
 import { isGatewayError } from '../errors.js';
@@ -121,7 +122,17 @@ export async function sendWithRecovery<A extends SendAttempt>(
       await options.sleep(decision.waitMs);
       continue;
     }
-    const { response, classification } = answer;
+    const { response } = answer;
+    // A total the provider stated is read against the max_tokens this attempt asked for.
+    const classification =
+      answer.classification.kind === 'context_overflow'
+        ? withPromptFromTotal(
+            answer.classification,
+            attempt.askedMaxTokens,
+            attempt.promptTokens,
+            agreementBounds,
+          )
+        : answer.classification;
     if (classification.kind === 'context_overflow')
       options.observe?.({ type: 'overflow', verdict: classification, attempt, status: response.statusCode });
     const decision = options.cancelled()

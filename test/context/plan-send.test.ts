@@ -324,6 +324,25 @@ describe('a max_tokens the whole conversation leaves too little room for, under 
     expect(prepared.loweredMaxTokens).toBeLessThan(6_000);
   });
 
+  it('is lowered past a retry’s max_tokens that would take the margin’s room from the prompt the provider took', () => {
+    // The provider refused the prompt with the answer asked for, and its numbers left this max_tokens
+    // for the answer (the window less the prompt and 1%): the prompt is sent again whole, not cut to
+    // make room for the margin beside that answer.
+    const whole = planned(false, 100_000).report.inputTokens;
+    const window = whole + 4_000;
+    const retry = planSend({
+      config,
+      tokenizers,
+      request,
+      overrides: { historyMode: 'auto' },
+      learned: { window },
+      attempt: { reduction: 'none', maxTokens: window - whole - window / 100, promptCap: whole },
+    });
+    expect(retry.report.droppedMessages).toBe(0);
+    expect(retry.report.inputTokens).toBe(whole);
+    expect(retry.loweredMaxTokens).toBe(window - retry.settings.safetyMarginTokens - whole);
+  });
+
   it('is kept for a model whose answers show thinking, the oldest turns giving way', () => {
     const whole = planned(true, 100_000).report.inputTokens;
     const prepared = planned(true, whole + 4_000);

@@ -279,6 +279,97 @@ describe('every retry makes progress', () => {
     }
   });
 
+  // An agent that asks a long answer of a model the gateway was not told (OpenCode asks 32,000 tokens)
+  // is refused though its prompt fits. The retry asks for what the window leaves and sends the prompt
+  // whole: it was cut to the current turn, to make room for the safety margin beside that answer. Some
+  // texts state only the total (the prompt and the answer asked for) and the window — Cerebras's
+  // (cline/cline#5140) and Cloudflare Workers AI's AiError, as a 400 (5021) and a 413 (3010): the total
+  // less the max_tokens the attempt asked is the provider's count of the prompt (it was compressed
+  // blindly, or, on Cloudflare, refused until the client got the error).
+  const totalOnly: ReadonlyArray<
+    readonly [string, (facts: OverflowFacts) => { status: number; body: string }]
+  > = [
+    [
+      'Cerebras',
+      (facts) => ({
+        status: 400,
+        body: JSON.stringify({
+          message: `Please reduce the length of the messages or completion. Current length is ${facts.promptTokens + facts.completionTokens} while limit is ${facts.window}`,
+          type: 'invalid_request_error',
+          param: 'messages',
+          code: 'context_length_exceeded',
+        }),
+      }),
+    ],
+    [
+      'OpenAI, stating the prompt too',
+      (facts) => ({
+        status: 400,
+        body: JSON.stringify({
+          error: {
+            message: `This model's maximum context length is ${facts.window} tokens. However, you requested ${facts.promptTokens + facts.completionTokens} tokens (${facts.promptTokens} in the messages, ${facts.completionTokens} in the completion). Please reduce the length of the messages or completion.`,
+            type: 'invalid_request_error',
+            param: 'messages',
+            code: 'context_length_exceeded',
+          },
+        }),
+      }),
+    ],
+    [
+      'Cloudflare Workers AI (5021)',
+      (facts) => ({
+        status: 400,
+        body: JSON.stringify({
+          errors: [
+            {
+              message: `AiError: The estimated number of input and maximum output tokens (${facts.promptTokens + facts.completionTokens}) exceeded this model context window limit (${facts.window}).`,
+              code: 5021,
+            },
+          ],
+          success: false,
+          result: {},
+          messages: [],
+        }),
+      }),
+    ],
+    [
+      'Cloudflare Workers AI (3010, a 413)',
+      (facts) => ({
+        status: 413,
+        body: JSON.stringify({
+          errors: [
+            {
+              message: `3010: AiError: The estimated number of input and maximum output tokens (${facts.promptTokens + facts.completionTokens}) exceeded this model context window limit (${facts.window})`,
+              code: 3010,
+            },
+          ],
+          success: false,
+          result: {},
+          messages: [],
+        }),
+      }),
+    ],
+  ];
+  it.each(totalOnly)(
+    '%s, stating the prompt and the answer together: a fitting prompt is kept whole, the answer shortened',
+    async (name, answer) => {
+      answerOverflowWith = answer;
+      const model = `hidden-total-${name.replace(/\W+/g, '-').toLowerCase()}`;
+      fake.setWindow(model, window);
+      fake.setDefault({ content: 'recovered' });
+      const messages = conversation(5);
+      const before = fake.chatRequests.length;
+      const first = await send(model, messages, { stream: false, maxTokens: 32_000 });
+      expect(first.content).toBe('recovered');
+      const calls = fake.chatRequests.slice(before);
+      expect(calls).toHaveLength(2);
+      const [refused, retry] = calls.map((call) => call.body as { messages: unknown[]; max_tokens?: number });
+      expect(retry?.messages).toEqual(refused?.messages);
+      expect(retry?.max_tokens).toBeLessThanOrEqual(window - (calls[1]?.promptTokens ?? window));
+      expect(retry?.max_tokens).toBeGreaterThan(window / 2);
+    },
+  );
+
   it('never sends a refused request again, even when the provider gives no numbers', async () => {
     // Bedrock's "Input is too long for requested model." on a window far below the gateway's belief.
     answerOverflowWith = () => ({

@@ -6,6 +6,7 @@ import {
   classifyUpstreamError,
   type OverflowNumbers,
   type UpstreamAnswer,
+  withPromptFromTotal,
 } from '../../src/upstream/classify-upstream-error.js';
 
 const fixtures = contextErrorFixtures;
@@ -3418,11 +3419,86 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'bad_request' },
   },
+  ...[
+    { status: 400, code: 5021, prefix: 'AiError: ' },
+    { status: 413, code: 3010, prefix: '3010: AiError: ' },
+  ].map(({ status, code, prefix }) => ({
+    // Cloudflare Workers AI states the total, the prompt and the max_tokens asked together, and the window.
+    name: `Cloudflare Workers AI: ${code} (a ${status}), the total and the window`,
+    answer: {
+      status,
+      body: JSON.stringify({
+        errors: [
+          {
+            message: `${prefix}The estimated number of input and maximum output tokens (35000) exceeded this model context window limit (24000)`,
+            code,
+          },
+        ],
+        success: false,
+        result: {},
+        messages: [],
+      }),
+    },
+    expected: {
+      kind: 'context_overflow' as const,
+      remedy: 'compress' as const,
+      numbers: { requested: 35_000, maxContext: 24_000 },
+      evidence: ['input and maximum output tokens (35000) exceeded this model context window limit (24000'],
+    },
+  })),
 ];
 
 describe('classifyUpstreamError on cases from provider documentation and server source', () => {
   it.each(ownCases.map((entry) => [entry.name, entry] as const))('%s', (_name, entry) => {
     expect(classifyUpstreamError(entry.answer)).toEqual(entry.expected);
+  });
+});
+
+describe('withPromptFromTotal: a total the provider stated, read against the max_tokens the attempt asked', () => {
+  const agreement = { min: 0.5, max: 2 };
+  const cerebras = (requested: number, window: number) =>
+    classifyUpstreamError({
+      status: 400,
+      body: openAIError(
+        `Please reduce the length of the messages or completion. Current length is ${requested} while limit is ${window}`,
+        'context_length_exceeded',
+      ),
+    }) as Extract<ReturnType<typeof classifyUpstreamError>, { kind: 'context_overflow' }>;
+
+  it('takes the total less the max_tokens asked as the prompt: one that fits keeps it, the answer shrinks', () => {
+    // 3,000 of prompt and 32,000 of answer asked, on a window of 24,000.
+    const verdict = withPromptFromTotal(cerebras(35_000, 24_000), 32_000, 2_900, agreement);
+    expect(verdict.numbers).toMatchObject({
+      promptTokens: 3_000,
+      completionTokens: 32_000,
+      maxContext: 24_000,
+    });
+    expect(verdict.remedy).toBe('reduce_max_tokens');
+  });
+
+  it('compresses when the prompt so counted is itself over the window', () => {
+    const verdict = withPromptFromTotal(cerebras(30_400, 24_000), 400, 28_000, agreement);
+    expect(verdict.numbers.promptTokens).toBe(30_000);
+    expect(verdict.remedy).toBe('compress');
+  });
+
+  it.each([
+    ['no max_tokens was asked (the provider’s default is not known)', undefined, 2_900],
+    ['the difference is no count of this prompt (a total that left the answer out)', 32_000, 30_000],
+  ])('leaves the verdict as it was when %s', (_name, asked, estimated) => {
+    const verdict = cerebras(35_000, 24_000);
+    expect(withPromptFromTotal(verdict, asked, estimated, agreement)).toBe(verdict);
+  });
+
+  it('leaves a verdict that states the prompt as it was', () => {
+    const stated = classifyUpstreamError({
+      status: 400,
+      body: openAIError(
+        "This model's maximum context length is 8192 tokens. However, you requested 9001 tokens (1001 in the messages, 8000 in the completion).",
+        'context_length_exceeded',
+      ),
+    }) as Extract<ReturnType<typeof classifyUpstreamError>, { kind: 'context_overflow' }>;
+    expect(withPromptFromTotal(stated, 6_000, 1_000, agreement)).toBe(stated);
   });
 });
 
