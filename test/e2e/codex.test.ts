@@ -29,6 +29,11 @@ import { textOf as contentText } from '../helpers/text.js';
 import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const model = 'codex-16k';
+/**
+ * A model as OpenAI serves gpt-5.4 and the gpt-5.6 family: a chat completion that offers tools refused
+ * ("Function tools with reasoning_effort are not supported for … in /v1/chat/completions").
+ */
+const toolsNeedResponsesModel = 'gpt-5.6-terra';
 /** A model that thinks as DeepSeek's V4 does: its reasoning must come back with its tool calls. */
 const thinkingModel = 'deepseek-v4-flash';
 /** A Codex model as OpenAI serves it: through the Responses API alone. */
@@ -241,6 +246,7 @@ beforeAll(async () => {
     systemOnlyFirst: [model],
     alternating: [model],
     responsesOnly: [responsesOnlyModel],
+    toolsNeedResponses: [toolsNeedResponsesModel],
     thinking: [thinkingModel],
     thoughtSignatures: [geminiModel],
     reasoningDetails: [openRouterModel],
@@ -404,6 +410,27 @@ describe('Codex through the gateway', () => {
       ['function_call', 'call_note'],
       ['function_call_output', 'call_note'],
     ]);
+  });
+
+  it('runs on a model OpenAI refuses function tools with reasoning on chat completions (gpt-5.6): asked of the Responses API, its effort kept', async () => {
+    const before = fake.requests.length;
+    const { finished, work, requests } = await codexExec('Write the note.', toolsNeedResponsesModel);
+    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
+    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    expect(finished.stdout).toContain('Note written.');
+    expect(requests.map((line) => line.status)).toEqual([200, 200]);
+    const asked = fake.requests.slice(before);
+    expect(asked.map((request) => [request.path, request.status])).toEqual([
+      ['/v1/chat/completions', 400],
+      ['/v1/responses', 200],
+      ['/v1/responses', 200],
+    ]);
+    // The effort Codex asked goes to the Responses API as it was, not dropped to 'none' to keep the tools.
+    const effort = (JSON.parse(asked[0]?.rawBody ?? '{}') as { reasoning_effort?: string }).reasoning_effort;
+    expect(effort).toMatch(/^(low|medium|high|xhigh)$/);
+    const sent = asked[2]?.body as { reasoning?: { effort?: string }; tools?: Array<{ type?: string }> };
+    expect(sent.reasoning?.effort).toBe(effort);
+    expect(sent.tools?.map((tool) => tool.type)).toContain('function');
   });
 
   it('runs the same task on Claude, natively (an anthropic upstream)', async () => {

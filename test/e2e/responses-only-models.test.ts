@@ -13,8 +13,11 @@ let fake: FakeUpstream;
 let harness: GatewayHarness;
 let client: OpenAI;
 
+/** A model as OpenAI serves gpt-5.4 and the gpt-5.6 family: tools with reasoning refused on chat completions. */
+const reasoningModel = 'gpt-5.6-luna';
+
 beforeAll(async () => {
-  fake = new FakeUpstream({ responsesOnly: [model] });
+  fake = new FakeUpstream({ responsesOnly: [model], toolsNeedResponses: [reasoningModel] });
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
   client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
 });
@@ -109,5 +112,45 @@ describe('a model served by the Responses API alone, asked by chat completions',
         { type: 'function_call_output', call_id: 'call_w', output: 'Sunny, 4 °C.' },
       ],
     });
+  });
+});
+
+// OpenAI's gpt-5.4 and gpt-5.6 (sol, terra, luna) refuse a chat completion that offers function tools with
+// any reasoning effort but 'none' — the model's default too, when the request names none — "Function tools
+// with reasoning_effort are not supported for gpt-5.6-terra in /v1/chat/completions. To use function
+// tools, use /v1/responses or set reasoning_effort to 'none'." (GEMISIS/leviath#333, laurent22/joplin#16451,
+// pipecat-ai/pipecat#4043). Every agent through the gateway offers tools: each of its requests failed.
+describe('a model that takes function tools with reasoning only through the Responses API', () => {
+  const tools: OpenAI.ChatCompletionTool[] = [
+    { type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: {} } } },
+  ];
+
+  it('is asked of the Responses API with the effort the client asked, not dropped to none; and from then on', async () => {
+    let from = fake.requests.length;
+    fake.enqueue({});
+    fake.enqueue({ toolCalls: [{ id: 'call_r', name: 'weather', arguments: '{}' }] });
+    const asked = await client.chat.completions.create({
+      model: reasoningModel,
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools,
+      reasoning_effort: 'high',
+    });
+    expect(asked.choices[0]?.message.tool_calls?.[0]).toMatchObject({ id: 'call_r' });
+    expect(paths(from)).toEqual([
+      ['/v1/chat/completions', 400],
+      ['/v1/responses', 200],
+    ]);
+    expect(fake.requests.at(-1)?.body).toMatchObject({ reasoning: { effort: 'high' } });
+
+    // A request that names no effort (the model's default is refused too) goes there at once.
+    from = fake.requests.length;
+    fake.enqueue({ content: 'Sunny.' });
+    const next = await client.chat.completions.create({
+      model: reasoningModel,
+      messages: [{ role: 'user', content: 'And now?' }],
+      tools,
+    });
+    expect(next.choices[0]?.message.content).toBe('Sunny.');
+    expect(paths(from)).toEqual([['/v1/responses', 200]]);
   });
 });

@@ -626,6 +626,13 @@ export interface FakeUpstreamOptions {
    * (answerResponses: its parameters alone, every call output after its call).
    */
   responsesOnly?: readonly string[];
+  /**
+   * Models as OpenAI serves gpt-5.4 and the gpt-5.6 family: a chat completion that offers function tools
+   * refused (a 400 naming `reasoning_effort`: pipecat-ai/pipecat#4043, GEMISIS/leviath#333) unless it asks
+   * `reasoning_effort: 'none'` — one that asks none refused too, the model's default effort applying
+   * (laurent22/joplin#16451); the Responses API answering them all.
+   */
+  toolsNeedResponses?: readonly string[];
   /** The models `GET /v1/models` lists (OpenAI's shape); `gpt-4o-mini` alone by default. */
   listedModels?: readonly string[];
   /**
@@ -1842,13 +1849,32 @@ export class FakeUpstream {
       );
       return;
     }
-    const chatModel = (() => {
+    const chatBody = (() => {
       try {
-        return (JSON.parse(rawBody) as { model?: unknown }).model;
+        return JSON.parse(rawBody) as { model?: unknown; tools?: unknown; reasoning_effort?: unknown };
       } catch {
         return undefined;
       }
     })();
+    const chatModel = chatBody?.model;
+    if (
+      typeof chatModel === 'string' &&
+      this.options.toolsNeedResponses?.includes(chatModel) === true &&
+      Array.isArray(chatBody?.tools) &&
+      chatBody.tools.length > 0 &&
+      chatBody.reasoning_effort !== 'none'
+    ) {
+      sendJson(
+        400,
+        openAIError(
+          `Function tools with reasoning_effort are not supported for ${chatModel} in /v1/chat/completions. To use function tools, use /v1/responses or set reasoning_effort to 'none'.`,
+          'invalid_request_error',
+          'reasoning_effort',
+          null,
+        ),
+      );
+      return;
+    }
     if (typeof chatModel === 'string' && this.options.responsesOnly?.includes(chatModel) === true) {
       sendJson(
         404,

@@ -356,6 +356,16 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"The model \'openai.gpt-oss-120b\' does not support the \'/v1/chat/completions\' API","type":"invalid_request_error"}}',
       ],
       [
+        'OpenAI, gpt-5.6: function tools with reasoning on chat completions (GEMISIS/leviath#333)',
+        400,
+        '{"error":{"message":"Function tools with reasoning_effort are not supported for gpt-5.6-terra in /v1/chat/completions. To use function tools, use /v1/responses or set reasoning_effort to \'none\'.","type":"invalid_request_error","param":"reasoning_effort","code":null}}',
+      ],
+      [
+        'OpenAI, gpt-5.4: the same, its earlier wording (pipecat-ai/pipecat#4043)',
+        400,
+        '{"error":{"message":"Function tools with reasoning_effort are not supported for gpt-5.4 in /v1/chat/completions. Please use /v1/responses instead.","type":"invalid_request_error","param":"reasoning_effort","code":null}}',
+      ],
+      [
         'a relay that took Chat Completions away (RhythmicWave/NovelForge#103)',
         400,
         '{"error":{"message":"Provider API error: Unsupported legacy protocol: /v1/chat/completions is not supported. Please use /v1/responses. (request id: 2026031017460545047272d8iBfaXx)","type":"invalid_request_error"}}',
