@@ -115,6 +115,27 @@ describe('a model served by the Responses API alone, asked by chat completions',
   });
 });
 
+describe('a model GitHub Copilot serves through its Responses API alone', () => {
+  it('is asked there after its refusal ("is not accessible via the /chat/completions endpoint")', async () => {
+    const from = fake.requests.length;
+    // As Copilot's API answers a chat completion for gpt-5.4 and later (caozhiyuan/copilot-api#113).
+    fake.enqueue({
+      status: 400,
+      body: '{"error":{"message":"model \\"gpt-5.4-mini\\" is not accessible via the /chat/completions endpoint","code":"unsupported_api_for_model"}}',
+    });
+    fake.enqueue({ content: 'Through Copilot.' });
+    const answer = await client.chat.completions.create({
+      model: 'gpt-5.4-mini',
+      messages: [{ role: 'user', content: 'Hello.' }],
+    });
+    expect(answer.choices[0]?.message.content).toBe('Through Copilot.');
+    expect(fake.requests.slice(from).map((request) => request.path)).toEqual([
+      '/v1/chat/completions',
+      '/v1/responses',
+    ]);
+  });
+});
+
 // OpenAI's gpt-5.4 and gpt-5.6 (sol, terra, luna) refuse a chat completion that offers function tools with
 // any reasoning effort but 'none' — the model's default too, when the request names none — "Function tools
 // with reasoning_effort are not supported for gpt-5.6-terra in /v1/chat/completions. To use function

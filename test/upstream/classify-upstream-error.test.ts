@@ -356,6 +356,11 @@ const ownCases: ReadonlyArray<{
         '{"error":{"message":"The model \'openai.gpt-oss-120b\' does not support the \'/v1/chat/completions\' API","type":"invalid_request_error"}}',
       ],
       [
+        'GitHub Copilot, gpt-5.4 and later (caozhiyuan/copilot-api#113)',
+        400,
+        '{"error":{"message":"model \\"gpt-5.4-mini\\" is not accessible via the /chat/completions endpoint","code":"unsupported_api_for_model"}}',
+      ],
+      [
         'OpenAI, gpt-5.6: function tools with reasoning on chat completions (GEMISIS/leviath#333)',
         400,
         '{"error":{"message":"Function tools with reasoning_effort are not supported for gpt-5.6-terra in /v1/chat/completions. To use function tools, use /v1/responses or set reasoning_effort to \'none\'.","type":"invalid_request_error","param":"reasoning_effort","code":null}}',
