@@ -227,9 +227,9 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
  * A refusal of Chat Completions for a model the Responses API serves: OpenAI's, Azure's (its v1 API:
  * OperationNotSupported, "The chatCompletion operation does not work with the specified model, gpt-5.4-pro"),
  * Bedrock Mantle's, GitHub Copilot's ("model \"gpt-5.4-mini\" is not accessible via the /chat/completions
- * endpoint", `unsupported_api_for_model`), a relay's; and OpenAI's of function tools with reasoning (gpt-5.4, the gpt-5.6 family:
- * "Function tools with reasoning_effort are not supported for gpt-5.6-terra in /v1/chat/completions", the
- * model's default effort refused too), which the Responses API takes together.
+ * endpoint", `unsupported_api_for_model`), a relay's; and OpenAI's of function tools with reasoning
+ * (gpt-5.4, the gpt-5.6 family: "Function tools with reasoning_effort are not supported for gpt-5.6-terra
+ * in /v1/chat/completions", the model's default effort refused too), which the Responses API takes together.
  */
 const responsesOnly =
   /only supported in v1\/responses\b|function tools with reasoning_effort are not supported for .{1,200} in \/v1\/chat\/completions|is not accessible via the \/chat\/completions endpoint|the chatcompletion operation does not work with the specified model|does not support the \W?\/v1\/chat\/completions\W? api|\/v1\/chat\/completions is not supported\. please use \/v1\/responses/i;
