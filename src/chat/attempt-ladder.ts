@@ -75,6 +75,7 @@ import {
   billingAttributionField,
   temperatureRangeField,
   autoToolChoiceField,
+  defaultToolChoiceField,
   type FieldFix,
   type FieldFixes,
 } from '../upstream/field-fixes.js';
@@ -275,6 +276,10 @@ function withFieldFixes(
     (outgoing.tool_choice === undefined || outgoing.tool_choice === 'auto')
   )
     outgoing = Object.assign({}, outgoing, { tool_choice: 'none', [callsReadFromText]: true });
+  if (fixes.some((fix) => fix.field === defaultToolChoiceField) && outgoing.tool_choice === 'auto') {
+    const { tool_choice: _named, ...unnamed } = outgoing;
+    outgoing = unnamed as typeof outgoing;
+  }
   const hottest = fixes.find((fix) => fix.field === temperatureRangeField)?.atMost;
   if (hottest !== undefined && typeof outgoing.temperature === 'number' && outgoing.temperature > hottest)
     outgoing = Object.assign({}, outgoing, { temperature: hottest });

@@ -52,6 +52,7 @@ import {
   prefillField,
   temperatureRangeField,
   autoToolChoiceField,
+  defaultToolChoiceField,
   messageNameField,
   messageNamePatternField,
   jsonSchemaField,
@@ -823,6 +824,12 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   // vLLM started without its auto tool choice, which takes a choice left to the model as "auto".
   if (/\Wauto\W{1,3}tool choice requires --enable-auto-tool-choice/i.test(text))
     fixes.push({ field: autoToolChoiceField });
+  // A relay that wrote a named `auto` as an object the Responses API refuses (its types listed).
+  if (
+    /invalid value: 'auto'\. supported values are: [^.]{0,600}'function'/i.test(text) &&
+    body.includes('tool_choice')
+  )
+    fixes.push({ field: defaultToolChoiceField });
   // A hotter temperature than the model takes: Claude's words ("temperature: range: 0..1"), with the hottest.
   const hottest = /\btemperature\W{0,3}:\s*range:\s*-?\d+(?:\.\d+)?\s*\.\.\s*(\d+(?:\.\d+)?)\b/i.exec(text);
   if (hottest !== null) fixes.push({ field: temperatureRangeField, atMost: Number(hottest[1]) });

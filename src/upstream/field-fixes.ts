@@ -251,6 +251,14 @@ export const toolCountField = 'tools.length';
 export const autoToolChoiceField = 'tool_choice.auto';
 
 /**
+ * Not a field of the body: a tool choice of `auto` named, which a relay that writes a chat request for the
+ * Responses API turns into an object that API refuses ("Invalid value: 'auto'. Supported values are:
+ * 'code_interpreter', …" at `tool_choice.type`: CLIProxyAPI in front of gpt-5.6-sol, Kilo-Org/kilocode#13082)
+ * — and Kilo names it with every request. Left out: `auto` is the default wherever tools are offered.
+ */
+export const defaultToolChoiceField = 'tool_choice.default';
+
+/**
  * Not a field of the body: the hottest temperature the model takes. OpenAI's API takes up to 2, and chat
  * clients send 1.2 or 1.5 (a preset, an app's creative mode); Claude takes up to 1 and refuses more
  * ("temperature: range: 0..1", and so Claude on Bedrock behind a relay): routed to Claude, every request of

@@ -18,6 +18,8 @@ const qwen = 'qwen3.6-plus';
 const kimi = 'kimi-k2.6';
 /** GLM as Z.AI serves it (through OpenRouter): `auto` is the only tool choice it takes. */
 const glm = 'z-ai/glm-5.3-flash';
+/** gpt-5.6-sol behind a relay that writes `auto` as an object the Responses API refuses. */
+const relayed = 'gpt-5.6-sol';
 
 let fake: FakeUpstream;
 let harness: GatewayHarness;
@@ -26,6 +28,7 @@ beforeAll(async () => {
   fake = new FakeUpstream({
     thinkingToolChoice: [deepseek, qwen, kimi],
     autoToolChoiceOnly: [glm],
+    autoChoiceAsObject: [relayed],
     fixedTemperature: { [kimi]: 1 },
     // A model that calls the first tool it is offered, as structured output asks it to.
     respond: (_messages, body) => {
@@ -110,6 +113,31 @@ describe("Z.AI's GLM, which takes no tool choice but auto", () => {
 // A request that gives no tools but speaks of them — an empty list, a tool choice — which OpenAI refuses
 // (continuedev/continue#3370) and Z.AI with its code 1210 (code-yeongyu/oh-my-openagent#6753): sent without
 // them, as it means the same; and a history whose answer has an empty list of calls (openai/openai-node#1341).
+describe('a relay that writes a tool choice of auto as the Responses API refuses it', () => {
+  it("the OpenAI client's `auto` (Kilo sends it with every request): answered without it after one refusal, the next at once", async () => {
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });
+    const ask = () =>
+      client.chat.completions.create({
+        model: relayed,
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+        tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object' } } }],
+        tool_choice: 'auto',
+      });
+    const before = fake.chatRequests.length;
+    const answer = await ask();
+    expect(answer.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: 'weather' } });
+    const sent = fake.chatRequests.slice(before).map((request) => JSON.parse(request.rawBody) as object);
+    expect(sent).toHaveLength(2);
+    expect(sent[0]).toMatchObject({ tool_choice: 'auto' });
+    // Left out: the choice is the model's all the same, and the tools go as they were.
+    expect(sent[1]).not.toHaveProperty('tool_choice');
+    expect(sent[1]).toMatchObject({ tools: [{ function: { name: 'weather' } }] });
+    const next = fake.chatRequests.length;
+    await ask();
+    expect(fake.chatRequests.length - next).toBe(1);
+  });
+});
+
 describe('a request of no tools that speaks of tools', () => {
   it('an empty tool list, a tool choice and parallel_tool_calls: sent without them, answered at once', async () => {
     const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-choice', maxRetries: 0 });

@@ -487,6 +487,12 @@ export interface FakeUpstreamOptions {
    */
   autoToolChoiceOnly?: readonly string[];
   /**
+   * Models as a relay that writes a chat request for the Responses API serves them, a tool choice of `auto`
+   * written as `{"type": "auto"}`, which the Responses API refuses (CLIProxyAPI in front of gpt-5.6-sol:
+   * Kilo-Org/kilocode#13082); a request that names no choice takes the default, as the Responses API does.
+   */
+  autoChoiceAsObject?: readonly string[];
+  /**
    * Models as MiniMax's OpenAI-compatible API serves them: a function tool without `parameters` is refused
    * ("invalid params, function parameters is empty (2013)": QwenLM/qwen-code#11905, which leaves them out
    * of a tool that takes none), and so is a call sent back whose arguments are not a JSON object ("invalid
@@ -2194,6 +2200,18 @@ export class FakeUpstream {
           'invalid_request_error',
           'tool_choice',
           null,
+        ),
+      );
+      return;
+    }
+    if (this.options.autoChoiceAsObject?.includes(body.model) === true && choice === 'auto') {
+      sendJson(
+        400,
+        openAIError(
+          "Invalid value: 'auto'. Supported values are: 'code_interpreter', 'programmatic_tool_calling', 'function', 'namespace', 'tool_search', 'file_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'image_generation', 'mcp', 'custom', 'computer', 'computer_use_preview', 'shell', and 'apply_patch'.",
+          'invalid_request_error',
+          'tool_choice.type',
+          'invalid_value',
         ),
       );
       return;

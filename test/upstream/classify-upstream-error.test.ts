@@ -382,6 +382,18 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [{ field: 'wire.responses' }] },
   })),
   {
+    // A relay writing a chat request for the Responses API, `auto` as an object (Kilo-Org/kilocode#13082).
+    name: "a relay's `auto` tool choice as the Responses API refuses it: left out",
+    answer: {
+      status: 400,
+      body: openAIError(
+        "Invalid value: 'auto'. Supported values are: 'code_interpreter', 'programmatic_tool_calling', 'function', 'namespace', 'tool_search', 'file_search', 'web_search_preview', 'web_search_preview_2025_03_11', 'image_generation', 'mcp', 'custom', 'computer', 'computer_use_preview', 'shell', and 'apply_patch'.",
+        'invalid_value',
+      ).replace('"param":null', '"param":"tool_choice.type"'),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'tool_choice.default' }] },
+  },
+  {
     // LM Studio's server: a tool choice as a string only (instructor's and LangChain's structured output).
     name: 'LM Studio: "Invalid tool_choice type: \'object\'. Supported string values: none, auto, required"',
     answer: {
