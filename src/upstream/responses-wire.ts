@@ -65,7 +65,41 @@ function outputOf(content: unknown): string {
   return content.map((part) => (isRecord(part) && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
-/** Chat messages as Responses input items, in their order; a thinking model's reasoning is not sent back. */
+/** How a Responses answer's encrypted reasoning rides on a chat message: OpenRouter's `reasoning_details`. */
+const reasoningFormat = 'openai-responses-v1';
+
+/**
+ * The reasoning items an assistant message carries from the Responses API (its `reasoning_details` of
+ * that format), to go back before its text and calls as the Responses API takes them; none when nothing
+ * follows them in the message (the API refuses a reasoning item without its following item).
+ */
+function reasoningItemsOf(message: Json, follows: boolean): Json[] {
+  if (!follows || !Array.isArray(message.reasoning_details)) return [];
+  const items: Json[] = [];
+  for (const detail of message.reasoning_details)
+    if (
+      isRecord(detail) &&
+      detail.type === 'reasoning.encrypted' &&
+      detail.format === reasoningFormat &&
+      typeof detail.data === 'string'
+    )
+      items.push({ type: 'reasoning', summary: [], encrypted_content: detail.data });
+  return items;
+}
+
+/** A Responses reasoning item's encrypted content as chat carries it (reasoningItemsOf reads it back). */
+function reasoningDetailOf(item: Json, index: number): Json | undefined {
+  if (item.type !== 'reasoning' || typeof item.encrypted_content !== 'string') return undefined;
+  return Object.assign(
+    { type: 'reasoning.encrypted', data: item.encrypted_content, format: reasoningFormat, index },
+    typeof item.id === 'string' ? { id: item.id } : {},
+  );
+}
+
+/**
+ * Chat messages as Responses input items, in their order; a thinking model's reasoning is sent back only
+ * as the Responses API gave it (encrypted), before the text and calls it led to.
+ */
 function inputOf(messages: unknown): Json[] {
   const items: Json[] = [];
   for (const message of Array.isArray(messages) ? messages : []) {
@@ -80,6 +114,8 @@ function inputOf(messages: unknown): Json[] {
       continue;
     }
     const content = contentOf(message.content, role);
+    const calls = Array.isArray(message.tool_calls) ? message.tool_calls.length : 0;
+    if (role === 'assistant') items.push(...reasoningItemsOf(message, content.length > 0 || calls > 0));
     if (content.length > 0) items.push({ role, content });
     if (role !== 'assistant' || !Array.isArray(message.tool_calls)) continue;
     for (const call of message.tool_calls) {
@@ -156,6 +192,9 @@ export function toResponsesRequest(chat: Json): Json {
   if (Array.isArray(chat.tools)) body.tools = chat.tools.map(toolOf);
   if (chat.tool_choice !== undefined) body.tool_choice = toolChoiceOf(chat.tool_choice);
   if (typeof chat.reasoning_effort === 'string') body.reasoning = { effort: chat.reasoning_effort };
+  // A reasoning model's reasoning, encrypted (nothing is stored at the provider), to go back with its step.
+  if (typeof chat.reasoning_effort === 'string' && chat.reasoning_effort !== 'none' && body.store === false)
+    body.include = ['reasoning.encrypted_content'];
   const format = formatOf(chat.response_format);
   const text: Json = {};
   if (format !== undefined) text.format = format;
@@ -192,8 +231,11 @@ export function fromResponsesAnswer(response: Json): Json {
   let text = '';
   let refusal = '';
   const calls: Json[] = [];
+  const reasoning: Json[] = [];
   for (const item of Array.isArray(response.output) ? response.output : []) {
     if (!isRecord(item)) continue;
+    const detail = reasoningDetailOf(item, reasoning.length);
+    if (detail !== undefined) reasoning.push(detail);
     if (item.type === 'function_call')
       calls.push({
         id: item.call_id,
@@ -210,6 +252,7 @@ export function fromResponsesAnswer(response: Json): Json {
   const message: Json = { role: 'assistant', content: text === '' && calls.length > 0 ? null : text };
   if (refusal !== '') message.refusal = refusal;
   if (calls.length > 0) message.tool_calls = calls;
+  if (reasoning.length > 0) message.reasoning_details = reasoning;
   const usage = usageOf(response.usage);
   return Object.assign(
     {
@@ -232,6 +275,8 @@ export class ResponsesToChatStream {
   private created = 0;
   /** Output item id (or index) → its tool call's index among the answer's calls. */
   private readonly calls = new Map<string, number>();
+  /** Reasoning items given so far (their encrypted content, as `reasoning_details`). */
+  private reasoning = 0;
   private ended = false;
 
   private chunk(delta: Json, finish: string | null = null): string {
@@ -275,6 +320,13 @@ export class ResponsesToChatStream {
             { index, id: item.call_id, type: 'function', function: { name: item.name, arguments: '' } },
           ],
         });
+      }
+      case 'response.output_item.done': {
+        // A reasoning item's encrypted content comes whole once the item is done.
+        const detail = isRecord(event.item) ? reasoningDetailOf(event.item, this.reasoning) : undefined;
+        if (detail === undefined) return '';
+        this.reasoning++;
+        return this.chunk({ reasoning_details: [detail] });
       }
       case 'response.function_call_arguments.delta': {
         const index = this.calls.get(this.callKey(event));

@@ -428,9 +428,18 @@ describe('Codex through the gateway', () => {
     // The effort Codex asked goes to the Responses API as it was, not dropped to 'none' to keep the tools.
     const effort = (JSON.parse(asked[0]?.rawBody ?? '{}') as { reasoning_effort?: string }).reasoning_effort;
     expect(effort).toMatch(/^(low|medium|high|xhigh)$/);
-    const sent = asked[2]?.body as { reasoning?: { effort?: string }; tools?: Array<{ type?: string }> };
+    const sent = asked[2]?.body as {
+      reasoning?: { effort?: string };
+      tools?: Array<{ type?: string }>;
+      input: Array<{ type?: string; encrypted_content?: string }>;
+    };
     expect(sent.reasoning?.effort).toBe(effort);
     expect(sent.tools?.map((tool) => tool.type)).toContain('function');
+    // The reasoning the step gave (encrypted, carried through Codex in its own reasoning item) goes back
+    // before the call it led to, as the Responses API gave it.
+    const kinds = sent.input.map((item) => item.type).filter((type) => type !== undefined);
+    expect(kinds).toEqual(['reasoning', 'function_call', 'function_call_output']);
+    expect(sent.input.find((item) => item.type === 'reasoning')?.encrypted_content).toMatch(/^fake-rs\./);
   });
 
   it('runs the same task on Claude, natively (an anthropic upstream)', async () => {

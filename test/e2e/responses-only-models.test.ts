@@ -174,4 +174,74 @@ describe('a model that takes function tools with reasoning only through the Resp
     expect(next.choices[0]?.message.content).toBe('Sunny.');
     expect(paths(from)).toEqual([['/v1/responses', 200]]);
   });
+
+  // The Responses API gives a reasoning model's reasoning encrypted when asked (store is false), and it
+  // goes back before the call it led to: the model goes on from it instead of reasoning afresh each step
+  // (OpenAI's cookbook, "Better performance from reasoning models"). A reasoning item the provider did not
+  // encrypt, or one with nothing after it, it refuses.
+  it('carries the reasoning a step gave back with its call: whole, and from a stream through a session', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Oslo?' }];
+    fake.enqueue({ toolCalls: [{ id: 'call_o', name: 'weather', arguments: '{}' }] });
+    const asked = await client.chat.completions.create({
+      model: reasoningModel,
+      messages,
+      tools,
+      reasoning_effort: 'medium',
+    });
+    expect(fake.requests.at(-1)?.body).toMatchObject({ include: ['reasoning.encrypted_content'] });
+    const step = asked.choices[0]?.message as OpenAI.ChatCompletionMessage & { reasoning_details?: unknown };
+    expect(step.reasoning_details).toEqual([
+      expect.objectContaining({ type: 'reasoning.encrypted', format: 'openai-responses-v1' }),
+    ]);
+    messages.push(step, { role: 'tool', tool_call_id: 'call_o', content: 'Sunny.' });
+    fake.enqueue({ content: 'Sunny in Oslo.' });
+    await client.chat.completions.create({
+      model: reasoningModel,
+      messages,
+      tools,
+      reasoning_effort: 'medium',
+    });
+    const input = (
+      fake.requests.at(-1)?.body as { input: Array<{ type?: string; encrypted_content?: string }> }
+    ).input;
+    expect(input.map((item) => item.type ?? 'message')).toEqual([
+      'message',
+      'reasoning',
+      'function_call',
+      'function_call_output',
+    ]);
+    expect(input[1]?.encrypted_content).toBe((step.reasoning_details as Array<{ data: string }>)[0]?.data);
+
+    // Streamed, in a session: the gateway keeps the step with its reasoning, and sends both back.
+    const session = { headers: { 'x-session-id': `reasoning-${Date.now()}` } };
+    fake.enqueue({ toolCalls: [{ id: 'call_s', name: 'weather', arguments: '{}' }] });
+    const stream = await client.chat.completions.create(
+      {
+        model: reasoningModel,
+        messages: [{ role: 'user', content: 'Weather in Bergen?' }],
+        tools,
+        reasoning_effort: 'medium',
+        stream: true,
+      },
+      session,
+    );
+    for await (const chunk of stream) void chunk;
+    fake.enqueue({ content: 'Rain in Bergen.' });
+    await client.chat.completions.create(
+      {
+        model: reasoningModel,
+        messages: [{ role: 'tool', tool_call_id: 'call_s', content: 'Rain.' }],
+        tools,
+        reasoning_effort: 'medium',
+      },
+      session,
+    );
+    const resent = (fake.requests.at(-1)?.body as { input: Array<{ type?: string }> }).input;
+    expect(resent.map((item) => item.type ?? 'message')).toEqual([
+      'message',
+      'reasoning',
+      'function_call',
+      'function_call_output',
+    ]);
+  });
 });

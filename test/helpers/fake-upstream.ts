@@ -778,8 +778,45 @@ function messagesOfInput(input: unknown): ChatMessage[] {
   return messages;
 }
 
+/** The opaque reasoning the fake Responses API gives a model (its `encrypted_content`), and reads back. */
+const reasoningTokenPrefix = 'fake-rs.';
+const reasoningToken = (model: unknown, step: number): string =>
+  reasoningTokenPrefix + Buffer.from(JSON.stringify({ model, step })).toString('base64url');
+function reasoningTokenModel(token: unknown): unknown {
+  if (typeof token !== 'string' || !token.startsWith(reasoningTokenPrefix)) return undefined;
+  try {
+    return (
+      JSON.parse(Buffer.from(token.slice(reasoningTokenPrefix.length), 'base64url').toString()) as {
+        model?: unknown;
+      }
+    ).model;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A reasoning item of the input, as OpenAI refuses one: content it did not encrypt for this model, or no
+ * item after it (its message or call: "Item 'rs_…' of type 'reasoning' was provided without its required
+ * following item.", coder/mux#59); undefined when it takes them all.
+ */
+function reasoningRefusal(body: Record<string, unknown>): string | undefined {
+  const input = Array.isArray(body.input) ? (body.input as Array<Record<string, unknown>>) : [];
+  for (const [index, item] of input.entries()) {
+    if (item.type !== 'reasoning') continue;
+    if (reasoningTokenModel(item.encrypted_content) !== body.model)
+      return `The encrypted content for item input[${index}] could not be verified.`;
+    const next = input[index + 1];
+    if (next === undefined || !(next.type === 'function_call' || next.role === 'assistant'))
+      return `Item 'input[${index}]' of type 'reasoning' was provided without its required following item.`;
+  }
+  return undefined;
+}
+
 /** What OpenAI's Responses API refuses of a body, in its words; undefined when it takes it. */
 function responsesRefusal(body: Record<string, unknown>): string | undefined {
+  const reasoning = reasoningRefusal(body);
+  if (reasoning !== undefined) return reasoning;
   for (const key of Object.keys(body))
     if (!responsesParameters.has(key)) return `Unknown parameter: '${key}'.`;
   const tools = Array.isArray(body.tools) ? body.tools : [];
@@ -828,7 +865,23 @@ function answerResponses(
   const decided = respond?.(messagesOfInput(body.input), body);
   if (decided !== undefined) Object.assign(behaviour, decided);
   const text = behaviour.content ?? 'Hello from the Responses API.';
-  const output =
+  // A reasoning model's reasoning comes first, its encrypted content when the request includes it.
+  const thinks =
+    Array.isArray(body.include) &&
+    body.include.includes('reasoning.encrypted_content') &&
+    typeof (body.reasoning as { effort?: unknown } | undefined)?.effort === 'string';
+  const steps = (Array.isArray(body.input) ? body.input : []).length;
+  const reasoning = thinks
+    ? [
+        {
+          type: 'reasoning',
+          id: `rs_fake${steps}`,
+          summary: [],
+          encrypted_content: reasoningToken(body.model, steps),
+        },
+      ]
+    : [];
+  const answers =
     behaviour.toolCalls === undefined
       ? [
           {
@@ -847,6 +900,7 @@ function answerResponses(
           name: call.name,
           arguments: call.arguments,
         }));
+  const output: Array<Record<string, unknown>> = [...reasoning, ...answers];
   const usage = {
     input_tokens: Math.ceil(recorded.rawBody.length / 4),
     input_tokens_details: { cached_tokens: 0 },
@@ -878,7 +932,13 @@ function answerResponses(
   event('response.created', { response: started });
   event('response.in_progress', { response: started });
   for (const [index, item] of output.entries()) {
-    if (item.type === 'message') {
+    if (item.type === 'reasoning') {
+      // Its encrypted content only once it is done, as OpenAI streams it.
+      event('response.output_item.added', {
+        output_index: index,
+        item: { type: 'reasoning', id: item.id, summary: [] },
+      });
+    } else if (item.type === 'message') {
       event('response.output_item.added', {
         output_index: index,
         item: Object.assign({}, item, { content: [] }),

@@ -56,6 +56,7 @@ describe('toResponsesRequest', () => {
       store: false,
       max_output_tokens: 4_096,
       reasoning: { effort: 'high' },
+      include: ['reasoning.encrypted_content'],
       input: [
         { role: 'system', content: 'Be brief.' },
         {
@@ -73,6 +74,54 @@ describe('toResponsesRequest', () => {
       tool_choice: { type: 'function', name: 'ls' },
       text: { format: { type: 'json_schema', name: 'answer', schema: { type: 'object' } } },
     });
+  });
+
+  it('sends the encrypted reasoning a step gave back before its text and calls, none with nothing after it', () => {
+    const encrypted = (data: string) => ({
+      type: 'reasoning.encrypted',
+      data,
+      format: 'openai-responses-v1',
+      index: 0,
+    });
+    const body = toResponsesRequest({
+      model: 'gpt-5.6-terra',
+      reasoning_effort: 'medium',
+      messages: [
+        { role: 'user', content: 'Go.' },
+        {
+          role: 'assistant',
+          content: null,
+          // Another provider's state (OpenRouter's Claude) is not the Responses API's: left out.
+          reasoning_details: [
+            encrypted('R1'),
+            { type: 'reasoning.text', text: 'Claude thought.', format: 'anthropic-claude-v1' },
+          ],
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'ls', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'a.txt' },
+        { role: 'assistant', content: 'Listed.', reasoning_details: [encrypted('R2')] },
+        { role: 'assistant', content: '', reasoning_details: [encrypted('R3')] },
+        { role: 'user', content: 'Again.' },
+      ],
+    });
+    expect(body.input).toEqual([
+      { role: 'user', content: 'Go.' },
+      { type: 'reasoning', summary: [], encrypted_content: 'R1' },
+      { type: 'function_call', call_id: 'call_1', name: 'ls', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'a.txt' },
+      { type: 'reasoning', summary: [], encrypted_content: 'R2' },
+      { role: 'assistant', content: 'Listed.' },
+      { role: 'user', content: 'Again.' },
+    ]);
+    // Asked for only where there is reasoning to ask for, and nothing is stored at the provider.
+    expect(body.include).toEqual(['reasoning.encrypted_content']);
+    expect(
+      toResponsesRequest({ model: 'gpt-5.6-terra', reasoning_effort: 'none', messages: [] }),
+    ).not.toHaveProperty('include');
+    expect(toResponsesRequest({ model: 'gpt-5.6-terra', messages: [] })).not.toHaveProperty('include');
+    expect(
+      toResponsesRequest({ model: 'o3-pro', reasoning_effort: 'high', store: true, messages: [] }),
+    ).not.toHaveProperty('include');
   });
 
   it('keeps a client’s own store and max_tokens; writes an assistant’s parts as output text', () => {
@@ -102,6 +151,21 @@ describe('fromResponsesAnswer', () => {
     output_tokens_details: { reasoning_tokens: 20 },
     total_tokens: 150,
   };
+
+  it('reads a reasoning item’s encrypted content as the message’s reasoning_details', () => {
+    const answer = fromResponsesAnswer({
+      id: 'resp_2',
+      model: 'gpt-5.6-terra',
+      status: 'completed',
+      output: [
+        { type: 'reasoning', id: 'rs_9', summary: [], encrypted_content: 'ENC' },
+        { type: 'function_call', call_id: 'call_1', name: 'ls', arguments: '{}' },
+      ],
+    }) as { choices: Array<{ message: Record<string, unknown> }> };
+    expect(answer.choices[0]?.message.reasoning_details).toEqual([
+      { type: 'reasoning.encrypted', data: 'ENC', format: 'openai-responses-v1', index: 0, id: 'rs_9' },
+    ]);
+  });
 
   it('reads a message, its reasoning left out, and the usage as chat counts it', () => {
     expect(
@@ -201,6 +265,33 @@ function chunksOf(text: string): Array<Record<string, unknown>> {
 }
 
 describe('ResponsesToChatStream', () => {
+  it('gives a reasoning item’s encrypted content once the item is done, as reasoning_details', () => {
+    const stream = new ResponsesToChatStream();
+    const reasoning = { type: 'reasoning', id: 'rs_1', summary: [] };
+    const out = stream.push(
+      [
+        { type: 'response.created', response: { id: 'resp_r', model: 'gpt-5.6-terra' } },
+        { type: 'response.output_item.added', output_index: 0, item: reasoning },
+        {
+          type: 'response.output_item.done',
+          output_index: 0,
+          item: { ...reasoning, encrypted_content: 'ENC' },
+        },
+        { type: 'response.completed', response: { status: 'completed' } },
+      ]
+        .map((event) => `data: ${JSON.stringify(event)}\n\n`)
+        .join(''),
+    );
+    const details = chunksOf(out).flatMap((chunk) =>
+      (chunk.choices as Array<{ delta: { reasoning_details?: unknown[] } }>).flatMap(
+        (choice) => choice.delta.reasoning_details ?? [],
+      ),
+    );
+    expect(details).toEqual([
+      { type: 'reasoning.encrypted', data: 'ENC', format: 'openai-responses-v1', index: 0, id: 'rs_1' },
+    ]);
+  });
+
   it.each([1, 7, 64, streamText.length])(
     'reads the events as chat chunks, cut every %i characters',
     (size) => {
