@@ -1081,10 +1081,11 @@ const number = '(\\d[\\d,]*)';
  */
 const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Field | 'prompt2'> }> = [
   // OpenAI, Azure, DeepSeek, vLLM, OpenRouter: "…maximum context length is N tokens. However, you
-  // requested R tokens (P in the messages, C in the completion)".
+  // requested R tokens (P in the messages, C in the completion)"; OpenAI's with tools, "(P in the messages,
+  // F in the functions, and C in the completion)" (FoundationAgents/OpenManus#62).
   {
     pattern: new RegExp(
-      `you requested (?:about )?${number} tokens \\(${number} (?:in the messages|of text input)(?:, ${number} of tool input)?(?:, ${number} in the (?:completion|output))?\\)`,
+      `you requested (?:about )?${number} tokens \\(${number} (?:in the messages|of text input)(?:, ${number} (?:of tool input|in the functions))?(?:,(?: and)? ${number} in the (?:completion|output))?\\)`,
       'i',
     ),
     fields: ['requested', 'promptTokens', 'prompt2', 'completionTokens'],
