@@ -309,6 +309,14 @@ interface RequestLine {
   context?: { modified: boolean; droppedMessages: number; maskedToolResults: number };
 }
 
+/** Codex asked to write the note, on `codexModel`: it ends well and the note is there. */
+async function noteWritten(codexModel?: string, options?: Parameters<typeof codexExec>[2]) {
+  const result = await codexExec('Write the note.', codexModel, options);
+  expect(result.finished.status, result.finished.stderr.slice(-2_000)).toBe(0);
+  expect(readFileSync(join(result.work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+  return result;
+}
+
 /**
  * `codex exec` with a fresh home whose config.toml names the gateway: as a custom model provider, or —
  * `builtin` — as the base URL of Codex's own OpenAI provider (`openai_base_url`), with `config` added.
@@ -376,9 +384,7 @@ async function codexExec(
 
 describe('Codex through the gateway', () => {
   it('runs its shell tool: the file the command writes is there, and Codex ends with the answer', async () => {
-    const { finished, work, requests } = await codexExec('Write the note.');
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten();
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     // Streamed, as Codex asks; what could not be bridged was dropped and named.
@@ -390,9 +396,7 @@ describe('Codex through the gateway', () => {
 
   it('runs on a model OpenAI serves through the Responses API alone (a Codex model): asked there after one refusal', async () => {
     const before = fake.requests.length;
-    const { finished, work, requests } = await codexExec('Write the note.', responsesOnlyModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten(responsesOnlyModel);
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     // One chat completion refused in OpenAI's words, then the Responses API alone: the call's output
@@ -414,9 +418,7 @@ describe('Codex through the gateway', () => {
 
   it('runs on a model OpenAI refuses function tools with reasoning on chat completions (gpt-5.6): asked of the Responses API, its effort kept', async () => {
     const before = fake.requests.length;
-    const { finished, work, requests } = await codexExec('Write the note.', toolsNeedResponsesModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten(toolsNeedResponsesModel);
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     const asked = fake.requests.slice(before);
@@ -443,17 +445,13 @@ describe('Codex through the gateway', () => {
   });
 
   it('runs the same task on Claude, natively (an anthropic upstream)', async () => {
-    const { finished, work, requests } = await codexExec('Write the note.', 'claude-sonnet-4-5');
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten('claude-sonnet-4-5');
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
 
   it('runs the same task on a provider that refuses the fields it does not know (Mistral)', async () => {
-    const { finished, work, requests } = await codexExec('Write the note.', 'devstral-codex');
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten('devstral-codex');
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     // The first request was refused for what the bridge wrote from Codex's; none after it carried those.
@@ -469,9 +467,7 @@ describe('Codex through the gateway', () => {
 
   it("runs on Mistral's reasoning model (Magistral), whose answers are chunks of thinking and text", async () => {
     const earlier = new Set(mistral.chatRequests);
-    const { finished, work, requests } = await codexExec('Write the note.', 'magistral-medium-2509');
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten('magistral-medium-2509');
     // The answer's text, which came as a chunk, reached Codex.
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
@@ -484,9 +480,7 @@ describe('Codex through the gateway', () => {
   });
 
   it('runs on a local model whose server writes its calls as text (LM Studio): Codex runs them', async () => {
-    const { finished, work, requests } = await codexExec('Write the note.', textCallsModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten(textCallsModel);
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
@@ -500,18 +494,14 @@ describe('Codex through the gateway', () => {
   });
 
   it('runs a call the model wrote in its reasoning (Qwen3.5 on vLLM 0.19 with both parsers)', async () => {
-    const { finished, work, requests } = await codexExec('Write the note.', callsInReasoningModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten(callsInReasoningModel);
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
   });
 
   it('runs on a thinking model (DeepSeek V4): its reasoning goes back with its tool call', async () => {
     const from = fake.chatRequests.length;
-    const { finished, work, requests } = await codexExec('Write the note.', thinkingModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten(thinkingModel);
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     // The reasoning the model gave with its call (the fake's first answer) came back with that call.
@@ -523,9 +513,7 @@ describe('Codex through the gateway', () => {
   });
 
   it('runs on a thinking model served by vLLM 0.17: its reasoning goes back under the name vLLM reads, `reasoning`', async () => {
-    const { finished, work, requests } = await codexExec('Write the note.', vllmModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { requests } = await noteWritten(vllmModel);
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     const call = (vllm.chatRequests.at(-1)?.body as { messages: ChatMessage[] }).messages.find(
       (message) => message.role === 'assistant' && message.tool_calls !== undefined,
@@ -536,9 +524,7 @@ describe('Codex through the gateway', () => {
 
   it('runs on Gemini 3: its call goes back with the thought signature Gemini gave it, the first time', async () => {
     const earlier = new Set(fake.chatRequests);
-    const { finished, work, requests } = await codexExec('Write the note.', geminiModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests } = await noteWritten(geminiModel);
     expect(finished.stdout).toContain('Note written.');
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     // Two calls to Gemini, none refused: the second sent the call with the signature of the first answer.
@@ -555,9 +541,7 @@ describe('Codex through the gateway', () => {
 
   it('runs on Claude through OpenRouter: its step goes back with the reasoning_details Claude gave it, the first time', async () => {
     const earlier = new Set(fake.chatRequests);
-    const { finished, work, requests } = await codexExec('Write the note.', openRouterModel);
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { requests } = await noteWritten(openRouterModel);
     expect(requests.map((line) => line.status)).toEqual([200, 200]);
     const sent = fake.chatRequests.filter((request) => !earlier.has(request));
     expect(sent.map((request) => request.status)).toEqual([200, 200]);
@@ -669,9 +653,7 @@ describe('Codex through the gateway', () => {
   });
 
   it("takes Codex's own OpenAI provider pointed at it: its WebSocket is refused at once (426), and it goes on over HTTP", async () => {
-    const { finished, work, requests, lines } = await codexExec('Write the note.', model, { builtin: true });
-    expect(finished.status, finished.stderr.slice(-2_000)).toBe(0);
-    expect(readFileSync(join(work, 'note.txt'), 'utf8')).toBe('written through ctxgate\n');
+    const { finished, requests, lines } = await noteWritten(model, { builtin: true });
     // No retries of the WebSocket (each one a "Reconnecting... n/5" and a wait), no fallback warning.
     expect(finished.stderr + finished.stdout).not.toMatch(/Reconnecting|Falling back from WebSockets/);
     const upgrades = lines.filter((line) => line.method === 'GET' && line.route === '/v1/responses');
