@@ -1029,7 +1029,7 @@ const overflowPhrases: readonly RegExp[] = [
   /\bn_keep\b[^.]{0,200}\bn_ctx\b/i,
   /context[ _-]?(?:length|window|size|limit)[^.]{0,200}?(?:exceed|longer|too|only|greater|larger|overflow|maximum|must be|not enough)/i,
   /(?:exceed|longer than|greater than|larger than|too (?:long|large|big) for)[^.]{0,200}?(?:context|kv size)/i,
-  /\b(?:maximum|max) (?:context|prompt) (?:length|size)\b/i,
+  /\b(?:maximum|max) (?:context|prompt) (?:length|lenght|size)\b/i,
   /\b(?:prompt|input|request|message)s? (?:is|are) too (?:long|large|big)\b/i,
   /\binput prompt is too big\b/i,
   /\btoo many tokens\b/i,
@@ -1090,6 +1090,16 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
     ),
     fields: ['requested', 'promptTokens', 'prompt2', 'completionTokens'],
   },
+  // A Mistral deployment's, its parenthesis misplaced and its "length" misspelt (crewAIInc/crewAI#2659):
+  // "maximum context lenght is M tokens. However, you requested R tokens (P) in the messages, C in the
+  // completion)".
+  {
+    pattern: new RegExp(
+      `you requested ${number} tokens \\(${number}\\) in the messages, ${number} in the completion\\)`,
+      'i',
+    ),
+    fields: ['requested', 'promptTokens', 'completionTokens'],
+  },
   {
     pattern: new RegExp(
       `you requested a total of ${number} tokens: ${number} tokens from the input messages and ${number} tokens for the completion`,
@@ -1147,7 +1157,10 @@ const numberPatterns: ReadonlyArray<{ pattern: RegExp; fields: ReadonlyArray<Fie
   },
   { pattern: new RegExp(`your request has ${number} input tokens`, 'i'), fields: ['promptTokens'] },
   {
-    pattern: new RegExp(`(?:maximum|max) (?:context|prompt) (?:length|size)(?: is| of|:)? ${number}`, 'i'),
+    pattern: new RegExp(
+      `(?:maximum|max) (?:context|prompt) (?:length|lenght|size)(?: is| of|:)? ${number}`,
+      'i',
+    ),
     fields: ['maxContext'],
   },
   // Anthropic: "input length and `max_tokens` exceed context limit: P + C > M".
