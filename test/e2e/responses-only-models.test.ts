@@ -15,9 +15,15 @@ let client: OpenAI;
 
 /** A model as OpenAI serves gpt-5.4 and the gpt-5.6 family: tools with reasoning refused on chat completions. */
 const reasoningModel = 'gpt-5.6-luna';
+/** A Responses-only model served with a window far below the one the gateway's table gives its name. */
+const narrowModel = 'gpt-5.1-codex-max';
 
 beforeAll(async () => {
-  fake = new FakeUpstream({ responsesOnly: [model], toolsNeedResponses: [reasoningModel] });
+  fake = new FakeUpstream({
+    responsesOnly: [model, narrowModel],
+    toolsNeedResponses: [reasoningModel],
+    windows: { [narrowModel]: 3_000 },
+  });
   harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
   client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-test', maxRetries: 0 });
 });
@@ -112,6 +118,52 @@ describe('a model served by the Responses API alone, asked by chat completions',
         { type: 'function_call_output', call_id: 'call_w', output: 'Sunny, 4 °C.' },
       ],
     });
+  });
+});
+
+describe('a model served by the Responses API alone, over its window', () => {
+  // The Responses API refuses an input over the window in words of no numbers ("Your input exceeds the
+  // context window of this model."): the gateway recovers there as on a chat completion — smaller, asked
+  // of the Responses API again — and the next request fits first time.
+  it('is recovered from before the client sees the refusal, and the next request fits first time', async () => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [];
+    for (let turn = 0; turn < 40; turn++)
+      messages.push(
+        { role: 'user', content: `Question ${turn}: ${'about the weather in Oslo and Bergen '.repeat(4)}` },
+        {
+          role: 'assistant',
+          content: `Answer ${turn}: ${'it rains on the west coast most days '.repeat(4)}`,
+        },
+      );
+    messages.push({ role: 'user', content: 'And tomorrow?' });
+    const from = fake.requests.length;
+    fake.setDefault({ content: 'Rain again.' });
+    const { data, response } = await client.chat.completions
+      .create({ model: narrowModel, messages })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe('Rain again.');
+    const asked = fake.requests.slice(from);
+    expect(asked.map((request) => request.path)).toContain('/v1/responses');
+    expect(asked.at(-1)?.status).toBe(200);
+    expect(Number(response.headers.get('x-context-retries'))).toBeGreaterThan(0);
+    // The current turn went; what went fit the window the gateway was not told.
+    const input = (asked.at(-1)?.body as { input: Array<{ content?: unknown }> }).input;
+    expect(input.at(-1)?.content).toBe('And tomorrow?');
+    expect(asked.at(-1)?.promptTokens).toBeLessThanOrEqual(3_000);
+
+    const next = fake.requests.length;
+    const again = await client.chat.completions
+      .create({
+        model: narrowModel,
+        messages: [
+          ...messages,
+          { role: 'assistant', content: 'Rain again.' },
+          { role: 'user', content: 'And after?' },
+        ],
+      })
+      .withResponse();
+    expect(again.response.headers.get('x-context-retries')).toBe('0');
+    expect(fake.requests.slice(next).map((request) => request.path)).toEqual(['/v1/responses']);
   });
 });
 

@@ -843,7 +843,7 @@ function answerResponses(
   behaviour: Behaviour,
   response: ServerResponse,
   sendJson: (status: number, body: string) => void,
-  respond: FakeUpstreamOptions['respond'],
+  options: FakeUpstreamOptions,
 ): void {
   let body: Record<string, unknown>;
   try {
@@ -861,8 +861,25 @@ function answerResponses(
     sendJson(400, openAIError(refusal, 'invalid_request_error', null, null));
     return;
   }
+  // An input over the model's window refused in OpenAI's words for the Responses API (it states no numbers).
+  const conversation = messagesOfInput(body.input);
+  const promptTokens = countPromptTokens(conversation, body.tools, options.imageTokens);
+  recorded.promptTokens = promptTokens;
+  const window = options.windows?.[String(body.model)] ?? options.defaultWindow ?? 128_000;
+  if (promptTokens > window) {
+    sendJson(
+      400,
+      openAIError(
+        'Your input exceeds the context window of this model. Please adjust your input and try again.',
+        'invalid_request_error',
+        'input',
+        'context_length_exceeded',
+      ),
+    );
+    return;
+  }
   // The model decides as it does on a chat completion: from the conversation the input stands for.
-  const decided = respond?.(messagesOfInput(body.input), body);
+  const decided = options.respond?.(conversation, body);
   if (decided !== undefined) Object.assign(behaviour, decided);
   const text = behaviour.content ?? 'Hello from the Responses API.';
   // A reasoning model's reasoning comes first, its encrypted content when the request includes it.
@@ -1905,7 +1922,7 @@ export class FakeUpstream {
       return;
     }
     if (recorded.method === 'POST' && recorded.path === '/v1/responses') {
-      answerResponses(recorded, behaviour, response, sendJson, this.options.respond);
+      answerResponses(recorded, behaviour, response, sendJson, this.options);
       return;
     }
     if (recorded.method !== 'POST' || recorded.path !== '/v1/chat/completions') {
