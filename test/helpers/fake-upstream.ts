@@ -919,11 +919,11 @@ function answerResponses(
         }));
   const output: Array<Record<string, unknown>> = [...reasoning, ...answers];
   const usage = {
-    input_tokens: Math.ceil(recorded.rawBody.length / 4),
+    input_tokens: promptTokens,
     input_tokens_details: { cached_tokens: 0 },
     output_tokens: 7,
     output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: Math.ceil(recorded.rawBody.length / 4) + 7,
+    total_tokens: promptTokens + 7,
   };
   const answered = {
     id: 'resp_fake',
