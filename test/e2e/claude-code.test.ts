@@ -389,6 +389,8 @@ beforeAll(async () => {
     noTools: ['llama3.3-notools'],
     // As OpenAI serves its Codex models: through the Responses API alone.
     responsesOnly: ['gpt-5.3-codex'],
+    // As OpenAI serves gpt-5.6: function tools with reasoning only through the Responses API.
+    toolsNeedResponses: ['gpt-5.6-sol'],
     systemOnlyFirst: true,
     alternating: true,
     // As vLLM serves a model that takes no images.
@@ -1153,6 +1155,25 @@ describe('Claude Code through ctxgate', () => {
       'Read',
     ]);
     expect(last.input.some((item) => item.type === 'function_call_output')).toBe(true);
+  }, 300_000);
+
+  // OpenAI refuses a chat completion offering function tools with reasoning for gpt-5.4 and the gpt-5.6
+  // family, the model's default effort too (GEMISIS/leviath#333): every request of Claude Code failed.
+  it('runs the scripted task on gpt-5.6, which takes tools with reasoning only through the Responses API', async () => {
+    const before = openai.requests.length;
+    const { result } = await runClaude('Tell me the code in notes.txt.', 'gpt-5.6-sol', undefined);
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const asked = openai.requests.slice(before).filter((request) => request.path.startsWith('/v1/'));
+    expect(asked.map((request) => [request.path, request.status]).slice(0, 2)).toEqual([
+      ['/v1/chat/completions', 400],
+      ['/v1/responses', 200],
+    ]);
+    expect(asked.slice(1).every((request) => request.path === '/v1/responses')).toBe(true);
+    const last = asked.at(-1)?.body as { input: Array<{ type?: string; name?: string }> };
+    expect(last.input.filter((item) => item.type === 'function_call').map((item) => item.name)).toEqual([
+      'Read',
+    ]);
   }, 300_000);
 
   // Ollama refuses tools for a model whose template has none ("registry.ollama.ai/library/llama3:8b does not
