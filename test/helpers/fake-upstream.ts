@@ -834,6 +834,22 @@ function responsesRefusal(body: Record<string, unknown>): string | undefined {
   return undefined;
 }
 
+/** A request's JSON body; undefined once it is refused in OpenAI's words as one that does not parse. */
+function parsedBody(
+  raw: string,
+  sendJson: (status: number, body: string) => void,
+): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(raw) as Record<string, unknown>;
+  } catch {
+    sendJson(
+      400,
+      openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null),
+    );
+    return undefined;
+  }
+}
+
 /**
  * The Responses API's answer to `recorded` (OpenAI's shape): the behaviour's tool calls as function_call
  * items, else its content as a message; streamed as OpenAI streams it when asked.
@@ -845,16 +861,8 @@ function answerResponses(
   sendJson: (status: number, body: string) => void,
   options: FakeUpstreamOptions,
 ): void {
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(recorded.rawBody) as Record<string, unknown>;
-  } catch {
-    sendJson(
-      400,
-      openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null),
-    );
-    return;
-  }
+  const body = parsedBody(recorded.rawBody, sendJson);
+  if (body === undefined) return;
   recorded.body = body;
   const refusal = responsesRefusal(body);
   if (refusal !== undefined) {
@@ -1980,7 +1988,7 @@ export class FakeUpstream {
       return;
     }
 
-    let body: {
+    type ChatBody = {
       model?: unknown;
       messages?: ChatMessage[];
       stream?: boolean;
@@ -2003,15 +2011,9 @@ export class FakeUpstream {
       );
       return;
     }
-    try {
-      body = JSON.parse(rawBody) as typeof body;
-    } catch {
-      sendJson(
-        400,
-        openAIError('We could not parse the JSON body of your request.', 'invalid_request_error', null, null),
-      );
-      return;
-    }
+    const parsed = parsedBody(rawBody, sendJson);
+    if (parsed === undefined) return;
+    const body = parsed as ChatBody;
     recorded.body = body;
     if (this.options.bedrockRules?.includes(String(body?.model)) === true) {
       const messages = Array.isArray(body?.messages) ? body.messages : [];
