@@ -35,6 +35,7 @@ import {
 import { recallAllowed, recallTool } from '../context/recall.js';
 import {
   applyFieldFixes,
+  withAttemptFixes,
   thoughtSignaturesField,
   toolCallIdsField,
   toolImagesField,
@@ -159,9 +160,10 @@ export interface AttemptLadder {
   ): ChatAttempt | undefined;
   /**
    * The attempt made again as it was, with the fields its model is now known to refuse fixed
-   * (docs/budgeting.md#refused-fields); undefined when that changes nothing in it.
+   * (docs/budgeting.md#refused-fields) — in `state` when that is given (what the conversation leaves out
+   * after a refusal that is not learned: AttemptState foreignThinking); undefined when that changes nothing.
    */
-  again(current: ChatAttempt): ChatAttempt | undefined;
+  again(current: ChatAttempt, state?: AttemptState): ChatAttempt | undefined;
 }
 
 /** A model to render for: the client's own, or one of its fallbacks. */
@@ -444,7 +446,7 @@ export function createAttemptLadder(input: {
     return known.text;
   };
   const render = (state: AttemptState, choice: Choice): ChatAttempt => {
-    const fixes = input.fieldFixes.fixesFor(choice.target.name, choice.model);
+    const fixes = withAttemptFixes(input.fieldFixes.fixesFor(choice.target.name, choice.model), state);
     const asked = withAnswerTokensWithin(choice.chatRequest, fixes);
     const plan = input.planner.plan({
       chatRequest: recall ? withRecallTool(asked) : asked,
@@ -647,8 +649,8 @@ export function createAttemptLadder(input: {
 
   return {
     first,
-    again(current) {
-      const next = render(current.state, current.fallback === undefined ? own : choiceFor(current.fallback));
+    again(current, state = current.state) {
+      const next = render(state, current.fallback === undefined ? own : choiceFor(current.fallback));
       // The same request again is refused again: a fix changes its body, the flags of its headers or its wire.
       return next.body.length === current.body.length &&
         next.body.toString() === current.body.toString() &&

@@ -67,6 +67,7 @@ import { isSystemRole } from '../context/turns.js';
 import { clientMessageBytes, type KnownBytes, type KnownMessageBytes } from './chat-body.js';
 import {
   conservativeAnthropicFixes,
+  foreignThinkingField,
   requestBytesField,
   unexplainedRefusalField,
   type FieldFix,
@@ -739,7 +740,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     return (fixes: FieldFix[], current: ChatAttempt): ChatAttempt | undefined => {
       const { name } = current.target;
       for (const fix of fixes)
-        if (fix.field !== unexplainedRefusalField)
+        if (fix.field === foreignThinkingField) continue;
+        else if (fix.field !== unexplainedRefusalField)
           deps.fieldFixes.remember(
             name,
             current.model,
@@ -754,8 +756,22 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           for (const each of conservativeAnthropicFixes)
             if (deps.fieldFixes.remember(name, current.model, each))
               tried.push({ upstream: name, model: current.model, fix: each });
-      return ladder.again(current);
+      return fixes.some((fix) => fix.field === foreignThinkingField)
+        ? withoutForeignThinking(ladder, current)
+        : ladder.again(current);
     };
+  }
+
+  /**
+   * The attempt again without the thinking another model signed (field-fixes.ts foreignThinkingField), a
+   * step further than the last: first all but a tool loop's being answered — or, when that changes nothing,
+   * all of it, thinking then off — and undefined once all of it went.
+   */
+  function withoutForeignThinking(ladder: ReturnType<typeof ladderFor>, current: ChatAttempt) {
+    if (current.target.kind !== 'anthropic' || current.state.foreignThinking === 'all') return undefined;
+    const stage = (foreignThinking: 'earlier' | 'all') =>
+      ladder.again(current, Object.assign({}, current.state, { foreignThinking }));
+    return (current.state.foreignThinking === undefined ? stage('earlier') : undefined) ?? stage('all');
   }
 
   /**

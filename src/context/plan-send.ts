@@ -36,6 +36,12 @@ export interface AttemptState {
    * and results (docs/budgeting.md#recall).
    */
   keepFreeTokens?: number | undefined;
+  /**
+   * Thinking blocks left out of an `anthropic` upstream's request after it refused a signature it did not
+   * give (another provider's model thought in the conversation: docs/anthropic.md): `earlier`, all but
+   * those of a tool loop's call being answered; `all`, those too, with thinking off for that request.
+   */
+  foreignThinking?: 'earlier' | 'all' | undefined;
 }
 
 export const firstAttempt: AttemptState = { reduction: 'none', maxTokens: undefined };

@@ -150,6 +150,12 @@ export interface ConversationFixes {
   blockMembers?: ReadonlyMap<string, ReadonlySet<string>>;
   /** It refuses Claude Code's billing attribution in the system prompt: the line is left out there. */
   noBillingAttribution?: true;
+  /**
+   * It refused thinking it did not sign (another model's, in the conversation): the thinking blocks of
+   * every assistant message are left out but — `earlier` — those of a tool loop's call being answered, or
+   * — `all` — those too, with thinking off when they went (withoutForeignThinking).
+   */
+  foreignThinking?: 'earlier' | 'all';
 }
 
 /**
@@ -367,6 +373,61 @@ const toolUseSlots: CallIdSlots<WireMessage> = {
   withResultIds: (message, ids) => withBlocksGiven(message, 'tool_result', 'tool_use_id', ids),
 };
 
+/**
+ * The index of the last assistant message when its tool calls are being answered (a tool message follows
+ * it): the tool loop whose call, with thinking on, Anthropic takes back only with its thinking; else -1.
+ */
+function openToolLoop(messages: readonly Json[]): number {
+  const last = messages.findLastIndex((message) => message.role === 'assistant');
+  const calls = messages[last]?.tool_calls;
+  return Array.isArray(calls) && calls.length > 0 && messages.slice(last + 1).some((m) => m.role === 'tool')
+    ? last
+    : -1;
+}
+
+/**
+ * What goes of each assistant message's blocks after a refusal of thinking Claude did not sign
+ * (ConversationFixes foreignThinking): all of them when there was none; else without thinking but — at
+ * `earlier` — that of the call being answered. `callsThinkingDropped` once that went: Anthropic then takes
+ * the answer to the call only with thinking off ("a final `assistant` message must start with a thinking
+ * block"), which withThinkingOff makes it.
+ */
+function thinkingKept(messages: readonly Json[], stage: 'earlier' | 'all' | undefined) {
+  const loop = stage === undefined ? -1 : openToolLoop(messages);
+  const kept = {
+    callsThinkingDropped: false,
+    blocks(at: number, blocks: Json[]): Json[] {
+      if (stage === undefined || (stage === 'earlier' && at === loop)) return blocks;
+      const without = withoutThinking(blocks);
+      if (at === loop && without !== blocks) kept.callsThinkingDropped = true;
+      return without;
+    },
+  };
+  return kept;
+}
+
+/**
+ * `body` with thinking off: no `thinking`, and no context edit that clears thinking (`clear_thinking_…`),
+ * none being left; `context_management` goes when no edit is left.
+ */
+function withThinkingOff(body: Json): void {
+  delete body.thinking;
+  const management = body.context_management;
+  if (!isRecord(management) || !Array.isArray(management.edits)) return;
+  const edits = (management.edits as unknown[]).filter(
+    (edit) => !(isRecord(edit) && typeof edit.type === 'string' && edit.type.startsWith('clear_thinking')),
+  );
+  if (edits.length === management.edits.length) return;
+  if (edits.length === 0 && Object.keys(management).length === 1) delete body.context_management;
+  else body.context_management = Object.assign({}, management, { edits });
+}
+
+/** `blocks` without thinking (and redacted thinking) blocks; the same array when they hold none. */
+function withoutThinking(blocks: Json[]): Json[] {
+  const isThinking = (block: Json) => block?.type === 'thinking' || block?.type === 'redacted_thinking';
+  return blocks.some(isThinking) ? blocks.filter((block) => !isThinking(block)) : blocks;
+}
+
 /** A Chat Completions body as the Messages API takes it. */
 export function toAnthropicRequest(chat: Json): Json {
   const messages = (chat.messages as Json[] | undefined) ?? [];
@@ -400,7 +461,9 @@ export function toAnthropicRequest(chat: Json): Json {
     if (role === 'user' && blocks.some((block) => block.type === 'tool_result')) last.regroup = true;
   };
   let leading = true;
-  for (const message of messages) {
+  const thinking = thinkingKept(messages, fixed.foreignThinking);
+  for (let at = 0; at < messages.length; at++) {
+    const message = messages[at] as Json;
     const role = message.role;
     if (role === 'system' || role === 'developer') {
       if (leading) {
@@ -423,7 +486,7 @@ export function toAnthropicRequest(chat: Json): Json {
       continue;
     }
     leading = false;
-    if (role === 'assistant') push('assistant', assistantBlocks(message, bridged));
+    if (role === 'assistant') push('assistant', thinking.blocks(at, assistantBlocks(message, bridged)));
     else if (role === 'tool') push('user', [toolResultBlock(message, bridged)]);
     else {
       const kept = extensionOf(message, bridged);
@@ -467,6 +530,7 @@ export function toAnthropicRequest(chat: Json): Json {
   // What the client sent that chat has no word for (thinking, top_k, output_config…), as it came.
   for (const [key, value] of Object.entries(extension))
     if (key !== 'tools' && key !== 'tool_choice' && value !== undefined) body[key] = value;
+  if (thinking.callsThinkingDropped) withThinkingOff(body);
   // A chat client's schema for the answer as Claude's structured output (output-format.ts), unless its
   // own Messages request said one.
   const format = anthropicOutputFormat(chat.response_format);

@@ -20,6 +20,7 @@ import {
   fixForUnknownField,
   fixForUnsupportedField,
   thoughtSignaturesField,
+  foreignThinkingField,
   toolCallIdsField,
   toolImagesField,
   imageCountField,
@@ -235,6 +236,10 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
 const responsesOnly =
   /only supported in v1\/responses\b|function tools with reasoning_effort are not supported for .{1,200} in \/v1\/chat\/completions|is not accessible via the \/chat\/completions endpoint|the chatcompletion operation does not work with the specified model|does not support the \W?\/v1\/chat\/completions\W? api|\/v1\/chat\/completions is not supported\. please use \/v1\/responses/i;
 
+/** Anthropic's refusals of thinking blocks it did not give as they are (foreignThinkingField). */
+const foreignThinking =
+  /invalid\W{0,2}signature\W{0,2} in\W{0,2}thinking\W{0,2} block|invalid data in\W{0,2}redacted_thinking\W{0,2} block|\bthinking\.signature: field required|thinking\W{0,2} blocks? in the latest assistant message cannot be modified/i;
+
 /** Kimi's whole answer to a Messages request it does not take. */
 const unexplainedRefusal = /^\s*invalid request error\s*$/i;
 
@@ -447,6 +452,10 @@ function anthropicRefusals(text: string): FieldFix[] {
     )
   )
     fixes.push({ field: jsonSchemaField }, { field: toolMemberField('strict') });
+  // Thinking it did not sign, in the conversation (another provider's model thought there): "messages.1.
+  // content.0: Invalid `signature` in `thinking` block", through Bedrock and Vertex too; a redacted block's
+  // data, a block without its signature, the last answer's thinking changed.
+  if (foreignThinking.test(text)) fixes.push({ field: foreignThinkingField });
   // Members of a block it does not know, by the block's type: "messages.7.content.1.tool_use.caller: …".
   for (const match of text.matchAll(
     /\bmessages\.\d+\.content\.\d+\.(\w+)\.(\w+): extra inputs are not permitted/gi,

@@ -373,6 +373,17 @@ export const toolChoiceField = 'tool_choice.forced';
 export const thinkingToolChoice = 'thinking';
 
 /**
+ * Not a field the model refuses: thinking another model signed, in the conversation. Anthropic refuses a
+ * thinking block whose signature it did not give ("messages.1.content.0: Invalid `signature` in
+ * `thinking` block"; its data, "Invalid data in redacted_thinking block") — z.ai's GLM or MiniMax
+ * thought there before a switch to Claude (tombii/better-ccflare#52, decolua/9router#922), a fallback
+ * carried on. Never learned: it is the conversation's, not the model's. The request is made again without
+ * that thinking (AttemptState foreignThinking: first what a tool loop being answered does not need, then
+ * all of it), up to twice (recovery-policy.ts).
+ */
+export const foreignThinkingField = 'messages[].thinking.signature';
+
+/**
  * Not a field of the body: an answer sent back without the reasoning a thinking model wants back with it.
  * DeepSeek V4 ("The `reasoning_content` in the thinking mode must be passed back to the API.":
  * earendil-works/pi#3636), its reasoner before it ("Missing `reasoning_content` field in the assistant
@@ -910,6 +921,8 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
   if (blocks !== undefined || inResults !== undefined) found.blockTypes = { blocks, inResults };
   if (fixes.some((fix) => fix.field === systemMessagesField)) found.noSystemMessages = true;
   if (fixes.some((fix) => fix.field === billingAttributionField)) found.noBillingAttribution = true;
+  const foreign = fixes.find((fix) => fix.field === foreignThinkingField)?.value;
+  if (foreign === 'earlier' || foreign === 'all') found.foreignThinking = foreign;
   const cacheMembers = membersUnder(fixes, cacheMemberPrefix);
   if (cacheMembers.length > 0) found.cacheMembers = new Set(cacheMembers);
   const blockMembers = new Map<string, Set<string>>();
@@ -921,6 +934,18 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
   return Object.keys(found).length === 0
     ? request
     : Object.assign({}, request, { [conversationFixes]: found });
+}
+
+/**
+ * A model's learned fixes with what an attempt's own state leaves out of the conversation (the thinking
+ * another model signed: foreignThinkingField), which is never learned; the same list without it.
+ */
+export function withAttemptFixes(
+  fixes: readonly FieldFix[],
+  state: { foreignThinking?: 'earlier' | 'all' | undefined },
+): readonly FieldFix[] {
+  const stage = state.foreignThinking;
+  return stage === undefined ? fixes : [...fixes, { field: foreignThinkingField, value: stage }];
 }
 
 /** The members whose fields sit under `prefix` among the fixes (`tools[].defer_loading` → `defer_loading`). */

@@ -2,7 +2,7 @@
 // classifier's verdict, where the retry ladder stands and the limits it works within. The loop that
 // acts on the decision (send-with-recovery.ts) owns time, randomness and I/O; this module owns none.
 import type { ContextReduction } from '../context/plan-send.js';
-import { requestBytesField, type FieldFix } from './field-fixes.js';
+import { foreignThinkingField, requestBytesField, type FieldFix } from './field-fixes.js';
 import {
   minimumAnswerTokens,
   type OverflowNumbers,
@@ -76,6 +76,12 @@ export const retryDefaults = {
   requestBytesFixes: 4,
 } as const;
 
+/** The fields fixed more than once for one request, and how many times. */
+const timesFixed: ReadonlyMap<string, number> = new Map([
+  [requestBytesField, retryDefaults.requestBytesFixes],
+  [foreignThinkingField, 2],
+]);
+
 /**
  * What a fix is fixed once as: its field, or one value of it (an `anthropic-beta` flag) — so a refusal of
  * the whole header after its named flags were left out is fixed too.
@@ -129,13 +135,14 @@ export function decide(
         jitter,
       );
     case 'refused_field': {
-      // Once per field (a byte cap up to requestBytesFixes times): a provider that refuses a field again
-      // after its fix gets its answer to the client.
-      const fixes = verdict.fixes.filter((fix) =>
-        fix.field === requestBytesField
-          ? state.fixedFields.filter((field) => field === fix.field).length < retryDefaults.requestBytesFixes
-          : !state.fixedFields.includes(fixedFieldOf(fix)),
-      );
+      // Once per field (a byte cap up to requestBytesFixes times, thinking another model signed twice: its
+      // two steps): a provider that refuses a field again after its fix gets its answer to the client.
+      const fixes = verdict.fixes.filter((fix) => {
+        const times = timesFixed.get(fix.field);
+        return times === undefined
+          ? !state.fixedFields.includes(fixedFieldOf(fix))
+          : state.fixedFields.filter((field) => field === fix.field).length < times;
+      });
       return fixes.length === 0 ? { action: 'accept' } : { action: 'fix_fields', fixes };
     }
     default:

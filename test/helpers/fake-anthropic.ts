@@ -216,15 +216,18 @@ const errorBody = (type: string, message: string): string =>
 /** Anthropic's refusal of a malformed conversation, or undefined. */
 /**
  * The signature of a thinking block: bound to its text, as Claude's are ("Invalid `signature` in
- * `thinking` block" for one given with other text, another model's or one made up).
+ * `thinking` block" for one given with other text, another model's or one made up), and to who signed it
+ * (`signer`: Anthropic's, or another provider's Anthropic-compatible endpoint, FakeAnthropic `signer`).
  */
-export const signature = (answer: number, thinking: string): string =>
-  `sig-${answer}-${createHash('sha256').update(thinking).digest('hex').slice(0, 8)}`;
+export const signature = (answer: number, thinking: string, signer = 'sig'): string =>
+  `${signer}-${answer}-${createHash('sha256').update(thinking).digest('hex').slice(0, 8)}`;
 
-const signs = (given: string, thinking: unknown): boolean => {
-  const answer = /^sig-(\d+)-[0-9a-f]{8}$/.exec(given)?.[1];
+const signs = (given: string, thinking: unknown, signer: string): boolean => {
+  const answer = new RegExp(`^${signer}-(\\d+)-[0-9a-f]{8}$`).exec(given)?.[1];
   return (
-    answer !== undefined && typeof thinking === 'string' && given === signature(Number(answer), thinking)
+    answer !== undefined &&
+    typeof thinking === 'string' &&
+    given === signature(Number(answer), thinking, signer)
   );
 };
 
@@ -375,6 +378,7 @@ export function findAnthropicRefusal(
   body: Json,
   perTurnControl = false,
   interleavedThinking = false,
+  signer = 'sig',
 ): string | undefined {
   const messages = body.messages;
   if (typeof body.model !== 'string') return 'model: Field required';
@@ -476,7 +480,7 @@ export function findAnthropicRefusal(
         return `messages.${index}.content.${position}.thinking.signature: Field required`;
       // A signature is Claude's own, bound to what it signs: any other (another model's, one made up, an
       // empty one) is refused.
-      if (block.type === 'thinking' && !signs(String(block.signature), block.thinking))
+      if (block.type === 'thinking' && !signs(String(block.signature), block.thinking, signer))
         return `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`;
       if (block.type === 'tool_use') {
         // Another provider's ids (Kimi's functions.<name>:<n>) are refused: farion1231/cc-switch#1181.
@@ -844,6 +848,12 @@ export class FakeAnthropic {
        * message first only: one in the conversation is refused with a 500 (ollama/ollama#17774).
        */
       templateSystemFirst?: readonly string[];
+      /**
+       * Who signs its thinking (the signatures' prefix): another provider's Anthropic-compatible endpoint
+       * signs its own way — z.ai's (tombii/better-ccflare#52), MiniMax's (decolua/9router#922) — and refuses
+       * every signature but its own, as Anthropic refuses theirs. Anthropic's by default.
+       */
+      signer?: string;
     } = {},
   ) {}
 
@@ -1247,6 +1257,7 @@ export class FakeAnthropic {
       path.endsWith('count_tokens') ? { max_tokens: 1, ...body } : body,
       typeof beta === 'string' && beta.includes('per-turn-control-'),
       typeof beta === 'string' && beta.includes('interleaved-thinking-'),
+      this.options.signer,
     );
     if (refusal === 'compaction_block_misplaced')
       return send(
@@ -1316,7 +1327,7 @@ export class FakeAnthropic {
       content.push({
         type: 'thinking',
         thinking: thinks,
-        signature: signature(this.requests.length, thinks),
+        signature: signature(this.requests.length, thinks, this.options.signer),
       });
     content.push(...(reply.blocks ?? []));
     // Claude ends its answer where the first of the request's stop sequences begins.

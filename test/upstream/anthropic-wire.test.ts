@@ -8,6 +8,7 @@ import type { UpstreamConfig } from '../../src/config/gateway-config.js';
 import type { UpstreamRequest } from '../../src/upstream/upstream.js';
 import {
   AnthropicToChatStream,
+  conversationFixes,
   fromAnthropicMessage,
   madeKey,
   toAnthropicRequest,
@@ -394,6 +395,100 @@ describe("tool call ids Claude refuses, in a chat body's history", () => {
       ],
     });
     expect(idsOf(body)).toEqual(['toolu_01a', 'toolu_01a', 'call_b-2', 'call_b-2']);
+  });
+});
+
+describe('thinking another model signed, left out after Anthropic refused it', () => {
+  // A Messages client's conversation: GLM thought and called a tool, answered; Claude thought and called
+  // one, whose result is being sent.
+  const body = {
+    model: 'claude-sonnet-4-6',
+    max_tokens: 4_000,
+    thinking: { type: 'enabled', budget_tokens: 1_024 },
+    context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+    messages: [
+      { role: 'user', content: 'Weather in Oslo?' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'GLM thinks.', signature: 'zai-1-0f0f0f0f' },
+          { type: 'redacted_thinking', data: 'zai-redacted' },
+          { type: 'text', text: 'Which Oslo?' },
+        ],
+      },
+      { role: 'user', content: 'Norway.' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'Claude thinks.', signature: 'sig-2-0a0a0a0a' },
+          { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'Sunny' }] },
+    ],
+  };
+  const sentWith = (stage: 'earlier' | 'all' | undefined, messages: unknown[] = body.messages) => {
+    const { chatBody } = bridgeMessagesRequest(Object.assign({}, body, { messages }), {
+      native: true,
+      requireMaxTokens: true,
+    });
+    return toAnthropicRequest(
+      stage === undefined
+        ? chatBody
+        : Object.assign({}, chatBody, { [conversationFixes]: { foreignThinking: stage } }),
+    );
+  };
+  const types = (sent: Record<string, unknown>) =>
+    (sent.messages as Array<{ content: Array<{ type: string }> }>).map((message) =>
+      message.content.map((block) => block.type),
+    );
+
+  it('sends every block as it came when nothing was refused', () => {
+    const sent = sentWith(undefined);
+    expect(types(sent)[1]).toEqual(['thinking', 'redacted_thinking', 'text']);
+    expect(sent.thinking).toEqual(body.thinking);
+  });
+
+  it('first step: all but the thinking of the call being answered, thinking on', () => {
+    const sent = sentWith('earlier');
+    expect(types(sent)).toEqual([['text'], ['text'], ['text'], ['thinking', 'tool_use'], ['tool_result']]);
+    expect(sent.thinking).toEqual(body.thinking);
+    expect(sent.context_management).toEqual(body.context_management);
+  });
+
+  it('second step: all of it, and thinking off with no edit clearing thinking', () => {
+    const sent = sentWith('all');
+    expect(types(sent)).toEqual([['text'], ['text'], ['text'], ['tool_use'], ['tool_result']]);
+    expect(sent.thinking).toBeUndefined();
+    expect(sent.context_management).toBeUndefined();
+  });
+
+  it('with no call being answered: every thinking block goes at the first step, thinking stays on', () => {
+    const sent = sentWith('earlier', [...body.messages.slice(0, 4), { role: 'user', content: 'Thanks.' }]);
+    expect(types(sent).flat()).not.toContain('thinking');
+    expect(sent.thinking).toEqual(body.thinking);
+  });
+
+  it('an answer that was thinking alone goes, and the turns around it are one user message', () => {
+    const sent = sentWith('all', [
+      { role: 'user', content: 'One.' },
+      {
+        role: 'assistant',
+        content: [{ type: 'thinking', thinking: 'Cut off.', signature: 'zai-1-1a1a1a1a' }],
+      },
+      { role: 'user', content: 'Two.' },
+    ]);
+    expect(sent.messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'One.' },
+          { type: 'text', text: 'Two.' },
+        ],
+      },
+    ]);
+    // Thinking off only where a call's thinking went: here none was answered.
+    expect(sent.thinking).toEqual(body.thinking);
   });
 });
 

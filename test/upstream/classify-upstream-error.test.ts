@@ -1496,6 +1496,53 @@ const ownCases: ReadonlyArray<{
     },
   },
   {
+    // Anthropic, 2026, after a switch from z.ai's GLM back to Claude (tombii/better-ccflare#52; the same
+    // between Claude and MiniMax, decolua/9router#922): thinking another provider signed, in the history.
+    name: 'Anthropic: thinking another provider signed, in the conversation (400 Invalid `signature`)',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0: Invalid `signature` in `thinking` block"},"request_id":"req_011CanLF53sqQw6EPv4FW2CR"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    // Claude on Vertex behind a relay (lbjlaq/Antigravity-Manager#608): Anthropic's error as a string in
+    // Google's, its backquotes gone.
+    name: "Vertex: Claude's refusal of a signature, as a string inside Google's error",
+    answer: {
+      status: 400,
+      body: '{"error":{"code":400,"message":"{\\"type\\":\\"error\\",\\"error\\":{\\"type\\":\\"invalid_request_error\\",\\"message\\":\\"messages.3.content.13: Invalid signature in thinking block\\"},\\"request_id\\":\\"req_vrtx_011CX5qTTnVwm6eZyNzmWWRi\\"}","status":"INVALID_ARGUMENT"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    // Claude on Bedrock (ValidationException), a thinking block of a model Bedrock did not serve.
+    name: "Bedrock: the model's errors, a thinking block's signature among them",
+    answer: {
+      status: 400,
+      body: '{"message":"The model returned the following errors: messages.5.content.0: Invalid `signature` in `thinking` block"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    // Anthropic's refusals of a redacted block's data, and of a thinking block sent with no signature
+    // (anomalyco/opencode#25005: a switch between Claude models that dropped it).
+    name: 'Anthropic: a redacted thinking block whose data it did not give',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.3.content.0: Invalid data in `redacted_thinking` block"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    name: 'Bedrock: a thinking block without its signature (anomalyco/opencode#25005)',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages.647.content.0.thinking.signature: Field required"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
     // vLLM serving a model that takes no images, on a tool result's picture sent in a user message (a
     // Codex run on DeepSeek V4 through vLLM quoted it so).
     name: 'vLLM: an image to a model that takes none (400 "… is not a multimodal model")',

@@ -252,6 +252,23 @@ const rows: Array<{
     expected: { action: 'accept' },
   },
   {
+    name: 'thinking another model signed, refused again after the first step: the second step is taken',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+    state: { fixedFields: ['messages[].thinking.signature'] },
+    expected: { action: 'fix_fields', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    name: 'thinking another model signed, refused after both steps: the client gets the refusal',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+    state: { fixedFields: ['messages[].thinking.signature', 'messages[].thinking.signature'] },
+    expected: { action: 'accept' },
+  },
+  {
+    name: 'a field named as an object property is (a provider refusing "constructor"): fixed once',
+    verdict: { kind: 'refused_field', fixes: [{ field: 'constructor' }] },
+    expected: { action: 'fix_fields', fixes: [{ field: 'constructor' }] },
+  },
+  {
     name: 'anthropic-beta flags refused by name, then the header (Bedrock after a proxy): each is fixed once',
     verdict: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta' }] },
     state: { fixedFields: ['anthropic-beta=effort-2025-11-24'] },
