@@ -36,7 +36,6 @@ import { recallAllowed, recallTool } from '../context/recall.js';
 import {
   applyFieldFixes,
   withAttemptFixes,
-  thoughtSignaturesField,
   toolCallIdsField,
   toolImagesField,
   imageCountField,
@@ -467,7 +466,7 @@ export function createAttemptLadder(input: {
     // On the wire only (what was sent of the conversation is still the rendered messages): a provider
     // that refuses another answer's leftovers in messages (Mistral) gets them left out, a model that takes
     // only its own kind of tool call ids (Mistral) gets the others written so, and Gemini 3 a stand-in
-    // signature on the calls that have none (another model's, or a client's that dropped it); the
+    // signature on calls of none (another model's, a client's that dropped it) or another backend's; the
     // messages the model's other learned fixes write (field-fixes.ts withMessageFixes).
     const jsonMode = withStructuredOutputAsTaken(
       outgoing,
@@ -484,7 +483,7 @@ export function createAttemptLadder(input: {
     if (toolNames !== undefined)
       ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
     messages = withToolCallsAsTaken(messages, fixes, choice);
-    if (fixes.some((fix) => fix.field === thoughtSignaturesField)) messages = withThoughtSignatures(messages);
+    messages = withThoughtSignatures(messages, fixes);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
     const wire = wireOf(choice.target, fixes);

@@ -319,8 +319,11 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // Mistral's API (and a Mistral template in vLLM or mlx) on another provider's tool call ids.
   if (/tool call id was [^\n]{0,300}? but must be a-z, a-z, 0-9, with a length of 9/i.test(text))
     add({ field: toolCallIdsField });
-  // Gemini 3 (its OpenAI-compatible endpoint) on a tool call sent back without its thought signature.
+  // Gemini 3 (its OpenAI-compatible endpoint) on a tool call sent back without its thought signature, and
+  // with one another backend gave ("Corrupted thought signature.", Vertex's "Thought signature is not valid").
   if (/function call is missing a thought_signature/i.test(text)) add({ field: thoughtSignaturesField });
+  if (/corrupted thought signature|thought signature is not valid/i.test(text))
+    add({ field: foreignThinkingField });
   // A model that takes no images, on a tool result's (vLLM, DeepSeek's API, llama.cpp without its
   // projector, Ollama, OpenRouter, OpenAI's older models).
   if (

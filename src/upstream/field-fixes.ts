@@ -1292,17 +1292,26 @@ export function withToolCallIdsAsMistralTakes(messages: ContextMessage[]): Conte
 
 /**
  * The messages with each assistant message's first tool call — where Gemini puts a step's signature —
- * given Google's stand-in when it carries no signature (anything else its `extra_content` holds is
- * kept); the messages that need none are the same objects, and the same array when none does.
+ * given Google's stand-in when it carries no signature (thoughtSignaturesField, learned) or — after Gemini
+ * refused one another backend gave (foreignThinkingField, this request only) — when it carries one
+ * (anything else its `extra_content` holds is kept); the messages that need none are the same objects,
+ * and the same array when none does.
  */
-export function withThoughtSignatures(messages: ContextMessage[]): ContextMessage[] {
+export function withThoughtSignatures(
+  messages: ContextMessage[],
+  fixes: readonly FieldFix[],
+): ContextMessage[] {
+  const missing = fixes.some((fix) => fix.field === thoughtSignaturesField);
+  const given = fixes.some((fix) => fix.field === foreignThinkingField);
+  if (!missing && !given) return messages;
   let out: ContextMessage[] | undefined;
   messages.forEach((message, index) => {
     const calls = message.tool_calls;
     const first = Array.isArray(calls) ? (calls[0] as Record<string, unknown> | undefined) : undefined;
     if (first === undefined || first === null || typeof first !== 'object') return;
     const extra = first.extra_content as { google?: { thought_signature?: unknown } } | undefined;
-    if (typeof extra?.google?.thought_signature === 'string') return;
+    const signature = extra?.google?.thought_signature;
+    if (typeof signature === 'string' ? !given || signature === noThoughtSignature : !missing) return;
     const google = Object.assign({}, extra?.google, { thought_signature: noThoughtSignature });
     const signed = Object.assign({}, first, { extra_content: Object.assign({}, extra, { google }) });
     out ??= [...messages];

@@ -6,23 +6,30 @@
 // mid-conversation). A client's switch (Claude Code's /model), a fallback or a session's next model
 // then failed on every request: the history holds that thinking for good, and in a session the client
 // cannot take it out. Through the official Anthropic client, with two strict fakes that each refuse the
-// other's signatures.
+// other's signatures. Gemini 3 likewise refuses a thought signature another Gemini backend gave ("Corrupted
+// thought signature." on Google's OpenAI-compatible endpoint, "Thought signature is not valid" on Vertex:
+// diegosouzapw/OmniRoute#1410, decolua/9router#301): through the official OpenAI client.
 import { randomUUID } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import {
   FakeAnthropic,
   anthropicUpstreamYaml,
   type RecordedAnthropicRequest,
 } from '../helpers/fake-anthropic.js';
-import { FakeUpstream } from '../helpers/fake-upstream.js';
+import { FakeUpstream, type ChatMessage } from '../helpers/fake-upstream.js';
 import { startGateway, waitUntilReady, type GatewayHarness } from '../helpers/start-gateway.js';
 
 const glm = 'glm-4.7';
 const claudeModel = 'claude-sonnet-4-6';
+/** Gemini 3 through Google AI Studio's OpenAI-compatible endpoint, and through another backend's. */
+const studioGemini = 'gemini-3-flash-preview';
+const vertexGemini = 'gemini-3-pro-vertex';
 let claude: FakeAnthropic;
 let zai: FakeAnthropic;
 let chat: FakeUpstream;
+let vertex: FakeUpstream;
 let harness: GatewayHarness;
 
 type Json = Record<string, unknown>;
@@ -40,11 +47,15 @@ beforeAll(async () => {
   zai = new FakeAnthropic({ signer: 'zai' });
   claude.respond = toolModel;
   zai.respond = toolModel;
-  chat = new FakeUpstream();
+  chat = new FakeUpstream({ thoughtSignatures: [studioGemini] });
+  vertex = new FakeUpstream({ thoughtSignatures: [vertexGemini] });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await chat.start(), REDIS_URL: inject('redisUrl') },
     configYaml: [
       'upstreams:',
+      '  - name: vertex',
+      `    base_url: ${await vertex.start()}`,
+      `    models: ["${vertexGemini}"]`,
       ...anthropicUpstreamYaml('zai', await zai.start(), ['glm-*']),
       ...anthropicUpstreamYaml('claude', await claude.start(), ['claude-*']),
       '',
@@ -58,6 +69,7 @@ afterAll(async () => {
   await claude.stop();
   await zai.stop();
   await chat.stop();
+  await vertex.stop();
 });
 
 const client = (headers: Record<string, string> = {}) =>
@@ -198,5 +210,39 @@ describe("a conversation another provider's model thought in, going on on Claude
       zai.respond = toolModel;
       claude.respond = toolModel;
     }
+  });
+});
+
+describe('a tool loop another Gemini backend began, going on on Gemini elsewhere', () => {
+  it("is answered after one refusal, each call's signature Google's stand-in", async () => {
+    const openai = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-thinking', maxRetries: 0 });
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } },
+    ];
+    const question: OpenAI.ChatCompletionMessageParam = { role: 'user', content: 'Weather in Oslo?' };
+    chat.enqueue({ toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: '{}' }] });
+    const first = await openai.chat.completions.create({ model: studioGemini, messages: [question], tools });
+    const step = first.choices[0]?.message as OpenAI.ChatCompletionMessageParam;
+    const given = (
+      step as { tool_calls?: Array<{ extra_content?: { google?: { thought_signature?: string } } }> }
+    ).tool_calls?.[0]?.extra_content?.google?.thought_signature;
+    expect(given).toMatch(/^[A-Za-z0-9+/=]{8,}$/);
+    // The client (KiloCode, OpenCode) moves the loop on to the other backend's Gemini.
+    const since = vertex.chatRequests.length;
+    vertex.enqueue({}, { content: 'Sunny in Oslo.' });
+    const { data, response } = await openai.chat.completions
+      .create({
+        model: vertexGemini,
+        messages: [question, step, { role: 'tool', tool_call_id: 'call_w', content: 'Sunny' }],
+        tools,
+      })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe('Sunny in Oslo.');
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const signatures = vertex.chatRequests
+      .slice(since)
+      .map((request) => (request.body as { messages: ChatMessage[] }).messages[1]?.tool_calls?.[0])
+      .map((call) => call?.extra_content?.google?.thought_signature);
+    expect(signatures).toEqual([given, 'skip_thought_signature_validator']);
   });
 });

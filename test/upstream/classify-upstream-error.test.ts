@@ -1506,6 +1506,26 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
   },
   {
+    // Gemini 3 on Google AI Studio's OpenAI-compatible endpoint, a call signed by another backend (OpenRouter
+    // passing it on: anomalyco/opencode#4832; heyhuynhgiabuu/proxypal#119).
+    name: 'Gemini 3: a thought signature another backend gave (400 "Corrupted thought signature.")',
+    answer: {
+      status: 400,
+      body: '[{"error":{"code":400,"message":"Corrupted thought signature.","status":"INVALID_ARGUMENT"}}]',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    // Gemini 3 on Vertex (Gemini CLI's), after Claude or Antigravity's Gemini in the same chat
+    // (diegosouzapw/OmniRoute#1410, decolua/9router#301).
+    name: 'Vertex: "Unable to submit request because Thought signature is not valid"',
+    answer: {
+      status: 400,
+      body: '{"error":{"code":400,"message":"Unable to submit request because Thought signature is not valid.. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini","status":"INVALID_ARGUMENT"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
     // Claude on Vertex behind a relay (lbjlaq/Antigravity-Manager#608): Anthropic's error as a string in
     // Google's, its backquotes gone.
     name: "Vertex: Claude's refusal of a signature, as a string inside Google's error",

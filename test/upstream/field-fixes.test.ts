@@ -9,6 +9,7 @@ import {
   toolCallIdsField,
   fixForMessageField,
   thoughtSignaturesField,
+  foreignThinkingField,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
@@ -298,7 +299,7 @@ describe('withThoughtSignatures', () => {
       calls({ other: { kept: true } }),
       { role: 'tool', tool_call_id: 'call_0', content: 'c' },
     ];
-    const fixed = withThoughtSignatures(messages);
+    const fixed = withThoughtSignatures(messages, [{ field: thoughtSignaturesField }]);
     expect(signaturesOf(fixed)).toEqual([
       [],
       ['skip_thought_signature_validator', undefined],
@@ -321,7 +322,30 @@ describe('withThoughtSignatures', () => {
   it("keeps Gemini's own signatures, and the messages holding them, as they are", () => {
     const own = calls(signed('CrICAdHtim827fQ=='), undefined);
     const messages = [{ role: 'user', content: 'Go.' }, own];
-    expect(withThoughtSignatures(messages)).toBe(messages);
+    expect(withThoughtSignatures(messages, [{ field: thoughtSignaturesField }])).toBe(messages);
+  });
+
+  it('gives every signed call the stand-in after Gemini refused one another backend gave, this request only', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Go.' },
+      calls(signed('c3R1ZGlvLWdhdmUtaXQ='), signed('c2Vjb25k')),
+      { role: 'tool', tool_call_id: 'call_0', content: 'a' },
+      { role: 'tool', tool_call_id: 'call_1', content: 'b' },
+      calls(undefined),
+      { role: 'tool', tool_call_id: 'call_0', content: 'c' },
+    ];
+    const fixed = withThoughtSignatures(messages, [{ field: foreignThinkingField, value: 'all' }]);
+    // A call of no signature stays so (Gemini asks one only of the current turn's: the learned fix gives it).
+    expect(signaturesOf(fixed)).toEqual([
+      [],
+      ['skip_thought_signature_validator', 'c2Vjb25k'],
+      [],
+      [],
+      [undefined],
+      [],
+    ]);
+    expect(fixed[4]).toBe(messages[4]);
+    expect(withThoughtSignatures(messages, [])).toBe(messages);
   });
 });
 
