@@ -60,6 +60,7 @@ import { withAnswerToolNames } from '../upstream/tool-names.js';
 import { withAnswerStops } from '../upstream/answer-stops.js';
 import { offeredTools, withTextToolCalls } from '../upstream/text-tool-calls.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
+import { withOpenAIErrorShape } from '../upstream/upstream-error-body.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
@@ -597,7 +598,11 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
       // After recall rounds the prompt answered is not the attempt's: nothing to learn from its count.
       if (turn.recall === undefined && turn.lessons.usage(answer.usage.promptTokens, attempt))
         headers['x-context-upstream-truncated'] = 'true';
-    } else upstreamRefused(turn, sent, answer.body);
+    } else {
+      upstreamRefused(turn, sent, answer.body);
+      // In the client's shape, the provider's words kept (Google's array, TGI's string, Bedrock's message).
+      body = withOpenAIErrorShape(answer.body);
+    }
     await turn.client.sendWhole(answer.status, buildClientHeaders(response.headers, headers), body);
     return undefined;
   }

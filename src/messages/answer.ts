@@ -16,6 +16,7 @@ import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js
 import { isRecord, saysFinish, StreamedToolCalls, toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
+import { upstreamErrorFacts } from '../upstream/upstream-error-body.js';
 import { flatText } from '../flat-string.js';
 import { withoutThinking } from '../context/summary.js';
 import { cacheWriteTokensOf, cachedTokensOf } from '../upstream/usage-details.js';
@@ -93,14 +94,11 @@ export function toAnthropicErrorBody(status: number, body: Buffer): Json {
     parsed = undefined;
   }
   if (parsed?.type === 'error' && typeof parsed.error === 'object' && parsed.error !== null) return parsed;
-  const error = (parsed?.error ?? {}) as Json;
-  const message =
-    typeof error.message === 'string'
-      ? error.message
-      : typeof parsed?.message === 'string'
-        ? parsed.message
-        : `The upstream answered ${status}.`;
-  return anthropicErrorBody(status, message);
+  // The provider's words in whatever shape it answered (upstream-error-body.ts).
+  return anthropicErrorBody(
+    status,
+    upstreamErrorFacts(parsed)?.message ?? `The upstream answered ${status}.`,
+  );
 }
 
 export interface AnthropicUsage {

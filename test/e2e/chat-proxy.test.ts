@@ -216,6 +216,53 @@ describe('chat completions through the gateway', () => {
     expect((missing as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
   });
 
+  // Refusals in the provider's own shape reached the OpenAI client as no error at all: "400 status code (no
+  // body)" for Gemini's array (ymichael/open-codex#15, liliMozi/openhanako#395), a JSON dump for TGI's.
+  it.each([
+    [
+      "Google's OpenAI-compatible endpoint (an array around its error)",
+      400,
+      '[{"error":{"code":400,"message":"* GenerateContentRequest.contents: contents is not specified","status":"INVALID_ARGUMENT"}}]',
+      '* GenerateContentRequest.contents: contents is not specified',
+      'INVALID_ARGUMENT',
+    ],
+    [
+      "TGI (the message as the error's value)",
+      422,
+      '{"error":"Input validation error: `temperature` must be strictly positive","error_type":"validation"}',
+      'Input validation error: `temperature` must be strictly positive',
+      'validation',
+    ],
+    [
+      "Bedrock's OpenAI-compatible endpoint (a bare message)",
+      400,
+      '{"message":"The provided model identifier is invalid."}',
+      'The provided model identifier is invalid.',
+      'upstream_error',
+    ],
+    [
+      'a FastAPI server (a validation error)',
+      422,
+      '{"detail":[{"loc":["body","messages",0,"role"],"msg":"field required","type":"missing"}]}',
+      'body.messages.0.role: field required',
+      'invalid_request_error',
+    ],
+  ])(
+    'passes a refusal in %s on in OpenAI’s shape, the provider’s words kept',
+    async (_name, status, body, message, type) => {
+      fake.enqueue({ status, body });
+      const failure = await client.chat.completions
+        .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })
+        .catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(OpenAI.APIError);
+      const error = failure as InstanceType<typeof OpenAI.APIError>;
+      expect([error.status, error.message]).toEqual([status, `${status} ${message}`]);
+      expect(error.type).toBe(type);
+      // The provider's body beside, as it came.
+      expect((error.error as { upstream?: unknown }).upstream).toEqual(JSON.parse(body));
+    },
+  );
+
   it('never sends an orphaned tool message: the final check removes it and tells the model', async () => {
     // The strict fake refuses orphans as OpenAI does; the request goes through all the same.
     const completion = await client.chat.completions.create({

@@ -435,6 +435,18 @@ describe('errors in Anthropic’s shape', () => {
       error: { type: 'api_error', message: 'The upstream answered 502.' },
     });
   });
+
+  it("reads the provider's words in its own shape: Google's array, TGI's string", () => {
+    const google =
+      '[{"error":{"code":400,"message":"Corrupted thought signature.","status":"INVALID_ARGUMENT"}}]';
+    expect(toAnthropicErrorBody(400, Buffer.from(google))).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'Corrupted thought signature.' },
+    });
+    expect(
+      toAnthropicErrorBody(422, Buffer.from('{"error":"Input validation error","error_type":"validation"}')),
+    ).toEqual({ type: 'error', error: { type: 'invalid_request_error', message: 'Input validation error' } });
+  });
 });
 
 describe("a bridged compaction's answer (compaction: {type: summarize})", () => {
