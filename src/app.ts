@@ -108,9 +108,12 @@ export function buildApp(deps: AppDependencies): GatewayApp {
     bodyLimit: config.server.body_limit_bytes,
     requestTimeout: config.server.request_timeout_ms,
     keepAliveTimeout: config.server.keep_alive_timeout_ms,
-    // A connection may sit silent while the upstream thinks; let the gateway's own timeouts fire first.
+    // A connection may sit silent while the upstream thinks — until its headers, then until its answer's
+    // first chunk (undici-upstream.ts firstChunkMs) — let the gateway's own timeouts fire first.
     connectionTimeout:
-      Math.max(config.timeouts.upstream_first_byte_ms, config.timeouts.upstream_idle_ms) + 15_000,
+      config.timeouts.upstream_first_byte_ms +
+      Math.max(config.timeouts.upstream_first_byte_ms, config.timeouts.upstream_idle_ms) +
+      15_000,
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestIdHeader: false,

@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import type { UpstreamConfig } from '../config/gateway-config.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, isGatewayError } from '../errors.js';
 import type { Upstream, UpstreamRequest, UpstreamResponse } from './upstream.js';
 
 export interface UpstreamTimeouts {
@@ -25,7 +25,8 @@ export function isAbortError(error: unknown): boolean {
 
 /** Maps an error thrown by undici to the gateway's error family; aborts are passed on unchanged. */
 export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unknown {
-  if (isAbortError(error)) return error;
+  // An abort, or the gateway's own word (IdleWatch's).
+  if (isAbortError(error) || isGatewayError(error)) return error;
   const code = (error as { code?: unknown } | null)?.code;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
@@ -41,7 +42,7 @@ export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unk
         { cause: error },
       );
     case 'UND_ERR_BODY_TIMEOUT':
-      return new GatewayError('upstream_timeout', `Upstream sent nothing for ${timeouts.idleMs} ms.`, {
+      return new GatewayError('upstream_timeout', `Upstream sent nothing for ${firstChunkMs(timeouts)} ms.`, {
         cause: error,
       });
     default:
@@ -50,6 +51,61 @@ export function toUpstreamError(error: unknown, timeouts: UpstreamTimeouts): unk
         'Upstream could not be reached or closed the connection.',
         { cause: error },
       );
+  }
+}
+
+/**
+ * How long a body's first chunk is waited for: a reasoning model's stream sends its headers at once and
+ * nothing while the model thinks (OpenAI's Chat Completions: minutes at a high effort), which is the
+ * answer's first byte, not a stall — `upstream_first_byte_ms` (or the idle time when longer). undici's body
+ * timeout; IdleWatch counts the silence between chunks once one has come.
+ */
+function firstChunkMs(timeouts: UpstreamTimeouts): number {
+  return Math.max(timeouts.firstByteMs, timeouts.idleMs);
+}
+
+/**
+ * The silence allowed between two chunks of a body once its first has come (`upstream_idle_ms`), counted
+ * only while the gateway reads it: not while it holds the body (a slow client, an answer being judged).
+ */
+class IdleWatch {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private started = false;
+
+  constructor(
+    private readonly body: Readable,
+    private readonly idleMs: number,
+  ) {
+    body.once('close', () => this.pause());
+  }
+
+  /** A chunk came: the silence is counted from now. */
+  chunk(): void {
+    this.started = true;
+    this.arm();
+  }
+
+  /** The body is read again: counted again, once a chunk has come. */
+  resume(): void {
+    if (this.started && !this.body.destroyed) this.arm();
+  }
+
+  pause(): void {
+    if (this.timer === undefined) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(): void {
+    if (this.timer !== undefined) {
+      this.timer.refresh();
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.body.destroy(new GatewayError('upstream_timeout', `Upstream sent nothing for ${this.idleMs} ms.`));
+    }, this.idleMs);
+    this.timer.unref();
   }
 }
 
@@ -70,6 +126,7 @@ function readChunks(
   body: Readable,
   onChunk: (chunk: Buffer) => void | Promise<void>,
   timeouts: UpstreamTimeouts,
+  watch: IdleWatch,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     const readerFailed = (error: unknown): void => {
@@ -77,6 +134,7 @@ function readChunks(
       reject(error);
     };
     const onData = (chunk: Buffer): void => {
+      watch.chunk();
       let pending: void | Promise<void>;
       try {
         pending = onChunk(chunk);
@@ -85,13 +143,18 @@ function readChunks(
       }
       if (pending !== undefined) {
         body.pause();
-        pending.then(() => body.resume(), readerFailed);
+        watch.pause();
+        pending.then(() => {
+          body.resume();
+          watch.resume();
+        }, readerFailed);
       }
     };
     body.on('data', onData);
     body.once('end', resolve);
     body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
     body.resume();
+    watch.resume();
   });
 }
 
@@ -118,7 +181,7 @@ export function createUndiciUpstream({
           connections: upstream.maxConnections,
           connect: { timeout: timeouts.connectMs },
           headersTimeout: timeouts.firstByteMs,
-          bodyTimeout: timeouts.idleMs,
+          bodyTimeout: firstChunkMs(timeouts),
           keepAliveTimeout: 30_000,
         }),
         pathPrefix: url.pathname.replace(/\/+$/, ''),
@@ -144,6 +207,7 @@ export function createUndiciUpstream({
         throw toUpstreamError(error, timeouts);
       }
       const body = response.body;
+      const watch = new IdleWatch(body, timeouts.idleMs);
       // What peek() read, handed out first by readAll and forEachChunk.
       let peeked: Buffer[] = [];
       let ended = false;
@@ -168,6 +232,7 @@ export function createUndiciUpstream({
               resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
             if (ended) return finish();
             body.on('data', (chunk: Buffer) => {
+              watch.chunk();
               size += chunk.length;
               if (size <= maxAnswerBytes) chunks.push(chunk);
               else {
@@ -178,13 +243,14 @@ export function createUndiciUpstream({
             body.once('end', finish);
             body.once('error', (error) => reject(toUpstreamError(error, timeouts)));
             body.resume();
+            watch.resume();
           });
         },
 
         async forEachChunk(onChunk) {
           for (const chunk of takePeeked()) await onChunk(chunk);
           if (ended) return;
-          return readChunks(body, onChunk, timeouts);
+          return readChunks(body, onChunk, timeouts, watch);
         },
         peek(enough) {
           return new Promise<Buffer>((resolve, reject) => {
@@ -193,9 +259,11 @@ export function createUndiciUpstream({
               body.off('end', done);
               body.off('error', onError);
               body.pause();
+              watch.pause();
               resolve(Buffer.concat(peeked));
             };
             const onData = (chunk: Buffer): void => {
+              watch.chunk();
               peeked.push(chunk);
               // As forEachChunk's reader: what the judge of `enough` fails with is handed back.
               let seen: boolean;
@@ -220,6 +288,7 @@ export function createUndiciUpstream({
             body.once('end', done);
             body.once('error', onError);
             body.resume();
+            watch.resume();
           });
         },
         discard() {

@@ -108,6 +108,53 @@ describe('timeouts', () => {
   });
 });
 
+// OpenAI's Chat Completions API sends a reasoning model's stream headers at once and then nothing while
+// the model thinks — minutes at a high effort (mezmo/aura#62: gpt-5.2; charmbracelet/crush#1158). That
+// wait is the answer's first byte, not a stall between two chunks: it was cut at upstream_idle_ms (504).
+describe('a reasoning model that thinks before its first chunk', () => {
+  let fake: FakeUpstream;
+  let harness: GatewayHarness;
+
+  beforeAll(async () => {
+    fake = new FakeUpstream();
+    harness = await startGateway({
+      env: { UPSTREAM_BASE_URL: await fake.start() },
+      configYaml: 'timeouts:\n  upstream_first_byte_ms: 5000\n  upstream_idle_ms: 300\n',
+    });
+  });
+  afterAll(async () => {
+    await harness.close();
+    await fake.stop();
+  });
+
+  it('is waited for up to upstream_first_byte_ms, then streamed; a stall after its first chunk still ends it', async () => {
+    const thinking = new Promise((resolve) => setTimeout(resolve, 1_200));
+    fake.enqueue({ pauseAfterChunks: 0, resumeWhen: thinking, content: 'Thought it through.', chunks: 3 });
+    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: 'gpt-5.2',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('Thought it through.');
+
+    fake.enqueue({ stallAfterChunks: 2 });
+    const stalled = await client.chat.completions.create({
+      model: 'gpt-5.2',
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+    });
+    const consume = async (): Promise<void> => {
+      for await (const _chunk of stalled) {
+        // read to the end
+      }
+    };
+    await expect(consume()).rejects.toThrow(/Upstream sent nothing for 300 ms/);
+  });
+});
+
 describe('upstream connection failures', () => {
   it('answers 502 upstream_unreachable when nothing listens at the upstream address', async () => {
     const port = await findFreePort();

@@ -3529,6 +3529,9 @@ export class FakeUpstream {
       'cache-control': 'no-cache',
       ...behaviour.headers,
     });
+    // As OpenAI's API: a stream's headers go at once, its first chunk once the model has thought (a
+    // reasoning model streams nothing while it thinks: mezmo/aura#62).
+    response.flushHeaders();
     const idless = this.options.idlessChunks?.includes(String(body.model)) === true;
     const frame = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
       `data: ${JSON.stringify({ ...(idless ? {} : { id }), object: 'chat.completion.chunk', created, model: body.model, system_fingerprint: 'fp_fake', choices, ...extra })}\n\n`;

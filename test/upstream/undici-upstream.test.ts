@@ -33,6 +33,19 @@ const handlers: Record<string, (response: ServerResponse) => void> = {
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     response.write('data: one\n\n');
   },
+  // A reasoning model's stream: its headers at once, its first chunk once it has thought (longer than the
+  // idle time, shorter than the first byte's).
+  '/v1/thinks': (response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.flushHeaders();
+    setTimeout(() => response.end('data: thought\n\ndata: [DONE]\n\n'), 1_500);
+  },
+  // Ten events at once, then the end after as long a silence as the idle time.
+  '/v1/burst': (response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (let event = 0; event < 10; event++) response.write(`data: ${event}\n\n`);
+    setTimeout(() => response.end('data: [DONE]\n\n'), 200);
+  },
 };
 
 beforeAll(async () => {
@@ -155,6 +168,31 @@ describe('the undici upstream', () => {
     const stalled = await send('/stall', baseUrl, 'u', () => ends.push('stall'));
     expect(await codeOf(() => stalled.readAll())).toBe('upstream_timeout');
     expect(ends).toEqual(['whole', 'stream']);
+  });
+
+  it("waits for a body's first chunk as long as for its first byte, not the idle time", async () => {
+    const thinker = createUndiciUpstream({ timeouts: { connectMs: 1_000, firstByteMs: 5_000, idleMs: 300 } });
+    const response = await thinker.send({
+      upstream: upstreamAt(baseUrl),
+      method: 'GET',
+      path: '/thinks',
+      headers: {},
+      signal: new EventEmitter(),
+    });
+    expect((await response.readAll()).toString()).toBe('data: thought\n\ndata: [DONE]\n\n');
+    // The same silence after a chunk is a stall (the default timeouts: 300 ms each).
+    expect(await codeOf(async () => (await send('/stall')).readAll())).toBe('upstream_timeout');
+  });
+
+  it('does not count as silence the time its own reader holds the body', async () => {
+    const response = await send('/burst');
+    const events: string[] = [];
+    // A slow client: each chunk written takes longer than the idle time (300 ms) in all.
+    await response.forEachChunk(async (chunk) => {
+      events.push(chunk.toString());
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    });
+    expect(events.join('')).toContain('data: [DONE]');
   });
 
   it.each([
