@@ -306,6 +306,14 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // RooCodeInc/Roo-Code#12162, The-PR-Agent/pr-agent#2456): left out, the model's own.
   for (const match of text.matchAll(/\b(temperature|top_p|top_k)\W{0,2} is deprecated for this model/gi))
     add({ field: (match[1] as string).toLowerCase() });
+  // A service tier the model is not served with (Codex's /fast asks `priority`, a flex tier): OpenAI's and
+  // ChatGPT's Codex backend's "Unsupported service_tier: flex" (openai/codex#15099), that one left out; GitHub
+  // Copilot's "service_tier is not supported" (router-for-me/CLIProxyAPIPlus#437) or a relay's "Field
+  // 'service_tier' must be one of: …", all of them. The model then serves its default tier.
+  const tier = /unsupported service_tier:?\s*['"`]?([\w-]{1,40})/i.exec(text)?.[1];
+  if (tier !== undefined) add({ field: 'service_tier', value: tier });
+  else if (/\bservice_tier\W{0,3}(?:is not supported|must be one of)/i.test(text))
+    add({ field: 'service_tier' });
   // Claude Sonnet 4.5 and later take `temperature` or `top_p`, not both: temperature is kept (what
   // Anthropic advises changing).
   if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))

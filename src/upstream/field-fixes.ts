@@ -1103,6 +1103,8 @@ export function applyFieldFixes<B extends object>(body: B, fixes: readonly Field
   for (const { field, renameTo, value } of fixes) {
     const current = fixed ?? (body as Record<string, unknown>);
     if (current[field] === undefined || current[field] === null) continue;
+    // A service tier refused by its value: that one left out, another asked as it was.
+    if (field === 'service_tier' && value !== undefined && current[field] !== value) continue;
     if (field === 'reasoning_effort' && value !== undefined) {
       // An effort the model does not take: the nearest of those it was found to take.
       const asked = current[field];

@@ -36,6 +36,7 @@ beforeAll(async () => {
     unknownFields: { 'azure-gpt-4o': ['prediction'], 'prod-chat-plain': ['logprobs'] },
     moonshotRules: ['moonshot-v1-auto'],
     stringToolChoice: ['qwen/qwen3.6-35b-a3b'],
+    serviceTiers: { 'gh-gpt-5.4': 'none', 'gpt-5.6-tiers': ['priority', 'default', 'auto'] },
   });
   claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
   mistral = new FakeUpstream({
@@ -243,6 +244,33 @@ describe('a reasoning model the gateway knows only by its refusal', () => {
 
 // Claude Opus 4.7 and later take no sampling settings ("`temperature` is deprecated for this model.":
 // sipeed/picoclaw#2939, RooCodeInc/Roo-Code#12162): every request of a client that sends one failed.
+describe('a service tier the model is not served with (Codex’s /fast, a flex tier)', () => {
+  const ask = (model: string, tier: 'priority' | 'flex') =>
+    openai.chat.completions
+      .create({ model, messages: [{ role: 'user', content: 'Hi.' }], service_tier: tier })
+      .withResponse();
+  const tiersSent = (since: number) =>
+    fake.chatRequests.slice(since).map((request) => (request.body as { service_tier?: string }).service_tier);
+
+  it('none at all (GitHub Copilot): left out after one refusal; the next request at once', async () => {
+    const since = fake.chatRequests.length;
+    const first = await ask('gh-gpt-5.4', 'priority');
+    expect(first.response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const next = await ask('gh-gpt-5.4', 'flex');
+    expect(next.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(tiersSent(since)).toEqual(['priority', undefined, undefined]);
+  });
+
+  it('one the model is not served with: that one left out after its refusal, the others still asked', async () => {
+    const since = fake.chatRequests.length;
+    const flex = await ask('gpt-5.6-tiers', 'flex');
+    expect(flex.data.choices[0]?.message.role).toBe('assistant');
+    const priority = await ask('gpt-5.6-tiers', 'priority');
+    expect(priority.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(tiersSent(since)).toEqual(['flex', undefined, 'priority']);
+  });
+});
+
 describe("Predicted Outputs to a model's API that does not know them (Continue's edit mode)", () => {
   it('answered after one refusal, sent without the prediction; the next at once', async () => {
     const file = 'export function add(a: number, b: number) {\n  return a + b;\n}\n';

@@ -589,6 +589,12 @@ export interface FakeUpstreamOptions {
    */
   unknownFields?: Readonly<Record<string, readonly string[]>>;
   /**
+   * The service tiers a model is served with, by model: another is refused in OpenAI's words ("Unsupported
+   * service_tier: flex": openai/codex#15099), and `none` refuses any in GitHub Copilot's ("service_tier is not
+   * supported", Codex's /fast through Copilot: router-for-me/CLIProxyAPIPlus#437).
+   */
+  serviceTiers?: Readonly<Record<string, readonly string[] | 'none'>>;
+  /**
    * Models as NVIDIA's NIM serves them: every field it does not know named in one refusal, in its words
    * ("Validation: Unsupported parameter(s): thinking": decolua/9router#2268).
    */
@@ -2160,6 +2166,27 @@ export class FakeUpstream {
         );
         return;
       }
+    }
+    const tiers = this.options.serviceTiers?.[String(body?.model)];
+    const tier = (body as Record<string, unknown>).service_tier;
+    if (tiers !== undefined && tier !== undefined && (tiers === 'none' || !tiers.includes(String(tier)))) {
+      sendJson(
+        400,
+        tiers === 'none'
+          ? openAIError(
+              'service_tier is not supported',
+              'invalid_request_error',
+              'service_tier',
+              'unsupported_value',
+            )
+          : openAIError(
+              `Unsupported service_tier: ${String(tier)}`,
+              'invalid_request_error',
+              'service_tier',
+              null,
+            ),
+      );
+      return;
     }
     const unknownHere = this.options.unknownFields?.[String(body?.model)] ?? [];
     const unrecognized = Object.keys(body ?? {}).find(

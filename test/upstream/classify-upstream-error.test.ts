@@ -1526,6 +1526,33 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
   },
   {
+    // GitHub Copilot, to Codex's /fast (router-for-me/CLIProxyAPIPlus#437).
+    name: 'GitHub Copilot: no service tier at all (400 "service_tier is not supported")',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"service_tier is not supported","code":"unsupported_value","param":"service_tier","type":"invalid_request_error"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'service_tier' }] },
+  },
+  {
+    // ChatGPT's Codex backend with a tier it does not serve (openai/codex#15099, azerozero/grob#382).
+    name: 'Codex backend: one service tier it does not serve ("Unsupported service_tier: flex")',
+    answer: {
+      status: 400,
+      body: '{"type":"error","status":400,"error":{"type":"invalid_request_error","message":"Unsupported service_tier: flex"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'service_tier', value: 'flex' }] },
+  },
+  {
+    // A relay in front of it (james-6-23/codex2api#27).
+    name: 'a relay: the service tiers it takes ("Field \'service_tier\' must be one of: auto, default, fast")',
+    answer: {
+      status: 400,
+      body: '{"error":{"code":"invalid_parameter","message":"Field \'service_tier\' must be one of: auto, default, fast","type":"invalid_request_error"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'service_tier' }] },
+  },
+  {
     // Claude on Vertex behind a relay (lbjlaq/Antigravity-Manager#608): Anthropic's error as a string in
     // Google's, its backquotes gone.
     name: "Vertex: Claude's refusal of a signature, as a string inside Google's error",
