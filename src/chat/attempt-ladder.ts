@@ -45,7 +45,7 @@ import {
   requestBytesField,
   filesField,
   withMessageFixes,
-  withThoughtSignatures,
+  withCarriedStateAsTaken,
   withToolCallIdsAsKimiTakes,
   withToolCallIdsEveryProviderTakes,
   withoutEmptyToolCalls,
@@ -483,7 +483,7 @@ export function createAttemptLadder(input: {
     if (toolNames !== undefined)
       ({ request: outgoing, messages } = withWireToolNames(outgoing, messages, toolNames));
     messages = withToolCallsAsTaken(messages, fixes, choice);
-    messages = withThoughtSignatures(messages, fixes);
+    messages = withCarriedStateAsTaken(messages, fixes);
     if (fixes.some((fix) => fix.field === filesField)) messages = withFilesNamed(messages);
     messages = withImageFixes(messages, fixes);
     const wire = wireOf(choice.target, fixes);

@@ -236,9 +236,13 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
 const responsesOnly =
   /only supported in v1\/responses\b|function tools with reasoning_effort are not supported for .{1,200} in \/v1\/chat\/completions|is not accessible via the \/chat\/completions endpoint|the chatcompletion operation does not work with the specified model|does not support the \W?\/v1\/chat\/completions\W? api|\/v1\/chat\/completions is not supported\. please use \/v1\/responses/i;
 
-/** Anthropic's refusals of thinking blocks it did not give as they are (foreignThinkingField). */
+/**
+ * Refusals of reasoning another model or provider signed (foreignThinkingField): Anthropic's of thinking
+ * blocks it did not give as they are; OpenAI's and Azure's of encrypted reasoning the other sealed ("The
+ * encrypted content for item rs_… could not be verified.": manaflow-ai/subrouter#259), OpenCode Zen's.
+ */
 const foreignThinking =
-  /invalid\W{0,2}signature\W{0,2} in\W{0,2}thinking\W{0,2} block|invalid data in\W{0,2}redacted_thinking\W{0,2} block|\bthinking\.signature: field required|thinking\W{0,2} blocks? in the latest assistant message cannot be modified/i;
+  /invalid\W{0,2}signature\W{0,2} in\W{0,2}thinking\W{0,2} block|invalid data in\W{0,2}redacted_thinking\W{0,2} block|\bthinking\.signature: field required|thinking\W{0,2} blocks? in the latest assistant message cannot be modified|the encrypted content (?:for item )?\S{1,200} could not be verified|encrypted_content\W{0,2} was not issued to this caller/i;
 
 /** Kimi's whole answer to a Messages request it does not take. */
 const unexplainedRefusal = /^\s*invalid request error\s*$/i;
@@ -464,8 +468,8 @@ function anthropicRefusals(text: string): FieldFix[] {
   )
     fixes.push({ field: jsonSchemaField }, { field: toolMemberField('strict') });
   // Thinking it did not sign, in the conversation (another provider's model thought there): "messages.1.
-  // content.0: Invalid `signature` in `thinking` block", through Bedrock and Vertex too; a redacted block's
-  // data, a block without its signature, the last answer's thinking changed.
+  // content.0: Invalid `signature` in `thinking` block", through Bedrock and Vertex too (and the like of a
+  // redacted block, a missing signature); reasoning another provider encrypted (OpenAI's, Azure's).
   if (foreignThinking.test(text)) fixes.push({ field: foreignThinkingField });
   // Members of a block it does not know, by the block's type: "messages.7.content.1.tool_use.caller: …".
   for (const match of text.matchAll(

@@ -1293,6 +1293,33 @@ export function withToolCallIdsAsMistralTakes(messages: ContextMessage[]): Conte
 }
 
 /**
+ * The messages with what providers gave to be sent back as the model takes it: Gemini's thought signatures
+ * (withThoughtSignatures) and — after a refusal of reasoning another provider encrypted (foreignThinkingField:
+ * OpenAI's "The encrypted content for item rs_… could not be verified.", Azure's the same of OpenAI's) —
+ * without the Responses API's encrypted reasoning (`reasoning_details` of type `reasoning.encrypted`); the
+ * same array when nothing changes.
+ */
+export function withCarriedStateAsTaken(
+  messages: ContextMessage[],
+  fixes: readonly FieldFix[],
+): ContextMessage[] {
+  const signed = withThoughtSignatures(messages, fixes);
+  if (!fixes.some((fix) => fix.field === foreignThinkingField)) return signed;
+  let out: ContextMessage[] | undefined;
+  signed.forEach((message, index) => {
+    const details = message.reasoning_details;
+    if (!Array.isArray(details)) return;
+    const kept = details.filter((detail) => !isRecord(detail) || detail.type !== 'reasoning.encrypted');
+    if (kept.length === details.length) return;
+    out ??= [...signed];
+    const copy: ContextMessage = Object.assign({}, message, { reasoning_details: kept });
+    if (kept.length === 0) delete copy.reasoning_details;
+    out[index] = copy;
+  });
+  return out ?? signed;
+}
+
+/**
  * The messages with each assistant message's first tool call — where Gemini puts a step's signature —
  * given Google's stand-in when it carries no signature (thoughtSignaturesField, learned) or — after Gemini
  * refused one another backend gave (foreignThinkingField, this request only) — when it carries one

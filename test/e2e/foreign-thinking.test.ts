@@ -30,6 +30,10 @@ let claude: FakeAnthropic;
 let zai: FakeAnthropic;
 let chat: FakeUpstream;
 let vertex: FakeUpstream;
+/** GPT-5.6 served by OpenAI (`chat`) and by Azure: each seals the reasoning it gives for itself. */
+const openaiGpt = 'gpt-5.6-sol';
+const azureGpt = 'azure-gpt-5.6-sol';
+let azure: FakeUpstream;
 let harness: GatewayHarness;
 
 type Json = Record<string, unknown>;
@@ -47,8 +51,9 @@ beforeAll(async () => {
   zai = new FakeAnthropic({ signer: 'zai' });
   claude.respond = toolModel;
   zai.respond = toolModel;
-  chat = new FakeUpstream({ thoughtSignatures: [studioGemini] });
+  chat = new FakeUpstream({ thoughtSignatures: [studioGemini], toolsNeedResponses: [openaiGpt] });
   vertex = new FakeUpstream({ thoughtSignatures: [vertexGemini] });
+  azure = new FakeUpstream({ toolsNeedResponses: [azureGpt] });
   harness = await startGateway({
     env: { UPSTREAM_BASE_URL: await chat.start(), REDIS_URL: inject('redisUrl') },
     configYaml: [
@@ -56,6 +61,9 @@ beforeAll(async () => {
       '  - name: vertex',
       `    base_url: ${await vertex.start()}`,
       `    models: ["${vertexGemini}"]`,
+      '  - name: azure',
+      `    base_url: ${await azure.start()}`,
+      `    models: ["${azureGpt}"]`,
       ...anthropicUpstreamYaml('zai', await zai.start(), ['glm-*']),
       ...anthropicUpstreamYaml('claude', await claude.start(), ['claude-*']),
       '',
@@ -70,6 +78,7 @@ afterAll(async () => {
   await zai.stop();
   await chat.stop();
   await vertex.stop();
+  await azure.stop();
 });
 
 const client = (headers: Record<string, string> = {}) =>
@@ -244,5 +253,54 @@ describe('a tool loop another Gemini backend began, going on on Gemini elsewhere
       .map((request) => (request.body as { messages: ChatMessage[] }).messages[1]?.tool_calls?.[0])
       .map((call) => call?.extra_content?.google?.thought_signature);
     expect(signatures).toEqual([given, 'skip_thought_signature_validator']);
+  });
+});
+
+// OpenAI and Azure each seal a reasoning model's reasoning for themselves and refuse the other's: "The
+// encrypted content for item rs_… could not be verified." (manaflow-ai/subrouter#259, measured on
+// gpt-5.6-sol; VicBilibily/GCMP#345 through a relay that moved between Azure resources).
+describe("a tool loop whose reasoning OpenAI sealed, going on at Azure's deployment", () => {
+  it('is answered after one refusal, without the reasoning Azure cannot read', async () => {
+    const openai = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-thinking', maxRetries: 0 });
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } },
+    ];
+    const question: OpenAI.ChatCompletionMessageParam = { role: 'user', content: 'Weather in Oslo?' };
+    chat.enqueue({}, { toolCalls: [{ id: 'call_r', name: 'get_weather', arguments: '{}' }] });
+    const first = await openai.chat.completions.create({
+      model: openaiGpt,
+      messages: [question],
+      tools,
+      reasoning_effort: 'high',
+    });
+    const step = first.choices[0]?.message as OpenAI.ChatCompletionMessage & {
+      reasoning_details?: unknown[];
+    };
+    expect(step.reasoning_details).toHaveLength(1);
+    // The conversation goes on at Azure (a fallback, a relay's failover, the user's choice).
+    const since = azure.requests.length;
+    azure.enqueue({}, {}, { content: 'Sunny in Oslo.' });
+    const { data, response } = await openai.chat.completions
+      .create({
+        model: azureGpt,
+        messages: [question, step, { role: 'tool', tool_call_id: 'call_r', content: 'Sunny' }],
+        tools,
+        reasoning_effort: 'high',
+      })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe('Sunny in Oslo.');
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('3');
+    const sent = azure.requests.slice(since);
+    expect(sent.map((request) => [request.path, request.status])).toEqual([
+      ['/v1/chat/completions', 400],
+      ['/v1/responses', 400],
+      ['/v1/responses', 200],
+    ]);
+    const input = (sent.at(-1)?.body as { input: Array<{ type?: string }> }).input;
+    expect(input.map((item) => item.type ?? 'message')).toEqual([
+      'message',
+      'function_call',
+      'function_call_output',
+    ]);
   });
 });

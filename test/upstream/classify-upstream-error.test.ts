@@ -1553,6 +1553,24 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'service_tier' }] },
   },
   {
+    // Azure's Responses API on reasoning OpenAI sealed (manaflow-ai/subrouter#221; OpenAI's the same of Azure's).
+    name: 'Azure: encrypted reasoning another provider sealed (400 invalid_encrypted_content)',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"The encrypted content for item rs_0dbe189eb5b4bc68016a84091a027c87d0b71b52535d016a50 could not be verified. Reason: Encrypted content could not be decrypted or parsed.","type":"invalid_request_error","param":null,"code":"invalid_encrypted_content"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
+    // OpenCode Zen's gateway before an OpenAI model (can1357/oh-my-pi#11928).
+    name: 'OpenCode Zen: encrypted reasoning "was not issued to this caller"',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"Upstream request failed: [invalid_request_error] reasoning `encrypted_content` was not issued to this caller","type":"invalid_request_error"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].thinking.signature' }] },
+  },
+  {
     // Claude on Vertex behind a relay (lbjlaq/Antigravity-Manager#608): Anthropic's error as a string in
     // Google's, its backquotes gone.
     name: "Vertex: Claude's refusal of a signature, as a string inside Google's error",

@@ -10,6 +10,7 @@ import {
   fixForMessageField,
   thoughtSignaturesField,
   foreignThinkingField,
+  withCarriedStateAsTaken,
   withoutMessageFields,
   withThoughtSignatures,
   withToolCallIdsAsKimiTakes,
@@ -346,6 +347,30 @@ describe('withThoughtSignatures', () => {
     ]);
     expect(fixed[4]).toBe(messages[4]);
     expect(withThoughtSignatures(messages, [])).toBe(messages);
+  });
+});
+
+describe('withCarriedStateAsTaken', () => {
+  const step = (details: unknown[]): ContextMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+    reasoning_details: details,
+  });
+  const sealed = { type: 'reasoning.encrypted', data: 'gAAAAB…', format: 'openai-responses-v1', index: 0 };
+  const summary = { type: 'reasoning.summary', summary: 'Look it up.', index: 1 };
+
+  it('leaves encrypted reasoning out after a refusal of it, this request only; a summary stays', () => {
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Go.' },
+      step([sealed, summary]),
+      step([sealed]),
+    ];
+    const fixed = withCarriedStateAsTaken(messages, [{ field: foreignThinkingField, value: 'all' }]);
+    expect(fixed.map((message) => message.reasoning_details)).toEqual([undefined, [summary], undefined]);
+    expect(fixed[0]).toBe(messages[0]);
+    expect(messages[1]?.reasoning_details).toEqual([sealed, summary]);
+    expect(withCarriedStateAsTaken(messages, [])).toBe(messages);
   });
 });
 
