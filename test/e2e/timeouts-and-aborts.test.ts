@@ -3,10 +3,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Socket } from 'node:net';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeUpstream } from '../helpers/fake-upstream.js';
 import { findFreePort } from '../helpers/redis-server.js';
-import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+import { gatewayBefore, startGateway } from '../helpers/start-gateway.js';
 
 const chatBody = (extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], ...extra });
@@ -31,24 +31,12 @@ async function waitFor<T>(probe: () => T | undefined, timeoutMs = 5_000): Promis
 }
 
 describe('timeouts', () => {
-  let fake: FakeUpstream;
-  let harness: GatewayHarness;
-
-  beforeAll(async () => {
-    fake = new FakeUpstream();
-    harness = await startGateway({
-      env: { UPSTREAM_BASE_URL: await fake.start() },
-      configYaml: 'timeouts:\n  upstream_first_byte_ms: 300\n  upstream_idle_ms: 300\n',
-    });
-  });
-  afterAll(async () => {
-    await harness.close();
-    await fake.stop();
-  });
+  const fake = new FakeUpstream();
+  const gateway = gatewayBefore(fake, 'timeouts:\n  upstream_first_byte_ms: 300\n  upstream_idle_ms: 300\n');
 
   it('answers 504 upstream_timeout when the upstream sends no headers in time', async () => {
     fake.enqueue({ delayBeforeHeadersMs: 2_000 });
-    const response = await post(harness.baseUrl, chatBody());
+    const response = await post(gateway.harness.baseUrl, chatBody());
     expect(response.status).toBe(504);
     expect(await response.json()).toEqual({
       error: {
@@ -62,7 +50,7 @@ describe('timeouts', () => {
 
   it('answers 504 when a non-streaming body stalls', async () => {
     fake.enqueue({ stallMidBody: true });
-    const response = await post(harness.baseUrl, chatBody());
+    const response = await post(gateway.harness.baseUrl, chatBody());
     expect(response.status).toBe(504);
     expect(await response.json()).toEqual({
       error: {
@@ -76,7 +64,7 @@ describe('timeouts', () => {
 
   it('ends a stream that goes idle with an error event and no [DONE]', async () => {
     fake.enqueue({ stallAfterChunks: 3, content: 'a b c d e f g h', chunks: 8 });
-    const response = await post(harness.baseUrl, chatBody({ stream: true }));
+    const response = await post(gateway.harness.baseUrl, chatBody({ stream: true }));
     expect(response.status).toBe(200);
     const events = (await response.text()).split('\n\n').filter(Boolean);
     expect(events).toHaveLength(4);
@@ -93,7 +81,7 @@ describe('timeouts', () => {
 
   it('makes the openai client raise when the stream goes idle', async () => {
     fake.enqueue({ stallAfterChunks: 2 });
-    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: gateway.harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
     const stream = await client.chat.completions.create({
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content: 'x' }],
@@ -112,25 +100,13 @@ describe('timeouts', () => {
 // the model thinks — minutes at a high effort (mezmo/aura#62: gpt-5.2; charmbracelet/crush#1158). That
 // wait is the answer's first byte, not a stall between two chunks: it was cut at upstream_idle_ms (504).
 describe('a reasoning model that thinks before its first chunk', () => {
-  let fake: FakeUpstream;
-  let harness: GatewayHarness;
-
-  beforeAll(async () => {
-    fake = new FakeUpstream();
-    harness = await startGateway({
-      env: { UPSTREAM_BASE_URL: await fake.start() },
-      configYaml: 'timeouts:\n  upstream_first_byte_ms: 5000\n  upstream_idle_ms: 300\n',
-    });
-  });
-  afterAll(async () => {
-    await harness.close();
-    await fake.stop();
-  });
+  const fake = new FakeUpstream();
+  const gateway = gatewayBefore(fake, 'timeouts:\n  upstream_first_byte_ms: 5000\n  upstream_idle_ms: 300\n');
 
   it('is waited for up to upstream_first_byte_ms, then streamed; a stall after its first chunk still ends it', async () => {
     const thinking = new Promise((resolve) => setTimeout(resolve, 1_200));
     fake.enqueue({ pauseAfterChunks: 0, resumeWhen: thinking, content: 'Thought it through.', chunks: 3 });
-    const client = new OpenAI({ baseURL: harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: gateway.harness.baseUrl, apiKey: 'sk-x', maxRetries: 0 });
     const stream = await client.chat.completions.create({
       model: 'gpt-5.2',
       messages: [{ role: 'user', content: 'x' }],
@@ -228,17 +204,8 @@ describe('upstream connection failures', () => {
 });
 
 describe('client aborts and broken streams', () => {
-  let fake: FakeUpstream;
-  let harness: GatewayHarness;
-
-  beforeAll(async () => {
-    fake = new FakeUpstream();
-    harness = await startGateway({ env: { UPSTREAM_BASE_URL: await fake.start() } });
-  });
-  afterAll(async () => {
-    await harness.close();
-    await fake.stop();
-  });
+  const fake = new FakeUpstream();
+  const gateway = gatewayBefore(fake);
 
   /**
    * Starts a request, aborts it once `abortWhen` resolves, and waits for the upstream call to close: it
@@ -253,7 +220,7 @@ describe('client aborts and broken streams', () => {
     fake.requests.length = 0;
     fake.enqueue(behaviour);
     const controller = new AbortController();
-    const responsePromise = post(harness.baseUrl, body, controller.signal);
+    const responsePromise = post(gateway.harness.baseUrl, body, controller.signal);
     responsePromise.catch(() => {});
     await abortWhen(responsePromise);
     const upstreamRequest = await waitFor(() => fake.chatRequests[0]);
@@ -294,7 +261,7 @@ describe('client aborts and broken streams', () => {
 
   it('ends the client stream with an error event when the upstream breaks off mid-stream', async () => {
     fake.enqueue({ breakAfterChunks: 3, content: 'a b c d e f', chunks: 6 });
-    const response = await post(harness.baseUrl, chatBody({ stream: true }));
+    const response = await post(gateway.harness.baseUrl, chatBody({ stream: true }));
     expect(response.status).toBe(200);
     const events = (await response.text()).split('\n\n').filter(Boolean);
     expect(events).not.toContain('data: [DONE]');
@@ -308,7 +275,7 @@ describe('client aborts and broken streams', () => {
 
   it('ends the client stream with an error event when the upstream closes cleanly before its finish', async () => {
     fake.enqueue({ endAfterChunks: 2 });
-    const response = await post(harness.baseUrl, chatBody({ stream: true }));
+    const response = await post(gateway.harness.baseUrl, chatBody({ stream: true }));
     const events = (await response.text()).split('\n\n').filter(Boolean);
     expect(events).not.toContain('data: [DONE]');
     expect(events.at(-1)).toMatch(/^data: \{"error":/);

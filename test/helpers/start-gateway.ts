@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { afterAll, beforeAll } from 'vitest';
 import type { GatewayConfig } from '../../src/config/gateway-config.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createGateway, type Gateway } from '../../src/create-gateway.js';
@@ -86,4 +87,26 @@ export async function metricsText(gateway: GatewayHarness): Promise<string> {
 export function counterValue(text: string, series: string): number {
   const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+/**
+ * A gateway in front of `fake` (started here) with `configYaml`, started before the enclosing describe's
+ * tests and stopped after them, the fake with it: `harness` is read once the tests run.
+ */
+export function gatewayBefore(
+  fake: { start(): Promise<string>; stop(): Promise<void> },
+  configYaml?: string,
+): { readonly harness: GatewayHarness } {
+  const started = {} as { harness: GatewayHarness };
+  beforeAll(async () => {
+    started.harness = await startGateway({
+      env: { UPSTREAM_BASE_URL: await fake.start() },
+      ...(configYaml === undefined ? {} : { configYaml }),
+    });
+  });
+  afterAll(async () => {
+    await started.harness.close();
+    await fake.stop();
+  });
+  return started;
 }
