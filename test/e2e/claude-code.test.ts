@@ -1428,6 +1428,37 @@ describe('Claude Code through ctxgate', () => {
     expect(JSON.stringify(sent)).not.toContain('ctxgate.carried');
   }, 300_000);
 
+  // Claude's thinking signatures are bound to the model that thought (anthropics/anthropic-sdk-python#1598):
+  // after /model in a session, the session's stored turns hold the other model's thinking for good, which
+  // Anthropic refused on every request ("Invalid `signature` in `thinking` block") and Claude Code cannot
+  // take out of a history the gateway keeps.
+  it('goes on in a session after /model between Claude models: the other model’s thinking left out once refused', async () => {
+    const sessionId = `cc-switch-${randomUUID().slice(0, 8)}`;
+    const home = mkdtempSync(join(tmpdir(), 'ctxgate-claude-home-'));
+    const first = await runClaude('Tell me the code in notes.txt.', 'claude-sonnet-4-5', sessionId, { home });
+    expect(first.result.result).toBe('The code is CODE-4711.');
+    const before = anthropic.messageRequests.length;
+    const { result } = await runClaude(
+      'Tell me the code in notes.txt once more.',
+      'claude-sonnet-4-6',
+      sessionId,
+      {
+        home,
+        resume: String(first.result.session_id),
+      },
+    );
+    expect(result.is_error).toBe(false);
+    expect(result.result).toBe('The code is CODE-4711.');
+    const sent = anthropic.messageRequests
+      .slice(before)
+      .filter((request) => request.body.model === 'claude-sonnet-4-6');
+    // Refused for Sonnet 4.5's thinking, and sent again without it: answered.
+    const refusals = sent.filter((request) => request.status === 400).map((request) => request.refusal);
+    expect(refusals.length).toBeGreaterThan(0);
+    for (const refusal of refusals) expect(refusal).toMatch(/Invalid `signature` in `thinking` block/);
+    expect(sent.at(-1)?.status).toBe(200);
+  }, 300_000);
+
   it('runs the same task bridged to a provider that refuses the fields it does not know (Mistral)', async () => {
     const { result } = await runClaude(
       'Tell me the code in notes.txt.',
