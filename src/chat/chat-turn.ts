@@ -769,16 +769,14 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
 
   /**
    * The attempt again without the thinking another model signed (field-fixes.ts foreignThinkingField), a
-   * step further than the last: to Claude first all but a tool loop's being answered — or, when that changes
-   * nothing, all of it, thinking then off — and undefined once all of it went; to any other (Gemini's
-   * signatures), all of it at once.
+   * step further than the last: first all but a tool loop's being answered — or, when that changes nothing,
+   * all of it (to Claude, thinking then off) — and undefined once all of it went.
    */
   function withoutForeignThinking(ladder: ReturnType<typeof ladderFor>, current: ChatAttempt) {
     if (current.state.foreignThinking === 'all') return undefined;
     const stage = (foreignThinking: 'earlier' | 'all') =>
       ladder.again(current, Object.assign({}, current.state, { foreignThinking }));
-    const first = current.state.foreignThinking === undefined && current.target.kind === 'anthropic';
-    return (first ? stage('earlier') : undefined) ?? stage('all');
+    return (current.state.foreignThinking === undefined ? stage('earlier') : undefined) ?? stage('all');
   }
 
   /**

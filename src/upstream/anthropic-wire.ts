@@ -377,7 +377,7 @@ const toolUseSlots: CallIdSlots<WireMessage> = {
  * The index of the last assistant message when its tool calls are being answered (a tool message follows
  * it): the tool loop whose call, with thinking on, Anthropic takes back only with its thinking; else -1.
  */
-function openToolLoop(messages: readonly Json[]): number {
+export function openToolLoop(messages: readonly Json[]): number {
   const last = messages.findLastIndex((message) => message.role === 'assistant');
   const calls = messages[last]?.tool_calls;
   return Array.isArray(calls) && calls.length > 0 && messages.slice(last + 1).some((m) => m.role === 'tool')

@@ -18,7 +18,7 @@ import {
   type CallIdSlots,
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
-import { conversationFixes, type ConversationFixes } from './anthropic-wire.js';
+import { conversationFixes, openToolLoop, type ConversationFixes } from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withUserTurn, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -1294,23 +1294,28 @@ export function withToolCallIdsAsMistralTakes(messages: ContextMessage[]): Conte
 
 /**
  * The messages with what providers gave to be sent back as the model takes it: Gemini's thought signatures
- * (withThoughtSignatures) and — after a refusal of reasoning another provider encrypted (foreignThinkingField:
- * OpenAI's "The encrypted content for item rs_… could not be verified.", Azure's the same of OpenAI's) —
- * without the Responses API's encrypted reasoning (`reasoning_details` of type `reasoning.encrypted`); the
- * same array when nothing changes.
+ * (withThoughtSignatures) and — after a refusal of state another model or provider signed
+ * (foreignThinkingField: OpenAI's "The encrypted content for item rs_… could not be verified.", Azure's the
+ * same of OpenAI's, Claude's through OpenRouter) — without the Responses API's encrypted reasoning and
+ * Claude's signed thinking (`reasoning_details` of type `reasoning.encrypted`, or signed): at the fix's
+ * `earlier` step but the tool loop's being answered, at `all` everywhere. The same array when nothing
+ * changes.
  */
 export function withCarriedStateAsTaken(
   messages: ContextMessage[],
   fixes: readonly FieldFix[],
 ): ContextMessage[] {
-  const signed = withThoughtSignatures(messages, fixes);
-  if (!fixes.some((fix) => fix.field === foreignThinkingField)) return signed;
+  const stage = fixes.find((fix) => fix.field === foreignThinkingField)?.value;
+  const loop = stage === 'earlier' ? openToolLoop(messages) : -1;
+  const signed = withThoughtSignatures(messages, fixes, loop);
+  if (stage === undefined) return signed;
+  const sealed = (detail: unknown) =>
+    isRecord(detail) && (detail.type === 'reasoning.encrypted' || typeof detail.signature === 'string');
   let out: ContextMessage[] | undefined;
   signed.forEach((message, index) => {
     const details = message.reasoning_details;
-    if (!Array.isArray(details)) return;
-    const kept = details.filter((detail) => !isRecord(detail) || detail.type !== 'reasoning.encrypted');
-    if (kept.length === details.length) return;
+    if (index === loop || !Array.isArray(details) || !details.some(sealed)) return;
+    const kept = details.filter((detail) => !sealed(detail));
     out ??= [...signed];
     const copy: ContextMessage = Object.assign({}, message, { reasoning_details: kept });
     if (kept.length === 0) delete copy.reasoning_details;
@@ -1322,13 +1327,15 @@ export function withCarriedStateAsTaken(
 /**
  * The messages with each assistant message's first tool call — where Gemini puts a step's signature —
  * given Google's stand-in when it carries no signature (thoughtSignaturesField, learned) or — after Gemini
- * refused one another backend gave (foreignThinkingField, this request only) — when it carries one
- * (anything else its `extra_content` holds is kept); the messages that need none are the same objects,
- * and the same array when none does.
+ * refused one another backend gave (foreignThinkingField, this request only) — when it carries one, but
+ * the message at `kept` (the tool loop being answered, at the fix's first step); anything else its
+ * `extra_content` holds is kept; the messages that need none are the same objects, and the same array when
+ * none does.
  */
 export function withThoughtSignatures(
   messages: ContextMessage[],
   fixes: readonly FieldFix[],
+  kept = -1,
 ): ContextMessage[] {
   const missing = fixes.some((fix) => fix.field === thoughtSignaturesField);
   const given = fixes.some((fix) => fix.field === foreignThinkingField);
@@ -1340,7 +1347,10 @@ export function withThoughtSignatures(
     if (first === undefined || first === null || typeof first !== 'object') return;
     const extra = first.extra_content as { google?: { thought_signature?: unknown } } | undefined;
     const signature = extra?.google?.thought_signature;
-    if (typeof signature === 'string' ? !given || signature === noThoughtSignature : !missing) return;
+    if (
+      typeof signature === 'string' ? !given || index === kept || signature === noThoughtSignature : !missing
+    )
+      return;
     const google = Object.assign({}, extra?.google, { thought_signature: noThoughtSignature });
     const signed = Object.assign({}, first, { extra_content: Object.assign({}, extra, { google }) });
     out ??= [...messages];

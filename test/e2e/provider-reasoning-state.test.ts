@@ -24,6 +24,8 @@ const stand = 'skip_thought_signature_validator';
 const magistral = 'magistral-medium-2509';
 /** Claude with reasoning on, as OpenRouter serves it. */
 const claude = 'anthropic/claude-sonnet-5';
+/** Another Claude behind OpenRouter: Claude's signatures are bound to the model that thought. */
+const otherClaude = 'anthropic/claude-opus-5';
 /** DeepSeek V4, which thinks by default and wants its reasoning back with each call. */
 const deepseek = 'deepseek-v4-pro';
 
@@ -46,7 +48,7 @@ let harness: GatewayHarness;
 beforeAll(async () => {
   fake = new FakeUpstream({
     thoughtSignatures: [gemini, 'gemini-3-pro-preview'],
-    reasoningDetails: [claude],
+    reasoningDetails: [claude, otherClaude],
     mistralThinking: [magistral],
     thinking: [deepseek],
   });
@@ -244,6 +246,40 @@ describe("OpenRouter's reasoning_details: Claude's thinking goes back with its t
       ]);
     },
   );
+});
+
+// A session stores each answer's reasoning_details (Claude's signed thinking) with it; when the session's
+// next request names another Claude (anthropics/anthropic-sdk-python#1598: a block another model thought
+// fails the check), OpenRouter passed on Anthropic's refusal of every request (linanwx/nagobot#21).
+describe("OpenRouter's Claude: a session that goes on on another Claude model", () => {
+  it("is answered after one refusal, the other model's signed thinking left out", async () => {
+    const chat = client({ 'x-session-id': `openrouter-switch-${randomUUID()}` });
+    fake.enqueue(
+      { toolCalls: [{ id: 'call_read', name: 'read_file', arguments: '{"path":"src/a.ts"}' }] },
+      { content: 'In src/a.ts.' },
+    );
+    await chat.chat.completions.create({
+      model: claude,
+      messages: [{ role: 'user', content: 'Where is it?' }],
+    });
+    await chat.chat.completions.create({
+      model: claude,
+      messages: [{ role: 'tool', tool_call_id: 'call_read', content: 'export const budget = 3;' }],
+    });
+    const since = fake.chatRequests.length;
+    fake.enqueue({}, { content: 'Three.' });
+    const { data, response } = await chat.chat.completions
+      .create({ model: otherClaude, messages: [{ role: 'user', content: 'And the budget?' }] })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe('Three.');
+    expect(response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const sent = fake.chatRequests.slice(since);
+    expect(sent.map((request) => request.status)).toEqual([400, 200]);
+    const details = (sent[1]?.body as { messages: ChatMessage[] }).messages.map(
+      (message) => message.reasoning_details,
+    );
+    expect(details.filter((detail) => detail !== undefined)).toEqual([]);
+  });
 });
 
 describe("OpenRouter's Claude: cache breakpoints on a client's messages", () => {

@@ -264,8 +264,9 @@ export interface FakeUpstreamOptions {
    * `reasoning` and as `reasoning_details` (a `reasoning.text` entry with Claude's signature; in a stream,
    * the text in pieces and the signature last, each a delta of index 0), and a request whose last
    * assistant message with tool calls after the last user message has no `reasoning_details` with a
-   * signature this fake gave is refused as OpenRouter passes Anthropic's refusal on; so is a request of
-   * more than 4 content parts marked with `cache_control` (Claude's cache breakpoints).
+   * signature this fake gave is refused as OpenRouter passes Anthropic's refusal on, and so is one holding a
+   * signature it gave another model anywhere; so is a request of more than 4 content parts marked with
+   * `cache_control` (Claude's cache breakpoints).
    */
   reasoningDetails?: readonly string[];
   /**
@@ -1729,6 +1730,15 @@ export class FakeUpstream {
     return signature;
   }
 
+  /** The model each of Claude's signatures (OpenRouter's `reasoning_details`) was given for. */
+  private readonly claudeSignatures = new Map<string, string>();
+
+  /** A signature Claude gives for `model`: taken back by that model alone, as Anthropic's are. */
+  private givenFor(model: string, signature: string): string {
+    this.claudeSignatures.set(signature, model);
+    return this.given(signature);
+  }
+
   /** Gemini's refusal of a current turn's tool call sent back without its signature, or with a made-up one. */
   private thoughtSignatureRefusal(messages: ReadonlyArray<ChatMessage>): string | undefined {
     const lastUser = messages.findLastIndex((message) => message.role === 'user');
@@ -3163,6 +3173,27 @@ export class FakeUpstream {
         );
         return;
       }
+      // A signature another Claude model gave, or none of Claude's, anywhere: refused as Anthropic refuses it
+      // (linanwx/nagobot#21, through OpenRouter: "messages.7.content.2: Invalid signature in thinking block").
+      const foreign = body.messages.findIndex(
+        (message) =>
+          message.role === 'assistant' &&
+          Array.isArray(message.reasoning_details) &&
+          (message.reasoning_details as Array<{ signature?: unknown }>).some(
+            (detail) =>
+              typeof detail?.signature === 'string' &&
+              this.claudeSignatures.get(detail.signature) !== String(body.model),
+          ),
+      );
+      if (foreign !== -1) {
+        sendJson(
+          400,
+          openRouterAnthropicRefusal(
+            `messages.${foreign}.content.0: Invalid \`signature\` in \`thinking\` block`,
+          ),
+        );
+        return;
+      }
       const lastUser = body.messages.findLastIndex((message) => message.role === 'user');
       const index = body.messages.findLastIndex(
         (message, at) =>
@@ -3472,7 +3503,10 @@ export class FakeUpstream {
       this.options.reasoningDetails?.includes(String(body.model)) === true
         ? {
             text: `Claude thinks before answer ${this.sequence}.`,
-            signature: this.given(Buffer.from(`claude ${this.sequence}`).toString('base64')),
+            signature: this.givenFor(
+              String(body.model),
+              Buffer.from(`claude ${this.sequence}`).toString('base64'),
+            ),
             format: 'anthropic-claude-v1',
           }
         : undefined;

@@ -372,6 +372,35 @@ describe('withCarriedStateAsTaken', () => {
     expect(messages[1]?.reasoning_details).toEqual([sealed, summary]);
     expect(withCarriedStateAsTaken(messages, [])).toBe(messages);
   });
+
+  it("at the first step keeps the sealed reasoning of the tool loop being answered, Claude's signed thinking too", () => {
+    const claudes = {
+      type: 'reasoning.text',
+      text: 'Think.',
+      signature: 'c2ln',
+      format: 'anthropic-claude-v1',
+    };
+    const messages: ContextMessage[] = [
+      { role: 'user', content: 'Go.' },
+      step([claudes]),
+      { role: 'tool', tool_call_id: 'call_1', content: 'a' },
+      { role: 'user', content: 'Again.' },
+      step([sealed]),
+      { role: 'tool', tool_call_id: 'call_1', content: 'b' },
+    ];
+    const earlier = withCarriedStateAsTaken(messages, [{ field: foreignThinkingField, value: 'earlier' }]);
+    expect(earlier.map((message) => message.reasoning_details)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      [sealed],
+      undefined,
+    ]);
+    expect(earlier[4]).toBe(messages[4]);
+    const all = withCarriedStateAsTaken(messages, [{ field: foreignThinkingField, value: 'all' }]);
+    expect(all[4]?.reasoning_details).toBeUndefined();
+  });
 });
 
 describe('leftovers of another answer in messages', () => {
