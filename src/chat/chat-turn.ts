@@ -61,6 +61,7 @@ import { withAnswerStops } from '../upstream/answer-stops.js';
 import { offeredTools, withTextToolCalls } from '../upstream/text-tool-calls.js';
 import { measuredExchange, type UpstreamExchange } from './upstream-call.js';
 import { withOpenAIErrorShape } from '../upstream/upstream-error-body.js';
+import type { ForeignThinkingStep } from '../upstream/anthropic-wire.js';
 import { createUpstreamLessons, type UpstreamLessons } from './upstream-lessons.js';
 import { answerRecallCalls, type RecallRoundsOutcome } from './recall-rounds.js';
 import { maxSearchedChars, omittedSources, searchRecall, type RecallSource } from '../context/recall.js';
@@ -774,7 +775,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
    */
   function withoutForeignThinking(ladder: ReturnType<typeof ladderFor>, current: ChatAttempt) {
     if (current.state.foreignThinking === 'all') return undefined;
-    const stage = (foreignThinking: 'earlier' | 'all') =>
+    const stage = (foreignThinking: ForeignThinkingStep) =>
       ladder.again(current, Object.assign({}, current.state, { foreignThinking }));
     return (current.state.foreignThinking === undefined ? stage('earlier') : undefined) ?? stage('all');
   }

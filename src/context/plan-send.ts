@@ -14,6 +14,7 @@ import type { RequestOverrides } from './request-overrides.js';
 import type { SessionView } from './session-view.js';
 import { isSystemRole } from './turns.js';
 import { answerFloorOf } from '../upstream/classify-upstream-error.js';
+import type { ForeignThinkingStep } from '../upstream/anthropic-wire.js';
 import {
   findModelEntry,
   resolveContextSettings,
@@ -41,7 +42,7 @@ export interface AttemptState {
    * give (another provider's model thought in the conversation: docs/anthropic.md): `earlier`, all but
    * those of a tool loop's call being answered; `all`, those too, with thinking off for that request.
    */
-  foreignThinking?: 'earlier' | 'all' | undefined;
+  foreignThinking?: ForeignThinkingStep | undefined;
 }
 
 export const firstAttempt: AttemptState = { reduction: 'none', maxTokens: undefined };

@@ -155,8 +155,14 @@ export interface ConversationFixes {
    * every assistant message are left out but — `earlier` — those of a tool loop's call being answered, or
    * — `all` — those too, with thinking off when they went (withoutForeignThinking).
    */
-  foreignThinking?: 'earlier' | 'all';
+  foreignThinking?: ForeignThinkingStep;
 }
+
+/**
+ * How far thinking another model signed is left out after a refusal of it: `earlier`, all but the
+ * thinking of the tool loop being answered; `all`, all of it (to Claude, thinking then off).
+ */
+export type ForeignThinkingStep = 'earlier' | 'all';
 
 /**
  * `blocks` without the members the upstream refused of blocks of their type (ConversationFixes
@@ -392,7 +398,7 @@ export function openToolLoop(messages: readonly Json[]): number {
  * the answer to the call only with thinking off ("a final `assistant` message must start with a thinking
  * block"), which withThinkingOff makes it.
  */
-function thinkingKept(messages: readonly Json[], stage: 'earlier' | 'all' | undefined) {
+function thinkingKept(messages: readonly Json[], stage: ForeignThinkingStep | undefined) {
   const loop = stage === undefined ? -1 : openToolLoop(messages);
   const kept = {
     callsThinkingDropped: false,

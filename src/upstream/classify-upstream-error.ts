@@ -239,10 +239,12 @@ const responsesOnly =
 /**
  * Refusals of reasoning another model or provider signed (foreignThinkingField): Anthropic's of thinking
  * blocks it did not give as they are; OpenAI's and Azure's of encrypted reasoning the other sealed ("The
- * encrypted content for item rs_… could not be verified.": manaflow-ai/subrouter#259), OpenCode Zen's.
+ * encrypted content for item rs_… could not be verified.": manaflow-ai/subrouter#259), OpenCode Zen's;
+ * Gemini's of a thought signature another backend gave ("Corrupted thought signature.", Vertex's "Thought
+ * signature is not valid").
  */
 const foreignThinking =
-  /invalid\W{0,2}signature\W{0,2} in\W{0,2}thinking\W{0,2} block|invalid data in\W{0,2}redacted_thinking\W{0,2} block|\bthinking\.signature: field required|thinking\W{0,2} blocks? in the latest assistant message cannot be modified|the encrypted content (?:for item )?\S{1,200} could not be verified|encrypted_content\W{0,2} was not issued to this caller/i;
+  /invalid\W{0,2}signature\W{0,2} in\W{0,2}thinking\W{0,2} block|invalid data in\W{0,2}redacted_thinking\W{0,2} block|\bthinking\.signature: field required|thinking\W{0,2} blocks? in the latest assistant message cannot be modified|the encrypted content (?:for item )?\S{1,200} could not be verified|encrypted_content\W{0,2} was not issued to this caller|corrupted thought signature|thought signature is not valid/i;
 
 /** Kimi's whole answer to a Messages request it does not take. */
 const unexplainedRefusal = /^\s*invalid request error\s*$/i;
@@ -331,11 +333,9 @@ function refusedFields(text: string, body: string): FieldFix[] {
   // Mistral's API (and a Mistral template in vLLM or mlx) on another provider's tool call ids.
   if (/tool call id was [^\n]{0,300}? but must be a-z, a-z, 0-9, with a length of 9/i.test(text))
     add({ field: toolCallIdsField });
-  // Gemini 3 (its OpenAI-compatible endpoint) on a tool call sent back without its thought signature, and
-  // with one another backend gave ("Corrupted thought signature.", Vertex's "Thought signature is not valid").
+  // Gemini 3 (its OpenAI-compatible endpoint) on a tool call sent back without its thought signature (one
+  // another backend gave: foreignThinking).
   if (/function call is missing a thought_signature/i.test(text)) add({ field: thoughtSignaturesField });
-  if (/corrupted thought signature|thought signature is not valid/i.test(text))
-    add({ field: foreignThinkingField });
   // A model that takes no images, on a tool result's (vLLM, DeepSeek's API, llama.cpp without its
   // projector, Ollama, OpenRouter, OpenAI's older models).
   if (

@@ -18,7 +18,12 @@ import {
   type CallIdSlots,
 } from './tool-call-ids.js';
 import { isRecord } from './tool-call-shape.js';
-import { conversationFixes, openToolLoop, type ConversationFixes } from './anthropic-wire.js';
+import {
+  conversationFixes,
+  openToolLoop,
+  type ConversationFixes,
+  type ForeignThinkingStep,
+} from './anthropic-wire.js';
 import { toolNameOf } from './tool-names.js';
 import { forStrictTemplate, withUserTurn, withoutSystemRole } from '../context/notice-placement.js';
 import type { ContextMessage } from '../context/types.js';
@@ -942,7 +947,7 @@ function withConversationAsTaken<R extends Record<string, unknown>>(
  */
 export function withAttemptFixes(
   fixes: readonly FieldFix[],
-  state: { foreignThinking?: 'earlier' | 'all' | undefined },
+  state: { foreignThinking?: ForeignThinkingStep | undefined },
 ): readonly FieldFix[] {
   const stage = state.foreignThinking;
   return stage === undefined ? fixes : [...fixes, { field: foreignThinkingField, value: stage }];
@@ -1347,10 +1352,10 @@ export function withThoughtSignatures(
     if (first === undefined || first === null || typeof first !== 'object') return;
     const extra = first.extra_content as { google?: { thought_signature?: unknown } } | undefined;
     const signature = extra?.google?.thought_signature;
-    if (
-      typeof signature === 'string' ? !given || index === kept || signature === noThoughtSignature : !missing
-    )
-      return;
+    // None: the stand-in once learned; another backend's: the stand-in in this request, but the loop's kept.
+    const replaced =
+      typeof signature === 'string' ? given && index !== kept && signature !== noThoughtSignature : missing;
+    if (!replaced) return;
     const google = Object.assign({}, extra?.google, { thought_signature: noThoughtSignature });
     const signed = Object.assign({}, first, { extra_content: Object.assign({}, extra, { google }) });
     out ??= [...messages];

@@ -5,7 +5,7 @@
 // body)": ymichael/open-codex#15 on Gemini, liliMozi/openhanako#395) and Anthropic's SDK as no message. The
 // relayed body says the provider's own words in the client's shape, the provider's body beside them.
 
-type Json = Record<string, unknown>;
+import { isRecord } from './tool-call-shape.js';
 
 /** What a refusal says: its message, and its type and code when it names them. */
 export interface UpstreamErrorFacts {
@@ -16,9 +16,6 @@ export interface UpstreamErrorFacts {
 
 /** Error bodies read to be written again in OpenAI's shape: larger ones go as they came. */
 export const maxReshapedErrorBytes = 1 << 20;
-
-const isRecord = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const textOf = (value: unknown): string | undefined =>
   typeof value === 'string' && value.trim() !== '' ? value : undefined;
