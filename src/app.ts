@@ -175,6 +175,7 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
   // The inspector's page: static, no key (it signs in against the API).
   app.register(async (ui) => registerUiRoutes(ui));
+  const streamKeepaliveMs = config.server.stream_keepalive_ms;
   app.register(async (api) => {
     addClientAuthentication(api, authenticator);
     registerChatRoutes(api, {
@@ -183,13 +184,14 @@ export function buildApp(deps: AppDependencies): GatewayApp {
       models: services.models,
       defaultUpstream: config.defaultUpstream,
       upstreamCount: config.upstreams.length,
+      streamKeepaliveMs,
     });
     registerSessionRoutes(api, { sessionStore: services.sessionStore });
-    registerResponsesRoutes(api, { responses: services.responses });
-    registerMessagesRoutes(api, { messages: services.messages });
+    registerResponsesRoutes(api, { responses: services.responses, streamKeepaliveMs });
+    registerMessagesRoutes(api, { messages: services.messages, streamKeepaliveMs });
     // Its own scope: bodies there are forwarded as they arrive, not parsed.
     api.register(async (passthrough) => {
-      registerPassthroughRoutes(passthrough, { passthrough: services.passthrough });
+      registerPassthroughRoutes(passthrough, { passthrough: services.passthrough, streamKeepaliveMs });
     });
   });
   // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.

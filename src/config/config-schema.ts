@@ -41,6 +41,11 @@ export const serverSectionSchema = z.strictObject({
   request_timeout_ms: positiveMs.default(60_000),
   /** An idle keep-alive connection is closed after this long. */
   keep_alive_timeout_ms: positiveMs.default(72_000),
+  /**
+   * Longest an answer's open event stream stays silent: then a keep-alive in the client's dialect (an SSE
+   * comment; Anthropic's `ping` on the Messages API). 0: none.
+   */
+  stream_keepalive_ms: z.number().int().min(0).max(600_000).default(15_000),
   /** On SIGTERM, in-flight requests get this long to finish before connections are closed. */
   shutdown_grace_ms: positiveMs.default(30_000),
   /** Most messages one chat request may hold (400 beyond); bounds the CPU a request can cost. */

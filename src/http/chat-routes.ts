@@ -9,7 +9,7 @@ import type { Forwarder } from '../chat/forward-request.js';
 import type { ModelListService } from '../chat/model-list.js';
 import type { UpstreamConfig } from '../config/gateway-config.js';
 import { countingBytesOf } from '../json-body.js';
-import { clientStreamFor } from './client-stream.js';
+import { clientStreamFor, sseKeepalive } from './client-stream.js';
 import { applyOutcome, served } from './request-record.js';
 import { parseRequestOverrides } from './request-overrides.js';
 
@@ -20,6 +20,8 @@ export interface ChatRouteDependencies {
   defaultUpstream: UpstreamConfig;
   /** The upstreams the gateway routes to, the default one included. */
   upstreamCount: number;
+  /** server.stream_keepalive_ms (none when not given). */
+  streamKeepaliveMs?: number;
 }
 
 /** What a chat (or Responses) route hands its service: the request's body, headers and state. */
@@ -40,7 +42,11 @@ export function chatInput(request: FastifyRequest): ChatInput {
 export function registerChatRoutes(app: FastifyInstance, deps: ChatRouteDependencies): void {
   app.post('/v1/chat/completions', async (request, reply) => {
     const input = chatInput(request);
-    await served(request.gateway, () => deps.chat.complete(input, clientStreamFor(request, reply)));
+    const client = clientStreamFor(request, reply, {
+      everyMs: deps.streamKeepaliveMs ?? 0,
+      bytes: sseKeepalive,
+    });
+    await served(request.gateway, () => deps.chat.complete(input, client));
     return reply;
   });
 

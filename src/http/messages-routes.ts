@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MessagesInput, MessagesService } from '../messages/messages-service.js';
 import { chatInput } from './chat-routes.js';
-import { clientStreamFor } from './client-stream.js';
+import { clientStreamFor, messagesKeepalive } from './client-stream.js';
 import { applyOutcome, served } from './request-record.js';
 
 const messagesInput = (request: FastifyRequest): MessagesInput => chatInput(request);
@@ -14,10 +14,14 @@ export function isMessagesRoute(url: string): boolean {
   return url === '/v1/messages' || url.startsWith('/v1/messages?') || url.startsWith('/v1/messages/');
 }
 
-export function registerMessagesRoutes(app: FastifyInstance, deps: { messages: MessagesService }): void {
+export function registerMessagesRoutes(
+  app: FastifyInstance,
+  deps: { messages: MessagesService; streamKeepaliveMs?: number },
+): void {
+  const keepalive = { everyMs: deps.streamKeepaliveMs ?? 0, bytes: messagesKeepalive };
   app.post('/v1/messages', async (request, reply) => {
     await served(request.gateway, () =>
-      deps.messages.create(messagesInput(request), clientStreamFor(request, reply)),
+      deps.messages.create(messagesInput(request), clientStreamFor(request, reply, keepalive)),
     );
     return reply;
   });

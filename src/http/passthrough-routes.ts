@@ -6,13 +6,14 @@ import type { FastifyInstance } from 'fastify';
 import { noCredential } from '../auth/authenticate.js';
 import type { PassthroughService } from '../chat/passthrough-service.js';
 import type { UpstreamMethod } from '../upstream/upstream.js';
-import { clientStreamFor } from './client-stream.js';
+import { clientStreamFor, sseKeepalive } from './client-stream.js';
 import { served } from './request-record.js';
 
 export function registerPassthroughRoutes(
   app: FastifyInstance,
-  deps: { passthrough: PassthroughService },
+  deps: { passthrough: PassthroughService; streamKeepaliveMs?: number },
 ): void {
+  const keepalive = { everyMs: deps.streamKeepaliveMs ?? 0, bytes: sseKeepalive };
   // In this scope bodies are not parsed: the service gets the request stream as it arrives.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
@@ -30,7 +31,7 @@ export function registerPassthroughRoutes(
             body: request.body as Readable | undefined,
             credential: request.gateway.credential ?? noCredential,
           },
-          clientStreamFor(request, reply),
+          clientStreamFor(request, reply, keepalive),
         ),
       );
       return reply;

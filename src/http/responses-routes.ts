@@ -6,7 +6,7 @@ import { noCredential } from '../auth/authenticate.js';
 import { GatewayError } from '../errors.js';
 import type { ResponsesInput, ResponsesService } from '../responses/responses-service.js';
 import { chatInput } from './chat-routes.js';
-import { clientStreamFor } from './client-stream.js';
+import { clientStreamFor, sseKeepalive } from './client-stream.js';
 import { applyOutcome, served } from './request-record.js';
 
 /** The Responses service takes what the chat service takes; its body is a Responses request. */
@@ -24,11 +24,15 @@ function idOf(request: FastifyRequest<{ Params: { id: string } }>): string {
   return id;
 }
 
-export function registerResponsesRoutes(app: FastifyInstance, deps: { responses: ResponsesService }): void {
+export function registerResponsesRoutes(
+  app: FastifyInstance,
+  deps: { responses: ResponsesService; streamKeepaliveMs?: number },
+): void {
   const { responses } = deps;
+  const keepalive = { everyMs: deps.streamKeepaliveMs ?? 0, bytes: sseKeepalive };
   app.post('/v1/responses', async (request, reply) => {
     await served(request.gateway, () =>
-      responses.create(responsesInput(request), clientStreamFor(request, reply)),
+      responses.create(responsesInput(request), clientStreamFor(request, reply, keepalive)),
     );
     return reply;
   });
@@ -47,7 +51,7 @@ export function registerResponsesRoutes(app: FastifyInstance, deps: { responses:
 
   app.post('/v1/responses/compact', async (request, reply) => {
     await served(request.gateway, () =>
-      responses.compact(responsesInput(request), clientStreamFor(request, reply)),
+      responses.compact(responsesInput(request), clientStreamFor(request, reply, keepalive)),
     );
     return reply;
   });

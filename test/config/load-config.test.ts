@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       body_limit_bytes: 33_554_432,
       request_timeout_ms: 60_000,
       keep_alive_timeout_ms: 72_000,
+      stream_keepalive_ms: 15_000,
       shutdown_grace_ms: 30_000,
       max_messages: 10_000,
       max_content_parts: 20_000,

@@ -1,13 +1,16 @@
 // The ClientStream over a real fastify reply on loopback: a whole answer with the headers added before
 // it, a stream that carries them too and its bytes in order, a slow reader's backpressure, and a client
-// that leaves mid-stream — cancelled, and told to the request's record.
+// that leaves mid-stream — cancelled, and told to the request's record; an event stream kept from going
+// silent between its events only.
 import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientStreamFor } from '../../src/http/client-stream.js';
+import { clientStreamFor, sseKeepalive, type StreamKeepalive } from '../../src/http/client-stream.js';
 import { createRequestState, type RequestState } from '../../src/http/request-record.js';
 import type { ClientStream } from '../../src/upstream/relay.js';
+import { gate } from '../helpers/fake-upstream.js';
 
 let app: FastifyInstance | undefined;
 afterEach(async () => {
@@ -18,6 +21,7 @@ afterEach(async () => {
 /** A server whose one route hands `serve` a ClientStream; the request's record is kept to look at. */
 async function serving(
   serve: (client: ClientStream) => Promise<void>,
+  keepalive?: StreamKeepalive,
 ): Promise<{ url: string; records: RequestState[] }> {
   const records: RequestState[] = [];
   app = Fastify();
@@ -28,7 +32,7 @@ async function serving(
     done();
   });
   app.get('/answer', async (request, reply) => {
-    await serve(clientStreamFor(request, reply));
+    await serve(clientStreamFor(request, reply, keepalive));
     return reply;
   });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -86,6 +90,54 @@ describe('the client stream', () => {
     const body = await response.arrayBuffer();
     expect(body.byteLength).toBe(64 * chunk.length);
     expect(waited).toBeGreaterThan(0);
+  });
+
+  it('writes a keep-alive into a silent event stream, never inside an event, and none once it ended', async () => {
+    const seen = gate();
+    const { url } = await serving(
+      async (client) => {
+        client.openStream(200, { 'content-type': 'text/event-stream' });
+        // Half an event, left silent for many keep-alive periods: nothing may cut it in two.
+        await client.write('data: {"half":');
+        await sleep(200);
+        await client.write('1}\n\n');
+        await seen.opened;
+        client.end('data: [DONE]\n\n');
+      },
+      { everyMs: 20, bytes: sseKeepalive },
+    );
+    const response = await fetch(url);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.endsWith(sseKeepalive)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    seen.open();
+    for (let read = await reader.read(); !read.done; read = await reader.read())
+      text += decoder.decode(read.value, { stream: true });
+    expect(text).toMatch(/^data: \{"half":1\}\n\n(?:: keepalive\n\n)+data: \[DONE\]\n\n$/);
+  });
+
+  it('writes none into a stream that is not an event stream, or with none asked for', async () => {
+    for (const [contentType, everyMs] of [
+      ['application/octet-stream', 20],
+      ['text/event-stream', 0],
+    ] as const) {
+      const { url } = await serving(
+        async (client) => {
+          client.openStream(200, { 'content-type': contentType });
+          await client.write('data: 1\n\n');
+          await sleep(200);
+          client.end('data: 2\n\n');
+        },
+        { everyMs, bytes: sseKeepalive },
+      );
+      expect(await (await fetch(url)).text()).toBe('data: 1\n\ndata: 2\n\n');
+      await app?.close();
+    }
   });
 
   it('is cancelled when the client leaves mid-stream, and the record says so', async () => {
