@@ -320,6 +320,13 @@ function refusedFields(text: string, body: string): FieldFix[] {
   if (tier !== undefined) add({ field: 'service_tier', value: tier });
   else if (/\bservice_tier\W{0,3}(?:is not supported|must be one of)/i.test(text))
     add({ field: 'service_tier' });
+  // A field the model was served without, named first in the provider's sentence: the gpt-5.6 family's
+  // "prompt_cache_retention is not supported on this model" (openai/codex#39442; its caches are kept 30
+  // minutes at least, prompt_cache_options.ttl): left out when it is one the answer does without.
+  for (const match of text.matchAll(
+    /^\W{0,3}([a-z][a-z0-9_]{1,60})\W{0,3} is not supported (?:on|for|with|by) this model/gim,
+  ))
+    add(fixForUnsupportedField(match[1] as string, undefined));
   // Claude Sonnet 4.5 and later take `temperature` or `top_p`, not both: temperature is kept (what
   // Anthropic advises changing).
   if (/temperature\W{0,3} and \W{0,3}top_p\W{0,3} cannot both be specified/i.test(text))

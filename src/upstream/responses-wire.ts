@@ -175,6 +175,8 @@ const sameFields = [
   'safety_identifier',
   'prompt_cache_key',
   'prompt_cache_retention',
+  // The gpt-5.6 family's word for how its caches are made and kept (`mode`, `ttl`).
+  'prompt_cache_options',
   'top_logprobs',
 ] as const;
 

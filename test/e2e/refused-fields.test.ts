@@ -37,6 +37,8 @@ beforeAll(async () => {
     moonshotRules: ['moonshot-v1-auto'],
     stringToolChoice: ['qwen/qwen3.6-35b-a3b'],
     serviceTiers: { 'gh-gpt-5.4': 'none', 'gpt-5.6-tiers': ['priority', 'default', 'auto'] },
+    noCacheRetention: ['gpt-5.6-sol', 'gpt-5.6-luna', 'gpt-5.6-pro'],
+    responsesOnly: ['gpt-5.6-pro'],
   });
   claude = new FakeAnthropic({ apiKey: 'sk-test', noSampling: ['claude-opus-4-8', 'claude-opus-4-7'] });
   mistral = new FakeUpstream({
@@ -268,6 +270,66 @@ describe('a service tier the model is not served with (Codex’s /fast, a flex t
     const priority = await ask('gpt-5.6-tiers', 'priority');
     expect(priority.response.headers.get('x-ctxgate-attempts')).toBe('1');
     expect(tiersSent(since)).toEqual(['flex', undefined, 'priority']);
+  });
+});
+
+// The gpt-5.6 family keeps every prompt cache 30 minutes at least and refuses `prompt_cache_retention`
+// ("prompt_cache_retention is not supported on this model": openai/codex#39442), which the OpenAI SDKs'
+// users, the AI SDK's promptCacheRetention and Factory Droid send: every request of theirs failed.
+describe('a prompt cache retention asked of the gpt-5.6 family', () => {
+  const retentionsSent = (since: number, requests = fake.chatRequests) =>
+    requests
+      .slice(since)
+      .map((request) => (request.body as { prompt_cache_retention?: string }).prompt_cache_retention);
+
+  it('on Chat Completions: left out after one refusal; the next request at once', async () => {
+    const since = fake.chatRequests.length;
+    const ask = () =>
+      openai.chat.completions
+        .create({
+          model: 'gpt-5.6-sol',
+          messages: [{ role: 'user', content: 'Hi.' }],
+          prompt_cache_key: 'session-1',
+          prompt_cache_retention: '24h',
+        })
+        .withResponse();
+    const first = await ask();
+    expect(first.data.choices[0]?.message.role).toBe('assistant');
+    expect(first.response.headers.get('x-ctxgate-attempts')).toBe('2');
+    const next = await ask();
+    expect(next.response.headers.get('x-ctxgate-attempts')).toBe('1');
+    expect(retentionsSent(since)).toEqual(['24h', undefined, undefined]);
+    expect(fake.chatRequests.at(-1)?.body).toMatchObject({ prompt_cache_key: 'session-1' });
+  });
+
+  it('on the Responses API, the newer cache options kept', async () => {
+    const since = fake.chatRequests.length;
+    const response = await openai.responses.create({
+      model: 'gpt-5.6-luna',
+      input: 'Hi.',
+      prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'explicit', ttl: '30m' },
+    });
+    expect(response.status).toBe('completed');
+    expect(retentionsSent(since)).toEqual(['24h', undefined]);
+    expect(fake.chatRequests.at(-1)?.body).toMatchObject({
+      prompt_cache_options: { mode: 'explicit', ttl: '30m' },
+    });
+  });
+
+  it('of a model served by the Responses API alone: the cache options go there, the retention after one refusal not', async () => {
+    const since = fake.requests.length;
+    const answer = await openai.chat.completions.create({
+      model: 'gpt-5.6-pro',
+      messages: [{ role: 'user', content: 'Hi.' }],
+      prompt_cache_retention: '24h',
+      prompt_cache_options: { mode: 'explicit', ttl: '30m' },
+    });
+    expect(answer.choices[0]?.message.role).toBe('assistant');
+    const asked = fake.requests.slice(since).filter((request) => request.path === '/v1/responses');
+    expect(asked.map((request) => request.status)).toEqual([400, 200]);
+    expect(retentionsSent(0, asked)).toEqual(['24h', undefined]);
+    expect(asked.at(-1)?.body).toMatchObject({ prompt_cache_options: { mode: 'explicit', ttl: '30m' } });
   });
 });
 

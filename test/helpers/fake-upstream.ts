@@ -596,6 +596,13 @@ export interface FakeUpstreamOptions {
    */
   serviceTiers?: Readonly<Record<string, readonly string[] | 'none'>>;
   /**
+   * Models as OpenAI serves the gpt-5.6 family, which keeps every prompt cache at least 30 minutes and took
+   * `prompt_cache_retention` away (`prompt_cache_options.ttl` instead): a request naming it refused, on Chat
+   * Completions and the Responses API, in its words ("prompt_cache_retention is not supported on this model":
+   * openai/codex#39442, NousResearch/hermes-agent#91164).
+   */
+  noCacheRetention?: readonly string[];
+  /**
    * Models as NVIDIA's NIM serves them: every field it does not know named in one refusal, in its words
    * ("Validation: Unsupported parameter(s): thinking": decolua/9router#2268).
    */
@@ -746,6 +753,7 @@ const responsesParameters = new Set([
   'safety_identifier',
   'prompt_cache_key',
   'prompt_cache_retention',
+  'prompt_cache_options',
   'top_logprobs',
   'max_output_tokens',
   'tools',
@@ -861,6 +869,20 @@ function parsedBody(
  * The Responses API's answer to `recorded` (OpenAI's shape): the behaviour's tool calls as function_call
  * items, else its content as a message; streamed as OpenAI streams it when asked.
  */
+/** Whether the model is one of `noCacheRetention` and the request names a prompt cache retention. */
+function cacheRetentionRefused(body: unknown, options: FakeUpstreamOptions): boolean {
+  const { model, prompt_cache_retention: retention } = (body ?? {}) as Record<string, unknown>;
+  return retention != null && options.noCacheRetention?.includes(String(model)) === true;
+}
+
+/** OpenAI's refusal of `prompt_cache_retention` by a gpt-5.6 model, as it words it. */
+const cacheRetentionRefusal = openAIError(
+  'prompt_cache_retention is not supported on this model',
+  'invalid_request_error',
+  'prompt_cache_retention',
+  'invalid_parameter',
+);
+
 function answerResponses(
   recorded: RecordedRequest,
   behaviour: Behaviour,
@@ -874,6 +896,10 @@ function answerResponses(
   const refusal = responsesRefusal(body);
   if (refusal !== undefined) {
     sendJson(400, openAIError(refusal, 'invalid_request_error', null, null));
+    return;
+  }
+  if (cacheRetentionRefused(body, options)) {
+    sendJson(400, cacheRetentionRefusal);
     return;
   }
   // An input over the model's window refused in OpenAI's words for the Responses API (it states no numbers).
@@ -2176,6 +2202,10 @@ export class FakeUpstream {
         );
         return;
       }
+    }
+    if (cacheRetentionRefused(body, this.options)) {
+      sendJson(400, cacheRetentionRefusal);
+      return;
     }
     const tiers = this.options.serviceTiers?.[String(body?.model)];
     const tier = (body as Record<string, unknown>).service_tier;

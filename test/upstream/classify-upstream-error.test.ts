@@ -1028,6 +1028,40 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_retention' }] },
   },
   {
+    // The gpt-5.6 family keeps caches 30 minutes at least (prompt_cache_options.ttl) and refuses the old field
+    // (openai/codex#39442, NousResearch/hermes-agent#91164); a client printed it without the `error` around it.
+    name: 'the gpt-5.6 family: "prompt_cache_retention is not supported on this model"',
+    answer: {
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: 'prompt_cache_retention is not supported on this model',
+          type: 'invalid_request_error',
+          param: 'prompt_cache_retention',
+          code: 'invalid_parameter',
+        },
+      }),
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_retention' }] },
+  },
+  {
+    name: 'the same refusal as a client printed it, without the `error` around it',
+    answer: {
+      status: 400,
+      body: '{"message":"prompt_cache_retention is not supported on this model","type":"invalid_request_error","param":"prompt_cache_retention","code":"invalid_parameter"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_retention' }] },
+  },
+  {
+    // The same sentence of a field the answer cannot do without is the client's to fix.
+    name: 'a model that refuses a field no answer does without: "messages is not supported on this model"',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"messages is not supported on this model","type":"invalid_request_error"}}',
+    },
+    expected: { kind: 'bad_request' },
+  },
+  {
     // GPT-5's 400,000 tokens are 272,000 of input and 128,000 of output: a prompt over the input cap is
     // refused whatever max_tokens says (cline/cline#5474, bytedance/deer-flow#721).
     name: 'OpenAI GPT-5: "Input tokens exceed the configured limit" (an input cap, not the window)',
