@@ -566,8 +566,16 @@ function anthropicRefusals(text: string): FieldFix[] {
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
+  // Claude's 1M window asked of a model or a key without it (Claude Code's `[1m]` models, a fallback to
+  // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
+  // is incompatible with the long context beta header." — that flag left out, the window the model has.
+  if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
+    fixes.push({ field: anthropicBetaField, value: longContextBeta });
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
 }
+
+/** The `anthropic-beta` flag that asks Claude's 1M window. */
+const longContextBeta = 'context-1m-2025-08-07';
 
 /** The block types Volcano Engine's Ark takes, as it lists them. */
 const arksBlockTypes = 'text,thinking,image,tool_use,tool_result';

@@ -67,6 +67,10 @@ beforeAll(async () => {
     deepseekEndpoint: ['deepseek-v4-pro[1m]'],
     moonshotSchemas: ['kimi-for-coding'],
     zenResults: ['claude-sonnet-4-6-zen'],
+    noLongContext: {
+      'claude-3-5-haiku-20241022': 'subscription',
+      'claude-3-7-sonnet-20250219': 'authentication',
+    },
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -485,6 +489,41 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
 // A thinking budget (`thinking: {type: "enabled", budget_tokens}`) must be under max_tokens; the gateway
 // lowers max_tokens to what the fitted prompt leaves, and Anthropic refused every such request
 // ("`max_tokens` must be greater than `thinking.budget_tokens`", anthropics/claude-code#8756).
+// Claude Code's `[1m]` models ask Claude's 1M window with a flag, which a model without it (Haiku, a fallback
+// onto it) or a key without it refuses (anthropics/claude-code's users behind relays: diegosouzapw/OmniRoute
+// #10119; clewdr, sub2api): every request of the session failed, though the model answers without it.
+describe("Claude's 1M window asked of a model or a key without it", () => {
+  const flags = ['context-1m-2025-08-07', 'interleaved-thinking-2025-05-14'];
+  it.each([
+    ['the subscription has none', 'claude-3-5-haiku-20241022'],
+    ["a Pro plan's token takes none", 'claude-3-7-sonnet-20250219'],
+  ])(
+    '%s: the flag left out after one refusal, the others kept; the next request at once',
+    async (_case, model) => {
+      anthropic.respond = () => ({ text: 'Hello without a million tokens.' });
+      const ask = () =>
+        client().beta.messages.create({
+          model,
+          max_tokens: 100,
+          betas: flags,
+          messages: [{ role: 'user', content: 'Hi?' }],
+        });
+      const before = anthropic.messageRequests.length;
+      const answer = await ask();
+      expect(answer.content).toEqual([{ type: 'text', text: 'Hello without a million tokens.' }]);
+      const sent = anthropic.messageRequests.slice(before);
+      expect(sent.map((request) => request.status)).toEqual([400, 200]);
+      expect(sent.map((request) => request.headers['anthropic-beta'])).toEqual([
+        flags.join(','),
+        'interleaved-thinking-2025-05-14',
+      ]);
+      const again = anthropic.messageRequests.length;
+      await ask();
+      expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+    },
+  );
+});
+
 describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex, Bedrock)', () => {
   // Claude Code's flags with every request (anthropics/claude-code#70563, QuantumNous/new-api#2975).
   const flags = [

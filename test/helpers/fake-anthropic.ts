@@ -723,6 +723,9 @@ function kimiRefuses(body: Json): boolean {
   );
 }
 
+/** The `anthropic-beta` flag that asks Claude's 1M window (Claude Code's `[1m]` models). */
+const longContextFlag = 'context-1m-2025-08-07';
+
 export class FakeAnthropic {
   readonly requests: RecordedAnthropicRequest[] = [];
   private server: Server | undefined;
@@ -745,6 +748,13 @@ export class FakeAnthropic {
        * Bedrock does ("invalid beta flag"). Anthropic's own API takes them all.
        */
       betas?: { accepted: readonly string[]; refusal: 'named' | 'bare' };
+      /**
+       * Models served without Claude's 1M window to this key (Haiku; a subscription without it): a request
+       * flagged `context-1m-2025-08-07` refused in Anthropic's words for that — `subscription` ("The long
+       * context beta is not yet available for this subscription."), `authentication` ("This authentication
+       * style is incompatible with the long context beta header.", a Pro plan's OAuth token).
+       */
+      noLongContext?: Readonly<Record<string, 'subscription' | 'authentication'>>;
       /**
        * Members of a request the upstream does not know, refused as Vertex refuses them ("diagnostics: Extra
        * inputs are not permitted": Claude Code's, anthropics/claude-code#82539).
@@ -1243,6 +1253,17 @@ export class FakeAnthropic {
                   : undefined,
               )
               .find((path) => path !== undefined);
+    const longContext = this.options.noLongContext?.[String(body.model)];
+    if (longContext !== undefined && flagged(longContextFlag))
+      return send(
+        400,
+        errorBody(
+          'invalid_request_error',
+          longContext === 'subscription'
+            ? 'The long context beta is not yet available for this subscription.'
+            : 'This authentication style is incompatible with the long context beta header.',
+        ),
+      );
     if (betas !== undefined && unknownFlags.length === 0 && unflagged !== undefined)
       return send(400, errorBody('invalid_request_error', `${unflagged}: Extra inputs are not permitted`));
     if (betas !== undefined && unknownFlags.length > 0)

@@ -1028,6 +1028,23 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'prompt_cache_retention' }] },
   },
   {
+    // Claude Code's `[1m]` models flag Claude's 1M window; a model or a key without it refuses the flag.
+    name: 'Anthropic: "The long context beta is not yet available for this subscription."',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"The long context beta is not yet available for this subscription."}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+  },
+  {
+    name: 'Anthropic, a Pro plan\'s token: "This authentication style is incompatible with the long context beta header."',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"This authentication style is incompatible with the long context beta header."}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+  },
+  {
     // The gpt-5.6 family keeps caches 30 minutes at least (prompt_cache_options.ttl) and refuses the old field
     // (openai/codex#39442, NousResearch/hermes-agent#91164); a client printed it without the `error` around it.
     name: 'the gpt-5.6 family: "prompt_cache_retention is not supported on this model"',
