@@ -13,7 +13,7 @@ import { TextCache } from '../text-cache.js';
 import { findModelEntry } from '../context/context-settings.js';
 import type { GatewayConfig, UpstreamConfig } from '../config/gateway-config.js';
 import type { ChatCompletionRequest } from './chat-request-schema.js';
-import type { RequestOverrides } from '../context/request-overrides.js';
+import { claudeLongContextWindow, type RequestOverrides } from '../context/request-overrides.js';
 import { planSend, withMaxTokens, type AttemptState, type PreparedContext } from '../context/plan-send.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit, LearnedLimits } from '../store/learned-limits.js';
@@ -138,6 +138,11 @@ export function createContextPlanner(deps: {
         toolFormula,
         attempt,
         precision,
+        // Claude's 1M flag asks a window of an Anthropic upstream only; another model has its own.
+        askedWindow:
+          overrides.longContextAsked === true && target.kind === 'anthropic'
+            ? claudeLongContextWindow
+            : undefined,
       });
       const outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
       return { prepared, outgoing, learned, toolSet, toolFormula, thinks };

@@ -54,6 +54,11 @@ export function resolveContextSettings(options: {
   choices?: number | null | undefined;
   /** The window learned from the upstream: used when smaller than the configured one. */
   learnedWindow?: number | undefined;
+  /**
+   * A window the request asks of its provider beyond the configured one (Claude's 1M flag to an Anthropic
+   * upstream): used instead when larger, a learned window still below it.
+   */
+  askedWindow?: number | undefined;
 }): ContextSettings {
   const { config, overrides } = options;
   const model = findModelEntry(config, options.model);
@@ -77,7 +82,8 @@ export function resolveContextSettings(options: {
   if (overrides.maxHistoryTokens !== undefined)
     policy = Object.assign({}, policy, { max_history_tokens: overrides.maxHistoryTokens });
 
-  const window = overrides.contextWindow ?? Math.min(model.window, options.learnedWindow ?? Infinity);
+  const configured = Math.max(model.window, options.askedWindow ?? 0);
+  const window = overrides.contextWindow ?? Math.min(configured, options.learnedWindow ?? Infinity);
 
   // A reserve the client did not ask for leaves most of a small window to the prompt: at most a quarter.
   const requested = options.maxCompletionTokens !== undefined && options.maxCompletionTokens !== null;

@@ -119,6 +119,8 @@ export interface PlanSendInput {
   toolFormula?: number | undefined;
   attempt?: AttemptState | undefined;
   precision?: CountPrecision;
+  /** A window the request asks of its provider beyond the configured one (resolveContextSettings). */
+  askedWindow?: number | undefined;
 }
 
 export function planSend(input: PlanSendInput): PreparedContext {
@@ -139,6 +141,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
     maxCompletionTokens: request.max_completion_tokens ?? request.max_tokens,
     choices: request.n,
     learnedWindow,
+    askedWindow: input.askedWindow,
   });
   // An estimated model with a learned ratio counts as calibrated: the smaller margin, and a window
   // scaled into estimate units (the prompt's real size is the estimate times the ratio).

@@ -29,6 +29,14 @@ export interface RequestOverrides {
   retried?: boolean;
   /** Idempotency-Key: a retry of the last turn carries the same key. */
   idempotencyKey?: string;
+  /**
+   * `anthropic-beta` holds `context-1m-…`: Claude's 1M window asked (Claude Code's `[1m]` models), which an
+   * Anthropic upstream gives Sonnet 4 and 4.5 with it (docs/budgeting.md#claudes-1m-window).
+   */
+  longContextAsked?: boolean;
 }
+
+/** The window Claude's `context-1m-…` flag asks of an Anthropic upstream. */
+export const claudeLongContextWindow = 1_000_000;
 
 export const noOverrides: RequestOverrides = Object.freeze({ historyMode: 'auto' });

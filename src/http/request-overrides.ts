@@ -71,6 +71,8 @@ export function parseRequestOverrides(headers: IncomingHttpHeaders): RequestOver
   }
   const window = integer(headers, 'x-context-window', 1);
   if (window !== undefined) overrides.contextWindow = window;
+  const betas = headers['anthropic-beta'];
+  if (betas !== undefined && /\bcontext-1m-/.test(String(betas))) overrides.longContextAsked = true;
   const maxHistoryTokens = integer(headers, 'x-context-max-history-tokens', 0);
   if (maxHistoryTokens !== undefined) overrides.maxHistoryTokens = maxHistoryTokens;
   const policy = first(headers, 'x-context-policy');

@@ -53,6 +53,34 @@ const tool = (name: string) => ({
 const withTools = (tools: unknown[]) => ({ ...chat(2), tools }) as ChatCompletionRequest;
 
 describe('the plan of a request', () => {
+  it("takes Claude's 1M window when the request flags it to an Anthropic upstream, a learned window still below it", () => {
+    const of = planner();
+    const request = Object.assign({}, chat(2), { model: 'claude-sonnet-4-5' }) as ChatCompletionRequest;
+    const flagged = { historyMode: 'auto' as const, longContextAsked: true };
+    const claude = Object.assign({}, config.defaultUpstream, { name: 'claude', kind: 'anthropic' as const });
+    const windowOf = (target: typeof claude, overrides: typeof flagged | { historyMode: 'auto' }) =>
+      of.planner.plan({
+        chatRequest: request,
+        overrides,
+        session: undefined,
+        target,
+        precision: 'exact',
+        attempt: firstAttempt,
+        tenant: 't',
+      }).prepared.report.window;
+    expect(windowOf(claude, { historyMode: 'auto' })).toBe(200_000);
+    expect(windowOf(claude, flagged)).toBe(1_000_000);
+    // Another kind of upstream has its own model behind the name: the flag asks nothing of it.
+    expect(windowOf(config.defaultUpstream as typeof claude, flagged)).toBe(200_000);
+    of.learnedLimits.recordOverflow('claude', 'claude-sonnet-4-5', 't', {
+      stated: 200_000,
+      failedSize: 300_000,
+      status: 400,
+      textClass: 'numbers',
+    });
+    expect(windowOf(claude, flagged)).toBe(200_000);
+  });
+
   it('fits the window a tenant’s overflow taught, for that tenant only', () => {
     const of = planner();
     const request = chat(12);

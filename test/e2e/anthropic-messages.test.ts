@@ -71,6 +71,7 @@ beforeAll(async () => {
       'claude-3-5-haiku-20241022': 'subscription',
       'claude-3-7-sonnet-20250219': 'authentication',
     },
+    longContext: ['claude-sonnet-4-0'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -522,6 +523,34 @@ describe("Claude's 1M window asked of a model or a key without it", () => {
       expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
     },
   );
+});
+
+describe("Claude's 1M window asked of a model that has it with the flag (Sonnet 4, 4.5)", () => {
+  // Ten turns of about 26,000 tokens: past the 200,000 the gateway knows the model by, within the million.
+  const messages: Anthropic.MessageParam[] = Array.from({ length: 10 }, (_unused, turn) => [
+    { role: 'user' as const, content: `Chapter ${turn}: ${prose(26_000, turn)}` },
+    { role: 'assistant' as const, content: `Read chapter ${turn}.` },
+  ]).flat();
+  messages.push({ role: 'user', content: 'What happened in chapter 0?' });
+
+  it('is sent whole, the window the flag asks; the same conversation without the flag is fitted to 200,000', async () => {
+    anthropic.respond = () => ({ text: 'It began.' });
+    const ask = (betas: string[]) =>
+      client()
+        .beta.messages.create({ model: 'claude-sonnet-4-0', max_tokens: 1_000, betas, messages })
+        .withResponse();
+    const before = anthropic.messageRequests.length;
+    const flagged = await ask(['context-1m-2025-08-07']);
+    expect(flagged.data.content).toEqual([{ type: 'text', text: 'It began.' }]);
+    expect(flagged.response.headers.get('x-context-dropped-messages')).toBe('0');
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([200]);
+    expect((sent[0]?.body as { messages: unknown[] }).messages).toHaveLength(messages.length);
+
+    const plain = await ask([]);
+    expect(Number(plain.response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
+    expect(anthropic.messageRequests.at(-1)?.status).toBe(200);
+  });
 });
 
 describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex, Bedrock)', () => {

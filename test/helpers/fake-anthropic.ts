@@ -755,6 +755,8 @@ export class FakeAnthropic {
        * style is incompatible with the long context beta header.", a Pro plan's OAuth token).
        */
       noLongContext?: Readonly<Record<string, 'subscription' | 'authentication'>>;
+      /** Models whose window is Claude's 1M when the request is flagged `context-1m-2025-08-07` (Sonnet 4, 4.5). */
+      longContext?: readonly string[];
       /**
        * Members of a request the upstream does not know, refused as Vertex refuses them ("diagnostics: Extra
        * inputs are not permitted": Claude Code's, anthropics/claude-code#82539).
@@ -1297,7 +1299,10 @@ export class FakeAnthropic {
     if (refusal !== undefined) return send(400, errorBody('invalid_request_error', refusal));
     const inputTokens = anthropicTokens(body);
     if (path.endsWith('count_tokens')) return send(200, JSON.stringify({ input_tokens: inputTokens }));
-    const window = this.options.windows?.[String(body.model)] ?? this.options.window ?? 200_000;
+    const window =
+      this.options.longContext?.includes(String(body.model)) === true && flagged(longContextFlag)
+        ? 1_000_000
+        : (this.options.windows?.[String(body.model)] ?? this.options.window ?? 200_000);
     if (inputTokens > window)
       return send(
         400,

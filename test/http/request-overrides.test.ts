@@ -60,6 +60,12 @@ describe('request headers', () => {
     ['delta history', { 'x-session-history': 'delta' }, { historyMode: 'delta' }],
     ['full history', { 'x-session-history': 'full' }, { historyMode: 'full' }],
     ['a window', { 'x-context-window': ' 8192 ' }, { contextWindow: 8_192 }],
+    [
+      "Claude's 1M window flagged among others",
+      { 'anthropic-beta': 'claude-code-20250219,context-1m-2025-08-07' },
+      { longContextAsked: true },
+    ],
+    ['other flags alone', { 'anthropic-beta': 'interleaved-thinking-2025-05-14' }, {}],
     ['no history cap', { 'x-context-max-history-tokens': '0' }, { maxHistoryTokens: 0 }],
     ['a policy name', { 'x-context-policy': 'economy' }, { policyName: 'economy' }],
     ['a session budget', { 'x-budget-session-tokens': '500000' }, { budgetSessionTokens: 500_000 }],
