@@ -735,6 +735,31 @@ describe('Claude Code through ctxgate', () => {
     expect(answered).toBeDefined();
   }, 300_000);
 
+  // `/model claude-sonnet-4-5[1m]`: Claude Code asks Claude's 1M window with a flag beside the plain name,
+  // and a session there was cut to the 200,000 the gateway knew the model by.
+  it("fits a run on a [1m] model to Claude's million, which Claude Code flags, and a run on the plain name to 200,000", async () => {
+    const windows = async (model: string) => {
+      const from = harness.logLines.length;
+      const before = anthropic.messageRequests.length;
+      const { result } = await runClaude('Say something.', model, undefined);
+      expect(result.is_error).toBe(false);
+      const flags = anthropic.messageRequests
+        .slice(before)
+        .map((request) => request.headers['anthropic-beta']);
+      const logged = harness.logLines
+        .slice(from)
+        .map((line) => JSON.parse(line) as { msg?: string; model?: string; context?: { window?: number } })
+        .filter((line) => line.msg === 'request' && line.model === 'claude-sonnet-4-5-20250929');
+      return { flags, windows: [...new Set(logged.map((line) => line.context?.window))] };
+    };
+    const wide = await windows('claude-sonnet-4-5-20250929[1m]');
+    expect(wide.flags.every((flags) => String(flags).includes('context-1m-2025-08-07'))).toBe(true);
+    expect(wide.windows).toEqual([1_000_000]);
+    const plain = await windows('claude-sonnet-4-5-20250929');
+    expect(plain.flags.some((flags) => String(flags).includes('context-1m-'))).toBe(false);
+    expect(plain.windows).toEqual([200_000]);
+  }, 300_000);
+
   // Claude Code sends its anthropic-beta flags with every request, and the members they turn on; Bedrock
   // refuses all flags but a few ("invalid beta flag", anthropics/claude-code#49370), then the members
   // ("context_management: Extra inputs are not permitted", "tools.N.custom.defer_loading: …"), and every
