@@ -17,6 +17,7 @@ import { claudeLongContextWindow, type RequestOverrides } from '../context/reque
 import { planSend, withMaxTokens, type AttemptState, type PreparedContext } from '../context/plan-send.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit, LearnedLimits } from '../store/learned-limits.js';
+import { anthropicBetaField, longContextBetaFlag } from '../upstream/field-fixes.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 
 export interface ContextPlan {
@@ -94,6 +95,21 @@ export function createContextPlanner(deps: {
     }
     return tokens;
   };
+  /**
+   * Claude's 1M window, when the request flags it to an Anthropic upstream (another kind's model has its own)
+   * and the model was not found to refuse the flag (withBetaFixes leaves it out then).
+   */
+  const askedWindowOf = (overrides: RequestOverrides, target: UpstreamConfig, model: string) =>
+    overrides.longContextAsked === true &&
+    target.kind === 'anthropic' &&
+    !learnedLimits
+      .fixesOf(target.name, model)
+      .some(
+        (fix) =>
+          fix.field === anthropicBetaField && (fix.value ?? longContextBetaFlag) === longContextBetaFlag,
+      )
+      ? claudeLongContextWindow
+      : undefined;
   return {
     plan({ chatRequest, overrides, session, target, precision, attempt, tenant, preview, toolsKey }) {
       const learned = learnedLimits.get(target.name, chatRequest.model, tenant, {
@@ -138,11 +154,7 @@ export function createContextPlanner(deps: {
         toolFormula,
         attempt,
         precision,
-        // Claude's 1M flag asks a window of an Anthropic upstream only; another model has its own.
-        askedWindow:
-          overrides.longContextAsked === true && target.kind === 'anthropic'
-            ? claudeLongContextWindow
-            : undefined,
+        askedWindow: askedWindowOf(overrides, target, chatRequest.model),
       });
       const outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
       return { prepared, outgoing, learned, toolSet, toolFormula, thinks };

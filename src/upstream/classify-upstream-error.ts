@@ -5,6 +5,7 @@
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
 import {
   anthropicBetaField,
+  longContextBetaFlag,
   billingAttributionField,
   fixForAnthropicMember,
   fixForBlockMember,
@@ -167,6 +168,10 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
 
   // OpenAI's "insufficient_quota" is billing, not a rate: waiting does not help.
   if (/\binsufficient_quota\b/.test(text)) return { kind: 'bad_request' };
+  // Claude's 1M window past 200,000 tokens on a key or plan that is not billed for it: a 429 that is no
+  // rate ("Extra usage is required for long context requests"): its flag left out, the window the model has.
+  if (/(?:extra usage|usage credits) (?:is|are) required for long context/i.test(text))
+    return { kind: 'refused_field', fixes: [{ field: anthropicBetaField, value: longContextBetaFlag }] };
   if (status === 429 || rateLimitPhrase.test(text)) return { kind: 'rate_limited', ...retryFields() };
   if (looksLikeOverflow(status, body, text, answer.sentBytes)) {
     const { numbers, evidence } = overflowNumbers(text, content.fields);
@@ -570,12 +575,9 @@ function anthropicRefusals(text: string): FieldFix[] {
   // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
   // is incompatible with the long context beta header." — that flag left out, the window the model has.
   if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
-    fixes.push({ field: anthropicBetaField, value: longContextBeta });
+    fixes.push({ field: anthropicBetaField, value: longContextBetaFlag });
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
 }
-
-/** The `anthropic-beta` flag that asks Claude's 1M window. */
-const longContextBeta = 'context-1m-2025-08-07';
 
 /** The block types Volcano Engine's Ark takes, as it lists them. */
 const arksBlockTypes = 'text,thinking,image,tool_use,tool_result';

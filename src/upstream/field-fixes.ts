@@ -546,6 +546,9 @@ export interface FieldFix {
  */
 export const anthropicBetaField = 'anthropic-beta';
 
+/** The `anthropic-beta` flag that asks Claude's 1M window (docs/budgeting.md#claudes-1m-window). */
+export const longContextBetaFlag = 'context-1m-2025-08-07';
+
 /**
  * The members of a Messages request it cannot do without, or that the gateway writes from the chat
  * request (and those of a chat request the answer cannot do without, where a server words its refusal so):

@@ -79,6 +79,22 @@ describe('the plan of a request', () => {
       textClass: 'numbers',
     });
     expect(windowOf(claude, flagged)).toBe(200_000);
+    // A model found to refuse the flag is sent without it: the window it has.
+    of.learnedLimits.updateFixes('claude', 'claude-opus-4-1', () => [
+      { field: 'anthropic-beta', value: 'context-1m-2025-08-07' },
+    ]);
+    const opus = Object.assign({}, request, { model: 'claude-opus-4-1' });
+    expect(
+      of.planner.plan({
+        chatRequest: opus,
+        overrides: flagged,
+        session: undefined,
+        target: claude,
+        precision: 'exact',
+        attempt: firstAttempt,
+        tenant: 't',
+      }).prepared.report.window,
+    ).toBe(200_000);
   });
 
   it('fits the window a tenant’s overflow taught, for that tenant only', () => {

@@ -71,7 +71,8 @@ beforeAll(async () => {
       'claude-3-5-haiku-20241022': 'subscription',
       'claude-3-7-sonnet-20250219': 'authentication',
     },
-    longContext: ['claude-sonnet-4-0'],
+    longContext: ['claude-sonnet-4-0', 'claude-sonnet-4-5-unbilled'],
+    longContextUnbilled: ['claude-sonnet-4-5-unbilled'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -550,6 +551,30 @@ describe("Claude's 1M window asked of a model that has it with the flag (Sonnet 
     const plain = await ask([]);
     expect(Number(plain.response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
     expect(anthropic.messageRequests.at(-1)?.status).toBe(200);
+  });
+
+  it('on a key not billed for the million (a 429 that is no rate): fitted to the 200,000, the next request at once', async () => {
+    anthropic.respond = () => ({ text: 'It began.' });
+    const ask = () =>
+      client()
+        .beta.messages.create({
+          model: 'claude-sonnet-4-5-unbilled',
+          max_tokens: 1_000,
+          betas: ['context-1m-2025-08-07'],
+          messages,
+        })
+        .withResponse();
+    const before = anthropic.messageRequests.length;
+    const first = await ask();
+    expect(first.data.content).toEqual([{ type: 'text', text: 'It began.' }]);
+    expect(Number(first.response.headers.get('x-context-dropped-messages'))).toBeGreaterThan(0);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.at(0)?.status).toBe(429);
+    expect(sent.at(-1)?.status).toBe(200);
+    expect(sent.at(-1)?.headers['anthropic-beta']).toBeUndefined();
+    const again = anthropic.messageRequests.length;
+    await ask();
+    expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 });
 

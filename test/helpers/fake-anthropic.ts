@@ -758,6 +758,11 @@ export class FakeAnthropic {
       /** Models whose window is Claude's 1M when the request is flagged `context-1m-2025-08-07` (Sonnet 4, 4.5). */
       longContext?: readonly string[];
       /**
+       * Of `longContext`, those whose key is not billed for the million: a flagged prompt past 200,000 tokens
+       * answered with Anthropic's 429 for it ("Extra usage is required for long context requests.").
+       */
+      longContextUnbilled?: readonly string[];
+      /**
        * Members of a request the upstream does not know, refused as Vertex refuses them ("diagnostics: Extra
        * inputs are not permitted": Claude Code's, anthropics/claude-code#82539).
        */
@@ -1308,6 +1313,12 @@ export class FakeAnthropic {
         400,
         errorBody('invalid_request_error', `prompt is too long: ${inputTokens} tokens > ${window} maximum`),
       );
+    if (
+      window === 1_000_000 &&
+      inputTokens > 200_000 &&
+      this.options.longContextUnbilled?.includes(String(body.model)) === true
+    )
+      return send(429, errorBody('rate_limit_error', 'Extra usage is required for long context requests.'));
     const maxTokens = Number(body.max_tokens);
     // The model's longest answer (anthropics/claude-code#24451: 128001 asked of Opus 4.5's 64000).
     const longest = this.options.maxOutputTokens;

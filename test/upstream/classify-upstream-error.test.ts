@@ -1045,6 +1045,23 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
   },
   {
+    // Claude's million past 200,000 tokens on a key not billed for it: a 429 that waiting does not change.
+    name: 'Anthropic\'s 429 "Extra usage is required for long context requests."',
+    answer: {
+      status: 429,
+      body: '{"type":"error","error":{"type":"rate_limit_error","message":"Extra usage is required for long context requests."}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+  },
+  {
+    name: 'the same, as the newer plans word it: "Usage credits are required for long context requests"',
+    answer: {
+      status: 429,
+      body: '{"type":"error","error":{"type":"rate_limit_error","message":"Usage credits are required for long context requests."}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+  },
+  {
     // The gpt-5.6 family keeps caches 30 minutes at least (prompt_cache_options.ttl) and refuses the old field
     // (openai/codex#39442, NousResearch/hermes-agent#91164); a client printed it without the `error` around it.
     name: 'the gpt-5.6 family: "prompt_cache_retention is not supported on this model"',
