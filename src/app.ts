@@ -91,6 +91,26 @@ function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void 
   socket.destroy();
 }
 
+/** The client API's routes: chat, sessions, the Responses and Messages APIs, the pass-through. */
+function registerClientRoutes(api: FastifyInstance, config: GatewayConfig, services: GatewayServices): void {
+  const streamKeepaliveMs = config.server.stream_keepalive_ms;
+  registerChatRoutes(api, {
+    chat: services.chat,
+    forwarder: services.forwarder,
+    models: services.models,
+    defaultUpstream: config.defaultUpstream,
+    upstreamCount: config.upstreams.length,
+    streamKeepaliveMs,
+  });
+  registerSessionRoutes(api, { sessionStore: services.sessionStore });
+  registerResponsesRoutes(api, { responses: services.responses, streamKeepaliveMs });
+  registerMessagesRoutes(api, { messages: services.messages, streamKeepaliveMs });
+  // Its own scope: bodies there are forwarded as they arrive, not parsed.
+  api.register(async (passthrough) => {
+    registerPassthroughRoutes(passthrough, { passthrough: services.passthrough, streamKeepaliveMs });
+  });
+}
+
 export function buildApp(deps: AppDependencies): GatewayApp {
   const { config, logger, metrics } = deps;
   const now = deps.now ?? (() => performance.now());
@@ -175,24 +195,9 @@ export function buildApp(deps: AppDependencies): GatewayApp {
   });
   // The inspector's page: static, no key (it signs in against the API).
   app.register(async (ui) => registerUiRoutes(ui));
-  const streamKeepaliveMs = config.server.stream_keepalive_ms;
   app.register(async (api) => {
     addClientAuthentication(api, authenticator);
-    registerChatRoutes(api, {
-      chat: services.chat,
-      forwarder: services.forwarder,
-      models: services.models,
-      defaultUpstream: config.defaultUpstream,
-      upstreamCount: config.upstreams.length,
-      streamKeepaliveMs,
-    });
-    registerSessionRoutes(api, { sessionStore: services.sessionStore });
-    registerResponsesRoutes(api, { responses: services.responses, streamKeepaliveMs });
-    registerMessagesRoutes(api, { messages: services.messages, streamKeepaliveMs });
-    // Its own scope: bodies there are forwarded as they arrive, not parsed.
-    api.register(async (passthrough) => {
-      registerPassthroughRoutes(passthrough, { passthrough: services.passthrough, streamKeepaliveMs });
-    });
+    registerClientRoutes(api, config, services);
   });
   // The admin endpoints check their own key (admin-routes.ts); a client key never opens them.
   app.register(async (admin) => {

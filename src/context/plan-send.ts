@@ -123,6 +123,10 @@ export interface PlanSendInput {
   askedWindow?: number | undefined;
 }
 
+/** An attempt that changes nothing the client asked: no reduction, no cap on the prompt, its max_tokens. */
+const isFirstTry = (attempt: AttemptState): boolean =>
+  attempt.reduction === 'none' && attempt.promptCap === undefined && attempt.maxTokens === undefined;
+
 export function planSend(input: PlanSendInput): PreparedContext {
   const { session, overrides } = input;
   const attempt = input.attempt ?? firstAttempt;
@@ -131,9 +135,7 @@ export function planSend(input: PlanSendInput): PreparedContext {
     attempt.maxTokens === undefined ? input.request : withMaxTokens(input.request, attempt.maxTokens);
   // A learned window nobody has confirmed for a while: a first attempt tries the configured one (an
   // overflow confirms the lesson, and the retry fits the learned window).
-  const firstTry =
-    attempt.reduction === 'none' && attempt.promptCap === undefined && attempt.maxTokens === undefined;
-  const learnedWindow = learned.probe === true && firstTry ? undefined : learned.window;
+  const learnedWindow = learned.probe === true && isFirstTry(attempt) ? undefined : learned.window;
   const resolved = resolveContextSettings({
     config: input.config,
     model: request.model,

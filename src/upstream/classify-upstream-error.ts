@@ -436,6 +436,11 @@ function fieldsOfRefusedShapes(text: string, body: string): Array<FieldFix | und
  * 不支持的 anthropic-beta：effort-2025-11-24", TokenRhythm/opensquilla#1102; "unsupported anthropic-beta: …").
  */
 function refusedBetas(text: string): string[] {
+  // Claude's 1M window asked of a model or a key without it (Claude Code's `[1m]` models, a fallback to
+  // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
+  // is incompatible with the long context beta header." — that flag left out, the window the model has.
+  if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
+    return [longContextBetaFlag];
   const listed =
     /unexpected values?(?:\(s\))? ((?:`[^`\n]{1,100}`[,\s]*(?:and\s+)?){1,30})for the `?anthropic-beta`? header/i.exec(
       text,
@@ -571,11 +576,6 @@ function anthropicRefusals(text: string): FieldFix[] {
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
   for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
-  // Claude's 1M window asked of a model or a key without it (Claude Code's `[1m]` models, a fallback to
-  // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
-  // is incompatible with the long context beta header." — that flag left out, the window the model has.
-  if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
-    fixes.push({ field: anthropicBetaField, value: longContextBetaFlag });
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
 }
 
