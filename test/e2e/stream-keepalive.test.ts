@@ -8,25 +8,12 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { Stream as AnthropicStream } from '@anthropic-ai/sdk/core/streaming';
 import type OpenAI from 'openai';
 import { Stream as OpenAIStream } from 'openai/core/streaming';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
-import { startGateway, type GatewayHarness } from '../helpers/start-gateway.js';
+import { gatewayBefore } from '../helpers/start-gateway.js';
 
-let fake: FakeUpstream;
-let harness: GatewayHarness;
-
-beforeAll(async () => {
-  fake = new FakeUpstream();
-  harness = await startGateway({
-    env: { UPSTREAM_BASE_URL: await fake.start() },
-    configYaml: 'server:\n  stream_keepalive_ms: 40\n',
-  });
-});
-
-afterAll(async () => {
-  await harness.close();
-  await fake.stop();
-});
+const fake = new FakeUpstream();
+const started = gatewayBefore(fake, 'server:\n  stream_keepalive_ms: 40\n');
 
 /**
  * Posts a streamed request, reads its bytes until `seen` holds of them (or a generous guard runs out: then
@@ -40,7 +27,7 @@ async function streamThroughPause(
 ): Promise<{ text: string; atPause: string; contentType: string | null }> {
   const resume = gate();
   fake.enqueue({ pauseAfterChunks: 2, resumeWhen: resume.opened, content: 'Thought it through.', chunks: 4 });
-  const response = await fetch(`${harness.baseUrl}${path}`, {
+  const response = await fetch(`${started.harness.baseUrl}${path}`, {
     method: 'POST',
     headers: Object.assign({ 'content-type': 'application/json', authorization: 'Bearer sk-test' }, headers),
     body: JSON.stringify(Object.assign({ stream: true }, body)),
