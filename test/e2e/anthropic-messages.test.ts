@@ -491,6 +491,27 @@ describe('POST /v1/messages to an anthropic upstream (native)', () => {
 // A thinking budget (`thinking: {type: "enabled", budget_tokens}`) must be under max_tokens; the gateway
 // lowers max_tokens to what the fitted prompt leaves, and Anthropic refused every such request
 // ("`max_tokens` must be greater than `thinking.budget_tokens`", anthropics/claude-code#8756).
+/**
+ * `ask` answered with `text` after one refusal of the flags its first request carried (the upstream's
+ * `anthropic-beta` headers as `sent`), and its next request answered at once.
+ */
+async function expectFlagsLeftOutOnce(
+  fake: FakeAnthropic,
+  ask: () => Promise<{ content: unknown }>,
+  text: string,
+  sent: string[],
+): Promise<void> {
+  const before = fake.messageRequests.length;
+  const answer = await ask();
+  expect(answer.content).toEqual([{ type: 'text', text }]);
+  const requests = fake.messageRequests.slice(before);
+  expect(requests.map((request) => request.status)).toEqual([400, 200]);
+  expect(requests.map((request) => request.headers['anthropic-beta'])).toEqual(sent);
+  const again = fake.messageRequests.length;
+  await ask();
+  expect(fake.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+}
+
 // Claude Code's `[1m]` models ask Claude's 1M window with a flag, which a model without it (Haiku, a fallback
 // onto it) or a key without it refuses (anthropics/claude-code's users behind relays: diegosouzapw/OmniRoute
 // #10119; clewdr, sub2api): every request of the session failed, though the model answers without it.
@@ -510,18 +531,10 @@ describe("Claude's 1M window asked of a model or a key without it", () => {
           betas: flags,
           messages: [{ role: 'user', content: 'Hi?' }],
         });
-      const before = anthropic.messageRequests.length;
-      const answer = await ask();
-      expect(answer.content).toEqual([{ type: 'text', text: 'Hello without a million tokens.' }]);
-      const sent = anthropic.messageRequests.slice(before);
-      expect(sent.map((request) => request.status)).toEqual([400, 200]);
-      expect(sent.map((request) => request.headers['anthropic-beta'])).toEqual([
+      await expectFlagsLeftOutOnce(anthropic, ask, 'Hello without a million tokens.', [
         flags.join(','),
         'interleaved-thinking-2025-05-14',
       ]);
-      const again = anthropic.messageRequests.length;
-      await ask();
-      expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
     },
   );
 });
@@ -595,18 +608,10 @@ describe('anthropic-beta flags an Anthropic-compatible upstream refuses (Vertex,
 
   it('Vertex: the flags it named are left out after its one refusal; the next request goes at once', async () => {
     vertexClaude.respond = () => ({ text: 'Hello from Vertex.' });
-    const before = vertexClaude.messageRequests.length;
-    const answer = await ask('claude-vertex-sonnet-4-6');
-    expect(answer.content).toEqual([{ type: 'text', text: 'Hello from Vertex.' }]);
-    const sent = vertexClaude.messageRequests.slice(before);
-    expect(sent.map((request) => request.status)).toEqual([400, 200]);
-    expect(sent.map((request) => request.headers['anthropic-beta'])).toEqual([
+    await expectFlagsLeftOutOnce(vertexClaude, () => ask('claude-vertex-sonnet-4-6'), 'Hello from Vertex.', [
       flags.join(','),
       'interleaved-thinking-2025-05-14',
     ]);
-    const again = vertexClaude.messageRequests.length;
-    await ask('claude-vertex-sonnet-4-6');
-    expect(vertexClaude.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
   });
 
   it('Vertex: the members the flags it refused turn on are left out too, each after its one refusal', async () => {
