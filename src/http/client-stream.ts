@@ -9,7 +9,7 @@ import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ClientStream } from '../upstream/relay.js';
-import { isEventStream } from '../upstream/sse.js';
+import { endsAtEventBoundary, isEventStream } from '../upstream/sse.js';
 
 class ClientCancellation extends EventEmitter {
   aborted = false;
@@ -49,22 +49,6 @@ export interface StreamKeepalive {
   bytes: string;
 }
 
-/** The code of the character or byte `back` from the end of `bytes` (-1 before its start). */
-function fromEnd(bytes: Buffer | string, back: number): number {
-  const at = bytes.length - back;
-  if (at < 0) return -1;
-  return typeof bytes === 'string' ? bytes.charCodeAt(at) : (bytes[at] as number);
-}
-
-/** Whether `bytes` end an event (a blank line): only there may a keep-alive go without cutting one in two. */
-function endsEvent(bytes: Buffer | string): boolean {
-  const last = fromEnd(bytes, 1);
-  const before = fromEnd(bytes, 2);
-  // "\n\n" or "\r\r"; else "\r\n\r\n".
-  if (last === before) return last === 10 || last === 13;
-  return last === 10 && before === 13 && fromEnd(bytes, 3) === 10 && fromEnd(bytes, 4) === 13;
-}
-
 /**
  * Writes `keepalive.bytes` whenever the stream was silent for half of `everyMs` to `everyMs` — checked on a
  * timer at half the period, each write only setting a flag — unless the last bytes written left an event
@@ -88,7 +72,7 @@ function keepingAlive(
   return {
     wrote(bytes) {
       silent = false;
-      atBoundary = endsEvent(bytes);
+      atBoundary = endsAtEventBoundary(bytes);
     },
     stop: () => clearInterval(timer),
   };

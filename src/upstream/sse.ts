@@ -317,6 +317,25 @@ function lastBoundaryEnd(bytes: Buffer): number {
 }
 
 /**
+ * Whether `bytes` end at an event boundary, by lastBoundaryEnd's rule (a line terminator right after
+ * another), looking at their last bytes only: where a keep-alive may be written between two events.
+ */
+export function endsAtEventBoundary(bytes: Buffer | string): boolean {
+  const end = bytes.length - 1;
+  const last = codeAt(bytes, end);
+  if (last !== 10 && last !== 13) return false;
+  const start = last === 10 && codeAt(bytes, end - 1) === 13 ? end - 1 : end;
+  const before = codeAt(bytes, start - 1);
+  return before === 10 || before === 13;
+}
+
+/** The code of the character or byte at `index` of `bytes`; -1 before their start. */
+function codeAt(bytes: Buffer | string, index: number): number {
+  if (index < 0) return -1;
+  return typeof bytes === 'string' ? bytes.charCodeAt(index) : (bytes[index] as number);
+}
+
+/**
  * An event named `type` whose data is a JSON object: `"type"` first, then `leading` (members already
  * written as JSON, such as `"sequence_number":3`, or ''), then `fields`' own members — what
  * `JSON.stringify({ type, ...fields })` writes (with `leading` after `type`), without building the

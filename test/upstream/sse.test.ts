@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  endsAtEventBoundary,
   completionTokensKey,
   countDataEvents,
   EventBoundaryBuffer,
@@ -188,6 +189,32 @@ function track(text: string, cuts: number[]): StreamCompletionTracker {
 const unfinished = chunk('Hel', null) + chunk('lo', null);
 const finished = unfinished + chunk('', 'stop');
 const doneWithoutFinish = unfinished + 'data: [DONE]\n\n';
+
+describe('endsAtEventBoundary', () => {
+  it.each([
+    ['data: 1\n\n', true],
+    ['data: 1\r\n\r\n', true],
+    ['data: 1\r\r', true],
+    ['data: 1\n\r\n', true],
+    ['data: 1\n', false],
+    ['data: 1\r\n', false],
+    ['data: {"half":', false],
+    ['\n', false],
+  ])('%j: %s, as a string and as bytes', (text, expected) => {
+    expect(endsAtEventBoundary(text)).toBe(expected);
+    expect(endsAtEventBoundary(Buffer.from(text))).toBe(expected);
+  });
+
+  it('agrees with where EventBoundaryBuffer cuts: a chunk it passes whole ends at a boundary', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z:\n\r ]{1,20}$/), (text) => {
+        const chunk = Buffer.from(text);
+        const passed = new EventBoundaryBuffer().push(chunk);
+        expect(endsAtEventBoundary(chunk)).toBe(passed?.length === chunk.length);
+      }),
+    );
+  });
+});
 
 describe('StreamCompletionTracker', () => {
   it('sees [DONE] wherever the chunks are cut', () => {
