@@ -875,6 +875,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
     turn.lastAttempt = ladder.first;
     if (plan !== undefined) turn.reservation = await reserve(turn, plan, ladder.first);
     const { policy } = ladder.first.prepared.settings;
+    const keepalive = config.server.stream_keepalive_ms;
     // The fixes tried on a refusal that named nothing: kept only if an attempt with them is answered.
     const tried: TriedFix[] = [];
     const { value, tally } = await measuredExchange(
@@ -910,6 +911,8 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
           smaller: (decision, current) => ladder.smaller(decision, current),
           fixFields: fixingFields(ladder, tried),
           streaming: chatRequest.stream === true,
+          // A model that thinks before its first chunk: the client's stream opened and kept alive meanwhile.
+          headWaitMs: keepalive > 0 && chatRequest.stream === true ? keepalive / 2 : undefined,
           sentBytes: (attempt) => byteLengthOf(attempt.body),
           limits: recoveryLimitsFor(policy, config.timeouts.upstream_retry_deadline_ms),
           clock: deps.now,

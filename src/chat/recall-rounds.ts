@@ -70,7 +70,7 @@ function filteredStream(response: UpstreamResponse): UpstreamResponse {
       return Buffer.concat(chunks);
     },
     discard: () => response.discard(),
-    peek: (enough) => response.peek(enough),
+    peek: (enough, wait) => response.peek(enough, wait),
   };
 }
 

@@ -1,7 +1,8 @@
 // Looks at an upstream answer before any of it reaches the client (docs/budgeting.md#reactive-recovery): an error status's body
 // is read whole (error bodies are small), and a stream's first event is read, since some servers
-// report a context overflow as the first event of a 200 stream. The returned response replays what
-// was read.
+// report a context overflow as the first event of a 200 stream — waited for as long as `headWaitMs` at
+// most: a model that thinks before its first chunk has its stream opened to the client then, and kept
+// alive (docs/configuration.md#silent-streams). The returned response replays what was read.
 import { classifyUpstreamError, type UpstreamErrorClass } from './classify-upstream-error.js';
 import type { UpstreamResponse } from './upstream.js';
 import { firstDataEvent, isEventStream } from './sse.js';
@@ -22,12 +23,19 @@ export function replaying(response: UpstreamResponse, body: Buffer): UpstreamRes
   };
 }
 
+export interface InspectOptions {
+  /** The bytes of the request it answers: asked for a 413 only (what a bare one is about). */
+  sentBytes?: () => number;
+  /** How long a stream's first event is waited for (none: until it comes); past it, the answer is begun. */
+  headWaitMs?: number;
+}
+
 export async function inspectAnswer(
   response: UpstreamResponse,
   streaming: boolean,
-  /** The bytes of the request it answers: asked for a 413 only (what a bare one is about). */
-  sentBytes?: () => number,
+  options: InspectOptions = {},
 ): Promise<{ response: UpstreamResponse; classification: UpstreamErrorClass }> {
+  const { sentBytes } = options;
   if (response.statusCode >= 300) {
     const body = await response.readAll();
     return {
@@ -42,9 +50,17 @@ export async function inspectAnswer(
     };
   }
   if (!streaming || !isEventStream(response.headers)) return { response, classification: { kind: 'none' } };
+  let waitPassed = false;
+  const { headWaitMs } = options;
   const head = await response.peek(
     (received) => firstDataEvent(received) !== undefined || received.length >= firstEventLimitBytes,
+    headWaitMs === undefined ? undefined : { ms: headWaitMs, passed: () => (waitPassed = true) },
   );
-  const firstEvent = firstDataEvent(head) ?? head.toString('utf8');
-  return { response, classification: classifyUpstreamError({ status: 200, body: firstEvent }) };
+  const firstEvent = firstDataEvent(head);
+  // Nothing but comments (OpenRouter's processing) while the model thinks: the answer has begun.
+  if (firstEvent === undefined && waitPassed) return { response, classification: { kind: 'none' } };
+  return {
+    response,
+    classification: classifyUpstreamError({ status: 200, body: firstEvent ?? head.toString('utf8') }),
+  };
 }

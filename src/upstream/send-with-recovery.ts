@@ -72,6 +72,8 @@ export interface SendWithRecoveryOptions<A extends SendAttempt> {
    */
   fixFields?: (fixes: FieldFix[], current: A) => A | undefined;
   streaming: boolean;
+  /** How long a stream's first event is waited for before the answer is taken as begun (inspect-answer.ts). */
+  headWaitMs?: number | undefined;
   /** The bytes of an attempt's body: what a bare 413 to it is about (classify-upstream-error.ts). */
   sentBytes?: (attempt: A) => number;
   limits: RecoveryLimits;
@@ -106,11 +108,14 @@ export async function sendWithRecovery<A extends SendAttempt>(
     let answer: { response: UpstreamResponse; classification: UpstreamErrorClass };
     try {
       const current = attempt;
-      const { sentBytes } = options;
+      const { sentBytes, headWaitMs } = options;
       answer = await inspectAnswer(
         await options.send(current),
         options.streaming,
-        sentBytes && (() => sentBytes(current)),
+        Object.assign(
+          sentBytes === undefined ? {} : { sentBytes: () => sentBytes(current) },
+          headWaitMs === undefined ? {} : { headWaitMs },
+        ),
       );
     } catch (error) {
       const connection = isGatewayError(error) && error.code === 'upstream_unreachable';

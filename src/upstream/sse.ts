@@ -488,7 +488,7 @@ export interface EventRewriter {
 export function withEventsRewritten(
   response: UpstreamResponse,
   fresh: () => EventRewriter,
-  peek: UpstreamResponse['peek'] = (enough) => response.peek(enough),
+  peek: UpstreamResponse['peek'] = (enough, wait) => response.peek(enough, wait),
 ): UpstreamResponse {
   const forEachChunk = async (onChunk: (chunk: Buffer) => void | Promise<void>): Promise<void> => {
     const events = new EventBoundaryBuffer();

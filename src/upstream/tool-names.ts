@@ -194,7 +194,7 @@ export function withAnswerToolNames(response: UpstreamResponse, names: AnswerToo
     }
     return fresh().rewrite(whole);
   };
-  return withEventsRewritten(response, fresh, async (enough) =>
-    view(await response.peek((received) => enough(view(received)))),
+  return withEventsRewritten(response, fresh, async (enough, wait) =>
+    view(await response.peek((received) => enough(view(received)), wait)),
   );
 }

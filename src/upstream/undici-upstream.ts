@@ -252,9 +252,11 @@ export function createUndiciUpstream({
           if (ended) return;
           return readChunks(body, onChunk, timeouts, watch);
         },
-        peek(enough) {
+        peek(enough, wait) {
           return new Promise<Buffer>((resolve, reject) => {
+            let timer: NodeJS.Timeout | undefined;
             const done = (): void => {
+              clearTimeout(timer);
               body.off('data', onData);
               body.off('end', done);
               body.off('error', onError);
@@ -270,6 +272,7 @@ export function createUndiciUpstream({
               try {
                 seen = enough(Buffer.concat(peeked));
               } catch (error) {
+                clearTimeout(timer);
                 body.off('end', done);
                 body.off('error', onError);
                 dropBody(body, onData);
@@ -279,6 +282,7 @@ export function createUndiciUpstream({
               if (seen) done();
             };
             const onError = (error: Error): void => {
+              clearTimeout(timer);
               body.off('data', onData);
               body.off('end', done);
               reject(toUpstreamError(error, timeouts));
@@ -287,6 +291,11 @@ export function createUndiciUpstream({
             body.on('data', onData);
             body.once('end', done);
             body.once('error', onError);
+            if (wait !== undefined)
+              timer = setTimeout(() => {
+                wait.passed();
+                done();
+              }, wait.ms);
             body.resume();
             watch.resume();
           });

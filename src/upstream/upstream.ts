@@ -40,10 +40,17 @@ export interface UpstreamResponse {
   /** Releases the connection when the body will not be read. */
   discard(): void;
   /**
-   * Reads until `enough(received)` says so or the body ends, and returns what was read; readAll and
-   * forEachChunk then start with it. Used to look at a stream's first event before relaying anything.
+   * Reads until `enough(received)` says so, the body ends or `wait` (when given) has passed, and returns
+   * what was read; readAll and forEachChunk then start with it. Used to look at a stream's first event
+   * before relaying anything.
    */
-  peek(enough: (received: Buffer) => boolean): Promise<Buffer>;
+  peek(enough: (received: Buffer) => boolean, wait?: PeekWait): Promise<Buffer>;
+}
+
+/** How long a peek waits at most, and what is told when that has passed (before it resolves). */
+export interface PeekWait {
+  ms: number;
+  passed(): void;
 }
 
 export interface Upstream {
@@ -80,8 +87,8 @@ export function withTranslatedStream(
       });
     },
     discard: () => response.discard(),
-    async peek(enough) {
-      const raw = await response.peek((received) => enough(Buffer.from(translator().push(received))));
+    async peek(enough, wait) {
+      const raw = await response.peek((received) => enough(Buffer.from(translator().push(received))), wait);
       return Buffer.from(translator().push(raw));
     },
   };

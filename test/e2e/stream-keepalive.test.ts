@@ -8,6 +8,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { Stream as AnthropicStream } from '@anthropic-ai/sdk/core/streaming';
 import type OpenAI from 'openai';
 import { Stream as OpenAIStream } from 'openai/core/streaming';
+import OpenAIClient from 'openai';
 import { describe, expect, it } from 'vitest';
 import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
 import { gatewayBefore } from '../helpers/start-gateway.js';
@@ -24,9 +25,13 @@ async function streamThroughPause(
   body: Record<string, unknown>,
   seen: (text: string) => boolean,
   headers: Record<string, string> = {},
+  pauseAfterChunks = 2,
 ): Promise<{ text: string; atPause: string; contentType: string | null }> {
   const resume = gate();
-  fake.enqueue({ pauseAfterChunks: 2, resumeWhen: resume.opened, content: 'Thought it through.', chunks: 4 });
+  fake.enqueue({ pauseAfterChunks, resumeWhen: resume.opened, content: 'Thought it through.', chunks: 4 });
+  // Should the gateway answer nothing while the upstream is paused, the upstream goes on after a while, and
+  // the test fails on what was read then rather than waiting for ever.
+  const unstuck = setTimeout(() => resume.open(), 10_000);
   const response = await fetch(`${started.harness.baseUrl}${path}`, {
     method: 'POST',
     headers: Object.assign({ 'content-type': 'application/json', authorization: 'Bearer sk-test' }, headers),
@@ -53,6 +58,7 @@ async function streamThroughPause(
     return { text, atPause, contentType: response.headers.get('content-type') };
   } finally {
     clearTimeout(guard);
+    clearTimeout(unstuck);
     resume.open();
   }
 }
@@ -123,5 +129,106 @@ describe('an open stream the upstream leaves silent', () => {
     }
     expect(content).toBe('Thought it through.');
     expect(completed).toBe(true);
+  });
+});
+
+// OpenAI's Chat Completions sends a stream's headers at once and nothing more while a reasoning model thinks
+// (OpenRouter sends its processing comments): a client whose wait for headers is bounded (opencode's 10 s on
+// its OpenAI provider, Node's fetch at 300 s) gets them from the provider, and must get them from the gateway
+// too, with the keep-alives after them — not only once the upstream's first chunk has come.
+describe('an upstream that thinks before its first chunk', () => {
+  it('opens a Chat Completions stream and keeps it alive while the first chunk is awaited', async () => {
+    const { text, atPause } = await streamThroughPause(
+      '/chat/completions',
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Think long first.' }] },
+      (read) => read.includes(': keepalive\n\n'),
+      {},
+      0,
+    );
+    expect(atPause).toContain(': keepalive\n\n');
+    expect(atPause).not.toContain('data: ');
+    const stream = OpenAIStream.fromSSEResponse<OpenAI.ChatCompletionChunk>(
+      sseResponse(text),
+      new AbortController(),
+    );
+    let content = '';
+    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    expect(content).toBe('Thought it through.');
+  });
+
+  it('opens a Messages stream (message_start) and pings it while the first chunk is awaited', async () => {
+    const { text, atPause } = await streamThroughPause(
+      '/messages',
+      { model: 'gpt-4o-mini', max_tokens: 200, messages: [{ role: 'user', content: 'Think long first.' }] },
+      (read) => read.split('event: ping\n').length > 2,
+      { 'anthropic-version': '2023-06-01' },
+      0,
+    );
+    expect(atPause).toContain('event: message_start\n');
+    expect(atPause).not.toContain('content_block_delta');
+    const stream = AnthropicStream.fromSSEResponse<Anthropic.RawMessageStreamEvent>(
+      sseResponse(text),
+      new AbortController(),
+    );
+    let content = '';
+    for await (const event of stream)
+      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta')
+        content += event.delta.text;
+    expect(content).toBe('Thought it through.');
+  });
+
+  it('opens a Responses stream (response.created) and keeps it alive while the first chunk is awaited', async () => {
+    const { text, atPause } = await streamThroughPause(
+      '/responses',
+      { model: 'gpt-4o-mini', input: 'Think long first.' },
+      (read) => read.includes(': keepalive\n\n'),
+      {},
+      0,
+    );
+    expect(atPause).toContain('response.created');
+    expect(atPause).not.toContain('response.output_text.delta');
+    const stream = OpenAIStream.fromSSEResponse<OpenAI.Responses.ResponseStreamEvent>(
+      sseResponse(text),
+      new AbortController(),
+    );
+    let content = '';
+    for await (const event of stream) if (event.type === 'response.output_text.delta') content += event.delta;
+    expect(content).toBe('Thought it through.');
+  });
+});
+
+// What waiting no longer for the first event gives up: an upstream that refuses the prompt only after a long
+// silence (a relay asking one provider after another) has the stream already open, so the refusal reaches
+// the client as the provider's error event, with no smaller attempt. Refusals come at once in practice.
+describe('an upstream that refuses after the stream was opened', () => {
+  const held = gate();
+  const refusing = new FakeUpstream({
+    defaultWindow: 20,
+    overflowAnswer: (facts) => ({
+      status: 200,
+      body: `data: ${JSON.stringify({ error: { message: `This model's maximum context length is ${facts.window} tokens. However, your messages resulted in ${facts.promptTokens} tokens.`, type: 'invalid_request_error', code: 'context_length_exceeded' } })}\n\n`,
+      heldUntil: held.opened,
+    }),
+  });
+  const gateway = gatewayBefore(refusing, 'server:\n  stream_keepalive_ms: 40\n');
+
+  it("relays the refusal as the provider's error event, which the OpenAI SDK throws", async () => {
+    const client = new OpenAIClient({ apiKey: 'sk-test', baseURL: gateway.harness.baseUrl, maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: 'relay/thinker',
+      stream: true,
+      messages: [{ role: 'user', content: 'A question longer than this model takes, by a good many words.' }],
+    });
+    // The stream is open (its headers came) while the upstream has said nothing yet.
+    held.open();
+    const failure = await (async () => {
+      for await (const chunk of stream) void chunk;
+    })().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(OpenAIClient.APIError);
+    expect((failure as Error).message).toContain('maximum context length is 20 tokens');
+    expect(refusing.requests.filter((request) => request.path.endsWith('/chat/completions'))).toHaveLength(1);
   });
 });

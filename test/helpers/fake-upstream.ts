@@ -97,7 +97,12 @@ export interface FakeUpstreamOptions {
    * How the fake refuses a request over its window, when not as OpenAI does: another provider's
    * status and body (an SSE body is sent as a 200 event stream).
    */
-  overflowAnswer?: (overflow: OverflowFacts) => { status: number; body: string };
+  overflowAnswer?: (overflow: OverflowFacts) => {
+    status: number;
+    body: string;
+    /** An SSE answer: its headers and a processing comment at once, the body only once this settles. */
+    heldUntil?: Promise<unknown>;
+  };
   /** Prompt tokens of a model count this many times the cookbook count (another tokenizer). */
   promptTokenScale?: Record<string, number>;
   /** Tokens the provider counts for each image part (its own sizing; the gateway's formula may differ). */
@@ -3397,6 +3402,11 @@ export class FakeUpstream {
             ? 'application/json'
             : 'text/plain',
       });
+      // As OpenRouter: the stream open and a comment written while the provider is asked.
+      if (sse && answer.heldUntil !== undefined) {
+        response.write(': OPENROUTER PROCESSING\n\n');
+        await answer.heldUntil;
+      }
       response.end(answer.body);
       recorded.completed = true;
       return;

@@ -3,7 +3,7 @@
 // first event of a 200 stream), and everything that was read replayed to whoever reads next.
 import { describe, expect, it } from 'vitest';
 import { inspectAnswer } from '../../src/upstream/inspect-answer.js';
-import type { UpstreamResponse } from '../../src/upstream/upstream.js';
+import type { PeekWait, UpstreamResponse } from '../../src/upstream/upstream.js';
 
 /** An answer arriving in the given pieces; peek reads pieces until it has enough, and they are replayed. */
 function answer(status: number, contentType: string, pieces: string[]): UpstreamResponse & { reads: number } {
@@ -22,8 +22,10 @@ function answer(status: number, contentType: string, pieces: string[]): Upstream
       for (const buffer of buffers) await onChunk(buffer);
     },
     discard: () => undefined,
-    async peek(enough: (received: Buffer) => boolean) {
+    // With a wait, the pieces given are all that came before it passed.
+    async peek(enough: (received: Buffer) => boolean, wait?: PeekWait) {
       while (taken < buffers.length && !enough(Buffer.concat(buffers.slice(0, taken)))) taken++;
+      if (wait !== undefined && !enough(Buffer.concat(buffers.slice(0, taken)))) wait.passed();
       return Buffer.concat(buffers.slice(0, taken));
     },
   };
@@ -53,17 +55,21 @@ describe('an upstream answer, inspected', () => {
       return bytes;
     };
     expect(
-      (await inspectAnswer(answer(413, 'text/plain', []), false, size(5_500_000))).classification,
+      (await inspectAnswer(answer(413, 'text/plain', []), false, { sentBytes: size(5_500_000) }))
+        .classification,
     ).toEqual({
       kind: 'refused_field',
       fixes: [{ field: 'request.bytes' }],
     });
     expect(
-      (await inspectAnswer(answer(413, 'text/plain', []), false, size(20_000))).classification.kind,
+      (await inspectAnswer(answer(413, 'text/plain', []), false, { sentBytes: size(20_000) })).classification
+        .kind,
     ).toBe('context_overflow');
     expect(asked).toBe(2);
-    await inspectAnswer(answer(400, 'application/json', [overflowBody]), false, size(5_500_000));
-    await inspectAnswer(answer(200, 'application/json', ['{}']), false, size(5_500_000));
+    await inspectAnswer(answer(400, 'application/json', [overflowBody]), false, {
+      sentBytes: size(5_500_000),
+    });
+    await inspectAnswer(answer(200, 'application/json', ['{}']), false, { sentBytes: size(5_500_000) });
     expect(asked).toBe(2);
   });
 
@@ -93,5 +99,25 @@ describe('an upstream answer, inspected', () => {
     expect(classification).toEqual({ kind: 'none' });
     expect(raw.reads).toBe(0);
     expect((await response.readAll()).toString()).toBe(pieces.join(''));
+  });
+
+  // A model that thinks before its first event, a relay's processing comments meanwhile: past the wait the
+  // answer is taken as begun (its stream opened to the client and kept alive), and read on as it comes.
+  it('takes a stream whose first event did not come within the wait as begun', async () => {
+    const comments = ': OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n';
+    const raw = answer(200, 'text/event-stream', [comments]);
+    const { response, classification } = await inspectAnswer(raw, true, { headWaitMs: 7_500 });
+    expect(classification).toEqual({ kind: 'none' });
+    expect((await response.readAll()).toString()).toBe(comments);
+  });
+
+  it('still judges a stream that ended with no event, with or without a wait', async () => {
+    const comments = ': OPENROUTER PROCESSING\n\n';
+    for (const options of [{}, { headWaitMs: 7_500 }]) {
+      const raw = answer(200, 'text/event-stream', [comments]);
+      // The fake's pieces all read and no wait passed: the body ended with comments only.
+      raw.peek = async () => Buffer.from(comments);
+      expect((await inspectAnswer(raw, true, options)).classification.kind).not.toBe('none');
+    }
   });
 });

@@ -15,6 +15,8 @@ import { findFreePort } from '../helpers/redis-server.js';
 let server: Server;
 let baseUrl: string;
 const seen: string[] = [];
+/** Lets `/v1/processing` go on to its first event. */
+let goOn = (): void => undefined;
 const handlers: Record<string, (response: ServerResponse) => void> = {
   '/v1/whole': (response) => response.end('{"ok":true}'),
   '/v1/stream': (response) => {
@@ -39,6 +41,12 @@ const handlers: Record<string, (response: ServerResponse) => void> = {
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     response.flushHeaders();
     setTimeout(() => response.end('data: thought\n\ndata: [DONE]\n\n'), 1_500);
+  },
+  // A relay's processing comment while the model thinks, its first event only once the test says so.
+  '/v1/processing': (response) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write(': OPENROUTER PROCESSING\n\n');
+    goOn = () => response.end('data: thought\n\ndata: [DONE]\n\n');
   },
   // Ten events at once, then the end after as long a silence as the idle time.
   '/v1/burst': (response) => {
@@ -139,6 +147,36 @@ describe('the undici upstream', () => {
     );
     expect(failed).toBeInstanceOf(TypeError);
     expect((failed as Error).message).toBe('the reader failed');
+  });
+
+  it('ends a peek when its wait has passed, says so, and replays what it read before the rest', async () => {
+    const response = await send('/processing');
+    let passed = 0;
+    const head = await response.peek((received) => received.includes('data: '), {
+      ms: 20,
+      passed: () => passed++,
+    });
+    expect(head.toString()).toBe(': OPENROUTER PROCESSING\n\n');
+    expect(passed).toBe(1);
+    goOn();
+    let all = '';
+    await response.forEachChunk((chunk) => void (all += chunk.toString()));
+    expect(all).toBe(': OPENROUTER PROCESSING\n\ndata: thought\n\ndata: [DONE]\n\n');
+    expect(passed).toBe(1);
+  });
+
+  it('does not say a wait passed when the peek had enough first', async () => {
+    const response = await send('/stream');
+    let passed = 0;
+    const head = await response.peek((received) => received.includes('\n\n'), {
+      ms: 20,
+      passed: () => passed++,
+    });
+    expect(head.toString()).toBe('data: one\n\n');
+    // Past the wait, the body read to its end: the wait's timer went with the peek.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await response.readAll();
+    expect(passed).toBe(0);
   });
 
   it('hands back what the judge of a peek throws, as it is, and drops the body', async () => {
