@@ -133,9 +133,10 @@ describe('an open stream the upstream leaves silent', () => {
 });
 
 // OpenAI's Chat Completions sends a stream's headers at once and nothing more while a reasoning model thinks
-// (OpenRouter sends its processing comments): a client whose wait for headers is bounded (opencode's 10 s on
-// its OpenAI provider, Node's fetch at 300 s) gets them from the provider, and must get them from the gateway
-// too, with the keep-alives after them — not only once the upstream's first chunk has come.
+// (OpenRouter sends its processing comments): a client whose wait for headers is bounded (10 s in pi's Codex
+// provider and opencode 1.15's OpenAI one, earendil-works/pi#5631, anomalyco/opencode#29548; 5 minutes in
+// Node's fetch) gets them from the provider, and must get them from the gateway too, with the keep-alives
+// after them — not only once the upstream's first chunk has come.
 describe('an upstream that thinks before its first chunk', () => {
   it('opens a Chat Completions stream and keeps it alive while the first chunk is awaited', async () => {
     const { text, atPause } = await streamThroughPause(
