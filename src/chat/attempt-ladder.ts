@@ -78,6 +78,7 @@ import {
   defaultToolChoiceField,
   type FieldFix,
   type FieldFixes,
+  fixesForKey,
 } from '../upstream/field-fixes.js';
 import { toAnthropicRequest, withoutAnthropicBlocks } from '../upstream/anthropic-wire.js';
 import { withEffortAsClaudes } from '../upstream/output-format.js';
@@ -444,8 +445,9 @@ export function createAttemptLadder(input: {
     told = known;
     return known.text;
   };
+  const fixesOf = (upstream: string, model: string) => input.fieldFixes.fixesFor(upstream, model);
   const render = (state: AttemptState, choice: Choice): ChatAttempt => {
-    const fixes = withAttemptFixes(input.fieldFixes.fixesFor(choice.target.name, choice.model), state);
+    const fixes = withAttemptFixes(fixesForKey(fixesOf, choice.target, input.tenant, choice.model), state);
     const asked = withAnswerTokensWithin(choice.chatRequest, fixes);
     const plan = input.planner.plan({
       chatRequest: recall ? withRecallTool(asked) : asked,

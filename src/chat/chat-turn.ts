@@ -74,6 +74,7 @@ import {
   unexplainedRefusalField,
   type FieldFix,
   type FieldFixes,
+  keyScopeOf,
 } from '../upstream/field-fixes.js';
 
 /** A fix tried for a model on a refusal that named nothing (chat-turn.ts fixingFields). */
@@ -742,14 +743,15 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
    * (field-fixes.ts unexplainedRefusalField) is tried in the form every Anthropic-compatible endpoint
    * takes: the fixes that adds are noted in `tried`, to be forgotten if that is refused too.
    */
-  function fixingFields(ladder: ReturnType<typeof ladderFor>, tried: TriedFix[]) {
+  function fixingFields(ladder: ReturnType<typeof ladderFor>, tried: TriedFix[], tenant: string) {
     return (fixes: FieldFix[], current: ChatAttempt): ChatAttempt | undefined => {
       const { name } = current.target;
       for (const fix of fixes)
         if (fix.field === foreignThinkingField) continue;
         else if (fix.field !== unexplainedRefusalField)
           deps.fieldFixes.remember(
-            name,
+            // What a client's own key was refused for (its credits) is no lesson for the next client's.
+            fix.ofKey === true ? keyScopeOf(current.target, tenant) : name,
             current.model,
             // A refusal of the body's size gives no number: a share of the body refused.
             fix.field === requestBytesField && fix.atMost === undefined
@@ -909,7 +911,7 @@ export function createChatService(deps: ChatServiceDependencies): ChatService {
             return answer;
           },
           smaller: (decision, current) => ladder.smaller(decision, current),
-          fixFields: fixingFields(ladder, tried),
+          fixFields: fixingFields(ladder, tried, input.credential.tenantId),
           streaming: chatRequest.stream === true,
           // A model that thinks before its first chunk: the client's stream opened and kept alive meanwhile.
           headWaitMs: keepalive > 0 && chatRequest.stream === true ? keepalive / 2 : undefined,

@@ -17,7 +17,7 @@ import { claudeLongContextWindow, type RequestOverrides } from '../context/reque
 import { planSend, withMaxTokens, type AttemptState, type PreparedContext } from '../context/plan-send.js';
 import type { SessionView } from '../context/session-view.js';
 import type { LearnedLimit, LearnedLimits } from '../store/learned-limits.js';
-import { anthropicBetaField, longContextBetaFlag } from '../upstream/field-fixes.js';
+import { anthropicBetaField, fixesForKey, longContextBetaFlag } from '../upstream/field-fixes.js';
 import type { CountPrecision, Tokenizers } from '../tokenizer/tiktoken-tokenizers.js';
 
 export interface ContextPlan {
@@ -99,15 +99,17 @@ export function createContextPlanner(deps: {
    * Claude's 1M window, when the request flags it to an Anthropic upstream (another kind's model has its own)
    * and the model was not found to refuse the flag (withBetaFixes leaves it out then).
    */
-  const askedWindowOf = (overrides: RequestOverrides, target: UpstreamConfig, model: string) =>
+  const askedWindowOf = (
+    overrides: RequestOverrides,
+    target: UpstreamConfig,
+    model: string,
+    tenant: string,
+  ) =>
     overrides.longContextAsked === true &&
     target.kind === 'anthropic' &&
-    !learnedLimits
-      .fixesOf(target.name, model)
-      .some(
-        (fix) =>
-          fix.field === anthropicBetaField && (fix.value ?? longContextBetaFlag) === longContextBetaFlag,
-      )
+    !fixesForKey((upstream, named) => learnedLimits.fixesOf(upstream, named), target, tenant, model).some(
+      (fix) => fix.field === anthropicBetaField && (fix.value ?? longContextBetaFlag) === longContextBetaFlag,
+    )
       ? claudeLongContextWindow
       : undefined;
   return {
@@ -154,7 +156,7 @@ export function createContextPlanner(deps: {
         toolFormula,
         attempt,
         precision,
-        askedWindow: askedWindowOf(overrides, target, chatRequest.model),
+        askedWindow: askedWindowOf(overrides, target, chatRequest.model, tenant),
       });
       const outgoing = withMaxTokens(chatRequest, prepared.loweredMaxTokens);
       return { prepared, outgoing, learned, toolSet, toolFormula, thinks };

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { ChatInput, ChatService } from '../chat/chat-turn.js';
 import { anthropicHeaders, toAnthropicRequest } from '../upstream/anthropic-wire.js';
 import { buildUpstreamHeaders } from '../upstream/forward-headers.js';
-import { withAnthropicFixes, withBetaFixes, type FieldFixes } from '../upstream/field-fixes.js';
+import { fixesForKey, withAnthropicFixes, withBetaFixes, type FieldFixes } from '../upstream/field-fixes.js';
 import type { Upstream } from '../upstream/upstream.js';
 import type { GatewayConfig } from '../config/gateway-config.js';
 import { servedAsBridged, type RequestOutcome } from '../chat/request-outcome.js';
@@ -71,7 +71,12 @@ export function createMessagesService(deps: {
     messages: unknown,
   ): Promise<number | undefined> {
     const target = config.routing.upstreamFor(request.model);
-    const fixes = deps.fieldFixes.fixesFor(target.name, request.model);
+    const fixes = fixesForKey(
+      (upstream, model) => deps.fieldFixes.fixesFor(upstream, model),
+      target,
+      input.credential.tenantId,
+      request.model,
+    );
     const { max_tokens: _unused, ...body } = toAnthropicRequest(
       Object.assign({}, withAnthropicFixes(request.chatBody, fixes), { messages }),
     );

@@ -5,6 +5,7 @@
 // numbers the text gives (window, prompt tokens, requested, completion) are taken out of it.
 import {
   anthropicBetaField,
+  fastModeFixes,
   longContextBetaFlag,
   billingAttributionField,
   fixForAnthropicMember,
@@ -171,7 +172,19 @@ export function classifyUpstreamError(answer: UpstreamAnswer): UpstreamErrorClas
   // Claude's 1M window past 200,000 tokens on a key or plan that is not billed for it: a 429 that is no
   // rate ("Extra usage is required for long context requests"): its flag left out, the window the model has.
   if (/(?:extra usage|usage credits) (?:is|are) required for long context/i.test(text))
-    return { kind: 'refused_field', fixes: [{ field: anthropicBetaField, value: longContextBetaFlag }] };
+    return {
+      kind: 'refused_field',
+      fixes: [{ field: anthropicBetaField, value: longContextBetaFlag, ofKey: true }],
+    };
+  // Claude's fast mode on a key with no usage credits for it (a 429 — a relay's 503 — that is no rate), on a
+  // model or an API without it: asked no more (`speed` and its flag left out), answered at standard speed,
+  // as Anthropic's fast mode guide has a client fall back.
+  if (
+    /usage credits are required for fast mode|fast mode is (?:currently available in research preview in claude code|not (?:yet )?(?:available|supported))|does not support fast mode/i.test(
+      text,
+    )
+  )
+    return { kind: 'refused_field', fixes: [...fastModeFixes] };
   if (status === 429 || rateLimitPhrase.test(text)) return { kind: 'rate_limited', ...retryFields() };
   if (looksLikeOverflow(status, body, text, answer.sentBytes)) {
     const { numbers, evidence } = overflowNumbers(text, content.fields);
@@ -436,11 +449,6 @@ function fieldsOfRefusedShapes(text: string, body: string): Array<FieldFix | und
  * 不支持的 anthropic-beta：effort-2025-11-24", TokenRhythm/opensquilla#1102; "unsupported anthropic-beta: …").
  */
 function refusedBetas(text: string): string[] {
-  // Claude's 1M window asked of a model or a key without it (Claude Code's `[1m]` models, a fallback to
-  // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
-  // is incompatible with the long context beta header." — that flag left out, the window the model has.
-  if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
-    return [longContextBetaFlag];
   const listed =
     /unexpected values?(?:\(s\))? ((?:`[^`\n]{1,100}`[,\s]*(?:and\s+)?){1,30})for the `?anthropic-beta`? header/i.exec(
       text,
@@ -573,8 +581,14 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push(fixForAnthropicMember('context_management'));
     fixes.push({ field: anthropicBetaField, value: management[1] ?? 'context-management-2025-06-27' });
   }
+  // Claude's 1M window asked of a model or a key without it (Claude Code's `[1m]` models, a fallback to
+  // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
+  // is incompatible with the long context beta header." — that flag left out for the key, the window the
+  // model has.
+  if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
+    fixes.push({ field: anthropicBetaField, value: longContextBetaFlag, ofKey: true });
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
-  for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
+  else for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
   if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
 }

@@ -534,6 +534,33 @@ export interface FieldFix {
    * for content blocks (blockTypesField) the types the upstream takes, comma-separated.
    */
   value?: string;
+  /**
+   * A refusal for the key the request went with (its plan, its credits), not for the model: kept for the
+   * model with that key (keyScopeOf) — the upstream's when the gateway's own key goes to it, else the
+   * client's own key's, which says nothing of the next client's.
+   */
+  ofKey?: true;
+}
+
+/**
+ * Where a model's fixes for one key are kept (FieldFix.ofKey): under the upstream's name when the gateway
+ * sends it its own key, else beside it for the client's key that reaches it (the tenant, a digest of it).
+ */
+export function keyScopeOf(upstream: { name: string; apiKey: string | undefined }, tenant: string): string {
+  return upstream.apiKey !== undefined ? upstream.name : `${upstream.name}#key:${tenant}`;
+}
+
+/** A model's fixes for a request: the model's, and those of the client's own key (keyScopeOf) after them. */
+export function fixesForKey(
+  fixesOf: (upstream: string, model: string) => readonly FieldFix[],
+  upstream: { name: string; apiKey: string | undefined },
+  tenant: string,
+  model: string,
+): readonly FieldFix[] {
+  const fixes = fixesOf(upstream.name, model);
+  if (upstream.apiKey !== undefined) return fixes;
+  const ofKey = fixesOf(keyScopeOf(upstream, tenant), model);
+  return ofKey.length === 0 ? fixes : fixes.length === 0 ? ofKey : [...fixes, ...ofKey];
 }
 
 /**
@@ -548,6 +575,12 @@ export const anthropicBetaField = 'anthropic-beta';
 
 /** The `anthropic-beta` flag that asks Claude's 1M window (docs/budgeting.md#claudes-1m-window). */
 export const longContextBetaFlag = 'context-1m-2025-08-07';
+
+/** What asks Claude's fast mode: `speed: "fast"` and its `anthropic-beta` flag (docs/budgeting.md#refused-fields). */
+export const fastModeFixes: readonly FieldFix[] = [
+  { field: 'speed', ofKey: true },
+  { field: anthropicBetaField, value: 'fast-mode-2026-02-01', ofKey: true },
+];
 
 /**
  * The members of a Messages request it cannot do without, or that the gateway writes from the chat

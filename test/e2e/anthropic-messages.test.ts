@@ -73,6 +73,7 @@ beforeAll(async () => {
     },
     longContext: ['claude-sonnet-4-0', 'claude-sonnet-4-5-unbilled'],
     longContextUnbilled: ['claude-sonnet-4-5-unbilled'],
+    fastUnbilled: ['claude-opus-4-8-uncredited'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -588,6 +589,90 @@ describe("Claude's 1M window asked of a model that has it with the flag (Sonnet 
     const again = anthropic.messageRequests.length;
     await ask();
     expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+});
+
+// Fast mode on a key with no usage credits for it: Anthropic's 429 "Usage credits are required for fast
+// mode." is no rate (waiting changes nothing: CLIProxyAPI#4703; Claude Code's log shows it 2,364 times a day,
+// each retried before falling back), and Anthropic's fast mode guide has the client send the request again
+// at standard speed.
+describe('fast mode asked on a key with no usage credits for it', () => {
+  it('is answered at standard speed after one refusal, with no wait; the next request at once', async () => {
+    anthropic.respond = () => ({ text: 'Done, at standard speed.' });
+    const ask = () =>
+      client().beta.messages.create({
+        model: 'claude-opus-4-8-uncredited',
+        max_tokens: 200,
+        speed: 'fast',
+        betas: ['fast-mode-2026-02-01', 'interleaved-thinking-2025-05-14'],
+        messages: [{ role: 'user', content: 'Refactor this quickly.' }],
+      });
+    const before = anthropic.messageRequests.length;
+    const answer = await ask();
+    expect(answer.content).toEqual([{ type: 'text', text: 'Done, at standard speed.' }]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((request) => request.status)).toEqual([429, 200]);
+    expect((sent[0]?.body as { speed?: unknown }).speed).toBe('fast');
+    expect((sent[1]?.body as { speed?: unknown }).speed).toBeUndefined();
+    // The flag that asks for it goes with it; the others stay.
+    expect(sent[1]?.headers['anthropic-beta']).toBe('interleaved-thinking-2025-05-14');
+    const again = anthropic.messageRequests.length;
+    await ask();
+    expect(anthropic.messageRequests.slice(again).map((request) => request.status)).toEqual([200]);
+  });
+
+  // Credits are the key's: where each client's own key goes to the upstream, one client's lack of them says
+  // nothing of the next one's. The fix is kept for that key: a client whose key has credits gets fast mode.
+  it("on a client's own key: kept for that key alone; another key still gets fast mode", async () => {
+    const ownKeys = new FakeAnthropic({
+      fastUnbilled: ['claude-opus-4-8'],
+      fastCreditedKeys: ['sk-ant-with-credits'],
+    });
+    const ownKeysUrl = await ownKeys.start();
+    const gateway = await startGateway({
+      env: { UPSTREAM_BASE_URL: ownKeysUrl },
+      configYaml: [
+        'upstreams:',
+        '  - name: own-keys',
+        `    base_url: ${ownKeysUrl}`,
+        '    kind: anthropic',
+        '    models: ["claude-*"]',
+        '',
+      ].join('\n'),
+    });
+    try {
+      ownKeys.respond = () => ({ text: 'Done.' });
+      const ask = (apiKey: string) =>
+        new Anthropic({
+          baseURL: gateway.baseUrl.replace(/\/v1$/, ''),
+          apiKey,
+          maxRetries: 0,
+        }).beta.messages.create({
+          model: 'claude-opus-4-8',
+          max_tokens: 200,
+          speed: 'fast',
+          betas: ['fast-mode-2026-02-01'],
+          messages: [{ role: 'user', content: 'Refactor this quickly.' }],
+        });
+      const speeds = () =>
+        ownKeys.messageRequests.map((request) => [
+          request.headers['x-api-key'],
+          request.status,
+          (request.body as { speed?: unknown }).speed ?? 'standard',
+        ]);
+      await ask('sk-ant-no-credits');
+      await ask('sk-ant-no-credits');
+      await ask('sk-ant-with-credits');
+      expect(speeds()).toEqual([
+        ['sk-ant-no-credits', 429, 'fast'],
+        ['sk-ant-no-credits', 200, 'standard'],
+        ['sk-ant-no-credits', 200, 'standard'],
+        ['sk-ant-with-credits', 200, 'fast'],
+      ]);
+    } finally {
+      await gateway.close();
+      await ownKeys.stop();
+    }
   });
 });
 

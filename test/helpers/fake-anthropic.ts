@@ -763,6 +763,14 @@ export class FakeAnthropic {
        */
       longContextUnbilled?: readonly string[];
       /**
+       * Models of fast mode whose key has no usage credits for it: a request asking `speed: "fast"` answered
+       * with Anthropic's 429 for that ("Usage credits are required for fast mode.", its overage header
+       * saying why); at standard speed, answered.
+       */
+      fastUnbilled?: readonly string[];
+      /** Keys (`x-api-key`) that have usage credits for fast mode whatever the model: not refused for it. */
+      fastCreditedKeys?: readonly string[];
+      /**
        * Members of a request the upstream does not know, refused as Vertex refuses them ("diagnostics: Extra
        * inputs are not permitted": Claude Code's, anthropics/claude-code#82539).
        */
@@ -1260,6 +1268,14 @@ export class FakeAnthropic {
                   : undefined,
               )
               .find((path) => path !== undefined);
+    if (
+      body.speed === 'fast' &&
+      this.options.fastUnbilled?.includes(String(body.model)) === true &&
+      this.options.fastCreditedKeys?.includes(String(request.headers['x-api-key'])) !== true
+    ) {
+      response.setHeader('anthropic-ratelimit-unified-overage-disabled-reason', 'out_of_credits');
+      return send(429, errorBody('rate_limit_error', 'Usage credits are required for fast mode.'));
+    }
     const longContext = this.options.noLongContext?.[String(body.model)];
     if (longContext !== undefined && flagged(longContextFlag))
       return send(

@@ -1034,7 +1034,10 @@ const ownCases: ReadonlyArray<{
       status: 400,
       body: '{"type":"error","error":{"type":"invalid_request_error","message":"The long context beta is not yet available for this subscription."}}',
     },
-    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07', ofKey: true }],
+    },
   },
   {
     name: 'Anthropic, a Pro plan\'s token: "This authentication style is incompatible with the long context beta header."',
@@ -1042,7 +1045,10 @@ const ownCases: ReadonlyArray<{
       status: 400,
       body: '{"type":"error","error":{"type":"invalid_request_error","message":"This authentication style is incompatible with the long context beta header."}}',
     },
-    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07', ofKey: true }],
+    },
   },
   {
     // Claude's million past 200,000 tokens on a key not billed for it: a 429 that waiting does not change.
@@ -1051,7 +1057,10 @@ const ownCases: ReadonlyArray<{
       status: 429,
       body: '{"type":"error","error":{"type":"rate_limit_error","message":"Extra usage is required for long context requests."}}',
     },
-    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07', ofKey: true }],
+    },
   },
   {
     name: 'the same, as the newer plans word it: "Usage credits are required for long context requests"',
@@ -1059,7 +1068,66 @@ const ownCases: ReadonlyArray<{
       status: 429,
       body: '{"type":"error","error":{"type":"rate_limit_error","message":"Usage credits are required for long context requests."}}',
     },
-    expected: { kind: 'refused_field', fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07' }] },
+    expected: {
+      kind: 'refused_field',
+      fixes: [{ field: 'anthropic-beta', value: 'context-1m-2025-08-07', ofKey: true }],
+    },
+  },
+  {
+    // Claude's fast mode on a key with no usage credits for it: a 429 that waiting does not change (its overage
+    // header says why), answered at standard speed instead.
+    name: 'Anthropic\'s 429 "Usage credits are required for fast mode."',
+    answer: {
+      status: 429,
+      headers: { 'anthropic-ratelimit-unified-overage-disabled-reason': 'out_of_credits' },
+      body: '{"type":"error","error":{"type":"rate_limit_error","message":"Usage credits are required for fast mode."}}',
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [
+        { field: 'speed', ofKey: true },
+        { field: 'anthropic-beta', value: 'fast-mode-2026-02-01', ofKey: true },
+      ],
+    },
+  },
+  {
+    // As an Anthropic-compatible upstream passed it on to CLIProxyAPI (router-for-me/CLIProxyAPI#4703).
+    name: "the same as a relay's 503 service_unavailable_error",
+    answer: {
+      status: 503,
+      body: '{"error":{"message":"Usage credits are required for fast mode.","type":"service_unavailable_error","code":"service_unavailable_error"}}',
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [
+        { field: 'speed', ofKey: true },
+        { field: 'anthropic-beta', value: 'fast-mode-2026-02-01', ofKey: true },
+      ],
+    },
+  },
+  {
+    // Fast mode asked of the API while it was Claude Code's alone (Wei-Shaw/claude-relay-service#1003).
+    name: 'Anthropic: "Fast mode is currently available in research preview in Claude Code. It is not yet available via API."',
+    answer: {
+      status: 400,
+      body: '{"type":"error","error":{"type":"invalid_request_error","message":"Fast mode is currently available in research preview in Claude Code. It is not yet available via API."},"request_id":"req_011C"}',
+    },
+    expected: {
+      kind: 'refused_field',
+      fixes: [
+        { field: 'speed', ofKey: true },
+        { field: 'anthropic-beta', value: 'fast-mode-2026-02-01', ofKey: true },
+      ],
+    },
+  },
+  {
+    // A rate limit that names no fast mode stays a rate limit, waited for.
+    name: 'a 429 on usage credits that is about something else stays a rate limit',
+    answer: {
+      status: 429,
+      body: '{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed your organization\'s rate limit of 450,000 input tokens per minute."}}',
+    },
+    expected: { kind: 'rate_limited' },
   },
   {
     // The gpt-5.6 family keeps caches 30 minutes at least (prompt_cache_options.ttl) and refuses the old field

@@ -2,6 +2,8 @@
 // as a table, and the memory that keeps each model's fixes.
 import { describe, expect, it } from 'vitest';
 import {
+  fixesForKey,
+  keyScopeOf,
   applyFieldFixes,
   createFieldFixes,
   fixForUnknownField,
@@ -80,6 +82,35 @@ describe('applyFieldFixes', () => {
     const body = { model: 'm', n: 2 };
     expect(applyFieldFixes(body, [rename, drop])).toBe(body);
     expect(applyFieldFixes(body, [])).toBe(body);
+  });
+});
+
+// A refusal for a key (its credits, its plan) is kept for that key: the upstream's when the gateway sends its
+// own key there, else the client's own key's, read after the model's.
+describe('fixes for a key', () => {
+  const fast = { field: 'speed', ofKey: true as const };
+  const store = new Map<string, readonly FieldFix[]>([
+    ['shared\u0000claude-opus-4-8', [{ field: 'temperature' }]],
+    ['own#key:t-alice\u0000claude-opus-4-8', [fast]],
+    ['own\u0000claude-opus-4-8', [{ field: 'top_k' }]],
+  ]);
+  const fixesOf = (upstream: string, model: string) => store.get(`${upstream}\u0000${model}`) ?? [];
+  const shared = { name: 'shared', apiKey: 'sk-operator' };
+  const own = { name: 'own', apiKey: undefined };
+
+  it.each([
+    ['the gateway’s key: the upstream’s', shared, 't-alice', 'shared', [{ field: 'temperature' }]],
+    [
+      'a client’s key: its own, after the model’s',
+      own,
+      't-alice',
+      'own#key:t-alice',
+      [{ field: 'top_k' }, fast],
+    ],
+    ['another client’s key: the model’s alone', own, 't-bob', 'own#key:t-bob', [{ field: 'top_k' }]],
+  ] as const)('%s', (_name, upstream, tenant, scope, fixes) => {
+    expect(keyScopeOf(upstream, tenant)).toBe(scope);
+    expect(fixesForKey(fixesOf, upstream, tenant, 'claude-opus-4-8')).toEqual(fixes);
   });
 });
 
