@@ -581,16 +581,23 @@ function anthropicRefusals(text: string): FieldFix[] {
     fixes.push(fixForAnthropicMember('context_management'));
     fixes.push({ field: anthropicBetaField, value: management[1] ?? 'context-management-2025-06-27' });
   }
+  fixes.push(...betaRefusals(text));
+  return fixes.filter((fix): fix is FieldFix => fix !== undefined);
+}
+
+/** The `anthropic-beta` flags a refusal has left out (refusedBetas), Claude's 1M window's for the key. */
+function betaRefusals(text: string): FieldFix[] {
+  const found: FieldFix[] = [];
   // Claude's 1M window asked of a model or a key without it (Claude Code's `[1m]` models, a fallback to
   // Haiku): "The long context beta is not yet available for this subscription.", "This authentication style
   // is incompatible with the long context beta header." — that flag left out for the key, the window the
   // model has.
   if (/long context beta is not yet available|incompatible with the long context beta header/i.test(text))
-    fixes.push({ field: anthropicBetaField, value: longContextBetaFlag, ofKey: true });
+    found.push({ field: anthropicBetaField, value: longContextBetaFlag, ofKey: true });
   // An Anthropic-compatible upstream's refusal of `anthropic-beta` flags: those it names, or all of them.
-  else for (const flag of refusedBetas(text)) fixes.push({ field: anthropicBetaField, value: flag });
-  if (/\binvalid beta flag\b/i.test(text)) fixes.push({ field: anthropicBetaField });
-  return fixes.filter((fix): fix is FieldFix => fix !== undefined);
+  else for (const flag of refusedBetas(text)) found.push({ field: anthropicBetaField, value: flag });
+  if (/\binvalid beta flag\b/i.test(text)) found.push({ field: anthropicBetaField });
+  return found;
 }
 
 /** The block types Volcano Engine's Ark takes, as it lists them. */
