@@ -66,70 +66,100 @@ async function streamThroughPause(
 const sseResponse = (text: string): Response =>
   new Response(text, { headers: { 'content-type': 'text/event-stream' } });
 
+/** The answer's text as the OpenAI SDK's SSE reader reads a Chat Completions stream. */
+async function chatText(text: string): Promise<string> {
+  const stream = OpenAIStream.fromSSEResponse<OpenAI.ChatCompletionChunk>(
+    sseResponse(text),
+    new AbortController(),
+  );
+  let content = '';
+  for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+  return content;
+}
+
+/** The answer's text as the Anthropic SDK's SSE reader reads a Messages stream, if it reached message_stop. */
+async function messagesText(text: string): Promise<string | undefined> {
+  const stream = AnthropicStream.fromSSEResponse<Anthropic.RawMessageStreamEvent>(
+    sseResponse(text),
+    new AbortController(),
+  );
+  let content = '';
+  let stopped = false;
+  for await (const event of stream) {
+    if (event.type === 'message_stop') stopped = true;
+    if (event.type === 'content_block_delta' && event.delta.type === 'text_delta')
+      content += event.delta.text;
+  }
+  return stopped ? content : undefined;
+}
+
+/** The answer's text as the OpenAI SDK's SSE reader reads a Responses stream, if it reached response.completed. */
+async function responsesText(text: string): Promise<string | undefined> {
+  const stream = OpenAIStream.fromSSEResponse<OpenAI.Responses.ResponseStreamEvent>(
+    sseResponse(text),
+    new AbortController(),
+  );
+  let content = '';
+  let completed = false;
+  for await (const event of stream) {
+    if (event.type === 'response.output_text.delta') content += event.delta;
+    if (event.type === 'response.completed') completed = true;
+  }
+  return completed ? content : undefined;
+}
+
+const sawComment = (read: string): boolean => read.includes(': keepalive\n\n');
+// message_start carries a ping of its own: a second one is the keep-alive.
+const sawSecondPing = (read: string): boolean => read.split('event: ping\n').length > 2;
+
+/** Each API's streamed request, the keep-alive its client skips, and how its SDK reads the answer. */
+const apis = [
+  {
+    api: 'Chat Completions (an SSE comment)',
+    path: '/chat/completions',
+    body: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Think first.' }] },
+    headers: {},
+    seen: sawComment,
+    read: chatText,
+    // Before the first chunk, nothing of the answer; at the pause mid-stream, its first chunks.
+    answerMark: 'data: ',
+    firstEvent: '',
+  },
+  {
+    api: "the Messages API (Anthropic's ping)",
+    path: '/messages',
+    body: { model: 'gpt-4o-mini', max_tokens: 200, messages: [{ role: 'user', content: 'Think first.' }] },
+    headers: { 'anthropic-version': '2023-06-01' },
+    seen: sawSecondPing,
+    read: messagesText,
+    answerMark: 'content_block_delta',
+    // A bridge opens with its API's first event.
+    firstEvent: 'event: message_start\n',
+  },
+  {
+    api: 'the Responses API (an SSE comment)',
+    path: '/responses',
+    body: { model: 'gpt-4o-mini', input: 'Think first.' },
+    headers: {},
+    seen: sawComment,
+    read: responsesText,
+    answerMark: 'response.output_text.delta',
+    firstEvent: 'event: response.created\n',
+  },
+] as const;
+
 describe('an open stream the upstream leaves silent', () => {
-  it('gets SSE comments on Chat Completions, which the OpenAI SDK skips', async () => {
-    const { text, atPause } = await streamThroughPause(
-      '/chat/completions',
-      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Think first.' }] },
-      (read) => read.includes(': keepalive\n\n'),
-    );
-    expect(atPause).toContain(': keepalive\n\n');
-    // Between whole events: every event the stream holds is a comment or data.
-    for (const event of text.split('\n\n').filter((part) => part !== ''))
-      expect(event).toMatch(/^(?:: keepalive|data: )/);
-    const stream = OpenAIStream.fromSSEResponse<OpenAI.ChatCompletionChunk>(
-      sseResponse(text),
-      new AbortController(),
-    );
-    let content = '';
-    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
-    expect(content).toBe('Thought it through.');
-  });
-
-  it("gets Anthropic's ping on the Messages API, which the Anthropic SDK skips", async () => {
-    // message_start carries a ping of its own: a second one is the keep-alive.
-    const { text, atPause } = await streamThroughPause(
-      '/messages',
-      { model: 'gpt-4o-mini', max_tokens: 200, messages: [{ role: 'user', content: 'Think first.' }] },
-      (read) => read.split('event: ping\n').length > 2,
-      { 'anthropic-version': '2023-06-01' },
-    );
-    expect(atPause.split('event: ping\ndata: {"type":"ping"}\n\n').length).toBeGreaterThan(2);
-    const stream = AnthropicStream.fromSSEResponse<Anthropic.RawMessageStreamEvent>(
-      sseResponse(text),
-      new AbortController(),
-    );
-    let content = '';
-    const types = new Set<string>();
-    for await (const event of stream) {
-      types.add(event.type);
-      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta')
-        content += event.delta.text;
-    }
-    expect(content).toBe('Thought it through.');
-    expect(types.has('message_stop')).toBe(true);
-  });
-
-  it('gets SSE comments on the Responses API, which the OpenAI SDK skips', async () => {
-    const { text, atPause } = await streamThroughPause(
-      '/responses',
-      { model: 'gpt-4o-mini', input: 'Think first.' },
-      (read) => read.includes(': keepalive\n\n'),
-    );
-    expect(atPause).toContain(': keepalive\n\n');
-    const stream = OpenAIStream.fromSSEResponse<OpenAI.Responses.ResponseStreamEvent>(
-      sseResponse(text),
-      new AbortController(),
-    );
-    let content = '';
-    let completed = false;
-    for await (const event of stream) {
-      if (event.type === 'response.output_text.delta') content += event.delta;
-      if (event.type === 'response.completed') completed = true;
-    }
-    expect(content).toBe('Thought it through.');
-    expect(completed).toBe(true);
-  });
+  it.each(apis)(
+    'gets keep-alives on $api, which its SDK skips',
+    async ({ path, body, headers, seen, read }) => {
+      const { text, atPause } = await streamThroughPause(path, body, seen, headers);
+      expect(seen(atPause)).toBe(true);
+      // Between whole events: every event the stream holds is a comment, or an event of the answer.
+      for (const event of text.split('\n\n').filter((part) => part !== ''))
+        expect(event).toMatch(/^(?:: keepalive|data: |event: )/);
+      expect(await read(text)).toBe('Thought it through.');
+    },
+  );
 });
 
 // OpenAI's Chat Completions sends a stream's headers at once and nothing more while a reasoning model thinks
@@ -138,64 +168,16 @@ describe('an open stream the upstream leaves silent', () => {
 // Node's fetch) gets them from the provider, and must get them from the gateway too, with the keep-alives
 // after them — not only once the upstream's first chunk has come.
 describe('an upstream that thinks before its first chunk', () => {
-  it('opens a Chat Completions stream and keeps it alive while the first chunk is awaited', async () => {
-    const { text, atPause } = await streamThroughPause(
-      '/chat/completions',
-      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Think long first.' }] },
-      (read) => read.includes(': keepalive\n\n'),
-      {},
-      0,
-    );
-    expect(atPause).toContain(': keepalive\n\n');
-    expect(atPause).not.toContain('data: ');
-    const stream = OpenAIStream.fromSSEResponse<OpenAI.ChatCompletionChunk>(
-      sseResponse(text),
-      new AbortController(),
-    );
-    let content = '';
-    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
-    expect(content).toBe('Thought it through.');
-  });
-
-  it('opens a Messages stream (message_start) and pings it while the first chunk is awaited', async () => {
-    const { text, atPause } = await streamThroughPause(
-      '/messages',
-      { model: 'gpt-4o-mini', max_tokens: 200, messages: [{ role: 'user', content: 'Think long first.' }] },
-      (read) => read.split('event: ping\n').length > 2,
-      { 'anthropic-version': '2023-06-01' },
-      0,
-    );
-    expect(atPause).toContain('event: message_start\n');
-    expect(atPause).not.toContain('content_block_delta');
-    const stream = AnthropicStream.fromSSEResponse<Anthropic.RawMessageStreamEvent>(
-      sseResponse(text),
-      new AbortController(),
-    );
-    let content = '';
-    for await (const event of stream)
-      if (event.type === 'content_block_delta' && event.delta.type === 'text_delta')
-        content += event.delta.text;
-    expect(content).toBe('Thought it through.');
-  });
-
-  it('opens a Responses stream (response.created) and keeps it alive while the first chunk is awaited', async () => {
-    const { text, atPause } = await streamThroughPause(
-      '/responses',
-      { model: 'gpt-4o-mini', input: 'Think long first.' },
-      (read) => read.includes(': keepalive\n\n'),
-      {},
-      0,
-    );
-    expect(atPause).toContain('response.created');
-    expect(atPause).not.toContain('response.output_text.delta');
-    const stream = OpenAIStream.fromSSEResponse<OpenAI.Responses.ResponseStreamEvent>(
-      sseResponse(text),
-      new AbortController(),
-    );
-    let content = '';
-    for await (const event of stream) if (event.type === 'response.output_text.delta') content += event.delta;
-    expect(content).toBe('Thought it through.');
-  });
+  it.each(apis)(
+    'opens $api stream and keeps it alive while the first chunk is awaited',
+    async ({ path, body, headers, seen, read, answerMark, firstEvent }) => {
+      const { text, atPause } = await streamThroughPause(path, body, seen, headers, 0);
+      expect(seen(atPause)).toBe(true);
+      expect(atPause).toContain(firstEvent);
+      expect(atPause).not.toContain(answerMark);
+      expect(await read(text)).toBe('Thought it through.');
+    },
+  );
 });
 
 // What waiting no longer for the first event gives up: an upstream that refuses the prompt only after a long
