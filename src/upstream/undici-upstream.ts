@@ -295,7 +295,7 @@ export function createUndiciUpstream({
               timer = setTimeout(() => {
                 wait.passed();
                 done();
-              }, wait.ms);
+              }, wait.ms).unref();
             body.resume();
             watch.resume();
           });
