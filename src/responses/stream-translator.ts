@@ -133,6 +133,8 @@ export class ResponsesStreamTranslator {
   /** The gateway's count of the prompt sent: the usage's input where the provider reports none. */
   countedPrompt: number | undefined;
   private failed = false;
+  /** The error the provider's stream reported, as the Responses API words one (`code` a string or null). */
+  private upstreamError: { code: string | null; message: string } | undefined;
 
   constructor(private readonly meta: ResponseMeta) {}
 
@@ -180,8 +182,14 @@ export class ResponsesStreamTranslator {
   private translate(chunk: Record<string, unknown>): string {
     if (chunk.error !== undefined) {
       this.failed = true;
+      // OpenRouter numbers its codes (`"code": 400`): a Responses client (the AI SDK) reads a string or null.
       const error = chunk.error as { code?: unknown; message?: unknown };
-      return this.event('error', { code: error.code ?? null, message: error.message ?? '', param: null });
+      const reported = {
+        code: typeof error.code === 'string' ? error.code : error.code == null ? null : String(error.code),
+        message: typeof error.message === 'string' ? error.message : JSON.stringify(error.message ?? ''),
+      };
+      this.upstreamError ??= reported;
+      return this.event('error', Object.assign({}, reported, { param: null }));
     }
     const usage = chunk.usage as { prompt_tokens?: number; completion_tokens?: number } | undefined | null;
     if (usage) this.usage = responseUsageCounts(usage);
@@ -485,7 +493,7 @@ export class ResponsesStreamTranslator {
     if (this.failed || this.finishReason === undefined) {
       const failed = Object.assign({}, response, {
         status: 'failed',
-        error: { code: 'server_error', message: 'The answer was cut off.' },
+        error: this.upstreamError ?? { code: 'server_error', message: 'The answer was cut off.' },
       });
       return { events: out + this.event('response.failed', { response: failed }), response: failed };
     }

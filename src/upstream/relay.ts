@@ -192,7 +192,7 @@ export type StreamOutcome =
       reply: Record<string, unknown> | undefined;
       /** The reply was finished (a finish_reason arrived), every event was JSON, and none was an error. */
       replyComplete: boolean;
-      /** The provider reported an error within the stream (when the reply was assembled). */
+      /** The provider reported an error within the stream (assembled, or its last event without assembling). */
       upstreamErred: boolean;
       /** The `data: [DONE]` held back (with `holdDone`): the caller writes it, or an error instead. */
       heldDone: Buffer | undefined;
@@ -225,6 +225,7 @@ export async function relayStream(
   let failure: GatewayError | undefined;
   let heldDone: Buffer | undefined;
   let dataEvents = 0;
+  let endedInError = false;
   const usage = (): Usage => ({
     promptTokens: tracker.promptTokens(),
     completionTokens: tracker.completionTokens(),
@@ -255,7 +256,10 @@ export async function relayStream(
       dataEvents += countDataEvents(complete);
       return pass(complete);
     });
-    if (options.expectFinish && !tracker.isComplete())
+    const unfinished = options.expectFinish && !tracker.isComplete();
+    // A stream that ended with the provider's own error was not cut off: that error is the client's.
+    endedInError = unfinished && tracker.endedInError();
+    if (unfinished && !endedInError)
       failure = badResponse('The upstream stream ended before the answer was finished.');
     // A complete answer whose last event had no blank line after it: sent as it came (its calls shaped).
     else if (events.heldBytes > 0) {
@@ -283,7 +287,7 @@ export async function relayStream(
     reply: assembled?.message,
     replyComplete:
       assembled !== undefined && assembled.finished && assembled.malformedEvents === 0 && !assembled.erred,
-    upstreamErred: assembled?.erred === true,
+    upstreamErred: assembled !== undefined ? assembled.erred : endedInError,
     heldDone,
     dataEvents,
   };

@@ -9,6 +9,7 @@
 // not one pass per chunk).
 
 import type { UpstreamResponse } from './upstream.js';
+import { isRecord } from './tool-call-shape.js';
 
 export interface ServerSentEvent {
   event: string | undefined;
@@ -114,6 +115,7 @@ export function isEventStream(headers: Record<string, string | string[] | undefi
 }
 
 const doneMarker = Buffer.from('data: [DONE]');
+const dataPrefix = Buffer.from('data:');
 // A non-null finish_reason, as compact JSON writes it and as some servers write it with a space.
 const finishMarkers = [Buffer.from('"finish_reason":"'), Buffer.from('"finish_reason": "')];
 // The end of a stream (finish chunk, optional usage chunk, [DONE]) fits well within this many bytes.
@@ -189,6 +191,29 @@ export class StreamCompletionTracker {
     const end = this.end();
     this.usageKeys ??= end.subarray(Math.max(0, end.length - usageWindowBytes)).lastIndexOf(usageKeyEnd) >= 0;
     return this.usageKeys ? usageNumberIn(end, key) : undefined;
+  }
+
+  /**
+   * Whether the stream's last data event is the provider's error (`{"error": …}`, vLLM's `"object": "error"`):
+   * a stream that ended so was not cut off. Call once the upstream body has ended.
+   */
+  endedInError(): boolean {
+    const end = this.end();
+    let at = end.length;
+    for (;;) {
+      at = end.lastIndexOf(dataPrefix, at - 1);
+      if (at <= 0) break;
+      if (end[at - 1] === 10) break;
+    }
+    if (at < 0) return false;
+    const text = end.subarray(at + dataPrefix.length).toString('utf8');
+    const close = text.indexOf('\n\n');
+    try {
+      const last = JSON.parse(close < 0 ? text : text.slice(0, close)) as unknown;
+      return isRecord(last) && ((last.error !== undefined && last.error !== null) || last.object === 'error');
+    } catch {
+      return false;
+    }
   }
 
   /** Call once the upstream body has ended. */

@@ -8,6 +8,8 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { Stream as AnthropicStream } from '@anthropic-ai/sdk/core/streaming';
 import type OpenAI from 'openai';
 import { Stream as OpenAIStream } from 'openai/core/streaming';
+import { createOpenAI } from '@ai-sdk/openai';
+import { streamText } from 'ai';
 import OpenAIClient from 'openai';
 import { describe, expect, it } from 'vitest';
 import { FakeUpstream, gate } from '../helpers/fake-upstream.js';
@@ -213,5 +215,34 @@ describe('an upstream that refuses after the stream was opened', () => {
     expect(failure).toBeInstanceOf(OpenAIClient.APIError);
     expect((failure as Error).message).toContain('maximum context length is 20 tokens');
     expect(refusing.requests.filter((request) => request.path.endsWith('/chat/completions'))).toHaveLength(1);
+  });
+});
+
+// OpenRouter numbers its errors (`"code": 400`), in a stream too, and ends the stream there. Such an error
+// reaches a Responses client as the Responses API's `error` event, whose `code` is a string or null — the AI
+// SDK validates it, and a number there was no error it could read but a failed validation — and once: the
+// stream that ended with the provider's error was not also reported cut off.
+describe("a relay's numbered error in a stream", () => {
+  const relay = new FakeUpstream({
+    defaultWindow: 20,
+    overflowAnswer: (facts) => ({
+      status: 200,
+      body: `data: ${JSON.stringify({ error: { code: 400, message: `This endpoint's maximum context length is ${facts.window} tokens. However, you requested about ${facts.promptTokens} tokens.`, metadata: { provider_name: 'Chutes' } } })}\n\n`,
+    }),
+  });
+  const gateway = gatewayBefore(relay, 'server:\n  stream_keepalive_ms: 40\n');
+
+  it('reaches an AI SDK Responses client as the one error it reads', async () => {
+    const provider = createOpenAI({ baseURL: gateway.harness.baseUrl, apiKey: 'sk-test' });
+    const errors: unknown[] = [];
+    const result = streamText({
+      model: provider('relay/thinker'),
+      prompt: 'A question longer than this model takes, by a good many words.',
+      maxRetries: 0,
+      onError: ({ error }) => void errors.push(error),
+    });
+    for await (const part of result.fullStream) void part;
+    expect(errors).toHaveLength(1);
+    expect((errors[0] as Error).message).toContain('maximum context length is 20 tokens');
   });
 });

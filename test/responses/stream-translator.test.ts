@@ -499,6 +499,26 @@ describe('a chat stream as Responses events', () => {
       expect.objectContaining({ type: 'error', code: 'server_error', message: 'boom' }),
     ]);
   });
+
+  // OpenRouter's codes are numbers; the Responses API's (and the AI SDK's schema of it) a string or null.
+  it.each([
+    [400, '400'],
+    [null, null],
+    [undefined, null],
+    ['context_length_exceeded', 'context_length_exceeded'],
+  ])(
+    'words an error whose code is %j as the Responses API does, and fails the response with it',
+    (code, said) => {
+      const translator = new ResponsesStreamTranslator(meta);
+      translator.start();
+      const out = translator.push(`data: ${JSON.stringify({ error: { code, message: 'Too long.' } })}\n\n`);
+      expect(sseEventData(out)).toEqual([
+        { type: 'error', sequence_number: 2, code: said, message: 'Too long.', param: null },
+      ]);
+      const failed = sseEventData(translator.finish().events).at(-1) as { response: { error: unknown } };
+      expect(failed.response.error).toEqual({ code: said, message: 'Too long.' });
+    },
+  );
 });
 
 describe('a response made whole as Responses events (a compaction asked for as a stream)', () => {

@@ -274,6 +274,37 @@ describe('an event stream', () => {
     expect(client.destroyed).toBe(false);
   });
 
+  // vLLM's and OpenRouter's errors end a stream with no finish: the provider's error is the client's, not
+  // also a gateway error of a stream cut off.
+  it.each([
+    ['an error of its own', 'data: {"error":{"code":400,"message":"Too long."}}\n\n'],
+    ["vLLM's error object", 'data: {"object":"error","message":"Too long.","code":400}\n\n'],
+    ['an error, then a comment', 'data: {"error":{"message":"Too long."}}\n\n: OPENROUTER PROCESSING\n\n'],
+  ])('that ends with %s is no stream cut off', async (_name, last) => {
+    for (const assemble of [true, false]) {
+      const client = recordingClient();
+      const events = streamEvents(words, { finish: false, done: false });
+      const outcome = await relayStream(streamAnswer([...events, last]), client, {
+        holdDone: true,
+        assemble,
+        expectFinish: true,
+      });
+      expect(outcome.kind === 'ended' && outcome.failure).toBeUndefined();
+      expect(outcome.kind === 'ended' && outcome.upstreamErred).toBe(true);
+      expect(client.received).toBe(events.join('') + last);
+    }
+  });
+
+  it('that ends with an answer quoting an error is still cut off', async () => {
+    const events = streamEvents(['data: {"error":1}'], { finish: false, done: false });
+    const outcome = await relayStream(streamAnswer(events), recordingClient(), {
+      holdDone: true,
+      assemble: false,
+      expectFinish: true,
+    });
+    expect(outcome.kind === 'ended' && outcome.failure?.code).toBe('upstream_bad_response');
+  });
+
   it('that breaks off leaves no half event with the client', async () => {
     const events = streamEvents(words, { finish: false, done: false });
     const whole = events.slice(0, 2).join('');
