@@ -16,7 +16,7 @@ import { addReasoningDetails, firstChoice } from '../upstream/reply-assembler.js
 import { isRecord, saysFinish, StreamedToolCalls, toolCallDelta } from '../upstream/tool-call-shape.js';
 import { reasoningOf, type ReasoningField } from '../upstream/reasoning-field.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
-import { upstreamErrorFacts } from '../upstream/upstream-error-body.js';
+import { streamedErrorOf, upstreamErrorFacts } from '../upstream/upstream-error-body.js';
 import { flatText } from '../flat-string.js';
 import { withoutThinking } from '../context/summary.js';
 import { cacheWriteTokensOf, cachedTokensOf } from '../upstream/usage-details.js';
@@ -312,13 +312,12 @@ export class MessagesStreamTranslator {
   }
 
   private translate(chunk: Json): string {
-    if (chunk.error !== undefined) {
+    const error = streamedErrorOf(chunk);
+    if (error !== undefined) {
       if (this.failed || this.ended) return '';
       this.failed = true;
-      const error = (chunk.error ?? {}) as Json;
-      const message = typeof error.message === 'string' ? error.message : 'The upstream failed.';
-      const type = typeof error.type === 'string' && error.type.endsWith('_error') ? error.type : 'api_error';
-      return this.event('error', { error: { type, message: anthropicMessageText(message) } });
+      const type = error.type !== undefined && error.type.endsWith('_error') ? error.type : 'api_error';
+      return this.event('error', { error: { type, message: anthropicMessageText(error.message) } });
     }
     if (chunk.usage !== undefined && chunk.usage !== null) this.usage = chunk.usage as Json;
     const choice = firstChoice(chunk);

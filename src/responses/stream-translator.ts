@@ -26,6 +26,7 @@ import {
   type ToolCallDelta,
 } from '../upstream/tool-call-shape.js';
 import { SseDecoder, typedEvent } from '../upstream/sse.js';
+import { streamedErrorOf } from '../upstream/upstream-error-body.js';
 import {
   callIdPrefix,
   callItemOf,
@@ -180,14 +181,11 @@ export class ResponsesStreamTranslator {
   }
 
   private translate(chunk: Record<string, unknown>): string {
-    if (chunk.error !== undefined) {
+    const error = streamedErrorOf(chunk);
+    if (error !== undefined) {
       this.failed = true;
       // OpenRouter numbers its codes (`"code": 400`): a Responses client (the AI SDK) reads a string or null.
-      const error = chunk.error as { code?: unknown; message?: unknown };
-      const reported = {
-        code: typeof error.code === 'string' ? error.code : error.code == null ? null : String(error.code),
-        message: typeof error.message === 'string' ? error.message : JSON.stringify(error.message ?? ''),
-      };
+      const reported = { code: error.code === undefined ? null : String(error.code), message: error.message };
       this.upstreamError ??= reported;
       return this.event('error', Object.assign({}, reported, { param: null }));
     }

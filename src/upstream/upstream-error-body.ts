@@ -60,6 +60,16 @@ export function upstreamErrorFacts(parsed: unknown): UpstreamErrorFacts | undefi
 }
 
 /**
+ * The error a chat stream's event reports, when it reports one: `{"error": …}` beside or instead of the
+ * choices (OpenAI's, OpenRouter's with a numbered code, TGI's string) or vLLM's `{"object": "error", …}` — in
+ * the provider's words (`The upstream failed.` when it gave none). Undefined for an event of the answer.
+ */
+export function streamedErrorOf(chunk: Record<string, unknown>): UpstreamErrorFacts | undefined {
+  if ((chunk.error === undefined || chunk.error === null) && chunk.object !== 'error') return undefined;
+  return upstreamErrorFacts(chunk) ?? { message: 'The upstream failed.' };
+}
+
+/**
  * An upstream's error body as an OpenAI client reads it: the same bytes when it is OpenAI's shape
  * already (an `error` object with its `message`), not JSON (a proxy's page, read as text) or larger
  * than maxReshapedErrorBytes; else `{"error": {"message", "type", "param", "code", "upstream"}}` — the

@@ -406,6 +406,29 @@ describe('a chat stream as Anthropic events', () => {
       },
     ]);
   });
+
+  // vLLM's error object, OpenRouter's numbered error, TGI's string: each the provider's words, as Anthropic's
+  // error event; a chunk that says `"error": null` beside its choices is the answer's.
+  it.each([
+    ['data: {"object":"error","message":"Too long.","type":"BadRequestError","code":400}\n\n', 'Too long.'],
+    ['data: {"error":{"code":502,"message":"Provider returned error"}}\n\n', 'Provider returned error'],
+    ['data: {"error":"Input validation error"}\n\n', 'Input validation error'],
+  ])('ends with the provider’s words for %j', (event, words) => {
+    const translator = new MessagesStreamTranslator(meta, 0);
+    translator.start();
+    expect(sseEventData(translator.push(event) + translator.end())).toEqual([
+      { type: 'error', error: { type: 'api_error', message: words } },
+    ]);
+  });
+
+  it('reads a chunk with `"error": null` as the answer’s', () => {
+    const translator = new MessagesStreamTranslator(meta, 0);
+    translator.start();
+    const out = translator.push(
+      'data: {"error":null,"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n',
+    );
+    expect(sseEventData(out + translator.end()).map((event) => event.type)).not.toContain('error');
+  });
 });
 
 describe('errors in Anthropic’s shape', () => {

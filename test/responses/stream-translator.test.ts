@@ -500,6 +500,18 @@ describe('a chat stream as Responses events', () => {
     ]);
   });
 
+  it('reads vLLM’s error object as an error, with its words', () => {
+    const translator = new ResponsesStreamTranslator(meta);
+    translator.start();
+    const out = translator.push(
+      'data: {"object":"error","message":"Too long.","type":"BadRequestError","code":400}\n\n',
+    );
+    expect(sseEventData(out)).toEqual([
+      expect.objectContaining({ type: 'error', code: '400', message: 'Too long.' }),
+    ]);
+    expect(translator.succeeded).toBe(false);
+  });
+
   // OpenRouter's codes are numbers; the Responses API's (and the AI SDK's schema of it) a string or null.
   it.each([
     [400, '400'],

@@ -2,6 +2,7 @@
 // words read from the shapes providers answer in, and OpenAI's shape left as it came.
 import { describe, expect, it } from 'vitest';
 import {
+  streamedErrorOf,
   maxReshapedErrorBytes,
   upstreamErrorFacts,
   withOpenAIErrorShape,
@@ -45,6 +46,22 @@ describe('upstreamErrorFacts', () => {
     ['not an object', 'Bad Request'],
   ])('says nothing of %s', (_name, body) => {
     expect(upstreamErrorFacts(body)).toBeUndefined();
+  });
+});
+
+describe('streamedErrorOf', () => {
+  it.each([
+    [{ error: { code: 400, message: 'Too long.' } }, { message: 'Too long.', code: 400 }],
+    [
+      { object: 'error', message: 'Too long.', type: 'BadRequestError', code: 400 },
+      { message: 'Too long.', type: 'BadRequestError', code: 400 },
+    ],
+    [{ error: 'Input validation error' }, { message: 'Input validation error' }],
+    [{ error: {} }, { message: 'The upstream failed.' }],
+    [{ error: null, choices: [] }, undefined],
+    [{ choices: [{ delta: { content: 'error' } }] }, undefined],
+  ])('%j: %j', (chunk, facts) => {
+    expect(streamedErrorOf(chunk)).toEqual(facts);
   });
 });
 
