@@ -13,6 +13,7 @@ import { madeKey } from './anthropic-wire.js';
 import { chunkTexts, thinkingChunks } from './content-chunks.js';
 import { reasoningOf, type ReasoningField } from './reasoning-field.js';
 import { SseDecoder } from './sse.js';
+import { reportsError } from './upstream-error-body.js';
 import {
   argumentsText,
   conformedToolCalls,
@@ -196,8 +197,7 @@ export class StreamReplyAssembler {
     }
     // An error in the stream: `{"error": {…}}` beside or instead of the choices, or vLLM's
     // `{"object": "error", …}`.
-    if (isRecord(chunk) && ((chunk.error !== undefined && chunk.error !== null) || chunk.object === 'error'))
-      this.erred = true;
+    if (isRecord(chunk) && reportsError(chunk)) this.erred = true;
     const choice = firstChoice(chunk);
     if (choice === undefined) return;
     if (choice.finish_reason === 'error') this.erred = true;

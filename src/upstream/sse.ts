@@ -10,6 +10,7 @@
 
 import type { UpstreamResponse } from './upstream.js';
 import { isRecord } from './tool-call-shape.js';
+import { reportsError } from './upstream-error-body.js';
 
 export interface ServerSentEvent {
   event: string | undefined;
@@ -210,7 +211,7 @@ export class StreamCompletionTracker {
     const close = text.indexOf('\n\n');
     try {
       const last = JSON.parse(close < 0 ? text : text.slice(0, close)) as unknown;
-      return isRecord(last) && ((last.error !== undefined && last.error !== null) || last.object === 'error');
+      return isRecord(last) && reportsError(last);
     } catch {
       return false;
     }

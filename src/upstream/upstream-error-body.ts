@@ -65,9 +65,13 @@ export function upstreamErrorFacts(parsed: unknown): UpstreamErrorFacts | undefi
  * the provider's words (`The upstream failed.` when it gave none). Undefined for an event of the answer.
  */
 export function streamedErrorOf(chunk: Record<string, unknown>): UpstreamErrorFacts | undefined {
-  if ((chunk.error === undefined || chunk.error === null) && chunk.object !== 'error') return undefined;
+  if (!reportsError(chunk)) return undefined;
   return upstreamErrorFacts(chunk) ?? { message: 'The upstream failed.' };
 }
+
+/** Whether a chat stream's event is the provider's error (streamedErrorOf), not an event of the answer. */
+export const reportsError = (chunk: Record<string, unknown>): boolean =>
+  (chunk.error !== undefined && chunk.error !== null) || chunk.object === 'error';
 
 /**
  * An upstream's error body as an OpenAI client reads it: the same bytes when it is OpenAI's shape
