@@ -325,11 +325,7 @@ function refusedFields(text: string, body: string): FieldFix[] {
         undefined,
       ),
     );
-  // Sampling settings a model takes none of: Claude Opus 4.7 and later ("`temperature` is deprecated for
-  // this model.", natively, through Bedrock and the relays that pass it on: sipeed/picoclaw#2939,
-  // RooCodeInc/Roo-Code#12162, The-PR-Agent/pr-agent#2456): left out, the model's own.
-  for (const match of text.matchAll(/\b(temperature|top_p|top_k)\W{0,2} is deprecated for this model/gi))
-    add({ field: (match[1] as string).toLowerCase() });
+  for (const fix of samplingRefusals(text)) add(fix);
   // A service tier the model is not served with (Codex's /fast asks `priority`, a flex tier): OpenAI's and
   // ChatGPT's Codex backend's "Unsupported service_tier: flex" (openai/codex#15099), that one left out; GitHub
   // Copilot's "service_tier is not supported" (router-for-me/CLIProxyAPIPlus#437) or a relay's "Field
@@ -531,30 +527,10 @@ function anthropicRefusals(text: string): FieldFix[] {
   if (taken.length > 0) fixes.push({ field: effortField, value: taken.join(',') });
   // A model that takes no effort at all (Haiku 4.5: anthropics/claude-code#30760).
   else if (/this model does not support the effort parameter/i.test(text)) fixes.push({ field: effortField });
-  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later; MiniMax-M3 on its
-  // Anthropic-compatible API: "invalid thinking.type: \"enabled\" (allowed: adaptive, disabled) (2013)"), or
-  // adaptive thinking (Sonnet 4.5, Haiku 4.5).
-  if (
-    /thinking\.type\.enabled\W{0,3} is not supported for this model|invalid thinking\.type\W{0,4}enabled\W{0,4} \(allowed: [\w ,]{0,40}\badaptive\b/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: thinkingEnabledField });
-  // Thinking turned off beside an effort (DeepSeek's Anthropic endpoint: deepseek-ai/DeepSeek-V3#1397).
-  if (/thinking options type cannot be disabled when reasoning_effort is set/i.test(text))
-    fixes.push({ field: thinkingDisabledField });
+  fixes.push(...thinkingModeRefusals(text));
   // A user id of characters the endpoint does not take (DeepSeek's: Claude Code's `metadata.user_id`,
   // deepseek-ai/awesome-deepseek-agent#67): the metadata left out.
   if (/invalid \W?user_id\W?: string does not match pattern/i.test(text)) fixes.push({ field: 'metadata' });
-  // Vertex's and Bedrock's schema, older than adaptive thinking (anthropics/claude-code#33506: "thinking: Input
-  // tag 'adaptive' found using 'type' does not match any of the expected tags: 'disabled', 'enabled'"), and
-  // a MiniMax M3 endpoint's words for it (anomalyco/opencode#35138).
-  if (
-    /adaptive thinking is not supported (?:on|for|by) this model|thinking\.type must be enabled or disabled|thinking\W{0,3}:?\s*input tag \W?adaptive\W? found using \W?type\W? does not match any of the expected tags/i.test(
-      text,
-    )
-  )
-    fixes.push({ field: thinkingAdaptiveField });
   const blocks = blockTypesFix(text);
   if (blocks !== undefined) fixes.push(blocks);
   // A member of a cache breakpoint's mark, by the breakpoint's place: its `ttl` (Claude on Bedrock before its
@@ -583,6 +559,54 @@ function anthropicRefusals(text: string): FieldFix[] {
   }
   fixes.push(...betaRefusals(text));
   return fixes.filter((fix): fix is FieldFix => fix !== undefined);
+}
+
+/** Sampling settings and efforts refused as a model takes none of them, or not beside thinking turned off. */
+function samplingRefusals(text: string): FieldFix[] {
+  const found: FieldFix[] = [];
+  // Sampling settings a model takes none of: Claude Opus 4.7 and later ("`temperature` is deprecated for
+  // this model.", natively, through Bedrock and the relays that pass it on: sipeed/picoclaw#2939,
+  // RooCodeInc/Roo-Code#12162, The-PR-Agent/pr-agent#2456): left out, the model's own.
+  for (const match of text.matchAll(/\b(temperature|top_p|top_k)\W{0,2} is deprecated for this model/gi))
+    found.push({ field: (match[1] as string).toLowerCase() });
+  // An effort beside thinking turned off, which Volcengine's endpoints refuse ("… reasoning_effort is not
+  // supported when thinking is disabled"): the effort left out, thinking off as the client asked.
+  if (/\breasoning_effort\W{0,3} is not supported when thinking is disabled/i.test(text))
+    found.push({ field: 'reasoning_effort' });
+  return found;
+}
+
+/** The thinking modes a model refused (Claude's, and those of the Anthropic-compatible endpoints). */
+function thinkingModeRefusals(text: string): FieldFix[] {
+  const fixes: FieldFix[] = [];
+  // A thinking mode the Claude model does not take: a budget (Opus 4.7 and later; MiniMax-M3 on its
+  // Anthropic-compatible API: "invalid thinking.type: \"enabled\" (allowed: adaptive, disabled) (2013)"), or
+  // adaptive thinking (Sonnet 4.5, Haiku 4.5).
+  if (
+    /thinking\.type\.enabled\W{0,3} is not supported for this model|invalid thinking\.type\W{0,4}enabled\W{0,4} \(allowed: [\w ,]{0,40}\badaptive\b/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: thinkingEnabledField });
+  // Thinking turned off beside an effort (DeepSeek's Anthropic endpoint: deepseek-ai/DeepSeek-V3#1397), or
+  // at all, of a model that always thinks (Volcengine's GLM-5.3: "thinking.type `disabled` is not supported by
+  // this model", VicBilibily/GCMP#376).
+  if (
+    /thinking options type cannot be disabled when reasoning_effort is set|thinking\.type\W{0,3}disabled\W{0,3} is not supported by this model/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: thinkingDisabledField });
+  // Vertex's and Bedrock's schema, older than adaptive thinking (anthropics/claude-code#33506: "thinking: Input
+  // tag 'adaptive' found using 'type' does not match any of the expected tags: 'disabled', 'enabled'"), and
+  // a MiniMax M3 endpoint's words for it (anomalyco/opencode#35138).
+  if (
+    /adaptive thinking is not supported (?:on|for|by) this model|thinking\.type must be enabled or disabled|thinking\W{0,3}:?\s*input tag \W?adaptive\W? found using \W?type\W? does not match any of the expected tags/i.test(
+      text,
+    )
+  )
+    fixes.push({ field: thinkingAdaptiveField });
+  return fixes;
 }
 
 /** The `anthropic-beta` flags a refusal has left out (refusedBetas), Claude's 1M window's for the key. */

@@ -74,6 +74,7 @@ beforeAll(async () => {
     longContext: ['claude-sonnet-4-0', 'claude-sonnet-4-5-unbilled'],
     longContextUnbilled: ['claude-sonnet-4-5-unbilled'],
     fastUnbilled: ['claude-opus-4-8-uncredited'],
+    alwaysThinks: ['glm-5.3-ark'],
   });
   // Beside the plain local model, one that thinks as DeepSeek V4 does and one served as Gemini 3 is.
   openai = new FakeUpstream({
@@ -128,7 +129,7 @@ beforeAll(async () => {
       `    base_url: ${anthropicUrl}`,
       '    kind: anthropic',
       '    api_key_env: ANTHROPIC_KEY',
-      '    models: ["claude-*", "MiniMax-*", "z-ai/*", "doubao-*", "deepseek-v4-flash", "deepseek-v4-pro[1m]", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
+      '    models: ["claude-*", "MiniMax-*", "z-ai/*", "doubao-*", "glm-5.3-ark", "deepseek-v4-flash", "deepseek-v4-pro[1m]", "glm-5.2", "qwen3.8:27b", "kimi-*", "gpt-5.5-via-relay"]',
       'policies:',
       '  tiny:',
       '    budgets:',
@@ -1300,6 +1301,30 @@ describe("DeepSeek's Anthropic endpoint and what Claude Code sends it", () => {
     expect(body.tools).toEqual([webSearch]);
     const again = anthropic.messageRequests.length;
     await client().beta.messages.create(request as never);
+    expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
+  });
+});
+
+// Claude Code turns thinking off for its sub-agents (2.1.166 and later); a model that always thinks refuses
+// that — GLM-5.3 on Volcengine's Anthropic endpoint (VicBilibily/GCMP#376) — and every sub-agent failed.
+describe('thinking turned off, asked of a model that always thinks', () => {
+  it('is left out after one refusal, the model thinking as it does; the next request at once', async () => {
+    anthropic.respond = () => ({ text: 'Sub-task done.' });
+    const ask = () =>
+      client().messages.create({
+        model: 'glm-5.3-ark',
+        max_tokens: 300,
+        thinking: { type: 'disabled' },
+        messages: [{ role: 'user', content: 'List the files.' }],
+      });
+    const before = anthropic.messageRequests.length;
+    const answer = await ask();
+    expect(answer.content).toEqual([{ type: 'text', text: 'Sub-task done.' }]);
+    const sent = anthropic.messageRequests.slice(before);
+    expect(sent.map((each) => each.status)).toEqual([400, 200]);
+    expect((sent[1]?.body as { thinking?: unknown }).thinking).toBeUndefined();
+    const again = anthropic.messageRequests.length;
+    await ask();
     expect(anthropic.messageRequests.slice(again).map((each) => each.status)).toEqual([200]);
   });
 });

@@ -768,6 +768,11 @@ export class FakeAnthropic {
        * saying why); at standard speed, answered.
        */
       fastUnbilled?: readonly string[];
+      /**
+       * Models that always think, as Volcengine's Anthropic endpoint serves GLM-5.3: thinking turned off is
+       * refused in its words and shape ("thinking.type `disabled` is not supported by this model …").
+       */
+      alwaysThinks?: readonly string[];
       /** Keys (`x-api-key`) that have usage credits for fast mode whatever the model: not refused for it. */
       fastCreditedKeys?: readonly string[];
       /**
@@ -1268,6 +1273,21 @@ export class FakeAnthropic {
                   : undefined,
               )
               .find((path) => path !== undefined);
+    if (
+      (body.thinking as Json | undefined)?.type === 'disabled' &&
+      this.options.alwaysThinks?.includes(String(body.model)) === true
+    )
+      return send(
+        400,
+        JSON.stringify({
+          error: {
+            code: 'InvalidParameter',
+            message: `thinking.type \`disabled\` is not supported by this model Request id: 0217${'8'.repeat(40)}`,
+            param: '',
+            type: 'BadRequest',
+          },
+        }),
+      );
     if (
       body.speed === 'fast' &&
       this.options.fastUnbilled?.includes(String(body.model)) === true &&

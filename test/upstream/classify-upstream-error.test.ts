@@ -237,6 +237,7 @@ const ownCases: ReadonlyArray<{
         { field: 'thinking.type.disabled' },
         "a sub-agent's thinking turned off beside an effort (DeepSeek-V3#1397)",
       ],
+
       [
         "Invalid 'user_id': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
         { field: 'metadata' },
@@ -253,6 +254,26 @@ const ownCases: ReadonlyArray<{
     },
     expected: { kind: 'refused_field' as const, fixes: [fix] },
   })),
+  {
+    // A model that always thinks, on Volcengine's Anthropic endpoint (GLM-5.3: VicBilibily/GCMP#376): thinking
+    // turned off is left out, as beside an effort on DeepSeek's.
+    name: 'Volcengine: thinking turned off, of a model that always thinks',
+    answer: {
+      status: 400,
+      body: '{"error":{"code":"InvalidParameter","message":"thinking.type `disabled` is not supported by this model Request id: 02178709990745945323167f444566161ccbd236f48bec571a303","param":"","type":"BadRequest"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'thinking.type.disabled' }] },
+  },
+  {
+    // The other way round on its Chat Completions and Responses endpoints: an effort beside thinking turned
+    // off is refused — the effort left out, thinking stays off as the client asked.
+    name: 'Volcengine: "reasoning_effort is not supported when thinking is disabled"',
+    answer: {
+      status: 400,
+      body: '{"error":{"message":"The parameter `reasoning` specified in the request are not valid: reasoning_effort is not supported when thinking is disabled. Request id: 021787101557836682583ac3749be18cdf4b3a38443303788afb2","type":"BadRequest","code":"InvalidParameter"}}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'reasoning_effort' }] },
+  },
   {
     // Claude's own refusal: the choice left to it only while thinking is on.
     name: 'Anthropic: "Thinking may not be enabled when tool_choice forces tool use."',
