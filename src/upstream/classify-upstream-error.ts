@@ -893,9 +893,11 @@ function requestShapeFixes(text: string, body: string): FieldFix[] {
   // that takes none (now
   // "role 'system' is not supported on this model"; before, the message's place, then its words), a
   // relay's, MiniMax's, LM Studio's (zod's), a FastAPI proxy's (the role's place in the body, then its words),
-  // a relay's before ChatGPT's Codex backend ("System messages are not allowed": router-for-me/CLIProxyAPI#3625).
+  // a relay's before ChatGPT's Codex backend ("System messages are not allowed": router-for-me/CLIProxyAPI#3625),
+  // Volcengine's, its place masked ("The parameter `***.role` … invalid value: `system`, supported values are:
+  // `assistant`, `user`": QuantumNous/new-api#2288).
   if (
-    /unknown variant [`']system[`'], expected [`']user[`'] or [`']assistant[`']|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'|\bsystem messages are not allowed\b/i.test(
+    /\.role\W{0,3} specified in the request are not valid: invalid value: \W?system\W?, supported values are: \W?assistant\W?, \W?user\W?|unknown variant [`']system[`'], expected [`']user[`'] or [`']assistant[`']|unexpected role \W?system\W? ?\. the messages api accepts a top-level `system` parameter|messages\.\d+\.role: input should be 'user' or 'assistant'|messages\[\d+\]\.role must be either 'user' or 'assistant', but got 'system'|chat content has invalid message role:? system|role \W?system\W? is not supported on this model|invalid discriminator value\. expected 'user' \| 'assistant'|\bsystem messages are not allowed\b/i.test(
       text,
     ) ||
     /messages\W{1,4}\d+\W{1,4}role\W{1,6}msg\W{1,6}Input should be 'user' or 'assistant'/.test(body)

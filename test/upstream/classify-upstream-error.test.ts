@@ -255,6 +255,16 @@ const ownCases: ReadonlyArray<{
     expected: { kind: 'refused_field' as const, fixes: [fix] },
   })),
   {
+    // A system message in the conversation on Volcengine's Anthropic endpoint, its place masked
+    // (QuantumNous/new-api#2288).
+    name: 'Volcengine: "The parameter `***.role` … invalid value: `system`, supported values are: `assistant`, `user`"',
+    answer: {
+      status: 400,
+      body: '{"error":{"type":"InvalidParameter","message":"The parameter `***.role` specified in the request are not valid: invalid value: `system`, supported values are: `assistant`, `user`. Request id: 021763978070916513ce85330429ea14b25f1ce17f48ff98e2241"},"type":"error"}',
+    },
+    expected: { kind: 'refused_field', fixes: [{ field: 'messages[].role.system.mid_conversation' }] },
+  },
+  {
     // A model that always thinks, on Volcengine's Anthropic endpoint (GLM-5.3: VicBilibily/GCMP#376): thinking
     // turned off is left out, as beside an effort on DeepSeek's.
     name: 'Volcengine: thinking turned off, of a model that always thinks',
