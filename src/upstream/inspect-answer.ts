@@ -25,9 +25,9 @@ export function replaying(response: UpstreamResponse, body: Buffer): UpstreamRes
 
 export interface InspectOptions {
   /** The bytes of the request it answers: asked for a 413 only (what a bare one is about). */
-  sentBytes?: () => number;
+  sentBytes?: (() => number) | undefined;
   /** How long a stream's first event is waited for (none: until it comes); past it, the answer is begun. */
-  headWaitMs?: number;
+  headWaitMs?: number | undefined;
 }
 
 export async function inspectAnswer(

@@ -109,14 +109,10 @@ export async function sendWithRecovery<A extends SendAttempt>(
     try {
       const current = attempt;
       const { sentBytes, headWaitMs } = options;
-      answer = await inspectAnswer(
-        await options.send(current),
-        options.streaming,
-        Object.assign(
-          sentBytes === undefined ? {} : { sentBytes: () => sentBytes(current) },
-          headWaitMs === undefined ? {} : { headWaitMs },
-        ),
-      );
+      answer = await inspectAnswer(await options.send(current), options.streaming, {
+        sentBytes: sentBytes && (() => sentBytes(current)),
+        headWaitMs,
+      });
     } catch (error) {
       const connection = isGatewayError(error) && error.code === 'upstream_unreachable';
       if (!connection || options.cancelled()) throw error;
